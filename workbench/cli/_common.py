@@ -1,0 +1,57 @@
+"""What every command group shares: the error boundary, output helpers and common options."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from workbench.errors import WbError
+
+
+def _report(exc: WbError) -> None:
+    err = typer.get_text_stream("stderr")
+    err.write(f"Error: {exc.message}\n")
+    if exc.hint:
+        err.write(f"Hint: {exc.hint}\n")
+    err.flush()
+
+
+class WbGroup(TyperGroup):
+    """Turns a `WbError` raised by any command into its message, hint and exit code."""
+
+    def invoke(self, ctx):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except WbError as exc:
+            _report(exc)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            sys.stderr.write("Interrupted.\n")
+            raise typer.Exit(130) from None
+
+
+def new_app(help: str) -> typer.Typer:
+    return typer.Typer(cls=WbGroup, help=help, no_args_is_help=True, add_completion=False,
+                       pretty_exceptions_enable=False)
+
+
+def print_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
+
+
+def parse_sets(values: list[str] | None) -> dict[str, str]:
+    """`--set var=value` pairs into a dict; a malformed one is bad input."""
+    from workbench.errors import BadInput
+
+    out: dict[str, str] = {}
+    for item in values or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise BadInput(f"--set {item!r} is not of the form var=value",
+                           hint="e.g. --set causal_model=wedge")
+        out[name.strip()] = value.strip()
+    return out

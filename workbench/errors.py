@@ -1,0 +1,86 @@
+"""The one exception tree of wb: every error a user can cause or meet carries a message and a hint.
+
+The CLI turns `BadInput` into exit code 2 and any other `WbError` into exit code 1; anything
+that is not a `WbError` is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "WbError",
+    "BadInput",
+    "ConfigError",
+    "StoreError",
+    "StoreLocked",
+    "StoreOutdated",
+    "TargetError",
+    "RunFailure",
+    "RestoreFailed",
+    "KernelError",
+    "SimError",
+]
+
+
+class WbError(Exception):
+    """Root of every error wb reports to a user. `hint` says what to do about it."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class BadInput(WbError):
+    """The user's input (a file, an argument, a value) is wrong; nothing was run or written."""
+
+    exit_code = 2
+
+
+class ConfigError(BadInput):
+    """A hypotheses/experiment file failed validation. `where` is `file:line` and `field` the path."""
+
+    def __init__(self, message: str, *, file: str, line: int | None = None,
+                 field: str | None = None, hint: str | None = None) -> None:
+        where = f"{file}:{line}" if line else file
+        loc = f" (field {field})" if field else ""
+        super().__init__(f"{where}{loc}: {message}", hint=hint)
+        self.file = file
+        self.line = line
+        self.field = field
+
+
+class StoreError(WbError):
+    """The store could not be opened, read or written."""
+
+
+class StoreLocked(StoreError):
+    """Another process holds the store's write lock."""
+
+
+class StoreOutdated(BadInput):
+    """The store's schema revision is not the one this wb needs."""
+
+
+class TargetError(WbError):
+    """A target (host, sim, local command) could not be reached or did not behave."""
+
+
+class RunFailure(WbError):
+    """An experiment failed while running."""
+
+
+class RestoreFailed(RunFailure):
+    """The target's original configuration could not be restored: the user must act by hand."""
+
+
+class KernelError(BadInput):
+    """A transfer-kernel call was given inputs that would move wrong bytes; nothing moved."""
+
+
+class SimError(WbError):
+    """The embedded deployment could not be started, reached or configured."""

@@ -1,0 +1,91 @@
+"""Pieces shared by the hypothesis and experiment schemas: ids, variable values, regions."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
+
+ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,79}$")
+
+
+def var_value(value: Any) -> str:
+    """Canonical text of a variable value. YAML 1.1 reads bare on/off as booleans; wb keeps the words."""
+    if value is True:
+        return "on"
+    if value is False:
+        return "off"
+    if value is None:
+        raise ValueError("a variable value cannot be empty")
+    if isinstance(value, (dict, list)):
+        raise ValueError("a variable value must be a scalar (text or number)")
+    return str(value)
+
+
+VarValue = Annotated[str, BeforeValidator(var_value)]
+
+
+def _check_id(value: Any) -> Any:
+    if isinstance(value, str) and not ID_RE.match(value):
+        raise ValueError(f"{value!r} is not a valid id (lowercase letters, digits, '-', '_', '.'; "
+                         "starting with a letter or digit)")
+    return value
+
+
+Ident = Annotated[str, BeforeValidator(_check_id)]
+
+
+class Strict(BaseModel):
+    """Unknown fields are errors: a typo in a registry file must not be silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Region(Strict):
+    """An interval of allowed values for a metric: at_least / at_most / equals / between."""
+
+    at_least: float | None = None
+    at_most: float | None = None
+    equals: float | None = None
+    between: tuple[float, float] | None = None
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> "Region":
+        given = [k for k in ("at_least", "at_most", "equals", "between") if getattr(self, k) is not None]
+        if not given:
+            raise ValueError("give a region: at_least, at_most, equals or between")
+        if "equals" in given and len(given) > 1:
+            raise ValueError("equals cannot be combined with another bound")
+        if "between" in given and len(given) > 1:
+            raise ValueError("between cannot be combined with another bound")
+        lo, hi = self.bounds()
+        if lo > hi:
+            raise ValueError(f"empty region: lower bound {lo} is above upper bound {hi}")
+        return self
+
+    def bounds(self) -> tuple[float, float]:
+        """(lo, hi), closed; infinite where unbounded."""
+        if self.equals is not None:
+            return (self.equals, self.equals)
+        if self.between is not None:
+            return (float(self.between[0]), float(self.between[1]))
+        lo = self.at_least if self.at_least is not None else float("-inf")
+        hi = self.at_most if self.at_most is not None else float("inf")
+        return (lo, hi)
+
+    def contains(self, value: float) -> bool:
+        lo, hi = self.bounds()
+        return lo <= value <= hi
+
+    def describe(self) -> str:
+        if self.equals is not None:
+            return f"== {self.equals:g}"
+        if self.between is not None:
+            return f"in [{self.between[0]:g}, {self.between[1]:g}]"
+        parts = []
+        if self.at_least is not None:
+            parts.append(f">= {self.at_least:g}")
+        if self.at_most is not None:
+            parts.append(f"<= {self.at_most:g}")
+        return " and ".join(parts)

@@ -1,0 +1,220 @@
+"""Schema of `experiments/*.yaml`: the harness — variables, metrics, design, and target profiles.
+
+An experiment says *how* to run arms on a target: render a config, apply it, restart, wait for
+health, run the workload, collect metrics, restore. Hypotheses say *which* arms to run.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from workbench.registry.common import Ident, Strict, VarValue
+
+# Names every template may use besides the experiment's variables and a profile's `context`.
+BUILTIN_TEMPLATE_NAMES = frozenset({
+    "arm", "replicate", "run_id", "run_dir", "run_start", "run_start_iso", "run_start_epoch",
+    "host", "file", "path", "experiment_id", "hypothesis_id", "sim_dir", "work_dir", "units_path",
+    "python", "wb",
+})
+
+
+class VariableSpec(Strict):
+    """One knob of the deployment. `values` lists the allowed values (text); `type` checks numbers."""
+
+    values: list[VarValue] | None = None
+    type: Literal["str", "int", "float"] = "str"
+    default: VarValue | None = None
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _default_allowed(self) -> "VariableSpec":
+        if self.default is not None:
+            self.check(self.default)
+        return self
+
+    def check(self, value: str) -> str:
+        """`value` (canonical text) if allowed, else ValueError naming the allowed values."""
+        if self.values is not None and value not in self.values:
+            raise ValueError(f"{value!r} is not one of {self.values}")
+        if self.type == "int":
+            try:
+                int(value)
+            except ValueError:
+                raise ValueError(f"{value!r} is not an integer") from None
+        if self.type == "float":
+            try:
+                float(value)
+            except ValueError:
+                raise ValueError(f"{value!r} is not a number") from None
+        return value
+
+
+class MetricSpec(Strict):
+    """A number per run. Extracted by a profile's `collect`, counted from units, or derived.
+
+    kind: count (non-negative integer), proportion (numerator / denominator counts, analysed as
+    binomial), continuous (medians, rank tests).
+    """
+
+    kind: Literal["count", "proportion", "continuous"]
+    description: str = ""
+    numerator: str | None = None
+    denominator: str | None = None
+    same_as: str | None = None
+    units: dict[str, VarValue | list[VarValue]] | None = Field(
+        default=None, description="count the units whose fields match (an empty mapping counts all units)")
+    guard: bool = Field(default=False, description="a health/validity signal (aborts, errors), scanned for confounds")
+
+    @model_validator(mode="after")
+    def _shape(self) -> "MetricSpec":
+        sources = [self.numerator is not None, self.same_as is not None, self.units is not None]
+        if self.kind == "proportion":
+            if self.numerator is None or self.denominator is None:
+                raise ValueError("a proportion needs numerator and denominator (names of count metrics)")
+        elif self.numerator is not None or self.denominator is not None:
+            raise ValueError("numerator/denominator belong to kind: proportion")
+        if sum(sources) > 1:
+            raise ValueError("give at most one of numerator/denominator, same_as, units")
+        if self.units is not None and self.kind != "count":
+            raise ValueError("a metric counted from units has kind: count")
+        return self
+
+    @property
+    def derived(self) -> bool:
+        return self.kind == "proportion" or self.same_as is not None or self.units is not None
+
+
+class UnitSpec(Strict):
+    """What one independent observation inside a run is (a session of the repro harness)."""
+
+    name: str = "unit"
+    outcome_field: str = "outcome"
+    outcomes: list[str] = Field(default_factory=list)
+    completed: list[str] = Field(default_factory=list,
+                                 description="outcomes that count as completed (attrition check)")
+
+
+class Design(Strict):
+    replicates: int = Field(default=2, ge=1, le=1000)
+    blocks: Literal["abba", "random", "alternate"] = "abba"
+    seed: int | None = None
+    max_replicates: int = Field(default=12, ge=1, le=10000, description="budget for --sequential")
+
+
+class HealthSpec(Strict):
+    urls: list[str] = Field(min_length=1)
+    attempts: int = Field(default=36, ge=1, le=10000)
+    interval_s: float = Field(default=5.0, gt=0, le=3600)
+    timeout_s: float = Field(default=3.0, gt=0, le=600)
+
+
+class ConfigSpec(Strict):
+    """The config file the runner rewrites per arm (a serve script), and how to check it locally."""
+
+    path: str
+    template: str | None = None
+    template_file: str | None = None
+    check: str | None = Field(default=None, description="local command on the rendered file, e.g. bash -n {{ file }}")
+    mode: str = "0644"
+
+    @model_validator(mode="after")
+    def _one_template(self) -> "ConfigSpec":
+        if (self.template is None) == (self.template_file is None):
+            raise ValueError("give exactly one of template (inline) or template_file")
+        return self
+
+
+class WorkloadSpec(Strict):
+    command: str
+    timeout_s: float = Field(default=1800, gt=0, le=7 * 24 * 3600)
+
+
+class Extractor(Strict):
+    """How to read one metric: a regex over the workload output, or a command's output."""
+
+    regex: str | None = None
+    source: Literal["output", "stdout", "stderr"] = "output"
+    command: str | None = None
+    parse: Literal["int", "float"] = "float"
+    timeout_s: float = Field(default=60, gt=0, le=3600)
+
+    @model_validator(mode="after")
+    def _one(self) -> "Extractor":
+        if (self.regex is None) == (self.command is None):
+            raise ValueError("give exactly one of regex or command")
+        if self.regex is not None:
+            import re
+
+            try:
+                re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"invalid regex: {exc}") from None
+        return self
+
+
+class UnitsSource(Strict):
+    path: str
+    format: Literal["jsonl"] = "jsonl"
+
+
+class TargetSpec(Strict):
+    kind: Literal["sim", "local", "ssh", "kernel"]
+    hosts: list[str] = Field(default_factory=list)
+    user: str | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    known_hosts: str | None = None
+    identity_file: str | None = None
+    jump: str | None = None
+    keepalive_s: float = 15
+    connect_timeout_s: float = 10
+
+    @model_validator(mode="after")
+    def _hosts(self) -> "TargetSpec":
+        if self.kind == "ssh" and not self.hosts:
+            raise ValueError("an ssh target needs hosts")
+        return self
+
+
+class Profile(Strict):
+    description: str = ""
+    target: TargetSpec
+    context: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    config: ConfigSpec | None = None
+    restart: list[str] = Field(default_factory=list)
+    health: HealthSpec | None = None
+    workload: WorkloadSpec | None = None
+    units: UnitsSource | None = None
+    collect: dict[str, Extractor] = Field(default_factory=dict)
+    fingerprint: dict[str, str] = Field(default_factory=dict)
+    artifacts: dict[str, str] = Field(default_factory=dict, description="name -> path on the target, fetched after each run")
+    options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+
+class Experiment(Strict):
+    format: Literal[1] = 1
+    id: Ident
+    version: int = Field(default=1, ge=1, description="bump when the harness changes what it measures")
+    description: str = ""
+    variables: dict[str, VariableSpec]
+    unit: UnitSpec | None = None
+    metrics: dict[str, MetricSpec]
+    design: Design = Field(default_factory=Design)
+    default_profile: str
+    profiles: dict[str, Profile] = Field(min_length=1)
+
+    @field_validator("variables")
+    @classmethod
+    def _names(cls, v: dict[str, VariableSpec]) -> dict[str, VariableSpec]:
+        for name in v:
+            if not name.isidentifier():
+                raise ValueError(f"variable name {name!r} is not an identifier")
+        return v
+
+    def defaults(self) -> dict[str, str]:
+        return {k: spec.default for k, spec in self.variables.items() if spec.default is not None}
+
+    def produced_metrics(self) -> set[str]:
+        return set(self.metrics)

@@ -1,0 +1,354 @@
+"""Loading a workbench folder: parse each file against its schema, then check files against each other.
+
+Every problem becomes a ConfigError naming the file, the line and the field; nothing runs after one.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from workbench.errors import BadInput, ConfigError
+from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment
+from workbench.registry.hypothesis import Hypothesis, HypothesesFile
+from workbench.registry.yamlio import LocatedYaml, load_located
+
+M = TypeVar("M", bound=BaseModel)
+
+HYPOTHESES_FILE = "hypotheses.yaml"
+EXPERIMENTS_DIR = "experiments"
+
+
+def _clean(msg: str) -> str:
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            return msg[len(prefix):]
+    return msg
+
+
+def parse_model(model: type[M], doc: LocatedYaml) -> M:
+    """Validate `doc` against `model`; the first error becomes a ConfigError at its line."""
+    if doc.data is None:
+        raise doc.error("the file is empty")
+    try:
+        return model.model_validate(doc.data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        loc = tuple(first["loc"])
+        msg = _clean(first["msg"])
+        if first["type"] == "extra_forbidden":
+            msg = f"unknown field {loc[-1]!r}"
+        elif first["type"] == "missing":
+            msg = f"missing required field {loc[-1]!r}"
+            loc = loc[:-1] + (loc[-1],)
+        more = f" ({len(errors) - 1} more problem(s) after this one)" if len(errors) > 1 else ""
+        raise doc.error(msg + more, loc if first["type"] != "missing" else loc[:-1]) from None
+
+
+@dataclass
+class Registry:
+    """A loaded, cross-checked workbench folder."""
+
+    root: Path
+    hypotheses: list[Hypothesis]
+    experiments: dict[str, Experiment]
+    hypotheses_doc: LocatedYaml | None = None
+    experiment_docs: dict[str, LocatedYaml] = field(default_factory=dict)
+
+    def hypothesis(self, hid: str) -> Hypothesis:
+        for h in self.hypotheses:
+            if h.id == hid:
+                return h
+        known = ", ".join(h.id for h in self.hypotheses) or "none"
+        raise BadInput(f"no hypothesis {hid!r} in {self.root / HYPOTHESES_FILE}", hint=f"known ids: {known}")
+
+    def experiment_for(self, h: Hypothesis) -> Experiment:
+        return self.experiments[h.experiment]
+
+    def experiment_path(self, eid: str) -> Path:
+        return self.root / EXPERIMENTS_DIR / f"{eid}.yaml"
+
+    def children(self, hid: str) -> list[Hypothesis]:
+        return [h for h in self.hypotheses if h.parent == hid]
+
+    def arm_assignment(self, h: Hypothesis, arm: str, overrides: dict[str, str] | None = None) -> dict[str, str]:
+        """The full variable assignment of `arm`: experiment defaults, then hold, then overrides, then the arm."""
+        exp = self.experiment_for(h)
+        values = dict(exp.defaults())
+        values.update(h.hold)
+        for name, value in (overrides or {}).items():
+            if name not in exp.variables:
+                raise BadInput(f"--set {name}: experiment {exp.id!r} has no variable {name!r}",
+                               hint=f"variables: {', '.join(exp.variables)}")
+            if name == h.isolates:
+                raise BadInput(f"--set {name}: {name!r} is the variable {h.id!r} isolates; it differs by arm",
+                               hint="--set overrides held variables for every arm")
+            try:
+                values[name] = exp.variables[name].check(value)
+            except ValueError as exc:
+                raise BadInput(f"--set {name}={value}: {exc}") from None
+        values.update(h.arms.get(arm, {}))
+        return values
+
+
+def find_root(start: str | Path | None = None) -> Path:
+    """The workbench folder: $WB_ROOT, else the nearest folder upward holding hypotheses.yaml."""
+    env = os.environ.get("WB_ROOT")
+    if env:
+        return Path(env)
+    here = Path(start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / HYPOTHESES_FILE).is_file():
+            return d
+    raise BadInput(f"no {HYPOTHESES_FILE} in {here} or any folder above it",
+                   hint="run wb from a workbench folder, or set WB_ROOT")
+
+
+def load_experiment(path: str | Path) -> tuple[Experiment, LocatedYaml]:
+    doc = load_located(path)
+    exp = parse_model(Experiment, doc)
+    _check_experiment(exp, doc, Path(path))
+    return exp, doc
+
+
+def load_hypotheses(path: str | Path) -> tuple[list[Hypothesis], LocatedYaml]:
+    doc = load_located(path)
+    if isinstance(doc.data, list):  # a bare list is accepted as format 1
+        doc.data = {"hypotheses": doc.data}
+        doc.lines = {(("hypotheses",) + k): v for k, v in doc.lines.items()}
+    parsed = parse_model(HypothesesFile, doc)
+    return parsed.hypotheses, doc
+
+
+def load_registry(root: str | Path | None = None) -> Registry:
+    root_path = Path(root) if root is not None else find_root()
+    experiments: dict[str, Experiment] = {}
+    docs: dict[str, LocatedYaml] = {}
+    exp_dir = root_path / EXPERIMENTS_DIR
+    for path in sorted(exp_dir.glob("*.yaml")) if exp_dir.is_dir() else []:
+        exp, doc = load_experiment(path)
+        experiments[exp.id] = exp
+        docs[exp.id] = doc
+    hyps, hdoc = load_hypotheses(root_path / HYPOTHESES_FILE)
+    reg = Registry(root_path, hyps, experiments, hdoc, docs)
+    check_hypotheses(reg)
+    return reg
+
+
+# ----------------------------------------------------------------------------- cross-file checks
+
+def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
+    if exp.id != path.stem:
+        raise doc.error(f"id {exp.id!r} does not match the file name {path.name!r}", ("id",),
+                        hint=f"name the file {exp.id}.yaml or change the id")
+    for name, m in exp.metrics.items():
+        for attr in ("numerator", "denominator", "same_as"):
+            ref = getattr(m, attr)
+            if ref is None:
+                continue
+            if ref not in exp.metrics:
+                raise doc.error(f"metric {name!r} refers to unknown metric {ref!r}", ("metrics", name, attr))
+            if attr != "same_as" and exp.metrics[ref].kind != "count":
+                raise doc.error(f"{attr} {ref!r} of proportion {name!r} must be a count", ("metrics", name, attr))
+        if m.units is not None and exp.unit is None:
+            raise doc.error(f"metric {name!r} counts units but the experiment declares no unit", ("metrics", name, "units"))
+    if exp.default_profile not in exp.profiles:
+        raise doc.error(f"default_profile {exp.default_profile!r} is not among the profiles {list(exp.profiles)}",
+                        ("default_profile",))
+    for pname, prof in exp.profiles.items():
+        for mname in prof.collect:
+            if mname not in exp.metrics:
+                raise doc.error(f"profile {pname!r} collects {mname!r}, which is not a declared metric",
+                                ("profiles", pname, "collect", mname), hint=f"metrics: {', '.join(exp.metrics)}")
+            if exp.metrics[mname].derived:
+                raise doc.error(f"metric {mname!r} is derived; it cannot also be collected",
+                                ("profiles", pname, "collect", mname))
+        allowed = set(exp.variables) | set(prof.context) | BUILTIN_TEMPLATE_NAMES
+        for loc, text in _templates(prof, path.parent):
+            _check_template(text, allowed, doc, ("profiles", pname, *loc))
+
+
+def _templates(prof: Any, exp_dir: Path) -> list[tuple[tuple[Any, ...], str]]:
+    out: list[tuple[tuple[Any, ...], str]] = []
+    if prof.config is not None:
+        out.append((("config", "path"), prof.config.path))
+        if prof.config.template is not None:
+            out.append((("config", "template"), prof.config.template))
+        if prof.config.template_file is not None:
+            tf = exp_dir / prof.config.template_file
+            try:
+                out.append((("config", "template_file"), tf.read_text(encoding="utf-8")))
+            except OSError as exc:
+                out.append((("config", "template_file"), "{{ __missing_template_file__ }}"))
+                raise ConfigError(f"template_file {str(tf)!r} cannot be read: {exc.strerror}",
+                                  file=str(exp_dir), field="config.template_file") from None
+        if prof.config.check:
+            out.append((("config", "check"), prof.config.check))
+    for i, cmd in enumerate(prof.restart):
+        out.append((("restart", i), cmd))
+    if prof.health is not None:
+        for i, url in enumerate(prof.health.urls):
+            out.append((("health", "urls", i), url))
+    if prof.workload is not None:
+        out.append((("workload", "command"), prof.workload.command))
+    if prof.units is not None:
+        out.append((("units", "path"), prof.units.path))
+    for name, ex in prof.collect.items():
+        if ex.command:
+            out.append((("collect", name, "command"), ex.command))
+    for name, cmd in prof.fingerprint.items():
+        out.append((("fingerprint", name), cmd))
+    for name, p in prof.artifacts.items():
+        out.append((("artifacts", name), p))
+    return out
+
+
+def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[Any, ...]) -> None:
+    import jinja2
+    from jinja2 import meta
+
+    env = jinja2.Environment()
+    try:
+        ast = env.parse(text)
+    except jinja2.TemplateSyntaxError as exc:
+        base = doc.line_of(loc) or 0
+        line = base + (exc.lineno or 1) if "\n" in text else base
+        raise ConfigError(f"template syntax error: {exc.message}", file=doc.file, line=line,
+                          field=".".join(map(str, loc))) from None
+    unknown = sorted(meta.find_undeclared_variables(ast) - allowed)
+    if unknown:
+        raise doc.error(f"template uses unknown name(s) {', '.join(unknown)}", loc,
+                        hint="use a declared variable, a profile context key, or a built-in "
+                             f"({', '.join(sorted(BUILTIN_TEMPLATE_NAMES))})")
+
+
+def check_hypotheses(reg: Registry) -> None:
+    doc = reg.hypotheses_doc
+    assert doc is not None
+    ids: dict[str, int] = {}
+    for i, h in enumerate(reg.hypotheses):
+        if h.id in ids:
+            raise doc.error(f"duplicate hypothesis id {h.id!r} (also entry {ids[h.id] + 1})", ("hypotheses", i, "id"))
+        ids[h.id] = i
+    for i, h in enumerate(reg.hypotheses):
+        at = ("hypotheses", i)
+        if h.parent is not None and h.parent not in ids:
+            raise doc.error(f"parent {h.parent!r} of {h.id!r} is not a hypothesis in this file", (*at, "parent"))
+        _check_against_experiment(reg, doc, i, h)
+    # Lineage must be a tree: walk each chain of parents, bounded by the number of hypotheses.
+    parent_of = {h.id: h.parent for h in reg.hypotheses}
+    for i, h in enumerate(reg.hypotheses):
+        seen = {h.id}
+        cur = h.parent
+        while cur is not None:
+            if cur in seen:
+                raise doc.error(f"lineage cycle through {h.id!r} (parents loop back via {cur!r})",
+                                ("hypotheses", i, "parent"))
+            seen.add(cur)
+            cur = parent_of.get(cur)
+
+
+def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypothesis) -> None:
+    at = ("hypotheses", i)
+    exp = reg.experiments.get(h.experiment)
+    if exp is None:
+        raise doc.error(f"experiment {h.experiment!r} not found (no {EXPERIMENTS_DIR}/{h.experiment}.yaml)",
+                        (*at, "experiment"), hint=f"experiments: {', '.join(sorted(reg.experiments)) or 'none'}")
+    if h.profile is not None and h.profile not in exp.profiles:
+        raise doc.error(f"profile {h.profile!r} is not a profile of experiment {exp.id!r}", (*at, "profile"),
+                        hint=f"profiles: {', '.join(exp.profiles)}")
+
+    def check_value(name: str, value: str, loc: tuple[Any, ...]) -> None:
+        spec = exp.variables.get(name)
+        if spec is None:
+            raise doc.error(f"unknown variable {name!r} (experiment {exp.id!r} declares "
+                            f"{', '.join(exp.variables)})", loc)
+        try:
+            spec.check(value)
+        except ValueError as exc:
+            raise doc.error(f"variable {name!r}: {exc}", loc) from None
+
+    if h.isolates is not None and h.isolates not in exp.variables:
+        raise doc.error(f"isolated variable {h.isolates!r} is not a variable of experiment {exp.id!r}",
+                        (*at, "isolates"), hint=f"variables: {', '.join(exp.variables)}")
+    for name, value in h.hold.items():
+        check_value(name, value, (*at, "hold", name))
+        if name == h.isolates:
+            raise doc.error(f"hold fixes {name!r}, the variable this hypothesis isolates", (*at, "hold", name))
+    seen_values: dict[str, str] = {}
+    for arm, assignment in h.arms.items():
+        for name, value in assignment.items():
+            check_value(name, value, (*at, "arms", arm, name))
+            if name in h.hold:
+                raise doc.error(f"arm {arm!r} sets {name!r}, which hold also fixes", (*at, "arms", arm, name),
+                                hint="a variable is either held or varied, not both")
+            if h.isolates is not None and name != h.isolates:
+                raise doc.error(f"arm {arm!r} sets {name!r} besides the isolated variable {h.isolates!r}: "
+                                "arms may differ only in the isolated variable", (*at, "arms", arm, name),
+                                hint=f"move {name} to hold, or isolate it in a hypothesis of its own")
+        if h.isolates is not None:
+            if h.isolates not in assignment:
+                raise doc.error(f"arm {arm!r} does not set the isolated variable {h.isolates!r}", (*at, "arms", arm))
+            value = assignment[h.isolates]
+            if value in seen_values:
+                raise doc.error(f"arms {seen_values[value]!r} and {arm!r} both set {h.isolates}={value}: "
+                                "the arms do not differ", (*at, "arms", arm, h.isolates))
+            seen_values[value] = arm
+    arm_names = set(h.arms) or {"probe"}
+    for j, p in enumerate(h.predicts):
+        loc = (*at, "predicts", j)
+        if h.kind == "reachability":
+            if p.target is None:
+                raise doc.error("a reachability prediction names the probed target (target:)", loc)
+            if h.probe and p.target not in h.probe.targets:
+                raise doc.error(f"target {p.target!r} is not among probe.targets", (*loc, "target"))
+        elif p.metric not in exp.metrics:
+            raise doc.error(f"prediction on metric {p.metric!r}, which experiment {exp.id!r} does not produce",
+                            (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
+        for a in ([p.arm] if p.arm else []) + list(p.difference or ()):
+            if a not in arm_names:
+                raise doc.error(f"prediction names arm {a!r}; arms are {', '.join(sorted(arm_names))}",
+                                (*loc, "arm" if p.arm else "difference"))
+    for j, g in enumerate(h.requires):
+        loc = (*at, "requires", j)
+        if g.metric not in exp.metrics:
+            raise doc.error(f"guard on metric {g.metric!r}, which experiment {exp.id!r} does not produce",
+                            (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
+        if g.arm is not None and g.arm not in arm_names:
+            raise doc.error(f"guard names arm {g.arm!r}; arms are {', '.join(sorted(arm_names))}", (*loc, "arm"))
+    known = {x.id for x in reg.hypotheses}
+    for k, a in enumerate(h.assumptions):
+        if a.tested_by is not None and a.tested_by not in known:
+            raise doc.error(f"assumption tested_by {a.tested_by!r} is not a hypothesis", (*at, "assumptions", k, "tested_by"))
+
+
+def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
+    """Validate named files (or the whole workbench when none); returns one line per file checked."""
+    if not paths:
+        reg = load_registry(root)
+        return [f"{reg.root / HYPOTHESES_FILE}: {len(reg.hypotheses)} hypotheses ok"] + [
+            f"{reg.experiment_path(e)}: ok" for e in sorted(reg.experiments)]
+    out = []
+    hyp_files = []
+    for p in paths:
+        if p.name == HYPOTHESES_FILE or p.parent.name != EXPERIMENTS_DIR:
+            hyp_files.append(p)
+        else:
+            load_experiment(p)
+            out.append(f"{p}: ok")
+    for p in hyp_files:
+        base = p.resolve().parent
+        reg_root = base if (base / EXPERIMENTS_DIR).is_dir() else (root or base)
+        hyps, hdoc = load_hypotheses(p)
+        experiments: dict[str, Experiment] = {}
+        for ep in sorted((reg_root / EXPERIMENTS_DIR).glob("*.yaml")):
+            exp, _ = load_experiment(ep)
+            experiments[exp.id] = exp
+        check_hypotheses(Registry(reg_root, hyps, experiments, hdoc))
+        out.append(f"{p}: {len(hyps)} hypotheses ok")
+    return out
