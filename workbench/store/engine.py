@@ -1,0 +1,200 @@
+"""Opening the store: one SQL implementation chosen by URL (DuckDB file by default), revision-checked.
+
+A DuckDB file admits one writing process; a second one waits a bounded time for the lock and then
+gets a clear message. Sessions hold the file only while open (NullPool), so short writes interleave.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from workbench.errors import BadInput, StoreError, StoreLocked, StoreOutdated
+
+DEFAULT_DB = "wb.duckdb"
+LOCK_WAIT_S = float(os.environ.get("WB_DB_LOCK_WAIT", "15"))
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def resolve_url(db: str | None) -> tuple[str, Path | None]:
+    """(SQLAlchemy URL, local DuckDB path or None) from `--db`, `$WB_DB` or the default file."""
+    value = db or os.environ.get("WB_DB") or DEFAULT_DB
+    if "://" in value:
+        if value.startswith("duckdb:///"):
+            return value, Path(value[len("duckdb:///"):])
+        return value, None
+    path = Path(value).expanduser().resolve()
+    return f"duckdb:///{path}", path
+
+
+def _redact(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<store URL>"
+
+
+class Store:
+    """The store at one URL. Use `open_store()`; sessions come from `session()`."""
+
+    def __init__(self, url: str, path: Path | None, *, read_only: bool) -> None:
+        from sqlalchemy import create_engine, pool
+
+        self.url = url
+        self.path = path
+        self.read_only = read_only
+        self.name = str(path) if path is not None else _redact(url)
+        connect_args = {"read_only": True} if (read_only and path is not None) else {}
+        self.engine = create_engine(url, poolclass=pool.NullPool, connect_args=connect_args)
+
+    @property
+    def is_duckdb(self) -> bool:
+        return self.engine.dialect.name == "duckdb"
+
+    def _connect_error(self, exc: Exception) -> StoreError:
+        text = str(exc)
+        if "Could not set lock" in text or "Conflicting lock" in text:
+            return StoreLocked(f"the store {self.name} is in use by another wb process (it holds the write lock)",
+                               hint="wait for the other wb command to finish, or point this one at another "
+                                    "store with --db; several readers may share a store while nothing writes")
+        if "not a valid DuckDB database" in text or "Corrupt" in text or "corrupt" in text:
+            return StoreError(f"the store {self.name} is not a readable DuckDB database ({text.splitlines()[0]})",
+                              hint="restore it from a backup or point --db at another file; wb did not modify it")
+        return StoreError(f"cannot open the store {self.name}: {text.splitlines()[0] if text else type(exc).__name__}",
+                          hint="check --db / WB_DB")
+
+    @contextmanager
+    def connect(self) -> Iterator["object"]:
+        """A SQLAlchemy connection in a transaction, retried for a bounded time while the file is locked."""
+        from sqlalchemy.exc import DBAPIError, OperationalError
+
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                conn = self.engine.connect()
+                break
+            except (DBAPIError, OperationalError) as exc:
+                err = self._connect_error(exc.orig if getattr(exc, "orig", None) else exc)
+                if isinstance(err, StoreLocked) and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    continue
+                raise err from exc
+            except Exception as exc:  # duckdb raises its own errors before SQLAlchemy wraps them
+                err = self._connect_error(exc)
+                if isinstance(err, StoreLocked) and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    continue
+                raise err from exc
+        try:
+            with conn.begin():
+                yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def session(self) -> Iterator["object"]:
+        """A SQLModel session bound to one connection; commits on success, rolls back on error."""
+        from sqlmodel import Session
+
+        with self.connect() as conn:
+            with Session(bind=conn) as session:
+                yield session
+                session.flush()
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _alembic_config(store: Store):
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", store.url)
+    return cfg
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
+    cfg = _alembic_config_for_url("duckdb:///:memory:")
+    return ScriptDirectory.from_config(cfg).get_current_head() or "base"
+
+
+def _alembic_config_for_url(url: str):
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url)
+    return cfg
+
+
+def current_revision(store: Store) -> str | None:
+    """The store's alembic revision; None for a store without one (empty or not wb's)."""
+    from sqlalchemy import inspect, text
+
+    with store.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
+        return row[0] if row else None
+
+
+def _has_tables(store: Store) -> bool:
+    from sqlalchemy import inspect
+
+    with store.connect() as conn:
+        return bool(inspect(conn).get_table_names())
+
+
+def upgrade(db: str | None = None) -> tuple[str, str | None, str]:
+    """Bring the store to the head revision; returns (store name, old revision, new revision)."""
+    from alembic import command
+
+    url, path = resolve_url(db)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    store = Store(url, path, read_only=False)
+    try:
+        before = current_revision(store)
+        if before is None and _has_tables(store):
+            raise BadInput(f"{store.name} holds tables but no wb revision: it is not a wb store",
+                           hint="point --db at a wb store or at a new file")
+        with store.connect() as conn:
+            cfg = _alembic_config(store)
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+        return store.name, before, current_revision(store) or "base"
+    finally:
+        store.dispose()
+
+
+def open_store(db: str | None = None, *, read_only: bool = False) -> Store:
+    """Open the store, checking its revision. A missing or empty store is created when writing."""
+    url, path = resolve_url(db)
+    if path is not None and not path.exists():
+        if read_only:
+            raise BadInput(f"no store at {path}",
+                           hint="run a hypothesis, `wb import evidence FILE.csv` or `wb db upgrade` first, "
+                                "or point --db / WB_DB at an existing store")
+        upgrade(db)
+    store = Store(url, path, read_only=read_only)
+    rev = current_revision(store)
+    head = head_revision()
+    if rev is None and not read_only and not _has_tables(store):
+        store.dispose()
+        upgrade(db)
+        store = Store(url, path, read_only=read_only)
+        rev = current_revision(store)
+    if rev != head:
+        store.dispose()
+        db_arg = f" --db {path}" if path is not None else " --db <URL>"
+        raise StoreOutdated(f"the store {store.name} is at revision {rev or 'none'}, this wb needs {head}",
+                            hint=f"run: wb db upgrade{db_arg}")
+    return store

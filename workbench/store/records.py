@@ -1,0 +1,215 @@
+"""Writing to the store: snapshots, executions, runs, units, metrics, artifacts, verdicts, reviews.
+
+Functions take keyword-only arguments and an explicit session. Units and metrics arrive in bulk
+(10^5 units per experiment is normal) and go in through DuckDB's DataFrame insert, never row by row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any, Iterable
+
+from sqlmodel import Session, select
+
+from workbench.store import jsonx
+from workbench.store.models import (Artifact, Execution, ExperimentSnapshot, HypothesisSnapshot, Metric, ProbeCount,
+                                    Review, Run, Unit, Verdict, utcnow)
+
+SECRET_MARKERS = ("TOKEN", "KEY", "PASSWORD", "SECRET", "PASSWD", "CREDENTIAL")
+
+
+def redact_secrets(mapping: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Drop the value of every entry whose name looks like a secret (…TOKEN, …KEY, …PASSWORD)."""
+    if mapping is None:
+        return None
+    out: dict[str, Any] = {}
+    for k, v in mapping.items():
+        if any(m in str(k).upper() for m in SECRET_MARKERS):
+            out[k] = "<redacted>"
+        elif isinstance(v, dict):
+            out[k] = redact_secrets(v)
+        else:
+            out[k] = v
+    return out
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def snapshot_hypothesis(session: Session, *, hypothesis_id: str, body: dict[str, Any]) -> HypothesisSnapshot:
+    text = jsonx.dumps(body) or "{}"
+    sha = sha256_text(text)
+    found = session.exec(select(HypothesisSnapshot).where(HypothesisSnapshot.hypothesis_id == hypothesis_id,
+                                                          HypothesisSnapshot.sha256 == sha)).first()
+    if found:
+        return found
+    snap = HypothesisSnapshot(hypothesis_id=hypothesis_id, sha256=sha, body_json=text, recorded_at=utcnow())
+    session.add(snap)
+    session.flush()
+    return snap
+
+
+def snapshot_experiment(session: Session, *, experiment_id: str, version: int, body: dict[str, Any]) -> ExperimentSnapshot:
+    text = jsonx.dumps(body) or "{}"
+    sha = sha256_text(text)
+    found = session.exec(select(ExperimentSnapshot).where(ExperimentSnapshot.experiment_id == experiment_id,
+                                                          ExperimentSnapshot.sha256 == sha)).first()
+    if found:
+        return found
+    snap = ExperimentSnapshot(experiment_id=experiment_id, version=version, sha256=sha, body_json=text,
+                              recorded_at=utcnow())
+    session.add(snap)
+    session.flush()
+    return snap
+
+
+def create_execution(session: Session, *, hypothesis_id: str, experiment_id: str, experiment_version: int,
+                     profile: str, target: str, mode: str = "fixed", plan: Any = None,
+                     overrides: dict[str, str] | None = None, config_diff: Any = None,
+                     hypothesis_snapshot_id: int | None = None, experiment_snapshot_id: int | None = None,
+                     wb_version: str = "") -> Execution:
+    ex = Execution(hypothesis_id=hypothesis_id, experiment_id=experiment_id, experiment_version=experiment_version,
+                   profile=profile, target=target, mode=mode, status="running", plan_json=jsonx.dumps(plan),
+                   overrides_json=jsonx.dumps(overrides or {}), config_diff_json=jsonx.dumps(config_diff),
+                   hypothesis_snapshot_id=hypothesis_snapshot_id, experiment_snapshot_id=experiment_snapshot_id,
+                   started_at=utcnow(), wb_version=wb_version)
+    session.add(ex)
+    session.flush()
+    return ex
+
+
+def update_execution(session: Session, *, execution_id: int, **fields: Any) -> Execution:
+    ex = session.get(Execution, execution_id)
+    if ex is None:
+        raise KeyError(execution_id)
+    for key in ("plan", "config_diff", "overrides"):
+        if key in fields:
+            setattr(ex, f"{key}_json", jsonx.dumps(fields.pop(key)))
+    for k, v in fields.items():
+        setattr(ex, k, v)
+    session.add(ex)
+    session.flush()
+    return ex
+
+
+def create_run(session: Session, *, experiment_id: str | None, variables: dict[str, Any] | None,
+               execution_id: int | None = None, hypothesis_id: str | None = None,
+               experiment_version: int | None = None, arm: str | None = None, replicate: int | None = None,
+               order_index: int | None = None, block: int | None = None, host: str | None = None,
+               target: str | None = None, source: str = "run", label: str | None = None, status: str = "pending",
+               started_at: datetime | None = None, ended_at: datetime | None = None,
+               rendered_config: str | None = None, config_hash: str | None = None,
+               fingerprint: dict[str, Any] | None = None, provenance: str | None = None,
+               phase: str | None = None) -> Run:
+    run = Run(execution_id=execution_id, hypothesis_id=hypothesis_id, experiment_id=experiment_id,
+              experiment_version=experiment_version, source=source, label=label, arm=arm, replicate=replicate,
+              order_index=order_index, block=block, host=host, target=target, status=status,
+              started_at=started_at, ended_at=ended_at, variables_json=jsonx.dumps(variables),
+              rendered_config=rendered_config,
+              config_hash=config_hash or (sha256_text(rendered_config) if rendered_config is not None else None),
+              fingerprint_json=jsonx.dumps(redact_secrets(fingerprint)), provenance=provenance, phase=phase)
+    session.add(run)
+    session.flush()
+    return run
+
+
+def update_run(session: Session, *, run_id: int, **fields: Any) -> Run:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise KeyError(run_id)
+    if "fingerprint" in fields:
+        run.fingerprint_json = jsonx.dumps(redact_secrets(fields.pop("fingerprint")))
+    if "variables" in fields:
+        run.variables_json = jsonx.dumps(fields.pop("variables"))
+    for k, v in fields.items():
+        setattr(run, k, v)
+    session.add(run)
+    session.flush()
+    return run
+
+
+def bulk_insert(session: Session, table: str, rows: "Any", columns: list[str]) -> int:
+    """Insert a DataFrame (or list of dicts) in one statement; DuckDB reads the DataFrame directly."""
+    import pandas as pd
+
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows), columns=columns)
+    if df.empty:
+        return 0
+    df = df[columns]
+    conn = session.connection()
+    if conn.dialect.name == "duckdb":
+        raw = conn.connection.driver_connection
+        name = f"_wb_bulk_{table}"
+        raw.register(name, df)
+        try:
+            cols = ", ".join(columns)
+            raw.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {name}")
+        finally:
+            raw.unregister(name)
+    else:
+        from sqlalchemy import insert
+
+        from workbench.store.models import SQLModel
+
+        tbl = SQLModel.metadata.tables[table]
+        conn.execute(insert(tbl), df.where(df.notna(), None).to_dict("records"))
+    return len(df)
+
+
+def add_units(session: Session, *, run_id: int, units: Iterable[dict[str, Any]], outcome_field: str = "outcome") -> int:
+    """Store per-unit records; `outcome`, `rounds` and a duration go to columns, the whole record to data_json."""
+    rows = []
+    for i, u in enumerate(units):
+        dur = u.get("duration_s", u.get("wall_s", u.get("elapsed_s")))
+        rounds = u.get("rounds")
+        rows.append({"run_id": run_id, "idx": i, "outcome": None if u.get(outcome_field) is None else str(u.get(outcome_field)),
+                     "rounds": int(rounds) if isinstance(rounds, (int, float)) else None,
+                     "duration_s": float(dur) if isinstance(dur, (int, float)) else None,
+                     "data_json": jsonx.dumps(u)})
+    return bulk_insert(session, "units", rows, ["run_id", "idx", "outcome", "rounds", "duration_s", "data_json"])
+
+
+def add_metrics(session: Session, *, run_id: int, metrics: dict[str, float | int | None], source: str) -> int:
+    """Store known metric values; None (unknown) is skipped, never stored as a number."""
+    rows = [{"run_id": run_id, "name": k, "value": float(v), "source": source}
+            for k, v in metrics.items() if v is not None]
+    return bulk_insert(session, "metrics", rows, ["run_id", "name", "value", "source"])
+
+
+def add_artifact(session: Session, *, run_id: int, name: str, path: str, sha256: str, size_bytes: int) -> Artifact:
+    art = Artifact(run_id=run_id, name=name, path=path, sha256=sha256, size_bytes=size_bytes)
+    session.add(art)
+    session.flush()
+    return art
+
+
+def add_probe_counts(session: Session, *, run_id: int, counts: Iterable[dict[str, Any]]) -> int:
+    n = 0
+    for c in counts:
+        session.add(ProbeCount(run_id=run_id, process=str(c.get("process", "")), pid=int(c.get("pid", 0)),
+                               target=str(c["target"]), calls=int(c.get("calls", 0)),
+                               resolved=bool(c.get("resolved", True))))
+        n += 1
+    session.flush()
+    return n
+
+
+def add_verdict(session: Session, *, hypothesis_id: str, verdict: str, reasoning: str, checks: Any = None,
+                details: Any = None, execution_id: int | None = None, hypothesis_sha256: str | None = None) -> Verdict:
+    v = Verdict(hypothesis_id=hypothesis_id, execution_id=execution_id, hypothesis_sha256=hypothesis_sha256,
+                verdict=verdict, reasoning=reasoning, checks_json=jsonx.dumps(checks),
+                details_json=jsonx.dumps(details), created_at=utcnow())
+    session.add(v)
+    session.flush()
+    return v
+
+
+def add_review(session: Session, *, hypothesis_id: str, author: str, body: str, decision: str = "comment",
+               verdict_id: int | None = None) -> Review:
+    r = Review(hypothesis_id=hypothesis_id, verdict_id=verdict_id, author=author, decision=decision, body=body,
+               created_at=utcnow())
+    session.add(r)
+    session.flush()
+    return r
