@@ -1,0 +1,92 @@
+"""JIT build of the CUDA kernel through torch's extension loader, cached, and its launch."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["cuda_available", "unavailable_reason", "load", "launch", "SOURCES", "build_dir"]
+
+HERE = Path(__file__).resolve().parent
+SOURCES = [HERE / "cuda" / "transfer.cu", HERE / "cuda" / "binding.cpp"]
+NVCC_FLAGS = ["-O3", "-gencode=arch=compute_90,code=sm_90", "-lineinfo", "--use_fast_math"]
+
+_state: dict = {"ext": None, "error": None}
+
+
+def build_dir() -> Path:
+    base = os.environ.get("WB_KERNEL_BUILD_DIR")
+    root = Path(base) if base else Path.home() / ".cache" / "wb" / "kernels"
+    return root
+
+
+def unavailable_reason() -> str:
+    import torch
+
+    if torch.version.cuda is None:
+        return f"torch {torch.__version__} is a CPU build"
+    if not torch.cuda.is_available():
+        return "no CUDA device is visible"
+    if _state["error"]:
+        return f"the build failed: {_state['error']}"
+    return "unknown"
+
+
+def cuda_available() -> bool:
+    import torch
+
+    if torch.version.cuda is None or not torch.cuda.is_available():
+        return False
+    try:
+        load()
+    except Exception:  # the reason is kept for unavailable_reason()
+        return False
+    return True
+
+
+def load(verbose: bool = False):
+    """Build (first call: about a minute) or load the cached extension module."""
+    if _state["ext"] is not None:
+        return _state["ext"]
+    if _state["error"] is not None:
+        from workbench.errors import KernelError
+
+        raise KernelError(f"the CUDA kernel failed to build: {_state['error']}",
+                          hint="run `wb kernel check` to see the compiler output")
+    import hashlib
+
+    from torch.utils.cpp_extension import load as _load
+
+    digest = hashlib.sha1(b"".join(p.read_bytes() for p in SOURCES)
+                          + " ".join(NVCC_FLAGS).encode()).hexdigest()[:12]
+    name = f"wb_transfer_{digest}"
+    where = build_dir() / name
+    where.mkdir(parents=True, exist_ok=True)
+    try:
+        ext = _load(name=name, sources=[str(p) for p in SOURCES], extra_cuda_cflags=NVCC_FLAGS,
+                    extra_cflags=["-O3"], build_directory=str(where), verbose=verbose)
+    except Exception as exc:  # compiler errors come back as RuntimeError/OSError
+        _state["error"] = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+        from workbench.errors import KernelError
+
+        raise KernelError(f"the CUDA kernel failed to build: {_state['error']}",
+                          hint=f"build directory {where}") from exc
+    _state["ext"] = ext
+    return ext
+
+
+def launch(plan, variant: int = -1) -> None:
+    """Run a validated plan (kernels.api.Plan) on the CUDA kernel."""
+    import torch
+
+    ext = load()
+    dev = plan.device
+    si = plan.src_idx if plan.src_idx.device == dev else plan.src_idx.to(dev, non_blocking=True)
+    di = plan.dst_idx if plan.dst_idx.device == dev else plan.dst_idx.to(dev, non_blocking=True)
+    g = plan.addr
+    with torch.cuda.device(dev):
+        ext.transfer(plan.src, plan.dst, si, di,
+                     plan.granularity == "token", plan.layout == "page_first",
+                     plan.page_size, plan.src_shape.num_pages, plan.dst_shape.num_pages,
+                     plan.src_shape.num_layers, g.value_bytes, g.scale_bytes,
+                     bool(plan.buggy), int(variant))
