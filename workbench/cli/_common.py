@@ -55,3 +55,24 @@ def parse_sets(values: list[str] | None) -> dict[str, str]:
                            hint="e.g. --set causal_model=wedge")
         out[name.strip()] = value.strip()
     return out
+
+
+from typing import Annotated, Optional  # noqa: E402
+
+DbOption = Annotated[Optional[str], typer.Option(
+    "--db", envvar="WB_DB", help="Store: a DuckDB file path or a SQLAlchemy URL (default wb.duckdb).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+RootOption = Annotated[Optional[str], typer.Option(
+    "--root", envvar="WB_ROOT", help="Workbench folder (default: nearest folder up holding hypotheses.yaml).")]
+
+
+def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title, show_lines=False)
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(*["" if v is None else str(v) for v in r])
+    Console().print(t)

@@ -1,0 +1,27 @@
+"""`wb import evidence FILE.csv`: historical runs with their provenance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from workbench.cli._common import DbOption, JsonOption, RootOption, new_app, print_json
+
+app = new_app("Import evidence gathered outside wb.")
+
+
+@app.command("evidence")
+def evidence(file: Annotated[Path, typer.Argument(metavar="FILE.csv")], db: DbOption = None,
+             json_: JsonOption = False, root: RootOption = None,
+             experiment: Annotated[str, typer.Option(help="The experiment the runs belong to.")] = "agent-repro") -> None:
+    """Store each CSV row as a historical run (blank cells stay unknown)."""
+    from workbench.evidence import import_evidence
+
+    result = import_evidence(file=file, db=db, root=root, experiment=experiment)
+    if json_:
+        print_json(result.to_dict())
+        return
+    typer.echo(f"imported {len(result.imported)} run(s) from {result.file} as experiment {result.experiment}"
+               + (f"; skipped {len(result.skipped)} already imported" if result.skipped else ""))

@@ -1,0 +1,150 @@
+"""Importing historical evidence (a CSV of past runs, like the seed's) as runs with provenance.
+
+Blank cells stay unknown: a metric absent from the CSV is never stored, so analysis cannot use a
+number nobody measured. The import is all-or-nothing: one bad row and nothing is written.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import BadInput
+
+# CSV columns that are variables of the run (validated against the experiment), and those that are
+# workload parameters (kept as provenance), and those that are metrics.
+VARIABLE_COLUMNS = ("index_k_dtype", "hicache", "nixl_abort_fix", "geometry_fix", "indexer_host_pool_fix",
+                    "causal_model")
+WORKLOAD_COLUMNS = ("rounds", "ctx", "max_tokens", "timeout_s")
+TEXT_COLUMNS = ("run_id", "phase", "source_quote", "reported_corruption")
+INTEGER_METRICS = ("sessions", "leak", "error", "done", "maxrounds", "no_tool", "timeouts", "waiting_for_input")
+FLOAT_METRICS = ("wall_s",)
+
+
+@dataclass
+class ImportResult:
+    file: str
+    experiment: str
+    imported: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped}
+
+
+def _number(text: str, *, integer: bool, where: str, column: str) -> float | int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadInput(f"{where}: column {column!r} holds {text!r}, not a number",
+                       hint="leave the cell blank when the value is unknown") from None
+    if value < 0:
+        raise BadInput(f"{where}: column {column!r} is negative ({text})")
+    if integer:
+        if value != int(value):
+            raise BadInput(f"{where}: column {column!r} must be a whole count, got {text}")
+        return int(value)
+    return value
+
+
+def parse_evidence(path: Path, variables: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows of the CSV as {label, phase, variables, metrics, workload, provenance}; BadInput on any problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read: {exc}") from exc
+    reader = csv.DictReader(text.splitlines())
+    header = reader.fieldnames or []
+    if "run_id" not in header:
+        raise BadInput(f"{path}:1: no run_id column (header: {', '.join(header) or 'empty'})",
+                       hint="the first line must name the columns; run_id identifies each run")
+    known = set(VARIABLE_COLUMNS) | set(WORKLOAD_COLUMNS) | set(TEXT_COLUMNS) | set(INTEGER_METRICS) | set(FLOAT_METRICS)
+    unknown = [c for c in header if c not in known]
+    if unknown:
+        raise BadInput(f"{path}:1: unknown column(s) {', '.join(unknown)}",
+                       hint=f"known columns: {', '.join(sorted(known))}")
+    rows = []
+    labels: dict[str, int] = {}
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    for rec in reader:
+        line = reader.line_num
+        where = f"{path}:{line}"
+        if None in rec:
+            raise BadInput(f"{where}: more cells than columns")
+        label = (rec.get("run_id") or "").strip()
+        if not label:
+            raise BadInput(f"{where}: run_id is blank")
+        if label in labels:
+            raise BadInput(f"{where}: run_id {label!r} repeats line {labels[label]}")
+        labels[label] = line
+        vars_: dict[str, str] = {}
+        for col in VARIABLE_COLUMNS:
+            cell = (rec.get(col) or "").strip()
+            if not cell:
+                continue
+            spec = variables.get(col)
+            if spec is not None:
+                try:
+                    spec.check(cell)
+                except ValueError as exc:
+                    raise BadInput(f"{where}: column {col!r}: {exc}") from None
+            vars_[col] = cell
+        metrics: dict[str, float | int] = {}
+        for col in INTEGER_METRICS + FLOAT_METRICS:
+            cell = (rec.get(col) or "").strip()
+            if cell:
+                metrics[col] = _number(cell, integer=col in INTEGER_METRICS, where=where, column=col)
+        workload = {c: _number(rec[c].strip(), integer=False, where=where, column=c)
+                    for c in WORKLOAD_COLUMNS if (rec.get(c) or "").strip()}
+        if "sessions" in metrics:
+            workload["sessions"] = metrics["sessions"]
+        provenance = {"file": path.name, "sha256": sha, "line": line,
+                      "quote": (rec.get("source_quote") or "").strip(),
+                      "reported_corruption": (rec.get("reported_corruption") or "").strip() or None}
+        rows.append({"label": label, "phase": (rec.get("phase") or "").strip() or None, "variables": vars_,
+                     "metrics": metrics, "workload": workload, "provenance": provenance})
+    if not rows:
+        raise BadInput(f"{path}: no rows after the header")
+    return rows
+
+
+def import_evidence(*, file: str | Path, db: str | None, root: str | Path | None = None,
+                    experiment: str = "agent-repro") -> ImportResult:
+    """Store each CSV row as a historical run of `experiment`; rows already imported (same label and file content) are skipped."""
+    from sqlmodel import select
+
+    from workbench.registry import load_registry
+    from workbench.store import jsonx, open_store, records
+    from workbench.store.models import Run
+
+    reg = load_registry(root)
+    exp = reg.experiments.get(experiment)
+    if exp is None:
+        raise BadInput(f"no experiment {experiment!r}", hint=f"experiments: {', '.join(sorted(reg.experiments))}")
+    path = Path(file)
+    rows = parse_evidence(path, exp.variables)
+    result = ImportResult(file=str(path), experiment=experiment)
+    store = open_store(db)
+    try:
+        with store.session() as session:
+            existing = session.exec(select(Run).where(Run.source == "import", Run.experiment_id == experiment)).all()
+            seen = {(r.label, (jsonx.loads(r.provenance, {}) or {}).get("sha256")) for r in existing}
+            for row in rows:
+                if (row["label"], row["provenance"]["sha256"]) in seen:
+                    result.skipped.append(row["label"])
+                    continue
+                run = records.create_run(session, experiment_id=experiment, variables=row["variables"],
+                                         source="import", label=row["label"], status="historical",
+                                         phase=row["phase"], provenance=jsonx.dumps(row["provenance"]),
+                                         fingerprint={"workload": row["workload"]})
+                records.add_metrics(session, run_id=run.id, metrics=row["metrics"], source="import")
+                result.imported.append({"id": run.id, "label": row["label"], "variables": row["variables"],
+                                        "metrics": row["metrics"]})
+    finally:
+        store.dispose()
+    return result
