@@ -80,7 +80,7 @@ def upgrade() -> None:
     op.create_table('metrics',
     sa.Column('run_id', sa.Integer(), nullable=False),
     sa.Column('name', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
-    sa.Column('value', sa.Float(), nullable=False),
+    sa.Column('value', sa.Double(), nullable=False),
     sa.Column('source', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.PrimaryKeyConstraint('run_id', 'name')
     )
@@ -140,7 +140,7 @@ def upgrade() -> None:
     sa.Column('idx', sa.Integer(), nullable=False),
     sa.Column('outcome', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('rounds', sa.Integer(), nullable=True),
-    sa.Column('duration_s', sa.Float(), nullable=True),
+    sa.Column('duration_s', sa.Double(), nullable=True),
     sa.Column('data_json', sa.Text(), nullable=True),
     sa.PrimaryKeyConstraint('run_id', 'idx')
     )

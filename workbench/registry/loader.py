@@ -222,7 +222,15 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
                           field=".".join(map(str, loc))) from None
     unknown = sorted(meta.find_undeclared_variables(ast) - allowed)
     if unknown:
-        raise doc.error(f"template uses unknown name(s) {', '.join(unknown)}", loc,
+        line = doc.line_of(loc)
+        if "\n" in text and line is not None:
+            # A block scalar starts on the line after its key: point at the line using the name.
+            for i, tline in enumerate(text.splitlines()):
+                if any(name in tline for name in unknown):
+                    line += 1 + i
+                    break
+        raise ConfigError(f"template uses unknown name(s) {', '.join(unknown)}", file=doc.file, line=line,
+                          field=".".join(map(str, loc)),
                         hint="use a declared variable, a profile context key, or a built-in "
                              f"({', '.join(sorted(BUILTIN_TEMPLATE_NAMES))})")
 

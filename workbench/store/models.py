@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Optional
 
-from sqlalchemy import Column, DateTime, Index, Sequence, Text
+from sqlalchemy import Column, DateTime, Double, Index, Sequence, Text
 from sqlmodel import Field, SQLModel
 
 SCHEMA_VERSION = 1
@@ -29,6 +29,11 @@ def _id(table: str):
 
 def _ts(nullable: bool = True):
     return Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=nullable))
+
+
+def _double(nullable: bool = True):
+    # A plain `float` maps to 32-bit FLOAT on DuckDB; measurements need DOUBLE.
+    return Field(default=None, sa_column=Column(Double, nullable=nullable))
 
 
 def _text(nullable: bool = True):
@@ -121,7 +126,7 @@ class Unit(SQLModel, table=True):
     idx: int = Field(primary_key=True)
     outcome: Optional[str] = None
     rounds: Optional[int] = None
-    duration_s: Optional[float] = None
+    duration_s: Optional[float] = _double()
     data_json: Optional[str] = _text()
 
 
@@ -131,7 +136,7 @@ class Metric(SQLModel, table=True):
     __tablename__ = "metrics"
     run_id: int = Field(primary_key=True)
     name: str = Field(primary_key=True)
-    value: float
+    value: Optional[float] = _double(nullable=False)
     source: str = ""  # regex | command | units | import | kernel | probe
 
 

@@ -1,0 +1,113 @@
+"""The foundation's CLI on real files: hypotheses listing, evidence import, exit codes, fast start."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_hypothesis_list_json_has_the_seed_lineage(cli):
+    code, out, err = cli("hypothesis", "list", "--json")
+    assert code == 0, err
+    rows = {r["id"]: r for r in json.loads(out)}
+    assert rows["hicache-bf16-race"]["parent"] is None
+    assert rows["wedge-confound"]["parent"] == "hicache-bf16-race"
+    assert rows["dead-code-dsaindexerpoolhost"]["parent"] == "hicache-bf16-race"
+    assert rows["dead-code-dsaindexerpoolhost"]["kind"] == "reachability"
+    assert rows["token-granular-geometry"]["parent"] == "hicache-bf16-race"
+    assert rows["wedge-confound"]["isolates"] == "nixl_abort_fix"
+
+
+def test_hypothesis_show_json(cli):
+    code, out, _ = cli("hypothesis", "show", "wedge-confound", "--json")
+    assert code == 0
+    h = json.loads(out)
+    assert h["arms"]["control"]["nixl_abort_fix"] == "off"
+    assert h["arms"]["treatment"]["nixl_abort_fix"] == "on"
+    assert h["arms"]["treatment"]["index_k_dtype"] == "bf16" and h["arms"]["treatment"]["hicache"] == "on"
+    assert len(h["definition"]["assumptions"]) == 4
+    assert h["definition"]["requires"][0]["metric"] == "aborts"
+
+
+def test_unknown_hypothesis_is_bad_input(cli):
+    code, _, err = cli("hypothesis", "show", "no-such-thing")
+    assert code == 2
+    assert "no hypothesis 'no-such-thing'" in err and "wedge-confound" in err
+
+
+def test_import_evidence_gives_six_runs_with_the_csv_numbers(tmp_path: Path, seed_csv: Path, cli):
+    db = tmp_path / "ev.duckdb"
+    code, out, err = cli("import", "evidence", str(seed_csv), "--db", str(db))
+    assert code == 0, err
+    code, out, _ = cli("runs", "list", "--json", "--db", str(db))
+    runs = {r["label"]: r for r in json.loads(out)}
+    assert len(runs) == 6
+    with seed_csv.open() as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
+        run = runs[row["run_id"]]
+        assert run["status"] == "historical" and run["source"] == "import"
+        for col in ("index_k_dtype", "hicache", "nixl_abort_fix"):
+            assert run["variables"][col] == row[col]
+        for col in ("sessions", "leak", "error", "done", "maxrounds", "no_tool", "timeouts", "waiting_for_input", "wall_s"):
+            if row[col] == "":
+                assert col not in run["metrics"], f"{row['run_id']}: blank {col} must stay unknown"
+            else:
+                assert run["metrics"][col] == float(row[col])
+        assert json.loads(run["provenance"])["quote"] == row["source_quote"]
+    post = runs["post-bf16-hicache-postfix"]["metrics"]
+    assert (post["leak"], post["sessions"], post["error"], post["waiting_for_input"]) == (14, 80, 40, 0)
+    # importing the same file again adds nothing
+    code, out, _ = cli("import", "evidence", str(seed_csv), "--db", str(db))
+    assert "skipped 6" in out
+    code, out, _ = cli("runs", "list", "--json", "--db", str(db))
+    assert len(json.loads(out)) == 6
+
+
+def test_bad_evidence_rows_write_nothing(tmp_path: Path, seed_csv: Path, cli):
+    text = seed_csv.read_text()
+    cases = {
+        "not-a-number": (text.replace(",346.3,", ",fast,"), "column 'wall_s' holds 'fast'"),
+        "bad-variable": (text.replace("pre-fp8-hicache,before abort fix,fp8", "pre-fp8-hicache,before abort fix,fp16"),
+                         "column 'index_k_dtype'"),
+        "unknown-column": (text.replace("run_id,phase", "run_id,phaze", 1), "unknown column(s) phaze"),
+        "repeated-id": (text + text.splitlines()[1] + "\n", "repeats line 2"),
+    }
+    for name, (content, words) in cases.items():
+        bad = tmp_path / f"{name}.csv"
+        bad.write_text(content)
+        db = tmp_path / f"{name}.duckdb"
+        code, _, err = cli("import", "evidence", str(bad), "--db", str(db))
+        assert code == 2, (name, err)
+        assert words in err and str(bad) in err, (name, err)
+        assert not db.exists(), name
+
+
+def test_cli_import_loads_no_heavy_modules():
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import workbench.cli.main"],
+                         capture_output=True, text=True, check=True, cwd=REPO).stderr
+    loaded = {line.split("|")[-1].strip().split(".")[0] for line in out.splitlines() if "|" in line}
+    for heavy in ("torch", "pandas", "altair", "asyncssh", "duckdb", "scipy"):
+        assert heavy not in loaded, f"`wb --help` must not import {heavy}"
+
+
+def test_wb_help_and_version_run_as_a_console_script():
+    wb = Path(sys.executable).with_name("wb")
+    out = subprocess.run([str(wb), "--version"], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("wb ")
+    out = subprocess.run([str(wb), "--help"], capture_output=True, text=True, check=True).stdout
+    for group in ("hypothesis", "runs", "db", "import", "sim", "kernel", "schema"):
+        assert group in out
+
+
+def test_schema_prints_both_json_schemas(cli):
+    code, out, _ = cli("schema")
+    schemas = json.loads(out)
+    assert set(schemas) == {"hypotheses.yaml", "experiments/*.yaml"}
+    assert "hypotheses" in schemas["hypotheses.yaml"]["properties"]
+    assert "profiles" in schemas["experiments/*.yaml"]["properties"]

@@ -1,0 +1,63 @@
+"""Fixtures shared by every test area: a copy of the shipped workbench folder and a CLI runner."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SEED_CSV_CANDIDATES = [REPO.parent / "shared" / "evidence" / "seed-runs.csv", REPO / "tests" / "data" / "seed-runs.csv"]
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if _has_cuda():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def workbench_dir(tmp_path: Path) -> Path:
+    """A private copy of the shipped hypotheses.yaml and experiments/ to mutate."""
+    root = tmp_path / "wbroot"
+    root.mkdir()
+    shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
+    shutil.copytree(REPO / "experiments", root / "experiments")
+    return root
+
+
+@pytest.fixture
+def seed_csv() -> Path:
+    for p in SEED_CSV_CANDIDATES:
+        if p.is_file():
+            return p
+    pytest.fail("seed-runs.csv not found")
+
+
+@pytest.fixture
+def cli():
+    """Invoke `wb` in-process; returns (exit_code, stdout, stderr)."""
+    from typer.testing import CliRunner
+
+    from workbench.cli.main import app
+
+    runner = CliRunner()
+
+    def invoke(*args: str, env: dict[str, str] | None = None):
+        result = runner.invoke(app, list(args), env=env, catch_exceptions=False)
+        return result.exit_code, result.stdout, result.stderr
+
+    return invoke

@@ -1,0 +1,118 @@
+"""Every malformed workbench file gets one clear message naming file, line and field, exit 2, and no store write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+H = "hypotheses.yaml"
+E = "experiments/agent-repro.yaml"
+
+# (case id, file, text to replace, replacement, words the message must hold, text of the line it must name)
+CASES = [
+    ("yaml-syntax", H, "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.",
+     "    claim: [unclosed", "invalid YAML", None),
+    ("duplicate-key", H, "    isolates: nixl_abort_fix\n", "    isolates: nixl_abort_fix\n    isolates: hicache\n",
+     "duplicate key 'isolates'", "    isolates: hicache"),
+    ("unknown-field", H, "    falsified_if: Corruption persists in the treatment arm with zero aborts.",
+     "    falsifed_if: typo", "unknown field 'falsifed_if'", "    falsifed_if: typo"),
+    ("missing-claim", H, "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.\n", "",
+     "missing required field 'claim'", "  - id: wedge-confound"),
+    ("unknown-parent", H, "    parent: hicache-bf16-race\n    claim: The HiCache+bf16",
+     "    parent: no-such-root\n    claim: The HiCache+bf16", "parent 'no-such-root'", "    parent: no-such-root"),
+    ("cycle", H, "  - id: hicache-bf16-race\n", "  - id: hicache-bf16-race\n    parent: token-granular-geometry-deployment\n",
+     "lineage cycle", "    parent: token-granular-geometry-deployment"),
+    ("duplicate-id", H, "  - id: token-granular-geometry-deployment", "  - id: wedge-confound",
+     "duplicate hypothesis id 'wedge-confound'", "  - id: wedge-confound"),
+    ("unknown-experiment", H, "    experiment: kernel-geometry", "    experiment: kernel-geometri",
+     "experiment 'kernel-geometri' not found", "    experiment: kernel-geometri"),
+    ("arms-differ-in-two", H, "      treatment: {nixl_abort_fix: on}", "      treatment: {nixl_abort_fix: on, seed: 3}",
+     "besides the isolated variable", "      treatment: {nixl_abort_fix: on, seed: 3}"),
+    ("arms-do-not-differ", H, "      treatment: {nixl_abort_fix: on}", "      treatment: {nixl_abort_fix: off}",
+     "the arms do not differ", "      treatment: {nixl_abort_fix: off}"),
+    ("unknown-variable", H, "    hold: {index_k_dtype: bf16, hicache: on}\n    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+     "    hold: {index_k_dtype: bf16, hicache: on, kv_layout: paged}\n    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+     "unknown variable 'kv_layout'", "    hold: {index_k_dtype: bf16, hicache: on, kv_layout: paged}"),
+    ("value-not-allowed", H, "    hold: {index_k_dtype: bf16, hicache: on}\n    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+     "    hold: {index_k_dtype: fp16, hicache: on}\n    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+     "'fp16' is not one of", "    hold: {index_k_dtype: fp16, hicache: on}"),
+    ("hold-overlaps-isolated", H, "    hold: {index_k_dtype: bf16, hicache: on}\n    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+     "    hold: {index_k_dtype: bf16, hicache: on, nixl_abort_fix: on}\n    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+     "the variable this hypothesis isolates", "    hold: {index_k_dtype: bf16, hicache: on, nixl_abort_fix: on}"),
+    ("metric-not-produced", H, "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
+     "      - {metric: leak_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
+     "metric 'leak_rate', which experiment 'agent-repro' does not produce", "      - {metric: leak_rate, arm: treatment"),
+    ("unknown-arm", H, "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
+     "      - {metric: corruption_rate, arm: treatmnt, at_most: 0.02,\n         why: \"if the wedge",
+     "names arm 'treatmnt'", "      - {metric: corruption_rate, arm: treatmnt"),
+    ("empty-region", H, "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02, at_least: 0.5,\n         why: \"if the wedge",
+     "empty region", "      - {metric: corruption_rate, arm: treatment, at_most: 0.02, at_least: 0.5,"),
+    ("isolates-not-a-variable", H, "    isolates: nixl_abort_fix\n", "    isolates: abort_fix\n",
+     "isolated variable 'abort_fix'", "    isolates: abort_fix"),
+    ("guard-unknown-metric", H, "      - {metric: aborts, arm: treatment, equals: 0,", "      - {metric: abort_count, arm: treatment, equals: 0,",
+     "guard on metric 'abort_count'", "      - {metric: abort_count, arm: treatment, equals: 0,"),
+    ("bad-id", H, "  - id: wedge-confound\n", "  - id: Wedge Confound\n", "not a valid id", "  - id: Wedge Confound"),
+    ("template-unknown-name", E, "        hicache={{ hicache }}", "        hicache={{ hicahe }}",
+     "unknown name(s) hicahe", "        hicache={{ hicahe }}"),
+    ("bad-regex", E, "      wall_s: {regex: 'wall=(?P<value>[0-9.]+)s'}\n    fingerprint:\n      wb_version",
+     "      wall_s: {regex: 'wall=(?P<value>[0-9.+)s'}\n    fingerprint:\n      wb_version", "invalid regex",
+     "      wall_s: {regex: 'wall=(?P<value>[0-9.+)s'}"),
+    ("experiment-id-mismatch", E, "id: agent-repro\n", "id: agent-repro-2\n", "does not match the file name",
+     "id: agent-repro-2"),
+    ("collect-undeclared-metric", E, "      timeouts: {regex: 'timeouts=(?P<value>\\d+)', parse: int}",
+     "      timeout_count: {regex: 'timeouts=(?P<value>\\d+)', parse: int}", "not a declared metric",
+     "      timeout_count: {regex:"),
+]
+
+
+def _line_of(text: str, needle: str, start: int) -> int:
+    """Line of the line starting with `needle` nearest to character offset `start` (where the edit was made)."""
+    at = text.count("\n", 0, start) + 1
+    hits = [i for i, line in enumerate(text.splitlines(), 1) if line.startswith(needle)]
+    assert hits, f"{needle!r} not in the mutated file"
+    return min(hits, key=lambda i: (abs(i - at), i))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_malformed_file_is_refused_with_file_line_and_nothing_written(case, workbench_dir: Path, seed_csv: Path, cli):
+    _, rel, old, new, words, line_text = case
+    path = workbench_dir / rel
+    text = path.read_text()
+    assert text.count(old) == 1, f"fixture text not found once in {rel}: {old!r}"
+    mutated = text.replace(old, new)
+    path.write_text(mutated)
+    db = workbench_dir / "store.duckdb"
+
+    code, out, err = cli("import", "evidence", str(seed_csv), "--db", str(db), "--root", str(workbench_dir))
+
+    assert code == 2, (out, err)
+    assert err.startswith("Error: ")
+    assert words in err, err
+    assert str(path) in err, err
+    if line_text is not None:
+        assert f"{path}:{_line_of(mutated, line_text, text.index(old))}" in err, err
+    assert "Traceback" not in err
+    assert not db.exists(), "a refused input must not create or write the store"
+
+
+def test_validate_accepts_the_shipped_files(cli):
+    code, out, err = cli("hypothesis", "validate")
+    assert code == 0, err
+    assert "hypotheses ok" in out
+
+
+def test_validate_names_the_bad_file(workbench_dir: Path, cli):
+    bad = workbench_dir / "experiments" / "agent-repro.yaml"
+    bad.write_text(bad.read_text().replace("default_profile: sim", "default_profile: gpu"))
+    code, _, err = cli("hypothesis", "validate", str(bad))
+    assert code == 2
+    assert f"{bad}:" in err and "default_profile 'gpu'" in err
+
+
+def test_empty_file(workbench_dir: Path, cli):
+    (workbench_dir / "hypotheses.yaml").write_text("# nothing yet\n")
+    code, _, err = cli("hypothesis", "list", "--root", str(workbench_dir))
+    assert code == 2
+    assert "the file is empty" in err

@@ -1,0 +1,153 @@
+"""The store on real DuckDB files: migrations equal the models, revision checks, locks, corruption, bulk writes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench.errors import StoreLocked, StoreOutdated
+from workbench.store import head_revision, open_store, records, upgrade
+from workbench.store.schema_check import schema_diff
+
+
+def test_upgrade_empty_path_then_current_is_head(tmp_path: Path, cli):
+    db = tmp_path / "new" / "wb.duckdb"
+    code, out, err = cli("db", "upgrade", "--db", str(db))
+    assert code == 0, err
+    assert "-> " + head_revision() in out
+    code, out, _ = cli("db", "current", "--db", str(db), "--json")
+    assert code == 0
+    info = json.loads(out)
+    assert info["revision"] == head_revision() and info["is_head"] is True
+    code, out, _ = cli("db", "upgrade", "--db", str(db))
+    assert "already at" in out
+
+
+def test_migrations_build_exactly_the_models(tmp_path: Path):
+    upgrade(str(tmp_path / "m.duckdb"))
+    store = open_store(str(tmp_path / "m.duckdb"))
+    try:
+        assert schema_diff(store) == []
+    finally:
+        store.dispose()
+
+
+def test_schema_diff_sees_a_drifted_store(tmp_path: Path):
+    """The diff check itself can fail: a column added by hand is reported."""
+    path = tmp_path / "d.duckdb"
+    upgrade(str(path))
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    con.execute("ALTER TABLE runs ADD COLUMN stray VARCHAR")
+    con.close()
+    store = open_store(str(path))
+    try:
+        diff = schema_diff(store)
+    finally:
+        store.dispose()
+    assert any("stray" in line for line in diff)
+
+
+def test_outdated_store_is_refused_with_the_command(tmp_path: Path, cli):
+    path = tmp_path / "old.duckdb"
+    upgrade(str(path))
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    con.execute("UPDATE alembic_version SET version_num = '0000_previous'")
+    con.close()
+    with pytest.raises(StoreOutdated) as exc:
+        open_store(str(path))
+    assert f"wb db upgrade --db {path}" in exc.value.hint
+    code, _, err = cli("runs", "list", "--db", str(path))
+    assert code == 2
+    assert "0000_previous" in err and f"run: wb db upgrade --db {path}" in err
+
+
+def test_corrupt_file_gives_a_clear_error_and_is_left_untouched(tmp_path: Path, cli):
+    path = tmp_path / "corrupt.duckdb"
+    path.write_bytes(b"this is not a database" * 500)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    code, _, err = cli("runs", "list", "--db", str(path))
+    assert code == 1
+    assert f"the store {path}" in err and "Traceback" not in err
+    code, _, err = cli("import", "evidence", str(Path(__file__).parents[1] / "data" / "seed-runs.csv"),
+                       "--db", str(path))
+    assert code == 1
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_missing_store_for_a_read_is_bad_input_and_not_created(tmp_path: Path, cli):
+    path = tmp_path / "typo.duckdb"
+    code, _, err = cli("runs", "list", "--db", str(path))
+    assert code == 2 and "no store at" in err
+    assert not path.exists()
+
+
+def test_second_writer_gets_a_clear_message(tmp_path: Path, monkeypatch):
+    path = tmp_path / "locked.duckdb"
+    upgrade(str(path))
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import duckdb, sys, time
+        con = duckdb.connect({str(path)!r})
+        print("locked", flush=True)
+        time.sleep(30)
+    """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        monkeypatch.setattr("workbench.store.engine.LOCK_WAIT_S", 0.5)
+        t0 = time.monotonic()
+        with pytest.raises(StoreLocked) as exc:
+            store = open_store(str(path))
+            store.dispose()
+        assert time.monotonic() - t0 < 10
+        assert "in use by another wb process" in exc.value.message
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    # once the writer is gone the same store opens, and several readers can share it
+    a = open_store(str(path), read_only=True)
+    b = open_store(str(path), read_only=True)
+    with a.session() as s1, b.session() as s2:
+        assert s1 is not s2
+    a.dispose()
+    b.dispose()
+
+
+def test_bulk_units_and_metrics_round_trip(tmp_path: Path):
+    import pandas as pd
+    from sqlalchemy import text
+
+    store = open_store(str(tmp_path / "bulk.duckdb"))
+    try:
+        with store.session() as session:
+            run = records.create_run(session, experiment_id="agent-repro", variables={"hicache": "on"},
+                                     fingerprint={"HF_TOKEN": "hf_secret", "git": "abc", "env": {"API_KEY": "k"}})
+            outcomes = ["done", "leak", "error", "maxrounds"]
+            units = pd.DataFrame({"run_id": run.id, "idx": range(100_000),
+                                  "outcome": [outcomes[i % 4] for i in range(100_000)], "rounds": 4,
+                                  "duration_s": 1.5, "data_json": None})
+            n = records.bulk_insert(session, "units", units, ["run_id", "idx", "outcome", "rounds", "duration_s", "data_json"])
+            records.add_metrics(session, run_id=run.id, metrics={"leak": 25_000, "sessions": 100_000, "wall_s": None},
+                                source="units")
+            rid = run.id
+        assert n == 100_000
+        with store.session() as session:
+            rows = dict(session.connection().execute(
+                text("SELECT outcome, count(*) FROM units WHERE run_id = :r GROUP BY 1"), {"r": rid}).all())
+            assert rows == {"done": 25_000, "leak": 25_000, "error": 25_000, "maxrounds": 25_000}
+            metrics = dict(session.connection().execute(
+                text("SELECT name, value FROM metrics WHERE run_id = :r"), {"r": rid}).all())
+            assert metrics == {"leak": 25_000.0, "sessions": 100_000.0}  # unknown wall_s is absent, not 0
+            fp = session.connection().execute(text("SELECT fingerprint_json FROM runs WHERE id = :r"), {"r": rid}).scalar()
+        assert "hf_secret" not in fp and '"k"' not in fp and "abc" in fp
+    finally:
+        store.dispose()

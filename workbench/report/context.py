@@ -1,0 +1,263 @@
+"""Typed contexts the templates render from: every value a page shows is computed before rendering.
+
+Templates only loop and print (autoescaped); they never compute numbers, build links or charts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.report.lineage import LineageGraph
+
+STATUSES = ("open", "supported", "falsified", "inconclusive", "invalid")
+
+
+@dataclass(frozen=True)
+class Link:
+    href: str
+    text: str
+
+
+@dataclass
+class Page:
+    """What the layout needs: the title, the path back to the site root, and whether charts load."""
+
+    title: str
+    root: str  # "" for top-level pages, "../" for pages one folder down
+    section: str
+    generated_at: str
+    has_charts: bool = False
+
+
+@dataclass
+class Card:
+    id: str
+    href: str
+    claim: str
+    status: str
+    kind: str
+    verdict: str | None
+    key_number: str
+    date: str
+    parent: str | None
+    runs: int
+
+
+@dataclass
+class Column:
+    status: str
+    title: str
+    cards: list[Card]
+
+
+@dataclass
+class IndexContext:
+    page: Page
+    columns: list[Column]
+    n_hypotheses: int
+    n_runs: int
+    n_verdicts: int
+
+
+@dataclass
+class Check:
+    name: str
+    passed: bool | None
+    detail: str
+
+
+@dataclass
+class VerdictView:
+    verdict: str
+    reasoning: str
+    created_at: str
+    execution_id: int | None
+    checks: list[Check]
+    source: str  # "stored" or "computed now"
+    more_data: str = ""
+
+
+@dataclass
+class PredictionView:
+    text: str
+    why: str
+    observed: str
+    outcome: str
+
+
+@dataclass
+class AssumptionView:
+    text: str
+    tested_by: Link | None
+    tested_status: str | None
+
+
+@dataclass
+class ArmRow:
+    variable: str
+    values: list[str]
+    differs: bool
+    isolated: bool
+
+
+@dataclass
+class DiffView:
+    title: str
+    lines: list[tuple[str, str]]  # (css class, text)
+    identical: bool
+
+
+@dataclass
+class ChartView:
+    id: str
+    metric: str
+    spec: dict[str, Any]
+    rows: list[tuple[str, str, str]]  # (arm, value, interval) — the numbers behind the chart, as text
+
+
+@dataclass
+class RunRow:
+    id: int
+    href: str
+    arm: str
+    replicate: str
+    status: str
+    started_at: str
+    execution_id: int | None
+    in_evidence: bool
+    metrics: list[str]
+
+
+@dataclass
+class ProbeRow:
+    target: str
+    process: str
+    pid: str
+    calls: int
+    resolved: bool
+    run: Link | None = None
+
+
+@dataclass
+class AttritionRow:
+    arm: str
+    runs: int
+    units: int
+    by_outcome: list[tuple[str, int]]
+
+
+@dataclass
+class ReviewView:
+    author: str
+    decision: str
+    body: str
+    created_at: str
+
+
+@dataclass
+class HypothesisContext:
+    page: Page
+    id: str
+    claim: str
+    notes: str
+    kind: str
+    status: str
+    experiment: str
+    parent: Link | None
+    children: list[Link]
+    isolates: str | None
+    hold: list[tuple[str, str]]
+    arm_names: list[str]
+    arm_rows: list[ArmRow]
+    config_diffs: list[DiffView]
+    predictions: list[PredictionView]
+    guards: list[str]
+    falsified_if: str
+    assumptions: list[AssumptionView]
+    charts: list[ChartView]
+    verdict: VerdictView | None
+    analysis_note: str
+    attrition: list[AttritionRow]
+    attrition_outcomes: list[str]
+    probe_rows: list[ProbeRow]
+    probe_totals: list[tuple[str, int, int]]  # (target, calls, processes)
+    metric_columns: list[str]
+    runs: list[RunRow]
+    reviews: list[ReviewView]
+
+
+@dataclass
+class ArtifactView:
+    name: str
+    size: str
+    sha256: str
+    href: str | None
+    preview: str | None
+    truncated: bool
+    note: str
+
+
+@dataclass
+class RunContext:
+    page: Page
+    id: int
+    title: str
+    hypothesis: Link | None
+    meta: list[tuple[str, str]]
+    variables: list[tuple[str, str]]
+    fingerprint: list[tuple[str, str]]
+    metrics: list[tuple[str, str, str]]  # (name, value, source)
+    units: list[tuple[str, int]]
+    units_total: int
+    probe_rows: list[ProbeRow]
+    artifacts: list[ArtifactView]
+    rendered_config: str | None
+    error: str | None
+    prev: Link | None
+    next: Link | None
+
+
+@dataclass
+class RunsContext:
+    page: Page
+    metric_columns: list[str]
+    runs: list[tuple[RunRow, Link | None]]
+
+
+@dataclass
+class FindingView:
+    title: str
+    detail: str
+    rows: list[tuple[str, str]]
+    proposal: str
+    proposal_yaml: str
+    hypotheses: list[Link]
+
+
+@dataclass
+class ConfoundContext:
+    page: Page
+    available: bool
+    note: str
+    findings: list[FindingView]
+
+
+@dataclass
+class RestsOn:
+    hypothesis: Link
+    verdict: str
+    created_at: str
+    execution: str
+    experiment: str
+    runs_by_arm: list[tuple[str, list[Link]]]
+    configs: list[tuple[str, str]]
+    revisions: list[str]
+    snapshot: str
+
+
+@dataclass
+class LineageContext:
+    page: Page
+    graph: LineageGraph
+    rests_on: list[RestsOn] = field(default_factory=list)

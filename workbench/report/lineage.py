@@ -1,0 +1,129 @@
+"""The hypothesis DAG laid out for an inline SVG: one column per depth, a tidy tree within.
+
+Leaves take successive rows and a parent sits at the middle of its children, so parent → child
+edges never cross and 50 hypotheses fit in a page that scrolls (rows ≈ number of leaves).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STATUS_COLORS = {"open": "#868e96", "supported": "#2f9e44", "falsified": "#e03131",
+                 "inconclusive": "#f08c00", "invalid": "#7048e8"}
+NODE_W, NODE_H, COL_GAP, ROW_H, PAD = 230, 40, 60, 52, 16
+
+
+@dataclass(frozen=True)
+class LineageInput:
+    id: str
+    parent: str | None
+    status: str
+    claim: str = ""
+    verdict_at: str | None = None
+
+
+@dataclass(frozen=True)
+class LineageNode:
+    id: str
+    x: float
+    y: float
+    w: float
+    h: float
+    status: str
+    color: str
+    href: str
+    label: str
+    tooltip: str
+    depth: int
+
+
+@dataclass(frozen=True)
+class LineageEdge:
+    source: str
+    target: str
+    d: str
+
+
+@dataclass
+class LineageGraph:
+    width: float
+    height: float
+    nodes: list[LineageNode] = field(default_factory=list)
+    edges: list[LineageEdge] = field(default_factory=list)
+    legend: list[tuple[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nodes": [{"id": n.id, "status": n.status, "depth": n.depth, "href": n.href} for n in self.nodes],
+                "edges": [{"parent": e.source, "child": e.target} for e in self.edges]}
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def layout(items: list[LineageInput], href: Any = lambda hid: f"hypotheses/{hid}.html") -> LineageGraph:
+    """Place every hypothesis; a parent that is not among `items` makes its child a root."""
+    ids = {i.id for i in items}
+    by_id = {i.id: i for i in items}
+    children: dict[str, list[str]] = {i.id: [] for i in items}
+    roots: list[str] = []
+    for i in items:
+        if i.parent in ids and i.parent != i.id:
+            children[i.parent].append(i.id)  # type: ignore[index]
+        else:
+            roots.append(i.id)
+    row: dict[str, float] = {}
+    depth: dict[str, int] = {}
+    next_row = 0
+    # Iterative post-order walk (a deep chain must not hit Python's recursion limit); `seen` guards cycles.
+    seen: set[str] = set()
+    for root in roots:
+        stack: list[tuple[str, int, bool]] = [(root, 0, False)]
+        while stack:
+            hid, d, done = stack.pop()
+            if done:
+                kids = [c for c in children[hid] if c in row]
+                if kids:
+                    row[hid] = (row[kids[0]] + row[kids[-1]]) / 2
+                else:
+                    row[hid] = next_row
+                    next_row += 1
+                continue
+            if hid in seen:
+                continue
+            seen.add(hid)
+            depth[hid] = d
+            stack.append((hid, d, True))
+            for c in reversed(children[hid]):
+                stack.append((c, d + 1, False))
+    # Ids in a cycle (the registry rejects these; a hand-edited store might not) go last as roots.
+    for i in items:
+        if i.id not in row:
+            row[i.id], depth[i.id] = next_row, 0
+            next_row += 1
+
+    def pos(hid: str) -> tuple[float, float]:
+        return PAD + depth[hid] * (NODE_W + COL_GAP), PAD + row[hid] * ROW_H
+
+    graph = LineageGraph(width=PAD * 2 + (max(depth.values(), default=0) + 1) * (NODE_W + COL_GAP) - COL_GAP,
+                         height=PAD * 2 + max(1, next_row) * ROW_H - (ROW_H - NODE_H),
+                         legend=list(STATUS_COLORS.items()))
+    for i in items:
+        x, y = pos(i.id)
+        status = i.status if i.status in STATUS_COLORS else "open"
+        tip = f"{i.id} — {status}" + (f" ({i.verdict_at[:10]})" if i.verdict_at else "") + f"\n{i.claim}"
+        graph.nodes.append(LineageNode(id=i.id, x=x, y=y, w=NODE_W, h=NODE_H, status=status,
+                                       color=STATUS_COLORS[status], href=href(i.id), label=_short(i.id, 30),
+                                       tooltip=tip, depth=depth[i.id]))
+    for i in items:
+        for c in children[i.id]:
+            if by_id.get(c) is None or depth.get(c, 0) != depth[i.id] + 1:
+                continue
+            x1, y1 = pos(i.id)
+            x2, y2 = pos(c)
+            sx, sy, tx, ty = x1 + NODE_W, y1 + NODE_H / 2, x2, y2 + NODE_H / 2
+            mx = (sx + tx) / 2
+            graph.edges.append(LineageEdge(i.id, c, f"M{sx:.1f},{sy:.1f} C{mx:.1f},{sy:.1f} {mx:.1f},{ty:.1f} "
+                                                    f"{tx:.1f},{ty:.1f}"))
+    return graph

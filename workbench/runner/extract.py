@@ -1,0 +1,93 @@
+"""Reading metrics from a run: regexes over the workload output, command outputs, and counts over per-unit JSONL.
+
+Only measured counts and values are produced; proportions and `same_as` aliases are derived by the
+analysis from these, never stored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+
+class ExtractError(Exception):
+    """A metric could not be read; the run is invalid. `excerpt` shows what was searched."""
+
+    def __init__(self, message: str, excerpt: str = "") -> None:
+        super().__init__(message)
+        self.excerpt = excerpt
+
+
+def _excerpt(text: str, limit: int = 800) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def parse_number(text: str, kind: str) -> float | int:
+    text = text.strip()
+    return int(float(text)) if kind == "int" else float(text)
+
+
+def from_regex(name: str, pattern: str, text: str, kind: str) -> float | int:
+    """The last match's `value` group (else its first group, else the whole match)."""
+    matches = list(re.finditer(pattern, text, re.MULTILINE))
+    if not matches:
+        raise ExtractError(f"metric {name!r}: regex {pattern!r} matched nothing in the workload output",
+                           _excerpt(text))
+    m = matches[-1]
+    raw = m.groupdict().get("value") if "value" in m.groupdict() else (m.group(1) if m.groups() else m.group(0))
+    try:
+        return parse_number(raw or "", kind)
+    except ValueError:
+        raise ExtractError(f"metric {name!r}: matched {raw!r}, which is not a number", _excerpt(text)) from None
+
+
+def from_command_output(name: str, text: str, kind: str) -> float | int:
+    """A command's value: the last non-empty line of its output."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        raise ExtractError(f"metric {name!r}: the command printed nothing", "")
+    try:
+        return parse_number(lines[-1], kind)
+    except ValueError:
+        raise ExtractError(f"metric {name!r}: the command printed {lines[-1]!r}, not a number",
+                           _excerpt(text)) from None
+
+
+def read_units(text: str) -> list[dict[str, Any]]:
+    units = []
+    for i, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ExtractError(f"units file line {i} is not JSON: {exc.msg}", line[:300]) from None
+        if not isinstance(obj, dict):
+            raise ExtractError(f"units file line {i} is not a JSON object", line[:300])
+        units.append(obj)
+    return units
+
+
+def _matches(unit: dict[str, Any], filt: dict[str, Any]) -> bool:
+    for field, want in filt.items():
+        have = unit.get(field)
+        have_s = None if have is None else str(have)
+        if isinstance(want, list):
+            if have_s not in [str(w) for w in want]:
+                return False
+        elif have_s != str(want):
+            return False
+    return True
+
+
+def unit_counts(metric_specs: dict[str, Any], units: list[dict[str, Any]]) -> dict[str, int]:
+    """Every count metric the experiment defines over units (`units: {outcome: leak}`; `{}` counts all)."""
+    out: dict[str, int] = {}
+    for name, spec in metric_specs.items():
+        if spec.units is None:
+            continue
+        out[name] = sum(1 for u in units if _matches(u, spec.units))
+    return out

@@ -1,0 +1,129 @@
+"""The target interface: run a command on a host, move files to and from it, and reach its HTTP ports.
+
+Every implementation bounds every wait, streams command output to local files as it arrives, and
+turns library errors into TargetError at the point they enter.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+
+@dataclass
+class CmdResult:
+    command: str
+    rc: int | None
+    stdout: str
+    stderr: str
+    duration_s: float
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and not self.timed_out
+
+    @property
+    def output(self) -> str:
+        return self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr
+
+    def excerpt(self, limit: int = 600) -> str:
+        text = self.output.strip()
+        return text if len(text) <= limit else "…" + text[-limit:]
+
+
+@dataclass
+class Clock:
+    """Seconds spent inside target commands and waits, per host (the rest of the wall time is the runner's)."""
+
+    target_s: dict[str, float] = field(default_factory=dict)
+
+    def add(self, host: str, seconds: float) -> None:
+        self.target_s[host] = self.target_s.get(host, 0.0) + seconds
+
+
+class Target(abc.ABC):
+    """One kind of place runs happen. Hosts are names; `local` targets have the single host `local`."""
+
+    kind: str = "?"
+
+    def __init__(self, hosts: list[str]) -> None:
+        self.hosts = hosts
+        self.clock = Clock()
+
+    async def open(self) -> None:
+        """Connect (SSH) or check the machine; raises TargetError when a host cannot be reached."""
+
+    async def close(self) -> None:
+        """Release connections; never raises."""
+
+    async def reconnect(self, host: str) -> None:
+        """Re-establish the connection to `host` after a drop (bounded); raises TargetError."""
+
+    @abc.abstractmethod
+    async def run(self, host: str, command: str, *, env: dict[str, str] | None = None, timeout: float,
+                  stdout_file: IO[bytes] | None = None, stderr_file: IO[bytes] | None = None) -> CmdResult:
+        """Run a shell command; a timeout kills it and returns timed_out=True (never raises for rc != 0)."""
+
+    @abc.abstractmethod
+    async def read_file(self, host: str, path: str) -> tuple[bytes, int] | None:
+        """(content, permission bits), or None when the file does not exist."""
+
+    @abc.abstractmethod
+    async def write_file(self, host: str, path: str, data: bytes, mode: int) -> None:
+        """Replace the file atomically (write a sibling, then rename over it)."""
+
+    @abc.abstractmethod
+    async def remove_file(self, host: str, path: str) -> None:
+        """Remove the file when it exists."""
+
+    @abc.abstractmethod
+    async def fetch(self, host: str, path: str, local_path: Path) -> bool:
+        """Copy a file from the host; False when it does not exist."""
+
+    @abc.abstractmethod
+    async def mkdir(self, host: str, path: str) -> None:
+        """Create a folder (and parents) on the host."""
+
+    async def http_status(self, host: str, url: str, timeout: float) -> int | None:
+        """Status of GET `url` as seen from `host` (None when nothing answers)."""
+        import httpx
+
+        try:
+            async with httpx.AsyncClient(timeout=timeout) as client:
+                resp = await client.get(url)
+                return resp.status_code
+        except (httpx.HTTPError, OSError):
+            return None
+
+    def describe(self, host: str) -> str:
+        return host
+
+    def manual_command(self, host: str, command: str) -> str:
+        """How a person runs `command` on `host` by hand (for restore instructions)."""
+        return command
+
+    def manual_copy(self, host: str, local_file: str, path: str) -> str:
+        return f"cp {shlex.quote(local_file)} {shlex.quote(path)}"
+
+    def work_root(self) -> str | None:
+        """Where per-run folders live on the target; None means the runner's local artifacts folder."""
+        return None
+
+
+async def pump(stream: asyncio.StreamReader | None, sink: IO[bytes] | None, chunks: list[bytes]) -> None:
+    """Copy a stream to a file as it arrives (so a killed run keeps its output) and keep it in memory."""
+    if stream is None:
+        return
+    while True:
+        data = await stream.read(65536)
+        if not data:
+            return
+        chunks.append(data)
+        if sink is not None:
+            sink.write(data)
+            sink.flush()

@@ -1,0 +1,126 @@
+"""The `local` target: commands as asyncio subprocesses of this machine, files on its disk."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import IO
+
+from workbench.errors import TargetError
+from workbench.runner.targets.base import CmdResult, Target, pump
+
+KILL_GRACE_S = 3.0
+# A command may leave daemons holding its pipes open (a restart that spawns servers); once the
+# command itself has exited, its output is read for at most this long.
+DRAIN_S = 1.0
+
+
+def _killpg(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class LocalTarget(Target):
+    kind = "local"
+
+    def __init__(self, hosts: list[str] | None = None) -> None:
+        super().__init__(hosts or ["local"])
+
+    async def run(self, host: str, command: str, *, env: dict[str, str] | None = None, timeout: float,
+                  stdout_file: IO[bytes] | None = None, stderr_file: IO[bytes] | None = None) -> CmdResult:
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        t0 = time.monotonic()
+        try:
+            proc = await asyncio.create_subprocess_shell(
+                command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=full_env, start_new_session=True, executable="/bin/bash")
+        except OSError as exc:
+            raise TargetError(f"cannot start a local command: {exc}") from exc
+        out: list[bytes] = []
+        err: list[bytes] = []
+        readers = [asyncio.ensure_future(pump(proc.stdout, stdout_file, out)),
+                   asyncio.ensure_future(pump(proc.stderr, stderr_file, err))]
+        timed_out = False
+        try:
+            try:
+                await asyncio.wait_for(proc.wait(), timeout)
+            except asyncio.TimeoutError:
+                timed_out = True
+                await self._kill(proc)
+        except BaseException:
+            # Cancelled (Ctrl-C, SIGTERM, a fault): the command must not outlive the runner's decision.
+            await asyncio.shield(self._kill(proc))
+            for r in readers:
+                r.cancel()
+            raise
+        done, pending = await asyncio.wait(readers, timeout=DRAIN_S)
+        for r in pending:
+            r.cancel()
+        self.clock.add(host, time.monotonic() - t0)
+        return CmdResult(command=command, rc=None if timed_out else proc.returncode,
+                         stdout=b"".join(out).decode("utf-8", "replace"),
+                         stderr=b"".join(err).decode("utf-8", "replace"),
+                         duration_s=time.monotonic() - t0, timed_out=timed_out)
+
+    async def _kill(self, proc: asyncio.subprocess.Process) -> None:
+        if proc.returncode is not None:
+            return
+        _killpg(proc.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), KILL_GRACE_S)
+        except asyncio.TimeoutError:
+            _killpg(proc.pid, signal.SIGKILL)
+            try:
+                await asyncio.wait_for(proc.wait(), KILL_GRACE_S)
+            except asyncio.TimeoutError:
+                pass
+
+    async def read_file(self, host: str, path: str) -> tuple[bytes, int] | None:
+        p = Path(path)
+        try:
+            return p.read_bytes(), p.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise TargetError(f"cannot read {path}: {exc.strerror}") from exc
+
+    async def write_file(self, host: str, path: str, data: bytes, mode: int) -> None:
+        p = Path(path)
+        tmp = p.with_name(f".{p.name}.wb-tmp")
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, p)
+        except OSError as exc:
+            raise TargetError(f"cannot write {path}: {exc.strerror}") from exc
+
+    async def remove_file(self, host: str, path: str) -> None:
+        try:
+            Path(path).unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise TargetError(f"cannot remove {path}: {exc.strerror}") from exc
+
+    async def fetch(self, host: str, path: str, local_path: Path) -> bool:
+        src = Path(path)
+        if not src.is_file():
+            return False
+        local_path.parent.mkdir(parents=True, exist_ok=True)
+        if src.resolve() != local_path.resolve():
+            shutil.copyfile(src, local_path)
+        return True
+
+    async def mkdir(self, host: str, path: str) -> None:
+        Path(path).mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,95 @@
+"""The `sim` target: pdsim on this machine. Uses a pdsim already serving in its folder, or starts one on free
+ports for the experiment and stops it afterwards (so `wb hypothesis run ID` needs nothing else).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import SimError
+from workbench.runner.targets.local import LocalTarget
+
+UP_TIMEOUT_S = 120.0
+
+
+def wb_command() -> str:
+    """How this wb is invoked from a shell (same interpreter, so the same code and venv)."""
+    return shlex.join([sys.executable, "-m", "workbench.cli.main"])
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def read_serve_file(path: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return out
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        k, _, v = line.partition("=")
+        out[k.strip()] = v.strip().strip("'\"")
+    return out
+
+
+class SimTarget(LocalTarget):
+    kind = "sim"
+
+    def __init__(self, *, sim_dir: Path, options: dict[str, Any]) -> None:
+        super().__init__(["local"])
+        self.sim_dir = sim_dir
+        self.options = options
+        self.started_here = False
+        self.context: dict[str, str] = {}
+
+    async def _healthy(self, ports: list[str]) -> bool:
+        for p in ports:
+            if await self.http_status("local", f"http://127.0.0.1:{p}/health", 2.0) != 200:
+                return False
+        return True
+
+    async def setup(self, serve_file: Path, env: dict[str, str]) -> dict[str, str]:
+        """Find or start pdsim; returns template context (sim_dir and the ports it serves on)."""
+        self.sim_dir.mkdir(parents=True, exist_ok=True)
+        current = read_serve_file(serve_file)
+        ports = [current.get("prefill_port"), current.get("decode_port")]
+        if all(ports) and await self._healthy([p for p in ports if p]):
+            self.context = {"sim_dir": str(self.sim_dir), "prefill_port": str(ports[0]), "decode_port": str(ports[1])}
+            return self.context
+        pp, dp = (str(free_port()), str(free_port()))
+        while dp == pp:
+            dp = str(free_port())
+        cmd = (f"{wb_command()} sim up --dir {shlex.quote(str(self.sim_dir))} "
+               f"--set prefill_port={pp} --set decode_port={dp}")
+        res = await self.run("local", cmd, env=env, timeout=UP_TIMEOUT_S)
+        if not res.ok:
+            raise SimError(f"could not start pdsim in {self.sim_dir}: {res.excerpt()}",
+                           hint=f"try it by hand: {cmd}")
+        self.started_here = True
+        self.context = {"sim_dir": str(self.sim_dir), "prefill_port": pp, "decode_port": dp}
+        return self.context
+
+    async def teardown(self) -> str | None:
+        """Stop the pdsim this runner started; returns an error text when it would not stop."""
+        if not self.started_here:
+            return None
+        cmd = f"{wb_command()} sim down --dir {shlex.quote(str(self.sim_dir))}"
+        res = await self.run("local", cmd, timeout=60)
+        self.started_here = False
+        return None if res.ok else f"`{cmd}` failed: {res.excerpt()}"
+
+
+def default_sim_dir(root: Path, options: dict[str, Any]) -> Path:
+    d = options.get("dir") or os.environ.get("WB_SIM_DIR")
+    return Path(str(d)).expanduser().resolve() if d else (root / ".wb" / "sim").resolve()

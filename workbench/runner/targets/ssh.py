@@ -1,0 +1,393 @@
+"""The `ssh` target (asyncssh): host keys verified against known_hosts, keys/agent, ~/.ssh/config aliases,
+a jump host, keepalives, bounded connects, SFTP for files and local port forwards for health checks.
+
+Every value in a command was shell-quoted by the renderer; environment variables are sent as a
+quoted `export` prefix (servers commonly refuse SSH env requests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import time
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from workbench.errors import TargetError
+from workbench.runner.targets.base import CmdResult, Target
+
+RECONNECT_ATTEMPTS = 5
+RECONNECT_DELAY_S = 1.0
+KILL_GRACE_S = 3.0
+
+
+def _env_prefix(env: dict[str, str] | None) -> str:
+    if not env:
+        return ""
+    return "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + "; "
+
+
+class SshTarget(Target):
+    kind = "ssh"
+
+    def __init__(self, spec: Any) -> None:
+        super().__init__(list(spec.hosts))
+        self.spec = spec
+        self._conns: dict[str, Any] = {}
+        self._jumps: dict[str, Any] = {}
+        self._forwards: dict[tuple[str, str, int], Any] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # ------------------------------------------------------------------ connections
+    def _options(self) -> dict[str, Any]:
+        s = self.spec
+        opts: dict[str, Any] = {"connect_timeout": s.connect_timeout_s, "keepalive_interval": s.keepalive_s,
+                                "keepalive_count_max": 3}
+        if s.user:
+            opts["username"] = s.user
+        if s.port:
+            opts["port"] = s.port
+        if s.known_hosts:
+            # Never None: None would switch host key checking off.
+            opts["known_hosts"] = str(Path(s.known_hosts).expanduser())
+        if s.identity_file:
+            opts["client_keys"] = [str(Path(s.identity_file).expanduser())]
+        return opts
+
+    def describe(self, host: str) -> str:
+        user = f"{self.spec.user}@" if self.spec.user else ""
+        port = f":{self.spec.port}" if self.spec.port else ""
+        return f"{user}{host}{port}"
+
+    def _ssh_argv(self, host: str) -> list[str]:
+        argv = ["ssh"]
+        if self.spec.port:
+            argv += ["-p", str(self.spec.port)]
+        if self.spec.identity_file:
+            argv += ["-i", self.spec.identity_file]
+        if self.spec.known_hosts:
+            argv += ["-o", f"UserKnownHostsFile={self.spec.known_hosts}"]
+        if self.spec.jump:
+            argv += ["-J", self.spec.jump]
+        argv.append(f"{self.spec.user}@{host}" if self.spec.user else host)
+        return argv
+
+    def manual_command(self, host: str, command: str) -> str:
+        return shlex.join(self._ssh_argv(host)) + " " + shlex.quote(command)
+
+    def manual_copy(self, host: str, local_file: str, path: str) -> str:
+        argv = ["scp"]
+        if self.spec.port:
+            argv += ["-P", str(self.spec.port)]
+        if self.spec.identity_file:
+            argv += ["-i", self.spec.identity_file]
+        if self.spec.known_hosts:
+            argv += ["-o", f"UserKnownHostsFile={self.spec.known_hosts}"]
+        if self.spec.jump:
+            argv += ["-J", self.spec.jump]
+        dest = f"{self.spec.user}@{host}" if self.spec.user else host
+        return shlex.join(argv + [local_file, f"{dest}:{path}"])
+
+    def _translate(self, host: str, exc: BaseException) -> TargetError:
+        import asyncssh
+
+        where = self.describe(host)
+        if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+            kh = self.spec.known_hosts or "~/.ssh/known_hosts"
+            port = self.spec.port or 22
+            return TargetError(
+                f"refusing {where}: its host key does not match {kh} ({exc.reason})",
+                hint=(f"verify the key out of band: `ssh-keyscan -p {port} {host} | ssh-keygen -lf -` on a trusted "
+                      f"path and compare with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the host; only "
+                      f"if it legitimately changed, run `ssh-keygen -R '[{host}]:{port}' -f {kh}` and add the "
+                      f"verified key"))
+        if isinstance(exc, asyncssh.PermissionDenied):
+            return TargetError(f"{where} refused the login: {exc.reason}",
+                               hint="check user, identity_file or the agent (ssh-add -l)")
+        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+            return TargetError(f"{where} did not answer within {self.spec.connect_timeout_s:g} s",
+                               hint="check the host name, port and network (ssh -v)")
+        if isinstance(exc, OSError):
+            return TargetError(f"cannot reach {where}: {exc.strerror or exc}",
+                               hint="check the host name, port, ~/.ssh/config and that sshd runs there")
+        if isinstance(exc, asyncssh.Error):
+            return TargetError(f"SSH to {where} failed: {exc.reason}")
+        return TargetError(f"SSH to {where} failed: {exc}")
+
+    async def _connect(self, host: str) -> Any:
+        import asyncssh
+
+        opts = self._options()
+        try:
+            tunnel = None
+            if self.spec.jump:
+                tunnel = await asyncio.wait_for(asyncssh.connect(self.spec.jump, known_hosts=opts.get("known_hosts", ()),
+                                                                 connect_timeout=self.spec.connect_timeout_s),
+                                                self.spec.connect_timeout_s + 5)
+                self._jumps[host] = tunnel
+            conn = await asyncio.wait_for(asyncssh.connect(host, tunnel=tunnel or (), **opts),
+                                          self.spec.connect_timeout_s + 5)
+        except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
+            raise self._translate(host, exc) from exc
+        return conn
+
+    async def _conn(self, host: str) -> Any:
+        lock = self._locks.setdefault(host, asyncio.Lock())
+        async with lock:
+            conn = self._conns.get(host)
+            if conn is None or conn.is_closed():
+                self._drop_forwards(host)
+                conn = await self._connect(host)
+                self._conns[host] = conn
+            return conn
+
+    def _drop_forwards(self, host: str) -> None:
+        for key in [k for k in self._forwards if k[0] == host]:
+            fwd = self._forwards.pop(key)
+            try:
+                fwd.close()
+            except Exception:
+                pass
+
+    async def open(self) -> None:
+        await asyncio.gather(*(self._conn(h) for h in self.hosts))
+
+    async def reconnect(self, host: str) -> None:
+        last: Exception | None = None
+        for attempt in range(RECONNECT_ATTEMPTS):
+            old = self._conns.pop(host, None)
+            if old is not None:
+                old.abort()
+            try:
+                await self._conn(host)
+                return
+            except TargetError as exc:
+                last = exc
+                await asyncio.sleep(RECONNECT_DELAY_S * (attempt + 1))
+        raise TargetError(f"lost the connection to {self.describe(host)} and could not reconnect: {last}")
+
+    async def close(self) -> None:
+        for host in list(self._conns):
+            self._drop_forwards(host)
+            conn = self._conns.pop(host)
+            conn.close()
+            try:
+                await asyncio.wait_for(conn.wait_closed(), 3)
+            except Exception:
+                pass
+        for jump in self._jumps.values():
+            jump.close()
+        self._jumps.clear()
+
+    async def _call(self, host: str, what: str, fn):
+        """Run `fn(conn)`; a dropped connection becomes TargetError (the next call reconnects)."""
+        import asyncssh
+
+        conn = await self._conn(host)
+        try:
+            return await fn(conn)
+        except (asyncssh.ConnectionLost, asyncssh.DisconnectError, asyncssh.ChannelOpenError,
+                asyncssh.SFTPConnectionLost, BrokenPipeError, ConnectionError) as exc:
+            self._conns.pop(host, None)
+            raise TargetError(f"connection to {self.describe(host)} dropped during {what}: {exc}") from exc
+
+    # ------------------------------------------------------------------ commands
+    async def run(self, host: str, command: str, *, env: dict[str, str] | None = None, timeout: float,
+                  stdout_file: IO[bytes] | None = None, stderr_file: IO[bytes] | None = None) -> CmdResult:
+        t0 = time.monotonic()
+        full = _env_prefix(env) + command
+
+        async def go(conn: Any) -> CmdResult:
+            proc = await conn.create_process(full, encoding=None, stdin=asyncssh_devnull())
+            out: list[bytes] = []
+            err: list[bytes] = []
+
+            async def pump_ssh(stream: Any, sink: IO[bytes] | None, chunks: list[bytes]) -> None:
+                while True:
+                    data = await stream.read(65536)
+                    if not data:
+                        return
+                    chunks.append(data)
+                    if sink is not None:
+                        sink.write(data)
+                        sink.flush()
+
+            readers = [asyncio.ensure_future(pump_ssh(proc.stdout, stdout_file, out)),
+                       asyncio.ensure_future(pump_ssh(proc.stderr, stderr_file, err))]
+            timed_out = False
+            try:
+                try:
+                    await asyncio.wait_for(proc.wait_closed(), timeout)
+                except asyncio.TimeoutError:
+                    timed_out = True
+                    self._stop(proc)
+            except BaseException:
+                self._stop(proc)
+                for r in readers:
+                    r.cancel()
+                raise
+            done, pending = await asyncio.wait(readers, timeout=1.0)
+            for r in pending:
+                r.cancel()
+            for r in done:
+                if r.exception() is not None and not timed_out:
+                    raise r.exception()  # type: ignore[misc]
+            rc = None if timed_out else proc.exit_status
+            if rc is None and not timed_out and proc.exit_signal:
+                rc = 128 + 15
+            return CmdResult(command=command, rc=rc, stdout=b"".join(out).decode("utf-8", "replace"),
+                             stderr=b"".join(err).decode("utf-8", "replace"),
+                             duration_s=time.monotonic() - t0, timed_out=timed_out)
+
+        try:
+            return await self._call(host, "a command", go)
+        finally:
+            self.clock.add(host, time.monotonic() - t0)
+
+    @staticmethod
+    def _stop(proc: Any) -> None:
+        # A remote command keeps running after its channel closes unless signalled.
+        for action in (lambda: proc.send_signal("TERM"), proc.close):
+            try:
+                action()
+            except Exception:
+                pass
+
+    # ------------------------------------------------------------------ files
+    async def read_file(self, host: str, path: str) -> tuple[bytes, int] | None:
+        import asyncssh
+
+        async def go(conn: Any) -> tuple[bytes, int] | None:
+            async with conn.start_sftp_client() as sftp:
+                try:
+                    attrs = await sftp.stat(path)
+                    async with sftp.open(path, "rb") as f:
+                        data = await f.read()
+                except asyncssh.SFTPNoSuchFile:
+                    return None
+                return data, (attrs.permissions or 0o644) & 0o7777
+
+        return await self._sftp(host, f"reading {path}", go)
+
+    async def write_file(self, host: str, path: str, data: bytes, mode: int) -> None:
+        import asyncssh
+
+        async def go(conn: Any) -> None:
+            tmp = f"{path}.wb-tmp"
+            async with conn.start_sftp_client() as sftp:
+                async with sftp.open(tmp, "wb") as f:
+                    await f.write(data)
+                await sftp.chmod(tmp, mode)
+                try:
+                    await sftp.posix_rename(tmp, path)
+                except asyncssh.SFTPOpUnsupported:
+                    if await sftp.exists(path):
+                        await sftp.remove(path)
+                    await sftp.rename(tmp, path)
+
+        await self._sftp(host, f"writing {path}", go)
+
+    async def remove_file(self, host: str, path: str) -> None:
+        import asyncssh
+
+        async def go(conn: Any) -> None:
+            async with conn.start_sftp_client() as sftp:
+                try:
+                    await sftp.remove(path)
+                except asyncssh.SFTPNoSuchFile:
+                    pass
+
+        await self._sftp(host, f"removing {path}", go)
+
+    async def fetch(self, host: str, path: str, local_path: Path) -> bool:
+        import asyncssh
+
+        async def go(conn: Any) -> bool:
+            local_path.parent.mkdir(parents=True, exist_ok=True)
+            async with conn.start_sftp_client() as sftp:
+                try:
+                    await sftp.get(path, str(local_path))
+                except asyncssh.SFTPNoSuchFile:
+                    return False
+            return True
+
+        return await self._sftp(host, f"fetching {path}", go)
+
+    async def mkdir(self, host: str, path: str) -> None:
+        async def go(conn: Any) -> None:
+            async with conn.start_sftp_client() as sftp:
+                await sftp.makedirs(path, exist_ok=True)
+
+        await self._sftp(host, f"creating {path}", go)
+
+    async def put_files(self, host: str, base: str, files: dict[str, bytes]) -> None:
+        async def go(conn: Any) -> None:
+            async with conn.start_sftp_client() as sftp:
+                for rel, data in files.items():
+                    dest = f"{base}/{rel}"
+                    await sftp.makedirs(dest.rsplit("/", 1)[0], exist_ok=True)
+                    async with sftp.open(dest, "wb") as f:
+                        await f.write(data)
+
+        await self._sftp(host, f"uploading to {base}", go)
+
+    async def fetch_dir(self, host: str, path: str, local_dir: Path) -> int:
+        import asyncssh
+
+        async def go(conn: Any) -> int:
+            local_dir.mkdir(parents=True, exist_ok=True)
+            async with conn.start_sftp_client() as sftp:
+                try:
+                    names = await sftp.listdir(path)
+                except asyncssh.SFTPNoSuchFile:
+                    return 0
+                n = 0
+                for name in names:
+                    if name in (".", ".."):
+                        continue
+                    await sftp.get(f"{path}/{name}", str(local_dir / name))
+                    n += 1
+                return n
+
+        return await self._sftp(host, f"fetching {path}", go)
+
+    async def _sftp(self, host: str, what: str, fn):
+        import asyncssh
+
+        t0 = time.monotonic()
+        try:
+            return await self._call(host, what, fn)
+        except asyncssh.SFTPError as exc:
+            raise TargetError(f"{what} on {self.describe(host)} failed: {exc.reason}") from exc
+        except OSError as exc:
+            raise TargetError(f"{what} on {self.describe(host)} failed: {exc}") from exc
+        finally:
+            self.clock.add(host, time.monotonic() - t0)
+
+    # ------------------------------------------------------------------ health over a forward
+    async def http_status(self, host: str, url: str, timeout: float) -> int | None:
+        """GET a URL as the host sees it: the host:port is reached through a local forward over SSH."""
+        parts = urlsplit(url)
+        dest_host = parts.hostname or "127.0.0.1"
+        dest_port = parts.port or (443 if parts.scheme == "https" else 80)
+        key = (host, dest_host, dest_port)
+        try:
+            fwd = self._forwards.get(key)
+            if fwd is None:
+                conn = await self._conn(host)
+                fwd = await conn.forward_local_port("127.0.0.1", 0, dest_host, dest_port)
+                self._forwards[key] = fwd
+        except TargetError:
+            return None
+        except Exception:
+            self._conns.pop(host, None)
+            return None
+        local = urlunsplit((parts.scheme, f"127.0.0.1:{fwd.get_port()}", parts.path or "/", parts.query, ""))
+        return await super().http_status(host, local, timeout)
+
+
+def asyncssh_devnull() -> Any:
+    import asyncssh
+
+    return asyncssh.DEVNULL
