@@ -80,7 +80,7 @@ class _Probe:
         self.wake = threading.Event()
         self.final = False
         self.monitoring_tool: int | None = None
-        self.code_index: dict[object, int] = {}
+        self.code_index: dict[object, tuple[int, ...]] = {}
         self._new_identity()
 
     # ------------------------------------------------------------------ identity and output
@@ -96,7 +96,7 @@ class _Probe:
         argv = list(getattr(sys, "orig_argv", None) or sys.argv or ["python"])
         if argv:
             argv[0] = os.path.basename(argv[0])
-        return " ".join(argv)[:300]
+        return " ".join(" ".join(argv).split())[:300]
 
     def snapshot(self, final: bool) -> dict:
         for name in [t.module for t in self.targets if t.state == NOT_IMPORTED and t.module in sys.modules]:
@@ -187,7 +187,8 @@ class _Probe:
             return
         if isinstance(raw, type):
             self._instrument_class(i, t, raw)
-        elif isinstance(raw, (staticmethod, classmethod)):
+            return
+        if isinstance(raw, (staticmethod, classmethod)):
             fn = raw.__func__
             if not self._monitor(i, t, fn):
                 setattr(owner, last, type(raw)(self._wrap(i, fn)))
@@ -203,29 +204,39 @@ class _Probe:
         else:
             t.state, t.detail = NOT_CALLABLE, f"{t.name} is a {type(raw).__name__}, not code"
             return
-        t.state, t.resolved = INSTRUMENTED, True
+        t.state, t.resolved, t.detail = INSTRUMENTED, True, ""
 
     def _instrument_class(self, i: int, t: _Target, cls: type) -> None:
         """A class means its constructor: count each run of its own __init__ (subclasses' super() calls included)."""
         own = cls.__dict__.get("__init__")
         if own is not None and self._monitor(i, t, own):
+            t.state, t.resolved, t.detail = INSTRUMENTED, True, ""
             return
         if own is not None:
             cls.__init__ = self._wrap(i, own)  # type: ignore[misc]
             t.mechanism = "wrapper"
-            return
+        else:
+            cls.__init__ = self._counting_init(i, cls)  # type: ignore[misc]
+            t.mechanism = "wrapper"
+        t.state, t.resolved, t.detail = INSTRUMENTED, True, ""
+
+    def _counting_init(self, i: int, cls: type):
         count = self.count
 
         def __init__(self_, *args, **kwargs):
             count(i)
-            nxt = super(cls, self_).__init__
-            if getattr(nxt, "__objclass__", None) is object:
-                return nxt()  # object.__init__ rejects arguments once a class defines __init__
-            return nxt(*args, **kwargs)
+            mro = type(self_).__mro__
+            base = next(k for k in mro[mro.index(cls) + 1:] if "__init__" in k.__dict__)
+            if base is object:
+                # object.__init__ rejects arguments once a class defines __init__; keep the error
+                # object.__new__ would have raised without the probe.
+                if (args or kwargs) and type(self_).__new__ is object.__new__:
+                    raise TypeError(f"{type(self_).__name__}() takes no arguments")
+                return object.__init__(self_)
+            return super(cls, self_).__init__(*args, **kwargs)
 
         __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-        cls.__init__ = __init__  # type: ignore[misc]
-        t.mechanism = "wrapper"
+        return __init__
 
     def _wrap(self, i: int, fn):
         count = self.count
@@ -244,7 +255,7 @@ class _Probe:
         code = getattr(fn, "__code__", None)
         if mon is None or code is None or self.monitoring_tool is None:
             return False
-        self.code_index[code] = i
+        self.code_index[code] = self.code_index.get(code, ()) + (i,)
         mon.set_local_events(self.monitoring_tool, code, mon.events.PY_START)
         t.mechanism = "sys.monitoring"
         return True
@@ -262,8 +273,7 @@ class _Probe:
         index, count = self.code_index, self.count
 
         def on_start(code, offset):
-            i = index.get(code)
-            if i is not None:
+            for i in index.get(code, ()):
                 count(i)
 
         mon.register_callback(tool, mon.events.PY_START, on_start)
@@ -283,32 +293,67 @@ def _own_attr(owner: object, name: str) -> object:
     return getattr(owner, name, _MISSING)
 
 
-def _look_on_disk(module: str, qual: str) -> tuple[bool, str]:
-    """Whether `module:qual` exists, without importing anything: find the source and read its definitions."""
+def _find_spec_only(name: str, path: list[str] | None):
+    """Ask the finders where `name` is, as import would, without executing it.
+
+    A submodule is looked for in its parent's locations first: some meta-path finders (editable
+    installs) expect the parent to be imported and fail otherwise.
+    """
     from importlib.machinery import PathFinder
 
+    if path is not None:
+        try:
+            spec = PathFinder.find_spec(name, path)
+        except KeyError:  # a namespace package wants its parent imported: look at the folders instead
+            spec = _namespace_spec(name, path)
+        if spec is not None:
+            return spec
+    for finder in sys.meta_path:
+        if isinstance(finder, _Finder) or not hasattr(finder, "find_spec"):
+            continue
+        try:
+            spec = finder.find_spec(name, path, None)
+        except Exception:
+            continue
+        if spec is not None:
+            return spec
+    return None
+
+
+def _namespace_spec(name: str, path: list[str]):
+    from importlib.machinery import ModuleSpec
+
+    last = name.rpartition(".")[2]
+    dirs = [os.path.join(p, last) for p in path if os.path.isdir(os.path.join(p, last))]
+    if not dirs:
+        return None
+    spec = ModuleSpec(name, None, is_package=True)
+    spec.submodule_search_locations = dirs
+    return spec
+
+
+def _look_on_disk(module: str, qual: str) -> tuple[bool, str]:
+    """Whether `module:qual` exists, without importing anything: find the source and read its definitions."""
     parts = module.split(".")
     spec = None
+    search: list[str] | None = None
     for n in range(1, len(parts) + 1):
         name = ".".join(parts[:n])
         loaded = sys.modules.get(name)
         if loaded is not None and n < len(parts):
-            path = getattr(loaded, "__path__", None)
-            if path is None:
+            if getattr(loaded, "__path__", None) is None:
                 return False, f"{name} is not a package, so {module} does not exist"
-            spec_path = list(path)
-            spec = getattr(loaded, "__spec__", None)
+            search = list(loaded.__path__)
             continue
-        search = None if n == 1 else spec_path
         try:
-            spec = PathFinder.find_spec(name, search)
+            spec = _find_spec_only(name, search)
         except Exception as exc:
             return False, f"cannot look for module {name}: {exc!r}"
         if spec is None:
             return False, f"no module named {name!r}"
-        spec_path = list(spec.submodule_search_locations or [])
         if n < len(parts) and spec.submodule_search_locations is None:
             return False, f"{name} is not a package, so {module} does not exist"
+        search = list(spec.submodule_search_locations or [])
     origin = getattr(spec, "origin", None)
     if not origin or not str(origin).endswith(".py"):
         return True, f"module {module} exists but was never imported here (not source: attribute unchecked)"
