@@ -123,7 +123,9 @@ def analyze_reachability(hypothesis: Any, runs: list[dict[str, Any]]) -> dict[st
     for t in targets:
         entry = counts[t]
         ok = bool(entry["resolved"])
-        why = "; ".join(entry["details"]) or "no process reported it"
+        n = entry["reporting_processes"]
+        why = "; ".join(entry["details"]) or (f"unresolved in all {n} process report(s)" if n else
+                                             "no process reported it")
         check(f"resolves: {t}", ok, f"instrumented or found in {entry['reporting_processes']} process report(s)"
               if ok else f"names no existing code object: {why}")
         if not ok:
