@@ -1,0 +1,49 @@
+"""The runner end to end on a toy local deployment: recording, arms, secrets, diff, the serve file restored."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import text
+
+from workbench.runner import run_hypothesis
+from workbench.store import open_store
+
+
+def _rows(db: str, sql: str, **params):
+    store = open_store(db, read_only=True)
+    try:
+        with store.connect() as conn:
+            return [tuple(r) for r in conn.execute(text(sql), params).all()]
+    finally:
+        store.dispose()
+
+
+def test_records_both_arms_and_restores(toy):
+    summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
+    assert toy.conf.read_bytes() == toy.original
+    assert [r["status"] for r in summary["runs"]] == ["ok"] * 4
+    arms = summary["arms"]
+    assert arms["control"]["totals"]["leak"] == 6 and arms["control"]["totals"]["sessions"] == 20
+    assert arms["treatment"]["totals"]["leak"] == 0
+    assert arms["control"]["totals"]["aborts"] == 4
+    assert arms["control"]["metrics"]["wall_s"] == {"n": 2, "values": [0.05, 0.05]}
+    # ABBA: the second block reverses the first.
+    order = [r["arm"] for r in sorted(summary["runs"], key=lambda r: r["order_index"])]
+    assert order[:2] == list(reversed(order[2:]))
+    # The restore restarted the service with the original file: the last restart saw it.
+    assert json.loads(toy.restarts()[-1]) == {"fix": "off", "mode": "ok"}
+    rid = summary["runs"][0]["id"]
+    names = {n for (n,) in _rows(toy.db, "SELECT name FROM metrics WHERE run_id = :r", r=rid)}
+    assert names == {"sessions", "leak", "done", "waiting_for_input", "wall_s"}  # no proportions, no aliases
+    (fp, rendered, chash, variables) = _rows(
+        toy.db, "SELECT fingerprint_json, rendered_config, config_hash, variables_json FROM runs WHERE id = :r", r=rid)[0]
+    assert "s3cret-value" not in fp and json.loads(fp)["uname"] == "Linux"
+    assert "fix=" in rendered and len(chash) == 64
+    assert json.loads(variables)["mode"] == "ok"
+    arts = dict(_rows(toy.db, "SELECT name, sha256 FROM artifacts WHERE run_id = :r", r=rid))
+    assert {"stdout", "stderr", "units", "restarts"} <= set(arts)
+    (diff,) = _rows(toy.db, "SELECT config_diff_json FROM executions")[0]
+    assert "-fix=off" in diff and "+fix=on" in diff
+    n_units = _rows(toy.db, "SELECT count(*) FROM units")[0][0]
+    assert n_units == 40

@@ -1,0 +1,397 @@
+"""The experiment loop: plan, snapshot the target, run blocks (hosts in parallel), record, always restore.
+
+Ctrl-C and SIGTERM cancel the loop; the run in flight is recorded `interrupted`, the target is
+restored in `finally`, and `--resume` later continues the same execution without redoing finished runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from workbench.errors import BadInput, RestoreFailed, RunFailure, TargetError, WbError
+from workbench.runner.lifecycle import Harness, RunOutcome, artifact_rows, execute_run, wait_healthy
+from workbench.runner.plan import Plan, PlannedRun, make_plan
+from workbench.runner.prepare import Prepared, arms_config_diff, preflight, preview_values, resolve
+from workbench.runner.progress import RunProgress
+from workbench.runner.render import render_command, render_text
+from workbench.runner.restore import Snapshot, restore_host, take_snapshots
+from workbench.runner.targets.base import Target
+
+FINISHED = ("ok", "invalid", "failed")
+
+
+class RunInterrupted(RunFailure):
+    """The experiment was stopped by Ctrl-C or SIGTERM (the target was restored)."""
+
+    exit_code = 130
+
+
+@dataclass
+class State:
+    prepared: Prepared
+    store: Any
+    execution_id: int
+    plan: Plan
+    done: set[int]
+    exec_dir: Path
+    artifacts_root: Path
+    progress: RunProgress
+    fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None
+    run_ids: list[int] = field(default_factory=list)
+    outcomes: list[tuple[int, PlannedRun, RunOutcome]] = field(default_factory=list)
+    restore_error: str | None = None
+    stop_reason: str | None = None
+    target_desc: str = ""
+    timing: dict[str, float] = field(default_factory=dict)
+
+
+def make_target(p: Prepared) -> Target:
+    kind = p.profile.target.kind
+    if kind == "ssh":
+        from workbench.runner.targets.ssh import SshTarget
+
+        return SshTarget(p.profile.target)
+    if kind == "sim":
+        from workbench.runner.targets.sim import SimTarget, default_sim_dir
+
+        return SimTarget(sim_dir=default_sim_dir(p.root, p.profile.options), options=dict(p.profile.options))
+    if kind == "kernel":
+        from workbench.runner.targets.kernel import KernelTarget
+
+        return KernelTarget(dict(p.profile.options))
+    from workbench.runner.targets.local import LocalTarget
+
+    return LocalTarget(p.profile.target.hosts or None)
+
+
+def artifacts_root(root: Path) -> Path:
+    env = os.environ.get("WB_ARTIFACTS")
+    return Path(env).resolve() if env else (root / ".wb" / "artifacts").resolve()
+
+
+# ----------------------------------------------------------------------------- recording
+def _record_start(state: State, pr: PlannedRun, variables: dict[str, str]) -> int:
+    from workbench.store import records
+
+    p = state.prepared
+    with state.store.session() as s:
+        run = records.create_run(
+            s, experiment_id=p.experiment.id, variables=variables, execution_id=state.execution_id,
+            hypothesis_id=p.hypothesis.id, experiment_version=p.experiment.version, arm=pr.arm,
+            replicate=pr.replicate, order_index=pr.order_index, block=pr.block, host=pr.host,
+            target=p.profile.target.kind, status="running", phase="run")
+        return int(run.id)
+
+
+def _record_end(state: State, run_id: int, out: RunOutcome) -> None:
+    from workbench.store import records
+
+    unit_spec = state.prepared.experiment.unit
+    with state.store.session() as s:
+        records.update_run(s, run_id=run_id, status=out.status, stage=out.stage, error=out.error,
+                           started_at=out.started_at, ended_at=out.ended_at, rendered_config=out.rendered_config,
+                           config_hash=out.config_hash, fingerprint=out.fingerprint)
+        if out.units:
+            records.add_units(s, run_id=run_id, units=out.units,
+                              outcome_field=unit_spec.outcome_field if unit_spec else "outcome")
+        by_source: dict[str, dict[str, float | int | None]] = {}
+        for name, value in out.metrics.items():
+            by_source.setdefault(out.metric_sources.get(name, "runner"), {})[name] = value
+        for source, values in by_source.items():
+            records.add_metrics(s, run_id=run_id, metrics=values, source=source)
+        for row in artifact_rows(out):
+            records.add_artifact(s, run_id=run_id, **row)
+        if out.probe_counts:
+            records.add_probe_counts(s, run_id=run_id, counts=out.probe_counts)
+
+
+# ----------------------------------------------------------------------------- the loop
+async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
+    p = state.prepared
+    for pr in runs:
+        if pr.order_index in state.done:
+            continue
+        variables = p.assignments[pr.arm]
+        run_id = _record_start(state, pr, variables)
+        state.run_ids.append(run_id)
+        position = min(len(state.done) + 1, len(state.plan.runs))
+        h.on_stage = lambda r, st, _pos=position: state.progress.stage(r, st, _pos)
+        out = RunOutcome(status="interrupted", error="interrupted")
+        try:
+            await execute_run(h, pr, run_id, variables, out)
+        finally:
+            if out.status == "running":
+                out.status = "failed"
+            _record_end(state, run_id, out)
+            if out.status in FINISHED:
+                state.done.add(pr.order_index)
+            state.outcomes.append((run_id, pr, out))
+            state.progress.finished(out.status)
+            if out.status != "ok":
+                state.progress.log(f"run {run_id} ({pr.arm} r{pr.replicate}) {out.status}: {out.error}")
+
+
+async def _run_plan(state: State, h: Harness) -> None:
+    p = state.prepared
+    plan = state.plan
+    hosts = plan.hosts
+    blocks = sorted({r.block for r in plan.runs})
+    for i in range(0, len(blocks), len(hosts)):
+        chunk = blocks[i:i + len(hosts)]
+        tasks = [asyncio.ensure_future(_run_block(state, h, plan.block_runs(b))) for b in chunk]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        if p.mode == "sequential" and all(r.order_index in state.done for r in plan.runs if r.block in chunk):
+            decision = _sequential_decision(state)
+            if decision is not None and getattr(decision, "stop", False):
+                state.stop_reason = getattr(decision, "reasoning", "the sequential test decided")
+                return
+
+
+def _sequential_decision(state: State) -> Any:
+    try:
+        from workbench.analysis import sequential_decision
+    except ImportError:
+        return None
+    p = state.prepared
+    with state.store.session() as s:
+        return sequential_decision(s, p.registry, p.hypothesis.id, execution_id=state.execution_id,
+                                   budget=p.max_replicates)
+
+
+def _restart_commands(p: Prepared, context: dict[str, str]) -> list[str]:
+    values = preview_values(p, p.arms[0], context)
+    return [render_command(c, values, where=f"restart[{i}]") for i, c in enumerate(p.profile.restart)]
+
+
+async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], context: dict[str, str],
+                   env: dict[str, str]) -> None:
+    p = state.prepared
+    restart = _restart_commands(p, context)
+    started_here = getattr(target, "started_here", False)
+    values = preview_values(p, p.arms[0], context)
+    urls = [render_text(u, values) for u in p.profile.health.urls] if p.profile.health else []
+    problems: list[RestoreFailed] = []
+    for host, snap in snaps.items():
+        async def healthy(_host: str = host) -> None:
+            if urls and not started_here:
+                hp = p.profile.health
+                problem = await wait_healthy(target, _host, urls, hp.attempts, hp.interval_s, hp.timeout_s)
+                if problem:
+                    state.progress.log(f"warning: after restoring, {target.describe(_host)}: {problem}")
+        try:
+            await restore_host(target, snap, restart, env=env, restart_timeout=300.0,
+                               do_restart=not started_here and bool(restart), after=healthy)
+        except RestoreFailed as exc:
+            problems.append(exc)
+    if problems:
+        msg = "\n".join(f"{e.message}\n  {e.hint}" for e in problems)
+        state.restore_error = msg
+
+
+async def _main(state: State, target: Target) -> None:
+    p = state.prepared
+    loop = asyncio.get_running_loop()
+    me = asyncio.current_task()
+    signalled: list[int] = []
+
+    def on_signal(sig: int) -> None:
+        if not signalled and me is not None:
+            me.cancel()
+        signalled.append(sig)
+        if len(signalled) > 1:
+            state.progress.log("restoring the target; wait for it (or press Ctrl-C again: it is not skipped)")
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, on_signal, sig)
+        except (NotImplementedError, RuntimeError):
+            pass
+    t0 = time.monotonic()
+    context = dict(p.profile.context)
+    env = {k: render_text(v, {**p.assignments[p.arms[0]], **context}) for k, v in p.profile.env.items()}
+    snaps: dict[str, Snapshot] = {}
+    try:
+        await target.open()
+        if p.profile.config is not None:
+            sim_dir = getattr(target, "sim_dir", None)
+            if sim_dir is not None:
+                context["sim_dir"] = str(sim_dir)
+            paths = {host: preview_values(p, p.arms[0], context)["path"] for host in state.plan.hosts}
+            snaps = await take_snapshots(target, paths, state.exec_dir)
+        setup = getattr(target, "setup", None)
+        if setup is not None:
+            serve = Path(next(iter(snaps.values())).path) if snaps else Path(context.get("sim_dir", ".")) / "serve.sh"
+            context.update(await setup(serve, env))
+        remote_work = None
+        if target.kind == "ssh":
+            remote_work = str(p.profile.options.get("work_dir", "/tmp/wb-runs")) + f"/{uuid.uuid4().hex[:12]}"
+        h = Harness(root=p.root, experiment=p.experiment, hypothesis=p.hypothesis, profile_name=p.profile_name,
+                    profile=p.profile, target=target, context=context, env=env, config_template=p.config_template,
+                    artifacts_root=state.artifacts_root, remote_work=remote_work, fault=state.fault,
+                    probe_targets=p.probe_targets,
+                    restart_timeout_s=float(p.profile.options.get("restart_timeout_s", 300)))
+        try:
+            await _run_plan(state, h)
+        finally:
+            if snaps:
+                await _restore(state, target, snaps, context, env)
+    finally:
+        teardown = getattr(target, "teardown", None)
+        if teardown is not None:
+            try:
+                problem = await teardown()
+                if problem:
+                    state.progress.log(f"warning: {problem}")
+            except Exception as exc:  # the restore already happened; stopping our own pdsim is best effort
+                state.progress.log(f"warning: stopping pdsim failed: {exc}")
+        await target.close()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+        wall = time.monotonic() - t0
+        busy = max(target.clock.target_s.values(), default=0.0)
+        state.timing = {"wall_s": wall, "target_s": busy, "overhead_s": max(wall - busy, 0.0),
+                        "overhead_pct": 100.0 * max(wall - busy, 0.0) / wall if wall > 0 else 0.0}
+        if signalled:
+            raise RunInterrupted("interrupted", hint="")
+
+
+# ----------------------------------------------------------------------------- entry point
+def _find_resumable(store: Any, hypothesis_id: str) -> Any:
+    from workbench.store import queries
+
+    with store.session() as s:
+        for ex in reversed(queries.executions(s, hypothesis_id=hypothesis_id)):
+            if ex.status in ("interrupted", "failed", "running"):
+                s.expunge(ex)
+                return ex
+            if ex.status == "done":
+                return None
+    return None
+
+
+def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: str | None = None,
+                   target: str | None = None, replicates: int | None = None, sets: dict[str, str] | None = None,
+                   sequential: bool = False, aa: bool = False, resume: bool = False, seed: int | None = None,
+                   show_progress: bool = True, fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None,
+                   build_report: bool = True) -> dict[str, Any]:
+    """Run a hypothesis's experiment end to end and return the summary (see `summary.summarize`)."""
+    from workbench import __version__
+    from workbench.registry import load_registry
+    from workbench.runner.summary import finish
+    from workbench.store import jsonx, open_store, records
+
+    reg = load_registry(root)
+    reg.hypothesis(hypothesis_id)
+    store = None
+    try:
+        prior = None
+        if resume:
+            store = open_store(db)
+            prior = _find_resumable(store, hypothesis_id)
+            if prior is None:
+                raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume",
+                               hint=f"start one with: wb hypothesis run {hypothesis_id}")
+            saved = jsonx.loads(prior.plan_json, {})
+            if sets and sets != saved.get("overrides", {}):
+                raise BadInput("--resume continues the interrupted execution with its own --set values",
+                               hint=f"it used {saved.get('overrides') or 'none'}; drop --set or start afresh")
+            p = resolve(reg, hypothesis_id, profile=prior.profile, replicates=None,
+                        overrides=saved.get("overrides", {}), sequential=prior.mode == "sequential",
+                        aa=prior.mode == "aa", seed=None)
+            plan = Plan.from_dict(saved["plan"])
+            p.max_replicates = int(saved.get("max_replicates", plan.replicates))
+        else:
+            p = resolve(reg, hypothesis_id, profile=target, replicates=replicates, overrides=dict(sets or {}),
+                        sequential=sequential, aa=aa, seed=seed)
+        ctx0 = dict(p.profile.context)
+        preflight(p, ctx0)
+        tgt = make_target(p)
+        if not resume:
+            plan = make_plan(p.arms, p.max_replicates if p.mode == "sequential" else p.replicates,
+                             blocks=p.blocks, seed=p.seed, hosts=tgt.hosts)
+        if store is None:
+            store = open_store(db)
+        target_desc = p.profile.target.kind + (":" + ",".join(tgt.describe(x) for x in tgt.hosts)
+                                               if p.profile.target.kind == "ssh" else "")
+        body = {"plan": plan.to_dict(), "assignments": p.assignments, "overrides": p.overrides,
+                "max_replicates": p.max_replicates, "arms": p.arms}
+        with store.session() as s:
+            if prior is not None:
+                execution_id = int(prior.id)
+                records.update_execution(s, execution_id=execution_id, status="running", ended_at=None, error=None)
+                done = {int(r["order_index"]) for r in __import__("workbench.store.queries", fromlist=["x"]).list_runs(
+                    s, execution_id=execution_id) if r["status"] in FINISHED and r["order_index"] is not None}
+            else:
+                hs = records.snapshot_hypothesis(s, hypothesis_id=p.hypothesis.id,
+                                                 body=p.hypothesis.model_dump(mode="json"))
+                es = records.snapshot_experiment(s, experiment_id=p.experiment.id, version=p.experiment.version,
+                                                 body=p.experiment.model_dump(mode="json"))
+                ex = records.create_execution(
+                    s, hypothesis_id=p.hypothesis.id, experiment_id=p.experiment.id,
+                    experiment_version=p.experiment.version, profile=p.profile_name, target=target_desc,
+                    mode=p.mode, plan=body, overrides=p.overrides, config_diff=arms_config_diff(p),
+                    hypothesis_snapshot_id=hs.id, experiment_snapshot_id=es.id, wb_version=__version__)
+                execution_id = int(ex.id)
+                done = set()
+        art_root = artifacts_root(p.root)
+        exec_dir = art_root / f"execution-{execution_id}"
+        total = len(plan.runs)
+        with RunProgress(total, enabled=show_progress,
+                         title=f"{p.hypothesis.id} on {p.profile_name}") as progress:
+            progress.done = len(done)
+            state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
+                          exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
+                          target_desc=target_desc)
+            error: BaseException | None = None
+            status = "done"
+            try:
+                asyncio.run(_main(state, tgt))
+            except RunInterrupted as exc:
+                status, error = "interrupted", exc
+            except KeyboardInterrupt as exc:
+                status, error = "interrupted", exc
+            except WbError as exc:
+                status, error = "failed", exc
+            except Exception as exc:
+                status, error = "failed", exc
+        if state.restore_error:
+            status = "failed" if status == "done" else status
+        with store.session() as s:
+            msg = None if error is None else (getattr(error, "message", None) or f"{type(error).__name__}: {error}")
+            if state.restore_error:
+                msg = (msg + "\n" if msg else "") + state.restore_error
+            records.update_execution(s, execution_id=execution_id, status=status,
+                                     ended_at=__import__("workbench.store.models", fromlist=["x"]).utcnow(),
+                                     error=msg)
+        if state.restore_error:
+            raise RestoreFailed(state.restore_error.splitlines()[0], hint="\n".join(state.restore_error.splitlines()[1:]))
+        if isinstance(error, RunInterrupted) or isinstance(error, KeyboardInterrupt):
+            raise RunInterrupted(f"interrupted; the target was restored. {len(state.done)}/{total} runs finished",
+                                 hint=f"continue with: wb hypothesis run {hypothesis_id} --resume")
+        if isinstance(error, TargetError):
+            raise error
+        if isinstance(error, WbError):
+            raise error
+        if error is not None:
+            raise RunFailure(f"the experiment failed: {type(error).__name__}: {error}",
+                             hint="the target was restored; see the run records (wb runs list)") from error
+        return finish(state, build_report=build_report)
+    finally:
+        if store is not None:
+            store.dispose()

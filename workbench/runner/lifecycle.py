@@ -1,0 +1,401 @@
+"""One run, stage by stage: render → check → apply → restart → health → workload → collect → record.
+
+Each stage is bounded. The outcome says ok / failed (the target misbehaved) / invalid (the run
+produced no usable measurement) / interrupted, with the stage it ended in and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import shlex
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from workbench.errors import TargetError, WbError
+from workbench.runner import extract
+from workbench.runner.plan import PlannedRun
+from workbench.runner.render import Raw, render_command, render_text
+from workbench.runner.targets.base import Target
+
+STAGES = ("render", "check", "apply", "restart", "health", "workload", "collect", "record")
+FAULT_ENV = "WB_FAULT"  # testing aid: "<stage>:<exception|sigterm|drop>" injects a fault when a stage begins
+
+
+class InjectedFault(Exception):
+    """Raised by the fault-injection hook (tests)."""
+
+
+@dataclass
+class Harness:
+    """Everything a run needs that does not change between runs of one execution."""
+
+    root: Path
+    experiment: Any
+    hypothesis: Any
+    profile_name: str
+    profile: Any
+    target: Target
+    context: dict[str, str]
+    env: dict[str, str]
+    config_template: str | None
+    artifacts_root: Path
+    remote_work: str | None  # per-run folders on the target; None: the local artifact folder
+    on_stage: Callable[[PlannedRun, str], None] = lambda pr, st: None
+    fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None
+    probe_targets: list[str] = field(default_factory=list)
+    restart_timeout_s: float = 300.0
+
+
+@dataclass
+class RunOutcome:
+    status: str = "running"
+    stage: str = "render"
+    error: str | None = None
+    rendered_config: str | None = None
+    config_hash: str | None = None
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, float | int] = field(default_factory=dict)
+    metric_sources: dict[str, str] = field(default_factory=dict)
+    units: list[dict[str, Any]] = field(default_factory=list)
+    artifacts: dict[str, Path] = field(default_factory=dict)
+    probe_counts: list[dict[str, Any]] = field(default_factory=list)
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+
+
+class StageFailed(Exception):
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def builtins(h: Harness, pr: PlannedRun, run_id: int, run_dir: str, start: datetime) -> dict[str, Any]:
+    from workbench.runner.targets.sim import wb_command
+
+    return {
+        "arm": pr.arm, "replicate": pr.replicate, "run_id": run_id, "run_dir": run_dir, "host": pr.host,
+        "run_start": start.strftime("%Y-%m-%d %H:%M:%S UTC"), "run_start_iso": start.isoformat(timespec="seconds"),
+        "run_start_epoch": int(start.timestamp()), "experiment_id": h.experiment.id,
+        "hypothesis_id": h.hypothesis.id, "work_dir": run_dir, "units_path": f"{run_dir}/units.jsonl",
+        "python": Raw(shlex.quote(sys.executable)), "wb": Raw(wb_command()),
+        "sim_dir": h.context.get("sim_dir", str(h.root / ".wb" / "sim")),
+    }
+
+
+def template_values(h: Harness, pr: PlannedRun, variables: dict[str, str], run_id: int, run_dir: str,
+                    start: datetime) -> dict[str, Any]:
+    values: dict[str, Any] = dict(variables)
+    values.update(h.context)
+    values.update(builtins(h, pr, run_id, run_dir, start))
+    if h.profile.config is not None:
+        values["path"] = render_text(h.profile.config.path, values, where="config.path")
+    return values
+
+
+def render_config(h: Harness, values: dict[str, Any]) -> str | None:
+    if h.config_template is None:
+        return None
+    return render_text(h.config_template, values, where="config template")
+
+
+async def local_check(h: Harness, rendered: str, values: dict[str, Any]) -> str | None:
+    """Run the profile's local check (e.g. `bash -n FILE`) on the rendered config; the error text or None."""
+    if h.profile.config is None or not h.profile.config.check:
+        return None
+    from workbench.runner.targets.local import LocalTarget
+
+    with tempfile.TemporaryDirectory(prefix="wb-check-") as d:
+        f = Path(d) / (Path(values.get("path", "config")).name or "config")
+        f.write_text(rendered, encoding="utf-8")
+        cmd = render_command(h.profile.config.check, {**values, "file": str(f)}, where="config.check")
+        res = await LocalTarget().run("local", cmd, timeout=60)
+    if res.ok:
+        return None
+    return f"`{h.profile.config.check}` rejected the rendered config: {res.excerpt(400)}"
+
+
+async def fingerprint(h: Harness, host: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The declared environment commands' output (run concurrently) plus what the runner knows itself."""
+    import platform
+
+    from workbench import __version__
+    from workbench.store.records import redact_secrets
+
+    fp: dict[str, Any] = {"wb_version": __version__, "runner_python": platform.python_version(),
+                          "target": h.target.kind, "host": h.target.describe(host)}
+    env_view = redact_secrets(dict(h.env)) or {}
+    if env_view:
+        fp["env"] = env_view
+    names = list(h.profile.fingerprint)
+    cmds = [render_command(h.profile.fingerprint[n], values, where=f"fingerprint.{n}") for n in names]
+
+    async def one(cmd: str) -> str:
+        try:
+            res = await h.target.run(host, cmd, env=h.env, timeout=60)
+        except TargetError as exc:
+            return f"<error: {exc}>"
+        return res.stdout.strip() if res.ok else f"<rc={res.rc}> {res.excerpt(200)}"
+
+    for n, out in zip(names, await asyncio.gather(*(one(c) for c in cmds))):
+        fp[n] = out
+    return fp
+
+
+async def _inject(h: Harness, stage: str, pr: PlannedRun) -> None:
+    spec = os.environ.get(FAULT_ENV, "")
+    if spec:
+        at, _, kind = spec.partition(":")
+        if at == stage:
+            if kind == "sigterm":
+                os.kill(os.getpid(), signal.SIGTERM)
+                await asyncio.sleep(5)  # the handler cancels this task before the sleep ends
+            elif kind == "drop":
+                drop = getattr(h.target, "drop", None)
+                if drop is not None:
+                    await drop(pr.host)
+            else:
+                raise InjectedFault(f"fault injected at stage {stage}")
+    if h.fault is not None:
+        await h.fault(stage, pr)
+
+
+def _sha256(path: Path) -> str:
+    hsh = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            hsh.update(chunk)
+    return hsh.hexdigest()
+
+
+async def wait_healthy(target: Target, host: str, urls: list[str], attempts: int, interval: float,
+                       timeout: float) -> str | None:
+    """None once every URL answers 200; else what the last attempt saw."""
+    last: dict[str, int | None] = {}
+    t0 = time.monotonic()
+    try:
+        for i in range(attempts):
+            statuses = await asyncio.gather(*(target.http_status(host, u, timeout) for u in urls))
+            last = dict(zip(urls, statuses))
+            if all(s == 200 for s in statuses):
+                return None
+            if i < attempts - 1:
+                await asyncio.sleep(interval)
+    finally:
+        target.clock.add(host, time.monotonic() - t0)
+    seen = ", ".join(f"{u} -> {s if s is not None else 'no answer'}" for u, s in last.items())
+    return f"health never green after {attempts} attempts every {interval:g} s ({seen})"
+
+
+async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, str],
+                      out: RunOutcome | None = None) -> RunOutcome:
+    """Do one run into `out`; never raises for target trouble (the outcome says what happened), re-raises
+    cancellation and unexpected exceptions (with `out` filled in as far as it got)."""
+    out = out if out is not None else RunOutcome()
+    out.status = "running"
+    out.started_at = datetime.now(timezone.utc).replace(microsecond=0)
+    art = h.artifacts_root / f"run-{run_id}"
+    art.mkdir(parents=True, exist_ok=True)
+    run_dir = f"{h.remote_work}/run-{run_id}" if h.remote_work else str(art)
+    prof = h.profile
+    stdout_f = stderr_f = None
+    values: dict[str, Any] = {}
+
+    async def stage(name: str) -> None:
+        out.stage = name
+        h.on_stage(pr, name)
+        await _inject(h, name, pr)
+
+    try:
+        await stage("render")
+        values = template_values(h, pr, variables, run_id, run_dir, out.started_at)
+        env = dict(h.env)
+        if h.probe_targets:
+            env.update(await _probe_env(h, pr.host, f"{run_dir}/probe"))
+        rendered = render_config(h, values)
+        if rendered is not None:
+            out.rendered_config = rendered
+            out.config_hash = hashlib.sha256(rendered.encode("utf-8")).hexdigest()
+        out.fingerprint = await fingerprint(h, pr.host, values)
+        if h.remote_work:
+            await h.target.mkdir(pr.host, run_dir)
+
+        await stage("check")
+        if rendered is not None:
+            problem = await local_check(h, rendered, values)
+            if problem:
+                raise StageFailed("failed", problem)
+
+        await stage("apply")
+        if rendered is not None and prof.config is not None:
+            await h.target.write_file(pr.host, values["path"], rendered.encode("utf-8"), int(prof.config.mode, 8))
+
+        await stage("restart")
+        for i, cmd_t in enumerate(prof.restart):
+            cmd = render_command(cmd_t, values, where=f"restart[{i}]")
+            res = await h.target.run(pr.host, cmd, env=env, timeout=h.restart_timeout_s)
+            if not res.ok:
+                why = "timed out" if res.timed_out else f"exited {res.rc}"
+                raise StageFailed("failed", f"restart `{cmd}` {why}: {res.excerpt(400)}")
+
+        await stage("health")
+        if prof.health is not None:
+            urls = [render_text(u, values, where="health.urls") for u in prof.health.urls]
+            problem = await wait_healthy(h.target, pr.host, urls, prof.health.attempts, prof.health.interval_s,
+                                         prof.health.timeout_s)
+            if problem:
+                raise StageFailed("failed", problem)
+
+        result = None
+        await stage("workload")
+        run_arm = getattr(h.target, "run_arm", None)
+        if run_arm is not None:
+            metrics, extra = await run_arm(variables, pr.replicate)
+            out.fingerprint.update(extra)
+            for k, v in metrics.items():
+                if k in h.experiment.metrics:
+                    out.metrics[k] = v
+                    out.metric_sources[k] = "kernel"
+        elif prof.workload is not None:
+            cmd = render_command(prof.workload.command, values, where="workload.command")
+            stdout_f = open(art / "stdout.txt", "wb")
+            stderr_f = open(art / "stderr.txt", "wb")
+            out.artifacts["stdout"] = art / "stdout.txt"
+            out.artifacts["stderr"] = art / "stderr.txt"
+            result = await h.target.run(pr.host, cmd, env=env, timeout=prof.workload.timeout_s,
+                                        stdout_file=stdout_f, stderr_file=stderr_f)
+            stdout_f.close()
+            stderr_f.close()
+            if result.timed_out:
+                raise StageFailed("failed", f"workload timed out after {prof.workload.timeout_s:g} s "
+                                            f"(killed); last output: {result.excerpt(400)}")
+            if result.rc != 0:
+                raise StageFailed("failed", f"workload exited {result.rc}: {result.excerpt(400)}")
+
+        await stage("collect")
+        await _collect(h, pr, values, env, result, out, art)
+        out.status = "ok"
+    except StageFailed as exc:
+        out.status = exc.status
+        out.error = f"[{out.stage}] {exc}"
+    except TargetError as exc:
+        out.status = "failed"
+        out.error = f"[{out.stage}] {exc.message}"
+    except asyncio.CancelledError:
+        out.status = "interrupted"
+        out.error = f"[{out.stage}] interrupted"
+        raise
+    except WbError as exc:
+        out.status = "failed"
+        out.error = f"[{out.stage}] {exc.message}"
+    except Exception as exc:
+        out.status = "failed"
+        out.error = f"[{out.stage}] {type(exc).__name__}: {exc}"
+        raise
+    finally:
+        for f in (stdout_f, stderr_f):
+            if f is not None and not f.closed:
+                f.close()
+        out.ended_at = datetime.now(timezone.utc)
+        if out.status != "interrupted":
+            await _fetch_artifacts(h, pr, values or {"run_dir": run_dir, "work_dir": run_dir, **h.context}, out, art)
+    return out
+
+
+async def _probe_env(h: Harness, host: str, out_dir: str) -> dict[str, str]:
+    from workbench.probes import probe_environment, probe_files
+
+    if h.remote_work:
+        base = f"{h.remote_work}/probe-lib"
+        put = getattr(h.target, "put_files", None)
+        if put is not None:
+            await put(host, base, probe_files())
+        await h.target.mkdir(host, out_dir)
+        return probe_environment(h.probe_targets, out_dir, probe_dir=base)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    return probe_environment(h.probe_targets, out_dir)
+
+
+async def _collect(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict[str, str], result: Any,
+                   out: RunOutcome, art: Path) -> None:
+    prof = h.profile
+    exp = h.experiment
+    text = {"output": result.output if result else "", "stdout": result.stdout if result else "",
+            "stderr": result.stderr if result else ""}
+    try:
+        for name, ex in prof.collect.items():
+            if ex.regex is not None:
+                out.metrics[name] = extract.from_regex(name, ex.regex, text[ex.source], ex.parse)
+                out.metric_sources[name] = "regex"
+            else:
+                cmd = render_command(ex.command or "", values, where=f"collect.{name}.command")
+                res = await h.target.run(pr.host, cmd, env=env, timeout=ex.timeout_s)
+                if not res.ok:
+                    raise extract.ExtractError(f"metric {name!r}: `{cmd}` exited {res.rc}", res.excerpt())
+                out.metrics[name] = extract.from_command_output(name, res.stdout, ex.parse)
+                out.metric_sources[name] = "command"
+        if prof.units is not None:
+            upath = render_text(prof.units.path, values, where="units.path")
+            local = art / "units.jsonl"
+            if not await h.target.fetch(pr.host, upath, local):
+                raise extract.ExtractError(f"the workload wrote no units file at {upath}",
+                                           text["output"][-800:])
+            out.artifacts["units"] = local
+            out.units = extract.read_units(local.read_text(encoding="utf-8"))
+            if not out.units:
+                raise extract.ExtractError(f"the units file {upath} is empty", text["output"][-800:])
+            for name, n in extract.unit_counts(exp.metrics, out.units).items():
+                out.metrics[name] = n
+                out.metric_sources[name] = "units"
+        if h.probe_targets:
+            await _collect_probes(h, pr, values, out, art)
+    except extract.ExtractError as exc:
+        raise StageFailed("invalid", f"{exc}" + (f"\n--- output excerpt ---\n{exc.excerpt}" if exc.excerpt else ""))
+
+
+async def _collect_probes(h: Harness, pr: PlannedRun, values: dict[str, Any], out: RunOutcome, art: Path) -> None:
+    from workbench.probes import read_counts
+
+    # Counts are written when the probed processes exit: restart them without the probe to flush.
+    for i, cmd_t in enumerate(h.profile.restart):
+        cmd = render_command(cmd_t, values, where=f"restart[{i}]")
+        await h.target.run(pr.host, cmd, env=h.env, timeout=h.restart_timeout_s)
+    local_dir = art / "probe"
+    if h.remote_work:
+        fetch_dir = getattr(h.target, "fetch_dir", None)
+        if fetch_dir is not None:
+            await fetch_dir(pr.host, f"{values['run_dir']}/probe", local_dir)
+    else:
+        local_dir = Path(values["run_dir"]) / "probe"
+    counts = read_counts(str(local_dir))
+    out.probe_counts = counts
+    for t in h.probe_targets:
+        out.metrics[f"calls:{t}"] = sum(int(c.get("calls", 0)) for c in counts if c.get("target") == t)
+        out.metric_sources[f"calls:{t}"] = "probe"
+
+
+async def _fetch_artifacts(h: Harness, pr: PlannedRun, values: dict[str, Any], out: RunOutcome, art: Path) -> None:
+    """Copy the profile's declared files (logs) next to stdout/stderr; a missing one is skipped, not fatal."""
+    for name, path_t in h.profile.artifacts.items():
+        try:
+            path = render_text(path_t, values, where=f"artifacts.{name}")
+            local = art / f"{name}{Path(path).suffix or '.txt'}"
+            if await h.target.fetch(pr.host, path, local):
+                out.artifacts[name] = local
+        except (TargetError, WbError, OSError):
+            continue
+
+
+def artifact_rows(out: RunOutcome) -> list[dict[str, Any]]:
+    rows = []
+    for name, path in out.artifacts.items():
+        if path.is_file():
+            rows.append({"name": name, "path": str(path), "sha256": _sha256(path), "size_bytes": path.stat().st_size})
+    return rows

@@ -1,0 +1,162 @@
+"""Before touching any target: resolve the hypothesis, profile, arms and design, and render every template.
+
+Anything wrong here is bad input (exit 2): an unknown profile or variable, a template naming an
+undefined value, a rendered config its local check rejects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import BadInput
+from workbench.runner.plan import PlannedRun
+from workbench.runner.render import config_diff, render_command, render_text
+
+
+@dataclass
+class Prepared:
+    registry: Any
+    hypothesis: Any
+    experiment: Any
+    profile_name: str
+    profile: Any
+    arms: list[str]
+    assignments: dict[str, dict[str, str]]
+    overrides: dict[str, str]
+    replicates: int
+    max_replicates: int
+    blocks: str
+    seed: int | None
+    mode: str  # fixed | sequential | aa
+    config_template: str | None
+    probe_targets: list[str] = field(default_factory=list)
+    rendered: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        return Path(self.registry.root)
+
+
+def resolve(registry: Any, hypothesis_id: str, *, profile: str | None, replicates: int | None,
+            overrides: dict[str, str], sequential: bool, aa: bool, seed: int | None) -> Prepared:
+    h = registry.hypothesis(hypothesis_id)
+    exp = registry.experiment_for(h)
+    pname = profile or h.profile or exp.default_profile
+    if pname not in exp.profiles:
+        raise BadInput(f"--target {pname}: experiment {exp.id!r} has no profile {pname!r}",
+                       hint=f"profiles: {', '.join(exp.profiles)}")
+    if sequential and aa:
+        raise BadInput("--sequential and --aa do not combine", hint="an A/A run checks the harness at a fixed size")
+    if replicates is not None and replicates < 1:
+        raise BadInput("--replicates must be at least 1")
+    if h.kind == "reachability":
+        arms = ["probe"]
+        assignments = {"probe": registry.arm_assignment(h, "probe", overrides)}
+        if aa:
+            raise BadInput("--aa needs an A/B hypothesis; a reachability hypothesis runs one arm")
+    else:
+        names = list(h.arms)
+        assignments = {a: registry.arm_assignment(h, a, overrides) for a in names}
+        arms = names
+        if aa:
+            base = "control" if "control" in assignments else names[0]
+            arms = [base, f"{base}_aa"]
+            assignments = {base: assignments[base], f"{base}_aa": dict(assignments[base])}
+    design = h.design
+    reps = replicates or (design.replicates if design and design.replicates else None) or exp.design.replicates
+    max_reps = (design.max_replicates if design and design.max_replicates else None) or exp.design.max_replicates
+    if sequential and replicates:
+        max_reps = replicates
+    if seed is None:
+        seed = design.seed if design and design.seed is not None else exp.design.seed
+    prof = exp.profiles[pname]
+    template = None
+    if prof.config is not None:
+        if prof.config.template is not None:
+            template = prof.config.template
+        else:
+            tf = registry.experiment_path(exp.id).parent / str(prof.config.template_file)
+            try:
+                template = tf.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise BadInput(f"cannot read template_file {tf}: {exc.strerror}") from None
+    probe_targets: list[str] = []
+    if h.kind == "reachability" and h.probe is not None:
+        probe_targets = list(h.probe.targets)
+        if h.probe.positive_control and h.probe.positive_control not in probe_targets:
+            probe_targets.append(h.probe.positive_control)
+    mode = "sequential" if sequential else ("aa" if aa else "fixed")
+    return Prepared(registry, h, exp, pname, prof, arms, assignments, overrides, reps,
+                    max_reps if sequential else reps, exp.design.blocks, seed, mode, template, probe_targets)
+
+
+def preview_values(p: Prepared, arm: str, context: dict[str, str]) -> dict[str, Any]:
+    """Template values with placeholder run built-ins, for checking templates and diffing arms' configs."""
+    from workbench.runner.lifecycle import Harness, builtins
+
+    fake = Harness(root=p.root, experiment=p.experiment, hypothesis=p.hypothesis, profile_name=p.profile_name,
+                   profile=p.profile, target=None, context=context, env={}, config_template=None,  # type: ignore[arg-type]
+                   artifacts_root=p.root, remote_work=None)
+    start = datetime(2000, 1, 1, tzinfo=timezone.utc)
+    values: dict[str, Any] = dict(p.assignments[arm])
+    values.update(context)
+    values.update(builtins(fake, PlannedRun(0, arm, 0, 0, "host"), 0, "/run", start))
+    if p.profile.config is not None:
+        values["path"] = render_text(p.profile.config.path, values, where="config.path")
+    values["file"] = "/tmp/config"
+    return values
+
+
+def preflight(p: Prepared, context: dict[str, str]) -> dict[str, str]:
+    """Render every template for every arm; run the local check on each arm's config. Returns the configs."""
+    from workbench.runner.lifecycle import local_check
+
+    prof = p.profile
+    rendered: dict[str, str] = {}
+    for arm in p.arms:
+        values = preview_values(p, arm, context)
+        where = f"profile {p.profile_name!r}"
+        if p.config_template is not None:
+            rendered[arm] = render_text(p.config_template, values, where=f"{where} config template")
+            if prof.config and prof.config.check:
+                render_command(prof.config.check, values, where=f"{where} config.check")
+        for i, cmd in enumerate(prof.restart):
+            render_command(cmd, values, where=f"{where} restart[{i}]")
+        if prof.health:
+            for u in prof.health.urls:
+                render_text(u, values, where=f"{where} health.urls")
+        if prof.workload:
+            render_command(prof.workload.command, values, where=f"{where} workload.command")
+        if prof.units:
+            render_text(prof.units.path, values, where=f"{where} units.path")
+        for name, ex in prof.collect.items():
+            if ex.command:
+                render_command(ex.command, values, where=f"{where} collect.{name}.command")
+        for name, cmd in prof.fingerprint.items():
+            render_command(cmd, values, where=f"{where} fingerprint.{name}")
+        for name, path in prof.artifacts.items():
+            render_text(path, values, where=f"{where} artifacts.{name}")
+    for arm, text in rendered.items():
+        values = preview_values(p, arm, context)
+        problem = asyncio.run(_check(p, text, values))
+        if problem:
+            raise BadInput(f"arm {arm!r}: {problem}", hint="fix the template; nothing was sent to the target")
+    p.rendered = rendered
+    return rendered
+
+
+async def _check(p: Prepared, text: str, values: dict[str, Any]) -> str | None:
+    from workbench.runner.lifecycle import Harness, local_check
+
+    h = Harness(root=p.root, experiment=p.experiment, hypothesis=p.hypothesis, profile_name=p.profile_name,
+                profile=p.profile, target=None, context={}, env={}, config_template=None,  # type: ignore[arg-type]
+                artifacts_root=p.root, remote_work=None)
+    return await local_check(h, text, values)
+
+
+def arms_config_diff(p: Prepared) -> dict[str, str]:
+    return config_diff(p.rendered, base=p.arms[0] if p.arms else None)

@@ -1,0 +1,117 @@
+"""Snapshot of the target's config before the first run, and its restore in `finally`.
+
+The snapshot is kept on local disk (per execution), so a resumed experiment restores the original
+and not whatever arm a killed runner left behind. A failed restore is loud and gives the exact commands.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Awaitable
+
+from workbench.errors import RestoreFailed, TargetError
+from workbench.runner.targets.base import Target
+
+RESTORE_ATTEMPTS = 4
+
+
+@dataclass
+class Snapshot:
+    host: str
+    path: str
+    data: bytes | None  # None: the file did not exist
+    mode: int
+    local_copy: Path
+
+    def to_json(self) -> dict[str, Any]:
+        return {"host": self.host, "path": self.path, "exists": self.data is not None, "mode": self.mode,
+                "local_copy": str(self.local_copy)}
+
+
+def _safe(host: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in host)
+
+
+async def take_snapshots(target: Target, paths: dict[str, str], folder: Path) -> dict[str, Snapshot]:
+    """Read each host's config file and keep a copy under `folder`; reuse a copy taken earlier (resume)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    earlier = load_snapshots(folder)
+    snaps: dict[str, Snapshot] = {}
+    for host, path in paths.items():
+        if host in earlier and earlier[host].path == path:
+            snaps[host] = earlier[host]
+            continue
+        found = await target.read_file(host, path)
+        local = folder / f"original-{_safe(host)}"
+        data, mode = (found if found is not None else (None, 0o644))
+        if data is not None:
+            local.write_bytes(data)
+        snaps[host] = Snapshot(host, path, data, mode, local)
+    meta = {h: s.to_json() for h, s in snaps.items()}
+    (folder / "snapshot.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    return snaps
+
+
+def load_snapshots(folder: Path) -> dict[str, Snapshot]:
+    meta_path = folder / "snapshot.json"
+    if not meta_path.is_file():
+        return {}
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    out = {}
+    for host, m in meta.items():
+        local = Path(m["local_copy"])
+        data = local.read_bytes() if m["exists"] else None
+        out[host] = Snapshot(host, m["path"], data, int(m["mode"]), local)
+    return out
+
+
+def manual_instructions(target: Target, snap: Snapshot, restart: list[str]) -> str:
+    lines = []
+    if snap.data is not None:
+        lines.append(target.manual_copy(snap.host, str(snap.local_copy), snap.path))
+    else:
+        lines.append(target.manual_command(snap.host, f"rm -f {shlex.quote(snap.path)}"))
+    for cmd in restart:
+        lines.append(target.manual_command(snap.host, cmd))
+    return "\n".join(lines)
+
+
+async def restore_host(target: Target, snap: Snapshot, restart: list[str], *, env: dict[str, str] | None,
+                       restart_timeout: float, do_restart: bool = True,
+                       after: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Put the original bytes back, restart, and read the file back to confirm; retries across reconnects."""
+    last: Exception | None = None
+    for attempt in range(RESTORE_ATTEMPTS):
+        try:
+            if snap.data is None:
+                await target.remove_file(snap.host, snap.path)
+            else:
+                await target.write_file(snap.host, snap.path, snap.data, snap.mode)
+            back = await target.read_file(snap.host, snap.path)
+            if (back[0] if back else None) != snap.data:
+                raise TargetError(f"{snap.path} on {target.describe(snap.host)} does not read back as the original")
+            if do_restart:
+                for cmd in restart:
+                    res = await target.run(snap.host, cmd, env=env, timeout=restart_timeout)
+                    if not res.ok:
+                        raise TargetError(f"restart `{cmd}` failed after restoring: {res.excerpt(300)}")
+            if after is not None:
+                await after()
+            return
+        except TargetError as exc:
+            last = exc
+            try:
+                await target.reconnect(snap.host)
+            except TargetError as exc2:
+                last = exc2
+    raise RestoreFailed(
+        f"RESTORE FAILED on {target.describe(snap.host)}: {snap.path} may still hold an arm's config ({last})",
+        hint="restore it by hand now:\n" + manual_instructions(target, snap, restart if do_restart else []))
+
+
+def encode(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
