@@ -79,6 +79,7 @@ class _Probe:
         self.write_lock = threading.RLock()  # re-entrant: a signal may arrive while this thread writes
         self.wake = threading.Event()
         self.final = False
+        self.warned = False
         self.monitoring_tool: int | None = None
         self.code_index: dict[object, tuple[int, ...]] = {}
         self._new_identity()
@@ -129,7 +130,9 @@ class _Probe:
                 if final:
                     self.final = True
             except Exception as exc:  # the host process must never die of its probe
-                _warn(f"cannot write {self.path}: {exc}")
+                if not self.warned:
+                    self.warned = True
+                    _warn(f"cannot write {self.path}: {exc}")
 
     def flusher(self) -> None:
         while not self.final:
