@@ -9,7 +9,7 @@ __all__ = ["cuda_available", "unavailable_reason", "load", "launch", "SOURCES", 
 
 HERE = Path(__file__).resolve().parent
 SOURCES = [HERE / "cuda" / "transfer.cu", HERE / "cuda" / "binding.cpp"]
-NVCC_FLAGS = ["-O3", "-gencode=arch=compute_90,code=sm_90", "-lineinfo", "--use_fast_math"]
+NVCC_FLAGS = ["-O3", "-gencode=arch=compute_90,code=sm_90", "-lineinfo"]
 
 _state: dict = {"ext": None, "error": None}
 
@@ -75,14 +75,26 @@ def load(verbose: bool = False):
     return ext
 
 
+def device_indices(src_idx, dst_idx, device):
+    """Both index tensors on `device`; cpu ones travel together in one pinned copy."""
+    import torch
+
+    if src_idx.device == device and dst_idx.device == device:
+        return src_idx, dst_idx
+    if src_idx.device.type == "cpu" and dst_idx.device.type == "cpu":
+        both = torch.cat([src_idx, dst_idx]).pin_memory().to(device, non_blocking=True)
+        n = src_idx.numel()
+        return both[:n], both[n:]
+    return src_idx.to(device), dst_idx.to(device)
+
+
 def launch(plan, variant: int = -1) -> None:
-    """Run a validated plan (kernels.api.Plan) on the CUDA kernel."""
+    """Run a validated plan (kernels.api.Plan) on the CUDA kernel; `variant` -1 is the default."""
     import torch
 
     ext = load()
     dev = plan.device
-    si = plan.src_idx if plan.src_idx.device == dev else plan.src_idx.to(dev, non_blocking=True)
-    di = plan.dst_idx if plan.dst_idx.device == dev else plan.dst_idx.to(dev, non_blocking=True)
+    si, di = device_indices(plan.src_idx, plan.dst_idx, dev)
     g = plan.addr
     with torch.cuda.device(dev):
         ext.transfer(plan.src, plan.dst, si, di,

@@ -1,5 +1,68 @@
-"""`wb kernel`: placeholder until its module lands."""
+"""`wb kernel check|bench`: the transfer kernel's byte-exact check and its benchmark."""
 
-from workbench.cli._common import new_app
+from __future__ import annotations
 
-app = new_app("kernel commands")
+import typer
+
+from workbench.cli._common import new_app, print_json
+
+app = new_app("The index-K transfer kernel: check it byte for byte, benchmark it.")
+
+
+def _progress(json_out: bool):
+    """A status line on stderr (rich), or nothing when output must stay machine-readable."""
+    import contextlib
+
+    if json_out:
+        return contextlib.nullcontext(None)
+    from rich.console import Console
+
+    return Console(stderr=True).status("starting")
+
+
+@app.command()
+def check(
+    impl: str = typer.Option("auto", help="auto (CUDA kernel when a GPU is here), cuda, reference"),
+    seed: int = typer.Option(0, help="seed of the random pools and index sets"),
+    quick: bool = typer.Option(False, help="smaller 'large' cases"),
+    json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Build if needed, then compare every case byte for byte against an independent copy."""
+    from kernels.check import run_check
+    from workbench.errors import RunFailure
+
+    with _progress(json_out) as status:
+        report = run_check(impl=impl, seed=seed, quick=quick,
+                           progress=(lambda msg: status.update(msg)) if status else None)
+    if json_out:
+        print_json(report.as_dict())
+    else:
+        typer.echo("\n".join(report.summary()))
+    if not report.ok:
+        raise RunFailure("the kernel check found differences",
+                         hint="see the FAIL lines above; rerun with --seed to reproduce")
+
+
+@app.command()
+def bench(
+    quick: bool = typer.Option(False, help="small pools and few repeats (a smoke run)"),
+    variants: str = typer.Option("", help="comma-separated kernel variants to time (default all)"),
+    layers: int = typer.Option(4, help="layers per pool"),
+    json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Time the CUDA kernel against the copy ceilings and the torch baseline (needs a GPU)."""
+    from kernels.bench import run_bench
+    from workbench.errors import BadInput
+
+    try:
+        chosen = [int(v) for v in variants.split(",") if v.strip()] or None
+    except ValueError:
+        raise BadInput(f"--variants {variants!r} is not a list of numbers",
+                       hint="e.g. --variants 0,1") from None
+    with _progress(json_out) as status:
+        report = run_bench(quick=quick, variants=chosen, layers=layers,
+                           progress=(lambda msg: status.update(msg)) if status else None)
+    if json_out:
+        print_json(report.as_dict())
+    else:
+        typer.echo("\n".join(report.table()))

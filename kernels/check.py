@@ -1,0 +1,335 @@
+"""`wb kernel check`: byte-exact comparison of an implementation against an independent one.
+
+With a CUDA device: the CUDA kernel against the torch reference (on cpu copies), for every
+geometry x layout x granularity x direction x index-set kind, plus the buggy stride mode and
+bad inputs. Without one: the torch reference against a per-segment slicing oracle.
+Each case runs twice, on two complementary poisons, so an unwritten byte cannot hide.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from kernels.cases import SET_KINDS, index_set, make_pool, poison
+from kernels.geometry import GEOMETRIES, LAYOUTS, PoolShape
+
+__all__ = ["run_check", "CheckReport", "CaseResult", "oracle_transfer"]
+
+
+@dataclass
+class CaseResult:
+    group: str          # transfer | buggy | bad-input
+    name: str
+    ok: bool
+    mismatch_bytes: int = 0
+    bytes: int = 0
+    note: str = ""
+
+
+@dataclass
+class CheckReport:
+    impl: str
+    against: str
+    device: str
+    seed: int
+    cases: list[CaseResult] = field(default_factory=list)
+    seconds: float = 0.0
+    bug_reproduced: tuple[int, int] = (0, 0)   # (cases with mismatches > 0, cases)
+
+    @property
+    def ok(self) -> bool:
+        hits, total = self.bug_reproduced
+        return all(c.ok for c in self.cases) and hits == total
+
+    def summary(self) -> list[str]:
+        lines = [f"wb kernel check: {self.impl} against {self.against} on {self.device} "
+                 f"(seed {self.seed}, {self.seconds:.1f} s)"]
+        for group, label in (("transfer", "transfer cases byte-exact"),
+                             ("buggy", "buggy-mode cases byte-exact"),
+                             ("bad-input", "bad inputs rejected, nothing moved")):
+            cs = [c for c in self.cases if c.group == group]
+            if not cs:
+                continue
+            good = sum(c.ok for c in cs)
+            mb = sum(c.bytes for c in cs) / 1e6
+            extra = f" ({mb:.1f} MB compared)" if group != "bad-input" else ""
+            lines.append(f"  {label}: {good}/{len(cs)}{extra}")
+        hits, total = self.bug_reproduced
+        lines.append(f"  index_k_bf16 rows with c4_latent strides, token granularity: "
+                     f"mismatches > 0 in {hits}/{total} cases; 0 with the right geometry")
+        for c in self.cases:
+            if not c.ok:
+                lines.append(f"  FAIL {c.group} {c.name}: {c.mismatch_bytes} bytes differ {c.note}")
+        lines.append("PASS" if self.ok else "FAIL")
+        return lines
+
+    def as_dict(self) -> dict:
+        return {"impl": self.impl, "against": self.against, "device": self.device,
+                "seed": self.seed, "ok": self.ok, "seconds": round(self.seconds, 2),
+                "bug_reproduced": list(self.bug_reproduced),
+                "groups": {g: {"cases": sum(c.group == g for c in self.cases),
+                               "ok": sum(c.ok for c in self.cases if c.group == g)}
+                           for g in ("transfer", "buggy", "bad-input")},
+                "failures": [c.__dict__ for c in self.cases if not c.ok]}
+
+
+def oracle_transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str,
+                    layout: str, page_size: int, stride_geometry: str | None = None) -> None:
+    """Slow, obviously-correct copy: one slice assignment per pair, layer and segment."""
+    addr = GEOMETRIES[stride_geometry or geometry]
+    fs, fd = src.reshape(-1), dst.view(-1)
+    s_shape = PoolShape.of(tuple(src.shape), layout)
+    d_shape = PoolShape.of(tuple(dst.shape), layout)
+    row = addr.page_bytes(page_size)
+    sv = PoolShape(layout, s_shape.num_pages, s_shape.num_layers, row)
+    dv = PoolShape(layout, d_shape.num_pages, d_shape.num_layers, row)
+    for a, b in zip(src_idx.tolist(), dst_idx.tolist()):
+        for layer in range(s_shape.num_layers):
+            if granularity == "page":
+                segs, (sp, ss), (dp, ds) = [(0, 0, row)], (a, 0), (b, 0)
+            else:
+                segs, (sp, ss), (dp, ds) = addr.segments(page_size), divmod(a, page_size), divmod(b, page_size)
+            for base, stride, length in segs:
+                so = sv.row_index(sp, layer) * row + base + ss * stride
+                do = dv.row_index(dp, layer) * row + base + ds * stride
+                n = max(0, min(length, fs.numel() - so, fd.numel() - do))
+                if n:
+                    fd[do:do + n] = fs[so:so + n]
+
+
+def _resolve(impl: str):
+    """(implementation under test, what it is compared with, device string)."""
+    import torch
+
+    from kernels import build
+
+    if impl in ("auto", "cuda"):
+        if torch.version.cuda is not None and torch.cuda.is_available():
+            build.load(verbose=False)   # raises KernelError with the compiler's message
+            return "cuda", "reference", torch.cuda.get_device_name(0)
+        if impl == "cuda":
+            from workbench.errors import KernelError
+
+            raise KernelError("no CUDA device here: " + build.unavailable_reason(),
+                              hint="run without --impl cuda to check the reference")
+    return "reference", "oracle", "cpu"
+
+
+class _Runner:
+    def __init__(self, impl: str, against: str, gen):
+        self.impl, self.against, self.gen = impl, against, gen
+        self.cuda = impl == "cuda"
+
+    def place(self, t, where: str):
+        """where: 'dev' or 'host' (pinned when the CUDA kernel is under test)."""
+        if not self.cuda:
+            return t.clone()
+        if where == "dev":
+            return t.to("cuda")
+        return t.clone().pin_memory()
+
+    def expected(self, src, dst0, si, di, kw):
+        from kernels.reference import reference_transfer
+
+        out = dst0.clone()
+        if self.against == "reference":
+            reference_transfer(src, out, si, di, geometry=GEOMETRIES[kw["geometry"]],
+                               granularity=kw["granularity"], layout=kw["layout"],
+                               page_size=kw["page_size"],
+                               stride_geometry=GEOMETRIES[kw["stride_geometry"]]
+                               if kw.get("stride_geometry") else None)
+        else:
+            oracle_transfer(src, out, si, di, **kw)
+        return out
+
+    def one(self, direction: str, src, si, di, dst_pages: int, kw, idx_on_device: bool):
+        """Run one case on two complementary poisons.
+
+        Returns (mismatching bytes, bytes compared, output on the first poison, that poison).
+        """
+        import torch
+
+        from kernels import transfer
+
+        d_shape = list(src.shape)
+        d_shape[0 if kw["layout"] == "page_first" else 1] = dst_pages
+        p_a = poison(tuple(d_shape), self.gen)
+        s_where, d_where = {"d2d": ("dev", "dev"), "d2h": ("dev", "host"),
+                            "h2d": ("host", "dev"), "h2h": ("host", "host")}[direction]
+        src_t = self.place(src, s_where)
+        mismatch, compared, got_a = 0, 0, None
+        for p in (p_a, p_a ^ 0xFF):
+            dst_t = self.place(p, d_where)
+            a, b = si, di
+            if self.cuda and idx_on_device:
+                a, b = si.to("cuda"), di.to("cuda")
+            transfer(src_t, dst_t, a, b, impl=self.impl, **kw)
+            if self.cuda:
+                torch.cuda.synchronize()
+            got = dst_t.cpu()
+            want = self.expected(src, p, si, di, kw)
+            mismatch += int((got != want).sum())
+            compared += got.numel()
+            got_a = got if got_a is None else got_a
+        return mismatch, compared, got_a, p_a
+
+
+def _transfer_cases(r: _Runner, report: CheckReport, directions, quick: bool, progress):
+    gen = r.gen
+    big = r.cuda and not quick
+    layers = 3
+    cases = []
+    for geometry in GEOMETRIES:
+        for layout in LAYOUTS:
+            for gran in ("token", "page"):
+                for direction in directions:
+                    for kind in SET_KINDS:
+                        if gran == "page" and kind in ("partial", "scattered"):
+                            continue
+                        cases.append((geometry, layout, gran, direction, kind, 64))
+                # odd page sizes: vector widths fall back to 8, 4 or 1 bytes
+                for ps in (3, 16):
+                    cases.append((geometry, layout, "token", directions[-1], "partial", ps))
+                    cases.append((geometry, layout, "page", directions[0], "aligned", ps))
+    for k, (geometry, layout, gran, direction, kind, ps) in enumerate(cases):
+        if progress:
+            progress(f"transfer {geometry} {layout} {gran} {direction} {kind} ps={ps}")
+        if kind == "large" and big:
+            sp_, dp_ = 384, 320
+        elif kind == "large":
+            sp_, dp_ = 24, 20
+        else:
+            sp_, dp_ = 40, 32
+        if r.against == "oracle" and kind == "large" and gran == "token":
+            count = 1500   # the slicing oracle is slow; still several pages' worth
+        else:
+            count = None
+        src = make_pool(geometry, layout, sp_, layers, ps, gen=gen)
+        si, di = index_set(kind, granularity=gran, src_pages=sp_, dst_pages=dp_, page_size=ps,
+                           gen=gen, count=count)
+        kw = dict(geometry=geometry, granularity=gran, layout=layout, page_size=ps)
+        bad, compared, _, _ = r.one(direction, src, si, di, dp_, kw,
+                                    idx_on_device=bool(k % 2))
+        report.cases.append(CaseResult("transfer", f"{geometry} {layout} {gran} {direction} "
+                                       f"{kind} n={si.numel()} ps={ps}", bad == 0, bad, compared))
+
+
+def _buggy_cases(r: _Runner, report: CheckReport, directions, progress):
+    from kernels.reference import reference_transfer
+
+    gen = r.gen
+    hits = total = 0
+    pairs = [("index_k_bf16", "c4_latent"), ("c4_latent", "index_k_bf16"),
+             ("index_k_fp8", "c4_latent"), ("index_k_bf16", "index_k_fp8")]
+    for geometry, addr in pairs:
+        main = (geometry, addr) == ("index_k_bf16", "c4_latent")
+        for layout in LAYOUTS:
+            for gran in ("token", "page"):
+                kinds = ("partial", "scattered", "one", "aligned") if gran == "token" else ("aligned", "one")
+                for direction in (directions if main else directions[:1]):
+                    for kind in kinds:
+                        if progress:
+                            progress(f"buggy {geometry} with {addr} {layout} {gran} {direction} {kind}")
+                        sp_, dp_ = 24, 20
+                        src = make_pool(geometry, layout, sp_, 2, 64, gen=gen)
+                        si, di = index_set(kind, granularity=gran, src_pages=sp_, dst_pages=dp_,
+                                           page_size=64, gen=gen)
+                        kw = dict(geometry=geometry, granularity=gran, layout=layout,
+                                  page_size=64, stride_geometry=addr)
+                        bad, compared, got, p_a = r.one(direction, src, si, di, dp_, kw,
+                                                        idx_on_device=False)
+                        note = ""
+                        ok = bad == 0
+                        if main and gran == "token":
+                            # The bug must show: compare with the right-geometry copy.
+                            total += 1
+                            right = p_a.clone()
+                            reference_transfer(src, right, si, di,
+                                               geometry=GEOMETRIES[geometry], granularity=gran,
+                                               layout=layout, page_size=64)
+                            diff = int((right != got).sum())
+                            hits += diff > 0
+                            note = f"(vs right geometry: {diff} bytes differ)"
+                        report.cases.append(CaseResult(
+                            "buggy", f"{geometry} with {addr} strides {layout} {gran} "
+                            f"{direction} {kind} n={si.numel()}", ok, bad, compared, note))
+    report.bug_reproduced = (hits, total)
+
+
+def _bad_inputs(r: _Runner, report: CheckReport):
+    """Each bad call must raise KernelError and leave dst exactly as it was."""
+    import torch
+
+    from kernels import transfer
+    from workbench.errors import KernelError
+
+    gen = r.gen
+    g, lay, ps = "index_k_fp8", "page_first", 64
+    src = r.place(make_pool(g, lay, 8, 2, ps, gen=gen), "dev")
+    dst0 = make_pool(g, lay, 6, 2, ps, gen=gen)
+    ok_s, ok_d = torch.tensor([1, 2, 3]), torch.tensor([4, 5, 6])
+    kw = dict(geometry=g, granularity="token", layout=lay, page_size=ps, impl=r.impl)
+    cases = [
+        ("src id out of range", dict(src_idx=torch.tensor([1, 2, 8 * ps]))),
+        ("negative dst id", dict(dst_idx=torch.tensor([4, -1, 6]))),
+        ("int32 indices", dict(src_idx=ok_s.to(torch.int32))),
+        ("2-D indices", dict(src_idx=ok_s.view(1, 3), dst_idx=ok_d.view(1, 3))),
+        ("lengths differ", dict(dst_idx=torch.tensor([4, 5]))),
+        ("duplicate destinations", dict(dst_idx=torch.tensor([4, 5, 4]))),
+        ("page id out of range", dict(granularity="page", src_idx=torch.tensor([0]),
+                                      dst_idx=torch.tensor([6]))),
+        ("row size of another geometry", dict(geometry="index_k_bf16")),
+        ("page size mismatch", dict(page_size=32)),
+        ("unknown geometry", dict(geometry="fp4")),
+        ("unknown stride geometry", dict(stride_geometry="fp4")),
+        ("float pool", dict(src=src.float())),
+        ("layer counts differ", dict(src=r.place(make_pool(g, lay, 8, 3, ps, gen=gen), "dev"))),
+    ]
+    if r.cuda:
+        cases += [
+            ("host pool not pinned", dict(dst="unpinned")),
+            ("indices on another device kind", dict(src_idx="meta")),
+            ("impl cuda with host-only pools", dict(src=src.cpu(), dst="host-plain")),
+        ]
+    else:
+        cases += [("impl cuda without a GPU", dict(impl="cuda"))]
+    for name, over in cases:
+        dst = r.place(dst0, "dev")
+        args = dict(src=src, dst=dst, src_idx=ok_s, dst_idx=ok_d, **kw)
+        args.update(over)
+        if args["dst"] in ("unpinned", "host-plain"):
+            args["dst"] = dst0.clone()
+            dst = args["dst"]
+        if isinstance(args["src_idx"], str):
+            args["src_idx"] = ok_s.to("meta")
+        before = dst.cpu().clone()
+        try:
+            transfer(args.pop("src"), args.pop("dst"), args.pop("src_idx"), args.pop("dst_idx"),
+                     **args)
+            ok, note = False, "no error raised"
+        except KernelError as exc:
+            if r.cuda:
+                torch.cuda.synchronize()
+            ok, note = torch.equal(dst.cpu(), before), f"KernelError: {exc.message}"
+        except Exception as exc:  # anything else is a defect of the validation
+            ok, note = False, f"{type(exc).__name__}: {exc}"
+        report.cases.append(CaseResult("bad-input", name, ok, 0, 0, note))
+
+
+def run_check(*, impl: str = "auto", seed: int = 0, quick: bool = False,
+              progress=None) -> CheckReport:
+    """Run every case; never raises for a mismatch (the report says), only for a failed build."""
+    import torch
+
+    under, against, device = _resolve(impl)
+    gen = torch.Generator().manual_seed(seed)
+    report = CheckReport(impl=under, against=against, device=device, seed=seed)
+    r = _Runner(under, against, gen)
+    directions = ("d2d", "d2h", "h2d") if r.cuda else ("h2h",)
+    t0 = time.perf_counter()
+    _transfer_cases(r, report, directions, quick, progress)
+    _buggy_cases(r, report, directions, progress)
+    _bad_inputs(r, report)
+    report.seconds = time.perf_counter() - t0
+    return report

@@ -1,0 +1,90 @@
+// torch binding of the transfer kernel: checks what Python cannot see (mapped host pointers,
+// index placement), fills the launcher's arguments and runs it on the current stream.
+#include <torch/extension.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
+
+#include "transfer.cuh"
+
+namespace {
+
+const uint8_t* device_view(const torch::Tensor& t) {
+  void* p = t.data_ptr();
+  if (t.is_cuda()) return static_cast<const uint8_t*>(p);
+  // Pinned host memory is mapped into the device's address space; ask for that address.
+  void* dp = nullptr;
+  cudaError_t e = cudaHostGetDevicePointer(&dp, p, 0);
+  TORCH_CHECK(e == cudaSuccess, "host buffer is not pinned and mapped (cudaHostGetDevicePointer: ",
+              cudaGetErrorString(e), ")");
+  return static_cast<const uint8_t*>(dp);
+}
+
+int sm_count(int device) {
+  static int cached[64] = {0};
+  if (device < 0 || device >= 64) return 132;
+  if (!cached[device]) {
+    int v = 0;
+    cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, device);
+    cached[device] = v > 0 ? v : 132;
+  }
+  return cached[device];
+}
+
+void transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, torch::Tensor dst_idx,
+              bool token, bool page_first, int64_t page_size, int64_t src_pages,
+              int64_t dst_pages, int64_t layers, int64_t value_bytes, int64_t scale_bytes,
+              bool clip, int64_t variant) {
+  TORCH_CHECK(src.dtype() == torch::kUInt8 && dst.dtype() == torch::kUInt8, "pools must be uint8");
+  TORCH_CHECK(src.is_contiguous() && dst.is_contiguous(), "pools must be contiguous");
+  TORCH_CHECK(src_idx.is_cuda() && dst_idx.is_cuda(), "index tensors must be on the device");
+  TORCH_CHECK(src_idx.dtype() == torch::kInt64 && dst_idx.dtype() == torch::kInt64,
+              "index tensors must be int64");
+  TORCH_CHECK(src_idx.numel() == dst_idx.numel(), "index tensors differ in length");
+  TORCH_CHECK(src.is_cuda() || dst.is_cuda(), "one pool must be on the device");
+  const auto device = src.is_cuda() ? src.device() : dst.device();
+  TORCH_CHECK(src_idx.device() == device && dst_idx.device() == device,
+              "index tensors must be on the pools' device");
+  const int64_t limit = int64_t(1) << 31;
+  TORCH_CHECK(src_pages * page_size < limit && dst_pages * page_size < limit,
+              "pools above 2^31 tokens are not supported");
+  auto si = src_idx.contiguous();
+  auto di = dst_idx.contiguous();
+  c10::cuda::CUDAGuard guard(device);
+  wb::TransferArgs a{};
+  a.src = device_view(src);
+  a.dst = const_cast<uint8_t*>(device_view(dst));
+  a.src_idx = si.data_ptr<int64_t>();
+  a.dst_idx = di.data_ptr<int64_t>();
+  a.n = si.numel();
+  a.layers = layers;
+  a.page_size = page_size;
+  a.src_pages = src_pages;
+  a.dst_pages = dst_pages;
+  a.value_bytes = value_bytes;
+  a.scale_bytes = scale_bytes;
+  a.src_row_bytes = src.size(2);
+  a.dst_row_bytes = dst.size(2);
+  a.token = token;
+  a.page_first = page_first;
+  a.clip = clip;
+  a.variant = static_cast<int>(variant);
+  a.num_sms = sm_count(device.index());
+  a.direction = src.is_cuda() ? (dst.is_cuda() ? 0 : 1) : 2;
+  const cudaError_t e = wb::transfer_launch(a, c10::cuda::getCurrentCUDAStream(device.index()));
+  TORCH_CHECK(e == cudaSuccess, "transfer kernel launch failed: ", cudaGetErrorString(e));
+}
+
+std::vector<std::string> variants() {
+  std::vector<std::string> out;
+  for (int v = 0; v < wb::transfer_variant_count(); ++v) out.push_back(wb::transfer_variant_name(v));
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "wb index-K transfer kernel";
+  m.def("transfer", &transfer, "copy token or page segments of every layer between pools");
+  m.def("variants", &variants, "names of the kernel variants, by number");
+}

@@ -1,0 +1,311 @@
+// The index-K transfer kernel: copies per-token (or per-page) segments of every layer between
+// pools, 16 bytes per thread where alignment allows, in one launch per transfer.
+//
+// Work is flattened into chunks of V bytes: chunk g of a segment kind belongs to item
+// g / chunks (item = layer * n + pair: layer-major, so consecutive ids of one layer sit next to
+// each other) and is chunk g % chunks of that item's segment. Divisions use precomputed
+// multiply-shift divisors: 64-bit division would cost more issue slots than the copy.
+#include "transfer.cuh"
+
+#include <algorithm>
+
+namespace wb {
+namespace {
+
+// Unsigned 32-bit division by a run-time constant (valid for dividends < 2^31).
+struct FastDiv {
+  uint32_t d = 1, m = 0, s = 0;
+  FastDiv() = default;
+  explicit FastDiv(uint32_t div) : d(div) {
+    for (s = 0; s < 32; ++s)
+      if ((1u << s) >= div) break;
+    uint64_t one = 1;
+    m = static_cast<uint32_t>(((one << 32) * ((one << s) - div)) / div + 1);
+  }
+  __device__ __forceinline__ uint32_t div(uint32_t n) const {
+    return (__umulhi(n, m) + n) >> s;
+  }
+};
+
+struct Seg {
+  int64_t base = 0, stride = 0;  // slot s of a row starts at base + s * stride
+  uint32_t chunks = 0;           // chunks of V bytes per item
+  FastDiv cdiv;
+  uint32_t total = 0;            // chunks over all items
+};
+
+struct KArgs {
+  const uint8_t* src;
+  uint8_t* dst;
+  const int64_t* sidx;
+  const int64_t* didx;
+  uint32_t n;
+  FastDiv ndiv, psdiv;
+  bool token;
+  int64_t page_stride, s_layer_stride, d_layer_stride;
+  int64_t s_total, d_total;
+  Seg seg[2];
+};
+
+template <int V> struct VecT;
+template <> struct VecT<16> { using T = uint4; };
+template <> struct VecT<8> { using T = uint2; };
+template <> struct VecT<4> { using T = uint32_t; };
+template <> struct VecT<1> { using T = uint8_t; };
+
+// HINTS 0: plain; 1: streaming (evict-first) loads and stores; 2: non-coherent loads that
+// prefetch the whole 256-byte L2 line, streaming stores.
+template <int V, int HINTS>
+__device__ __forceinline__ typename VecT<V>::T load(const uint8_t* p) {
+  using T = typename VecT<V>::T;
+  if constexpr (HINTS == 1 && V == 16) {
+    return __ldcs(reinterpret_cast<const T*>(p));
+  } else if constexpr (HINTS == 2 && V == 16) {
+    uint4 r;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    return r;
+  } else {
+    return *reinterpret_cast<const T*>(p);
+  }
+}
+
+template <int V, int HINTS>
+__device__ __forceinline__ void store(uint8_t* p, typename VecT<V>::T v) {
+  using T = typename VecT<V>::T;
+  if constexpr (HINTS >= 1 && V == 16) {
+    __stcs(reinterpret_cast<T*>(p), v);
+  } else {
+    *reinterpret_cast<T*>(p) = v;
+  }
+}
+
+template <int V, int U, bool CLIP, int HINTS>
+__device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s) {
+  using T = typename VecT<V>::T;
+  const uint32_t step = gridDim.x * blockDim.x * U;
+  for (uint32_t g0 = blockIdx.x * blockDim.x * U + threadIdx.x; g0 < s.total; g0 += step) {
+    T v[U];
+    int64_t doff[U];
+    bool ok[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const uint32_t g = g0 + u * blockDim.x;
+      ok[u] = g < s.total;
+      if (ok[u]) {
+        const uint32_t item = s.cdiv.div(g);
+        const uint32_t c = g - item * s.chunks;
+        const uint32_t l = a.ndiv.div(item);
+        const uint32_t i = item - l * a.n;
+        const int64_t st = __ldg(a.sidx + i), dt = __ldg(a.didx + i);
+        int64_t sp = st, ss = 0, dp = dt, ds = 0;
+        if (a.token) {
+          const uint32_t sq = a.psdiv.div(static_cast<uint32_t>(st));
+          const uint32_t dq = a.psdiv.div(static_cast<uint32_t>(dt));
+          ss = st - static_cast<int64_t>(sq) * a.psdiv.d;
+          ds = dt - static_cast<int64_t>(dq) * a.psdiv.d;
+          sp = sq;
+          dp = dq;
+        }
+        const int64_t tail = s.base + static_cast<int64_t>(c) * V;
+        const int64_t soff = sp * a.page_stride + l * a.s_layer_stride + ss * s.stride + tail;
+        doff[u] = dp * a.page_stride + l * a.d_layer_stride + ds * s.stride + tail;
+        if (CLIP) ok[u] = soff + V <= a.s_total && doff[u] + V <= a.d_total;
+        if (ok[u]) v[u] = load<V, HINTS>(a.src + soff);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (ok[u]) store<V, HINTS>(a.dst + doff[u], v[u]);
+  }
+}
+
+// One launch moves both segment kinds (values, then scales) of every item.
+template <int V0, int V1, int U, bool CLIP, int HINTS>
+__global__ void __launch_bounds__(256) transfer_kernel(const __grid_constant__ KArgs a) {
+  copy_seg<V0, U, CLIP, HINTS>(a, a.seg[0]);
+  if constexpr (V1 > 0) copy_seg<V1, U, CLIP, HINTS>(a, a.seg[1]);
+}
+
+struct Variant {
+  const char* name;
+};
+constexpr Variant kVariants[] = {
+    {"plain: 1 chunk/thread, full grid"},
+    {"unroll4: 4 chunks/thread in flight, one resident wave, grid-stride"},
+    {"unroll4+stream: as 1 with evict-first loads and stores"},
+    {"unroll4+l2pf: as 1 with nc loads prefetching 256B L2 lines, evict-first stores"},
+};
+constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
+// Defaults per direction (d2d, d2h, h2d), chosen from the H200 measurements in NOTES.md.
+constexpr int kDefault[3] = {1, 1, 1};
+
+int64_t gcd64(int64_t a, int64_t b) {
+  a = a < 0 ? -a : a;
+  b = b < 0 ? -b : b;
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+int widest(int64_t align, const int* options, int count) {
+  for (int k = 0; k < count; ++k)
+    if (align % options[k] == 0) return options[k];
+  return 1;
+}
+
+// capped: grid-stride over at most one resident wave (occupancy-derived), else one chunk per thread.
+template <int V0, int V1, int U, bool CLIP, int HINTS>
+cudaError_t launch_one(const KArgs& k, int64_t blocks, int num_sms, bool capped,
+                       cudaStream_t stream) {
+  auto kernel = transfer_kernel<V0, V1, U, CLIP, HINTS>;
+  if (capped) {
+    static int resident = 0;  // per instantiation; the device does not change under us
+    if (resident == 0) {
+      int per_sm = 0;
+      cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, 0);
+      if (e != cudaSuccess) return e;
+      resident = std::max(per_sm, 1);
+    }
+    blocks = std::min<int64_t>(blocks, int64_t(resident) * std::max(num_sms, 1));
+  }
+  kernel<<<unsigned(std::max<int64_t>(blocks, 1)), 256, 0, stream>>>(k);
+  return cudaGetLastError();
+}
+
+struct Launch {
+  int64_t most;  // chunks of the larger segment kind
+  int num_sms;
+  int variant;
+  bool clip;
+};
+
+inline int64_t blocks_for(int64_t most, int unroll) { return (most + 256 * unroll - 1) / (256 * unroll); }
+
+template <int V0, int V1>
+cudaError_t launch_v(const KArgs& k, const Launch& l, cudaStream_t stream) {
+  if (l.clip) return launch_one<V0, V1, 4, true, 0>(k, blocks_for(l.most, 4), l.num_sms, true, stream);
+  if constexpr (V0 == 16) {
+    switch (l.variant) {
+      case 0: return launch_one<V0, V1, 1, false, 0>(k, blocks_for(l.most, 1), l.num_sms, false, stream);
+      case 2: return launch_one<V0, V1, 4, false, 1>(k, blocks_for(l.most, 4), l.num_sms, true, stream);
+      case 3: return launch_one<V0, V1, 4, false, 2>(k, blocks_for(l.most, 4), l.num_sms, true, stream);
+      default: break;
+    }
+  }
+  return launch_one<V0, V1, 4, false, 0>(k, blocks_for(l.most, 4), l.num_sms, true, stream);
+}
+
+template <int V0>
+cudaError_t launch_v1(const KArgs& k, int v1, const Launch& l, cudaStream_t stream) {
+  switch (v1) {
+    case 0: return launch_v<V0, 0>(k, l, stream);
+    case 8: return launch_v<V0, 8>(k, l, stream);
+    case 4: return launch_v<V0, 4>(k, l, stream);
+    default: return launch_v<V0, 1>(k, l, stream);
+  }
+}
+
+}  // namespace
+
+int transfer_variant_count() { return kNumVariants; }
+const char* transfer_variant_name(int v) {
+  return v >= 0 && v < kNumVariants ? kVariants[v].name : "?";
+}
+
+cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
+  if (a.n <= 0) return cudaSuccess;
+  const int variant = a.variant >= 0 && a.variant < kNumVariants
+                          ? a.variant
+                          : kDefault[std::min(std::max(a.direction, 0), 2)];
+  const int64_t L = a.layers, ps = a.page_size;
+  const int64_t row = ps * (a.value_bytes + a.scale_bytes);  // addressing geometry's row
+
+  KArgs k{};
+  k.src = a.src;
+  k.dst = a.dst;
+  k.token = a.token;
+  k.s_total = a.src_pages * L * a.src_row_bytes;
+  k.d_total = a.dst_pages * L * a.dst_row_bytes;
+  int64_t layers_eff = L;
+  int64_t seg_len[2] = {0, 0};
+  if (a.page_first) {
+    k.page_stride = L * row;
+    k.s_layer_stride = k.d_layer_stride = row;
+  } else {
+    k.page_stride = row;
+    k.s_layer_stride = a.src_pages * row;
+    k.d_layer_stride = a.dst_pages * row;
+  }
+  if (a.token) {
+    k.seg[0].base = 0;
+    k.seg[0].stride = a.value_bytes;
+    seg_len[0] = a.value_bytes;
+    if (a.scale_bytes > 0) {
+      k.seg[1].base = ps * a.value_bytes;
+      k.seg[1].stride = a.scale_bytes;
+      seg_len[1] = a.scale_bytes;
+    }
+  } else if (a.page_first) {
+    layers_eff = 1;  // a page's layers are contiguous: one segment of L rows
+    k.seg[0].stride = 0;
+    seg_len[0] = L * row;
+  } else {
+    k.seg[0].stride = 0;
+    seg_len[0] = row;
+  }
+  // Vector width: the widest access every address and bound of the segment kind is aligned to.
+  int64_t common = gcd64(gcd64(k.page_stride, k.s_layer_stride), k.d_layer_stride);
+  common = gcd64(common, gcd64(reinterpret_cast<uintptr_t>(a.src) & 0xffff,
+                               reinterpret_cast<uintptr_t>(a.dst) & 0xffff));
+  common = gcd64(common, gcd64(k.s_total, k.d_total));
+  static const int kV0[] = {16, 8, 4, 1};
+  static const int kV1[] = {8, 4, 1};
+  int vw[2] = {0, 0};
+  for (int s = 0; s < 2; ++s) {
+    if (seg_len[s] == 0) continue;
+    const int64_t al = gcd64(gcd64(common, k.seg[s].base),
+                             gcd64(k.seg[s].stride, seg_len[s]));
+    vw[s] = s == 0 ? widest(al, kV0, 4) : widest(al, kV1, 3);
+  }
+  k.psdiv = FastDiv(static_cast<uint32_t>(ps));
+
+  // Chunk counts must stay below 2^31 per launch (FastDiv's range): split the pairs if needed.
+  int64_t per_pair = 0;
+  for (int s = 0; s < 2; ++s)
+    if (vw[s]) per_pair += layers_eff * (seg_len[s] / vw[s]);
+  const int64_t batch = std::max<int64_t>(1, ((int64_t(1) << 31) - 1) / std::max<int64_t>(per_pair, 1));
+  for (int64_t first = 0; first < a.n; first += batch) {
+    const int64_t nb = std::min(batch, a.n - first);
+    k.sidx = a.src_idx + first;
+    k.didx = a.dst_idx + first;
+    k.n = static_cast<uint32_t>(nb);
+    k.ndiv = FastDiv(static_cast<uint32_t>(nb));
+    int64_t most = 0;
+    for (int s = 0; s < 2; ++s) {
+      if (!vw[s]) {
+        k.seg[s].total = 0;
+        continue;
+      }
+      k.seg[s].chunks = static_cast<uint32_t>(seg_len[s] / vw[s]);
+      k.seg[s].cdiv = FastDiv(k.seg[s].chunks);
+      k.seg[s].total = static_cast<uint32_t>(layers_eff * nb * k.seg[s].chunks);
+      most = std::max<int64_t>(most, k.seg[s].total);
+    }
+    const Launch l{most, a.num_sms, variant, a.clip};
+    cudaError_t err;
+    switch (vw[0]) {
+      case 16: err = launch_v1<16>(k, vw[1], l, stream); break;
+      case 8: err = launch_v1<8>(k, vw[1], l, stream); break;
+      case 4: err = launch_v1<4>(k, vw[1], l, stream); break;
+      default: err = launch_v1<1>(k, vw[1], l, stream); break;
+    }
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace wb

@@ -1,0 +1,89 @@
+"""The CUDA kernel against the reference, on a GPU (skipped elsewhere)."""
+
+import pytest
+import torch
+
+from kernels import GEOMETRIES, transfer
+from kernels.cases import index_set, make_pool, poison
+from kernels.reference import reference_transfer
+from workbench.errors import KernelError
+
+pytestmark = pytest.mark.gpu
+
+
+def _place(t, where):
+    return t.cuda() if where == "dev" else t.clone().pin_memory()
+
+
+@pytest.mark.parametrize("geometry", list(GEOMETRIES))
+@pytest.mark.parametrize("layout", ["page_first", "layer_first"])
+@pytest.mark.parametrize("direction", ["d2d", "d2h", "h2d"])
+@pytest.mark.parametrize("gran,kind,stride", [("token", "partial", None),
+                                              ("token", "scattered", None),
+                                              ("page", "aligned", None),
+                                              ("token", "partial", "c4_latent"),
+                                              ("token", "scattered", "index_k_bf16")])
+def test_cuda_matches_reference(geometry, layout, direction, gran, kind, stride):
+    if stride == geometry:
+        pytest.skip("same geometry")
+    gen = torch.Generator().manual_seed(hash((geometry, layout, direction, kind)) % 1000)
+    src = make_pool(geometry, layout, 20, 2, 64, gen=gen)
+    si, di = index_set(kind, granularity=gran, src_pages=20, dst_pages=16, page_size=64, gen=gen)
+    shape = list(src.shape)
+    shape[0 if layout == "page_first" else 1] = 16
+    dst0 = poison(tuple(shape), gen)
+    kw = dict(geometry=geometry, granularity=gran, layout=layout, page_size=64)
+    want = dst0.clone()
+    reference_transfer(src, want, si, di, geometry=GEOMETRIES[geometry], granularity=gran,
+                       layout=layout, page_size=64,
+                       stride_geometry=GEOMETRIES[stride] if stride else None)
+    s_where, d_where = {"d2d": ("dev", "dev"), "d2h": ("dev", "host"),
+                        "h2d": ("host", "dev")}[direction]
+    s, d = _place(src, s_where), _place(dst0, d_where)
+    transfer(s, d, si.cuda(), di, impl="cuda", stride_geometry=stride, **kw)
+    torch.cuda.synchronize()
+    assert torch.equal(d.cpu(), want)
+
+
+def test_unpinned_host_pool_is_rejected():
+    gen = torch.Generator().manual_seed(0)
+    src = make_pool("index_k_bf16", "page_first", 4, 2, 64, gen=gen).cuda()
+    dst = make_pool("index_k_bf16", "page_first", 4, 2, 64, gen=gen)
+    before = dst.clone()
+    with pytest.raises(KernelError, match="not pinned"):
+        transfer(src, dst, torch.tensor([1]), torch.tensor([2]), geometry="index_k_bf16",
+                 granularity="token", layout="page_first", impl="cuda")
+    assert torch.equal(dst, before)
+
+
+def test_buggy_mode_stays_inside_dst_on_the_device():
+    gen = torch.Generator().manual_seed(1)
+    src = make_pool("index_k_bf16", "page_first", 6, 2, 64, gen=gen).cuda()
+    row, guard = 64 * 256, 4096
+    big = poison((guard + 5 * 2 * row + guard,), gen).cuda()
+    before = big.clone()
+    dst = big[guard:guard + 5 * 2 * row].view(5, 2, row)
+    si = torch.arange(6 * 64 - 100, 6 * 64)
+    di = torch.randperm(5 * 64, generator=gen)[:100]
+    want = before[guard:guard + 5 * 2 * row].view(5, 2, row).cpu().clone()
+    reference_transfer(src.cpu(), want, si, di, geometry=GEOMETRIES["index_k_bf16"],
+                       granularity="token", layout="page_first", page_size=64,
+                       stride_geometry=GEOMETRIES["c4_latent"])
+    transfer(src, dst, si, di, geometry="index_k_bf16", granularity="token",
+             layout="page_first", stride_geometry="c4_latent", impl="cuda")
+    torch.cuda.synchronize()
+    assert torch.equal(big[:guard], before[:guard]) and torch.equal(big[-guard:], before[-guard:])
+    assert torch.equal(dst.cpu(), want)
+
+
+def test_geometry_arms_on_the_kernel():
+    from kernels.experiment import run_geometry_arm
+
+    off = run_geometry_arm(geometry_fix=False, seed=4, tokens=4096)
+    on = run_geometry_arm(geometry_fix=True, seed=4, tokens=4096)
+    assert off["impl"] == on["impl"] == "cuda"
+    assert off["corrupted_tokens"] > 0 and off["mismatch_bytes"] > 0
+    assert on["corrupted_tokens"] == 0 and on["mismatch_bytes"] == 0
+    ref = run_geometry_arm(geometry_fix=False, seed=4, tokens=4096, impl="reference")
+    assert {k: off[k] for k in ("corrupted_tokens", "mismatch_bytes")} == \
+        {k: ref[k] for k in ("corrupted_tokens", "mismatch_bytes")}

@@ -1,0 +1,93 @@
+"""Bad inputs raise KernelError (exit code 2) before any byte moves."""
+
+import pytest
+import torch
+
+from kernels import transfer
+from kernels.cases import make_pool
+from workbench.errors import BadInput, KernelError
+
+G, LAY, PS = "index_k_fp8", "page_first", 64
+
+
+@pytest.fixture
+def pools():
+    gen = torch.Generator().manual_seed(0)
+    return make_pool(G, LAY, 8, 2, PS, gen=gen), make_pool(G, LAY, 6, 2, PS, gen=gen)
+
+
+def _call(src, dst, si=None, di=None, **over):
+    kw = dict(geometry=G, granularity="token", layout=LAY, page_size=PS)
+    kw.update(over)
+    transfer(src, dst, torch.tensor([1, 2, 3]) if si is None else si,
+             torch.tensor([4, 5, 6]) if di is None else di, **kw)
+
+
+BAD = {
+    "src id out of range": (dict(si=torch.tensor([1, 2, 8 * PS])), "outside [0, 512)"),
+    "negative dst id": (dict(di=torch.tensor([4, -1, 6])), "token -1"),
+    "int32 ids": (dict(si=torch.tensor([1, 2, 3], dtype=torch.int32)), "int64"),
+    "float ids": (dict(di=torch.tensor([4.0, 5.0, 6.0])), "int64"),
+    "2-D ids": (dict(si=torch.tensor([[1, 2, 3]]), di=torch.tensor([[4, 5, 6]])), "1-D"),
+    "lengths differ": (dict(di=torch.tensor([4, 5])), "3 entries"),
+    "duplicate destinations": (dict(di=torch.tensor([4, 5, 4])), "more than once"),
+    "page out of range": (dict(granularity="page", si=torch.tensor([0]), di=torch.tensor([6])),
+                          "page 6"),
+    "rows of another geometry": (dict(geometry="index_k_bf16"), "16384"),
+    "page size": (dict(page_size=32), "page_size=32"),
+    "bad page size": (dict(page_size=0), "page_size"),
+    "unknown geometry": (dict(geometry="fp4"), "unknown geometry"),
+    "unknown stride geometry": (dict(stride_geometry="fp4"), "unknown geometry"),
+    "unknown layout": (dict(layout="row_major"), "layout"),
+    "unknown granularity": (dict(granularity="byte"), "granularity"),
+    "unknown impl": (dict(impl="triton"), "impl"),
+    "cuda impl on host pools": (dict(impl="cuda"), "CUDA"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_bad_input_is_rejected_and_nothing_moves(pools, name):
+    src, dst = pools
+    over, fragment = BAD[name]
+    before = dst.clone()
+    with pytest.raises(KernelError) as err:
+        _call(src, dst, **over)
+    assert fragment in err.value.message
+    assert isinstance(err.value, BadInput) and err.value.exit_code == 2
+    assert torch.equal(dst, before)
+
+
+@pytest.mark.parametrize("mutate,fragment", [
+    (lambda t: t.float(), "dtype"),
+    (lambda t: t[:, :1, :].contiguous(), "layers"),
+    (lambda t: t.view(-1), "3-D"),
+    (lambda t: t.transpose(0, 1), "contiguous"),
+])
+def test_bad_pools(pools, mutate, fragment):
+    src, dst = pools
+    before = dst.clone()
+    with pytest.raises(KernelError) as err:
+        _call(mutate(src), dst)
+    assert fragment in err.value.message
+    assert torch.equal(dst, before)
+
+
+def test_one_pool_both_sides(pools):
+    src, _ = pools
+    before = src.clone()
+    with pytest.raises(KernelError, match="both read and written"):
+        _call(src, src, si=torch.tensor([1, 2]), di=torch.tensor([2, 3]))
+    with pytest.raises(KernelError, match="separate buffers"):
+        _call(src, src, stride_geometry="c4_latent")
+    assert torch.equal(src, before)
+    # Disjoint rows of one pool are fine.
+    _call(src, src, si=torch.tensor([1, 2]), di=torch.tensor([70, 71]))
+    assert torch.equal(src[1, :, 6 * 128:8 * 128], before[0, :, 1 * 128:3 * 128])
+
+
+def test_empty_copy_is_a_no_op(pools):
+    src, dst = pools
+    before = dst.clone()
+    e = torch.empty(0, dtype=torch.int64)
+    _call(src, dst, si=e, di=e)
+    assert torch.equal(dst, before)
