@@ -108,3 +108,13 @@ def test_upper_bounds_dead_code_claims(store):
     assert analyze_reachability(hypothesis(at_most=0), runs)["verdict"] == "falsified"
     runs = stored_runs(store, [("ok", {"decode": {DEAD: 0, LIVE: 0}})])
     assert analyze_reachability(hypothesis(at_most=0), runs)["verdict"] == "inconclusive"
+
+
+def test_session_spelling_reads_the_runs_from_the_store(store):
+    ids = [r["id"] for r in stored_runs(store, [("ok", {"decode": {DEAD: 0, LIVE: 1}})])]
+    with store.session() as session:
+        r = analyze_reachability(session, hypothesis=hypothesis(), run_ids=ids, execution_id=None)
+    assert r["verdict"] == "falsified" and r["runs"] == ids
+    (pred,) = r["predictions"]
+    assert (pred["metric"], pred["estimate"], pred["outcome"]) == (f"calls:{DEAD}", 0, "falsified")
+    assert all(c["effect"] == "none" for c in r["checks"] if c["passed"])

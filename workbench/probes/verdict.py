@@ -75,11 +75,27 @@ def tally(runs: list[dict[str, Any]], targets: list[str]) -> dict[str, dict[str,
     return out
 
 
-def analyze_reachability(hypothesis: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """verdict (supported|falsified|inconclusive|invalid), reasoning, checks, counts for a reachability hypothesis.
+def analyze_reachability(first: Any, runs: list[dict[str, Any]] | None = None, *, hypothesis: Any = None,
+                         run_ids: list[int] | None = None, execution_id: int | None = None) -> dict[str, Any]:
+    """verdict (supported|falsified|inconclusive|invalid), reasoning, checks, predictions, counts.
 
-    `hypothesis` is a registry Hypothesis (or its dict); `runs` are `store.queries.get_run` dicts.
+    Two spellings: `analyze_reachability(hypothesis, runs)` with `store.queries.get_run` dicts, or
+    `analyze_reachability(session, hypothesis=h, run_ids=[...])`, which reads those runs from the store.
+    `hypothesis` is a registry Hypothesis (or its dict).
     """
+    if hypothesis is None:
+        hypothesis = first
+    else:
+        from workbench.store.queries import get_run
+
+        runs = [r for rid in (run_ids or []) if (r := get_run(first, run_id=rid)) is not None]
+    runs = list(runs or [])
+    result_ = _analyze(hypothesis, runs)
+    result_["execution_id"] = execution_id
+    return result_
+
+
+def _analyze(hypothesis: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
     probe = _get(hypothesis, "probe")
     predictions = list(_get(hypothesis, "predicts") or [])
     probe_targets = list(_get(probe, "targets") or []) if probe is not None else []
@@ -87,19 +103,22 @@ def analyze_reachability(hypothesis: Any, runs: list[dict[str, Any]]) -> dict[st
     pred_targets = [_get(p, "target") or (probe_targets[0] if probe_targets else None) for p in predictions]
     targets = list(dict.fromkeys([*probe_targets, *[t for t in pred_targets if t], *([control] if control else [])]))
     checks: list[dict[str, Any]] = []
+    predictions_out: list[dict[str, Any]] = []
 
-    def check(name: str, passed: bool, detail: str) -> None:
-        checks.append({"name": name, "passed": bool(passed), "detail": detail})
+    def check(name: str, passed: bool, detail: str, effect: str = "inconclusive") -> None:
+        # `effect`: what a failed check does to the verdict (the analysis package's vocabulary)
+        checks.append({"name": name, "passed": bool(passed), "detail": detail, "effect": "none" if passed else effect})
 
     def result(verdict: str, reasoning: str, counts: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {"verdict": verdict, "reasoning": reasoning, "checks": checks, "counts": counts or {},
+        return {"verdict": verdict, "reasoning": reasoning, "checks": checks, "predictions": predictions_out,
+                "counts": counts or {},
                 "positive_control": control, "runs": [r.get("id") for r in valid],
                 "excluded_runs": [{"id": r.get("id"), "status": r.get("status")} for r in excluded]}
 
     valid = [r for r in runs if r.get("status") in VALID_STATUSES]
     excluded = [r for r in runs if r.get("status") not in VALID_STATUSES]
     if not targets:
-        check("probe targets", False, "the hypothesis names no probe target")
+        check("probe targets", False, "the hypothesis names no probe target", "invalid")
         return result("invalid", "A reachability hypothesis must name the code to probe (probe.targets).")
     skipped = ", ".join(f"#{r.get('id')} ({r.get('status')})" for r in excluded)
     check("valid runs", bool(valid),
@@ -127,7 +146,7 @@ def analyze_reachability(hypothesis: Any, runs: list[dict[str, Any]]) -> dict[st
         why = "; ".join(entry["details"]) or (f"unresolved in all {n} process report(s)" if n else
                                              "no process reported it")
         check(f"resolves: {t}", ok, f"instrumented or found in {entry['reporting_processes']} process report(s)"
-              if ok else f"names no existing code object: {why}")
+              if ok else f"names no existing code object: {why}", "invalid")
         if not ok:
             unresolved.append(f"{t} ({why})")
     if unresolved:
@@ -163,7 +182,7 @@ def analyze_reachability(hypothesis: Any, runs: list[dict[str, Any]]) -> dict[st
         procs = ", ".join(f"{p}: {c}" for p, c in counts[target]["by_process"].items()) or "no process"
         if by_hits or control_ok:
             outcome = "supported" if inside else "falsified"
-            check(f"prediction: {what}", inside, f"observed {n} call(s) over {len(valid)} run(s) ({procs})")
+            check(f"prediction: {what}", inside, f"observed {n} call(s) over {len(valid)} run(s) ({procs})", "none")
             reasons.append(f"{_short(target)}: {n} call(s) over {len(valid)} run(s) ({procs}); "
                            f"predicted {_describe(region)} -> {outcome}"
                            + ("" if by_hits else f", because {control_note}"))
@@ -174,6 +193,11 @@ def analyze_reachability(hypothesis: Any, runs: list[dict[str, Any]]) -> dict[st
                            "about reachability; rerun with a workload that reaches the path (e.g. with the "
                            "feature that uses it enabled)")
         outcomes.append(outcome)
+        predictions_out.append({
+            "metric": f"calls:{target}", "target": target, "where": "every process", "region": _describe(region),
+            "bounds": [lo, hi], "describe": what, "why": _get(pred, "why", "") or "", "basis": "all",
+            "estimate": n, "interval": None, "outcome": outcome, "by_process": counts[target]["by_process"],
+            "note": "" if outcome != "inconclusive" else control_note})
 
     if "falsified" in outcomes:
         verdict = "falsified"
