@@ -103,6 +103,37 @@ def interval_pvalue(ci: Callable[[float], Interval], bounds: Interval, want: str
     return float(math.exp(hi))
 
 
+def score_pvalue(k: float, n: float, bounds: Interval, want: str) -> float:
+    """p-value of the score test that the Wilson interval inverts: p < 0.05 exactly when the 95% Wilson
+    interval is `want` ('outside' or 'inside') the region `bounds`."""
+    from scipy.stats import norm
+
+    if n <= 0:
+        return 1.0
+    phat = k / n
+    lo, hi = bounds
+
+    def p_beyond(bound: float) -> float:
+        # Two-sided score p-value of H0: p = bound, evaluated where phat lies beyond it.
+        if bound <= 0 or bound >= 1:
+            return 0.0 if phat != bound else 1.0
+        z = abs(phat - bound) / math.sqrt(bound * (1 - bound) / n)
+        return float(min(1.0, 2 * norm.sf(z)))
+
+    if want == "outside":
+        if phat > hi:
+            return p_beyond(hi)
+        if phat < lo:
+            return p_beyond(lo)
+        return 1.0
+    if not (lo <= phat <= hi):
+        return 1.0
+    parts = [p_beyond(b) for b in (lo, hi) if 0 < b < 1]
+    if lo >= 1 or hi <= 0:
+        return 1.0
+    return max(parts) if parts else 0.0
+
+
 # ----------------------------------------------------------------------------- medians (benchstat)
 
 @dataclass

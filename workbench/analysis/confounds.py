@@ -1,0 +1,246 @@
+"""The confound scan: which recorded variables and guard metrics move with the outcome, across stored runs.
+
+A guard metric (timeouts, aborts, errors) that occurred in every run where the outcome occurred is
+a candidate confound until some run shows the outcome without it; the scan says so, with an exact
+test and an effect size, and proposes the experiment that would separate the two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from workbench.analysis import stats
+from workbench.analysis.data import USABLE_STATUSES, RunData, load_runs, metric_value
+
+
+@dataclass
+class Finding:
+    kind: str  # guard | variable
+    factor: str
+    outcome: str
+    experiment: str
+    flagged: bool
+    message: str
+    table: dict[str, Any] = field(default_factory=dict)
+    fisher_p: float | None = None
+    effect: dict[str, Any] = field(default_factory=dict)
+    proposal: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        from workbench.analysis.verdict import _safe
+
+        return _safe(asdict(self))
+
+
+def _outcome(run: RunData, metric: str, exp: Any) -> tuple[float | None, float | None]:
+    """(numerator, denominator) of the outcome proportion; the numerator alone says whether it occurred."""
+    spec = exp.metrics[metric]
+    k = metric_value(run, spec.numerator, exp)
+    n = metric_value(run, spec.denominator, exp)
+    return k, n
+
+
+def _two_by_two(rows: list[tuple[bool, bool]]) -> tuple[list[list[int]], float, dict[str, Any]]:
+    """rows of (factor present, outcome occurred) -> table, Fisher p, effect sizes."""
+    a = sum(1 for f, y in rows if f and y)
+    b = sum(1 for f, y in rows if f and not y)
+    c = sum(1 for f, y in rows if not f and y)
+    d = sum(1 for f, y in rows if not f and not y)
+    p = stats.fisher(a, a + b, c, c + d) if (a + b) and (c + d) else None
+    rd = (a / (a + b) - c / (c + d)) if (a + b) and (c + d) else None
+    odds = None
+    if (a + b) and (c + d):
+        odds = float("inf") if b * c == 0 and a * d > 0 else (a * d / (b * c) if b * c else None)
+    return [[a, b], [c, d]], p, {"risk_difference": rd, "odds_ratio": odds}
+
+
+def _common_values(runs: list[RunData]) -> dict[str, str]:
+    if not runs:
+        return {}
+    keys = set.intersection(*(set(r.variables) for r in runs))
+    return {k: runs[0].variables[k] for k in sorted(keys) if len({r.variables[k] for r in runs}) == 1}
+
+
+def _guard_aliases(exp: Any) -> list[tuple[str, list[str]]]:
+    """Guard metrics, with aliases (same_as) folded into the metric they repeat."""
+    groups: dict[str, list[str]] = {}
+    for name, spec in exp.metrics.items():
+        if not spec.guard:
+            continue
+        base = spec.same_as or name
+        groups.setdefault(base, []).append(name)
+    return [(base, names) for base, names in groups.items()]
+
+
+def _propose(registry: Any, exp: Any, guard_names: list[str], outcome: str, co_runs: list[RunData],
+             runs: list[RunData], g_known: dict[int, float]) -> dict[str, Any]:
+    """Which variable to toggle (and which to hold) so the guard goes away while the outcome is measured."""
+    hold = _common_values(co_runs)
+    candidates: list[tuple[str, str]] = []
+    # 1) data: a variable whose value differs between runs with the guard and runs without it
+    with_g = [r for r in runs if g_known.get(r.id, 0) > 0]
+    without_g = [r for r in runs if r.id in g_known and g_known[r.id] == 0]
+    for var in sorted({v for r in runs for v in r.variables}):
+        a = {r.variables.get(var) for r in with_g} - {None}
+        b = {r.variables.get(var) for r in without_g} - {None}
+        if a and b and not (a & b):
+            candidates.append((var, "its value separates runs with and without " + guard_names[0]))
+    # 2) registry: a hypothesis isolating a variable under a guard, holding what the co-occurring runs held
+    registered = None
+    for h in registry.hypotheses:
+        if h.experiment != exp.id or not h.isolates or h.isolates not in hold:
+            continue
+        if not any(exp.metrics.get(g.metric) is not None and exp.metrics[g.metric].guard for g in h.requires):
+            continue
+        if any(hold.get(k, v) != v for k, v in h.hold.items()):
+            continue
+        # The guard co-occurred where the variable had its control value; the treatment should remove it.
+        control = h.arms.get("control", {}).get(h.isolates)
+        if control is not None and hold[h.isolates] != control:
+            continue
+        if h.isolates not in [c[0] for c in candidates]:
+            candidates.append((h.isolates, f"hypothesis {h.id} isolates it under "
+                               + ", ".join(g.describe() for g in h.requires)))
+        registered = registered or h.id
+    if not candidates:
+        return {"toggle": None, "hold": hold, "registered_as": None,
+                "text": f"No recorded variable is known to remove {guard_names[0]}: add one that does (a fix, a "
+                        f"setting) and toggle it while holding {_kv(hold)}, measuring {outcome}."}
+    var, why = candidates[0]
+    frm = hold.get(var)
+    values = list(exp.variables[var].values or []) if var in exp.variables else []
+    to = next((v for v in values if v != frm), None) if frm else None
+    hold = {k: v for k, v in hold.items() if k != var}
+    arrow = f" ({frm} -> {to})" if frm and to else ""
+    text = (f"Toggle {var}{arrow} while holding {_kv(hold) or 'everything else'}; require "
+            + " and ".join(f"{g} == 0" for g in guard_names[:1]) + " in the arm where it should be gone, and "
+            f"compare {outcome}. If {outcome} persists there, {guard_names[0]} does not explain it.")
+    if registered:
+        text += f" This is hypothesis {registered}."
+    return {"toggle": var, "from": frm, "to": to, "why": why, "hold": hold, "registered_as": registered, "text": text}
+
+
+def _kv(d: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in d.items())
+
+
+def scan_confounds(session: Any, registry: Any, hypothesis_id: str | None = None) -> list[Finding]:
+    """Scan stored runs for variables and guard metrics associated with each predicted outcome."""
+    if hypothesis_id is not None:
+        hyps = [registry.hypothesis(hypothesis_id)]
+    else:
+        hyps = list(registry.hypotheses)
+    targets: dict[str, set[str]] = {}
+    for h in hyps:
+        exp = registry.experiments.get(h.experiment)
+        if exp is None:
+            continue
+        for p in h.predicts:
+            spec = exp.metrics.get(p.metric)
+            if spec is not None and spec.kind == "proportion":
+                targets.setdefault(exp.id, set()).add(p.metric)
+    findings: list[Finding] = []
+    for eid, outcomes in sorted(targets.items()):
+        exp = registry.experiments[eid]
+        runs = [r for r in load_runs(session, exp) if r.status in USABLE_STATUSES]
+        for outcome in sorted(outcomes):
+            findings.extend(_scan_outcome(registry, exp, runs, outcome))
+    return findings
+
+
+def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str) -> list[Finding]:
+    spec = exp.metrics[outcome]
+    occurred: dict[int, bool] = {}
+    counts: dict[int, tuple[float, float | None]] = {}
+    for r in runs:
+        k, n = _outcome(r, outcome, exp)
+        if k is not None:
+            occurred[r.id] = k > 0
+            counts[r.id] = (k, n)
+    known = [r for r in runs if r.id in occurred]
+    out: list[Finding] = []
+    what = spec.numerator or outcome
+    for base, names in _guard_aliases(exp):
+        label = names[0] if len(names) == 1 else f"{names[-1]} (= {base})" if base in names else names[0]
+        g_known = {}
+        for r in runs:
+            v = metric_value(r, base, exp)
+            if v is not None:
+                g_known[r.id] = v
+        both = [r for r in known if r.id in g_known]
+        if not both:
+            continue
+        rows = [(g_known[r.id] > 0, occurred[r.id]) for r in both]
+        table, p, effect = _two_by_two(rows)
+        with_y = [r for r in both if occurred[r.id]]
+        co = [r for r in with_y if g_known[r.id] > 0]
+        apart = [r for r in with_y if g_known[r.id] == 0]
+        tab = {"outcome_with_guard": table[0][0], "no_outcome_with_guard": table[0][1],
+               "outcome_without_guard": table[1][0], "no_outcome_without_guard": table[1][1],
+               "runs": [r.name for r in both]}
+        if apart:
+            msg = (f"{what} occurred without {label} in {len(apart)} run(s) ("
+                   + "; ".join(f"{r.name}: {what}={counts[r.id][0]:g}, {label}=0" for r in apart[:4])
+                   + f"): {label} is not necessary for {what}.")
+            out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect))
+        elif co:
+            stratum = _common_values(co)
+            msg = (f"In every run with {what} where {label} was recorded ({len(co)} of {len(with_y)}"
+                   + (f", all with {_kv(stratum)}" if stratum else "") + "), "
+                   f"{label} also occurred (" + "; ".join(f"{r.name}: {what}={counts[r.id][0]:g}, "
+                                                         f"{label}={g_known[r.id]:g}" for r in co[:4])
+                   + f"). {what} and {label} are confounded in these runs.")
+            prop = _propose(registry, exp, [label], outcome, co, runs, g_known)
+            out.append(Finding("guard", label, outcome, exp.id, True, msg, tab, p, effect, prop))
+        else:
+            msg = f"{what} did not occur in any run where {label} was recorded ({len(both)} run(s))."
+            out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect))
+    for var in sorted({v for r in known for v in r.variables}):
+        values = sorted({r.variables[var] for r in known if var in r.variables})
+        if len(values) < 2:
+            continue
+        per_value = {}
+        for v in values:
+            rs = [r for r in known if r.variables.get(var) == v]
+            kn = [counts[r.id] for r in rs if counts[r.id][1] is not None]
+            k_units = sum(k for k, _ in kn)
+            n_units = sum(n for _, n in kn if n is not None)
+            per_value[v] = {"runs": len(rs), "runs_with_outcome": sum(occurred[r.id] for r in rs),
+                            "units_k": k_units if kn else None, "units_n": n_units if kn else None}
+        p = None
+        effect: dict[str, Any] = {}
+        if len(values) == 2:
+            a, b = values
+            rows = [(r.variables.get(var) == a, occurred[r.id]) for r in known if var in r.variables]
+            _, p, effect = _two_by_two(rows)
+            ua, ub = per_value[a], per_value[b]
+            if ua["units_n"] and ub["units_n"]:
+                effect["units_rate_difference"] = ua["units_k"] / ua["units_n"] - ub["units_k"] / ub["units_n"]
+                effect["units_fisher_p"] = stats.fisher(int(ua["units_k"]), int(ua["units_n"]),
+                                                        int(ub["units_k"]), int(ub["units_n"]))
+        summary = ", ".join(f"{var}={v}: {pv['runs_with_outcome']}/{pv['runs']} runs with {what}"
+                            + (f" ({pv['units_k']:g}/{pv['units_n']:g} units)" if pv["units_n"] else "")
+                            for v, pv in per_value.items())
+        flagged = (p is not None and p < stats.ALPHA) or \
+            (effect.get("units_fisher_p") is not None and effect["units_fisher_p"] < stats.ALPHA)
+        msg = summary + (f"; Fisher p = {p:.2g} over runs" if p is not None else "") + (
+            f", {effect['units_fisher_p']:.2g} over units" if effect.get("units_fisher_p") is not None else "") + "."
+        out.append(Finding("variable", var, outcome, exp.id, bool(flagged), msg, per_value, p, effect))
+    return out
+
+
+def confounds_report(*, hypothesis_id: str | None, db: str | None, root: str | None = None) -> list[dict[str, Any]]:
+    """Load the registry and the store (read-only) and scan; what `wb confounds` prints."""
+    from workbench.registry import load_registry
+    from workbench.store import open_store
+
+    reg = load_registry(root)
+    if hypothesis_id is not None:
+        reg.hypothesis(hypothesis_id)  # an unknown id is bad input before the store is touched
+    store = open_store(db, read_only=True)
+    try:
+        with store.session() as session:
+            return [f.to_dict() for f in scan_confounds(session, reg, hypothesis_id)]
+    finally:
+        store.dispose()

@@ -1,0 +1,164 @@
+"""Sequential stopping: always-valid tests for proportions, so looking after every replicate costs no error.
+
+Each prediction on a proportion is tested by mixture likelihood ratios (e-processes): against the
+region's upper bound c, E = mean over p ~ U(c, 1] of L(p) / L(c) is a nonnegative supermartingale
+for every p <= c, so by Ville's inequality P(E ever reaches 1/alpha) <= alpha however often one
+looks. The support direction mixes over [0, c) with half its mass on p = 0 (the claim "removing the
+cause removes the symptom" predicts exactly zero). Differences between arms use per-arm beta-binomial
+confidence sequences at alpha/2 each (conservative, valid at every look).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+ALPHA = 0.05
+SPIKE_AT_ZERO = 0.5
+
+
+def _loglik(k: np.ndarray, n: np.ndarray, p: float) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(k > 0, k * np.log(p) if p > 0 else -np.inf, 0.0)
+        b = np.where(n - k > 0, (n - k) * np.log1p(-p) if p < 1 else -np.inf, 0.0)
+    return a + b
+
+
+def log_e_above(k: Any, n: Any, c: float) -> np.ndarray:
+    """log E against H0: p <= c (evidence that p > c); vectorised over k, n."""
+    from scipy.special import betainc, betaln
+
+    k = np.asarray(k, float)
+    n = np.asarray(n, float)
+    if c >= 1:
+        return np.zeros_like(k)
+    a, b = k + 1, n - k + 1
+    with np.errstate(divide="ignore"):
+        # integral over (c, 1] of p^k (1-p)^(n-k) = B(a, b) * I_{1-c}(b, a)
+        num = betaln(a, b) + np.log(betainc(b, a, 1 - c)) - math.log(1 - c)
+    return num - _loglik(k, n, c)
+
+
+def log_e_below(k: Any, n: Any, c: float, lo: float = 0.0) -> np.ndarray:
+    """log E against H0: p >= c (evidence that p < c); mixture over [lo, c), spiked at 0 when lo is 0."""
+    from scipy.special import betainc, betaln
+
+    k = np.asarray(k, float)
+    n = np.asarray(n, float)
+    if c <= lo:
+        return np.zeros_like(k)
+    a, b = k + 1, n - k + 1
+    with np.errstate(divide="ignore"):
+        slab = betaln(a, b) + np.log(np.maximum(betainc(a, b, c) - betainc(a, b, lo), 0.0)) - math.log(c - lo)
+    if lo <= 0:
+        spike = np.where(k == 0, 0.0, -np.inf)  # L(0) = 1 if no successes, else 0
+        mix = np.logaddexp(math.log(SPIKE_AT_ZERO) + spike, math.log(1 - SPIKE_AT_ZERO) + slab)
+    else:
+        mix = slab
+    return mix - _loglik(k, n, c)
+
+
+def confidence_sequence(k: float, n: float, alpha: float = ALPHA) -> tuple[float, float]:
+    """Beta-binomial (uniform mixture) confidence sequence: {p : B(k+1, n-k+1) / L(p) < 1/alpha}."""
+    from scipy.optimize import brentq
+    from scipy.special import betaln
+
+    if n <= 0:
+        return (0.0, 1.0)
+    level = betaln(k + 1, n - k + 1) + math.log(alpha)
+
+    def f(p: float) -> float:
+        return float(_loglik(np.asarray(k, float), np.asarray(n, float), p)) - level
+
+    phat = min(max(k / n, 1e-12), 1 - 1e-12)
+    lo = 0.0 if f(0.0) >= 0 else brentq(f, 0.0, phat) if f(phat) > 0 else phat
+    hi = 1.0 if f(1.0) >= 0 else brentq(f, phat, 1.0) if f(phat) > 0 else phat
+    return (float(lo), float(hi))
+
+
+def judge_proportion(k_path: list[tuple[float, float]], bounds: tuple[float, float],
+                     alpha: float = ALPHA, alpha_against: float | None = None) -> tuple[str, float, float]:
+    """Outcome of a sequentially tested proportion: ('falsified'|'supported'|'inconclusive', E against, E for).
+
+    `k_path` holds the cumulative (k, n) at each look; the first look whose e-value crosses
+    1/alpha decides (looks after it are not needed and not used). `alpha_against` (alpha / m for m
+    predictions, Bonferroni) bounds false falsification over several predictions.
+    """
+    lo, hi = bounds
+    two_sided = lo > 0 and hi < 1
+    a_fals = alpha_against if alpha_against is not None else alpha
+    a_fals = a_fals / 2 if two_sided else a_fals  # false falsification can come from either side
+    best_against = best_for = 0.0
+    for k, n in k_path:
+        against = -math.inf
+        if hi < 1:
+            against = max(against, float(log_e_above(k, n, hi)))
+        if lo > 0:
+            against = max(against, float(log_e_below(k, n, lo)))
+        support_parts = []
+        if hi < 1:
+            support_parts.append(float(log_e_below(k, n, hi, lo=max(lo, 0.0))))
+        if lo > 0:
+            support_parts.append(float(log_e_above(k, n, lo)))
+        for_ = min(support_parts) if support_parts else math.inf
+        best_against = max(best_against, against)
+        best_for = max(best_for, for_)
+        if against >= math.log(1 / a_fals):
+            return "falsified", math.exp(min(best_against, 700)), math.exp(min(best_for, 700))
+        if for_ >= math.log(1 / alpha):
+            return "supported", math.exp(min(best_against, 700)), math.exp(min(best_for, 700))
+    return "inconclusive", math.exp(min(best_against, 700)), math.exp(min(best_for, 700))
+
+
+def difference_sequence(path_a: list[tuple[float, float]], path_b: list[tuple[float, float]],
+                        alpha: float = ALPHA) -> tuple[float, float]:
+    """Running-intersection confidence sequence for p_a - p_b (per-arm sequences at alpha/2)."""
+    lo, hi = -1.0, 1.0
+    for (ka, na), (kb, nb) in zip(path_a, path_b):
+        la, ua = confidence_sequence(ka, na, alpha / 2)
+        lb, ub = confidence_sequence(kb, nb, alpha / 2)
+        lo, hi = max(lo, la - ub), min(hi, ua - lb)
+    return (lo, max(lo, hi))
+
+
+@dataclass
+class SequentialDecision:
+    """What the runner does after a replicate block: stop (with this verdict) or run another block."""
+
+    stop: bool
+    verdict: str
+    reasoning: str
+    replicates: int = 0
+    max_replicates: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def sequential_decision(session: Any, registry: Any, hypothesis_id: str, *, execution_id: int,
+                        max_replicates: int | None = None) -> SequentialDecision:
+    """Decide after a replicate block of a `--sequential` execution whether to stop.
+
+    Stops when the always-valid tests decide (supported / falsified), when a validity check makes
+    more data pointless (invalid), or when the budget (design.max_replicates) is spent.
+    """
+    from workbench.analysis.verdict import analyze
+
+    h = registry.hypothesis(hypothesis_id)
+    exp = registry.experiment_for(h)
+    budget = max_replicates or (h.design.max_replicates if h.design and h.design.max_replicates else None) \
+        or exp.design.max_replicates
+    a = analyze(session, registry, hypothesis_id, execution_id=execution_id, sequential=True)
+    reps = a.replicates
+    if a.verdict in ("supported", "falsified", "invalid"):
+        return SequentialDecision(True, a.verdict, a.reasoning, reps, budget)
+    if reps >= budget:
+        return SequentialDecision(True, "inconclusive",
+                                  f"The budget of {budget} replicates is spent without a decision. " + a.reasoning,
+                                  reps, budget)
+    return SequentialDecision(False, "inconclusive",
+                              f"After {reps} of at most {budget} replicates nothing is decided yet; "
+                              "run another block. " + a.reasoning, reps, budget)

@@ -1,0 +1,120 @@
+"""Per-arm summaries of every metric, and the one-paragraph reasoning in plain words that CLI and reports show."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.analysis import stats
+from workbench.analysis.data import RunData, completed_units, metric_value
+from workbench.analysis.predictions import _fmt, pooled
+from workbench.registry.experiment import Experiment
+
+
+def arm_summary(arm: str, runs: list[RunData], expected: dict[str, str], named: set[str],
+                exp: Experiment) -> dict[str, Any]:
+    units = 0.0
+    for r in runs:
+        cu = completed_units(r, exp)
+        if cu is not None:
+            units += cu[0]
+    metrics: dict[str, Any] = {}
+    for name, spec in exp.metrics.items():
+        if spec.kind == "proportion":
+            pool = pooled(runs, name, exp)
+            if pool["n"] > 0:
+                lo, hi = stats.wilson(pool["k"], pool["n"])
+                metrics[name] = {"kind": "proportion", "k": pool["k"], "n": pool["n"], "rate": pool["k"] / pool["n"],
+                                 "wilson": [lo, hi], "runs": len(pool["used"]), "unknown_runs": len(pool["unknown"])}
+            elif runs:
+                metrics[name] = {"kind": "proportion", "k": None, "n": None, "rate": None, "runs": 0,
+                                 "unknown_runs": len(pool["unknown"])}
+            continue
+        vals = [v for v in (metric_value(r, name, exp) for r in runs) if v is not None]
+        if not vals:
+            if runs:
+                metrics[name] = {"kind": spec.kind, "runs": 0, "unknown_runs": len(runs)}
+            continue
+        m = stats.median_ci(vals)
+        entry = {"kind": spec.kind, "runs": len(vals), "unknown_runs": len(runs) - len(vals), "median": m.median,
+                 "interval": list(m.interval) if m.interval else None, "confidence": m.confidence,
+                 "warning": m.warning}
+        if spec.kind == "count":
+            entry["total"] = sum(vals)
+        metrics[name] = entry
+    return {"variables": {v: expected[v] for v in sorted(named) if v in expected}, "runs": len(runs),
+            "units": units, "metrics": metrics}
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def _interval(iv: Any) -> str:
+    if not iv:
+        return "no interval"
+    return f"[{iv[0]:.3f}, {iv[1]:.3f}]"
+
+
+def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolates: str | None) -> str:
+    where = j["where"]
+    if j["estimate"] is None:
+        return f"It predicted {j['describe']}, which cannot be judged: {j['note']}."
+    if isinstance(j.get("k"), float) and j.get("n"):
+        arm = arms_summary.get(where, {})
+        var = arm.get("variables", {}).get(isolates) if isolates else None
+        label = f"the {where} arm" + (f" ({isolates}={var})" if var else "")
+        body = (f"{label} had {j['k']:g}/{j['n']:g} = {_pct(j['estimate'])} ({j['interval_kind']} "
+                f"{_interval(j['interval'])}; {j.get('runs', 0)} run(s))")
+    elif isinstance(j.get("k"), list):
+        (ka, kb), (na, nb) = j["k"], j["n"]
+        a, b = where.split(" - ")
+        body = (f"{a} had {ka:g}/{na:g} and {b} {kb:g}/{nb:g}, a difference of {j['estimate']:+.3f} "
+                f"({j['interval_kind']} {_interval(j['interval'])}, Fisher p = {j['fisher_p']:.2g})")
+    else:
+        body = f"{where} gave a median of {_fmt(j['estimate'])} ({j.get('interval_kind', '')} {_interval(j['interval'])})"
+    if j["outcome"] == "falsified":
+        tail = f"entirely outside the predicted region {j['region']}"
+    elif j["outcome"] == "supported":
+        tail = f"entirely inside the predicted region {j['region']}"
+    else:
+        tail = f"which straddles the region {j['region']}"
+        if j.get("note"):
+            tail += f" ({j['note']})"
+        if j.get("more_units_needed"):
+            tail += f"; about {j['more_units_needed']:,} more units at this rate would decide it"
+        elif j.get("more_runs_needed"):
+            tail += f"; {j['more_runs_needed']} more run(s) are needed"
+    p = j.get("p_against") if j["outcome"] == "falsified" else j.get("p_for") if j["outcome"] == "supported" else None
+    ptxt = f" (p = {p:.2g})" if p is not None and p < 0.05 else ""
+    extra = ""
+    comp = j.get("completed")
+    if comp and comp.get("n") and comp["n"] != j.get("n"):
+        extra = (f" Over completed units only it is {comp['k']:g}/{comp['n']:g} = {_pct(comp['estimate'])} "
+                 f"{_interval(comp['interval'])}, {comp['outcome']}.")
+    return f"It predicted {j['describe']}; {body}, {tail}{ptxt}.{extra}"
+
+
+def reasoning_text(h: Any, exp: Experiment, result: Any, arms: dict[str, list[RunData]]) -> str:
+    parts = [f"{h.id} is {result.verdict}."]
+    if result.sequential:
+        parts.append(f"Judged sequentially (always-valid tests, {result.replicates} replicate(s) so far).")
+    for j in result.predictions:
+        parts.append(_prediction_sentence(j, result.arms, h.isolates))
+    # Arms whose predicted metric stayed unknown are named, so nobody reads a silence as a zero.
+    for a, summ in result.arms.items():
+        for m in sorted({p.metric for p in h.predicts}):
+            info = summ.get("metrics", {}).get(m)
+            if info and info.get("runs") == 0 and info.get("unknown_runs"):
+                parts.append(f"In {a}, {m} is unknown ({info['unknown_runs']} run(s) did not record what it needs).")
+    held = [c for c in result.checks if c["passed"] is True and c["name"] != "data"]
+    failed = [c for c in result.checks if c["passed"] is False]
+    unknown = [c for c in result.checks if c["passed"] is None]
+    if held:
+        parts.append("Checks held: " + "; ".join(f"{c['name']} ({c['detail'].rstrip('.')})" for c in held) + ".")
+    for c in failed:
+        effect = {"invalid": " This makes the result invalid.",
+                  "inconclusive": " This makes the result inconclusive."}.get(c["effect"], "")
+        parts.append(f"Flagged — {c['name']}: {c['detail'].rstrip('.')}.{effect}")
+    if unknown:
+        parts.append("Not checkable: " + "; ".join(f"{c['name']} ({c['detail'].rstrip('.')})" for c in unknown) + ".")
+    return " ".join(parts)

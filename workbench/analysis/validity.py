@@ -1,0 +1,309 @@
+"""Validity checks: isolation (recorded variables, fingerprints, rendered configs), guards, attrition, drift, A/A.
+
+Each check is {name, passed, detail, effect}: passed is True, False, or None (could not be checked);
+effect says what it does to the verdict when it did not pass: "invalid", "inconclusive" or "none".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from workbench.analysis import stats
+from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts, rendered_configs
+from workbench.registry.experiment import Experiment
+
+# Attrition above this share of units, or different between arms (Fisher p below ALPHA), is flagged.
+ATTRITION_FLAG = 0.10
+DRIFT_P = 0.01
+
+
+def check(name: str, passed: bool | None, detail: str, effect: str = "none") -> dict[str, Any]:
+    return {"name": name, "passed": passed, "detail": detail, "effect": effect if passed is not True else "none"}
+
+
+def _set(values: set[str]) -> str:
+    return "{" + ", ".join(sorted(values)) + "}"
+
+
+def isolation(h: Any, arms: dict[str, list[RunData]], expected: dict[str, dict[str, str]],
+              by_arm_name: bool) -> dict[str, Any]:
+    """Arms differ only in the isolated variable, judged on the variables every run recorded."""
+    names = [a for a in arms if arms[a]]
+    problems: list[str] = []
+    unrecorded: set[str] = set()
+    if by_arm_name:  # runs grouped by the runner's arm label: each must carry its arm's assignment
+        for a in names:
+            for r in arms[a]:
+                for var, want in expected[a].items():
+                    got = r.variables.get(var)
+                    if got is None:
+                        unrecorded.add(var)
+                    elif got != want:
+                        problems.append(f"{r.name} (arm {a}) recorded {var}={got}, the arm sets {want}")
+    all_vars = sorted({v for a in names for r in arms[a] for v in r.variables} | set(h.hold))
+    held_ok = []
+    for var in all_vars:
+        if var == h.isolates:
+            continue
+        per_arm = {a: {r.variables[var] for r in arms[a] if var in r.variables} for a in names}
+        missing = [r.name for a in names for r in arms[a] if var not in r.variables]
+        if missing:
+            unrecorded.add(var)
+        seen = [s for s in per_arm.values() if s]
+        if len(seen) >= 2 and any(s != seen[0] for s in seen):
+            problems.append(f"{var} differs between arms: " +
+                            ", ".join(f"{a} {_set(s)}" for a, s in per_arm.items() if s))
+        elif seen:
+            held_ok.append(f"{var}={'/'.join(sorted(seen[0]))}")
+    if h.isolates:
+        vals = {a: {r.variables.get(h.isolates) for r in arms[a]} - {None} for a in names}
+        if len(names) >= 2 and all(vals.values()) and len({frozenset(v) for v in vals.values()}) < len(names) \
+                and not set(arms) >= {"control", "control_aa"}:
+            problems.append(f"the arms do not differ in {h.isolates}: " +
+                            ", ".join(f"{a} {_set(v)}" for a, v in vals.items()))
+    note = ""
+    if unrecorded:
+        note = (f" Not recorded by every run (taken as the hypothesis states): {', '.join(sorted(unrecorded))}.")
+    if problems:
+        return check("isolation", False, "; ".join(problems[:6]) + "." + note, "invalid")
+    iso = ""
+    if h.isolates:
+        iso = f"arms differ only in {h.isolates} (" + ", ".join(
+            f"{a}: {'/'.join(sorted({r.variables.get(h.isolates, '?') for r in arms[a]}))}" for a in names) + ")"
+    held = f"; held as recorded: {', '.join(held_ok)}" if held_ok else ""
+    return check("isolation", True, (iso or "one arm") + held + "." + note)
+
+
+def _flatten(d: Any, prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    if isinstance(d, dict):
+        for k, v in d.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+    else:
+        out[prefix[:-1]] = str(d)
+    return out
+
+
+def fingerprints(arms: dict[str, list[RunData]]) -> dict[str, Any]:
+    """Environment fingerprints recorded per run must agree between arms (a changed build is a confound)."""
+    names = [a for a in arms if arms[a]]
+    flat = {a: [_flatten(r.fingerprint) for r in arms[a]] for a in names}
+    keys = sorted({k for a in names for f in flat[a] for k in f})
+    if not keys:
+        return check("fingerprint", None, "no run recorded an environment fingerprint")
+    differ, partial, same = [], [], []
+    for key in keys:
+        per_arm = {a: {f[key] for f in flat[a] if key in f} for a in names}
+        present = {a: s for a, s in per_arm.items() if s}
+        if len(present) < len(names):
+            partial.append(key)
+            continue
+        sets = list(present.values())
+        if any(s != sets[0] for s in sets):
+            differ.append(f"{key}: " + ", ".join(f"{a} {_set(s)}" for a, s in present.items()))
+        else:
+            same.append(key)
+    if differ:
+        return check("fingerprint", False, "environment differs between arms: " + "; ".join(differ[:4]), "invalid")
+    detail = f"{len(same)} fingerprint value(s) identical across arms" + (f" ({', '.join(same[:5])})" if same else "")
+    if partial:
+        detail += f"; not comparable (recorded in some arms only): {', '.join(partial[:5])}"
+        return check("fingerprint", True if same else None, detail + ".")
+    return check("fingerprint", True, detail + ".")
+
+
+def configs(session: Any, arms: dict[str, list[RunData]], aa: bool) -> dict[str, Any]:
+    """Rendered configs: one per arm (replicates alike), and different between arms (the variable reached the target)."""
+    names = [a for a in arms if arms[a]]
+    hashes = {a: sorted({r.config_hash for r in arms[a] if r.config_hash}) for a in names}
+    if not any(hashes.values()):
+        return check("config", None, "no run recorded a rendered config (imported evidence, or a target without one)")
+    texts = rendered_configs(session, sorted({h for hs in hashes.values() for h in hs}))
+
+    def norm(arm: str, text: str) -> list[str]:
+        # The arm's own name is rendered into comments ("for arm control"); it is not a difference.
+        return [re.sub(rf"\b{re.escape(arm)}\b", "<arm>", line) for line in text.splitlines()]
+
+    per_arm: dict[str, set[tuple[str, ...]]] = {
+        a: {tuple(norm(a, texts[h])) for h in hashes[a] if h in texts} for a in names}
+    mixed = [a for a, s in per_arm.items() if len(s) > 1]
+    if mixed:
+        return check("config", False, f"replicates of arm(s) {', '.join(mixed)} ran different rendered configs",
+                     "inconclusive")
+    singles = {a: next(iter(s)) for a, s in per_arm.items() if s}
+    if len(singles) < 2:
+        return check("config", None, "rendered configs recorded for one arm only")
+    first, second = list(singles)[:2]
+    a_lines, b_lines = singles[first], singles[second]
+    diff = sorted(set(a_lines) ^ set(b_lines))
+    if not diff and not aa:
+        return check("config", False, "the arms rendered identical configs: the isolated variable changed nothing "
+                     "the target reads", "invalid")
+    shown = [f"{first}: {ln}" for ln in a_lines if ln not in b_lines][:3] + \
+            [f"{second}: {ln}" for ln in b_lines if ln not in a_lines][:3]
+    return check("config", True, f"one rendered config per arm; they differ in {len(diff)} line(s)" +
+                 (": " + " | ".join(s.strip() for s in shown) if shown else ""))
+
+
+def guard(g: Any, arms: dict[str, list[RunData]], exp: Experiment, arm_names: list[str]) -> dict[str, Any]:
+    """A guard holds when every run of its arm(s) recorded the metric and met the condition."""
+    name = f"guard: {g.describe()}"
+    spec = exp.metrics.get(g.metric)
+    targets = [g.arm] if g.arm else arm_names
+    lo, hi = g.bounds()
+    seen, bad, unknown = 0, [], []
+    for a in targets:
+        for r in arms.get(a, []):
+            if spec is not None and spec.kind == "proportion":
+                kn = proportion_counts(r, spec, exp)
+                v = None if kn is None or kn[1] <= 0 else kn[0] / kn[1]
+            else:
+                v = metric_value(r, g.metric, exp)
+            if v is None:
+                unknown.append(r.name)
+                continue
+            seen += 1
+            if not (lo <= v <= hi):
+                bad.append(f"{r.name} ({a}): {v:g}")
+    where = g.arm or "every arm"
+    if bad:
+        return check(name, False, f"violated in {len(bad)} run(s): {', '.join(bad[:5])}"
+                     + (f" — {g.why}" if g.why else ""), "invalid")
+    if seen == 0:
+        return check(name, None, f"no run in {where} recorded {g.metric}: the guard cannot be checked", "inconclusive")
+    if unknown:
+        return check(name, None, f"held in {seen} run(s), but {len(unknown)} run(s) did not record {g.metric} "
+                     f"({', '.join(unknown[:4])})", "inconclusive")
+    return check(name, True, f"held in all {seen} run(s) of {where}")
+
+
+def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], exp: Experiment,
+              basis_disagrees: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Units lost (not completed) per arm, runs that failed, and whether the outcome depends on the basis."""
+    per_arm: dict[str, Any] = {}
+    flags: list[str] = []
+    for a, runs in arms.items():
+        total = done = 0.0
+        by_outcome: dict[str, float] = {}
+        unknown = []
+        for r in runs:
+            cu = completed_units(r, exp)
+            if cu is None:
+                unknown.append(r.name)
+                continue
+            total += cu[0]
+            done += cu[1]
+            if r.outcomes:
+                for o, n in r.outcomes.items():
+                    by_outcome[o] = by_outcome.get(o, 0) + n
+            elif exp.unit:
+                for o in exp.unit.outcomes:
+                    m = next((mn for mn, s in exp.metrics.items() if s.units == {exp.unit.outcome_field: o}), None)
+                    v = metric_value(r, m, exp) if m else None
+                    if v is not None:
+                        by_outcome[o] = by_outcome.get(o, 0) + v
+        lost = total - done
+        share = lost / total if total > 0 else None
+        per_arm[a] = {"units": total, "completed": done, "lost": lost, "lost_share": share,
+                      "by_outcome": by_outcome, "runs_failed": len(failed.get(a, [])),
+                      "runs_unknown": unknown}
+        if share is not None and share > ATTRITION_FLAG:
+            flags.append(f"{a}: {lost:g}/{total:g} units ({share:.0%}) did not complete")
+        if total > 0 and done == 0:
+            flags.append(f"{a}: every unit was lost, so the arm measured nothing")
+        if failed.get(a):
+            flags.append(f"{a}: {len(failed[a])} run(s) failed and were left out")
+    known = [a for a in per_arm if per_arm[a]["units"] > 0]
+    p_between = None
+    if len(known) >= 2:
+        a, b = known[:2]
+        p_between = stats.fisher(int(per_arm[a]["lost"]), int(per_arm[a]["units"]),
+                                 int(per_arm[b]["lost"]), int(per_arm[b]["units"]))
+        if p_between < stats.ALPHA:
+            flags.append(f"attrition differs between {a} and {b} (Fisher p = {p_between:.2g})")
+    summary = {"arms": per_arm, "between_arms_p": p_between, "flags": flags}
+    if not known:
+        return check("attrition", None, "no arm recorded how many units completed"), summary
+    if any(per_arm[a]["units"] > 0 and per_arm[a]["completed"] == 0 for a in known):
+        return check("attrition", False, "; ".join(flags), "inconclusive"), summary
+    if basis_disagrees:
+        return check("attrition", False, "; ".join(flags) + ". Over completed units the verdict would differ for: "
+                     + ", ".join(basis_disagrees), "inconclusive"), summary
+    if flags:
+        return check("attrition", False, "; ".join(flags) + ". The outcome is the same over all units and over "
+                     "completed units, so the verdict stands.", "none"), summary
+    return check("attrition", True, "; ".join(f"{a}: {per_arm[a]['lost']:g}/{per_arm[a]['units']:g} lost"
+                                             for a in known)), summary
+
+
+def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Replicates of one arm should agree: a chi-square homogeneity test over runs, per proportion."""
+    from scipy.stats import chi2_contingency
+
+    out: dict[str, Any] = {}
+    flagged = []
+    tested = 0
+    for m in metrics:
+        spec = exp.metrics.get(m)
+        if spec is None or spec.kind != "proportion":
+            continue
+        for a, runs in arms.items():
+            rows = []
+            for r in runs:
+                kn = proportion_counts(r, spec, exp)
+                if kn is not None and kn[1] > 0:
+                    rows.append((r, kn[0], kn[1]))
+            if len(rows) < 2:
+                continue
+            table = [[k, n - k] for _, k, n in rows]
+            col = [sum(x[0] for x in table), sum(x[1] for x in table)]
+            if min(col) == 0:
+                p = 1.0
+            else:
+                p = float(chi2_contingency(table).pvalue)
+            tested += 1
+            out.setdefault(a, {})[m] = {"p": p, "runs": len(rows), "rates": [k / n for _, k, n in rows]}
+            if p < DRIFT_P:
+                flagged.append(f"{m} in {a} varies between replicates more than chance allows "
+                               f"(chi-square p = {p:.2g} over {len(rows)} runs: "
+                               + ", ".join(f"{k:g}/{n:g}" for _, k, n in rows[:6]) + ")")
+    if flagged:
+        return check("drift", False, "; ".join(flagged), "inconclusive"), out
+    if not tested:
+        return check("drift", None, "fewer than two replicates per arm: drift not measurable"), out
+    return check("drift", True, f"replicates agree within each arm ({tested} test(s), all p >= {DRIFT_P})"), out
+
+
+def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str],
+             sequential: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A/A: the control run twice. The difference interval is the noise floor; excluding 0 is a false alarm."""
+    from workbench.analysis import sequential as seq
+    from workbench.analysis.predictions import _path, pooled
+
+    out: dict[str, Any] = {}
+    alarms = []
+    for m in metrics:
+        spec = exp.metrics.get(m)
+        if spec is None or spec.kind != "proportion":
+            continue
+        pa, pb = pooled(arms.get("control", []), m, exp), pooled(arms.get("control_aa", []), m, exp)
+        if pa["n"] <= 0 or pb["n"] <= 0:
+            continue
+        if sequential:
+            ci = seq.difference_sequence(_path(pa["per_run"]), _path(pb["per_run"]))
+        else:
+            ci = stats.newcombe(pa["k"], pa["n"], pb["k"], pb["n"])
+        p = stats.fisher(int(pa["k"]), int(pa["n"]), int(pb["k"]), int(pb["n"]))
+        alarm = not (ci[0] <= 0 <= ci[1])
+        out[m] = {"control": [pa["k"], pa["n"]], "control_aa": [pb["k"], pb["n"]], "difference_interval": list(ci),
+                  "noise_floor": max(abs(ci[0]), abs(ci[1])), "fisher_p": p, "false_alarm": alarm}
+        if alarm:
+            alarms.append(f"{m}: {pa['k']:g}/{pa['n']:g} vs {pb['k']:g}/{pb['n']:g}, difference interval "
+                          f"[{ci[0]:.3f}, {ci[1]:.3f}] excludes 0")
+    if not out:
+        return check("a/a", None, "no proportion recorded in both control copies", "inconclusive"), out
+    if alarms:
+        return check("a/a", False, "false alarm between identical arms: " + "; ".join(alarms), "invalid"), out
+    return check("a/a", True, "no false alarm; noise floor " + ", ".join(
+        f"{m} ±{v['noise_floor']:.3f}" for m, v in out.items())), out
