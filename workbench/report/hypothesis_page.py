@@ -1,0 +1,311 @@
+"""The context of one hypothesis page: definition, arms and config diff, charts, verdict, checks, runs."""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections import defaultdict
+from typing import Any
+
+from workbench.report import bridge, charts, stats
+from workbench.report.context import (ArmRow, AssumptionView, AttritionRow, ChartView, Check, DiffView,
+                                      HypothesisContext, Link, Page, PredictionView, ProbeRow, ReviewView, RunRow,
+                                      VerdictView)
+from workbench.report.data import StoreData
+
+EVIDENCE_STATUSES = {"ok", "done", "historical"}
+MAX_RUN_ROWS = 300
+MAX_METRIC_COLUMNS = 5
+
+
+def evidence_runs(data: StoreData, hid: str) -> tuple[list[dict[str, Any]], int | None]:
+    """The runs the latest verdict rests on: its execution's runs, else the latest execution's, else all."""
+    runs = [r for r in data.hypothesis_runs(hid) if r["status"] in EVIDENCE_STATUSES]
+    verdict = data.verdicts.get(hid)
+    ex_ids = [r["execution_id"] for r in runs if r["execution_id"] is not None]
+    chosen = verdict.get("execution_id") if verdict else None
+    if chosen is None or chosen not in ex_ids:
+        chosen = max(ex_ids) if ex_ids else None
+    if chosen is None:
+        return runs, None
+    return [r for r in runs if r["execution_id"] == chosen], chosen
+
+
+def metric_order(h: Any, exp: Any, runs: list[dict[str, Any]]) -> list[str]:
+    """Predicted metrics first, then guards, then the rest the runs carry (declared order, then by name)."""
+    order: list[str] = []
+    for name in [p.metric for p in h.predicts if not p.target] + [g.metric for g in h.requires]:
+        if name not in order:
+            order.append(name)
+    present = {m for r in runs for m in r["metrics"]}
+    declared = list(exp.metrics) if exp is not None else []
+    for name in declared + sorted(present):
+        if name in present and name not in order:
+            order.append(name)
+    return [m for m in order if m in present]
+
+
+def arm_estimate(exp: Any, metric: str, runs: list[dict[str, Any]]) -> stats.Estimate:
+    spec = exp.metrics.get(metric) if exp is not None else None
+    if spec is not None and spec.kind == "proportion":
+        pairs = [(r["metrics"].get(spec.numerator), r["metrics"].get(spec.denominator)) for r in runs]
+        pairs = [(k, n) for k, n in pairs if k is not None and n is not None]
+        if pairs:
+            return stats.proportion(int(sum(k for k, _ in pairs)), int(sum(n for _, n in pairs)))
+    return stats.median_interval([r["metrics"][metric] for r in runs if metric in r["metrics"]])
+
+
+def _region_bands(h: Any, metric: str) -> list[charts.RegionBand]:
+    out = []
+    for p in h.predicts:
+        if p.metric == metric and not p.target and p.difference is None:
+            lo, hi = p.region.bounds()
+            out.append(charts.RegionBand(p.arm, lo, hi, "predicted", p.region.describe()))
+    for g in h.requires:
+        if g.metric == metric:
+            lo, hi = g.bounds()
+            out.append(charts.RegionBand(g.arm, lo, hi, "required", g.describe()))
+    return out
+
+
+def _relation(lo: float | None, hi: float | None, region: Any) -> str:
+    if lo is None or hi is None:
+        return ""
+    rlo, rhi = region.bounds()
+    if rlo <= lo and hi <= rhi:
+        return "interval inside the predicted region"
+    if hi < rlo or lo > rhi:
+        return "interval outside the predicted region"
+    return "interval overlaps the region's boundary"
+
+
+def _fmt_interval(lo: float | None, hi: float | None, rate: bool) -> str:
+    if lo is None or hi is None:
+        return ""
+    return f"[{lo:.1%}, {hi:.1%}]" if rate else f"[{stats.fmt(lo)}, {stats.fmt(hi)}]"
+
+
+def _config_diffs(arm_names: list[str], runs: list[dict[str, Any]], execution: dict[str, Any] | None) -> list[DiffView]:
+    first: dict[str, dict[str, Any]] = {}
+    for r in runs:
+        if r["arm"] and r["arm"] not in first and r.get("rendered_config") is not None:
+            first[r["arm"]] = r
+    out: list[DiffView] = []
+    arms = [a for a in arm_names if a in first]
+    for other in arms[1:]:
+        a, b = first[arms[0]], first[other]
+        diff = list(difflib.unified_diff((a["rendered_config"] or "").splitlines(),
+                                         (b["rendered_config"] or "").splitlines(),
+                                         f"{arms[0]} (run {a['id']})", f"{other} (run {b['id']})", lineterm="", n=2))
+        lines = [("add" if ln.startswith("+") and not ln.startswith("+++") else
+                  "del" if ln.startswith("-") and not ln.startswith("---") else
+                  "hunk" if ln.startswith("@@") else "ctx", ln) for ln in diff]
+        out.append(DiffView(f"rendered config: {arms[0]} → {other}", lines, identical=not diff))
+        fa, fb = a.get("fingerprint") or {}, b.get("fingerprint") or {}
+        keys = sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k))
+        flines = [("del", f"- {k}: {fa.get(k, '(absent)')}") for k in keys] + \
+                 [("add", f"+ {k}: {fb.get(k, '(absent)')}") for k in keys]
+        out.append(DiffView(f"environment fingerprint: {arms[0]} → {other}", flines, identical=not keys))
+    if execution and execution.get("config_diff"):
+        import json
+
+        text = json.dumps(execution["config_diff"], indent=2, sort_keys=True, default=str)
+        out.append(DiffView(f"config diff recorded by execution {execution['id']}",
+                            [("ctx", ln) for ln in text.splitlines()], identical=False))
+    return out
+
+
+def _observed_from_analysis(src: dict[str, Any], exp: Any, metric: str) -> str:
+    est = bridge._num(src.get("estimate"))
+    if est is None:
+        return ""
+    rate = exp is not None and metric in exp.metrics and exp.metrics[metric].kind == "proportion"
+    k, n = src.get("k"), src.get("n")
+    text = f"{int(k)}/{int(n)} = {est:.1%}" if rate and k is not None and n else stats.fmt(est)
+    interval = src.get("interval")
+    if isinstance(interval, (list, tuple)) and len(interval) == 2:
+        text += " " + _fmt_interval(bridge._num(interval[0]), bridge._num(interval[1]), rate)
+        if src.get("interval_kind"):
+            text += f" {src['interval_kind']}"
+    by_process = src.get("by_process")
+    if isinstance(by_process, dict) and by_process:
+        text += " (" + ", ".join(f"{k}: {v}" for k, v in by_process.items()) + ")"
+    if src.get("runs"):
+        text += f"; {src['runs']} run(s)"
+    return text
+
+
+def _verdict_view(stored: dict[str, Any] | None, analysis: dict[str, Any] | None) -> tuple[VerdictView | None, str]:
+    note = ""
+    a_checks = [Check(str(c.get("name", "")), c.get("passed"), str(c.get("detail", "")))
+                for c in bridge.checks(analysis)]
+    more = str((analysis or {}).get("more_data") or (analysis or {}).get("needed") or "")
+    if stored:
+        s_checks = [Check(str(c.get("name", "")), c.get("passed"), str(c.get("detail", "")))
+                    for c in (stored.get("checks") or []) if isinstance(c, dict)]
+        details = stored.get("details") or {}
+        more = more or str(details.get("more_data") or "") if isinstance(details, dict) else more
+        if analysis and analysis.get("verdict") and analysis.get("verdict") != stored["verdict"]:
+            note = (f"Re-analysing the stored runs now gives {analysis.get('verdict')}; the verdict below is the "
+                    f"one recorded on {str(stored.get('created_at'))[:16]}.")
+        return VerdictView(stored["verdict"], stored.get("reasoning") or "", str(stored.get("created_at") or "")[:19],
+                           stored.get("execution_id"), s_checks or a_checks, "stored", more), note
+    if analysis and analysis.get("verdict"):
+        return VerdictView(str(analysis["verdict"]), str(analysis.get("reasoning") or ""), "", None, a_checks,
+                           "computed now (not stored)", more), note
+    return None, note
+
+
+def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | None, analysis_note: str,
+          page: Page, status_of: dict[str, str]) -> HypothesisContext:
+    exp = registry.experiments.get(h.experiment)
+    all_runs = data.hypothesis_runs(h.id)
+    runs, ex_id = evidence_runs(data, h.id)
+    by_arm: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    used = bridge.evidence_run_ids(analysis)
+    if used:  # the runs the analysis pooled, which may include matching runs of other hypotheses
+        runs = [data.runs[i] for ids in used.values() for i in ids if i in data.runs]
+        for arm, ids in used.items():
+            by_arm[arm] = [data.runs[i] for i in ids if i in data.runs]
+    else:
+        for r in runs:
+            by_arm[r["arm"] or "probe"].append(r)
+    arm_names = list(h.arm_names) + [a for a in by_arm if a not in h.arm_names]
+
+    # Arms: the full assignment of every arm, rows that differ marked.
+    assignments: dict[str, dict[str, str]] = {}
+    for arm in h.arm_names:
+        try:
+            assignments[arm] = registry.arm_assignment(h, arm)
+        except Exception:  # noqa: BLE001 - an experiment edited since; show the hypothesis' own values
+            assignments[arm] = {**h.hold, **h.arms.get(arm, {})}
+    variables = sorted({v for a in assignments.values() for v in a})
+    arm_rows = [ArmRow(v, [assignments[a].get(v, "") for a in h.arm_names],
+                       len({assignments[a].get(v, "") for a in h.arm_names}) > 1, v == h.isolates)
+                for v in variables]
+
+    # Charts: one per metric, by arm, with intervals (analysis' when it has them) and the predicted region.
+    chart_views: list[ChartView] = []
+    estimates: dict[tuple[str, str], dict[str, Any]] = {}
+    for i, metric in enumerate(metric_order(h, exp, runs)):
+        spec = exp.metrics.get(metric) if exp is not None else None
+        is_rate = spec is not None and spec.kind == "proportion"
+        points, rows = [], []
+        for arm in arm_names:
+            got = bridge.arm_metric(analysis, arm, metric)
+            if got is None:
+                e = arm_estimate(exp, metric, by_arm.get(arm, []))
+                got = {"estimate": e.estimate, "lo": e.lo, "hi": e.hi, "n": e.n, "label": e.label, "method": e.method}
+            estimates[(arm, metric)] = got
+            points.append(charts.ArmPoint(arm, got["estimate"], got["lo"], got["hi"], got["label"], got["method"]))
+            rows.append((arm, got["label"], _fmt_interval(got["lo"], got["hi"], is_rate) +
+                         (f" {got['method']}" if got["lo"] is not None else "")))
+        run_values = [charts.RunValue(arm, r["id"], r["metrics"][metric]) for arm in arm_names
+                      for r in by_arm.get(arm, []) if metric in r["metrics"] and math.isfinite(r["metrics"][metric])]
+        mc = charts.MetricChart(metric, arm_names, points, run_values, _region_bands(h, metric), is_rate)
+        chart_views.append(ChartView(f"chart-{i}", metric, charts.metric_spec(mc), rows))
+
+    # Reachability: calls per target, per process, over the evidence runs.
+    probe_rows: list[ProbeRow] = []
+    evidence_ids = {r["id"] for r in runs}
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in all_runs:
+        for p in data.probes.get(r["id"], []):
+            probe_rows.append(ProbeRow(p["target"], p["process"], str(p["pid"]), p["calls"], p["resolved"],
+                                       Link(f"../runs/{r['id']}.html", f"run {r['id']}")))
+            if r["id"] in evidence_ids:
+                totals[p["target"]][0] += p["calls"]
+                totals[p["target"]][1] += 1
+
+    a_preds = bridge.predictions(analysis)
+    stored_preds = ((data.verdicts.get(h.id) or {}).get("details") or {})
+    stored_preds = stored_preds.get("predictions", []) if isinstance(stored_preds, dict) else []
+    predictions = []
+    for j, p in enumerate(h.predicts):
+        src = a_preds[j] if j < len(a_preds) else (stored_preds[j] if j < len(stored_preds)
+                                                     and isinstance(stored_preds[j], dict) else {})
+        observed, relation = "", ""
+        if p.target:
+            calls = totals.get(p.target, [None])[0]
+            observed = "not probed" if calls is None else f"{calls} calls"
+            if calls is not None:
+                relation = "inside the predicted region" if p.region.contains(calls) else "outside the predicted region"
+        elif p.difference:
+            a, b = (estimates.get((p.difference[0], p.metric)), estimates.get((p.difference[1], p.metric)))
+            if a and b and a["estimate"] is not None and b["estimate"] is not None:
+                observed = f"{stats.fmt(a['estimate'] - b['estimate'])} (point estimate)"
+        else:
+            for arm in ([p.arm] if p.arm else arm_names):
+                e = estimates.get((arm, p.metric))
+                if e and e["estimate"] is not None:
+                    is_rate = exp is not None and p.metric in exp.metrics and exp.metrics[p.metric].kind == "proportion"
+                    observed += f"{arm}: {e['label']} {_fmt_interval(e['lo'], e['hi'], is_rate)}; "
+                    relation = relation or _relation(e["lo"], e["hi"], p.region)
+        if src.get("estimate") is not None:
+            observed = _observed_from_analysis(src, exp, p.metric) or observed
+        outcome = str(src.get("outcome") or src.get("result") or relation)
+        if src.get("more_units_needed"):
+            outcome += f" (about {src['more_units_needed']} more units would decide it)"
+        predictions.append(PredictionView(p.describe(), p.why, observed.rstrip("; "), outcome))
+
+    verdict, vnote = _verdict_view(data.verdicts.get(h.id), analysis)
+    outcomes: list[str] = list(exp.unit.outcomes) if exp is not None and exp.unit is not None else []
+    attrition = []
+    for arm in arm_names:
+        counts: dict[str, int] = defaultdict(int)
+        for r in by_arm.get(arm, []):
+            for o, n in data.units.get(r["id"], {}).items():
+                counts[o] += n
+        for o in counts:
+            if o not in outcomes:
+                outcomes.append(o)
+        attrition.append(AttritionRow(arm, len(by_arm.get(arm, [])), sum(counts.values()),
+                                      [(o, counts.get(o, 0)) for o in outcomes]))
+    for row in attrition:
+        have = dict(row.by_outcome)
+        row.by_outcome = [(o, have.get(o, 0)) for o in outcomes]
+
+    metric_columns = metric_order(h, exp, runs)[:MAX_METRIC_COLUMNS]
+    in_evidence = {r["id"] for r in runs}
+    shown = sorted(all_runs, key=lambda r: r["id"], reverse=True)[:MAX_RUN_ROWS]
+    run_rows = [RunRow(r["id"], f"../runs/{r['id']}.html", r["arm"] or "", "" if r["replicate"] is None
+                       else str(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
+                       r["id"] in in_evidence,
+                       [stats.fmt(r["metrics"].get(m)) if m in r["metrics"] else "" for m in metric_columns])
+                for r in shown]
+    assumptions = [AssumptionView(a.text, Link(f"{a.tested_by}.html", a.tested_by) if a.tested_by else None,
+                                  status_of.get(a.tested_by) if a.tested_by else None) for a in h.assumptions]
+    execution = data.executions.get(ex_id) if ex_id is not None else None
+    notes = "; ".join(n for n in (analysis_note, vnote) if n)
+    if len(all_runs) > MAX_RUN_ROWS:
+        notes = (notes + "; " if notes else "") + (f"the runs table shows the latest {MAX_RUN_ROWS} of "
+                                                   f"{len(all_runs)} runs; the runs list has them all")
+    return HypothesisContext(
+        page=page, id=h.id, claim=h.claim, notes=h.notes, kind=h.kind, status=status_of.get(h.id, h.status),
+        experiment=h.experiment,
+        parent=Link(f"{h.parent}.html", h.parent) if h.parent else None,
+        children=[Link(f"{c.id}.html", c.id) for c in registry.children(h.id)],
+        isolates=h.isolates, hold=sorted(h.hold.items()), arm_names=list(h.arm_names), arm_rows=arm_rows,
+        config_diffs=_config_diffs(arm_names, runs, execution), predictions=predictions,
+        guards=[g.describe() + (f" — {g.why}" if g.why else "") for g in h.requires], falsified_if=h.falsified_if,
+        assumptions=assumptions, charts=chart_views, verdict=verdict, analysis_note=notes,
+        attrition=attrition if any(r.units for r in attrition) else [], attrition_outcomes=outcomes,
+        probe_rows=probe_rows, probe_totals=[(t, v[0], v[1]) for t, v in sorted(totals.items())],
+        metric_columns=metric_columns, runs=run_rows,
+        reviews=[ReviewView(r["author"], r["decision"], r["body"] or "", (r["created_at"] or "")[:19])
+                 for r in data.reviews.get(h.id, [])])
+
+
+def key_number(h: Any, registry: Any, data: StoreData) -> str:
+    """The one number a board card shows: the first prediction's metric in its arm (or probe calls)."""
+    runs, _ = evidence_runs(data, h.id)
+    if not runs:
+        return "no runs yet"
+    p = h.predicts[0]
+    if p.target:
+        calls = sum(pc["calls"] for r in runs for pc in data.probes.get(r["id"], []) if pc["target"] == p.target)
+        return f"{p.target.split(':')[-1]}: {calls} calls in {len(runs)} run(s)"
+    exp = registry.experiments.get(h.experiment)
+    arm = p.arm or (p.difference[0] if p.difference else (h.arm_names[-1] if h.arm_names else None))
+    e = arm_estimate(exp, p.metric, [r for r in runs if (r["arm"] or "probe") == arm])
+    return f"{p.metric} ({arm}): {e.label}" if e.estimate is not None else f"{len(runs)} run(s)"

@@ -1,0 +1,154 @@
+"""The context of one run page, and the artifact files copied into the site so every link stays inside it.
+
+Logs are untrusted text: they reach the page only as escaped text, and a large one is cut to its
+head and tail with a link to the full copy.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from workbench.report import stats
+from workbench.report.context import ArtifactView, Link, Page, ProbeRow, RunContext
+from workbench.report.data import StoreData
+
+PREVIEW_HEAD = 12_000
+PREVIEW_TAIL = 4_000
+MAX_COPY_BYTES = 64 * 1024 * 1024
+TEXT_SUFFIXES = {".log", ".txt", ".jsonl", ".json", ".out", ".err", ".csv", ".yaml", ".yml", ".sh", ".md"}
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return ""
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n = n / 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def _resolve(path: str, roots: list[Path]) -> Path | None:
+    p = Path(path).expanduser()
+    if p.is_absolute():
+        return p if p.is_file() else None
+    for root in roots:
+        if (root / p).is_file():
+            return root / p
+    return None
+
+
+def _copy(src: Path, dest: Path) -> None:
+    """Hard-link when possible (instant, no space); copy across file systems. Skip an unchanged copy."""
+    try:
+        st = src.stat()
+        if dest.exists():
+            dt = dest.stat()
+            if dt.st_ino == st.st_ino or (dt.st_size == st.st_size and dt.st_mtime >= st.st_mtime):
+                return
+            dest.unlink()
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src, dest)
+        except OSError:
+            shutil.copy2(src, dest)
+    except OSError:
+        return
+
+
+def _preview(path: Path, size: int) -> tuple[str | None, bool]:
+    """(text, truncated); None for a binary file."""
+    with open(path, "rb") as fh:
+        head = fh.read(PREVIEW_HEAD)
+        tail = b""
+        if size > PREVIEW_HEAD + PREVIEW_TAIL:
+            fh.seek(max(PREVIEW_HEAD, size - PREVIEW_TAIL))
+            tail = fh.read(PREVIEW_TAIL)
+        elif size > PREVIEW_HEAD:
+            tail = fh.read()
+    if b"\x00" in head[:4096]:
+        return None, False
+    truncated = size > PREVIEW_HEAD + PREVIEW_TAIL
+    text = head.decode("utf-8", errors="replace")
+    if truncated:
+        skipped = size - len(head) - len(tail)
+        text = (text.rsplit("\n", 1)[0] + f"\n\n… {skipped:,} bytes not shown …\n\n" +
+                tail.decode("utf-8", errors="replace").split("\n", 1)[-1])
+    else:
+        text += tail.decode("utf-8", errors="replace")
+    return text, truncated
+
+
+def artifacts(run_id: int, arts: list[dict[str, Any]], out_dir: Path, roots: list[Path]) -> list[ArtifactView]:
+    views = []
+    used: set[str] = set()
+    for a in arts:
+        src = _resolve(a["path"], roots)
+        if src is None:
+            views.append(ArtifactView(a["name"], _size(a["size_bytes"]), a["sha256"][:12], None, None, False,
+                                      f"not found at {a['path']}"))
+            continue
+        size = src.stat().st_size
+        suffix = src.suffix.lower() if src.suffix.lower() in TEXT_SUFFIXES else ".txt"
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", a["name"]) or "artifact"
+        name = f"{safe}{suffix}" if not safe.lower().endswith(suffix) else safe
+        while name in used:
+            name = "_" + name
+        used.add(name)
+        rel = f"artifacts/{run_id}/{name}"
+        href: str | None = f"../{rel}"
+        note = ""
+        if size > MAX_COPY_BYTES:
+            href, note = None, f"too large to copy into the site ({_size(size)}); it stays at {src}"
+        else:
+            _copy(src, out_dir / rel)
+        preview, truncated = _preview(src, size)
+        if preview is None:
+            note = note or "binary file"
+        elif truncated:
+            note = note or "shown cut to its first and last lines; open the file for all of it"
+        views.append(ArtifactView(a["name"], _size(size), a["sha256"][:12], href, preview, truncated, note))
+    return views
+
+
+def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots: list[Path],
+          prev_id: int | None, next_id: int | None, hypothesis_known: bool) -> RunContext:
+    rid = run["id"]
+    ex = data.executions.get(run["execution_id"]) if run["execution_id"] is not None else None
+    meta = [("status", run["status"]), ("source", run["source"]), ("arm", run["arm"] or ""),
+            ("replicate", "" if run["replicate"] is None else str(run["replicate"])),
+            ("block / order", f"{'' if run['block'] is None else run['block']} / "
+                              f"{'' if run['order_index'] is None else run['order_index']}"),
+            ("execution", f"{run['execution_id']} ({ex['mode']}, {ex['status']}, profile {ex['profile']})"
+             if ex else ("" if run["execution_id"] is None else str(run["execution_id"]))),
+            ("experiment", f"{run['experiment_id'] or ''} v{run['experiment_version'] or ''}"),
+            ("target / host", f"{run['target'] or ''} / {run['host'] or ''}"),
+            ("started", run["started_at"] or ""), ("ended", run["ended_at"] or ""),
+            ("stage / phase", f"{run['stage'] or ''} / {run['phase'] or ''}"),
+            ("label", run["label"] or ""), ("config hash", run["config_hash"] or ""),
+            ("provenance", run["provenance"] or "")]
+    meta = [(k, v) for k, v in meta if v.strip(" /v")]
+    fp = run.get("fingerprint") or {}
+    import json
+
+    fingerprint = [(k, v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str))
+                   for k, v in sorted(fp.items())]
+    units = sorted(data.units.get(rid, {}).items())
+    return RunContext(
+        page=page, id=rid, title=f"run {rid}",
+        hypothesis=Link(f"../hypotheses/{run['hypothesis_id']}.html", run["hypothesis_id"])
+        if run["hypothesis_id"] and hypothesis_known else None,
+        meta=meta, variables=sorted((k, str(v)) for k, v in (run["variables"] or {}).items()),
+        fingerprint=fingerprint,
+        metrics=[(k, stats.fmt(v), "") for k, v in sorted(run["metrics"].items())],
+        units=units, units_total=sum(n for _, n in units),
+        probe_rows=[ProbeRow(p["target"], p["process"], str(p["pid"]), p["calls"], p["resolved"])
+                    for p in data.probes.get(rid, [])],
+        artifacts=artifacts(rid, data.artifacts.get(rid, []), out_dir, roots),
+        rendered_config=run.get("rendered_config"), error=run["error"],
+        prev=Link(f"{prev_id}.html", f"run {prev_id}") if prev_id is not None else None,
+        next=Link(f"{next_id}.html", f"run {next_id}") if next_id is not None else None)

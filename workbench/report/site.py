@@ -1,0 +1,136 @@
+"""Builds the static site: board, one page per hypothesis, runs, confound report, lineage — all offline.
+
+Pages link to each other by relative paths and load one shared chart runtime from assets/, so the
+folder can be copied anywhere (an air-gapped cluster, a shared drive) and opened from disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import BadInput
+from workbench.report import assets, bridge, hypothesis_page, pages, run_page
+from workbench.report.context import Page
+
+MANIFEST = ".wb-site.json"
+RUNS_PER_LIST_PAGE = 400
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def _env():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return env
+
+
+def _write(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a reader never sees half a page."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def _check_out_dir(out: Path) -> set[str]:
+    """Files of the previous build (to remove the stale ones); refuse a non-empty folder wb did not make."""
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"{out} exists and is not a folder", hint="pass --out a folder for the site")
+    manifest = out / MANIFEST
+    if manifest.is_file():
+        try:
+            return set(json.loads(manifest.read_text(encoding="utf-8")).get("files", []))
+        except (ValueError, OSError):
+            return set()
+    if out.is_dir() and any(p.name not in (".gitkeep", ".gitignore") for p in out.iterdir()):
+        raise BadInput(f"{out} is not empty and holds no wb site",
+                       hint="pass --out a new or empty folder (wb replaces only the sites it wrote)")
+    return set()
+
+
+def build_site(store: Any, registry: Any, out_dir: str | Path, *, generated_at: datetime | None = None) -> dict[str, Any]:
+    """Write the whole site under `out_dir`; returns {"index", "hypotheses": {id: path}, "runs": {id: path},
+    "lineage", "confounds", "runs_list", "assets", "pages"} with absolute paths."""
+    from workbench.report import data as data_mod
+
+    out = Path(out_dir).expanduser().resolve()
+    previous = _check_out_dir(out)
+    out.mkdir(parents=True, exist_ok=True)
+    now = (generated_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
+    mod = bridge.analysis_module()
+    with store.session() as session:
+        data = data_mod.load(session)
+        analyses = {}
+        for h in registry.hypotheses:
+            if data.runs_by_hypothesis.get(h.id) or h.id in data.verdicts:
+                analyses[h.id] = bridge.analyze(mod, session, registry, h.id)
+        findings, confound_note = bridge.scan_confounds(mod, session, registry)
+
+    env = _env()
+    written: list[Path] = []
+
+    def render(template: str, ctx: Any, path: Path) -> Path:
+        _write(path, env.get_template(template).render(ctx=ctx))
+        written.append(path)
+        return path
+
+    def page(title: str, section: str, root: str = "", charts: bool = False) -> Page:
+        return Page(title=title, root=root, section=section, generated_at=now, has_charts=charts)
+
+    statuses = pages.status_of(registry, data)
+    known = {h.id for h in registry.hypotheses}
+    result: dict[str, Any] = {"hypotheses": {}, "runs": {}}
+    result["index"] = str(render("index.html.j2", pages.index(registry, data, statuses, page("Hypotheses", "board")),
+                                 out / "index.html"))
+    for h in registry.hypotheses:
+        analysis, note = analyses.get(h.id, (None, ""))
+        ctx = hypothesis_page.build(h, registry, data, analysis, note, page(h.id, "hypothesis", "../", True), statuses)
+        result["hypotheses"][h.id] = str(render("hypothesis.html.j2", ctx, out / "hypotheses" / f"{h.id}.html"))
+
+    roots = [Path(registry.root)] + ([Path(store.path).parent] if getattr(store, "path", None) else [])
+    by_hyp: dict[Any, list[int]] = {}
+    for rid, r in data.runs.items():
+        by_hyp.setdefault(r["hypothesis_id"], []).append(rid)
+    for ids in by_hyp.values():
+        for i, rid in enumerate(ids):
+            ctx = run_page.build(data.runs[rid], data, page(f"run {rid}", "runs", "../"), out, roots,
+                                 ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
+                                 data.runs[rid]["hypothesis_id"] in known)
+            result["runs"][rid] = str(render("run.html.j2", ctx, out / "runs" / f"{rid}.html"))
+
+    run_ids = sorted(data.runs, reverse=True)
+    chunks = [run_ids[i:i + RUNS_PER_LIST_PAGE] for i in range(0, len(run_ids), RUNS_PER_LIST_PAGE)] or [[]]
+    names = ["runs.html"] + [f"runs-{i + 1}.html" for i in range(1, len(chunks))]
+    for i, chunk in enumerate(chunks):
+        ctx = pages.runs_list(data, known, chunk, page("Runs" + (f" ({i + 1}/{len(chunks)})" if len(chunks) > 1
+                                                                  else ""), "runs"))
+        ctx_pages = [(n, n == names[i]) for n in names] if len(chunks) > 1 else []
+        _write(out / names[i], env.get_template("runs.html.j2").render(ctx=ctx, pager=ctx_pages))
+        written.append(out / names[i])
+    result["runs_list"] = str(out / "runs.html")
+    result["confounds"] = str(render("confounds.html.j2",
+                                     pages.confounds(findings, confound_note, known, page("Confounds", "confounds")),
+                                     out / "confounds.html"))
+    result["lineage"] = str(render("lineage.html.j2",
+                                   pages.lineage_context(registry, data, statuses, page("Lineage", "lineage")),
+                                   out / "lineage.html"))
+    result["pages"] = [str(p) for p in written]
+    asset_paths = assets.write_assets(out / "assets", _write)
+    result["assets"] = [str(p) for p in asset_paths]
+
+    artifacts_dir = out / "artifacts"
+    files = {str(p.relative_to(out)) for p in written + asset_paths}
+    if artifacts_dir.is_dir():
+        files |= {str(p.relative_to(out)) for p in artifacts_dir.rglob("*") if p.is_file()}
+    for stale in previous - files:
+        target = (out / stale).resolve()
+        if target.is_relative_to(out) and target.is_file():
+            target.unlink()
+    _write(out / MANIFEST, json.dumps({"format": 1, "generated_at": now, "files": sorted(files)}, indent=0))
+    return result
