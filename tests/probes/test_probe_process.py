@@ -242,7 +242,7 @@ def test_environment_and_upload_files(tmp_path: Path, monkeypatch):
     remote = probe_environment(["a.b:C", "a.b:f"], "/var/tmp/wb/run7", probe_dir="/opt/wb-probe")
     assert remote["PYTHONPATH"] == "/opt/wb-probe" and remote["WB_PROBE_TARGETS"] == "a.b:C,a.b:f"
     files = probe_files()
-    assert set(files) == {"sitecustomize.py", "_wb_probe.py"}
+    assert set(files) == {"sitecustomize.py", "_wb_probe.py", "wb-probe-systemd.sh"}
     assert b"import wb" not in files["_wb_probe.py"] and b"workbench" not in files["_wb_probe.py"]
     dropin = systemd_dropin({"WB_PROBE_TARGETS": "a.b:C", "WB_PROBE_OUT": "/var/tmp/wb 50%", "X": 'say "hi"'})
     assert dropin.splitlines() == ["[Service]", 'Environment="WB_PROBE_TARGETS=a.b:C"',
@@ -273,3 +273,25 @@ def test_count_file_is_versioned_json(probed):
     assert doc["format"] == 1 and doc["pid"] == p.pid and doc["final"] is True
     assert doc["targets"][f"{M}:add"]["calls"] == 1
     assert not list(out.glob("*.tmp")), "atomic writes leave no temporary files"
+
+
+def test_systemd_helper_writes_and_removes_the_units_drop_in(tmp_path: Path):
+    script = tmp_path / "wb-probe-systemd.sh"
+    script.write_bytes(probe_files()["wb-probe-systemd.sh"])
+    calls = tmp_path / "systemctl.log"
+    fake = tmp_path / "systemctl"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\n")
+    fake.chmod(0o755)
+    units = tmp_path / "units"
+    env = {"PATH": os.environ["PATH"], "WB_PROBE_SYSTEMD_DIR": str(units), "WB_PROBE_SYSTEMCTL": str(fake)}
+    probe = probe_environment(["sglang.srt.mem_cache:HostPool"], str(tmp_path / "out 100%"),
+                              probe_dir="/var/lib/wb/probe-lib", base_pythonpath="/opt/sglang/python")
+    subprocess.run(["sh", str(script), "sglang-dsv4-prefill", "sglang-dsv4-decode.service"], env=env | probe,
+                   check=True, timeout=20)
+    for unit in ("sglang-dsv4-prefill.service", "sglang-dsv4-decode.service"):
+        text = (units / f"{unit}.d" / "wb-probe.conf").read_text()
+        assert text.splitlines()[1:] == systemd_dropin(probe).splitlines(), text
+    assert (tmp_path / "out 100%").is_dir()
+    subprocess.run(["sh", str(script), "sglang-dsv4-prefill"], env=env, check=True, timeout=20)
+    assert not (units / "sglang-dsv4-prefill.service.d" / "wb-probe.conf").exists()
+    assert calls.read_text().splitlines() == ["daemon-reload", "daemon-reload"]

@@ -18,7 +18,7 @@ from workbench.errors import BadInput
 __all__ = ["PROBE_DIR", "probe_environment", "read_counts", "probe_files", "parse_target", "systemd_dropin"]
 
 PROBE_DIR = Path(__file__).resolve().parent / "inject"
-_FILES = ("sitecustomize.py", "_wb_probe.py")
+_FILES = ("sitecustomize.py", "_wb_probe.py", "wb-probe-systemd.sh")
 ENV_TARGETS = "WB_PROBE_TARGETS"
 ENV_OUT = "WB_PROBE_OUT"
 ENV_INTERVAL = "WB_PROBE_INTERVAL"
@@ -67,7 +67,7 @@ def probe_files() -> dict[str, bytes]:
 
 
 def systemd_dropin(env: dict[str, str]) -> str:
-    """A systemd drop-in (`/etc/systemd/system/UNIT.service.d/wb-probe.conf`) that sets the probe's variables."""
+    """A systemd drop-in (`/run/systemd/system/UNIT.service.d/wb-probe.conf`) setting the probe's variables."""
     lines = ["[Service]"]
     for k, v in env.items():
         # systemd unquotes "..." and expands % specifiers: escape both so the value arrives verbatim.
