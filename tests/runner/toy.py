@@ -30,6 +30,7 @@ def main() -> int:
         mode = c.get("mode", "ok")
         if mode == "slow":
             time.sleep(30)
+        (state / "aborts.txt").write_text("0\n")
         if mode == "noextract":
             print("nothing useful here")
             units.write_text(json.dumps({"session": 0, "outcome": "done"}) + "\n")

@@ -168,7 +168,7 @@ def _sequential_decision(state: State) -> Any:
     p = state.prepared
     with state.store.session() as s:
         return sequential_decision(s, p.registry, p.hypothesis.id, execution_id=state.execution_id,
-                                   budget=p.max_replicates)
+                                   max_replicates=p.max_replicates)
 
 
 def _restart_commands(p: Prepared, context: dict[str, str]) -> list[str]:

@@ -361,20 +361,21 @@ async def _collect(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict
 
 
 async def _collect_probes(h: Harness, pr: PlannedRun, values: dict[str, Any], out: RunOutcome, art: Path) -> None:
-    from workbench.probes import read_counts
+    import time as _time
 
-    # Counts are written when the probed processes exit: restart them without the probe to flush.
-    for i, cmd_t in enumerate(h.profile.restart):
-        cmd = render_command(cmd_t, values, where=f"restart[{i}]")
-        await h.target.run(pr.host, cmd, env=h.env, timeout=h.restart_timeout_s)
-    local_dir = art / "probe"
+    from workbench.probes import DEFAULT_INTERVAL, read_counts
+
     if h.remote_work:
+        # Probed processes flush their counts every interval: let the last calls land, then fetch them.
+        await asyncio.sleep(2 * DEFAULT_INTERVAL)
+        local_dir = art / "probe"
         fetch_dir = getattr(h.target, "fetch_dir", None)
         if fetch_dir is not None:
             await fetch_dir(pr.host, f"{values['run_dir']}/probe", local_dir)
+        counts = read_counts(str(local_dir))
     else:
-        local_dir = Path(values["run_dir"]) / "probe"
-    counts = read_counts(str(local_dir))
+        counts = await asyncio.to_thread(read_counts, str(Path(values["run_dir"]) / "probe"),
+                                         since=_time.time(), timeout_s=3 * DEFAULT_INTERVAL)
     out.probe_counts = counts
     for t in h.probe_targets:
         out.metrics[f"calls:{t}"] = sum(int(c.get("calls", 0)) for c in counts if c.get("target") == t)

@@ -1,0 +1,165 @@
+"""Bad input and faults on the toy local deployment: every path leaves the serve file byte-identical."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from workbench.errors import BadInput, RunFailure
+from workbench.runner import run_hypothesis
+from workbench.runner.execute import RunInterrupted
+from workbench.store import open_store, queries
+
+from conftest import edit_profile  # noqa: E402  (tests/runner is on sys.path)
+
+
+def _run(toy, **kw):
+    kw.setdefault("show_progress", False)
+    kw.setdefault("build_report", False)
+    return run_hypothesis("toy-fix", db=toy.db, **kw)
+
+
+def _runs(toy):
+    store = open_store(toy.db, read_only=True)
+    try:
+        with store.session() as s:
+            return queries.list_runs(s)
+    finally:
+        store.dispose()
+
+
+def test_health_never_green_fails_runs_and_restores(toy):
+    s = _run(toy, sets={"mode": "unhealthy"}, replicates=1)
+    assert {r["status"] for r in s["runs"]} == {"failed"}
+    assert all("health never green after 4 attempts" in r["error"] for r in s["runs"])
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_workload_timeout_kills_and_restores(toy):
+    t0 = time.monotonic()
+    s = _run(toy, sets={"mode": "slow"}, replicates=1)
+    assert time.monotonic() - t0 < 25  # the workload sleeps 30 s; its timeout is 3 s
+    assert all("workload timed out after 3 s" in r["error"] for r in s["runs"])
+    out = subprocess.run(["pgrep", "-f", f"{toy.state}/toy.py work"], capture_output=True, text=True)
+    assert out.stdout.strip() == ""  # killed, not orphaned
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_extractor_matching_nothing_is_invalid_with_excerpt(toy):
+    s = _run(toy, sets={"mode": "noextract"}, replicates=1)
+    assert {r["status"] for r in s["runs"]} == {"invalid"}
+    err = s["runs"][0]["error"]
+    assert "matched nothing" in err and "nothing useful here" in err
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_workload_exit_code_fails_run(toy):
+    s = _run(toy, sets={"mode": "fail"}, replicates=1)
+    assert all(r["status"] == "failed" and "exited 3" in r["error"] and "boom" in r["error"] for r in s["runs"])
+
+
+def test_unknown_template_name_is_bad_input_before_the_target(toy):
+    edit_profile(toy.root, "mode={{ mode }}", "mode={{ mode }}\n        x={{ nosuch }}")
+    with pytest.raises(BadInput) as ei:
+        _run(toy)
+    assert "nosuch" in ei.value.message
+    assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
+    assert not os.path.exists(toy.db)
+
+
+def test_config_check_rejection_is_bad_input_before_the_target(toy):
+    edit_profile(toy.root, "mode={{ mode }}", "mode={{ mode }}\n        if then (")
+    with pytest.raises(BadInput) as ei:
+        _run(toy)
+    assert "bash -n" in ei.value.message
+    assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
+
+
+def test_bad_set_is_bad_input(toy):
+    with pytest.raises(BadInput):
+        _run(toy, sets={"nosuch": "1"})
+    with pytest.raises(BadInput):
+        _run(toy, sets={"fix": "on"})  # the isolated variable
+    with pytest.raises(BadInput):
+        _run(toy, target="nosuch")
+    assert toy.restarts() == []
+
+
+STAGES = ["render", "check", "apply", "restart", "health", "workload", "collect"]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_exception_at_every_stage_restores(toy, stage, monkeypatch):
+    monkeypatch.setenv("WB_FAULT", f"{stage}:exception")
+    with pytest.raises(RunFailure) as ei:
+        _run(toy, replicates=1)
+    assert "fault injected" in ei.value.message
+    assert toy.conf.read_bytes() == toy.original
+    assert _runs(toy)[0]["status"] == "failed"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_sigterm_at_every_stage_restores_and_resumes(toy, stage, monkeypatch):
+    monkeypatch.setenv("WB_FAULT", f"{stage}:sigterm")
+    with pytest.raises(RunInterrupted) as ei:
+        _run(toy, replicates=1, seed=3)
+    assert "--resume" in (ei.value.hint or "")
+    assert toy.conf.read_bytes() == toy.original
+    runs = _runs(toy)
+    assert [r["status"] for r in runs] == ["interrupted"]
+    monkeypatch.delenv("WB_FAULT")
+    s = _run(toy, resume=True)
+    assert toy.conf.read_bytes() == toy.original
+    assert [r["status"] for r in s["runs"]] == ["interrupted", "ok", "ok"]
+    assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]
+
+
+def test_resume_does_not_redo_finished_runs(toy, monkeypatch):
+    # Interrupt the third run (second block): the first two are finished and must not run again.
+    from workbench.runner import lifecycle
+
+    calls = {"n": 0}
+
+    async def fault(stage, pr):
+        if stage == "workload":
+            calls["n"] += 1
+            if calls["n"] == 3:
+                os.kill(os.getpid(), 15)
+                import asyncio
+
+                await asyncio.sleep(5)
+
+    with pytest.raises(RunInterrupted):
+        _run(toy, replicates=2, fault=fault)
+    assert toy.conf.read_bytes() == toy.original
+    before = len(toy.restarts())
+    s = _run(toy, resume=True)
+    statuses = [r["status"] for r in s["runs"]]
+    assert statuses.count("ok") == 4 and statuses.count("interrupted") == 1
+    # two runs left to do: two restarts for the runs plus one for the restore
+    assert len(toy.restarts()) - before == 3
+    with pytest.raises(BadInput):
+        _run(toy, resume=True)  # nothing left to resume
+    assert lifecycle.FAULT_ENV == "WB_FAULT"
+
+
+def test_sigkill_then_resume_restores_the_original(toy):
+    """A killed runner cannot restore; --resume restores the snapshot it kept, not the arm it left behind."""
+    env = dict(os.environ, WB_FAULT="workload:exception", PYTHONPATH=str(toy.root))
+    env.pop("WB_FAULT")
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix",
+                             "--db", toy.db, "--replicates", "1"], env={**env, "WB_ROOT": str(toy.root)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(toy.restarts()) < 1:
+        time.sleep(0.02)
+    proc.kill()
+    proc.wait(10)
+    assert toy.conf.read_bytes() != toy.original  # left in an arm's config
+    s = _run(toy, resume=True)
+    assert toy.conf.read_bytes() == toy.original
+    assert sum(r["status"] == "ok" for r in s["runs"]) == 2
