@@ -1,5 +1,113 @@
-"""`wb sim`: placeholder until its module lands."""
+"""`wb sim`: the embedded prefill/decode deployment (up, down, restart, status, repro, bench, journal)."""
 
-from workbench.cli._common import new_app
+from __future__ import annotations
 
-app = new_app("sim commands")
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from workbench.cli._common import new_app, parse_sets, print_json
+
+app = new_app("The embedded prefill/decode deployment (pdsim): wb's default target.")
+
+DirOpt = typer.Option(None, "--dir", help="State dir (default $WB_SIM_DIR or ./.wb/sim).")
+
+
+@app.command()
+def up(dir: Optional[Path] = DirOpt,
+       config: Optional[Path] = typer.Option(None, "--config", help="Serve file to use from now on."),
+       set_: Optional[list[str]] = typer.Option(None, "--set", help="var=value, written into the serve file."),
+       timeout: float = typer.Option(20.0, help="Seconds to wait for both /health to answer 200."),
+       json_: bool = typer.Option(False, "--json")) -> None:
+    """Start both servers; returns once both /health answer 200."""
+    from workbench.sim import control
+
+    st = control.up(dir, config=config, sets=parse_sets(set_), timeout=timeout)
+    _show(st, json_)
+
+
+@app.command()
+def down(dir: Optional[Path] = DirOpt) -> None:
+    """Stop both servers (SIGTERM, then SIGKILL); leaves no process behind."""
+    from workbench.sim import control
+
+    pids = control.down(dir)
+    typer.echo(f"stopped {len(pids)} process(es)" + (f": {' '.join(map(str, pids))}" if pids else ""))
+
+
+@app.command()
+def restart(dir: Optional[Path] = DirOpt,
+            timeout: float = typer.Option(20.0, help="Seconds to wait for health."),
+            json_: bool = typer.Option(False, "--json")) -> None:
+    """Stop, re-read the serve file in use, start (the analogue of `systemctl restart`)."""
+    from workbench.sim import control
+
+    _show(control.restart(dir, timeout=timeout), json_)
+
+
+@app.command()
+def status(dir: Optional[Path] = DirOpt, json_: bool = typer.Option(False, "--json")) -> None:
+    """healthy / wedged (health 200 but stuck) / unhealthy / down, per server."""
+    from workbench.sim import control
+
+    _show(control.status(dir), json_)
+
+
+def _show(st, as_json: bool) -> None:
+    if as_json:
+        d = st.to_dict()
+        for u in d["units"].values():
+            u.pop("debug", None) if not u.get("debug") else None
+        print_json(d)
+        return
+    typer.echo(f"pdsim: {st.state}   dir={st.dir}   config={st.config_path}")
+    for u in st.units.values():
+        extra = f" ({u.detail})" if u.detail else ""
+        typer.echo(f"  {u.unit:<8} {u.state:<9} pid={u.pid} port={u.port} health={u.health}{extra}")
+    if st.config:
+        typer.echo("  " + " ".join(f"{k}={v}" for k, v in st.config.items()))
+
+
+@app.command()
+def repro(dir: Optional[Path] = DirOpt,
+          sessions: int = typer.Option(80, help="Concurrent agent sessions."),
+          rounds: int = typer.Option(4, help="Rounds per session."),
+          ctx: int = typer.Option(300, help="Tokens of the first prompt."),
+          max_tokens: int = typer.Option(2500, "--max-tokens"),
+          timeout: float = typer.Option(200.0, help="Per-request client timeout, seed seconds."),
+          tag: str = typer.Option("", help="Tag written into every JSON line."),
+          jsonl: Optional[Path] = typer.Option(None, help="Write one JSON line per session here."),
+          bench: bool = typer.Option(False, "--bench", help="Also print throughput at C=1 and C=32."),
+          json_: bool = typer.Option(False, "--json", help="Print the summary as JSON instead.")) -> None:
+    """Run the seed's repro harness against the running deployment."""
+    from workbench.sim import repro as r
+
+    res = r.run_repro(dir, sessions=sessions, rounds=rounds, ctx=ctx, max_tokens=max_tokens,
+                      timeout=timeout, tag=tag, jsonl=jsonl, out=None if json_ else typer.echo)
+    if json_:
+        print_json(res.to_dict())
+    if bench:
+        r.run_bench(dir, out=typer.echo)
+
+
+@app.command()
+def bench(dir: Optional[Path] = DirOpt,
+          concurrency: Optional[list[int]] = typer.Option(None, "--concurrency", "-c"),
+          tokens: int = typer.Option(256, help="Tokens per answer.")) -> None:
+    """Decode throughput (tok/s on the seed's clock) at C=1 and C=32, like the seed's check."""
+    from workbench.sim import repro as r
+
+    r.run_bench(dir, concurrency=tuple(concurrency or (1, 32)), tokens=tokens, out=typer.echo)
+
+
+@app.command()
+def journal(dir: Optional[Path] = DirOpt,
+            unit: str = typer.Option(..., "--unit", help="decode or prefill."),
+            since: Optional[str] = typer.Option(None, "--since", help="ISO-8601 time or 'N min ago'.")) -> None:
+    """Print a server's log lines since a time (the journalctl analogue)."""
+    from workbench.sim import logs
+    from workbench.sim.control import state_dir
+
+    for line in logs.read_journal(state_dir(dir), unit, logs.parse_since(since)):
+        typer.echo(line)

@@ -1,0 +1,349 @@
+"""Start, stop, restart and inspect the embedded deployment: two server processes, pid files, a
+state dir (the systemd analogue).
+
+State dir (`--dir`, default `$WB_SIM_DIR` or `.wb/sim` under the cwd):
+    serve.sh            default serve file (created from DEFAULTS when absent)
+    config_path         which serve file `restart` re-reads
+    run/<unit>.json     pid, process start time, port, the values it was started with
+    logs/<unit>.log     timestamped server logs; logs/<unit>.stderr raw interpreter output
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from workbench.errors import BadInput, SimError
+from workbench.sim.config import ServeConfig, read_serve_file, render_serve_file, with_overrides
+from workbench.sim.logs import UNITS, log_path
+
+__all__ = ["state_dir", "config_path", "up", "down", "restart", "status", "SimStatus",
+           "UnitStatus", "running_config", "HEALTH_TIMEOUT_S"]
+
+HEALTH_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 5.0
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def state_dir(path: str | Path | None = None) -> Path:
+    if path:
+        return Path(path).expanduser().resolve()
+    env = os.environ.get("WB_SIM_DIR")
+    return Path(env).expanduser().resolve() if env else (Path.cwd() / ".wb" / "sim").resolve()
+
+
+def config_path(sdir: Path) -> Path:
+    """The serve file in use: the one `up --config` named last, else DIR/serve.sh."""
+    pointer = sdir / "config_path"
+    if pointer.exists():
+        return Path(pointer.read_text().strip())
+    return sdir / "serve.sh"
+
+
+def _ensure_default_config(sdir: Path) -> Path:
+    path = sdir / "serve.sh"
+    if not path.exists():
+        path.write_text(render_serve_file({}))
+    return path
+
+
+@dataclass
+class UnitStatus:
+    unit: str
+    state: str                  # healthy | wedged | unhealthy | down
+    pid: int | None = None
+    port: int | None = None
+    health: int | None = None   # HTTP status of /health, None if unreachable
+    detail: str = ""
+    debug: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SimStatus:
+    dir: str
+    config_path: str
+    config: dict[str, str]
+    units: dict[str, UnitStatus]
+
+    @property
+    def state(self) -> str:
+        states = {u.state for u in self.units.values()}
+        if states == {"healthy"}:
+            return "healthy"
+        if "down" in states:
+            return "down" if states == {"down"} else "degraded"
+        if "wedged" in states:
+            return "wedged"
+        return "unhealthy"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "dir": self.dir, "config_path": self.config_path,
+                "config": self.config, "units": {k: asdict(v) for k, v in self.units.items()}}
+
+
+# --- processes ---------------------------------------------------------------------------
+
+def _pidfile(sdir: Path, unit: str) -> Path:
+    return sdir / "run" / f"{unit}.json"
+
+
+def _proc_start(pid: int) -> str | None:
+    """Start time of a live (non-zombie) process, or None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return fields[19]
+
+
+def _read_pid(sdir: Path, unit: str) -> dict | None:
+    p = _pidfile(sdir, unit)
+    try:
+        info = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return None
+    return info
+
+
+def _alive(info: dict | None) -> bool:
+    return bool(info) and _proc_start(int(info["pid"])) == info.get("start")
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _child_env() -> dict[str, str]:
+    # Children inherit the caller's environment (a probe may inject PYTHONPATH and variables);
+    # we only make sure this package stays importable.
+    env = dict(os.environ)
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(_REPO_ROOT) not in parts:
+        parts.append(str(_REPO_ROOT))
+    env["PYTHONPATH"] = os.pathsep.join(parts)
+    return env
+
+
+def _spawn(sdir: Path, unit: str, cfg_file: Path, values: Mapping[str, str]) -> dict:
+    logs = sdir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (sdir / "run").mkdir(parents=True, exist_ok=True)
+    with open(logs / f"{unit}.stderr", "ab") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", f"workbench.sim.{unit}", "--dir", str(sdir),
+             "--config", str(cfg_file)],
+            stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=_child_env(),
+            cwd=str(sdir), start_new_session=True)
+    start = None
+    for _ in range(100):
+        start = _proc_start(proc.pid)
+        if start:
+            break
+        time.sleep(0.01)
+    info = {"pid": proc.pid, "start": start, "unit": unit,
+            "port": int(values[f"{unit}_port"]), "config_path": str(cfg_file),
+            "values": dict(values), "started_at": time.time()}
+    _pidfile(sdir, unit).write_text(json.dumps(info))
+    return info
+
+
+def _http_get(port: int, path: str, timeout: float = 1.0) -> tuple[int | None, Any]:
+    import httpx
+
+    try:
+        r = httpx.get(f"http://127.0.0.1:{port}{path}", timeout=timeout)
+    except httpx.HTTPError:
+        return None, None
+    try:
+        return r.status_code, r.json()
+    except ValueError:
+        return r.status_code, None
+
+
+def _stderr_tail(sdir: Path, unit: str, n: int = 8) -> str:
+    try:
+        lines = (sdir / "logs" / f"{unit}.stderr").read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-n:])
+
+
+# --- commands ----------------------------------------------------------------------------
+
+def up(dir: str | Path | None = None, *, config: str | Path | None = None,
+       sets: Mapping[str, str] | None = None, timeout: float = HEALTH_TIMEOUT_S) -> SimStatus:
+    """Start both servers (or restart them if running with another config); returns once both
+    /health answer 200. `sets` are written into the serve file in use."""
+    sdir = state_dir(dir)
+    sdir.mkdir(parents=True, exist_ok=True)
+    if config is not None:
+        cfg_file = Path(config).expanduser().resolve()
+        if not cfg_file.is_file():
+            raise BadInput(f"serve file {cfg_file} does not exist",
+                           hint="write one (workbench.sim.config.render_serve_file) or omit --config")
+        (sdir / "config_path").write_text(str(cfg_file))
+    else:
+        cfg_file = config_path(sdir)
+        if cfg_file == sdir / "serve.sh":
+            _ensure_default_config(sdir)
+    values = read_serve_file(cfg_file)
+    if sets:
+        values = with_overrides(values, sets)
+        cfg_file.write_text(render_serve_file(values))
+    infos = {u: _read_pid(sdir, u) for u in UNITS}
+    if any(_alive(i) for i in infos.values()):
+        if all(_alive(i) and i.get("values") == values and i.get("config_path") == str(cfg_file)
+               for i in infos.values()):
+            st = _wait_healthy(sdir, timeout)
+            return st
+        down(sdir)
+    return _start(sdir, cfg_file, values, timeout)
+
+
+def _start(sdir: Path, cfg_file: Path, values: dict[str, str], timeout: float) -> SimStatus:
+    cfg = ServeConfig.from_values(values)
+    if cfg.prefill_port == cfg.decode_port:
+        raise BadInput(f"{cfg_file}: prefill_port and decode_port are both {cfg.prefill_port}")
+    for unit, port in (("prefill", cfg.prefill_port), ("decode", cfg.decode_port)):
+        if not _port_free(port):
+            raise SimError(f"port {port} ({unit}) is already in use on 127.0.0.1",
+                           hint=f"stop whatever listens there, or set {unit}_port in {cfg_file}")
+    for unit in UNITS:
+        _spawn(sdir, unit, cfg_file, values)
+    try:
+        return _wait_healthy(sdir, timeout)
+    except SimError:
+        down(sdir)
+        raise
+
+
+def _wait_healthy(sdir: Path, timeout: float) -> SimStatus:
+    deadline = time.monotonic() + timeout
+    while True:
+        st = status(sdir, debug=False)
+        if all(u.health == 200 for u in st.units.values()):
+            return st
+        dead = [u for u in st.units.values() if u.state == "down"]
+        if dead:
+            u = dead[0]
+            raise SimError(f"the {u.unit} server exited during start-up",
+                           hint=_stderr_tail(sdir, u.unit) or f"see {sdir}/logs/{u.unit}.stderr")
+        if time.monotonic() > deadline:
+            raise SimError(f"servers not healthy after {timeout:.0f}s: "
+                           + ", ".join(f"{u.unit}={u.state}" for u in st.units.values()),
+                           hint=f"see {sdir}/logs/")
+        time.sleep(0.05)
+
+
+def down(dir: str | Path | None = None, *, timeout: float = STOP_TIMEOUT_S) -> list[int]:
+    """Stop both servers (SIGTERM, then SIGKILL after `timeout`); returns the pids stopped."""
+    sdir = state_dir(dir)
+    stopped = []
+    infos = {u: _read_pid(sdir, u) for u in UNITS}
+    live = {u: i for u, i in infos.items() if _alive(i)}
+    for i in live.values():
+        try:
+            os.kill(int(i["pid"]), signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    for u, i in live.items():
+        pid = int(i["pid"])
+        while _alive(i) and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.02)
+        if _alive(i):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            for _ in range(200):
+                _reap(pid)
+                if not _alive(i):
+                    break
+                time.sleep(0.01)
+        _reap(pid)
+        stopped.append(pid)
+    for u in UNITS:
+        _pidfile(sdir, u).unlink(missing_ok=True)
+    return stopped
+
+
+def restart(dir: str | Path | None = None, *, timeout: float = HEALTH_TIMEOUT_S) -> SimStatus:
+    """`systemctl restart` of both units: stop, re-read the serve file in use, start."""
+    sdir = state_dir(dir)
+    down(sdir)
+    cfg_file = config_path(sdir)
+    if cfg_file == sdir / "serve.sh":
+        sdir.mkdir(parents=True, exist_ok=True)
+        _ensure_default_config(sdir)
+    return _start(sdir, cfg_file, read_serve_file(cfg_file), timeout)
+
+
+def status(dir: str | Path | None = None, *, debug: bool = True) -> SimStatus:
+    """healthy / wedged (health 200 but no transfer can start) / unhealthy / down, per server."""
+    sdir = state_dir(dir)
+    cfg_file = config_path(sdir)
+    units: dict[str, UnitStatus] = {}
+    values: dict[str, str] = {}
+    for unit in UNITS:
+        info = _read_pid(sdir, unit)
+        if not _alive(info):
+            detail = "no pid file" if info is None else f"process {info['pid']} is gone"
+            units[unit] = UnitStatus(unit, "down", pid=info and info["pid"],
+                                     port=info and info.get("port"), detail=detail)
+            continue
+        values = info.get("values", values)
+        code, _ = _http_get(info["port"], "/health")
+        u = UnitStatus(unit, "healthy" if code == 200 else "unhealthy", pid=info["pid"],
+                       port=info["port"], health=code)
+        if code != 200:
+            u.detail = "process alive, /health not answering 200"
+        elif debug:
+            _, dbg = _http_get(info["port"], "/debug/state")
+            u.debug = dbg or {}
+            if unit == "prefill" and dbg and not dbg.get("bootstrap_alive", True):
+                u.state, u.detail = "wedged", "bootstrap thread is dead; /health still 200"
+            if unit == "decode" and dbg and dbg.get("stuck"):
+                u.state = "wedged"
+                u.detail = f"{dbg['stuck']} request(s) stuck in WaitingForInput; /health still 200"
+        units[unit] = u
+    return SimStatus(dir=str(sdir), config_path=str(cfg_file), config=values, units=units)
+
+
+def running_config(dir: str | Path | None = None) -> ServeConfig:
+    """The config the running decode server was started with (for the repro harness)."""
+    sdir = state_dir(dir)
+    info = _read_pid(sdir, "decode")
+    if not _alive(info):
+        raise SimError(f"the embedded deployment in {sdir} is not running",
+                       hint=f"start it with `wb sim up --dir {sdir}`")
+    return ServeConfig.from_values(info["values"])
+
+
+def journal_path(dir: str | Path | None, unit: str) -> Path:
+    return log_path(state_dir(dir), unit)

@@ -1,0 +1,394 @@
+"""The decode server: admission into an over-committable KV pool, the transfer wait
+(WaitingForInput), a batched decode loop, and the indexer that writes the answer.
+
+Run as `python -m workbench.sim.decode --dir DIR --config FILE`; `wb sim up` does that.
+
+Why requests fail with zero client aborts (the seed's 40/80 errors after the abort fix): the
+pool configurator sizes the decode pool's token capacity with the fp8 index-K row (584 + 132
+B/token) whatever the dtype, while bf16 rows take 584 + 256. Admission trusts that capacity, so
+under load bf16 pages are handed out beyond the physical arena; the first write of a transfer
+into such a page fails, the request gets HTTP 503 at once, and decode sends prefill an ABORT for
+the room so it stops the transfer. No client timed out, nothing waited in WaitingForInput. fp8
+is sized right and only queues. Without the abort fix that very ABORT is what kills prefill's
+bootstrap thread: the wedge.
+
+Pages of a room that failed or was abandoned mid-transfer (the abort race):
+- seed world: held until the transfer is closed (DONE or ABORT_DONE), so nothing of the room
+  can land in pages someone else owns;
+- wedge world, abort fix off: returned to the free list at once, as NIXL's decode did with no
+  abort handshake; prefill was never told (or its bootstrap thread died of being told) and keeps
+  writing the room's remaining pages, which a surviving request now owns: that request decodes
+  another session's rows. With the fix, decode waits for ABORT_DONE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+import numpy as np
+from aiohttp import web
+
+from workbench.sim import datapath as dp
+from workbench.sim import indexer
+from workbench.sim.config import ServeConfig
+from workbench.sim.logs import setup_server_logging
+from workbench.sim.prefill import serve
+from workbench.sim.transfer import ABORT_DONE, DATA, DONE, TransferClient
+
+__all__ = ["DecodeServer", "DecodeKVPool", "main", "STEP_S", "WAIT_LOG_S"]
+
+PAGE = dp.PAGE
+STEP_S = (0.0175, 0.0017)      # one decode step for a batch of B: a + b*B seconds (seed clock)
+WAIT_LOG_S = 30.0              # log WaitingForInput once a room waited this long, and again after
+BOOTSTRAP_TIMEOUT_S = 600.0    # decode gives up on a room that never got its KV
+ADMIT_TIMEOUT_S = 600.0
+ABORT_FLUSH_S = 2.0            # aborts go to prefill on the scheduler's next flush
+OUT_RESERVE = 600              # pages reserved per request for its output tokens
+
+
+class RoomFailed(Exception):
+    pass
+
+
+class DecodeKVPool:
+    """Token pages for KV + index-K rows, sized by the (dtype-blind) pool configurator."""
+
+    def __init__(self, budget_mb: float, index_k_dtype: str) -> None:
+        budget = int(budget_mb * 1e6)
+        self.idx_bytes = dp.idx_bytes(index_k_dtype)
+        # The pool configurator's bug: it always budgets index-K at the fp8 row size.
+        self.logical_pages = budget // (PAGE * (dp.KV_BYTES + dp.idx_bytes("fp8")))
+        self.physical_pages = budget // (PAGE * (dp.KV_BYTES + self.idx_bytes))
+        n = self.physical_pages * PAGE
+        self.kv = np.zeros((n, dp.KV_BYTES), dtype=np.uint8)
+        self.idx = np.zeros((n, self.idx_bytes), dtype=np.uint8)
+        self._free = list(range(self.logical_pages - 1, -1, -1))   # LIFO: recently freed first
+        self._cond = asyncio.Condition()
+
+    @property
+    def free_pages(self) -> int:
+        return len(self._free)
+
+    async def admit(self, n: int, timeout: float) -> list[int]:
+        if n > self.logical_pages:
+            raise RoomFailed(f"request needs {n} pages; the pool has {self.logical_pages}")
+        async with self._cond:
+            await asyncio.wait_for(self._cond.wait_for(lambda: len(self._free) >= n), timeout)
+            return [self._free.pop() for _ in range(n)]
+
+    async def free(self, pages: list[int]) -> None:
+        async with self._cond:
+            self._free.extend(reversed(pages))
+            self._cond.notify_all()
+
+    def write_page(self, page: int, ntok: int, payload: bytes) -> bool:
+        """One-sided write of a page of rows; False if the page has no physical memory."""
+        if page >= self.physical_pages:
+            return False
+        rows = np.frombuffer(payload, dtype=np.uint8)
+        kv_n = ntok * dp.KV_BYTES
+        base = page * PAGE
+        self.kv[base:base + ntok] = rows[:kv_n].reshape(ntok, dp.KV_BYTES)
+        self.idx[base:base + ntok] = rows[kv_n:].reshape(ntok, self.idx_bytes)
+        return True
+
+    def rows(self, pages: list[int], n: int) -> tuple[np.ndarray, np.ndarray]:
+        slots = (np.asarray(pages, dtype=np.int64)[np.arange(n) // PAGE] * PAGE
+                 + np.arange(n) % PAGE)
+        return self.kv[slots], self.idx[slots]
+
+
+@dataclass
+class DecodeRoom:
+    room: int
+    rid: str
+    pages: list[int]
+    n_tokens: int
+    started: float = field(default_factory=time.monotonic)
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+    received: int = 0
+    complete: bool = False
+    failed: str | None = None
+    abandoned: bool = False     # failed or abandoned before its transfer closed
+    closed: bool = False        # DONE or ABORT_DONE seen: nothing more of it can arrive
+    freed: bool = False
+    waiting_logged: int = 0
+
+
+class Scheduler:
+    """Continuous batching: every active request advances one token per step; a step of a batch
+    of B takes a + b*B seconds on the seed's clock (52 tok/s at B=1, ~445 tok/s at B=32)."""
+
+    def __init__(self, time_scale: float) -> None:
+        self.ts = time_scale
+        self._active: dict[int, list] = {}
+        self._ids = itertools.count()
+        self._changed = asyncio.Event()
+        self.tokens = 0
+
+    def step_s(self, batch: int) -> float:
+        return self.ts * (STEP_S[0] + STEP_S[1] * batch)
+
+    async def run(self, n_tokens: int) -> None:
+        fut = asyncio.get_running_loop().create_future()
+        key = next(self._ids)
+        self._active[key] = [float(n_tokens), fut]
+        self._changed.set()
+        try:
+            await fut
+        finally:
+            self._active.pop(key, None)
+            self._changed.set()
+
+    async def loop(self) -> None:
+        last = time.monotonic()
+        while True:
+            now = time.monotonic()
+            batch = len(self._active)
+            if batch:
+                adv = (now - last) / self.step_s(batch)
+                for key, item in list(self._active.items()):
+                    item[0] -= adv
+                    if item[0] <= 1e-9 and not item[1].done():
+                        item[1].set_result(None)
+                        del self._active[key]
+                self.tokens += int(adv * batch)
+            last = now
+            self._changed.clear()
+            if self._active:
+                wait = min(v[0] for v in self._active.values()) * self.step_s(len(self._active))
+                wait = min(max(wait, 0.0005), 0.05)
+            else:
+                wait = 1.0
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout=wait)
+            except asyncio.TimeoutError:
+                pass
+
+
+class DecodeServer:
+    def __init__(self, cfg: ServeConfig, state_dir: Path) -> None:
+        self.cfg = cfg
+        self.log = setup_server_logging(state_dir, "decode")
+        self.rooms: dict[int, DecodeRoom] = {}
+        self._room_ids = itertools.count(1 + (cfg.seed % 1000) * 1_000_000 + int(time.time()) % 997)
+        self.counters = {"requests": 0, "ok": 0, "oom_failures": 0, "aborts_sent": 0,
+                         "client_disconnects": 0, "waiting_for_input_logs": 0,
+                         "stale_writes": 0}
+        self._abort_queue: list[tuple[int, str]] = []
+        self._prefill_url = f"http://127.0.0.1:{cfg.prefill_port}"
+
+    # --- lifecycle -------------------------------------------------------------------------
+    async def on_startup(self, app: web.Application) -> None:
+        self.pool = DecodeKVPool(self.cfg.decode_pool_mb, self.cfg.index_k_dtype)
+        self.sched = Scheduler(self.cfg.time_scale)
+        self.tc = TransferClient(self.log, self._on_frame)
+        await self.tc.start()
+        self.http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10),
+                                          connector=aiohttp.TCPConnector(limit=0))
+        self._tasks = [asyncio.create_task(self.sched.loop()),
+                       asyncio.create_task(self._abort_flusher())]
+        self.log.info("KV pool: %d pages by the configurator (%d B/token assumed), %d backed "
+                      "by memory (%d B/token)", self.pool.logical_pages,
+                      dp.KV_BYTES + dp.idx_bytes("fp8"), self.pool.physical_pages,
+                      dp.KV_BYTES + self.pool.idx_bytes)
+
+    async def on_cleanup(self, app: web.Application) -> None:
+        for t in self._tasks:
+            t.cancel()
+        await self.http.close()
+        await self.tc.close()
+
+    def stop(self) -> None:
+        pass
+
+    async def _ensure_bootstrap(self) -> None:
+        if self.tc.connected:
+            return
+        async with self.http.get(self._prefill_url + "/bootstrap") as resp:
+            info = await resp.json()
+        await self.tc.connect(int(info["bootstrap_port"]))
+
+    # --- transfer frames (called from the data receiver) -----------------------------------
+    def _on_frame(self, kind: int, room: int, page: int, ntok: int, payload: bytes) -> None:
+        r = self.rooms.get(room)
+        if kind == DATA:
+            # One-sided write into the page the frame names, whoever owns it now.
+            ok = self.pool.write_page(page, ntok, payload)
+            if r is None or r.freed:
+                self.counters["stale_writes"] += 1
+                return
+            if not ok and r.failed is None and not r.complete:
+                r.failed = (f"KV page {page} has no memory behind it (pool configurator budgeted "
+                            f"{dp.KV_BYTES + dp.idx_bytes('fp8')} B/token, rows are "
+                            f"{dp.KV_BYTES + self.pool.idx_bytes} B/token)")
+                r.event.set()
+            r.received += ntok
+        elif kind in (DONE, ABORT_DONE):
+            if r is None:
+                return
+            r.closed = True
+            if kind == DONE and r.failed is None and not r.abandoned:
+                r.complete = True
+                r.event.set()
+            if r.abandoned and not r.freed:
+                asyncio.get_running_loop().create_task(self._free(r))
+
+    async def _free(self, r: DecodeRoom) -> None:
+        if r.freed:
+            return
+        r.freed = True
+        self.rooms.pop(r.room, None)
+        await self.pool.free(r.pages)
+
+    async def _abandon(self, r: DecodeRoom, reason: str) -> None:
+        """A room whose request is over before its transfer closed."""
+        r.abandoned = True
+        self._abort_queue.append((r.room, reason))
+        self.log.info("room=%d rid=%s abort queued (%s)", r.room, r.rid, reason)
+        if r.closed or (self.cfg.causal_model == "wedge" and not self.cfg.nixl_abort_fix):
+            await self._free(r)
+
+    async def _abort_flusher(self) -> None:
+        while True:
+            await asyncio.sleep(self.cfg.seconds(ABORT_FLUSH_S))
+            batch, self._abort_queue = self._abort_queue, []
+            for room, reason in batch:
+                try:
+                    await self.tc.send({"type": "ABORT", "room": room, "reason": reason})
+                    self.counters["aborts_sent"] += 1
+                    self.log.info("room=%d sent ABORT to prefill (%s)", room, reason)
+                except (ConnectionError, OSError) as exc:
+                    self.log.warning("room=%d ABORT not sent: %s", room, exc)
+
+    async def _wait_kv(self, r: DecodeRoom) -> None:
+        step = self.cfg.seconds(WAIT_LOG_S)
+        limit = self.cfg.seconds(BOOTSTRAP_TIMEOUT_S)
+        while not r.event.is_set():
+            try:
+                await asyncio.wait_for(r.event.wait(), timeout=step)
+            except asyncio.TimeoutError:
+                waited = (time.monotonic() - r.started) / self.cfg.time_scale
+                if r.received == 0:
+                    r.waiting_logged += 1
+                    self.counters["waiting_for_input_logs"] += 1
+                    self.log.warning("room=%d rid=%s KVPoll.WaitingForInput for %.0fs: no KV from "
+                                     "prefill yet", r.room, r.rid, waited)
+                if time.monotonic() - r.started > limit:
+                    raise RoomFailed(f"no KV for room {r.room} after {waited:.0f}s")
+        if r.failed:
+            raise RoomFailed(r.failed)
+
+    # --- HTTP ------------------------------------------------------------------------------
+    async def generate(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        tokens = np.asarray(body["input_ids"], dtype=np.int64)
+        max_tokens = int(body.get("max_tokens", 2500))
+        rid = str(body.get("rid", ""))
+        fixed_len = body.get("ignore_eos", False)
+        self.counters["requests"] += 1
+        n = len(tokens)
+        t0 = time.monotonic()
+        need = -(-(n + min(max_tokens, OUT_RESERVE)) // PAGE)
+        try:
+            pages = await self.pool.admit(need, self.cfg.seconds(ADMIT_TIMEOUT_S))
+        except RoomFailed as exc:
+            return web.json_response({"error": str(exc)}, status=413)
+        except asyncio.TimeoutError:
+            return web.json_response({"error": "no KV pool space"}, status=503)
+        r = DecodeRoom(next(self._room_ids), rid, pages, n)
+        self.rooms[r.room] = r
+        t_admit = time.monotonic()
+        try:
+            try:
+                await self._ensure_bootstrap()
+                async with self.http.post(self._prefill_url + "/prefill",
+                                          json={"room": r.room, "input_ids": body["input_ids"]}) as resp:
+                    if resp.status != 200:
+                        raise RoomFailed(f"prefill answered {resp.status}")
+                await self.tc.send({"type": "TRANSFER", "room": r.room,
+                                    "pages": pages[: -(-n // PAGE)], "n": n})
+            except (aiohttp.ClientError, ConnectionError, OSError) as exc:
+                raise RoomFailed(f"prefill unreachable: {exc}") from exc
+            await self._wait_kv(r)
+            t_kv = time.monotonic()
+            kv, idx = self.pool.rows(pages, n)
+            gen = indexer.generate(dp.token_ids_of(kv), idx, self.cfg.index_k_dtype,
+                                   max_tokens=max_tokens)
+            steps = max_tokens if fixed_len else len(gen.output_ids)
+            await self.sched.run(steps)
+            # The answer is written at the end of decoding, from the rows as they are then.
+            kv, idx = self.pool.rows(pages, n)
+            gen = indexer.generate(dp.token_ids_of(kv), idx, self.cfg.index_k_dtype,
+                                   max_tokens=max_tokens)
+            out_ids = gen.output_ids if not fixed_len else dp.filler_tokens(r.room, steps).tolist()
+            self.counters["ok"] += 1
+            return web.json_response({
+                "text": gen.text, "output_ids": out_ids, "finish_reason": gen.finish_reason,
+                "room": r.room, "prompt_tokens": n,
+                "timings": {"admit_s": t_admit - t0, "kv_s": t_kv - t_admit,
+                            "decode_s": time.monotonic() - t_kv}})
+        except RoomFailed as exc:
+            self.counters["oom_failures"] += "no memory behind it" in str(exc)
+            self.log.error("room=%d rid=%s failed: %s", r.room, r.rid, exc)
+            await self._abandon(r, "transfer_failed")
+            return web.json_response({"error": str(exc), "room": r.room}, status=503)
+        except asyncio.CancelledError:
+            self.counters["client_disconnects"] += 1
+            if not r.complete:
+                await asyncio.shield(self._abandon(r, "client_disconnected"))
+            raise
+        finally:
+            if r.complete and not r.freed:
+                await asyncio.shield(self._free(r))
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def state(self, request: web.Request) -> web.Response:
+        now = time.monotonic()
+        wait_limit = self.cfg.seconds(WAIT_LOG_S)
+        waiting = [r for r in self.rooms.values()
+                   if not r.event.is_set() and r.received == 0 and not r.abandoned]
+        return web.json_response({
+            "unit": "decode",
+            "bootstrap_connected": self.tc.connected,
+            "waiting_for_input": len(waiting),
+            "stuck": sum(1 for r in waiting if now - r.started > wait_limit),
+            "rooms": len(self.rooms),
+            "pool": {"logical_pages": self.pool.logical_pages,
+                     "physical_pages": self.pool.physical_pages,
+                     "free_pages": self.pool.free_pages},
+            "counters": self.counters,
+            "decoded_tokens": self.sched.tokens,
+            "config": self.cfg.__dict__,
+        })
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 << 20)
+        app.on_startup.append(self.on_startup)
+        app.on_cleanup.append(self.on_cleanup)
+        app.add_routes([web.get("/health", self.health), web.post("/generate", self.generate),
+                        web.get("/debug/state", self.state)])
+        return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="pdsim-decode")
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--config", required=True)
+    args = ap.parse_args(argv)
+    cfg = ServeConfig.load(args.config)
+    server = DecodeServer(cfg, Path(args.dir))
+    server.log.info("starting: %s", " ".join(f"{k}={v}" for k, v in cfg.__dict__.items()))
+    asyncio.run(serve(server, cfg.decode_port, server.log))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""The prefill server: aiohttp HTTP (/health, /prefill, /bootstrap, /debug/state), a prefill worker
+thread (HiCache prefix load + the forward pass), the bootstrap thread and the KV sender.
+
+Run as `python -m workbench.sim.prefill --dir DIR --config FILE`; `wb sim up` does that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import queue
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from aiohttp import web
+
+from workbench.sim import datapath as dp
+from workbench.sim.config import ServeConfig
+from workbench.sim.logs import setup_server_logging
+from workbench.sim.transfer import BootstrapServer, Link, RoomTable, Sender
+
+__all__ = ["PrefillServer", "main", "DEVICE_PAGES", "HOST_PAGES", "LINK_BYTES_PER_S"]
+
+DEVICE_PAGES = 128             # the prefill's device pool: one request in flight at a time
+HOST_PAGES = 3072              # HiCache host pool: enough for the C=80 repro's working set
+LINK_BYTES_PER_S = 25e6        # prefill -> decode link, seed clock
+PREFILL_S = (0.02, 3e-5)       # forward pass: fixed + per new token, seed clock
+ROOM_EXPIRE_S = 600.0          # a computed room whose TRANSFER never came is dropped after this
+
+
+class PrefillServer:
+    def __init__(self, cfg: ServeConfig, state_dir: Path) -> None:
+        from workbench.sim import hicache as hc
+
+        self.cfg = cfg
+        self.log = setup_server_logging(state_dir, "prefill")
+        self.device = hc.DeepSeekV4TokenToKVPool(DEVICE_PAGES, cfg.index_k_dtype)
+        geometry_bug = cfg.causal_model == "seed" and not cfg.geometry_fix
+        self.hicache = (hc.build_hicache_stack(self.device, host_pages=HOST_PAGES,
+                                               geometry_bug=geometry_bug)
+                        if cfg.hicache else None)
+        link = Link(LINK_BYTES_PER_S, cfg.time_scale)
+        self.sender = Sender(self.log, link, idx_token_bytes=dp.idx_bytes(cfg.index_k_dtype))
+        self.rooms = RoomTable(self.sender.add, expire_s=cfg.seconds(ROOM_EXPIRE_S))
+        self.bootstrap = BootstrapServer(self.log, self.rooms, self.sender,
+                                         abort_fix=cfg.nixl_abort_fix)
+        self._work: queue.Queue = queue.Queue()
+        self._stop = threading.Event()
+        self.worker = threading.Thread(target=self._worker, name="prefill_worker", daemon=True)
+        self.prefilled = 0
+        self.errors = 0
+
+    # --- worker ----------------------------------------------------------------------------
+    def _worker(self) -> None:
+        while not self._stop.is_set():
+            try:
+                room, tokens = self._work.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            t0 = time.monotonic()
+            try:
+                n_new = self._prefill(room, tokens)
+            except Exception as exc:  # noqa: BLE001 - one bad request must not stop the worker
+                self.errors += 1
+                self.log.error("room=%d prefill failed: %r", room, exc)
+                continue
+            self.prefilled += 1
+            # The forward pass's duration on the seed's clock, minus what the copies took.
+            spent = time.monotonic() - t0
+            want = self.cfg.seconds(PREFILL_S[0] + PREFILL_S[1] * n_new)
+            if want > spent:
+                time.sleep(want - spent)
+
+    def _prefill(self, room: int, tokens: np.ndarray) -> int:
+        n = len(tokens)
+        n_pages = -(-n // dp.PAGE)
+        pages = self.device.alloc(n_pages)
+        if pages is None:
+            raise RuntimeError(f"prompt of {n} tokens does not fit the device pool")
+        try:
+            entry, hit, loaded = None, 0, 0
+            if self.hicache is not None:
+                entry, hit = self.hicache.match(tokens)
+                if entry is not None:
+                    loaded = self.hicache.load(entry, hit, pages)
+            new = tokens[loaded:]
+            self.device.write_rows(pages, loaded, dp.kv_rows(new), dp.index_k_rows(
+                new, self.cfg.index_k_dtype))
+            kv, idx = self.device.read_rows(pages, n)
+            if self.hicache is not None:
+                self.hicache.insert(tokens, pages, entry, hit)
+        finally:
+            self.device.free(pages)
+        self.rooms.computed(room, kv, idx)
+        return n - loaded
+
+    # --- HTTP ------------------------------------------------------------------------------
+    async def health(self, request: web.Request) -> web.Response:
+        # Like the seed's /health: answers 200 as long as the HTTP server runs, wedged or not.
+        return web.json_response({"status": "ok"})
+
+    async def bootstrap_info(self, request: web.Request) -> web.Response:
+        return web.json_response({"bootstrap_port": self.bootstrap.port})
+
+    async def prefill(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        tokens = np.asarray(body["input_ids"], dtype=np.int64)
+        self._work.put((int(body["room"]), tokens))
+        return web.json_response({"queued": True, "room": body["room"]})
+
+    async def state(self, request: web.Request) -> web.Response:
+        return web.json_response({
+            "unit": "prefill",
+            "bootstrap_alive": self.bootstrap.alive,
+            "bootstrap_died_at": self.bootstrap.died_at,
+            "bootstrap_messages": self.bootstrap.messages,
+            "queue": self._work.qsize(),
+            "prefilled": self.prefilled,
+            "errors": self.errors,
+            "sender_active": self.sender.active,
+            "rooms_sent": self.sender.sent_rooms,
+            "rooms": self.rooms.counts(),
+            "hicache": dict(self.hicache.stats) if self.hicache is not None else None,
+            "config": self.cfg.__dict__,
+        })
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 << 20)
+        app.add_routes([web.get("/health", self.health), web.get("/bootstrap", self.bootstrap_info),
+                        web.post("/prefill", self.prefill), web.get("/debug/state", self.state)])
+        return app
+
+    def start_threads(self) -> None:
+        self.sender.start()
+        self.bootstrap.start()
+        self.worker.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.sender.stop()
+        self.bootstrap.stop()
+
+
+async def serve(server, port: int, log) -> None:
+    """Serve until SIGTERM/SIGINT; shutdown is bounded."""
+    runner = web.AppRunner(server.app(), handler_cancellation=True, shutdown_timeout=0.5,
+                           access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port, reuse_address=True)
+    await site.start()
+    log.info("listening on 127.0.0.1:%d", port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("stopping")
+    server.stop()
+    await asyncio.wait_for(runner.cleanup(), timeout=3)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="pdsim-prefill")
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--config", required=True)
+    args = ap.parse_args(argv)
+    cfg = ServeConfig.load(args.config)
+    server = PrefillServer(cfg, Path(args.dir))
+    server.log.info("starting: %s", " ".join(f"{k}={v}" for k, v in cfg.__dict__.items()))
+    server.start_threads()
+    asyncio.run(serve(server, cfg.prefill_port, server.log))
+
+
+if __name__ == "__main__":
+    main()

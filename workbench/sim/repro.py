@@ -1,0 +1,274 @@
+"""The repro harness: concurrent multi-round agent sessions through the decode server, printing the
+seed's summary lines, plus the throughput check (tok/s at C=1 and C=32).
+
+A session (deterministic in the deployment's `seed` and its index):
+  round 1 prompt = ctx tokens: filler, the cue blocks for rounds 1 and 2, a tail, a turn marker.
+  Each answer is parsed as a DSML tool call; the "tool" returns a result holding the cue block
+  for two rounds ahead (an agent's plan) and a body of variable length, so the cue the next-but-one
+  round needs sits near the end of a prompt that HiCache will have cached: in its last, partial
+  page when the body is short.
+Outcome per session: leak (DSML that does not parse), no_tool (round 1 called no tool), done
+(the model answered), maxrounds (a valid call in every round), error (HTTP error or timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from workbench.errors import BadInput, SimError
+from workbench.sim import datapath as dp
+from workbench.sim.control import running_config, state_dir
+from workbench.sim.indexer import parse_tool_call
+
+__all__ = ["SessionResult", "ReproResult", "run_repro", "run_bench", "BenchResult",
+           "summary_lines", "RESULT_BODY_MAX"]
+
+RESULT_BODY_MAX = 460      # tool-result body length is uniform in [0, this)
+RESULT_HEADER = 24
+FINISH_SHARE = 12          # percent of sessions whose plan ends with an answer
+
+
+@dataclass
+class SessionResult:
+    session: int
+    outcome: str
+    rounds: int
+    timings: dict
+    tag: str
+    error: str | None = None
+    timeouts: int = 0
+    leak_round: int | None = None
+    leak_text: str | None = None
+
+    def to_json(self) -> dict:
+        d = {"session": self.session, "outcome": self.outcome, "rounds": self.rounds,
+             "timings": self.timings, "tag": self.tag, "timeouts": self.timeouts}
+        if self.error:
+            d["error"] = self.error
+        if self.leak_round is not None:
+            d["leak_round"] = self.leak_round
+        return d
+
+
+@dataclass
+class ReproResult:
+    wall_s: float
+    sessions: list[SessionResult]
+    counts: dict[str, int]
+    started_at: str
+    params: dict = field(default_factory=dict)
+
+    @property
+    def corrupted(self) -> int:
+        return self.counts.get("leak", 0) + self.counts.get("no_tool", 0)
+
+    @property
+    def timeouts(self) -> int:
+        return sum(s.timeouts for s in self.sessions)
+
+    def to_dict(self) -> dict:
+        return {"wall_s": self.wall_s, "counts": self.counts, "corrupted": self.corrupted,
+                "sessions": len(self.sessions), "timeouts": self.timeouts,
+                "started_at": self.started_at, "params": self.params}
+
+
+_M64 = (1 << 64) - 1
+
+
+def _h(*xs: int) -> int:
+    """splitmix64 over a tuple of ints: the workload's deterministic randomness."""
+    v = 0x12345
+    for x in xs:
+        v = (v * 1_000_003 + x + 0x9E3779B97F4A7C15) & _M64
+        v = ((v ^ (v >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+        v = ((v ^ (v >> 27)) * 0x94D049BB133111EB) & _M64
+        v ^= v >> 31
+    return v
+
+
+class _Session:
+    def __init__(self, idx: int, seed: int, rounds: int, ctx: int) -> None:
+        self.idx = idx
+        self.seed = seed
+        self.tag = (idx + seed * 131) % 4096
+        h = _h(seed, idx, 7)
+        self.finish_round = (2 + h % max(1, rounds - 1)) if (h >> 20) % 100 < FINISH_SHARE else None
+        tail = _h(seed, idx, 0) % RESULT_BODY_MAX
+        tail = min(tail, max(0, ctx - 2 * dp.CUE_PARTS - 2))
+        head = max(0, ctx - 2 * dp.CUE_PARTS - tail - 1)
+        self.prompt = np.concatenate([
+            dp.filler_tokens(_h(seed, idx, 1), head), self._cue(1), self._cue(2),
+            dp.filler_tokens(_h(seed, idx, 2), tail), [dp.turn_token(1)]]).astype(np.int64)
+
+    def _cue(self, rnd: int) -> np.ndarray:
+        final = self.finish_round is not None and rnd == self.finish_round
+        return np.array([dp.cue_token(self.tag, rnd, p, final=final) for p in range(dp.CUE_PARTS)],
+                        dtype=np.int64)
+
+    def extend(self, rnd: int, output_ids: list[int]) -> None:
+        """Append the answer of round rnd, the tool's result and the next turn marker."""
+        body = _h(self.seed, self.idx, 100 + rnd) % RESULT_BODY_MAX
+        result = np.concatenate([dp.filler_tokens(_h(self.seed, self.idx, 200 + rnd), RESULT_HEADER),
+                                 self._cue(rnd + 2),
+                                 dp.filler_tokens(_h(self.seed, self.idx, 300 + rnd), body)])
+        self.prompt = np.concatenate([self.prompt, np.asarray(output_ids, dtype=np.int64), result,
+                                      [dp.turn_token(rnd + 1)]]).astype(np.int64)
+
+
+async def _run_session(http, url: str, s: _Session, *, rounds: int, max_tokens: int,
+                       timeout_s: float, tag: str) -> SessionResult:
+    import aiohttp
+
+    t0 = time.monotonic()
+    per_round = []
+    outcome, err, timeouts, leak_round, leak_text = "maxrounds", None, 0, None, None
+    done_rounds = 0
+    for rnd in range(1, rounds + 1):
+        t = time.monotonic()
+        try:
+            async with http.post(url, json={"rid": f"s{s.idx}r{rnd}",
+                                            "input_ids": s.prompt.tolist(),
+                                            "max_tokens": max_tokens},
+                                 timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+                body = await resp.json(content_type=None)
+                if resp.status != 200:
+                    outcome, err = "error", f"http {resp.status}: {body.get('error', '')[:160]}"
+                    break
+        except asyncio.TimeoutError:
+            timeouts += 1
+            outcome, err = "error", "timeout"
+            break
+        except (aiohttp.ClientError, ValueError) as exc:
+            outcome, err = "error", f"{type(exc).__name__}: {exc}"[:200]
+            break
+        finally:
+            per_round.append(round(time.monotonic() - t, 4))
+        done_rounds = rnd
+        parsed = parse_tool_call(body["text"])
+        if parsed.kind == "leak":
+            outcome, leak_round, leak_text = "leak", rnd, body["text"]
+            break
+        if parsed.kind in ("answer", "empty"):
+            outcome = "no_tool" if rnd == 1 or parsed.kind == "empty" else "done"
+            break
+        s.extend(rnd, body["output_ids"])
+    return SessionResult(session=s.idx, outcome=outcome, rounds=done_rounds,
+                         timings={"wall_s": round(time.monotonic() - t0, 4),
+                                  "rounds_s": per_round},
+                         tag=tag, error=err, timeouts=timeouts, leak_round=leak_round,
+                         leak_text=leak_text)
+
+
+def summary_lines(res: ReproResult) -> list[str]:
+    """The seed's two lines, in its exact shape."""
+    n = len(res.sessions)
+    c = res.counts
+    k = res.corrupted
+    ok = c.get("done", 0) + c.get("maxrounds", 0)
+    pct = 100.0 * k / n if n else 0.0
+    return [f"wall={res.wall_s:.1f}s counts={json.dumps(c)}",
+            f"CORRUPTION sessions: {k}/{n} = {pct:.0f}%  (leak={c.get('leak', 0)} "
+            f"no_tool={c.get('no_tool', 0)} error={c.get('error', 0)} ok-ish[done/maxrounds]={ok})"]
+
+
+def run_repro(dir: str | Path | None = None, *, sessions: int = 80, rounds: int = 4,
+              ctx: int = 300, max_tokens: int = 2500, timeout: float = 200.0, tag: str = "",
+              jsonl: str | Path | None = None,
+              out: Callable[[str], None] | None = None) -> ReproResult:
+    """Run the harness against the running deployment; `timeout` is in the seed's seconds."""
+    if sessions < 1 or rounds < 1 or ctx < 2 * dp.CUE_PARTS + 2 or max_tokens < 1 or timeout <= 0:
+        raise BadInput("repro needs sessions >= 1, rounds >= 1, ctx >= 18, max-tokens >= 1, "
+                       "timeout > 0")
+    cfg = running_config(dir)
+    res = asyncio.run(_repro(cfg, sessions=sessions, rounds=rounds, ctx=ctx,
+                             max_tokens=max_tokens, timeout_s=timeout * cfg.time_scale, tag=tag))
+    res.params = {"sessions": sessions, "rounds": rounds, "ctx": ctx, "max_tokens": max_tokens,
+                  "timeout": timeout, "tag": tag, "dir": str(state_dir(dir))}
+    if jsonl:
+        p = Path(jsonl)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with p.open("w") as fh:
+            for s in sorted(res.sessions, key=lambda s: s.session):
+                fh.write(json.dumps(s.to_json()) + "\n")
+    if out:
+        for s in sorted(res.sessions, key=lambda s: s.session):
+            if s.outcome == "leak":
+                out(f"leak @ session {s.session} round {s.leak_round}: {s.leak_text[:90]!r}")
+        for line in summary_lines(res):
+            out(line)
+    return res
+
+
+async def _repro(cfg, *, sessions, rounds, ctx, max_tokens, timeout_s, tag) -> ReproResult:
+    import aiohttp
+    from datetime import datetime, timezone
+
+    url = f"http://127.0.0.1:{cfg.decode_port}/generate"
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    conn = aiohttp.TCPConnector(limit=0, force_close=False)
+    t0 = time.monotonic()
+    order: list[SessionResult] = []
+    async with aiohttp.ClientSession(connector=conn) as http:
+        async def one(i: int) -> None:
+            s = _Session(i, cfg.seed, rounds, ctx)
+            r = await _run_session(http, url, s, rounds=rounds, max_tokens=max_tokens,
+                                   timeout_s=timeout_s, tag=tag)
+            order.append(r)
+
+        await asyncio.gather(*(one(i) for i in range(sessions)))
+    wall = time.monotonic() - t0
+    counts = dict(Counter(r.outcome for r in order))      # first-finished order, as the seed's
+    return ReproResult(wall_s=wall, sessions=order, counts=counts, started_at=started)
+
+
+@dataclass
+class BenchResult:
+    concurrency: int
+    tokens: int
+    wall_s: float
+    tok_per_s: float           # on the seed's clock: tokens / (wall / time_scale)
+
+    def line(self) -> str:
+        return f"throughput C={self.concurrency}: {self.tok_per_s:.1f} tok/s ({self.tokens} tokens in {self.wall_s:.2f}s wall)"
+
+
+def run_bench(dir: str | Path | None = None, *, concurrency: tuple[int, ...] = (1, 32),
+              tokens: int = 256, out: Callable[[str], None] | None = None) -> list[BenchResult]:
+    """Decode throughput at each concurrency (fixed-length answers, fresh short prompts)."""
+    cfg = running_config(dir)
+    results = []
+    for c in concurrency:
+        r = asyncio.run(_bench(cfg, c, tokens))
+        results.append(r)
+        if out:
+            out(r.line())
+    return results
+
+
+async def _bench(cfg, c: int, tokens: int) -> BenchResult:
+    import aiohttp
+
+    url = f"http://127.0.0.1:{cfg.decode_port}/generate"
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+        async def one(i: int) -> int:
+            prompt = dp.filler_tokens(_h(cfg.seed, 9000 + i), 64).tolist() + [dp.turn_token(1)]
+            async with http.post(url, json={"rid": f"bench{i}", "input_ids": prompt,
+                                            "max_tokens": tokens, "ignore_eos": True},
+                                 timeout=aiohttp.ClientTimeout(total=120)) as resp:
+                body = await resp.json(content_type=None)
+                if resp.status != 200:
+                    raise SimError(f"bench request failed: {resp.status} {body}")
+                return len(body["output_ids"])
+
+        t0 = time.monotonic()
+        n = sum(await asyncio.gather(*(one(i) for i in range(c))))
+        wall = time.monotonic() - t0
+    return BenchResult(concurrency=c, tokens=n, wall_s=wall, tok_per_s=n / (wall / cfg.time_scale))
