@@ -228,8 +228,13 @@ class RunsContext:
 @dataclass
 class FindingView:
     title: str
+    kind: str
+    flagged: bool
     detail: str
     rows: list[tuple[str, str]]
+    table_columns: list[str]
+    table_rows: list[tuple[str, list[str]]]
+    runs: list[Link]
     proposal: str
     proposal_yaml: str
     hypotheses: list[Link]

@@ -296,8 +296,18 @@ def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | Non
                  for r in data.reviews.get(h.id, [])])
 
 
-def key_number(h: Any, registry: Any, data: StoreData) -> str:
+def key_number(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | None = None) -> str:
     """The one number a board card shows: the first prediction's metric in its arm (or probe calls)."""
+    preds = bridge.predictions(analysis)
+    if preds and bridge._num(preds[0].get("estimate")) is not None:
+        src, p = preds[0], h.predicts[0]
+        est = bridge._num(src.get("estimate"))
+        k, n = src.get("k"), src.get("n")
+        where = src.get("where") or p.arm or ""
+        if p.target:
+            return f"{p.target.split(':')[-1]}: {stats.fmt(est)} calls"
+        value = f"{int(k)}/{int(n)} = {est:.1%}" if k is not None and n else stats.fmt(est)
+        return f"{p.metric} ({where}): {value}"
     runs, _ = evidence_runs(data, h.id)
     if not runs:
         return "no runs yet"

@@ -11,6 +11,7 @@ from workbench.report.data import StoreData
 
 COLUMN_TITLES = {"open": "Open", "supported": "Supported", "falsified": "Falsified",
                  "inconclusive": "Inconclusive", "invalid": "Invalid"}
+MAX_LINKS = 40
 REVISION_KEYS = ("version", "rev", "commit", "git", "sha", "build")
 
 
@@ -20,7 +21,8 @@ def status_of(registry: Any, data: StoreData) -> dict[str, str]:
             for h in registry.hypotheses}
 
 
-def index(registry: Any, data: StoreData, statuses: dict[str, str], page: Page) -> IndexContext:
+def index(registry: Any, data: StoreData, statuses: dict[str, str], page: Page,
+          analyses: dict[str, Any] | None = None) -> IndexContext:
     cards: dict[str, list[Card]] = {s: [] for s in COLUMN_TITLES}
     for h in registry.hypotheses:
         v = data.verdicts.get(h.id)
@@ -29,7 +31,8 @@ def index(registry: Any, data: StoreData, statuses: dict[str, str], page: Page) 
         last_run = data.runs[runs[-1]]["started_at"] if runs else None
         cards[st].append(Card(id=h.id, href=f"hypotheses/{h.id}.html", claim=h.claim, status=st, kind=h.kind,
                               verdict=v["verdict"] if v else None,
-                              key_number=hypothesis_page.key_number(h, registry, data),
+                              key_number=hypothesis_page.key_number(h, registry, data,
+                                                                                    (analyses or {}).get(h.id, (None,))[0]),
                               date=((v or {}).get("created_at") or last_run or "")[:10], parent=h.parent,
                               runs=len(runs)))
     columns = [Column(s, COLUMN_TITLES[s], cards[s]) for s in COLUMN_TITLES if s != "invalid" or cards[s]]
@@ -57,17 +60,45 @@ def _text(v: Any) -> str:
     return v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
 
 
-def confounds(findings: list[dict[str, Any]] | None, note: str, known: set[str], page: Page) -> ConfoundContext:
+def _table(table: Any) -> tuple[list[str], list[tuple[str, list[str]]], list[str], list[tuple[str, str]]]:
+    """A finding's table: (columns, rows) when it is a mapping of mappings, plus run names and scalar rows."""
+    columns: list[str] = []
+    rows: list[tuple[str, list[str]]] = []
+    runs: list[str] = []
+    scalars: list[tuple[str, str]] = []
+    if not isinstance(table, dict):
+        return columns, rows, runs, scalars
+    for key, val in table.items():
+        if isinstance(val, dict):
+            for c in val:
+                if c not in columns:
+                    columns.append(str(c))
+        elif key == "runs" and isinstance(val, list):
+            runs = [str(x) for x in val]
+        else:
+            scalars.append((str(key).replace("_", " "), _text(val)))
+    for key, val in table.items():
+        if isinstance(val, dict):
+            rows.append((str(key), [stats.fmt(val.get(c)) if isinstance(val.get(c), (int, float))
+                                    else _text(val.get(c, "")) for c in columns]))
+    return [c.replace("_", " ") for c in columns], rows, runs, scalars
+
+
+def confounds(findings: list[dict[str, Any]] | None, note: str, known: set[str], runs: set[int],
+              page: Page) -> ConfoundContext:
+    import re
+
     views = []
-    for f in findings or []:
+    for f in sorted(findings or [], key=lambda f: not f.get("flagged")):
         f = dict(f)
-        metric = f.pop("metric", None)
+        factor = f.pop("factor", None) or f.pop("metric", None)
         outcome = f.pop("outcome", None)
-        title = str(f.pop("title", "") or f.pop("summary", "") or
-                    (f"{metric} co-varies with {outcome}" if metric and outcome else metric or "finding"))
-        detail = str(f.pop("detail", "") or f.pop("description", "") or f.pop("message", ""))
+        kind = str(f.pop("kind", "") or "")
+        flagged = bool(f.pop("flagged", False))
+        title = str(f.pop("title", "") or (f"{factor} and {outcome}" if factor and outcome else factor or "finding"))
+        detail = str(f.pop("message", "") or f.pop("detail", "") or f.pop("description", ""))
         proposal: Any = None
-        for key in ("proposal", "separating_experiment", "proposed", "experiment", "propose", "suggestion"):
+        for key in ("proposal", "separating_experiment", "proposed"):
             if key in f:
                 proposal = f.pop(key)
                 break
@@ -77,16 +108,37 @@ def confounds(findings: list[dict[str, Any]] | None, note: str, known: set[str],
             import yaml
 
             if isinstance(proposal, dict):
-                proposal_text = str(proposal.get("text") or proposal.get("description") or proposal.get("claim") or "")
+                proposal_text = str(proposal.get("text") or proposal.get("description") or proposal.get("why") or "")
             proposal_yaml = yaml.safe_dump(proposal, sort_keys=False, default_flow_style=False).strip()
         elif proposal is not None:
             proposal_text = str(proposal)
-        rows = [(str(k), _text(v)) for k, v in f.items() if v not in (None, "", [], {})]
-        if metric:
-            rows.insert(0, ("metric", str(metric)))
+        columns, trows, run_names, scalars = _table(f.pop("table", None))
+        run_links = []
+        if len(run_names) > MAX_LINKS:
+            rest = len(run_names) - MAX_LINKS
+            run_names = run_names[:MAX_LINKS]
+        else:
+            rest = 0
+        for name in run_names:
+            m = re.fullmatch(r"run (\d+)", name)
+            if m and int(m.group(1)) in runs:
+                run_links.append(Link(f"runs/{m.group(1)}.html", name))
+        if rest:
+            run_links.append(Link("runs.html", f"+{rest} more"))
+        rows = [("kind", kind)] if kind else []
         if outcome:
-            rows.insert(1 if metric else 0, ("outcome", str(outcome)))
-        views.append(FindingView(title, detail, rows, proposal_text, proposal_yaml,
+            rows.append(("outcome", str(outcome)))
+        rows += scalars
+        p = f.pop("fisher_p", None)
+        if isinstance(p, (int, float)):
+            rows.append(("Fisher p (runs)", f"{p:.2g}"))
+        effect = f.pop("effect", None)
+        if isinstance(effect, dict):
+            rows += [(str(k).replace("_", " "), f"{v:.3g}" if isinstance(v, float) else _text(v))
+                     for k, v in effect.items() if v is not None]
+        rows += [(str(k), _text(v)) for k, v in f.items() if v not in (None, "", [], {})]
+        views.append(FindingView(title, kind, flagged, detail, rows, columns, trows, run_links, proposal_text,
+                                 proposal_yaml,
                                  [Link(f"hypotheses/{h}.html", h) for h in hids if isinstance(h, str) and h in known]))
     return ConfoundContext(page, findings is not None, note, views)
 
@@ -110,7 +162,11 @@ def lineage_context(registry: Any, data: StoreData, statuses: dict[str, str], pa
         revisions: dict[str, None] = {}
         for r in runs:
             arm = r["arm"] or "probe"
-            by_arm.setdefault(arm, []).append(Link(f"runs/{r['id']}.html", str(r["id"])))
+            links = by_arm.setdefault(arm, [])
+            if len(links) < MAX_LINKS:
+                links.append(Link(f"runs/{r['id']}.html", str(r["id"])))
+            elif len(links) == MAX_LINKS:
+                links.append(Link(f"hypotheses/{h.id}.html#runs", "more…"))
             if r["config_hash"]:
                 configs[(arm, r["config_hash"][:12])] = None
             for k, val in sorted((r.get("fingerprint") or {}).items()):

@@ -54,23 +54,31 @@ def _check_out_dir(out: Path) -> set[str]:
     return set()
 
 
-def build_site(store: Any, registry: Any, out_dir: str | Path, *, generated_at: datetime | None = None) -> dict[str, Any]:
-    """Write the whole site under `out_dir`; returns {"index", "hypotheses": {id: path}, "runs": {id: path},
-    "lineage", "confounds", "runs_list", "assets", "pages"} with absolute paths."""
+def gather(store: Any, registry: Any, hypothesis_ids: list[str] | None = None, *, confounds: bool = True
+           ) -> tuple[Any, dict[str, tuple[dict[str, Any] | None, str]], list[dict[str, Any]] | None, str]:
+    """(store data, {id: (analysis, note)}, confound findings or None, note) in one read session."""
     from workbench.report import data as data_mod
 
-    out = Path(out_dir).expanduser().resolve()
-    previous = _check_out_dir(out)
-    out.mkdir(parents=True, exist_ok=True)
-    now = (generated_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
     mod = bridge.analysis_module()
+    wanted = set(hypothesis_ids) if hypothesis_ids is not None else {h.id for h in registry.hypotheses}
     with store.session() as session:
         data = data_mod.load(session)
         analyses = {}
         for h in registry.hypotheses:
-            if data.runs_by_hypothesis.get(h.id) or h.id in data.verdicts:
+            if h.id in wanted and (data.runs_by_hypothesis.get(h.id) or h.id in data.verdicts):
                 analyses[h.id] = bridge.analyze(mod, session, registry, h.id)
-        findings, confound_note = bridge.scan_confounds(mod, session, registry)
+        findings, note = bridge.scan_confounds(mod, session, registry) if confounds else (None, "")
+    return data, analyses, findings, note
+
+
+def build_site(store: Any, registry: Any, out_dir: str | Path, *, generated_at: datetime | None = None) -> dict[str, Any]:
+    """Write the whole site under `out_dir`; returns {"index", "hypotheses": {id: path}, "runs": {id: path},
+    "lineage", "confounds", "runs_list", "assets", "pages"} with absolute paths."""
+    out = Path(out_dir).expanduser().resolve()
+    previous = _check_out_dir(out)
+    out.mkdir(parents=True, exist_ok=True)
+    now = (generated_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
+    data, analyses, findings, confound_note = gather(store, registry)
 
     env = _env()
     written: list[Path] = []
@@ -86,7 +94,8 @@ def build_site(store: Any, registry: Any, out_dir: str | Path, *, generated_at: 
     statuses = pages.status_of(registry, data)
     known = {h.id for h in registry.hypotheses}
     result: dict[str, Any] = {"hypotheses": {}, "runs": {}}
-    result["index"] = str(render("index.html.j2", pages.index(registry, data, statuses, page("Hypotheses", "board")),
+    result["index"] = str(render("index.html.j2", pages.index(registry, data, statuses, page("Hypotheses", "board"),
+                                             analyses),
                                  out / "index.html"))
     for h in registry.hypotheses:
         analysis, note = analyses.get(h.id, (None, ""))
@@ -115,7 +124,7 @@ def build_site(store: Any, registry: Any, out_dir: str | Path, *, generated_at: 
         written.append(out / names[i])
     result["runs_list"] = str(out / "runs.html")
     result["confounds"] = str(render("confounds.html.j2",
-                                     pages.confounds(findings, confound_note, known, page("Confounds", "confounds")),
+                                     pages.confounds(findings, confound_note, known, set(data.runs), page("Confounds", "confounds")),
                                      out / "confounds.html"))
     result["lineage"] = str(render("lineage.html.j2",
                                    pages.lineage_context(registry, data, statuses, page("Lineage", "lineage")),

@@ -1,0 +1,103 @@
+"""`wb report --format md`: a hypothesis' verdict, numbers and checks as Markdown for a PR or an issue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.report.context import HypothesisContext, Page
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _line(text: Any) -> str:
+    """One Markdown line of untrusted text: no raw HTML, no line breaks."""
+    return str(text).replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ").strip()
+
+
+def render(ctx: HypothesisContext) -> str:
+    out = [f"### `{ctx.id}` — {ctx.verdict.verdict if ctx.verdict else 'no verdict yet'}", ""]
+    out.append(f"> {_line(ctx.claim)}")
+    out.append("")
+    facts = [f"experiment `{ctx.experiment}`"]
+    if ctx.isolates:
+        facts.append(f"isolates `{ctx.isolates}`")
+    if ctx.hold:
+        facts.append("holds " + ", ".join(f"`{k}={v}`" for k, v in ctx.hold))
+    out.append("; ".join(facts))
+    out.append("")
+    if ctx.verdict:
+        v = ctx.verdict
+        when = f", {v.created_at[:16]}" if v.created_at else ""
+        ex = f", execution {v.execution_id}" if v.execution_id is not None else ""
+        out.append(f"**Verdict: {v.verdict}** ({v.source}{when}{ex})")
+        out.append("")
+        if v.reasoning:
+            out.append(_line(v.reasoning))
+            out.append("")
+        if v.more_data:
+            out.append(f"What would decide it: {_line(v.more_data)}")
+            out.append("")
+    if ctx.analysis_note:
+        out += [f"_Note: {_line(ctx.analysis_note)}_", ""]
+    if ctx.predictions:
+        out += ["| prediction | observed | outcome |", "| --- | --- | --- |"]
+        out += [f"| {_cell(p.text)} | {_cell(p.observed) or '–'} | {_cell(p.outcome) or '–'} |" for p in ctx.predictions]
+        out.append("")
+    if ctx.charts:
+        out += ["| metric | " + " | ".join(_cell(a) for a in ctx.arm_names) + " |",
+                "| --- |" + " --- |" * len(ctx.arm_names)]
+        for c in ctx.charts:
+            by_arm = {arm: f"{value} {interval}".strip() for arm, value, interval in c.rows}
+            out.append(f"| {_cell(c.metric)} | " + " | ".join(_cell(by_arm.get(a, "–")) for a in ctx.arm_names) + " |")
+        out.append("")
+    if ctx.probe_totals:
+        out += ["| probed target | calls | processes |", "| --- | ---: | ---: |"]
+        out += [f"| `{_cell(t)}` | {calls} | {procs} |" for t, calls, procs in ctx.probe_totals]
+        out.append("")
+    if ctx.verdict and ctx.verdict.checks:
+        out.append("Checks:")
+        for c in ctx.verdict.checks:
+            mark = "x" if c.passed else " "
+            flag = "" if c.passed or c.passed is None else " **(failed)**"
+            out.append(f"- [{mark}] {_line(c.name)}{flag}: {_line(c.detail)}")
+        out.append("")
+    evidence = [r for r in ctx.runs if r.in_evidence]
+    out.append(f"Runs: {len(ctx.runs)} shown, {len(evidence)} in the evidence"
+               + (f" (execution {evidence[0].execution_id})" if evidence and evidence[0].execution_id is not None
+                  else "") + ".")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def hypothesis_markdown(store: Any, registry: Any, hypothesis_id: str) -> str:
+    """Markdown summary of one hypothesis: verdict and reasoning, predictions, numbers by arm, checks."""
+    from datetime import datetime, timezone
+
+    from workbench.report import hypothesis_page, pages
+    from workbench.report.site import gather
+
+    h = registry.hypothesis(hypothesis_id)
+    data, analyses, _, _ = gather(store, registry, [h.id], confounds=False)
+    analysis, note = analyses.get(h.id, (None, ""))
+    page = Page(title=h.id, root="", section="hypothesis",
+                generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    ctx = hypothesis_page.build(h, registry, data, analysis, note, page, pages.status_of(registry, data))
+    return render(ctx)
+
+
+def board_markdown(store: Any, registry: Any) -> str:
+    """Markdown table of every hypothesis with its status, key number and date."""
+    from datetime import datetime, timezone
+
+    from workbench.report import pages
+    from workbench.report.site import gather
+
+    data, _, _, _ = gather(store, registry, [], confounds=False)
+    page = Page("Hypotheses", "", "board", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    idx = pages.index(registry, data, pages.status_of(registry, data), page)
+    out = ["| hypothesis | status | key number | date |", "| --- | --- | --- | --- |"]
+    for col in idx.columns:
+        for c in col.cards:
+            out.append(f"| `{_cell(c.id)}` | {c.status} | {_cell(c.key_number)} | {c.date or '–'} |")
+    return "\n".join(out) + "\n"
