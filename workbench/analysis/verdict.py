@@ -153,7 +153,7 @@ def analyze(session: Any, registry: Any, hypothesis_id: str, *, execution_id: in
         result.arms[a] = arm_summary(a, arms[a], expected[a], named | set(h.arms.get(a, {})), exp)
 
     if h.kind == "reachability":
-        return _reachability(session, h, arms, result, checks)
+        return _reachability(session, h, arms, failed, result, checks)
 
     used = [a for a in arm_names if arms[a]]
     if not used:
@@ -233,9 +233,10 @@ def analyze(session: Any, registry: Any, hypothesis_id: str, *, execution_id: in
     return result
 
 
-def _reachability(session: Any, h: Any, arms: dict[str, list[RunData]], result: Analysis,
-                  checks: list[dict[str, Any]]) -> Analysis:
-    run_ids = [r.id for rs in arms.values() for r in rs]
+def _reachability(session: Any, h: Any, arms: dict[str, list[RunData]], failed: dict[str, list[RunData]],
+                  result: Analysis, checks: list[dict[str, Any]]) -> Analysis:
+    # The probe analysis judges run status itself, so it gets the failed runs too.
+    run_ids = sorted(r.id for group in (arms, failed) for rs in group.values() for r in rs)
     try:
         from workbench.probes.verdict import analyze_reachability
     except ImportError:

@@ -1,0 +1,47 @@
+"""Writers of runner-shaped runs for the analysis tests (what the runner records per run)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+OUTCOMES = ("done", "leak", "error", "maxrounds", "no_tool")
+
+
+def add_run(session: Any, *, execution_id: int | None, arm: str | None, variables: dict[str, str],
+            outcomes: dict[str, int] | None, replicate: int = 1, status: str = "ok", extra: dict[str, float] | None = None,
+            version: int | None = 1, fingerprint: dict[str, Any] | None = None, config: str | None = None,
+            store_counts: bool = True, hypothesis_id: str = "wedge-confound") -> int:
+    """One run as the runner records it: units, the counts derived from them, and collected metrics."""
+    from workbench.store import records
+
+    if config is None:
+        config = f"# pdsim serve script, rendered by wb for arm {arm}\n" + "".join(
+            f"{k}={v}\n" for k, v in sorted(variables.items()))
+    run = records.create_run(session, experiment_id="agent-repro", experiment_version=version, variables=variables,
+                             execution_id=execution_id, hypothesis_id=hypothesis_id, arm=arm, replicate=replicate,
+                             status=status, rendered_config=config,
+                             fingerprint=fingerprint if fingerprint is not None else {"wb_version": "wb 0.1.0"})
+    metrics: dict[str, float] = dict(extra or {})
+    if outcomes is not None:
+        units = [{"outcome": o, "rounds": 4} for o, n in outcomes.items() for _ in range(n)]
+        records.add_units(session, run_id=run.id, units=units)
+        if store_counts:
+            metrics["sessions"] = len(units)
+            for o in OUTCOMES:
+                metrics[o] = outcomes.get(o, 0)
+    records.add_metrics(session, run_id=run.id, metrics=metrics, source="run")
+    return run.id
+
+
+def add_execution(session: Any, *, mode: str = "fixed", overrides: dict[str, str] | None = None,
+                  hypothesis_id: str = "wedge-confound") -> int:
+    from workbench.store import records
+
+    ex = records.create_execution(session, hypothesis_id=hypothesis_id, experiment_id="agent-repro",
+                                  experiment_version=1, profile="sim", target="sim", mode=mode, overrides=overrides)
+    return ex.id
+
+
+CONTROL = {"index_k_dtype": "bf16", "hicache": "on", "nixl_abort_fix": "off", "geometry_fix": "off",
+           "indexer_host_pool_fix": "off", "causal_model": "seed", "seed": "0"}
+TREATMENT = dict(CONTROL, nixl_abort_fix="on")
