@@ -132,18 +132,21 @@ class WorkloadSpec(Strict):
 
 
 class Extractor(Strict):
-    """How to read one metric: a regex over the workload output, or a command's output."""
+    """How to read one metric: a regex over the workload output, a command's output, or a numeric field
+    of the per-unit records (`unit_field`: summed, or the number of units where it is non-zero)."""
 
     regex: str | None = None
     source: Literal["output", "stdout", "stderr"] = "output"
     command: str | None = None
+    unit_field: str | None = None
+    aggregate: Literal["sum", "nonzero"] = "nonzero"
     parse: Literal["int", "float"] = "float"
     timeout_s: float = Field(default=60, gt=0, le=3600)
 
     @model_validator(mode="after")
     def _one(self) -> "Extractor":
-        if (self.regex is None) == (self.command is None):
-            raise ValueError("give exactly one of regex or command")
+        if sum(x is not None for x in (self.regex, self.command, self.unit_field)) != 1:
+            raise ValueError("give exactly one of regex, command or unit_field")
         if self.regex is not None:
             import re
 

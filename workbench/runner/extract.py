@@ -91,3 +91,14 @@ def unit_counts(metric_specs: dict[str, Any], units: list[dict[str, Any]]) -> di
             continue
         out[name] = sum(1 for u in units if _matches(u, spec.units))
     return out
+
+
+def unit_aggregate(name: str, units: list[dict[str, Any]], field: str, aggregate: str, kind: str) -> float | int:
+    """Sum of a numeric unit field, or the number of units where it is non-zero (absent counts as 0)."""
+    total: float = 0
+    for u in units:
+        v = u.get(field, 0) or 0
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise ExtractError(f"metric {name!r}: unit field {field!r} is {v!r}, not a number", str(u)[:300])
+        total += (1 if v else 0) if aggregate == "nonzero" else v
+    return int(total) if kind == "int" else float(total)

@@ -331,6 +331,8 @@ async def _collect(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict
             "stderr": result.stderr if result else ""}
     try:
         for name, ex in prof.collect.items():
+            if ex.unit_field is not None:
+                continue  # read from the units below
             if ex.regex is not None:
                 out.metrics[name] = extract.from_regex(name, ex.regex, text[ex.source], ex.parse)
                 out.metric_sources[name] = "regex"
@@ -354,6 +356,12 @@ async def _collect(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict
             for name, n in extract.unit_counts(exp.metrics, out.units).items():
                 out.metrics[name] = n
                 out.metric_sources[name] = "units"
+            for name, ex in prof.collect.items():
+                if ex.unit_field is not None:
+                    out.metrics[name] = extract.unit_aggregate(name, out.units, ex.unit_field, ex.aggregate, ex.parse)
+                    out.metric_sources[name] = "units"
+        elif any(ex.unit_field for ex in prof.collect.values()):
+            raise extract.ExtractError("collect names a unit_field but the profile declares no units file")
         if h.probe_targets:
             await _collect_probes(h, pr, values, out, art)
     except extract.ExtractError as exc:
