@@ -1,0 +1,246 @@
+"""The built site as files: self-contained, escaped, every link inside the folder, numbers where they belong."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import synth
+from workbench.errors import BadInput
+
+PAGE_LIMIT = 200 * 1024
+
+
+class _Refs(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[tuple[str, str, str]] = []
+        self.specs: list[str] = []
+        self._in_spec = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        for key in ("href", "src"):
+            if a.get(key) is not None:
+                self.refs.append((tag, key, a[key] or ""))
+        self._in_spec = tag == "script" and "chart-spec" in (a.get("class") or "")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_spec:
+            self.specs.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_spec = False
+
+
+def _parse(path: Path) -> _Refs:
+    p = _Refs()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+def _html_files(out: Path) -> list[Path]:
+    return sorted(p for p in out.rglob("*.html") if "artifacts" not in p.parts)
+
+
+def test_build_returns_every_page(site: dict[str, Any], seeded: dict[str, Any]) -> None:
+    ids = {h.id for h in seeded["registry"].hypotheses}
+    assert set(site["hypotheses"]) == ids
+    assert Path(site["index"]).name == "index.html"
+    for key in ("index", "lineage", "confounds", "runs_list"):
+        assert Path(site[key]).is_file()
+    assert len(site["runs"]) == 10 and all(Path(p).is_file() for p in site["runs"].values())
+    bundle = site["out"] / "assets" / "vega-bundle.js"
+    assert bundle.stat().st_size > 500_000  # the one copy of the chart runtime
+    assert sum(1 for p in site["out"].rglob("*.js") if p.stat().st_size > 100_000) == 1
+
+
+def test_every_reference_stays_inside_the_site(site: dict[str, Any]) -> None:
+    out = site["out"]
+    checked = 0
+    for page in _html_files(out):
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"cdn\.|jsdelivr|unpkg", text), page
+        for tag, key, ref in _parse(page).refs:
+            assert not re.match(r"^[a-z]+:", ref), f"{page.name}: {tag} {key}={ref} leaves the site"
+            target = (page.parent / ref.split("#")[0]).resolve()
+            assert target.is_relative_to(out.resolve()), f"{page.name}: {ref} points outside"
+            assert target.exists(), f"{page.name}: {ref} does not resolve"
+            checked += 1
+    assert checked > 100
+
+
+def test_pages_stay_under_200_kb(site: dict[str, Any]) -> None:
+    for page in _html_files(site["out"]):
+        assert page.stat().st_size <= PAGE_LIMIT, page
+
+
+def test_log_lines_are_escaped(site: dict[str, Any], seeded: dict[str, Any]) -> None:
+    run_id = seeded["ids"]["wedge"]["run_ids"][0]
+    text = Path(site["runs"][run_id]).read_text(encoding="utf-8")
+    assert synth.XSS_LINE not in text
+    assert html.escape(synth.XSS_LINE, quote=False) in text
+    review = Path(site["hypotheses"]["wedge-confound"]).read_text(encoding="utf-8")
+    assert synth.XSS_LINE not in review and "Agree: the wedge is not it." in review
+
+
+def test_large_log_is_cut_with_a_link_to_the_whole_file(site: dict[str, Any], seeded: dict[str, Any]) -> None:
+    run_id = seeded["ids"]["big"]["run_ids"][0]
+    page = Path(site["runs"][run_id])
+    text = page.read_text(encoding="utf-8")
+    assert "bytes not shown" in text and "LAST LINE OF THE LOG" in text
+    assert page.stat().st_size < 40_000
+    links = [ref for _, key, ref in _parse(page).refs if "artifacts/" in ref]
+    assert links, "no link to the full log"
+    full = (page.parent / links[0]).resolve()
+    assert full.stat().st_size > 200_000
+    assert full.read_text(encoding="utf-8").endswith("LAST LINE OF THE LOG\n")
+
+
+def test_secrets_in_fingerprints_stay_redacted(site: dict[str, Any], seeded: dict[str, Any]) -> None:
+    text = Path(site["runs"][seeded["ids"]["wedge"]["run_ids"][0]]).read_text(encoding="utf-8")
+    assert "s3cret" not in text and "API_TOKEN" in text
+
+
+def test_probe_counts_per_process_and_target(site: dict[str, Any], seeded: dict[str, Any]) -> None:
+    page = Path(site["hypotheses"]["dead-code-dsaindexerpoolhost"]).read_text(encoding="utf-8")
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", page.split('id="probes"')[1].split("</section>")[0], re.S)
+    cells = [re.sub(r"<[^>]+>", " ", r).split() for r in rows]
+    assert ["run", "9", "workbench.sim.hicache:DSAIndexerPoolHost", "prefill", "1000", "0", "yes"] in cells
+    assert ["run", "10", "workbench.sim.hicache:DeepSeekV4PagedHostPool", "decode", "2001", "3", "yes"] in cells
+    assert "<strong>0</strong> calls in 4 process(es)" in page
+    run_page = Path(site["runs"][seeded["ids"]["probe"][0]]).read_text(encoding="utf-8")
+    assert run_page.count("workbench.sim.hicache:DSAIndexerPoolHost") == 2 and "prefill" in run_page
+
+
+def test_hypothesis_page_shows_verdict_checks_arms_and_diff(site: dict[str, Any]) -> None:
+    text = Path(site["hypotheses"]["wedge-confound"]).read_text(encoding="utf-8")
+    assert "lies entirely above the predicted region" in text
+    assert re.search(r'<tr class="fail"><td class="mark">FAIL</td><td>attrition</td>', text)
+    assert text.count('<td class="mark">pass</td>') == 3
+    assert '<span class="del">-nixl_abort_fix=off</span>' in text
+    assert '<span class="add">+nixl_abort_fix=on</span>' in text
+    assert "tested by" not in text.split('id="assumptions"')[1].split("</section>")[0]
+    race = Path(site["hypotheses"]["hicache-bf16-race"]).read_text(encoding="utf-8")
+    assert 'tested by <a href="wedge-confound.html">wedge-confound</a> <span class="badge falsified">' in race
+
+
+def test_chart_specs_are_valid_vega_lite_with_intervals(site: dict[str, Any]) -> None:
+    from workbench.report.charts import validate_spec
+
+    specs = [json.loads(s) for s in _parse(Path(site["hypotheses"]["wedge-confound"])).specs]
+    assert len(specs) >= 5
+    by_title = {s["title"]: s for s in specs}
+    rate = by_title["corruption_rate"]
+    est = {row["arm"]: row for row in rate["datasets"]["est"]}
+    assert set(est) == {"control", "treatment"}
+    for row in est.values():
+        assert row["lo"] <= row["estimate"] <= row["hi"] and row["hi"] > row["lo"]
+    band = rate["datasets"]["bands"]
+    assert band and band[0]["arm"] == "treatment" and band[0]["hi"] == 0.02
+    assert by_title["aborts"]["datasets"]["lines"][0]["kind"] == "required"
+    for s in specs:
+        validate_spec(s)
+
+
+def test_board_lists_hypotheses_by_status(site: dict[str, Any]) -> None:
+    text = Path(site["index"]).read_text(encoding="utf-8")
+    falsified = text.split('class="column status-falsified"')[1].split("</section>")[0]
+    assert "wedge-confound" in falsified and "dead-code-dsaindexerpoolhost" in falsified
+    opened = text.split('class="column status-open"')[1].split("</section>")[0]
+    assert "token-granular-geometry" in opened and "no runs yet" in opened
+    assert "corruption_rate (treatment):" in falsified
+
+
+def test_lineage_page_links_every_node_and_what_verdicts_rest_on(site: dict[str, Any], seeded: dict[str, Any]) -> None:
+    text = Path(site["lineage"]).read_text(encoding="utf-8")
+    for h in seeded["registry"].hypotheses:
+        assert f'<a href="hypotheses/{h.id}.html" class="node' in text
+    assert text.count('class="edge"') == 4
+    rests = text.split('class="rests"')[1]
+    assert "git_commit=abc1234" in rests and "agent-repro v1" in rests
+    for rid in seeded["ids"]["wedge"]["run_ids"]:
+        assert f'href="runs/{rid}.html"' in rests
+
+
+def test_confound_report_lists_findings(site: dict[str, Any]) -> None:
+    text = Path(site["confounds"]).read_text(encoding="utf-8")
+    pytest.importorskip("workbench.analysis.confounds")
+    assert 'class="finding' in text and "corruption_rate" in text
+
+
+def test_site_builds_from_stored_verdicts_without_analysis(seeded: dict[str, Any], tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.report import bridge, build_site
+    from workbench.store import open_store
+
+    monkeypatch.setattr(bridge, "analysis_module", lambda: None)
+    store = open_store(str(seeded["db"]), read_only=True)
+    try:
+        result = build_site(store, seeded["registry"], tmp_path / "site")
+    finally:
+        store.dispose()
+    text = Path(result["hypotheses"]["wedge-confound"]).read_text(encoding="utf-8")
+    assert "lies entirely above the predicted region" in text  # the stored verdict
+    assert "Wilson 95%" in text and "/160 = " in text  # per-arm numbers from the raw metrics
+    conf = Path(result["confounds"]).read_text(encoding="utf-8")
+    assert "needs workbench.analysis" in conf
+
+
+def test_rebuild_replaces_its_own_site_and_refuses_a_foreign_folder(seeded: dict[str, Any], tmp_path: Path) -> None:
+    from workbench.report import build_site
+    from workbench.store import open_store
+
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    store = open_store(str(seeded["db"]), read_only=True)
+    try:
+        with pytest.raises(BadInput):
+            build_site(store, seeded["registry"], foreign)
+        out = tmp_path / "site"
+        build_site(store, seeded["registry"], out)
+        stale = out / "hypotheses" / "gone.html"
+        manifest = json.loads((out / ".wb-site.json").read_text())
+        manifest["files"].append("hypotheses/gone.html")
+        (out / ".wb-site.json").write_text(json.dumps(manifest))
+        stale.write_text("old")
+        build_site(store, seeded["registry"], out)
+        assert not stale.exists() and (out / "index.html").is_file()
+        assert (foreign / "notes.txt").read_text() == "mine"
+    finally:
+        store.dispose()
+
+
+def test_lineage_layout_is_readable_at_50_hypotheses(tmp_path: Path) -> None:
+    from workbench.registry import load_registry
+    from workbench.report import lineage
+
+    reg = load_registry(synth.write_many_hypotheses(tmp_path / "wb", 50))
+    graph = lineage.layout([lineage.LineageInput(h.id, h.parent, "open") for h in reg.hypotheses])
+    assert len(graph.nodes) == 50 and len(graph.edges) == 49
+    boxes = [(n.x, n.y, n.x + n.w, n.y + n.h) for n in graph.nodes]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], "nodes overlap"
+    pos = {n.id: n for n in graph.nodes}
+    for h in reg.hypotheses:
+        if h.parent:
+            assert pos[h.id].depth == pos[h.parent].depth + 1 and pos[h.id].x > pos[h.parent].x
+    assert all(n.w >= 200 and n.h >= 30 for n in graph.nodes)  # labels at a readable size, not shrunk to fit
+    assert graph.height <= 50 * lineage.ROW_H + 2 * lineage.PAD
+
+
+def test_lineage_layout_survives_a_parent_cycle() -> None:
+    from workbench.report import lineage
+
+    graph = lineage.layout([lineage.LineageInput("a", "b", "open"), lineage.LineageInput("b", "a", "open"),
+                            lineage.LineageInput("c", None, "supported")])
+    assert {n.id for n in graph.nodes} == {"a", "b", "c"}
