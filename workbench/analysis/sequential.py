@@ -1,10 +1,10 @@
 """Sequential stopping: always-valid tests for proportions, so looking after every replicate costs no error.
 
 Each prediction on a proportion is tested by mixture likelihood ratios (e-processes): against the
-region's upper bound c, E = mean over p ~ U(c, 1] of L(p) / L(c) is a nonnegative supermartingale
-for every p <= c, so by Ville's inequality P(E ever reaches 1/alpha) <= alpha however often one
-looks. The support direction mixes over [0, c) with half its mass on p = 0 (the claim "removing the
-cause removes the symptom" predicts exactly zero). Differences between arms use per-arm beta-binomial
+region's upper bound c, E = mean over alternatives p_j > c of L(p_j) / L(c) is a nonnegative
+supermartingale for every p <= c, so by Ville's inequality P(E ever reaches 1/alpha) <= alpha however
+often one looks. The support direction mixes over alternatives below c with half its weight on p = 0
+(the claim "removing the cause removes the symptom" predicts exactly zero). Differences between arms use per-arm beta-binomial
 confidence sequences at alpha/2 each (conservative, valid at every look).
 """
 
@@ -27,38 +27,65 @@ def _loglik(k: np.ndarray, n: np.ndarray, p: float) -> np.ndarray:
     return a + b
 
 
-def log_e_above(k: Any, n: Any, c: float) -> np.ndarray:
-    """log E against H0: p <= c (evidence that p > c); vectorised over k, n."""
-    from scipy.special import betainc, betaln
+# Alternatives are spread on the log-odds scale away from the tested bound, so the same test is
+# sharp for a rate twice the bound and for one ten times it; weights are equal (fixed in advance).
+ODDS_STEPS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0)
 
+
+def _expit(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def _mixture(k: np.ndarray, n: np.ndarray, c: float, alts: list[float], log_w: list[float]) -> np.ndarray:
+    from scipy.special import logsumexp
+
+    base = _loglik(k, n, c)
+    terms = np.stack([lw + _loglik(k, n, p) for p, lw in zip(alts, log_w)])
+    with np.errstate(invalid="ignore"):
+        out = logsumexp(terms, axis=0) - base
+    return np.where(np.isneginf(base) & ~np.isneginf(logsumexp(terms, axis=0)), np.inf, out)
+
+
+def log_e_above(k: Any, n: Any, c: float) -> np.ndarray:
+    """log E against H0: p <= c (evidence that p > c); vectorised over k, n.
+
+    E is a mixture over alternatives p_j > c of L(p_j) / L(c); each term is a supermartingale for
+    every p <= c, so E is too, and Ville's inequality makes 1/alpha an always-valid threshold.
+    """
     k = np.asarray(k, float)
     n = np.asarray(n, float)
     if c >= 1:
-        return np.zeros_like(k)
-    a, b = k + 1, n - k + 1
-    with np.errstate(divide="ignore"):
-        # integral over (c, 1] of p^k (1-p)^(n-k) = B(a, b) * I_{1-c}(b, a)
-        num = betaln(a, b) + np.log(betainc(b, a, 1 - c)) - math.log(1 - c)
-    return num - _loglik(k, n, c)
+        return np.zeros(np.broadcast(k, n).shape)
+    if c <= 0:
+        alts = [0.001, 0.01, 0.05, 0.1, 0.2, 0.4]
+    else:
+        x = math.log(c / (1 - c))
+        alts = [_expit(x + d) for d in ODDS_STEPS]
+    lw = [-math.log(len(alts))] * len(alts)
+    return _mixture(k, n, max(c, 0.0), alts, lw)
 
 
 def log_e_below(k: Any, n: Any, c: float, lo: float = 0.0) -> np.ndarray:
-    """log E against H0: p >= c (evidence that p < c); mixture over [lo, c), spiked at 0 when lo is 0."""
-    from scipy.special import betainc, betaln
+    """log E against H0: p >= c (evidence that p < c); alternatives in [lo, c).
 
+    When lo is 0 half the weight sits on p = 0: a claim that removing a cause removes the symptom
+    predicts exactly zero, and a run of zeros is then decisive soonest.
+    """
     k = np.asarray(k, float)
     n = np.asarray(n, float)
-    if c <= lo:
-        return np.zeros_like(k)
-    a, b = k + 1, n - k + 1
-    with np.errstate(divide="ignore"):
-        slab = betaln(a, b) + np.log(np.maximum(betainc(a, b, c) - betainc(a, b, lo), 0.0)) - math.log(c - lo)
-    if lo <= 0:
-        spike = np.where(k == 0, 0.0, -np.inf)  # L(0) = 1 if no successes, else 0
-        mix = np.logaddexp(math.log(SPIKE_AT_ZERO) + spike, math.log(1 - SPIKE_AT_ZERO) + slab)
+    if c <= max(lo, 0.0):
+        return np.zeros(np.broadcast(k, n).shape)
+    if c >= 1:
+        alts = [0.999, 0.99, 0.95, 0.9, 0.8, 0.6]
     else:
-        mix = slab
-    return mix - _loglik(k, n, c)
+        x = math.log(c / (1 - c))
+        alts = [q for q in (_expit(x - d) for d in ODDS_STEPS) if q > lo] or [(lo + c) / 2]
+    if lo <= 0:
+        alts = [0.0] + alts
+        lw = [math.log(SPIKE_AT_ZERO)] + [math.log((1 - SPIKE_AT_ZERO) / (len(alts) - 1))] * (len(alts) - 1)
+    else:
+        lw = [-math.log(len(alts))] * len(alts)
+    return _mixture(k, n, min(c, 1.0), alts, lw)
 
 
 def confidence_sequence(k: float, n: float, alpha: float = ALPHA) -> tuple[float, float]:

@@ -1,0 +1,50 @@
+"""The sequential tests: valid under peeking (small simulation), decisive at the seed's numbers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from workbench.analysis import sequential as seq
+
+
+def test_seed_numbers_decide_at_the_first_look():
+    outcome, e_against, _ = seq.judge_proportion([(14, 80)], (-math.inf, 0.02))
+    assert outcome == "falsified" and e_against > 1e6
+
+
+def test_zeros_support_an_at_most_prediction_after_enough_units():
+    region = (-math.inf, 0.02)
+    assert seq.judge_proportion([(0, 80)], region)[0] == "inconclusive"
+    assert seq.judge_proportion([(0, 80), (0, 160)], region)[0] == "supported"
+    # An exact-zero region can never be supported by a finite sample, only falsified by one success.
+    assert seq.judge_proportion([(0, 800)], (0.0, 0.0))[0] == "inconclusive"
+    assert seq.judge_proportion([(1, 800)], (0.0, 0.0))[0] == "falsified"
+
+
+def test_e_processes_do_not_exceed_alpha_under_peeking_at_the_boundary():
+    # 400 experiments at the edge of the region, looked at after each of 12 replicates.
+    rng = np.random.default_rng(11)
+    K = rng.binomial(80, 0.02, size=(400, 12)).cumsum(axis=1)
+    N = np.arange(1, 13) * 80
+    against = (seq.log_e_above(K, N, 0.02) >= math.log(20)).any(axis=1).mean()
+    assert against <= 0.05
+    K = rng.binomial(80, 0.05, size=(400, 12)).cumsum(axis=1)
+    wrong_support = (seq.log_e_below(K, N, 0.05) >= math.log(20)).any(axis=1).mean()
+    assert wrong_support <= 0.05
+    # ...while naive peeking with a fixed-sample interval would have exceeded it.
+    from workbench.analysis import stats
+
+    K = rng.binomial(80, 0.02, size=(400, 12)).cumsum(axis=1)
+    naive = np.mean([any(stats.wilson(int(K[i, j]), int(N[j]))[0] > 0.02 for j in range(12)) for i in range(400)])
+    assert naive > 0.05
+
+
+def test_confidence_sequence_covers_and_shrinks():
+    lo, hi = seq.confidence_sequence(14, 80)
+    assert lo < 0.175 < hi and lo > 0.05
+    lo2, hi2 = seq.confidence_sequence(140, 800)
+    assert lo < lo2 < 0.175 < hi2 < hi
+    d = seq.difference_sequence([(10, 80), (20, 160)], [(11, 80), (21, 160)])
+    assert d[0] < 0 < d[1]
