@@ -60,7 +60,7 @@ def test_zero_calls_with_the_control_hit_in_every_run_falsifies(store):
     assert r["counts"][DEAD]["total"] == 0 and r["counts"][LIVE]["total"] == 5
     assert r["counts"][LIVE]["by_process"] == {"prefill": 0, "decode": 5}
     assert check(r, "positive control")["passed"]
-    assert "DSAIndexerPoolHost: 0 call(s) over 2 run(s)" in r["reasoning"]
+    assert "DSAIndexerPoolHost: 0 call(s) over 2 run(s) in all 4 probed process(es)" in r["reasoning"]
     assert [x["status"] for x in r["excluded_runs"]] == ["failed"]
 
 

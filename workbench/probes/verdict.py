@@ -20,6 +20,10 @@ def _short(target: str) -> str:
     return target.partition(":")[2] or target
 
 
+def _label(process: str, width: int = 60) -> str:
+    return process if len(process) <= width else process[:width - 1] + "…"
+
+
 def _region(pred: Any) -> dict[str, Any]:
     return {k: _get(pred, k) for k in ("at_least", "at_most", "equals", "between")}
 
@@ -153,15 +157,23 @@ def _analyze(hypothesis: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
         return result("invalid", "Target(s) name no existing code object, so their count is not a measurement: "
                       + "; ".join(unresolved) + ". Fix the target (package.module:Qualified.name).", counts)
 
+    n_procs = len({(r.get("id"), row.get("pid")) for r in valid for row in r.get("probe_counts") or []})
+
+    def where(target: str) -> str:
+        hits = {p: c for p, c in counts[target]["by_process"].items() if c > 0}
+        if not hits:
+            return f"in all {n_procs} probed process(es)"
+        return "in " + ", ".join(f"{_label(p)}: {c}" for p, c in hits.items())
+
     control_ok = False
     control_note = "no positive control declared"
     if control:
         per_run = counts[control]["by_run"]
         missed = [rid for rid, n in per_run.items() if n <= 0]
         control_ok = not missed
-        control_note = (f"positive control {_short(control)} hit in every run "
-                        f"({', '.join(f'#{k}: {v}' for k, v in per_run.items())})" if control_ok else
-                        f"positive control {_short(control)} was not hit in run(s) "
+        control_note = (f"the positive control {_short(control)} was hit in every run "
+                        f"({', '.join(f'#{k}: {v}' for k, v in per_run.items())}; {where(control)})" if control_ok else
+                        f"the positive control {_short(control)} was not hit in run(s) "
                         f"{', '.join(f'#{k}' for k in missed)}: the workload did not exercise the surrounding path")
         check("positive control", control_ok, control_note)
     else:
@@ -179,17 +191,16 @@ def _analyze(hypothesis: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
         # whatever the control did; a conclusion resting on few or no calls needs the control.
         by_hits = (inside and lo is not None and lo > 0 and hi is None) or (not inside and hi is not None and n > hi)
         what = f"calls to {_short(target)} {_describe(region)}"
-        procs = ", ".join(f"{p}: {c}" for p, c in counts[target]["by_process"].items()) or "no process"
+        seen = f"{n} call(s) over {len(valid)} run(s) {where(target)}"
         if by_hits or control_ok:
             outcome = "supported" if inside else "falsified"
-            check(f"prediction: {what}", inside, f"observed {n} call(s) over {len(valid)} run(s) ({procs})", "none")
-            reasons.append(f"{_short(target)}: {n} call(s) over {len(valid)} run(s) ({procs}); "
-                           f"predicted {_describe(region)} -> {outcome}"
+            check(f"prediction: {what}", inside, f"observed {seen}", "none")
+            reasons.append(f"{_short(target)}: {seen}; predicted {_describe(region)}, so {outcome}"
                            + ("" if by_hits else f", because {control_note}"))
         else:
             outcome = "inconclusive"
-            check(f"prediction: {what}", False, f"observed {n} call(s), undecidable: {control_note}")
-            reasons.append(f"{_short(target)}: {n} call(s), but {control_note}, so {n} call(s) says nothing "
+            check(f"prediction: {what}", False, f"observed {seen}; undecidable: {control_note}")
+            reasons.append(f"{_short(target)}: {seen}, but {control_note}, so {n} call(s) says nothing "
                            "about reachability; rerun with a workload that reaches the path (e.g. with the "
                            "feature that uses it enabled)")
         outcomes.append(outcome)

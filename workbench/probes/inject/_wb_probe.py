@@ -92,12 +92,20 @@ class _Probe:
         self.path = os.path.join(self.out_dir, f"{FILE_PREFIX}{self.pid}-{os.urandom(4).hex()}.json")
 
     def process_label(self) -> str:
+        """What the process runs, without the interpreter: `pkg.module args`, `script.py args` or `-c code`."""
         if self.name:
             return self.name
         argv = list(getattr(sys, "orig_argv", None) or sys.argv or ["python"])
-        if argv:
-            argv[0] = os.path.basename(argv[0])
-        return " ".join(" ".join(argv).split())[:300]
+        i = 1
+        while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
+            i += 2 if argv[i] in ("-X", "-W") else 1  # interpreter options; these two take a value
+        if i < len(argv) and argv[i] == "-m" and i + 1 < len(argv):
+            parts = argv[i + 1:]
+        elif i < len(argv) and not argv[i].startswith("-"):
+            parts = [os.path.basename(argv[i])] + argv[i + 1:]
+        else:
+            parts = [os.path.basename(argv[0])] + argv[i:]
+        return " ".join(" ".join(parts).split())[:200]
 
     def snapshot(self, final: bool) -> dict:
         for name in [t.module for t in self.targets if t.state == NOT_IMPORTED and t.module in sys.modules]:
