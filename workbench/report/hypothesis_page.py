@@ -31,28 +31,50 @@ def evidence_runs(data: StoreData, hid: str) -> tuple[list[dict[str, Any]], int 
     return [r for r in runs if r["execution_id"] == chosen], chosen
 
 
+def run_metric(exp: Any, run: dict[str, Any], metric: str, _depth: int = 0) -> float | None:
+    """A run's value of `metric`: stored, or derived as the experiment declares (same_as, numerator/denominator).
+
+    The runner stores what it collects; proportions and aliases are derived when read.
+    """
+    value = run["metrics"].get(metric)
+    if value is not None or exp is None or _depth > 4:
+        return value
+    spec = exp.metrics.get(metric)
+    if spec is None:
+        return None
+    if spec.same_as:
+        return run_metric(exp, run, spec.same_as, _depth + 1)
+    if spec.kind == "proportion":
+        k = run_metric(exp, run, spec.numerator, _depth + 1)
+        n = run_metric(exp, run, spec.denominator, _depth + 1)
+        return k / n if k is not None and n else None
+    return None
+
+
 def metric_order(h: Any, exp: Any, runs: list[dict[str, Any]]) -> list[str]:
     """Predicted metrics first, then guards, then the rest the runs carry (declared order, then by name)."""
     order: list[str] = []
     for name in [p.metric for p in h.predicts if not p.target] + [g.metric for g in h.requires]:
         if name not in order:
             order.append(name)
-    present = {m for r in runs for m in r["metrics"]}
+    stored = {m for r in runs for m in r["metrics"]}
     declared = list(exp.metrics) if exp is not None else []
-    for name in declared + sorted(present):
-        if name in present and name not in order:
+    for name in declared + sorted(stored):
+        if name not in order:
             order.append(name)
-    return [m for m in order if m in present]
+    return [m for m in order if m in stored or any(run_metric(exp, r, m) is not None for r in runs)]
 
 
 def arm_estimate(exp: Any, metric: str, runs: list[dict[str, Any]]) -> stats.Estimate:
     spec = exp.metrics.get(metric) if exp is not None else None
+    if spec is not None and spec.same_as:
+        return arm_estimate(exp, spec.same_as, runs)
     if spec is not None and spec.kind == "proportion":
-        pairs = [(r["metrics"].get(spec.numerator), r["metrics"].get(spec.denominator)) for r in runs]
+        pairs = [(run_metric(exp, r, spec.numerator), run_metric(exp, r, spec.denominator)) for r in runs]
         pairs = [(k, n) for k, n in pairs if k is not None and n is not None]
         if pairs:
             return stats.proportion(int(sum(k for k, _ in pairs)), int(sum(n for _, n in pairs)))
-    return stats.median_interval([r["metrics"][metric] for r in runs if metric in r["metrics"]])
+    return stats.median_interval([v for v in (run_metric(exp, r, metric) for r in runs) if v is not None])
 
 
 def _region_bands(h: Any, metric: str) -> list[charts.RegionBand]:
@@ -97,22 +119,32 @@ def _config_diffs(arm_names: list[str], runs: list[dict[str, Any]], execution: d
         diff = list(difflib.unified_diff((a["rendered_config"] or "").splitlines(),
                                          (b["rendered_config"] or "").splitlines(),
                                          f"{arms[0]} (run {a['id']})", f"{other} (run {b['id']})", lineterm="", n=2))
-        lines = [("add" if ln.startswith("+") and not ln.startswith("+++") else
-                  "del" if ln.startswith("-") and not ln.startswith("---") else
-                  "hunk" if ln.startswith("@@") else "ctx", ln) for ln in diff]
-        out.append(DiffView(f"rendered config: {arms[0]} → {other}", lines, identical=not diff))
+        out.append(DiffView(f"rendered config: {arms[0]} → {other}", _diff_lines(diff), identical=not diff))
         fa, fb = a.get("fingerprint") or {}, b.get("fingerprint") or {}
         keys = sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k))
         flines = [("del", f"- {k}: {fa.get(k, '(absent)')}") for k in keys] + \
                  [("add", f"+ {k}: {fb.get(k, '(absent)')}") for k in keys]
         out.append(DiffView(f"environment fingerprint: {arms[0]} → {other}", flines, identical=not keys))
-    if execution and execution.get("config_diff"):
+    recorded = execution.get("config_diff") if execution else None
+    if isinstance(recorded, dict) and recorded and all(isinstance(v, str) for v in recorded.values()):
+        # The runner's own diff of the configs it applied is the record; it replaces the one computed here.
+        out = [d for d in out if not d.title.startswith("rendered config")]
+        for key, text in recorded.items():
+            out.insert(0, DiffView(f"rendered config {key.replace('..', ' → ')} (recorded by execution "
+                                   f"{execution['id']})", _diff_lines(text.splitlines()), identical=not text.strip()))
+    elif recorded:
         import json
 
-        text = json.dumps(execution["config_diff"], indent=2, sort_keys=True, default=str)
-        out.append(DiffView(f"config diff recorded by execution {execution['id']}",
+        text = json.dumps(recorded, indent=2, sort_keys=True, default=str)
+        out.append(DiffView(f"config diff recorded by execution {execution['id']}",  # type: ignore[index]
                             [("ctx", ln) for ln in text.splitlines()], identical=False))
     return out
+
+
+def _diff_lines(diff: list[str]) -> list[tuple[str, str]]:
+    return [("add" if ln.startswith("+") and not ln.startswith("+++") else
+             "del" if ln.startswith("-") and not ln.startswith("---") else
+             "hunk" if ln.startswith("@@") else "ctx", ln) for ln in diff]
 
 
 def _observed_from_analysis(src: dict[str, Any], exp: Any, metric: str) -> str:
@@ -200,8 +232,8 @@ def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | Non
             points.append(charts.ArmPoint(arm, got["estimate"], got["lo"], got["hi"], got["label"], got["method"]))
             rows.append((arm, got["label"], _fmt_interval(got["lo"], got["hi"], is_rate) +
                          (f" {got['method']}" if got["lo"] is not None else "")))
-        run_values = [charts.RunValue(arm, r["id"], r["metrics"][metric]) for arm in arm_names
-                      for r in by_arm.get(arm, []) if metric in r["metrics"] and math.isfinite(r["metrics"][metric])]
+        run_values = [charts.RunValue(arm, r["id"], v) for arm in arm_names for r in by_arm.get(arm, [])
+                      for v in [run_metric(exp, r, metric)] if v is not None and math.isfinite(v)]
         mc = charts.MetricChart(metric, arm_names, points, run_values, _region_bands(h, metric), is_rate)
         chart_views.append(ChartView(f"chart-{i}", metric, charts.metric_spec(mc), rows))
 
@@ -271,7 +303,7 @@ def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | Non
     run_rows = [RunRow(r["id"], f"../runs/{r['id']}.html", r["arm"] or "", "" if r["replicate"] is None
                        else str(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
                        r["id"] in in_evidence,
-                       [stats.fmt(r["metrics"].get(m)) if m in r["metrics"] else "" for m in metric_columns])
+                       [stats.fmt(v) if v is not None else "" for v in (run_metric(exp, r, m) for m in metric_columns)])
                 for r in shown]
     assumptions = [AssumptionView(a.text, Link(f"{a.tested_by}.html", a.tested_by) if a.tested_by else None,
                                   status_of.get(a.tested_by) if a.tested_by else None) for a in h.assumptions]
