@@ -153,22 +153,20 @@ def median_ci(values: Sequence[float], level: float = 1 - ALPHA) -> MedianSummar
     n = len(xs)
     if n == 0:
         return MedianSummary(0, None, None, 0.0, "no samples")
-    med = float(sorted(xs)[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2)
-    # [x_(j+1), x_(n-j)] covers the median with probability 1 - 2 P(Bin(n, 1/2) <= j).
-    best = None
-    for j in range(n // 2):
-        cover = 1 - 2 * float(binom.cdf(j, n, 0.5))
-        if cover >= level:
-            best = (j, cover)
-        else:
-            break
-    if best is None:
-        cover = 1 - 2 * 0.5 ** n
-        return MedianSummary(n, med, (xs[0], xs[-1]), cover,
+    med = float(xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2)
+    # [x_(j+1), x_(n-j)] covers the median with probability 1 - 2 P(Bin(n, 1/2) <= j); take the
+    # narrowest such interval that still reaches `level` (coverage falls as j grows).
+    import numpy as np
+
+    cover = 1 - 2 * binom.cdf(np.arange(n // 2), n, 0.5)
+    ok = np.nonzero(cover >= level)[0]
+    if ok.size == 0:
+        c = 1 - 2 * 0.5 ** n
+        return MedianSummary(n, med, (xs[0], xs[-1]), c,
                              f"need >= {MIN_SAMPLES_CI} samples for confidence interval at level {level:.2f} "
-                             f"(the range of {n} covers the median with {cover:.0%})")
-    j, cover = best
-    return MedianSummary(n, med, (xs[j], xs[n - 1 - j]), cover, None)
+                             f"(the range of {n} covers the median with {c:.0%})")
+    j = int(ok[-1])
+    return MedianSummary(n, med, (xs[j], xs[n - 1 - j]), float(cover[j]), None)
 
 
 def mann_whitney(a: Sequence[float], b: Sequence[float]) -> tuple[float | None, str | None]:

@@ -26,29 +26,39 @@ def _set(values: set[str]) -> str:
     return "{" + ", ".join(sorted(values)) + "}"
 
 
+def _groups(runs: list[RunData], attr: str) -> list[tuple[dict[str, Any], list[RunData]]]:
+    """Runs grouped by a shared JSON value (runs of one arm share the parsed dict): check each once."""
+    out: dict[int, tuple[dict[str, Any], list[RunData]]] = {}
+    for r in runs:
+        val = getattr(r, attr)
+        out.setdefault(id(val), (val, []))[1].append(r)
+    return list(out.values())
+
+
 def isolation(h: Any, arms: dict[str, list[RunData]], expected: dict[str, dict[str, str]],
               by_arm_name: bool) -> dict[str, Any]:
     """Arms differ only in the isolated variable, judged on the variables every run recorded."""
     names = [a for a in arms if arms[a]]
+    groups = {a: _groups(arms[a], "variables") for a in names}
     problems: list[str] = []
     unrecorded: set[str] = set()
     if by_arm_name:  # runs grouped by the runner's arm label: each must carry its arm's assignment
         for a in names:
-            for r in arms[a]:
+            for variables, runs in groups[a]:
                 for var, want in expected[a].items():
-                    got = r.variables.get(var)
+                    got = variables.get(var)
                     if got is None:
                         unrecorded.add(var)
                     elif got != want:
-                        problems.append(f"{r.name} (arm {a}) recorded {var}={got}, the arm sets {want}")
-    all_vars = sorted({v for a in names for r in arms[a] for v in r.variables} | set(h.hold))
+                        problems.append(f"{runs[0].name}{f' and {len(runs) - 1} more' if len(runs) > 1 else ''} "
+                                        f"(arm {a}) recorded {var}={got}, the arm sets {want}")
+    all_vars = sorted({v for a in names for variables, _ in groups[a] for v in variables} | set(h.hold))
     held_ok = []
     for var in all_vars:
         if var == h.isolates:
             continue
-        per_arm = {a: {r.variables[var] for r in arms[a] if var in r.variables} for a in names}
-        missing = [r.name for a in names for r in arms[a] if var not in r.variables]
-        if missing:
+        per_arm = {a: {variables[var] for variables, _ in groups[a] if var in variables} for a in names}
+        if any(var not in variables for a in names for variables, _ in groups[a]):
             unrecorded.add(var)
         seen = [s for s in per_arm.values() if s]
         if len(seen) >= 2 and any(s != seen[0] for s in seen):
@@ -56,21 +66,21 @@ def isolation(h: Any, arms: dict[str, list[RunData]], expected: dict[str, dict[s
                             ", ".join(f"{a} {_set(s)}" for a, s in per_arm.items() if s))
         elif seen:
             held_ok.append(f"{var}={'/'.join(sorted(seen[0]))}")
-    if h.isolates:
-        vals = {a: {r.variables.get(h.isolates) for r in arms[a]} - {None} for a in names}
-        if len(names) >= 2 and all(vals.values()) and len({frozenset(v) for v in vals.values()}) < len(names) \
-                and not set(arms) >= {"control", "control_aa"}:
+    iso_vals = {a: {variables.get(h.isolates, "?") for variables, _ in groups[a]} for a in names} if h.isolates else {}
+    if h.isolates and len(names) >= 2 and not set(arms) >= {"control", "control_aa"}:
+        known = {a: v - {"?"} for a, v in iso_vals.items()}
+        if all(known.values()) and len({frozenset(v) for v in known.values()}) < len(names):
             problems.append(f"the arms do not differ in {h.isolates}: " +
-                            ", ".join(f"{a} {_set(v)}" for a, v in vals.items()))
+                            ", ".join(f"{a} {_set(v)}" for a, v in known.items()))
     note = ""
     if unrecorded:
-        note = (f" Not recorded by every run (taken as the hypothesis states): {', '.join(sorted(unrecorded))}.")
+        note = f" Not recorded by every run (taken as the hypothesis states): {', '.join(sorted(unrecorded))}."
     if problems:
         return check("isolation", False, "; ".join(problems[:6]) + "." + note, "invalid")
     iso = ""
     if h.isolates:
         iso = f"arms differ only in {h.isolates} (" + ", ".join(
-            f"{a}: {'/'.join(sorted({r.variables.get(h.isolates, '?') for r in arms[a]}))}" for a in names) + ")"
+            f"{a}: {'/'.join(sorted(iso_vals[a]))}" for a in names) + ")"
     held = f"; held as recorded: {', '.join(held_ok)}" if held_ok else ""
     return check("isolation", True, (iso or "one arm") + held + "." + note)
 
@@ -88,7 +98,7 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, str]:
 def fingerprints(arms: dict[str, list[RunData]]) -> dict[str, Any]:
     """Environment fingerprints recorded per run must agree between arms (a changed build is a confound)."""
     names = [a for a in arms if arms[a]]
-    flat = {a: [_flatten(r.fingerprint) for r in arms[a]] for a in names}
+    flat = {a: [_flatten(fp) for fp, _ in _groups(arms[a], "fingerprint")] for a in names}
     keys = sorted({k for a in names for f in flat[a] for k in f})
     if not keys:
         return check("fingerprint", None, "no run recorded an environment fingerprint")
