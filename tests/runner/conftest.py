@@ -35,7 +35,7 @@ profiles:
   local:
     target: {kind: local}
     context: {state: "STATE", port: "PORT"}
-    env: {TOY_API_TOKEN: "s3cret-value"}
+    env: {SERVICE_API_TOKEN: "s3cret-value"}
     config:
       path: "{{ state }}/serve.conf"
       template: |
@@ -130,6 +130,28 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     yield Toy(root, state, port)
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def ssh_server(tmp_path: Path):
+    from sshserver import SshServer
+
+    server = SshServer(tmp_path / "ssh").start()
+    yield server
+    server.stop()
+
+
+def add_toy_ssh_profile(toy: "Toy", server, *, known_hosts: str | None = None, port: int | None = None) -> None:
+    """The toy's local profile again, as an ssh target on the test server."""
+    p = toy.root / "experiments" / "toy.yaml"
+    text = p.read_text()
+    local = text[text.index("  local:\n"):]
+    ssh = local.replace("  local:\n", "  ssh:\n", 1).replace(
+        "    target: {kind: local}",
+        f"    target: {{kind: ssh, hosts: [127.0.0.1], user: {server.user}, port: {port or server.port}, "
+        f"known_hosts: {known_hosts or server.known_hosts}, identity_file: {server.client_key_path}, "
+        f"connect_timeout_s: 3}}\n    options: {{work_dir: {toy.state}/remote}}")
+    p.write_text(text + ssh)
 
 
 def edit_profile(root: Path, old: str, new: str, experiment: str = "toy") -> None:

@@ -75,6 +75,8 @@ class SshServer:
 
     async def _handle(self, process) -> None:
         cmd = process.command or "true"
+        if isinstance(cmd, bytes):
+            cmd = cmd.decode("utf-8", "replace")
         self.commands.append(cmd)
         proc = await asyncio.create_subprocess_exec(
             "/bin/bash", "-c", cmd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from workbench.errors import BadInput, RestoreFailed, RunFailure, TargetError, WbError
-from workbench.runner.lifecycle import Harness, RunOutcome, artifact_rows, execute_run, wait_healthy
+from workbench.runner.lifecycle import Harness, RunOutcome, execute_run, wait_healthy
 from workbench.runner.plan import Plan, PlannedRun, make_plan
 from workbench.runner.prepare import Prepared, arms_config_diff, preflight, preview_values, resolve
 from workbench.runner.progress import RunProgress
+from workbench.runner.record import Recorder
 from workbench.runner.render import render_command, render_text
 from workbench.runner.restore import Snapshot, restore_host, take_snapshots
 from workbench.runner.targets.base import Target
@@ -50,6 +51,7 @@ class State:
     stop_reason: str | None = None
     target_desc: str = ""
     timing: dict[str, float] = field(default_factory=dict)
+    recorder: Any = None
 
 
 def make_target(p: Prepared) -> Target:
@@ -76,60 +78,37 @@ def artifacts_root(root: Path) -> Path:
     return Path(env).resolve() if env else (root / ".wb" / "artifacts").resolve()
 
 
-# ----------------------------------------------------------------------------- recording
-def _record_start(state: State, pr: PlannedRun, variables: dict[str, str]) -> int:
-    from workbench.store import records
-
-    p = state.prepared
-    with state.store.session() as s:
-        run = records.create_run(
-            s, experiment_id=p.experiment.id, variables=variables, execution_id=state.execution_id,
-            hypothesis_id=p.hypothesis.id, experiment_version=p.experiment.version, arm=pr.arm,
-            replicate=pr.replicate, order_index=pr.order_index, block=pr.block, host=pr.host,
-            target=p.profile.target.kind, status="running", phase="run")
-        return int(run.id)
-
-
-def _record_end(state: State, run_id: int, out: RunOutcome) -> None:
-    from workbench.store import records
-
-    unit_spec = state.prepared.experiment.unit
-    with state.store.session() as s:
-        records.update_run(s, run_id=run_id, status=out.status, stage=out.stage, error=out.error,
-                           started_at=out.started_at, ended_at=out.ended_at, rendered_config=out.rendered_config,
-                           config_hash=out.config_hash, fingerprint=out.fingerprint)
-        if out.units:
-            records.add_units(s, run_id=run_id, units=out.units,
-                              outcome_field=unit_spec.outcome_field if unit_spec else "outcome")
-        by_source: dict[str, dict[str, float | int | None]] = {}
-        for name, value in out.metrics.items():
-            by_source.setdefault(out.metric_sources.get(name, "runner"), {})[name] = value
-        for source, values in by_source.items():
-            records.add_metrics(s, run_id=run_id, metrics=values, source=source)
-        for row in artifact_rows(out):
-            records.add_artifact(s, run_id=run_id, **row)
-        if out.probe_counts:
-            records.add_probe_counts(s, run_id=run_id, counts=out.probe_counts)
-
-
 # ----------------------------------------------------------------------------- the loop
+def _next_on_host(state: State, pr: PlannedRun) -> PlannedRun | None:
+    later = [r for r in state.plan.runs if r.host == pr.host and r.order_index > pr.order_index
+             and r.order_index not in state.done]
+    return later[0] if later else None
+
+
 async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
     p = state.prepared
+    rec = state.recorder
     for pr in runs:
         if pr.order_index in state.done:
             continue
         variables = p.assignments[pr.arm]
-        run_id = _record_start(state, pr, variables)
+        run_id = await rec.start(pr)
         state.run_ids.append(run_id)
         position = min(len(state.done) + 1, len(state.plan.runs))
-        h.on_stage = lambda r, st, _pos=position: state.progress.stage(r, st, _pos)
+
+        def on_stage(r: PlannedRun, st: str, _pos: int = position) -> None:
+            state.progress.stage(r, st, _pos)
+            if st == "workload" and p.mode != "sequential":
+                rec.prefetch(_next_on_host(state, r))
+
+        h.on_stage = on_stage
         out = RunOutcome(status="interrupted", error="interrupted")
         try:
             await execute_run(h, pr, run_id, variables, out)
         finally:
             if out.status == "running":
                 out.status = "failed"
-            _record_end(state, run_id, out)
+            rec.end(run_id, out)
             if out.status in FINISHED:
                 state.done.add(pr.order_index)
             state.outcomes.append((run_id, pr, out))
@@ -139,6 +118,13 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
 
 
 async def _run_plan(state: State, h: Harness) -> None:
+    try:
+        await _run_blocks(state, h)
+    finally:
+        await state.recorder.flush()
+
+
+async def _run_blocks(state: State, h: Harness) -> None:
     p = state.prepared
     plan = state.plan
     hosts = plan.hosts
@@ -154,6 +140,7 @@ async def _run_plan(state: State, h: Harness) -> None:
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
         if p.mode == "sequential" and all(r.order_index in state.done for r in plan.runs if r.block in chunk):
+            await state.recorder.flush()
             decision = _sequential_decision(state)
             if decision is not None and getattr(decision, "stop", False):
                 state.stop_reason = getattr(decision, "reasoning", "the sequential test decided")
@@ -357,7 +344,7 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
             progress.done = len(done)
             state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
                           exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
-                          target_desc=target_desc)
+                          target_desc=target_desc, recorder=Recorder(store, p, execution_id))
             error: BaseException | None = None
             status = "done"
             try:
@@ -370,6 +357,8 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
                 status, error = "failed", exc
             except Exception as exc:
                 status, error = "failed", exc
+            finally:
+                state.recorder.close()
         if state.restore_error:
             status = "failed" if status == "done" else status
         with store.session() as s:

@@ -255,6 +255,7 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
 
         result = None
         await stage("workload")
+        values.update(_measure_start(datetime.now(timezone.utc)))
         run_arm = getattr(h.target, "run_arm", None)
         if run_arm is not None:
             metrics, extra = await run_arm(variables, pr.replicate)
@@ -307,6 +308,16 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
         if out.status != "interrupted":
             await _fetch_artifacts(h, pr, values or {"run_dir": run_dir, "work_dir": run_dir, **h.context}, out, art)
     return out
+
+
+def _measure_start(now: datetime) -> dict[str, Any]:
+    """The run's start as later commands see it: the moment the workload began (after restart and health),
+    so a log count since then holds the run's lines and none from the server that was stopped."""
+    from datetime import timedelta
+
+    ceil = (now + timedelta(seconds=1)).replace(microsecond=0) if now.microsecond else now
+    return {"run_start": ceil.strftime("%Y-%m-%d %H:%M:%S UTC"), "run_start_iso": now.isoformat(),
+            "run_start_epoch": int(ceil.timestamp())}
 
 
 async def _probe_env(h: Harness, host: str, out_dir: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ import asyncio
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 
 @dataclass
@@ -54,12 +54,19 @@ class Target(abc.ABC):
     def __init__(self, hosts: list[str]) -> None:
         self.hosts = hosts
         self.clock = Clock()
+        self._http: Any = None
 
     async def open(self) -> None:
         """Connect (SSH) or check the machine; raises TargetError when a host cannot be reached."""
 
     async def close(self) -> None:
         """Release connections; never raises."""
+        if self._http is not None:
+            try:
+                await self._http.aclose()
+            except Exception:
+                pass
+            self._http = None
 
     async def reconnect(self, host: str) -> None:
         """Re-establish the connection to `host` after a drop (bounded); raises TargetError."""
@@ -93,10 +100,12 @@ class Target(abc.ABC):
         """Status of GET `url` as seen from `host` (None when nothing answers)."""
         import httpx
 
+        if self._http is None:
+            # One client for the whole experiment: building one (TLS context) costs more than a poll.
+            self._http = httpx.AsyncClient(trust_env=False)
         try:
-            async with httpx.AsyncClient(timeout=timeout) as client:
-                resp = await client.get(url)
-                return resp.status_code
+            resp = await self._http.get(url, timeout=timeout)
+            return resp.status_code
         except (httpx.HTTPError, OSError):
             return None
 

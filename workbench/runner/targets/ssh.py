@@ -179,6 +179,7 @@ class SshTarget(Target):
         for jump in self._jumps.values():
             jump.close()
         self._jumps.clear()
+        await super().close()
 
     async def _call(self, host: str, what: str, fn):
         """Run `fn(conn)`; a dropped connection becomes TargetError (the next call reconnects)."""

@@ -1,0 +1,79 @@
+"""The ssh target against a real SSH server on loopback: runs, host keys, unreachable hosts, dropped links."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from workbench.errors import TargetError
+from workbench.runner import run_hypothesis
+
+from conftest import add_toy_ssh_profile  # noqa: E402
+
+STAGES = ["render", "check", "apply", "restart", "health", "workload", "collect"]
+
+
+def _run(toy, **kw):
+    kw.setdefault("show_progress", False)
+    kw.setdefault("build_report", False)
+    return run_hypothesis("toy-fix", db=toy.db, target="ssh", **kw)
+
+
+def test_toy_over_ssh_records_and_restores(toy, ssh_server):
+    add_toy_ssh_profile(toy, ssh_server)
+    s = _run(toy, replicates=1)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    assert s["arms"]["control"]["totals"]["leak"] == 3 and s["arms"]["treatment"]["totals"]["leak"] == 0
+    assert s["target"].startswith("ssh:") and s["runs"][0]["host"] == "127.0.0.1"
+    assert toy.conf.read_bytes() == toy.original
+    # The environment went through a quoted export prefix and the secret never reached the store.
+    assert any(c.startswith("export SERVICE_API_TOKEN=s3cret-value; ") for c in ssh_server.commands), ssh_server.commands[:3]
+
+
+def test_host_key_mismatch_is_refused_with_how_to_verify(toy, ssh_server, tmp_path):
+    import asyncssh
+
+    other = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
+    kh = tmp_path / "wrong_known_hosts"
+    kh.write_text(f"[127.0.0.1]:{ssh_server.port} {other}\n")
+    add_toy_ssh_profile(toy, ssh_server, known_hosts=str(kh))
+    with pytest.raises(TargetError) as ei:
+        _run(toy, replicates=1)
+    assert "host key does not match" in ei.value.message
+    assert "ssh-keyscan" in (ei.value.hint or "") and "ssh-keygen -lf" in ei.value.hint
+    assert ssh_server.commands == [] and toy.restarts() == []
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_unreachable_host_fails_before_touching_anything(toy, ssh_server):
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    closed_port = s.getsockname()[1]
+    s.close()
+    add_toy_ssh_profile(toy, ssh_server, port=closed_port)
+    with pytest.raises(TargetError) as ei:
+        _run(toy, replicates=1)
+    assert "cannot reach" in ei.value.message
+    assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_dropped_connection_at_every_stage_restores(toy, ssh_server, stage):
+    add_toy_ssh_profile(toy, ssh_server)
+    dropped = {"n": 0}
+
+    async def fault(st, pr):
+        if st == stage and dropped["n"] == 0:
+            dropped["n"] += 1
+            ssh_server.drop()
+            await asyncio.sleep(0.2)
+
+    s = _run(toy, replicates=1, fault=fault)
+    assert dropped["n"] == 1
+    assert toy.conf.read_bytes() == toy.original
+    statuses = [r["status"] for r in s["runs"]]
+    assert statuses.count("ok") >= 1  # the runner reconnected for the next run
+    assert len(toy.restarts()) >= 2   # ...and for the restore's restart

@@ -1,0 +1,121 @@
+"""Writing runs to the store from one background thread, so store writes overlap the target's work.
+
+Writes stay in submission order (one worker) and each opens its own short session (other wb
+processes can interleave). The next run's row is created while the current run's workload runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime, timezone
+from typing import Any
+
+from workbench.runner.lifecycle import RunOutcome, artifact_rows
+from workbench.runner.plan import PlannedRun
+
+
+class Recorder:
+    def __init__(self, store: Any, prepared: Any, execution_id: int) -> None:
+        self.store = store
+        self.p = prepared
+        self.execution_id = execution_id
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-record")
+        self._pending: list[Future] = []
+        self._prefetched: dict[int, Future] = {}
+
+    def _submit(self, fn: Any, *args: Any) -> Future:
+        fut = self._pool.submit(fn, *args)
+        self._pending.append(fut)
+        return fut
+
+    # -------------------------------------------------------------- row creation
+    def _create(self, pr: PlannedRun) -> int:
+        from workbench.store import records
+
+        p = self.p
+        with self.store.session() as s:
+            run = records.create_run(
+                s, experiment_id=p.experiment.id, variables=p.assignments[pr.arm], execution_id=self.execution_id,
+                hypothesis_id=p.hypothesis.id, experiment_version=p.experiment.version, arm=pr.arm,
+                replicate=pr.replicate, order_index=pr.order_index, block=pr.block, host=pr.host,
+                target=p.profile.target.kind, status="pending", phase="run")
+            return int(run.id)
+
+    def prefetch(self, pr: PlannedRun | None) -> None:
+        """Create the row of a run that comes later, in the background."""
+        if pr is not None and pr.order_index not in self._prefetched:
+            self._prefetched[pr.order_index] = self._submit(self._create, pr)
+
+    async def start(self, pr: PlannedRun) -> int:
+        fut = self._prefetched.pop(pr.order_index, None) or self._submit(self._create, pr)
+        run_id = await asyncio.wrap_future(fut)
+        self._submit(self._mark_running, run_id)
+        return run_id
+
+    def _mark_running(self, run_id: int) -> None:
+        from workbench.store import records
+
+        with self.store.session() as s:
+            records.update_run(s, run_id=run_id, status="running", started_at=datetime.now(timezone.utc))
+
+    # -------------------------------------------------------------- the end of a run
+    def end(self, run_id: int, out: RunOutcome) -> None:
+        self._submit(self._end, run_id, out)
+
+    def _end(self, run_id: int, out: RunOutcome) -> None:
+        from workbench.store import records
+
+        unit_spec = self.p.experiment.unit
+        arts = artifact_rows(out)
+        with self.store.session() as s:
+            records.update_run(s, run_id=run_id, status=out.status, stage=out.stage, error=out.error,
+                               started_at=out.started_at, ended_at=out.ended_at,
+                               rendered_config=out.rendered_config, config_hash=out.config_hash,
+                               fingerprint=out.fingerprint)
+            if out.units:
+                records.add_units(s, run_id=run_id, units=out.units,
+                                  outcome_field=unit_spec.outcome_field if unit_spec else "outcome")
+            by_source: dict[str, dict[str, float | int | None]] = {}
+            for name, value in out.metrics.items():
+                by_source.setdefault(out.metric_sources.get(name, "runner"), {})[name] = value
+            for source, values in by_source.items():
+                records.add_metrics(s, run_id=run_id, metrics=values, source=source)
+            for row in arts:
+                records.add_artifact(s, run_id=run_id, **row)
+            if out.probe_counts:
+                records.add_probe_counts(s, run_id=run_id, counts=out.probe_counts)
+
+    # -------------------------------------------------------------- flushing
+    def _drop_unused(self, run_ids: list[int]) -> None:
+        from workbench.store.models import Run
+
+        with self.store.session() as s:
+            for rid in run_ids:
+                row = s.get(Run, rid)
+                if row is not None and row.status == "pending":
+                    s.delete(row)
+
+    async def flush(self) -> None:
+        """Wait for every write; rows created ahead for runs that did not happen are removed."""
+        unused = []
+        for fut in self._prefetched.values():
+            try:
+                unused.append(await asyncio.wrap_future(fut))
+            except Exception:
+                pass
+        self._prefetched.clear()
+        if unused:
+            self._submit(self._drop_unused, unused)
+        pending, self._pending = self._pending, []
+        errors = []
+        for fut in pending:
+            try:
+                await asyncio.wrap_future(fut)
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
