@@ -8,10 +8,23 @@ from typing import Any
 import pytest
 
 
-@pytest.fixture
-def store(tmp_path: Path):
+@pytest.fixture(scope="session")
+def _empty_store(tmp_path_factory) -> Path:
+    """One migrated empty store; each test gets a copy (migrating per test would dominate the run time)."""
     from workbench.store import open_store
 
+    path = tmp_path_factory.mktemp("template") / "empty.duckdb"
+    open_store(str(path)).dispose()
+    return path
+
+
+@pytest.fixture
+def store(tmp_path: Path, _empty_store: Path):
+    import shutil
+
+    from workbench.store import open_store
+
+    shutil.copy(_empty_store, tmp_path / "wb.duckdb")
     s = open_store(str(tmp_path / "wb.duckdb"))
     yield s
     s.dispose()
