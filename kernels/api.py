@@ -14,9 +14,10 @@ class Plan:
     """A validated transfer: everything the implementations need, nothing left to check."""
 
     __slots__ = ("src", "dst", "src_idx", "dst_idx", "geometry", "addr", "granularity", "layout",
-                 "page_size", "src_shape", "dst_shape", "impl", "device")
+                 "page_size", "src_shape", "dst_shape", "impl", "device", "_cache")
 
     def __init__(self, **kw):
+        self._cache = None      # derived launch data (the staged form), filled on first launch
         for k, v in kw.items():
             setattr(self, k, v)
 

@@ -25,20 +25,19 @@ class BenchRow:
     layout: str
     direction: str
     granularity: str
+    order: str                      # host/other side: seq (consecutive ids), rand, partial pages
     bytes: int                      # payload bytes moved per transfer
-    variant_gbs: dict[int, float]   # kernel variant -> GB/s (d2d counts read + write)
-    default_variant: int
+    variant_gbs: dict[str, float]   # path -> GB/s (d2d counts read + write): v<k> zero-copy
+                                    # kernel variants, sB/sL staged with batched/looped DMA
+    default_gbs: float              # what transfer() picks by itself, on a validated plan
+    api_gbs: float                  # transfer() itself: validation and planning included
     baseline_gbs: float
     ceiling_gbs: float
 
     @property
-    def best(self) -> tuple[int, float]:
+    def best(self) -> tuple[str, float]:
         v = max(self.variant_gbs, key=self.variant_gbs.get)
         return v, self.variant_gbs[v]
-
-    @property
-    def default_gbs(self) -> float:
-        return self.variant_gbs.get(self.default_variant, 0.0)
 
 
 @dataclass
@@ -54,15 +53,20 @@ class BenchReport:
         out = [f"wb kernel bench on {self.device} (torch {self.torch})",
                "ceilings: " + ", ".join(f"{k} {v:.1f} GB/s" for k, v in self.ceilings.items()),
                "variants: " + "; ".join(f"v{i} {n}" for i, n in enumerate(self.variants)),
-               f"{'geometry':13} {'layout':11} {'dir':4} {'gran':5} {'MB':>7} "
-               f"{'default':>9} {'%ceil':>6} {'best':>9} {'%ceil':>6} {'torch':>8} {'x torch':>7}  per variant GB/s"]
+               "paths: v<k> zero-copy kernel variant k; sB/sL host rows staged by DMA "
+               "(batched/looped) + kernel; default = what transfer() picks; api = transfer() "
+               "with validation and planning",
+               f"{'geometry':13} {'layout':11} {'dir':4} {'gran':5} {'order':7} {'MB':>6} "
+               f"{'default':>8} {'%ceil':>6} {'best':>11} {'%ceil':>6} {'api':>7} {'torch':>7} "
+               f"{'x torch':>7}  per path GB/s"]
         for r in self.rows:
             bv, bg = r.best
-            per = " ".join(f"v{v}:{g:.0f}" for v, g in sorted(r.variant_gbs.items()))
+            per = " ".join(f"{v}:{g:.0f}" for v, g in r.variant_gbs.items())
             out.append(
-                f"{r.geometry:13} {r.layout:11} {r.direction:4} {r.granularity:5} "
-                f"{r.bytes / 1e6:7.1f} {r.default_gbs:9.1f} {100 * r.default_gbs / r.ceiling_gbs:5.1f}% "
-                f"{bg:7.1f}v{bv} {100 * bg / r.ceiling_gbs:5.1f}% {r.baseline_gbs:8.1f} "
+                f"{r.geometry:13} {r.layout:11} {r.direction:4} {r.granularity:5} {r.order:7} "
+                f"{r.bytes / 1e6:6.1f} {r.default_gbs:8.1f} {100 * r.default_gbs / r.ceiling_gbs:5.1f}% "
+                f"{bg:7.1f} {bv:>3} {100 * bg / r.ceiling_gbs:5.1f}% {r.api_gbs:7.1f} "
+                f"{r.baseline_gbs:7.1f} "
                 f"{r.default_gbs / r.baseline_gbs if r.baseline_gbs else float('nan'):7.1f}  {per}")
         if self.latency_us:
             out.append("small transfer (64 tokens of index_k_bf16 x 4 layers = 64 KiB), "
@@ -75,7 +79,6 @@ class BenchReport:
         return {"device": self.device, "torch": self.torch, "variants": self.variants,
                 "ceilings_gbs": self.ceilings,
                 "rows": [dict(r.__dict__, best_variant=r.best[0], best_gbs=r.best[1],
-                              default_gbs=r.default_gbs,
                               default_pct_ceiling=100 * r.default_gbs / r.ceiling_gbs,
                               best_pct_ceiling=100 * r.best[1] / r.ceiling_gbs)
                          for r in self.rows],
@@ -139,7 +142,7 @@ def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers:
               progress=None) -> BenchReport:
     import torch
 
-    from kernels import api, build
+    from kernels import api, build, staged, transfer
     from kernels.reference import reference_transfer
     from workbench.errors import KernelError
 
@@ -164,12 +167,14 @@ def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers:
     raw_host.copy_(raw_dev_a[:host_pool_bytes])
     gen = torch.Generator().manual_seed(0)
     ps = 64
-    configs = [(g, "page_first", d, gran) for g in GEOMETRIES for d in DIRECTIONS
+    configs = [(g, "page_first", d, gran, "seq") for g in GEOMETRIES for d in DIRECTIONS
                for gran in ("token", "page")]
-    configs += [("index_k_bf16", "layer_first", d, "token") for d in DIRECTIONS]
-    for geometry, layout, direction, gran in configs:
+    configs += [("index_k_bf16", "layer_first", d, "token", "seq") for d in DIRECTIONS]
+    configs += [("index_k_bf16", "page_first", d, "page", "rand") for d in ("d2h", "h2d")]
+    configs += [("index_k_bf16", "page_first", d, "token", "partial") for d in ("d2h", "h2d")]
+    for geometry, layout, direction, gran, order in configs:
         if progress:
-            progress(f"{geometry} {layout} {direction} {gran}")
+            progress(f"{geometry} {layout} {direction} {gran} {order}")
         geo = GEOMETRIES[geometry]
         row = geo.page_bytes(ps)
         dev_pages = dev_pool_bytes // (layers * row)
@@ -188,36 +193,66 @@ def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers:
         s_pages, d_pages = (dev_pages, dev_pages) if direction == "d2d" else (
             (dev_pages, host_pages) if direction == "d2h" else (host_pages, dev_pages))
         unit = geo.bytes_per_token if gran == "token" else row
-        s_lim, d_lim = (s_pages * ps, d_pages * ps) if gran == "token" else (s_pages, d_pages)
-        n = min(moved_target // (unit * layers), s_lim, d_lim)
-        # Random rows on the device side, consecutive rows on the other (a gather or scatter).
-        rand = torch.randperm(s_lim if direction != "h2d" else d_lim, generator=gen)[:n]
-        seq = torch.arange(n, dtype=torch.int64)
-        si, di = (seq, rand) if direction == "h2d" else (rand, seq)
+        target = moved_target * (4 if direction == "d2d" else 1)
+        si, di = _bench_ids(direction, gran, order, n=target // (unit * layers),
+                            s_pages=s_pages, d_pages=d_pages, ps=ps, gen=gen)
+        n = si.numel()
         si_d, di_d = si.cuda(), di.cuda()
-        plan = api.plan_transfer(src, dst, si_d, di_d, geometry=geometry, granularity=gran,
-                                 layout=layout, page_size=ps, impl="cuda")
+        # Ids travel as the caller would hand them: cpu for the host side (the DMA plan
+        # needs them there), device for the device side.
+        s_ids = si if direction == "h2d" else si_d
+        d_ids = di if direction == "d2h" else di_d
+        kw = dict(geometry=geometry, granularity=gran, layout=layout, page_size=ps)
+        plan = api.plan_transfer(src, dst, s_ids, d_ids, impl="cuda", **kw)
         moved = n * layers * unit
         count = 2 * moved if direction == "d2d" else moved
-        gbs = {}
+        inner = 10 if direction == "d2d" else 3
+
+        def gb(fn, r=reps, i=inner):
+            return count / _time_ms(fn, reps=r, inner=i) / 1e6
+
+        paths = {}
         for v in variants:
-            t = _time_ms(lambda: build.launch(plan, v), reps=reps,
-                         inner=10 if direction == "d2d" else 3)
-            gbs[v] = count / t / 1e6
-        t = _time_ms(lambda: reference_transfer(src, dst, si_d if src.is_cuda else si,
-                                                di_d if dst.is_cuda else di, geometry=geo,
-                                                granularity=gran, layout=layout,
-                                                page_size=ps), reps=max(3, reps // 3), warmup=1)
-        report.rows.append(BenchRow(geometry, layout, direction, gran, moved, gbs,
-                                    _default_variant(direction), count / t / 1e6,
-                                    report.ceilings[direction]))
+            paths[f"v{v}"] = gb(lambda: build.launch(plan, v, staging="never"))
+        if direction != "d2d" and staged.plan_staged(plan, force=True) is not None:
+            paths["sB"] = gb(lambda: build.launch(plan, staging="always", dma_mode=1))
+            paths["sL"] = gb(lambda: build.launch(plan, staging="always", dma_mode=0))
+        default = gb(lambda: build.launch(plan))
+        api_gbs = gb(lambda: transfer(src, dst, s_ids, d_ids, impl="cuda", **kw),
+                     r=max(3, reps // 3), i=1)
+        base = gb(lambda: reference_transfer(src, dst, si_d if src.is_cuda else si,
+                                             di_d if dst.is_cuda else di, geometry=geo,
+                                             granularity=gran, layout=layout, page_size=ps),
+                  r=max(3, reps // 3), i=1)
+        report.rows.append(BenchRow(geometry, layout, direction, gran, order, moved, paths,
+                                    default, api_gbs, base, report.ceilings[direction]))
     report.latency_us = _latency(raw_dev_a, raw_dev_b, raw_host, layers)
     return report
 
 
-def _default_variant(direction: str) -> int:
-    # Mirrors kDefault in cuda/transfer.cu.
-    return {"d2d": 1, "d2h": 1, "h2d": 1}[direction]
+def _bench_ids(direction, gran, order, *, n, s_pages, d_pages, ps, gen):
+    """Random rows on the device side; on the other side consecutive rows (seq), random rows
+    (rand) or the prefixes of consecutive pages (partial, a HiCache partial-page load)."""
+    import torch
+
+    from kernels.experiment import _page_lengths
+
+    dev_is_src = direction != "h2d"
+    dev_lim = (s_pages if dev_is_src else d_pages) * (ps if gran == "token" else 1)
+    other_lim = (d_pages if dev_is_src else s_pages) * (ps if gran == "token" else 1)
+    if order == "partial":
+        lengths = _page_lengths(n, True, gen)
+        slots = torch.arange(ps)
+        keep = slots[None, :] < lengths[:, None]
+        other = (torch.arange(lengths.numel())[:, None] * ps + slots)[keep]
+        dev_pages_used = torch.randperm(dev_lim // ps, generator=gen)[:lengths.numel()]
+        dev = (dev_pages_used[:, None] * ps + slots)[keep]
+        return (dev, other) if dev_is_src else (other, dev)
+    n = min(n, dev_lim, other_lim)
+    dev = torch.randperm(dev_lim, generator=gen)[:n]
+    other = torch.arange(n, dtype=torch.int64) if order == "seq" else \
+        torch.randperm(other_lim, generator=gen)[:n]
+    return (dev, other) if dev_is_src else (other, dev)
 
 
 def _latency(raw_dev_a, raw_dev_b, raw_host, layers: int) -> dict:

@@ -88,12 +88,32 @@ def device_indices(src_idx, dst_idx, device):
     return src_idx.to(device), dst_idx.to(device)
 
 
-def launch(plan, variant: int = -1) -> None:
-    """Run a validated plan (kernels.api.Plan) on the CUDA kernel; `variant` -1 is the default."""
+def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1) -> None:
+    """Run a validated plan (kernels.api.Plan) on the CUDA kernel.
+
+    variant -1 is the kernel's default for the direction. staging: "auto" moves host rows by
+    DMA when the host side covers whole rows in long runs (kernels.staged), "never" always
+    uses zero-copy kernel access, "always" stages whenever it is correct to. dma_mode 1 issues
+    the runs as one cudaMemcpyBatchAsync, 0 as one cudaMemcpyAsync each.
+    """
     import torch
 
     ext = load()
     dev = plan.device
+    if staging != "never" and plan.src.device.type != plan.dst.device.type:
+        from kernels import staged as _staged
+
+        key = ("staged", staging)
+        cache = getattr(plan, "_cache", None)
+        if cache is None:
+            cache = plan._cache = {}
+        if key not in cache:
+            cache[key] = _staged.plan_staged(plan, force=staging == "always")
+        sp = cache[key]
+        if sp is not None:
+            with torch.cuda.device(dev):
+                _staged.run_staged(plan, sp, ext, variant=variant, dma_mode=dma_mode)
+            return
     si, di = device_indices(plan.src_idx, plan.dst_idx, dev)
     g = plan.addr
     with torch.cuda.device(dev):

@@ -15,20 +15,28 @@ PAGE_SIZE = 64
 LAYERS = 2
 
 
-def _index_sets(tokens: int, partial_pages: bool, host_pages: int, dev_pages: int, gen):
-    """Prefix runs of random pages, slot for slot, until `tokens` tokens are named."""
+def _page_lengths(tokens: int, partial_pages: bool, gen):
+    """Tokens per page: random prefixes 1..63 (partial) or whole pages, summing to `tokens`."""
     import torch
 
     ps = PAGE_SIZE
-    pages = -(-tokens // (ps // 2 if partial_pages else ps)) + 1
     if partial_pages:
-        lengths = torch.randint(1, ps, (pages,), generator=gen)
+        lengths = torch.randint(1, ps, (tokens,), generator=gen)   # enough even if all are 1
     else:
-        lengths = torch.full((pages,), ps, dtype=torch.int64)
+        lengths = torch.full((-(-tokens // ps),), ps, dtype=torch.int64)
     cum = torch.cumsum(lengths, 0)
     k = int(torch.searchsorted(cum, torch.tensor(tokens))) + 1
     lengths = lengths[:k].clone()
     lengths[-1] -= int(cum[k - 1]) - tokens
+    return lengths
+
+
+def _index_sets(lengths, host_pages: int, dev_pages: int, gen):
+    """Prefix runs of random pages, slot for slot (a HiCache partial-page load)."""
+    import torch
+
+    ps = PAGE_SIZE
+    k = lengths.numel()
     sp = torch.randperm(host_pages, generator=gen)[:k]
     dp = torch.randperm(dev_pages, generator=gen)[:k]
     slots = torch.arange(ps)
@@ -54,11 +62,12 @@ def run_geometry_arm(*, geometry_fix: bool, seed: int, tokens: int = 4096,
         raise KernelError(f"tokens must be a positive int, got {tokens!r}")
     gen = torch.Generator().manual_seed(int(seed))
     ps = PAGE_SIZE
+    lengths = _page_lengths(tokens, partial_pages, gen)
     # Pools with room to spare, so that mis-addressed rows land on tokens that exist.
-    host_pages = dev_pages = 2 * (-(-tokens // ps)) + 8
+    host_pages = dev_pages = 2 * lengths.numel() + 8
     host = make_pool(GEOMETRY, "page_first", host_pages, LAYERS, ps, gen=gen)
     dev0 = make_pool(GEOMETRY, "page_first", dev_pages, LAYERS, ps, gen=gen, fill="poison")
-    si, di = _index_sets(tokens, partial_pages, host_pages, dev_pages, gen)
+    si, di = _index_sets(lengths, host_pages, dev_pages, gen)
 
     want = dev0.clone()
     reference_transfer(host, want, si, di, geometry=api.get_geometry(GEOMETRY),

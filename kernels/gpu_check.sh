@@ -32,12 +32,11 @@ timeout 240 "$PY" -m workbench.cli.main kernel check > "$OUT/check.txt" 2>&1 || 
 timeout 300 "$PY" -m workbench.cli.main kernel bench --json "$@" > "$OUT/bench.json" 2> "$OUT/bench.err"
 echo "bench rc=$?" >> "$OUT/bench.err"
 "$PY" - "$OUT/bench.json" > "$OUT/bench.txt" 2>&1 <<'PYEOF'
-import json, sys
+import dataclasses, json, sys
 from kernels.bench import BenchReport, BenchRow
 d = json.load(open(sys.argv[1]))
-rows = [BenchRow(r["geometry"], r["layout"], r["direction"], r["granularity"], r["bytes"],
-                 {int(k): v for k, v in r["variant_gbs"].items()}, r["default_variant"],
-                 r["baseline_gbs"], r["ceiling_gbs"]) for r in d["rows"]]
+names = {f.name for f in dataclasses.fields(BenchRow)}
+rows = [BenchRow(**{k: v for k, v in r.items() if k in names}) for r in d["rows"]]
 rep = BenchReport(d["device"], d["torch"], d["variants"], d["ceilings_gbs"], rows, d["latency_us"])
 print("\n".join(rep.table()))
 PYEOF

@@ -75,6 +75,70 @@ void transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, torch
   TORCH_CHECK(e == cudaSuccess, "transfer kernel launch failed: ", cudaGetErrorString(e));
 }
 
+// Copy-engine copies of byte runs, for the staged host path: runs is a cpu int64 [k, 3] tensor
+// of (src offset, dst offset, length). mode 0: one cudaMemcpyAsync per run; mode 1: one
+// cudaMemcpyBatchAsync (it refuses the legacy default stream, so it runs on a side stream
+// ordered against the current one by events).
+void copy_runs(torch::Tensor src, torch::Tensor dst, torch::Tensor runs, int64_t mode) {
+  TORCH_CHECK(runs.device().is_cpu() && runs.dtype() == torch::kInt64 && runs.dim() == 2 &&
+              runs.size(1) == 3, "runs must be a cpu int64 [k, 3] tensor");
+  TORCH_CHECK(src.is_cuda() || dst.is_cuda(), "one buffer must be on the device");
+  const auto device = src.is_cuda() ? src.device() : dst.device();
+  c10::cuda::CUDAGuard guard(device);
+  auto r = runs.contiguous();
+  const int64_t k = r.size(0);
+  if (k == 0) return;
+  const int64_t* rp = r.data_ptr<int64_t>();
+  const int64_t s_bytes = src.numel(), d_bytes = dst.numel();
+  const char* sb = static_cast<const char*>(src.data_ptr());
+  char* db = static_cast<char*>(dst.data_ptr());
+  for (int64_t j = 0; j < k; ++j)
+    TORCH_CHECK(rp[3 * j] >= 0 && rp[3 * j + 2] >= 0 && rp[3 * j] + rp[3 * j + 2] <= s_bytes &&
+                rp[3 * j + 1] >= 0 && rp[3 * j + 1] + rp[3 * j + 2] <= d_bytes,
+                "run ", j, " is outside its buffer");
+  cudaStream_t cur = c10::cuda::getCurrentCUDAStream(device.index());
+  if (mode == 0) {
+    for (int64_t j = 0; j < k; ++j) {
+      cudaError_t e = cudaMemcpyAsync(db + rp[3 * j + 1], sb + rp[3 * j], size_t(rp[3 * j + 2]),
+                                      cudaMemcpyDefault, cur);
+      TORCH_CHECK(e == cudaSuccess, "cudaMemcpyAsync failed: ", cudaGetErrorString(e));
+    }
+    return;
+  }
+  static cudaStream_t side[64] = {nullptr};
+  const int di = device.index();
+  TORCH_CHECK(di >= 0 && di < 64, "device index out of range");
+  if (!side[di]) TORCH_CHECK(cudaStreamCreateWithFlags(&side[di], cudaStreamNonBlocking) == cudaSuccess);
+  cudaStream_t st = cur == nullptr || cur == cudaStreamLegacy ? side[di] : cur;
+  cudaEvent_t before = nullptr, after = nullptr;
+  if (st != cur) {
+    TORCH_CHECK(cudaEventCreateWithFlags(&before, cudaEventDisableTiming) == cudaSuccess);
+    TORCH_CHECK(cudaEventCreateWithFlags(&after, cudaEventDisableTiming) == cudaSuccess);
+    cudaEventRecord(before, cur);
+    cudaStreamWaitEvent(st, before, 0);
+  }
+  std::vector<void*> dsts(k);
+  std::vector<const void*> srcs(k);
+  std::vector<size_t> sizes(k);
+  for (int64_t j = 0; j < k; ++j) {
+    srcs[j] = sb + rp[3 * j];
+    dsts[j] = db + rp[3 * j + 1];
+    sizes[j] = size_t(rp[3 * j + 2]);
+  }
+  cudaMemcpyAttributes attr{};
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  size_t idx0 = 0;
+  cudaError_t e = cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), size_t(k), &attr,
+                                       &idx0, 1, st);
+  if (st != cur) {
+    cudaEventRecord(after, st);
+    cudaStreamWaitEvent(cur, after, 0);
+    cudaEventDestroy(before);
+    cudaEventDestroy(after);
+  }
+  TORCH_CHECK(e == cudaSuccess, "cudaMemcpyBatchAsync failed: ", cudaGetErrorString(e));
+}
+
 std::vector<std::string> variants() {
   std::vector<std::string> out;
   for (int v = 0; v < wb::transfer_variant_count(); ++v) out.push_back(wb::transfer_variant_name(v));
@@ -87,4 +151,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "wb index-K transfer kernel";
   m.def("transfer", &transfer, "copy token or page segments of every layer between pools");
   m.def("variants", &variants, "names of the kernel variants, by number");
+  m.def("copy_runs", &copy_runs, "copy-engine copies of (src offset, dst offset, length) runs");
 }

@@ -47,7 +47,11 @@ struct KArgs {
   Seg seg[2];
 };
 
+struct alignas(32) U32B {
+  uint4 a, b;
+};
 template <int V> struct VecT;
+template <> struct VecT<32> { using T = U32B; };
 template <> struct VecT<16> { using T = uint4; };
 template <> struct VecT<8> { using T = uint2; };
 template <> struct VecT<4> { using T = uint32_t; };
@@ -58,7 +62,12 @@ template <> struct VecT<1> { using T = uint8_t; };
 template <int V, int HINTS>
 __device__ __forceinline__ typename VecT<V>::T load(const uint8_t* p) {
   using T = typename VecT<V>::T;
-  if constexpr (HINTS == 1 && V == 16) {
+  if constexpr (V == 32) {  // two 16-byte accesses per thread: half the index math per byte
+    U32B r;
+    r.a = load<16, HINTS>(p);
+    r.b = load<16, HINTS>(p + 16);
+    return r;
+  } else if constexpr (HINTS == 1 && V == 16) {
     return __ldcs(reinterpret_cast<const T*>(p));
   } else if constexpr (HINTS == 2 && V == 16) {
     uint4 r;
@@ -73,7 +82,10 @@ __device__ __forceinline__ typename VecT<V>::T load(const uint8_t* p) {
 template <int V, int HINTS>
 __device__ __forceinline__ void store(uint8_t* p, typename VecT<V>::T v) {
   using T = typename VecT<V>::T;
-  if constexpr (HINTS >= 1 && V == 16) {
+  if constexpr (V == 32) {
+    store<16, HINTS>(p, v.a);
+    store<16, HINTS>(p + 16, v.b);
+  } else if constexpr (HINTS >= 1 && V == 16) {
     __stcs(reinterpret_cast<T*>(p), v);
   } else {
     *reinterpret_cast<T*>(p) = v;
@@ -135,10 +147,12 @@ constexpr Variant kVariants[] = {
     {"unroll4: 4 chunks/thread in flight, one resident wave, grid-stride"},
     {"unroll4+stream: as 1 with evict-first loads and stores"},
     {"unroll4+l2pf: as 1 with nc loads prefetching 256B L2 lines, evict-first stores"},
+    {"wide32x2: 32 B per thread (two 16 B accesses), 2 in flight, evict-first"},
+    {"wide32x4: 32 B per thread, 4 in flight, evict-first"},
 };
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 // Defaults per direction (d2d, d2h, h2d), chosen from the H200 measurements in NOTES.md.
-constexpr int kDefault[3] = {1, 1, 1};
+constexpr int kDefault[3] = {2, 1, 0};
 
 int64_t gcd64(int64_t a, int64_t b) {
   a = a < 0 ? -a : a;
@@ -188,6 +202,11 @@ inline int64_t blocks_for(int64_t most, int unroll) { return (most + 256 * unrol
 template <int V0, int V1>
 cudaError_t launch_v(const KArgs& k, const Launch& l, cudaStream_t stream) {
   if (l.clip) return launch_one<V0, V1, 4, true, 0>(k, blocks_for(l.most, 4), l.num_sms, true, stream);
+  if constexpr (V0 == 32) {
+    if (l.variant == 4)
+      return launch_one<V0, V1, 2, false, 1>(k, blocks_for(l.most, 2), l.num_sms, true, stream);
+    return launch_one<V0, V1, 4, false, 1>(k, blocks_for(l.most, 4), l.num_sms, true, stream);
+  }
   if constexpr (V0 == 16) {
     switch (l.variant) {
       case 0: return launch_one<V0, V1, 1, false, 0>(k, blocks_for(l.most, 1), l.num_sms, false, stream);
@@ -270,6 +289,8 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
     const int64_t al = gcd64(gcd64(common, k.seg[s].base),
                              gcd64(k.seg[s].stride, seg_len[s]));
     vw[s] = s == 0 ? widest(al, kV0, 4) : widest(al, kV1, 3);
+    if (s == 0 && vw[0] == 16 && (variant == 4 || variant == 5) && !a.clip && al % 32 == 0)
+      vw[0] = 32;
   }
   k.psdiv = FastDiv(static_cast<uint32_t>(ps));
 
@@ -298,6 +319,7 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
     const Launch l{most, a.num_sms, variant, a.clip};
     cudaError_t err;
     switch (vw[0]) {
+      case 32: err = launch_v1<32>(k, vw[1], l, stream); break;
       case 16: err = launch_v1<16>(k, vw[1], l, stream); break;
       case 8: err = launch_v1<8>(k, vw[1], l, stream); break;
       case 4: err = launch_v1<4>(k, vw[1], l, stream); break;

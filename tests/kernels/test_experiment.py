@@ -36,3 +36,12 @@ def test_one_token_is_enough_to_show_the_bug():
 def test_bad_token_count():
     with pytest.raises(KernelError):
         run_geometry_arm(geometry_fix=True, seed=0, tokens=0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("partial", [True, False])
+def test_default_size_any_seed(seed, partial):
+    off = run_geometry_arm(geometry_fix=False, seed=seed, partial_pages=partial)
+    on = run_geometry_arm(geometry_fix=True, seed=seed, partial_pages=partial)
+    assert off["tokens"] == on["tokens"] == 4096
+    assert off["corrupted_tokens"] > 0 and on["mismatch_bytes"] == 0
