@@ -8,7 +8,7 @@ def test_check_passes_and_reports(cli):
     assert lines[-1] == "PASS"
     transfer = next(line for line in lines if "transfer cases byte-exact" in line)
     good, total = transfer.split(": ")[1].split(" ")[0].split("/")
-    assert good == total and int(total) > 100
+    assert good == total and int(total) > 50
     bug = next(line for line in lines if "c4_latent strides" in line)
     hits, cases = bug.split("mismatches > 0 in ")[1].split(" ")[0].split("/")
     assert hits == cases and int(cases) > 0
