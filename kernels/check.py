@@ -143,7 +143,8 @@ class _Runner:
             oracle_transfer(src, out, si, di, **kw)
         return out
 
-    def one(self, direction: str, src, si, di, dst_pages: int, kw, idx_on_device: bool):
+    def one(self, direction: str, src, si, di, dst_pages: int, kw, idx_on_device: bool,
+            staging: str = "auto"):
         """Run one case on two complementary poisons.
 
         Returns (mismatching bytes, bytes compared, output on the first poison, that poison).
@@ -164,7 +165,13 @@ class _Runner:
             a, b = si, di
             if self.cuda and idx_on_device:
                 a, b = si.to("cuda"), di.to("cuda")
-            transfer(src_t, dst_t, a, b, impl=self.impl, **kw)
+            if staging == "auto":
+                transfer(src_t, dst_t, a, b, impl=self.impl, **kw)
+            else:   # force the staged (DMA) host path or the zero-copy one
+                from kernels import api, build
+
+                plan = api.plan_transfer(src_t, dst_t, a, b, impl=self.impl, **kw)
+                build.launch(plan, staging=staging)
             if self.cuda:
                 torch.cuda.synchronize()
             got = dst_t.cpu()
@@ -213,6 +220,13 @@ def _transfer_cases(r: _Runner, report: CheckReport, directions, quick: bool, pr
                                     idx_on_device=bool(k % 2))
         report.cases.append(CaseResult("transfer", f"{geometry} {layout} {gran} {direction} "
                                        f"{kind} n={si.numel()} ps={ps}", bad == 0, bad, compared))
+        if r.cuda and direction in ("d2h", "h2d") and kind in ("aligned", "large", "partial"):
+            for staging in ("always", "never"):
+                bad, compared, _, _ = r.one(direction, src, si, di, dp_, kw,
+                                            idx_on_device=False, staging=staging)
+                report.cases.append(CaseResult(
+                    "transfer", f"{geometry} {layout} {gran} {direction} {kind} "
+                    f"n={si.numel()} ps={ps} staging={staging}", bad == 0, bad, compared))
 
 
 def _buggy_cases(r: _Runner, report: CheckReport, directions, progress):
