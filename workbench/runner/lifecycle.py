@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import shlex
 import signal
@@ -69,6 +70,7 @@ class RunOutcome:
     probe_counts: list[dict[str, Any]] = field(default_factory=list)
     started_at: datetime | None = None
     ended_at: datetime | None = None
+    stage_s: dict[str, float] = field(default_factory=dict)
 
 
 class StageFailed(Exception):
@@ -208,7 +210,13 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
     stdout_f = stderr_f = None
     values: dict[str, Any] = {}
 
+    t_stage = [time.monotonic()]
+
     async def stage(name: str) -> None:
+        now = time.monotonic()
+        if out.stage in STAGES:
+            out.stage_s[out.stage] = round(out.stage_s.get(out.stage, 0.0) + now - t_stage[0], 4)
+        t_stage[0] = now
         out.stage = name
         h.on_stage(pr, name)
         await _inject(h, name, pr)
@@ -304,9 +312,17 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
         for f in (stdout_f, stderr_f):
             if f is not None and not f.closed:
                 f.close()
+        out.stage_s[out.stage] = round(out.stage_s.get(out.stage, 0.0) + time.monotonic() - t_stage[0], 4)
         out.ended_at = datetime.now(timezone.utc)
         if out.status != "interrupted":
+            t_fetch = time.monotonic()
             await _fetch_artifacts(h, pr, values or {"run_dir": run_dir, "work_dir": run_dir, **h.context}, out, art)
+            out.stage_s["artifacts"] = round(time.monotonic() - t_fetch, 4)
+        try:
+            (art / "timings.json").write_text(json.dumps(out.stage_s, indent=1), encoding="utf-8")
+            out.artifacts["timings"] = art / "timings.json"
+        except OSError:
+            pass
     return out
 
 

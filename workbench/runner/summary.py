@@ -65,6 +65,7 @@ def finish(state: Any, *, build_report: bool = True) -> dict[str, Any]:
             except Exception as exc:
                 analysis_error = (analysis_error + "; " if analysis_error else "") + f"report: {type(exc).__name__}: {exc}"
     plan = state.plan
+    stage_s = {rid: out.stage_s for rid, _pr, out in state.outcomes}
     return {
         "hypothesis": p.hypothesis.id, "experiment": p.experiment.id, "experiment_version": p.experiment.version,
         "profile": p.profile_name, "target": state.target_desc, "execution_id": state.execution_id,
@@ -72,7 +73,8 @@ def finish(state: Any, *, build_report: bool = True) -> dict[str, Any]:
         "order": [f"{r.arm}@{r.host}" for r in plan.runs],
         "arms": _arms(state, runs),
         "runs": [{"id": r["id"], "arm": r["arm"], "replicate": r["replicate"], "block": r["block"],
-                  "order_index": r["order_index"], "host": r["host"], "status": r["status"], "error": r["error"]}
+                  "order_index": r["order_index"], "host": r["host"], "status": r["status"], "error": r["error"],
+                  "stage_s": stage_s.get(r["id"], {})}
                  for r in runs],
         "stopped_early": state.stop_reason,
         "verdict": verdict, "reasoning": reasoning, "analysis_error": analysis_error,

@@ -1,0 +1,124 @@
+"""The runner on pdsim: the seed world and the wedge world, a pdsim the user runs, and pdsim over SSH.
+
+The seed world and the wedge world run the seed's full repro size (the wedge needs 80 sessions x 4
+rounds to form); the SSH test runs a reduced size. After every test the serve file equals the original.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.runner import run_hypothesis
+from workbench.sim import control
+from workbench.sim.config import render_serve_file
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = "--sessions 40 --rounds 3"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    root = tmp_path / "bench"
+    (root / "experiments").mkdir(parents=True)
+    shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
+    for f in (REPO / "experiments").glob("*.yaml"):
+        (root / "experiments" / f.name).write_text(f.read_text())
+    shutil.copytree(REPO / "experiments" / "templates", root / "experiments" / "templates")
+    sim_dir = tmp_path / "sim"
+    sim_dir.mkdir()
+    # An operator's serve file that is not running (the runner starts pdsim itself on free ports).
+    original = render_serve_file({"prefill_port": str(_free_port()), "decode_port": str(_free_port())}).encode()
+    (sim_dir / "serve.sh").write_bytes(original)
+    monkeypatch.setenv("WB_ROOT", str(root))
+    monkeypatch.setenv("WB_SIM_DIR", str(sim_dir))
+    monkeypatch.delenv("WB_FAULT", raising=False)
+    yield type("Bench", (), {"root": root, "sim_dir": sim_dir, "original": original, "db": str(root / "wb.duckdb")})
+    control.down(sim_dir)
+
+
+def _serve(bench) -> bytes:
+    return (bench.sim_dir / "serve.sh").read_bytes()
+
+
+def test_seed_world_on_a_running_pdsim_records_both_arms_and_restores(bench):
+    control.up(bench.sim_dir)  # the operator's deployment, on the serve file's ports
+    try:
+        before = control.status(bench.sim_dir)
+        s = run_hypothesis("wedge-confound", db=bench.db, replicates=1, show_progress=False,
+                           build_report=False, seed=4)
+        assert _serve(bench) == bench.original
+        after = control.status(bench.sim_dir)
+        assert after.state == "healthy"  # left serving, restarted on the original config
+        assert {u: v.pid for u, v in after.units.items()} != {u: v.pid for u, v in before.units.items()}
+        assert control.running_config(bench.sim_dir).nixl_abort_fix is False
+    finally:
+        control.down(bench.sim_dir)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    for arm in ("control", "treatment"):
+        t = s["arms"][arm]["totals"]
+        assert t["sessions"] == 80 and t["corruption_rate"] is not None
+        assert t["waiting_for_input"] is not None and t["aborts"] == t["waiting_for_input"]
+    assert s["arms"]["control"]["variables"]["causal_model"] == "seed"
+    # The seed's shape: the wedge (aborts) without the fix, and corruption with the fix all the same.
+    assert s["arms"]["control"]["totals"]["aborts"] > 0
+    assert s["arms"]["treatment"]["totals"]["leak"] > 0
+
+
+def test_wedge_world_via_cli_starts_and_stops_its_own_pdsim(bench):
+    out = subprocess.run([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "wedge-confound",
+                          "--set", "causal_model=wedge", "--replicates", "1", "--json", "--db", bench.db],
+                         capture_output=True, text=True, env=dict(os.environ), timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    s = json.loads(out.stdout)
+    assert _serve(bench) == bench.original
+    assert control.status(bench.sim_dir).state == "down"  # started for the experiment, stopped after it
+    assert s["overrides"] == {"causal_model": "wedge"}
+    assert {a["variables"]["causal_model"] for a in s["arms"].values()} == {"wedge"}
+    assert {"hypothesis", "experiment", "target", "arms", "runs", "verdict"} <= set(s)
+    assert s["arms"]["treatment"]["metrics"]["leak"] == {"n": 1, "values": [s["arms"]["treatment"]["totals"]["leak"]]}
+    # In the wedge world the corruption rides on the aborts: the fix removes both.
+    assert s["arms"]["control"]["totals"]["aborts"] > 0
+    assert s["arms"]["treatment"]["totals"]["leak"] < s["arms"]["control"]["totals"]["leak"]
+
+
+def test_sim_over_ssh_end_to_end(bench, ssh_server):
+    """The sglang-pd shape (upload, bash -n, restart, health x2, repro, journal count) through a real SSH server."""
+    ports = {k: v for k, v in (line.split("=") for line in bench.original.decode().splitlines()
+                                if line.endswith(tuple("0123456789")) and "_port=" in line)}
+    p = bench.root / "experiments" / "agent-repro.yaml"
+    text = p.read_text()
+    head, _, ssh = text.partition("  sim-ssh:\n")
+    ssh = (ssh.replace("hosts: [localhost]",
+                       f"hosts: [127.0.0.1]\n      user: {ssh_server.user}\n      port: {ssh_server.port}\n"
+                       f"      known_hosts: {ssh_server.known_hosts}\n      identity_file: {ssh_server.client_key_path}")
+              .replace("sim_dir: /tmp/wb-sim", f"sim_dir: {bench.sim_dir}")
+              .replace('prefill_port: "30000"', f'prefill_port: "{ports["prefill_port"]}"')
+              .replace('decode_port: "30002"', f'decode_port: "{ports["decode_port"]}"'))
+    ssh = ssh.replace("--sessions 80 --rounds 4", SMALL)
+    p.write_text(head + "  sim-ssh:\n" + ssh + f"    options: {{work_dir: {bench.sim_dir.parent}/remote}}\n")
+    control.up(bench.sim_dir)
+    try:
+        s = run_hypothesis("wedge-confound", db=bench.db, replicates=1, target="sim-ssh", show_progress=False,
+                           build_report=False)
+        assert [r["status"] for r in s["runs"]] == ["ok", "ok"], s["runs"]
+        assert _serve(bench) == bench.original
+        cmds = " ".join(ssh_server.commands)
+        assert "sim restart --dir" in cmds and "sim journal --dir" in cmds and "sim repro --dir" in cmds
+        assert s["arms"]["control"]["totals"]["sessions"] == 40
+        assert control.status(bench.sim_dir).state == "healthy"
+    finally:
+        control.down(bench.sim_dir)
