@@ -233,7 +233,9 @@ def test_sequential_decision_continues_then_stops(store, registry):
         d = sequential_decision(s, registry, "wedge-confound", execution_id=ex)
         assert d.stop and d.verdict == "supported", d.reasoning
         a = analyze(s, registry, "wedge-confound", execution_id=ex)
-        assert a.sequential and a.predictions[0]["interval_kind"].startswith("confidence sequence")
+        p = a.predictions[0]
+        assert a.sequential and p["interval_kind"] == "always-valid 95%"
+        assert p["interval"][1] <= 0.02  # the shown interval agrees with the decision it reports
         row = record_verdict(s, a)
         assert row.execution_id == ex
         d = sequential_decision(s, registry, "wedge-confound", execution_id=ex, max_replicates=1)

@@ -160,7 +160,7 @@ def _judge_proportion(pred: Any, out: dict[str, Any], needed: list[str], arms: d
         if sequential:
             path = _path(pools[a]["per_run"])
             outcome, e_against, e_for = seq.judge_proportion(path, bounds, alpha_against=seq.ALPHA / family)
-            out.update(interval=list(seq.confidence_sequence(k, n)), interval_kind="confidence sequence (95%)",
+            out.update(interval=list(seq.e_interval(k, n)), interval_kind="always-valid 95%",
                        outcome=outcome, e_against=e_against, e_for=e_for, looks=len(path),
                        wilson=list(stats.wilson(k, n)))
         else:

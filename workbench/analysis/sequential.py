@@ -106,6 +106,29 @@ def confidence_sequence(k: float, n: float, alpha: float = ALPHA) -> tuple[float
     return (float(lo), float(hi))
 
 
+def e_interval(k: float, n: float, alpha: float = ALPHA) -> tuple[float, float]:
+    """The bounds the two one-sided e-value tests exclude at this look: [sup c rejected as too low,
+    inf c rejected as too high]. It agrees with `judge_proportion` by construction, so a region that
+    contains it is supported and one disjoint from it is falsified."""
+    if n <= 0:
+        return (0.0, 1.0)
+    level = math.log(1 / alpha)
+    phat = k / n
+
+    def bisect(lo: float, hi: float, ok_at_lo: bool, test: Any) -> float:
+        for _ in range(50):
+            mid = (lo + hi) / 2
+            if test(mid) == ok_at_lo:
+                lo = mid
+            else:
+                hi = mid
+        return lo if ok_at_lo else hi
+
+    lower = 0.0 if k <= 0 else bisect(0.0, phat, True, lambda c: float(log_e_above(k, n, c)) >= level)
+    upper = 1.0 if k >= n else bisect(phat, 1.0, False, lambda c: float(log_e_below(k, n, c)) >= level)
+    return (lower, upper)
+
+
 def judge_proportion(k_path: list[tuple[float, float]], bounds: tuple[float, float],
                      alpha: float = ALPHA, alpha_against: float | None = None) -> tuple[str, float, float]:
     """Outcome of a sequentially tested proportion: ('falsified'|'supported'|'inconclusive', E against, E for).

@@ -85,7 +85,8 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         elif j.get("more_runs_needed"):
             tail += f"; {j['more_runs_needed']} more run(s) are needed"
     p = j.get("p_against") if j["outcome"] == "falsified" else j.get("p_for") if j["outcome"] == "supported" else None
-    ptxt = f" (p = {p:.2g})" if p is not None and p < 0.05 else ""
+    ptxt = f" (score-test p = {p:.2g})" if p is not None and p < 0.05 and j.get("interval_kind") == "Wilson 95%" else \
+        f" (p = {p:.2g})" if p is not None and p < 0.05 else ""
     extra = ""
     comp = j.get("completed")
     if comp and comp.get("n") and comp["n"] != j.get("n"):

@@ -52,6 +52,9 @@ def isolation(h: Any, arms: dict[str, list[RunData]], expected: dict[str, dict[s
                     elif got != want:
                         problems.append(f"{runs[0].name}{f' and {len(runs) - 1} more' if len(runs) > 1 else ''} "
                                         f"(arm {a}) recorded {var}={got}, the arm sets {want}")
+    for a in names:  # variables the arm's assignment sets but some run never recorded (imported evidence)
+        for variables, _ in groups[a]:
+            unrecorded.update(var for var in expected[a] if var not in variables)
     all_vars = sorted({v for a in names for variables, _ in groups[a] for v in variables} | set(h.hold))
     held_ok = []
     for var in all_vars:
@@ -74,7 +77,8 @@ def isolation(h: Any, arms: dict[str, list[RunData]], expected: dict[str, dict[s
                             ", ".join(f"{a} {_set(v)}" for a, v in known.items()))
     note = ""
     if unrecorded:
-        note = f" Not recorded by every run (taken as the hypothesis states): {', '.join(sorted(unrecorded))}."
+        note = (" Not recorded by every run, so taken as the arms state them (unverified): "
+                f"{', '.join(sorted(unrecorded))}.")
     if problems:
         return check("isolation", False, "; ".join(problems[:6]) + "." + note, "invalid")
     iso = ""
@@ -116,7 +120,8 @@ def fingerprints(arms: dict[str, list[RunData]]) -> dict[str, Any]:
             same.append(key)
     if differ:
         return check("fingerprint", False, "environment differs between arms: " + "; ".join(differ[:4]), "invalid")
-    detail = f"{len(same)} fingerprint value(s) identical across arms" + (f" ({', '.join(same[:5])})" if same else "")
+    detail = (f"{len(same)} fingerprint value(s) identical across arms ({', '.join(same[:5])})" if same
+              else "no fingerprint value was recorded in every arm")
     if partial:
         detail += f"; not comparable (recorded in some arms only): {', '.join(partial[:5])}"
         return check("fingerprint", True if same else None, detail + ".")
