@@ -77,6 +77,7 @@ class _Probe:
         self.counts = [0] * len(self.targets)
         self.count_lock = threading.Lock()
         self.write_lock = threading.RLock()  # re-entrant: a signal may arrive while this thread writes
+        self.instrument_lock = threading.RLock()
         self.wake = threading.Event()
         self.final = False
         self.warned = False
@@ -154,8 +155,9 @@ class _Probe:
     def after_fork_in_child(self) -> None:
         # The child is a new process: its own counts, file and flusher thread.
         self.counts = [0] * len(self.targets)
-        self.count_lock = threading.Lock()
+        self.count_lock = threading.Lock()  # locks held by other threads at fork() would never be released
         self.write_lock = threading.RLock()
+        self.instrument_lock = threading.RLock()
         self.wake = threading.Event()
         self.final = False
         self._new_identity()
@@ -168,14 +170,15 @@ class _Probe:
             self.counts[i] += 1
 
     def module_loaded(self, module_name: str, module: object) -> None:
-        for i in self.by_module.get(module_name, ()):
-            t = self.targets[i]
-            if t.state == INSTRUMENTED:
-                continue
-            try:
-                self._instrument(i, t, module)
-            except Exception as exc:
-                t.state, t.detail = NOT_CALLABLE, f"could not instrument: {exc!r}"
+        with self.instrument_lock:  # the import hook and the flusher's late check may both get here
+            for i in self.by_module.get(module_name, ()):
+                t = self.targets[i]
+                if t.state == INSTRUMENTED:
+                    continue
+                try:
+                    self._instrument(i, t, module)
+                except Exception as exc:
+                    t.state, t.detail = NOT_CALLABLE, f"could not instrument: {exc!r}"
 
     def module_failed(self, module_name: str, exc: BaseException) -> None:
         for i in self.by_module.get(module_name, ()):
