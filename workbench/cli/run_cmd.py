@@ -33,6 +33,12 @@ def register(hypothesis_app: typer.Typer) -> None:
                                  sets=parse_sets(set_), sequential=sequential, aa=aa, resume=resume, seed=seed)
         if json_:
             print_json(summary)
-            return
-        for line in text_lines(summary):
-            typer.echo(line)
+        else:
+            for line in text_lines(summary):
+                typer.echo(line)
+        bad = [r for r in summary["runs"] if r["status"] != "ok"]
+        if bad:
+            # Recorded and restored, but some runs measured nothing: a failure while running (exit 1).
+            typer.echo(f"Error: {len(bad)} of {len(summary['runs'])} run(s) did not finish ok "
+                       "(see the run errors above or `wb runs show ID`)", err=True)
+            raise typer.Exit(1)

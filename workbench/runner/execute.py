@@ -158,21 +158,22 @@ def _sequential_decision(state: State) -> Any:
                                    max_replicates=p.max_replicates)
 
 
-def _restart_commands(p: Prepared, context: dict[str, str]) -> list[str]:
-    values = preview_values(p, p.arms[0], context)
+def _restart_commands(p: Prepared, context: dict[str, str], host: str) -> list[str]:
+    values = preview_values(p, p.arms[0], context, host)
     return [render_command(c, values, where=f"restart[{i}]") for i, c in enumerate(p.profile.restart)]
 
 
 async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], context: dict[str, str],
                    env: dict[str, str]) -> None:
     p = state.prepared
-    restart = _restart_commands(p, context)
     started_here = getattr(target, "started_here", False)
-    values = preview_values(p, p.arms[0], context)
-    urls = [render_text(u, values) for u in p.profile.health.urls] if p.profile.health else []
     problems: list[RestoreFailed] = []
     for host, snap in snaps.items():
-        async def healthy(_host: str = host) -> None:
+        restart = _restart_commands(p, context, host)
+        values = preview_values(p, p.arms[0], context, host)
+        urls = [render_text(u, values) for u in p.profile.health.urls] if p.profile.health else []
+
+        async def healthy(_host: str = host, urls: list[str] = urls) -> None:
             if urls and not started_here:
                 hp = p.profile.health
                 problem = await wait_healthy(target, _host, urls, hp.attempts, hp.interval_s, hp.timeout_s)
@@ -216,7 +217,7 @@ async def _main(state: State, target: Target) -> None:
             sim_dir = getattr(target, "sim_dir", None)
             if sim_dir is not None:
                 context["sim_dir"] = str(sim_dir)
-            paths = {host: preview_values(p, p.arms[0], context)["path"] for host in state.plan.hosts}
+            paths = {host: preview_values(p, p.arms[0], context, host)["path"] for host in state.plan.hosts}
             snaps = await take_snapshots(target, paths, state.exec_dir)
         setup = getattr(target, "setup", None)
         if setup is not None:

@@ -409,8 +409,11 @@ async def _collect_probes(h: Harness, pr: PlannedRun, values: dict[str, Any], ou
             await fetch_dir(pr.host, f"{values['run_dir']}/probe", local_dir)
         counts = read_counts(str(local_dir))
     else:
+        t0 = _time.monotonic()
+        # Waiting for the probed processes' next flush is a wait on the target, not runner work.
         counts = await asyncio.to_thread(read_counts, str(Path(values["run_dir"]) / "probe"),
                                          since=_time.time(), timeout_s=3 * DEFAULT_INTERVAL)
+        h.target.clock.add(pr.host, _time.monotonic() - t0)
     out.probe_counts = counts
     for t in h.probe_targets:
         out.metrics[f"calls:{t}"] = sum(int(c.get("calls", 0)) for c in counts if c.get("target") == t)

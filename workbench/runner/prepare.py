@@ -94,7 +94,7 @@ def resolve(registry: Any, hypothesis_id: str, *, profile: str | None, replicate
                     max_reps if sequential else reps, exp.design.blocks, seed, mode, template, probe_targets)
 
 
-def preview_values(p: Prepared, arm: str, context: dict[str, str]) -> dict[str, Any]:
+def preview_values(p: Prepared, arm: str, context: dict[str, str], host: str = "host") -> dict[str, Any]:
     """Template values with placeholder run built-ins, for checking templates and diffing arms' configs."""
     from workbench.runner.lifecycle import Harness, builtins
 
@@ -104,7 +104,7 @@ def preview_values(p: Prepared, arm: str, context: dict[str, str]) -> dict[str, 
     start = datetime(2000, 1, 1, tzinfo=timezone.utc)
     values: dict[str, Any] = dict(p.assignments[arm])
     values.update(context)
-    values.update(builtins(fake, PlannedRun(0, arm, 0, 0, "host"), 0, "/run", start))
+    values.update(builtins(fake, PlannedRun(0, arm, 0, 0, host), 0, "/run", start))
     if p.profile.config is not None:
         values["path"] = render_text(p.profile.config.path, values, where="config.path")
     values["file"] = "/tmp/config"

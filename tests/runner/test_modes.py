@@ -1,0 +1,96 @@
+"""A/A, sequential, several hosts in parallel, the kernel target, and the CLI's exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from workbench.runner import run_hypothesis
+from workbench.store import open_store, queries
+
+from conftest import edit_profile  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run(toy, **kw):
+    kw.setdefault("show_progress", False)
+    kw.setdefault("build_report", False)
+    return run_hypothesis("toy-fix", db=toy.db, **kw)
+
+
+def test_aa_runs_control_twice_under_two_names(toy):
+    s = _run(toy, aa=True, replicates=1)
+    assert sorted(r["arm"] for r in s["runs"]) == ["control", "control_aa"]
+    assert s["mode"] == "aa"
+    assert s["arms"]["control"]["variables"] == s["arms"]["control_aa"]["variables"]
+    assert s["arms"]["control"]["totals"]["leak"] == s["arms"]["control_aa"]["totals"]["leak"] == 3
+    store = open_store(toy.db, read_only=True)
+    try:
+        with store.session() as sess:
+            assert queries.executions(sess)[0].mode == "aa"
+    finally:
+        store.dispose()
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_sequential_stops_within_budget(toy):
+    s = _run(toy, sequential=True, replicates=3)
+    assert s["mode"] == "sequential"
+    n_blocks = len({r["block"] for r in s["runs"]})
+    assert 1 <= n_blocks <= 3
+    if n_blocks < 3:
+        assert s["stopped_early"]
+    assert all(r["status"] == "ok" for r in s["runs"])  # no placeholder rows left behind
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_several_hosts_run_in_parallel_balanced(toy):
+    edit_profile(toy.root, "target: {kind: local}", "target: {kind: local, hosts: [h1, h2]}")
+    edit_profile(toy.root, 'path: "{{ state }}/serve.conf"', 'path: "{{ state }}/{{ host }}/serve.conf"')
+    edit_profile(toy.root, "TOY restart {{ state }}".replace("TOY", str(toy.state / "toy.py")),
+                 f"{toy.state / 'toy.py'} restart {{{{ state }}}}/{{{{ host }}}}")
+    edit_profile(toy.root, "TOY work {{ state }}".replace("TOY", str(toy.state / "toy.py")),
+                 f"{toy.state / 'toy.py'} work {{{{ state }}}}/{{{{ host }}}}")
+    edit_profile(toy.root, 'command: "cat {{ state }}/aborts.txt"', 'command: "cat {{ state }}/{{ host }}/aborts.txt"')
+    originals = {}
+    for h in ("h1", "h2"):
+        (toy.state / h).mkdir()
+        originals[h] = f"# {h}'s own file\nfix=off\nmode=ok\n".encode()
+        (toy.state / h / "serve.conf").write_bytes(originals[h])
+    s = _run(toy, replicates=4, seed=9)
+    assert all(r["status"] == "ok" for r in s["runs"])
+    per = Counter((r["host"], r["arm"]) for r in s["runs"])
+    assert per == {("h1", "control"): 2, ("h1", "treatment"): 2, ("h2", "control"): 2, ("h2", "treatment"): 2}
+    for h in ("h1", "h2"):
+        assert (toy.state / h / "serve.conf").read_bytes() == originals[h]
+
+
+def test_kernel_target_records_geometry_metrics(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(REPO))
+    monkeypatch.setenv("WB_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    s = run_hypothesis("token-granular-geometry", root=REPO, db=str(tmp_path / "k.duckdb"), replicates=1,
+                       show_progress=False, build_report=False)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    assert s["arms"]["treatment"]["totals"]["mismatch_bytes"] == 0
+    assert s["arms"]["control"]["totals"]["corrupted_tokens"] > 0
+
+
+def test_cli_exit_codes(toy):
+    env = dict(os.environ, WB_ROOT=str(toy.root))
+    base = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix", "--db", toy.db]
+    bad = subprocess.run(base + ["--set", "nosuch=1"], capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode == 2 and "Error:" in bad.stderr
+    failing = subprocess.run(base + ["--set", "mode=unhealthy", "--replicates", "1", "--json"],
+                             capture_output=True, text=True, env=env, timeout=120)
+    assert failing.returncode == 1
+    assert {r["status"] for r in json.loads(failing.stdout)["runs"]} == {"failed"}
+    assert "health never green" in failing.stdout + failing.stderr
+    assert toy.conf.read_bytes() == toy.original  # (exit 0 on success: tests/runner/test_sim.py)
