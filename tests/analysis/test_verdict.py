@@ -252,3 +252,28 @@ def test_sequential_budget_ends_inconclusive(store, registry):
                     outcomes={"leak": 2, "done": 78}, extra={"waiting_for_input": 0})
         d = sequential_decision(s, registry, "wedge-confound", execution_id=ex, max_replicates=2)
     assert d.stop and d.verdict == "inconclusive" and "budget" in d.reasoning
+
+
+def test_rendered_configs_are_checked_per_execution(store, registry):
+    same = "# serve script\nport=1\n"
+    with store.session() as s:
+        ex = add_execution(s)
+        for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
+            add_run(s, execution_id=ex, arm=arm, variables=v, outcomes={"leak": 13, "done": 67},
+                    extra={"waiting_for_input": 0}, config=same)
+        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+        assert _checks(a)["config"]["passed"] is False and a.verdict == "invalid"
+        ex = add_execution(s)
+        for r, port in ((1, 1), (2, 2)):
+            add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r, outcomes={"leak": 13, "done": 67},
+                    extra={"waiting_for_input": 0}, config=f"fix=on\nport={port}\n")
+        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+        assert _checks(a)["config"]["effect"] == "inconclusive"
+        # Two executions on different ports: each is consistent, so pooling them is fine.
+        for port in (7, 8):
+            ex = add_execution(s)
+            for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
+                add_run(s, execution_id=ex, arm=arm, variables=v, outcomes={"leak": 13, "done": 67},
+                        extra={"waiting_for_input": 0},
+                        config=f"# for arm {arm}\nfix={v['nixl_abort_fix']}\nport={port}\n")
+            assert _checks(analyze(s, registry, "wedge-confound", execution_id=ex))["config"]["passed"] is True

@@ -99,6 +99,16 @@ def reasoning_text(h: Any, exp: Experiment, result: Any, arms: dict[str, list[Ru
     parts = [f"{h.id} is {result.verdict}."]
     if result.sequential:
         parts.append(f"Judged sequentially (always-valid tests, {result.replicates} replicate(s) so far).")
+    if result.mode == "aa" and result.aa is not None:
+        for m, v in result.aa.items():
+            (ka, na), (kb, nb) = v["control"], v["control_aa"]
+            parts.append(f"A/A execution: the control arm ran twice; {m} was {ka:g}/{na:g} and {kb:g}/{nb:g}, a "
+                         f"difference interval of {_interval(v['difference_interval'])} (Fisher p = {v['fisher_p']:.2g}), "
+                         f"so the noise floor is ±{v['noise_floor']:.3f}"
+                         + ("; that interval excludes 0 between identical arms: a false alarm." if v["false_alarm"]
+                            else "; no false alarm."))
+        if not result.predictions:
+            parts.append("It measures the harness, not the claim, so the claim stays undecided.")
     for j in result.predictions:
         parts.append(_prediction_sentence(j, result.arms, h.isolates))
     # Arms whose predicted metric stayed unknown are named, so nobody reads a silence as a zero.

@@ -129,36 +129,51 @@ def fingerprints(arms: dict[str, list[RunData]]) -> dict[str, Any]:
 
 
 def configs(session: Any, arms: dict[str, list[RunData]], aa: bool) -> dict[str, Any]:
-    """Rendered configs: one per arm (replicates alike), and different between arms (the variable reached the target)."""
-    names = [a for a in arms if arms[a]]
-    hashes = {a: sorted({r.config_hash for r in arms[a] if r.config_hash}) for a in names}
-    if not any(hashes.values()):
+    """Rendered configs, per execution: one per arm (replicates alike), and different between arms (the
+    variable reached the target). Executions are compared separately: each may get its own free ports."""
+    hashes = sorted({r.config_hash for rs in arms.values() for r in rs if r.config_hash})
+    if not hashes:
         return check("config", None, "no run recorded a rendered config (imported evidence, or a target without one)")
-    texts = rendered_configs(session, sorted({h for hs in hashes.values() for h in hs}))
+    texts = rendered_configs(session, hashes)
 
-    def norm(arm: str, text: str) -> list[str]:
-        # The arm's own name is rendered into comments ("for arm control"); it is not a difference.
-        return [re.sub(rf"\b{re.escape(arm)}\b", "<arm>", line) for line in text.splitlines()]
+    def norm(label: str | None, text: str) -> tuple[str, ...]:
+        # A run's own arm label is rendered into comments ("for arm control_aa"); it is not a difference.
+        if not label:
+            return tuple(text.splitlines())
+        return tuple(re.sub(rf"(?<![\w-]){re.escape(label)}(?![\w-])", "<arm>", line) for line in text.splitlines())
 
-    per_arm: dict[str, set[tuple[str, ...]]] = {
-        a: {tuple(norm(a, texts[h])) for h in hashes[a] if h in texts} for a in names}
-    mixed = [a for a, s in per_arm.items() if len(s) > 1]
+    by_exec: dict[Any, dict[str, set[tuple[str, ...]]]] = {}
+    for a, rs in arms.items():
+        for h, label, ex in {(r.config_hash, r.arm, r.execution_id) for r in rs if r.config_hash}:
+            if h in texts:
+                by_exec.setdefault(ex, {}).setdefault(a, set()).add(norm(label, texts[h]))
+    mixed, same, diffs = [], [], []
+    for ex, per_arm in by_exec.items():
+        where = f"execution {ex}" if ex is not None else "runs without an execution"
+        mixed += [f"{a} in {where}" for a, v in per_arm.items() if len(v) > 1]
+        singles = {a: next(iter(v)) for a, v in per_arm.items() if len(v) == 1}
+        if len(singles) < 2:
+            continue
+        first, second = list(singles)[:2]
+        a_lines, b_lines = singles[first], singles[second]
+        if set(a_lines) == set(b_lines):
+            if not aa:
+                same.append(where)
+            continue
+        diffs.append([f"{first}: {ln}" for ln in a_lines if ln not in b_lines][:3] +
+                     [f"{second}: {ln}" for ln in b_lines if ln not in a_lines][:3])
     if mixed:
-        return check("config", False, f"replicates of arm(s) {', '.join(mixed)} ran different rendered configs",
+        return check("config", False, "replicates of one arm ran different rendered configs: " + ", ".join(mixed[:4]),
                      "inconclusive")
-    singles = {a: next(iter(s)) for a, s in per_arm.items() if s}
-    if len(singles) < 2:
-        return check("config", None, "rendered configs recorded for one arm only")
-    first, second = list(singles)[:2]
-    a_lines, b_lines = singles[first], singles[second]
-    diff = sorted(set(a_lines) ^ set(b_lines))
-    if not diff and not aa:
-        return check("config", False, "the arms rendered identical configs: the isolated variable changed nothing "
-                     "the target reads", "invalid")
-    shown = [f"{first}: {ln}" for ln in a_lines if ln not in b_lines][:3] + \
-            [f"{second}: {ln}" for ln in b_lines if ln not in a_lines][:3]
-    return check("config", True, f"one rendered config per arm; they differ in {len(diff)} line(s)" +
-                 (": " + " | ".join(s.strip() for s in shown) if shown else ""))
+    if same:
+        return check("config", False, f"the arms rendered identical configs ({', '.join(same[:3])}): the isolated "
+                     "variable changed nothing the target reads", "invalid")
+    if not diffs:
+        return check("config", True if aa else None, "one rendered config per arm" if aa else
+                     "rendered configs recorded for one arm only")
+    shown = diffs[0]
+    return check("config", True, f"one rendered config per arm in each of {len(by_exec)} execution(s); they differ in: "
+                 + " | ".join(x.strip() for x in shown))
 
 
 def guard(g: Any, arms: dict[str, list[RunData]], exp: Experiment, arm_names: list[str]) -> dict[str, Any]:

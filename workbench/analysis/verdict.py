@@ -169,12 +169,16 @@ def analyze(session: Any, registry: Any, hypothesis_id: str, *, execution_id: in
     checks.append(validity.isolation(h, arms, expected, by_arm_name=execution_id is not None))
     checks.append(validity.fingerprints(arms))
     checks.append(validity.configs(session, arms, aa=mode == "aa"))
+    # An A/A execution runs the control twice and nothing else: it measures the harness, not the claim.
+    aa_only = mode == "aa" and not any(arms[a] for a in h.arm_names if a != "control")
     for g in h.requires:
+        if aa_only and g.arm not in (None, "control"):
+            continue
         checks.append(validity.guard(g, arms, exp, list(h.arm_names)))
 
     # Predictions: one judgement per (prediction, arm); several make a family (Holm / Bonferroni).
     items = []
-    for p in h.predicts:
+    for p in ([] if aa_only else h.predicts):
         targets = [None] if (p.arm or p.difference) else list(h.arm_names)
         for a in targets:
             items.append((p, p.arm if p.arm else a))
@@ -220,7 +224,7 @@ def analyze(session: Any, registry: Any, hypothesis_id: str, *, execution_id: in
         verdict = "supported"
     else:
         verdict = "inconclusive"
-    if mode == "aa" and not arms.get("treatment"):
+    if aa_only:
         verdict = "inconclusive"  # an A/A execution measures the noise floor, not the claim
     effects = [c["effect"] for c in checks if c["passed"] is not True]
     if "invalid" in effects:
