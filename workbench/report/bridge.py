@@ -47,12 +47,20 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
-def analyze(mod: Any, session: Any, registry: Any, hypothesis_id: str) -> tuple[dict[str, Any] | None, str]:
-    """(analysis as a dict, note). The note says why there is none when analysis failed."""
+def analyze(mod: Any, session: Any, registry: Any, hypothesis_id: str,
+            execution_id: int | None = None) -> tuple[dict[str, Any] | None, str]:
+    """(analysis as a dict, note). The note says why there is none when analysis failed.
+
+    With `execution_id` (the stored verdict's execution) the numbers shown are the ones the verdict
+    rests on; without it, the analysis pools every stored run that matches the arms.
+    """
     if mod is None or mod.analyze is None:
         return None, ""
     try:
-        result = mod.analyze(session, registry, hypothesis_id)
+        if execution_id is not None:
+            result = mod.analyze(session, registry, hypothesis_id, execution_id=execution_id)
+        else:
+            result = mod.analyze(session, registry, hypothesis_id)
     except Exception as exc:  # noqa: BLE001 - a bug or missing data in analysis must not stop the site
         return None, f"analysis could not run: {type(exc).__name__}: {exc}"
     d = _plain(result)

@@ -147,7 +147,7 @@ def metric_spec(chart: MetricChart, *, width: int = 240, height: int = 180) -> d
         for arm in ([b.arm] if b.arm else chart.arms):
             row = {"arm": arm, "lo": lo, "hi": hi, "region": f"{b.kind}: {b.text}", "kind": b.kind}
             (lines if lo == hi else bands).append(row)
-    runs = [{"arm": r.arm, "value": r.value, "run": f"run {r.run_id}"} for r in chart.runs]
+    runs = [{"arm": r.arm, "value": float(f"{r.value:.6g}"), "run": f"run {r.run_id}"} for r in chart.runs]
     est = [{"arm": p.arm, "estimate": p.estimate, "lo": p.lo if p.lo is not None else p.estimate,
             "hi": p.hi if p.hi is not None else p.estimate, "label": p.label, "method": p.method}
            for p in chart.points if p.estimate is not None]

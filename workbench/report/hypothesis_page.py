@@ -16,6 +16,7 @@ from workbench.report.data import StoreData
 EVIDENCE_STATUSES = {"ok", "done", "historical"}
 MAX_RUN_ROWS = 300
 MAX_METRIC_COLUMNS = 5
+MAX_TICKS_PER_ARM = 60
 
 
 def evidence_runs(data: StoreData, hid: str) -> tuple[list[dict[str, Any]], int | None]:
@@ -232,8 +233,10 @@ def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | Non
             points.append(charts.ArmPoint(arm, got["estimate"], got["lo"], got["hi"], got["label"], got["method"]))
             rows.append((arm, got["label"], _fmt_interval(got["lo"], got["hi"], is_rate) +
                          (f" {got['method']}" if got["lo"] is not None else "")))
+        # One tick per run while that stays legible (and the page small); past that the interval says it all.
         run_values = [charts.RunValue(arm, r["id"], v) for arm in arm_names for r in by_arm.get(arm, [])
-                      for v in [run_metric(exp, r, metric)] if v is not None and math.isfinite(v)]
+                      for v in [run_metric(exp, r, metric)] if v is not None and math.isfinite(v)
+                      if len(by_arm.get(arm, [])) <= MAX_TICKS_PER_ARM]
         mc = charts.MetricChart(metric, arm_names, points, run_values, _region_bands(h, metric), is_rate)
         chart_views.append(ChartView(f"chart-{i}", metric, charts.metric_spec(mc), rows))
 

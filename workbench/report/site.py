@@ -66,7 +66,8 @@ def gather(store: Any, registry: Any, hypothesis_ids: list[str] | None = None, *
         analyses = {}
         for h in registry.hypotheses:
             if h.id in wanted and (data.runs_by_hypothesis.get(h.id) or h.id in data.verdicts):
-                analyses[h.id] = bridge.analyze(mod, session, registry, h.id)
+                analyses[h.id] = bridge.analyze(mod, session, registry, h.id,
+                                                (data.verdicts.get(h.id) or {}).get("execution_id"))
         findings, note = bridge.scan_confounds(mod, session, registry) if confounds else (None, "")
     return data, analyses, findings, note
 

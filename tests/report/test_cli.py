@@ -1,0 +1,75 @@
+"""`wb report` and `wb lineage` through the CLI, and the Markdown summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from workbench.cli._common import new_app
+from workbench.cli.report import register
+
+
+@pytest.fixture
+def app():
+    a = new_app("test")
+    register(a)
+    return a
+
+
+def _env(seeded: dict[str, Any]) -> dict[str, str]:
+    return {"WB_ROOT": str(seeded["root"]), "WB_DB": str(seeded["db"])}
+
+
+def test_markdown_summary_of_a_hypothesis(app: Any, seeded: dict[str, Any]) -> None:
+    res = CliRunner().invoke(app, ["report", "--format", "md", "--hypothesis", "wedge-confound"], env=_env(seeded))
+    assert res.exit_code == 0, res.output
+    md = res.output
+    assert md.startswith("### `wedge-confound` — falsified")
+    assert "**Verdict: falsified**" in md
+    assert "| prediction | observed | outcome |" in md
+    assert "| corruption_rate | " in md and "Wilson 95%" in md
+    assert "- [ ] attrition **(failed)**" in md and "- [x] drift" in md
+    assert "<script>" not in md
+
+
+def test_markdown_board_without_hypothesis(app: Any, seeded: dict[str, Any]) -> None:
+    res = CliRunner().invoke(app, ["report", "--format", "md"], env=_env(seeded))
+    assert res.exit_code == 0, res.output
+    assert "| `dead-code-dsaindexerpoolhost` | falsified | DSAIndexerPoolHost: 0 calls" in res.output
+
+
+def test_report_builds_the_site_and_names_the_page(app: Any, seeded: dict[str, Any], tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    res = CliRunner().invoke(app, ["report", "--out", str(out), "--hypothesis", "dead-code-dsaindexerpoolhost"],
+                             env=_env(seeded))
+    assert res.exit_code == 0, res.output
+    page = out / "hypotheses" / "dead-code-dsaindexerpoolhost.html"
+    assert f"hypothesis page: {page.resolve()}" in res.output
+    assert page.is_file() and (out / "index.html").is_file()
+
+
+def test_bad_input_exits_2(app: Any, seeded: dict[str, Any], tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["report", "--format", "pdf"], env=_env(seeded))
+    assert res.exit_code == 2 and "unknown format" in res.output
+    res = CliRunner().invoke(app, ["report", "--format", "md", "--hypothesis", "nope"], env=_env(seeded))
+    assert res.exit_code == 2 and "no hypothesis 'nope'" in res.output
+    res = CliRunner().invoke(app, ["report", "--db", str(tmp_path / "missing.duckdb")], env=_env(seeded))
+    assert res.exit_code == 2 and "no store at" in res.output
+
+
+def test_lineage_text_and_json(app: Any, seeded: dict[str, Any]) -> None:
+    res = CliRunner().invoke(app, ["lineage"], env=_env(seeded))
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].startswith("hicache-bf16-race  [open]")
+    assert any(ln.startswith("  └─ wedge-confound  [falsified]") for ln in lines)
+    assert any(ln.startswith("    └─ token-granular-geometry-deployment  [open]") for ln in lines)
+    res = CliRunner().invoke(app, ["lineage", "--json"], env=_env(seeded))
+    graph = json.loads(res.output)
+    assert {"parent": "hicache-bf16-race", "child": "wedge-confound"} in graph["edges"]
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    assert nodes["wedge-confound"]["status"] == "falsified" and nodes["token-granular-geometry-deployment"]["depth"] == 2
