@@ -163,3 +163,26 @@ def test_sigkill_then_resume_restores_the_original(toy):
     s = _run(toy, resume=True)
     assert toy.conf.read_bytes() == toy.original
     assert sum(r["status"] == "ok" for r in s["runs"]) == 2
+
+
+def test_failed_restore_is_loud_with_the_exact_manual_commands(toy):
+    """The config path turns into a folder mid-run: the restore cannot write, and says how to do it by hand."""
+    import shutil
+
+    async def fault(stage, pr):
+        if stage == "collect":
+            toy.conf.unlink()
+            toy.conf.mkdir()
+
+    from workbench.errors import RestoreFailed
+
+    with pytest.raises(RestoreFailed) as ei:
+        _run(toy, replicates=1, fault=fault)
+    assert "RESTORE FAILED" in ei.value.message and str(toy.conf) in ei.value.message
+    hint = ei.value.hint or ""
+    copy_line = next(line for line in hint.splitlines() if line.strip().startswith("cp "))
+    assert "toy.py restart" in hint
+    # The printed command really restores the original once the obstacle is gone.
+    shutil.rmtree(toy.conf)
+    subprocess.run(copy_line.strip(), shell=True, check=True)
+    assert toy.conf.read_bytes() == toy.original
