@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,15 +36,33 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def site(seeded: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the chart runtime is cached during the tests (never the user's ~/.cache)."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
+
+
+@pytest.fixture(scope="session")
+def site(seeded: dict[str, Any], cache_home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The site built once from the seeded store: build_site's result plus `out`."""
     from workbench.report import build_site
     from workbench.store import open_store
 
     out = tmp_path_factory.mktemp("site") / "reports"
     store = open_store(str(seeded["db"]), read_only=True)
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache_home)
     try:
         result = build_site(store, seeded["registry"], out)
     finally:
         store.dispose()
+        if saved is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = saved
+    assert (cache_home / "wb").is_dir()
     return {**result, "out": out}

@@ -244,3 +244,27 @@ def test_lineage_layout_survives_a_parent_cycle() -> None:
     graph = lineage.layout([lineage.LineageInput("a", "b", "open"), lineage.LineageInput("b", "a", "open"),
                             lineage.LineageInput("c", None, "supported")])
     assert {n.id for n in graph.nodes} == {"a", "b", "c"}
+
+
+def test_confound_report_shows_the_separating_experiment(tmp_path: Path) -> None:
+    """Pre-fix shape of the seed: every corrupt run also wedged, so the scan flags aborts and proposes a split."""
+    pytest.importorskip("workbench.analysis.confounds")
+    from workbench.registry import load_registry
+    from workbench.report import build_site
+    from workbench.store import open_store
+
+    reg = load_registry(synth.copy_workbench(tmp_path / "wb"))
+    store = open_store(str(tmp_path / "wb.duckdb"))
+    try:
+        with store.session() as s:
+            synth.add_ab_execution(s, reg, "hicache-bf16-race", art_dir=tmp_path / "logs", replicates=3, seed=1,
+                                   leak_rate={"control": 0.0, "treatment": 0.15}, aborts={"treatment": 70})
+        result = build_site(store, reg, tmp_path / "site")
+    finally:
+        store.dispose()
+    text = Path(result["confounds"]).read_text(encoding="utf-8")
+    first = text.split('<article class="finding')[1]
+    assert first.startswith(" flagged") and "aborts" in first.split("</h2>")[0]
+    assert "Proposed separating experiment" in first and "are confounded in these runs" in first
+    assert '<td>with aborts (= waiting_for_input)</td><td class="num">3</td><td class="num">0</td>' in first
+    assert re.search(r'Registered as <a href="hypotheses/[a-z0-9-]+\.html">', first)

@@ -237,6 +237,7 @@ class FindingView:
     runs: list[Link]
     proposal: str
     proposal_yaml: str
+    registered: Link | None
     hypotheses: list[Link]
 
 

@@ -104,15 +104,28 @@ def confounds(findings: list[dict[str, Any]] | None, note: str, known: set[str],
                 break
         hids = f.pop("hypotheses", None) or ([f.pop("hypothesis_id")] if f.get("hypothesis_id") else [])
         proposal_text, proposal_yaml = "", ""
+        registered = None
         if isinstance(proposal, (dict, list)):
             import yaml
 
             if isinstance(proposal, dict):
-                proposal_text = str(proposal.get("text") or proposal.get("description") or proposal.get("why") or "")
+                proposal = dict(proposal)
+                proposal_text = str(proposal.pop("text", "") or proposal.get("description") or proposal.get("why") or "")
+                reg = proposal.get("registered_as")
+                if isinstance(reg, str) and reg in known:
+                    registered = Link(f"hypotheses/{reg}.html", reg)
             proposal_yaml = yaml.safe_dump(proposal, sort_keys=False, default_flow_style=False).strip()
         elif proposal is not None:
             proposal_text = str(proposal)
-        columns, trows, run_names, scalars = _table(f.pop("table", None))
+        table = f.pop("table", None)
+        if isinstance(table, dict) and "outcome_with_guard" in table:  # a guard's 2x2 table over runs
+            table = dict(table)
+            label = str(factor)
+            table[f"with {label}"] = {"runs with the outcome": table.pop("outcome_with_guard", None),
+                                      "runs without it": table.pop("no_outcome_with_guard", None)}
+            table[f"without {label}"] = {"runs with the outcome": table.pop("outcome_without_guard", None),
+                                         "runs without it": table.pop("no_outcome_without_guard", None)}
+        columns, trows, run_names, scalars = _table(table)
         run_links = []
         if len(run_names) > MAX_LINKS:
             rest = len(run_names) - MAX_LINKS
@@ -138,7 +151,7 @@ def confounds(findings: list[dict[str, Any]] | None, note: str, known: set[str],
                      for k, v in effect.items() if v is not None]
         rows += [(str(k), _text(v)) for k, v in f.items() if v not in (None, "", [], {})]
         views.append(FindingView(title, kind, flagged, detail, rows, columns, trows, run_links, proposal_text,
-                                 proposal_yaml,
+                                 proposal_yaml, registered,
                                  [Link(f"hypotheses/{h}.html", h) for h in hids if isinstance(h, str) and h in known]))
     return ConfoundContext(page, findings is not None, note, views)
 
