@@ -295,3 +295,21 @@ def test_systemd_helper_writes_and_removes_the_units_drop_in(tmp_path: Path):
     subprocess.run(["sh", str(script), "sglang-dsv4-prefill"], env=env, check=True, timeout=20)
     assert not (units / "sglang-dsv4-prefill.service.d" / "wb-probe.conf").exists()
     assert calls.read_text().splitlines() == ["daemon-reload", "daemon-reload"]
+
+
+def test_locate_target_checks_without_importing(target_pkg: Path, monkeypatch):
+    import importlib
+
+    from workbench.probes import locate_target
+
+    monkeypatch.syspath_prepend(str(target_pkg))
+    importlib.invalidate_caches()
+    assert locate_target(f"{M}:Pool.grow")[0] is True
+    assert "probepkg.mod" not in sys.modules, "locating must not import the module"
+    ok, why = locate_target(f"{M}:Pool.shrink")
+    assert not ok and "defines no 'Pool.shrink'" in why
+    ok, why = locate_target("probepkg.nosuchmod:thing")
+    assert not ok and "no module named 'probepkg.nosuchmod'" in why
+    assert locate_target("workbench.sim.hicache:DSAIndexerPoolHost")[0] is True
+    assert locate_target("workbench.errors:WbError")[0] is True  # already imported: looked up directly
+    assert locate_target("workbench.errors:NoSuchError")[0] is False

@@ -15,7 +15,8 @@ from typing import Any
 
 from workbench.errors import BadInput
 
-__all__ = ["PROBE_DIR", "probe_environment", "read_counts", "probe_files", "parse_target", "systemd_dropin"]
+__all__ = ["PROBE_DIR", "probe_environment", "read_counts", "probe_files", "parse_target", "systemd_dropin",
+           "locate_target"]
 
 PROBE_DIR = Path(__file__).resolve().parent / "inject"
 _FILES = ("sitecustomize.py", "_wb_probe.py", "wb-probe-systemd.sh")
@@ -33,6 +34,26 @@ def parse_target(target: str) -> tuple[str, str]:
         raise BadInput(f"probe target {target!r} must look like package.module:Qualified.name",
                        hint="e.g. workbench.sim.hicache:DeepSeekV4PagedHostPool (a class means its constructor)")
     return module, qual
+
+
+def locate_target(target: str) -> tuple[bool, str]:
+    """Whether `target` names code this interpreter can see, judged from the source without importing it.
+
+    A pre-flight for local and sim targets (a typo can be refused before anything runs); on an SSH
+    target the code lives on the host, where the probe itself reports unresolved targets.
+    """
+    from workbench.probes.inject import _wb_probe
+
+    module, qual = parse_target(target)
+    loaded = __import__("sys").modules.get(module)
+    if loaded is not None:
+        obj: Any = loaded
+        for part in qual.split("."):
+            if not hasattr(obj, part):
+                return False, f"module {module} has no attribute {qual!r}"
+            obj = getattr(obj, part)
+        return True, f"{target} is loaded in this process"
+    return _wb_probe._look_on_disk(module, qual)
 
 
 def probe_environment(targets: list[str], out_dir: str, *, probe_dir: str | None = None,
