@@ -49,7 +49,7 @@ def pooled(runs: list[RunData], metric: str, exp: Experiment, basis: str = "all"
 def _path(per_run: list[tuple[RunData, float, float]]) -> list[tuple[float, float]]:
     """Cumulative (k, n) after each replicate: the looks a sequential execution took."""
     by_rep: dict[Any, list[float]] = {}
-    for i, (r, k, n) in enumerate(sorted(per_run, key=lambda t: (t[0].replicate or 0, t[0].id))):
+    for r, k, n in sorted(per_run, key=lambda t: (t[0].replicate or 0, t[0].id)):
         key = r.replicate if r.replicate is not None else ("run", r.id)
         acc = by_rep.setdefault(key, [0.0, 0.0])
         acc[0] += k

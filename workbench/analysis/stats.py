@@ -53,7 +53,7 @@ def boschloo(k1: int, n1: int, k2: int, n2: int) -> float | None:
 
     if n1 <= 0 or n2 <= 0:
         return 1.0
-    if n1 * n2 > 40_000:  # the unconditional search is O(n1*n2) per nuisance point; Fisher stands in
+    if n1 * n2 > 10_000:  # the unconditional search is O(n1*n2) per nuisance point; Fisher stands in
         return None
     return float(boschloo_exact([[k1, k2], [n1 - k1, n2 - k2]], alternative="two-sided", n=16).pvalue)
 
