@@ -148,9 +148,13 @@ def metric_spec(chart: MetricChart, *, width: int = 240, height: int = 180) -> d
             row = {"arm": arm, "lo": lo, "hi": hi, "region": f"{b.kind}: {b.text}", "kind": b.kind}
             (lines if lo == hi else bands).append(row)
     runs = [{"arm": r.arm, "value": float(f"{r.value:.6g}"), "run": f"run {r.run_id}"} for r in chart.runs]
-    est = [{"arm": p.arm, "estimate": p.estimate, "lo": p.lo if p.lo is not None else p.estimate,
-            "hi": p.hi if p.hi is not None else p.estimate, "label": p.label, "method": p.method}
-           for p in chart.points if p.estimate is not None]
+    def ok(x: float | None) -> bool:
+        return x is not None and math.isfinite(x)
+
+    # JSON has no NaN or Infinity: a spec carrying one would not parse in the page.
+    est = [{"arm": p.arm, "estimate": p.estimate, "lo": p.lo if ok(p.lo) else p.estimate,
+            "hi": p.hi if ok(p.hi) else p.estimate, "label": p.label, "method": p.method}
+           for p in chart.points if ok(p.estimate)]
     skeleton = json.loads(_skeleton(tuple(chart.arms), bool(bands), bool(lines), bool(runs), bool(est),
                                     width, height))
     spec = _fill(skeleton, chart.metric, [dlo, dhi], ".0%" if chart.is_rate else "~s")
