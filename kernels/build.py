@@ -88,13 +88,15 @@ def device_indices(src_idx, dst_idx, device):
     return src_idx.to(device), dst_idx.to(device)
 
 
-def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1) -> None:
+def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1,
+           pipelined: bool = True) -> None:
     """Run a validated plan (kernels.api.Plan) on the CUDA kernel.
 
     variant -1 is the kernel's default for the direction. staging: "auto" moves host rows by
     DMA when the host side covers whole rows in long runs (kernels.staged), "never" always
     uses zero-copy kernel access, "always" stages whenever it is correct to. dma_mode 1 issues
-    the runs as one cudaMemcpyBatchAsync, 0 as one cudaMemcpyAsync each.
+    the runs as one cudaMemcpyBatchAsync, 0 as one cudaMemcpyAsync each; pipelined overlaps
+    DMA chunks with the kernel stage on a side stream.
     """
     import torch
 
@@ -112,7 +114,8 @@ def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1)
         sp = cache[key]
         if sp is not None:
             with torch.cuda.device(dev):
-                _staged.run_staged(plan, sp, ext, variant=variant, dma_mode=dma_mode)
+                _staged.run_staged(plan, sp, ext, variant=variant, dma_mode=dma_mode,
+                                   pipelined=pipelined)
             return
     si, di = device_indices(plan.src_idx, plan.dst_idx, dev)
     g = plan.addr

@@ -144,7 +144,7 @@ class _Runner:
         return out
 
     def one(self, direction: str, src, si, di, dst_pages: int, kw, idx_on_device: bool,
-            staging: str = "auto"):
+            staging: str = "auto", variant: int = -1):
         """Run one case on two complementary poisons.
 
         Returns (mismatching bytes, bytes compared, output on the first poison, that poison).
@@ -165,13 +165,13 @@ class _Runner:
             a, b = si, di
             if self.cuda and idx_on_device:
                 a, b = si.to("cuda"), di.to("cuda")
-            if staging == "auto":
+            if staging == "auto" and variant < 0:
                 transfer(src_t, dst_t, a, b, impl=self.impl, **kw)
             else:   # force the staged (DMA) host path or the zero-copy one
                 from kernels import api, build
 
                 plan = api.plan_transfer(src_t, dst_t, a, b, impl=self.impl, **kw)
-                build.launch(plan, staging=staging)
+                build.launch(plan, variant, staging=staging)
             if self.cuda:
                 torch.cuda.synchronize()
             got = dst_t.cpu()
@@ -227,6 +227,28 @@ def _transfer_cases(r: _Runner, report: CheckReport, directions, quick: bool, pr
                 report.cases.append(CaseResult(
                     "transfer", f"{geometry} {layout} {gran} {direction} {kind} "
                     f"n={si.numel()} ps={ps} staging={staging}", bad == 0, bad, compared))
+
+
+def _variant_cases(r: _Runner, report: CheckReport, progress):
+    """Every kernel variant (the benchmark times them all), device to device."""
+    from kernels import build
+
+    for v in range(len(build.load().variants())):
+        for geometry in GEOMETRIES:
+            for layout, gran, kind in (("page_first", "token", "scattered"),
+                                       ("layer_first", "token", "partial"),
+                                       ("page_first", "page", "aligned")):
+                if progress:
+                    progress(f"variant {v} {geometry} {layout} {gran} {kind}")
+                src = make_pool(geometry, layout, 40, 3, 64, gen=r.gen)
+                si, di = index_set(kind, granularity=gran, src_pages=40, dst_pages=32,
+                                   page_size=64, gen=r.gen)
+                kw = dict(geometry=geometry, granularity=gran, layout=layout, page_size=64)
+                bad, compared, _, _ = r.one("d2d", src, si, di, 32, kw, idx_on_device=True,
+                                            staging="never", variant=v)
+                report.cases.append(CaseResult("transfer", f"variant {v} {geometry} {layout} "
+                                               f"{gran} {kind} n={si.numel()}", bad == 0, bad,
+                                               compared))
 
 
 def _buggy_cases(r: _Runner, report: CheckReport, directions, progress):
@@ -343,6 +365,8 @@ def run_check(*, impl: str = "auto", seed: int = 0, quick: bool = False,
     directions = ("d2d", "d2h", "h2d") if r.cuda else ("h2h",)
     t0 = time.perf_counter()
     _transfer_cases(r, report, directions, quick, progress)
+    if r.cuda:
+        _variant_cases(r, report, progress)
     _buggy_cases(r, report, directions, progress)
     _bad_inputs(r, report)
     report.seconds = time.perf_counter() - t0

@@ -1,106 +1,191 @@
 """Host transfers through the copy engines: whole host rows move by DMA into (or out of) a
 compact device staging pool, and the kernel does the device side at device bandwidth.
 
-Used when the host side of a transfer covers whole rows in long runs (page granularity, or
-token copies of whole pages): the copy engines then reach the pinned-copy ceiling, which
-zero-copy kernel access to host memory does not (see NOTES.md). A device-to-host transfer
-qualifies only when every byte of each touched host row is written, so no staging byte can
-overwrite host data that the transfer must leave alone.
+Zero-copy kernel access to pinned memory tops out a few percent under the pinned-copy
+ceiling; the copy engines reach it, but pay a fixed cost per run. So host pages whose rows
+the transfer (nearly) covers and that form long runs go through DMA, in chunks pipelined
+against the kernel on a side stream; the other ids go zero-copy in the same call. A
+device-to-host page is staged only when the transfer writes every byte of its rows, so no
+staging byte can overwrite host data the transfer must leave alone.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["StagedPlan", "plan_staged", "run_staged", "MIN_DMA_BYTES", "MAX_OVERFETCH"]
+__all__ = ["StagedPlan", "plan_staged", "run_staged", "MIN_DMA_BYTES", "MIN_COVERAGE",
+           "CHUNK_BYTES"]
 
-# A copy-engine transfer pays a fixed cost per run; below this average run size the
-# zero-copy kernel wins (measured on the H200, see NOTES.md).
-MIN_DMA_BYTES = 64 << 10
-# Host-to-device may fetch whole rows of which a few slots are not needed.
-MAX_OVERFETCH = 1.04
+# Average DMA run size below which zero-copy wins: the H200 measured ~0.4 us per run in a
+# batch against 94-95% for zero-copy (NOTES.md, run 2).
+MIN_DMA_BYTES = 512 << 10
+# Host-to-device may fetch a page whose rows the transfer covers this much (the rest of the
+# row is fetched for nothing).
+MIN_COVERAGE = 0.95
+# Pipeline granularity: DMA of chunk j overlaps the kernel stage of chunk j-1 (or j+1).
+CHUNK_BYTES = 8 << 20
 
 
 @dataclass
 class StagedPlan:
     h2d: bool
-    runs: object            # cpu int64 [k, 3]: src offset, dst offset, length (bytes)
     staging_shape: tuple
     staged_pages: int
-    host_side_ids: object   # cpu int64: host ids remapped into the staging pool
+    host_ids: object          # cpu int64, staged ids remapped into the staging pool
+    other_ids: object         # cpu int64, their partners on the device side (same order)
+    chunks: list              # (runs cpu int64 [k, 3] (src off, dst off, len), id from, id to)
+    rest: tuple | None        # (src ids, dst ids) that go zero-copy, or None
     payload: int
     touched: int
+    _dev: dict = field(default_factory=dict)
 
 
-def plan_staged(plan, *, force: bool = False) -> StagedPlan | None:
-    """The staged form of a validated cuda plan, or None when zero-copy is the better path."""
+def _runs(upages, first_rank: int, *, layout: str, L: int, R: int, host_pages: int,
+          staged_pages: int, h2d: bool):
+    """DMA runs for consecutive host pages `upages` (sorted) whose staging ranks start at
+    first_rank: (src offset, dst offset, length) rows."""
     import torch
 
-    h2d = plan.src.device.type == "cpu"
-    if plan.buggy or (plan.src.device.type == "cpu") == (plan.dst.device.type == "cpu"):
-        return None
-    host = plan.src if h2d else plan.dst
-    shape = plan.src_shape if h2d else plan.dst_shape
-    ids = (plan.src_idx if h2d else plan.dst_idx).cpu()
-    ps, L, R = plan.page_size, shape.num_layers, shape.row_bytes
-    token = plan.granularity == "token"
-    pages = torch.div(ids, ps, rounding_mode="floor") if token else ids
-    counts = torch.bincount(pages, minlength=shape.num_pages)
-    touched_mask = counts > 0
-    upages = touched_mask.nonzero().squeeze(1)
-    k = int(upages.numel())
-    payload = ids.numel() * L * (plan.geometry.bytes_per_token if token else R)
-    touched = k * L * R
-    if token and not h2d and not bool((counts[upages] == ps).all()):
-        return None     # a host row would be partly overwritten with stale staging bytes
-    if touched > payload * MAX_OVERFETCH and not force:
-        return None
-    # Runs of consecutive host pages map to consecutive staging pages.
+    k = upages.numel()
     breaks = torch.ones(k, dtype=torch.bool)
     breaks[1:] = upages[1:] != upages[:-1] + 1
     starts = breaks.nonzero().squeeze(1)
     lengths = torch.diff(torch.cat([starts, torch.tensor([k])]))
     first_page = upages[starts]
-    if shape.layout == "page_first":
-        host_off = first_page * (L * R)
-        stage_off = starts * (L * R)
-        size = lengths * (L * R)
+    ranks = starts + first_rank
+    if layout == "page_first":
+        host_off, stage_off, size = first_page * (L * R), ranks * (L * R), lengths * (L * R)
     else:
         layers = torch.arange(L)[:, None]
-        host_off = ((layers * shape.num_pages + first_page[None, :]) * R).reshape(-1)
-        stage_off = ((layers * k + starts[None, :]) * R).reshape(-1)
+        host_off = ((layers * host_pages + first_page[None, :]) * R).reshape(-1)
+        stage_off = ((layers * staged_pages + ranks[None, :]) * R).reshape(-1)
         size = (lengths * R).repeat(L)
-    if not force and touched / max(int(size.numel()), 1) < MIN_DMA_BYTES:
-        return None
-    runs = torch.stack([host_off, stage_off, size], 1) if h2d else torch.stack(
-        [stage_off, host_off, size], 1)
-    rank = torch.cumsum(touched_mask, 0) - 1
-    remapped = rank[pages] * ps + (ids - pages * ps) if token else rank[pages]
-    staging_shape = (k, L, R) if shape.layout == "page_first" else (L, k, R)
-    del host
-    return StagedPlan(h2d, runs.contiguous(), staging_shape, k, remapped, payload, touched)
+    cols = [host_off, stage_off, size] if h2d else [stage_off, host_off, size]
+    return torch.stack(cols, 1).contiguous()
 
 
-def run_staged(plan, sp: StagedPlan, ext, *, variant: int, dma_mode: int) -> None:
-    """DMA + kernel on the current stream; the staging buffer is stream-ordered scratch."""
+def plan_staged(plan, *, force: bool = False) -> StagedPlan | None:
+    """The staged form of a validated cuda plan, or None when zero-copy is the better path.
+
+    force: stage every page it is correct to stage, whatever the coverage and run length.
+    """
     import torch
 
-    from kernels.build import device_indices
+    h2d = plan.src.device.type == "cpu"
+    if plan.buggy or (plan.src.device.type == "cpu") == (plan.dst.device.type == "cpu"):
+        return None
+    shape = plan.src_shape if h2d else plan.dst_shape
+    host_ids = (plan.src_idx if h2d else plan.dst_idx).cpu()
+    other_ids = (plan.dst_idx if h2d else plan.src_idx).cpu()
+    ps, L, R = plan.page_size, shape.num_layers, shape.row_bytes
+    token = plan.granularity == "token"
+    pages = torch.div(host_ids, ps, rounding_mode="floor") if token else host_ids
+    counts = torch.bincount(pages, minlength=shape.num_pages)
+    if not token:
+        full = counts > 0
+    elif h2d:
+        full = counts >= (1 if force else max(1, int(MIN_COVERAGE * ps)))
+    else:
+        full = counts == ps       # every slot of the host page is written
+    take = full[pages]            # per id: staged or zero-copy
+    upages = full.nonzero().squeeze(1)
+    k = int(upages.numel())
+    if k == 0:
+        return None
+    unit = plan.geometry.bytes_per_token if token else R
+    n_staged = int(take.sum())
+    payload = n_staged * L * unit
+    touched = k * L * R
+    runs_all = _runs(upages, 0, layout=shape.layout, L=L, R=R, host_pages=shape.num_pages,
+                     staged_pages=k, h2d=h2d)
+    if not force and (touched / runs_all.shape[0] < MIN_DMA_BYTES
+                      or n_staged < 0.5 * host_ids.numel()):
+        return None
+    # Staged ids in staging order, so that each chunk's ids are one contiguous slice.
+    rank = torch.cumsum(full, 0) - 1
+    s_host, s_other, s_pages = host_ids[take], other_ids[take], pages[take]
+    s_rank = rank[s_pages]
+    order = torch.argsort(s_rank, stable=True)
+    s_rank, s_host, s_other, s_pages = s_rank[order], s_host[order], s_other[order], s_pages[order]
+    remapped = s_rank * ps + (s_host - s_pages * ps) if token else s_rank
+    per_chunk = max(1, CHUNK_BYTES // (L * R))
+    chunks = []
+    for r0 in range(0, k, per_chunk):
+        r1 = min(k, r0 + per_chunk)
+        runs = _runs(upages[r0:r1], r0, layout=shape.layout, L=L, R=R,
+                     host_pages=shape.num_pages, staged_pages=k, h2d=h2d)
+        a, b = torch.searchsorted(s_rank, torch.tensor([r0, r1])).tolist()
+        chunks.append((runs, a, b))
+    rest = None
+    if n_staged < host_ids.numel():
+        r_host, r_other = host_ids[~take], other_ids[~take]
+        rest = (r_host, r_other) if h2d else (r_other, r_host)
+    staging_shape = (k, L, R) if shape.layout == "page_first" else (L, k, R)
+    return StagedPlan(h2d, staging_shape, k, remapped, s_other, chunks, rest, payload, touched)
+
+
+_SIDE: dict = {}
+
+
+def _side_stream(dev):
+    import torch
+
+    if dev not in _SIDE:
+        _SIDE[dev] = torch.cuda.Stream(device=dev)
+    return _SIDE[dev]
+
+
+def _device_ids(sp: StagedPlan, dev):
+    """All ids of the plan on the device, uploaded once in one pinned copy."""
+    import torch
+
+    if "ids" not in sp._dev:
+        parts = [sp.host_ids, sp.other_ids] + (list(sp.rest) if sp.rest else [])
+        flat = torch.cat(parts).pin_memory().to(dev, non_blocking=True)
+        out, at = [], 0
+        for p in parts:
+            out.append(flat[at:at + p.numel()])
+            at += p.numel()
+        sp._dev["ids"] = out
+    return sp._dev["ids"]
+
+
+def run_staged(plan, sp: StagedPlan, ext, *, variant: int, dma_mode: int,
+               pipelined: bool = True) -> None:
+    """DMA chunks on a side stream, kernel stages on the current one, ordered by events; the
+    call is complete in the current stream's order, like the zero-copy path."""
+    import torch
 
     dev = plan.device
+    cur = torch.cuda.current_stream(dev)
+    side = _side_stream(dev) if pipelined else cur
+    ids = _device_ids(sp, dev)
+    host_ids, other_ids = ids[0], ids[1]
     staging = torch.empty(sp.staging_shape, dtype=torch.uint8, device=dev)
     g = plan.addr
-    if sp.h2d:
-        si, di = device_indices(sp.host_side_ids, plan.dst_idx, dev)
-        ext.copy_runs(plan.src, staging, sp.runs, dma_mode)
-        ext.transfer(staging, plan.dst, si, di, plan.granularity == "token",
-                     plan.layout == "page_first", plan.page_size, sp.staged_pages,
-                     plan.dst_shape.num_pages, plan.src_shape.num_layers, g.value_bytes,
-                     g.scale_bytes, False, int(variant))
-    else:
-        si, di = device_indices(plan.src_idx, sp.host_side_ids, dev)
-        ext.transfer(plan.src, staging, si, di, plan.granularity == "token",
-                     plan.layout == "page_first", plan.page_size, plan.src_shape.num_pages,
-                     sp.staged_pages, plan.src_shape.num_layers, g.value_bytes, g.scale_bytes,
-                     False, int(variant))
-        ext.copy_runs(staging, plan.dst, sp.runs, dma_mode)
+    token, pf = plan.granularity == "token", plan.layout == "page_first"
+    L = plan.src_shape.num_layers
+
+    def kernel(src, dst, si, di, s_pages, d_pages):
+        ext.transfer(src, dst, si, di, token, pf, plan.page_size, s_pages, d_pages, L,
+                     g.value_bytes, g.scale_bytes, False, int(variant))
+
+    if sp.rest is not None:   # zero-copy share, overlapping the pipeline
+        kernel(plan.src, plan.dst, ids[2], ids[3], plan.src_shape.num_pages,
+               plan.dst_shape.num_pages)
+    side.wait_stream(cur)      # the staging allocation and earlier work come first
+    for runs, a, b in sp.chunks:
+        if sp.h2d:
+            with torch.cuda.stream(side):
+                ext.copy_runs(plan.src, staging, runs, dma_mode)
+            cur.wait_stream(side)
+            kernel(staging, plan.dst, host_ids[a:b], other_ids[a:b], sp.staged_pages,
+                   plan.dst_shape.num_pages)
+        else:
+            kernel(plan.src, staging, other_ids[a:b], host_ids[a:b],
+                   plan.src_shape.num_pages, sp.staged_pages)
+            side.wait_stream(cur)
+            with torch.cuda.stream(side):
+                ext.copy_runs(staging, plan.dst, runs, dma_mode)
+    cur.wait_stream(side)
+    # The staging buffer is freed on `cur`, which now waits for every use of it on `side`.

@@ -50,7 +50,11 @@ struct KArgs {
 struct alignas(32) U32B {
   uint4 a, b;
 };
+struct alignas(64) U64B {
+  uint4 a, b, c, d;
+};
 template <int V> struct VecT;
+template <> struct VecT<64> { using T = U64B; };
 template <> struct VecT<32> { using T = U32B; };
 template <> struct VecT<16> { using T = uint4; };
 template <> struct VecT<8> { using T = uint2; };
@@ -62,7 +66,14 @@ template <> struct VecT<1> { using T = uint8_t; };
 template <int V, int HINTS>
 __device__ __forceinline__ typename VecT<V>::T load(const uint8_t* p) {
   using T = typename VecT<V>::T;
-  if constexpr (V == 32) {  // two 16-byte accesses per thread: half the index math per byte
+  if constexpr (V == 64) {
+    U64B r;
+    r.a = load<16, HINTS>(p);
+    r.b = load<16, HINTS>(p + 16);
+    r.c = load<16, HINTS>(p + 32);
+    r.d = load<16, HINTS>(p + 48);
+    return r;
+  } else if constexpr (V == 32) {  // two 16-byte accesses per thread: half the index math per byte
     U32B r;
     r.a = load<16, HINTS>(p);
     r.b = load<16, HINTS>(p + 16);
@@ -82,7 +93,12 @@ __device__ __forceinline__ typename VecT<V>::T load(const uint8_t* p) {
 template <int V, int HINTS>
 __device__ __forceinline__ void store(uint8_t* p, typename VecT<V>::T v) {
   using T = typename VecT<V>::T;
-  if constexpr (V == 32) {
+  if constexpr (V == 64) {
+    store<16, HINTS>(p, v.a);
+    store<16, HINTS>(p + 16, v.b);
+    store<16, HINTS>(p + 32, v.c);
+    store<16, HINTS>(p + 48, v.d);
+  } else if constexpr (V == 32) {
     store<16, HINTS>(p, v.a);
     store<16, HINTS>(p + 16, v.b);
   } else if constexpr (HINTS >= 1 && V == 16) {
@@ -149,10 +165,13 @@ constexpr Variant kVariants[] = {
     {"unroll4+l2pf: as 1 with nc loads prefetching 256B L2 lines, evict-first stores"},
     {"wide32x2: 32 B per thread (two 16 B accesses), 2 in flight, evict-first"},
     {"wide32x4: 32 B per thread, 4 in flight, evict-first"},
+    {"wide32x8: 32 B per thread, 8 in flight, evict-first"},
+    {"wide64x2: 64 B per thread (four 16 B accesses), 2 in flight, evict-first"},
+    {"wide32x4+l2pf: as 5 with nc loads prefetching 256B L2 lines"},
 };
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 // Defaults per direction (d2d, d2h, h2d), chosen from the H200 measurements in NOTES.md.
-constexpr int kDefault[3] = {2, 1, 0};
+constexpr int kDefault[3] = {5, 1, 0};
 
 int64_t gcd64(int64_t a, int64_t b) {
   a = a < 0 ? -a : a;
@@ -202,9 +221,15 @@ inline int64_t blocks_for(int64_t most, int unroll) { return (most + 256 * unrol
 template <int V0, int V1>
 cudaError_t launch_v(const KArgs& k, const Launch& l, cudaStream_t stream) {
   if (l.clip) return launch_one<V0, V1, 4, true, 0>(k, blocks_for(l.most, 4), l.num_sms, true, stream);
-  if constexpr (V0 == 32) {
+  if constexpr (V0 == 64) {
+    return launch_one<V0, V1, 2, false, 1>(k, blocks_for(l.most, 2), l.num_sms, true, stream);
+  } else if constexpr (V0 == 32) {
     if (l.variant == 4)
       return launch_one<V0, V1, 2, false, 1>(k, blocks_for(l.most, 2), l.num_sms, true, stream);
+    if (l.variant == 6)
+      return launch_one<V0, V1, 8, false, 1>(k, blocks_for(l.most, 8), l.num_sms, true, stream);
+    if (l.variant == 8)
+      return launch_one<V0, V1, 4, false, 2>(k, blocks_for(l.most, 4), l.num_sms, true, stream);
     return launch_one<V0, V1, 4, false, 1>(k, blocks_for(l.most, 4), l.num_sms, true, stream);
   }
   if constexpr (V0 == 16) {
@@ -237,9 +262,11 @@ const char* transfer_variant_name(int v) {
 
 cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   if (a.n <= 0) return cudaSuccess;
-  const int variant = a.variant >= 0 && a.variant < kNumVariants
-                          ? a.variant
-                          : kDefault[std::min(std::max(a.direction, 0), 2)];
+  int variant = a.variant >= 0 && a.variant < kNumVariants
+                    ? a.variant
+                    : kDefault[std::min(std::max(a.direction, 0), 2)];
+  // Device to device, rows with a scale block did best with plain 16 B accesses (run 2).
+  if (a.variant < 0 && a.direction == 0 && a.scale_bytes > 0) variant = 1;
   const int64_t L = a.layers, ps = a.page_size;
   const int64_t row = ps * (a.value_bytes + a.scale_bytes);  // addressing geometry's row
 
@@ -289,8 +316,13 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
     const int64_t al = gcd64(gcd64(common, k.seg[s].base),
                              gcd64(k.seg[s].stride, seg_len[s]));
     vw[s] = s == 0 ? widest(al, kV0, 4) : widest(al, kV1, 3);
-    if (s == 0 && vw[0] == 16 && (variant == 4 || variant == 5) && !a.clip && al % 32 == 0)
-      vw[0] = 32;
+    // Wide accesses only device to device: through the host link they broke up the write
+    // stream (9-19 GB/s against 52, NOTES.md run 2).
+    if (s == 0 && vw[0] == 16 && a.direction == 0 && !a.clip) {
+      if ((variant == 4 || variant == 5 || variant == 6 || variant == 8) && al % 32 == 0)
+        vw[0] = 32;
+      if (variant == 7 && al % 64 == 0) vw[0] = 64;
+    }
   }
   k.psdiv = FastDiv(static_cast<uint32_t>(ps));
 
@@ -319,6 +351,7 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
     const Launch l{most, a.num_sms, variant, a.clip};
     cudaError_t err;
     switch (vw[0]) {
+      case 64: err = launch_v1<64>(k, vw[1], l, stream); break;
       case 32: err = launch_v1<32>(k, vw[1], l, stream); break;
       case 16: err = launch_v1<16>(k, vw[1], l, stream); break;
       case 8: err = launch_v1<8>(k, vw[1], l, stream); break;

@@ -11,6 +11,7 @@ from kernels import GEOMETRIES
 from kernels.api import plan_transfer
 from kernels.cases import index_set, make_pool, poison
 from kernels.reference import reference_transfer
+from kernels import staged as staged_mod
 from kernels.staged import plan_staged
 
 
@@ -25,7 +26,8 @@ def _apply_runs(src, dst, runs):
 @pytest.mark.parametrize("h2d", [True, False])
 @pytest.mark.parametrize("gran,kind", [("page", "aligned"), ("page", "large"),
                                        ("token", "aligned"), ("token", "partial")])
-def test_staged_plan_moves_the_same_bytes(geometry, layout, h2d, gran, kind):
+def test_staged_plan_moves_the_same_bytes(geometry, layout, h2d, gran, kind, monkeypatch):
+    monkeypatch.setattr(staged_mod, "CHUNK_BYTES", staged_mod.CHUNK_BYTES)
     gen = torch.Generator().manual_seed(7)
     ps, L, sp_, dp_ = 16, 2, 12, 10
     src = make_pool(geometry, layout, sp_, L, ps, gen=gen)
@@ -45,21 +47,42 @@ def test_staged_plan_moves_the_same_bytes(geometry, layout, h2d, gran, kind):
         plan.dst = torch.empty(0, device="meta")       # stands for the device pool
     else:
         plan.src = torch.empty(0, device="meta")
+    staged_mod.CHUNK_BYTES = 3 * L * geo.page_bytes(ps)   # several chunks even here
     sp = plan_staged(plan, force=True)
-    if sp is None:   # only refused when a host row would be partly overwritten
+    if sp is None:   # no host page fully written: nothing may be staged
         assert not h2d and kind == "partial"
         return
     staging = torch.zeros(sp.staging_shape, dtype=torch.uint8)
-    if h2d:
-        _apply_runs(src, staging, sp.runs)
-        reference_transfer(staging, real_dst, sp.host_side_ids, di, geometry=geo,
-                           granularity=gran, layout=layout, page_size=ps)
-    else:
-        reference_transfer(src, staging, si, sp.host_side_ids, geometry=geo, granularity=gran,
-                           layout=layout, page_size=ps)
-        _apply_runs(staging, real_dst, sp.runs)
+    kw = dict(geometry=geo, granularity=gran, layout=layout, page_size=ps)
+    if sp.rest is not None:   # the zero-copy share
+        reference_transfer(src, real_dst, sp.rest[0], sp.rest[1], **kw)
+    assert sum(b - a for _, a, b in sp.chunks) == sp.host_ids.numel()
+    for runs, a, b in sp.chunks:
+        if h2d:
+            _apply_runs(src, staging, runs)
+            reference_transfer(staging, real_dst, sp.host_ids[a:b], sp.other_ids[a:b], **kw)
+        else:
+            reference_transfer(src, staging, sp.other_ids[a:b], sp.host_ids[a:b], **kw)
+            _apply_runs(staging, real_dst, runs)
     assert torch.equal(real_dst, want)
     assert sp.touched >= sp.payload
+    if not h2d and kind == "partial":
+        assert sp.rest is not None      # partly covered host pages are never staged
+
+
+def test_half_covered_pages_split_between_dma_and_zero_copy():
+    gen = torch.Generator().manual_seed(2)
+    src = make_pool("c4_latent", "page_first", 8, 2, 16, gen=gen)
+    dst0 = poison(tuple(make_pool("c4_latent", "page_first", 8, 2, 16, gen=gen).shape), gen)
+    si = torch.cat([torch.arange(16, 48), torch.tensor([70, 71, 90])])  # 2 full pages + 3
+    di = torch.randperm(8 * 16, generator=gen)[:si.numel()]
+    # device -> host: destinations are the host side here
+    plan = plan_transfer(src, dst0.clone(), di, si, geometry="c4_latent", granularity="token",
+                         layout="page_first", page_size=16, impl="reference")
+    plan.src = torch.empty(0, device="meta")
+    sp = plan_staged(plan, force=True)
+    assert sp.staged_pages == 2 and sp.host_ids.numel() == 32
+    assert sp.rest is not None and sorted(sp.rest[1].tolist()) == [70, 71, 90]
 
 
 def test_auto_refuses_small_runs_and_overfetch():
@@ -73,10 +96,22 @@ def test_auto_refuses_small_runs_and_overfetch():
                          layout="page_first", impl="reference")
     plan.dst = torch.empty(0, device="meta")
     assert plan_staged(plan) is None
-    # 40 consecutive whole pages: one long run, staged.
-    ids = torch.arange(40)
-    plan = plan_transfer(src, dst, ids, torch.randperm(40, generator=gen), geometry="index_k_bf16",
-                         granularity="page", layout="page_first", impl="reference")
+    # 400 consecutive whole pages (25.6 MB): long runs, staged in chunks.
+    big_src = make_pool("index_k_bf16", "page_first", 400, 2, 64, gen=gen)
+    big_dst = make_pool("index_k_bf16", "page_first", 400, 2, 64, gen=gen)
+    ids = torch.arange(400)
+    plan = plan_transfer(big_src, big_dst, ids, torch.randperm(400, generator=gen),
+                         geometry="index_k_bf16", granularity="page", layout="page_first",
+                         impl="reference")
     plan.dst = torch.empty(0, device="meta")
     sp = plan_staged(plan)
-    assert sp is not None and sp.runs.shape[0] == 1 and sp.runs[0, 2] == 40 * 2 * 64 * 256
+    assert sp is not None and sp.rest is None
+    runs = torch.cat([r for r, _, _ in sp.chunks])
+    assert int(runs[:, 2].sum()) == 400 * 2 * 64 * 256
+    assert runs.shape[0] == len(sp.chunks)     # consecutive pages: one run per chunk
+    # The same pages in random order: 32 KiB runs, below MIN_DMA_BYTES.
+    plan = plan_transfer(big_src, big_dst, torch.randperm(400, generator=gen)[:50],
+                         torch.arange(50), geometry="index_k_bf16", granularity="page",
+                         layout="page_first", impl="reference")
+    plan.dst = torch.empty(0, device="meta")
+    assert plan_staged(plan) is None
