@@ -107,3 +107,20 @@ def test_every_arm_guard_and_kernel_hypothesis(store, registry):
         a = analyze(s, registry, "token-granular-geometry-deployment", execution_id=ex)
     guard = next(c for c in a.checks if c["name"].startswith("guard"))
     assert guard["passed"] is False and "(control)" in guard["detail"] and a.verdict == "invalid"
+
+
+def test_sequential_medians_spend_alpha_per_look(store, reg_extra):
+    # Six runs per arm decide the wall-time shift at a fixed 95%, but not at 95% spread over 12 looks.
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    with store.session() as s:
+        results = {}
+        for mode in ("fixed", "sequential"):
+            ex = add_execution(s, hypothesis_id="diff-check", mode=mode)
+            for r in range(1, 7):
+                add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                        outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0 + r}, hypothesis_id="diff-check")
+                add_run(s, execution_id=ex, arm="treatment", variables=treat, replicate=r,
+                        outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
+            results[mode] = analyze(s, reg_extra, "diff-check", execution_id=ex).predictions[1]
+    assert results["fixed"]["outcome"] == "supported"
+    assert results["sequential"]["outcome"] == "inconclusive" and results["sequential"]["more_runs_needed"] is not None

@@ -90,3 +90,12 @@ def test_cli_confounds_and_analyze(seeded, cli, workbench_dir):
     assert any(f["flagged"] and f["factor"] == "timeouts" for f in json.loads(out))
     code, out, err = cli("confounds", "--hypothesis", "no-such", "--db", db, "--root", str(workbench_dir))
     assert code == 2 and "no-such" in err
+
+
+def test_cli_analyze_prints_the_seed_verdict(seeded, cli, workbench_dir):
+    _, _, db = seeded
+    code, out, _ = cli("hypothesis", "analyze", "wedge-confound", "--db", db, "--root", str(workbench_dir), "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["verdict"] == "falsified" and d["reasoning"].startswith("wedge-confound is falsified")
+    assert any(c["name"] == "attrition" and c["passed"] is False for c in d["checks"])

@@ -119,8 +119,13 @@ def _search(start: float, ok: Any, integer: bool = True, limit: float = 1e7) -> 
 # ----------------------------------------------------------------------------- one prediction
 
 def judge(pred: Any, arm: str | None, arms: dict[str, list[RunData]], exp: Experiment, *,
-          basis: str = "all", sequential: bool = False, family: int = 1) -> dict[str, Any]:
-    """Evaluate `pred` (for `arm` when the prediction covers every arm) over the arms' runs."""
+          basis: str = "all", sequential: bool = False, family: int = 1, looks: int = 1) -> dict[str, Any]:
+    """Evaluate `pred` (for `arm` when the prediction covers every arm) over the arms' runs.
+
+    `looks` is the sequential budget (max replicates): medians and shifts have no always-valid
+    interval here, so a sequential execution spends alpha / looks on each look (Bonferroni), which
+    keeps peeking from inflating errors at the price of wider intervals.
+    """
     bounds = pred.region.bounds()
     where = f"{pred.difference[0]} - {pred.difference[1]}" if pred.difference else arm
     out: dict[str, Any] = {"metric": pred.metric, "where": where, "region": pred.region.describe(),
@@ -138,7 +143,7 @@ def judge(pred: Any, arm: str | None, arms: dict[str, list[RunData]], exp: Exper
             return out
     if spec.kind == "proportion":
         return _judge_proportion(pred, out, needed, arms, exp, basis, sequential, family)
-    return _judge_values(pred, out, needed, arms, exp, spec.kind)
+    return _judge_values(pred, out, needed, arms, exp, spec.kind, stats.ALPHA / (looks if sequential else 1))
 
 
 def _judge_proportion(pred: Any, out: dict[str, Any], needed: list[str], arms: dict[str, list[RunData]],
@@ -204,7 +209,7 @@ def _values(runs: list[RunData], metric: str, exp: Experiment) -> tuple[list[flo
 
 
 def _judge_values(pred: Any, out: dict[str, Any], needed: list[str], arms: dict[str, list[RunData]],
-                  exp: Experiment, kind: str) -> dict[str, Any]:
+                  exp: Experiment, kind: str, alpha: float = stats.ALPHA) -> dict[str, Any]:
     bounds = (out["bounds"][0], out["bounds"][1])
     samples = {}
     for a in needed:
@@ -216,24 +221,25 @@ def _judge_values(pred: Any, out: dict[str, Any], needed: list[str], arms: dict[
         samples[a] = vals
     if pred.difference is None:
         vals = samples[needed[0]]
-        m = stats.median_ci(vals)
+        m = stats.median_ci(vals, level=1 - alpha)
         out.update(estimate=m.median, interval=list(m.interval) if m.interval else None, runs=m.n,
                    interval_kind=f"order statistics ({m.confidence:.0%})", confidence=m.confidence)
         rel = stats.relation(m.interval, bounds) if m.interval else "straddles"
         deterministic = kind == "count" and len(vals) >= 2 and len(set(vals)) == 1
         if m.warning and not deterministic:
             out["note"] = m.warning
-            out["more_runs_needed"] = max(0, stats.MIN_SAMPLES_CI - m.n)
+            out["more_runs_needed"] = max(0, stats.min_samples(1 - alpha) - m.n)
             return out
         if deterministic and m.warning:
             out["note"] = f"every one of {len(vals)} runs gave {_fmt(vals[0])}"
         out["outcome"] = OUTCOME_OF[rel]
         return out
     a, b = needed
-    est, ci = stats.shift_ci(samples[a], samples[b])
+    est, ci = stats.shift_ci(samples[a], samples[b], alpha=alpha)
     p, warning = stats.mann_whitney(samples[a], samples[b])
     ma, mb = stats.median_ci(samples[a]), stats.median_ci(samples[b])
-    out.update(estimate=est, interval=list(ci) if ci else None, interval_kind="Hodges-Lehmann 95%",
+    out.update(estimate=est, interval=list(ci) if ci else None,
+               interval_kind=f"Hodges-Lehmann {1 - alpha:.0%}" if alpha != stats.ALPHA else "Hodges-Lehmann 95%",
                mann_whitney_p=p, medians=[ma.median, mb.median], runs=[len(samples[a]), len(samples[b])])
     if ci is None or warning:
         out["note"] = warning or "too few runs for a 95% interval of the shift"

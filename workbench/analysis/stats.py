@@ -136,6 +136,11 @@ def score_pvalue(k: float, n: float, bounds: Interval, want: str) -> float:
 
 # ----------------------------------------------------------------------------- medians (benchstat)
 
+def min_samples(level: float) -> int:
+    """Fewest samples whose range covers the median with probability `level` (6 at 95%)."""
+    return max(1, math.ceil(math.log2(2 / (1 - level))))
+
+
 @dataclass
 class MedianSummary:
     n: int
@@ -163,7 +168,7 @@ def median_ci(values: Sequence[float], level: float = 1 - ALPHA) -> MedianSummar
     if ok.size == 0:
         c = 1 - 2 * 0.5 ** n
         return MedianSummary(n, med, (xs[0], xs[-1]), c,
-                             f"need >= {MIN_SAMPLES_CI} samples for confidence interval at level {level:.2f} "
+                             f"need >= {min_samples(level)} samples for confidence interval at level {level:.3g} "
                              f"(the range of {n} covers the median with {c:.0%})")
     j = int(ok[-1])
     return MedianSummary(n, med, (xs[j], xs[n - 1 - j]), float(cover[j]), None)

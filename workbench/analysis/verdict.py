@@ -183,13 +183,14 @@ def analyze(session: Any, registry: Any, hypothesis_id: str, *, execution_id: in
         for a in targets:
             items.append((p, p.arm if p.arm else a))
     family = len(items)
+    budget = (h.design.max_replicates if h.design and h.design.max_replicates else None) or exp.design.max_replicates
     judged = []
     disagree = []
     for p, a in items:
-        j = judge(p, a, arms, exp, sequential=bool(sequential), family=family)
+        j = judge(p, a, arms, exp, sequential=bool(sequential), family=family, looks=budget)
         spec = exp.metrics.get(p.metric)
         if spec is not None and spec.kind == "proportion" and exp.unit is not None and exp.unit.completed:
-            jc = judge(p, a, arms, exp, basis="completed", sequential=bool(sequential), family=family)
+            jc = judge(p, a, arms, exp, basis="completed", sequential=bool(sequential), family=family, looks=budget)
             j["completed"] = {k: jc.get(k) for k in ("k", "n", "estimate", "interval", "outcome", "note")}
             if jc["outcome"] != j["outcome"] and jc.get("n"):
                 disagree.append(f"{j['describe']} ({j['outcome']} over all units, {jc['outcome']} over completed)")
