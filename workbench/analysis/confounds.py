@@ -74,7 +74,7 @@ def _guard_aliases(exp: Any) -> list[tuple[str, list[str]]]:
 
 
 def _propose(registry: Any, exp: Any, guard_names: list[str], outcome: str, co_runs: list[RunData],
-             runs: list[RunData], g_known: dict[int, float]) -> dict[str, Any]:
+             runs: list[RunData], g_known: dict[int, float], scanned: str | None = None) -> dict[str, Any]:
     """Which variable to toggle (and which to hold) so the guard goes away while the outcome is measured."""
     hold = _common_values(co_runs)
     candidates: list[tuple[str, str]] = []
@@ -85,13 +85,17 @@ def _propose(registry: Any, exp: Any, guard_names: list[str], outcome: str, co_r
         a = {r.variables.get(var) for r in with_g} - {None}
         b = {r.variables.get(var) for r in without_g} - {None}
         if a and b and not (a & b):
-            candidates.append((var, "its value separates runs with and without " + guard_names[0]))
-    # 2) registry: a hypothesis isolating a variable under a guard, holding what the co-occurring runs held
+            candidates.append((var, "its value separates runs with and without " + guard_names[-1]))
+    # 2) registry: a hypothesis isolating a variable under a guard on this metric (or the hypothesis being
+    # scanned, whose own design is the separating experiment it proposes), holding what the runs held
     registered = None
     for h in registry.hypotheses:
-        if h.experiment != exp.id or not h.isolates or h.isolates not in hold:
+        if h.experiment != exp.id or not h.isolates or h.isolates not in hold or not h.requires:
             continue
-        if not any(exp.metrics.get(g.metric) is not None and exp.metrics[g.metric].guard for g in h.requires):
+        guards_this = any(g.metric in guard_names or (exp.metrics.get(g.metric) is not None and
+                                                      exp.metrics[g.metric].same_as in guard_names)
+                          for g in h.requires)
+        if not guards_this and h.id != scanned:
             continue
         if any(hold.get(k, v) != v for k, v in h.hold.items()):
             continue
@@ -105,7 +109,7 @@ def _propose(registry: Any, exp: Any, guard_names: list[str], outcome: str, co_r
         registered = registered or h.id
     if not candidates:
         return {"toggle": None, "hold": hold, "registered_as": None,
-                "text": f"No recorded variable is known to remove {guard_names[0]}: add one that does (a fix, a "
+                "text": f"No recorded variable is known to remove {guard_names[-1]}: add one that does (a fix, a "
                         f"setting) and toggle it while holding {_kv(hold)}, measuring {outcome}."}
     var, why = candidates[0]
     frm = hold.get(var)
@@ -113,11 +117,16 @@ def _propose(registry: Any, exp: Any, guard_names: list[str], outcome: str, co_r
     to = next((v for v in values if v != frm), None) if frm else None
     hold = {k: v for k, v in hold.items() if k != var}
     arrow = f" ({frm} -> {to})" if frm and to else ""
-    text = (f"Toggle {var}{arrow} while holding {_kv(hold) or 'everything else'}; require "
-            + " and ".join(f"{g} == 0" for g in guard_names[:1]) + " in the arm where it should be gone, and "
-            f"compare {outcome}. If {outcome} persists there, {guard_names[0]} does not explain it.")
+    g = guard_names[-1]
+    text = f"Toggle {var}{arrow} while holding {_kv(hold) or 'everything else'}; record {g} and {outcome} in both arms"
     if registered:
-        text += f" This is hypothesis {registered}."
+        h = registry.hypothesis(registered)
+        text += (f", under the guard(s) of hypothesis {registered} ({'; '.join(x.describe() for x in h.requires)}). "
+                 f"If {outcome} persists in the arm without {g}, {g} does not explain it. This is hypothesis "
+                 f"{registered}.")
+    else:
+        text += (f", requiring {g} == 0 in the arm where it should be gone. If {outcome} persists there, {g} does "
+                 "not explain it.")
     return {"toggle": var, "from": frm, "to": to, "why": why, "hold": hold, "registered_as": registered, "text": text}
 
 
@@ -145,11 +154,12 @@ def scan_confounds(session: Any, registry: Any, hypothesis_id: str | None = None
         exp = registry.experiments[eid]
         runs = [r for r in load_runs(session, exp) if r.status in USABLE_STATUSES]
         for outcome in sorted(outcomes):
-            findings.extend(_scan_outcome(registry, exp, runs, outcome))
+            findings.extend(_scan_outcome(registry, exp, runs, outcome, hypothesis_id))
     return findings
 
 
-def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str) -> list[Finding]:
+def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str,
+                  scanned: str | None = None) -> list[Finding]:
     spec = exp.metrics[outcome]
     occurred: dict[int, bool] = {}
     counts: dict[int, tuple[float, float | None]] = {}
@@ -190,8 +200,12 @@ def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str) ->
                    + (f", all with {_kv(stratum)}" if stratum else "") + "), "
                    f"{label} also occurred (" + "; ".join(f"{r.name}: {what}={counts[r.id][0]:g}, "
                                                          f"{label}={g_known[r.id]:g}" for r in co[:4])
-                   + f"). {what} and {label} are confounded in these runs.")
-            prop = _propose(registry, exp, [label], outcome, co, runs, g_known)
+                   + f"). {what} and {label} are confounded in these runs"
+                   + (f"; {label} also occurred in {table[0][1]} run(s) without {what}, and no run without "
+                      f"{label} exists to compare (Fisher p = {p:.2g})." if table[0][1] and p is not None else
+                      f"; {label} also occurred in {table[0][1]} run(s) without {what}, so it is not specific."
+                      if table[0][1] else "."))
+            prop = _propose(registry, exp, names, outcome, co, runs, g_known, scanned)
             out.append(Finding("guard", label, outcome, exp.id, True, msg, tab, p, effect, prop))
         else:
             msg = f"{what} did not occur in any run where {label} was recorded ({len(both)} run(s))."
