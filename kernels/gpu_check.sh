@@ -64,6 +64,18 @@ for g, addr in [("index_k_bf16", None), ("index_k_bf16", "c4_latent"), ("c4_late
                      stride_geometry=addr, impl="cuda")
             transfer(dst, src, di, si, geometry=g, granularity=gran, layout=lay,
                      stride_geometry=addr, impl="cuda")
+from kernels import api, build
+for g in ("index_k_bf16", "c4_latent", "index_k_fp8"):   # the staged (DMA) host path
+    for lay in ("page_first", "layer_first"):
+        host = make_pool(g, lay, 40, 2, 64, gen=gen).pin_memory()
+        dev = make_pool(g, lay, 40, 2, 64, gen=gen).cuda()
+        for gran, n in (("page", 30), ("token", 30 * 64)):
+            ids = torch.arange(n)
+            other = torch.randperm(n, generator=gen)
+            for s, d, a, b in ((host, dev, ids, other.cuda()), (dev, host, other.cuda(), ids)):
+                plan = api.plan_transfer(s, d, a, b, geometry=g, granularity=gran, layout=lay,
+                                         impl="cuda")
+                build.launch(plan, staging="always")
 torch.cuda.synchronize()
 print("memcheck workload done")
 PYEOF

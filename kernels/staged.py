@@ -75,6 +75,9 @@ def plan_staged(plan, *, force: bool = False) -> StagedPlan | None:
     if plan.buggy or (plan.src.device.type == "cpu") == (plan.dst.device.type == "cpu"):
         return None
     shape = plan.src_shape if h2d else plan.dst_shape
+    unit = plan.geometry.bytes_per_token if plan.granularity == "token" else shape.row_bytes
+    if not force and plan.src_idx.numel() * shape.num_layers * unit < MIN_DMA_BYTES:
+        return None     # too small for even one run worth a DMA: skip the analysis
     host_ids = (plan.src_idx if h2d else plan.dst_idx).cpu()
     other_ids = (plan.dst_idx if h2d else plan.src_idx).cpu()
     ps, L, R = plan.page_size, shape.num_layers, shape.row_bytes
@@ -92,7 +95,6 @@ def plan_staged(plan, *, force: bool = False) -> StagedPlan | None:
     k = int(upages.numel())
     if k == 0:
         return None
-    unit = plan.geometry.bytes_per_token if token else R
     n_staged = int(take.sum())
     payload = n_staged * L * unit
     touched = k * L * R
