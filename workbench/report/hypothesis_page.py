@@ -55,7 +55,10 @@ def run_metric(exp: Any, run: dict[str, Any], metric: str, _depth: int = 0) -> f
 def metric_order(h: Any, exp: Any, runs: list[dict[str, Any]]) -> list[str]:
     """Predicted metrics first, then guards, then the rest the runs carry (declared order, then by name)."""
     order: list[str] = []
-    for name in [p.metric for p in h.predicts if not p.target] + [g.metric for g in h.requires]:
+    probed = [f"calls:{p.target}" for p in h.predicts if p.target]  # the runner's name for a probe count
+    if h.probe is not None and h.probe.positive_control:
+        probed.append(f"calls:{h.probe.positive_control}")
+    for name in probed + [p.metric for p in h.predicts if not p.target] + [g.metric for g in h.requires]:
         if name not in order:
             order.append(name)
     stored = {m for r in runs for m in r["metrics"]}
@@ -81,7 +84,7 @@ def arm_estimate(exp: Any, metric: str, runs: list[dict[str, Any]]) -> stats.Est
 def _region_bands(h: Any, metric: str) -> list[charts.RegionBand]:
     out = []
     for p in h.predicts:
-        if p.metric == metric and not p.target and p.difference is None:
+        if (p.metric == metric and not p.target and p.difference is None) or (p.target and metric == f"calls:{p.target}"):
             lo, hi = p.region.bounds()
             out.append(charts.RegionBand(p.arm, lo, hi, "predicted", p.region.describe()))
     for g in h.requires:
@@ -148,6 +151,10 @@ def _diff_lines(diff: list[str]) -> list[tuple[str, str]]:
              "hunk" if ln.startswith("@@") else "ctx", ln) for ln in diff]
 
 
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def _observed_from_analysis(src: dict[str, Any], exp: Any, metric: str) -> str:
     est = bridge._num(src.get("estimate"))
     if est is None:
@@ -162,7 +169,7 @@ def _observed_from_analysis(src: dict[str, Any], exp: Any, metric: str) -> str:
             text += f" {src['interval_kind']}"
     by_process = src.get("by_process")
     if isinstance(by_process, dict) and by_process:
-        text += " (" + ", ".join(f"{k}: {v}" for k, v in by_process.items()) + ")"
+        text += " (" + ", ".join(f"{_short(str(k), 40)}: {v}" for k, v in by_process.items()) + ")"
     if src.get("runs"):
         text += f"; {src['runs']} run(s)"
     return text
