@@ -101,7 +101,22 @@ def by_target(rows: list[dict]) -> dict[str, dict]:
     return {r["target"]: r for r in rows}
 
 
-def finish(p: subprocess.Popen, timeout: float = 20) -> tuple[str, str]:
+def read_line(p: subprocess.Popen, timeout: float = 60) -> str:
+    """The child's next stdout line; kills it and fails if none comes within `timeout` seconds."""
+    import threading
+
+    box: list[str] = []
+    t = threading.Thread(target=lambda: box.append(p.stdout.readline()), daemon=True)
+    t.start()
+    t.join(timeout)
+    if not box:
+        p.kill()
+        t.join(10)
+        pytest.fail(f"no line from pid {p.pid} within {timeout}s")
+    return box[0].strip()
+
+
+def finish(p: subprocess.Popen, timeout: float = 60) -> tuple[str, str]:
     out, err = p.communicate(timeout=timeout)
     assert p.returncode == 0, f"exit {p.returncode}: {err}"
     return out, err

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.probes.conftest import by_target, finish, other_pythons
+from tests.probes.conftest import by_target, finish, other_pythons, read_line
 from workbench.errors import BadInput
 from workbench.probes import PROBE_DIR, probe_environment, probe_files, read_counts, systemd_dropin
 
@@ -89,13 +89,13 @@ def test_module_imported_late_is_counted_and_flushed_periodically(probed):
         late()
     """
     p, out = probed(code, ["probepkg.latemod:late"], interval=0.2)
-    assert p.stdout.readline().strip() == "ready"
+    assert read_line(p) == "ready"
     rows = read_counts(out, since=time.time(), timeout_s=5)
     assert len(rows) == 1
     row = rows[0]
     assert (row["calls"], row["state"], row["final"], row["stale"]) == (4, "instrumented", False, False)
     p.kill()  # SIGKILL: nothing more is written, the last periodic count stays
-    p.wait(timeout=10)
+    p.wait(timeout=30)
     assert read_counts(out)[0]["calls"] == 4
 
 
@@ -109,14 +109,14 @@ def _start_waiting(probed, handler_code: str = ""):
         time.sleep(60)
     """
     p, out = probed(code, [f"{M}:add"], interval=60)  # no periodic write can happen during the test
-    assert p.stdout.readline().strip() == "ready"
+    assert read_line(p) == "ready"
     return p, out
 
 
 def test_sigterm_with_default_action_writes_final_counts_and_still_kills(probed):
     p, out = _start_waiting(probed)
     p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=10) == -signal.SIGTERM
+    assert p.wait(timeout=30) == -signal.SIGTERM
     (row,) = read_counts(out)
     assert (row["calls"], row["final"]) == (7, True)
 
@@ -139,11 +139,11 @@ def test_sigterm_handler_installed_by_the_application_still_flushes_first(probed
         time.sleep(60)
     """
     p, out = probed(code, [f"{M}:add"], interval=60)
-    assert p.stdout.readline().strip() == "getsignal is the app's handler: True"
-    assert p.stdout.readline().strip() == "ready"
+    assert read_line(p) == "getsignal is the app's handler: True"
+    assert read_line(p) == "ready"
     p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=10) == -signal.SIGKILL
-    assert p.stdout.readline().strip() == "graceful"
+    assert p.wait(timeout=30) == -signal.SIGKILL
+    assert read_line(p) == "graceful"
     (row,) = read_counts(out)
     assert (row["calls"], row["final"]) == (7, False)
 
@@ -164,7 +164,7 @@ def test_os_exit_and_forked_children_write_their_own_counts(probed):
         os._exit(3)
     """
     p, out = probed(code, [f"{M}:add"], interval=60)
-    stdout, _ = p.communicate(timeout=20)
+    stdout, _ = p.communicate(timeout=60)
     assert p.returncode == 3
     child = int(stdout.strip())
     rows = {r["pid"]: r for r in read_counts(out)}
@@ -217,7 +217,7 @@ def test_without_targets_the_probe_does_nothing_but_still_chains(tmp_path: Path)
     env["PYTHONPATH"] = os.pathsep.join([str(PROBE_DIR), str(site)])
     r = subprocess.run([sys.executable, "-c", "import sys; print('_wb_probe' in sys.modules, "
                         "sys.modules['_wb_chained_sitecustomize'].CHAINED)"],
-                       env=env, capture_output=True, text=True, timeout=20)
+                       env=env, capture_output=True, text=True, timeout=60)
     assert r.stdout.strip() == "False True", r.stderr
 
 
@@ -259,7 +259,7 @@ def test_uploaded_copy_works_from_another_directory(target_pkg: Path, tmp_path: 
     env.update(probe_environment([f"{M}:add"], str(out), probe_dir=str(remote)))
     env["PYTHONPATH"] = os.pathsep.join([str(remote), str(tmp_path / "src")])  # src: the target_pkg fixture
     r = subprocess.run([sys.executable, "-c", "import probepkg.mod as m; m.add(1, 1); import _wb_probe; "
-                        "print(_wb_probe.__file__)"], env=env, capture_output=True, text=True, timeout=20)
+                        "print(_wb_probe.__file__)"], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(remote / "_wb_probe.py")
     assert read_counts(out)[0]["calls"] == 1
@@ -287,12 +287,12 @@ def test_systemd_helper_writes_and_removes_the_units_drop_in(tmp_path: Path):
     probe = probe_environment(["sglang.srt.mem_cache:HostPool"], str(tmp_path / "out 100%"),
                               probe_dir="/var/lib/wb/probe-lib", base_pythonpath="/opt/sglang/python")
     subprocess.run(["sh", str(script), "sglang-dsv4-prefill", "sglang-dsv4-decode.service"], env=env | probe,
-                   check=True, timeout=20)
+                   check=True, timeout=60)
     for unit in ("sglang-dsv4-prefill.service", "sglang-dsv4-decode.service"):
         text = (units / f"{unit}.d" / "wb-probe.conf").read_text()
         assert text.splitlines()[1:] == systemd_dropin(probe).splitlines(), text
     assert (tmp_path / "out 100%").is_dir()
-    subprocess.run(["sh", str(script), "sglang-dsv4-prefill"], env=env, check=True, timeout=20)
+    subprocess.run(["sh", str(script), "sglang-dsv4-prefill"], env=env, check=True, timeout=60)
     assert not (units / "sglang-dsv4-prefill.service.d" / "wb-probe.conf").exists()
     assert calls.read_text().splitlines() == ["daemon-reload", "daemon-reload"]
 
