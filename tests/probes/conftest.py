@@ -1,4 +1,4 @@
-"""Fixtures for probe tests: a throwaway package of target code and a helper that runs probed Python processes."""
+"""Fixtures for probe tests: a throwaway package of target code and a function that starts probed Python processes."""
 
 from __future__ import annotations
 

@@ -275,7 +275,7 @@ def test_count_file_is_versioned_json(probed):
     assert not list(out.glob("*.tmp")), "atomic writes leave no temporary files"
 
 
-def test_systemd_helper_writes_and_removes_the_units_drop_in(tmp_path: Path):
+def test_systemd_script_writes_and_removes_the_units_drop_in(tmp_path: Path):
     script = tmp_path / "wb-probe-systemd.sh"
     script.write_bytes(probe_files()["wb-probe-systemd.sh"])
     calls = tmp_path / "systemctl.log"
