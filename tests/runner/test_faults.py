@@ -186,3 +186,25 @@ def test_failed_restore_is_loud_with_the_exact_manual_commands(toy):
     shutil.rmtree(toy.conf)
     subprocess.run(copy_line.strip(), shell=True, check=True)
     assert toy.conf.read_bytes() == toy.original
+
+
+def test_ctrl_c_through_the_cli_restores(toy):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, WB_ROOT=str(toy.root))
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix",
+                             "--db", toy.db, "--set", "mode=slow", "--replicates", "1"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not toy.restarts():
+        time.sleep(0.02)
+    time.sleep(0.5)  # inside the (slow) workload
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-1500:]
+    assert "--resume" in err
+    assert toy.conf.read_bytes() == toy.original

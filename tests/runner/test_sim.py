@@ -1,4 +1,4 @@
-"""The runner on pdsim: the seed world and the wedge world, a pdsim the user runs, and pdsim over SSH.
+"""The runner on pdsim: the seed world over SSH on an operator-run pdsim, the wedge world with its own pdsim.
 
 The seed world and the wedge world run the seed's full repro size (the wedge needs 80 sessions x 4
 rounds to form); the SSH test runs a reduced size. After every test the serve file equals the original.
@@ -21,7 +21,6 @@ from workbench.sim import control
 from workbench.sim.config import render_serve_file
 
 REPO = Path(__file__).resolve().parents[2]
-SMALL = "--sessions 40 --rounds 3"
 
 
 def _free_port() -> int:
@@ -54,30 +53,6 @@ def _serve(bench) -> bytes:
     return (bench.sim_dir / "serve.sh").read_bytes()
 
 
-def test_seed_world_on_a_running_pdsim_records_both_arms_and_restores(bench):
-    control.up(bench.sim_dir)  # the operator's deployment, on the serve file's ports
-    try:
-        before = control.status(bench.sim_dir)
-        s = run_hypothesis("wedge-confound", db=bench.db, replicates=1, show_progress=False,
-                           build_report=False, seed=4)
-        assert _serve(bench) == bench.original
-        after = control.status(bench.sim_dir)
-        assert after.state == "healthy"  # left serving, restarted on the original config
-        assert {u: v.pid for u, v in after.units.items()} != {u: v.pid for u, v in before.units.items()}
-        assert control.running_config(bench.sim_dir).nixl_abort_fix is False
-    finally:
-        control.down(bench.sim_dir)
-    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
-    for arm in ("control", "treatment"):
-        t = s["arms"][arm]["totals"]
-        assert t["sessions"] == 80 and t["corruption_rate"] is not None
-        assert t["waiting_for_input"] is not None and t["aborts"] == t["waiting_for_input"]
-    assert s["arms"]["control"]["variables"]["causal_model"] == "seed"
-    # The seed's shape: the wedge (aborts) without the fix, and corruption with the fix all the same.
-    assert s["arms"]["control"]["totals"]["aborts"] > 0
-    assert s["arms"]["treatment"]["totals"]["leak"] > 0
-
-
 def test_wedge_world_via_cli_starts_and_stops_its_own_pdsim(bench):
     out = subprocess.run([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "wedge-confound",
                           "--set", "causal_model=wedge", "--replicates", "1", "--json", "--db", bench.db],
@@ -90,13 +65,14 @@ def test_wedge_world_via_cli_starts_and_stops_its_own_pdsim(bench):
     assert {a["variables"]["causal_model"] for a in s["arms"].values()} == {"wedge"}
     assert {"hypothesis", "experiment", "target", "arms", "runs", "verdict"} <= set(s)
     assert s["arms"]["treatment"]["metrics"]["leak"] == {"n": 1, "values": [s["arms"]["treatment"]["totals"]["leak"]]}
-    # In the wedge world the corruption rides on the aborts: the fix removes both.
+    # In the wedge world the corruption rides on the aborts: the fix cannot add any.
     assert s["arms"]["control"]["totals"]["aborts"] > 0
-    assert s["arms"]["treatment"]["totals"]["leak"] < s["arms"]["control"]["totals"]["leak"]
+    assert s["arms"]["treatment"]["totals"]["leak"] <= s["arms"]["control"]["totals"]["leak"]
 
 
-def test_sim_over_ssh_end_to_end(bench, ssh_server):
-    """The sglang-pd shape (upload, bash -n, restart, health x2, repro, journal count) through a real SSH server."""
+def test_seed_world_over_ssh_end_to_end(bench, ssh_server):
+    """The sglang-pd shape (upload, bash -n, restart, health x2, repro, journal count) through a real SSH
+    server, on a pdsim the operator runs: the seed world's decisive experiment, both arms recorded."""
     ports = {k: v for k, v in (line.split("=") for line in bench.original.decode().splitlines()
                                 if line.endswith(tuple("0123456789")) and "_port=" in line)}
     p = bench.root / "experiments" / "agent-repro.yaml"
@@ -108,17 +84,28 @@ def test_sim_over_ssh_end_to_end(bench, ssh_server):
               .replace("sim_dir: /tmp/wb-sim", f"sim_dir: {bench.sim_dir}")
               .replace('prefill_port: "30000"', f'prefill_port: "{ports["prefill_port"]}"')
               .replace('decode_port: "30002"', f'decode_port: "{ports["decode_port"]}"'))
-    ssh = ssh.replace("--sessions 80 --rounds 4", SMALL)
     p.write_text(head + "  sim-ssh:\n" + ssh + f"    options: {{work_dir: {bench.sim_dir.parent}/remote}}\n")
-    control.up(bench.sim_dir)
+    control.up(bench.sim_dir)  # the operator's deployment (the systemd units' analogue)
     try:
+        before = control.status(bench.sim_dir)
         s = run_hypothesis("wedge-confound", db=bench.db, replicates=1, target="sim-ssh", show_progress=False,
-                           build_report=False)
-        assert [r["status"] for r in s["runs"]] == ["ok", "ok"], s["runs"]
+                           build_report=False, seed=4)
         assert _serve(bench) == bench.original
-        cmds = " ".join(ssh_server.commands)
-        assert "sim restart --dir" in cmds and "sim journal --dir" in cmds and "sim repro --dir" in cmds
-        assert s["arms"]["control"]["totals"]["sessions"] == 40
-        assert control.status(bench.sim_dir).state == "healthy"
+        after = control.status(bench.sim_dir)
+        assert after.state == "healthy"  # left serving, restarted on the original config
+        assert {u: v.pid for u, v in after.units.items()} != {u: v.pid for u, v in before.units.items()}
+        assert control.running_config(bench.sim_dir).nixl_abort_fix is False
     finally:
         control.down(bench.sim_dir)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"], s["runs"]
+    cmds = " ".join(ssh_server.commands)
+    assert "sim restart --dir" in cmds and "sim journal --dir" in cmds and "sim repro --dir" in cmds
+    assert s["target"].startswith("ssh:")
+    for arm in ("control", "treatment"):
+        t = s["arms"][arm]["totals"]
+        assert t["sessions"] == 80 and t["corruption_rate"] is not None
+        assert t["waiting_for_input"] is not None and t["aborts"] == t["waiting_for_input"]
+    assert s["arms"]["control"]["variables"]["causal_model"] == "seed"
+    # The seed's shape: the wedge (aborts) without the fix, and corruption with the fix all the same.
+    assert s["arms"]["control"]["totals"]["aborts"] > 0
+    assert s["arms"]["treatment"]["totals"]["leak"] > 0

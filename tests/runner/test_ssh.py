@@ -77,3 +77,16 @@ def test_dropped_connection_at_every_stage_restores(toy, ssh_server, stage):
     statuses = [r["status"] for r in s["runs"]]
     assert statuses.count("ok") >= 1  # the runner reconnected for the next run
     assert len(toy.restarts()) >= 2   # ...and for the restore's restart
+
+
+def test_jump_host(toy, ssh_server):
+    """Through a jump host (here the same server, reached as user@127.0.0.1:port, forwarding to itself)."""
+    add_toy_ssh_profile(toy, ssh_server)
+    p = toy.root / "experiments" / "toy.yaml"
+    p.write_text(p.read_text().replace("connect_timeout_s: 3}",
+                                       f"connect_timeout_s: 3, jump: '{ssh_server.user}@127.0.0.1:{ssh_server.port}'}}"))
+    s = _run(toy, replicates=1)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    assert len(ssh_server.conns) >= 2  # the jump connection and the tunnelled one
+    assert toy.conf.read_bytes() == toy.original
+

@@ -28,6 +28,20 @@ def _env_prefix(env: dict[str, str] | None) -> str:
     return "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + "; "
 
 
+def _parse_jump(jump: str) -> tuple[str, dict[str, Any]]:
+    """`[user@]host[:port]` (as in ssh -J); a bare alias is resolved through ~/.ssh/config by asyncssh."""
+    opts: dict[str, Any] = {}
+    user, sep, rest = jump.rpartition("@")
+    if sep:
+        opts["username"] = user
+    host, sep, port = rest.rpartition(":")
+    if sep and port.isdigit():
+        opts["port"] = int(port)
+    else:
+        host = rest
+    return host, opts
+
+
 class SshTarget(Target):
     kind = "ssh"
 
@@ -122,9 +136,11 @@ class SshTarget(Target):
         try:
             tunnel = None
             if self.spec.jump:
-                tunnel = await asyncio.wait_for(asyncssh.connect(self.spec.jump, known_hosts=opts.get("known_hosts", ()),
-                                                                 connect_timeout=self.spec.connect_timeout_s),
-                                                self.spec.connect_timeout_s + 5)
+                jhost, jopts = _parse_jump(self.spec.jump)
+                for key in ("known_hosts", "client_keys", "connect_timeout", "keepalive_interval"):
+                    if key in opts:
+                        jopts.setdefault(key, opts[key])
+                tunnel = await asyncio.wait_for(asyncssh.connect(jhost, **jopts), self.spec.connect_timeout_s + 5)
                 self._jumps[host] = tunnel
             conn = await asyncio.wait_for(asyncssh.connect(host, tunnel=tunnel or (), **opts),
                                           self.spec.connect_timeout_s + 5)
