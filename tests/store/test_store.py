@@ -151,3 +151,31 @@ def test_bulk_units_and_metrics_round_trip(tmp_path: Path):
         assert "hf_secret" not in fp and '"k"' not in fp and "abc" in fp
     finally:
         store.dispose()
+
+
+def test_a_store_at_the_first_revision_upgrades_and_keeps_its_rows(tmp_path: Path, cli):
+    """A store made by an older wb is refused until `wb db upgrade`, which keeps every row."""
+    from alembic import command
+
+    from workbench.store.engine import Store, _alembic_config, resolve_url
+
+    path = tmp_path / "v1.duckdb"
+    url, p = resolve_url(str(path))
+    store = Store(url, p, read_only=False)
+    with store.connect() as conn:
+        cfg = _alembic_config(store)
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0001_initial")
+        conn.exec_driver_sql("INSERT INTO runs (source, status) VALUES ('import', 'historical')")
+    store.dispose()
+    code, _, err = cli("runs", "list", "--db", str(path))
+    assert code == 2 and "0001_initial" in err and f"wb db upgrade --db {path}" in err
+    code, out, _ = cli("db", "upgrade", "--db", str(path))
+    assert code == 0 and f"0001_initial -> {head_revision()}" in out
+    code, out, _ = cli("runs", "list", "--json", "--db", str(path))
+    assert code == 0 and len(json.loads(out)) == 1
+    store = open_store(str(path))
+    try:
+        assert schema_diff(store) == []
+    finally:
+        store.dispose()

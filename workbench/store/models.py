@@ -163,6 +163,8 @@ class ProbeCount(SQLModel, table=True):
     target: str
     calls: int
     resolved: bool = True
+    state: Optional[str] = None  # instrumented | not_imported | no_module | no_attribute | not_callable | import_failed
+    detail: Optional[str] = _text()
 
 
 class Verdict(SQLModel, table=True):

@@ -68,7 +68,7 @@ def get_run(session: Session, *, run_id: int) -> dict[str, Any] | None:
         {"r": run_id}).all()
     d["units"] = {"total": sum(int(n) for _, n in rows), "by_outcome": {str(o): int(n) for o, n in rows}}
     d["probe_counts"] = [{"process": p.process, "pid": p.pid, "target": p.target, "calls": p.calls,
-                          "resolved": p.resolved}
+                          "resolved": p.resolved, "state": p.state, "detail": p.detail}
                          for p in session.exec(select(ProbeCount).where(ProbeCount.run_id == run_id)).all()]
     return d
 

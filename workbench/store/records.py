@@ -190,7 +190,8 @@ def add_probe_counts(session: Session, *, run_id: int, counts: Iterable[dict[str
     for c in counts:
         session.add(ProbeCount(run_id=run_id, process=str(c.get("process", "")), pid=int(c.get("pid", 0)),
                                target=str(c["target"]), calls=int(c.get("calls", 0)),
-                               resolved=bool(c.get("resolved", True))))
+                               resolved=bool(c.get("resolved", True)), state=c.get("state") or None,
+                               detail=c.get("detail") or None))
         n += 1
     session.flush()
     return n
