@@ -79,16 +79,24 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
             "details": jsonx.loads(v.details_json, {}), "created_at": _iso(v.created_at)}
 
 
+def _is_aa(v: Verdict) -> bool:
+    # An A/A execution measures the noise floor; its verdict is not a verdict on the hypothesis.
+    return (jsonx.loads(v.details_json, {}) or {}).get("mode") == "aa"
+
+
 def latest_verdict(session: Session, *, hypothesis_id: str) -> dict[str, Any] | None:
-    v = session.exec(select(Verdict).where(Verdict.hypothesis_id == hypothesis_id)
-                     .order_by(Verdict.id.desc())).first()  # type: ignore[union-attr]
-    return verdict_dict(v) if v else None
+    return latest_verdicts(session, hypothesis_id=hypothesis_id).get(hypothesis_id)
 
 
-def latest_verdicts(session: Session) -> dict[str, dict[str, Any]]:
+def latest_verdicts(session: Session, *, hypothesis_id: str | None = None) -> dict[str, dict[str, Any]]:
+    """The newest verdict of each hypothesis, A/A (noise-floor) verdicts left out."""
+    q = select(Verdict)
+    if hypothesis_id is not None:
+        q = q.where(Verdict.hypothesis_id == hypothesis_id)
     out: dict[str, dict[str, Any]] = {}
-    for v in session.exec(select(Verdict).order_by(Verdict.id)).all():  # type: ignore[arg-type]
-        out[v.hypothesis_id] = verdict_dict(v)
+    for v in session.exec(q.order_by(Verdict.id)).all():  # type: ignore[arg-type]
+        if not _is_aa(v):
+            out[v.hypothesis_id] = verdict_dict(v)
     return out
 
 
