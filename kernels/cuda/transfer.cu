@@ -170,7 +170,8 @@ constexpr Variant kVariants[] = {
     {"wide32x4+l2pf: as 5 with nc loads prefetching 256B L2 lines"},
 };
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
-// Defaults per direction (d2d, d2h, h2d), chosen from the H200 measurements in NOTES.md.
+// Defaults per direction (d2d, d2h, h2d), chosen from the H200 measurements in NOTES.md;
+// device to device is refined per shape of work in transfer_launch.
 constexpr int kDefault[3] = {5, 1, 0};
 
 int64_t gcd64(int64_t a, int64_t b) {
@@ -265,8 +266,12 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   int variant = a.variant >= 0 && a.variant < kNumVariants
                     ? a.variant
                     : kDefault[std::min(std::max(a.direction, 0), 2)];
-  // Device to device, rows with a scale block did best with plain 16 B accesses (run 2).
-  if (a.variant < 0 && a.direction == 0 && a.scale_bytes > 0) variant = 1;
+  // Device to device, the best variant measured per shape of work (H200, NOTES.md run 3):
+  // whole pages v3, contiguous token rows v5, value+scale rows v1 (c4) or v0 (fp8).
+  if (a.variant < 0 && a.direction == 0) {
+    if (!a.token) variant = 3;
+    else if (a.scale_bytes > 0) variant = a.value_bytes <= 128 ? 0 : 1;
+  }
   const int64_t L = a.layers, ps = a.page_size;
   const int64_t row = ps * (a.value_bytes + a.scale_bytes);  // addressing geometry's row
 
