@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import textwrap
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path

@@ -9,8 +9,6 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from workbench.runner import run_hypothesis
 from workbench.store import open_store, queries
 

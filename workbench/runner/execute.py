@@ -278,11 +278,12 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
                    sequential: bool = False, aa: bool = False, resume: bool = False, seed: int | None = None,
                    show_progress: bool = True, fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None,
                    build_report: bool = True) -> dict[str, Any]:
-    """Run a hypothesis's experiment end to end and return the summary (see `summary.summarize`)."""
+    """Run a hypothesis's experiment end to end and return the summary (see `workbench.runner.summary.finish`)."""
     from workbench import __version__
     from workbench.registry import load_registry
     from workbench.runner.summary import finish
-    from workbench.store import jsonx, open_store, records
+    from workbench.store import jsonx, open_store, queries, records
+    from workbench.store.models import utcnow
 
     reg = load_registry(root)
     reg.hypothesis(hypothesis_id)
@@ -323,8 +324,8 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
             if prior is not None:
                 execution_id = int(prior.id)
                 records.update_execution(s, execution_id=execution_id, status="running", ended_at=None, error=None)
-                done = {int(r["order_index"]) for r in __import__("workbench.store.queries", fromlist=["x"]).list_runs(
-                    s, execution_id=execution_id) if r["status"] in FINISHED and r["order_index"] is not None}
+                done = {int(r["order_index"]) for r in queries.list_runs(s, execution_id=execution_id)
+                        if r["status"] in FINISHED and r["order_index"] is not None}
             else:
                 hs = records.snapshot_hypothesis(s, hypothesis_id=p.hypothesis.id,
                                                  body=p.hypothesis.model_dump(mode="json"))
@@ -367,7 +368,7 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
             if state.restore_error:
                 msg = (msg + "\n" if msg else "") + state.restore_error
             records.update_execution(s, execution_id=execution_id, status=status,
-                                     ended_at=__import__("workbench.store.models", fromlist=["x"]).utcnow(),
+                                     ended_at=utcnow(),
                                      error=msg)
         if state.restore_error:
             raise RestoreFailed(state.restore_error.splitlines()[0], hint="\n".join(state.restore_error.splitlines()[1:]))

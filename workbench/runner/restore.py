@@ -6,12 +6,11 @@ and not whatever arm a killed runner left behind. A failed restore is loud and g
 
 from __future__ import annotations
 
-import base64
 import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Awaitable
+from typing import Any, Awaitable, Callable
 
 from workbench.errors import RestoreFailed, TargetError
 from workbench.runner.targets.base import Target
@@ -112,6 +111,3 @@ async def restore_host(target: Target, snap: Snapshot, restart: list[str], *, en
         f"RESTORE FAILED on {target.describe(snap.host)}: {snap.path} may still hold an arm's config ({last})",
         hint="restore it by hand now:\n" + manual_instructions(target, snap, restart if do_restart else []))
 
-
-def encode(data: bytes | None) -> str | None:
-    return None if data is None else base64.b64encode(data).decode("ascii")
