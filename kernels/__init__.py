@@ -17,7 +17,10 @@ pools of that geometry with the same page and layer counts, each segment clipped
 buffers, so it is deterministic and never touches memory outside src and dst.
 
 impl "auto" takes the CUDA kernel when a pool is on a GPU and the kernel builds, otherwise the
-reference. Torch is imported only when a function runs.
+reference. On the GPU, host pages that a transfer covers in long runs move by DMA through a
+device staging pool (kernels/staged.py), the rest zero-copy. A caller that repeats one
+transfer can validate once with `kernels.api.plan_transfer` and launch with
+`kernels.api.run_plan`. Torch is imported only when a function runs.
 """
 
 from kernels.geometry import GEOMETRIES, GRANULARITIES, LAYOUTS, Geometry

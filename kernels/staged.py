@@ -107,8 +107,10 @@ def plan_staged(plan, *, force: bool = False) -> StagedPlan | None:
     rank = torch.cumsum(full, 0) - 1
     s_host, s_other, s_pages = host_ids[take], other_ids[take], pages[take]
     s_rank = rank[s_pages]
-    order = torch.argsort(s_rank, stable=True)
-    s_rank, s_host, s_other, s_pages = s_rank[order], s_host[order], s_other[order], s_pages[order]
+    if s_rank.numel() > 1 and not bool((s_rank[1:] >= s_rank[:-1]).all()):  # often sorted
+        order = torch.argsort(s_rank, stable=True)
+        s_rank, s_host, s_other, s_pages = (s_rank[order], s_host[order], s_other[order],
+                                            s_pages[order])
     remapped = s_rank * ps + (s_host - s_pages * ps) if token else s_rank
     per_chunk = max(1, CHUNK_BYTES // (L * R))
     chunks = []

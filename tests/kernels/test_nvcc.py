@@ -16,3 +16,9 @@ def test_transfer_cu_compiles_for_sm90(tmp_path):
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "t.o").stat().st_size > 0
+
+
+def test_gpu_script_parses():
+    script = SRC.parents[1] / "gpu_check.sh"
+    proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr

@@ -127,3 +127,35 @@ def test_buggy_mode_is_deterministic_and_stays_inside_dst():
     dst.copy_(before[guard:guard + 5 * 2 * row].view(5, 2, row))
     transfer(src, dst, si, di, **kw)
     assert torch.equal(dst, first)
+
+
+def test_reference_has_no_per_token_python_loop():
+    """The Python calls made by one transfer do not grow with the number of tokens."""
+    import sys
+
+    gen = torch.Generator().manual_seed(9)
+    src = make_pool("c4_latent", "page_first", 40, 2, 64, gen=gen)
+    dst = make_pool("c4_latent", "page_first", 40, 2, 64, gen=gen)
+
+    def calls(n, stride=None):
+        si = torch.randperm(40 * 64, generator=gen)[:n]
+        di = torch.randperm(40 * 64, generator=gen)[:n]
+        count = 0
+
+        def prof(frame, event, arg):
+            nonlocal count
+            if event in ("call", "c_call"):
+                count += 1
+
+        transfer(src, dst, si, di, geometry="c4_latent", granularity="token",
+                 layout="page_first", stride_geometry=stride)   # warm caches first
+        sys.setprofile(prof)
+        try:
+            transfer(src, dst, si, di, geometry="c4_latent", granularity="token",
+                     layout="page_first", stride_geometry=stride)
+        finally:
+            sys.setprofile(None)
+        return count
+
+    assert calls(10) == calls(2000)
+    assert calls(10, "index_k_bf16") == calls(2000, "index_k_bf16")
