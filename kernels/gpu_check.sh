@@ -2,10 +2,10 @@
 # Everything the kernel needs a GPU for, in one go: build, `wb kernel check`, `wb kernel bench`,
 # the gpu-marked tests, a memcheck pass and the geometry arms. Run from the repo root:
 #   OUT=/some/dir bash kernels/gpu_check.sh [bench options...]
-# Outputs land in $OUT (default ./gpu-out); the summaries are printed last.
+# Outputs land in $OUT (default /tmp/wb-gpu-out); the summaries are printed last.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT=${OUT:-$ROOT/gpu-out}
+OUT=${OUT:-/tmp/wb-gpu-out}
 mkdir -p "$OUT"
 cd "$ROOT"
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
