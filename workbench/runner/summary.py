@@ -31,6 +31,12 @@ def _arms(state: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
     return arms
 
 
+def _diff(p: Any) -> dict[str, str]:
+    from workbench.runner.prepare import arms_config_diff
+
+    return arms_config_diff(p) if p.rendered else {}
+
+
 def finish(state: Any, *, build_report: bool = True) -> dict[str, Any]:
     from workbench.store import queries
 
@@ -71,6 +77,7 @@ def finish(state: Any, *, build_report: bool = True) -> dict[str, Any]:
         "profile": p.profile_name, "target": state.target_desc, "execution_id": state.execution_id,
         "mode": p.mode, "seed": plan.seed, "blocks": plan.blocks, "overrides": p.overrides,
         "order": [f"{r.arm}@{r.host}" for r in plan.runs],
+        "config_diff": _diff(p),
         "arms": _arms(state, runs),
         "runs": [{"id": r["id"], "arm": r["arm"], "replicate": r["replicate"], "block": r["block"],
                   "order_index": r["order_index"], "host": r["host"], "status": r["status"], "error": r["error"],
@@ -90,6 +97,9 @@ def text_lines(summary: dict[str, Any]) -> list[str]:
     if summary["overrides"]:
         lines.append("overrides: " + ", ".join(f"{k}={v}" for k, v in summary["overrides"].items()))
     lines.append("order: " + " ".join(summary["order"]))
+    for pair, diff in (summary.get("config_diff") or {}).items():
+        changed = [ln for ln in diff.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+        lines.append(f"config diff {pair}: " + (" | ".join(changed) if changed else "none"))
     for arm, a in summary["arms"].items():
         t = a["totals"]
         parts = [f"runs ok {a['runs_ok']}/{a['runs']}"]
