@@ -98,8 +98,11 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
 
         def on_stage(r: PlannedRun, st: str, _pos: int = position) -> None:
             state.progress.stage(r, st, _pos)
-            if st == "workload" and p.mode != "sequential":
-                rec.prefetch(_next_on_host(state, r))
+            if st == "workload":
+                nxt = _next_on_host(state, r)
+                # Sequential mode may stop after this block: only a run of the same block is certain to follow.
+                if nxt is not None and (p.mode != "sequential" or nxt.block == r.block):
+                    rec.prefetch(nxt)
 
         h.on_stage = on_stage
         out = RunOutcome(status="interrupted", error="interrupted")

@@ -112,7 +112,8 @@ def text_lines(summary: dict[str, Any]) -> list[str]:
     for r in bad:
         lines.append(f"  run {r['id']} ({r['arm']} r{r['replicate']}): {r['status']}: {(r['error'] or '').splitlines()[0] if r['error'] else ''}")
     if summary.get("stopped_early"):
-        lines.append(f"stopped early: {summary['stopped_early']}")
+        blocks = len({r["block"] for r in summary["runs"]})
+        lines.append(f"stopped early after {blocks} block(s): the sequential test decided")
     if summary["verdict"]:
         lines.append(f"verdict: {summary['verdict']}")
         if summary.get("reasoning"):
