@@ -63,7 +63,9 @@ def test_wedge_world_via_cli_starts_and_stops_its_own_pdsim(bench):
     assert control.status(bench.sim_dir).state == "down"  # started for the experiment, stopped after it
     assert s["overrides"] == {"causal_model": "wedge"}
     assert {a["variables"]["causal_model"] for a in s["arms"].values()} == {"wedge"}
-    assert {"hypothesis", "experiment", "target", "arms", "runs", "verdict"} <= set(s)
+    assert {"hypothesis", "experiment", "target", "arms", "runs", "verdict", "reasoning", "checks"} <= set(s)
+    assert s["verdict"] in {"supported", "falsified", "inconclusive", "invalid"}
+    assert {c["name"] for c in s["checks"]} >= {"isolation"} and all("passed" in c for c in s["checks"])
     assert s["arms"]["treatment"]["metrics"]["leak"] == {"n": 1, "values": [s["arms"]["treatment"]["totals"]["leak"]]}
     # In the wedge world the corruption rides on the aborts: the fix cannot add any.
     assert s["arms"]["control"]["totals"]["aborts"] > 0

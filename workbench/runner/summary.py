@@ -42,6 +42,7 @@ def finish(state: Any, *, build_report: bool = True) -> dict[str, Any]:
 
     p = state.prepared
     verdict = reasoning = None
+    checks: list[dict[str, Any]] = []
     analysis_error = None
     with state.store.session() as s:
         try:
@@ -53,6 +54,7 @@ def finish(state: Any, *, build_report: bool = True) -> dict[str, Any]:
                 result = analyze(s, p.registry, p.hypothesis.id, execution_id=state.execution_id)
                 record_verdict(s, result, execution_id=state.execution_id)
                 verdict, reasoning = result.verdict, result.reasoning
+                checks = result.to_dict().get("checks", [])
             except Exception as exc:  # the runs are recorded; a failing analysis must not lose them
                 analysis_error = f"{type(exc).__name__}: {exc}"
         runs = queries.list_runs(s, execution_id=state.execution_id)
@@ -84,7 +86,7 @@ def finish(state: Any, *, build_report: bool = True) -> dict[str, Any]:
                   "stage_s": stage_s.get(r["id"], {})}
                  for r in runs],
         "stopped_early": state.stop_reason,
-        "verdict": verdict, "reasoning": reasoning, "analysis_error": analysis_error,
+        "verdict": verdict, "reasoning": reasoning, "checks": checks, "analysis_error": analysis_error,
         "report": str(report_path) if report_path else None,
         "timing": {k: round(v, 3) for k, v in state.timing.items()},
     }
