@@ -47,7 +47,7 @@ DEFAULTS: dict[str, str] = {
     "time_scale": "0.02",
     "prefill_port": "30000",
     "decode_port": "30002",
-    "decode_pool_mb": "96",
+    "decode_pool_mb": "128",
 }
 
 _SYNONYMS = {"true": "on", "1": "on", "yes": "on", "false": "off", "0": "off", "no": "off"}

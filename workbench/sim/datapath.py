@@ -7,8 +7,9 @@ Rows:
 - KV (C4 latent geometry, 584 B/token): bytes 0..3 hold the token id (the decode reads the ids of
   the tokens the indexer selected back out of the KV rows), the rest are hash bytes.
 - index-K (128 values/token): small noise for ordinary tokens; a cue token (see below) has a
-  large component on dim 0 and one on the dim of its round, so the decode query of round r
-  (e_0 + e_{1 + r % 64}) scores the round-r cue block 5, other cues 3 and everything else ~0.
+  large component on dim 0, one on the dim of its round and one on the dim of its session, so
+  the decode query of session g, round r (e_0 + e_{1 + r % 64} + e_{65 + g % 63}) scores its
+  own round-r cue block 7, its other cues 5, other sessions' cues 3 to 5, everything else ~0.
   Stored as bf16 (256 B/token, contiguous) or fp8 e4m3 + a float32 scale (128 + 4 B/token).
 """
 
@@ -26,7 +27,7 @@ PAGE = 64
 CUE_PARTS = 8           # one tool call = a block of 8 cue tokens (open, 6 params, close)
 CUE_BASE = 1 << 24      # cue token: CUE_BASE + ((tag * 64 + round % 64) * 8 + part)
 FINAL_BASE = 1 << 25    # same layout, but the block says "answer, no tool call"
-TURN_BASE = 1 << 26     # TURN_BASE + round: the last token of every prompt
+TURN_BASE = 1 << 26     # TURN_BASE + tag * 64 + round: the last token of every prompt
 ORDINARY = 1 << 20      # ordinary tokens are below this
 
 
@@ -39,15 +40,16 @@ def cue_token(tag: int, rnd: int, part: int, *, final: bool = False) -> int:
     return base + ((tag % 4096) * 64 + rnd % 64) * CUE_PARTS + part
 
 
-def turn_token(rnd: int) -> int:
-    return TURN_BASE + rnd
+def turn_token(rnd: int, tag: int = 0) -> int:
+    return TURN_BASE + (tag % 4096) * 64 + rnd % 64
 
 
 def decode_token(tok: int) -> tuple[str, int, int, int]:
     """(kind, tag, round%64, part) of a token; kind is cue, final, turn or word."""
     tok = int(tok)
     if tok >= TURN_BASE:
-        return ("turn", 0, tok - TURN_BASE, 0)
+        v = tok - TURN_BASE
+        return ("turn", v // 64, v % 64, 0)
     for kind, base in (("final", FINAL_BASE), ("cue", CUE_BASE)):
         if tok >= base:
             v = tok - base
@@ -76,12 +78,25 @@ def filler_tokens(key: int, n: int) -> np.ndarray:
     return (h % np.uint64(ORDINARY)).astype(np.int64)
 
 
+def _table(rows: int, width: int, salt: int) -> np.ndarray:
+    h = _mix(np.arange(rows * width, dtype=np.uint64) + np.uint64(salt << 32))
+    return h.reshape(rows, width)
+
+
+_KV_TABLE = _table(4096, 73, 1).view(np.uint8).reshape(4096, 584)
+_NOISE_TABLE = ((((_table(4096, IDX_DIM, 2) >> np.uint64(40)).astype(np.float64) / float(1 << 24))
+                 - 0.5) * 0.2).astype(np.float32)
+
+
+def _slot(t: np.ndarray) -> np.ndarray:
+    return (_mix(t.astype(np.uint64)) % np.uint64(4096)).astype(np.int64)
+
+
 def kv_rows(tokens: np.ndarray) -> np.ndarray:
-    """[n, 584] uint8 KV rows: token id in bytes 0..3, hash bytes after."""
+    """[n, 584] uint8 KV rows: token id in bytes 0..3, hash bytes (a table row per id hash) after."""
     t = np.asarray(tokens, dtype=np.int64)
     n = t.shape[0]
-    words = _mix(t[:, None].astype(np.uint64) * np.uint64(97) + np.arange(73, dtype=np.uint64))
-    rows = words.view(np.uint8).reshape(n, 73 * 8)
+    rows = _KV_TABLE[_slot(t)]
     rows[:, 0:4] = t.astype("<i4").view(np.uint8).reshape(n, 4)
     return rows
 
@@ -93,16 +108,16 @@ def token_ids_of(kv: np.ndarray) -> np.ndarray:
 def index_k_values(tokens: np.ndarray) -> np.ndarray:
     """[n, 128] float32 index-K values of the tokens."""
     t = np.asarray(tokens, dtype=np.int64)
-    n = t.shape[0]
-    h = _mix(t[:, None].astype(np.uint64) * np.uint64(131) + np.arange(IDX_DIM, dtype=np.uint64))
-    vals = ((h >> np.uint64(40)).astype(np.float64) / float(1 << 24) - 0.5) * 0.2
-    vals = vals.astype(np.float32)
+    vals = _NOISE_TABLE[_slot(t)]
     cue = (t >= CUE_BASE) & (t < TURN_BASE)
     if cue.any():
-        rnd = ((t[cue] - np.where(t[cue] >= FINAL_BASE, FINAL_BASE, CUE_BASE)) // CUE_PARTS) % 64
+        c = t[cue] - np.where(t[cue] >= FINAL_BASE, FINAL_BASE, CUE_BASE)
+        rnd = (c // CUE_PARTS) % 64
+        tag = (c // CUE_PARTS) // 64
         rows = np.nonzero(cue)[0]
         vals[rows, 0] = 3.0
         vals[rows, 1 + rnd] = 2.0
+        vals[rows, 65 + tag % 63] = 2.0
     return vals
 
 

@@ -13,12 +13,15 @@ is sized right and only queues. Without the abort fix that very ABORT is what ki
 bootstrap thread: the wedge.
 
 Pages of a room that failed or was abandoned mid-transfer (the abort race):
-- seed world: held until the transfer is closed (DONE or ABORT_DONE), so nothing of the room
-  can land in pages someone else owns;
-- wedge world, abort fix off: returned to the free list at once, as NIXL's decode did with no
-  abort handshake; prefill was never told (or its bootstrap thread died of being told) and keeps
-  writing the room's remaining pages, which a surviving request now owns: that request decodes
-  another session's rows. With the fix, decode waits for ABORT_DONE.
+- seed world: held until the transfer is closed (DONE or ABORT_DONE), and frames are credited
+  to the room named in their header, so nothing of the room can reach another request;
+- wedge world (causal_model=wedge), abort fix off: returned to the free list at once, as NIXL's
+  decode did with no abort handshake, and a request's transfer is complete when every one of
+  its pages has been written, whoever wrote it. Prefill was never told (or its bootstrap thread
+  died of being told) and keeps writing the aborted room's remaining pages; a surviving request
+  that now owns them is declared complete before its own rows arrive and decodes on a
+  half-written buffer of another session's rows: token salad. With the fix, decode keeps the
+  pages until prefill's ABORT_DONE, after which nothing of the room can arrive.
 """
 
 from __future__ import annotations
@@ -45,10 +48,10 @@ __all__ = ["DecodeServer", "DecodeKVPool", "main", "STEP_S", "WAIT_LOG_S"]
 
 PAGE = dp.PAGE
 STEP_S = (0.0175, 0.0017)      # one decode step for a batch of B: a + b*B seconds (seed clock)
-WAIT_LOG_S = 30.0              # log WaitingForInput once a room waited this long, and again after
+WAIT_LOG_S = 60.0              # log WaitingForInput once a room waited this long, and again after
 BOOTSTRAP_TIMEOUT_S = 600.0    # decode gives up on a room that never got its KV
 ADMIT_TIMEOUT_S = 600.0
-ABORT_FLUSH_S = 2.0            # aborts go to prefill on the scheduler's next flush
+ABORT_FLUSH_S = 5.0            # a room's ABORT goes to prefill this long after it is queued
 OUT_RESERVE = 600              # pages reserved per request for its output tokens
 
 
@@ -110,9 +113,10 @@ class DecodeRoom:
     rid: str
     pages: list[int]
     n_tokens: int
+    prompt_pages: frozenset = frozenset()
     started: float = field(default_factory=time.monotonic)
     event: asyncio.Event = field(default_factory=asyncio.Event)
-    received: int = 0
+    received: set = field(default_factory=set)
     complete: bool = False
     failed: str | None = None
     abandoned: bool = False     # failed or abandoned before its transfer closed
@@ -180,8 +184,10 @@ class DecodeServer:
         self._room_ids = itertools.count(1 + (cfg.seed % 1000) * 1_000_000 + int(time.time()) % 997)
         self.counters = {"requests": 0, "ok": 0, "oom_failures": 0, "aborts_sent": 0,
                          "client_disconnects": 0, "waiting_for_input_logs": 0,
-                         "stale_writes": 0}
-        self._abort_queue: list[tuple[int, str]] = []
+                         "stale_writes": 0, "foreign_pages": 0, "retries": 0}
+        self._abort_queue: list[tuple[float, int, str]] = []
+        self.page_owner: dict[int, int] = {}
+        self.page_writer: dict[int, int] = {}     # which room's frame last wrote each page
         self._prefill_url = f"http://127.0.0.1:{cfg.prefill_port}"
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -221,22 +227,32 @@ class DecodeServer:
         if kind == DATA:
             # One-sided write into the page the frame names, whoever owns it now.
             ok = self.pool.write_page(page, ntok, payload)
+            self.page_writer[page] = room
             if r is None or r.freed:
                 self.counters["stale_writes"] += 1
-                return
-            if not ok and r.failed is None and not r.complete:
+            if r is not None and not ok and r.failed is None and not r.complete:
                 r.failed = (f"KV page {page} has no memory behind it (pool configurator budgeted "
                             f"{dp.KV_BYTES + dp.idx_bytes('fp8')} B/token, rows are "
                             f"{dp.KV_BYTES + self.pool.idx_bytes} B/token)")
                 r.event.set()
-            r.received += ntok
+            if not ok:
+                return
+            if self.cfg.causal_model == "wedge":
+                # Wedge world: completion is counted per page of whoever owns the page now, so
+                # a stale page of an aborted room counts toward the surviving request that
+                # reuses it, which then starts decoding on a half-written buffer.
+                owner = self.rooms.get(self.page_owner.get(page, -1))
+            else:
+                owner = r if (r is not None and not r.freed) else None
+            if owner is not None and page in owner.prompt_pages and owner.failed is None:
+                owner.received.add(page)
+                if len(owner.received) == len(owner.prompt_pages) and not owner.complete:
+                    owner.complete = True
+                    owner.event.set()
         elif kind in (DONE, ABORT_DONE):
             if r is None:
                 return
             r.closed = True
-            if kind == DONE and r.failed is None and not r.abandoned:
-                r.complete = True
-                r.event.set()
             if r.abandoned and not r.freed:
                 asyncio.get_running_loop().create_task(self._free(r))
 
@@ -245,21 +261,26 @@ class DecodeServer:
             return
         r.freed = True
         self.rooms.pop(r.room, None)
+        for p in r.pages:
+            if self.page_owner.get(p) == r.room:
+                del self.page_owner[p]
         await self.pool.free(r.pages)
 
     async def _abandon(self, r: DecodeRoom, reason: str) -> None:
         """A room whose request is over before its transfer closed."""
         r.abandoned = True
-        self._abort_queue.append((r.room, reason))
+        self._abort_queue.append((time.monotonic() + self.cfg.seconds(ABORT_FLUSH_S), r.room, reason))
         self.log.info("room=%d rid=%s abort queued (%s)", r.room, r.rid, reason)
         if r.closed or (self.cfg.causal_model == "wedge" and not self.cfg.nixl_abort_fix):
             await self._free(r)
 
     async def _abort_flusher(self) -> None:
         while True:
-            await asyncio.sleep(self.cfg.seconds(ABORT_FLUSH_S))
-            batch, self._abort_queue = self._abort_queue, []
-            for room, reason in batch:
+            await asyncio.sleep(min(0.05, self.cfg.seconds(ABORT_FLUSH_S) / 4))
+            now = time.monotonic()
+            batch = [a for a in self._abort_queue if a[0] <= now]
+            self._abort_queue = [a for a in self._abort_queue if a[0] > now]
+            for _, room, reason in batch:
                 try:
                     await self.tc.send({"type": "ABORT", "room": room, "reason": reason})
                     self.counters["aborts_sent"] += 1
@@ -275,7 +296,7 @@ class DecodeServer:
                 await asyncio.wait_for(r.event.wait(), timeout=step)
             except asyncio.TimeoutError:
                 waited = (time.monotonic() - r.started) / self.cfg.time_scale
-                if r.received == 0:
+                if not r.received:
                     r.waiting_logged += 1
                     self.counters["waiting_for_input_logs"] += 1
                     self.log.warning("room=%d rid=%s KVPoll.WaitingForInput for %.0fs: no KV from "
@@ -286,6 +307,35 @@ class DecodeServer:
             raise RoomFailed(r.failed)
 
     # --- HTTP ------------------------------------------------------------------------------
+    async def _admit(self, n: int, need: int, rid: str) -> DecodeRoom:
+        pages = await self.pool.admit(need, self.cfg.seconds(ADMIT_TIMEOUT_S))
+        # The page table lists pages in reverse allocation order: the deepest pages of the free
+        # stack (the ones over-commit reaches, which have no memory) come first, so a transfer
+        # into them fails on its first frame while the rest of its frames are still on their way.
+        pages = pages[::-1]
+        r = DecodeRoom(next(self._room_ids), rid, pages, n,
+                       prompt_pages=frozenset(pages[: -(-n // PAGE)]))
+        self.rooms[r.room] = r
+        for p in pages:
+            self.page_owner[p] = r.room
+        self.log.info("room=%d rid=%s admitted: %d prompt tokens, %d pages", r.room, rid, n,
+                      len(pages))
+        return r
+
+    async def _receive(self, r: DecodeRoom, input_ids: list) -> None:
+        """Dispatch to prefill, register the room (TRANSFER), wait for its KV."""
+        try:
+            await self._ensure_bootstrap()
+            async with self.http.post(self._prefill_url + "/prefill",
+                                      json={"room": r.room, "input_ids": input_ids}) as resp:
+                if resp.status != 200:
+                    raise RoomFailed(f"prefill answered {resp.status}")
+            await self.tc.send({"type": "TRANSFER", "room": r.room,
+                                "pages": r.pages[: -(-r.n_tokens // PAGE)], "n": r.n_tokens})
+        except (aiohttp.ClientError, ConnectionError, OSError) as exc:
+            raise RoomFailed(f"prefill unreachable: {exc}") from exc
+        await self._wait_kv(r)
+
     async def generate(self, request: web.Request) -> web.Response:
         body = await request.json()
         tokens = np.asarray(body["input_ids"], dtype=np.int64)
@@ -296,37 +346,45 @@ class DecodeServer:
         n = len(tokens)
         t0 = time.monotonic()
         need = -(-(n + min(max_tokens, OUT_RESERVE)) // PAGE)
+        r: DecodeRoom | None = None
         try:
-            pages = await self.pool.admit(need, self.cfg.seconds(ADMIT_TIMEOUT_S))
-        except RoomFailed as exc:
-            return web.json_response({"error": str(exc)}, status=413)
-        except asyncio.TimeoutError:
-            return web.json_response({"error": "no KV pool space"}, status=503)
-        r = DecodeRoom(next(self._room_ids), rid, pages, n)
-        self.rooms[r.room] = r
-        t_admit = time.monotonic()
-        try:
-            try:
-                await self._ensure_bootstrap()
-                async with self.http.post(self._prefill_url + "/prefill",
-                                          json={"room": r.room, "input_ids": body["input_ids"]}) as resp:
-                    if resp.status != 200:
-                        raise RoomFailed(f"prefill answered {resp.status}")
-                await self.tc.send({"type": "TRANSFER", "room": r.room,
-                                    "pages": pages[: -(-n // PAGE)], "n": n})
-            except (aiohttp.ClientError, ConnectionError, OSError) as exc:
-                raise RoomFailed(f"prefill unreachable: {exc}") from exc
-            await self._wait_kv(r)
+            # A transfer that failed on a page without memory is retried once in a new room,
+            # with half the output reservation (memory is tight).
+            for attempt in range(2):
+                if attempt:
+                    need = -(-(n + min(max_tokens, OUT_RESERVE) // 2) // PAGE)
+                try:
+                    r = await self._admit(n, need, rid)
+                except RoomFailed as exc:
+                    return web.json_response({"error": str(exc)}, status=413)
+                except asyncio.TimeoutError:
+                    return web.json_response({"error": "no KV pool space"}, status=503)
+                t_admit = time.monotonic()
+                try:
+                    await self._receive(r, body["input_ids"])
+                    break
+                except RoomFailed as exc:
+                    oom = "no memory behind it" in str(exc)
+                    self.counters["oom_failures"] += oom
+                    self.log.error("room=%d rid=%s failed: %s", r.room, rid, exc)
+                    await self._abandon(r, "transfer_failed")
+                    if attempt == 1 or not oom:
+                        return web.json_response({"error": str(exc), "room": r.room}, status=503)
+                    self.counters["retries"] += 1
             t_kv = time.monotonic()
-            kv, idx = self.pool.rows(pages, n)
+            foreign = sum(1 for p in r.prompt_pages if self.page_writer.get(p) != r.room)
+            if foreign:
+                self.counters["foreign_pages"] += foreign
+                self.log.warning("room=%d rid=%s decoding with %d of %d pages last written by "
+                                 "another room's transfer", r.room, rid, foreign,
+                                 len(r.prompt_pages))
+            # The answer follows from the rows as they are when decoding starts (autoregression
+            # carries any early damage through the rest of the answer).
+            kv, idx = self.pool.rows(r.pages, n)
             gen = indexer.generate(dp.token_ids_of(kv), idx, self.cfg.index_k_dtype,
                                    max_tokens=max_tokens)
             steps = max_tokens if fixed_len else len(gen.output_ids)
             await self.sched.run(steps)
-            # The answer is written at the end of decoding, from the rows as they are then.
-            kv, idx = self.pool.rows(pages, n)
-            gen = indexer.generate(dp.token_ids_of(kv), idx, self.cfg.index_k_dtype,
-                                   max_tokens=max_tokens)
             out_ids = gen.output_ids if not fixed_len else dp.filler_tokens(r.room, steps).tolist()
             self.counters["ok"] += 1
             return web.json_response({
@@ -334,18 +392,13 @@ class DecodeServer:
                 "room": r.room, "prompt_tokens": n,
                 "timings": {"admit_s": t_admit - t0, "kv_s": t_kv - t_admit,
                             "decode_s": time.monotonic() - t_kv}})
-        except RoomFailed as exc:
-            self.counters["oom_failures"] += "no memory behind it" in str(exc)
-            self.log.error("room=%d rid=%s failed: %s", r.room, r.rid, exc)
-            await self._abandon(r, "transfer_failed")
-            return web.json_response({"error": str(exc), "room": r.room}, status=503)
         except asyncio.CancelledError:
             self.counters["client_disconnects"] += 1
-            if not r.complete:
+            if r is not None and not r.complete and not r.abandoned:
                 await asyncio.shield(self._abandon(r, "client_disconnected"))
             raise
         finally:
-            if r.complete and not r.freed:
+            if r is not None and r.complete and not r.freed:
                 await asyncio.shield(self._free(r))
 
     async def health(self, request: web.Request) -> web.Response:
@@ -355,7 +408,7 @@ class DecodeServer:
         now = time.monotonic()
         wait_limit = self.cfg.seconds(WAIT_LOG_S)
         waiting = [r for r in self.rooms.values()
-                   if not r.event.is_set() and r.received == 0 and not r.abandoned]
+                   if not r.event.is_set() and not r.received and not r.abandoned]
         return web.json_response({
             "unit": "decode",
             "bootstrap_connected": self.tc.connected,

@@ -28,17 +28,19 @@ OPEN = "<｜DSML｜function_calls>"
 CLOSE = "</｜DSML｜function_calls>"
 
 
-def query(rnd: int) -> np.ndarray:
+def query(rnd: int, tag: int) -> np.ndarray:
     q = np.zeros(dp.IDX_DIM, dtype=np.float32)
     q[0] = 1.0
     q[1 + rnd % 64] = 1.0
+    q[65 + tag % 63] = 1.0
     return q
 
 
-def run_indexer(idx_rows: np.ndarray, dtype: str, rnd: int, k: int = TOP_K) -> np.ndarray:
+def run_indexer(idx_rows: np.ndarray, dtype: str, rnd: int, tag: int = 0,
+                k: int = TOP_K) -> np.ndarray:
     """Positions (ascending) of the top-k tokens by query . index-K."""
     vals = dp.dequantize(idx_rows, dtype)
-    scores = vals @ query(rnd)
+    scores = vals @ query(rnd, tag)
     # Garbage bytes can decode to NaN/inf; a real kernel would let them dominate, so do we.
     scores = np.nan_to_num(scores, nan=1e30, posinf=1e30, neginf=-1e30)
     k = min(k, scores.shape[0])
@@ -46,11 +48,13 @@ def run_indexer(idx_rows: np.ndarray, dtype: str, rnd: int, k: int = TOP_K) -> n
     return np.sort(top)
 
 
-def _fragment(tok: int) -> str:
+def _fragment(tok: int, step: int) -> str:
     kind, tag, rnd, part = dp.decode_token(tok)
     if kind == "cue":
         if part == 0:
-            return f'{OPEN}\n<｜DSML｜invoke name="{TOOLS[(tag * 7 + rnd) % len(TOOLS)]}">\n'
+            # The step comes from the query (the turn being answered), the rest from the cue.
+            return (f'{OPEN}\n<｜DSML｜invoke name="{TOOLS[(tag * 7 + rnd) % len(TOOLS)]}" '
+                    f'step="{step}">\n')
         if part == dp.CUE_PARTS - 1:
             return f"</｜DSML｜invoke>\n{CLOSE}"
         return (f'<｜DSML｜parameter name="{PARAMS[part - 1]}" string="true">'
@@ -68,15 +72,16 @@ class Generation:
     finish_reason: str
 
 
-def generate(tokens: np.ndarray, idx_rows: np.ndarray, dtype: str, *, max_tokens: int,
-             rnd: int | None = None) -> Generation:
-    """The model's answer for a prompt whose rows are in hand (the tokens come from KV rows)."""
-    if rnd is None:
-        kind, _, r, _ = dp.decode_token(int(tokens[-1]))
-        rnd = r if kind == "turn" else 0
-    pos = run_indexer(idx_rows, dtype, rnd)
+def generate(tokens: np.ndarray, idx_rows: np.ndarray, dtype: str, *,
+             max_tokens: int) -> Generation:
+    """The model's answer for a prompt whose rows are in hand (the tokens come from KV rows;
+    the last one, the turn marker, says which session and round the query is for)."""
+    kind, tag, rnd, _ = dp.decode_token(int(tokens[-1]))
+    if kind != "turn":
+        tag, rnd = 0, 0
+    pos = run_indexer(idx_rows, dtype, rnd, tag)
     sel = [int(tokens[p]) for p in pos]
-    text = "".join(_fragment(t) for t in sel)
+    text = "".join(_fragment(t, rnd) for t in sel)
     key = 0
     for t in sel:
         key = (key * 1_000_003 + t) % (1 << 61)
@@ -97,7 +102,8 @@ class ParsedCall:
 
 
 _BLOCK = re.compile(
-    r'^(?P<pre>[^<]*)' + re.escape(OPEN) + r'\n<｜DSML｜invoke name="(?P<name>[a-z_]+)">\n'
+    r'^(?P<pre>[^<]*)' + re.escape(OPEN) + r'\n<｜DSML｜invoke name="(?P<name>[a-z_]+)" '
+    r'step="(?P<step>\d+)">\n'
     r'(?P<params>(?:<｜DSML｜parameter name="[a-z_]+" string="true">[^<]*</｜DSML｜parameter>\n)*)'
     r'</｜DSML｜invoke>\n' + re.escape(CLOSE) + r'(?P<post>[^<]*)$')
 _PARAM = re.compile(r'<｜DSML｜parameter name="([a-z_]+)" string="true">([^<]*)</｜DSML｜parameter>')
@@ -124,4 +130,6 @@ def parse_tool_call(text: str) -> ParsedCall:
         return ParsedCall("leak")
     if m.group("name") != TOOLS[(tag * 7 + rnd) % len(TOOLS)]:
         return ParsedCall("leak")     # an invoke from one call wrapped around another's params
+    if int(m.group("step")) != rnd:
+        return ParsedCall("leak")     # parameters copied from another step's instructions
     return ParsedCall("call", name=m.group("name"), call_id=call_id)

@@ -26,15 +26,20 @@ __all__ = ["PrefillServer", "main", "DEVICE_PAGES", "HOST_PAGES", "LINK_BYTES_PE
 
 DEVICE_PAGES = 128             # the prefill's device pool: one request in flight at a time
 HOST_PAGES = 3072              # HiCache host pool: enough for the C=80 repro's working set
-LINK_BYTES_PER_S = 25e6        # prefill -> decode link, seed clock
+LINK_BYTES_PER_S = 5e6         # prefill -> decode link, seed clock
+ROOM_BYTES_PER_S = 0.25e6      # one room's transfer stream
 PREFILL_S = (0.02, 3e-5)       # forward pass: fixed + per new token, seed clock
 ROOM_EXPIRE_S = 600.0          # a computed room whose TRANSFER never came is dropped after this
 
 
 class PrefillServer:
     def __init__(self, cfg: ServeConfig, state_dir: Path) -> None:
+        import torch
+
         from workbench.sim import hicache as hc
 
+        # Small index copies: intra-op threads only add contention (70x slower on 2 cores).
+        torch.set_num_threads(1)
         self.cfg = cfg
         self.log = setup_server_logging(state_dir, "prefill")
         self.device = hc.DeepSeekV4TokenToKVPool(DEVICE_PAGES, cfg.index_k_dtype)
@@ -43,7 +48,8 @@ class PrefillServer:
                                                geometry_bug=geometry_bug)
                         if cfg.hicache else None)
         link = Link(LINK_BYTES_PER_S, cfg.time_scale)
-        self.sender = Sender(self.log, link, idx_token_bytes=dp.idx_bytes(cfg.index_k_dtype))
+        self.sender = Sender(self.log, link, idx_token_bytes=dp.idx_bytes(cfg.index_k_dtype),
+                             room_wall_per_byte=cfg.time_scale / ROOM_BYTES_PER_S)
         self.rooms = RoomTable(self.sender.add, expire_s=cfg.seconds(ROOM_EXPIRE_S))
         self.bootstrap = BootstrapServer(self.log, self.rooms, self.sender,
                                          abort_fix=cfg.nixl_abort_fix)

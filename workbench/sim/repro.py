@@ -31,7 +31,8 @@ from workbench.sim.indexer import parse_tool_call
 __all__ = ["SessionResult", "ReproResult", "run_repro", "run_bench", "BenchResult",
            "summary_lines", "RESULT_BODY_MAX"]
 
-RESULT_BODY_MAX = 460      # tool-result body length is uniform in [0, this)
+RESULT_BODY_MAX = 500      # tool-result body length is uniform in [0, this)
+CTX_TAIL_MAX = 400         # tokens after the cue blocks of the first prompt: uniform in [0, this)
 RESULT_HEADER = 24
 FINISH_SHARE = 12          # percent of sessions whose plan ends with an answer
 
@@ -101,12 +102,12 @@ class _Session:
         self.tag = (idx + seed * 131) % 4096
         h = _h(seed, idx, 7)
         self.finish_round = (2 + h % max(1, rounds - 1)) if (h >> 20) % 100 < FINISH_SHARE else None
-        tail = _h(seed, idx, 0) % RESULT_BODY_MAX
+        tail = _h(seed, idx, 0) % CTX_TAIL_MAX
         tail = min(tail, max(0, ctx - 2 * dp.CUE_PARTS - 2))
         head = max(0, ctx - 2 * dp.CUE_PARTS - tail - 1)
         self.prompt = np.concatenate([
             dp.filler_tokens(_h(seed, idx, 1), head), self._cue(1), self._cue(2),
-            dp.filler_tokens(_h(seed, idx, 2), tail), [dp.turn_token(1)]]).astype(np.int64)
+            dp.filler_tokens(_h(seed, idx, 2), tail), [dp.turn_token(1, self.tag)]]).astype(np.int64)
 
     def _cue(self, rnd: int) -> np.ndarray:
         final = self.finish_round is not None and rnd == self.finish_round
@@ -120,7 +121,7 @@ class _Session:
                                  self._cue(rnd + 2),
                                  dp.filler_tokens(_h(self.seed, self.idx, 300 + rnd), body)])
         self.prompt = np.concatenate([self.prompt, np.asarray(output_ids, dtype=np.int64), result,
-                                      [dp.turn_token(rnd + 1)]]).astype(np.int64)
+                                      [dp.turn_token(rnd + 1, self.tag)]]).astype(np.int64)
 
 
 async def _run_session(http, url: str, s: _Session, *, rounds: int, max_tokens: int,

@@ -7,8 +7,9 @@ Prefill handles them in `bootstrap_thread`, a real thread, as NIXL's prefill doe
 Data plane (prefill -> decode, one TCP connection): frames DATA (one page of per-token KV and
 index-K rows, addressed to a destination page, written one-sided like an RDMA write), DONE
 (room complete) and ABORT_DONE (room cancelled, in-band so nothing of the room can follow it).
-A `Link` paces the sender at a fixed bandwidth on the seed's clock: bf16's 256 B index-K rows
-make every transfer longer than fp8's 132 B ones.
+A `Link` paces the sender at a fixed total bandwidth and each room at a per-stream bandwidth,
+both on the seed's clock: bf16's 256 B index-K rows make every transfer longer than fp8's
+132 B ones.
 
 The wedge (nixl_abort_fix=off): the bootstrap thread has no ABORT handler. The first ABORT
 raises inside its loop and the thread exits without a word; the HTTP server stays up and
@@ -56,6 +57,7 @@ class PrefillRoom:
     dst_pages: list[int] | None = None    # from TRANSFER
     cancelled: bool = False
     next_page: int = 0
+    next_at: float = 0.0                  # per-room pacing (one transfer stream per room)
     failed: str | None = None
 
 
@@ -139,9 +141,10 @@ class Link:
 class Sender:
     """Ships ready rooms page by page, round-robin, over the data connection to decode."""
 
-    def __init__(self, log, link: Link, *, idx_token_bytes: int) -> None:
+    def __init__(self, log, link: Link, *, idx_token_bytes: int, room_wall_per_byte: float) -> None:
         self.log = log
         self.link = link
+        self.room_wall_per_byte = room_wall_per_byte
         self.idx_token_bytes = idx_token_bytes
         self._active: OrderedDict[int, PrefillRoom] = OrderedDict()
         self._cancel: set[int] = set()
@@ -194,7 +197,12 @@ class Sender:
                 cancels, self._cancel = self._cancel, set()
                 for room in cancels:
                     self._active.pop(room, None)
-                batch = list(self._active.values())
+                now = time.monotonic()
+                batch = [r for r in self._active.values() if r.next_at <= now]
+                if not batch and not cancels:
+                    soonest = min(r.next_at for r in self._active.values())
+                    self._cv.wait(timeout=min(0.05, max(0.0, soonest - now)))
+                    continue
             if sock is None:
                 time.sleep(0.01)
                 continue
@@ -225,6 +233,7 @@ class Sender:
         sock.sendall(FRAME.pack(DATA, r.room, r.dst_pages[r.next_page], end - start, len(payload))
                      + payload)
         r.next_page += 1
+        r.next_at = max(r.next_at, time.monotonic()) + len(payload) * self.room_wall_per_byte
         self.link.send(len(payload))
 
 
@@ -268,10 +277,11 @@ class BootstrapServer:
             self.died_at = time.time()
 
     def _loop(self) -> None:
-        sel = selectors.DefaultSelector()
+        # Held on self: when the thread dies its connections stay open, unread, as in the seed.
+        self._sel = sel = selectors.DefaultSelector()
         self.listener.setblocking(False)
         sel.register(self.listener, selectors.EVENT_READ, None)
-        bufs: dict[socket.socket, bytearray] = {}
+        self._bufs = bufs = {}
         while not self._stop.is_set():
             for key, _ in sel.select(timeout=0.2):
                 if key.data is None:
