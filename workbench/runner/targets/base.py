@@ -124,7 +124,7 @@ class Target(abc.ABC):
         return None
 
 
-async def pump(stream: asyncio.StreamReader | None, sink: IO[bytes] | None, chunks: list[bytes]) -> None:
+async def pump(stream: Any, sink: IO[bytes] | None, chunks: list[bytes]) -> None:
     """Copy a stream to a file as it arrives (so a killed run keeps its output) and keep it in memory."""
     if stream is None:
         return

@@ -15,7 +15,7 @@ from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from workbench.errors import TargetError
-from workbench.runner.targets.base import CmdResult, Target
+from workbench.runner.targets.base import CmdResult, Target, pump
 
 RECONNECT_ATTEMPTS = 5
 RECONNECT_DELAY_S = 1.0
@@ -74,34 +74,30 @@ class SshTarget(Target):
         port = f":{self.spec.port}" if self.spec.port else ""
         return f"{user}{host}{port}"
 
-    def _ssh_argv(self, host: str) -> list[str]:
-        argv = ["ssh"]
+    def _client_opts(self, port_flag: str) -> list[str]:
+        """Options that ssh and scp spell alike (the port flag differs: -p for ssh, -P for scp)."""
+        argv = []
         if self.spec.port:
-            argv += ["-p", str(self.spec.port)]
+            argv += [port_flag, str(self.spec.port)]
         if self.spec.identity_file:
             argv += ["-i", self.spec.identity_file]
         if self.spec.known_hosts:
             argv += ["-o", f"UserKnownHostsFile={self.spec.known_hosts}"]
         if self.spec.jump:
             argv += ["-J", self.spec.jump]
-        argv.append(f"{self.spec.user}@{host}" if self.spec.user else host)
         return argv
+
+    def _dest(self, host: str) -> str:
+        return f"{self.spec.user}@{host}" if self.spec.user else host
+
+    def _ssh_argv(self, host: str) -> list[str]:
+        return ["ssh", *self._client_opts("-p"), self._dest(host)]
 
     def manual_command(self, host: str, command: str) -> str:
         return shlex.join(self._ssh_argv(host)) + " " + shlex.quote(command)
 
     def manual_copy(self, host: str, local_file: str, path: str) -> str:
-        argv = ["scp"]
-        if self.spec.port:
-            argv += ["-P", str(self.spec.port)]
-        if self.spec.identity_file:
-            argv += ["-i", self.spec.identity_file]
-        if self.spec.known_hosts:
-            argv += ["-o", f"UserKnownHostsFile={self.spec.known_hosts}"]
-        if self.spec.jump:
-            argv += ["-J", self.spec.jump]
-        dest = f"{self.spec.user}@{host}" if self.spec.user else host
-        return shlex.join(argv + [local_file, f"{dest}:{path}"])
+        return shlex.join(["scp", *self._client_opts("-P"), local_file, f"{self._dest(host)}:{path}"])
 
     def _translate(self, host: str, exc: BaseException) -> TargetError:
         import asyncssh
@@ -220,18 +216,8 @@ class SshTarget(Target):
             out: list[bytes] = []
             err: list[bytes] = []
 
-            async def pump_ssh(stream: Any, sink: IO[bytes] | None, chunks: list[bytes]) -> None:
-                while True:
-                    data = await stream.read(65536)
-                    if not data:
-                        return
-                    chunks.append(data)
-                    if sink is not None:
-                        sink.write(data)
-                        sink.flush()
-
-            readers = [asyncio.ensure_future(pump_ssh(proc.stdout, stdout_file, out)),
-                       asyncio.ensure_future(pump_ssh(proc.stderr, stderr_file, err))]
+            readers = [asyncio.ensure_future(pump(proc.stdout, stdout_file, out)),
+                       asyncio.ensure_future(pump(proc.stderr, stderr_file, err))]
             timed_out = False
             try:
                 try:
