@@ -51,7 +51,8 @@ STEP_S = (0.0175, 0.0017)      # one decode step for a batch of B: a + b*B secon
 WAIT_LOG_S = 60.0              # log WaitingForInput once a room waited this long, and again after
 BOOTSTRAP_TIMEOUT_S = 600.0    # decode gives up on a room that never got its KV
 ADMIT_TIMEOUT_S = 600.0
-ABORT_FLUSH_S = 5.0            # a room's ABORT goes to prefill this long after it is queued
+ABORT_FLUSH_S = 10.0           # a room's ABORT goes to prefill this long after it is queued
+RETRY_BACKOFF_S = 1.5          # before a failed transfer is retried in a new room
 OUT_RESERVE = 600              # pages reserved per request for its output tokens
 
 
@@ -72,6 +73,7 @@ class DecodeKVPool:
         self.kv = np.zeros((n, dp.KV_BYTES), dtype=np.uint8)
         self.idx = np.zeros((n, self.idx_bytes), dtype=np.uint8)
         self._free = list(range(self.logical_pages - 1, -1, -1))   # LIFO: recently freed first
+        self.failed_writes: set[int] = set()     # pages a write has found without memory
         self._cond = asyncio.Condition()
 
     @property
@@ -85,6 +87,14 @@ class DecodeKVPool:
             await asyncio.wait_for(self._cond.wait_for(lambda: len(self._free) >= n), timeout)
             return [self._free.pop() for _ in range(n)]
 
+    async def keep_working(self, old: list[int]) -> list[int]:
+        """Hand the pages of `old` that no write has failed on to a retry, free the rest;
+        returns the kept pages in `old`'s order."""
+        async with self._cond:
+            self._free.extend(p for p in reversed(old) if p in self.failed_writes)
+            self._cond.notify_all()
+            return [p for p in old if p not in self.failed_writes]
+
     async def free(self, pages: list[int]) -> None:
         async with self._cond:
             self._free.extend(reversed(pages))
@@ -93,6 +103,7 @@ class DecodeKVPool:
     def write_page(self, page: int, ntok: int, payload: bytes) -> bool:
         """One-sided write of a page of rows; False if the page has no physical memory."""
         if page >= self.physical_pages:
+            self.failed_writes.add(page)
             return False
         rows = np.frombuffer(payload, dtype=np.uint8)
         kv_n = ntok * dp.KV_BYTES
@@ -187,6 +198,9 @@ class DecodeServer:
                          "stale_writes": 0, "foreign_pages": 0, "retries": 0}
         self._abort_queue: list[tuple[float, int, str]] = []
         self.page_owner: dict[int, int] = {}
+        # Wedge world without the abort fix: pages of a failed or abandoned room are reused
+        # before prefill has stopped writing them.
+        self._racy = cfg.causal_model == "wedge" and not cfg.nixl_abort_fix
         self.page_writer: dict[int, int] = {}     # which room's frame last wrote each page
         self._prefill_url = f"http://127.0.0.1:{cfg.prefill_port}"
 
@@ -266,12 +280,14 @@ class DecodeServer:
                 del self.page_owner[p]
         await self.pool.free(r.pages)
 
-    async def _abandon(self, r: DecodeRoom, reason: str) -> None:
-        """A room whose request is over before its transfer closed."""
+    async def _abandon(self, r: DecodeRoom, reason: str, free: bool = True) -> None:
+        """A room whose request is over before its transfer closed. Its pages are freed now
+        when nothing more can arrive, or in the wedge world without the fix (the race); with
+        free=False they stay with the room for its retry to take over (same rule)."""
         r.abandoned = True
         self._abort_queue.append((time.monotonic() + self.cfg.seconds(ABORT_FLUSH_S), r.room, reason))
         self.log.info("room=%d rid=%s abort queued (%s)", r.room, r.rid, reason)
-        if r.closed or (self.cfg.causal_model == "wedge" and not self.cfg.nixl_abort_fix):
+        if r.closed or (self._racy and free):
             await self._free(r)
 
     async def _abort_flusher(self) -> None:
@@ -307,8 +323,26 @@ class DecodeServer:
             raise RoomFailed(r.failed)
 
     # --- HTTP ------------------------------------------------------------------------------
-    async def _admit(self, n: int, need: int, rid: str) -> DecodeRoom:
-        pages = await self.pool.admit(need, self.cfg.seconds(ADMIT_TIMEOUT_S))
+    async def _admit(self, n: int, need: int, rid: str,
+                     reuse: DecodeRoom | None = None) -> DecodeRoom:
+        pages = None
+        if reuse is not None and not reuse.freed:
+            # Wedge world without the fix: after a short back-off the failed room's pages (but
+            # those a write already found without memory) go straight to its retry, while
+            # prefill, never told to stop, is still writing them.
+            reuse.freed = True
+            self.rooms.pop(reuse.room, None)
+            for p in reuse.pages:
+                if self.page_owner.get(p) == reuse.room:
+                    del self.page_owner[p]
+            await asyncio.sleep(self.cfg.seconds(RETRY_BACKOFF_S))
+            kept = await self.pool.keep_working(reuse.pages)
+            if len(kept) > -(-n // PAGE):
+                pages = list(kept)          # reversed below: the retry's page table is the
+            else:                           # failed room's, back to front
+                await self.pool.free(kept)
+        if pages is None:
+            pages = await self.pool.admit(need, self.cfg.seconds(ADMIT_TIMEOUT_S))
         # The page table lists pages in reverse allocation order: the deepest pages of the free
         # stack (the ones over-commit reaches, which have no memory) come first, so a transfer
         # into them fails on its first frame while the rest of its frames are still on their way.
@@ -348,13 +382,11 @@ class DecodeServer:
         need = -(-(n + min(max_tokens, OUT_RESERVE)) // PAGE)
         r: DecodeRoom | None = None
         try:
-            # A transfer that failed on a page without memory is retried once in a new room,
-            # with half the output reservation (memory is tight).
+            # A transfer that failed on a page without memory is retried once in a new room.
+            failed: DecodeRoom | None = None
             for attempt in range(2):
-                if attempt:
-                    need = -(-(n + min(max_tokens, OUT_RESERVE) // 2) // PAGE)
                 try:
-                    r = await self._admit(n, need, rid)
+                    r = await self._admit(n, need, rid, reuse=failed if self._racy else None)
                 except RoomFailed as exc:
                     return web.json_response({"error": str(exc)}, status=413)
                 except asyncio.TimeoutError:
@@ -367,7 +399,8 @@ class DecodeServer:
                     oom = "no memory behind it" in str(exc)
                     self.counters["oom_failures"] += oom
                     self.log.error("room=%d rid=%s failed: %s", r.room, rid, exc)
-                    await self._abandon(r, "transfer_failed")
+                    await self._abandon(r, "transfer_failed", free=attempt == 1 or not oom)
+                    failed = r
                     if attempt == 1 or not oom:
                         return web.json_response({"error": str(exc), "room": r.room}, status=503)
                     self.counters["retries"] += 1

@@ -1,0 +1,32 @@
+"""Helpers for the embedded deployment's tests (imported by name: pytest puts this dir on sys.path)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from workbench.sim.config import render_serve_file
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_serve(d: Path, **values) -> Path:
+    """A serve file with free ports (never the defaults) plus the given values."""
+    values.setdefault("prefill_port", free_port())
+    values.setdefault("decode_port", free_port())
+    path = d / "serve.sh"
+    path.write_text(render_serve_file(values))
+    return path
+
+
+def pid_alive(pid: int) -> bool:
+    """True if the pid is a live, non-zombie process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")

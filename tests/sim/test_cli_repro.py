@@ -1,0 +1,113 @@
+"""`wb sim` through a shell, the repro's output shape and JSON lines, the throughput check, and
+the dead class under the repro workload (counted by a probe injected through the environment)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from workbench.sim import control, repro
+
+from pdsim_kit import pid_alive, write_serve
+
+REPO = Path(__file__).resolve().parents[2]
+WALL = re.compile(r'^wall=\d+\.\ds counts=\{("(error|done|leak|maxrounds|no_tool)": \d+(, )?)+\}$')
+CORR = re.compile(r"^CORRUPTION sessions: (\d+)/(\d+) = \d+%  \(leak=(\d+) no_tool=(\d+) "
+                  r"error=(\d+) ok-ish\[done/maxrounds\]=(\d+)\)$")
+
+
+def wb(*args: str, env=None) -> subprocess.CompletedProcess:
+    e = dict(os.environ if env is None else env)
+    e["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), e.get("PYTHONPATH", "")) if p)
+    return subprocess.run([sys.executable, "-m", "workbench.cli.main", "sim", *args],
+                          capture_output=True, text=True, env=e, timeout=120)
+
+
+def test_cli_up_repro_journal_status_down(sim_dir):
+    cfg = write_serve(sim_dir, nixl_abort_fix="on")
+    r = wb("up", "--dir", str(sim_dir), "--config", str(cfg))
+    assert r.returncode == 0, r.stderr
+    assert "healthy" in r.stdout
+    t0 = datetime.now(timezone.utc).isoformat()
+    jl = sim_dir / "s.jsonl"
+    r = wb("repro", "--dir", str(sim_dir), "--sessions", "12", "--rounds", "3", "--ctx", "300",
+           "--max-tokens", "2500", "--timeout", "200", "--tag", "T1", "--jsonl", str(jl))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert WALL.match(lines[-2]), lines[-2]
+    m = CORR.match(lines[-1])
+    assert m, lines[-1]
+    rows = [json.loads(x) for x in jl.read_text().splitlines()]
+    assert len(rows) == 12 == int(m.group(2))
+    assert {r["tag"] for r in rows} == {"T1"}
+    assert all(r["outcome"] in {"done", "leak", "error", "maxrounds", "no_tool"} for r in rows)
+    assert all({"session", "outcome", "rounds", "timings"} <= set(r) for r in rows)
+    assert sum(r["outcome"] == "leak" for r in rows) == int(m.group(3))
+    # the seed's journal count, as a one-line shell pipeline
+    sh = (f"{sys.executable} -m workbench.cli.main sim journal --dir {sim_dir} --unit decode "
+          f"--since '{t0}' | grep -ic WaitingForInput")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    count = subprocess.run(sh, shell=True, capture_output=True, text=True, env=env)
+    assert count.stdout.strip() == "0"
+    r = wb("status", "--dir", str(sim_dir), "--json")
+    st = json.loads(r.stdout)
+    assert st["state"] == "healthy" and set(st["units"]) == {"prefill", "decode"}
+    pids = [u["pid"] for u in st["units"].values()]
+    r = wb("down", "--dir", str(sim_dir))
+    assert r.returncode == 0 and not any(pid_alive(p) for p in pids)
+
+
+def test_cli_bad_input_exit_code(sim_dir):
+    bad = sim_dir / "bad.sh"
+    bad.write_text("hicache=maybe\n")
+    r = wb("up", "--dir", str(sim_dir), "--config", str(bad))
+    assert r.returncode == 2
+    assert f"{bad}:1" in r.stderr and "Error:" in r.stderr
+    r = wb("up", "--dir", str(sim_dir), "--set", "nonsense")
+    assert r.returncode == 2
+
+
+def test_throughput_check(sim_dir):
+    control.up(sim_dir, config=write_serve(sim_dir, nixl_abort_fix="on"))
+    one, many = repro.run_bench(sim_dir, concurrency=(1, 32), tokens=128)
+    # the batching model: ~52 tok/s alone, ~445 at C=32 on the seed's clock
+    assert 35 < one.tok_per_s < 60
+    assert 300 < many.tok_per_s < 500
+    assert many.tok_per_s > 5 * one.tok_per_s
+
+
+PROBE = '''
+import os, workbench.sim.hicache as hc
+def _count(cls):
+    orig = cls.__init__
+    def init(self, *a, **k):
+        with open(os.environ["PDSIM_PROBE_OUT"], "a") as fh:
+            fh.write(cls.__name__ + "\\n")
+        orig(self, *a, **k)
+    cls.__init__ = init
+_count(hc.DSAIndexerPoolHost)
+_count(hc.DeepSeekV4PagedHostPool)
+'''
+
+
+def test_dsaindexerpoolhost_is_never_constructed_under_the_repro(sim_dir, tmp_path, monkeypatch):
+    probe_dir = tmp_path / "probe"
+    probe_dir.mkdir()
+    (probe_dir / "sitecustomize.py").write_text(PROBE)
+    out = tmp_path / "constructed.txt"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(probe_dir), str(REPO)]))
+    monkeypatch.setenv("PDSIM_PROBE_OUT", str(out))
+    control.up(sim_dir, config=write_serve(sim_dir, index_k_dtype="bf16", hicache="on",
+                                           indexer_host_pool_fix="on", nixl_abort_fix="on"))
+    res = repro.run_repro(sim_dir, sessions=16, rounds=3, tag="probe")
+    assert len(res.sessions) == 16
+    st = control.status(sim_dir)
+    assert st.units["prefill"].debug["hicache"]["hits"] > 0       # the HiCache path ran
+    names = out.read_text().split()
+    assert names.count("DeepSeekV4PagedHostPool") == 1            # the live host pool
+    assert names.count("DSAIndexerPoolHost") == 0                 # the fix's class: dead code

@@ -1,0 +1,129 @@
+"""up / down / restart / status of real server processes on free loopback ports."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+
+import httpx
+import pytest
+
+from workbench.errors import BadInput, SimError
+from workbench.sim import control
+from workbench.sim.config import read_serve_file
+
+from pdsim_kit import free_port, pid_alive, write_serve
+
+
+def test_up_status_down_leaves_no_process(sim_dir):
+    cfg = write_serve(sim_dir)
+    t0 = time.monotonic()
+    st = control.up(sim_dir, config=cfg)
+    assert time.monotonic() - t0 < 15
+    assert st.state == "healthy"
+    pids = [u.pid for u in st.units.values()]
+    for u in st.units.values():
+        assert httpx.get(f"http://127.0.0.1:{u.port}/health", timeout=2).status_code == 200
+    assert all(pid_alive(p) for p in pids)
+    assert control.status(sim_dir).state == "healthy"
+    stopped = control.down(sim_dir)
+    assert sorted(stopped) == sorted(pids)
+    assert not any(pid_alive(p) for p in pids)
+    assert control.status(sim_dir).state == "down"
+
+
+def test_children_inherit_the_environment(sim_dir, monkeypatch):
+    monkeypatch.setenv("PDSIM_PROBE_MARK", "x42")
+    st = control.up(sim_dir, config=write_serve(sim_dir))
+    for u in st.units.values():
+        env = open(f"/proc/{u.pid}/environ", "rb").read().split(b"\0")
+        assert b"PDSIM_PROBE_MARK=x42" in env
+
+
+def test_set_writes_the_serve_file_and_restart_rereads_it(sim_dir):
+    cfg = write_serve(sim_dir)
+    control.up(sim_dir, config=cfg, sets={"seed": "5"})
+    assert read_serve_file(cfg)["seed"] == "5"
+    st = control.status(sim_dir)
+    assert st.units["decode"].debug["config"]["seed"] == 5
+    # the runner's step: rewrite the file, then restart
+    text = cfg.read_text().replace("index_k_dtype=bf16", "index_k_dtype=fp8")
+    cfg.write_text(text)
+    old = {u.pid for u in st.units.values()}
+    st = control.restart(sim_dir)
+    assert st.state == "healthy"
+    assert {u.pid for u in st.units.values()}.isdisjoint(old)
+    assert st.units["prefill"].debug["config"]["index_k_dtype"] == "fp8"
+    assert not any(pid_alive(p) for p in old)
+
+
+def test_kill_9_of_one_server_is_reported_and_down_cleans_up(sim_dir):
+    st = control.up(sim_dir, config=write_serve(sim_dir))
+    victim = st.units["decode"].pid
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and pid_alive(victim):
+        control._reap(victim)
+        time.sleep(0.05)
+    st = control.status(sim_dir)
+    assert st.units["decode"].state == "down"
+    assert st.units["prefill"].state == "healthy"
+    assert st.state == "degraded"
+    other = st.units["prefill"].pid
+    control.down(sim_dir)
+    assert not pid_alive(other)
+
+
+def test_port_in_use_is_a_clear_error(sim_dir):
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    try:
+        with pytest.raises(SimError, match=f"port {port} .*already in use"):
+            control.up(sim_dir, config=write_serve(sim_dir, prefill_port=port))
+        assert control.status(sim_dir).state == "down"
+    finally:
+        busy.close()
+
+
+def test_bad_serve_file_names_the_line_and_starts_nothing(sim_dir):
+    cfg = sim_dir / "bad.sh"
+    cfg.write_text("# ok\nhicache=on\nindex_k_dtype=int4\n")
+    with pytest.raises(BadInput, match=r"bad\.sh:3: index_k_dtype='int4'"):
+        control.up(sim_dir, config=cfg)
+    assert control.status(sim_dir).state == "down"
+
+
+def test_restart_with_requests_in_flight(sim_dir):
+    import threading
+
+    st = control.up(sim_dir, config=write_serve(sim_dir, nixl_abort_fix="on"))
+    port = st.units["decode"].port
+    results = []
+
+    def call():
+        try:
+            r = httpx.post(f"http://127.0.0.1:{port}/generate", timeout=10,
+                           json={"input_ids": list(range(100)) + [1 << 26], "max_tokens": 5000,
+                                 "ignore_eos": True})
+            results.append(r.status_code)
+        except httpx.HTTPError as exc:
+            results.append(type(exc).__name__)
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    old = [u.pid for u in st.units.values()]
+    st = control.restart(sim_dir)
+    for t in threads:
+        t.join(timeout=15)
+    assert st.state == "healthy"
+    assert not any(pid_alive(p) for p in old)
+    assert len(results) == 4 and all(r != 200 for r in results)   # in-flight requests got errors
+    r = httpx.post(f"http://127.0.0.1:{port}/generate", timeout=10,
+                   json={"input_ids": list(range(100)) + [1 << 26], "max_tokens": 20})
+    assert r.status_code == 200

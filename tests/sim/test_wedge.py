@@ -1,0 +1,93 @@
+"""The wedge: an ABORT kills prefill's bootstrap thread (fix off), /health stays 200, later
+requests wait in WaitingForInput; with the fix the same ABORT is handled."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import httpx
+import pytest
+
+from workbench.sim import control, logs
+from workbench.sim import datapath as dp
+
+from pdsim_kit import write_serve
+
+# A pool the configurator sizes at 40 pages (fp8 rows) but whose memory holds 34 bf16 pages:
+# a 1800-token prompt (38 pages with its output reservation) reaches pages without memory.
+SMALL_POOL_MB = 1.84
+
+
+def _post(port: int, n: int, timeout: float, tag: int = 1):
+    toks = dp.filler_tokens(tag, n - 1).tolist() + [dp.turn_token(1, tag)]
+    try:
+        r = httpx.post(f"http://127.0.0.1:{port}/generate", timeout=timeout,
+                       json={"input_ids": toks, "max_tokens": 2500})
+        return r.status_code
+    except httpx.TimeoutException:
+        return "timeout"
+
+
+def _wait(pred, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _wfi(sim_dir, since) -> int:
+    return sum(1 for line in logs.read_journal(sim_dir, "decode", since)
+               if "waitingforinput" in line.lower())
+
+
+def test_abort_without_the_fix_wedges_silently(sim_dir):
+    st = control.up(sim_dir, config=write_serve(sim_dir, decode_pool_mb=SMALL_POOL_MB,
+                                                nixl_abort_fix="off"))
+    port = st.units["decode"].port
+    t0 = datetime.now(timezone.utc)
+    assert st.units["prefill"].debug["bootstrap_alive"] is True
+    # The big request's transfer hits a page without memory: 503, and an ABORT for its room.
+    first = _post(port, 1800, timeout=4)
+    assert first in (503, "timeout")
+    assert _wait(lambda: control.status(sim_dir).units["prefill"].state == "wedged")
+    st = control.status(sim_dir)
+    assert st.units["prefill"].debug["bootstrap_alive"] is False
+    for u in st.units.values():                        # the wedge is invisible to /health
+        assert httpx.get(f"http://127.0.0.1:{u.port}/health", timeout=2).status_code == 200
+    # Every later request waits for KV that never comes, until its client gives up.
+    assert _post(port, 100, timeout=2.5, tag=2) == "timeout"
+    assert _wfi(sim_dir, t0) > 0
+    # the thread died silently: no traceback, no error line in prefill's journal
+    text = "\n".join(logs.read_journal(sim_dir, "prefill", t0))
+    assert "Traceback" not in text and "ERROR" not in text
+
+
+def test_with_the_fix_the_abort_is_handled(sim_dir):
+    st = control.up(sim_dir, config=write_serve(sim_dir, decode_pool_mb=SMALL_POOL_MB,
+                                                nixl_abort_fix="on"))
+    port = st.units["decode"].port
+    t0 = datetime.now(timezone.utc)
+    _post(port, 1800, timeout=4)
+    assert _wait(lambda: any("ABORT room=" in line and "handled" in line
+                             for line in logs.read_journal(sim_dir, "prefill", t0)))
+    st = control.status(sim_dir)
+    assert st.units["prefill"].state == "healthy"
+    assert st.units["prefill"].debug["bootstrap_alive"] is True
+    assert _post(port, 100, timeout=4, tag=2) == 200
+    assert _wfi(sim_dir, t0) == 0
+
+
+@pytest.mark.parametrize("cmd_since", ["iso", "ago"])
+def test_journal_since_filters_by_time(sim_dir, cmd_since):
+    control.up(sim_dir, config=write_serve(sim_dir))
+    lines = list(logs.read_journal(sim_dir, "decode", None))
+    assert lines and all(line[:4].isdigit() and "T" in line.split()[0] for line in lines)
+    if cmd_since == "iso":
+        since = logs.parse_since(datetime.now(timezone.utc).isoformat())
+        assert list(logs.read_journal(sim_dir, "decode", since)) == []
+    else:
+        since = logs.parse_since("5 min ago")
+        assert list(logs.read_journal(sim_dir, "decode", since)) == lines
