@@ -74,9 +74,10 @@ def test_cli_bad_input_exit_code(sim_dir):
 
 def test_throughput_check(sim_dir):
     control.up(sim_dir, config=write_serve(sim_dir, nixl_abort_fix="on"))
-    one, many = repro.run_bench(sim_dir, concurrency=(1, 32), tokens=128)
-    # the batching model: ~52 tok/s alone, ~445 at C=32 on the seed's clock
-    assert 35 < one.tok_per_s < 60
+    one, many = repro.run_bench(sim_dir, concurrency=(1, 32), tokens=256)
+    # the batching model: ~52 tok/s alone, ~445 at C=32 on the seed's clock (end to end, so a
+    # little less: prefill and the transfer are in the wall time too)
+    assert 30 < one.tok_per_s < 60
     assert 300 < many.tok_per_s < 500
     assert many.tok_per_s > 5 * one.tok_per_s
 

@@ -56,10 +56,7 @@ def status(dir: Optional[Path] = DirOpt, json_: bool = typer.Option(False, "--js
 
 def _show(st, as_json: bool) -> None:
     if as_json:
-        d = st.to_dict()
-        for u in d["units"].values():
-            u.pop("debug", None) if not u.get("debug") else None
-        print_json(d)
+        print_json(st.to_dict())
         return
     typer.echo(f"pdsim: {st.state}   dir={st.dir}   config={st.config_path}")
     for u in st.units.values():
@@ -94,7 +91,7 @@ def repro(dir: Optional[Path] = DirOpt,
 @app.command()
 def bench(dir: Optional[Path] = DirOpt,
           concurrency: Optional[list[int]] = typer.Option(None, "--concurrency", "-c"),
-          tokens: int = typer.Option(256, help="Tokens per answer.")) -> None:
+          tokens: int = typer.Option(512, help="Tokens per answer.")) -> None:
     """Decode throughput (tok/s on the seed's clock) at C=1 and C=32, like the seed's check."""
     from workbench.sim import repro as r
 

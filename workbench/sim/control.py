@@ -246,7 +246,7 @@ def _wait_healthy(sdir: Path, timeout: float) -> SimStatus:
     while True:
         st = status(sdir, debug=False)
         if all(u.health == 200 for u in st.units.values()):
-            return st
+            return status(sdir)
         dead = [u for u in st.units.values() if u.state == "down"]
         if dead:
             u = dead[0]

@@ -3,25 +3,27 @@
 
 Run as `python -m workbench.sim.decode --dir DIR --config FILE`; `wb sim up` does that.
 
-Why requests fail with zero client aborts (the seed's 40/80 errors after the abort fix): the
+Why requests fail with no client timing out (the seed's 40/80 errors after the abort fix): the
 pool configurator sizes the decode pool's token capacity with the fp8 index-K row (584 + 132
 B/token) whatever the dtype, while bf16 rows take 584 + 256. Admission trusts that capacity, so
-under load bf16 pages are handed out beyond the physical arena; the first write of a transfer
-into such a page fails, the request gets HTTP 503 at once, and decode sends prefill an ABORT for
-the room so it stops the transfer. No client timed out, nothing waited in WaitingForInput. fp8
-is sized right and only queues. Without the abort fix that very ABORT is what kills prefill's
-bootstrap thread: the wedge.
+under load bf16 rooms get pages beyond the physical arena; the first write of a transfer into
+such a page fails, the transfer is retried once in a new room, and if that fails too the
+request gets HTTP 503 at once. Decode tells prefill to drop each failed room with an ABORT
+message, sent ABORT_FLUSH_S later. No client timed out or cancelled, nothing waited in
+WaitingForInput. fp8 is sized right and only queues for pages. Without the abort fix that
+cleanup ABORT is what kills prefill's bootstrap thread: the wedge, after which every request
+waits in WaitingForInput until its client times out.
 
 Pages of a room that failed or was abandoned mid-transfer (the abort race):
-- seed world: held until the transfer is closed (DONE or ABORT_DONE), and frames are credited
-  to the room named in their header, so nothing of the room can reach another request;
-- wedge world (causal_model=wedge), abort fix off: returned to the free list at once, as NIXL's
-  decode did with no abort handshake, and a request's transfer is complete when every one of
-  its pages has been written, whoever wrote it. Prefill was never told (or its bootstrap thread
-  died of being told) and keeps writing the aborted room's remaining pages; a surviving request
-  that now owns them is declared complete before its own rows arrive and decodes on a
-  half-written buffer of another session's rows: token salad. With the fix, decode keeps the
-  pages until prefill's ABORT_DONE, after which nothing of the room can arrive.
+- seed world, or either world with the fix: kept until the transfer is closed (DONE, or the
+  ABORT_DONE that follows the last frame of a cancelled room), and frames are credited to the
+  room named in their header, so nothing of the room can reach another request;
+- wedge world (causal_model=wedge) without the fix, as NIXL's decode with no abort handshake:
+  the failed room's pages go to its retry (the ones no write failed on, back to front) while
+  prefill, never told to stop, keeps writing the failed room's frames into them, and a
+  transfer counts as complete when every page it owns has been written, whoever wrote it. The
+  retry is declared complete before its own rows arrive and decodes on a half-written buffer
+  laid out for other positions: token salad.
 """
 
 from __future__ import annotations
@@ -145,36 +147,45 @@ class Scheduler:
         self._active: dict[int, list] = {}
         self._ids = itertools.count()
         self._changed = asyncio.Event()
+        self._last = time.monotonic()
         self.tokens = 0
 
     def step_s(self, batch: int) -> float:
         return self.ts * (STEP_S[0] + STEP_S[1] * batch)
 
+    def _advance(self) -> None:
+        """Credit the requests in the batch for the time since the last call."""
+        now = time.monotonic()
+        batch = len(self._active)
+        if batch:
+            adv = (now - self._last) / self.step_s(batch)
+            for key, item in list(self._active.items()):
+                item[0] -= adv
+                if item[0] <= 1e-9:
+                    if not item[1].done():
+                        item[1].set_result(None)
+                    del self._active[key]
+            self.tokens += int(adv * batch)
+        self._last = now
+
     async def run(self, n_tokens: int) -> None:
         fut = asyncio.get_running_loop().create_future()
         key = next(self._ids)
+        self._advance()                  # a newcomer gets no credit for time before it joined
         self._active[key] = [float(n_tokens), fut]
         self._changed.set()
         try:
             await fut
         finally:
-            self._active.pop(key, None)
+            if key in self._active:      # cancelled: leave the batch
+                self._advance()
+                self._active.pop(key, None)
             self._changed.set()
 
     async def loop(self) -> None:
-        last = time.monotonic()
+        self._last = time.monotonic()
         while True:
-            now = time.monotonic()
-            batch = len(self._active)
-            if batch:
-                adv = (now - last) / self.step_s(batch)
-                for key, item in list(self._active.items()):
-                    item[0] -= adv
-                    if item[0] <= 1e-9 and not item[1].done():
-                        item[1].set_result(None)
-                        del self._active[key]
-                self.tokens += int(adv * batch)
-            last = now
+            self._advance()
             self._changed.clear()
             if self._active:
                 wait = min(v[0] for v in self._active.values()) * self.step_s(len(self._active))
@@ -226,7 +237,7 @@ class DecodeServer:
         await self.tc.close()
 
     def stop(self) -> None:
-        pass
+        """Nothing to stop outside the event loop (on_cleanup does the rest)."""
 
     async def _ensure_bootstrap(self) -> None:
         if self.tc.connected:

@@ -242,9 +242,10 @@ class BenchResult:
 
 
 def run_bench(dir: str | Path | None = None, *, concurrency: tuple[int, ...] = (1, 32),
-              tokens: int = 256, out: Callable[[str], None] | None = None) -> list[BenchResult]:
+              tokens: int = 512, out: Callable[[str], None] | None = None) -> list[BenchResult]:
     """Decode throughput at each concurrency (fixed-length answers, fresh short prompts)."""
     cfg = running_config(dir)
+    asyncio.run(_bench(cfg, 1, 8))          # warm-up: first-use costs are not throughput
     results = []
     for c in concurrency:
         r = asyncio.run(_bench(cfg, c, tokens))
