@@ -1,4 +1,4 @@
-"""Helpers for the embedded deployment's tests (imported by name: pytest puts this dir on sys.path)."""
+"""Shared functions for the embedded deployment's tests (imported by name: pytest puts this dir on sys.path)."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ def _show(st, as_json: bool) -> None:
 
 @app.command()
 def repro(dir: Optional[Path] = DirOpt,
-          sessions: int = typer.Option(80, help="Concurrent agent sessions."),
+          sessions: int = typer.Option(80, help="Concurrent tool-calling sessions."),
           rounds: int = typer.Option(4, help="Rounds per session."),
           ctx: int = typer.Option(300, help="Tokens of the first prompt."),
           max_tokens: int = typer.Option(2500, "--max-tokens"),

@@ -1,10 +1,10 @@
-"""The repro harness: concurrent multi-round agent sessions through the decode server, printing the
+"""The repro harness: concurrent multi-round tool-calling sessions through the decode server, printing the
 seed's summary lines, plus the throughput check (tok/s at C=1 and C=32).
 
 A session (deterministic in the deployment's `seed` and its index):
   round 1 prompt = ctx tokens: filler, the cue blocks for rounds 1 and 2, a tail, a turn marker.
   Each answer is parsed as a DSML tool call; the "tool" returns a result holding the cue block
-  for two rounds ahead (an agent's plan) and a body of variable length, so the cue the next-but-one
+  for two rounds ahead (a plan) and a body of variable length, so the cue the next-but-one
   round needs sits near the end of a prompt that HiCache will have cached: in its last, partial
   page when the body is short.
 Outcome per session: leak (DSML that does not parse), no_tool (round 1 called no tool), done
