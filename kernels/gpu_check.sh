@@ -2,6 +2,7 @@
 # Everything the kernel needs a GPU for, in one go: build, `wb kernel check`, `wb kernel bench`,
 # the gpu-marked tests, a memcheck pass and the geometry arms. Run from the repo root:
 #   OUT=/some/dir bash kernels/gpu_check.sh [bench options...]
+# WB_GPU_STEPS=core stops after the bench (build + check + bench).
 # Outputs land in $OUT (default /tmp/wb-gpu-out); the summaries are printed last.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,6 +41,13 @@ rows = [BenchRow(**{k: v for k, v in r.items() if k in names}) for r in d["rows"
 rep = BenchReport(d["device"], d["torch"], d["variants"], d["ceilings_gbs"], rows, d["latency_us"])
 print("\n".join(rep.table()))
 PYEOF
+
+if [ "${WB_GPU_STEPS:-all}" = core ]; then   # build + check + bench only (short device slots)
+  echo "===== build"; tail -3 "$OUT/build.log"
+  echo "===== check"; tail -25 "$OUT/check.txt"
+  echo "===== bench"; cat "$OUT/bench.txt"; tail -3 "$OUT/bench.err"
+  exit 0
+fi
 
 timeout 240 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/kernels > "$OUT/pytest.txt" 2>&1
 echo "pytest rc=$?" >> "$OUT/pytest.txt"

@@ -174,10 +174,11 @@ def run_staged(plan, sp: StagedPlan, ext, *, variant: int, dma_mode: int,
         ext.transfer(src, dst, si, di, token, pf, plan.page_size, s_pages, d_pages, L,
                      g.value_bytes, g.scale_bytes, False, int(variant))
 
-    if sp.rest is not None:   # zero-copy share, overlapping the pipeline
+    side.wait_stream(cur)      # the staging allocation and earlier work come first
+    if sp.rest is not None:   # zero-copy share on `cur`: the first DMA chunk need not wait
+        # for it (it touches other host pages and other device rows than the staged ones)
         kernel(plan.src, plan.dst, ids[2], ids[3], plan.src_shape.num_pages,
                plan.dst_shape.num_pages)
-    side.wait_stream(cur)      # the staging allocation and earlier work come first
     for runs, a, b in sp.chunks:
         if sp.h2d:
             with torch.cuda.stream(side):

@@ -45,6 +45,12 @@ struct KArgs {
   int64_t page_stride, s_layer_stride, d_layer_stride;
   int64_t s_total, d_total;
   Seg seg[2];
+  // Fused form (variants 9-16): both segment kinds in one chunk space, fchunks per item.
+  uint32_t L;                    // layers per pair in the item space (1 for page_first pages)
+  FastDiv ldiv;
+  uint32_t fchunks;
+  FastDiv fdiv;
+  uint32_t ftotal;
 };
 
 struct alignas(32) U32B {
@@ -62,7 +68,8 @@ template <> struct VecT<4> { using T = uint32_t; };
 template <> struct VecT<1> { using T = uint8_t; };
 
 // HINTS 0: plain; 1: streaming (evict-first) loads and stores; 2: non-coherent loads that
-// prefetch the whole 256-byte L2 line, streaming stores.
+// prefetch the whole 256-byte L2 line, streaming stores; 3: non-coherent loads that skip L1
+// (no L2 prefetch), streaming stores.
 template <int V, int HINTS>
 __device__ __forceinline__ typename VecT<V>::T load(const uint8_t* p) {
   using T = typename VecT<V>::T;
@@ -83,6 +90,11 @@ __device__ __forceinline__ typename VecT<V>::T load(const uint8_t* p) {
   } else if constexpr (HINTS == 2 && V == 16) {
     uint4 r;
     asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    return r;
+  } else if constexpr (HINTS == 3 && V == 16) {
+    uint4 r;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
     return r;
   } else {
@@ -148,6 +160,87 @@ __device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s) {
   }
 }
 
+// Values and scales of an item in one chunk space (chunk c < seg[0].chunks: a V0 value chunk,
+// else a V1 scale chunk), so the scale reads (one 32 B sector per 4-8 B) overlap the value
+// stream instead of running as a latency-bound second pass. PAIR: item = pair * L + layer
+// (the layers of one pair together) instead of layer-major. Scale stores stay plain
+// (write-back) so the partial sectors of neighbouring slots merge in L2 before eviction.
+template <int V0, int V1, int U, int HINTS, bool PAIR>
+__device__ __forceinline__ void copy_fused(const KArgs& a) {
+  using T0 = typename VecT<V0>::T;
+  using T1 = typename VecT<(V1 > 0 ? V1 : 1)>::T;
+  const Seg& s0 = a.seg[0];
+  const Seg& s1 = a.seg[1];
+  const uint32_t total = a.ftotal, c0 = s0.chunks;
+  const uint32_t step = gridDim.x * blockDim.x * U;
+  for (uint32_t g0 = blockIdx.x * blockDim.x * U + threadIdx.x; g0 < total; g0 += step) {
+    T0 v[U];
+    T1 w[U];
+    int64_t doff[U];
+    bool ok[U], sc[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const uint32_t g = g0 + u * blockDim.x;
+      ok[u] = g < total;
+      sc[u] = false;
+      if (ok[u]) {
+        const uint32_t item = a.fdiv.div(g);
+        const uint32_t c = g - item * a.fchunks;
+        uint32_t l, i;
+        if constexpr (PAIR) {
+          i = a.ldiv.div(item);
+          l = item - i * a.L;
+        } else {
+          l = a.ndiv.div(item);
+          i = item - l * a.n;
+        }
+        const int64_t st = __ldg(a.sidx + i), dt = __ldg(a.didx + i);
+        int64_t sp = st, ss = 0, dp = dt, ds = 0;
+        if (a.token) {
+          const uint32_t sq = a.psdiv.div(static_cast<uint32_t>(st));
+          const uint32_t dq = a.psdiv.div(static_cast<uint32_t>(dt));
+          ss = st - static_cast<int64_t>(sq) * a.psdiv.d;
+          ds = dt - static_cast<int64_t>(dq) * a.psdiv.d;
+          sp = sq;
+          dp = dq;
+        }
+        int64_t tail = s0.base + static_cast<int64_t>(c) * V0, stride = s0.stride;
+        if constexpr (V1 > 0) {
+          if (c >= c0) {
+            sc[u] = true;
+            tail = s1.base + static_cast<int64_t>(c - c0) * V1;
+            stride = s1.stride;
+          }
+        }
+        const int64_t soff = sp * a.page_stride + l * a.s_layer_stride + ss * stride + tail;
+        doff[u] = dp * a.page_stride + l * a.d_layer_stride + ds * stride + tail;
+        if constexpr (V1 > 0) {
+          if (sc[u]) w[u] = load<(V1 > 0 ? V1 : 1), 0>(a.src + soff);
+          else v[u] = load<V0, HINTS>(a.src + soff);
+        } else {
+          v[u] = load<V0, HINTS>(a.src + soff);
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (!ok[u]) continue;
+      if constexpr (V1 > 0) {
+        if (sc[u]) {
+          store<(V1 > 0 ? V1 : 1), 0>(a.dst + doff[u], w[u]);
+          continue;
+        }
+      }
+      store<V0, HINTS>(a.dst + doff[u], v[u]);
+    }
+  }
+}
+
+template <int V0, int V1, int U, int HINTS, bool PAIR>
+__global__ void __launch_bounds__(256) fused_kernel(const __grid_constant__ KArgs a) {
+  copy_fused<V0, V1, U, HINTS, PAIR>(a);
+}
+
 // One launch moves both segment kinds (values, then scales) of every item.
 template <int V0, int V1, int U, bool CLIP, int HINTS>
 __global__ void __launch_bounds__(256) transfer_kernel(const __grid_constant__ KArgs a) {
@@ -168,6 +261,14 @@ constexpr Variant kVariants[] = {
     {"wide32x8: 32 B per thread, 8 in flight, evict-first"},
     {"wide64x2: 64 B per thread (four 16 B accesses), 2 in flight, evict-first"},
     {"wide32x4+l2pf: as 5 with nc loads prefetching 256B L2 lines"},
+    {"fused: values and scales in one chunk space, 16 B, 4 in flight, nc no-L1 loads, evict-first value stores, one resident wave"},
+    {"fused32: as 9 with 32 B value chunks where aligned (device to device)"},
+    {"fused32+pair: as 10 with the layers of one pair adjacent (pair-major items)"},
+    {"fused32+waves: as 10 over a full grid (several waves, no grid-stride)"},
+    {"fused+plain+waves: as 9 with plain loads and stores, over a full grid"},
+    {"fused+plain: as 9 with plain loads and stores"},
+    {"fused32+stream+waves: as 12 with evict-first (not nc) loads"},
+    {"fused32+pair+waves: as 11 over a full grid"},
 };
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 // Defaults per direction (d2d, d2h, h2d), chosen from the H200 measurements in NOTES.md;
@@ -210,6 +311,25 @@ cudaError_t launch_one(const KArgs& k, int64_t blocks, int num_sms, bool capped,
   return cudaGetLastError();
 }
 
+// The fused kernel, over one resident wave (grid-stride) when capped, else a full grid.
+template <int V0, int V1, int U, int HINTS, bool PAIR>
+cudaError_t launch_fused(const KArgs& k, int64_t blocks, int num_sms, bool capped,
+                         cudaStream_t stream) {
+  auto kernel = fused_kernel<V0, V1, U, HINTS, PAIR>;
+  if (capped) {
+    static int resident = 0;
+    if (resident == 0) {
+      int per_sm = 0;
+      cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, 0);
+      if (e != cudaSuccess) return e;
+      resident = std::max(per_sm, 1);
+    }
+    blocks = std::min<int64_t>(blocks, int64_t(resident) * std::max(num_sms, 1));
+  }
+  kernel<<<unsigned(std::max<int64_t>(blocks, 1)), 256, 0, stream>>>(k);
+  return cudaGetLastError();
+}
+
 struct Launch {
   int64_t most;  // chunks of the larger segment kind
   int num_sms;
@@ -222,6 +342,20 @@ inline int64_t blocks_for(int64_t most, int unroll) { return (most + 256 * unrol
 template <int V0, int V1>
 cudaError_t launch_v(const KArgs& k, const Launch& l, cudaStream_t stream) {
   if (l.clip) return launch_one<V0, V1, 4, true, 0>(k, blocks_for(l.most, 4), l.num_sms, true, stream);
+  if constexpr (V0 == 16 || V0 == 32) {
+    const int64_t f = k.ftotal;
+    switch (l.variant) {
+      case 9:
+      case 10: return launch_fused<V0, V1, 4, 3, false>(k, blocks_for(f, 4), l.num_sms, true, stream);
+      case 11: return launch_fused<V0, V1, 4, 3, true>(k, blocks_for(f, 4), l.num_sms, true, stream);
+      case 12: return launch_fused<V0, V1, 4, 3, false>(k, blocks_for(f, 4), l.num_sms, false, stream);
+      case 13: return launch_fused<V0, V1, 4, 0, false>(k, blocks_for(f, 4), l.num_sms, false, stream);
+      case 14: return launch_fused<V0, V1, 4, 0, false>(k, blocks_for(f, 4), l.num_sms, true, stream);
+      case 15: return launch_fused<V0, V1, 4, 1, false>(k, blocks_for(f, 4), l.num_sms, false, stream);
+      case 16: return launch_fused<V0, V1, 4, 3, true>(k, blocks_for(f, 4), l.num_sms, false, stream);
+      default: break;
+    }
+  }
   if constexpr (V0 == 64) {
     return launch_one<V0, V1, 2, false, 1>(k, blocks_for(l.most, 2), l.num_sms, true, stream);
   } else if constexpr (V0 == 32) {
@@ -266,11 +400,12 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   int variant = a.variant >= 0 && a.variant < kNumVariants
                     ? a.variant
                     : kDefault[std::min(std::max(a.direction, 0), 2)];
-  // Device to device, the best variant measured per shape of work (H200, NOTES.md run 3):
-  // whole pages v3, contiguous token rows v5, value+scale rows v1 (c4) or v0 (fp8).
+  // Device to device, the best variant measured per shape of work (H200, NOTES.md run 4):
+  // whole pages v3, contiguous token rows v12, value+scale rows v1 (c4) or v0 (fp8).
   if (a.variant < 0 && a.direction == 0) {
     if (!a.token) variant = 3;
-    else if (a.scale_bytes > 0) variant = a.value_bytes <= 128 ? 0 : 1;
+    else if (a.scale_bytes == 0) variant = 12;
+    else variant = a.value_bytes <= 128 ? 0 : 1;
   }
   const int64_t L = a.layers, ps = a.page_size;
   const int64_t row = ps * (a.value_bytes + a.scale_bytes);  // addressing geometry's row
@@ -324,12 +459,16 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
     // Wide accesses only device to device: through the host link they broke up the write
     // stream (9-19 GB/s against 52, NOTES.md run 2).
     if (s == 0 && vw[0] == 16 && a.direction == 0 && !a.clip) {
-      if ((variant == 4 || variant == 5 || variant == 6 || variant == 8) && al % 32 == 0)
+      const bool wide32 = (variant >= 4 && variant <= 8 && variant != 7) ||
+                          (variant >= 10 && variant <= 12) || variant >= 15;
+      if (wide32 && al % 32 == 0)
         vw[0] = 32;
       if (variant == 7 && al % 64 == 0) vw[0] = 64;
     }
   }
   k.psdiv = FastDiv(static_cast<uint32_t>(ps));
+  k.L = static_cast<uint32_t>(layers_eff);
+  k.ldiv = FastDiv(k.L);
 
   // Chunk counts must stay below 2^31 per launch (FastDiv's range): split the pairs if needed.
   int64_t per_pair = 0;
@@ -353,6 +492,9 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
       k.seg[s].total = static_cast<uint32_t>(layers_eff * nb * k.seg[s].chunks);
       most = std::max<int64_t>(most, k.seg[s].total);
     }
+    k.fchunks = k.seg[0].chunks + (vw[1] ? k.seg[1].chunks : 0);
+    k.fdiv = FastDiv(k.fchunks);
+    k.ftotal = static_cast<uint32_t>(layers_eff * nb * k.fchunks);
     const Launch l{most, a.num_sms, variant, a.clip};
     cudaError_t err;
     switch (vw[0]) {
