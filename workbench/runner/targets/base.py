@@ -136,3 +136,41 @@ async def pump(stream: Any, sink: IO[bytes] | None, chunks: list[bytes]) -> None
         if sink is not None:
             sink.write(data)
             sink.flush()
+
+
+DRAIN_S = 1.0  # how long output may keep arriving after the command ended
+
+
+async def supervise(wait: Any, stop: Any, stdout: Any, stderr: Any, stdout_file: IO[bytes] | None,
+                    stderr_file: IO[bytes] | None, timeout: float, *,
+                    raise_reader_errors: bool = False) -> tuple[bool, str, str]:
+    """Await `wait` (the command's end) for at most `timeout` while pumping both streams to their files.
+
+    On timeout the command is stopped (`await stop()`) and `timed_out` is True; on cancellation
+    (Ctrl-C, SIGTERM, a fault) it is stopped too, since it must not outlive the runner's decision.
+    Returns (timed_out, stdout text, stderr text).
+    """
+    out: list[bytes] = []
+    err: list[bytes] = []
+    readers = [asyncio.ensure_future(pump(stdout, stdout_file, out)),
+               asyncio.ensure_future(pump(stderr, stderr_file, err))]
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(wait, timeout)
+        except asyncio.TimeoutError:
+            timed_out = True
+            await stop()
+    except BaseException:
+        await asyncio.shield(stop())
+        for r in readers:
+            r.cancel()
+        raise
+    done, pending = await asyncio.wait(readers, timeout=DRAIN_S)
+    for r in pending:
+        r.cancel()
+    if raise_reader_errors and not timed_out:
+        for r in done:
+            if r.exception() is not None:
+                raise r.exception()  # type: ignore[misc]
+    return timed_out, b"".join(out).decode("utf-8", "replace"), b"".join(err).decode("utf-8", "replace")

@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import IO
 
 from workbench.errors import TargetError
-from workbench.runner.targets.base import CmdResult, Target, pump
+from workbench.runner.targets.base import CmdResult, Target, supervise
 
 KILL_GRACE_S = 3.0
 # A command may leave daemons holding its pipes open (a restart that spawns servers); once the
 # command itself has exited, its output is read for at most this long.
-DRAIN_S = 1.0
 
 
 def _killpg(pid: int, sig: int) -> None:
@@ -43,30 +42,10 @@ class LocalTarget(Target):
                 stderr=asyncio.subprocess.PIPE, env=full_env, start_new_session=True, executable="/bin/bash")
         except OSError as exc:
             raise TargetError(f"cannot start a local command: {exc}") from exc
-        out: list[bytes] = []
-        err: list[bytes] = []
-        readers = [asyncio.ensure_future(pump(proc.stdout, stdout_file, out)),
-                   asyncio.ensure_future(pump(proc.stderr, stderr_file, err))]
-        timed_out = False
-        try:
-            try:
-                await asyncio.wait_for(proc.wait(), timeout)
-            except asyncio.TimeoutError:
-                timed_out = True
-                await self._kill(proc)
-        except BaseException:
-            # Cancelled (Ctrl-C, SIGTERM, a fault): the command must not outlive the runner's decision.
-            await asyncio.shield(self._kill(proc))
-            for r in readers:
-                r.cancel()
-            raise
-        done, pending = await asyncio.wait(readers, timeout=DRAIN_S)
-        for r in pending:
-            r.cancel()
+        timed_out, out, err = await supervise(proc.wait(), lambda: self._kill(proc), proc.stdout, proc.stderr,
+                                              stdout_file, stderr_file, timeout)
         self.clock.add(host, time.monotonic() - t0)
-        return CmdResult(command=command, rc=None if timed_out else proc.returncode,
-                         stdout=b"".join(out).decode("utf-8", "replace"),
-                         stderr=b"".join(err).decode("utf-8", "replace"),
+        return CmdResult(command=command, rc=None if timed_out else proc.returncode, stdout=out, stderr=err,
                          duration_s=time.monotonic() - t0, timed_out=timed_out)
 
     async def _kill(self, proc: asyncio.subprocess.Process) -> None:

@@ -15,7 +15,7 @@ from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from workbench.errors import TargetError
-from workbench.runner.targets.base import CmdResult, Target, pump
+from workbench.runner.targets.base import CmdResult, Target, supervise
 
 RECONNECT_ATTEMPTS = 5
 RECONNECT_DELAY_S = 1.0
@@ -213,34 +213,16 @@ class SshTarget(Target):
 
         async def go(conn: Any) -> CmdResult:
             proc = await conn.create_process(full, encoding=None, stdin=asyncssh_devnull())
-            out: list[bytes] = []
-            err: list[bytes] = []
 
-            readers = [asyncio.ensure_future(pump(proc.stdout, stdout_file, out)),
-                       asyncio.ensure_future(pump(proc.stderr, stderr_file, err))]
-            timed_out = False
-            try:
-                try:
-                    await asyncio.wait_for(proc.wait_closed(), timeout)
-                except asyncio.TimeoutError:
-                    timed_out = True
-                    self._stop(proc)
-            except BaseException:
+            async def stop() -> None:
                 self._stop(proc)
-                for r in readers:
-                    r.cancel()
-                raise
-            done, pending = await asyncio.wait(readers, timeout=1.0)
-            for r in pending:
-                r.cancel()
-            for r in done:
-                if r.exception() is not None and not timed_out:
-                    raise r.exception()  # type: ignore[misc]
+
+            timed_out, out, err = await supervise(proc.wait_closed(), stop, proc.stdout, proc.stderr, stdout_file,
+                                                  stderr_file, timeout, raise_reader_errors=True)
             rc = None if timed_out else proc.exit_status
             if rc is None and not timed_out and proc.exit_signal:
                 rc = 128 + 15
-            return CmdResult(command=command, rc=rc, stdout=b"".join(out).decode("utf-8", "replace"),
-                             stderr=b"".join(err).decode("utf-8", "replace"),
+            return CmdResult(command=command, rc=rc, stdout=out, stderr=err,
                              duration_s=time.monotonic() - t0, timed_out=timed_out)
 
         try:
