@@ -17,6 +17,16 @@ from workbench.registry.experiment import Experiment
 OUTCOME_OF = {"outside": "falsified", "inside": "supported", "straddles": "inconclusive"}
 
 
+def combine_outcomes(outcomes: list[str]) -> str:
+    """The verdict the predictions give together: one falsified prediction falsifies the claim;
+    it is supported only when every prediction is."""
+    if "falsified" in outcomes:
+        return "falsified"
+    if outcomes and all(o == "supported" for o in outcomes):
+        return "supported"
+    return "inconclusive"
+
+
 def _fmt(x: float | None) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "?"

@@ -12,7 +12,7 @@ from typing import Any
 
 from workbench.analysis import stats, validity
 from workbench.analysis.data import USABLE_STATUSES, RunData, load_runs
-from workbench.analysis.predictions import judge
+from workbench.analysis.predictions import combine_outcomes, judge
 from workbench.analysis.summary import arm_summary, reasoning_text
 from workbench.errors import BadInput
 
@@ -218,13 +218,7 @@ def analyze(session: Any, registry: Any, hypothesis_id: str, *, execution_id: in
         aa_check, result.aa = validity.aa_noise(arms, exp, sorted({p.metric for p in h.predicts}), bool(sequential))
         checks.append(aa_check)
 
-    outcomes = [j["outcome"] for j in judged]
-    if "falsified" in outcomes:
-        verdict = "falsified"
-    elif outcomes and all(o == "supported" for o in outcomes):
-        verdict = "supported"
-    else:
-        verdict = "inconclusive"
+    verdict = combine_outcomes([j["outcome"] for j in judged])
     if aa_only:
         verdict = "inconclusive"  # an A/A execution measures the noise floor, not the claim
     effects = [c["effect"] for c in checks if c["passed"] is not True]

@@ -210,10 +210,6 @@ def _analyze(hypothesis: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
             "estimate": n, "interval": None, "outcome": outcome, "by_process": counts[target]["by_process"],
             "note": "" if outcome != "inconclusive" else control_note})
 
-    if "falsified" in outcomes:
-        verdict = "falsified"
-    elif outcomes and all(o == "supported" for o in outcomes):
-        verdict = "supported"
-    else:
-        verdict = "inconclusive"
-    return result(verdict, ". ".join(reasons) + ".", counts)
+    from workbench.analysis.predictions import combine_outcomes
+
+    return result(combine_outcomes(outcomes), ". ".join(reasons) + ".", counts)
