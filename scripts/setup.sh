@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up wb in ./.venv on a fresh machine: the CPU build of torch first (never a CUDA download),
-# then wb itself. With --test, also the test extras and the system packages the tests drive
-# (Debian's chromium for the report tests, OpenSSH for the SSH end-to-end test).
+# then wb itself. With --test, also the test extras and Debian's chromium, which the report tests
+# drive headless (the SSH tests bring their own server on loopback, so no OpenSSH is needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,8 +24,6 @@ fi
 if [ "$want_tests" = 1 ]; then
   need=()
   command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || need+=(chromium)
-  [ -x /usr/sbin/sshd ] || need+=(openssh-server)
-  command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
   if [ ${#need[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
