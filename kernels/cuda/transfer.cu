@@ -292,13 +292,13 @@ int widest(int64_t align, const int* options, int count) {
   return 1;
 }
 
-// capped: grid-stride over at most one resident wave (occupancy-derived), else one chunk per thread.
-template <int V0, int V1, int U, bool CLIP, int HINTS>
-cudaError_t launch_one(const KArgs& k, int64_t blocks, int num_sms, bool capped,
-                       cudaStream_t stream) {
-  auto kernel = transfer_kernel<V0, V1, U, CLIP, HINTS>;
+// Launch `kernel` with 256 threads per block. When capped, the grid is at most one resident wave
+// (occupancy-derived; the kernels grid-stride over the rest), else one chunk per thread.
+// `resident` caches the occupancy of this kernel: the device does not change under us.
+template <typename Kernel>
+cudaError_t launch_grid(Kernel kernel, int& resident, const KArgs& k, int64_t blocks, int num_sms,
+                        bool capped, cudaStream_t stream) {
   if (capped) {
-    static int resident = 0;  // per instantiation; the device does not change under us
     if (resident == 0) {
       int per_sm = 0;
       cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, 0);
@@ -311,23 +311,19 @@ cudaError_t launch_one(const KArgs& k, int64_t blocks, int num_sms, bool capped,
   return cudaGetLastError();
 }
 
+template <int V0, int V1, int U, bool CLIP, int HINTS>
+cudaError_t launch_one(const KArgs& k, int64_t blocks, int num_sms, bool capped,
+                       cudaStream_t stream) {
+  static int resident = 0;  // one per instantiation
+  return launch_grid(transfer_kernel<V0, V1, U, CLIP, HINTS>, resident, k, blocks, num_sms, capped, stream);
+}
+
 // The fused kernel, over one resident wave (grid-stride) when capped, else a full grid.
 template <int V0, int V1, int U, int HINTS, bool PAIR>
 cudaError_t launch_fused(const KArgs& k, int64_t blocks, int num_sms, bool capped,
                          cudaStream_t stream) {
-  auto kernel = fused_kernel<V0, V1, U, HINTS, PAIR>;
-  if (capped) {
-    static int resident = 0;
-    if (resident == 0) {
-      int per_sm = 0;
-      cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, 0);
-      if (e != cudaSuccess) return e;
-      resident = std::max(per_sm, 1);
-    }
-    blocks = std::min<int64_t>(blocks, int64_t(resident) * std::max(num_sms, 1));
-  }
-  kernel<<<unsigned(std::max<int64_t>(blocks, 1)), 256, 0, stream>>>(k);
-  return cudaGetLastError();
+  static int resident = 0;  // one per instantiation
+  return launch_grid(fused_kernel<V0, V1, U, HINTS, PAIR>, resident, k, blocks, num_sms, capped, stream);
 }
 
 struct Launch {
