@@ -116,3 +116,12 @@ def test_empty_file(workbench_dir: Path, cli):
     code, _, err = cli("hypothesis", "list", "--root", str(workbench_dir))
     assert code == 2
     assert "the file is empty" in err
+
+
+def test_missing_template_file_names_the_experiment_line(workbench_dir: Path, cli):
+    exp = workbench_dir / "experiments" / "agent-repro.yaml"
+    (workbench_dir / "experiments" / "templates" / "serve_dsv4_prefill.sh.j2").unlink()
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 2
+    line = next(i for i, t in enumerate(exp.read_text().splitlines(), 1) if "template_file:" in t)
+    assert f"{exp}:{line}" in err and "cannot be read" in err

@@ -169,8 +169,16 @@ def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
                 raise doc.error(f"metric {mname!r} is derived; it cannot also be collected",
                                 ("profiles", pname, "collect", mname))
         allowed = set(exp.variables) | set(prof.context) | BUILTIN_TEMPLATE_NAMES
-        for loc, text in _templates(prof, path.parent):
+        try:
+            templates = _templates(prof, path.parent)
+        except _TemplateFileError as exc:
+            raise doc.error(str(exc), ("profiles", pname, "config", "template_file")) from None
+        for loc, text in templates:
             _check_template(text, allowed, doc, ("profiles", pname, *loc))
+
+
+class _TemplateFileError(Exception):
+    """A profile's template_file cannot be read; reported at that field's line."""
 
 
 def _templates(prof: Any, exp_dir: Path) -> list[tuple[tuple[Any, ...], str]]:
@@ -184,9 +192,7 @@ def _templates(prof: Any, exp_dir: Path) -> list[tuple[tuple[Any, ...], str]]:
             try:
                 out.append((("config", "template_file"), tf.read_text(encoding="utf-8")))
             except OSError as exc:
-                out.append((("config", "template_file"), "{{ __missing_template_file__ }}"))
-                raise ConfigError(f"template_file {str(tf)!r} cannot be read: {exc.strerror}",
-                                  file=str(exp_dir), field="config.template_file") from None
+                raise _TemplateFileError(f"template_file {str(tf)!r} cannot be read: {exc.strerror}") from None
         if prof.config.check:
             out.append((("config", "check"), prof.config.check))
     for i, cmd in enumerate(prof.restart):

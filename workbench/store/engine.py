@@ -111,12 +111,7 @@ class Store:
 
 
 def _alembic_config(store: Store):
-    from alembic.config import Config
-
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    cfg.set_main_option("sqlalchemy.url", store.url)
-    return cfg
+    return _alembic_config_for_url(store.url)
 
 
 def head_revision() -> str:
