@@ -350,11 +350,13 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
     out = []
     hyp_files = []
     for p in paths:
-        if p.name == HYPOTHESES_FILE or p.parent.name != EXPERIMENTS_DIR:
-            hyp_files.append(p)
-        else:
+        data = load_located(p).data
+        # An experiment file is a mapping with profiles; a hypotheses file is a list or has `hypotheses:`.
+        if isinstance(data, dict) and "profiles" in data and "hypotheses" not in data:
             load_experiment(p)
             out.append(f"{p}: ok")
+        else:
+            hyp_files.append(p)
     for p in hyp_files:
         base = p.resolve().parent
         reg_root = base if (base / EXPERIMENTS_DIR).is_dir() else (root or base)
