@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.probes.conftest import by_target, finish, other_pythons, read_line
+from probe_kit import by_target, finish, other_pythons, read_line
 from workbench.errors import BadInput
 from workbench.probes import PROBE_DIR, probe_environment, probe_files, read_counts, systemd_dropin
 

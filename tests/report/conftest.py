@@ -13,7 +13,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import synth  # noqa: E402
 
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 
 
 @pytest.fixture(scope="session")

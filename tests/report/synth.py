@@ -12,6 +12,9 @@ from typing import Any
 
 from workbench.store import records
 
+# Screenshots the browser tests save for people to look at (git-ignored).
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+
 REPO = Path(__file__).resolve().parents[2]
 XSS_LINE = "<script>alert(1)</script>"
 

@@ -12,7 +12,6 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 import synth
-from conftest import ARTIFACTS
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -151,8 +150,8 @@ def test_screenshot_of_the_wedge_confound_page(browser: Any, site: dict[str, Any
     v = Visit(browser, site["out"])
     try:
         page = v.open(site["hypotheses"]["wedge-confound"])
-        ARTIFACTS.mkdir(exist_ok=True)
-        shot = ARTIFACTS / "wedge-confound-stored-runs.png"
+        synth.ARTIFACTS.mkdir(exist_ok=True)
+        shot = synth.ARTIFACTS / "wedge-confound-stored-runs.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 20_000
         print(f"screenshot: {shot}")
@@ -187,8 +186,8 @@ def test_wedge_confound_after_a_pdsim_run(browser: Any, tmp_path: Path) -> None:
         page = v.open(page_path)
         assert "wedge-confound" in page.title()
         assert page.locator("#runs tbody tr").count() >= 2
-        ARTIFACTS.mkdir(exist_ok=True)
-        shot = ARTIFACTS / "wedge-confound-pdsim.png"
+        synth.ARTIFACTS.mkdir(exist_ok=True)
+        shot = synth.ARTIFACTS / "wedge-confound-pdsim.png"
         page.screenshot(path=str(shot), full_page=True)
         print(f"screenshot: {shot}")
         assert not v.errors and not v.outside

@@ -14,7 +14,7 @@ from workbench.runner import run_hypothesis
 from workbench.runner.execute import RunInterrupted
 from workbench.store import open_store, queries
 
-from conftest import edit_profile  # noqa: E402  (tests/runner is on sys.path)
+from runner_kit import edit_profile  # noqa: E402  (tests/runner is on sys.path)
 
 
 def _run(toy, **kw):

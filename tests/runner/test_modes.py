@@ -12,7 +12,7 @@ from pathlib import Path
 from workbench.runner import run_hypothesis
 from workbench.store import open_store, queries
 
-from conftest import edit_profile  # noqa: E402
+from runner_kit import edit_profile  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 

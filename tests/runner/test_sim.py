@@ -99,7 +99,7 @@ def test_seed_world_over_ssh_end_to_end(bench, ssh_server):
         assert control.running_config(bench.sim_dir).nixl_abort_fix is False
     finally:
         control.down(bench.sim_dir)
-    assert [r["status"] for r in s["runs"]] == ["ok", "ok"], s["runs"]
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"], [(r["status"], r["error"]) for r in s["runs"]]
     cmds = " ".join(ssh_server.commands)
     assert "sim restart --dir" in cmds and "sim journal --dir" in cmds and "sim repro --dir" in cmds
     assert s["target"].startswith("ssh:")

@@ -9,7 +9,7 @@ import pytest
 from workbench.errors import TargetError
 from workbench.runner import run_hypothesis
 
-from conftest import add_toy_ssh_profile  # noqa: E402
+from runner_kit import add_toy_ssh_profile  # noqa: E402
 
 STAGES = ["render", "check", "apply", "restart", "health", "workload", "collect"]
 
