@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from workbench.probes import probe_environment, read_counts
 from workbench.probes.verdict import analyze_reachability
 from workbench.registry import load_registry
+from workbench.sim.control import free_port
 from workbench.store import open_store, records
 from workbench.store.queries import get_run
 
@@ -23,11 +23,6 @@ DEAD, LIVE, MATCH, TYPO = f"{HC}:DSAIndexerPoolHost", f"{HC}:DeepSeekV4PagedHost
     f"{HC}:DSAIndexerPoolHostt"
 TARGETS = [DEAD, LIVE, MATCH, TYPO]
 WB = [sys.executable, "-m", "workbench.cli.main"]
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wb(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> str:
@@ -42,8 +37,9 @@ def probed_repro(tmp_path: Path, hicache: str) -> list[dict]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WB_PROBE")}
     env.update(probe_environment(TARGETS, str(out), interval_s=0.5))
     plain = {k: v for k, v in os.environ.items() if not k.startswith("WB_PROBE")}
-    wb("sim", "up", "--dir", str(sim_dir), "--set", f"prefill_port={free_port()}", "--set",
-       f"decode_port={free_port()}", "--set", f"hicache={hicache}", env=env)
+    prefill = free_port()
+    wb("sim", "up", "--dir", str(sim_dir), "--set", f"prefill_port={prefill}", "--set",
+       f"decode_port={free_port(avoid=(prefill,))}", "--set", f"hicache={hicache}", env=env)
     try:
         wb("sim", "repro", "--dir", str(sim_dir), "--sessions", "8", "--rounds", "2", "--ctx", "300",
            "--max-tokens", "2500", "--timeout", "200", "--tag", f"probe-{hicache}", env=plain)

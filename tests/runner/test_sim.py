@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,12 +22,6 @@ from workbench.sim.config import render_serve_file
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     root = tmp_path / "bench"
@@ -40,7 +33,8 @@ def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     sim_dir = tmp_path / "sim"
     sim_dir.mkdir()
     # An operator's serve file that is not running (the runner starts pdsim itself on free ports).
-    original = render_serve_file({"prefill_port": str(_free_port()), "decode_port": str(_free_port())}).encode()
+    pp = control.free_port()
+    original = render_serve_file({"prefill_port": str(pp), "decode_port": str(control.free_port(avoid=(pp,)))}).encode()
     (sim_dir / "serve.sh").write_bytes(original)
     monkeypatch.setenv("WB_ROOT", str(root))
     monkeypatch.setenv("WB_SIM_DIR", str(sim_dir))

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 from workbench.sim.config import render_serve_file
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from workbench.sim.control import free_port  # noqa: F401  (the tests import it from here)
 
 
 def write_serve(d: Path, **values) -> Path:
     """A serve file with free ports (never the defaults) plus the given values."""
     values.setdefault("prefill_port", free_port())
-    values.setdefault("decode_port", free_port())
+    values.setdefault("decode_port", free_port(avoid=(int(values["prefill_port"]),)))
     path = d / "serve.sh"
     path.write_text(render_serve_file(values))
     return path

@@ -21,7 +21,8 @@ SEED = 0
 def deployment(tmp_path_factory):
     d = tmp_path_factory.mktemp("calib")
     cfg = d / "serve.sh"
-    ports = {"prefill_port": free_port(), "decode_port": free_port()}
+    prefill = free_port()
+    ports = {"prefill_port": prefill, "decode_port": free_port(avoid=(prefill,))}
     cfg.write_text(render_serve_file({**ports, "seed": SEED}))
     control.up(d, config=cfg)
     yield d, cfg, ports

@@ -127,6 +127,34 @@ def _reap(pid: int) -> None:
         pass
 
 
+# Ports handed out for servers lie below the kernel's ephemeral range: a port from that range can
+# be taken at any moment as the local end of an outgoing connection, and then the server's later
+# bind (at a restart) fails. The defaults 30000/30002 are below it too.
+_LOW_PORT = 20000
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        lo, hi = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(lo), int(hi)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_port(*, avoid: tuple[int, ...] = ()) -> int:
+    """A port on 127.0.0.1 that nothing holds now, outside the ephemeral range (bounded search)."""
+    import random
+
+    lo, _ = _ephemeral_range()
+    top = lo if lo > _LOW_PORT + 1000 else 65535
+    rng = random.SystemRandom()
+    for _ in range(500):
+        port = rng.randrange(_LOW_PORT, top)
+        if port not in avoid and _port_free(port):
+            return port
+    raise SimError(f"no free port found on 127.0.0.1 between {_LOW_PORT} and {top}")
+
+
 def _port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,6 @@ UP_TIMEOUT_S = 120.0
 def wb_command() -> str:
     """How this wb is invoked from a shell (same interpreter, so the same code and venv)."""
     return shlex.join([sys.executable, "-m", "workbench.cli.main"])
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def read_serve_file(path: Path) -> dict[str, str]:
@@ -67,9 +60,10 @@ class SimTarget(LocalTarget):
         if all(ports) and await self._healthy([p for p in ports if p]):
             self.context = {"sim_dir": str(self.sim_dir), "prefill_port": str(ports[0]), "decode_port": str(ports[1])}
             return self.context
-        pp, dp = (str(free_port()), str(free_port()))
-        while dp == pp:
-            dp = str(free_port())
+        from workbench.sim.control import free_port
+
+        prefill = free_port()
+        pp, dp = str(prefill), str(free_port(avoid=(prefill,)))
         cmd = (f"{wb_command()} sim up --dir {shlex.quote(str(self.sim_dir))} "
                f"--set prefill_port={pp} --set decode_port={dp}")
         res = await self.run("local", cmd, env=env, timeout=UP_TIMEOUT_S)
