@@ -85,12 +85,14 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         elif j.get("more_runs_needed"):
             tail += f"; {j['more_runs_needed']} more run(s) are needed"
     p = j.get("p_against") if j["outcome"] == "falsified" else j.get("p_for") if j["outcome"] == "supported" else None
-    ptxt = f" (score-test p = {p:.2g})" if p is not None and p < 0.05 and j.get("interval_kind") == "Wilson 95%" else \
+    ptxt = f" (e-value {j['e_against' if j['outcome'] == 'falsified' else 'e_for']:.2g}; exact binomial, " \
+        f"not corrected for the looks: {j['exact']})" if j.get("exact") and "e_for" in j and j["outcome"] != "inconclusive" else \
+        f" (exact binomial {j['exact']})" if j.get("exact") and j["outcome"] != "inconclusive" else \
         f" (p = {p:.2g})" if p is not None and p < 0.05 else ""
-    extra = ""
+    extra = f" Runs as the unit: {j['method_reason']}." if j.get("method_reason") else ""
     comp = j.get("completed")
     if comp and comp.get("n") and comp["n"] != j.get("n"):
-        extra = (f" Over completed units only it is {comp['k']:g}/{comp['n']:g} = {_pct(comp['estimate'])} "
+        extra += (f" Over completed units only it is {comp['k']:g}/{comp['n']:g} = {_pct(comp['estimate'])} "
                  f"{_interval(comp['interval'])}, {comp['outcome']}.")
     return f"It predicted {j['describe']}; {body}, {tail}{ptxt}.{extra}"
 

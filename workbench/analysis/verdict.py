@@ -167,6 +167,9 @@ def analyze(session: Any, registry: Any, hypothesis_id: str, *, execution_id: in
         return result
     checks.append(validity.check("data", True, ", ".join(f"{a}: {len(arms[a])} run(s)" for a in arm_names)))
     checks.append(validity.isolation(h, arms, expected, by_arm_name=execution_id is not None))
+    looks = validity.looks([r for rs in arms.values() for r in rs], execution_id)
+    if looks is not None:
+        checks.append(looks)
     checks.append(validity.fingerprints(arms))
     checks.append(validity.configs(session, arms, aa=mode == "aa"))
     # An A/A execution runs the control twice and nothing else: it measures the harness, not the claim.
@@ -197,9 +200,12 @@ def analyze(session: Any, registry: Any, hypothesis_id: str, *, execution_id: in
             elif jc["outcome"] != j["outcome"] and j["outcome"] != "inconclusive" and not jc.get("n"):
                 disagree.append(f"{j['describe']} (no completed units)")
         judged.append(j)
-    if not bool(sequential) and family > 1:
-        ps = [j["p_against"] if j["p_against"] is not None else 1.0 for j in judged]
-        for j, adj in zip(judged, stats.holm(ps)):
+    # Holm over the predictions that were judged: one without data can never be falsified, so it is
+    # no member of the family whose false falsifications Holm bounds (and never enters as p = 1).
+    tested = [j for j in judged if j["p_against"] is not None]
+    if not bool(sequential) and len(tested) > 1:
+        family = len(tested)
+        for j, adj in zip(tested, stats.holm([j["p_against"] for j in tested])):
             j["p_against_holm"] = adj
             if j["outcome"] == "falsified" and adj >= stats.ALPHA:
                 j["outcome"] = "inconclusive"
