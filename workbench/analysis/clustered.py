@@ -9,9 +9,11 @@ from 1 in either direction:
 - over-dispersion (runs differ more than chance allows: a between-run rate, an ICC) inflates the
   variance by phi, so the arm counts as N / phi units, judged with Student's t on R - 1 degrees of
   freedom rather than the normal quantile (phi itself is estimated from R runs);
-- under-dispersion (runs agree more than chance allows: replicates that replayed the same sessions)
-  means the replicates are partly copies of each other; with correlation rho = 1 - phi between
-  copies the design effect is 1 + (R - 1) rho, and at rho = 1 the arm counts as one run;
+- under-dispersion (runs agree more closely than independent samples do on average: replicates that
+  replayed the same sessions) means the replicates are partly copies of each other; with correlation
+  rho = 1 - phi between copies the design effect is 1 + (R - 1) rho, and at rho = 1 the arm counts
+  as one run. This applies whenever phi < 1, significant or not: with few replicates no test can
+  tell chance agreement from copying, and counting a copy twice is the error that costs verdicts;
 - otherwise the pooled binomial stands.
 
 One run cannot show between-run variation: its units are taken as independent, and the reasoning
@@ -20,7 +22,6 @@ says so.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
@@ -32,7 +33,9 @@ from typing import Sequence
 SCREEN_P = 0.2
 # The drift check reports a departure as a validity finding below this.
 FLAG_P = 0.01
-SIMULATIONS = 4000
+SIMULATIONS = 2000
+# Dispersion this close to 1 from below is taken as binomial.
+UNDER_TOL = 0.05
 
 
 @dataclass(frozen=True)
@@ -88,15 +91,24 @@ def _null_tails(ks: tuple[int, ...], ns: tuple[int, ...], x2: float) -> tuple[fl
         stat = (a - n[0] * p) ** 2 / scale[0] + (k - a - n[1] * p) ** 2 / scale[1]
     else:
         rng = np.random.default_rng(20261201)
-        draws = rng.multivariate_hypergeometric(np.asarray(ns, np.int64), k, size=SIMULATIONS)
-        stat = (((draws - n * p) ** 2) / scale).sum(axis=1)
+        # Multivariate hypergeometric by successive conditional draws, each vectorised over the simulations.
+        left_k = np.full(SIMULATIONS, k, np.int64)
+        left_n = int(n.sum())
+        stat = np.zeros(SIMULATIONS)
+        for i, ni in enumerate(ns):
+            left_n -= ni
+            draw = left_k if i == len(ns) - 1 else rng.hypergeometric(ni, max(left_n, 0) or 1, left_k) \
+                if left_n > 0 else left_k
+            stat += (draw - n[i] * p) ** 2 / scale[i]
+            left_k = left_k - draw
         pmf = np.full(SIMULATIONS, 1.0 / SIMULATIONS)
     return float(pmf[stat >= x2 - tol].sum()), float(pmf[stat <= x2 + tol].sum())
 
 
 def dispersion(ks: Sequence[float], ns: Sequence[float]) -> Dispersion:
     """Dispersion of per-run counts; unmeasurable with one run, or when no run (or every unit) had the event."""
-    rows = [(round(k), round(n)) for k, n in zip(ks, ns) if n > 0]
+    # Equal-sized runs are exchangeable: sorting lets the cache serve every order of the same counts.
+    rows = sorted((round(k), round(n)) for k, n in zip(ks, ns) if n > 0)
     k, n = sum(r[0] for r in rows), sum(r[1] for r in rows)
     if len(rows) < 2 or k == 0 or k == n:
         return Dispersion(len(rows), None, 1.0, 1.0)
@@ -119,14 +131,29 @@ def effective(ks: Sequence[float], ns: Sequence[float]) -> Effective:
         return Effective(k, n, k / d.phi, n / d.phi, d.phi, "run-level", d.runs - 1,
                          f"the {d.runs} runs are over-dispersed (phi = {d.phi:.2g}, p = {d.p_over:.2g}): "
                          f"variance inflated by phi, Student t on {d.runs - 1} df", d)
-    if d.p_under < SCREEN_P and d.phi < 1:
+    if d.phi < 1 - UNDER_TOL:
+        # Agreement closer than binomial is never rewarded: it is read as copying, whatever its p-value,
+        # because two or three replicates cannot tell chance agreement from replayed sessions.
         deff = 1 + (d.runs - 1) * (1 - d.phi)
         return Effective(k, n, k / deff, n / deff, deff, "run-level", None,
-                         f"the {d.runs} runs agree more closely than independent samples (phi = {d.phi:.2g}, "
-                         f"p = {d.p_under:.2g}): replicates treated as correlated copies, design effect {deff:.2g}", d)
+                         f"the {d.runs} runs agree more closely than independent samples would on average "
+                         f"(phi = {d.phi:.2g}, exact p = {d.p_under:.2g}): replicates counted as correlated "
+                         f"copies, design effect {deff:.2g}", d)
     return Effective(k, n, k, n, 1.0, "binomial", None,
                      f"the {d.runs} runs' spread is consistent with binomial (phi = {d.phi:.2g}; "
                      f"p = {d.p_over:.2g} over, {d.p_under:.2g} under): pooled binomial", d)
+
+
+def divisor(e: Effective, alpha: float) -> float:
+    """What an arm's cumulative counts are divided by for the e-value tests, which know only the normal
+    scale: the design effect, and for an over-dispersion estimated from few runs also (t / z)^2 at
+    alpha, as the fixed interval's t quantile widens it. It is estimated from every run so far and
+    applied to every earlier look too (the running intersection then uses one variance model)."""
+    if e.df is None:
+        return e.design_effect
+    from scipy.stats import norm, t
+
+    return e.design_effect * (t.isf(alpha / 2, e.df) / norm.isf(alpha / 2)) ** 2
 
 
 def level_alpha(alpha: float, df: int | None) -> float:
@@ -136,16 +163,3 @@ def level_alpha(alpha: float, df: int | None) -> float:
     from scipy.stats import norm, t
 
     return float(2 * norm.sf(t.isf(alpha / 2, df)))
-
-
-def path(per_run: Sequence[tuple[float, float]], looks: Sequence[int]) -> list[tuple[float, float]]:
-    """Effective cumulative (k, n) at each look; `looks` gives how many runs each look had seen."""
-    out = []
-    for m in looks:
-        e = effective([k for k, _ in per_run[:m]], [n for _, n in per_run[:m]])
-        out.append((e.k_eff, e.n_eff))
-    return out
-
-
-def isclose(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)

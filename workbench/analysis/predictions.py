@@ -172,10 +172,16 @@ def _replicate_counts(per_run: list[tuple[RunData, float, float]]) -> list[tuple
 
 
 def _effective_path(per_run: list[tuple[RunData, float, float]]) -> tuple[list[tuple[float, float]], Any]:
-    """Effective cumulative (k, n) after each replicate (runs as the unit at every look), and the last look's."""
+    """Cumulative (k, n) after each replicate, divided by the run-level divisor estimated from all of
+    them (clustered.divisor), and the arm's effective counts."""
     reps = _replicate_counts(per_run)
-    looks = [clustered.effective([k for k, _ in reps[:t]], [n for _, n in reps[:t]]) for t in range(1, len(reps) + 1)]
-    return [(e.k_eff, e.n_eff) for e in looks], looks[-1]
+    e = clustered.effective([k for k, _ in reps], [n for _, n in reps])
+    d = clustered.divisor(e, stats.ALPHA)
+    path, ck, cn = [], 0.0, 0.0
+    for k, n in reps:
+        ck, cn = ck + k, cn + n
+        path.append((ck / d, cn / d))
+    return path, e
 
 
 def _method(out: dict[str, Any], e: Any) -> None:
@@ -218,6 +224,9 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
         outcome, e_against, e_for = seq.judge_proportion(path, bounds, alpha=seq.ALPHA / family)
         out.update(interval=list(seq.e_interval(path, alpha=seq.ALPHA / family)), interval_kind=_seq_kind(family),
                    outcome=outcome, e_against=e_against, e_for=e_for, looks=len(path), wilson=list(stats.wilson(k, n)))
+        if len(path) < seq.MIN_LOOKS and outcome != "inconclusive":
+            out.update(outcome="inconclusive", note=f"a sequential verdict waits for replicate {seq.MIN_LOOKS}: "
+                       "one run cannot show how much runs differ")
     else:
         al = clustered.level_alpha(stats.ALPHA, e.df)
         ci = stats.wilson(e.k_eff, e.n_eff, al)

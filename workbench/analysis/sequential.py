@@ -19,6 +19,9 @@ from typing import Any
 import numpy as np
 
 ALPHA = 0.05
+# A sequential execution stops no earlier than its second replicate: a single run's units look
+# independent whatever the between-run variation is, and a stop on one run would trust that blindly.
+MIN_LOOKS = 2
 SPIKE_AT_ZERO = 0.5
 
 

@@ -15,7 +15,7 @@ from workbench.registry.experiment import Experiment
 
 # Attrition above this share of units, or different between arms (Fisher p below ALPHA), is flagged.
 ATTRITION_FLAG = 0.10
-DRIFT_P = 0.01
+DRIFT_P = clustered.FLAG_P
 
 
 def check(name: str, passed: bool | None, detail: str, effect: str = "none") -> dict[str, Any]:
