@@ -82,9 +82,9 @@ def fixed_decision(ks: np.ndarray) -> str:
     return regions.outcome(ci, REGION)
 
 
-def _scaled_path(ks: np.ndarray) -> tuple[np.ndarray, np.ndarray, clustered.Effective]:
+def _scaled_path(ks: np.ndarray, e: clustered.Effective | None = None) -> tuple[np.ndarray, np.ndarray, clustered.Effective]:
     """Cumulative (k, n) after each look divided by the run-level divisor estimated from all runs so far."""
-    e = _effective(ks)
+    e = e or _effective(ks)
     d = clustered.divisor(e, stats.ALPHA)
     return np.cumsum(ks) / d, UNITS * np.arange(1, len(ks) + 1) / d, e
 
@@ -141,15 +141,14 @@ def _aa(args: tuple[str, float, int, int]) -> dict[str, object]:
     A, B = simulate(model, p, experiments, rng), simulate(model, p, experiments, rng)
     fixed = sequential = 0
     for i in range(experiments):
-        ea, eb = _effective(A[i, :DEFAULT_REPS]), _effective(B[i, :DEFAULT_REPS])
-        dfs = [d for d in (ea.df, eb.df) if d is not None]
-        lo, hi = stats.newcombe(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff,
-                                clustered.level_alpha(stats.ALPHA, min(dfs) if dfs else None))
+        ea, eb = clustered.joint(_effective(A[i, :DEFAULT_REPS]), _effective(B[i, :DEFAULT_REPS]))
+        lo, hi = stats.newcombe(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, clustered.level_alpha(stats.ALPHA, ea.df))
         fixed += not (lo <= 0 <= hi)
         # The A/A check runs at every look of a sequential execution; an alarm at any look stops it.
         for t in range(1, BUDGET + 1):
-            ka, na, _ = _scaled_path(A[i, :t])
-            kb, nb, _ = _scaled_path(B[i, :t])
+            ea, eb = clustered.joint(_effective(A[i, :t]), _effective(B[i, :t]))
+            ka, na, _ = _scaled_path(A[i, :t], ea)
+            kb, nb, _ = _scaled_path(B[i, :t], eb)
             lo, hi = seq.difference_sequence(list(zip(ka, na)), list(zip(kb, nb)))
             if not (lo <= 0 <= hi):
                 sequential += 1

@@ -22,7 +22,7 @@ says so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Sequence
 
@@ -142,6 +142,21 @@ def effective(ks: Sequence[float], ns: Sequence[float]) -> Effective:
     return Effective(k, n, k, n, 1.0, "binomial", None,
                      f"the {d.runs} runs' spread is consistent with binomial (phi = {d.phi:.2g}; "
                      f"p = {d.p_over:.2g} over, {d.p_under:.2g} under): pooled binomial", d)
+
+
+def joint(a: Effective, b: Effective) -> tuple[Effective, Effective]:
+    """Two arms compared with one variance model: both take the larger design effect and the fewer
+    degrees of freedom. They ran on the same harness, and the smaller estimate from a few runs is the
+    likelier to be an underestimate."""
+    deff = max(a.design_effect, b.design_effect)
+    dfs = [d for d in (a.df, b.df) if d is not None]
+    df = min(dfs) if dfs else None
+
+    def rescale(e: Effective) -> Effective:
+        method = "run-level" if deff > 1 or df is not None else e.method
+        return replace(e, k_eff=e.k / deff, n_eff=e.n / deff, design_effect=deff, df=df, method=method)
+
+    return rescale(a), rescale(b)
 
 
 def divisor(e: Effective, alpha: float) -> float:

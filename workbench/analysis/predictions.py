@@ -171,11 +171,16 @@ def _replicate_counts(per_run: list[tuple[RunData, float, float]]) -> list[tuple
     return [(k, n) for k, n in by_rep.values()]
 
 
-def _effective_path(per_run: list[tuple[RunData, float, float]]) -> tuple[list[tuple[float, float]], Any]:
-    """Cumulative (k, n) after each replicate, divided by the run-level divisor estimated from all of
-    them (clustered.divisor), and the arm's effective counts."""
+def _arm_effective(per_run: list[tuple[RunData, float, float]]) -> Any:
     reps = _replicate_counts(per_run)
-    e = clustered.effective([k for k, _ in reps], [n for _, n in reps])
+    return clustered.effective([k for k, _ in reps], [n for _, n in reps])
+
+
+def _effective_path(per_run: list[tuple[RunData, float, float]], e: Any = None) -> tuple[list[tuple[float, float]], Any]:
+    """Cumulative (k, n) after each replicate, divided by the run-level divisor estimated from all of
+    them (clustered.divisor, from `e` when given), and the arm's effective counts."""
+    reps = _replicate_counts(per_run)
+    e = e or clustered.effective([k for k, _ in reps], [n for _, n in reps])
     d = clustered.divisor(e, stats.ALPHA)
     path, ck, cn = [], 0.0, 0.0
     for k, n in reps:
@@ -267,8 +272,9 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
     out.update(k=[ka, kb], n=[na, nb], estimate=ka / na - kb / nb,
                fisher_p=stats.fisher(int(ka), int(na), int(kb), int(nb)),
                boschloo_p=stats.boschloo(int(ka), int(na), int(kb), int(nb)))
-    (path_a, ea), (path_b, eb) = _effective_path(pa["per_run"]), _effective_path(pb["per_run"])
-    e = ea if ea.design_effect >= eb.design_effect else eb
+    ea, eb = clustered.joint(_arm_effective(pa["per_run"]), _arm_effective(pb["per_run"]))
+    (path_a, ea), (path_b, eb) = _effective_path(pa["per_run"], ea), _effective_path(pb["per_run"], eb)
+    e = ea
     _method(out, e)
     out.update(method="run-level" if "run-level" in (ea.method, eb.method) else "binomial",
                method_reason=f"{ea.reason}; {eb.reason}", n_effective=[ea.n_eff, eb.n_eff])
@@ -277,8 +283,7 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
         ci = seq.difference_sequence(path_a, path_b, alpha=seq.ALPHA / family)
         out.update(interval=list(ci), interval_kind=_seq_kind(family), outcome=regions.outcome(ci, region))
     else:
-        dfs = [d for d in (ea.df, eb.df) if d is not None]
-        df = min(dfs) if dfs else None
+        df = ea.df
 
         def ci_at(al: float) -> tuple[float, float]:
             return stats.newcombe(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, clustered.level_alpha(al, df))

@@ -312,7 +312,7 @@ def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]
              sequential: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """A/A: the control run twice. The difference interval is the noise floor; excluding 0 is a false alarm."""
     from workbench.analysis import sequential as seq
-    from workbench.analysis.predictions import _effective_path, pooled
+    from workbench.analysis.predictions import _arm_effective, _effective_path, pooled
 
     out: dict[str, Any] = {}
     alarms = []
@@ -323,13 +323,12 @@ def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]
         pa, pb = pooled(arms.get("control", []), m, exp), pooled(arms.get("control_aa", []), m, exp)
         if pa["n"] <= 0 or pb["n"] <= 0:
             continue
-        (path_a, ea), (path_b, eb) = _effective_path(pa["per_run"]), _effective_path(pb["per_run"])
+        ea, eb = clustered.joint(_arm_effective(pa["per_run"]), _arm_effective(pb["per_run"]))
+        (path_a, ea), (path_b, eb) = _effective_path(pa["per_run"], ea), _effective_path(pb["per_run"], eb)
         if sequential:
             ci = seq.difference_sequence(path_a, path_b)
         else:
-            dfs = [d for d in (ea.df, eb.df) if d is not None]
-            ci = stats.newcombe(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff,
-                                clustered.level_alpha(stats.ALPHA, min(dfs) if dfs else None))
+            ci = stats.newcombe(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, clustered.level_alpha(stats.ALPHA, ea.df))
         p = stats.fisher(int(pa["k"]), int(pa["n"]), int(pb["k"]), int(pb["n"]))
         alarm = not (ci[0] <= 0 <= ci[1])
         out[m] = {"control": [pa["k"], pa["n"]], "control_aa": [pb["k"], pb["n"]], "difference_interval": list(ci),
