@@ -55,6 +55,20 @@ def _interval(iv: Any) -> str:
     return f"[{iv[0]:.3f}, {iv[1]:.3f}]"
 
 
+def _evidence(j: dict[str, Any]) -> str:
+    """The strength of a decided prediction in words: the exact binomial tail for a rate (with the
+    e-value that decided a sequential one), else the p-value that inverts its interval."""
+    if j["outcome"] == "inconclusive":
+        return ""
+    if j.get("exact") and "e_for" in j:
+        e = j["e_against"] if j["outcome"] == "falsified" else j["e_for"]
+        return f" (e-value {e:.2g}; exact binomial, not corrected for the looks: {j['exact']})"
+    if j.get("exact"):
+        return f" (exact binomial {j['exact']})"
+    p = j.get("p_against") if j["outcome"] == "falsified" else j.get("p_for")
+    return f" (p = {p:.2g})" if p is not None and p < 0.05 else ""
+
+
 def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolates: str | None) -> str:
     where = j["where"]
     if j["estimate"] is None:
@@ -84,11 +98,7 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
             tail += f"; about {j['more_units_needed']:,} more units at this rate would decide it"
         elif j.get("more_runs_needed"):
             tail += f"; {j['more_runs_needed']} more run(s) are needed"
-    p = j.get("p_against") if j["outcome"] == "falsified" else j.get("p_for") if j["outcome"] == "supported" else None
-    ptxt = f" (e-value {j['e_against' if j['outcome'] == 'falsified' else 'e_for']:.2g}; exact binomial, " \
-        f"not corrected for the looks: {j['exact']})" if j.get("exact") and "e_for" in j and j["outcome"] != "inconclusive" else \
-        f" (exact binomial {j['exact']})" if j.get("exact") and j["outcome"] != "inconclusive" else \
-        f" (p = {p:.2g})" if p is not None and p < 0.05 else ""
+    ptxt = _evidence(j)
     extra = f" Runs as the unit: {j['method_reason']}." if j.get("method_reason") else ""
     comp = j.get("completed")
     if comp and comp.get("n") and comp["n"] != j.get("n"):
