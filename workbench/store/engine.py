@@ -16,7 +16,7 @@ from workbench.errors import BadInput, StoreError, StoreLocked, StoreOutdated
 
 DEFAULT_DB = "wb.duckdb"
 LOCK_WAIT_S = float(os.environ.get("WB_DB_LOCK_WAIT", "15"))
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
 
 def resolve_url(db: str | None) -> tuple[str, Path | None]:
