@@ -241,15 +241,3 @@ def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str,
             f", {effect['units_fisher_p']:.2g} over units" if effect.get("units_fisher_p") is not None else "") + "."
         out.append(Finding("variable", var, outcome, exp.id, bool(flagged), msg, per_value, p, effect))
     return out
-
-
-def confounds_report(*, hypothesis_id: str | None, db: str | None, root: str | None = None) -> list[dict[str, Any]]:
-    """Load the registry and the store (read-only) and scan; what `wb confounds` prints."""
-    from workbench.registry import load_registry
-    from workbench.store import open_store
-
-    reg = load_registry(root)
-    if hypothesis_id is not None:
-        reg.hypothesis(hypothesis_id)  # an unknown id is bad input before the store is touched
-    with open_store(db, read_only=True) as store:
-        return [f.to_dict() for f in scan_confounds(store, reg, hypothesis_id)]

@@ -9,9 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import shlex
-import signal
 import sys
 import tempfile
 import time
@@ -27,13 +25,6 @@ from workbench.runner.render import Raw, render_command, render_text
 from workbench.runner.targets.base import Target
 
 STAGES = ("render", "check", "apply", "restart", "health", "workload", "collect", "record")
-FAULT_ENV = "WB_FAULT"  # testing aid: "<stage>:<exception|sigterm|drop>" injects a fault when a stage begins
-
-
-class InjectedFault(Exception):
-    """Raised by the fault-injection hook (tests)."""
-
-
 @dataclass
 class Harness:
     """Everything a run needs that does not change between runs of one execution."""
@@ -50,7 +41,7 @@ class Harness:
     artifacts_root: Path
     remote_work: str | None  # per-run folders on the target; None: the local artifact folder
     on_stage: Callable[[PlannedRun, str], None] = lambda pr, st: None
-    fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None
+    fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None  # awaited as each stage begins (tests inject faults)
     probe_targets: list[str] = field(default_factory=list)
     restart_timeout_s: float = 300.0
 
@@ -152,19 +143,6 @@ async def fingerprint(h: Harness, host: str, values: dict[str, Any]) -> dict[str
 
 
 async def _inject(h: Harness, stage: str, pr: PlannedRun) -> None:
-    spec = os.environ.get(FAULT_ENV, "")
-    if spec:
-        at, _, kind = spec.partition(":")
-        if at == stage:
-            if kind == "sigterm":
-                os.kill(os.getpid(), signal.SIGTERM)
-                await asyncio.sleep(5)  # the handler cancels this task before the sleep ends
-            elif kind == "drop":
-                drop = getattr(h.target, "drop", None)
-                if drop is not None:
-                    await drop(pr.host)
-            else:
-                raise InjectedFault(f"fault injected at stage {stage}")
     if h.fault is not None:
         await h.fault(stage, pr)
 
@@ -264,9 +242,9 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
         result = None
         await stage("workload")
         values.update(_measure_start(datetime.now(timezone.utc)))
-        run_arm = getattr(h.target, "run_arm", None)
-        if run_arm is not None:
-            metrics, extra = await run_arm(variables, pr.replicate)
+        in_process = await h.target.run_arm(variables, pr.replicate)
+        if in_process is not None:
+            metrics, extra = in_process
             out.fingerprint.update(extra)
             for k, v in metrics.items():
                 if k in h.experiment.metrics:
@@ -341,9 +319,7 @@ async def _probe_env(h: Harness, host: str, out_dir: str) -> dict[str, str]:
 
     if h.remote_work:
         base = f"{h.remote_work}/probe-lib"
-        put = getattr(h.target, "put_files", None)
-        if put is not None:
-            await put(host, base, probe_files())
+        await h.target.put_files(host, base, probe_files())
         await h.target.mkdir(host, out_dir)
         return probe_environment(h.probe_targets, out_dir, probe_dir=base)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -404,9 +380,7 @@ async def _collect_probes(h: Harness, pr: PlannedRun, values: dict[str, Any], ou
         # Probed processes flush their counts every interval: let the last calls land, then fetch them.
         await asyncio.sleep(2 * DEFAULT_INTERVAL)
         local_dir = art / "probe"
-        fetch_dir = getattr(h.target, "fetch_dir", None)
-        if fetch_dir is not None:
-            await fetch_dir(pr.host, f"{values['run_dir']}/probe", local_dir)
+        await h.target.fetch_dir(pr.host, f"{values['run_dir']}/probe", local_dir)
         counts = read_counts(str(local_dir))
     else:
         t0 = _time.monotonic()
