@@ -10,8 +10,9 @@ import math
 
 import pytest
 
-from workbench.analysis import analyze, regions, stats
+from workbench.analysis import analyze_stored, regions, stats
 from workbench.analysis import sequential as seq
+from workbench.analysis.results import Analysis
 
 from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
 
@@ -53,17 +54,16 @@ def test_wilson_endpoints_are_exact_at_zero_and_one():
 @pytest.mark.parametrize("region", ["equals: 0", "at_most: 0"])
 def test_zero_leaks_in_500_sessions_never_falsify_a_zero_claim(store, workbench_dir, region):
     reg = _registry(workbench_dir, region)
-    with store.session() as s:
-        ex = add_execution(s, hypothesis_id="zero-leaks")
-        for r in range(1, 6):
-            add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                    outcomes={"leak": 10, "done": 90}, hypothesis_id="zero-leaks")
-            add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
-                    outcomes={"done": 100}, hypothesis_id="zero-leaks")
-        a = analyze(s, reg, "zero-leaks", execution_id=ex)
+    ex = add_execution(store, hypothesis_id="zero-leaks")
+    for r in range(1, 6):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 10, "done": 90}, hypothesis_id="zero-leaks")
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"done": 100}, hypothesis_id="zero-leaks")
+    a = analyze_stored(store, reg, "zero-leaks", execution_id=ex)
     (p,) = a.predictions
-    assert (p["k"], p["n"]) == (0, 500)
-    assert p["interval"][0] == 0.0 and p["outcome"] == "inconclusive", a.reasoning
+    assert (p.k, p.n) == (0, 500)
+    assert p.interval[0] == 0.0 and p.outcome == "inconclusive", a.reasoning
     assert a.verdict == "inconclusive"
 
 
@@ -90,12 +90,12 @@ def test_token_granular_geometry_with_corrupt_treatment_is_falsified(store, regi
             for arm in ("control", "treatment"):
                 _kernel_run(s, registry, h, ex, arm, r, {"tokens": 4096, "bytes": 2097152,
                                                         "corrupted_tokens": 900, "mismatch_bytes": 230000})
-        a = analyze(s, registry, h.id, execution_id=ex)
-    treat = next(p for p in a.predictions if p["metric"] == "mismatch_bytes")
-    assert treat["interval"] == [230000, 230000]
-    assert treat["p_against"] is not None and treat["p_against_holm"] < stats.ALPHA
-    assert treat["outcome"] == "falsified" and a.verdict == "falsified", a.reasoning
-    assert all(p["p_against"] is not None for p in a.predictions)
+    a = analyze_stored(store, registry, h.id, execution_id=ex)
+    treat = next(p for p in a.predictions if p.metric == "mismatch_bytes")
+    assert treat.interval == (230000, 230000)
+    assert treat.p_against is not None and treat.p_against_holm < stats.ALPHA
+    assert treat.outcome == "falsified" and a.verdict == "falsified", a.reasoning
+    assert all(p.p_against is not None for p in a.predictions)
 
 
 def test_medians_and_shifts_carry_p_values_that_agree_with_their_intervals():
@@ -137,29 +137,27 @@ def test_sequential_interval_is_the_running_intersection_and_agrees_with_the_dec
 
 
 def test_sequential_prediction_reports_the_interval_that_decided(store, registry):
-    with store.session() as s:
-        ex = add_execution(s, mode="sequential")
-        for r in (1, 2, 3):
-            add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                    outcomes={"leak": 5, "done": 75}, extra={"waiting_for_input": 10})
-            add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
-                    outcomes={"done": 80}, extra={"waiting_for_input": 0})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = add_execution(store, mode="sequential")
+    for r in (1, 2, 3):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 5, "done": 75}, extra={"waiting_for_input": 10})
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"done": 80}, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     (p,) = a.predictions
-    assert p["interval_kind"].startswith("confidence sequence 95%")
-    assert p["outcome"] == "supported" and p["interval"][1] <= 0.02
+    assert p.interval_kind.startswith("confidence sequence 95%")
+    assert p.outcome == "supported" and p.interval[1] <= 0.02
 
 
 # ----------------------------------------------------------------------------- 4 exact p-values in the text
 
 def test_reasoning_shows_the_exact_binomial_p_value(store, registry):
-    with store.session() as s:
-        ex = add_execution(s)
-        add_run(s, execution_id=ex, arm="control", variables=CONTROL, outcomes={"leak": 12, "done": 68},
-                extra={"waiting_for_input": 30})
-        add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, outcomes={"leak": 14, "done": 66},
-                extra={"waiting_for_input": 0})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = add_execution(store)
+    add_run(store, execution_id=ex, arm="control", variables=CONTROL, outcomes={"leak": 12, "done": 68},
+            extra={"waiting_for_input": 30})
+    add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, outcomes={"leak": 14, "done": 66},
+            extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert stats.binomial_pvalue(14, 80, (-math.inf, 0.02), "outside") == pytest.approx(2 * 7.15e-10, rel=1e-3)
     assert "P(X >= 14 | n = 80, p = 0.02) = 7.2e-10" in a.reasoning, a.reasoning
     assert "4.1e-23" not in a.reasoning and "score-test" not in a.reasoning
@@ -169,68 +167,72 @@ def test_reasoning_shows_the_exact_binomial_p_value(store, registry):
 
 def test_over_dispersed_replicates_widen_the_interval(store, registry):
     # 0, 0, 9, 9 leaks of 80: pooled as 18/320 the Wilson interval clears 0.02; the runs do not agree.
-    with store.session() as s:
-        ex = add_execution(s)
-        for r, leaks in enumerate((0, 0, 9, 9), start=1):
-            add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
-                    outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
-            add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                    outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = add_execution(store)
+    for r, leaks in enumerate((0, 0, 9, 9), start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     (p,) = a.predictions
     assert stats.wilson(18, 320)[0] > 0.02
-    assert p["method"] == "run-level" and p["interval"][0] < 0.02 and p["outcome"] != "falsified"
+    assert p.method == "run-level" and p.interval[0] < 0.02 and p.outcome != "falsified"
     assert "over-dispersed" in a.reasoning
-    drift = next(c for c in a.checks if c["name"] == "drift")
-    assert drift["passed"] is False and "more than chance" in drift["detail"]
+    drift = next(c for c in a.checks if c.name == "drift")
+    assert drift.passed is False and "more than chance" in drift.detail
 
 
 def test_identical_replicates_count_as_one_run(store, registry):
     # Four replicates that replayed the same sessions: 10/80 each. Pooled 40/320 would look like 320 units.
-    with store.session() as s:
-        ex = add_execution(s)
-        for r in range(1, 5):
-            add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
-                    outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 0})
-            add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                    outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = add_execution(store)
+    for r in range(1, 5):
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     (p,) = a.predictions
-    assert p["method"] == "run-level" and p["n_effective"] == pytest.approx(80)
-    drift = next(c for c in a.checks if c["name"] == "drift")
-    assert drift["passed"] is False and "less than chance" in drift["detail"]
-    assert "pseudo-replicat" in drift["detail"]
+    assert p.method == "run-level" and p.n_effective == pytest.approx(80)
+    assert p.design_effect == pytest.approx(4) and p.dispersion == pytest.approx(0)
+    # The arm summary (and the report, which draws it) uses the same run-level interval.
+    arm = a.arms["treatment"].metrics["corruption_rate"]
+    assert arm.method == "run-level" and arm.bounds == pytest.approx(stats.wilson(10, 80))
+    # The stored verdict reads back as the same typed analysis, the run-level figures included.
+    back = Analysis.from_dict(a.to_dict())
+    assert back.predictions[0].n_effective == p.n_effective and back.predictions[0].exact == p.exact
+    assert back.arms["treatment"].metrics["corruption_rate"] == arm
+    drift = next(c for c in a.checks if c.name == "drift")
+    assert drift.passed is False and "less than chance" in drift.detail
+    assert "pseudo-replicat" in drift.detail
 
 
 def test_binomial_replicates_keep_the_pooled_interval(store, registry):
-    with store.session() as s:
-        ex = add_execution(s)
-        for r, leaks in enumerate((10, 16, 12, 18), start=1):
-            add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
-                    outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
-            add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                    outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = add_execution(store)
+    for r, leaks in enumerate((10, 16, 12, 18), start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     (p,) = a.predictions
-    assert p["method"] == "binomial" and p["interval"] == pytest.approx(list(stats.wilson(56, 320)))
+    assert p.method == "binomial" and p.interval == pytest.approx(stats.wilson(56, 320))
     assert "consistent with binomial" in a.reasoning and a.verdict == "falsified"
 
 
 # ----------------------------------------------------------------------------- 6 pooled looks across executions
 
 def test_pooled_analysis_over_executions_says_it_is_exploratory(store, registry):
-    with store.session() as s:
-        for _ in range(2):
-            ex = add_execution(s)
-            for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
-                add_run(s, execution_id=ex, arm=arm, variables=v, outcomes={"leak": 13, "done": 67},
-                        extra={"waiting_for_input": 0})
-        a = analyze(s, registry, "wedge-confound")
-        one = analyze(s, registry, "wedge-confound", execution_id=ex)
-    looks = next(c for c in a.checks if c["name"] == "looks")
-    assert "exploratory" in looks["detail"] and "2 executions" in looks["detail"]
+    for _ in range(2):
+        ex = add_execution(store)
+        for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
+            add_run(store, execution_id=ex, arm=arm, variables=v, outcomes={"leak": 13, "done": 67},
+                    extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound")
+    one = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    looks = next(c for c in a.checks if c.name == "looks")
+    assert "exploratory" in looks.detail and "2 executions" in looks.detail
     assert "exploratory" in a.reasoning
-    assert not any(c["name"] == "looks" for c in one.checks)
+    assert not any(c.name == "looks" for c in one.checks)
 
 
 # ----------------------------------------------------------------------------- 7 Boschloo

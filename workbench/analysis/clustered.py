@@ -178,3 +178,16 @@ def level_alpha(alpha: float, df: int | None) -> float:
     from scipy.stats import norm, t
 
     return float(2 * norm.sf(t.isf(alpha / 2, df)))
+
+
+def rate_interval(e: Effective, alpha: float = 0.05) -> tuple[float, float]:
+    """An arm's rate interval with the runs as the unit: Wilson's on the effective counts, at the level
+    whose normal quantile is Student's t quantile when the variance was estimated from the runs. The
+    verdict, the arm summaries and the report all use this one."""
+    from workbench.analysis.stats import wilson
+
+    return wilson(e.k_eff, e.n_eff, level_alpha(alpha, e.df))
+
+
+def interval_label(e: Effective) -> str:
+    return "Wilson 95%" if e.df is None else f"Wilson 95% (t, {e.df} df)"

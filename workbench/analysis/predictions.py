@@ -57,22 +57,6 @@ def pooled(runs: list[RunData], metric: str, exp: Experiment, basis: str = "all"
     return {"k": k, "n": n, "used": used, "unknown": unknown, "per_run": per_run}
 
 
-def _path(per_run: list[tuple[RunData, float, float]]) -> list[tuple[float, float]]:
-    """Cumulative (k, n) after each replicate: the looks a sequential execution took."""
-    by_rep: dict[Any, list[float]] = {}
-    for r, k, n in sorted(per_run, key=lambda t: (t[0].replicate or 0, t[0].id)):
-        key = r.replicate if r.replicate is not None else ("run", r.id)
-        acc = by_rep.setdefault(key, [0.0, 0.0])
-        acc[0] += k
-        acc[1] += n
-    path, ck, cn = [], 0.0, 0.0
-    for acc in by_rep.values():
-        ck += acc[0]
-        cn += acc[1]
-        path.append((ck, cn))
-    return path
-
-
 def units_needed_arm(k: float, n: float, bounds: tuple[float, float]) -> int | None:
     """Units (in total) at which the current rate's Wilson interval would clear the region; None if it never can."""
     if n <= 0:
@@ -233,9 +217,8 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
             out.update(outcome="inconclusive", note=f"a sequential verdict waits for replicate {seq.MIN_LOOKS}: "
                        "one run cannot show how much runs differ")
     else:
-        al = clustered.level_alpha(stats.ALPHA, e.df)
-        ci = stats.wilson(e.k_eff, e.n_eff, al)
-        out.update(interval=list(ci), interval_kind="Wilson 95%" if e.df is None else f"Wilson 95% (t, {e.df} df)",
+        ci = clustered.rate_interval(e, stats.ALPHA)
+        out.update(interval=list(ci), interval_kind=clustered.interval_label(e),
                    outcome=regions.outcome(ci, region),
                    p_against=stats.score_pvalue(e.k_eff, e.n_eff, bounds, "outside", df=e.df),
                    p_for=stats.score_pvalue(e.k_eff, e.n_eff, bounds, "inside", df=e.df))

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workbench.analysis import stats
+from workbench.analysis import clustered, stats
 from workbench.analysis.data import RunData, completed_units, metric_value
-from workbench.analysis.predictions import _fmt, pooled
+from workbench.analysis.predictions import _arm_effective, _fmt, pooled
 from workbench.registry.experiment import Experiment
+
+if TYPE_CHECKING:
+    from workbench.registry.hypothesis import Hypothesis
+
 
 
 def arm_summary(arm: str, runs: list[RunData], expected: dict[str, str], named: set[str],
@@ -23,8 +27,12 @@ def arm_summary(arm: str, runs: list[RunData], expected: dict[str, str], named: 
             pool = pooled(runs, name, exp)
             if pool["n"] > 0:
                 lo, hi = stats.wilson(pool["k"], pool["n"])
+                e = _arm_effective(pool["per_run"])
                 metrics[name] = {"kind": "proportion", "k": pool["k"], "n": pool["n"], "rate": pool["k"] / pool["n"],
-                                 "wilson": [lo, hi], "runs": len(pool["used"]), "unknown_runs": len(pool["unknown"])}
+                                 "wilson": [lo, hi], "interval": list(clustered.rate_interval(e)),
+                                 "method": e.method, "method_reason": e.reason, "n_effective": e.n_eff,
+                                 "design_effect": e.design_effect, "dispersion": e.dispersion.phi,
+                                 "runs": len(pool["used"]), "unknown_runs": len(pool["unknown"])}
             elif runs:
                 metrics[name] = {"kind": "proportion", "k": None, "n": None, "rate": None, "runs": 0,
                                  "unknown_runs": len(pool["unknown"])}
@@ -107,7 +115,7 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
     return f"It predicted {j['describe']}; {body}, {tail}{ptxt}.{extra}"
 
 
-def reasoning_text(h: Any, exp: Experiment, result: Any, arms: dict[str, list[RunData]]) -> str:
+def reasoning_text(h: Hypothesis, exp: Experiment, result: Any, arms: dict[str, list[RunData]]) -> str:
     parts = [f"{h.id} is {result.verdict}."]
     if result.sequential:
         parts.append(f"Judged sequentially (always-valid tests, {result.replicates} replicate(s) so far).")
