@@ -23,14 +23,14 @@ transfer can validate once with `kernels.api.plan_transfer` and launch with
 `kernels.api.run_plan`. Torch is imported only when a function runs.
 """
 
-from kernels.geometry import GEOMETRIES, GRANULARITIES, LAYOUTS, Geometry
+from .geometry import GEOMETRIES, GRANULARITIES, LAYOUTS, Geometry
 
 __all__ = ["transfer", "GEOMETRIES", "GRANULARITIES", "LAYOUTS", "Geometry"]
 
 
 def transfer(src, dst, src_idx, dst_idx, *, geometry, granularity, layout, page_size=64,
              stride_geometry=None, impl="auto"):
-    from kernels.api import transfer as _transfer
+    from .api import transfer as _transfer
 
     return _transfer(src, dst, src_idx, dst_idx, geometry=geometry, granularity=granularity,
                      layout=layout, page_size=page_size, stride_geometry=stride_geometry,

@@ -3,7 +3,7 @@ dispatches to the CUDA kernel or the torch reference."""
 
 from __future__ import annotations
 
-from kernels.geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
+from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
 
 __all__ = ["transfer", "Plan", "plan_transfer", "IMPLS"]
 
@@ -145,7 +145,7 @@ def plan_transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str
 
     chosen = impl
     if impl in ("auto", "cuda"):
-        from kernels import build
+        from . import build
 
         if device.type == "cuda" and build.cuda_available():
             chosen = "cuda"
@@ -171,11 +171,11 @@ def run_plan(plan: Plan) -> None:
     if plan.src_idx.numel() == 0:
         return
     if plan.impl == "cuda":
-        from kernels import build
+        from . import build
 
         build.launch(plan)
         return
-    from kernels.reference import reference_transfer
+    from .reference import reference_transfer
 
     reference_transfer(plan.src, plan.dst, plan.src_idx, plan.dst_idx, geometry=plan.geometry,
                        granularity=plan.granularity, layout=plan.layout,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from kernels.geometry import GEOMETRIES
+from .geometry import GEOMETRIES
 
 __all__ = ["run_bench", "BenchReport", "BenchRow"]
 
@@ -148,8 +148,8 @@ def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers:
               progress=None) -> BenchReport:
     import torch
 
-    from kernels import api, build, staged, transfer
-    from kernels.reference import reference_transfer
+    from . import api, build, staged, transfer
+    from .reference import reference_transfer
     from workbench.errors import KernelError
 
     if torch.version.cuda is None or not torch.cuda.is_available():
@@ -247,7 +247,7 @@ def _bench_ids(direction, gran, order, *, n, s_pages, d_pages, ps, gen):
     (rand) or the prefixes of consecutive pages (partial, a HiCache partial-page load)."""
     import torch
 
-    from kernels.experiment import _page_lengths
+    from .experiment import _page_lengths
 
     dev_is_src = direction != "h2d"
     dev_lim = (s_pages if dev_is_src else d_pages) * (ps if gran == "token" else 1)
@@ -270,7 +270,7 @@ def _bench_ids(direction, gran, order, *, n, s_pages, d_pages, ps, gen):
 def _latency(raw_dev_a, raw_dev_b, raw_host, layers: int) -> dict:
     import torch
 
-    from kernels import api, build, transfer
+    from . import api, build, transfer
 
     ps, g = 64, "index_k_bf16"
     row = GEOMETRIES[g].page_bytes(ps)

@@ -103,7 +103,7 @@ def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1,
     ext = load()
     dev = plan.device
     if staging != "never" and plan.src.device.type != plan.dst.device.type:
-        from kernels import staged as _staged
+        from . import staged as _staged
 
         key = ("staged", staging)
         cache = getattr(plan, "_cache", None)

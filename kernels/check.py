@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from kernels.cases import SET_KINDS, index_set, make_pool, poison
-from kernels.geometry import GEOMETRIES, LAYOUTS, PoolShape
+from .cases import SET_KINDS, index_set, make_pool, poison
+from .geometry import GEOMETRIES, LAYOUTS, PoolShape
 
 __all__ = ["run_check", "CheckReport", "CaseResult", "oracle_transfer"]
 
@@ -102,7 +102,7 @@ def _resolve(impl: str):
     """(implementation under test, what it is compared with, device string)."""
     import torch
 
-    from kernels import build
+    from . import build
 
     if impl in ("auto", "cuda"):
         if torch.version.cuda is not None and torch.cuda.is_available():
@@ -130,7 +130,7 @@ class _Runner:
         return t.clone().pin_memory()
 
     def expected(self, src, dst0, si, di, kw):
-        from kernels.reference import reference_transfer
+        from .reference import reference_transfer
 
         out = dst0.clone()
         if self.against == "reference":
@@ -151,7 +151,7 @@ class _Runner:
         """
         import torch
 
-        from kernels import transfer
+        from . import transfer
 
         d_shape = list(src.shape)
         d_shape[0 if kw["layout"] == "page_first" else 1] = dst_pages
@@ -168,7 +168,7 @@ class _Runner:
             if staging == "auto" and variant < 0:
                 transfer(src_t, dst_t, a, b, impl=self.impl, **kw)
             else:   # force the staged (DMA) host path or the zero-copy one
-                from kernels import api, build
+                from . import api, build
 
                 plan = api.plan_transfer(src_t, dst_t, a, b, impl=self.impl, **kw)
                 build.launch(plan, variant, staging=staging)
@@ -231,7 +231,7 @@ def _transfer_cases(r: _Runner, report: CheckReport, directions, quick: bool, pr
 
 def _variant_cases(r: _Runner, report: CheckReport, progress):
     """Every kernel variant (the benchmark times them all), device to device."""
-    from kernels import build
+    from . import build
 
     for v in range(len(build.load().variants())):
         for geometry in GEOMETRIES:
@@ -252,7 +252,7 @@ def _variant_cases(r: _Runner, report: CheckReport, progress):
 
 
 def _buggy_cases(r: _Runner, report: CheckReport, directions, progress):
-    from kernels.reference import reference_transfer
+    from .reference import reference_transfer
 
     gen = r.gen
     hits = total = 0
@@ -297,7 +297,7 @@ def _bad_inputs(r: _Runner, report: CheckReport):
     """Each bad call must raise KernelError and leave dst exactly as it was."""
     import torch
 
-    from kernels import transfer
+    from . import transfer
     from workbench.errors import KernelError
 
     gen = r.gen
