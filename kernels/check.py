@@ -47,7 +47,9 @@ class CheckReport:
                  f"(seed {self.seed}, {self.seconds:.1f} s)"]
         for group, label in (("transfer", "transfer cases byte-exact"),
                              ("buggy", "buggy-mode cases byte-exact"),
-                             ("bad-input", "bad inputs rejected, nothing moved")):
+                             ("bad-input", "bad inputs rejected, nothing moved"),
+                             ("device-checked", "bad device ids reported afterwards, "
+                              "only valid rows moved")):
             cs = [c for c in self.cases if c.group == group]
             if not cs:
                 continue
@@ -70,7 +72,7 @@ class CheckReport:
                 "bug_reproduced": list(self.bug_reproduced),
                 "groups": {g: {"cases": sum(c.group == g for c in self.cases),
                                "ok": sum(c.ok for c in self.cases if c.group == g)}
-                           for g in ("transfer", "buggy", "bad-input")},
+                           for g in ("transfer", "buggy", "bad-input", "device-checked")},
                 "failures": [c.__dict__ for c in self.cases if not c.ok]}
 
 
@@ -353,6 +355,53 @@ def _bad_inputs(r: _Runner, report: CheckReport):
         report.cases.append(CaseResult("bad-input", name, ok, 0, 0, note))
 
 
+def _device_checked(r: _Runner, report: CheckReport):
+    """Device ids with bad data: transfer() returns without a sync, the kernel copies only the
+    valid pairs (nothing outside the pools), `synchronize()` raises a KernelError naming the
+    id, and the next call then runs normally."""
+    import torch
+
+    from . import api, transfer
+    from .reference import reference_transfer
+    from workbench.errors import KernelError
+
+    g, lay, ps = "index_k_fp8", "page_first", 64
+    src = make_pool(g, lay, 8, 2, ps, gen=r.gen)
+    dst0 = make_pool(g, lay, 6, 2, ps, gen=r.gen)
+    kw = dict(geometry=g, layout=lay, page_size=ps)
+    cases = [  # name, granularity, src ids, dst ids, fragment of the error, pairs that move
+        ("src id out of range", "token", [1, 2, 8 * ps, 9], [4, 5, 6, 7], "outside [0, 512)", [0, 1, 3]),
+        ("negative dst id", "token", [1, 2, 3], [4, -1, 6], "= -1", [0, 2]),
+        ("page id out of range", "page", [0, 1], [6, 2], "outside [0, 6)", [1]),
+        ("duplicate destinations", "token", [1, 2, 3], [4, 5, 4], "already written", None),
+    ]
+    for name, gran, s_ids, d_ids, fragment, keep in cases:
+        si, di = torch.tensor(s_ids), torch.tensor(d_ids)
+        d = dst0.cuda()
+        src_d = src.cuda()
+        note, ok = "no error raised", False
+        try:
+            transfer(src_d, d, si.cuda(), di.cuda(), granularity=gran, impl="cuda", **kw)
+            api.synchronize()
+        except KernelError as exc:
+            note = f"KernelError: {exc.message}"
+            ok = fragment in exc.message
+        got = d.cpu()
+        wants = []
+        for pairs in ([keep] if keep is not None else [[0, 1], [1, 2]]):
+            want = dst0.clone()
+            reference_transfer(src, want, si[pairs], di[pairs], geometry=GEOMETRIES[g],
+                               granularity=gran, layout=lay, page_size=ps)
+            wants.append(want)
+        # A duplicated destination holds bytes of either source (the copies race chunk by chunk).
+        ok = ok and bool(torch.stack([got == w for w in wants]).any(0).all())
+        # The next call is not blamed for the last one's error.
+        transfer(src_d, d, torch.tensor([7]).cuda(), torch.tensor([8]).cuda(), granularity="token",
+                 impl="cuda", **kw)
+        api.synchronize()
+        report.cases.append(CaseResult("device-checked", name, ok, 0, 0, note))
+
+
 def run_check(*, impl: str = "auto", seed: int = 0, quick: bool = False,
               progress=None) -> CheckReport:
     """Run every case; never raises for a mismatch (the report says), only for a failed build."""
@@ -369,5 +418,7 @@ def run_check(*, impl: str = "auto", seed: int = 0, quick: bool = False,
         _variant_cases(r, report, progress)
     _buggy_cases(r, report, directions, progress)
     _bad_inputs(r, report)
+    if r.cuda:
+        _device_checked(r, report)
     report.seconds = time.perf_counter() - t0
     return report

@@ -51,7 +51,60 @@ struct KArgs {
   uint32_t fchunks;
   FastDiv fdiv;
   uint32_t ftotal;
+  // Split form (variants 17-19): the first sblocks blocks copy the scale chunks, one per
+  // thread, the others the value chunks.
+  uint32_t sblocks;
+  // Device-side checks (TransferArgs::check); ids of this launch start at idx_base.
+  bool check;
+  uint64_t s_lim, d_lim;
+  uint8_t* stamp;
+  uint32_t gen;
+  int32_t* claim;
+  ErrorRecord* err;
+  int64_t seq, idx_base;
 };
+
+// First bad index of a checked launch: one thread wins the claim and fills the host record.
+__device__ __forceinline__ void report(const KArgs& a, int code, uint32_t i, int64_t value) {
+  if (atomicCAS(a.claim, 0, 1) != 0) return;
+  volatile ErrorRecord* r = a.err;
+  r->code = code;
+  r->seq = a.seq;
+  r->index = a.idx_base + i;
+  r->value = value;
+  __threadfence_system();
+  r->ready = 1;
+}
+
+// Stamp destination id `d` with this launch's generation; true if it was stamped already
+// (a duplicate). Byte stamps keep the table small enough to stay in L2.
+__device__ __forceinline__ bool stamp_dup(const KArgs& a, uint64_t d) {
+  unsigned* w = reinterpret_cast<unsigned*>(a.stamp + (d & ~uint64_t(3)));
+  const unsigned shift = unsigned(d & 3) * 8, mask = 0xffu << shift, mine = a.gen << shift;
+  unsigned old = *reinterpret_cast<volatile unsigned*>(w), seen;
+  do {
+    if ((old & mask) == mine) return true;
+    seen = old;
+    old = atomicCAS(w, seen, (seen & ~mask) | mine);
+  } while (old != seen);
+  return false;
+}
+
+// The ids of pair i. With checks on, false when either is out of range (the chunk is skipped:
+// no access outside the pools); `owner` (one chunk per pair) reports and stamps.
+__device__ __forceinline__ bool pair_ids(const KArgs& a, uint32_t i, bool owner, int64_t& st,
+                                         int64_t& dt) {
+  st = __ldg(a.sidx + i);
+  dt = __ldg(a.didx + i);
+  if (!a.check) return true;
+  const bool sbad = uint64_t(st) >= a.s_lim, dbad = uint64_t(dt) >= a.d_lim;
+  if (sbad || dbad) {
+    if (owner) report(a, sbad ? 1 : 2, i, sbad ? st : dt);
+    return false;
+  }
+  if (owner && stamp_dup(a, uint64_t(dt))) report(a, 3, i, dt);
+  return true;
+}
 
 struct alignas(32) U32B {
   uint4 a, b;
@@ -121,7 +174,7 @@ __device__ __forceinline__ void store(uint8_t* p, typename VecT<V>::T v) {
 }
 
 template <int V, int U, bool CLIP, int HINTS>
-__device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s) {
+__device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s, bool first) {
   using T = typename VecT<V>::T;
   const uint32_t step = gridDim.x * blockDim.x * U;
   for (uint32_t g0 = blockIdx.x * blockDim.x * U + threadIdx.x; g0 < s.total; g0 += step) {
@@ -137,7 +190,9 @@ __device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s) {
         const uint32_t c = g - item * s.chunks;
         const uint32_t l = a.ndiv.div(item);
         const uint32_t i = item - l * a.n;
-        const int64_t st = __ldg(a.sidx + i), dt = __ldg(a.didx + i);
+        int64_t st, dt;
+        ok[u] = pair_ids(a, i, first && l == 0 && c == 0, st, dt);
+        if (!ok[u]) continue;
         int64_t sp = st, ss = 0, dp = dt, ds = 0;
         if (a.token) {
           const uint32_t sq = a.psdiv.div(static_cast<uint32_t>(st));
@@ -194,7 +249,9 @@ __device__ __forceinline__ void copy_fused(const KArgs& a) {
           l = a.ndiv.div(item);
           i = item - l * a.n;
         }
-        const int64_t st = __ldg(a.sidx + i), dt = __ldg(a.didx + i);
+        int64_t st, dt;
+        ok[u] = pair_ids(a, i, l == 0 && c == 0, st, dt);
+        if (!ok[u]) continue;
         int64_t sp = st, ss = 0, dp = dt, ds = 0;
         if (a.token) {
           const uint32_t sq = a.psdiv.div(static_cast<uint32_t>(st));
@@ -236,6 +293,78 @@ __device__ __forceinline__ void copy_fused(const KArgs& a) {
   }
 }
 
+// Byte offsets of a chunk at `tail` bytes into the segment of slot stride `stride`.
+__device__ __forceinline__ void chunk_offsets(const KArgs& a, uint32_t l, int64_t st, int64_t dt,
+                                              int64_t stride, int64_t tail, int64_t& soff,
+                                              int64_t& doff) {
+  int64_t sp = st, ss = 0, dp = dt, ds = 0;
+  if (a.token) {
+    const uint32_t sq = a.psdiv.div(static_cast<uint32_t>(st));
+    const uint32_t dq = a.psdiv.div(static_cast<uint32_t>(dt));
+    ss = st - static_cast<int64_t>(sq) * a.psdiv.d;
+    ds = dt - static_cast<int64_t>(dq) * a.psdiv.d;
+    sp = sq;
+    dp = dq;
+  }
+  soff = sp * a.page_stride + l * a.s_layer_stride + ss * stride + tail;
+  doff = dp * a.page_stride + l * a.d_layer_stride + ds * stride + tail;
+}
+
+// Scales first (variants 17-19): blocks [0, sblocks) copy one scale chunk per thread,
+// layer-major with plain loads and stores, so the 32 B sectors that neighbouring slots share
+// are read once and merged in L2 while one layer's scale blocks are resident (random ids touch
+// a sector several times per call, far apart in the value stream); the blocks after them copy
+// the value chunks, U per thread, in `PAIR` item order, with `HINTS`.
+template <int V0, int V1, int U, int HINTS, bool PAIR>
+__global__ void __launch_bounds__(256) split_kernel(const __grid_constant__ KArgs a) {
+  using T0 = typename VecT<V0>::T;
+  const Seg& s0 = a.seg[0];
+  if constexpr (V1 > 0) {
+    if (blockIdx.x < a.sblocks) {
+      const Seg& s1 = a.seg[1];
+      const uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
+      if (g >= s1.total) return;
+      const uint32_t item = s1.cdiv.div(g);
+      const uint32_t c = g - item * s1.chunks;
+      const uint32_t l = a.ndiv.div(item);
+      const uint32_t i = item - l * a.n;
+      int64_t st, dt, soff, doff;
+      if (!pair_ids(a, i, false, st, dt)) return;
+      chunk_offsets(a, l, st, dt, s1.stride, s1.base + static_cast<int64_t>(c) * V1, soff, doff);
+      store<V1, 0>(a.dst + doff, load<V1, 0>(a.src + soff));
+      return;
+    }
+  }
+  const uint32_t g0 = (blockIdx.x - a.sblocks) * blockDim.x * U + threadIdx.x;
+  T0 v[U];
+  int64_t doff[U];
+  bool ok[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const uint32_t g = g0 + u * blockDim.x;
+    ok[u] = g < s0.total;
+    if (!ok[u]) continue;
+    const uint32_t item = s0.cdiv.div(g);
+    const uint32_t c = g - item * s0.chunks;
+    uint32_t l, i;
+    if constexpr (PAIR) {
+      i = a.ldiv.div(item);
+      l = item - i * a.L;
+    } else {
+      l = a.ndiv.div(item);
+      i = item - l * a.n;
+    }
+    int64_t st, dt, soff;
+    ok[u] = pair_ids(a, i, l == 0 && c == 0, st, dt);
+    if (!ok[u]) continue;
+    chunk_offsets(a, l, st, dt, s0.stride, s0.base + static_cast<int64_t>(c) * V0, soff, doff[u]);
+    v[u] = load<V0, HINTS>(a.src + soff);
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (ok[u]) store<V0, HINTS>(a.dst + doff[u], v[u]);
+}
+
 template <int V0, int V1, int U, int HINTS, bool PAIR>
 __global__ void __launch_bounds__(256) fused_kernel(const __grid_constant__ KArgs a) {
   copy_fused<V0, V1, U, HINTS, PAIR>(a);
@@ -244,8 +373,8 @@ __global__ void __launch_bounds__(256) fused_kernel(const __grid_constant__ KArg
 // One launch moves both segment kinds (values, then scales) of every item.
 template <int V0, int V1, int U, bool CLIP, int HINTS>
 __global__ void __launch_bounds__(256) transfer_kernel(const __grid_constant__ KArgs a) {
-  copy_seg<V0, U, CLIP, HINTS>(a, a.seg[0]);
-  if constexpr (V1 > 0) copy_seg<V1, U, CLIP, HINTS>(a, a.seg[1]);
+  copy_seg<V0, U, CLIP, HINTS>(a, a.seg[0], true);
+  if constexpr (V1 > 0) copy_seg<V1, U, CLIP, HINTS>(a, a.seg[1], false);
 }
 
 struct Variant {
@@ -269,6 +398,9 @@ constexpr Variant kVariants[] = {
     {"fused+plain: as 9 with plain loads and stores"},
     {"fused32+stream+waves: as 12 with evict-first (not nc) loads"},
     {"fused32+pair+waves: as 11 over a full grid"},
+    {"split32: scale chunks first (plain, layer-major, L2-merged), then 32 B values (nc loads, evict-first stores), full grid"},
+    {"split32+pair: as 17 with the values pair-major"},
+    {"split+plain: as 17 with 16 B plain value loads and stores"},
 };
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 // Defaults per direction (d2d, d2h, h2d), chosen from the H200 measurements in NOTES.md;
@@ -326,6 +458,14 @@ cudaError_t launch_fused(const KArgs& k, int64_t blocks, int num_sms, bool cappe
   return launch_grid(fused_kernel<V0, V1, U, HINTS, PAIR>, resident, k, blocks, num_sms, capped, stream);
 }
 
+// Scale blocks first, then the value blocks: a full grid.
+template <int V0, int V1, int U, int HINTS, bool PAIR>
+cudaError_t launch_split(const KArgs& k, cudaStream_t stream) {
+  const int64_t blocks = int64_t(k.sblocks) + (int64_t(k.seg[0].total) + 256 * U - 1) / (256 * U);
+  split_kernel<V0, V1, U, HINTS, PAIR><<<unsigned(std::max<int64_t>(blocks, 1)), 256, 0, stream>>>(k);
+  return cudaGetLastError();
+}
+
 struct Launch {
   int64_t most;  // chunks of the larger segment kind
   int num_sms;
@@ -349,6 +489,9 @@ cudaError_t launch_v(const KArgs& k, const Launch& l, cudaStream_t stream) {
       case 14: return launch_fused<V0, V1, 4, 0, false>(k, blocks_for(f, 4), l.num_sms, true, stream);
       case 15: return launch_fused<V0, V1, 4, 1, false>(k, blocks_for(f, 4), l.num_sms, false, stream);
       case 16: return launch_fused<V0, V1, 4, 3, true>(k, blocks_for(f, 4), l.num_sms, false, stream);
+      case 17: return launch_split<V0, V1, 4, 3, false>(k, stream);
+      case 18: return launch_split<V0, V1, 4, 3, true>(k, stream);
+      case 19: return launch_split<V0, V1, 4, 0, false>(k, stream);
       default: break;
     }
   }
@@ -409,6 +552,14 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   const int64_t row = ps * (a.value_bytes + a.scale_bytes);  // addressing geometry's row
 
   KArgs k{};
+  k.check = a.check;
+  k.s_lim = uint64_t(a.src_limit);
+  k.d_lim = uint64_t(a.dst_limit);
+  k.stamp = a.stamp;
+  k.gen = a.gen;
+  k.claim = a.claim;
+  k.err = a.err;
+  k.seq = a.seq;
   k.src = a.src;
   k.dst = a.dst;
   k.token = a.token;
@@ -458,7 +609,7 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
     // stream (9-19 GB/s against 52, NOTES.md run 2).
     if (s == 0 && vw[0] == 16 && a.direction == 0 && !a.clip) {
       const bool wide32 = (variant >= 4 && variant <= 8 && variant != 7) ||
-                          (variant >= 10 && variant <= 12) || variant >= 15;
+                          (variant >= 10 && variant <= 12) || (variant >= 15 && variant <= 18);
       if (wide32 && al % 32 == 0)
         vw[0] = 32;
       if (variant == 7 && al % 64 == 0) vw[0] = 64;
@@ -475,6 +626,7 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   const int64_t batch = std::max<int64_t>(1, ((int64_t(1) << 31) - 1) / std::max<int64_t>(per_pair, 1));
   for (int64_t first = 0; first < a.n; first += batch) {
     const int64_t nb = std::min(batch, a.n - first);
+    k.idx_base = first;
     k.sidx = a.src_idx + first;
     k.didx = a.dst_idx + first;
     k.n = static_cast<uint32_t>(nb);
@@ -493,6 +645,7 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
     k.fchunks = k.seg[0].chunks + (vw[1] ? k.seg[1].chunks : 0);
     k.fdiv = FastDiv(k.fchunks);
     k.ftotal = static_cast<uint32_t>(layers_eff * nb * k.fchunks);
+    k.sblocks = vw[1] ? (k.seg[1].total + 255) / 256 : 0;
     const Launch l{most, a.num_sms, variant, a.clip};
     cudaError_t err;
     switch (vw[0]) {
