@@ -15,19 +15,19 @@ import argparse
 # (name, geometry, granularity, page_size, layout, order, variant or -1 for the default,
 #  checked: through transfer() with device ids, i.e. with the kernel's id checks)
 CONFIGS = [
-    ("bf16 token rand default", "index_k_bf16", "token", 64, "page_first", "rand", -1, False),
+    ("bf16 token rand default (v18)", "index_k_bf16", "token", 64, "page_first", "rand", -1, False),
     ("bf16 token rand default, checked", "index_k_bf16", "token", 64, "page_first", "rand", -1, True),
-    ("bf16 token rand v12", "index_k_bf16", "token", 64, "page_first", "rand", 12, False),
+    ("bf16 token rand v16", "index_k_bf16", "token", 64, "page_first", "rand", 16, False),
     ("bf16 token seq-dst default", "index_k_bf16", "token", 64, "page_first", "seq", -1, False),
-    ("c4 token rand default", "c4_latent", "token", 64, "page_first", "rand", -1, False),
+    ("c4 token rand default (v17)", "c4_latent", "token", 64, "page_first", "rand", -1, False),
     ("c4 token rand v1", "c4_latent", "token", 64, "page_first", "rand", 1, False),
-    ("c4 token rand v17", "c4_latent", "token", 64, "page_first", "rand", 17, False),
-    ("fp8 token rand default", "index_k_fp8", "token", 64, "page_first", "rand", -1, False),
-    ("fp8 token rand v0", "index_k_fp8", "token", 64, "page_first", "rand", 0, False),
+    ("c4 token seq-dst default", "c4_latent", "token", 64, "page_first", "seq", -1, False),
+    ("fp8 token rand default (v0)", "index_k_fp8", "token", 64, "page_first", "rand", -1, False),
     ("fp8 token rand v17", "index_k_fp8", "token", 64, "page_first", "rand", 17, False),
-    ("fp8 token rand v19", "index_k_fp8", "token", 64, "page_first", "rand", 19, False),
-    ("random 256 B rows (bf16 pages ps=1, v13)", "index_k_bf16", "page", 1, "layer_first", "rand", 13, False),
-    ("random 1 KiB rows (bf16 pages ps=4, v13)", "index_k_bf16", "page", 4, "layer_first", "rand", 13, False),
+    ("fp8 token seq-dst default", "index_k_fp8", "token", 64, "page_first", "seq", -1, False),
+    ("random 256 B rows (bf16 pages ps=1, v18)", "index_k_bf16", "page", 1, "layer_first", "rand", 18, False),
+    ("random 1 KiB rows (bf16 pages ps=4, v18)", "index_k_bf16", "page", 4, "layer_first", "rand", 18, False),
+    ("random 16 KiB rows (bf16 pages ps=64, v18)", "index_k_bf16", "page", 64, "layer_first", "rand", 18, False),
     ("random 16 KiB rows (bf16 pages ps=64, v13)", "index_k_bf16", "page", 64, "layer_first", "rand", 13, False),
 ]
 
@@ -45,7 +45,8 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     layers = 4
     raw = (torch.empty(args.pool_mb << 20, dtype=torch.uint8, device="cuda").random_(0, 256),
-           torch.empty(args.pool_mb << 20, dtype=torch.uint8, device="cuda"), None)
+           torch.empty(args.pool_mb << 20, dtype=torch.uint8, device="cuda"),
+           torch.empty(1, dtype=torch.uint8))
     gen = torch.Generator().manual_seed(0)
     build.load()
     names = []

@@ -70,12 +70,11 @@ struct StampState {
 StampState& stamp_state(const c10::Device& device, cudaStream_t stream, int64_t need) {
   static auto* states = new std::map<std::pair<int, cudaStream_t>, StampState>();
   StampState& st = (*states)[{device.index(), stream}];
-  const int64_t padded = (need + 3) / 4 * 4;
-  if (!st.buf.defined() || st.buf.numel() < padded) {
-    st.buf = torch::zeros({std::max<int64_t>(padded, 4096)}, torch::dtype(torch::kUInt8).device(device));
+  if (!st.buf.defined() || st.buf.numel() < need) {
+    st.buf = torch::zeros({std::max<int64_t>(need, 1024)}, torch::dtype(torch::kInt32).device(device));
     st.gen = 0;
   }
-  if (++st.gen > 255) {  // every stale stamp could equal the next generation: clear them
+  if (++st.gen == 0) {  // wrapped after 2^32 - 1 launches: stale stamps could match
     st.buf.zero_();
     st.gen = 1;
   }
@@ -135,7 +134,7 @@ int64_t transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, to
     a.check = true;
     a.src_limit = src_limit;
     a.dst_limit = dst_limit;
-    a.stamp = ss.buf.data_ptr<uint8_t>();
+    a.stamp = reinterpret_cast<unsigned*>(ss.buf.data_ptr<int32_t>());
     a.gen = ss.gen;
     a.claim = es.claim.data_ptr<int32_t>();
     a.err = es.dev;

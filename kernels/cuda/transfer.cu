@@ -57,8 +57,9 @@ struct KArgs {
   // Device-side checks (TransferArgs::check); ids of this launch start at idx_base.
   bool check;
   uint64_t s_lim, d_lim;
-  uint8_t* stamp;
-  uint32_t gen;
+  unsigned* stamp;
+  unsigned gen;
+  uint32_t copy_blocks;          // blocks that copy; the checked launch's stamp blocks follow
   int32_t* claim;
   ErrorRecord* err;
   int64_t seq, idx_base;
@@ -76,33 +77,28 @@ __device__ __forceinline__ void report(const KArgs& a, int code, uint32_t i, int
   r->ready = 1;
 }
 
-// Stamp destination id `d` with this launch's generation; true if it was stamped already
-// (a duplicate). Byte stamps keep the table small enough to stay in L2.
-__device__ __forceinline__ bool stamp_dup(const KArgs& a, uint64_t d) {
-  unsigned* w = reinterpret_cast<unsigned*>(a.stamp + (d & ~uint64_t(3)));
-  const unsigned shift = unsigned(d & 3) * 8, mask = 0xffu << shift, mine = a.gen << shift;
-  unsigned old = *reinterpret_cast<volatile unsigned*>(w), seen;
-  do {
-    if ((old & mask) == mine) return true;
-    seen = old;
-    old = atomicCAS(w, seen, (seen & ~mask) | mine);
-  } while (old != seen);
-  return false;
-}
-
-// The ids of pair i. With checks on, false when either is out of range (the chunk is skipped:
-// no access outside the pools); `owner` (one chunk per pair) reports and stamps.
-__device__ __forceinline__ bool pair_ids(const KArgs& a, uint32_t i, bool owner, int64_t& st,
-                                         int64_t& dt) {
+// The ids of pair i. With checks on, false when either is out of range: the chunk is skipped
+// (no access outside the pools); the stamp blocks report it.
+__device__ __forceinline__ bool pair_ids(const KArgs& a, uint32_t i, int64_t& st, int64_t& dt) {
   st = __ldg(a.sidx + i);
   dt = __ldg(a.didx + i);
-  if (!a.check) return true;
-  const bool sbad = uint64_t(st) >= a.s_lim, dbad = uint64_t(dt) >= a.d_lim;
-  if (sbad || dbad) {
-    if (owner) report(a, sbad ? 1 : 2, i, sbad ? st : dt);
-    return false;
+  return !a.check || (uint64_t(st) < a.s_lim && uint64_t(dt) < a.d_lim);
+}
+
+// The checks' reports, in blocks of their own after the copy blocks (blockIdx.x >=
+// copy_blocks), so no copying warp waits for an atomic's round trip or carries the reporting
+// code: each thread takes one pair, reports an id out of range, and stamps the destination id
+// with this launch's generation; finding the generation there already means another pair
+// named it. Returns true in those blocks (the caller returns).
+__device__ __forceinline__ bool stamp_block(const KArgs& a) {
+  if (!a.check || blockIdx.x < a.copy_blocks) return false;
+  const uint32_t j = (blockIdx.x - a.copy_blocks) * blockDim.x + threadIdx.x;
+  if (j < a.n) {
+    const int64_t st = __ldg(a.sidx + j), dt = __ldg(a.didx + j);
+    if (uint64_t(st) >= a.s_lim) report(a, 1, j, st);
+    else if (uint64_t(dt) >= a.d_lim) report(a, 2, j, dt);
+    else if (atomicExch(a.stamp + dt, a.gen) == a.gen) report(a, 3, j, dt);
   }
-  if (owner && stamp_dup(a, uint64_t(dt))) report(a, 3, i, dt);
   return true;
 }
 
@@ -174,9 +170,9 @@ __device__ __forceinline__ void store(uint8_t* p, typename VecT<V>::T v) {
 }
 
 template <int V, int U, bool CLIP, int HINTS>
-__device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s, bool first) {
+__device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s) {
   using T = typename VecT<V>::T;
-  const uint32_t step = gridDim.x * blockDim.x * U;
+  const uint32_t step = a.copy_blocks * blockDim.x * U;
   for (uint32_t g0 = blockIdx.x * blockDim.x * U + threadIdx.x; g0 < s.total; g0 += step) {
     T v[U];
     int64_t doff[U];
@@ -191,7 +187,7 @@ __device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s, bool firs
         const uint32_t l = a.ndiv.div(item);
         const uint32_t i = item - l * a.n;
         int64_t st, dt;
-        ok[u] = pair_ids(a, i, first && l == 0 && c == 0, st, dt);
+        ok[u] = pair_ids(a, i, st, dt);
         if (!ok[u]) continue;
         int64_t sp = st, ss = 0, dp = dt, ds = 0;
         if (a.token) {
@@ -227,7 +223,7 @@ __device__ __forceinline__ void copy_fused(const KArgs& a) {
   const Seg& s0 = a.seg[0];
   const Seg& s1 = a.seg[1];
   const uint32_t total = a.ftotal, c0 = s0.chunks;
-  const uint32_t step = gridDim.x * blockDim.x * U;
+  const uint32_t step = a.copy_blocks * blockDim.x * U;
   for (uint32_t g0 = blockIdx.x * blockDim.x * U + threadIdx.x; g0 < total; g0 += step) {
     T0 v[U];
     T1 w[U];
@@ -250,7 +246,7 @@ __device__ __forceinline__ void copy_fused(const KArgs& a) {
           i = item - l * a.n;
         }
         int64_t st, dt;
-        ok[u] = pair_ids(a, i, l == 0 && c == 0, st, dt);
+        ok[u] = pair_ids(a, i, st, dt);
         if (!ok[u]) continue;
         int64_t sp = st, ss = 0, dp = dt, ds = 0;
         if (a.token) {
@@ -318,6 +314,7 @@ __device__ __forceinline__ void chunk_offsets(const KArgs& a, uint32_t l, int64_
 template <int V0, int V1, int U, int HINTS, bool PAIR>
 __global__ void __launch_bounds__(256) split_kernel(const __grid_constant__ KArgs a) {
   using T0 = typename VecT<V0>::T;
+  if (stamp_block(a)) return;
   const Seg& s0 = a.seg[0];
   if constexpr (V1 > 0) {
     if (blockIdx.x < a.sblocks) {
@@ -329,7 +326,7 @@ __global__ void __launch_bounds__(256) split_kernel(const __grid_constant__ KArg
       const uint32_t l = a.ndiv.div(item);
       const uint32_t i = item - l * a.n;
       int64_t st, dt, soff, doff;
-      if (!pair_ids(a, i, false, st, dt)) return;
+      if (!pair_ids(a, i, st, dt)) return;
       chunk_offsets(a, l, st, dt, s1.stride, s1.base + static_cast<int64_t>(c) * V1, soff, doff);
       store<V1, 0>(a.dst + doff, load<V1, 0>(a.src + soff));
       return;
@@ -355,7 +352,7 @@ __global__ void __launch_bounds__(256) split_kernel(const __grid_constant__ KArg
       i = item - l * a.n;
     }
     int64_t st, dt, soff;
-    ok[u] = pair_ids(a, i, l == 0 && c == 0, st, dt);
+    ok[u] = pair_ids(a, i, st, dt);
     if (!ok[u]) continue;
     chunk_offsets(a, l, st, dt, s0.stride, s0.base + static_cast<int64_t>(c) * V0, soff, doff[u]);
     v[u] = load<V0, HINTS>(a.src + soff);
@@ -367,14 +364,16 @@ __global__ void __launch_bounds__(256) split_kernel(const __grid_constant__ KArg
 
 template <int V0, int V1, int U, int HINTS, bool PAIR>
 __global__ void __launch_bounds__(256) fused_kernel(const __grid_constant__ KArgs a) {
+  if (stamp_block(a)) return;
   copy_fused<V0, V1, U, HINTS, PAIR>(a);
 }
 
 // One launch moves both segment kinds (values, then scales) of every item.
 template <int V0, int V1, int U, bool CLIP, int HINTS>
 __global__ void __launch_bounds__(256) transfer_kernel(const __grid_constant__ KArgs a) {
-  copy_seg<V0, U, CLIP, HINTS>(a, a.seg[0], true);
-  if constexpr (V1 > 0) copy_seg<V1, U, CLIP, HINTS>(a, a.seg[1], false);
+  if (stamp_block(a)) return;
+  copy_seg<V0, U, CLIP, HINTS>(a, a.seg[0]);
+  if constexpr (V1 > 0) copy_seg<V1, U, CLIP, HINTS>(a, a.seg[1]);
 }
 
 struct Variant {
@@ -424,6 +423,16 @@ int widest(int64_t align, const int* options, int count) {
   return 1;
 }
 
+// `blocks` copy blocks, then (checked launches) one stamp thread per pair.
+template <typename Kernel>
+cudaError_t launch_blocks(Kernel kernel, const KArgs& k, int64_t blocks, cudaStream_t stream) {
+  KArgs kk = k;
+  kk.copy_blocks = static_cast<uint32_t>(blocks);
+  const int64_t stamps = k.check ? (int64_t(k.n) + 255) / 256 : 0;
+  kernel<<<unsigned(blocks + stamps), 256, 0, stream>>>(kk);
+  return cudaGetLastError();
+}
+
 // Launch `kernel` with 256 threads per block. When capped, the grid is at most one resident wave
 // (occupancy-derived; the kernels grid-stride over the rest), else one chunk per thread.
 // `resident` caches the occupancy of this kernel: the device does not change under us.
@@ -439,8 +448,7 @@ cudaError_t launch_grid(Kernel kernel, int& resident, const KArgs& k, int64_t bl
     }
     blocks = std::min<int64_t>(blocks, int64_t(resident) * std::max(num_sms, 1));
   }
-  kernel<<<unsigned(std::max<int64_t>(blocks, 1)), 256, 0, stream>>>(k);
-  return cudaGetLastError();
+  return launch_blocks(kernel, k, std::max<int64_t>(blocks, 1), stream);
 }
 
 template <int V0, int V1, int U, bool CLIP, int HINTS>
@@ -462,8 +470,7 @@ cudaError_t launch_fused(const KArgs& k, int64_t blocks, int num_sms, bool cappe
 template <int V0, int V1, int U, int HINTS, bool PAIR>
 cudaError_t launch_split(const KArgs& k, cudaStream_t stream) {
   const int64_t blocks = int64_t(k.sblocks) + (int64_t(k.seg[0].total) + 256 * U - 1) / (256 * U);
-  split_kernel<V0, V1, U, HINTS, PAIR><<<unsigned(std::max<int64_t>(blocks, 1)), 256, 0, stream>>>(k);
-  return cudaGetLastError();
+  return launch_blocks(split_kernel<V0, V1, U, HINTS, PAIR>, k, std::max<int64_t>(blocks, 1), stream);
 }
 
 struct Launch {
@@ -539,14 +546,14 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   int variant = a.variant >= 0 && a.variant < kNumVariants
                     ? a.variant
                     : kDefault[std::min(std::max(a.direction, 0), 2)];
-  // Device to device, the best variant measured per shape of work (H200, NOTES.md run 4):
-  // whole pages v13 (96% against v3's 89%), contiguous token rows v16 (page_first) or v12
-  // (layer_first), value+scale rows v1 (c4) or v0 (fp8). Staged host transfers' device-side
-  // kernel stage is device to device too and follows the same choice.
+  // Device to device, the best variant measured per shape of work on random ids (H200,
+  // NOTES.md run 6): pages and page_first token rows v18, layer_first token rows and c4 rows
+  // v17, fp8 rows v0. Staged host transfers' device-side kernel stage is device to device too
+  // and follows the same choice.
   if (a.variant < 0 && a.direction == 0) {
-    if (!a.token) variant = 13;
-    else if (a.scale_bytes == 0) variant = a.page_first ? 16 : 12;
-    else variant = a.value_bytes <= 128 ? 0 : 1;
+    if (!a.token) variant = 18;
+    else if (a.scale_bytes == 0) variant = a.page_first ? 18 : 17;
+    else variant = a.value_bytes <= 128 ? 0 : 17;
   }
   const int64_t L = a.layers, ps = a.page_size;
   const int64_t row = ps * (a.value_bytes + a.scale_bytes);  // addressing geometry's row

@@ -34,12 +34,12 @@ struct TransferArgs {
   int num_sms;
   int direction;             // 0 d2d, 1 d2h, 2 h2d (selects the default variant)
   // Device-side checks (transfer() with device-resident ids): ids outside [0, limit) are
-  // skipped and reported, a destination id named twice is reported (one byte stamp per
+  // skipped and reported, a destination id named twice is reported (one 32-bit stamp per
   // destination id, generation `gen`; its copies race but stay inside dst).
   bool check = false;
   int64_t src_limit = 0, dst_limit = 0;
-  uint8_t* stamp = nullptr;   // dst_limit bytes, 4-byte aligned, padded to a multiple of 4
-  uint32_t gen = 0;           // 1..255, never equal to a stale stamp of this buffer
+  unsigned* stamp = nullptr;  // dst_limit words
+  unsigned gen = 0;           // never 0, never equal to a stale stamp of this buffer
   int32_t* claim = nullptr;   // device word: 0 until some thread reports
   ErrorRecord* err = nullptr; // device address of the mapped host record
   int64_t seq = 0;

@@ -104,13 +104,14 @@ def test_device_ids_take_no_host_synchronisation():
     gen = torch.Generator().manual_seed(5)
     src, dst = (t.cuda() for t in _fp8_pools(gen))
     si, di = torch.tensor([1, 2, 3]).cuda(), torch.tensor([4, 5, 6]).cuda()
+    si2, di2 = torch.tensor([7, 8]).cuda(), torch.tensor([9, 10]).cuda()
     transfer(src, dst, si, di, **KW)      # first call: pools validated, stamps allocated
     api.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
         for _ in range(3):
             transfer(src, dst, si, di, **KW)
-            transfer(src, dst, torch.tensor([7, 8]).cuda(), torch.tensor([9, 10]).cuda(), **KW)
+            transfer(src, dst, si2, di2, **KW)
     finally:
         torch.cuda.set_sync_debug_mode("default")
     api.synchronize()
