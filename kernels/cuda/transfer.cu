@@ -59,7 +59,8 @@ struct KArgs {
   uint64_t s_lim, d_lim;
   unsigned* stamp;
   unsigned gen;
-  uint32_t copy_blocks;          // blocks that copy; the checked launch's stamp blocks follow
+  uint32_t copy_blocks;          // blocks that copy (the grid-stride variants' stride)
+  uint32_t stamp_blocks;         // blocks before them that check the ids (checked launches)
   int32_t* claim;
   ErrorRecord* err;
   int64_t seq, idx_base;
@@ -77,6 +78,9 @@ __device__ __forceinline__ void report(const KArgs& a, int code, uint32_t i, int
   r->ready = 1;
 }
 
+// This block's number among the copy blocks (the stamp blocks come first).
+__device__ __forceinline__ uint32_t copy_block(const KArgs& a) { return blockIdx.x - a.stamp_blocks; }
+
 // The ids of pair i. With checks on, false when either is out of range: the chunk is skipped
 // (no access outside the pools); the stamp blocks report it.
 __device__ __forceinline__ bool pair_ids(const KArgs& a, uint32_t i, int64_t& st, int64_t& dt) {
@@ -85,14 +89,15 @@ __device__ __forceinline__ bool pair_ids(const KArgs& a, uint32_t i, int64_t& st
   return !a.check || (uint64_t(st) < a.s_lim && uint64_t(dt) < a.d_lim);
 }
 
-// The checks' reports, in blocks of their own after the copy blocks (blockIdx.x >=
-// copy_blocks), so no copying warp waits for an atomic's round trip or carries the reporting
-// code: each thread takes one pair, reports an id out of range, and stamps the destination id
-// with this launch's generation; finding the generation there already means another pair
-// named it. Returns true in those blocks (the caller returns).
+// The checks' reports, in blocks of their own before the copy blocks (blockIdx.x <
+// stamp_blocks: dispatched first, they finish under the copy instead of lengthening its tail),
+// so no copying warp waits for an atomic's round trip or carries the reporting code: each
+// thread takes one pair, reports an id out of range, and stamps the destination id with this
+// launch's generation; finding the generation there already means another pair named it.
+// Returns true in those blocks (the caller returns).
 __device__ __forceinline__ bool stamp_block(const KArgs& a) {
-  if (!a.check || blockIdx.x < a.copy_blocks) return false;
-  const uint32_t j = (blockIdx.x - a.copy_blocks) * blockDim.x + threadIdx.x;
+  if (blockIdx.x >= a.stamp_blocks) return false;
+  const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j < a.n) {
     const int64_t st = __ldg(a.sidx + j), dt = __ldg(a.didx + j);
     if (uint64_t(st) >= a.s_lim) report(a, 1, j, st);
@@ -173,7 +178,7 @@ template <int V, int U, bool CLIP, int HINTS>
 __device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s) {
   using T = typename VecT<V>::T;
   const uint32_t step = a.copy_blocks * blockDim.x * U;
-  for (uint32_t g0 = blockIdx.x * blockDim.x * U + threadIdx.x; g0 < s.total; g0 += step) {
+  for (uint32_t g0 = copy_block(a) * blockDim.x * U + threadIdx.x; g0 < s.total; g0 += step) {
     T v[U];
     int64_t doff[U];
     bool ok[U];
@@ -224,7 +229,7 @@ __device__ __forceinline__ void copy_fused(const KArgs& a) {
   const Seg& s1 = a.seg[1];
   const uint32_t total = a.ftotal, c0 = s0.chunks;
   const uint32_t step = a.copy_blocks * blockDim.x * U;
-  for (uint32_t g0 = blockIdx.x * blockDim.x * U + threadIdx.x; g0 < total; g0 += step) {
+  for (uint32_t g0 = copy_block(a) * blockDim.x * U + threadIdx.x; g0 < total; g0 += step) {
     T0 v[U];
     T1 w[U];
     int64_t doff[U];
@@ -317,9 +322,9 @@ __global__ void __launch_bounds__(256) split_kernel(const __grid_constant__ KArg
   if (stamp_block(a)) return;
   const Seg& s0 = a.seg[0];
   if constexpr (V1 > 0) {
-    if (blockIdx.x < a.sblocks) {
+    if (copy_block(a) < a.sblocks) {
       const Seg& s1 = a.seg[1];
-      const uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
+      const uint32_t g = copy_block(a) * blockDim.x + threadIdx.x;
       if (g >= s1.total) return;
       const uint32_t item = s1.cdiv.div(g);
       const uint32_t c = g - item * s1.chunks;
@@ -332,7 +337,7 @@ __global__ void __launch_bounds__(256) split_kernel(const __grid_constant__ KArg
       return;
     }
   }
-  const uint32_t g0 = (blockIdx.x - a.sblocks) * blockDim.x * U + threadIdx.x;
+  const uint32_t g0 = (copy_block(a) - a.sblocks) * blockDim.x * U + threadIdx.x;
   T0 v[U];
   int64_t doff[U];
   bool ok[U];
@@ -423,13 +428,13 @@ int widest(int64_t align, const int* options, int count) {
   return 1;
 }
 
-// `blocks` copy blocks, then (checked launches) one stamp thread per pair.
+// (Checked launches) one stamp thread per pair, then `blocks` copy blocks.
 template <typename Kernel>
 cudaError_t launch_blocks(Kernel kernel, const KArgs& k, int64_t blocks, cudaStream_t stream) {
   KArgs kk = k;
   kk.copy_blocks = static_cast<uint32_t>(blocks);
-  const int64_t stamps = k.check ? (int64_t(k.n) + 255) / 256 : 0;
-  kernel<<<unsigned(blocks + stamps), 256, 0, stream>>>(kk);
+  kk.stamp_blocks = k.check ? (k.n + 255) / 256 : 0;
+  kernel<<<unsigned(blocks + kk.stamp_blocks), 256, 0, stream>>>(kk);
   return cudaGetLastError();
 }
 
@@ -547,14 +552,17 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
                     ? a.variant
                     : kDefault[std::min(std::max(a.direction, 0), 2)];
   // Device to device, the best variant measured per shape of work on random ids (H200,
-  // NOTES.md run 6): pages and page_first token rows v18, layer_first token rows and c4 rows
-  // v17, fp8 rows v0. Staged host transfers' device-side kernel stage is device to device too
-  // and follows the same choice.
+  // NOTES.md run 6; equivalent variants differ by up to 5% between calls): pages v12, bf16
+  // token rows v16 (page_first) or v12 (layer_first), c4 rows v18, fp8 rows v0. Staged host
+  // transfers' device-side kernel stage is device to device too and follows the same choice.
   if (a.variant < 0 && a.direction == 0) {
-    if (!a.token) variant = 18;
-    else if (a.scale_bytes == 0) variant = a.page_first ? 18 : 17;
-    else variant = a.value_bytes <= 128 ? 0 : 17;
+    if (!a.token) variant = 12;
+    else if (a.scale_bytes == 0) variant = a.page_first ? 16 : 12;
+    else variant = a.value_bytes <= 128 ? 0 : 18;
   }
+  // Host zero copy of rows with a scale block: the fused full grid keeps more of the small
+  // scale requests in flight (fp8 random rows 24 -> 13 GB/s with the split ones, NOTES run 6).
+  if (a.variant < 0 && a.direction != 0 && a.token && a.scale_bytes > 0) variant = 13;
   const int64_t L = a.layers, ps = a.page_size;
   const int64_t row = ps * (a.value_bytes + a.scale_bytes);  // addressing geometry's row
 
