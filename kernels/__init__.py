@@ -18,9 +18,15 @@ buffers, so it is deterministic and never touches memory outside src and dst.
 
 impl "auto" takes the CUDA kernel when a pool is on a GPU and the kernel builds, otherwise the
 reference. On the GPU, host pages that a transfer covers in long runs move by DMA through a
-device staging pool (kernels/staged.py), the rest zero-copy. A caller that repeats one
-transfer can validate once with `kernels.api.plan_transfer` and launch with
-`kernels.api.run_plan`. Torch is imported only when a function runs.
+device staging pool (kernels/staged.py), the rest zero-copy.
+
+Index tensors on the pools' device are checked by the kernel itself, with no host
+synchronisation: a bad id (out of range, a destination named twice) is raised as KernelError
+by the next transfer() on that device or by `kernels.api.synchronize()`; the rows of the other
+ids of that call were copied (kernels/api.py says exactly what moved). cpu ids are checked on
+the host before any byte moves. A caller that repeats one transfer can validate once with
+`kernels.api.plan_transfer` and launch with `kernels.api.run_plan`. Torch is imported only
+when a function runs.
 """
 
 from .geometry import GEOMETRIES, GRANULARITIES, LAYOUTS, Geometry
