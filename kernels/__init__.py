@@ -1,6 +1,6 @@
 """The index-K transfer kernel: one API over a CUDA kernel and a vectorised torch reference.
 
-    from kernels import transfer, GEOMETRIES
+    from wb_kernels import transfer, GEOMETRIES
     transfer(src, dst, src_idx, dst_idx, geometry="index_k_bf16", granularity="token",
              layout="page_first", page_size=64, stride_geometry=None, impl="auto")
 
