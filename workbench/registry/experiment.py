@@ -27,11 +27,16 @@ class VariableSpec(Strict):
     type: Literal["str", "int", "float"] = "str"
     default: VarValue | None = None
     description: str = ""
+    per_replicate: bool = Field(default=False, description=(
+        "an int the runner draws afresh for each replicate (both arms of a replicate share it), "
+        "from the execution's seed, unless --set, the hypothesis's hold or its arms fix it"))
 
     @model_validator(mode="after")
     def _default_allowed(self) -> "VariableSpec":
         if self.default is not None:
             self.check(self.default)
+        if self.per_replicate and (self.type != "int" or self.values is not None):
+            raise ValueError("per_replicate needs type: int (and no values list)")
         return self
 
     def check(self, value: str) -> str:

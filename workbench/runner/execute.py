@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable
 
 from workbench.errors import BadInput, RestoreFailed, RunFailure, TargetError, WbError
 from workbench.runner.lifecycle import Harness, RunOutcome, execute_run, wait_healthy
-from workbench.runner.plan import Plan, PlannedRun, make_plan
+from workbench.runner.plan import Plan, PlannedRun, make_plan, per_replicate_names
 from workbench.runner.prepare import Prepared, arms_config_diff, preflight, preview_values, resolve
 from workbench.runner.progress import RunProgress
 from workbench.runner.record import Recorder
@@ -91,7 +91,7 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
     for pr in runs:
         if pr.order_index in state.done:
             continue
-        variables = p.assignments[pr.arm]
+        variables = {**p.assignments[pr.arm], **pr.values}
         run_id = await rec.start(pr)
         state.run_ids.append(run_id)
         position = min(len(state.done) + 1, len(state.plan.runs))
@@ -316,7 +316,8 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
         tgt = make_target(p)
         if not resume:
             plan = make_plan(p.arms, p.max_replicates if p.mode == "sequential" else p.replicates,
-                             blocks=p.blocks, seed=p.seed, hosts=tgt.hosts)
+                             blocks=p.blocks, seed=p.seed, hosts=tgt.hosts,
+                             per_replicate=per_replicate_names(p.experiment, p.hypothesis, p.overrides))
         if store is None:
             store = open_store(db)
         target_desc = p.profile.target.kind + (":" + ",".join(tgt.describe(x) for x in tgt.hosts)

@@ -36,7 +36,7 @@ class Recorder:
         p = self.p
         with self.store.session() as s:
             run = records.create_run(
-                s, experiment_id=p.experiment.id, variables=p.assignments[pr.arm], execution_id=self.execution_id,
+                s, experiment_id=p.experiment.id, variables={**p.assignments[pr.arm], **pr.values}, execution_id=self.execution_id,
                 hypothesis_id=p.hypothesis.id, experiment_version=p.experiment.version, arm=pr.arm,
                 replicate=pr.replicate, order_index=pr.order_index, block=pr.block, host=pr.host,
                 target=p.profile.target.kind, status="pending", phase="run")

@@ -361,15 +361,19 @@ class Clock:
         s["version"] = int(s["version"]) + 1
         self._idle = state == _IDLE
 
-    def idle(self) -> None:
-        """Called by the event loop when it has nothing ready: publish, then try to move time."""
+    def idle(self, reap: bool = False) -> None:
+        """Called by the event loop when it has nothing ready: publish, then try to move time
+        (`reap`: also free the slots of dead processes if the clock looks stuck)."""
         self._publish(_IDLE)
-        self._try_advance()
+        self._try_advance(reap)
 
     def busy(self) -> None:
         self._publish(_BUSY)
 
-    def _try_advance(self) -> None:
+    def _try_advance(self, reap: bool = False) -> None:
+        st = self._slots["state"]
+        if (st == _BUSY).any():           # fast path: someone is working, the clock cannot move
+            return
         with self._locked():
             a = self._slots.copy()
             live = a["state"] != _FREE
@@ -388,26 +392,32 @@ class Clock:
             recv = np.where(seen_ok, a["recv"], 0)
             pair = live[:, None] & live[None, :]
             if (sent != recv.T)[pair].any():
-                self._reap_dead()
+                if reap:
+                    self._reap_dead()
                 return
-            b = self._slots.copy()
-            if not np.array_equal(a["version"], b["version"]):
+            if not np.array_equal(a["version"], self._slots["version"]):
                 return
-            nxt = float(due.min())
-            wall = time.time()
-            if math.isinf(nxt):
-                if not int(self._hdr["rest"][0]):
-                    self._hdr["rest"] = 1
-                    _checkpoint(self.sdir, "rest", wall, now)
-                return
-            self._hdr["now"], self._hdr["wall"] = nxt, wall
-            if int(self._hdr["rest"][0]) or wall - float(self._hdr["cp_wall"][0]) > _CP_EVERY_S:
-                self._hdr["rest"], self._hdr["cp_wall"] = 0, wall
-                _checkpoint(self.sdir, "active", wall, nxt)
-            self._ping_due(a, nxt)
+            self._move(a, float(due.min()), now)
+
+    def _move(self, a: np.ndarray, nxt: float, now: float) -> None:
+        """Set the clock to `nxt` (under the lock), note a checkpoint now and then, wake those due."""
+        wall = time.time()
+        if math.isinf(nxt):
+            if not int(self._hdr["rest"][0]):
+                self._hdr["rest"] = 1
+                _checkpoint(self.sdir, "rest", wall, now)
+            return
+        self._hdr["now"], self._hdr["wall"] = nxt, wall
+        if int(self._hdr["rest"][0]) or wall - float(self._hdr["cp_wall"][0]) > _CP_EVERY_S:
+            self._hdr["rest"], self._hdr["cp_wall"] = 0, wall
+            _checkpoint(self.sdir, "active", wall, nxt)
+        self._ping_due(a, nxt)
 
     def _ping_due(self, a: np.ndarray, now: float) -> None:
         for i in np.nonzero((a["state"] != _FREE) & (a["next_due"] <= now))[0]:
+            if i == self.slot:
+                self._schedule_dispatch()        # no need to wake ourselves through the kernel
+                continue
             try:
                 self._ping.sendto(b"!", ("127.0.0.1", int(a["port"][i])))
             except OSError:
@@ -441,7 +451,12 @@ class _ClockSelector(selectors.DefaultSelector):
         if (timeout is not None and timeout <= 0) or c.holding:
             return super().select(timeout)
         c.idle()
+        if c._dispatch_pending:         # we moved the clock to our own next event
+            c.busy()
+            return super().select(0)
         events = super().select(self._WAIT_S if timeout is None else min(timeout, self._WAIT_S))
+        if not events:
+            c.idle(reap=True)           # nothing for a while: is a peer dead?
         c.busy()
         return events
 

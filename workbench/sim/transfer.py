@@ -42,7 +42,7 @@ from workbench.sim.clock import HOP_S, Clock
 __all__ = ["FRAME", "DATA", "DONE", "ABORT_DONE", "RoomTable", "PrefillRoom", "BootstrapServer",
            "Sender", "TransferClient", "encode_msg", "read_messages"]
 
-FRAME = struct.Struct("<BqiiId")         # kind, room, dst page, tokens, payload bytes, sim time
+FRAME = struct.Struct("<BqiiId")         # kind, room, dst page, tokens, payload bytes, due time
 DATA, DONE, ABORT_DONE = 1, 2, 3
 _LEN = struct.Struct("<I")
 PAGE = 64
@@ -203,7 +203,7 @@ class Sender:
         try:
             for room in cancels:
                 self._active.pop(room, None)
-                self._send(FRAME.pack(ABORT_DONE, room, -1, 0, 0, now))
+                self._send(FRAME.pack(ABORT_DONE, room, -1, 0, 0, now + HOP_S))
             if now >= self._link_free:
                 ready = [r for r in self._active.values() if r.next_at <= now]
                 if ready:
@@ -227,13 +227,15 @@ class Sender:
         n = r.kv.shape[0]
         start = r.next_page * PAGE
         if start >= n:
-            self._send(FRAME.pack(DONE, r.room, -1, n, 0, now))
+            self._send(FRAME.pack(DONE, r.room, -1, n, 0, now + HOP_S))
             self._active.pop(r.room, None)
             self.sent_rooms += 1
             return
         end = min(n, start + PAGE)
         payload = r.kv[start:end].tobytes() + r.idx[start:end].tobytes()
-        done_at = now + len(payload) / self.link_bps          # the page's last byte leaves
+        # Due at decode when its last byte is through the link (the link's time covers the hop),
+        # which is also when the next page may start: one instant serves both ends.
+        done_at = now + len(payload) / self.link_bps
         self._send(FRAME.pack(DATA, r.room, r.dst_pages[r.next_page], end - start, len(payload),
                               done_at) + payload)
         r.next_page += 1
@@ -382,7 +384,7 @@ class TransferClient:
                 payload = await reader.readexactly(nbytes) if nbytes else b""
                 self.clock.received(self.peer)
                 self._frames += 1
-                self.clock.at(vt + HOP_S, (11, self._frames),
+                self.clock.at(vt, (11, self._frames),
                               lambda a=(kind, room, page, ntok, payload): self.on_frame(*a))
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
