@@ -96,3 +96,29 @@ def test_journal_since_filters_by_time(sim_dir, cmd_since):
     else:
         since = logs.parse_since("5 min ago")
         assert list(logs.read_journal(sim_dir, "decode", since)) == lines
+
+
+def test_journal_since_a_wall_time_counts_only_the_next_run(sim_dir):
+    """The runner's count: `journal --since RUN_START` (a wall time taken after restart and health)
+    holds the run's lines and none of the previous run's, although simulated stamps run far ahead
+    of the wall clock (a run covers minutes of simulated time in seconds)."""
+    from workbench.sim import repro
+
+    cfg = write_serve(sim_dir, causal_model="wedge", nixl_abort_fix="off", decode_pool_mb=30, seed=3)
+    control.up(sim_dir, config=cfg)
+    t1 = datetime.now(timezone.utc)
+    repro.run_repro(sim_dir, sessions=24, rounds=4, tag="wedged")
+    first = _wfi(sim_dir, t1)
+    assert first > 0
+    last_stamp = logs._stamp(list(logs.read_journal(sim_dir, "decode", None))[-1])
+    assert last_stamp > datetime.now(timezone.utc)          # simulated time is ahead of the wall
+    cfg.write_text(cfg.read_text().replace("nixl_abort_fix=off", "nixl_abort_fix=on"))
+    control.restart(sim_dir)
+    t2 = datetime.now(timezone.utc)
+    assert _wfi(sim_dir, t2) == 0 and list(logs.read_journal(sim_dir, "decode", t2)) == []
+    repro.run_repro(sim_dir, sessions=8, rounds=2, tag="fixed")
+    run2 = list(logs.read_journal(sim_dir, "decode", t2))
+    assert any("admitted" in line for line in run2)
+    assert all(logs._stamp(line) > last_stamp for line in run2)   # nothing of the first run
+    assert _wfi(sim_dir, t2) == 0
+    assert _wfi(sim_dir, t1) == first                        # the first run's lines are all there

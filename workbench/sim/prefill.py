@@ -184,19 +184,9 @@ def run_server(unit: str, make, argv: list[str] | None) -> None:
         server = make(cfg, Path(args.dir), clock)
         server.log.info("starting: %s", " ".join(f"{k}={v}" for k, v in cfg.__dict__.items()))
         port = cfg.prefill_port if unit == "prefill" else cfg.decode_port
-        import os
-        prof = None
-        if os.environ.get("PDSIM_PROFILE"):
-            import cProfile
-            import time as _t
-            prof = cProfile.Profile(_t.process_time)
-            prof.enable()
         with asyncio.Runner(loop_factory=clock.new_loop) as runner:
             clock.attach(runner.get_loop())
             runner.run(serve(server, port, server.log))
-        if prof:
-            prof.disable()
-            prof.dump_stats(f"{os.environ['PDSIM_PROFILE']}.{unit}")
     finally:
         clock.close()
 
