@@ -114,6 +114,12 @@ def analyze(session: Any, registry: Any, hypothesis_id: str, *, execution_id: in
             expected[a] = registry.arm_assignment(h, "control" if a == "control_aa" else a, overrides)
         except BadInput:
             expected[a] = registry.arm_assignment(h, "control" if a == "control_aa" else a)
+    # A per-replicate variable (a workload seed) takes a fresh value in every replicate unless
+    # something fixes it: it is not part of what an arm sets.
+    from workbench.runner.plan import per_replicate_names
+
+    drawn = set(per_replicate_names(exp, h, overrides or {}))
+    expected = {a: {k: v for k, v in e.items() if k not in drawn} for a, e in expected.items()}
     named = set(h.hold) | ({h.isolates} if h.isolates else set())
     categorical = {v for v, spec in exp.variables.items() if spec.values is not None}
 
@@ -166,9 +172,10 @@ def analyze(session: Any, registry: Any, hypothesis_id: str, *, execution_id: in
         result.reasoning = f"{h.id} is inconclusive. {why}"
         return result
     checks.append(validity.check("data", True, ", ".join(f"{a}: {len(arms[a])} run(s)" for a in arm_names)))
-    checks.append(validity.isolation(h, arms, expected, by_arm_name=execution_id is not None))
+    checks.append(validity.isolation(h, arms, expected, by_arm_name=execution_id is not None,
+                                     per_replicate=drawn))
     checks.append(validity.fingerprints(arms))
-    checks.append(validity.configs(session, arms, aa=mode == "aa"))
+    checks.append(validity.configs(session, arms, aa=mode == "aa", per_replicate=drawn))
     # An A/A execution runs the control twice and nothing else: it measures the harness, not the claim.
     aa_only = mode == "aa" and not any(arms[a] for a in h.arm_names if a != "control")
     for g in h.requires:
