@@ -99,7 +99,7 @@ KW = dict(geometry="index_k_fp8", granularity="token", layout="page_first", impl
 
 
 def test_device_ids_take_no_host_synchronisation():
-    from kernels import api
+    from wb_kernels import api
 
     gen = torch.Generator().manual_seed(5)
     src, dst = (t.cuda() for t in _fp8_pools(gen))
@@ -123,7 +123,7 @@ def test_device_ids_take_no_host_synchronisation():
     ([1, 2, 3], [4, 6 * 64, 6], "outside [0, 384)", [0, 2]),
 ])
 def test_bad_device_ids_are_reported_after_and_only_valid_rows_move(s_ids, d_ids, fragment, moved):
-    from kernels import api
+    from wb_kernels import api
 
     gen = torch.Generator().manual_seed(6)
     src, dst0 = _fp8_pools(gen)
@@ -142,7 +142,7 @@ def test_bad_device_ids_are_reported_after_and_only_valid_rows_move(s_ids, d_ids
 
 
 def test_duplicate_device_destinations_are_reported():
-    from kernels import api
+    from wb_kernels import api
 
     gen = torch.Generator().manual_seed(7)
     src, dst = (t.cuda() for t in _fp8_pools(gen))
@@ -155,7 +155,7 @@ def test_duplicate_device_destinations_are_reported():
 
 
 def test_a_pending_error_stops_the_next_call():
-    from kernels import api
+    from wb_kernels import api
 
     gen = torch.Generator().manual_seed(8)
     src, dst = (t.cuda() for t in _fp8_pools(gen))
