@@ -116,35 +116,19 @@ def parse_evidence(path: Path, variables: dict[str, Any]) -> list[dict[str, Any]
 def import_evidence(*, file: str | Path, db: str | None, root: str | Path | None = None,
                     experiment: str = "agent-repro") -> ImportResult:
     """Store each CSV row as a historical run of `experiment`; rows already imported (same label and file content) are skipped."""
-    from sqlmodel import select
-
     from workbench.registry import load_registry
-    from workbench.store import jsonx, open_store, records
-    from workbench.store.models import Run
+    from workbench.store import open_store
+    from workbench.store.entities import ImportedRun
 
     reg = load_registry(root)
     exp = reg.experiments.get(experiment)
     if exp is None:
         raise BadInput(f"no experiment {experiment!r}", hint=f"experiments: {', '.join(sorted(reg.experiments))}")
     path = Path(file)
-    rows = parse_evidence(path, exp.variables)
+    rows = [ImportedRun(**row) for row in parse_evidence(path, exp.variables)]
     result = ImportResult(file=str(path), experiment=experiment)
-    store = open_store(db)
-    try:
-        with store.session() as session:
-            existing = session.exec(select(Run).where(Run.source == "import", Run.experiment_id == experiment)).all()
-            seen = {(r.label, (jsonx.loads(r.provenance, {}) or {}).get("sha256")) for r in existing}
-            for row in rows:
-                if (row["label"], row["provenance"]["sha256"]) in seen:
-                    result.skipped.append(row["label"])
-                    continue
-                run = records.create_run(session, experiment_id=experiment, variables=row["variables"],
-                                         source="import", label=row["label"], status="historical",
-                                         phase=row["phase"], provenance=jsonx.dumps(row["provenance"]),
-                                         fingerprint={"workload": row["workload"]})
-                records.add_metrics(session, run_id=run.id, metrics=row["metrics"], source="import")
-                result.imported.append({"id": run.id, "label": row["label"], "variables": row["variables"],
-                                        "metrics": row["metrics"]})
-    finally:
-        store.dispose()
+    with open_store(db) as store:
+        done, result.skipped = store.import_runs(experiment, rows)
+    result.imported = [{"id": rid, "label": row.label, "variables": row.variables, "metrics": row.metrics}
+                       for rid, row in done]
     return result

@@ -14,17 +14,12 @@ from workbench.errors import BadInput
 def _verdicts(db: str | None) -> dict[str, dict[str, Any]]:
     """Latest stored verdict per hypothesis; empty when there is no store yet."""
     from workbench.store import open_store, resolve_url
-    from workbench.store.queries import latest_verdicts
 
     _, path = resolve_url(db)
     if path is not None and not path.exists():
         return {}
-    store = open_store(db, read_only=True)
-    try:
-        with store.session() as session:
-            return latest_verdicts(session)
-    finally:
-        store.dispose()
+    with open_store(db, read_only=True) as store:
+        return {h: v.to_dict() for h, v in store.latest_verdicts().items()}
 
 
 def hypothesis_summary(h: Any, verdict: dict[str, Any] | None) -> dict[str, Any]:
@@ -60,29 +55,19 @@ def show_hypothesis(*, hypothesis_id: str, db: str | None, root: str | Path | No
 
 def list_runs(*, db: str | None, hypothesis_id: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     from workbench.store import open_store
-    from workbench.store import queries
 
-    store = open_store(db, read_only=True)
-    try:
-        with store.session() as session:
-            return queries.list_runs(session, hypothesis_id=hypothesis_id, limit=limit)
-    finally:
-        store.dispose()
+    with open_store(db, read_only=True) as store:
+        return [r.to_dict(detail=False) for r in store.runs(hypothesis_id=hypothesis_id, limit=limit)]
 
 
 def show_run(*, db: str | None, run_id: int) -> dict[str, Any]:
     from workbench.store import open_store
-    from workbench.store import queries
 
-    store = open_store(db, read_only=True)
-    try:
-        with store.session() as session:
-            run = queries.get_run(session, run_id=run_id)
-    finally:
-        store.dispose()
+    with open_store(db, read_only=True) as store:
+        run = store.run(run_id)
     if run is None:
         raise BadInput(f"no run {run_id} in the store", hint="wb runs list shows the run ids")
-    return run
+    return run.to_dict()
 
 
 def db_current(*, db: str | None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ def test_check_passes_and_reports(cli):
 
 
 def test_report_json_shape():
-    from kernels.check import CaseResult, CheckReport
+    from wb_kernels.check import CaseResult, CheckReport
 
     rep = CheckReport(impl="cuda", against="reference", device="x", seed=0,
                       cases=[CaseResult("transfer", "a", True, 0, 10),

@@ -12,7 +12,7 @@ import pytest
 from workbench.errors import BadInput, RunFailure
 from workbench.runner import run_hypothesis
 from workbench.runner.execute import RunInterrupted
-from workbench.store import open_store, queries
+from workbench.store import open_store
 
 from runner_kit import edit_profile  # noqa: E402  (tests/runner is on sys.path)
 
@@ -24,12 +24,8 @@ def _run(toy, **kw):
 
 
 def _runs(toy):
-    store = open_store(toy.db, read_only=True)
-    try:
-        with store.session() as s:
-            return queries.list_runs(s)
-    finally:
-        store.dispose()
+    with open_store(toy.db, read_only=True) as store:
+        return store.runs()
 
 
 def test_health_never_green_fails_runs_and_restores(toy):
@@ -99,7 +95,7 @@ def test_exception_at_every_stage_restores(toy, stage, monkeypatch):
         _run(toy, replicates=1)
     assert "fault injected" in ei.value.message
     assert toy.conf.read_bytes() == toy.original
-    assert _runs(toy)[0]["status"] == "failed"
+    assert _runs(toy)[0].status == "failed"
 
 
 @pytest.mark.parametrize("stage", STAGES)
@@ -110,7 +106,7 @@ def test_sigterm_at_every_stage_restores_and_resumes(toy, stage, monkeypatch):
     assert "--resume" in (ei.value.hint or "")
     assert toy.conf.read_bytes() == toy.original
     runs = _runs(toy)
-    assert [r["status"] for r in runs] == ["interrupted"]
+    assert [r.status for r in runs] == ["interrupted"]
     monkeypatch.delenv("WB_FAULT")
     s = _run(toy, resume=True)
     assert toy.conf.read_bytes() == toy.original

@@ -11,10 +11,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from workbench.analysis import stats
-from workbench.analysis.data import USABLE_STATUSES, RunData, load_runs, metric_value
+from workbench.analysis.data import USABLE_STATUSES, RunData, metric_value, run_query
+from workbench.analysis.results import json_safe
 
 
-@dataclass
+@dataclass(frozen=True)
 class Finding:
     kind: str  # guard | variable
     factor: str
@@ -28,9 +29,7 @@ class Finding:
     proposal: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        from workbench.analysis.verdict import _safe
-
-        return _safe(asdict(self))
+        return json_safe(asdict(self))
 
 
 def _outcome(run: RunData, metric: str, exp: Any) -> tuple[float | None, float | None]:
@@ -134,7 +133,7 @@ def _kv(d: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in d.items())
 
 
-def scan_confounds(session: Any, registry: Any, hypothesis_id: str | None = None) -> list[Finding]:
+def scan_confounds(store: Any, registry: Any, hypothesis_id: str | None = None) -> list[Finding]:
     """Scan stored runs for variables and guard metrics associated with each predicted outcome."""
     if hypothesis_id is not None:
         hyps = [registry.hypothesis(hypothesis_id)]
@@ -152,7 +151,7 @@ def scan_confounds(session: Any, registry: Any, hypothesis_id: str | None = None
     findings: list[Finding] = []
     for eid, outcomes in sorted(targets.items()):
         exp = registry.experiments[eid]
-        runs = [r for r in load_runs(session, exp) if r.status in USABLE_STATUSES]
+        runs = [r for r in store.analysis_runs(run_query(exp)) if r.status in USABLE_STATUSES]
         for outcome in sorted(outcomes):
             findings.extend(_scan_outcome(registry, exp, runs, outcome, hypothesis_id))
     return findings
@@ -252,9 +251,5 @@ def confounds_report(*, hypothesis_id: str | None, db: str | None, root: str | N
     reg = load_registry(root)
     if hypothesis_id is not None:
         reg.hypothesis(hypothesis_id)  # an unknown id is bad input before the store is touched
-    store = open_store(db, read_only=True)
-    try:
-        with store.session() as session:
-            return [f.to_dict() for f in scan_confounds(session, reg, hypothesis_id)]
-    finally:
-        store.dispose()
+    with open_store(db, read_only=True) as store:
+        return [f.to_dict() for f in scan_confounds(store, reg, hypothesis_id)]

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from workbench.analysis import stats
-from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts, rendered_configs
+from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
 from workbench.registry.experiment import Experiment
 
 # Attrition above this share of units, or different between arms (Fisher p below ALPHA), is flagged.
@@ -128,13 +128,13 @@ def fingerprints(arms: dict[str, list[RunData]]) -> dict[str, Any]:
     return check("fingerprint", True, detail + ".")
 
 
-def configs(session: Any, arms: dict[str, list[RunData]], aa: bool) -> dict[str, Any]:
-    """Rendered configs, per execution: one per arm (replicates alike), and different between arms (the
-    variable reached the target). Executions are compared separately: each may get its own free ports."""
+def configs(texts: dict[str, str], arms: dict[str, list[RunData]], aa: bool) -> dict[str, Any]:
+    """Rendered configs (`texts`: config hash -> text), per execution: one per arm (replicates alike), and
+    different between arms (the variable reached the target). Executions are compared separately: each
+    may get its own free ports."""
     hashes = sorted({r.config_hash for rs in arms.values() for r in rs if r.config_hash})
     if not hashes:
         return check("config", None, "no run recorded a rendered config (imported evidence, or a target without one)")
-    texts = rendered_configs(session, hashes)
 
     def norm(label: str | None, text: str) -> tuple[str, ...]:
         # A run's own arm label is rendered into comments ("for arm control_aa"); it is not a difference.

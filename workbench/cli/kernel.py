@@ -28,7 +28,7 @@ def check(
     json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Build if needed, then compare every case byte for byte against an independent copy."""
-    from kernels.check import run_check
+    from wb_kernels.check import run_check
     from workbench.errors import RunFailure
 
     with _progress(json_out) as status:
@@ -51,7 +51,7 @@ def bench(
     json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Time the CUDA kernel against the copy ceilings and the torch baseline (needs a GPU)."""
-    from kernels.bench import run_bench
+    from wb_kernels.bench import run_bench
     from workbench.errors import BadInput
 
     try:

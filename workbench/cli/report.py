@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from workbench.cli._common import DbOption, RootOption
+
 
 def register(app: typer.Typer) -> None:
     """Add the top-level `report` and `lineage` commands to `app`."""
@@ -17,12 +19,13 @@ def register(app: typer.Typer) -> None:
         open_: bool = typer.Option(False, "--open", help="open the page in a browser when built"),
         fmt: str = typer.Option("html", "--format", help="html (the site) or md (Markdown to stdout)"),
         hypothesis: Optional[str] = typer.Option(None, "--hypothesis", help="the hypothesis to show or summarise"),
-        db: Optional[str] = typer.Option(None, "--db", help="store path or URL (default $WB_DB or wb.duckdb)"),
+        db: DbOption = None,
+        root: RootOption = None,
     ) -> None:
         """Write the offline HTML site (board, hypotheses, runs, confounds, lineage), or a Markdown summary."""
         from workbench.report.api import report as build
 
-        result = build(db=db, out=out, fmt=fmt, hypothesis_id=hypothesis)
+        result = build(db=db, root=root, out=out, fmt=fmt, hypothesis_id=hypothesis)
         if result.format == "md":
             typer.echo(result.markdown, nl=False)
             return
@@ -38,14 +41,15 @@ def register(app: typer.Typer) -> None:
     @app.command("lineage")
     def lineage(
         as_json: bool = typer.Option(False, "--json", help="print nodes and edges as JSON"),
-        db: Optional[str] = typer.Option(None, "--db", help="store path or URL (default $WB_DB or wb.duckdb)"),
+        db: DbOption = None,
+        root: RootOption = None,
     ) -> None:
         """Print the hypothesis lineage (parent → child) with each hypothesis' status."""
         from workbench.cli._common import print_json
         from workbench.report.api import lineage as lineage_graph
         from workbench.report.api import lineage_text
 
-        graph = lineage_graph(db=db)
+        graph = lineage_graph(db=db, root=root)
         if as_json:
             print_json(graph)
         else:

@@ -62,14 +62,9 @@ def lineage(*, db: str | None = None, root: str | Path | None = None) -> dict[st
     _, path = resolve_url(db)
     if path is None or path.exists():
         from workbench.store import open_store
-        from workbench.store.queries import latest_verdicts
 
-        store = open_store(db, read_only=True)
-        try:
-            with store.session() as session:
-                verdicts = latest_verdicts(session)
-        finally:
-            store.dispose()
+        with open_store(db, read_only=True) as store:
+            verdicts = {h: v.to_dict() for h, v in store.latest_verdicts().items()}
     nodes = []
     for h in registry.hypotheses:
         v = verdicts.get(h.id)

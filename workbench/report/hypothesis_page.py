@@ -7,6 +7,8 @@ import math
 from collections import defaultdict
 from typing import Any
 
+from workbench.analysis.results import Analysis, Judgement
+from workbench.analysis.results import Check as AnalysisCheck
 from workbench.report import bridge, charts, stats
 from workbench.report.context import (ArmRow, AssumptionView, AttritionRow, ChartView, Check, DiffView,
                                       HypothesisContext, Link, Page, PredictionView, ProbeRow, ReviewView, RunRow,
@@ -155,48 +157,44 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _observed_from_analysis(src: dict[str, Any], exp: Any, metric: str) -> str:
-    est = bridge._num(src.get("estimate"))
+def _observed_from_analysis(src: Judgement, exp: Any, metric: str) -> str:
+    est = src.estimate
     if est is None:
         return ""
     rate = exp is not None and metric in exp.metrics and exp.metrics[metric].kind == "proportion"
-    k, n = src.get("k"), src.get("n")
-    text = f"{int(k)}/{int(n)} = {est:.1%}" if rate and k is not None and n else stats.fmt(est)
-    interval = src.get("interval")
-    if isinstance(interval, (list, tuple)) and len(interval) == 2:
-        text += " " + _fmt_interval(bridge._num(interval[0]), bridge._num(interval[1]), rate)
-        if src.get("interval_kind"):
-            text += f" {src['interval_kind']}"
-    by_process = src.get("by_process")
-    if isinstance(by_process, dict) and by_process:
-        text += " (" + ", ".join(f"{_short(str(k), 40)}: {v}" for k, v in by_process.items()) + ")"
-    if src.get("runs"):
-        text += f"; {src['runs']} run(s)"
+    k, n = src.k, src.n
+    text = f"{int(k)}/{int(n)} = {est:.1%}" if rate and isinstance(k, (int, float)) and n else stats.fmt(est)
+    if src.interval is not None:
+        text += " " + _fmt_interval(src.interval[0], src.interval[1], rate)
+        if src.interval_kind:
+            text += f" {src.interval_kind}"
+    if src.by_process:
+        text += " (" + ", ".join(f"{_short(str(k), 40)}: {v}" for k, v in src.by_process.items()) + ")"
+    if src.runs:
+        text += f"; {src.runs} run(s)"
     return text
 
 
-def _verdict_view(stored: dict[str, Any] | None, analysis: dict[str, Any] | None) -> tuple[VerdictView | None, str]:
+def _check_views(checks: Any) -> list[Check]:
+    return [Check(c.name, c.passed, c.detail) for c in checks]
+
+
+def _verdict_view(stored: dict[str, Any] | None, analysis: Analysis | None) -> tuple[VerdictView | None, str]:
     note = ""
-    a_checks = [Check(str(c.get("name", "")), c.get("passed"), str(c.get("detail", "")))
-                for c in bridge.checks(analysis)]
-    more = str((analysis or {}).get("more_data") or (analysis or {}).get("needed") or "")
+    a_checks = _check_views(bridge.checks(analysis))
     if stored:
-        s_checks = [Check(str(c.get("name", "")), c.get("passed"), str(c.get("detail", "")))
-                    for c in (stored.get("checks") or []) if isinstance(c, dict)]
-        details = stored.get("details") or {}
-        more = more or str(details.get("more_data") or "") if isinstance(details, dict) else more
-        if analysis and analysis.get("verdict") and analysis.get("verdict") != stored["verdict"]:
-            note = (f"Re-analysing the stored runs now gives {analysis.get('verdict')}; the verdict below is the "
+        s_checks = _check_views(AnalysisCheck.from_dict(c) for c in stored.get("checks") or [] if isinstance(c, dict))
+        if analysis is not None and analysis.verdict != stored["verdict"]:
+            note = (f"Re-analysing the stored runs now gives {analysis.verdict}; the verdict below is the "
                     f"one recorded on {str(stored.get('created_at'))[:16]}.")
         return VerdictView(stored["verdict"], stored.get("reasoning") or "", str(stored.get("created_at") or "")[:19],
-                           stored.get("execution_id"), s_checks or a_checks, "stored", more), note
-    if analysis and analysis.get("verdict"):
-        return VerdictView(str(analysis["verdict"]), str(analysis.get("reasoning") or ""), "", None, a_checks,
-                           "computed now (not stored)", more), note
+                           stored.get("execution_id"), s_checks or a_checks, "stored", ""), note
+    if analysis is not None:
+        return VerdictView(analysis.verdict, analysis.reasoning, "", None, a_checks, "computed now (not stored)", ""), note
     return None, note
 
 
-def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | None, analysis_note: str,
+def build(h: Any, registry: Any, data: StoreData, analysis: Analysis | None, analysis_note: str,
           page: Page, status_of: dict[str, str]) -> HypothesisContext:
     exp = registry.experiments.get(h.experiment)
     all_runs = data.hypothesis_runs(h.id)
@@ -260,12 +258,10 @@ def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | Non
                 totals[p["target"]][1] += 1
 
     a_preds = bridge.predictions(analysis)
-    stored_preds = ((data.verdicts.get(h.id) or {}).get("details") or {})
-    stored_preds = stored_preds.get("predictions", []) if isinstance(stored_preds, dict) else []
+    stored_preds = Analysis.from_dict((data.verdicts.get(h.id) or {}).get("details") or {}).predictions
     predictions = []
     for j, p in enumerate(h.predicts):
-        src = a_preds[j] if j < len(a_preds) else (stored_preds[j] if j < len(stored_preds)
-                                                     and isinstance(stored_preds[j], dict) else {})
+        src = a_preds[j] if j < len(a_preds) else (stored_preds[j] if j < len(stored_preds) else None)
         observed, relation = "", ""
         if p.target:
             calls = totals.get(p.target, [None])[0]
@@ -283,11 +279,11 @@ def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | Non
                     is_rate = exp is not None and p.metric in exp.metrics and exp.metrics[p.metric].kind == "proportion"
                     observed += f"{arm}: {e['label']} {_fmt_interval(e['lo'], e['hi'], is_rate)}; "
                     relation = relation or _relation(e["lo"], e["hi"], p.region)
-        if src.get("estimate") is not None:
+        if src is not None and src.estimate is not None:
             observed = _observed_from_analysis(src, exp, p.metric) or observed
-        outcome = str(src.get("outcome") or src.get("result") or relation)
-        if src.get("more_units_needed"):
-            outcome += f" (about {src['more_units_needed']} more units would decide it)"
+        outcome = src.outcome if src is not None else relation
+        if src is not None and src.more_units_needed:
+            outcome += f" (about {src.more_units_needed} more units would decide it)"
         predictions.append(PredictionView(p.describe(), p.why, observed.rstrip("; "), outcome))
 
     verdict, vnote = _verdict_view(data.verdicts.get(h.id), analysis)
@@ -338,17 +334,17 @@ def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | Non
                  for r in data.reviews.get(h.id, [])])
 
 
-def key_number(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | None = None) -> str:
+def key_number(h: Any, registry: Any, data: StoreData, analysis: Analysis | None = None) -> str:
     """The one number a board card shows: the first prediction's metric in its arm (or probe calls)."""
     preds = bridge.predictions(analysis)
-    if preds and bridge._num(preds[0].get("estimate")) is not None:
+    if preds and preds[0].estimate is not None:
         src, p = preds[0], h.predicts[0]
-        est = bridge._num(src.get("estimate"))
-        k, n = src.get("k"), src.get("n")
-        where = src.get("where") or p.arm or ""
+        est = float(src.estimate)
+        k, n = src.k, src.n
+        where = src.where or p.arm or ""
         if p.target:
             return f"{p.target.split(':')[-1]}: {stats.fmt(est)} calls"
-        value = f"{int(k)}/{int(n)} = {est:.1%}" if k is not None and n else stats.fmt(est)
+        value = f"{int(k)}/{int(n)} = {est:.1%}" if isinstance(k, (int, float)) and n else stats.fmt(est)
         return f"{p.metric} ({where}): {value}"
     runs, _ = evidence_runs(data, h.id)
     if not runs:

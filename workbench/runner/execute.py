@@ -24,6 +24,8 @@ from workbench.runner.record import Recorder
 from workbench.runner.render import render_command, render_text
 from workbench.runner.restore import Snapshot, restore_host, take_snapshots
 from workbench.runner.targets.base import Target
+from workbench.store.engine import Store
+from workbench.store.entities import ExecutionRecord
 
 FINISHED = ("ok", "invalid", "failed")
 
@@ -151,14 +153,11 @@ async def _run_blocks(state: State, h: Harness) -> None:
 
 
 def _sequential_decision(state: State) -> Any:
-    try:
-        from workbench.analysis import sequential_decision
-    except ImportError:
-        return None
+    from workbench.analysis.stored import sequential_decision
+
     p = state.prepared
-    with state.store.session() as s:
-        return sequential_decision(s, p.registry, p.hypothesis.id, execution_id=state.execution_id,
-                                   max_replicates=p.max_replicates)
+    return sequential_decision(state.store, p.registry, p.hypothesis.id, execution_id=state.execution_id,
+                               max_replicates=p.max_replicates)
 
 
 def _restart_commands(p: Prepared, context: dict[str, str], host: str) -> list[str]:
@@ -263,16 +262,12 @@ async def _main(state: State, target: Target) -> None:
 
 
 # ----------------------------------------------------------------------------- entry point
-def _find_resumable(store: Any, hypothesis_id: str) -> Any:
-    from workbench.store import queries
-
-    with store.session() as s:
-        for ex in reversed(queries.executions(s, hypothesis_id=hypothesis_id)):
-            if ex.status in ("interrupted", "failed", "running"):
-                s.expunge(ex)
-                return ex
-            if ex.status == "done":
-                return None
+def _find_resumable(store: Store, hypothesis_id: str) -> ExecutionRecord | None:
+    for ex in reversed(store.executions(hypothesis_id=hypothesis_id)):
+        if ex.status in ("interrupted", "failed", "running"):
+            return ex
+        if ex.status == "done":
+            return None
     return None
 
 
@@ -285,7 +280,7 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
     from workbench import __version__
     from workbench.registry import load_registry
     from workbench.runner.summary import finish
-    from workbench.store import jsonx, open_store, queries, records
+    from workbench.store import open_store
     from workbench.store.models import utcnow
 
     reg = load_registry(root)
@@ -299,7 +294,7 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
             if prior is None:
                 raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume",
                                hint=f"start one with: wb hypothesis run {hypothesis_id}")
-            saved = jsonx.loads(prior.plan_json, {})
+            saved = prior.plan or {}
             if sets and sets != saved.get("overrides", {}):
                 raise BadInput("--resume continues the interrupted execution with its own --set values",
                                hint=f"it used {saved.get('overrides') or 'none'}; drop --set or start afresh")
@@ -323,24 +318,19 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
                                                if p.profile.target.kind == "ssh" else "")
         body = {"plan": plan.to_dict(), "assignments": p.assignments, "overrides": p.overrides,
                 "max_replicates": p.max_replicates, "arms": p.arms}
-        with store.session() as s:
-            if prior is not None:
-                execution_id = int(prior.id)
-                records.update_execution(s, execution_id=execution_id, status="running", ended_at=None, error=None)
-                done = {int(r["order_index"]) for r in queries.list_runs(s, execution_id=execution_id)
-                        if r["status"] in FINISHED and r["order_index"] is not None}
-            else:
-                hs = records.snapshot_hypothesis(s, hypothesis_id=p.hypothesis.id,
-                                                 body=p.hypothesis.model_dump(mode="json"))
-                es = records.snapshot_experiment(s, experiment_id=p.experiment.id, version=p.experiment.version,
-                                                 body=p.experiment.model_dump(mode="json"))
-                ex = records.create_execution(
-                    s, hypothesis_id=p.hypothesis.id, experiment_id=p.experiment.id,
-                    experiment_version=p.experiment.version, profile=p.profile_name, target=target_desc,
-                    mode=p.mode, plan=body, overrides=p.overrides, config_diff=arms_config_diff(p),
-                    hypothesis_snapshot_id=hs.id, experiment_snapshot_id=es.id, wb_version=__version__)
-                execution_id = int(ex.id)
-                done = set()
+        if prior is not None:
+            execution_id = prior.id
+            store.update_execution(execution_id, status="running", ended_at=None, error=None)
+            done = {int(r.order_index) for r in store.runs(execution_id=execution_id)
+                    if r.status in FINISHED and r.order_index is not None}
+        else:
+            execution_id = store.start_execution(
+                hypothesis_id=p.hypothesis.id, hypothesis_body=p.hypothesis.model_dump(mode="json"),
+                experiment_id=p.experiment.id, experiment_version=p.experiment.version,
+                experiment_body=p.experiment.model_dump(mode="json"), profile=p.profile_name, target=target_desc,
+                mode=p.mode, plan=body, overrides=p.overrides, config_diff=arms_config_diff(p),
+                wb_version=__version__)
+            done = set()
         art_root = artifacts_root(p.root)
         exec_dir = art_root / f"execution-{execution_id}"
         total = len(plan.runs)
@@ -366,13 +356,10 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
                 state.recorder.close()
         if state.restore_error:
             status = "failed" if status == "done" else status
-        with store.session() as s:
-            msg = None if error is None else (getattr(error, "message", None) or f"{type(error).__name__}: {error}")
-            if state.restore_error:
-                msg = (msg + "\n" if msg else "") + state.restore_error
-            records.update_execution(s, execution_id=execution_id, status=status,
-                                     ended_at=utcnow(),
-                                     error=msg)
+        msg = None if error is None else (getattr(error, "message", None) or f"{type(error).__name__}: {error}")
+        if state.restore_error:
+            msg = (msg + "\n" if msg else "") + state.restore_error
+        store.update_execution(execution_id, status=status, ended_at=utcnow(), error=msg)
         if state.restore_error:
             raise RestoreFailed(state.restore_error.splitlines()[0], hint="\n".join(state.restore_error.splitlines()[1:]))
         if isinstance(error, RunInterrupted) or isinstance(error, KeyboardInterrupt):

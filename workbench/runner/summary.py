@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from workbench.store.entities import RunRecord
 
-def _arms(state: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
+
+def _arms(state: Any, runs: list[RunRecord]) -> dict[str, Any]:
     p = state.prepared
     exp = p.experiment
     arms: dict[str, Any] = {}
     for arm in p.arms:
-        ok = [r for r in runs if r["arm"] == arm and r["status"] == "ok"]
+        ok = [r for r in runs if r.arm == arm and r.status == "ok"]
         metrics: dict[str, Any] = {}
-        names = sorted({k for r in ok for k in r["metrics"]})
+        names = sorted({k for r in ok for k in r.metrics})
         for name in names:
-            values = [r["metrics"][name] for r in ok if name in r["metrics"]]
+            values = [r.metrics[name] for r in ok if name in r.metrics]
             metrics[name] = {"n": len(values), "values": values}
         totals: dict[str, float | None] = {}
         for name, spec in exp.metrics.items():
@@ -26,7 +28,7 @@ def _arms(state: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
             if spec.kind == "proportion":
                 num, den = totals.get(spec.numerator or ""), totals.get(spec.denominator or "")
                 totals[name] = (num / den) if (num is not None and den) else None
-        arms[arm] = {"variables": p.assignments[arm], "runs": len([r for r in runs if r["arm"] == arm]),
+        arms[arm] = {"variables": p.assignments[arm], "runs": len([r for r in runs if r.arm == arm]),
                      "runs_ok": len(ok), "metrics": metrics, "totals": totals}
     return arms
 
@@ -38,26 +40,20 @@ def _diff(p: Any) -> dict[str, str]:
 
 
 def finish(state: Any, *, build_report: bool = True) -> dict[str, Any]:
-    from workbench.store import queries
+    from workbench.analysis.stored import analyze_stored, record_verdict
 
     p = state.prepared
     verdict = reasoning = None
     checks: list[dict[str, Any]] = []
     analysis_error = None
-    with state.store.session() as s:
-        try:
-            from workbench.analysis import analyze, record_verdict
-        except ImportError:
-            analyze = record_verdict = None  # type: ignore[assignment]
-        if analyze is not None:
-            try:
-                result = analyze(s, p.registry, p.hypothesis.id, execution_id=state.execution_id)
-                record_verdict(s, result, execution_id=state.execution_id)
-                verdict, reasoning = result.verdict, result.reasoning
-                checks = result.to_dict().get("checks", [])
-            except Exception as exc:  # the runs are recorded; a failing analysis must not lose them
-                analysis_error = f"{type(exc).__name__}: {exc}"
-        runs = queries.list_runs(s, execution_id=state.execution_id)
+    try:
+        result = analyze_stored(state.store, p.registry, p.hypothesis.id, execution_id=state.execution_id)
+        record_verdict(state.store, result, execution_id=state.execution_id)
+        verdict, reasoning = result.verdict, result.reasoning
+        checks = result.to_dict().get("checks", [])
+    except Exception as exc:  # the runs are recorded; a failing analysis must not lose them
+        analysis_error = f"{type(exc).__name__}: {exc}"
+    runs = state.store.runs(execution_id=state.execution_id)
     report_path = None
     if build_report:
         try:
@@ -81,9 +77,9 @@ def finish(state: Any, *, build_report: bool = True) -> dict[str, Any]:
         "order": [f"{r.arm}@{r.host}" for r in plan.runs],
         "config_diff": _diff(p),
         "arms": _arms(state, runs),
-        "runs": [{"id": r["id"], "arm": r["arm"], "replicate": r["replicate"], "block": r["block"],
-                  "order_index": r["order_index"], "host": r["host"], "status": r["status"], "error": r["error"],
-                  "stage_s": stage_s.get(r["id"], {})}
+        "runs": [{"id": r.id, "arm": r.arm, "replicate": r.replicate, "block": r.block,
+                  "order_index": r.order_index, "host": r.host, "status": r.status, "error": r.error,
+                  "stage_s": stage_s.get(r.id, {})}
                  for r in runs],
         "stopped_early": state.stop_reason,
         "verdict": verdict, "reasoning": reasoning, "checks": checks, "analysis_error": analysis_error,

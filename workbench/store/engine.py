@@ -2,26 +2,28 @@
 
 A DuckDB file admits one writing process; a second one waits a bounded time for the lock and then
 gets a clear message. Sessions hold the file only while open (NullPool), so short writes interleave.
+The methods callers use (typed records in and out) are in `store.reads` and `store.writes`.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from workbench.errors import BadInput, StoreError, StoreLocked, StoreOutdated
+from workbench.store.reads import StoreReads
+from workbench.store.writes import StoreWrites
 
 DEFAULT_DB = "wb.duckdb"
-LOCK_WAIT_S = float(os.environ.get("WB_DB_LOCK_WAIT", "15"))
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+LOCK_WAIT_S = 15.0
+MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
 
 def resolve_url(db: str | None) -> tuple[str, Path | None]:
-    """(SQLAlchemy URL, local DuckDB path or None) from `--db`, `$WB_DB` or the default file."""
-    value = db or os.environ.get("WB_DB") or DEFAULT_DB
+    """(SQLAlchemy URL, local DuckDB path or None) from `--db` (which the CLI also reads from $WB_DB) or the default file."""
+    value = db or DEFAULT_DB
     if "://" in value:
         if value.startswith("duckdb:///"):
             return value, Path(value[len("duckdb:///"):])
@@ -51,15 +53,17 @@ def _redact(url: str) -> str:
         return "<store URL>"
 
 
-class Store:
-    """The store at one URL. Use `open_store()`; sessions come from `session()`."""
+class Store(StoreReads, StoreWrites):
+    """The store at one URL. Use `open_store()`. Sessions (`session()`) stay inside the store package
+    and its tests; everyone else calls the typed methods."""
 
-    def __init__(self, url: str, path: Path | None, *, read_only: bool) -> None:
+    def __init__(self, url: str, path: Path | None, *, read_only: bool, lock_wait_s: float = LOCK_WAIT_S) -> None:
         from sqlalchemy import create_engine, pool
 
         self.url = url
         self.path = path
         self.read_only = read_only
+        self.lock_wait_s = lock_wait_s
         self.name = str(path) if path is not None else _redact(url)
         connect_args = {"read_only": True} if (read_only and path is not None) else {}
         try:
@@ -90,7 +94,7 @@ class Store:
         """A SQLAlchemy connection in a transaction, retried for a bounded time while the file is locked."""
         from sqlalchemy.exc import DBAPIError, OperationalError
 
-        deadline = time.monotonic() + LOCK_WAIT_S
+        deadline = time.monotonic() + self.lock_wait_s
         while True:
             try:
                 conn = self.engine.connect()
@@ -123,8 +127,17 @@ class Store:
                 yield session
                 session.flush()
 
+    def revision(self) -> str | None:
+        return current_revision(self)
+
     def dispose(self) -> None:
         self.engine.dispose()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.dispose()
 
 
 def _alembic_config(store: Store):
@@ -187,7 +200,7 @@ def upgrade(db: str | None = None) -> tuple[str, str | None, str]:
         store.dispose()
 
 
-def open_store(db: str | None = None, *, read_only: bool = False) -> Store:
+def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: float = LOCK_WAIT_S) -> Store:
     """Open the store, checking its revision. A missing or empty store is created when writing."""
     url, path = resolve_url(db)
     if path is not None and not path.exists():
@@ -196,13 +209,13 @@ def open_store(db: str | None = None, *, read_only: bool = False) -> Store:
                            hint="run a hypothesis, `wb import evidence FILE.csv` or `wb db upgrade` first, "
                                 "or point --db / WB_DB at an existing store")
         upgrade(db)
-    store = Store(url, path, read_only=read_only)
+    store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s)
     rev = current_revision(store)
     head = head_revision()
     if rev is None and not read_only and not _has_tables(store):
         store.dispose()
         upgrade(db)
-        store = Store(url, path, read_only=read_only)
+        store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s)
         rev = current_revision(store)
     if rev != head:
         store.dispose()

@@ -33,7 +33,7 @@ class KernelTarget(LocalTarget):
     async def run_arm(self, variables: dict[str, str], replicate: int) -> tuple[dict[str, float], dict[str, Any]]:
         """(metrics, fingerprint additions) for one run of the geometry A/B."""
         try:
-            from kernels.experiment import run_geometry_arm
+            from wb_kernels.experiment import run_geometry_arm
         except ImportError as exc:
             raise TargetError(f"the kernel experiment is not available: {exc}",
                               hint="kernels.experiment.run_geometry_arm ships with the kernels package") from exc
