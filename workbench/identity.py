@@ -39,6 +39,11 @@ class Provenance:
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
+    def columns(self) -> dict[str, object]:
+        """As the store's execution columns name them."""
+        return {"user_name": self.user, "user_source": self.user_source, "host": self.host,
+                "git_revision": self.git_revision, "git_dirty": self.git_dirty}
+
 
 def _git(root: Path, *args: str) -> str | None:
     try:

@@ -324,12 +324,15 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
             done = {int(r.order_index) for r in store.runs(execution_id=execution_id)
                     if r.status in FINISHED and r.order_index is not None}
         else:
+            from workbench.identity import provenance
+
+            who = provenance(p.root, wb_version=__version__)
             execution_id = store.start_execution(
                 hypothesis_id=p.hypothesis.id, hypothesis_body=p.hypothesis.model_dump(mode="json"),
                 experiment_id=p.experiment.id, experiment_version=p.experiment.version,
                 experiment_body=p.experiment.model_dump(mode="json"), profile=p.profile_name, target=target_desc,
                 mode=p.mode, plan=body, overrides=p.overrides, config_diff=arms_config_diff(p),
-                wb_version=__version__)
+                wb_version=__version__, who=who.columns())
             done = set()
         art_root = artifacts_root(p.root)
         exec_dir = art_root / f"execution-{execution_id}"

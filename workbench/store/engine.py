@@ -14,7 +14,7 @@ from typing import Iterator
 
 from workbench.errors import BadInput, StoreError, StoreLocked, StoreOutdated
 from workbench.store.reads import StoreReads
-from workbench.store.writes import StoreWrites
+from workbench.store.writes import StoreBundles, StoreWrites
 
 DEFAULT_DB = "wb.duckdb"
 LOCK_WAIT_S = 15.0
@@ -53,7 +53,7 @@ def _redact(url: str) -> str:
         return "<store URL>"
 
 
-class Store(StoreReads, StoreWrites):
+class Store(StoreReads, StoreWrites, StoreBundles):
     """The store at one URL. Use `open_store()`. Sessions (`session()`) stay inside the store package
     and its tests; everyone else calls the typed methods."""
 

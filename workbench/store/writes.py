@@ -136,3 +136,40 @@ def _evidence(session: Any, run_ids: list[int], analysis_version: str) -> Any:
     exec_keys = session.exec(select(Execution.uuid).where(Execution.id.in_(exec_ids))).all() if exec_ids else []  # type: ignore[union-attr]
     return Evidence(tuple(str(k) for k in exec_keys), tuple(EvidenceRun(str(u), h) for u, h, _ in rows),
                     analysis_version)
+
+
+class StoreBundles:
+    """Moving evidence between stores: rows out by global key, rows in with fresh ids (see `bundle_rows`)."""
+
+    def session(self) -> Any:  # provided by Store
+        raise NotImplementedError
+
+    def export_rows(self, hypothesis_ids: list[str]) -> dict[str, Any]:
+        from workbench.store import bundle_rows
+
+        with self.session() as s:
+            return bundle_rows.dump(s, hypothesis_ids)
+
+    def import_rows(self, doc: dict[str, Any]) -> dict[str, int]:
+        """All or nothing: one transaction; rows the store already has (same uuid) are skipped."""
+        from workbench.store import bundle_rows
+
+        with self.session() as s:
+            return bundle_rows.load(s, doc)
+
+    def artifact_content(self, sha256: str) -> bytes | None:
+        """An artifact's bytes from the store, checked against its hash; None when not kept or damaged."""
+        import hashlib
+        import zlib
+
+        from workbench.store.models import ArtifactBlob
+
+        with self.session() as s:
+            blob = s.get(ArtifactBlob, sha256)
+            if blob is None or blob.compression != "zlib":
+                return None
+            try:
+                data = zlib.decompress(bytes(blob.data))
+            except zlib.error:
+                return None
+        return data if hashlib.sha256(data).hexdigest() == sha256 else None
