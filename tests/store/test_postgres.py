@@ -38,3 +38,36 @@ def test_a_url_whose_driver_is_missing_is_bad_input_naming_it(cli, tmp_path: Pat
     assert result.exit_code == 2
     assert "Error:" in result.stderr and "pg8000" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_two_writers_snapshot_the_same_hypothesis_at_once(pg_url: str):
+    """Both see no snapshot, both insert: the second must reuse the first's row, not fail (seen with two
+    `wb hypothesis run` started together on one PostgreSQL store)."""
+    import threading
+
+    from workbench.store import open_store, records, upgrade
+
+    upgrade(pg_url)
+    store = open_store(pg_url)
+    body = {"id": "h", "claim": "c"}
+    got: dict[str, object] = {}
+
+    def second() -> None:
+        try:
+            with store.session() as s:
+                got["id"] = records.snapshot_hypothesis(s, hypothesis_id="h", body=body).id
+        except Exception as exc:  # noqa: BLE001  (the assertion below names it)
+            got["error"] = exc
+
+    try:
+        with store.session() as s:
+            first = records.snapshot_hypothesis(s, hypothesis_id="h", body=body).id
+            t = threading.Thread(target=second)
+            t.start()
+            t.join(timeout=2)       # the second writer now waits on the unique index
+            assert t.is_alive()
+        t.join(timeout=60)          # the first committed: the second sees its row
+        assert "error" not in got, got.get("error")
+        assert got["id"] == first
+    finally:
+        store.dispose()

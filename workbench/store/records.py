@@ -49,31 +49,47 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _get_or_add(session: Session, model: Any, where: tuple[Any, ...], make: Any) -> Any:
+    """The row matching `where`, or a new one from `make()`.
+
+    Two writers of a shared store (PostgreSQL) can both find nothing and both insert; the loser's
+    insert fails on the unique index and it takes the winner's row instead. DuckDB admits one
+    writing process, so there the plain insert is enough (and it has no savepoints)."""
+    from sqlalchemy.exc import IntegrityError
+
+    found = session.exec(select(model).where(*where)).first()
+    if found is not None:
+        return found
+    if session.connection().dialect.name == "duckdb":
+        row = make()
+        session.add(row)
+        session.flush()
+        return row
+    try:
+        with session.begin_nested():
+            row = make()
+            session.add(row)
+        return row
+    except IntegrityError:
+        return session.exec(select(model).where(*where)).one()
+
+
 def snapshot_hypothesis(session: Session, *, hypothesis_id: str, body: dict[str, Any]) -> HypothesisSnapshot:
     text = jsonx.dumps(body) or "{}"
     sha = sha256_text(text)
-    found = session.exec(select(HypothesisSnapshot).where(HypothesisSnapshot.hypothesis_id == hypothesis_id,
-                                                          HypothesisSnapshot.sha256 == sha)).first()
-    if found:
-        return found
-    snap = HypothesisSnapshot(hypothesis_id=hypothesis_id, sha256=sha, body_json=text, recorded_at=utcnow())
-    session.add(snap)
-    session.flush()
-    return snap
+    return _get_or_add(session, HypothesisSnapshot,
+                       (HypothesisSnapshot.hypothesis_id == hypothesis_id, HypothesisSnapshot.sha256 == sha),
+                       lambda: HypothesisSnapshot(hypothesis_id=hypothesis_id, sha256=sha, body_json=text,
+                                                  recorded_at=utcnow()))
 
 
 def snapshot_experiment(session: Session, *, experiment_id: str, version: int, body: dict[str, Any]) -> ExperimentSnapshot:
     text = jsonx.dumps(body) or "{}"
     sha = sha256_text(text)
-    found = session.exec(select(ExperimentSnapshot).where(ExperimentSnapshot.experiment_id == experiment_id,
-                                                          ExperimentSnapshot.sha256 == sha)).first()
-    if found:
-        return found
-    snap = ExperimentSnapshot(experiment_id=experiment_id, version=version, sha256=sha, body_json=text,
-                              recorded_at=utcnow())
-    session.add(snap)
-    session.flush()
-    return snap
+    return _get_or_add(session, ExperimentSnapshot,
+                       (ExperimentSnapshot.experiment_id == experiment_id, ExperimentSnapshot.sha256 == sha),
+                       lambda: ExperimentSnapshot(experiment_id=experiment_id, version=version, sha256=sha,
+                                                  body_json=text, recorded_at=utcnow()))
 
 
 def create_execution(session: Session, *, hypothesis_id: str, experiment_id: str, experiment_version: int,
@@ -206,10 +222,9 @@ def add_blob(session: Session, *, sha256: str, content: bytes) -> bool:
     """Keep `content` under its hash (once); False when it is too large or does not match the hash."""
     if len(content) > MAX_BLOB_BYTES or hashlib.sha256(content).hexdigest() != sha256:
         return False
-    if session.get(ArtifactBlob, sha256) is None:
-        session.add(ArtifactBlob(sha256=sha256, size_bytes=len(content), compression="zlib",
-                                 data=zlib.compress(content, 6)))
-        session.flush()
+    _get_or_add(session, ArtifactBlob, (ArtifactBlob.sha256 == sha256,),
+                lambda: ArtifactBlob(sha256=sha256, size_bytes=len(content), compression="zlib",
+                                     data=zlib.compress(content, 6)))
     return True
 
 
