@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from workbench.runner import run_hypothesis
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 from workbench.store import open_store
 
 from runner_kit import edit_profile  # noqa: E402

@@ -209,6 +209,14 @@ def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str,
         else:
             msg = f"{what} did not occur in any run where {label} was recorded ({len(both)} run(s))."
             out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect))
+    out.extend(_scan_variables(exp, known, counts, occurred, outcome, what))
+    return out
+
+
+def _scan_variables(exp: Any, known: list[RunData], counts: dict[int, tuple[float, float | None]],
+                    occurred: dict[int, bool], outcome: str, what: str) -> list[Finding]:
+    """Each recorded variable with two or more values: how often the outcome occurred under each."""
+    found: list[Finding] = []
     for var in sorted({v for r in known for v in r.variables}):
         values = sorted({r.variables[var] for r in known if var in r.variables})
         if len(values) < 2:
@@ -239,17 +247,5 @@ def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str,
             (effect.get("units_fisher_p") is not None and effect["units_fisher_p"] < stats.ALPHA)
         msg = summary + (f"; Fisher p = {p:.2g} over runs" if p is not None else "") + (
             f", {effect['units_fisher_p']:.2g} over units" if effect.get("units_fisher_p") is not None else "") + "."
-        out.append(Finding("variable", var, outcome, exp.id, bool(flagged), msg, per_value, p, effect))
-    return out
-
-
-def confounds_report(*, hypothesis_id: str | None, db: str | None, root: str | None = None) -> list[dict[str, Any]]:
-    """Load the registry and the store (read-only) and scan; what `wb confounds` prints."""
-    from workbench.registry import load_registry
-    from workbench.store import open_store
-
-    reg = load_registry(root)
-    if hypothesis_id is not None:
-        reg.hypothesis(hypothesis_id)  # an unknown id is bad input before the store is touched
-    with open_store(db, read_only=True) as store:
-        return [f.to_dict() for f in scan_confounds(store, reg, hypothesis_id)]
+        found.append(Finding("variable", var, outcome, exp.id, bool(flagged), msg, per_value, p, effect))
+    return found

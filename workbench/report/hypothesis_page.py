@@ -9,6 +9,7 @@ from typing import Any
 
 from workbench.analysis.results import Analysis, Judgement
 from workbench.analysis.results import Check as AnalysisCheck
+from workbench.errors import BadInput
 from workbench.report import bridge, charts, stats
 from workbench.report.context import (ArmRow, AssumptionView, AttritionRow, ChartView, Check, DiffView,
                                       HypothesisContext, Link, Page, PredictionView, ProbeRow, ReviewView, RunRow,
@@ -194,35 +195,40 @@ def _verdict_view(stored: dict[str, Any] | None, analysis: Analysis | None) -> t
     return None, note
 
 
-def build(h: Any, registry: Any, data: StoreData, analysis: Analysis | None, analysis_note: str,
-          page: Page, status_of: dict[str, str]) -> HypothesisContext:
-    exp = registry.experiments.get(h.experiment)
-    all_runs = data.hypothesis_runs(h.id)
+def _evidence_by_arm(h: Any, data: StoreData, analysis: Analysis | None
+                     ) -> tuple[list[dict[str, Any]], int | None, dict[str, list[dict[str, Any]]]]:
+    """(evidence runs, their execution, runs per arm): the runs the analysis pooled when it says, which
+    may include matching runs of other hypotheses; else the latest verdict's execution's."""
     runs, ex_id = evidence_runs(data, h.id)
     by_arm: dict[str, list[dict[str, Any]]] = defaultdict(list)
     used = bridge.evidence_run_ids(analysis)
-    if used:  # the runs the analysis pooled, which may include matching runs of other hypotheses
+    if used:
         runs = [data.runs[i] for ids in used.values() for i in ids if i in data.runs]
         for arm, ids in used.items():
             by_arm[arm] = [data.runs[i] for i in ids if i in data.runs]
     else:
         for r in runs:
             by_arm[r["arm"] or "probe"].append(r)
-    arm_names = list(h.arm_names) + [a for a in by_arm if a not in h.arm_names]
+    return runs, ex_id, by_arm
 
-    # Arms: the full assignment of every arm, rows that differ marked.
+
+def _arm_rows(h: Any, registry: Any) -> list[ArmRow]:
+    """The full assignment of every arm, rows that differ marked."""
     assignments: dict[str, dict[str, str]] = {}
     for arm in h.arm_names:
         try:
             assignments[arm] = registry.arm_assignment(h, arm)
-        except Exception:  # noqa: BLE001 - an experiment edited since; show the hypothesis' own values
+        except BadInput:  # an experiment edited since; show the hypothesis' own values
             assignments[arm] = {**h.hold, **h.arms.get(arm, {})}
     variables = sorted({v for a in assignments.values() for v in a})
-    arm_rows = [ArmRow(v, [assignments[a].get(v, "") for a in h.arm_names],
-                       len({assignments[a].get(v, "") for a in h.arm_names}) > 1, v == h.isolates)
-                for v in variables]
+    return [ArmRow(v, [assignments[a].get(v, "") for a in h.arm_names],
+                   len({assignments[a].get(v, "") for a in h.arm_names}) > 1, v == h.isolates) for v in variables]
 
-    # Charts: one per metric, by arm, with intervals (analysis' when it has them) and the predicted region.
+
+def _charts(h: Any, exp: Any, runs: list[dict[str, Any]], by_arm: dict[str, list[dict[str, Any]]],
+            arm_names: list[str], analysis: Analysis | None
+            ) -> tuple[list[ChartView], dict[tuple[str, str], dict[str, Any]]]:
+    """One chart per metric, by arm, with intervals (the analysis' when it has them) and the predicted region."""
     chart_views: list[ChartView] = []
     estimates: dict[tuple[str, str], dict[str, Any]] = {}
     for i, metric in enumerate(metric_order(h, exp, runs)):
@@ -244,8 +250,12 @@ def build(h: Any, registry: Any, data: StoreData, analysis: Analysis | None, ana
                       if len(by_arm.get(arm, [])) <= MAX_TICKS_PER_ARM]
         mc = charts.MetricChart(metric, arm_names, points, run_values, _region_bands(h, metric), is_rate)
         chart_views.append(ChartView(f"chart-{i}", metric, charts.metric_spec(mc), rows))
+    return chart_views, estimates
 
-    # Reachability: calls per target, per process, over the evidence runs.
+
+def _probes(data: StoreData, all_runs: list[dict[str, Any]], runs: list[dict[str, Any]]
+            ) -> tuple[list[ProbeRow], dict[str, list[int]]]:
+    """Reachability: calls per target, per process; totals over the evidence runs."""
     probe_rows: list[ProbeRow] = []
     evidence_ids = {r["id"] for r in runs}
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -256,37 +266,51 @@ def build(h: Any, registry: Any, data: StoreData, analysis: Analysis | None, ana
             if r["id"] in evidence_ids:
                 totals[p["target"]][0] += p["calls"]
                 totals[p["target"]][1] += 1
+    return probe_rows, totals
 
+
+def _observed(p: Any, exp: Any, arm_names: list[str], totals: dict[str, list[int]],
+              estimates: dict[tuple[str, str], dict[str, Any]]) -> tuple[str, str]:
+    """(what the data shows for prediction `p`, where that lies against its region) without an analysis."""
+    observed, relation = "", ""
+    if p.target:
+        calls = totals.get(p.target, [None])[0]
+        observed = "not probed" if calls is None else f"{calls} calls"
+        if calls is not None:
+            relation = "inside the predicted region" if p.region.contains(calls) else "outside the predicted region"
+    elif p.difference:
+        a, b = (estimates.get((p.difference[0], p.metric)), estimates.get((p.difference[1], p.metric)))
+        if a and b and a["estimate"] is not None and b["estimate"] is not None:
+            observed = f"{stats.fmt(a['estimate'] - b['estimate'])} (point estimate)"
+    else:
+        for arm in ([p.arm] if p.arm else arm_names):
+            e = estimates.get((arm, p.metric))
+            if e and e["estimate"] is not None:
+                is_rate = exp is not None and p.metric in exp.metrics and exp.metrics[p.metric].kind == "proportion"
+                observed += f"{arm}: {e['label']} {_fmt_interval(e['lo'], e['hi'], is_rate)}; "
+                relation = relation or _relation(e["lo"], e["hi"], p.region)
+    return observed, relation
+
+
+def _predictions(h: Any, exp: Any, data: StoreData, analysis: Analysis | None, arm_names: list[str],
+                 totals: dict[str, list[int]], estimates: dict[tuple[str, str], dict[str, Any]]) -> list[PredictionView]:
     a_preds = bridge.predictions(analysis)
     stored_preds = Analysis.from_dict((data.verdicts.get(h.id) or {}).get("details") or {}).predictions
-    predictions = []
+    out = []
     for j, p in enumerate(h.predicts):
         src = a_preds[j] if j < len(a_preds) else (stored_preds[j] if j < len(stored_preds) else None)
-        observed, relation = "", ""
-        if p.target:
-            calls = totals.get(p.target, [None])[0]
-            observed = "not probed" if calls is None else f"{calls} calls"
-            if calls is not None:
-                relation = "inside the predicted region" if p.region.contains(calls) else "outside the predicted region"
-        elif p.difference:
-            a, b = (estimates.get((p.difference[0], p.metric)), estimates.get((p.difference[1], p.metric)))
-            if a and b and a["estimate"] is not None and b["estimate"] is not None:
-                observed = f"{stats.fmt(a['estimate'] - b['estimate'])} (point estimate)"
-        else:
-            for arm in ([p.arm] if p.arm else arm_names):
-                e = estimates.get((arm, p.metric))
-                if e and e["estimate"] is not None:
-                    is_rate = exp is not None and p.metric in exp.metrics and exp.metrics[p.metric].kind == "proportion"
-                    observed += f"{arm}: {e['label']} {_fmt_interval(e['lo'], e['hi'], is_rate)}; "
-                    relation = relation or _relation(e["lo"], e["hi"], p.region)
+        observed, relation = _observed(p, exp, arm_names, totals, estimates)
         if src is not None and src.estimate is not None:
             observed = _observed_from_analysis(src, exp, p.metric) or observed
         outcome = src.outcome if src is not None else relation
         if src is not None and src.more_units_needed:
             outcome += f" (about {src.more_units_needed} more units would decide it)"
-        predictions.append(PredictionView(p.describe(), p.why, observed.rstrip("; "), outcome))
+        out.append(PredictionView(p.describe(), p.why, observed.rstrip("; "), outcome))
+    return out
 
-    verdict, vnote = _verdict_view(data.verdicts.get(h.id), analysis)
+
+def _attrition(exp: Any, data: StoreData, arm_names: list[str], by_arm: dict[str, list[dict[str, Any]]]
+               ) -> tuple[list[AttritionRow], list[str]]:
     outcomes: list[str] = list(exp.unit.outcomes) if exp is not None and exp.unit is not None else []
     attrition = []
     for arm in arm_names:
@@ -302,15 +326,32 @@ def build(h: Any, registry: Any, data: StoreData, analysis: Analysis | None, ana
     for row in attrition:
         have = dict(row.by_outcome)
         row.by_outcome = [(o, have.get(o, 0)) for o in outcomes]
+    return attrition, outcomes
 
-    metric_columns = metric_order(h, exp, runs)[:MAX_METRIC_COLUMNS]
+
+def _run_rows(exp: Any, all_runs: list[dict[str, Any]], runs: list[dict[str, Any]],
+              metric_columns: list[str]) -> list[RunRow]:
     in_evidence = {r["id"] for r in runs}
     shown = sorted(all_runs, key=lambda r: r["id"], reverse=True)[:MAX_RUN_ROWS]
-    run_rows = [RunRow(r["id"], f"../runs/{r['id']}.html", r["arm"] or "", "" if r["replicate"] is None
-                       else str(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
-                       r["id"] in in_evidence,
-                       [stats.fmt(v) if v is not None else "" for v in (run_metric(exp, r, m) for m in metric_columns)])
-                for r in shown]
+    return [RunRow(r["id"], f"../runs/{r['id']}.html", r["arm"] or "", "" if r["replicate"] is None
+                   else str(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
+                   r["id"] in in_evidence,
+                   [stats.fmt(v) if v is not None else "" for v in (run_metric(exp, r, m) for m in metric_columns)])
+            for r in shown]
+
+
+def build(h: Any, registry: Any, data: StoreData, analysis: Analysis | None, analysis_note: str,
+          page: Page, status_of: dict[str, str]) -> HypothesisContext:
+    exp = registry.experiments.get(h.experiment)
+    all_runs = data.hypothesis_runs(h.id)
+    runs, ex_id, by_arm = _evidence_by_arm(h, data, analysis)
+    arm_names = list(h.arm_names) + [a for a in by_arm if a not in h.arm_names]
+    chart_views, estimates = _charts(h, exp, runs, by_arm, arm_names, analysis)
+    probe_rows, totals = _probes(data, all_runs, runs)
+    predictions = _predictions(h, exp, data, analysis, arm_names, totals, estimates)
+    verdict, vnote = _verdict_view(data.verdicts.get(h.id), analysis)
+    attrition, outcomes = _attrition(exp, data, arm_names, by_arm)
+    metric_columns = metric_order(h, exp, runs)[:MAX_METRIC_COLUMNS]
     assumptions = [AssumptionView(a.text, Link(f"{a.tested_by}.html", a.tested_by) if a.tested_by else None,
                                   status_of.get(a.tested_by) if a.tested_by else None) for a in h.assumptions]
     execution = data.executions.get(ex_id) if ex_id is not None else None
@@ -323,13 +364,13 @@ def build(h: Any, registry: Any, data: StoreData, analysis: Analysis | None, ana
         experiment=h.experiment,
         parent=Link(f"{h.parent}.html", h.parent) if h.parent else None,
         children=[Link(f"{c.id}.html", c.id) for c in registry.children(h.id)],
-        isolates=h.isolates, hold=sorted(h.hold.items()), arm_names=list(h.arm_names), arm_rows=arm_rows,
+        isolates=h.isolates, hold=sorted(h.hold.items()), arm_names=list(h.arm_names), arm_rows=_arm_rows(h, registry),
         config_diffs=_config_diffs(arm_names, runs, execution), predictions=predictions,
         guards=[g.describe() + (f" — {g.why}" if g.why else "") for g in h.requires], falsified_if=h.falsified_if,
         assumptions=assumptions, charts=chart_views, verdict=verdict, analysis_note=notes,
         attrition=attrition if any(r.units for r in attrition) else [], attrition_outcomes=outcomes,
         probe_rows=probe_rows, probe_totals=[(t, v[0], v[1]) for t, v in sorted(totals.items())],
-        metric_columns=metric_columns, runs=run_rows,
+        metric_columns=metric_columns, runs=_run_rows(exp, all_runs, runs, metric_columns),
         reviews=[ReviewView(r["author"], r["decision"], r["body"] or "", (r["created_at"] or "")[:19])
                  for r in data.reviews.get(h.id, [])])
 

@@ -92,21 +92,17 @@ class Store(StoreReads, StoreWrites, StoreBundles):
     @contextmanager
     def connect(self) -> Iterator["object"]:
         """A SQLAlchemy connection in a transaction, retried for a bounded time while the file is locked."""
-        from sqlalchemy.exc import DBAPIError, OperationalError
+        import duckdb
+        from sqlalchemy.exc import DBAPIError
 
         deadline = time.monotonic() + self.lock_wait_s
         while True:
             try:
                 conn = self.engine.connect()
                 break
-            except (DBAPIError, OperationalError) as exc:
-                err = self._connect_error(exc.orig if getattr(exc, "orig", None) else exc)
-                if isinstance(err, StoreLocked) and time.monotonic() < deadline:
-                    time.sleep(0.2)
-                    continue
-                raise err from exc
-            except Exception as exc:  # duckdb raises its own errors before SQLAlchemy wraps them
-                err = self._connect_error(exc)
+            # duckdb raises its own errors before SQLAlchemy wraps them
+            except (DBAPIError, duckdb.Error) as exc:
+                err = self._connect_error(exc.orig if isinstance(exc, DBAPIError) and exc.orig else exc)
                 if isinstance(err, StoreLocked) and time.monotonic() < deadline:
                     time.sleep(0.2)
                     continue
@@ -114,6 +110,14 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         try:
             with conn.begin():
                 yield conn
+        except (DBAPIError, duckdb.Error) as exc:
+            # Known trouble with the medium becomes a StoreError; a bad statement is a bug and stays as it is.
+            orig = exc.orig if isinstance(exc, DBAPIError) else exc
+            if isinstance(orig, (duckdb.IOException, duckdb.OutOfMemoryException)) or \
+                    (isinstance(exc, DBAPIError) and exc.connection_invalidated):
+                raise StoreError(f"the store {self.name} could not be read or written: {orig}",
+                                 hint="check the disk or server it lives on; the transaction was rolled back") from exc
+            raise
         finally:
             conn.close()
 
