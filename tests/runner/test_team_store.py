@@ -47,3 +47,42 @@ def test_two_users_run_at_once_on_one_postgresql_store(toy, tmp_path: Path, pg_u
         mine = [r for r in runs if r.execution_id == e.id]
         assert len(mine) == 6 and all(r.status == "ok" for r in mine), [(r.arm, r.status, r.error) for r in mine]
         assert all(r.metrics.get("sessions") == 10 for r in mine)
+
+
+def _state(cli, db: str, env: dict[str, str]) -> dict:
+    import json
+
+    code, out, err = cli("review", "list", "toy-fix", "--json", "--db", db, env=env)
+    assert code == 0, err
+    return json.loads(out)[0]
+
+
+def _review_round_trip(toy, cli, db: str) -> None:
+    env = {"WB_ROOT": str(toy.root), "WB_USER": "ada"}
+
+    def wb(*args: str) -> None:
+        code, out, err = cli(*args, "--db", db, env=env)
+        assert code == 0, (args, out[-2000:], err[-2000:])
+
+    wb("hypothesis", "run", "toy-fix", "--replicates", "1")
+    assert _state(cli, db, env)["state"] == "awaiting review"
+    wb("review", "toy-fix", "--approve", "-m", "leaks gone with the fix")
+    first = _state(cli, db, env)
+    assert first["state"] == "approved" and first["reviews"][0]["author"] == "ada"
+    assert first["reviews"][0]["evidence_digest"] == first["current_verdict"]["evidence_digest"]
+    wb("hypothesis", "run", "toy-fix", "--replicates", "1")   # new runs: new evidence under the verdict
+    stale = _state(cli, db, env)
+    assert stale["state"] == "stale" and stale["reviews"][0]["stale"] is True
+    wb("review", "toy-fix", "--approve", "-m", "still holds", "--as", "grace")
+    again = _state(cli, db, env)
+    assert again["state"] == "approved"
+    assert [(r["author"], r["author_source"], r["stale"]) for r in again["reviews"]] == \
+        [("ada", "WB_USER", True), ("grace", "flag", False)]
+
+
+def test_review_round_trip_on_duckdb(toy, cli):
+    _review_round_trip(toy, cli, toy.db)
+
+
+def test_review_round_trip_on_postgresql(toy, cli, pg_url: str):
+    _review_round_trip(toy, cli, pg_url)

@@ -149,6 +149,10 @@ class StoreReads:
             rows = list(s.exec(q.order_by(Verdict.id)).all())  # type: ignore[arg-type]
         return (verdict_record(v) for v in rows)
 
+    def verdicts(self, *, hypothesis_id: str | None = None) -> list[VerdictRecord]:
+        """Every verdict, oldest first: the verdict history of each hypothesis."""
+        return list(self._verdicts(hypothesis_id))
+
     def latest_verdicts(self, *, hypothesis_id: str | None = None) -> dict[str, VerdictRecord]:
         """The newest verdict of each hypothesis, A/A (noise-floor) verdicts left out."""
         return {v.hypothesis_id: v for v in self._verdicts(hypothesis_id) if not v.is_aa}
