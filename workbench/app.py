@@ -348,6 +348,23 @@ class Workbench:
         with Store(url, path, read_only=True, lock_wait_s=self.settings.lock_wait_s) as store:
             return Revision(store.name, store.revision(), head_revision())
 
+    # ------------------------------------------------------------------ the transfer kernel
+    @staticmethod
+    def kernel_check(*, impl: str = "auto", seed: int = 0, quick: bool = False,
+                     progress: Callable[[str], None] | None = None) -> Any:
+        """Every transfer case byte for byte against an independent copy (a `CheckReport`)."""
+        from wb_kernels.check import run_check
+
+        return run_check(impl=impl, seed=seed, quick=quick, progress=progress)
+
+    @staticmethod
+    def kernel_bench(*, quick: bool = False, variants: list[int] | None = None, layers: int = 4,
+                     progress: Callable[[str], None] | None = None) -> Any:
+        """The CUDA kernel timed against the copy ceilings and the torch baseline (a `BenchReport`)."""
+        from wb_kernels.bench import run_bench
+
+        return run_bench(quick=quick, variants=variants, layers=layers, progress=progress)
+
     @staticmethod
     def schemas() -> dict[str, Any]:
         from workbench.registry.experiment import Experiment

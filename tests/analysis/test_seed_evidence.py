@@ -11,12 +11,13 @@ from workbench.analysis import analyze_stored, record_verdict, scan_confounds
 
 @pytest.fixture
 def seeded(tmp_path, workbench_dir, seed_csv):
-    from workbench.evidence import import_evidence
+    from workbench.app import Workbench
     from workbench.registry import load_registry
+    from workbench.settings import Settings
     from workbench.store import open_store
 
     db = str(tmp_path / "seed.duckdb")
-    import_evidence(file=seed_csv, db=db, root=workbench_dir)
+    Workbench.open(Settings(db=db, root=workbench_dir)).import_evidence(seed_csv)
     store = open_store(db)
     yield store, load_registry(workbench_dir), db
     store.dispose()

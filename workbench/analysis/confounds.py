@@ -8,11 +8,17 @@ test and an effect size, and proposes the experiment that would separate the two
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import stats
 from workbench.analysis.data import USABLE_STATUSES, RunData, metric_value, run_query
 from workbench.analysis.results import json_safe
+
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+    from workbench.registry.loader import Registry
+    from workbench.store.engine import Store
+
 
 
 @dataclass(frozen=True)
@@ -32,7 +38,7 @@ class Finding:
         return json_safe(asdict(self))
 
 
-def _outcome(run: RunData, metric: str, exp: Any) -> tuple[float | None, float | None]:
+def _outcome(run: RunData, metric: str, exp: Experiment) -> tuple[float | None, float | None]:
     """(numerator, denominator) of the outcome proportion; the numerator alone says whether it occurred."""
     spec = exp.metrics[metric]
     k = metric_value(run, spec.numerator, exp)
@@ -61,7 +67,7 @@ def _common_values(runs: list[RunData]) -> dict[str, str]:
     return {k: runs[0].variables[k] for k in sorted(keys) if len({r.variables[k] for r in runs}) == 1}
 
 
-def _guard_aliases(exp: Any) -> list[tuple[str, list[str]]]:
+def _guard_aliases(exp: Experiment) -> list[tuple[str, list[str]]]:
     """Guard metrics, with aliases (same_as) folded into the metric they repeat."""
     groups: dict[str, list[str]] = {}
     for name, spec in exp.metrics.items():
@@ -72,7 +78,7 @@ def _guard_aliases(exp: Any) -> list[tuple[str, list[str]]]:
     return [(base, names) for base, names in groups.items()]
 
 
-def _propose(registry: Any, exp: Any, guard_names: list[str], outcome: str, co_runs: list[RunData],
+def _propose(registry: Registry, exp: Experiment, guard_names: list[str], outcome: str, co_runs: list[RunData],
              runs: list[RunData], g_known: dict[int, float], scanned: str | None = None) -> dict[str, Any]:
     """Which variable to toggle (and which to hold) so the guard goes away while the outcome is measured."""
     hold = _common_values(co_runs)
@@ -133,7 +139,7 @@ def _kv(d: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in d.items())
 
 
-def scan_confounds(store: Any, registry: Any, hypothesis_id: str | None = None) -> list[Finding]:
+def scan_confounds(store: Store, registry: Registry, hypothesis_id: str | None = None) -> list[Finding]:
     """Scan stored runs for variables and guard metrics associated with each predicted outcome."""
     if hypothesis_id is not None:
         hyps = [registry.hypothesis(hypothesis_id)]
@@ -157,7 +163,7 @@ def scan_confounds(store: Any, registry: Any, hypothesis_id: str | None = None) 
     return findings
 
 
-def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str,
+def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outcome: str,
                   scanned: str | None = None) -> list[Finding]:
     spec = exp.metrics[outcome]
     occurred: dict[int, bool] = {}
@@ -213,7 +219,7 @@ def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str,
     return out
 
 
-def _scan_variables(exp: Any, known: list[RunData], counts: dict[int, tuple[float, float | None]],
+def _scan_variables(exp: Experiment, known: list[RunData], counts: dict[int, tuple[float, float | None]],
                     occurred: dict[int, bool], outcome: str, what: str) -> list[Finding]:
     """Each recorded variable with two or more values: how often the outcome occurred under each."""
     found: list[Finding] = []

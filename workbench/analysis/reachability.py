@@ -11,7 +11,7 @@ from typing import Any, Protocol, Sequence
 
 from workbench.analysis.predictions import combine_outcomes
 from workbench.analysis.results import Analysis, Check, Judgement
-from workbench.registry.hypothesis import Hypothesis
+from workbench.registry.hypothesis import Hypothesis, Prediction
 from workbench.store.entities import ProbeCountRecord
 
 VALID_STATUSES = ("ok",)
@@ -154,7 +154,7 @@ def _control(st: _Judging) -> tuple[bool, str]:
     return not missed, note
 
 
-def _judge_one(st: _Judging, pred: Any, target: str, control_ok: bool, control_note: str) -> tuple[str, str]:
+def _judge_one(st: _Judging, pred: Prediction, target: str, control_ok: bool, control_note: str) -> tuple[str, str]:
     lo, hi = pred.region.bounds()
     n = st.counts[target]["total"] if target in st.counts else 0
     inside = pred.region.contains(n)

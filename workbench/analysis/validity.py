@@ -7,11 +7,15 @@ effect says what it does to the verdict when it did not pass: "invalid", "inconc
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import stats
 from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
 from workbench.registry.experiment import Experiment
+
+if TYPE_CHECKING:
+    from workbench.registry.hypothesis import Hypothesis
+
 
 # Attrition above this share of units, or different between arms (Fisher p below ALPHA), is flagged.
 ATTRITION_FLAG = 0.10
@@ -35,7 +39,7 @@ def _groups(runs: list[RunData], attr: str) -> list[tuple[dict[str, Any], list[R
     return list(out.values())
 
 
-def isolation(h: Any, arms: dict[str, list[RunData]], expected: dict[str, dict[str, str]],
+def isolation(h: Hypothesis, arms: dict[str, list[RunData]], expected: dict[str, dict[str, str]],
               by_arm_name: bool) -> dict[str, Any]:
     """Arms differ only in the isolated variable, judged on the variables every run recorded."""
     names = [a for a in arms if arms[a]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.analysis.results import Analysis, Judgement
 from workbench.analysis.results import Check as AnalysisCheck
@@ -15,6 +15,12 @@ from workbench.report.context import (ArmRow, AssumptionView, AttritionRow, Char
                                       HypothesisContext, Link, Page, PredictionView, ProbeRow, ReviewView, RunRow,
                                       VerdictView)
 from workbench.report.data import StoreData
+
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+    from workbench.registry.hypothesis import Hypothesis
+    from workbench.registry.loader import Registry
+
 
 EVIDENCE_STATUSES = {"ok", "done", "historical"}
 MAX_RUN_ROWS = 300
@@ -35,7 +41,7 @@ def evidence_runs(data: StoreData, hid: str) -> tuple[list[dict[str, Any]], int 
     return [r for r in runs if r["execution_id"] == chosen], chosen
 
 
-def run_metric(exp: Any, run: dict[str, Any], metric: str, _depth: int = 0) -> float | None:
+def run_metric(exp: Experiment | None, run: dict[str, Any], metric: str, _depth: int = 0) -> float | None:
     """A run's value of `metric`: stored, or derived as the experiment declares (same_as, numerator/denominator).
 
     The runner stores what it collects; proportions and aliases are derived when read.
@@ -55,7 +61,7 @@ def run_metric(exp: Any, run: dict[str, Any], metric: str, _depth: int = 0) -> f
     return None
 
 
-def metric_order(h: Any, exp: Any, runs: list[dict[str, Any]]) -> list[str]:
+def metric_order(h: Hypothesis, exp: Experiment | None, runs: list[dict[str, Any]]) -> list[str]:
     """Predicted metrics first, then guards, then the rest the runs carry (declared order, then by name)."""
     order: list[str] = []
     probed = [f"calls:{p.target}" for p in h.predicts if p.target]  # the runner's name for a probe count
@@ -72,7 +78,7 @@ def metric_order(h: Any, exp: Any, runs: list[dict[str, Any]]) -> list[str]:
     return [m for m in order if m in stored or any(run_metric(exp, r, m) is not None for r in runs)]
 
 
-def arm_estimate(exp: Any, metric: str, runs: list[dict[str, Any]]) -> stats.Estimate:
+def arm_estimate(exp: Experiment | None, metric: str, runs: list[dict[str, Any]]) -> stats.Estimate:
     spec = exp.metrics.get(metric) if exp is not None else None
     if spec is not None and spec.same_as:
         return arm_estimate(exp, spec.same_as, runs)
@@ -84,7 +90,7 @@ def arm_estimate(exp: Any, metric: str, runs: list[dict[str, Any]]) -> stats.Est
     return stats.median_interval([v for v in (run_metric(exp, r, metric) for r in runs) if v is not None])
 
 
-def _region_bands(h: Any, metric: str) -> list[charts.RegionBand]:
+def _region_bands(h: Hypothesis, metric: str) -> list[charts.RegionBand]:
     out = []
     for p in h.predicts:
         if (p.metric == metric and not p.target and p.difference is None) or (p.target and metric == f"calls:{p.target}"):
@@ -158,7 +164,7 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _observed_from_analysis(src: Judgement, exp: Any, metric: str) -> str:
+def _observed_from_analysis(src: Judgement, exp: Experiment | None, metric: str) -> str:
     est = src.estimate
     if est is None:
         return ""
@@ -195,7 +201,7 @@ def _verdict_view(stored: dict[str, Any] | None, analysis: Analysis | None) -> t
     return None, note
 
 
-def _evidence_by_arm(h: Any, data: StoreData, analysis: Analysis | None
+def _evidence_by_arm(h: Hypothesis, data: StoreData, analysis: Analysis | None
                      ) -> tuple[list[dict[str, Any]], int | None, dict[str, list[dict[str, Any]]]]:
     """(evidence runs, their execution, runs per arm): the runs the analysis pooled when it says, which
     may include matching runs of other hypotheses; else the latest verdict's execution's."""
@@ -212,7 +218,7 @@ def _evidence_by_arm(h: Any, data: StoreData, analysis: Analysis | None
     return runs, ex_id, by_arm
 
 
-def _arm_rows(h: Any, registry: Any) -> list[ArmRow]:
+def _arm_rows(h: Hypothesis, registry: Registry) -> list[ArmRow]:
     """The full assignment of every arm, rows that differ marked."""
     assignments: dict[str, dict[str, str]] = {}
     for arm in h.arm_names:
@@ -225,7 +231,7 @@ def _arm_rows(h: Any, registry: Any) -> list[ArmRow]:
                    len({assignments[a].get(v, "") for a in h.arm_names}) > 1, v == h.isolates) for v in variables]
 
 
-def _charts(h: Any, exp: Any, runs: list[dict[str, Any]], by_arm: dict[str, list[dict[str, Any]]],
+def _charts(h: Hypothesis, exp: Experiment | None, runs: list[dict[str, Any]], by_arm: dict[str, list[dict[str, Any]]],
             arm_names: list[str], analysis: Analysis | None
             ) -> tuple[list[ChartView], dict[tuple[str, str], dict[str, Any]]]:
     """One chart per metric, by arm, with intervals (the analysis' when it has them) and the predicted region."""
@@ -269,7 +275,7 @@ def _probes(data: StoreData, all_runs: list[dict[str, Any]], runs: list[dict[str
     return probe_rows, totals
 
 
-def _observed(p: Any, exp: Any, arm_names: list[str], totals: dict[str, list[int]],
+def _observed(p: Any, exp: Experiment | None, arm_names: list[str], totals: dict[str, list[int]],
               estimates: dict[tuple[str, str], dict[str, Any]]) -> tuple[str, str]:
     """(what the data shows for prediction `p`, where that lies against its region) without an analysis."""
     observed, relation = "", ""
@@ -292,7 +298,7 @@ def _observed(p: Any, exp: Any, arm_names: list[str], totals: dict[str, list[int
     return observed, relation
 
 
-def _predictions(h: Any, exp: Any, data: StoreData, analysis: Analysis | None, arm_names: list[str],
+def _predictions(h: Hypothesis, exp: Experiment | None, data: StoreData, analysis: Analysis | None, arm_names: list[str],
                  totals: dict[str, list[int]], estimates: dict[tuple[str, str], dict[str, Any]]) -> list[PredictionView]:
     a_preds = bridge.predictions(analysis)
     stored_preds = Analysis.from_dict((data.verdicts.get(h.id) or {}).get("details") or {}).predictions
@@ -309,7 +315,7 @@ def _predictions(h: Any, exp: Any, data: StoreData, analysis: Analysis | None, a
     return out
 
 
-def _attrition(exp: Any, data: StoreData, arm_names: list[str], by_arm: dict[str, list[dict[str, Any]]]
+def _attrition(exp: Experiment | None, data: StoreData, arm_names: list[str], by_arm: dict[str, list[dict[str, Any]]]
                ) -> tuple[list[AttritionRow], list[str]]:
     outcomes: list[str] = list(exp.unit.outcomes) if exp is not None and exp.unit is not None else []
     attrition = []
@@ -329,7 +335,7 @@ def _attrition(exp: Any, data: StoreData, arm_names: list[str], by_arm: dict[str
     return attrition, outcomes
 
 
-def _run_rows(exp: Any, all_runs: list[dict[str, Any]], runs: list[dict[str, Any]],
+def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], runs: list[dict[str, Any]],
               metric_columns: list[str]) -> list[RunRow]:
     in_evidence = {r["id"] for r in runs}
     shown = sorted(all_runs, key=lambda r: r["id"], reverse=True)[:MAX_RUN_ROWS]
@@ -340,7 +346,7 @@ def _run_rows(exp: Any, all_runs: list[dict[str, Any]], runs: list[dict[str, Any
             for r in shown]
 
 
-def build(h: Any, registry: Any, data: StoreData, analysis: Analysis | None, analysis_note: str,
+def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None, analysis_note: str,
           page: Page, status_of: dict[str, str]) -> HypothesisContext:
     exp = registry.experiments.get(h.experiment)
     all_runs = data.hypothesis_runs(h.id)
@@ -375,7 +381,7 @@ def build(h: Any, registry: Any, data: StoreData, analysis: Analysis | None, ana
                  for r in data.reviews.get(h.id, [])])
 
 
-def key_number(h: Any, registry: Any, data: StoreData, analysis: Analysis | None = None) -> str:
+def key_number(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None = None) -> str:
     """The one number a board card shows: the first prediction's metric in its arm (or probe calls)."""
     preds = bridge.predictions(analysis)
     if preds and preds[0].estimate is not None:

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from workbench.errors import TargetError, WbError
 from workbench.runner import extract
@@ -24,16 +24,20 @@ from workbench.runner.plan import PlannedRun
 from workbench.runner.render import Raw, render_command, render_text
 from workbench.runner.targets.base import Target
 
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment, Profile
+    from workbench.registry.hypothesis import Hypothesis
+
 STAGES = ("render", "check", "apply", "restart", "health", "workload", "collect", "record")
 @dataclass
 class Harness:
     """Everything a run needs that does not change between runs of one execution."""
 
     root: Path
-    experiment: Any
-    hypothesis: Any
+    experiment: Experiment
+    hypothesis: Hypothesis
     profile_name: str
-    profile: Any
+    profile: Profile
     target: Target
     context: dict[str, str]
     env: dict[str, str]
