@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from workbench.runner.plan import PlannedRun
     from workbench.runner.summary import ExecutionResult
     from workbench.store.engine import Store
-    from workbench.bundle import BundleSummary
-    from workbench.reviews import ReviewState
+    from workbench.team.bundle import BundleSummary
+    from workbench.team.reviews import ReviewState
     from workbench.store.entities import ReviewRecord, RunRecord, VerdictRecord
 
 FORMATS = ("html", "md")
@@ -288,8 +288,8 @@ class Workbench:
     # ------------------------------------------------------------------ team review
     def review(self, hypothesis_id: str, *, decision: str, body: str, as_name: str | None = None) -> "ReviewRecord":
         """Record a review of the hypothesis's current verdict, bound to the evidence that verdict rests on."""
-        from workbench.identity import current_person
-        from workbench.reviews import check_review_input
+        from workbench.team.identity import current_person
+        from workbench.team.reviews import check_review_input
 
         self.registry.hypothesis(hypothesis_id)
         check_review_input(decision, body)
@@ -306,7 +306,7 @@ class Workbench:
 
     def review_states(self, hypothesis_id: str | None = None) -> list["ReviewState"]:
         """Each hypothesis's review state (awaiting review, approved, changes requested, stale) and history."""
-        from workbench.reviews import review_states
+        from workbench.team.reviews import review_states
 
         hyps = [self.registry.hypothesis(hypothesis_id)] if hypothesis_id else list(self.registry.hypotheses)
         if not self._store_exists():
@@ -317,8 +317,8 @@ class Workbench:
 
     def bundle_export(self, hypothesis_ids: list[str], out: str | Path) -> "BundleSummary":
         from workbench import __version__
-        from workbench.bundle import export
-        from workbench.identity import current_person
+        from workbench.team.bundle import export
+        from workbench.team.identity import current_person
 
         person = current_person(Path(self.registry.root))
         with self.store(read_only=True) as store:
@@ -326,7 +326,7 @@ class Workbench:
                           wb_version=__version__)
 
     def bundle_import(self, path: str | Path) -> "BundleSummary":
-        from workbench.bundle import import_, read
+        from workbench.team.bundle import import_, read
 
         read(Path(path))  # a damaged file is bad input before the store is created
         with self.store() as store:

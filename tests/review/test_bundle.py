@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from workbench import __version__
-from workbench.bundle import export, import_, read
+from workbench.team.bundle import export, import_, read
 from workbench.errors import BadInput
 from workbench.registry import load_registry
 from workbench.store import open_store

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from workbench.identity import current_person, provenance
+from workbench.team.identity import current_person, provenance
 
 
 def _git(root: Path, *args: str) -> None:

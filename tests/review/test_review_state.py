@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from workbench.errors import BadInput
-from workbench.reviews import (APPROVED, AWAITING, CHANGES_REQUESTED, STALE, check_review_input, parent_changed_since,
+from workbench.team.reviews import (APPROVED, AWAITING, CHANGES_REQUESTED, STALE, check_review_input, parent_changed_since,
                                review_state, review_states)
 from workbench.store.entities import Evidence, EvidenceRun, ReviewRecord, VerdictRecord
 

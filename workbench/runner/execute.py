@@ -292,7 +292,7 @@ def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
                     prior: ExecutionRecord | None) -> tuple[int, set[int]]:
     """(execution id, order indexes already finished): a new execution, or the one being resumed."""
     from workbench import __version__
-    from workbench.identity import provenance
+    from workbench.team.identity import provenance
 
     if prior is not None:
         store.update_execution(prior.id, status="running", ended_at=None, error=None)

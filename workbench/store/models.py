@@ -200,7 +200,7 @@ class Verdict(SQLModel, table=True):
     checks_json: Optional[str] = _text()
     details_json: Optional[str] = _text()
     created_at: Optional[datetime] = _ts(nullable=False)
-    # What the verdict rests on (see workbench.reviews.Evidence); reviews bind to the digest.
+    # What the verdict rests on (see workbench.team.reviews.Evidence); reviews bind to the digest.
     uuid: Optional[str] = None
     evidence_digest: Optional[str] = None
     evidence_json: Optional[str] = _text()

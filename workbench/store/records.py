@@ -97,7 +97,7 @@ def create_execution(session: Session, *, hypothesis_id: str, experiment_id: str
                      overrides: dict[str, str] | None = None, config_diff: Any = None,
                      hypothesis_snapshot_id: int | None = None, experiment_snapshot_id: int | None = None,
                      wb_version: str = "", uuid: str | None = None, who: dict[str, Any] | None = None) -> Execution:
-    """`who`: user_name, user_source, host, git_revision, git_dirty (see workbench.identity)."""
+    """`who`: user_name, user_source, host, git_revision, git_dirty (see workbench.team.identity)."""
     ex = Execution(hypothesis_id=hypothesis_id, experiment_id=experiment_id, experiment_version=experiment_version,
                    profile=profile, target=target, mode=mode, status="running", plan_json=jsonx.dumps(plan),
                    overrides_json=jsonx.dumps(overrides or {}), config_diff_json=jsonx.dumps(config_diff),
