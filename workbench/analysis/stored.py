@@ -12,6 +12,7 @@ from workbench.analysis.data import run_query
 from workbench.analysis.results import ANALYSIS_VERSION, Analysis
 from workbench.analysis.verdict import analyze, arm_names
 from workbench.errors import BadInput
+from workbench.registry.experiment import per_replicate_names
 from workbench.registry.hypothesis import Hypothesis
 
 if TYPE_CHECKING:
@@ -60,7 +61,8 @@ def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, 
     configs = store.rendered_configs(sorted({r.config_hash for r in runs if r.config_hash}))
     return analyze(h, exp, runs, assignments=arm_assignments(registry, h, mode, overrides), configs=configs,
                    execution_id=execution_id, mode=mode,
-                   sequential=mode == "sequential" if sequential is None else bool(sequential))
+                   sequential=mode == "sequential" if sequential is None else bool(sequential),
+                   per_replicate=frozenset(per_replicate_names(exp, h, overrides or {})))
 
 
 def record_verdict(store: "Store", analysis: Analysis, *, execution_id: int | None = None) -> int:

@@ -111,14 +111,18 @@ def _assign(d: _Draft, h: Hypothesis, exp: Experiment, runs: Sequence[RunData],
 
 def analyze(hypothesis: Hypothesis, experiment: Experiment, runs: Sequence[RunData], *,
             assignments: Mapping[str, Mapping[str, str]], configs: Mapping[str, str] | None = None,
-            execution_id: int | None = None, mode: str = "pooled", sequential: bool = False) -> Analysis:
+            execution_id: int | None = None, mode: str = "pooled", sequential: bool = False,
+            per_replicate: frozenset[str] = frozenset()) -> Analysis:
     """Decide `hypothesis` from `runs`.
 
     `assignments` gives each arm's expected variables (`arm_names()` lists the arms); `configs` the
     rendered config text per config hash. With `execution_id`, that execution's runs are matched by
     their arm label and any other run by its variables; `sequential` judges by always-valid tests.
+    `per_replicate` names the variables that take a fresh value in every replicate (a workload seed):
+    they are not part of what an arm sets.
     """
     h, exp = hypothesis, experiment
+    assignments = {a: {k: v for k, v in e.items() if k not in per_replicate} for a, e in assignments.items()}
     d = _Draft(hypothesis_id=h.id, execution_id=execution_id, mode=mode, sequential=bool(sequential),
                hypothesis_sha256=hypothesis_sha(h))
     arms, failed = _assign(d, h, exp, runs, assignments)
@@ -141,7 +145,7 @@ def analyze(hypothesis: Hypothesis, experiment: Experiment, runs: Sequence[RunDa
         d.checks.append(validity.check("data", False, why, "inconclusive"))
         d.reasoning = f"{h.id} is inconclusive. {why}"
         return d.freeze()
-    aa_only = _validity(d, h, exp, arms, assignments, configs or {})
+    aa_only = _validity(d, h, exp, arms, assignments, configs or {}, per_replicate)
     disagree = _predictions(d, h, exp, arms, aa_only)
     _quality(d, h, exp, arms, failed, disagree)
     verdict = combine_outcomes([j["outcome"] for j in d.predictions])
@@ -158,13 +162,14 @@ def analyze(hypothesis: Hypothesis, experiment: Experiment, runs: Sequence[RunDa
 
 
 def _validity(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[RunData]],
-              assignments: Mapping[str, Mapping[str, str]], configs: Mapping[str, str]) -> bool:
+              assignments: Mapping[str, Mapping[str, str]], configs: Mapping[str, str],
+              per_replicate: frozenset[str]) -> bool:
     """The checks on how the runs were made; True when the execution is an A/A one only."""
     d.checks.append(validity.check("data", True, ", ".join(f"{a}: {len(arms[a])} run(s)" for a in assignments)))
     d.checks.append(validity.isolation(h, arms, {a: dict(v) for a, v in assignments.items()},
-                                       by_arm_name=d.execution_id is not None))
+                                       by_arm_name=d.execution_id is not None, per_replicate=per_replicate))
     d.checks.append(validity.fingerprints(arms))
-    d.checks.append(validity.configs(dict(configs), arms, aa=d.mode == "aa"))
+    d.checks.append(validity.configs(dict(configs), arms, aa=d.mode == "aa", per_replicate=per_replicate))
     # An A/A execution runs the control twice and nothing else: it measures the harness, not the claim.
     aa_only = d.mode == "aa" and not any(arms[a] for a in h.arm_names if a != "control")
     for g in h.requires:

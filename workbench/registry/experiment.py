@@ -6,7 +6,7 @@ health, run the workload, collect metrics, restore. Hypotheses say *which* arms 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -27,11 +27,16 @@ class VariableSpec(Strict):
     type: Literal["str", "int", "float"] = "str"
     default: VarValue | None = None
     description: str = ""
+    per_replicate: bool = Field(default=False, description=(
+        "an int the runner draws afresh for each replicate (both arms of a replicate share it), "
+        "from the execution's seed, unless --set, the hypothesis's hold or its arms fix it"))
 
     @model_validator(mode="after")
     def _default_allowed(self) -> "VariableSpec":
         if self.default is not None:
             self.check(self.default)
+        if self.per_replicate and (self.type != "int" or self.values is not None):
+            raise ValueError("per_replicate needs type: int (and no values list)")
         return self
 
     def check(self, value: str) -> str:
@@ -221,3 +226,11 @@ class Experiment(Strict):
 
     def produced_metrics(self) -> set[str]:
         return set(self.metrics)
+
+
+def per_replicate_names(experiment: "Experiment", hypothesis: Any, overrides: dict[str, str]) -> list[str]:
+    """Per-replicate variables that nothing fixes (not --set, not the hypothesis's hold or arms)."""
+    fixed = set(overrides) | set(hypothesis.hold)
+    for assignment in hypothesis.arms.values():
+        fixed |= set(assignment)
+    return [n for n, spec in experiment.variables.items() if spec.per_replicate and n not in fixed]

@@ -17,7 +17,7 @@ from workbench.analysis.stored import SequentialDecision
 from workbench.errors import BadInput, RestoreFailed, RunFailure, WbError
 from workbench.registry.loader import Registry
 from workbench.runner.lifecycle import Harness, RunOutcome, execute_run, wait_healthy
-from workbench.runner.plan import Plan, PlannedRun, make_plan
+from workbench.runner.plan import Plan, PlannedRun, make_plan, per_replicate_names
 from workbench.runner.prepare import Prepared, arms_config_diff, preflight, preview_values, resolve
 from workbench.runner.progress import RunProgress
 from workbench.runner.record import Recorder
@@ -87,7 +87,7 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
     for pr in runs:
         if pr.order_index in state.done:
             continue
-        variables = p.assignments[pr.arm]
+        variables = {**p.assignments[pr.arm], **pr.values}
         run_id = await rec.start(pr)
         state.run_ids.append(run_id)
         position = min(len(state.done) + 1, len(state.plan.runs))
@@ -371,7 +371,8 @@ def prepare(registry: Registry, hypothesis_id: str, opts: RunOptions, *, store: 
     tgt = make_target(p, sim_dir)
     if prior is None:
         plan = make_plan(p.arms, p.max_replicates if p.mode == "sequential" else p.replicates,
-                         blocks=p.blocks, seed=p.seed, hosts=tgt.hosts)
+                         blocks=p.blocks, seed=p.seed, hosts=tgt.hosts,
+                         per_replicate=per_replicate_names(p.experiment, p.hypothesis, p.overrides))
     return Launch(p, plan, tgt, prior)
 
 

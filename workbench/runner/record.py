@@ -36,7 +36,8 @@ class Recorder:
     def _create(self, pr: PlannedRun) -> int:
         p = self.p
         return self.store.create_run(
-            experiment_id=p.experiment.id, variables=p.assignments[pr.arm], execution_id=self.execution_id,
+            experiment_id=p.experiment.id, variables={**p.assignments[pr.arm], **pr.values},
+            execution_id=self.execution_id,
             hypothesis_id=p.hypothesis.id, experiment_version=p.experiment.version, arm=pr.arm,
             replicate=pr.replicate, order_index=pr.order_index, block=pr.block, host=pr.host,
             target=p.profile.target.kind, status="pending", phase="run")
