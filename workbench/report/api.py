@@ -84,7 +84,9 @@ def lineage(*, db: str | None = None, root: str | Path | None = None) -> dict[st
             d += 1
             cur = by_id[cur]["parent"]
         n["depth"] = d
-    edges = [{"parent": h.parent, "child": h.id} for h in registry.hypotheses if h.parent]
+    from workbench.report.lineage import registry_edges
+
+    edges = registry_edges(registry.hypotheses)
     return {"nodes": nodes, "edges": edges}
 
 

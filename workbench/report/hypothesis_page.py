@@ -175,25 +175,78 @@ def _observed_from_analysis(src: dict[str, Any], exp: Any, metric: str) -> str:
     return text
 
 
+EFFECT_WORDS = {"inconclusive": "makes the verdict inconclusive", "invalid": "makes the verdict invalid"}
+
+
+def _check(c: dict[str, Any], verdict: str, effects: dict[str, str]) -> Check:
+    """A check with what its result means for the verdict. A failed check whose effect is "none" was weighed
+    and did not change the verdict; saying only FAIL under a verdict that stands would read as a contradiction."""
+    name, passed = str(c.get("name", "")), c.get("passed")
+    effect = str(c.get("effect") or effects.get(name) or "")
+    if passed is True:
+        return Check(name, True, str(c.get("detail", "")), "pass", "")
+    if effect in EFFECT_WORDS:
+        return Check(name, passed, str(c.get("detail", "")), "FAIL" if passed is False else "n/a",
+                     EFFECT_WORDS[effect])
+    if effect == "none" or verdict in ("supported", "falsified"):
+        # wb's verdict rules turn a check that matters into inconclusive or invalid, so under a standing
+        # verdict a failed check is one that was weighed and found not to change it.
+        return Check(name, passed, str(c.get("detail", "")), "flag" if passed is False else "n/a",
+                     f"noted; it does not change the verdict ({verdict} stands)")
+    return Check(name, passed, str(c.get("detail", "")), "FAIL" if passed is False else "n/a",
+                 f"the verdict is {verdict}")
+
+
+def _checks_summary(checks: list[Check]) -> str:
+    changed = [c.name for c in checks if c.mark == "FAIL"]
+    noted = [c.name for c in checks if c.mark == "flag"]
+    parts = []
+    if changed:
+        parts.append(f"{len(changed)} check(s) changed the verdict ({', '.join(changed)})")
+    if noted:
+        parts.append(f"{len(noted)} flagged a problem that does not change it ({', '.join(noted)})")
+    passed = sum(1 for c in checks if c.mark == "pass")
+    return (f"{passed} of {len(checks)} checks passed" + ("; " + "; ".join(parts) if parts else "") + ".") \
+        if checks else ""
+
+
 def _verdict_view(stored: dict[str, Any] | None, analysis: dict[str, Any] | None) -> tuple[VerdictView | None, str]:
     note = ""
-    a_checks = [Check(str(c.get("name", "")), c.get("passed"), str(c.get("detail", "")))
-                for c in bridge.checks(analysis)]
+    a_raw = bridge.checks(analysis)
+    effects = {str(c.get("name", "")): str(c.get("effect") or "") for c in a_raw}
     more = str((analysis or {}).get("more_data") or (analysis or {}).get("needed") or "")
     if stored:
-        s_checks = [Check(str(c.get("name", "")), c.get("passed"), str(c.get("detail", "")))
-                    for c in (stored.get("checks") or []) if isinstance(c, dict)]
+        verdict = str(stored["verdict"])
+        raw = [c for c in (stored.get("checks") or []) if isinstance(c, dict)] or a_raw
+        checks = [_check(c, verdict, effects) for c in raw]
         details = stored.get("details") or {}
         more = more or str(details.get("more_data") or "") if isinstance(details, dict) else more
         if analysis and analysis.get("verdict") and analysis.get("verdict") != stored["verdict"]:
             note = (f"Re-analysing the stored runs now gives {analysis.get('verdict')}; the verdict below is the "
                     f"one recorded on {str(stored.get('created_at'))[:16]}.")
-        return VerdictView(stored["verdict"], stored.get("reasoning") or "", str(stored.get("created_at") or "")[:19],
-                           stored.get("execution_id"), s_checks or a_checks, "stored", more), note
+        return VerdictView(verdict, stored.get("reasoning") or "", str(stored.get("created_at") or "")[:19],
+                           stored.get("execution_id"), checks, "stored", more, _checks_summary(checks)), note
     if analysis and analysis.get("verdict"):
-        return VerdictView(str(analysis["verdict"]), str(analysis.get("reasoning") or ""), "", None, a_checks,
-                           "computed now (not stored)", more), note
+        verdict = str(analysis["verdict"])
+        checks = [_check(c, verdict, effects) for c in a_raw]
+        return VerdictView(verdict, str(analysis.get("reasoning") or ""), "", None, checks,
+                           "computed now (not stored)", more, _checks_summary(checks)), note
     return None, note
+
+
+def _assumptions(h: Any, registry: Any, status_of: dict[str, str]) -> list[AssumptionView]:
+    out = []
+    for a in h.assumptions:
+        tester = None
+        if a.tested_by:
+            try:
+                tester = registry.hypothesis(a.tested_by)
+            except Exception:  # noqa: BLE001 - the registry validates tested_by; a stale id shows without claim
+                tester = None
+        out.append(AssumptionView(a.text, Link(f"{a.tested_by}.html", a.tested_by) if a.tested_by else None,
+                                  status_of.get(a.tested_by) if a.tested_by else None,
+                                  tester.claim if tester is not None else ""))
+    return out
 
 
 def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | None, analysis_note: str,
@@ -315,8 +368,8 @@ def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | Non
                        r["id"] in in_evidence,
                        [stats.fmt(v) if v is not None else "" for v in (run_metric(exp, r, m) for m in metric_columns)])
                 for r in shown]
-    assumptions = [AssumptionView(a.text, Link(f"{a.tested_by}.html", a.tested_by) if a.tested_by else None,
-                                  status_of.get(a.tested_by) if a.tested_by else None) for a in h.assumptions]
+    assumptions = _assumptions(h, registry, status_of)
+    page.has_charts = bool(chart_views)  # the ~900 KB chart runtime loads only where a chart is drawn
     execution = data.executions.get(ex_id) if ex_id is not None else None
     notes = "; ".join(n for n in (analysis_note, vnote) if n)
     if len(all_runs) > MAX_RUN_ROWS:
