@@ -125,7 +125,7 @@ def test_hypothesis_page_shows_verdict_checks_arms_and_diff(site: dict[str, Any]
     assert "lies entirely above the predicted region" in text
     # A failed check under a verdict that stands says so (the stored check predates recorded effects).
     assert re.search(r'<tr class="flag"><td class="mark">flag</td><td>attrition</td><td>[^<]*</td>'
-                     r'<td>noted; it does not change the verdict \(falsified stands\)</td>', text)
+                     r'<td>does not change the verdict: falsified stands</td>', text)
     assert text.count('<td class="mark">pass</td>') == 3
     assert '<span class="del">-nixl_abort_fix=off</span>' in text
     assert '<span class="add">+nixl_abort_fix=on</span>' in text
@@ -284,7 +284,7 @@ def test_check_effects_recorded_by_analysis_are_worded(seeded: dict[str, Any]) -
                          {"name": "isolation", "passed": True, "detail": "ok", "effect": "none"}]}
     view, _ = _verdict_view(stored, None)
     assert [(c.mark, c.meaning) for c in view.checks] == [
-        ("FAIL", "makes the verdict inconclusive"), ("flag", "noted; it does not change the verdict (inconclusive stands)"),
+        ("FAIL", "makes the verdict inconclusive"), ("flag", "does not change the verdict: inconclusive stands"),
         ("pass", "")]
     assert view.checks_summary == ("1 of 3 checks passed; 1 check(s) changed the verdict (attrition); "
                                    "1 flagged a problem that does not change it (drift).")

@@ -192,7 +192,7 @@ def _check(c: dict[str, Any], verdict: str, effects: dict[str, str]) -> Check:
         # wb's verdict rules turn a check that matters into inconclusive or invalid, so under a standing
         # verdict a failed check is one that was weighed and found not to change it.
         return Check(name, passed, str(c.get("detail", "")), "flag" if passed is False else "n/a",
-                     f"noted; it does not change the verdict ({verdict} stands)")
+                     f"does not change the verdict: {verdict} stands")
     return Check(name, passed, str(c.get("detail", "")), "FAIL" if passed is False else "n/a",
                  f"the verdict is {verdict}")
 
