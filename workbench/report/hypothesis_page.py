@@ -235,18 +235,10 @@ def _verdict_view(stored: dict[str, Any] | None, analysis: dict[str, Any] | None
 
 
 def _assumptions(h: Any, registry: Any, status_of: dict[str, str]) -> list[AssumptionView]:
-    out = []
-    for a in h.assumptions:
-        tester = None
-        if a.tested_by:
-            try:
-                tester = registry.hypothesis(a.tested_by)
-            except Exception:  # noqa: BLE001 - the registry validates tested_by; a stale id shows without claim
-                tester = None
-        out.append(AssumptionView(a.text, Link(f"{a.tested_by}.html", a.tested_by) if a.tested_by else None,
-                                  status_of.get(a.tested_by) if a.tested_by else None,
-                                  tester.claim if tester is not None else ""))
-    return out
+    claims = {x.id: x.claim for x in registry.hypotheses}
+    return [AssumptionView(a.text, Link(f"{a.tested_by}.html", a.tested_by) if a.tested_by else None,
+                           status_of.get(a.tested_by) if a.tested_by else None, claims.get(a.tested_by or "", ""))
+            for a in h.assumptions]
 
 
 def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | None, analysis_note: str,
