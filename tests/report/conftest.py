@@ -72,7 +72,7 @@ def rich(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> dict[str
     """A store with every verdict state on the board (invalid included), imported seed evidence (provenance,
     runs without units) and a DSML tool call in a log; and the site built from it:
     {root, db, registry, ids, out, site}."""
-    from workbench.evidence import import_evidence
+    from workbench.app import Workbench
     from workbench.registry import load_registry
     from workbench.report import build_site
     from workbench.store import open_store, records
@@ -94,7 +94,9 @@ def rich(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> dict[str
                 records.add_verdict(session, hypothesis_id=hid, verdict=verdict, reasoning=f"the test store says {verdict}")
     finally:
         store.dispose()
-    import_evidence(file=synth.REPO / "tests" / "data" / "seed-runs.csv", db=str(db), root=root)
+    from workbench.settings import Settings
+
+    Workbench.open(Settings(db=str(db), root=root)).import_evidence(synth.REPO / "tests" / "data" / "seed-runs.csv")
     out = base / "reports"
     store = open_store(str(db), read_only=True)
     saved = os.environ.get("XDG_CACHE_HOME")
