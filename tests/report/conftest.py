@@ -96,7 +96,7 @@ def rich(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> dict[str
         store.dispose()
     from workbench.settings import Settings
 
-    Workbench.open(Settings(db=str(db), root=root)).import_evidence(synth.REPO / "tests" / "data" / "seed-runs.csv")
+    Workbench.open(Settings(db=str(db), root=root)).import_evidence(synth.REPO / "evidence" / "seed-runs.csv")
     out = base / "reports"
     store = open_store(str(db), read_only=True)
     saved = os.environ.get("XDG_CACHE_HOME")
