@@ -96,8 +96,12 @@ def command_name() -> str:
     """The running command as typed after `wb` ("runs list"), from the parser's context."""
     from typer._click.globals import get_current_context  # typer bundles its own click (no `import click`)
 
+    names: list[str] = []
     ctx = get_current_context(silent=True)
-    return " ".join(ctx.command_path.split()[1:]) if ctx is not None else ""
+    while ctx is not None and ctx.parent is not None:  # the root's name is the program's (wb, python -m ...)
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(names))
 
 
 def print_json(obj: Any, command: str | None = None) -> None:
