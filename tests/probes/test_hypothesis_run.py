@@ -25,7 +25,7 @@ def test_dead_code_hypothesis_is_falsified_stored_and_reported(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WB_PROBE", "WB_SIM_DIR", "WB_DB", "WB_ROOT"))}
     r = subprocess.run([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run",
                         "dead-code-dsaindexerpoolhost", "--replicates", "1", "--db", str(db), "--root", str(root),
-                        "--json"], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+                        "--json", "--report"], cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, f"{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     out = json.loads(r.stdout)
     assert out["verdict"] == "falsified", out["reasoning"]
