@@ -79,7 +79,7 @@ class RunReport:
         a = self.analysis
         return {**self.execution.to_dict(), "verdict": a.verdict if a else None, "reasoning": a.reasoning if a else None,
                 "checks": [c.to_dict() for c in a.checks] if a else [], "analysis_error": self.analysis_error,
-                "report": self.report, "timing": self.timing or self.execution.timing}
+                "report": self.report, "command_timing": self.timing}  # "timing" stays the experiment loop's
 
 
 @dataclass
