@@ -4,6 +4,12 @@ Output conventions (README "Output for scripts"): `--json` prints one envelope p
 `{"wb": JSON_VERSION, "command": "runs list", ...}` (a dict result's keys beside those two, a list
 result under "items"); listings take `--format table|json|csv|tsv`; a table piped elsewhere than a
 terminal is plain aligned text with every value whole; NO_COLOR is honoured; a closed pipe ends quietly.
+
+A command adopts them by: building its app with `new_app` (error boundary, closed pipe, plain help off a
+terminal); taking `DbOption`/`RootOption` and `open_workbench(db, root)`; `JsonOption` + `print_json(result)`
+(the envelope and the command's name come for free); a listing adds `FormatOption`, `list_format(fmt, json_)`
+and `emit_rows(...)`; a verdict-producing command adds `FailOnOption`, `fail_on()` before it works and
+`exit_on_verdict()` after.
 """
 
 from __future__ import annotations
