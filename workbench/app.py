@@ -6,6 +6,7 @@ store, call the library, and close what they opened. Nothing here prints.
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,12 +73,15 @@ class RunReport:
     analysis: "Analysis | None"
     analysis_error: str | None = None
     report: str | None = None
+    # Seconds of the whole call: wall_s = target_s + runner_s + analysis_s + report_s (runner_s is the rest:
+    # planning, the store, restoring).
+    timing: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         a = self.analysis
         return {**self.execution.to_dict(), "verdict": a.verdict if a else None, "reasoning": a.reasoning if a else None,
                 "checks": [c.to_dict() for c in a.checks] if a else [], "analysis_error": self.analysis_error,
-                "report": self.report}
+                "report": self.report, "command_timing": self.timing}  # "timing" stays the experiment loop's
 
 
 @dataclass
@@ -192,6 +196,7 @@ class Workbench:
         The site is rebuilt when `report` is True, or (None) when the workbench already has one to keep
         current: a user who never built a site does not pay for one after every run.
         """
+        t0 = time.monotonic()
         if report is None:
             from workbench.report.site import MANIFEST
 
@@ -206,14 +211,20 @@ class Workbench:
             launch = launch or prepare(self.registry, hypothesis_id, options, store=store, sim_dir=self.settings.sim_dir)
             done = execute(launch, store, show_progress=options.show_progress, artifacts=self.settings.artifacts,
                            fault=fault)
+            t_run = time.monotonic()
             analysis, error = None, None
             try:
                 analysis = analyze_stored(store, self.registry, hypothesis_id, execution_id=done.execution_id)
                 record_verdict(store, analysis, execution_id=done.execution_id)
             except WbError as exc:  # the runs are recorded; say why there is no verdict
                 error = exc.message
+            t_analysis = time.monotonic()
             page = self._site(store)["hypotheses"].get(hypothesis_id) if report else None
-        return RunReport(done, analysis, error, page)
+        t_end = time.monotonic()
+        target_s = min(float(done.timing.get("target_s", 0.0)), t_run - t0)
+        timing = {"wall_s": t_end - t0, "target_s": target_s, "runner_s": t_run - t0 - target_s,
+                  "analysis_s": t_analysis - t_run, "report_s": t_end - t_analysis}
+        return RunReport(done, analysis, error, page, {k: round(v, 3) for k, v in timing.items()})
 
     # ------------------------------------------------------------------ runs and evidence
     def runs(self, *, hypothesis_id: str | None = None, limit: int | None = None) -> list["RunRecord"]:
@@ -284,6 +295,12 @@ class Workbench:
                 cur = parent[cur]
             nodes.append(LineageNode(s, depth))
         return nodes
+
+    def lineage_edges(self) -> list[dict[str, Any]]:
+        """Parent edges and an assumption's `tested_by` edges, as `wb lineage --json` prints them."""
+        from workbench.report.lineage import registry_edges
+
+        return registry_edges(self.registry.hypotheses)
 
     # ------------------------------------------------------------------ team review
     def review(self, hypothesis_id: str, *, decision: str, body: str, as_name: str | None = None) -> "ReviewRecord":

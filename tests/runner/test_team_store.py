@@ -54,7 +54,7 @@ def _state(cli, db: str, env: dict[str, str]) -> dict:
 
     code, out, err = cli("review", "list", "toy-fix", "--json", "--db", db, env=env)
     assert code == 0, err
-    return json.loads(out)[0]
+    return json.loads(out)["items"][0]
 
 
 def _review_round_trip(toy, cli, db: str) -> None:

@@ -20,6 +20,7 @@ LAYERS = [
     {"workbench.runner"},
     {"workbench.report"},
     {"workbench.app"},
+    {"workbench.api"},
     {"workbench.cli"},
 ]
 

@@ -9,9 +9,9 @@ from typing import Annotated
 
 import typer
 
-from workbench.cli._common import new_app, print_json
+from workbench.cli._common import new_app
 
-app = new_app("wb: hypothesis-driven debugging of ML inference deployments.")
+app = new_app("wb: hypothesis-driven debugging of ML inference deployments.", completion=True)
 
 
 def _version(value: bool) -> None:
@@ -31,9 +31,12 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 @app.command("schema")
 def schema() -> None:
     """Print the JSON Schema of hypotheses.yaml and experiments/*.yaml (for editors)."""
+    import json
+
     from workbench.app import Workbench
 
-    print_json(Workbench.schemas())
+    # The schemas themselves, not a result about them: an editor reads this text as it is, so no envelope.
+    typer.echo(json.dumps(Workbench.schemas(), indent=2))
 
 
 def _register() -> None:

@@ -291,7 +291,7 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
     """Do one run into `out`; never raises for target trouble (the outcome says what happened), re-raises
     cancellation and unexpected exceptions (with `out` filled in as far as it got)."""
     out = out if out is not None else RunOutcome()
-    out.status = "running"
+    out.status, out.error = "running", None  # the caller's "interrupted" placeholder ends here
     out.started_at = datetime.now(timezone.utc).replace(microsecond=0)
     art = h.artifacts_root / f"run-{run_id}"
     art.mkdir(parents=True, exist_ok=True)
