@@ -6,6 +6,7 @@ store, call the library, and close what they opened. Nothing here prints.
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
     from workbench.runner.plan import PlannedRun
     from workbench.runner.summary import ExecutionResult
     from workbench.store.engine import Store
-    from workbench.store.entities import RunRecord, VerdictRecord
+    from workbench.team.bundle import BundleSummary
+    from workbench.team.reviews import ReviewState
+    from workbench.store.entities import ReviewRecord, RunRecord, VerdictRecord
 
 FORMATS = ("html", "md")
 
@@ -70,12 +73,15 @@ class RunReport:
     analysis: "Analysis | None"
     analysis_error: str | None = None
     report: str | None = None
+    # Seconds of the whole call: wall_s = target_s + runner_s + analysis_s + report_s (runner_s is the rest:
+    # planning, the store, restoring).
+    timing: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         a = self.analysis
         return {**self.execution.to_dict(), "verdict": a.verdict if a else None, "reasoning": a.reasoning if a else None,
                 "checks": [c.to_dict() for c in a.checks] if a else [], "analysis_error": self.analysis_error,
-                "report": self.report}
+                "report": self.report, "command_timing": self.timing}  # "timing" stays the experiment loop's
 
 
 @dataclass
@@ -190,6 +196,7 @@ class Workbench:
         The site is rebuilt when `report` is True, or (None) when the workbench already has one to keep
         current: a user who never built a site does not pay for one after every run.
         """
+        t0 = time.monotonic()
         if report is None:
             from workbench.report.site import MANIFEST
 
@@ -204,14 +211,20 @@ class Workbench:
             launch = launch or prepare(self.registry, hypothesis_id, options, store=store, sim_dir=self.settings.sim_dir)
             done = execute(launch, store, show_progress=options.show_progress, artifacts=self.settings.artifacts,
                            fault=fault)
+            t_run = time.monotonic()
             analysis, error = None, None
             try:
                 analysis = analyze_stored(store, self.registry, hypothesis_id, execution_id=done.execution_id)
                 record_verdict(store, analysis, execution_id=done.execution_id)
             except WbError as exc:  # the runs are recorded; say why there is no verdict
                 error = exc.message
+            t_analysis = time.monotonic()
             page = self._site(store)["hypotheses"].get(hypothesis_id) if report else None
-        return RunReport(done, analysis, error, page)
+        t_end = time.monotonic()
+        target_s = min(float(done.timing.get("target_s", 0.0)), t_run - t0)
+        timing = {"wall_s": t_end - t0, "target_s": target_s, "runner_s": t_run - t0 - target_s,
+                  "analysis_s": t_analysis - t_run, "report_s": t_end - t_analysis}
+        return RunReport(done, analysis, error, page, {k: round(v, 3) for k, v in timing.items()})
 
     # ------------------------------------------------------------------ runs and evidence
     def runs(self, *, hypothesis_id: str | None = None, limit: int | None = None) -> list["RunRecord"]:
@@ -282,6 +295,59 @@ class Workbench:
                 cur = parent[cur]
             nodes.append(LineageNode(s, depth))
         return nodes
+
+    def lineage_edges(self) -> list[dict[str, Any]]:
+        """Parent edges and an assumption's `tested_by` edges, as `wb lineage --json` prints them."""
+        from workbench.report.lineage import registry_edges
+
+        return registry_edges(self.registry.hypotheses)
+
+    # ------------------------------------------------------------------ team review
+    def review(self, hypothesis_id: str, *, decision: str, body: str, as_name: str | None = None) -> "ReviewRecord":
+        """Record a review of the hypothesis's current verdict, bound to the evidence that verdict rests on."""
+        from workbench.team.identity import current_person
+        from workbench.team.reviews import check_review_input
+
+        self.registry.hypothesis(hypothesis_id)
+        check_review_input(decision, body)
+        person = current_person(Path(self.registry.root), as_name=as_name)
+        with self.store() as store:
+            verdict = store.latest_verdict(hypothesis_id)
+            if verdict is None and decision != "comment":
+                raise BadInput(f"{hypothesis_id} has no verdict to {decision.replace('-', ' ')} yet",
+                               hint=f"run it first (wb hypothesis run {hypothesis_id}), or leave a --comment")
+            review_id = store.add_review(hypothesis_id=hypothesis_id, author=person.name,
+                                         author_source=person.source, decision=decision, body=body,
+                                         verdict_id=verdict.id if verdict else None)
+            return next(r for r in store.reviews(hypothesis_id=hypothesis_id) if r.id == review_id)
+
+    def review_states(self, hypothesis_id: str | None = None) -> list["ReviewState"]:
+        """Each hypothesis's review state (awaiting review, approved, changes requested, stale) and history."""
+        from workbench.team.reviews import review_states
+
+        hyps = [self.registry.hypothesis(hypothesis_id)] if hypothesis_id else list(self.registry.hypotheses)
+        if not self._store_exists():
+            return list(review_states({h.id: h.parent for h in hyps}, [], []).values())
+        with self.store(read_only=True) as store:
+            verdicts, reviews = store.verdicts(), store.reviews()
+        return list(review_states({h.id: h.parent for h in hyps}, verdicts, reviews).values())
+
+    def bundle_export(self, hypothesis_ids: list[str], out: str | Path) -> "BundleSummary":
+        from workbench import __version__
+        from workbench.team.bundle import export
+        from workbench.team.identity import current_person
+
+        person = current_person(Path(self.registry.root))
+        with self.store(read_only=True) as store:
+            return export(store, self.registry, list(hypothesis_ids), Path(out), created_by=person.name,
+                          wb_version=__version__)
+
+    def bundle_import(self, path: str | Path) -> "BundleSummary":
+        from workbench.team.bundle import import_, read
+
+        read(Path(path))  # a damaged file is bad input before the store is created
+        with self.store() as store:
+            return import_(store, self.registry, Path(path))
 
     # ------------------------------------------------------------------ the store's schema
     def db_upgrade(self) -> tuple[str, str | None, str]:

@@ -16,10 +16,11 @@ PKG = Path(__file__).resolve().parents[2] / "workbench"
 LAYERS = [
     {"workbench", "workbench.errors", "workbench.settings"},
     {"workbench.registry", "workbench.store", "workbench.migrations", "workbench.sim", "workbench.probes"},
-    {"workbench.analysis"},
+    {"workbench.analysis", "workbench.team"},
     {"workbench.runner"},
     {"workbench.report"},
     {"workbench.app"},
+    {"workbench.api"},
     {"workbench.cli"},
 ]
 

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, RootOption, open_workbench, print_json
+from workbench.cli._common import DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format, open_workbench
 
 
 def register(app: typer.Typer) -> None:
@@ -15,16 +15,23 @@ def register(app: typer.Typer) -> None:
     @app.command("confounds")
     def confounds(hypothesis: Annotated[Optional[str], typer.Option(
                       "--hypothesis", help="Only the outcomes this hypothesis predicts.")] = None,
-                  db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
-        """Scan stored runs for confounds: variables and guard metrics associated with the outcome."""
-        findings = open_workbench(db, root).confounds(hypothesis)
-        if json_:
-            print_json([f.to_dict() for f in findings])
+                  db: DbOption = None, json_: JsonOption = False, root: RootOption = None,
+                  fmt: FormatOption = None) -> None:
+        """Scan stored runs for confounds: variables and guard metrics associated with the outcome.
+
+        The default text is one finding a paragraph; --format table|csv|tsv gives one a row."""
+        chosen = list_format(fmt, json_) if (fmt or json_) else "text"
+        findings = sorted(open_workbench(db, root).confounds(hypothesis), key=lambda f: (not f.flagged, f.kind, f.factor))
+        if chosen != "text":
+            emit_rows(chosen, ["flag", "experiment", "outcome", "kind", "factor", "fisher_p", "message"],
+                      [["FLAG" if f.flagged else "", f.experiment, f.outcome, f.kind, f.factor,
+                        "" if f.fisher_p is None else f"{f.fisher_p:.3g}", f.message] for f in findings],
+                      items=[f.to_dict() for f in findings])
             return
         if not findings:
             typer.echo("No runs with a recorded outcome to scan.")
             return
-        for f in sorted(findings, key=lambda f: (not f.flagged, f.kind, f.factor)):
+        for f in findings:
             mark = "FLAG" if f.flagged else "    "
             p = f" (Fisher p = {f.fisher_p:.2g})" if f.fisher_p is not None else ""
             typer.echo(f"{mark} [{f.experiment}] {f.outcome} vs {f.kind} {f.factor}{p}")

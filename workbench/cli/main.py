@@ -9,9 +9,9 @@ from typing import Annotated
 
 import typer
 
-from workbench.cli._common import new_app, print_json
+from workbench.cli._common import new_app
 
-app = new_app("wb: hypothesis-driven debugging of ML inference deployments.")
+app = new_app("wb: hypothesis-driven debugging of ML inference deployments.", completion=True)
 
 
 def _version(value: bool) -> None:
@@ -31,13 +31,17 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 @app.command("schema")
 def schema() -> None:
     """Print the JSON Schema of hypotheses.yaml and experiments/*.yaml (for editors)."""
+    import json
+
     from workbench.app import Workbench
 
-    print_json(Workbench.schemas())
+    # The schemas themselves, not a result about them: an editor reads this text as it is, so no envelope.
+    typer.echo(json.dumps(Workbench.schemas(), indent=2))
 
 
 def _register() -> None:
-    from workbench.cli import confounds, db, evidence_cmd, hypothesis, kernel, report, run_cmd, runs, sim
+    from workbench.cli import (bundle, confounds, db, evidence_cmd, hypothesis, kernel, report, review, run_cmd, runs,
+                               sim)
 
     run_cmd.register(hypothesis.app)
     app.add_typer(hypothesis.app, name="hypothesis")
@@ -46,7 +50,9 @@ def _register() -> None:
     app.add_typer(evidence_cmd.app, name="import")
     app.add_typer(sim.app, name="sim")
     app.add_typer(kernel.app, name="kernel")
+    app.add_typer(bundle.app, name="bundle")
     confounds.register(app)
+    review.register(app)
     report.register(app)
 
 

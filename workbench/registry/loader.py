@@ -341,7 +341,7 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
     """Validate named files (or the whole workbench when none); returns one line per file checked."""
     if not paths:
         reg = load_registry(root)
-        return [f"{reg.root / HYPOTHESES_FILE}: {len(reg.hypotheses)} hypotheses ok"] + [
+        return [f"{reg.root / HYPOTHESES_FILE}: {_count(len(reg.hypotheses), 'hypothesis', 'hypotheses')} ok"] + [
             f"{reg.experiment_path(e)}: ok" for e in sorted(reg.experiments)]
     out = []
     hyp_files = []
@@ -362,5 +362,9 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
             exp, _ = load_experiment(ep)
             experiments[exp.id] = exp
         check_hypotheses(Registry(reg_root, hyps, experiments, hdoc))
-        out.append(f"{p}: {len(hyps)} hypotheses ok")
+        out.append(f"{p}: {_count(len(hyps), 'hypothesis', 'hypotheses')} ok")
     return out
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"

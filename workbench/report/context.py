@@ -62,9 +62,14 @@ class IndexContext:
 
 @dataclass
 class Check:
+    """One validity check as shown: `mark` is pass, FAIL (it changed the verdict), flag (noted, the verdict
+    stands) or n/a; `meaning` says in words what the check's result does to the verdict."""
+
     name: str
     passed: bool | None
     detail: str
+    mark: str = ""
+    meaning: str = ""
 
 
 @dataclass
@@ -76,6 +81,7 @@ class VerdictView:
     checks: list[Check]
     source: str  # "stored" or "computed now"
     more_data: str = ""
+    checks_summary: str = ""
 
 
 @dataclass
@@ -88,9 +94,13 @@ class PredictionView:
 
 @dataclass
 class AssumptionView:
+    """An assumption and the hypothesis that tests it: the verdict shown is on that hypothesis' own claim,
+    which may state the assumption or its opposite, so the claim is shown next to it."""
+
     text: str
     tested_by: Link | None
     tested_status: str | None
+    tested_claim: str = ""
 
 
 @dataclass
@@ -216,6 +226,7 @@ class RunContext:
     error: str | None
     prev: Link | None
     next: Link | None
+    provenance: list[tuple[str, str]] = field(default_factory=list)  # imported evidence: where it came from
 
 
 @dataclass
@@ -236,9 +247,11 @@ class FindingView:
     table_rows: list[tuple[str, list[str]]]
     runs: list[Link]
     proposal: str
-    proposal_yaml: str
+    proposal_rows: list[tuple[str, str]]  # (what, value): toggle, hold, why — only the values the scan set
     registered: Link | None
     hypotheses: list[Link]
+    no_proposal: str = ""  # why a flagged finding comes without a separating experiment
+    proposal_title: str = "Proposed separating experiment"
 
 
 @dataclass

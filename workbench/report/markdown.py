@@ -65,7 +65,8 @@ def render(ctx: HypothesisContext) -> str:
         out.append("Checks:")
         for c in ctx.verdict.checks:
             mark = "x" if c.passed else " "
-            flag = "" if c.passed or c.passed is None else " **(failed)**"
+            flag = "" if c.passed or c.passed is None else f" **(failed; {_line(c.meaning)})**" if c.meaning else \
+                " **(failed)**"
             out.append(f"- [{mark}] {_line(c.name)}{flag}: {_line(c.detail)}")
         out.append("")
     evidence = [r for r in ctx.runs if r.in_evidence]

@@ -115,6 +115,22 @@ def artifacts(run_id: int, arts: list[dict[str, Any]], out_dir: Path, roots: lis
     return views
 
 
+def provenance(text: str | None) -> list[tuple[str, str]]:
+    """An imported run's provenance (stored as JSON: file, sha256, line, quote…) as rows of a table."""
+    import json
+
+    if not text:
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return [("source", text)]
+    if not isinstance(value, dict):
+        return [("source", str(value))]
+    return [(str(k).replace("_", " "), v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str))
+            for k, v in value.items() if v not in (None, "", [], {})]
+
+
 def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots: list[Path],
           prev_id: int | None, next_id: int | None, hypothesis_known: bool) -> RunContext:
     rid = run["id"]
@@ -129,8 +145,7 @@ def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots
             ("target / host", f"{run['target'] or ''} / {run['host'] or ''}"),
             ("started", run["started_at"] or ""), ("ended", run["ended_at"] or ""),
             ("stage / phase", f"{run['stage'] or ''} / {run['phase'] or ''}"),
-            ("label", run["label"] or ""), ("config hash", run["config_hash"] or ""),
-            ("provenance", run["provenance"] or "")]
+            ("label", run["label"] or ""), ("config hash", run["config_hash"] or "")]
     meta = [(k, v) for k, v in meta if v.strip(" /v")]
     fp = run.get("fingerprint") or {}
     import json
@@ -149,6 +164,6 @@ def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots
         probe_rows=[ProbeRow(p["target"], p["process"], str(p["pid"]), p["calls"], p["resolved"])
                     for p in data.probes.get(rid, [])],
         artifacts=artifacts(rid, data.artifacts.get(rid, []), out_dir, roots),
-        rendered_config=run.get("rendered_config"), error=run["error"],
+        rendered_config=run.get("rendered_config"), error=run["error"], provenance=provenance(run["provenance"]),
         prev=Link(f"{prev_id}.html", f"run {prev_id}") if prev_id is not None else None,
         next=Link(f"{next_id}.html", f"run {next_id}") if next_id is not None else None)

@@ -112,7 +112,7 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
                                  out / "index.html"))
     for h in registry.hypotheses:
         analysis, note = analyses.get(h.id, (None, ""))
-        ctx = hypothesis_page.build(h, registry, data, analysis, note, page(h.id, "hypothesis", "../", True), statuses)
+        ctx = hypothesis_page.build(h, registry, data, analysis, note, page(h.id, "hypothesis", "../"), statuses)
         result["hypotheses"][h.id] = str(render("hypothesis.html.j2", ctx, out / "hypotheses" / f"{h.id}.html"))
 
     roots = [Path(registry.root)] + ([Path(store.path).parent] if store.path is not None else [])

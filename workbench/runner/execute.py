@@ -292,6 +292,7 @@ def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
                     prior: ExecutionRecord | None) -> tuple[int, set[int]]:
     """(execution id, order indexes already finished): a new execution, or the one being resumed."""
     from workbench import __version__
+    from workbench.team.identity import provenance
 
     if prior is not None:
         store.update_execution(prior.id, status="running", ended_at=None, error=None)
@@ -303,7 +304,8 @@ def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
         hypothesis_id=p.hypothesis.id, hypothesis_body=p.hypothesis.model_dump(mode="json"),
         experiment_id=p.experiment.id, experiment_version=p.experiment.version,
         experiment_body=p.experiment.model_dump(mode="json"), profile=p.profile_name, target=target_desc,
-        mode=p.mode, plan=body, overrides=p.overrides, config_diff=arms_config_diff(p), wb_version=__version__)
+        mode=p.mode, plan=body, overrides=p.overrides, config_diff=arms_config_diff(p), wb_version=__version__,
+        who=provenance(p.root, wb_version=__version__).columns())
     return execution_id, set()
 
 

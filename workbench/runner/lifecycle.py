@@ -291,7 +291,7 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
     """Do one run into `out`; never raises for target trouble (the outcome says what happened), re-raises
     cancellation and unexpected exceptions (with `out` filled in as far as it got)."""
     out = out if out is not None else RunOutcome()
-    out.status = "running"
+    out.status, out.error = "running", None  # the caller's "interrupted" placeholder ends here
     out.started_at = datetime.now(timezone.utc).replace(microsecond=0)
     art = h.artifacts_root / f"run-{run_id}"
     art.mkdir(parents=True, exist_ok=True)
@@ -429,8 +429,15 @@ async def _fetch_artifacts(h: Harness, pr: PlannedRun, values: dict[str, Any], o
 
 
 def artifact_rows(out: RunOutcome) -> list[dict[str, Any]]:
+    """Each artifact's name, path, hash and size, and its bytes when small enough to keep in the store."""
+    from workbench.store.records import MAX_BLOB_BYTES
+
     rows = []
     for name, path in out.artifacts.items():
-        if path.is_file():
-            rows.append({"name": name, "path": str(path), "sha256": _sha256(path), "size_bytes": path.stat().st_size})
+        if not path.is_file():
+            continue
+        size = path.stat().st_size
+        content = path.read_bytes() if size <= MAX_BLOB_BYTES else None
+        sha = hashlib.sha256(content).hexdigest() if content is not None else _sha256(path)
+        rows.append({"name": name, "path": str(path), "sha256": sha, "size_bytes": size, "content": content})
     return rows
