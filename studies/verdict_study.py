@@ -5,7 +5,7 @@ the default fixed design (2 replicates) and the sequential budget (design.max_re
 five models of how sessions depend on each other:
 
 - independent: every session an independent Bernoulli trial;
-- repeated rho: replicates replay the same sessions; each session keeps its first outcome with
+- repeated rho: replicates replay the same sessions (one recorded seed); each session keeps its first outcome with
   probability rho and is drawn afresh otherwise (rho = 1: every replicate is a copy of the first);
 - beta-binomial ICC: each run has its own rate, drawn from a beta distribution with the cell's mean
   and intra-run correlation ICC.
@@ -64,8 +64,10 @@ def simulate(model: str, p: float, experiments: int, rng: np.random.Generator) -
     return sessions.sum(axis=2)
 
 
-def _effective(ks: np.ndarray) -> clustered.Effective:
-    return clustered.effective([float(k) for k in ks], [float(UNITS)] * len(ks))
+def _effective(ks: np.ndarray, replayed: bool = False) -> clustered.Effective:
+    """`replayed`: the replicates repeat one workload (the repeated-sessions models, whose runs record one
+    seed), which the analysis sees from the runs' per-replicate variables."""
+    return clustered.effective([float(k) for k in ks], [float(UNITS)] * len(ks), replayed)
 
 
 def _drift(e: clustered.Effective) -> bool:
@@ -73,26 +75,27 @@ def _drift(e: clustered.Effective) -> bool:
     return e.dispersion.p_over < clustered.FLAG_P
 
 
-def fixed_decision(ks: np.ndarray) -> str:
+def fixed_decision(ks: np.ndarray, replayed: bool = False) -> str:
     """What analyze() decides from a fixed design's runs (one prediction, no other check failing)."""
-    e = _effective(ks)
+    e = _effective(ks, replayed)
     if _drift(e):
         return "inconclusive"
     ci = stats.wilson(e.k_eff, e.n_eff, clustered.level_alpha(stats.ALPHA, e.df))
     return regions.outcome(ci, REGION)
 
 
-def _scaled_path(ks: np.ndarray, e: clustered.Effective | None = None) -> tuple[np.ndarray, np.ndarray, clustered.Effective]:
+def _scaled_path(ks: np.ndarray, e: clustered.Effective | None = None,
+                 replayed: bool = False) -> tuple[np.ndarray, np.ndarray, clustered.Effective]:
     """Cumulative (k, n) after each look divided by the run-level divisor estimated from all runs so far."""
-    e = e or _effective(ks)
+    e = e or _effective(ks, replayed)
     d = clustered.divisor(e, stats.ALPHA)
     return np.cumsum(ks) / d, UNITS * np.arange(1, len(ks) + 1) / d, e
 
 
-def sequential_decision(ks: np.ndarray) -> tuple[str, int]:
+def sequential_decision(ks: np.ndarray, replayed: bool = False) -> tuple[str, int]:
     """Look after each replicate, stop at the first decision (sequential_decision's rule); (verdict, looks)."""
     for t in range(seq.MIN_LOOKS, len(ks) + 1):
-        K, N, e = _scaled_path(ks[:t])
+        K, N, e = _scaled_path(ks[:t], replayed=replayed)
         if _drift(e):
             continue
         # The running interval's relation to [0, c] is decided by the e-tests at c (each spends alpha/2).
@@ -103,9 +106,9 @@ def sequential_decision(ks: np.ndarray) -> tuple[str, int]:
     return "inconclusive", len(ks)
 
 
-def library_sequential(ks: np.ndarray, looks: int) -> str | None:
+def library_sequential(ks: np.ndarray, looks: int, replayed: bool = False) -> str | None:
     """The library's own decision at `looks` (None where the drift check holds the verdict back)."""
-    K, N, e = _scaled_path(ks[:looks])
+    K, N, e = _scaled_path(ks[:looks], replayed=replayed)
     if _drift(e):
         return None
     return seq.judge_proportion(list(zip(K, N)), (0.0, BOUND))[0]
@@ -115,19 +118,20 @@ def _cell(args: tuple[str, float, int, int]) -> dict[str, object]:
     model, p, experiments, seed = args
     rng = np.random.default_rng(seed)
     K = simulate(model, p, experiments, rng)
-    fixed2 = [fixed_decision(K[i, :DEFAULT_REPS]) for i in range(experiments)]
-    seqd = [sequential_decision(K[i]) for i in range(experiments)]
+    rep = MODELS[model][0] == "rho"
+    fixed2 = [fixed_decision(K[i, :DEFAULT_REPS], rep) for i in range(experiments)]
+    seqd = [sequential_decision(K[i], rep) for i in range(experiments)]
     want = "supported" if p <= BOUND else "falsified"
     fixed_at = {}
     seq_right = np.mean([d == want for d, _ in seqd])
     for r in range(1, BUDGET + 1 if seq_right >= 0.9 else 1):  # only where the comparison is made
-        ok = np.mean([fixed_decision(K[i, :r]) == want for i in range(experiments)])
+        ok = np.mean([fixed_decision(K[i, :r], rep) == want for i in range(experiments)])
         if ok >= 0.9:
             fixed_at = {"units": r * UNITS}
             break
     bad = 0
     for i in range(min(20, experiments)):
-        lib = library_sequential(K[i], seqd[i][1])
+        lib = library_sequential(K[i], seqd[i][1], rep)
         bad += lib is not None and lib != seqd[i][0]
     return {"model": model, "p": p, "fixed2": _rates(fixed2), "seq": _rates([d for d, _ in seqd]),
             "seq_units": float(np.mean([t for _, t in seqd])) * UNITS, "fixed_units_90": fixed_at.get("units"),
@@ -139,14 +143,15 @@ def _aa(args: tuple[str, float, int, int]) -> dict[str, object]:
     model, p, experiments, seed = args
     rng = np.random.default_rng(seed)
     A, B = simulate(model, p, experiments, rng), simulate(model, p, experiments, rng)
+    rep = MODELS[model][0] == "rho"
     fixed = sequential = 0
     for i in range(experiments):
-        ea, eb = clustered.joint(_effective(A[i, :DEFAULT_REPS]), _effective(B[i, :DEFAULT_REPS]))
+        ea, eb = clustered.joint(_effective(A[i, :DEFAULT_REPS], rep), _effective(B[i, :DEFAULT_REPS], rep))
         lo, hi = stats.newcombe(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, clustered.level_alpha(stats.ALPHA, ea.df))
         fixed += not (lo <= 0 <= hi)
         # The A/A check runs at every look of a sequential execution; an alarm at any look stops it.
         for t in range(1, BUDGET + 1):
-            ea, eb = clustered.joint(_effective(A[i, :t]), _effective(B[i, :t]))
+            ea, eb = clustered.joint(_effective(A[i, :t], rep), _effective(B[i, :t], rep))
             ka, na, _ = _scaled_path(A[i, :t], ea)
             kb, nb, _ = _scaled_path(B[i, :t], eb)
             lo, hi = seq.difference_sequence(list(zip(ka, na)), list(zip(kb, nb)))

@@ -139,9 +139,9 @@ def test_sequential_interval_is_the_running_intersection_and_agrees_with_the_dec
 def test_sequential_prediction_reports_the_interval_that_decided(store, registry):
     ex = add_execution(store, mode="sequential")
     for r in (1, 2, 3):
-        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
                 outcomes={"leak": 5, "done": 75}, extra={"waiting_for_input": 10})
-        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
                 outcomes={"done": 80}, extra={"waiting_for_input": 0})
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     (p,) = a.predictions
@@ -217,6 +217,32 @@ def test_binomial_replicates_keep_the_pooled_interval(store, registry):
     (p,) = a.predictions
     assert p.method == "binomial" and p.interval == pytest.approx(stats.wilson(56, 320))
     assert "consistent with binomial" in a.reasoning and a.verdict == "falsified"
+
+
+@pytest.mark.parametrize("mode", ["sequential", "fixed"])
+def test_replicates_of_one_workload_without_events_count_as_one_run(store, registry, mode):
+    # Three replicates that replayed seed 0 and saw no leak: 0/240 would support <= 0.02 in sequential
+    # mode, yet copies of 80 sessions hold only 80 sessions' evidence (0/80 cannot: its upper bound is
+    # above 0.02). The study found this the source of nearly all false supports under repeated sessions.
+    ex = add_execution(store, mode=mode)
+    for r in (1, 2, 3):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 5, "done": 75}, extra={"waiting_for_input": 10})
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"done": 80}, extra={"waiting_for_input": 0})
+    (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex).predictions
+    assert p.method == "run-level" and p.design_effect == 3 and p.n_effective == pytest.approx(80)
+    assert "replayed workload" in p.method_reason
+    assert p.outcome == "inconclusive" and p.interval[1] > 0.02
+
+
+def test_replicates_with_their_own_seeds_without_events_stay_independent(store, registry):
+    ex = add_execution(store, mode="sequential")
+    for r in (1, 2, 3):
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"done": 80}, extra={"waiting_for_input": 0})
+    (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex).predictions
+    assert p.method == "binomial" and p.n_effective == 240 and p.outcome == "supported"
 
 
 # ----------------------------------------------------------------------------- 6 pooled looks across executions

@@ -117,16 +117,26 @@ def dispersion(ks: Sequence[float], ns: Sequence[float]) -> Dispersion:
     return Dispersion(len(rows), x2 / (len(rows) - 1), min(1.0, p_over), min(1.0, p_under))
 
 
-def effective(ks: Sequence[float], ns: Sequence[float]) -> Effective:
-    """The arm's counts as the interval should see them, and why (see the module's docstring)."""
+def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool = False) -> Effective:
+    """The arm's counts as the interval should see them, and why (see the module's docstring).
+
+    `replayed`: the runs replayed one workload (a per-replicate seed held at one value). Runs with no
+    events at all (or only events) then count as one run: their agreement is what copies of the same
+    sessions show, and with nothing to disperse no test can tell them from independent samples."""
     k, n = float(sum(ks)), float(sum(ns))
     d = dispersion(ks, ns)
     if d.runs <= 1:
         return Effective(k, n, k, n, 1.0, "binomial", None,
                          "one run: between-run variation cannot be measured, so its units are taken as independent", d)
+    if d.phi is None and replayed:
+        deff = float(d.runs)
+        return Effective(k, n, k / deff, n / deff, deff, "run-level", None,
+                         f"{d.runs} runs of one replayed workload with {'no' if k == 0 else 'only'} events: "
+                         f"they agree as copies do, so they count as one run (design effect {d.runs})", d)
     if d.phi is None:
         return Effective(k, n, k, n, 1.0, "binomial", None,
-                         f"{d.runs} runs with {'no' if k == 0 else 'only'} events: nothing to disperse, pooled binomial", d)
+                         f"{d.runs} runs with {'no' if k == 0 else 'only'} events, each with its own workload: "
+                         "nothing to disperse, pooled binomial", d)
     if d.p_over < SCREEN_P and d.phi > 1:
         return Effective(k, n, k / d.phi, n / d.phi, d.phi, "run-level", d.runs - 1,
                          f"the {d.runs} runs are over-dispersed (phi = {d.phi:.2g}, p = {d.p_over:.2g}): "

@@ -54,7 +54,7 @@ def pooled(runs: list[RunData], metric: str, exp: Experiment, basis: str = "all"
         n += kn[1]
         used.append(r)
         per_run.append((r, kn[0], kn[1]))
-    return {"k": k, "n": n, "used": used, "unknown": unknown, "per_run": per_run}
+    return {"k": k, "n": n, "used": used, "unknown": unknown, "per_run": per_run, "replayed": replayed_workload(used, exp)}
 
 
 def units_needed_arm(k: float, n: float, bounds: tuple[float, float]) -> int | None:
@@ -155,16 +155,29 @@ def _replicate_counts(per_run: list[tuple[RunData, float, float]]) -> list[tuple
     return [(k, n) for k, n in by_rep.values()]
 
 
-def _arm_effective(per_run: list[tuple[RunData, float, float]]) -> Any:
+def replayed_workload(runs: list[RunData], exp: Experiment) -> bool:
+    """The replicates replayed one workload: every per-replicate variable the experiment declares (a
+    workload seed) took one recorded value across two or more replicates (`--set seed=N`, or evidence
+    made before seeds were drawn per replicate)."""
+    names = [n for n, spec in exp.variables.items() if spec.per_replicate]
+    reps = {r.replicate for r in runs if r.replicate is not None}
+    if not names or len(reps) < 2:
+        return False
+    values = {tuple(r.variables.get(n) for n in names) for r in runs}
+    return len(values) == 1 and None not in next(iter(values))
+
+
+def _arm_effective(per_run: list[tuple[RunData, float, float]], replayed: bool = False) -> Any:
     reps = _replicate_counts(per_run)
-    return clustered.effective([k for k, _ in reps], [n for _, n in reps])
+    return clustered.effective([k for k, _ in reps], [n for _, n in reps], replayed)
 
 
-def _effective_path(per_run: list[tuple[RunData, float, float]], e: Any = None) -> tuple[list[tuple[float, float]], Any]:
+def _effective_path(per_run: list[tuple[RunData, float, float]], e: Any = None,
+                    replayed: bool = False) -> tuple[list[tuple[float, float]], Any]:
     """Cumulative (k, n) after each replicate, divided by the run-level divisor estimated from all of
     them (clustered.divisor, from `e` when given), and the arm's effective counts."""
     reps = _replicate_counts(per_run)
-    e = e or clustered.effective([k for k, _ in reps], [n for _, n in reps])
+    e = e or clustered.effective([k for k, _ in reps], [n for _, n in reps], replayed)
     d = clustered.divisor(e, stats.ALPHA)
     path, ck, cn = [], 0.0, 0.0
     for k, n in reps:
@@ -205,7 +218,7 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
                 family: int) -> dict[str, Any]:
     k, n = pool["k"], pool["n"]
     out.update(k=k, n=n, estimate=k / n, runs=len(pool["used"]), unknown_runs=pool["unknown"])
-    path, e = _effective_path(pool["per_run"])
+    path, e = _effective_path(pool["per_run"], replayed=pool["replayed"])
     _method(out, e)
     snapped = region.snapped()
     bounds = (snapped.lo, snapped.hi)
@@ -255,7 +268,8 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
     out.update(k=[ka, kb], n=[na, nb], estimate=ka / na - kb / nb,
                fisher_p=stats.fisher(int(ka), int(na), int(kb), int(nb)),
                boschloo_p=stats.boschloo(int(ka), int(na), int(kb), int(nb)))
-    ea, eb = clustered.joint(_arm_effective(pa["per_run"]), _arm_effective(pb["per_run"]))
+    ea, eb = clustered.joint(_arm_effective(pa["per_run"], pa["replayed"]),
+                             _arm_effective(pb["per_run"], pb["replayed"]))
     (path_a, ea), (path_b, eb) = _effective_path(pa["per_run"], ea), _effective_path(pb["per_run"], eb)
     e = ea
     _method(out, e)

@@ -27,7 +27,7 @@ def arm_summary(arm: str, runs: list[RunData], expected: dict[str, str], named: 
             pool = pooled(runs, name, exp)
             if pool["n"] > 0:
                 lo, hi = stats.wilson(pool["k"], pool["n"])
-                e = _arm_effective(pool["per_run"])
+                e = _arm_effective(pool["per_run"], pool["replayed"])
                 metrics[name] = {"kind": "proportion", "k": pool["k"], "n": pool["n"], "rate": pool["k"] / pool["n"],
                                  "wilson": [lo, hi], "interval": list(clustered.rate_interval(e)),
                                  "method": e.method, "method_reason": e.reason, "n_effective": e.n_eff,

@@ -336,7 +336,8 @@ def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]
         pa, pb = pooled(arms.get("control", []), m, exp), pooled(arms.get("control_aa", []), m, exp)
         if pa["n"] <= 0 or pb["n"] <= 0:
             continue
-        ea, eb = clustered.joint(_arm_effective(pa["per_run"]), _arm_effective(pb["per_run"]))
+        ea, eb = clustered.joint(_arm_effective(pa["per_run"], pa["replayed"]),
+                                 _arm_effective(pb["per_run"], pb["replayed"]))
         (path_a, ea), (path_b, eb) = _effective_path(pa["per_run"], ea), _effective_path(pb["per_run"], eb)
         if sequential:
             ci = seq.difference_sequence(path_a, path_b)
