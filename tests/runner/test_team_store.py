@@ -86,3 +86,31 @@ def test_review_round_trip_on_duckdb(toy, cli):
 
 def test_review_round_trip_on_postgresql(toy, cli, pg_url: str):
     _review_round_trip(toy, cli, pg_url)
+
+
+def test_report_shows_review_state_history_and_who_ran(toy, cli):
+    import re
+
+    env = {"WB_ROOT": str(toy.root), "WB_USER": "ada"}
+
+    def wb(*args: str) -> str:
+        code, out, err = cli(*args, "--db", toy.db, env=env)
+        assert code == 0, (args, out[-2000:], err[-2000:])
+        return out
+
+    wb("hypothesis", "run", "toy-fix", "--replicates", "1")
+    wb("review", "toy-fix", "--approve", "-m", "first <look>")
+    wb("hypothesis", "run", "toy-fix", "--replicates", "1")
+    wb("report")
+    board = (toy.root / "reports" / "index.html").read_text()
+    assert re.search(r'class="rstate stale">stale<', board)
+    page = (toy.root / "reports" / "hypotheses" / "toy-fix.html").read_text()
+    assert "first &lt;look&gt;" in page and "first <look>" not in page
+    assert 'class="badge stale">stale<' in page and "saw verdict" in page
+    assert "Who ran what" in page and "ada (from WB_USER)" in page
+    lineage = (toy.root / "reports" / "lineage.html").read_text()
+    assert 'data-review="stale"' in lineage
+    md = wb("report", "--format", "md", "--hypothesis", "toy-fix")
+    assert "Review: **stale**" in md and "ada: approve" in md and "— stale" in md
+    board_md = wb("report", "--format", "md")
+    assert "| toy-fix |" in board_md.replace("`", "") and "stale" in board_md
