@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from workbench.errors import TargetError, WbError
-from workbench.runner import extract
+from workbench.runner import extract, manipulation
+from workbench.runner.daemon import HELD_OPEN_WARNING, failure_reason, timeouts
 from workbench.runner.plan import PlannedRun
 from workbench.runner.render import Raw, render_command, render_text
 from workbench.runner.targets.base import Target
 
-STAGES = ("render", "check", "apply", "restart", "health", "workload", "collect", "record")
+STAGES = ("render", "check", "apply", "restart", "health", "verify", "workload", "collect", "record")
 FAULT_ENV = "WB_FAULT"  # testing aid: "<stage>:<exception|sigterm|drop>" injects a fault when a stage begins
 
 
@@ -53,6 +54,8 @@ class Harness:
     fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None
     probe_targets: list[str] = field(default_factory=list)
     restart_timeout_s: float = 300.0
+    warn: Callable[[str], None] = lambda text: None
+    warned: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -89,6 +92,7 @@ def builtins(h: Harness, pr: PlannedRun, run_id: int, run_dir: str, start: datet
         "hypothesis_id": h.hypothesis.id, "work_dir": run_dir, "units_path": f"{run_dir}/units.jsonl",
         "python": Raw(shlex.quote(sys.executable)), "wb": Raw(wb_command()),
         "sim_dir": h.context.get("sim_dir", str(h.root / ".wb" / "sim")),
+        "workbench_dir": str(Path(h.root).resolve()), "config_sha256": "",
     }
 
 
@@ -118,7 +122,7 @@ async def local_check(h: Harness, rendered: str, values: dict[str, Any]) -> str 
         f = Path(d) / (Path(values.get("path", "config")).name or "config")
         f.write_text(rendered, encoding="utf-8")
         cmd = render_command(h.profile.config.check, {**values, "file": str(f)}, where="config.check")
-        res = await LocalTarget().run("local", cmd, timeout=60)
+        res = await LocalTarget().run("local", cmd, timeout=timeouts(h.profile.options).check_s)
     if res.ok:
         return None
     return f"`{h.profile.config.check}` rejected the rendered config: {res.excerpt(400)}"
@@ -141,7 +145,7 @@ async def fingerprint(h: Harness, host: str, values: dict[str, Any]) -> dict[str
 
     async def one(cmd: str) -> str:
         try:
-            res = await h.target.run(host, cmd, env=h.env, timeout=60)
+            res = await h.target.run(host, cmd, env=h.env, timeout=timeouts(h.profile.options).fingerprint_s)
         except TargetError as exc:
             return f"<error: {exc}>"
         return res.stdout.strip() if res.ok else f"<rc={res.rc}> {res.excerpt(200)}"
@@ -231,6 +235,7 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
         if rendered is not None:
             out.rendered_config = rendered
             out.config_hash = hashlib.sha256(rendered.encode("utf-8")).hexdigest()
+            values["config_sha256"] = out.config_hash
         out.fingerprint = await fingerprint(h, pr.host, values)
         if h.remote_work:
             await h.target.mkdir(pr.host, run_dir)
@@ -246,12 +251,14 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
             await h.target.write_file(pr.host, values["path"], rendered.encode("utf-8"), int(prof.config.mode, 8))
 
         await stage("restart")
+        health_urls = [render_text(u, values, where="health.urls") for u in prof.health.urls] if prof.health else []
+        before = await manipulation.listeners(h, pr.host, health_urls)
         for i, cmd_t in enumerate(prof.restart):
             cmd = render_command(cmd_t, values, where=f"restart[{i}]")
             res = await h.target.run(pr.host, cmd, env=env, timeout=h.restart_timeout_s)
+            _warn_held_open(h, cmd_t, cmd, res)
             if not res.ok:
-                why = "timed out" if res.timed_out else f"exited {res.rc}"
-                raise StageFailed("failed", f"restart `{cmd}` {why}: {res.excerpt(400)}")
+                raise StageFailed("failed", f"restart `{cmd}` {failure_reason(res, h.restart_timeout_s)}")
 
         await stage("health")
         if prof.health is not None:
@@ -260,6 +267,12 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
                                          prof.health.timeout_s)
             if problem:
                 raise StageFailed("failed", problem)
+
+        await stage("verify")
+        problem = manipulation.restart_problem(before, await manipulation.listeners(h, pr.host, health_urls))
+        problem = problem or await manipulation.verify_problem(h, pr.host, values, env)
+        if problem:
+            raise StageFailed("invalid", problem)
 
         result = None
         await stage("workload")
@@ -324,6 +337,13 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
         except OSError:
             pass
     return out
+
+
+def _warn_held_open(h: Harness, template: str, cmd: str, res: Any) -> None:
+    """Say once per command that it left a background process holding its output (wb did not wait)."""
+    if res.held_open and template not in h.warned:
+        h.warned.add(template)
+        h.warn(HELD_OPEN_WARNING.format(command=cmd))
 
 
 def _measure_start(now: datetime) -> dict[str, Any]:

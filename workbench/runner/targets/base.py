@@ -11,7 +11,7 @@ import asyncio
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 
 @dataclass
@@ -22,6 +22,7 @@ class CmdResult:
     stderr: str
     duration_s: float
     timed_out: bool = False
+    held_open: bool = False  # the command exited while a background process still held its output
 
     @property
     def ok(self) -> bool:
@@ -109,6 +110,18 @@ class Target(abc.ABC):
         except (httpx.HTTPError, OSError):
             return None
 
+    async def http_text(self, host: str, url: str, timeout: float) -> str | None:
+        """Body of GET `url` as seen from `host` when it answers 200 (None otherwise)."""
+        import httpx
+
+        if self._http is None:
+            self._http = httpx.AsyncClient(trust_env=False)
+        try:
+            resp = await self._http.get(url, timeout=timeout)
+        except (httpx.HTTPError, OSError):
+            return None
+        return resp.text if resp.status_code == 200 else None
+
     def describe(self, host: str) -> str:
         return host
 
@@ -143,11 +156,14 @@ DRAIN_S = 1.0  # how long output may keep arriving after the command ended
 
 async def supervise(wait: Any, stop: Any, stdout: Any, stderr: Any, stdout_file: IO[bytes] | None,
                     stderr_file: IO[bytes] | None, timeout: float, *,
-                    raise_reader_errors: bool = False) -> tuple[bool, str, str]:
+                    raise_reader_errors: bool = False,
+                    on_held_open: Callable[[], None] | None = None) -> tuple[bool, str, str]:
     """Await `wait` (the command's end) for at most `timeout` while pumping both streams to their files.
 
     On timeout the command is stopped (`await stop()`) and `timed_out` is True; on cancellation
     (Ctrl-C, SIGTERM, a fault) it is stopped too, since it must not outlive the runner's decision.
+    `wait` must end when the command's process ends, not at EOF on its output (see runner/daemon.py):
+    output still open after DRAIN_S is given up and `on_held_open` is called.
     Returns (timed_out, stdout text, stderr text).
     """
     out: list[bytes] = []
@@ -169,6 +185,8 @@ async def supervise(wait: Any, stop: Any, stdout: Any, stderr: Any, stdout_file:
     done, pending = await asyncio.wait(readers, timeout=DRAIN_S)
     for r in pending:
         r.cancel()
+    if pending and not timed_out and on_held_open is not None:
+        on_held_open()
     if raise_reader_errors and not timed_out:
         for r in done:
             if r.exception() is not None:

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import IO
 
 from workbench.errors import TargetError
+from workbench.runner.daemon import exited
 from workbench.runner.targets.base import CmdResult, Target, supervise
 
 KILL_GRACE_S = 3.0
-# A command may leave daemons holding its pipes open (a restart that spawns servers); once the
-# command itself has exited, its output is read for at most this long.
 
 
 def _killpg(pid: int, sig: int) -> None:
@@ -23,6 +22,14 @@ def _killpg(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _close_pipes(proc: asyncio.subprocess.Process) -> None:
+    """Close our ends of pipes a background process still holds, now, while the loop runs: left to the
+    garbage collector they would be closed after asyncio.run() ended (`Event loop is closed`)."""
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
 
 
 class LocalTarget(Target):
@@ -42,22 +49,28 @@ class LocalTarget(Target):
                 stderr=asyncio.subprocess.PIPE, env=full_env, start_new_session=True, executable="/bin/bash")
         except OSError as exc:
             raise TargetError(f"cannot start a local command: {exc}") from exc
-        timed_out, out, err = await supervise(proc.wait(), lambda: self._kill(proc), proc.stdout, proc.stderr,
-                                              stdout_file, stderr_file, timeout)
+        held: list[bool] = []
+        # Wait for the process, not for its pipes: a server it left in the background holds them open
+        # (asyncio's proc.wait() on Python 3.11 waits for both).
+        timed_out, out, err = await supervise(exited(lambda: proc.returncode), lambda: self._kill(proc),
+                                              proc.stdout, proc.stderr, stdout_file, stderr_file, timeout,
+                                              on_held_open=lambda: held.append(True))
+        if held:
+            _close_pipes(proc)
         self.clock.add(host, time.monotonic() - t0)
         return CmdResult(command=command, rc=None if timed_out else proc.returncode, stdout=out, stderr=err,
-                         duration_s=time.monotonic() - t0, timed_out=timed_out)
+                         duration_s=time.monotonic() - t0, timed_out=timed_out, held_open=bool(held))
 
     async def _kill(self, proc: asyncio.subprocess.Process) -> None:
         if proc.returncode is not None:
             return
         _killpg(proc.pid, signal.SIGTERM)
         try:
-            await asyncio.wait_for(proc.wait(), KILL_GRACE_S)
+            await asyncio.wait_for(exited(lambda: proc.returncode), KILL_GRACE_S)
         except asyncio.TimeoutError:
             _killpg(proc.pid, signal.SIGKILL)
             try:
-                await asyncio.wait_for(proc.wait(), KILL_GRACE_S)
+                await asyncio.wait_for(exited(lambda: proc.returncode), KILL_GRACE_S)
             except asyncio.TimeoutError:
                 pass
 
