@@ -106,4 +106,18 @@ def json_schemas() -> dict[str, Any]:
     from workbench.registry.hypothesis import HypothesesFile
 
     return {"hypotheses.yaml": HypothesesFile.model_json_schema(),
-            "experiments/*.yaml": Experiment.model_json_schema()}
+            "experiments/*.yaml": Experiment.model_json_schema(),
+            "evidence CSV": evidence_csv_format()}
+
+
+def evidence_csv_format() -> dict[str, Any]:
+    """The evidence CSV's columns, with each experiment's own when run inside a workbench."""
+    from workbench.errors import BadInput
+    from workbench.registry import load_registry
+    from workbench.registry.evidence_columns import csv_format
+
+    try:
+        reg = load_registry()
+    except BadInput:
+        reg = None
+    return csv_format(reg)

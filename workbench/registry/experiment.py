@@ -224,6 +224,8 @@ class Experiment(Strict):
     variables: dict[str, VariableSpec]
     unit: UnitSpec | None = None
     metrics: dict[str, MetricSpec]
+    workload_parameters: list[str] = Field(
+        default_factory=list, description="workload settings a history CSV may record per run (kept as provenance)")
     design: Design = Field(default_factory=Design)
     default_profile: str
     profiles: dict[str, Profile] = Field(min_length=1)
