@@ -10,7 +10,11 @@ py=${3:-python3}
 if [ -s "$pidfile" ]; then
   old=$(cat "$pidfile")
   kill "$old" 2>/dev/null
-  for _ in $(seq 200); do kill -0 "$old" 2>/dev/null || break; sleep 0.05; done
+  # wait until it is gone (a zombie counts as gone: it no longer holds the port)
+  for _ in $(seq 200); do
+    case $(ps -o stat= -p "$old" 2>/dev/null) in ''|Z*) break ;; esac
+    sleep 0.05
+  done
 fi
 "$py" "$(dirname "$0")/svc.py" serve "$conf" &
 echo $! > "$pidfile"

@@ -11,12 +11,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from workbench.analysis import stats
+from workbench.analysis.aliasing import alias_findings
+from workbench.analysis.conditioning import variable_findings
 from workbench.analysis.data import USABLE_STATUSES, RunData, load_runs, metric_value
 
 
 @dataclass
 class Finding:
-    kind: str  # guard | variable
+    kind: str  # guard | variable | alias
     factor: str
     outcome: str
     experiment: str
@@ -153,13 +155,22 @@ def scan_confounds(session: Any, registry: Any, hypothesis_id: str | None = None
     for eid, outcomes in sorted(targets.items()):
         exp = registry.experiments[eid]
         runs = [r for r in load_runs(session, exp) if r.status in USABLE_STATUSES]
+        tested_by = _controlled(session, registry, runs)
         for outcome in sorted(outcomes):
-            findings.extend(_scan_outcome(registry, exp, runs, outcome, hypothesis_id))
+            findings.extend(_scan_outcome(registry, exp, runs, outcome, hypothesis_id, tested_by))
     return findings
 
 
+def _controlled(session: Any, registry: Any, runs: list[RunData]) -> dict[int, str]:
+    """run id -> the hypothesis whose controlled execution produced it."""
+    from workbench.store import queries
+
+    hyp_of = {int(ex.id): ex.hypothesis_id for ex in queries.executions(session)}
+    return {r.id: hyp_of[r.execution_id] for r in runs if r.execution_id in hyp_of}
+
+
 def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str,
-                  scanned: str | None = None) -> list[Finding]:
+                  scanned: str | None = None, tested_by: dict[int, str] | None = None) -> list[Finding]:
     spec = exp.metrics[outcome]
     occurred: dict[int, bool] = {}
     counts: dict[int, tuple[float, float | None]] = {}
@@ -210,42 +221,20 @@ def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str,
         else:
             msg = f"{what} did not occur in any run where {label} was recorded ({len(both)} run(s))."
             out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect))
-    for var in sorted({v for r in known for v in r.variables}):
-        values = sorted({r.variables[var] for r in known if var in r.variables})
-        if len(values) < 2:
-            continue
-        per_value = {}
-        for v in values:
-            rs = [r for r in known if r.variables.get(var) == v]
-            kn = [counts[r.id] for r in rs if counts[r.id][1] is not None]
-            k_units = sum(k for k, _ in kn)
-            n_units = sum(n for _, n in kn if n is not None)
-            per_value[v] = {"runs": len(rs), "runs_with_outcome": sum(occurred[r.id] for r in rs),
-                            "units_k": k_units if kn else None, "units_n": n_units if kn else None}
-        p = None
-        effect: dict[str, Any] = {}
-        if len(values) == 2:
-            a, b = values
-            rows = [(r.variables.get(var) == a, occurred[r.id]) for r in known if var in r.variables]
-            _, p, effect = _two_by_two(rows)
-            ua, ub = per_value[a], per_value[b]
-            if ua["units_n"] and ub["units_n"]:
-                effect["units_rate_difference"] = ua["units_k"] / ua["units_n"] - ub["units_k"] / ub["units_n"]
-                effect["units_fisher_p"] = stats.fisher(int(ua["units_k"]), int(ua["units_n"]),
-                                                        int(ub["units_k"]), int(ub["units_n"]))
-        summary = ", ".join(f"{var}={v}: {pv['runs_with_outcome']}/{pv['runs']} runs with {what}"
-                            + (f" ({pv['units_k']:g}/{pv['units_n']:g} units)" if pv["units_n"] else "")
-                            for v, pv in per_value.items())
-        flagged = (p is not None and p < stats.ALPHA) or \
-            (effect.get("units_fisher_p") is not None and effect["units_fisher_p"] < stats.ALPHA)
-        msg = summary + (f"; Fisher p = {p:.2g} over runs" if p is not None else "") + (
-            f", {effect['units_fisher_p']:.2g} over units" if effect.get("units_fisher_p") is not None else "") + "."
-        out.append(Finding("variable", var, outcome, exp.id, bool(flagged), msg, per_value, p, effect))
+    variables = variable_findings(Finding, exp, known, occurred, counts, outcome, what, tested_by or {})
+    aliases = alias_findings(Finding, registry, exp, known, occurred, counts, outcome, what)
+    for f in variables:
+        partners = [a.factor.replace(f.factor, "").strip(" ~") for a in aliases if f.factor in a.factor.split(" ~ ")]
+        if partners and not f.table.get("runs"):
+            f.message = f.message[:-1] + f" (it moved with {', '.join(partners)}: aliased)."
+    out.extend(variables + aliases)
     return out
 
 
-def confounds_report(*, hypothesis_id: str | None, db: str | None, root: str | None = None) -> list[dict[str, Any]]:
-    """Load the registry and the store (read-only) and scan; what `wb confounds` prints."""
+def confounds_report(*, hypothesis_id: str | None, db: str | None, root: str | None = None,
+                     write: bool = False) -> list[dict[str, Any]]:
+    """Load the registry and the store (read-only) and scan; what `wb confounds` prints. With `write`,
+    each proposed separating experiment is appended to hypotheses.yaml as a draft (proposal.written)."""
     from workbench.registry import load_registry
     from workbench.store import open_store
 
@@ -255,6 +244,16 @@ def confounds_report(*, hypothesis_id: str | None, db: str | None, root: str | N
     store = open_store(db, read_only=True)
     try:
         with store.session() as session:
-            return [f.to_dict() for f in scan_confounds(session, reg, hypothesis_id)]
+            findings = [f.to_dict() for f in scan_confounds(session, reg, hypothesis_id)]
     finally:
         store.dispose()
+    if write:
+        from workbench.registry.drafts import append_drafts
+
+        drafts = [(f["proposal"]["entry"], f["message"].split(":")[0] + ".") for f in findings
+                  if f.get("proposal") and f["proposal"].get("entry")]
+        done = set(append_drafts(reg.root, drafts))
+        for f in findings:
+            if f.get("proposal") and f["proposal"].get("entry"):
+                f["proposal"]["written"] = f["proposal"]["entry"]["id"] in done
+    return findings

@@ -15,11 +15,14 @@ def register(app: typer.Typer) -> None:
     @app.command("confounds")
     def confounds(hypothesis: Annotated[Optional[str], typer.Option(
                       "--hypothesis", help="Only the outcomes this hypothesis predicts.")] = None,
+                  write: Annotated[bool, typer.Option(
+                      "--write", help="Append each proposed separating experiment to hypotheses.yaml as a draft.")] = False,
                   db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
-        """Scan stored runs for confounds: variables and guard metrics associated with the outcome."""
+        """Scan stored runs for confounds: variables and guard metrics associated with the outcome, and
+        variables that never varied independently (aliasing), with the experiment that would separate them."""
         from workbench.analysis.confounds import confounds_report
 
-        findings = confounds_report(hypothesis_id=hypothesis, db=db, root=root)
+        findings = confounds_report(hypothesis_id=hypothesis, db=db, root=root, write=write)
         if json_:
             print_json(findings)
             return
@@ -33,3 +36,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"     {f['message']}")
             if f.get("proposal"):
                 typer.echo(f"     Proposed experiment: {f['proposal']['text']}")
+                if f["proposal"].get("entry_yaml"):
+                    state = f["proposal"].get("written")
+                    typer.echo("     " + ("Appended to hypotheses.yaml as a draft:" if state else
+                                          "Already in hypotheses.yaml:" if state is False else "Hypothesis entry:"))
+                    typer.echo(f["proposal"]["entry_yaml"].rstrip("\n"))

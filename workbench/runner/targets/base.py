@@ -152,6 +152,23 @@ async def pump(stream: Any, sink: IO[bytes] | None, chunks: list[bytes]) -> None
 
 
 DRAIN_S = 1.0  # how long output may keep arriving after the command ended
+QUIET_S = 0.1  # ...but once nothing new arrived for this long, what was available has been read
+
+
+async def _drain(readers: list[Any], out: list[bytes], err: list[bytes]) -> tuple[set[Any], set[Any]]:
+    """Read what the command left in its pipes: stop at EOF, after DRAIN_S, or once they went quiet (a
+    background process that inherited them may keep them open for hours)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DRAIN_S
+    done: set[Any] = set()
+    pending = set(readers)
+    while pending and loop.time() < deadline:
+        before = len(out) + len(err)
+        more, pending = await asyncio.wait(pending, timeout=min(QUIET_S, max(deadline - loop.time(), 0)))
+        done |= more
+        if pending and len(out) + len(err) == before:
+            break
+    return done, pending
 
 
 async def supervise(wait: Any, stop: Any, stdout: Any, stderr: Any, stdout_file: IO[bytes] | None,
@@ -182,7 +199,7 @@ async def supervise(wait: Any, stop: Any, stdout: Any, stderr: Any, stdout_file:
         for r in readers:
             r.cancel()
         raise
-    done, pending = await asyncio.wait(readers, timeout=DRAIN_S)
+    done, pending = await _drain(readers, out, err)
     for r in pending:
         r.cancel()
     if pending and not timed_out and on_held_open is not None:
