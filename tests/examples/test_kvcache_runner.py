@@ -98,3 +98,26 @@ def test_bad_timeout_option_is_rejected_at_its_line(kv):
     with pytest.raises(ConfigError) as exc:
         load_registry(kv.root)
     assert "restart_timeout_s" in exc.value.message and exc.value.line is not None
+
+
+def test_metric_no_prediction_uses_fails_soft(kv, capfd):
+    # p99_ms is declared and collected, but no prediction, guard or check reads it; the load prints no p99.
+    kv.edit("  wall_s: {kind: continuous, description: wall time of the load}",
+            "  wall_s: {kind: continuous, description: wall time of the load}\n  p99_ms: {kind: continuous}")
+    kv.edit("      wall_s: {regex: 'wall=(?P<value>[0-9.]+)s'}\n    options: {restart_timeout_s: 30}",
+            "      wall_s: {regex: 'wall=(?P<value>[0-9.]+)s'}\n      p99_ms: {regex: 'p99=(?P<value>[0-9.]+)ms'}\n"
+            "    options: {restart_timeout_s: 30}")
+    summary = run_hypothesis("compression-stale", root=kv.root, db=kv.db, replicates=1, seed=1,
+                             show_progress=True, build_report=False)
+    assert [r["status"] for r in summary["runs"]] == ["ok", "ok"], [r.get("error") for r in summary["runs"]]
+    assert summary["verdict"] == "falsified"
+    err = " ".join(capfd.readouterr().err.split())
+    assert "metric 'p99_ms' could not be extracted" in err and "recorded as missing" in err
+
+
+def test_metric_a_prediction_uses_still_invalidates_the_run(kv):
+    kv.edit("      wall_s: {regex: 'wall=(?P<value>[0-9.]+)s'}", "      wall_s: {regex: 'walltime=(?P<value>[0-9.]+)s'}")
+    kv.edit("      - {metric: errors, equals: 0,", "      - {metric: wall_s, at_most: 1000,", kv.root / "hypotheses.yaml")
+    summary = run_hypothesis("compression-stale", root=kv.root, db=kv.db, replicates=1, seed=1,
+                             show_progress=False, build_report=False)
+    assert {r["status"] for r in summary["runs"]} == {"invalid"}

@@ -25,6 +25,7 @@ from workbench.runner import extract, manipulation
 from workbench.runner.daemon import HELD_OPEN_WARNING, failure_reason, timeouts
 from workbench.runner.plan import PlannedRun
 from workbench.runner.render import Raw, render_command, render_text
+from workbench.runner.soft_metrics import missing_warning, needed_metrics
 from workbench.runner.targets.base import Target
 
 STAGES = ("render", "check", "apply", "restart", "health", "verify", "workload", "collect", "record")
@@ -68,6 +69,7 @@ class RunOutcome:
     fingerprint: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, float | int] = field(default_factory=dict)
     metric_sources: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # metrics no prediction needs that could not be read
     units: list[dict[str, Any]] = field(default_factory=list)
     artifacts: dict[str, Path] = field(default_factory=dict)
     probe_counts: list[dict[str, Any]] = field(default_factory=list)
@@ -376,20 +378,18 @@ async def _collect(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict
     exp = h.experiment
     text = {"output": result.output if result else "", "stdout": result.stdout if result else "",
             "stderr": result.stderr if result else ""}
+    needed = needed_metrics(h.hypothesis, exp)
     try:
         for name, ex in prof.collect.items():
             if ex.unit_field is not None:
                 continue  # read from the units below
-            if ex.regex is not None:
-                out.metrics[name] = extract.from_regex(name, ex.regex, text[ex.source], ex.parse)
-                out.metric_sources[name] = "regex"
-            else:
-                cmd = render_command(ex.command or "", values, where=f"collect.{name}.command")
-                res = await h.target.run(pr.host, cmd, env=env, timeout=ex.timeout_s)
-                if not res.ok:
-                    raise extract.ExtractError(f"metric {name!r}: `{cmd}` exited {res.rc}", res.excerpt())
-                out.metrics[name] = extract.from_command_output(name, res.stdout, ex.parse)
-                out.metric_sources[name] = "command"
+            try:
+                await _extract_one(h, pr, name, ex, values, env, text, out)
+            except extract.ExtractError as exc:
+                if name in needed:
+                    raise
+                out.missing[name] = str(exc)
+                h.warn(missing_warning(name, out.missing[name]))
         if prof.units is not None:
             upath = render_text(prof.units.path, values, where="units.path")
             local = art / "units.jsonl"
@@ -413,6 +413,21 @@ async def _collect(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict
             await _collect_probes(h, pr, values, out, art)
     except extract.ExtractError as exc:
         raise StageFailed("invalid", f"{exc}" + (f"\n--- output excerpt ---\n{exc.excerpt}" if exc.excerpt else ""))
+
+
+async def _extract_one(h: Harness, pr: PlannedRun, name: str, ex: Any, values: dict[str, Any],
+                       env: dict[str, str], text: dict[str, str], out: RunOutcome) -> None:
+    """One metric from the workload's output (regex) or a command's output."""
+    if ex.regex is not None:
+        out.metrics[name] = extract.from_regex(name, ex.regex, text[ex.source], ex.parse)
+        out.metric_sources[name] = "regex"
+        return
+    cmd = render_command(ex.command or "", values, where=f"collect.{name}.command")
+    res = await h.target.run(pr.host, cmd, env=env, timeout=ex.timeout_s)
+    if not res.ok:
+        raise extract.ExtractError(f"metric {name!r}: `{cmd}` exited {res.rc}", res.excerpt())
+    out.metrics[name] = extract.from_command_output(name, res.stdout, ex.parse)
+    out.metric_sources[name] = "command"
 
 
 async def _collect_probes(h: Harness, pr: PlannedRun, values: dict[str, Any], out: RunOutcome, art: Path) -> None:

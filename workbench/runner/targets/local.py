@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import IO
 
 from workbench.errors import TargetError
-from workbench.runner.daemon import exited
-from workbench.runner.targets.base import CmdResult, Target, supervise
+from workbench.runner.daemon import Capture, holds_output
+from workbench.runner.targets.base import CmdResult, Target
 
 KILL_GRACE_S = 3.0
 
@@ -22,14 +22,6 @@ def _killpg(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def _close_pipes(proc: asyncio.subprocess.Process) -> None:
-    """Close our ends of pipes a background process still holds, now, while the loop runs: left to the
-    garbage collector they would be closed after asyncio.run() ended (`Event loop is closed`)."""
-    transport = getattr(proc, "_transport", None)
-    if transport is not None:
-        transport.close()
 
 
 class LocalTarget(Target):
@@ -43,34 +35,45 @@ class LocalTarget(Target):
         full_env = dict(os.environ)
         full_env.update(env or {})
         t0 = time.monotonic()
+        # Output goes to files, never pipes, and wb waits for the process alone (runner/daemon.py): a
+        # server the command leaves in the background keeps the files and blocks nothing.
+        out, err = Capture(stdout_file), Capture(stderr_file)
         try:
-            proc = await asyncio.create_subprocess_shell(
-                command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=full_env, start_new_session=True, executable="/bin/bash")
-        except OSError as exc:
-            raise TargetError(f"cannot start a local command: {exc}") from exc
-        held: list[bool] = []
-        # Wait for the process, not for its pipes: a server it left in the background holds them open
-        # (asyncio's proc.wait() on Python 3.11 waits for both).
-        timed_out, out, err = await supervise(exited(lambda: proc.returncode), lambda: self._kill(proc),
-                                              proc.stdout, proc.stderr, stdout_file, stderr_file, timeout,
-                                              on_held_open=lambda: held.append(True))
-        if held:
-            _close_pipes(proc)
-        self.clock.add(host, time.monotonic() - t0)
-        return CmdResult(command=command, rc=None if timed_out else proc.returncode, stdout=out, stderr=err,
-                         duration_s=time.monotonic() - t0, timed_out=timed_out, held_open=bool(held))
+            try:
+                proc = await asyncio.create_subprocess_shell(
+                    command, stdin=asyncio.subprocess.DEVNULL, stdout=out.fd, stderr=err.fd, env=full_env,
+                    start_new_session=True, executable="/bin/bash")
+            except OSError as exc:
+                raise TargetError(f"cannot start a local command: {exc}") from exc
+            timed_out = False
+            try:
+                await asyncio.wait_for(proc.wait(), timeout)
+            except asyncio.TimeoutError:
+                timed_out = True
+                await self._kill(proc)
+            except BaseException:
+                await asyncio.shield(self._kill(proc))
+                raise
+            held = not timed_out and holds_output(proc.pid, [out, err])
+            result = CmdResult(command=command, rc=None if timed_out else proc.returncode, stdout=out.text(),
+                               stderr=err.text(), duration_s=time.monotonic() - t0, timed_out=timed_out,
+                               held_open=held)
+        finally:
+            out.close()
+            err.close()
+            self.clock.add(host, time.monotonic() - t0)
+        return result
 
     async def _kill(self, proc: asyncio.subprocess.Process) -> None:
         if proc.returncode is not None:
             return
         _killpg(proc.pid, signal.SIGTERM)
         try:
-            await asyncio.wait_for(exited(lambda: proc.returncode), KILL_GRACE_S)
+            await asyncio.wait_for(proc.wait(), KILL_GRACE_S)
         except asyncio.TimeoutError:
             _killpg(proc.pid, signal.SIGKILL)
             try:
-                await asyncio.wait_for(exited(lambda: proc.returncode), KILL_GRACE_S)
+                await asyncio.wait_for(proc.wait(), KILL_GRACE_S)
             except asyncio.TimeoutError:
                 pass
 
