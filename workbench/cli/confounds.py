@@ -34,6 +34,9 @@ def register(app: typer.Typer) -> None:
             p = f" (Fisher p = {f['fisher_p']:.2g})" if f.get("fisher_p") is not None else ""
             typer.echo(f"{mark} [{f['experiment']}] {f['outcome']} vs {f['kind']} {f['factor']}{p}")
             typer.echo(f"     {f['message']}")
+            used = (f.get("table") or {}).get("runs") if f["kind"] in ("alias", "variable") else None
+            if used:
+                typer.echo(f"     runs used: {', '.join(used[:12])}" + (f" (+{len(used) - 12} more)" if len(used) > 12 else ""))
             if f.get("proposal"):
                 typer.echo(f"     Proposed experiment: {f['proposal']['text']}")
                 if f["proposal"].get("entry_yaml"):
