@@ -121,3 +121,17 @@ def test_metric_a_prediction_uses_still_invalidates_the_run(kv):
     summary = run_hypothesis("compression-stale", root=kv.root, db=kv.db, replicates=1, seed=1,
                              show_progress=False, build_report=False)
     assert {r["status"] for r in summary["runs"]} == {"invalid"}
+
+
+def test_reserved_names_cover_every_name_the_runner_sets(kv):
+    from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, RESERVED_TEMPLATE_NAMES
+    from workbench.runner.prepare import preview_values, resolve
+
+    reg = load_registry(kv.root)
+    p = resolve(reg, "compression-stale", profile=None, replicates=None, overrides={}, sequential=False, aa=False,
+                seed=None)
+    values = preview_values(p, "control", dict(p.profile.context))
+    set_by_runner = set(values) - set(p.experiment.variables) - set(p.profile.context)
+    assert set_by_runner <= BUILTIN_TEMPLATE_NAMES, set_by_runner - BUILTIN_TEMPLATE_NAMES
+    assert {"python", "wb", "units_path", "arm", "replicate", "run_start_iso"} <= RESERVED_TEMPLATE_NAMES
+    assert "sim_dir" not in RESERVED_TEMPLATE_NAMES  # read from the context, never replaced
