@@ -135,3 +135,13 @@ def test_reserved_names_cover_every_name_the_runner_sets(kv):
     assert set_by_runner <= BUILTIN_TEMPLATE_NAMES, set_by_runner - BUILTIN_TEMPLATE_NAMES
     assert {"python", "wb", "units_path", "arm", "replicate", "run_start_iso"} <= RESERVED_TEMPLATE_NAMES
     assert "sim_dir" not in RESERVED_TEMPLATE_NAMES  # read from the context, never replaced
+
+
+def test_restart_check_compares_the_listening_processes():
+    from workbench.runner.manipulation import restart_problem
+
+    assert "pid 41" in restart_problem({80: frozenset({41})}, {80: frozenset({41})})
+    assert restart_problem({80: frozenset({41})}, {80: frozenset({42})}) is None
+    assert restart_problem({80: frozenset()}, {80: frozenset({42})}) is None  # it was down before
+    assert restart_problem({80: frozenset({1, 41})}, {80: frozenset({1, 42})}) is None  # socket activation
+    assert restart_problem(None, {80: frozenset({41})}) is None  # could not be read: no claim

@@ -58,9 +58,10 @@ def restart_problem(before: dict[int, frozenset[int]] | None, after: dict[int, f
     if before is None or after is None:
         return None
     for port, pids in after.items():
-        old = before.get(port, frozenset())
-        if pids and pids & old:
-            same = ", ".join(str(p) for p in sorted(pids & old))
+        # The same set of processes: nothing restarted. (A socket held by a supervisor, as with systemd
+        # socket activation, stays in both sets while the worker beside it changes.)
+        if pids and pids == before.get(port, frozenset()):
+            same = ", ".join(str(p) for p in sorted(pids))
             return (f"treatment not applied: the restart exited 0 but port {port} is still served by the same "
                     f"process (pid {same}), so the run would measure the old config")
     return None
