@@ -8,6 +8,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "kvcache"
@@ -61,3 +62,14 @@ def make_kv(tmp: Path) -> Kv:
     kv.edit('context: {port: "18080"}', f'context: {{port: "{port}"}}')
     kv.edit("port=18080", f"port={port}", root / "kv.conf")
     return kv
+
+
+def run_hypothesis(hypothesis_id: str, *, db: str, root: Path, build_report: bool = False, **options: Any) -> dict:
+    """`wb hypothesis run` through the application object, as the JSON it prints (the CLI's contract)."""
+    from workbench.app import Workbench
+    from workbench.runner.execute import RunOptions
+    from workbench.settings import Settings
+
+    options.setdefault("show_progress", False)
+    wb = Workbench.open(Settings.from_env(db=db, root=root))
+    return wb.run(hypothesis_id, RunOptions(**options), report=build_report).to_dict()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.evidence import parse_evidence
+from workbench.registry.evidence import parse_evidence
 from workbench.registry import load_registry
 from workbench.registry.loader import check_hypotheses, load_experiment, load_hypotheses, Registry
 
@@ -68,7 +68,7 @@ def test_guide_csv_imports_into_its_experiment(tmp_path):
 
 def test_guide_lists_every_builtin_name_and_option():
     from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Profile, TargetSpec
-    from workbench.runner.daemon import TIMEOUT_DEFAULTS
+    from workbench.registry.timeouts import TIMEOUT_DEFAULTS
 
     text = GUIDE.read_text(encoding="utf-8")
     for name in BUILTIN_TEMPLATE_NAMES:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workbench.evidence import parse_evidence
+from workbench.registry.evidence import parse_evidence
 from workbench.registry import load_registry
 
 DATA = Path(__file__).resolve().parents[1] / "data"

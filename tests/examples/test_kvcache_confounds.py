@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import json
 
-from workbench.analysis.confounds import confounds_report
-from workbench.evidence import import_evidence
+from workbench.app import Workbench
 from workbench.registry import load_registry
+from workbench.settings import Settings
+
+
+def _wb(kv) -> Workbench:
+    return Workbench.open(Settings.from_env(db=kv.db, root=kv.root))
+
+
+def import_history(kv) -> None:
+    _wb(kv).import_evidence(kv.root / "history.csv")
+
+
+def confounds_report(kv, *, write: bool = False) -> list[dict]:
+    """What `wb confounds --json [--write]` prints."""
+    return [f.to_dict() for f in _wb(kv).confounds(write=write)]
 
 
 def _add(kv, rows: list[tuple[str, str, int, int]], *, hypothesis: str | None = None, version: int = 1) -> None:
@@ -37,8 +50,8 @@ def _by_kind(findings):
 
 
 def test_perfectly_aliased_pair_is_named_with_a_separating_experiment(kv):
-    import_evidence(file=kv.root / "history.csv", db=kv.db, root=kv.root)
-    found = _by_kind(confounds_report(hypothesis_id=None, db=kv.db, root=str(kv.root)))
+    import_history(kv)
+    found = _by_kind(confounds_report(kv))
     alias = found[("alias", "batch_writes ~ compression")]
     assert alias["flagged"] and "perfectly aliased" in alias["message"] and "\n" not in alias["message"]
     assert sorted(alias["table"]["runs"]) == sorted(["deploy-1", "rollback-1", "deploy-2", "rollback-2", "canary",
@@ -57,9 +70,9 @@ def test_perfectly_aliased_pair_is_named_with_a_separating_experiment(kv):
 
 
 def test_write_appends_a_valid_draft_once(kv):
-    import_evidence(file=kv.root / "history.csv", db=kv.db, root=kv.root)
+    import_history(kv)
     before = (kv.root / "hypotheses.yaml").read_text()
-    findings = confounds_report(hypothesis_id=None, db=kv.db, root=str(kv.root), write=True)
+    findings = confounds_report(kv, write=True)
     alias = _by_kind(findings)[("alias", "batch_writes ~ compression")]
     assert alias["proposal"]["written"] is True
     after = (kv.root / "hypotheses.yaml").read_text()
@@ -67,25 +80,25 @@ def test_write_appends_a_valid_draft_once(kv):
     reg = load_registry(kv.root)
     draft = reg.hypothesis("batch-writes-apart-from-compression")
     assert draft.isolates == "batch_writes" and draft.hold == {"compression": "off"}
-    again = confounds_report(hypothesis_id=None, db=kv.db, root=str(kv.root), write=True)
+    again = confounds_report(kv, write=True)
     assert (kv.root / "hypotheses.yaml").read_text() == after
     assert _by_kind(again)[("alias", "batch_writes ~ compression")]["proposal"]["toggle"] is None  # both registered
 
 
 def test_partial_aliasing_is_reported(kv):
-    import_evidence(file=kv.root / "history.csv", db=kv.db, root=kv.root)
+    import_history(kv)
     _add(kv, [("on", "off", 50, 0)])
-    found = _by_kind(confounds_report(hypothesis_id=None, db=kv.db, root=str(kv.root)))
+    found = _by_kind(confounds_report(kv))
     alias = found[("alias", "batch_writes ~ compression")]
     assert "partially aliased" in alias["message"] and alias["effect"]["cramers_v"] >= 0.7
 
 
 def test_controlled_experiment_clears_a_variable_and_runs_are_conditioned(kv):
-    import_evidence(file=kv.root / "history.csv", db=kv.db, root=kv.root)
+    import_history(kv)
     # compression-stale's controlled runs: compression toggled, batch_writes held off, never stale.
     _add(kv, [("off", "off", 50, 0), ("on", "off", 50, 0), ("off", "off", 50, 0), ("on", "off", 50, 0)],
          hypothesis="compression-stale")
-    found = _by_kind(confounds_report(hypothesis_id=None, db=kv.db, root=str(kv.root)))
+    found = _by_kind(confounds_report(kv))
     comp = found[("variable", "compression")]
     assert not comp["flagged"]
     assert "tested in controlled runs of hypothesis compression-stale, which found no association" in comp["message"]
@@ -99,13 +112,13 @@ def test_a_change_that_came_with_a_new_harness_version_is_not_credited(kv):
     # compression moved only together with the experiment version: pooled it would look decisive.
     _add(kv, [("off", "off", 50, 0)] * 3, version=1)
     _add(kv, [("on", "off", 50, 40)] * 3, version=2)
-    found = _by_kind(confounds_report(hypothesis_id=None, db=kv.db, root=str(kv.root)))
+    found = _by_kind(confounds_report(kv))
     comp = found[("variable", "compression")]
     assert not comp["flagged"] and "experiment version held" in comp["message"]
 
 
 def test_cli_prints_the_alias_in_one_line_and_the_entry(kv, cli):
-    import_evidence(file=kv.root / "history.csv", db=kv.db, root=kv.root)
+    import_history(kv)
     code, out, _ = cli("confounds", "--root", str(kv.root), "--db", kv.db)
     assert code == 0
     lines = out.splitlines()

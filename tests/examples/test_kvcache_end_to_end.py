@@ -3,12 +3,11 @@ write the separating experiment, run it and the team's first suspect, and read t
 
 from __future__ import annotations
 
-from workbench.runner import run_hypothesis
+from kvcache_kit import run_hypothesis
 
 
 def _run(kv, hid: str) -> dict:
-    return run_hypothesis(hid, root=kv.root, db=kv.db, replicates=1, seed=3, show_progress=False,
-                          build_report=False)
+    return run_hypothesis(hid, root=kv.root, db=kv.db, replicates=1, seed=3)
 
 
 def test_history_aliasing_separating_run_and_both_verdicts(kv, cli):

@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import pytest
+from kvcache_kit import run_hypothesis
 
 from workbench.errors import ConfigError, RestoreFailed
 from workbench.registry import load_registry
-from workbench.runner import run_hypothesis
 
 
 def _start(kv) -> int:

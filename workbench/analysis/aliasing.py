@@ -13,7 +13,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from itertools import combinations
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+from workbench.registry.drafts import entry_yaml
+
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+    from workbench.registry.loader import Registry
+    from workbench.store.entities import RunData
 
 PARTIAL_V = 0.7
 
@@ -39,7 +46,7 @@ def _one_to_one(pairs: list[tuple[str, str]]) -> bool:
     return True
 
 
-def _rate(rs: list[Any], occurred: dict[int, bool], counts: dict[int, tuple[float, float | None]]) -> float:
+def _rate(rs: list[RunData], occurred: dict[int, bool], counts: dict[int, tuple[float, float | None]]) -> float:
     """Outcome rate of a group of runs: over units when every run has them, else over runs."""
     kn = [counts[r.id] for r in rs]
     if all(n for _, n in kn):
@@ -48,7 +55,7 @@ def _rate(rs: list[Any], occurred: dict[int, bool], counts: dict[int, tuple[floa
     return sum(occurred[r.id] for r in rs) / len(rs)
 
 
-def alias_findings(make: Callable[..., Any], registry: Any, exp: Any, known: list[Any], occurred: dict[int, bool],
+def alias_findings(make: Callable[..., Any], registry: Registry, exp: Experiment, known: list[RunData], occurred: dict[int, bool],
                    counts: dict[int, tuple[float, float | None]], outcome: str, what: str) -> list[Any]:
     """One finding per aliased pair of variables among the runs with a recorded outcome."""
     out = []
@@ -81,14 +88,14 @@ def alias_findings(make: Callable[..., Any], registry: Any, exp: Any, known: lis
     return out
 
 
-def _registered(registry: Any, exp: Any, var: str, other: str, other_value: str) -> str | None:
+def _registered(registry: Registry, exp: Experiment, var: str, other: str, other_value: str) -> str | None:
     for h in registry.hypotheses:
         if h.experiment == exp.id and h.isolates == var and h.hold.get(other) == other_value:
             return h.id
     return None
 
 
-def propose(registry: Any, exp: Any, pair: tuple[str, str], runs: list[Any],
+def propose(registry: Registry, exp: Experiment, pair: tuple[str, str], runs: list[RunData],
             rates: dict[tuple[str, str], float], outcome: str) -> dict[str, Any]:
     """The separating experiment: toggle one of the pair from its clean value to its outcome value while the
     other is held at its clean value. A registered hypothesis already doing so is named instead of a draft."""
@@ -133,15 +140,7 @@ def propose(registry: Any, exp: Any, pair: tuple[str, str], runs: list[Any],
             "entry": entry, "entry_yaml": entry_yaml(entry), "text": text}
 
 
-def _common_others(runs: list[Any], pair: tuple[str, str]) -> dict[str, str]:
+def _common_others(runs: list[RunData], pair: tuple[str, str]) -> dict[str, str]:
     """Other variables every one of these runs had at one value: held at it."""
     keys = set.intersection(*(set(r.variables) for r in runs)) - set(pair) if runs else set()
     return {k: runs[0].variables[k] for k in sorted(keys) if len({r.variables[k] for r in runs}) == 1}
-
-
-def entry_yaml(entry: dict[str, Any], indent: str = "  ") -> str:
-    """The hypothesis entry as a YAML list item, indented as hypotheses.yaml's entries are."""
-    import yaml
-
-    body = yaml.safe_dump([entry], sort_keys=False, default_flow_style=None, width=100, allow_unicode=True)
-    return "".join(indent + line + "\n" if line else "\n" for line in body.splitlines())

@@ -9,14 +9,18 @@ aliasing scan (aliasing.py) says which variable it moved with.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from workbench.analysis import stats
+
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+    from workbench.store.entities import RunData
 
 Counts = dict[int, tuple[float, float | None]]
 
 
-def strata(runs: list[Any], var: str) -> dict[tuple[Any, ...], list[Any]]:
+def strata(runs: list[RunData], var: str) -> dict[tuple[Any, ...], list[RunData]]:
     """Runs that recorded `var`, grouped by experiment version and every other variable's value."""
     names = sorted({v for r in runs for v in r.variables} - {var})
     out: dict[tuple[Any, ...], list[Any]] = {}
@@ -28,7 +32,7 @@ def strata(runs: list[Any], var: str) -> dict[tuple[Any, ...], list[Any]]:
     return out
 
 
-def informative_runs(runs: list[Any], var: str) -> list[Any]:
+def informative_runs(runs: list[RunData], var: str) -> list[RunData]:
     """The runs of strata in which `var` took at least two values (the ones that can test it)."""
     used = []
     for group in strata(runs, var).values():
@@ -37,7 +41,7 @@ def informative_runs(runs: list[Any], var: str) -> list[Any]:
     return sorted(used, key=lambda r: r.id)
 
 
-def variable_findings(make: Callable[..., Any], exp: Any, known: list[Any], occurred: dict[int, bool],
+def variable_findings(make: Callable[..., Any], exp: Experiment, known: list[RunData], occurred: dict[int, bool],
                       counts: Counts, outcome: str, what: str, tested_by: dict[int, str]) -> list[Any]:
     """One finding per variable with two or more values among `known` runs; `make` builds a Finding."""
     out = []
@@ -55,7 +59,7 @@ def variable_findings(make: Callable[..., Any], exp: Any, known: list[Any], occu
     return out
 
 
-def _per_value(var: str, used: list[Any], occurred: dict[int, bool], counts: Counts) -> dict[str, dict[str, Any]]:
+def _per_value(var: str, used: list[RunData], occurred: dict[int, bool], counts: Counts) -> dict[str, dict[str, Any]]:
     per: dict[str, dict[str, Any]] = {}
     for v in sorted({r.variables[var] for r in used}):
         rs = [r for r in used if r.variables[var] == v]
@@ -66,7 +70,7 @@ def _per_value(var: str, used: list[Any], occurred: dict[int, bool], counts: Cou
     return per
 
 
-def _conditioned(make: Callable[..., Any], exp: Any, var: str, used: list[Any], occurred: dict[int, bool],
+def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list[RunData], occurred: dict[int, bool],
                  counts: Counts, outcome: str, what: str, tested_by: dict[int, str]) -> Any:
     per = _per_value(var, used, occurred, counts)
     p = None

@@ -7,16 +7,23 @@ test and an effect size, and proposes the experiment that would separate the two
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import stats
 from workbench.analysis.aliasing import alias_findings
 from workbench.analysis.conditioning import variable_findings
-from workbench.analysis.data import USABLE_STATUSES, RunData, load_runs, metric_value
+from workbench.analysis.data import USABLE_STATUSES, RunData, metric_value, run_query
+from workbench.analysis.results import json_safe
+
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+    from workbench.registry.loader import Registry
+    from workbench.store.engine import Store
 
 
-@dataclass
+
+@dataclass(frozen=True)
 class Finding:
     kind: str  # guard | variable | alias
     factor: str
@@ -30,12 +37,10 @@ class Finding:
     proposal: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        from workbench.analysis.verdict import _safe
-
-        return _safe(asdict(self))
+        return json_safe(asdict(self))
 
 
-def _outcome(run: RunData, metric: str, exp: Any) -> tuple[float | None, float | None]:
+def _outcome(run: RunData, metric: str, exp: Experiment) -> tuple[float | None, float | None]:
     """(numerator, denominator) of the outcome proportion; the numerator alone says whether it occurred."""
     spec = exp.metrics[metric]
     k = metric_value(run, spec.numerator, exp)
@@ -64,7 +69,7 @@ def _common_values(runs: list[RunData]) -> dict[str, str]:
     return {k: runs[0].variables[k] for k in sorted(keys) if len({r.variables[k] for r in runs}) == 1}
 
 
-def _guard_aliases(exp: Any) -> list[tuple[str, list[str]]]:
+def _guard_aliases(exp: Experiment) -> list[tuple[str, list[str]]]:
     """Guard metrics, with aliases (same_as) folded into the metric they repeat."""
     groups: dict[str, list[str]] = {}
     for name, spec in exp.metrics.items():
@@ -75,7 +80,7 @@ def _guard_aliases(exp: Any) -> list[tuple[str, list[str]]]:
     return [(base, names) for base, names in groups.items()]
 
 
-def _propose(registry: Any, exp: Any, guard_names: list[str], outcome: str, co_runs: list[RunData],
+def _propose(registry: Registry, exp: Experiment, guard_names: list[str], outcome: str, co_runs: list[RunData],
              runs: list[RunData], g_known: dict[int, float], scanned: str | None = None) -> dict[str, Any]:
     """Which variable to toggle (and which to hold) so the guard goes away while the outcome is measured."""
     hold = _common_values(co_runs)
@@ -136,7 +141,7 @@ def _kv(d: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in d.items())
 
 
-def scan_confounds(session: Any, registry: Any, hypothesis_id: str | None = None) -> list[Finding]:
+def scan_confounds(store: Store, registry: Registry, hypothesis_id: str | None = None) -> list[Finding]:
     """Scan stored runs for variables and guard metrics associated with each predicted outcome."""
     if hypothesis_id is not None:
         hyps = [registry.hypothesis(hypothesis_id)]
@@ -154,22 +159,20 @@ def scan_confounds(session: Any, registry: Any, hypothesis_id: str | None = None
     findings: list[Finding] = []
     for eid, outcomes in sorted(targets.items()):
         exp = registry.experiments[eid]
-        runs = [r for r in load_runs(session, exp) if r.status in USABLE_STATUSES]
-        tested_by = _controlled(session, registry, runs)
+        runs = [r for r in store.analysis_runs(run_query(exp)) if r.status in USABLE_STATUSES]
+        tested_by = _controlled(store, runs)
         for outcome in sorted(outcomes):
             findings.extend(_scan_outcome(registry, exp, runs, outcome, hypothesis_id, tested_by))
     return findings
 
 
-def _controlled(session: Any, registry: Any, runs: list[RunData]) -> dict[int, str]:
+def _controlled(store: Store, runs: list[RunData]) -> dict[int, str]:
     """run id -> the hypothesis whose controlled execution produced it."""
-    from workbench.store import queries
-
-    hyp_of = {int(ex.id): ex.hypothesis_id for ex in queries.executions(session)}
+    hyp_of = {ex.id: ex.hypothesis_id for ex in store.executions()}
     return {r.id: hyp_of[r.execution_id] for r in runs if r.execution_id in hyp_of}
 
 
-def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str,
+def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outcome: str,
                   scanned: str | None = None, tested_by: dict[int, str] | None = None) -> list[Finding]:
     spec = exp.metrics[outcome]
     occurred: dict[int, bool] = {}
@@ -223,37 +226,14 @@ def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str,
             out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect))
     variables = variable_findings(Finding, exp, known, occurred, counts, outcome, what, tested_by or {})
     aliases = alias_findings(Finding, registry, exp, known, occurred, counts, outcome, what)
-    for f in variables:
-        partners = [a.factor.replace(f.factor, "").strip(" ~") for a in aliases if f.factor in a.factor.split(" ~ ")]
-        if partners and not f.table.get("runs"):
-            f.message = f.message[:-1] + f" (it moved with {', '.join(partners)}: aliased)."
-    out.extend(variables + aliases)
+    out.extend(_note_aliased(f, aliases) for f in variables)
+    out.extend(aliases)
     return out
 
 
-def confounds_report(*, hypothesis_id: str | None, db: str | None, root: str | None = None,
-                     write: bool = False) -> list[dict[str, Any]]:
-    """Load the registry and the store (read-only) and scan; what `wb confounds` prints. With `write`,
-    each proposed separating experiment is appended to hypotheses.yaml as a draft (proposal.written)."""
-    from workbench.registry import load_registry
-    from workbench.store import open_store
-
-    reg = load_registry(root)
-    if hypothesis_id is not None:
-        reg.hypothesis(hypothesis_id)  # an unknown id is bad input before the store is touched
-    store = open_store(db, read_only=True)
-    try:
-        with store.session() as session:
-            findings = [f.to_dict() for f in scan_confounds(session, reg, hypothesis_id)]
-    finally:
-        store.dispose()
-    if write:
-        from workbench.registry.drafts import append_drafts
-
-        drafts = [(f["proposal"]["entry"], f["message"].split(":")[0] + ".") for f in findings
-                  if f.get("proposal") and f["proposal"].get("entry")]
-        done = set(append_drafts(reg.root, drafts))
-        for f in findings:
-            if f.get("proposal") and f["proposal"].get("entry"):
-                f["proposal"]["written"] = f["proposal"]["entry"]["id"] in done
-    return findings
+def _note_aliased(f: Finding, aliases: list[Finding]) -> Finding:
+    """A variable finding pooled over runs where it moved with another variable says so."""
+    partners = [a.factor.replace(f.factor, "").strip(" ~") for a in aliases if f.factor in a.factor.split(" ~ ")]
+    if not partners or f.table.get("runs"):
+        return f
+    return replace(f, message=f.message[:-1] + f" (it moved with {', '.join(partners)}: aliased).")

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, RootOption, new_app, print_json
+from workbench.cli._common import DbOption, JsonOption, RootOption, new_app, open_workbench, print_json
 
 app = new_app("Import evidence gathered outside wb.")
 
@@ -18,9 +18,7 @@ def evidence(file: Annotated[Path, typer.Argument(metavar="FILE.csv")], db: DbOp
              experiment: Annotated[Optional[str], typer.Option(
                  help="The experiment the runs belong to (default: the one whose columns fit the header).")] = None) -> None:
     """Store each CSV row as a historical run (blank cells stay unknown)."""
-    from workbench.evidence import import_evidence
-
-    result = import_evidence(file=file, db=db, root=root, experiment=experiment)
+    result = open_workbench(db, root).import_evidence(file, experiment=experiment)
     if json_:
         print_json(result.to_dict())
         return

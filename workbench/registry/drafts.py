@@ -19,7 +19,6 @@ ENTRY_INDENT = re.compile(r"^(\s*)- id:", re.MULTILINE)
 
 def append_drafts(root: Path, entries: list[tuple[dict[str, Any], str]]) -> list[str]:
     """Append each (entry, why) whose id is new; returns the ids written."""
-    from workbench.analysis.aliasing import entry_yaml
     from workbench.registry.loader import HYPOTHESES_FILE, check_hypotheses, load_registry
 
     reg = load_registry(root)
@@ -61,3 +60,11 @@ def _check(root: Path, path: Path, text: str, reg: Any, check_hypotheses: Any) -
     except BadInput as exc:
         raise BadInput(f"the generated draft does not fit {path}: {exc.message}; nothing was written",
                        hint="paste the entry `wb confounds` prints by hand") from None
+
+
+def entry_yaml(entry: dict[str, Any], indent: str = "  ") -> str:
+    """The hypothesis entry as a YAML list item, indented as hypotheses.yaml's entries are."""
+    import yaml
+
+    body = yaml.safe_dump([entry], sort_keys=False, default_flow_style=None, width=100, allow_unicode=True)
+    return "".join(indent + line + "\n" if line else "\n" for line in body.splitlines())

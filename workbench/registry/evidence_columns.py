@@ -12,9 +12,13 @@ A history CSV has one row per past run. Its columns are the experiment's own nam
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
+
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+    from workbench.registry.loader import Registry
 
 BOOKKEEPING = {
     "run_id": "required: a unique label of the run (the source's name for it)",
@@ -51,7 +55,7 @@ class EvidenceColumns:
         return "; ".join(parts)
 
 
-def evidence_columns(exp: Any) -> EvidenceColumns:
+def evidence_columns(exp: Experiment) -> EvidenceColumns:
     ints, floats, all_units = [], [], []
     for name, spec in exp.metrics.items():
         if spec.kind == "proportion" or spec.same_as is not None:
@@ -60,10 +64,10 @@ def evidence_columns(exp: Any) -> EvidenceColumns:
         if spec.units == {}:
             all_units.append(name)
     return EvidenceColumns(exp.id, tuple(exp.variables), tuple(ints), tuple(floats),
-                           tuple(getattr(exp, "workload_parameters", ()) or ()), tuple(all_units))
+                           tuple(exp.workload_parameters), tuple(all_units))
 
 
-def pick_experiment(registry: Any, header: list[str], where: str) -> Any:
+def pick_experiment(registry: Registry, header: list[str], where: str) -> Experiment:
     """The one experiment whose columns cover the header (used when --experiment is not given)."""
     fits = [e for e in registry.experiments.values() if not evidence_columns(e).unknown(header)]
     if len(fits) == 1:
@@ -79,7 +83,7 @@ def pick_experiment(registry: Any, header: list[str], where: str) -> Any:
                    f"closest: {best.id!r})", hint=f"{best.id} columns: {cols.listing()}")
 
 
-def csv_format(registry: Any | None = None) -> dict[str, Any]:
+def csv_format(registry: Registry | None = None) -> dict[str, Any]:
     """What `wb schema` says about evidence CSVs; with a workbench, each experiment's columns."""
     out: dict[str, Any] = {
         "description": "One row per historical run, imported with `wb import evidence FILE.csv "

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.registry.experiment import RESERVED_TEMPLATE_NAMES
+from workbench.registry.experiment import RESERVED_TEMPLATE_NAMES, Experiment, Profile
 from workbench.registry.yamlio import LocatedYaml
 
 
-def check_profile(exp: Any, pname: str, prof: Any, doc: LocatedYaml) -> None:
+def check_profile(exp: Experiment, pname: str, prof: Profile, doc: LocatedYaml) -> None:
     """ConfigError at the offending line, or nothing."""
-    from workbench.runner.daemon import check_options
+    from workbench.registry.timeouts import check_options
 
     for key in prof.context:
         loc = ("profiles", pname, "context", key)
@@ -29,7 +29,7 @@ def check_profile(exp: Any, pname: str, prof: Any, doc: LocatedYaml) -> None:
         raise doc.error(problem, ("profiles", pname, "options", key))
 
 
-def verify_templates(prof: Any) -> list[tuple[tuple[Any, ...], str]]:
+def verify_templates(prof: Profile) -> list[tuple[tuple[Any, ...], str]]:
     """(location, text) of the verify step's templates, for the unknown-name check."""
     if prof.verify is None:
         return []

@@ -19,9 +19,6 @@ from urllib.parse import urlsplit
 
 from workbench.runner.render import render_command, render_text
 
-SKIP_KINDS = ("sim", "kernel")  # wb restarts these itself
-
-
 def ports_of(urls: list[str]) -> list[int]:
     out = []
     for u in urls:
@@ -33,7 +30,7 @@ def ports_of(urls: list[str]) -> list[int]:
 
 
 def _enabled(h: Any) -> bool:
-    return (h.target.kind not in SKIP_KINDS and bool(h.profile.restart) and h.profile.health is not None
+    return (h.target.check_restart and bool(h.profile.restart) and h.profile.health is not None
             and h.profile.options.get("check_restart", True) is not False)
 
 
@@ -69,10 +66,10 @@ def restart_problem(before: dict[int, frozenset[int]] | None, after: dict[int, f
 
 async def verify_problem(h: Any, host: str, values: dict[str, Any], env: dict[str, str]) -> str | None:
     """Run the profile's verify step; why its answer does not show this arm's values, or None."""
-    spec = getattr(h.profile, "verify", None)
+    spec = h.profile.verify
     if spec is None:
         return None
-    from workbench.runner.daemon import timeouts
+    from workbench.registry.timeouts import timeouts
 
     limit = timeouts(h.profile.options).verify_s
     expected = [render_text(c, values, where=f"verify.contains[{i}]") for i, c in enumerate(spec.contains)]

@@ -5,10 +5,14 @@ so in a warning, and goes on."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+    from workbench.registry.hypothesis import Hypothesis
 
 
-def needed_metrics(hypothesis: Any, experiment: Any) -> set[str]:
+def needed_metrics(hypothesis: Hypothesis, experiment: Experiment) -> set[str]:
     wanted = {p.metric for p in hypothesis.predicts if p.metric} | {g.metric for g in hypothesis.requires}
     wanted |= {name for name, spec in experiment.metrics.items() if spec.guard}
     out: set[str] = set()

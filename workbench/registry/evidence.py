@@ -1,4 +1,4 @@
-"""Importing historical evidence (a CSV of past runs, like the seed's) as runs with provenance.
+"""Reading historical evidence (a CSV of past runs, like the seed's) as runs with provenance.
 
 Blank cells stay unknown: a metric absent from the CSV is never stored, so analysis cannot use a
 number nobody measured. The import is all-or-nothing: one bad row and nothing is written.
@@ -8,22 +8,15 @@ from __future__ import annotations
 
 import csv
 import hashlib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
-from workbench.registry.evidence_columns import REPORTED_PREFIX, evidence_columns, pick_experiment
+from workbench.registry.evidence_columns import REPORTED_PREFIX, EvidenceColumns, evidence_columns, pick_experiment
 
-@dataclass
-class ImportResult:
-    file: str
-    experiment: str
-    imported: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped}
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+    from workbench.registry.loader import Registry
 
 
 def _number(text: str, *, integer: bool, where: str, column: str) -> float | int:
@@ -41,7 +34,12 @@ def _number(text: str, *, integer: bool, where: str, column: str) -> float | int
     return value
 
 
-def parse_evidence(path: Path, exp: Any) -> list[dict[str, Any]]:
+def pick_for(registry: Registry, path: Path) -> Experiment:
+    """The experiment an evidence file belongs to, from its header (when --experiment is not given)."""
+    return pick_experiment(registry, _read(path)[2], str(path))
+
+
+def parse_evidence(path: Path, exp: Experiment) -> list[dict[str, Any]]:
     """Rows of the CSV as {label, phase, variables, metrics, workload, provenance}; BadInput on any problem.
     The columns are `exp`'s (see workbench/registry/evidence_columns.py)."""
     text, reader, header = _read(path)
@@ -85,7 +83,7 @@ def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
     return text, reader, list(header)
 
 
-def _row(rec: dict[str, str], cols: Any, exp: Any, where: str, line: int, label: str, path: Path,
+def _row(rec: dict[str, str], cols: EvidenceColumns, exp: Experiment, where: str, line: int, label: str, path: Path,
          sha: str) -> dict[str, Any]:
     vars_: dict[str, str] = {}
     for col in cols.variables:
@@ -115,45 +113,3 @@ def _row(rec: dict[str, str], cols: Any, exp: Any, where: str, line: int, label:
         provenance["notes"] = notes
     return {"label": label, "phase": (rec.get("phase") or "").strip() or None, "variables": vars_,
             "metrics": metrics, "workload": workload, "provenance": provenance}
-
-
-def import_evidence(*, file: str | Path, db: str | None, root: str | Path | None = None,
-                    experiment: str | None = None) -> ImportResult:
-    """Store each CSV row as a historical run of `experiment` (by default the one experiment whose columns
-    fit the header); rows already imported (same label and file content) are skipped."""
-    from sqlmodel import select
-
-    from workbench.registry import load_registry
-    from workbench.store import jsonx, open_store, records
-    from workbench.store.models import Run
-
-    reg = load_registry(root)
-    path = Path(file)
-    if experiment is None:
-        exp = pick_experiment(reg, _read(path)[2], str(path))
-        experiment = exp.id
-    exp = reg.experiments.get(experiment)
-    if exp is None:
-        raise BadInput(f"--experiment {experiment}: no experiment {experiment!r}",
-                       hint=f"experiments: {', '.join(sorted(reg.experiments))}")
-    rows = parse_evidence(path, exp)
-    result = ImportResult(file=str(path), experiment=experiment)
-    store = open_store(db)
-    try:
-        with store.session() as session:
-            existing = session.exec(select(Run).where(Run.source == "import", Run.experiment_id == experiment)).all()
-            seen = {(r.label, (jsonx.loads(r.provenance, {}) or {}).get("sha256")) for r in existing}
-            for row in rows:
-                if (row["label"], row["provenance"]["sha256"]) in seen:
-                    result.skipped.append(row["label"])
-                    continue
-                run = records.create_run(session, experiment_id=experiment, variables=row["variables"],
-                                         source="import", label=row["label"], status="historical",
-                                         phase=row["phase"], provenance=jsonx.dumps(row["provenance"]),
-                                         fingerprint={"workload": row["workload"]})
-                records.add_metrics(session, run_id=run.id, metrics=row["metrics"], source="import")
-                result.imported.append({"id": run.id, "label": row["label"], "variables": row["variables"],
-                                        "metrics": row["metrics"]})
-    finally:
-        store.dispose()
-    return result
