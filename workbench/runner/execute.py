@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from workbench.analysis.stored import SequentialDecision
-from workbench.errors import BadInput, RestoreFailed, RunFailure, WbError
+from workbench.errors import BadInput, RestoreFailed, RunFailure, TargetError, WbError
 from workbench.registry.loader import Registry
+from workbench.registry.timeouts import timeouts
 from workbench.runner.lifecycle import Harness, RunOutcome, execute_run, wait_healthy
 from workbench.runner.plan import Plan, PlannedRun, make_plan, per_replicate_names
 from workbench.runner.prepare import Prepared, arms_config_diff, preflight, preview_values, resolve
@@ -176,7 +177,7 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
                 if problem:
                     state.progress.log(f"warning: after restoring, {target.describe(_host)}: {problem}")
         try:
-            await restore_host(target, snap, restart, env=env, restart_timeout=300.0,
+            await restore_host(target, snap, restart, env=env, restart_timeout=timeouts(p.profile.options).restart_s,
                                do_restart=not started_here and bool(restart), after=healthy)
         except RestoreFailed as exc:
             problems.append(exc)
@@ -220,7 +221,7 @@ async def _main(state: State, target: Target) -> None:
                     profile=p.profile, target=target, context=context, env=env, config_template=p.config_template,
                     artifacts_root=state.artifacts_root, remote_work=remote_work, fault=state.fault,
                     probe_targets=p.probe_targets,
-                    restart_timeout_s=float(p.profile.options.get("restart_timeout_s", 300)))
+                    restart_timeout_s=timeouts(p.profile.options).restart_s, warn=state.progress.log)
         try:
             await _run_plan(state, h)
         finally:
