@@ -52,6 +52,7 @@ class State:
     target_desc: str = ""
     timing: dict[str, float] = field(default_factory=dict)
     recorder: Any = None
+    decide: Callable[[Any, int], Any] | None = None  # (store, execution_id) -> decision with .stop, .reasoning
 
 
 def make_target(p: Prepared) -> Target:
@@ -151,6 +152,8 @@ async def _run_blocks(state: State, h: Harness) -> None:
 
 
 def _sequential_decision(state: State) -> Any:
+    if state.decide is not None:  # a caller with its own stopping rule (wb isolate spends its own alpha)
+        return state.decide(state.store, state.execution_id)
     try:
         from workbench.analysis import sequential_decision
     except ImportError:
@@ -280,15 +283,20 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
                    target: str | None = None, replicates: int | None = None, sets: dict[str, str] | None = None,
                    sequential: bool = False, aa: bool = False, resume: bool = False, seed: int | None = None,
                    show_progress: bool = True, fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None,
-                   build_report: bool = True) -> dict[str, Any]:
-    """Run a hypothesis's experiment end to end and return the summary (see `workbench.runner.summary.finish`)."""
+                   build_report: bool = True, registry: Any = None,
+                   decide: Callable[[Any, int], Any] | None = None) -> dict[str, Any]:
+    """Run a hypothesis's experiment end to end and return the summary (see `workbench.runner.summary.finish`).
+
+    `registry` runs a hypothesis held in memory (generated ones); `decide(store, execution_id)`
+    replaces the sequential stopping rule after each block.
+    """
     from workbench import __version__
     from workbench.registry import load_registry
     from workbench.runner.summary import finish
     from workbench.store import jsonx, open_store, queries, records
     from workbench.store.models import utcnow
 
-    reg = load_registry(root)
+    reg = registry if registry is not None else load_registry(root)
     reg.hypothesis(hypothesis_id)
     store = None
     try:
@@ -349,7 +357,7 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
             progress.done = len(done)
             state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
                           exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
-                          target_desc=target_desc, recorder=Recorder(store, p, execution_id))
+                          target_desc=target_desc, recorder=Recorder(store, p, execution_id), decide=decide)
             error: BaseException | None = None
             status = "done"
             try:
