@@ -59,7 +59,7 @@ def _register() -> None:
     app.add_typer(evidence_cmd.app, name="import")
     app.add_typer(sim.app, name="sim")
     app.add_typer(kernel.app, name="kernel")
-    for name in ("confounds", "report"):
+    for name in ("confounds", "report", "isolate"):
         mod = _optional(name)
         if mod is not None:
             mod.register(app)

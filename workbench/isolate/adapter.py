@@ -1,0 +1,163 @@
+"""Runs each probe of a search as a real execution: a generated config hypothesis, the runner, the store.
+
+A probe "does good + S fail?" becomes a hypothesis of kind `config` (one arm: the probed config;
+prediction: the metric lies in the failure region), marked generated, child of the search's root
+hypothesis (or of the probe whose failing set it reduces). The runner runs it in sequential mode with
+this module's stopping rule (the probe's own alpha and units), restores the target afterwards as for
+any hypothesis, and the probe's verdict is recorded next to the runner's own analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from workbench.isolate.decision import Look, decide
+from workbench.isolate.search import ProbeRequest, ProbeResult
+
+VERDICT_OF = {"fails": "supported", "passes": "falsified", "inconclusive": "inconclusive"}
+MAX_RUNS = 200
+
+
+@dataclass(frozen=True)
+class IsolateSpec:
+    """A checked `wb isolate` request (see `workbench.isolate.app.prepare_spec`)."""
+
+    experiment: str
+    good: dict[str, str]
+    bad: dict[str, str]
+    changes: tuple[str, ...]
+    hold: dict[str, str]
+    metric: str
+    region: Any  # registry Region: where the metric lies when the config fails
+    profile: str | None
+    alpha: float
+    budget: float
+    seed: int
+    search_id: str
+    parent: str | None = None
+
+    @property
+    def root_id(self) -> str:
+        return f"iso-{self.search_id}"
+
+    def probe_id(self, index: int) -> str:
+        return f"iso-{self.search_id}-p{index}"
+
+    def arm(self, applied: tuple[str, ...] | frozenset[str]) -> dict[str, str]:
+        return {v: (self.bad[v] if v in applied else self.good[v]) for v in self.changes}
+
+
+def _prediction(spec: IsolateSpec, why: str) -> dict[str, Any]:
+    region = {k: v for k, v in spec.region.model_dump().items() if v is not None}
+    return {"metric": spec.metric, "arm": "probe", **region, "why": why}
+
+
+def root_hypothesis(spec: IsolateSpec, *, status: str = "open", verdict: str | None = None) -> Any:
+    """The search itself as a hypothesis: the bad config fails, and a subset of its changes is why."""
+    from workbench.registry.hypothesis import Hypothesis
+
+    changes = ", ".join(f"{v}={spec.bad[v]}" for v in spec.changes)
+    return Hypothesis(
+        id=spec.root_id, parent=spec.parent, kind="config", status=status, experiment=spec.experiment,
+        profile=spec.profile,
+        claim=f"Some subset of the changes {{{changes}}} from the good config causes {spec.metric} in the "
+              "failure region; wb isolate searches for the minimal one.",
+        arms={"probe": spec.arm(spec.changes)}, hold=dict(spec.hold),
+        predicts=[_prediction(spec, "the bad config reproduces the failure")],
+        falsified_if="The bad config does not reproduce the failure.",
+        generated={"by": "isolate", "search": spec.search_id, "verdict": verdict})
+
+
+def probe_hypothesis(spec: IsolateSpec, req: ProbeRequest, parent_id: str, *, status: str = "open",
+                     verdict: str | None = None) -> Any:
+    from workbench.registry.hypothesis import Hypothesis
+
+    applied = ", ".join(f"{v}={spec.bad[v]}" for v in req.applied) or "nothing"
+    return Hypothesis(
+        id=spec.probe_id(req.index), parent=parent_id, kind="config", status=status,
+        experiment=spec.experiment, profile=spec.profile,
+        claim=f"The good config with {{{applied}}} applied fails ({req.phase} probe: {req.question})",
+        arms={"probe": spec.arm(req.applied)}, hold=dict(spec.hold),
+        predicts=[_prediction(spec, f"{req.phase} probe {req.index} of search {spec.search_id}")],
+        falsified_if=f"{spec.metric} lies outside the failure region (the config passes).",
+        design={"max_replicates": MAX_RUNS, "seed": spec.seed + req.index},
+        generated={"by": "isolate", "search": spec.search_id, "probe": req.index, "verdict": verdict})
+
+
+@dataclass
+class RunnerOracle:
+    """An `Oracle` whose every probe is a recorded sequential execution on the experiment's target."""
+
+    spec: IsolateSpec
+    registry: Any
+    root: Any = None
+    db: str | None = None
+    show_progress: bool = False
+    hypotheses: list[Any] = field(default_factory=list)
+    results: list[tuple[ProbeRequest, ProbeResult]] = field(default_factory=list)
+    units_per_run: float | None = None
+
+    def _parent_id(self, req: ProbeRequest) -> str:
+        return self.spec.root_id if req.parent is None else self.spec.probe_id(req.parent)
+
+    def probe(self, req: ProbeRequest) -> ProbeResult:
+        from workbench.runner.execute import run_hypothesis
+
+        h = probe_hypothesis(self.spec, req, self._parent_id(req))
+        self.hypotheses.append(h)
+        reg = replace(self.registry, hypotheses=[*self.registry.hypotheses, *self.hypotheses])
+        # Plan only as many runs as the probe's units can use (a whole run past the share at most).
+        runs = MAX_RUNS if not self.units_per_run else max(1, min(MAX_RUNS, math.ceil(req.max_units / self.units_per_run)))
+        last: list[Look] = []
+
+        def stop_rule(store: Any, execution_id: int) -> Look:
+            look = self._look(store, execution_id, req)
+            last.append(look)
+            return look
+
+        summary = run_hypothesis(h.id, root=self.root, db=self.db, target=self.spec.profile, sequential=True,
+                                 replicates=runs, seed=self.spec.seed + req.index, registry=reg, decide=stop_rule,
+                                 show_progress=self.show_progress, build_report=False)
+        execution_id = int(summary["execution_id"])
+        from workbench.store import open_store
+
+        store = open_store(self.db)
+        try:
+            look = self._look(store, execution_id, req)
+            if look.n > 0 and look.looks:
+                self.units_per_run = look.n / look.looks
+            result = ProbeResult(look.outcome, look.k, look.n, look.n, look.looks, look.reasoning,
+                                 {"execution_id": execution_id, "hypothesis_id": h.id})
+            with store.session() as s:
+                from workbench.store.records import add_verdict
+
+                add_verdict(s, hypothesis_id=h.id, verdict=VERDICT_OF[result.outcome], execution_id=execution_id,
+                            reasoning=f"{h.id} ({req.question}) {result.outcome}: {result.reasoning}",
+                            details={"kind": "isolate-probe", "search": self.spec.search_id,
+                                     "request": _plain(req), "outcome": result.outcome, "k": look.k, "n": look.n,
+                                     "looks": look.looks, "e_fail": look.e_fail, "e_pass": look.e_pass})
+        finally:
+            store.dispose()
+        self.results.append((req, result))
+        return result
+
+    def _look(self, store: Any, execution_id: int, req: ProbeRequest) -> Look:
+        from workbench.analysis.data import USABLE_STATUSES, load_runs
+        from workbench.analysis.predictions import _path, pooled
+
+        exp = self.registry.experiments[self.spec.experiment]
+        with store.session() as s:
+            runs = [r for r in load_runs(s, exp, execution_id=execution_id, include_imported=False)
+                    if r.status in USABLE_STATUSES]
+        path = _path(pooled(runs, self.spec.metric, exp)["per_run"])
+        return decide(path, self.spec.region.bounds(), req.alpha, req.max_units)
+
+
+def _plain(req: ProbeRequest) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    d = asdict(req)
+    d["max_units"] = None if math.isinf(d["max_units"]) else d["max_units"]
+    return d
