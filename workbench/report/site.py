@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import BadInput
-from workbench.report import assets, bridge, hypothesis_page, pages, run_page
+from workbench.report import assets, bridge, hypothesis_page, isolate_page, pages, run_page
 from workbench.report.context import Page
 
 MANIFEST = ".wb-site.json"
@@ -130,6 +130,8 @@ def build_site(store: Any, registry: Any, out_dir: str | Path, *, generated_at: 
     result["lineage"] = str(render("lineage.html.j2",
                                    pages.lineage_context(registry, data, statuses, page("Lineage", "lineage")),
                                    out / "lineage.html"))
+    result["isolate"] = str(render("isolate.html.j2", isolate_page.build(store, data, page("Isolate", "isolate")),
+                                   out / "isolate.html"))
     result["pages"] = [str(p) for p in written]
     asset_paths = assets.write_assets(out / "assets", _write)
     result["assets"] = [str(p) for p in asset_paths]
