@@ -8,9 +8,10 @@ that decides every config by the same sequential test (alpha / 2^k each).
 
     python studies/isolate_study.py --oracle model [--searches 20] [--world seed|wedge|both]
     python studies/isolate_study.py --oracle sim --searches 3 --world seed
-    python studies/isolate_study.py --calibrate [--runs 2]   # re-measure the model's rates on pdsim
+    python studies/isolate_study.py --calibrate [--runs 2] [--jobs 8]   # re-measure the model's rates on pdsim
 
---oracle sim runs every probe for real on pdsim through the runner (recorded in --db);
+--oracle sim runs every probe for real on pdsim through the runner (each search its own store and pdsim,
+--jobs of them at once; --keep DIR keeps the stores);
 --oracle model samples each config's units from a binomial at pdsim's per-config rate, measured once
 by real runs (--calibrate, stored in studies/isolate_rates.json with the counts behind each rate).
 """
@@ -71,23 +72,34 @@ def _spec(reg: object, world: str, seed: int, budget: float) -> object:
                         budget=budget, seed=seed)
 
 
-def calibrate(runs: int, worlds: list[str], db: str, tmp: Path) -> dict:
-    """Measure every config's corruption rate with `runs` real pdsim runs each (recorded in `db`)."""
+def _measure(args: tuple) -> tuple[str, str, float, float]:
+    """One config's rate from `runs` real runs, in its own workbench copy, pdsim and store."""
+    world, i, cell, runs, tmp = args
     from workbench.isolate.adapter import RunnerOracle
 
+    sub = Path(tmp) / f"cal-{world}-{i}"
+    sub.mkdir(parents=True, exist_ok=True)
+    reg, _ = _bench(sub, world)
+    oracle = RunnerOracle(_spec(reg, world, 1, math.inf), reg, root=reg.root, db=str(sub / "cal.duckdb"))
+    # alpha so small that no probe decides: it runs exactly its units, a pure measurement
+    res = oracle.probe(ProbeRequest(i, tuple(cell), "calibrate", "rate", None, 1e-300, runs * 80.0))
+    return world, ",".join(cell), res.k, res.n
+
+
+def calibrate(runs: int, worlds: list[str], tmp: Path, jobs: int) -> dict:
+    """Measure every config's corruption rate with `runs` real pdsim runs each."""
+    from concurrent.futures import ProcessPoolExecutor
+
     out = json.loads(RATES.read_text()) if RATES.is_file() else {}
-    for world in worlds:
-        reg, _ = _bench(tmp, world)
-        spec = _spec(reg, world, 1, math.inf)
-        oracle = RunnerOracle(spec, reg, root=reg.root, db=db)  # type: ignore[attr-defined]
-        cells = {}
-        for i, cell in enumerate(c for r in range(5) for c in combinations(CHANGES, r)):
-            # alpha so small that no probe decides: it runs exactly its units, a pure measurement
-            req = ProbeRequest(i, tuple(cell), "calibrate", "rate", None, 1e-300, runs * 80.0)
-            res = oracle.probe(req)
-            cells[",".join(cell)] = {"k": res.k, "n": res.n}
-            print(f"  {world} good+{{{', '.join(cell)}}}: {res.k:g}/{res.n:g}", flush=True)
-        out[world] = {"runs": runs, "measured": time.strftime("%Y-%m-%d"), "cells": cells}
+    tasks = [(w, i, cell, runs, str(tmp)) for w in worlds
+             for i, cell in enumerate(c for r in range(5) for c in combinations(CHANGES, r))]
+    cells: dict[str, dict] = {w: {} for w in worlds}
+    with ProcessPoolExecutor(jobs) as pool:
+        for world, key, k, n in pool.map(_measure, tasks):
+            cells[world][key] = {"k": k, "n": n}
+            print(f"  {world} good+{{{key}}}: {k:g}/{n:g}", flush=True)
+    for w in worlds:
+        out[w] = {"runs": runs, "measured": time.strftime("%Y-%m-%d"), "cells": cells[w]}
     RATES.write_text(json.dumps(out, indent=1) + "\n")
     return out
 
@@ -109,23 +121,31 @@ def _truth(world: str) -> set | None:
     return set(minimal[0]) if len(minimal) == 1 else None
 
 
-def run_searches(oracle_kind: str, world: str, n: int, budget: float, db: str, tmp: Path) -> list:
+def _sim_search(args: tuple) -> object:
+    """One real search, in its own workbench copy, pdsim and store."""
     from workbench.isolate.app import run_isolate
 
-    results = []
+    world, seed, budget, tmp = args
+    sub = Path(tmp) / f"search-{world}-{seed}"
+    sub.mkdir(parents=True, exist_ok=True)
+    reg, _ = _bench(sub, world)
+    out = run_isolate(_spec(reg, world, seed, budget), reg, db=str(sub / "search.duckdb"), show_progress=False)
+    print(f"  {world} search {seed}: {out.result.status} {out.result.minimal} {out.result.units:g} units", flush=True)
+    return out.result
+
+
+def run_searches(oracle_kind: str, world: str, n: int, budget: float, tmp: Path, jobs: int) -> list:
     bounds = (0.05, math.inf)
-    reg = None
+    if oracle_kind == "sim":
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(jobs) as pool:
+            return [(r, None) for r in pool.map(_sim_search, [(world, s, budget, str(tmp)) for s in range(1, n + 1)])]
+    results = []
     for seed in range(1, n + 1):
-        if oracle_kind == "model":
-            r = isolate(CHANGES, BinomialOracle(model_rate(world), bounds, seed=seed), alpha=0.05, budget=budget)
-            f = factorial(CHANGES, BinomialOracle(model_rate(world), bounds, seed=10_000 + seed), alpha=0.05)
-            results.append((r, f.units))
-        else:
-            if reg is None:
-                reg, _ = _bench(tmp, world)
-            out = run_isolate(_spec(reg, world, seed, budget), reg, db=db, show_progress=False)
-            results.append((out.result, None))
-            print(f"  search {seed}: {out.result.status} {out.result.minimal} {out.result.units:g} units", flush=True)
+        r = isolate(CHANGES, BinomialOracle(model_rate(world), bounds, seed=seed), alpha=0.05, budget=budget)
+        f = factorial(CHANGES, BinomialOracle(model_rate(world), bounds, seed=10_000 + seed), alpha=0.05)
+        results.append((r, f.units))
     return results
 
 
@@ -159,27 +179,28 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=4000)
     ap.add_argument("--calibrate", action="store_true")
     ap.add_argument("--runs", type=int, default=2, help="--calibrate: runs per config")
-    ap.add_argument("--db", default=None, help="store for real runs (default: a temporary file)")
+    ap.add_argument("--jobs", type=int, default=1, help="real searches / calibrations run in parallel")
+    ap.add_argument("--keep", default=None, help="folder for the real runs' stores (default: temporary, removed)")
     a = ap.parse_args()
     worlds = ["seed", "wedge"] if a.world == "both" else [a.world]
-    tmp = Path(tempfile.mkdtemp(prefix="wb-isolate-study-"))
-    db = a.db or str(tmp / "study.duckdb")
+    tmp = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="wb-isolate-study-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     try:
         if a.calibrate:
-            calibrate(a.runs, worlds, db, tmp)
+            calibrate(a.runs, worlds, tmp, a.jobs)
             return
         for world in worlds:
-            expected = EXPECTED[world] if world == "seed" else _truth(world)
+            expected = EXPECTED[world] if world == "seed" else (_truth(world) if RATES.is_file() else None)
             t0 = time.monotonic()
-            res = run_searches(a.oracle, world, a.searches, a.budget, db, tmp)
+            res = run_searches(a.oracle, world, a.searches, a.budget, tmp, a.jobs)
             report(world, a.oracle, res, expected)
             print(f"  ({time.monotonic() - t0:.0f} s)")
     finally:
         from workbench.sim import control
 
-        for sim in tmp.glob("sim-*"):
+        for sim in tmp.glob("**/sim-*"):
             control.down(sim)
-        if a.db is None:
+        if a.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 

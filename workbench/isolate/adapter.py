@@ -18,6 +18,7 @@ from workbench.isolate.search import ProbeRequest, ProbeResult
 
 VERDICT_OF = {"fails": "supported", "passes": "falsified", "inconclusive": "inconclusive"}
 MAX_RUNS = 200
+MAX_FAILED_RUNS = 2
 
 
 @dataclass(frozen=True)
@@ -149,10 +150,15 @@ class RunnerOracle:
 
         exp = self.registry.experiments[self.spec.experiment]
         with store.session() as s:
-            runs = [r for r in load_runs(s, exp, execution_id=execution_id, include_imported=False)
-                    if r.status in USABLE_STATUSES]
-        path = _path(pooled(runs, self.spec.metric, exp)["per_run"])
-        return decide(path, self.spec.region.bounds(), req.alpha, req.max_units)
+            every = load_runs(s, exp, execution_id=execution_id, include_imported=False)
+        runs = [r for r in every if r.status in USABLE_STATUSES]
+        look = decide(_path(pooled(runs, self.spec.metric, exp)["per_run"]), self.spec.region.bounds(), req.alpha,
+                      req.max_units)
+        failed = len(every) - len(runs)
+        if failed >= MAX_FAILED_RUNS and not look.stop:
+            # Runs that measure nothing would never spend the units: stop, and say why the probe is open.
+            return replace(look, stop=True, reasoning=f"{look.reasoning}; stopped after {failed} failed run(s)")
+        return look
 
 
 def _plain(req: ProbeRequest) -> dict[str, Any]:
