@@ -103,3 +103,29 @@ def test_write_appends_valid_generated_hypotheses_and_keeps_the_file(root):
     with pytest.raises(BadInput, match="already present"):
         append_to_registry(root, generated_hypotheses(spec, result))
     assert (root / "hypotheses.yaml").read_text() == after
+
+
+def test_report_page_shows_the_search_tree_answer_and_units(root, tmp_path):
+    from workbench.isolate.app import search_record
+    from workbench.isolate.records import load_searches, record_search
+    from workbench.report.site import build_site
+    from workbench.store import open_store
+
+    reg = load_registry(root)
+    spec = prepare_spec(reg, experiment="agent-repro", good=["index_k_dtype=fp8", "hicache=off", "geometry_fix=on"],
+                        bad=["index_k_dtype=bf16", "hicache=on", "geometry_fix=off"], metric="corruption_rate",
+                        region=">= 0.05", seed=5)
+    result = isolate(list(spec.changes), BinomialOracle(conjunction({"hicache", "geometry_fix"}), (0.05, math.inf)))
+    store = open_store(str(tmp_path / "s.duckdb"))
+    try:
+        record_search(store, spec, search_record(spec, result))
+        with store.session() as s:
+            [stored] = load_searches(s)
+        assert stored.search_id == spec.search_id and stored.status == "decided"
+        out = build_site(store, reg, tmp_path / "site")
+    finally:
+        store.dispose()
+    page = Path(out["isolate"]).read_text()
+    assert spec.root_id in page and "minimal set {hicache=on, geometry_fix=off}" in page
+    assert page.count("<tr class=") == len(result.probes)
+    assert f"{result.units:g}" in page and "leave-one-out" in page

@@ -110,13 +110,12 @@ class RunnerOracle:
         self.hypotheses.append(h)
         reg = replace(self.registry, hypotheses=[*self.registry.hypotheses, *self.hypotheses])
         # Plan only as many runs as the probe's units can use (a whole run past the share at most).
-        runs = MAX_RUNS if not self.units_per_run else max(1, min(MAX_RUNS, math.ceil(req.max_units / self.units_per_run)))
-        last: list[Look] = []
+        runs = MAX_RUNS
+        if self.units_per_run:
+            runs = max(1, min(MAX_RUNS, math.ceil(req.max_units / self.units_per_run)))
 
         def stop_rule(store: Any, execution_id: int) -> Look:
-            look = self._look(store, execution_id, req)
-            last.append(look)
-            return look
+            return self._look(store, execution_id, req)
 
         summary = run_hypothesis(h.id, root=self.root, db=self.db, target=self.spec.profile, sequential=True,
                                  replicates=runs, seed=self.spec.seed + req.index, registry=reg, decide=stop_rule,

@@ -92,7 +92,7 @@ class IsolateOutcome:
     written: str | None = None
 
 
-def search_record(spec: IsolateSpec, result: SearchResult, oracle: RunnerOracle) -> dict[str, Any]:
+def search_record(spec: IsolateSpec, result: SearchResult) -> dict[str, Any]:
     probes = []
     for p in result.probes:
         d = p.to_dict()
@@ -119,7 +119,7 @@ def run_isolate(spec: IsolateSpec, registry: Any, *, db: str | None = None, writ
     except (WbError, KeyboardInterrupt):
         _record_partial(spec, oracle, db)
         raise
-    record = search_record(spec, result, oracle)
+    record = search_record(spec, result)
     store = open_store(db)
     try:
         record_search(store, spec, record)
@@ -143,7 +143,7 @@ def _record_partial(spec: IsolateSpec, oracle: RunnerOracle, db: str | None) -> 
                            "its probes so far are recorded")
     store = open_store(db)
     try:
-        record_search(store, spec, search_record(spec, partial, oracle))
+        record_search(store, spec, search_record(spec, partial))
     finally:
         store.dispose()
 
