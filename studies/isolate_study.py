@@ -72,6 +72,19 @@ def _spec(reg: object, world: str, seed: int, budget: float) -> object:
                         budget=budget, seed=seed)
 
 
+class _InProcess:
+    """One job: run in this process, so Ctrl-C reaches the runner (which restores pdsim) directly."""
+
+    def __enter__(self) -> "_InProcess":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def map(self, fn, items):  # noqa: ANN001, ANN201
+        return (fn(x) for x in items)
+
+
 def _measure(args: tuple) -> tuple[str, str, float, float]:
     """One config's rate from `runs` real runs, in its own workbench copy, pdsim and store."""
     world, i, cell, runs, tmp = args
@@ -94,7 +107,7 @@ def calibrate(runs: int, worlds: list[str], tmp: Path, jobs: int) -> dict:
     tasks = [(w, i, cell, runs, str(tmp)) for w in worlds
              for i, cell in enumerate(c for r in range(5) for c in combinations(CHANGES, r))]
     cells: dict[str, dict] = {w: {} for w in worlds}
-    with ProcessPoolExecutor(jobs) as pool:
+    with ProcessPoolExecutor(jobs) if jobs > 1 else _InProcess() as pool:
         for world, key, k, n in pool.map(_measure, tasks):
             cells[world][key] = {"k": k, "n": n}
             print(f"  {world} good+{{{key}}}: {k:g}/{n:g}", flush=True)
@@ -139,7 +152,7 @@ def run_searches(oracle_kind: str, world: str, n: int, budget: float, tmp: Path,
     if oracle_kind == "sim":
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(jobs) as pool:
+        with ProcessPoolExecutor(jobs) if jobs > 1 else _InProcess() as pool:
             return [(r, None) for r in pool.map(_sim_search, [(world, s, budget, str(tmp)) for s in range(1, n + 1)])]
     results = []
     for seed in range(1, n + 1):
