@@ -129,3 +129,34 @@ def test_report_page_shows_the_search_tree_answer_and_units(root, tmp_path):
     assert spec.root_id in page and "minimal set {hicache=on, geometry_fix=off}" in page
     assert page.count("<tr class=") == len(result.probes)
     assert f"{result.units:g}" in page and "leave-one-out" in page
+
+
+def test_a_search_stopped_mid_way_is_recorded_with_its_probes(root, tmp_path, monkeypatch):
+    from workbench.errors import RunFailure
+    from workbench.isolate import app as iso_app
+    from workbench.isolate.records import load_searches
+    from workbench.isolate.search import ProbeResult
+    from workbench.store import open_store
+
+    def probe(self, req):  # the first probe finishes, the second is stopped (as Ctrl-C stops a run)
+        if self.results:
+            raise RunFailure("interrupted; the target was restored")
+        res = ProbeResult("passes", 0, 160, 160, 2, "scripted")
+        self.results.append((req, res))
+        return res
+
+    monkeypatch.setattr(iso_app.RunnerOracle, "probe", probe)
+    reg = load_registry(root)
+    spec = prepare_spec(reg, experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
+                        bad=["hicache=on", "geometry_fix=off"], metric="corruption_rate", region=">= 0.05", seed=1)
+    db = str(tmp_path / "s.duckdb")
+    with pytest.raises(RunFailure):
+        iso_app.run_isolate(spec, reg, db=db, show_progress=False)
+    store = open_store(db)
+    try:
+        with store.session() as s:
+            [st] = load_searches(s)
+    finally:
+        store.dispose()
+    assert st.status == "interrupted" and st.record["result"]["minimal"] is None
+    assert [p["outcome"] for p in st.record["result"]["probes"]] == ["passes"]
