@@ -128,7 +128,9 @@ def model_rate(world: str):
 
 def _truth(world: str) -> set | None:
     """The minimal failing set implied by the measured rates (the factorial's answer at the true rates)."""
-    table = json.loads(RATES.read_text())[world]["cells"]
+    table = json.loads(RATES.read_text()).get(world, {}).get("cells")
+    if not table:
+        return None
     fails = [frozenset(k.split(",")) - {""} for k, c in table.items() if c["n"] and c["k"] / c["n"] >= 0.05]
     minimal = [f for f in fails if not any(g < f for g in fails)]
     return set(minimal[0]) if len(minimal) == 1 else None
@@ -204,6 +206,8 @@ def main() -> None:
             return
         for world in worlds:
             expected = EXPECTED[world] if world == "seed" else (_truth(world) if RATES.is_file() else None)
+            if world != "seed":
+                print(f"[{world} world] expected (from the measured rates): {expected or 'not measured'}")
             t0 = time.monotonic()
             res = run_searches(a.oracle, world, a.searches, a.budget, tmp, a.jobs)
             report(world, a.oracle, res, expected)
