@@ -151,8 +151,16 @@ class RunnerOracle:
         with store.session() as s:
             every = load_runs(s, exp, execution_id=execution_id, include_imported=False)
         runs = [r for r in every if r.status in USABLE_STATUSES]
-        look = decide(_path(pooled(runs, self.spec.metric, exp)["per_run"]), self.spec.region.bounds(), req.alpha,
-                      req.max_units)
+        bounds = self.spec.region.bounds()
+        look = decide(_path(pooled(runs, self.spec.metric, exp)["per_run"]), bounds, req.alpha, req.max_units)
+        done = pooled(runs, self.spec.metric, exp, basis="completed")["per_run"]
+        if look.outcome == "passes" and done:
+            # A pass is no evidence when the units that could have shown the failure were lost (sessions
+            # that errored or timed out first): the completed units must pass the same test.
+            look_c = decide(_path(done), bounds, req.alpha, req.max_units)
+            if look_c.outcome != "passes":
+                look = replace(look, outcome="inconclusive", stop=look.n >= req.max_units,
+                               reasoning=f"{look.reasoning}, but over completed units only: {look_c.reasoning}")
         failed = len(every) - len(runs)
         if failed >= MAX_FAILED_RUNS and not look.stop:
             # Runs that measure nothing would never spend the units: stop, and say why the probe is open.
