@@ -5,6 +5,11 @@ prediction: the metric lies in the failure region), marked generated, child of t
 hypothesis (or of the probe whose failing set it reduces). The runner runs it in sequential mode with
 this module's stopping rule (the probe's own alpha and units), restores the target afterwards as for
 any hypothesis, and the probe's verdict is recorded next to the runner's own analysis.
+
+A probe passes only when the completed units pass the same test as all units: sessions lost to
+errors or timeouts before their tool call cannot show corruption, so a pass resting on them would be
+a claim without evidence (pdsim's wedge world on a loaded machine times out nearly every session).
+Units are pooled over the probe's runs as independent; runs of one probe share a deployment.
 """
 
 from __future__ import annotations
