@@ -141,3 +141,16 @@ def test_noisy_seed_world_model_finds_the_right_set_and_beats_the_factorial():
         fact_units += factorial(SEED, BinomialOracle(rate, FAIL, seed=seed), alpha=0.05).units
     assert right >= 19 and wrong_decided == 0
     assert units <= 0.4 * fact_units
+
+
+def test_a_pass_resting_on_lost_units_is_flagged_in_the_answer():
+    class Lossy(Scripted):
+        def probe(self, req: ProbeRequest) -> ProbeResult:
+            res = super().probe(req)
+            note = "0/160; WARNING: only 12 of 160 units completed" if res.outcome == "passes" else "ok"
+            return ProbeResult(res.outcome, res.k, res.n, res.units, res.looks, note)
+
+    full = frozenset(["a", "b"])
+    r = isolate(["a", "b"], Lossy({full - {"b"}: "fails", full: "fails", frozenset({"b"}): "fails"}), alpha=0.05)
+    assert (r.status, r.minimal) == ("decided", ("b",))
+    assert "Warning: the pass of p1 rests mostly on units that did not complete" in r.explanation

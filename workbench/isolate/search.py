@@ -224,6 +224,10 @@ def _fallback(s: _Search, full: frozenset[str], necessary: list[str], unknown: l
 def _finish(s: _Search, status: str, minimal: tuple[str, ...] | None, lower: list[str], upper: list[str],
             why: str) -> SearchResult:
     order = s.changes.index
+    warned = [f"p{p.request.index}" for p in s.probes if "WARNING" in p.result.reasoning]
+    if warned:
+        why += (f". Warning: the pass of {', '.join(warned)} rests mostly on units that did not complete "
+                "(errors or timeouts); see each probe's reasoning")
     spent_alpha = sum(p.request.alpha for p in s.probes)
     return SearchResult(tuple(s.changes), status, minimal, tuple(sorted(set(lower), key=order)),
                         tuple(sorted(set(upper), key=order)), tuple(s.probes), s.spent, s.alpha, spent_alpha,
