@@ -89,13 +89,17 @@ def _measure(args: tuple) -> tuple[str, str, float, float]:
     """One config's rate from `runs` real runs, in its own workbench copy, pdsim and store."""
     world, i, cell, runs, tmp = args
     from workbench.isolate.adapter import RunnerOracle
+    from workbench.settings import Settings
+    from workbench.store import open_store
 
     sub = Path(tmp) / f"cal-{world}-{i}"
     sub.mkdir(parents=True, exist_ok=True)
     reg, _ = _bench(sub, world)
-    oracle = RunnerOracle(_spec(reg, world, 1, math.inf), reg, root=reg.root, db=str(sub / "cal.duckdb"))
-    # alpha so small that no probe decides: it runs exactly its units, a pure measurement
-    res = oracle.probe(ProbeRequest(i, tuple(cell), "calibrate", "rate", None, 1e-300, runs * 80.0))
+    settings = Settings.from_env(db=str(sub / "cal.duckdb"), root=reg.root)
+    with open_store(settings.db) as store:
+        oracle = RunnerOracle(_spec(reg, world, 1, math.inf), reg, store, settings)
+        # alpha so small that no probe decides: it runs exactly its units, a pure measurement
+        res = oracle.probe(ProbeRequest(i, tuple(cell), "calibrate", "rate", None, 1e-300, runs * 80.0))
     return world, ",".join(cell), res.k, res.n
 
 
@@ -139,12 +143,16 @@ def _truth(world: str) -> set | None:
 def _sim_search(args: tuple) -> object:
     """One real search, in its own workbench copy, pdsim and store."""
     from workbench.isolate.app import run_isolate
+    from workbench.settings import Settings
+    from workbench.store import open_store
 
     world, seed, budget, tmp = args
     sub = Path(tmp) / f"search-{world}-{seed}"
     sub.mkdir(parents=True, exist_ok=True)
     reg, _ = _bench(sub, world)
-    out = run_isolate(_spec(reg, world, seed, budget), reg, db=str(sub / "search.duckdb"), show_progress=False)
+    settings = Settings.from_env(db=str(sub / "search.duckdb"), root=reg.root)
+    with open_store(settings.db) as store:
+        out = run_isolate(_spec(reg, world, seed, budget), reg, store, settings=settings, show_progress=False)
     print(f"  {world} search {seed}: {out.result.status} {out.result.minimal} {out.result.units:g} units", flush=True)
     return out.result
 

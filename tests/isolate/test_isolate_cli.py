@@ -119,8 +119,7 @@ def test_report_page_shows_the_search_tree_answer_and_units(root, tmp_path):
     store = open_store(str(tmp_path / "s.duckdb"))
     try:
         record_search(store, spec, search_record(spec, result))
-        with store.session() as s:
-            [stored] = load_searches(s)
+        [stored] = load_searches(store)
         assert stored.search_id == spec.search_id and stored.status == "decided"
         out = build_site(store, reg, tmp_path / "site")
     finally:
@@ -132,10 +131,12 @@ def test_report_page_shows_the_search_tree_answer_and_units(root, tmp_path):
 
 
 def test_a_search_stopped_mid_way_is_recorded_with_its_probes(root, tmp_path, monkeypatch):
+    from workbench.app import Workbench
     from workbench.errors import RunFailure
     from workbench.isolate import app as iso_app
     from workbench.isolate.records import load_searches
     from workbench.isolate.search import ProbeResult
+    from workbench.settings import Settings
     from workbench.store import open_store
 
     def probe(self, req):  # the first probe finishes, the second is stopped (as Ctrl-C stops a run)
@@ -146,17 +147,13 @@ def test_a_search_stopped_mid_way_is_recorded_with_its_probes(root, tmp_path, mo
         return res
 
     monkeypatch.setattr(iso_app.RunnerOracle, "probe", probe)
-    reg = load_registry(root)
-    spec = prepare_spec(reg, experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
-                        bad=["hicache=on", "geometry_fix=off"], metric="corruption_rate", region=">= 0.05", seed=1)
     db = str(tmp_path / "s.duckdb")
+    wb = Workbench(Settings(db=db, root=root))
     with pytest.raises(RunFailure):
-        iso_app.run_isolate(spec, reg, db=db, show_progress=False)
-    store = open_store(db)
-    try:
-        with store.session() as s:
-            [st] = load_searches(s)
-    finally:
-        store.dispose()
+        wb.isolate(experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
+                   bad=["hicache=on", "geometry_fix=off"], metric="corruption_rate", region=">= 0.05", seed=1,
+                   show_progress=False)
+    with open_store(db) as store:
+        [st] = load_searches(store)
     assert st.status == "interrupted" and st.record["result"]["minimal"] is None
     assert [p["outcome"] for p in st.record["result"]["probes"]] == ["passes"]

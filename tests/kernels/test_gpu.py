@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from kernels import GEOMETRIES, transfer
-from kernels.cases import index_set, make_pool, poison
-from kernels.reference import reference_transfer
+from wb_kernels import GEOMETRIES, transfer
+from wb_kernels.cases import index_set, make_pool, poison
+from wb_kernels.reference import reference_transfer
 from workbench.errors import KernelError
 
 pytestmark = pytest.mark.gpu
@@ -77,7 +77,7 @@ def test_buggy_mode_stays_inside_dst_on_the_device():
 
 
 def test_geometry_arms_on_the_kernel():
-    from kernels.experiment import run_geometry_arm
+    from wb_kernels.experiment import run_geometry_arm
 
     off = run_geometry_arm(geometry_fix=False, seed=4, tokens=4096)
     on = run_geometry_arm(geometry_fix=True, seed=4, tokens=4096)

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from kernels import transfer
-from kernels.cases import make_pool
+from wb_kernels import transfer
+from wb_kernels.cases import make_pool
 from workbench.errors import BadInput, KernelError
 
 G, LAY, PS = "index_k_fp8", "page_first", 64

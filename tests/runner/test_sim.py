@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.runner import run_hypothesis
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 from workbench.sim import control
 from workbench.sim.config import render_serve_file
 
@@ -38,7 +38,6 @@ def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     (sim_dir / "serve.sh").write_bytes(original)
     monkeypatch.setenv("WB_ROOT", str(root))
     monkeypatch.setenv("WB_SIM_DIR", str(sim_dir))
-    monkeypatch.delenv("WB_FAULT", raising=False)
     yield type("Bench", (), {"root": root, "sim_dir": sim_dir, "original": original, "db": str(root / "wb.duckdb")})
     control.down(sim_dir)
 

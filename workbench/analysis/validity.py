@@ -7,11 +7,15 @@ effect says what it does to the verdict when it did not pass: "invalid", "inconc
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import stats
-from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts, rendered_configs
+from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
 from workbench.registry.experiment import Experiment
+
+if TYPE_CHECKING:
+    from workbench.registry.hypothesis import Hypothesis
+
 
 # Attrition above this share of units, or different between arms (Fisher p below ALPHA), is flagged.
 ATTRITION_FLAG = 0.10
@@ -35,7 +39,7 @@ def _groups(runs: list[RunData], attr: str) -> list[tuple[dict[str, Any], list[R
     return list(out.values())
 
 
-def isolation(h: Any, arms: dict[str, list[RunData]], expected: dict[str, dict[str, str]],
+def isolation(h: Hypothesis, arms: dict[str, list[RunData]], expected: dict[str, dict[str, str]],
               by_arm_name: bool) -> dict[str, Any]:
     """Arms differ only in the isolated variable, judged on the variables every run recorded."""
     names = [a for a in arms if arms[a]]
@@ -128,13 +132,13 @@ def fingerprints(arms: dict[str, list[RunData]]) -> dict[str, Any]:
     return check("fingerprint", True, detail + ".")
 
 
-def configs(session: Any, arms: dict[str, list[RunData]], aa: bool) -> dict[str, Any]:
-    """Rendered configs, per execution: one per arm (replicates alike), and different between arms (the
-    variable reached the target). Executions are compared separately: each may get its own free ports."""
+def configs(texts: dict[str, str], arms: dict[str, list[RunData]], aa: bool) -> dict[str, Any]:
+    """Rendered configs (`texts`: config hash -> text), per execution: one per arm (replicates alike), and
+    different between arms (the variable reached the target). Executions are compared separately: each
+    may get its own free ports."""
     hashes = sorted({r.config_hash for rs in arms.values() for r in rs if r.config_hash})
     if not hashes:
         return check("config", None, "no run recorded a rendered config (imported evidence, or a target without one)")
-    texts = rendered_configs(session, hashes)
 
     def norm(label: str | None, text: str) -> tuple[str, ...]:
         # A run's own arm label is rendered into comments ("for arm control_aa"); it is not a difference.

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, RootOption, print_json
+from workbench.cli._common import DbOption, JsonOption, RootOption, open_workbench, print_json
 
+MARK = {"fails": "FAILS", "passes": "passes", "inconclusive": "INCONCLUSIVE"}
 REGION_HELP = ("Where the metric lies when a config FAILS: '>= 0.05', '<= 0.02', '== 0', '0.05..0.3' "
                "(or at_least / at_most / equals / between).")
 
@@ -37,18 +38,42 @@ def register(app: typer.Typer) -> None:
         always-valid sequential test; alpha is spent across probes so the whole search errs at most
         --alpha. An inconclusive probe is reported, and the answer then says what stays open.
         """
-        from workbench.isolate.app import prepare_spec, run_isolate
-        from workbench.isolate.text import text_lines
-        from workbench.registry import load_registry
-
-        reg = load_registry(root)
-        spec = prepare_spec(reg, experiment=experiment, good=good, bad=bad, metric=metric, region=region,
-                            profile=target, budget=budget, alpha=alpha, seed=seed, parent=parent)
-        out = run_isolate(spec, reg, db=db, write=write, show_progress=not json_)
+        out = open_workbench(db, root).isolate(
+            experiment=experiment, good=good, bad=bad, metric=metric, region=region, profile=target, budget=budget,
+            alpha=alpha, seed=seed, parent=parent, write=write, show_progress=not json_)
         if json_:
             print_json({"format": 1, "kind": "isolate", **out.record, "written": out.written})
         else:
-            for line in text_lines(out.record):
+            for line in search_lines(out.record):
                 typer.echo(line)
             if out.written:
                 typer.echo(f"appended {len(out.result.probes) + 1} generated hypotheses to {out.written}")
+
+
+def _set(xs: Any) -> str:
+    return "{" + ", ".join(xs) + "}"
+
+
+def search_lines(record: dict[str, Any]) -> list[str]:
+    """The search as text: the tree of probes, the answer and the units spent."""
+    from workbench.isolate.records import tree_rows
+
+    r = record["result"]
+    bad = record["bad"]
+    lines = [f"search {record['search_id']} ({record['root_id']}): {record['metric']} failure region "
+             f"{record['region']}, changes {_set(f'{c}={bad[c]}' for c in record['changes'])}"]
+    for depth, p in tree_rows(record):
+        applied = _set(p["applied"]) if p["applied"] else "{} (the good config)"
+        lines.append(f"{'  ' * (depth + 1)}p{p['index']} [{p['phase']}] good + {applied}: "
+                     f"{MARK.get(p['outcome'], p['outcome'])}  {p['result_k']:g}/{p['result_n']:g} "
+                     f"(alpha {p['alpha']:.2g}, {p['units']:g} units)  {p['hypothesis_id']}")
+    if r["status"] == "decided":
+        lines.append(f"minimal set: {_set(f'{c}={bad[c]}' for c in r['minimal'])} (decided)")
+    else:
+        lines.append(f"no decided minimal set ({r['status']}): surely needed {_set(r['lower'])}, "
+                     f"possibly needed {_set(r['upper'])}")
+    lines.append(f"why: {r['explanation']}")
+    budget = f" of {r['budget']:g}" if r.get("budget") else ""
+    lines.append(f"units: {r['units']:g}{budget}; alpha spent {r['alpha_spent']:.3g} of {r['alpha']:g}; "
+                 f"{len(r['probes'])} probe(s)")
+    return lines

@@ -18,10 +18,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.isolate.decision import Look, decide
 from workbench.isolate.search import ProbeRequest, ProbeResult
+from workbench.settings import Settings
+
+if TYPE_CHECKING:
+    from workbench.registry.loader import Registry
+    from workbench.store.engine import Store
 
 VERDICT_OF = {"fails": "supported", "passes": "falsified", "inconclusive": "inconclusive"}
 MAX_RUNS = 200
@@ -100,9 +105,9 @@ class RunnerOracle:
     """An `Oracle` whose every probe is a recorded sequential execution on the experiment's target."""
 
     spec: IsolateSpec
-    registry: Any
-    root: Any = None
-    db: str | None = None
+    registry: "Registry"
+    store: "Store"
+    settings: Settings = field(default_factory=Settings)
     show_progress: bool = False
     hypotheses: list[Any] = field(default_factory=list)
     results: list[tuple[ProbeRequest, ProbeResult]] = field(default_factory=list)
@@ -112,52 +117,57 @@ class RunnerOracle:
         return self.spec.root_id if req.parent is None else self.spec.probe_id(req.parent)
 
     def probe(self, req: ProbeRequest) -> ProbeResult:
-        from workbench.runner.execute import run_hypothesis
-
         h = probe_hypothesis(self.spec, req, self._parent_id(req))
         self.hypotheses.append(h)
+        execution_id = self._execute(h, req)
+        look = self._look(self.store, execution_id, req)
+        if look.n > 0 and look.looks:
+            self.units_per_run = look.n / look.looks
+        result = ProbeResult(look.outcome, look.k, look.n, look.n, look.looks, look.reasoning,
+                             {"execution_id": execution_id, "hypothesis_id": h.id})
+        self.store.add_verdict(hypothesis_id=h.id, verdict=VERDICT_OF[result.outcome], execution_id=execution_id,
+                               reasoning=f"{h.id} ({req.question}) {result.outcome}: {result.reasoning}", checks=[],
+                               details={"kind": "isolate-probe", "search": self.spec.search_id,
+                                        "request": _plain(req), "outcome": result.outcome, "k": look.k, "n": look.n,
+                                        "looks": look.looks, "e_fail": look.e_fail, "e_pass": look.e_pass},
+                               hypothesis_sha256=None)
+        self.results.append((req, result))
+        return result
+
+    def _execute(self, h: Any, req: ProbeRequest) -> int:
+        """Run the probe's hypothesis under this probe's stopping rule (the target restored after it),
+        record the runner's own analysis as `wb hypothesis run` does; the execution's id."""
+        from workbench.analysis.stored import analyze_stored, record_verdict
+        from workbench.errors import WbError
+        from workbench.runner.execute import RunOptions, execute, prepare
+
         reg = replace(self.registry, hypotheses=[*self.registry.hypotheses, *self.hypotheses])
         # Plan only as many runs as the probe's units can use (a whole run past the share at most).
         runs = MAX_RUNS
         if self.units_per_run:
             runs = max(1, min(MAX_RUNS, math.ceil(req.max_units / self.units_per_run)))
+        opts = RunOptions(target=self.spec.profile, replicates=runs, sequential=True, seed=self.spec.seed + req.index,
+                          show_progress=self.show_progress)
+        launch = prepare(reg, h.id, opts, sim_dir=self.settings.sim_dir)
 
-        def stop_rule(store: Any, execution_id: int) -> Look:
+        def stop_rule(store: "Store", execution_id: int) -> Look:
             return self._look(store, execution_id, req)
 
-        summary = run_hypothesis(h.id, root=self.root, db=self.db, target=self.spec.profile, sequential=True,
-                                 replicates=runs, seed=self.spec.seed + req.index, registry=reg, decide=stop_rule,
-                                 show_progress=self.show_progress, build_report=False)
-        execution_id = int(summary["execution_id"])
-        from workbench.store import open_store
-
-        store = open_store(self.db)
+        done = execute(launch, self.store, show_progress=self.show_progress, artifacts=self.settings.artifacts,
+                       decide=stop_rule)
         try:
-            look = self._look(store, execution_id, req)
-            if look.n > 0 and look.looks:
-                self.units_per_run = look.n / look.looks
-            result = ProbeResult(look.outcome, look.k, look.n, look.n, look.looks, look.reasoning,
-                                 {"execution_id": execution_id, "hypothesis_id": h.id})
-            with store.session() as s:
-                from workbench.store.records import add_verdict
+            record_verdict(self.store, analyze_stored(self.store, reg, h.id, execution_id=done.execution_id),
+                           execution_id=done.execution_id)
+        except WbError:
+            pass  # the probe's own verdict follows; the runs are recorded either way
+        return int(done.execution_id)
 
-                add_verdict(s, hypothesis_id=h.id, verdict=VERDICT_OF[result.outcome], execution_id=execution_id,
-                            reasoning=f"{h.id} ({req.question}) {result.outcome}: {result.reasoning}",
-                            details={"kind": "isolate-probe", "search": self.spec.search_id,
-                                     "request": _plain(req), "outcome": result.outcome, "k": look.k, "n": look.n,
-                                     "looks": look.looks, "e_fail": look.e_fail, "e_pass": look.e_pass})
-        finally:
-            store.dispose()
-        self.results.append((req, result))
-        return result
-
-    def _look(self, store: Any, execution_id: int, req: ProbeRequest) -> Look:
-        from workbench.analysis.data import USABLE_STATUSES, load_runs
+    def _look(self, store: "Store", execution_id: int, req: ProbeRequest) -> Look:
+        from workbench.analysis.data import USABLE_STATUSES, run_query
         from workbench.analysis.predictions import _path, pooled
 
         exp = self.registry.experiments[self.spec.experiment]
-        with store.session() as s:
-            every = load_runs(s, exp, execution_id=execution_id, include_imported=False)
+        every = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=False))
         runs = [r for r in every if r.status in USABLE_STATUSES]
         bounds = self.spec.region.bounds()
         look = decide(_path(pooled(runs, self.spec.metric, exp)["per_run"]), bounds, req.alpha, req.max_units)

@@ -6,13 +6,18 @@ import math
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput, WbError
 from workbench.isolate.adapter import IsolateSpec, RunnerOracle, probe_hypothesis, root_hypothesis
 from workbench.isolate.records import ROOT_VERDICT, append_to_registry, record_search
 from workbench.isolate.region import parse_region
 from workbench.isolate.search import SearchResult, isolate
+from workbench.settings import Settings
+
+if TYPE_CHECKING:
+    from workbench.registry.loader import Registry
+    from workbench.store.engine import Store
 
 DEFAULT_BUDGET = 4000.0
 DEFAULT_ALPHA = 0.05
@@ -108,32 +113,27 @@ def search_record(spec: IsolateSpec, result: SearchResult) -> dict[str, Any]:
             "parent": spec.parent, "result": res}
 
 
-def run_isolate(spec: IsolateSpec, registry: Any, *, db: str | None = None, write: bool = False,
-                show_progress: bool = True) -> IsolateOutcome:
-    """Search, probing on the experiment's target; the search is recorded even when a probe fails or is stopped."""
-    from workbench.store import open_store
+def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, settings: Settings | None = None,
+                write: bool = False, show_progress: bool = True) -> IsolateOutcome:
+    """Search, probing on the experiment's target; the search is recorded even when a probe fails or is stopped.
 
-    oracle = RunnerOracle(spec, registry, root=registry.root, db=db, show_progress=show_progress)
+    `settings` gives the sim folder and the artifacts folder the probes' executions use."""
+    oracle = RunnerOracle(spec, registry, store, settings or Settings(), show_progress=show_progress)
     try:
         result = isolate(list(spec.changes), oracle, alpha=spec.alpha, budget=spec.budget)
     except (WbError, KeyboardInterrupt):
-        _record_partial(spec, oracle, db)
+        _record_partial(spec, oracle, store)
         raise
     record = search_record(spec, result)
-    store = open_store(db)
-    try:
-        record_search(store, spec, record)
-    finally:
-        store.dispose()
+    record_search(store, spec, record)
     written = None
     if write:
         written = str(append_to_registry(Path(registry.root), generated_hypotheses(spec, result)))
     return IsolateOutcome(spec, result, record, written)
 
 
-def _record_partial(spec: IsolateSpec, oracle: RunnerOracle, db: str | None) -> None:
+def _record_partial(spec: IsolateSpec, oracle: RunnerOracle, store: "Store") -> None:
     from workbench.isolate.search import Probe, SearchResult
-    from workbench.store import open_store
 
     probes = tuple(Probe(r, res) for r, res in oracle.results)
     partial = SearchResult(spec.changes, "interrupted", None, (), spec.changes, probes,
@@ -141,11 +141,7 @@ def _record_partial(spec: IsolateSpec, oracle: RunnerOracle, db: str | None) -> 
                            spec.budget, "leave-one-out + confirm, ddmin fallback",
                            "the search stopped before it finished (a probe failed or was interrupted); "
                            "its probes so far are recorded")
-    store = open_store(db)
-    try:
-        record_search(store, spec, search_record(spec, partial))
-    finally:
-        store.dispose()
+    record_search(store, spec, search_record(spec, partial))
 
 
 def generated_hypotheses(spec: IsolateSpec, result: SearchResult) -> list[Any]:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
+
+if TYPE_CHECKING:
+    from workbench.store.engine import Store
 
 ROOT_VERDICT = {"decided": "supported", "no-failure": "falsified", "inconclusive": "inconclusive",
                 "interrupted": "inconclusive"}
@@ -30,35 +33,38 @@ class StoredSearch:
         return str(self.record.get("result", {}).get("status", "?"))
 
 
-def record_search(store: Any, spec: Any, record: dict[str, Any]) -> None:
+def record_search(store: "Store", spec: Any, record: dict[str, Any]) -> None:
     """Snapshot the root hypothesis and store the search as its verdict."""
     from workbench.isolate.adapter import root_hypothesis
-    from workbench.store import records
 
     status = record["result"]["status"]
     root = root_hypothesis(spec, verdict=status)
-    with store.session() as s:
-        snap = records.snapshot_hypothesis(s, hypothesis_id=root.id, body=root.model_dump(mode="json"))
-        records.add_verdict(s, hypothesis_id=root.id, verdict=ROOT_VERDICT.get(status, "inconclusive"),
-                            reasoning=record["result"]["explanation"], details={"kind": "isolate-search", **record},
-                            hypothesis_sha256=snap.sha256)
+    sha = store.snapshot_hypothesis(root.id, root.model_dump(mode="json"))
+    store.add_verdict(hypothesis_id=root.id, verdict=ROOT_VERDICT.get(status, "inconclusive"),
+                      reasoning=record["result"]["explanation"], checks=[],
+                      details={"kind": "isolate-search", **record}, execution_id=None, hypothesis_sha256=sha)
 
 
-def load_searches(session: Any) -> list[StoredSearch]:
+def load_searches(store: "Store") -> list[StoredSearch]:
     """Every stored search, oldest first."""
-    from sqlmodel import select
+    return [StoredSearch(str(v.details.get("search_id")), v.hypothesis_id, v.created_at, v.details)
+            for v in store.verdicts(prefix="iso-") if v.details.get("kind") == "isolate-search"]
 
-    from workbench.store import jsonx
-    from workbench.store.models import Verdict
 
-    out = []
-    rows = session.exec(select(Verdict).where(Verdict.hypothesis_id.like("iso-%"))  # type: ignore[attr-defined]
-                        .order_by(Verdict.id)).all()
-    for v in rows:
-        details = jsonx.loads(v.details_json, {}) or {}
-        if details.get("kind") == "isolate-search":
-            out.append(StoredSearch(str(details.get("search_id")), v.hypothesis_id,
-                                    v.created_at.isoformat() if v.created_at else None, details))
+def tree_rows(record: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """(depth, probe) in tree order: children under the probe whose failing set they reduce."""
+    probes = record["result"]["probes"]
+    kids: dict[Any, list[dict[str, Any]]] = {}
+    for p in probes:
+        kids.setdefault(p["parent"], []).append(p)
+    out: list[tuple[int, dict[str, Any]]] = []
+
+    def walk(parent: Any, depth: int) -> None:
+        for p in kids.get(parent, []):
+            out.append((depth, p))
+            walk(p["index"], depth + 1)
+
+    walk(None, 0)
     return out
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.report.context import Page
+from workbench.report.data import StoreData
+from workbench.store.engine import Store
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ def _set(xs: Any) -> str:
 
 
 def _rows(rec: dict[str, Any], runs_of: dict[str, list[int]]) -> list[ProbeRow]:
-    from workbench.isolate.text import tree_rows
+    from workbench.isolate.records import tree_rows
 
     bad = rec.get("bad", {})
     rows = []
@@ -78,11 +80,10 @@ def _view(st: Any, runs_of: dict[str, list[int]]) -> SearchView:
                       _rows(rec, runs_of))
 
 
-def build(store: Any, data: Any, page: Page) -> IsolateContext:
+def build(store: Store, data: StoreData, page: Page) -> IsolateContext:
     from workbench.isolate.records import load_searches
 
-    with store.session() as s:
-        stored = load_searches(s)
+    stored = load_searches(store)
     runs_of: dict[str, list[int]] = {}
     for rid, r in data.runs.items():
         runs_of.setdefault(str(r.get("hypothesis_id")), []).append(rid)

@@ -13,10 +13,13 @@ from typing import Any
 
 from workbench.runner.lifecycle import RunOutcome, artifact_rows
 from workbench.runner.plan import PlannedRun
+from workbench.runner.prepare import Prepared
+from workbench.store.engine import Store
+from workbench.store.entities import ArtifactRecord
 
 
 class Recorder:
-    def __init__(self, store: Any, prepared: Any, execution_id: int) -> None:
+    def __init__(self, store: Store, prepared: Prepared, execution_id: int) -> None:
         self.store = store
         self.p = prepared
         self.execution_id = execution_id
@@ -31,16 +34,12 @@ class Recorder:
 
     # -------------------------------------------------------------- row creation
     def _create(self, pr: PlannedRun) -> int:
-        from workbench.store import records
-
         p = self.p
-        with self.store.session() as s:
-            run = records.create_run(
-                s, experiment_id=p.experiment.id, variables=p.assignments[pr.arm], execution_id=self.execution_id,
-                hypothesis_id=p.hypothesis.id, experiment_version=p.experiment.version, arm=pr.arm,
-                replicate=pr.replicate, order_index=pr.order_index, block=pr.block, host=pr.host,
-                target=p.profile.target.kind, status="pending", phase="run")
-            return int(run.id)
+        return self.store.create_run(
+            experiment_id=p.experiment.id, variables=p.assignments[pr.arm], execution_id=self.execution_id,
+            hypothesis_id=p.hypothesis.id, experiment_version=p.experiment.version, arm=pr.arm,
+            replicate=pr.replicate, order_index=pr.order_index, block=pr.block, host=pr.host,
+            target=p.profile.target.kind, status="pending", phase="run")
 
     def prefetch(self, pr: PlannedRun | None) -> None:
         """Create the row of a run that comes later, in the background."""
@@ -54,48 +53,27 @@ class Recorder:
         return run_id
 
     def _mark_running(self, run_id: int) -> None:
-        from workbench.store import records
-
-        with self.store.session() as s:
-            records.update_run(s, run_id=run_id, status="running", started_at=datetime.now(timezone.utc))
+        self.store.update_run(run_id, status="running", started_at=datetime.now(timezone.utc))
 
     # -------------------------------------------------------------- the end of a run
     def end(self, run_id: int, out: RunOutcome) -> None:
         self._submit(self._end, run_id, out)
 
     def _end(self, run_id: int, out: RunOutcome) -> None:
-        from workbench.store import records
-
         unit_spec = self.p.experiment.unit
-        arts = artifact_rows(out)
-        with self.store.session() as s:
-            records.update_run(s, run_id=run_id, status=out.status, stage=out.stage, error=out.error,
-                               started_at=out.started_at, ended_at=out.ended_at,
-                               rendered_config=out.rendered_config, config_hash=out.config_hash,
-                               fingerprint=out.fingerprint)
-            if out.units:
-                records.add_units(s, run_id=run_id, units=out.units,
-                                  outcome_field=unit_spec.outcome_field if unit_spec else "outcome")
-            by_source: dict[str, dict[str, float | int | None]] = {}
-            for name, value in out.metrics.items():
-                by_source.setdefault(out.metric_sources.get(name, "runner"), {})[name] = value
-            for source, values in by_source.items():
-                records.add_metrics(s, run_id=run_id, metrics=values, source=source)
-            for row in arts:
-                records.add_artifact(s, run_id=run_id, **row)
-            if out.probe_counts:
-                records.add_probe_counts(s, run_id=run_id, counts=out.probe_counts)
+        by_source: dict[str, dict[str, float | int | None]] = {}
+        for name, value in out.metrics.items():
+            by_source.setdefault(out.metric_sources.get(name, "runner"), {})[name] = value
+        self.store.finish_run(
+            run_id, fields={"status": out.status, "stage": out.stage, "error": out.error,
+                            "started_at": out.started_at, "ended_at": out.ended_at,
+                            "rendered_config": out.rendered_config, "config_hash": out.config_hash,
+                            "fingerprint": out.fingerprint},
+            units=out.units or [], outcome_field=unit_spec.outcome_field if unit_spec else "outcome",
+            metrics=by_source, artifacts=[ArtifactRecord(**row) for row in artifact_rows(out)],
+            probe_counts=out.probe_counts or [])
 
     # -------------------------------------------------------------- flushing
-    def _drop_unused(self, run_ids: list[int]) -> None:
-        from workbench.store.models import Run
-
-        with self.store.session() as s:
-            for rid in run_ids:
-                row = s.get(Run, rid)
-                if row is not None and row.status == "pending":
-                    s.delete(row)
-
     async def flush(self) -> None:
         """Wait for every write; rows created ahead for runs that did not happen are removed."""
         unused = []
@@ -106,7 +84,7 @@ class Recorder:
                 pass
         self._prefetched.clear()
         if unused:
-            self._submit(self._drop_unused, unused)
+            self._submit(self.store.drop_pending_runs, unused)
         pending, self._pending = self._pending, []
         errors = []
         for fut in pending:

@@ -201,7 +201,7 @@ class HiCache:
         """Load the first n cached tokens into dst_pages; returns how many tokens were loaded."""
         import torch
 
-        from kernels import transfer
+        from wb_kernels import transfer
 
         full, part = divmod(n, PAGE)
         if self.dtype == "fp8":
@@ -237,7 +237,7 @@ class HiCache:
         """Back the sequence up to the host; full pages of a matched entry are shared."""
         import torch
 
-        from kernels import transfer
+        from wb_kernels import transfer
 
         n_tok = len(tokens)
         n_pages = -(-n_tok // PAGE)

@@ -11,7 +11,7 @@ import asyncio
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Mapping
 
 
 @dataclass
@@ -47,9 +47,15 @@ class Clock:
 
 
 class Target(abc.ABC):
-    """One kind of place runs happen. Hosts are names; `local` targets have the single host `local`."""
+    """One kind of place runs happen. Hosts are names; `local` targets have the single host `local`.
+
+    Every hook the runner calls is here with a default, so a target that needs nothing inherits it.
+    """
 
     kind: str = "?"
+    # True when this target started the deployment itself (and stops it in `teardown`): the restore
+    # then needs no restart, the deployment goes away.
+    started_here: bool = False
 
     def __init__(self, hosts: list[str]) -> None:
         self.hosts = hosts
@@ -119,9 +125,41 @@ class Target(abc.ABC):
     def manual_copy(self, host: str, local_file: str, path: str) -> str:
         return f"cp {shlex.quote(local_file)} {shlex.quote(path)}"
 
-    def work_root(self) -> str | None:
-        """Where per-run folders live on the target; None means the runner's local artifacts folder."""
+    def work_root(self, options: Mapping[str, Any]) -> str | None:
+        """A fresh folder for this experiment's per-run folders on the target; None: the runner's local
+        artifacts folder."""
         return None
+
+    def summary(self) -> str:
+        """The target as an execution records it."""
+        return self.kind
+
+    def context(self) -> dict[str, str]:
+        """Template values the target contributes before it is set up (e.g. its state folder)."""
+        return {}
+
+    async def setup(self, serve_file: Path, env: dict[str, str]) -> dict[str, str]:
+        """Prepare the deployment before the first run; returns template values (ports, folders)."""
+        return {}
+
+    async def teardown(self) -> str | None:
+        """Undo `setup` after the restore; returns a warning text when that failed."""
+        return None
+
+    async def run_arm(self, variables: dict[str, str], replicate: int) -> tuple[dict[str, float], dict[str, Any]] | None:
+        """Run one arm in process: (metrics, fingerprint additions); None: run the profile's workload command."""
+        return None
+
+    async def put_files(self, host: str, base: str, files: dict[str, bytes]) -> None:
+        """Upload files (relative path -> content) under `base` on the host."""
+        for rel, data in files.items():
+            path = f"{base}/{rel}"
+            await self.mkdir(host, path.rsplit("/", 1)[0])
+            await self.write_file(host, path, data, 0o644)
+
+    async def fetch_dir(self, host: str, path: str, local_dir: Path) -> int:
+        """Copy a folder from the host (one level); the number of files copied."""
+        raise NotImplementedError(f"{type(self).__name__} keeps its run folders local")
 
 
 async def pump(stream: Any, sink: IO[bytes] | None, chunks: list[bytes]) -> None:

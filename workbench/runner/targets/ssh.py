@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import shlex
 import time
+import uuid
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from workbench.errors import TargetError
@@ -52,6 +53,12 @@ class SshTarget(Target):
         self._jumps: dict[str, Any] = {}
         self._forwards: dict[tuple[str, str, int], Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+
+    def work_root(self, options: Mapping[str, Any]) -> str | None:
+        return str(options.get("work_dir", "/tmp/wb-runs")) + f"/{uuid.uuid4().hex[:12]}"
+
+    def summary(self) -> str:
+        return "ssh:" + ",".join(self.describe(h) for h in self.hosts)
 
     # ------------------------------------------------------------------ connections
     def _options(self) -> dict[str, Any]:
