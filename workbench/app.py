@@ -18,6 +18,7 @@ from workbench.settings import Settings
 if TYPE_CHECKING:
     from workbench.analysis.confounds import Finding
     from workbench.analysis.results import Analysis
+    from workbench.isolate.app import IsolateOutcome
     from workbench.registry.hypothesis import Hypothesis
     from workbench.registry.loader import Registry
     from workbench.runner.execute import RunOptions
@@ -225,6 +226,24 @@ class Workbench:
         timing = {"wall_s": t_end - t0, "target_s": target_s, "runner_s": t_run - t0 - target_s,
                   "analysis_s": t_analysis - t_run, "report_s": t_end - t_analysis}
         return RunReport(done, analysis, error, page, {k: round(v, 3) for k, v in timing.items()})
+
+    def isolate(self, *, experiment: str, good: list[str], bad: list[str], metric: str, region: str,
+                profile: str | None = None, budget: float | None = None, alpha: float = 0.05,
+                seed: int | None = None, parent: str | None = None, write: bool = False,
+                show_progress: bool = True) -> "IsolateOutcome":
+        """Search the changes from `good` to `bad` for a minimal subset that reproduces the failure.
+
+        Every flag is checked before the store is opened or the target touched; each probe is a
+        recorded execution (target restored after it), and the search is stored even when stopped.
+        `write` also appends the generated hypotheses to hypotheses.yaml.
+        """
+        from workbench.isolate.app import prepare_spec, run_isolate
+
+        spec = prepare_spec(self.registry, experiment=experiment, good=good, bad=bad, metric=metric, region=region,
+                            profile=profile, budget=budget, alpha=alpha, seed=seed, parent=parent)
+        with self.store() as store:
+            return run_isolate(spec, self.registry, store, settings=self.settings, write=write,
+                               show_progress=show_progress)
 
     # ------------------------------------------------------------------ runs and evidence
     def runs(self, *, hypothesis_id: str | None = None, limit: int | None = None) -> list["RunRecord"]:

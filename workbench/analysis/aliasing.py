@@ -135,7 +135,7 @@ def propose(registry: Registry, exp: Experiment, pair: tuple[str, str], runs: li
     text = (f"Separate them: toggle {var} ({low[var]} -> {high[var]}) while holding "
             + ", ".join(f"{k}={v}" for k, v in hold.items()) + f"; measure {outcome} in both arms"
             + (f" (hypothesis {', '.join(registered.values())} already toggles the other)" if registered else "")
-            + f". Paste the entry below into hypotheses.yaml, or run `wb confounds --write`.")
+            + ". Paste the entry below into hypotheses.yaml, or run `wb confounds --write`.")
     return {"toggle": var, "from": low[var], "to": high[var], "hold": hold, "registered_as": None,
             "entry": entry, "entry_yaml": entry_yaml(entry), "text": text}
 

@@ -38,8 +38,8 @@ def schema() -> None:
 
 
 def _register() -> None:
-    from workbench.cli import (bundle, confounds, db, evidence_cmd, hypothesis, kernel, report, review, run_cmd, runs,
-                               sim)
+    from workbench.cli import (bundle, confounds, db, evidence_cmd, hypothesis, isolate, kernel, report, review,
+                               run_cmd, runs, sim)
 
     run_cmd.register(hypothesis.app)
     app.add_typer(hypothesis.app, name="hypothesis")
@@ -52,6 +52,7 @@ def _register() -> None:
     confounds.register(app)
     review.register(app)
     report.register(app)
+    isolate.register(app)
 
 
 _register()

@@ -15,7 +15,7 @@ from typing import Any
 from workbench.analysis.results import Analysis
 from workbench.errors import BadInput
 from workbench.registry.loader import Registry
-from workbench.report import assets, hypothesis_page, pages, run_page
+from workbench.report import assets, hypothesis_page, isolate_page, pages, run_page
 from workbench.report.context import Page
 from workbench.report.data import StoreData
 from workbench.store.engine import Store
@@ -142,6 +142,8 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
     result["lineage"] = str(render("lineage.html.j2",
                                    pages.lineage_context(registry, data, statuses, page("Lineage", "lineage")),
                                    out / "lineage.html"))
+    result["isolate"] = str(render("isolate.html.j2", isolate_page.build(store, data, page("Isolate", "isolate")),
+                                   out / "isolate.html"))
     result["pages"] = [str(p) for p in written]
     asset_paths = assets.write_assets(out / "assets", _write)
     result["assets"] = [str(p) for p in asset_paths]

@@ -31,6 +31,16 @@ class StoreWrites:
                                           wb_version=wb_version, uuid=uuid, who=who)
             return int(ex.id)
 
+    def snapshot_hypothesis(self, hypothesis_id: str, body: dict[str, Any]) -> str:
+        """Keep the hypothesis's definition as it is now (once per distinct body); its sha256.
+
+        For hypotheses the registry does not hold (a search's generated root), so that a verdict on one
+        still names what it judged."""
+        from workbench.store import records
+
+        with self.session() as s:
+            return str(records.snapshot_hypothesis(s, hypothesis_id=hypothesis_id, body=body).sha256)
+
     def update_execution(self, execution_id: int, **fields: Any) -> None:
         from workbench.store import records
 
