@@ -123,7 +123,7 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
         for i, rid in enumerate(ids):
             ctx = run_page.build(data.runs[rid], data, page(f"run {rid}", "runs", "../"), out, roots,
                                  ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
-                                 data.runs[rid]["hypothesis_id"] in known)
+                                 data.runs[rid]["hypothesis_id"] in known, store.artifact_contents)
             result["runs"][rid] = str(render("run.html.j2", ctx, out / "runs" / f"{rid}.html"))
 
     run_ids = sorted(data.runs, reverse=True)
