@@ -45,8 +45,8 @@ def index(registry: Registry, data: StoreData, statuses: dict[str, str], page: P
 
 def _card_review(data: StoreData, hid: str) -> dict[str, str]:
     state = data.review_states.get(hid)
-    if state is None:
-        return {}
+    if state is None or (state.current_verdict is None and not state.reviews):
+        return {}  # nothing to review yet
     return {"review": state.state, "review_note": "parent changed: re-review" if state.parent_changed else ""}
 
 
