@@ -108,6 +108,6 @@ def test_wb_help_and_version_run_as_a_console_script():
 def test_schema_prints_both_json_schemas(cli):
     code, out, _ = cli("schema")
     schemas = json.loads(out)
-    assert set(schemas) == {"hypotheses.yaml", "experiments/*.yaml"}
+    assert set(schemas) == {"hypotheses.yaml", "experiments/*.yaml", "evidence CSV"}
     assert "hypotheses" in schemas["hypotheses.yaml"]["properties"]
     assert "profiles" in schemas["experiments/*.yaml"]["properties"]

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from workbench.cli._common import new_app
+from workbench.cli._common import new_app, open_workbench
 
 app = new_app("wb: hypothesis-driven debugging of ML inference deployments.", completion=True)
 
@@ -33,15 +33,13 @@ def schema() -> None:
     """Print the JSON Schema of hypotheses.yaml and experiments/*.yaml (for editors)."""
     import json
 
-    from workbench.app import Workbench
-
     # The schemas themselves, not a result about them: an editor reads this text as it is, so no envelope.
-    typer.echo(json.dumps(Workbench.schemas(), indent=2))
+    typer.echo(json.dumps(open_workbench().schemas(), indent=2))
 
 
 def _register() -> None:
-    from workbench.cli import (bundle, confounds, db, evidence_cmd, hypothesis, kernel, report, review, run_cmd, runs,
-                               sim)
+    from workbench.cli import (bundle, confounds, db, evidence_cmd, hypothesis, isolate, kernel, report, review,
+                               run_cmd, runs, sim)
 
     run_cmd.register(hypothesis.app)
     app.add_typer(hypothesis.app, name="hypothesis")
@@ -54,6 +52,7 @@ def _register() -> None:
     confounds.register(app)
     review.register(app)
     report.register(app)
+    isolate.register(app)
 
 
 _register()

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from workbench.errors import BadInput, ConfigError
 from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment
+from workbench.registry.profile_checks import check_profile, verify_templates
 from workbench.registry.hypothesis import Hypothesis, HypothesesFile
 from workbench.registry.yamlio import LocatedYaml, load_located
 
@@ -164,6 +165,7 @@ def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
             if exp.metrics[mname].derived:
                 raise doc.error(f"metric {mname!r} is derived; it cannot also be collected",
                                 ("profiles", pname, "collect", mname))
+        check_profile(exp, pname, prof, doc)
         allowed = set(exp.variables) | set(prof.context) | BUILTIN_TEMPLATE_NAMES
         try:
             templates = _templates(prof, path.parent)
@@ -203,6 +205,7 @@ def _templates(prof: Any, exp_dir: Path) -> list[tuple[tuple[Any, ...], str]]:
     for name, ex in prof.collect.items():
         if ex.command:
             out.append((("collect", name, "command"), ex.command))
+    out.extend(verify_templates(prof))
     for name, cmd in prof.fingerprint.items():
         out.append((("fingerprint", name), cmd))
     for name, p in prof.artifacts.items():

@@ -42,6 +42,8 @@ class Card:
     date: str
     parent: str | None
     runs: int
+    review: str = ""          # awaiting review | approved | changes requested | stale
+    review_note: str = ""     # "parent changed: re-review" when it applies
 
 
 @dataclass
@@ -163,6 +165,24 @@ class ReviewView:
     decision: str
     body: str
     created_at: str
+    author_source: str = ""
+    verdict_seen: str = ""    # the verdict word the reviewer saw
+    evidence: str = ""        # the first characters of the evidence digest the review is bound to
+    stale: bool = False       # the evidence under the current verdict is not what the reviewer saw
+
+
+@dataclass
+class ExecutionView:
+    """Who ran an execution, where, from which state of the workbench folder."""
+
+    id: int
+    mode: str
+    status: str
+    started_at: str
+    user: str
+    host: str
+    revision: str
+    wb_version: str
 
 
 @dataclass
@@ -195,6 +215,9 @@ class HypothesisContext:
     metric_columns: list[str]
     runs: list[RunRow]
     reviews: list[ReviewView]
+    review_state: str = "awaiting review"
+    review_note: str = ""
+    executions: list[ExecutionView] = field(default_factory=list)
 
 
 @dataclass

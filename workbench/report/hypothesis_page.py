@@ -12,8 +12,8 @@ from workbench.analysis.results import Check as AnalysisCheck
 from workbench.errors import BadInput
 from workbench.report import bridge, charts, stats
 from workbench.report.context import (ArmRow, AssumptionView, AttritionRow, ChartView, Check, DiffView,
-                                      HypothesisContext, Link, Page, PredictionView, ProbeRow, ReviewView, RunRow,
-                                      VerdictView)
+                                      ExecutionView, HypothesisContext, Link, Page, PredictionView, ProbeRow,
+                                      ReviewView, RunRow, VerdictView)
 from workbench.report.data import StoreData
 
 if TYPE_CHECKING:
@@ -419,8 +419,31 @@ def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis
         attrition=attrition if any(r.units for r in attrition) else [], attrition_outcomes=outcomes,
         probe_rows=probe_rows, probe_totals=[(t, v[0], v[1]) for t, v in sorted(totals.items())],
         metric_columns=metric_columns, runs=_run_rows(exp, all_runs, runs, metric_columns),
-        reviews=[ReviewView(r["author"], r["decision"], r["body"] or "", (r["created_at"] or "")[:19])
-                 for r in data.reviews.get(h.id, [])])
+        **_review_fields(h, data))
+
+
+def _review_fields(h: Hypothesis, data: StoreData) -> dict[str, Any]:
+    """The review state, each review with the evidence it saw, and who ran each execution."""
+    state = data.review_states.get(h.id)
+    views = [ReviewView(r.author, r.decision, r.body or "", (r.created_at or "")[:19], r.author_source or "",
+                        r.verdict_seen or "", (r.evidence_digest or "")[:12],
+                        r.decision != "comment" and state.stale(r))
+             for r in (state.reviews if state else ())]
+    execs = sorted((e for e in data.executions.values() if e["hypothesis_id"] == h.id), key=lambda e: e["id"])
+    return {"reviews": views, "review_state": state.state if state else "awaiting review",
+            "review_note": "parent changed: re-review" if state and state.parent_changed else "",
+            "executions": [_execution_view(e) for e in execs]}
+
+
+def _execution_view(e: dict[str, Any]) -> ExecutionView:
+    rev = (e.get("git_revision") or "")[:10]
+    if rev and e.get("git_dirty"):
+        rev += " (dirty)"
+    user = e.get("user_name") or "not recorded"
+    if e.get("user_source"):
+        user += f" (from {e['user_source']})"
+    return ExecutionView(e["id"], e.get("mode") or "", e.get("status") or "", (e.get("started_at") or "")[:19],
+                         user, e.get("host") or "not recorded", rev or "not recorded", e.get("wb_version") or "")
 
 
 def key_number(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None = None) -> str:

@@ -12,6 +12,8 @@ from typing import Any
 
 STATUS_COLORS = {"open": "#868e96", "supported": "#2f9e44", "falsified": "#e03131",
                  "inconclusive": "#f08c00", "invalid": "#7048e8"}
+# A node's outline shows its review state (no outline: awaiting review).
+REVIEW_COLORS = {"approved": "#1d6b2d", "changes requested": "#c92a2a", "stale": "#d99a00"}
 NODE_W, NODE_H, COL_GAP, ROW_H, PAD = 230, 40, 60, 52, 16
 # Advance widths (px) of a bold 12 px label in DejaVu Sans Bold, the widest common sans, by character class:
 # nodes are sized to their longest id so no label is cut.
@@ -30,6 +32,7 @@ class LineageInput:
     claim: str = ""
     verdict_at: str | None = None
     tested_by: tuple[str, ...] = ()  # hypotheses that test one of this hypothesis' assumptions
+    review: str = ""  # awaiting review | approved | changes requested | stale ("" when not known)
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class LineageNode:
     label: str
     tooltip: str
     depth: int
+    review: str = ""
+    review_color: str = "none"
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,7 @@ class LineageGraph:
     nodes: list[LineageNode] = field(default_factory=list)
     edges: list[LineageEdge] = field(default_factory=list)
     legend: list[tuple[str, str]] = field(default_factory=list)
+    review_legend: list[tuple[str, str]] = field(default_factory=lambda: list(REVIEW_COLORS.items()))
 
     def to_dict(self) -> dict[str, Any]:
         return {"nodes": [{"id": n.id, "status": n.status, "depth": n.depth, "href": n.href} for n in self.nodes],
@@ -125,10 +131,12 @@ def layout(items: list[LineageInput], href: Any = lambda hid: f"hypotheses/{hid}
     for i in items:
         x, y = pos(i.id)
         status = i.status if i.status in STATUS_COLORS else "open"
-        tip = f"{i.id} — {status}" + (f" ({i.verdict_at[:10]})" if i.verdict_at else "") + f"\n{i.claim}"
+        tip = (f"{i.id} — {status}" + (f" ({i.verdict_at[:10]})" if i.verdict_at else "")
+               + (f", {i.review}" if i.review else "") + f"\n{i.claim}")
         graph.nodes.append(LineageNode(id=i.id, x=x, y=y, w=node_w, h=NODE_H, status=status,
                                        color=STATUS_COLORS[status], href=href(i.id), label=_short(i.id, MAX_LABEL),
-                                       tooltip=tip, depth=depth[i.id]))
+                                       tooltip=tip, depth=depth[i.id], review=i.review,
+                                       review_color=REVIEW_COLORS.get(i.review, "none")))
     for i in items:
         for c in children[i.id]:
             if by_id.get(c) is None or depth.get(c, 0) != depth[i.id] + 1:

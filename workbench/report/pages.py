@@ -38,9 +38,16 @@ def index(registry: Registry, data: StoreData, statuses: dict[str, str], page: P
                               key_number=hypothesis_page.key_number(h, registry, data,
                                                                                     (analyses or {}).get(h.id, (None,))[0]),
                               date=((v or {}).get("created_at") or last_run or "")[:10], parent=h.parent,
-                              runs=len(runs)))
+                              runs=len(runs), **_card_review(data, h.id)))
     columns = [Column(s, COLUMN_TITLES[s], cards[s]) for s in COLUMN_TITLES if s != "invalid" or cards[s]]
     return IndexContext(page, columns, len(registry.hypotheses), len(data.runs), len(data.verdicts))
+
+
+def _card_review(data: StoreData, hid: str) -> dict[str, str]:
+    state = data.review_states.get(hid)
+    if state is None or (state.current_verdict is None and not state.reviews):
+        return {}  # nothing to review yet
+    return {"review": state.state, "review_note": "parent changed: re-review" if state.parent_changed else ""}
 
 
 def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page) -> RunsContext:
@@ -187,7 +194,8 @@ def confounds(findings: list[dict[str, Any]] | None, note: str, known: set[str],
 def lineage_context(registry: Registry, data: StoreData, statuses: dict[str, str], page: Page) -> LineageContext:
     items = [lineage.LineageInput(h.id, h.parent, statuses[h.id], h.claim,
                                   (data.verdicts.get(h.id) or {}).get("created_at"),
-                                  tuple(a.tested_by for a in h.assumptions if a.tested_by))
+                                  tuple(a.tested_by for a in h.assumptions if a.tested_by),
+                                  _card_review(data, h.id).get("review", ""))
              for h in registry.hypotheses]
     graph = lineage.layout(items)
     rests = []

@@ -15,7 +15,7 @@ from typing import Any
 from workbench.analysis.results import Analysis
 from workbench.errors import BadInput
 from workbench.registry.loader import Registry
-from workbench.report import assets, hypothesis_page, pages, run_page
+from workbench.report import assets, hypothesis_page, isolate_page, pages, run_page
 from workbench.report.context import Page
 from workbench.report.data import StoreData
 from workbench.store.engine import Store
@@ -71,7 +71,7 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
     from workbench.report import data as data_mod
 
     wanted = set(hypothesis_ids) if hypothesis_ids is not None else {h.id for h in registry.hypotheses}
-    data = data_mod.load(store)
+    data = data_mod.load(store, {h.id: h.parent for h in registry.hypotheses})
     analyses: dict[str, tuple[Analysis | None, str]] = {}
     for h in registry.hypotheses:
         if h.id in wanted and (data.runs_by_hypothesis.get(h.id) or h.id in data.verdicts):
@@ -123,7 +123,7 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
         for i, rid in enumerate(ids):
             ctx = run_page.build(data.runs[rid], data, page(f"run {rid}", "runs", "../"), out, roots,
                                  ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
-                                 data.runs[rid]["hypothesis_id"] in known)
+                                 data.runs[rid]["hypothesis_id"] in known, store.artifact_contents)
             result["runs"][rid] = str(render("run.html.j2", ctx, out / "runs" / f"{rid}.html"))
 
     run_ids = sorted(data.runs, reverse=True)
@@ -142,6 +142,8 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
     result["lineage"] = str(render("lineage.html.j2",
                                    pages.lineage_context(registry, data, statuses, page("Lineage", "lineage")),
                                    out / "lineage.html"))
+    result["isolate"] = str(render("isolate.html.j2", isolate_page.build(store, data, page("Isolate", "isolate")),
+                                   out / "isolate.html"))
     result["pages"] = [str(p) for p in written]
     asset_paths = assets.write_assets(out / "assets", _write)
     result["assets"] = [str(p) for p in asset_paths]
