@@ -1,229 +1,250 @@
-"""Simulation study of wb's verdict rules: error rates, power, A/A false alarms and sequential savings.
+"""Simulation study of wb's verdict rules under dependence: false verdicts, A/A false alarms, power, units used.
 
-Binomial simulation of the wedge-confound prediction (treatment corruption_rate <= 0.02), with
-80 sessions per run as in the seed, the default fixed design (2 replicates) and the sequential
-budget (design.max_replicates = 12). Every decision goes through workbench.analysis: the fixed
-design through the Wilson interval, the sequential one through its e-value tests; a consistency
-pass re-decides a sample of experiments with the scalar library calls the analysis itself uses.
+The wedge-confound prediction (treatment corruption_rate <= 0.02), 80 sessions per run as in the seed,
+the default fixed design (2 replicates) and the sequential budget (design.max_replicates = 12), under
+five models of how sessions depend on each other:
 
-    python studies/verdict_study.py [--experiments 1000] [--seed 1]
+- independent: every session an independent Bernoulli trial;
+- repeated rho: replicates replay the same sessions (one recorded seed); each session keeps its first outcome with
+  probability rho and is drawn afresh otherwise (rho = 1: every replicate is a copy of the first);
+- beta-binomial ICC: each run has its own rate, drawn from a beta distribution with the cell's mean
+  and intra-run correlation ICC.
+
+Every decision goes through workbench.analysis as `analyze` makes it: run-level effective counts
+(analysis.clustered), the drift check's over-dispersion flag, the fixed Wilson interval judged by
+analysis.regions, the sequential e-value tests; a consistency pass re-decides a sample of experiments
+with the library's own judge_proportion / e_interval.
+
+    python studies/verdict_study.py [--experiments 200] [--seed 1] [--workers 2] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import math
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from workbench.analysis import clustered, regions, stats  # noqa: E402
 from workbench.analysis import sequential as seq  # noqa: E402
-from workbench.analysis import stats  # noqa: E402
 
 UNITS = 80          # sessions per run (the seed's C=80)
 BOUND = 0.02        # wedge-confound: corruption_rate (treatment) <= 0.02
 DEFAULT_REPS = 2    # experiments/agent-repro.yaml design.replicates
 BUDGET = 12         # design.max_replicates
 SEED_EFFECT = 0.18  # the seed's post-fix rate (14/80)
+REGION = regions.Region(-math.inf, BOUND, regions.Support.PROPORTION)
+MODELS = {"independent": ("iid", 0.0), "repeated rho=0.9": ("rho", 0.9), "repeated rho=1": ("rho", 1.0),
+          "beta-binomial ICC=0.03": ("icc", 0.03), "beta-binomial ICC=0.1": ("icc", 0.1)}
 CELLS = [0.0, 0.005, 0.01, 0.02, 0.05, 0.10, SEED_EFFECT]
-REGION = (-math.inf, BOUND)
+AA_RATES = (0.02, 0.15)
+LOG_THRESHOLD = math.log(2 / seq.ALPHA)
 
 
-def wilson_decisions(k: np.ndarray, n: int) -> np.ndarray:
-    """'falsified' / 'supported' / 'inconclusive' for each k, by the Wilson 95% interval vs the region."""
-    from statsmodels.stats.proportion import proportion_confint
-
-    lo, hi = proportion_confint(k, n, alpha=stats.ALPHA, method="wilson")
-    out = np.full(k.shape, "inconclusive", dtype=object)
-    out[lo > BOUND] = "falsified"
-    out[hi <= BOUND] = "supported"
-    return out
-
-
-def sequential_decisions(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """First look at which an e-value crosses 1/alpha; (decision, units used) per experiment."""
-    looks = np.arange(1, K.shape[1] + 1) * UNITS
-    N = np.broadcast_to(looks, K.shape)
-    against = seq.log_e_above(K, N, BOUND) >= math.log(1 / seq.ALPHA)
-    for_ = seq.log_e_below(K, N, BOUND, lo=0.0) >= math.log(1 / seq.ALPHA)
-    decided = against | for_
-    first = np.where(decided.any(axis=1), decided.argmax(axis=1), K.shape[1] - 1)
-    rows = np.arange(K.shape[0])
-    dec = np.full(K.shape[0], "inconclusive", dtype=object)
-    hit = decided[rows, first]
-    dec[hit & against[rows, first]] = "falsified"
-    dec[hit & ~against[rows, first] & for_[rows, first]] = "supported"
-    return dec, (first + 1) * UNITS
+def simulate(model: str, p: float, experiments: int, rng: np.random.Generator) -> np.ndarray:
+    """Per-run counts, shape (experiments, BUDGET), under one dependence model."""
+    kind, x = MODELS[model]
+    if kind == "iid" or p == 0:
+        return rng.binomial(UNITS, p, size=(experiments, BUDGET))
+    if kind == "icc":
+        a = p * (1 / x - 1)
+        rates = rng.beta(a, a * (1 - p) / p, size=(experiments, BUDGET))
+        return rng.binomial(UNITS, rates)
+    first = rng.random((experiments, UNITS)) < p
+    keep = rng.random((experiments, BUDGET, UNITS)) < x
+    fresh = rng.random((experiments, BUDGET, UNITS)) < p
+    sessions = np.where(keep, first[:, None, :], fresh)
+    sessions[:, 0, :] = first
+    return sessions.sum(axis=2)
 
 
-def rates(dec: np.ndarray) -> dict[str, float]:
-    return {v: float(np.mean(dec == v)) for v in ("falsified", "supported", "inconclusive")}
+def _effective(ks: np.ndarray, replayed: bool = False) -> clustered.Effective:
+    """`replayed`: the replicates repeat one workload (the repeated-sessions models, whose runs record one
+    seed), which the analysis sees from the runs' per-replicate variables."""
+    return clustered.effective([float(k) for k in ks], [float(UNITS)] * len(ks), replayed)
 
 
-def fixed_units_needed(K: np.ndarray, want: str) -> int | None:
-    """Smallest fixed design (whole replicates) reaching `want` in >= 90% of experiments."""
-    for r in range(1, K.shape[1] + 1):
-        if np.mean(wilson_decisions(K[:, r - 1], r * UNITS) == want) >= 0.9:
-            return r * UNITS
-    return None
+def _drift(e: clustered.Effective) -> bool:
+    """The drift check's over-dispersion finding, which makes analyze() inconclusive."""
+    return e.dispersion.p_over < clustered.FLAG_P
 
 
-@functools.lru_cache(maxsize=None)
-def _cs(k: int, n: int, alpha: float) -> tuple[float, float]:
-    return seq.confidence_sequence(k, n, alpha)
+def fixed_decision(ks: np.ndarray, replayed: bool = False) -> str:
+    """What analyze() decides from a fixed design's runs (one prediction, no other check failing)."""
+    e = _effective(ks, replayed)
+    if _drift(e):
+        return "inconclusive"
+    ci = stats.wilson(e.k_eff, e.n_eff, clustered.level_alpha(stats.ALPHA, e.df))
+    return regions.outcome(ci, REGION)
 
 
-def aa_study(rng: np.random.Generator, p: float, experiments: int) -> dict[str, float]:
-    """Control run twice: false alarms of the sequential difference test (peeking every replicate),
-    of the fixed Newcombe interval at the default design, and of naive peeking with Newcombe."""
-    A = rng.binomial(UNITS, p, size=(experiments, BUDGET)).cumsum(axis=1)
-    B = rng.binomial(UNITS, p, size=(experiments, BUDGET)).cumsum(axis=1)
-    seq_alarm = naive_alarm = fixed_alarm = 0
-    floor = []
-    for i in range(experiments):
-        lo, hi = -1.0, 1.0
-        naive = False
-        for j in range(BUDGET):
-            n = (j + 1) * UNITS
-            la, ua = _cs(int(A[i, j]), n, seq.ALPHA / 2)
-            lb, ub = _cs(int(B[i, j]), n, seq.ALPHA / 2)
-            lo, hi = max(lo, la - ub), min(hi, ua - lb)
-            nl, nh = stats.newcombe(A[i, j], n, B[i, j], n)
-            if not (nl <= 0 <= nh):
-                naive = True
-            if j == DEFAULT_REPS - 1:
-                fixed_alarm += not (nl <= 0 <= nh)
-                floor.append(max(abs(nl), abs(nh)))
-        seq_alarm += not (lo <= 0 <= hi)
-        naive_alarm += naive
-    return {"sequential": seq_alarm / experiments, "fixed": fixed_alarm / experiments,
-            "naive_peeking": naive_alarm / experiments, "noise_floor": float(np.median(floor))}
+def _scaled_path(ks: np.ndarray, e: clustered.Effective | None = None,
+                 replayed: bool = False) -> tuple[np.ndarray, np.ndarray, clustered.Effective]:
+    """Cumulative (k, n) after each look divided by the run-level divisor estimated from all runs so far."""
+    e = e or _effective(ks, replayed)
+    d = clustered.divisor(e, stats.ALPHA)
+    return np.cumsum(ks) / d, UNITS * np.arange(1, len(ks) + 1) / d, e
 
 
-def consistency(rng: np.random.Generator, samples: int = 150) -> int:
-    """Re-decide random experiments with the scalar library calls; returns the number of disagreements."""
+def sequential_decision(ks: np.ndarray, replayed: bool = False) -> tuple[str, int]:
+    """Look after each replicate, stop at the first decision (sequential_decision's rule); (verdict, looks)."""
+    for t in range(seq.MIN_LOOKS, len(ks) + 1):
+        K, N, e = _scaled_path(ks[:t], replayed=replayed)
+        if _drift(e):
+            continue
+        # The running interval's relation to [0, c] is decided by the e-tests at c (each spends alpha/2).
+        if (seq.log_e_above(K, N, BOUND) >= LOG_THRESHOLD).any():
+            return "falsified", t
+        if (seq.log_e_below(K, N, BOUND) >= LOG_THRESHOLD).any():
+            return "supported", t
+    return "inconclusive", len(ks)
+
+
+def library_sequential(ks: np.ndarray, looks: int, replayed: bool = False) -> str | None:
+    """The library's own decision at `looks` (None where the drift check holds the verdict back)."""
+    K, N, e = _scaled_path(ks[:looks], replayed=replayed)
+    if _drift(e):
+        return None
+    return seq.judge_proportion(list(zip(K, N)), (0.0, BOUND))[0]
+
+
+def _cell(args: tuple[str, float, int, int]) -> dict[str, object]:
+    model, p, experiments, seed = args
+    rng = np.random.default_rng(seed)
+    K = simulate(model, p, experiments, rng)
+    rep = MODELS[model][0] == "rho"
+    fixed2 = [fixed_decision(K[i, :DEFAULT_REPS], rep) for i in range(experiments)]
+    seqd = [sequential_decision(K[i], rep) for i in range(experiments)]
+    want = "supported" if p <= BOUND else "falsified"
+    fixed_at = {}
+    seq_right = np.mean([d == want for d, _ in seqd])
+    for r in range(1, BUDGET + 1 if seq_right >= 0.9 else 1):  # only where the comparison is made
+        ok = np.mean([fixed_decision(K[i, :r], rep) == want for i in range(experiments)])
+        if ok >= 0.9:
+            fixed_at = {"units": r * UNITS}
+            break
     bad = 0
-    for _ in range(samples):
-        p = float(rng.choice(CELLS))
-        K = rng.binomial(UNITS, p, size=(1, BUDGET)).cumsum(axis=1)
-        dec, used = sequential_decisions(K)
-        path = [(float(K[0, j]), float((j + 1) * UNITS)) for j in range(BUDGET)]
-        lib, _, _ = seq.judge_proportion(path, REGION)
-        bad += lib != dec[0]
-        k2 = int(K[0, DEFAULT_REPS - 1])
-        lib_fixed = {"outside": "falsified", "inside": "supported", "straddles": "inconclusive"}[
-            stats.relation(stats.wilson(k2, DEFAULT_REPS * UNITS), REGION)]
-        bad += lib_fixed != wilson_decisions(np.array([k2]), DEFAULT_REPS * UNITS)[0]
-    return bad
+    for i in range(min(20, experiments)):
+        lib = library_sequential(K[i], seqd[i][1], rep)
+        bad += lib is not None and lib != seqd[i][0]
+    return {"model": model, "p": p, "fixed2": _rates(fixed2), "seq": _rates([d for d, _ in seqd]),
+            "seq_units": float(np.mean([t for _, t in seqd])) * UNITS, "fixed_units_90": fixed_at.get("units"),
+            "inconsistent": bad}
+
+
+def _aa(args: tuple[str, float, int, int]) -> dict[str, object]:
+    """Control run twice: a false alarm is a difference interval that excludes 0."""
+    model, p, experiments, seed = args
+    rng = np.random.default_rng(seed)
+    A, B = simulate(model, p, experiments, rng), simulate(model, p, experiments, rng)
+    rep = MODELS[model][0] == "rho"
+    fixed = sequential = 0
+    for i in range(experiments):
+        ea, eb = clustered.joint(_effective(A[i, :DEFAULT_REPS], rep), _effective(B[i, :DEFAULT_REPS], rep))
+        lo, hi = stats.newcombe(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, clustered.level_alpha(stats.ALPHA, ea.df))
+        fixed += not (lo <= 0 <= hi)
+        # The A/A check runs at every look of a sequential execution; an alarm at any look stops it.
+        for t in range(1, BUDGET + 1):
+            ea, eb = clustered.joint(_effective(A[i, :t], rep), _effective(B[i, :t], rep))
+            ka, na, _ = _scaled_path(A[i, :t], ea)
+            kb, nb, _ = _scaled_path(B[i, :t], eb)
+            lo, hi = seq.difference_sequence(list(zip(ka, na)), list(zip(kb, nb)))
+            if not (lo <= 0 <= hi):
+                sequential += 1
+                break
+    return {"model": model, "p": p, "fixed": fixed / experiments, "sequential": sequential / experiments}
+
+
+def _rates(decisions: list[str]) -> dict[str, float]:
+    return {v: decisions.count(v) / len(decisions) for v in ("falsified", "supported", "inconclusive")}
+
+
+def _jobs(experiments: int, seed: int, quick: bool) -> tuple[list[tuple[str, float, int, int]], list[tuple[str, float, int, int]]]:
+    cells, aa = [], []
+    for mi, model in enumerate(MODELS):
+        for ci, p in enumerate(CELLS):
+            if quick and p not in (0.0, BOUND, SEED_EFFECT):
+                continue
+            cells.append((model, p, experiments, seed * 1000 + mi * 50 + ci))
+        for ai, p in enumerate(AA_RATES):
+            aa.append((model, p, experiments, seed * 1000 + mi * 50 + 40 + ai))
+    return cells, aa
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--experiments", type=int, default=1000)
+    ap.add_argument("--experiments", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="only the cells the goals name (0, 0.02, 0.18)")
     args = ap.parse_args(argv)
-    rng = np.random.default_rng(args.seed)
     t0 = time.perf_counter()
     E = args.experiments
-    print(f"wedge-confound prediction: corruption_rate (treatment) <= {BOUND}; {UNITS} sessions per run; "
-          f"fixed design {DEFAULT_REPS} replicates ({DEFAULT_REPS * UNITS} units); sequential budget {BUDGET} "
-          f"replicates ({BUDGET * UNITS} units); {E} experiments per cell\n")
-    head = (f"{'true rate':>9} | {'truth':>5} | {'fixed-2 F/S/I':>17} | {'fixed-12 F/S/I':>17} | "
-            f"{'sequential F/S/I':>17} | {'naive-peek F':>12} | {'seq units':>9} | {'fixed units@90%':>15}")
-    print(head)
-    print("-" * len(head))
-    summary = {"false_falsification_fixed": 0.0, "false_falsification_seq": 0.0}
-    cells = []
-    for p in CELLS:
-        K = rng.binomial(UNITS, p, size=(E, BUDGET)).cumsum(axis=1)
-        f2 = rates(wilson_decisions(K[:, DEFAULT_REPS - 1], DEFAULT_REPS * UNITS))
-        f12 = rates(wilson_decisions(K[:, BUDGET - 1], BUDGET * UNITS))
-        sdec, sused = sequential_decisions(K)
-        sr = rates(sdec)
-        # Naive peeking: Wilson after every replicate, stop at the first decision (what wb must not do).
-        naive = np.zeros(E, dtype=bool)
-        for j in range(BUDGET):
-            naive |= wilson_decisions(K[:, j], (j + 1) * UNITS) == "falsified"
-        truth = p <= BOUND
-        want = "supported" if truth else "falsified"
-        fixed_n = fixed_units_needed(K, want)
-        seq_units = float(np.mean(sused))
-        if truth:
-            summary["false_falsification_fixed"] = max(summary["false_falsification_fixed"], f2["falsified"],
-                                                       f12["falsified"])
-            summary["false_falsification_seq"] = max(summary["false_falsification_seq"], sr["falsified"])
-        if p == SEED_EFFECT:
-            summary["power_fixed"], summary["power_seq"] = f2["falsified"], sr["falsified"]
-        cells.append((p, sr[want], seq_units, fixed_n))
+    cell_jobs, aa_jobs = _jobs(E, args.seed, args.quick)
+    with ProcessPoolExecutor(args.workers) as pool:
+        cells = list(pool.map(_cell, cell_jobs))
+        aas = list(pool.map(_aa, aa_jobs))
+    print(f"wedge-confound: corruption_rate (treatment) <= {BOUND}; {UNITS} sessions per run; fixed design "
+          f"{DEFAULT_REPS} replicates; sequential budget {BUDGET}; {E} experiments per cell "
+          f"(a rate of 0.05 has a standard error of {math.sqrt(0.05 * 0.95 / E):.3f})\n")
+    return report(cells, aas, E, time.perf_counter() - t0)
 
-        def fsi(r: dict[str, float]) -> str:
-            return f"{r['falsified']:.3f}/{r['supported']:.3f}/{r['inconclusive']:.3f}"
 
-        print(f"{p:>9.3f} | {'true' if truth else 'false':>5} | {fsi(f2):>17} | {fsi(f12):>17} | {fsi(sr):>17} | "
-              f"{naive.mean():>12.3f} | {seq_units:>9.0f} | {fixed_n if fixed_n else '>' + str(BUDGET * UNITS):>15}")
-    print("\nF/S/I: share of experiments falsified / supported / inconclusive. 'seq units': mean units the "
-          "sequential design used (stopping at its verdict or at the budget); 'fixed units@90%': the smallest fixed "
-          "design, in whole replicates, that reaches the right verdict in >= 90% of experiments of that cell.")
+def _fsi(r: dict[str, float]) -> str:
+    return f"{r['falsified']:.3f}/{r['supported']:.3f}/{r['inconclusive']:.3f}"
 
-    # Exact false-falsification of the fixed Wilson rule at the region's edge, for every fixed size.
-    from scipy.stats import binom
 
-    exact = []
-    for r in range(1, BUDGET + 1):
-        n = r * UNITS
-        ks = np.arange(n + 1)
-        dec = wilson_decisions(ks, n)
-        exact.append((n, float(binom.pmf(ks[dec == "falsified"], n, BOUND).sum())))
-    worst_n, worst = max(exact, key=lambda t: t[1])
-    print(f"\nExact false-falsification of the fixed rule at the edge (true rate {BOUND}), by units: "
-          + ", ".join(f"{n}: {v:.3f}" for n, v in exact) + f"  (max {worst:.3f} at {worst_n})")
-
-    # Sequential vs fixed: a fixed design must be sized before the data, for every cell it is meant to decide.
-    decided = [(p, units, fixed_n) for p, ok, units, fixed_n in cells if ok >= 0.9 and fixed_n]
-    matched_n = max(f for _, _, f in decided) if decided else float("nan")
-    ratio = float(np.mean([u for _, u, _ in decided])) / matched_n if decided else float("nan")
-    print(f"\nCells both designs decide (right verdict >= 90%): {', '.join(f'{p:g}' for p, _, _ in decided)}. "
-          f"A fixed design deciding all of them needs {matched_n} units; the sequential design uses "
-          f"{np.mean([u for _, u, _ in decided]):.0f} on average over them (ratio {ratio:.2f}). Per cell, against "
-          "a fixed design sized with hindsight for that cell alone: "
-          + ", ".join(f"{p:g}: {u:.0f}/{f}" for p, u, f in decided) + ".")
-
-    print("\nA/A (control run twice, the seed's control rate; sequential = always-valid difference test peeking "
-          "after every replicate up to the budget):")
-    print(f"{'rate':>6} | {'sequential':>10} | {'fixed-2':>7} | {'naive peeking':>13} | {'noise floor (fixed-2)':>21}")
-    aa_max = 0.0
-    for p in (0.02, 0.15):
-        r = aa_study(rng, p, E)
-        aa_max = max(aa_max, r["sequential"])
-        print(f"{p:>6.2f} | {r['sequential']:>10.3f} | {r['fixed']:>7.3f} | {r['naive_peeking']:>13.3f} | "
-              f"±{r['noise_floor']:.3f}")
-
-    bad = consistency(rng)
-    print("\nRequirements:")
-    rows = [
-        ("false falsification when true, fixed rule, exact (max over sizes)", worst, "<= 0.05", worst <= 0.05),
-        ("false falsification when true, fixed rule, simulated (max over cells)",
-         summary["false_falsification_fixed"], "<= 0.05 + 2 SE", summary["false_falsification_fixed"]
-         <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / E)),
-        ("false falsification when true (max over true rates), sequential", summary["false_falsification_seq"],
-         "<= 0.05", summary["false_falsification_seq"] <= 0.05),
-        (f"power at the seed effect ({SEED_EFFECT}), fixed default design", summary["power_fixed"], ">= 0.90",
-         summary["power_fixed"] >= 0.9),
-        (f"power at the seed effect ({SEED_EFFECT}), sequential within budget", summary["power_seq"], ">= 0.90",
-         summary["power_seq"] >= 0.9),
-        ("A/A false alarms with sequential peeking (max)", aa_max, "<= 0.05", aa_max <= 0.05),
-        ("sequential units / fixed design units, mean over the cells both decide", ratio, "<= 0.50", ratio <= 0.5),
-        ("library vs study decisions disagreeing (consistency)", float(bad), "== 0", bad == 0),
-    ]
-    for name, value, target, ok in rows:
-        print(f"  {'ok  ' if ok else 'MISS'} {name}: {value:.3f} (target {target})")
-    print(f"\n({time.perf_counter() - t0:.1f} s)")
-    return 0 if all(r[3] for r in rows) else 1
+def report(cells: list[dict], aas: list[dict], E: int, seconds: float) -> int:
+    head = (f"{'model':<23} | {'rate':>5} | {'fixed-2 F/S/I':>17} | {'sequential F/S/I':>17} | "
+            f"{'seq units':>9} | {'fixed units@90%':>15}")
+    print(head + "\n" + "-" * len(head))
+    for c in cells:
+        print(f"{c['model']:<23} | {c['p']:>5.3f} | {_fsi(c['fixed2']):>17} | {_fsi(c['seq']):>17} | "
+              f"{c['seq_units']:>9.0f} | {c['fixed_units_90'] or '>' + str(BUDGET * UNITS):>15}")
+    print("\nF/S/I: share falsified / supported / inconclusive. seq units: mean sessions per arm the sequential "
+          "design ran before stopping; fixed units@90%: the smallest fixed design (whole replicates) that gives "
+          "the right verdict in >= 90% of experiments.\n")
+    head = (f"{'model':<23} | {'mode':<10} | {'false fals. @0.02':>17} | {'A/A alarms (max)':>16} | "
+            f"{'power @0.18':>11} | {'units @0.18':>11} | {'units @0':>8} | {'seq/fixed units':>15}")
+    print(head + "\n" + "-" * len(head))
+    se = 2 * math.sqrt(0.05 * 0.95 / E)
+    rows, ok = [], True
+    for model in MODELS:
+        mine = {c["p"]: c for c in cells if c["model"] == model}
+        aa = [a for a in aas if a["model"] == model]
+        decided = [c for c in mine.values() if c["fixed_units_90"] and
+                   c["seq"]["supported" if c["p"] <= BOUND else "falsified"] >= 0.9]
+        ratio = (float(np.mean([c["seq_units"] for c in decided])) / max(c["fixed_units_90"] for c in decided)
+                 if decided else float("nan"))
+        for mode, key in (("fixed-2", "fixed2"), ("sequential", "seq")):
+            ff = mine[BOUND][key]["falsified"]
+            alarms = max(a["fixed" if key == "fixed2" else "sequential"] for a in aa)
+            power = mine[SEED_EFFECT][key]["falsified"]
+            units = DEFAULT_REPS * UNITS if key == "fixed2" else mine[SEED_EFFECT]["seq_units"]
+            units0 = DEFAULT_REPS * UNITS if key == "fixed2" else mine[0.0]["seq_units"]
+            r = ratio if key == "seq" else float("nan")
+            print(f"{model:<23} | {mode:<10} | {ff:>17.3f} | {alarms:>16.3f} | {power:>11.3f} | {units:>11.0f} | "
+                  f"{units0:>8.0f} | {r:>15.2f}")
+            rows.append((model, mode, ff, alarms, power, r))
+    print(f"\nGoals (simulation error: 2 SE of a 5% rate = {se:.3f}):")
+    for name, test in (("false falsification at the boundary <= 0.05", lambda r: r[2] <= 0.05),
+                       ("A/A false alarms <= 0.05", lambda r: r[3] <= 0.05),
+                       ("power at the seed effect >= 0.90", lambda r: r[4] >= 0.9),
+                       ("sequential units <= 0.50 of the fixed design deciding the same cells",
+                        lambda r: r[1] != "sequential" or r[5] <= 0.5)):
+        misses = [f"{m} {mode}" for m, mode, *_ in (r for r in rows if not test(r))]
+        ok &= not misses
+        print(f"  {'ok  ' if not misses else 'MISS'} {name}" + (f": missed by {', '.join(misses)}" if misses else ""))
+    bad = sum(c["inconsistent"] for c in cells)
+    print(f"  {'ok  ' if bad == 0 else 'MISS'} library vs study sequential decisions disagreeing: {bad}")
+    print(f"\n({seconds:.1f} s)")
+    return 0 if ok and bad == 0 else 1
 
 
 if __name__ == "__main__":

@@ -37,17 +37,17 @@ def test_two_predictions_need_both_and_holm_is_applied(store, registry):
     off = dict(CONTROL, nixl_abort_fix="on", hicache="off")
     on = dict(CONTROL, nixl_abort_fix="on")
     ex = add_execution(store, hypothesis_id="hicache-bf16-race")
-    for r in (1, 2):
-        add_run(store, execution_id=ex, arm="control", variables=off, replicate=r, outcomes={"done": 80},
-                hypothesis_id="hicache-bf16-race")
-        add_run(store, execution_id=ex, arm="treatment", variables=on, replicate=r,
+    for r in (1, 2):  # each replicate with its own workload seed, as the runner draws them
+        add_run(store, execution_id=ex, arm="control", variables=dict(off, seed=str(r)), replicate=r,
+                outcomes={"done": 80}, hypothesis_id="hicache-bf16-race")
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(on, seed=str(r)), replicate=r,
                 outcomes={"leak": 13, "done": 67}, hypothesis_id="hicache-bf16-race")
     a = analyze_stored(store, registry, "hicache-bf16-race", execution_id=ex)
     assert [p.outcome for p in a.predictions] == ["supported", "inconclusive"]
     assert a.verdict == "inconclusive"
     assert all(p.p_against_holm is not None for p in a.predictions)
-    add_run(store, execution_id=ex, arm="control", variables=off, replicate=3, outcomes={"done": 80},
-            hypothesis_id="hicache-bf16-race")
+    add_run(store, execution_id=ex, arm="control", variables=dict(off, seed="3"), replicate=3,
+            outcomes={"done": 80}, hypothesis_id="hicache-bf16-race")
     a = analyze_stored(store, registry, "hicache-bf16-race", execution_id=ex)
     assert a.verdict == "supported", a.reasoning
 

@@ -38,6 +38,9 @@ def test_wedge_confound_is_falsified_by_the_post_fix_run(seeded):
     assert pred.completed.k == 14 and pred.completed.n == 40
     assert pred.completed.estimate == pytest.approx(0.35)
     assert "14/80" in a.reasoning and "0.107" in a.reasoning and "14/40" in a.reasoning
+    # One run cannot show between-run variation: its sessions are taken as independent, and the text says so.
+    assert pred.method == "binomial" and "one run" in a.reasoning
+    assert "P(X >= 14 | n = 80, p = 0.02) = 7.2e-10" in a.reasoning
     # The control arm's rate was never measured (no session count): it stays unknown, not zero.
     assert a.arms["control"].metrics["corruption_rate"].rate is None
     assert "unknown" in a.reasoning

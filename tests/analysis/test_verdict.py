@@ -17,11 +17,14 @@ def _checks(a):
 
 
 def _fixed(session, *, treat, ctrl=None, reps=2, aborts=0, **kw):
+    # With own_seeds each replicate draws its own workload seed, as the runner does; without, every
+    # replicate replays seed 0.
     ex = add_execution(session)
     for r in range(1, reps + 1):
-        add_run(session, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+        seed = {"seed": str(r)} if kw.get("own_seeds") else {}
+        add_run(session, execution_id=ex, arm="control", variables={**CONTROL, **seed}, replicate=r,
                 outcomes=ctrl or {"leak": 12, "done": 60, "error": 8}, extra={"waiting_for_input": 30})
-        add_run(session, execution_id=ex, arm="treatment", variables=kw.get("tvars", TREATMENT), replicate=r,
+        add_run(session, execution_id=ex, arm="treatment", variables={**kw.get("tvars", TREATMENT), **seed}, replicate=r,
                 outcomes=treat, extra={"waiting_for_input": aborts}, fingerprint=kw.get("tfp"))
     return ex
 
@@ -39,15 +42,18 @@ def test_seed_world_shape_is_falsified(store, registry):
 
 
 def test_zero_corruption_needs_enough_units(store, registry):
-    ex = _fixed(store, treat={"done": 75, "maxrounds": 5})  # 0/160: Wilson upper 0.023 > 0.02
+    ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, own_seeds=True)  # 0/160: Wilson upper 0.023 > 0.02
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "inconclusive"
     p = a.predictions[0]
     assert p.outcome == "inconclusive" and 0 < p.more_units_needed <= 40  # 0/189 is the first that decides
     assert "more units" in a.reasoning
-    ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, reps=3)
+    ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, reps=3, own_seeds=True)
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "supported", a.reasoning
+    # Three replays of one workload without a leak are one run's evidence: 0/80 does not decide.
+    ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, reps=3)
+    assert analyze_stored(store, registry, "wedge-confound", execution_id=ex).verdict == "inconclusive"
 
 
 def test_guard_violation_makes_it_invalid(store, registry):
@@ -80,8 +86,9 @@ def test_fingerprint_difference_makes_it_invalid(store, registry):
 
 
 def test_attrition_that_changes_the_answer_makes_it_inconclusive(store, registry):
-    # 2/160 over all units is inside <= 0.02 only thanks to the errored units: over completed units it is 2/20.
-    ex = _fixed(store, treat={"leak": 1, "done": 9, "error": 70}, reps=4)
+    # 8/320 over all units is undecided only thanks to the errored units: over completed units it is 8/40.
+    # (Four identical replicates count as fewer runs than four: see analysis.clustered.)
+    ex = _fixed(store, treat={"leak": 2, "done": 8, "error": 70}, reps=4)
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     att = _checks(a)["attrition"]
     assert att.passed is False and att.effect == "inconclusive"
@@ -147,9 +154,9 @@ def test_overrides_of_the_execution_are_honoured(store, registry):
     wedge_c, wedge_t = dict(CONTROL, causal_model="wedge"), dict(TREATMENT, causal_model="wedge")
     ex = add_execution(store, overrides={"causal_model": "wedge"})
     for r in (1, 2, 3):
-        add_run(store, execution_id=ex, arm="control", variables=wedge_c, replicate=r,
+        add_run(store, execution_id=ex, arm="control", variables=dict(wedge_c, seed=str(r)), replicate=r,
                 outcomes={"leak": 10, "error": 30, "done": 40}, extra={"waiting_for_input": 20})
-        add_run(store, execution_id=ex, arm="treatment", variables=wedge_t, replicate=r,
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(wedge_t, seed=str(r)), replicate=r,
                 outcomes={"done": 80}, extra={"waiting_for_input": 0})
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "supported", a.reasoning
@@ -199,23 +206,24 @@ def test_counts_are_derived_from_units_when_not_stored(store, registry):
 
 
 def test_sequential_decision_continues_then_stops(store, registry):
+    # Each replicate draws its own workload seed, as the runner does.
     ex = add_execution(store, mode="sequential")
-    add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=1,
+    add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed="1"), replicate=1,
             outcomes={"leak": 5, "done": 75}, extra={"waiting_for_input": 10})
-    add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=1,
+    add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed="1"), replicate=1,
             outcomes={"done": 80}, extra={"waiting_for_input": 0})
     d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
     assert (d.stop, d.verdict, d.replicates, d.max_replicates) == (False, "inconclusive", 1, 12)
     for r in (2, 3):
-        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
                 outcomes={"leak": 5, "done": 75}, extra={"waiting_for_input": 10})
-        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
                 outcomes={"done": 80}, extra={"waiting_for_input": 0})
     d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
     assert d.stop and d.verdict == "supported", d.reasoning
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     p = a.predictions[0]
-    assert a.sequential and p.interval_kind == "always-valid 95%"
+    assert a.sequential and p.interval_kind == "confidence sequence 95%"
     assert p.interval[1] <= 0.02  # the shown interval agrees with the decision it reports
     verdict_id = record_verdict(store, a)
     assert store.latest_verdict("wedge-confound").id == verdict_id

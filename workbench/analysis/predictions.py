@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from workbench.analysis import clustered, regions
 from workbench.analysis import sequential as seq
 from workbench.analysis import stats
 from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
 from workbench.registry.experiment import Experiment
 
-OUTCOME_OF = {"outside": "falsified", "inside": "supported", "straddles": "inconclusive"}
+OUTCOME_OF = regions.OUTCOME_OF
 
 
 def combine_outcomes(outcomes: list[str]) -> str:
@@ -53,23 +54,7 @@ def pooled(runs: list[RunData], metric: str, exp: Experiment, basis: str = "all"
         n += kn[1]
         used.append(r)
         per_run.append((r, kn[0], kn[1]))
-    return {"k": k, "n": n, "used": used, "unknown": unknown, "per_run": per_run}
-
-
-def _path(per_run: list[tuple[RunData, float, float]]) -> list[tuple[float, float]]:
-    """Cumulative (k, n) after each replicate: the looks a sequential execution took."""
-    by_rep: dict[Any, list[float]] = {}
-    for r, k, n in sorted(per_run, key=lambda t: (t[0].replicate or 0, t[0].id)):
-        key = r.replicate if r.replicate is not None else ("run", r.id)
-        acc = by_rep.setdefault(key, [0.0, 0.0])
-        acc[0] += k
-        acc[1] += n
-    path, ck, cn = [], 0.0, 0.0
-    for acc in by_rep.values():
-        ck += acc[0]
-        cn += acc[1]
-        path.append((ck, cn))
-    return path
+    return {"k": k, "n": n, "used": used, "unknown": unknown, "per_run": per_run, "replayed": replayed_workload(used, exp)}
 
 
 def units_needed_arm(k: float, n: float, bounds: tuple[float, float]) -> int | None:
@@ -153,13 +138,64 @@ def judge(pred: Any, arm: str | None, arms: dict[str, list[RunData]], exp: Exper
             return out
     if spec.kind == "proportion":
         return _judge_proportion(pred, out, needed, arms, exp, basis, sequential, family)
-    return _judge_values(pred, out, needed, arms, exp, spec.kind, stats.ALPHA / (looks if sequential else 1))
+    # Medians and shifts have no always-valid interval here: a sequential execution spends alpha / looks on
+    # each look, and alpha / family over its predictions (Bonferroni at the interval), so neither peeking
+    # nor several predictions inflate false verdicts; a fixed design controls the family with Holm.
+    return _judge_values(pred, out, needed, arms, exp, spec.kind,
+                         stats.ALPHA / (looks * family) if sequential else stats.ALPHA)
+
+
+def _replicate_counts(per_run: list[tuple[RunData, float, float]]) -> list[tuple[float, float]]:
+    """(k, n) per replicate in the order they were run: the looks of a sequential execution."""
+    by_rep: dict[Any, list[float]] = {}
+    for r, k, n in sorted(per_run, key=lambda t: (t[0].replicate or 0, t[0].id)):
+        acc = by_rep.setdefault(r.replicate if r.replicate is not None else ("run", r.id), [0.0, 0.0])
+        acc[0] += k
+        acc[1] += n
+    return [(k, n) for k, n in by_rep.values()]
+
+
+def replayed_workload(runs: list[RunData], exp: Experiment) -> bool:
+    """The replicates replayed one workload: every per-replicate variable the experiment declares (a
+    workload seed) took one recorded value across two or more replicates (`--set seed=N`, or evidence
+    made before seeds were drawn per replicate)."""
+    names = [n for n, spec in exp.variables.items() if spec.per_replicate]
+    reps = {r.replicate for r in runs if r.replicate is not None}
+    if not names or len(reps) < 2:
+        return False
+    values = {tuple(r.variables.get(n) for n in names) for r in runs}
+    return len(values) == 1 and None not in next(iter(values))
+
+
+def _arm_effective(per_run: list[tuple[RunData, float, float]], replayed: bool = False) -> Any:
+    reps = _replicate_counts(per_run)
+    return clustered.effective([k for k, _ in reps], [n for _, n in reps], replayed)
+
+
+def _effective_path(per_run: list[tuple[RunData, float, float]], e: Any = None,
+                    replayed: bool = False) -> tuple[list[tuple[float, float]], Any]:
+    """Cumulative (k, n) after each replicate, divided by the run-level divisor estimated from all of
+    them (clustered.divisor, from `e` when given), and the arm's effective counts."""
+    reps = _replicate_counts(per_run)
+    e = e or clustered.effective([k for k, _ in reps], [n for _, n in reps], replayed)
+    d = clustered.divisor(e, stats.ALPHA)
+    path, ck, cn = [], 0.0, 0.0
+    for k, n in reps:
+        ck, cn = ck + k, cn + n
+        path.append((ck / d, cn / d))
+    return path, e
+
+
+def _method(out: dict[str, Any], e: Any) -> None:
+    out.update(method=e.method, method_reason=e.reason, n_effective=e.n_eff, design_effect=e.design_effect,
+               dispersion=e.dispersion.phi)
 
 
 def _judge_proportion(pred: Any, out: dict[str, Any], needed: list[str], arms: dict[str, list[RunData]],
                       exp: Experiment, basis: str, sequential: bool, family: int = 1) -> dict[str, Any]:
     spec = exp.metrics[pred.metric]
     bounds = (out["bounds"][0], out["bounds"][1])
+    region = regions.Region(bounds[0], bounds[1], regions.Support.PROPORTION)
     pools = {a: pooled(arms[a], pred.metric, exp, basis) for a in needed}
     for a, pool in pools.items():
         if pool["n"] <= 0:
@@ -169,41 +205,95 @@ def _judge_proportion(pred: Any, out: dict[str, Any], needed: list[str], arms: d
             out["unknown_runs"] = pool["unknown"]
             return out
     if pred.difference is None:
-        a = needed[0]
-        k, n = pools[a]["k"], pools[a]["n"]
-        out.update(k=k, n=n, estimate=k / n, runs=len(pools[a]["used"]), unknown_runs=pools[a]["unknown"])
-        if sequential:
-            path = _path(pools[a]["per_run"])
-            outcome, e_against, e_for = seq.judge_proportion(path, bounds, alpha_against=seq.ALPHA / family)
-            out.update(interval=list(seq.e_interval(k, n)), interval_kind="always-valid 95%",
-                       outcome=outcome, e_against=e_against, e_for=e_for, looks=len(path),
-                       wilson=list(stats.wilson(k, n)))
-        else:
-            ci = stats.wilson(k, n)
-            out.update(interval=list(ci), interval_kind="Wilson 95%", outcome=OUTCOME_OF[stats.relation(ci, bounds)],
-                       p_against=stats.score_pvalue(k, n, bounds, "outside"),
-                       p_for=stats.score_pvalue(k, n, bounds, "inside"))
-        if out["outcome"] == "inconclusive":
-            total = units_needed_arm(k, n, bounds)
-            out["more_units_needed"] = None if total is None else max(0, total - int(n))
-        return out
-    a, b = needed
-    ka, na, kb, nb = pools[a]["k"], pools[a]["n"], pools[b]["k"], pools[b]["n"]
+        return _judge_rate(out, pools[needed[0]], region, sequential, family)
+    return _judge_rate_difference(out, pools[needed[0]], pools[needed[1]], region, sequential, family)
+
+
+def _seq_kind(family: int) -> str:
+    each = f" (each at {100 * (1 - stats.ALPHA / family):.3g}% for {family} predictions)" if family > 1 else ""
+    return "confidence sequence 95%" + each
+
+
+def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Region, sequential: bool,
+                family: int) -> dict[str, Any]:
+    k, n = pool["k"], pool["n"]
+    out.update(k=k, n=n, estimate=k / n, runs=len(pool["used"]), unknown_runs=pool["unknown"])
+    path, e = _effective_path(pool["per_run"], replayed=pool["replayed"])
+    _method(out, e)
+    snapped = region.snapped()
+    bounds = (snapped.lo, snapped.hi)
+    if sequential:
+        outcome, e_against, e_for = seq.judge_proportion(path, bounds, alpha=seq.ALPHA / family)
+        out.update(interval=list(seq.e_interval(path, alpha=seq.ALPHA / family)), interval_kind=_seq_kind(family),
+                   outcome=outcome, e_against=e_against, e_for=e_for, looks=len(path), wilson=list(stats.wilson(k, n)))
+        if len(path) < seq.MIN_LOOKS and outcome != "inconclusive":
+            out.update(outcome="inconclusive", note=f"a sequential verdict waits for replicate {seq.MIN_LOOKS}: "
+                       "one run cannot show how much runs differ")
+    else:
+        ci = clustered.rate_interval(e, stats.ALPHA)
+        out.update(interval=list(ci), interval_kind=clustered.interval_label(e),
+                   outcome=regions.outcome(ci, region),
+                   p_against=stats.score_pvalue(e.k_eff, e.n_eff, bounds, "outside", df=e.df),
+                   p_for=stats.score_pvalue(e.k_eff, e.n_eff, bounds, "inside", df=e.df))
+    out["exact"] = _exact_text(e.k_eff, e.n_eff, bounds)
+    if out["outcome"] == "inconclusive":
+        total = units_needed_arm(e.k_eff, e.n_eff, (region.lo, region.hi))
+        out["more_units_needed"] = None if total is None else max(0, int(math.ceil(total * e.design_effect - n)))
+    return out
+
+
+def _exact_text(k: float, n: float, bounds: tuple[float, float]) -> str | None:
+    """The exact binomial tail that speaks against the region (outside it) or for it (inside), in words."""
+    lo, hi = bounds
+    if n <= 0:
+        return None
+
+    def tail(c: float, upper: bool) -> str:
+        op = ">=" if upper else "<="
+        return f"P(X {op} {_fmt(k)} | n = {_fmt(n)}, p = {_fmt(c)}) = {stats.binomial_tail(k, n, c, upper):.2g}"
+
+    if k / n > hi:
+        return tail(hi, True)
+    if k / n < lo:
+        return tail(lo, False)
+    # Inside: the weaker of the tails beyond each finite bound (both must be small for support).
+    parts = [(stats.binomial_tail(k, n, hi, False), tail(hi, False))] if hi < 1 else []
+    parts += [(stats.binomial_tail(k, n, lo, True), tail(lo, True))] if lo > 0 else []
+    return max(parts)[1] if parts else None
+
+
+def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str, Any], region: regions.Region,
+                           sequential: bool, family: int) -> dict[str, Any]:
+    ka, na, kb, nb = pa["k"], pa["n"], pb["k"], pb["n"]
     out.update(k=[ka, kb], n=[na, nb], estimate=ka / na - kb / nb,
                fisher_p=stats.fisher(int(ka), int(na), int(kb), int(nb)),
                boschloo_p=stats.boschloo(int(ka), int(na), int(kb), int(nb)))
+    ea, eb = clustered.joint(_arm_effective(pa["per_run"], pa["replayed"]),
+                             _arm_effective(pb["per_run"], pb["replayed"]))
+    (path_a, ea), (path_b, eb) = _effective_path(pa["per_run"], ea), _effective_path(pb["per_run"], eb)
+    e = ea
+    _method(out, e)
+    out.update(method="run-level" if "run-level" in (ea.method, eb.method) else "binomial",
+               method_reason=f"{ea.reason}; {eb.reason}", n_effective=[ea.n_eff, eb.n_eff])
+    bounds = (region.lo, region.hi)
     if sequential:
-        ci = seq.difference_sequence(_path(pools[a]["per_run"]), _path(pools[b]["per_run"]))
-        out.update(interval=list(ci), interval_kind="confidence sequence (95%)",
-                   outcome=OUTCOME_OF[stats.relation(ci, bounds)])
+        ci = seq.difference_sequence(path_a, path_b, alpha=seq.ALPHA / family)
+        out.update(interval=list(ci), interval_kind=_seq_kind(family), outcome=regions.outcome(ci, region))
     else:
-        ci = stats.newcombe(ka, na, kb, nb)
-        out.update(interval=list(ci), interval_kind="Newcombe 95%", outcome=OUTCOME_OF[stats.relation(ci, bounds)],
-                   p_against=stats.interval_pvalue(lambda al: stats.newcombe(ka, na, kb, nb, al), bounds, "outside"),
-                   p_for=stats.interval_pvalue(lambda al: stats.newcombe(ka, na, kb, nb, al), bounds, "inside"))
+        df = ea.df
+
+        def ci_at(al: float) -> tuple[float, float]:
+            return stats.newcombe(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, clustered.level_alpha(al, df))
+
+        ci = ci_at(stats.ALPHA)
+        out.update(interval=list(ci), interval_kind="Newcombe 95%" if df is None else f"Newcombe 95% (t, {df} df)",
+                   outcome=regions.outcome(ci, region),
+                   p_against=stats.interval_pvalue(ci_at, bounds, "outside"),
+                   p_for=stats.interval_pvalue(ci_at, bounds, "inside"))
     if out["outcome"] == "inconclusive":
-        per_arm = units_needed_diff(ka, na, kb, nb, bounds)
-        out["more_units_needed"] = None if per_arm is None else max(0, per_arm - int(max(na, nb)))
+        per_arm = units_needed_diff(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, bounds)
+        out["more_units_needed"] = None if per_arm is None else \
+            max(0, int(math.ceil(per_arm * e.design_effect)) - int(max(na, nb)))
     return out
 
 
@@ -221,6 +311,7 @@ def _values(runs: list[RunData], metric: str, exp: Experiment) -> tuple[list[flo
 def _judge_values(pred: Any, out: dict[str, Any], needed: list[str], arms: dict[str, list[RunData]],
                   exp: Experiment, kind: str, alpha: float = stats.ALPHA) -> dict[str, Any]:
     bounds = (out["bounds"][0], out["bounds"][1])
+    region = regions.Region(bounds[0], bounds[1], regions.Support.of(kind))
     samples = {}
     for a in needed:
         vals, unknown = _values(arms[a], pred.metric, exp)
@@ -230,30 +321,47 @@ def _judge_values(pred: Any, out: dict[str, Any], needed: list[str], arms: dict[
             return out
         samples[a] = vals
     if pred.difference is None:
-        vals = samples[needed[0]]
-        m = stats.median_ci(vals, level=1 - alpha)
-        out.update(estimate=m.median, interval=list(m.interval) if m.interval else None, runs=m.n,
-                   interval_kind=f"order statistics ({m.confidence:.0%})", confidence=m.confidence)
-        rel = stats.relation(m.interval, bounds) if m.interval else "straddles"
-        deterministic = kind == "count" and len(vals) >= 2 and len(set(vals)) == 1
-        if m.warning and not deterministic:
-            out["note"] = m.warning
-            out["more_runs_needed"] = max(0, stats.min_samples(1 - alpha) - m.n)
-            return out
-        if deterministic and m.warning:
-            out["note"] = f"every one of {len(vals)} runs gave {_fmt(vals[0])}"
-        out["outcome"] = OUTCOME_OF[rel]
+        return _judge_median(out, samples[needed[0]], region, alpha)
+    return _judge_shift(out, samples[needed[0]], samples[needed[1]], region, alpha)
+
+
+def _judge_median(out: dict[str, Any], vals: list[float], region: regions.Region, alpha: float) -> dict[str, Any]:
+    """The median by its order-statistic interval and the sign test that inverts it. A count predicted
+    to be 0 (equals 0, at_most 0) claims the event never happens: its expected value is 0 only if
+    every run counts 0, so one positive run refutes it exactly (p = 0)."""
+    bounds = (region.lo, region.hi)
+    m = stats.median_ci(vals, level=1 - alpha)
+    out.update(estimate=m.median, interval=list(m.interval) if m.interval else None, runs=m.n,
+               interval_kind=f"order statistics ({m.confidence:.0%})", confidence=m.confidence,
+               p_against=stats.sign_pvalue(vals, bounds, "outside"), p_for=stats.sign_pvalue(vals, bounds, "inside"))
+    positive = [v for v in vals if v > 0]
+    if region.support is regions.Support.COUNT and region.at_floor() and positive:
+        out.update(outcome="falsified", p_against=0.0,
+                   note=f"{len(positive)} of {len(vals)} runs counted more than 0, which a count that is "
+                        "0 in expectation never does")
         return out
-    a, b = needed
-    est, ci = stats.shift_ci(samples[a], samples[b], alpha=alpha)
-    p, warning = stats.mann_whitney(samples[a], samples[b])
-    ma, mb = stats.median_ci(samples[a]), stats.median_ci(samples[b])
+    if m.warning:
+        out["note"] = m.warning
+        out["more_runs_needed"] = max(0, stats.min_samples(1 - alpha) - m.n)
+        return out
+    out["outcome"] = regions.outcome(m.interval, region)
+    return out
+
+
+def _judge_shift(out: dict[str, Any], xa: list[float], xb: list[float], region: regions.Region,
+                 alpha: float) -> dict[str, Any]:
+    bounds = (region.lo, region.hi)
+    est, ci = stats.shift_ci(xa, xb, alpha=alpha)
+    p, warning = stats.mann_whitney(xa, xb)
+    ma, mb = stats.median_ci(xa), stats.median_ci(xb)
     out.update(estimate=est, interval=list(ci) if ci else None,
                interval_kind=f"Hodges-Lehmann {1 - alpha:.0%}" if alpha != stats.ALPHA else "Hodges-Lehmann 95%",
-               mann_whitney_p=p, medians=[ma.median, mb.median], runs=[len(samples[a]), len(samples[b])])
+               mann_whitney_p=p, medians=[ma.median, mb.median], runs=[len(xa), len(xb)],
+               p_against=stats.shift_pvalue(xa, xb, bounds, "outside"),
+               p_for=stats.shift_pvalue(xa, xb, bounds, "inside"))
     if ci is None or warning:
         out["note"] = warning or "too few runs for a 95% interval of the shift"
-        out["more_runs_needed"] = max(0, stats.MIN_SAMPLES_TEST - min(len(samples[a]), len(samples[b])))
+        out["more_runs_needed"] = max(0, stats.MIN_SAMPLES_TEST - min(len(xa), len(xb)))
         return out
-    out["outcome"] = OUTCOME_OF[stats.relation(ci, bounds)]
+    out["outcome"] = regions.outcome(ci, region)
     return out

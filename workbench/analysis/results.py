@@ -63,7 +63,8 @@ class Check:
 # Figures a judgement carries only for some kinds of metric or test; absent ones are left out of its JSON.
 _OPTIONAL = ("k", "n", "runs", "unknown_runs", "interval_kind", "e_against", "e_for", "looks", "wilson", "fisher_p",
              "boschloo_p", "mann_whitney_p", "medians", "confidence", "more_runs_needed", "p_against_holm",
-             "completed", "target", "by_process")
+             "completed", "target", "by_process", "method", "method_reason", "n_effective", "design_effect",
+             "dispersion", "exact")
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,15 @@ class Judgement:
     completed: "Judgement | None" = None  # the same prediction over completed units only
     target: str | None = None
     by_process: dict[str, int] | None = None
+    # How a proportion's units were counted (analysis.clustered): "binomial" or "run-level", why, the
+    # units that carry its information (a pair for a difference), the design effect and the runs'
+    # Pearson dispersion; `exact` is the exact binomial tail that speaks for or against the region.
+    method: str | None = None
+    method_reason: str | None = None
+    n_effective: Any = None
+    design_effect: float | None = None
+    dispersion: float | None = None
+    exact: str | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Judgement":
@@ -114,7 +124,7 @@ class Judgement:
         merged["interval"] = _pair(merged["interval"])
         merged["wilson"] = _pair(merged.get("wilson"))
         merged["medians"] = _pair(merged.get("medians"))
-        for key in ("k", "n"):
+        for key in ("k", "n", "n_effective"):
             if isinstance(merged.get(key), list):
                 merged[key] = tuple(merged[key])
         if isinstance(merged.get("completed"), dict):
@@ -134,7 +144,8 @@ class Judgement:
 
 @dataclass(frozen=True)
 class ArmEstimate:
-    """One metric in one arm: a pooled proportion (k/n, Wilson interval) or a median of per-run values."""
+    """One metric in one arm: a proportion (k/n; the pooled Wilson interval, and `interval` with the runs
+    as the unit, see analysis.clustered) or a median of per-run values."""
 
     kind: str
     runs: int
@@ -148,6 +159,11 @@ class ArmEstimate:
     confidence: float | None = None
     warning: str | None = None
     total: float | None = None
+    method: str | None = None
+    method_reason: str | None = None
+    n_effective: float | None = None
+    design_effect: float | None = None
+    dispersion: float | None = None
 
     @property
     def estimate(self) -> float | None:
@@ -155,7 +171,10 @@ class ArmEstimate:
 
     @property
     def bounds(self) -> tuple[float, float] | None:
-        return self.wilson if self.kind == "proportion" else self.interval
+        """The interval the verdict would use: for a proportion the run-level one when it was computed."""
+        if self.kind == "proportion":
+            return self.interval or self.wilson
+        return self.interval
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "ArmEstimate":

@@ -2,8 +2,10 @@
 
 Each prediction on a proportion is tested by mixture likelihood ratios (e-processes): against the
 region's upper bound c, E = mean over alternatives p_j > c of L(p_j) / L(c) is a nonnegative
-supermartingale for every p <= c, so by Ville's inequality P(E ever reaches 1/alpha) <= alpha however
-often one looks. The support direction mixes over alternatives below c with half its weight on p = 0
+supermartingale for every p <= c, so by Ville's inequality P(E ever reaches 2/alpha) <= alpha / 2 however
+often one looks. Inverting both one-sided tests at alpha / 2 and intersecting over the looks gives a
+confidence sequence at 1 - alpha (the same 95% and the same two-sided convention as the fixed design's
+Wilson interval); a prediction is judged by where that interval lies, as in the fixed design. The support direction mixes over alternatives below c with half its weight on p = 0
 (the claim "removing the cause removes the symptom" predicts exactly zero). Differences between arms use per-arm beta-binomial
 confidence sequences at alpha/2 each (conservative, valid at every look).
 """
@@ -16,6 +18,9 @@ from typing import Any
 import numpy as np
 
 ALPHA = 0.05
+# A sequential execution stops no earlier than its second replicate: a single run's units look
+# independent whatever the between-run variation is, and a stop on one run would trust that blindly.
+MIN_LOOKS = 2
 SPIKE_AT_ZERO = 0.5
 
 
@@ -105,17 +110,14 @@ def confidence_sequence(k: float, n: float, alpha: float = ALPHA) -> tuple[float
     return (float(lo), float(hi))
 
 
-def e_interval(k: float, n: float, alpha: float = ALPHA) -> tuple[float, float]:
-    """The bounds the two one-sided e-value tests exclude at this look: [sup c rejected as too low,
-    inf c rejected as too high]. It agrees with `judge_proportion` by construction, so a region that
-    contains it is supported and one disjoint from it is falsified."""
+def _look_bounds(k: float, n: float, level: float) -> tuple[float, float]:
+    """At one look, the rates that neither one-sided e-test rejects at e >= exp(level)."""
     if n <= 0:
         return (0.0, 1.0)
-    level = math.log(1 / alpha)
     phat = k / n
 
     def bisect(lo: float, hi: float, ok_at_lo: bool, test: Any) -> float:
-        for _ in range(50):
+        for _ in range(60):
             mid = (lo + hi) / 2
             if test(mid) == ok_at_lo:
                 lo = mid
@@ -128,38 +130,39 @@ def e_interval(k: float, n: float, alpha: float = ALPHA) -> tuple[float, float]:
     return (lower, upper)
 
 
+def e_interval(k_path: list[tuple[float, float]], alpha: float = ALPHA) -> tuple[float, float]:
+    """Confidence sequence at level 1 - alpha: the running intersection, over the looks so far, of the
+    rates that neither one-sided e-test rejects at alpha / 2 (Ville: the true rate is ever rejected by
+    either with probability at most alpha / 2 + alpha / 2). Pass alpha / m for a family of m predictions."""
+    lo, hi = 0.0, 1.0
+    level = math.log(2 / alpha)
+    for k, n in k_path:
+        a, b = _look_bounds(k, n, level)
+        lo, hi = max(lo, a), min(hi, b)
+    return (lo, max(lo, hi))
+
+
 def judge_proportion(k_path: list[tuple[float, float]], bounds: tuple[float, float],
-                     alpha: float = ALPHA, alpha_against: float | None = None) -> tuple[str, float, float]:
+                     alpha: float = ALPHA) -> tuple[str, float, float]:
     """Outcome of a sequentially tested proportion: ('falsified'|'supported'|'inconclusive', E against, E for).
 
-    `k_path` holds the cumulative (k, n) at each look; the first look whose e-value crosses
-    1/alpha decides (looks after it are not needed and not used). `alpha_against` (alpha / m for m
-    predictions, Bonferroni) bounds false falsification over several predictions.
+    The outcome is the region judged against `e_interval(k_path, alpha)`, so the interval shown is the
+    one that decided; pass alpha / m for a family of m predictions. The e-values are the largest seen at
+    the region's bounds (against: evidence the rate is beyond them; for: evidence it is within).
     """
+    from workbench.analysis.regions import Region, Support, outcome
+
     lo, hi = bounds
-    two_sided = lo > 0 and hi < 1
-    a_fals = alpha_against if alpha_against is not None else alpha
-    a_fals = a_fals / 2 if two_sided else a_fals  # false falsification can come from either side
     best_against = best_for = 0.0
     for k, n in k_path:
-        against = -math.inf
-        if hi < 1:
-            against = max(against, float(log_e_above(k, n, hi)))
-        if lo > 0:
-            against = max(against, float(log_e_below(k, n, lo)))
-        support_parts = []
-        if hi < 1:
-            support_parts.append(float(log_e_below(k, n, hi, lo=max(lo, 0.0))))
-        if lo > 0:
-            support_parts.append(float(log_e_above(k, n, lo)))
-        for_ = min(support_parts) if support_parts else math.inf
-        best_against = max(best_against, against)
-        best_for = max(best_for, for_)
-        if against >= math.log(1 / a_fals):
-            return "falsified", math.exp(min(best_against, 700)), math.exp(min(best_for, 700))
-        if for_ >= math.log(1 / alpha):
-            return "supported", math.exp(min(best_against, 700)), math.exp(min(best_for, 700))
-    return "inconclusive", math.exp(min(best_against, 700)), math.exp(min(best_for, 700))
+        against = [float(log_e_above(k, n, hi))] if hi < 1 else []
+        against += [float(log_e_below(k, n, lo))] if lo > 0 else []
+        support = [float(log_e_below(k, n, hi, lo=max(lo, 0.0)))] if hi < 1 else []
+        support += [float(log_e_above(k, n, lo))] if lo > 0 else []
+        best_against = max([best_against] + against)
+        best_for = max(best_for, min(support) if support else 0.0)
+    result = outcome(e_interval(k_path, alpha), Region(lo, hi, Support.PROPORTION))
+    return result, math.exp(min(best_against, 700)), math.exp(min(best_for, 700))
 
 
 def difference_sequence(path_a: list[tuple[float, float]], path_b: list[tuple[float, float]],

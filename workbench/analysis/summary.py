@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from workbench.analysis import stats
+from workbench.analysis import clustered, stats
 from workbench.analysis.data import RunData, completed_units, metric_value
-from workbench.analysis.predictions import _fmt, pooled
+from workbench.analysis.predictions import _arm_effective, _fmt, pooled
 from workbench.registry.experiment import Experiment
 
 if TYPE_CHECKING:
@@ -27,8 +27,12 @@ def arm_summary(arm: str, runs: list[RunData], expected: dict[str, str], named: 
             pool = pooled(runs, name, exp)
             if pool["n"] > 0:
                 lo, hi = stats.wilson(pool["k"], pool["n"])
+                e = _arm_effective(pool["per_run"], pool["replayed"])
                 metrics[name] = {"kind": "proportion", "k": pool["k"], "n": pool["n"], "rate": pool["k"] / pool["n"],
-                                 "wilson": [lo, hi], "runs": len(pool["used"]), "unknown_runs": len(pool["unknown"])}
+                                 "wilson": [lo, hi], "interval": list(clustered.rate_interval(e)),
+                                 "method": e.method, "method_reason": e.reason, "n_effective": e.n_eff,
+                                 "design_effect": e.design_effect, "dispersion": e.dispersion.phi,
+                                 "runs": len(pool["used"]), "unknown_runs": len(pool["unknown"])}
             elif runs:
                 metrics[name] = {"kind": "proportion", "k": None, "n": None, "rate": None, "runs": 0,
                                  "unknown_runs": len(pool["unknown"])}
@@ -57,6 +61,20 @@ def _interval(iv: Any) -> str:
     if not iv:
         return "no interval"
     return f"[{iv[0]:.3f}, {iv[1]:.3f}]"
+
+
+def _evidence(j: dict[str, Any]) -> str:
+    """The strength of a decided prediction in words: the exact binomial tail for a rate (with the
+    e-value that decided a sequential one), else the p-value that inverts its interval."""
+    if j["outcome"] == "inconclusive":
+        return ""
+    if j.get("exact") and "e_for" in j:
+        e = j["e_against"] if j["outcome"] == "falsified" else j["e_for"]
+        return f" (e-value {e:.2g}; exact binomial, not corrected for the looks: {j['exact']})"
+    if j.get("exact"):
+        return f" (exact binomial {j['exact']})"
+    p = j.get("p_against") if j["outcome"] == "falsified" else j.get("p_for")
+    return f" (p = {p:.2g})" if p is not None and p < 0.05 else ""
 
 
 def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolates: str | None) -> str:
@@ -88,13 +106,11 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
             tail += f"; about {j['more_units_needed']:,} more units at this rate would decide it"
         elif j.get("more_runs_needed"):
             tail += f"; {j['more_runs_needed']} more run(s) are needed"
-    p = j.get("p_against") if j["outcome"] == "falsified" else j.get("p_for") if j["outcome"] == "supported" else None
-    ptxt = f" (score-test p = {p:.2g})" if p is not None and p < 0.05 and j.get("interval_kind") == "Wilson 95%" else \
-        f" (p = {p:.2g})" if p is not None and p < 0.05 else ""
-    extra = ""
+    ptxt = _evidence(j)
+    extra = f" Runs as the unit: {j['method_reason']}." if j.get("method_reason") else ""
     comp = j.get("completed")
     if comp and comp.get("n") and comp["n"] != j.get("n"):
-        extra = (f" Over completed units only it is {comp['k']:g}/{comp['n']:g} = {_pct(comp['estimate'])} "
+        extra += (f" Over completed units only it is {comp['k']:g}/{comp['n']:g} = {_pct(comp['estimate'])} "
                  f"{_interval(comp['interval'])}, {comp['outcome']}.")
     return f"It predicted {j['describe']}; {body}, {tail}{ptxt}.{extra}"
 

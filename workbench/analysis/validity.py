@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from workbench.analysis import stats
+from workbench.analysis import clustered, stats
 from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
 from workbench.registry.experiment import Experiment
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 # Attrition above this share of units, or different between arms (Fisher p below ALPHA), is flagged.
 ATTRITION_FLAG = 0.10
-DRIFT_P = 0.01
+DRIFT_P = clustered.FLAG_P
 
 
 def check(name: str, passed: bool | None, detail: str, effect: str = "none") -> dict[str, Any]:
@@ -281,9 +281,10 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
 
 
 def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Replicates of one arm should agree: a chi-square homogeneity test over runs, per proportion."""
-    from scipy.stats import chi2_contingency
-
+    """Replicates of one arm should spread as independent samples do: Pearson's dispersion over runs, per
+    proportion, with exact tests in both directions. More spread than chance is drift or a between-run
+    effect; less is pseudo-replication (replicates that repeated the same sessions). Either way the
+    interval already treats the run as the unit (analysis.clustered); the finding says why it had to."""
     out: dict[str, Any] = {}
     flagged = []
     tested = 0
@@ -292,37 +293,39 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -
         if spec is None or spec.kind != "proportion":
             continue
         for a, runs in arms.items():
-            rows = []
-            for r in runs:
-                kn = proportion_counts(r, spec, exp)
-                if kn is not None and kn[1] > 0:
-                    rows.append((r, kn[0], kn[1]))
+            rows = [(r, kn[0], kn[1]) for r in runs
+                    for kn in [proportion_counts(r, spec, exp)] if kn is not None and kn[1] > 0]
             if len(rows) < 2:
                 continue
-            table = [[k, n - k] for _, k, n in rows]
-            col = [sum(x[0] for x in table), sum(x[1] for x in table)]
-            if min(col) == 0:
-                p = 1.0
-            else:
-                p = float(chi2_contingency(table).pvalue)
+            d = clustered.dispersion([k for _, k, _ in rows], [n for _, _, n in rows])
             tested += 1
-            out.setdefault(a, {})[m] = {"p": p, "runs": len(rows), "rates": [k / n for _, k, n in rows]}
-            if p < DRIFT_P:
-                flagged.append(f"{m} in {a} varies between replicates more than chance allows "
-                               f"(chi-square p = {p:.2g} over {len(rows)} runs: "
-                               + ", ".join(f"{k:g}/{n:g}" for _, k, n in rows[:6]) + ")")
+            out.setdefault(a, {})[m] = {"p": d.p_over, "p_over": d.p_over, "p_under": d.p_under, "phi": d.phi,
+                                        "runs": len(rows), "rates": [k / n for _, k, n in rows]}
+            counts = ", ".join(f"{k:g}/{n:g}" for _, k, n in rows[:6])
+            if d.p_over < DRIFT_P:
+                flagged.append(f"{m} in {a} varies between replicates more than chance allows (dispersion "
+                               f"{d.phi:.2g}, exact p = {d.p_over:.2g} over {len(rows)} runs: {counts})")
+            elif d.p_under < DRIFT_P:
+                flagged.append(f"{m} in {a} varies between replicates less than chance allows (dispersion "
+                               f"{d.phi:.2g}, exact p = {d.p_under:.2g} over {len(rows)} runs: {counts}): "
+                               "pseudo-replication, the replicates look like repeats of the same sessions")
     if flagged:
-        return check("drift", False, "; ".join(flagged), "inconclusive"), out
+        # Too much spread can be a trend (the target changing under the experiment), which no interval
+        # repairs: the verdict waits. Too little is repeated sessions, which the run-level interval handles.
+        over = any("more than chance" in f for f in flagged)
+        return check("drift", False, "; ".join(flagged) + ". The intervals count runs, not sessions, as the unit.",
+                     "inconclusive" if over else "none"), out
     if not tested:
         return check("drift", None, "fewer than two replicates per arm: drift not measurable"), out
-    return check("drift", True, f"replicates agree within each arm ({tested} test(s), all p >= {DRIFT_P})"), out
+    return check("drift", True, f"replicates spread as independent samples do ({tested} test(s), all exact "
+                 f"p >= {DRIFT_P} in both directions)"), out
 
 
 def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str],
              sequential: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """A/A: the control run twice. The difference interval is the noise floor; excluding 0 is a false alarm."""
     from workbench.analysis import sequential as seq
-    from workbench.analysis.predictions import _path, pooled
+    from workbench.analysis.predictions import _arm_effective, _effective_path, pooled
 
     out: dict[str, Any] = {}
     alarms = []
@@ -333,10 +336,13 @@ def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]
         pa, pb = pooled(arms.get("control", []), m, exp), pooled(arms.get("control_aa", []), m, exp)
         if pa["n"] <= 0 or pb["n"] <= 0:
             continue
+        ea, eb = clustered.joint(_arm_effective(pa["per_run"], pa["replayed"]),
+                                 _arm_effective(pb["per_run"], pb["replayed"]))
+        (path_a, ea), (path_b, eb) = _effective_path(pa["per_run"], ea), _effective_path(pb["per_run"], eb)
         if sequential:
-            ci = seq.difference_sequence(_path(pa["per_run"]), _path(pb["per_run"]))
+            ci = seq.difference_sequence(path_a, path_b)
         else:
-            ci = stats.newcombe(pa["k"], pa["n"], pb["k"], pb["n"])
+            ci = stats.newcombe(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, clustered.level_alpha(stats.ALPHA, ea.df))
         p = stats.fisher(int(pa["k"]), int(pa["n"]), int(pb["k"]), int(pb["n"]))
         alarm = not (ci[0] <= 0 <= ci[1])
         out[m] = {"control": [pa["k"], pa["n"]], "control_aa": [pb["k"], pb["n"]], "difference_interval": list(ci),
@@ -350,3 +356,19 @@ def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]
         return check("a/a", False, "false alarm between identical arms: " + "; ".join(alarms), "invalid"), out
     return check("a/a", True, "no false alarm; noise floor " + ", ".join(
         f"{m} ±{v['noise_floor']:.3f}" for m, v in out.items())), out
+
+
+def looks(runs: list[RunData], execution_id: int | None) -> dict[str, Any] | None:
+    """A pooled analysis (no execution named) over several executions is a repeated look at growing data
+    that no error rate was planned for: it is reported as exploratory. None when it is one look."""
+    if execution_id is not None:
+        return None
+    executions = {r.execution_id for r in runs if r.execution_id is not None}
+    imported = any(r.execution_id is None for r in runs)
+    sources = len(executions) + (1 if imported else 0)
+    if sources <= 1:
+        return None
+    what = f"{len(executions)} executions" + (" and imported evidence" if imported else "")
+    return check("looks", False, f"pooled over {what}: exploratory. Each stored execution is another look at the "
+                 "same question, and pooling them after the fact is not corrected for those looks; the "
+                 "confirmatory verdict is the one each execution recorded when it ran", "none")

@@ -168,6 +168,9 @@ def _validity(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[Ru
     d.checks.append(validity.check("data", True, ", ".join(f"{a}: {len(arms[a])} run(s)" for a in assignments)))
     d.checks.append(validity.isolation(h, arms, {a: dict(v) for a, v in assignments.items()},
                                        by_arm_name=d.execution_id is not None, per_replicate=per_replicate))
+    looks = validity.looks([r for rs in arms.values() for r in rs], d.execution_id)
+    if looks is not None:
+        d.checks.append(looks)
     d.checks.append(validity.fingerprints(arms))
     d.checks.append(validity.configs(dict(configs), arms, aa=d.mode == "aa", per_replicate=per_replicate))
     # An A/A execution runs the control twice and nothing else: it measures the harness, not the claim.
@@ -201,9 +204,12 @@ def _predictions(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list
             elif jc["outcome"] != j["outcome"] and j["outcome"] != "inconclusive" and not jc.get("n"):
                 disagree.append(f"{j['describe']} (no completed units)")
         d.predictions.append(j)
-    if not d.sequential and family > 1:
-        ps = [j["p_against"] if j["p_against"] is not None else 1.0 for j in d.predictions]
-        for j, adj in zip(d.predictions, stats.holm(ps)):
+    # Holm over the predictions that were judged: one without data can never be falsified, so it is
+    # no member of the family whose false falsifications Holm bounds (and never enters as p = 1).
+    tested = [j for j in d.predictions if j["p_against"] is not None]
+    if not d.sequential and len(tested) > 1:
+        family = len(tested)
+        for j, adj in zip(tested, stats.holm([j["p_against"] for j in tested])):
             j["p_against_holm"] = adj
             if j["outcome"] == "falsified" and adj >= stats.ALPHA:
                 j["outcome"] = "inconclusive"

@@ -20,7 +20,7 @@ def arm_metric(analysis: Analysis | None, arm: str, metric: str) -> dict[str, An
     lo, hi = e.bounds or (None, None)
     if e.kind == "proportion":
         label = f"{int(e.k or 0)}/{int(e.n or 0)} = {e.estimate:.1%}"
-        method = "Wilson 95%"
+        method = "Wilson 95%" + (", runs as the unit" if e.method == "run-level" else "")
     else:
         label = f"median {fmt(e.estimate)} ({e.runs} runs)"
         if e.confidence is not None and e.warning:

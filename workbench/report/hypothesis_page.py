@@ -86,7 +86,7 @@ def arm_estimate(exp: Experiment | None, metric: str, runs: list[dict[str, Any]]
         pairs = [(run_metric(exp, r, spec.numerator), run_metric(exp, r, spec.denominator)) for r in runs]
         pairs = [(k, n) for k, n in pairs if k is not None and n is not None]
         if pairs:
-            return stats.proportion(int(sum(k for k, _ in pairs)), int(sum(n for _, n in pairs)))
+            return stats.proportion(pairs)
     return stats.median_interval([v for v in (run_metric(exp, r, metric) for r in runs) if v is not None])
 
 
@@ -103,15 +103,16 @@ def _region_bands(h: Hypothesis, metric: str) -> list[charts.RegionBand]:
     return out
 
 
-def _relation(lo: float | None, hi: float | None, region: Any) -> str:
+def _relation(lo: float | None, hi: float | None, region: Any, kind: str | None) -> str:
+    """Where an interval lies against a predicted region, judged as the analysis judges it."""
+    from workbench.analysis import regions
+
     if lo is None or hi is None:
         return ""
     rlo, rhi = region.bounds()
-    if rlo <= lo and hi <= rhi:
-        return "interval inside the predicted region"
-    if hi < rlo or lo > rhi:
-        return "interval outside the predicted region"
-    return "interval overlaps the region's boundary"
+    rel = regions.relation((lo, hi), regions.Region(rlo, rhi, regions.Support.of(kind)))
+    return {"inside": "interval inside the predicted region", "outside": "interval outside the predicted region",
+            "straddles": "interval overlaps the region's boundary"}[rel]
 
 
 def _fmt_interval(lo: float | None, hi: float | None, rate: bool) -> str:
@@ -333,9 +334,9 @@ def _observed(p: Any, exp: Experiment | None, arm_names: list[str], totals: dict
         for arm in ([p.arm] if p.arm else arm_names):
             e = estimates.get((arm, p.metric))
             if e and e["estimate"] is not None:
-                is_rate = exp is not None and p.metric in exp.metrics and exp.metrics[p.metric].kind == "proportion"
-                observed += f"{arm}: {e['label']} {_fmt_interval(e['lo'], e['hi'], is_rate)}; "
-                relation = relation or _relation(e["lo"], e["hi"], p.region)
+                kind = exp.metrics[p.metric].kind if exp is not None and p.metric in exp.metrics else None
+                observed += f"{arm}: {e['label']} {_fmt_interval(e['lo'], e['hi'], kind == 'proportion')}; "
+                relation = relation or _relation(e["lo"], e["hi"], p.region, kind)
     return observed, relation
 
 

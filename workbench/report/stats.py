@@ -20,13 +20,17 @@ class Estimate:
     method: str
 
 
-def proportion(k: int, n: int) -> Estimate:
-    from workbench.analysis.stats import wilson
+def proportion(pairs: list[tuple[float, float]]) -> Estimate:
+    """A rate over runs given as (k, n) per run, with the interval the analysis uses: the runs as the
+    unit (analysis.clustered), which is the pooled Wilson interval when their spread is binomial."""
+    from workbench.analysis import clustered
 
-    lo, hi = wilson(k, n)
+    k, n = int(sum(k for k, _ in pairs)), int(sum(n for _, n in pairs))
+    e = clustered.effective([k for k, _ in pairs], [n for _, n in pairs])
+    lo, hi = clustered.rate_interval(e)
     rate = k / n if n else None
     label = f"{k}/{n} = {rate:.1%}" if rate is not None else f"{k}/0"
-    return Estimate(rate, lo, hi, n, label, "Wilson 95%")
+    return Estimate(rate, lo, hi, n, label, clustered.interval_label(e))
 
 
 def median_interval(values: list[float]) -> Estimate:

@@ -1,0 +1,34 @@
+"""The report's per-arm figures come from the analysis' statistics: one implementation of each."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.analysis import clustered, stats
+from workbench.report import hypothesis_page
+from workbench.report import stats as report_stats
+
+
+def test_report_rate_uses_the_run_level_interval():
+    # Four identical replicates are one run's worth of evidence, in the report as in the verdict.
+    e = report_stats.proportion([(10, 80)] * 4)
+    assert (e.lo, e.hi) == pytest.approx(stats.wilson(10, 80))
+    assert e.label == "40/320 = 12.5%"
+    # Binomial spread keeps the pooled Wilson interval.
+    pairs = [(10, 80), (16, 80), (12, 80), (18, 80)]
+    e = report_stats.proportion(pairs)
+    assert (e.lo, e.hi) == pytest.approx(stats.wilson(56, 320)) and e.method == "Wilson 95%"
+    assert clustered.effective([k for k, _ in pairs], [n for _, n in pairs]).method == "binomial"
+
+
+def test_report_judges_regions_exactly():
+    from workbench.registry.common import Region
+
+    # 0 leaks in 500: the Wilson bound is 0 exactly, so "equals 0" is not excluded by rounding.
+    e = report_stats.proportion([(0, 500)])
+    region = Region(equals=0)
+    assert hypothesis_page._relation(e.lo, e.hi, region, "proportion") == "interval overlaps the region's boundary"
+    assert hypothesis_page._relation(0.1, 0.2, Region(at_most=0.02), "proportion") == \
+        "interval outside the predicted region"
+    assert hypothesis_page._relation(0.0, 0.01, Region(at_most=0.02), "proportion") == \
+        "interval inside the predicted region"
