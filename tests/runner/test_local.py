@@ -64,5 +64,8 @@ def test_a_successful_run_records_no_error(toy):
     assert "status: ok" in shown.stdout and "error" not in shown.stdout and "interrupted" not in shown.stdout
     as_json = subprocess.run(wb + ["--json"], capture_output=True, text=True, timeout=60)
     assert json.loads(as_json.stdout)["error"] is None
+    built = subprocess.run([sys.executable, "-m", "workbench.cli.main", "report", "--db", toy.db],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
     page = (toy.root / "reports" / "runs" / f"{rid}.html").read_text(encoding="utf-8")
     assert "<h3>Error</h3>" not in page and "interrupted" not in page

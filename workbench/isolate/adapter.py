@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from workbench.isolate.decision import Look, decide
+from workbench.isolate.decision import Look, cumulative_path, decide
 from workbench.isolate.search import ProbeRequest, ProbeResult
 from workbench.settings import Settings
 
@@ -164,13 +164,13 @@ class RunnerOracle:
 
     def _look(self, store: "Store", execution_id: int, req: ProbeRequest) -> Look:
         from workbench.analysis.data import USABLE_STATUSES, run_query
-        from workbench.analysis.predictions import _path, pooled
+        from workbench.analysis.predictions import pooled
 
         exp = self.registry.experiments[self.spec.experiment]
         every = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=False))
         runs = [r for r in every if r.status in USABLE_STATUSES]
         bounds = self.spec.region.bounds()
-        look = decide(_path(pooled(runs, self.spec.metric, exp)["per_run"]), bounds, req.alpha, req.max_units)
+        look = decide(cumulative_path(pooled(runs, self.spec.metric, exp)["per_run"]), bounds, req.alpha, req.max_units)
         done = pooled(runs, self.spec.metric, exp, basis="completed")
         if look.outcome == "passes" and done["per_run"] and done["n"] < ATTRITION_WARN * look.n:
             # Sessions lost to errors or timeouts could not show the failure: say so where the pass is read.
