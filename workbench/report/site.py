@@ -103,7 +103,9 @@ def build_site(store: Any, registry: Any, out_dir: str | Path, *, generated_at: 
         ctx = hypothesis_page.build(h, registry, data, analysis, note, page(h.id, "hypothesis", "../", True), statuses)
         result["hypotheses"][h.id] = str(render("hypothesis.html.j2", ctx, out / "hypotheses" / f"{h.id}.html"))
 
-    roots = [Path(registry.root)] + ([Path(store.path).parent] if getattr(store, "path", None) else [])
+    from workbench.runner.execute import artifacts_root
+
+    roots = [artifacts_root(Path(registry.root))]
     by_hyp: dict[Any, list[int]] = {}
     for rid, r in data.runs.items():
         by_hyp.setdefault(r["hypothesis_id"], []).append(rid)

@@ -52,6 +52,7 @@ class State:
     target_desc: str = ""
     timing: dict[str, float] = field(default_factory=dict)
     recorder: Any = None
+    execution_uuid: str = ""
 
 
 def make_target(p: Prepared) -> Target:
@@ -221,7 +222,7 @@ async def _main(state: State, target: Target) -> None:
             if sim_dir is not None:
                 context["sim_dir"] = str(sim_dir)
             paths = {host: preview_values(p, p.arms[0], context, host)["path"] for host in state.plan.hosts}
-            snaps = await take_snapshots(target, paths, state.exec_dir)
+            snaps = await take_snapshots(target, paths, state.exec_dir, owner=state.execution_uuid)
         setup = getattr(target, "setup", None)
         if setup is not None:
             serve = Path(next(iter(snaps.values())).path) if snaps else Path(context.get("sim_dir", ".")) / "serve.sh"
@@ -231,7 +232,7 @@ async def _main(state: State, target: Target) -> None:
             remote_work = str(p.profile.options.get("work_dir", "/tmp/wb-runs")) + f"/{uuid.uuid4().hex[:12]}"
         h = Harness(root=p.root, experiment=p.experiment, hypothesis=p.hypothesis, profile_name=p.profile_name,
                     profile=p.profile, target=target, context=context, env=env, config_template=p.config_template,
-                    artifacts_root=state.artifacts_root, remote_work=remote_work, fault=state.fault,
+                    artifacts_root=state.exec_dir, remote_work=remote_work, fault=state.fault,
                     probe_targets=p.probe_targets,
                     restart_timeout_s=float(p.profile.options.get("restart_timeout_s", 300)))
         try:
@@ -321,12 +322,15 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
             store = open_store(db)
         target_desc = p.profile.target.kind + (":" + ",".join(tgt.describe(x) for x in tgt.hosts)
                                                if p.profile.target.kind == "ssh" else "")
+        # The execution's UUID keys its snapshot and artifact folders (a row id is only unique in one store).
+        exec_uuid = (saved.get("execution_uuid") if prior is not None else None) or uuid.uuid4().hex
         body = {"plan": plan.to_dict(), "assignments": p.assignments, "overrides": p.overrides,
-                "max_replicates": p.max_replicates, "arms": p.arms}
+                "max_replicates": p.max_replicates, "arms": p.arms, "execution_uuid": exec_uuid}
         with store.session() as s:
             if prior is not None:
                 execution_id = int(prior.id)
-                records.update_execution(s, execution_id=execution_id, status="running", ended_at=None, error=None)
+                records.update_execution(s, execution_id=execution_id, status="running", ended_at=None, error=None,
+                                         plan=body)
                 done = {int(r["order_index"]) for r in queries.list_runs(s, execution_id=execution_id)
                         if r["status"] in FINISHED and r["order_index"] is not None}
             else:
@@ -342,14 +346,15 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
                 execution_id = int(ex.id)
                 done = set()
         art_root = artifacts_root(p.root)
-        exec_dir = art_root / f"execution-{execution_id}"
+        exec_dir = art_root / f"execution-{exec_uuid}"
         total = len(plan.runs)
         with RunProgress(total, enabled=show_progress,
                          title=f"{p.hypothesis.id} on {p.profile_name}") as progress:
             progress.done = len(done)
             state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
                           exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
-                          target_desc=target_desc, recorder=Recorder(store, p, execution_id))
+                          target_desc=target_desc, recorder=Recorder(store, p, execution_id),
+                          execution_uuid=exec_uuid)
             error: BaseException | None = None
             status = "done"
             try:
