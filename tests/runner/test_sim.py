@@ -105,3 +105,38 @@ def test_seed_world_over_ssh_end_to_end(bench, ssh_server):
     # The seed's shape: the wedge (aborts) without the fix, and corruption with the fix all the same.
     assert s["arms"]["control"]["totals"]["aborts"] > 0
     assert s["arms"]["treatment"]["totals"]["leak"] > 0
+
+
+def test_two_concurrent_runs_on_pdsim_one_is_refused_none_mislabelled(bench):
+    """Two `wb hypothesis run` on one pdsim: the second is refused before it touches anything; the first
+    runs every arm on the server its config asked for and leaves serve.sh and the simulator as they were."""
+    import time
+
+    from workbench.runner.lock import LOCK_NAME
+
+    cmd = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "wedge-confound", "--replicates", "1",
+           "--json"]
+    lock = bench.sim_dir / LOCK_NAME
+    a = subprocess.Popen(cmd + ["--db", str(bench.root / "a.duckdb")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        t0 = time.monotonic()
+        while not lock.exists():
+            assert a.poll() is None, a.communicate()[1][-2000:]
+            assert time.monotonic() - t0 < 240
+            time.sleep(0.1)
+        b = subprocess.run(cmd + ["--db", str(bench.root / "b.duckdb")], capture_output=True, text=True,
+                           env=dict(os.environ), timeout=300)
+        out_a, err_a = a.communicate(timeout=600)
+    finally:
+        if a.poll() is None:
+            a.kill()
+    assert b.returncode == 1 and "is in use by execution" in b.stderr and "Traceback" not in b.stderr, b.stderr
+    assert a.returncode == 0, err_a[-2000:]
+    s = json.loads(out_a)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    # Each arm ran on the config it is stored under: the abort fix removes the aborts, its absence shows them.
+    assert s["arms"]["treatment"]["totals"]["aborts"] == 0
+    assert s["arms"]["control"]["totals"]["aborts"] > 0
+    assert _serve(bench) == bench.original and not lock.exists()
+    assert control.status(bench.sim_dir).state == "down"

@@ -215,13 +215,17 @@ async def _main(state: State, target: Target) -> None:
     context = dict(p.profile.context)
     env = {k: render_text(v, {**p.assignments[p.arms[0]], **context}) for k, v in p.profile.env.items()}
     snaps: dict[str, Snapshot] = {}
+    lock = None
     try:
         await target.open()
-        if p.profile.config is not None:
-            sim_dir = getattr(target, "sim_dir", None)
-            if sim_dir is not None:
-                context["sim_dir"] = str(sim_dir)
-            paths = {host: preview_values(p, p.arms[0], context, host)["path"] for host in state.plan.hosts}
+        sim_dir = getattr(target, "sim_dir", None)
+        if sim_dir is not None:
+            context["sim_dir"] = str(sim_dir)
+        paths = ({host: preview_values(p, p.arms[0], context, host)["path"] for host in state.plan.hosts}
+                 if p.profile.config is not None else {})
+        lock = target_lock(target, state, paths)
+        await lock.acquire()  # before anything on the target changes; held until after the restore
+        if paths:
             snaps = await take_snapshots(target, paths, state.exec_dir, owner=state.execution_uuid)
         setup = getattr(target, "setup", None)
         if setup is not None:
@@ -249,6 +253,8 @@ async def _main(state: State, target: Target) -> None:
                     state.progress.log(f"warning: {problem}")
             except Exception as exc:  # the restore already happened; stopping our own pdsim is best effort
                 state.progress.log(f"warning: stopping pdsim failed: {exc}")
+        if lock is not None:
+            await lock.release()
         await target.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
@@ -261,6 +267,14 @@ async def _main(state: State, target: Target) -> None:
                         "overhead_pct": 100.0 * max(wall - busy, 0.0) / wall if wall > 0 else 0.0}
         if signalled:
             raise RunInterrupted("interrupted", hint="")
+
+
+def target_lock(target: Target, state: State, paths: dict[str, str]) -> Any:
+    from workbench.runner.lock import TargetLock, lock_path
+
+    opts = dict(state.prepared.profile.options)
+    where = {h: lock_path(target, h, paths.get(h), opts) for h in state.plan.hosts}
+    return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid)
 
 
 # ----------------------------------------------------------------------------- entry point
