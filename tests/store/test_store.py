@@ -109,7 +109,7 @@ def test_second_writer_gets_a_clear_message(tmp_path: Path, monkeypatch):
             store = open_store(str(path))
             store.dispose()
         assert time.monotonic() - t0 < 10
-        assert "in use by another wb process" in exc.value.message
+        assert "in use by another process" in exc.value.message
     finally:
         holder.kill()
         holder.wait(timeout=10)

@@ -27,7 +27,7 @@ def register(hypothesis_app: typer.Typer) -> None:
             db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
         """Run ID's experiment: arms in randomized blocks, every run recorded, the target always restored."""
         from workbench.runner import run_hypothesis
-        from workbench.runner.summary import text_lines
+        from workbench.runner.summary import not_ok, text_lines
 
         summary = run_hypothesis(hypothesis_id, root=root, db=db, target=target, replicates=replicates,
                                  sets=parse_sets(set_), sequential=sequential, aa=aa, resume=resume, seed=seed)
@@ -36,9 +36,9 @@ def register(hypothesis_app: typer.Typer) -> None:
         else:
             for line in text_lines(summary):
                 typer.echo(line)
-        bad = [r for r in summary["runs"] if r["status"] != "ok"]
+        bad = not_ok(summary)
         if bad:
             # Recorded and restored, but some runs measured nothing: a failure while running (exit 1).
-            typer.echo(f"Error: {len(bad)} of {len(summary['runs'])} run(s) did not finish ok "
+            typer.echo(f"Error: {len(bad)} of {len({r['order_index'] for r in summary['runs']})} planned run(s) did not finish ok "
                        "(see the run errors above or `wb runs show ID`)", err=True)
             raise typer.Exit(1)

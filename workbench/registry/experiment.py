@@ -6,6 +6,7 @@ health, run the workload, collect metrics, restore. Hypotheses say *which* arms 
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -27,6 +28,7 @@ class VariableSpec(Strict):
     type: Literal["str", "int", "float"] = "str"
     default: VarValue | None = None
     description: str = ""
+    secret: bool = False  # its value is redacted wherever wb stores or shows it
 
     @model_validator(mode="after")
     def _default_allowed(self) -> "VariableSpec":
@@ -36,6 +38,11 @@ class VariableSpec(Strict):
 
     def check(self, value: str) -> str:
         """`value` (canonical text) if allowed, else ValueError naming the allowed values."""
+        from workbench.runner.quoting import control_char
+
+        bad = control_char(str(value))
+        if bad:
+            raise ValueError(f"{value!r} contains a {bad}: values are single-line text")
         if self.values is not None and value not in self.values:
             raise ValueError(f"{value!r} is not one of {self.values}")
         if self.type == "int":
@@ -118,6 +125,15 @@ class ConfigSpec(Strict):
     template_file: str | None = None
     check: str | None = Field(default=None, description="local command on the rendered file, e.g. bash -n {{ file }}")
     mode: str = "0644"
+    format: Literal["bash", "env", "yaml", "json", "ini", "raw"] = Field(
+        default="raw", description="the file's syntax: every value is quoted for it (raw: as written)")
+
+    @field_validator("mode")
+    @classmethod
+    def _octal_mode(cls, v: str) -> str:
+        if not re.fullmatch(r"0?[0-7]{3,4}", v):
+            raise ValueError(f"mode {v!r} is not an octal permission such as \"0644\"")
+        return v
 
     @model_validator(mode="after")
     def _one_template(self) -> "ConfigSpec":

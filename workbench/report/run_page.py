@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +51,20 @@ def _sha256(path: Path) -> str:
 
 
 def _copy(src: Path, dest: Path) -> None:
-    """A private copy (never a hard link: a later change to the artifact must not change a built site)."""
+    """A private copy (never a hard link: a later change to the artifact must not change a built site); a text
+    file goes through the secrets' redaction, since a log may print a config that held one."""
+    from workbench.secrets import redact_text
+
     try:
         if dest.exists() or dest.is_symlink():
             dest.unlink()
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, dest)
+        data = src.read_bytes()
+        try:
+            data = redact_text(data.decode("utf-8")).encode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        dest.write_bytes(data)
     except OSError:
         return
 
@@ -113,6 +120,10 @@ def artifacts(run_id: int, arts: list[dict[str, Any]], out_dir: Path, roots: lis
         else:
             _copy(src, out_dir / rel)
         preview, truncated = _preview(src, size)
+        if preview is not None:
+            from workbench.secrets import redact_text
+
+            preview = redact_text(preview)
         if preview is None:
             note = note or "binary file"
         elif truncated:

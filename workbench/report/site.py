@@ -84,8 +84,13 @@ def build_site(store: Any, registry: Any, out_dir: str | Path, *, generated_at: 
     env = _env()
     written: list[Path] = []
 
+    from workbench.secrets import redact_text, register_registry
+
+    register_registry(registry)
+
     def render(template: str, ctx: Any, path: Path) -> Path:
-        _write(path, env.get_template(template).render(ctx=ctx))
+        # After escaping: a secret's value (or a URL's password) never reaches a page; the mask is HTML-safe.
+        _write(path, redact_text(env.get_template(template).render(ctx=ctx), mask="&lt;redacted&gt;"))
         written.append(path)
         return path
 

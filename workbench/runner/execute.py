@@ -20,7 +20,7 @@ from workbench.runner.lifecycle import Harness, RunOutcome, execute_run, wait_he
 from workbench.runner.plan import Plan, PlannedRun, make_plan
 from workbench.runner.prepare import Prepared, arms_config_diff, preflight, preview_values, resolve
 from workbench.runner.progress import RunProgress
-from workbench.runner.record import Recorder
+from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
 from workbench.runner.restore import Snapshot, restore_host, take_snapshots
 from workbench.runner.targets.base import Target
@@ -53,6 +53,7 @@ class State:
     timing: dict[str, float] = field(default_factory=dict)
     recorder: Any = None
     execution_uuid: str = ""
+    resumed: bool = False
 
 
 def make_target(p: Prepared) -> Target:
@@ -119,6 +120,7 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
             state.progress.finished(out.status)
             if out.status != "ok":
                 state.progress.log(f"run {run_id} ({pr.arm} r{pr.replicate}) {out.status}: {out.error}")
+        await rec.settle()  # the run is in the store before the next one starts
 
 
 async def _run_plan(state: State, h: Harness) -> None:
@@ -214,6 +216,9 @@ async def _main(state: State, target: Target) -> None:
     t0 = time.monotonic()
     context = dict(p.profile.context)
     env = {k: render_text(v, {**p.assignments[p.arms[0]], **context}) for k, v in p.profile.env.items()}
+    from workbench.secrets import register
+
+    register(values=env.values())
     snaps: dict[str, Snapshot] = {}
     lock = None
     try:
@@ -225,6 +230,11 @@ async def _main(state: State, target: Target) -> None:
                  if p.profile.config is not None else {})
         lock = target_lock(target, state, paths)
         await lock.acquire()  # before anything on the target changes; held until after the restore
+        if state.resumed:
+            await asyncio.to_thread(_recover, state)
+        target.children_dir = state.exec_dir / "children"
+        if sim_dir is not None:
+            target.marker = state.exec_dir / "sim-started"  # type: ignore[attr-defined]
         if paths:
             snaps = await take_snapshots(target, paths, state.exec_dir, owner=state.execution_uuid)
         setup = getattr(target, "setup", None)
@@ -291,6 +301,37 @@ def _find_resumable(store: Any, hypothesis_id: str) -> Any:
     return None
 
 
+def _register_secrets(p: Prepared) -> None:
+    """Secret variables' values (every arm's and --set's) and the profile's env values are never stored or shown."""
+    from workbench.secrets import register
+
+    names = [n for n, spec in p.experiment.variables.items() if getattr(spec, "secret", False)]
+    values = [a.get(n) for a in p.assignments.values() for n in names] + [p.overrides.get(n) for n in names]
+    values += [p.experiment.variables[n].default for n in names]
+    values += [v for v in p.profile.env.values() if "{{" not in v]
+    register(values=values, names=names + list(p.profile.env))
+
+
+def _recover(state: State) -> None:
+    """Before resuming (holding the target's lock): write what the journal kept, settle rows a crash left
+    half-way, stop the children a killed runner left behind, and count again what is done."""
+    from workbench.runner.orphans import reap
+    from workbench.store import queries
+
+    rec = Recorder(state.store, state.prepared, state.execution_id, state.exec_dir)
+    try:
+        rec.replay()
+        rec.reconcile()
+    finally:
+        rec.close()
+    for line in reap(state.exec_dir / "children"):
+        state.progress.log(line)
+    with state.store.session() as s:
+        state.done |= {int(r["order_index"]) for r in queries.list_runs(s, execution_id=state.execution_id)
+                       if r["status"] in FINISHED and r["order_index"] is not None}
+    state.progress.done = len(state.done)
+
+
 def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: str | None = None,
                    target: str | None = None, replicates: int | None = None, sets: dict[str, str] | None = None,
                    sequential: bool = False, aa: bool = False, resume: bool = False, seed: int | None = None,
@@ -326,6 +367,7 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
         else:
             p = resolve(reg, hypothesis_id, profile=target, replicates=replicates, overrides=dict(sets or {}),
                         sequential=sequential, aa=aa, seed=seed)
+        _register_secrets(p)
         ctx0 = dict(p.profile.context)
         preflight(p, ctx0)
         tgt = make_target(p)
@@ -340,6 +382,8 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
         exec_uuid = (saved.get("execution_uuid") if prior is not None else None) or uuid.uuid4().hex
         body = {"plan": plan.to_dict(), "assignments": p.assignments, "overrides": p.overrides,
                 "max_replicates": p.max_replicates, "arms": p.arms, "execution_uuid": exec_uuid}
+        art_root = artifacts_root(p.root)
+        exec_dir = art_root / f"execution-{exec_uuid}"
         with store.session() as s:
             if prior is not None:
                 execution_id = int(prior.id)
@@ -359,16 +403,14 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
                     hypothesis_snapshot_id=hs.id, experiment_snapshot_id=es.id, wb_version=__version__)
                 execution_id = int(ex.id)
                 done = set()
-        art_root = artifacts_root(p.root)
-        exec_dir = art_root / f"execution-{exec_uuid}"
         total = len(plan.runs)
         with RunProgress(total, enabled=show_progress,
                          title=f"{p.hypothesis.id} on {p.profile_name}") as progress:
             progress.done = len(done)
             state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
                           exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
-                          target_desc=target_desc, recorder=Recorder(store, p, execution_id),
-                          execution_uuid=exec_uuid)
+                          target_desc=target_desc, recorder=Recorder(store, p, execution_id, exec_dir),
+                          execution_uuid=exec_uuid, resumed=prior is not None)
             error: BaseException | None = None
             status = "done"
             try:
@@ -385,13 +427,15 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
                 state.recorder.close()
         if state.restore_error:
             status = "failed" if status == "done" else status
-        with store.session() as s:
-            msg = None if error is None else (getattr(error, "message", None) or f"{type(error).__name__}: {error}")
-            if state.restore_error:
-                msg = (msg + "\n" if msg else "") + state.restore_error
-            records.update_execution(s, execution_id=execution_id, status=status,
-                                     ended_at=utcnow(),
-                                     error=msg)
+        msg = None if error is None else (getattr(error, "message", None) or f"{type(error).__name__}: {error}")
+        if state.restore_error:
+            msg = (msg + "\n" if msg else "") + state.restore_error
+
+        def close_execution() -> None:
+            with store.session() as s:
+                records.update_execution(s, execution_id=execution_id, status=status, ended_at=utcnow(), error=msg)
+
+        patient(close_execution)
         if state.restore_error:
             raise RestoreFailed(state.restore_error.splitlines()[0], hint="\n".join(state.restore_error.splitlines()[1:]))
         if isinstance(error, RunInterrupted) or isinstance(error, KeyboardInterrupt):
@@ -404,7 +448,9 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
         if error is not None:
             raise RunFailure(f"the experiment failed: {type(error).__name__}: {error}",
                              hint="the target was restored; see the run records (wb runs list)") from error
-        return finish(state, build_report=build_report)
+        from workbench.secrets import redact
+
+        return redact(finish(state, build_report=build_report))
     finally:
         if store is not None:
             store.dispose()

@@ -121,7 +121,10 @@ def preflight(p: Prepared, context: dict[str, str]) -> dict[str, str]:
         values = preview_values(p, arm, context)
         where = f"profile {p.profile_name!r}"
         if p.config_template is not None:
-            rendered[arm] = render_text(p.config_template, values, where=f"{where} config template")
+            from workbench.runner.quoting import render_config as render_quoted
+
+            rendered[arm] = render_quoted(p.config_template, values, p.profile.config.format if p.profile.config
+                                          else "raw", where=f"{where} config template")
             if prof.config and prof.config.check:
                 render_command(prof.config.check, values, where=f"{where} config.check")
         for i, cmd in enumerate(prof.restart):

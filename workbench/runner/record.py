@@ -2,22 +2,48 @@
 
 Writes stay in submission order (one worker) and each opens its own short session (other wb
 processes can interleave). The next run's row is created while the current run's workload runs.
+A run's outcome goes to an on-disk journal first and to the store in one transaction, which the
+next run waits for; a store held by a reader is waited on, and what a crash left in the journal is
+written on `--resume`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
+from workbench.errors import StoreLocked
+from workbench.runner import journal
 from workbench.runner.lifecycle import RunOutcome, artifact_rows
 from workbench.runner.plan import PlannedRun
 
+# How long a finished run's write waits for a store that another process (a reader) holds.
+RECORD_WAIT_S = float(os.environ.get("WB_RECORD_WAIT", "600"))
+FINISHED = ("ok", "invalid", "failed")
+
+
+def patient(fn: Any, *args: Any) -> Any:
+    """Call a store write, waiting (bounded) while another process holds the store; the journal keeps the
+    run meanwhile, so a reader holding the file delays the record instead of losing it."""
+    deadline = time.monotonic() + RECORD_WAIT_S
+    while True:
+        try:
+            return fn(*args)
+        except StoreLocked:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(1.0)
+
 
 class Recorder:
-    def __init__(self, store: Any, prepared: Any, execution_id: int) -> None:
+    def __init__(self, store: Any, prepared: Any, execution_id: int, exec_dir: Path | None = None) -> None:
         self.store = store
+        self.exec_dir = exec_dir
         self.p = prepared
         self.execution_id = execution_id
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-record")
@@ -25,7 +51,7 @@ class Recorder:
         self._prefetched: dict[int, Future] = {}
 
     def _submit(self, fn: Any, *args: Any) -> Future:
-        fut = self._pool.submit(fn, *args)
+        fut = self._pool.submit(patient, fn, *args)
         self._pending.append(fut)
         return fut
 
@@ -61,14 +87,24 @@ class Recorder:
 
     # -------------------------------------------------------------- the end of a run
     def end(self, run_id: int, out: RunOutcome) -> None:
-        self._submit(self._end, run_id, out)
+        jpath = journal.write(self.exec_dir, run_id, out) if self.exec_dir is not None else None
+        self._submit(self._end_waiting, run_id, out, jpath)
+
+    def _end_waiting(self, run_id: int, out: RunOutcome, jpath: Path | None) -> None:
+        self._end(run_id, out)
+        if jpath is not None:
+            journal.done(jpath)
 
     def _end(self, run_id: int, out: RunOutcome) -> None:
         from workbench.store import records
+        from workbench.store.models import Run
 
         unit_spec = self.p.experiment.unit
         arts = artifact_rows(out)
         with self.store.session() as s:
+            row = s.get(Run, run_id)
+            if row is not None and row.status in FINISHED:
+                return  # written before (a journal replayed after its commit)
             records.update_run(s, run_id=run_id, status=out.status, stage=out.stage, error=out.error,
                                started_at=out.started_at, ended_at=out.ended_at,
                                rendered_config=out.rendered_config, config_hash=out.config_hash,
@@ -85,6 +121,39 @@ class Recorder:
                 records.add_artifact(s, run_id=run_id, **row)
             if out.probe_counts:
                 records.add_probe_counts(s, run_id=run_id, counts=out.probe_counts)
+
+    def replay(self) -> int:
+        """Write the runs a crash left in the journal; returns how many."""
+        n = 0
+        for path in journal.pending(self.exec_dir) if self.exec_dir is not None else []:
+            got = journal.read(path)
+            if got is not None:
+                patient(self._end, got[0], got[1])
+                n += 1
+            journal.done(path)
+        return n
+
+    def reconcile(self) -> None:
+        """After a crash: rows created ahead for runs that never began go, a run cut off mid-way is interrupted."""
+        from workbench.store.models import Run
+        from sqlmodel import select
+
+        with self.store.session() as s:
+            for row in s.exec(select(Run).where(Run.execution_id == self.execution_id)).all():
+                if row.status == "pending":
+                    s.delete(row)
+                elif row.status == "running":
+                    row.status = "interrupted"
+                    row.error = f"[{row.stage or 'run'}] the runner stopped during this run (found on resume)"
+                    s.add(row)
+
+    async def settle(self) -> None:
+        """Wait until every write submitted so far (not the rows created ahead) is committed."""
+        ahead = set(self._prefetched.values())
+        mine = [f for f in self._pending if f not in ahead]
+        self._pending = [f for f in self._pending if f in ahead]
+        for fut in mine:
+            await asyncio.wrap_future(fut)
 
     # -------------------------------------------------------------- flushing
     def _drop_unused(self, run_ids: list[int]) -> None:

@@ -130,3 +130,12 @@ def text_lines(summary: dict[str, Any]) -> list[str]:
     if summary.get("report"):
         lines.append(f"report: {summary['report']}")
     return lines
+
+
+def not_ok(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The planned runs whose last attempt did not finish ok (an interrupted attempt that a resume redid
+    and completed does not count against the execution)."""
+    last: dict[Any, dict[str, Any]] = {}
+    for r in sorted(summary["runs"], key=lambda r: r["id"]):
+        last[r["order_index"] if r["order_index"] is not None else ("id", r["id"])] = r
+    return [r for r in last.values() if r["status"] != "ok"]

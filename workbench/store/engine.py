@@ -59,9 +59,9 @@ class Store:
     def _connect_error(self, exc: Exception) -> StoreError:
         text = str(exc)
         if "Could not set lock" in text or "Conflicting lock" in text:
-            return StoreLocked(f"the store {self.name} is in use by another wb process (it holds the write lock)",
-                               hint="wait for the other wb command to finish, or point this one at another "
-                                    "store with --db; several readers may share a store while nothing writes")
+            return StoreLocked(f"the store {self.name} is in use by another process (it holds the file's lock)",
+                               hint="wait for the other wb command, or close the reader holding the file (a "
+                                    "notebook, the duckdb shell), or point this one at another store with --db")
         if "not a valid DuckDB database" in text or "Corrupt" in text or "corrupt" in text:
             return StoreError(f"the store {self.name} is not a readable DuckDB database ({text.splitlines()[0]})",
                               hint="restore it from a backup or point --db at another file; wb did not modify it")

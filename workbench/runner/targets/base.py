@@ -50,6 +50,7 @@ class Target(abc.ABC):
     """One kind of place runs happen. Hosts are names; `local` targets have the single host `local`."""
 
     kind: str = "?"
+    children_dir: Path | None = None  # where local commands note their process groups (see runner.orphans)
 
     def __init__(self, hosts: list[str]) -> None:
         self.hosts = hosts

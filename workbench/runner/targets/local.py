@@ -42,8 +42,14 @@ class LocalTarget(Target):
                 stderr=asyncio.subprocess.PIPE, env=full_env, start_new_session=True, executable="/bin/bash")
         except OSError as exc:
             raise TargetError(f"cannot start a local command: {exc}") from exc
-        timed_out, out, err = await supervise(proc.wait(), lambda: self._kill(proc), proc.stdout, proc.stderr,
-                                              stdout_file, stderr_file, timeout)
+        from workbench.runner.orphans import forget, note
+
+        noted = note(self.children_dir, proc.pid)
+        try:
+            timed_out, out, err = await supervise(proc.wait(), lambda: self._kill(proc), proc.stdout, proc.stderr,
+                                                  stdout_file, stderr_file, timeout)
+        finally:
+            forget(noted)
         self.clock.add(host, time.monotonic() - t0)
         return CmdResult(command=command, rc=None if timed_out else proc.returncode, stdout=out, stderr=err,
                          duration_s=time.monotonic() - t0, timed_out=timed_out)

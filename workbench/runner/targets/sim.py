@@ -45,6 +45,8 @@ class SimTarget(LocalTarget):
         self.options = options
         self.started_here = False
         self.context: dict[str, str] = {}
+        # Notes that this execution started pdsim, so a resume after kill -9 stops it at the end as well.
+        self.marker: Path | None = None
 
     async def _healthy(self, ports: list[str]) -> bool:
         for p in ports:
@@ -58,6 +60,7 @@ class SimTarget(LocalTarget):
         current = read_serve_file(serve_file)
         ports = [current.get("prefill_port"), current.get("decode_port")]
         if all(ports) and await self._healthy([p for p in ports if p]):
+            self.started_here = self.marker is not None and self.marker.exists()
             self.context = {"sim_dir": str(self.sim_dir), "prefill_port": str(ports[0]), "decode_port": str(ports[1])}
             return self.context
         from workbench.sim.control import free_port
@@ -71,6 +74,9 @@ class SimTarget(LocalTarget):
             raise SimError(f"could not start pdsim in {self.sim_dir}: {res.excerpt()}",
                            hint=f"try it by hand: {cmd}")
         self.started_here = True
+        if self.marker is not None:
+            self.marker.parent.mkdir(parents=True, exist_ok=True)
+            self.marker.write_text(str(self.sim_dir), encoding="utf-8")
         self.context = {"sim_dir": str(self.sim_dir), "prefill_port": pp, "decode_port": dp}
         return self.context
 
@@ -81,6 +87,8 @@ class SimTarget(LocalTarget):
         cmd = f"{wb_command()} sim down --dir {shlex.quote(str(self.sim_dir))}"
         res = await self.run("local", cmd, timeout=60)
         self.started_here = False
+        if res.ok and self.marker is not None:
+            self.marker.unlink(missing_ok=True)
         return None if res.ok else f"`{cmd}` failed: {res.excerpt()}"
 
 
