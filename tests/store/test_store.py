@@ -77,11 +77,11 @@ def test_corrupt_file_gives_a_clear_error_and_is_left_untouched(tmp_path: Path, 
     path.write_bytes(b"this is not a database" * 500)
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     code, _, err = cli("runs", "list", "--db", str(path))
-    assert code == 1
+    assert code == 2  # --db names something that is not a store: bad input
     assert f"the store {path}" in err and "Traceback" not in err
     code, _, err = cli("import", "evidence", str(Path(__file__).parents[1] / "data" / "seed-runs.csv"),
                        "--db", str(path))
-    assert code == 1
+    assert code == 2
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 

@@ -29,6 +29,8 @@ class VariableSpec(Strict):
     default: VarValue | None = None
     description: str = ""
     secret: bool = False  # its value is redacted wherever wb stores or shows it
+    min: float | None = Field(default=None, description="smallest allowed value (int and float variables)")
+    max: float | None = Field(default=None, description="largest allowed value (int and float variables)")
 
     @model_validator(mode="after")
     def _default_allowed(self) -> "VariableSpec":
@@ -52,9 +54,17 @@ class VariableSpec(Strict):
                 raise ValueError(f"{value!r} is not an integer") from None
         if self.type == "float":
             try:
-                float(value)
+                number = float(value)
             except ValueError:
                 raise ValueError(f"{value!r} is not a number") from None
+            if number != number or number in (float("inf"), float("-inf")):
+                raise ValueError(f"{value!r} is not a finite number")
+        if self.type in ("int", "float"):
+            number = float(value)
+            if self.min is not None and number < self.min:
+                raise ValueError(f"{value!r} is below the smallest allowed value {self.min:g}")
+            if self.max is not None and number > self.max:
+                raise ValueError(f"{value!r} is above the largest allowed value {self.max:g}")
         return value
 
 

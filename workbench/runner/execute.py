@@ -350,6 +350,11 @@ def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: st
     try:
         prior = None
         if resume:
+            from workbench.store.engine import resolve_url
+
+            if (path := resolve_url(db)[1]) is not None and not path.exists():
+                raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume (no store at {path})",
+                               hint=f"start one with: wb hypothesis run {hypothesis_id}")
             store = open_store(db)
             prior = _find_resumable(store, hypothesis_id)
             if prior is None:

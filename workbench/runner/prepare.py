@@ -41,6 +41,9 @@ class Prepared:
         return Path(self.registry.root)
 
 
+MAX_REPLICATES = 10_000  # as the design's max_replicates: a plan is held in memory and stored as JSON
+
+
 def resolve(registry: Any, hypothesis_id: str, *, profile: str | None, replicates: int | None,
             overrides: dict[str, str], sequential: bool, aa: bool, seed: int | None) -> Prepared:
     h = registry.hypothesis(hypothesis_id)
@@ -51,8 +54,10 @@ def resolve(registry: Any, hypothesis_id: str, *, profile: str | None, replicate
                        hint=f"profiles: {', '.join(exp.profiles)}")
     if sequential and aa:
         raise BadInput("--sequential and --aa do not combine", hint="an A/A run checks the harness at a fixed size")
-    if replicates is not None and replicates < 1:
-        raise BadInput("--replicates must be at least 1")
+    if replicates is not None and not 1 <= replicates <= MAX_REPLICATES:
+        shown = str(replicates) if len(str(replicates)) <= 24 else str(replicates)[:20] + "…"
+        raise BadInput(f"--replicates {shown} is out of range: give 1 to {MAX_REPLICATES}",
+                       hint="each replicate is one block of runs of every arm")
     if h.kind == "reachability":
         arms = ["probe"]
         assignments = {"probe": registry.arm_assignment(h, "probe", overrides)}
