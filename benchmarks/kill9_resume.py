@@ -1,7 +1,7 @@
 """kill -9 at N moments of `wb hypothesis run` on pdsim, then `--resume`: count the points that lose a completed
 run or leave the target different from its state before the run (serve.sh bytes, pdsim up or down, a lock).
 
-    python benchmarks/kill9_resume.py [--points 20] [--hypothesis wedge-confound] [--replicates 1]
+    python benchmarks/kill9_resume.py [--points 20] [--hypothesis wedge-confound] [--replicates 1] [--jobs 1]
 
 The kill moments are spread evenly over the length of one uninterrupted run (measured first, in the same
 invocation). Prints one line per point and the tally.
@@ -22,6 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 WB = [sys.executable, "-m", "workbench.cli.main"]
+SESSIONS = int(os.environ.get("WB_KILL9_SESSIONS", "16"))
 
 
 def make_bench(base: Path) -> tuple[Path, Path, bytes]:
@@ -32,7 +33,9 @@ def make_bench(base: Path) -> tuple[Path, Path, bytes]:
     (root / "experiments").mkdir(parents=True)
     shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
     for f in (REPO / "experiments").glob("*.yaml"):
-        (root / "experiments" / f.name).write_text(f.read_text())
+        # A smaller repro than the seed's (same stages, same kill moments relative to the run), so 20 points fit.
+        (root / "experiments" / f.name).write_text(f.read_text().replace("--sessions 80 --rounds 4",
+                                                                         f"--sessions {SESSIONS} --rounds 2"))
     shutil.copytree(REPO / "experiments" / "templates", root / "experiments" / "templates")
     sim_dir = base / "sim"
     sim_dir.mkdir()
@@ -49,9 +52,14 @@ def ok_runs(db: Path) -> dict[int, int]:
 
     from workbench.store import open_store
 
+    from workbench.errors import WbError
+
     if not db.exists():
         return {}
-    store = open_store(str(db), read_only=True)
+    try:
+        store = open_store(str(db), read_only=True)
+    except WbError:  # killed while the store was being created: it holds no run yet
+        return {}
     try:
         with store.connect() as conn:
             rows = conn.execute(text("SELECT r.id, (SELECT count(*) FROM units u WHERE u.run_id = r.id) "
@@ -76,7 +84,7 @@ def one_point(args: argparse.Namespace, delay: float, env: dict[str, str]) -> tu
             proc.send_signal(signal.SIGKILL)
             proc.wait(30)
             before = ok_runs(db)
-            res = subprocess.run(cmd[:4] + ["--resume", "--db", str(db)], env=e, capture_output=True, text=True,
+            res = subprocess.run(cmd[:6] + ["--resume", "--db", str(db)], env=e, capture_output=True, text=True,
                                  timeout=900)
             after = ok_runs(db)
             problems = []
@@ -105,6 +113,7 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=20)
     ap.add_argument("--hypothesis", default="wedge-confound")
     ap.add_argument("--replicates", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=1, help="points run at once (each in its own folder and ports)")
     args = ap.parse_args()
     env = {k: v for k, v in os.environ.items() if k not in ("WB_FAULT", "WB_DB", "WB_ARTIFACTS")}
     from workbench.sim import control
@@ -119,12 +128,14 @@ def main() -> None:
         length = time.monotonic() - t0
         control.down(sim_dir)
     print(f"one uninterrupted run: {length:.1f} s; killing at {args.points} moments across it")
+    from concurrent.futures import ThreadPoolExecutor
+
+    delays = [length * (i + 0.5) / args.points for i in range(args.points)]
     bad = 0
-    for i in range(args.points):
-        delay = length * (i + 0.5) / args.points
-        good, note = one_point(args, delay, env)
-        bad += not good
-        print(f"kill at {delay:6.1f} s: {'OK ' if good else 'BAD'} {note}", flush=True)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for delay, (good, note) in zip(delays, pool.map(lambda d: one_point(args, d, env), delays)):
+            bad += not good
+            print(f"kill at {delay:6.1f} s: {'OK ' if good else 'BAD'} {note}", flush=True)
     print(json.dumps({"points": args.points, "bad": bad, "run_length_s": round(length, 1)}))
     print(f"{bad} of {args.points} kill -9 points lost a completed run or left the target changed")
 

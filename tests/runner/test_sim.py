@@ -140,3 +140,41 @@ def test_two_concurrent_runs_on_pdsim_one_is_refused_none_mislabelled(bench):
     assert s["arms"]["control"]["totals"]["aborts"] > 0
     assert _serve(bench) == bench.original and not lock.exists()
     assert control.status(bench.sim_dir).state == "down"
+
+
+def test_kill_9_mid_run_then_resume_leaves_pdsim_as_it_was(bench):
+    """The runner started pdsim and was killed mid-workload: --resume stops the orphaned `sim repro`, adopts
+    the pdsim its execution started, finishes the plan, exits 0, and leaves serve.sh and pdsim as before."""
+    import signal
+    import time
+
+    cmd = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "wedge-confound", "--replicates", "1",
+           "--db", bench.db]
+    a = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
+    arts = bench.root / ".wb" / "artifacts"
+
+    def repro_pids() -> list[int]:
+        out = []
+        for p in arts.glob("execution-*/children/*"):
+            try:
+                if b"repro" in Path(f"/proc/{p.name}/cmdline").read_bytes():
+                    out.append(int(p.name))
+            except OSError:
+                pass
+        return out
+
+    t0 = time.monotonic()
+    while not repro_pids():
+        assert a.poll() is None, a.communicate()[1][-2000:]
+        assert time.monotonic() - t0 < 240
+        time.sleep(0.1)
+    (orphan,) = repro_pids()
+    a.send_signal(signal.SIGKILL)
+    a.wait(30)
+    assert control.status(bench.sim_dir).state != "down"  # the killed runner's pdsim is still up
+    res = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert _serve(bench) == bench.original
+    assert control.status(bench.sim_dir).state == "down"
+    stat = Path(f"/proc/{orphan}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ def _scalar_key(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
         return getattr(node, "value", None)
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, newline and CR are text
 MAX_BYTES = 8 * 1024 * 1024  # a registry file is hand-written text; anything larger is a mistake or an attack
 MAX_DEPTH = 64
 MAX_NODES = 200_000  # after aliases are followed: bounds an "alias bomb" (aliases of aliases of lists)
@@ -60,6 +62,11 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[L
         if len(loc) > MAX_DEPTH:
             raise ConfigError(f"the YAML is nested more than {MAX_DEPTH} levels deep", file=file, line=line)
         lines.setdefault(loc, line)
+        if isinstance(node, yaml.ScalarNode) and _CONTROL.search(node.value or ""):
+            bad = _CONTROL.search(node.value).group()
+            raise ConfigError(f"a value holds the control character {bad!r}", file=file, line=line,
+                              field=".".join(str(p) for p in loc) or None,
+                              hint="registry text is printable; remove the character")
         if isinstance(node, yaml.MappingNode):
             seen: dict[Any, int] = {}
             for key_node, value_node in node.value:

@@ -54,6 +54,8 @@ def resolve(registry: Any, hypothesis_id: str, *, profile: str | None, replicate
                        hint=f"profiles: {', '.join(exp.profiles)}")
     if sequential and aa:
         raise BadInput("--sequential and --aa do not combine", hint="an A/A run checks the harness at a fixed size")
+    if profile is not None and not profile.strip():
+        raise BadInput("--target is empty", hint="name one of the experiment's profiles, or leave --target out")
     if replicates is not None and not 1 <= replicates <= MAX_REPLICATES:
         shown = str(replicates) if len(str(replicates)) <= 24 else str(replicates)[:20] + "…"
         raise BadInput(f"--replicates {shown} is out of range: give 1 to {MAX_REPLICATES}",

@@ -88,8 +88,9 @@ class Store:
             return StoreLocked(f"the store {self.name} is in use by another process (it holds the file's lock)",
                                hint="wait for the other wb command, or close the reader holding the file (a "
                                     "notebook, the duckdb shell), or point this one at another store with --db")
+        unreadable_file = self.path is not None and self.path.exists() and "IO Error" in text
         if ("not a valid DuckDB database" in text or "Corrupt" in text or "corrupt" in text
-                or "Is a directory" in text):
+                or "Is a directory" in text or unreadable_file):
             # Bad input (exit 2): --db names something that is not a store.
             return BadInput(f"the store {self.name} is not a readable DuckDB database ({text.splitlines()[0]})",
                             hint="restore it from a backup or point --db at another file; wb did not modify it")

@@ -69,14 +69,15 @@ class SimTarget(LocalTarget):
         pp, dp = str(prefill), str(free_port(avoid=(prefill,)))
         cmd = (f"{wb_command()} sim up --dir {shlex.quote(str(self.sim_dir))} "
                f"--set prefill_port={pp} --set decode_port={dp}")
+        if self.marker is not None:
+            # Written before starting: a runner killed while pdsim comes up still leaves the note for --resume.
+            self.marker.parent.mkdir(parents=True, exist_ok=True)
+            self.marker.write_text(str(self.sim_dir), encoding="utf-8")
         res = await self.run("local", cmd, env=env, timeout=UP_TIMEOUT_S)
         if not res.ok:
             raise SimError(f"could not start pdsim in {self.sim_dir}: {res.excerpt()}",
                            hint=f"try it by hand: {cmd}")
         self.started_here = True
-        if self.marker is not None:
-            self.marker.parent.mkdir(parents=True, exist_ok=True)
-            self.marker.write_text(str(self.sim_dir), encoding="utf-8")
         self.context = {"sim_dir": str(self.sim_dir), "prefill_port": pp, "decode_port": dp}
         return self.context
 
