@@ -2,7 +2,7 @@
 
     python benchmarks/analysis_bench.py [--runs 10000] [--units 100]
 
-Prints the time of `analyze()` (cold: first call, imports included; warm: a second call), of the
+Prints the time of `analyze_stored()` (cold: first call, imports included; warm: a second call), of the
 confound scan, and of a baseline that pulls every unit row into Python and counts there.
 """
 
@@ -97,25 +97,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"built {args.runs:,} runs x {args.units} units ({args.runs * args.units:,} unit rows) "
               f"in {time.perf_counter() - t:.1f} s")
         reg = load_registry(REPO)
-        from workbench.analysis import analyze, scan_confounds
+        from workbench.analysis import analyze_stored, scan_confounds
 
         store = open_store(str(db), read_only=True)
         times = []
         for label in ("cold (imports included)", "warm"):
             t = time.perf_counter()
-            with store.session() as s:
-                a = analyze(s, reg, "wedge-confound", execution_id=1)
+            a = analyze_stored(store, reg, "wedge-confound", execution_id=1)
             times.append(time.perf_counter() - t)
             print(f"analyze, one execution, {label}: {times[-1]:.2f} s -> {a.verdict}, "
-                  f"treatment {a.predictions[0]['k']:g}/{a.predictions[0]['n']:g}")
+                  f"treatment {a.predictions[0].k:g}/{a.predictions[0].n:g}")
         t = time.perf_counter()
-        with store.session() as s:
-            a = analyze(s, reg, "wedge-confound")
+        a = analyze_stored(store, reg, "wedge-confound")
         pooled = time.perf_counter() - t
         print(f"analyze, pooled over every stored run: {pooled:.2f} s -> {a.verdict}")
         t = time.perf_counter()
-        with store.session() as s:
-            findings = scan_confounds(s, reg, "wedge-confound")
+        findings = scan_confounds(store, reg, "wedge-confound")
         scan = time.perf_counter() - t
         print(f"confound scan: {scan:.2f} s ({len(findings)} findings)")
         store.dispose()

@@ -50,21 +50,14 @@ def _populate(base: Path, n_hyp: int, runs_per_hyp: int) -> tuple[object, Path]:
     return registry, db
 
 
-def _build(registry: object, db: Path, out: Path, analysis: bool = True) -> tuple[float, dict]:
-    from workbench.report import bridge, build_site
+def _build(registry: object, db: Path, out: Path) -> tuple[float, dict]:
+    from workbench.report import build_site
     from workbench.store import open_store
 
-    saved = bridge.analysis_module
-    if not analysis:
-        bridge.analysis_module = lambda: None  # type: ignore[assignment]
-    store = open_store(str(db), read_only=True)
-    try:
+    with open_store(str(db), read_only=True) as store:
         t = time.perf_counter()
         result = build_site(store, registry, out)
         return time.perf_counter() - t, result
-    finally:
-        store.dispose()
-        bridge.analysis_module = saved  # type: ignore[assignment]
 
 
 def _cli_build(registry: object, db: Path, out: Path) -> tuple[float, float]:
@@ -110,7 +103,6 @@ def main() -> None:
         b_warm, _ = _build(seed_reg, seed_db, out / "seed-site")
         cold, res = _build(big_reg, big_db, out / "big-site")
         warm, _ = _build(big_reg, big_db, out / "big-site")
-        raw, _ = _build(big_reg, big_db, out / "big-site-raw", analysis=False)
         cli, cli_cpu = _cli_build(big_reg, big_db, out / "big-site-cli")
         n_pages, total, biggest, biggest_size = _sizes(out / "big-site")
         bundle = (out / "big-site" / "assets" / "vega-bundle.js").stat().st_size
@@ -120,8 +112,7 @@ def main() -> None:
         print(f"site      {len(res['hypotheses'])} hypotheses, {runs} runs, {n_pages} pages")
         print(f"build     `wb report` in a fresh process, new folder: {cli:.2f} s wall, {cli_cpu:.2f} s CPU "
               f"[goal <= 10 s]; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-        print(f"          in process: new folder {cold:.2f} s, rebuild {warm:.2f} s, "
-              f"without workbench.analysis {raw:.2f} s")
+        print(f"          in process: new folder {cold:.2f} s, rebuild {warm:.2f} s")
         print(f"ratio     rebuild / baseline rebuild = {warm / b_warm:.1f}x for {runs / 10:.0f}x the runs")
         print(f"pages     largest {biggest} = {biggest_size / 1024:.1f} KB [goal <= 200 KB], "
               f"mean {total / n_pages / 1024:.1f} KB, all pages {total / 1024 / 1024:.1f} MB")

@@ -79,7 +79,7 @@ def baseline(tmp: Path, world: str, order: list[str]) -> float:
 
 def runner(tmp: Path, root: Path, world: str) -> tuple[float, dict]:
     env = dict(os.environ, WB_ROOT=str(root), WB_SIM_DIR=str(tmp / f"sim-{world}"))
-    cmd = WB + ["hypothesis", "run", "wedge-confound", "--json", "--db", str(tmp / "wb.duckdb")]
+    cmd = WB + ["hypothesis", "run", "wedge-confound", "--json", "--report", "--db", str(tmp / "wb.duckdb")]
     if world != "seed":
         cmd += ["--set", f"causal_model={world}"]
     t0 = time.monotonic()

@@ -1,6 +1,6 @@
 """The index-K transfer kernel: one API over a CUDA kernel and a vectorised torch reference.
 
-    from kernels import transfer, GEOMETRIES
+    from wb_kernels import transfer, GEOMETRIES
     transfer(src, dst, src_idx, dst_idx, geometry="index_k_bf16", granularity="token",
              layout="page_first", page_size=64, stride_geometry=None, impl="auto")
 
@@ -18,19 +18,25 @@ buffers, so it is deterministic and never touches memory outside src and dst.
 
 impl "auto" takes the CUDA kernel when a pool is on a GPU and the kernel builds, otherwise the
 reference. On the GPU, host pages that a transfer covers in long runs move by DMA through a
-device staging pool (kernels/staged.py), the rest zero-copy. A caller that repeats one
-transfer can validate once with `kernels.api.plan_transfer` and launch with
-`kernels.api.run_plan`. Torch is imported only when a function runs.
+device staging pool (kernels/staged.py), the rest zero-copy.
+
+Index tensors on the pools' device are checked by the kernel itself, with no host
+synchronisation: a bad id (out of range, a destination named twice) is raised as KernelError
+by the next transfer() on that device or by `kernels.api.synchronize()`; the rows of the other
+ids of that call were copied (kernels/api.py says exactly what moved). cpu ids are checked on
+the host before any byte moves. A caller that repeats one transfer can validate once with
+`kernels.api.plan_transfer` and launch with `kernels.api.run_plan`. Torch is imported only
+when a function runs.
 """
 
-from kernels.geometry import GEOMETRIES, GRANULARITIES, LAYOUTS, Geometry
+from .geometry import GEOMETRIES, GRANULARITIES, LAYOUTS, Geometry
 
 __all__ = ["transfer", "GEOMETRIES", "GRANULARITIES", "LAYOUTS", "Geometry"]
 
 
 def transfer(src, dst, src_idx, dst_idx, *, geometry, granularity, layout, page_size=64,
              stride_geometry=None, impl="auto"):
-    from kernels.api import transfer as _transfer
+    from .api import transfer as _transfer
 
     return _transfer(src, dst, src_idx, dst_idx, geometry=geometry, granularity=granularity,
                      layout=layout, page_size=page_size, stride_geometry=stride_geometry,

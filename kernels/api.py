@@ -1,13 +1,29 @@
-"""`transfer`: the one entry point, which validates every input before any byte moves and then
-dispatches to the CUDA kernel or the torch reference."""
+"""`transfer`: the one entry point. It validates the pools (cached per pair of pools) and the
+index tensors, then dispatches to the CUDA kernel or the torch reference.
+
+Where the data checks of the ids run (range, duplicate destinations):
+- index tensors on the pools' CUDA device: in the copy kernel itself (`transfer()` never
+  synchronises with the device). An id outside its pool is skipped, so no byte outside the
+  pools is read or written; the rows of the other ids are copied. A destination named twice is
+  detected by a byte stamp per destination id (both copies land inside dst). The first such
+  error of a launch is written to pinned host memory and raised as `KernelError` by the next
+  `transfer()` on that device (which then moves nothing) or by `synchronize()`.
+- index tensors on the cpu, one pool used as both src and dst, the reference
+  implementation, and `plan_transfer`: on the host before any byte moves (device ids are
+  read back then: one synchronisation per plan). `run_plan` launches a validated plan again
+  with no checks, for callers that repeat one transfer.
+"""
 
 from __future__ import annotations
 
-from kernels.geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
+import weakref
 
-__all__ = ["transfer", "Plan", "plan_transfer", "IMPLS"]
+from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
+
+__all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
 
 IMPLS = ("auto", "cuda", "reference")
+ERROR_CODES = {1: "src_idx", 2: "dst_idx", 3: "dst_idx"}
 
 
 class Plan:
@@ -96,10 +112,52 @@ def _aliases(a, b) -> bool:
     return a.device == b.device and a0 < b0 + b.numel() and b0 < a0 + a.numel()
 
 
-def plan_transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, layout: str,
-                  page_size: int = 64, stride_geometry: str | None = None,
-                  impl: str = "auto") -> Plan:
-    """Validate a transfer and choose its implementation; raises KernelError, moves nothing."""
+class _Pools:
+    """What a transfer between two pools needs that does not depend on the ids: validated
+    once per (src, dst, options) and kept while both tensors live unchanged."""
+
+    __slots__ = ("refs", "ptrs", "shapes", "geo", "addr", "granularity", "layout", "page_size",
+                 "s_shape", "d_shape", "device", "impl", "unit", "s_lim", "d_lim", "same_pool",
+                 "dev_index", "ext", "args", "__weakref__")
+
+    def holds(self, src, dst) -> bool:
+        return (self.refs[0]() is src and self.refs[1]() is dst
+                and src.data_ptr() == self.ptrs[0] and dst.data_ptr() == self.ptrs[1]
+                and src.shape == self.shapes[0] and dst.shape == self.shapes[1])
+
+    def fast(self, si, di) -> bool:
+        """True when the ids can be checked by the kernel: int64 1-D tensors of one length on
+        the pools' device (anything else takes the host path, which names what is wrong)."""
+        import torch
+
+        return (self.ext is not None and type(si) is torch.Tensor and type(di) is torch.Tensor
+                and si.is_cuda and di.is_cuda and si.dtype == torch.int64
+                and di.dtype == torch.int64 and si.dim() == 1 and di.dim() == 1
+                and si.get_device() == self.dev_index and di.get_device() == self.dev_index
+                and si.numel() == di.numel())
+
+
+_POOLS: dict = {}
+_POOLS_MAX = 64
+_CALLS: list = [None] * 256     # what each checked launch was, by sequence number (mod 256)
+
+
+def _pools(src, dst, geometry, granularity, layout, page_size, stride_geometry, impl) -> _Pools:
+    key = (id(src), id(dst), geometry, granularity, layout, page_size, stride_geometry, impl)
+    p = _POOLS.get(key)
+    if p is not None and p.holds(src, dst):
+        return p
+    p = _validate_pools(src, dst, geometry=geometry, granularity=granularity, layout=layout,
+                        page_size=page_size, stride_geometry=stride_geometry, impl=impl)
+    if len(_POOLS) >= _POOLS_MAX:
+        _POOLS.clear()
+    _POOLS[key] = p
+    return p
+
+
+def _validate_pools(src, dst, *, geometry, granularity, layout, page_size, stride_geometry,
+                    impl) -> _Pools:
+    """Every check that needs no id; raises KernelError."""
     import torch
 
     geo = get_geometry(geometry)
@@ -120,32 +178,41 @@ def plan_transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str
     cuda_devs = {t.device for t in (src, dst) if t.device.type == "cuda"}
     if len(cuda_devs) > 1:
         _fail(f"src is on {src.device} and dst on {dst.device}; peer copies are not supported")
-    device = next(iter(cuda_devs)) if cuda_devs else torch.device("cpu")
-
-    if not isinstance(src_idx, torch.Tensor) or not isinstance(dst_idx, torch.Tensor):
-        _fail("src_idx and dst_idx must be torch.Tensor")
-    if src_idx.dim() == 1 and dst_idx.dim() == 1 and src_idx.numel() != dst_idx.numel():
-        _fail(f"src_idx has {src_idx.numel()} entries but dst_idx has {dst_idx.numel()}")
-    if granularity == "token":
-        s_lim, d_lim, unit = s_shape.num_pages * page_size, d_shape.num_pages * page_size, "token"
-    else:
-        s_lim, d_lim, unit = s_shape.num_pages, d_shape.num_pages, "page"
-    _check_index("src_idx", src_idx, s_lim, unit, device)
-    _check_index("dst_idx", dst_idx, d_lim, unit, device)
-    if dst_idx.numel() > 1 and _has_duplicates(dst_idx):
-        _fail(f"dst_idx names some destination {unit} more than once",
-              hint="each destination may be written once per transfer")
+    p = _Pools()
+    p.device = next(iter(cuda_devs)) if cuda_devs else torch.device("cpu")
+    p.same_pool = False
     if _aliases(src, dst):
         if addr is not geo:
             _fail("src and dst share memory; the stride_geometry mode needs separate buffers")
         if src.data_ptr() != dst.data_ptr() or src.shape != dst.shape:
             _fail("src and dst overlap partially", hint="pass the same pool, or separate pools")
-        if torch.isin(src_idx.to(dst_idx.device), dst_idx).any():
-            _fail(f"src and dst are one pool and some {unit} is both read and written")
+        p.same_pool = True
+    p.impl = _choose_impl(impl, p.device, src, dst)
+    token = granularity == "token"
+    p.unit = "token" if token else "page"
+    p.s_lim = s_shape.num_pages * (page_size if token else 1)
+    p.d_lim = d_shape.num_pages * (page_size if token else 1)
+    p.refs = (weakref.ref(src), weakref.ref(dst))
+    p.ptrs = (src.data_ptr(), dst.data_ptr())
+    p.shapes = (src.shape, dst.shape)
+    p.geo, p.addr, p.granularity, p.layout, p.page_size = geo, addr, granularity, layout, page_size
+    p.s_shape, p.d_shape = s_shape, d_shape
+    p.dev_index = p.device.index if p.device.type == "cuda" else -1
+    p.ext, p.args = None, None
+    if p.impl == "cuda" and not p.same_pool:
+        from . import build
 
+        p.ext = build.load()
+        p.args = (token, layout == "page_first", page_size, s_shape.num_pages, d_shape.num_pages,
+                  s_shape.num_layers, addr.value_bytes, addr.scale_bytes, addr is not geo, -1,
+                  True, p.s_lim, p.d_lim)
+    return p
+
+
+def _choose_impl(impl: str, device, src, dst) -> str:
     chosen = impl
     if impl in ("auto", "cuda"):
-        from kernels import build
+        from . import build
 
         if device.type == "cuda" and build.cuda_available():
             chosen = "cuda"
@@ -161,21 +228,49 @@ def plan_transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str
         for name, t in (("src", src), ("dst", dst)):
             if t.device.type == "cpu" and not t.is_pinned():
                 _fail(f"{name} is a host buffer that is not pinned; the CUDA kernel reads and writes "
-                      "host pools directly", hint=f"allocate it with pin_memory=True")
-    return Plan(src=src, dst=dst, src_idx=src_idx, dst_idx=dst_idx, geometry=geo, addr=addr,
-                granularity=granularity, layout=layout, page_size=page_size, src_shape=s_shape,
-                dst_shape=d_shape, impl=chosen, device=device)
+                      "host pools directly", hint="allocate it with pin_memory=True")
+    return chosen
+
+
+def _plan(p: _Pools, src, dst, src_idx, dst_idx) -> Plan:
+    """The host-side checks of the ids (they read the ids: device ids are synchronised)."""
+    import torch
+
+    if not isinstance(src_idx, torch.Tensor) or not isinstance(dst_idx, torch.Tensor):
+        _fail("src_idx and dst_idx must be torch.Tensor")
+    if src_idx.dim() == 1 and dst_idx.dim() == 1 and src_idx.numel() != dst_idx.numel():
+        _fail(f"src_idx has {src_idx.numel()} entries but dst_idx has {dst_idx.numel()}")
+    _check_index("src_idx", src_idx, p.s_lim, p.unit, p.device)
+    _check_index("dst_idx", dst_idx, p.d_lim, p.unit, p.device)
+    if dst_idx.numel() > 1 and _has_duplicates(dst_idx):
+        _fail(f"dst_idx names some destination {p.unit} more than once",
+              hint="each destination may be written once per transfer")
+    if p.same_pool and torch.isin(src_idx.to(dst_idx.device), dst_idx).any():
+        _fail(f"src and dst are one pool and some {p.unit} is both read and written")
+    return Plan(src=src, dst=dst, src_idx=src_idx, dst_idx=dst_idx, geometry=p.geo, addr=p.addr,
+                granularity=p.granularity, layout=p.layout, page_size=p.page_size,
+                src_shape=p.s_shape, dst_shape=p.d_shape, impl=p.impl, device=p.device)
+
+
+def plan_transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, layout: str,
+                  page_size: int = 64, stride_geometry: str | None = None,
+                  impl: str = "auto") -> Plan:
+    """Validate a transfer on the host and choose its implementation; raises KernelError,
+    moves nothing. Device ids are read back (one synchronisation)."""
+    p = _pools(src, dst, geometry, granularity, layout, page_size, stride_geometry, impl)
+    return _plan(p, src, dst, src_idx, dst_idx)
 
 
 def run_plan(plan: Plan) -> None:
+    """Launch a validated plan (no checks: `plan_transfer` made them)."""
     if plan.src_idx.numel() == 0:
         return
     if plan.impl == "cuda":
-        from kernels import build
+        from . import build
 
         build.launch(plan)
         return
-    from kernels.reference import reference_transfer
+    from .reference import reference_transfer
 
     reference_transfer(plan.src, plan.dst, plan.src_idx, plan.dst_idx, geometry=plan.geometry,
                        granularity=plan.granularity, layout=plan.layout,
@@ -188,9 +283,58 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
              impl: str = "auto") -> None:
     """Copy every layer of the rows named by src_idx into the rows named by dst_idx.
 
-    See the package docstring for shapes. Raises `KernelError` (nothing moved) on bad input.
+    See the package docstring for shapes and this module's for when the ids are checked.
+    Raises `KernelError` on bad input (nothing moved), or for an earlier call whose device
+    ids the kernel found bad (this call then moves nothing).
     """
-    plan = plan_transfer(src, dst, src_idx, dst_idx, geometry=geometry,
-                         granularity=granularity, layout=layout, page_size=page_size,
-                         stride_geometry=stride_geometry, impl=impl)
-    run_plan(plan)
+    p = _pools(src, dst, geometry, granularity, layout, page_size, stride_geometry, impl)
+    if p.ext is not None:
+        _raise_pending(p.ext, p.dev_index)
+        if p.fast(src_idx, dst_idx):
+            n = src_idx.numel()
+            if n:
+                seq = p.ext.transfer(src, dst, src_idx, dst_idx, *p.args)
+                _CALLS[seq & 255] = (seq, p, n)
+            return
+    run_plan(_plan(p, src, dst, src_idx, dst_idx))
+
+
+def _raise_pending(ext, dev_index: int) -> None:
+    err = ext.pending_error(dev_index)
+    if err is None:
+        return
+    code, seq, index, value = err
+    call = _CALLS[seq & 255]
+    what = "an earlier transfer()"
+    limit = None
+    if call is not None and call[0] == seq:
+        p, n = call[1], call[2]
+        what = (f"transfer() #{seq} ({p.geo.name} {p.granularity}s, {n} ids, "
+                f"{p.s_shape.num_pages} -> {p.d_shape.num_pages} pages)")
+        limit = p.s_lim if code == 1 else p.d_lim
+    name = ERROR_CODES.get(code, "an index tensor")
+    if code == 3:
+        problem = f"{name}[{index}] = {value} names a destination already written in that call"
+        done = "both copies landed in dst; which one is there is undefined"
+    else:
+        bound = f", outside [0, {limit})" if limit is not None else ", out of range"
+        problem = f"{name}[{index}] = {value}{bound}"
+        done = "rows of the bad ids were not copied (nothing outside the pools was touched); " \
+               "the others were"
+    _fail(f"{what} failed on the device: {problem}; {done}",
+          hint="the device checks report the first bad id of a call; validate with "
+               "kernels.api.plan_transfer to find them all before any byte moves")
+
+
+def synchronize(device=None) -> None:
+    """Wait for the device, then raise the first error its checked transfers reported."""
+    import torch
+
+    from . import build
+
+    torch.cuda.synchronize(device)
+    if build.loaded() is not None:
+        dev = torch.device("cuda", torch.cuda.current_device()) if device is None \
+            else torch.device(device)
+        _raise_pending(build.loaded(), dev.index if dev.index is not None
+                       else torch.cuda.current_device())

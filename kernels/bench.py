@@ -1,10 +1,18 @@
-"""`wb kernel bench`: bandwidth of the CUDA kernel against ceilings and the torch baseline,
-all measured in the same run on the same device.
+"""`wb kernel bench`: bandwidth of the CUDA kernel and of `transfer()` against the copy
+ceiling of the same size, all measured in the same run on the same device.
 
-Ceilings: a large device copy (bytes read + written) for device->device, a pinned `copy_`
-each way for the host directions. Baseline: the torch reference on the same tensors
-(index_select / index_copy_ plus one copy across devices). Times are medians of CUDA-event
-timings after warm-up; pools are several times the L2 so repeats do not measure the cache.
+Each row times, on the same pools and ids:
+- kernel: the default path of a plan validated once (`plan_transfer`, then `run_plan`);
+- api: `transfer()` with the ids on the device, as a caller in a loop hands them (the
+  kernel checks them; no synchronisation); calls back to back, like the kernel column;
+- host-checked: `run_plan(plan_transfer(...))` per call, i.e. ids validated on the host with
+  a synchronisation, which is what `transfer()` did with device ids before (the "before");
+- ceiling: a `copy_` of the same payload (device to device: read + written, as the rows are
+  counted) or a pinned copy of it for the host directions, timed just before the row.
+Headline rows have random ids on both sides ("rand"); "seq" rows have consecutive ids on the
+host side (device to device: on the destination side), "partial" the prefixes of consecutive
+pages (a HiCache partial-page load). Times are medians of CUDA-event timings after warm-up;
+pools are several times the L2 so repeats do not measure the cache.
 """
 
 from __future__ import annotations
@@ -12,11 +20,14 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from kernels.geometry import GEOMETRIES
+from .geometry import GEOMETRIES
 
 __all__ = ["run_bench", "BenchReport", "BenchRow"]
 
-DIRECTIONS = ("d2d", "d2h", "h2d")
+# Variants timed per row unless the caller names others: the defaults' families and the
+# scale-first split kernels (device to device), the zero-copy pair (host).
+D2D_VARIANTS = (0, 1, 12, 13, 16, 17, 18, 19)
+HOST_VARIANTS = (0, 1, 13, 17, 19)
 
 
 @dataclass
@@ -25,17 +36,20 @@ class BenchRow:
     layout: str
     direction: str
     granularity: str
-    order: str                      # host/other side: seq (consecutive ids), rand, partial pages
+    order: str                      # rand, seq or partial (see the module docstring)
     bytes: int                      # payload bytes moved per transfer
     variant_gbs: dict[str, float]   # path -> GB/s (d2d counts read + write): v<k> zero-copy
                                     # kernel variants, sB/sL staged with batched/looped DMA
-    default_gbs: float              # what transfer() picks by itself, on a validated plan
-    api_gbs: float                  # transfer() itself: validation and planning included
-    baseline_gbs: float
-    ceiling_gbs: float
+    default_gbs: float              # kernel: the default path on a validated plan
+    api_gbs: float                  # transfer() with device ids
+    baseline_gbs: float             # torch index_select / index_copy_
+    ceiling_gbs: float              # copy of the same payload, this row
+    checked_gbs: float = 0.0        # run_plan(plan_transfer()) per call (host validation)
 
     @property
     def best(self) -> tuple[str, float]:
+        if not self.variant_gbs:
+            return "-", 0.0
         v = max(self.variant_gbs, key=self.variant_gbs.get)
         return v, self.variant_gbs[v]
 
@@ -48,29 +62,39 @@ class BenchReport:
     ceilings: dict[str, float]
     rows: list[BenchRow] = field(default_factory=list)
     latency_us: dict[str, dict[str, float]] = field(default_factory=dict)
+    sweep: list[dict] = field(default_factory=list)
 
     def table(self) -> list[str]:
         out = [f"wb kernel bench on {self.device} (torch {self.torch})",
-               "ceilings: " + ", ".join(f"{k} {v:.1f} GB/s" for k, v in self.ceilings.items()),
+               "large copies: " + ", ".join(f"{k} {v:.1f} GB/s" for k, v in self.ceilings.items()),
                "variants: " + "; ".join(f"v{i} {n}" for i, n in enumerate(self.variants)),
-               "paths: v<k> zero-copy kernel variant k; sB/sL host rows staged by DMA "
-               "(batched/looped) pipelined with the kernel, sB1 batched unpipelined; "
-               "default = what transfer() picks; api = transfer() with validation and planning",
+               "kernel = default path on a validated plan; api = transfer() with device ids "
+               "(checked on the device); host-chk = plan_transfer+run_plan per call (the old "
+               "transfer()); ceil = copy of the same payload in this row; % = of ceil",
                f"{'geometry':13} {'layout':11} {'dir':4} {'gran':5} {'order':7} {'MB':>6} "
-               f"{'default':>8} {'%ceil':>6} {'best':>11} {'%ceil':>6} {'api':>7} {'torch':>7} "
-               f"{'x torch':>7}  per path GB/s"]
+               f"{'ceil':>7} {'kernel':>7} {'%':>5} {'api':>7} {'%':>5} {'api/k':>5} "
+               f"{'host-chk':>8} {'best':>11} {'%':>5} {'torch':>6}  per path GB/s"]
         for r in self.rows:
             bv, bg = r.best
+            c = r.ceiling_gbs
             per = " ".join(f"{v}:{g:.0f}" for v, g in r.variant_gbs.items())
             out.append(
                 f"{r.geometry:13} {r.layout:11} {r.direction:4} {r.granularity:5} {r.order:7} "
-                f"{r.bytes / 1e6:6.1f} {r.default_gbs:8.1f} {100 * r.default_gbs / r.ceiling_gbs:5.1f}% "
-                f"{bg:7.1f} {bv:>3} {100 * bg / r.ceiling_gbs:5.1f}% {r.api_gbs:7.1f} "
-                f"{r.baseline_gbs:7.1f} "
-                f"{r.default_gbs / r.baseline_gbs if r.baseline_gbs else float('nan'):7.1f}  {per}")
+                f"{r.bytes / 1e6:6.1f} {c:7.1f} {r.default_gbs:7.1f} {100 * r.default_gbs / c:5.1f} "
+                f"{r.api_gbs:7.1f} {100 * r.api_gbs / c:5.1f} {r.api_gbs / r.default_gbs:5.2f} "
+                f"{r.checked_gbs:8.1f} {bg:7.1f} {bv:>3} {100 * bg / c:5.1f} "
+                f"{r.baseline_gbs:6.1f}  {per}")
+        if self.sweep:
+            out.append("size sweep, device to device, random ids (GB/s; api/k = transfer() over "
+                       "kernel; % of the same-size copy):")
+            for s in self.sweep:
+                out.append(f"  {s['name']:44} {s['mb']:7.1f} MB  ceil {s['ceil']:7.1f}  kernel "
+                           f"{s['kernel']:7.1f} ({100 * s['kernel'] / s['ceil']:5.1f}%)  api "
+                           f"{s['api']:7.1f} ({100 * s['api'] / s['ceil']:5.1f}%)  api/k "
+                           f"{s['api'] / s['kernel']:5.3f}")
         if self.latency_us:
             out.append("small transfer (64 tokens of index_k_bf16 x 4 layers = 64 KiB), "
-                       "microseconds per call incl. sync, median:")
+                       "microseconds per call, median:")
             for direction, d in self.latency_us.items():
                 out.append(f"  {direction}: " + ", ".join(f"{k} {v:.1f}" for k, v in d.items()))
         return out
@@ -80,14 +104,15 @@ class BenchReport:
                 "ceilings_gbs": self.ceilings,
                 "rows": [dict(r.__dict__, best_variant=r.best[0], best_gbs=r.best[1],
                               default_pct_ceiling=100 * r.default_gbs / r.ceiling_gbs,
-                              best_pct_ceiling=100 * r.best[1] / r.ceiling_gbs)
+                              api_pct_ceiling=100 * r.api_gbs / r.ceiling_gbs)
                          for r in self.rows],
-                "latency_us": self.latency_us}
+                "sweep": self.sweep, "latency_us": self.latency_us}
 
 
 def _time_ms(fn, *, reps: int, warmup: int = 3, inner: int = 1) -> float:
     """Median milliseconds per call; `inner` calls back to back per sample keep the GPU's
-    queue full, so host-side launch cost does not leak into the figure."""
+    queue full, so host-side launch cost does not leak into the figure (unless it is larger
+    than the device time, which is then what the figure shows)."""
     import torch
 
     for _ in range(warmup):
@@ -105,7 +130,9 @@ def _time_ms(fn, *, reps: int, warmup: int = 3, inner: int = 1) -> float:
     return statistics.median(times)
 
 
-def _wall_us(fn, *, reps: int = 200) -> float:
+def _wall_us(fn, *, reps: int = 200, inner: int = 1) -> float:
+    """Median wall microseconds per call; inner > 1 issues calls back to back and syncs once
+    (host cost per call when the device keeps up)."""
     import time
 
     import torch
@@ -116,40 +143,41 @@ def _wall_us(fn, *, reps: int = 200) -> float:
     times = []
     for _ in range(reps):
         t = time.perf_counter()
-        fn()
+        for _ in range(inner):
+            fn()
         torch.cuda.synchronize()
-        times.append((time.perf_counter() - t) * 1e6)
+        times.append((time.perf_counter() - t) * 1e6 / inner)
     return statistics.median(times)
 
 
-def _ceilings(dev_bytes: int, host_bytes: int, same_bytes: int) -> dict[str, float]:
-    import torch
+def _copy_gbs(direction: str, nbytes: int, raw_a, raw_b, raw_host) -> float:
+    """A copy_ of nbytes in this direction (d2d counted read + written)."""
+    if direction == "d2d":
+        s, d = raw_a[:nbytes], raw_b[:nbytes]
+        return 2 * nbytes / _time_ms(lambda: d.copy_(s), reps=15, inner=5) / 1e6
+    h, dv = raw_host[:nbytes], raw_b[:nbytes]
+    if direction == "h2d":
+        return nbytes / _time_ms(lambda: dv.copy_(h, non_blocking=True), reps=10, inner=2) / 1e6
+    return nbytes / _time_ms(lambda: h.copy_(raw_a[:nbytes], non_blocking=True), reps=10,
+                             inner=2) / 1e6
 
-    a = torch.empty(dev_bytes, dtype=torch.uint8, device="cuda")
-    b = torch.empty_like(a)
-    a.random_(0, 256)
-    t = _time_ms(lambda: b.copy_(a), reps=20, inner=3)
-    d2d = 2 * dev_bytes / t / 1e6
-    # The same copy at the d2d transfers' payload size: shows how much of a gap is launch
-    # ramp and tail rather than access pattern. Informational, not used for %ceil.
-    s = min(same_bytes, dev_bytes)
-    t_s = _time_ms(lambda: b[:s].copy_(a[:s]), reps=20, inner=10)
-    d2d_same = 2 * s / t_s / 1e6
-    h = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
-    d = a[:host_bytes]
-    t_h2d = _time_ms(lambda: d.copy_(h, non_blocking=True), reps=10)
-    t_d2h = _time_ms(lambda: h.copy_(d, non_blocking=True), reps=10)
-    del a, b, h
-    return {"d2d": d2d, "d2h": host_bytes / t_d2h / 1e6, "h2d": host_bytes / t_h2d / 1e6,
-            "d2d at transfer size (info)": d2d_same}
+
+def _configs(quick: bool):
+    tok = [(g, "page_first", d, "token", o) for o in ("rand", "seq") for g in GEOMETRIES
+           for d in ("d2d", "d2h", "h2d")]
+    rest = [("index_k_bf16", "layer_first", "d2d", "token", "rand")]
+    rest += [(g, "page_first", "d2d", "page", o) for o in ("rand", "seq") for g in GEOMETRIES]
+    rest += [("index_k_bf16", "page_first", d, "page", o) for o in ("rand", "seq")
+             for d in ("d2h", "h2d")]
+    rest += [("index_k_bf16", "page_first", d, "token", "partial") for d in ("d2h", "h2d")]
+    return tok if quick else tok + rest
 
 
 def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers: int = 4,
               progress=None) -> BenchReport:
     import torch
 
-    from kernels import api, build, staged, transfer
-    from kernels.reference import reference_transfer
+    from . import build
     from workbench.errors import KernelError
 
     if torch.version.cuda is None or not torch.cuda.is_available():
@@ -157,101 +185,140 @@ def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers:
                           hint="run it on the GPU machine (see kernels/NOTES.md)")
     ext = build.load()
     names = list(ext.variants())
-    variants = list(range(len(names))) if variants is None else variants
     dev_pool_bytes = (256 if quick else 1536) << 20
     host_pool_bytes = (128 if quick else 768) << 20
-    moved_target = (16 if quick else 128) << 20
-    reps = 5 if quick else 15
-    d2d_moved = moved_target * 4
+    env = dict(layers=layers, reps=5 if quick else 11, moved=(16 if quick else 128) << 20,
+               variants=variants)
     if progress:
         progress("ceilings")
+    raw = (torch.empty(dev_pool_bytes, dtype=torch.uint8, device="cuda").random_(0, 256),
+           torch.empty(dev_pool_bytes, dtype=torch.uint8, device="cuda"),
+           torch.empty(host_pool_bytes, dtype=torch.uint8, pin_memory=True))
+    raw[2].copy_(raw[0][:host_pool_bytes])
+    big = min(1 << 30, dev_pool_bytes)
     report = BenchReport(device=torch.cuda.get_device_name(0), torch=torch.__version__,
                          variants=names,
-                         ceilings=_ceilings(1 << 30 if not quick else 256 << 20, host_pool_bytes,
-                                            d2d_moved))
-    raw_dev_a = torch.empty(dev_pool_bytes, dtype=torch.uint8, device="cuda").random_(0, 256)
-    raw_dev_b = torch.empty(dev_pool_bytes, dtype=torch.uint8, device="cuda")
-    raw_host = torch.empty(host_pool_bytes, dtype=torch.uint8, pin_memory=True)
-    raw_host.copy_(raw_dev_a[:host_pool_bytes])
+                         ceilings={"d2d": _copy_gbs("d2d", big, *raw),
+                                   "d2h": _copy_gbs("d2h", host_pool_bytes, *raw),
+                                   "h2d": _copy_gbs("h2d", host_pool_bytes, *raw)})
     gen = torch.Generator().manual_seed(0)
-    ps = 64
-    configs = [(g, "page_first", d, gran, "seq") for g in GEOMETRIES for d in DIRECTIONS
-               for gran in ("token", "page")]
-    configs += [("index_k_bf16", "layer_first", d, "token", "seq") for d in DIRECTIONS]
-    configs += [("index_k_bf16", "page_first", d, "page", "rand") for d in ("d2h", "h2d")]
-    configs += [("index_k_bf16", "page_first", d, "token", "partial") for d in ("d2h", "h2d")]
-    for geometry, layout, direction, gran, order in configs:
+    for cfg in _configs(quick):
         if progress:
-            progress(f"{geometry} {layout} {direction} {gran} {order}")
-        geo = GEOMETRIES[geometry]
-        row = geo.page_bytes(ps)
-        dev_pages = dev_pool_bytes // (layers * row)
-        host_pages = host_pool_bytes // (layers * row)
-
-        def pool(raw, pages):
-            shape = (pages, layers, row) if layout == "page_first" else (layers, pages, row)
-            return raw[:pages * layers * row].view(shape)
-
-        if direction == "d2d":
-            src, dst = pool(raw_dev_a, dev_pages), pool(raw_dev_b, dev_pages)
-        elif direction == "d2h":
-            src, dst = pool(raw_dev_a, dev_pages), pool(raw_host, host_pages)
-        else:
-            src, dst = pool(raw_host, host_pages), pool(raw_dev_b, dev_pages)
-        s_pages, d_pages = (dev_pages, dev_pages) if direction == "d2d" else (
-            (dev_pages, host_pages) if direction == "d2h" else (host_pages, dev_pages))
-        unit = geo.bytes_per_token if gran == "token" else row
-        target = d2d_moved if direction == "d2d" else moved_target
-        si, di = _bench_ids(direction, gran, order, n=target // (unit * layers),
-                            s_pages=s_pages, d_pages=d_pages, ps=ps, gen=gen)
-        n = si.numel()
-        si_d, di_d = si.cuda(), di.cuda()
-        # Ids travel as the caller would hand them: cpu for the host side (the DMA plan
-        # needs them there), device for the device side.
-        s_ids = si if direction == "h2d" else si_d
-        d_ids = di if direction == "d2h" else di_d
-        kw = dict(geometry=geometry, granularity=gran, layout=layout, page_size=ps)
-        plan = api.plan_transfer(src, dst, s_ids, d_ids, impl="cuda", **kw)
-        moved = n * layers * unit
-        count = 2 * moved if direction == "d2d" else moved
-        inner = 10 if direction == "d2d" else 3
-
-        def gb(fn, r=reps, i=inner):
-            return count / _time_ms(fn, reps=r, inner=i) / 1e6
-
-        paths = {}
-        for v in variants:
-            if direction != "d2d" and v >= 4:
-                continue    # wide variants are device-to-device only (the launcher says why)
-            paths[f"v{v}"] = gb(lambda: build.launch(plan, v, staging="never"))
-        if direction != "d2d" and staged.plan_staged(plan, force=True) is not None:
-            paths["sB"] = gb(lambda: build.launch(plan, staging="always", dma_mode=1))
-            paths["sL"] = gb(lambda: build.launch(plan, staging="always", dma_mode=0))
-            paths["sB1"] = gb(lambda: build.launch(plan, staging="always", dma_mode=1,
-                                                   pipelined=False))
-        default = gb(lambda: build.launch(plan))
-        api_gbs = gb(lambda: transfer(src, dst, s_ids, d_ids, impl="cuda", **kw),
-                     r=max(3, reps // 3), i=1)
-        base = gb(lambda: reference_transfer(src, dst, si_d if src.is_cuda else si,
-                                             di_d if dst.is_cuda else di, geometry=geo,
-                                             granularity=gran, layout=layout, page_size=ps),
-                  r=max(3, reps // 3), i=1)
-        report.rows.append(BenchRow(geometry, layout, direction, gran, order, moved, paths,
-                                    default, api_gbs, base, report.ceilings[direction]))
-    report.latency_us = _latency(raw_dev_a, raw_dev_b, raw_host, layers)
+            progress(" ".join(cfg))
+        report.rows.append(_row(cfg, raw, gen, env))
+    if progress:
+        progress("size sweep")
+    report.sweep = _sweep(raw, gen, env, quick)
+    report.latency_us = _latency(*raw, layers)
     return report
 
 
+def _pools_for(geometry, layout, direction, raw, layers, ps=64):
+    row = GEOMETRIES[geometry].page_bytes(ps)
+    dev_pages = raw[0].numel() // (layers * row)
+    host_pages = raw[2].numel() // (layers * row)
+
+    def pool(t, pages):
+        shape = (pages, layers, row) if layout == "page_first" else (layers, pages, row)
+        return t[:pages * layers * row].view(shape)
+
+    if direction == "d2d":
+        return pool(raw[0], dev_pages), pool(raw[1], dev_pages), dev_pages, dev_pages
+    if direction == "d2h":
+        return pool(raw[0], dev_pages), pool(raw[2], host_pages), dev_pages, host_pages
+    return pool(raw[2], host_pages), pool(raw[1], dev_pages), host_pages, dev_pages
+
+
+def _row(cfg, raw, gen, env) -> BenchRow:
+    from . import api, build, staged, transfer
+    from .reference import reference_transfer
+
+    geometry, layout, direction, gran, order = cfg
+    layers, reps = env["layers"], env["reps"]
+    ps, geo = 64, GEOMETRIES[geometry]
+    src, dst, s_pages, d_pages = _pools_for(geometry, layout, direction, raw, layers)
+    unit = geo.bytes_per_token if gran == "token" else geo.page_bytes(ps)
+    target = 4 * env["moved"] if direction == "d2d" else env["moved"]
+    si, di = _bench_ids(direction, gran, order, n=target // (unit * layers), s_pages=s_pages,
+                        d_pages=d_pages, ps=ps, gen=gen)
+    si_d, di_d = si.cuda(), di.cuda()
+    # The validated plan takes the host side's ids on the cpu (the DMA plan reads them there).
+    s_ids = si if direction == "h2d" else si_d
+    d_ids = di if direction == "d2h" else di_d
+    kw = dict(geometry=geometry, granularity=gran, layout=layout, page_size=ps)
+    plan = api.plan_transfer(src, dst, s_ids, d_ids, impl="cuda", **kw)
+    moved = si.numel() * layers * unit
+    count = 2 * moved if direction == "d2d" else moved
+    inner = 10 if direction == "d2d" else 3
+
+    def gb(fn, r=reps, i=inner):
+        return count / _time_ms(fn, reps=r, inner=i) / 1e6
+
+    ceiling = _copy_gbs(direction, moved, *raw)
+    wanted = env["variants"] or (D2D_VARIANTS if direction == "d2d" else HOST_VARIANTS)
+    paths = {}
+    for v in wanted:
+        if direction != "d2d" and 4 <= v <= 8:
+            continue    # wide variants are device-to-device only (the launcher says why)
+        paths[f"v{v}"] = gb(lambda: build.launch(plan, v, staging="never"))
+    if direction != "d2d" and staged.plan_staged(plan, force=True) is not None:
+        paths["sB"] = gb(lambda: build.launch(plan, staging="always", dma_mode=1))
+    default = gb(lambda: build.launch(plan))
+    api_gbs = gb(lambda: transfer(src, dst, si_d, di_d, impl="cuda", **kw))
+    api.synchronize()
+    checked = gb(lambda: api.run_plan(api.plan_transfer(src, dst, si_d, di_d, impl="cuda", **kw)),
+                 r=3, i=1)
+    base = gb(lambda: reference_transfer(src, dst, si_d if src.is_cuda else si,
+                                         di_d if dst.is_cuda else di, geometry=geo,
+                                         granularity=gran, layout=layout, page_size=ps),
+              r=3, i=1)
+    return BenchRow(geometry, layout, direction, gran, order, moved, paths, default, api_gbs,
+                    base, ceiling, checked)
+
+
+def _sweep(raw, gen, env, quick: bool) -> list[dict]:
+    """Random token gathers device to device at 32, 128 and 512 MB (kernel against transfer()),
+    and random rows of 256 B .. 16 KiB (bf16 pages of page_size 1 .. 64, layer_first: each
+    row contiguous), which bounds what random ids can reach whatever the kernel does."""
+    from . import api, build, transfer
+
+    out = []
+    sizes = (8, 32) if quick else (32, 128, 512)
+    cases = [(g, "token", 64, mb) for g in GEOMETRIES for mb in sizes]
+    cases += [("index_k_bf16", "page", ps, sizes[-1]) for ps in (1, 2, 4, 16, 64)]
+    for geometry, gran, ps, mb in cases:
+        layout = "page_first" if gran == "token" else "layer_first"
+        src, dst, s_pages, d_pages = _pools_for(geometry, layout, "d2d", raw, env["layers"], ps)
+        geo = GEOMETRIES[geometry]
+        unit = geo.bytes_per_token if gran == "token" else geo.page_bytes(ps)
+        n = (mb << 20) // (unit * env["layers"])
+        si, di = _bench_ids("d2d", gran, "rand", n=n, s_pages=s_pages, d_pages=d_pages, ps=ps,
+                            gen=gen)
+        si, di = si.cuda(), di.cuda()
+        kw = dict(geometry=geometry, granularity=gran, layout=layout, page_size=ps)
+        plan = api.plan_transfer(src, dst, si, di, impl="cuda", **kw)
+        moved = si.numel() * env["layers"] * unit
+        t_k = _time_ms(lambda: build.launch(plan), reps=env["reps"], inner=20)
+        t_a = _time_ms(lambda: transfer(src, dst, si, di, impl="cuda", **kw), reps=env["reps"],
+                       inner=20)
+        api.synchronize()
+        out.append({"name": f"{geometry} {gran} ps={ps} rand", "mb": moved / 1e6,
+                    "ceil": _copy_gbs("d2d", moved, *raw), "kernel": 2 * moved / t_k / 1e6,
+                    "api": 2 * moved / t_a / 1e6})
+    return out
+
+
 def _bench_ids(direction, gran, order, *, n, s_pages, d_pages, ps, gen):
-    """Random rows on the device side; on the other side consecutive rows (seq), random rows
-    (rand) or the prefixes of consecutive pages (partial, a HiCache partial-page load)."""
+    """Random rows on the device side (device to device: the source); on the other side
+    consecutive rows (seq), random rows (rand) or the prefixes of consecutive pages (partial)."""
     import torch
 
-    from kernels.experiment import _page_lengths
+    from .experiment import _page_lengths
 
     dev_is_src = direction != "h2d"
-    dev_lim = (s_pages if dev_is_src else d_pages) * (ps if gran == "token" else 1)
-    other_lim = (d_pages if dev_is_src else s_pages) * (ps if gran == "token" else 1)
+    per = ps if gran == "token" else 1
+    dev_lim = (s_pages if dev_is_src else d_pages) * per
+    other_lim = (d_pages if dev_is_src else s_pages) * per
     if order == "partial":
         lengths = _page_lengths(n, True, gen)
         slots = torch.arange(ps)
@@ -268,9 +335,11 @@ def _bench_ids(direction, gran, order, *, n, s_pages, d_pages, ps, gen):
 
 
 def _latency(raw_dev_a, raw_dev_b, raw_host, layers: int) -> dict:
+    """64 tokens x 4 layers: per call with a sync (latency), and back to back without one
+    (host cost per call: what transfer() adds over the launch is the difference)."""
     import torch
 
-    from kernels import api, build, transfer
+    from . import api, build, transfer
 
     ps, g = 64, "index_k_bf16"
     row = GEOMETRIES[g].page_bytes(ps)
@@ -281,16 +350,24 @@ def _latency(raw_dev_a, raw_dev_b, raw_host, layers: int) -> dict:
     host = raw_host[:pages * layers * row].view(shape)
     si = torch.randperm(pages * ps)[:64]
     di = torch.randperm(pages * ps)[:64]
+    si_d, di_d = si.cuda(), di.cuda()
     nbytes = 64 * layers * 256
     out = {}
     for direction, (s, d) in {"d2d": (dev_a, dev_b), "d2h": (dev_a, host),
                               "h2d": (host, dev_b)}.items():
         kw = dict(geometry=g, granularity="token", layout="page_first", page_size=ps)
-        plan = api.plan_transfer(s, d, si.cuda(), di.cuda(), impl="cuda", **kw)
+        plan = api.plan_transfer(s, d, si_d, di_d, impl="cuda", **kw)
         flat_s, flat_d = s.view(-1)[:nbytes], d.view(-1)[:nbytes]
         out[direction] = {
-            "transfer() cpu ids": _wall_us(lambda: transfer(s, d, si, di, impl="cuda", **kw)),
             "launch only": _wall_us(lambda: build.launch(plan)),
+            "transfer() device ids": _wall_us(lambda: transfer(s, d, si_d, di_d, impl="cuda", **kw)),
+            "transfer() cpu ids": _wall_us(lambda: transfer(s, d, si, di, impl="cuda", **kw)),
+            "host-checked (old transfer())": _wall_us(
+                lambda: api.run_plan(api.plan_transfer(s, d, si_d, di_d, impl="cuda", **kw))),
             "one copy_ of the bytes": _wall_us(lambda: flat_d.copy_(flat_s, non_blocking=True)),
+            "host us/call: launch only": _wall_us(lambda: build.launch(plan), reps=20, inner=200),
+            "host us/call: transfer() device ids": _wall_us(
+                lambda: transfer(s, d, si_d, di_d, impl="cuda", **kw), reps=20, inner=200),
         }
+    api.synchronize()
     return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernels.geometry import GEOMETRIES
+from .geometry import GEOMETRIES
 
 __all__ = ["make_pool", "index_set", "SET_KINDS", "poison"]
 

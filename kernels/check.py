@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from kernels.cases import SET_KINDS, index_set, make_pool, poison
-from kernels.geometry import GEOMETRIES, LAYOUTS, PoolShape
+from .cases import SET_KINDS, index_set, make_pool, poison
+from .geometry import GEOMETRIES, LAYOUTS, PoolShape
 
 __all__ = ["run_check", "CheckReport", "CaseResult", "oracle_transfer"]
 
@@ -47,7 +47,9 @@ class CheckReport:
                  f"(seed {self.seed}, {self.seconds:.1f} s)"]
         for group, label in (("transfer", "transfer cases byte-exact"),
                              ("buggy", "buggy-mode cases byte-exact"),
-                             ("bad-input", "bad inputs rejected, nothing moved")):
+                             ("bad-input", "bad inputs rejected, nothing moved"),
+                             ("device-checked", "bad device ids reported afterwards, "
+                              "only valid rows moved")):
             cs = [c for c in self.cases if c.group == group]
             if not cs:
                 continue
@@ -70,7 +72,7 @@ class CheckReport:
                 "bug_reproduced": list(self.bug_reproduced),
                 "groups": {g: {"cases": sum(c.group == g for c in self.cases),
                                "ok": sum(c.ok for c in self.cases if c.group == g)}
-                           for g in ("transfer", "buggy", "bad-input")},
+                           for g in ("transfer", "buggy", "bad-input", "device-checked")},
                 "failures": [c.__dict__ for c in self.cases if not c.ok]}
 
 
@@ -102,7 +104,7 @@ def _resolve(impl: str):
     """(implementation under test, what it is compared with, device string)."""
     import torch
 
-    from kernels import build
+    from . import build
 
     if impl in ("auto", "cuda"):
         if torch.version.cuda is not None and torch.cuda.is_available():
@@ -130,7 +132,7 @@ class _Runner:
         return t.clone().pin_memory()
 
     def expected(self, src, dst0, si, di, kw):
-        from kernels.reference import reference_transfer
+        from .reference import reference_transfer
 
         out = dst0.clone()
         if self.against == "reference":
@@ -151,7 +153,7 @@ class _Runner:
         """
         import torch
 
-        from kernels import transfer
+        from . import transfer
 
         d_shape = list(src.shape)
         d_shape[0 if kw["layout"] == "page_first" else 1] = dst_pages
@@ -168,7 +170,7 @@ class _Runner:
             if staging == "auto" and variant < 0:
                 transfer(src_t, dst_t, a, b, impl=self.impl, **kw)
             else:   # force the staged (DMA) host path or the zero-copy one
-                from kernels import api, build
+                from . import api, build
 
                 plan = api.plan_transfer(src_t, dst_t, a, b, impl=self.impl, **kw)
                 build.launch(plan, variant, staging=staging)
@@ -231,7 +233,7 @@ def _transfer_cases(r: _Runner, report: CheckReport, directions, quick: bool, pr
 
 def _variant_cases(r: _Runner, report: CheckReport, progress):
     """Every kernel variant (the benchmark times them all), device to device."""
-    from kernels import build
+    from . import build
 
     for v in range(len(build.load().variants())):
         for geometry in GEOMETRIES:
@@ -252,7 +254,7 @@ def _variant_cases(r: _Runner, report: CheckReport, progress):
 
 
 def _buggy_cases(r: _Runner, report: CheckReport, directions, progress):
-    from kernels.reference import reference_transfer
+    from .reference import reference_transfer
 
     gen = r.gen
     hits = total = 0
@@ -297,7 +299,7 @@ def _bad_inputs(r: _Runner, report: CheckReport):
     """Each bad call must raise KernelError and leave dst exactly as it was."""
     import torch
 
-    from kernels import transfer
+    from . import transfer
     from workbench.errors import KernelError
 
     gen = r.gen
@@ -353,6 +355,53 @@ def _bad_inputs(r: _Runner, report: CheckReport):
         report.cases.append(CaseResult("bad-input", name, ok, 0, 0, note))
 
 
+def _device_checked(r: _Runner, report: CheckReport):
+    """Device ids with bad data: transfer() returns without a sync, the kernel copies only the
+    valid pairs (nothing outside the pools), `synchronize()` raises a KernelError naming the
+    id, and the next call then runs normally."""
+    import torch
+
+    from . import api, transfer
+    from .reference import reference_transfer
+    from workbench.errors import KernelError
+
+    g, lay, ps = "index_k_fp8", "page_first", 64
+    src = make_pool(g, lay, 8, 2, ps, gen=r.gen)
+    dst0 = make_pool(g, lay, 6, 2, ps, gen=r.gen)
+    kw = dict(geometry=g, layout=lay, page_size=ps)
+    cases = [  # name, granularity, src ids, dst ids, fragment of the error, pairs that move
+        ("src id out of range", "token", [1, 2, 8 * ps, 9], [4, 5, 6, 7], "outside [0, 512)", [0, 1, 3]),
+        ("negative dst id", "token", [1, 2, 3], [4, -1, 6], "= -1", [0, 2]),
+        ("page id out of range", "page", [0, 1], [6, 2], "outside [0, 6)", [1]),
+        ("duplicate destinations", "token", [1, 2, 3], [4, 5, 4], "already written", None),
+    ]
+    for name, gran, s_ids, d_ids, fragment, keep in cases:
+        si, di = torch.tensor(s_ids), torch.tensor(d_ids)
+        d = dst0.cuda()
+        src_d = src.cuda()
+        note, ok = "no error raised", False
+        try:
+            transfer(src_d, d, si.cuda(), di.cuda(), granularity=gran, impl="cuda", **kw)
+            api.synchronize()
+        except KernelError as exc:
+            note = f"KernelError: {exc.message}"
+            ok = fragment in exc.message
+        got = d.cpu()
+        wants = []
+        for pairs in ([keep] if keep is not None else [[0, 1], [1, 2]]):
+            want = dst0.clone()
+            reference_transfer(src, want, si[pairs], di[pairs], geometry=GEOMETRIES[g],
+                               granularity=gran, layout=lay, page_size=ps)
+            wants.append(want)
+        # A duplicated destination holds bytes of either source (the copies race chunk by chunk).
+        ok = ok and bool(torch.stack([got == w for w in wants]).any(0).all())
+        # The next call is not blamed for the last one's error.
+        transfer(src_d, d, torch.tensor([7]).cuda(), torch.tensor([8]).cuda(), granularity="token",
+                 impl="cuda", **kw)
+        api.synchronize()
+        report.cases.append(CaseResult("device-checked", name, ok, 0, 0, note))
+
+
 def run_check(*, impl: str = "auto", seed: int = 0, quick: bool = False,
               progress=None) -> CheckReport:
     """Run every case; never raises for a mismatch (the report says), only for a failed build."""
@@ -369,5 +418,7 @@ def run_check(*, impl: str = "auto", seed: int = 0, quick: bool = False,
         _variant_cases(r, report, progress)
     _buggy_cases(r, report, directions, progress)
     _bad_inputs(r, report)
+    if r.cuda:
+        _device_checked(r, report)
     report.seconds = time.perf_counter() - t0
     return report

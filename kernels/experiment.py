@@ -53,9 +53,9 @@ def run_geometry_arm(*, geometry_fix: bool, seed: int, tokens: int = 4096,
     """
     import torch
 
-    from kernels import api
-    from kernels.cases import make_pool
-    from kernels.reference import reference_transfer
+    from . import api
+    from .cases import make_pool
+    from .reference import reference_transfer
     from workbench.errors import KernelError
 
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:

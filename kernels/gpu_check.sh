@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Everything the kernel needs a GPU for, in one go: build, `wb kernel check`, `wb kernel bench`,
-# the gpu-marked tests, a memcheck pass and the geometry arms. Run from the repo root:
+# a memcheck pass (device-checked bad ids included), Nsight Compute counters of the random-order
+# gathers, the gpu-marked tests and the geometry arms. Run from the repo root:
 #   OUT=/some/dir bash kernels/gpu_check.sh [bench options...]
-# WB_GPU_STEPS=core stops after the bench (build + check + bench).
-# Outputs land in $OUT (default /tmp/wb-gpu-out); the summaries are printed last.
+# WB_GPU_STEPS: "all" (default), "core" (build + check + bench), or a comma list of
+# build,check,bench,memcheck,ncu,pytest,arms. Outputs land in $OUT (default /tmp/wb-gpu-out);
+# the summaries are printed last.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/wb-gpu-out}
@@ -14,7 +16,11 @@ export PYTHONUNBUFFERED=1
 export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 export WB_KERNEL_BUILD_DIR=${WB_KERNEL_BUILD_DIR:-/tmp/wb-kernel-build}
 PY=${PYTHON:-python3}
-wb() { "$PY" -m workbench.cli.main "$@"; }
+STEPS=${WB_GPU_STEPS:-all}
+[ "$STEPS" = all ] && STEPS=build,check,bench,memcheck,ncu,pytest,arms
+[ "$STEPS" = core ] && STEPS=build,check,bench
+want() { case ",$STEPS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+stamp() { echo "[$(date -u +%T)] $*" >> "$OUT/steps.txt"; }
 
 {
   date -u
@@ -23,40 +29,40 @@ wb() { "$PY" -m workbench.cli.main "$@"; }
   nvcc --version | tail -1
 } > "$OUT/env.txt" 2>&1
 
+stamp build
 start=$(date +%s)
 timeout 300 "$PY" -c "from kernels import build; build.load(verbose=True)" > "$OUT/build.log" 2>&1
 echo "build rc=$? in $(( $(date +%s) - start )) s" >> "$OUT/build.log"
 
-timeout 240 "$PY" -m workbench.cli.main kernel check > "$OUT/check.txt" 2>&1 || \
-  echo "check rc=$?" >> "$OUT/check.txt"
-
-timeout 300 "$PY" -m workbench.cli.main kernel bench --json "$@" > "$OUT/bench.json" 2> "$OUT/bench.err"
-echo "bench rc=$?" >> "$OUT/bench.err"
-"$PY" - "$OUT/bench.json" > "$OUT/bench.txt" 2>&1 <<'PYEOF'
-import dataclasses, json, sys
-from kernels.bench import BenchReport, BenchRow
-d = json.load(open(sys.argv[1]))
-names = {f.name for f in dataclasses.fields(BenchRow)}
-rows = [BenchRow(**{k: v for k, v in r.items() if k in names}) for r in d["rows"]]
-rep = BenchReport(d["device"], d["torch"], d["variants"], d["ceilings_gbs"], rows, d["latency_us"])
-print("\n".join(rep.table()))
+if want check; then
+  stamp check
+  timeout 240 "$PY" - > "$OUT/check.txt" 2>&1 <<'PYEOF' || echo "check rc=$?" >> "$OUT/check.txt"
+from kernels.check import run_check
+report = run_check()
+print("\n".join(report.summary()))
 PYEOF
-
-if [ "${WB_GPU_STEPS:-all}" = core ]; then   # build + check + bench only (short device slots)
-  echo "===== build"; tail -3 "$OUT/build.log"
-  echo "===== check"; tail -25 "$OUT/check.txt"
-  echo "===== bench"; cat "$OUT/bench.txt"; tail -3 "$OUT/bench.err"
-  exit 0
 fi
 
-timeout 240 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/kernels > "$OUT/pytest.txt" 2>&1
-echo "pytest rc=$?" >> "$OUT/pytest.txt"
+if want bench; then
+  stamp bench
+  timeout 300 "$PY" - "$OUT" "$@" > "$OUT/bench.txt" 2> "$OUT/bench.err" <<'PYEOF'
+import json, sys
+from kernels.bench import run_bench
+report = run_bench(quick="--quick" in sys.argv[2:])
+json.dump(report.as_dict(), open(sys.argv[1] + "/bench.json", "w"), indent=1)
+print("\n".join(report.table()))
+PYEOF
+  echo "bench rc=$?" >> "$OUT/bench.err"
+fi
 
-{
-  timeout 150 compute-sanitizer --tool memcheck --leak-check no "$PY" - <<'PYEOF'
+if want memcheck; then
+  stamp memcheck
+  SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  timeout 150 "$SAN" --tool memcheck --leak-check no "$PY" - > "$OUT/sanitizer.txt" 2>&1 <<'PYEOF'
 import torch
-from kernels import transfer
+from kernels import api, build, transfer
 from kernels.cases import make_pool, index_set
+from workbench.errors import KernelError
 gen = torch.Generator().manual_seed(0)
 for g, addr in [("index_k_bf16", None), ("index_k_bf16", "c4_latent"), ("c4_latent", "index_k_bf16"),
                 ("index_k_fp8", None), ("index_k_fp8", "c4_latent"), ("c4_latent", None)]:
@@ -72,7 +78,8 @@ for g, addr in [("index_k_bf16", None), ("index_k_bf16", "c4_latent"), ("c4_late
                      stride_geometry=addr, impl="cuda")
             transfer(dst, src, di, si, geometry=g, granularity=gran, layout=lay,
                      stride_geometry=addr, impl="cuda")
-from kernels import api, build
+            transfer(src, dst, si.cuda(), di.cuda(), geometry=g, granularity=gran, layout=lay,
+                     stride_geometry=addr, impl="cuda")   # device ids: checked in the kernel
 for g in ("index_k_bf16", "c4_latent", "index_k_fp8"):   # the staged (DMA) host path
     for lay in ("page_first", "layer_first"):
         host = make_pool(g, lay, 40, 2, 64, gen=gen).pin_memory()
@@ -84,21 +91,96 @@ for g in ("index_k_bf16", "c4_latent", "index_k_fp8"):   # the staged (DMA) host
                 plan = api.plan_transfer(s, d, a, b, geometry=g, granularity=gran, layout=lay,
                                          impl="cuda")
                 build.launch(plan, staging="always")
+# Bad device ids, every variant and both host directions: skipped in the kernel, reported after.
+reported = 0
+for v in range(len(build.load().variants())):
+    for g in ("index_k_bf16", "c4_latent", "index_k_fp8"):
+        a = make_pool(g, "page_first", 8, 2, 64, gen=gen).cuda()
+        for b in (make_pool(g, "page_first", 6, 2, 64, gen=gen).cuda(),
+                  make_pool(g, "page_first", 6, 2, 64, gen=gen).pin_memory()):
+            for s_ids, d_ids in (([1, 2, 8 * 64 + 5, 3], [4, 5, 6, 7]), ([1, 2, 3], [4, -7, 6]),
+                                 ([1, 2, 3], [6 * 64, 5, 4]), ([1, 2, 3], [4, 5, 4])):
+                try:
+                    if v == 0:
+                        transfer(a, b, torch.tensor(s_ids).cuda(), torch.tensor(d_ids).cuda(),
+                                 geometry=g, granularity="token", layout="page_first", impl="cuda")
+                    else:   # the variants through the binding, with the checks on
+                        p = api._pools(a, b, g, "token", "page_first", 64, None, "cuda")
+                        args = p.args[:9] + (v,) + p.args[10:]
+                        p.ext.transfer(a, b, torch.tensor(s_ids).cuda(), torch.tensor(d_ids).cuda(), *args)
+                    api.synchronize()
+                except KernelError:
+                    reported += 1
 torch.cuda.synchronize()
+print("bad device-id calls reported:", reported)
 print("memcheck workload done")
 PYEOF
-} > "$OUT/sanitizer.txt" 2>&1
+fi
 
-timeout 120 "$PY" - > "$OUT/arms.txt" 2>&1 <<'PYEOF'
+if want ncu; then
+  stamp ncu
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  METRICS=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,\
+dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sector_hit_rate.pct,\
+lts__t_sectors_srcunit_tex_op_read.sum,lts__t_requests_srcunit_tex_op_read.sum,\
+lts__t_sectors_srcunit_tex_op_write.sum,lts__t_requests_srcunit_tex_op_write.sum,\
+l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,\
+sm__warps_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed,\
+lts__t_sectors_op_atom.sum,launch__grid_size
+  timeout 200 "$NCU" --clock-control none --csv --metrics "$METRICS" \
+    -k regex:"transfer_kernel|fused_kernel|split_kernel" \
+    "$PY" -m kernels.profile --names "$OUT/ncu-names.txt" > "$OUT/ncu.csv" 2> "$OUT/ncu.err"
+  echo "ncu rc=$?" >> "$OUT/ncu.err"
+  "$PY" - "$OUT" > "$OUT/ncu.txt" 2>&1 <<'PYEOF'
+import csv, io, sys
+out = sys.argv[1]
+names = [l.strip() for l in open(out + "/ncu-names.txt")] if __import__("os").path.exists(out + "/ncu-names.txt") else []
+text = open(out + "/ncu.csv").read()
+start = text.find('"ID"')
+rows = list(csv.DictReader(io.StringIO(text[start:]))) if start >= 0 else []
+by = {}
+for r in rows:
+    by.setdefault(r["ID"], {})[r["Metric Name"]] = r["Metric Value"]
+def f(d, k):
+    try: return float(d.get(k, "nan").replace(",", ""))
+    except ValueError: return float("nan")
+for i, (kid, d) in enumerate(sorted(by.items(), key=lambda kv: int(kv[0]))):
+    name = names[i] if i < len(names) else kid
+    t = f(d, "gpu__time_duration.sum")
+    rd, wr = f(d, "dram__bytes_read.sum"), f(d, "dram__bytes_write.sum")
+    rs = f(d, "lts__t_sectors_srcunit_tex_op_read.sum") / max(1, f(d, "lts__t_requests_srcunit_tex_op_read.sum"))
+    ws = f(d, "lts__t_sectors_srcunit_tex_op_write.sum") / max(1, f(d, "lts__t_requests_srcunit_tex_op_write.sum"))
+    print(f"{name}\n    time {t/1e3:.1f} us, DRAM read {rd/1e6:.1f} MB write {wr/1e6:.1f} MB "
+          f"({(rd+wr)/max(t,1):.0f} GB/s, {f(d,'dram__throughput.avg.pct_of_peak_sustained_elapsed'):.1f}% of peak), "
+          f"L2 hit {f(d,'lts__t_sector_hit_rate.pct'):.1f}%, L2 sectors/request read {rs:.2f} write {ws:.2f}, "
+          f"atomics {f(d,'lts__t_sectors_op_atom.sum'):.0f}, warps active {f(d,'sm__warps_active.avg.pct_of_peak_sustained_active'):.0f}%, "
+          f"SM {f(d,'sm__throughput.avg.pct_of_peak_sustained_elapsed'):.0f}%, grid {d.get('launch__grid_size','?')}")
+PYEOF
+fi
+
+if want pytest; then
+  stamp pytest
+  timeout 240 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/kernels > "$OUT/pytest.txt" 2>&1
+  echo "pytest rc=$?" >> "$OUT/pytest.txt"
+fi
+
+if want arms; then
+  stamp arms
+  timeout 120 "$PY" - > "$OUT/arms.txt" 2>&1 <<'PYEOF'
 from kernels.experiment import run_geometry_arm
 for fix in (False, True):
     for seed in (0, 1):
         print("geometry_fix", fix, "seed", seed, run_geometry_arm(geometry_fix=fix, seed=seed))
 PYEOF
+fi
+stamp done
 
-echo "===== build"; tail -3 "$OUT/build.log"
-echo "===== sanitizer"; grep -E "ERROR SUMMARY|memcheck workload|Error" "$OUT/sanitizer.txt" | head -5
-echo "===== arms"; cat "$OUT/arms.txt"
-echo "===== pytest"; tail -4 "$OUT/pytest.txt"
-echo "===== check"; cat "$OUT/check.txt" | tail -25
-echo "===== bench"; cat "$OUT/bench.txt"; tail -3 "$OUT/bench.err"
+echo "===== steps"; cat "$OUT/steps.txt"
+echo "===== build"; tail -2 "$OUT/build.log"
+want memcheck && { echo "===== sanitizer"; grep -E "ERROR SUMMARY|memcheck workload|reported|Error" "$OUT/sanitizer.txt" | head -6; }
+want arms && { echo "===== arms"; cat "$OUT/arms.txt"; }
+want pytest && { echo "===== pytest"; tail -4 "$OUT/pytest.txt"; }
+want ncu && { echo "===== ncu"; cat "$OUT/ncu.txt"; tail -2 "$OUT/ncu.err"; }
+want check && { echo "===== check"; tail -25 "$OUT/check.txt"; }
+want bench && { echo "===== bench"; cat "$OUT/bench.txt"; tail -3 "$OUT/bench.err"; }
+exit 0

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from kernels.geometry import Geometry, PoolShape
+from .geometry import Geometry, PoolShape
 
 __all__ = ["reference_transfer", "unit_copies"]
 

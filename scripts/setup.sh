@@ -12,7 +12,7 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q --upgrade pip "setuptools>=77" >/dev/null
 # torch 2.13.0 is the CPU build on these machines; install it alone first so nothing pulls a CUDA wheel.
 .venv/bin/python -m pip install -q "torch==2.13.0"
 if [ "$want_tests" = 1 ]; then

@@ -2,7 +2,7 @@
 and credentials inside URLs (`scheme://user:PASSWORD@host`).
 
 The runner registers the values it knows; every text column is redacted as a session flushes (one
-hook at the store boundary, so a new column or a new writer cannot forget it), and what the CLI prints
+hook at the store boundary, `workbench.store.redaction`, so a new column or a new writer cannot forget it), and what the CLI prints
 goes through `redact` as well. Redaction replaces the value itself, not only entries whose key looks
 secret: a value reaches the store inside rendered configs, commands, errors and JSON blobs.
 """
@@ -20,7 +20,6 @@ _URL_CREDS = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'\"]*):(?P
 _lock = threading.Lock()
 _values: set[str] = set()
 _names: set[str] = set()
-_installed = False
 
 
 def register(*, values: Any = (), names: Any = ()) -> None:
@@ -28,7 +27,6 @@ def register(*, values: Any = (), names: Any = ()) -> None:
     with _lock:
         _values.update(str(v) for v in values if v is not None and str(v) != "")
         _names.update(str(n) for n in names)
-    install()
 
 
 def clear() -> None:
@@ -82,28 +80,3 @@ def register_registry(registry: Any) -> None:
             names += list(prof.env)
             values += [v for v in prof.env.values() if "{{" not in v]
     register(values=values, names=names)
-
-
-def _before_flush(session: Any, flush_context: Any, instances: Any) -> None:
-    from sqlalchemy import inspect
-
-    for obj in list(session.new) + list(session.dirty):
-        state = inspect(obj)
-        for attr in state.mapper.column_attrs:
-            value = getattr(obj, attr.key, None)
-            if isinstance(value, str):
-                clean = redact_text(value)
-                if clean != value:
-                    setattr(obj, attr.key, clean)
-
-
-def install() -> None:
-    """Redact every text column of every row any session flushes (idempotent)."""
-    global _installed
-    if _installed:
-        return
-    from sqlalchemy import event
-    from sqlalchemy.orm import Session
-
-    event.listen(Session, "before_flush", _before_flush)
-    _installed = True

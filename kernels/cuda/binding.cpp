@@ -5,6 +5,10 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
 
+#include <cstring>
+#include <map>
+#include <utility>
+
 #include "transfer.cuh"
 
 namespace {
@@ -31,10 +35,61 @@ int sm_count(int device) {
   return cached[device];
 }
 
-void transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, torch::Tensor dst_idx,
-              bool token, bool page_first, int64_t page_size, int64_t src_pages,
-              int64_t dst_pages, int64_t layers, int64_t value_bytes, int64_t scale_bytes,
-              bool clip, int64_t variant) {
+// Per device: the mapped host record a checked launch reports into, and the device claim word.
+struct ErrorState {
+  wb::ErrorRecord* host = nullptr;
+  wb::ErrorRecord* dev = nullptr;
+  torch::Tensor claim;
+};
+
+ErrorState& error_state(const c10::Device& device) {
+  static auto* states = new std::map<int, ErrorState>();  // never freed: outlives CUDA teardown
+  ErrorState& st = (*states)[device.index()];
+  if (!st.host) {
+    void* p = nullptr;
+    TORCH_CHECK(cudaHostAlloc(&p, sizeof(wb::ErrorRecord), cudaHostAllocMapped) == cudaSuccess,
+                "cannot allocate the error record");
+    std::memset(p, 0, sizeof(wb::ErrorRecord));
+    void* dp = nullptr;
+    TORCH_CHECK(cudaHostGetDevicePointer(&dp, p, 0) == cudaSuccess, "cannot map the error record");
+    st.host = static_cast<wb::ErrorRecord*>(p);
+    st.dev = static_cast<wb::ErrorRecord*>(dp);
+    st.claim = torch::zeros({1}, torch::dtype(torch::kInt32).device(device));
+  }
+  return st;
+}
+
+// Per device and stream: the byte stamps of destination ids (duplicate detection) and the
+// generation of the last checked launch. Keyed by stream so that launches on two streams
+// never share a generation; stream order makes reuse on one stream safe.
+struct StampState {
+  torch::Tensor buf;
+  uint32_t gen = 0;
+};
+
+StampState& stamp_state(const c10::Device& device, cudaStream_t stream, int64_t need) {
+  static auto* states = new std::map<std::pair<int, cudaStream_t>, StampState>();
+  StampState& st = (*states)[{device.index(), stream}];
+  if (!st.buf.defined() || st.buf.numel() < need) {
+    st.buf = torch::zeros({std::max<int64_t>(need, 1024)}, torch::dtype(torch::kInt32).device(device));
+    st.gen = 0;
+  }
+  if (++st.gen == 0) {  // wrapped after 2^32 - 1 launches: stale stamps could match
+    st.buf.zero_();
+    st.gen = 1;
+  }
+  return st;
+}
+
+int64_t next_seq() {
+  static int64_t seq = 0;
+  return ++seq;
+}
+
+int64_t transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, torch::Tensor dst_idx,
+                 bool token, bool page_first, int64_t page_size, int64_t src_pages,
+                 int64_t dst_pages, int64_t layers, int64_t value_bytes, int64_t scale_bytes,
+                 bool clip, int64_t variant, bool check, int64_t src_limit, int64_t dst_limit) {
   TORCH_CHECK(src.dtype() == torch::kUInt8 && dst.dtype() == torch::kUInt8, "pools must be uint8");
   TORCH_CHECK(src.is_contiguous() && dst.is_contiguous(), "pools must be contiguous");
   TORCH_CHECK(src_idx.is_cuda() && dst_idx.is_cuda(), "index tensors must be on the device");
@@ -71,8 +126,39 @@ void transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, torch
   a.variant = static_cast<int>(variant);
   a.num_sms = sm_count(device.index());
   a.direction = src.is_cuda() ? (dst.is_cuda() ? 0 : 1) : 2;
-  const cudaError_t e = wb::transfer_launch(a, c10::cuda::getCurrentCUDAStream(device.index()));
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index());
+  if (check && a.n > 0) {
+    TORCH_CHECK(src_limit > 0 && dst_limit > 0, "checked launch without id limits");
+    ErrorState& es = error_state(device);
+    StampState& ss = stamp_state(device, stream, dst_limit);
+    a.check = true;
+    a.src_limit = src_limit;
+    a.dst_limit = dst_limit;
+    a.stamp = reinterpret_cast<unsigned*>(ss.buf.data_ptr<int32_t>());
+    a.gen = ss.gen;
+    a.claim = es.claim.data_ptr<int32_t>();
+    a.err = es.dev;
+    a.seq = next_seq();
+  }
+  const cudaError_t e = wb::transfer_launch(a, stream);
   TORCH_CHECK(e == cudaSuccess, "transfer kernel launch failed: ", cudaGetErrorString(e));
+  return a.seq;
+}
+
+// The first error a checked launch on this device reported, if it has: (code, seq, index,
+// value), and the record cleared for the next one; None while nothing is reported. Reads
+// mapped host memory: no synchronisation.
+py::object pending_error(int64_t device_index) {
+  const c10::Device device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device_index));
+  ErrorState& es = error_state(device);
+  volatile wb::ErrorRecord* r = es.host;
+  if (!r->ready) return py::none();
+  auto out = py::make_tuple(int64_t(r->code), int64_t(r->seq), int64_t(r->index), int64_t(r->value));
+  r->ready = 0;
+  c10::cuda::CUDAGuard guard(device);
+  cudaMemsetAsync(es.claim.data_ptr<int32_t>(), 0, sizeof(int32_t),
+                  c10::cuda::getCurrentCUDAStream(device.index()));
+  return out;
 }
 
 // Copy-engine copies of byte runs, for the staged host path: runs is a cpu int64 [k, 3] tensor
@@ -149,7 +235,9 @@ std::vector<std::string> variants() {
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "wb index-K transfer kernel";
-  m.def("transfer", &transfer, "copy token or page segments of every layer between pools");
+  m.def("transfer", &transfer, "copy token or page segments of every layer between pools; "
+        "returns the launch's sequence number when checked on the device, else 0");
+  m.def("pending_error", &pending_error, "the first error a checked launch reported, or None");
   m.def("variants", &variants, "names of the kernel variants, by number");
   m.def("copy_runs", &copy_runs, "copy-engine copies of (src offset, dst offset, length) runs");
 }

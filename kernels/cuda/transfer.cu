@@ -51,7 +51,61 @@ struct KArgs {
   uint32_t fchunks;
   FastDiv fdiv;
   uint32_t ftotal;
+  // Split form (variants 17-19): the first sblocks blocks copy the scale chunks, one per
+  // thread, the others the value chunks.
+  uint32_t sblocks;
+  // Device-side checks (TransferArgs::check); ids of this launch start at idx_base.
+  bool check;
+  uint64_t s_lim, d_lim;
+  unsigned* stamp;
+  unsigned gen;
+  uint32_t copy_blocks;          // blocks that copy (the grid-stride variants' stride)
+  uint32_t stamp_blocks;         // blocks before them that check the ids (checked launches)
+  int32_t* claim;
+  ErrorRecord* err;
+  int64_t seq, idx_base;
 };
+
+// First bad index of a checked launch: one thread wins the claim and fills the host record.
+__device__ __forceinline__ void report(const KArgs& a, int code, uint32_t i, int64_t value) {
+  if (atomicCAS(a.claim, 0, 1) != 0) return;
+  volatile ErrorRecord* r = a.err;
+  r->code = code;
+  r->seq = a.seq;
+  r->index = a.idx_base + i;
+  r->value = value;
+  __threadfence_system();
+  r->ready = 1;
+}
+
+// This block's number among the copy blocks (the stamp blocks come first).
+__device__ __forceinline__ uint32_t copy_block(const KArgs& a) { return blockIdx.x - a.stamp_blocks; }
+
+// The ids of pair i. With checks on, false when either is out of range: the chunk is skipped
+// (no access outside the pools); the stamp blocks report it.
+__device__ __forceinline__ bool pair_ids(const KArgs& a, uint32_t i, int64_t& st, int64_t& dt) {
+  st = __ldg(a.sidx + i);
+  dt = __ldg(a.didx + i);
+  return !a.check || (uint64_t(st) < a.s_lim && uint64_t(dt) < a.d_lim);
+}
+
+// The checks' reports, in blocks of their own before the copy blocks (blockIdx.x <
+// stamp_blocks: dispatched first, they finish under the copy instead of lengthening its tail),
+// so no copying warp waits for an atomic's round trip or carries the reporting code: each
+// thread takes one pair, reports an id out of range, and stamps the destination id with this
+// launch's generation; finding the generation there already means another pair named it.
+// Returns true in those blocks (the caller returns).
+__device__ __forceinline__ bool stamp_block(const KArgs& a) {
+  if (blockIdx.x >= a.stamp_blocks) return false;
+  const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j < a.n) {
+    const int64_t st = __ldg(a.sidx + j), dt = __ldg(a.didx + j);
+    if (uint64_t(st) >= a.s_lim) report(a, 1, j, st);
+    else if (uint64_t(dt) >= a.d_lim) report(a, 2, j, dt);
+    else if (atomicExch(a.stamp + dt, a.gen) == a.gen) report(a, 3, j, dt);
+  }
+  return true;
+}
 
 struct alignas(32) U32B {
   uint4 a, b;
@@ -123,8 +177,8 @@ __device__ __forceinline__ void store(uint8_t* p, typename VecT<V>::T v) {
 template <int V, int U, bool CLIP, int HINTS>
 __device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s) {
   using T = typename VecT<V>::T;
-  const uint32_t step = gridDim.x * blockDim.x * U;
-  for (uint32_t g0 = blockIdx.x * blockDim.x * U + threadIdx.x; g0 < s.total; g0 += step) {
+  const uint32_t step = a.copy_blocks * blockDim.x * U;
+  for (uint32_t g0 = copy_block(a) * blockDim.x * U + threadIdx.x; g0 < s.total; g0 += step) {
     T v[U];
     int64_t doff[U];
     bool ok[U];
@@ -137,7 +191,9 @@ __device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s) {
         const uint32_t c = g - item * s.chunks;
         const uint32_t l = a.ndiv.div(item);
         const uint32_t i = item - l * a.n;
-        const int64_t st = __ldg(a.sidx + i), dt = __ldg(a.didx + i);
+        int64_t st, dt;
+        ok[u] = pair_ids(a, i, st, dt);
+        if (!ok[u]) continue;
         int64_t sp = st, ss = 0, dp = dt, ds = 0;
         if (a.token) {
           const uint32_t sq = a.psdiv.div(static_cast<uint32_t>(st));
@@ -172,8 +228,8 @@ __device__ __forceinline__ void copy_fused(const KArgs& a) {
   const Seg& s0 = a.seg[0];
   const Seg& s1 = a.seg[1];
   const uint32_t total = a.ftotal, c0 = s0.chunks;
-  const uint32_t step = gridDim.x * blockDim.x * U;
-  for (uint32_t g0 = blockIdx.x * blockDim.x * U + threadIdx.x; g0 < total; g0 += step) {
+  const uint32_t step = a.copy_blocks * blockDim.x * U;
+  for (uint32_t g0 = copy_block(a) * blockDim.x * U + threadIdx.x; g0 < total; g0 += step) {
     T0 v[U];
     T1 w[U];
     int64_t doff[U];
@@ -194,7 +250,9 @@ __device__ __forceinline__ void copy_fused(const KArgs& a) {
           l = a.ndiv.div(item);
           i = item - l * a.n;
         }
-        const int64_t st = __ldg(a.sidx + i), dt = __ldg(a.didx + i);
+        int64_t st, dt;
+        ok[u] = pair_ids(a, i, st, dt);
+        if (!ok[u]) continue;
         int64_t sp = st, ss = 0, dp = dt, ds = 0;
         if (a.token) {
           const uint32_t sq = a.psdiv.div(static_cast<uint32_t>(st));
@@ -236,14 +294,89 @@ __device__ __forceinline__ void copy_fused(const KArgs& a) {
   }
 }
 
+// Byte offsets of a chunk at `tail` bytes into the segment of slot stride `stride`.
+__device__ __forceinline__ void chunk_offsets(const KArgs& a, uint32_t l, int64_t st, int64_t dt,
+                                              int64_t stride, int64_t tail, int64_t& soff,
+                                              int64_t& doff) {
+  int64_t sp = st, ss = 0, dp = dt, ds = 0;
+  if (a.token) {
+    const uint32_t sq = a.psdiv.div(static_cast<uint32_t>(st));
+    const uint32_t dq = a.psdiv.div(static_cast<uint32_t>(dt));
+    ss = st - static_cast<int64_t>(sq) * a.psdiv.d;
+    ds = dt - static_cast<int64_t>(dq) * a.psdiv.d;
+    sp = sq;
+    dp = dq;
+  }
+  soff = sp * a.page_stride + l * a.s_layer_stride + ss * stride + tail;
+  doff = dp * a.page_stride + l * a.d_layer_stride + ds * stride + tail;
+}
+
+// Scales first (variants 17-19): blocks [0, sblocks) copy one scale chunk per thread,
+// layer-major with plain loads and stores, so the 32 B sectors that neighbouring slots share
+// are read once and merged in L2 while one layer's scale blocks are resident (random ids touch
+// a sector several times per call, far apart in the value stream); the blocks after them copy
+// the value chunks, U per thread, in `PAIR` item order, with `HINTS`.
+template <int V0, int V1, int U, int HINTS, bool PAIR>
+__global__ void __launch_bounds__(256) split_kernel(const __grid_constant__ KArgs a) {
+  using T0 = typename VecT<V0>::T;
+  if (stamp_block(a)) return;
+  const Seg& s0 = a.seg[0];
+  if constexpr (V1 > 0) {
+    if (copy_block(a) < a.sblocks) {
+      const Seg& s1 = a.seg[1];
+      const uint32_t g = copy_block(a) * blockDim.x + threadIdx.x;
+      if (g >= s1.total) return;
+      const uint32_t item = s1.cdiv.div(g);
+      const uint32_t c = g - item * s1.chunks;
+      const uint32_t l = a.ndiv.div(item);
+      const uint32_t i = item - l * a.n;
+      int64_t st, dt, soff, doff;
+      if (!pair_ids(a, i, st, dt)) return;
+      chunk_offsets(a, l, st, dt, s1.stride, s1.base + static_cast<int64_t>(c) * V1, soff, doff);
+      store<V1, 0>(a.dst + doff, load<V1, 0>(a.src + soff));
+      return;
+    }
+  }
+  const uint32_t g0 = (copy_block(a) - a.sblocks) * blockDim.x * U + threadIdx.x;
+  T0 v[U];
+  int64_t doff[U];
+  bool ok[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const uint32_t g = g0 + u * blockDim.x;
+    ok[u] = g < s0.total;
+    if (!ok[u]) continue;
+    const uint32_t item = s0.cdiv.div(g);
+    const uint32_t c = g - item * s0.chunks;
+    uint32_t l, i;
+    if constexpr (PAIR) {
+      i = a.ldiv.div(item);
+      l = item - i * a.L;
+    } else {
+      l = a.ndiv.div(item);
+      i = item - l * a.n;
+    }
+    int64_t st, dt, soff;
+    ok[u] = pair_ids(a, i, st, dt);
+    if (!ok[u]) continue;
+    chunk_offsets(a, l, st, dt, s0.stride, s0.base + static_cast<int64_t>(c) * V0, soff, doff[u]);
+    v[u] = load<V0, HINTS>(a.src + soff);
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (ok[u]) store<V0, HINTS>(a.dst + doff[u], v[u]);
+}
+
 template <int V0, int V1, int U, int HINTS, bool PAIR>
 __global__ void __launch_bounds__(256) fused_kernel(const __grid_constant__ KArgs a) {
+  if (stamp_block(a)) return;
   copy_fused<V0, V1, U, HINTS, PAIR>(a);
 }
 
 // One launch moves both segment kinds (values, then scales) of every item.
 template <int V0, int V1, int U, bool CLIP, int HINTS>
 __global__ void __launch_bounds__(256) transfer_kernel(const __grid_constant__ KArgs a) {
+  if (stamp_block(a)) return;
   copy_seg<V0, U, CLIP, HINTS>(a, a.seg[0]);
   if constexpr (V1 > 0) copy_seg<V1, U, CLIP, HINTS>(a, a.seg[1]);
 }
@@ -269,6 +402,9 @@ constexpr Variant kVariants[] = {
     {"fused+plain: as 9 with plain loads and stores"},
     {"fused32+stream+waves: as 12 with evict-first (not nc) loads"},
     {"fused32+pair+waves: as 11 over a full grid"},
+    {"split32: scale chunks first (plain, layer-major, L2-merged), then 32 B values (nc loads, evict-first stores), full grid"},
+    {"split32+pair: as 17 with the values pair-major"},
+    {"split+plain: as 17 with 16 B plain value loads and stores"},
 };
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 // Defaults per direction (d2d, d2h, h2d), chosen from the H200 measurements in NOTES.md;
@@ -292,6 +428,16 @@ int widest(int64_t align, const int* options, int count) {
   return 1;
 }
 
+// (Checked launches) one stamp thread per pair, then `blocks` copy blocks.
+template <typename Kernel>
+cudaError_t launch_blocks(Kernel kernel, const KArgs& k, int64_t blocks, cudaStream_t stream) {
+  KArgs kk = k;
+  kk.copy_blocks = static_cast<uint32_t>(blocks);
+  kk.stamp_blocks = k.check ? (k.n + 255) / 256 : 0;
+  kernel<<<unsigned(blocks + kk.stamp_blocks), 256, 0, stream>>>(kk);
+  return cudaGetLastError();
+}
+
 // Launch `kernel` with 256 threads per block. When capped, the grid is at most one resident wave
 // (occupancy-derived; the kernels grid-stride over the rest), else one chunk per thread.
 // `resident` caches the occupancy of this kernel: the device does not change under us.
@@ -307,8 +453,7 @@ cudaError_t launch_grid(Kernel kernel, int& resident, const KArgs& k, int64_t bl
     }
     blocks = std::min<int64_t>(blocks, int64_t(resident) * std::max(num_sms, 1));
   }
-  kernel<<<unsigned(std::max<int64_t>(blocks, 1)), 256, 0, stream>>>(k);
-  return cudaGetLastError();
+  return launch_blocks(kernel, k, std::max<int64_t>(blocks, 1), stream);
 }
 
 template <int V0, int V1, int U, bool CLIP, int HINTS>
@@ -324,6 +469,13 @@ cudaError_t launch_fused(const KArgs& k, int64_t blocks, int num_sms, bool cappe
                          cudaStream_t stream) {
   static int resident = 0;  // one per instantiation
   return launch_grid(fused_kernel<V0, V1, U, HINTS, PAIR>, resident, k, blocks, num_sms, capped, stream);
+}
+
+// Scale blocks first, then the value blocks: a full grid.
+template <int V0, int V1, int U, int HINTS, bool PAIR>
+cudaError_t launch_split(const KArgs& k, cudaStream_t stream) {
+  const int64_t blocks = int64_t(k.sblocks) + (int64_t(k.seg[0].total) + 256 * U - 1) / (256 * U);
+  return launch_blocks(split_kernel<V0, V1, U, HINTS, PAIR>, k, std::max<int64_t>(blocks, 1), stream);
 }
 
 struct Launch {
@@ -349,6 +501,9 @@ cudaError_t launch_v(const KArgs& k, const Launch& l, cudaStream_t stream) {
       case 14: return launch_fused<V0, V1, 4, 0, false>(k, blocks_for(f, 4), l.num_sms, true, stream);
       case 15: return launch_fused<V0, V1, 4, 1, false>(k, blocks_for(f, 4), l.num_sms, false, stream);
       case 16: return launch_fused<V0, V1, 4, 3, true>(k, blocks_for(f, 4), l.num_sms, false, stream);
+      case 17: return launch_split<V0, V1, 4, 3, false>(k, stream);
+      case 18: return launch_split<V0, V1, 4, 3, true>(k, stream);
+      case 19: return launch_split<V0, V1, 4, 0, false>(k, stream);
       default: break;
     }
   }
@@ -396,19 +551,30 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   int variant = a.variant >= 0 && a.variant < kNumVariants
                     ? a.variant
                     : kDefault[std::min(std::max(a.direction, 0), 2)];
-  // Device to device, the best variant measured per shape of work (H200, NOTES.md run 4):
-  // whole pages v13 (96% against v3's 89%), contiguous token rows v16 (page_first) or v12
-  // (layer_first), value+scale rows v1 (c4) or v0 (fp8). Staged host transfers' device-side
-  // kernel stage is device to device too and follows the same choice.
+  // Device to device, the best variant measured per shape of work on random ids (H200,
+  // NOTES.md run 6; equivalent variants differ by up to 5% between calls): pages v12, bf16
+  // token rows v16 (page_first) or v12 (layer_first), c4 rows v18, fp8 rows v0. Staged host
+  // transfers' device-side kernel stage is device to device too and follows the same choice.
   if (a.variant < 0 && a.direction == 0) {
-    if (!a.token) variant = 13;
+    if (!a.token) variant = 12;
     else if (a.scale_bytes == 0) variant = a.page_first ? 16 : 12;
-    else variant = a.value_bytes <= 128 ? 0 : 1;
+    else variant = a.value_bytes <= 128 ? 0 : 18;
   }
+  // Host zero copy of rows with a scale block: the fused full grid keeps more of the small
+  // scale requests in flight (fp8 random rows 24 -> 13 GB/s with the split ones, NOTES run 6).
+  if (a.variant < 0 && a.direction != 0 && a.token && a.scale_bytes > 0) variant = 13;
   const int64_t L = a.layers, ps = a.page_size;
   const int64_t row = ps * (a.value_bytes + a.scale_bytes);  // addressing geometry's row
 
   KArgs k{};
+  k.check = a.check;
+  k.s_lim = uint64_t(a.src_limit);
+  k.d_lim = uint64_t(a.dst_limit);
+  k.stamp = a.stamp;
+  k.gen = a.gen;
+  k.claim = a.claim;
+  k.err = a.err;
+  k.seq = a.seq;
   k.src = a.src;
   k.dst = a.dst;
   k.token = a.token;
@@ -458,7 +624,7 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
     // stream (9-19 GB/s against 52, NOTES.md run 2).
     if (s == 0 && vw[0] == 16 && a.direction == 0 && !a.clip) {
       const bool wide32 = (variant >= 4 && variant <= 8 && variant != 7) ||
-                          (variant >= 10 && variant <= 12) || variant >= 15;
+                          (variant >= 10 && variant <= 12) || (variant >= 15 && variant <= 18);
       if (wide32 && al % 32 == 0)
         vw[0] = 32;
       if (variant == 7 && al % 64 == 0) vw[0] = 64;
@@ -475,6 +641,7 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   const int64_t batch = std::max<int64_t>(1, ((int64_t(1) << 31) - 1) / std::max<int64_t>(per_pair, 1));
   for (int64_t first = 0; first < a.n; first += batch) {
     const int64_t nb = std::min(batch, a.n - first);
+    k.idx_base = first;
     k.sidx = a.src_idx + first;
     k.didx = a.dst_idx + first;
     k.n = static_cast<uint32_t>(nb);
@@ -493,6 +660,7 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
     k.fchunks = k.seg[0].chunks + (vw[1] ? k.seg[1].chunks : 0);
     k.fdiv = FastDiv(k.fchunks);
     k.ftotal = static_cast<uint32_t>(layers_eff * nb * k.fchunks);
+    k.sblocks = vw[1] ? (k.seg[1].total + 255) / 256 : 0;
     const Launch l{most, a.num_sms, variant, a.clip};
     cudaError_t err;
     switch (vw[0]) {

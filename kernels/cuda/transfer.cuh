@@ -6,6 +6,16 @@
 
 namespace wb {
 
+// Where the kernel reports the first bad index of a checked launch: pinned, mapped host memory
+// that the host reads without synchronising (the claim word lives in device memory).
+struct ErrorRecord {
+  int32_t ready;             // 1 once the fields below are written
+  int32_t code;              // 1 src id out of range, 2 dst id out of range, 3 duplicate dst id
+  int64_t seq;               // the launch's sequence number (TransferArgs::seq)
+  int64_t index;             // position in the index tensors
+  int64_t value;             // the offending id
+};
+
 struct TransferArgs {
   const uint8_t* src;        // device pointers (host pools: their mapped device address)
   uint8_t* dst;
@@ -23,9 +33,20 @@ struct TransferArgs {
   int variant;               // kernel variant, -1 = default for the direction
   int num_sms;
   int direction;             // 0 d2d, 1 d2h, 2 h2d (selects the default variant)
+  // Device-side checks (transfer() with device-resident ids): ids outside [0, limit) are
+  // skipped and reported, a destination id named twice is reported (one 32-bit stamp per
+  // destination id, generation `gen`; its copies race but stay inside dst).
+  bool check = false;
+  int64_t src_limit = 0, dst_limit = 0;
+  unsigned* stamp = nullptr;  // dst_limit words
+  unsigned gen = 0;           // never 0, never equal to a stale stamp of this buffer
+  int32_t* claim = nullptr;   // device word: 0 until some thread reports
+  ErrorRecord* err = nullptr; // device address of the mapped host record
+  int64_t seq = 0;
 };
 
-// Returns cudaSuccess or the launch error. Nothing is validated here: the caller has.
+// Returns cudaSuccess or the launch error. Nothing is validated here beyond the device-side
+// checks above: the caller has validated shapes and pointers.
 cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream);
 
 // Number of kernel variants transfer_launch accepts (0 .. count-1).

@@ -7,11 +7,21 @@ from typing import Any
 OUTCOMES = ("done", "leak", "error", "maxrounds", "no_tool")
 
 
-def add_run(session: Any, *, execution_id: int | None, arm: str | None, variables: dict[str, str],
+def add_run(store: Any, *, execution_id: int | None, arm: str | None, variables: dict[str, str],
             outcomes: dict[str, int] | None, replicate: int = 1, status: str = "ok", extra: dict[str, float] | None = None,
             version: int | None = 1, fingerprint: dict[str, Any] | None = None, config: str | None = None,
             store_counts: bool = True, hypothesis_id: str = "wedge-confound") -> int:
     """One run as the runner records it: units, the counts derived from them, and collected metrics."""
+    from workbench.store import records
+
+    with store.session() as session:
+        return _add_run(session, execution_id=execution_id, arm=arm, variables=variables, outcomes=outcomes,
+                        replicate=replicate, status=status, extra=extra, version=version, fingerprint=fingerprint,
+                        config=config, store_counts=store_counts, hypothesis_id=hypothesis_id)
+
+
+def _add_run(session: Any, *, execution_id, arm, variables, outcomes, replicate, status, extra, version, fingerprint,
+             config, store_counts, hypothesis_id) -> int:
     from workbench.store import records
 
     if config is None:
@@ -33,13 +43,15 @@ def add_run(session: Any, *, execution_id: int | None, arm: str | None, variable
     return run.id
 
 
-def add_execution(session: Any, *, mode: str = "fixed", overrides: dict[str, str] | None = None,
+def add_execution(store: Any, *, mode: str = "fixed", overrides: dict[str, str] | None = None,
                   hypothesis_id: str = "wedge-confound") -> int:
     from workbench.store import records
 
-    ex = records.create_execution(session, hypothesis_id=hypothesis_id, experiment_id="agent-repro",
-                                  experiment_version=1, profile="sim", target="sim", mode=mode, overrides=overrides)
-    return ex.id
+    with store.session() as session:
+        ex = records.create_execution(session, hypothesis_id=hypothesis_id, experiment_id="agent-repro",
+                                      experiment_version=1, profile="sim", target="sim", mode=mode,
+                                      overrides=overrides)
+        return ex.id
 
 
 CONTROL = {"index_k_dtype": "bf16", "hicache": "on", "nixl_abort_fix": "off", "geometry_fix": "off",

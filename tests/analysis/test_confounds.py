@@ -9,14 +9,13 @@ from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
 
 def test_wedge_world_pattern_is_flagged_with_a_data_driven_proposal(store, registry):
     # Every corrupt run also wedged (aborts > 0); every run without aborts is clean.
-    with store.session() as s:
-        ex = add_execution(s)
-        for r in range(1, 6):
-            add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                    outcomes={"leak": 9, "error": 40, "done": 31}, extra={"waiting_for_input": 50, "timeouts": 40})
-            add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
-                    outcomes={"done": 80}, extra={"waiting_for_input": 0, "timeouts": 0})
-        findings = {(f.kind, f.factor): f for f in scan_confounds(s, registry)}
+    ex = add_execution(store)
+    for r in range(1, 6):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 9, "error": 40, "done": 31}, extra={"waiting_for_input": 50, "timeouts": 40})
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"done": 80}, extra={"waiting_for_input": 0, "timeouts": 0})
+    findings = {(f.kind, f.factor): f for f in scan_confounds(store, registry)}
     aborts = findings[("guard", "aborts (= waiting_for_input)")]
     assert aborts.flagged and aborts.fisher_p is not None and aborts.fisher_p < 0.01  # 5 vs 5 runs: 2/252
     assert aborts.effect["risk_difference"] == 1.0
@@ -28,5 +27,4 @@ def test_wedge_world_pattern_is_flagged_with_a_data_driven_proposal(store, regis
 
 
 def test_scan_of_an_empty_store_finds_nothing(store, registry):
-    with store.session() as s:
-        assert scan_confounds(s, registry) == []
+    assert scan_confounds(store, registry) == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.analysis import analyze
+from workbench.analysis import analyze_stored
 
 from analysis_helpers import CONTROL, add_execution, add_run
 
@@ -36,91 +36,85 @@ def reg_extra(workbench_dir):
 def test_two_predictions_need_both_and_holm_is_applied(store, registry):
     off = dict(CONTROL, nixl_abort_fix="on", hicache="off")
     on = dict(CONTROL, nixl_abort_fix="on")
-    with store.session() as s:
-        ex = add_execution(s, hypothesis_id="hicache-bf16-race")
-        for r in (1, 2):
-            add_run(s, execution_id=ex, arm="control", variables=off, replicate=r, outcomes={"done": 80},
-                    hypothesis_id="hicache-bf16-race")
-            add_run(s, execution_id=ex, arm="treatment", variables=on, replicate=r,
-                    outcomes={"leak": 13, "done": 67}, hypothesis_id="hicache-bf16-race")
-        a = analyze(s, registry, "hicache-bf16-race", execution_id=ex)
-        assert [p["outcome"] for p in a.predictions] == ["supported", "inconclusive"]
-        assert a.verdict == "inconclusive"
-        assert all("p_against_holm" in p for p in a.predictions)
-        add_run(s, execution_id=ex, arm="control", variables=off, replicate=3, outcomes={"done": 80},
+    ex = add_execution(store, hypothesis_id="hicache-bf16-race")
+    for r in (1, 2):
+        add_run(store, execution_id=ex, arm="control", variables=off, replicate=r, outcomes={"done": 80},
                 hypothesis_id="hicache-bf16-race")
-        a = analyze(s, registry, "hicache-bf16-race", execution_id=ex)
+        add_run(store, execution_id=ex, arm="treatment", variables=on, replicate=r,
+                outcomes={"leak": 13, "done": 67}, hypothesis_id="hicache-bf16-race")
+    a = analyze_stored(store, registry, "hicache-bf16-race", execution_id=ex)
+    assert [p.outcome for p in a.predictions] == ["supported", "inconclusive"]
+    assert a.verdict == "inconclusive"
+    assert all(p.p_against_holm is not None for p in a.predictions)
+    add_run(store, execution_id=ex, arm="control", variables=off, replicate=3, outcomes={"done": 80},
+            hypothesis_id="hicache-bf16-race")
+    a = analyze_stored(store, registry, "hicache-bf16-race", execution_id=ex)
     assert a.verdict == "supported", a.reasoning
 
 
 def test_difference_predictions_for_proportions_and_continuous_metrics(store, reg_extra):
     treat = dict(CONTROL, nixl_abort_fix="on")
-    with store.session() as s:
-        ex = add_execution(s, hypothesis_id="diff-check")
-        for r in range(1, 7):
-            add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                    outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0 + r}, hypothesis_id="diff-check")
-            add_run(s, execution_id=ex, arm="treatment", variables=treat, replicate=r,
-                    outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
-        a = analyze(s, reg_extra, "diff-check", execution_id=ex)
+    ex = add_execution(store, hypothesis_id="diff-check")
+    for r in range(1, 7):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0 + r}, hypothesis_id="diff-check")
+        add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
+                outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
+    a = analyze_stored(store, reg_extra, "diff-check", execution_id=ex)
     rate, wall = a.predictions
-    assert rate["interval_kind"] == "Newcombe 95%" and rate["outcome"] == "supported"
-    assert rate["fisher_p"] < 1e-3 and rate["boschloo_p"] is None  # 480 x 480: Fisher stands in
-    assert wall["interval_kind"] == "Hodges-Lehmann 95%" and wall["estimate"] == -40
-    assert wall["mann_whitney_p"] < 0.01 and wall["outcome"] == "supported"
+    assert rate.interval_kind == "Newcombe 95%" and rate.outcome == "supported"
+    assert rate.fisher_p < 1e-3 and rate.boschloo_p is None  # 480 x 480: Fisher stands in
+    assert wall.interval_kind == "Hodges-Lehmann 95%" and wall.estimate == -40
+    assert wall.mann_whitney_p < 0.01 and wall.outcome == "supported"
     assert a.verdict == "supported", a.reasoning
 
 
 def test_continuous_metric_with_too_few_runs_is_inconclusive(store, reg_extra):
     treat = dict(CONTROL, nixl_abort_fix="on")
-    with store.session() as s:
-        ex = add_execution(s, hypothesis_id="diff-check")
-        for r in (1, 2):
-            add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                    outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0}, hypothesis_id="diff-check")
-            add_run(s, execution_id=ex, arm="treatment", variables=treat, replicate=r,
-                    outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0}, hypothesis_id="diff-check")
-        a = analyze(s, reg_extra, "diff-check", execution_id=ex)
+    ex = add_execution(store, hypothesis_id="diff-check")
+    for r in (1, 2):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0}, hypothesis_id="diff-check")
+        add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
+                outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0}, hypothesis_id="diff-check")
+    a = analyze_stored(store, reg_extra, "diff-check", execution_id=ex)
     wall = a.predictions[1]
-    assert wall["outcome"] == "inconclusive" and "need >= 4" in wall["note"]
+    assert wall.outcome == "inconclusive" and "need >= 4" in wall.note
     assert a.verdict == "inconclusive"
 
 
 def test_reachability_goes_to_the_probe_analysis(store, registry):
-    with store.session() as s:
-        a = analyze(s, registry, "dead-code-dsaindexerpoolhost")
+    a = analyze_stored(store, registry, "dead-code-dsaindexerpoolhost")
     assert a.verdict in ("inconclusive", "invalid")
     assert a.reasoning
 
 
 def test_every_arm_guard_and_kernel_hypothesis(store, registry):
-    with store.session() as s:
-        a = analyze(s, registry, "token-granular-geometry")
-        assert a.verdict == "inconclusive"
-        ex = add_execution(s, hypothesis_id="token-granular-geometry-deployment")
-        base = dict(CONTROL, nixl_abort_fix="on")
-        for r in (1, 2, 3):
-            add_run(s, execution_id=ex, arm="control", variables=base, replicate=r,
-                    outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 2 if r == 2 else 0})
-            add_run(s, execution_id=ex, arm="treatment", variables=dict(base, geometry_fix="on"), replicate=r,
-                    outcomes={"done": 80}, extra={"waiting_for_input": 0})
-        a = analyze(s, registry, "token-granular-geometry-deployment", execution_id=ex)
-    guard = next(c for c in a.checks if c["name"].startswith("guard"))
-    assert guard["passed"] is False and "(control)" in guard["detail"] and a.verdict == "invalid"
+    a = analyze_stored(store, registry, "token-granular-geometry")
+    assert a.verdict == "inconclusive"
+    ex = add_execution(store, hypothesis_id="token-granular-geometry-deployment")
+    base = dict(CONTROL, nixl_abort_fix="on")
+    for r in (1, 2, 3):
+        add_run(store, execution_id=ex, arm="control", variables=base, replicate=r,
+                outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 2 if r == 2 else 0})
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(base, geometry_fix="on"), replicate=r,
+                outcomes={"done": 80}, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "token-granular-geometry-deployment", execution_id=ex)
+    guard = next(c for c in a.checks if c.name.startswith("guard"))
+    assert guard.passed is False and "(control)" in guard.detail and a.verdict == "invalid"
 
 
 def test_sequential_medians_spend_alpha_per_look(store, reg_extra):
     # Six runs per arm decide the wall-time shift at a fixed 95%, but not at 95% spread over 12 looks.
     treat = dict(CONTROL, nixl_abort_fix="on")
-    with store.session() as s:
-        results = {}
-        for mode in ("fixed", "sequential"):
-            ex = add_execution(s, hypothesis_id="diff-check", mode=mode)
-            for r in range(1, 7):
-                add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                        outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0 + r}, hypothesis_id="diff-check")
-                add_run(s, execution_id=ex, arm="treatment", variables=treat, replicate=r,
-                        outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
-            results[mode] = analyze(s, reg_extra, "diff-check", execution_id=ex).predictions[1]
-    assert results["fixed"]["outcome"] == "supported"
-    assert results["sequential"]["outcome"] == "inconclusive" and results["sequential"]["more_runs_needed"] is not None
+    results = {}
+    for mode in ("fixed", "sequential"):
+        ex = add_execution(store, hypothesis_id="diff-check", mode=mode)
+        for r in range(1, 7):
+            add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                    outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0 + r}, hypothesis_id="diff-check")
+            add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
+                    outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
+        results[mode] = analyze_stored(store, reg_extra, "diff-check", execution_id=ex).predictions[1]
+    assert results["fixed"].outcome == "supported"
+    assert results["sequential"].outcome == "inconclusive" and results["sequential"].more_runs_needed is not None

@@ -6,17 +6,18 @@ import json
 
 import pytest
 
-from workbench.analysis import analyze, record_verdict, scan_confounds
+from workbench.analysis import analyze_stored, record_verdict, scan_confounds
 
 
 @pytest.fixture
 def seeded(tmp_path, workbench_dir, seed_csv):
-    from workbench.evidence import import_evidence
+    from workbench.app import Workbench
     from workbench.registry import load_registry
+    from workbench.settings import Settings
     from workbench.store import open_store
 
     db = str(tmp_path / "seed.duckdb")
-    import_evidence(file=seed_csv, db=db, root=workbench_dir)
+    Workbench.open(Settings(db=db, root=workbench_dir)).import_evidence(seed_csv)
     store = open_store(db)
     yield store, load_registry(workbench_dir), db
     store.dispose()
@@ -24,45 +25,39 @@ def seeded(tmp_path, workbench_dir, seed_csv):
 
 def test_wedge_confound_is_falsified_by_the_post_fix_run(seeded):
     store, reg, _ = seeded
-    with store.session() as s:
-        a = analyze(s, reg, "wedge-confound")
+    a = analyze_stored(store, reg, "wedge-confound")
     assert a.verdict == "falsified"
     (pred,) = a.predictions
-    assert (pred["k"], pred["n"]) == (14, 80)
-    assert [round(x, 3) for x in pred["interval"]] == [0.107, 0.273]
-    assert pred["outcome"] == "falsified"
-    guard = next(c for c in a.checks if c["name"].startswith("guard: aborts"))
-    assert guard["passed"] is True
-    att = next(c for c in a.checks if c["name"] == "attrition")
-    assert att["passed"] is False and "40/80" in att["detail"]
-    assert pred["completed"]["k"] == 14 and pred["completed"]["n"] == 40
-    assert pred["completed"]["estimate"] == pytest.approx(0.35)
+    assert (pred.k, pred.n) == (14, 80)
+    assert [round(x, 3) for x in pred.interval] == [0.107, 0.273]
+    assert pred.outcome == "falsified"
+    guard = next(c for c in a.checks if c.name.startswith("guard: aborts"))
+    assert guard.passed is True
+    att = next(c for c in a.checks if c.name == "attrition")
+    assert att.passed is False and "40/80" in att.detail
+    assert pred.completed.k == 14 and pred.completed.n == 40
+    assert pred.completed.estimate == pytest.approx(0.35)
     assert "14/80" in a.reasoning and "0.107" in a.reasoning and "14/40" in a.reasoning
     # The control arm's rate was never measured (no session count): it stays unknown, not zero.
-    assert a.arms["control"]["metrics"]["corruption_rate"]["rate"] is None
+    assert a.arms["control"].metrics["corruption_rate"].rate is None
     assert "unknown" in a.reasoning
     json.dumps(a.to_dict(), allow_nan=False)
 
 
 def test_recorded_verdict_is_what_show_reads(seeded):
-    from workbench.store.queries import latest_verdict
-
     store, reg, _ = seeded
-    with store.session() as s:
-        a = analyze(s, reg, "wedge-confound")
-        row = record_verdict(s, a)
-        assert row.id is not None
-    with store.session() as s:
-        v = latest_verdict(s, hypothesis_id="wedge-confound")
-    assert v["verdict"] == "falsified" and v["reasoning"] == a.reasoning
-    assert {c["name"] for c in v["checks"]} >= {"isolation", "attrition"}
+    a = analyze_stored(store, reg, "wedge-confound")
+    verdict_id = record_verdict(store, a)
+    v = store.latest_verdict("wedge-confound")
+    assert v.id == verdict_id
+    assert v.verdict == "falsified" and v.reasoning == a.reasoning
+    assert {c["name"] for c in v.checks} >= {"isolation", "attrition"}
 
 
 def test_hypotheses_without_data_are_inconclusive_not_invented(seeded):
     store, reg, _ = seeded
-    with store.session() as s:
-        race = analyze(s, reg, "hicache-bf16-race")
-        geo = analyze(s, reg, "token-granular-geometry-deployment")
+    race = analyze_stored(store, reg, "hicache-bf16-race")
+    geo = analyze_stored(store, reg, "token-granular-geometry-deployment")
     # The seed recorded HiCache-off runs only before the abort fix; this hypothesis holds the fix on.
     assert race.verdict == "inconclusive"
     assert geo.verdict == "inconclusive" and "No usable run" in geo.reasoning
@@ -70,8 +65,7 @@ def test_hypotheses_without_data_are_inconclusive_not_invented(seeded):
 
 def test_confound_scan_flags_the_pre_fix_co_occurrence(seeded):
     store, reg, _ = seeded
-    with store.session() as s:
-        findings = [f.to_dict() for f in scan_confounds(s, reg, "wedge-confound")]
+    findings = [f.to_dict() for f in scan_confounds(store, reg, "wedge-confound")]
     timeouts = next(f for f in findings if f["kind"] == "guard" and f["factor"] == "timeouts")
     assert timeouts["flagged"] and "pre-bf16-hicache" in timeouts["message"]
     assert "nixl_abort_fix=off" in timeouts["message"]

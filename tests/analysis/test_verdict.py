@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from workbench.analysis import analyze, record_verdict, sequential_decision
+from workbench.analysis import analyze_stored, record_verdict, sequential_decision
 from workbench.errors import BadInput
 
 from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
 
 
 def _checks(a):
-    return {c["name"]: c for c in a.checks}
+    return {c.name: c for c in a.checks}
 
 
 def _fixed(session, *, treat, ctrl=None, reps=2, aborts=0, **kw):
@@ -27,253 +27,233 @@ def _fixed(session, *, treat, ctrl=None, reps=2, aborts=0, **kw):
 
 
 def test_seed_world_shape_is_falsified(store, registry):
-    with store.session() as s:
-        ex = _fixed(s, treat={"leak": 13, "done": 60, "maxrounds": 7})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = _fixed(store, treat={"leak": 13, "done": 60, "maxrounds": 7})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "falsified", a.reasoning
     p = a.predictions[0]
-    assert (p["k"], p["n"]) == (26, 160) and p["p_against"] < 1e-6
+    assert (p.k, p.n) == (26, 160) and p.p_against < 1e-6
     c = _checks(a)
-    assert c["isolation"]["passed"] and c["fingerprint"]["passed"] and c["config"]["passed"]
-    assert c["guard: aborts (treatment) == 0"]["passed"] and c["drift"]["passed"]
-    assert a.arms["treatment"]["metrics"]["corruption_rate"]["wilson"][0] > 0.02
+    assert c["isolation"].passed and c["fingerprint"].passed and c["config"].passed
+    assert c["guard: aborts (treatment) == 0"].passed and c["drift"].passed
+    assert a.arms["treatment"].metrics["corruption_rate"].wilson[0] > 0.02
 
 
 def test_zero_corruption_needs_enough_units(store, registry):
-    with store.session() as s:
-        ex = _fixed(s, treat={"done": 75, "maxrounds": 5})  # 0/160: Wilson upper 0.023 > 0.02
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = _fixed(store, treat={"done": 75, "maxrounds": 5})  # 0/160: Wilson upper 0.023 > 0.02
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "inconclusive"
     p = a.predictions[0]
-    assert p["outcome"] == "inconclusive" and 0 < p["more_units_needed"] <= 40  # 0/189 is the first that decides
+    assert p.outcome == "inconclusive" and 0 < p.more_units_needed <= 40  # 0/189 is the first that decides
     assert "more units" in a.reasoning
-    with store.session() as s:
-        ex = _fixed(s, treat={"done": 75, "maxrounds": 5}, reps=3)
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, reps=3)
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "supported", a.reasoning
 
 
 def test_guard_violation_makes_it_invalid(store, registry):
-    with store.session() as s:
-        ex = _fixed(s, treat={"leak": 13, "done": 67}, aborts=3)
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = _fixed(store, treat={"leak": 13, "done": 67}, aborts=3)
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "invalid"
-    assert _checks(a)["guard: aborts (treatment) == 0"]["passed"] is False
+    assert _checks(a)["guard: aborts (treatment) == 0"].passed is False
 
 
 def test_unrecorded_guard_is_not_a_pass(store, registry):
-    with store.session() as s:
-        ex = add_execution(s)
-        for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
-            add_run(s, execution_id=ex, arm=arm, variables=v, outcomes={"leak": 13, "done": 67})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = add_execution(store)
+    for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
+        add_run(store, execution_id=ex, arm=arm, variables=v, outcomes={"leak": 13, "done": 67})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "inconclusive"
-    assert _checks(a)["guard: aborts (treatment) == 0"]["passed"] is None
+    assert _checks(a)["guard: aborts (treatment) == 0"].passed is None
 
 
 def test_recorded_variables_that_differ_between_arms_make_it_invalid(store, registry):
-    with store.session() as s:
-        ex = _fixed(s, treat={"leak": 13, "done": 67}, tvars=dict(TREATMENT, geometry_fix="on"))
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = _fixed(store, treat={"leak": 13, "done": 67}, tvars=dict(TREATMENT, geometry_fix="on"))
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "invalid"
-    assert "geometry_fix" in _checks(a)["isolation"]["detail"]
+    assert "geometry_fix" in _checks(a)["isolation"].detail
 
 
 def test_fingerprint_difference_makes_it_invalid(store, registry):
-    with store.session() as s:
-        ex = _fixed(s, treat={"leak": 13, "done": 67}, tfp={"wb_version": "wb 0.2.0"})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
-    assert a.verdict == "invalid" and "wb_version" in _checks(a)["fingerprint"]["detail"]
+    ex = _fixed(store, treat={"leak": 13, "done": 67}, tfp={"wb_version": "wb 0.2.0"})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    assert a.verdict == "invalid" and "wb_version" in _checks(a)["fingerprint"].detail
 
 
 def test_attrition_that_changes_the_answer_makes_it_inconclusive(store, registry):
     # 2/160 over all units is inside <= 0.02 only thanks to the errored units: over completed units it is 2/20.
-    with store.session() as s:
-        ex = _fixed(s, treat={"leak": 1, "done": 9, "error": 70}, reps=4)
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = _fixed(store, treat={"leak": 1, "done": 9, "error": 70}, reps=4)
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     att = _checks(a)["attrition"]
-    assert att["passed"] is False and att["effect"] == "inconclusive"
+    assert att.passed is False and att.effect == "inconclusive"
     assert a.verdict == "inconclusive"
 
 
 def test_all_units_errored_and_zero_units(store, registry):
-    with store.session() as s:
-        ex = _fixed(s, treat={"error": 80})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = _fixed(store, treat={"error": 80})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "inconclusive"
-    assert "measured nothing" in _checks(a)["attrition"]["detail"]
-    with store.session() as s:
-        ex = _fixed(s, treat={})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    assert "measured nothing" in _checks(a)["attrition"].detail
+    ex = _fixed(store, treat={})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "inconclusive" and "zero units" in a.reasoning
 
 
 def test_no_runs_unknown_execution_and_metrics_nobody_recorded(store, registry):
-    with store.session() as s:
-        a = analyze(s, registry, "wedge-confound")
-        assert a.verdict == "inconclusive" and "No usable run" in a.reasoning
-        with pytest.raises(BadInput):
-            analyze(s, registry, "wedge-confound", execution_id=999)
-        ex = add_execution(s)
-        for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
-            add_run(s, execution_id=ex, arm=arm, variables=v, outcomes=None, extra={"waiting_for_input": 0})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    a = analyze_stored(store, registry, "wedge-confound")
+    assert a.verdict == "inconclusive" and "No usable run" in a.reasoning
+    with pytest.raises(BadInput):
+        analyze_stored(store, registry, "wedge-confound", execution_id=999)
+    ex = add_execution(store)
+    for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
+        add_run(store, execution_id=ex, arm=arm, variables=v, outcomes=None, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "inconclusive"
-    assert _checks(a)["metrics recorded"]["passed"] is False
+    assert _checks(a)["metrics recorded"].passed is False
     json.dumps(a.to_dict(), allow_nan=False)
 
 
 def test_runs_of_another_experiment_version_are_left_out(store, registry):
-    with store.session() as s:
-        ex = add_execution(s)
-        for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
-            add_run(s, execution_id=ex, arm=arm, variables=v, outcomes={"leak": 13, "done": 67}, version=7,
-                    extra={"waiting_for_input": 0})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = add_execution(store)
+    for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
+        add_run(store, execution_id=ex, arm=arm, variables=v, outcomes={"leak": 13, "done": 67}, version=7,
+                extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "inconclusive"
-    assert "another version" in _checks(a)["experiment version"]["detail"]
+    assert "another version" in _checks(a)["experiment version"].detail
 
 
 def test_failed_runs_are_attrition_not_evidence(store, registry):
-    with store.session() as s:
-        ex = _fixed(s, treat={"leak": 13, "done": 67})
-        add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, outcomes=None, status="failed", replicate=3)
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = _fixed(store, treat={"leak": 13, "done": 67})
+    add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, outcomes=None, status="failed", replicate=3)
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "falsified"
     assert a.attrition["arms"]["treatment"]["runs_failed"] == 1
-    assert "failed" in _checks(a)["attrition"]["detail"]
+    assert "failed" in _checks(a)["attrition"].detail
 
 
 def test_pooled_analysis_matches_arms_by_recorded_variables(store, registry):
     # Runs of another hypothesis whose variables match an arm count; a geometry-fixed run does not.
-    with store.session() as s:
-        ex = add_execution(s, hypothesis_id="hicache-bf16-race")
-        add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, outcomes={"leak": 14, "done": 66},
-                extra={"waiting_for_input": 0}, hypothesis_id="hicache-bf16-race")
-        add_run(s, execution_id=ex, arm="x", variables=dict(TREATMENT, geometry_fix="on"),
-                outcomes={"done": 80}, extra={"waiting_for_input": 0}, hypothesis_id="x")
-        a = analyze(s, registry, "wedge-confound")
+    ex = add_execution(store, hypothesis_id="hicache-bf16-race")
+    add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, outcomes={"leak": 14, "done": 66},
+            extra={"waiting_for_input": 0}, hypothesis_id="hicache-bf16-race")
+    add_run(store, execution_id=ex, arm="x", variables=dict(TREATMENT, geometry_fix="on"),
+            outcomes={"done": 80}, extra={"waiting_for_input": 0}, hypothesis_id="x")
+    a = analyze_stored(store, registry, "wedge-confound")
     assert a.runs["treatment"] and len(a.runs["treatment"]) == 1
     assert a.verdict == "falsified"
 
 
 def test_overrides_of_the_execution_are_honoured(store, registry):
     wedge_c, wedge_t = dict(CONTROL, causal_model="wedge"), dict(TREATMENT, causal_model="wedge")
-    with store.session() as s:
-        ex = add_execution(s, overrides={"causal_model": "wedge"})
-        for r in (1, 2, 3):
-            add_run(s, execution_id=ex, arm="control", variables=wedge_c, replicate=r,
-                    outcomes={"leak": 10, "error": 30, "done": 40}, extra={"waiting_for_input": 20})
-            add_run(s, execution_id=ex, arm="treatment", variables=wedge_t, replicate=r,
-                    outcomes={"done": 80}, extra={"waiting_for_input": 0})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
-        assert a.verdict == "supported", a.reasoning
-        # Pooled over the registry's own (seed-world) arms these runs do not match.
-        assert analyze(s, registry, "wedge-confound").verdict == "inconclusive"
+    ex = add_execution(store, overrides={"causal_model": "wedge"})
+    for r in (1, 2, 3):
+        add_run(store, execution_id=ex, arm="control", variables=wedge_c, replicate=r,
+                outcomes={"leak": 10, "error": 30, "done": 40}, extra={"waiting_for_input": 20})
+        add_run(store, execution_id=ex, arm="treatment", variables=wedge_t, replicate=r,
+                outcomes={"done": 80}, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    assert a.verdict == "supported", a.reasoning
+    # Pooled over the registry'store own (seed-world) arms these runs do not match.
+    assert analyze_stored(store, registry, "wedge-confound").verdict == "inconclusive"
 
 
 def test_aa_mode_reports_the_noise_floor(store, registry):
-    with store.session() as s:
-        ex = add_execution(s, mode="aa")
-        for r in (1, 2):
-            for arm in ("control", "control_aa"):
-                add_run(s, execution_id=ex, arm=arm, variables=CONTROL, replicate=r,
-                        outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 0})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
-        assert a.aa["corruption_rate"]["false_alarm"] is False
-        assert a.aa["corruption_rate"]["noise_floor"] > 0
-        assert _checks(a)["a/a"]["passed"] is True and a.verdict == "inconclusive"
-        ex = add_execution(s, mode="aa")
-        for r in (1, 2):
-            add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                    outcomes={"leak": 30, "done": 50}, extra={"waiting_for_input": 0})
-            add_run(s, execution_id=ex, arm="control_aa", variables=CONTROL, replicate=r,
-                    outcomes={"leak": 2, "done": 78}, extra={"waiting_for_input": 0})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
+    ex = add_execution(store, mode="aa")
+    for r in (1, 2):
+        for arm in ("control", "control_aa"):
+            add_run(store, execution_id=ex, arm=arm, variables=CONTROL, replicate=r,
+                    outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    assert a.aa["corruption_rate"]["false_alarm"] is False
+    assert a.aa["corruption_rate"]["noise_floor"] > 0
+    assert _checks(a)["a/a"].passed is True and a.verdict == "inconclusive"
+    ex = add_execution(store, mode="aa")
+    for r in (1, 2):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 30, "done": 50}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control_aa", variables=CONTROL, replicate=r,
+                outcomes={"leak": 2, "done": 78}, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.aa["corruption_rate"]["false_alarm"] is True and a.verdict == "invalid"
 
 
 def test_drift_between_replicates_is_flagged(store, registry):
-    with store.session() as s:
-        ex = add_execution(s)
-        for r, leaks in enumerate((0, 0, 30, 30), start=1):
-            add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
-                    outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
-            add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                    outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
-    assert _checks(a)["drift"]["passed"] is False and a.verdict == "inconclusive"
+    ex = add_execution(store)
+    for r, leaks in enumerate((0, 0, 30, 30), start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    assert _checks(a)["drift"].passed is False and a.verdict == "inconclusive"
 
 
 def test_counts_are_derived_from_units_when_not_stored(store, registry):
-    with store.session() as s:
-        ex = add_execution(s)
-        for r in (1, 2):
-            for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
-                add_run(s, execution_id=ex, arm=arm, variables=v, replicate=r, store_counts=False,
-                        outcomes={"leak": 14, "done": 66}, extra={"waiting_for_input": 0})
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
-    assert a.predictions[0]["k"] == 28 and a.predictions[0]["n"] == 160 and a.verdict == "falsified"
+    ex = add_execution(store)
+    for r in (1, 2):
+        for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
+            add_run(store, execution_id=ex, arm=arm, variables=v, replicate=r, store_counts=False,
+                    outcomes={"leak": 14, "done": 66}, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    assert a.predictions[0].k == 28 and a.predictions[0].n == 160 and a.verdict == "falsified"
 
 
 def test_sequential_decision_continues_then_stops(store, registry):
-    with store.session() as s:
-        ex = add_execution(s, mode="sequential")
-        add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=1,
+    ex = add_execution(store, mode="sequential")
+    add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=1,
+            outcomes={"leak": 5, "done": 75}, extra={"waiting_for_input": 10})
+    add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=1,
+            outcomes={"done": 80}, extra={"waiting_for_input": 0})
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+    assert (d.stop, d.verdict, d.replicates, d.max_replicates) == (False, "inconclusive", 1, 12)
+    for r in (2, 3):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
                 outcomes={"leak": 5, "done": 75}, extra={"waiting_for_input": 10})
-        add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=1,
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
                 outcomes={"done": 80}, extra={"waiting_for_input": 0})
-        d = sequential_decision(s, registry, "wedge-confound", execution_id=ex)
-        assert (d.stop, d.verdict, d.replicates, d.max_replicates) == (False, "inconclusive", 1, 12)
-        for r in (2, 3):
-            add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                    outcomes={"leak": 5, "done": 75}, extra={"waiting_for_input": 10})
-            add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
-                    outcomes={"done": 80}, extra={"waiting_for_input": 0})
-        d = sequential_decision(s, registry, "wedge-confound", execution_id=ex)
-        assert d.stop and d.verdict == "supported", d.reasoning
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
-        p = a.predictions[0]
-        assert a.sequential and p["interval_kind"] == "always-valid 95%"
-        assert p["interval"][1] <= 0.02  # the shown interval agrees with the decision it reports
-        row = record_verdict(s, a)
-        assert row.execution_id == ex
-        d = sequential_decision(s, registry, "wedge-confound", execution_id=ex, max_replicates=1)
-        assert d.stop
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+    assert d.stop and d.verdict == "supported", d.reasoning
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    p = a.predictions[0]
+    assert a.sequential and p.interval_kind == "always-valid 95%"
+    assert p.interval[1] <= 0.02  # the shown interval agrees with the decision it reports
+    verdict_id = record_verdict(store, a)
+    assert store.latest_verdict("wedge-confound").id == verdict_id
+    assert store.latest_verdict("wedge-confound").execution_id == ex
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex, max_replicates=1)
+    assert d.stop
 
 
 def test_sequential_budget_ends_inconclusive(store, registry):
-    with store.session() as s:
-        ex = add_execution(s, mode="sequential")
-        for r in (1, 2):
-            add_run(s, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                    outcomes={"leak": 5, "done": 75}, extra={"waiting_for_input": 10})
-            add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
-                    outcomes={"leak": 2, "done": 78}, extra={"waiting_for_input": 0})
-        d = sequential_decision(s, registry, "wedge-confound", execution_id=ex, max_replicates=2)
+    ex = add_execution(store, mode="sequential")
+    for r in (1, 2):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 5, "done": 75}, extra={"waiting_for_input": 10})
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"leak": 2, "done": 78}, extra={"waiting_for_input": 0})
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex, max_replicates=2)
     assert d.stop and d.verdict == "inconclusive" and "budget" in d.reasoning
 
 
 def test_rendered_configs_are_checked_per_execution(store, registry):
     same = "# serve script\nport=1\n"
-    with store.session() as s:
-        ex = add_execution(s)
+    ex = add_execution(store)
+    for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
+        add_run(store, execution_id=ex, arm=arm, variables=v, outcomes={"leak": 13, "done": 67},
+                extra={"waiting_for_input": 0}, config=same)
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    assert _checks(a)["config"].passed is False and a.verdict == "invalid"
+    ex = add_execution(store)
+    for r, port in ((1, 1), (2, 2)):
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r, outcomes={"leak": 13, "done": 67},
+                extra={"waiting_for_input": 0}, config=f"fix=on\nport={port}\n")
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    assert _checks(a)["config"].effect == "inconclusive"
+    # Two executions on different ports: each is consistent, so pooling them is fine.
+    for port in (7, 8):
+        ex = add_execution(store)
         for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
-            add_run(s, execution_id=ex, arm=arm, variables=v, outcomes={"leak": 13, "done": 67},
-                    extra={"waiting_for_input": 0}, config=same)
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
-        assert _checks(a)["config"]["passed"] is False and a.verdict == "invalid"
-        ex = add_execution(s)
-        for r, port in ((1, 1), (2, 2)):
-            add_run(s, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r, outcomes={"leak": 13, "done": 67},
-                    extra={"waiting_for_input": 0}, config=f"fix=on\nport={port}\n")
-        a = analyze(s, registry, "wedge-confound", execution_id=ex)
-        assert _checks(a)["config"]["effect"] == "inconclusive"
-        # Two executions on different ports: each is consistent, so pooling them is fine.
-        for port in (7, 8):
-            ex = add_execution(s)
-            for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
-                add_run(s, execution_id=ex, arm=arm, variables=v, outcomes={"leak": 13, "done": 67},
-                        extra={"waiting_for_input": 0},
-                        config=f"# for arm {arm}\nfix={v['nixl_abort_fix']}\nport={port}\n")
-            assert _checks(analyze(s, registry, "wedge-confound", execution_id=ex))["config"]["passed"] is True
+            add_run(store, execution_id=ex, arm=arm, variables=v, outcomes={"leak": 13, "done": 67},
+                    extra={"waiting_for_input": 0},
+                    config=f"# for arm {arm}\nfix={v['nixl_abort_fix']}\nport={port}\n")
+        assert _checks(analyze_stored(store, registry, "wedge-confound", execution_id=ex))["config"].passed is True

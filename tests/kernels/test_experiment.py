@@ -2,7 +2,7 @@
 
 import pytest
 
-from kernels.experiment import run_geometry_arm
+from wb_kernels.experiment import run_geometry_arm
 from workbench.errors import KernelError
 
 KEYS = {"corrupted_tokens", "mismatch_bytes", "tokens", "bytes", "impl", "device"}

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from kernels import GEOMETRIES, transfer
-from kernels.cases import index_set, make_pool, poison
-from kernels.reference import reference_transfer
+from wb_kernels import GEOMETRIES, transfer
+from wb_kernels.cases import index_set, make_pool, poison
+from wb_kernels.reference import reference_transfer
 from workbench.errors import KernelError
 
 pytestmark = pytest.mark.gpu
@@ -77,7 +77,7 @@ def test_buggy_mode_stays_inside_dst_on_the_device():
 
 
 def test_geometry_arms_on_the_kernel():
-    from kernels.experiment import run_geometry_arm
+    from wb_kernels.experiment import run_geometry_arm
 
     off = run_geometry_arm(geometry_fix=False, seed=4, tokens=4096)
     on = run_geometry_arm(geometry_fix=True, seed=4, tokens=4096)
@@ -87,3 +87,84 @@ def test_geometry_arms_on_the_kernel():
     ref = run_geometry_arm(geometry_fix=False, seed=4, tokens=4096, impl="reference")
     assert {k: off[k] for k in ("corrupted_tokens", "mismatch_bytes")} == \
         {k: ref[k] for k in ("corrupted_tokens", "mismatch_bytes")}
+
+
+def _fp8_pools(gen):
+    src = make_pool("index_k_fp8", "page_first", 8, 2, 64, gen=gen)
+    dst = make_pool("index_k_fp8", "page_first", 6, 2, 64, gen=gen)
+    return src, dst
+
+
+KW = dict(geometry="index_k_fp8", granularity="token", layout="page_first", impl="cuda")
+
+
+def test_device_ids_take_no_host_synchronisation():
+    from wb_kernels import api
+
+    gen = torch.Generator().manual_seed(5)
+    src, dst = (t.cuda() for t in _fp8_pools(gen))
+    si, di = torch.tensor([1, 2, 3]).cuda(), torch.tensor([4, 5, 6]).cuda()
+    si2, di2 = torch.tensor([7, 8]).cuda(), torch.tensor([9, 10]).cuda()
+    transfer(src, dst, si, di, **KW)      # first call: pools validated, stamps allocated
+    api.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(3):
+            transfer(src, dst, si, di, **KW)
+            transfer(src, dst, si2, di2, **KW)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    api.synchronize()
+
+
+@pytest.mark.parametrize("s_ids,d_ids,fragment,moved", [
+    ([1, 2, 8 * 64, 9], [4, 5, 6, 7], "src_idx[2] = 512, outside [0, 512)", [0, 1, 3]),
+    ([1, 2, 3], [4, -1, 6], "dst_idx[1] = -1", [0, 2]),
+    ([1, 2, 3], [4, 6 * 64, 6], "outside [0, 384)", [0, 2]),
+])
+def test_bad_device_ids_are_reported_after_and_only_valid_rows_move(s_ids, d_ids, fragment, moved):
+    from wb_kernels import api
+
+    gen = torch.Generator().manual_seed(6)
+    src, dst0 = _fp8_pools(gen)
+    si, di = torch.tensor(s_ids), torch.tensor(d_ids)
+    want = dst0.clone()
+    reference_transfer(src, want, si[moved], di[moved], geometry=GEOMETRIES["index_k_fp8"],
+                       granularity="token", layout="page_first", page_size=64)
+    for where in ("dev", "host"):
+        d = _place(dst0, where)
+        transfer(src.cuda(), d, si.cuda(), di.cuda(), **KW)
+        with pytest.raises(KernelError) as err:
+            api.synchronize()
+        assert fragment in err.value.message
+        assert torch.equal(d.cpu(), want)
+        api.synchronize()                 # reported once: nothing pending now
+
+
+def test_duplicate_device_destinations_are_reported():
+    from wb_kernels import api
+
+    gen = torch.Generator().manual_seed(7)
+    src, dst = (t.cuda() for t in _fp8_pools(gen))
+    transfer(src, dst, torch.tensor([1, 2, 3]).cuda(), torch.tensor([4, 5, 4]).cuda(), **KW)
+    with pytest.raises(KernelError, match=r"dst_idx\[[02]\] = 4 names a destination already"):
+        api.synchronize()
+    for _ in range(300):                  # generations wrap at 255: no false duplicates
+        transfer(src, dst, torch.tensor([1, 2]).cuda(), torch.tensor([4, 5]).cuda(), **KW)
+    api.synchronize()
+
+
+def test_a_pending_error_stops_the_next_call():
+    from wb_kernels import api
+
+    gen = torch.Generator().manual_seed(8)
+    src, dst = (t.cuda() for t in _fp8_pools(gen))
+    transfer(src, dst, torch.tensor([1]).cuda(), torch.tensor([-5]).cuda(), **KW)
+    torch.cuda.synchronize()
+    before = dst.clone()
+    with pytest.raises(KernelError, match="dst_idx"):
+        transfer(src, dst, torch.tensor([1]).cuda(), torch.tensor([2]).cuda(), **KW)
+    torch.cuda.synchronize()
+    assert torch.equal(dst, before)
+    transfer(src, dst, torch.tensor([1]).cuda(), torch.tensor([2]).cuda(), **KW)
+    api.synchronize()

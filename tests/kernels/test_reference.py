@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from kernels import GEOMETRIES, transfer
-from kernels.cases import index_set, make_pool, poison
-from kernels.check import oracle_transfer
+from wb_kernels import GEOMETRIES, transfer
+from wb_kernels.cases import index_set, make_pool, poison
+from wb_kernels.check import oracle_transfer
 
 LAYOUTS = ("page_first", "layer_first")
 

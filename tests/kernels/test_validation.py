@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from kernels import transfer
-from kernels.cases import make_pool
+from wb_kernels import transfer
+from wb_kernels.cases import make_pool
 from workbench.errors import BadInput, KernelError
 
 G, LAY, PS = "index_k_fp8", "page_first", 64
@@ -91,3 +91,38 @@ def test_empty_copy_is_a_no_op(pools):
     e = torch.empty(0, dtype=torch.int64)
     _call(src, dst, si=e, di=e)
     assert torch.equal(dst, before)
+
+
+def test_cached_pools_still_check_the_ids_of_every_call(pools):
+    """The pools' checks are cached per pair of pools; the ids are checked on every call."""
+    src, dst = pools
+    _call(src, dst)
+    before = dst.clone()
+    for over, fragment in (BAD["src id out of range"], BAD["duplicate destinations"],
+                           BAD["int32 ids"]):
+        with pytest.raises(KernelError) as err:
+            _call(src, dst, **over)
+        assert fragment in err.value.message
+    assert torch.equal(dst, before)
+
+
+def test_a_new_pool_is_validated_even_where_an_old_one_was():
+    """A pool that dies and is replaced by another (possibly at the same id()) is checked anew."""
+    gen = torch.Generator().manual_seed(3)
+    src = make_pool(G, LAY, 8, 2, PS, gen=gen)
+    for _ in range(20):
+        dst = make_pool(G, LAY, 6, 2, PS, gen=gen)
+        _call(src, dst)
+        del dst
+        bad = torch.zeros(6, 2, 100, dtype=torch.uint8)   # rows of the wrong size
+        with pytest.raises(KernelError, match="rows are 100 bytes"):
+            _call(src, bad)
+        del bad
+
+
+def test_a_pool_resized_in_place_is_validated_anew(pools):
+    src, dst = pools
+    _call(src, dst)
+    dst.resize_(6, 2, 100)
+    with pytest.raises(KernelError, match="rows are 100 bytes"):
+        _call(src, dst)

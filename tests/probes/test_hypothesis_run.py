@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 from workbench.store import open_store
-from workbench.store.queries import get_run, latest_verdict, list_runs
 
 REPO = Path(__file__).resolve().parents[2]
 DEAD = "workbench.sim.hicache:DSAIndexerPoolHost"
@@ -26,28 +25,24 @@ def test_dead_code_hypothesis_is_falsified_stored_and_reported(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WB_PROBE", "WB_SIM_DIR", "WB_DB", "WB_ROOT"))}
     r = subprocess.run([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run",
                         "dead-code-dsaindexerpoolhost", "--replicates", "1", "--db", str(db), "--root", str(root),
-                        "--json"], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+                        "--json", "--report"], cwd=root, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, f"{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     out = json.loads(r.stdout)
     assert out["verdict"] == "falsified", out["reasoning"]
     assert "DSAIndexerPoolHost: 0 call(s)" in out["reasoning"]
     assert "positive control DeepSeekV4PagedHostPool was hit in every run" in out["reasoning"]
 
-    store = open_store(str(db), read_only=True)
-    try:
-        with store.session() as s:
-            (run,) = list_runs(s, hypothesis_id="dead-code-dsaindexerpoolhost")
-            full = get_run(s, run_id=run["id"])
-            verdict = latest_verdict(s, hypothesis_id="dead-code-dsaindexerpoolhost")
-    finally:
-        store.dispose()
-    assert full["status"] == "ok"
-    assert full["metrics"][f"calls:{DEAD}"] == 0 and full["metrics"][f"calls:{LIVE}"] >= 1
-    rows = full["probe_counts"]
-    prefill = [p for p in rows if p["process"].startswith("workbench.sim.prefill") and p["target"] == LIVE]
-    assert prefill and prefill[0]["calls"] >= 1 and prefill[0]["resolved"], rows
-    assert all(p["calls"] == 0 and p["resolved"] for p in rows if p["target"] == DEAD)
-    assert verdict is not None and verdict["verdict"] == "falsified"
+    with open_store(str(db), read_only=True) as store:
+        (run,) = store.runs(hypothesis_id="dead-code-dsaindexerpoolhost")
+        full = store.run(run.id)
+        verdict = store.latest_verdict("dead-code-dsaindexerpoolhost")
+    assert full.status == "ok"
+    assert full.metrics[f"calls:{DEAD}"] == 0 and full.metrics[f"calls:{LIVE}"] >= 1
+    rows = full.probe_counts
+    prefill = [p for p in rows if p.process.startswith("workbench.sim.prefill") and p.target == LIVE]
+    assert prefill and prefill[0].calls >= 1 and prefill[0].resolved, rows
+    assert all(p.calls == 0 and p.resolved for p in rows if p.target == DEAD)
+    assert verdict is not None and verdict.verdict == "falsified"
 
     # The runner stopped the pdsim it started: no process of this workbench folder is left.
     left = []

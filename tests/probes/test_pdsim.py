@@ -11,11 +11,10 @@ from pathlib import Path
 import pytest
 
 from workbench.probes import probe_environment, read_counts
-from workbench.probes.verdict import analyze_reachability
+from workbench.analysis.reachability import judge_reachability
 from workbench.registry import load_registry
 from workbench.sim.control import free_port
 from workbench.store import open_store, records
-from workbench.store.queries import get_run
 
 HERE = Path(__file__).resolve().parent
 HC = "workbench.sim.hicache"
@@ -48,17 +47,13 @@ def probed_repro(tmp_path: Path, hicache: str) -> list[dict]:
     return read_counts(out)
 
 
-def store_run(tmp_path: Path, counts: list[dict]) -> dict:
-    store = open_store(str(tmp_path / "wb.duckdb"))
-    try:
+def store_run(tmp_path: Path, counts: list[dict]):
+    with open_store(str(tmp_path / "wb.duckdb")) as store:
         with store.session() as s:
             run = records.create_run(s, experiment_id="agent-repro", variables={}, status="ok", arm="probe")
             records.add_probe_counts(s, run_id=run.id, counts=counts)
             rid = run.id
-        with store.session() as s:
-            return get_run(s, run_id=rid)
-    finally:
-        store.dispose()
+        return store.run(rid)
 
 
 def servers(rows: list[dict]) -> dict[str, dict[str, dict]]:
@@ -84,12 +79,12 @@ def test_hicache_on_dead_class_never_built_live_pool_built_typo_unresolved(tmp_p
 
     reg = load_registry(HERE / "wbroot")
     run = store_run(tmp_path, rows)
-    r = analyze_reachability(reg.hypothesis("dead-code-dsaindexerpoolhost"), [run])
-    assert r["verdict"] == "falsified", r["reasoning"]
-    assert r["counts"][DEAD]["total"] == 0 and r["counts"][LIVE]["total"] >= 1
-    assert analyze_reachability(reg.hypothesis("live-hostpool-control"), [run])["verdict"] == "supported"
-    bad = analyze_reachability(reg.hypothesis("bad-target"), [run])
-    assert bad["verdict"] == "invalid" and TYPO in bad["reasoning"]
+    r = judge_reachability(reg.hypothesis("dead-code-dsaindexerpoolhost"), [run])
+    assert r.verdict == "falsified", r.reasoning
+    assert r.counts[DEAD]["total"] == 0 and r.counts[LIVE]["total"] >= 1
+    assert judge_reachability(reg.hypothesis("live-hostpool-control"), [run]).verdict == "supported"
+    bad = judge_reachability(reg.hypothesis("bad-target"), [run])
+    assert bad.verdict == "invalid" and TYPO in bad.reasoning
 
 
 def test_hicache_off_control_never_hit_is_inconclusive(tmp_path: Path):
@@ -98,6 +93,6 @@ def test_hicache_off_control_never_hit_is_inconclusive(tmp_path: Path):
     total = {t: sum(r["calls"] for r in rows if r["target"] == t) for t in TARGETS}
     assert total[LIVE] == 0 and total[DEAD] == 0 and total[MATCH] == 0, total
     reg = load_registry(HERE / "wbroot")
-    r = analyze_reachability(reg.hypothesis("dead-code-hicache-off"), [store_run(tmp_path, rows)])
-    assert r["verdict"] == "inconclusive", r["reasoning"]
-    assert "did not exercise the surrounding path" in r["reasoning"]
+    r = judge_reachability(reg.hypothesis("dead-code-hicache-off"), [store_run(tmp_path, rows)])
+    assert r.verdict == "inconclusive", r.reasoning
+    assert "did not exercise the surrounding path" in r.reasoning

@@ -1,4 +1,4 @@
-"""Reachability verdicts from probe counts stored in a real DuckDB store and read back with get_run."""
+"""Reachability verdicts from probe counts stored in a real DuckDB store and read back as run records."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from workbench.probes.verdict import analyze_reachability
+from workbench.analysis.reachability import judge_reachability
+from workbench.analysis.results import Analysis, Check
 from workbench.registry.hypothesis import Hypothesis
 from workbench.store import open_store, records
-from workbench.store.queries import get_run
 
 DEAD = "workbench.sim.hicache:DSAIndexerPoolHost"
 LIVE = "workbench.sim.hicache:DeepSeekV4PagedHostPool"
@@ -29,8 +29,8 @@ def store(tmp_path: Path):
     s.dispose()
 
 
-def stored_runs(store, runs: list[tuple[str, dict[str, dict[str, int | bool]]]]) -> list[dict]:
-    """runs: [(status, {process: {target: calls | False (unresolved)}})] -> get_run dicts."""
+def stored_runs(store, runs: list[tuple[str, dict[str, dict[str, int | bool]]]]) -> list:
+    """runs: [(status, {process: {target: calls | False (unresolved)}})] -> the stored run records."""
     ids = []
     with store.session() as session:
         for status, procs in runs:
@@ -41,12 +41,11 @@ def stored_runs(store, runs: list[tuple[str, dict[str, dict[str, int | bool]]]])
                     for i, (proc, targets) in enumerate(procs.items()) for t, c in targets.items()]
             records.add_probe_counts(session, run_id=run.id, counts=rows)
             ids.append(run.id)
-    with store.session() as session:
-        return [get_run(session, run_id=i) for i in ids]
+    return [store.run(i) for i in ids]
 
 
-def check(result: dict, name: str) -> dict:
-    return next(c for c in result["checks"] if c["name"] == name)
+def check(result: Analysis, name: str) -> Check:
+    return next(c for c in result.checks if c.name == name)
 
 
 def test_zero_calls_with_the_control_hit_in_every_run_falsifies(store):
@@ -55,66 +54,70 @@ def test_zero_calls_with_the_control_hit_in_every_run_falsifies(store):
         ("ok", {"prefill": {DEAD: 0, LIVE: 0}, "decode": {DEAD: 0, LIVE: 2}}),
         ("failed", {"decode": {DEAD: 9, LIVE: 9}}),  # a failed run's counts are not evidence
     ])
-    r = analyze_reachability(hypothesis(), runs)
-    assert r["verdict"] == "falsified", r["reasoning"]
-    assert r["counts"][DEAD]["total"] == 0 and r["counts"][LIVE]["total"] == 5
-    assert r["counts"][LIVE]["by_process"] == {"prefill": 0, "decode": 5}
-    assert check(r, "positive control")["passed"]
-    assert "DSAIndexerPoolHost: 0 call(s) over 2 run(s) in all 4 probed process(es)" in r["reasoning"]
-    assert [x["status"] for x in r["excluded_runs"]] == ["failed"]
+    r = judge_reachability(hypothesis(), runs)
+    assert r.verdict == "falsified", r.reasoning
+    assert r.counts[DEAD]["total"] == 0 and r.counts[LIVE]["total"] == 5
+    assert r.counts[LIVE]["by_process"] == {"prefill": 0, "decode": 5}
+    assert check(r, "positive control").passed
+    assert "DSAIndexerPoolHost: 0 call(s) over 2 run(s) in all 4 probed process(es)" in r.reasoning
+    assert len(r.excluded) == 1 and r.excluded[0].endswith("(failed)")
 
 
 def test_calls_seen_support_it_whatever_the_control_did(store):
     runs = stored_runs(store, [("ok", {"decode": {LIVE: 4, DEAD: 0}})])
-    r = analyze_reachability(hypothesis(target=LIVE, control=DEAD), runs)
-    assert r["verdict"] == "supported", r["reasoning"]
-    assert not check(r, "positive control")["passed"]
+    r = judge_reachability(hypothesis(target=LIVE, control=DEAD), runs)
+    assert r.verdict == "supported", r.reasoning
+    assert not check(r, "positive control").passed
 
 
 def test_zero_calls_without_the_control_hit_is_inconclusive_and_says_why(store):
     runs = stored_runs(store, [("ok", {"decode": {DEAD: 0, LIVE: 1}}), ("ok", {"decode": {DEAD: 0, LIVE: 0}})])
-    r = analyze_reachability(hypothesis(), runs)
-    assert r["verdict"] == "inconclusive"
-    assert "not hit in run(s)" in r["reasoning"] and "did not exercise the surrounding path" in r["reasoning"]
-    no_control = analyze_reachability(hypothesis(control=None), stored_runs(store, [("ok", {"d": {DEAD: 0}})]))
-    assert no_control["verdict"] == "inconclusive" and "no positive control" in no_control["reasoning"]
+    r = judge_reachability(hypothesis(), runs)
+    assert r.verdict == "inconclusive"
+    assert "not hit in run(s)" in r.reasoning and "did not exercise the surrounding path" in r.reasoning
+    no_control = judge_reachability(hypothesis(control=None), stored_runs(store, [("ok", {"d": {DEAD: 0}})]))
+    assert no_control.verdict == "inconclusive" and "no positive control" in no_control.reasoning
 
 
 def test_a_target_naming_no_code_is_invalid_not_zero_calls(store):
     bad = "workbench.sim.hicache:NoSuchPool"
     runs = stored_runs(store, [("ok", {"prefill": {bad: False, LIVE: 0}, "decode": {bad: False, LIVE: 2}})])
-    r = analyze_reachability(hypothesis(target=bad), runs)
-    assert r["verdict"] == "invalid"
-    assert bad in r["reasoning"] and "name no existing code object" in r["reasoning"]
-    assert "unresolved in all 2 process report(s)" in r["reasoning"]
-    assert not check(r, f"resolves: {bad}")["passed"]
+    r = judge_reachability(hypothesis(target=bad), runs)
+    assert r.verdict == "invalid"
+    assert bad in r.reasoning and "name no existing code object" in r.reasoning
+    assert "unresolved in all 2 process report(s)" in r.reasoning
+    assert not check(r, f"resolves: {bad}").passed
     # resolved in one process is enough: a module only one server imports
     runs = stored_runs(store, [("ok", {"prefill": {DEAD: False, LIVE: 0}, "decode": {DEAD: 0, LIVE: 2}})])
-    assert analyze_reachability(hypothesis(), runs)["verdict"] == "falsified"
+    assert judge_reachability(hypothesis(), runs).verdict == "falsified"
 
 
 def test_runs_without_probe_counts_or_ok_runs_are_inconclusive(store):
-    r = analyze_reachability(hypothesis(), stored_runs(store, [("ok", {})]))
-    assert r["verdict"] == "inconclusive" and "probe did not report" in r["reasoning"]
-    r = analyze_reachability(hypothesis(), stored_runs(store, [("failed", {"d": {DEAD: 0, LIVE: 1}})]))
-    assert r["verdict"] == "inconclusive" and "No run completed ok" in r["reasoning"]
+    r = judge_reachability(hypothesis(), stored_runs(store, [("ok", {})]))
+    assert r.verdict == "inconclusive" and "probe did not report" in r.reasoning
+    r = judge_reachability(hypothesis(), stored_runs(store, [("failed", {"d": {DEAD: 0, LIVE: 1}})]))
+    assert r.verdict == "inconclusive" and "No run completed ok" in r.reasoning
 
 
 def test_upper_bounds_dead_code_claims(store):
     runs = stored_runs(store, [("ok", {"decode": {DEAD: 0, LIVE: 2}})])
-    assert analyze_reachability(hypothesis(at_most=0), runs)["verdict"] == "supported"
+    assert judge_reachability(hypothesis(at_most=0), runs).verdict == "supported"
     runs = stored_runs(store, [("ok", {"decode": {DEAD: 2, LIVE: 0}})])
     # calls above the bound falsify "dead" even when the control was missed
-    assert analyze_reachability(hypothesis(at_most=0), runs)["verdict"] == "falsified"
+    assert judge_reachability(hypothesis(at_most=0), runs).verdict == "falsified"
     runs = stored_runs(store, [("ok", {"decode": {DEAD: 0, LIVE: 0}})])
-    assert analyze_reachability(hypothesis(at_most=0), runs)["verdict"] == "inconclusive"
+    assert judge_reachability(hypothesis(at_most=0), runs).verdict == "inconclusive"
 
 
-def test_session_spelling_reads_the_runs_from_the_store(store):
-    ids = [r["id"] for r in stored_runs(store, [("ok", {"decode": {DEAD: 0, LIVE: 1}})])]
-    with store.session() as session:
-        r = analyze_reachability(session, hypothesis=hypothesis(), run_ids=ids, execution_id=None)
-    assert r["verdict"] == "falsified" and r["runs"] == ids
-    (pred,) = r["predictions"]
-    assert (pred["metric"], pred["estimate"], pred["outcome"]) == (f"calls:{DEAD}", 0, "falsified")
-    assert all(c["effect"] == "none" for c in r["checks"] if c["passed"])
+def test_the_analysis_reads_probe_counts_from_the_store(store):
+    ids = [r.id for r in stored_runs(store, [("ok", {"decode": {DEAD: 0, LIVE: 1}})])]
+    from workbench.analysis.data import run_query
+    from workbench.registry import load_registry
+
+    reg = load_registry(Path(__file__).resolve().parents[2])
+    runs = store.analysis_runs(run_query(reg.experiments["agent-repro"]), with_probes=True)
+    r = judge_reachability(hypothesis(), runs)
+    assert r.verdict == "falsified" and r.runs == {"probe": ids}
+    (pred,) = r.predictions
+    assert (pred.metric, pred.estimate, pred.outcome) == (f"calls:{DEAD}", 0, "falsified")
+    assert all(c.effect == "none" for c in r.checks if c.passed)

@@ -176,7 +176,7 @@ def test_wedge_confound_after_a_pdsim_run(browser: Any, tmp_path: Path) -> None:
     env = {**os.environ, "WB_ROOT": str(root), "WB_DB": str(tmp_path / "wb.duckdb")}
     wb = shutil.which("wb") or ""
     cmd = [wb] if wb else [sys.executable, "-m", "workbench.cli.main"]
-    proc = subprocess.run(cmd + ["hypothesis", "run", "wedge-confound", "--replicates", "1", "--seed", "7"],
+    proc = subprocess.run(cmd + ["hypothesis", "run", "wedge-confound", "--replicates", "1", "--seed", "7", "--report"],
                           cwd=root, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     page_path = root / "reports" / "hypotheses" / "wedge-confound.html"

@@ -9,15 +9,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from workbench.cli._common import new_app
-from workbench.cli.report import register
+from workbench.cli.main import app as wb_app
 
 
 @pytest.fixture
 def app():
-    a = new_app("test")
-    register(a)
-    return a
+    """The real `wb` application, so the commands are tested as they are registered and shipped."""
+    return wb_app
 
 
 def _env(seeded: dict[str, Any]) -> dict[str, str]:

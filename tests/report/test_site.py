@@ -172,26 +172,18 @@ def test_lineage_page_links_every_node_and_what_verdicts_rest_on(site: dict[str,
 
 def test_confound_report_lists_findings(site: dict[str, Any]) -> None:
     text = Path(site["confounds"]).read_text(encoding="utf-8")
-    pytest.importorskip("workbench.analysis.confounds")
     assert 'class="finding' in text and "corruption_rate" in text
 
 
-def test_site_builds_from_stored_verdicts_without_analysis(seeded: dict[str, Any], tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from workbench.report import bridge, build_site
+def test_hypothesis_page_shows_the_stored_verdict_and_per_arm_numbers(seeded: dict[str, Any], tmp_path: Path) -> None:
+    from workbench.report import build_site
     from workbench.store import open_store
 
-    monkeypatch.setattr(bridge, "analysis_module", lambda: None)
-    store = open_store(str(seeded["db"]), read_only=True)
-    try:
+    with open_store(str(seeded["db"]), read_only=True) as store:
         result = build_site(store, seeded["registry"], tmp_path / "site")
-    finally:
-        store.dispose()
     text = Path(result["hypotheses"]["wedge-confound"]).read_text(encoding="utf-8")
     assert "lies entirely above the predicted region" in text  # the stored verdict
-    assert "Wilson 95%" in text and "/160 = " in text  # per-arm numbers from the raw metrics
-    conf = Path(result["confounds"]).read_text(encoding="utf-8")
-    assert "needs workbench.analysis" in conf
+    assert "Wilson 95%" in text and "/160 = " in text  # per-arm numbers of the analysis
 
 
 def test_rebuild_replaces_its_own_site_and_refuses_a_foreign_folder(seeded: dict[str, Any], tmp_path: Path) -> None:
@@ -248,7 +240,6 @@ def test_lineage_layout_survives_a_parent_cycle() -> None:
 
 def test_confound_report_shows_the_separating_experiment(tmp_path: Path) -> None:
     """Pre-fix shape of the seed: every corrupt run also wedged, so the scan flags aborts and proposes a split."""
-    pytest.importorskip("workbench.analysis.confounds")
     from workbench.registry import load_registry
     from workbench.report import build_site
     from workbench.store import open_store

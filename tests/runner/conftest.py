@@ -124,7 +124,6 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     (root / "hypotheses.yaml").write_text(TOY_HYPOTHESES)
     (state / "serve.conf").write_bytes(ORIGINAL_CONF)
     monkeypatch.setenv("WB_ROOT", str(root))
-    monkeypatch.delenv("WB_FAULT", raising=False)
     monkeypatch.delenv("WB_ARTIFACTS", raising=False)
     yield Toy(root, state, port)
     server.shutdown()

@@ -24,3 +24,20 @@ def edit_profile(root: Path, old: str, new: str, experiment: str = "toy") -> Non
     text = p.read_text()
     assert old in text, old
     p.write_text(text.replace(old, new))
+
+
+def run_hypothesis(hypothesis_id: str, *, db: str, root: Path | None = None, build_report: bool = False,
+                   fault: Any = None, **options: Any) -> dict[str, Any]:
+    """`wb hypothesis run` through the application object, as the JSON it prints (the CLI's contract).
+
+    The workbench folder is `root`, else $WB_ROOT (the toy fixture sets it); progress is off.
+    """
+    from workbench.app import Workbench
+    from workbench.runner.execute import RunOptions
+    from workbench.settings import Settings
+
+    options.setdefault("show_progress", False)
+    if "sets" in options:
+        options["sets"] = dict(options["sets"] or {})
+    wb = Workbench.open(Settings.from_env(db=db, root=root))
+    return wb.run(hypothesis_id, RunOptions(**options), report=build_report, fault=fault).to_dict()

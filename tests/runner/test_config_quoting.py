@@ -10,7 +10,7 @@ import yaml
 from runner_kit import edit_profile
 
 from workbench.errors import BadInput
-from workbench.runner import run_hypothesis
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 from workbench.runner.quoting import render_config
 
 EVIL = "x; touch PWNED #"

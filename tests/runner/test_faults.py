@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import subprocess
 import sys
 import time
 
 import pytest
 
-from workbench.errors import BadInput, RunFailure
-from workbench.runner import run_hypothesis
+from workbench.errors import BadInput
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 from workbench.runner.execute import RunInterrupted
-from workbench.store import open_store, queries
+from workbench.store import open_store
 
 from runner_kit import edit_profile  # noqa: E402  (tests/runner is on sys.path)
 
@@ -24,12 +26,8 @@ def _run(toy, **kw):
 
 
 def _runs(toy):
-    store = open_store(toy.db, read_only=True)
-    try:
-        with store.session() as s:
-            return queries.list_runs(s)
-    finally:
-        store.dispose()
+    with open_store(toy.db, read_only=True) as store:
+        return store.runs()
 
 
 def test_health_never_green_fails_runs_and_restores(toy):
@@ -92,65 +90,85 @@ def test_bad_set_is_bad_input(toy):
 STAGES = ["render", "check", "apply", "restart", "health", "workload", "collect"]
 
 
+class Bug(Exception):
+    """An error wb does not know: it must reach the caller unchanged, with its traceback."""
+
+
+def raise_at(stage: str):
+    async def fault(st, pr):
+        if st == stage:
+            raise Bug(f"bug at stage {stage}")
+    return fault
+
+
+def sigterm_at(stage: str):
+    async def fault(st, pr):
+        if st == stage:
+            os.kill(os.getpid(), signal.SIGTERM)
+            await asyncio.sleep(5)  # the handler cancels this task before the sleep ends
+    return fault
+
+
 @pytest.mark.parametrize("stage", STAGES)
-def test_exception_at_every_stage_restores(toy, stage, monkeypatch):
-    monkeypatch.setenv("WB_FAULT", f"{stage}:exception")
-    with pytest.raises(RunFailure) as ei:
-        _run(toy, replicates=1)
-    assert "fault injected" in ei.value.message
+def test_exception_at_every_stage_restores_and_keeps_its_traceback(toy, stage):
+    with pytest.raises(Bug) as ei:
+        _run(toy, replicates=1, fault=raise_at(stage))
+    assert ei.traceback[-1].name == "fault"  # raised where it happened, not re-wrapped
     assert toy.conf.read_bytes() == toy.original
-    assert _runs(toy)[0]["status"] == "failed"
+    assert _runs(toy)[0].status == "failed"
+    with open_store(toy.db, read_only=True) as store:
+        (ex,) = store.executions()
+    assert ex.status == "failed" and f"Bug: bug at stage {stage}" in (ex.error or "")
 
 
 @pytest.mark.parametrize("stage", STAGES)
-def test_sigterm_at_every_stage_restores_and_resumes(toy, stage, monkeypatch):
-    monkeypatch.setenv("WB_FAULT", f"{stage}:sigterm")
+def test_sigterm_at_every_stage_restores_and_resumes(toy, stage):
     with pytest.raises(RunInterrupted) as ei:
-        _run(toy, replicates=1, seed=3)
+        _run(toy, replicates=1, seed=3, fault=sigterm_at(stage))
     assert "--resume" in (ei.value.hint or "")
     assert toy.conf.read_bytes() == toy.original
     runs = _runs(toy)
-    assert [r["status"] for r in runs] == ["interrupted"]
-    monkeypatch.delenv("WB_FAULT")
+    assert [r.status for r in runs] == ["interrupted"]
     s = _run(toy, resume=True)
     assert toy.conf.read_bytes() == toy.original
     assert [r["status"] for r in s["runs"]] == ["interrupted", "ok", "ok"]
     assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]
 
 
-def test_resume_does_not_redo_finished_runs(toy, monkeypatch):
+def test_resume_does_not_redo_finished_runs(toy):
     # Interrupt the third run (second block): the first two are finished and must not run again.
-    from workbench.runner import lifecycle
-
     calls = {"n": 0}
 
     async def fault(stage, pr):
         if stage == "workload":
             calls["n"] += 1
             if calls["n"] == 3:
-                os.kill(os.getpid(), 15)
-                import asyncio
-
+                os.kill(os.getpid(), signal.SIGTERM)
                 await asyncio.sleep(5)
 
     with pytest.raises(RunInterrupted):
         _run(toy, replicates=2, fault=fault)
     assert toy.conf.read_bytes() == toy.original
+    finished = {(r.id, r.order_index) for r in _runs(toy) if r.status == "ok"}
+    assert len(finished) == 2
     before = len(toy.restarts())
     s = _run(toy, resume=True)
     statuses = [r["status"] for r in s["runs"]]
     assert statuses.count("ok") == 4 and statuses.count("interrupted") == 1
+    # The finished runs are the same rows, untouched; the resumed execution is the interrupted one.
+    assert finished <= {(r["id"], r["order_index"]) for r in s["runs"] if r["status"] == "ok"}
+    assert len({r["order_index"] for r in s["runs"] if r["status"] == "ok"}) == 4
+    with open_store(toy.db, read_only=True) as store:
+        assert [e.status for e in store.executions()] == ["done"]
     # two runs left to do: two restarts for the runs plus one for the restore
     assert len(toy.restarts()) - before == 3
     with pytest.raises(BadInput):
         _run(toy, resume=True)  # nothing left to resume
-    assert lifecycle.FAULT_ENV == "WB_FAULT"
 
 
 def test_sigkill_then_resume_restores_the_original(toy):
     """A killed runner cannot restore; --resume restores the snapshot it kept, not the arm it left behind."""
-    env = dict(os.environ, WB_FAULT="workload:exception", PYTHONPATH=str(toy.root))
-    env.pop("WB_FAULT")
+    env = dict(os.environ, PYTHONPATH=str(toy.root))
     proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix",
                              "--db", toy.db, "--replicates", "1"], env={**env, "WB_ROOT": str(toy.root)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

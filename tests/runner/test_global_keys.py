@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
-from workbench.runner import run_hypothesis
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 from workbench.store import open_store
 
 
@@ -54,13 +57,18 @@ def test_execution_records_its_uuid_and_its_folder_uses_it(toy):
     assert Path(path).is_relative_to(folder)
 
 
-def test_resume_refuses_a_snapshot_that_is_not_its_own(toy, monkeypatch):
+async def _sigterm_at_workload(stage, pr):
+    if stage == "workload":
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.sleep(5)  # the handler cancels this task before the sleep ends
+
+
+def test_resume_refuses_a_snapshot_that_is_not_its_own(toy):
     from workbench.errors import RunFailure
 
-    monkeypatch.setenv("WB_FAULT", "workload:sigterm")
     with pytest.raises(RunFailure):
-        run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
-    monkeypatch.delenv("WB_FAULT")
+        run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False,
+                       fault=_sigterm_at_workload)
     (snap,) = list((toy.root / ".wb" / "artifacts").glob("execution-*/snapshot.json"))
     meta = json.loads(snap.read_text())
     meta["execution"] = "0" * 32

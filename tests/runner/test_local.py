@@ -6,7 +6,7 @@ import json
 
 from sqlalchemy import text
 
-from workbench.runner import run_hypothesis
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 from workbench.store import open_store
 
 

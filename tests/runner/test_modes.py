@@ -9,8 +9,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from workbench.runner import run_hypothesis
-from workbench.store import open_store, queries
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
+from workbench.store import open_store
 
 from runner_kit import edit_profile  # noqa: E402
 
@@ -29,12 +29,8 @@ def test_aa_runs_control_twice_under_two_names(toy):
     assert s["mode"] == "aa"
     assert s["arms"]["control"]["variables"] == s["arms"]["control_aa"]["variables"]
     assert s["arms"]["control"]["totals"]["leak"] == s["arms"]["control_aa"]["totals"]["leak"] == 3
-    store = open_store(toy.db, read_only=True)
-    try:
-        with store.session() as sess:
-            assert queries.executions(sess)[0].mode == "aa"
-    finally:
-        store.dispose()
+    with open_store(toy.db, read_only=True) as store:
+        assert store.executions()[0].mode == "aa"
     assert toy.conf.read_bytes() == toy.original
 
 

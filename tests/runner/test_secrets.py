@@ -35,7 +35,7 @@ def test_secret_values_are_nowhere_in_the_store_the_report_or_the_output(toy):
                  f"  mirror: {{default: 'https://bob:{URL_PASSWORD}@mirror.example/simple'}}\n")
     edit_profile(toy.root, "        mode={{ mode }}\n",
                  "        mode={{ mode }}\n        password={{ db_password }}\n        mirror={{ mirror }}\n")
-    res = CliRunner().invoke(app, ["hypothesis", "run", "toy-fix", "--db", toy.db, "--json",
+    res = CliRunner().invoke(app, ["hypothesis", "run", "toy-fix", "--db", toy.db, "--json", "--report",
                                    "--set", f"db_password={PASSWORD}"])
     assert res.exit_code == 0, res.output
     summary = json.loads(res.stdout)

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from workbench.errors import TargetError
-from workbench.runner import run_hypothesis
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 
 from runner_kit import add_toy_ssh_profile  # noqa: E402
 

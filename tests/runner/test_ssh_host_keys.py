@@ -8,7 +8,7 @@ import pytest
 from runner_kit import add_toy_ssh_profile, edit_profile
 
 from workbench.errors import TargetError
-from workbench.runner import run_hypothesis
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 
 
 def _without_known_hosts(toy, ssh_server) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from runner_kit import add_toy_ssh_profile, edit_profile
 
-from workbench.runner import run_hypothesis
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 from workbench.runner.lock import LOCK_NAME, TargetBusy
 
 WB = [sys.executable, "-m", "workbench.cli.main"]

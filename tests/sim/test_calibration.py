@@ -1,7 +1,8 @@
 """Calibration in CI: the seed's C=80 x 4-round repro per world and config, fixed seed, one
-deployment rewritten and restarted per config as the runner does. Tolerances are wide enough
-for timing noise and narrow enough that a broken mechanism fails (e.g. leaks without the
-geometry bug, a wedge with the fix, no wedge without it)."""
+deployment rewritten and restarted per config as the runner does, with CPU and disk stressors
+running beside it the whole time (pdsim's outcomes must not depend on the host's load). The
+bands are the seed's; a broken mechanism fails them (e.g. leaks without the geometry bug, a
+wedge with the fix, no wedge without it). `benchmarks/sim_bench.py calibrate` runs 10 seeds."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ SEED = 0
 
 
 @pytest.fixture(scope="module")
-def deployment(tmp_path_factory):
+def deployment(tmp_path_factory, stress):
     d = tmp_path_factory.mktemp("calib")
     cfg = d / "serve.sh"
     prefill = free_port()

@@ -100,6 +100,8 @@ def test_bad_serve_file_names_the_line_and_starts_nothing(sim_dir):
 def test_restart_with_requests_in_flight(sim_dir):
     import threading
 
+    from workbench.sim.clock import Clock
+
     st = control.up(sim_dir, config=write_serve(sim_dir, nixl_abort_fix="on"))
     port = st.units["decode"].port
     results = []
@@ -113,17 +115,25 @@ def test_restart_with_requests_in_flight(sim_dir):
         except httpx.HTTPError as exc:
             results.append(type(exc).__name__)
 
-    threads = [threading.Thread(target=call) for _ in range(4)]
-    for t in threads:
-        t.start()
-    time.sleep(0.5)
-    old = [u.pid for u in st.units.values()]
-    st = control.restart(sim_dir)
-    for t in threads:
-        t.join(timeout=15)
+    # Holding the simulated clock keeps the requests in flight however long the host takes.
+    clock = Clock(sim_dir, "test")
+    try:
+        with clock.hold():
+            threads = [threading.Thread(target=call) for _ in range(4)]
+            for t in threads:
+                t.start()
+            time.sleep(0.5)
+            assert results == []                   # nothing can finish while the clock is held
+            old = [u.pid for u in st.units.values()]
+            st = control.restart(sim_dir)
+            for t in threads:
+                t.join(timeout=15)
+    finally:
+        clock.close()
     assert st.state == "healthy"
     assert not any(pid_alive(p) for p in old)
     assert len(results) == 4 and all(r != 200 for r in results)   # in-flight requests got errors
     r = httpx.post(f"http://127.0.0.1:{port}/generate", timeout=10,
                    json={"input_ids": list(range(100)) + [1 << 26], "max_tokens": 20})
     assert r.status_code == 200
+

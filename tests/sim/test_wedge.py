@@ -1,5 +1,6 @@
 """The wedge: an ABORT kills prefill's bootstrap thread (fix off), /health stays 200, later
-requests wait in WaitingForInput; with the fix the same ABORT is handled."""
+requests wait in WaitingForInput; with the fix the same ABORT is handled. Requests here come from a
+plain HTTP client that is not on the simulated clock: the servers move the clock themselves."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def test_abort_without_the_fix_wedges_silently(sim_dir):
     assert st.units["prefill"].debug["bootstrap_alive"] is True
     # The big request's transfer hits a page without memory: its room fails (the request is
     # retried in a new room), and decode sends prefill an ABORT for the failed room.
-    _post(port, 1800, timeout=4)
+    _post(port, 1800, timeout=30)
     assert any("failed: KV page" in line for line in logs.read_journal(sim_dir, "decode", t0))
     assert _wait(lambda: control.status(sim_dir).units["prefill"].state == "wedged")
     assert any("sent ABORT" in line for line in logs.read_journal(sim_dir, "decode", t0))
@@ -59,9 +60,10 @@ def test_abort_without_the_fix_wedges_silently(sim_dir):
     assert st.units["prefill"].debug["bootstrap_alive"] is False
     for u in st.units.values():                        # the wedge is invisible to /health
         assert httpx.get(f"http://127.0.0.1:{u.port}/health", timeout=2).status_code == 200
-    # Every later request waits for KV that never comes, until its client gives up.
-    assert _post(port, 100, timeout=2.5, tag=2) == "timeout"
-    assert _wfi(sim_dir, t0) > 0
+    # Every later request waits for KV that never comes: WaitingForInput every simulated minute
+    # until decode gives up on the room (the simulated clock gets there in no time).
+    assert _post(port, 100, timeout=30, tag=2) == 503
+    assert _wfi(sim_dir, t0) >= 10
     # the thread died silently: no traceback, no error line in prefill's journal
     text = "\n".join(logs.read_journal(sim_dir, "prefill", t0))
     assert "Traceback" not in text and "ERROR" not in text
@@ -72,14 +74,14 @@ def test_with_the_fix_the_abort_is_handled(sim_dir):
                                                 nixl_abort_fix="on"))
     port = st.units["decode"].port
     t0 = datetime.now(timezone.utc)
-    assert _post(port, 1800, timeout=4) in (200, 503)
+    assert _post(port, 1800, timeout=30) in (200, 503)
     assert any("failed: KV page" in line for line in logs.read_journal(sim_dir, "decode", t0))
     assert _wait(lambda: any("ABORT room=" in line and "handled" in line
                              for line in logs.read_journal(sim_dir, "prefill", t0)))
     st = control.status(sim_dir)
     assert st.units["prefill"].state == "healthy"
     assert st.units["prefill"].debug["bootstrap_alive"] is True
-    assert _post(port, 100, timeout=4, tag=2) == 200
+    assert _post(port, 100, timeout=30, tag=2) == 200
     assert _wfi(sim_dir, t0) == 0
 
 
@@ -94,3 +96,29 @@ def test_journal_since_filters_by_time(sim_dir, cmd_since):
     else:
         since = logs.parse_since("5 min ago")
         assert list(logs.read_journal(sim_dir, "decode", since)) == lines
+
+
+def test_journal_since_a_wall_time_counts_only_the_next_run(sim_dir):
+    """The runner's count: `journal --since RUN_START` (a wall time taken after restart and health)
+    holds the run's lines and none of the previous run's, although simulated stamps run far ahead
+    of the wall clock (a run covers minutes of simulated time in seconds)."""
+    from workbench.sim import repro
+
+    cfg = write_serve(sim_dir, causal_model="wedge", nixl_abort_fix="off", decode_pool_mb=30, seed=3)
+    control.up(sim_dir, config=cfg)
+    t1 = datetime.now(timezone.utc)
+    repro.run_repro(sim_dir, sessions=24, rounds=4, tag="wedged")
+    first = _wfi(sim_dir, t1)
+    assert first > 0
+    last_stamp = logs._stamp(list(logs.read_journal(sim_dir, "decode", None))[-1])
+    assert last_stamp > datetime.now(timezone.utc)          # simulated time is ahead of the wall
+    cfg.write_text(cfg.read_text().replace("nixl_abort_fix=off", "nixl_abort_fix=on"))
+    control.restart(sim_dir)
+    t2 = datetime.now(timezone.utc)
+    assert _wfi(sim_dir, t2) == 0 and list(logs.read_journal(sim_dir, "decode", t2)) == []
+    repro.run_repro(sim_dir, sessions=8, rounds=2, tag="fixed")
+    run2 = list(logs.read_journal(sim_dir, "decode", t2))
+    assert any("admitted" in line for line in run2)
+    assert all(logs._stamp(line) > last_stamp for line in run2)   # nothing of the first run
+    assert _wfi(sim_dir, t2) == 0
+    assert _wfi(sim_dir, t1) == first                        # the first run's lines are all there

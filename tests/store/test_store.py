@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -103,12 +102,10 @@ def test_second_writer_gets_a_clear_message(tmp_path: Path, monkeypatch):
     """)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        monkeypatch.setattr("workbench.store.engine.LOCK_WAIT_S", 0.5)
-        t0 = time.monotonic()
         with pytest.raises(StoreLocked) as exc:
-            store = open_store(str(path))
+            store = open_store(str(path), lock_wait_s=0.5)
             store.dispose()
-        assert time.monotonic() - t0 < 10
+        assert holder.poll() is None  # it gave up while the lock was still held, not after
         assert "in use by another process" in exc.value.message
     finally:
         holder.kill()

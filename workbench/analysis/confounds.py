@@ -8,13 +8,20 @@ test and an effect size, and proposes the experiment that would separate the two
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import stats
-from workbench.analysis.data import USABLE_STATUSES, RunData, load_runs, metric_value
+from workbench.analysis.data import USABLE_STATUSES, RunData, metric_value, run_query
+from workbench.analysis.results import json_safe
+
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+    from workbench.registry.loader import Registry
+    from workbench.store.engine import Store
 
 
-@dataclass
+
+@dataclass(frozen=True)
 class Finding:
     kind: str  # guard | variable
     factor: str
@@ -28,12 +35,10 @@ class Finding:
     proposal: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        from workbench.analysis.verdict import _safe
-
-        return _safe(asdict(self))
+        return json_safe(asdict(self))
 
 
-def _outcome(run: RunData, metric: str, exp: Any) -> tuple[float | None, float | None]:
+def _outcome(run: RunData, metric: str, exp: Experiment) -> tuple[float | None, float | None]:
     """(numerator, denominator) of the outcome proportion; the numerator alone says whether it occurred."""
     spec = exp.metrics[metric]
     k = metric_value(run, spec.numerator, exp)
@@ -62,7 +67,7 @@ def _common_values(runs: list[RunData]) -> dict[str, str]:
     return {k: runs[0].variables[k] for k in sorted(keys) if len({r.variables[k] for r in runs}) == 1}
 
 
-def _guard_aliases(exp: Any) -> list[tuple[str, list[str]]]:
+def _guard_aliases(exp: Experiment) -> list[tuple[str, list[str]]]:
     """Guard metrics, with aliases (same_as) folded into the metric they repeat."""
     groups: dict[str, list[str]] = {}
     for name, spec in exp.metrics.items():
@@ -73,7 +78,7 @@ def _guard_aliases(exp: Any) -> list[tuple[str, list[str]]]:
     return [(base, names) for base, names in groups.items()]
 
 
-def _propose(registry: Any, exp: Any, guard_names: list[str], outcome: str, co_runs: list[RunData],
+def _propose(registry: Registry, exp: Experiment, guard_names: list[str], outcome: str, co_runs: list[RunData],
              runs: list[RunData], g_known: dict[int, float], scanned: str | None = None) -> dict[str, Any]:
     """Which variable to toggle (and which to hold) so the guard goes away while the outcome is measured."""
     hold = _common_values(co_runs)
@@ -134,7 +139,7 @@ def _kv(d: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in d.items())
 
 
-def scan_confounds(session: Any, registry: Any, hypothesis_id: str | None = None) -> list[Finding]:
+def scan_confounds(store: Store, registry: Registry, hypothesis_id: str | None = None) -> list[Finding]:
     """Scan stored runs for variables and guard metrics associated with each predicted outcome."""
     if hypothesis_id is not None:
         hyps = [registry.hypothesis(hypothesis_id)]
@@ -152,13 +157,13 @@ def scan_confounds(session: Any, registry: Any, hypothesis_id: str | None = None
     findings: list[Finding] = []
     for eid, outcomes in sorted(targets.items()):
         exp = registry.experiments[eid]
-        runs = [r for r in load_runs(session, exp) if r.status in USABLE_STATUSES]
+        runs = [r for r in store.analysis_runs(run_query(exp)) if r.status in USABLE_STATUSES]
         for outcome in sorted(outcomes):
             findings.extend(_scan_outcome(registry, exp, runs, outcome, hypothesis_id))
     return findings
 
 
-def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str,
+def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outcome: str,
                   scanned: str | None = None) -> list[Finding]:
     spec = exp.metrics[outcome]
     occurred: dict[int, bool] = {}
@@ -210,6 +215,14 @@ def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str,
         else:
             msg = f"{what} did not occur in any run where {label} was recorded ({len(both)} run(s))."
             out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect))
+    out.extend(_scan_variables(exp, known, counts, occurred, outcome, what))
+    return out
+
+
+def _scan_variables(exp: Experiment, known: list[RunData], counts: dict[int, tuple[float, float | None]],
+                    occurred: dict[int, bool], outcome: str, what: str) -> list[Finding]:
+    """Each recorded variable with two or more values: how often the outcome occurred under each."""
+    found: list[Finding] = []
     for var in sorted({v for r in known for v in r.variables}):
         values = sorted({r.variables[var] for r in known if var in r.variables})
         if len(values) < 2:
@@ -240,21 +253,5 @@ def _scan_outcome(registry: Any, exp: Any, runs: list[RunData], outcome: str,
             (effect.get("units_fisher_p") is not None and effect["units_fisher_p"] < stats.ALPHA)
         msg = summary + (f"; Fisher p = {p:.2g} over runs" if p is not None else "") + (
             f", {effect['units_fisher_p']:.2g} over units" if effect.get("units_fisher_p") is not None else "") + "."
-        out.append(Finding("variable", var, outcome, exp.id, bool(flagged), msg, per_value, p, effect))
-    return out
-
-
-def confounds_report(*, hypothesis_id: str | None, db: str | None, root: str | None = None) -> list[dict[str, Any]]:
-    """Load the registry and the store (read-only) and scan; what `wb confounds` prints."""
-    from workbench.registry import load_registry
-    from workbench.store import open_store
-
-    reg = load_registry(root)
-    if hypothesis_id is not None:
-        reg.hypothesis(hypothesis_id)  # an unknown id is bad input before the store is touched
-    store = open_store(db, read_only=True)
-    try:
-        with store.session() as session:
-            return [f.to_dict() for f in scan_confounds(session, reg, hypothesis_id)]
-    finally:
-        store.dispose()
+        found.append(Finding("variable", var, outcome, exp.id, bool(flagged), msg, per_value, p, effect))
+    return found

@@ -11,7 +11,6 @@ confidence sequences at alpha/2 each (conservative, valid at every look).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -172,43 +171,3 @@ def difference_sequence(path_a: list[tuple[float, float]], path_b: list[tuple[fl
         lb, ub = confidence_sequence(kb, nb, alpha / 2)
         lo, hi = max(lo, la - ub), min(hi, ua - lb)
     return (lo, max(lo, hi))
-
-
-@dataclass
-class SequentialDecision:
-    """What the runner does after a replicate block: stop (with this verdict) or run another block."""
-
-    stop: bool
-    verdict: str
-    reasoning: str
-    replicates: int = 0
-    max_replicates: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def sequential_decision(session: Any, registry: Any, hypothesis_id: str, *, execution_id: int,
-                        max_replicates: int | None = None) -> SequentialDecision:
-    """Decide after a replicate block of a `--sequential` execution whether to stop.
-
-    Stops when the always-valid tests decide (supported / falsified), when a validity check makes
-    more data pointless (invalid), or when the budget (design.max_replicates) is spent.
-    """
-    from workbench.analysis.verdict import analyze
-
-    h = registry.hypothesis(hypothesis_id)
-    exp = registry.experiment_for(h)
-    budget = max_replicates or (h.design.max_replicates if h.design and h.design.max_replicates else None) \
-        or exp.design.max_replicates
-    a = analyze(session, registry, hypothesis_id, execution_id=execution_id, sequential=True)
-    reps = a.replicates
-    if a.verdict in ("supported", "falsified", "invalid"):
-        return SequentialDecision(True, a.verdict, a.reasoning, reps, budget)
-    if reps >= budget:
-        return SequentialDecision(True, "inconclusive",
-                                  f"The budget of {budget} replicates is spent without a decision. " + a.reasoning,
-                                  reps, budget)
-    return SequentialDecision(False, "inconclusive",
-                              f"After {reps} of at most {budget} replicates nothing is decided yet; "
-                              "run another block. " + a.reasoning, reps, budget)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import stats
 from workbench.analysis.data import RunData, completed_units, metric_value
 from workbench.analysis.predictions import _fmt, pooled
 from workbench.registry.experiment import Experiment
+
+if TYPE_CHECKING:
+    from workbench.registry.hypothesis import Hypothesis
+
 
 
 def arm_summary(arm: str, runs: list[RunData], expected: dict[str, str], named: set[str],
@@ -95,7 +99,7 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
     return f"It predicted {j['describe']}; {body}, {tail}{ptxt}.{extra}"
 
 
-def reasoning_text(h: Any, exp: Experiment, result: Any, arms: dict[str, list[RunData]]) -> str:
+def reasoning_text(h: Hypothesis, exp: Experiment, result: Any, arms: dict[str, list[RunData]]) -> str:
     parts = [f"{h.id} is {result.verdict}."]
     if result.sequential:
         parts.append(f"Judged sequentially (always-valid tests, {result.replicates} replicate(s) so far).")

@@ -7,11 +7,15 @@ effect says what it does to the verdict when it did not pass: "invalid", "inconc
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import stats
-from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts, rendered_configs
+from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
 from workbench.registry.experiment import Experiment
+
+if TYPE_CHECKING:
+    from workbench.registry.hypothesis import Hypothesis
+
 
 # Attrition above this share of units, or different between arms (Fisher p below ALPHA), is flagged.
 ATTRITION_FLAG = 0.10
@@ -35,9 +39,10 @@ def _groups(runs: list[RunData], attr: str) -> list[tuple[dict[str, Any], list[R
     return list(out.values())
 
 
-def isolation(h: Any, arms: dict[str, list[RunData]], expected: dict[str, dict[str, str]],
-              by_arm_name: bool) -> dict[str, Any]:
-    """Arms differ only in the isolated variable, judged on the variables every run recorded."""
+def isolation(h: Hypothesis, arms: dict[str, list[RunData]], expected: dict[str, dict[str, str]],
+              by_arm_name: bool, per_replicate: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Arms differ only in the isolated variable, judged on the variables every run recorded (a
+    per-replicate variable varies by design)."""
     names = [a for a in arms if arms[a]]
     groups = {a: _groups(arms[a], "variables") for a in names}
     problems: list[str] = []
@@ -58,7 +63,7 @@ def isolation(h: Any, arms: dict[str, list[RunData]], expected: dict[str, dict[s
     all_vars = sorted({v for a in names for variables, _ in groups[a] for v in variables} | set(h.hold))
     held_ok = []
     for var in all_vars:
-        if var == h.isolates:
+        if var == h.isolates or var in per_replicate:
             continue
         per_arm = {a: {variables[var] for variables, _ in groups[a] if var in variables} for a in names}
         if any(var not in variables for a in names for variables, _ in groups[a]):
@@ -128,25 +133,33 @@ def fingerprints(arms: dict[str, list[RunData]]) -> dict[str, Any]:
     return check("fingerprint", True, detail + ".")
 
 
-def configs(session: Any, arms: dict[str, list[RunData]], aa: bool) -> dict[str, Any]:
-    """Rendered configs, per execution: one per arm (replicates alike), and different between arms (the
-    variable reached the target). Executions are compared separately: each may get its own free ports."""
+def configs(texts: dict[str, str], arms: dict[str, list[RunData]], aa: bool,
+            per_replicate: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Rendered configs (`texts`: config hash -> text), per execution: one per arm (replicates alike, but
+    for the values of per-replicate variables), and different between arms (the variable reached the
+    target). Executions are compared separately: each may get its own free ports."""
     hashes = sorted({r.config_hash for rs in arms.values() for r in rs if r.config_hash})
     if not hashes:
         return check("config", None, "no run recorded a rendered config (imported evidence, or a target without one)")
-    texts = rendered_configs(session, hashes)
 
-    def norm(label: str | None, text: str) -> tuple[str, ...]:
+    def norm(label: str | None, text: str, drawn: tuple = ()) -> tuple[str, ...]:
         # A run's own arm label is rendered into comments ("for arm control_aa"); it is not a difference.
-        if not label:
-            return tuple(text.splitlines())
-        return tuple(re.sub(rf"(?<![\w-]){re.escape(label)}(?![\w-])", "<arm>", line) for line in text.splitlines())
+        # Nor is the value a per-replicate variable took in this run.
+        subs = [(value, f"<{name}>") for name, value in drawn if value]
+        if label:
+            subs.append((label, "<arm>"))
+        lines = text.splitlines()
+        for value, mark in subs:
+            lines = [re.sub(rf"(?<![\w-]){re.escape(value)}(?![\w-])", mark, line) for line in lines]
+        return tuple(lines)
 
     by_exec: dict[Any, dict[str, set[tuple[str, ...]]]] = {}
     for a, rs in arms.items():
-        for h, label, ex in {(r.config_hash, r.arm, r.execution_id) for r in rs if r.config_hash}:
+        for h, label, ex, drawn in {(r.config_hash, r.arm, r.execution_id,
+                                     tuple((n, r.variables.get(n)) for n in sorted(per_replicate)))
+                                    for r in rs if r.config_hash}:
             if h in texts:
-                by_exec.setdefault(ex, {}).setdefault(a, set()).add(norm(label, texts[h]))
+                by_exec.setdefault(ex, {}).setdefault(a, set()).add(norm(label, texts[h], drawn))
     mixed, same, diffs = [], [], []
     for ex, per_arm in by_exec.items():
         where = f"execution {ex}" if ex is not None else "runs without an execution"

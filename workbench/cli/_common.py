@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
 
 from workbench.errors import WbError
+
+if TYPE_CHECKING:
+    from workbench.app import Workbench
 
 
 def _report(exc: WbError) -> None:
@@ -36,6 +39,14 @@ class WbGroup(TyperGroup):
             raise typer.Exit(130) from None
 
 
+def open_workbench(db: str | None = None, root: str | None = None) -> "Workbench":
+    """The one application object of a command: settings from the flags, the environment filling the rest."""
+    from workbench.app import Workbench
+    from workbench.settings import Settings
+
+    return Workbench.open(Settings.from_env(db=db, root=root))
+
+
 def new_app(help: str) -> typer.Typer:
     return typer.Typer(cls=WbGroup, help=help, no_args_is_help=True, add_completion=False,
                        pretty_exceptions_enable=False)
@@ -43,6 +54,10 @@ def new_app(help: str) -> typer.Typer:
 
 def print_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
+
+
+def check_mark(passed: bool | None) -> str:
+    return {True: "pass", False: "FAIL", None: "n/a"}[passed]
 
 
 def parse_sets(values: list[str] | None) -> dict[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, new_app, print_json
+from workbench.cli._common import DbOption, JsonOption, new_app, open_workbench, print_json
 
 app = new_app("The store's schema (migrations).")
 
@@ -12,9 +12,7 @@ app = new_app("The store's schema (migrations).")
 @app.command("upgrade")
 def upgrade(db: DbOption = None) -> None:
     """Create the store or bring it to the newest schema revision."""
-    from workbench.store import upgrade as do_upgrade
-
-    name, before, after = do_upgrade(db)
+    name, before, after = open_workbench(db).db_upgrade()
     if before == after:
         typer.echo(f"{name}: already at {after} (head)")
     else:
@@ -24,11 +22,9 @@ def upgrade(db: DbOption = None) -> None:
 @app.command("current")
 def current(db: DbOption = None, json_: JsonOption = False) -> None:
     """Print the store's revision and whether it is the head."""
-    from workbench.views import db_current
-
-    info = db_current(db=db)
+    info = open_workbench(db).db_current()
     if json_:
-        print_json(info)
+        print_json(info.to_dict())
         return
-    suffix = " (head)" if info["is_head"] else f" (head is {info['head']}; run wb db upgrade)"
-    typer.echo(f"{info['store']}: {info['revision'] or 'none'}{suffix}")
+    suffix = " (head)" if info.is_head else f" (head is {info.head}; run wb db upgrade)"
+    typer.echo(f"{info.store}: {info.revision or 'none'}{suffix}")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, RootOption, new_app, print_json
+from workbench.cli._common import DbOption, JsonOption, RootOption, new_app, open_workbench, print_json
 
 app = new_app("Import evidence gathered outside wb.")
 
@@ -17,9 +17,7 @@ def evidence(file: Annotated[Path, typer.Argument(metavar="FILE.csv")], db: DbOp
              json_: JsonOption = False, root: RootOption = None,
              experiment: Annotated[str, typer.Option(help="The experiment the runs belong to.")] = "agent-repro") -> None:
     """Store each CSV row as a historical run (blank cells stay unknown)."""
-    from workbench.evidence import import_evidence
-
-    result = import_evidence(file=file, db=db, root=root, experiment=experiment)
+    result = open_workbench(db, root).import_evidence(file, experiment=experiment)
     if json_:
         print_json(result.to_dict())
         return

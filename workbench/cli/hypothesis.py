@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, RootOption, new_app, print_json, table
+from workbench.cli._common import (DbOption, JsonOption, RootOption, check_mark, new_app, open_workbench, print_json,
+                                   table)
 
 app = new_app("Hypotheses: list, show, validate, analyze and run them.")
 
@@ -15,61 +16,44 @@ app = new_app("Hypotheses: list, show, validate, analyze and run them.")
 @app.command("list")
 def list_(db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
     """List the hypotheses with their parent and latest verdict."""
-    from workbench.views import list_hypotheses
-
-    rows = list_hypotheses(db=db, root=root)
+    rows = open_workbench(db, root).hypotheses()
     if json_:
-        print_json(rows)
+        print_json([r.to_dict() for r in rows])
         return
     table(["id", "parent", "kind", "isolates", "status"],
-          [[r["id"], r["parent"] or "-", r["kind"], r["isolates"] or "-", r["status"]] for r in rows])
+          [[r.hypothesis.id, r.hypothesis.parent or "-", r.hypothesis.kind, r.hypothesis.isolates or "-", r.status]
+           for r in rows])
 
 
 @app.command("show")
 def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOption = None,
          json_: JsonOption = False, root: RootOption = None) -> None:
     """Show one hypothesis: claim, arms, predictions, guards, assumptions and the latest verdict."""
-    from workbench.views import show_hypothesis
-
-    h = show_hypothesis(hypothesis_id=hypothesis_id, db=db, root=root)
+    d = open_workbench(db, root).hypothesis(hypothesis_id)
     if json_:
-        print_json(h)
+        print_json(d.to_dict())
         return
-    d = h["definition"]
-    typer.echo(f"{h['id']}  [{h['kind']}]  status: {h['status']}")
-    if h["parent"]:
-        typer.echo(f"parent: {h['parent']}")
-    typer.echo(f"claim: {h['claim']}")
-    typer.echo(f"experiment: {h['experiment']}   isolates: {h['isolates'] or '-'}")
-    for arm, values in h["arms"].items():
-        typer.echo(f"  arm {arm}: " + ", ".join(f"{k}={v}" for k, v in values.items()))
-    for p in d.get("predicts", []):
-        typer.echo(f"  predicts: {_region_text(p)}")
-    for g in d.get("requires", []):
-        typer.echo(f"  requires: {_region_text(g)}")
-    for a in d.get("assumptions", []):
-        tested = f"  (tested by {a['tested_by']})" if a.get("tested_by") else ""
-        typer.echo(f"  assumes: {a['text']}{tested}")
-    if h["verdict"]:
-        typer.echo(f"verdict: {h['verdict']} ({h['verdict_at']})")
-        typer.echo(h["reasoning"] or "")
-        for c in h["checks"]:
-            mark = {True: "pass", False: "FAIL", None: "n/a"}.get(c.get("passed"), "?")
-            typer.echo(f"  [{mark}] {c.get('name')}: {c.get('detail', '')}")
-    else:
-        typer.echo("verdict: none yet (wb hypothesis run " + h["id"] + ")")
-
-
-def _region_text(p: dict) -> str:
-    what = p.get("target") or p.get("metric")
-    where = (f"{p['difference'][0]} - {p['difference'][1]}" if p.get("difference") else p.get("arm") or "every arm")
-    bounds = []
-    for key, sym in (("at_least", ">="), ("at_most", "<="), ("equals", "==")):
-        if p.get(key) is not None:
-            bounds.append(f"{sym} {p[key]}")
-    if p.get("between") is not None:
-        bounds.append(f"in {p['between']}")
-    return f"{what} ({where}) {' and '.join(bounds)}"
+    h, v = d.hypothesis, d.verdict
+    typer.echo(f"{h.id}  [{h.kind}]  status: {d.status}")
+    if h.parent:
+        typer.echo(f"parent: {h.parent}")
+    typer.echo(f"claim: {h.claim}")
+    typer.echo(f"experiment: {h.experiment}   isolates: {h.isolates or '-'}")
+    for arm, values in d.arms.items():
+        typer.echo(f"  arm {arm}: " + ", ".join(f"{k}={val}" for k, val in values.items()))
+    for p in h.predicts:
+        typer.echo(f"  predicts: {p.describe()}")
+    for g in h.requires:
+        typer.echo(f"  requires: {g.describe()}")
+    for a in h.assumptions:
+        typer.echo(f"  assumes: {a.text}" + (f"  (tested by {a.tested_by})" if a.tested_by else ""))
+    if v is None:
+        typer.echo("verdict: none yet (wb hypothesis run " + h.id + ")")
+        return
+    typer.echo(f"verdict: {v.verdict} ({v.created_at})")
+    typer.echo(v.reasoning or "")
+    for c in v.checks:
+        typer.echo(f"  [{check_mark(c.get('passed'))}] {c.get('name')}: {c.get('detail', '')}")
 
 
 @app.command("validate")
@@ -87,14 +71,11 @@ def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbO
             json_: JsonOption = False, root: RootOption = None,
             record: Annotated[bool, typer.Option(help="Store the verdict.")] = True) -> None:
     """Decide a verdict from the runs already stored (imported evidence included)."""
-    from workbench.verdicts import analyze_stored
-
-    result = analyze_stored(hypothesis_id=hypothesis_id, db=db, root=root, record=record)
+    result = open_workbench(db, root).analyze(hypothesis_id, record=record)
     if json_:
-        print_json(result)
+        print_json(result.to_dict())
         return
-    typer.echo(f"{hypothesis_id}: {result['verdict']}")
-    typer.echo(result.get("reasoning") or "")
-    for c in result.get("checks", []):
-        mark = {True: "pass", False: "FAIL", None: "n/a"}.get(c.get("passed"), "?")
-        typer.echo(f"  [{mark}] {c.get('name')}: {c.get('detail', '')}")
+    typer.echo(f"{hypothesis_id}: {result.verdict}")
+    typer.echo(result.reasoning)
+    for c in result.checks:
+        typer.echo(f"  [{check_mark(c.passed)}] {c.name}: {c.detail}")

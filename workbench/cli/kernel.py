@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import typer
 
 from workbench.cli._common import new_app, print_json
@@ -9,15 +11,14 @@ from workbench.cli._common import new_app, print_json
 app = new_app("The index-K transfer kernel: check it byte for byte, benchmark it.")
 
 
-def _progress(json_out: bool):
-    """A status line on stderr (rich), or nothing when output must stay machine-readable."""
-    import contextlib
-
+def _with_status(json_out: bool, work: Callable[[Callable[[str], None] | None], Any]) -> Any:
+    """Run `work(progress)` under a status line on stderr, or silently when output must stay machine-readable."""
     if json_out:
-        return contextlib.nullcontext(None)
+        return work(None)
     from rich.console import Console
 
-    return Console(stderr=True).status("starting")
+    with Console(stderr=True).status("starting") as status:
+        return work(status.update)
 
 
 @app.command()
@@ -28,12 +29,11 @@ def check(
     json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Build if needed, then compare every case byte for byte against an independent copy."""
-    from kernels.check import run_check
+    from workbench.app import Workbench
     from workbench.errors import RunFailure
 
-    with _progress(json_out) as status:
-        report = run_check(impl=impl, seed=seed, quick=quick,
-                           progress=(lambda msg: status.update(msg)) if status else None)
+    report = _with_status(json_out, lambda progress: Workbench.kernel_check(impl=impl, seed=seed, quick=quick,
+                                                                            progress=progress))
     if json_out:
         print_json(report.as_dict())
     else:
@@ -51,7 +51,7 @@ def bench(
     json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Time the CUDA kernel against the copy ceilings and the torch baseline (needs a GPU)."""
-    from kernels.bench import run_bench
+    from workbench.app import Workbench
     from workbench.errors import BadInput
 
     try:
@@ -59,9 +59,8 @@ def bench(
     except ValueError:
         raise BadInput(f"--variants {variants!r} is not a list of numbers",
                        hint="e.g. --variants 0,1") from None
-    with _progress(json_out) as status:
-        report = run_bench(quick=quick, variants=chosen, layers=layers,
-                           progress=(lambda msg: status.update(msg)) if status else None)
+    report = _with_status(json_out, lambda progress: Workbench.kernel_bench(quick=quick, variants=chosen,
+                                                                            layers=layers, progress=progress))
     if json_out:
         print_json(report.as_dict())
     else:

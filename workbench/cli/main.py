@@ -5,7 +5,6 @@ Command modules import nothing heavy at module level, so `wb --help` stays fast.
 
 from __future__ import annotations
 
-import importlib
 from typing import Annotated
 
 import typer
@@ -32,37 +31,23 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 @app.command("schema")
 def schema() -> None:
     """Print the JSON Schema of hypotheses.yaml and experiments/*.yaml (for editors)."""
-    from workbench.views import json_schemas
+    from workbench.app import Workbench
 
-    print_json(json_schemas())
-
-
-def _optional(module: str):
-    """A command module that may not be present in every build (each group lands on its own)."""
-    try:
-        return importlib.import_module(f"workbench.cli.{module}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"workbench.cli.{module}":
-            return None
-        raise
+    print_json(Workbench.schemas())
 
 
 def _register() -> None:
-    from workbench.cli import db, evidence_cmd, hypothesis, kernel, runs, sim
+    from workbench.cli import confounds, db, evidence_cmd, hypothesis, kernel, report, run_cmd, runs, sim
 
-    run_cmd = _optional("run_cmd")
-    if run_cmd is not None:
-        run_cmd.register(hypothesis.app)
+    run_cmd.register(hypothesis.app)
     app.add_typer(hypothesis.app, name="hypothesis")
     app.add_typer(runs.app, name="runs")
     app.add_typer(db.app, name="db")
     app.add_typer(evidence_cmd.app, name="import")
     app.add_typer(sim.app, name="sim")
     app.add_typer(kernel.app, name="kernel")
-    for name in ("confounds", "report"):
-        mod = _optional(name)
-        if mod is not None:
-            mod.register(app)
+    confounds.register(app)
+    report.register(app)
 
 
 _register()

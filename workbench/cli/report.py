@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
+
+from workbench.cli._common import DbOption, RootOption, open_workbench, print_json
+
+if TYPE_CHECKING:
+    from workbench.app import LineageNode
 
 
 def register(app: typer.Typer) -> None:
@@ -17,12 +22,11 @@ def register(app: typer.Typer) -> None:
         open_: bool = typer.Option(False, "--open", help="open the page in a browser when built"),
         fmt: str = typer.Option("html", "--format", help="html (the site) or md (Markdown to stdout)"),
         hypothesis: Optional[str] = typer.Option(None, "--hypothesis", help="the hypothesis to show or summarise"),
-        db: Optional[str] = typer.Option(None, "--db", help="store path or URL (default $WB_DB or wb.duckdb)"),
+        db: DbOption = None,
+        root: RootOption = None,
     ) -> None:
         """Write the offline HTML site (board, hypotheses, runs, confounds, lineage), or a Markdown summary."""
-        from workbench.report.api import report as build
-
-        result = build(db=db, out=out, fmt=fmt, hypothesis_id=hypothesis)
+        result = open_workbench(db, root).report(out=out, fmt=fmt, hypothesis_id=hypothesis)
         if result.format == "md":
             typer.echo(result.markdown, nl=False)
             return
@@ -38,15 +42,36 @@ def register(app: typer.Typer) -> None:
     @app.command("lineage")
     def lineage(
         as_json: bool = typer.Option(False, "--json", help="print nodes and edges as JSON"),
-        db: Optional[str] = typer.Option(None, "--db", help="store path or URL (default $WB_DB or wb.duckdb)"),
+        db: DbOption = None,
+        root: RootOption = None,
     ) -> None:
         """Print the hypothesis lineage (parent → child) with each hypothesis' status."""
-        from workbench.cli._common import print_json
-        from workbench.report.api import lineage as lineage_graph
-        from workbench.report.api import lineage_text
-
-        graph = lineage_graph(db=db)
+        nodes = open_workbench(db, root).lineage()
         if as_json:
-            print_json(graph)
+            print_json({"nodes": [n.to_dict() for n in nodes],
+                        "edges": [{"parent": n.status.hypothesis.parent, "child": n.status.hypothesis.id}
+                                  for n in nodes if n.status.hypothesis.parent]})
         else:
-            typer.echo(lineage_text(graph))
+            typer.echo(lineage_text(nodes))
+
+
+def lineage_text(nodes: list["LineageNode"]) -> str:
+    """The DAG as an indented tree, one hypothesis a line: `id  [status]  claim`."""
+    ids = {n.status.hypothesis.id for n in nodes}
+    children: dict[str | None, list["LineageNode"]] = {}
+    for n in nodes:
+        parent = n.status.hypothesis.parent
+        children.setdefault(parent if parent in ids else None, []).append(n)
+    lines: list[str] = []
+    stack = [(n, 0) for n in reversed(children.get(None, []))]
+    seen: set[str] = set()
+    while stack:
+        n, d = stack.pop()
+        h = n.status.hypothesis
+        if h.id in seen:
+            continue
+        seen.add(h.id)
+        claim = h.claim if len(h.claim) <= 70 else h.claim[:69] + "…"
+        lines.append(f"{'  ' * d}{'└─ ' if d else ''}{h.id}  [{n.status.status}]  {claim}")
+        stack.extend((c, d + 1) for c in reversed(children.get(h.id, [])))
+    return "\n".join(lines)

@@ -2,11 +2,48 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, RootOption, parse_sets, print_json
+from workbench.cli._common import DbOption, JsonOption, RootOption, open_workbench, parse_sets, print_json
+
+if TYPE_CHECKING:
+    from workbench.app import RunReport
+
+
+def summary_lines(r: "RunReport") -> list[str]:
+    """The human summary of an execution and its verdict."""
+    e = r.execution
+    lines = [f"{e.hypothesis} on {e.target} (profile {e.profile}), execution {e.execution_id}, mode {e.mode}, "
+             f"seed {e.seed}"]
+    if e.overrides:
+        lines.append("overrides: " + ", ".join(f"{k}={v}" for k, v in e.overrides.items()))
+    lines.append("order: " + " ".join(e.order))
+    for pair, diff in e.config_diff.items():
+        changed = [ln for ln in diff.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+        lines.append(f"config diff {pair}: " + (" | ".join(changed) if changed else "none"))
+    for arm, a in e.arms.items():
+        parts = [f"runs ok {a.runs_ok}/{a.runs}"]
+        for name, v in a.totals.items():
+            if v is not None:
+                parts.append(f"{name}={v:.3f}" if isinstance(v, float) and not float(v).is_integer() else f"{name}={v:g}")
+        lines.append(f"  {arm:<12} " + "  ".join(parts))
+    for run in e.failed_runs:
+        first = run.error.splitlines()[0] if run.error else ""
+        lines.append(f"  run {run.id} ({run.arm} r{run.replicate}): {run.status}: {first}")
+    if e.stopped_early:
+        lines.append(f"stopped early after {len({run.block for run in e.runs})} block(s): the sequential test decided")
+    if r.analysis is not None:
+        lines += [f"verdict: {r.analysis.verdict}", r.analysis.reasoning]
+    else:
+        lines.append(f"verdict: none ({r.analysis_error})")
+    t = e.timing
+    if t:
+        lines.append(f"time: wall {t['wall_s']:.1f} s = target commands and waits {t['target_s']:.1f} s + runner "
+                     f"{t['overhead_s']:.2f} s ({t['overhead_pct']:.1f}%)")
+    lines.append(f"report: {r.report}" if r.report else "report: not rebuilt (wb report builds the site)")
+    return lines
 
 
 def register(hypothesis_app: typer.Typer) -> None:
@@ -24,21 +61,26 @@ def register(hypothesis_app: typer.Typer) -> None:
                 "--set", help="var=value: override a held variable in every arm (repeatable).")] = None,
             resume: Annotated[bool, typer.Option("--resume", help="Continue the last interrupted execution.")] = False,
             seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the arm order (recorded).")] = None,
+            report: Annotated[Optional[bool], typer.Option(
+                "--report/--no-report", help="Rebuild the site afterwards (default: when reports/ holds one).")] = None,
             db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
         """Run ID's experiment: arms in randomized blocks, every run recorded, the target always restored."""
-        from workbench.runner import run_hypothesis
-        from workbench.runner.summary import not_ok, text_lines
+        from workbench.runner.execute import RunOptions
 
-        summary = run_hypothesis(hypothesis_id, root=root, db=db, target=target, replicates=replicates,
-                                 sets=parse_sets(set_), sequential=sequential, aa=aa, resume=resume, seed=seed)
+        options = RunOptions(target=target, replicates=replicates, sets=parse_sets(set_), sequential=sequential,
+                             aa=aa, resume=resume, seed=seed)
+        result = open_workbench(db, root).run(hypothesis_id, options, report=report)
+        from workbench.secrets import redact, redact_text
+
+        # A secret's value (or a URL's password) may sit in an override, a run error or the reasoning.
         if json_:
-            print_json(summary)
+            print_json(redact(result.to_dict()))
         else:
-            for line in text_lines(summary):
-                typer.echo(line)
-        bad = not_ok(summary)
+            for line in summary_lines(result):
+                typer.echo(redact_text(line))
+        bad = result.execution.failed_runs
         if bad:
             # Recorded and restored, but some runs measured nothing: a failure while running (exit 1).
-            typer.echo(f"Error: {len(bad)} of {len({r['order_index'] for r in summary['runs']})} planned run(s) did not finish ok "
+            typer.echo(f"Error: {len(bad)} of {result.execution.planned_runs} planned run(s) did not finish ok "
                        "(see the run errors above or `wb runs show ID`)", err=True)
             raise typer.Exit(1)

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, new_app, print_json, table
+from workbench.cli._common import DbOption, JsonOption, new_app, open_workbench, print_json, table
 
 app = new_app("Runs recorded in the store.")
 
@@ -16,35 +16,31 @@ def list_(db: DbOption = None, json_: JsonOption = False,
           hypothesis: Annotated[Optional[str], typer.Option("--hypothesis", help="Only runs of this hypothesis.")] = None,
           limit: Annotated[Optional[int], typer.Option(help="Only the last N runs.")] = None) -> None:
     """List runs with their arm, status and metrics."""
-    from workbench.views import list_runs
-
-    rows = list_runs(db=db, hypothesis_id=hypothesis, limit=limit)
+    rows = open_workbench(db).runs(hypothesis_id=hypothesis, limit=limit)
     if json_:
-        print_json(rows)
+        print_json([r.to_dict(detail=False) for r in rows])
         return
     table(["id", "label", "hypothesis", "arm", "status", "variables", "metrics"],
-          [[r["id"], r["label"] or "", r["hypothesis_id"] or "", r["arm"] or "", r["status"],
-            " ".join(f"{k}={v}" for k, v in sorted(r["variables"].items())),
-            " ".join(f"{k}={v:g}" for k, v in sorted(r["metrics"].items()))] for r in rows])
+          [[r.id, r.label or "", r.hypothesis_id or "", r.arm or "", r.status,
+            " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())),
+            " ".join(f"{k}={v:g}" for k, v in sorted(r.metrics.items()))] for r in rows])
 
 
 @app.command("show")
 def show(run_id: Annotated[int, typer.Argument(metavar="RUN_ID")], db: DbOption = None, json_: JsonOption = False) -> None:
     """Show one run: variables, metrics, units, artifacts, fingerprint, rendered config."""
-    from workbench.views import show_run
-
-    r = show_run(db=db, run_id=run_id)
+    r = open_workbench(db).run_record(run_id)
     if json_:
-        print_json(r)
+        print_json(r.to_dict())
         return
     for key in ("id", "label", "hypothesis_id", "experiment_id", "arm", "replicate", "status", "stage", "host",
                 "target", "started_at", "ended_at", "config_hash", "error"):
-        if r.get(key) is not None:
-            typer.echo(f"{key}: {r[key]}")
-    typer.echo("variables: " + " ".join(f"{k}={v}" for k, v in sorted(r["variables"].items())))
-    typer.echo("metrics: " + " ".join(f"{k}={v:g}" for k, v in sorted(r["metrics"].items())))
-    typer.echo(f"units: {r['units']['total']} " + str(r["units"]["by_outcome"]))
-    for a in r["artifacts"]:
-        typer.echo(f"artifact {a['name']}: {a['path']} ({a['size_bytes']} B, sha256 {a['sha256'][:12]})")
-    if r.get("provenance"):
-        typer.echo(f"provenance: {r['provenance']}")
+        if getattr(r, key) is not None:
+            typer.echo(f"{key}: {getattr(r, key)}")
+    typer.echo("variables: " + " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())))
+    typer.echo("metrics: " + " ".join(f"{k}={v:g}" for k, v in sorted(r.metrics.items())))
+    typer.echo(f"units: {r.units_total} " + str(r.units))
+    for a in r.artifacts:
+        typer.echo(f"artifact {a.name}: {a.path} ({a.size_bytes} B, sha256 {a.sha256[:12]})")
+    if r.provenance:
+        typer.echo(f"provenance: {r.provenance}")

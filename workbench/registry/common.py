@@ -25,6 +25,14 @@ def var_value(value: Any) -> str:
 
 VarValue = Annotated[str, BeforeValidator(var_value)]
 
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a tab is text; a newline or CR starts another line
+
+
+def control_char(value: str) -> str | None:
+    """A description of the first control character in `value`, or None."""
+    m = _CONTROL.search(value)
+    return None if m is None else f"control character {m.group()!r} at offset {m.start()}"
+
 
 def _check_id(value: Any) -> Any:
     if isinstance(value, str) and not ID_RE.match(value):

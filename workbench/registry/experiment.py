@@ -7,11 +7,11 @@ health, run the workload, collect metrics, restore. Hypotheses say *which* arms 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from workbench.registry.common import Ident, Strict, VarValue
+from workbench.registry.common import Ident, Strict, VarValue, control_char
 
 # Names every template may use besides the experiment's variables and a profile's `context`.
 BUILTIN_TEMPLATE_NAMES = frozenset({
@@ -31,17 +31,20 @@ class VariableSpec(Strict):
     secret: bool = False  # its value is redacted wherever wb stores or shows it
     min: float | None = Field(default=None, description="smallest allowed value (int and float variables)")
     max: float | None = Field(default=None, description="largest allowed value (int and float variables)")
+    per_replicate: bool = Field(default=False, description=(
+        "an int the runner draws afresh for each replicate (both arms of a replicate share it), "
+        "from the execution's seed, unless --set, the hypothesis's hold or its arms fix it"))
 
     @model_validator(mode="after")
     def _default_allowed(self) -> "VariableSpec":
         if self.default is not None:
             self.check(self.default)
+        if self.per_replicate and (self.type != "int" or self.values is not None):
+            raise ValueError("per_replicate needs type: int (and no values list)")
         return self
 
     def check(self, value: str) -> str:
         """`value` (canonical text) if allowed, else ValueError naming the allowed values."""
-        from workbench.runner.quoting import control_char
-
         bad = control_char(str(value))
         if bad:
             raise ValueError(f"{value!r} contains a {bad}: values are single-line text")
@@ -247,3 +250,11 @@ class Experiment(Strict):
 
     def produced_metrics(self) -> set[str]:
         return set(self.metrics)
+
+
+def per_replicate_names(experiment: "Experiment", hypothesis: Any, overrides: dict[str, str]) -> list[str]:
+    """Per-replicate variables that nothing fixes (not --set, not the hypothesis's hold or arms)."""
+    fixed = set(overrides) | set(hypothesis.hold)
+    for assignment in hypothesis.arms.values():
+        fixed |= set(assignment)
+    return [n for n, spec in experiment.variables.items() if spec.per_replicate and n not in fixed]

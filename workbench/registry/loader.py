@@ -104,10 +104,7 @@ class Registry:
 
 
 def find_root(start: str | Path | None = None) -> Path:
-    """The workbench folder: $WB_ROOT, else the nearest folder upward holding hypotheses.yaml."""
-    env = os.environ.get("WB_ROOT")
-    if env:
-        return Path(env)
+    """The nearest folder upward holding hypotheses.yaml (`--root` / $WB_ROOT reach `load_registry` as `root`)."""
     here = Path(start or Path.cwd()).resolve()
     for d in (here, *here.parents):
         if (d / HYPOTHESES_FILE).is_file():

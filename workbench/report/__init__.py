@@ -6,12 +6,17 @@ Nothing heavy is imported here; `build_site` loads jinja2, altair and the store 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench.registry.loader import Registry
+    from workbench.store.engine import Store
+
 
 __all__ = ["build_site"]
 
 
-def build_site(store: Any, registry: Any, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
+def build_site(store: Store, registry: Registry, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
     """Write the site for `registry` and the runs in `store` under `out_dir`; see `site.build_site`."""
     from workbench.report.site import build_site as _build
 

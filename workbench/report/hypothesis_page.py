@@ -5,13 +5,22 @@ from __future__ import annotations
 import difflib
 import math
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from workbench.analysis.results import Analysis, Judgement
+from workbench.analysis.results import Check as AnalysisCheck
+from workbench.errors import BadInput
 from workbench.report import bridge, charts, stats
 from workbench.report.context import (ArmRow, AssumptionView, AttritionRow, ChartView, Check, DiffView,
                                       HypothesisContext, Link, Page, PredictionView, ProbeRow, ReviewView, RunRow,
                                       VerdictView)
 from workbench.report.data import StoreData
+
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+    from workbench.registry.hypothesis import Hypothesis
+    from workbench.registry.loader import Registry
+
 
 EVIDENCE_STATUSES = {"ok", "done", "historical"}
 MAX_RUN_ROWS = 300
@@ -32,7 +41,7 @@ def evidence_runs(data: StoreData, hid: str) -> tuple[list[dict[str, Any]], int 
     return [r for r in runs if r["execution_id"] == chosen], chosen
 
 
-def run_metric(exp: Any, run: dict[str, Any], metric: str, _depth: int = 0) -> float | None:
+def run_metric(exp: Experiment | None, run: dict[str, Any], metric: str, _depth: int = 0) -> float | None:
     """A run's value of `metric`: stored, or derived as the experiment declares (same_as, numerator/denominator).
 
     The runner stores what it collects; proportions and aliases are derived when read.
@@ -52,7 +61,7 @@ def run_metric(exp: Any, run: dict[str, Any], metric: str, _depth: int = 0) -> f
     return None
 
 
-def metric_order(h: Any, exp: Any, runs: list[dict[str, Any]]) -> list[str]:
+def metric_order(h: Hypothesis, exp: Experiment | None, runs: list[dict[str, Any]]) -> list[str]:
     """Predicted metrics first, then guards, then the rest the runs carry (declared order, then by name)."""
     order: list[str] = []
     probed = [f"calls:{p.target}" for p in h.predicts if p.target]  # the runner's name for a probe count
@@ -69,7 +78,7 @@ def metric_order(h: Any, exp: Any, runs: list[dict[str, Any]]) -> list[str]:
     return [m for m in order if m in stored or any(run_metric(exp, r, m) is not None for r in runs)]
 
 
-def arm_estimate(exp: Any, metric: str, runs: list[dict[str, Any]]) -> stats.Estimate:
+def arm_estimate(exp: Experiment | None, metric: str, runs: list[dict[str, Any]]) -> stats.Estimate:
     spec = exp.metrics.get(metric) if exp is not None else None
     if spec is not None and spec.same_as:
         return arm_estimate(exp, spec.same_as, runs)
@@ -81,7 +90,7 @@ def arm_estimate(exp: Any, metric: str, runs: list[dict[str, Any]]) -> stats.Est
     return stats.median_interval([v for v in (run_metric(exp, r, metric) for r in runs) if v is not None])
 
 
-def _region_bands(h: Any, metric: str) -> list[charts.RegionBand]:
+def _region_bands(h: Hypothesis, metric: str) -> list[charts.RegionBand]:
     out = []
     for p in h.predicts:
         if (p.metric == metric and not p.target and p.difference is None) or (p.target and metric == f"calls:{p.target}"):
@@ -155,76 +164,77 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _observed_from_analysis(src: dict[str, Any], exp: Any, metric: str) -> str:
-    est = bridge._num(src.get("estimate"))
+def _observed_from_analysis(src: Judgement, exp: Experiment | None, metric: str) -> str:
+    est = src.estimate
     if est is None:
         return ""
     rate = exp is not None and metric in exp.metrics and exp.metrics[metric].kind == "proportion"
-    k, n = src.get("k"), src.get("n")
-    text = f"{int(k)}/{int(n)} = {est:.1%}" if rate and k is not None and n else stats.fmt(est)
-    interval = src.get("interval")
-    if isinstance(interval, (list, tuple)) and len(interval) == 2:
-        text += " " + _fmt_interval(bridge._num(interval[0]), bridge._num(interval[1]), rate)
-        if src.get("interval_kind"):
-            text += f" {src['interval_kind']}"
-    by_process = src.get("by_process")
-    if isinstance(by_process, dict) and by_process:
-        text += " (" + ", ".join(f"{_short(str(k), 40)}: {v}" for k, v in by_process.items()) + ")"
-    if src.get("runs"):
-        text += f"; {src['runs']} run(s)"
+    k, n = src.k, src.n
+    text = f"{int(k)}/{int(n)} = {est:.1%}" if rate and isinstance(k, (int, float)) and n else stats.fmt(est)
+    if src.interval is not None:
+        text += " " + _fmt_interval(src.interval[0], src.interval[1], rate)
+        if src.interval_kind:
+            text += f" {src.interval_kind}"
+    if src.by_process:
+        text += " (" + ", ".join(f"{_short(str(k), 40)}: {v}" for k, v in src.by_process.items()) + ")"
+    if src.runs:
+        text += f"; {src.runs} run(s)"
     return text
 
 
-def _verdict_view(stored: dict[str, Any] | None, analysis: dict[str, Any] | None) -> tuple[VerdictView | None, str]:
+def _check_views(checks: Any) -> list[Check]:
+    return [Check(c.name, c.passed, c.detail) for c in checks]
+
+
+def _verdict_view(stored: dict[str, Any] | None, analysis: Analysis | None) -> tuple[VerdictView | None, str]:
     note = ""
-    a_checks = [Check(str(c.get("name", "")), c.get("passed"), str(c.get("detail", "")))
-                for c in bridge.checks(analysis)]
-    more = str((analysis or {}).get("more_data") or (analysis or {}).get("needed") or "")
+    a_checks = _check_views(bridge.checks(analysis))
     if stored:
-        s_checks = [Check(str(c.get("name", "")), c.get("passed"), str(c.get("detail", "")))
-                    for c in (stored.get("checks") or []) if isinstance(c, dict)]
-        details = stored.get("details") or {}
-        more = more or str(details.get("more_data") or "") if isinstance(details, dict) else more
-        if analysis and analysis.get("verdict") and analysis.get("verdict") != stored["verdict"]:
-            note = (f"Re-analysing the stored runs now gives {analysis.get('verdict')}; the verdict below is the "
+        s_checks = _check_views(AnalysisCheck.from_dict(c) for c in stored.get("checks") or [] if isinstance(c, dict))
+        if analysis is not None and analysis.verdict != stored["verdict"]:
+            note = (f"Re-analysing the stored runs now gives {analysis.verdict}; the verdict below is the "
                     f"one recorded on {str(stored.get('created_at'))[:16]}.")
         return VerdictView(stored["verdict"], stored.get("reasoning") or "", str(stored.get("created_at") or "")[:19],
-                           stored.get("execution_id"), s_checks or a_checks, "stored", more), note
-    if analysis and analysis.get("verdict"):
-        return VerdictView(str(analysis["verdict"]), str(analysis.get("reasoning") or ""), "", None, a_checks,
-                           "computed now (not stored)", more), note
+                           stored.get("execution_id"), s_checks or a_checks, "stored", ""), note
+    if analysis is not None:
+        return VerdictView(analysis.verdict, analysis.reasoning, "", None, a_checks, "computed now (not stored)", ""), note
     return None, note
 
 
-def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | None, analysis_note: str,
-          page: Page, status_of: dict[str, str]) -> HypothesisContext:
-    exp = registry.experiments.get(h.experiment)
-    all_runs = data.hypothesis_runs(h.id)
+def _evidence_by_arm(h: Hypothesis, data: StoreData, analysis: Analysis | None
+                     ) -> tuple[list[dict[str, Any]], int | None, dict[str, list[dict[str, Any]]]]:
+    """(evidence runs, their execution, runs per arm): the runs the analysis pooled when it says, which
+    may include matching runs of other hypotheses; else the latest verdict's execution's."""
     runs, ex_id = evidence_runs(data, h.id)
     by_arm: dict[str, list[dict[str, Any]]] = defaultdict(list)
     used = bridge.evidence_run_ids(analysis)
-    if used:  # the runs the analysis pooled, which may include matching runs of other hypotheses
+    if used:
         runs = [data.runs[i] for ids in used.values() for i in ids if i in data.runs]
         for arm, ids in used.items():
             by_arm[arm] = [data.runs[i] for i in ids if i in data.runs]
     else:
         for r in runs:
             by_arm[r["arm"] or "probe"].append(r)
-    arm_names = list(h.arm_names) + [a for a in by_arm if a not in h.arm_names]
+    return runs, ex_id, by_arm
 
-    # Arms: the full assignment of every arm, rows that differ marked.
+
+def _arm_rows(h: Hypothesis, registry: Registry) -> list[ArmRow]:
+    """The full assignment of every arm, rows that differ marked."""
     assignments: dict[str, dict[str, str]] = {}
     for arm in h.arm_names:
         try:
             assignments[arm] = registry.arm_assignment(h, arm)
-        except Exception:  # noqa: BLE001 - an experiment edited since; show the hypothesis' own values
+        except BadInput:  # an experiment edited since; show the hypothesis' own values
             assignments[arm] = {**h.hold, **h.arms.get(arm, {})}
     variables = sorted({v for a in assignments.values() for v in a})
-    arm_rows = [ArmRow(v, [assignments[a].get(v, "") for a in h.arm_names],
-                       len({assignments[a].get(v, "") for a in h.arm_names}) > 1, v == h.isolates)
-                for v in variables]
+    return [ArmRow(v, [assignments[a].get(v, "") for a in h.arm_names],
+                   len({assignments[a].get(v, "") for a in h.arm_names}) > 1, v == h.isolates) for v in variables]
 
-    # Charts: one per metric, by arm, with intervals (analysis' when it has them) and the predicted region.
+
+def _charts(h: Hypothesis, exp: Experiment | None, runs: list[dict[str, Any]], by_arm: dict[str, list[dict[str, Any]]],
+            arm_names: list[str], analysis: Analysis | None
+            ) -> tuple[list[ChartView], dict[tuple[str, str], dict[str, Any]]]:
+    """One chart per metric, by arm, with intervals (the analysis' when it has them) and the predicted region."""
     chart_views: list[ChartView] = []
     estimates: dict[tuple[str, str], dict[str, Any]] = {}
     for i, metric in enumerate(metric_order(h, exp, runs)):
@@ -246,8 +256,12 @@ def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | Non
                       if len(by_arm.get(arm, [])) <= MAX_TICKS_PER_ARM]
         mc = charts.MetricChart(metric, arm_names, points, run_values, _region_bands(h, metric), is_rate)
         chart_views.append(ChartView(f"chart-{i}", metric, charts.metric_spec(mc), rows))
+    return chart_views, estimates
 
-    # Reachability: calls per target, per process, over the evidence runs.
+
+def _probes(data: StoreData, all_runs: list[dict[str, Any]], runs: list[dict[str, Any]]
+            ) -> tuple[list[ProbeRow], dict[str, list[int]]]:
+    """Reachability: calls per target, per process; totals over the evidence runs."""
     probe_rows: list[ProbeRow] = []
     evidence_ids = {r["id"] for r in runs}
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -258,39 +272,51 @@ def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | Non
             if r["id"] in evidence_ids:
                 totals[p["target"]][0] += p["calls"]
                 totals[p["target"]][1] += 1
+    return probe_rows, totals
 
+
+def _observed(p: Any, exp: Experiment | None, arm_names: list[str], totals: dict[str, list[int]],
+              estimates: dict[tuple[str, str], dict[str, Any]]) -> tuple[str, str]:
+    """(what the data shows for prediction `p`, where that lies against its region) without an analysis."""
+    observed, relation = "", ""
+    if p.target:
+        calls = totals.get(p.target, [None])[0]
+        observed = "not probed" if calls is None else f"{calls} calls"
+        if calls is not None:
+            relation = "inside the predicted region" if p.region.contains(calls) else "outside the predicted region"
+    elif p.difference:
+        a, b = (estimates.get((p.difference[0], p.metric)), estimates.get((p.difference[1], p.metric)))
+        if a and b and a["estimate"] is not None and b["estimate"] is not None:
+            observed = f"{stats.fmt(a['estimate'] - b['estimate'])} (point estimate)"
+    else:
+        for arm in ([p.arm] if p.arm else arm_names):
+            e = estimates.get((arm, p.metric))
+            if e and e["estimate"] is not None:
+                is_rate = exp is not None and p.metric in exp.metrics and exp.metrics[p.metric].kind == "proportion"
+                observed += f"{arm}: {e['label']} {_fmt_interval(e['lo'], e['hi'], is_rate)}; "
+                relation = relation or _relation(e["lo"], e["hi"], p.region)
+    return observed, relation
+
+
+def _predictions(h: Hypothesis, exp: Experiment | None, data: StoreData, analysis: Analysis | None, arm_names: list[str],
+                 totals: dict[str, list[int]], estimates: dict[tuple[str, str], dict[str, Any]]) -> list[PredictionView]:
     a_preds = bridge.predictions(analysis)
-    stored_preds = ((data.verdicts.get(h.id) or {}).get("details") or {})
-    stored_preds = stored_preds.get("predictions", []) if isinstance(stored_preds, dict) else []
-    predictions = []
+    stored_preds = Analysis.from_dict((data.verdicts.get(h.id) or {}).get("details") or {}).predictions
+    out = []
     for j, p in enumerate(h.predicts):
-        src = a_preds[j] if j < len(a_preds) else (stored_preds[j] if j < len(stored_preds)
-                                                     and isinstance(stored_preds[j], dict) else {})
-        observed, relation = "", ""
-        if p.target:
-            calls = totals.get(p.target, [None])[0]
-            observed = "not probed" if calls is None else f"{calls} calls"
-            if calls is not None:
-                relation = "inside the predicted region" if p.region.contains(calls) else "outside the predicted region"
-        elif p.difference:
-            a, b = (estimates.get((p.difference[0], p.metric)), estimates.get((p.difference[1], p.metric)))
-            if a and b and a["estimate"] is not None and b["estimate"] is not None:
-                observed = f"{stats.fmt(a['estimate'] - b['estimate'])} (point estimate)"
-        else:
-            for arm in ([p.arm] if p.arm else arm_names):
-                e = estimates.get((arm, p.metric))
-                if e and e["estimate"] is not None:
-                    is_rate = exp is not None and p.metric in exp.metrics and exp.metrics[p.metric].kind == "proportion"
-                    observed += f"{arm}: {e['label']} {_fmt_interval(e['lo'], e['hi'], is_rate)}; "
-                    relation = relation or _relation(e["lo"], e["hi"], p.region)
-        if src.get("estimate") is not None:
+        src = a_preds[j] if j < len(a_preds) else (stored_preds[j] if j < len(stored_preds) else None)
+        observed, relation = _observed(p, exp, arm_names, totals, estimates)
+        if src is not None and src.estimate is not None:
             observed = _observed_from_analysis(src, exp, p.metric) or observed
-        outcome = str(src.get("outcome") or src.get("result") or relation)
-        if src.get("more_units_needed"):
-            outcome += f" (about {src['more_units_needed']} more units would decide it)"
-        predictions.append(PredictionView(p.describe(), p.why, observed.rstrip("; "), outcome))
+        outcome = src.outcome if src is not None else relation
+        if src is not None and src.more_units_needed:
+            outcome += f" (about {src.more_units_needed} more units would decide it)"
+        out.append(PredictionView(p.describe(), p.why, observed.rstrip("; "), outcome))
+    return out
 
-    verdict, vnote = _verdict_view(data.verdicts.get(h.id), analysis)
+
+def _attrition(exp: Experiment | None, data: StoreData, arm_names: list[str], by_arm: dict[str, list[dict[str, Any]]]
+               ) -> tuple[list[AttritionRow], list[str]]:
     outcomes: list[str] = list(exp.unit.outcomes) if exp is not None and exp.unit is not None else []
     attrition = []
     for arm in arm_names:
@@ -306,15 +332,32 @@ def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | Non
     for row in attrition:
         have = dict(row.by_outcome)
         row.by_outcome = [(o, have.get(o, 0)) for o in outcomes]
+    return attrition, outcomes
 
-    metric_columns = metric_order(h, exp, runs)[:MAX_METRIC_COLUMNS]
+
+def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], runs: list[dict[str, Any]],
+              metric_columns: list[str]) -> list[RunRow]:
     in_evidence = {r["id"] for r in runs}
     shown = sorted(all_runs, key=lambda r: r["id"], reverse=True)[:MAX_RUN_ROWS]
-    run_rows = [RunRow(r["id"], f"../runs/{r['id']}.html", r["arm"] or "", "" if r["replicate"] is None
-                       else str(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
-                       r["id"] in in_evidence,
-                       [stats.fmt(v) if v is not None else "" for v in (run_metric(exp, r, m) for m in metric_columns)])
-                for r in shown]
+    return [RunRow(r["id"], f"../runs/{r['id']}.html", r["arm"] or "", "" if r["replicate"] is None
+                   else str(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
+                   r["id"] in in_evidence,
+                   [stats.fmt(v) if v is not None else "" for v in (run_metric(exp, r, m) for m in metric_columns)])
+            for r in shown]
+
+
+def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None, analysis_note: str,
+          page: Page, status_of: dict[str, str]) -> HypothesisContext:
+    exp = registry.experiments.get(h.experiment)
+    all_runs = data.hypothesis_runs(h.id)
+    runs, ex_id, by_arm = _evidence_by_arm(h, data, analysis)
+    arm_names = list(h.arm_names) + [a for a in by_arm if a not in h.arm_names]
+    chart_views, estimates = _charts(h, exp, runs, by_arm, arm_names, analysis)
+    probe_rows, totals = _probes(data, all_runs, runs)
+    predictions = _predictions(h, exp, data, analysis, arm_names, totals, estimates)
+    verdict, vnote = _verdict_view(data.verdicts.get(h.id), analysis)
+    attrition, outcomes = _attrition(exp, data, arm_names, by_arm)
+    metric_columns = metric_order(h, exp, runs)[:MAX_METRIC_COLUMNS]
     assumptions = [AssumptionView(a.text, Link(f"{a.tested_by}.html", a.tested_by) if a.tested_by else None,
                                   status_of.get(a.tested_by) if a.tested_by else None) for a in h.assumptions]
     execution = data.executions.get(ex_id) if ex_id is not None else None
@@ -327,28 +370,28 @@ def build(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | Non
         experiment=h.experiment,
         parent=Link(f"{h.parent}.html", h.parent) if h.parent else None,
         children=[Link(f"{c.id}.html", c.id) for c in registry.children(h.id)],
-        isolates=h.isolates, hold=sorted(h.hold.items()), arm_names=list(h.arm_names), arm_rows=arm_rows,
+        isolates=h.isolates, hold=sorted(h.hold.items()), arm_names=list(h.arm_names), arm_rows=_arm_rows(h, registry),
         config_diffs=_config_diffs(arm_names, runs, execution), predictions=predictions,
         guards=[g.describe() + (f" — {g.why}" if g.why else "") for g in h.requires], falsified_if=h.falsified_if,
         assumptions=assumptions, charts=chart_views, verdict=verdict, analysis_note=notes,
         attrition=attrition if any(r.units for r in attrition) else [], attrition_outcomes=outcomes,
         probe_rows=probe_rows, probe_totals=[(t, v[0], v[1]) for t, v in sorted(totals.items())],
-        metric_columns=metric_columns, runs=run_rows,
+        metric_columns=metric_columns, runs=_run_rows(exp, all_runs, runs, metric_columns),
         reviews=[ReviewView(r["author"], r["decision"], r["body"] or "", (r["created_at"] or "")[:19])
                  for r in data.reviews.get(h.id, [])])
 
 
-def key_number(h: Any, registry: Any, data: StoreData, analysis: dict[str, Any] | None = None) -> str:
+def key_number(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None = None) -> str:
     """The one number a board card shows: the first prediction's metric in its arm (or probe calls)."""
     preds = bridge.predictions(analysis)
-    if preds and bridge._num(preds[0].get("estimate")) is not None:
+    if preds and preds[0].estimate is not None:
         src, p = preds[0], h.predicts[0]
-        est = bridge._num(src.get("estimate"))
-        k, n = src.get("k"), src.get("n")
-        where = src.get("where") or p.arm or ""
+        est = float(src.estimate)
+        k, n = src.k, src.n
+        where = src.where or p.arm or ""
         if p.target:
             return f"{p.target.split(':')[-1]}: {stats.fmt(est)} calls"
-        value = f"{int(k)}/{int(n)} = {est:.1%}" if k is not None and n else stats.fmt(est)
+        value = f"{int(k)}/{int(n)} = {est:.1%}" if isinstance(k, (int, float)) and n else stats.fmt(est)
         return f"{p.metric} ({where}): {value}"
     runs, _ = evidence_runs(data, h.id)
     if not runs:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.report.context import HypothesisContext, Page
+
+if TYPE_CHECKING:
+    from workbench.registry.loader import Registry
+    from workbench.store.engine import Store
+
 
 
 def _cell(text: Any) -> str:
@@ -70,7 +75,7 @@ def render(ctx: HypothesisContext) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def hypothesis_markdown(store: Any, registry: Any, hypothesis_id: str) -> str:
+def hypothesis_markdown(store: Store, registry: Registry, hypothesis_id: str) -> str:
     """Markdown summary of one hypothesis: verdict and reasoning, predictions, numbers by arm, checks."""
     from datetime import datetime, timezone
 
@@ -86,7 +91,7 @@ def hypothesis_markdown(store: Any, registry: Any, hypothesis_id: str) -> str:
     return render(ctx)
 
 
-def board_markdown(store: Any, registry: Any) -> str:
+def board_markdown(store: Store, registry: Registry) -> str:
     """Markdown table of every hypothesis with its status, key number and date."""
     from datetime import datetime, timezone
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.report import hypothesis_page, lineage, stats
 from workbench.report.context import (Card, Column, ConfoundContext, FindingView, IndexContext, LineageContext, Link,
                                       Page, RestsOn, RunRow, RunsContext)
 from workbench.report.data import StoreData
+
+if TYPE_CHECKING:
+    from workbench.registry.loader import Registry
+
 
 COLUMN_TITLES = {"open": "Open", "supported": "Supported", "falsified": "Falsified",
                  "inconclusive": "Inconclusive", "invalid": "Invalid"}
@@ -15,13 +19,13 @@ MAX_LINKS = 40
 REVISION_KEYS = ("version", "rev", "commit", "git", "sha", "build")
 
 
-def status_of(registry: Any, data: StoreData) -> dict[str, str]:
+def status_of(registry: Registry, data: StoreData) -> dict[str, str]:
     """A hypothesis' status: its latest stored verdict, else the status written in the registry."""
     return {h.id: (data.verdicts[h.id]["verdict"] if h.id in data.verdicts else h.status)
             for h in registry.hypotheses}
 
 
-def index(registry: Any, data: StoreData, statuses: dict[str, str], page: Page,
+def index(registry: Registry, data: StoreData, statuses: dict[str, str], page: Page,
           analyses: dict[str, Any] | None = None) -> IndexContext:
     cards: dict[str, list[Card]] = {s: [] for s in COLUMN_TITLES}
     for h in registry.hypotheses:
@@ -156,7 +160,7 @@ def confounds(findings: list[dict[str, Any]] | None, note: str, known: set[str],
     return ConfoundContext(page, findings is not None, note, views)
 
 
-def lineage_context(registry: Any, data: StoreData, statuses: dict[str, str], page: Page) -> LineageContext:
+def lineage_context(registry: Registry, data: StoreData, statuses: dict[str, str], page: Page) -> LineageContext:
     items = [lineage.LineageInput(h.id, h.parent, statuses[h.id], h.claim,
                                   (data.verdicts.get(h.id) or {}).get("created_at")) for h in registry.hypotheses]
     graph = lineage.layout(items)

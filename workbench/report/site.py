@@ -12,9 +12,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from workbench.analysis.results import Analysis
 from workbench.errors import BadInput
-from workbench.report import assets, bridge, hypothesis_page, pages, run_page
+from workbench.registry.loader import Registry
+from workbench.report import assets, hypothesis_page, pages, run_page
 from workbench.report.context import Page
+from workbench.report.data import StoreData
+from workbench.store.engine import Store
 
 MANIFEST = ".wb-site.json"
 RUNS_PER_LIST_PAGE = 400
@@ -54,27 +58,52 @@ def _check_out_dir(out: Path) -> set[str]:
     return set()
 
 
-def gather(store: Any, registry: Any, hypothesis_ids: list[str] | None = None, *, confounds: bool = True
-           ) -> tuple[Any, dict[str, tuple[dict[str, Any] | None, str]], list[dict[str, Any]] | None, str]:
-    """(store data, {id: (analysis, note)}, confound findings or None, note) in one read session."""
+def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = None, *, confounds: bool = True
+           ) -> tuple[StoreData, dict[str, tuple[Analysis | None, str]], list[dict[str, Any]] | None, str]:
+    """(store data, {id: (analysis, note)}, confound findings or None, note).
+
+    Each hypothesis with runs or a verdict is analysed afresh (from the stored verdict's execution, so
+    the numbers shown are the ones it rests on). Analysis of broken data gives a verdict, not an
+    exception; bad input (such as overrides an edited experiment no longer accepts) becomes a page note.
+    """
+    from workbench.analysis.confounds import scan_confounds
+    from workbench.analysis.stored import analyze_stored
     from workbench.report import data as data_mod
 
-    mod = bridge.analysis_module()
     wanted = set(hypothesis_ids) if hypothesis_ids is not None else {h.id for h in registry.hypotheses}
-    with store.session() as session:
-        data = data_mod.load(session)
-        analyses = {}
-        for h in registry.hypotheses:
-            if h.id in wanted and (data.runs_by_hypothesis.get(h.id) or h.id in data.verdicts):
-                analyses[h.id] = bridge.analyze(mod, session, registry, h.id,
-                                                (data.verdicts.get(h.id) or {}).get("execution_id"))
-        findings, note = bridge.scan_confounds(mod, session, registry) if confounds else (None, "")
-    return data, analyses, findings, note
+    data = data_mod.load(store)
+    analyses: dict[str, tuple[Analysis | None, str]] = {}
+    for h in registry.hypotheses:
+        if h.id in wanted and (data.runs_by_hypothesis.get(h.id) or h.id in data.verdicts):
+            try:
+                analyses[h.id] = (analyze_stored(store, registry, h.id,
+                                                 execution_id=(data.verdicts.get(h.id) or {}).get("execution_id")), "")
+            except BadInput as exc:
+                analyses[h.id] = (None, f"analysis could not run: {exc.message}")
+    findings = [f.to_dict() for f in scan_confounds(store, registry)] if confounds else None
+    return data, analyses, findings, ""
 
 
-def build_site(store: Any, registry: Any, out_dir: str | Path, *, generated_at: datetime | None = None) -> dict[str, Any]:
+def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: Any, render: Any) -> dict[Any, str]:
+    """One page per run, linked to its neighbours of the same hypothesis."""
+    written: dict[Any, str] = {}
+    by_hyp: dict[Any, list[int]] = {}
+    for rid, r in data.runs.items():
+        by_hyp.setdefault(r["hypothesis_id"], []).append(rid)
+    for ids in by_hyp.values():
+        for i, rid in enumerate(ids):
+            ctx = run_page.build(data.runs[rid], data, page(f"run {rid}", "runs", "../"), out, roots,
+                                 ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
+                                 data.runs[rid]["hypothesis_id"] in known)
+            written[rid] = str(render("run.html.j2", ctx, out / "runs" / f"{rid}.html"))
+    return written
+
+
+def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generated_at: datetime | None = None,
+               artifacts: Path | None = None) -> dict[str, Any]:
     """Write the whole site under `out_dir`; returns {"index", "hypotheses": {id: path}, "runs": {id: path},
-    "lineage", "confounds", "runs_list", "assets", "pages"} with absolute paths."""
+    "lineage", "confounds", "runs_list", "assets", "pages"} with absolute paths. `artifacts` is the artifact
+    root the runner wrote to (default .wb/artifacts): run pages embed only artifacts found under it."""
     out = Path(out_dir).expanduser().resolve()
     previous = _check_out_dir(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -84,6 +113,7 @@ def build_site(store: Any, registry: Any, out_dir: str | Path, *, generated_at: 
     env = _env()
     written: list[Path] = []
 
+    from workbench.runner.execute import artifacts_root
     from workbench.secrets import redact_text, register_registry
 
     register_registry(registry)
@@ -108,18 +138,8 @@ def build_site(store: Any, registry: Any, out_dir: str | Path, *, generated_at: 
         ctx = hypothesis_page.build(h, registry, data, analysis, note, page(h.id, "hypothesis", "../", True), statuses)
         result["hypotheses"][h.id] = str(render("hypothesis.html.j2", ctx, out / "hypotheses" / f"{h.id}.html"))
 
-    from workbench.runner.execute import artifacts_root
-
-    roots = [artifacts_root(Path(registry.root))]
-    by_hyp: dict[Any, list[int]] = {}
-    for rid, r in data.runs.items():
-        by_hyp.setdefault(r["hypothesis_id"], []).append(rid)
-    for ids in by_hyp.values():
-        for i, rid in enumerate(ids):
-            ctx = run_page.build(data.runs[rid], data, page(f"run {rid}", "runs", "../"), out, roots,
-                                 ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
-                                 data.runs[rid]["hypothesis_id"] in known)
-            result["runs"][rid] = str(render("run.html.j2", ctx, out / "runs" / f"{rid}.html"))
+    roots = [artifacts_root(Path(registry.root), artifacts)]
+    result["runs"] = _run_pages(data, known, roots, out, page, render)
 
     run_ids = sorted(data.runs, reverse=True)
     chunks = [run_ids[i:i + RUNS_PER_LIST_PAGE] for i in range(0, len(run_ids), RUNS_PER_LIST_PAGE)] or [[]]
@@ -128,7 +148,8 @@ def build_site(store: Any, registry: Any, out_dir: str | Path, *, generated_at: 
         ctx = pages.runs_list(data, known, chunk, page("Runs" + (f" ({i + 1}/{len(chunks)})" if len(chunks) > 1
                                                                   else ""), "runs"))
         ctx_pages = [(n, n == names[i]) for n in names] if len(chunks) > 1 else []
-        _write(out / names[i], env.get_template("runs.html.j2").render(ctx=ctx, pager=ctx_pages))
+        _write(out / names[i], redact_text(env.get_template("runs.html.j2").render(ctx=ctx, pager=ctx_pages),
+                                           mask="&lt;redacted&gt;"))
         written.append(out / names[i])
     result["runs_list"] = str(out / "runs.html")
     result["confounds"] = str(render("confounds.html.j2",

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["ExecutionResult", "RunOptions", "execute"]
 
-def run_hypothesis(hypothesis_id: str, **kwargs: Any) -> dict[str, Any]:
-    """Run `hypothesis_id`'s experiment; see `workbench.runner.execute.run_hypothesis` for the options."""
-    from workbench.runner.execute import run_hypothesis as _run
-
-    return _run(hypothesis_id, **kwargs)
+_HOME = {"ExecutionResult": "workbench.runner.summary", "RunOptions": "workbench.runner.execute",
+         "execute": "workbench.runner.execute"}
 
 
-__all__ = ["run_hypothesis"]
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        import importlib
+
+        return getattr(importlib.import_module(_HOME[name]), name)
+    raise AttributeError(f"module 'workbench.runner' has no attribute {name!r}")

@@ -7,23 +7,30 @@ restored in `finally`, and `--resume` later continues the same execution without
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from workbench.errors import BadInput, RestoreFailed, RunFailure, TargetError, WbError
+from workbench.analysis.stored import SequentialDecision
+from workbench.errors import BadInput, RestoreFailed, RunFailure, WbError
+from workbench.registry.loader import Registry
 from workbench.runner.lifecycle import Harness, RunOutcome, execute_run, wait_healthy
-from workbench.runner.plan import Plan, PlannedRun, make_plan
+from workbench.runner.plan import Plan, PlannedRun, make_plan, per_replicate_names
 from workbench.runner.prepare import Prepared, arms_config_diff, preflight, preview_values, resolve
 from workbench.runner.progress import RunProgress
 from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
 from workbench.runner.restore import Snapshot, restore_host, take_snapshots
+from workbench.runner.summary import ExecutionResult, result
 from workbench.runner.targets.base import Target
+from workbench.store.engine import Store
+
+if TYPE_CHECKING:
+    from workbench.runner.lock import TargetLock
+from workbench.store.entities import EXECUTION_UUID_KEY, ExecutionRecord
 
 FINISHED = ("ok", "invalid", "failed")
 
@@ -37,7 +44,7 @@ class RunInterrupted(RunFailure):
 @dataclass
 class State:
     prepared: Prepared
-    store: Any
+    store: Store
     execution_id: int
     plan: Plan
     done: set[int]
@@ -51,33 +58,26 @@ class State:
     stop_reason: str | None = None
     target_desc: str = ""
     timing: dict[str, float] = field(default_factory=dict)
-    recorder: Any = None
+    recorder: Recorder | None = None
     execution_uuid: str = ""
     resumed: bool = False
 
 
-def make_target(p: Prepared) -> Target:
-    kind = p.profile.target.kind
-    if kind == "ssh":
-        from workbench.runner.targets.ssh import SshTarget
-
-        return SshTarget(p.profile.target)
-    if kind == "sim":
-        from workbench.runner.targets.sim import SimTarget, default_sim_dir
-
-        return SimTarget(sim_dir=default_sim_dir(p.root, p.profile.options), options=dict(p.profile.options))
-    if kind == "kernel":
-        from workbench.runner.targets.kernel import KernelTarget
-
-        return KernelTarget(dict(p.profile.options))
+def make_target(p: Prepared, sim_dir: Path | None = None) -> Target:
+    """The profile's target. The kinds are the registry's; each class builds itself from the profile."""
+    from workbench.runner.targets.kernel import KernelTarget
     from workbench.runner.targets.local import LocalTarget
+    from workbench.runner.targets.sim import SimTarget, default_sim_dir
+    from workbench.runner.targets.ssh import SshTarget
 
-    return LocalTarget(p.profile.target.hosts or None)
-
-
-def artifacts_root(root: Path) -> Path:
-    env = os.environ.get("WB_ARTIFACTS")
-    return Path(env).resolve() if env else (root / ".wb" / "artifacts").resolve()
+    builders: dict[str, Callable[[], Target]] = {
+        "ssh": lambda: SshTarget(p.profile.target),
+        "sim": lambda: SimTarget(sim_dir=default_sim_dir(p.root, p.profile.options, sim_dir),
+                                 options=dict(p.profile.options)),
+        "kernel": lambda: KernelTarget(dict(p.profile.options)),
+        "local": lambda: LocalTarget(p.profile.target.hosts or None),
+    }
+    return builders[p.profile.target.kind]()
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -93,7 +93,7 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
     for pr in runs:
         if pr.order_index in state.done:
             continue
-        variables = p.assignments[pr.arm]
+        variables = {**p.assignments[pr.arm], **pr.values}
         run_id = await rec.start(pr)
         state.run_ids.append(run_id)
         position = min(len(state.done) + 1, len(state.plan.runs))
@@ -148,20 +148,17 @@ async def _run_blocks(state: State, h: Harness) -> None:
         if p.mode == "sequential" and all(r.order_index in state.done for r in plan.runs if r.block in chunk):
             await state.recorder.flush()
             decision = _sequential_decision(state)
-            if decision is not None and getattr(decision, "stop", False):
-                state.stop_reason = getattr(decision, "reasoning", "the sequential test decided")
+            if decision.stop:
+                state.stop_reason = decision.reasoning
                 return
 
 
-def _sequential_decision(state: State) -> Any:
-    try:
-        from workbench.analysis import sequential_decision
-    except ImportError:
-        return None
+def _sequential_decision(state: State) -> SequentialDecision:
+    from workbench.analysis.stored import sequential_decision
+
     p = state.prepared
-    with state.store.session() as s:
-        return sequential_decision(s, p.registry, p.hypothesis.id, execution_id=state.execution_id,
-                                   max_replicates=p.max_replicates)
+    return sequential_decision(state.store, p.registry, p.hypothesis.id, execution_id=state.execution_id,
+                               max_replicates=p.max_replicates)
 
 
 def _restart_commands(p: Prepared, context: dict[str, str], host: str) -> list[str]:
@@ -172,7 +169,7 @@ def _restart_commands(p: Prepared, context: dict[str, str], host: str) -> list[s
 async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], context: dict[str, str],
                    env: dict[str, str]) -> None:
     p = state.prepared
-    started_here = getattr(target, "started_here", False)
+    started_here = target.started_here
     problems: list[RestoreFailed] = []
     for host, snap in snaps.items():
         restart = _restart_commands(p, context, host)
@@ -220,30 +217,14 @@ async def _main(state: State, target: Target) -> None:
 
     register(values=env.values())
     snaps: dict[str, Snapshot] = {}
-    lock = None
+    lock: TargetLock | None = None
     try:
         await target.open()
-        sim_dir = getattr(target, "sim_dir", None)
-        if sim_dir is not None:
-            context["sim_dir"] = str(sim_dir)
-        paths = ({host: preview_values(p, p.arms[0], context, host)["path"] for host in state.plan.hosts}
-                 if p.profile.config is not None else {})
-        lock = target_lock(target, state, paths)
-        await lock.acquire()  # before anything on the target changes; held until after the restore
-        if state.resumed:
-            await asyncio.to_thread(_recover, state)
-        target.children_dir = state.exec_dir / "children"
-        if sim_dir is not None:
-            target.marker = state.exec_dir / "sim-started"  # type: ignore[attr-defined]
-        if paths:
-            snaps = await take_snapshots(target, paths, state.exec_dir, owner=state.execution_uuid)
-        setup = getattr(target, "setup", None)
-        if setup is not None:
-            serve = Path(next(iter(snaps.values())).path) if snaps else Path(context.get("sim_dir", ".")) / "serve.sh"
-            context.update(await setup(serve, env))
-        remote_work = None
-        if target.kind == "ssh":
-            remote_work = str(p.profile.options.get("work_dir", "/tmp/wb-runs")) + f"/{uuid.uuid4().hex[:12]}"
+        context.update(target.context())
+        lock, snaps = await _take_target(state, target, context)
+        serve = Path(next(iter(snaps.values())).path) if snaps else Path(context.get("sim_dir", ".")) / "serve.sh"
+        context.update(await target.setup(serve, env))
+        remote_work = target.work_root(p.profile.options)
         h = Harness(root=p.root, experiment=p.experiment, hypothesis=p.hypothesis, profile_name=p.profile_name,
                     profile=p.profile, target=target, context=context, env=env, config_template=p.config_template,
                     artifacts_root=state.exec_dir, remote_work=remote_work, fault=state.fault,
@@ -255,14 +236,12 @@ async def _main(state: State, target: Target) -> None:
             if snaps:
                 await _restore(state, target, snaps, context, env)
     finally:
-        teardown = getattr(target, "teardown", None)
-        if teardown is not None:
-            try:
-                problem = await teardown()
-                if problem:
-                    state.progress.log(f"warning: {problem}")
-            except Exception as exc:  # the restore already happened; stopping our own pdsim is best effort
-                state.progress.log(f"warning: stopping pdsim failed: {exc}")
+        try:
+            problem = await target.teardown()
+            if problem:
+                state.progress.log(f"warning: {problem}")
+        except WbError as exc:  # the restore already happened; stopping our own pdsim is best effort
+            state.progress.log(f"warning: stopping the deployment failed: {exc.message}")
         if lock is not None:
             await lock.release()
         await target.close()
@@ -279,7 +258,28 @@ async def _main(state: State, target: Target) -> None:
             raise RunInterrupted("interrupted", hint="")
 
 
-def target_lock(target: Target, state: State, paths: dict[str, str]) -> Any:
+async def _take_target(state: State, target: Target, context: dict[str, str]
+                       ) -> tuple["TargetLock", dict[str, Snapshot]]:
+    """Lock the target (before anything on it changes; held until after the restore), settle what a killed
+    runner left when resuming, then snapshot the config files. The lock is returned before a failure here
+    can leave it held: the caller releases it."""
+    p = state.prepared
+    paths = ({host: preview_values(p, p.arms[0], context, host)["path"] for host in state.plan.hosts}
+             if p.profile.config is not None else {})
+    lock = target_lock(target, state, paths)
+    await lock.acquire()
+    try:
+        if state.resumed:
+            await asyncio.to_thread(_recover, state)
+        target.keep_notes(state.exec_dir)
+        snaps = await take_snapshots(target, paths, state.exec_dir, owner=state.execution_uuid) if paths else {}
+    except BaseException:
+        await lock.release()
+        raise
+    return lock, snaps
+
+
+def target_lock(target: Target, state: State, paths: dict[str, str]) -> "TargetLock":
     from workbench.runner.lock import TargetLock, lock_path
 
     opts = dict(state.prepared.profile.options)
@@ -287,36 +287,10 @@ def target_lock(target: Target, state: State, paths: dict[str, str]) -> Any:
     return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid)
 
 
-# ----------------------------------------------------------------------------- entry point
-def _find_resumable(store: Any, hypothesis_id: str) -> Any:
-    from workbench.store import queries
-
-    with store.session() as s:
-        for ex in reversed(queries.executions(s, hypothesis_id=hypothesis_id)):
-            if ex.status in ("interrupted", "failed", "running"):
-                s.expunge(ex)
-                return ex
-            if ex.status == "done":
-                return None
-    return None
-
-
-def _register_secrets(p: Prepared) -> None:
-    """Secret variables' values (every arm's and --set's) and the profile's env values are never stored or shown."""
-    from workbench.secrets import register
-
-    names = [n for n, spec in p.experiment.variables.items() if getattr(spec, "secret", False)]
-    values = [a.get(n) for a in p.assignments.values() for n in names] + [p.overrides.get(n) for n in names]
-    values += [p.experiment.variables[n].default for n in names]
-    values += [v for v in p.profile.env.values() if "{{" not in v]
-    register(values=values, names=names + list(p.profile.env))
-
-
 def _recover(state: State) -> None:
     """Before resuming (holding the target's lock): write what the journal kept, settle rows a crash left
     half-way, stop the children a killed runner left behind, and count again what is done."""
     from workbench.runner.orphans import reap
-    from workbench.store import queries
 
     rec = Recorder(state.store, state.prepared, state.execution_id, state.exec_dir)
     try:
@@ -326,136 +300,175 @@ def _recover(state: State) -> None:
         rec.close()
     for line in reap(state.exec_dir / "children"):
         state.progress.log(line)
-    with state.store.session() as s:
-        state.done |= {int(r["order_index"]) for r in queries.list_runs(s, execution_id=state.execution_id)
-                       if r["status"] in FINISHED and r["order_index"] is not None}
+    state.done |= {int(r.order_index) for r in state.store.runs(execution_id=state.execution_id)
+                   if r.status in FINISHED and r.order_index is not None}
     state.progress.done = len(state.done)
 
 
-def run_hypothesis(hypothesis_id: str, *, root: str | Path | None = None, db: str | None = None,
-                   target: str | None = None, replicates: int | None = None, sets: dict[str, str] | None = None,
-                   sequential: bool = False, aa: bool = False, resume: bool = False, seed: int | None = None,
-                   show_progress: bool = True, fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None,
-                   build_report: bool = True) -> dict[str, Any]:
-    """Run a hypothesis's experiment end to end and return the summary (see `workbench.runner.summary.finish`)."""
+# ----------------------------------------------------------------------------- entry point
+def _find_resumable(store: Store, hypothesis_id: str) -> ExecutionRecord | None:
+    for ex in reversed(store.executions(hypothesis_id=hypothesis_id)):
+        if ex.status in ("interrupted", "failed", "running"):
+            return ex
+        if ex.status == "done":
+            return None
+    return None
+
+
+def _register_secrets(p: Prepared) -> None:
+    """Secret variables' values (every arm's and --set's) and the profile's env values are never stored or shown."""
+    from workbench.secrets import register
+
+    names = [n for n, spec in p.experiment.variables.items() if spec.secret]
+    values = [a.get(n) for a in p.assignments.values() for n in names] + [p.overrides.get(n) for n in names]
+    values += [p.experiment.variables[n].default for n in names]
+    values += [v for v in p.profile.env.values() if "{{" not in v]
+    register(values=values, names=names + list(p.profile.env))
+
+
+def artifacts_root(root: Path, configured: Path | None = None) -> Path:
+    """The folder every execution's snapshots and run artifacts go under (`$WB_ARTIFACTS`, read by the
+    settings, or .wb/artifacts in the workbench); the report embeds artifacts from here only."""
+    return (configured or root / ".wb" / "artifacts").resolve()
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What `wb hypothesis run` was asked for."""
+
+    target: str | None = None
+    replicates: int | None = None
+    sets: dict[str, str] = field(default_factory=dict)
+    sequential: bool = False
+    aa: bool = False
+    resume: bool = False
+    seed: int | None = None
+    show_progress: bool = True
+
+
+def _resume(registry: Registry, store: Store, hypothesis_id: str, opts: RunOptions
+            ) -> tuple[Prepared, Plan, ExecutionRecord]:
+    prior = _find_resumable(store, hypothesis_id)
+    if prior is None:
+        raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume",
+                       hint=f"start one with: wb hypothesis run {hypothesis_id}")
+    saved = prior.plan or {}
+    if opts.sets and opts.sets != saved.get("overrides", {}):
+        raise BadInput("--resume continues the interrupted execution with its own --set values",
+                       hint=f"it used {saved.get('overrides') or 'none'}; drop --set or start afresh")
+    p = resolve(registry, hypothesis_id, profile=prior.profile, replicates=None, overrides=saved.get("overrides", {}),
+                sequential=prior.mode == "sequential", aa=prior.mode == "aa", seed=None)
+    plan = Plan.from_dict(saved["plan"])
+    p.max_replicates = int(saved.get("max_replicates", plan.replicates))
+    return p, plan, prior
+
+
+def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
+                    prior: ExecutionRecord | None) -> tuple[int, str, set[int]]:
+    """(execution id, execution UUID, order indexes already finished): a new execution, or the one being
+    resumed. The UUID keys its snapshot and artifact folders (a row id is only unique in one store)."""
     from workbench import __version__
-    from workbench.registry import load_registry
-    from workbench.runner.summary import finish
-    from workbench.store import jsonx, open_store, queries, records
+
+    exec_uuid = (prior.uuid if prior is not None else None) or uuid.uuid4().hex
+    body = {"plan": plan.to_dict(), "assignments": p.assignments, "overrides": p.overrides,
+            "max_replicates": p.max_replicates, "arms": p.arms, EXECUTION_UUID_KEY: exec_uuid}
+    if prior is not None:
+        store.update_execution(prior.id, status="running", ended_at=None, error=None, plan=body)
+        return prior.id, exec_uuid, {int(r.order_index) for r in store.runs(execution_id=prior.id)
+                                     if r.status in FINISHED and r.order_index is not None}
+    execution_id = store.start_execution(
+        hypothesis_id=p.hypothesis.id, hypothesis_body=p.hypothesis.model_dump(mode="json"),
+        experiment_id=p.experiment.id, experiment_version=p.experiment.version,
+        experiment_body=p.experiment.model_dump(mode="json"), profile=p.profile_name, target=target_desc,
+        mode=p.mode, plan=body, overrides=p.overrides, config_diff=arms_config_diff(p), wb_version=__version__)
+    return execution_id, exec_uuid, set()
+
+
+def _loop(state: State, target: Target) -> tuple[str, BaseException | None]:
+    """Run the plan; (execution status, the error that ended it). The target is restored either way."""
+    try:
+        asyncio.run(_main(state, target))
+    except (RunInterrupted, KeyboardInterrupt) as exc:
+        return "interrupted", exc
+    except Exception as exc:  # recorded as failed first; `_close` re-raises it
+        return "failed", exc
+    finally:
+        state.recorder.close()
+    return "done", None
+
+
+def _close(state: State, status: str, error: BaseException | None, total: int) -> None:
+    """Record how the execution ended, then raise what ended it: a known error as it is, an interrupt
+    as RunInterrupted, and anything else (a bug) unchanged, with its traceback."""
     from workbench.store.models import utcnow
 
-    reg = load_registry(root)
-    reg.hypothesis(hypothesis_id)
-    store = None
-    try:
-        prior = None
-        if resume:
-            from workbench.store.engine import resolve_url
+    if state.restore_error:
+        status = "failed" if status == "done" else status
+    msg = None if error is None else (error.message if isinstance(error, WbError) else f"{type(error).__name__}: {error}")
+    if state.restore_error:
+        msg = (msg + "\n" if msg else "") + state.restore_error
+    patient(lambda: state.store.update_execution(state.execution_id, status=status, ended_at=utcnow(), error=msg))
+    if state.restore_error:
+        lines = state.restore_error.splitlines()
+        raise RestoreFailed(lines[0], hint="\n".join(lines[1:]))
+    if isinstance(error, (RunInterrupted, KeyboardInterrupt)):
+        hid = state.prepared.hypothesis.id
+        raise RunInterrupted(f"interrupted; the target was restored. {len(state.done)}/{total} runs finished",
+                             hint=f"continue with: wb hypothesis run {hid} --resume")
+    if error is not None:
+        raise error
 
-            if (path := resolve_url(db)[1]) is not None and not path.exists():
-                raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume (no store at {path})",
-                               hint=f"start one with: wb hypothesis run {hypothesis_id}")
-            store = open_store(db)
-            prior = _find_resumable(store, hypothesis_id)
-            if prior is None:
-                raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume",
-                               hint=f"start one with: wb hypothesis run {hypothesis_id}")
-            saved = jsonx.loads(prior.plan_json, {})
-            if sets and sets != saved.get("overrides", {}):
-                raise BadInput("--resume continues the interrupted execution with its own --set values",
-                               hint=f"it used {saved.get('overrides') or 'none'}; drop --set or start afresh")
-            p = resolve(reg, hypothesis_id, profile=prior.profile, replicates=None,
-                        overrides=saved.get("overrides", {}), sequential=prior.mode == "sequential",
-                        aa=prior.mode == "aa", seed=None)
-            plan = Plan.from_dict(saved["plan"])
-            p.max_replicates = int(saved.get("max_replicates", plan.replicates))
-        else:
-            p = resolve(reg, hypothesis_id, profile=target, replicates=replicates, overrides=dict(sets or {}),
-                        sequential=sequential, aa=aa, seed=seed)
-        _register_secrets(p)
-        ctx0 = dict(p.profile.context)
-        preflight(p, ctx0)
-        tgt = make_target(p)
-        if not resume:
-            plan = make_plan(p.arms, p.max_replicates if p.mode == "sequential" else p.replicates,
-                             blocks=p.blocks, seed=p.seed, hosts=tgt.hosts)
+
+@dataclass
+class Launch:
+    """An execution checked and planned, before anything is written or touched."""
+
+    prepared: Prepared
+    plan: Plan
+    target: Target
+    prior: ExecutionRecord | None = None
+
+
+def prepare(registry: Registry, hypothesis_id: str, opts: RunOptions, *, store: Store | None = None,
+            sim_dir: Path | None = None) -> Launch:
+    """Resolve, render and check everything a run needs (bad input fails here, before the store or the
+    target is touched); `--resume` needs the `store` to find the interrupted execution."""
+    registry.hypothesis(hypothesis_id)
+    prior = None
+    if opts.resume:
         if store is None:
-            store = open_store(db)
-        target_desc = p.profile.target.kind + (":" + ",".join(tgt.describe(x) for x in tgt.hosts)
-                                               if p.profile.target.kind == "ssh" else "")
-        # The execution's UUID keys its snapshot and artifact folders (a row id is only unique in one store).
-        exec_uuid = (saved.get("execution_uuid") if prior is not None else None) or uuid.uuid4().hex
-        body = {"plan": plan.to_dict(), "assignments": p.assignments, "overrides": p.overrides,
-                "max_replicates": p.max_replicates, "arms": p.arms, "execution_uuid": exec_uuid}
-        art_root = artifacts_root(p.root)
-        exec_dir = art_root / f"execution-{exec_uuid}"
-        with store.session() as s:
-            if prior is not None:
-                execution_id = int(prior.id)
-                records.update_execution(s, execution_id=execution_id, status="running", ended_at=None, error=None,
-                                         plan=body)
-                done = {int(r["order_index"]) for r in queries.list_runs(s, execution_id=execution_id)
-                        if r["status"] in FINISHED and r["order_index"] is not None}
-            else:
-                hs = records.snapshot_hypothesis(s, hypothesis_id=p.hypothesis.id,
-                                                 body=p.hypothesis.model_dump(mode="json"))
-                es = records.snapshot_experiment(s, experiment_id=p.experiment.id, version=p.experiment.version,
-                                                 body=p.experiment.model_dump(mode="json"))
-                ex = records.create_execution(
-                    s, hypothesis_id=p.hypothesis.id, experiment_id=p.experiment.id,
-                    experiment_version=p.experiment.version, profile=p.profile_name, target=target_desc,
-                    mode=p.mode, plan=body, overrides=p.overrides, config_diff=arms_config_diff(p),
-                    hypothesis_snapshot_id=hs.id, experiment_snapshot_id=es.id, wb_version=__version__)
-                execution_id = int(ex.id)
-                done = set()
-        total = len(plan.runs)
-        with RunProgress(total, enabled=show_progress,
-                         title=f"{p.hypothesis.id} on {p.profile_name}") as progress:
-            progress.done = len(done)
-            state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
-                          exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
-                          target_desc=target_desc, recorder=Recorder(store, p, execution_id, exec_dir),
-                          execution_uuid=exec_uuid, resumed=prior is not None)
-            error: BaseException | None = None
-            status = "done"
-            try:
-                asyncio.run(_main(state, tgt))
-            except RunInterrupted as exc:
-                status, error = "interrupted", exc
-            except KeyboardInterrupt as exc:
-                status, error = "interrupted", exc
-            except WbError as exc:
-                status, error = "failed", exc
-            except Exception as exc:
-                status, error = "failed", exc
-            finally:
-                state.recorder.close()
-        if state.restore_error:
-            status = "failed" if status == "done" else status
-        msg = None if error is None else (getattr(error, "message", None) or f"{type(error).__name__}: {error}")
-        if state.restore_error:
-            msg = (msg + "\n" if msg else "") + state.restore_error
+            raise ValueError("resuming needs the store")
+        p, plan, prior = _resume(registry, store, hypothesis_id, opts)
+    else:
+        p = resolve(registry, hypothesis_id, profile=opts.target, replicates=opts.replicates,
+                    overrides=dict(opts.sets), sequential=opts.sequential, aa=opts.aa, seed=opts.seed)
+    _register_secrets(p)
+    preflight(p, dict(p.profile.context))
+    tgt = make_target(p, sim_dir)
+    if prior is None:
+        plan = make_plan(p.arms, p.max_replicates if p.mode == "sequential" else p.replicates,
+                         blocks=p.blocks, seed=p.seed, hosts=tgt.hosts,
+                         per_replicate=per_replicate_names(p.experiment, p.hypothesis, p.overrides))
+    return Launch(p, plan, tgt, prior)
 
-        def close_execution() -> None:
-            with store.session() as s:
-                records.update_execution(s, execution_id=execution_id, status=status, ended_at=utcnow(), error=msg)
 
-        patient(close_execution)
-        if state.restore_error:
-            raise RestoreFailed(state.restore_error.splitlines()[0], hint="\n".join(state.restore_error.splitlines()[1:]))
-        if isinstance(error, RunInterrupted) or isinstance(error, KeyboardInterrupt):
-            raise RunInterrupted(f"interrupted; the target was restored. {len(state.done)}/{total} runs finished",
-                                 hint=f"continue with: wb hypothesis run {hypothesis_id} --resume")
-        if isinstance(error, TargetError):
-            raise error
-        if isinstance(error, WbError):
-            raise error
-        if error is not None:
-            raise RunFailure(f"the experiment failed: {type(error).__name__}: {error}",
-                             hint="the target was restored; see the run records (wb runs list)") from error
-        from workbench.secrets import redact
+def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifacts: Path | None = None,
+            fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None) -> ExecutionResult:
+    """Run a prepared execution end to end: record every run, always restore the target.
 
-        return redact(finish(state, build_report=build_report))
-    finally:
-        if store is not None:
-            store.dispose()
+    `artifacts` is the artifacts folder (default .wb/artifacts in the workbench); `fault` is awaited as
+    each stage of each run begins (tests inject faults through it).
+    """
+    p, plan, tgt = launch.prepared, launch.plan, launch.target
+    execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior)
+    art_root = artifacts_root(p.root, artifacts)
+    exec_dir = art_root / f"execution-{exec_uuid}"
+    with RunProgress(len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}") as progress:
+        progress.done = len(done)
+        state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
+                      exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
+                      target_desc=tgt.summary(), recorder=Recorder(store, p, execution_id, exec_dir),
+                      execution_uuid=exec_uuid, resumed=launch.prior is not None)
+        status, error = _loop(state, tgt)
+    _close(state, status, error, len(plan.runs))
+    return result(state)

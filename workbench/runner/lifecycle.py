@@ -9,16 +9,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import shlex
-import signal
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from workbench.errors import TargetError, WbError
 from workbench.runner import extract
@@ -26,23 +24,20 @@ from workbench.runner.plan import PlannedRun
 from workbench.runner.render import Raw, render_command, render_text
 from workbench.runner.targets.base import Target
 
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment, Profile
+    from workbench.registry.hypothesis import Hypothesis
+
 STAGES = ("render", "check", "apply", "restart", "health", "workload", "collect", "record")
-FAULT_ENV = "WB_FAULT"  # testing aid: "<stage>:<exception|sigterm|drop>" injects a fault when a stage begins
-
-
-class InjectedFault(Exception):
-    """Raised by the fault-injection hook (tests)."""
-
-
 @dataclass
 class Harness:
     """Everything a run needs that does not change between runs of one execution."""
 
     root: Path
-    experiment: Any
-    hypothesis: Any
+    experiment: Experiment
+    hypothesis: Hypothesis
     profile_name: str
-    profile: Any
+    profile: Profile
     target: Target
     context: dict[str, str]
     env: dict[str, str]
@@ -50,7 +45,7 @@ class Harness:
     artifacts_root: Path
     remote_work: str | None  # per-run folders on the target; None: the local artifact folder
     on_stage: Callable[[PlannedRun, str], None] = lambda pr, st: None
-    fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None
+    fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None  # awaited as each stage begins (tests inject faults)
     probe_targets: list[str] = field(default_factory=list)
     restart_timeout_s: float = 300.0
 
@@ -154,19 +149,6 @@ async def fingerprint(h: Harness, host: str, values: dict[str, Any]) -> dict[str
 
 
 async def _inject(h: Harness, stage: str, pr: PlannedRun) -> None:
-    spec = os.environ.get(FAULT_ENV, "")
-    if spec:
-        at, _, kind = spec.partition(":")
-        if at == stage:
-            if kind == "sigterm":
-                os.kill(os.getpid(), signal.SIGTERM)
-                await asyncio.sleep(5)  # the handler cancels this task before the sleep ends
-            elif kind == "drop":
-                drop = getattr(h.target, "drop", None)
-                if drop is not None:
-                    await drop(pr.host)
-            else:
-                raise InjectedFault(f"fault injected at stage {stage}")
     if h.fault is not None:
         await h.fault(stage, pr)
 
@@ -198,6 +180,114 @@ async def wait_healthy(target: Target, host: str, urls: list[str], attempts: int
     return f"health never green after {attempts} attempts every {interval:g} s ({seen})"
 
 
+class _Stages:
+    """The clock and the stage hooks of one run: each stage's time is added to `out.stage_s`."""
+
+    def __init__(self, h: Harness, pr: PlannedRun, out: RunOutcome) -> None:
+        self.h, self.pr, self.out = h, pr, out
+        self.t0 = time.monotonic()
+
+    async def enter(self, name: str) -> None:
+        now = time.monotonic()
+        if self.out.stage in STAGES:
+            self.out.stage_s[self.out.stage] = round(self.out.stage_s.get(self.out.stage, 0.0) + now - self.t0, 4)
+        self.t0 = now
+        self.out.stage = name
+        self.h.on_stage(self.pr, name)
+        await _inject(self.h, name, self.pr)
+
+    def close(self) -> None:
+        out = self.out
+        out.stage_s[out.stage] = round(out.stage_s.get(out.stage, 0.0) + time.monotonic() - self.t0, 4)
+
+
+async def _render(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, str], run_dir: str,
+                  out: RunOutcome, values: dict[str, Any]) -> tuple[dict[str, str], str | None]:
+    """Fill `values` (the template values of this run) and render the config; (environment, config)."""
+    values.update(template_values(h, pr, variables, run_id, run_dir, out.started_at))
+    env = dict(h.env)
+    if h.probe_targets:
+        env.update(await _probe_env(h, pr.host, f"{run_dir}/probe"))
+    rendered = render_config(h, values)
+    if rendered is not None:
+        out.rendered_config = rendered
+        out.config_hash = hashlib.sha256(rendered.encode("utf-8")).hexdigest()
+    out.fingerprint = await fingerprint(h, pr.host, values)
+    if h.remote_work:
+        await h.target.mkdir(pr.host, run_dir)
+    return env, rendered
+
+
+async def _restart(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict[str, str]) -> None:
+    for i, cmd_t in enumerate(h.profile.restart):
+        cmd = render_command(cmd_t, values, where=f"restart[{i}]")
+        res = await h.target.run(pr.host, cmd, env=env, timeout=h.restart_timeout_s)
+        if not res.ok:
+            why = "timed out" if res.timed_out else f"exited {res.rc}"
+            raise StageFailed("failed", f"restart `{cmd}` {why}: {res.excerpt(400)}")
+
+
+async def _health(h: Harness, pr: PlannedRun, values: dict[str, Any]) -> None:
+    hp = h.profile.health
+    if hp is not None:
+        urls = [render_text(u, values, where="health.urls") for u in hp.urls]
+        problem = await wait_healthy(h.target, pr.host, urls, hp.attempts, hp.interval_s, hp.timeout_s)
+        if problem:
+            raise StageFailed("failed", problem)
+
+
+async def _workload(h: Harness, pr: PlannedRun, variables: dict[str, str], values: dict[str, Any],
+                    env: dict[str, str], out: RunOutcome, art: Path) -> Any:
+    """Run the arm in process (a target that can) or the profile's workload command; its CmdResult or None."""
+    values.update(_measure_start(datetime.now(timezone.utc)))
+    in_process = await h.target.run_arm(variables, pr.replicate)
+    if in_process is not None:
+        metrics, extra = in_process
+        out.fingerprint.update(extra)
+        for k, v in metrics.items():
+            if k in h.experiment.metrics:
+                out.metrics[k] = v
+                out.metric_sources[k] = "kernel"
+        return None
+    wl = h.profile.workload
+    if wl is None:
+        return None
+    cmd = render_command(wl.command, values, where="workload.command")
+    out.artifacts["stdout"] = art / "stdout.txt"
+    out.artifacts["stderr"] = art / "stderr.txt"
+    with open(art / "stdout.txt", "wb") as stdout_f, open(art / "stderr.txt", "wb") as stderr_f:
+        result = await h.target.run(pr.host, cmd, env=env, timeout=wl.timeout_s, stdout_file=stdout_f,
+                                    stderr_file=stderr_f)
+    if result.timed_out:
+        raise StageFailed("failed", f"workload timed out after {wl.timeout_s:g} s (killed); last output: "
+                                    f"{result.excerpt(400)}")
+    if result.rc != 0:
+        raise StageFailed("failed", f"workload exited {result.rc}: {result.excerpt(400)}")
+    return result
+
+
+async def _stages(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, str], run_dir: str,
+                  out: RunOutcome, art: Path, clock: _Stages, values: dict[str, Any]) -> None:
+    await clock.enter("render")
+    env, rendered = await _render(h, pr, run_id, variables, run_dir, out, values)
+    await clock.enter("check")
+    if rendered is not None:
+        problem = await local_check(h, rendered, values)
+        if problem:
+            raise StageFailed("failed", problem)
+    await clock.enter("apply")
+    if rendered is not None and h.profile.config is not None:
+        await h.target.write_file(pr.host, values["path"], rendered.encode("utf-8"), int(h.profile.config.mode, 8))
+    await clock.enter("restart")
+    await _restart(h, pr, values, env)
+    await clock.enter("health")
+    await _health(h, pr, values)
+    await clock.enter("workload")
+    result = await _workload(h, pr, variables, values, env, out, art)
+    await clock.enter("collect")
+    await _collect(h, pr, values, env, result, out, art)
+
+
 async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, str],
                       out: RunOutcome | None = None) -> RunOutcome:
     """Do one run into `out`; never raises for target trouble (the outcome says what happened), re-raises
@@ -208,113 +298,23 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
     art = h.artifacts_root / f"run-{run_id}"
     art.mkdir(parents=True, exist_ok=True)
     run_dir = f"{h.remote_work}/run-{run_id}" if h.remote_work else str(art)
-    prof = h.profile
-    stdout_f = stderr_f = None
     values: dict[str, Any] = {}
-
-    t_stage = [time.monotonic()]
-
-    async def stage(name: str) -> None:
-        now = time.monotonic()
-        if out.stage in STAGES:
-            out.stage_s[out.stage] = round(out.stage_s.get(out.stage, 0.0) + now - t_stage[0], 4)
-        t_stage[0] = now
-        out.stage = name
-        h.on_stage(pr, name)
-        await _inject(h, name, pr)
-
+    clock = _Stages(h, pr, out)
     try:
-        await stage("render")
-        values = template_values(h, pr, variables, run_id, run_dir, out.started_at)
-        env = dict(h.env)
-        if h.probe_targets:
-            env.update(await _probe_env(h, pr.host, f"{run_dir}/probe"))
-        rendered = render_config(h, values)
-        if rendered is not None:
-            out.rendered_config = rendered
-            out.config_hash = hashlib.sha256(rendered.encode("utf-8")).hexdigest()
-        out.fingerprint = await fingerprint(h, pr.host, values)
-        if h.remote_work:
-            await h.target.mkdir(pr.host, run_dir)
-
-        await stage("check")
-        if rendered is not None:
-            problem = await local_check(h, rendered, values)
-            if problem:
-                raise StageFailed("failed", problem)
-
-        await stage("apply")
-        if rendered is not None and prof.config is not None:
-            await h.target.write_file(pr.host, values["path"], rendered.encode("utf-8"), int(prof.config.mode, 8))
-
-        await stage("restart")
-        for i, cmd_t in enumerate(prof.restart):
-            cmd = render_command(cmd_t, values, where=f"restart[{i}]")
-            res = await h.target.run(pr.host, cmd, env=env, timeout=h.restart_timeout_s)
-            if not res.ok:
-                why = "timed out" if res.timed_out else f"exited {res.rc}"
-                raise StageFailed("failed", f"restart `{cmd}` {why}: {res.excerpt(400)}")
-
-        await stage("health")
-        if prof.health is not None:
-            urls = [render_text(u, values, where="health.urls") for u in prof.health.urls]
-            problem = await wait_healthy(h.target, pr.host, urls, prof.health.attempts, prof.health.interval_s,
-                                         prof.health.timeout_s)
-            if problem:
-                raise StageFailed("failed", problem)
-
-        result = None
-        await stage("workload")
-        values.update(_measure_start(datetime.now(timezone.utc)))
-        run_arm = getattr(h.target, "run_arm", None)
-        if run_arm is not None:
-            metrics, extra = await run_arm(variables, pr.replicate)
-            out.fingerprint.update(extra)
-            for k, v in metrics.items():
-                if k in h.experiment.metrics:
-                    out.metrics[k] = v
-                    out.metric_sources[k] = "kernel"
-        elif prof.workload is not None:
-            cmd = render_command(prof.workload.command, values, where="workload.command")
-            stdout_f = open(art / "stdout.txt", "wb")
-            stderr_f = open(art / "stderr.txt", "wb")
-            out.artifacts["stdout"] = art / "stdout.txt"
-            out.artifacts["stderr"] = art / "stderr.txt"
-            result = await h.target.run(pr.host, cmd, env=env, timeout=prof.workload.timeout_s,
-                                        stdout_file=stdout_f, stderr_file=stderr_f)
-            stdout_f.close()
-            stderr_f.close()
-            if result.timed_out:
-                raise StageFailed("failed", f"workload timed out after {prof.workload.timeout_s:g} s "
-                                            f"(killed); last output: {result.excerpt(400)}")
-            if result.rc != 0:
-                raise StageFailed("failed", f"workload exited {result.rc}: {result.excerpt(400)}")
-
-        await stage("collect")
-        await _collect(h, pr, values, env, result, out, art)
+        await _stages(h, pr, run_id, variables, run_dir, out, art, clock, values)
         out.status = "ok"
     except StageFailed as exc:
-        out.status = exc.status
-        out.error = f"[{out.stage}] {exc}"
-    except TargetError as exc:
-        out.status = "failed"
-        out.error = f"[{out.stage}] {exc.message}"
+        out.status, out.error = exc.status, f"[{out.stage}] {exc}"
     except asyncio.CancelledError:
-        out.status = "interrupted"
-        out.error = f"[{out.stage}] interrupted"
+        out.status, out.error = "interrupted", f"[{out.stage}] interrupted"
         raise
-    except WbError as exc:
-        out.status = "failed"
-        out.error = f"[{out.stage}] {exc.message}"
+    except WbError as exc:  # TargetError included: the target misbehaved, the run failed
+        out.status, out.error = "failed", f"[{out.stage}] {exc.message}"
     except Exception as exc:
-        out.status = "failed"
-        out.error = f"[{out.stage}] {type(exc).__name__}: {exc}"
+        out.status, out.error = "failed", f"[{out.stage}] {type(exc).__name__}: {exc}"
         raise
     finally:
-        for f in (stdout_f, stderr_f):
-            if f is not None and not f.closed:
-                f.close()
-        out.stage_s[out.stage] = round(out.stage_s.get(out.stage, 0.0) + time.monotonic() - t_stage[0], 4)
+        clock.close()
         out.ended_at = datetime.now(timezone.utc)
         if out.status != "interrupted":
             t_fetch = time.monotonic()
@@ -343,9 +343,7 @@ async def _probe_env(h: Harness, host: str, out_dir: str) -> dict[str, str]:
 
     if h.remote_work:
         base = f"{h.remote_work}/probe-lib"
-        put = getattr(h.target, "put_files", None)
-        if put is not None:
-            await put(host, base, probe_files())
+        await h.target.put_files(host, base, probe_files())
         await h.target.mkdir(host, out_dir)
         return probe_environment(h.probe_targets, out_dir, probe_dir=base)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -406,9 +404,7 @@ async def _collect_probes(h: Harness, pr: PlannedRun, values: dict[str, Any], ou
         # Probed processes flush their counts every interval: let the last calls land, then fetch them.
         await asyncio.sleep(2 * DEFAULT_INTERVAL)
         local_dir = art / "probe"
-        fetch_dir = getattr(h.target, "fetch_dir", None)
-        if fetch_dir is not None:
-            await fetch_dir(pr.host, f"{values['run_dir']}/probe", local_dir)
+        await h.target.fetch_dir(pr.host, f"{values['run_dir']}/probe", local_dir)
         counts = read_counts(str(local_dir))
     else:
         t0 = _time.monotonic()

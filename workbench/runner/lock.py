@@ -21,9 +21,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from workbench.errors import RunFailure, TargetError
-from workbench.runner.targets.base import Target
+from workbench.runner.targets.base import LOCK_NAME, Target  # noqa: F401 (LOCK_NAME: part of this module's interface)
 
-LOCK_NAME = "wb-target.lock"
 ACQUIRED = "WB-LOCK-ACQUIRED"
 
 
@@ -83,19 +82,11 @@ class Holder:
 
 
 def lock_path(target: Target, host: str, config_path: str | None, options: dict[str, Any]) -> str | None:
-    """Where the lock lives on `host`: an explicit `lock_path` option, pdsim's folder, next to the config file
-    the experiment rewrites, or (ssh without a config) the remote work folder. None: nothing to protect."""
+    """Where the lock lives on `host`: an explicit `lock_path` option, else where the target keeps it (pdsim's
+    folder, next to the config file the experiment rewrites, the remote work folder). None: nothing to protect."""
     if options.get("lock_path"):
         return str(options["lock_path"])
-    sim_dir = getattr(target, "sim_dir", None)
-    if sim_dir is not None:
-        return str(PurePosixPath(str(sim_dir)) / LOCK_NAME)
-    if config_path:
-        p = PurePosixPath(config_path)
-        return str(p.parent / f".{p.name}.{LOCK_NAME}")
-    if target.kind == "ssh":
-        return str(PurePosixPath(str(options.get("work_dir", "/tmp/wb-runs"))) / LOCK_NAME)
-    return None
+    return target.lock_file(options, config_path)
 
 
 class TargetLock:

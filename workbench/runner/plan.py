@@ -2,14 +2,21 @@
 
 A block holds every arm once. With several hosts, whole blocks go to hosts in turn, so every host
 sees every arm equally often (the host is balanced across arms and recorded on each run).
+
+Variables declared `per_replicate` (a workload seed) get a fresh value per replicate, drawn from
+the plan's seed: replicates are independent samples, both arms of a block share the value (a
+paired comparison), and the same `--seed` gives the same values again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import secrets
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from workbench.registry.experiment import per_replicate_names  # noqa: F401  (re-exported for the runner)
 
 
 @dataclass(frozen=True)
@@ -19,6 +26,7 @@ class PlannedRun:
     replicate: int
     block: int
     host: str
+    values: dict[str, str] = field(default_factory=dict)   # per-replicate variables of this run
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,8 +79,14 @@ def block_orders(arms: list[str], n_blocks: int, scheme: str, seed: int) -> list
     return orders
 
 
+def replicate_value(seed: int, replicate: int, name: str) -> str:
+    """The value of per-replicate variable `name` in a replicate: a 31-bit int from the plan's seed."""
+    digest = hashlib.sha256(f"{seed}:{replicate}:{name}".encode()).digest()
+    return str(int.from_bytes(digest[:4], "big") & 0x7FFFFFFF)
+
+
 def make_plan(arms: list[str], replicates: int, *, blocks: str = "abba", seed: int | None = None,
-              hosts: list[str] | None = None) -> Plan:
+              hosts: list[str] | None = None, per_replicate: list[str] | tuple = ()) -> Plan:
     """One block per replicate; block b runs on host b mod len(hosts)."""
     if not arms:
         raise ValueError("a plan needs at least one arm")
@@ -84,6 +98,8 @@ def make_plan(arms: list[str], replicates: int, *, blocks: str = "abba", seed: i
     for b in range(replicates):
         host = hosts[b % len(hosts)]
         order = orders[b if blocks == "random" else b // len(hosts)]
+        values = {name: replicate_value(seed, b, name) for name in per_replicate}
         for arm in order:
-            runs.append(PlannedRun(order_index=len(runs), arm=arm, replicate=b, block=b, host=host))
+            runs.append(PlannedRun(order_index=len(runs), arm=arm, replicate=b, block=b, host=host,
+                                   values=dict(values)))
     return Plan(arms=list(arms), replicates=replicates, blocks=blocks, seed=seed, hosts=hosts, runs=runs)

@@ -10,20 +10,26 @@ import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
 from workbench.runner.plan import PlannedRun
 from workbench.runner.render import config_diff, render_command, render_text
 
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment, Profile
+    from workbench.registry.hypothesis import Hypothesis
+    from workbench.registry.loader import Registry
+
+
 
 @dataclass
 class Prepared:
-    registry: Any
-    hypothesis: Any
-    experiment: Any
+    registry: Registry
+    hypothesis: Hypothesis
+    experiment: Experiment
     profile_name: str
-    profile: Any
+    profile: Profile
     arms: list[str]
     assignments: dict[str, dict[str, str]]
     overrides: dict[str, str]
@@ -44,7 +50,7 @@ class Prepared:
 MAX_REPLICATES = 10_000  # as the design's max_replicates: a plan is held in memory and stored as JSON
 
 
-def resolve(registry: Any, hypothesis_id: str, *, profile: str | None, replicates: int | None,
+def resolve(registry: Registry, hypothesis_id: str, *, profile: str | None, replicates: int | None,
             overrides: dict[str, str], sequential: bool, aa: bool, seed: int | None) -> Prepared:
     h = registry.hypothesis(hypothesis_id)
     exp = registry.experiment_for(h)

@@ -14,16 +14,10 @@ from functools import lru_cache
 from typing import Any
 
 from workbench.errors import BadInput
+from workbench.registry.common import control_char
 
 FORMATS = ("bash", "env", "yaml", "json", "ini", "raw")
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a tab is text; a newline or CR starts another line
 _BARE = re.compile(r"^[A-Za-z0-9_./:@%+,=-]*$")
-
-
-def control_char(value: str) -> str | None:
-    """A description of the first control character in `value`, or None."""
-    m = _CONTROL.search(value)
-    return None if m is None else f"control character {m.group()!r} at offset {m.start()}"
 
 
 class _Unsafe(ValueError):

@@ -10,7 +10,6 @@ written on `--resume`.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -21,10 +20,12 @@ from workbench.errors import StoreLocked
 from workbench.runner import journal
 from workbench.runner.lifecycle import RunOutcome, artifact_rows
 from workbench.runner.plan import PlannedRun
+from workbench.runner.prepare import Prepared
+from workbench.store.engine import Store
+from workbench.store.entities import ArtifactRecord
 
 # How long a finished run's write waits for a store that another process (a reader) holds.
-RECORD_WAIT_S = float(os.environ.get("WB_RECORD_WAIT", "600"))
-FINISHED = ("ok", "invalid", "failed")
+RECORD_WAIT_S = 600.0
 
 
 def patient(fn: Any, *args: Any) -> Any:
@@ -41,7 +42,7 @@ def patient(fn: Any, *args: Any) -> Any:
 
 
 class Recorder:
-    def __init__(self, store: Any, prepared: Any, execution_id: int, exec_dir: Path | None = None) -> None:
+    def __init__(self, store: Store, prepared: Prepared, execution_id: int, exec_dir: Path | None = None) -> None:
         self.store = store
         self.exec_dir = exec_dir
         self.p = prepared
@@ -57,16 +58,13 @@ class Recorder:
 
     # -------------------------------------------------------------- row creation
     def _create(self, pr: PlannedRun) -> int:
-        from workbench.store import records
-
         p = self.p
-        with self.store.session() as s:
-            run = records.create_run(
-                s, experiment_id=p.experiment.id, variables=p.assignments[pr.arm], execution_id=self.execution_id,
-                hypothesis_id=p.hypothesis.id, experiment_version=p.experiment.version, arm=pr.arm,
-                replicate=pr.replicate, order_index=pr.order_index, block=pr.block, host=pr.host,
-                target=p.profile.target.kind, status="pending", phase="run")
-            return int(run.id)
+        return self.store.create_run(
+            experiment_id=p.experiment.id, variables={**p.assignments[pr.arm], **pr.values},
+            execution_id=self.execution_id,
+            hypothesis_id=p.hypothesis.id, experiment_version=p.experiment.version, arm=pr.arm,
+            replicate=pr.replicate, order_index=pr.order_index, block=pr.block, host=pr.host,
+            target=p.profile.target.kind, status="pending", phase="run")
 
     def prefetch(self, pr: PlannedRun | None) -> None:
         """Create the row of a run that comes later, in the background."""
@@ -80,10 +78,7 @@ class Recorder:
         return run_id
 
     def _mark_running(self, run_id: int) -> None:
-        from workbench.store import records
-
-        with self.store.session() as s:
-            records.update_run(s, run_id=run_id, status="running", started_at=datetime.now(timezone.utc))
+        self.store.update_run(run_id, status="running", started_at=datetime.now(timezone.utc))
 
     # -------------------------------------------------------------- the end of a run
     def end(self, run_id: int, out: RunOutcome) -> None:
@@ -96,31 +91,20 @@ class Recorder:
             journal.done(jpath)
 
     def _end(self, run_id: int, out: RunOutcome) -> None:
-        from workbench.store import records
-        from workbench.store.models import Run
-
+        if self.store.run_finished(run_id):
+            return  # written before (a journal replayed after its commit)
         unit_spec = self.p.experiment.unit
-        arts = artifact_rows(out)
-        with self.store.session() as s:
-            row = s.get(Run, run_id)
-            if row is not None and row.status in FINISHED:
-                return  # written before (a journal replayed after its commit)
-            records.update_run(s, run_id=run_id, status=out.status, stage=out.stage, error=out.error,
-                               started_at=out.started_at, ended_at=out.ended_at,
-                               rendered_config=out.rendered_config, config_hash=out.config_hash,
-                               fingerprint=out.fingerprint)
-            if out.units:
-                records.add_units(s, run_id=run_id, units=out.units,
-                                  outcome_field=unit_spec.outcome_field if unit_spec else "outcome")
-            by_source: dict[str, dict[str, float | int | None]] = {}
-            for name, value in out.metrics.items():
-                by_source.setdefault(out.metric_sources.get(name, "runner"), {})[name] = value
-            for source, values in by_source.items():
-                records.add_metrics(s, run_id=run_id, metrics=values, source=source)
-            for row in arts:
-                records.add_artifact(s, run_id=run_id, **row)
-            if out.probe_counts:
-                records.add_probe_counts(s, run_id=run_id, counts=out.probe_counts)
+        by_source: dict[str, dict[str, float | int | None]] = {}
+        for name, value in out.metrics.items():
+            by_source.setdefault(out.metric_sources.get(name, "runner"), {})[name] = value
+        self.store.finish_run(
+            run_id, fields={"status": out.status, "stage": out.stage, "error": out.error,
+                            "started_at": out.started_at, "ended_at": out.ended_at,
+                            "rendered_config": out.rendered_config, "config_hash": out.config_hash,
+                            "fingerprint": out.fingerprint},
+            units=out.units or [], outcome_field=unit_spec.outcome_field if unit_spec else "outcome",
+            metrics=by_source, artifacts=[ArtifactRecord(**row) for row in artifact_rows(out)],
+            probe_counts=out.probe_counts or [])
 
     def replay(self) -> int:
         """Write the runs a crash left in the journal; returns how many."""
@@ -135,17 +119,7 @@ class Recorder:
 
     def reconcile(self) -> None:
         """After a crash: rows created ahead for runs that never began go, a run cut off mid-way is interrupted."""
-        from workbench.store.models import Run
-        from sqlmodel import select
-
-        with self.store.session() as s:
-            for row in s.exec(select(Run).where(Run.execution_id == self.execution_id)).all():
-                if row.status == "pending":
-                    s.delete(row)
-                elif row.status == "running":
-                    row.status = "interrupted"
-                    row.error = f"[{row.stage or 'run'}] the runner stopped during this run (found on resume)"
-                    s.add(row)
+        self.store.reconcile_execution(self.execution_id)
 
     async def settle(self) -> None:
         """Wait until every write submitted so far (not the rows created ahead) is committed."""
@@ -156,15 +130,6 @@ class Recorder:
             await asyncio.wrap_future(fut)
 
     # -------------------------------------------------------------- flushing
-    def _drop_unused(self, run_ids: list[int]) -> None:
-        from workbench.store.models import Run
-
-        with self.store.session() as s:
-            for rid in run_ids:
-                row = s.get(Run, rid)
-                if row is not None and row.status == "pending":
-                    s.delete(row)
-
     async def flush(self) -> None:
         """Wait for every write; rows created ahead for runs that did not happen are removed."""
         unused = []
@@ -175,7 +140,7 @@ class Recorder:
                 pass
         self._prefetched.clear()
         if unused:
-            self._submit(self._drop_unused, unused)
+            self._submit(self.store.drop_pending_runs, unused)
         pending, self._pending = self._pending, []
         errors = []
         for fut in pending:

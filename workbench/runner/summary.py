@@ -1,20 +1,85 @@
-"""After the loop: the verdict (when the analysis is available), the report site, and the summary object."""
+"""What an execution returns: the plan it followed, each run's outcome and per-arm totals.
+
+The runner records and restores; whether to analyse and report is the application's decision.
+"""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from workbench.store.entities import RunRecord
 
-def _arms(state: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
+
+@dataclass(frozen=True)
+class RunSummary:
+    id: int
+    arm: str | None
+    replicate: int | None
+    block: int | None
+    order_index: int | None
+    host: str | None
+    status: str
+    error: str | None
+    stage_s: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ArmTotals:
+    variables: dict[str, str]
+    runs: int
+    runs_ok: int
+    metrics: dict[str, dict[str, Any]]  # name -> {"n": runs with a value, "values": [...]}
+    totals: dict[str, float | None]  # counts summed over ok runs; proportions as their ratio
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    hypothesis: str
+    experiment: str
+    experiment_version: int
+    profile: str
+    target: str
+    execution_id: int
+    mode: str
+    seed: int
+    blocks: str
+    overrides: dict[str, str]
+    order: tuple[str, ...]
+    config_diff: dict[str, str]
+    arms: dict[str, ArmTotals]
+    runs: tuple[RunSummary, ...]
+    stopped_early: str | None
+    timing: dict[str, float]
+
+    @property
+    def failed_runs(self) -> list[RunSummary]:
+        """The planned runs whose last attempt did not finish ok (an interrupted attempt that a resume redid
+        and completed does not count against the execution)."""
+        last: dict[Any, RunSummary] = {}
+        for r in sorted(self.runs, key=lambda r: r.id):
+            last[r.order_index if r.order_index is not None else ("id", r.id)] = r
+        return [r for r in last.values() if r.status != "ok"]
+
+    @property
+    def planned_runs(self) -> int:
+        return len({r.order_index if r.order_index is not None else ("id", r.id) for r in self.runs})
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["order"] = list(self.order)
+        return d
+
+
+def _arms(state: Any, runs: list[RunRecord]) -> dict[str, ArmTotals]:
     p = state.prepared
     exp = p.experiment
-    arms: dict[str, Any] = {}
+    arms: dict[str, ArmTotals] = {}
     for arm in p.arms:
-        ok = [r for r in runs if r["arm"] == arm and r["status"] == "ok"]
+        ok = [r for r in runs if r.arm == arm and r.status == "ok"]
         metrics: dict[str, Any] = {}
-        names = sorted({k for r in ok for k in r["metrics"]})
-        for name in names:
-            values = [r["metrics"][name] for r in ok if name in r["metrics"]]
+        for name in sorted({k for r in ok for k in r.metrics}):
+            values = [r.metrics[name] for r in ok if name in r.metrics]
             metrics[name] = {"n": len(values), "values": values}
         totals: dict[str, float | None] = {}
         for name, spec in exp.metrics.items():
@@ -26,116 +91,24 @@ def _arms(state: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
             if spec.kind == "proportion":
                 num, den = totals.get(spec.numerator or ""), totals.get(spec.denominator or "")
                 totals[name] = (num / den) if (num is not None and den) else None
-        arms[arm] = {"variables": p.assignments[arm], "runs": len([r for r in runs if r["arm"] == arm]),
-                     "runs_ok": len(ok), "metrics": metrics, "totals": totals}
+        arms[arm] = ArmTotals(p.assignments[arm], len([r for r in runs if r.arm == arm]), len(ok), metrics, totals)
     return arms
 
 
-def _diff(p: Any) -> dict[str, str]:
+def result(state: Any) -> ExecutionResult:
+    """The execution as it ended, read back from the store."""
     from workbench.runner.prepare import arms_config_diff
 
-    return arms_config_diff(p) if p.rendered else {}
-
-
-def finish(state: Any, *, build_report: bool = True) -> dict[str, Any]:
-    from workbench.store import queries
-
     p = state.prepared
-    verdict = reasoning = None
-    checks: list[dict[str, Any]] = []
-    analysis_error = None
-    with state.store.session() as s:
-        try:
-            from workbench.analysis import analyze, record_verdict
-        except ImportError:
-            analyze = record_verdict = None  # type: ignore[assignment]
-        if analyze is not None:
-            try:
-                result = analyze(s, p.registry, p.hypothesis.id, execution_id=state.execution_id)
-                record_verdict(s, result, execution_id=state.execution_id)
-                verdict, reasoning = result.verdict, result.reasoning
-                checks = result.to_dict().get("checks", [])
-            except Exception as exc:  # the runs are recorded; a failing analysis must not lose them
-                analysis_error = f"{type(exc).__name__}: {exc}"
-        runs = queries.list_runs(s, execution_id=state.execution_id)
-    report_path = None
-    if build_report:
-        try:
-            from workbench.report import build_site
-        except ImportError:
-            build_site = None  # type: ignore[assignment]
-        if build_site is not None:
-            try:
-                pages = build_site(state.store, p.registry, p.root / "reports")
-                report_path = (pages or {}).get(p.hypothesis.id) if isinstance(pages, dict) else None
-                if report_path is None and isinstance(pages, dict):
-                    report_path = (pages.get("hypotheses") or {}).get(p.hypothesis.id)
-            except Exception as exc:
-                analysis_error = (analysis_error + "; " if analysis_error else "") + f"report: {type(exc).__name__}: {exc}"
-    plan = state.plan
+    runs = state.store.runs(execution_id=state.execution_id)
     stage_s = {rid: out.stage_s for rid, _pr, out in state.outcomes}
-    return {
-        "hypothesis": p.hypothesis.id, "experiment": p.experiment.id, "experiment_version": p.experiment.version,
-        "profile": p.profile_name, "target": state.target_desc, "execution_id": state.execution_id,
-        "mode": p.mode, "seed": plan.seed, "blocks": plan.blocks, "overrides": p.overrides,
-        "order": [f"{r.arm}@{r.host}" for r in plan.runs],
-        "config_diff": _diff(p),
-        "arms": _arms(state, runs),
-        "runs": [{"id": r["id"], "arm": r["arm"], "replicate": r["replicate"], "block": r["block"],
-                  "order_index": r["order_index"], "host": r["host"], "status": r["status"], "error": r["error"],
-                  "stage_s": stage_s.get(r["id"], {})}
-                 for r in runs],
-        "stopped_early": state.stop_reason,
-        "verdict": verdict, "reasoning": reasoning, "checks": checks, "analysis_error": analysis_error,
-        "report": str(report_path) if report_path else None,
-        "timing": {k: round(v, 3) for k, v in state.timing.items()},
-    }
-
-
-def text_lines(summary: dict[str, Any]) -> list[str]:
-    """The human summary printed by `wb hypothesis run`."""
-    lines = [f"{summary['hypothesis']} on {summary['target']} (profile {summary['profile']}), execution "
-             f"{summary['execution_id']}, mode {summary['mode']}, seed {summary['seed']}"]
-    if summary["overrides"]:
-        lines.append("overrides: " + ", ".join(f"{k}={v}" for k, v in summary["overrides"].items()))
-    lines.append("order: " + " ".join(summary["order"]))
-    for pair, diff in (summary.get("config_diff") or {}).items():
-        changed = [ln for ln in diff.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
-        lines.append(f"config diff {pair}: " + (" | ".join(changed) if changed else "none"))
-    for arm, a in summary["arms"].items():
-        t = a["totals"]
-        parts = [f"runs ok {a['runs_ok']}/{a['runs']}"]
-        for name, v in t.items():
-            if v is None:
-                continue
-            parts.append(f"{name}={v:.3f}" if isinstance(v, float) and not float(v).is_integer() else f"{name}={v:g}")
-        lines.append(f"  {arm:<12} " + "  ".join(parts))
-    bad = [r for r in summary["runs"] if r["status"] != "ok"]
-    for r in bad:
-        lines.append(f"  run {r['id']} ({r['arm']} r{r['replicate']}): {r['status']}: {(r['error'] or '').splitlines()[0] if r['error'] else ''}")
-    if summary.get("stopped_early"):
-        blocks = len({r["block"] for r in summary["runs"]})
-        lines.append(f"stopped early after {blocks} block(s): the sequential test decided")
-    if summary["verdict"]:
-        lines.append(f"verdict: {summary['verdict']}")
-        if summary.get("reasoning"):
-            lines.append(summary["reasoning"])
-    else:
-        lines.append("verdict: none (analysis not available)" if not summary.get("analysis_error")
-                     else f"verdict: none ({summary['analysis_error']})")
-    t = summary["timing"]
-    if t:
-        lines.append(f"time: wall {t['wall_s']:.1f} s = target commands and waits {t['target_s']:.1f} s + runner "
-                     f"{t['overhead_s']:.2f} s ({t['overhead_pct']:.1f}%)")
-    if summary.get("report"):
-        lines.append(f"report: {summary['report']}")
-    return lines
-
-
-def not_ok(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """The planned runs whose last attempt did not finish ok (an interrupted attempt that a resume redid
-    and completed does not count against the execution)."""
-    last: dict[Any, dict[str, Any]] = {}
-    for r in sorted(summary["runs"], key=lambda r: r["id"]):
-        last[r["order_index"] if r["order_index"] is not None else ("id", r["id"])] = r
-    return [r for r in last.values() if r["status"] != "ok"]
+    plan = state.plan
+    return ExecutionResult(
+        hypothesis=p.hypothesis.id, experiment=p.experiment.id, experiment_version=p.experiment.version,
+        profile=p.profile_name, target=state.target_desc, execution_id=state.execution_id, mode=p.mode,
+        seed=plan.seed, blocks=plan.blocks, overrides=dict(p.overrides),
+        order=tuple(f"{r.arm}@{r.host}" for r in plan.runs),
+        config_diff=arms_config_diff(p) if p.rendered else {}, arms=_arms(state, runs),
+        runs=tuple(RunSummary(r.id, r.arm, r.replicate, r.block, r.order_index, r.host, r.status, r.error,
+                              stage_s.get(r.id, {})) for r in runs),
+        stopped_early=state.stop_reason, timing={k: round(v, 3) for k, v in state.timing.items()})

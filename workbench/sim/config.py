@@ -28,7 +28,8 @@ VARIABLES: dict[str, tuple[str, ...] | type] = {
     "indexer_host_pool_fix": _ON,
     "causal_model": ("seed", "wedge"),
     "seed": int,
-    # Wall seconds per seed second: 0.02 turns the seed's 200 s timeout into 4 s.
+    # Accepted so older serve files still parse; it has no effect: pdsim runs on simulated time
+    # (workbench/sim/clock.py), whose speed depends on nothing but the work to simulate.
     "time_scale": float,
     "prefill_port": int,
     "decode_port": int,
@@ -168,7 +169,3 @@ class ServeConfig:
     @classmethod
     def load(cls, path: str | Path) -> "ServeConfig":
         return cls.from_values(read_serve_file(path))
-
-    def seconds(self, seed_seconds: float) -> float:
-        """Wall seconds for a duration measured on the seed's clock."""
-        return seed_seconds * self.time_scale

@@ -4,6 +4,8 @@ state dir (the systemd analogue).
 State dir (`--dir`, default `$WB_SIM_DIR` or `.wb/sim` under the cwd):
     serve.sh            default serve file (created from DEFAULTS when absent)
     config_path         which serve file `restart` re-reads
+    clock.bin           the simulated clock the processes share (see clock.py)
+    checkpoints.log     (wall, simulated) pairs, to translate `journal --since WALL_TIME`
     run/<unit>.json     pid, process start time, port, the values it was started with
     logs/<unit>.log     timestamped server logs; logs/<unit>.stderr raw interpreter output
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from workbench.errors import BadInput, SimError
+from workbench.sim import clock
 from workbench.sim.config import ServeConfig, read_serve_file, render_serve_file, with_overrides
 from workbench.sim.logs import UNITS, log_path
 
@@ -260,6 +263,7 @@ def _start(sdir: Path, cfg_file: Path, values: dict[str, str], timeout: float) -
         if not _port_free(port):
             raise SimError(f"port {port} ({unit}) is already in use on 127.0.0.1",
                            hint=f"stop whatever listens there, or set {unit}_port in {cfg_file}")
+    clock.reset(sdir)              # a fresh start: no participants, time moves on by >= 1 s
     for unit in UNITS:
         _spawn(sdir, unit, cfg_file, values)
     try:

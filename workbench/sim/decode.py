@@ -2,6 +2,10 @@
 (WaitingForInput), a batched decode loop, and the indexer that writes the answer.
 
 Run as `python -m workbench.sim.decode --dir DIR --config FILE`; `wb sim up` does that.
+Everything here runs on the deployment's simulated clock (see `clock`). A client's timeout
+travels with its request (`deadline`): the server learns that the client gave up one hop after
+the deadline, on the simulated clock, rather than whenever the host gets round to reading the
+closed socket.
 
 Why requests fail with no client timing out (the seed's 40/80 errors after the abort fix): the
 pool configurator sizes the decode pool's token capacity with the fp8 index-K row (584 + 132
@@ -28,10 +32,8 @@ Pages of a room that failed or was abandoned mid-transfer (the abort race):
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,83 +43,23 @@ from aiohttp import web
 
 from workbench.sim import datapath as dp
 from workbench.sim import indexer
+from workbench.sim.batching import STEP_S, DecodeKVPool, RoomFailed, Scheduler
+from workbench.sim.clock import HOP_S, Clock
 from workbench.sim.config import ServeConfig
 from workbench.sim.logs import setup_server_logging
-from workbench.sim.prefill import serve
+from workbench.sim.prefill import run_server
 from workbench.sim.transfer import ABORT_DONE, DATA, DONE, TransferClient
 
 __all__ = ["DecodeServer", "DecodeKVPool", "main", "STEP_S", "WAIT_LOG_S"]
 
 PAGE = dp.PAGE
-STEP_S = (0.0175, 0.0017)      # one decode step for a batch of B: a + b*B seconds (seed clock)
 WAIT_LOG_S = 60.0              # log WaitingForInput once a room waited this long, and again after
 BOOTSTRAP_TIMEOUT_S = 600.0    # decode gives up on a room that never got its KV
 ADMIT_TIMEOUT_S = 600.0
 ABORT_FLUSH_S = 10.0           # a room's ABORT goes to prefill this long after it is queued
 RETRY_BACKOFF_S = 1.5          # before a failed transfer is retried in a new room
 OUT_RESERVE = 600              # pages reserved per request for its output tokens
-
-
-class RoomFailed(Exception):
-    pass
-
-
-class DecodeKVPool:
-    """Token pages for KV + index-K rows, sized by the (dtype-blind) pool configurator."""
-
-    def __init__(self, budget_mb: float, index_k_dtype: str) -> None:
-        budget = int(budget_mb * 1e6)
-        self.idx_bytes = dp.idx_bytes(index_k_dtype)
-        # The pool configurator's bug: it always budgets index-K at the fp8 row size.
-        self.logical_pages = budget // (PAGE * (dp.KV_BYTES + dp.idx_bytes("fp8")))
-        self.physical_pages = budget // (PAGE * (dp.KV_BYTES + self.idx_bytes))
-        n = self.physical_pages * PAGE
-        self.kv = np.zeros((n, dp.KV_BYTES), dtype=np.uint8)
-        self.idx = np.zeros((n, self.idx_bytes), dtype=np.uint8)
-        self._free = list(range(self.logical_pages - 1, -1, -1))   # LIFO: recently freed first
-        self.failed_writes: set[int] = set()     # pages a write has found without memory
-        self._cond = asyncio.Condition()
-
-    @property
-    def free_pages(self) -> int:
-        return len(self._free)
-
-    async def admit(self, n: int, timeout: float) -> list[int]:
-        if n > self.logical_pages:
-            raise RoomFailed(f"request needs {n} pages; the pool has {self.logical_pages}")
-        async with self._cond:
-            await asyncio.wait_for(self._cond.wait_for(lambda: len(self._free) >= n), timeout)
-            return [self._free.pop() for _ in range(n)]
-
-    async def keep_working(self, old: list[int]) -> list[int]:
-        """Hand the pages of `old` that no write has failed on to a retry, free the rest;
-        returns the kept pages in `old`'s order."""
-        async with self._cond:
-            self._free.extend(p for p in reversed(old) if p in self.failed_writes)
-            self._cond.notify_all()
-            return [p for p in old if p not in self.failed_writes]
-
-    async def free(self, pages: list[int]) -> None:
-        async with self._cond:
-            self._free.extend(reversed(pages))
-            self._cond.notify_all()
-
-    def write_page(self, page: int, ntok: int, payload: bytes) -> bool:
-        """One-sided write of a page of rows; False if the page has no physical memory."""
-        if page >= self.physical_pages:
-            self.failed_writes.add(page)
-            return False
-        rows = np.frombuffer(payload, dtype=np.uint8)
-        kv_n = ntok * dp.KV_BYTES
-        base = page * PAGE
-        self.kv[base:base + ntok] = rows[:kv_n].reshape(ntok, dp.KV_BYTES)
-        self.idx[base:base + ntok] = rows[kv_n:].reshape(ntok, self.idx_bytes)
-        return True
-
-    def rows(self, pages: list[int], n: int) -> tuple[np.ndarray, np.ndarray]:
-        slots = (np.asarray(pages, dtype=np.int64)[np.arange(n) // PAGE] * PAGE
-                 + np.arange(n) % PAGE)
-        return self.kv[slots], self.idx[slots]
+CLIENT_GONE = 499              # the status a request gets once its client has given up
 
 
 @dataclass
@@ -126,8 +68,8 @@ class DecodeRoom:
     rid: str
     pages: list[int]
     n_tokens: int
+    started: float
     prompt_pages: frozenset = frozenset()
-    started: float = field(default_factory=time.monotonic)
     event: asyncio.Event = field(default_factory=asyncio.Event)
     received: set = field(default_factory=set)
     complete: bool = False
@@ -138,76 +80,17 @@ class DecodeRoom:
     waiting_logged: int = 0
 
 
-class Scheduler:
-    """Continuous batching: every active request advances one token per step; a step of a batch
-    of B takes a + b*B seconds on the seed's clock (52 tok/s at B=1, ~445 tok/s at B=32)."""
-
-    def __init__(self, time_scale: float) -> None:
-        self.ts = time_scale
-        self._active: dict[int, list] = {}
-        self._ids = itertools.count()
-        self._changed = asyncio.Event()
-        self._last = time.monotonic()
-        self.tokens = 0
-
-    def step_s(self, batch: int) -> float:
-        return self.ts * (STEP_S[0] + STEP_S[1] * batch)
-
-    def _advance(self) -> None:
-        """Credit the requests in the batch for the time since the last call."""
-        now = time.monotonic()
-        batch = len(self._active)
-        if batch:
-            adv = (now - self._last) / self.step_s(batch)
-            for key, item in list(self._active.items()):
-                item[0] -= adv
-                if item[0] <= 1e-9:
-                    if not item[1].done():
-                        item[1].set_result(None)
-                    del self._active[key]
-            self.tokens += int(adv * batch)
-        self._last = now
-
-    async def run(self, n_tokens: int) -> None:
-        fut = asyncio.get_running_loop().create_future()
-        key = next(self._ids)
-        self._advance()                  # a newcomer gets no credit for time before it joined
-        self._active[key] = [float(n_tokens), fut]
-        self._changed.set()
-        try:
-            await fut
-        finally:
-            if key in self._active:      # cancelled: leave the batch
-                self._advance()
-                self._active.pop(key, None)
-            self._changed.set()
-
-    async def loop(self) -> None:
-        self._last = time.monotonic()
-        while True:
-            self._advance()
-            self._changed.clear()
-            if self._active:
-                wait = min(v[0] for v in self._active.values()) * self.step_s(len(self._active))
-                wait = min(max(wait, 0.0005), 0.05)
-            else:
-                wait = 1.0
-            try:
-                await asyncio.wait_for(self._changed.wait(), timeout=wait)
-            except asyncio.TimeoutError:
-                pass
-
-
 class DecodeServer:
-    def __init__(self, cfg: ServeConfig, state_dir: Path) -> None:
+    def __init__(self, cfg: ServeConfig, state_dir: Path, clock: Clock) -> None:
         self.cfg = cfg
-        self.log = setup_server_logging(state_dir, "decode")
+        self.clock = clock
+        self.log = setup_server_logging(state_dir, "decode", clock.now)
         self.rooms: dict[int, DecodeRoom] = {}
-        self._room_ids = itertools.count(1 + (cfg.seed % 1000) * 1_000_000 + int(time.time()) % 997)
+        self._room_ids = itertools.count(1 + (cfg.seed % 1000) * 1_000_000)
+        self._raw_requests = itertools.count()
         self.counters = {"requests": 0, "ok": 0, "oom_failures": 0, "aborts_sent": 0,
                          "client_disconnects": 0, "waiting_for_input_logs": 0,
                          "stale_writes": 0, "foreign_pages": 0, "retries": 0}
-        self._abort_queue: list[tuple[float, int, str]] = []
         self.page_owner: dict[int, int] = {}
         # Wedge world without the abort fix: pages of a failed or abandoned room are reused
         # before prefill has stopped writing them.
@@ -217,22 +100,18 @@ class DecodeServer:
 
     # --- lifecycle -------------------------------------------------------------------------
     async def on_startup(self, app: web.Application) -> None:
-        self.pool = DecodeKVPool(self.cfg.decode_pool_mb, self.cfg.index_k_dtype)
-        self.sched = Scheduler(self.cfg.time_scale)
-        self.tc = TransferClient(self.log, self._on_frame)
+        self.pool = DecodeKVPool(self.cfg.decode_pool_mb, self.cfg.index_k_dtype, self.clock)
+        self.sched = Scheduler(self.clock)
+        self.tc = TransferClient(self.log, self.clock, self._on_frame)
         await self.tc.start()
-        self.http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10),
+        self.http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30),
                                           connector=aiohttp.TCPConnector(limit=0))
-        self._tasks = [asyncio.create_task(self.sched.loop()),
-                       asyncio.create_task(self._abort_flusher())]
         self.log.info("KV pool: %d pages by the configurator (%d B/token assumed), %d backed "
                       "by memory (%d B/token)", self.pool.logical_pages,
                       dp.KV_BYTES + dp.idx_bytes("fp8"), self.pool.physical_pages,
                       dp.KV_BYTES + self.pool.idx_bytes)
 
     async def on_cleanup(self, app: web.Application) -> None:
-        for t in self._tasks:
-            t.cancel()
         await self.http.close()
         await self.tc.close()
 
@@ -242,9 +121,11 @@ class DecodeServer:
     async def _ensure_bootstrap(self) -> None:
         if self.tc.connected:
             return
-        async with self.http.get(self._prefill_url + "/bootstrap") as resp:
-            info = await resp.json()
-        await self.tc.connect(int(info["bootstrap_port"]))
+        # Connecting is set-up, not simulated work: the clock stands still meanwhile.
+        with self.clock.hold():
+            async with self.http.get(self._prefill_url + "/bootstrap") as resp:
+                info = await resp.json()
+            await self.tc.connect(int(info["bootstrap_port"]))
 
     # --- transfer frames (called from the data receiver) -----------------------------------
     def _on_frame(self, kind: int, room: int, page: int, ntok: int, payload: bytes) -> None:
@@ -296,40 +177,34 @@ class DecodeServer:
         when nothing more can arrive, or in the wedge world without the fix (the race); with
         free=False they stay with the room for its retry to take over (same rule)."""
         r.abandoned = True
-        self._abort_queue.append((time.monotonic() + self.cfg.seconds(ABORT_FLUSH_S), r.room, reason))
+        self.clock.at(self.clock.now() + ABORT_FLUSH_S, (42, r.room),
+                      lambda: self._send_abort(r.room, reason))
         self.log.info("room=%d rid=%s abort queued (%s)", r.room, r.rid, reason)
         if r.closed or (self._racy and free):
             await self._free(r)
 
-    async def _abort_flusher(self) -> None:
-        while True:
-            await asyncio.sleep(min(0.05, self.cfg.seconds(ABORT_FLUSH_S) / 4))
-            now = time.monotonic()
-            batch = [a for a in self._abort_queue if a[0] <= now]
-            self._abort_queue = [a for a in self._abort_queue if a[0] > now]
-            for _, room, reason in batch:
-                try:
-                    await self.tc.send({"type": "ABORT", "room": room, "reason": reason})
-                    self.counters["aborts_sent"] += 1
-                    self.log.info("room=%d sent ABORT to prefill (%s)", room, reason)
-                except (ConnectionError, OSError) as exc:
-                    self.log.warning("room=%d ABORT not sent: %s", room, exc)
+    def _send_abort(self, room: int, reason: str) -> None:
+        try:
+            self.tc.send({"type": "ABORT", "room": room, "reason": reason})
+            self.counters["aborts_sent"] += 1
+            self.log.info("room=%d sent ABORT to prefill (%s)", room, reason)
+        except (ConnectionError, OSError) as exc:
+            self.log.warning("room=%d ABORT not sent: %s", room, exc)
 
     async def _wait_kv(self, r: DecodeRoom) -> None:
-        step = self.cfg.seconds(WAIT_LOG_S)
-        limit = self.cfg.seconds(BOOTSTRAP_TIMEOUT_S)
+        k = 0
         while not r.event.is_set():
-            try:
-                await asyncio.wait_for(r.event.wait(), timeout=step)
-            except asyncio.TimeoutError:
-                waited = (time.monotonic() - r.started) / self.cfg.time_scale
-                if not r.received:
-                    r.waiting_logged += 1
-                    self.counters["waiting_for_input_logs"] += 1
-                    self.log.warning("room=%d rid=%s KVPoll.WaitingForInput for %.0fs: no KV from "
-                                     "prefill yet", r.room, r.rid, waited)
-                if time.monotonic() - r.started > limit:
-                    raise RoomFailed(f"no KV for room {r.room} after {waited:.0f}s")
+            k += 1
+            if await self.clock.wait_event(r.event, r.started + k * WAIT_LOG_S, (43, r.room)):
+                break
+            waited = self.clock.now() - r.started
+            if not r.received:
+                r.waiting_logged += 1
+                self.counters["waiting_for_input_logs"] += 1
+                self.log.warning("room=%d rid=%s KVPoll.WaitingForInput for %.0fs: no KV from "
+                                 "prefill yet", r.room, r.rid, waited)
+            if waited > BOOTSTRAP_TIMEOUT_S:
+                raise RoomFailed(f"no KV for room {r.room} after {waited:.0f}s")
         if r.failed:
             raise RoomFailed(r.failed)
 
@@ -346,19 +221,19 @@ class DecodeServer:
             for p in reuse.pages:
                 if self.page_owner.get(p) == reuse.room:
                     del self.page_owner[p]
-            await asyncio.sleep(self.cfg.seconds(RETRY_BACKOFF_S))
+            await self.clock.sleep(RETRY_BACKOFF_S, (44, reuse.room))
             kept = await self.pool.keep_working(reuse.pages)
             if len(kept) > -(-n // PAGE):
                 pages = list(kept)          # reversed below: the retry's page table is the
             else:                           # failed room's, back to front
                 await self.pool.free(kept)
         if pages is None:
-            pages = await self.pool.admit(need, self.cfg.seconds(ADMIT_TIMEOUT_S))
+            pages = await self.pool.admit(need, self.clock.now() + ADMIT_TIMEOUT_S)
         # The page table lists pages in reverse allocation order: the deepest pages of the free
         # stack (the ones over-commit reaches, which have no memory) come first, so a transfer
         # into them fails on its first frame while the rest of its frames are still on their way.
         pages = pages[::-1]
-        r = DecodeRoom(next(self._room_ids), rid, pages, n,
+        r = DecodeRoom(next(self._room_ids), rid, pages, n, started=self.clock.now(),
                        prompt_pages=frozenset(pages[: -(-n // PAGE)]))
         self.rooms[r.room] = r
         for p in pages:
@@ -371,25 +246,60 @@ class DecodeServer:
         """Dispatch to prefill, register the room (TRANSFER), wait for its KV."""
         try:
             await self._ensure_bootstrap()
-            async with self.http.post(self._prefill_url + "/prefill",
-                                      json={"room": r.room, "input_ids": input_ids}) as resp:
-                if resp.status != 200:
-                    raise RoomFailed(f"prefill answered {resp.status}")
-            await self.tc.send({"type": "TRANSFER", "room": r.room,
-                                "pages": r.pages[: -(-r.n_tokens // PAGE)], "n": r.n_tokens})
-        except (aiohttp.ClientError, ConnectionError, OSError) as exc:
+            peer = self.tc.peer
+            self.clock.sent(peer)
+            try:
+                async with self.http.post(self._prefill_url + "/prefill", json={
+                        "room": r.room, "input_ids": input_ids, "vt": self.clock.now(),
+                        "src": self.clock.src}) as resp:
+                    status, body = resp.status, await resp.json()
+            except BaseException:
+                self.clock.unsent(peer)
+                raise
+            self.clock.received(peer)
+            await self.clock.sleep_until(float(body.get("vt", self.clock.now())) + HOP_S,
+                                         (3, r.room))
+            if status != 200:
+                raise RoomFailed(f"prefill answered {status}")
+            self.tc.send({"type": "TRANSFER", "room": r.room,
+                          "pages": r.pages[: -(-r.n_tokens // PAGE)], "n": r.n_tokens})
+        except (aiohttp.ClientError, ConnectionError, OSError, ValueError) as exc:
             raise RoomFailed(f"prefill unreachable: {exc}") from exc
         await self._wait_kv(r)
 
     async def generate(self, request: web.Request) -> web.Response:
+        """Receive a request, handle it one hop after it was sent (in the order of its key),
+        and cancel it one hop after its client's deadline."""
         body = await request.json()
+        src = body.get("src")
+        self.clock.received(src)
+        key = body.get("key")
+        k = tuple(key) if isinstance(key, list) else (next(self._raw_requests),)
+        await self.clock.sleep_until(float(body.get("vt", self.clock.now())) + HOP_S, (4, *k))
+        inner = asyncio.ensure_future(self._generate(body))
+        gone = None
+        if body.get("deadline") is not None:
+            gone = self.clock.at(float(body["deadline"]) + HOP_S, (6, *k), inner.cancel)
+        try:
+            await asyncio.wait([inner])
+        finally:
+            if gone is not None:
+                gone.cancel()
+        if inner.cancelled():
+            status, payload = CLIENT_GONE, {"error": "the client gave up"}
+        else:
+            status, payload = inner.result()
+        self.clock.sent(src)
+        return web.json_response({**payload, "vt": self.clock.now()}, status=status)
+
+    async def _generate(self, body: dict) -> tuple[int, dict]:
         tokens = np.asarray(body["input_ids"], dtype=np.int64)
         max_tokens = int(body.get("max_tokens", 2500))
         rid = str(body.get("rid", ""))
         fixed_len = body.get("ignore_eos", False)
         self.counters["requests"] += 1
         n = len(tokens)
-        t0 = time.monotonic()
+        t0 = self.clock.now()
         need = -(-(n + min(max_tokens, OUT_RESERVE)) // PAGE)
         r: DecodeRoom | None = None
         try:
@@ -399,10 +309,10 @@ class DecodeServer:
                 try:
                     r = await self._admit(n, need, rid, reuse=failed if self._racy else None)
                 except RoomFailed as exc:
-                    return web.json_response({"error": str(exc)}, status=413)
+                    return 413, {"error": str(exc)}
                 except asyncio.TimeoutError:
-                    return web.json_response({"error": "no KV pool space"}, status=503)
-                t_admit = time.monotonic()
+                    return 503, {"error": "no KV pool space"}
+                t_admit = self.clock.now()
                 try:
                     await self._receive(r, body["input_ids"])
                     break
@@ -413,9 +323,9 @@ class DecodeServer:
                     await self._abandon(r, "transfer_failed", free=attempt == 1 or not oom)
                     failed = r
                     if attempt == 1 or not oom:
-                        return web.json_response({"error": str(exc), "room": r.room}, status=503)
+                        return 503, {"error": str(exc), "room": r.room}
                     self.counters["retries"] += 1
-            t_kv = time.monotonic()
+            t_kv = self.clock.now()
             foreign = sum(1 for p in r.prompt_pages if self.page_writer.get(p) != r.room)
             if foreign:
                 self.counters["foreign_pages"] += foreign
@@ -431,11 +341,11 @@ class DecodeServer:
             await self.sched.run(steps)
             out_ids = gen.output_ids if not fixed_len else dp.filler_tokens(r.room, steps).tolist()
             self.counters["ok"] += 1
-            return web.json_response({
+            return 200, {
                 "text": gen.text, "output_ids": out_ids, "finish_reason": gen.finish_reason,
                 "room": r.room, "prompt_tokens": n,
                 "timings": {"admit_s": t_admit - t0, "kv_s": t_kv - t_admit,
-                            "decode_s": time.monotonic() - t_kv}})
+                            "decode_s": self.clock.now() - t_kv}}
         except asyncio.CancelledError:
             self.counters["client_disconnects"] += 1
             if r is not None and not r.complete and not r.abandoned:
@@ -449,21 +359,21 @@ class DecodeServer:
         return web.json_response({"status": "ok"})
 
     async def state(self, request: web.Request) -> web.Response:
-        now = time.monotonic()
-        wait_limit = self.cfg.seconds(WAIT_LOG_S)
+        now = self.clock.now()
         waiting = [r for r in self.rooms.values()
                    if not r.event.is_set() and not r.received and not r.abandoned]
         return web.json_response({
             "unit": "decode",
             "bootstrap_connected": self.tc.connected,
             "waiting_for_input": len(waiting),
-            "stuck": sum(1 for r in waiting if now - r.started > wait_limit),
+            "stuck": sum(1 for r in waiting if now - r.started > WAIT_LOG_S),
             "rooms": len(self.rooms),
             "pool": {"logical_pages": self.pool.logical_pages,
                      "physical_pages": self.pool.physical_pages,
                      "free_pages": self.pool.free_pages},
             "counters": self.counters,
             "decoded_tokens": self.sched.tokens,
+            "sim_time": now,
             "config": self.cfg.__dict__,
         })
 
@@ -477,14 +387,7 @@ class DecodeServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="pdsim-decode")
-    ap.add_argument("--dir", required=True)
-    ap.add_argument("--config", required=True)
-    args = ap.parse_args(argv)
-    cfg = ServeConfig.load(args.config)
-    server = DecodeServer(cfg, Path(args.dir))
-    server.log.info("starting: %s", " ".join(f"{k}={v}" for k, v in cfg.__dict__.items()))
-    asyncio.run(serve(server, cfg.decode_port, server.log))
+    run_server("decode", DecodeServer, argv)
 
 
 if __name__ == "__main__":

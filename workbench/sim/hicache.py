@@ -20,8 +20,8 @@ Torch is imported inside functions: `wb --help` must not load it.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import threading
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -176,6 +176,7 @@ class HiCache:
         self.stats = {"lookups": 0, "hits": 0, "hit_tokens": 0, "partial_loads": 0,
                       "buggy_partial_loads": 0, "evictions": 0}
         self._lock = threading.Lock()
+        self._ticks = itertools.count(1)         # LRU order: deterministic, not the wall clock
 
     # --- lookup ----------------------------------------------------------------------------
     def match(self, tokens: np.ndarray) -> tuple[_Entry | None, int]:
@@ -191,7 +192,7 @@ class HiCache:
             for n in sorted(cands, reverse=True):
                 e = self._by_key.get((n, digests[n]))
                 if e is not None:
-                    e.last_used = time.monotonic()
+                    e.last_used = next(self._ticks)
                     self.stats["hits"] += 1
                     self.stats["hit_tokens"] += n
                     return e, n
@@ -201,7 +202,7 @@ class HiCache:
         """Load the first n cached tokens into dst_pages; returns how many tokens were loaded."""
         import torch
 
-        from kernels import transfer
+        from wb_kernels import transfer
 
         full, part = divmod(n, PAGE)
         if self.dtype == "fp8":
@@ -237,7 +238,7 @@ class HiCache:
         """Back the sequence up to the host; full pages of a matched entry are shared."""
         import torch
 
-        from kernels import transfer
+        from wb_kernels import transfer
 
         n_tok = len(tokens)
         n_pages = -(-n_tok // PAGE)
@@ -256,7 +257,7 @@ class HiCache:
             if n_tok % PAGE:
                 lengths.append(n_tok)
             digests = _prefix_digests(tokens, lengths)
-            entry = _Entry(length=n_tok, pages=pages, last_used=time.monotonic())
+            entry = _Entry(length=n_tok, pages=pages, last_used=next(self._ticks))
             for n in lengths:
                 key = (n, digests[n])
                 if key not in self._by_key:

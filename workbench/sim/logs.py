@@ -1,7 +1,10 @@
 """Server logs of the embedded deployment (the journal analogue) and a reader filtering by time.
 
-Every line starts with an ISO-8601 UTC timestamp, so "count WaitingForInput since T" is
-`wb sim journal --unit decode --since "$T" | grep -ic WaitingForInput`.
+Every line starts with an ISO-8601 UTC timestamp on the deployment's simulated clock (see
+`clock`), so "count WaitingForInput since T" is
+`wb sim journal --unit decode --since "$T" | grep -ic WaitingForInput`, where T is a wall time
+(as `date` prints it, or as a runner records a run's start): the reader translates it into the
+simulated timeline with the clock's checkpoints.
 """
 
 from __future__ import annotations
@@ -24,16 +27,23 @@ def log_path(state_dir: Path, unit: str) -> Path:
 
 
 class _UtcFormatter(logging.Formatter):
+    def __init__(self, fmt: str, now=None) -> None:
+        super().__init__(fmt)
+        self._now = now
+
     def formatTime(self, record, datefmt=None):  # noqa: N802 (logging's name)
-        return datetime.fromtimestamp(record.created, tz=timezone.utc).isoformat(
-            timespec="milliseconds").replace("+00:00", "Z")
+        t = self._now() if self._now is not None else record.created
+        return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(
+            timespec="microseconds").replace("+00:00", "Z")
 
 
-def setup_server_logging(state_dir: Path, unit: str) -> logging.Logger:
+def setup_server_logging(state_dir: Path, unit: str, now=None) -> logging.Logger:
+    """The unit's journal; `now` gives the stamp (the simulated clock), else the wall clock."""
     path = log_path(state_dir, unit)
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(_UtcFormatter(f"%(asctime)s {unit}[%(process)d] %(levelname)s %(message)s"))
+    handler.setFormatter(_UtcFormatter(f"%(asctime)s {unit}[%(process)d] %(levelname)s %(message)s",
+                                       now))
     log = logging.getLogger("pdsim")
     log.handlers[:] = [handler]
     log.setLevel(logging.INFO)
@@ -75,12 +85,18 @@ def _stamp(line: str) -> datetime | None:
 
 
 def read_journal(state_dir: Path, unit: str, since: datetime | None = None) -> Iterator[str]:
-    """Log lines of a unit at or after `since` (lines without a stamp follow the previous one)."""
+    """Log lines of a unit at or after the wall time `since` (translated into the simulated
+    timeline; lines without a stamp follow the previous one)."""
+    from workbench.sim.clock import sim_time_at
+
     if unit not in UNITS:
         raise BadInput(f"unknown unit {unit!r}", hint="one of: " + ", ".join(UNITS))
     path = log_path(state_dir, unit)
     if not path.exists():
         return
+    if since is not None:
+        since = datetime.fromtimestamp(sim_time_at(Path(state_dir), since.timestamp()),
+                                       tz=timezone.utc)
     keep = since is None
     with path.open("r", encoding="utf-8", errors="replace") as fh:
         for line in fh:

@@ -9,6 +9,10 @@ A session (deterministic in the deployment's `seed` and its index):
   page when the body is short.
 Outcome per session: leak (DSML that does not parse), no_tool (round 1 called no tool), done
 (the model answered), maxrounds (a valid call in every round), error (HTTP error or timeout).
+
+The harness joins the deployment's simulated clock (see `clock`): its requests carry their send
+time and deadline, the client timeout fires on simulated time, and `wall=` is the run's simulated
+duration, so the same serve file and seed give the same outcomes on any host.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import numpy as np
 
 from workbench.errors import BadInput, SimError
 from workbench.sim import datapath as dp
+from workbench.sim.clock import HOP_S, Clock
 from workbench.sim.control import running_config, state_dir
 from workbench.sim.indexer import parse_tool_call
 
@@ -61,11 +66,12 @@ class SessionResult:
 
 @dataclass
 class ReproResult:
-    wall_s: float
+    wall_s: float                  # simulated seconds, as the deployment's clock measured them
     sessions: list[SessionResult]
     counts: dict[str, int]
     started_at: str
     params: dict = field(default_factory=dict)
+    host_s: float = 0.0            # wall seconds this host took to simulate it
 
     @property
     def corrupted(self) -> int:
@@ -76,8 +82,9 @@ class ReproResult:
         return sum(s.timeouts for s in self.sessions)
 
     def to_dict(self) -> dict:
-        return {"wall_s": self.wall_s, "counts": self.counts, "corrupted": self.corrupted,
-                "sessions": len(self.sessions), "timeouts": self.timeouts,
+        return {"wall_s": self.wall_s, "host_s": self.host_s, "counts": self.counts,
+                "corrupted": self.corrupted, "sessions": len(self.sessions),
+                "timeouts": self.timeouts,
                 "started_at": self.started_at, "params": self.params}
 
 
@@ -124,34 +131,79 @@ class _Session:
                                       [dp.turn_token(rnd + 1, self.tag)]]).astype(np.int64)
 
 
-async def _run_session(http, url: str, s: _Session, *, rounds: int, max_tokens: int,
-                       timeout_s: float, tag: str) -> SessionResult:
-    import aiohttp
+class _Client:
+    """The harness's side of the clock: requests with send time, key and deadline; answers
+    handled one hop after the server sent them; timeouts on simulated time."""
 
-    t0 = time.monotonic()
+    def __init__(self, http, url: str, clock: Clock) -> None:
+        self.http = http
+        self.url = url
+        self.clock = clock
+        self.peer = clock.peer("decode")
+        self.pending: list[asyncio.Task] = []    # requests still open (a timed-out one too)
+
+    async def call(self, payload: dict, key: tuple, timeout_s: float | None) -> tuple:
+        """("ok", status, body), ("timeout", None, None) or ("error", None, message)."""
+        clock = self.clock
+        answer = asyncio.get_running_loop().create_future()
+        now = clock.now()
+        deadline = now + timeout_s if timeout_s is not None else None
+        body = {**payload, "vt": now, "src": clock.src, "key": list(key), "deadline": deadline}
+
+        def settle(value) -> None:
+            if not answer.done():
+                answer.set_result(value)
+
+        async def send() -> None:
+            import aiohttp
+
+            clock.sent(self.peer)
+            try:
+                async with self.http.post(self.url, json=body) as resp:
+                    status, got = resp.status, await resp.json(content_type=None)
+            except (aiohttp.ClientError, ValueError, OSError) as exc:
+                clock.unsent(self.peer)
+                settle(("error", None, f"{type(exc).__name__}: {exc}"[:200]))
+                return
+            clock.received(self.peer)
+            vt = float(got.get("vt", clock.now())) if isinstance(got, dict) else clock.now()
+            clock.at(vt + HOP_S, (1, *key), lambda: settle(("ok", status, got)))
+
+        self.pending.append(asyncio.ensure_future(send()))
+        timer = None
+        if deadline is not None:
+            timer = clock.at(deadline, (2, *key), lambda: settle(("timeout", None, None)))
+        try:
+            return await answer
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+
+async def _run_session(client: _Client, s: _Session, *, rounds: int, max_tokens: int,
+                       timeout_s: float, tag: str) -> SessionResult:
+    clock = client.clock
+    t0 = clock.now()
     per_round = []
     outcome, err, timeouts, leak_round, leak_text = "maxrounds", None, 0, None, None
     done_rounds = 0
     for rnd in range(1, rounds + 1):
-        t = time.monotonic()
-        try:
-            async with http.post(url, json={"rid": f"s{s.idx}r{rnd}",
-                                            "input_ids": s.prompt.tolist(),
-                                            "max_tokens": max_tokens},
-                                 timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
-                body = await resp.json(content_type=None)
-                if resp.status != 200:
-                    outcome, err = "error", f"http {resp.status}: {body.get('error', '')[:160]}"
-                    break
-        except asyncio.TimeoutError:
+        t = clock.now()
+        kind, status, body = await client.call(
+            {"rid": f"s{s.idx}r{rnd}", "input_ids": s.prompt.tolist(), "max_tokens": max_tokens},
+            (s.idx, rnd), timeout_s)
+        per_round.append(round(clock.now() - t, 4))
+        if kind == "timeout":
             timeouts += 1
             outcome, err = "error", "timeout"
             break
-        except (aiohttp.ClientError, ValueError) as exc:
-            outcome, err = "error", f"{type(exc).__name__}: {exc}"[:200]
+        if kind == "error":
+            outcome, err = "error", body
             break
-        finally:
-            per_round.append(round(time.monotonic() - t, 4))
+        if status != 200:
+            msg = body.get("error", "") if isinstance(body, dict) else ""
+            outcome, err = "error", f"http {status}: {str(msg)[:160]}"
+            break
         done_rounds = rnd
         parsed = parse_tool_call(body["text"])
         if parsed.kind == "leak":
@@ -162,10 +214,20 @@ async def _run_session(http, url: str, s: _Session, *, rounds: int, max_tokens: 
             break
         s.extend(rnd, body["output_ids"])
     return SessionResult(session=s.idx, outcome=outcome, rounds=done_rounds,
-                         timings={"wall_s": round(time.monotonic() - t0, 4),
-                                  "rounds_s": per_round},
+                         timings={"wall_s": round(clock.now() - t0, 4), "rounds_s": per_round},
                          tag=tag, error=err, timeouts=timeouts, leak_round=leak_round,
                          leak_text=leak_text)
+
+
+def _on_clock(sdir: Path, coro_fn):
+    """Run `coro_fn(clock)` on an event loop that is a participant of the deployment's clock."""
+    clock = Clock(sdir, "client")
+    try:
+        with asyncio.Runner(loop_factory=clock.new_loop) as runner:
+            clock.attach(runner.get_loop())
+            return runner.run(coro_fn(clock))
+    finally:
+        clock.close()
 
 
 def summary_lines(res: ReproResult) -> list[str]:
@@ -184,13 +246,16 @@ def run_repro(dir: str | Path | None = None, *, sessions: int = 80, rounds: int 
               ctx: int = 300, max_tokens: int = 2500, timeout: float = 200.0, tag: str = "",
               jsonl: str | Path | None = None,
               out: Callable[[str], None] | None = None) -> ReproResult:
-    """Run the harness against the running deployment; `timeout` is in the seed's seconds."""
+    """Run the harness against the running deployment; `timeout` is in simulated seconds."""
     if sessions < 1 or rounds < 1 or ctx < 2 * dp.CUE_PARTS + 2 or max_tokens < 1 or timeout <= 0:
         raise BadInput("repro needs sessions >= 1, rounds >= 1, ctx >= 18, max-tokens >= 1, "
                        "timeout > 0")
     cfg = running_config(dir)
-    res = asyncio.run(_repro(cfg, sessions=sessions, rounds=rounds, ctx=ctx,
-                             max_tokens=max_tokens, timeout_s=timeout * cfg.time_scale, tag=tag))
+    t_host = time.monotonic()
+    res = _on_clock(state_dir(dir), lambda clock: _repro(
+        cfg, clock, sessions=sessions, rounds=rounds, ctx=ctx, max_tokens=max_tokens,
+        timeout_s=timeout, tag=tag))
+    res.host_s = time.monotonic() - t_host
     res.params = {"sessions": sessions, "rounds": rounds, "ctx": ctx, "max_tokens": max_tokens,
                   "timeout": timeout, "tag": tag, "dir": str(state_dir(dir))}
     if jsonl:
@@ -208,24 +273,29 @@ def run_repro(dir: str | Path | None = None, *, sessions: int = 80, rounds: int 
     return res
 
 
-async def _repro(cfg, *, sessions, rounds, ctx, max_tokens, timeout_s, tag) -> ReproResult:
+async def _repro(cfg, clock: Clock, *, sessions, rounds, ctx, max_tokens, timeout_s,
+                 tag) -> ReproResult:
     import aiohttp
     from datetime import datetime, timezone
 
     url = f"http://127.0.0.1:{cfg.decode_port}/generate"
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     conn = aiohttp.TCPConnector(limit=0, force_close=False)
-    t0 = time.monotonic()
+    t0 = clock.now()
     order: list[SessionResult] = []
-    async with aiohttp.ClientSession(connector=conn) as http:
+    async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=None)
+                                     ) as http:
+        client = _Client(http, url, clock)
+
         async def one(i: int) -> None:
             s = _Session(i, cfg.seed, rounds, ctx)
-            r = await _run_session(http, url, s, rounds=rounds, max_tokens=max_tokens,
+            r = await _run_session(client, s, rounds=rounds, max_tokens=max_tokens,
                                    timeout_s=timeout_s, tag=tag)
             order.append(r)
 
         await asyncio.gather(*(one(i) for i in range(sessions)))
-    wall = time.monotonic() - t0
+        wall = clock.now() - t0
+        await asyncio.gather(*client.pending)     # answers to given-up requests still count
     counts = dict(Counter(r.outcome for r in order))      # first-finished order, as the seed's
     return ReproResult(wall_s=wall, sessions=order, counts=counts, started_at=started)
 
@@ -235,42 +305,46 @@ class BenchResult:
     concurrency: int
     tokens: int
     wall_s: float
-    tok_per_s: float           # on the seed's clock: tokens / (wall / time_scale)
+    tok_per_s: float           # on the simulated clock
 
     def line(self) -> str:
-        return f"throughput C={self.concurrency}: {self.tok_per_s:.1f} tok/s ({self.tokens} tokens in {self.wall_s:.2f}s wall)"
+        return (f"throughput C={self.concurrency}: {self.tok_per_s:.1f} tok/s ({self.tokens} tokens "
+                f"in {self.wall_s:.2f}s simulated)")
 
 
 def run_bench(dir: str | Path | None = None, *, concurrency: tuple[int, ...] = (1, 32),
               tokens: int = 512, out: Callable[[str], None] | None = None) -> list[BenchResult]:
     """Decode throughput at each concurrency (fixed-length answers, fresh short prompts)."""
     cfg = running_config(dir)
-    asyncio.run(_bench(cfg, 1, 8))          # warm-up: first-use costs are not throughput
+    sdir = state_dir(dir)
+    _on_clock(sdir, lambda clock: _bench(cfg, clock, 1, 8))     # warm-up, as the seed's check
     results = []
     for c in concurrency:
-        r = asyncio.run(_bench(cfg, c, tokens))
+        r = _on_clock(sdir, lambda clock, c=c: _bench(cfg, clock, c, tokens))
         results.append(r)
         if out:
             out(r.line())
     return results
 
 
-async def _bench(cfg, c: int, tokens: int) -> BenchResult:
+async def _bench(cfg, clock: Clock, c: int, tokens: int) -> BenchResult:
     import aiohttp
 
     url = f"http://127.0.0.1:{cfg.decode_port}/generate"
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+        client = _Client(http, url, clock)
+
         async def one(i: int) -> int:
             prompt = dp.filler_tokens(_h(cfg.seed, 9000 + i), 64).tolist() + [dp.turn_token(1)]
-            async with http.post(url, json={"rid": f"bench{i}", "input_ids": prompt,
-                                            "max_tokens": tokens, "ignore_eos": True},
-                                 timeout=aiohttp.ClientTimeout(total=120)) as resp:
-                body = await resp.json(content_type=None)
-                if resp.status != 200:
-                    raise SimError(f"bench request failed: {resp.status} {body}")
-                return len(body["output_ids"])
+            kind, status, body = await client.call(
+                {"rid": f"bench{i}", "input_ids": prompt, "max_tokens": tokens,
+                 "ignore_eos": True}, (i, 1), None)
+            if kind != "ok" or status != 200:
+                raise SimError(f"bench request failed: {kind} {status} {body}")
+            return len(body["output_ids"])
 
-        t0 = time.monotonic()
+        t0 = clock.now()
         n = sum(await asyncio.gather(*(one(i) for i in range(c))))
-        wall = time.monotonic() - t0
-    return BenchResult(concurrency=c, tokens=n, wall_s=wall, tok_per_s=n / (wall / cfg.time_scale))
+        wall = clock.now() - t0
+        await asyncio.gather(*client.pending)
+    return BenchResult(concurrency=c, tokens=n, wall_s=wall, tok_per_s=n / wall)

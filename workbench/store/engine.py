@@ -2,28 +2,30 @@
 
 A DuckDB file admits one writing process; a second one waits a bounded time for the lock and then
 gets a clear message. Sessions hold the file only while open (NullPool), so short writes interleave.
+The methods callers use (typed records in and out) are in `store.reads` and `store.writes`.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from workbench.errors import BadInput, StoreError, StoreLocked, StoreOutdated, WbError
+from workbench.store.reads import StoreReads
+from workbench.store.writes import StoreWrites
 
 DEFAULT_DB = "wb.duckdb"
-LOCK_WAIT_S = float(os.environ.get("WB_DB_LOCK_WAIT", "15"))
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+LOCK_WAIT_S = 15.0
+MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
 
 def resolve_url(db: str | None) -> tuple[str, Path | None]:
-    """(SQLAlchemy URL, local DuckDB path or None) from `--db`, `$WB_DB` or the default file."""
+    """(SQLAlchemy URL, local DuckDB path or None) from `--db` (which the CLI also reads from $WB_DB) or the default file."""
     if db is not None and not db.strip():
         raise BadInput("--db is empty", hint="give a DuckDB file path or a SQLAlchemy URL, or leave --db out")
-    value = db or os.environ.get("WB_DB") or DEFAULT_DB
+    value = db or DEFAULT_DB
     if "://" in value:
         _check_scheme(value)
         if value.startswith("duckdb:///"):
@@ -57,18 +59,22 @@ def _redact(url: str) -> str:
         return "<store URL>"
 
 
-class Store:
-    """The store at one URL. Use `open_store()`; sessions come from `session()`."""
+class Store(StoreReads, StoreWrites):
+    """The store at one URL. Use `open_store()`. Sessions (`session()`) stay inside the store package
+    and its tests; everyone else calls the typed methods."""
 
-    def __init__(self, url: str, path: Path | None, *, read_only: bool) -> None:
+    def __init__(self, url: str, path: Path | None, *, read_only: bool, lock_wait_s: float = LOCK_WAIT_S) -> None:
         from sqlalchemy import create_engine, pool
+        from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+        from workbench.store.redaction import install_redaction
+
+        install_redaction()  # every text a session flushes is redacted (see workbench.secrets)
         self.url = url
         self.path = path
         self.read_only = read_only
+        self.lock_wait_s = lock_wait_s
         self.name = str(path) if path is not None else _redact(url)
-        from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-
         connect_args = {"read_only": True} if (read_only and path is not None) else {}
         try:
             self.engine = create_engine(url, poolclass=pool.NullPool, connect_args=connect_args)
@@ -100,21 +106,17 @@ class Store:
     @contextmanager
     def connect(self) -> Iterator["object"]:
         """A SQLAlchemy connection in a transaction, retried for a bounded time while the file is locked."""
-        from sqlalchemy.exc import DBAPIError, OperationalError
+        import duckdb
+        from sqlalchemy.exc import DBAPIError
 
-        deadline = time.monotonic() + LOCK_WAIT_S
+        deadline = time.monotonic() + self.lock_wait_s
         while True:
             try:
                 conn = self.engine.connect()
                 break
-            except (DBAPIError, OperationalError) as exc:
-                err = self._connect_error(exc.orig if getattr(exc, "orig", None) else exc)
-                if isinstance(err, StoreLocked) and time.monotonic() < deadline:
-                    time.sleep(0.2)
-                    continue
-                raise err from exc
-            except Exception as exc:  # duckdb raises its own errors before SQLAlchemy wraps them
-                err = self._connect_error(exc)
+            # duckdb raises its own errors before SQLAlchemy wraps them
+            except (DBAPIError, duckdb.Error) as exc:
+                err = self._connect_error(exc.orig if isinstance(exc, DBAPIError) and exc.orig else exc)
                 if isinstance(err, StoreLocked) and time.monotonic() < deadline:
                     time.sleep(0.2)
                     continue
@@ -122,6 +124,14 @@ class Store:
         try:
             with conn.begin():
                 yield conn
+        except (DBAPIError, duckdb.Error) as exc:
+            # Known trouble with the medium becomes a StoreError; a bad statement is a bug and stays as it is.
+            orig = exc.orig if isinstance(exc, DBAPIError) else exc
+            if isinstance(orig, (duckdb.IOException, duckdb.OutOfMemoryException)) or \
+                    (isinstance(exc, DBAPIError) and exc.connection_invalidated):
+                raise StoreError(f"the store {self.name} could not be read or written: {orig}",
+                                 hint="check the disk or server it lives on; the transaction was rolled back") from exc
+            raise
         finally:
             conn.close()
 
@@ -135,8 +145,17 @@ class Store:
                 yield session
                 session.flush()
 
+    def revision(self) -> str | None:
+        return current_revision(self)
+
     def dispose(self) -> None:
         self.engine.dispose()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.dispose()
 
 
 def _alembic_config(store: Store):
@@ -199,7 +218,7 @@ def upgrade(db: str | None = None) -> tuple[str, str | None, str]:
         store.dispose()
 
 
-def open_store(db: str | None = None, *, read_only: bool = False) -> Store:
+def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: float = LOCK_WAIT_S) -> Store:
     """Open the store, checking its revision. A missing or empty store is created when writing."""
     url, path = resolve_url(db)
     if path is not None and not path.exists():
@@ -208,13 +227,13 @@ def open_store(db: str | None = None, *, read_only: bool = False) -> Store:
                            hint="run a hypothesis, `wb import evidence FILE.csv` or `wb db upgrade` first, "
                                 "or point --db / WB_DB at an existing store")
         upgrade(db)
-    store = Store(url, path, read_only=read_only)
+    store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s)
     rev = current_revision(store)
     head = head_revision()
     if rev is None and not read_only and not _has_tables(store):
         store.dispose()
         upgrade(db)
-        store = Store(url, path, read_only=read_only)
+        store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s)
         rev = current_revision(store)
     if rev is None and _has_tables(store):
         store.dispose()

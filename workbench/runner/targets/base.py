@@ -10,8 +10,8 @@ import abc
 import asyncio
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any
+from pathlib import Path, PurePosixPath
+from typing import IO, Any, Mapping
 
 
 @dataclass
@@ -46,11 +46,20 @@ class Clock:
         self.target_s[host] = self.target_s.get(host, 0.0) + seconds
 
 
+LOCK_NAME = "wb-target.lock"  # the per-target lock file (see runner.lock)
+
+
 class Target(abc.ABC):
-    """One kind of place runs happen. Hosts are names; `local` targets have the single host `local`."""
+    """One kind of place runs happen. Hosts are names; `local` targets have the single host `local`.
+
+    Every hook the runner calls is here with a default, so a target that needs nothing inherits it.
+    """
 
     kind: str = "?"
     children_dir: Path | None = None  # where local commands note their process groups (see runner.orphans)
+    # True when this target started the deployment itself (and stops it in `teardown`): the restore
+    # then needs no restart, the deployment goes away.
+    started_here: bool = False
 
     def __init__(self, hosts: list[str]) -> None:
         self.hosts = hosts
@@ -120,9 +129,54 @@ class Target(abc.ABC):
     def manual_copy(self, host: str, local_file: str, path: str) -> str:
         return f"cp {shlex.quote(local_file)} {shlex.quote(path)}"
 
-    def work_root(self) -> str | None:
-        """Where per-run folders live on the target; None means the runner's local artifacts folder."""
+    def work_root(self, options: Mapping[str, Any]) -> str | None:
+        """A fresh folder for this experiment's per-run folders on the target; None: the runner's local
+        artifacts folder."""
         return None
+
+    def lock_file(self, options: Mapping[str, Any], config_path: str | None) -> str | None:
+        """Where the lock of this deployment lives on a host: next to the config file the experiment rewrites;
+        None when there is nothing to protect."""
+        if not config_path:
+            return None
+        p = PurePosixPath(config_path)
+        return str(p.parent / f".{p.name}.{LOCK_NAME}")
+
+    def keep_notes(self, folder: Path) -> None:
+        """Where this execution notes what it started (local process groups, see runner.orphans), so a
+        `--resume` after kill -9 can stop it."""
+        self.children_dir = folder / "children"
+
+    def summary(self) -> str:
+        """The target as an execution records it."""
+        return self.kind
+
+    def context(self) -> dict[str, str]:
+        """Template values the target contributes before it is set up (e.g. its state folder)."""
+        return {}
+
+    async def setup(self, serve_file: Path, env: dict[str, str]) -> dict[str, str]:
+        """Prepare the deployment before the first run; returns template values (ports, folders)."""
+        return {}
+
+    async def teardown(self) -> str | None:
+        """Undo `setup` after the restore; returns a warning text when that failed."""
+        return None
+
+    async def run_arm(self, variables: dict[str, str], replicate: int) -> tuple[dict[str, float], dict[str, Any]] | None:
+        """Run one arm in process: (metrics, fingerprint additions); None: run the profile's workload command."""
+        return None
+
+    async def put_files(self, host: str, base: str, files: dict[str, bytes]) -> None:
+        """Upload files (relative path -> content) under `base` on the host."""
+        for rel, data in files.items():
+            path = f"{base}/{rel}"
+            await self.mkdir(host, path.rsplit("/", 1)[0])
+            await self.write_file(host, path, data, 0o644)
+
+    async def fetch_dir(self, host: str, path: str, local_dir: Path) -> int:
+        """Copy a folder from the host (one level); the number of files copied."""
+        raise NotImplementedError(f"{type(self).__name__} keeps its run folders local")
 
 
 async def pump(stream: Any, sink: IO[bytes] | None, chunks: list[bytes]) -> None:

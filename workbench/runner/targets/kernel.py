@@ -1,23 +1,34 @@
 """The `kernel` target: the kernel-level geometry experiment on this machine's torch, one call per run.
 
-Both arms of a block share a data seed (a paired comparison); blocks get different seeds, so
-replicates are independent draws rather than copies.
+The profile's options are the call's keyword arguments, declared in the experiment file like any
+other target's commands: a value may name experiment variables (`geometry_fix: "{{ geometry_fix }}"`),
+"on"/"off" become booleans and whole numbers integers. Both arms of a block share a data seed (a
+paired comparison); blocks get different seeds, so replicates are independent draws, not copies.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from typing import Any
 
-from workbench.errors import TargetError
+from workbench.errors import BadInput, TargetError
+from workbench.runner.render import render_text
 from workbench.runner.targets.local import LocalTarget
 
 KERNEL_METRICS = ("corrupted_tokens", "mismatch_bytes", "tokens", "bytes")
+BOOLEANS = {"on": True, "true": True, "yes": True, "off": False, "false": False, "no": False}
 
 
-def _on(value: Any) -> bool:
-    return str(value).lower() in ("on", "true", "1", "yes")
+def _argument(value: Any) -> Any:
+    text = str(value)
+    if text.lower() in BOOLEANS:
+        return BOOLEANS[text.lower()]
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
 class KernelTarget(LocalTarget):
@@ -30,27 +41,31 @@ class KernelTarget(LocalTarget):
     def run_seed(self, variables: dict[str, str], replicate: int) -> int:
         return int(variables.get("seed", "0") or 0) * 100_003 + replicate
 
+    def arguments(self, variables: dict[str, str], replicate: int) -> dict[str, Any]:
+        """The call's keyword arguments: every profile option, rendered with the run's variables."""
+        kwargs = {name: _argument(render_text(str(value), variables, where=f"options.{name}"))
+                  for name, value in self.options.items()}
+        kwargs["seed"] = self.run_seed(variables, replicate)
+        return kwargs
+
     async def run_arm(self, variables: dict[str, str], replicate: int) -> tuple[dict[str, float], dict[str, Any]]:
         """(metrics, fingerprint additions) for one run of the geometry A/B."""
+        from wb_kernels.experiment import run_geometry_arm
+
+        kwargs = self.arguments(variables, replicate)
         try:
-            from kernels.experiment import run_geometry_arm
-        except ImportError as exc:
-            raise TargetError(f"the kernel experiment is not available: {exc}",
-                              hint="kernels.experiment.run_geometry_arm ships with the kernels package") from exc
-        seed = self.run_seed(variables, replicate)
-        kwargs: dict[str, Any] = {"geometry_fix": _on(variables.get("geometry_fix", "off")), "seed": seed,
-                                  "partial_pages": _on(variables.get("partial_pages", "on"))}
-        if "tokens" in self.options:
-            kwargs["tokens"] = int(self.options["tokens"])
-        if "impl" in self.options:
-            kwargs["impl"] = str(self.options["impl"])
+            inspect.signature(run_geometry_arm).bind(**kwargs)
+        except TypeError as exc:
+            raise BadInput(f"the kernel profile's options do not fit run_geometry_arm: {exc}",
+                           hint="options are its keyword arguments: geometry_fix, partial_pages, tokens, impl") from exc
         t0 = time.monotonic()
         try:
             result = await asyncio.to_thread(run_geometry_arm, **kwargs)
-        except Exception as exc:
-            raise TargetError(f"run_geometry_arm failed: {type(exc).__name__}: {exc}") from exc
+        except RuntimeError as exc:  # torch reports CUDA failures (out of memory, launch errors) this way
+            raise TargetError(f"the transfer kernel failed on this machine: {exc}",
+                              hint="check the GPU with `wb kernel check`") from exc
         finally:
             self.clock.add("local", time.monotonic() - t0)
         metrics = {k: float(result[k]) for k in KERNEL_METRICS if k in result}
-        extra = {"kernel_impl": result.get("impl"), "kernel_device": result.get("device"), "run_seed": seed}
+        extra = {"kernel_impl": result.get("impl"), "kernel_device": result.get("device"), "run_seed": kwargs["seed"]}
         return metrics, extra

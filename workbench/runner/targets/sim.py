@@ -4,13 +4,13 @@ ports for the experiment and stops it afterwards (so `wb hypothesis run ID` need
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from workbench.errors import SimError
+from workbench.runner.targets.base import LOCK_NAME
 from workbench.runner.targets.local import LocalTarget
 
 UP_TIMEOUT_S = 120.0
@@ -44,9 +44,19 @@ class SimTarget(LocalTarget):
         self.sim_dir = sim_dir
         self.options = options
         self.started_here = False
-        self.context: dict[str, str] = {}
+        self.served: dict[str, str] = {}
         # Notes that this execution started pdsim, so a resume after kill -9 stops it at the end as well.
         self.marker: Path | None = None
+
+    def context(self) -> dict[str, str]:
+        return {"sim_dir": str(self.sim_dir)}
+
+    def lock_file(self, options: Mapping[str, Any], config_path: str | None) -> str | None:
+        return str(self.sim_dir / LOCK_NAME)  # pdsim's folder is the deployment, whatever the config file
+
+    def keep_notes(self, folder: Path) -> None:
+        super().keep_notes(folder)
+        self.marker = folder / "sim-started"
 
     async def _healthy(self, ports: list[str]) -> bool:
         for p in ports:
@@ -61,8 +71,8 @@ class SimTarget(LocalTarget):
         ports = [current.get("prefill_port"), current.get("decode_port")]
         if all(ports) and await self._healthy([p for p in ports if p]):
             self.started_here = self.marker is not None and self.marker.exists()
-            self.context = {"sim_dir": str(self.sim_dir), "prefill_port": str(ports[0]), "decode_port": str(ports[1])}
-            return self.context
+            self.served = {"sim_dir": str(self.sim_dir), "prefill_port": str(ports[0]), "decode_port": str(ports[1])}
+            return self.served
         from workbench.sim.control import free_port
 
         prefill = free_port()
@@ -78,8 +88,8 @@ class SimTarget(LocalTarget):
             raise SimError(f"could not start pdsim in {self.sim_dir}: {res.excerpt()}",
                            hint=f"try it by hand: {cmd}")
         self.started_here = True
-        self.context = {"sim_dir": str(self.sim_dir), "prefill_port": pp, "decode_port": dp}
-        return self.context
+        self.served = {"sim_dir": str(self.sim_dir), "prefill_port": pp, "decode_port": dp}
+        return self.served
 
     async def teardown(self) -> str | None:
         """Stop the pdsim this runner started; returns an error text when it would not stop."""
@@ -93,6 +103,7 @@ class SimTarget(LocalTarget):
         return None if res.ok else f"`{cmd}` failed: {res.excerpt()}"
 
 
-def default_sim_dir(root: Path, options: dict[str, Any]) -> Path:
-    d = options.get("dir") or os.environ.get("WB_SIM_DIR")
+def default_sim_dir(root: Path, options: dict[str, Any], sim_dir: Path | None = None) -> Path:
+    """The profile's `dir`, else the configured sim folder ($WB_SIM_DIR), else .wb/sim in the workbench."""
+    d = options.get("dir") or sim_dir
     return Path(str(d)).expanduser().resolve() if d else (root / ".wb" / "sim").resolve()

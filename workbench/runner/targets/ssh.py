@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import shlex
 import time
-from pathlib import Path
-from typing import IO, Any
+import uuid
+from pathlib import Path, PurePosixPath
+from typing import IO, Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from workbench.errors import TargetError
-from workbench.runner.targets.base import CmdResult, Target, supervise
+from workbench.runner.targets.base import LOCK_NAME, CmdResult, Target, supervise
 
 RECONNECT_ATTEMPTS = 5
 RECONNECT_DELAY_S = 1.0
@@ -52,6 +53,16 @@ class SshTarget(Target):
         self._jumps: dict[str, Any] = {}
         self._forwards: dict[tuple[str, str, int], Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+
+    def work_root(self, options: Mapping[str, Any]) -> str | None:
+        return str(options.get("work_dir", "/tmp/wb-runs")) + f"/{uuid.uuid4().hex[:12]}"
+
+    def lock_file(self, options: Mapping[str, Any], config_path: str | None) -> str | None:
+        # Without a config file, the remote work folder stands for the deployment.
+        return super().lock_file(options, config_path) or str(PurePosixPath(str(options.get("work_dir", "/tmp/wb-runs"))) / LOCK_NAME)
+
+    def summary(self) -> str:
+        return "ssh:" + ",".join(self.describe(h) for h in self.hosts)
 
     # ------------------------------------------------------------------ connections
     def _options(self) -> dict[str, Any]:

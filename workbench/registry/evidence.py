@@ -1,4 +1,4 @@
-"""Importing historical evidence (a CSV of past runs, like the seed's) as runs with provenance.
+"""Reading historical evidence (a CSV of past runs, like the seed's) as runs with provenance.
 
 Blank cells stay unknown: a metric absent from the CSV is never stored, so analysis cannot use a
 number nobody measured. The import is all-or-nothing: one bad row and nothing is written.
@@ -24,17 +24,6 @@ TEXT_COLUMNS = ("run_id", "phase", "source_quote", "reported_corruption")
 MAX_NUMBER = 1e12  # a count or a duration beyond this is a typo or an overflow, never a measurement
 INTEGER_METRICS = ("sessions", "leak", "error", "done", "maxrounds", "no_tool", "timeouts", "waiting_for_input")
 FLOAT_METRICS = ("wall_s",)
-
-
-@dataclass
-class ImportResult:
-    file: str
-    experiment: str
-    imported: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped}
 
 
 def _number(text: str, *, integer: bool, where: str, column: str) -> float | int:
@@ -140,40 +129,3 @@ def parse_evidence(path: Path, variables: dict[str, Any]) -> list[dict[str, Any]
     if not rows:
         raise BadInput(f"{path}: no rows after the header")
     return rows
-
-
-def import_evidence(*, file: str | Path, db: str | None, root: str | Path | None = None,
-                    experiment: str = "agent-repro") -> ImportResult:
-    """Store each CSV row as a historical run of `experiment`; rows already imported (same label and file content) are skipped."""
-    from sqlmodel import select
-
-    from workbench.registry import load_registry
-    from workbench.store import jsonx, open_store, records
-    from workbench.store.models import Run
-
-    reg = load_registry(root)
-    exp = reg.experiments.get(experiment)
-    if exp is None:
-        raise BadInput(f"no experiment {experiment!r}", hint=f"experiments: {', '.join(sorted(reg.experiments))}")
-    path = Path(file)
-    rows = parse_evidence(path, exp.variables)
-    result = ImportResult(file=str(path), experiment=experiment)
-    store = open_store(db)
-    try:
-        with store.session() as session:
-            existing = session.exec(select(Run).where(Run.source == "import", Run.experiment_id == experiment)).all()
-            seen = {(r.label, (jsonx.loads(r.provenance, {}) or {}).get("sha256")) for r in existing}
-            for row in rows:
-                if (row["label"], row["provenance"]["sha256"]) in seen:
-                    result.skipped.append(row["label"])
-                    continue
-                run = records.create_run(session, experiment_id=experiment, variables=row["variables"],
-                                         source="import", label=row["label"], status="historical",
-                                         phase=row["phase"], provenance=jsonx.dumps(row["provenance"]),
-                                         fingerprint={"workload": row["workload"]})
-                records.add_metrics(session, run_id=run.id, metrics=row["metrics"], source="import")
-                result.imported.append({"id": run.id, "label": row["label"], "variables": row["variables"],
-                                        "metrics": row["metrics"]})
-    finally:
-        store.dispose()
-    return result

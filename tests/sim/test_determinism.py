@@ -1,0 +1,38 @@
+"""Same serve file + same workload seed -> the same per-session outcomes, on an idle host and beside
+CPU and disk stressors (pdsim runs on simulated time, so host speed changes only how long it takes)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from workbench.sim import control, logs, repro
+from workbench.sim.stress import Stress
+
+from pdsim_kit import write_serve
+
+# The wedge world without the fix: timeouts, aborts, the wedge and the abort race, all of which
+# used to follow the host's speed. A small pool makes them happen with a small, quick workload.
+VALUES = {"causal_model": "wedge", "nixl_abort_fix": "off", "decode_pool_mb": 30, "seed": 3}
+
+
+def _outcomes(sim_dir) -> tuple[list[tuple], int]:
+    control.restart(sim_dir)
+    t0 = datetime.now(timezone.utc)
+    res = repro.run_repro(sim_dir, sessions=24, rounds=4, tag="det")
+    wfi = sum(1 for line in logs.read_journal(sim_dir, "decode", t0)
+              if "waitingforinput" in line.lower())
+    rows = sorted((s.session, s.outcome, s.rounds, s.error, s.timings["wall_s"],
+                   tuple(s.timings["rounds_s"])) for s in res.sessions)
+    return rows, wfi
+
+
+def test_same_outcomes_idle_and_under_stress(sim_dir, tmp_path):
+    control.up(sim_dir, config=write_serve(sim_dir, **VALUES))
+    idle, wfi_idle = _outcomes(sim_dir)
+    with Stress(cpu=2, writers=1, mb=200, dir=tmp_path) as s:
+        assert len(s.pids) == 3
+        loaded, wfi_loaded = _outcomes(sim_dir)
+    assert loaded == idle
+    assert wfi_loaded == wfi_idle
+    outcomes = {row[1] for row in idle}
+    assert {"error", "leak"} <= outcomes and wfi_idle > 0    # timeouts, the wedge and the race ran

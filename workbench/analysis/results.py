@@ -1,0 +1,228 @@
+"""What an analysis returns: frozen result types that the CLI, the Markdown and the HTML each format.
+
+`to_dict()` is the JSON stored with a verdict (and printed by `--json`); `from_dict()` reads that
+JSON back, so a stored verdict and a fresh analysis reach the report as the same type.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+VERDICTS = ("supported", "falsified", "inconclusive", "invalid")
+
+
+def json_safe(x: Any) -> Any:
+    """JSON-safe copy: no inf/nan, no tuples, no sets, no numpy scalars."""
+    if isinstance(x, float):
+        return None if (math.isnan(x) or math.isinf(x)) else x
+    if isinstance(x, dict):
+        return {str(k): json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, set)):
+        return [json_safe(v) for v in x]
+    if hasattr(x, "to_dict"):
+        return json_safe(x.to_dict())
+    if hasattr(x, "item") and not isinstance(x, (str, bytes)):
+        return json_safe(x.item())
+    return x
+
+
+def _known(cls: type, d: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
+
+
+def _pair(v: Any) -> tuple[Any, Any] | None:
+    return None if v is None else (v[0], v[1])
+
+
+@dataclass(frozen=True)
+class Check:
+    """One validity check: passed True, False, or None (could not be checked); `effect` is what a
+    check that did not pass does to the verdict: "invalid", "inconclusive" or "none"."""
+
+    name: str
+    passed: bool | None
+    detail: str
+    effect: str = "none"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Check":
+        return cls(str(d.get("name", "")), d.get("passed"), str(d.get("detail", "")), str(d.get("effect", "none")))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "detail": self.detail, "effect": self.effect}
+
+
+# Figures a judgement carries only for some kinds of metric or test; absent ones are left out of its JSON.
+_OPTIONAL = ("k", "n", "runs", "unknown_runs", "interval_kind", "e_against", "e_for", "looks", "wilson", "fisher_p",
+             "boschloo_p", "mann_whitney_p", "medians", "confidence", "more_runs_needed", "p_against_holm",
+             "completed", "target", "by_process")
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One prediction judged: the estimate, its interval, and where it lies against the predicted region."""
+
+    metric: str
+    where: str | None
+    region: str
+    bounds: tuple[float | None, float | None]
+    describe: str
+    why: str
+    basis: str
+    estimate: float | None
+    interval: tuple[float, float] | None
+    outcome: str
+    p_against: float | None = None
+    p_for: float | None = None
+    more_units_needed: int | None = None
+    note: str = ""
+    k: Any = None  # units counted (a pair for a difference between arms)
+    n: Any = None
+    runs: Any = None
+    unknown_runs: Any = None
+    interval_kind: str | None = None
+    e_against: float | None = None
+    e_for: float | None = None
+    looks: int | None = None
+    wilson: tuple[float, float] | None = None
+    fisher_p: float | None = None
+    boschloo_p: float | None = None
+    mann_whitney_p: float | None = None
+    medians: tuple[float, float] | None = None
+    confidence: float | None = None
+    more_runs_needed: int | None = None
+    p_against_holm: float | None = None
+    completed: "Judgement | None" = None  # the same prediction over completed units only
+    target: str | None = None
+    by_process: dict[str, int] | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Judgement":
+        d = _known(cls, d)
+        base = {"metric": "", "where": None, "region": "", "bounds": (None, None), "describe": "", "why": "",
+                "basis": "all", "estimate": None, "interval": None, "outcome": "inconclusive"}
+        merged = {**base, **d}
+        merged["bounds"] = _pair(merged["bounds"]) or (None, None)
+        merged["interval"] = _pair(merged["interval"])
+        merged["wilson"] = _pair(merged.get("wilson"))
+        merged["medians"] = _pair(merged.get("medians"))
+        for key in ("k", "n"):
+            if isinstance(merged.get(key), list):
+                merged[key] = tuple(merged[key])
+        if isinstance(merged.get("completed"), dict):
+            merged["completed"] = cls.from_dict(merged["completed"])
+        return cls(**merged)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for key in _OPTIONAL:
+            if out[key] is None:
+                del out[key]
+        if self.completed is not None:
+            out["completed"] = {k: v for k, v in self.completed.to_dict().items()
+                                if k in ("k", "n", "estimate", "interval", "outcome", "note")}
+        return json_safe(out)
+
+
+@dataclass(frozen=True)
+class ArmEstimate:
+    """One metric in one arm: a pooled proportion (k/n, Wilson interval) or a median of per-run values."""
+
+    kind: str
+    runs: int
+    unknown_runs: int = 0
+    k: float | None = None
+    n: float | None = None
+    rate: float | None = None
+    wilson: tuple[float, float] | None = None
+    median: float | None = None
+    interval: tuple[float, float] | None = None
+    confidence: float | None = None
+    warning: str | None = None
+    total: float | None = None
+
+    @property
+    def estimate(self) -> float | None:
+        return self.rate if self.kind == "proportion" else self.median
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        return self.wilson if self.kind == "proportion" else self.interval
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ArmEstimate":
+        d = _known(cls, d)
+        for key in ("wilson", "interval"):
+            d[key] = _pair(d.get(key))
+        return cls(**{"kind": "count", "runs": 0, **d})
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_safe({f.name: getattr(self, f.name) for f in fields(self)
+                          if getattr(self, f.name) is not None or f.name in ("kind", "runs", "unknown_runs")})
+
+
+@dataclass(frozen=True)
+class ArmSummary:
+    variables: dict[str, str]
+    runs: int
+    units: float
+    metrics: dict[str, ArmEstimate] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ArmSummary":
+        return cls(dict(d.get("variables") or {}), int(d.get("runs") or 0), float(d.get("units") or 0),
+                   {m: ArmEstimate.from_dict(v) for m, v in (d.get("metrics") or {}).items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"variables": self.variables, "runs": self.runs, "units": self.units,
+                "metrics": {m: e.to_dict() for m, e in self.metrics.items()}}
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The verdict on one hypothesis and everything it rests on."""
+
+    hypothesis_id: str
+    verdict: str
+    reasoning: str
+    checks: tuple[Check, ...] = ()
+    predictions: tuple[Judgement, ...] = ()
+    arms: dict[str, ArmSummary] = field(default_factory=dict)
+    attrition: dict[str, Any] = field(default_factory=dict)
+    drift: dict[str, Any] = field(default_factory=dict)
+    aa: dict[str, Any] | None = None
+    execution_id: int | None = None
+    mode: str = "pooled"
+    sequential: bool = False
+    replicates: int = 0
+    runs: dict[str, list[Any]] = field(default_factory=dict)
+    excluded: tuple[str, ...] = ()
+    hypothesis_sha256: str | None = None
+    counts: dict[str, Any] = field(default_factory=dict)  # reachability: probe calls per target
+
+    def check(self, name: str) -> Check | None:
+        return next((c for c in self.checks if c.name == name), None)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Analysis":
+        return cls(hypothesis_id=str(d.get("hypothesis_id", "")), verdict=str(d.get("verdict", "inconclusive")),
+                   reasoning=str(d.get("reasoning") or ""),
+                   checks=tuple(Check.from_dict(c) for c in d.get("checks") or [] if isinstance(c, dict)),
+                   predictions=tuple(Judgement.from_dict(p) for p in d.get("predictions") or [] if isinstance(p, dict)),
+                   arms={a: ArmSummary.from_dict(s) for a, s in (d.get("arms") or {}).items()},
+                   attrition=dict(d.get("attrition") or {}), drift=dict(d.get("drift") or {}), aa=d.get("aa"),
+                   execution_id=d.get("execution_id"), mode=str(d.get("mode") or "pooled"),
+                   sequential=bool(d.get("sequential")), replicates=int(d.get("replicates") or 0),
+                   runs=dict(d.get("runs") or {}), excluded=tuple(d.get("excluded") or ()),
+                   counts=dict(d.get("counts") or {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_safe({"hypothesis_id": self.hypothesis_id, "execution_id": self.execution_id, "mode": self.mode,
+                          "sequential": self.sequential, "verdict": self.verdict, "reasoning": self.reasoning,
+                          "checks": self.checks, "predictions": self.predictions, "arms": self.arms,
+                          "attrition": self.attrition, "drift": self.drift, "aa": self.aa,
+                          "replicates": self.replicates, "runs": self.runs, "excluded": self.excluded,
+                          **({"counts": self.counts} if self.counts else {})})

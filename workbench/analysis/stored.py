@@ -1,0 +1,109 @@
+"""Analysing what a store holds: read the runs an analysis needs, decide, record the verdict.
+
+This is the one place where analysis meets the store; `verdict.analyze` itself sees typed runs only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from workbench.analysis.data import run_query
+from workbench.analysis.results import Analysis
+from workbench.analysis.verdict import analyze, arm_names
+from workbench.errors import BadInput
+from workbench.registry.experiment import per_replicate_names
+from workbench.registry.hypothesis import Hypothesis
+
+if TYPE_CHECKING:
+    from workbench.registry.loader import Registry
+    from workbench.store.engine import Store
+
+
+def arm_assignments(registry: "Registry", h: Hypothesis, mode: str,
+                    overrides: dict[str, str] | None) -> dict[str, dict[str, str]]:
+    """Each arm's expected variables under the execution's `--set` overrides."""
+    out = {}
+    for a in arm_names(h, mode):
+        base = "control" if a == "control_aa" else a
+        try:
+            out[a] = registry.arm_assignment(h, base, overrides)
+        except BadInput as exc:
+            raise BadInput(f"the overrides {overrides} recorded with this execution no longer apply to arm {base} "
+                           f"of {h.id}: {exc.message}", hint=exc.hint) from exc
+    return out
+
+
+def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, execution_id: int | None = None,
+                   include_imported: bool | None = None, sequential: bool | None = None,
+                   overrides: dict[str, str] | None = None) -> Analysis:
+    """Decide `hypothesis_id` from the runs in `store`.
+
+    Without `execution_id` every stored run of the experiment whose recorded variables match an arm
+    is used, imported evidence included. With it, that execution's runs (by their arm label), and
+    imported evidence only when `include_imported=True` is passed. `sequential` defaults to the
+    execution's mode; sequential executions are judged by always-valid tests.
+    """
+    h = registry.hypothesis(hypothesis_id)
+    exp = registry.experiment_for(h)
+    execution = None
+    if execution_id is not None:
+        execution = store.execution(execution_id)
+        if execution is None:
+            raise BadInput(f"no execution {execution_id} in the store", hint="wb runs list shows the executions")
+    mode = execution.mode if execution is not None else "pooled"
+    if include_imported is None:
+        include_imported = execution is None
+    if overrides is None and execution is not None:
+        overrides = execution.overrides
+    runs = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=bool(include_imported)),
+                               with_probes=h.kind == "reachability")
+    configs = store.rendered_configs(sorted({r.config_hash for r in runs if r.config_hash}))
+    return analyze(h, exp, runs, assignments=arm_assignments(registry, h, mode, overrides), configs=configs,
+                   execution_id=execution_id, mode=mode,
+                   sequential=mode == "sequential" if sequential is None else bool(sequential),
+                   per_replicate=frozenset(per_replicate_names(exp, h, overrides or {})))
+
+
+def record_verdict(store: "Store", analysis: Analysis, *, execution_id: int | None = None) -> int:
+    """Store the analysis as a verdict (reasoning, checks, and the full analysis as details); its id."""
+    d = analysis.to_dict()
+    return store.add_verdict(hypothesis_id=analysis.hypothesis_id, verdict=analysis.verdict,
+                             reasoning=analysis.reasoning, checks=d["checks"], details=d,
+                             execution_id=execution_id if execution_id is not None else analysis.execution_id,
+                             hypothesis_sha256=analysis.hypothesis_sha256)
+
+
+@dataclass(frozen=True)
+class SequentialDecision:
+    """What the runner does after a replicate block: stop (with this verdict) or run another block."""
+
+    stop: bool
+    verdict: str
+    reasoning: str
+    replicates: int = 0
+    max_replicates: int = 0
+
+
+def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str, *, execution_id: int,
+                        max_replicates: int | None = None) -> SequentialDecision:
+    """Decide after a replicate block of a `--sequential` execution whether to stop.
+
+    Stops when the always-valid tests decide (supported / falsified), when a validity check makes
+    more data pointless (invalid), or when the budget (design.max_replicates) is spent.
+    """
+    h = registry.hypothesis(hypothesis_id)
+    exp = registry.experiment_for(h)
+    budget = max_replicates or (h.design.max_replicates if h.design and h.design.max_replicates else None) \
+        or exp.design.max_replicates
+    a = analyze_stored(store, registry, hypothesis_id, execution_id=execution_id, sequential=True)
+    reps = a.replicates
+    if a.verdict in ("supported", "falsified", "invalid"):
+        return SequentialDecision(True, a.verdict, a.reasoning, reps, budget)
+    if reps >= budget:
+        return SequentialDecision(True, "inconclusive",
+                                  f"The budget of {budget} replicates is spent without a decision. " + a.reasoning,
+                                  reps, budget)
+    return SequentialDecision(False, "inconclusive",
+                              f"After {reps} of at most {budget} replicates nothing is decided yet; "
+                              "run another block. " + a.reasoning, reps, budget)

@@ -1,0 +1,332 @@
+"""The application: one `Workbench`, opened from `Settings`, with one method per thing a user does.
+
+The CLI builds it once and formats what its methods return; the methods open the registry and the
+store, call the library, and close what they opened. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
+
+from workbench.errors import BadInput, WbError
+from workbench.settings import Settings
+
+if TYPE_CHECKING:
+    from workbench.analysis.confounds import Finding
+    from workbench.analysis.results import Analysis
+    from workbench.registry.hypothesis import Hypothesis
+    from workbench.registry.loader import Registry
+    from workbench.runner.execute import RunOptions
+    from workbench.runner.plan import PlannedRun
+    from workbench.runner.summary import ExecutionResult
+    from workbench.store.engine import Store
+    from workbench.store.entities import RunRecord, VerdictRecord
+
+FORMATS = ("html", "md")
+
+
+@dataclass(frozen=True)
+class HypothesisStatus:
+    """A hypothesis with its latest stored verdict (None before the first)."""
+
+    hypothesis: "Hypothesis"
+    verdict: "VerdictRecord | None"
+
+    @property
+    def status(self) -> str:
+        return self.verdict.verdict if self.verdict else self.hypothesis.status
+
+    def to_dict(self) -> dict[str, Any]:
+        h, v = self.hypothesis, self.verdict
+        return {"id": h.id, "parent": h.parent, "kind": h.kind, "claim": h.claim, "experiment": h.experiment,
+                "isolates": h.isolates, "declared_status": h.status, "status": self.status,
+                "verdict": v.verdict if v else None, "verdict_at": v.created_at if v else None}
+
+
+@dataclass(frozen=True)
+class HypothesisDetail(HypothesisStatus):
+    arms: dict[str, dict[str, str]] = field(default_factory=dict)
+    children: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["definition"] = self.hypothesis.model_dump(mode="json", exclude_none=True)
+        out["arms"] = self.arms
+        out["children"] = list(self.children)
+        out["reasoning"] = self.verdict.reasoning if self.verdict else None
+        out["checks"] = self.verdict.checks if self.verdict else []
+        return out
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """`wb hypothesis run`: the execution, its analysis (None when it could not run: `analysis_error`
+    says why) and the hypothesis page of the rebuilt site."""
+
+    execution: "ExecutionResult"
+    analysis: "Analysis | None"
+    analysis_error: str | None = None
+    report: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        a = self.analysis
+        return {**self.execution.to_dict(), "verdict": a.verdict if a else None, "reasoning": a.reasoning if a else None,
+                "checks": [c.to_dict() for c in a.checks] if a else [], "analysis_error": self.analysis_error,
+                "report": self.report}
+
+
+@dataclass
+class ImportResult:
+    file: str
+    experiment: str
+    imported: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped}
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    format: str
+    markdown: str | None = None
+    site: dict[str, Any] = field(default_factory=dict)
+    page: str | None = None  # the page to show (index, or the hypothesis asked for)
+
+
+@dataclass(frozen=True)
+class LineageNode:
+    status: HypothesisStatus
+    depth: int
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.status.to_dict()
+        return {k: d[k] for k in ("id", "parent", "kind", "claim", "status", "verdict", "verdict_at")} | \
+            {"depth": self.depth}
+
+
+@dataclass(frozen=True)
+class Revision:
+    store: str
+    revision: str | None
+    head: str
+
+    @property
+    def is_head(self) -> bool:
+        return self.revision == self.head
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"store": self.store, "revision": self.revision, "head": self.head, "is_head": self.is_head}
+
+
+class Workbench:
+    """One workbench folder and its store, as `settings` name them."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._registry: "Registry | None" = None
+
+    @classmethod
+    def open(cls, settings: Settings | None = None) -> "Workbench":
+        return cls(settings or Settings.from_env())
+
+    @property
+    def registry(self) -> "Registry":
+        if self._registry is None:
+            from workbench.registry import load_registry
+
+            self._registry = load_registry(self.settings.root)
+        return self._registry
+
+    @contextmanager
+    def store(self, *, read_only: bool = False) -> Iterator["Store"]:
+        from workbench.store import open_store
+
+        with open_store(self.settings.db, read_only=read_only, lock_wait_s=self.settings.lock_wait_s) as store:
+            yield store
+
+    def _store_exists(self) -> bool:
+        from workbench.store import resolve_url
+
+        _, path = resolve_url(self.settings.db)
+        return path is None or path.exists()
+
+    def _verdicts(self) -> dict[str, "VerdictRecord"]:
+        """Latest stored verdict per hypothesis; empty when there is no store yet."""
+        if not self._store_exists():
+            return {}
+        with self.store(read_only=True) as store:
+            return store.latest_verdicts()
+
+    # ------------------------------------------------------------------ hypotheses
+    def hypotheses(self) -> list[HypothesisStatus]:
+        verdicts = self._verdicts()
+        return [HypothesisStatus(h, verdicts.get(h.id)) for h in self.registry.hypotheses]
+
+    def hypothesis(self, hypothesis_id: str) -> HypothesisDetail:
+        reg = self.registry
+        h = reg.hypothesis(hypothesis_id)
+        return HypothesisDetail(h, self._verdicts().get(h.id), {a: reg.arm_assignment(h, a) for a in h.arm_names},
+                                tuple(c.id for c in reg.children(h.id)))
+
+    def analyze(self, hypothesis_id: str, *, record: bool = True) -> "Analysis":
+        """Decide from the runs already stored (imported evidence included); store the verdict when `record`."""
+        from workbench.analysis.stored import analyze_stored, record_verdict
+
+        self.registry.hypothesis(hypothesis_id)  # bad id -> exit 2 before the store is touched
+        with self.store(read_only=not record) as store:
+            result = analyze_stored(store, self.registry, hypothesis_id)
+            if record:
+                record_verdict(store, result)
+        return result
+
+    def run(self, hypothesis_id: str, options: "RunOptions", *, report: bool | None = None,
+            fault: "Callable[[str, PlannedRun], Awaitable[None]] | None" = None) -> RunReport:
+        """Run the experiment, then decide from its runs and record the verdict.
+
+        The site is rebuilt when `report` is True, or (None) when the workbench already has one to keep
+        current: a user who never built a site does not pay for one after every run.
+        """
+        if report is None:
+            from workbench.report.site import MANIFEST
+
+            report = (Path(self.registry.root) / "reports" / MANIFEST).is_file()
+        from workbench.analysis.stored import analyze_stored, record_verdict
+        from workbench.runner.execute import execute, prepare
+
+        launch = None
+        if options.resume and not self._store_exists():  # nothing to resume: do not create a store
+            from workbench.store import resolve_url
+
+            _, path = resolve_url(self.settings.db)
+            raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume (no store at {path})",
+                           hint=f"start one with: wb hypothesis run {hypothesis_id}")
+        if not options.resume:  # bad input stops here, before the store is created or the target touched
+            launch = prepare(self.registry, hypothesis_id, options, sim_dir=self.settings.sim_dir)
+        with self.store() as store:
+            launch = launch or prepare(self.registry, hypothesis_id, options, store=store, sim_dir=self.settings.sim_dir)
+            done = execute(launch, store, show_progress=options.show_progress, artifacts=self.settings.artifacts,
+                           fault=fault)
+            analysis, error = None, None
+            try:
+                analysis = analyze_stored(store, self.registry, hypothesis_id, execution_id=done.execution_id)
+                record_verdict(store, analysis, execution_id=done.execution_id)
+            except WbError as exc:  # the runs are recorded; say why there is no verdict
+                error = exc.message
+            page = self._site(store)["hypotheses"].get(hypothesis_id) if report else None
+        return RunReport(done, analysis, error, page)
+
+    # ------------------------------------------------------------------ runs and evidence
+    def runs(self, *, hypothesis_id: str | None = None, limit: int | None = None) -> list["RunRecord"]:
+        with self.store(read_only=True) as store:
+            return store.runs(hypothesis_id=hypothesis_id, limit=limit)
+
+    def run_record(self, run_id: int) -> "RunRecord":
+        with self.store(read_only=True) as store:
+            run = store.run(run_id)
+        if run is None:
+            raise BadInput(f"no run {run_id} in the store", hint="wb runs list shows the run ids")
+        return run
+
+    def import_evidence(self, file: str | Path, *, experiment: str = "agent-repro") -> ImportResult:
+        """Store each CSV row as a historical run; rows already imported (same label and file) are skipped."""
+        from workbench.registry.evidence import parse_evidence
+        from workbench.store.entities import ImportedRun
+
+        exp = self.registry.experiments.get(experiment)
+        if exp is None:
+            raise BadInput(f"no experiment {experiment!r}",
+                           hint=f"experiments: {', '.join(sorted(self.registry.experiments))}")
+        rows = [ImportedRun(**row) for row in parse_evidence(Path(file), exp.variables)]
+        with self.store() as store:
+            done, skipped = store.import_runs(experiment, rows)
+        return ImportResult(str(file), experiment, [{"id": rid, "label": row.label, "variables": row.variables,
+                                                     "metrics": row.metrics} for rid, row in done], skipped)
+
+    def confounds(self, hypothesis_id: str | None = None) -> list["Finding"]:
+        from workbench.analysis.confounds import scan_confounds
+
+        if hypothesis_id is not None:
+            self.registry.hypothesis(hypothesis_id)  # an unknown id is bad input before the store is touched
+        with self.store(read_only=True) as store:
+            return scan_confounds(store, self.registry, hypothesis_id)
+
+    # ------------------------------------------------------------------ reports
+    def _site(self, store: "Store", out: str | Path | None = None) -> dict[str, Any]:
+        from workbench.report import build_site
+
+        return build_site(store, self.registry, Path(out) if out is not None else Path(self.registry.root) / "reports",
+                          artifacts=self.settings.artifacts)
+
+    def report(self, *, out: str | Path | None = None, fmt: str = "html", hypothesis_id: str | None = None) -> ReportResult:
+        """Build the site under `out` (default: reports/ in the workbench folder), or Markdown with fmt="md"."""
+        if fmt not in FORMATS:
+            raise BadInput(f"unknown format {fmt!r}", hint="use --format html or --format md")
+        if hypothesis_id is not None:
+            self.registry.hypothesis(hypothesis_id)  # a clear error for an unknown id before any work
+        with self.store(read_only=True) as store:
+            if fmt == "md":
+                from workbench.report.markdown import board_markdown, hypothesis_markdown
+
+                text = (hypothesis_markdown(store, self.registry, hypothesis_id) if hypothesis_id
+                        else board_markdown(store, self.registry))
+                return ReportResult("md", markdown=text)
+            site = self._site(store, out)
+        return ReportResult("html", site=site, page=site["hypotheses"][hypothesis_id] if hypothesis_id else site["index"])
+
+    def lineage(self) -> list[LineageNode]:
+        """The hypotheses in registry order, each with its status and depth below its root."""
+        statuses = self.hypotheses()
+        parent = {s.hypothesis.id: s.hypothesis.parent for s in statuses}
+        nodes = []
+        for s in statuses:
+            cur, depth = s.hypothesis.parent, 0
+            while cur in parent and depth < len(statuses):  # bounded: a cycle cannot loop forever
+                depth += 1
+                cur = parent[cur]
+            nodes.append(LineageNode(s, depth))
+        return nodes
+
+    # ------------------------------------------------------------------ the store's schema
+    def db_upgrade(self) -> tuple[str, str | None, str]:
+        from workbench.store import upgrade
+
+        return upgrade(self.settings.db)
+
+    def db_current(self) -> Revision:
+        from workbench.store import resolve_url
+        from workbench.store.engine import Store, head_revision
+
+        url, path = resolve_url(self.settings.db)
+        if path is not None and not path.exists():
+            raise BadInput(f"no store at {path}", hint=f"create it with: wb db upgrade --db {path}")
+        with Store(url, path, read_only=True, lock_wait_s=self.settings.lock_wait_s) as store:
+            return Revision(store.name, store.revision(), head_revision())
+
+    # ------------------------------------------------------------------ the transfer kernel
+    @staticmethod
+    def kernel_check(*, impl: str = "auto", seed: int = 0, quick: bool = False,
+                     progress: Callable[[str], None] | None = None) -> Any:
+        """Every transfer case byte for byte against an independent copy (a `CheckReport`)."""
+        from wb_kernels.check import run_check
+
+        return run_check(impl=impl, seed=seed, quick=quick, progress=progress)
+
+    @staticmethod
+    def kernel_bench(*, quick: bool = False, variants: list[int] | None = None, layers: int = 4,
+                     progress: Callable[[str], None] | None = None) -> Any:
+        """The CUDA kernel timed against the copy ceilings and the torch baseline (a `BenchReport`)."""
+        from wb_kernels.bench import run_bench
+
+        return run_bench(quick=quick, variants=variants, layers=layers, progress=progress)
+
+    @staticmethod
+    def schemas() -> dict[str, Any]:
+        from workbench.registry.experiment import Experiment
+        from workbench.registry.hypothesis import HypothesesFile
+
+        return {"hypotheses.yaml": HypothesesFile.model_json_schema(),
+                "experiments/*.yaml": Experiment.model_json_schema()}

@@ -1,0 +1,1 @@
+"""Targets: where an experiment's arms are applied (sim, local commands, SSH hosts, the transfer kernel)."""

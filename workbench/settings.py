@@ -1,0 +1,42 @@
+"""Settings: the environment and the command-line flags, read once at the edge and handed on.
+
+Nothing below the application object reads the environment for wb's own settings; it gets them
+from here (a `Settings` built from flags, with the environment filling what the flags leave unset).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Mapping
+
+from workbench.errors import BadInput
+
+DEFAULT_LOCK_WAIT_S = 15.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    db: str | None = None  # --db / $WB_DB: a DuckDB file or a SQLAlchemy URL (default wb.duckdb)
+    root: Path | None = None  # --root / $WB_ROOT: the workbench folder (default: found upward from the cwd)
+    lock_wait_s: float = DEFAULT_LOCK_WAIT_S  # $WB_DB_LOCK_WAIT: how long a second writer waits for the store
+    artifacts: Path | None = None  # $WB_ARTIFACTS: where run artifacts go (default .wb/artifacts)
+    sim_dir: Path | None = None  # $WB_SIM_DIR: pdsim's state folder for sim targets (default .wb/sim)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, db: str | None = None,
+                 root: str | Path | None = None) -> "Settings":
+        env = os.environ if environ is None else environ
+        wait = env.get("WB_DB_LOCK_WAIT", "")
+        try:
+            lock_wait = float(wait) if wait else DEFAULT_LOCK_WAIT_S
+        except ValueError:
+            raise BadInput(f"WB_DB_LOCK_WAIT={wait!r} is not a number of seconds") from None
+        root = root or env.get("WB_ROOT") or None
+        return cls(db=db if db is not None else (env.get("WB_DB") or None), root=Path(root) if root else None, lock_wait_s=lock_wait,
+                   artifacts=Path(env["WB_ARTIFACTS"]) if env.get("WB_ARTIFACTS") else None,
+                   sim_dir=Path(env["WB_SIM_DIR"]) if env.get("WB_SIM_DIR") else None)
+
+    def with_flags(self, *, db: str | None = None, root: str | Path | None = None) -> "Settings":
+        return replace(self, db=db if db is not None else self.db, root=Path(root) if root else self.root)

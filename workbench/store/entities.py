@@ -1,0 +1,224 @@
+"""What crosses the store boundary: frozen records of runs, executions, verdicts and reviews.
+
+Callers get these and never a session, a table model or SQL. Mapping-valued fields hold plain
+JSON-like data read back from the store; `to_dict()` gives the JSON shape the CLI prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Runs that carry evidence; the others (failed, interrupted, ...) are counted as attrition, not analysed.
+USABLE_STATUSES = ("ok", "historical")
+
+
+def iso(dt: Any) -> str | None:
+    return dt.isoformat() if dt is not None else None
+
+
+EXECUTION_UUID_KEY = "execution_uuid"  # the plan_json entry holding an execution's UUID
+
+
+@dataclass(frozen=True)
+class ArtifactRecord:
+    name: str
+    path: str
+    sha256: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class ProbeCountRecord:
+    process: str
+    pid: int
+    target: str
+    calls: int
+    resolved: bool = True
+    state: str | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One stored run with its metrics; the detail fields are filled by `Store.run()` and `Store.contents()`."""
+
+    id: int
+    execution_id: int | None
+    hypothesis_id: str | None
+    experiment_id: str | None
+    experiment_version: int | None
+    source: str
+    label: str | None
+    arm: str | None
+    replicate: int | None
+    order_index: int | None
+    block: int | None
+    host: str | None
+    target: str | None
+    status: str
+    stage: str | None
+    phase: str | None
+    started_at: str | None
+    ended_at: str | None
+    variables: dict[str, Any]
+    config_hash: str | None
+    provenance: str | None
+    error: str | None
+    metrics: dict[str, float] = field(default_factory=dict)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    rendered_config: str | None = None
+    artifacts: tuple[ArtifactRecord, ...] = ()
+    units: dict[str, int] = field(default_factory=dict)  # outcome -> units
+    probe_counts: tuple[ProbeCountRecord, ...] = ()
+
+    @property
+    def units_total(self) -> int:
+        return sum(self.units.values())
+
+    def to_dict(self, *, detail: bool = True) -> dict[str, Any]:
+        d = asdict(self)
+        if not detail:
+            for key in _DETAIL:
+                del d[key]
+            return d
+        d["units"] = {"total": self.units_total, "by_outcome": dict(self.units)}
+        return d
+
+
+_DETAIL = ("fingerprint", "rendered_config", "artifacts", "units", "probe_counts")
+
+
+@dataclass(frozen=True)
+class RunQuery:
+    """Which runs of one experiment the analysis reads, and which aggregates over their units.
+
+    `unit_filters` holds, per unit-counted metric, the (field, accepted values) pairs a unit must match.
+    """
+
+    experiment_id: str
+    metrics: tuple[str, ...] = ()
+    outcome_field: str = "outcome"
+    completed: tuple[str, ...] = ()
+    outcomes: tuple[str, ...] = ()
+    unit_filters: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
+    execution_id: int | None = None
+    include_imported: bool = True
+    statuses: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A run as the analysis sees it: variables, declared metrics and unit aggregates (never unit rows)."""
+
+    id: int
+    label: str | None
+    arm: str | None
+    status: str
+    source: str
+    execution_id: int | None
+    experiment_version: int | None
+    replicate: int | None
+    block: int | None
+    order_index: int | None
+    variables: dict[str, str]
+    config_hash: str | None
+    fingerprint: dict[str, Any]
+    metrics: dict[str, float] = field(default_factory=dict)
+    units_total: int = 0
+    units_completed: int = 0
+    unit_counts: dict[str, int] = field(default_factory=dict)  # metric name -> units matching its filter
+    outcomes: dict[str, int] = field(default_factory=dict)
+    probe_counts: tuple[ProbeCountRecord, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.label or f"run {self.id}"
+
+
+@dataclass(frozen=True)
+class ExecutionRecord:
+    """One `wb hypothesis run`: its plan, overrides, config diff and how it ended."""
+
+    id: int
+    hypothesis_id: str
+    experiment_id: str
+    experiment_version: int
+    profile: str
+    target: str
+    mode: str
+    status: str
+    plan: Any
+    overrides: dict[str, str]
+    config_diff: Any
+    started_at: str | None
+    ended_at: str | None
+    wb_version: str
+    error: str | None
+
+    @property
+    def uuid(self) -> str | None:
+        """The execution's globally unique id (its snapshot and artifact folders are keyed by it; a row id
+        is unique in one store only). Read from here only: it lives in the plan for now."""
+        plan = self.plan if isinstance(self.plan, dict) else {}
+        return plan.get(EXECUTION_UUID_KEY) or None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class VerdictRecord:
+    id: int
+    hypothesis_id: str
+    execution_id: int | None
+    verdict: str
+    reasoning: str | None
+    checks: list[dict[str, Any]]
+    details: dict[str, Any]
+    created_at: str | None
+    hypothesis_sha256: str | None = None
+
+    @property
+    def is_aa(self) -> bool:
+        # An A/A execution measures the noise floor; its verdict is not a verdict on the hypothesis.
+        return self.details.get("mode") == "aa"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ReviewRecord:
+    id: int
+    hypothesis_id: str
+    author: str
+    decision: str
+    body: str
+    verdict_id: int | None
+    created_at: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    """One historical run to import (a row of an evidence file)."""
+
+    label: str
+    phase: str | None
+    variables: dict[str, str]
+    metrics: dict[str, float | int]
+    workload: dict[str, float | int]
+    provenance: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StoreContents:
+    """Everything the report shows, read in a few bulk queries: runs in full, every verdict, executions, reviews."""
+
+    runs: tuple[RunRecord, ...] = ()
+    verdicts: tuple[VerdictRecord, ...] = ()
+    executions: tuple[ExecutionRecord, ...] = ()
+    reviews: tuple[ReviewRecord, ...] = ()

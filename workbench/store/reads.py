@@ -1,0 +1,204 @@
+"""The store's read methods: typed records out, tables and SQL kept in here."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterator
+
+from workbench.store import jsonx
+from workbench.store.entities import (ArtifactRecord, ExecutionRecord, ProbeCountRecord, ReviewRecord, RunData,
+                                      RunQuery, RunRecord, StoreContents, VerdictRecord, iso)
+
+
+def run_record(run: Any, metrics: dict[str, float] | None = None, **detail: Any) -> RunRecord:
+    return RunRecord(
+        id=run.id, execution_id=run.execution_id, hypothesis_id=run.hypothesis_id, experiment_id=run.experiment_id,
+        experiment_version=run.experiment_version, source=run.source, label=run.label, arm=run.arm,
+        replicate=run.replicate, order_index=run.order_index, block=run.block, host=run.host, target=run.target,
+        status=run.status, stage=run.stage, phase=run.phase, started_at=iso(run.started_at),
+        ended_at=iso(run.ended_at), variables=jsonx.loads(run.variables_json, {}), config_hash=run.config_hash,
+        provenance=run.provenance, error=run.error, metrics=dict(metrics or {}), **detail)
+
+
+def execution_record(ex: Any) -> ExecutionRecord:
+    return ExecutionRecord(id=ex.id, hypothesis_id=ex.hypothesis_id, experiment_id=ex.experiment_id,
+                           experiment_version=ex.experiment_version, profile=ex.profile, target=ex.target,
+                           mode=ex.mode, status=ex.status, plan=jsonx.loads(ex.plan_json),
+                           overrides=jsonx.loads(ex.overrides_json, {}) or {},
+                           config_diff=jsonx.loads(ex.config_diff_json), started_at=iso(ex.started_at),
+                           ended_at=iso(ex.ended_at), wb_version=ex.wb_version, error=ex.error)
+
+
+def verdict_record(v: Any) -> VerdictRecord:
+    return VerdictRecord(id=v.id, hypothesis_id=v.hypothesis_id, execution_id=v.execution_id, verdict=v.verdict,
+                         reasoning=v.reasoning, checks=jsonx.loads(v.checks_json, []) or [],
+                         details=jsonx.loads(v.details_json, {}) or {}, created_at=iso(v.created_at),
+                         hypothesis_sha256=v.hypothesis_sha256)
+
+
+def review_record(r: Any) -> ReviewRecord:
+    return ReviewRecord(id=r.id, hypothesis_id=r.hypothesis_id, author=r.author, decision=r.decision, body=r.body,
+                        verdict_id=r.verdict_id, created_at=iso(r.created_at))
+
+
+def _artifact(a: Any) -> ArtifactRecord:
+    return ArtifactRecord(name=a.name, path=a.path, sha256=a.sha256, size_bytes=a.size_bytes)
+
+
+def _probe(p: Any) -> ProbeCountRecord:
+    return ProbeCountRecord(process=p.process, pid=p.pid, target=p.target, calls=p.calls, resolved=p.resolved,
+                            state=p.state, detail=p.detail)
+
+
+class StoreReads:
+    """Read methods of `Store`; each opens one short transaction."""
+
+    def session(self) -> Any:  # provided by Store
+        raise NotImplementedError
+
+    def runs(self, *, hypothesis_id: str | None = None, execution_id: int | None = None,
+             experiment_id: str | None = None, limit: int | None = None) -> list[RunRecord]:
+        """Runs in id order (the last `limit` when given), each with its metrics."""
+        from sqlmodel import select
+
+        from workbench.store.models import Metric, Run
+
+        q = select(Run)
+        for col, value in ((Run.hypothesis_id, hypothesis_id), (Run.execution_id, execution_id),
+                           (Run.experiment_id, experiment_id)):
+            if value is not None:
+                q = q.where(col == value)
+        with self.session() as s:
+            rows = list(s.exec(q.order_by(Run.id)).all())  # type: ignore[arg-type]
+            if limit is not None:
+                rows = rows[-limit:]
+            metrics: dict[int, dict[str, float]] = defaultdict(dict)
+            ids = [r.id for r in rows]
+            if ids:
+                for m in s.exec(select(Metric).where(Metric.run_id.in_(ids))).all():  # type: ignore[attr-defined]
+                    metrics[m.run_id][m.name] = m.value
+            return [run_record(r, metrics.get(r.id)) for r in rows]
+
+    def run(self, run_id: int) -> RunRecord | None:
+        """One run in full: metrics, fingerprint, rendered config, artifacts, unit outcomes, probe counts."""
+        from sqlalchemy import func
+        from sqlmodel import select
+
+        from workbench.store.models import Artifact, Metric, ProbeCount, Run, Unit
+
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                return None
+            metrics = {m.name: m.value for m in s.exec(select(Metric).where(Metric.run_id == run_id)).all()}
+            units = s.exec(select(Unit.outcome, func.count()).where(Unit.run_id == run_id)
+                           .group_by(Unit.outcome).order_by(Unit.outcome)).all()
+            return run_record(
+                run, metrics, fingerprint=jsonx.loads(run.fingerprint_json, {}) or {},
+                rendered_config=run.rendered_config,
+                artifacts=tuple(_artifact(a) for a in s.exec(select(Artifact).where(Artifact.run_id == run_id)
+                                                             .order_by(Artifact.id)).all()),
+                units={str(o): int(n) for o, n in units},
+                probe_counts=tuple(_probe(p) for p in s.exec(select(ProbeCount).where(ProbeCount.run_id == run_id)
+                                                            .order_by(ProbeCount.id)).all()))
+
+    def analysis_runs(self, query: RunQuery, *, with_probes: bool = False) -> list[RunData]:
+        from workbench.store.aggregate import load_runs
+
+        with self.session() as s:
+            return load_runs(s.connection(), query, with_probes=with_probes)
+
+    def rendered_configs(self, hashes: list[str]) -> dict[str, str]:
+        from workbench.store.aggregate import rendered_configs
+
+        with self.session() as s:
+            return rendered_configs(s.connection(), hashes)
+
+    def execution(self, execution_id: int) -> ExecutionRecord | None:
+        from workbench.store.models import Execution
+
+        with self.session() as s:
+            ex = s.get(Execution, execution_id)
+            return None if ex is None else execution_record(ex)
+
+    def executions(self, *, hypothesis_id: str | None = None) -> list[ExecutionRecord]:
+        from sqlmodel import select
+
+        from workbench.store.models import Execution
+
+        q = select(Execution)
+        if hypothesis_id is not None:
+            q = q.where(Execution.hypothesis_id == hypothesis_id)
+        with self.session() as s:
+            return [execution_record(e) for e in s.exec(q.order_by(Execution.id)).all()]  # type: ignore[arg-type]
+
+    def _verdicts(self, hypothesis_id: str | None = None) -> Iterator[VerdictRecord]:
+        from sqlmodel import select
+
+        from workbench.store.models import Verdict
+
+        q = select(Verdict)
+        if hypothesis_id is not None:
+            q = q.where(Verdict.hypothesis_id == hypothesis_id)
+        with self.session() as s:
+            rows = list(s.exec(q.order_by(Verdict.id)).all())  # type: ignore[arg-type]
+        return (verdict_record(v) for v in rows)
+
+    def latest_verdicts(self, *, hypothesis_id: str | None = None) -> dict[str, VerdictRecord]:
+        """The newest verdict of each hypothesis, A/A (noise-floor) verdicts left out."""
+        return {v.hypothesis_id: v for v in self._verdicts(hypothesis_id) if not v.is_aa}
+
+    def latest_verdict(self, hypothesis_id: str) -> VerdictRecord | None:
+        return self.latest_verdicts(hypothesis_id=hypothesis_id).get(hypothesis_id)
+
+    def reviews(self, *, hypothesis_id: str | None = None) -> list[ReviewRecord]:
+        from sqlmodel import select
+
+        from workbench.store.models import Review
+
+        q = select(Review)
+        if hypothesis_id is not None:
+            q = q.where(Review.hypothesis_id == hypothesis_id)
+        with self.session() as s:
+            return [review_record(r) for r in s.exec(q.order_by(Review.id)).all()]  # type: ignore[arg-type]
+
+    def imported(self, experiment_id: str) -> set[tuple[str | None, str | None]]:
+        """(label, evidence file hash) of every run already imported into `experiment_id`."""
+        from sqlmodel import select
+
+        from workbench.store.models import Run
+
+        with self.session() as s:
+            rows = s.exec(select(Run.label, Run.provenance).where(Run.source == "import",
+                                                                  Run.experiment_id == experiment_id)).all()
+        return {(label, (jsonx.loads(prov, {}) or {}).get("sha256")) for label, prov in rows}
+
+    def contents(self) -> StoreContents:
+        """Everything, in a few bulk queries (never one query per run): what the report shows."""
+        from sqlalchemy import func
+        from sqlmodel import select
+
+        from workbench.store.models import Artifact, Execution, Metric, ProbeCount, Review, Run, Unit, Verdict
+
+        metrics: dict[int, dict[str, float]] = defaultdict(dict)
+        arts: dict[int, list[ArtifactRecord]] = defaultdict(list)
+        units: dict[int, dict[str, int]] = defaultdict(dict)
+        probes: dict[int, list[ProbeCountRecord]] = defaultdict(list)
+        with self.session() as s:
+            for run_id, name, value in s.exec(select(Metric.run_id, Metric.name, Metric.value)).all():
+                metrics[run_id][name] = value
+            for a in s.exec(select(Artifact).order_by(Artifact.id)).all():  # type: ignore[arg-type]
+                arts[a.run_id].append(_artifact(a))
+            for run_id, outcome, n in s.exec(select(Unit.run_id, Unit.outcome, func.count())
+                                             .group_by(Unit.run_id, Unit.outcome)).all():
+                units[run_id][str(outcome)] = int(n)
+            for p in s.exec(select(ProbeCount).order_by(ProbeCount.id)).all():  # type: ignore[arg-type]
+                probes[p.run_id].append(_probe(p))
+            runs = tuple(run_record(r, metrics.get(r.id), fingerprint=jsonx.loads(r.fingerprint_json, {}) or {},
+                                    rendered_config=r.rendered_config, artifacts=tuple(arts.get(r.id, ())),
+                                    units=units.get(r.id, {}), probe_counts=tuple(probes.get(r.id, ())))
+                         for r in s.exec(select(Run).order_by(Run.id)).all())  # type: ignore[arg-type]
+            verdicts = tuple(verdict_record(v) for v in s.exec(select(Verdict).order_by(Verdict.id)).all())  # type: ignore[arg-type]
+            executions = tuple(execution_record(e) for e in s.exec(select(Execution).order_by(Execution.id)).all())  # type: ignore[arg-type]
+            reviews = tuple(review_record(r) for r in s.exec(select(Review).order_by(Review.id)).all())  # type: ignore[arg-type]
+        return StoreContents(runs=runs, verdicts=verdicts, executions=executions, reviews=reviews)

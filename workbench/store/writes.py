@@ -1,0 +1,143 @@
+"""The store's write methods: each is one transaction, so a failure leaves nothing half-written."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from workbench.store.entities import ArtifactRecord, ImportedRun
+
+FINISHED = ("ok", "invalid", "failed")  # a run in one of these states has its end stored
+
+
+class StoreWrites:
+    """Write methods of `Store`; the table-level functions they call live in `store.records`."""
+
+    def session(self) -> Any:  # provided by Store
+        raise NotImplementedError
+
+    def start_execution(self, *, hypothesis_id: str, hypothesis_body: dict[str, Any], experiment_id: str,
+                        experiment_version: int, experiment_body: dict[str, Any], profile: str, target: str,
+                        mode: str, plan: Any, overrides: dict[str, str], config_diff: Any, wb_version: str) -> int:
+        """Snapshot the hypothesis and experiment as they are now and open an execution; its id."""
+        from workbench.store import records
+
+        with self.session() as s:
+            hs = records.snapshot_hypothesis(s, hypothesis_id=hypothesis_id, body=hypothesis_body)
+            es = records.snapshot_experiment(s, experiment_id=experiment_id, version=experiment_version,
+                                             body=experiment_body)
+            ex = records.create_execution(s, hypothesis_id=hypothesis_id, experiment_id=experiment_id,
+                                          experiment_version=experiment_version, profile=profile, target=target,
+                                          mode=mode, plan=plan, overrides=overrides, config_diff=config_diff,
+                                          hypothesis_snapshot_id=hs.id, experiment_snapshot_id=es.id,
+                                          wb_version=wb_version)
+            return int(ex.id)
+
+    def update_execution(self, execution_id: int, **fields: Any) -> None:
+        from workbench.store import records
+
+        with self.session() as s:
+            records.update_execution(s, execution_id=execution_id, **fields)
+
+    def create_run(self, **fields: Any) -> int:
+        """A new run row (see `records.create_run` for the fields); its id."""
+        from workbench.store import records
+
+        with self.session() as s:
+            return int(records.create_run(s, **fields).id)
+
+    def update_run(self, run_id: int, **fields: Any) -> None:
+        from workbench.store import records
+
+        with self.session() as s:
+            records.update_run(s, run_id=run_id, **fields)
+
+    def finish_run(self, run_id: int, *, fields: dict[str, Any], units: list[dict[str, Any]], outcome_field: str,
+                   metrics: Mapping[str, Mapping[str, float | int | None]], artifacts: Iterable[ArtifactRecord],
+                   probe_counts: list[dict[str, Any]]) -> None:
+        """Everything a finished run left: its final state, units, metrics (by source), artifacts and probe counts."""
+        from workbench.store import records
+
+        with self.session() as s:
+            records.update_run(s, run_id=run_id, **fields)
+            if units:
+                records.add_units(s, run_id=run_id, units=units, outcome_field=outcome_field)
+            for source, values in metrics.items():
+                records.add_metrics(s, run_id=run_id, metrics=dict(values), source=source)
+            for a in artifacts:
+                records.add_artifact(s, run_id=run_id, name=a.name, path=a.path, sha256=a.sha256,
+                                     size_bytes=a.size_bytes)
+            if probe_counts:
+                records.add_probe_counts(s, run_id=run_id, counts=probe_counts)
+
+    def drop_pending_runs(self, run_ids: list[int]) -> None:
+        """Remove rows created ahead for runs that never started."""
+        from workbench.store.models import Run
+
+        with self.session() as s:
+            for rid in run_ids:
+                row = s.get(Run, rid)
+                if row is not None and row.status == "pending":
+                    s.delete(row)
+
+    def run_finished(self, run_id: int) -> bool:
+        """Whether the run's end is already stored (a journal replayed after its commit writes nothing twice)."""
+        from workbench.store.models import Run
+
+        with self.session() as s:
+            row = s.get(Run, run_id)
+            return row is not None and row.status in FINISHED
+
+    def reconcile_execution(self, execution_id: int) -> None:
+        """After a crash: rows created ahead for runs that never began go, a run cut off mid-way is interrupted."""
+        from sqlmodel import select
+
+        from workbench.store.models import Run
+
+        with self.session() as s:
+            for row in s.exec(select(Run).where(Run.execution_id == execution_id)).all():
+                if row.status == "pending":
+                    s.delete(row)
+                elif row.status == "running":
+                    row.status = "interrupted"
+                    row.error = f"[{row.stage or 'run'}] the runner stopped during this run (found on resume)"
+                    s.add(row)
+
+    def import_runs(self, experiment_id: str, rows: list[ImportedRun]) -> tuple[list[tuple[int, ImportedRun]], list[str]]:
+        """Store historical runs all or nothing; rows already imported (same label and file) are skipped.
+
+        Returns ([(run id, row) imported], [labels skipped]).
+        """
+        from workbench.store import jsonx, records
+
+        seen = self.imported(experiment_id)  # type: ignore[attr-defined]
+        done: list[tuple[int, ImportedRun]] = []
+        skipped: list[str] = []
+        with self.session() as s:
+            for row in rows:
+                if (row.label, row.provenance.get("sha256")) in seen:
+                    skipped.append(row.label)
+                    continue
+                run = records.create_run(s, experiment_id=experiment_id, variables=row.variables, source="import",
+                                         label=row.label, status="historical", phase=row.phase,
+                                         provenance=jsonx.dumps(row.provenance),
+                                         fingerprint={"workload": row.workload})
+                records.add_metrics(s, run_id=run.id, metrics=row.metrics, source="import")
+                done.append((int(run.id), row))
+        return done, skipped
+
+    def add_verdict(self, *, hypothesis_id: str, verdict: str, reasoning: str, checks: Any, details: Any,
+                    execution_id: int | None, hypothesis_sha256: str | None) -> int:
+        from workbench.store import records
+
+        with self.session() as s:
+            return int(records.add_verdict(s, hypothesis_id=hypothesis_id, verdict=verdict, reasoning=reasoning,
+                                           checks=checks, details=details, execution_id=execution_id,
+                                           hypothesis_sha256=hypothesis_sha256).id)
+
+    def add_review(self, *, hypothesis_id: str, author: str, body: str, decision: str = "comment",
+                   verdict_id: int | None = None) -> int:
+        from workbench.store import records
+
+        with self.session() as s:
+            return int(records.add_review(s, hypothesis_id=hypothesis_id, author=author, body=body,
+                                          decision=decision, verdict_id=verdict_id).id)
