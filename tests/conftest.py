@@ -61,3 +61,26 @@ def cli():
         return result.exit_code, result.stdout, result.stderr
 
     return invoke
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server for the team-store tests, started once per session and always stopped."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import pgserver
+
+    if pgserver.pg_bindir() is None:
+        pytest.skip("no PostgreSQL server binaries (scripts/setup.sh --test installs them)")
+    server = pgserver.start_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:
+    """A fresh, empty database on the shared test server."""
+    return pg_server.create_database()

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from workbench.runner.plan import PlannedRun
     from workbench.runner.summary import ExecutionResult
     from workbench.store.engine import Store
-    from workbench.store.entities import RunRecord, VerdictRecord
+    from workbench.team.bundle import BundleSummary
+    from workbench.team.reviews import ReviewState
+    from workbench.store.entities import ReviewRecord, RunRecord, VerdictRecord
 
 FORMATS = ("html", "md")
 
@@ -289,6 +291,53 @@ class Workbench:
                 cur = parent[cur]
             nodes.append(LineageNode(s, depth))
         return nodes
+
+    # ------------------------------------------------------------------ team review
+    def review(self, hypothesis_id: str, *, decision: str, body: str, as_name: str | None = None) -> "ReviewRecord":
+        """Record a review of the hypothesis's current verdict, bound to the evidence that verdict rests on."""
+        from workbench.team.identity import current_person
+        from workbench.team.reviews import check_review_input
+
+        self.registry.hypothesis(hypothesis_id)
+        check_review_input(decision, body)
+        person = current_person(Path(self.registry.root), as_name=as_name)
+        with self.store() as store:
+            verdict = store.latest_verdict(hypothesis_id)
+            if verdict is None and decision != "comment":
+                raise BadInput(f"{hypothesis_id} has no verdict to {decision.replace('-', ' ')} yet",
+                               hint=f"run it first (wb hypothesis run {hypothesis_id}), or leave a --comment")
+            review_id = store.add_review(hypothesis_id=hypothesis_id, author=person.name,
+                                         author_source=person.source, decision=decision, body=body,
+                                         verdict_id=verdict.id if verdict else None)
+            return next(r for r in store.reviews(hypothesis_id=hypothesis_id) if r.id == review_id)
+
+    def review_states(self, hypothesis_id: str | None = None) -> list["ReviewState"]:
+        """Each hypothesis's review state (awaiting review, approved, changes requested, stale) and history."""
+        from workbench.team.reviews import review_states
+
+        hyps = [self.registry.hypothesis(hypothesis_id)] if hypothesis_id else list(self.registry.hypotheses)
+        if not self._store_exists():
+            return list(review_states({h.id: h.parent for h in hyps}, [], []).values())
+        with self.store(read_only=True) as store:
+            verdicts, reviews = store.verdicts(), store.reviews()
+        return list(review_states({h.id: h.parent for h in hyps}, verdicts, reviews).values())
+
+    def bundle_export(self, hypothesis_ids: list[str], out: str | Path) -> "BundleSummary":
+        from workbench import __version__
+        from workbench.team.bundle import export
+        from workbench.team.identity import current_person
+
+        person = current_person(Path(self.registry.root))
+        with self.store(read_only=True) as store:
+            return export(store, self.registry, list(hypothesis_ids), Path(out), created_by=person.name,
+                          wb_version=__version__)
+
+    def bundle_import(self, path: str | Path) -> "BundleSummary":
+        from workbench.team.bundle import import_, read
+
+        read(Path(path))  # a damaged file is bad input before the store is created
+        with self.store() as store:
+            return import_(store, self.registry, Path(path))
 
     # ------------------------------------------------------------------ the store's schema
     def db_upgrade(self) -> tuple[str, str | None, str]:

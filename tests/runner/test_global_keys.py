@@ -47,8 +47,7 @@ def test_artifacts_of_one_store_survive_a_run_into_another(toy):
 
 def test_execution_records_its_uuid_and_its_folder_uses_it(toy):
     run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
-    (plan_json,) = _rows(toy.db, "SELECT plan_json FROM executions")[0]
-    uid = json.loads(plan_json)["execution_uuid"]
+    (uid,) = _rows(toy.db, "SELECT uuid FROM executions")[0]
     assert len(uid) == 32
     folder = toy.root / ".wb" / "artifacts" / f"execution-{uid}"
     meta = json.loads((folder / "snapshot.json").read_text())

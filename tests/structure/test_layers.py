@@ -16,7 +16,7 @@ PKG = Path(__file__).resolve().parents[2] / "workbench"
 LAYERS = [
     {"workbench", "workbench.errors", "workbench.settings"},
     {"workbench.registry", "workbench.store", "workbench.migrations", "workbench.sim", "workbench.probes"},
-    {"workbench.analysis"},
+    {"workbench.analysis", "workbench.team"},
     {"workbench.runner"},
     {"workbench.report"},
     {"workbench.app"},

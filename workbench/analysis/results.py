@@ -13,6 +13,11 @@ from typing import Any
 VERDICTS = ("supported", "falsified", "inconclusive", "invalid")
 
 
+# Bumped whenever a change to the statistics could change a verdict on the same runs: a review of a
+# verdict made by an older analysis goes stale.
+ANALYSIS_VERSION = "2"
+
+
 def json_safe(x: Any) -> Any:
     """JSON-safe copy: no inf/nan, no tuples, no sets, no numpy scalars."""
     if isinstance(x, float):
@@ -202,6 +207,7 @@ class Analysis:
     excluded: tuple[str, ...] = ()
     hypothesis_sha256: str | None = None
     counts: dict[str, Any] = field(default_factory=dict)  # reachability: probe calls per target
+    run_ids: tuple[int, ...] = ()  # every stored run the analysis read: what its verdict rests on
 
     def check(self, name: str) -> Check | None:
         return next((c for c in self.checks if c.name == name), None)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from workbench.analysis.data import run_query
-from workbench.analysis.results import Analysis
+from workbench.analysis.results import ANALYSIS_VERSION, Analysis
 from workbench.analysis.verdict import analyze, arm_names
 from workbench.errors import BadInput
 from workbench.registry.experiment import per_replicate_names
@@ -71,7 +71,8 @@ def record_verdict(store: "Store", analysis: Analysis, *, execution_id: int | No
     return store.add_verdict(hypothesis_id=analysis.hypothesis_id, verdict=analysis.verdict,
                              reasoning=analysis.reasoning, checks=d["checks"], details=d,
                              execution_id=execution_id if execution_id is not None else analysis.execution_id,
-                             hypothesis_sha256=analysis.hypothesis_sha256)
+                             hypothesis_sha256=analysis.hypothesis_sha256, evidence_run_ids=analysis.run_ids,
+                             analysis_version=ANALYSIS_VERSION)
 
 
 @dataclass(frozen=True)

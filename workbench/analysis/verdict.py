@@ -42,6 +42,7 @@ class _Draft:
     replicates: int = 0
     runs: dict[str, list[Any]] = field(default_factory=dict)
     excluded: list[str] = field(default_factory=list)
+    run_ids: tuple[int, ...] = ()
 
     def freeze(self) -> Analysis:
         return Analysis(
@@ -51,7 +52,7 @@ class _Draft:
             arms={a: ArmSummary.from_dict(s) for a, s in self.arms.items()}, attrition=self.attrition,
             drift=self.drift, aa=self.aa, execution_id=self.execution_id, mode=self.mode,
             sequential=self.sequential, replicates=self.replicates, runs=self.runs, excluded=tuple(self.excluded),
-            hypothesis_sha256=self.hypothesis_sha256)
+            hypothesis_sha256=self.hypothesis_sha256, run_ids=self.run_ids)
 
 
 def arm_names(h: Hypothesis, mode: str) -> list[str]:
@@ -128,6 +129,8 @@ def analyze(hypothesis: Hypothesis, experiment: Experiment, runs: Sequence[RunDa
     names = list(assignments)
     named = set(h.hold) | ({h.isolates} if h.isolates else set())
     d.runs = {a: [r.label or r.id for r in rs] for a, rs in arms.items()}
+    # What the verdict rests on: every run matched to an arm, failed ones included (they are attrition).
+    d.run_ids = tuple(sorted({r.id for a in arms for r in arms[a] + failed[a]}))
     d.replicates = max((len({r.replicate for r in rs + failed[a] if r.replicate is not None})
                         for a, rs in arms.items()), default=0)
     for a in names:

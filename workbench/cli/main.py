@@ -37,7 +37,8 @@ def schema() -> None:
 
 
 def _register() -> None:
-    from workbench.cli import confounds, db, evidence_cmd, hypothesis, kernel, report, run_cmd, runs, sim
+    from workbench.cli import (bundle, confounds, db, evidence_cmd, hypothesis, kernel, report, review, run_cmd, runs,
+                               sim)
 
     run_cmd.register(hypothesis.app)
     app.add_typer(hypothesis.app, name="hypothesis")
@@ -46,7 +47,9 @@ def _register() -> None:
     app.add_typer(evidence_cmd.app, name="import")
     app.add_typer(sim.app, name="sim")
     app.add_typer(kernel.app, name="kernel")
+    app.add_typer(bundle.app, name="bundle")
     confounds.register(app)
+    review.register(app)
     report.register(app)
 
 

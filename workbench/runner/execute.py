@@ -30,7 +30,7 @@ from workbench.store.engine import Store
 
 if TYPE_CHECKING:
     from workbench.runner.lock import TargetLock
-from workbench.store.entities import EXECUTION_UUID_KEY, ExecutionRecord
+from workbench.store.entities import ExecutionRecord
 
 FINISHED = ("ok", "invalid", "failed")
 
@@ -368,19 +368,25 @@ def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
     """(execution id, execution UUID, order indexes already finished): a new execution, or the one being
     resumed. The UUID keys its snapshot and artifact folders (a row id is only unique in one store)."""
     from workbench import __version__
+    from workbench.team.identity import provenance
 
-    exec_uuid = (prior.uuid if prior is not None else None) or uuid.uuid4().hex
-    body = {"plan": plan.to_dict(), "assignments": p.assignments, "overrides": p.overrides,
-            "max_replicates": p.max_replicates, "arms": p.arms, EXECUTION_UUID_KEY: exec_uuid}
-    if prior is not None:
-        store.update_execution(prior.id, status="running", ended_at=None, error=None, plan=body)
+    if prior is not None and prior.uuid:
+        store.update_execution(prior.id, status="running", ended_at=None, error=None)
+        return prior.id, prior.uuid, {int(r.order_index) for r in store.runs(execution_id=prior.id)
+                                      if r.status in FINISHED and r.order_index is not None}
+    exec_uuid = uuid.uuid4().hex
+    if prior is not None:  # a store written before executions had keys; the migration normally fills them
+        store.update_execution(prior.id, status="running", ended_at=None, error=None, uuid=exec_uuid)
         return prior.id, exec_uuid, {int(r.order_index) for r in store.runs(execution_id=prior.id)
                                      if r.status in FINISHED and r.order_index is not None}
+    body = {"plan": plan.to_dict(), "assignments": p.assignments, "overrides": p.overrides,
+            "max_replicates": p.max_replicates, "arms": p.arms}
     execution_id = store.start_execution(
         hypothesis_id=p.hypothesis.id, hypothesis_body=p.hypothesis.model_dump(mode="json"),
         experiment_id=p.experiment.id, experiment_version=p.experiment.version,
         experiment_body=p.experiment.model_dump(mode="json"), profile=p.profile_name, target=target_desc,
-        mode=p.mode, plan=body, overrides=p.overrides, config_diff=arms_config_diff(p), wb_version=__version__)
+        mode=p.mode, plan=body, overrides=p.overrides, config_diff=arms_config_diff(p), wb_version=__version__,
+        uuid=exec_uuid, who=provenance(p.root, wb_version=__version__).columns())
     return execution_id, exec_uuid, set()
 
 

@@ -431,8 +431,15 @@ async def _fetch_artifacts(h: Harness, pr: PlannedRun, values: dict[str, Any], o
 
 
 def artifact_rows(out: RunOutcome) -> list[dict[str, Any]]:
+    """Each artifact's name, path, hash and size, and its bytes when small enough to keep in the store."""
+    from workbench.store.records import MAX_BLOB_BYTES
+
     rows = []
     for name, path in out.artifacts.items():
-        if path.is_file():
-            rows.append({"name": name, "path": str(path), "sha256": _sha256(path), "size_bytes": path.stat().st_size})
+        if not path.is_file():
+            continue
+        size = path.stat().st_size
+        content = path.read_bytes() if size <= MAX_BLOB_BYTES else None
+        sha = hashlib.sha256(content).hexdigest() if content is not None else _sha256(path)
+        rows.append({"name": name, "path": str(path), "sha256": sha, "size_bytes": size, "content": content})
     return rows

@@ -14,7 +14,7 @@ from typing import Iterator
 
 from workbench.errors import BadInput, StoreError, StoreLocked, StoreOutdated, WbError
 from workbench.store.reads import StoreReads
-from workbench.store.writes import StoreWrites
+from workbench.store.writes import StoreBundles, StoreWrites
 
 DEFAULT_DB = "wb.duckdb"
 LOCK_WAIT_S = 15.0
@@ -30,12 +30,12 @@ def resolve_url(db: str | None) -> tuple[str, Path | None]:
         _check_scheme(value)
         if value.startswith("duckdb:///"):
             return value, Path(value[len("duckdb:///"):])
-        return value, None
+        return _with_driver(value), None
     path = Path(value).expanduser().resolve()
     return f"duckdb:///{path}", path
 
 
-SCHEMES = ("duckdb", "postgresql")
+SCHEMES = ("duckdb", "postgresql", "postgres")
 
 
 def _check_scheme(url: str) -> None:
@@ -50,6 +50,18 @@ def _check_scheme(url: str) -> None:
                        hint="use a DuckDB file (a plain path, or duckdb:///PATH) or postgresql+psycopg://…")
 
 
+# A bare PostgreSQL URL means the driver that the `postgres` extra installs (psycopg 3), not
+# SQLAlchemy's historical default (psycopg2), which wb does not depend on.
+_DEFAULT_DRIVERS = {"postgresql://": "postgresql+psycopg://", "postgres://": "postgresql+psycopg://"}
+
+
+def _with_driver(url: str) -> str:
+    for bare, full in _DEFAULT_DRIVERS.items():
+        if url.startswith(bare):
+            return full + url[len(bare):]
+    return url
+
+
 def _redact(url: str) -> str:
     from sqlalchemy.engine import make_url
 
@@ -59,7 +71,7 @@ def _redact(url: str) -> str:
         return "<store URL>"
 
 
-class Store(StoreReads, StoreWrites):
+class Store(StoreReads, StoreWrites, StoreBundles):
     """The store at one URL. Use `open_store()`. Sessions (`session()`) stay inside the store package
     and its tests; everyone else calls the typed methods."""
 
@@ -78,9 +90,13 @@ class Store(StoreReads, StoreWrites):
         connect_args = {"read_only": True} if (read_only and path is not None) else {}
         try:
             self.engine = create_engine(url, poolclass=pool.NullPool, connect_args=connect_args)
+        except ModuleNotFoundError as exc:
+            extra = " (pip install 'wb[postgres]')" if url.startswith("postgres") else ""
+            raise BadInput(f"the store URL {self.name} needs the database driver {exc.name!r}, which is not "
+                           f"installed{extra}", hint="install the driver, or use a DuckDB file") from exc
         except (ImportError, NoSuchModuleError) as exc:
             raise BadInput(f"--db {self.name}: the database driver is not installed ({exc})",
-                           hint="for PostgreSQL: pip install 'psycopg[binary]' and use postgresql+psycopg://") from None
+                           hint="for PostgreSQL: pip install 'wb[postgres]' and use postgresql+psycopg://") from None
         except ArgumentError as exc:
             raise BadInput(f"--db {self.name}: not a valid store URL ({exc})") from None
 

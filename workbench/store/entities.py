@@ -6,6 +6,8 @@ JSON-like data read back from the store; `to_dict()` gives the JSON shape the CL
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,15 +19,15 @@ def iso(dt: Any) -> str | None:
     return dt.isoformat() if dt is not None else None
 
 
-EXECUTION_UUID_KEY = "execution_uuid"  # the plan_json entry holding an execution's UUID
-
-
 @dataclass(frozen=True)
 class ArtifactRecord:
+    """A file a run produced. `content` travels only into the store (and into bundles), never out of reads."""
+
     name: str
     path: str
     sha256: str
     size_bytes: int
+    content: bytes | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class RunRecord:
     artifacts: tuple[ArtifactRecord, ...] = ()
     units: dict[str, int] = field(default_factory=dict)  # outcome -> units
     probe_counts: tuple[ProbeCountRecord, ...] = ()
+    uuid: str | None = None
 
     @property
     def units_total(self) -> int:
@@ -155,16 +158,49 @@ class ExecutionRecord:
     ended_at: str | None
     wb_version: str
     error: str | None
-
-    @property
-    def uuid(self) -> str | None:
-        """The execution's globally unique id (its snapshot and artifact folders are keyed by it; a row id
-        is unique in one store only). Read from here only: it lives in the plan for now."""
-        plan = self.plan if isinstance(self.plan, dict) else {}
-        return plan.get(EXECUTION_UUID_KEY) or None
+    uuid: str | None = None  # global key: also names the execution's snapshot and artifact folders
+    user_name: str | None = None
+    user_source: str | None = None
+    host: str | None = None
+    git_revision: str | None = None
+    git_dirty: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def who(self) -> str:
+        """'ada on gpu-7 at 1a2b3c4 (dirty)', from what was recorded."""
+        parts = [self.user_name or "unknown user"]
+        if self.host:
+            parts.append(f"on {self.host}")
+        if self.git_revision:
+            parts.append(f"at {self.git_revision[:10]}" + (" (dirty)" if self.git_dirty else ""))
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class EvidenceRun:
+    run_uuid: str
+    config_hash: str | None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one verdict rests on: the executions and runs it read, each run's config, the analysis version.
+
+    Its digest is recorded with the verdict and copied onto each review of it; a later verdict on other
+    evidence (new runs, another config, a new analysis) makes those reviews stale."""
+
+    executions: tuple[str, ...]
+    runs: tuple[EvidenceRun, ...]
+    analysis_version: str
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"executions": sorted(self.executions), "analysis_version": self.analysis_version,
+                "runs": sorted([r.run_uuid, r.config_hash or ""] for r in self.runs)}
 
 
 @dataclass(frozen=True)
@@ -178,6 +214,10 @@ class VerdictRecord:
     details: dict[str, Any]
     created_at: str | None
     hypothesis_sha256: str | None = None
+    uuid: str | None = None
+    evidence_digest: str | None = None
+    analysis_version: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_aa(self) -> bool:
@@ -190,13 +230,20 @@ class VerdictRecord:
 
 @dataclass(frozen=True)
 class ReviewRecord:
+    """A review, bound to the verdict (and the evidence digest) the reviewer saw."""
+
     id: int
     hypothesis_id: str
     author: str
-    decision: str
+    decision: str  # approve | request-changes | comment
     body: str
     verdict_id: int | None
     created_at: str | None
+    uuid: str | None = None
+    author_source: str | None = None
+    verdict_uuid: str | None = None
+    evidence_digest: str | None = None
+    verdict_seen: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Optional
 
-from sqlalchemy import Column, DateTime, Double, Index, Sequence, Text
+from sqlalchemy import Column, DateTime, Double, Index, LargeBinary, Sequence, Text
 from sqlmodel import Field, SQLModel
 
 SCHEMA_VERSION = 1
@@ -86,6 +86,13 @@ class Execution(SQLModel, table=True):
     ended_at: Optional[datetime] = _ts()
     wb_version: str = ""
     error: Optional[str] = _text()
+    # Who ran it, where, from which state of the workbench folder (migration 0003).
+    uuid: Optional[str] = None
+    user_name: Optional[str] = None
+    user_source: Optional[str] = None
+    host: Optional[str] = None
+    git_revision: Optional[str] = None
+    git_dirty: Optional[bool] = None
 
 
 class Run(SQLModel, table=True):
@@ -116,6 +123,7 @@ class Run(SQLModel, table=True):
     provenance: Optional[str] = _text()
     phase: Optional[str] = None
     error: Optional[str] = _text()
+    uuid: Optional[str] = None
 
 
 class Unit(SQLModel, table=True):
@@ -141,7 +149,9 @@ class Metric(SQLModel, table=True):
 
 
 class Artifact(SQLModel, table=True):
-    """A file a run produced (stdout, logs, units), kept on disk; the DB holds its path and hash."""
+    """A file a run produced (stdout, logs, units): its name, where it was written, and its content's hash.
+
+    The content itself is in `artifact_blobs` (by sha256), so every user of the store can read it."""
 
     __tablename__ = "artifacts"
     id: Optional[int] = _id("artifacts")
@@ -150,6 +160,16 @@ class Artifact(SQLModel, table=True):
     path: str
     sha256: str
     size_bytes: int
+
+
+class ArtifactBlob(SQLModel, table=True):
+    """An artifact's content, zlib-compressed, addressed by the sha256 of the uncompressed bytes."""
+
+    __tablename__ = "artifact_blobs"
+    sha256: str = Field(primary_key=True)
+    size_bytes: int
+    compression: str = "zlib"
+    data: Optional[bytes] = Field(default=None, sa_column=Column(LargeBinary, nullable=False))
 
 
 class ProbeCount(SQLModel, table=True):
@@ -180,20 +200,30 @@ class Verdict(SQLModel, table=True):
     checks_json: Optional[str] = _text()
     details_json: Optional[str] = _text()
     created_at: Optional[datetime] = _ts(nullable=False)
+    # What the verdict rests on (see workbench.team.reviews.Evidence); reviews bind to the digest.
+    uuid: Optional[str] = None
+    evidence_digest: Optional[str] = None
+    evidence_json: Optional[str] = _text()
+    analysis_version: Optional[str] = None
 
 
 class Review(SQLModel, table=True):
-    """A teammate's review of a verdict."""
+    """A teammate's review of a verdict, bound to the evidence that verdict rested on."""
 
     __tablename__ = "reviews"
     id: Optional[int] = _id("reviews")
     hypothesis_id: str = Field(index=True)
     verdict_id: Optional[int] = None
     author: str
-    decision: str = "comment"  # approve | reject | comment
+    decision: str = "comment"  # approve | request-changes | comment
     body: Optional[str] = _text()
     created_at: Optional[datetime] = _ts(nullable=False)
+    uuid: Optional[str] = None
+    author_source: Optional[str] = None
+    verdict_uuid: Optional[str] = None
+    evidence_digest: Optional[str] = None
+    verdict_seen: Optional[str] = None
 
 
-ALL_TABLES = [HypothesisSnapshot, ExperimentSnapshot, Execution, Run, Unit, Metric, Artifact, ProbeCount,
-              Verdict, Review]
+ALL_TABLES = [HypothesisSnapshot, ExperimentSnapshot, Execution, Run, Unit, Metric, Artifact, ArtifactBlob,
+              ProbeCount, Verdict, Review]

@@ -17,7 +17,7 @@ def run_record(run: Any, metrics: dict[str, float] | None = None, **detail: Any)
         replicate=run.replicate, order_index=run.order_index, block=run.block, host=run.host, target=run.target,
         status=run.status, stage=run.stage, phase=run.phase, started_at=iso(run.started_at),
         ended_at=iso(run.ended_at), variables=jsonx.loads(run.variables_json, {}), config_hash=run.config_hash,
-        provenance=run.provenance, error=run.error, metrics=dict(metrics or {}), **detail)
+        provenance=run.provenance, error=run.error, metrics=dict(metrics or {}), uuid=run.uuid, **detail)
 
 
 def execution_record(ex: Any) -> ExecutionRecord:
@@ -26,19 +26,24 @@ def execution_record(ex: Any) -> ExecutionRecord:
                            mode=ex.mode, status=ex.status, plan=jsonx.loads(ex.plan_json),
                            overrides=jsonx.loads(ex.overrides_json, {}) or {},
                            config_diff=jsonx.loads(ex.config_diff_json), started_at=iso(ex.started_at),
-                           ended_at=iso(ex.ended_at), wb_version=ex.wb_version, error=ex.error)
+                           ended_at=iso(ex.ended_at), wb_version=ex.wb_version, error=ex.error, uuid=ex.uuid,
+                           user_name=ex.user_name, user_source=ex.user_source, host=ex.host,
+                           git_revision=ex.git_revision, git_dirty=ex.git_dirty)
 
 
 def verdict_record(v: Any) -> VerdictRecord:
     return VerdictRecord(id=v.id, hypothesis_id=v.hypothesis_id, execution_id=v.execution_id, verdict=v.verdict,
                          reasoning=v.reasoning, checks=jsonx.loads(v.checks_json, []) or [],
                          details=jsonx.loads(v.details_json, {}) or {}, created_at=iso(v.created_at),
-                         hypothesis_sha256=v.hypothesis_sha256)
+                         hypothesis_sha256=v.hypothesis_sha256, uuid=v.uuid, evidence_digest=v.evidence_digest,
+                         analysis_version=v.analysis_version, evidence=jsonx.loads(v.evidence_json, {}) or {})
 
 
 def review_record(r: Any) -> ReviewRecord:
     return ReviewRecord(id=r.id, hypothesis_id=r.hypothesis_id, author=r.author, decision=r.decision, body=r.body,
-                        verdict_id=r.verdict_id, created_at=iso(r.created_at))
+                        verdict_id=r.verdict_id, created_at=iso(r.created_at), uuid=r.uuid,
+                        author_source=r.author_source, verdict_uuid=r.verdict_uuid,
+                        evidence_digest=r.evidence_digest, verdict_seen=r.verdict_seen)
 
 
 def _artifact(a: Any) -> ArtifactRecord:
@@ -143,6 +148,10 @@ class StoreReads:
         with self.session() as s:
             rows = list(s.exec(q.order_by(Verdict.id)).all())  # type: ignore[arg-type]
         return (verdict_record(v) for v in rows)
+
+    def verdicts(self, *, hypothesis_id: str | None = None) -> list[VerdictRecord]:
+        """Every verdict, oldest first: the verdict history of each hypothesis."""
+        return list(self._verdicts(hypothesis_id))
 
     def latest_verdicts(self, *, hypothesis_id: str | None = None) -> dict[str, VerdictRecord]:
         """The newest verdict of each hypothesis, A/A (noise-floor) verdicts left out."""

@@ -7,14 +7,25 @@ Functions take keyword-only arguments and an explicit session. Units and metrics
 from __future__ import annotations
 
 import hashlib
+import uuid as uuidlib
+import zlib
 from datetime import datetime
 from typing import Any, Iterable
 
 from sqlmodel import Session, select
 
 from workbench.store import jsonx
-from workbench.store.models import (Artifact, Execution, ExperimentSnapshot, HypothesisSnapshot, Metric, ProbeCount,
-                                    Review, Run, Unit, Verdict, utcnow)
+from workbench.store.models import (Artifact, ArtifactBlob, Execution, ExperimentSnapshot, HypothesisSnapshot, Metric,
+                                    ProbeCount, Review, Run, Unit, Verdict, utcnow)
+
+# Artifacts up to this size (uncompressed) are kept in the store itself, so every user of a shared
+# store sees them; a larger one is recorded by name and hash only (its page says so).
+MAX_BLOB_BYTES = 32 * 1024 * 1024
+
+
+def new_key() -> str:
+    """A globally unique key for a row that may travel to other stores (bundles)."""
+    return uuidlib.uuid4().hex
 
 SECRET_MARKERS = ("TOKEN", "KEY", "PASSWORD", "SECRET", "PASSWD", "CREDENTIAL")
 
@@ -38,43 +49,60 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _get_or_add(session: Session, model: Any, where: tuple[Any, ...], make: Any) -> Any:
+    """The row matching `where`, or a new one from `make()`.
+
+    Two writers of a shared store (PostgreSQL) can both find nothing and both insert; the loser's
+    insert fails on the unique index and it takes the winner's row instead. DuckDB admits one
+    writing process, so there the plain insert is enough (and it has no savepoints)."""
+    from sqlalchemy.exc import IntegrityError
+
+    found = session.exec(select(model).where(*where)).first()
+    if found is not None:
+        return found
+    if session.connection().dialect.name == "duckdb":
+        row = make()
+        session.add(row)
+        session.flush()
+        return row
+    try:
+        with session.begin_nested():
+            row = make()
+            session.add(row)
+        return row
+    except IntegrityError:
+        return session.exec(select(model).where(*where)).one()
+
+
 def snapshot_hypothesis(session: Session, *, hypothesis_id: str, body: dict[str, Any]) -> HypothesisSnapshot:
     text = jsonx.dumps(body) or "{}"
     sha = sha256_text(text)
-    found = session.exec(select(HypothesisSnapshot).where(HypothesisSnapshot.hypothesis_id == hypothesis_id,
-                                                          HypothesisSnapshot.sha256 == sha)).first()
-    if found:
-        return found
-    snap = HypothesisSnapshot(hypothesis_id=hypothesis_id, sha256=sha, body_json=text, recorded_at=utcnow())
-    session.add(snap)
-    session.flush()
-    return snap
+    return _get_or_add(session, HypothesisSnapshot,
+                       (HypothesisSnapshot.hypothesis_id == hypothesis_id, HypothesisSnapshot.sha256 == sha),
+                       lambda: HypothesisSnapshot(hypothesis_id=hypothesis_id, sha256=sha, body_json=text,
+                                                  recorded_at=utcnow()))
 
 
 def snapshot_experiment(session: Session, *, experiment_id: str, version: int, body: dict[str, Any]) -> ExperimentSnapshot:
     text = jsonx.dumps(body) or "{}"
     sha = sha256_text(text)
-    found = session.exec(select(ExperimentSnapshot).where(ExperimentSnapshot.experiment_id == experiment_id,
-                                                          ExperimentSnapshot.sha256 == sha)).first()
-    if found:
-        return found
-    snap = ExperimentSnapshot(experiment_id=experiment_id, version=version, sha256=sha, body_json=text,
-                              recorded_at=utcnow())
-    session.add(snap)
-    session.flush()
-    return snap
+    return _get_or_add(session, ExperimentSnapshot,
+                       (ExperimentSnapshot.experiment_id == experiment_id, ExperimentSnapshot.sha256 == sha),
+                       lambda: ExperimentSnapshot(experiment_id=experiment_id, version=version, sha256=sha,
+                                                  body_json=text, recorded_at=utcnow()))
 
 
 def create_execution(session: Session, *, hypothesis_id: str, experiment_id: str, experiment_version: int,
                      profile: str, target: str, mode: str = "fixed", plan: Any = None,
                      overrides: dict[str, str] | None = None, config_diff: Any = None,
                      hypothesis_snapshot_id: int | None = None, experiment_snapshot_id: int | None = None,
-                     wb_version: str = "") -> Execution:
+                     wb_version: str = "", uuid: str | None = None, who: dict[str, Any] | None = None) -> Execution:
+    """`who`: user_name, user_source, host, git_revision, git_dirty (see workbench.team.identity)."""
     ex = Execution(hypothesis_id=hypothesis_id, experiment_id=experiment_id, experiment_version=experiment_version,
                    profile=profile, target=target, mode=mode, status="running", plan_json=jsonx.dumps(plan),
                    overrides_json=jsonx.dumps(overrides or {}), config_diff_json=jsonx.dumps(config_diff),
                    hypothesis_snapshot_id=hypothesis_snapshot_id, experiment_snapshot_id=experiment_snapshot_id,
-                   started_at=utcnow(), wb_version=wb_version)
+                   started_at=utcnow(), wb_version=wb_version, uuid=uuid or new_key(), **(who or {}))
     session.add(ex)
     session.flush()
     return ex
@@ -102,14 +130,15 @@ def create_run(session: Session, *, experiment_id: str | None, variables: dict[s
                started_at: datetime | None = None, ended_at: datetime | None = None,
                rendered_config: str | None = None, config_hash: str | None = None,
                fingerprint: dict[str, Any] | None = None, provenance: str | None = None,
-               phase: str | None = None) -> Run:
+               phase: str | None = None, uuid: str | None = None) -> Run:
     run = Run(execution_id=execution_id, hypothesis_id=hypothesis_id, experiment_id=experiment_id,
               experiment_version=experiment_version, source=source, label=label, arm=arm, replicate=replicate,
               order_index=order_index, block=block, host=host, target=target, status=status,
               started_at=started_at, ended_at=ended_at, variables_json=jsonx.dumps(variables),
               rendered_config=rendered_config,
               config_hash=config_hash or (sha256_text(rendered_config) if rendered_config is not None else None),
-              fingerprint_json=jsonx.dumps(redact_secrets(fingerprint)), provenance=provenance, phase=phase)
+              fingerprint_json=jsonx.dumps(redact_secrets(fingerprint)), provenance=provenance, phase=phase,
+              uuid=uuid or new_key())
     session.add(run)
     session.flush()
     return run
@@ -178,11 +207,25 @@ def add_metrics(session: Session, *, run_id: int, metrics: dict[str, float | int
     return bulk_insert(session, "metrics", rows, ["run_id", "name", "value", "source"])
 
 
-def add_artifact(session: Session, *, run_id: int, name: str, path: str, sha256: str, size_bytes: int) -> Artifact:
+def add_artifact(session: Session, *, run_id: int, name: str, path: str, sha256: str, size_bytes: int,
+                 content: bytes | None = None) -> Artifact:
+    """An artifact row; with `content` (checked against `sha256`) its bytes are kept in the store too."""
+    if content is not None:
+        add_blob(session, sha256=sha256, content=content)
     art = Artifact(run_id=run_id, name=name, path=path, sha256=sha256, size_bytes=size_bytes)
     session.add(art)
     session.flush()
     return art
+
+
+def add_blob(session: Session, *, sha256: str, content: bytes) -> bool:
+    """Keep `content` under its hash (once); False when it is too large or does not match the hash."""
+    if len(content) > MAX_BLOB_BYTES or hashlib.sha256(content).hexdigest() != sha256:
+        return False
+    _get_or_add(session, ArtifactBlob, (ArtifactBlob.sha256 == sha256,),
+                lambda: ArtifactBlob(sha256=sha256, size_bytes=len(content), compression="zlib",
+                                     data=zlib.compress(content, 6)))
+    return True
 
 
 def add_probe_counts(session: Session, *, run_id: int, counts: Iterable[dict[str, Any]]) -> int:
@@ -198,19 +241,29 @@ def add_probe_counts(session: Session, *, run_id: int, counts: Iterable[dict[str
 
 
 def add_verdict(session: Session, *, hypothesis_id: str, verdict: str, reasoning: str, checks: Any = None,
-                details: Any = None, execution_id: int | None = None, hypothesis_sha256: str | None = None) -> Verdict:
+                details: Any = None, execution_id: int | None = None, hypothesis_sha256: str | None = None,
+                evidence: Any = None, uuid: str | None = None, created_at: datetime | None = None) -> Verdict:
+    """`evidence`: a `store.entities.Evidence` (what the verdict rests on), or None for a bare verdict."""
     v = Verdict(hypothesis_id=hypothesis_id, execution_id=execution_id, hypothesis_sha256=hypothesis_sha256,
                 verdict=verdict, reasoning=reasoning, checks_json=jsonx.dumps(checks),
-                details_json=jsonx.dumps(details), created_at=utcnow())
+                details_json=jsonx.dumps(details), created_at=created_at or utcnow(), uuid=uuid or new_key(),
+                evidence_digest=evidence.digest() if evidence is not None else None,
+                evidence_json=jsonx.dumps(evidence.to_dict()) if evidence is not None else None,
+                analysis_version=evidence.analysis_version if evidence is not None else None)
     session.add(v)
     session.flush()
     return v
 
 
 def add_review(session: Session, *, hypothesis_id: str, author: str, body: str, decision: str = "comment",
-               verdict_id: int | None = None) -> Review:
+               verdict_id: int | None = None, author_source: str | None = None, uuid: str | None = None,
+               created_at: datetime | None = None) -> Review:
+    """A review bound to verdict `verdict_id` as it is now (its key, word and evidence digest are copied)."""
+    seen = session.get(Verdict, verdict_id) if verdict_id is not None else None
     r = Review(hypothesis_id=hypothesis_id, verdict_id=verdict_id, author=author, decision=decision, body=body,
-               created_at=utcnow())
+               created_at=created_at or utcnow(), uuid=uuid or new_key(), author_source=author_source,
+               verdict_uuid=seen.uuid if seen else None, evidence_digest=seen.evidence_digest if seen else None,
+               verdict_seen=seen.verdict if seen else None)
     session.add(r)
     session.flush()
     return r

@@ -17,7 +17,8 @@ class StoreWrites:
 
     def start_execution(self, *, hypothesis_id: str, hypothesis_body: dict[str, Any], experiment_id: str,
                         experiment_version: int, experiment_body: dict[str, Any], profile: str, target: str,
-                        mode: str, plan: Any, overrides: dict[str, str], config_diff: Any, wb_version: str) -> int:
+                        mode: str, plan: Any, overrides: dict[str, str], config_diff: Any, wb_version: str,
+                        uuid: str | None = None, who: dict[str, Any] | None = None) -> int:
         """Snapshot the hypothesis and experiment as they are now and open an execution; its id."""
         from workbench.store import records
 
@@ -29,7 +30,7 @@ class StoreWrites:
                                           experiment_version=experiment_version, profile=profile, target=target,
                                           mode=mode, plan=plan, overrides=overrides, config_diff=config_diff,
                                           hypothesis_snapshot_id=hs.id, experiment_snapshot_id=es.id,
-                                          wb_version=wb_version)
+                                          wb_version=wb_version, uuid=uuid, who=who)
             return int(ex.id)
 
     def update_execution(self, execution_id: int, **fields: Any) -> None:
@@ -65,7 +66,7 @@ class StoreWrites:
                 records.add_metrics(s, run_id=run_id, metrics=dict(values), source=source)
             for a in artifacts:
                 records.add_artifact(s, run_id=run_id, name=a.name, path=a.path, sha256=a.sha256,
-                                     size_bytes=a.size_bytes)
+                                     size_bytes=a.size_bytes, content=a.content)
             if probe_counts:
                 records.add_probe_counts(s, run_id=run_id, counts=probe_counts)
 
@@ -126,18 +127,74 @@ class StoreWrites:
         return done, skipped
 
     def add_verdict(self, *, hypothesis_id: str, verdict: str, reasoning: str, checks: Any, details: Any,
-                    execution_id: int | None, hypothesis_sha256: str | None) -> int:
+                    execution_id: int | None, hypothesis_sha256: str | None,
+                    evidence_run_ids: Iterable[int] | None = None, analysis_version: str | None = None) -> int:
+        """Record a verdict; with `evidence_run_ids`, the digest of what it rests on (see `Evidence`)."""
         from workbench.store import records
 
         with self.session() as s:
+            evidence = None
+            if evidence_run_ids is not None:
+                evidence = _evidence(s, sorted(set(evidence_run_ids)), analysis_version or "")
             return int(records.add_verdict(s, hypothesis_id=hypothesis_id, verdict=verdict, reasoning=reasoning,
                                            checks=checks, details=details, execution_id=execution_id,
-                                           hypothesis_sha256=hypothesis_sha256).id)
+                                           hypothesis_sha256=hypothesis_sha256, evidence=evidence).id)
 
     def add_review(self, *, hypothesis_id: str, author: str, body: str, decision: str = "comment",
-                   verdict_id: int | None = None) -> int:
+                   verdict_id: int | None = None, author_source: str | None = None) -> int:
         from workbench.store import records
 
         with self.session() as s:
             return int(records.add_review(s, hypothesis_id=hypothesis_id, author=author, body=body,
-                                          decision=decision, verdict_id=verdict_id).id)
+                                          decision=decision, verdict_id=verdict_id, author_source=author_source).id)
+
+
+def _evidence(session: Any, run_ids: list[int], analysis_version: str) -> Any:
+    from sqlmodel import select
+
+    from workbench.store.entities import Evidence, EvidenceRun
+    from workbench.store.models import Execution, Run
+
+    rows = session.exec(select(Run.uuid, Run.config_hash, Run.execution_id)
+                        .where(Run.id.in_(run_ids))).all() if run_ids else []  # type: ignore[union-attr]
+    exec_ids = sorted({e for _, _, e in rows if e is not None})
+    exec_keys = session.exec(select(Execution.uuid).where(Execution.id.in_(exec_ids))).all() if exec_ids else []  # type: ignore[union-attr]
+    return Evidence(tuple(str(k) for k in exec_keys), tuple(EvidenceRun(str(u), h) for u, h, _ in rows),
+                    analysis_version)
+
+
+class StoreBundles:
+    """Moving evidence between stores: rows out by global key, rows in with fresh ids (see `bundle_rows`)."""
+
+    def session(self) -> Any:  # provided by Store
+        raise NotImplementedError
+
+    def export_rows(self, hypothesis_ids: list[str]) -> dict[str, Any]:
+        from workbench.store import bundle_rows
+
+        with self.session() as s:
+            return bundle_rows.dump(s, hypothesis_ids)
+
+    def import_rows(self, doc: dict[str, Any]) -> dict[str, int]:
+        """All or nothing: one transaction; rows the store already has (same uuid) are skipped."""
+        from workbench.store import bundle_rows
+
+        with self.session() as s:
+            return bundle_rows.load(s, doc)
+
+    def artifact_content(self, sha256: str) -> bytes | None:
+        """An artifact's bytes from the store, checked against its hash; None when not kept or damaged."""
+        import hashlib
+        import zlib
+
+        from workbench.store.models import ArtifactBlob
+
+        with self.session() as s:
+            blob = s.get(ArtifactBlob, sha256)
+            if blob is None or blob.compression != "zlib":
+                return None
+            try:
+                data = zlib.decompress(bytes(blob.data))
+            except zlib.error:
+                return None
+        return data if hashlib.sha256(data).hexdigest() == sha256 else None

@@ -1,0 +1,92 @@
+"""Review states from verdict histories: approve → new evidence → stale → re-approve; parents that changed."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from workbench.errors import BadInput
+from workbench.team.reviews import (APPROVED, AWAITING, CHANGES_REQUESTED, STALE, check_review_input, parent_changed_since,
+                               review_state, review_states)
+from workbench.store.entities import Evidence, EvidenceRun, ReviewRecord, VerdictRecord
+
+T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+_ids = iter(range(1, 10_000))
+
+
+def _at(minute: int) -> str:
+    return (T0 + timedelta(minutes=minute)).isoformat()
+
+
+def _v(word: str, digest: str, minute: int, hid: str = "h") -> VerdictRecord:
+    return VerdictRecord(id=next(_ids), hypothesis_id=hid, execution_id=None, verdict=word, reasoning="", checks=[],
+                         details={}, created_at=_at(minute), uuid=f"v{minute}", evidence_digest=digest)
+
+
+def _r(decision: str, verdict: VerdictRecord | None, minute: int, hid: str = "h") -> ReviewRecord:
+    return ReviewRecord(id=next(_ids), hypothesis_id=hid, author="ada", decision=decision, body="text",
+                        verdict_id=verdict.id if verdict else None, created_at=_at(minute), author_source="flag",
+                        verdict_uuid=verdict.uuid if verdict else None,
+                        evidence_digest=verdict.evidence_digest if verdict else None,
+                        verdict_seen=verdict.verdict if verdict else None)
+
+
+def test_round_trip_approve_new_runs_stale_reapprove():
+    v1 = _v("falsified", "d1", 0)
+    assert review_state("h", [v1], []).state == AWAITING
+    a1 = _r("approve", v1, 1)
+    assert review_state("h", [v1], [a1]).state == APPROVED
+    v2 = _v("falsified", "d2", 2)          # same word, new evidence
+    assert review_state("h", [v1, v2], [a1]).state == STALE
+    a2 = _r("approve", v2, 3)
+    s = review_state("h", [v1, v2], [a1, a2])
+    assert s.state == APPROVED and s.deciding_review == a2 and s.current_verdict == v2
+    assert s.stale(a1) and not s.stale(a2)
+
+
+def test_comments_do_not_decide_and_latest_decision_wins():
+    v1 = _v("supported", "d1", 0)
+    assert review_state("h", [v1], [_r("comment", v1, 1)]).state == AWAITING
+    s = review_state("h", [v1], [_r("approve", v1, 1), _r("request-changes", v1, 2), _r("comment", v1, 3)])
+    assert s.state == CHANGES_REQUESTED
+
+
+def test_aa_verdicts_are_not_verdicts_on_the_hypothesis():
+    v1 = _v("falsified", "d1", 0)
+    aa = VerdictRecord(id=next(_ids), hypothesis_id="h", execution_id=None, verdict="supported", reasoning="",
+                       checks=[], details={"mode": "aa"}, created_at=_at(5), evidence_digest="other")
+    assert review_state("h", [v1, aa], [_r("approve", v1, 1)]).state == APPROVED
+
+
+def test_the_evidence_digest_covers_runs_config_and_analysis_version():
+    base = Evidence(("e1",), (EvidenceRun("r1", "c1"), EvidenceRun("r2", "c2")), "2")
+    assert base.digest() == Evidence(("e1",), (EvidenceRun("r2", "c2"), EvidenceRun("r1", "c1")), "2").digest()
+    for other in (Evidence(("e1",), (EvidenceRun("r1", "c1"),), "2"),
+                  Evidence(("e1",), (EvidenceRun("r1", "cX"), EvidenceRun("r2", "c2")), "2"),
+                  Evidence(("e1",), (EvidenceRun("r1", "c1"), EvidenceRun("r2", "c2")), "3"),
+                  Evidence(("e2",), (EvidenceRun("r1", "c1"), EvidenceRun("r2", "c2")), "2")):
+        assert other.digest() != base.digest()
+
+
+def test_parent_changed_flags_children_reviewed_before_the_change():
+    p1, p2 = _v("supported", "a", 0, "p"), _v("falsified", "b", 10, "p")
+    child_v = _v("falsified", "c", 5, "c")
+    child_review = _r("approve", child_v, 6, "c")
+    assert parent_changed_since([p1, p2], [child_review], [child_v]) is True
+    assert parent_changed_since([p1], [child_review], [child_v]) is False
+    later = _r("approve", child_v, 11, "c")
+    assert parent_changed_since([p1, p2], [child_review, later], [child_v]) is False
+    assert parent_changed_since([p1, p2], [], []) is False
+    states = review_states({"p": None, "c": "p"}, [p1, p2, child_v], [child_review])
+    assert states["c"].parent_changed and states["c"].label() == "approved; parent changed: re-review"
+    assert not states["p"].parent_changed and states["p"].state == AWAITING
+
+
+@pytest.mark.parametrize("decision,body,fragment", [
+    ("veto", "x", "unknown review decision"), ("approve", "  ", "needs a message"),
+    ("comment", "a" * 20_001, "at most"), ("comment", "bell\x07", "control characters"),
+])
+def test_bad_review_input(decision, body, fragment):
+    with pytest.raises(BadInput, match=fragment):
+        check_review_input(decision, body)

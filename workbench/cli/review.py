@@ -1,0 +1,78 @@
+"""`wb review HYPOTHESIS --approve|--request-changes|--comment -m TEXT` and `wb review list [HYPOTHESIS]`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from workbench.cli._common import DbOption, JsonOption, RootOption, open_workbench, print_json
+
+
+def _decision(approve: bool, request_changes: bool, comment: bool) -> str:
+    from workbench.errors import BadInput
+
+    chosen = [name for name, on in (("approve", approve), ("request-changes", request_changes),
+                                    ("comment", comment)) if on]
+    if len(chosen) != 1:
+        raise BadInput("give exactly one of --approve, --request-changes, --comment",
+                       hint='e.g. wb review wedge-confound --approve -m "reproduced on our cluster"')
+    return chosen[0]
+
+
+def _print_states(states) -> None:
+    for st in states:
+        cur = st.current_verdict
+        seen = f"verdict {cur.verdict} ({(cur.evidence_digest or '')[:10] or 'no digest'})" if cur else "no verdict"
+        typer.echo(f"{st.hypothesis_id}: {st.label()}  [{seen}]")
+        for r in st.reviews:
+            mark = " (stale)" if r.decision != "comment" and st.stale(r) else ""
+            saw = f" on {r.verdict_seen}" if r.verdict_seen else ""
+            typer.echo(f"  {r.created_at}  {r.author}: {r.decision}{saw}{mark}")
+            for line in r.body.splitlines():
+                typer.echo(f"    {line}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the top-level `wb review` command to `app`."""
+
+    @app.command("review")
+    def review(args: Annotated[Optional[list[str]], typer.Argument(
+                   metavar="HYPOTHESIS | list [HYPOTHESIS]",
+                   help="The hypothesis to review, or `list` (optionally with a hypothesis) to show reviews.")] = None,
+               approve: Annotated[bool, typer.Option("--approve", help="Approve the current verdict.")] = False,
+               request_changes: Annotated[bool, typer.Option("--request-changes",
+                                                             help="Ask for changes before the verdict counts.")] = False,
+               comment: Annotated[bool, typer.Option("--comment", help="Comment without deciding.")] = False,
+               message: Annotated[Optional[str], typer.Option("-m", "--message", help="The review's text.")] = None,
+               as_: Annotated[Optional[str], typer.Option(
+                   "--as", help="Reviewer name (default: $WB_USER, git's user.name, the login name).")] = None,
+               db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
+        """Review a hypothesis's verdict against the exact evidence it rests on, or list reviews.
+
+        A review binds to the current verdict's evidence (runs, configs, analysis version); a later
+        verdict on other evidence makes it stale. States: awaiting review, approved, changes requested,
+        stale."""
+        from workbench.errors import BadInput
+
+        args = list(args or [])
+        wb = open_workbench(db, root)
+        if args and args[0] == "list":
+            if len(args) > 2:
+                raise BadInput("wb review list takes at most one hypothesis", hint="wb review list [HYPOTHESIS]")
+            states = wb.review_states(args[1] if len(args) == 2 else None)
+            if json_:
+                print_json([s.to_dict() for s in states])
+            else:
+                _print_states(states)
+            return
+        if len(args) != 1:
+            raise BadInput("name one hypothesis to review", hint='wb review HYPOTHESIS --approve -m "TEXT"')
+        if message is None:
+            raise BadInput("a review needs a message (-m TEXT)", hint='for example: -m "reproduced; verdict stands"')
+        r = wb.review(args[0], decision=_decision(approve, request_changes, comment), body=message, as_name=as_)
+        if json_:
+            print_json(r.to_dict())
+            return
+        on = f" on verdict {r.verdict_seen} (evidence {(r.evidence_digest or '')[:10]})" if r.verdict_seen else ""
+        typer.echo(f"{r.decision} by {r.author} (from {r.author_source}){on} recorded for {r.hypothesis_id}")

@@ -1,0 +1,191 @@
+"""Rows in and out of a store for bundles: every column of every table, keyed globally, ids remapped.
+
+A bundle never carries a store's row ids as identities: executions, runs, verdicts and reviews travel
+by their uuid, snapshots by their content hash, artifact contents by sha256. Loading skips what the
+store already has (so importing twice changes nothing) and gives every new row a fresh id, rewriting
+the references (run → execution, verdict → execution, review → verdict, unit/metric → run) to it.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime
+from typing import Any, Iterable
+
+from sqlalchemy import DateTime, LargeBinary
+from sqlmodel import Session, SQLModel, select
+
+from workbench.store.models import (Artifact, ArtifactBlob, Execution, ExperimentSnapshot, HypothesisSnapshot, Metric,
+                                    ProbeCount, Review, Run, Unit, Verdict)
+
+ROW_FORMAT = 1
+
+
+def _encode(model: type[SQLModel], row: SQLModel, drop: Iterable[str] = ()) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for col in model.__table__.columns:  # type: ignore[attr-defined]
+        if col.name in drop:
+            continue
+        value = getattr(row, col.name)
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            value = base64.b64encode(bytes(value)).decode("ascii")
+        out[col.name] = value
+    return out
+
+
+def _decode(model: type[SQLModel], data: dict[str, Any], **override: Any) -> SQLModel:
+    values: dict[str, Any] = {}
+    for col in model.__table__.columns:  # type: ignore[attr-defined]
+        if col.name not in data:
+            continue
+        value = data[col.name]
+        if value is not None and isinstance(col.type, DateTime):
+            value = datetime.fromisoformat(value)
+        elif value is not None and isinstance(col.type, LargeBinary):
+            value = base64.b64decode(value)
+        values[col.name] = value
+    values.update(override)
+    return model(**values)
+
+
+def _where_in(session: Session, model: Any, column: Any, keys: Iterable[Any]) -> list[Any]:
+    keys = sorted(set(k for k in keys if k is not None))
+    if not keys:
+        return []
+    return list(session.exec(select(model).where(column.in_(keys))).all())
+
+
+def dump(session: Session, hypothesis_ids: list[str]) -> dict[str, Any]:
+    """Everything the verdicts of `hypothesis_ids` rest on, and the reviews of them."""
+    executions = _where_in(session, Execution, Execution.hypothesis_id, hypothesis_ids)
+    verdicts = _where_in(session, Verdict, Verdict.hypothesis_id, hypothesis_ids)
+    from workbench.store import jsonx
+
+    evidence_runs = {r[0] for v in verdicts for r in (jsonx.loads(v.evidence_json, {}) or {}).get("runs", [])}
+    runs = {r.id: r for r in _where_in(session, Run, Run.execution_id, [e.id for e in executions])}
+    runs.update({r.id: r for r in _where_in(session, Run, Run.uuid, evidence_runs)})
+    run_ids = sorted(runs)
+    exec_by_id = {e.id: e for e in executions}
+    exec_by_id.update({e.id: e for e in _where_in(session, Execution, Execution.id,
+                                                  [r.execution_id for r in runs.values()])})
+    artifacts = _where_in(session, Artifact, Artifact.run_id, run_ids)
+    snapshots_h = _where_in(session, HypothesisSnapshot, HypothesisSnapshot.id,
+                            [e.hypothesis_snapshot_id for e in exec_by_id.values()])
+    snapshots_h += [s for s in _where_in(session, HypothesisSnapshot, HypothesisSnapshot.hypothesis_id, hypothesis_ids)
+                    if s.id not in {x.id for x in snapshots_h}]
+    snapshots_e = _where_in(session, ExperimentSnapshot, ExperimentSnapshot.id,
+                            [e.experiment_snapshot_id for e in exec_by_id.values()])
+    run_uuid = {r.id: r.uuid for r in runs.values()}
+    exec_uuid = {e.id: e.uuid for e in exec_by_id.values()}
+    snap_h = {s.id: s.sha256 for s in snapshots_h}
+    snap_e = {s.id: s.sha256 for s in snapshots_e}
+    verdict_uuid = {v.id: v.uuid for v in verdicts}
+
+    def with_run(model: Any, rows: Iterable[Any]) -> list[dict[str, Any]]:
+        return [{**_encode(model, r, drop=("run_id", "id")), "run": run_uuid[r.run_id]} for r in rows]
+
+    return {
+        "rows": ROW_FORMAT,
+        "hypothesis_snapshots": [_encode(HypothesisSnapshot, s, drop=("id",)) for s in snapshots_h],
+        "experiment_snapshots": [_encode(ExperimentSnapshot, s, drop=("id",)) for s in snapshots_e],
+        "executions": [{**_encode(Execution, e, drop=("id", "hypothesis_snapshot_id", "experiment_snapshot_id")),
+                        "hypothesis_snapshot": snap_h.get(e.hypothesis_snapshot_id),
+                        "experiment_snapshot": snap_e.get(e.experiment_snapshot_id)}
+                       for e in sorted(exec_by_id.values(), key=lambda e: e.id)],
+        "runs": [{**_encode(Run, r, drop=("id", "execution_id")), "execution": exec_uuid.get(r.execution_id)}
+                 for r in sorted(runs.values(), key=lambda r: r.id)],
+        "units": with_run(Unit, _where_in(session, Unit, Unit.run_id, run_ids)),
+        "metrics": with_run(Metric, _where_in(session, Metric, Metric.run_id, run_ids)),
+        "artifacts": with_run(Artifact, artifacts),
+        "probe_counts": with_run(ProbeCount, _where_in(session, ProbeCount, ProbeCount.run_id, run_ids)),
+        "artifact_blobs": [_encode(ArtifactBlob, b) for b in
+                           _where_in(session, ArtifactBlob, ArtifactBlob.sha256, [a.sha256 for a in artifacts])],
+        "verdicts": [{**_encode(Verdict, v, drop=("id", "execution_id")), "execution": exec_uuid.get(v.execution_id)}
+                     for v in sorted(verdicts, key=lambda v: v.id)],
+        "reviews": [{**_encode(Review, r, drop=("id", "verdict_id")), "verdict": verdict_uuid.get(r.verdict_id)}
+                    for r in sorted(_where_in(session, Review, Review.hypothesis_id, hypothesis_ids),
+                                    key=lambda r: r.id)],
+    }
+
+
+def _existing(session: Session, model: Any, column: Any, keys: Iterable[Any]) -> dict[Any, Any]:
+    return {getattr(r, column.key): r for r in _where_in(session, model, column, keys)}
+
+
+def _load_snapshots(session: Session, doc: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+    ids_h: dict[str, int] = {}
+    have = {(s.hypothesis_id, s.sha256): s for s in _where_in(
+        session, HypothesisSnapshot, HypothesisSnapshot.sha256, [d["sha256"] for d in doc["hypothesis_snapshots"]])}
+    for d in doc["hypothesis_snapshots"]:
+        row = have.get((d["hypothesis_id"], d["sha256"])) or _add(session, _decode(HypothesisSnapshot, d))
+        ids_h[d["sha256"]] = row.id
+    ids_e: dict[str, int] = {}
+    have_e = {(s.experiment_id, s.sha256): s for s in _where_in(
+        session, ExperimentSnapshot, ExperimentSnapshot.sha256, [d["sha256"] for d in doc["experiment_snapshots"]])}
+    for d in doc["experiment_snapshots"]:
+        row = have_e.get((d["experiment_id"], d["sha256"])) or _add(session, _decode(ExperimentSnapshot, d))
+        ids_e[d["sha256"]] = row.id
+    return ids_h, ids_e
+
+
+def _add(session: Session, row: SQLModel) -> Any:
+    session.add(row)
+    session.flush()
+    return row
+
+
+def load(session: Session, doc: dict[str, Any]) -> dict[str, int]:
+    """Merge a dumped document into the store (the caller's transaction); counts of rows added per kind."""
+    from workbench.store.records import bulk_insert
+
+    if doc.get("rows") != ROW_FORMAT:
+        raise ValueError(f"row format {doc.get('rows')!r}, expected {ROW_FORMAT}")
+    added = {k: 0 for k in ("executions", "runs", "verdicts", "reviews", "artifact_blobs")}
+    ids_h, ids_e = _load_snapshots(session, doc)
+    execs = _existing(session, Execution, Execution.uuid, [d["uuid"] for d in doc["executions"]])
+    for d in doc["executions"]:
+        if d["uuid"] not in execs:
+            execs[d["uuid"]] = _add(session, _decode(Execution, d, hypothesis_snapshot_id=ids_h.get(
+                d.get("hypothesis_snapshot")), experiment_snapshot_id=ids_e.get(d.get("experiment_snapshot"))))
+            added["executions"] += 1
+    runs = _existing(session, Run, Run.uuid, [d["uuid"] for d in doc["runs"]])
+    new_runs: dict[str, int] = {}
+    for d in doc["runs"]:
+        if d["uuid"] not in runs:
+            ex = execs.get(d.get("execution"))
+            row = _add(session, _decode(Run, d, execution_id=ex.id if ex else None))
+            runs[d["uuid"]] = row
+            new_runs[d["uuid"]] = row.id
+    added["runs"] = len(new_runs)
+    for kind, model in (("units", Unit), ("metrics", Metric), ("probe_counts", ProbeCount), ("artifacts", Artifact)):
+        rows = [{**{k: v for k, v in d.items() if k != "run"}, "run_id": new_runs[d["run"]]}
+                for d in doc[kind] if d["run"] in new_runs]
+        if not rows:
+            continue
+        if kind in ("units", "metrics"):
+            cols = [c.name for c in model.__table__.columns]  # type: ignore[attr-defined]
+            bulk_insert(session, model.__tablename__, [{c: r.get(c) for c in cols} for r in rows], cols)
+        else:
+            for r in rows:
+                session.add(_decode(model, r))
+            session.flush()
+    have_blobs = _existing(session, ArtifactBlob, ArtifactBlob.sha256, [d["sha256"] for d in doc["artifact_blobs"]])
+    for d in doc["artifact_blobs"]:
+        if d["sha256"] not in have_blobs:
+            _add(session, _decode(ArtifactBlob, d))
+            added["artifact_blobs"] += 1
+    verdicts = _existing(session, Verdict, Verdict.uuid, [d["uuid"] for d in doc["verdicts"]])
+    for d in doc["verdicts"]:
+        if d["uuid"] not in verdicts:
+            ex = execs.get(d.get("execution"))
+            verdicts[d["uuid"]] = _add(session, _decode(Verdict, d, execution_id=ex.id if ex else None))
+            added["verdicts"] += 1
+    reviews = _existing(session, Review, Review.uuid, [d["uuid"] for d in doc["reviews"]])
+    for d in doc["reviews"]:
+        if d["uuid"] not in reviews:
+            v = verdicts.get(d.get("verdict"))
+            _add(session, _decode(Review, d, verdict_id=v.id if v else None))
+            added["reviews"] += 1
+    return added

@@ -1,0 +1,143 @@
+"""Bundles: one portable file with hypotheses and all the evidence their verdicts rest on.
+
+`export` writes the hypotheses and experiments as they were (registry snapshots), their executions,
+runs, units, metrics, artifact contents, verdicts and reviews, as gzip-compressed JSON with a format
+version. `import_` merges a bundle into any store: idempotently (rows travel by global key), with
+fresh row ids, in one transaction (nothing half-written on error), and it refuses a bundle whose
+hypotheses or experiments conflict with the workbench's own registry — the same id meaning a
+different test — since the imported verdicts would then be shown under a claim they never tested.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import BadInput
+
+if TYPE_CHECKING:
+    from workbench.registry.loader import Registry
+    from workbench.store.engine import Store
+
+BUNDLE_FORMAT = 1
+MAX_BUNDLE_BYTES = 2 * 1024 ** 3  # uncompressed; a larger file is refused, not read into memory
+# What makes two hypotheses (or experiments) the same test; descriptions and assumptions may differ.
+HYPOTHESIS_KEYS = ("kind", "experiment", "isolates", "arms", "hold", "predicts", "requires")
+EXPERIMENT_KEYS = ("variables", "metrics", "unit")
+
+
+@dataclass(frozen=True)
+class BundleSummary:
+    path: str
+    hypotheses: tuple[str, ...]
+    added: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "hypotheses": list(self.hypotheses), "added": dict(self.added)}
+
+
+def _definitions(registry: "Registry", ids: list[str]) -> dict[str, Any]:
+    hyps = {i: registry.hypothesis(i).model_dump(mode="json", exclude_none=True) for i in ids}
+    exps = {}
+    for i in ids:
+        exp = registry.experiment_for(registry.hypothesis(i))
+        exps[exp.id] = exp.model_dump(mode="json", exclude_none=True)
+    return {"hypotheses": hyps, "experiments": exps}
+
+
+def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out: Path, *,
+           created_by: str, wb_version: str) -> BundleSummary:
+    """Write the bundle of `hypothesis_ids` to `out` (atomically: a temp file renamed into place)."""
+    if not hypothesis_ids:
+        raise BadInput("name at least one hypothesis to export", hint="wb bundle export HYPOTHESIS... -o FILE")
+    for hid in hypothesis_ids:
+        registry.hypothesis(hid)  # an unknown id is bad input before anything is read
+    doc = {"wb_bundle": BUNDLE_FORMAT, "wb_version": wb_version, "created_by": created_by,
+           "created_at": datetime.now(timezone.utc).isoformat(), "hypotheses": list(hypothesis_ids),
+           "registry": _definitions(registry, hypothesis_ids), "store": store.export_rows(list(hypothesis_ids))}
+    out = Path(out)
+    if out.is_dir():
+        raise BadInput(f"-o {out} is a folder", hint="give a file name, e.g. -o wedge.wbundle")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".wbundle-", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+            gz.write(json.dumps(doc, sort_keys=True).encode("utf-8"))
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    counts = {k: len(doc["store"][k]) for k in ("executions", "runs", "verdicts", "reviews", "artifact_blobs")}
+    return BundleSummary(str(out), tuple(hypothesis_ids), counts)
+
+
+def read(path: Path) -> dict[str, Any]:
+    """A bundle's document; anything that is not a readable bundle of a known format is bad input."""
+    path = Path(path)
+    if not path.is_file():
+        raise BadInput(f"no bundle file at {path}", hint="wb bundle export writes one")
+    try:
+        with gzip.open(path, "rb") as gz:
+            data = gz.read(MAX_BUNDLE_BYTES + 1)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise BadInput(f"{path} is not a wb bundle (not gzip-compressed JSON: {exc})",
+                       hint="wb bundle export writes one") from exc
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BadInput(f"{path} unpacks to more than {MAX_BUNDLE_BYTES} bytes", hint="export fewer hypotheses")
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise BadInput(f"{path} is not a wb bundle: {exc}", hint="wb bundle export writes one") from exc
+    if not isinstance(doc, dict) or "wb_bundle" not in doc:
+        raise BadInput(f"{path} is not a wb bundle (no wb_bundle key)", hint="wb bundle export writes one")
+    if doc["wb_bundle"] != BUNDLE_FORMAT:
+        raise BadInput(f"{path} is a bundle of format {doc['wb_bundle']!r}; this wb reads format {BUNDLE_FORMAT}",
+                       hint="import it with the wb version that wrote it, or upgrade wb")
+    for key in ("hypotheses", "registry", "store"):
+        if key not in doc:
+            raise BadInput(f"{path}: the bundle has no {key!r} section", hint="it is damaged; export it again")
+    return doc
+
+
+def conflicts(registry: "Registry", doc: dict[str, Any]) -> list[str]:
+    """Where the bundle's hypotheses or experiments mean another test than the registry's of the same id."""
+    out = []
+    local_hypotheses = {h.id: h for h in registry.hypotheses}
+    for hid, body in doc["registry"].get("hypotheses", {}).items():
+        mine = local_hypotheses.get(hid)
+        if mine is None:
+            continue
+        local = mine.model_dump(mode="json", exclude_none=True)
+        diff = [k for k in HYPOTHESIS_KEYS if local.get(k) != body.get(k)]
+        if diff:
+            out.append(f"hypothesis {hid}: {', '.join(diff)} differ")
+    for eid, body in doc["registry"].get("experiments", {}).items():
+        mine = registry.experiments.get(eid)
+        if mine is None or mine.version != body.get("version"):
+            continue
+        local = mine.model_dump(mode="json", exclude_none=True)
+        diff = [k for k in EXPERIMENT_KEYS if local.get(k) != body.get(k)]
+        if diff:
+            out.append(f"experiment {eid} version {mine.version}: {', '.join(diff)} differ")
+    return out
+
+
+def import_(store: "Store", registry: "Registry", path: Path) -> BundleSummary:
+    doc = read(path)
+    found = conflicts(registry, doc)
+    if found:
+        raise BadInput(f"{path} conflicts with this workbench's registry: " + "; ".join(found),
+                       hint="the same id names another test here; rename one of them, or import into a "
+                            "workbench whose hypotheses.yaml agrees")
+    try:
+        added = store.import_rows(doc["store"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BadInput(f"{path}: the bundle's rows are damaged ({type(exc).__name__}: {exc}); nothing was imported",
+                       hint="export it again") from exc
+    return BundleSummary(str(path), tuple(doc["hypotheses"]), added)

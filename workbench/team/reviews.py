@@ -1,0 +1,130 @@
+"""Team review of verdicts: a review is bound to the exact evidence it saw, and goes stale when it changes.
+
+The evidence of a verdict is what it rests on: the executions and runs it analysed, each run's
+config hash, and the analysis version (`store.entities.Evidence`). Its digest is recorded with the
+verdict and copied onto every review of it, so a later verdict on other evidence makes the review stale
+even when the verdict's word ("falsified") is unchanged — as code review goes stale after new commits.
+
+A hypothesis's review state is one of: awaiting review (no approve / request-changes yet),
+approved, changes requested (the latest decision on the current evidence), stale (decisions
+exist, none on the current evidence). Comments never change the state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Iterable, Sequence
+
+from workbench.store.entities import ReviewRecord, VerdictRecord
+
+DECISIONS = ("approve", "request-changes", "comment")
+AWAITING, APPROVED, CHANGES_REQUESTED, STALE = "awaiting review", "approved", "changes requested", "stale"
+REVIEW_STATES = (AWAITING, APPROVED, CHANGES_REQUESTED, STALE)
+MAX_REVIEW_CHARS = 20_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _when(record: VerdictRecord | ReviewRecord) -> tuple[datetime, int]:
+    try:
+        at = datetime.fromisoformat(record.created_at) if record.created_at else _EPOCH
+    except ValueError:
+        at = _EPOCH
+    return at, record.id
+
+
+def is_stale(review: ReviewRecord, current: VerdictRecord | None) -> bool:
+    """A review is stale once the evidence under the current verdict is not what the reviewer saw."""
+    if current is None:
+        return True
+    if review.evidence_digest is not None or current.evidence_digest is not None:
+        return review.evidence_digest != current.evidence_digest
+    return review.verdict_id != current.id  # verdicts recorded before evidence digests existed
+
+
+@dataclass(frozen=True)
+class ReviewState:
+    hypothesis_id: str
+    state: str
+    current_verdict: VerdictRecord | None
+    deciding_review: ReviewRecord | None
+    reviews: tuple[ReviewRecord, ...]
+    parent_changed: bool = False
+
+    def label(self) -> str:
+        return self.state + ("; parent changed: re-review" if self.parent_changed else "")
+
+    def stale(self, review: ReviewRecord) -> bool:
+        return is_stale(review, self.current_verdict)
+
+    def to_dict(self) -> dict[str, object]:
+        cur = self.current_verdict
+        return {"hypothesis_id": self.hypothesis_id, "state": self.state, "parent_changed": self.parent_changed,
+                "current_verdict": None if cur is None else {"id": cur.id, "uuid": cur.uuid, "verdict": cur.verdict,
+                                                             "evidence_digest": cur.evidence_digest},
+                "reviews": [{**r.to_dict(), "stale": self.stale(r)} for r in self.reviews]}
+
+
+def verdict_history(hypothesis_id: str, verdicts: Iterable[VerdictRecord]) -> list[VerdictRecord]:
+    """Every verdict of the hypothesis, oldest first; A/A (noise-floor) verdicts are not verdicts on it."""
+    return sorted((v for v in verdicts if v.hypothesis_id == hypothesis_id and not v.is_aa), key=_when)
+
+
+def review_state(hypothesis_id: str, verdicts: Iterable[VerdictRecord], reviews: Iterable[ReviewRecord], *,
+                 parent_changed: bool = False) -> ReviewState:
+    """The review state of one hypothesis from its verdict history and its reviews (any order)."""
+    history = verdict_history(hypothesis_id, verdicts)
+    current = history[-1] if history else None
+    mine = tuple(sorted((r for r in reviews if r.hypothesis_id == hypothesis_id), key=_when))
+    decisions = [r for r in mine if r.decision != "comment"]
+    on_current = [r for r in decisions if not is_stale(r, current)]
+    if on_current:
+        last = on_current[-1]
+        state = APPROVED if last.decision == "approve" else CHANGES_REQUESTED
+    elif decisions:
+        last, state = decisions[-1], STALE
+    else:
+        last, state = None, AWAITING
+    return ReviewState(hypothesis_id, state, current, last, mine, parent_changed)
+
+
+def parent_changed_since(parent_history: Sequence[VerdictRecord], child_reviews: Sequence[ReviewRecord],
+                         child_history: Sequence[VerdictRecord]) -> bool:
+    """Whether the parent's verdict changed (in word) after the child was last reviewed or decided.
+
+    With no review and no verdict of the child, there is nothing to re-review."""
+    parent = sorted(parent_history, key=_when)
+    changes = [_when(b)[0] for a, b in zip(parent, parent[1:]) if a.verdict != b.verdict]
+    if not changes:
+        return False
+    anchors = [_when(r)[0] for r in child_reviews if r.decision != "comment"] or \
+              [_when(v)[0] for v in child_history]
+    return bool(anchors) and changes[-1] > max(anchors)
+
+
+def review_states(parents: dict[str, str | None], verdicts: Sequence[VerdictRecord],
+                  reviews: Sequence[ReviewRecord]) -> dict[str, ReviewState]:
+    """The review state of every hypothesis in `parents` (id -> parent id), with the parent-changed flag."""
+    out = {}
+    for hid, parent in parents.items():
+        mine = [r for r in reviews if r.hypothesis_id == hid]
+        changed = parent is not None and parent_changed_since(verdict_history(parent, verdicts), mine,
+                                                              verdict_history(hid, verdicts))
+        out[hid] = review_state(hid, verdicts, mine, parent_changed=changed)
+    return out
+
+
+def check_review_input(decision: str, body: str) -> None:
+    from workbench.errors import BadInput
+
+    if decision not in DECISIONS:
+        raise BadInput(f"unknown review decision {decision!r}", hint="use --approve, --request-changes or --comment")
+    if not body.strip():
+        raise BadInput("a review needs a message (-m TEXT)", hint='for example: -m "reproduced; verdict stands"')
+    if len(body) > MAX_REVIEW_CHARS:
+        raise BadInput(f"the review message has {len(body)} characters; at most {MAX_REVIEW_CHARS}",
+                       hint="link to a longer write-up instead")
+    bad = sorted({f"U+{ord(c):04X}" for c in body if not c.isprintable() and c not in "\n\t"})
+    if bad:
+        raise BadInput(f"the review message holds control characters ({', '.join(bad[:5])})",
+                       hint="remove them; plain text and newlines are fine")
