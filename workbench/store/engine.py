@@ -92,7 +92,7 @@ class Store(StoreReads, StoreWrites, StoreBundles):
             self.engine = create_engine(url, poolclass=pool.NullPool, connect_args=connect_args)
         except ModuleNotFoundError as exc:
             extra = " (pip install 'wb[postgres]')" if url.startswith("postgres") else ""
-            raise BadInput(f"the store URL {self.name} needs the database driver {exc.name!r}, which is not "
+            raise BadInput(f"--db {self.name}: the store URL needs the database driver {exc.name!r}, which is not "
                            f"installed{extra}", hint="install the driver, or use a DuckDB file") from exc
         except (ImportError, NoSuchModuleError) as exc:
             raise BadInput(f"--db {self.name}: the database driver is not installed ({exc})",
