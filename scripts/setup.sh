@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set up wb in ./.venv on a fresh machine: the CPU build of torch first (never a CUDA download),
 # then wb itself. With --test, also the test extras and Debian's chromium, which the report tests
-# drive headless, and PostgreSQL's server binaries for the team-store tests (the SSH tests bring their
-# own server on loopback, so no OpenSSH is needed).
+# drive headless, with a font that has the fullwidth "｜" of DeepSeek's tool calls (U+FF5C: DejaVu and
+# Liberation lack it), and PostgreSQL's server binaries for the team-store tests; the SSH tests bring
+# their own server on loopback, so no OpenSSH is needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,7 @@ if [ "$want_tests" = 1 ]; then
   command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || need+=(chromium)
   # The team-store tests start a real PostgreSQL server of their own (initdb in a temp dir).
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+  [ -f /usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf ] || need+=(fonts-droid-fallback)
   if [ ${#need[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"

@@ -30,7 +30,7 @@ case "$where" in
 esac
 WB=$tmp/venv/bin/wb
 "$WB" db upgrade --db "$work/wb.duckdb"
-"$WB" import evidence "$REPO/tests/data/seed-runs.csv" --db "$work/wb.duckdb"
+"$WB" import evidence "$REPO/evidence/seed-runs.csv" --db "$work/wb.duckdb"
 out=$("$WB" hypothesis analyze wedge-confound --db "$work/wb.duckdb")
 echo "$out" | head -1
 echo "$out" | head -1 | grep -q "^wedge-confound: " || { echo "wheel smoke: no verdict" >&2; exit 1; }

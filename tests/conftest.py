@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SEED_CSV_CANDIDATES = [REPO.parent / "shared" / "evidence" / "seed-runs.csv", REPO / "tests" / "data" / "seed-runs.csv"]
+SEED_CSV = REPO / "evidence" / "seed-runs.csv"  # shipped in the repository: the README's tour imports it
 
 
 def _has_cuda() -> bool:
@@ -41,10 +41,8 @@ def workbench_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def seed_csv() -> Path:
-    for p in SEED_CSV_CANDIDATES:
-        if p.is_file():
-            return p
-    pytest.fail("seed-runs.csv not found")
+    assert SEED_CSV.is_file(), f"{SEED_CSV} is missing"
+    return SEED_CSV
 
 
 @pytest.fixture

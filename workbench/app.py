@@ -6,6 +6,7 @@ store, call the library, and close what they opened. Nothing here prints.
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from workbench.settings import Settings
 if TYPE_CHECKING:
     from workbench.analysis.confounds import Finding
     from workbench.analysis.results import Analysis
+    from workbench.isolate.app import IsolateOutcome
     from workbench.registry.hypothesis import Hypothesis
     from workbench.registry.loader import Registry
     from workbench.runner.execute import RunOptions
@@ -72,12 +74,15 @@ class RunReport:
     analysis: "Analysis | None"
     analysis_error: str | None = None
     report: str | None = None
+    # Seconds of the whole call: wall_s = target_s + runner_s + analysis_s + report_s (runner_s is the rest:
+    # planning, the store, restoring).
+    timing: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         a = self.analysis
         return {**self.execution.to_dict(), "verdict": a.verdict if a else None, "reasoning": a.reasoning if a else None,
                 "checks": [c.to_dict() for c in a.checks] if a else [], "analysis_error": self.analysis_error,
-                "report": self.report}
+                "report": self.report, "command_timing": self.timing}  # "timing" stays the experiment loop's
 
 
 @dataclass
@@ -192,6 +197,7 @@ class Workbench:
         The site is rebuilt when `report` is True, or (None) when the workbench already has one to keep
         current: a user who never built a site does not pay for one after every run.
         """
+        t0 = time.monotonic()
         if report is None:
             from workbench.report.site import MANIFEST
 
@@ -212,14 +218,38 @@ class Workbench:
             launch = launch or prepare(self.registry, hypothesis_id, options, store=store, sim_dir=self.settings.sim_dir)
             done = execute(launch, store, show_progress=options.show_progress, artifacts=self.settings.artifacts,
                            fault=fault)
+            t_run = time.monotonic()
             analysis, error = None, None
             try:
                 analysis = analyze_stored(store, self.registry, hypothesis_id, execution_id=done.execution_id)
                 record_verdict(store, analysis, execution_id=done.execution_id)
             except WbError as exc:  # the runs are recorded; say why there is no verdict
                 error = exc.message
+            t_analysis = time.monotonic()
             page = self._site(store)["hypotheses"].get(hypothesis_id) if report else None
-        return RunReport(done, analysis, error, page)
+        t_end = time.monotonic()
+        target_s = min(float(done.timing.get("target_s", 0.0)), t_run - t0)
+        timing = {"wall_s": t_end - t0, "target_s": target_s, "runner_s": t_run - t0 - target_s,
+                  "analysis_s": t_analysis - t_run, "report_s": t_end - t_analysis}
+        return RunReport(done, analysis, error, page, {k: round(v, 3) for k, v in timing.items()})
+
+    def isolate(self, *, experiment: str, good: list[str], bad: list[str], metric: str, region: str,
+                profile: str | None = None, budget: float | None = None, alpha: float = 0.05,
+                seed: int | None = None, parent: str | None = None, write: bool = False,
+                show_progress: bool = True) -> "IsolateOutcome":
+        """Search the changes from `good` to `bad` for a minimal subset that reproduces the failure.
+
+        Every flag is checked before the store is opened or the target touched; each probe is a
+        recorded execution (target restored after it), and the search is stored even when stopped.
+        `write` also appends the generated hypotheses to hypotheses.yaml.
+        """
+        from workbench.isolate.app import prepare_spec, run_isolate
+
+        spec = prepare_spec(self.registry, experiment=experiment, good=good, bad=bad, metric=metric, region=region,
+                            profile=profile, budget=budget, alpha=alpha, seed=seed, parent=parent)
+        with self.store() as store:
+            return run_isolate(spec, self.registry, store, settings=self.settings, write=write,
+                               show_progress=show_progress)
 
     # ------------------------------------------------------------------ runs and evidence
     def runs(self, *, hypothesis_id: str | None = None, limit: int | None = None) -> list["RunRecord"]:
@@ -233,28 +263,47 @@ class Workbench:
             raise BadInput(f"no run {run_id} in the store", hint="wb runs list shows the run ids")
         return run
 
-    def import_evidence(self, file: str | Path, *, experiment: str = "agent-repro") -> ImportResult:
-        """Store each CSV row as a historical run; rows already imported (same label and file) are skipped."""
-        from workbench.registry.evidence import parse_evidence
+    def import_evidence(self, file: str | Path, *, experiment: str | None = None) -> ImportResult:
+        """Store each CSV row as a historical run of `experiment` (by default the one experiment whose columns
+        fit the header); rows already imported (same label and file content) are skipped."""
+        from workbench.registry.evidence import parse_evidence, pick_for
         from workbench.store.entities import ImportedRun
 
+        path = Path(file)
+        if experiment is None:
+            experiment = pick_for(self.registry, path).id
         exp = self.registry.experiments.get(experiment)
         if exp is None:
-            raise BadInput(f"no experiment {experiment!r}",
+            raise BadInput(f"--experiment {experiment}: no experiment {experiment!r}",
                            hint=f"experiments: {', '.join(sorted(self.registry.experiments))}")
-        rows = [ImportedRun(**row) for row in parse_evidence(Path(file), exp.variables)]
+        rows = [ImportedRun(**row) for row in parse_evidence(path, exp)]
         with self.store() as store:
             done, skipped = store.import_runs(experiment, rows)
         return ImportResult(str(file), experiment, [{"id": rid, "label": row.label, "variables": row.variables,
                                                      "metrics": row.metrics} for rid, row in done], skipped)
 
-    def confounds(self, hypothesis_id: str | None = None) -> list["Finding"]:
+    def confounds(self, hypothesis_id: str | None = None, *, write: bool = False) -> list["Finding"]:
+        """Scan the stored runs for confounds. With `write`, each proposed separating experiment is appended
+        to hypotheses.yaml as a draft; its proposal then says whether it was written (False: already there)."""
         from workbench.analysis.confounds import scan_confounds
 
         if hypothesis_id is not None:
             self.registry.hypothesis(hypothesis_id)  # an unknown id is bad input before the store is touched
         with self.store(read_only=True) as store:
-            return scan_confounds(store, self.registry, hypothesis_id)
+            findings = scan_confounds(store, self.registry, hypothesis_id)
+        return self._write_drafts(findings) if write else findings
+
+    def _write_drafts(self, findings: list["Finding"]) -> list["Finding"]:
+        from dataclasses import replace
+
+        from workbench.registry.drafts import append_drafts
+
+        proposing = [f for f in findings if f.proposal and f.proposal.get("entry")]
+        done = set(append_drafts(Path(self.registry.root),
+                                 [(f.proposal["entry"], f.message.split(":")[0] + ".") for f in proposing]))
+        self._registry = None  # hypotheses.yaml changed: the next use reloads it
+        return [replace(f, proposal={**f.proposal, "written": f.proposal["entry"]["id"] in done})
+                if any(f is p for p in proposing) else f for f in findings]
 
     # ------------------------------------------------------------------ reports
     def _site(self, store: "Store", out: str | Path | None = None) -> dict[str, Any]:
@@ -291,6 +340,12 @@ class Workbench:
                 cur = parent[cur]
             nodes.append(LineageNode(s, depth))
         return nodes
+
+    def lineage_edges(self) -> list[dict[str, Any]]:
+        """Parent edges and an assumption's `tested_by` edges, as `wb lineage --json` prints them."""
+        from workbench.report.lineage import registry_edges
+
+        return registry_edges(self.registry.hypotheses)
 
     # ------------------------------------------------------------------ team review
     def review(self, hypothesis_id: str, *, decision: str, body: str, as_name: str | None = None) -> "ReviewRecord":
@@ -372,10 +427,16 @@ class Workbench:
 
         return run_bench(quick=quick, variants=variants, layers=layers, progress=progress)
 
-    @staticmethod
-    def schemas() -> dict[str, Any]:
+    def schemas(self) -> dict[str, Any]:
+        """JSON Schemas of the YAML files, and the evidence CSV's columns (each experiment's own inside a workbench)."""
+        from workbench.registry.evidence_columns import csv_format
         from workbench.registry.experiment import Experiment
         from workbench.registry.hypothesis import HypothesesFile
 
+        try:
+            reg = self.registry
+        except BadInput:  # outside a workbench: the generic format alone
+            reg = None
         return {"hypotheses.yaml": HypothesesFile.model_json_schema(),
-                "experiments/*.yaml": Experiment.model_json_schema()}
+                "experiments/*.yaml": Experiment.model_json_schema(),
+                "evidence CSV": csv_format(reg)}

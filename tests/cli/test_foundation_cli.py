@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_hypothesis_list_json_has_the_seed_lineage(cli):
     code, out, err = cli("hypothesis", "list", "--json")
     assert code == 0, err
-    rows = {r["id"]: r for r in json.loads(out)}
+    rows = {r["id"]: r for r in json.loads(out)["items"]}
     assert rows["hicache-bf16-race"]["parent"] is None
     assert rows["wedge-confound"]["parent"] == "hicache-bf16-race"
     assert rows["dead-code-dsaindexerpoolhost"]["parent"] == "hicache-bf16-race"
@@ -45,7 +45,7 @@ def test_import_evidence_gives_six_runs_with_the_csv_numbers(tmp_path: Path, see
     code, out, err = cli("import", "evidence", str(seed_csv), "--db", str(db))
     assert code == 0, err
     code, out, _ = cli("runs", "list", "--json", "--db", str(db))
-    runs = {r["label"]: r for r in json.loads(out)}
+    runs = {r["label"]: r for r in json.loads(out)["items"]}
     assert len(runs) == 6
     with seed_csv.open() as fh:
         rows = list(csv.DictReader(fh))
@@ -66,7 +66,7 @@ def test_import_evidence_gives_six_runs_with_the_csv_numbers(tmp_path: Path, see
     code, out, _ = cli("import", "evidence", str(seed_csv), "--db", str(db))
     assert "skipped 6" in out
     code, out, _ = cli("runs", "list", "--json", "--db", str(db))
-    assert len(json.loads(out)) == 6
+    assert len(json.loads(out)["items"]) == 6
 
 
 def test_bad_evidence_rows_write_nothing(tmp_path: Path, seed_csv: Path, cli):
@@ -108,6 +108,6 @@ def test_wb_help_and_version_run_as_a_console_script():
 def test_schema_prints_both_json_schemas(cli):
     code, out, _ = cli("schema")
     schemas = json.loads(out)
-    assert set(schemas) == {"hypotheses.yaml", "experiments/*.yaml"}
+    assert set(schemas) == {"hypotheses.yaml", "experiments/*.yaml", "evidence CSV"}
     assert "hypotheses" in schemas["hypotheses.yaml"]["properties"]
     assert "profiles" in schemas["experiments/*.yaml"]["properties"]

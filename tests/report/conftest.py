@@ -65,3 +65,48 @@ def site(seeded: dict[str, Any], cache_home: Path, tmp_path_factory: pytest.Temp
             os.environ["XDG_CACHE_HOME"] = saved
     assert (cache_home / "wb").is_dir()
     return {**result, "out": out}
+
+
+@pytest.fixture(scope="session")
+def rich(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> dict[str, Any]:
+    """A store with every verdict state on the board (invalid included), imported seed evidence (provenance,
+    runs without units) and a DSML tool call in a log; and the site built from it:
+    {root, db, registry, ids, out, site}."""
+    from workbench.app import Workbench
+    from workbench.registry import load_registry
+    from workbench.report import build_site
+    from workbench.store import open_store, records
+
+    base = tmp_path_factory.mktemp("rich")
+    root = synth.copy_workbench(base / "wb")
+    registry = load_registry(root)
+    db = base / "wb.duckdb"
+    store = open_store(str(db))
+    try:
+        with store.session() as session:
+            ids = synth.seed_store(session, registry, base / "logs")
+            ids["dsml"] = synth.add_ab_execution(
+                session, registry, "token-granular-geometry-deployment", art_dir=base / "logs", replicates=1,
+                leak_rate={"control": 0.3, "treatment": 0.3}, seed=9,
+                log_lines=[f"[decode] tool call: {synth.DSML_CALL}"])
+            for hid, verdict in (("live-hostpool-control", "supported"), ("dead-code-hicache-off", "inconclusive"),
+                                 ("token-granular-geometry", "invalid")):
+                records.add_verdict(session, hypothesis_id=hid, verdict=verdict, reasoning=f"the test store says {verdict}")
+    finally:
+        store.dispose()
+    from workbench.settings import Settings
+
+    Workbench.open(Settings(db=str(db), root=root)).import_evidence(synth.REPO / "evidence" / "seed-runs.csv")
+    out = base / "reports"
+    store = open_store(str(db), read_only=True)
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache_home)
+    try:
+        result = build_site(store, registry, out)
+    finally:
+        store.dispose()
+        if saved is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = saved
+    return {"root": root, "db": db, "registry": registry, "ids": ids, "out": out, "site": result}

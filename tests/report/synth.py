@@ -17,6 +17,8 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 
 REPO = Path(__file__).resolve().parents[2]
 XSS_LINE = "<script>alert(1)</script>"
+# A DeepSeek tool call as the decode log quotes it: "｜" is U+FF5C (FULLWIDTH VERTICAL LINE).
+DSML_CALL = '<｜DSML｜invoke name="search">'
 
 
 def copy_workbench(dest: Path) -> Path:

@@ -4,6 +4,7 @@ every chart drawn, every link resolving, an untrusted log line shown as text. Sa
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,11 @@ def browser():
 class Visit:
     """One page load with every request, console message, page error and dialog recorded."""
 
-    def __init__(self, browser: Any, out: Path) -> None:
+    def __init__(self, browser: Any, out: Path, viewport: tuple[int, int] = (1280, 900)) -> None:
         self.out = out.resolve()
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
+                                           service_workers="block")
+        self.requests: list[str] = []
         self.page = self.context.new_page()
         self.outside: list[str] = []
         self.errors: list[str] = []
@@ -64,6 +67,7 @@ class Visit:
         return Path(unquote(parsed.path)).resolve().is_relative_to(self.out)
 
     def _route(self, route: Any) -> None:
+        self.requests.append(route.request.url)
         if self._inside(route.request.url):
             route.continue_()
         else:
@@ -199,3 +203,162 @@ def importlib_missing(name: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(name) is None
+
+
+def _shot(page: Any, name: str) -> None:
+    synth.ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(synth.ARTIFACTS / name), full_page=False)
+
+
+def test_board_with_five_states_fits_one_screen(browser: Any, rich: dict[str, Any]) -> None:
+    v = Visit(browser, rich["out"], viewport=(1280, 800))
+    try:
+        page = v.open(rich["site"]["index"])
+        cols = page.eval_on_selector_all(".board .column", "els => els.map(e => [e.className, "
+                                         "...Object.values(e.getBoundingClientRect().toJSON())])")
+        assert len(cols) == 5 and "status-invalid" in cols[-1][0]
+        boxes = page.eval_on_selector_all(".board .column", "els => els.map(e => e.getBoundingClientRect().toJSON())")
+        assert len({round(b["top"]) for b in boxes}) == 1, "the columns wrap onto a second row"
+        assert all(b["right"] <= 1280 and b["bottom"] <= 800 for b in boxes), boxes
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        _shot(page, "board-1280.png")
+        assert not v.errors and not v.outside
+    finally:
+        v.close()
+
+
+def test_hypothesis_pages_do_not_scroll_sideways_at_390_px(browser: Any, site: dict[str, Any],
+                                                           rich: dict[str, Any]) -> None:
+    for out, paths in ((site["out"], site["hypotheses"]), (rich["out"], rich["site"]["hypotheses"])):
+        v = Visit(browser, out, viewport=(390, 844))
+        try:
+            for hid, path in paths.items():
+                page = v.open(path)
+                width = page.evaluate("document.documentElement.scrollWidth")
+                wide = page.evaluate("[...document.querySelectorAll('main *')].filter(e => "
+                                     "e.getBoundingClientRect().right > 391 && !e.closest('.scroll, .chart-box, pre'))"
+                                     ".slice(0, 3).map(e => e.tagName + '.' + e.className)")
+                assert width <= 390, f"{hid} is {width} px wide at 390 px: {wide}"
+                if hid == "wedge-confound":
+                    _shot(page, "hypothesis-390.png")
+            assert not v.errors and not v.outside
+        finally:
+            v.close()
+
+
+def test_chart_runtime_loads_only_on_pages_with_a_chart(browser: Any, rich: dict[str, Any]) -> None:
+    with_charts = without = 0
+    for path in _all_pages({"out": rich["out"]}):
+        v = Visit(browser, rich["out"])
+        try:
+            page = v.open(path)
+            loaded = any(u.endswith("/assets/vega-bundle.js") for u in v.requests)
+            charts = page.locator("div.chart").count()
+            assert loaded == bool(charts), f"{path.name}: {charts} chart(s), runtime loaded: {loaded}"
+            with_charts += bool(charts)
+            without += not charts
+        finally:
+            v.close()
+    assert with_charts >= 3 and without >= 10
+
+
+def test_lineage_draws_parent_and_tested_by_edges_with_whole_labels(browser: Any, rich: dict[str, Any]) -> None:
+    reg = rich["registry"]
+    parents = {(h.parent, h.id) for h in reg.hypotheses if h.parent}
+    tested = {(h.id, a.tested_by) for h in reg.hypotheses for a in h.assumptions if a.tested_by}
+    assert tested
+    v = Visit(browser, rich["out"])
+    try:
+        page = v.open(rich["site"]["lineage"])
+        drawn = page.eval_on_selector_all("svg.lineage path.edge", "els => els.map(e => [e.dataset.parent, e.dataset.child])")
+        assert {tuple(e) for e in drawn} == parents and len(drawn) == len(parents)
+        drawn = page.eval_on_selector_all("svg.lineage path.tested",
+                                          "els => els.map(e => [e.dataset.hypothesis, e.dataset.testedBy])")
+        assert {tuple(e) for e in drawn} == tested
+        assert page.eval_on_selector("svg.lineage path.tested", "e => getComputedStyle(e).strokeDasharray") != "none"
+        nodes = page.eval_on_selector_all("svg.lineage a.node", """els => els.map(a => {
+            const t = a.querySelector('text.nid'), r = a.querySelector('rect');
+            return [a.dataset.id, t.textContent, t.getComputedTextLength(), r.width.baseVal.value]; })""")
+        assert len(nodes) == len(reg.hypotheses)
+        for hid, label, text_w, rect_w in nodes:
+            assert label == hid, f"label {label!r} cut"
+            assert text_w + 10 <= rect_w, f"{hid}: label {text_w:.0f} px in a {rect_w:.0f} px node"
+        _shot(page, "lineage-1280.png")
+        assert not v.errors and not v.outside
+    finally:
+        v.close()
+
+
+def test_hypothesis_page_explains_checks_assumptions_and_metrics(browser: Any, rich: dict[str, Any]) -> None:
+    v = Visit(browser, rich["out"])
+    try:
+        page = v.open(rich["site"]["hypotheses"]["wedge-confound"])
+        row = page.locator("table.checks tr", has_text="attrition").inner_text()
+        assert row.startswith("flag") and "does not change the verdict: falsified stands" in row
+        assert "flagged a problem that does not change it (attrition)" in page.locator(".checks-summary").inner_text()
+        for i in range(page.locator("figure.chart-box").count()):
+            fig = page.locator("figure.chart-box").nth(i)
+            assert fig.locator("table.mini th").nth(1).inner_text() == fig.locator("div.chart").get_attribute("data-metric")
+        page = v.open(rich["site"]["hypotheses"]["hicache-bf16-race"])
+        item = page.locator("#assumptions li", has_text="The wedge does not explain the corruption").inner_text()
+        assert ("tested by wedge-confound, which claims “The HiCache+bf16 corruption is a side effect of the NIXL "
+                "abort wedge.” — that claim is falsified") in item
+        assert "not on this assumption" in item
+        assert not v.errors and not v.outside
+    finally:
+        v.close()
+
+
+def test_confound_page_prints_no_raw_nulls(browser: Any, rich: dict[str, Any]) -> None:
+    v = Visit(browser, rich["out"])
+    try:
+        page = v.open(rich["site"]["confounds"])
+        text = page.locator("main").inner_text()
+        assert "units with the outcome" in text  # the imported rows without units are in the tables
+        assert not re.search(r"\bnull\b|\bNone\b", text), re.findall(r".{40}\bnull\b.{20}", text)[:3]
+        for i in range(page.locator("article.finding.flagged").count()):
+            f = page.locator("article.finding.flagged").nth(i).inner_text()
+            assert "separat" in f.split("\n", 1)[1], f  # a proposal, or why there is none
+    finally:
+        v.close()
+
+
+def test_imported_run_shows_provenance_as_a_table(browser: Any, rich: dict[str, Any]) -> None:
+    v = Visit(browser, rich["out"])
+    try:
+        imported = [p for p in rich["site"]["runs"].values()
+                    if "Imported evidence" in Path(p).read_text(encoding="utf-8")]
+        assert len(imported) == 6
+        page = v.open(imported[0])
+        rows = dict(r.split("\t", 1) for r in page.locator("#provenance tr").all_inner_texts())
+        assert rows["file"] == "seed-runs.csv" and len(rows["sha256"]) == 64 and rows["line"].isdigit()
+        assert "{" not in page.locator("#meta").inner_text()
+    finally:
+        v.close()
+
+
+def test_dsml_bar_in_a_log_renders_with_a_font_that_has_it(browser: Any, rich: dict[str, Any]) -> None:
+    """U+FF5C is not in DejaVu or Liberation: the page's font stack must name a fallback that has it."""
+    import subprocess
+
+    have = set(subprocess.run(["fc-list", ":charset=ff5c", "family"], capture_output=True, text=True,
+                              check=True).stdout.replace(",", "\n").split("\n")) - {""}
+    assert have, "no installed font has U+FF5C (scripts/setup.sh --test installs fonts-droid-fallback)"
+    run_id = rich["ids"]["dsml"]["run_ids"][0]
+    v = Visit(browser, rich["out"])
+    try:
+        page = v.open(rich["site"]["runs"][run_id])
+        pre = page.locator("pre.log", has_text="DSML")
+        stack = pre.evaluate("e => getComputedStyle(e).fontFamily")
+        assert any(f in stack for f in have), f"no font with U+FF5C in the stack {stack}"
+        page.evaluate("""() => { const pre = [...document.querySelectorAll('pre.log')].find(p => p.textContent.includes('DSML'));
+            pre.innerHTML = pre.innerHTML.replace(/｜/g, '<span class="bar-probe">｜</span>'); }""")
+        cdp = v.context.new_cdp_session(page)
+        doc = cdp.send("DOM.getDocument")
+        cdp.send("CSS.enable")
+        node = cdp.send("DOM.querySelector", {"nodeId": doc["root"]["nodeId"], "selector": "span.bar-probe"})
+        fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node["nodeId"]})["fonts"]
+        assert fonts and all(f["familyName"] in have for f in fonts), fonts
+        _shot(page, "run-dsml.png")
+    finally:
+        v.close()

@@ -30,7 +30,7 @@ def test_markdown_summary_of_a_hypothesis(app: Any, seeded: dict[str, Any]) -> N
     assert "**Verdict: falsified**" in md
     assert "| prediction | observed | outcome |" in md
     assert "| corruption_rate | " in md and "Wilson 95%" in md
-    assert "- [ ] attrition **(failed)**" in md and "- [x] drift" in md
+    assert "- [ ] attrition **(failed; does not change the verdict: falsified stands)**" in md and "- [x] drift" in md
     assert "<script>" not in md
 
 
@@ -68,6 +68,9 @@ def test_lineage_text_and_json(app: Any, seeded: dict[str, Any]) -> None:
     assert any(ln.startswith("    └─ token-granular-geometry-deployment  [open]") for ln in lines)
     res = CliRunner().invoke(app, ["lineage", "--json"], env=_env(seeded))
     graph = json.loads(res.output)
-    assert {"parent": "hicache-bf16-race", "child": "wedge-confound"} in graph["edges"]
+    assert {"kind": "parent", "parent": "hicache-bf16-race", "child": "wedge-confound"} in graph["edges"]
+    assert {"kind": "tested_by", "hypothesis": "hicache-bf16-race", "tested_by": "wedge-confound",
+            "assumption": "The wedge does not explain the corruption."} in graph["edges"]
+    assert {e["kind"] for e in graph["edges"]} == {"parent", "tested_by"}
     nodes = {n["id"]: n for n in graph["nodes"]}
     assert nodes["wedge-confound"]["status"] == "falsified" and nodes["token-granular-geometry-deployment"]["depth"] == 2

@@ -123,13 +123,16 @@ def test_probe_counts_per_process_and_target(site: dict[str, Any], seeded: dict[
 def test_hypothesis_page_shows_verdict_checks_arms_and_diff(site: dict[str, Any]) -> None:
     text = Path(site["hypotheses"]["wedge-confound"]).read_text(encoding="utf-8")
     assert "lies entirely above the predicted region" in text
-    assert re.search(r'<tr class="fail"><td class="mark">FAIL</td><td>attrition</td>', text)
+    # A failed check under a verdict that stands says so (the stored check predates recorded effects).
+    assert re.search(r'<tr class="flag"><td class="mark">flag</td><td>attrition</td><td>[^<]*</td>'
+                     r'<td>does not change the verdict: falsified stands</td>', text)
     assert text.count('<td class="mark">pass</td>') == 3
     assert '<span class="del">-nixl_abort_fix=off</span>' in text
     assert '<span class="add">+nixl_abort_fix=on</span>' in text
     assert "tested by" not in text.split('id="assumptions"')[1].split("</section>")[0]
     race = Path(site["hypotheses"]["hicache-bf16-race"]).read_text(encoding="utf-8")
-    assert 'tested by <a href="wedge-confound.html">wedge-confound</a> <span class="badge falsified">' in race
+    assert ('tested by <a href="wedge-confound.html">wedge-confound</a>, which claims “The HiCache+bf16 corruption '
+            'is a side effect of the NIXL abort wedge.” — that claim is <span class="badge falsified">') in race
 
 
 def test_chart_specs_are_valid_vega_lite_with_intervals(site: dict[str, Any]) -> None:
@@ -163,7 +166,9 @@ def test_lineage_page_links_every_node_and_what_verdicts_rest_on(site: dict[str,
     text = Path(site["lineage"]).read_text(encoding="utf-8")
     for h in seeded["registry"].hypotheses:
         assert f'<a href="hypotheses/{h.id}.html" class="node' in text
-    assert text.count('class="edge"') == sum(1 for h in seeded["registry"].hypotheses if h.parent)
+    assert text.count('<path class="edge"') == sum(1 for h in seeded["registry"].hypotheses if h.parent)
+    assert text.count('<path class="tested"') == sum(1 for h in seeded["registry"].hypotheses
+                                                    for a in h.assumptions if a.tested_by)
     rests = text.split('class="rests"')[1]
     assert "git_commit=abc1234" in rests and "agent-repro v1" in rests
     for rid in seeded["ids"]["wedge"]["run_ids"]:
@@ -259,3 +264,42 @@ def test_confound_report_shows_the_separating_experiment(tmp_path: Path) -> None
     assert "Proposed separating experiment" in first and "are confounded in these runs" in first
     assert '<td>with aborts (= waiting_for_input)</td><td class="num">3</td><td class="num">0</td>' in first
     assert re.search(r'Registered as <a href="hypotheses/[a-z0-9-]+\.html">', first)
+
+
+def test_check_effects_recorded_by_analysis_are_worded(seeded: dict[str, Any]) -> None:
+    from workbench.report.hypothesis_page import _verdict_view
+
+    stored = {"verdict": "inconclusive", "reasoning": "", "created_at": "2026-11-30", "execution_id": 1,
+              "checks": [{"name": "attrition", "passed": False, "detail": "control: all lost", "effect": "inconclusive"},
+                         {"name": "drift", "passed": False, "detail": "replicates differ", "effect": "none"},
+                         {"name": "isolation", "passed": True, "detail": "ok", "effect": "none"}]}
+    view, _ = _verdict_view(stored, None)
+    assert [(c.mark, c.meaning) for c in view.checks] == [
+        ("FAIL", "makes the verdict inconclusive"), ("flag", "does not change the verdict: inconclusive stands"),
+        ("pass", "")]
+    assert view.checks_summary == ("1 of 3 checks passed; 1 check(s) changed the verdict (attrition); "
+                                   "1 flagged a problem that does not change it (drift).")
+
+
+def test_a_guard_without_a_separating_variable_prints_no_nulls(tmp_path: Path) -> None:
+    """The scan's proposal when no recorded variable removes the guard: toggle and registered_as are None."""
+    from workbench.report import pages, site as site_mod
+    from workbench.report.context import Page
+
+    finding = {"kind": "guard", "factor": "aborts", "outcome": "corruption_rate", "experiment": "agent-repro",
+               "flagged": True, "message": "In every run with leak where aborts was recorded, aborts also occurred.",
+               "table": {"outcome_with_guard": 4, "no_outcome_with_guard": 0, "outcome_without_guard": 0,
+                         "no_outcome_without_guard": 0, "runs": ["run 1", "run 2"]},
+               "fisher_p": None, "effect": {"risk_difference": None, "odds_ratio": None},
+               "proposal": {"toggle": None, "hold": {"hicache": "on"}, "registered_as": None,
+                            "text": "No recorded variable is known to remove aborts: add one that does."}}
+    variable = {"kind": "variable", "factor": "hicache", "outcome": "corruption_rate", "flagged": True,
+                "message": "hicache=off: 0/1 runs", "table": {"off": {"runs": 1, "runs_with_outcome": 0, "units_k": None,
+                                                                      "units_n": None}}, "proposal": None}
+    ctx = pages.confounds([finding, variable], "", set(), {1, 2}, Page("Confounds", "", "confounds", "now"))
+    text = site_mod._env().get_template("confounds.html.j2").render(ctx=ctx)
+    assert not re.search(r"\bnull\b|\bNone\b", text)
+    guard, var = text.split('<article class="finding')[1:]
+    assert "<h3>No recorded variable separates them yet</h3>" in guard and "<th>hold</th><td>hicache=on</td>" in guard
+    assert "toggle" not in guard and "Registered as" not in guard
+    assert "an A/B hypothesis that isolates it" in var and '<td class="num">—</td>' in var

@@ -33,6 +33,7 @@ default_profile: local
 profiles:
   local:
     target: {kind: local}
+    options: {check_restart: false}  # the toy's restart only records itself; its health server never restarts
     context: {state: "STATE", port: "PORT"}
     env: {SERVICE_API_TOKEN: "s3cret-value"}
     config:

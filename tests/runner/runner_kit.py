@@ -15,7 +15,8 @@ def add_toy_ssh_profile(toy: Any, server, *, known_hosts: str | None = None, por
         "    target: {kind: local}",
         f"    target: {{kind: ssh, hosts: [127.0.0.1], user: {server.user}, port: {port or server.port}, "
         f"known_hosts: {known_hosts or server.known_hosts}, identity_file: {server.client_key_path}, "
-        f"connect_timeout_s: 3}}\n    options: {{work_dir: {toy.state}/remote}}")
+        f"connect_timeout_s: 3}}").replace(
+        "    options: {check_restart: false}", f"    options: {{check_restart: false, work_dir: {toy.state}/remote}}")
     p.write_text(text + ssh)
 
 

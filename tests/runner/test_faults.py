@@ -48,6 +48,10 @@ def test_workload_timeout_kills_and_restores(toy):
 
 
 def test_extractor_matching_nothing_is_invalid_with_excerpt(toy):
+    # wall_s becomes a predicted metric: one nothing reads would fail soft (tests/examples).
+    hyp = toy.root / "hypotheses.yaml"
+    hyp.write_text(hyp.read_text().replace(
+        "    requires:\n", "      - {metric: wall_s, arm: treatment, at_most: 100}\n    requires:\n", 1))
     s = _run(toy, sets={"mode": "noextract"}, replicates=1)
     assert {r["status"] for r in s["runs"]} == {"invalid"}
     err = s["runs"][0]["error"]

@@ -47,3 +47,22 @@ def test_records_both_arms_and_restores(toy):
     assert "-fix=off" in diff and "+fix=on" in diff
     n_units = _rows(toy.db, "SELECT count(*) FROM units")[0][0]
     assert n_units == 40
+
+
+def test_a_successful_run_records_no_error(toy):
+    """An ok run carries no error: not in the summary, `wb runs show`, its --json, nor on its report page."""
+    import subprocess
+    import sys
+
+    summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, replicates=1)
+    assert [(r["status"], r["error"]) for r in summary["runs"]] == [("ok", None)] * 2
+    assert _rows(toy.db, "SELECT count(*) FROM runs WHERE error IS NOT NULL")[0][0] == 0
+    rid = summary["runs"][0]["id"]
+    wb = [sys.executable, "-m", "workbench.cli.main", "runs", "show", str(rid), "--db", toy.db]
+    shown = subprocess.run(wb, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "status: ok" in shown.stdout and "error" not in shown.stdout and "interrupted" not in shown.stdout
+    as_json = subprocess.run(wb + ["--json"], capture_output=True, text=True, timeout=60)
+    assert json.loads(as_json.stdout)["error"] is None
+    page = (toy.root / "reports" / "runs" / f"{rid}.html").read_text(encoding="utf-8")
+    assert "<h3>Error</h3>" not in page and "interrupted" not in page

@@ -88,3 +88,43 @@ def test_cli_exit_codes(toy):
     assert {r["status"] for r in json.loads(failing.stdout)["runs"]} == {"failed"}
     assert "health never green" in failing.stdout + failing.stderr
     assert toy.conf.read_bytes() == toy.original  # (exit 0 on success: tests/runner/test_sim.py)
+
+
+def test_fail_on_gates_the_verdict_and_the_summary_is_whole(toy):
+    """--fail-on: exit 3 when the verdict is in the set, 0 when not, 2 for a verdict wb does not have. The
+    summary's order line names only the runs made (a sequential stop makes fewer than planned), and the
+    printed wall time is the sum of target, runner, analysis and report."""
+    import re
+
+    env = dict(os.environ, WB_ROOT=str(toy.root))
+    base = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix", "--db", toy.db]
+    bad = subprocess.run(base + ["--fail-on", "falsified,wrong"], capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode == 2 and "Error: --fail-on 'falsified,wrong': unknown verdict wrong" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    first = subprocess.run(base + ["--sequential", "--replicates", "3", "--seed", "3"],
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    out = first.stdout
+    verdict = re.search(r"^verdict: (\w+)$", out, re.M).group(1)
+    made = sum(int(n) for n in re.findall(r"runs ok \d+/(\d+)", out))
+    order = re.search(r"^order: (.*)$", out, re.M).group(1)
+    assert len([w for w in order.split() if "@" in w]) == made, out
+    if made < 6:
+        assert f"({made} of 6 planned)" in order
+    t = re.search(r"^time: wall ([\d.]+) s = target commands and waits ([\d.]+) s \+ runner ([\d.]+) s \+ "
+                  r"analysis ([\d.]+) s \+ report ([\d.]+) s$", out, re.M)
+    assert t, out
+    wall, *parts = map(float, t.groups())
+    assert abs(wall - sum(parts)) <= 0.05 * len(parts)  # each part is rounded to 0.01 s or 0.1 s
+    others = ",".join(v for v in ("supported", "falsified", "inconclusive", "invalid") if v != verdict)
+    gated = subprocess.run(base + ["--replicates", "1", "--json", "--fail-on", verdict], capture_output=True,
+                           text=True, env=env, timeout=300)
+    d = json.loads(gated.stdout)
+    assert (d["wb"], d["command"]) == (1, "hypothesis run")
+    assert gated.returncode == (3 if d["verdict"] == verdict else 0), gated.stderr
+    assert set(d["command_timing"]) == {"wall_s", "target_s", "runner_s", "analysis_s", "report_s"}
+    passed = subprocess.run(base + ["--replicates", "1", "--fail-on", others], capture_output=True, text=True,
+                            env=env, timeout=300)
+    v2 = re.search(r"^verdict: (\w+)$", passed.stdout, re.M).group(1)
+    assert passed.returncode == (3 if v2 in others.split(",") else 0)
+    assert toy.conf.read_bytes() == toy.original

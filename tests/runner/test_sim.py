@@ -60,6 +60,7 @@ def test_wedge_world_via_cli_starts_and_stops_its_own_pdsim(bench):
     assert {a["variables"]["causal_model"] for a in s["arms"].values()} == {"wedge"}
     assert {"hypothesis", "experiment", "target", "arms", "runs", "verdict", "reasoning", "checks"} <= set(s)
     assert s["verdict"] == "supported", s["reasoning"]
+    assert [(r["status"], r["error"]) for r in s["runs"]] == [("ok", None)] * len(s["runs"])
     assert {c["name"] for c in s["checks"]} >= {"isolation"} and all("passed" in c for c in s["checks"])
     assert s["arms"]["control"]["totals"]["aborts"] > 0 and s["arms"]["control"]["totals"]["leak"] > 0
     assert s["arms"]["treatment"]["totals"]["leak"] == 0 and s["arms"]["treatment"]["totals"]["aborts"] == 0

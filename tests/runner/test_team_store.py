@@ -54,7 +54,7 @@ def _state(cli, db: str, env: dict[str, str]) -> dict:
 
     code, out, err = cli("review", "list", "toy-fix", "--json", "--db", db, env=env)
     assert code == 0, err
-    return json.loads(out)[0]
+    return json.loads(out)["items"][0]
 
 
 def _review_round_trip(toy, cli, db: str) -> None:
@@ -86,3 +86,72 @@ def test_review_round_trip_on_duckdb(toy, cli):
 
 def test_review_round_trip_on_postgresql(toy, cli, pg_url: str):
     _review_round_trip(toy, cli, pg_url)
+
+
+def test_report_shows_review_state_history_and_who_ran(toy, cli):
+    import re
+
+    env = {"WB_ROOT": str(toy.root), "WB_USER": "ada"}
+
+    def wb(*args: str) -> str:
+        code, out, err = cli(*args, "--db", toy.db, env=env)
+        assert code == 0, (args, out[-2000:], err[-2000:])
+        return out
+
+    wb("hypothesis", "run", "toy-fix", "--replicates", "1")
+    wb("review", "toy-fix", "--approve", "-m", "first <look>")
+    wb("hypothesis", "run", "toy-fix", "--replicates", "1")
+    wb("report")
+    board = (toy.root / "reports" / "index.html").read_text()
+    assert re.search(r'class="rstate stale">stale<', board)
+    page = (toy.root / "reports" / "hypotheses" / "toy-fix.html").read_text()
+    assert "first &lt;look&gt;" in page and "first <look>" not in page
+    assert 'class="badge stale">stale<' in page and "saw verdict" in page
+    assert "Who ran what" in page and "ada (from WB_USER)" in page
+    lineage = (toy.root / "reports" / "lineage.html").read_text()
+    assert 'data-review="stale"' in lineage
+    md = wb("report", "--format", "md", "--hypothesis", "toy-fix")
+    assert "Review: **stale**" in md and "ada: approve" in md and "— stale" in md
+    board_md = wb("report", "--format", "md")
+    assert "| toy-fix |" in board_md.replace("`", "") and "stale" in board_md
+
+
+def _site_pages(site: Path) -> dict[str, str]:
+    """Every page of a site, with the one line that says when it was built taken out."""
+    import re
+
+    return {str(p.relative_to(site)): re.sub(r'<span class="generated">[^<]*</span>', "", p.read_text())
+            for p in sorted(site.rglob("*.html"))}
+
+
+def test_bundle_moves_duckdb_to_postgresql_to_duckdb_with_the_same_pages(toy, cli, pg_url: str, tmp_path: Path):
+    env = {"WB_ROOT": str(toy.root), "WB_USER": "ada"}
+
+    def wb(*args: str, root: Path = toy.root) -> str:
+        code, out, err = cli(*args, env={**env, "WB_ROOT": str(root)})
+        assert code == 0, (args, out[-2000:], err[-2000:])
+        return out
+
+    wb("hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db)
+    wb("review", "toy-fix", "--approve", "-m", "moved with its evidence", "--db", toy.db)
+    wb("report", "--db", toy.db, "--out", str(tmp_path / "site-a"))
+    # A teammate's folder: the same registry, none of the runner's files (.wb/artifacts stays behind).
+    other = tmp_path / "teammate"
+    other.mkdir()
+    shutil.copy(toy.root / "hypotheses.yaml", other / "hypotheses.yaml")
+    shutil.copytree(toy.root / "experiments", other / "experiments")
+    wb("bundle", "export", "toy-fix", "-o", str(tmp_path / "one.wbundle"), "--db", toy.db)
+    wb("bundle", "import", str(tmp_path / "one.wbundle"), "--db", pg_url, root=other)
+    again = wb("bundle", "import", str(tmp_path / "one.wbundle"), "--db", pg_url, "--json", root=other)
+    assert '"runs": 0' in again and '"verdicts": 0' in again and '"reviews": 0' in again
+    wb("report", "--db", pg_url, "--out", str(tmp_path / "site-pg"), root=other)
+    wb("bundle", "export", "toy-fix", "-o", str(tmp_path / "two.wbundle"), "--db", pg_url, root=other)
+    back = str(tmp_path / "back.duckdb")
+    wb("bundle", "import", str(tmp_path / "two.wbundle"), "--db", back, root=other)
+    wb("report", "--db", back, "--out", str(tmp_path / "site-back"), root=other)
+    a, pg, b = (_site_pages(tmp_path / s) for s in ("site-a", "site-pg", "site-back"))
+    assert a.keys() == pg.keys() == b.keys() and any(k.startswith("runs/") for k in a)
+    for name in a:
+        assert a[name] == pg[name] == b[name], name
+    run_page = next(v for k, v in pg.items() if k.startswith("runs/"))
+    assert "not found at" not in run_page and "&#34;fix&#34;: &#34;" in run_page   # the artifact came from the store

@@ -78,7 +78,7 @@ def test_corrupt_file_gives_a_clear_error_and_is_left_untouched(tmp_path: Path, 
     code, _, err = cli("runs", "list", "--db", str(path))
     assert code == 2  # --db names something that is not a store: bad input
     assert f"the store {path}" in err and "Traceback" not in err
-    code, _, err = cli("import", "evidence", str(Path(__file__).parents[1] / "data" / "seed-runs.csv"),
+    code, _, err = cli("import", "evidence", str(Path(__file__).parents[2] / "evidence" / "seed-runs.csv"),
                        "--db", str(path))
     assert code == 2
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
@@ -170,7 +170,7 @@ def test_a_store_at_the_first_revision_upgrades_and_keeps_its_rows(tmp_path: Pat
     code, out, _ = cli("db", "upgrade", "--db", str(path))
     assert code == 0 and f"0001_initial -> {head_revision()}" in out
     code, out, _ = cli("runs", "list", "--json", "--db", str(path))
-    assert code == 0 and len(json.loads(out)) == 1
+    assert code == 0 and len(json.loads(out)["items"]) == 1
     store = open_store(str(path))
     try:
         assert schema_diff(store) == []

@@ -18,8 +18,10 @@ LAYERS = [
     {"workbench.registry", "workbench.store", "workbench.migrations", "workbench.sim", "workbench.probes"},
     {"workbench.analysis", "workbench.team"},
     {"workbench.runner"},
+    {"workbench.isolate"},
     {"workbench.report"},
     {"workbench.app"},
+    {"workbench.api"},
     {"workbench.cli"},
 ]
 

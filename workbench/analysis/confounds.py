@@ -7,10 +7,12 @@ test and an effect size, and proposes the experiment that would separate the two
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import stats
+from workbench.analysis.aliasing import alias_findings
+from workbench.analysis.conditioning import variable_findings
 from workbench.analysis.data import USABLE_STATUSES, RunData, metric_value, run_query
 from workbench.analysis.results import json_safe
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # guard | variable
+    kind: str  # guard | variable | alias
     factor: str
     outcome: str
     experiment: str
@@ -158,13 +160,20 @@ def scan_confounds(store: Store, registry: Registry, hypothesis_id: str | None =
     for eid, outcomes in sorted(targets.items()):
         exp = registry.experiments[eid]
         runs = [r for r in store.analysis_runs(run_query(exp)) if r.status in USABLE_STATUSES]
+        tested_by = _controlled(store, runs)
         for outcome in sorted(outcomes):
-            findings.extend(_scan_outcome(registry, exp, runs, outcome, hypothesis_id))
+            findings.extend(_scan_outcome(registry, exp, runs, outcome, hypothesis_id, tested_by))
     return findings
 
 
+def _controlled(store: Store, runs: list[RunData]) -> dict[int, str]:
+    """run id -> the hypothesis whose controlled execution produced it."""
+    hyp_of = {ex.id: ex.hypothesis_id for ex in store.executions()}
+    return {r.id: hyp_of[r.execution_id] for r in runs if r.execution_id in hyp_of}
+
+
 def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outcome: str,
-                  scanned: str | None = None) -> list[Finding]:
+                  scanned: str | None = None, tested_by: dict[int, str] | None = None) -> list[Finding]:
     spec = exp.metrics[outcome]
     occurred: dict[int, bool] = {}
     counts: dict[int, tuple[float, float | None]] = {}
@@ -215,43 +224,16 @@ def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outc
         else:
             msg = f"{what} did not occur in any run where {label} was recorded ({len(both)} run(s))."
             out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect))
-    out.extend(_scan_variables(exp, known, counts, occurred, outcome, what))
+    variables = variable_findings(Finding, exp, known, occurred, counts, outcome, what, tested_by or {})
+    aliases = alias_findings(Finding, registry, exp, known, occurred, counts, outcome, what)
+    out.extend(_note_aliased(f, aliases) for f in variables)
+    out.extend(aliases)
     return out
 
 
-def _scan_variables(exp: Experiment, known: list[RunData], counts: dict[int, tuple[float, float | None]],
-                    occurred: dict[int, bool], outcome: str, what: str) -> list[Finding]:
-    """Each recorded variable with two or more values: how often the outcome occurred under each."""
-    found: list[Finding] = []
-    for var in sorted({v for r in known for v in r.variables}):
-        values = sorted({r.variables[var] for r in known if var in r.variables})
-        if len(values) < 2:
-            continue
-        per_value = {}
-        for v in values:
-            rs = [r for r in known if r.variables.get(var) == v]
-            kn = [counts[r.id] for r in rs if counts[r.id][1] is not None]
-            k_units = sum(k for k, _ in kn)
-            n_units = sum(n for _, n in kn if n is not None)
-            per_value[v] = {"runs": len(rs), "runs_with_outcome": sum(occurred[r.id] for r in rs),
-                            "units_k": k_units if kn else None, "units_n": n_units if kn else None}
-        p = None
-        effect: dict[str, Any] = {}
-        if len(values) == 2:
-            a, b = values
-            rows = [(r.variables.get(var) == a, occurred[r.id]) for r in known if var in r.variables]
-            _, p, effect = _two_by_two(rows)
-            ua, ub = per_value[a], per_value[b]
-            if ua["units_n"] and ub["units_n"]:
-                effect["units_rate_difference"] = ua["units_k"] / ua["units_n"] - ub["units_k"] / ub["units_n"]
-                effect["units_fisher_p"] = stats.fisher(int(ua["units_k"]), int(ua["units_n"]),
-                                                        int(ub["units_k"]), int(ub["units_n"]))
-        summary = ", ".join(f"{var}={v}: {pv['runs_with_outcome']}/{pv['runs']} runs with {what}"
-                            + (f" ({pv['units_k']:g}/{pv['units_n']:g} units)" if pv["units_n"] else "")
-                            for v, pv in per_value.items())
-        flagged = (p is not None and p < stats.ALPHA) or \
-            (effect.get("units_fisher_p") is not None and effect["units_fisher_p"] < stats.ALPHA)
-        msg = summary + (f"; Fisher p = {p:.2g} over runs" if p is not None else "") + (
-            f", {effect['units_fisher_p']:.2g} over units" if effect.get("units_fisher_p") is not None else "") + "."
-        found.append(Finding("variable", var, outcome, exp.id, bool(flagged), msg, per_value, p, effect))
-    return found
+def _note_aliased(f: Finding, aliases: list[Finding]) -> Finding:
+    """A variable finding pooled over runs where it moved with another variable says so."""
+    partners = [a.factor.replace(f.factor, "").strip(" ~") for a in aliases if f.factor in a.factor.split(" ~ ")]
+    if not partners or f.table.get("runs"):
+        return f
+    return replace(f, message=f.message[:-1] + f" (it moved with {', '.join(partners)}: aliased).")

@@ -1,8 +1,21 @@
-"""What every command group shares: the error boundary, output helpers and common options."""
+"""What every command group shares: the error boundary, output helpers and common options.
+
+Output conventions (README "Output for scripts"): `--json` prints one envelope per command,
+`{"wb": JSON_VERSION, "command": "runs list", ...}` (a dict result's keys beside those two, a list
+result under "items"); listings take `--format table|json|csv|tsv`; a table piped elsewhere than a
+terminal is plain aligned text with every value whole; NO_COLOR is honoured; a closed pipe ends quietly.
+
+A command adopts them by: building its app with `new_app` (error boundary, closed pipe, plain help off a
+terminal); taking `DbOption`/`RootOption` and `open_workbench(db, root)`; `JsonOption` + `print_json(result)`
+(the envelope and the command's name come for free); a listing adds `FormatOption`, `list_format(fmt, json_)`
+and `emit_rows(...)`; a verdict-producing command adds `FailOnOption`, `fail_on()` before it works and
+`exit_on_verdict()` after.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -25,12 +38,29 @@ def _report(exc: WbError) -> None:
     err.flush()
 
 
+def _pipe_closed() -> None:
+    """The reader went away (`wb runs list | head -1`): nothing more can be said, and that is no failure.
+    stdout is pointed at /dev/null so the interpreter's final flush does not complain either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a test runner's stdout has no file descriptor
+        pass
+    finally:
+        os.close(devnull)
+
+
 class WbGroup(TyperGroup):
     """Turns a `WbError` raised by any command into its message, hint and exit code."""
 
     def invoke(self, ctx):  # type: ignore[override]
         try:
-            return super().invoke(ctx)
+            rv = super().invoke(ctx)
+            sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at interpreter exit
+            return rv
+        except BrokenPipeError:
+            _pipe_closed()
+            raise typer.Exit(0) from None
         except WbError as exc:
             _report(exc)
             raise typer.Exit(exc.exit_code) from None
@@ -47,13 +77,44 @@ def open_workbench(db: str | None = None, root: str | None = None) -> "Workbench
     return Workbench.open(Settings.from_env(db=db, root=root))
 
 
-def new_app(help: str) -> typer.Typer:
-    return typer.Typer(cls=WbGroup, help=help, no_args_is_help=True, add_completion=False,
-                       pretty_exceptions_enable=False)
+def is_tty() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
-def print_json(obj: Any) -> None:
-    typer.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
+def new_app(help: str, *, completion: bool = False) -> typer.Typer:
+    # Rich help costs about 0.3 s of rendering: only a terminal gets it; a pipe, a pager or a test gets
+    # click's plain help, which is instant and greps the same.
+    return typer.Typer(cls=WbGroup, help=help, no_args_is_help=True, add_completion=completion,
+                       pretty_exceptions_enable=False, rich_markup_mode="rich" if is_tty() else None)
+
+
+JSON_VERSION = 1  # bump when a key of an envelope changes meaning or goes away; new keys do not bump it
+
+
+def envelope(command: str, result: Any) -> dict[str, Any]:
+    """The one JSON shape of every command: {"wb": 1, "command": ..., <a dict's keys> | "items": [...]}."""
+    head = {"wb": JSON_VERSION, "command": command}
+    return {**head, **result} if isinstance(result, dict) else {**head, "items": result}
+
+
+def command_name() -> str:
+    """The running command as typed after `wb` ("runs list"), from the parser's context."""
+    from typer._click.globals import get_current_context  # typer bundles its own click (no `import click`)
+
+    names: list[str] = []
+    ctx = get_current_context(silent=True)
+    while ctx is not None and ctx.parent is not None:  # the root's name is the program's (wb, python -m ...)
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(names))
+
+
+def print_json(obj: Any, command: str | None = None) -> None:
+    typer.echo(json.dumps(envelope(command if command is not None else command_name(), obj), indent=2,
+                          sort_keys=False, default=str))
 
 
 def check_mark(passed: bool | None) -> str:
@@ -78,18 +139,79 @@ from typing import Annotated, Optional  # noqa: E402
 
 DbOption = Annotated[Optional[str], typer.Option(
     "--db", envvar="WB_DB", help="Store: a DuckDB file path or a SQLAlchemy URL (default wb.duckdb).")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as versioned JSON ({\"wb\": 1, ...}).")]
+FormatOption = Annotated[Optional[str], typer.Option(
+    "--format", help="table, json, csv or tsv (table: whole values when piped).", metavar="FORMAT")]
+FailOnOption = Annotated[Optional[str], typer.Option(
+    "--fail-on", metavar="VERDICTS", help="Exit 3 when the verdict is one of these, comma-separated: "
+                                          "falsified, invalid, inconclusive, supported.")]
+LIST_FORMATS = ("table", "json", "csv", "tsv")
+VERDICTS = ("supported", "falsified", "inconclusive", "invalid")
+EXIT_VERDICT = 3
 RootOption = Annotated[Optional[str], typer.Option(
     "--root", envvar="WB_ROOT", help="Workbench folder (default: nearest folder up holding hypotheses.yaml).")]
 
 
+def list_format(fmt: str | None, as_json: bool = False) -> str:
+    """--format's value (`--json` is short for --format json); an unknown one is bad input."""
+    from workbench.errors import BadInput
+
+    chosen = "json" if as_json else (fmt or "table").lower()
+    if chosen not in LIST_FORMATS:
+        raise BadInput(f"--format {fmt!r} is not one of {', '.join(LIST_FORMATS)}", hint="e.g. --format tsv")
+    return chosen
+
+
+def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[Any] | None = None) -> None:
+    """A listing in the chosen format. JSON prints `items` (the full records) when given, else one object a row."""
+    if fmt == "json":
+        print_json(items if items is not None else [dict(zip(columns, r)) for r in rows])
+    elif fmt in ("csv", "tsv"):
+        import csv
+
+        w = csv.writer(sys.stdout, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
+        w.writerow(columns)
+        w.writerows([["" if v is None else v for v in r] for r in rows])
+    else:
+        table(columns, rows)
+
+
 def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -> None:
+    """A rich table on a terminal; elsewhere plain columns, two spaces apart, no value cut or folded
+    (`wb runs list | grep wedge-confound` finds whole rows)."""
+    cells = [["" if v is None else str(v).replace("\n", " ") for v in r] for r in rows]
+    if not is_tty():
+        widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+        if title:
+            typer.echo(title)
+        for r in [columns] + cells:
+            typer.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+        return
     from rich.console import Console
     from rich.table import Table
 
     t = Table(title=title, show_lines=False)
     for c in columns:
         t.add_column(c, overflow="fold")
-    for r in rows:
-        t.add_row(*["" if v is None else str(v) for v in r])
+    for r in cells:
+        t.add_row(*r)
     Console().print(t)
+
+
+def fail_on(value: str | None) -> frozenset[str]:
+    """--fail-on's verdicts; an unknown one is bad input (exit 2) before anything runs."""
+    from workbench.errors import BadInput
+
+    chosen = frozenset(v.strip().lower() for v in (value or "").split(",") if v.strip())
+    unknown = sorted(chosen - set(VERDICTS))
+    if unknown:
+        raise BadInput(f"--fail-on {value!r}: unknown verdict {', '.join(unknown)}",
+                       hint="use a comma-separated subset of " + ",".join(VERDICTS))
+    return chosen
+
+
+def exit_on_verdict(verdict: str | None, failing: frozenset[str]) -> None:
+    """Exit 3 when the verdict is one the caller asked to fail on (CI gates on it)."""
+    if verdict is not None and verdict in failing:
+        typer.echo(f"verdict {verdict} is in --fail-on ({','.join(sorted(failing))}): exit {EXIT_VERDICT}", err=True)
+        raise typer.Exit(EXIT_VERDICT)

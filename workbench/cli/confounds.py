@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, RootOption, open_workbench, print_json
+from workbench.cli._common import DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format, open_workbench
+
+if TYPE_CHECKING:
+    from workbench.analysis.confounds import Finding
 
 
 def register(app: typer.Typer) -> None:
@@ -15,19 +18,42 @@ def register(app: typer.Typer) -> None:
     @app.command("confounds")
     def confounds(hypothesis: Annotated[Optional[str], typer.Option(
                       "--hypothesis", help="Only the outcomes this hypothesis predicts.")] = None,
-                  db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
-        """Scan stored runs for confounds: variables and guard metrics associated with the outcome."""
-        findings = open_workbench(db, root).confounds(hypothesis)
-        if json_:
-            print_json([f.to_dict() for f in findings])
+                  write: Annotated[bool, typer.Option(
+                      "--write", help="Append each proposed separating experiment to hypotheses.yaml as a draft.")] = False,
+                  db: DbOption = None, json_: JsonOption = False, root: RootOption = None,
+                  fmt: FormatOption = None) -> None:
+        """Scan stored runs for confounds: variables and guard metrics associated with the outcome, and
+        variables that never varied independently (aliasing), with the experiment that would separate them.
+
+        The default text is one finding a paragraph; --format table|csv|tsv gives one a row."""
+        chosen = list_format(fmt, json_) if (fmt or json_) else "text"
+        findings = sorted(open_workbench(db, root).confounds(hypothesis, write=write),
+                          key=lambda f: (not f.flagged, f.kind, f.factor))
+        if chosen != "text":
+            emit_rows(chosen, ["flag", "experiment", "outcome", "kind", "factor", "fisher_p", "message"],
+                      [["FLAG" if f.flagged else "", f.experiment, f.outcome, f.kind, f.factor,
+                        "" if f.fisher_p is None else f"{f.fisher_p:.3g}", f.message] for f in findings],
+                      items=[f.to_dict() for f in findings])
             return
         if not findings:
             typer.echo("No runs with a recorded outcome to scan.")
             return
-        for f in sorted(findings, key=lambda f: (not f.flagged, f.kind, f.factor)):
-            mark = "FLAG" if f.flagged else "    "
-            p = f" (Fisher p = {f.fisher_p:.2g})" if f.fisher_p is not None else ""
-            typer.echo(f"{mark} [{f.experiment}] {f.outcome} vs {f.kind} {f.factor}{p}")
-            typer.echo(f"     {f.message}")
-            if f.proposal:
-                typer.echo(f"     Proposed experiment: {f.proposal['text']}")
+        for f in findings:
+            _echo_finding(f)
+
+
+def _echo_finding(f: Finding) -> None:
+    mark = "FLAG" if f.flagged else "    "
+    p = f" (Fisher p = {f.fisher_p:.2g})" if f.fisher_p is not None else ""
+    typer.echo(f"{mark} [{f.experiment}] {f.outcome} vs {f.kind} {f.factor}{p}")
+    typer.echo(f"     {f.message}")
+    used = f.table.get("runs") if f.kind in ("alias", "variable") else None
+    if used:
+        typer.echo(f"     runs used: {', '.join(used[:12])}" + (f" (+{len(used) - 12} more)" if len(used) > 12 else ""))
+    if f.proposal:
+        typer.echo(f"     Proposed experiment: {f.proposal['text']}")
+        if f.proposal.get("entry_yaml"):
+            state = f.proposal.get("written")
+            typer.echo("     " + ("Appended to hypotheses.yaml as a draft:" if state else
+                                  "Already in hypotheses.yaml:" if state is False else "Hypothesis entry:"))
+            typer.echo(f.proposal["entry_yaml"].rstrip("\n"))

@@ -4,25 +4,27 @@ from __future__ import annotations
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, new_app, open_workbench, print_json
+from workbench.cli._common import DbOption, JsonOption, RootOption, new_app, open_workbench, print_json
 
 app = new_app("The store's schema (migrations).")
 
 
 @app.command("upgrade")
-def upgrade(db: DbOption = None) -> None:
+def upgrade(db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
     """Create the store or bring it to the newest schema revision."""
-    name, before, after = open_workbench(db).db_upgrade()
-    if before == after:
+    name, before, after = open_workbench(db, root).db_upgrade()
+    if json_:
+        print_json({"store": name, "before": before, "after": after, "changed": before != after})
+    elif before == after:
         typer.echo(f"{name}: already at {after} (head)")
     else:
         typer.echo(f"{name}: upgraded {before or 'empty'} -> {after} (head)")
 
 
 @app.command("current")
-def current(db: DbOption = None, json_: JsonOption = False) -> None:
+def current(db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
     """Print the store's revision and whether it is the head."""
-    info = open_workbench(db).db_current()
+    info = open_workbench(db, root).db_current()
     if json_:
         print_json(info.to_dict())
         return

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -15,7 +15,8 @@ app = new_app("Import evidence gathered outside wb.")
 @app.command("evidence")
 def evidence(file: Annotated[Path, typer.Argument(metavar="FILE.csv")], db: DbOption = None,
              json_: JsonOption = False, root: RootOption = None,
-             experiment: Annotated[str, typer.Option(help="The experiment the runs belong to.")] = "agent-repro") -> None:
+             experiment: Annotated[Optional[str], typer.Option(
+                 help="The experiment the runs belong to (default: the one whose columns fit the header).")] = None) -> None:
     """Store each CSV row as a historical run (blank cells stay unknown)."""
     result = open_workbench(db, root).import_evidence(file, experiment=experiment)
     if json_:

@@ -7,22 +7,20 @@ from typing import Annotated, Optional
 
 import typer
 
-from workbench.cli._common import (DbOption, JsonOption, RootOption, check_mark, new_app, open_workbench, print_json,
-                                   table)
+from workbench.cli._common import (DbOption, FailOnOption, FormatOption, JsonOption, RootOption, check_mark, emit_rows,
+                                   exit_on_verdict, fail_on, list_format, new_app, open_workbench, print_json)
 
 app = new_app("Hypotheses: list, show, validate, analyze and run them.")
 
 
 @app.command("list")
-def list_(db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
+def list_(db: DbOption = None, json_: JsonOption = False, root: RootOption = None, fmt: FormatOption = None) -> None:
     """List the hypotheses with their parent and latest verdict."""
+    chosen = list_format(fmt, json_)
     rows = open_workbench(db, root).hypotheses()
-    if json_:
-        print_json([r.to_dict() for r in rows])
-        return
-    table(["id", "parent", "kind", "isolates", "status"],
-          [[r.hypothesis.id, r.hypothesis.parent or "-", r.hypothesis.kind, r.hypothesis.isolates or "-", r.status]
-           for r in rows])
+    emit_rows(chosen, ["id", "parent", "kind", "isolates", "status"],
+              [[r.hypothesis.id, r.hypothesis.parent or "-", r.hypothesis.kind, r.hypothesis.isolates or "-", r.status]
+               for r in rows], items=[r.to_dict() for r in rows])
 
 
 @app.command("show")
@@ -58,24 +56,31 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
 
 @app.command("validate")
 def validate(files: Annotated[Optional[list[Path]], typer.Argument(metavar="[FILE...]")] = None,
-             root: RootOption = None) -> None:
+             root: RootOption = None, json_: JsonOption = False) -> None:
     """Validate hypotheses.yaml and experiments/*.yaml (or the named files); exit 2 on the first problem."""
     from workbench.registry import validate_files
 
-    for line in validate_files(list(files or []), Path(root) if root else None):
+    lines = validate_files(list(files or []), Path(root) if root else None)
+    if json_:
+        print_json({"ok": True, "files": lines})
+        return
+    for line in lines:
         typer.echo(line)
 
 
 @app.command("analyze")
 def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOption = None,
             json_: JsonOption = False, root: RootOption = None,
-            record: Annotated[bool, typer.Option(help="Store the verdict.")] = True) -> None:
+            record: Annotated[bool, typer.Option(help="Store the verdict.")] = True,
+            fail_on_: FailOnOption = None) -> None:
     """Decide a verdict from the runs already stored (imported evidence included)."""
+    failing = fail_on(fail_on_)
     result = open_workbench(db, root).analyze(hypothesis_id, record=record)
     if json_:
         print_json(result.to_dict())
-        return
-    typer.echo(f"{hypothesis_id}: {result.verdict}")
-    typer.echo(result.reasoning)
-    for c in result.checks:
-        typer.echo(f"  [{check_mark(c.passed)}] {c.name}: {c.detail}")
+    else:
+        typer.echo(f"{hypothesis_id}: {result.verdict}")
+        typer.echo(result.reasoning)
+        for c in result.checks:
+            typer.echo(f"  [{check_mark(c.passed)}] {c.name}: {c.detail}")
+    exit_on_verdict(result.verdict, failing)

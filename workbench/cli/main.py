@@ -9,9 +9,9 @@ from typing import Annotated
 
 import typer
 
-from workbench.cli._common import new_app, print_json
+from workbench.cli._common import new_app, open_workbench
 
-app = new_app("wb: hypothesis-driven debugging of ML inference deployments.")
+app = new_app("wb: hypothesis-driven debugging of ML inference deployments.", completion=True)
 
 
 def _version(value: bool) -> None:
@@ -31,14 +31,15 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 @app.command("schema")
 def schema() -> None:
     """Print the JSON Schema of hypotheses.yaml and experiments/*.yaml (for editors)."""
-    from workbench.app import Workbench
+    import json
 
-    print_json(Workbench.schemas())
+    # The schemas themselves, not a result about them: an editor reads this text as it is, so no envelope.
+    typer.echo(json.dumps(open_workbench().schemas(), indent=2))
 
 
 def _register() -> None:
-    from workbench.cli import (bundle, confounds, db, evidence_cmd, hypothesis, kernel, report, review, run_cmd, runs,
-                               sim)
+    from workbench.cli import (bundle, confounds, db, evidence_cmd, hypothesis, isolate, kernel, report, review,
+                               run_cmd, runs, sim)
 
     run_cmd.register(hypothesis.app)
     app.add_typer(hypothesis.app, name="hypothesis")
@@ -51,6 +52,7 @@ def _register() -> None:
     confounds.register(app)
     review.register(app)
     report.register(app)
+    isolate.register(app)
 
 
 _register()

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from workbench.cli._common import DbOption, RootOption, open_workbench, print_json
+from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format,
+                                   open_workbench, print_json)
 
 if TYPE_CHECKING:
     from workbench.app import LineageNode
@@ -24,35 +25,47 @@ def register(app: typer.Typer) -> None:
         hypothesis: Optional[str] = typer.Option(None, "--hypothesis", help="the hypothesis to show or summarise"),
         db: DbOption = None,
         root: RootOption = None,
+        json_: JsonOption = False,
     ) -> None:
         """Write the offline HTML site (board, hypotheses, runs, confounds, lineage), or a Markdown summary."""
         result = open_workbench(db, root).report(out=out, fmt=fmt, hypothesis_id=hypothesis)
-        if result.format == "md":
+        if json_:
+            print_json({"format": result.format, "markdown": result.markdown, "page": result.page,
+                        "site": result.site})
+        elif result.format == "md":
             typer.echo(result.markdown, nl=False)
             return
-        typer.echo(f"site: {result.site['index']} ({len(result.site['hypotheses'])} hypotheses, "
-                   f"{len(result.site['runs'])} runs)")
-        if hypothesis:
-            typer.echo(f"hypothesis page: {result.page}")
-        if open_:
+        else:
+            typer.echo(f"site: {result.site['index']} ({len(result.site['hypotheses'])} hypotheses, "
+                       f"{len(result.site['runs'])} runs)")
+            if hypothesis:
+                typer.echo(f"hypothesis page: {result.page}")
+        if open_ and result.format == "html":
             import webbrowser
 
             webbrowser.open(Path(result.page or result.site["index"]).as_uri())
 
     @app.command("lineage")
     def lineage(
-        as_json: bool = typer.Option(False, "--json", help="print nodes and edges as JSON"),
+        as_json: JsonOption = False,
         db: DbOption = None,
         root: RootOption = None,
+        fmt: FormatOption = None,
     ) -> None:
-        """Print the hypothesis lineage (parent → child) with each hypothesis' status."""
-        nodes = open_workbench(db, root).lineage()
-        if as_json:
-            print_json({"nodes": [n.to_dict() for n in nodes],
-                        "edges": [{"parent": n.status.hypothesis.parent, "child": n.status.hypothesis.id}
-                                  for n in nodes if n.status.hypothesis.parent]})
-        else:
+        """Print the hypothesis lineage (parent → child) with each hypothesis' status.
+
+        The default is an indented tree; --format table|csv|tsv gives one hypothesis a row, --json nodes and edges."""
+        chosen = list_format(fmt, as_json) if (fmt or as_json) else "tree"
+        wb = open_workbench(db, root)
+        nodes = wb.lineage()
+        if chosen == "json":
+            print_json({"nodes": [n.to_dict() for n in nodes], "edges": wb.lineage_edges()})
+        elif chosen == "tree":
             typer.echo(lineage_text(nodes))
+        else:
+            emit_rows(chosen, ["id", "parent", "depth", "status", "claim"],
+                      [[n.status.hypothesis.id, n.status.hypothesis.parent or "", n.depth, n.status.status,
+                        n.status.hypothesis.claim] for n in nodes])
 
 
 def lineage_text(nodes: list["LineageNode"]) -> str:

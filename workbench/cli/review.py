@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, RootOption, open_workbench, print_json
+from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format,
+                                   open_workbench, print_json)
 
 
 def _decision(approve: bool, request_changes: bool, comment: bool) -> str:
@@ -18,6 +19,17 @@ def _decision(approve: bool, request_changes: bool, comment: bool) -> str:
         raise BadInput("give exactly one of --approve, --request-changes, --comment",
                        hint='e.g. wb review wedge-confound --approve -m "reproduced on our cluster"')
     return chosen[0]
+
+
+def _emit_states(states, fmt: str) -> None:
+    if fmt == "table":
+        _print_states(states)
+        return
+    rows = [[st.hypothesis_id, st.state, st.parent_changed,
+             st.current_verdict.verdict if st.current_verdict else None, len(st.reviews),
+             st.deciding_review.author if st.deciding_review else None] for st in states]
+    emit_rows(fmt, ["hypothesis", "state", "parent_changed", "verdict", "reviews", "decided_by"], rows,
+              items=[st.to_dict() for st in states])
 
 
 def _print_states(states) -> None:
@@ -47,7 +59,8 @@ def register(app: typer.Typer) -> None:
                message: Annotated[Optional[str], typer.Option("-m", "--message", help="The review's text.")] = None,
                as_: Annotated[Optional[str], typer.Option(
                    "--as", help="Reviewer name (default: $WB_USER, git's user.name, the login name).")] = None,
-               db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
+               db: DbOption = None, json_: JsonOption = False, fmt: FormatOption = None,
+               root: RootOption = None) -> None:
         """Review a hypothesis's verdict against the exact evidence it rests on, or list reviews.
 
         A review binds to the current verdict's evidence (runs, configs, analysis version); a later
@@ -60,11 +73,7 @@ def register(app: typer.Typer) -> None:
         if args and args[0] == "list":
             if len(args) > 2:
                 raise BadInput("wb review list takes at most one hypothesis", hint="wb review list [HYPOTHESIS]")
-            states = wb.review_states(args[1] if len(args) == 2 else None)
-            if json_:
-                print_json([s.to_dict() for s in states])
-            else:
-                _print_states(states)
+            _emit_states(wb.review_states(args[1] if len(args) == 2 else None), list_format(fmt, json_))
             return
         if len(args) != 1:
             raise BadInput("name one hypothesis to review", hint='wb review HYPOTHESIS --approve -m "TEXT"')

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, RootOption, open_workbench, parse_sets, print_json
+from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOption, exit_on_verdict, fail_on,
+                                   open_workbench, parse_sets, print_json)
 
 if TYPE_CHECKING:
     from workbench.app import RunReport
@@ -19,7 +20,10 @@ def summary_lines(r: "RunReport") -> list[str]:
              f"seed {e.seed}"]
     if e.overrides:
         lines.append("overrides: " + ", ".join(f"{k}={v}" for k, v in e.overrides.items()))
-    lines.append("order: " + " ".join(e.order))
+    # The runs actually made, in the order made: a sequential execution that stopped early lists fewer than planned.
+    ran = sorted(e.runs, key=lambda run: (run.block or 0, run.order_index or 0, run.id))
+    lines.append("order: " + " ".join(f"{run.arm}@{run.host}" for run in ran) +
+                 (f"  ({len(ran)} of {len(e.order)} planned)" if len(ran) != len(e.order) else ""))
     for pair, diff in e.config_diff.items():
         changed = [ln for ln in diff.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
         lines.append(f"config diff {pair}: " + (" | ".join(changed) if changed else "none"))
@@ -38,10 +42,10 @@ def summary_lines(r: "RunReport") -> list[str]:
         lines += [f"verdict: {r.analysis.verdict}", r.analysis.reasoning]
     else:
         lines.append(f"verdict: none ({r.analysis_error})")
-    t = e.timing
+    t = r.timing
     if t:
         lines.append(f"time: wall {t['wall_s']:.1f} s = target commands and waits {t['target_s']:.1f} s + runner "
-                     f"{t['overhead_s']:.2f} s ({t['overhead_pct']:.1f}%)")
+                     f"{t['runner_s']:.2f} s + analysis {t['analysis_s']:.2f} s + report {t['report_s']:.2f} s")
     lines.append(f"report: {r.report}" if r.report else "report: not rebuilt (wb report builds the site)")
     return lines
 
@@ -63,10 +67,14 @@ def register(hypothesis_app: typer.Typer) -> None:
             seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the arm order (recorded).")] = None,
             report: Annotated[Optional[bool], typer.Option(
                 "--report/--no-report", help="Rebuild the site afterwards (default: when reports/ holds one).")] = None,
-            db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
-        """Run ID's experiment: arms in randomized blocks, every run recorded, the target always restored."""
+            db: DbOption = None, json_: JsonOption = False, root: RootOption = None,
+            fail_on_: FailOnOption = None) -> None:
+        """Run ID's experiment: arms in randomized blocks, every run recorded, the target always restored.
+
+        Exit 0 done, 1 some run failed, 2 bad input, 3 the verdict is in --fail-on, 130 interrupted."""
         from workbench.runner.execute import RunOptions
 
+        failing = fail_on(fail_on_)
         options = RunOptions(target=target, replicates=replicates, sets=parse_sets(set_), sequential=sequential,
                              aa=aa, resume=resume, seed=seed)
         result = open_workbench(db, root).run(hypothesis_id, options, report=report)
@@ -84,3 +92,4 @@ def register(hypothesis_app: typer.Typer) -> None:
             typer.echo(f"Error: {len(bad)} of {result.execution.planned_runs} planned run(s) did not finish ok "
                        "(see the run errors above or `wb runs show ID`)", err=True)
             raise typer.Exit(1)
+        exit_on_verdict(result.analysis.verdict if result.analysis else None, failing)

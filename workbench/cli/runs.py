@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, new_app, open_workbench, print_json, table
+from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format, new_app,
+                                   open_workbench, print_json)
 
 app = new_app("Runs recorded in the store.")
 
@@ -14,22 +15,23 @@ app = new_app("Runs recorded in the store.")
 @app.command("list")
 def list_(db: DbOption = None, json_: JsonOption = False,
           hypothesis: Annotated[Optional[str], typer.Option("--hypothesis", help="Only runs of this hypothesis.")] = None,
-          limit: Annotated[Optional[int], typer.Option(help="Only the last N runs.")] = None) -> None:
+          limit: Annotated[Optional[int], typer.Option(help="Only the last N runs.")] = None,
+          root: RootOption = None, fmt: FormatOption = None) -> None:
     """List runs with their arm, status and metrics."""
-    rows = open_workbench(db).runs(hypothesis_id=hypothesis, limit=limit)
-    if json_:
-        print_json([r.to_dict(detail=False) for r in rows])
-        return
-    table(["id", "label", "hypothesis", "arm", "status", "variables", "metrics"],
-          [[r.id, r.label or "", r.hypothesis_id or "", r.arm or "", r.status,
-            " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())),
-            " ".join(f"{k}={v:g}" for k, v in sorted(r.metrics.items()))] for r in rows])
+    chosen = list_format(fmt, json_)
+    rows = open_workbench(db, root).runs(hypothesis_id=hypothesis, limit=limit)
+    emit_rows(chosen, ["id", "label", "hypothesis", "arm", "status", "variables", "metrics"],
+              [[r.id, r.label or "", r.hypothesis_id or "", r.arm or "", r.status,
+                " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())),
+                " ".join(f"{k}={v:g}" for k, v in sorted(r.metrics.items()))] for r in rows],
+              items=[r.to_dict(detail=False) for r in rows])
 
 
 @app.command("show")
-def show(run_id: Annotated[int, typer.Argument(metavar="RUN_ID")], db: DbOption = None, json_: JsonOption = False) -> None:
+def show(run_id: Annotated[int, typer.Argument(metavar="RUN_ID")], db: DbOption = None, json_: JsonOption = False,
+         root: RootOption = None) -> None:
     """Show one run: variables, metrics, units, artifacts, fingerprint, rendered config."""
-    r = open_workbench(db).run_record(run_id)
+    r = open_workbench(db, root).run_record(run_id)
     if json_:
         print_json(r.to_dict())
         return

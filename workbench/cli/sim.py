@@ -28,11 +28,14 @@ def up(dir: Optional[Path] = DirOpt,
 
 
 @app.command()
-def down(dir: Optional[Path] = DirOpt) -> None:
+def down(dir: Optional[Path] = DirOpt, json_: bool = typer.Option(False, "--json")) -> None:
     """Stop both servers (SIGTERM, then SIGKILL); leaves no process behind."""
     from workbench.sim import control
 
     pids = control.down(dir)
+    if json_:
+        print_json({"stopped": list(pids)})
+        return
     typer.echo(f"stopped {len(pids)} process(es)" + (f": {' '.join(map(str, pids))}" if pids else ""))
 
 
@@ -91,20 +94,31 @@ def repro(dir: Optional[Path] = DirOpt,
 @app.command()
 def bench(dir: Optional[Path] = DirOpt,
           concurrency: Optional[list[int]] = typer.Option(None, "--concurrency", "-c"),
-          tokens: int = typer.Option(512, help="Tokens per answer.")) -> None:
+          tokens: int = typer.Option(512, help="Tokens per answer."),
+          json_: bool = typer.Option(False, "--json")) -> None:
     """Decode throughput (tok/s on the seed's clock) at C=1 and C=32, like the seed's check."""
+    from dataclasses import asdict
+
     from workbench.sim import repro as r
 
-    r.run_bench(dir, concurrency=tuple(concurrency or (1, 32)), tokens=tokens, out=typer.echo)
+    results = r.run_bench(dir, concurrency=tuple(concurrency or (1, 32)), tokens=tokens,
+                          out=None if json_ else typer.echo)
+    if json_:
+        print_json({"results": [asdict(x) for x in results]})
 
 
 @app.command()
 def journal(dir: Optional[Path] = DirOpt,
             unit: str = typer.Option(..., "--unit", help="decode or prefill."),
-            since: Optional[str] = typer.Option(None, "--since", help="ISO-8601 time or 'N min ago'.")) -> None:
+            since: Optional[str] = typer.Option(None, "--since", help="ISO-8601 time or 'N min ago'."),
+            json_: bool = typer.Option(False, "--json")) -> None:
     """Print a server's log lines since a time (the journalctl analogue)."""
     from workbench.sim import logs
     from workbench.sim.control import state_dir
 
-    for line in logs.read_journal(state_dir(dir), unit, logs.parse_since(since)):
+    lines = list(logs.read_journal(state_dir(dir), unit, logs.parse_since(since)))
+    if json_:
+        print_json({"unit": unit, "lines": lines})
+        return
+    for line in lines:
         typer.echo(line)

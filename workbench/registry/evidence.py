@@ -9,21 +9,17 @@ from __future__ import annotations
 import csv
 import hashlib
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
+from workbench.registry.evidence_columns import REPORTED_PREFIX, EvidenceColumns, evidence_columns, pick_experiment
 
-# CSV columns that are variables of the run (validated against the experiment), and those that are
-# workload parameters (kept as provenance), and those that are metrics.
-VARIABLE_COLUMNS = ("index_k_dtype", "hicache", "nixl_abort_fix", "geometry_fix", "indexer_host_pool_fix",
-                    "causal_model")
-WORKLOAD_COLUMNS = ("rounds", "ctx", "max_tokens", "timeout_s")
-TEXT_COLUMNS = ("run_id", "phase", "source_quote", "reported_corruption")
 MAX_NUMBER = 1e12  # a count or a duration beyond this is a typo or an overflow, never a measurement
-INTEGER_METRICS = ("sessions", "leak", "error", "done", "maxrounds", "no_tool", "timeouts", "waiting_for_input")
-FLOAT_METRICS = ("wall_s",)
+
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+    from workbench.registry.loader import Registry
 
 
 def _number(text: str, *, integer: bool, where: str, column: str) -> float | int:
@@ -67,25 +63,20 @@ def _check_text(path: Path, text: str) -> None:
                        hint="close the quoted cell, or double a quote inside it (\"\")")
 
 
-def parse_evidence(path: Path, variables: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rows of the CSV as {label, phase, variables, metrics, workload, provenance}; BadInput on any problem."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's UTF-8 BOM is not part of the header
-    except FileNotFoundError:
-        raise BadInput(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path}: cannot read: {exc}") from exc
-    _check_text(path, text)
-    reader = csv.DictReader(text.splitlines())
-    header = reader.fieldnames or []
-    if "run_id" not in header:
-        raise BadInput(f"{path}:1: no run_id column (header: {', '.join(header) or 'empty'})",
-                       hint="the first line must name the columns; run_id identifies each run")
-    known = set(VARIABLE_COLUMNS) | set(WORKLOAD_COLUMNS) | set(TEXT_COLUMNS) | set(INTEGER_METRICS) | set(FLOAT_METRICS)
-    unknown = [c for c in header if c not in known]
+def pick_for(registry: Registry, path: Path) -> Experiment:
+    """The experiment an evidence file belongs to, from its header (when --experiment is not given)."""
+    return pick_experiment(registry, _read(path)[2], str(path))
+
+
+def parse_evidence(path: Path, exp: Experiment) -> list[dict[str, Any]]:
+    """Rows of the CSV as {label, phase, variables, metrics, workload, provenance}; BadInput on any problem.
+    The columns are `exp`'s (see workbench/registry/evidence_columns.py)."""
+    text, reader, header = _read(path)
+    cols = evidence_columns(exp)
+    unknown = cols.unknown(header)
     if unknown:
-        raise BadInput(f"{path}:1: unknown column(s) {', '.join(unknown)}",
-                       hint=f"known columns: {', '.join(sorted(known))}")
+        raise BadInput(f"{path}:1: unknown column(s) {', '.join(unknown)} for experiment {exp.id!r}",
+                       hint=f"{exp.id} columns: {cols.listing()}")
     rows = []
     labels: dict[str, int] = {}
     sha = hashlib.sha256(text.encode()).hexdigest()
@@ -100,32 +91,55 @@ def parse_evidence(path: Path, variables: dict[str, Any]) -> list[dict[str, Any]
         if label in labels:
             raise BadInput(f"{where}: run_id {label!r} repeats line {labels[label]}")
         labels[label] = line
-        vars_: dict[str, str] = {}
-        for col in VARIABLE_COLUMNS:
-            cell = (rec.get(col) or "").strip()
-            if not cell:
-                continue
-            spec = variables.get(col)
-            if spec is not None:
-                try:
-                    spec.check(cell)
-                except ValueError as exc:
-                    raise BadInput(f"{where}: column {col!r}: {exc}") from None
-            vars_[col] = cell
-        metrics: dict[str, float | int] = {}
-        for col in INTEGER_METRICS + FLOAT_METRICS:
-            cell = (rec.get(col) or "").strip()
-            if cell:
-                metrics[col] = _number(cell, integer=col in INTEGER_METRICS, where=where, column=col)
-        workload = {c: _number(rec[c].strip(), integer=False, where=where, column=c)
-                    for c in WORKLOAD_COLUMNS if (rec.get(c) or "").strip()}
-        if "sessions" in metrics:
-            workload["sessions"] = metrics["sessions"]
-        provenance = {"file": path.name, "sha256": sha, "line": line,
-                      "quote": (rec.get("source_quote") or "").strip(),
-                      "reported_corruption": (rec.get("reported_corruption") or "").strip() or None}
-        rows.append({"label": label, "phase": (rec.get("phase") or "").strip() or None, "variables": vars_,
-                     "metrics": metrics, "workload": workload, "provenance": provenance})
+        rows.append(_row(rec, cols, exp, where, line, label, path, sha))
     if not rows:
         raise BadInput(f"{path}: no rows after the header")
     return rows
+
+
+def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's UTF-8 BOM is not part of the header
+    except FileNotFoundError:
+        raise BadInput(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read: {exc}") from exc
+    _check_text(path, text)
+    reader = csv.DictReader(text.splitlines())
+    header = reader.fieldnames or []
+    if "run_id" not in header:
+        raise BadInput(f"{path}:1: no run_id column (header: {', '.join(header) or 'empty'})",
+                       hint="the first line must name the columns; run_id identifies each run")
+    return text, reader, list(header)
+
+
+def _row(rec: dict[str, str], cols: EvidenceColumns, exp: Experiment, where: str, line: int, label: str, path: Path,
+         sha: str) -> dict[str, Any]:
+    vars_: dict[str, str] = {}
+    for col in cols.variables:
+        cell = (rec.get(col) or "").strip()
+        if not cell:
+            continue
+        try:
+            exp.variables[col].check(cell)
+        except ValueError as exc:
+            raise BadInput(f"{where}: column {col!r}: {exc}") from None
+        vars_[col] = cell
+    metrics: dict[str, float | int] = {}
+    for col in cols.integer_metrics + cols.float_metrics:
+        cell = (rec.get(col) or "").strip()
+        if cell:
+            metrics[col] = _number(cell, integer=col in cols.integer_metrics, where=where, column=col)
+    workload = {c: _number(rec[c].strip(), integer=False, where=where, column=c)
+                for c in cols.workload if (rec.get(c) or "").strip()}
+    for col in cols.all_units:  # the number of units is also the size of the workload
+        if col in metrics:
+            workload[col] = metrics[col]
+    reported = {c: (rec.get(c) or "").strip() or None for c in rec if c and c.startswith(REPORTED_PREFIX)}
+    provenance = {"file": path.name, "sha256": sha, "line": line, "quote": (rec.get("source_quote") or "").strip(),
+                  **reported}
+    notes = (rec.get("notes") or "").strip()
+    if notes:
+        provenance["notes"] = notes
+    return {"label": label, "phase": (rec.get("phase") or "").strip() or None, "variables": vars_,
+            "metrics": metrics, "workload": workload, "provenance": provenance}

@@ -17,8 +17,12 @@ from workbench.registry.common import Ident, Strict, VarValue, control_char
 BUILTIN_TEMPLATE_NAMES = frozenset({
     "arm", "replicate", "run_id", "run_dir", "run_start", "run_start_iso", "run_start_epoch",
     "host", "file", "path", "experiment_id", "hypothesis_id", "sim_dir", "work_dir", "units_path",
-    "python", "wb",
+    "python", "wb", "workbench_dir", "config_sha256",
 })
+# Built-ins a profile's context may set: wb reads them from the context (the folder pdsim serves from).
+SETTABLE_BUILTINS = frozenset({"sim_dir"})
+# The rest are computed by wb for each run; a context key of the same name would be replaced silently.
+RESERVED_TEMPLATE_NAMES = BUILTIN_TEMPLATE_NAMES - SETTABLE_BUILTINS
 
 
 class VariableSpec(Strict):
@@ -209,6 +213,21 @@ class TargetSpec(Strict):
         return self
 
 
+class VerifySpec(Strict):
+    """The manipulation check: a URL (GET, as the target sees it) or a command whose output must contain
+    every `contains` text, rendered per arm, once the service is healthy."""
+
+    url: str | None = None
+    command: str | None = None
+    contains: list[str] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one(self) -> "VerifySpec":
+        if (self.url is None) == (self.command is None):
+            raise ValueError("give exactly one of url or command")
+        return self
+
+
 class Profile(Strict):
     description: str = ""
     target: TargetSpec
@@ -217,6 +236,7 @@ class Profile(Strict):
     config: ConfigSpec | None = None
     restart: list[str] = Field(default_factory=list)
     health: HealthSpec | None = None
+    verify: VerifySpec | None = None
     workload: WorkloadSpec | None = None
     units: UnitsSource | None = None
     collect: dict[str, Extractor] = Field(default_factory=dict)
@@ -233,6 +253,8 @@ class Experiment(Strict):
     variables: dict[str, VariableSpec]
     unit: UnitSpec | None = None
     metrics: dict[str, MetricSpec]
+    workload_parameters: list[str] = Field(
+        default_factory=list, description="workload settings a history CSV may record per run (kept as provenance)")
     design: Design = Field(default_factory=Design)
     default_profile: str
     profiles: dict[str, Profile] = Field(min_length=1)

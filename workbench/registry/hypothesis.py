@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from workbench.registry.common import Ident, Region, Strict, VarValue
 
 Status = Literal["open", "supported", "falsified", "inconclusive", "invalid"]
-Kind = Literal["ab", "reachability", "kernel"]
+Kind = Literal["ab", "reachability", "kernel", "config"]
 
 
 class Prediction(Region):
@@ -70,6 +70,15 @@ class ProbeSpec(Strict):
         return v
 
 
+class Generated(Strict):
+    """Marks a hypothesis a tool wrote (e.g. a probe of `wb isolate`), not a person."""
+
+    by: str = Field(min_length=1, description="the tool, e.g. isolate")
+    search: str = Field(min_length=1, description="id of the search that generated it")
+    probe: int | None = Field(default=None, ge=0, description="the probe's index in that search")
+    verdict: str | None = Field(default=None, description="the verdict the search recorded for it")
+
+
 class DesignOverride(Strict):
     replicates: int | None = Field(default=None, ge=1, le=1000)
     max_replicates: int | None = Field(default=None, ge=1, le=10000)
@@ -93,6 +102,7 @@ class Hypothesis(Strict):
     assumptions: list[Assumption] = Field(default_factory=list)
     probe: ProbeSpec | None = None
     design: DesignOverride | None = None
+    generated: Generated | None = None
     notes: str = ""
 
     @field_validator("assumptions", mode="before")
@@ -122,6 +132,10 @@ class Hypothesis(Strict):
                 raise ValueError("a reachability hypothesis needs probe: {targets: [...], positive_control: ...}")
             if len(self.arms) > 1:
                 raise ValueError("a reachability hypothesis runs one arm")
+        if self.kind == "config":
+            # A claim about one configuration (its arm's metric lies in a region): nothing is isolated.
+            if self.isolates is not None or len(self.arms) != 1:
+                raise ValueError("a config hypothesis has exactly one arm and isolates nothing")
         if self.parent == self.id:
             raise ValueError("a hypothesis cannot be its own parent")
         return self

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from workbench.errors import BadInput, ConfigError
 from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment
+from workbench.registry.profile_checks import check_profile, verify_templates
 from workbench.registry.hypothesis import Hypothesis, HypothesesFile
 from workbench.registry.yamlio import LocatedYaml, load_located
 
@@ -172,6 +173,7 @@ def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
             if exp.metrics[mname].derived:
                 raise doc.error(f"metric {mname!r} is derived; it cannot also be collected",
                                 ("profiles", pname, "collect", mname))
+        check_profile(exp, pname, prof, doc)
         allowed = set(exp.variables) | set(prof.context) | BUILTIN_TEMPLATE_NAMES
         try:
             templates = _templates(prof, path.parent)
@@ -211,6 +213,7 @@ def _templates(prof: Any, exp_dir: Path) -> list[tuple[tuple[Any, ...], str]]:
     for name, ex in prof.collect.items():
         if ex.command:
             out.append((("collect", name, "command"), ex.command))
+    out.extend(verify_templates(prof))
     for name, cmd in prof.fingerprint.items():
         out.append((("fingerprint", name), cmd))
     for name, p in prof.artifacts.items():
@@ -351,7 +354,7 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
     """Validate named files (or the whole workbench when none); returns one line per file checked."""
     if not paths:
         reg = load_registry(root)
-        return [f"{reg.root / HYPOTHESES_FILE}: {len(reg.hypotheses)} hypotheses ok"] + [
+        return [f"{reg.root / HYPOTHESES_FILE}: {_count(len(reg.hypotheses), 'hypothesis', 'hypotheses')} ok"] + [
             f"{reg.experiment_path(e)}: ok" for e in sorted(reg.experiments)]
     out = []
     hyp_files = []
@@ -372,5 +375,9 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
             exp, _ = load_experiment(ep)
             experiments[exp.id] = exp
         check_hypotheses(Registry(reg_root, hyps, experiments, hdoc))
-        out.append(f"{p}: {len(hyps)} hypotheses ok")
+        out.append(f"{p}: {_count(len(hyps), 'hypothesis', 'hypotheses')} ok")
     return out
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"

@@ -42,6 +42,8 @@ class Card:
     date: str
     parent: str | None
     runs: int
+    review: str = ""          # awaiting review | approved | changes requested | stale
+    review_note: str = ""     # "parent changed: re-review" when it applies
 
 
 @dataclass
@@ -62,9 +64,14 @@ class IndexContext:
 
 @dataclass
 class Check:
+    """One validity check as shown: `mark` is pass, FAIL (it changed the verdict), flag (noted, the verdict
+    stands) or n/a; `meaning` says in words what the check's result does to the verdict."""
+
     name: str
     passed: bool | None
     detail: str
+    mark: str = ""
+    meaning: str = ""
 
 
 @dataclass
@@ -76,6 +83,7 @@ class VerdictView:
     checks: list[Check]
     source: str  # "stored" or "computed now"
     more_data: str = ""
+    checks_summary: str = ""
 
 
 @dataclass
@@ -88,9 +96,13 @@ class PredictionView:
 
 @dataclass
 class AssumptionView:
+    """An assumption and the hypothesis that tests it: the verdict shown is on that hypothesis' own claim,
+    which may state the assumption or its opposite, so the claim is shown next to it."""
+
     text: str
     tested_by: Link | None
     tested_status: str | None
+    tested_claim: str = ""
 
 
 @dataclass
@@ -153,6 +165,24 @@ class ReviewView:
     decision: str
     body: str
     created_at: str
+    author_source: str = ""
+    verdict_seen: str = ""    # the verdict word the reviewer saw
+    evidence: str = ""        # the first characters of the evidence digest the review is bound to
+    stale: bool = False       # the evidence under the current verdict is not what the reviewer saw
+
+
+@dataclass
+class ExecutionView:
+    """Who ran an execution, where, from which state of the workbench folder."""
+
+    id: int
+    mode: str
+    status: str
+    started_at: str
+    user: str
+    host: str
+    revision: str
+    wb_version: str
 
 
 @dataclass
@@ -185,6 +215,9 @@ class HypothesisContext:
     metric_columns: list[str]
     runs: list[RunRow]
     reviews: list[ReviewView]
+    review_state: str = "awaiting review"
+    review_note: str = ""
+    executions: list[ExecutionView] = field(default_factory=list)
 
 
 @dataclass
@@ -216,6 +249,7 @@ class RunContext:
     error: str | None
     prev: Link | None
     next: Link | None
+    provenance: list[tuple[str, str]] = field(default_factory=list)  # imported evidence: where it came from
 
 
 @dataclass
@@ -236,9 +270,11 @@ class FindingView:
     table_rows: list[tuple[str, list[str]]]
     runs: list[Link]
     proposal: str
-    proposal_yaml: str
+    proposal_rows: list[tuple[str, str]]  # (what, value): toggle, hold, why — only the values the scan set
     registered: Link | None
     hypotheses: list[Link]
+    no_proposal: str = ""  # why a flagged finding comes without a separating experiment
+    proposal_title: str = "Proposed separating experiment"
 
 
 @dataclass

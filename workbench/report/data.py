@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from workbench.store.engine import Store
+from workbench.team.reviews import ReviewState, review_states
 
 
 @dataclass
@@ -22,14 +23,16 @@ class StoreData:
     verdict_history: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     executions: dict[int, dict[str, Any]] = field(default_factory=dict)
     reviews: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    review_states: dict[str, ReviewState] = field(default_factory=dict)
 
     def hypothesis_runs(self, hid: str) -> list[dict[str, Any]]:
         return [self.runs[r] for r in self.runs_by_hypothesis.get(hid, [])]
 
 
-def load(store: Store) -> StoreData:
+def load(store: Store, parents: dict[str, str | None] | None = None) -> StoreData:
     """Runs, metrics, units (summarised per outcome), artifacts, probes, verdicts, executions, reviews,
-    indexed by run and by hypothesis for the pages."""
+    indexed by run and by hypothesis for the pages; with `parents` (hypothesis id -> parent id), the
+    review state of each of those hypotheses too."""
     contents = store.contents()
     data = StoreData()
     for run in contents.runs:
@@ -54,4 +57,6 @@ def load(store: Store) -> StoreData:
         data.executions[ex.id] = ex.to_dict()
     for r in contents.reviews:
         data.reviews[r.hypothesis_id].append(r.to_dict())
+    if parents is not None:
+        data.review_states = review_states(parents, contents.verdicts, contents.reviews)
     return data

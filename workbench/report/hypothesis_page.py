@@ -12,8 +12,8 @@ from workbench.analysis.results import Check as AnalysisCheck
 from workbench.errors import BadInput
 from workbench.report import bridge, charts, stats
 from workbench.report.context import (ArmRow, AssumptionView, AttritionRow, ChartView, Check, DiffView,
-                                      HypothesisContext, Link, Page, PredictionView, ProbeRow, ReviewView, RunRow,
-                                      VerdictView)
+                                      ExecutionView, HypothesisContext, Link, Page, PredictionView, ProbeRow,
+                                      ReviewView, RunRow, VerdictView)
 from workbench.report.data import StoreData
 
 if TYPE_CHECKING:
@@ -182,23 +182,64 @@ def _observed_from_analysis(src: Judgement, exp: Experiment | None, metric: str)
     return text
 
 
-def _check_views(checks: Any) -> list[Check]:
-    return [Check(c.name, c.passed, c.detail) for c in checks]
+EFFECT_WORDS = {"inconclusive": "makes the verdict inconclusive", "invalid": "makes the verdict invalid"}
+
+
+def _check(c: AnalysisCheck, verdict: str) -> Check:
+    """A check with what its result means for the verdict. A failed check whose effect is "none" was weighed
+    and did not change the verdict; saying only FAIL under a verdict that stands would read as a contradiction."""
+    if c.passed is True:
+        return Check(c.name, True, c.detail, "pass", "")
+    if c.effect in EFFECT_WORDS:
+        return Check(c.name, c.passed, c.detail, "FAIL" if c.passed is False else "n/a", EFFECT_WORDS[c.effect])
+    if c.effect == "none" or verdict in ("supported", "falsified"):
+        # wb's verdict rules turn a check that matters into inconclusive or invalid, so under a standing
+        # verdict a failed check is one that was weighed and found not to change it.
+        return Check(c.name, c.passed, c.detail, "flag" if c.passed is False else "n/a",
+                     f"does not change the verdict: {verdict} stands")
+    return Check(c.name, c.passed, c.detail, "FAIL" if c.passed is False else "n/a", f"the verdict is {verdict}")
+
+
+def _checks_summary(checks: list[Check]) -> str:
+    changed = [c.name for c in checks if c.mark == "FAIL"]
+    noted = [c.name for c in checks if c.mark == "flag"]
+    parts = []
+    if changed:
+        parts.append(f"{len(changed)} check(s) changed the verdict ({', '.join(changed)})")
+    if noted:
+        parts.append(f"{len(noted)} flagged a problem that does not change it ({', '.join(noted)})")
+    passed = sum(1 for c in checks if c.mark == "pass")
+    return (f"{passed} of {len(checks)} checks passed" + ("; " + "; ".join(parts) if parts else "") + ".") \
+        if checks else ""
 
 
 def _verdict_view(stored: dict[str, Any] | None, analysis: Analysis | None) -> tuple[VerdictView | None, str]:
     note = ""
-    a_checks = _check_views(bridge.checks(analysis))
+    a_raw = bridge.checks(analysis)
     if stored:
-        s_checks = _check_views(AnalysisCheck.from_dict(c) for c in stored.get("checks") or [] if isinstance(c, dict))
+        verdict = str(stored["verdict"])
+        # A verdict stored before checks carried their effect takes it from the fresh analysis' check.
+        effects = {c.name: c.effect for c in a_raw}
+        raw = tuple(AnalysisCheck.from_dict({"effect": effects.get(str(c.get("name")), "none"), **c})
+                    for c in stored.get("checks") or [] if isinstance(c, dict)) or a_raw
+        checks = [_check(c, verdict) for c in raw]
         if analysis is not None and analysis.verdict != stored["verdict"]:
             note = (f"Re-analysing the stored runs now gives {analysis.verdict}; the verdict below is the "
                     f"one recorded on {str(stored.get('created_at'))[:16]}.")
-        return VerdictView(stored["verdict"], stored.get("reasoning") or "", str(stored.get("created_at") or "")[:19],
-                           stored.get("execution_id"), s_checks or a_checks, "stored", ""), note
+        return VerdictView(verdict, stored.get("reasoning") or "", str(stored.get("created_at") or "")[:19],
+                           stored.get("execution_id"), checks, "stored", "", _checks_summary(checks)), note
     if analysis is not None:
-        return VerdictView(analysis.verdict, analysis.reasoning, "", None, a_checks, "computed now (not stored)", ""), note
+        checks = [_check(c, analysis.verdict) for c in a_raw]
+        return VerdictView(analysis.verdict, analysis.reasoning, "", None, checks, "computed now (not stored)", "",
+                           _checks_summary(checks)), note
     return None, note
+
+
+def _assumptions(h: Hypothesis, registry: Registry, status_of: dict[str, str]) -> list[AssumptionView]:
+    claims = {x.id: x.claim for x in registry.hypotheses}
+    return [AssumptionView(a.text, Link(f"{a.tested_by}.html", a.tested_by) if a.tested_by else None,
+                           status_of.get(a.tested_by) if a.tested_by else None, claims.get(a.tested_by or "", ""))
+            for a in h.assumptions]
 
 
 def _evidence_by_arm(h: Hypothesis, data: StoreData, analysis: Analysis | None
@@ -353,13 +394,13 @@ def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis
     runs, ex_id, by_arm = _evidence_by_arm(h, data, analysis)
     arm_names = list(h.arm_names) + [a for a in by_arm if a not in h.arm_names]
     chart_views, estimates = _charts(h, exp, runs, by_arm, arm_names, analysis)
+    page.has_charts = bool(chart_views)  # the ~900 KB chart runtime loads only where a chart is drawn
     probe_rows, totals = _probes(data, all_runs, runs)
     predictions = _predictions(h, exp, data, analysis, arm_names, totals, estimates)
     verdict, vnote = _verdict_view(data.verdicts.get(h.id), analysis)
     attrition, outcomes = _attrition(exp, data, arm_names, by_arm)
     metric_columns = metric_order(h, exp, runs)[:MAX_METRIC_COLUMNS]
-    assumptions = [AssumptionView(a.text, Link(f"{a.tested_by}.html", a.tested_by) if a.tested_by else None,
-                                  status_of.get(a.tested_by) if a.tested_by else None) for a in h.assumptions]
+    assumptions = _assumptions(h, registry, status_of)
     execution = data.executions.get(ex_id) if ex_id is not None else None
     notes = "; ".join(n for n in (analysis_note, vnote) if n)
     if len(all_runs) > MAX_RUN_ROWS:
@@ -377,8 +418,31 @@ def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis
         attrition=attrition if any(r.units for r in attrition) else [], attrition_outcomes=outcomes,
         probe_rows=probe_rows, probe_totals=[(t, v[0], v[1]) for t, v in sorted(totals.items())],
         metric_columns=metric_columns, runs=_run_rows(exp, all_runs, runs, metric_columns),
-        reviews=[ReviewView(r["author"], r["decision"], r["body"] or "", (r["created_at"] or "")[:19])
-                 for r in data.reviews.get(h.id, [])])
+        **_review_fields(h, data))
+
+
+def _review_fields(h: Hypothesis, data: StoreData) -> dict[str, Any]:
+    """The review state, each review with the evidence it saw, and who ran each execution."""
+    state = data.review_states.get(h.id)
+    views = [ReviewView(r.author, r.decision, r.body or "", (r.created_at or "")[:19], r.author_source or "",
+                        r.verdict_seen or "", (r.evidence_digest or "")[:12],
+                        r.decision != "comment" and state.stale(r))
+             for r in (state.reviews if state else ())]
+    execs = sorted((e for e in data.executions.values() if e["hypothesis_id"] == h.id), key=lambda e: e["id"])
+    return {"reviews": views, "review_state": state.state if state else "awaiting review",
+            "review_note": "parent changed: re-review" if state and state.parent_changed else "",
+            "executions": [_execution_view(e) for e in execs]}
+
+
+def _execution_view(e: dict[str, Any]) -> ExecutionView:
+    rev = (e.get("git_revision") or "")[:10]
+    if rev and e.get("git_dirty"):
+        rev += " (dirty)"
+    user = e.get("user_name") or "not recorded"
+    if e.get("user_source"):
+        user += f" (from {e['user_source']})"
+    return ExecutionView(e["id"], e.get("mode") or "", e.get("status") or "", (e.get("started_at") or "")[:19],
+                         user, e.get("host") or "not recorded", rev or "not recorded", e.get("wb_version") or "")
 
 
 def key_number(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None = None) -> str:

@@ -65,14 +65,29 @@ def render(ctx: HypothesisContext) -> str:
         out.append("Checks:")
         for c in ctx.verdict.checks:
             mark = "x" if c.passed else " "
-            flag = "" if c.passed or c.passed is None else " **(failed)**"
+            flag = "" if c.passed or c.passed is None else f" **(failed; {_line(c.meaning)})**" if c.meaning else \
+                " **(failed)**"
             out.append(f"- [{mark}] {_line(c.name)}{flag}: {_line(c.detail)}")
         out.append("")
     evidence = [r for r in ctx.runs if r.in_evidence]
     out.append(f"Runs: {len(ctx.runs)} shown, {len(evidence)} in the evidence"
                + (f" (execution {evidence[0].execution_id})" if evidence and evidence[0].execution_id is not None
                   else "") + ".")
+    out += [""] + _review_lines(ctx)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _review_lines(ctx: HypothesisContext) -> list[str]:
+    """Review state and history, for a pull-request description."""
+    out = [f"Review: **{ctx.review_state}**" + (f" ({ctx.review_note})" if ctx.review_note else "")]
+    for r in ctx.reviews:
+        saw = f" on verdict {r.verdict_seen} (evidence `{r.evidence}`)" if r.verdict_seen else ""
+        out.append(f"- {_cell(r.author)}: {r.decision}{saw}{' — stale' if r.stale else ''}, {r.created_at}: "
+                   f"{_line(r.body)}")
+    for e in ctx.executions:
+        out.append(f"- execution {e.id} ({e.mode}, {e.status}) by {_cell(e.user)} on {_cell(e.host)} at "
+                   f"`{_cell(e.revision)}`")
+    return out
 
 
 def hypothesis_markdown(store: Store, registry: Registry, hypothesis_id: str) -> str:
@@ -101,8 +116,9 @@ def board_markdown(store: Store, registry: Registry) -> str:
     data, _, _, _ = gather(store, registry, [], confounds=False)
     page = Page("Hypotheses", "", "board", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
     idx = pages.index(registry, data, pages.status_of(registry, data), page)
-    out = ["| hypothesis | status | key number | date |", "| --- | --- | --- | --- |"]
+    out = ["| hypothesis | status | key number | date | review |", "| --- | --- | --- | --- | --- |"]
     for col in idx.columns:
         for c in col.cards:
-            out.append(f"| `{_cell(c.id)}` | {c.status} | {_cell(c.key_number)} | {c.date or '–'} |")
+            review = (c.review or "awaiting review") + (f" ({c.review_note})" if c.review_note else "")
+            out.append(f"| `{_cell(c.id)}` | {c.status} | {_cell(c.key_number)} | {c.date or '–'} | {review} |")
     return "\n".join(out) + "\n"

@@ -38,9 +38,16 @@ def index(registry: Registry, data: StoreData, statuses: dict[str, str], page: P
                               key_number=hypothesis_page.key_number(h, registry, data,
                                                                                     (analyses or {}).get(h.id, (None,))[0]),
                               date=((v or {}).get("created_at") or last_run or "")[:10], parent=h.parent,
-                              runs=len(runs)))
+                              runs=len(runs), **_card_review(data, h.id)))
     columns = [Column(s, COLUMN_TITLES[s], cards[s]) for s in COLUMN_TITLES if s != "invalid" or cards[s]]
     return IndexContext(page, columns, len(registry.hypotheses), len(data.runs), len(data.verdicts))
+
+
+def _card_review(data: StoreData, hid: str) -> dict[str, str]:
+    state = data.review_states.get(hid)
+    if state is None or (state.current_verdict is None and not state.reviews):
+        return {}  # nothing to review yet
+    return {"review": state.state, "review_note": "parent changed: re-review" if state.parent_changed else ""}
 
 
 def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page) -> RunsContext:
@@ -59,9 +66,16 @@ def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page) 
 
 
 def _text(v: Any) -> str:
+    """A value for a cell: strings as they are, nothing as a dash (never a raw `null`), the rest as JSON."""
     import json
 
+    if v is None:
+        return "—"
     return v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
+
+
+def _cell(v: Any) -> str:
+    return stats.fmt(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _text(v)
 
 
 def _table(table: Any) -> tuple[list[str], list[tuple[str, list[str]]], list[str], list[tuple[str, str]]]:
@@ -83,86 +97,106 @@ def _table(table: Any) -> tuple[list[str], list[tuple[str, list[str]]], list[str
             scalars.append((str(key).replace("_", " "), _text(val)))
     for key, val in table.items():
         if isinstance(val, dict):
-            rows.append((str(key), [stats.fmt(val.get(c)) if isinstance(val.get(c), (int, float))
-                                    else _text(val.get(c, "")) for c in columns]))
-    return [c.replace("_", " ") for c in columns], rows, runs, scalars
+            rows.append((str(key), [_cell(val.get(c)) for c in columns]))
+    return [COLUMN_NAMES.get(c, c.replace("_", " ")) for c in columns], rows, runs, scalars
+
+
+COLUMN_NAMES = {"units_k": "units with the outcome", "units_n": "units"}
+NO_PROPOSAL = ("The scan proposes a separating experiment for a guard metric that always goes with the outcome; "
+               "for a variable, the separating experiment is an A/B hypothesis that isolates it.")
+
+
+def _proposal(proposal: Any, known: set[str]) -> tuple[str, list[tuple[str, str]], Link | None]:
+    """(text, rows, registered hypothesis) of a proposed separating experiment, empty values left out."""
+    if not isinstance(proposal, dict):
+        return ("" if proposal is None else str(proposal)), [], None
+    rows: list[tuple[str, str]] = []
+    toggle = proposal.get("toggle")
+    if toggle:
+        frm, to = proposal.get("from"), proposal.get("to")
+        rows.append(("toggle", f"{toggle}" + (f": {frm} → {to}" if frm and to else "")))
+    hold = proposal.get("hold")
+    if isinstance(hold, dict) and hold:
+        rows.append(("hold", ", ".join(f"{k}={v}" for k, v in hold.items())))
+    if proposal.get("why"):
+        rows.append(("why this variable", str(proposal["why"])))
+    reg = proposal.get("registered_as")
+    registered = Link(f"hypotheses/{reg}.html", reg) if isinstance(reg, str) and reg in known else None
+    return str(proposal.get("text") or proposal.get("description") or ""), rows, registered
+
+
+def _guard_table(table: Any, factor: Any) -> Any:
+    if isinstance(table, dict) and "outcome_with_guard" in table:  # a guard's 2x2 table over runs
+        table = dict(table)
+        label = str(factor)
+        table[f"with {label}"] = {"runs with the outcome": table.pop("outcome_with_guard", None),
+                                  "runs without it": table.pop("no_outcome_with_guard", None)}
+        table[f"without {label}"] = {"runs with the outcome": table.pop("outcome_without_guard", None),
+                                     "runs without it": table.pop("no_outcome_without_guard", None)}
+    return table
+
+
+def _run_links(run_names: list[str], runs: set[int]) -> list[Link]:
+    import re
+
+    links = []
+    for name in run_names[:MAX_LINKS]:
+        m = re.fullmatch(r"run (\d+)", name)
+        if m and int(m.group(1)) in runs:
+            links.append(Link(f"runs/{m.group(1)}.html", name))
+    if len(run_names) > MAX_LINKS:
+        links.append(Link("runs.html", f"+{len(run_names) - MAX_LINKS} more"))
+    return links
+
+
+def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
+    f = dict(f)
+    factor = f.pop("factor", None) or f.pop("metric", None)
+    outcome = f.pop("outcome", None)
+    kind = str(f.pop("kind", "") or "")
+    flagged = bool(f.pop("flagged", False))
+    title = str(f.pop("title", "") or (f"{factor} and {outcome}" if factor and outcome else factor or "finding"))
+    detail = str(f.pop("message", "") or f.pop("detail", "") or f.pop("description", ""))
+    proposal: Any = None
+    for key in ("proposal", "separating_experiment", "proposed"):
+        if key in f:
+            proposal = f.pop(key)
+            break
+    hids = f.pop("hypotheses", None) or ([f.pop("hypothesis_id")] if f.get("hypothesis_id") else [])
+    proposal_text, proposal_rows, registered = _proposal(proposal, known)
+    columns, trows, run_names, scalars = _table(_guard_table(f.pop("table", None), factor))
+    rows = [("kind", kind)] if kind else []
+    if outcome:
+        rows.append(("outcome", str(outcome)))
+    rows += scalars
+    p = f.pop("fisher_p", None)
+    if isinstance(p, (int, float)):
+        rows.append(("Fisher p (runs)", f"{p:.2g}"))
+    effect = f.pop("effect", None)
+    if isinstance(effect, dict):
+        rows += [(str(k).replace("_", " "), f"{v:.3g}" if isinstance(v, float) else _text(v))
+                 for k, v in effect.items() if v is not None]
+    rows += [(str(k), _text(v)) for k, v in f.items() if v not in (None, "", [], {})]
+    no_proposal = NO_PROPOSAL if flagged and not (proposal_text or proposal_rows) else ""
+    return FindingView(title, kind, flagged, detail, rows, columns, trows, _run_links(run_names, runs),
+                       proposal_text, proposal_rows, registered,
+                       [Link(f"hypotheses/{h}.html", h) for h in hids if isinstance(h, str) and h in known],
+                       no_proposal, "Proposed separating experiment" if any(k == "toggle" for k, _ in proposal_rows)
+                       else "No recorded variable separates them yet")
 
 
 def confounds(findings: list[dict[str, Any]] | None, note: str, known: set[str], runs: set[int],
               page: Page) -> ConfoundContext:
-    import re
-
-    views = []
-    for f in sorted(findings or [], key=lambda f: not f.get("flagged")):
-        f = dict(f)
-        factor = f.pop("factor", None) or f.pop("metric", None)
-        outcome = f.pop("outcome", None)
-        kind = str(f.pop("kind", "") or "")
-        flagged = bool(f.pop("flagged", False))
-        title = str(f.pop("title", "") or (f"{factor} and {outcome}" if factor and outcome else factor or "finding"))
-        detail = str(f.pop("message", "") or f.pop("detail", "") or f.pop("description", ""))
-        proposal: Any = None
-        for key in ("proposal", "separating_experiment", "proposed"):
-            if key in f:
-                proposal = f.pop(key)
-                break
-        hids = f.pop("hypotheses", None) or ([f.pop("hypothesis_id")] if f.get("hypothesis_id") else [])
-        proposal_text, proposal_yaml = "", ""
-        registered = None
-        if isinstance(proposal, (dict, list)):
-            import yaml
-
-            if isinstance(proposal, dict):
-                proposal = dict(proposal)
-                proposal_text = str(proposal.pop("text", "") or proposal.get("description") or proposal.get("why") or "")
-                reg = proposal.get("registered_as")
-                if isinstance(reg, str) and reg in known:
-                    registered = Link(f"hypotheses/{reg}.html", reg)
-            proposal_yaml = yaml.safe_dump(proposal, sort_keys=False, default_flow_style=False).strip()
-        elif proposal is not None:
-            proposal_text = str(proposal)
-        table = f.pop("table", None)
-        if isinstance(table, dict) and "outcome_with_guard" in table:  # a guard's 2x2 table over runs
-            table = dict(table)
-            label = str(factor)
-            table[f"with {label}"] = {"runs with the outcome": table.pop("outcome_with_guard", None),
-                                      "runs without it": table.pop("no_outcome_with_guard", None)}
-            table[f"without {label}"] = {"runs with the outcome": table.pop("outcome_without_guard", None),
-                                         "runs without it": table.pop("no_outcome_without_guard", None)}
-        columns, trows, run_names, scalars = _table(table)
-        run_links = []
-        if len(run_names) > MAX_LINKS:
-            rest = len(run_names) - MAX_LINKS
-            run_names = run_names[:MAX_LINKS]
-        else:
-            rest = 0
-        for name in run_names:
-            m = re.fullmatch(r"run (\d+)", name)
-            if m and int(m.group(1)) in runs:
-                run_links.append(Link(f"runs/{m.group(1)}.html", name))
-        if rest:
-            run_links.append(Link("runs.html", f"+{rest} more"))
-        rows = [("kind", kind)] if kind else []
-        if outcome:
-            rows.append(("outcome", str(outcome)))
-        rows += scalars
-        p = f.pop("fisher_p", None)
-        if isinstance(p, (int, float)):
-            rows.append(("Fisher p (runs)", f"{p:.2g}"))
-        effect = f.pop("effect", None)
-        if isinstance(effect, dict):
-            rows += [(str(k).replace("_", " "), f"{v:.3g}" if isinstance(v, float) else _text(v))
-                     for k, v in effect.items() if v is not None]
-        rows += [(str(k), _text(v)) for k, v in f.items() if v not in (None, "", [], {})]
-        views.append(FindingView(title, kind, flagged, detail, rows, columns, trows, run_links, proposal_text,
-                                 proposal_yaml, registered,
-                                 [Link(f"hypotheses/{h}.html", h) for h in hids if isinstance(h, str) and h in known]))
+    views = [_finding(f, known, runs) for f in sorted(findings or [], key=lambda f: not f.get("flagged"))]
     return ConfoundContext(page, findings is not None, note, views)
 
 
 def lineage_context(registry: Registry, data: StoreData, statuses: dict[str, str], page: Page) -> LineageContext:
     items = [lineage.LineageInput(h.id, h.parent, statuses[h.id], h.claim,
-                                  (data.verdicts.get(h.id) or {}).get("created_at")) for h in registry.hypotheses]
+                                  (data.verdicts.get(h.id) or {}).get("created_at"),
+                                  tuple(a.tested_by for a in h.assumptions if a.tested_by),
+                                  _card_review(data, h.id).get("review", ""))
+             for h in registry.hypotheses]
     graph = lineage.layout(items)
     rests = []
     for h in registry.hypotheses:

@@ -7,9 +7,10 @@ head and tail with a link to the full copy.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from workbench.report import stats
 from workbench.report.context import ArtifactView, Link, Page, ProbeRow, RunContext
@@ -92,10 +93,49 @@ def _preview(path: Path, size: int) -> tuple[str | None, bool]:
     return text, truncated
 
 
-def artifacts(run_id: int, arts: list[dict[str, Any]], out_dir: Path, roots: list[Path]) -> list[ArtifactView]:
+def _from_store(run_id: int, a: dict[str, Any], content: bytes, out_dir: Path, used: set[str]) -> ArtifactView:
+    """An artifact whose bytes the store keeps (checked against their sha256 there): written into the site."""
+    suffix = Path(a["path"]).suffix.lower()
+    suffix = suffix if suffix in TEXT_SUFFIXES else ".txt"
+    name = _site_name(a["name"], suffix, used)
+    rel = f"artifacts/{run_id}/{name}"
+    dest = out_dir / rel
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    from workbench.secrets import redact_text
+
+    try:  # a log may print a config that held a secret: text goes through the redaction, as in _copy
+        content = redact_text(content.decode("utf-8")).encode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    tmp = dest.with_name(dest.name + ".tmp")
+    tmp.write_bytes(content)
+    os.replace(tmp, dest)
+    preview, truncated = _preview(dest, len(content))
+    note = "binary file" if preview is None else (
+        "shown cut to its first and last lines; open the file for all of it" if truncated else "")
+    return ArtifactView(a["name"], _size(len(content)), a["sha256"][:12], f"../{rel}", preview, truncated, note)
+
+
+def _site_name(name: str, suffix: str, used: set[str]) -> str:
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name) or "artifact"
+    out = f"{safe}{suffix}" if not safe.lower().endswith(suffix) else safe
+    while out in used:
+        out = "_" + out
+    used.add(out)
+    return out
+
+
+def artifacts(run_id: int, arts: list[dict[str, Any]], out_dir: Path, roots: list[Path],
+              blobs: Callable[[list[str]], dict[str, bytes]] | None = None) -> list[ArtifactView]:
+    """The run's artifacts, from the store's own copy when it keeps one (so a teammate's report in another
+    folder shows them), else from a file under the workbench's roots."""
     views = []
     used: set[str] = set()
+    kept = blobs([a["sha256"] for a in arts]) if blobs and arts else {}
     for a in arts:
+        if a["sha256"] in kept:
+            views.append(_from_store(run_id, a, kept[a["sha256"]], out_dir, used))
+            continue
         # Only files under the store's own artifact root whose bytes match the recorded hash are embedded:
         # a row can name any path, and a shared store must not become a way to read someone's files.
         src = _resolve(a["path"], roots)
@@ -107,11 +147,7 @@ def artifacts(run_id: int, arts: list[dict[str, Any]], out_dir: Path, roots: lis
             continue
         size = src.stat().st_size
         suffix = src.suffix.lower() if src.suffix.lower() in TEXT_SUFFIXES else ".txt"
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", a["name"]) or "artifact"
-        name = f"{safe}{suffix}" if not safe.lower().endswith(suffix) else safe
-        while name in used:
-            name = "_" + name
-        used.add(name)
+        name = _site_name(a["name"], suffix, used)
         rel = f"artifacts/{run_id}/{name}"
         href: str | None = f"../{rel}"
         note = ""
@@ -132,8 +168,25 @@ def artifacts(run_id: int, arts: list[dict[str, Any]], out_dir: Path, roots: lis
     return views
 
 
+def provenance(text: str | None) -> list[tuple[str, str]]:
+    """An imported run's provenance (stored as JSON: file, sha256, line, quote…) as rows of a table."""
+    import json
+
+    if not text:
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return [("source", text)]
+    if not isinstance(value, dict):
+        return [("source", str(value))]
+    return [(str(k).replace("_", " "), v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str))
+            for k, v in value.items() if v not in (None, "", [], {})]
+
+
 def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots: list[Path],
-          prev_id: int | None, next_id: int | None, hypothesis_known: bool) -> RunContext:
+          prev_id: int | None, next_id: int | None, hypothesis_known: bool,
+          blobs: Callable[[list[str]], dict[str, bytes]] | None = None) -> RunContext:
     rid = run["id"]
     ex = data.executions.get(run["execution_id"]) if run["execution_id"] is not None else None
     meta = [("status", run["status"]), ("source", run["source"]), ("arm", run["arm"] or ""),
@@ -146,8 +199,7 @@ def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots
             ("target / host", f"{run['target'] or ''} / {run['host'] or ''}"),
             ("started", run["started_at"] or ""), ("ended", run["ended_at"] or ""),
             ("stage / phase", f"{run['stage'] or ''} / {run['phase'] or ''}"),
-            ("label", run["label"] or ""), ("config hash", run["config_hash"] or ""),
-            ("provenance", run["provenance"] or "")]
+            ("label", run["label"] or ""), ("config hash", run["config_hash"] or "")]
     meta = [(k, v) for k, v in meta if v.strip(" /v")]
     fp = run.get("fingerprint") or {}
     import json
@@ -165,7 +217,7 @@ def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots
         units=units, units_total=sum(n for _, n in units),
         probe_rows=[ProbeRow(p["target"], p["process"], str(p["pid"]), p["calls"], p["resolved"])
                     for p in data.probes.get(rid, [])],
-        artifacts=artifacts(rid, data.artifacts.get(rid, []), out_dir, roots),
-        rendered_config=run.get("rendered_config"), error=run["error"],
+        artifacts=artifacts(rid, data.artifacts.get(rid, []), out_dir, roots, blobs),
+        rendered_config=run.get("rendered_config"), error=run["error"], provenance=provenance(run["provenance"]),
         prev=Link(f"{prev_id}.html", f"run {prev_id}") if prev_id is not None else None,
         next=Link(f"{next_id}.html", f"run {next_id}") if next_id is not None else None)

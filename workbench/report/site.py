@@ -15,7 +15,7 @@ from typing import Any
 from workbench.analysis.results import Analysis
 from workbench.errors import BadInput
 from workbench.registry.loader import Registry
-from workbench.report import assets, hypothesis_page, pages, run_page
+from workbench.report import assets, hypothesis_page, isolate_page, pages, run_page
 from workbench.report.context import Page
 from workbench.report.data import StoreData
 from workbench.store.engine import Store
@@ -71,7 +71,7 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
     from workbench.report import data as data_mod
 
     wanted = set(hypothesis_ids) if hypothesis_ids is not None else {h.id for h in registry.hypotheses}
-    data = data_mod.load(store)
+    data = data_mod.load(store, {h.id: h.parent for h in registry.hypotheses})
     analyses: dict[str, tuple[Analysis | None, str]] = {}
     for h in registry.hypotheses:
         if h.id in wanted and (data.runs_by_hypothesis.get(h.id) or h.id in data.verdicts):
@@ -84,7 +84,8 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
     return data, analyses, findings, ""
 
 
-def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: Any, render: Any) -> dict[Any, str]:
+def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: Any, render: Any,
+               blobs: Any = None) -> dict[Any, str]:
     """One page per run, linked to its neighbours of the same hypothesis."""
     written: dict[Any, str] = {}
     by_hyp: dict[Any, list[int]] = {}
@@ -94,7 +95,7 @@ def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: A
         for i, rid in enumerate(ids):
             ctx = run_page.build(data.runs[rid], data, page(f"run {rid}", "runs", "../"), out, roots,
                                  ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
-                                 data.runs[rid]["hypothesis_id"] in known)
+                                 data.runs[rid]["hypothesis_id"] in known, blobs)
             written[rid] = str(render("run.html.j2", ctx, out / "runs" / f"{rid}.html"))
     return written
 
@@ -135,11 +136,11 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
                                  out / "index.html"))
     for h in registry.hypotheses:
         analysis, note = analyses.get(h.id, (None, ""))
-        ctx = hypothesis_page.build(h, registry, data, analysis, note, page(h.id, "hypothesis", "../", True), statuses)
+        ctx = hypothesis_page.build(h, registry, data, analysis, note, page(h.id, "hypothesis", "../"), statuses)
         result["hypotheses"][h.id] = str(render("hypothesis.html.j2", ctx, out / "hypotheses" / f"{h.id}.html"))
 
     roots = [artifacts_root(Path(registry.root), artifacts)]
-    result["runs"] = _run_pages(data, known, roots, out, page, render)
+    result["runs"] = _run_pages(data, known, roots, out, page, render, store.artifact_contents)
 
     run_ids = sorted(data.runs, reverse=True)
     chunks = [run_ids[i:i + RUNS_PER_LIST_PAGE] for i in range(0, len(run_ids), RUNS_PER_LIST_PAGE)] or [[]]
@@ -158,6 +159,8 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
     result["lineage"] = str(render("lineage.html.j2",
                                    pages.lineage_context(registry, data, statuses, page("Lineage", "lineage")),
                                    out / "lineage.html"))
+    result["isolate"] = str(render("isolate.html.j2", isolate_page.build(store, data, page("Isolate", "isolate")),
+                                   out / "isolate.html"))
     result["pages"] = [str(p) for p in written]
     asset_paths = assets.write_assets(out / "assets", _write)
     result["assets"] = [str(p) for p in asset_paths]

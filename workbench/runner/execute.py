@@ -12,11 +12,11 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
-from workbench.analysis.stored import SequentialDecision
 from workbench.errors import BadInput, RestoreFailed, RunFailure, WbError
 from workbench.registry.loader import Registry
+from workbench.registry.timeouts import timeouts
 from workbench.runner.lifecycle import Harness, RunOutcome, execute_run, wait_healthy
 from workbench.runner.plan import Plan, PlannedRun, make_plan, per_replicate_names
 from workbench.runner.prepare import Prepared, arms_config_diff, preflight, preview_values, resolve
@@ -33,6 +33,17 @@ if TYPE_CHECKING:
 from workbench.store.entities import ExecutionRecord
 
 FINISHED = ("ok", "invalid", "failed")
+
+
+class Stopping(Protocol):
+    """What a stopping rule answers after a replicate block (`SequentialDecision` is one)."""
+
+    stop: bool
+    reasoning: str
+
+
+# A caller's own stopping rule for a sequential execution: (store, execution id) -> stop or go on.
+StopRule = Callable[[Store, int], Stopping]
 
 
 class RunInterrupted(RunFailure):
@@ -61,6 +72,7 @@ class State:
     recorder: Recorder | None = None
     execution_uuid: str = ""
     resumed: bool = False
+    decide: StopRule | None = None  # replaces the hypothesis's own sequential test (see `execute`)
 
 
 def make_target(p: Prepared, sim_dir: Path | None = None) -> Target:
@@ -153,9 +165,11 @@ async def _run_blocks(state: State, h: Harness) -> None:
                 return
 
 
-def _sequential_decision(state: State) -> SequentialDecision:
+def _sequential_decision(state: State) -> Stopping:
     from workbench.analysis.stored import sequential_decision
 
+    if state.decide is not None:
+        return state.decide(state.store, state.execution_id)
     p = state.prepared
     return sequential_decision(state.store, p.registry, p.hypothesis.id, execution_id=state.execution_id,
                                max_replicates=p.max_replicates)
@@ -183,7 +197,7 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
                 if problem:
                     state.progress.log(f"warning: after restoring, {target.describe(_host)}: {problem}")
         try:
-            await restore_host(target, snap, restart, env=env, restart_timeout=300.0,
+            await restore_host(target, snap, restart, env=env, restart_timeout=timeouts(p.profile.options).restart_s,
                                do_restart=not started_here and bool(restart), after=healthy)
         except RestoreFailed as exc:
             problems.append(exc)
@@ -229,7 +243,7 @@ async def _main(state: State, target: Target) -> None:
                     profile=p.profile, target=target, context=context, env=env, config_template=p.config_template,
                     artifacts_root=state.exec_dir, remote_work=remote_work, fault=state.fault,
                     probe_targets=p.probe_targets,
-                    restart_timeout_s=float(p.profile.options.get("restart_timeout_s", 300)))
+                    restart_timeout_s=timeouts(p.profile.options).restart_s, warn=state.progress.log)
         try:
             await _run_plan(state, h)
         finally:
@@ -459,11 +473,14 @@ def prepare(registry: Registry, hypothesis_id: str, opts: RunOptions, *, store: 
 
 
 def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifacts: Path | None = None,
-            fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None) -> ExecutionResult:
+            fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None,
+            decide: StopRule | None = None) -> ExecutionResult:
     """Run a prepared execution end to end: record every run, always restore the target.
 
     `artifacts` is the artifacts folder (default .wb/artifacts in the workbench); `fault` is awaited as
-    each stage of each run begins (tests inject faults through it).
+    each stage of each run begins (tests inject faults through it); `decide`, for a sequential
+    execution, replaces the hypothesis's own stopping rule after each block (`wb isolate` decides each
+    probe with its own share of alpha and units).
     """
     p, plan, tgt = launch.prepared, launch.plan, launch.target
     execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior)
@@ -474,7 +491,7 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
         state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
                       exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
                       target_desc=tgt.summary(), recorder=Recorder(store, p, execution_id, exec_dir),
-                      execution_uuid=exec_uuid, resumed=launch.prior is not None)
+                      execution_uuid=exec_uuid, resumed=launch.prior is not None, decide=decide)
         status, error = _loop(state, tgt)
     _close(state, status, error, len(plan.runs))
     return result(state)

@@ -1,4 +1,4 @@
-"""One run, stage by stage: render → check → apply → restart → health → workload → collect → record.
+"""One run, stage by stage: render → check → apply → restart → health → verify → workload → collect → record.
 
 Each stage is bounded. The outcome says ok / failed (the target misbehaved) / invalid (the run
 produced no usable measurement) / interrupted, with the stage it ended in and why.
@@ -19,16 +19,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from workbench.errors import TargetError, WbError
-from workbench.runner import extract
+from workbench.registry.timeouts import timeouts
+from workbench.runner import extract, manipulation
+from workbench.runner.daemon import HELD_OPEN_WARNING, failure_reason
 from workbench.runner.plan import PlannedRun
 from workbench.runner.render import Raw, render_command, render_text
+from workbench.runner.soft_metrics import missing_warning, needed_metrics
 from workbench.runner.targets.base import Target
 
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment, Profile
     from workbench.registry.hypothesis import Hypothesis
 
-STAGES = ("render", "check", "apply", "restart", "health", "workload", "collect", "record")
+STAGES = ("render", "check", "apply", "restart", "health", "verify", "workload", "collect", "record")
+
+
 @dataclass
 class Harness:
     """Everything a run needs that does not change between runs of one execution."""
@@ -48,6 +53,8 @@ class Harness:
     fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None  # awaited as each stage begins (tests inject faults)
     probe_targets: list[str] = field(default_factory=list)
     restart_timeout_s: float = 300.0
+    warn: Callable[[str], None] = lambda text: None
+    warned: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -60,6 +67,7 @@ class RunOutcome:
     fingerprint: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, float | int] = field(default_factory=dict)
     metric_sources: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # metrics no prediction needs that could not be read
     units: list[dict[str, Any]] = field(default_factory=list)
     artifacts: dict[str, Path] = field(default_factory=dict)
     probe_counts: list[dict[str, Any]] = field(default_factory=list)
@@ -84,6 +92,7 @@ def builtins(h: Harness, pr: PlannedRun, run_id: int, run_dir: str, start: datet
         "hypothesis_id": h.hypothesis.id, "work_dir": run_dir, "units_path": f"{run_dir}/units.jsonl",
         "python": Raw(shlex.quote(sys.executable)), "wb": Raw(wb_command()),
         "sim_dir": h.context.get("sim_dir", str(h.root / ".wb" / "sim")),
+        "workbench_dir": str(Path(h.root).resolve()), "config_sha256": "",
     }
 
 
@@ -115,7 +124,7 @@ async def local_check(h: Harness, rendered: str, values: dict[str, Any]) -> str 
         f = Path(d) / (Path(values.get("path", "config")).name or "config")
         f.write_text(rendered, encoding="utf-8")
         cmd = render_command(h.profile.config.check, {**values, "file": str(f)}, where="config.check")
-        res = await LocalTarget().run("local", cmd, timeout=60)
+        res = await LocalTarget().run("local", cmd, timeout=timeouts(h.profile.options).check_s)
     if res.ok:
         return None
     return f"`{h.profile.config.check}` rejected the rendered config: {res.excerpt(400)}"
@@ -138,7 +147,7 @@ async def fingerprint(h: Harness, host: str, values: dict[str, Any]) -> dict[str
 
     async def one(cmd: str) -> str:
         try:
-            res = await h.target.run(host, cmd, env=h.env, timeout=60)
+            res = await h.target.run(host, cmd, env=h.env, timeout=timeouts(h.profile.options).fingerprint_s)
         except TargetError as exc:
             return f"<error: {exc}>"
         return res.stdout.strip() if res.ok else f"<rc={res.rc}> {res.excerpt(200)}"
@@ -212,6 +221,7 @@ async def _render(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, 
     if rendered is not None:
         out.rendered_config = rendered
         out.config_hash = hashlib.sha256(rendered.encode("utf-8")).hexdigest()
+        values["config_sha256"] = out.config_hash
     out.fingerprint = await fingerprint(h, pr.host, values)
     if h.remote_work:
         await h.target.mkdir(pr.host, run_dir)
@@ -222,16 +232,31 @@ async def _restart(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict
     for i, cmd_t in enumerate(h.profile.restart):
         cmd = render_command(cmd_t, values, where=f"restart[{i}]")
         res = await h.target.run(pr.host, cmd, env=env, timeout=h.restart_timeout_s)
+        _warn_held_open(h, cmd_t, cmd, res)
         if not res.ok:
-            why = "timed out" if res.timed_out else f"exited {res.rc}"
-            raise StageFailed("failed", f"restart `{cmd}` {why}: {res.excerpt(400)}")
+            raise StageFailed("failed", f"restart `{cmd}` {failure_reason(res, h.restart_timeout_s)}")
+
+
+def _health_urls(h: Harness, values: dict[str, Any]) -> list[str]:
+    hp = h.profile.health
+    return [render_text(u, values, where="health.urls") for u in hp.urls] if hp is not None else []
+
+
+async def _verify(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict[str, str],
+                  before: Any) -> None:
+    """The manipulation check: the service restarted (its listeners changed) and shows the arm's values."""
+    after = await manipulation.listeners(h, pr.host, _health_urls(h, values))
+    problem = manipulation.restart_problem(before, after)
+    problem = problem or await manipulation.verify_problem(h, pr.host, values, env)
+    if problem:
+        raise StageFailed("invalid", problem)
 
 
 async def _health(h: Harness, pr: PlannedRun, values: dict[str, Any]) -> None:
     hp = h.profile.health
     if hp is not None:
-        urls = [render_text(u, values, where="health.urls") for u in hp.urls]
-        problem = await wait_healthy(h.target, pr.host, urls, hp.attempts, hp.interval_s, hp.timeout_s)
+        problem = await wait_healthy(h.target, pr.host, _health_urls(h, values), hp.attempts, hp.interval_s,
+                                     hp.timeout_s)
         if problem:
             raise StageFailed("failed", problem)
 
@@ -279,9 +304,12 @@ async def _stages(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, 
     if rendered is not None and h.profile.config is not None:
         await h.target.write_file(pr.host, values["path"], rendered.encode("utf-8"), int(h.profile.config.mode, 8))
     await clock.enter("restart")
+    before = await manipulation.listeners(h, pr.host, _health_urls(h, values))
     await _restart(h, pr, values, env)
     await clock.enter("health")
     await _health(h, pr, values)
+    await clock.enter("verify")
+    await _verify(h, pr, values, env, before)
     await clock.enter("workload")
     result = await _workload(h, pr, variables, values, env, out, art)
     await clock.enter("collect")
@@ -293,7 +321,7 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
     """Do one run into `out`; never raises for target trouble (the outcome says what happened), re-raises
     cancellation and unexpected exceptions (with `out` filled in as far as it got)."""
     out = out if out is not None else RunOutcome()
-    out.status = "running"
+    out.status, out.error = "running", None  # the caller's "interrupted" placeholder ends here
     out.started_at = datetime.now(timezone.utc).replace(microsecond=0)
     art = h.artifacts_root / f"run-{run_id}"
     art.mkdir(parents=True, exist_ok=True)
@@ -328,6 +356,13 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
     return out
 
 
+def _warn_held_open(h: Harness, template: str, cmd: str, res: Any) -> None:
+    """Say once per command that it left a background process holding its output (wb did not wait)."""
+    if res.held_open and template not in h.warned:
+        h.warned.add(template)
+        h.warn(HELD_OPEN_WARNING.format(command=cmd))
+
+
 def _measure_start(now: datetime) -> dict[str, Any]:
     """The run's start as later commands see it: the moment the workload began (after restart and health),
     so a log count since then holds the run's lines and none from the server that was stopped."""
@@ -356,20 +391,18 @@ async def _collect(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict
     exp = h.experiment
     text = {"output": result.output if result else "", "stdout": result.stdout if result else "",
             "stderr": result.stderr if result else ""}
+    needed = needed_metrics(h.hypothesis, exp)
     try:
         for name, ex in prof.collect.items():
             if ex.unit_field is not None:
                 continue  # read from the units below
-            if ex.regex is not None:
-                out.metrics[name] = extract.from_regex(name, ex.regex, text[ex.source], ex.parse)
-                out.metric_sources[name] = "regex"
-            else:
-                cmd = render_command(ex.command or "", values, where=f"collect.{name}.command")
-                res = await h.target.run(pr.host, cmd, env=env, timeout=ex.timeout_s)
-                if not res.ok:
-                    raise extract.ExtractError(f"metric {name!r}: `{cmd}` exited {res.rc}", res.excerpt())
-                out.metrics[name] = extract.from_command_output(name, res.stdout, ex.parse)
-                out.metric_sources[name] = "command"
+            try:
+                await _extract_one(h, pr, name, ex, values, env, text, out)
+            except extract.ExtractError as exc:
+                if name in needed:
+                    raise
+                out.missing[name] = str(exc)
+                h.warn(missing_warning(name, out.missing[name]))
         if prof.units is not None:
             upath = render_text(prof.units.path, values, where="units.path")
             local = art / "units.jsonl"
@@ -393,6 +426,21 @@ async def _collect(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict
             await _collect_probes(h, pr, values, out, art)
     except extract.ExtractError as exc:
         raise StageFailed("invalid", f"{exc}" + (f"\n--- output excerpt ---\n{exc.excerpt}" if exc.excerpt else ""))
+
+
+async def _extract_one(h: Harness, pr: PlannedRun, name: str, ex: Any, values: dict[str, Any],
+                       env: dict[str, str], text: dict[str, str], out: RunOutcome) -> None:
+    """One metric from the workload's output (regex) or a command's output."""
+    if ex.regex is not None:
+        out.metrics[name] = extract.from_regex(name, ex.regex, text[ex.source], ex.parse)
+        out.metric_sources[name] = "regex"
+        return
+    cmd = render_command(ex.command or "", values, where=f"collect.{name}.command")
+    res = await h.target.run(pr.host, cmd, env=env, timeout=ex.timeout_s)
+    if not res.ok:
+        raise extract.ExtractError(f"metric {name!r}: `{cmd}` exited {res.rc}", res.excerpt())
+    out.metrics[name] = extract.from_command_output(name, res.stdout, ex.parse)
+    out.metric_sources[name] = "command"
 
 
 async def _collect_probes(h: Harness, pr: PlannedRun, values: dict[str, Any], out: RunOutcome, art: Path) -> None:

@@ -28,14 +28,18 @@ class RunProgress:
 
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                       TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                                      console=Console(stderr=True), transient=False)
+                                      console=Console(stderr=True), transient=True)
             self._progress.__enter__()
             self._task = self._progress.add_task(self.title, total=self.total)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         if self._progress is not None:
+            # The live bar is cleared and replaced by one whole line, so the summary that follows on stdout
+            # starts on a line of its own (a bar left behind had no newline before it on some terminals).
             self._progress.__exit__(*exc)
+            self._progress.console.print(f"{self.title}: {self.done} of {self.total} run(s) finished in "
+                                         f"{time.monotonic() - self.t0:.1f} s", highlight=False)
 
     def stage(self, pr: PlannedRun, stage: str, position: int) -> None:
         if self._progress is not None:

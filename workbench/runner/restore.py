@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from workbench.errors import RestoreFailed, RunFailure, TargetError
+from workbench.runner.daemon import failure_reason
 from workbench.runner.targets.base import Target
 
 RESTORE_ATTEMPTS = 4
@@ -120,7 +121,13 @@ async def restore_host(target: Target, snap: Snapshot, restart: list[str], *, en
                 for cmd in restart:
                     res = await target.run(snap.host, cmd, env=env, timeout=restart_timeout)
                     if not res.ok:
-                        raise TargetError(f"restart `{cmd}` failed after restoring: {res.excerpt(300)}")
+                        why = failure_reason(res, restart_timeout)
+                        if res.timed_out:  # it already had its full time: a retry would only wait as long again
+                            raise RestoreFailed(
+                                f"RESTORE INCOMPLETE on {target.describe(snap.host)}: {snap.path} holds the original "
+                                f"config again, but restart `{cmd}` {why}",
+                                hint="restart the service by hand now:\n" + manual_instructions(target, snap, restart))
+                        raise TargetError(f"restart `{cmd}` {why} (the original config was put back first)")
             if after is not None:
                 await after()
             return

@@ -137,7 +137,7 @@ class StoreReads:
         with self.session() as s:
             return [execution_record(e) for e in s.exec(q.order_by(Execution.id)).all()]  # type: ignore[arg-type]
 
-    def _verdicts(self, hypothesis_id: str | None = None) -> Iterator[VerdictRecord]:
+    def _verdicts(self, hypothesis_id: str | None = None, *, prefix: str | None = None) -> Iterator[VerdictRecord]:
         from sqlmodel import select
 
         from workbench.store.models import Verdict
@@ -145,17 +145,20 @@ class StoreReads:
         q = select(Verdict)
         if hypothesis_id is not None:
             q = q.where(Verdict.hypothesis_id == hypothesis_id)
+        if prefix is not None:
+            q = q.where(Verdict.hypothesis_id.startswith(prefix, autoescape=True))  # type: ignore[attr-defined]
         with self.session() as s:
             rows = list(s.exec(q.order_by(Verdict.id)).all())  # type: ignore[arg-type]
         return (verdict_record(v) for v in rows)
 
-    def verdicts(self, *, hypothesis_id: str | None = None) -> list[VerdictRecord]:
-        """Every verdict, oldest first: the verdict history of each hypothesis."""
-        return list(self._verdicts(hypothesis_id))
-
     def latest_verdicts(self, *, hypothesis_id: str | None = None) -> dict[str, VerdictRecord]:
         """The newest verdict of each hypothesis, A/A (noise-floor) verdicts left out."""
         return {v.hypothesis_id: v for v in self._verdicts(hypothesis_id) if not v.is_aa}
+
+    def verdicts(self, *, hypothesis_id: str | None = None, prefix: str | None = None) -> list[VerdictRecord]:
+        """Every verdict (of one hypothesis, or of those whose id starts with `prefix`), oldest first,
+        A/A ones too: the verdict history each hypothesis keeps."""
+        return list(self._verdicts(hypothesis_id, prefix=prefix))
 
     def latest_verdict(self, hypothesis_id: str) -> VerdictRecord | None:
         return self.latest_verdicts(hypothesis_id=hypothesis_id).get(hypothesis_id)

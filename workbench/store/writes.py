@@ -33,6 +33,16 @@ class StoreWrites:
                                           wb_version=wb_version, uuid=uuid, who=who)
             return int(ex.id)
 
+    def snapshot_hypothesis(self, hypothesis_id: str, body: dict[str, Any]) -> str:
+        """Keep the hypothesis's definition as it is now (once per distinct body); its sha256.
+
+        For hypotheses the registry does not hold (a search's generated root), so that a verdict on one
+        still names what it judged."""
+        from workbench.store import records
+
+        with self.session() as s:
+            return str(records.snapshot_hypothesis(s, hypothesis_id=hypothesis_id, body=body).sha256)
+
     def update_execution(self, execution_id: int, **fields: Any) -> None:
         from workbench.store import records
 
@@ -182,19 +192,26 @@ class StoreBundles:
         with self.session() as s:
             return bundle_rows.load(s, doc)
 
-    def artifact_content(self, sha256: str) -> bytes | None:
-        """An artifact's bytes from the store, checked against its hash; None when not kept or damaged."""
+    def artifact_contents(self, shas: list[str]) -> dict[str, bytes]:
+        """The bytes the store keeps for these artifact hashes, each checked against its hash (a damaged
+        or missing one is left out)."""
         import hashlib
         import zlib
 
+        from sqlmodel import select
+
         from workbench.store.models import ArtifactBlob
 
+        wanted = sorted(set(shas))
+        if not wanted:
+            return {}
+        out: dict[str, bytes] = {}
         with self.session() as s:
-            blob = s.get(ArtifactBlob, sha256)
-            if blob is None or blob.compression != "zlib":
-                return None
-            try:
-                data = zlib.decompress(bytes(blob.data))
-            except zlib.error:
-                return None
-        return data if hashlib.sha256(data).hexdigest() == sha256 else None
+            for blob in s.exec(select(ArtifactBlob).where(ArtifactBlob.sha256.in_(wanted))).all():  # type: ignore[attr-defined]
+                try:
+                    data = zlib.decompress(bytes(blob.data)) if blob.compression == "zlib" else None
+                except zlib.error:
+                    data = None
+                if data is not None and hashlib.sha256(data).hexdigest() == blob.sha256:
+                    out[blob.sha256] = data
+        return out

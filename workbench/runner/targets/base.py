@@ -11,7 +11,7 @@ import asyncio
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, Mapping
+from typing import IO, Any, Callable, Mapping
 
 
 @dataclass
@@ -22,6 +22,7 @@ class CmdResult:
     stderr: str
     duration_s: float
     timed_out: bool = False
+    held_open: bool = False  # the command exited while a background process still held its output
 
     @property
     def ok(self) -> bool:
@@ -60,6 +61,9 @@ class Target(abc.ABC):
     # True when this target started the deployment itself (and stops it in `teardown`): the restore
     # then needs no restart, the deployment goes away.
     started_here: bool = False
+    # False where wb itself restarts the deployment (the simulator, the kernel): the manipulation check's
+    # look at who listens on the health ports (runner/manipulation.py) would only watch wb's own doing.
+    check_restart: bool = True
 
     def __init__(self, hosts: list[str]) -> None:
         self.hosts = hosts
@@ -118,6 +122,18 @@ class Target(abc.ABC):
             return resp.status_code
         except (httpx.HTTPError, OSError):
             return None
+
+    async def http_text(self, host: str, url: str, timeout: float) -> str | None:
+        """Body of GET `url` as seen from `host` when it answers 200 (None otherwise)."""
+        import httpx
+
+        if self._http is None:
+            self._http = httpx.AsyncClient(trust_env=False)
+        try:
+            resp = await self._http.get(url, timeout=timeout)
+        except (httpx.HTTPError, OSError):
+            return None
+        return resp.text if resp.status_code == 200 else None
 
     def describe(self, host: str) -> str:
         return host
@@ -194,15 +210,35 @@ async def pump(stream: Any, sink: IO[bytes] | None, chunks: list[bytes]) -> None
 
 
 DRAIN_S = 1.0  # how long output may keep arriving after the command ended
+QUIET_S = 0.1  # ...but once nothing new arrived for this long, what was available has been read
+
+
+async def _drain(readers: list[Any], out: list[bytes], err: list[bytes]) -> tuple[set[Any], set[Any]]:
+    """Read what the command left in its pipes: stop at EOF, after DRAIN_S, or once they went quiet (a
+    background process that inherited them may keep them open for hours)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DRAIN_S
+    done: set[Any] = set()
+    pending = set(readers)
+    while pending and loop.time() < deadline:
+        before = len(out) + len(err)
+        more, pending = await asyncio.wait(pending, timeout=min(QUIET_S, max(deadline - loop.time(), 0)))
+        done |= more
+        if pending and len(out) + len(err) == before:
+            break
+    return done, pending
 
 
 async def supervise(wait: Any, stop: Any, stdout: Any, stderr: Any, stdout_file: IO[bytes] | None,
                     stderr_file: IO[bytes] | None, timeout: float, *,
-                    raise_reader_errors: bool = False) -> tuple[bool, str, str]:
+                    raise_reader_errors: bool = False,
+                    on_held_open: Callable[[], None] | None = None) -> tuple[bool, str, str]:
     """Await `wait` (the command's end) for at most `timeout` while pumping both streams to their files.
 
     On timeout the command is stopped (`await stop()`) and `timed_out` is True; on cancellation
     (Ctrl-C, SIGTERM, a fault) it is stopped too, since it must not outlive the runner's decision.
+    `wait` must end when the command's process ends, not at EOF on its output (see runner/daemon.py):
+    output still open after DRAIN_S is given up and `on_held_open` is called.
     Returns (timed_out, stdout text, stderr text).
     """
     out: list[bytes] = []
@@ -221,9 +257,11 @@ async def supervise(wait: Any, stop: Any, stdout: Any, stderr: Any, stdout_file:
         for r in readers:
             r.cancel()
         raise
-    done, pending = await asyncio.wait(readers, timeout=DRAIN_S)
+    done, pending = await _drain(readers, out, err)
     for r in pending:
         r.cancel()
+    if pending and not timed_out and on_held_open is not None:
+        on_held_open()
     if raise_reader_errors and not timed_out:
         for r in done:
             if r.exception() is not None:

@@ -33,6 +33,7 @@ def _argument(value: Any) -> Any:
 
 class KernelTarget(LocalTarget):
     kind = "kernel"
+    check_restart = False  # wb restarts it itself
 
     def __init__(self, options: dict[str, Any]) -> None:
         super().__init__(["local"])

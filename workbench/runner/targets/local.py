@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import IO
 
 from workbench.errors import TargetError
-from workbench.runner.targets.base import CmdResult, Target, supervise
+from workbench.runner.daemon import Capture, holds_output
+from workbench.runner.targets.base import CmdResult, Target
 
 KILL_GRACE_S = 3.0
-# A command may leave daemons holding its pipes open (a restart that spawns servers); once the
-# command itself has exited, its output is read for at most this long.
 
 
 def _killpg(pid: int, sig: int) -> None:
@@ -36,23 +35,39 @@ class LocalTarget(Target):
         full_env = dict(os.environ)
         full_env.update(env or {})
         t0 = time.monotonic()
+        # Output goes to files, never pipes, and wb waits for the process alone (runner/daemon.py): a
+        # server the command leaves in the background keeps the files and blocks nothing.
+        out, err = Capture(stdout_file), Capture(stderr_file)
         try:
-            proc = await asyncio.create_subprocess_shell(
-                command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=full_env, start_new_session=True, executable="/bin/bash")
-        except OSError as exc:
-            raise TargetError(f"cannot start a local command: {exc}") from exc
-        from workbench.runner.orphans import forget, note
+            try:
+                proc = await asyncio.create_subprocess_shell(
+                    command, stdin=asyncio.subprocess.DEVNULL, stdout=out.fd, stderr=err.fd, env=full_env,
+                    start_new_session=True, executable="/bin/bash")
+            except OSError as exc:
+                raise TargetError(f"cannot start a local command: {exc}") from exc
+            from workbench.runner.orphans import forget, note
 
-        noted = note(self.children_dir, proc.pid)
-        try:
-            timed_out, out, err = await supervise(proc.wait(), lambda: self._kill(proc), proc.stdout, proc.stderr,
-                                                  stdout_file, stderr_file, timeout)
+            noted = note(self.children_dir, proc.pid)
+            timed_out = False
+            try:
+                await asyncio.wait_for(proc.wait(), timeout)
+            except asyncio.TimeoutError:
+                timed_out = True
+                await self._kill(proc)
+            except BaseException:
+                await asyncio.shield(self._kill(proc))
+                raise
+            finally:
+                forget(noted)
+            held = not timed_out and holds_output(proc.pid, [out, err])
+            result = CmdResult(command=command, rc=None if timed_out else proc.returncode, stdout=out.text(),
+                               stderr=err.text(), duration_s=time.monotonic() - t0, timed_out=timed_out,
+                               held_open=held)
         finally:
-            forget(noted)
-        self.clock.add(host, time.monotonic() - t0)
-        return CmdResult(command=command, rc=None if timed_out else proc.returncode, stdout=out, stderr=err,
-                         duration_s=time.monotonic() - t0, timed_out=timed_out)
+            out.close()
+            err.close()
+            self.clock.add(host, time.monotonic() - t0)
+        return result
 
     async def _kill(self, proc: asyncio.subprocess.Process) -> None:
         if proc.returncode is not None:

@@ -38,6 +38,7 @@ def read_serve_file(path: Path) -> dict[str, str]:
 
 class SimTarget(LocalTarget):
     kind = "sim"
+    check_restart = False  # wb restarts it itself
 
     def __init__(self, *, sim_dir: Path, options: dict[str, Any]) -> None:
         super().__init__(["local"])

@@ -16,6 +16,7 @@ from typing import IO, Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from workbench.errors import TargetError
+from workbench.runner.daemon import remote_exited
 from workbench.runner.targets.base import LOCK_NAME, CmdResult, Target, supervise
 
 RECONNECT_ATTEMPTS = 5
@@ -242,13 +243,17 @@ class SshTarget(Target):
             async def stop() -> None:
                 self._stop(proc)
 
-            timed_out, out, err = await supervise(proc.wait_closed(), stop, proc.stdout, proc.stderr, stdout_file,
-                                                  stderr_file, timeout, raise_reader_errors=True)
+            held: list[bool] = []
+            timed_out, out, err = await supervise(remote_exited(proc), stop, proc.stdout, proc.stderr, stdout_file,
+                                                  stderr_file, timeout, raise_reader_errors=True,
+                                                  on_held_open=lambda: held.append(True))
+            if held:
+                proc.close()  # a background process keeps the channel open; its exit status is already here
             rc = None if timed_out else proc.exit_status
             if rc is None and not timed_out and proc.exit_signal:
                 rc = 128 + 15
             return CmdResult(command=command, rc=rc, stdout=out, stderr=err,
-                             duration_s=time.monotonic() - t0, timed_out=timed_out)
+                             duration_s=time.monotonic() - t0, timed_out=timed_out, held_open=bool(held))
 
         try:
             return await self._call(host, "a command", go)
@@ -378,6 +383,15 @@ class SshTarget(Target):
     # ------------------------------------------------------------------ health over a forward
     async def http_status(self, host: str, url: str, timeout: float) -> int | None:
         """GET a URL as the host sees it: the host:port is reached through a local forward over SSH."""
+        local = await self._forwarded(host, url)
+        return None if local is None else await super().http_status(host, local, timeout)
+
+    async def http_text(self, host: str, url: str, timeout: float) -> str | None:
+        local = await self._forwarded(host, url)
+        return None if local is None else await super().http_text(host, local, timeout)
+
+    async def _forwarded(self, host: str, url: str) -> str | None:
+        """`url` rewritten to a local port forwarded to it over SSH; None when the forward fails."""
         parts = urlsplit(url)
         dest_host = parts.hostname or "127.0.0.1"
         dest_port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -393,8 +407,7 @@ class SshTarget(Target):
         except Exception:
             self._conns.pop(host, None)
             return None
-        local = urlunsplit((parts.scheme, f"127.0.0.1:{fwd.get_port()}", parts.path or "/", parts.query, ""))
-        return await super().http_status(host, local, timeout)
+        return urlunsplit((parts.scheme, f"127.0.0.1:{fwd.get_port()}", parts.path or "/", parts.query, ""))
 
 
 def asyncssh_devnull() -> Any:

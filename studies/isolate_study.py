@@ -1,0 +1,233 @@
+"""Study of `wb isolate` on pdsim: the minimal corruption-inducing set, its reliability over seeds, its cost.
+
+Good = fp8, HiCache off, abort fix on, geometry fix on; bad = the seed's config (bf16, HiCache on,
+abort fix off, geometry fix off); failure = corruption_rate >= 0.05 (the seed's 12-18% vs 0).
+For each world it prints the set found, how many of N searches (different seeds) decided the
+expected set, how many made a wrong decided claim, and the units used against a full 2^k factorial
+that decides every config by the same sequential test (alpha / 2^k each).
+
+    python studies/isolate_study.py --oracle model [--searches 20] [--world seed|wedge|both]
+    python studies/isolate_study.py --oracle sim --searches 3 --world seed
+    python studies/isolate_study.py --calibrate [--runs 2] [--jobs 8]   # re-measure the model's rates on pdsim
+
+--oracle sim runs every probe for real on pdsim through the runner (each search its own store and pdsim,
+--jobs of them at once; --keep DIR keeps the stores);
+--oracle model samples each config's units from a binomial at pdsim's per-config rate, measured once
+by real runs (--calibrate, stored in studies/isolate_rates.json with the counts behind each rate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sys
+import tempfile
+import time
+from itertools import combinations
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from workbench.isolate.model import BinomialOracle  # noqa: E402
+from workbench.isolate.search import ProbeRequest, factorial, isolate  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+RATES = Path(__file__).resolve().parent / "isolate_rates.json"
+GOOD = {"index_k_dtype": "fp8", "hicache": "off", "nixl_abort_fix": "on", "geometry_fix": "on"}
+BAD = {"index_k_dtype": "bf16", "hicache": "on", "nixl_abort_fix": "off", "geometry_fix": "off"}
+CHANGES = list(GOOD)
+REGION = ">= 0.05"
+EXPECTED = {"seed": {"index_k_dtype", "hicache", "geometry_fix"}, "wedge": None}
+
+
+def _bench(tmp: Path, world: str) -> tuple[object, Path]:
+    """A private workbench copy and sim folder, so the study never touches the shipped store or pdsim."""
+    import os
+
+    from workbench.registry import load_registry
+    from workbench.sim import control
+    from workbench.sim.config import render_serve_file
+
+    root = tmp / f"bench-{world}"
+    if not root.exists():
+        shutil.copytree(REPO / "experiments", root / "experiments")
+        shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
+    sim = tmp / f"sim-{world}"
+    sim.mkdir(exist_ok=True)
+    pp = control.free_port()
+    (sim / "serve.sh").write_text(render_serve_file({"prefill_port": str(pp),
+                                                     "decode_port": str(control.free_port(avoid=(pp,)))}))
+    os.environ["WB_SIM_DIR"] = str(sim)
+    return load_registry(root), sim
+
+
+def _spec(reg: object, world: str, seed: int, budget: float) -> object:
+    from workbench.isolate.app import prepare_spec
+
+    good = [f"{k}={v}" for k, v in GOOD.items()] + [f"causal_model={world}"]
+    bad = [f"{k}={v}" for k, v in BAD.items()] + [f"causal_model={world}"]
+    return prepare_spec(reg, experiment="agent-repro", good=good, bad=bad, metric="corruption_rate", region=REGION,
+                        budget=budget, seed=seed)
+
+
+class _InProcess:
+    """One job: run in this process, so Ctrl-C reaches the runner (which restores pdsim) directly."""
+
+    def __enter__(self) -> "_InProcess":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def map(self, fn, items):  # noqa: ANN001, ANN201
+        return (fn(x) for x in items)
+
+
+def _measure(args: tuple) -> tuple[str, str, float, float]:
+    """One config's rate from `runs` real runs, in its own workbench copy, pdsim and store."""
+    world, i, cell, runs, tmp = args
+    from workbench.isolate.adapter import RunnerOracle
+    from workbench.settings import Settings
+    from workbench.store import open_store
+
+    sub = Path(tmp) / f"cal-{world}-{i}"
+    sub.mkdir(parents=True, exist_ok=True)
+    reg, _ = _bench(sub, world)
+    settings = Settings.from_env(db=str(sub / "cal.duckdb"), root=reg.root)
+    with open_store(settings.db) as store:
+        oracle = RunnerOracle(_spec(reg, world, 1, math.inf), reg, store, settings)
+        # alpha so small that no probe decides: it runs exactly its units, a pure measurement
+        res = oracle.probe(ProbeRequest(i, tuple(cell), "calibrate", "rate", None, 1e-300, runs * 80.0))
+    return world, ",".join(cell), res.k, res.n
+
+
+def calibrate(runs: int, worlds: list[str], tmp: Path, jobs: int) -> dict:
+    """Measure every config's corruption rate with `runs` real pdsim runs each."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    out = json.loads(RATES.read_text()) if RATES.is_file() else {}
+    tasks = [(w, i, cell, runs, str(tmp)) for w in worlds
+             for i, cell in enumerate(c for r in range(5) for c in combinations(CHANGES, r))]
+    cells: dict[str, dict] = {w: {} for w in worlds}
+    with ProcessPoolExecutor(jobs) if jobs > 1 else _InProcess() as pool:
+        for world, key, k, n in pool.map(_measure, tasks):
+            cells[world][key] = {"k": k, "n": n}
+            print(f"  {world} good+{{{key}}}: {k:g}/{n:g}", flush=True)
+    for w in worlds:
+        out[w] = {"runs": runs, "measured": time.strftime("%Y-%m-%d"), "cells": cells[w]}
+    RATES.write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+def model_rate(world: str):
+    table = json.loads(RATES.read_text())[world]["cells"]
+
+    def rate(applied: frozenset) -> float:
+        c = table[",".join(x for x in CHANGES if x in applied)]
+        return c["k"] / c["n"] if c["n"] else 0.0
+    return rate
+
+
+def _truth(world: str) -> set | None:
+    """The minimal failing set implied by the measured rates (the factorial's answer at the true rates)."""
+    table = json.loads(RATES.read_text()).get(world, {}).get("cells")
+    if not table:
+        return None
+    fails = [frozenset(k.split(",")) - {""} for k, c in table.items() if c["n"] and c["k"] / c["n"] >= 0.05]
+    minimal = [f for f in fails if not any(g < f for g in fails)]
+    return set(minimal[0]) if len(minimal) == 1 else None
+
+
+def _sim_search(args: tuple) -> object:
+    """One real search, in its own workbench copy, pdsim and store."""
+    from workbench.isolate.app import run_isolate
+    from workbench.settings import Settings
+    from workbench.store import open_store
+
+    world, seed, budget, tmp = args
+    sub = Path(tmp) / f"search-{world}-{seed}"
+    sub.mkdir(parents=True, exist_ok=True)
+    reg, _ = _bench(sub, world)
+    settings = Settings.from_env(db=str(sub / "search.duckdb"), root=reg.root)
+    with open_store(settings.db) as store:
+        out = run_isolate(_spec(reg, world, seed, budget), reg, store, settings=settings, show_progress=False)
+    print(f"  {world} search {seed}: {out.result.status} {out.result.minimal} {out.result.units:g} units", flush=True)
+    return out.result
+
+
+def run_searches(oracle_kind: str, world: str, n: int, budget: float, tmp: Path, jobs: int) -> list:
+    bounds = (0.05, math.inf)
+    if oracle_kind == "sim":
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(jobs) if jobs > 1 else _InProcess() as pool:
+            return [(r, None) for r in pool.map(_sim_search, [(world, s, budget, str(tmp)) for s in range(1, n + 1)])]
+    results = []
+    for seed in range(1, n + 1):
+        r = isolate(CHANGES, BinomialOracle(model_rate(world), bounds, seed=seed), alpha=0.05, budget=budget)
+        f = factorial(CHANGES, BinomialOracle(model_rate(world), bounds, seed=10_000 + seed), alpha=0.05)
+        results.append((r, f.units))
+    return results
+
+
+def report(world: str, oracle_kind: str, results: list, expected: set | None) -> None:
+    right = sum(1 for r, _ in results if r.status == "decided" and expected is not None and set(r.minimal) == expected)
+    wrong = sum(1 for r, _ in results if r.status == "decided" and (expected is None or set(r.minimal) != expected))
+    found = {}
+    for r, _ in results:
+        key = f"{r.status}: {{{', '.join(r.minimal)}}}" if r.minimal is not None else f"{r.status}: -"
+        found[key] = found.get(key, 0) + 1
+    units = sum(r.units for r, _ in results) / len(results)
+    fact = [f for _, f in results if f is not None]
+    print(f"[{world} world, oracle {oracle_kind}] {len(results)} searches")
+    print(f"  found: {found}")
+    print(f"  expected {{{', '.join(sorted(expected)) if expected else '?'}}}: exact and decided in {right}/"
+          f"{len(results)}; wrong decided claims: {wrong}")
+    probes = sum(len(r.probes) for r, _ in results) / len(results)
+    line = f"  units per search: {units:.0f} (probes {probes:.1f})"
+    if fact:
+        line += f"; full 2^4 factorial: {sum(fact) / len(fact):.0f}; ratio {units / (sum(fact) / len(fact)):.0%}"
+    print(line)
+    example = results[0][0]
+    print(f"  e.g. seed 1: {example.explanation}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--oracle", choices=["model", "sim"], default="model")
+    ap.add_argument("--world", choices=["seed", "wedge", "both"], default="both")
+    ap.add_argument("--searches", type=int, default=20)
+    ap.add_argument("--budget", type=float, default=4000)
+    ap.add_argument("--calibrate", action="store_true")
+    ap.add_argument("--runs", type=int, default=2, help="--calibrate: runs per config")
+    ap.add_argument("--jobs", type=int, default=1, help="real searches / calibrations run in parallel")
+    ap.add_argument("--keep", default=None, help="folder for the real runs' stores (default: temporary, removed)")
+    a = ap.parse_args()
+    worlds = ["seed", "wedge"] if a.world == "both" else [a.world]
+    tmp = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="wb-isolate-study-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        if a.calibrate:
+            calibrate(a.runs, worlds, tmp, a.jobs)
+            return
+        for world in worlds:
+            expected = EXPECTED[world] if world == "seed" else (_truth(world) if RATES.is_file() else None)
+            if world != "seed":
+                print(f"[{world} world] expected (from the measured rates): {expected or 'not measured'}")
+            t0 = time.monotonic()
+            res = run_searches(a.oracle, world, a.searches, a.budget, tmp, a.jobs)
+            report(world, a.oracle, res, expected)
+            print(f"  ({time.monotonic() - t0:.0f} s)")
+    finally:
+        from workbench.sim import control
+
+        for sim in tmp.glob("**/sim-*"):
+            control.down(sim)
+        if a.keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""Unix habits of every command, through the real `wb` console script: pipes, formats, the JSON envelope,
+exit codes, NO_COLOR, a closed pipe, shell completion."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+WB = str(Path(sys.executable).with_name("wb"))
+
+
+def sh(cmd: str, env: dict[str, str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True, env=env,
+                          timeout=120, **kw)
+
+
+@pytest.fixture
+def wbenv(tmp_path: Path, workbench_dir: Path, seed_csv: Path) -> dict[str, str]:
+    """A workbench with the seed's evidence imported and wedge-confound's verdict recorded."""
+    env = {**os.environ, "WB_ROOT": str(workbench_dir), "WB_DB": str(tmp_path / "wb.duckdb"), "WB": WB,
+           "SEED": str(seed_csv)}
+    env.pop("NO_COLOR", None)
+    setup = sh('"$WB" import evidence "$SEED" && "$WB" hypothesis analyze wedge-confound', env)
+    assert setup.returncode == 0, setup.stderr
+    return env
+
+
+def test_piped_listings_keep_whole_values(wbenv):
+    got = sh('"$WB" runs list | grep post-bf16-hicache-postfix', wbenv)
+    assert got.returncode == 0, got.stderr
+    (row,) = got.stdout.splitlines()
+    # every value whole on one line: nothing cut at 80 columns, nothing folded mid-word
+    assert "hicache=on index_k_dtype=bf16 nixl_abort_fix=on" in row and "wall_s=346.3" in row and "…" not in row
+    got = sh('"$WB" hypothesis list | grep "^wedge-confound "', wbenv)
+    assert got.stdout.split() == ["wedge-confound", "hicache-bf16-race", "ab", "nixl_abort_fix", "falsified"]
+
+
+def test_tsv_and_csv_cut_and_parse(wbenv):
+    got = sh('"$WB" runs list --format tsv | cut -f2', wbenv)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.splitlines()[0] == "label" and "post-bf16-hicache-postfix" in got.stdout.splitlines()
+    got = sh('"$WB" lineage --format csv', wbenv)
+    rows = list(csv.DictReader(io.StringIO(got.stdout)))
+    assert {r["id"]: r["status"] for r in rows}["wedge-confound"] == "falsified"
+    assert {r["id"]: r["depth"] for r in rows}["token-granular-geometry-deployment"] == "2"
+    got = sh('"$WB" confounds --format tsv | head -1', wbenv)
+    assert got.stdout.rstrip("\n").split("\t") == ["flag", "experiment", "outcome", "kind", "factor", "fisher_p",
+                                                    "message"]
+    bad = sh('"$WB" runs list --format xml', wbenv)
+    assert bad.returncode == 2 and "Error: --format 'xml' is not one of table, json, csv, tsv" in bad.stderr
+
+
+def test_closed_pipe_ends_quietly_with_exit_0(wbenv):
+    got = sh('"$WB" confounds | head -1', wbenv)
+    assert got.returncode == 0 and got.stderr == "" and got.stdout.startswith("FLAG")
+    # A reader that is gone before wb writes: every write fails with EPIPE, deterministically.
+    for args in (["confounds"], ["runs", "list"], ["lineage", "--json"]):
+        r, w = os.pipe()
+        os.close(r)
+        proc = subprocess.run([WB, *args], stdout=w, stderr=subprocess.PIPE, text=True, env=wbenv, timeout=120)
+        os.close(w)
+        assert (proc.returncode, proc.stderr) == (0, ""), (args, proc.stderr)
+
+
+ENVELOPED = [
+    (["hypothesis", "list", "--json"], "hypothesis list", "items"),
+    (["hypothesis", "show", "wedge-confound", "--json"], "hypothesis show", "definition"),
+    (["hypothesis", "validate", "--json"], "hypothesis validate", "files"),
+    (["hypothesis", "analyze", "wedge-confound", "--no-record", "--json"], "hypothesis analyze", "verdict"),
+    (["runs", "list", "--json"], "runs list", "items"),
+    (["runs", "list", "--format", "json"], "runs list", "items"),
+    (["runs", "show", "1", "--json"], "runs show", "variables"),
+    (["confounds", "--json"], "confounds", "items"),
+    (["lineage", "--json"], "lineage", "edges"),
+    (["report", "--format", "md", "--json"], "report", "markdown"),
+    (["db", "current", "--json"], "db current", "revision"),
+    (["db", "upgrade", "--json"], "db upgrade", "after"),
+    (["import", "evidence", "SEED", "--json"], "import evidence", "skipped"),
+    (["sim", "down", "--dir", "SIMDIR", "--json"], "sim down", "stopped"),
+]
+
+
+def test_every_command_prints_one_versioned_envelope(wbenv, tmp_path):
+    for args, command, key in ENVELOPED:
+        args = [wbenv["SEED"] if a == "SEED" else str(tmp_path / "sim") if a == "SIMDIR" else a for a in args]
+        proc = subprocess.run([WB, *args], capture_output=True, text=True, env=wbenv, timeout=120)
+        assert proc.returncode == 0, (args, proc.stderr)
+        d = json.loads(proc.stdout)
+        assert (d["wb"], d["command"]) == (1, command) and key in d, (args, list(d))
+
+
+def test_root_and_db_flags_reach_every_reading_command(wbenv, tmp_path):
+    env = {k: v for k, v in wbenv.items() if k not in ("WB_ROOT", "WB_DB")}
+    flags = ["--root", wbenv["WB_ROOT"], "--db", wbenv["WB_DB"]]
+    for args in (["runs", "list"], ["runs", "show", "1"], ["lineage"], ["report", "--format", "md"], ["confounds"],
+                 ["hypothesis", "list"], ["hypothesis", "analyze", "wedge-confound", "--no-record"], ["db", "current"]):
+        proc = subprocess.run([WB, *args, *flags], capture_output=True, text=True, env=env, timeout=120,
+                              cwd=tmp_path)
+        assert proc.returncode == 0, (args, proc.stderr)
+
+
+def test_fail_on_turns_a_verdict_into_exit_3(wbenv):
+    base = '"$WB" hypothesis analyze wedge-confound --no-record'
+    assert sh(f"{base} --fail-on falsified,invalid", wbenv).returncode == 3
+    assert sh(f"{base} --fail-on invalid,inconclusive", wbenv).returncode == 0
+    bad = sh(f"{base} --fail-on falsifed", wbenv)
+    assert bad.returncode == 2 and "Error: --fail-on 'falsifed': unknown verdict falsifed" in bad.stderr
+
+
+def _in_a_terminal(args: list[str], env: dict[str, str]) -> bytes:
+    """Run wb with a pseudo-terminal as stdout (rich then colours), returning what it wrote."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([WB, *args], stdout=slave, stderr=subprocess.DEVNULL, env={**env, "COLUMNS": "100"})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=60)
+    os.close(master)
+    return b"".join(chunks)
+
+
+def test_no_color_is_honoured(wbenv):
+    import re
+
+    color = re.compile(rb"\x1b\[(?:[0-9;]*;)?(?:3[0-7]|9[0-7]|38;)")
+    coloured = _in_a_terminal(["--help"], {**wbenv, "TERM": "xterm-256color"})
+    assert color.search(coloured), coloured[:200]  # the check can fail: a terminal gets colour by default
+    plain = _in_a_terminal(["--help"], {**wbenv, "TERM": "xterm-256color", "NO_COLOR": "1"})
+    assert b"hypothesis" in plain and not color.search(plain)
+
+
+def test_shell_completion_installs(tmp_path, wbenv):
+    env = {**wbenv, "HOME": str(tmp_path), "SHELL": "/bin/bash"}
+    shown = subprocess.run([WB, "--show-completion", "bash"], capture_output=True, text=True, env=env, timeout=60)
+    assert shown.returncode == 0 and "_WB_COMPLETE" in shown.stdout
+    done = subprocess.run([WB, "--install-completion", "bash"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "_WB_COMPLETE" in (tmp_path / ".bash_completions" / "wb.sh").read_text()
+    assert ".bash_completions/wb.sh" in (tmp_path / ".bashrc").read_text()
+
+
+def test_validate_says_one_hypothesis_in_the_singular(tmp_path, workbench_dir):
+    one = tmp_path / "one.yaml"
+    text = (workbench_dir / "hypotheses.yaml").read_text()
+    head, _, _ = text.partition("\n  - id: wedge-confound")
+    one.write_text(head.replace("tested_by: wedge-confound", "").replace(
+        "tested_by: dead-code-dsaindexerpoolhost", "") + "\n")
+    proc = subprocess.run([WB, "hypothesis", "validate", str(one), "--root", str(workbench_dir)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"{one}: 1 hypothesis ok"

@@ -1,0 +1,89 @@
+"""The user guide's examples are what wb accepts: every YAML block loads and validates, the CSV imports."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from workbench.registry.evidence import parse_evidence
+from workbench.registry import load_registry
+from workbench.registry.loader import check_hypotheses, load_experiment, load_hypotheses, Registry
+
+REPO = Path(__file__).resolve().parents[2]
+GUIDE = REPO / "docs" / "own-service.md"
+
+
+def _blocks(lang: str) -> list[str]:
+    return re.findall(rf"^```{lang}\n(.*?)^```", GUIDE.read_text(encoding="utf-8"), flags=re.S | re.M)
+
+
+def _experiments(tmp_path: Path) -> dict:
+    exps = {}
+    for text in _blocks("yaml"):
+        if "\nprofiles:" in text:
+            eid = re.search(r"^id: (\S+)", text, re.M).group(1)
+            p = tmp_path / "experiments" / f"{eid}.yaml"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text)
+            exps[eid] = load_experiment(p)[0]
+    return exps
+
+
+def test_guide_has_the_promised_examples():
+    yaml_blocks = _blocks("yaml")
+    assert len(yaml_blocks) >= 3
+    assert any("kind: local" in b for b in yaml_blocks) and any("kind: ssh" in b for b in yaml_blocks)
+
+
+def test_every_yaml_block_is_a_valid_file(tmp_path):
+    exps = _experiments(tmp_path)
+    assert {"kv-load", "kv-load-remote"} <= set(exps)
+    hyp_blocks = [b for b in _blocks("yaml") if "\nprofiles:" not in b]
+    assert hyp_blocks
+    for i, text in enumerate(hyp_blocks):
+        p = tmp_path / f"hypotheses-{i}.yaml"
+        p.write_text(text)
+        hyps, doc = load_hypotheses(p)
+        check_hypotheses(Registry(tmp_path, hyps, exps, doc))
+
+
+def test_guide_local_profile_matches_the_shipped_example(tmp_path):
+    shipped = load_registry(REPO / "examples" / "kvcache").experiments["kv-load"]
+    guide = _experiments(tmp_path)["kv-load"]
+    assert guide.variables == shipped.variables and guide.metrics.keys() == shipped.metrics.keys()
+    assert guide.profiles["local"].restart == shipped.profiles["local"].restart
+    assert guide.profiles["local"].verify == shipped.profiles["local"].verify
+
+
+def test_guide_csv_imports_into_its_experiment(tmp_path):
+    (csv_text,) = _blocks("csv")
+    p = tmp_path / "history.csv"
+    p.write_text(csv_text)
+    rows = parse_evidence(p, _experiments(tmp_path)["kv-load"])
+    assert [r["label"] for r in rows] == ["deploy-1", "rollback-1"]
+
+
+def test_guide_lists_every_builtin_name_and_option():
+    from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Profile, TargetSpec
+    from workbench.registry.timeouts import TIMEOUT_DEFAULTS
+
+    text = GUIDE.read_text(encoding="utf-8")
+    for name in BUILTIN_TEMPLATE_NAMES:
+        assert f"`{name}`" in text, name
+    for key in TIMEOUT_DEFAULTS:
+        assert f"`options.{key}`" in text, key
+    for field in TargetSpec.model_fields:
+        assert f"target.{field}" in text, field
+    for field in Profile.model_fields:
+        assert re.search(rf"`{field}[`.]", text), field
+
+
+@pytest.mark.parametrize("path", ["examples/kvcache"])
+def test_shipped_example_validates(path, tmp_path):
+    root = tmp_path / "ex"
+    shutil.copytree(REPO / path, root)
+    reg = load_registry(root)
+    assert {h.id for h in reg.hypotheses} == {"compression-stale"}

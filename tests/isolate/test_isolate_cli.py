@@ -1,0 +1,159 @@
+"""`wb isolate` input checking (exit 2, nothing run or written), the region syntax, and --write."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from workbench.cli.main import app
+from workbench.errors import BadInput
+from workbench.isolate.app import generated_hypotheses, prepare_spec
+from workbench.isolate.model import BinomialOracle, conjunction
+from workbench.isolate.records import append_to_registry
+from workbench.isolate.region import parse_region
+from workbench.isolate.search import isolate
+from workbench.registry import load_registry
+
+REPO = Path(__file__).resolve().parents[2]
+BASE = ["isolate", "--experiment", "agent-repro", "--good", "geometry_fix=on", "--bad", "geometry_fix=off",
+        "--metric", "corruption_rate", "--region", ">= 0.05"]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    r = tmp_path / "wb"
+    shutil.copytree(REPO / "experiments", r / "experiments")
+    shutil.copy(REPO / "hypotheses.yaml", r / "hypotheses.yaml")
+    return r
+
+
+@pytest.mark.parametrize("text,bounds", [
+    (">= 0.05", (0.05, math.inf)), ("at_least 0.05", (0.05, math.inf)), ("<=0.02", (-math.inf, 0.02)),
+    ("at_most 2e-2", (-math.inf, 0.02)), ("== 0", (0.0, 0.0)), ("equals 0", (0.0, 0.0)),
+    ("0.05..0.3", (0.05, 0.3)), ("between 0.05 0.3", (0.05, 0.3)),
+])
+def test_region_syntax(text, bounds):
+    assert parse_region(text).bounds() == bounds
+
+
+@pytest.mark.parametrize("text", ["> 0.05", "0.05", "between 0.3 0.05", "at_least x", ""])
+def test_bad_region_is_bad_input(text):
+    with pytest.raises(BadInput, match="--region"):
+        parse_region(text)
+
+
+@pytest.mark.parametrize("change,needle", [
+    (("--good", "geometry_fix=maybe"), "--good geometry_fix=maybe"),
+    (("--good", "no_such_var=on"), "--good no_such_var"),
+    (("--bad", "geometry_fix"), "expected var=value"),
+    (("--metric", "wall_s"), "--metric wall_s is a continuous"),
+    (("--metric", "nope"), "--metric nope"),
+    (("--region", "above 3"), "--region"),
+    (("--experiment", "nope"), "--experiment nope"),
+    (("--target", "nope"), "--target nope"),
+    (("--bad", "geometry_fix=on"), "same configuration"),
+])
+def test_bad_input_exits_2_and_writes_nothing(root, tmp_path, change, needle):
+    args = list(BASE)
+    if change[0] in args:
+        args[args.index(change[0]) + 1] = change[1]
+    else:
+        args += list(change)
+    db = tmp_path / "store.duckdb"
+    before = (root / "hypotheses.yaml").read_bytes()
+    res = CliRunner().invoke(app, args + ["--root", str(root), "--db", str(db)])
+    assert res.exit_code == 2, res.output
+    assert "Error:" in res.output and needle in res.output
+    assert "Traceback" not in res.output
+    assert not db.exists()
+    assert (root / "hypotheses.yaml").read_bytes() == before
+
+
+def test_differences_cover_named_variables_and_defaults(root):
+    reg = load_registry(root)
+    spec = prepare_spec(reg, experiment="agent-repro", good=["index_k_dtype=fp8 hicache=off", "nixl_abort_fix=on",
+                                                               "geometry_fix=on"],
+                        bad=["index_k_dtype=bf16", "hicache=on", "nixl_abort_fix=off", "geometry_fix=off"],
+                        metric="corruption_rate", region=">= 0.05", seed=3)
+    assert spec.changes == ("index_k_dtype", "hicache", "nixl_abort_fix", "geometry_fix")
+    assert spec.arm(("hicache",)) == {"index_k_dtype": "fp8", "hicache": "on", "nixl_abort_fix": "on",
+                                      "geometry_fix": "on"}
+
+
+def test_write_appends_valid_generated_hypotheses_and_keeps_the_file(root):
+    reg = load_registry(root)
+    spec = prepare_spec(reg, experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
+                        bad=["hicache=on", "geometry_fix=off"], metric="corruption_rate", region=">= 0.05",
+                        seed=3, parent="hicache-bf16-race")
+    result = isolate(list(spec.changes), BinomialOracle(conjunction(set(spec.changes)), (0.05, math.inf)))
+    before = (root / "hypotheses.yaml").read_text()
+    append_to_registry(root, generated_hypotheses(spec, result))
+    after = (root / "hypotheses.yaml").read_text()
+    assert after.startswith(before.rstrip("\n"))
+    reg2 = load_registry(root)
+    gen = [h for h in reg2.hypotheses if h.generated is not None]
+    assert len(gen) == len(result.probes) + 1
+    assert gen[0].id == spec.root_id and gen[0].parent == "hicache-bf16-race" and gen[0].status == "supported"
+    assert all(h.kind == "config" and h.generated.search == spec.search_id for h in gen)
+    assert {h.parent for h in gen[1:]} == {spec.root_id}
+    with pytest.raises(BadInput, match="already present"):
+        append_to_registry(root, generated_hypotheses(spec, result))
+    assert (root / "hypotheses.yaml").read_text() == after
+
+
+def test_report_page_shows_the_search_tree_answer_and_units(root, tmp_path):
+    from workbench.isolate.app import search_record
+    from workbench.isolate.records import load_searches, record_search
+    from workbench.report.site import build_site
+    from workbench.store import open_store
+
+    reg = load_registry(root)
+    spec = prepare_spec(reg, experiment="agent-repro", good=["index_k_dtype=fp8", "hicache=off", "geometry_fix=on"],
+                        bad=["index_k_dtype=bf16", "hicache=on", "geometry_fix=off"], metric="corruption_rate",
+                        region=">= 0.05", seed=5)
+    result = isolate(list(spec.changes), BinomialOracle(conjunction({"hicache", "geometry_fix"}), (0.05, math.inf)))
+    store = open_store(str(tmp_path / "s.duckdb"))
+    try:
+        record_search(store, spec, search_record(spec, result))
+        [stored] = load_searches(store)
+        assert stored.search_id == spec.search_id and stored.status == "decided"
+        out = build_site(store, reg, tmp_path / "site")
+    finally:
+        store.dispose()
+    page = Path(out["isolate"]).read_text()
+    assert spec.root_id in page and "minimal set {hicache=on, geometry_fix=off}" in page
+    assert page.count("<tr class=") == len(result.probes)
+    assert f"{result.units:g}" in page and "leave-one-out" in page
+
+
+def test_a_search_stopped_mid_way_is_recorded_with_its_probes(root, tmp_path, monkeypatch):
+    from workbench.app import Workbench
+    from workbench.errors import RunFailure
+    from workbench.isolate import app as iso_app
+    from workbench.isolate.records import load_searches
+    from workbench.isolate.search import ProbeResult
+    from workbench.settings import Settings
+    from workbench.store import open_store
+
+    def probe(self, req):  # the first probe finishes, the second is stopped (as Ctrl-C stops a run)
+        if self.results:
+            raise RunFailure("interrupted; the target was restored")
+        res = ProbeResult("passes", 0, 160, 160, 2, "scripted")
+        self.results.append((req, res))
+        return res
+
+    monkeypatch.setattr(iso_app.RunnerOracle, "probe", probe)
+    db = str(tmp_path / "s.duckdb")
+    wb = Workbench(Settings(db=db, root=root))
+    with pytest.raises(RunFailure):
+        wb.isolate(experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
+                   bad=["hicache=on", "geometry_fix=off"], metric="corruption_rate", region=">= 0.05", seed=1,
+                   show_progress=False)
+    with open_store(db) as store:
+        [st] = load_searches(store)
+    assert st.status == "interrupted" and st.record["result"]["minimal"] is None
+    assert [p["outcome"] for p in st.record["result"]["probes"]] == ["passes"]

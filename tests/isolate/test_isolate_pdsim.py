@@ -1,0 +1,84 @@
+"""`wb isolate` end to end on pdsim: real probes recorded as generated hypotheses, the target restored."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.sim import control
+from workbench.sim.config import render_serve_file
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    root = tmp_path / "bench"
+    shutil.copytree(REPO / "experiments", root / "experiments")
+    shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
+    sim_dir = tmp_path / "sim"
+    sim_dir.mkdir()
+    pp = control.free_port()
+    original = render_serve_file({"prefill_port": str(pp), "decode_port": str(control.free_port(avoid=(pp,)))}).encode()
+    (sim_dir / "serve.sh").write_bytes(original)
+    monkeypatch.setenv("WB_ROOT", str(root))
+    monkeypatch.setenv("WB_SIM_DIR", str(sim_dir))
+    monkeypatch.delenv("WB_FAULT", raising=False)
+    yield type("Bench", (), {"root": root, "sim_dir": sim_dir, "original": original, "db": str(root / "wb.duckdb")})
+    control.down(sim_dir)
+
+
+def test_isolate_on_pdsim_records_each_probe_and_restores_the_target(bench):
+    registry_before = (bench.root / "hypotheses.yaml").read_bytes()
+    # abort fix on in both: the geometry alone separates good from bad (a one-change search, two probes).
+    out = subprocess.run([sys.executable, "-m", "workbench.cli.main", "isolate", "--experiment", "agent-repro",
+                          "--good", "geometry_fix=on nixl_abort_fix=on", "--bad", "geometry_fix=off nixl_abort_fix=on",
+                          "--metric", "corruption_rate", "--region", ">= 0.05", "--alpha", "0.2", "--budget", "480",
+                          "--seed", "7", "--json", "--db", bench.db],
+                         capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rec = json.loads(out.stdout)
+    assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
+    assert control.status(bench.sim_dir).state == "down"
+    assert (bench.root / "hypotheses.yaml").read_bytes() == registry_before  # no --write: the YAML is untouched
+    res = rec["result"]
+    assert rec["changes"] == ["geometry_fix"]
+    assert res["status"] in ("decided", "inconclusive")
+    if res["status"] == "decided":
+        assert res["minimal"] == ["geometry_fix"]
+    assert res["units"] == sum(p["units"] for p in res["probes"]) > 0
+
+    import duckdb
+
+    con = duckdb.connect(bench.db, read_only=True)
+    try:
+        for p in res["probes"]:
+            hid = p["hypothesis_id"]
+            runs = con.execute("SELECT count(*) FROM runs WHERE hypothesis_id = ? AND status = 'ok'", [hid]).fetchone()[0]
+            assert runs == p["looks"] >= 1
+            variables = con.execute("SELECT variables_json FROM runs WHERE hypothesis_id = ?", [hid]).fetchone()[0]
+            assert json.loads(variables)["geometry_fix"] == p["config"]["geometry_fix"]
+            body = json.loads(con.execute("SELECT body_json FROM hypothesis_snapshots WHERE hypothesis_id = ?",
+                                          [hid]).fetchone()[0])
+            assert body["kind"] == "config" and body["generated"]["by"] == "isolate"
+            assert body["parent"] == rec["root_id"]
+            details = [json.loads(d) for (d,) in con.execute(
+                "SELECT details_json FROM verdicts WHERE hypothesis_id = ?", [hid]).fetchall()]
+            assert any(d.get("kind") == "isolate-probe" and d["outcome"] == p["outcome"] for d in details)
+        root = con.execute("SELECT verdict, details_json FROM verdicts WHERE hypothesis_id = ?",
+                           [rec["root_id"]]).fetchall()
+        assert len(root) == 1 and json.loads(root[0][1])["kind"] == "isolate-search"
+    finally:
+        con.close()
+
+    site = subprocess.run([sys.executable, "-m", "workbench.cli.main", "report", "--db", bench.db],
+                          capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert site.returncode == 0, site.stderr[-2000:]
+    page = (bench.root / "reports" / "isolate.html").read_text()
+    assert rec["search_id"] in page and "geometry_fix" in page

@@ -1,0 +1,146 @@
+"""Aliasing in the confound scan: variables that never varied independently of each other in the history.
+
+Two settings switched on together in a deploy and off together in every rollback are *aliased*: no
+stored run can say which of them goes with the outcome. Perfect aliasing is a one-to-one match of
+their values over every run that recorded both; partial aliasing is a strong association (Cramér's
+V >= PARTIAL_V) short of that. Either way the scan says so in one line and proposes the separating
+experiment: toggle one variable while holding the other at the value its clean runs had, as a
+ready-to-paste hypothesis entry (`wb confounds --write` appends it to hypotheses.yaml as a draft).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from itertools import combinations
+from typing import TYPE_CHECKING, Any, Callable
+
+from workbench.registry.drafts import entry_yaml
+
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+    from workbench.registry.loader import Registry
+    from workbench.store.entities import RunData
+
+PARTIAL_V = 0.7
+
+
+def cramers_v(pairs: list[tuple[str, str]]) -> float:
+    """Association of two categorical columns (0: independent, 1: each value of one fixes the other)."""
+    n = len(pairs)
+    rows, cols, cells = Counter(a for a, _ in pairs), Counter(b for _, b in pairs), Counter(pairs)
+    k = min(len(rows), len(cols))
+    if n == 0 or k < 2:
+        return 0.0
+    chi2 = sum((cells.get((a, b), 0) - rows[a] * cols[b] / n) ** 2 / (rows[a] * cols[b] / n)
+               for a in rows for b in cols)
+    return math.sqrt(chi2 / (n * (k - 1)))
+
+
+def _one_to_one(pairs: list[tuple[str, str]]) -> bool:
+    left: dict[str, str] = {}
+    right: dict[str, str] = {}
+    for a, b in pairs:
+        if left.setdefault(a, b) != b or right.setdefault(b, a) != a:
+            return False
+    return True
+
+
+def _rate(rs: list[RunData], occurred: dict[int, bool], counts: dict[int, tuple[float, float | None]]) -> float:
+    """Outcome rate of a group of runs: over units when every run has them, else over runs."""
+    kn = [counts[r.id] for r in rs]
+    if all(n for _, n in kn):
+        n = sum(n for _, n in kn)  # type: ignore[misc]
+        return sum(k for k, _ in kn) / n if n else 0.0
+    return sum(occurred[r.id] for r in rs) / len(rs)
+
+
+def alias_findings(make: Callable[..., Any], registry: Registry, exp: Experiment, known: list[RunData], occurred: dict[int, bool],
+                   counts: dict[int, tuple[float, float | None]], outcome: str, what: str) -> list[Any]:
+    """One finding per aliased pair of variables among the runs with a recorded outcome."""
+    out = []
+    names = sorted({v for r in known for v in r.variables})
+    for a, b in combinations(names, 2):
+        both = [r for r in known if a in r.variables and b in r.variables]
+        pairs = [(r.variables[a], r.variables[b]) for r in both]
+        if len({p[0] for p in pairs}) < 2 or len({p[1] for p in pairs}) < 2:
+            continue
+        perfect = _one_to_one(pairs)
+        v = cramers_v(pairs)
+        if not perfect and v < PARTIAL_V:
+            continue
+        combos = Counter(pairs)
+        rates = {c: _rate([r for r in both if (r.variables[a], r.variables[b]) == c], occurred, counts)
+                 for c in combos}
+        seen = "; ".join(f"{a}={x} with {b}={y}: {n} run(s), {what} rate {rates[(x, y)]:.2g}"
+                         for (x, y), n in sorted(combos.items()))
+        if perfect:
+            msg = (f"{a} and {b} are perfectly aliased: they never varied independently in {len(both)} run(s) "
+                   f"of {exp.id}, so this history cannot tell which one goes with {what} ({seen}).")
+        else:
+            msg = (f"{a} and {b} are partially aliased (Cramér's V {v:.2f}): they moved together in most of "
+                   f"{len(both)} run(s) of {exp.id}, so the history barely separates them ({seen}).")
+        prop = propose(registry, exp, (a, b), both, rates, outcome)
+        table = {f"{a}={x}, {b}={y}": {"runs": n, f"{what} rate": rates[(x, y)]} for (x, y), n in combos.items()}
+        table["runs"] = [r.name for r in both]  # type: ignore[assignment]
+        out.append(make("alias", f"{a} ~ {b}", outcome, exp.id, True, msg, table, None,
+                        {"cramers_v": v, "perfect": perfect}, prop))
+    return out
+
+
+def _registered(registry: Registry, exp: Experiment, var: str, other: str, other_value: str) -> str | None:
+    for h in registry.hypotheses:
+        if h.experiment == exp.id and h.isolates == var and h.hold.get(other) == other_value:
+            return h.id
+    return None
+
+
+def propose(registry: Registry, exp: Experiment, pair: tuple[str, str], runs: list[RunData],
+            rates: dict[tuple[str, str], float], outcome: str) -> dict[str, Any]:
+    """The separating experiment: toggle one of the pair from its clean value to its outcome value while the
+    other is held at its clean value. A registered hypothesis already doing so is named instead of a draft."""
+    (lo_a, lo_b), lo = min(rates.items(), key=lambda kv: kv[1])
+    (hi_a, hi_b), hi = max(rates.items(), key=lambda kv: kv[1])
+    low = {pair[0]: lo_a, pair[1]: lo_b}
+    high = {pair[0]: hi_a, pair[1]: hi_b}
+    registered = {}
+    choice = None
+    for var, other in (pair, pair[::-1]):
+        if low[var] == high[var]:
+            continue
+        reg = _registered(registry, exp, var, other, low[other])
+        if reg:
+            registered[var] = reg
+        elif choice is None:
+            choice = (var, other)
+    if choice is None:
+        names = ", ".join(f"{h} (toggles {v})" for v, h in registered.items())
+        return {"toggle": None, "registered_as": next(iter(registered.values()), None), "entry": None,
+                "text": f"Registered hypotheses already separate them: run {names}."}
+    var, other = choice
+    hold = {other: low[other], **_common_others(runs, pair)}
+    threshold = math.floor(100 * (lo + hi) / 2) / 100
+    hid = f"{var.replace('_', '-')}-apart-from-{other.replace('_', '-')}"
+    entry = {
+        "id": hid,
+        "claim": f"{var} alone changes {outcome}: with {other} held at {low[other]}, switching {var} "
+                 f"{low[var]} -> {high[var]} reproduces what the aliased runs showed.",
+        "experiment": exp.id, "isolates": var,
+        "arms": {"control": {var: low[var]}, "treatment": {var: high[var]}},
+        "hold": hold,
+        "predicts": [{"metric": outcome, "arm": "treatment", "at_least": threshold,
+                      "why": f"aliased runs: {lo:.2g} with both at the clean values, {hi:.2g} with both changed"}],
+        "falsified_if": f"{outcome} stays below {threshold:g} with {var}={high[var]} and {other}={low[other]}.",
+    }
+    text = (f"Separate them: toggle {var} ({low[var]} -> {high[var]}) while holding "
+            + ", ".join(f"{k}={v}" for k, v in hold.items()) + f"; measure {outcome} in both arms"
+            + (f" (hypothesis {', '.join(registered.values())} already toggles the other)" if registered else "")
+            + ". Paste the entry below into hypotheses.yaml, or run `wb confounds --write`.")
+    return {"toggle": var, "from": low[var], "to": high[var], "hold": hold, "registered_as": None,
+            "entry": entry, "entry_yaml": entry_yaml(entry), "text": text}
+
+
+def _common_others(runs: list[RunData], pair: tuple[str, str]) -> dict[str, str]:
+    """Other variables every one of these runs had at one value: held at it."""
+    keys = set.intersection(*(set(r.variables) for r in runs)) - set(pair) if runs else set()
+    return {k: runs[0].variables[k] for k in sorted(keys) if len({r.variables[k] for r in runs}) == 1}

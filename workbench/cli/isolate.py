@@ -1,0 +1,79 @@
+"""`wb isolate`: the minimal set of config changes that causes a failure, found by recorded, sequential probes."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from workbench.cli._common import DbOption, JsonOption, RootOption, open_workbench, print_json
+
+MARK = {"fails": "FAILS", "passes": "passes", "inconclusive": "INCONCLUSIVE"}
+REGION_HELP = ("Where the metric lies when a config FAILS: '>= 0.05', '<= 0.02', '== 0', '0.05..0.3' "
+               "(or at_least / at_most / equals / between).")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("isolate")
+    def isolate_cmd(
+            experiment: Annotated[str, typer.Option("--experiment", help="Experiment id (experiments/ID.yaml).")],
+            good: Annotated[list[str], typer.Option("--good", help="var=value of the good config (repeatable; "
+                                                    "unnamed variables take the experiment's defaults).")],
+            bad: Annotated[list[str], typer.Option("--bad", help="var=value of the bad config (repeatable).")],
+            metric: Annotated[str, typer.Option("--metric", help="A proportion metric, e.g. corruption_rate.")],
+            region: Annotated[str, typer.Option("--region", help=REGION_HELP)],
+            target: Annotated[Optional[str], typer.Option("--target", help="Profile to run on.")] = None,
+            budget: Annotated[Optional[float], typer.Option(
+                "--budget", help="Units for the whole search (default 4000).")] = None,
+            alpha: Annotated[float, typer.Option("--alpha", help="Error level of the whole search.")] = 0.05,
+            seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the probes' run plans.")] = None,
+            parent: Annotated[Optional[str], typer.Option(
+                "--parent", help="Hypothesis the search hangs under in the lineage.")] = None,
+            write: Annotated[bool, typer.Option(
+                "--write", help="Also append the generated hypotheses to hypotheses.yaml.")] = False,
+            db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
+        """Search the changes from --good to --bad for a minimal subset that reproduces the failure.
+
+        Each probe is a generated hypothesis run on the target (restored after each) and decided by an
+        always-valid sequential test; alpha is spent across probes so the whole search errs at most
+        --alpha. An inconclusive probe is reported, and the answer then says what stays open.
+        """
+        out = open_workbench(db, root).isolate(
+            experiment=experiment, good=good, bad=bad, metric=metric, region=region, profile=target, budget=budget,
+            alpha=alpha, seed=seed, parent=parent, write=write, show_progress=not json_)
+        if json_:
+            print_json({"format": 1, "kind": "isolate", **out.record, "written": out.written})
+        else:
+            for line in search_lines(out.record):
+                typer.echo(line)
+            if out.written:
+                typer.echo(f"appended {len(out.result.probes) + 1} generated hypotheses to {out.written}")
+
+
+def _set(xs: Any) -> str:
+    return "{" + ", ".join(xs) + "}"
+
+
+def search_lines(record: dict[str, Any]) -> list[str]:
+    """The search as text: the tree of probes, the answer and the units spent."""
+    from workbench.isolate.records import tree_rows
+
+    r = record["result"]
+    bad = record["bad"]
+    lines = [f"search {record['search_id']} ({record['root_id']}): {record['metric']} failure region "
+             f"{record['region']}, changes {_set(f'{c}={bad[c]}' for c in record['changes'])}"]
+    for depth, p in tree_rows(record):
+        applied = _set(p["applied"]) if p["applied"] else "{} (the good config)"
+        lines.append(f"{'  ' * (depth + 1)}p{p['index']} [{p['phase']}] good + {applied}: "
+                     f"{MARK.get(p['outcome'], p['outcome'])}  {p['result_k']:g}/{p['result_n']:g} "
+                     f"(alpha {p['alpha']:.2g}, {p['units']:g} units)  {p['hypothesis_id']}")
+    if r["status"] == "decided":
+        lines.append(f"minimal set: {_set(f'{c}={bad[c]}' for c in r['minimal'])} (decided)")
+    else:
+        lines.append(f"no decided minimal set ({r['status']}): surely needed {_set(r['lower'])}, "
+                     f"possibly needed {_set(r['upper'])}")
+    lines.append(f"why: {r['explanation']}")
+    budget = f" of {r['budget']:g}" if r.get("budget") else ""
+    lines.append(f"units: {r['units']:g}{budget}; alpha spent {r['alpha_spent']:.3g} of {r['alpha']:g}; "
+                 f"{len(r['probes'])} probe(s)")
+    return lines

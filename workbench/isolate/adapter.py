@@ -1,0 +1,191 @@
+"""Runs each probe of a search as a real execution: a generated config hypothesis, the runner, the store.
+
+A probe "does good + S fail?" becomes a hypothesis of kind `config` (one arm: the probed config;
+prediction: the metric lies in the failure region), marked generated, child of the search's root
+hypothesis (or of the probe whose failing set it reduces). The runner runs it in sequential mode with
+this module's stopping rule (the probe's own alpha and units), restores the target afterwards as for
+any hypothesis, and the probe's verdict is recorded next to the runner's own analysis.
+
+The probe tests the metric as the experiment defines it (corruption_rate: leaks over all sessions).
+A pass where most units did not complete (errors, timeouts) carries a warning in its reasoning and in
+the search's explanation: such sessions could not show the failure (pdsim's wedge world on a loaded
+machine times out nearly every session). Requiring the completed units to pass as well was tried and
+left out: without the abort fix most sessions wedge by design, so every such probe would need many
+times the units. Units are pooled over a probe's runs as independent; runs of one probe share a deployment.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from workbench.isolate.decision import Look, decide
+from workbench.isolate.search import ProbeRequest, ProbeResult
+from workbench.settings import Settings
+
+if TYPE_CHECKING:
+    from workbench.registry.loader import Registry
+    from workbench.store.engine import Store
+
+VERDICT_OF = {"fails": "supported", "passes": "falsified", "inconclusive": "inconclusive"}
+MAX_RUNS = 200
+MAX_FAILED_RUNS = 2
+ATTRITION_WARN = 0.5  # a pass with fewer completed units than this share carries a warning
+
+
+@dataclass(frozen=True)
+class IsolateSpec:
+    """A checked `wb isolate` request (see `workbench.isolate.app.prepare_spec`)."""
+
+    experiment: str
+    good: dict[str, str]
+    bad: dict[str, str]
+    changes: tuple[str, ...]
+    hold: dict[str, str]
+    metric: str
+    region: Any  # registry Region: where the metric lies when the config fails
+    profile: str | None
+    alpha: float
+    budget: float
+    seed: int
+    search_id: str
+    parent: str | None = None
+
+    @property
+    def root_id(self) -> str:
+        return f"iso-{self.search_id}"
+
+    def probe_id(self, index: int) -> str:
+        return f"iso-{self.search_id}-p{index}"
+
+    def arm(self, applied: tuple[str, ...] | frozenset[str]) -> dict[str, str]:
+        return {v: (self.bad[v] if v in applied else self.good[v]) for v in self.changes}
+
+
+def _prediction(spec: IsolateSpec, why: str) -> dict[str, Any]:
+    region = {k: v for k, v in spec.region.model_dump().items() if v is not None}
+    return {"metric": spec.metric, "arm": "probe", **region, "why": why}
+
+
+def root_hypothesis(spec: IsolateSpec, *, status: str = "open", verdict: str | None = None) -> Any:
+    """The search itself as a hypothesis: the bad config fails, and a subset of its changes is why."""
+    from workbench.registry.hypothesis import Hypothesis
+
+    changes = ", ".join(f"{v}={spec.bad[v]}" for v in spec.changes)
+    return Hypothesis(
+        id=spec.root_id, parent=spec.parent, kind="config", status=status, experiment=spec.experiment,
+        profile=spec.profile,
+        claim=f"Some subset of the changes {{{changes}}} from the good config causes {spec.metric} in the "
+              "failure region; wb isolate searches for the minimal one.",
+        arms={"probe": spec.arm(spec.changes)}, hold=dict(spec.hold),
+        predicts=[_prediction(spec, "the bad config reproduces the failure")],
+        falsified_if="The bad config does not reproduce the failure.",
+        generated={"by": "isolate", "search": spec.search_id, "verdict": verdict})
+
+
+def probe_hypothesis(spec: IsolateSpec, req: ProbeRequest, parent_id: str, *, status: str = "open",
+                     verdict: str | None = None) -> Any:
+    from workbench.registry.hypothesis import Hypothesis
+
+    applied = ", ".join(f"{v}={spec.bad[v]}" for v in req.applied) or "nothing"
+    return Hypothesis(
+        id=spec.probe_id(req.index), parent=parent_id, kind="config", status=status,
+        experiment=spec.experiment, profile=spec.profile,
+        claim=f"The good config with {{{applied}}} applied fails ({req.phase} probe: {req.question})",
+        arms={"probe": spec.arm(req.applied)}, hold=dict(spec.hold),
+        predicts=[_prediction(spec, f"{req.phase} probe {req.index} of search {spec.search_id}")],
+        falsified_if=f"{spec.metric} lies outside the failure region (the config passes).",
+        design={"max_replicates": MAX_RUNS, "seed": spec.seed + req.index},
+        generated={"by": "isolate", "search": spec.search_id, "probe": req.index, "verdict": verdict})
+
+
+@dataclass
+class RunnerOracle:
+    """An `Oracle` whose every probe is a recorded sequential execution on the experiment's target."""
+
+    spec: IsolateSpec
+    registry: "Registry"
+    store: "Store"
+    settings: Settings = field(default_factory=Settings)
+    show_progress: bool = False
+    hypotheses: list[Any] = field(default_factory=list)
+    results: list[tuple[ProbeRequest, ProbeResult]] = field(default_factory=list)
+    units_per_run: float | None = None
+
+    def _parent_id(self, req: ProbeRequest) -> str:
+        return self.spec.root_id if req.parent is None else self.spec.probe_id(req.parent)
+
+    def probe(self, req: ProbeRequest) -> ProbeResult:
+        h = probe_hypothesis(self.spec, req, self._parent_id(req))
+        self.hypotheses.append(h)
+        execution_id = self._execute(h, req)
+        look = self._look(self.store, execution_id, req)
+        if look.n > 0 and look.looks:
+            self.units_per_run = look.n / look.looks
+        result = ProbeResult(look.outcome, look.k, look.n, look.n, look.looks, look.reasoning,
+                             {"execution_id": execution_id, "hypothesis_id": h.id})
+        self.store.add_verdict(hypothesis_id=h.id, verdict=VERDICT_OF[result.outcome], execution_id=execution_id,
+                               reasoning=f"{h.id} ({req.question}) {result.outcome}: {result.reasoning}", checks=[],
+                               details={"kind": "isolate-probe", "search": self.spec.search_id,
+                                        "request": _plain(req), "outcome": result.outcome, "k": look.k, "n": look.n,
+                                        "looks": look.looks, "e_fail": look.e_fail, "e_pass": look.e_pass},
+                               hypothesis_sha256=None)
+        self.results.append((req, result))
+        return result
+
+    def _execute(self, h: Any, req: ProbeRequest) -> int:
+        """Run the probe's hypothesis under this probe's stopping rule (the target restored after it),
+        record the runner's own analysis as `wb hypothesis run` does; the execution's id."""
+        from workbench.analysis.stored import analyze_stored, record_verdict
+        from workbench.errors import WbError
+        from workbench.runner.execute import RunOptions, execute, prepare
+
+        reg = replace(self.registry, hypotheses=[*self.registry.hypotheses, *self.hypotheses])
+        # Plan only as many runs as the probe's units can use (a whole run past the share at most).
+        runs = MAX_RUNS
+        if self.units_per_run:
+            runs = max(1, min(MAX_RUNS, math.ceil(req.max_units / self.units_per_run)))
+        opts = RunOptions(target=self.spec.profile, replicates=runs, sequential=True, seed=self.spec.seed + req.index,
+                          show_progress=self.show_progress)
+        launch = prepare(reg, h.id, opts, sim_dir=self.settings.sim_dir)
+
+        def stop_rule(store: "Store", execution_id: int) -> Look:
+            return self._look(store, execution_id, req)
+
+        done = execute(launch, self.store, show_progress=self.show_progress, artifacts=self.settings.artifacts,
+                       decide=stop_rule)
+        try:
+            record_verdict(self.store, analyze_stored(self.store, reg, h.id, execution_id=done.execution_id),
+                           execution_id=done.execution_id)
+        except WbError:
+            pass  # the probe's own verdict follows; the runs are recorded either way
+        return int(done.execution_id)
+
+    def _look(self, store: "Store", execution_id: int, req: ProbeRequest) -> Look:
+        from workbench.analysis.data import USABLE_STATUSES, run_query
+        from workbench.analysis.predictions import _path, pooled
+
+        exp = self.registry.experiments[self.spec.experiment]
+        every = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=False))
+        runs = [r for r in every if r.status in USABLE_STATUSES]
+        bounds = self.spec.region.bounds()
+        look = decide(_path(pooled(runs, self.spec.metric, exp)["per_run"]), bounds, req.alpha, req.max_units)
+        done = pooled(runs, self.spec.metric, exp, basis="completed")
+        if look.outcome == "passes" and done["per_run"] and done["n"] < ATTRITION_WARN * look.n:
+            # Sessions lost to errors or timeouts could not show the failure: say so where the pass is read.
+            look = replace(look, reasoning=f"{look.reasoning}; WARNING: only {done['n']:g} of {look.n:g} units "
+                                           "completed, so this pass rests mostly on units that could not fail")
+        failed = len(every) - len(runs)
+        if failed >= MAX_FAILED_RUNS and not look.stop:
+            # Runs that measure nothing would never spend the units: stop, and say why the probe is open.
+            return replace(look, stop=True, reasoning=f"{look.reasoning}; stopped after {failed} failed run(s)")
+        return look
+
+
+def _plain(req: ProbeRequest) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    d = asdict(req)
+    d["max_units"] = None if math.isinf(d["max_units"]) else d["max_units"]
+    return d

@@ -1,0 +1,157 @@
+"""`wb isolate` as one use case: check the request, search with real probes, record the search, report it."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import BadInput, WbError
+from workbench.isolate.adapter import IsolateSpec, RunnerOracle, probe_hypothesis, root_hypothesis
+from workbench.isolate.records import ROOT_VERDICT, append_to_registry, record_search
+from workbench.isolate.region import parse_region
+from workbench.isolate.search import SearchResult, isolate
+from workbench.settings import Settings
+
+if TYPE_CHECKING:
+    from workbench.registry.loader import Registry
+    from workbench.store.engine import Store
+
+DEFAULT_BUDGET = 4000.0
+DEFAULT_ALPHA = 0.05
+
+
+def parse_assignments(items: list[str], flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        for part in str(item).split():
+            name, sep, value = part.partition("=")
+            if not sep or not name or not value:
+                raise BadInput(f"{flag} {part!r}: expected var=value")
+            if name in out and out[name] != value:
+                raise BadInput(f"{flag} sets {name} twice ({out[name]} and {value})")
+            out[name] = value
+    return out
+
+
+def prepare_spec(registry: Any, *, experiment: str, good: list[str], bad: list[str], metric: str, region: str,
+                 profile: str | None = None, budget: float | None = None, alpha: float = DEFAULT_ALPHA,
+                 seed: int | None = None, parent: str | None = None) -> IsolateSpec:
+    """Check every flag against the experiment; bad input raises BadInput naming the flag."""
+    exp = registry.experiments.get(experiment)
+    if exp is None:
+        raise BadInput(f"--experiment {experiment}: no experiments/{experiment}.yaml",
+                       hint=f"experiments: {', '.join(sorted(registry.experiments)) or 'none'}")
+    if profile is not None and profile not in exp.profiles:
+        raise BadInput(f"--target {profile}: experiment {experiment!r} has no profile {profile!r}",
+                       hint=f"profiles: {', '.join(exp.profiles)}")
+    spec_m = exp.metrics.get(metric)
+    if spec_m is None:
+        raise BadInput(f"--metric {metric}: experiment {experiment!r} has no metric {metric!r}",
+                       hint=f"metrics: {', '.join(exp.metrics)}")
+    if spec_m.kind != "proportion":
+        raise BadInput(f"--metric {metric} is a {spec_m.kind}; wb isolate tests a proportion per probe",
+                       hint="pick a proportion metric (k of n units), e.g. a failure rate")
+    if not (0 < alpha < 1):
+        raise BadInput(f"--alpha {alpha}: must lie in (0, 1)")
+    if budget is not None and budget <= 0:
+        raise BadInput(f"--budget {budget:g}: must be positive (units)")
+    if parent is not None:
+        registry.hypothesis(parent)
+    g, b = _assignments(exp, parse_assignments(good, "--good"), "--good"), _assignments(
+        exp, parse_assignments(bad, "--bad"), "--bad")
+    defaults = dict(exp.defaults())
+    g_full, b_full = {**defaults, **g}, {**defaults, **b}
+    changes = tuple(v for v in exp.variables if g_full.get(v) != b_full.get(v))
+    if not changes:
+        raise BadInput("--good and --bad give the same configuration: nothing to isolate")
+    named = set(g) | set(b)
+    hold = {v: g_full[v] for v in exp.variables if v in named and v not in changes}
+    return IsolateSpec(experiment=experiment, good=g_full, bad=b_full, changes=changes, hold=hold, metric=metric,
+                       region=parse_region(region), profile=profile, alpha=alpha,
+                       budget=float(budget) if budget else DEFAULT_BUDGET,
+                       seed=int(seed) if seed is not None else int.from_bytes(uuid.uuid4().bytes[:3], "big"),
+                       search_id=uuid.uuid4().hex[:10], parent=parent)
+
+
+def _assignments(exp: Any, values: dict[str, str], flag: str) -> dict[str, str]:
+    out = {}
+    for name, value in values.items():
+        if name not in exp.variables:
+            raise BadInput(f"{flag} {name}: experiment {exp.id!r} has no variable {name!r}",
+                           hint=f"variables: {', '.join(exp.variables)}")
+        try:
+            out[name] = exp.variables[name].check(value)
+        except ValueError as exc:
+            raise BadInput(f"{flag} {name}={value}: {exc}") from None
+    return out
+
+
+@dataclass(frozen=True)
+class IsolateOutcome:
+    spec: IsolateSpec
+    result: SearchResult
+    record: dict[str, Any]
+    written: str | None = None
+
+
+def search_record(spec: IsolateSpec, result: SearchResult) -> dict[str, Any]:
+    probes = []
+    for p in result.probes:
+        d = p.to_dict()
+        d["hypothesis_id"] = spec.probe_id(p.request.index)
+        d["config"] = spec.arm(p.request.applied)
+        probes.append(d)
+    res = result.to_dict()
+    res["probes"] = probes
+    res["budget"] = None if math.isinf(result.budget) else result.budget
+    return {"search_id": spec.search_id, "root_id": spec.root_id, "experiment": spec.experiment,
+            "profile": spec.profile, "metric": spec.metric, "region": spec.region.model_dump(exclude_none=True),
+            "good": spec.good, "bad": spec.bad, "changes": list(spec.changes), "seed": spec.seed,
+            "parent": spec.parent, "result": res}
+
+
+def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, settings: Settings | None = None,
+                write: bool = False, show_progress: bool = True) -> IsolateOutcome:
+    """Search, probing on the experiment's target; the search is recorded even when a probe fails or is stopped.
+
+    `settings` gives the sim folder and the artifacts folder the probes' executions use."""
+    oracle = RunnerOracle(spec, registry, store, settings or Settings(), show_progress=show_progress)
+    try:
+        result = isolate(list(spec.changes), oracle, alpha=spec.alpha, budget=spec.budget)
+    except (WbError, KeyboardInterrupt):
+        _record_partial(spec, oracle, store)
+        raise
+    record = search_record(spec, result)
+    record_search(store, spec, record)
+    written = None
+    if write:
+        written = str(append_to_registry(Path(registry.root), generated_hypotheses(spec, result)))
+    return IsolateOutcome(spec, result, record, written)
+
+
+def _record_partial(spec: IsolateSpec, oracle: RunnerOracle, store: "Store") -> None:
+    from workbench.isolate.search import Probe, SearchResult
+
+    probes = tuple(Probe(r, res) for r, res in oracle.results)
+    partial = SearchResult(spec.changes, "interrupted", None, (), spec.changes, probes,
+                           sum(p.result.units for p in probes), spec.alpha, sum(p.request.alpha for p in probes),
+                           spec.budget, "leave-one-out + confirm, ddmin fallback",
+                           "the search stopped before it finished (a probe failed or was interrupted); "
+                           "its probes so far are recorded")
+    record_search(store, spec, search_record(spec, partial))
+
+
+def generated_hypotheses(spec: IsolateSpec, result: SearchResult) -> list[Any]:
+    """The root and one hypothesis per probe, with their verdicts as status (for --write)."""
+    from workbench.isolate.adapter import VERDICT_OF
+
+    status = ROOT_VERDICT.get(result.status, "inconclusive")
+    out = [root_hypothesis(spec, status=status, verdict=result.status)]
+    for p in result.probes:
+        parent = spec.root_id if p.request.parent is None else spec.probe_id(p.request.parent)
+        v = VERDICT_OF[p.result.outcome]
+        out.append(probe_hypothesis(spec, p.request, parent, status=v, verdict=p.result.outcome))
+    return out

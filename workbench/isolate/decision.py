@@ -1,0 +1,48 @@
+"""One probe's stopping rule: is this configuration's rate inside the failure region, outside, or undecided?
+
+The rate's cumulative (k, n) after each look goes to the always-valid mixture test of
+`workbench.analysis.sequential` at the probe's own alpha (spent by the search's rule), so looking
+after every run costs no error: inside the region at 1/alpha evidence is "fails", outside is
+"passes", and a probe whose units run out first is "inconclusive".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.analysis import sequential as seq
+
+OUTCOMES = ("fails", "passes", "inconclusive")
+
+
+@dataclass(frozen=True)
+class Look:
+    """The decision after one look: stop or continue, with the evidence either way."""
+
+    outcome: str
+    stop: bool
+    k: float
+    n: float
+    looks: int
+    e_fail: float
+    e_pass: float
+    reasoning: str
+
+
+def decide(path: list[tuple[float, float]], bounds: tuple[float, float], alpha: float,
+           max_units: float) -> Look:
+    """Judge the cumulative path; stop when decided or when `max_units` units are spent."""
+    k, n = path[-1] if path else (0.0, 0.0)
+    if not path or n <= 0:
+        return Look("inconclusive", n >= max_units, k, n, len(path), 1.0, 1.0, "no units observed yet")
+    verdict, e_against, e_for = seq.judge_proportion(path, bounds, alpha=alpha, alpha_against=alpha)
+    outcome = {"supported": "fails", "falsified": "passes"}.get(verdict, "inconclusive")
+    rate = f"{k:g}/{n:g} = {k / n:.3f}"
+    if outcome != "inconclusive":
+        e = e_for if outcome == "fails" else e_against
+        why = f"{rate}; e-value {e:.3g} >= 1/alpha = {1 / alpha:.3g} after {len(path)} look(s)"
+        return Look(outcome, True, k, n, len(path), e_for, e_against, why)
+    spent = n >= max_units
+    why = (f"{rate}; neither e-value (fails {e_for:.3g}, passes {e_against:.3g}) reached 1/alpha = "
+           f"{1 / alpha:.3g}" + (f" within the probe's {max_units:g} units" if spent else " yet"))
+    return Look("inconclusive", spent, k, n, len(path), e_for, e_against, why)

@@ -1,0 +1,56 @@
+"""The failure region of `wb isolate --region`: when a probed configuration counts as failing.
+
+Syntax (one region, the metric named separately by --metric):
+  ">= 0.05"  or "at_least 0.05"      fails when the rate is at least 0.05
+  "<= 0.02"  or "at_most 0.02"       fails when the rate is at most 0.02
+  "== 0"     or "equals 0"           fails when the rate is exactly 0
+  "0.05..0.3" or "between 0.05 0.3"  fails when the rate lies in [0.05, 0.3]
+The result is the registry's own `Region`, so a probe's prediction reads like any hand-written one.
+"""
+
+from __future__ import annotations
+
+import re
+
+from workbench.errors import BadInput
+from workbench.registry.common import Region
+
+_NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+_FORMS = [
+    (re.compile(rf"^(?:>=|at_least)\s*{_NUM}$"), lambda a: {"at_least": float(a[0])}),
+    (re.compile(rf"^(?:<=|at_most)\s*{_NUM}$"), lambda a: {"at_most": float(a[0])}),
+    (re.compile(rf"^(?:==|=|equals)\s*{_NUM}$"), lambda a: {"equals": float(a[0])}),
+    (re.compile(rf"^between\s+{_NUM}\s+{_NUM}$"), lambda a: {"between": (float(a[0]), float(a[1]))}),
+    (re.compile(rf"^{_NUM}\s*\.\.\s*{_NUM}$"), lambda a: {"between": (float(a[0]), float(a[1]))}),
+]
+
+
+def parse_region(text: str, *, flag: str = "--region") -> Region:
+    """Parse `text` into a Region; bad input names the flag and the accepted forms."""
+    s = " ".join(str(text).strip().split())
+    for pattern, build in _FORMS:
+        m = pattern.match(s)
+        if m:
+            try:
+                return Region(**build(m.groups()))
+            except ValueError as exc:
+                raise BadInput(f"{flag} {text!r}: {_first_error(exc)}") from None
+    raise BadInput(f"{flag} {text!r} is not a region",
+                   hint="use '>= 0.05', '<= 0.02', '== 0', '0.05..0.3' (or at_least / at_most / equals / between)")
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        msg = str(errors()[0].get("msg", exc))
+        return msg.removeprefix("Value error, ")
+    return str(exc)
+
+
+def describe(region: Region) -> str:
+    lo, hi = region.bounds()
+    if region.equals is not None:
+        return f"== {region.equals:g}"
+    if region.between is not None:
+        return f"{lo:g}..{hi:g}"
+    return f">= {lo:g}" if region.at_least is not None else f"<= {hi:g}"

@@ -1,0 +1,43 @@
+"""Checks of one target profile that the schema alone cannot make: context keys that would be replaced
+by wb's built-in names or would shadow a variable, and the profile's timeout options."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.registry.experiment import RESERVED_TEMPLATE_NAMES, Experiment, Profile
+from workbench.registry.yamlio import LocatedYaml
+
+
+def check_profile(exp: Experiment, pname: str, prof: Profile, doc: LocatedYaml) -> None:
+    """ConfigError at the offending line, or nothing."""
+    from workbench.registry.timeouts import check_options
+
+    for key in prof.context:
+        loc = ("profiles", pname, "context", key)
+        if key in RESERVED_TEMPLATE_NAMES:
+            raise doc.error(f"context key {key!r} is a name wb sets itself for every run; yours would be "
+                            "replaced silently", loc,
+                            hint=f"rename it (e.g. {key}_bin or my_{key}); reserved names: "
+                                 f"{', '.join(sorted(RESERVED_TEMPLATE_NAMES))}")
+        if key in exp.variables:
+            raise doc.error(f"context key {key!r} is also a variable of experiment {exp.id!r}: it would "
+                            "override the arm's value", loc, hint="remove it from context or rename it")
+    problem = check_options(prof.options)
+    if problem:
+        key = problem.split()[0].removeprefix("options.")
+        raise doc.error(problem, ("profiles", pname, "options", key))
+
+
+def verify_templates(prof: Profile) -> list[tuple[tuple[Any, ...], str]]:
+    """(location, text) of the verify step's templates, for the unknown-name check."""
+    if prof.verify is None:
+        return []
+    out: list[tuple[tuple[Any, ...], str]] = []
+    if prof.verify.url is not None:
+        out.append((("verify", "url"), prof.verify.url))
+    if prof.verify.command is not None:
+        out.append((("verify", "command"), prof.verify.command))
+    for i, text in enumerate(prof.verify.contains):
+        out.append((("verify", "contains", i), text))
+    return out

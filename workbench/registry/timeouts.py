@@ -1,0 +1,45 @@
+"""A profile's timeout options: their defaults, their validation when the experiment loads, and the
+values a run uses. Every wait of a profile comes from here (documented in docs/own-service.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# options key -> default seconds
+TIMEOUT_DEFAULTS = {
+    "restart_timeout_s": 300.0,      # each restart command, in a run and in the final restore
+    "check_timeout_s": 60.0,         # the local check of a rendered config (config.check)
+    "fingerprint_timeout_s": 60.0,   # each fingerprint command
+    "verify_timeout_s": 30.0,        # the verify step (its command, or each of its URL's attempts)
+}
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    restart_s: float
+    check_s: float
+    fingerprint_s: float
+    verify_s: float
+
+
+def timeouts(options: dict[str, Any]) -> Timeouts:
+    """The profile's timeouts (options override the defaults); validated when the experiment loads."""
+    def get(key: str) -> float:
+        return float(options.get(key, TIMEOUT_DEFAULTS[key]))
+
+    return Timeouts(get("restart_timeout_s"), get("check_timeout_s"), get("fingerprint_timeout_s"),
+                    get("verify_timeout_s"))
+
+
+def check_options(options: dict[str, Any]) -> str | None:
+    """What is wrong with a profile's timeout options, or None."""
+    for key in TIMEOUT_DEFAULTS:
+        if key not in options:
+            continue
+        value = options[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 7 * 24 * 3600:
+            return f"options.{key} must be a number of seconds above 0, got {value!r}"
+    if "check_restart" in options and not isinstance(options["check_restart"], bool):
+        return f"options.check_restart must be true or false, got {options['check_restart']!r}"
+    return None
