@@ -206,6 +206,12 @@ class Workbench:
         from workbench.runner.execute import execute, prepare
 
         launch = None
+        if options.resume and not self._store_exists():  # nothing to resume: do not create a store
+            from workbench.store import resolve_url
+
+            _, path = resolve_url(self.settings.db)
+            raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume (no store at {path})",
+                           hint=f"start one with: wb hypothesis run {hypothesis_id}")
         if not options.resume:  # bad input stops here, before the store is created or the target touched
             launch = prepare(self.registry, hypothesis_id, options, sim_dir=self.settings.sim_dir)
         with self.store() as store:
@@ -303,7 +309,8 @@ class Workbench:
     def _site(self, store: "Store", out: str | Path | None = None) -> dict[str, Any]:
         from workbench.report import build_site
 
-        return build_site(store, self.registry, Path(out) if out is not None else Path(self.registry.root) / "reports")
+        return build_site(store, self.registry, Path(out) if out is not None else Path(self.registry.root) / "reports",
+                          artifacts=self.settings.artifacts)
 
     def report(self, *, out: str | Path | None = None, fmt: str = "html", hypothesis_id: str | None = None) -> ReportResult:
         """Build the site under `out` (default: reports/ in the workbench folder), or Markdown with fmt="md"."""

@@ -34,9 +34,9 @@ class Settings:
         except ValueError:
             raise BadInput(f"WB_DB_LOCK_WAIT={wait!r} is not a number of seconds") from None
         root = root or env.get("WB_ROOT") or None
-        return cls(db=db or env.get("WB_DB") or None, root=Path(root) if root else None, lock_wait_s=lock_wait,
+        return cls(db=db if db is not None else (env.get("WB_DB") or None), root=Path(root) if root else None, lock_wait_s=lock_wait,
                    artifacts=Path(env["WB_ARTIFACTS"]) if env.get("WB_ARTIFACTS") else None,
                    sim_dir=Path(env["WB_SIM_DIR"]) if env.get("WB_SIM_DIR") else None)
 
     def with_flags(self, *, db: str | None = None, root: str | Path | None = None) -> "Settings":
-        return replace(self, db=db or self.db, root=Path(root) if root else self.root)
+        return replace(self, db=db if db is not None else self.db, root=Path(root) if root else self.root)

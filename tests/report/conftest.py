@@ -28,7 +28,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     store = open_store(str(db))
     try:
         with store.session() as session:
-            ids = synth.seed_store(session, registry, base / "logs")
+            ids = synth.seed_store(session, registry, root / ".wb" / "artifacts" / "seed")
     finally:
         store.dispose()
     return {"root": root, "db": db, "registry": registry, "ids": ids, "base": base}

@@ -31,6 +31,7 @@ class SshServer:
         self.procs: set = set()
         self.port = 0
         self.commands: list[str] = []
+        self.owner: dict = {}
         self._server = None
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
 
@@ -47,14 +48,17 @@ class SshServer:
 
         class Server(asyncssh.SSHServer):
             def connection_made(self, conn):  # noqa: D401
+                self.conn = conn
                 outer.conns.append(conn)
 
             def connection_lost(self, exc):
-                for p in list(outer.procs):
-                    try:
-                        os.killpg(p.pid, signal.SIGTERM)
-                    except (ProcessLookupError, PermissionError):
-                        pass
+                # Like sshd: only this connection's sessions end (another client's keep running).
+                for p, c in list(outer.owner.items()):
+                    if c is self.conn:
+                        try:
+                            os.killpg(p.pid, signal.SIGTERM)
+                        except (ProcessLookupError, PermissionError):
+                            pass
 
             def begin_auth(self, username):
                 return True
@@ -82,6 +86,7 @@ class SshServer:
             "/bin/bash", "-c", cmd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, start_new_session=True)
         self.procs.add(proc)
+        self.owner[proc] = process.get_extra_info("connection")
 
         async def pump(src, dst) -> None:
             while True:
@@ -109,6 +114,7 @@ class SshServer:
                 pass
         finally:
             self.procs.discard(proc)
+            self.owner.pop(proc, None)
 
     def drop(self) -> None:
         """Abort every open connection, as a dropped network link would."""

@@ -121,3 +121,76 @@ def test_seed_world_over_ssh_end_to_end(bench, ssh_server):
     # The seed's shape: the wedge (aborts) without the fix, and corruption with the fix all the same.
     assert s["arms"]["control"]["totals"]["aborts"] > 0
     assert s["arms"]["treatment"]["totals"]["leak"] > 0
+
+
+def test_two_concurrent_runs_on_pdsim_one_is_refused_none_mislabelled(bench):
+    """Two `wb hypothesis run` on one pdsim: the second is refused before it touches anything; the first
+    runs every arm on the server its config asked for and leaves serve.sh and the simulator as they were."""
+    import time
+
+    from workbench.runner.lock import LOCK_NAME
+
+    cmd = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "wedge-confound", "--replicates", "1",
+           "--json"]
+    lock = bench.sim_dir / LOCK_NAME
+    a = subprocess.Popen(cmd + ["--db", str(bench.root / "a.duckdb")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        t0 = time.monotonic()
+        while not lock.exists():
+            assert a.poll() is None, a.communicate()[1][-2000:]
+            assert time.monotonic() - t0 < 240
+            time.sleep(0.1)
+        b = subprocess.run(cmd + ["--db", str(bench.root / "b.duckdb")], capture_output=True, text=True,
+                           env=dict(os.environ), timeout=300)
+        out_a, err_a = a.communicate(timeout=600)
+    finally:
+        if a.poll() is None:
+            a.kill()
+    assert b.returncode == 1 and "is in use by execution" in b.stderr and "Traceback" not in b.stderr, b.stderr
+    assert a.returncode == 0, err_a[-2000:]
+    s = json.loads(out_a)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    # Each arm ran on the config it is stored under: the abort fix removes the aborts, its absence shows them.
+    assert s["arms"]["treatment"]["totals"]["aborts"] == 0
+    assert s["arms"]["control"]["totals"]["aborts"] > 0
+    assert _serve(bench) == bench.original and not lock.exists()
+    assert control.status(bench.sim_dir).state == "down"
+
+
+def test_kill_9_mid_run_then_resume_leaves_pdsim_as_it_was(bench):
+    """The runner started pdsim and was killed mid-workload: --resume stops the orphaned `sim repro`, adopts
+    the pdsim its execution started, finishes the plan, exits 0, and leaves serve.sh and pdsim as before."""
+    import signal
+    import time
+
+    cmd = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "wedge-confound", "--replicates", "1",
+           "--db", bench.db]
+    a = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
+    arts = bench.root / ".wb" / "artifacts"
+
+    def repro_pids() -> list[int]:
+        out = []
+        for p in arts.glob("execution-*/children/*"):
+            try:
+                if b"repro" in Path(f"/proc/{p.name}/cmdline").read_bytes():
+                    out.append(int(p.name))
+            except OSError:
+                pass
+        return out
+
+    t0 = time.monotonic()
+    while not repro_pids():
+        assert a.poll() is None, a.communicate()[1][-2000:]
+        assert time.monotonic() - t0 < 240
+        time.sleep(0.1)
+    (orphan,) = repro_pids()
+    a.send_signal(signal.SIGKILL)
+    a.wait(30)
+    assert control.status(bench.sim_dir).state != "down"  # the killed runner's pdsim is still up
+    res = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert _serve(bench) == bench.original
+    assert control.status(bench.sim_dir).state == "down"
+    stat = Path(f"/proc/{orphan}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"

@@ -29,10 +29,12 @@ if TYPE_CHECKING:
 
 
 def _report(exc: WbError) -> None:
+    from workbench.secrets import redact_text
+
     err = typer.get_text_stream("stderr")
-    err.write(f"Error: {exc.message}\n")
+    err.write(f"Error: {redact_text(exc.message)}\n")
     if exc.hint:
-        err.write(f"Hint: {exc.hint}\n")
+        err.write(f"Hint: {redact_text(exc.hint)}\n")
     err.flush()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,79}$")
 
@@ -24,6 +24,14 @@ def var_value(value: Any) -> str:
 
 
 VarValue = Annotated[str, BeforeValidator(var_value)]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a tab is text; a newline or CR starts another line
+
+
+def control_char(value: str) -> str | None:
+    """A description of the first control character in `value`, or None."""
+    m = _CONTROL.search(value)
+    return None if m is None else f"control character {m.group()!r} at offset {m.start()}"
 
 
 def _check_id(value: Any) -> Any:
@@ -45,10 +53,11 @@ class Strict(BaseModel):
 class Region(Strict):
     """An interval of allowed values for a metric: at_least / at_most / equals / between."""
 
-    at_least: float | None = None
-    at_most: float | None = None
-    equals: float | None = None
-    between: tuple[float, float] | None = None
+    # Finite only: a bound of nan or inf would make every comparison vacuous.
+    at_least: float | None = Field(default=None, allow_inf_nan=False)
+    at_most: float | None = Field(default=None, allow_inf_nan=False)
+    equals: float | None = Field(default=None, allow_inf_nan=False)
+    between: tuple[Annotated[float, Field(allow_inf_nan=False)], Annotated[float, Field(allow_inf_nan=False)]] | None = None
 
     @model_validator(mode="after")
     def _one_bound(self) -> "Region":

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
 from workbench.registry.evidence_columns import REPORTED_PREFIX, EvidenceColumns, evidence_columns, pick_experiment
+
+MAX_NUMBER = 1e12  # a count or a duration beyond this is a typo or an overflow, never a measurement
 
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment
@@ -25,6 +28,9 @@ def _number(text: str, *, integer: bool, where: str, column: str) -> float | int
     except ValueError:
         raise BadInput(f"{where}: column {column!r} holds {text!r}, not a number",
                        hint="leave the cell blank when the value is unknown") from None
+    if not math.isfinite(value) or abs(value) > MAX_NUMBER:
+        raise BadInput(f"{where}: column {column!r} holds {text!r}, not a finite number of a sane size "
+                       f"(at most {MAX_NUMBER:g})", hint="leave the cell blank when the value is unknown")
     if value < 0:
         raise BadInput(f"{where}: column {column!r} is negative ({text})")
     if integer:
@@ -32,6 +38,29 @@ def _number(text: str, *, integer: bool, where: str, column: str) -> float | int
             raise BadInput(f"{where}: column {column!r} must be a whole count, got {text}")
         return int(value)
     return value
+
+
+MAX_CSV_BYTES = 64 * 1024 * 1024
+
+
+def _check_text(path: Path, text: str) -> None:
+    """Refuse what the csv module would silently accept: NUL bytes, an unterminated quote, a huge file."""
+    if len(text) > MAX_CSV_BYTES:
+        raise BadInput(f"{path}: the file is too large ({len(text) / 1e6:.0f} MB; at most "
+                       f"{MAX_CSV_BYTES / 1e6:.0f} MB)")
+    if "\x00" in text:
+        raise BadInput(f"{path}:{text.count(chr(10), 0, text.index(chr(0))) + 1}: the file holds a NUL byte "
+                       "(binary data, or a UTF-16 export?)", hint="save the sheet as CSV UTF-8")
+    open_at = None
+    line = 1
+    for i, ch in enumerate(text):
+        if ch == '"':
+            open_at = line if open_at is None else None  # "" inside a quoted cell toggles twice
+        elif ch == "\n":
+            line += 1
+    if open_at is not None:
+        raise BadInput(f"{path}:{open_at}: a quote opened here is never closed",
+                       hint="close the quoted cell, or double a quote inside it (\"\")")
 
 
 def pick_for(registry: Registry, path: Path) -> Experiment:
@@ -70,11 +99,12 @@ def parse_evidence(path: Path, exp: Experiment) -> list[dict[str, Any]]:
 
 def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's UTF-8 BOM is not part of the header
     except FileNotFoundError:
         raise BadInput(f"{path}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"{path}: cannot read: {exc}") from exc
+    _check_text(path, text)
     reader = csv.DictReader(text.splitlines())
     header = reader.fieldnames or []
     if "run_id" not in header:

@@ -6,11 +6,12 @@ health, run the workload, collect metrics, restore. Hypotheses say *which* arms 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from workbench.registry.common import Ident, Strict, VarValue
+from workbench.registry.common import Ident, Strict, VarValue, control_char
 
 # Names every template may use besides the experiment's variables and a profile's `context`.
 BUILTIN_TEMPLATE_NAMES = frozenset({
@@ -31,6 +32,9 @@ class VariableSpec(Strict):
     type: Literal["str", "int", "float"] = "str"
     default: VarValue | None = None
     description: str = ""
+    secret: bool = False  # its value is redacted wherever wb stores or shows it
+    min: float | None = Field(default=None, description="smallest allowed value (int and float variables)")
+    max: float | None = Field(default=None, description="largest allowed value (int and float variables)")
     per_replicate: bool = Field(default=False, description=(
         "an int the runner draws afresh for each replicate (both arms of a replicate share it), "
         "from the execution's seed, unless --set, the hypothesis's hold or its arms fix it"))
@@ -45,6 +49,9 @@ class VariableSpec(Strict):
 
     def check(self, value: str) -> str:
         """`value` (canonical text) if allowed, else ValueError naming the allowed values."""
+        bad = control_char(str(value))
+        if bad:
+            raise ValueError(f"{value!r} contains a {bad}: values are single-line text")
         if self.values is not None and value not in self.values:
             raise ValueError(f"{value!r} is not one of {self.values}")
         if self.type == "int":
@@ -54,9 +61,17 @@ class VariableSpec(Strict):
                 raise ValueError(f"{value!r} is not an integer") from None
         if self.type == "float":
             try:
-                float(value)
+                number = float(value)
             except ValueError:
                 raise ValueError(f"{value!r} is not a number") from None
+            if number != number or number in (float("inf"), float("-inf")):
+                raise ValueError(f"{value!r} is not a finite number")
+        if self.type in ("int", "float"):
+            number = float(value)
+            if self.min is not None and number < self.min:
+                raise ValueError(f"{value!r} is below the smallest allowed value {self.min:g}")
+            if self.max is not None and number > self.max:
+                raise ValueError(f"{value!r} is above the largest allowed value {self.max:g}")
         return value
 
 
@@ -127,6 +142,15 @@ class ConfigSpec(Strict):
     template_file: str | None = None
     check: str | None = Field(default=None, description="local command on the rendered file, e.g. bash -n {{ file }}")
     mode: str = "0644"
+    format: Literal["bash", "env", "yaml", "json", "ini", "raw"] = Field(
+        default="raw", description="the file's syntax: every value is quoted for it (raw: as written)")
+
+    @field_validator("mode")
+    @classmethod
+    def _octal_mode(cls, v: str) -> str:
+        if not re.fullmatch(r"0?[0-7]{3,4}", v):
+            raise ValueError(f"mode {v!r} is not an octal permission such as \"0644\"")
+        return v
 
     @model_validator(mode="after")
     def _one_template(self) -> "ConfigSpec":

@@ -5,6 +5,9 @@ Every problem becomes a ConfigError naming the file, the line and the field; not
 
 from __future__ import annotations
 
+import difflib
+
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,12 +40,17 @@ def parse_model(model: type[M], doc: LocatedYaml) -> M:
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
-        errors = exc.errors()
+        # An unknown field first: it is usually the typo behind a "missing" one (claims: for claim:).
+        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
         first = errors[0]
         loc = tuple(first["loc"])
         msg = _clean(first["msg"])
         if first["type"] == "extra_forbidden":
             msg = f"unknown field {loc[-1]!r}"
+            missing = [e["loc"][-1] for e in errors if e["type"] == "missing" and tuple(e["loc"][:-1]) == loc[:-1]]
+            close = difflib.get_close_matches(str(loc[-1]), [str(m) for m in missing], n=1)
+            if close:
+                msg += f" (did you mean {close[0]!r}?)"
         elif first["type"] == "missing":
             msg = f"missing required field {loc[-1]!r}"
             loc = loc[:-1] + (loc[-1],)
@@ -91,7 +99,7 @@ class Registry:
             try:
                 values[name] = exp.variables[name].check(value)
             except ValueError as exc:
-                raise BadInput(f"--set {name}={value}: {exc}") from None
+                raise BadInput(f"--set {name}: {exc}") from None
         values.update(h.arms.get(arm, {}))
         return values
 
@@ -218,8 +226,10 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
     from jinja2 import meta
 
     env = jinja2.Environment()
+    env.filters.update(q=str, raw=str)  # the renderer's own filters (runner.render)
     try:
         ast = env.parse(text)
+        env.compile(ast)  # an unknown filter or test is found when compiling, not when parsing
     except jinja2.TemplateSyntaxError as exc:
         base = doc.line_of(loc) or 0
         line = base + (exc.lineno or 1) if "\n" in text else base

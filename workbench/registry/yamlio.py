@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,25 +42,47 @@ def _scalar_key(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
         return getattr(node, "value", None)
 
 
-def _walk(loader: yaml.SafeLoader, node: yaml.Node, loc: Loc, lines: dict[Loc, int], file: str) -> None:
-    lines.setdefault(loc, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[Any, int] = {}
-        for key_node, value_node in node.value:
-            key = _scalar_key(loader, key_node)
-            key = _norm_key(key)
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                field = ".".join(str(p) for p in (*loc, key))
-                raise ConfigError(f"duplicate key {key!r} (first at line {seen[key]})",
-                                  file=file, line=line, field=field)
-            seen[key] = line
-            lines[(*loc, key)] = line
-            _walk(loader, value_node, (*loc, key), lines, file)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            lines[(*loc, i)] = item.start_mark.line + 1
-            _walk(loader, item, (*loc, i), lines, file)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, newline and CR are text
+MAX_BYTES = 8 * 1024 * 1024  # a registry file is hand-written text; anything larger is a mistake or an attack
+MAX_DEPTH = 64
+MAX_NODES = 200_000  # after aliases are followed: bounds an "alias bomb" (aliases of aliases of lists)
+
+
+def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[Loc, int], file: str) -> None:
+    """Record the line of every key and item; iterative, and bounded in depth and in nodes visited."""
+    stack: list[tuple[yaml.Node, Loc]] = [(root, root_loc)]
+    visited = 0
+    while stack:
+        node, loc = stack.pop()
+        visited += 1
+        line = node.start_mark.line + 1
+        if visited > MAX_NODES:
+            raise ConfigError(f"the YAML expands to more than {MAX_NODES:,} values (aliases that refer to aliases?)",
+                              file=file, line=line, hint="write the values out instead of nesting aliases")
+        if len(loc) > MAX_DEPTH:
+            raise ConfigError(f"the YAML is nested more than {MAX_DEPTH} levels deep", file=file, line=line)
+        lines.setdefault(loc, line)
+        if isinstance(node, yaml.ScalarNode) and _CONTROL.search(node.value or ""):
+            bad = _CONTROL.search(node.value).group()
+            raise ConfigError(f"a value holds the control character {bad!r}", file=file, line=line,
+                              field=".".join(str(p) for p in loc) or None,
+                              hint="registry text is printable; remove the character")
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                key = _norm_key(_scalar_key(loader, key_node))
+                kline = key_node.start_mark.line + 1
+                if key in seen:
+                    field = ".".join(str(p) for p in (*loc, key))
+                    raise ConfigError(f"duplicate key {key!r} (first at line {seen[key]})",
+                                      file=file, line=kline, field=field)
+                seen[key] = kline
+                lines[(*loc, key)] = kline
+                stack.append((value_node, (*loc, key)))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                lines[(*loc, i)] = item.start_mark.line + 1
+                stack.append((item, (*loc, i)))
 
 
 def _norm_key(key: Any) -> Any:
@@ -82,6 +105,12 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
                               hint="check the path, or run wb from the workbench folder") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read file: {exc}", file=file) from exc
+    if len(text) > MAX_BYTES:
+        raise ConfigError(f"the file is too large ({len(text) / 1e6:.1f} MB; at most {MAX_BYTES / 1e6:.0f} MB)",
+                          file=file, hint="split it, or remove what is not hypotheses/experiments")
+    if "\x00" in text:
+        raise ConfigError("the file holds a NUL byte (binary data?)", file=file,
+                          line=text.count("\n", 0, text.index("\x00")) + 1)
     try:
         loader = yaml.SafeLoader(text)
         try:
@@ -102,4 +131,6 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
                           hint="fix the YAML syntax (indentation, quotes, colons)") from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}", file=file) from exc
+    except RecursionError:
+        raise ConfigError(f"the YAML is nested more than {MAX_DEPTH} levels deep", file=file) from None
     return LocatedYaml(data, lines, file)

@@ -6,9 +6,9 @@ head and tail with a link to the full copy.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,29 +33,39 @@ def _size(n: int | None) -> str:
 
 
 def _resolve(path: str, roots: list[Path]) -> Path | None:
-    p = Path(path).expanduser()
-    if p.is_absolute():
-        return p if p.is_file() else None
-    for root in roots:
-        if (root / p).is_file():
-            return root / p
-    return None
+    """The artifact file when it lies inside one of the store's artifact roots (after following links)."""
+    try:
+        p = Path(path).expanduser().resolve()
+    except (OSError, RuntimeError):
+        return None
+    if not p.is_file():
+        return None
+    return p if any(p.is_relative_to(r.resolve()) for r in roots) else None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def _copy(src: Path, dest: Path) -> None:
-    """Hard-link when possible (instant, no space); copy across file systems. Skip an unchanged copy."""
+    """A private copy (never a hard link: a later change to the artifact must not change a built site); a text
+    file goes through the secrets' redaction, since a log may print a config that held one."""
+    from workbench.secrets import redact_text
+
     try:
-        st = src.stat()
-        if dest.exists():
-            dt = dest.stat()
-            if dt.st_ino == st.st_ino or (dt.st_size == st.st_size and dt.st_mtime >= st.st_mtime):
-                return
+        if dest.exists() or dest.is_symlink():
             dest.unlink()
         dest.parent.mkdir(parents=True, exist_ok=True)
+        data = src.read_bytes()
         try:
-            os.link(src, dest)
-        except OSError:
-            shutil.copy2(src, dest)
+            data = redact_text(data.decode("utf-8")).encode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        dest.write_bytes(data)
     except OSError:
         return
 
@@ -91,6 +101,12 @@ def _from_store(run_id: int, a: dict[str, Any], content: bytes, out_dir: Path, u
     rel = f"artifacts/{run_id}/{name}"
     dest = out_dir / rel
     dest.parent.mkdir(parents=True, exist_ok=True)
+    from workbench.secrets import redact_text
+
+    try:  # a log may print a config that held a secret: text goes through the redaction, as in _copy
+        content = redact_text(content.decode("utf-8")).encode("utf-8")
+    except UnicodeDecodeError:
+        pass
     tmp = dest.with_name(dest.name + ".tmp")
     tmp.write_bytes(content)
     os.replace(tmp, dest)
@@ -120,10 +136,14 @@ def artifacts(run_id: int, arts: list[dict[str, Any]], out_dir: Path, roots: lis
         if a["sha256"] in kept:
             views.append(_from_store(run_id, a, kept[a["sha256"]], out_dir, used))
             continue
+        # Only files under the store's own artifact root whose bytes match the recorded hash are embedded:
+        # a row can name any path, and a shared store must not become a way to read someone's files.
         src = _resolve(a["path"], roots)
-        if src is None:
-            views.append(ArtifactView(a["name"], _size(a["size_bytes"]), a["sha256"][:12], None, None, False,
-                                      f"not found at {a['path']}"))
+        why = None if src is not None else f"not found under the artifact root: {a['path']}"
+        if src is not None and _sha256(src) != a["sha256"]:
+            why = f"not shown: {a['path']} no longer matches its recorded sha256"
+        if why is not None:
+            views.append(ArtifactView(a["name"], _size(a["size_bytes"]), a["sha256"][:12], None, None, False, why))
             continue
         size = src.stat().st_size
         suffix = src.suffix.lower() if src.suffix.lower() in TEXT_SUFFIXES else ".txt"
@@ -136,6 +156,10 @@ def artifacts(run_id: int, arts: list[dict[str, Any]], out_dir: Path, roots: lis
         else:
             _copy(src, out_dir / rel)
         preview, truncated = _preview(src, size)
+        if preview is not None:
+            from workbench.secrets import redact_text
+
+            preview = redact_text(preview)
         if preview is None:
             note = note or "binary file"
         elif truncated:

@@ -84,9 +84,27 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
     return data, analyses, findings, ""
 
 
-def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generated_at: datetime | None = None) -> dict[str, Any]:
+def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: Any, render: Any,
+               blobs: Any = None) -> dict[Any, str]:
+    """One page per run, linked to its neighbours of the same hypothesis."""
+    written: dict[Any, str] = {}
+    by_hyp: dict[Any, list[int]] = {}
+    for rid, r in data.runs.items():
+        by_hyp.setdefault(r["hypothesis_id"], []).append(rid)
+    for ids in by_hyp.values():
+        for i, rid in enumerate(ids):
+            ctx = run_page.build(data.runs[rid], data, page(f"run {rid}", "runs", "../"), out, roots,
+                                 ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
+                                 data.runs[rid]["hypothesis_id"] in known, blobs)
+            written[rid] = str(render("run.html.j2", ctx, out / "runs" / f"{rid}.html"))
+    return written
+
+
+def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generated_at: datetime | None = None,
+               artifacts: Path | None = None) -> dict[str, Any]:
     """Write the whole site under `out_dir`; returns {"index", "hypotheses": {id: path}, "runs": {id: path},
-    "lineage", "confounds", "runs_list", "assets", "pages"} with absolute paths."""
+    "lineage", "confounds", "runs_list", "assets", "pages"} with absolute paths. `artifacts` is the artifact
+    root the runner wrote to (default .wb/artifacts): run pages embed only artifacts found under it."""
     out = Path(out_dir).expanduser().resolve()
     previous = _check_out_dir(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -96,8 +114,14 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
     env = _env()
     written: list[Path] = []
 
+    from workbench.runner.execute import artifacts_root
+    from workbench.secrets import redact_text, register_registry
+
+    register_registry(registry)
+
     def render(template: str, ctx: Any, path: Path) -> Path:
-        _write(path, env.get_template(template).render(ctx=ctx))
+        # After escaping: a secret's value (or a URL's password) never reaches a page; the mask is HTML-safe.
+        _write(path, redact_text(env.get_template(template).render(ctx=ctx), mask="&lt;redacted&gt;"))
         written.append(path)
         return path
 
@@ -115,16 +139,8 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
         ctx = hypothesis_page.build(h, registry, data, analysis, note, page(h.id, "hypothesis", "../"), statuses)
         result["hypotheses"][h.id] = str(render("hypothesis.html.j2", ctx, out / "hypotheses" / f"{h.id}.html"))
 
-    roots = [Path(registry.root)] + ([Path(store.path).parent] if store.path is not None else [])
-    by_hyp: dict[Any, list[int]] = {}
-    for rid, r in data.runs.items():
-        by_hyp.setdefault(r["hypothesis_id"], []).append(rid)
-    for ids in by_hyp.values():
-        for i, rid in enumerate(ids):
-            ctx = run_page.build(data.runs[rid], data, page(f"run {rid}", "runs", "../"), out, roots,
-                                 ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
-                                 data.runs[rid]["hypothesis_id"] in known, store.artifact_contents)
-            result["runs"][rid] = str(render("run.html.j2", ctx, out / "runs" / f"{rid}.html"))
+    roots = [artifacts_root(Path(registry.root), artifacts)]
+    result["runs"] = _run_pages(data, known, roots, out, page, render, store.artifact_contents)
 
     run_ids = sorted(data.runs, reverse=True)
     chunks = [run_ids[i:i + RUNS_PER_LIST_PAGE] for i in range(0, len(run_ids), RUNS_PER_LIST_PAGE)] or [[]]
@@ -133,7 +149,8 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
         ctx = pages.runs_list(data, known, chunk, page("Runs" + (f" ({i + 1}/{len(chunks)})" if len(chunks) > 1
                                                                   else ""), "runs"))
         ctx_pages = [(n, n == names[i]) for n in names] if len(chunks) > 1 else []
-        _write(out / names[i], env.get_template("runs.html.j2").render(ctx=ctx, pager=ctx_pages))
+        _write(out / names[i], redact_text(env.get_template("runs.html.j2").render(ctx=ctx, pager=ctx_pages),
+                                           mask="&lt;redacted&gt;"))
         written.append(out / names[i])
     result["runs_list"] = str(out / "runs.html")
     result["confounds"] = str(render("confounds.html.j2",

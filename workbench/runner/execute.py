@@ -9,9 +9,10 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Awaitable, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 from workbench.errors import BadInput, RestoreFailed, RunFailure, WbError
 from workbench.registry.loader import Registry
@@ -20,12 +21,15 @@ from workbench.runner.lifecycle import Harness, RunOutcome, execute_run, wait_he
 from workbench.runner.plan import Plan, PlannedRun, make_plan, per_replicate_names
 from workbench.runner.prepare import Prepared, arms_config_diff, preflight, preview_values, resolve
 from workbench.runner.progress import RunProgress
-from workbench.runner.record import Recorder
+from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
 from workbench.runner.restore import Snapshot, restore_host, take_snapshots
 from workbench.runner.summary import ExecutionResult, result
 from workbench.runner.targets.base import Target
 from workbench.store.engine import Store
+
+if TYPE_CHECKING:
+    from workbench.runner.lock import TargetLock
 from workbench.store.entities import ExecutionRecord
 
 FINISHED = ("ok", "invalid", "failed")
@@ -66,6 +70,8 @@ class State:
     target_desc: str = ""
     timing: dict[str, float] = field(default_factory=dict)
     recorder: Recorder | None = None
+    execution_uuid: str = ""
+    resumed: bool = False
     decide: StopRule | None = None  # replaces the hypothesis's own sequential test (see `execute`)
 
 
@@ -126,6 +132,7 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
             state.progress.finished(out.status)
             if out.status != "ok":
                 state.progress.log(f"run {run_id} ({pr.arm} r{pr.replicate}) {out.status}: {out.error}")
+        await rec.settle()  # the run is in the store before the next one starts
 
 
 async def _run_plan(state: State, h: Harness) -> None:
@@ -220,19 +227,21 @@ async def _main(state: State, target: Target) -> None:
     t0 = time.monotonic()
     context = dict(p.profile.context)
     env = {k: render_text(v, {**p.assignments[p.arms[0]], **context}) for k, v in p.profile.env.items()}
+    from workbench.secrets import register
+
+    register(values=env.values())
     snaps: dict[str, Snapshot] = {}
+    lock: TargetLock | None = None
     try:
         await target.open()
         context.update(target.context())
-        if p.profile.config is not None:
-            paths = {host: preview_values(p, p.arms[0], context, host)["path"] for host in state.plan.hosts}
-            snaps = await take_snapshots(target, paths, state.exec_dir)
+        lock, snaps = await _take_target(state, target, context)
         serve = Path(next(iter(snaps.values())).path) if snaps else Path(context.get("sim_dir", ".")) / "serve.sh"
         context.update(await target.setup(serve, env))
         remote_work = target.work_root(p.profile.options)
         h = Harness(root=p.root, experiment=p.experiment, hypothesis=p.hypothesis, profile_name=p.profile_name,
                     profile=p.profile, target=target, context=context, env=env, config_template=p.config_template,
-                    artifacts_root=state.artifacts_root, remote_work=remote_work, fault=state.fault,
+                    artifacts_root=state.exec_dir, remote_work=remote_work, fault=state.fault,
                     probe_targets=p.probe_targets,
                     restart_timeout_s=timeouts(p.profile.options).restart_s, warn=state.progress.log)
         try:
@@ -247,6 +256,8 @@ async def _main(state: State, target: Target) -> None:
                 state.progress.log(f"warning: {problem}")
         except WbError as exc:  # the restore already happened; stopping our own pdsim is best effort
             state.progress.log(f"warning: stopping the deployment failed: {exc.message}")
+        if lock is not None:
+            await lock.release()
         await target.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
@@ -261,6 +272,53 @@ async def _main(state: State, target: Target) -> None:
             raise RunInterrupted("interrupted", hint="")
 
 
+async def _take_target(state: State, target: Target, context: dict[str, str]
+                       ) -> tuple["TargetLock", dict[str, Snapshot]]:
+    """Lock the target (before anything on it changes; held until after the restore), settle what a killed
+    runner left when resuming, then snapshot the config files. The lock is returned before a failure here
+    can leave it held: the caller releases it."""
+    p = state.prepared
+    paths = ({host: preview_values(p, p.arms[0], context, host)["path"] for host in state.plan.hosts}
+             if p.profile.config is not None else {})
+    lock = target_lock(target, state, paths)
+    await lock.acquire()
+    try:
+        if state.resumed:
+            await asyncio.to_thread(_recover, state)
+        target.keep_notes(state.exec_dir)
+        snaps = await take_snapshots(target, paths, state.exec_dir, owner=state.execution_uuid) if paths else {}
+    except BaseException:
+        await lock.release()
+        raise
+    return lock, snaps
+
+
+def target_lock(target: Target, state: State, paths: dict[str, str]) -> "TargetLock":
+    from workbench.runner.lock import TargetLock, lock_path
+
+    opts = dict(state.prepared.profile.options)
+    where = {h: lock_path(target, h, paths.get(h), opts) for h in state.plan.hosts}
+    return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid)
+
+
+def _recover(state: State) -> None:
+    """Before resuming (holding the target's lock): write what the journal kept, settle rows a crash left
+    half-way, stop the children a killed runner left behind, and count again what is done."""
+    from workbench.runner.orphans import reap
+
+    rec = Recorder(state.store, state.prepared, state.execution_id, state.exec_dir)
+    try:
+        rec.replay()
+        rec.reconcile()
+    finally:
+        rec.close()
+    for line in reap(state.exec_dir / "children"):
+        state.progress.log(line)
+    state.done |= {int(r.order_index) for r in state.store.runs(execution_id=state.execution_id)
+                   if r.status in FINISHED and r.order_index is not None}
+    state.progress.done = len(state.done)
+
+
 # ----------------------------------------------------------------------------- entry point
 def _find_resumable(store: Store, hypothesis_id: str) -> ExecutionRecord | None:
     for ex in reversed(store.executions(hypothesis_id=hypothesis_id)):
@@ -269,6 +327,23 @@ def _find_resumable(store: Store, hypothesis_id: str) -> ExecutionRecord | None:
         if ex.status == "done":
             return None
     return None
+
+
+def _register_secrets(p: Prepared) -> None:
+    """Secret variables' values (every arm's and --set's) and the profile's env values are never stored or shown."""
+    from workbench.secrets import register
+
+    names = [n for n, spec in p.experiment.variables.items() if spec.secret]
+    values = [a.get(n) for a in p.assignments.values() for n in names] + [p.overrides.get(n) for n in names]
+    values += [p.experiment.variables[n].default for n in names]
+    values += [v for v in p.profile.env.values() if "{{" not in v]
+    register(values=values, names=names + list(p.profile.env))
+
+
+def artifacts_root(root: Path, configured: Path | None = None) -> Path:
+    """The folder every execution's snapshots and run artifacts go under (`$WB_ARTIFACTS`, read by the
+    settings, or .wb/artifacts in the workbench); the report embeds artifacts from here only."""
+    return (configured or root / ".wb" / "artifacts").resolve()
 
 
 @dataclass(frozen=True)
@@ -303,15 +378,21 @@ def _resume(registry: Registry, store: Store, hypothesis_id: str, opts: RunOptio
 
 
 def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
-                    prior: ExecutionRecord | None) -> tuple[int, set[int]]:
-    """(execution id, order indexes already finished): a new execution, or the one being resumed."""
+                    prior: ExecutionRecord | None) -> tuple[int, str, set[int]]:
+    """(execution id, execution UUID, order indexes already finished): a new execution, or the one being
+    resumed. The UUID keys its snapshot and artifact folders (a row id is only unique in one store)."""
     from workbench import __version__
     from workbench.team.identity import provenance
 
-    if prior is not None:
+    if prior is not None and prior.uuid:
         store.update_execution(prior.id, status="running", ended_at=None, error=None)
-        return prior.id, {int(r.order_index) for r in store.runs(execution_id=prior.id)
-                          if r.status in FINISHED and r.order_index is not None}
+        return prior.id, prior.uuid, {int(r.order_index) for r in store.runs(execution_id=prior.id)
+                                      if r.status in FINISHED and r.order_index is not None}
+    exec_uuid = uuid.uuid4().hex
+    if prior is not None:  # a store written before executions had keys; the migration normally fills them
+        store.update_execution(prior.id, status="running", ended_at=None, error=None, uuid=exec_uuid)
+        return prior.id, exec_uuid, {int(r.order_index) for r in store.runs(execution_id=prior.id)
+                                     if r.status in FINISHED and r.order_index is not None}
     body = {"plan": plan.to_dict(), "assignments": p.assignments, "overrides": p.overrides,
             "max_replicates": p.max_replicates, "arms": p.arms}
     execution_id = store.start_execution(
@@ -319,8 +400,8 @@ def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
         experiment_id=p.experiment.id, experiment_version=p.experiment.version,
         experiment_body=p.experiment.model_dump(mode="json"), profile=p.profile_name, target=target_desc,
         mode=p.mode, plan=body, overrides=p.overrides, config_diff=arms_config_diff(p), wb_version=__version__,
-        who=provenance(p.root, wb_version=__version__).columns())
-    return execution_id, set()
+        uuid=exec_uuid, who=provenance(p.root, wb_version=__version__).columns())
+    return execution_id, exec_uuid, set()
 
 
 def _loop(state: State, target: Target) -> tuple[str, BaseException | None]:
@@ -346,7 +427,7 @@ def _close(state: State, status: str, error: BaseException | None, total: int) -
     msg = None if error is None else (error.message if isinstance(error, WbError) else f"{type(error).__name__}: {error}")
     if state.restore_error:
         msg = (msg + "\n" if msg else "") + state.restore_error
-    state.store.update_execution(state.execution_id, status=status, ended_at=utcnow(), error=msg)
+    patient(lambda: state.store.update_execution(state.execution_id, status=status, ended_at=utcnow(), error=msg))
     if state.restore_error:
         lines = state.restore_error.splitlines()
         raise RestoreFailed(lines[0], hint="\n".join(lines[1:]))
@@ -381,6 +462,7 @@ def prepare(registry: Registry, hypothesis_id: str, opts: RunOptions, *, store: 
     else:
         p = resolve(registry, hypothesis_id, profile=opts.target, replicates=opts.replicates,
                     overrides=dict(opts.sets), sequential=opts.sequential, aa=opts.aa, seed=opts.seed)
+    _register_secrets(p)
     preflight(p, dict(p.profile.context))
     tgt = make_target(p, sim_dir)
     if prior is None:
@@ -401,14 +483,15 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
     probe with its own share of alpha and units).
     """
     p, plan, tgt = launch.prepared, launch.plan, launch.target
-    execution_id, done = _open_execution(store, p, plan, tgt.summary(), launch.prior)
-    art_root = (artifacts or p.root / ".wb" / "artifacts").resolve()
+    execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior)
+    art_root = artifacts_root(p.root, artifacts)
+    exec_dir = art_root / f"execution-{exec_uuid}"
     with RunProgress(len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}") as progress:
         progress.done = len(done)
         state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
-                      exec_dir=art_root / f"execution-{execution_id}", artifacts_root=art_root, progress=progress,
-                      fault=fault, target_desc=tgt.summary(), recorder=Recorder(store, p, execution_id),
-                      decide=decide)
+                      exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
+                      target_desc=tgt.summary(), recorder=Recorder(store, p, execution_id, exec_dir),
+                      execution_uuid=exec_uuid, resumed=launch.prior is not None, decide=decide)
         status, error = _loop(state, tgt)
     _close(state, status, error, len(plan.runs))
     return result(state)

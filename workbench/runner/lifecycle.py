@@ -109,7 +109,9 @@ def template_values(h: Harness, pr: PlannedRun, variables: dict[str, str], run_i
 def render_config(h: Harness, values: dict[str, Any]) -> str | None:
     if h.config_template is None:
         return None
-    return render_text(h.config_template, values, where="config template")
+    from workbench.runner.quoting import render_config as render_quoted
+
+    return render_quoted(h.config_template, values, h.profile.config.format if h.profile.config else "raw")
 
 
 async def local_check(h: Harness, rendered: str, values: dict[str, Any]) -> str | None:

@@ -47,6 +47,9 @@ class Prepared:
         return Path(self.registry.root)
 
 
+MAX_REPLICATES = 10_000  # as the design's max_replicates: a plan is held in memory and stored as JSON
+
+
 def resolve(registry: Registry, hypothesis_id: str, *, profile: str | None, replicates: int | None,
             overrides: dict[str, str], sequential: bool, aa: bool, seed: int | None) -> Prepared:
     h = registry.hypothesis(hypothesis_id)
@@ -57,8 +60,12 @@ def resolve(registry: Registry, hypothesis_id: str, *, profile: str | None, repl
                        hint=f"profiles: {', '.join(exp.profiles)}")
     if sequential and aa:
         raise BadInput("--sequential and --aa do not combine", hint="an A/A run checks the harness at a fixed size")
-    if replicates is not None and replicates < 1:
-        raise BadInput("--replicates must be at least 1")
+    if profile is not None and not profile.strip():
+        raise BadInput("--target is empty", hint="name one of the experiment's profiles, or leave --target out")
+    if replicates is not None and not 1 <= replicates <= MAX_REPLICATES:
+        shown = str(replicates) if len(str(replicates)) <= 24 else str(replicates)[:20] + "…"
+        raise BadInput(f"--replicates {shown} is out of range: give 1 to {MAX_REPLICATES}",
+                       hint="each replicate is one block of runs of every arm")
     if h.kind == "reachability":
         arms = ["probe"]
         assignments = {"probe": registry.arm_assignment(h, "probe", overrides)}
@@ -127,7 +134,10 @@ def preflight(p: Prepared, context: dict[str, str]) -> dict[str, str]:
         values = preview_values(p, arm, context)
         where = f"profile {p.profile_name!r}"
         if p.config_template is not None:
-            rendered[arm] = render_text(p.config_template, values, where=f"{where} config template")
+            from workbench.runner.quoting import render_config as render_quoted
+
+            rendered[arm] = render_quoted(p.config_template, values, p.profile.config.format if p.profile.config
+                                          else "raw", where=f"{where} config template")
             if prof.config and prof.config.check:
                 render_command(prof.config.check, values, where=f"{where} config.check")
         for i, cmd in enumerate(prof.restart):

@@ -52,6 +52,9 @@ class RunProgress:
             self._progress.update(self._task, advance=1)
 
     def log(self, text: str) -> None:
+        from workbench.secrets import redact_text
+
+        text = redact_text(text)
         if self._progress is not None:
             self._progress.console.print(text)
         elif self.enabled:

@@ -2,25 +2,49 @@
 
 Writes stay in submission order (one worker) and each opens its own short session (other wb
 processes can interleave). The next run's row is created while the current run's workload runs.
+A run's outcome goes to an on-disk journal first and to the store in one transaction, which the
+next run waits for; a store held by a reader is waited on, and what a crash left in the journal is
+written on `--resume`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
+from workbench.errors import StoreLocked
+from workbench.runner import journal
 from workbench.runner.lifecycle import RunOutcome, artifact_rows
 from workbench.runner.plan import PlannedRun
 from workbench.runner.prepare import Prepared
 from workbench.store.engine import Store
 from workbench.store.entities import ArtifactRecord
 
+# How long a finished run's write waits for a store that another process (a reader) holds.
+RECORD_WAIT_S = 600.0
+
+
+def patient(fn: Any, *args: Any) -> Any:
+    """Call a store write, waiting (bounded) while another process holds the store; the journal keeps the
+    run meanwhile, so a reader holding the file delays the record instead of losing it."""
+    deadline = time.monotonic() + RECORD_WAIT_S
+    while True:
+        try:
+            return fn(*args)
+        except StoreLocked:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(1.0)
+
 
 class Recorder:
-    def __init__(self, store: Store, prepared: Prepared, execution_id: int) -> None:
+    def __init__(self, store: Store, prepared: Prepared, execution_id: int, exec_dir: Path | None = None) -> None:
         self.store = store
+        self.exec_dir = exec_dir
         self.p = prepared
         self.execution_id = execution_id
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wb-record")
@@ -28,7 +52,7 @@ class Recorder:
         self._prefetched: dict[int, Future] = {}
 
     def _submit(self, fn: Any, *args: Any) -> Future:
-        fut = self._pool.submit(fn, *args)
+        fut = self._pool.submit(patient, fn, *args)
         self._pending.append(fut)
         return fut
 
@@ -58,9 +82,17 @@ class Recorder:
 
     # -------------------------------------------------------------- the end of a run
     def end(self, run_id: int, out: RunOutcome) -> None:
-        self._submit(self._end, run_id, out)
+        jpath = journal.write(self.exec_dir, run_id, out) if self.exec_dir is not None else None
+        self._submit(self._end_waiting, run_id, out, jpath)
+
+    def _end_waiting(self, run_id: int, out: RunOutcome, jpath: Path | None) -> None:
+        self._end(run_id, out)
+        if jpath is not None:
+            journal.done(jpath)
 
     def _end(self, run_id: int, out: RunOutcome) -> None:
+        if self.store.run_finished(run_id):
+            return  # written before (a journal replayed after its commit)
         unit_spec = self.p.experiment.unit
         by_source: dict[str, dict[str, float | int | None]] = {}
         for name, value in out.metrics.items():
@@ -73,6 +105,29 @@ class Recorder:
             units=out.units or [], outcome_field=unit_spec.outcome_field if unit_spec else "outcome",
             metrics=by_source, artifacts=[ArtifactRecord(**row) for row in artifact_rows(out)],
             probe_counts=out.probe_counts or [])
+
+    def replay(self) -> int:
+        """Write the runs a crash left in the journal; returns how many."""
+        n = 0
+        for path in journal.pending(self.exec_dir) if self.exec_dir is not None else []:
+            got = journal.read(path)
+            if got is not None:
+                patient(self._end, got[0], got[1])
+                n += 1
+            journal.done(path)
+        return n
+
+    def reconcile(self) -> None:
+        """After a crash: rows created ahead for runs that never began go, a run cut off mid-way is interrupted."""
+        self.store.reconcile_execution(self.execution_id)
+
+    async def settle(self) -> None:
+        """Wait until every write submitted so far (not the rows created ahead) is committed."""
+        ahead = set(self._prefetched.values())
+        mine = [f for f in self._pending if f not in ahead]
+        self._pending = [f for f in self._pending if f in ahead]
+        for fut in mine:
+            await asyncio.wrap_future(fut)
 
     # -------------------------------------------------------------- flushing
     async def flush(self) -> None:

@@ -1,18 +1,22 @@
 """Snapshot of the target's config before the first run, and its restore in `finally`.
 
-The snapshot is kept on local disk (per execution), so a resumed experiment restores the original
-and not whatever arm a killed runner left behind. A failed restore is loud and gives the exact commands.
+The snapshot is kept on local disk in a folder keyed by the execution's UUID (never by one store's
+row id: users keep several stores side by side), each copy named by its sha256. A resumed experiment
+restores the original and not whatever arm a killed runner left behind; a snapshot that names another
+execution, or whose copy no longer matches its hash, is refused. A failed restore is loud and gives
+the exact commands.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from workbench.errors import RestoreFailed, TargetError
+from workbench.errors import RestoreFailed, RunFailure, TargetError
 from workbench.runner.daemon import failure_reason
 from workbench.runner.targets.base import Target
 
@@ -36,35 +40,54 @@ def _safe(host: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in host)
 
 
-async def take_snapshots(target: Target, paths: dict[str, str], folder: Path) -> dict[str, Snapshot]:
-    """Read each host's config file and keep a copy under `folder`; reuse a copy taken earlier (resume)."""
+class ForeignSnapshot(RunFailure):
+    """A snapshot folder that is not this execution's own (or was altered): restoring from it would be wrong."""
+
+
+async def take_snapshots(target: Target, paths: dict[str, str], folder: Path, *,
+                         owner: str) -> dict[str, Snapshot]:
+    """Read each host's config file and keep a copy under `folder`; reuse a copy this execution took earlier
+    (resume). `owner` is the execution's UUID, written into the snapshot and checked when it is read back."""
     folder.mkdir(parents=True, exist_ok=True)
-    earlier = load_snapshots(folder)
+    earlier = load_snapshots(folder, owner=owner)
     snaps: dict[str, Snapshot] = {}
     for host, path in paths.items():
         if host in earlier and earlier[host].path == path:
             snaps[host] = earlier[host]
             continue
         found = await target.read_file(host, path)
-        local = folder / f"original-{_safe(host)}"
         data, mode = (found if found is not None else (None, 0o644))
+        local = folder / f"original-{hashlib.sha256(data or b'').hexdigest()}"
         if data is not None:
             local.write_bytes(data)
         snaps[host] = Snapshot(host, path, data, mode, local)
-    meta = {h: s.to_json() for h, s in snaps.items()}
-    (folder / "snapshot.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    meta = {"execution": owner,
+            "hosts": {h: {**s.to_json(), "sha256": hashlib.sha256(s.data or b"").hexdigest()}
+                      for h, s in snaps.items()}}
+    tmp = folder / "snapshot.json.tmp"
+    tmp.write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    tmp.replace(folder / "snapshot.json")
     return snaps
 
 
-def load_snapshots(folder: Path) -> dict[str, Snapshot]:
+def load_snapshots(folder: Path, *, owner: str) -> dict[str, Snapshot]:
+    """The snapshot this execution took earlier; refuses one of another execution or a copy that changed."""
     meta_path = folder / "snapshot.json"
     if not meta_path.is_file():
         return {}
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if not isinstance(meta, dict) or meta.get("execution") != owner:
+        raise ForeignSnapshot(f"the snapshot in {folder} is not this execution's own "
+                              f"(it names {meta.get('execution') if isinstance(meta, dict) else None!r}, "
+                              f"this is {owner}); refusing to restore from it",
+                              hint="the target keeps its current config; check it by hand")
     out = {}
-    for host, m in meta.items():
+    for host, m in meta["hosts"].items():
         local = Path(m["local_copy"])
         data = local.read_bytes() if m["exists"] else None
+        if hashlib.sha256(data or b"").hexdigest() != m.get("sha256"):
+            raise ForeignSnapshot(f"the snapshot copy {local} no longer matches its sha256; refusing to restore it",
+                                  hint="the target keeps its current config; check it by hand")
         out[host] = Snapshot(host, m["path"], data, int(m["mode"]), local)
     return out
 

@@ -54,7 +54,16 @@ class ExecutionResult:
 
     @property
     def failed_runs(self) -> list[RunSummary]:
-        return [r for r in self.runs if r.status != "ok"]
+        """The planned runs whose last attempt did not finish ok (an interrupted attempt that a resume redid
+        and completed does not count against the execution)."""
+        last: dict[Any, RunSummary] = {}
+        for r in sorted(self.runs, key=lambda r: r.id):
+            last[r.order_index if r.order_index is not None else ("id", r.id)] = r
+        return [r for r in last.values() if r.status != "ok"]
+
+    @property
+    def planned_runs(self) -> int:
+        return len({r.order_index if r.order_index is not None else ("id", r.id) for r in self.runs})
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

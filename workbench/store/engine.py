@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from workbench.errors import BadInput, StoreError, StoreLocked, StoreOutdated
+from workbench.errors import BadInput, StoreError, StoreLocked, StoreOutdated, WbError
 from workbench.store.reads import StoreReads
 from workbench.store.writes import StoreBundles, StoreWrites
 
@@ -23,13 +23,31 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
 def resolve_url(db: str | None) -> tuple[str, Path | None]:
     """(SQLAlchemy URL, local DuckDB path or None) from `--db` (which the CLI also reads from $WB_DB) or the default file."""
+    if db is not None and not db.strip():
+        raise BadInput("--db is empty", hint="give a DuckDB file path or a SQLAlchemy URL, or leave --db out")
     value = db or DEFAULT_DB
     if "://" in value:
+        _check_scheme(value)
         if value.startswith("duckdb:///"):
             return value, Path(value[len("duckdb:///"):])
         return _with_driver(value), None
     path = Path(value).expanduser().resolve()
     return f"duckdb:///{path}", path
+
+
+SCHEMES = ("duckdb", "postgresql", "postgres")
+
+
+def _check_scheme(url: str) -> None:
+    """Only the SQL backends wb is tested on; anything else is bad input naming --db."""
+    scheme = url.split("://", 1)[0]
+    backend = scheme.split("+", 1)[0].lower()
+    if backend == "sqlite":
+        raise BadInput(f"--db {_redact(url)}: sqlite is not supported as a store",
+                       hint="use a DuckDB file (a plain path) or a PostgreSQL URL (postgresql+psycopg://…)")
+    if backend not in SCHEMES:
+        raise BadInput(f"--db {_redact(url)}: unknown store scheme {scheme!r}",
+                       hint="use a DuckDB file (a plain path, or duckdb:///PATH) or postgresql+psycopg://…")
 
 
 # A bare PostgreSQL URL means the driver that the `postgres` extra installs (psycopg 3), not
@@ -59,7 +77,11 @@ class Store(StoreReads, StoreWrites, StoreBundles):
 
     def __init__(self, url: str, path: Path | None, *, read_only: bool, lock_wait_s: float = LOCK_WAIT_S) -> None:
         from sqlalchemy import create_engine, pool
+        from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+        from workbench.store.redaction import install_redaction
+
+        install_redaction()  # every text a session flushes is redacted (see workbench.secrets)
         self.url = url
         self.path = path
         self.read_only = read_only
@@ -70,22 +92,30 @@ class Store(StoreReads, StoreWrites, StoreBundles):
             self.engine = create_engine(url, poolclass=pool.NullPool, connect_args=connect_args)
         except ModuleNotFoundError as exc:
             extra = " (pip install 'wb[postgres]')" if url.startswith("postgres") else ""
-            raise BadInput(f"the store URL {self.name} needs the database driver {exc.name!r}, which is not "
+            raise BadInput(f"--db {self.name}: the store URL needs the database driver {exc.name!r}, which is not "
                            f"installed{extra}", hint="install the driver, or use a DuckDB file") from exc
+        except (ImportError, NoSuchModuleError) as exc:
+            raise BadInput(f"--db {self.name}: the database driver is not installed ({exc})",
+                           hint="for PostgreSQL: pip install 'wb[postgres]' and use postgresql+psycopg://") from None
+        except ArgumentError as exc:
+            raise BadInput(f"--db {self.name}: not a valid store URL ({exc})") from None
 
     @property
     def is_duckdb(self) -> bool:
         return self.engine.dialect.name == "duckdb"
 
-    def _connect_error(self, exc: Exception) -> StoreError:
+    def _connect_error(self, exc: Exception) -> WbError:
         text = str(exc)
         if "Could not set lock" in text or "Conflicting lock" in text:
-            return StoreLocked(f"the store {self.name} is in use by another wb process (it holds the write lock)",
-                               hint="wait for the other wb command to finish, or point this one at another "
-                                    "store with --db; several readers may share a store while nothing writes")
-        if "not a valid DuckDB database" in text or "Corrupt" in text or "corrupt" in text:
-            return StoreError(f"the store {self.name} is not a readable DuckDB database ({text.splitlines()[0]})",
-                              hint="restore it from a backup or point --db at another file; wb did not modify it")
+            return StoreLocked(f"the store {self.name} is in use by another process (it holds the file's lock)",
+                               hint="wait for the other wb command, or close the reader holding the file (a "
+                                    "notebook, the duckdb shell), or point this one at another store with --db")
+        unreadable_file = self.path is not None and self.path.exists() and "IO Error" in text
+        if ("not a valid DuckDB database" in text or "Corrupt" in text or "corrupt" in text
+                or "Is a directory" in text or unreadable_file):
+            # Bad input (exit 2): --db names something that is not a store.
+            return BadInput(f"the store {self.name} is not a readable DuckDB database ({text.splitlines()[0]})",
+                            hint="restore it from a backup or point --db at another file; wb did not modify it")
         return StoreError(f"cannot open the store {self.name}: {text.splitlines()[0] if text else type(exc).__name__}",
                           hint="check --db / WB_DB")
 
@@ -221,6 +251,10 @@ def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: f
         upgrade(db)
         store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s)
         rev = current_revision(store)
+    if rev is None and _has_tables(store):
+        store.dispose()
+        raise BadInput(f"{store.name} holds tables but no wb revision: it is not a wb store",
+                       hint="point --db at a wb store or at a new file")
     if rev != head:
         store.dispose()
         db_arg = f" --db {path}" if path is not None else " --db <URL>"

@@ -158,7 +158,7 @@ class ExecutionRecord:
     ended_at: str | None
     wb_version: str
     error: str | None
-    uuid: str | None = None
+    uuid: str | None = None  # global key: also names the execution's snapshot and artifact folders
     user_name: str | None = None
     user_source: str | None = None
     host: str | None = None

@@ -6,6 +6,8 @@ from typing import Any, Iterable, Mapping
 
 from workbench.store.entities import ArtifactRecord, ImportedRun
 
+FINISHED = ("ok", "invalid", "failed")  # a run in one of these states has its end stored
+
 
 class StoreWrites:
     """Write methods of `Store`; the table-level functions they call live in `store.records`."""
@@ -87,6 +89,29 @@ class StoreWrites:
                 row = s.get(Run, rid)
                 if row is not None and row.status == "pending":
                     s.delete(row)
+
+    def run_finished(self, run_id: int) -> bool:
+        """Whether the run's end is already stored (a journal replayed after its commit writes nothing twice)."""
+        from workbench.store.models import Run
+
+        with self.session() as s:
+            row = s.get(Run, run_id)
+            return row is not None and row.status in FINISHED
+
+    def reconcile_execution(self, execution_id: int) -> None:
+        """After a crash: rows created ahead for runs that never began go, a run cut off mid-way is interrupted."""
+        from sqlmodel import select
+
+        from workbench.store.models import Run
+
+        with self.session() as s:
+            for row in s.exec(select(Run).where(Run.execution_id == execution_id)).all():
+                if row.status == "pending":
+                    s.delete(row)
+                elif row.status == "running":
+                    row.status = "interrupted"
+                    row.error = f"[{row.stage or 'run'}] the runner stopped during this run (found on resume)"
+                    s.add(row)
 
     def import_runs(self, experiment_id: str, rows: list[ImportedRun]) -> tuple[list[tuple[int, ImportedRun]], list[str]]:
         """Store historical runs all or nothing; rows already imported (same label and file) are skipped.

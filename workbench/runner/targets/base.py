@@ -10,7 +10,7 @@ import abc
 import asyncio
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any, Callable, Mapping
 
 
@@ -47,6 +47,9 @@ class Clock:
         self.target_s[host] = self.target_s.get(host, 0.0) + seconds
 
 
+LOCK_NAME = "wb-target.lock"  # the per-target lock file (see runner.lock)
+
+
 class Target(abc.ABC):
     """One kind of place runs happen. Hosts are names; `local` targets have the single host `local`.
 
@@ -54,6 +57,7 @@ class Target(abc.ABC):
     """
 
     kind: str = "?"
+    children_dir: Path | None = None  # where local commands note their process groups (see runner.orphans)
     # True when this target started the deployment itself (and stops it in `teardown`): the restore
     # then needs no restart, the deployment goes away.
     started_here: bool = False
@@ -145,6 +149,19 @@ class Target(abc.ABC):
         """A fresh folder for this experiment's per-run folders on the target; None: the runner's local
         artifacts folder."""
         return None
+
+    def lock_file(self, options: Mapping[str, Any], config_path: str | None) -> str | None:
+        """Where the lock of this deployment lives on a host: next to the config file the experiment rewrites;
+        None when there is nothing to protect."""
+        if not config_path:
+            return None
+        p = PurePosixPath(config_path)
+        return str(p.parent / f".{p.name}.{LOCK_NAME}")
+
+    def keep_notes(self, folder: Path) -> None:
+        """Where this execution notes what it started (local process groups, see runner.orphans), so a
+        `--resume` after kill -9 can stop it."""
+        self.children_dir = folder / "children"
 
     def summary(self) -> str:
         """The target as an execution records it."""

@@ -45,6 +45,9 @@ class LocalTarget(Target):
                     start_new_session=True, executable="/bin/bash")
             except OSError as exc:
                 raise TargetError(f"cannot start a local command: {exc}") from exc
+            from workbench.runner.orphans import forget, note
+
+            noted = note(self.children_dir, proc.pid)
             timed_out = False
             try:
                 await asyncio.wait_for(proc.wait(), timeout)
@@ -54,6 +57,8 @@ class LocalTarget(Target):
             except BaseException:
                 await asyncio.shield(self._kill(proc))
                 raise
+            finally:
+                forget(noted)
             held = not timed_out and holds_output(proc.pid, [out, err])
             result = CmdResult(command=command, rc=None if timed_out else proc.returncode, stdout=out.text(),
                                stderr=err.text(), duration_s=time.monotonic() - t0, timed_out=timed_out,

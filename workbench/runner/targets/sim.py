@@ -7,9 +7,10 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from workbench.errors import SimError
+from workbench.runner.targets.base import LOCK_NAME
 from workbench.runner.targets.local import LocalTarget
 
 UP_TIMEOUT_S = 120.0
@@ -45,9 +46,18 @@ class SimTarget(LocalTarget):
         self.options = options
         self.started_here = False
         self.served: dict[str, str] = {}
+        # Notes that this execution started pdsim, so a resume after kill -9 stops it at the end as well.
+        self.marker: Path | None = None
 
     def context(self) -> dict[str, str]:
         return {"sim_dir": str(self.sim_dir)}
+
+    def lock_file(self, options: Mapping[str, Any], config_path: str | None) -> str | None:
+        return str(self.sim_dir / LOCK_NAME)  # pdsim's folder is the deployment, whatever the config file
+
+    def keep_notes(self, folder: Path) -> None:
+        super().keep_notes(folder)
+        self.marker = folder / "sim-started"
 
     async def _healthy(self, ports: list[str]) -> bool:
         for p in ports:
@@ -61,6 +71,7 @@ class SimTarget(LocalTarget):
         current = read_serve_file(serve_file)
         ports = [current.get("prefill_port"), current.get("decode_port")]
         if all(ports) and await self._healthy([p for p in ports if p]):
+            self.started_here = self.marker is not None and self.marker.exists()
             self.served = {"sim_dir": str(self.sim_dir), "prefill_port": str(ports[0]), "decode_port": str(ports[1])}
             return self.served
         from workbench.sim.control import free_port
@@ -69,6 +80,10 @@ class SimTarget(LocalTarget):
         pp, dp = str(prefill), str(free_port(avoid=(prefill,)))
         cmd = (f"{wb_command()} sim up --dir {shlex.quote(str(self.sim_dir))} "
                f"--set prefill_port={pp} --set decode_port={dp}")
+        if self.marker is not None:
+            # Written before starting: a runner killed while pdsim comes up still leaves the note for --resume.
+            self.marker.parent.mkdir(parents=True, exist_ok=True)
+            self.marker.write_text(str(self.sim_dir), encoding="utf-8")
         res = await self.run("local", cmd, env=env, timeout=UP_TIMEOUT_S)
         if not res.ok:
             raise SimError(f"could not start pdsim in {self.sim_dir}: {res.excerpt()}",
@@ -84,6 +99,8 @@ class SimTarget(LocalTarget):
         cmd = f"{wb_command()} sim down --dir {shlex.quote(str(self.sim_dir))}"
         res = await self.run("local", cmd, timeout=60)
         self.started_here = False
+        if res.ok and self.marker is not None:
+            self.marker.unlink(missing_ok=True)
         return None if res.ok else f"`{cmd}` failed: {res.excerpt()}"
 
 

@@ -11,13 +11,13 @@ import asyncio
 import shlex
 import time
 import uuid
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from workbench.errors import TargetError
 from workbench.runner.daemon import remote_exited
-from workbench.runner.targets.base import CmdResult, Target, supervise
+from workbench.runner.targets.base import LOCK_NAME, CmdResult, Target, supervise
 
 RECONNECT_ATTEMPTS = 5
 RECONNECT_DELAY_S = 1.0
@@ -58,6 +58,10 @@ class SshTarget(Target):
     def work_root(self, options: Mapping[str, Any]) -> str | None:
         return str(options.get("work_dir", "/tmp/wb-runs")) + f"/{uuid.uuid4().hex[:12]}"
 
+    def lock_file(self, options: Mapping[str, Any], config_path: str | None) -> str | None:
+        # Without a config file, the remote work folder stands for the deployment.
+        return super().lock_file(options, config_path) or str(PurePosixPath(str(options.get("work_dir", "/tmp/wb-runs"))) / LOCK_NAME)
+
     def summary(self) -> str:
         return "ssh:" + ",".join(self.describe(h) for h in self.hosts)
 
@@ -70,12 +74,25 @@ class SshTarget(Target):
             opts["username"] = s.user
         if s.port:
             opts["port"] = s.port
-        if s.known_hosts:
-            # Never None: None would switch host key checking off.
-            opts["known_hosts"] = str(Path(s.known_hosts).expanduser())
+        # Always an explicit file, never None and never left to ~/.ssh/config: asyncssh takes None, or a config's
+        # `UserKnownHostsFile none`, as "do not check", and wb must verify every host key.
+        opts["known_hosts"] = self.known_hosts_file()
         if s.identity_file:
             opts["client_keys"] = [str(Path(s.identity_file).expanduser())]
         return opts
+
+    def known_hosts_file(self) -> str:
+        return str(Path(self.spec.known_hosts or "~/.ssh/known_hosts").expanduser())
+
+    def _check_known_hosts(self) -> None:
+        kh = self.known_hosts_file()
+        if not Path(kh).is_file():
+            port = self.spec.port or 22
+            raise TargetError(
+                f"the known_hosts file {kh} does not exist: wb verifies every SSH host key and has none to check "
+                f"{', '.join(self.describe(h) for h in self.hosts)} against",
+                hint=f"fetch the key on a trusted path (`ssh-keyscan -p {port} HOST`), compare its fingerprint with "
+                     f"the host's own, then add it to {kh} (or set known_hosts: in the profile's target)")
 
     def describe(self, host: str) -> str:
         user = f"{self.spec.user}@" if self.spec.user else ""
@@ -89,8 +106,8 @@ class SshTarget(Target):
             argv += [port_flag, str(self.spec.port)]
         if self.spec.identity_file:
             argv += ["-i", self.spec.identity_file]
-        if self.spec.known_hosts:
-            argv += ["-o", f"UserKnownHostsFile={self.spec.known_hosts}"]
+        # The printed commands verify host keys as wb does, whatever the operator's ssh config says.
+        argv += ["-o", f"UserKnownHostsFile={self.known_hosts_file()}", "-o", "StrictHostKeyChecking=yes"]
         if self.spec.jump:
             argv += ["-J", self.spec.jump]
         return argv
@@ -136,6 +153,7 @@ class SshTarget(Target):
     async def _connect(self, host: str) -> Any:
         import asyncssh
 
+        self._check_known_hosts()
         opts = self._options()
         try:
             tunnel = None

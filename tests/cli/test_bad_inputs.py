@@ -1,0 +1,134 @@
+"""The bad-input corpus (tests/data/bad_inputs/*.yaml): each case runs through the real `wb` CLI and must exit 2
+with one `Error:` naming the file:line or the flag, no traceback, and the store untouched.
+
+A case is data: `args` (with {root}, {db}, {csv}, {out} filled in), optional `edit` (replace text in a copied
+workbench file), `write` (create a file: `text`, or `chunk` repeated `count` times between `prefix` and
+`suffix`), `store: true` (start from a store holding the seed evidence), `expect` (a fragment of the message)
+and `where` (a regular expression the message must match: a file:line, a flag, a column).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "bad_inputs"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cases() -> list[dict]:
+    out = []
+    for f in sorted(DATA.glob("*.yaml")):
+        for case in yaml.safe_load(f.read_text(encoding="utf-8")) or []:
+            case["_file"] = f.name
+            out.append(case)
+    return out
+
+
+CASES = _cases()
+
+
+def _fill(text: str, ctx: dict[str, str]) -> str:
+    for k, v in ctx.items():
+        text = text.replace("{" + k + "}", v)
+    return text
+
+
+def _prepare(case: dict, root: Path, seed_csv: Path, cli=None) -> dict[str, str]:
+    shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
+    shutil.copytree(REPO / "experiments", root / "experiments")
+    shutil.copy(seed_csv, root / "seed.csv")
+    if case.get("store"):
+        code, _, err = cli("import", "evidence", str(seed_csv), "--db", str(root / "store.duckdb"),
+                           "--root", str(root))
+        assert code == 0, err
+    ctx = {"root": str(root), "db": str(root / "store.duckdb"), "csv": str(root / "seed.csv"),
+           "out": str(root / "site")}
+    for e in case.get("edit", []):
+        path = root / e["file"]
+        text = path.read_text(encoding="utf-8")
+        assert e["old"] in text, f"{case['id']}: {e['old']!r} not in {e['file']}"
+        path.write_text(text.replace(e["old"], _fill(e["new"], ctx), 1), encoding="utf-8")
+    for w in case.get("write", []):
+        path = root / w["file"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if "chunk" in w:
+            body = w.get("prefix", "") + w["chunk"] * int(w["count"]) + w.get("suffix", "")
+        else:
+            body = _fill(w.get("text", ""), ctx)
+        if w.get("mode") == "dir":
+            path.mkdir(parents=True, exist_ok=True)
+        else:
+            path.write_bytes(body.encode("utf-8", "surrogatepass"))
+    return ctx
+
+
+def _digest(path: Path) -> str | None:
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    return "dir" if path.is_dir() else None
+
+
+def _check(case: dict, code: int, err: str, ctx: dict[str, str]) -> None:
+    assert "Traceback" not in err, err
+    assert code == 2, (code, err)
+    assert err.startswith("Error: "), err
+    assert _fill(case["expect"], ctx) in err, err
+    if case.get("where"):
+        assert re.search(_fill(case["where"], ctx), err), (case["where"], err)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_bad_input_exits_2_with_one_error_and_writes_nothing(case, tmp_path, seed_csv, cli, monkeypatch):
+    root = tmp_path / "wb"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("WB_DB", raising=False)
+    monkeypatch.setenv("WB_ROOT", str(root))
+    ctx = _prepare(case, root, seed_csv, cli)
+    before = {p: _digest(p) for p in (root / "store.duckdb", root / "wb.duckdb")}
+    args = [_fill(a, ctx) for a in case["args"]]
+    code, _, err = cli(*args)
+    _check(case, code, err, ctx)
+    after = {p: _digest(p) for p in before}
+    assert after == before, "a refused input must not create or change a store"
+
+
+SUBPROCESS = [c for c in CASES if c.get("subprocess")]
+
+
+@pytest.mark.parametrize("case", SUBPROCESS, ids=[c["id"] for c in SUBPROCESS])
+def test_bad_input_through_a_real_process(case, tmp_path, seed_csv):
+    root = tmp_path / "wb"
+    root.mkdir()
+    ctx = _prepare(case, root, seed_csv)
+    args = [_fill(a, ctx) for a in case["args"]]
+    env = {k: v for k, v in __import__("os").environ.items() if k != "WB_DB"}
+    res = subprocess.run([sys.executable, "-m", "workbench.cli.main", *args], cwd=root, capture_output=True,
+                         text=True, timeout=120, env={**env, "WB_ROOT": str(root)})
+    _check(case, res.returncode, res.stderr, ctx)
+    assert not (root / "store.duckdb").exists() and not (root / "wb.duckdb").exists()
+
+
+def test_the_corpus_is_large_enough():
+    assert len(CASES) >= 150
+    assert len({c["id"] for c in CASES}) == len(CASES), "case ids must be unique"
+
+
+def test_a_utf8_bom_in_evidence_is_not_part_of_the_header(tmp_path, cli):
+    """A spreadsheet's BOM once made the first column `\\ufeffrun_id` ("no run_id column")."""
+    root = tmp_path / "wb"
+    root.mkdir()
+    shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
+    shutil.copytree(REPO / "experiments", root / "experiments")
+    csv = root / "bom.csv"
+    csv.write_text("\ufeffrun_id,index_k_dtype,hicache,nixl_abort_fix,leak\nr1,bf16,on,off,3\n", encoding="utf-8")
+    code, out, err = cli("import", "evidence", str(csv), "--db", str(root / "s.duckdb"), "--root", str(root))
+    assert code == 0, err

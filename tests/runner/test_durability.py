@@ -1,0 +1,147 @@
+"""Nothing lost: a run's results survive a reader holding the store and a kill -9 after the run ended, and
+`--resume` settles half-written rows, stops orphaned children and exits 0 once the plan is complete."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+from runner_kit import edit_profile
+from sqlalchemy import text
+
+from workbench.store import open_store
+
+WB = [sys.executable, "-m", "workbench.cli.main"]
+
+
+def _rows(db: str, sql: str):
+    store = open_store(db, read_only=True)
+    try:
+        with store.connect() as conn:
+            return [tuple(r) for r in conn.execute(text(sql)).all()]
+    finally:
+        store.dispose()
+
+
+def _start(toy, *extra: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--json", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+def _until(cond, proc: subprocess.Popen | None = None, limit_s: float = 120) -> None:
+    t0 = time.monotonic()
+    while not cond():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(proc.communicate()[1][-2000:])
+        assert time.monotonic() - t0 < limit_s
+        time.sleep(0.05)
+
+
+def _hold(db: str) -> duckdb.DuckDBPyConnection:
+    """Take the store's file lock the way another process (a notebook, the duckdb shell) would."""
+    t0 = time.monotonic()
+    while True:
+        try:
+            return duckdb.connect(db)
+        except duckdb.Error:
+            assert time.monotonic() - t0 < 60
+            time.sleep(0.05)
+
+
+def _journal(toy) -> list[Path]:
+    return list((toy.root / ".wb" / "artifacts").glob("execution-*/journal/run-*.json"))
+
+
+def test_a_reader_holding_the_store_past_the_lock_wait_loses_no_run(toy):
+    proc = _start(toy, env={"WB_DB_LOCK_WAIT": "1"})
+    _until(lambda: len(toy.restarts()) >= 1, proc)
+    conn = _hold(toy.db)
+    try:
+        _until(lambda: bool(_journal(toy)), proc)  # a run ended while the store was held
+        time.sleep(3)  # well past the 1 s lock wait
+    finally:
+        conn.close()
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    assert [r["status"] for r in json.loads(out)["runs"]] == ["ok"] * 4
+    assert _rows(toy.db, "SELECT count(*) FROM units")[0][0] == 40
+    assert not _journal(toy)
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_kill_9_after_a_run_ended_then_resume_keeps_that_run(toy):
+    proc = _start(toy, env={"WB_DB_LOCK_WAIT": "1"})
+    _until(lambda: len(toy.restarts()) >= 1, proc)
+    conn = _hold(toy.db)
+    try:
+        _until(lambda: bool(_journal(toy)), proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        conn.close()
+    assert toy.conf.read_bytes() != toy.original
+    (journaled,) = [json.loads(p.read_text()) for p in _journal(toy)]
+    res = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--resume", "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert toy.conf.read_bytes() == toy.original
+    runs = {r["id"]: r for r in json.loads(res.stdout)["runs"]}
+    assert runs[journaled["run_id"]]["status"] == "ok"  # written from the journal, not redone
+    (n,) = _rows(toy.db, f"SELECT count(*) FROM units WHERE run_id = {journaled['run_id']}")[0]
+    assert n == 10
+    assert sorted(r["status"] for r in runs.values() if r["status"] == "ok") == ["ok"] * 4
+    assert not [r for r in runs.values() if r["status"] in ("pending", "running")]
+
+
+def test_kill_9_mid_workload_then_resume_stops_the_orphan_and_exits_0(toy):
+    flag = toy.state / "slow"
+    flag.touch()
+    edit_profile(toy.root, 'workload: {command: "{{ python }}',
+                 f'workload: {{command: "while [ -e {flag} ]; do sleep 0.2; done; {{{{ python }}}}')
+    proc = _start(toy)
+    children = toy.root / ".wb" / "artifacts"
+
+    def workload() -> list[int]:
+        found = []
+        for p in children.glob("execution-*/children/*"):
+            try:
+                if p.name.isdigit() and b"while [ -e" in Path(f"/proc/{p.name}/cmdline").read_bytes():
+                    found.append(int(p.name))
+            except OSError:
+                pass
+        return found
+
+    _until(lambda: bool(workload()), proc)
+    (pgid,) = workload()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    os.kill(pgid, 0)  # the workload outlived its runner
+    flag.unlink()
+    flag.touch()  # still slow: only the reaping can end the orphan before the resume's own runs
+    res_proc = _start(toy, "--resume")
+    _until(lambda: not _alive(pgid), res_proc, limit_s=60)
+    flag.unlink()
+    out, err = res_proc.communicate(timeout=300)
+    assert res_proc.returncode == 0, err[-2000:]
+    statuses = [r["status"] for r in json.loads(out)["runs"]]
+    assert statuses.count("ok") == 4 and set(statuses) <= {"ok", "interrupted"}
+    assert toy.conf.read_bytes() == toy.original
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (already reaped by nobody) counts as gone.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -1,0 +1,83 @@
+"""One experiment at a time per target: a lock file on the target host, held from snapshot to restore."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from runner_kit import add_toy_ssh_profile, edit_profile
+
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
+from workbench.runner.lock import LOCK_NAME, TargetBusy
+
+WB = [sys.executable, "-m", "workbench.cli.main"]
+
+
+def _lock_file(toy) -> Path:
+    return toy.state / f".serve.conf.{LOCK_NAME}"
+
+
+def _holder(pid: int, execution: str = "f" * 32) -> str:
+    import socket
+
+    from workbench.runner.lock import process_start
+
+    return json.dumps({"execution": execution, "host": socket.gethostname(), "pid": pid,
+                       "pid_start": process_start(pid), "since": "2026-12-01T09:00:00+00:00"}, sort_keys=True)
+
+
+def test_a_held_lock_refuses_the_second_run_before_touching_the_target(toy):
+    _lock_file(toy).write_text(_holder(os.getpid()) + "\n")
+    with pytest.raises(TargetBusy, match=rf"target local is in use by execution f{{32}} \(pid {os.getpid()} .*since "):
+        run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
+    assert toy.conf.read_bytes() == toy.original
+    assert toy.restarts() == []  # not restarted, not written
+    assert _lock_file(toy).read_text().startswith(_holder(os.getpid()))  # the owner's lock is left alone
+
+
+def test_a_stale_lock_of_a_dead_process_is_taken_over_and_released(toy):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    _lock_file(toy).write_text(_holder(dead.pid) + "\n")
+    summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
+    assert [r["status"] for r in summary["runs"]] == ["ok"] * 4
+    assert not _lock_file(toy).exists()
+    assert toy.conf.read_bytes() == toy.original
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, limit_s: float = 240) -> None:
+    t0 = time.monotonic()
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        assert time.monotonic() - t0 < limit_s, f"{path} never appeared"
+        time.sleep(0.1)
+
+
+def _concurrent(cmd_a: list[str], cmd_b: list[str], lock: Path) -> tuple[subprocess.CompletedProcess, tuple]:
+    a = subprocess.Popen(cmd_a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        _wait_for(lock, a)
+        b = subprocess.run(cmd_b, capture_output=True, text=True, env=dict(os.environ), timeout=300)
+        out_a = a.communicate(timeout=600)
+    finally:
+        if a.poll() is None:
+            a.kill()
+    return b, (a.returncode, *out_a)
+
+
+def test_two_concurrent_runs_over_ssh_one_is_refused(toy, ssh_server):
+    add_toy_ssh_profile(toy, ssh_server)
+    edit_profile(toy.root, 'workload: {command: "{{ python }}', 'workload: {command: "sleep 2; {{ python }}')
+    cmd = WB + ["hypothesis", "run", "toy-fix", "--target", "ssh", "--json"]
+    b, (rc_a, out_a, err_a) = _concurrent(cmd + ["--db", str(toy.root / "a.duckdb")],
+                                          cmd + ["--db", str(toy.root / "b.duckdb")], _lock_file(toy))
+    assert b.returncode == 1, b.stderr[-2000:]
+    assert "is in use by execution" in b.stderr and "Traceback" not in b.stderr
+    assert rc_a == 0, err_a[-2000:]
+    assert [r["status"] for r in json.loads(out_a)["runs"]] == ["ok"] * 4
+    assert toy.conf.read_bytes() == toy.original and not _lock_file(toy).exists()

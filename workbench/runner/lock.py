@@ -1,0 +1,156 @@
+"""A per-target lock: a small file on the target host, created atomically, held from snapshot to restore.
+
+Two experiments on one deployment would overwrite each other's config between a restart and a
+measurement and store runs under the wrong arm. The lock file is created with the shell's noclobber
+(an O_EXCL create, on this machine or over SSH alike) and holds who owns it: the execution's UUID,
+the runner's host, pid, the pid's start time and when it was taken. A lock whose owner ran on this
+machine and is gone (or whose pid now belongs to another process) is stale and taken over; a lock of
+the same execution (a resume after kill -9) is taken over too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import socket
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import PurePosixPath
+from typing import Any
+
+from workbench.errors import RunFailure, TargetError
+from workbench.runner.targets.base import LOCK_NAME, Target  # noqa: F401 (LOCK_NAME: part of this module's interface)
+
+ACQUIRED = "WB-LOCK-ACQUIRED"
+
+
+class TargetBusy(RunFailure):
+    """Another execution holds the target's lock; nothing on the target was touched."""
+
+
+def process_start(pid: int) -> str | None:
+    """The kernel's start time of `pid` (clock ticks since boot), which tells a reused pid from its first owner."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def pid_alive(pid: int, start: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    now = process_start(pid)
+    return start is None or now is None or now == start
+
+
+@dataclass
+class Holder:
+    execution: str
+    host: str
+    pid: int
+    pid_start: str | None
+    since: str
+
+    @classmethod
+    def me(cls, execution: str) -> "Holder":
+        pid = os.getpid()
+        return cls(execution, socket.gethostname(), pid, process_start(pid),
+                   datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    def text(self) -> str:
+        return json.dumps(self.__dict__, sort_keys=True)
+
+    @classmethod
+    def parse(cls, text: str) -> "Holder | None":
+        try:
+            d = json.loads(text)
+            return cls(str(d["execution"]), str(d["host"]), int(d["pid"]), d.get("pid_start"), str(d["since"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def stale(self) -> bool:
+        """True when the owner ran on this machine and is gone; an owner elsewhere cannot be checked."""
+        return self.host == socket.gethostname() and not pid_alive(self.pid, self.pid_start)
+
+
+def lock_path(target: Target, host: str, config_path: str | None, options: dict[str, Any]) -> str | None:
+    """Where the lock lives on `host`: an explicit `lock_path` option, else where the target keeps it (pdsim's
+    folder, next to the config file the experiment rewrites, the remote work folder). None: nothing to protect."""
+    if options.get("lock_path"):
+        return str(options["lock_path"])
+    return target.lock_file(options, config_path)
+
+
+class TargetLock:
+    """The locks of one execution on each host of its target."""
+
+    def __init__(self, target: Target, paths: dict[str, str], execution: str) -> None:
+        self.target = target
+        self.paths = paths
+        self.me = Holder.me(execution)
+        self.held: list[str] = []
+
+    async def _try(self, host: str, path: str) -> str | None:
+        """None when acquired; else the current holder's text."""
+        q = shlex.quote(path)
+        cmd = (f"mkdir -p {shlex.quote(str(PurePosixPath(path).parent))} && "
+               f"if ( set -C; printf '%s\\n' {shlex.quote(self.me.text())} > {q} ) 2>/dev/null; "
+               f"then echo {ACQUIRED}; else cat {q}; fi")
+        res = await self.target.run(host, cmd, timeout=60)
+        if not res.ok:
+            raise TargetError(f"cannot create the lock {path} on {self.target.describe(host)}: {res.excerpt(300)}")
+        return None if res.stdout.strip() == ACQUIRED else res.stdout.strip()
+
+    async def _break(self, host: str, path: str, seen: str) -> None:
+        """Remove a stale lock, only while it still holds what was judged stale."""
+        q = shlex.quote(path)
+        await self.target.run(host, f'[ "$(cat {q} 2>/dev/null)" = {shlex.quote(seen)} ] && rm -f {q}; true',
+                              timeout=60)
+
+    async def acquire(self) -> None:
+        """Take every host's lock, or release what was taken and raise TargetBusy."""
+        try:
+            for host, path in self.paths.items():
+                await self._acquire_one(host, path)
+        except BaseException:
+            await self.release()
+            raise
+
+    async def _acquire_one(self, host: str, path: str) -> None:
+        for attempt in range(4):
+            seen = await self._try(host, path)
+            if seen is None:
+                self.held.append(host)
+                return
+            holder = Holder.parse(seen)
+            if holder is None and attempt == 0:
+                await asyncio.sleep(0.5)  # an owner between its create and its write: look again
+                continue
+            if holder is None or holder.stale() or holder.execution == self.me.execution:
+                await self._break(host, path, seen)
+                continue
+            where = self.target.describe(host)
+            raise TargetBusy(
+                f"target {where} is in use by execution {holder.execution} "
+                f"(pid {holder.pid} on {holder.host}, since {holder.since})",
+                hint=f"wait for it to finish; if no wb runs there any more, remove {path} on {where}")
+        raise TargetBusy(f"could not take the lock {path} on {self.target.describe(host)} (it kept changing)")
+
+    async def release(self) -> None:
+        """Remove the locks this execution holds (never another's); best effort, never raises."""
+        mine = shlex.quote(self.me.text())
+        for host in list(self.held):
+            q = shlex.quote(self.paths[host])
+            try:
+                await self.target.run(host, f'[ "$(cat {q} 2>/dev/null)" = {mine} ] && rm -f {q}; true', timeout=60)
+            except (TargetError, OSError):
+                pass
+            self.held.remove(host)

@@ -1,0 +1,82 @@
+"""Secrets never stored or shown: values of variables declared `secret: true`, every profile `env` value,
+and credentials inside URLs (`scheme://user:PASSWORD@host`).
+
+The runner registers the values it knows; every text column is redacted as a session flushes (one
+hook at the store boundary, `workbench.store.redaction`, so a new column or a new writer cannot forget it), and what the CLI prints
+goes through `redact` as well. Redaction replaces the value itself, not only entries whose key looks
+secret: a value reaches the store inside rendered configs, commands, errors and JSON blobs.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+MASK = "<redacted>"
+MIN_LEN = 4  # a shorter value is masked where it is a named entry, not everywhere it occurs as text
+_URL_CREDS = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'\"]*):(?P<pw>[^@\s/'\"]+)@")
+
+_lock = threading.Lock()
+_values: set[str] = set()
+_names: set[str] = set()
+
+
+def register(*, values: Any = (), names: Any = ()) -> None:
+    """Remember secret values (and the names they go by) for the rest of this process."""
+    with _lock:
+        _values.update(str(v) for v in values if v is not None and str(v) != "")
+        _names.update(str(n) for n in names)
+
+
+def clear() -> None:
+    """Forget every registered secret (tests)."""
+    with _lock:
+        _values.clear()
+        _names.clear()
+
+
+def redact_text(text: str, mask: str = MASK) -> str:
+    if not text:
+        return text
+    out = _URL_CREDS.sub(lambda m: f"{m.group('head')}:{mask}@", text)
+    with _lock:
+        values = sorted((v for v in _values if len(v) >= MIN_LEN), key=len, reverse=True)
+        names = list(_names)
+    for v in values:
+        if v in out:
+            out = out.replace(v, mask)
+    for n in names:
+        # A named entry in JSON or in key=value text, whatever the value's length.
+        out = re.sub(rf'("{re.escape(n)}"\s*:\s*)"(?:[^"\\]|\\.)*"', lambda m: f'{m.group(1)}"{mask}"', out)
+        out = re.sub(rf"(?m)(^|[\s,;]){re.escape(n)}=(?!{re.escape(mask)})\S*", lambda m: f"{m.group(1)}{n}={mask}",
+                     out)
+    return out
+
+
+def redact(obj: Any) -> Any:
+    """A copy of a JSON-like value with every string redacted (and every secret-named entry masked)."""
+    if isinstance(obj, str):
+        return redact_text(obj)
+    if isinstance(obj, dict):
+        with _lock:
+            names = set(_names)
+        return {k: (MASK if k in names and v is not None else redact(v)) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(redact(v) for v in obj)
+    return obj
+
+
+def register_registry(registry: Any) -> None:
+    """What a registry declares secret: secret variables' listed values and defaults, every profile's env values."""
+    values: list[Any] = []
+    names: list[str] = []
+    for exp in registry.experiments.values():
+        for name, spec in exp.variables.items():
+            if getattr(spec, "secret", False):
+                names.append(name)
+                values += [spec.default, *(spec.values or [])]
+        for prof in exp.profiles.values():
+            names += list(prof.env)
+            values += [v for v in prof.env.values() if "{{" not in v]
+    register(values=values, names=names)
