@@ -84,9 +84,11 @@ def rich(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> dict[str
     store = open_store(str(db))
     try:
         with store.session() as session:
-            ids = synth.seed_store(session, registry, base / "logs")
+            # Logs under the workbench's artifact root: the report embeds only artifacts found there.
+            logs = root / ".wb" / "artifacts" / "rich"
+            ids = synth.seed_store(session, registry, logs)
             ids["dsml"] = synth.add_ab_execution(
-                session, registry, "token-granular-geometry-deployment", art_dir=base / "logs", replicates=1,
+                session, registry, "token-granular-geometry-deployment", art_dir=logs, replicates=1,
                 leak_rate={"control": 0.3, "treatment": 0.3}, seed=9,
                 log_lines=[f"[decode] tool call: {synth.DSML_CALL}"])
             for hid, verdict in (("live-hostpool-control", "supported"), ("dead-code-hicache-off", "inconclusive"),
