@@ -6,7 +6,6 @@ head and tail with a link to the full copy.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -44,11 +43,9 @@ def _resolve(path: str, roots: list[Path]) -> Path | None:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    from workbench.store.records import sha256_file
+
+    return sha256_file(path)
 
 
 def _copy(src: Path, dest: Path) -> None:

@@ -163,11 +163,9 @@ async def _inject(h: Harness, stage: str, pr: PlannedRun) -> None:
 
 
 def _sha256(path: Path) -> str:
-    hsh = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            hsh.update(chunk)
-    return hsh.hexdigest()
+    from workbench.store.records import sha256_file
+
+    return sha256_file(path)
 
 
 async def wait_healthy(target: Target, host: str, urls: list[str], attempts: int, interval: float,

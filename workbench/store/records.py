@@ -49,6 +49,15 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def sha256_file(path: Any) -> str:
+    """The sha256 of a file's bytes, read in 1 MiB chunks (artifacts can be large)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def _get_or_add(session: Session, model: Any, where: tuple[Any, ...], make: Any) -> Any:
     """The row matching `where`, or a new one from `make()`.
 
