@@ -207,9 +207,10 @@ def test_identical_replicates_count_as_one_run(store, registry):
 
 
 def test_binomial_replicates_keep_the_pooled_interval(store, registry):
+    # Each replicate with its own workload seed: independent samples, and their spread says binomial.
     ex = add_execution(store)
     for r, leaks in enumerate((10, 16, 12, 18), start=1):
-        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
                 outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
         add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
                 outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})

@@ -16,15 +16,25 @@ from 1 in either direction:
   tell chance agreement from copying, and counting a copy twice is the error that costs verdicts;
 - otherwise the pooled binomial stands.
 
+Replicates that replayed one workload (one recorded seed) count as one run whatever their spread
+(`effective`). The drift check reports a departure either way as a finding; only possible drift (a
+trend over replicate order, or too few runs to rule one out) holds the verdict back (`drift_holds`).
+The A/A check pools the two control copies' within-arm spread to choose its variance model at a looser
+level (`pooled_dispersion`, `aa_joint`), because its alarm voids an execution.
+
 One run cannot show between-run variation: its units are taken as independent, and the reasoning
-says so.
+says so. The seed's evidence (14/80, one run) is judged that way, and falsified: its Wilson interval
+[0.107, 0.273] clears 0.02 so far that a design effect of 24 would still leave it above (wilson(14/24,
+80/24) has lower bound 0.021; an ICC of 0.1 over 80 sessions gives 8.9); the attrition flag says what
+else it lacks. A sequential
+verdict never stops on one run (sequential.MIN_LOOKS).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Sequence
+from typing import Any, Sequence
 
 # The screen that decides whether the pooled binomial may stand: a departure from binomial with
 # p below this (either direction) switches to the run-level interval. It is deliberately loose:
@@ -73,35 +83,41 @@ def _pearson(ks: Sequence[float], ns: Sequence[float]) -> float:
     return sum((ki - ni * p) ** 2 / (ni * p * (1 - p)) for ki, ni in zip(ks, ns) if ni > 0)
 
 
-@lru_cache(maxsize=65536)
-def _null_tails(ks: tuple[int, ...], ns: tuple[int, ...], x2: float) -> tuple[float, float]:
-    """P(X^2 >= observed), P(X^2 <= observed) given the total: exact for two runs, seeded simulation beyond."""
+@lru_cache(maxsize=8192)
+def _null_distribution(k: int, ns: tuple[int, ...]) -> tuple[Any, Any]:
+    """Pearson's X^2 over runs of sizes `ns` when every unit is independent with one rate, given the
+    total `k`: (statistics, probabilities). Exact for two runs, a seeded simulation beyond. It depends on
+    the total only (not on how it split), so one table serves every split of it: the cache key."""
     import numpy as np
 
-    k, n = sum(ks), np.asarray(ns, float)
+    n = np.asarray(ns, float)
     p = k / n.sum()
     scale = n * p * (1 - p)
-    tol = 1e-9 * max(1.0, x2)
-    if len(ks) == 2:
+    if len(ns) == 2:
         from scipy.stats import hypergeom
 
         lo, hi = max(0, k - ns[1]), min(k, ns[0])
         a = np.arange(lo, hi + 1)
         pmf = hypergeom.pmf(a, int(n.sum()), ns[0], k)
-        stat = (a - n[0] * p) ** 2 / scale[0] + (k - a - n[1] * p) ** 2 / scale[1]
-    else:
-        rng = np.random.default_rng(20261201)
-        # Multivariate hypergeometric by successive conditional draws, each vectorised over the simulations.
-        left_k = np.full(SIMULATIONS, k, np.int64)
-        left_n = int(n.sum())
-        stat = np.zeros(SIMULATIONS)
-        for i, ni in enumerate(ns):
-            left_n -= ni
-            draw = left_k if i == len(ns) - 1 else rng.hypergeometric(ni, max(left_n, 0) or 1, left_k) \
-                if left_n > 0 else left_k
-            stat += (draw - n[i] * p) ** 2 / scale[i]
-            left_k = left_k - draw
-        pmf = np.full(SIMULATIONS, 1.0 / SIMULATIONS)
+        return (a - n[0] * p) ** 2 / scale[0] + (k - a - n[1] * p) ** 2 / scale[1], pmf
+    rng = np.random.default_rng(20261201)
+    # Multivariate hypergeometric by successive conditional draws, each vectorised over the simulations.
+    left_k = np.full(SIMULATIONS, k, np.int64)
+    left_n = int(n.sum())
+    stat = np.zeros(SIMULATIONS)
+    for i, ni in enumerate(ns):
+        left_n -= ni
+        draw = left_k if i == len(ns) - 1 else rng.hypergeometric(ni, max(left_n, 0) or 1, left_k) \
+            if left_n > 0 else left_k
+        stat += (draw - n[i] * p) ** 2 / scale[i]
+        left_k = left_k - draw
+    return stat, np.full(SIMULATIONS, 1.0 / SIMULATIONS)
+
+
+def _null_tails(ks: tuple[int, ...], ns: tuple[int, ...], x2: float) -> tuple[float, float]:
+    """P(X^2 >= observed), P(X^2 <= observed) given the total."""
+    stat, pmf = _null_distribution(sum(ks), ns)
+    tol = 1e-9 * max(1.0, x2)
     return float(pmf[stat >= x2 - tol].sum()), float(pmf[stat <= x2 + tol].sum())
 
 
@@ -120,25 +136,31 @@ def dispersion(ks: Sequence[float], ns: Sequence[float]) -> Dispersion:
 def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool = False) -> Effective:
     """The arm's counts as the interval should see them, and why (see the module's docstring).
 
-    `replayed`: the runs replayed one workload (a per-replicate seed held at one value). Runs with no
-    events at all (or only events) then count as one run: their agreement is what copies of the same
-    sessions show, and with nothing to disperse no test can tell them from independent samples."""
+    `replayed`: the runs replayed one workload (a per-replicate seed held at one value). They then count
+    as one run (design effect R), whatever their measured agreement: copies of the same sessions
+    correlate by an unknown rho <= 1, whose design effect 1 + (R - 1) rho is at most R, and an estimate
+    of rho from a few runs is too noisy to lean on (the study measured 13% false supports at the
+    boundary under rho = 0.9 when the design effect came from phi)."""
     k, n = float(sum(ks)), float(sum(ns))
     d = dispersion(ks, ns)
     if d.runs <= 1:
         return Effective(k, n, k, n, 1.0, "binomial", None,
                          "one run: between-run variation cannot be measured, so its units are taken as independent", d)
-    if d.phi is None and replayed:
+    over = d.phi is not None and d.phi > 1 and d.p_over < SCREEN_P
+    if replayed and not over:
         deff = float(d.runs)
+        what = f"{'no' if k == 0 else 'only'} events" if d.phi is None else f"phi = {d.phi:.2g}"
         return Effective(k, n, k / deff, n / deff, deff, "run-level", None,
-                         f"{d.runs} runs of one replayed workload with {'no' if k == 0 else 'only'} events: "
-                         f"they agree as copies do, so they count as one run (design effect {d.runs})", d)
+                         f"{d.runs} runs of one replayed workload ({what}): copies of the same sessions hold "
+                         f"one run's evidence whatever their agreement, so they count as one run "
+                         f"(design effect {d.runs})", d)
     if d.phi is None:
         return Effective(k, n, k, n, 1.0, "binomial", None,
                          f"{d.runs} runs with {'no' if k == 0 else 'only'} events, each with its own workload: "
                          "nothing to disperse, pooled binomial", d)
-    if d.p_over < SCREEN_P and d.phi > 1:
-        return Effective(k, n, k / d.phi, n / d.phi, d.phi, "run-level", d.runs - 1,
+    if over:
+        deff = max(d.phi, float(d.runs)) if replayed else d.phi
+        return Effective(k, n, k / deff, n / deff, deff, "run-level", d.runs - 1,
                          f"the {d.runs} runs are over-dispersed (phi = {d.phi:.2g}, p = {d.p_over:.2g}): "
                          f"variance inflated by phi, Student t on {d.runs - 1} df", d)
     if d.phi < 1 - UNDER_TOL:
@@ -176,11 +198,12 @@ def divisor(e: Effective, alpha: float) -> float:
     applied to every earlier look too (the running intersection then uses one variance model)."""
     if e.df is None:
         return e.design_effect
-    from scipy.stats import norm, t
+    from scipy.stats import norm
 
-    return e.design_effect * (t.isf(alpha / 2, e.df) / norm.isf(alpha / 2)) ** 2
+    return e.design_effect * (norm.isf(level_alpha(alpha, e.df) / 2) / norm.isf(alpha / 2)) ** 2
 
 
+@lru_cache(maxsize=1024)
 def level_alpha(alpha: float, df: int | None) -> float:
     """The alpha whose normal quantile is Student's t quantile at alpha on df degrees of freedom."""
     if df is None:
@@ -201,3 +224,89 @@ def rate_interval(e: Effective, alpha: float = 0.05) -> tuple[float, float]:
 
 def interval_label(e: Effective) -> str:
     return "Wilson 95%" if e.df is None else f"Wilson 95% (t, {e.df} df)"
+
+
+# Kendall's exact test on R runs without ties reaches p = 2 / R! at best: below six runs it cannot reach
+# FLAG_P, so drift cannot be ruled out there.
+TREND_MIN_RUNS = 6
+
+
+def trend(rates: Sequence[float]) -> float:
+    """Two-sided p-value of a monotone trend in per-run rates over replicate order (Kendall's tau; exact
+    when there are no ties). Exchangeable runs (a between-run effect, an ICC) have no order, so this
+    separates drift of the target under the experiment, which no interval repairs, from between-run
+    variation, which the run-level interval accounts for. 1.0 below three runs (no order to test)."""
+    if len(rates) < 3 or len(set(rates)) < 2:
+        return 1.0
+    from scipy.stats import kendalltau
+
+    p = kendalltau(range(len(rates)), list(rates)).pvalue
+    return 1.0 if p != p else float(p)
+
+
+def drift_holds(d: Dispersion, rates: Sequence[float]) -> tuple[bool, float]:
+    """Whether over-dispersion (exact p < FLAG_P) holds the verdict back, and the trend's p-value: it
+    does when the rates trend over replicate order, or when there are too few runs (TREND_MIN_RUNS) for
+    the trend test to rule drift out. Otherwise the spread is between exchangeable runs, and the
+    run-level interval carries it (holding it back made an ICC of 0.1 undecidable at any budget)."""
+    if d.p_over >= FLAG_P:
+        return False, 1.0
+    p = trend(rates)
+    return p < FLAG_P or len(rates) < TREND_MIN_RUNS, p
+
+
+# The A/A check routes on the runs of both control copies pooled, at this looser level: an alarm there
+# declares the whole execution invalid, so its between-run variance is assumed unless binomial is
+# plausible at 1 - AA_SCREEN_P. At SCREEN_P the study measured 6% false alarms (ICC 0.03 and 0.1, two
+# replicates per arm); at 0.5 with the corrected interval, 3.6% at most and 0.2% with independent runs.
+AA_SCREEN_P = 0.5
+
+
+def pooled_dispersion(arms: Sequence[tuple[Sequence[float], Sequence[float]]]) -> Dispersion:
+    """Within-arm dispersion pooled over arms that share one condition (the A/A check's two control
+    copies): sum of each arm's Pearson X^2 around its own rate, on sum(R_i - 1) degrees of freedom, so a
+    difference between the arms (what the A/A check tests) does not count as between-run spread. Exact
+    for arms of two runs (the convolution of their exact null distributions); otherwise each arm's
+    simulated null draws are paired with another arm's draws offset by a fixed stride (independent
+    draws of one stream). Arms without events (or with only events) carry no spread and no df."""
+    import numpy as np
+
+    x2, dfs, stat, pmf = 0.0, 0, np.zeros(1), np.ones(1)
+    for j, (ks, ns) in enumerate(arms):
+        rows = sorted((round(k), round(n)) for k, n in zip(ks, ns) if n > 0)
+        k, n = sum(r[0] for r in rows), sum(r[1] for r in rows)
+        if len(rows) < 2 or k == 0 or k == n:
+            continue
+        x2 += _pearson([r[0] for r in rows], [r[1] for r in rows])
+        dfs += len(rows) - 1
+        s, p = _null_distribution(k, tuple(r[1] for r in rows))
+        if len(s) * len(stat) <= 250_000:
+            stat, pmf = (stat[:, None] + s[None, :]).ravel(), (pmf[:, None] * p[None, :]).ravel()
+        else:
+            s, p = np.roll(s, 977 * j), np.roll(p, 977 * j)
+            size = max(len(s), len(stat))
+            stat, pmf = np.resize(stat, size) + np.resize(s, size), np.full(size, 1.0 / size)
+    if dfs == 0:
+        return Dispersion(0, None, 1.0, 1.0)
+    tol = 1e-9 * max(1.0, x2)
+    return Dispersion(dfs + 1, x2 / dfs, min(1.0, float(pmf[stat >= x2 - tol].sum())),
+                      min(1.0, float(pmf[stat <= x2 + tol].sum())))
+
+
+def aa_joint(a: Effective, b: Effective, pooled: Dispersion) -> tuple[Effective, Effective]:
+    """The two control copies of an A/A check on one variance model: joint()'s, unless the pooled
+    within-arm dispersion is above 1 at p < AA_SCREEN_P, which then inflates both (with Student's t on
+    its pooled df). Routing on the pooled runs at a loose level is what keeps the A/A false-alarm rate
+    under alpha when a between-run ICC hides in two replicates per arm."""
+    a, b = joint(a, b)
+    if pooled.phi is None or pooled.phi <= 1 or pooled.p_over >= AA_SCREEN_P:
+        return a, b
+    if pooled.phi >= a.design_effect:
+        deff, df = pooled.phi, pooled.runs - 1
+    else:
+        deff, df = a.design_effect, a.df if a.df is not None else pooled.runs - 1
+
+    def rescale(e: Effective) -> Effective:
+        return replace(e, k_eff=e.k / deff, n_eff=e.n / deff, design_effect=deff, df=df, method="run-level")
+
+    return rescale(a), rescale(b)

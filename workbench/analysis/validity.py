@@ -282,39 +282,50 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
 
 def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Replicates of one arm should spread as independent samples do: Pearson's dispersion over runs, per
-    proportion, with exact tests in both directions. More spread than chance is drift or a between-run
-    effect; less is pseudo-replication (replicates that repeated the same sessions). Either way the
-    interval already treats the run as the unit (analysis.clustered); the finding says why it had to."""
+    proportion, with exact tests in both directions. More spread than chance is a between-run effect or
+    drift; less is pseudo-replication (replicates that repeated the same sessions). Either is a finding,
+    and the interval already treats the run as the unit (analysis.clustered). Only possible drift holds
+    the verdict back (clustered.drift_holds): over-dispersed rates that trend over replicate order, or
+    too few runs to rule a trend out; drift is the target changing under the experiment, which no
+    interval repairs. Exchangeable spread (runs that differ without order) is what the run-level
+    interval is for; holding every over-dispersed arm back made a between-run ICC of 0.1 undecidable
+    at any number of replicates."""
     out: dict[str, Any] = {}
-    flagged = []
+    flagged, trends = [], []
     tested = 0
     for m in metrics:
         spec = exp.metrics.get(m)
         if spec is None or spec.kind != "proportion":
             continue
         for a, runs in arms.items():
-            rows = [(r, kn[0], kn[1]) for r in runs
+            rows = [(r, kn[0], kn[1]) for r in sorted(runs, key=lambda r: (r.replicate or 0, r.id))
                     for kn in [proportion_counts(r, spec, exp)] if kn is not None and kn[1] > 0]
             if len(rows) < 2:
                 continue
             d = clustered.dispersion([k for _, k, _ in rows], [n for _, _, n in rows])
             tested += 1
+            rates = [k / n for _, k, n in rows]
+            held, p_trend = clustered.drift_holds(d, rates)
             out.setdefault(a, {})[m] = {"p": d.p_over, "p_over": d.p_over, "p_under": d.p_under, "phi": d.phi,
-                                        "runs": len(rows), "rates": [k / n for _, k, n in rows]}
+                                        "p_trend": p_trend, "runs": len(rows), "rates": rates}
             counts = ", ".join(f"{k:g}/{n:g}" for _, k, n in rows[:6])
             if d.p_over < DRIFT_P:
                 flagged.append(f"{m} in {a} varies between replicates more than chance allows (dispersion "
                                f"{d.phi:.2g}, exact p = {d.p_over:.2g} over {len(rows)} runs: {counts})")
+                if held:
+                    trends.append(f"{m} in {a} trends over replicate order (Kendall p = {p_trend:.2g})"
+                                  if p_trend < DRIFT_P else f"{m} in {a}: {len(rows)} runs are too few to rule "
+                                  f"out a trend (Kendall's test needs {clustered.TREND_MIN_RUNS})")
             elif d.p_under < DRIFT_P:
                 flagged.append(f"{m} in {a} varies between replicates less than chance allows (dispersion "
                                f"{d.phi:.2g}, exact p = {d.p_under:.2g} over {len(rows)} runs: {counts}): "
                                "pseudo-replication, the replicates look like repeats of the same sessions")
     if flagged:
-        # Too much spread can be a trend (the target changing under the experiment), which no interval
-        # repairs: the verdict waits. Too little is repeated sessions, which the run-level interval handles.
-        over = any("more than chance" in f for f in flagged)
-        return check("drift", False, "; ".join(flagged) + ". The intervals count runs, not sessions, as the unit.",
-                     "inconclusive" if over else "none"), out
+        why = (" " + "; ".join(trends) + ": possible drift, which no interval repairs, so the verdict waits.") \
+            if trends else " No trend over replicate order: the spread is between runs, which the run-level " \
+            "interval carries."
+        return check("drift", False, "; ".join(flagged) + ". The intervals count runs, not sessions, as the unit."
+                     + why, "inconclusive" if trends else "none"), out
     if not tested:
         return check("drift", None, "fewer than two replicates per arm: drift not measurable"), out
     return check("drift", True, f"replicates spread as independent samples do ({tested} test(s), all exact "
@@ -325,10 +336,10 @@ def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]
              sequential: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """A/A: the control run twice. The difference interval is the noise floor; excluding 0 is a false alarm."""
     from workbench.analysis import sequential as seq
-    from workbench.analysis.predictions import _arm_effective, _effective_path, pooled
+    from workbench.analysis.predictions import _arm_effective, _effective_path, _replicate_counts, pooled
 
     out: dict[str, Any] = {}
-    alarms = []
+    alarms, waiting = [], []
     for m in metrics:
         spec = exp.metrics.get(m)
         if spec is None or spec.kind != "proportion":
@@ -336,15 +347,25 @@ def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]
         pa, pb = pooled(arms.get("control", []), m, exp), pooled(arms.get("control_aa", []), m, exp)
         if pa["n"] <= 0 or pb["n"] <= 0:
             continue
-        ea, eb = clustered.joint(_arm_effective(pa["per_run"], pa["replayed"]),
-                                 _arm_effective(pb["per_run"], pb["replayed"]))
+        arm_a, arm_b = _arm_effective(pa["per_run"], pa["replayed"]), _arm_effective(pb["per_run"], pb["replayed"])
+        ea, eb = clustered.joint(arm_a, arm_b)
         (path_a, ea), (path_b, eb) = _effective_path(pa["per_run"], ea), _effective_path(pb["per_run"], eb)
         if sequential:
             ci = seq.difference_sequence(path_a, path_b)
         else:
-            ci = stats.newcombe(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, clustered.level_alpha(stats.ALPHA, ea.df))
+            # An alarm voids the execution: the copies' runs pooled decide the variance model at a loose
+            # level (clustered.aa_joint), and the continuity-corrected interval keeps alarms under alpha.
+            reps = [_replicate_counts(x["per_run"]) for x in (pa, pb)]
+            pooled_d = clustered.pooled_dispersion([([k for k, _ in r], [n for _, n in r]) for r in reps])
+            ea, eb = clustered.aa_joint(arm_a, arm_b, pooled_d)
+            ci = stats.newcombe_cc(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, clustered.level_alpha(stats.ALPHA, ea.df))
         p = stats.fisher(int(pa["k"]), int(pa["n"]), int(pb["k"]), int(pb["n"]))
-        alarm = not (ci[0] <= 0 <= ci[1])
+        # A sequential A/A check, like a sequential verdict, waits for seq.MIN_LOOKS replicates: one run
+        # per arm shows no between-run variation, and an alarm then would trust the binomial blindly.
+        early = sequential and min(len(path_a), len(path_b)) < seq.MIN_LOOKS
+        if early:
+            waiting.append(m)
+        alarm = not early and not (ci[0] <= 0 <= ci[1])
         out[m] = {"control": [pa["k"], pa["n"]], "control_aa": [pb["k"], pb["n"]], "difference_interval": list(ci),
                   "noise_floor": max(abs(ci[0]), abs(ci[1])), "fisher_p": p, "false_alarm": alarm}
         if alarm:
@@ -354,6 +375,9 @@ def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]
         return check("a/a", None, "no proportion recorded in both control copies", "inconclusive"), out
     if alarms:
         return check("a/a", False, "false alarm between identical arms: " + "; ".join(alarms), "invalid"), out
+    if len(waiting) == len(out):
+        return check("a/a", None, f"a sequential A/A check waits for replicate {seq.MIN_LOOKS}: one run per arm "
+                     "cannot show how much runs differ"), out
     return check("a/a", True, "no false alarm; noise floor " + ", ".join(
         f"{m} ±{v['noise_floor']:.3f}" for m, v in out.items())), out
 

@@ -1,0 +1,164 @@
+"""Run-level rules under dependence (#12, second pass): replayed workloads, drift versus between-run
+spread, the A/A check's variance model and interval, and the sequential A/A check's first look.
+
+Each rule here was changed because studies/verdict_study.py measured it breaking a goal; the test pins
+the rule on exact inputs, and where the store is involved, through analyze_stored on a real DuckDB."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from scipy.stats import hypergeom
+
+from workbench.analysis import analyze_stored, clustered, stats
+
+from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
+
+
+def _checks(a):
+    return {c.name: c for c in a.checks}
+
+
+# ----------------------------------------------------------------------------- replayed workloads
+
+def test_replayed_runs_with_events_count_as_one_run():
+    # Two replicates of one workload seed, 3 and 2 leaks of 80 (what rho = 0.9 copies look like). The
+    # design effect from phi would be 1 + (1 - 0.21) = 1.79, crediting 89 independent units; copies
+    # of the same 80 sessions hold 80 sessions' evidence.
+    e = clustered.effective([3, 2], [80, 80], replayed=True)
+    assert e.dispersion.phi == pytest.approx(0.2064516129)
+    assert e.design_effect == 2 and e.n_eff == 80 and e.k_eff == 2.5 and e.df is None
+    assert "one replayed workload" in e.reason
+    # The same counts from two workload seeds are independent samples: the under-dispersion rule applies.
+    assert clustered.effective([3, 2], [80, 80]).design_effect == pytest.approx(1 + (1 - 0.2064516129))
+
+
+def test_binomial_looking_replicates_of_one_seed_count_as_one_run(store, registry):
+    # 10, 16, 12, 18 of 80 spread as binomial samples do, but all four replayed seed 0: one run's worth.
+    ex = add_execution(store)
+    for r, leaks in enumerate((10, 16, 12, 18), start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})
+    (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex).predictions
+    assert p.method == "run-level" and p.n_effective == pytest.approx(80) and p.design_effect == 4
+    assert p.interval == pytest.approx(stats.wilson(14, 80))
+
+
+# ----------------------------------------------------------------------------- drift versus between-run spread
+
+def test_drift_holds_only_a_trend_or_too_few_runs_to_rule_one_out():
+    def held(ks):
+        d = clustered.dispersion(ks, [80] * len(ks))
+        return clustered.drift_holds(d, [k / 80 for k in ks])
+
+    # Over-dispersed (exact p < 0.01) without order: between-run spread, carried by the interval.
+    assert held([20, 2, 25, 5, 18, 30, 3, 22]) == (False, pytest.approx(0.7195436508))
+    # The same spread rising with the replicate: drift (Kendall exact p = 2 / 8! = 5.0e-5).
+    assert held([0, 2, 4, 8, 12, 16, 20, 24]) == (True, pytest.approx(4.96031746e-05))
+    # Four runs: Kendall's test cannot reach 0.01 (best 2/4! = 0.083), so drift is not ruled out.
+    assert held([0, 0, 30, 30])[0] is True
+    # Not over-dispersed at 0.01 (p = 0.0525): nothing to hold.
+    assert held([3, 0, 5, 1, 4, 0, 6, 2]) == (False, 1.0)
+
+
+def _treatment_runs(store, counts):
+    ex = add_execution(store)
+    for r, leaks in enumerate(counts, start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})
+    return ex
+
+
+def test_exchangeable_between_run_spread_is_a_finding_and_the_run_level_interval_decides(store, registry):
+    # Eight replicates with their own seeds whose rates differ far beyond binomial (phi = 9.3) in no
+    # order: an ICC, not drift. The run-level interval (phi, t on 7 df) is [0.107, 0.329]: falsified.
+    ex = _treatment_runs(store, (20, 2, 25, 5, 18, 30, 3, 22))
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    (p,) = a.predictions
+    assert p.method == "run-level" and p.interval == pytest.approx((0.10717319, 0.32921010), rel=1e-6)
+    drift = _checks(a)["drift"]
+    assert drift.passed is False and drift.effect == "none" and "No trend over replicate order" in drift.detail
+    assert p.outcome == "falsified" and a.verdict == "falsified", a.reasoning
+
+
+def test_a_trend_over_replicates_holds_the_verdict(store, registry):
+    # The same over-dispersion rising with the replicate: the target drifted, no interval repairs that.
+    ex = _treatment_runs(store, (0, 2, 4, 8, 12, 16, 20, 24))
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    drift = _checks(a)["drift"]
+    assert drift.passed is False and drift.effect == "inconclusive" and "trends over replicate order" in drift.detail
+    assert a.verdict == "inconclusive"
+
+
+# ----------------------------------------------------------------------------- the A/A check
+
+def test_pooled_within_arm_dispersion_is_the_exact_convolution():
+    # Two arms of two runs of 10 units: X^2 summed over arms, each around its own rate; its exact null
+    # given each arm's total is the convolution of two hypergeometric splits, enumerated here directly.
+    arms = [([2, 5], [10, 10]), ([1, 6], [10, 10])]
+    d = clustered.pooled_dispersion(arms)
+
+    def x2(ks):
+        p = sum(ks) / 20
+        return sum((k - 10 * p) ** 2 / (10 * p * (1 - p)) for k in ks)
+
+    observed = x2([2, 5]) + x2([1, 6])
+    tail = 0.0
+    for a, b in itertools.product(range(8), range(8)):
+        stat = x2([a, 7 - a]) + x2([b, 7 - b])
+        if stat >= observed - 1e-9:
+            tail += hypergeom.pmf(a, 20, 10, 7) * hypergeom.pmf(b, 20, 10, 7)
+    assert d.phi == pytest.approx(observed / 2) and d.runs == 3
+    assert d.p_over == pytest.approx(tail, rel=1e-12)
+    # An arm without events carries no spread and no degrees of freedom.
+    assert clustered.pooled_dispersion([([0, 0], [80, 80]), ([4, 8], [80, 80])]).runs == 2
+
+
+def test_continuity_corrected_newcombe_matches_the_published_values():
+    # Newcombe (1998), Statistics in Medicine 17:873, method 11, and its single-proportion method 4.
+    assert stats.newcombe_cc(56, 70, 48, 80) == pytest.approx((0.0428, 0.3422), abs=5e-5)
+    assert stats.newcombe_cc(9, 10, 3, 10) == pytest.approx((0.1013, 0.8387), abs=5e-5)
+    assert stats.wilson_cc(0, 20) == pytest.approx((0.0, 0.2005), abs=5e-5)
+    assert stats.wilson_cc(1, 29) == pytest.approx((0.0018, 0.1963), abs=5e-5)
+
+
+def test_aa_between_run_spread_is_no_false_alarm(store, registry):
+    # Control 4 and 8 of 80, its copy 9 and 15: each arm alone looks binomial, and the uncorrected
+    # binomial Newcombe interval excludes 0 (Fisher's exact p is 0.050). The copies' runs pooled show
+    # spread (phi = 1.6, p = 0.25 < 0.5): the check widens to the run level and raises no alarm.
+    assert not (stats.newcombe(12, 160, 24, 160)[0] <= 0 <= stats.newcombe(12, 160, 24, 160)[1])
+    ex = add_execution(store, mode="aa")
+    for r, (ka, kb) in enumerate(((4, 9), (8, 15)), start=1):
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": ka, "done": 80 - ka}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control_aa", variables=dict(CONTROL, seed=str(r + 10)), replicate=r,
+                outcomes={"leak": kb, "done": 80 - kb}, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    lo, hi = a.aa["corruption_rate"]["difference_interval"]
+    assert lo < 0 < hi and a.aa["corruption_rate"]["false_alarm"] is False
+    assert _checks(a)["a/a"].passed is True and a.verdict != "invalid"
+
+
+def test_sequential_aa_check_waits_for_the_second_replicate(store, registry):
+    # 30/80 against 2/80 after one replicate: one run per arm cannot show between-run spread, so the
+    # sequential check waits (as a sequential verdict does); after two replicates it alarms.
+    ex = add_execution(store, mode="aa")
+
+    def replicate(r):
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": 30, "done": 50}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control_aa", variables=dict(CONTROL, seed=str(r + 10)), replicate=r,
+                outcomes={"leak": 2, "done": 78}, extra={"waiting_for_input": 0})
+
+    replicate(1)
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
+    assert _checks(a)["a/a"].passed is None and "waits for replicate 2" in _checks(a)["a/a"].detail
+    assert a.verdict != "invalid"
+    replicate(2)
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
+    assert a.aa["corruption_rate"]["false_alarm"] is True and a.verdict == "invalid"
