@@ -154,6 +154,21 @@ def test_shell_completion_installs(tmp_path, wbenv):
     assert ".bash_completions/wb.sh" in (tmp_path / ".bashrc").read_text()
 
 
+def test_completion_uses_the_shell_named_not_the_parent_process(tmp_path, wbenv):
+    # Run from sh (as a script or CI would), typer's flag ignored "bash" and failed: "Shell sh is not supported".
+    env = {**wbenv, "HOME": str(tmp_path)}
+    done = subprocess.run(["sh", "-c", f"'{WB}' --install-completion bash"], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "_WB_COMPLETE" in (tmp_path / ".bash_completions" / "wb.sh").read_text()
+    shown = subprocess.run(["sh", "-c", f"'{WB}' --show-completion zsh"], capture_output=True, text=True,
+                           env=env, timeout=60)
+    assert shown.returncode == 0 and shown.stdout.startswith("#compdef wb")
+    bad = subprocess.run([WB, "--install-completion", "tcsh"], capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.startswith("Error: --install-completion: 'tcsh' is not one of")
+    assert "Traceback" not in bad.stderr
+
+
 def test_validate_says_one_hypothesis_in_the_singular(tmp_path, workbench_dir):
     one = tmp_path / "one.yaml"
     text = (workbench_dir / "hypotheses.yaml").read_text()

@@ -59,6 +59,13 @@ _register()
 
 
 def main() -> None:
+    import sys
+
+    from workbench.cli.completion import handle
+
+    code = handle(sys.argv[1:])
+    if code is not None:
+        raise SystemExit(code)
     app()
 
 
