@@ -18,6 +18,7 @@ CONFIGS = [
     ("bf16 token rand default (v23)", "index_k_bf16", "token", 64, "page_first", "rand", -1, False),
     ("bf16 token rand default, checked", "index_k_bf16", "token", 64, "page_first", "rand", -1, True),
     ("bf16 token rand v16", "index_k_bf16", "token", 64, "page_first", "rand", 16, False),
+    ("bf16 token rand v24", "index_k_bf16", "token", 64, "page_first", "rand", 24, False),
     ("bf16 token seq-dst default", "index_k_bf16", "token", 64, "page_first", "seq", -1, False),
     ("c4 token rand default (v18)", "c4_latent", "token", 64, "page_first", "rand", -1, False),
     ("c4 token rand v1", "c4_latent", "token", 64, "page_first", "rand", 1, False),

@@ -315,6 +315,41 @@ __device__ __forceinline__ void copy_fused(const KArgs& a) {
   }
 }
 
+// Token rows without a scale block (variant 24): the random-row probe's gather (NOTES run 7)
+// in the kernel's frame: 16 B chunks, pair-major, index arithmetic in 32 bits (pages, slots,
+// layers) widened once per offset, so the loads issue after a short dependent chain.
+template <int U>
+__global__ void __launch_bounds__(256) lean_kernel(const __grid_constant__ KArgs a) {
+  if (stamp_block(a)) return;
+  const uint32_t c0 = a.seg[0].chunks;
+  const uint64_t row = static_cast<uint64_t>(a.seg[0].stride);
+  uint4 v[U];
+  uint64_t doff[U];
+  bool ok[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const uint32_t g = copy_block(a) * 256u * U + u * 256u + threadIdx.x;
+    ok[u] = g < a.ftotal;
+    if (!ok[u]) continue;
+    const uint32_t item = a.fdiv.div(g), c = g - item * c0;
+    const uint32_t i = a.ldiv.div(item), l = item - i * a.L;
+    int64_t st, dt;
+    ok[u] = pair_ids(a, i, st, dt);
+    if (!ok[u]) continue;
+    const uint32_t s32 = static_cast<uint32_t>(st), d32 = static_cast<uint32_t>(dt);
+    const uint32_t sp = a.psdiv.div(s32), dp = a.psdiv.div(d32);
+    const uint32_t ss = s32 - sp * a.psdiv.d, ds = d32 - dp * a.psdiv.d;
+    const uint64_t soff = uint64_t(sp) * uint64_t(a.page_stride) +
+                          uint64_t(l) * uint64_t(a.s_layer_stride) + uint64_t(ss) * row + c * 16u;
+    doff[u] = uint64_t(dp) * uint64_t(a.page_stride) + uint64_t(l) * uint64_t(a.d_layer_stride) +
+              uint64_t(ds) * row + c * 16u;
+    v[u] = load<16, 3>(a.src + soff);
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (ok[u]) store<16, 3>(a.dst + doff[u], v[u]);
+}
+
 // Byte offsets of a chunk at `tail` bytes into the segment of slot stride `stride`.
 __device__ __forceinline__ void chunk_offsets(const KArgs& a, uint32_t l, int64_t st, int64_t dt,
                                               int64_t stride, int64_t tail, int64_t& soff,
@@ -430,6 +465,7 @@ constexpr Variant kVariants[] = {
     {"fused16+pair+waves+warp: as 20 with a warp's 4 x 32 chunks consecutive (whole rows per warp)"},
     {"twopass+warp: values then scales, a warp's 4 x 32 chunks consecutive, nc loads, evict-first stores, full grid"},
     {"fused32+tile32+waves: as 12 over tiles of 32 pairs, layer-major inside a tile"},
+    {"lean: token rows without scales, 16 B, pair-major, 32-bit index math, full grid (else as 23)"},
 };
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 // Defaults per direction (d2d, d2h, h2d), chosen from the H200 measurements in NOTES.md;
@@ -543,6 +579,10 @@ cudaError_t launch_v(const KArgs& k, const Launch& l, cudaStream_t stream) {
       case 21: return launch_fused<V0, V1, 4, 3, true, true>(k, blocks_for(f, 4), l.num_sms, false, stream);
       case 22: return launch_one<V0, V1, 4, false, 3, true>(k, blocks_for(l.most, 4), l.num_sms, false, stream);
       case 23: return launch_tiled<V0, V1>(k, l.num_sms, stream);
+      case 24:
+        if constexpr (V0 == 16 && V1 == 0)
+          if (k.token) return launch_blocks(lean_kernel<4>, k, std::max<int64_t>(blocks_for(f, 4), 1), stream);
+        return launch_tiled<V0, V1>(k, l.num_sms, stream);
       default: break;
     }
   }
