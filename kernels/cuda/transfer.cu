@@ -557,7 +557,6 @@ struct Launch {
   bool clip;
 };
 
-
 template <int V0, int V1>
 cudaError_t launch_v(const KArgs& k, const Launch& l, cudaStream_t stream) {
   if (l.clip) return launch_one<V0, V1, 4, true, 0>(k, blocks_for(l.most, 4), l.num_sms, true, stream);
