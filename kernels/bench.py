@@ -26,8 +26,8 @@ __all__ = ["run_bench", "BenchReport", "BenchRow"]
 
 # Variants timed per row unless the caller names others: the defaults' families and the
 # scale-first split kernels (device to device), the zero-copy pair (host).
-D2D_VARIANTS = (0, 1, 12, 13, 16, 17, 18, 19)
-HOST_VARIANTS = (0, 1, 13, 17, 19)
+D2D_VARIANTS = (0, 1, 12, 13, 16, 17, 18, 19, 23, 24)
+HOST_VARIANTS = (0, 1, 13, 16, 17, 19, 23)
 
 
 @dataclass

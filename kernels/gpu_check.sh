@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Everything the kernel needs a GPU for, in one go: build, `wb kernel check`, `wb kernel bench`,
 # a memcheck pass (device-checked bad ids included), Nsight Compute counters of the random-order
-# gathers, the gpu-marked tests and the geometry arms. Run from the repo root:
+# gathers, the gpu-marked tests, the geometry arms and the random-row ceiling probe
+# (kernels/cuda/rowprobe.cu, plain nvcc, no torch). Run from the repo root:
 #   OUT=/some/dir bash kernels/gpu_check.sh [bench options...]
 # WB_GPU_STEPS: "all" (default), "core" (build + check + bench), or a comma list of
-# build,check,bench,memcheck,ncu,pytest,arms. Outputs land in $OUT (default /tmp/wb-gpu-out);
+# build,check,bench,memcheck,ncu,pytest,arms,probe (build runs unless the list is only probe). Outputs land in $OUT (default /tmp/wb-gpu-out);
 # the summaries are printed last.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,8 +17,14 @@ export PYTHONUNBUFFERED=1
 export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 export WB_KERNEL_BUILD_DIR=${WB_KERNEL_BUILD_DIR:-/tmp/wb-kernel-build}
 PY=${PYTHON:-python3}
+# The package installs as wb_kernels (tests and the workbench import that name); a bare
+# checkout gets a link of that name on the path.
+if ! "$PY" -c "import wb_kernels" > /dev/null 2>&1; then
+  mkdir -p /tmp/wb-pkg && ln -sfn "$ROOT/kernels" /tmp/wb-pkg/wb_kernels
+  export PYTHONPATH=/tmp/wb-pkg:$PYTHONPATH
+fi
 STEPS=${WB_GPU_STEPS:-all}
-[ "$STEPS" = all ] && STEPS=build,check,bench,memcheck,ncu,pytest,arms
+[ "$STEPS" = all ] && STEPS=build,check,bench,memcheck,ncu,pytest,arms,probe
 [ "$STEPS" = core ] && STEPS=build,check,bench
 want() { case ",$STEPS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 stamp() { echo "[$(date -u +%T)] $*" >> "$OUT/steps.txt"; }
@@ -29,10 +36,21 @@ stamp() { echo "[$(date -u +%T)] $*" >> "$OUT/steps.txt"; }
   nvcc --version | tail -1
 } > "$OUT/env.txt" 2>&1
 
-stamp build
-start=$(date +%s)
-timeout 300 "$PY" -c "from kernels import build; build.load(verbose=True)" > "$OUT/build.log" 2>&1
-echo "build rc=$? in $(( $(date +%s) - start )) s" >> "$OUT/build.log"
+if want probe; then
+  stamp probe
+  mkdir -p "$WB_KERNEL_BUILD_DIR"
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 kernels/cuda/rowprobe.cu \
+    -o "$WB_KERNEL_BUILD_DIR/rowprobe" > "$OUT/probe.txt" 2>&1 \
+    && timeout 300 "$WB_KERNEL_BUILD_DIR/rowprobe" >> "$OUT/probe.txt" 2>&1
+  echo "probe rc=$?" >> "$OUT/probe.txt"
+fi
+
+if [ "$STEPS" != probe ]; then
+  stamp build
+  start=$(date +%s)
+  timeout 300 "$PY" -c "from kernels import build; build.load(verbose=True)" > "$OUT/build.log" 2>&1
+  echo "build rc=$? in $(( $(date +%s) - start )) s" >> "$OUT/build.log"
+fi
 
 if want check; then
   stamp check
@@ -176,11 +194,12 @@ fi
 stamp done
 
 echo "===== steps"; cat "$OUT/steps.txt"
-echo "===== build"; tail -2 "$OUT/build.log"
+[ -f "$OUT/build.log" ] && { echo "===== build"; tail -2 "$OUT/build.log"; }
 want memcheck && { echo "===== sanitizer"; grep -E "ERROR SUMMARY|memcheck workload|reported|Error" "$OUT/sanitizer.txt" | head -6; }
 want arms && { echo "===== arms"; cat "$OUT/arms.txt"; }
 want pytest && { echo "===== pytest"; tail -4 "$OUT/pytest.txt"; }
 want ncu && { echo "===== ncu"; cat "$OUT/ncu.txt"; tail -2 "$OUT/ncu.err"; }
 want check && { echo "===== check"; tail -25 "$OUT/check.txt"; }
 want bench && { echo "===== bench"; cat "$OUT/bench.txt"; tail -3 "$OUT/bench.err"; }
+want probe && { echo "===== probe"; cat "$OUT/probe.txt"; }
 exit 0

@@ -15,11 +15,12 @@ import argparse
 # (name, geometry, granularity, page_size, layout, order, variant or -1 for the default,
 #  checked: through transfer() with device ids, i.e. with the kernel's id checks)
 CONFIGS = [
-    ("bf16 token rand default (v18)", "index_k_bf16", "token", 64, "page_first", "rand", -1, False),
+    ("bf16 token rand default (v23)", "index_k_bf16", "token", 64, "page_first", "rand", -1, False),
     ("bf16 token rand default, checked", "index_k_bf16", "token", 64, "page_first", "rand", -1, True),
     ("bf16 token rand v16", "index_k_bf16", "token", 64, "page_first", "rand", 16, False),
+    ("bf16 token rand v24", "index_k_bf16", "token", 64, "page_first", "rand", 24, False),
     ("bf16 token seq-dst default", "index_k_bf16", "token", 64, "page_first", "seq", -1, False),
-    ("c4 token rand default (v17)", "c4_latent", "token", 64, "page_first", "rand", -1, False),
+    ("c4 token rand default (v18)", "c4_latent", "token", 64, "page_first", "rand", -1, False),
     ("c4 token rand v1", "c4_latent", "token", 64, "page_first", "rand", 1, False),
     ("c4 token seq-dst default", "c4_latent", "token", 64, "page_first", "seq", -1, False),
     ("fp8 token rand default (v0)", "index_k_fp8", "token", 64, "page_first", "rand", -1, False),

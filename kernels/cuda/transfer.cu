@@ -48,6 +48,7 @@ struct KArgs {
   // Fused form (variants 9-16): both segment kinds in one chunk space, fchunks per item.
   uint32_t L;                    // layers per pair in the item space (1 for page_first pages)
   FastDiv ldiv;
+  FastDiv tdiv;                  // 32 * L: items per tile of 32 pairs (ORDER 2)
   uint32_t fchunks;
   FastDiv fdiv;
   uint32_t ftotal;
@@ -105,6 +106,15 @@ __device__ __forceinline__ bool stamp_block(const KArgs& a) {
     else if (atomicExch(a.stamp + dt, a.gen) == a.gen) report(a, 3, j, dt);
   }
   return true;
+}
+
+// Chunk u of this thread's group starting at `base` (the block's first chunk): blockDim apart,
+// or with WARP a warp's U x 32 chunks consecutive (whole rows per warp, every load of the
+// group issued before any store).
+template <int U, bool WARP>
+__device__ __forceinline__ uint32_t chunk_at(uint32_t base, int u) {
+  if constexpr (WARP) return base + (threadIdx.x >> 5) * 32u * U + u * 32u + (threadIdx.x & 31);
+  return base + u * blockDim.x + threadIdx.x;
 }
 
 struct alignas(32) U32B {
@@ -174,17 +184,17 @@ __device__ __forceinline__ void store(uint8_t* p, typename VecT<V>::T v) {
   }
 }
 
-template <int V, int U, bool CLIP, int HINTS>
+template <int V, int U, bool CLIP, int HINTS, bool WARP = false>
 __device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s) {
   using T = typename VecT<V>::T;
   const uint32_t step = a.copy_blocks * blockDim.x * U;
-  for (uint32_t g0 = copy_block(a) * blockDim.x * U + threadIdx.x; g0 < s.total; g0 += step) {
+  for (uint32_t b0 = copy_block(a) * blockDim.x * U; b0 < s.total; b0 += step) {
     T v[U];
     int64_t doff[U];
     bool ok[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const uint32_t g = g0 + u * blockDim.x;
+      const uint32_t g = chunk_at<U, WARP>(b0, u);
       ok[u] = g < s.total;
       if (ok[u]) {
         const uint32_t item = s.cdiv.div(g);
@@ -218,10 +228,13 @@ __device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s) {
 
 // Values and scales of an item in one chunk space (chunk c < seg[0].chunks: a V0 value chunk,
 // else a V1 scale chunk), so the scale reads (one 32 B sector per 4-8 B) overlap the value
-// stream instead of running as a latency-bound second pass. PAIR: item = pair * L + layer
-// (the layers of one pair together) instead of layer-major. Scale stores stay plain
+// stream instead of running as a latency-bound second pass. ORDER 0: layer-major items,
+// 1: pair-major (item = pair * L + layer: the layers of one pair together), 2: tiles of 32
+// pairs, layer-major inside a tile (a block's pairs keep their layers together, as pair-major,
+// while consecutive threads take consecutive pairs of one layer, as layer-major: consecutive
+// host ids stay one write stream through the link). Scale stores stay plain
 // (write-back) so the partial sectors of neighbouring slots merge in L2 before eviction.
-template <int V0, int V1, int U, int HINTS, bool PAIR>
+template <int V0, int V1, int U, int HINTS, int ORDER, bool WARP = false>
 __device__ __forceinline__ void copy_fused(const KArgs& a) {
   using T0 = typename VecT<V0>::T;
   using T1 = typename VecT<(V1 > 0 ? V1 : 1)>::T;
@@ -229,23 +242,31 @@ __device__ __forceinline__ void copy_fused(const KArgs& a) {
   const Seg& s1 = a.seg[1];
   const uint32_t total = a.ftotal, c0 = s0.chunks;
   const uint32_t step = a.copy_blocks * blockDim.x * U;
-  for (uint32_t g0 = copy_block(a) * blockDim.x * U + threadIdx.x; g0 < total; g0 += step) {
+  for (uint32_t b0 = copy_block(a) * blockDim.x * U; b0 < total; b0 += step) {
     T0 v[U];
     T1 w[U];
     int64_t doff[U];
     bool ok[U], sc[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const uint32_t g = g0 + u * blockDim.x;
+      const uint32_t g = chunk_at<U, WARP>(b0, u);
       ok[u] = g < total;
       sc[u] = false;
       if (ok[u]) {
         const uint32_t item = a.fdiv.div(g);
         const uint32_t c = g - item * a.fchunks;
         uint32_t l, i;
-        if constexpr (PAIR) {
+        if constexpr (ORDER == 1) {
           i = a.ldiv.div(item);
           l = item - i * a.L;
+        } else if constexpr (ORDER == 2) {
+          const uint32_t t = a.tdiv.div(item), r = item - t * a.tdiv.d;
+          l = r >> 5;
+          i = t * 32u + (r & 31u);
+          if (i >= a.n) {  // the last tile's padding
+            ok[u] = false;
+            continue;
+          }
         } else {
           l = a.ndiv.div(item);
           i = item - l * a.n;
@@ -292,6 +313,41 @@ __device__ __forceinline__ void copy_fused(const KArgs& a) {
       store<V0, HINTS>(a.dst + doff[u], v[u]);
     }
   }
+}
+
+// Token rows without a scale block (variant 24): the random-row probe's gather (NOTES run 7)
+// in the kernel's frame: 16 B chunks, pair-major, index arithmetic in 32 bits (pages, slots,
+// layers) widened once per offset, so the loads issue after a short dependent chain.
+template <int U>
+__global__ void __launch_bounds__(256) lean_kernel(const __grid_constant__ KArgs a) {
+  if (stamp_block(a)) return;
+  const uint32_t c0 = a.seg[0].chunks;
+  const uint64_t row = static_cast<uint64_t>(a.seg[0].stride);
+  uint4 v[U];
+  uint64_t doff[U];
+  bool ok[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const uint32_t g = copy_block(a) * 256u * U + u * 256u + threadIdx.x;
+    ok[u] = g < a.ftotal;
+    if (!ok[u]) continue;
+    const uint32_t item = a.fdiv.div(g), c = g - item * c0;
+    const uint32_t i = a.ldiv.div(item), l = item - i * a.L;
+    int64_t st, dt;
+    ok[u] = pair_ids(a, i, st, dt);
+    if (!ok[u]) continue;
+    const uint32_t s32 = static_cast<uint32_t>(st), d32 = static_cast<uint32_t>(dt);
+    const uint32_t sp = a.psdiv.div(s32), dp = a.psdiv.div(d32);
+    const uint32_t ss = s32 - sp * a.psdiv.d, ds = d32 - dp * a.psdiv.d;
+    const uint64_t soff = uint64_t(sp) * uint64_t(a.page_stride) +
+                          uint64_t(l) * uint64_t(a.s_layer_stride) + uint64_t(ss) * row + c * 16u;
+    doff[u] = uint64_t(dp) * uint64_t(a.page_stride) + uint64_t(l) * uint64_t(a.d_layer_stride) +
+              uint64_t(ds) * row + c * 16u;
+    v[u] = load<16, 3>(a.src + soff);
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (ok[u]) store<16, 3>(a.dst + doff[u], v[u]);
 }
 
 // Byte offsets of a chunk at `tail` bytes into the segment of slot stride `stride`.
@@ -367,18 +423,18 @@ __global__ void __launch_bounds__(256) split_kernel(const __grid_constant__ KArg
     if (ok[u]) store<V0, HINTS>(a.dst + doff[u], v[u]);
 }
 
-template <int V0, int V1, int U, int HINTS, bool PAIR>
+template <int V0, int V1, int U, int HINTS, int ORDER, bool WARP>
 __global__ void __launch_bounds__(256) fused_kernel(const __grid_constant__ KArgs a) {
   if (stamp_block(a)) return;
-  copy_fused<V0, V1, U, HINTS, PAIR>(a);
+  copy_fused<V0, V1, U, HINTS, ORDER, WARP>(a);
 }
 
 // One launch moves both segment kinds (values, then scales) of every item.
-template <int V0, int V1, int U, bool CLIP, int HINTS>
+template <int V0, int V1, int U, bool CLIP, int HINTS, bool WARP>
 __global__ void __launch_bounds__(256) transfer_kernel(const __grid_constant__ KArgs a) {
   if (stamp_block(a)) return;
-  copy_seg<V0, U, CLIP, HINTS>(a, a.seg[0]);
-  if constexpr (V1 > 0) copy_seg<V1, U, CLIP, HINTS>(a, a.seg[1]);
+  copy_seg<V0, U, CLIP, HINTS, WARP>(a, a.seg[0]);
+  if constexpr (V1 > 0) copy_seg<V1, U, CLIP, HINTS, WARP>(a, a.seg[1]);
 }
 
 struct Variant {
@@ -405,6 +461,11 @@ constexpr Variant kVariants[] = {
     {"split32: scale chunks first (plain, layer-major, L2-merged), then 32 B values (nc loads, evict-first stores), full grid"},
     {"split32+pair: as 17 with the values pair-major"},
     {"split+plain: as 17 with 16 B plain value loads and stores"},
+    {"fused16+pair+waves: as 16 with 16 B value chunks"},
+    {"fused16+pair+waves+warp: as 20 with a warp's 4 x 32 chunks consecutive (whole rows per warp)"},
+    {"twopass+warp: values then scales, a warp's 4 x 32 chunks consecutive, nc loads, evict-first stores, full grid"},
+    {"fused32+tile32+waves: as 12 over tiles of 32 pairs, layer-major inside a tile"},
+    {"lean: token rows without scales, 16 B, pair-major, 32-bit index math, full grid (else as 23)"},
 };
 constexpr int kNumVariants = sizeof(kVariants) / sizeof(kVariants[0]);
 // Defaults per direction (d2d, d2h, h2d), chosen from the H200 measurements in NOTES.md;
@@ -456,19 +517,30 @@ cudaError_t launch_grid(Kernel kernel, int& resident, const KArgs& k, int64_t bl
   return launch_blocks(kernel, k, std::max<int64_t>(blocks, 1), stream);
 }
 
-template <int V0, int V1, int U, bool CLIP, int HINTS>
+template <int V0, int V1, int U, bool CLIP, int HINTS, bool WARP = false>
 cudaError_t launch_one(const KArgs& k, int64_t blocks, int num_sms, bool capped,
                        cudaStream_t stream) {
   static int resident = 0;  // one per instantiation
-  return launch_grid(transfer_kernel<V0, V1, U, CLIP, HINTS>, resident, k, blocks, num_sms, capped, stream);
+  return launch_grid(transfer_kernel<V0, V1, U, CLIP, HINTS, WARP>, resident, k, blocks, num_sms, capped, stream);
 }
 
 // The fused kernel, over one resident wave (grid-stride) when capped, else a full grid.
-template <int V0, int V1, int U, int HINTS, bool PAIR>
+template <int V0, int V1, int U, int HINTS, int ORDER, bool WARP = false>
 cudaError_t launch_fused(const KArgs& k, int64_t blocks, int num_sms, bool capped,
                          cudaStream_t stream) {
   static int resident = 0;  // one per instantiation
-  return launch_grid(fused_kernel<V0, V1, U, HINTS, PAIR>, resident, k, blocks, num_sms, capped, stream);
+  return launch_grid(fused_kernel<V0, V1, U, HINTS, ORDER, WARP>, resident, k, blocks, num_sms, capped, stream);
+}
+
+inline int64_t blocks_for(int64_t most, int unroll) { return (most + 256 * unroll - 1) / (256 * unroll); }
+
+// The fused kernel over tiles of 32 pairs (ORDER 2): the item space is padded to whole tiles.
+template <int V0, int V1>
+cudaError_t launch_tiled(const KArgs& k, int num_sms, cudaStream_t stream) {
+  KArgs kt = k;
+  kt.tdiv = FastDiv(32u * k.L);
+  kt.ftotal = (k.n + 31u) / 32u * 32u * k.L * k.fchunks;
+  return launch_fused<V0, V1, 4, 3, 2>(kt, blocks_for(kt.ftotal, 4), num_sms, false, stream);
 }
 
 // Scale blocks first, then the value blocks: a full grid.
@@ -484,8 +556,6 @@ struct Launch {
   int variant;
   bool clip;
 };
-
-inline int64_t blocks_for(int64_t most, int unroll) { return (most + 256 * unroll - 1) / (256 * unroll); }
 
 template <int V0, int V1>
 cudaError_t launch_v(const KArgs& k, const Launch& l, cudaStream_t stream) {
@@ -504,6 +574,14 @@ cudaError_t launch_v(const KArgs& k, const Launch& l, cudaStream_t stream) {
       case 17: return launch_split<V0, V1, 4, 3, false>(k, stream);
       case 18: return launch_split<V0, V1, 4, 3, true>(k, stream);
       case 19: return launch_split<V0, V1, 4, 0, false>(k, stream);
+      case 20: return launch_fused<V0, V1, 4, 3, true>(k, blocks_for(f, 4), l.num_sms, false, stream);
+      case 21: return launch_fused<V0, V1, 4, 3, true, true>(k, blocks_for(f, 4), l.num_sms, false, stream);
+      case 22: return launch_one<V0, V1, 4, false, 3, true>(k, blocks_for(l.most, 4), l.num_sms, false, stream);
+      case 23: return launch_tiled<V0, V1>(k, l.num_sms, stream);
+      case 24:
+        if constexpr (V0 == 16 && V1 == 0)
+          if (k.token) return launch_blocks(lean_kernel<4>, k, std::max<int64_t>(blocks_for(f, 4), 1), stream);
+        return launch_tiled<V0, V1>(k, l.num_sms, stream);
       default: break;
     }
   }
@@ -552,17 +630,19 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
                     ? a.variant
                     : kDefault[std::min(std::max(a.direction, 0), 2)];
   // Device to device, the best variant measured per shape of work on random ids (H200,
-  // NOTES.md run 6; equivalent variants differ by up to 5% between calls): pages v12, bf16
-  // token rows v16 (page_first) or v12 (layer_first), c4 rows v18, fp8 rows v0. Staged host
+  // NOTES.md runs 6-7; equivalent variants differ by up to 5% between calls): pages v12, bf16
+  // token rows v23 (tiles of 32 pairs, both layouts), c4 rows v18, fp8 rows v0. Staged host
   // transfers' device-side kernel stage is device to device too and follows the same choice.
   if (a.variant < 0 && a.direction == 0) {
     if (!a.token) variant = 12;
-    else if (a.scale_bytes == 0) variant = a.page_first ? 16 : 12;
+    else if (a.scale_bytes == 0) variant = 23;
     else variant = a.value_bytes <= 128 ? 0 : 18;
   }
-  // Host zero copy of rows with a scale block: the fused full grid keeps more of the small
-  // scale requests in flight (fp8 random rows 24 -> 13 GB/s with the split ones, NOTES run 6).
-  if (a.variant < 0 && a.direction != 0 && a.token && a.scale_bytes > 0) variant = 13;
+  // Host zero copy of token rows: the fused full grid over tiles of 32 pairs, nc loads and
+  // evict-first stores. Pair-major order (v16) moved random host rows at 90-93% (bf16) and 52%
+  // (fp8) against 84% and 40% with v1/v13, but broke consecutive host ids into 4 B scale
+  // requests (fp8 d2h seq 33 against 41-49 GB/s); tiles keep both (NOTES run 7).
+  if (a.variant < 0 && a.direction != 0 && a.token) variant = 23;
   const int64_t L = a.layers, ps = a.page_size;
   const int64_t row = ps * (a.value_bytes + a.scale_bytes);  // addressing geometry's row
 
@@ -624,7 +704,7 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
     // stream (9-19 GB/s against 52, NOTES.md run 2).
     if (s == 0 && vw[0] == 16 && a.direction == 0 && !a.clip) {
       const bool wide32 = (variant >= 4 && variant <= 8 && variant != 7) ||
-                          (variant >= 10 && variant <= 12) || (variant >= 15 && variant <= 18);
+                          (variant >= 10 && variant <= 12) || (variant >= 15 && variant <= 18) || variant == 23;
       if (wide32 && al % 32 == 0)
         vw[0] = 32;
       if (variant == 7 && al % 64 == 0) vw[0] = 64;
@@ -638,7 +718,8 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   int64_t per_pair = 0;
   for (int s = 0; s < 2; ++s)
     if (vw[s]) per_pair += layers_eff * (seg_len[s] / vw[s]);
-  const int64_t batch = std::max<int64_t>(1, ((int64_t(1) << 31) - 1) / std::max<int64_t>(per_pair, 1));
+  // (less one tile of 32 pairs: variant 23 pads the last tile)
+  const int64_t batch = std::max<int64_t>(1, ((int64_t(1) << 31) - 1) / std::max<int64_t>(per_pair, 1) - 32);
   for (int64_t first = 0; first < a.n; first += batch) {
     const int64_t nb = std::min(batch, a.n - first);
     k.idx_base = first;

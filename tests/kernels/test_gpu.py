@@ -168,3 +168,28 @@ def test_a_pending_error_stops_the_next_call():
     assert torch.equal(dst, before)
     transfer(src, dst, torch.tensor([1]).cuda(), torch.tensor([2]).cuda(), **KW)
     api.synchronize()
+
+
+@pytest.mark.parametrize("n", [1, 31, 33, 95])
+@pytest.mark.parametrize("direction", ["d2d", "d2h", "h2d"])
+def test_tiled_variant_copies_a_partial_last_tile(n, direction):
+    """Variant 23 pads the item space to tiles of 32 pairs: the padding must move nothing."""
+    from wb_kernels import api, build
+
+    gen = torch.Generator().manual_seed(n)
+    geometry = "index_k_fp8"
+    src = make_pool(geometry, "page_first", 8, 3, 64, gen=gen)
+    si, di = index_set("scattered", granularity="token", src_pages=8, dst_pages=6, page_size=64,
+                       gen=gen, count=n)
+    dst0 = poison((6, 3, src.shape[2]), gen)
+    want = dst0.clone()
+    reference_transfer(src, want, si, di, geometry=GEOMETRIES[geometry], granularity="token",
+                       layout="page_first", page_size=64)
+    s_where, d_where = {"d2d": ("dev", "dev"), "d2h": ("dev", "host"),
+                        "h2d": ("host", "dev")}[direction]
+    s, d = _place(src, s_where), _place(dst0, d_where)
+    plan = api.plan_transfer(s, d, si, di, geometry=geometry, granularity="token",
+                             layout="page_first", impl="cuda")
+    build.launch(plan, 23, staging="never")
+    torch.cuda.synchronize()
+    assert torch.equal(d.cpu(), want)
