@@ -91,7 +91,7 @@ def test_a_conflicting_registry_is_refused_and_nothing_is_written(workbench_dir:
     (gzip.compress(json.dumps({"x": 1}).encode()), "no wb_bundle key"),
     (gzip.compress(json.dumps({"wb_bundle": 99}).encode()), "format 99"),
     (gzip.compress(json.dumps({"wb_bundle": 1, "hypotheses": []}).encode()), "no 'registry' section"),
-])
+], ids=["plain-text", "gzip-not-json", "no-key", "format-99", "no-registry"])  # gzip bytes carry a timestamp
 def test_damaged_bundles_are_bad_input(tmp_path: Path, content: bytes, fragment: str):
     p = tmp_path / "bad.wbundle"
     p.write_bytes(content)
