@@ -7,11 +7,14 @@ this module's stopping rule (the probe's own alpha and units), restores the targ
 any hypothesis, and the probe's verdict is recorded next to the runner's own analysis.
 
 The probe tests the metric as the experiment defines it (corruption_rate: leaks over all sessions).
-A pass where most units did not complete (errors, timeouts) carries a warning in its reasoning and in
-the search's explanation: such sessions could not show the failure (pdsim's wedge world on a loaded
-machine times out nearly every session). Requiring the completed units to pass as well was tried and
-left out: without the abort fix most sessions wedge by design, so every such probe would need many
-times the units. Units are pooled over a probe's runs as independent; runs of one probe share a deployment.
+A look where most units did not complete (errors, timeouts) and no failure is shown stops the probe
+as inconclusive at once: lost sessions cannot show the failure, so a pass resting on them would be
+read off sessions that never ran (bf16 without the abort fix wedges, and 9 in 10 sessions time out),
+and running on would only buy more of them. The search then settles that change from the good side
+(see `workbench.isolate.search`), where the fixes that keep sessions alive stay applied. A failure
+shown among the completed units stands whatever was lost; a pass must hold over the completed units
+as well as over all (the runner's analysis reads attrition the same way). Units are pooled over a probe's runs as
+independent; runs of one probe share a deployment.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
 VERDICT_OF = {"fails": "supported", "passes": "falsified", "inconclusive": "inconclusive"}
 MAX_RUNS = 200
 MAX_FAILED_RUNS = 2
-ATTRITION_WARN = 0.5  # a pass with fewer completed units than this share carries a warning
+ATTRITION_STOP = 0.25  # a probe with fewer completed units than this share stops undecided
 
 
 @dataclass(frozen=True)
@@ -172,10 +175,17 @@ class RunnerOracle:
         bounds = self.spec.region.bounds()
         look = decide(cumulative_path(pooled(runs, self.spec.metric, exp)["per_run"]), bounds, req.alpha, req.max_units)
         done = pooled(runs, self.spec.metric, exp, basis="completed")
-        if look.outcome == "passes" and done["per_run"] and done["n"] < ATTRITION_WARN * look.n:
-            # Sessions lost to errors or timeouts could not show the failure: say so where the pass is read.
-            look = replace(look, reasoning=f"{look.reasoning}; WARNING: only {done['n']:g} of {look.n:g} units "
-                                           "completed, so this pass rests mostly on units that could not fail")
+        if look.outcome != "fails" and look.n > 0 and done["n"] < ATTRITION_STOP * look.n:
+            return replace(look, outcome="inconclusive", stop=True, reasoning=(
+                f"{look.k:g}/{look.n:g} with only {done['n']:g} of {look.n:g} units completed: the rest did not "
+                "complete (errors or timeouts) and could not show the failure, so no pass is read off them; "
+                "stopped at this look"))
+        if look.outcome == "passes":
+            # The analysis' rule too: a pass must hold over the completed units alone, not only over all.
+            alive = decide(cumulative_path(done["per_run"]), bounds, req.alpha, req.max_units)
+            if alive.outcome != "passes":
+                look = replace(look, outcome="inconclusive", stop=look.n >= req.max_units, reasoning=(
+                    f"{look.reasoning}, but over the {done['n']:g} completed units not yet ({alive.reasoning})"))
         failed = len(every) - len(runs)
         if failed >= MAX_FAILED_RUNS and not look.stop:
             # Runs that measure nothing would never spend the units: stop, and say why the probe is open.
