@@ -4,16 +4,20 @@ Good = fp8, HiCache off, abort fix on, geometry fix on; bad = the seed's config 
 abort fix off, geometry fix off); failure = corruption_rate >= 0.05 (the seed's 12-18% vs 0).
 For each world it prints the set found, how many of N searches (different seeds) decided the
 expected set, how many made a wrong decided claim, and the units used against a full 2^k factorial
-that decides every config by the same sequential test (alpha / 2^k each).
+that decides every config by the same sequential test (the probe's `judge`, alpha / 2^k each) on the
+same pdsim (--factorials N runs N of them for real; the model mode samples them).
 
-    python studies/isolate_study.py --oracle model [--searches 20] [--world seed|wedge|both]
-    python studies/isolate_study.py --oracle sim --searches 3 --world seed
+    python studies/isolate_study.py --oracle sim --searches 20 --world seed --factorials 1 [--minutes 45]
+    python studies/isolate_study.py --oracle sim --searches 4 --world wedge
+    python studies/isolate_study.py --oracle model [--searches 20] [--world seed]
     python studies/isolate_study.py --calibrate [--runs 2] [--jobs 8]   # re-measure the model's rates on pdsim
 
---oracle sim runs every probe for real on pdsim through the runner (each search its own store and pdsim,
---jobs of them at once; --keep DIR keeps the stores);
+--oracle sim runs every probe for real on pdsim through the runner (each search its own store and pdsim;
+--jobs of them at once; --minutes stops starting searches after that long and says how many ran;
+--keep DIR keeps the stores, which `wb report --db DIR/isolate-seed-1/search.duckdb` renders);
 --oracle model samples each config's units from a binomial at pdsim's per-config rate, measured once
-by real runs (--calibrate, stored in studies/isolate_rates.json with the counts behind each rate).
+by real runs (--calibrate, stored in studies/isolate_rates.json with the counts behind each rate;
+seed world only). The model has no lost units, so it does not show the wedge's cost: the sim does.
 """
 
 from __future__ import annotations
@@ -125,7 +129,11 @@ def calibrate(runs: int, worlds: list[str], tmp: Path, jobs: int) -> dict:
 
 
 def model_rate(world: str):
-    table = json.loads(RATES.read_text())[world]["cells"]
+    rates = json.loads(RATES.read_text())
+    if world not in rates:
+        raise SystemExit(f"no measured rates for the {world} world in {RATES.name}: run --calibrate --world {world}, "
+                         "or --oracle sim")
+    table = rates[world]["cells"]
 
     def rate(applied: frozenset) -> float:
         c = table[",".join(x for x in CHANGES if x in applied)]
@@ -189,6 +197,10 @@ def run_searches(oracle_kind: str, world: str, n: int, budget: float, tmp: Path,
 
 
 def report(world: str, oracle_kind: str, results: list, expected: set | None, facts: list) -> None:
+    if not results:
+        print(f"[{world} world, oracle {oracle_kind}] no searches; factorial units {[f.units for f in facts]}, "
+              f"answers {[(f.status, f.minimal) for f in facts]}")
+        return
     right = sum(1 for r, _ in results if r.status == "decided" and expected is not None and set(r.minimal) == expected)
     wrong = sum(1 for r, _ in results if r.status == "decided" and (expected is None or set(r.minimal) != expected))
     found = {}
@@ -220,7 +232,7 @@ def report(world: str, oracle_kind: str, results: list, expected: set | None, fa
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--oracle", choices=["model", "sim"], default="model")
-    ap.add_argument("--world", choices=["seed", "wedge", "both"], default="both")
+    ap.add_argument("--world", choices=["seed", "wedge", "both"], default="seed")
     ap.add_argument("--searches", type=int, default=20)
     ap.add_argument("--budget", type=float, default=4000)
     ap.add_argument("--calibrate", action="store_true")

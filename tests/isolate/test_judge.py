@@ -40,3 +40,12 @@ def test_a_pass_must_hold_over_the_completed_units_too():
 def test_no_loss_reads_like_the_plain_test():
     assert judge([(0, 80), (0, 160)], [(0, 80), (0, 160)], FAIL, 0.0044, 800).outcome == "passes"
     assert judge([(14, 80)], [(14, 80)], FAIL, 0.0044, 800).outcome == "fails"
+
+
+def test_a_probe_with_no_unit_limit_plans_the_most_runs():
+    # the factorial baseline runs without a budget: max_units is infinite once a run has shown its size
+    from workbench.isolate.adapter import MAX_RUNS, planned_runs
+
+    assert planned_runs(math.inf, 80.0) == MAX_RUNS
+    assert planned_runs(800, None) == MAX_RUNS
+    assert planned_runs(200, 80.0) == 3 and planned_runs(10, 80.0) == 1

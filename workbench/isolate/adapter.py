@@ -144,10 +144,7 @@ class RunnerOracle:
         from workbench.runner.execute import RunOptions, execute, prepare
 
         reg = replace(self.registry, hypotheses=[*self.registry.hypotheses, *self.hypotheses])
-        # Plan only as many runs as the probe's units can use (a whole run past the share at most).
-        runs = MAX_RUNS
-        if self.units_per_run:
-            runs = max(1, min(MAX_RUNS, math.ceil(req.max_units / self.units_per_run)))
+        runs = planned_runs(req.max_units, self.units_per_run)
         opts = RunOptions(target=self.spec.profile, replicates=runs, sequential=True, seed=self.spec.seed + req.index,
                           show_progress=self.show_progress)
         launch = prepare(reg, h.id, opts, sim_dir=self.settings.sim_dir)
@@ -180,6 +177,13 @@ class RunnerOracle:
             # Runs that measure nothing would never spend the units: stop, and say why the probe is open.
             return replace(look, stop=True, reasoning=f"{look.reasoning}; stopped after {failed} failed run(s)")
         return look
+
+
+def planned_runs(max_units: float, units_per_run: float | None) -> int:
+    """Runs to plan for a probe: as many as its units can use (a whole run past the share at most)."""
+    if not units_per_run or not math.isfinite(max_units):
+        return MAX_RUNS
+    return max(1, min(MAX_RUNS, math.ceil(max_units / units_per_run)))
 
 
 def judge(every_unit: list[tuple[float, float]], completed: list[tuple[float, float]], bounds: tuple[float, float],
