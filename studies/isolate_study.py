@@ -168,12 +168,12 @@ def _sim_search(args: tuple) -> object:
 
 
 def run_searches(oracle_kind: str, world: str, n: int, budget: float, tmp: Path, jobs: int,
-                 factorials: int = 0, minutes: float = 0, region: str = REGION) -> tuple[list, list]:
+                 factorials: int = 0, minutes: float = 0, region: str = REGION, first: int = 1) -> tuple[list, list]:
     bounds = (0.05, math.inf)
     if oracle_kind == "sim":
         from concurrent.futures import ProcessPoolExecutor
 
-        tasks = [("isolate", world, s, budget, str(tmp), region) for s in range(1, n + 1)]
+        tasks = [("isolate", world, s, budget, str(tmp), region) for s in range(first, first + n)]
         facts = [("factorial", world, s, budget, str(tmp), region) for s in range(1, factorials + 1)]
         if jobs > 1:
             with ProcessPoolExecutor(jobs) as pool:
@@ -194,6 +194,45 @@ def run_searches(oracle_kind: str, world: str, n: int, budget: float, tmp: Path,
         results.append((r, f.units))
         facts.append(f)
     return results, facts
+
+
+def summarize(folder: Path, world: str) -> tuple[list, list]:
+    """The searches and factorials kept under `folder` (--keep) by earlier runs, read back from their stores,
+    so runs made by several processes (or stopped part-way) are reported by the same code."""
+    from types import SimpleNamespace
+
+    from workbench.isolate.records import load_searches
+    from workbench.isolate.search import factorial as read_cells
+    from workbench.store import open_store
+
+    def seed_of(p: Path) -> int:
+        return int(p.parent.name.rsplit("-", 1)[1])
+
+    results, facts = [], []
+    for path in sorted(folder.glob(f"**/isolate-{world}-*/search.duckdb"), key=seed_of):
+        with open_store(str(path), read_only=True) as store:
+            done = [x for x in load_searches(store) if x.status != "interrupted"]
+        if done:
+            r = done[-1].record["result"]
+            results.append((SimpleNamespace(status=r["status"], minimal=r["minimal"], units=r["units"],
+                                            probes=r["probes"], explanation=r["explanation"]), None))
+    for path in sorted(folder.glob(f"**/factorial-{world}-*/search.duckdb"), key=seed_of):
+        with open_store(str(path), read_only=True) as store:
+            cells = {frozenset(v.details["request"]["applied"]): (v.details["outcome"], v.details["n"])
+                     for v in store.verdicts(prefix="iso-") if v.details.get("kind") == "isolate-probe"}
+        if len(cells) == 2 ** len(CHANGES):  # a whole factorial: replay its cells through the same reading
+            class Replay:
+                def probe(self, req: ProbeRequest):  # noqa: ANN202
+                    from workbench.isolate.search import ProbeResult
+
+                    outcome, n = cells[frozenset(req.applied)]
+                    return ProbeResult(outcome, 0, n, n, 1)
+            facts.append(read_cells(CHANGES, Replay(), alpha=0.05))
+    return results, facts
+
+
+def _with_expected(found: tuple[list, list], world: str) -> tuple[list, set, list]:
+    return found[0], EXPECTED[world], found[1]
 
 
 def report(world: str, oracle_kind: str, results: list, expected: set | None, facts: list) -> None:
@@ -243,9 +282,16 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=0,
                     help="--oracle sim, --jobs 1: start no new search after this many minutes (0: no limit)")
     ap.add_argument("--region", default=REGION, help="failure region of corruption_rate (default %(default)s)")
+    ap.add_argument("--first-seed", type=int, default=1, help="--oracle sim: seeds of the searches start here")
+    ap.add_argument("--summarize", default=None, metavar="DIR",
+                    help="report the searches and factorials kept under DIR (by --keep) instead of running any")
     ap.add_argument("--keep", default=None, help="folder for the real runs' stores (default: temporary, removed)")
     a = ap.parse_args()
     worlds = ["seed", "wedge"] if a.world == "both" else [a.world]
+    if a.summarize:
+        for world in worlds:
+            report(world, "sim (kept stores)", *_with_expected(summarize(Path(a.summarize), world), world))
+        return
     tmp = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="wb-isolate-study-"))
     tmp.mkdir(parents=True, exist_ok=True)
     try:
@@ -256,7 +302,7 @@ def main() -> None:
             expected = EXPECTED[world]
             t0 = time.monotonic()
             res, facts = run_searches(a.oracle, world, a.searches, a.budget, tmp, a.jobs, a.factorials, a.minutes,
-                                       a.region)
+                                       a.region, a.first_seed)
             report(world, a.oracle, res, expected, facts)
             print(f"  ({time.monotonic() - t0:.0f} s)")
     finally:
