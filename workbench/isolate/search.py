@@ -10,6 +10,11 @@ Design, for the small k (2-8 changed settings) that debugging a deployment meets
 2. **Confirm** (1 probe): apply the necessary set N alone to the good config. If it fails, N is
    the answer: it reproduces the failure, and removing any member from the bad config cures it,
    so (failure monotone in the set of changes, the premise of ddmin too) N is 1-minimal.
+2b. **Settle from the good side** when a leave-one-out probe was inconclusive (on pdsim: bad minus
+   HiCache keeps the abort fix off, wedges, and loses 9 in 10 sessions, which cannot show the
+   failure): if good + N' fails (N' = necessary + undecided), probe good + (N' - u) for each
+   undecided u. A pass shows u needed (1-minimality as ddmin defines it); a failure drops u.
+   These configs keep the fixes the failure does not need, so their sessions complete.
 3. **Fallback: ddmin** (Zeller & Hildebrandt 2002) when the confirm probe passes or N is empty:
    the failure is not one conjunction (two independent causes each suffice, or it is not
    monotone). ddmin finds a 1-minimal failing subset without that premise; every probe is cached,
@@ -21,17 +26,12 @@ leave-one-out plus a confirm needs k+1 = 5. Why not adaptive group testing (bina
 it assumes each defective alone is positive (an OR of causes), the opposite of an interaction.
 A full 2^k factorial answers the same question with every one of 2^k configs decided.
 
-2b. **Settle from the good side** when a leave-one-out probe was inconclusive (on pdsim: bad minus
-   HiCache keeps the abort fix off, wedges, and loses 9 in 10 sessions, which cannot show the
-   failure): if good + N' fails (N' = necessary + undecided), probe good + (N' - u) for each
-   undecided u. A pass shows u needed (1-minimality as ddmin defines it); a failure drops u.
-   These configs keep the fixes the failure does not need, so their sessions complete.
-
 Under noise each probe is a sequential test (`workbench.isolate.decision`) at its own alpha.
 **Alpha rule**: 80% of the search's alpha is split evenly over the 2k+1 probes the main path can
 take (k leave-one-out, 1 confirm, at most k good-side checks); the j-th
 ddmin probe gets 20% * 6/(pi^2 j^2) (a series that sums to 20%), so by the union bound the chance
-that *any* probe decides wrongly is at most alpha, however long the fallback runs. **Units**: the
+that *any* probe decides wrongly is at most alpha, however long the fallback runs (a real probe reads
+all its units and the completed ones, `workbench.isolate.adapter.judge`, within its own alpha). **Units**: the
 budget is split evenly over the probes still planned; a probe that spends its share undecided is
 inconclusive. A claim whose support includes an inconclusive probe is never "decided": the
 result then gives the bounds it can prove (lower: surely necessary; upper: possibly necessary).
