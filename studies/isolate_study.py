@@ -283,14 +283,16 @@ def main() -> None:
                     help="--oracle sim, --jobs 1: start no new search after this many minutes (0: no limit)")
     ap.add_argument("--region", default=REGION, help="failure region of corruption_rate (default %(default)s)")
     ap.add_argument("--first-seed", type=int, default=1, help="--oracle sim: seeds of the searches start here")
-    ap.add_argument("--summarize", default=None, metavar="DIR",
-                    help="report the searches and factorials kept under DIR (by --keep) instead of running any")
+    ap.add_argument("--summarize", default=None, metavar="DIR", nargs="+",
+                    help="report the searches and factorials kept under DIR... (by --keep) instead of running any")
     ap.add_argument("--keep", default=None, help="folder for the real runs' stores (default: temporary, removed)")
     a = ap.parse_args()
     worlds = ["seed", "wedge"] if a.world == "both" else [a.world]
     if a.summarize:
         for world in worlds:
-            report(world, "sim (kept stores)", *_with_expected(summarize(Path(a.summarize), world), world))
+            found = [summarize(Path(d), world) for d in a.summarize]
+            kept = ([r for f in found for r in f[0]], [x for f in found for x in f[1]])
+            report(world, "sim (kept stores)", *_with_expected(kept, world))
         return
     tmp = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="wb-isolate-study-"))
     tmp.mkdir(parents=True, exist_ok=True)
