@@ -310,8 +310,10 @@ def main() -> None:
     finally:
         from workbench.sim import control
 
-        for sim in tmp.glob("**/sim-*"):
-            control.down(sim)
+        # the sim folders _bench made (one level under each search's folder), not artifacts named sim-*
+        for sim in tmp.glob("*/sim-*"):
+            if (sim / "serve.sh").is_file():
+                control.down(sim)
         if a.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)
 
