@@ -157,3 +157,63 @@ def test_a_search_stopped_mid_way_is_recorded_with_its_probes(root, tmp_path, mo
         [st] = load_searches(store)
     assert st.status == "interrupted" and st.record["result"]["minimal"] is None
     assert [p["outcome"] for p in st.record["result"]["probes"]] == ["passes"]
+
+
+PAIR = """\
+experiment: agent-repro
+good: {index_k_dtype: fp8, hicache: off, nixl_abort_fix: on, geometry_fix: on}
+bad:
+  index_k_dtype: bf16
+  hicache: on
+  nixl_abort_fix: off
+  geometry_fix: off
+metric: corruption_rate
+region: ">= 0.05"
+budget: 800
+"""
+
+
+def test_a_pair_declared_in_yaml_gives_the_same_request_as_the_flags(root, tmp_path):
+    from workbench.cli.isolate import request
+
+    (tmp_path / "pair.yaml").write_text(PAIR)
+    reg = load_registry(root)
+    req = request(dict.fromkeys(("experiment", "good", "bad", "metric", "region", "profile", "budget", "alpha")),
+                  str(tmp_path / "pair.yaml"), reg)
+    from_file = prepare_spec(reg, seed=1, **req)
+    from_flags = prepare_spec(reg, experiment="agent-repro", metric="corruption_rate", region=">= 0.05", seed=1,
+                              good=["index_k_dtype=fp8 hicache=off nixl_abort_fix=on geometry_fix=on"],
+                              bad=["index_k_dtype=bf16 hicache=on nixl_abort_fix=off geometry_fix=off"], budget=800)
+    assert (from_file.good, from_file.bad, from_file.changes, from_file.budget, from_file.region) == (
+        from_flags.good, from_flags.bad, from_flags.changes, from_flags.budget, from_flags.region)
+    assert set(from_file.changes) == {"index_k_dtype", "hicache", "nixl_abort_fix", "geometry_fix"}
+    # a flag replaces the file's value
+    req = request({"experiment": None, "good": None, "bad": ["geometry_fix=off"], "metric": None, "region": None,
+                   "profile": None, "budget": None, "alpha": None}, str(tmp_path / "pair.yaml"), reg)
+    assert req["bad"] == ["geometry_fix=off"] and req["budget"] == 800
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (("hicache: on", "hicache: maybe"), "pair.yaml:5 (field bad.hicache)"),
+    (("geometry_fix: off\n", "geometry_fix: off\n  no_such: 1\n"), "pair.yaml:8 (field bad.no_such)"),
+    (("region: \">= 0.05\"", "region: above"), "pair.yaml:9 (field region)"),
+    (("budget: 800", "colour: red"), "unknown key 'colour'"),
+    (("metric: corruption_rate\n", ""), "missing metric"),
+    (("experiment: agent-repro", "experiment: nope"), "pair.yaml:1 (field experiment)"),
+    (("budget: 800", "budget: lots"), "budget must be a number"),
+    (("metric: corruption_rate", "metric: wall_s"), "--metric wall_s is a continuous"),
+])
+def test_a_bad_pair_file_exits_2_naming_file_and_line(root, tmp_path, edit, needle):
+    (tmp_path / "pair.yaml").write_text(PAIR.replace(*edit))
+    db = tmp_path / "store.duckdb"
+    res = CliRunner().invoke(app, ["isolate", "--pair", str(tmp_path / "pair.yaml"), "--root", str(root),
+                                   "--db", str(db)])
+    assert res.exit_code == 2, res.output
+    assert "Error:" in res.output and needle in res.output
+    assert "Traceback" not in res.output and not db.exists()
+
+
+def test_without_a_pair_every_flag_is_required(root, tmp_path):
+    res = CliRunner().invoke(app, ["isolate", "--experiment", "agent-repro", "--good", "geometry_fix=on",
+                                   "--root", str(root), "--db", str(tmp_path / "s.duckdb")])
+    assert res.exit_code == 2 and "missing --bad, --metric, --region" in res.output

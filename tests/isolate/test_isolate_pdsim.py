@@ -4,34 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
-
-import pytest
 
 from workbench.sim import control
-from workbench.sim.config import render_serve_file
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    root = tmp_path / "bench"
-    shutil.copytree(REPO / "experiments", root / "experiments")
-    shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
-    sim_dir = tmp_path / "sim"
-    sim_dir.mkdir()
-    pp = control.free_port()
-    original = render_serve_file({"prefill_port": str(pp), "decode_port": str(control.free_port(avoid=(pp,)))}).encode()
-    (sim_dir / "serve.sh").write_bytes(original)
-    monkeypatch.setenv("WB_ROOT", str(root))
-    monkeypatch.setenv("WB_SIM_DIR", str(sim_dir))
-    monkeypatch.delenv("WB_FAULT", raising=False)
-    yield type("Bench", (), {"root": root, "sim_dir": sim_dir, "original": original, "db": str(root / "wb.duckdb")})
-    control.down(sim_dir)
 
 
 def test_isolate_on_pdsim_records_each_probe_and_restores_the_target(bench):

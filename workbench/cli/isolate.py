@@ -16,16 +16,24 @@ REGION_HELP = ("Where the metric lies when a config FAILS: '>= 0.05', '<= 0.02',
 def register(app: typer.Typer) -> None:
     @app.command("isolate")
     def isolate_cmd(
-            experiment: Annotated[str, typer.Option("--experiment", help="Experiment id (experiments/ID.yaml).")],
-            good: Annotated[list[str], typer.Option("--good", help="var=value of the good config (repeatable; "
-                                                    "unnamed variables take the experiment's defaults).")],
-            bad: Annotated[list[str], typer.Option("--bad", help="var=value of the bad config (repeatable).")],
-            metric: Annotated[str, typer.Option("--metric", help="A proportion metric, e.g. corruption_rate.")],
-            region: Annotated[str, typer.Option("--region", help=REGION_HELP)],
+            experiment: Annotated[Optional[str], typer.Option(
+                "--experiment", help="Experiment id (experiments/ID.yaml).")] = None,
+            good: Annotated[Optional[list[str]], typer.Option(
+                "--good", help="var=value of the good config (repeatable; unnamed variables take the "
+                "experiment's defaults).")] = None,
+            bad: Annotated[Optional[list[str]], typer.Option(
+                "--bad", help="var=value of the bad config (repeatable).")] = None,
+            metric: Annotated[Optional[str], typer.Option(
+                "--metric", help="A proportion metric, e.g. corruption_rate.")] = None,
+            region: Annotated[Optional[str], typer.Option("--region", help=REGION_HELP)] = None,
+            pair: Annotated[Optional[str], typer.Option(
+                "--pair", help="YAML file declaring experiment, good, bad, metric, region (and optionally "
+                "target, budget, alpha); flags given here replace its values.")] = None,
             target: Annotated[Optional[str], typer.Option("--target", help="Profile to run on.")] = None,
             budget: Annotated[Optional[float], typer.Option(
                 "--budget", help="Units for the whole search (default 4000).")] = None,
-            alpha: Annotated[float, typer.Option("--alpha", help="Error level of the whole search.")] = 0.05,
+            alpha: Annotated[Optional[float], typer.Option(
+                "--alpha", help="Error level of the whole search (default 0.05).")] = None,
             seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the probes' run plans.")] = None,
             parent: Annotated[Optional[str], typer.Option(
                 "--parent", help="Hypothesis the search hangs under in the lineage.")] = None,
@@ -38,9 +46,11 @@ def register(app: typer.Typer) -> None:
         always-valid sequential test; alpha is spent across probes so the whole search errs at most
         --alpha. An inconclusive probe is reported, and the answer then says what stays open.
         """
-        out = open_workbench(db, root).isolate(
-            experiment=experiment, good=good, bad=bad, metric=metric, region=region, profile=target, budget=budget,
-            alpha=alpha, seed=seed, parent=parent, write=write, show_progress=not json_)
+        wb = open_workbench(db, root)
+        flags = {"experiment": experiment, "good": good, "bad": bad, "metric": metric, "region": region,
+                 "profile": target, "budget": budget, "alpha": alpha}
+        out = wb.isolate(**request(flags, pair, wb.registry), seed=seed, parent=parent, write=write,
+                         show_progress=not json_)
         if json_:
             print_json({"format": 1, "kind": "isolate", **out.record, "written": out.written})
         else:
@@ -48,6 +58,20 @@ def register(app: typer.Typer) -> None:
                 typer.echo(line)
             if out.written:
                 typer.echo(f"appended {len(out.result.probes) + 1} generated hypotheses to {out.written}")
+
+
+def request(flags: dict[str, Any], pair: str | None, registry: Any) -> dict[str, Any]:
+    """The search's request: the --pair file's values (if any), each replaced by a flag given."""
+    from workbench.errors import BadInput
+    from workbench.isolate.pair import load_pair
+
+    base = load_pair(pair, registry) if pair else {}
+    req = {**base, **{k: v for k, v in flags.items() if v is not None}}
+    missing = [f"--{'target' if k == 'profile' else k}" for k in ("experiment", "good", "bad", "metric", "region")
+               if not req.get(k)]
+    if missing:
+        raise BadInput(f"missing {', '.join(missing)}", hint="give the flags, or a --pair file that declares them")
+    return {k: v for k, v in req.items() if v is not None}
 
 
 def _set(xs: Any) -> str:

@@ -7,11 +7,13 @@ this module's stopping rule (the probe's own alpha and units), restores the targ
 any hypothesis, and the probe's verdict is recorded next to the runner's own analysis.
 
 The probe tests the metric as the experiment defines it (corruption_rate: leaks over all sessions).
-A pass where most units did not complete (errors, timeouts) carries a warning in its reasoning and in
-the search's explanation: such sessions could not show the failure (pdsim's wedge world on a loaded
-machine times out nearly every session). Requiring the completed units to pass as well was tried and
-left out: without the abort fix most sessions wedge by design, so every such probe would need many
-times the units. Units are pooled over a probe's runs as independent; runs of one probe share a deployment.
+Lost units (errors, timeouts) cannot show the failure, so each look reads the rate over all units
+and over the completed ones (`judge`): a failure in either stands, a pass needs both, and a look
+where most units were lost with no failure among the rest stops the probe undecided at once (bf16
+without the abort fix wedges and 9 in 10 sessions time out: a pass read off them would rest on
+sessions that never ran). The search then settles that change from the good side (see
+`workbench.isolate.search`), where the fixes that keep sessions alive stay applied. Units are pooled
+over a probe's runs as independent; runs of one probe share a deployment.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 VERDICT_OF = {"fails": "supported", "passes": "falsified", "inconclusive": "inconclusive"}
 MAX_RUNS = 200
 MAX_FAILED_RUNS = 2
-ATTRITION_WARN = 0.5  # a pass with fewer completed units than this share carries a warning
+ATTRITION_STOP = 0.25  # a probe with fewer completed units than this share stops undecided
 
 
 @dataclass(frozen=True)
@@ -142,10 +144,7 @@ class RunnerOracle:
         from workbench.runner.execute import RunOptions, execute, prepare
 
         reg = replace(self.registry, hypotheses=[*self.registry.hypotheses, *self.hypotheses])
-        # Plan only as many runs as the probe's units can use (a whole run past the share at most).
-        runs = MAX_RUNS
-        if self.units_per_run:
-            runs = max(1, min(MAX_RUNS, math.ceil(req.max_units / self.units_per_run)))
+        runs = planned_runs(req.max_units, self.units_per_run)
         opts = RunOptions(target=self.spec.profile, replicates=runs, sequential=True, seed=self.spec.seed + req.index,
                           show_progress=self.show_progress)
         launch = prepare(reg, h.id, opts, sim_dir=self.settings.sim_dir)
@@ -170,17 +169,48 @@ class RunnerOracle:
         every = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=False))
         runs = [r for r in every if r.status in USABLE_STATUSES]
         bounds = self.spec.region.bounds()
-        look = decide(cumulative_path(pooled(runs, self.spec.metric, exp)["per_run"]), bounds, req.alpha, req.max_units)
-        done = pooled(runs, self.spec.metric, exp, basis="completed")
-        if look.outcome == "passes" and done["per_run"] and done["n"] < ATTRITION_WARN * look.n:
-            # Sessions lost to errors or timeouts could not show the failure: say so where the pass is read.
-            look = replace(look, reasoning=f"{look.reasoning}; WARNING: only {done['n']:g} of {look.n:g} units "
-                                           "completed, so this pass rests mostly on units that could not fail")
+        every_unit = cumulative_path(pooled(runs, self.spec.metric, exp)["per_run"])
+        completed = cumulative_path(pooled(runs, self.spec.metric, exp, basis="completed")["per_run"])
+        look = judge(every_unit, completed, bounds, req.alpha, req.max_units)
         failed = len(every) - len(runs)
         if failed >= MAX_FAILED_RUNS and not look.stop:
             # Runs that measure nothing would never spend the units: stop, and say why the probe is open.
             return replace(look, stop=True, reasoning=f"{look.reasoning}; stopped after {failed} failed run(s)")
         return look
+
+
+def planned_runs(max_units: float, units_per_run: float | None) -> int:
+    """Runs to plan for a probe: as many as its units can use (a whole run past the share at most)."""
+    if not units_per_run or not math.isfinite(max_units):
+        return MAX_RUNS
+    return max(1, min(MAX_RUNS, math.ceil(max_units / units_per_run)))
+
+
+def judge(every_unit: list[tuple[float, float]], completed: list[tuple[float, float]], bounds: tuple[float, float],
+          alpha: float, max_units: float) -> Look:
+    """A probe's look over all its units and over the completed ones (those that could show the failure).
+
+    Fails when either reading fails (a wedge that kills most sessions hides the failure in the rate
+    over all of them, not among those that complete); each is one-sided at alpha/2, so a false
+    failure has chance at most alpha, the probe's share. Passes only when both pass (the analysis
+    reads attrition the same way). Stops undecided at once when fewer than ATTRITION_STOP of the
+    units completed and none of those showed the failure: running on would buy units that cannot."""
+    look = decide(every_unit, bounds, alpha, max_units)
+    alive = decide(completed, bounds, alpha, max_units)
+    k_done, n_done = completed[-1] if completed else (0.0, 0.0)
+    if look.outcome == "fails" or alive.outcome == "fails":
+        if look.outcome == "fails":
+            return look
+        return replace(alive, k=look.k, n=look.n, looks=look.looks, reasoning=(
+            f"{look.k:g}/{look.n:g} over all units; over the {n_done:g} completed: {alive.reasoning}"))
+    if look.n > 0 and n_done < ATTRITION_STOP * look.n and k_done == 0:
+        return replace(look, outcome="inconclusive", stop=True, reasoning=(
+            f"{look.k:g}/{look.n:g} with only {n_done:g} of {look.n:g} units completed: the rest did not complete "
+            "(errors or timeouts) and could not show the failure, so no pass is read off them; stopped at this look"))
+    if look.outcome == "passes" and alive.outcome != "passes":
+        return replace(look, outcome="inconclusive", stop=look.n >= max_units, reasoning=(
+            f"{look.reasoning}, but over the {n_done:g} completed units not yet ({alive.reasoning})"))
+    return look
 
 
 def _plain(req: ProbeRequest) -> dict[str, Any]:

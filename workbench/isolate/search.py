@@ -10,6 +10,11 @@ Design, for the small k (2-8 changed settings) that debugging a deployment meets
 2. **Confirm** (1 probe): apply the necessary set N alone to the good config. If it fails, N is
    the answer: it reproduces the failure, and removing any member from the bad config cures it,
    so (failure monotone in the set of changes, the premise of ddmin too) N is 1-minimal.
+2b. **Settle from the good side** when a leave-one-out probe was inconclusive (on pdsim: bad minus
+   HiCache keeps the abort fix off, wedges, and loses 9 in 10 sessions, which cannot show the
+   failure): if good + N' fails (N' = necessary + undecided), probe good + (N' - u) for each
+   undecided u. A pass shows u needed (1-minimality as ddmin defines it); a failure drops u.
+   These configs keep the fixes the failure does not need, so their sessions complete.
 3. **Fallback: ddmin** (Zeller & Hildebrandt 2002) when the confirm probe passes or N is empty:
    the failure is not one conjunction (two independent causes each suffice, or it is not
    monotone). ddmin finds a 1-minimal failing subset without that premise; every probe is cached,
@@ -22,9 +27,11 @@ it assumes each defective alone is positive (an OR of causes), the opposite of a
 A full 2^k factorial answers the same question with every one of 2^k configs decided.
 
 Under noise each probe is a sequential test (`workbench.isolate.decision`) at its own alpha.
-**Alpha rule**: 80% of the search's alpha is split evenly over the k+1 planned probes; the j-th
+**Alpha rule**: 80% of the search's alpha is split evenly over the 2k+1 probes the main path can
+take (k leave-one-out, 1 confirm, at most k good-side checks); the j-th
 ddmin probe gets 20% * 6/(pi^2 j^2) (a series that sums to 20%), so by the union bound the chance
-that *any* probe decides wrongly is at most alpha, however long the fallback runs. **Units**: the
+that *any* probe decides wrongly is at most alpha, however long the fallback runs (a real probe reads
+all its units and the completed ones, `workbench.isolate.adapter.judge`, within its own alpha). **Units**: the
 budget is split evenly over the probes still planned; a probe that spends its share undecided is
 inconclusive. A claim whose support includes an inconclusive probe is never "decided": the
 result then gives the bounds it can prove (lower: surely necessary; upper: possibly necessary).
@@ -147,7 +154,7 @@ def isolate(changes: list[str], oracle: Oracle, *, alpha: float = 0.05, budget: 
     s = _Search(changes, oracle, alpha, budget)
     full = frozenset(changes)
     k = len(changes)
-    a_main = alpha * MAIN_SHARE / (k + 1)
+    a_main = alpha * MAIN_SHARE / (2 * k + 1)
     necessary, unknown, sufficient_left = [], [], []
     for i, c in enumerate(changes):
         p = s.run(full - {c}, "leave-one-out", f"does bad without {c} still fail?", None, a_main, k + 1 - i)
@@ -172,13 +179,42 @@ def isolate(changes: list[str], oracle: Oracle, *, alpha: float = 0.05, budget: 
                        f"failure; {_fmt(sufficient_left) if sufficient_left else 'no other change'} can be "
                        "removed from bad without curing it")
     if outcome == "fails":
-        return _finish(s, "inconclusive", None, necessary, necessary + unknown,
-                       f"good + {_fmt(sorted(cand))} fails, but the leave-one-out probe of "
-                       f"{_fmt(unknown)} was inconclusive, so whether they are needed is open")
+        return _settle(s, confirm, necessary, unknown, sufficient_left, a_main)
     if outcome == "inconclusive":
         return _finish(s, "inconclusive", None, necessary, necessary + unknown,
                        f"the confirming probe (good + {_fmt(sorted(cand))}) was inconclusive")
     return _fallback(s, full, necessary, unknown)
+
+
+def _settle(s: _Search, confirm: Probe, necessary: list[str], unknown: list[str], removable: list[str],
+            a_main: float) -> SearchResult:
+    """good + (necessary + unknown) fails; settle each unknown change u from the good side instead.
+
+    good + (cand - u) passing shows u needed (1-minimality, as ddmin defines it); failing shows u
+    not needed, and the smaller failing set is kept. Good-side configs keep the fixes the failure
+    does not need, so their sessions complete where bad - u (the abort fix off: a wedge) lost them."""
+    cand, parent, open_ = list(necessary + unknown), confirm.request.index, []
+    for j, u in enumerate(unknown):
+        rest = [c for c in cand if c != u]
+        p = s.run(frozenset(rest), "minimality", f"does good with {_fmt(rest)} (without {u}) fail?", parent,
+                  a_main, len(unknown) - j)
+        if p is None or p.result.outcome == "inconclusive":
+            open_.append(u)
+        elif p.result.outcome == "fails":
+            cand, parent = rest, p.request.index
+            removable.append(u)
+        else:
+            necessary = [*necessary, u]
+    order = s.changes.index
+    if open_:
+        return _finish(s, "inconclusive", None, [c for c in cand if c not in open_], cand,
+                       f"good + {_fmt(sorted(cand, key=order))} fails, but whether {_fmt(open_)} is needed stayed "
+                       "open (inconclusive probes" + (", budget spent)" if s.out_of_budget else ")"))
+    minimal = tuple(c for c in s.changes if c in cand)
+    return _finish(s, "decided", minimal, list(minimal), list(minimal),
+                   f"good + {_fmt(minimal)} fails, and without any one of them it passes (from the bad side, or "
+                   f"from the good side where the bad side's probe lost its units); "
+                   f"{_fmt(sorted(set(removable), key=order)) if removable else 'no other change'} is not needed")
 
 
 def _fallback(s: _Search, full: frozenset[str], necessary: list[str], unknown: list[str]) -> SearchResult:
@@ -224,10 +260,6 @@ def _fallback(s: _Search, full: frozenset[str], necessary: list[str], unknown: l
 def _finish(s: _Search, status: str, minimal: tuple[str, ...] | None, lower: list[str], upper: list[str],
             why: str) -> SearchResult:
     order = s.changes.index
-    warned = [f"p{p.request.index}" for p in s.probes if "WARNING" in p.result.reasoning]
-    if warned:
-        why += (f". Warning: the pass of {', '.join(warned)} rests mostly on units that did not complete "
-                "(errors or timeouts); see each probe's reasoning")
     spent_alpha = sum(p.request.alpha for p in s.probes)
     return SearchResult(tuple(s.changes), status, minimal, tuple(sorted(set(lower), key=order)),
                         tuple(sorted(set(upper), key=order)), tuple(s.probes), s.spent, s.alpha, spent_alpha,
@@ -235,24 +267,26 @@ def _finish(s: _Search, status: str, minimal: tuple[str, ...] | None, lower: lis
 
 
 def factorial(changes: list[str], oracle: Oracle, *, alpha: float = 0.05, budget: float = math.inf) -> SearchResult:
-    """The baseline: decide every one of the 2^k configs (alpha / 2^k each) and read the minimal failing set off."""
+    """The baseline: decide every one of the 2^k configs (alpha / 2^k each) and read the minimal failing set off.
+
+    A failing cell every proper subset of which passes is minimal (the question the search answers);
+    the answer is decided when exactly one cell is, whatever cells that contain none of it left open."""
     from itertools import combinations
 
     s = _Search(changes, oracle, alpha, budget)
     cells = [frozenset(c) for r in range(len(changes) + 1) for c in combinations(changes, r)]
     a = alpha / len(cells)
-    fails = []
+    out: dict[frozenset[str], str] = {}
     for i, cell in enumerate(cells):
         p = s.run(cell, "factorial", f"does good with {_fmt(sorted(cell))} fail?", None, a, len(cells) - i)
         if p is None:
             return _finish(s, "inconclusive", None, [], list(changes), "the budget ran out")
-        if p.result.outcome == "fails":
-            fails.append(cell)
-        elif p.result.outcome == "inconclusive":
-            s.undecided.append(p)
-    minimal = [f for f in fails if not any(g < f for g in fails)]
-    if s.undecided or len(minimal) != 1:
-        return _finish(s, "inconclusive", None, [], list(changes), f"{len(minimal)} minimal failing set(s), "
-                       f"{len(s.undecided)} inconclusive cell(s)")
+        out[cell] = p.result.outcome
+    minimal = [f for f, o in out.items() if o == "fails" and all(out[g] == "passes" for g in out if g < f)]
+    open_ = sum(o == "inconclusive" for o in out.values())
+    if len(minimal) != 1:
+        return _finish(s, "inconclusive", None, [], list(changes), f"{len(minimal)} minimal failing cell(s) with "
+                       f"every subset passing, {open_} inconclusive cell(s)")
     m = tuple(c for c in changes if c in minimal[0])
-    return _finish(s, "decided", m, list(m), list(m), "the one minimal failing cell")
+    return _finish(s, "decided", m, list(m), list(m), f"the one failing cell whose every subset passes "
+                   f"({open_} inconclusive cell(s) elsewhere)")

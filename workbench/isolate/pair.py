@@ -1,0 +1,84 @@
+"""`wb isolate --pair FILE`: the good/bad pair, and the rest of the request, declared in YAML.
+
+    experiment: agent-repro
+    good: {index_k_dtype: fp8, hicache: off, nixl_abort_fix: on, geometry_fix: on}
+    bad:  {index_k_dtype: bf16, hicache: on, nixl_abort_fix: off, geometry_fix: off}
+    metric: corruption_rate
+    region: ">= 0.05"
+    # optional: target, budget, alpha
+
+A pair kept in the workbench next to the hypotheses can be re-run and reviewed like them. A flag
+given on the command line replaces the file's value for that key (--good and --bad replace the
+whole configuration). Every value is checked here against the experiment, so a mistake is an
+`Error:` naming the file and line, before anything runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import BadInput
+
+KEYS = ("experiment", "good", "bad", "metric", "region", "target", "budget", "alpha")
+REQUIRED = ("experiment", "good", "bad", "metric", "region")
+
+
+def load_pair(path: str | Path, registry: Any) -> dict[str, Any]:
+    """The request the file declares, as `prepare_spec` keywords (good/bad as `var=value` lists)."""
+    from workbench.isolate.region import parse_region
+    from workbench.registry.yamlio import load_located
+
+    doc = load_located(path)
+    data = doc.data
+    if not isinstance(data, dict):
+        raise doc.error("expected a mapping with experiment, good, bad, metric and region")
+    for key in data:
+        if key not in KEYS:
+            raise doc.error(f"unknown key {key!r}", (key,), hint=f"keys: {', '.join(KEYS)}")
+    missing = [k for k in REQUIRED if k not in data]
+    if missing:
+        raise doc.error(f"missing {', '.join(missing)}", hint="a pair needs experiment, good, bad, metric and region")
+    exp = registry.experiments.get(str(data["experiment"]))
+    if exp is None:
+        raise doc.error(f"experiment {data['experiment']!r} not found", ("experiment",),
+                        hint=f"experiments: {', '.join(sorted(registry.experiments)) or 'none'}")
+    out: dict[str, Any] = {"experiment": exp.id, "metric": str(data["metric"])}
+    for side in ("good", "bad"):
+        out[side] = _config(doc, exp, data[side], side)
+    try:
+        parse_region(str(data["region"]), flag="region")
+    except BadInput as exc:
+        raise doc.error(exc.message, ("region",), hint=exc.hint) from None
+    out["region"] = str(data["region"])
+    if "target" in data:
+        out["profile"] = str(data["target"])
+    for key in ("budget", "alpha"):
+        if key in data:
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise doc.error(f"{key} must be a number, not {value!r}", (key,))
+            out[key] = float(value)
+    return out
+
+
+def _config(doc: Any, exp: Any, value: Any, side: str) -> list[str]:
+    """A `{var: value}` mapping checked against the experiment's variables, as `var=value` items."""
+    from workbench.registry.common import var_value
+
+    if not isinstance(value, dict) or not value:
+        raise doc.error(f"{side} must be a mapping of variable: value", (side,))
+    items = []
+    for name, raw in value.items():
+        where = (side, name)
+        if name not in exp.variables:
+            raise doc.error(f"experiment {exp.id!r} has no variable {name!r}", where,
+                            hint=f"variables: {', '.join(exp.variables)}")
+        try:
+            text = exp.variables[name].check(var_value(raw))
+        except ValueError as exc:
+            raise doc.error(f"{side}.{name}: {exc}", where) from None
+        if not text or any(c.isspace() for c in text):
+            raise doc.error(f"{side}.{name}: {text!r} holds white space", where)
+        items.append(f"{name}={text}")
+    return items
