@@ -313,3 +313,24 @@ def test_locate_target_checks_without_importing(target_pkg: Path, monkeypatch):
     assert locate_target("workbench.sim.hicache:DSAIndexerPoolHost")[0] is True
     assert locate_target("workbench.errors:WbError")[0] is True  # already imported: looked up directly
     assert locate_target("workbench.errors:NoSuchError")[0] is False
+
+
+def test_a_look_on_disk_never_overwrites_an_import_that_finished_meanwhile(tmp_path, monkeypatch):
+    # The flusher looked on disk for a target whose module was not imported yet; the main thread's
+    # import finished during the look and recorded "no attribute"; the look then overwrote that detail
+    # ("module never imported here"), so the report named the wrong cause (seen as a flaky test).
+    import types
+
+    from workbench.probes.inject import _wb_probe as wp
+
+    probe = wp._Probe([("t", "late_mod_xyz", "Missing")], str(tmp_path), 60, None)
+    module = types.ModuleType("late_mod_xyz")
+
+    def look_while_the_import_lands(mod: str, qual: str) -> tuple[bool, str]:
+        probe.module_loaded("late_mod_xyz", module)
+        return True, "found on disk; module never imported here"
+
+    monkeypatch.setattr(wp, "_look_on_disk", look_while_the_import_lands)
+    row = probe.snapshot(final=False)["targets"]["t"]
+    assert (row["state"], row["detail"]) == (wp.NO_ATTRIBUTE, "module late_mod_xyz has no attribute 'Missing'")
+    assert row["resolved"] is False

@@ -1,7 +1,8 @@
 """Calibration in CI: the seed's C=80 x 4-round repro per world and config, fixed seed, one
-deployment rewritten and restarted per config as the runner does, with CPU and disk stressors
-running beside it the whole time (pdsim's outcomes must not depend on the host's load). The
-bands are the seed's; a broken mechanism fails them (e.g. leaks without the geometry bug, a
+deployment rewritten and restarted per config as the runner does. pdsim runs on simulated time,
+so its outcomes do not depend on the host's load: test_determinism.py shows it beside CPU and
+disk stressors (same per-session outcomes idle and stressed); these bands no longer pay for the
+stressors too. The bands are the seed's; a broken mechanism fails them (e.g. leaks without the geometry bug, a
 wedge with the fix, no wedge without it). `benchmarks/sim_bench.py calibrate` runs 10 seeds."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ SEED = 0
 
 
 @pytest.fixture(scope="module")
-def deployment(tmp_path_factory, stress):
+def deployment(tmp_path_factory):
     d = tmp_path_factory.mktemp("calib")
     cfg = d / "serve.sh"
     prefill = free_port()

@@ -117,7 +117,10 @@ class _Probe:
         targets = {}
         for i, t in enumerate(self.targets):
             if t.state == NOT_IMPORTED and t.resolved is None:
-                t.resolved, t.detail = _look_on_disk(t.module, t.qual)
+                look = _look_on_disk(t.module, t.qual)  # slow: the module may be imported meanwhile
+                with self.instrument_lock:  # ... and then the import's state and detail stand, not this look
+                    if t.state == NOT_IMPORTED:
+                        t.resolved, t.detail = look
             resolved = True if t.state == INSTRUMENTED else (bool(t.resolved) if t.state == NOT_IMPORTED else False)
             targets[t.name] = {"calls": counts[i], "state": t.state, "resolved": resolved, "detail": t.detail,
                                "mechanism": t.mechanism}
