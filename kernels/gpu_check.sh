@@ -178,7 +178,7 @@ fi
 
 if want pytest; then
   stamp pytest
-  timeout 240 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/kernels > "$OUT/pytest.txt" 2>&1
+  timeout 240 "$PY" -m pytest -q -p no:cacheprovider -n 0 -m gpu tests/kernels > "$OUT/pytest.txt" 2>&1
   echo "pytest rc=$?" >> "$OUT/pytest.txt"
 fi
 
