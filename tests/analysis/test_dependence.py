@@ -162,3 +162,19 @@ def test_sequential_aa_check_waits_for_the_second_replicate(store, registry):
     replicate(2)
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
     assert a.aa["corruption_rate"]["false_alarm"] is True and a.verdict == "invalid"
+
+
+def test_the_mixture_log_sum_agrees_with_scipy_including_all_minus_infinity_columns():
+    import numpy as np
+    from scipy.special import logsumexp
+
+    from workbench.analysis.sequential import _logsumexp
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        terms = rng.normal(scale=50, size=(8, int(rng.integers(1, 6))))
+        terms[rng.random(terms.shape) < 0.3] = -np.inf
+        ours, theirs = _logsumexp(terms), logsumexp(terms, axis=0)
+        assert np.array_equal(np.isneginf(ours), np.isneginf(theirs))
+        finite = np.isfinite(theirs)
+        assert np.allclose(ours[finite], theirs[finite], rtol=1e-13, atol=1e-12)

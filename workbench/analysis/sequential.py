@@ -40,14 +40,22 @@ def _expit(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
 
-def _mixture(k: np.ndarray, n: np.ndarray, c: float, alts: list[float], log_w: list[float]) -> np.ndarray:
-    from scipy.special import logsumexp
+def _logsumexp(terms: np.ndarray) -> np.ndarray:
+    """log(sum(exp(terms), axis=0)), stable; -inf where every term is -inf. (scipy's logsumexp gives the
+    same values but costs ~170 us a call in checks, and the confidence-sequence bisection calls it tens of
+    thousands of times: it was 60% of an isolate search's time.)"""
+    top = np.max(terms, axis=0)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.sum(np.exp(terms - shift), axis=0)) + shift
 
+
+def _mixture(k: np.ndarray, n: np.ndarray, c: float, alts: list[float], log_w: list[float]) -> np.ndarray:
     base = _loglik(k, n, c)
-    terms = np.stack([lw + _loglik(k, n, p) for p, lw in zip(alts, log_w)])
+    mixed = _logsumexp(np.stack([lw + _loglik(k, n, p) for p, lw in zip(alts, log_w)]))
     with np.errstate(invalid="ignore"):
-        out = logsumexp(terms, axis=0) - base
-    return np.where(np.isneginf(base) & ~np.isneginf(logsumexp(terms, axis=0)), np.inf, out)
+        out = mixed - base
+    return np.where(np.isneginf(base) & ~np.isneginf(mixed), np.inf, out)
 
 
 def log_e_above(k: Any, n: Any, c: float) -> np.ndarray:
