@@ -39,9 +39,7 @@ def make_bench(base: Path) -> tuple[Path, Path, bytes]:
     shutil.copytree(REPO / "experiments" / "templates", root / "experiments" / "templates")
     sim_dir = base / "sim"
     sim_dir.mkdir()
-    pp = control.free_port()
-    original = render_serve_file({"prefill_port": str(pp),
-                                  "decode_port": str(control.free_port(avoid=(pp,)))}).encode()
+    original = render_serve_file(control.free_ports()).encode()
     (sim_dir / "serve.sh").write_bytes(original)
     return root, sim_dir, original
 

@@ -63,9 +63,7 @@ def _bench(tmp: Path, world: str) -> tuple[object, Path]:
         shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
     sim = tmp / f"sim-{world}"
     sim.mkdir(exist_ok=True)
-    pp = control.free_port()
-    (sim / "serve.sh").write_text(render_serve_file({"prefill_port": str(pp),
-                                                     "decode_port": str(control.free_port(avoid=(pp,)))}))
+    (sim / "serve.sh").write_text(render_serve_file(control.free_ports()))
     os.environ["WB_SIM_DIR"] = str(sim)
     return load_registry(root), sim
 

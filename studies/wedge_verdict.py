@@ -35,9 +35,7 @@ def _bench(base: Path) -> dict[str, str]:
     shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
     sim = base / "sim"
     sim.mkdir()
-    pp = control.free_port()
-    (sim / "serve.sh").write_text(render_serve_file({"prefill_port": str(pp),
-                                                     "decode_port": str(control.free_port(avoid=(pp,)))}))
+    (sim / "serve.sh").write_text(render_serve_file(control.free_ports()))
     return {**os.environ, "WB_ROOT": str(root), "WB_SIM_DIR": str(sim), "WB_DB": str(base / "wb.duckdb")}
 
 

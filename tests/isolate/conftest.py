@@ -20,8 +20,7 @@ def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
     sim_dir = tmp_path / "sim"
     sim_dir.mkdir()
-    pp = control.free_port()
-    original = render_serve_file({"prefill_port": str(pp), "decode_port": str(control.free_port(avoid=(pp,)))}).encode()
+    original = render_serve_file(control.free_ports()).encode()
     (sim_dir / "serve.sh").write_bytes(original)
     monkeypatch.setenv("WB_ROOT", str(root))
     monkeypatch.setenv("WB_SIM_DIR", str(sim_dir))

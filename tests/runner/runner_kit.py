@@ -42,3 +42,17 @@ def run_hypothesis(hypothesis_id: str, *, db: str, root: Path | None = None, bui
         options["sets"] = dict(options["sets"] or {})
     wb = Workbench.open(Settings.from_env(db=db, root=root))
     return wb.run(hypothesis_id, RunOptions(**options), report=build_report, fault=fault).to_dict()
+
+
+def store_rows(db: str, sql: str, **params: Any) -> list[tuple]:
+    """The rows of one SQL query on a store file, read-only (the store is disposed of afterwards)."""
+    from sqlalchemy import text
+
+    from workbench.store import open_store
+
+    store = open_store(db, read_only=True)
+    try:
+        with store.connect() as conn:
+            return [tuple(r) for r in conn.execute(text(sql), params).all()]
+    finally:
+        store.dispose()

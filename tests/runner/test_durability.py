@@ -12,21 +12,11 @@ import time
 from pathlib import Path
 
 import duckdb
-from runner_kit import edit_profile
-from sqlalchemy import text
+from runner_kit import edit_profile, store_rows
 
-from workbench.store import open_store
 
 WB = [sys.executable, "-m", "workbench.cli.main"]
 
-
-def _rows(db: str, sql: str):
-    store = open_store(db, read_only=True)
-    try:
-        with store.connect() as conn:
-            return [tuple(r) for r in conn.execute(text(sql)).all()]
-    finally:
-        store.dispose()
 
 
 def _start(toy, *extra: str, env: dict | None = None) -> subprocess.Popen:
@@ -71,7 +61,7 @@ def test_a_reader_holding_the_store_past_the_lock_wait_loses_no_run(toy):
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-2000:]
     assert [r["status"] for r in json.loads(out)["runs"]] == ["ok"] * 4
-    assert _rows(toy.db, "SELECT count(*) FROM units")[0][0] == 40
+    assert store_rows(toy.db, "SELECT count(*) FROM units")[0][0] == 40
     assert not _journal(toy)
     assert toy.conf.read_bytes() == toy.original
 
@@ -94,7 +84,7 @@ def test_kill_9_after_a_run_ended_then_resume_keeps_that_run(toy):
     assert toy.conf.read_bytes() == toy.original
     runs = {r["id"]: r for r in json.loads(res.stdout)["runs"]}
     assert runs[journaled["run_id"]]["status"] == "ok"  # written from the journal, not redone
-    (n,) = _rows(toy.db, f"SELECT count(*) FROM units WHERE run_id = {journaled['run_id']}")[0]
+    (n,) = store_rows(toy.db, f"SELECT count(*) FROM units WHERE run_id = {journaled['run_id']}")[0]
     assert n == 10
     assert sorted(r["status"] for r in runs.values() if r["status"] == "ok") == ["ok"] * 4
     assert not [r for r in runs.values() if r["status"] in ("pending", "running")]

@@ -10,19 +10,9 @@ import signal
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
 
-from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
-from workbench.store import open_store
+from runner_kit import run_hypothesis, store_rows  # noqa: E402  (tests/runner is on sys.path)
 
-
-def _rows(db: str, sql: str):
-    store = open_store(db, read_only=True)
-    try:
-        with store.connect() as conn:
-            return [tuple(r) for r in conn.execute(text(sql)).all()]
-    finally:
-        store.dispose()
 
 
 def test_second_store_restores_its_own_snapshot_not_the_first_stores(toy):
@@ -36,23 +26,23 @@ def test_second_store_restores_its_own_snapshot_not_the_first_stores(toy):
 def test_artifacts_of_one_store_survive_a_run_into_another(toy):
     db_a = str(toy.root / "a.duckdb")
     run_hypothesis("toy-fix", db=db_a, show_progress=False, seed=7, build_report=False)
-    before = _rows(db_a, "SELECT path, sha256 FROM artifacts")
+    before = store_rows(db_a, "SELECT path, sha256 FROM artifacts")
     assert len(before) >= 8
     run_hypothesis("toy-fix", db=str(toy.root / "b.duckdb"), show_progress=False, seed=3, build_report=False)
     for path, sha in before:
         assert hashlib.sha256(Path(path).read_bytes()).hexdigest() == sha, path
-    paths_b = {p for (p,) in _rows(str(toy.root / "b.duckdb"), "SELECT path FROM artifacts")}
+    paths_b = {p for (p,) in store_rows(str(toy.root / "b.duckdb"), "SELECT path FROM artifacts")}
     assert not paths_b & {p for p, _ in before}
 
 
 def test_execution_records_its_uuid_and_its_folder_uses_it(toy):
     run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
-    (uid,) = _rows(toy.db, "SELECT uuid FROM executions")[0]
+    (uid,) = store_rows(toy.db, "SELECT uuid FROM executions")[0]
     assert len(uid) == 32
     folder = toy.root / ".wb" / "artifacts" / f"execution-{uid}"
     meta = json.loads((folder / "snapshot.json").read_text())
     assert meta["execution"] == uid
-    (path,) = _rows(toy.db, "SELECT path FROM artifacts LIMIT 1")[0]
+    (path,) = store_rows(toy.db, "SELECT path FROM artifacts LIMIT 1")[0]
     assert Path(path).is_relative_to(folder)
 
 

@@ -4,19 +4,8 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import text
+from runner_kit import run_hypothesis, store_rows  # noqa: E402  (tests/runner is on sys.path)
 
-from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
-from workbench.store import open_store
-
-
-def _rows(db: str, sql: str, **params):
-    store = open_store(db, read_only=True)
-    try:
-        with store.connect() as conn:
-            return [tuple(r) for r in conn.execute(text(sql), params).all()]
-    finally:
-        store.dispose()
 
 
 def test_records_both_arms_and_restores(toy):
@@ -34,18 +23,18 @@ def test_records_both_arms_and_restores(toy):
     # The restore restarted the service with the original file: the last restart saw it.
     assert json.loads(toy.restarts()[-1]) == {"fix": "off", "mode": "ok"}
     rid = summary["runs"][0]["id"]
-    names = {n for (n,) in _rows(toy.db, "SELECT name FROM metrics WHERE run_id = :r", r=rid)}
+    names = {n for (n,) in store_rows(toy.db, "SELECT name FROM metrics WHERE run_id = :r", r=rid)}
     assert names == {"sessions", "leak", "done", "waiting_for_input", "wall_s"}  # no proportions, no aliases
-    (fp, rendered, chash, variables) = _rows(
+    (fp, rendered, chash, variables) = store_rows(
         toy.db, "SELECT fingerprint_json, rendered_config, config_hash, variables_json FROM runs WHERE id = :r", r=rid)[0]
     assert "s3cret-value" not in fp and json.loads(fp)["uname"] == "Linux"
     assert "fix=" in rendered and len(chash) == 64
     assert json.loads(variables)["mode"] == "ok"
-    arts = dict(_rows(toy.db, "SELECT name, sha256 FROM artifacts WHERE run_id = :r", r=rid))
+    arts = dict(store_rows(toy.db, "SELECT name, sha256 FROM artifacts WHERE run_id = :r", r=rid))
     assert {"stdout", "stderr", "units", "restarts"} <= set(arts)
-    (diff,) = _rows(toy.db, "SELECT config_diff_json FROM executions")[0]
+    (diff,) = store_rows(toy.db, "SELECT config_diff_json FROM executions")[0]
     assert "-fix=off" in diff and "+fix=on" in diff
-    n_units = _rows(toy.db, "SELECT count(*) FROM units")[0][0]
+    n_units = store_rows(toy.db, "SELECT count(*) FROM units")[0][0]
     assert n_units == 40
 
 
@@ -56,7 +45,7 @@ def test_a_successful_run_records_no_error(toy):
 
     summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, replicates=1)
     assert [(r["status"], r["error"]) for r in summary["runs"]] == [("ok", None)] * 2
-    assert _rows(toy.db, "SELECT count(*) FROM runs WHERE error IS NOT NULL")[0][0] == 0
+    assert store_rows(toy.db, "SELECT count(*) FROM runs WHERE error IS NOT NULL")[0][0] == 0
     rid = summary["runs"][0]["id"]
     wb = [sys.executable, "-m", "workbench.cli.main", "runs", "show", str(rid), "--db", toy.db]
     shown = subprocess.run(wb, capture_output=True, text=True, timeout=60)

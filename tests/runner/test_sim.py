@@ -35,8 +35,7 @@ def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     sim_dir = tmp_path / "sim"
     sim_dir.mkdir()
     # An operator's serve file that is not running (the runner starts pdsim itself on free ports).
-    pp = control.free_port()
-    original = render_serve_file({"prefill_port": str(pp), "decode_port": str(control.free_port(avoid=(pp,)))}).encode()
+    original = render_serve_file(control.free_ports()).encode()
     (sim_dir / "serve.sh").write_bytes(original)
     monkeypatch.setenv("WB_ROOT", str(root))
     monkeypatch.setenv("WB_SIM_DIR", str(sim_dir))

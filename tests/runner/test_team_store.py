@@ -25,7 +25,6 @@ def _second_workbench(toy, tmp_path: Path) -> Path:
 
 def test_two_users_run_at_once_on_one_postgresql_store(toy, tmp_path: Path, pg_url: str):
     roots = {"ada": toy.root, "grace": _second_workbench(toy, tmp_path)}
-    code, _, _ = 0, None, None
     assert subprocess.run([*WB, "db", "upgrade", "--db", pg_url], capture_output=True, timeout=120).returncode == 0
     procs = {}
     for user, root in roots.items():

@@ -144,6 +144,12 @@ def _ephemeral_range() -> tuple[int, int]:
         return 32768, 60999
 
 
+def free_ports() -> dict[str, str]:
+    """Two distinct free ports as the serve file's prefill_port and decode_port values."""
+    prefill = free_port()
+    return {"prefill_port": str(prefill), "decode_port": str(free_port(avoid=(prefill,)))}
+
+
 def free_port(*, avoid: tuple[int, ...] = ()) -> int:
     """A port on 127.0.0.1 that nothing holds now, outside the ephemeral range (bounded search)."""
     import random

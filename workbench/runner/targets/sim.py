@@ -74,10 +74,10 @@ class SimTarget(LocalTarget):
             self.started_here = self.marker is not None and self.marker.exists()
             self.served = {"sim_dir": str(self.sim_dir), "prefill_port": str(ports[0]), "decode_port": str(ports[1])}
             return self.served
-        from workbench.sim.control import free_port
+        from workbench.sim.control import free_ports
 
-        prefill = free_port()
-        pp, dp = str(prefill), str(free_port(avoid=(prefill,)))
+        ports = free_ports()
+        pp, dp = ports["prefill_port"], ports["decode_port"]
         cmd = (f"{wb_command()} sim up --dir {shlex.quote(str(self.sim_dir))} "
                f"--set prefill_port={pp} --set decode_port={dp}")
         if self.marker is not None:
