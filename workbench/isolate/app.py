@@ -133,12 +133,12 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
 
 
 def _record_partial(spec: IsolateSpec, oracle: RunnerOracle, store: "Store") -> None:
-    from workbench.isolate.search import Probe, SearchResult
+    from workbench.isolate.search import METHOD, Probe, SearchResult
 
     probes = tuple(Probe(r, res) for r, res in oracle.results)
     partial = SearchResult(spec.changes, "interrupted", None, (), spec.changes, probes,
                            sum(p.result.units for p in probes), spec.alpha, sum(p.request.alpha for p in probes),
-                           spec.budget, "leave-one-out + confirm, ddmin fallback",
+                           spec.budget, METHOD,
                            "the search stopped before it finished (a probe failed or was interrupted); "
                            "its probes so far are recorded")
     record_search(store, spec, search_record(spec, partial))

@@ -2,39 +2,39 @@
 
 Design, for the small k (2-8 changed settings) that debugging a deployment meets:
 
-1. **Leave one out** (k probes): apply every change but one (bad minus c). A probe that *passes*
-   shows c necessary: removing it from the bad config cures the failure. Every member of an
-   interaction (a failure that needs several changes together: bf16 and HiCache and the unfixed
-   geometry) is necessary in this sense, whatever the interaction's order, so one pass over the
-   k changes finds all of them.
-2. **Confirm** (1 probe): apply the necessary set N alone to the good config. If it fails, N is
-   the answer: it reproduces the failure, and removing any member from the bad config cures it,
-   so (failure monotone in the set of changes, the premise of ddmin too) N is 1-minimal.
-2b. **Settle from the good side** when a leave-one-out probe was inconclusive (on pdsim: bad minus
-   HiCache keeps the abort fix off, wedges, and loses 9 in 10 sessions, which cannot show the
-   failure): if good + N' fails (N' = necessary + undecided), probe good + (N' - u) for each
-   undecided u. A pass shows u needed (1-minimality as ddmin defines it); a failure drops u.
-   These configs keep the fixes the failure does not need, so their sessions complete.
-3. **Fallback: ddmin** (Zeller & Hildebrandt 2002) when the confirm probe passes or N is empty:
-   the failure is not one conjunction (two independent causes each suffice, or it is not
-   monotone). ddmin finds a 1-minimal failing subset without that premise; every probe is cached,
-   so configs already decided are not run again.
+1. **Leave one out, from the smallest config known to fail** (k probes): start from the bad config
+   and, for each change c in turn, probe the current failing config without c. A probe that *fails*
+   drops c for good (the failure does not need it) and makes the smaller config the current one; a
+   probe that *passes* shows c necessary: removing it cures the failure. With the failure monotone
+   in the set of changes (the premise of ddmin too), "removing c from a superset cures it" means
+   removing it from the final set cures it as well, so the current config at the end is 1-minimal.
+   Every member of an interaction (bf16 and HiCache and the unfixed geometry) is necessary in this
+   sense, whatever its order; where several causes each suffice (a alone, or b and c together) the
+   walk drops one cause and ends at the other, 1-minimal (Zeller & Hildebrandt 2002 call this
+   linear reduction; it is ddmin's last stage run from the start).
+2. **Confirm** (1 probe, only when no removal failed): the bad config itself. If it passes, there
+   is no failure to isolate ("no-failure").
+3. **Settle from the good side** when a removal was inconclusive (on pdsim: bad minus HiCache keeps
+   the abort fix off, wedges, and loses 9 in 10 sessions, which cannot show the failure): probe the
+   final current config without each undecided u. A pass shows u needed; a failure drops u. Once
+   the abort fix's removal failed, the current config keeps the fix, so these sessions complete.
+   Removing from the current config, not from bad, is also why a change after the abort fix in the
+   order is never probed in a wedged config at all.
 
-Why not ddmin alone: it splits into halves first, and a 3-of-4 interaction fails no half, so it
-probes all singletons and complements (13 distinct configs for k=4, 3 of them failing) where
-leave-one-out plus a confirm needs k+1 = 5. Why not adaptive group testing (binary splitting):
-it assumes each defective alone is positive (an OR of causes), the opposite of an interaction.
-A full 2^k factorial answers the same question with every one of 2^k configs decided.
+Why not ddmin's halving: it splits into halves first, and a 3-of-4 interaction fails no half, so it
+probes all singletons and complements (13 distinct configs for k=4, 3 of them failing) where the
+walk needs k, plus a confirm only when nothing could be dropped. Why not adaptive group testing
+(binary splitting): it assumes each defective alone is positive (an OR of causes), the opposite of an
+interaction. A full 2^k factorial answers the same question with every one of 2^k configs decided.
 
 Under noise each probe is a sequential test (`workbench.isolate.decision`) at its own alpha.
-**Alpha rule**: 80% of the search's alpha is split evenly over the 2k+1 probes the main path can
-take (k leave-one-out, 1 confirm, at most k good-side checks); the j-th
-ddmin probe gets 20% * 6/(pi^2 j^2) (a series that sums to 20%), so by the union bound the chance
-that *any* probe decides wrongly is at most alpha, however long the fallback runs (a real probe reads
-all its units and the completed ones, `workbench.isolate.adapter.judge`, within its own alpha). **Units**: the
-budget is split evenly over the probes still planned; a probe that spends its share undecided is
-inconclusive. A claim whose support includes an inconclusive probe is never "decided": the
-result then gives the bounds it can prove (lower: surely necessary; upper: possibly necessary).
+**Alpha rule**: the search's alpha is split evenly over the 2k+1 probes the walk can take (k
+removals, 1 confirm, at most k good-side checks), so by the union bound the chance that *any* probe
+decides wrongly is at most alpha (a real probe reads all its units and the completed ones,
+`workbench.isolate.adapter.judge`, within its own alpha). **Units**: the budget is split evenly over
+the probes still planned; a probe that spends its share undecided is inconclusive. A claim whose
+support includes an inconclusive probe is never "decided": the result then gives the bounds it can
+prove (lower: surely necessary; upper: possibly necessary).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-MAIN_SHARE = 0.8
 STATUSES = ("decided", "inconclusive", "no-failure")
+METHOD = "leave-one-out from the smallest failing config, good-side settling"
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class ProbeRequest:
 
     index: int
     applied: tuple[str, ...]
-    phase: str  # leave-one-out | confirm | ddmin
+    phase: str  # leave-one-out | confirm | minimality | factorial
     question: str
     parent: int | None
     alpha: float
@@ -116,8 +116,6 @@ class _Search:
         self.budget = budget
         self.probes: list[Probe] = []
         self.cache: dict[frozenset[str], Probe] = {}
-        self.ddmin_count = 0
-        self.undecided: list[Probe] = []
         self.out_of_budget = False
 
     @property
@@ -140,10 +138,6 @@ class _Search:
         self.cache[applied] = probe
         return probe
 
-    def ddmin_alpha(self) -> float:
-        self.ddmin_count += 1
-        return self.alpha * (1 - MAIN_SHARE) * 6 / (math.pi ** 2 * self.ddmin_count ** 2)
-
 
 def _fmt(xs: Any) -> str:
     return "{" + ", ".join(xs) + "}"
@@ -152,59 +146,57 @@ def _fmt(xs: Any) -> str:
 def isolate(changes: list[str], oracle: Oracle, *, alpha: float = 0.05, budget: float = math.inf) -> SearchResult:
     """Find a minimal subset of `changes` whose application to the good config reproduces the failure."""
     s = _Search(changes, oracle, alpha, budget)
-    full = frozenset(changes)
     k = len(changes)
-    a_main = alpha * MAIN_SHARE / (2 * k + 1)
-    necessary, unknown, sufficient_left = [], [], []
+    a_probe = alpha / (2 * k + 1)
+    current, failing = list(changes), None  # the smallest config known to fail, and the probe that showed it
+    necessary, unknown, removable = [], [], []
     for i, c in enumerate(changes):
-        p = s.run(full - {c}, "leave-one-out", f"does bad without {c} still fail?", None, a_main, k + 1 - i)
+        rest = [x for x in current if x != c]
+        base = f"good with {_fmt(current)}" if failing else "bad"
+        p = s.run(frozenset(rest), "leave-one-out", f"does {base} without {c} still fail?",
+                  failing.request.index if failing else None, a_probe, k + 1 - i)
         if p is None:
-            unknown.extend(changes[i:])
-            break
-        {"passes": necessary, "inconclusive": unknown, "fails": sufficient_left}[p.result.outcome].append(c)
-    cand = frozenset(necessary + unknown)
-    if s.out_of_budget:
-        return _finish(s, "inconclusive", None, necessary, necessary + unknown,
-                       "the budget ran out during the leave-one-out probes")
-    confirm = s.run(cand, "confirm", f"does good with {_fmt(sorted(cand))} fail?", None, a_main, 1)
-    if confirm is None:
-        return _finish(s, "inconclusive", None, necessary, necessary + unknown,
-                       "the budget ran out before the confirming probe")
-    outcome = confirm.result.outcome
-    if outcome == "fails" and not unknown:
-        if not cand:
-            return _finish(s, "decided", (), [], [], "the good config itself fails: nothing needs isolating")
-        return _finish(s, "decided", tuple(c for c in changes if c in cand), necessary, necessary,
-                       f"good + {_fmt(necessary)} fails, and removing any one of them from bad cures the "
-                       f"failure; {_fmt(sufficient_left) if sufficient_left else 'no other change'} can be "
-                       "removed from bad without curing it")
-    if outcome == "fails":
-        return _settle(s, confirm, necessary, unknown, sufficient_left, a_main)
-    if outcome == "inconclusive":
-        return _finish(s, "inconclusive", None, necessary, necessary + unknown,
-                       f"the confirming probe (good + {_fmt(sorted(cand))}) was inconclusive")
-    return _fallback(s, full, necessary, unknown)
+            return _finish(s, "inconclusive", None, necessary, current,
+                           "the budget ran out during the leave-one-out probes")
+        if p.result.outcome == "fails":
+            current, failing = rest, p
+            removable.append(c)
+        else:
+            (necessary if p.result.outcome == "passes" else unknown).append(c)
+    if failing is None:
+        failing = s.run(frozenset(current), "confirm", "does the bad config fail?", None, a_probe, 1)
+        if failing is None:
+            return _finish(s, "inconclusive", None, necessary, current, "the budget ran out before the confirming probe")
+        if failing.result.outcome != "fails":
+            status = "no-failure" if failing.result.outcome == "passes" else "inconclusive"
+            return _finish(s, status, None, [], [], "the bad config does not reproduce the failure"
+                           if status == "no-failure" else "whether the bad config fails is undecided")
+    if unknown:
+        return _settle(s, failing, current, unknown, removable, a_probe)
+    if not current:
+        return _finish(s, "decided", (), [], [], "the good config itself fails: nothing needs isolating")
+    return _finish(s, "decided", tuple(current), current, current,
+                   f"good + {_fmt(current)} fails, and removing any one of them cures the failure; "
+                   f"{_fmt(removable) if removable else 'no other change'} can be removed without curing it")
 
 
-def _settle(s: _Search, confirm: Probe, necessary: list[str], unknown: list[str], removable: list[str],
-            a_main: float) -> SearchResult:
-    """good + (necessary + unknown) fails; settle each unknown change u from the good side instead.
+def _settle(s: _Search, confirm: Probe, cand: list[str], unknown: list[str],
+            removable: list[str], a_probe: float) -> SearchResult:
+    """good + `cand` fails; settle each change u whose removal was inconclusive by removing it from `cand`.
 
-    good + (cand - u) passing shows u needed (1-minimality, as ddmin defines it); failing shows u
-    not needed, and the smaller failing set is kept. Good-side configs keep the fixes the failure
-    does not need, so their sessions complete where bad - u (the abort fix off: a wedge) lost them."""
-    cand, parent, open_ = list(necessary + unknown), confirm.request.index, []
+    good + (cand - u) passing shows u needed; failing shows u not needed, and the smaller failing set
+    is kept. These configs keep the fixes the failure does not need, so their sessions complete where a
+    removal from a bigger config (the abort fix off: a wedge) lost them."""
+    parent, open_ = confirm.request.index, []
     for j, u in enumerate(unknown):
         rest = [c for c in cand if c != u]
         p = s.run(frozenset(rest), "minimality", f"does good with {_fmt(rest)} (without {u}) fail?", parent,
-                  a_main, len(unknown) - j)
+                  a_probe, len(unknown) - j)
         if p is None or p.result.outcome == "inconclusive":
             open_.append(u)
         elif p.result.outcome == "fails":
             cand, parent = rest, p.request.index
             removable.append(u)
-        else:
-            necessary = [*necessary, u]
     order = s.changes.index
     if open_:
         return _finish(s, "inconclusive", None, [c for c in cand if c not in open_], cand,
@@ -212,49 +204,9 @@ def _settle(s: _Search, confirm: Probe, necessary: list[str], unknown: list[str]
                        "open (inconclusive probes" + (", budget spent)" if s.out_of_budget else ")"))
     minimal = tuple(c for c in s.changes if c in cand)
     return _finish(s, "decided", minimal, list(minimal), list(minimal),
-                   f"good + {_fmt(minimal)} fails, and without any one of them it passes (from the bad side, or "
-                   f"from the good side where the bad side's probe lost its units); "
+                   f"good + {_fmt(minimal)} fails, and without any one of them it passes (each removal tried from a "
+                   f"config known to fail, those that lost their units again from the smallest one); "
                    f"{_fmt(sorted(set(removable), key=order)) if removable else 'no other change'} is not needed")
-
-
-def _fallback(s: _Search, full: frozenset[str], necessary: list[str], unknown: list[str]) -> SearchResult:
-    """The necessary changes alone do not fail: several causes, or no monotone failure. Run ddmin."""
-    bad = s.run(full, "ddmin", "does the bad config fail?", None, s.ddmin_alpha(), 1)
-    if bad is None or bad.result.outcome != "fails":
-        status = "no-failure" if bad is not None and bad.result.outcome == "passes" else "inconclusive"
-        return _finish(s, status, None, [], [], "the bad config does not reproduce the failure"
-                       if status == "no-failure" else "whether the bad config fails is undecided")
-    current, n, parent = sorted(full, key=s.changes.index), 2, bad.request.index
-    while len(current) >= 2:
-        moved = False
-        parts = [current[i * len(current) // n:(i + 1) * len(current) // n] for i in range(n)]
-        trials = [(p, "subset") for p in parts] + ([(sorted(set(current) - set(p), key=s.changes.index),
-                                                    "complement") for p in parts] if n > 2 else [])
-        for trial, kind in trials:
-            probe = s.run(frozenset(trial), "ddmin", f"does good with {_fmt(trial)} fail? ({kind})", parent,
-                          s.ddmin_alpha(), 4)
-            if probe is None:
-                return _finish(s, "inconclusive", None, [], list(current), "the budget ran out during ddmin")
-            if probe.result.outcome == "inconclusive":
-                s.undecided.append(probe)
-            if probe.result.outcome == "fails":
-                current, parent = trial, probe.request.index
-                n = 2 if kind == "subset" else max(n - 1, 2)
-                moved = True
-                break
-        if not moved:
-            if n >= len(current):
-                break
-            n = min(len(current), 2 * n)
-    result = tuple(current)
-    if s.undecided:
-        return _finish(s, "inconclusive", None, [], list(result),
-                       f"ddmin ended at {_fmt(result)}, which fails, but {len(s.undecided)} smaller config(s) "
-                       "were inconclusive, so it may not be minimal")
-    return _finish(s, "decided", result, list(result), list(result),
-                   f"the necessary changes {_fmt(necessary)} alone do not fail (several causes, or a "
-                   f"failure that is not monotone); ddmin found {_fmt(result)}, which fails while every "
-                   "smaller config it tried passes")
 
 
 def _finish(s: _Search, status: str, minimal: tuple[str, ...] | None, lower: list[str], upper: list[str],
@@ -263,7 +215,7 @@ def _finish(s: _Search, status: str, minimal: tuple[str, ...] | None, lower: lis
     spent_alpha = sum(p.request.alpha for p in s.probes)
     return SearchResult(tuple(s.changes), status, minimal, tuple(sorted(set(lower), key=order)),
                         tuple(sorted(set(upper), key=order)), tuple(s.probes), s.spent, s.alpha, spent_alpha,
-                        s.budget, "leave-one-out + confirm, ddmin fallback", why)
+                        s.budget, METHOD, why)
 
 
 def factorial(changes: list[str], oracle: Oracle, *, alpha: float = 0.05, budget: float = math.inf) -> SearchResult:
