@@ -57,7 +57,7 @@ def test_two_independent_causes_end_one_minimal():
     r = isolate(["a", "b", "c", "d"], oracle, alpha=0.05)
     assert r.status == "decided"
     assert set(r.minimal) == {"b", "c"}
-    assert len(r.probes) == 4
+    assert [p.request.phase for p in r.probes] == ["leave-one-out"] * 4 + ["cure"]
     rate = conjunction({"a"}, {"b", "c"})
     assert rate(frozenset(r.minimal)) == 1.0
     assert all(rate(frozenset(r.minimal) - {x}) == 0.0 for x in r.minimal)  # 1-minimal
@@ -184,3 +184,32 @@ def test_noisy_seed_world_model_finds_the_right_set_and_beats_the_factorial():
         fact_units += factorial(SEED, BinomialOracle(rate, FAIL, seed=seed), alpha=0.05).units
     assert right >= 19 and wrong_decided == 0
     assert units <= 0.4 * fact_units
+
+
+def test_removing_the_set_from_bad_is_shown_to_cure_it_without_an_extra_probe_when_already_known():
+    # bad - index_k_dtype passed, and bad - {the set} is a subset of it: the cure is already shown.
+    full = frozenset(SEED)
+    table = {full - {"index_k_dtype"}: "passes", full - {"hicache"}: "inconclusive",
+             full - {"nixl_abort_fix"}: "fails"}
+    oracle = Scripted(table)
+    r = isolate(SEED, oracle, alpha=0.05)
+    assert (r.status, r.cures) == ("decided", True)
+    assert len(oracle.asked) == 5 and "cures" in r.explanation
+
+
+def test_the_cure_is_probed_when_no_earlier_probe_shows_it():
+    # b and c together fail. The walk drops a and d; no passing probe contains bad - {b, c} = {a, d},
+    # so one more probe asks whether the bad config without {b, c} still fails (it passes: a cure).
+    r = isolate(["a", "b", "c", "d"], det({"b", "c"}), alpha=0.05)
+    assert (r.status, r.minimal, r.cures) == ("decided", ("b", "c"), True)
+    last = r.probes[-1].request
+    assert (last.phase, set(last.applied)) == ("cure", {"a", "d"})
+    assert len(r.probes) <= 2 * 4 + 1
+
+
+def test_a_second_cause_left_in_bad_is_reported():
+    # a alone fails, and so do b and c together: the walk ends at {b, c}, but bad without them still
+    # fails (a is there): the answer says so rather than promising a cure.
+    r = isolate(["a", "b", "c", "d"], det({"a"}, {"b", "c"}), alpha=0.05)
+    assert (r.status, r.minimal, r.cures) == ("decided", ("b", "c"), False)
+    assert "another cause" in r.explanation

@@ -40,7 +40,7 @@ prove (lower: surely necessary; upper: possibly necessary).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 STATUSES = ("decided", "inconclusive", "no-failure")
@@ -53,7 +53,7 @@ class ProbeRequest:
 
     index: int
     applied: tuple[str, ...]
-    phase: str  # leave-one-out | confirm | minimality | factorial
+    phase: str  # leave-one-out | confirm | minimality | cure | factorial
     question: str
     parent: int | None
     alpha: float
@@ -99,6 +99,7 @@ class SearchResult:
     budget: float
     method: str
     explanation: str
+    cures: bool | None = None  # does removing `minimal` from the bad config cure it? None: not known
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -173,11 +174,9 @@ def isolate(changes: list[str], oracle: Oracle, *, alpha: float = 0.05, budget: 
                            if status == "no-failure" else "whether the bad config fails is undecided")
     if unknown:
         return _settle(s, failing, current, unknown, removable, a_probe)
-    if not current:
-        return _finish(s, "decided", (), [], [], "the good config itself fails: nothing needs isolating")
-    return _finish(s, "decided", tuple(current), current, current,
-                   f"good + {_fmt(current)} fails, and removing any one of them cures the failure; "
-                   f"{_fmt(removable) if removable else 'no other change'} can be removed without curing it")
+    return _decided(s, current, failing, a_probe,
+                    f"good + {_fmt(current)} fails, and without any one of them it passes; "
+                    f"{_fmt(removable) if removable else 'no other change'} is not needed")
 
 
 def _settle(s: _Search, confirm: Probe, cand: list[str], unknown: list[str],
@@ -202,11 +201,33 @@ def _settle(s: _Search, confirm: Probe, cand: list[str], unknown: list[str],
         return _finish(s, "inconclusive", None, [c for c in cand if c not in open_], cand,
                        f"good + {_fmt(sorted(cand, key=order))} fails, but whether {_fmt(open_)} is needed stayed "
                        "open (inconclusive probes" + (", budget spent)" if s.out_of_budget else ")"))
-    minimal = tuple(c for c in s.changes if c in cand)
-    return _finish(s, "decided", minimal, list(minimal), list(minimal),
-                   f"good + {_fmt(minimal)} fails, and without any one of them it passes (each removal tried from a "
-                   f"config known to fail, those that lost their units again from the smallest one); "
-                   f"{_fmt(sorted(set(removable), key=order)) if removable else 'no other change'} is not needed")
+    minimal = [c for c in s.changes if c in cand]
+    return _decided(s, minimal, s.probes[parent], a_probe,
+                    f"good + {_fmt(minimal)} fails, and without any one of them it passes (each removal tried from a "
+                    f"config known to fail, those that lost their units again from the smallest one); "
+                    f"{_fmt(sorted(set(removable), key=order)) if removable else 'no other change'} is not needed")
+
+
+def _decided(s: _Search, minimal: list[str], failing: Probe, a_probe: float, why: str) -> SearchResult:
+    """A 1-minimal set is decided; say whether removing it from the bad config cures the failure.
+
+    Already shown when a passing probe's config contains bad - minimal (monotone failure: a subset of
+    a passing config passes), e.g. bad - index_k_dtype passing in the seed world. Otherwise one probe
+    asks (a spare slot of the 2k+1: no confirm was needed, since a removal failed). Bad - minimal
+    failing means the bad config holds another cause: fixing the set found would not be enough."""
+    if not minimal:
+        return _finish(s, "decided", (), [], [], "the good config itself fails: nothing needs isolating")
+    rest = frozenset(s.changes) - set(minimal)
+    if any(p.result.outcome == "passes" and rest <= frozenset(p.request.applied) for p in s.probes):
+        cures, note = True, "removing them from bad cures it (shown by a passing probe that contains bad without them)"
+    else:
+        p = s.run(rest, "cure", f"does bad without {_fmt(minimal)} still fail?", failing.request.index, a_probe, 1)
+        outcome = p.result.outcome if p is not None else "inconclusive"
+        cures = {"passes": True, "fails": False}.get(outcome)
+        note = {True: "removing them from bad cures it", False: f"but bad without them still fails: another "
+                f"cause remains among {_fmt([c for c in s.changes if c in rest])}"}.get(
+            cures, "whether removing them from bad cures it stayed open")
+    return replace(_finish(s, "decided", tuple(minimal), minimal, minimal, f"{why}; {note}"), cures=cures)
 
 
 def _finish(s: _Search, status: str, minimal: tuple[str, ...] | None, lower: list[str], upper: list[str],
