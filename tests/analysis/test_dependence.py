@@ -178,3 +178,47 @@ def test_the_mixture_log_sum_agrees_with_scipy_including_all_minus_infinity_colu
         assert np.array_equal(np.isneginf(ours), np.isneginf(theirs))
         finite = np.isfinite(theirs)
         assert np.allclose(ours[finite], theirs[finite], rtol=1e-13, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- event-free arms (third pass)
+
+def test_event_free_runs_assume_the_icc_floor_rather_than_binomial():
+    # Three event-free runs of 80 show no spread. Judged binomial (0/240) they supported "<= 0.02"; under
+    # a beta-binomial ICC of 0.1 at a true rate of 0.05 a run of 80 is event-free with probability
+    # B(0.45, 88.55) / B(0.45, 8.55) = 0.345, so 4.3% of such experiments were supported at 3 runs.
+    from scipy.special import betaln
+
+    a = 0.05 * (1 / 0.1 - 1)
+    assert betaln(a, a * 19 + 80) - betaln(a, a * 19) == pytest.approx(-1.0652, abs=1e-3)  # exp: 0.345
+    e = clustered.effective([0, 0, 0], [80, 80, 80])
+    assert e.method == "run-level" and e.df is None
+    assert e.design_effect == pytest.approx(1 + 79 * clustered.ICC_FLOOR) == pytest.approx(1.79)
+    assert e.k_eff == 0 and e.n_eff == pytest.approx(240 / 1.79)
+    assert "cannot show how much runs differ" in e.reason and "0.01" in e.reason
+    # Only events is the mirror case; runs of unequal size use the mean size.
+    assert clustered.effective([80, 80], [80, 80]).design_effect == pytest.approx(1.79)
+    assert clustered.effective([0, 0], [60, 100]).design_effect == pytest.approx(1.79)
+    # One run stays binomial (nothing to compare it with: the seed's 14/80), and so do replayed runs'
+    # own rule (one run's evidence) and arms whose runs had events.
+    assert clustered.effective([0], [80]).design_effect == 1
+    assert clustered.effective([0, 0, 0], [80, 80, 80], replayed=True).design_effect == 3
+    assert clustered.effective([2, 5, 2], [80, 80, 80]).method == "binomial"  # phi 1.04
+
+
+def test_event_free_arm_needs_five_runs_of_80_in_both_modes():
+    # The same rule in both modes: the fixed Wilson interval on the effective counts and the sequential
+    # confidence sequence on the path divided by the same design effect decide "<= 0.02" at 5 runs (at 3
+    # without the floor: 0/240 has Wilson upper 0.0157, and the e-value for p = 0 reaches 2/alpha).
+    import math
+
+    from workbench.analysis import regions
+    from workbench.analysis import sequential as seq
+
+    region = regions.Region(-math.inf, 0.02, regions.Support.PROPORTION)
+    for runs, want in ((3, "inconclusive"), (4, "inconclusive"), (5, "supported")):
+        e = clustered.effective([0] * runs, [80] * runs)
+        assert regions.outcome(clustered.rate_interval(e), region) == want, runs
+        d = clustered.divisor(e, stats.ALPHA)
+        path = [(0.0, 80 * (i + 1) / d) for i in range(runs)]
+        assert seq.judge_proportion(path, (0.0, 0.02))[0] == want, runs
+    assert seq.judge_proportion([(0, 80), (0, 160), (0, 240)], (0.0, 0.02))[0] == "supported"  # no floor
