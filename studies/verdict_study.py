@@ -61,6 +61,7 @@ MODELS = {"independent": ("iid", 0.0), "repeated rho=0.9": ("rho", 0.9), "repeat
 CELLS = [0.0, 0.005, 0.01, 0.02, 0.05, 0.10, SEED_EFFECT]
 AA_RATES = (0.02, 0.15)
 LOG_THRESHOLD = math.log(2 / seq.ALPHA)
+LOG_BET = math.log(2 / (seq.ALPHA * seq.BET_SHARE))
 
 
 def simulate(model: str, p: float, experiments: int, rng: np.random.Generator) -> np.ndarray:
@@ -114,13 +115,19 @@ def _scaled_path(ks: np.ndarray, e: clustered.Effective | None = None,
 
 
 def sequential_decision(ks: np.ndarray, replayed: bool = False) -> tuple[str, int]:
-    """Look after each replicate, stop at the first decision (sequential_decision's rule); (verdict, looks)."""
+    """Look after each replicate, stop at the first decision (sequential_decision's rule); (verdict, looks).
+    The running interval's relation to [0, c] is decided by the e-tests at c: the upper side's binomial
+    test at alpha/2; the lower side's binomial test at alpha/4 and, for runs with their own workloads, the
+    bet on run rates at alpha/4, which the drift check does not hold (it is valid under drift)."""
+    bet = not replayed
+    above = LOG_THRESHOLD + (math.log(1 / (1 - seq.BET_SHARE)) if bet else 0.0)
     for t in range(seq.MIN_LOOKS, len(ks) + 1):
+        if bet and seq.log_e_runs_above(list(ks[:t] / UNITS), BOUND) >= LOG_BET:
+            return "falsified", t
         K, N, e = _scaled_path(ks[:t], replayed=replayed)
         if _held(ks[:t], e):
             continue
-        # The running interval's relation to [0, c] is decided by the e-tests at c (each spends alpha/2).
-        if (seq.log_e_above(K, N, BOUND) >= LOG_THRESHOLD).any():
+        if (seq.log_e_above(K, N, BOUND) >= above).any():
             return "falsified", t
         if (seq.log_e_below(K, N, BOUND) >= LOG_THRESHOLD).any():
             return "supported", t
@@ -128,11 +135,15 @@ def sequential_decision(ks: np.ndarray, replayed: bool = False) -> tuple[str, in
 
 
 def library_sequential(ks: np.ndarray, looks: int, replayed: bool = False) -> str | None:
-    """The library's own decision at `looks` (None where the drift check holds the verdict back)."""
+    """The library's own decision at `looks` (None where the drift check holds a verdict the bet on run
+    rates does not reach alone)."""
     K, N, e = _scaled_path(ks[:looks], replayed=replayed)
+    path = list(zip(K, N))
+    verdict = seq.judge_proportion(path, (0.0, BOUND), run_bet=not replayed)[0]
     if _held(ks[:looks], e):
-        return None
-    return seq.judge_proportion(list(zip(K, N)), (0.0, BOUND))[0]
+        robust = not replayed and seq.bet_lower(path) > BOUND
+        return verdict if robust else None
+    return verdict
 
 
 def _cell(args: tuple[str, float, int, int]) -> dict[str, object]:
