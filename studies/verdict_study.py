@@ -13,7 +13,9 @@ five models of how sessions depend on each other:
 Every decision goes through workbench.analysis as `analyze` makes it: run-level effective counts
 (analysis.clustered: replayed replicates count as one run, over-dispersion widens with Student's t),
 the drift check holding a verdict only for possible drift (clustered.drift_holds), the fixed Wilson
-interval judged by analysis.regions, the sequential e-value tests from the second replicate on; the A/A
+interval judged by analysis.regions, the sequential e-value tests from the second replicate on (the
+lower side split between the binomial test and the bet on run rates, which the drift check does not
+hold: sequential.log_e_runs_above; no bet on replayed workloads); the A/A
 check with the copies' pooled within-arm dispersion and the continuity-corrected Newcombe interval
 (fixed) or the difference confidence sequence from the second replicate (sequential). A consistency
 pass re-decides a sample of experiments with the library's own judge_proportion / e_interval.
@@ -157,7 +159,7 @@ def _cell(args: tuple[str, float, int, int]) -> dict[str, object]:
     fixed = {r: _counts([fixed_decision(K[i, :r], rep) for i in range(experiments)]) for r in range(1, BUDGET + 1)}
     seqd = [sequential_decision(K[i], rep) for i in range(experiments)]
     bad = 0
-    for i in range(min(3, experiments)):
+    for i in range(min(10, experiments)):
         lib = library_sequential(K[i], seqd[i][1], rep)
         bad += lib is not None and lib != seqd[i][0]
     return {"model": model, "p": p, "want": want, "fixed": fixed, "seq": _counts([d for d, _ in seqd]),

@@ -274,6 +274,7 @@ def test_possible_drift_does_not_hold_a_falsification_the_run_rates_reach_alone(
     (p,) = a.predictions
     assert a.verdict == "falsified", a.reasoning
     assert p.drift_robust is True and p.interval[0] > 0.02
+    assert "the runs' own rates decide it alone" in a.reasoning
     drift = _checks(a)["drift"]
     assert drift.passed is False and drift.effect == "none"
     assert "too few to rule out a trend" in drift.detail and "holds under drift" in drift.detail
