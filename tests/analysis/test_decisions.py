@@ -138,7 +138,7 @@ def test_sequential_interval_is_the_running_intersection_and_agrees_with_the_dec
 
 def test_sequential_prediction_reports_the_interval_that_decided(store, registry):
     ex = add_execution(store, mode="sequential")
-    for r in (1, 2, 3):
+    for r in (1, 2, 3, 4, 5):  # event-free runs of 80 under the ICC floor: 5 decide (3 without it)
         add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
                 outcomes={"leak": 5, "done": 75}, extra={"waiting_for_input": 10})
         add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
@@ -239,11 +239,13 @@ def test_replicates_of_one_workload_without_events_count_as_one_run(store, regis
 
 def test_replicates_with_their_own_seeds_without_events_stay_independent(store, registry):
     ex = add_execution(store, mode="sequential")
-    for r in (1, 2, 3):
+    for r in (1, 2, 3, 4, 5):
         add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
                 outcomes={"done": 80}, extra={"waiting_for_input": 0})
     (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex).predictions
-    assert p.method == "binomial" and p.n_effective == 240 and p.outcome == "supported"
+    # Five runs, not one: only the ICC floor's design effect 1 + 79 * 0.01 (replayed, it would be 5).
+    assert abs(p.design_effect - 1.79) < 1e-9 and abs(p.n_effective - 400 / 1.79) < 1e-9
+    assert p.outcome == "supported"
 
 
 # ----------------------------------------------------------------------------- 6 pooled looks across executions

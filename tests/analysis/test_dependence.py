@@ -178,3 +178,112 @@ def test_the_mixture_log_sum_agrees_with_scipy_including_all_minus_infinity_colu
         assert np.array_equal(np.isneginf(ours), np.isneginf(theirs))
         finite = np.isfinite(theirs)
         assert np.allclose(ours[finite], theirs[finite], rtol=1e-13, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- event-free arms (third pass)
+
+def test_event_free_runs_assume_the_icc_floor_rather_than_binomial():
+    # Three event-free runs of 80 show no spread. Judged binomial (0/240) they supported "<= 0.02"; under
+    # a beta-binomial ICC of 0.1 at a true rate of 0.05 a run of 80 is event-free with probability
+    # B(0.45, 88.55) / B(0.45, 8.55) = 0.345, so 4.3% of such experiments were supported at 3 runs.
+    from scipy.special import betaln
+
+    a = 0.05 * (1 / 0.1 - 1)
+    assert betaln(a, a * 19 + 80) - betaln(a, a * 19) == pytest.approx(-1.0652, abs=1e-3)  # exp: 0.345
+    e = clustered.effective([0, 0, 0], [80, 80, 80])
+    assert e.method == "run-level" and e.df is None
+    assert e.design_effect == pytest.approx(1 + 79 * clustered.ICC_FLOOR) == pytest.approx(1.79)
+    assert e.k_eff == 0 and e.n_eff == pytest.approx(240 / 1.79)
+    assert "cannot show how much runs differ" in e.reason and "0.01" in e.reason
+    # Only events is the mirror case; runs of unequal size use the mean size.
+    assert clustered.effective([80, 80], [80, 80]).design_effect == pytest.approx(1.79)
+    assert clustered.effective([0, 0], [60, 100]).design_effect == pytest.approx(1.79)
+    # One run stays binomial (nothing to compare it with: the seed's 14/80), and so do replayed runs'
+    # own rule (one run's evidence) and arms whose runs had events.
+    assert clustered.effective([0], [80]).design_effect == 1
+    assert clustered.effective([0, 0, 0], [80, 80, 80], replayed=True).design_effect == 3
+    assert clustered.effective([2, 5, 2], [80, 80, 80]).method == "binomial"  # phi 1.04
+
+
+def test_event_free_arm_needs_five_runs_of_80_in_both_modes():
+    # The same rule in both modes: the fixed Wilson interval on the effective counts and the sequential
+    # confidence sequence on the path divided by the same design effect decide "<= 0.02" at 5 runs (at 3
+    # without the floor: 0/240 has Wilson upper 0.0157, and the e-value for p = 0 reaches 2/alpha).
+    import math
+
+    from workbench.analysis import regions
+    from workbench.analysis import sequential as seq
+
+    region = regions.Region(-math.inf, 0.02, regions.Support.PROPORTION)
+    for runs, want in ((3, "inconclusive"), (4, "inconclusive"), (5, "supported")):
+        e = clustered.effective([0] * runs, [80] * runs)
+        assert regions.outcome(clustered.rate_interval(e), region) == want, runs
+        d = clustered.divisor(e, stats.ALPHA)
+        path = [(0.0, 80 * (i + 1) / d) for i in range(runs)]
+        assert seq.judge_proportion(path, (0.0, 0.02))[0] == want, runs
+    assert seq.judge_proportion([(0, 80), (0, 160), (0, 240)], (0.0, 0.02))[0] == "supported"  # no floor
+
+
+# ----------------------------------------------------------------------------- the bet on run rates (third pass)
+
+def test_the_bet_on_run_rates_is_the_mixture_of_products_by_hand():
+    import math
+
+    from workbench.analysis import sequential as seq
+
+    rates, c = [10 / 80, 30 / 80, 20 / 80], 0.02
+    by_hand = math.log(sum(math.prod(1 + f / c * (x - c) for x in rates) for f in seq.BET_FRACTIONS)
+                       / len(seq.BET_FRACTIONS))
+    assert seq.log_e_runs_above(rates, c) == pytest.approx(by_hand, rel=1e-12)
+    assert seq.run_rates([(10, 80), (40, 160), (60, 240)]) == pytest.approx(rates)
+    # A divisor applied to the whole path cancels; a look without units is skipped.
+    assert seq.run_rates([(5, 40), (20, 80)]) == pytest.approx([0.125, 0.375])
+    assert seq.run_rates([(1, 80), (1, 80)])[1] is None
+    # The lower bound is where the bet's e-value crosses 2 / (alpha * BET_SHARE).
+    lower = seq.bet_lower([(10, 80), (40, 160), (60, 240)])
+    assert seq.log_e_runs_above(rates, lower * 0.999) >= math.log(80) > seq.log_e_runs_above(rates, lower * 1.001)
+
+
+def test_the_bet_holds_its_level_under_drift_and_between_run_spread():
+    # Null runs whose rates drift over replicate order and spread as a beta with ICC 0.3, every run's
+    # expected rate at the bound 0.02 or below: the bet crosses 2 / (alpha * BET_SHARE) in at most
+    # alpha * BET_SHARE / 2 = 1.25% of 2000 experiments of 12 runs (Ville), and the observed rate is far under.
+    import numpy as np
+
+    from workbench.analysis import sequential as seq
+
+    rng = np.random.default_rng(12)
+    means = np.linspace(0.002, 0.02, 12)                      # drift up to the bound
+    a = means * (1 / 0.3 - 1)
+    rates = rng.binomial(80, rng.beta(a, a * (1 - means) / means, size=(2000, 12))) / 80
+    crossed = sum(any(seq.log_e_runs_above(list(r[:t]), 0.02) >= np.log(80) for t in range(1, 13)) for r in rates)
+    assert crossed / 2000 <= 0.0125
+
+
+def test_possible_drift_does_not_hold_a_falsification_the_run_rates_reach_alone(store, registry):
+    # 10, 30, 20 leaks of 80 over three replicates with their own seeds: over-dispersed (phi 6.7, exact
+    # p = 0.002) and too few runs to rule a trend out, so the drift check holds exchangeable-run verdicts.
+    # The bet on the three run rates rejects "every run's rate <= 0.02" (log E 5.68 >= log 80): falsified.
+    ex = add_execution(store, mode="sequential")
+    for r, leaks in enumerate((10, 30, 20), start=1):
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10})
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    (p,) = a.predictions
+    assert a.verdict == "falsified", a.reasoning
+    assert p.drift_robust is True and p.interval[0] > 0.02
+    assert "the runs' own rates decide it alone" in a.reasoning
+    drift = _checks(a)["drift"]
+    assert drift.passed is False and drift.effect == "none"
+    assert "too few to rule out a trend" in drift.detail and "holds under drift" in drift.detail
+    # The same counts replayed from one workload are copies: no bet, and the drift check holds the verdict.
+    ex = add_execution(store, mode="sequential")
+    for r, leaks in enumerate((10, 30, 20), start=1):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10})
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    assert a.verdict == "inconclusive" and a.predictions[0].drift_robust is None

@@ -42,17 +42,22 @@ def test_seed_world_shape_is_falsified(store, registry):
 
 
 def test_zero_corruption_needs_enough_units(store, registry):
-    ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, own_seeds=True)  # 0/160: Wilson upper 0.023 > 0.02
+    # Two event-free runs of 80 cannot show how much runs differ: the ICC floor (0.01, design effect 1.79)
+    # makes 0/160 count as 0/89.4, and 0/189 effective units is the first that decides (338 in all).
+    ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, own_seeds=True)
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "inconclusive"
     p = a.predictions[0]
-    assert p.outcome == "inconclusive" and 0 < p.more_units_needed <= 40  # 0/189 is the first that decides
+    assert p.outcome == "inconclusive" and 170 <= p.more_units_needed <= 180
+    assert p.method == "run-level" and abs(p.design_effect - 1.79) < 1e-9
     assert "more units" in a.reasoning
-    ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, reps=3, own_seeds=True)
+    ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, reps=4, own_seeds=True)
+    assert analyze_stored(store, registry, "wedge-confound", execution_id=ex).verdict == "inconclusive"
+    ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, reps=5, own_seeds=True)
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "supported", a.reasoning
-    # Three replays of one workload without a leak are one run's evidence: 0/80 does not decide.
-    ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, reps=3)
+    # Five replays of one workload without a leak are one run's evidence: 0/80 does not decide.
+    ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, reps=5)
     assert analyze_stored(store, registry, "wedge-confound", execution_id=ex).verdict == "inconclusive"
 
 
@@ -153,7 +158,7 @@ def test_pooled_analysis_matches_arms_by_recorded_variables(store, registry):
 def test_overrides_of_the_execution_are_honoured(store, registry):
     wedge_c, wedge_t = dict(CONTROL, causal_model="wedge"), dict(TREATMENT, causal_model="wedge")
     ex = add_execution(store, overrides={"causal_model": "wedge"})
-    for r in (1, 2, 3):
+    for r in (1, 2, 3, 4, 5):  # event-free treatment runs of 80: 5 decide under the ICC floor
         add_run(store, execution_id=ex, arm="control", variables=dict(wedge_c, seed=str(r)), replicate=r,
                 outcomes={"leak": 10, "error": 30, "done": 40}, extra={"waiting_for_input": 20})
         add_run(store, execution_id=ex, arm="treatment", variables=dict(wedge_t, seed=str(r)), replicate=r,
@@ -214,13 +219,14 @@ def test_sequential_decision_continues_then_stops(store, registry):
             outcomes={"done": 80}, extra={"waiting_for_input": 0})
     d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
     assert (d.stop, d.verdict, d.replicates, d.max_replicates) == (False, "inconclusive", 1, 12)
-    for r in (2, 3):
+    for r in (2, 3, 4, 5):  # event-free runs of 80 under the ICC floor decide at replicate 5
         add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
                 outcomes={"leak": 5, "done": 75}, extra={"waiting_for_input": 10})
         add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
                 outcomes={"done": 80}, extra={"waiting_for_input": 0})
-    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
-    assert d.stop and d.verdict == "supported", d.reasoning
+        d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+        assert d.stop is (r == 5), (r, d.reasoning)
+    assert d.verdict == "supported", d.reasoning
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     p = a.predictions[0]
     assert a.sequential and p.interval_kind == "confidence sequence 95%"

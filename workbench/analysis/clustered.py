@@ -16,6 +16,9 @@ from 1 in either direction:
   tell chance agreement from copying, and counting a copy twice is the error that costs verdicts;
 - otherwise the pooled binomial stands.
 
+Runs that saw no event at all (or only events) show no spread whatever the between-run variation, so
+an arm of two or more such runs assumes a small intra-run correlation (ICC_FLOOR) rather than none.
+
 Replicates that replayed one workload (one recorded seed) count as one run whatever their spread
 (`effective`). The drift check reports a departure either way as a finding; only possible drift (a
 trend over replicate order, or too few runs to rule one out) holds the verdict back (`drift_holds`).
@@ -46,6 +49,13 @@ FLAG_P = 0.01
 SIMULATIONS = 2000
 # Dispersion this close to 1 from below is taken as binomial.
 UNDER_TOL = 0.05
+# The intra-run correlation assumed for an arm whose runs saw no event at all (or only events): such runs
+# show no spread, yet an ICC makes event-free runs common (a beta-binomial ICC of 0.1 at a true rate of
+# 0.05 leaves 35% of 80-session runs event-free, and the binomial then supported "<= 0.02" in 4.3% of
+# experiments). The design effect 1 + (m - 1) * ICC_FLOOR over runs of m units costs support at a true
+# 0 two replicates in either mode (3 -> 5 runs of 80, 2 -> 4 of 120); a larger floor puts it past the
+# budgets in use (0.03: 9 runs of 80 sequentially, 8 of 120 against the wedge world's 6).
+ICC_FLOOR = 0.01
 
 
 @dataclass(frozen=True)
@@ -155,9 +165,11 @@ def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool = False) 
                          f"one run's evidence whatever their agreement, so they count as one run "
                          f"(design effect {d.runs})", d)
     if d.phi is None:
-        return Effective(k, n, k, n, 1.0, "binomial", None,
+        deff = 1 + (n / d.runs - 1) * ICC_FLOOR
+        return Effective(k, n, k / deff, n / deff, deff, "run-level", None,
                          f"{d.runs} runs with {'no' if k == 0 else 'only'} events, each with its own workload: "
-                         "nothing to disperse, pooled binomial", d)
+                         f"they cannot show how much runs differ, so an intra-run correlation of {ICC_FLOOR:g} "
+                         f"is assumed (design effect {deff:.3g})", d)
     if over:
         deff = max(d.phi, float(d.runs)) if replayed else d.phi
         return Effective(k, n, k / deff, n / deff, deff, "run-level", d.runs - 1,

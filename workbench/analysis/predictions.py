@@ -223,10 +223,17 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
     snapped = region.snapped()
     bounds = (snapped.lo, snapped.hi)
     if sequential:
-        outcome, e_against, e_for = seq.judge_proportion(path, bounds, alpha=seq.ALPHA / family)
-        out.update(interval=list(seq.e_interval(path, alpha=seq.ALPHA / family)), interval_kind=_seq_kind(family),
-                   outcome=outcome, e_against=e_against, e_for=e_for, looks=len(path), wilson=list(stats.wilson(k, n)))
+        # Replayed runs are copies, not independent draws of a run's rate: no bet on them.
+        bet = not pool["replayed"]
+        outcome, e_against, e_for = seq.judge_proportion(path, bounds, alpha=seq.ALPHA / family, run_bet=bet)
+        out.update(interval=list(seq.e_interval(path, alpha=seq.ALPHA / family, run_bet=bet)),
+                   interval_kind=_seq_kind(family), outcome=outcome, e_against=e_against, e_for=e_for,
+                   looks=len(path), wilson=list(stats.wilson(k, n)))
+        if bet and outcome != "inconclusive":
+            lower = seq.bet_lower(path, alpha=seq.ALPHA / family)
+            out["drift_robust"] = regions.outcome((lower, 1.0), regions.Region(*bounds, region.support)) == outcome
         if len(path) < seq.MIN_LOOKS and outcome != "inconclusive":
+            out.pop("drift_robust", None)
             out.update(outcome="inconclusive", note=f"a sequential verdict waits for replicate {seq.MIN_LOOKS}: "
                        "one run cannot show how much runs differ")
     else:

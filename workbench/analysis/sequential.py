@@ -8,6 +8,16 @@ confidence sequence at 1 - alpha (the same 95% and the same two-sided convention
 Wilson interval); a prediction is judged by where that interval lies, as in the fixed design. The support direction mixes over alternatives below c with half its weight on p = 0
 (the claim "removing the cause removes the symptom" predicts exactly zero). Differences between arms use per-arm beta-binomial
 confidence sequences at alpha/2 each (conservative, valid at every look).
+
+With `run_bet` (runs with their own workloads) the lower side also bets on the runs' own rates: for
+H0 "every run's expected rate is <= c", prod_t (1 + lam (x_t - c)) over the per-run rates x_t in [0, 1]
+is a nonnegative supermartingale for any 0 <= lam <= 1 / c whatever the between-run distribution and
+whatever drift (each factor has conditional mean <= 1), so the run is the unit and no variance is
+estimated. The lower side's alpha / 2 is split between that bet and the binomial test (alpha / 4 each):
+the lower bound is the larger of the two. Only the lower side bets: for a rate near 0 a bet against
+"every run's rate >= c" wins at most a factor 1 / (1 - c) a run, and the within-run binomial decides
+support there. A bound decided by the bet alone needs no exchangeable runs, so the drift check does not
+hold it (`bet_lower`).
 """
 
 from __future__ import annotations
@@ -133,8 +143,10 @@ def confidence_sequence(k: float, n: float, alpha: float = ALPHA) -> tuple[float
     return (float(lo[0]), float(hi[0]))
 
 
-def _look_bounds(k: float, n: float, level: float) -> tuple[float, float]:
-    """At one look, the rates that neither one-sided e-test rejects at e >= exp(level)."""
+def _look_bounds(k: float, n: float, level: float, low_level: float | None = None) -> tuple[float, float]:
+    """At one look, the rates that neither one-sided e-test rejects at e >= exp(level) (the lower side at
+    exp(low_level) when given)."""
+    low_level = level if low_level is None else low_level
     if n <= 0:
         return (0.0, 1.0)
     phat = k / n
@@ -148,43 +160,106 @@ def _look_bounds(k: float, n: float, level: float) -> tuple[float, float]:
                 hi = mid
         return lo if ok_at_lo else hi
 
-    lower = 0.0 if k <= 0 else bisect(0.0, phat, True, lambda c: float(log_e_above(k, n, c)) >= level)
+    lower = 0.0 if k <= 0 else bisect(0.0, phat, True, lambda c: float(log_e_above(k, n, c)) >= low_level)
     upper = 1.0 if k >= n else bisect(phat, 1.0, False, lambda c: float(log_e_below(k, n, c)) >= level)
     return (lower, upper)
 
 
-def e_interval(k_path: list[tuple[float, float]], alpha: float = ALPHA) -> tuple[float, float]:
+# The share of the lower side's alpha / 2 spent on the bet on run rates (the rest on the binomial test),
+# and the bets mixed with equal weights, as fractions of the largest stake 1 / c.
+BET_SHARE = 0.5
+BET_FRACTIONS = (0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.9)
+
+
+def run_rates(k_path: list[tuple[float, float]]) -> list[float | None]:
+    """Each look's own rate from the cumulative path (a divisor applied to the whole path cancels); None
+    for a look that added no units."""
+    out, pk, pn = [], 0.0, 0.0
+    for k, n in k_path:
+        out.append((k - pk) / (n - pn) if n > pn else None)
+        pk, pn = k, n
+    return out
+
+
+def log_e_runs_above(rates: list[float | None], c: float) -> float:
+    """log E against H0 "every run's expected rate is <= c", after the runs so far: the equal mixture over
+    stakes lam = f / c (f in BET_FRACTIONS) of prod (1 + lam (x_t - c)); see the module's docstring."""
+    if c <= 0:
+        return math.inf if any(x is not None and x > 0 for x in rates) else 0.0
+    if c >= 1:
+        return 0.0
+    xs = np.asarray([x for x in rates if x is not None], float)
+    lam = np.asarray(BET_FRACTIONS) / c
+    with np.errstate(divide="ignore"):
+        logs = np.log1p(lam[:, None] * (xs[None, :] - c)).sum(axis=1)
+    return float(_logsumexp(logs[:, None])[0] - math.log(len(lam)))
+
+
+def bet_lower(k_path: list[tuple[float, float]], alpha: float = ALPHA) -> float:
+    """The bet's running lower bound at level alpha * BET_SHARE / 2: the largest, over the looks, of the
+    smallest c the bet has not rejected (its e-value falls as c rises, so each is one bisection)."""
+    rates = run_rates(k_path)
+    level = math.log(2 / (alpha * BET_SHARE))
+    best = 0.0
+    for t in range(1, len(rates) + 1):
+        seen = [x for x in rates[:t] if x is not None]
+        if not seen or max(seen) <= 0:
+            continue
+        lo, hi = 0.0, max(seen)
+        for _ in range(50):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if log_e_runs_above(rates[:t], mid) >= level else (lo, mid)
+        best = max(best, lo)
+    return best
+
+
+def e_interval(k_path: list[tuple[float, float]], alpha: float = ALPHA, run_bet: bool = False) -> tuple[float, float]:
     """Confidence sequence at level 1 - alpha: the running intersection, over the looks so far, of the
     rates that neither one-sided e-test rejects at alpha / 2 (Ville: the true rate is ever rejected by
-    either with probability at most alpha / 2 + alpha / 2). Pass alpha / m for a family of m predictions."""
+    either with probability at most alpha / 2 + alpha / 2). Pass alpha / m for a family of m predictions.
+    `run_bet`: the lower side is the larger of the binomial bound at alpha (1 - BET_SHARE) / 2 and the
+    bet on run rates at alpha * BET_SHARE / 2 (only for runs with their own workloads)."""
     lo, hi = 0.0, 1.0
     level = math.log(2 / alpha)
+    low_level = math.log(2 / (alpha * (1 - BET_SHARE))) if run_bet else level
     for k, n in k_path:
-        a, b = _look_bounds(k, n, level)
+        a, b = _look_bounds(k, n, level, low_level)
         lo, hi = max(lo, a), min(hi, b)
+    if run_bet:
+        lo = max(lo, bet_lower(k_path, alpha))
     return (lo, max(lo, hi))
 
 
 def judge_proportion(k_path: list[tuple[float, float]], bounds: tuple[float, float],
-                     alpha: float = ALPHA) -> tuple[str, float, float]:
+                     alpha: float = ALPHA, run_bet: bool = False) -> tuple[str, float, float]:
     """Outcome of a sequentially tested proportion: ('falsified'|'supported'|'inconclusive', E against, E for).
 
-    The outcome is the region judged against `e_interval(k_path, alpha)`, so the interval shown is the
-    one that decided; pass alpha / m for a family of m predictions. The e-values are the largest seen at
-    the region's bounds (against: evidence the rate is beyond them; for: evidence it is within).
+    The outcome is the region judged against `e_interval(k_path, alpha, run_bet)`, so the interval shown is
+    the one that decided; pass alpha / m for a family of m predictions. The e-values are the largest seen at
+    the region's bounds (against: evidence the rate is beyond them; for: evidence it is within), each on the
+    scale where 2 / alpha decides (with `run_bet`, a lower-side e-value is the larger of the binomial one
+    times 1 - BET_SHARE and the bet's times BET_SHARE).
     """
     from workbench.analysis.regions import Region, Support, outcome
 
     lo, hi = bounds
+    rates = run_rates(k_path)
+
+    def above(k: float, n: float, c: float, t: int) -> float:
+        binomial = float(log_e_above(k, n, c))
+        if not run_bet:
+            return binomial
+        return max(binomial + math.log(1 - BET_SHARE), log_e_runs_above(rates[:t], c) + math.log(BET_SHARE))
+
     best_against = best_for = 0.0
-    for k, n in k_path:
-        against = [float(log_e_above(k, n, hi))] if hi < 1 else []
+    for t, (k, n) in enumerate(k_path, start=1):
+        against = [above(k, n, hi, t)] if hi < 1 else []
         against += [float(log_e_below(k, n, lo))] if lo > 0 else []
         support = [float(log_e_below(k, n, hi, lo=max(lo, 0.0)))] if hi < 1 else []
-        support += [float(log_e_above(k, n, lo))] if lo > 0 else []
+        support += [above(k, n, lo, t)] if lo > 0 else []
         best_against = max([best_against] + against)
         best_for = max(best_for, min(support) if support else 0.0)
-    result = outcome(e_interval(k_path, alpha), Region(lo, hi, Support.PROPORTION))
+    result = outcome(e_interval(k_path, alpha, run_bet), Region(lo, hi, Support.PROPORTION))
     return result, math.exp(min(best_against, 700)), math.exp(min(best_for, 700))
 
 

@@ -70,7 +70,8 @@ def _evidence(j: dict[str, Any]) -> str:
         return ""
     if j.get("exact") and "e_for" in j:
         e = j["e_against"] if j["outcome"] == "falsified" else j["e_for"]
-        return f" (e-value {e:.2g}; exact binomial, not corrected for the looks: {j['exact']})"
+        bet = "; the runs' own rates decide it alone, whatever their order" if j.get("drift_robust") else ""
+        return f" (e-value {e:.2g}; exact binomial, not corrected for the looks: {j['exact']}{bet})"
     if j.get("exact"):
         return f" (exact binomial {j['exact']})"
     p = j.get("p_against") if j["outcome"] == "falsified" else j.get("p_for")

@@ -151,6 +151,7 @@ def analyze(hypothesis: Hypothesis, experiment: Experiment, runs: Sequence[RunDa
     verdict = combine_outcomes([j["outcome"] for j in d.predictions])
     if aa_only:
         verdict = "inconclusive"  # an A/A execution measures the noise floor, not the claim
+    _drift_hold_released(d, verdict)
     effects = [c["effect"] for c in d.checks if c["passed"] is not True]
     if "invalid" in effects:
         verdict = "invalid"
@@ -159,6 +160,22 @@ def analyze(hypothesis: Hypothesis, experiment: Experiment, runs: Sequence[RunDa
     d.verdict = verdict
     d.reasoning = reasoning_text(h, exp, d, arms)
     return d.freeze()
+
+
+def _drift_hold_released(d: _Draft, verdict: str) -> None:
+    """Possible drift holds a verdict that assumed exchangeable runs, not one the bet on run rates reaches
+    alone (valid whatever the runs' order): a falsification when one falsified prediction is so decided, a
+    support when every prediction is."""
+    decided = [j for j in d.predictions if j["outcome"] == verdict]
+    robust = [j["describe"] for j in decided if j.get("drift_robust")]
+    if verdict not in ("supported", "falsified") or not robust or \
+            (verdict == "supported" and len(robust) < len(d.predictions)):
+        return
+    for c in d.checks:
+        if c["name"] == "drift" and c["effect"] == "inconclusive":
+            c["effect"] = "none"
+            c["detail"] = c["detail"].replace(" so the verdict waits.", " but it does not hold ") + \
+                "; ".join(robust) + f": {verdict} by the bet on the runs' own rates, which holds under drift."
 
 
 def _validity(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[RunData]],
