@@ -176,7 +176,8 @@ def _configs(quick: bool):
 
 
 def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers: int = 4,
-              progress=None) -> BenchReport:
+              progress=None, token_rows_only: bool = False) -> BenchReport:
+    """token_rows_only: the page_first token rows (the headline) at full size, no page rows."""
     import torch
 
     from . import build
@@ -204,7 +205,7 @@ def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers:
                                    "d2h": _copy_gbs("d2h", host_pool_bytes, *raw),
                                    "h2d": _copy_gbs("h2d", host_pool_bytes, *raw)})
     gen = torch.Generator().manual_seed(0)
-    for cfg in _configs(quick):
+    for cfg in _configs(quick or token_rows_only):
         if progress:
             progress(" ".join(cfg))
         report.rows.append(_row(cfg, raw, gen, env))

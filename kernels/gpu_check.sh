@@ -6,6 +6,7 @@
 #   OUT=/some/dir bash kernels/gpu_check.sh [bench options...]
 # WB_GPU_STEPS: "all" (default), "core" (build + check + bench), or a comma list of
 # build,check,bench,memcheck,ncu,pytest,arms,probe (build runs unless the list is only probe). Outputs land in $OUT (default /tmp/wb-gpu-out);
+# WB_BENCH_VARIANTS=0,18,23 times only those variant columns, WB_BENCH_ROWS=token only the token rows;
 # the summaries are printed last.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,7 +69,8 @@ import json, os, sys
 from kernels.bench import run_bench
 only = os.environ.get("WB_BENCH_VARIANTS")   # e.g. "0,18,23": fewer variant columns, shorter run
 report = run_bench(quick="--quick" in sys.argv[2:],
-                   variants=[int(v) for v in only.split(",")] if only else None)
+                   variants=[int(v) for v in only.split(",")] if only else None,
+                   token_rows_only=os.environ.get("WB_BENCH_ROWS") == "token")
 json.dump(report.as_dict(), open(sys.argv[1] + "/bench.json", "w"), indent=1)
 print("\n".join(report.table()))
 PYEOF
