@@ -12,8 +12,9 @@ Where the data checks of the ids run (range, duplicate destinations):
   page (`kernels.scales.wants_dma`): as above, in two launches (the values, which check and
   report, then the scales from a device copy of the host pool's scale blocks, which skip the
   same bad ids without reporting them again).
-- fp8 token rows device to device, when the same index tensors come again unchanged: as
-  above, the scales in page order (three launches; the scale passes skip the bad ids).
+- fp8 token rows device to device, 64 MB and up, when the same index tensors come again
+  unchanged: as above, the scales in page order (three launches; the scale passes skip the
+  bad ids).
 - index tensors on the cpu, one pool used as both src and dst, the reference
   implementation, and `plan_transfer`: on the host before any byte moves (device ids are
   read back then: one synchronisation per plan). `run_plan` launches a validated plan again
@@ -25,7 +26,8 @@ from __future__ import annotations
 import weakref
 
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
-from .scales import page_order_ids, run_h2d, run_page_order, wants_dma
+from .scales import (page_order_ids, run_h2d, run_page_order, wants_dma,
+                     wants_page_order)
 
 __all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
 
@@ -310,7 +312,7 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
             if n:
                 if p.scale_dma and wants_dma(p.geo, p.s_shape, n, p.page_size):
                     seq = run_h2d(p.ext, src, dst, src_idx, dst_idx, p.args[:13])
-                elif p.page_order:
+                elif p.page_order and wants_page_order(p.geo, n, p.s_shape.num_layers):
                     seq = _ordered(p, src, dst, src_idx, dst_idx)
                 else:
                     seq = p.ext.transfer(src, dst, src_idx, dst_idx, *p.args)

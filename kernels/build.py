@@ -195,7 +195,10 @@ def _scale_path(plan, variant: int, scales: str):
                 return "h2d"
         return None
     if plan.src.device.type == "cuda" and plan.dst.device.type == "cuda":
-        # fp8 rows gained 9 points of the copy in page order; c4 rows nothing (NOTES run 7)
-        if forced or (variant < 0 and geo.value_bytes <= 128):
+        # fp8 rows gained 9 points of the copy in page order from ~64 MB; c4 rows nothing
+        from .scales import wants_page_order
+
+        if forced or (variant < 0 and wants_page_order(geo, plan.src_idx.numel(),
+                                                        plan.src_shape.num_layers)):
             return "order"
     return None

@@ -287,15 +287,21 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
                     report.cases.append(CaseResult("transfer", f"{name} {direction} scales={how}",
                                                    bad == 0, bad, compared))
                 # transfer() handed the same device ids again: page order from the second call
+                # (whatever the size, for the check)
                 dst = make_pool(geometry, layout, 32, 3, 64, gen=r.gen).cuda()
                 a, b, src_d = si.cuda(), di.cuda(), src.cuda()
                 bad = compared = 0
-                for p in (dst.cpu(), dst.cpu(), dst.cpu() ^ 0xFF):
-                    dst.copy_(p)
-                    transfer(src_d, dst, a, b, impl="cuda", **kw)
-                    torch.cuda.synchronize()
-                    bad += int((dst.cpu() != r.expected(src, p, si, di, kw)).sum())
-                    compared += dst.numel()
+                keep = scales.PAGE_ORDER_MIN_BYTES
+                scales.PAGE_ORDER_MIN_BYTES = 0
+                try:
+                    for p in (dst.cpu(), dst.cpu(), dst.cpu() ^ 0xFF):
+                        dst.copy_(p)
+                        transfer(src_d, dst, a, b, impl="cuda", **kw)
+                        torch.cuda.synchronize()
+                        bad += int((dst.cpu() != r.expected(src, p, si, di, kw)).sum())
+                        compared += dst.numel()
+                finally:
+                    scales.PAGE_ORDER_MIN_BYTES = keep
                 report.cases.append(CaseResult("transfer", f"{name} d2d transfer() same ids x3",
                                                bad == 0, bad, compared))
 
@@ -433,8 +439,8 @@ def _device_checked(r: _Runner, report: CheckReport):
         src_d = src.cuda() if mode != "h2d-dma" else src.clone().pin_memory()
         a, b = si.cuda(), di.cuda()
         notes, oks = [], []
-        force = scales.SCALE_DMA_BYTES_PER_ROW
-        scales.SCALE_DMA_BYTES_PER_ROW = 1 << 40
+        force = scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES
+        scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES = 1 << 40, 0
         try:
             for _ in range(2 if mode == "d2d-order" else 1):
                 d.copy_(dst0)
@@ -447,7 +453,7 @@ def _device_checked(r: _Runner, report: CheckReport):
                     notes.append(f"KernelError: {exc.message}")
                     oks.append(fragment in exc.message)
         finally:
-            scales.SCALE_DMA_BYTES_PER_ROW = force
+            scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES = force
         ok, note = all(oks), "; ".join(notes)
         got = d.cpu()
         wants = []

@@ -147,7 +147,7 @@ for g in ("c4_latent", "index_k_fp8"):
             build.launch(plan, staging="never", scales="serial")
 # Bad device ids through them: every call takes the 2D copy; d2d ids handed twice.
 from kernels import scales
-scales.SCALE_DMA_BYTES_PER_ROW = 1 << 40
+scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES = 1 << 40, 0
 for g in ("c4_latent", "index_k_fp8"):
     a_h = make_pool(g, "page_first", 8, 2, 64, gen=gen).pin_memory()
     a_d = a_h.cuda()

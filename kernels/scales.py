@@ -19,12 +19,24 @@ written back whole, overwriting slots the transfer does not name.
 
 from __future__ import annotations
 
-__all__ = ["wants_dma", "run_h2d", "page_order_ids", "run_page_order",
-           "SCALE_DMA_BYTES_PER_ROW"]
+__all__ = ["wants_dma", "wants_page_order", "run_h2d", "page_order_ids", "run_page_order",
+           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES"]
 
 # A scale request saved per (token, layer) pays for this many bytes of the 2D copy: the link
 # serves ~430 M requests/s, the 2D copy of 256-512 B blocks ~33 GB/s (NOTES.md runs 6-7).
 SCALE_DMA_BYTES_PER_ROW = 77
+
+
+# Page order adds two launches: fp8 rows measured 15% slower at 33.6 MB, 12% faster at 134 MB
+# and 21% at 537 MB (NOTES.md run 8); the times cross near 64 MB.
+PAGE_ORDER_MIN_BYTES = 64 << 20
+
+
+def wants_page_order(geo, n: int, layers: int) -> bool:
+    """True for fp8-like rows (a 4 B scale per 128 B of values) moving enough bytes to repay
+    the two extra launches of the page-order scale passes (device to device)."""
+    return (0 < geo.scale_bytes and geo.value_bytes <= 128
+            and n * layers * geo.bytes_per_token >= PAGE_ORDER_MIN_BYTES)
 
 
 def wants_dma(geo, host_shape, n: int, page_size: int) -> bool:

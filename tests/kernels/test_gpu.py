@@ -196,9 +196,11 @@ def test_tiled_variant_copies_a_partial_last_tile(n, direction):
 
 
 def _force_scale_dma(monkeypatch):
+    """Every transfer() takes the scale paths: the 2D copy and (same ids again) page order."""
     from wb_kernels import scales
 
     monkeypatch.setattr(scales, "SCALE_DMA_BYTES_PER_ROW", 1 << 40)
+    monkeypatch.setattr(scales, "PAGE_ORDER_MIN_BYTES", 0)
 
 
 @pytest.mark.parametrize("geometry", ["c4_latent", "index_k_fp8"])
@@ -234,10 +236,12 @@ def test_host_scales_through_a_2d_copy_match_the_reference(geometry, layout, pat
 
 @pytest.mark.parametrize("geometry", ["c4_latent", "index_k_fp8"])
 @pytest.mark.parametrize("layout", ["page_first", "layer_first"])
-def test_scales_in_page_order_match_the_reference(geometry, layout):
+def test_scales_in_page_order_match_the_reference(geometry, layout, monkeypatch):
     """Device to device, the scales through a scratch pool in source then destination order:
     on a plan, and through transfer() handed the same id tensors again (second call on)."""
     from wb_kernels import api, build
+
+    _force_scale_dma(monkeypatch)
 
     gen = torch.Generator().manual_seed(12)
     src = make_pool(geometry, layout, 12, 3, 64, gen=gen).cuda()

@@ -30,3 +30,14 @@ def test_sparse_rows_and_rows_without_scales_do_not():
     assert not wants_dma(GEOMETRIES["index_k_bf16"], _shape(10, geometry="index_k_bf16"),
                          10 ** 6, 64)
     assert not wants_dma(GEOMETRIES["index_k_fp8"], _shape(10), 0, 64)
+
+
+def test_page_order_only_for_fp8_rows_large_enough_to_repay_two_launches():
+    from wb_kernels.scales import wants_page_order
+
+    fp8, c4 = GEOMETRIES["index_k_fp8"], GEOMETRIES["c4_latent"]
+    per_mb = (1 << 20) // (4 * fp8.bytes_per_token)     # fp8 tokens per MiB over 4 layers
+    assert not wants_page_order(fp8, 32 * per_mb, 4)     # measured slower at 33.6 MB
+    assert wants_page_order(fp8, 128 * per_mb, 4)        # faster at 134 MB and 537 MB
+    assert not wants_page_order(c4, 10 ** 7, 4)           # c4: no gain measured
+    assert not wants_page_order(GEOMETRIES["index_k_bf16"], 10 ** 7, 4)
