@@ -8,11 +8,12 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   6: the link serves ~430 M requests/s whatever their size), so fp8 rows ran at half the link.
   The 2D copy moves the whole scale region of the pool (~30-37 GB/s, run 7), so it pays only
   when the transfer names enough rows per pool page: `wants_dma`.
-- Device to device on a reused plan (`page_order`): the scales gathered in source order into
-  a compact scratch pool, then scattered from it in destination order, so each pass reads or
-  writes neighbouring 4 B slots together instead of one 32 B sector per slot (fp8 +9 points of
-  the copy in the run 7 probe). Sorting the ids costs more than it saves per call: the sorted
-  lists live on the plan.
+- Device to device, fp8 rows from 64 MB, reused ids (`page_order_ids`, `run_page_order`):
+  the scales gathered in source order into a compact scratch pool, then scattered from it in
+  destination order, so each pass reads or writes neighbouring 4 B slots together instead of
+  one 32 B sector per slot (+9 points of the copy, run 8). Sorting the ids costs more than it
+  saves per call: the sorted lists live on the plan, or on the pools for `transfer()` handed
+  the same id tensors again (kernels/api.py).
 Device to host is not done this way: the host scale blocks would have to be read, merged and
 written back whole, overwriting slots the transfer does not name.
 """
@@ -25,7 +26,6 @@ __all__ = ["wants_dma", "wants_page_order", "run_h2d", "page_order_ids", "run_pa
 # A scale request saved per (token, layer) pays for this many bytes of the 2D copy: the link
 # serves ~430 M requests/s, the 2D copy of 256-512 B blocks ~33 GB/s (NOTES.md runs 6-7).
 SCALE_DMA_BYTES_PER_ROW = 77
-
 
 # Page order adds two launches: fp8 rows measured 15% slower at 33.6 MB, 12% faster at 134 MB
 # and 21% at 537 MB (NOTES.md run 8); the times cross near 64 MB.
