@@ -18,7 +18,9 @@ buffers, so it is deterministic and never touches memory outside src and dst.
 
 impl "auto" takes the CUDA kernel when a pool is on a GPU and the kernel builds, otherwise the
 reference. On the GPU, host pages that a transfer covers in long runs move by DMA through a
-device staging pool (kernels/staged.py), the rest zero-copy.
+device staging pool (kernels/staged.py), the rest zero-copy; token rows with scales can move
+their scales apart from the values (host to device through a 2D copy of the host pool's scale
+blocks, fp8 device to device in page order: kernels/scales.py).
 
 Index tensors on the pools' device are checked by the kernel itself, with no host
 synchronisation: a bad id (out of range, a destination named twice) is raised as KernelError

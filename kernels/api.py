@@ -8,6 +8,13 @@ Where the data checks of the ids run (range, duplicate destinations):
   detected by a byte stamp per destination id (both copies land inside dst). The first such
   error of a launch is written to pinned host memory and raised as `KernelError` by the next
   `transfer()` on that device (which then moves nothing) or by `synchronize()`.
+- host-to-device token rows with a scale block, when the transfer names enough rows per host
+  page (`kernels.scales.wants_dma`): as above, in two launches (the values, which check and
+  report, then the scales from a device copy of the host pool's scale blocks, which skip the
+  same bad ids without reporting them again).
+- fp8 token rows device to device, 64 MB and up, when the same index tensors come again
+  unchanged: as above, the scales in page order (three launches; the scale passes skip the
+  bad ids).
 - index tensors on the cpu, one pool used as both src and dst, the reference
   implementation, and `plan_transfer`: on the host before any byte moves (device ids are
   read back then: one synchronisation per plan). `run_plan` launches a validated plan again
@@ -19,6 +26,8 @@ from __future__ import annotations
 import weakref
 
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
+from .scales import (page_order_ids, run_h2d, run_page_order, wants_dma,
+                     wants_page_order)
 
 __all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
 
@@ -118,7 +127,8 @@ class _Pools:
 
     __slots__ = ("refs", "ptrs", "shapes", "geo", "addr", "granularity", "layout", "page_size",
                  "s_shape", "d_shape", "device", "impl", "unit", "s_lim", "d_lim", "same_pool",
-                 "dev_index", "ext", "args", "__weakref__")
+                 "dev_index", "ext", "args", "scale_dma", "page_order", "order",
+                 "__weakref__")
 
     def holds(self, src, dst) -> bool:
         return (self.refs[0]() is src and self.refs[1]() is dst
@@ -198,14 +208,21 @@ def _validate_pools(src, dst, *, geometry, granularity, layout, page_size, strid
     p.geo, p.addr, p.granularity, p.layout, p.page_size = geo, addr, granularity, layout, page_size
     p.s_shape, p.d_shape = s_shape, d_shape
     p.dev_index = p.device.index if p.device.type == "cuda" else -1
-    p.ext, p.args = None, None
+    p.ext, p.args, p.scale_dma, p.page_order, p.order = None, None, False, False, None
     if p.impl == "cuda" and not p.same_pool:
         from . import build
 
         p.ext = build.load()
+        # The binding's arguments after the ids; the last four: both parts, no compact pool,
+        # checks that report (kernels/scales.py moves scales apart).
         p.args = (token, layout == "page_first", page_size, s_shape.num_pages, d_shape.num_pages,
                   s_shape.num_layers, addr.value_bytes, addr.scale_bytes, addr is not geo, -1,
-                  True, p.s_lim, p.d_lim)
+                  True, p.s_lim, p.d_lim, 0, False, False, True)
+        p.scale_dma = (token and addr is geo and geo.scale_bytes > 0
+                       and src.device.type == "cpu" and dst.device.type == "cuda")
+        # fp8 rows gained 9 points of the copy with their scales in page order (run 7)
+        p.page_order = (token and addr is geo and 0 < geo.scale_bytes
+                        and geo.value_bytes <= 128 and src.is_cuda and dst.is_cuda)
     return p
 
 
@@ -293,10 +310,31 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
         if p.fast(src_idx, dst_idx):
             n = src_idx.numel()
             if n:
-                seq = p.ext.transfer(src, dst, src_idx, dst_idx, *p.args)
+                if p.scale_dma and wants_dma(p.geo, p.s_shape, n, p.page_size):
+                    seq = run_h2d(p.ext, src, dst, src_idx, dst_idx, p.args[:13])
+                elif p.page_order and wants_page_order(p.geo, n, p.s_shape.num_layers):
+                    seq = _ordered(p, src, dst, src_idx, dst_idx)
+                else:
+                    seq = p.ext.transfer(src, dst, src_idx, dst_idx, *p.args)
                 _CALLS[seq & 255] = (seq, p, n)
             return
     run_plan(_plan(p, src, dst, src_idx, dst_idx))
+
+
+def _ordered(p: _Pools, src, dst, si, di) -> int:
+    """fp8 rows device to device: index tensors handed again unchanged (the same tensor
+    objects, torch's in-place version counter unchanged) are a reused transfer, and get their
+    scales in page order from the second call on (the sort is made once, on the device, with
+    the id checks folded in: kernels.scales); new ids go in one launch, as sorting them per
+    call would cost more than it saves."""
+    c = p.order
+    if c is not None and c[0] is si and c[1] is di and c[2] == si._version \
+            and c[3] == di._version:
+        if c[4] is None:
+            c[4] = page_order_ids(si, di, p.page_size, (p.s_lim, p.d_lim))
+        return run_page_order(p.ext, src, dst, si, di, p.args[:13], c[4])
+    p.order = [si, di, si._version, di._version, None]
+    return p.ext.transfer(src, dst, si, di, *p.args)
 
 
 def _raise_pending(ext, dev_index: int) -> None:

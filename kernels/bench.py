@@ -40,6 +40,8 @@ class BenchRow:
     bytes: int                      # payload bytes moved per transfer
     variant_gbs: dict[str, float]   # path -> GB/s (d2d counts read + write): v<k> zero-copy
                                     # kernel variants, sB/sL staged with batched/looped DMA
+                                    # (whole pages), sD/sS host scales by 2D copy (overlapped
+                                    # / in line), pO scales in page order (kernels.scales)
     default_gbs: float              # kernel: the default path on a validated plan
     api_gbs: float                  # transfer() with device ids
     baseline_gbs: float             # torch index_select / index_copy_
@@ -174,7 +176,8 @@ def _configs(quick: bool):
 
 
 def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers: int = 4,
-              progress=None) -> BenchReport:
+              progress=None, token_rows_only: bool = False) -> BenchReport:
+    """token_rows_only: the page_first token rows (the headline) at full size, no page rows."""
     import torch
 
     from . import build
@@ -202,7 +205,7 @@ def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers:
                                    "d2h": _copy_gbs("d2h", host_pool_bytes, *raw),
                                    "h2d": _copy_gbs("h2d", host_pool_bytes, *raw)})
     gen = torch.Generator().manual_seed(0)
-    for cfg in _configs(quick):
+    for cfg in _configs(quick or token_rows_only):
         if progress:
             progress(" ".join(cfg))
         report.rows.append(_row(cfg, raw, gen, env))
@@ -263,6 +266,12 @@ def _row(cfg, raw, gen, env) -> BenchRow:
         paths[f"v{v}"] = gb(lambda: build.launch(plan, v, staging="never"))
     if direction != "d2d" and staged.plan_staged(plan, force=True) is not None:
         paths["sB"] = gb(lambda: build.launch(plan, staging="always", dma_mode=1))
+    if gran == "token" and geo.scale_bytes and direction == "h2d":
+        # the scales apart (kernels.scales): 2D copy overlapped with the values, or in line
+        paths["sD"] = gb(lambda: build.launch(plan, staging="never", scales="always"))
+        paths["sS"] = gb(lambda: build.launch(plan, staging="never", scales="serial"))
+    elif gran == "token" and geo.scale_bytes and direction == "d2d":
+        paths["pO"] = gb(lambda: build.launch(plan, scales="always"))   # scales in page order
     default = gb(lambda: build.launch(plan))
     api_gbs = gb(lambda: transfer(src, dst, si_d, di_d, impl="cuda", **kw))
     api.synchronize()

@@ -146,7 +146,7 @@ class _Runner:
         return out
 
     def one(self, direction: str, src, si, di, dst_pages: int, kw, idx_on_device: bool,
-            staging: str = "auto", variant: int = -1):
+            staging: str = "auto", variant: int = -1, scales: str = "auto"):
         """Run one case on two complementary poisons.
 
         Returns (mismatching bytes, bytes compared, output on the first poison, that poison).
@@ -167,13 +167,13 @@ class _Runner:
             a, b = si, di
             if self.cuda and idx_on_device:
                 a, b = si.to("cuda"), di.to("cuda")
-            if staging == "auto" and variant < 0:
+            if staging == "auto" and variant < 0 and scales == "auto":
                 transfer(src_t, dst_t, a, b, impl=self.impl, **kw)
-            else:   # force the staged (DMA) host path or the zero-copy one
+            else:   # force a path: staged (DMA) host pages, zero copy, scales apart or not
                 from . import api, build
 
                 plan = api.plan_transfer(src_t, dst_t, a, b, impl=self.impl, **kw)
-                build.launch(plan, variant, staging=staging)
+                build.launch(plan, variant, staging=staging, scales=scales)
             if self.cuda:
                 torch.cuda.synchronize()
             got = dst_t.cpu()
@@ -251,6 +251,59 @@ def _variant_cases(r: _Runner, report: CheckReport, progress):
                 report.cases.append(CaseResult("transfer", f"variant {v} {geometry} {layout} "
                                                f"{gran} {kind} n={si.numel()}", bad == 0, bad,
                                                compared))
+
+
+def _scale_cases(r: _Runner, report: CheckReport, progress):
+    """Scales moved apart from the values (kernels.scales): host to device through the 2D
+    copy (overlapped, serial, and through transfer() with device ids), device to device in
+    page order (on a plan, and through transfer() handed the same ids again)."""
+    import torch
+
+    from . import scales, transfer
+
+    for geometry in ("c4_latent", "index_k_fp8"):
+        for layout in LAYOUTS:
+            for kind in ("scattered", "large", "partial"):
+                src = make_pool(geometry, layout, 40, 3, 64, gen=r.gen)
+                si, di = index_set(kind, granularity="token", src_pages=40, dst_pages=32,
+                                   page_size=64, gen=r.gen)
+                kw = dict(geometry=geometry, granularity="token", layout=layout, page_size=64)
+                name = f"{geometry} {layout} token {kind} n={si.numel()}"
+                runs = [("h2d", "always", False), ("h2d", "serial", True), ("d2d", "always", True),
+                        ("h2d", "transfer", True)]
+                for direction, how, on_dev in runs:
+                    if progress:
+                        progress(f"scales {name} {direction} {how}")
+                    keep = scales.SCALE_DMA_BYTES_PER_ROW
+                    try:
+                        if how == "transfer":     # every call takes the 2D copy
+                            scales.SCALE_DMA_BYTES_PER_ROW = 1 << 40
+                        bad, compared, _, _ = r.one(
+                            direction, src, si, di, 32, kw, on_dev,
+                            staging="auto" if how == "transfer" else "never",
+                            scales="auto" if how == "transfer" else how)
+                    finally:
+                        scales.SCALE_DMA_BYTES_PER_ROW = keep
+                    report.cases.append(CaseResult("transfer", f"{name} {direction} scales={how}",
+                                                   bad == 0, bad, compared))
+                # transfer() handed the same device ids again: page order from the second call
+                # (whatever the size, for the check)
+                dst = make_pool(geometry, layout, 32, 3, 64, gen=r.gen).cuda()
+                a, b, src_d = si.cuda(), di.cuda(), src.cuda()
+                bad = compared = 0
+                keep = scales.PAGE_ORDER_MIN_BYTES
+                scales.PAGE_ORDER_MIN_BYTES = 0
+                try:
+                    for p in (dst.cpu(), dst.cpu(), dst.cpu() ^ 0xFF):
+                        dst.copy_(p)
+                        transfer(src_d, dst, a, b, impl="cuda", **kw)
+                        torch.cuda.synchronize()
+                        bad += int((dst.cpu() != r.expected(src, p, si, di, kw)).sum())
+                        compared += dst.numel()
+                finally:
+                    scales.PAGE_ORDER_MIN_BYTES = keep
+                report.cases.append(CaseResult("transfer", f"{name} d2d transfer() same ids x3",
+                                               bad == 0, bad, compared))
 
 
 def _buggy_cases(r: _Runner, report: CheckReport, directions, progress):
@@ -361,7 +414,9 @@ def _device_checked(r: _Runner, report: CheckReport):
     id, and the next call then runs normally."""
     import torch
 
-    from . import api, transfer
+    import itertools
+
+    from . import api, scales, transfer
     from .reference import reference_transfer
     from workbench.errors import KernelError
 
@@ -375,17 +430,31 @@ def _device_checked(r: _Runner, report: CheckReport):
         ("page id out of range", "page", [0, 1], [6, 2], "outside [0, 6)", [1]),
         ("duplicate destinations", "token", [1, 2, 3], [4, 5, 4], "already written", None),
     ]
-    for name, gran, s_ids, d_ids, fragment, keep in cases:
+    # d2d: one checked launch; h2d-dma: values checked, scales from the 2D copy's staging pool
+    # skipping the same ids; d2d-order: the same id tensors a second time (scales in page order)
+    modes = ("d2d", "h2d-dma", "d2d-order")
+    for (name, gran, s_ids, d_ids, fragment, keep), mode in itertools.product(cases, modes):
         si, di = torch.tensor(s_ids), torch.tensor(d_ids)
         d = dst0.cuda()
-        src_d = src.cuda()
-        note, ok = "no error raised", False
+        src_d = src.cuda() if mode != "h2d-dma" else src.clone().pin_memory()
+        a, b = si.cuda(), di.cuda()
+        notes, oks = [], []
+        force = scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES
+        scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES = 1 << 40, 0
         try:
-            transfer(src_d, d, si.cuda(), di.cuda(), granularity=gran, impl="cuda", **kw)
-            api.synchronize()
-        except KernelError as exc:
-            note = f"KernelError: {exc.message}"
-            ok = fragment in exc.message
+            for _ in range(2 if mode == "d2d-order" else 1):
+                d.copy_(dst0)
+                try:
+                    transfer(src_d, d, a, b, granularity=gran, impl="cuda", **kw)
+                    api.synchronize()
+                    notes.append("no error raised")
+                    oks.append(False)
+                except KernelError as exc:
+                    notes.append(f"KernelError: {exc.message}")
+                    oks.append(fragment in exc.message)
+        finally:
+            scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES = force
+        ok, note = all(oks), "; ".join(notes)
         got = d.cpu()
         wants = []
         for pairs in ([keep] if keep is not None else [[0, 1], [1, 2]]):
@@ -399,7 +468,7 @@ def _device_checked(r: _Runner, report: CheckReport):
         transfer(src_d, d, torch.tensor([7]).cuda(), torch.tensor([8]).cuda(), granularity="token",
                  impl="cuda", **kw)
         api.synchronize()
-        report.cases.append(CaseResult("device-checked", name, ok, 0, 0, note))
+        report.cases.append(CaseResult("device-checked", f"{name} ({mode})", ok, 0, 0, note))
 
 
 def run_check(*, impl: str = "auto", seed: int = 0, quick: bool = False,
@@ -416,6 +485,7 @@ def run_check(*, impl: str = "auto", seed: int = 0, quick: bool = False,
     _transfer_cases(r, report, directions, quick, progress)
     if r.cuda:
         _variant_cases(r, report, progress)
+        _scale_cases(r, report, progress)
     _buggy_cases(r, report, directions, progress)
     _bad_inputs(r, report)
     if r.cuda:

@@ -6,6 +6,7 @@
 #   OUT=/some/dir bash kernels/gpu_check.sh [bench options...]
 # WB_GPU_STEPS: "all" (default), "core" (build + check + bench), or a comma list of
 # build,check,bench,memcheck,ncu,pytest,arms,probe (build runs unless the list is only probe). Outputs land in $OUT (default /tmp/wb-gpu-out);
+# WB_BENCH_VARIANTS=0,18,23 times only those variant columns, WB_BENCH_ROWS=token only the token rows;
 # the summaries are printed last.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,9 +65,12 @@ fi
 if want bench; then
   stamp bench
   timeout 300 "$PY" - "$OUT" "$@" > "$OUT/bench.txt" 2> "$OUT/bench.err" <<'PYEOF'
-import json, sys
+import json, os, sys
 from kernels.bench import run_bench
-report = run_bench(quick="--quick" in sys.argv[2:])
+only = os.environ.get("WB_BENCH_VARIANTS")   # e.g. "0,18,23": fewer variant columns, shorter run
+report = run_bench(quick="--quick" in sys.argv[2:],
+                   variants=[int(v) for v in only.split(",")] if only else None,
+                   token_rows_only=os.environ.get("WB_BENCH_ROWS") == "token")
 json.dump(report.as_dict(), open(sys.argv[1] + "/bench.json", "w"), indent=1)
 print("\n".join(report.table()))
 PYEOF
@@ -126,6 +130,36 @@ for v in range(len(build.load().variants())):
                         p = api._pools(a, b, g, "token", "page_first", 64, None, "cuda")
                         args = p.args[:9] + (v,) + p.args[10:]
                         p.ext.transfer(a, b, torch.tensor(s_ids).cuda(), torch.tensor(d_ids).cuda(), *args)
+                    api.synchronize()
+                except KernelError:
+                    reported += 1
+# The scales apart (kernels.scales): host 2D copy (overlapped, in line), page order d2d.
+for g in ("c4_latent", "index_k_fp8"):
+    for lay in ("page_first", "layer_first"):
+        host = make_pool(g, lay, 12, 2, 64, gen=gen).pin_memory()
+        dev = host.cuda()
+        out = make_pool(g, lay, 10, 2, 64, gen=gen).cuda()
+        si, di = torch.randperm(12 * 64, generator=gen)[:300], torch.randperm(10 * 64, generator=gen)[:300]
+        for s in (host, dev):
+            plan = api.plan_transfer(s, out, si, di, geometry=g, granularity="token", layout=lay,
+                                     impl="cuda")
+            build.launch(plan, staging="never", scales="always")
+            build.launch(plan, staging="never", scales="serial")
+# Bad device ids through them: every call takes the 2D copy; d2d ids handed twice.
+from kernels import scales
+scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES = 1 << 40, 0
+for g in ("c4_latent", "index_k_fp8"):
+    a_h = make_pool(g, "page_first", 8, 2, 64, gen=gen).pin_memory()
+    a_d = a_h.cuda()
+    b = make_pool(g, "page_first", 6, 2, 64, gen=gen).cuda()
+    for s_ids, d_ids in (([1, 2, 8 * 64 + 5, 3], [4, 5, 6, 7]), ([1, 2, 3], [4, -7, 6]),
+                         ([1, 2, 3], [6 * 64, 5, 4]), ([1, 2, 3], [4, 5, 4])):
+        s_t, d_t = torch.tensor(s_ids).cuda(), torch.tensor(d_ids).cuda()
+        for src_pool, times in ((a_h, 1), (a_d, 2)):
+            for _ in range(times):
+                try:
+                    transfer(src_pool, b, s_t, d_t, geometry=g, granularity="token",
+                             layout="page_first", impl="cuda")
                     api.synchronize()
                 except KernelError:
                     reported += 1

@@ -172,7 +172,8 @@ def run_staged(plan, sp: StagedPlan, ext, *, variant: int, dma_mode: int,
 
     def kernel(src, dst, si, di, s_pages, d_pages):
         ext.transfer(src, dst, si, di, token, pf, plan.page_size, s_pages, d_pages, L,
-                     g.value_bytes, g.scale_bytes, False, int(variant), False, 0, 0)
+                     g.value_bytes, g.scale_bytes, False, int(variant), False, 0, 0,
+                     0, False, False, True)
 
     side.wait_stream(cur)      # the staging allocation and earlier work come first
     if sp.rest is not None:   # zero-copy share on `cur`: the first DMA chunk need not wait

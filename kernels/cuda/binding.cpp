@@ -89,7 +89,8 @@ int64_t next_seq() {
 int64_t transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, torch::Tensor dst_idx,
                  bool token, bool page_first, int64_t page_size, int64_t src_pages,
                  int64_t dst_pages, int64_t layers, int64_t value_bytes, int64_t scale_bytes,
-                 bool clip, int64_t variant, bool check, int64_t src_limit, int64_t dst_limit) {
+                 bool clip, int64_t variant, bool check, int64_t src_limit, int64_t dst_limit,
+                 int64_t part, bool src_compact, bool dst_compact, bool report) {
   TORCH_CHECK(src.dtype() == torch::kUInt8 && dst.dtype() == torch::kUInt8, "pools must be uint8");
   TORCH_CHECK(src.is_contiguous() && dst.is_contiguous(), "pools must be contiguous");
   TORCH_CHECK(src_idx.is_cuda() && dst_idx.is_cuda(), "index tensors must be on the device");
@@ -103,6 +104,14 @@ int64_t transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, to
   const int64_t limit = int64_t(1) << 31;
   TORCH_CHECK(src_pages * page_size < limit && dst_pages * page_size < limit,
               "pools above 2^31 tokens are not supported");
+  TORCH_CHECK(part >= 0 && part <= 2, "part must be 0, 1 or 2");
+  TORCH_CHECK(part == 0 || (token && scale_bytes > 0 && !clip),
+              "values or scales alone: token rows with a scale block, not the stride mode");
+  TORCH_CHECK(part == 2 || (!src_compact && !dst_compact), "a compact pool holds scales only");
+  TORCH_CHECK(!src_compact || (src.is_cuda() && src.size(2) == page_size * scale_bytes),
+              "compact src: a device pool of page_size * scale_bytes rows");
+  TORCH_CHECK(!dst_compact || (dst.is_cuda() && dst.size(2) == page_size * scale_bytes),
+              "compact dst: a device pool of page_size * scale_bytes rows");
   auto si = src_idx.contiguous();
   auto di = dst_idx.contiguous();
   c10::cuda::CUDAGuard guard(device);
@@ -126,8 +135,17 @@ int64_t transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, to
   a.variant = static_cast<int>(variant);
   a.num_sms = sm_count(device.index());
   a.direction = src.is_cuda() ? (dst.is_cuda() ? 0 : 1) : 2;
+  a.part = static_cast<int>(part);
+  a.src_compact = src_compact;
+  a.dst_compact = dst_compact;
   cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index());
-  if (check && a.n > 0) {
+  if (check && !report && a.n > 0) {  // ids an earlier launch checked: skip the bad ones only
+    TORCH_CHECK(src_limit > 0 && dst_limit > 0, "checked launch without id limits");
+    a.check = true;
+    a.report = false;
+    a.src_limit = src_limit;
+    a.dst_limit = dst_limit;
+  } else if (check && a.n > 0) {
     TORCH_CHECK(src_limit > 0 && dst_limit > 0, "checked launch without id limits");
     ErrorState& es = error_state(device);
     StampState& ss = stamp_state(device, stream, dst_limit);
@@ -225,6 +243,28 @@ void copy_runs(torch::Tensor src, torch::Tensor dst, torch::Tensor runs, int64_t
   TORCH_CHECK(e == cudaSuccess, "cudaMemcpyBatchAsync failed: ", cudaGetErrorString(e));
 }
 
+// One 2D copy-engine transfer on the current stream: `height` rows of `width` bytes, `spitch`
+// apart from byte `soff` of src, `dpitch` apart from byte `doff` of dst (kernels/scales.py:
+// every scale block of a host pool into a compact device pool).
+void copy_2d(torch::Tensor src, int64_t soff, int64_t spitch, torch::Tensor dst, int64_t doff,
+             int64_t dpitch, int64_t width, int64_t height) {
+  TORCH_CHECK(src.is_contiguous() && dst.is_contiguous(), "buffers must be contiguous");
+  TORCH_CHECK(src.is_cuda() || dst.is_cuda(), "one buffer must be on the device");
+  TORCH_CHECK(soff >= 0 && doff >= 0 && width >= 0 && height >= 0 && spitch >= width &&
+              dpitch >= width, "bad 2D copy geometry");
+  const int64_t sb = src.numel() * src.element_size(), db = dst.numel() * dst.element_size();
+  if (width == 0 || height == 0) return;
+  TORCH_CHECK(soff + (height - 1) * spitch + width <= sb, "2D copy reads past src");
+  TORCH_CHECK(doff + (height - 1) * dpitch + width <= db, "2D copy writes past dst");
+  const auto device = src.is_cuda() ? src.device() : dst.device();
+  c10::cuda::CUDAGuard guard(device);
+  cudaError_t e = cudaMemcpy2DAsync(static_cast<char*>(dst.data_ptr()) + doff, size_t(dpitch),
+                                    static_cast<const char*>(src.data_ptr()) + soff, size_t(spitch),
+                                    size_t(width), size_t(height), cudaMemcpyDefault,
+                                    c10::cuda::getCurrentCUDAStream(device.index()));
+  TORCH_CHECK(e == cudaSuccess, "cudaMemcpy2DAsync failed: ", cudaGetErrorString(e));
+}
+
 std::vector<std::string> variants() {
   std::vector<std::string> out;
   for (int v = 0; v < wb::transfer_variant_count(); ++v) out.push_back(wb::transfer_variant_name(v));
@@ -239,5 +279,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "returns the launch's sequence number when checked on the device, else 0");
   m.def("pending_error", &pending_error, "the first error a checked launch reported, or None");
   m.def("variants", &variants, "names of the kernel variants, by number");
+  m.def("copy_2d", &copy_2d, "one 2D copy-engine transfer on the current stream");
   m.def("copy_runs", &copy_runs, "copy-engine copies of (src offset, dst offset, length) runs");
 }

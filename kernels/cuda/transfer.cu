@@ -42,7 +42,8 @@ struct KArgs {
   uint32_t n;
   FastDiv ndiv, psdiv;
   bool token;
-  int64_t page_stride, s_layer_stride, d_layer_stride;
+  // Per side: a compact scale pool (TransferArgs::src_compact/dst_compact) has shorter rows.
+  int64_t s_page_stride, d_page_stride, s_layer_stride, d_layer_stride;
   int64_t s_total, d_total;
   Seg seg[2];
   // Fused form (variants 9-16): both segment kinds in one chunk space, fchunks per item.
@@ -57,6 +58,7 @@ struct KArgs {
   uint32_t sblocks;
   // Device-side checks (TransferArgs::check); ids of this launch start at idx_base.
   bool check;
+  bool report;                   // with check: stamp and report (else only skip bad ids)
   uint64_t s_lim, d_lim;
   unsigned* stamp;
   unsigned gen;
@@ -214,8 +216,8 @@ __device__ __forceinline__ void copy_seg(const KArgs& a, const Seg& s) {
           dp = dq;
         }
         const int64_t tail = s.base + static_cast<int64_t>(c) * V;
-        const int64_t soff = sp * a.page_stride + l * a.s_layer_stride + ss * s.stride + tail;
-        doff[u] = dp * a.page_stride + l * a.d_layer_stride + ds * s.stride + tail;
+        const int64_t soff = sp * a.s_page_stride + l * a.s_layer_stride + ss * s.stride + tail;
+        doff[u] = dp * a.d_page_stride + l * a.d_layer_stride + ds * s.stride + tail;
         if (CLIP) ok[u] = soff + V <= a.s_total && doff[u] + V <= a.d_total;
         if (ok[u]) v[u] = load<V, HINTS>(a.src + soff);
       }
@@ -291,8 +293,8 @@ __device__ __forceinline__ void copy_fused(const KArgs& a) {
             stride = s1.stride;
           }
         }
-        const int64_t soff = sp * a.page_stride + l * a.s_layer_stride + ss * stride + tail;
-        doff[u] = dp * a.page_stride + l * a.d_layer_stride + ds * stride + tail;
+        const int64_t soff = sp * a.s_page_stride + l * a.s_layer_stride + ss * stride + tail;
+        doff[u] = dp * a.d_page_stride + l * a.d_layer_stride + ds * stride + tail;
         if constexpr (V1 > 0) {
           if (sc[u]) w[u] = load<(V1 > 0 ? V1 : 1), 0>(a.src + soff);
           else v[u] = load<V0, HINTS>(a.src + soff);
@@ -339,9 +341,9 @@ __global__ void __launch_bounds__(256) lean_kernel(const __grid_constant__ KArgs
     const uint32_t s32 = static_cast<uint32_t>(st), d32 = static_cast<uint32_t>(dt);
     const uint32_t sp = a.psdiv.div(s32), dp = a.psdiv.div(d32);
     const uint32_t ss = s32 - sp * a.psdiv.d, ds = d32 - dp * a.psdiv.d;
-    const uint64_t soff = uint64_t(sp) * uint64_t(a.page_stride) +
+    const uint64_t soff = uint64_t(sp) * uint64_t(a.s_page_stride) +
                           uint64_t(l) * uint64_t(a.s_layer_stride) + uint64_t(ss) * row + c * 16u;
-    doff[u] = uint64_t(dp) * uint64_t(a.page_stride) + uint64_t(l) * uint64_t(a.d_layer_stride) +
+    doff[u] = uint64_t(dp) * uint64_t(a.d_page_stride) + uint64_t(l) * uint64_t(a.d_layer_stride) +
               uint64_t(ds) * row + c * 16u;
     v[u] = load<16, 3>(a.src + soff);
   }
@@ -363,8 +365,8 @@ __device__ __forceinline__ void chunk_offsets(const KArgs& a, uint32_t l, int64_
     sp = sq;
     dp = dq;
   }
-  soff = sp * a.page_stride + l * a.s_layer_stride + ss * stride + tail;
-  doff = dp * a.page_stride + l * a.d_layer_stride + ds * stride + tail;
+  soff = sp * a.s_page_stride + l * a.s_layer_stride + ss * stride + tail;
+  doff = dp * a.d_page_stride + l * a.d_layer_stride + ds * stride + tail;
 }
 
 // Scales first (variants 17-19): blocks [0, sblocks) copy one scale chunk per thread,
@@ -494,7 +496,7 @@ template <typename Kernel>
 cudaError_t launch_blocks(Kernel kernel, const KArgs& k, int64_t blocks, cudaStream_t stream) {
   KArgs kk = k;
   kk.copy_blocks = static_cast<uint32_t>(blocks);
-  kk.stamp_blocks = k.check ? (k.n + 255) / 256 : 0;
+  kk.stamp_blocks = k.check && k.report ? (k.n + 255) / 256 : 0;
   kernel<<<unsigned(blocks + kk.stamp_blocks), 256, 0, stream>>>(kk);
   return cudaGetLastError();
 }
@@ -633,9 +635,10 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   // NOTES.md runs 6-7; equivalent variants differ by up to 5% between calls): pages v12, bf16
   // token rows v23 (tiles of 32 pairs, both layouts), c4 rows v18, fp8 rows v0. Staged host
   // transfers' device-side kernel stage is device to device too and follows the same choice.
+  const bool scales_too = a.scale_bytes > 0 && a.part == 0;
   if (a.variant < 0 && a.direction == 0) {
     if (!a.token) variant = 12;
-    else if (a.scale_bytes == 0) variant = 23;
+    else if (!scales_too) variant = 23;
     else variant = a.value_bytes <= 128 ? 0 : 18;
   }
   // Host zero copy of token rows: the fused full grid over tiles of 32 pairs, nc loads and
@@ -645,9 +648,13 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   if (a.variant < 0 && a.direction != 0 && a.token) variant = 23;
   const int64_t L = a.layers, ps = a.page_size;
   const int64_t row = ps * (a.value_bytes + a.scale_bytes);  // addressing geometry's row
+  // A compact scale pool holds only the scale blocks: rows of ps * scale_bytes, same layout.
+  const int64_t s_row = a.src_compact ? ps * a.scale_bytes : row;
+  const int64_t d_row = a.dst_compact ? ps * a.scale_bytes : row;
 
   KArgs k{};
   k.check = a.check;
+  k.report = a.report;
   k.s_lim = uint64_t(a.src_limit);
   k.d_lim = uint64_t(a.dst_limit);
   k.stamp = a.stamp;
@@ -655,26 +662,39 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   k.claim = a.claim;
   k.err = a.err;
   k.seq = a.seq;
-  k.src = a.src;
-  k.dst = a.dst;
+  // The scale segment sits ps * value_bytes into a full row and at 0 in a compact one: a
+  // compact side's base pointer is moved back by that much, so one offset formula serves both
+  // (only in-bounds addresses are ever formed from it).
+  const int64_t scale_base = ps * a.value_bytes;
+  k.src = a.src_compact ? reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(a.src) - scale_base)
+                        : a.src;
+  k.dst = a.dst_compact ? reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(a.dst) - scale_base)
+                        : a.dst;
   k.token = a.token;
   k.s_total = a.src_pages * L * a.src_row_bytes;
   k.d_total = a.dst_pages * L * a.dst_row_bytes;
   int64_t layers_eff = L;
   int64_t seg_len[2] = {0, 0};
   if (a.page_first) {
-    k.page_stride = L * row;
-    k.s_layer_stride = k.d_layer_stride = row;
+    k.s_page_stride = L * s_row;
+    k.d_page_stride = L * d_row;
+    k.s_layer_stride = s_row;
+    k.d_layer_stride = d_row;
   } else {
-    k.page_stride = row;
-    k.s_layer_stride = a.src_pages * row;
-    k.d_layer_stride = a.dst_pages * row;
+    k.s_page_stride = s_row;
+    k.d_page_stride = d_row;
+    k.s_layer_stride = a.src_pages * s_row;
+    k.d_layer_stride = a.dst_pages * d_row;
   }
-  if (a.token) {
+  if (a.token && a.part == 2) {  // the scale segment alone, as the only segment kind
+    k.seg[0].base = scale_base;
+    k.seg[0].stride = a.scale_bytes;
+    seg_len[0] = a.scale_bytes;
+  } else if (a.token) {
     k.seg[0].base = 0;
     k.seg[0].stride = a.value_bytes;
     seg_len[0] = a.value_bytes;
-    if (a.scale_bytes > 0) {
+    if (a.scale_bytes > 0 && a.part == 0) {
       k.seg[1].base = ps * a.value_bytes;
       k.seg[1].stride = a.scale_bytes;
       seg_len[1] = a.scale_bytes;
@@ -688,9 +708,10 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
     seg_len[0] = row;
   }
   // Vector width: the widest access every address and bound of the segment kind is aligned to.
-  int64_t common = gcd64(gcd64(k.page_stride, k.s_layer_stride), k.d_layer_stride);
-  common = gcd64(common, gcd64(reinterpret_cast<uintptr_t>(a.src) & 0xffff,
-                               reinterpret_cast<uintptr_t>(a.dst) & 0xffff));
+  int64_t common = gcd64(gcd64(k.s_page_stride, k.d_page_stride),
+                         gcd64(k.s_layer_stride, k.d_layer_stride));
+  common = gcd64(common, gcd64(reinterpret_cast<uintptr_t>(k.src) & 0xffff,
+                               reinterpret_cast<uintptr_t>(k.dst) & 0xffff));
   common = gcd64(common, gcd64(k.s_total, k.d_total));
   static const int kV0[] = {16, 8, 4, 1};
   static const int kV1[] = {8, 4, 1};

@@ -33,10 +33,18 @@ struct TransferArgs {
   int variant;               // kernel variant, -1 = default for the direction
   int num_sms;
   int direction;             // 0 d2d, 1 d2h, 2 h2d (selects the default variant)
+  // Token rows with a scale block, moved in parts (kernels/scales.py): part 0 both segment
+  // kinds, 1 the values alone, 2 the scales alone. With part 2 either side may be a compact
+  // scale pool: the same layout and page count, rows of page_size * scale_bytes holding only
+  // the scale blocks (a staging copy of a host pool's scales, or a scratch in page order).
+  int part = 0;
+  bool src_compact = false, dst_compact = false;
   // Device-side checks (transfer() with device-resident ids): ids outside [0, limit) are
   // skipped and reported, a destination id named twice is reported (one 32-bit stamp per
   // destination id, generation `gen`; its copies race but stay inside dst).
   bool check = false;
+  bool report = true;        // with check: stamp and report; false: only skip bad ids (a
+                             // second pass over ids that an earlier launch checked)
   int64_t src_limit = 0, dst_limit = 0;
   unsigned* stamp = nullptr;  // dst_limit words
   unsigned gen = 0;           // never 0, never equal to a stale stamp of this buffer

@@ -193,3 +193,121 @@ def test_tiled_variant_copies_a_partial_last_tile(n, direction):
     build.launch(plan, 23, staging="never")
     torch.cuda.synchronize()
     assert torch.equal(d.cpu(), want)
+
+
+def _force_scale_dma(monkeypatch):
+    """Every transfer() takes the scale paths: the 2D copy and (same ids again) page order."""
+    from wb_kernels import scales
+
+    monkeypatch.setattr(scales, "SCALE_DMA_BYTES_PER_ROW", 1 << 40)
+    monkeypatch.setattr(scales, "PAGE_ORDER_MIN_BYTES", 0)
+
+
+@pytest.mark.parametrize("geometry", ["c4_latent", "index_k_fp8"])
+@pytest.mark.parametrize("layout", ["page_first", "layer_first"])
+@pytest.mark.parametrize("path", ["always", "serial", "transfer"])
+def test_host_scales_through_a_2d_copy_match_the_reference(geometry, layout, path, monkeypatch):
+    """Host to device, the scales apart: the host pool's scale blocks go to a device staging
+    pool in one 2D copy (on a side stream, or in line), the values by zero copy."""
+    from wb_kernels import api, build
+
+    gen = torch.Generator().manual_seed(11)
+    src = make_pool(geometry, layout, 12, 3, 64, gen=gen)
+    si, di = index_set("scattered", granularity="token", src_pages=12, dst_pages=10,
+                       page_size=64, gen=gen)
+    shape = list(src.shape)
+    shape[0 if layout == "page_first" else 1] = 10
+    dst0 = poison(tuple(shape), gen)
+    want = dst0.clone()
+    kw = dict(geometry=geometry, granularity="token", layout=layout, page_size=64)
+    reference_transfer(src, want, si, di, geometry=GEOMETRIES[geometry], granularity="token",
+                       layout=layout, page_size=64)
+    s, d = src.clone().pin_memory(), dst0.cuda()
+    if path == "transfer":
+        _force_scale_dma(monkeypatch)
+        transfer(s, d, si.cuda(), di.cuda(), impl="cuda", **kw)
+        api.synchronize()
+    else:
+        plan = api.plan_transfer(s, d, si, di, impl="cuda", **kw)
+        build.launch(plan, staging="never", scales=path)
+        torch.cuda.synchronize()
+    assert torch.equal(d.cpu(), want)
+
+
+@pytest.mark.parametrize("geometry", ["c4_latent", "index_k_fp8"])
+@pytest.mark.parametrize("layout", ["page_first", "layer_first"])
+def test_scales_in_page_order_match_the_reference(geometry, layout, monkeypatch):
+    """Device to device, the scales through a scratch pool in source then destination order:
+    on a plan, and through transfer() handed the same id tensors again (second call on)."""
+    from wb_kernels import api, build
+
+    _force_scale_dma(monkeypatch)
+
+    gen = torch.Generator().manual_seed(12)
+    src = make_pool(geometry, layout, 12, 3, 64, gen=gen).cuda()
+    si, di = index_set("large", granularity="token", src_pages=12, dst_pages=10, page_size=64,
+                       gen=gen)
+    shape = list(src.shape)
+    shape[0 if layout == "page_first" else 1] = 10
+    kw = dict(geometry=geometry, granularity="token", layout=layout, page_size=64)
+    d = poison(tuple(shape), gen).cuda()
+    a, b = si.cuda(), di.cuda()
+    plan = api.plan_transfer(src, d, a, b, impl="cuda", **kw)
+    for call in range(3):
+        dst0 = poison(tuple(shape), gen)
+        want = dst0.clone()
+        reference_transfer(src.cpu(), want, si, di, geometry=GEOMETRIES[geometry],
+                           granularity="token", layout=layout, page_size=64)
+        d.copy_(dst0)
+        if call == 0:
+            build.launch(plan, scales="always")
+        else:
+            transfer(src, d, a, b, impl="cuda", **kw)
+        api.synchronize()
+        assert torch.equal(d.cpu(), want), call
+
+
+def test_scales_apart_take_no_host_synchronisation(monkeypatch):
+    from wb_kernels import api
+
+    _force_scale_dma(monkeypatch)
+    gen = torch.Generator().manual_seed(13)
+    src, dst = _fp8_pools(gen)
+    host, dev_a, dev_b = src.pin_memory(), dst.cuda(), dst.cuda().clone()
+    si, di = torch.tensor([1, 2, 3, 70]).cuda(), torch.tensor([4, 5, 6, 90]).cuda()
+    d2d_src = src.cuda()
+    transfer(host, dev_a, si, di, **KW)     # first calls: pools validated, streams made
+    transfer(d2d_src, dev_b, si, di, **KW)
+    api.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(3):
+            transfer(host, dev_a, si, di, **KW)          # 2D copy of the host scales
+        for _ in range(3):
+            transfer(d2d_src, dev_b, si, di, **KW)       # page order from the second call
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    api.synchronize()
+
+
+@pytest.mark.parametrize("path", ["h2d", "d2d-again"])
+def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch):
+    from wb_kernels import api
+
+    _force_scale_dma(monkeypatch)
+    gen = torch.Generator().manual_seed(14)
+    src, dst0 = _fp8_pools(gen)
+    si, di = torch.tensor([1, 2, 8 * 64, 9, 3]), torch.tensor([4, 5, 6, 7, -2])
+    want = dst0.clone()
+    reference_transfer(src, want, si[[0, 1, 3]], di[[0, 1, 3]],
+                       geometry=GEOMETRIES["index_k_fp8"], granularity="token",
+                       layout="page_first", page_size=64)
+    s = src.clone().pin_memory() if path == "h2d" else src.cuda()
+    d = dst0.cuda()
+    a, b = si.cuda(), di.cuda()
+    for _ in range(1 if path == "h2d" else 2):
+        d.copy_(dst0)
+        transfer(s, d, a, b, **KW)
+        with pytest.raises(KernelError, match=r"src_idx\[2\] = 512"):
+            api.synchronize()
+        assert torch.equal(d.cpu(), want)

@@ -1,0 +1,133 @@
+"""Token rows with a scale block (c4_latent, index_k_fp8), moved in two parts: the values by
+the kernel as before, the 4-8 B scales apart, so that neither pays for the other's worst case.
+
+- Host to device (`h2d`): every scale block of the host pool goes to a compact device pool
+  in one 2D copy-engine transfer, on a side stream while the kernel moves the values by zero
+  copy; then a device-to-device pass scatters the scales from that staging pool. Zero copy
+  pays one PCIe request per 4-8 B scale, as much as for a 128 B line of values (NOTES.md run
+  6: the link serves ~430 M requests/s whatever their size), so fp8 rows ran at half the link.
+  The 2D copy moves the whole scale region of the pool (~30-37 GB/s, run 7), so it pays only
+  when the transfer names enough rows per pool page: `wants_dma`.
+- Device to device, fp8 rows from 64 MB, reused ids (`page_order_ids`, `run_page_order`):
+  the scales gathered in source order into a compact scratch pool, then scattered from it in
+  destination order, so each pass reads or writes neighbouring 4 B slots together instead of
+  one 32 B sector per slot (+9 points of the copy, run 8). Sorting the ids costs more than it
+  saves per call: the sorted lists live on the plan, or on the pools for `transfer()` handed
+  the same id tensors again (kernels/api.py).
+Device to host is not done this way: the host scale blocks would have to be read, merged and
+written back whole, overwriting slots the transfer does not name.
+"""
+
+from __future__ import annotations
+
+__all__ = ["wants_dma", "wants_page_order", "run_h2d", "page_order_ids", "run_page_order",
+           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES"]
+
+# A scale request saved per (token, layer) pays for this many bytes of the 2D copy: the link
+# serves ~430 M requests/s, the 2D copy of 256-512 B blocks ~33 GB/s (NOTES.md runs 6-7).
+SCALE_DMA_BYTES_PER_ROW = 77
+
+# Page order adds two launches: fp8 rows measured 15% slower at 33.6 MB, 12% faster at 134 MB
+# and 21% at 537 MB (NOTES.md run 8); the times cross near 64 MB.
+PAGE_ORDER_MIN_BYTES = 64 << 20
+
+
+def wants_page_order(geo, n: int, layers: int) -> bool:
+    """True for fp8-like rows (a 4 B scale per 128 B of values) moving enough bytes to repay
+    the two extra launches of the page-order scale passes (device to device)."""
+    return (0 < geo.scale_bytes and geo.value_bytes <= 128
+            and n * layers * geo.bytes_per_token >= PAGE_ORDER_MIN_BYTES)
+
+
+def wants_dma(geo, host_shape, n: int, page_size: int) -> bool:
+    """True when staging the host pool's scale region costs less than n rows' scale requests."""
+    if geo.scale_bytes == 0 or n == 0:
+        return False
+    region = host_shape.num_pages * host_shape.num_layers * page_size * geo.scale_bytes
+    return region <= SCALE_DMA_BYTES_PER_ROW * n * host_shape.num_layers
+
+
+def _compact_shape(layout: str, pages: int, layers: int, width: int) -> tuple:
+    return (pages, layers, width) if layout == "page_first" else (layers, pages, width)
+
+
+_SIDE: dict = {}
+
+
+def _side_stream(dev):
+    import torch
+
+    if dev not in _SIDE:
+        _SIDE[dev] = torch.cuda.Stream(device=dev)
+    return _SIDE[dev]
+
+
+def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True) -> int:
+    """A host-to-device token transfer in parts. args: the binding's 13 arguments after the
+    ids (kernels.api._Pools.args; variant and checks included). Returns the value pass's
+    sequence number (its checks report for the call; the scale pass only skips bad ids)."""
+    import torch
+
+    token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
+    width, row = ps * sb, ps * (vb + sb)
+    dev = dst.device
+    cur = torch.cuda.current_stream(dev)
+    staging = torch.empty(_compact_shape("page_first" if pf else "layer_first", s_pages, layers,
+                                         width), dtype=torch.uint8, device=dev)
+    # Host pools of both layouts keep their P * L rows `row` bytes apart in storage order, and
+    # the compact pool keeps the same order: one 2D copy takes every scale block.
+    side = _side_stream(dev) if overlap else cur
+    if overlap:
+        side.wait_stream(cur)     # earlier writes of the host pool, the staging allocation
+        with torch.cuda.stream(side):
+            ext.copy_2d(src, ps * vb, row, staging, 0, width, width, s_pages * layers)
+    else:
+        ext.copy_2d(src, ps * vb, row, staging, 0, width, width, s_pages * layers)
+    seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
+    if overlap:
+        cur.wait_stream(side)     # the staging pool is freed on `cur` after this point
+    ext.transfer(staging, dst, si, di, *args[:9], -1, *args[10:], 2, True, False, False)
+    return seq
+
+
+def page_order_ids(si, di, page_size: int, limits: tuple | None = None):
+    """(gather src ids, gather scratch ids, scatter scratch ids, scatter dst ids, scratch
+    pages): scratch slot k holds the scales of the k-th pair in source order. With limits
+    (src, dst: ids unchecked so far), a pair with either id out of range gets -1 in both
+    scale passes, which then skip it as the value pass does; no synchronisation."""
+    import torch
+
+    n = si.numel()
+    by_src = torch.argsort(si)
+    slot = torch.empty_like(by_src)
+    slot[by_src] = torch.arange(n, device=si.device)
+    by_dst = torch.argsort(di)
+    g_src, s_dst = si[by_src], di[by_dst]
+    if limits is not None:
+        ok = (si >= 0) & (si < limits[0]) & (di >= 0) & (di < limits[1])
+        g_src = torch.where(ok[by_src], g_src, -1)
+        s_dst = torch.where(ok[by_dst], s_dst, -1)
+    return (g_src.contiguous(), torch.arange(n, device=si.device), slot[by_dst].contiguous(),
+            s_dst.contiguous(), (n + page_size - 1) // page_size)
+
+
+def run_page_order(ext, src, dst, si, di, args: tuple, ids) -> int:
+    """A device-to-device token transfer in parts: values as they come, scales through a
+    compact scratch pool in source order, then destination order (ids: `page_order_ids`).
+    args: the binding's 13 arguments after the ids. Returns the value pass's sequence number;
+    with checks on, the scale passes skip the ids it reports."""
+    import torch
+
+    token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
+    check, s_lim, d_lim = args[10:13]
+    g_src, g_slot, s_slot, s_dst, pages = ids
+    scratch = torch.empty(_compact_shape("page_first" if pf else "layer_first", pages, layers,
+                                         ps * sb), dtype=torch.uint8, device=dst.device)
+    seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
+    head, mid = (token, pf, ps), (layers, vb, sb, False, -1, check)
+    slots = pages * ps
+    ext.transfer(src, scratch, g_src, g_slot, *head, s_pages, pages, *mid,
+                 s_lim if check else 0, slots if check else 0, 2, False, True, False)
+    ext.transfer(scratch, dst, s_slot, s_dst, *head, pages, d_pages, *mid,
+                 slots if check else 0, d_lim if check else 0, 2, True, False, False)
+    return seq
