@@ -50,9 +50,11 @@ def test_bad_region_is_bad_input(text):
     (("--good", "geometry_fix=maybe"), "--good geometry_fix=maybe"),
     (("--good", "no_such_var=on"), "--good no_such_var"),
     (("--bad", "geometry_fix"), "expected var=value"),
-    (("--metric", "wall_s"), "--metric wall_s is a continuous"),
+    (("--metric", "wall_s"), "--metric wall_s: 'wall_s' is a continuous metric"),
     (("--metric", "nope"), "--metric nope"),
     (("--region", "above 3"), "--region"),
+    (("--region", ">= 1.5"), "a proportion lies in [0, 1]; 1.5 is outside it"),
+    (("--region", "-0.1..0.2"), "-0.1 is outside it"),
     (("--experiment", "nope"), "--experiment nope"),
     (("--target", "nope"), "--target nope"),
     (("--bad", "geometry_fix=on"), "same configuration"),
@@ -128,6 +130,10 @@ def test_report_page_shows_the_search_tree_answer_and_units(root, tmp_path):
     assert spec.root_id in page and "minimal set {hicache=on, geometry_fix=off}" in page
     assert page.count("<tr class=") == len(result.probes)
     assert f"{result.units:g}" in page and "leave-one-out" in page
+    assert "corruption_rate fails when &gt;= 0.05" in page  # the region as written, not a dict
+    from workbench.cli.isolate import search_lines
+
+    assert "corruption_rate failure region >= 0.05," in search_lines(search_record(spec, result))[0]
 
 
 def test_a_search_stopped_mid_way_is_recorded_with_its_probes(root, tmp_path, monkeypatch):
@@ -194,14 +200,17 @@ def test_a_pair_declared_in_yaml_gives_the_same_request_as_the_flags(root, tmp_p
 
 
 @pytest.mark.parametrize("edit,needle", [
-    (("hicache: on", "hicache: maybe"), "pair.yaml:5 (field bad.hicache)"),
+    (("hicache: on", "hicache: maybe"), "pair.yaml:5 (field bad.hicache): 'maybe'"),
     (("geometry_fix: off\n", "geometry_fix: off\n  no_such: 1\n"), "pair.yaml:8 (field bad.no_such)"),
     (("region: \">= 0.05\"", "region: above"), "pair.yaml:9 (field region)"),
     (("budget: 800", "colour: red"), "unknown key 'colour'"),
     (("metric: corruption_rate\n", ""), "missing metric"),
     (("experiment: agent-repro", "experiment: nope"), "pair.yaml:1 (field experiment)"),
     (("budget: 800", "budget: lots"), "budget must be a number"),
-    (("metric: corruption_rate", "metric: wall_s"), "--metric wall_s is a continuous"),
+    (("metric: corruption_rate", "metric: wall_s"), "pair.yaml:8 (field metric): 'wall_s' is a continuous metric"),
+    (("metric: corruption_rate", "metric: corruption_rat"), "pair.yaml:8 (field metric): experiment 'agent-repro' "
+                                                             "has no metric 'corruption_rat'"),
+    (("region: \">= 0.05\"", "region: \">= 1.5\""), "pair.yaml:9 (field region): region '>= 1.5': a proportion"),
 ])
 def test_a_bad_pair_file_exits_2_naming_file_and_line(root, tmp_path, edit, needle):
     (tmp_path / "pair.yaml").write_text(PAIR.replace(*edit))
@@ -217,3 +226,15 @@ def test_without_a_pair_every_flag_is_required(root, tmp_path):
     res = CliRunner().invoke(app, ["isolate", "--experiment", "agent-repro", "--good", "geometry_fix=on",
                                    "--root", str(root), "--db", str(tmp_path / "s.duckdb")])
     assert res.exit_code == 2 and "missing --bad, --metric, --region" in res.output
+
+
+def test_a_search_without_failure_says_so_plainly(root):
+    from workbench.cli.isolate import search_lines
+    from workbench.isolate.app import search_record
+
+    spec = prepare_spec(load_registry(root), experiment="agent-repro", good=["hicache=off"], bad=["hicache=on"],
+                        metric="corruption_rate", region=">= 0.05", seed=3)
+    result = isolate(list(spec.changes), BinomialOracle(conjunction({"nothing"}), (0.05, math.inf)))
+    assert result.status == "no-failure"
+    text = "\n".join(search_lines(search_record(spec, result)))
+    assert "no failure to isolate: the bad config does not fail" in text and "surely needed" not in text

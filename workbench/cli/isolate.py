@@ -81,11 +81,12 @@ def _set(xs: Any) -> str:
 def search_lines(record: dict[str, Any]) -> list[str]:
     """The search as text: the tree of probes, the answer and the units spent."""
     from workbench.isolate.records import tree_rows
+    from workbench.isolate.region import stored_text
 
     r = record["result"]
     bad = record["bad"]
     lines = [f"search {record['search_id']} ({record['root_id']}): {record['metric']} failure region "
-             f"{record['region']}, changes {_set(f'{c}={bad[c]}' for c in record['changes'])}"]
+             f"{stored_text(record['region'])}, changes {_set(f'{c}={bad[c]}' for c in record['changes'])}"]
     for depth, p in tree_rows(record):
         applied = _set(p["applied"]) if p["applied"] else "{} (the good config)"
         lines.append(f"{'  ' * (depth + 1)}p{p['index']} [{p['phase']}] good + {applied}: "
@@ -93,6 +94,8 @@ def search_lines(record: dict[str, Any]) -> list[str]:
                      f"(alpha {p['alpha']:.2g}, {p['units']:g} units)  {p['hypothesis_id']}")
     if r["status"] == "decided":
         lines.append(f"minimal set: {_set(f'{c}={bad[c]}' for c in r['minimal'])} (decided)")
+    elif r["status"] == "no-failure":
+        lines.append("no failure to isolate: the bad config does not fail")
     else:
         lines.append(f"no decided minimal set ({r['status']}): surely needed {_set(r['lower'])}, "
                      f"possibly needed {_set(r['upper'])}")

@@ -36,6 +36,17 @@ def parse_assignments(items: list[str], flag: str) -> dict[str, str]:
     return out
 
 
+def metric_problem(exp: Any, metric: str) -> tuple[str, str] | None:
+    """Why `metric` cannot be searched on (message, hint), or None: it must be a proportion of `exp`."""
+    spec_m = exp.metrics.get(metric)
+    if spec_m is None:
+        return f"experiment {exp.id!r} has no metric {metric!r}", f"metrics: {', '.join(exp.metrics)}"
+    if spec_m.kind != "proportion":
+        return (f"{metric!r} is a {spec_m.kind} metric; wb isolate tests a proportion per probe",
+                "pick a proportion metric (k of n units), e.g. a failure rate")
+    return None
+
+
 def prepare_spec(registry: Any, *, experiment: str, good: list[str], bad: list[str], metric: str, region: str,
                  profile: str | None = None, budget: float | None = None, alpha: float = DEFAULT_ALPHA,
                  seed: int | None = None, parent: str | None = None) -> IsolateSpec:
@@ -47,13 +58,9 @@ def prepare_spec(registry: Any, *, experiment: str, good: list[str], bad: list[s
     if profile is not None and profile not in exp.profiles:
         raise BadInput(f"--target {profile}: experiment {experiment!r} has no profile {profile!r}",
                        hint=f"profiles: {', '.join(exp.profiles)}")
-    spec_m = exp.metrics.get(metric)
-    if spec_m is None:
-        raise BadInput(f"--metric {metric}: experiment {experiment!r} has no metric {metric!r}",
-                       hint=f"metrics: {', '.join(exp.metrics)}")
-    if spec_m.kind != "proportion":
-        raise BadInput(f"--metric {metric} is a {spec_m.kind}; wb isolate tests a proportion per probe",
-                       hint="pick a proportion metric (k of n units), e.g. a failure rate")
+    problem = metric_problem(exp, metric)
+    if problem:
+        raise BadInput(f"--metric {metric}: {problem[0]}", hint=problem[1])
     if not (0 < alpha < 1):
         raise BadInput(f"--alpha {alpha}: must lie in (0, 1)")
     if budget is not None and budget <= 0:
@@ -70,7 +77,7 @@ def prepare_spec(registry: Any, *, experiment: str, good: list[str], bad: list[s
     named = set(g) | set(b)
     hold = {v: g_full[v] for v in exp.variables if v in named and v not in changes}
     return IsolateSpec(experiment=experiment, good=g_full, bad=b_full, changes=changes, hold=hold, metric=metric,
-                       region=parse_region(region), profile=profile, alpha=alpha,
+                       region=parse_region(region, proportion=True), profile=profile, alpha=alpha,
                        budget=float(budget) if budget else DEFAULT_BUDGET,
                        seed=int(seed) if seed is not None else int.from_bytes(uuid.uuid4().bytes[:3], "big"),
                        search_id=uuid.uuid4().hex[:10], parent=parent)

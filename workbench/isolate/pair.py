@@ -26,6 +26,7 @@ REQUIRED = ("experiment", "good", "bad", "metric", "region")
 
 def load_pair(path: str | Path, registry: Any) -> dict[str, Any]:
     """The request the file declares, as `prepare_spec` keywords (good/bad as `var=value` lists)."""
+    from workbench.isolate.app import metric_problem
     from workbench.isolate.region import parse_region
     from workbench.registry.yamlio import load_located
 
@@ -46,8 +47,11 @@ def load_pair(path: str | Path, registry: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"experiment": exp.id, "metric": str(data["metric"])}
     for side in ("good", "bad"):
         out[side] = _config(doc, exp, data[side], side)
+    problem = metric_problem(exp, out["metric"])
+    if problem:
+        raise doc.error(problem[0], ("metric",), hint=problem[1])
     try:
-        parse_region(str(data["region"]), flag="region")
+        parse_region(str(data["region"]), flag="region", proportion=True)
     except BadInput as exc:
         raise doc.error(exc.message, ("region",), hint=exc.hint) from None
     out["region"] = str(data["region"])
@@ -77,8 +81,8 @@ def _config(doc: Any, exp: Any, value: Any, side: str) -> list[str]:
         try:
             text = exp.variables[name].check(var_value(raw))
         except ValueError as exc:
-            raise doc.error(f"{side}.{name}: {exc}", where) from None
+            raise doc.error(str(exc), where) from None
         if not text or any(c.isspace() for c in text):
-            raise doc.error(f"{side}.{name}: {text!r} holds white space", where)
+            raise doc.error(f"{text!r} holds white space", where)
         items.append(f"{name}={text}")
     return items

@@ -10,7 +10,9 @@ The result is the registry's own `Region`, so a probe's prediction reads like an
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Any
 
 from workbench.errors import BadInput
 from workbench.registry.common import Region
@@ -25,16 +27,21 @@ _FORMS = [
 ]
 
 
-def parse_region(text: str, *, flag: str = "--region") -> Region:
-    """Parse `text` into a Region; bad input names the flag and the accepted forms."""
+def parse_region(text: str, *, flag: str = "--region", proportion: bool = False) -> Region:
+    """Parse `text` into a Region; bad input names the flag and the accepted forms. `proportion`: every
+    bound must lie in [0, 1] (a region beyond it could never hold, and a search would run for nothing)."""
     s = " ".join(str(text).strip().split())
     for pattern, build in _FORMS:
         m = pattern.match(s)
         if m:
             try:
-                return Region(**build(m.groups()))
+                region = Region(**build(m.groups()))
             except ValueError as exc:
                 raise BadInput(f"{flag} {text!r}: {_first_error(exc)}") from None
+            outside = [b for b in region.bounds() if math.isfinite(b) and not 0 <= b <= 1]
+            if proportion and outside:
+                raise BadInput(f"{flag} {text!r}: a proportion lies in [0, 1]; {outside[0]:g} is outside it")
+            return region
     raise BadInput(f"{flag} {text!r} is not a region",
                    hint="use '>= 0.05', '<= 0.02', '== 0', '0.05..0.3' (or at_least / at_most / equals / between)")
 
@@ -45,6 +52,14 @@ def _first_error(exc: ValueError) -> str:
         msg = str(errors()[0].get("msg", exc))
         return msg.removeprefix("Value error, ")
     return str(exc)
+
+
+def stored_text(region: Any) -> str:
+    """A stored region (the record's dict) as the user wrote it, e.g. ">= 0.05"."""
+    try:
+        return describe(Region(**region)) if isinstance(region, dict) else str(region)
+    except (TypeError, ValueError):
+        return str(region)
 
 
 def describe(region: Region) -> str:

@@ -65,16 +65,20 @@ def _rows(rec: dict[str, Any], runs_of: dict[str, list[int]]) -> list[ProbeRow]:
 
 
 def _view(st: Any, runs_of: dict[str, list[int]]) -> SearchView:
+    from workbench.isolate.region import stored_text
+
     rec, res = st.record, st.record.get("result", {})
     bad, good = rec.get("bad", {}), rec.get("good", {})
     if res.get("status") == "decided":
         answer = f"minimal set {_set(f'{c}={bad.get(c)}' for c in res.get('minimal') or [])}"
+    elif res.get("status") == "no-failure":
+        answer = "no failure to isolate: the bad config does not fail"
     else:
         answer = (f"no decided minimal set: surely needed {_set(res.get('lower', []))}, "
                   f"possibly needed {_set(res.get('upper', []))}")
     budget = f" of {res['budget']:g}" if res.get("budget") else ""
     return SearchView(st.search_id, st.root_id, st.created_at or "", str(res.get("status", "?")), answer,
-                      str(res.get("explanation", "")), f"{rec.get('metric')} fails when {rec.get('region')}",
+                      str(res.get("explanation", "")), f"{rec.get('metric')} fails when {stored_text(rec.get('region'))}",
                       _set(f"{c}: {good.get(c)} → {bad.get(c)}" for c in rec.get("changes", [])),
                       f"{res.get('units', 0):g}{budget}", f"{res.get('alpha_spent', 0):.3g} of {res.get('alpha', 0):g}",
                       _rows(rec, runs_of))
