@@ -173,9 +173,7 @@ def _drift_hold_released(d: _Draft, verdict: str) -> None:
         return
     for c in d.checks:
         if c["name"] == "drift" and c["effect"] == "inconclusive":
-            c["effect"] = "none"
-            c["detail"] = c["detail"].replace(" so the verdict waits.", " but it does not hold ") + \
-                "; ".join(robust) + f": {verdict} by the bet on the runs' own rates, which holds under drift."
+            validity.release_drift_hold(c, robust, verdict)
 
 
 def _validity(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[RunData]],
