@@ -116,24 +116,35 @@ def _scaled_path(ks: np.ndarray, e: clustered.Effective | None = None,
     return np.cumsum(ks) / d, UNITS * np.arange(1, len(ks) + 1) / d, e
 
 
-def sequential_decision(ks: np.ndarray, replayed: bool = False) -> tuple[str, int]:
-    """Look after each replicate, stop at the first decision (sequential_decision's rule); (verdict, looks).
+def sequential_decision(ks: np.ndarray, replayed: bool = False) -> tuple[str, int, int | None]:
+    """Look after each replicate, stop at the first decision (sequential_decision's rule); (verdict, looks,
+    the first look at which futility would stop it or None), the verdict and looks without futility stopping.
     The running interval's relation to [0, c] is decided by the e-tests at c: the upper side's binomial
     test at alpha/2; the lower side's binomial test at alpha/4 and, for runs with their own workloads, the
-    bet on run rates at alpha/4, which the drift check does not hold (it is valid under drift)."""
+    bet on run rates at alpha/4, which the drift check does not hold (it is valid under drift). Futility is
+    the library's own sequential.reachable on the path so far, from seq.MIN_LOOKS on."""
     bet = not replayed
     above = LOG_THRESHOLD + (math.log(1 / (1 - seq.BET_SHARE)) if bet else 0.0)
+    futile = None
     for t in range(seq.MIN_LOOKS, len(ks) + 1):
         if bet and seq.log_e_runs_above(list(ks[:t] / UNITS), BOUND) >= LOG_BET:
-            return "falsified", t
+            return "falsified", t, futile
         K, N, e = _scaled_path(ks[:t], replayed=replayed)
-        if _held(ks[:t], e):
-            continue
-        if (seq.log_e_above(K, N, BOUND) >= above).any():
-            return "falsified", t
-        if (seq.log_e_below(K, N, BOUND) >= LOG_THRESHOLD).any():
-            return "supported", t
-    return "inconclusive", len(ks)
+        falsify, support = (seq.log_e_above(K, N, BOUND) >= above).any(), (seq.log_e_below(K, N, BOUND) >= LOG_THRESHOLD).any()
+        if (falsify or support) and not _held(ks[:t], e):
+            return ("falsified" if falsify else "supported"), t, futile
+        if futile is None and not (falsify or support) and \
+                not seq.reachable([(k, UNITS) for k in ks[:t]], (0.0, BOUND), len(ks), run_bet=bet,
+                                  divisor=lambda k, _n: clustered.divisor(_effective(np.asarray(k), replayed), stats.ALPHA),
+                                  copies=replayed):
+            futile = t
+    return "inconclusive", len(ks), futile
+
+
+def with_futility(decision: tuple[str, int, int | None]) -> tuple[str, int]:
+    """The shipped rule: a futility stop before the decision ends the execution there, inconclusive."""
+    verdict, looks, futile = decision
+    return ("inconclusive", futile) if futile is not None and futile < looks else (verdict, looks)
 
 
 def library_sequential(ks: np.ndarray, looks: int, replayed: bool = False) -> str | None:
@@ -157,13 +168,15 @@ def _cell(args: tuple[str, float, int, int]) -> dict[str, object]:
     rep = MODELS[model][0] == "rho"
     want = "supported" if p <= BOUND else "falsified"
     fixed = {r: _counts([fixed_decision(K[i, :r], rep) for i in range(experiments)]) for r in range(1, BUDGET + 1)}
-    seqd = [sequential_decision(K[i], rep) for i in range(experiments)]
+    full = [sequential_decision(K[i], rep) for i in range(experiments)]
+    seqd = [with_futility(d) for d in full]
     bad = 0
     for i in range(min(10, experiments)):
         lib = library_sequential(K[i], seqd[i][1], rep)
         bad += lib is not None and lib != seqd[i][0]
     return {"model": model, "p": p, "want": want, "fixed": fixed, "seq": _counts([d for d, _ in seqd]),
-            "seq_units": float(np.mean([t for _, t in seqd])) * UNITS, "inconsistent": bad}
+            "seq_units": float(np.mean([t for _, t in seqd])) * UNITS, "inconsistent": bad,
+            "seq_full": _counts([d for d, _, _ in full]), "seq_full_units": float(np.mean([t for _, t, _ in full])) * UNITS}
 
 
 def _aa(args: tuple[str, float, int, int]) -> dict[str, object]:
@@ -349,14 +362,17 @@ def _textbook(cells: list[dict], E: int) -> list[str]:
 
 
 def report(cells: list[dict], aas: list[dict], E: int, seconds: float) -> int:
-    head = f"{'model':<23} | {'rate':>5} | {'fixed-2 F/S/I':>17} | {'sequential F/S/I':>17} | {'seq units':>9}"
+    head = (f"{'model':<23} | {'rate':>5} | {'fixed-2 F/S/I':>17} | {'sequential F/S/I':>17} | {'seq units':>9} | "
+            f"{'no futility F/S/I':>17} | {'units':>5}")
     print(head + "\n" + "-" * len(head))
     for c in cells:
-        f2, sq = c["fixed"][DEFAULT_REPS], c["seq"]
-        fsi = [f"{d['falsified'] / E:.3f}/{d['supported'] / E:.3f}/{d['inconclusive'] / E:.3f}" for d in (f2, sq)]
-        print(f"{c['model']:<23} | {c['p']:>5.3f} | {fsi[0]:>17} | {fsi[1]:>17} | {c['seq_units']:>9.0f}")
+        f2, sq, sf = c["fixed"][DEFAULT_REPS], c["seq"], c["seq_full"]
+        fsi = [f"{d['falsified'] / E:.3f}/{d['supported'] / E:.3f}/{d['inconclusive'] / E:.3f}" for d in (f2, sq, sf)]
+        print(f"{c['model']:<23} | {c['p']:>5.3f} | {fsi[0]:>17} | {fsi[1]:>17} | {c['seq_units']:>9.0f} | "
+              f"{fsi[2]:>17} | {c['seq_full_units']:>5.0f}")
     print("\nF/S/I: share falsified / supported / inconclusive; seq units: mean sessions per arm the sequential "
-          "design ran before stopping.\n")
+          "design ran before stopping (with futility stopping, as shipped); no futility: the same experiments "
+          "judged without it (every look to a decision or the budget).\n")
     head = (f"{'model':<23} | {'mode':<11} | {'false fals. @0.02':>21} | {'A/A alarms (worst)':>21} | "
             f"{'power @0.18':>21} | {'units @0.18':>11} | {'units @0':>8} | {'seq/fixed':>9}")
     print(head + "\n" + "-" * len(head))

@@ -137,7 +137,7 @@ def judge(pred: Any, arm: str | None, arms: dict[str, list[RunData]], exp: Exper
             out["note"] = f"no usable run in arm {a}"
             return out
     if spec.kind == "proportion":
-        return _judge_proportion(pred, out, needed, arms, exp, basis, sequential, family)
+        return _judge_proportion(pred, out, needed, arms, exp, basis, sequential, family, looks)
     # Medians and shifts have no always-valid interval here: a sequential execution spends alpha / looks on
     # each look, and alpha / family over its predictions (Bonferroni at the interval), so neither peeking
     # nor several predictions inflate false verdicts; a fixed design controls the family with Holm.
@@ -192,7 +192,7 @@ def _method(out: dict[str, Any], e: Any) -> None:
 
 
 def _judge_proportion(pred: Any, out: dict[str, Any], needed: list[str], arms: dict[str, list[RunData]],
-                      exp: Experiment, basis: str, sequential: bool, family: int = 1) -> dict[str, Any]:
+                      exp: Experiment, basis: str, sequential: bool, family: int = 1, looks: int = 1) -> dict[str, Any]:
     spec = exp.metrics[pred.metric]
     bounds = (out["bounds"][0], out["bounds"][1])
     region = regions.Region(bounds[0], bounds[1], regions.Support.PROPORTION)
@@ -205,7 +205,7 @@ def _judge_proportion(pred: Any, out: dict[str, Any], needed: list[str], arms: d
             out["unknown_runs"] = pool["unknown"]
             return out
     if pred.difference is None:
-        return _judge_rate(out, pools[needed[0]], region, sequential, family)
+        return _judge_rate(out, pools[needed[0]], region, sequential, family, looks)
     return _judge_rate_difference(out, pools[needed[0]], pools[needed[1]], region, sequential, family)
 
 
@@ -215,7 +215,7 @@ def _seq_kind(family: int) -> str:
 
 
 def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Region, sequential: bool,
-                family: int) -> dict[str, Any]:
+                family: int, budget: int = 1) -> dict[str, Any]:
     k, n = pool["k"], pool["n"]
     out.update(k=k, n=n, estimate=k / n, runs=len(pool["used"]), unknown_runs=pool["unknown"])
     path, e = _effective_path(pool["per_run"], replayed=pool["replayed"])
@@ -236,6 +236,11 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
             out.pop("drift_robust", None)
             out.update(outcome="inconclusive", note=f"a sequential verdict waits for replicate {seq.MIN_LOOKS}: "
                        "one run cannot show how much runs differ")
+        elif out["outcome"] == "inconclusive":
+            out["reachable"] = seq.reachable(
+                _replicate_counts(pool["per_run"]), bounds, budget, alpha=seq.ALPHA / family, run_bet=bet,
+                divisor=lambda ks, ns: clustered.divisor(clustered.effective(ks, ns, pool["replayed"]), stats.ALPHA),
+                copies=pool["replayed"])
     else:
         ci = clustered.rate_interval(e, stats.ALPHA)
         out.update(interval=list(ci), interval_kind=clustered.interval_label(e),

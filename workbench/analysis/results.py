@@ -64,7 +64,7 @@ class Check:
 _OPTIONAL = ("k", "n", "runs", "unknown_runs", "interval_kind", "e_against", "e_for", "looks", "wilson", "fisher_p",
              "boschloo_p", "mann_whitney_p", "medians", "confidence", "more_runs_needed", "p_against_holm",
              "completed", "target", "by_process", "method", "method_reason", "n_effective", "design_effect",
-             "dispersion", "exact", "drift_robust")
+             "dispersion", "exact", "drift_robust", "reachable")
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,9 @@ class Judgement:
     # A sequential outcome that the bet on run rates reaches alone (sequential.bet_lower): it holds under
     # drift, so the drift check does not hold it back.
     drift_robust: bool | None = None
+    # An inconclusive sequential rate: whether any verdict can still be reached within the budget
+    # (sequential.reachable); False lets the execution stop for futility.
+    reachable: bool | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Judgement":

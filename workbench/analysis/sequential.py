@@ -18,12 +18,17 @@ the lower bound is the larger of the two. Only the lower side bets: for a rate n
 "every run's rate >= c" wins at most a factor 1 / (1 - c) a run, and the within-run binomial decides
 support there. A bound decided by the bet alone needs no exchangeable runs, so the drift check does not
 hold it (`bet_lower`).
+
+Futility (`reachable`): an execution also stops, inconclusive, once no verdict can be reached within its
+budget even were the remaining runs to come in at either end of the current interval. Stopping without a
+verdict never makes a false one, so the bounds above hold; studies/verdict_study.py measures what it
+costs in power and saves in units.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -261,6 +266,82 @@ def judge_proportion(k_path: list[tuple[float, float]], bounds: tuple[float, flo
         best_for = max(best_for, min(support) if support else 0.0)
     result = outcome(e_interval(k_path, alpha, run_bet), Region(lo, hi, Support.PROPORTION))
     return result, math.exp(min(best_against, 700)), math.exp(min(best_for, 700))
+
+
+# The interval whose ends the remaining looks are projected at (`reachable`): wider gives up less power
+# and stops later.
+FUTILITY_ALPHA = 0.01
+
+
+def _runs_above_path(rates: list[float | None], c: float) -> np.ndarray:
+    """log_e_runs_above after each look (a look without units bets nothing), vectorised over the looks."""
+    xs = np.asarray([c if x is None else x for x in rates], float)
+    if c <= 0:
+        return np.where(np.cumsum(xs > 0) > 0, np.inf, 0.0)
+    if c >= 1:
+        return np.zeros(len(xs))
+    lam = np.asarray(BET_FRACTIONS) / c
+    with np.errstate(divide="ignore"):
+        logs = np.cumsum(np.log1p(lam[:, None] * (xs[None, :] - c)), axis=1)
+    return _logsumexp(logs) - math.log(len(lam))
+
+
+def _decides(k: np.ndarray, n: np.ndarray, rates: list[float | None], bounds: tuple[float, float],
+             alpha: float, run_bet: bool) -> bool:
+    """Whether the running interval over these looks (`e_interval`) would leave or enter the region: a bound
+    of the interval passes c exactly when the one-sided e-test at c crosses its level at some look."""
+    lo, hi = bounds
+    level = math.log(2 / alpha)
+
+    def above(c: float) -> float:
+        binomial = log_e_above(k, n, c)
+        if run_bet:
+            binomial = np.maximum(binomial + math.log(1 - BET_SHARE),
+                                  _runs_above_path(rates, c) + math.log(BET_SHARE))
+        return float(np.max(binomial))
+
+    against = ([above(hi)] if hi < 1 else []) + ([float(np.max(log_e_below(k, n, lo)))] if lo > 0 else [])
+    support = ([float(np.max(log_e_below(k, n, hi)))] if hi < 1 else []) + ([above(lo)] if lo > 0 else [])
+    return max(against, default=-math.inf) >= level or (bool(support) and min(support) >= level)
+
+
+def reachable(runs: list[tuple[float, float]], bounds: tuple[float, float], budget: int, alpha: float = ALPHA,
+              run_bet: bool = False, divisor: Callable[[list[float], list[float]], float] | None = None,
+              copies: bool = False) -> bool:
+    """Whether a verdict can still be reached within `budget` looks (futility). `runs`: each look's own
+    (k, n) as counted; `divisor(ks, ns)`: the run-level divisor the analysis applies to such runs
+    (clustered.divisor; 1 when None). True when, were every remaining look to add the mean units of the
+    looks so far at one end of the current interval (Wilson at FUTILITY_ALPHA on the effective counts) or
+    at the region's middle where the interval holds it, the running interval over the projected path would
+    leave or enter the region. The projected path is judged as binomial: the runs' spread is estimated from
+    few runs and a real continuation's spread is unknown (a run of 2 among zeros projected by zeros looks
+    over-dispersed for ever), so futility takes the most favourable case; only replayed copies (`copies`)
+    keep their divisor, which is structural. A rate beyond the interval's ends is one the data already speak
+    against, so stopping when none of these paths decides gives up little power; and since stopping
+    without a verdict never makes a false one, the tests' error bounds hold unchanged (non-binding)."""
+    from workbench.analysis import stats
+
+    t = len(runs)
+    if t >= budget:
+        return False
+    ks, ns = [float(k) for k, _ in runs], [float(n) for _, n in runs]
+    if t == 0 or sum(ns) <= 0:
+        return True
+    div = divisor or (lambda _ks, _ns: 1.0)
+    d = div(ks, ns)
+    wl, wh = stats.wilson(sum(ks) / d, sum(ns) / d, FUTILITY_ALPHA)
+    lo, hi = bounds
+    middle = min(max((max(lo, 0.0) + min(hi, 1.0)) / 2, wl), wh)
+    m = max(1.0, float(round(sum(ns) / t)))
+    for r in sorted({wl, wh, middle}):
+        # Whole units, spread so the projected total stays r times the projected units.
+        more = list(np.diff(np.round(r * m * np.arange(budget - t + 1))))
+        pk, pn = ks + more, ns + [m] * len(more)
+        dd = div(pk, pn) if copies else 1.0
+        rates: list[float | None] = [k / n if n > 0 else None for k, n in zip(pk, pn)]
+        if _decides(np.cumsum(pk) / dd, np.cumsum(pn) / dd, rates, bounds, alpha, run_bet):
+            return True
+    return False
 
 
 def difference_sequence(path_a: list[tuple[float, float]], path_b: list[tuple[float, float]],

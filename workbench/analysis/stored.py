@@ -84,6 +84,7 @@ class SequentialDecision:
     reasoning: str
     replicates: int = 0
     max_replicates: int = 0
+    futile: bool = False  # stopped because no verdict is reachable within the budget (sequential.reachable)
 
 
 def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str, *, execution_id: int,
@@ -91,7 +92,9 @@ def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str
     """Decide after a replicate block of a `--sequential` execution whether to stop.
 
     Stops when the always-valid tests decide (supported / falsified), when a validity check makes
-    more data pointless (invalid), or when the budget (design.max_replicates) is spent.
+    more data pointless (invalid), when the budget (design.max_replicates) is spent, or for futility:
+    when no inconclusive prediction can be decided within the budget (`sequential.reachable`; only rates
+    are judged so, and a verdict the drift check holds is never futile, as its intervals did decide).
     """
     h = registry.hypothesis(hypothesis_id)
     exp = registry.experiment_for(h)
@@ -105,6 +108,13 @@ def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str
         return SequentialDecision(True, "inconclusive",
                                   f"The budget of {budget} replicates is spent without a decision. " + a.reasoning,
                                   reps, budget)
+    open_ = [j for j in a.predictions if j.outcome == "inconclusive"]
+    if a.verdict == "inconclusive" and open_ and all(j.reachable is False for j in open_):
+        return SequentialDecision(True, "inconclusive",
+                                  f"Stopped for futility after {reps} of at most {budget} replicates: even if every "
+                                  "remaining replicate came in at either end of its prediction's current 95% "
+                                  "interval, none of " + ", ".join(j.describe for j in open_) +
+                                  " could be decided within the budget. " + a.reasoning, reps, budget, futile=True)
     return SequentialDecision(False, "inconclusive",
                               f"After {reps} of at most {budget} replicates nothing is decided yet; "
                               "run another block. " + a.reasoning, reps, budget)

@@ -103,7 +103,10 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         tail = f"which straddles the region {j['region']}"
         if j.get("note"):
             tail += f" ({j['note']})"
-        if j.get("more_units_needed"):
+        if j.get("reachable") is False:
+            tail += ("; no verdict is reachable within the sequential budget, even were the remaining replicates "
+                     "to come in at either end of its interval (futility)")
+        elif j.get("more_units_needed"):
             tail += f"; about {j['more_units_needed']:,} more units at this rate would decide it"
         elif j.get("more_runs_needed"):
             tail += f"; {j['more_runs_needed']} more run(s) are needed"

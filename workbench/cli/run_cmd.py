@@ -37,7 +37,13 @@ def summary_lines(r: "RunReport") -> list[str]:
         first = run.error.splitlines()[0] if run.error else ""
         lines.append(f"  run {run.id} ({run.arm} r{run.replicate}): {run.status}: {first}")
     if e.stopped_early:
-        lines.append(f"stopped early after {len({run.block for run in e.runs})} block(s): the sequential test decided")
+        blocks = len({run.block for run in e.runs})
+        if e.stopped_early.startswith("The budget"):
+            lines.append(f"budget spent: {blocks} block(s) without a decision")
+        elif e.stopped_early.startswith("Stopped for futility"):
+            lines.append(f"stopped early after {blocks} block(s): no verdict is reachable within the budget (futility)")
+        else:
+            lines.append(f"stopped early after {blocks} block(s): the sequential test decided")
     if r.analysis is not None:
         lines += [f"verdict: {r.analysis.verdict}", r.analysis.reasoning]
     else:
@@ -59,7 +65,8 @@ def register(hypothesis_app: typer.Typer) -> None:
             replicates: Annotated[Optional[int], typer.Option(
                 "--replicates", help="Blocks of arms to run (default: the design's).")] = None,
             sequential: Annotated[bool, typer.Option(
-                "--sequential", help="Stop as soon as an always-valid test decides (budget: design.max_replicates).")] = False,
+                "--sequential", help="Stop as soon as an always-valid test decides, or when no verdict can be "
+                "reached within the budget (design.max_replicates).")] = False,
             aa: Annotated[bool, typer.Option("--aa", help="Run the control arm against itself (checks the harness).")] = False,
             set_: Annotated[Optional[list[str]], typer.Option(
                 "--set", help="var=value: override a held variable in every arm (repeatable).")] = None,

@@ -1,0 +1,127 @@
+"""Futility stopping of a sequential execution (#12, fourth pass).
+
+Before it, a rate at the region's boundary ran the whole budget: `sequential_decision` stopped only on a
+decision, an invalid execution or a spent budget, so studies/verdict_study.py measured ~960 units an arm at
+a true 0.02 against "<= 0.02" and an inconclusive end. Now an execution stops once no inconclusive
+prediction can be decided within the budget even if the remaining replicates came in at either end of its
+current interval (`sequential.reachable`). Stopping without a verdict never makes a false one, so the
+tests' error bounds hold unchanged; the price is power, measured by the study."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.analysis import analyze_stored, sequential_decision
+from workbench.analysis import sequential as seq
+
+from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
+
+BOUNDARY = (1, 3, 0, 2, 3, 1, 0, 4)   # leaks per run of 80: 0.022 on average, the region's edge
+
+
+def _runs(leaks, units=80):
+    return [(float(x), float(units)) for x in leaks]
+
+
+def _divisor(ks, ns):
+    from workbench.analysis import clustered, stats
+
+    return clustered.divisor(clustered.effective(ks, ns), stats.ALPHA)
+
+
+def test_a_rate_at_the_boundary_is_futile_once_the_interval_is_narrow():
+    # 9 leaks in 400 (5 runs, binomial spread): the 99% Wilson interval is [0.0098, 0.0508]. Seven more runs
+    # at 0.0508 end at 0.039 over 960, whose e-test against 0.02 (and the bet on the run rates) stays under
+    # its level; seven at 0.0098 end at 0.013, whose test for "< 0.02" does too. At 4 runs (6/320, upper
+    # end 0.0502, eight runs to go) falsification is still reachable.
+    assert seq.reachable(_runs(BOUNDARY[:5]), (0.0, 0.02), 12, run_bet=True, divisor=_divisor) is False
+    assert seq.reachable(_runs(BOUNDARY[:4]), (0.0, 0.02), 12, run_bet=True, divisor=_divisor) is True
+    # A longer budget keeps it open; a spent one closes it.
+    assert seq.reachable(_runs(BOUNDARY[:5]), (0.0, 0.02), 60, run_bet=True, divisor=_divisor) is True
+    assert seq.reachable(_runs(BOUNDARY[:5]), (0.0, 0.02), 5, run_bet=True, divisor=_divisor) is False
+
+
+@pytest.mark.parametrize("leaks", [(0, 0), (0, 0, 0, 0), (4, 4), (1, 0, 1, 0, 0, 0), (14, 9), (0, 0, 0, 0, 2)])
+def test_paths_that_can_still_decide_are_reachable(leaks):
+    # Event-free runs (support at 5 runs), a rate of 0.05, one of 0.004, the seed effect, and one run of 2
+    # among zeros: over-dispersed now (design effect 2), but a continuation of zeros and ones decides
+    # support, so the projection is judged as binomial rather than with the divisor of a lone spike.
+    assert seq.reachable(_runs(leaks), (0.0, 0.02), 12, run_bet=True, divisor=_divisor) is True
+
+
+def test_replayed_copies_never_reach_support():
+    # Replicates of one workload are one run's evidence whatever their number: 0 of 80 copied cannot reach
+    # "<= 0.02" (it needs 188 independent units), so an event-free replayed arm is futile at the second look.
+    from workbench.analysis import clustered, stats
+
+    def copies(ks, ns):
+        return clustered.divisor(clustered.effective(ks, ns, replayed=True), stats.ALPHA)
+
+    assert seq.reachable(_runs((0, 0)), (0.0, 0.02), 12, divisor=copies, copies=True) is False
+    assert seq.reachable(_runs((0, 0)), (0.0, 0.02), 12, divisor=_divisor) is True
+
+
+def test_reachable_agrees_with_the_interval_on_the_projected_path():
+    # The rule's shortcut (an e-test at the bound crossing its level) against the shown interval itself.
+    # The upper end 0.0508 projects 4.06 leaks a run, 4 in whole units (the projection keeps whole units):
+    # seven more runs of 4 leaks leave e_interval straddling 0.02, as reachable says; runs of 5 falsify.
+    from workbench.analysis import regions, stats
+
+    k, n = sum(BOUNDARY[:5]), 400
+    assert round(stats.wilson(k, n, seq.FUTILITY_ALPHA)[1] * 80) == 4
+    region = regions.Region(0.0, 0.02, regions.Support.PROPORTION)
+    for leaks, want in ((4, "inconclusive"), (5, "falsified")):
+        path, ck = [], 0.0
+        for i, x in enumerate(list(BOUNDARY[:5]) + [leaks] * 7, start=1):
+            ck += x
+            path.append((ck, 80.0 * i))
+        assert regions.outcome(seq.e_interval(path, run_bet=True), region) == want, leaks
+
+
+def _replicate(store, ex, r, leaks):
+    add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+            outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10})
+    add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+            outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+
+
+def test_a_sequential_execution_at_the_boundary_stops_for_futility(store, registry):
+    # The reproduction: before, every replicate up to the budget of 12 answered "run another block".
+    ex = add_execution(store, mode="sequential")
+    stops = []
+    for r, leaks in enumerate(BOUNDARY, start=1):
+        _replicate(store, ex, r, leaks)
+        d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+        stops.append(d.stop)
+        if d.stop:
+            break
+    assert stops == [False] * 4 + [True], stops
+    assert d.futile and d.verdict == "inconclusive" and d.replicates == 5 and d.max_replicates == 12
+    assert d.reasoning.startswith("Stopped for futility after 5 of at most 12 replicates")
+    assert "corruption_rate (treatment) <= 0.02" in d.reasoning
+    (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True).predictions
+    assert p.reachable is False and p.outcome == "inconclusive"
+
+
+def test_event_free_runs_are_never_stopped_for_futility(store, registry):
+    # The support path: 0 leaks a run decides "<= 0.02" at replicate 5 (the ICC floor); futility must not
+    # cut it short at 2, 3 or 4.
+    ex = add_execution(store, mode="sequential")
+    for r in range(1, 6):
+        _replicate(store, ex, r, 0)
+        d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+        assert d.stop is (r == 5) and not d.futile, (r, d.reasoning)
+    assert d.verdict == "supported"
+
+
+def test_the_reasoning_and_the_stored_verdict_say_futility(store, registry):
+    from workbench.analysis import record_verdict
+
+    ex = add_execution(store, mode="sequential")
+    for r, leaks in enumerate(BOUNDARY[:5], start=1):
+        _replicate(store, ex, r, leaks)
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
+    assert "no verdict is reachable within the sequential budget" in a.reasoning
+    assert "more units at this rate would decide it" not in a.reasoning
+    record_verdict(store, a)
+    assert store.latest_verdict("wedge-confound").details["predictions"][0]["reachable"] is False
