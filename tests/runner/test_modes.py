@@ -45,6 +45,17 @@ def test_sequential_stops_within_budget(toy):
     assert toy.conf.read_bytes() == toy.original
 
 
+def test_progress_of_a_sequential_execution_names_its_budget_as_a_cap(toy, capsys):
+    # The plan of a sequential execution is its budget: "2 of 6 run(s) finished" read as a failure to run
+    # four; the closing line says how many ran and the most that could have.
+    s = _run(toy, sequential=True, replicates=3, show_progress=True)
+    ran = len(s["runs"])
+    err = capsys.readouterr().err
+    assert f"toy-fix on local: {ran} run(s) (sequential, at most 6) finished in" in err, err
+    _run(toy, replicates=1, show_progress=True)
+    assert "toy-fix on local: 2 of 2 run(s) finished in" in capsys.readouterr().err
+
+
 def test_several_hosts_run_in_parallel_balanced(toy):
     edit_profile(toy.root, "target: {kind: local}", "target: {kind: local, hosts: [h1, h2]}")
     edit_profile(toy.root, 'path: "{{ state }}/serve.conf"', 'path: "{{ state }}/{{ host }}/serve.conf"')

@@ -486,7 +486,8 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
     execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior)
     art_root = artifacts_root(p.root, artifacts)
     exec_dir = art_root / f"execution-{exec_uuid}"
-    with RunProgress(len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}") as progress:
+    with RunProgress(len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}",
+                     sequential=p.mode == "sequential") as progress:
         progress.done = len(done)
         state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
                       exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,

@@ -11,8 +11,10 @@ from workbench.runner.plan import PlannedRun
 class RunProgress:
     """A rich progress bar, or nothing when disabled (tests, `--json` piped into a file still shows it on stderr)."""
 
-    def __init__(self, total: int, *, enabled: bool, title: str) -> None:
+    def __init__(self, total: int, *, enabled: bool, title: str, sequential: bool = False) -> None:
+        # A sequential execution's plan is its budget (design.max_replicates blocks), not what will run.
         self.total = total
+        self.sequential = sequential
         self.enabled = enabled
         self.title = title
         self.t0 = time.monotonic()
@@ -38,13 +40,19 @@ class RunProgress:
             # The live bar is cleared and replaced by one whole line, so the summary that follows on stdout
             # starts on a line of its own (a bar left behind had no newline before it on some terminals).
             self._progress.__exit__(*exc)
-            self._progress.console.print(f"{self.title}: {self.done} of {self.total} run(s) finished in "
+            self._progress.console.print(f"{self.title}: {self._count()} finished in "
                                          f"{time.monotonic() - self.t0:.1f} s", highlight=False)
+
+    def _count(self) -> str:
+        if self.sequential:
+            return f"{self.done} run(s) (sequential, at most {self.total})"
+        return f"{self.done} of {self.total} run(s)"
 
     def stage(self, pr: PlannedRun, stage: str, position: int) -> None:
         if self._progress is not None:
+            of = " of at most " if self.sequential else "/"
             self._progress.update(self._task, description=(
-                f"run {position}/{self.total}  arm={pr.arm} r{pr.replicate} host={pr.host}  [{stage}]"))
+                f"run {position}{of}{self.total}  arm={pr.arm} r{pr.replicate} host={pr.host}  [{stage}]"))
 
     def finished(self, status: str) -> None:
         self.done += 1
