@@ -8,6 +8,13 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   6: the link serves ~430 M requests/s whatever their size), so fp8 rows ran at half the link.
   The 2D copy moves the whole scale region of the pool (~30-37 GB/s, run 7), so it pays only
   when the transfer names enough rows per pool page: `wants_dma`.
+- Host to device, the blocks of the touched pages only (`wants_blocks`, `run_h2d(blocks=)`):
+  when a call names several rows in each page it touches but few pages of the pool, a zero-copy
+  pass copies the whole scale blocks of those pages (every slot: 128 B requests, one per 32 fp8
+  or 16 c4 slots) into the staging pool instead of the 2D copy of all of them. The touched
+  pages are read on the host for plans with cpu ids (`block_ids`); for device ids they are
+  marked on the device (`device_block_ids`, no synchronisation) and their number estimated as
+  for random ids, which touch the most pages for a given count.
 - Device to device, fp8 rows from 64 MB, reused ids (`page_order_ids`, `run_page_order`):
   the scales gathered in source order into a compact scratch pool, then scattered from it in
   destination order, so each pass reads or writes neighbouring 4 B slots together instead of
@@ -20,8 +27,9 @@ written back whole, overwriting slots the transfer does not name.
 
 from __future__ import annotations
 
-__all__ = ["wants_dma", "wants_page_order", "run_h2d", "page_order_ids", "run_page_order",
-           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES"]
+__all__ = ["wants_dma", "wants_blocks", "wants_page_order", "run_h2d", "block_ids",
+           "device_block_ids", "random_pages", "page_order_ids", "run_page_order",
+           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION"]
 
 # A scale request saved per (token, layer) pays for this many bytes of the 2D copy: the link
 # serves ~430 M requests/s, the 2D copy of 256-512 B blocks ~33 GB/s (NOTES.md runs 6-7).
@@ -30,6 +38,15 @@ SCALE_DMA_BYTES_PER_ROW = 77
 # Page order adds two launches: fp8 rows measured 15% slower at 33.6 MB, 12% faster at 134 MB
 # and 21% at 537 MB (NOTES.md run 8); the times cross near 64 MB.
 PAGE_ORDER_MIN_BYTES = 64 << 20
+
+# The blocks of the touched pages replace one scale request per (row, layer) by one 128 B
+# request per 128 B of block (the link counts requests, not bytes: NOTES.md run 6); they pay
+# when the rows' requests outnumber the blocks' by this margin (two more launches).
+BLOCK_MARGIN = 1.25
+# Where the 2D copy of the whole region would do too, the blocks are taken when the pages
+# touched are at most this share of the pool (their bytes then clearly fewer).
+BLOCK_FRACTION = 0.5
+REQUEST_BYTES = 128
 
 
 def wants_page_order(geo, n: int, layers: int) -> bool:
@@ -47,6 +64,46 @@ def wants_dma(geo, host_shape, n: int, page_size: int) -> bool:
     return region <= SCALE_DMA_BYTES_PER_ROW * n * host_shape.num_layers
 
 
+def wants_blocks(geo, touched: float, n: int, page_size: int) -> bool:
+    """True when copying the whole scale blocks of `touched` host pages (by zero copy, 128 B
+    requests) takes fewer link requests than the n rows' own scales, by BLOCK_MARGIN."""
+    if geo.scale_bytes == 0 or n == 0:
+        return False
+    return n >= BLOCK_MARGIN * touched * (page_size * geo.scale_bytes / REQUEST_BYTES)
+
+
+def random_pages(n: int, pages: int) -> float:
+    """Pages touched, on average, by n distinct random ids of a pool of `pages` pages (ids of
+    any other order touch no more): what device ids, which are not read, are assumed to do."""
+    import math
+
+    return pages * -math.expm1(n * math.log1p(-1 / pages)) if pages > 1 else float(pages)
+
+
+def block_ids(host_ids, page_size: int):
+    """(every slot id of the pages the cpu ids touch, number of those pages)."""
+    import torch
+
+    pages = torch.unique(torch.div(host_ids, page_size, rounding_mode="floor"))
+    slots = (pages[:, None] * page_size + torch.arange(page_size)).reshape(-1)
+    return slots, int(pages.numel())
+
+
+def device_block_ids(host_ids, page_size: int, pages: int, limit: int):
+    """Every slot id of the pool, -1 for the slots of pages the device ids do not touch (the
+    block pass skips them, as it skips bad ids); made on the device with no synchronisation."""
+    import torch
+
+    dev = host_ids.device
+    ok = (host_ids >= 0) & (host_ids < limit)
+    page = torch.where(ok, torch.div(host_ids, page_size, rounding_mode="floor"), pages)
+    flags = torch.zeros(pages + 1, dtype=torch.bool, device=dev)
+    flags.index_fill_(0, page, True)      # a scalar fill: no value tensor to upload
+    slots = torch.arange(pages * page_size, device=dev)
+    keep = flags[:pages, None].expand(pages, page_size).reshape(-1)
+    return torch.where(keep, slots, torch.full_like(slots, -1))
+
+
 def _compact_shape(layout: str, pages: int, layers: int, width: int) -> tuple:
     return (pages, layers, width) if layout == "page_first" else (layers, pages, width)
 
@@ -62,10 +119,12 @@ def _side_stream(dev):
     return _SIDE[dev]
 
 
-def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True) -> int:
+def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=None) -> int:
     """A host-to-device token transfer in parts. args: the binding's 13 arguments after the
-    ids (kernels.api._Pools.args; variant and checks included). Returns the value pass's
-    sequence number (its checks report for the call; the scale pass only skips bad ids)."""
+    ids (kernels.api._Pools.args; variant and checks included). blocks: slot ids of the host
+    pool (-1 to skip) whose scales a zero-copy pass stages instead of the 2D copy of all.
+    Returns the value pass's sequence number (its checks report for the call; the scale
+    passes only skip bad ids)."""
     import torch
 
     token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
@@ -74,10 +133,15 @@ def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True) -> int:
     cur = torch.cuda.current_stream(dev)
     staging = torch.empty(_compact_shape("page_first" if pf else "layer_first", s_pages, layers,
                                          width), dtype=torch.uint8, device=dev)
-    # Host pools of both layouts keep their P * L rows `row` bytes apart in storage order, and
-    # the compact pool keeps the same order: one 2D copy takes every scale block.
-    side = _side_stream(dev) if overlap else cur
-    if overlap:
+    if blocks is not None:   # the touched pages' blocks, by zero copy, in line
+        lim = s_pages * ps
+        ext.transfer(src, staging, blocks, blocks, token, pf, ps, s_pages, s_pages, layers, vb,
+                     sb, False, -1, True, lim, lim, 2, False, True, False)
+        overlap = False
+    elif overlap:
+        # Host pools of both layouts keep their P * L rows `row` bytes apart in storage order,
+        # and the compact pool keeps the same order: one 2D copy takes every scale block.
+        side = _side_stream(dev)
         side.wait_stream(cur)     # earlier writes of the host pool, the staging allocation
         with torch.cuda.stream(side):
             ext.copy_2d(src, ps * vb, row, staging, 0, width, width, s_pages * layers)
@@ -85,7 +149,7 @@ def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True) -> int:
         ext.copy_2d(src, ps * vb, row, staging, 0, width, width, s_pages * layers)
     seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
     if overlap:
-        cur.wait_stream(side)     # the staging pool is freed on `cur` after this point
+        cur.wait_stream(_side_stream(dev))   # the staging pool is freed on `cur` after this
     ext.transfer(staging, dst, si, di, *args[:9], -1, *args[10:], 2, True, False, False)
     return seq
 

@@ -41,3 +41,73 @@ def test_page_order_only_for_fp8_rows_large_enough_to_repay_two_launches():
     assert wants_page_order(fp8, 128 * per_mb, 4)        # faster at 134 MB and 537 MB
     assert not wants_page_order(c4, 10 ** 7, 4)           # c4: no gain measured
     assert not wants_page_order(GEOMETRIES["index_k_bf16"], 10 ** 7, 4)
+
+
+def test_blocks_pay_when_the_rows_outnumber_the_block_requests():
+    from wb_kernels.scales import wants_blocks
+
+    fp8, c4 = GEOMETRIES["index_k_fp8"], GEOMETRIES["c4_latent"]
+    # an fp8 page's scale block is 256 B: 2 requests; 32 rows named in it save 30
+    assert wants_blocks(fp8, 100, 32 * 100, 64)
+    # one row per touched page: the block costs more requests than the row's own scale
+    assert not wants_blocks(fp8, 100, 100, 64)
+    # c4 blocks are 512 B (4 requests): 4 rows per page is not enough, 8 are
+    assert not wants_blocks(c4, 100, 400, 64)
+    assert wants_blocks(c4, 100, 800, 64)
+    assert not wants_blocks(GEOMETRIES["index_k_bf16"], 1, 10 ** 6, 64)
+
+
+def test_random_pages_is_the_expected_count_of_pages_touched():
+    import torch
+
+    from wb_kernels.scales import random_pages
+
+    gen = torch.Generator().manual_seed(3)
+    pages, n = 500, 1200
+    seen = [torch.unique(torch.randperm(pages * 64, generator=gen)[:n] // 64).numel()
+            for _ in range(20)]
+    assert abs(sum(seen) / len(seen) - random_pages(n, pages)) < 5
+    assert random_pages(0, pages) == 0
+    assert random_pages(10, 1) == 1
+
+
+def test_block_ids_name_every_slot_of_the_touched_pages_only():
+    import torch
+
+    from wb_kernels.scales import block_ids, device_block_ids
+
+    ids = torch.tensor([130, 5, 131, 7, 700])
+    slots, touched = block_ids(ids, 64)
+    assert touched == 3
+    assert slots.tolist() == list(range(0, 64)) + list(range(128, 192)) + list(range(640, 704))
+    # on the device form (run here on the cpu): the same slots, -1 elsewhere; bad ids
+    # (negative, past the pool) touch nothing
+    marked = device_block_ids(torch.tensor([130, 5, -3, 131, 7, 700, 12 * 64]), 64, 12, 12 * 64)
+    assert marked.numel() == 12 * 64
+    assert marked[marked >= 0].tolist() == slots.tolist()
+
+
+def _plan(n_pages, host_ids, geometry="index_k_fp8"):
+    from wb_kernels.api import Plan
+
+    geo = GEOMETRIES[geometry]
+    return Plan(src_idx=host_ids, geometry=geo, page_size=64, src_shape=_shape(n_pages,
+                geometry=geometry))
+
+
+def test_a_plan_takes_the_blocks_when_its_cpu_ids_touch_few_pages():
+    import torch
+
+    from wb_kernels.build import _h2d_scale_path
+
+    gen = torch.Generator().manual_seed(4)
+    pages = 20000
+    few = torch.randperm(pages, generator=gen)[:1000]
+    clustered = (few[:, None] * 64 + torch.arange(32)).reshape(-1)   # 32 rows in 1 page in 20
+    assert _h2d_scale_path(_plan(pages, clustered), "auto") == "blocks"
+    dense = torch.randperm(pages * 64, generator=gen)[:pages * 11]     # every page, 11 rows
+    assert _h2d_scale_path(_plan(pages, dense), "auto") == "h2d"
+    scattered = torch.randperm(pages * 64, generator=gen)[:pages // 2]  # ~1 row a page
+    assert _h2d_scale_path(_plan(pages, scattered), "auto") is None
+    assert _h2d_scale_path(_plan(pages, scattered), "blocks") == "blocks"
+    assert _h2d_scale_path(_plan(pages, scattered), "serial") == "h2d"
