@@ -80,7 +80,7 @@ fi
 if want memcheck; then
   stamp memcheck
   SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-  timeout 150 "$SAN" --tool memcheck --leak-check no "$PY" - > "$OUT/sanitizer.txt" 2>&1 <<'PYEOF'
+  timeout 200 "$SAN" --tool memcheck --leak-check no "$PY" - > "$OUT/sanitizer.txt" 2>&1 <<'PYEOF'
 import torch
 from kernels import api, build, transfer
 from kernels.cases import make_pool, index_set
