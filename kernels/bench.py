@@ -13,7 +13,7 @@ Headline rows have random ids on both sides ("rand"); "seq" rows have consecutiv
 host side (device to device: on the destination side), "partial" the prefixes of consecutive
 pages (a HiCache partial-page load), "sparse" (host to device, a quarter of the size) 32 random
 slots in each of few random host pages (1 page in 11-12 of the pool: the touched pages' scale
-blocks are few). The page-order gate (kernels.scales.PAGE_ORDER_MIN_BYTES) is timed around its
+blocks are few), the pairs in random order ("sparseP": page by page). The page-order gate (kernels.scales.PAGE_ORDER_MIN_BYTES) is timed around its
 crossover: fp8 random rows device to device in one launch against page order, on a plan.
 Times are medians of CUDA-event timings after warm-up; pools are several times the L2 so
 repeats do not measure the cache.
@@ -180,7 +180,8 @@ def _copy_gbs(direction: str, nbytes: int, raw_a, raw_b, raw_host) -> float:
 def _configs(quick: bool):
     tok = [(g, "page_first", d, "token", o) for o in ("rand", "seq") for g in GEOMETRIES
            for d in ("d2d", "d2h", "h2d")]
-    tok += [(g, "page_first", "h2d", "token", "sparse") for g in ("c4_latent", "index_k_fp8")]
+    tok += [(g, "page_first", "h2d", "token", o) for o in ("sparse", "sparseP")
+            for g in ("c4_latent", "index_k_fp8")]
     rest = [("index_k_bf16", "layer_first", "d2d", "token", "rand")]
     rest += [(g, "page_first", "d2d", "page", o) for o in ("rand", "seq") for g in GEOMETRIES]
     rest += [("index_k_bf16", "page_first", d, "page", o) for o in ("rand", "seq")
@@ -259,7 +260,7 @@ def _row(cfg, raw, gen, env) -> BenchRow:
     src, dst, s_pages, d_pages = _pools_for(geometry, layout, direction, raw, layers)
     unit = geo.bytes_per_token if gran == "token" else geo.page_bytes(ps)
     target = 4 * env["moved"] if direction == "d2d" else env["moved"]
-    if order == "sparse":
+    if order.startswith("sparse"):
         target //= 4
     si, di = _bench_ids(direction, gran, order, n=target // (unit * layers), s_pages=s_pages,
                         d_pages=d_pages, ps=ps, gen=gen)
@@ -375,11 +376,13 @@ def _bench_ids(direction, gran, order, *, n, s_pages, d_pages, ps, gen):
     per = ps if gran == "token" else 1
     dev_lim = (s_pages if dev_is_src else d_pages) * per
     other_lim = (d_pages if dev_is_src else s_pages) * per
-    if order == "sparse":    # 32 random slots in each of few random host pages
+    if order.startswith("sparse"):    # 32 random slots in each of few random host pages
         k = n // 32
         pages = torch.randperm(other_lim // ps, generator=gen)[:k]
         slots = torch.rand(k, ps, generator=gen).argsort(1)[:, :32]
         other = (pages[:, None] * ps + slots).reshape(-1)
+        if order == "sparse":         # the pairs in random order (sparseP: page by page)
+            other = other[torch.randperm(other.numel(), generator=gen)]
         dev = torch.randperm(dev_lim, generator=gen)[:other.numel()]
         return (dev, other) if dev_is_src else (other, dev)
     if order == "partial":

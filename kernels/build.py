@@ -207,16 +207,16 @@ def _plan_ids(plan, dev):
 
 
 def _plan_blocks(plan, si_dev, dev):
-    """(slot ids of the host pages the plan touches on the device, pages touched), once per
-    plan: read from cpu ids, marked on the device for device ids (an estimate: random)."""
+    """(ids of the host pages the plan touches, on the device; pages touched), once per plan:
+    read from cpu ids, marked on the device for device ids (the count an estimate: random)."""
     from . import scales as _scales
 
     cache = plan._cache = getattr(plan, "_cache", None) or {}
     if "blocks" not in cache:
         ids, ps, pages = plan.src_idx, plan.page_size, plan.src_shape.num_pages
         if ids.device.type == "cpu":
-            slots, touched = _scales.block_ids(ids, ps)
-            cache["blocks"] = (slots.pin_memory().to(dev, non_blocking=True), touched)
+            touched_pages, touched = _scales.block_ids(ids, ps)
+            cache["blocks"] = (touched_pages.pin_memory().to(dev, non_blocking=True), touched)
         else:
             cache["blocks"] = (_scales.device_block_ids(si_dev, ps, pages, pages * ps),
                                _scales.random_pages(ids.numel(), pages))
@@ -246,12 +246,11 @@ def _h2d_scale_path(plan, scales: str):
 
 def _plan_blocks_count(plan) -> int:
     """Host pages the plan's cpu ids touch (counted once per plan)."""
-    import torch
-
     cache = plan._cache = getattr(plan, "_cache", None) or {}
     if "touched" not in cache:
-        pages = torch.div(plan.src_idx, plan.page_size, rounding_mode="floor")
-        cache["touched"] = int(torch.unique(pages).numel())
+        from .scales import block_ids
+
+        cache["touched"] = block_ids(plan.src_idx, plan.page_size)[1]
     return cache["touched"]
 
 

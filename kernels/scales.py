@@ -10,11 +10,11 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   when the transfer names enough rows per pool page: `wants_dma`.
 - Host to device, the blocks of the touched pages only (`wants_blocks`, `run_h2d(blocks=)`):
   when a call names several rows in each page it touches but few pages of the pool, a zero-copy
-  pass copies the whole scale blocks of those pages (every slot: 128 B requests, one per 32 fp8
-  or 16 c4 slots) into the staging pool instead of the 2D copy of all of them. The touched
-  pages are read on the host for plans with cpu ids (`block_ids`); for device ids they are
-  marked on the device (`device_block_ids`, no synchronisation) and their number estimated as
-  for random ids, which touch the most pages for a given count.
+  pass copies the whole scale blocks of those pages (256 B fp8, 512 B c4 per layer, in 128 B
+  requests) into the staging pool instead of the 2D copy of all of them. The touched pages are
+  read on the host for plans with cpu ids (`block_ids`); for device ids they are marked on the
+  device (`device_block_ids`, no synchronisation) and their number estimated as for random
+  ids, which touch the most pages for a given count.
 - Device to device, fp8 rows from 64 MB, reused ids (`page_order_ids`, `run_page_order`):
   the scales gathered in source order into a compact scratch pool, then scattered from it in
   destination order, so each pass reads or writes neighbouring 4 B slots together instead of
@@ -81,27 +81,24 @@ def random_pages(n: int, pages: int) -> float:
 
 
 def block_ids(host_ids, page_size: int):
-    """(every slot id of the pages the cpu ids touch, number of those pages)."""
+    """(the pages the cpu ids touch, sorted, and their number)."""
     import torch
 
     pages = torch.unique(torch.div(host_ids, page_size, rounding_mode="floor"))
-    slots = (pages[:, None] * page_size + torch.arange(page_size)).reshape(-1)
-    return slots, int(pages.numel())
+    return pages, int(pages.numel())
 
 
 def device_block_ids(host_ids, page_size: int, pages: int, limit: int):
-    """Every slot id of the pool, -1 for the slots of pages the device ids do not touch (the
-    block pass skips them, as it skips bad ids); made on the device with no synchronisation."""
+    """Every page id of the pool, -1 for the pages the device ids do not touch (the block
+    pass skips them, as it skips bad ids); made on the device with no synchronisation."""
     import torch
 
-    dev = host_ids.device
     ok = (host_ids >= 0) & (host_ids < limit)
     page = torch.where(ok, torch.div(host_ids, page_size, rounding_mode="floor"), pages)
-    flags = torch.zeros(pages + 1, dtype=torch.bool, device=dev)
+    flags = torch.zeros(pages + 1, dtype=torch.bool, device=host_ids.device)
     flags.index_fill_(0, page, True)      # a scalar fill: no value tensor to upload
-    slots = torch.arange(pages * page_size, device=dev)
-    keep = flags[:pages, None].expand(pages, page_size).reshape(-1)
-    return torch.where(keep, slots, torch.full_like(slots, -1))
+    ids = torch.arange(pages, device=host_ids.device)
+    return torch.where(flags[:pages], ids, torch.full_like(ids, -1))
 
 
 def _compact_shape(layout: str, pages: int, layers: int, width: int) -> tuple:
@@ -121,8 +118,8 @@ def _side_stream(dev):
 
 def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=None) -> int:
     """A host-to-device token transfer in parts. args: the binding's 13 arguments after the
-    ids (kernels.api._Pools.args; variant and checks included). blocks: slot ids of the host
-    pool (-1 to skip) whose scales a zero-copy pass stages instead of the 2D copy of all.
+    ids (kernels.api._Pools.args; variant and checks included). blocks: page ids of the host
+    pool (-1 to skip) whose scale blocks a zero-copy pass stages instead of the 2D copy of all.
     Returns the value pass's sequence number (its checks report for the call; the scale
     passes only skip bad ids)."""
     import torch
@@ -134,9 +131,10 @@ def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=
     staging = torch.empty(_compact_shape("page_first" if pf else "layer_first", s_pages, layers,
                                          width), dtype=torch.uint8, device=dev)
     if blocks is not None:   # the touched pages' blocks, by zero copy, in line
-        lim = s_pages * ps
-        ext.transfer(src, staging, blocks, blocks, token, pf, ps, s_pages, s_pages, layers, vb,
-                     sb, False, -1, True, lim, lim, 2, False, True, False)
+        # Each (page, layer) block as the one token of a page of size 1 whose scale segment
+        # is the whole block: 16 B accesses, a block's chunks on neighbouring threads.
+        ext.transfer(src, staging, blocks, blocks, token, pf, 1, s_pages, s_pages, layers,
+                     ps * vb, width, False, -1, True, s_pages, s_pages, 2, False, True, False)
         overlap = False
     elif overlap:
         # Host pools of both layouts keep their P * L rows `row` bytes apart in storage order,
