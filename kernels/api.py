@@ -314,8 +314,8 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
             if n:
                 how = _h2d_path(p, n) if p.scale_dma else None
                 if how is not None:
-                    blocks = None if how == "h2d" else device_block_ids(
-                        src_idx, p.page_size, p.s_shape.num_pages, p.s_lim)
+                    blocks = None if how == "h2d" else (lambda: device_block_ids(
+                        src_idx, p.page_size, p.s_shape.num_pages, p.s_lim))
                     seq = run_h2d(p.ext, src, dst, src_idx, dst_idx, p.args[:13],
                                   blocks=blocks)
                 elif p.page_order and wants_page_order(p.geo, n, p.s_shape.num_layers):

@@ -40,12 +40,13 @@ class BenchRow:
     layout: str
     direction: str
     granularity: str
-    order: str                      # rand, seq or partial (see the module docstring)
+    order: str                      # rand, seq, partial, sparse, sparseP (module docstring)
     bytes: int                      # payload bytes moved per transfer
     variant_gbs: dict[str, float]   # path -> GB/s (d2d counts read + write): v<k> zero-copy
                                     # kernel variants, sB/sL staged with batched/looped DMA
                                     # (whole pages), sD/sS host scales by 2D copy (overlapped
-                                    # / in line), pO scales in page order (kernels.scales)
+                                    # / in line), sK/sKs the touched pages' scale blocks
+                                    # (overlapped / in line), pO scales in page order
     default_gbs: float              # kernel: the default path on a validated plan
     api_gbs: float                  # transfer() with device ids
     baseline_gbs: float             # torch index_select / index_copy_
@@ -291,6 +292,7 @@ def _row(cfg, raw, gen, env) -> BenchRow:
         paths["sD"] = gb(lambda: build.launch(plan, staging="never", scales="always"))
         paths["sS"] = gb(lambda: build.launch(plan, staging="never", scales="serial"))
         paths["sK"] = gb(lambda: build.launch(plan, staging="never", scales="blocks"))
+        paths["sKs"] = gb(lambda: build.launch(plan, staging="never", scales="blocks-serial"))
     elif gran == "token" and geo.scale_bytes and direction == "d2d":
         paths["pO"] = gb(lambda: build.launch(plan, scales="always"))   # scales in page order
     default = gb(lambda: build.launch(plan))

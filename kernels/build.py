@@ -138,7 +138,8 @@ def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1,
     kernels.scales): "auto" moves them apart where measured faster (host to device when
     `wants_dma`, fp8 device to device, both with the default variant), "always" whenever it
     can, "serial" as always without overlapping the host 2D copy with the values, "blocks"
-    (host to device) the scale blocks of the touched host pages only, "never" not. A plan's
+    (host to device) the scale blocks of the touched host pages only ("blocks-serial": not
+    overlapped with the values), "never" not. A plan's
     cpu ids go to the device on its first launch and stay there (kernels.build._plan_ids).
     """
     import torch
@@ -179,7 +180,8 @@ def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1,
             return
         if how == "blocks":
             _scales.run_h2d(ext, plan.src, plan.dst, si, di, args,
-                            blocks=_plan_blocks(plan, si, dev)[0])
+                            blocks=_plan_blocks(plan, si, dev)[0],
+                            overlap=scales != "blocks-serial")
             return
         if "order" not in cache:
             cache["order"] = _scales.page_order_ids(si, di, plan.page_size)
@@ -229,7 +231,7 @@ def _h2d_scale_path(plan, scales: str):
 
     if scales in ("always", "serial"):
         return "h2d"
-    if scales == "blocks":
+    if scales in ("blocks", "blocks-serial"):
         return "blocks"
     geo, n, ps, shape = plan.geometry, plan.src_idx.numel(), plan.page_size, plan.src_shape
     if plan.src_idx.device.type == "cpu":

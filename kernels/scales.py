@@ -119,9 +119,11 @@ def _side_stream(dev):
 def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=None) -> int:
     """A host-to-device token transfer in parts. args: the binding's 13 arguments after the
     ids (kernels.api._Pools.args; variant and checks included). blocks: page ids of the host
-    pool (-1 to skip) whose scale blocks a zero-copy pass stages instead of the 2D copy of all.
-    Returns the value pass's sequence number (its checks report for the call; the scale
-    passes only skip bad ids)."""
+    pool (-1 to skip), or a function making them, whose scale blocks a zero-copy pass stages
+    instead of the 2D copy of all. overlap: the staging (and the making of its ids) on a side
+    stream while the values move, so no kernel boundary leaves the link idle. Returns the value
+    pass's sequence number (its checks report for the call; the scale passes only skip bad
+    ids)."""
     import torch
 
     token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
@@ -130,24 +132,25 @@ def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=
     cur = torch.cuda.current_stream(dev)
     staging = torch.empty(_compact_shape("page_first" if pf else "layer_first", s_pages, layers,
                                          width), dtype=torch.uint8, device=dev)
-    if blocks is not None:   # the touched pages' blocks, by zero copy, in line
-        # Each (page, layer) block as the one token of a page of size 1 whose scale segment
-        # is the whole block: 16 B accesses, a block's chunks on neighbouring threads.
-        ext.transfer(src, staging, blocks, blocks, token, pf, 1, s_pages, s_pages, layers,
-                     ps * vb, width, False, -1, True, s_pages, s_pages, 2, False, True, False)
-        overlap = False
-    elif overlap:
-        # Host pools of both layouts keep their P * L rows `row` bytes apart in storage order,
-        # and the compact pool keeps the same order: one 2D copy takes every scale block.
-        side = _side_stream(dev)
-        side.wait_stream(cur)     # earlier writes of the host pool, the staging allocation
-        with torch.cuda.stream(side):
+    side = _side_stream(dev) if overlap else cur
+    if overlap:
+        side.wait_stream(cur)     # earlier writes of the host pool, the ids, the staging pool
+    with torch.cuda.stream(side):
+        if blocks is None:
+            # Host pools of both layouts keep their P * L rows `row` bytes apart in storage
+            # order, and the compact pool keeps the same order: one 2D copy takes every block.
             ext.copy_2d(src, ps * vb, row, staging, 0, width, width, s_pages * layers)
-    else:
-        ext.copy_2d(src, ps * vb, row, staging, 0, width, width, s_pages * layers)
+        else:
+            # Each (page, layer) block as the one token of a page of size 1 whose scale
+            # segment is the whole block: 16 B accesses, a block's chunks on neighbouring
+            # threads, one 128 B request per 128 B.
+            ids = blocks() if callable(blocks) else blocks
+            ext.transfer(src, staging, ids, ids, token, pf, 1, s_pages, s_pages, layers,
+                         ps * vb, width, False, -1, True, s_pages, s_pages, 2, False, True,
+                         False)
     seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
     if overlap:
-        cur.wait_stream(_side_stream(dev))   # the staging pool is freed on `cur` after this
+        cur.wait_stream(side)     # the staging pool is freed on `cur` after this point
     ext.transfer(staging, dst, si, di, *args[:9], -1, *args[10:], 2, True, False, False)
     return seq
 
