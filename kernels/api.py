@@ -29,7 +29,7 @@ import weakref
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
 from . import scales as _scales
 from .scales import (device_block_ids, page_order_ids, random_pages, run_h2d, run_page_order,
-                     wants_blocks, wants_dma, wants_page_order)
+                     versions, wants_blocks, wants_dma, wants_page_order)
 
 __all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
 
@@ -346,14 +346,13 @@ def _ordered(p: _Pools, src, dst, si, di) -> int:
     objects, torch's in-place version counter unchanged) are a reused transfer, and get their
     scales in page order from the second call on (the sort is made once, on the device, with
     the id checks folded in: kernels.scales); new ids go in one launch, as sorting them per
-    call would cost more than it saves."""
-    c = p.order
-    if c is not None and c[0] is si and c[1] is di and c[2] == si._version \
-            and c[3] == di._version:
-        if c[4] is None:
-            c[4] = page_order_ids(si, di, p.page_size, (p.s_lim, p.d_lim))
-        return run_page_order(p.ext, src, dst, si, di, p.args[:13], c[4])
-    p.order = [si, di, si._version, di._version, None]
+    call would cost more than it saves, and so do inference tensors (no version counter)."""
+    c, key = p.order, versions(si, di)
+    if key is not None and c is not None and c[0] is si and c[1] is di and c[2] == key:
+        if c[3] is None:
+            c[3] = page_order_ids(si, di, p.page_size, (p.s_lim, p.d_lim))
+        return run_page_order(p.ext, src, dst, si, di, p.args[:13], c[3])
+    p.order = None if key is None else [si, di, key, None]   # inference tensors: no counter
     return p.ext.transfer(src, dst, si, di, *p.args)
 
 

@@ -139,8 +139,8 @@ def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1,
     `wants_dma`, fp8 device to device, both with the default variant), "always" whenever it
     can, "serial" as always without overlapping the host 2D copy with the values, "blocks"
     (host to device) the scale blocks of the touched host pages only ("blocks-serial": not
-    overlapped with the values), "never" not. A plan's
-    cpu ids go to the device on its first launch and stay there (kernels.build._plan_ids).
+    overlapped with the values), "never" not. A plan's cpu ids go to the device on its first
+    launch and stay there while unchanged (kernels.build._derived).
     """
     import torch
 
@@ -149,13 +149,8 @@ def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1,
     if staging != "never" and plan.src.device.type != plan.dst.device.type:
         from . import staged as _staged
 
-        key = ("staged", staging)
-        cache = getattr(plan, "_cache", None)
-        if cache is None:
-            cache = plan._cache = {}
-        if key not in cache:
-            cache[key] = _staged.plan_staged(plan, force=staging == "always")
-        sp = cache[key]
+        sp = _derived(plan, ("staged", staging),
+                      lambda: _staged.plan_staged(plan, force=staging == "always"))
         if sp is not None:
             with torch.cuda.device(dev):
                 _staged.run_staged(plan, sp, ext, variant=variant, dma_mode=dma_mode,
@@ -173,56 +168,64 @@ def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1,
         return
     from . import scales as _scales
 
-    cache = plan._cache = getattr(plan, "_cache", None) or {}
     with torch.cuda.device(dev):
         if how == "h2d":
             _scales.run_h2d(ext, plan.src, plan.dst, si, di, args, overlap=scales != "serial")
-            return
-        if how == "blocks":
+        elif how == "blocks":
             _scales.run_h2d(ext, plan.src, plan.dst, si, di, args,
                             blocks=_plan_blocks(plan, si, dev)[0],
                             overlap=scales != "blocks-serial")
-            return
-        if "order" not in cache:
-            cache["order"] = _scales.page_order_ids(si, di, plan.page_size)
-        _scales.run_page_order(ext, plan.src, plan.dst, si, di, args, cache["order"])
+        else:
+            order = _derived(plan, "order",
+                             lambda: _scales.page_order_ids(si, di, plan.page_size))
+            _scales.run_page_order(ext, plan.src, plan.dst, si, di, args, order)
+
+
+def _derived(plan, name, make):
+    """What a plan derives from its ids (their upload, the staged form, sorted or touched
+    pages), made on first use and kept under torch's version counters of the ids, so ids
+    changed in place are derived again; made every time for inference tensors (no counter)."""
+    from .scales import versions
+
+    key = versions(plan.src_idx, plan.dst_idx)
+    if key is None:
+        return make()
+    cache = plan._cache = getattr(plan, "_cache", None) or {}
+    hit = cache.get(name)
+    if hit is None or hit[0] != key:
+        hit = cache[name] = (key, make())
+    return hit[1]
 
 
 def _plan_ids(plan, dev):
     """The plan's ids on the device, uploaded once per plan (cpu ids): a per-launch upload
     cost 0.3-0.7 ms of a 128 MB host transfer (NOTES.md run 8), a pageable one a host wait
-    for the stream. Keyed by torch's version counters, so ids changed in place go again."""
+    for the stream."""
     si, di = plan.src_idx, plan.dst_idx
     if si.device == dev and di.device == dev:
         return si, di
-    cache = plan._cache = getattr(plan, "_cache", None) or {}
-    key = (si._version, di._version)
-    hit = cache.get("ids")
-    if hit is None or hit[0] != key:
-        if si.device.type == "cpu" and di.device.type == "cpu":
-            hit = (key, device_indices(si, di, dev))
-        else:       # one side on the device already: the other in one pinned copy
-            hit = (key, tuple(t if t.device == dev else
-                              t.pin_memory().to(dev, non_blocking=True) for t in (si, di)))
-        cache["ids"] = hit
-    return hit[1]
+    if si.device.type == "cpu" and di.device.type == "cpu":
+        return _derived(plan, "ids", lambda: device_indices(si, di, dev))
+    # one side on the device already: the other in one pinned copy
+    return _derived(plan, "ids", lambda: tuple(
+        t if t.device == dev else t.pin_memory().to(dev, non_blocking=True) for t in (si, di)))
 
 
 def _plan_blocks(plan, si_dev, dev):
-    """(ids of the host pages the plan touches, on the device; pages touched), once per plan:
-    read from cpu ids, marked on the device for device ids (the count an estimate: random)."""
+    """(ids of the host pages the plan touches, on the device; pages touched): read from cpu
+    ids, marked on the device for device ids (the count an estimate: random)."""
     from . import scales as _scales
 
-    cache = plan._cache = getattr(plan, "_cache", None) or {}
-    if "blocks" not in cache:
-        ids, ps, pages = plan.src_idx, plan.page_size, plan.src_shape.num_pages
+    ids, ps, pages = plan.src_idx, plan.page_size, plan.src_shape.num_pages
+
+    def make():
         if ids.device.type == "cpu":
             touched_pages, touched = _scales.block_ids(ids, ps)
-            cache["blocks"] = (touched_pages.pin_memory().to(dev, non_blocking=True), touched)
-        else:
-            cache["blocks"] = (_scales.device_block_ids(si_dev, ps, pages, pages * ps),
-                               _scales.random_pages(ids.numel(), pages))
-    return cache["blocks"]
+            return touched_pages.pin_memory().to(dev, non_blocking=True), touched
+        return (_scales.device_block_ids(si_dev, ps, pages, pages * ps),
+                _scales.random_pages(ids.numel(), pages))
+
+    return _derived(plan, "blocks", make)
 
 
 def _h2d_scale_path(plan, scales: str):
@@ -247,13 +250,10 @@ def _h2d_scale_path(plan, scales: str):
 
 
 def _plan_blocks_count(plan) -> int:
-    """Host pages the plan's cpu ids touch (counted once per plan)."""
-    cache = plan._cache = getattr(plan, "_cache", None) or {}
-    if "touched" not in cache:
-        from .scales import block_ids
+    """Host pages the plan's cpu ids touch."""
+    from .scales import block_ids
 
-        cache["touched"] = block_ids(plan.src_idx, plan.page_size)[1]
-    return cache["touched"]
+    return _derived(plan, "touched", lambda: block_ids(plan.src_idx, plan.page_size)[1])
 
 
 def _scale_path(plan, variant: int, scales: str):

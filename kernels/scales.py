@@ -28,7 +28,7 @@ written back whole, overwriting slots the transfer does not name.
 from __future__ import annotations
 
 __all__ = ["wants_dma", "wants_blocks", "wants_page_order", "run_h2d", "block_ids",
-           "device_block_ids", "random_pages", "page_order_ids", "run_page_order",
+           "device_block_ids", "random_pages", "versions", "page_order_ids", "run_page_order",
            "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION"]
 
 # A scale request saved per (token, layer) pays for this many bytes of the 2D copy: the link
@@ -99,6 +99,15 @@ def device_block_ids(host_ids, page_size: int, pages: int, limit: int):
     flags.index_fill_(0, page, True)      # a scalar fill: no value tensor to upload
     ids = torch.arange(pages, device=host_ids.device)
     return torch.where(flags[:pages], ids, torch.full_like(ids, -1))
+
+
+def versions(*tensors):
+    """torch's in-place version counters of the tensors, the key under which what is derived
+    from their values may be kept; None when one is an inference tensor (inference mode
+    keeps no counter: nothing derived from it is kept)."""
+    if any(t.is_inference() for t in tensors):
+        return None
+    return tuple(t._version for t in tensors)
 
 
 def _compact_shape(layout: str, pages: int, layers: int, width: int) -> tuple:

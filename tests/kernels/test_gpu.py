@@ -369,3 +369,35 @@ def test_a_plan_uploads_its_cpu_ids_once(direction):
         reference_transfer(src, want, si, b, geometry=GEOMETRIES["index_k_fp8"],
                            granularity="token", layout="page_first", page_size=64)
         assert torch.equal(d.cpu(), want)
+
+
+def test_inference_mode_ids_are_not_kept_across_calls(monkeypatch):
+    """Inference tensors keep no version counter: a plan built from them uploads its cpu ids
+    each launch, and transfer() gives them no page order (nothing derived is kept); both copy
+    right, also after the ids change in place."""
+    from wb_kernels import api, scales
+
+    monkeypatch.setattr(scales, "PAGE_ORDER_MIN_BYTES", 0)
+    gen = torch.Generator().manual_seed(22)
+    src, dst0 = _fp8_pools(gen)
+    with torch.inference_mode():
+        si = torch.randperm(8 * 64, generator=gen)[:200]
+        di = torch.randperm(6 * 64, generator=gen)[:200]
+        s_dev, di_dev = src.cuda(), di.cuda()
+        for step in range(2):
+            want = dst0.clone()
+            reference_transfer(src, want, si, di, geometry=GEOMETRIES["index_k_fp8"],
+                               granularity="token", layout="page_first", page_size=64)
+            d = dst0.cuda()
+            plan = api.plan_transfer(src.clone().pin_memory(), d, si, di_dev, **KW)
+            api.run_plan(plan)
+            api.run_plan(plan)
+            torch.cuda.synchronize()
+            assert torch.equal(d.cpu(), want), step
+            d.copy_(dst0)
+            si_dev = si.cuda()
+            for _ in range(2):
+                transfer(s_dev, d, si_dev, di_dev, **KW)
+            api.synchronize()
+            assert torch.equal(d.cpu(), want), step
+            si[:] = torch.randperm(8 * 64, generator=gen)[:200]     # in place

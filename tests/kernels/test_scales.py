@@ -89,8 +89,8 @@ def _plan(n_pages, host_ids, geometry="index_k_fp8"):
     from wb_kernels.api import Plan
 
     geo = GEOMETRIES[geometry]
-    return Plan(src_idx=host_ids, geometry=geo, page_size=64, src_shape=_shape(n_pages,
-                geometry=geometry))
+    return Plan(src_idx=host_ids, dst_idx=host_ids.clone(), geometry=geo, page_size=64,
+                src_shape=_shape(n_pages, geometry=geometry))
 
 
 def test_a_plan_takes_the_blocks_when_its_cpu_ids_touch_few_pages():
@@ -109,3 +109,30 @@ def test_a_plan_takes_the_blocks_when_its_cpu_ids_touch_few_pages():
     assert _h2d_scale_path(_plan(pages, scattered), "auto") is None
     assert _h2d_scale_path(_plan(pages, scattered), "blocks") == "blocks"
     assert _h2d_scale_path(_plan(pages, scattered), "serial") == "h2d"
+
+
+def test_what_a_plan_derives_from_its_ids_follows_them():
+    """Uploads, staged forms, sorted and touched pages are kept on the plan while its ids are
+    unchanged; ids changed in place are derived again; inference tensors (no version
+    counter) every time."""
+    import torch
+
+    from wb_kernels.api import Plan
+    from wb_kernels.build import _derived
+
+    made = []
+
+    def make():
+        made.append(1)
+        return len(made)
+
+    plan = Plan(src_idx=torch.tensor([1, 2, 3]), dst_idx=torch.tensor([4, 5, 6]))
+    assert _derived(plan, "x", make) == 1
+    assert _derived(plan, "x", make) == 1          # kept
+    plan.dst_idx[0] = 7                            # in place: a new version
+    assert _derived(plan, "x", make) == 2
+    assert _derived(plan, "x", make) == 2
+    with torch.inference_mode():
+        plan = Plan(src_idx=torch.tensor([1, 2]), dst_idx=torch.tensor([3, 4]))
+    assert _derived(plan, "x", make) == 3
+    assert _derived(plan, "x", make) == 4          # no counter: made again
