@@ -20,7 +20,8 @@ impl "auto" takes the CUDA kernel when a pool is on a GPU and the kernel builds,
 reference. On the GPU, host pages that a transfer covers in long runs move by DMA through a
 device staging pool (kernels/staged.py), the rest zero-copy; token rows with scales can move
 their scales apart from the values (host to device through a 2D copy of the host pool's scale
-blocks, fp8 device to device in page order: kernels/scales.py).
+blocks, or a zero-copy pass over the blocks of only the pages a call touches; fp8 device to
+device in page order: kernels/scales.py).
 
 Index tensors on the pools' device are checked by the kernel itself, with no host
 synchronisation: a bad id (out of range, a destination named twice) is raised as KernelError

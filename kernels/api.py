@@ -9,9 +9,10 @@ Where the data checks of the ids run (range, duplicate destinations):
   error of a launch is written to pinned host memory and raised as `KernelError` by the next
   `transfer()` on that device (which then moves nothing) or by `synchronize()`.
 - host-to-device token rows with a scale block, when the transfer names enough rows per host
-  page (`kernels.scales.wants_dma`): as above, in two launches (the values, which check and
-  report, then the scales from a device copy of the host pool's scale blocks, which skip the
-  same bad ids without reporting them again).
+  page (`kernels.scales.wants_dma`, `wants_blocks`): as above, in two launches (the values,
+  which check and report, then the scales from a device copy of the host pool's scale blocks,
+  which skip the same bad ids without reporting them again); the blocks of only the touched
+  pages take a third launch that skips the pages no valid id names.
 - fp8 token rows device to device, 64 MB and up, when the same index tensors come again
   unchanged: as above, the scales in page order (three launches; the scale passes skip the
   bad ids).
@@ -26,8 +27,9 @@ from __future__ import annotations
 import weakref
 
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
-from .scales import (page_order_ids, run_h2d, run_page_order, wants_dma,
-                     wants_page_order)
+from . import scales as _scales
+from .scales import (device_block_ids, page_order_ids, random_pages, run_h2d, run_page_order,
+                     versions, wants_blocks, wants_dma, wants_page_order)
 
 __all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
 
@@ -310,8 +312,12 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
         if p.fast(src_idx, dst_idx):
             n = src_idx.numel()
             if n:
-                if p.scale_dma and wants_dma(p.geo, p.s_shape, n, p.page_size):
-                    seq = run_h2d(p.ext, src, dst, src_idx, dst_idx, p.args[:13])
+                how = _h2d_path(p, n) if p.scale_dma else None
+                if how is not None:
+                    blocks = None if how == "h2d" else (lambda: device_block_ids(
+                        src_idx, p.page_size, p.s_shape.num_pages, p.s_lim))
+                    seq = run_h2d(p.ext, src, dst, src_idx, dst_idx, p.args[:13],
+                                  blocks=blocks)
                 elif p.page_order and wants_page_order(p.geo, n, p.s_shape.num_layers):
                     seq = _ordered(p, src, dst, src_idx, dst_idx)
                 else:
@@ -321,19 +327,32 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
     run_plan(_plan(p, src, dst, src_idx, dst_idx))
 
 
+def _h2d_path(p: _Pools, n: int):
+    """How the scales of host-to-device token rows with device ids move: "h2d" (2D copy of
+    the pool's whole scale region), "blocks" (the blocks of the pages the ids touch) or None
+    (with the values). The ids are not read: the pages touched are estimated as for random
+    ids, the most any n ids touch."""
+    touched = random_pages(n, p.s_shape.num_pages)
+    blocks = wants_blocks(p.geo, touched, n, p.page_size)
+    if blocks and touched <= _scales.BLOCK_FRACTION * p.s_shape.num_pages:
+        return "blocks"
+    if wants_dma(p.geo, p.s_shape, n, p.page_size):
+        return "h2d"
+    return "blocks" if blocks else None
+
+
 def _ordered(p: _Pools, src, dst, si, di) -> int:
     """fp8 rows device to device: index tensors handed again unchanged (the same tensor
     objects, torch's in-place version counter unchanged) are a reused transfer, and get their
     scales in page order from the second call on (the sort is made once, on the device, with
     the id checks folded in: kernels.scales); new ids go in one launch, as sorting them per
-    call would cost more than it saves."""
-    c = p.order
-    if c is not None and c[0] is si and c[1] is di and c[2] == si._version \
-            and c[3] == di._version:
-        if c[4] is None:
-            c[4] = page_order_ids(si, di, p.page_size, (p.s_lim, p.d_lim))
-        return run_page_order(p.ext, src, dst, si, di, p.args[:13], c[4])
-    p.order = [si, di, si._version, di._version, None]
+    call would cost more than it saves, and so do inference tensors (no version counter)."""
+    c, key = p.order, versions(si, di)
+    if key is not None and c is not None and c[0] is si and c[1] is di and c[2] == key:
+        if c[3] is None:
+            c[3] = page_order_ids(si, di, p.page_size, (p.s_lim, p.d_lim))
+        return run_page_order(p.ext, src, dst, si, di, p.args[:13], c[3])
+    p.order = None if key is None else [si, di, key, None]   # inference tensors: no counter
     return p.ext.transfer(src, dst, si, di, *p.args)
 
 

@@ -11,8 +11,12 @@ Each row times, on the same pools and ids:
   counted) or a pinned copy of it for the host directions, timed just before the row.
 Headline rows have random ids on both sides ("rand"); "seq" rows have consecutive ids on the
 host side (device to device: on the destination side), "partial" the prefixes of consecutive
-pages (a HiCache partial-page load). Times are medians of CUDA-event timings after warm-up;
-pools are several times the L2 so repeats do not measure the cache.
+pages (a HiCache partial-page load), "sparse" (host to device, a quarter of the size) 32 random
+slots in each of few random host pages (1 page in 11-12 of the pool: the touched pages' scale
+blocks are few), the pairs in random order ("sparseP": page by page). The page-order gate (kernels.scales.PAGE_ORDER_MIN_BYTES) is timed around its
+crossover: fp8 random rows device to device in one launch against page order, on a plan.
+Times are medians of CUDA-event timings after warm-up; pools are several times the L2 so
+repeats do not measure the cache.
 """
 
 from __future__ import annotations
@@ -36,12 +40,13 @@ class BenchRow:
     layout: str
     direction: str
     granularity: str
-    order: str                      # rand, seq or partial (see the module docstring)
+    order: str                      # rand, seq, partial, sparse, sparseP (module docstring)
     bytes: int                      # payload bytes moved per transfer
     variant_gbs: dict[str, float]   # path -> GB/s (d2d counts read + write): v<k> zero-copy
                                     # kernel variants, sB/sL staged with batched/looped DMA
                                     # (whole pages), sD/sS host scales by 2D copy (overlapped
-                                    # / in line), pO scales in page order (kernels.scales)
+                                    # / in line), sK/sKs the touched pages' scale blocks
+                                    # (overlapped / in line), pO scales in page order
     default_gbs: float              # kernel: the default path on a validated plan
     api_gbs: float                  # transfer() with device ids
     baseline_gbs: float             # torch index_select / index_copy_
@@ -65,6 +70,7 @@ class BenchReport:
     rows: list[BenchRow] = field(default_factory=list)
     latency_us: dict[str, dict[str, float]] = field(default_factory=dict)
     sweep: list[dict] = field(default_factory=list)
+    gate: list[dict] = field(default_factory=list)
 
     def table(self) -> list[str]:
         out = [f"wb kernel bench on {self.device} (torch {self.torch})",
@@ -94,6 +100,14 @@ class BenchReport:
                            f"{s['kernel']:7.1f} ({100 * s['kernel'] / s['ceil']:5.1f}%)  api "
                            f"{s['api']:7.1f} ({100 * s['api'] / s['ceil']:5.1f}%)  api/k "
                            f"{s['api'] / s['kernel']:5.3f}")
+        if self.gate:
+            out.append("fp8 page-order gate (random rows d2d, plan; GB/s, % of the same-size "
+                       "copy; order/one > 1: page order faster):")
+            for g in self.gate:
+                out.append(f"  {g['mb']:7.1f} MB  ceil {g['ceil']:7.1f}  one launch "
+                           f"{g['one']:7.1f} ({100 * g['one'] / g['ceil']:5.1f}%)  page order "
+                           f"{g['order']:7.1f} ({100 * g['order'] / g['ceil']:5.1f}%)  order/one "
+                           f"{g['order'] / g['one']:5.3f}  default {g['default']:7.1f}")
         if self.latency_us:
             out.append("small transfer (64 tokens of index_k_bf16 x 4 layers = 64 KiB), "
                        "microseconds per call, median:")
@@ -108,7 +122,7 @@ class BenchReport:
                               default_pct_ceiling=100 * r.default_gbs / r.ceiling_gbs,
                               api_pct_ceiling=100 * r.api_gbs / r.ceiling_gbs)
                          for r in self.rows],
-                "sweep": self.sweep, "latency_us": self.latency_us}
+                "sweep": self.sweep, "gate": self.gate, "latency_us": self.latency_us}
 
 
 def _time_ms(fn, *, reps: int, warmup: int = 3, inner: int = 1) -> float:
@@ -167,6 +181,8 @@ def _copy_gbs(direction: str, nbytes: int, raw_a, raw_b, raw_host) -> float:
 def _configs(quick: bool):
     tok = [(g, "page_first", d, "token", o) for o in ("rand", "seq") for g in GEOMETRIES
            for d in ("d2d", "d2h", "h2d")]
+    tok += [(g, "page_first", "h2d", "token", o) for o in ("sparse", "sparseP")
+            for g in ("c4_latent", "index_k_fp8")]
     rest = [("index_k_bf16", "layer_first", "d2d", "token", "rand")]
     rest += [(g, "page_first", "d2d", "page", o) for o in ("rand", "seq") for g in GEOMETRIES]
     rest += [("index_k_bf16", "page_first", d, "page", o) for o in ("rand", "seq")
@@ -212,6 +228,9 @@ def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers:
     if progress:
         progress("size sweep")
     report.sweep = _sweep(raw, gen, env, quick)
+    if progress:
+        progress("page-order gate")
+    report.gate = _gate(raw, gen, env, quick)
     report.latency_us = _latency(*raw, layers)
     return report
 
@@ -242,6 +261,8 @@ def _row(cfg, raw, gen, env) -> BenchRow:
     src, dst, s_pages, d_pages = _pools_for(geometry, layout, direction, raw, layers)
     unit = geo.bytes_per_token if gran == "token" else geo.page_bytes(ps)
     target = 4 * env["moved"] if direction == "d2d" else env["moved"]
+    if order.startswith("sparse"):
+        target //= 4
     si, di = _bench_ids(direction, gran, order, n=target // (unit * layers), s_pages=s_pages,
                         d_pages=d_pages, ps=ps, gen=gen)
     si_d, di_d = si.cuda(), di.cuda()
@@ -270,6 +291,8 @@ def _row(cfg, raw, gen, env) -> BenchRow:
         # the scales apart (kernels.scales): 2D copy overlapped with the values, or in line
         paths["sD"] = gb(lambda: build.launch(plan, staging="never", scales="always"))
         paths["sS"] = gb(lambda: build.launch(plan, staging="never", scales="serial"))
+        paths["sK"] = gb(lambda: build.launch(plan, staging="never", scales="blocks"))
+        paths["sKs"] = gb(lambda: build.launch(plan, staging="never", scales="blocks-serial"))
     elif gran == "token" and geo.scale_bytes and direction == "d2d":
         paths["pO"] = gb(lambda: build.launch(plan, scales="always"))   # scales in page order
     default = gb(lambda: build.launch(plan))
@@ -317,6 +340,33 @@ def _sweep(raw, gen, env, quick: bool) -> list[dict]:
     return out
 
 
+def _gate(raw, gen, env, quick: bool) -> list[dict]:
+    """fp8 random rows device to device around the page-order gate: one launch (v0) against
+    the scales in page order (sorted once on the plan), and the plan's default."""
+    from . import api, build
+
+    geometry, layout, ps = "index_k_fp8", "page_first", 64
+    src, dst, s_pages, d_pages = _pools_for(geometry, layout, "d2d", raw, env["layers"], ps)
+    unit = GEOMETRIES[geometry].bytes_per_token
+    out = []
+    for mb in ((16, 64) if quick else (24, 32, 48, 64, 80, 96, 128)):
+        n = (mb << 20) // (unit * env["layers"])
+        si, di = _bench_ids("d2d", "token", "rand", n=n, s_pages=s_pages, d_pages=d_pages,
+                            ps=ps, gen=gen)
+        plan = api.plan_transfer(src, dst, si.cuda(), di.cuda(), impl="cuda", geometry=geometry,
+                                 granularity="token", layout=layout, page_size=ps)
+        moved = si.numel() * env["layers"] * unit
+
+        def gbs(**kw):
+            return 2 * moved / _time_ms(lambda: build.launch(plan, **kw), reps=env["reps"],
+                                        inner=20) / 1e6
+
+        out.append({"mb": moved / 1e6, "ceil": _copy_gbs("d2d", moved, *raw),
+                    "one": gbs(scales="never"), "order": gbs(scales="always"),
+                    "default": gbs()})
+    return out
+
+
 def _bench_ids(direction, gran, order, *, n, s_pages, d_pages, ps, gen):
     """Random rows on the device side (device to device: the source); on the other side
     consecutive rows (seq), random rows (rand) or the prefixes of consecutive pages (partial)."""
@@ -328,6 +378,15 @@ def _bench_ids(direction, gran, order, *, n, s_pages, d_pages, ps, gen):
     per = ps if gran == "token" else 1
     dev_lim = (s_pages if dev_is_src else d_pages) * per
     other_lim = (d_pages if dev_is_src else s_pages) * per
+    if order.startswith("sparse"):    # 32 random slots in each of few random host pages
+        k = n // 32
+        pages = torch.randperm(other_lim // ps, generator=gen)[:k]
+        slots = torch.rand(k, ps, generator=gen).argsort(1)[:, :32]
+        other = (pages[:, None] * ps + slots).reshape(-1)
+        if order == "sparse":         # the pairs in random order (sparseP: page by page)
+            other = other[torch.randperm(other.numel(), generator=gen)]
+        dev = torch.randperm(dev_lim, generator=gen)[:other.numel()]
+        return (dev, other) if dev_is_src else (other, dev)
     if order == "partial":
         lengths = _page_lengths(n, True, gen)
         slots = torch.arange(ps)

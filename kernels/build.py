@@ -137,7 +137,10 @@ def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1,
     DMA chunks with the kernel stage on a side stream. scales (token rows with a scale block,
     kernels.scales): "auto" moves them apart where measured faster (host to device when
     `wants_dma`, fp8 device to device, both with the default variant), "always" whenever it
-    can, "serial" as always without overlapping the host 2D copy with the values, "never" not.
+    can, "serial" as always without overlapping the host 2D copy with the values, "blocks"
+    (host to device) the scale blocks of the touched host pages only ("blocks-serial": not
+    overlapped with the values), "never" not. A plan's cpu ids go to the device on its first
+    launch and stay there while unchanged (kernels.build._derived).
     """
     import torch
 
@@ -146,19 +149,14 @@ def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1,
     if staging != "never" and plan.src.device.type != plan.dst.device.type:
         from . import staged as _staged
 
-        key = ("staged", staging)
-        cache = getattr(plan, "_cache", None)
-        if cache is None:
-            cache = plan._cache = {}
-        if key not in cache:
-            cache[key] = _staged.plan_staged(plan, force=staging == "always")
-        sp = cache[key]
+        sp = _derived(plan, ("staged", staging),
+                      lambda: _staged.plan_staged(plan, force=staging == "always"))
         if sp is not None:
             with torch.cuda.device(dev):
                 _staged.run_staged(plan, sp, ext, variant=variant, dma_mode=dma_mode,
                                    pipelined=pipelined)
             return
-    si, di = device_indices(plan.src_idx, plan.dst_idx, dev)
+    si, di = _plan_ids(plan, dev)
     g = plan.addr
     # The binding sets the pools' device itself (a Python device context costs ~3 us).
     args = (plan.granularity == "token", plan.layout == "page_first", plan.page_size,
@@ -173,15 +171,93 @@ def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1,
     with torch.cuda.device(dev):
         if how == "h2d":
             _scales.run_h2d(ext, plan.src, plan.dst, si, di, args, overlap=scales != "serial")
-            return
-        cache = plan._cache = getattr(plan, "_cache", None) or {}
-        if "order" not in cache:
-            cache["order"] = _scales.page_order_ids(si, di, plan.page_size)
-        _scales.run_page_order(ext, plan.src, plan.dst, si, di, args, cache["order"])
+        elif how == "blocks":
+            _scales.run_h2d(ext, plan.src, plan.dst, si, di, args,
+                            blocks=_plan_blocks(plan, si, dev)[0],
+                            overlap=scales != "blocks-serial")
+        else:
+            order = _derived(plan, "order",
+                             lambda: _scales.page_order_ids(si, di, plan.page_size))
+            _scales.run_page_order(ext, plan.src, plan.dst, si, di, args, order)
+
+
+def _derived(plan, name, make):
+    """What a plan derives from its ids (their upload, the staged form, sorted or touched
+    pages), made on first use and kept under torch's version counters of the ids, so ids
+    changed in place are derived again; made every time for inference tensors (no counter)."""
+    from .scales import versions
+
+    key = versions(plan.src_idx, plan.dst_idx)
+    if key is None:
+        return make()
+    cache = plan._cache = getattr(plan, "_cache", None) or {}
+    hit = cache.get(name)
+    if hit is None or hit[0] != key:
+        hit = cache[name] = (key, make())
+    return hit[1]
+
+
+def _plan_ids(plan, dev):
+    """The plan's ids on the device, uploaded once per plan (cpu ids): a per-launch upload
+    cost 0.3-0.7 ms of a 128 MB host transfer (NOTES.md run 8), a pageable one a host wait
+    for the stream."""
+    si, di = plan.src_idx, plan.dst_idx
+    if si.device == dev and di.device == dev:
+        return si, di
+    if si.device.type == "cpu" and di.device.type == "cpu":
+        return _derived(plan, "ids", lambda: device_indices(si, di, dev))
+    # one side on the device already: the other in one pinned copy
+    return _derived(plan, "ids", lambda: tuple(
+        t if t.device == dev else t.pin_memory().to(dev, non_blocking=True) for t in (si, di)))
+
+
+def _plan_blocks(plan, si_dev, dev):
+    """(ids of the host pages the plan touches, on the device; pages touched): read from cpu
+    ids, marked on the device for device ids (the count an estimate: random)."""
+    from . import scales as _scales
+
+    ids, ps, pages = plan.src_idx, plan.page_size, plan.src_shape.num_pages
+
+    def make():
+        if ids.device.type == "cpu":
+            touched_pages, touched = _scales.block_ids(ids, ps)
+            return touched_pages.pin_memory().to(dev, non_blocking=True), touched
+        return (_scales.device_block_ids(si_dev, ps, pages, pages * ps),
+                _scales.random_pages(ids.numel(), pages))
+
+    return _derived(plan, "blocks", make)
+
+
+def _h2d_scale_path(plan, scales: str):
+    """"h2d" (2D copy of the whole region), "blocks" (the touched pages' blocks) or None."""
+    from . import scales as _scales
+
+    if scales in ("always", "serial"):
+        return "h2d"
+    if scales in ("blocks", "blocks-serial"):
+        return "blocks"
+    geo, n, ps, shape = plan.geometry, plan.src_idx.numel(), plan.page_size, plan.src_shape
+    if plan.src_idx.device.type == "cpu":
+        touched = _plan_blocks_count(plan)
+    else:
+        touched = _scales.random_pages(n, shape.num_pages)
+    blocks = _scales.wants_blocks(geo, touched, n, ps)
+    if blocks and touched <= _scales.BLOCK_FRACTION * shape.num_pages:
+        return "blocks"
+    if _scales.wants_dma(geo, shape, n, ps):
+        return "h2d"
+    return "blocks" if blocks else None
+
+
+def _plan_blocks_count(plan) -> int:
+    """Host pages the plan's cpu ids touch."""
+    from .scales import block_ids
+
+    return _derived(plan, "touched", lambda: block_ids(plan.src_idx, plan.page_size)[1])
 
 
 def _scale_path(plan, variant: int, scales: str):
-    """"h2d", "order" (kernels.scales) or None: how the plan's scale blocks move."""
+    """"h2d", "blocks", "order" (kernels.scales) or None: how the plan's scale blocks move."""
     geo = plan.geometry
     if (scales == "never" or plan.buggy or plan.granularity != "token" or geo.scale_bytes == 0
             or plan.src_idx.numel() == 0):
@@ -189,10 +265,7 @@ def _scale_path(plan, variant: int, scales: str):
     forced = scales != "auto"
     if plan.src.device.type == "cpu" and plan.dst.device.type == "cuda":
         if forced or variant < 0:
-            from .scales import wants_dma
-
-            if forced or wants_dma(geo, plan.src_shape, plan.src_idx.numel(), plan.page_size):
-                return "h2d"
+            return _h2d_scale_path(plan, scales)
         return None
     if plan.src.device.type == "cuda" and plan.dst.device.type == "cuda":
         # fp8 rows gained 9 points of the copy in page order from ~64 MB; c4 rows nothing

@@ -270,20 +270,26 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
                 kw = dict(geometry=geometry, granularity="token", layout=layout, page_size=64)
                 name = f"{geometry} {layout} token {kind} n={si.numel()}"
                 runs = [("h2d", "always", False), ("h2d", "serial", True), ("d2d", "always", True),
-                        ("h2d", "transfer", True)]
+                        ("h2d", "transfer", True), ("h2d", "blocks", False),
+                        ("h2d", "blocks", True), ("h2d", "transfer-blocks", True)]
                 for direction, how, on_dev in runs:
                     if progress:
                         progress(f"scales {name} {direction} {how}")
-                    keep = scales.SCALE_DMA_BYTES_PER_ROW
+                    keep = (scales.SCALE_DMA_BYTES_PER_ROW, scales.BLOCK_MARGIN,
+                            scales.BLOCK_FRACTION)
+                    api = how.startswith("transfer")
                     try:
                         if how == "transfer":     # every call takes the 2D copy
                             scales.SCALE_DMA_BYTES_PER_ROW = 1 << 40
+                        elif how == "transfer-blocks":   # the touched pages' blocks
+                            scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = 0, 2
                         bad, compared, _, _ = r.one(
                             direction, src, si, di, 32, kw, on_dev,
-                            staging="auto" if how == "transfer" else "never",
-                            scales="auto" if how == "transfer" else how)
+                            staging="auto" if api else "never",
+                            scales="auto" if api else how)
                     finally:
-                        scales.SCALE_DMA_BYTES_PER_ROW = keep
+                        (scales.SCALE_DMA_BYTES_PER_ROW, scales.BLOCK_MARGIN,
+                         scales.BLOCK_FRACTION) = keep
                     report.cases.append(CaseResult("transfer", f"{name} {direction} scales={how}",
                                                    bad == 0, bad, compared))
                 # transfer() handed the same device ids again: page order from the second call
@@ -431,16 +437,20 @@ def _device_checked(r: _Runner, report: CheckReport):
         ("duplicate destinations", "token", [1, 2, 3], [4, 5, 4], "already written", None),
     ]
     # d2d: one checked launch; h2d-dma: values checked, scales from the 2D copy's staging pool
+    # (h2d-blocks: from the touched pages' blocks, which skip the pages of bad ids)
     # skipping the same ids; d2d-order: the same id tensors a second time (scales in page order)
-    modes = ("d2d", "h2d-dma", "d2d-order")
+    modes = ("d2d", "h2d-dma", "d2d-order", "h2d-blocks")
     for (name, gran, s_ids, d_ids, fragment, keep), mode in itertools.product(cases, modes):
         si, di = torch.tensor(s_ids), torch.tensor(d_ids)
         d = dst0.cuda()
-        src_d = src.cuda() if mode != "h2d-dma" else src.clone().pin_memory()
+        src_d = src.clone().pin_memory() if mode.startswith("h2d") else src.cuda()
         a, b = si.cuda(), di.cuda()
         notes, oks = [], []
-        force = scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES
+        force = (scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES,
+                 scales.BLOCK_MARGIN, scales.BLOCK_FRACTION)
         scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES = 1 << 40, 0
+        if mode == "h2d-blocks":
+            scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = 0, 2
         try:
             for _ in range(2 if mode == "d2d-order" else 1):
                 d.copy_(dst0)
@@ -453,7 +463,8 @@ def _device_checked(r: _Runner, report: CheckReport):
                     notes.append(f"KernelError: {exc.message}")
                     oks.append(fragment in exc.message)
         finally:
-            scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES = force
+            (scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES, scales.BLOCK_MARGIN,
+             scales.BLOCK_FRACTION) = force
         ok, note = all(oks), "; ".join(notes)
         got = d.cpu()
         wants = []

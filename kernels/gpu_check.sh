@@ -80,7 +80,7 @@ fi
 if want memcheck; then
   stamp memcheck
   SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-  timeout 150 "$SAN" --tool memcheck --leak-check no "$PY" - > "$OUT/sanitizer.txt" 2>&1 <<'PYEOF'
+  timeout 200 "$SAN" --tool memcheck --leak-check no "$PY" - > "$OUT/sanitizer.txt" 2>&1 <<'PYEOF'
 import torch
 from kernels import api, build, transfer
 from kernels.cases import make_pool, index_set
@@ -145,9 +145,16 @@ for g in ("c4_latent", "index_k_fp8"):
                                      impl="cuda")
             build.launch(plan, staging="never", scales="always")
             build.launch(plan, staging="never", scales="serial")
-# Bad device ids through them: every call takes the 2D copy; d2d ids handed twice.
+            if s is host:   # the touched pages' blocks (cpu ids, then device ids)
+                build.launch(plan, staging="never", scales="blocks")
+                plan = api.plan_transfer(s, out, si.cuda(), di.cuda(), geometry=g,
+                                         granularity="token", layout=lay, impl="cuda")
+                build.launch(plan, staging="never", scales="blocks")
+# Bad device ids through them: every call takes the 2D copy (then the touched pages' blocks);
+# d2d ids handed twice.
 from kernels import scales
 scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES = 1 << 40, 0
+keep_blocks = (scales.BLOCK_MARGIN, scales.BLOCK_FRACTION)
 for g in ("c4_latent", "index_k_fp8"):
     a_h = make_pool(g, "page_first", 8, 2, 64, gen=gen).pin_memory()
     a_d = a_h.cuda()
@@ -155,8 +162,9 @@ for g in ("c4_latent", "index_k_fp8"):
     for s_ids, d_ids in (([1, 2, 8 * 64 + 5, 3], [4, 5, 6, 7]), ([1, 2, 3], [4, -7, 6]),
                          ([1, 2, 3], [6 * 64, 5, 4]), ([1, 2, 3], [4, 5, 4])):
         s_t, d_t = torch.tensor(s_ids).cuda(), torch.tensor(d_ids).cuda()
-        for src_pool, times in ((a_h, 1), (a_d, 2)):
-            for _ in range(times):
+        for src_pool, times in ((a_h, 1), (a_d, 2), (a_h, -1)):
+            scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = (0, 2) if times < 0 else keep_blocks
+            for _ in range(abs(times)):
                 try:
                     transfer(src_pool, b, s_t, d_t, geometry=g, granularity="token",
                              layout="page_first", impl="cuda")

@@ -8,6 +8,13 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   6: the link serves ~430 M requests/s whatever their size), so fp8 rows ran at half the link.
   The 2D copy moves the whole scale region of the pool (~30-37 GB/s, run 7), so it pays only
   when the transfer names enough rows per pool page: `wants_dma`.
+- Host to device, the blocks of the touched pages only (`wants_blocks`, `run_h2d(blocks=)`):
+  when a call names several rows in each page it touches but few pages of the pool, a zero-copy
+  pass copies the whole scale blocks of those pages (256 B fp8, 512 B c4 per layer, in 128 B
+  requests) into the staging pool instead of the 2D copy of all of them. The touched pages are
+  read on the host for plans with cpu ids (`block_ids`); for device ids they are marked on the
+  device (`device_block_ids`, no synchronisation) and their number estimated as for random
+  ids, which touch the most pages for a given count.
 - Device to device, fp8 rows from 64 MB, reused ids (`page_order_ids`, `run_page_order`):
   the scales gathered in source order into a compact scratch pool, then scattered from it in
   destination order, so each pass reads or writes neighbouring 4 B slots together instead of
@@ -20,8 +27,9 @@ written back whole, overwriting slots the transfer does not name.
 
 from __future__ import annotations
 
-__all__ = ["wants_dma", "wants_page_order", "run_h2d", "page_order_ids", "run_page_order",
-           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES"]
+__all__ = ["wants_dma", "wants_blocks", "wants_page_order", "run_h2d", "block_ids",
+           "device_block_ids", "random_pages", "versions", "page_order_ids", "run_page_order",
+           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION"]
 
 # A scale request saved per (token, layer) pays for this many bytes of the 2D copy: the link
 # serves ~430 M requests/s, the 2D copy of 256-512 B blocks ~33 GB/s (NOTES.md runs 6-7).
@@ -30,6 +38,15 @@ SCALE_DMA_BYTES_PER_ROW = 77
 # Page order adds two launches: fp8 rows measured 15% slower at 33.6 MB, 12% faster at 134 MB
 # and 21% at 537 MB (NOTES.md run 8); the times cross near 64 MB.
 PAGE_ORDER_MIN_BYTES = 64 << 20
+
+# The blocks of the touched pages replace one scale request per (row, layer) by one 128 B
+# request per 128 B of block (the link counts requests, not bytes: NOTES.md run 6); they pay
+# when the rows' requests outnumber the blocks' by this margin (two more launches).
+BLOCK_MARGIN = 1.25
+# Where the 2D copy of the whole region would do too, the blocks are taken when the pages
+# touched are at most this share of the pool (their bytes then clearly fewer).
+BLOCK_FRACTION = 0.5
+REQUEST_BYTES = 128
 
 
 def wants_page_order(geo, n: int, layers: int) -> bool:
@@ -47,6 +64,52 @@ def wants_dma(geo, host_shape, n: int, page_size: int) -> bool:
     return region <= SCALE_DMA_BYTES_PER_ROW * n * host_shape.num_layers
 
 
+def wants_blocks(geo, touched: float, n: int, page_size: int) -> bool:
+    """True when copying the whole scale blocks of `touched` host pages (by zero copy, 128 B
+    requests) takes fewer link requests than the n rows' own scales, by BLOCK_MARGIN."""
+    if geo.scale_bytes == 0 or n == 0:
+        return False
+    return n >= BLOCK_MARGIN * touched * (page_size * geo.scale_bytes / REQUEST_BYTES)
+
+
+def random_pages(n: int, pages: int) -> float:
+    """Pages touched, on average, by n distinct random ids of a pool of `pages` pages (ids of
+    any other order touch no more): what device ids, which are not read, are assumed to do."""
+    import math
+
+    return pages * -math.expm1(n * math.log1p(-1 / pages)) if pages > 1 else float(pages)
+
+
+def block_ids(host_ids, page_size: int):
+    """(the pages the cpu ids touch, sorted, and their number)."""
+    import torch
+
+    pages = torch.unique(torch.div(host_ids, page_size, rounding_mode="floor"))
+    return pages, int(pages.numel())
+
+
+def device_block_ids(host_ids, page_size: int, pages: int, limit: int):
+    """Every page id of the pool, -1 for the pages the device ids do not touch (the block
+    pass skips them, as it skips bad ids); made on the device with no synchronisation."""
+    import torch
+
+    ok = (host_ids >= 0) & (host_ids < limit)
+    page = torch.where(ok, torch.div(host_ids, page_size, rounding_mode="floor"), pages)
+    flags = torch.zeros(pages + 1, dtype=torch.bool, device=host_ids.device)
+    flags.index_fill_(0, page, True)      # a scalar fill: no value tensor to upload
+    ids = torch.arange(pages, device=host_ids.device)
+    return torch.where(flags[:pages], ids, torch.full_like(ids, -1))
+
+
+def versions(*tensors):
+    """torch's in-place version counters of the tensors, the key under which what is derived
+    from their values may be kept; None when one is an inference tensor (inference mode
+    keeps no counter: nothing derived from it is kept)."""
+    if any(t.is_inference() for t in tensors):
+        return None
+    return tuple(t._version for t in tensors)
+
+
 def _compact_shape(layout: str, pages: int, layers: int, width: int) -> tuple:
     return (pages, layers, width) if layout == "page_first" else (layers, pages, width)
 
@@ -62,10 +125,14 @@ def _side_stream(dev):
     return _SIDE[dev]
 
 
-def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True) -> int:
+def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=None) -> int:
     """A host-to-device token transfer in parts. args: the binding's 13 arguments after the
-    ids (kernels.api._Pools.args; variant and checks included). Returns the value pass's
-    sequence number (its checks report for the call; the scale pass only skips bad ids)."""
+    ids (kernels.api._Pools.args; variant and checks included). blocks: page ids of the host
+    pool (-1 to skip), or a function making them, whose scale blocks a zero-copy pass stages
+    instead of the 2D copy of all. overlap: the staging (and the making of its ids) on a side
+    stream while the values move, so no kernel boundary leaves the link idle. Returns the value
+    pass's sequence number (its checks report for the call; the scale passes only skip bad
+    ids)."""
     import torch
 
     token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
@@ -74,15 +141,22 @@ def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True) -> int:
     cur = torch.cuda.current_stream(dev)
     staging = torch.empty(_compact_shape("page_first" if pf else "layer_first", s_pages, layers,
                                          width), dtype=torch.uint8, device=dev)
-    # Host pools of both layouts keep their P * L rows `row` bytes apart in storage order, and
-    # the compact pool keeps the same order: one 2D copy takes every scale block.
     side = _side_stream(dev) if overlap else cur
     if overlap:
-        side.wait_stream(cur)     # earlier writes of the host pool, the staging allocation
-        with torch.cuda.stream(side):
+        side.wait_stream(cur)     # earlier writes of the host pool, the ids, the staging pool
+    with torch.cuda.stream(side):
+        if blocks is None:
+            # Host pools of both layouts keep their P * L rows `row` bytes apart in storage
+            # order, and the compact pool keeps the same order: one 2D copy takes every block.
             ext.copy_2d(src, ps * vb, row, staging, 0, width, width, s_pages * layers)
-    else:
-        ext.copy_2d(src, ps * vb, row, staging, 0, width, width, s_pages * layers)
+        else:
+            # Each (page, layer) block as the one token of a page of size 1 whose scale
+            # segment is the whole block: 16 B accesses, a block's chunks on neighbouring
+            # threads, one 128 B request per 128 B.
+            ids = blocks() if callable(blocks) else blocks
+            ext.transfer(src, staging, ids, ids, token, pf, 1, s_pages, s_pages, layers,
+                         ps * vb, width, False, -1, True, s_pages, s_pages, 2, False, True,
+                         False)
     seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
     if overlap:
         cur.wait_stream(side)     # the staging pool is freed on `cur` after this point

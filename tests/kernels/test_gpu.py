@@ -203,12 +203,23 @@ def _force_scale_dma(monkeypatch):
     monkeypatch.setattr(scales, "PAGE_ORDER_MIN_BYTES", 0)
 
 
+def _force_blocks(monkeypatch):
+    """Every host-to-device transfer() with scales takes the touched pages' blocks."""
+    from wb_kernels import scales
+
+    monkeypatch.setattr(scales, "BLOCK_MARGIN", 0)
+    monkeypatch.setattr(scales, "BLOCK_FRACTION", 2)
+
+
 @pytest.mark.parametrize("geometry", ["c4_latent", "index_k_fp8"])
 @pytest.mark.parametrize("layout", ["page_first", "layer_first"])
-@pytest.mark.parametrize("path", ["always", "serial", "transfer"])
+@pytest.mark.parametrize("path", ["always", "serial", "transfer", "blocks", "blocks-device-ids",
+                                  "transfer-blocks"])
 def test_host_scales_through_a_2d_copy_match_the_reference(geometry, layout, path, monkeypatch):
     """Host to device, the scales apart: the host pool's scale blocks go to a device staging
-    pool in one 2D copy (on a side stream, or in line), the values by zero copy."""
+    pool in one 2D copy (on a side stream, or in line), or only the blocks of the pages the
+    ids touch by zero copy (cpu ids read on the host, device ids marked on the device); the
+    values by zero copy."""
     from wb_kernels import api, build
 
     gen = torch.Generator().manual_seed(11)
@@ -223,13 +234,17 @@ def test_host_scales_through_a_2d_copy_match_the_reference(geometry, layout, pat
     reference_transfer(src, want, si, di, geometry=GEOMETRIES[geometry], granularity="token",
                        layout=layout, page_size=64)
     s, d = src.clone().pin_memory(), dst0.cuda()
-    if path == "transfer":
-        _force_scale_dma(monkeypatch)
+    if path.startswith("transfer"):
+        if path == "transfer":
+            _force_scale_dma(monkeypatch)
+        else:
+            _force_blocks(monkeypatch)
         transfer(s, d, si.cuda(), di.cuda(), impl="cuda", **kw)
         api.synchronize()
     else:
-        plan = api.plan_transfer(s, d, si, di, impl="cuda", **kw)
-        build.launch(plan, staging="never", scales=path)
+        on_dev = path == "blocks-device-ids"
+        plan = api.plan_transfer(s, d, si.cuda() if on_dev else si, di, impl="cuda", **kw)
+        build.launch(plan, staging="never", scales="blocks" if on_dev else path)
         torch.cuda.synchronize()
     assert torch.equal(d.cpu(), want)
 
@@ -285,16 +300,21 @@ def test_scales_apart_take_no_host_synchronisation(monkeypatch):
             transfer(host, dev_a, si, di, **KW)          # 2D copy of the host scales
         for _ in range(3):
             transfer(d2d_src, dev_b, si, di, **KW)       # page order from the second call
+        _force_blocks(monkeypatch)
+        for _ in range(3):
+            transfer(host, dev_a, si, di, **KW)          # the touched pages' blocks
     finally:
         torch.cuda.set_sync_debug_mode("default")
     api.synchronize()
 
 
-@pytest.mark.parametrize("path", ["h2d", "d2d-again"])
+@pytest.mark.parametrize("path", ["h2d", "d2d-again", "h2d-blocks"])
 def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch):
     from wb_kernels import api
 
     _force_scale_dma(monkeypatch)
+    if path == "h2d-blocks":
+        _force_blocks(monkeypatch)
     gen = torch.Generator().manual_seed(14)
     src, dst0 = _fp8_pools(gen)
     si, di = torch.tensor([1, 2, 8 * 64, 9, 3]), torch.tensor([4, 5, 6, 7, -2])
@@ -302,12 +322,82 @@ def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch)
     reference_transfer(src, want, si[[0, 1, 3]], di[[0, 1, 3]],
                        geometry=GEOMETRIES["index_k_fp8"], granularity="token",
                        layout="page_first", page_size=64)
-    s = src.clone().pin_memory() if path == "h2d" else src.cuda()
+    s = src.clone().pin_memory() if path.startswith("h2d") else src.cuda()
     d = dst0.cuda()
     a, b = si.cuda(), di.cuda()
-    for _ in range(1 if path == "h2d" else 2):
+    for _ in range(2 if path == "d2d-again" else 1):
         d.copy_(dst0)
         transfer(s, d, a, b, **KW)
         with pytest.raises(KernelError, match=r"src_idx\[2\] = 512"):
             api.synchronize()
         assert torch.equal(d.cpu(), want)
+
+
+@pytest.mark.parametrize("direction", ["h2d", "d2h", "d2d"])
+def test_a_plan_uploads_its_cpu_ids_once(direction):
+    """run_plan on a plan with cpu ids: the first launch uploads them, the next ones take no
+    host synchronisation (a pageable upload per launch waited for the stream); ids changed in
+    place go again."""
+    from wb_kernels import api
+
+    gen = torch.Generator().manual_seed(21)
+    src, dst0 = _fp8_pools(gen)
+    s_where, d_where = {"h2d": ("host", "dev"), "d2h": ("dev", "host"),
+                        "d2d": ("dev", "dev")}[direction]
+    s, d = _place(src, s_where), _place(dst0, d_where)
+    si = torch.randperm(8 * 64, generator=gen)[:300]
+    di = torch.randperm(6 * 64, generator=gen)[:300]
+    # the device side's ids on the device, the host side's on the cpu (as the bench's plans)
+    a = si if s_where == "host" else si.cuda()
+    b = di.cuda() if direction == "h2d" else di
+    plan = api.plan_transfer(s, d, a, b, **KW)
+    api.run_plan(plan)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(3):
+            api.run_plan(plan)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    if b.device.type == "cpu":
+        b.copy_(torch.randperm(6 * 64, generator=gen)[:300])   # in place: a new version
+        d.copy_(_place(dst0, d_where))
+        api.run_plan(plan)
+        torch.cuda.synchronize()
+        want = dst0.clone()
+        reference_transfer(src, want, si, b, geometry=GEOMETRIES["index_k_fp8"],
+                           granularity="token", layout="page_first", page_size=64)
+        assert torch.equal(d.cpu(), want)
+
+
+def test_inference_mode_ids_are_not_kept_across_calls(monkeypatch):
+    """Inference tensors keep no version counter: a plan built from them uploads its cpu ids
+    each launch, and transfer() gives them no page order (nothing derived is kept); both copy
+    right, also after the ids change in place."""
+    from wb_kernels import api, scales
+
+    monkeypatch.setattr(scales, "PAGE_ORDER_MIN_BYTES", 0)
+    gen = torch.Generator().manual_seed(22)
+    src, dst0 = _fp8_pools(gen)
+    with torch.inference_mode():
+        si = torch.randperm(8 * 64, generator=gen)[:200]
+        di = torch.randperm(6 * 64, generator=gen)[:200]
+        s_dev, di_dev = src.cuda(), di.cuda()
+        for step in range(2):
+            want = dst0.clone()
+            reference_transfer(src, want, si, di, geometry=GEOMETRIES["index_k_fp8"],
+                               granularity="token", layout="page_first", page_size=64)
+            d = dst0.cuda()
+            plan = api.plan_transfer(src.clone().pin_memory(), d, si, di_dev, **KW)
+            api.run_plan(plan)
+            api.run_plan(plan)
+            torch.cuda.synchronize()
+            assert torch.equal(d.cpu(), want), step
+            d.copy_(dst0)
+            si_dev = si.cuda()
+            for _ in range(2):
+                transfer(s_dev, d, si_dev, di_dev, **KW)
+            api.synchronize()
+            assert torch.equal(d.cpu(), want), step
+            si[:] = torch.randperm(8 * 64, generator=gen)[:200]     # in place

@@ -41,3 +41,98 @@ def test_page_order_only_for_fp8_rows_large_enough_to_repay_two_launches():
     assert wants_page_order(fp8, 128 * per_mb, 4)        # faster at 134 MB and 537 MB
     assert not wants_page_order(c4, 10 ** 7, 4)           # c4: no gain measured
     assert not wants_page_order(GEOMETRIES["index_k_bf16"], 10 ** 7, 4)
+
+
+def test_blocks_pay_when_the_rows_outnumber_the_block_requests():
+    from wb_kernels.scales import wants_blocks
+
+    fp8, c4 = GEOMETRIES["index_k_fp8"], GEOMETRIES["c4_latent"]
+    # an fp8 page's scale block is 256 B: 2 requests; 32 rows named in it save 30
+    assert wants_blocks(fp8, 100, 32 * 100, 64)
+    # one row per touched page: the block costs more requests than the row's own scale
+    assert not wants_blocks(fp8, 100, 100, 64)
+    # c4 blocks are 512 B (4 requests): 4 rows per page is not enough, 8 are
+    assert not wants_blocks(c4, 100, 400, 64)
+    assert wants_blocks(c4, 100, 800, 64)
+    assert not wants_blocks(GEOMETRIES["index_k_bf16"], 1, 10 ** 6, 64)
+
+
+def test_random_pages_is_the_expected_count_of_pages_touched():
+    import torch
+
+    from wb_kernels.scales import random_pages
+
+    gen = torch.Generator().manual_seed(3)
+    pages, n = 500, 1200
+    seen = [torch.unique(torch.randperm(pages * 64, generator=gen)[:n] // 64).numel()
+            for _ in range(20)]
+    assert abs(sum(seen) / len(seen) - random_pages(n, pages)) < 5
+    assert random_pages(0, pages) == 0
+    assert random_pages(10, 1) == 1
+
+
+def test_block_ids_name_the_touched_pages_only():
+    import torch
+
+    from wb_kernels.scales import block_ids, device_block_ids
+
+    ids = torch.tensor([130, 5, 131, 7, 700])
+    pages, touched = block_ids(ids, 64)
+    assert touched == 3 and pages.tolist() == [0, 2, 10]
+    # the device form (run here on the cpu): every page of the pool, -1 where no id lands;
+    # bad ids (negative, past the pool) touch nothing
+    marked = device_block_ids(torch.tensor([130, 5, -3, 131, 7, 700, 12 * 64]), 64, 12, 12 * 64)
+    assert marked.tolist() == [0, -1, 2] + [-1] * 7 + [10, -1]
+
+
+def _plan(n_pages, host_ids, geometry="index_k_fp8"):
+    from wb_kernels.api import Plan
+
+    geo = GEOMETRIES[geometry]
+    return Plan(src_idx=host_ids, dst_idx=host_ids.clone(), geometry=geo, page_size=64,
+                src_shape=_shape(n_pages, geometry=geometry))
+
+
+def test_a_plan_takes_the_blocks_when_its_cpu_ids_touch_few_pages():
+    import torch
+
+    from wb_kernels.build import _h2d_scale_path
+
+    gen = torch.Generator().manual_seed(4)
+    pages = 20000
+    few = torch.randperm(pages, generator=gen)[:1000]
+    clustered = (few[:, None] * 64 + torch.arange(32)).reshape(-1)   # 32 rows in 1 page in 20
+    assert _h2d_scale_path(_plan(pages, clustered), "auto") == "blocks"
+    dense = torch.randperm(pages * 64, generator=gen)[:pages * 11]     # every page, 11 rows
+    assert _h2d_scale_path(_plan(pages, dense), "auto") == "h2d"
+    scattered = torch.randperm(pages * 64, generator=gen)[:pages // 2]  # ~1 row a page
+    assert _h2d_scale_path(_plan(pages, scattered), "auto") is None
+    assert _h2d_scale_path(_plan(pages, scattered), "blocks") == "blocks"
+    assert _h2d_scale_path(_plan(pages, scattered), "serial") == "h2d"
+
+
+def test_what_a_plan_derives_from_its_ids_follows_them():
+    """Uploads, staged forms, sorted and touched pages are kept on the plan while its ids are
+    unchanged; ids changed in place are derived again; inference tensors (no version
+    counter) every time."""
+    import torch
+
+    from wb_kernels.api import Plan
+    from wb_kernels.build import _derived
+
+    made = []
+
+    def make():
+        made.append(1)
+        return len(made)
+
+    plan = Plan(src_idx=torch.tensor([1, 2, 3]), dst_idx=torch.tensor([4, 5, 6]))
+    assert _derived(plan, "x", make) == 1
+    assert _derived(plan, "x", make) == 1          # kept
+    plan.dst_idx[0] = 7                            # in place: a new version
+    assert _derived(plan, "x", make) == 2
+    assert _derived(plan, "x", make) == 2
+    with torch.inference_mode():
+        plan = Plan(src_idx=torch.tensor([1, 2]), dst_idx=torch.tensor([3, 4]))
+    assert _derived(plan, "x", make) == 3
+    assert _derived(plan, "x", make) == 4          # no counter: made again
