@@ -125,3 +125,84 @@ def test_the_reasoning_and_the_stored_verdict_say_futility(store, registry):
     assert "more units at this rate would decide it" not in a.reasoning
     record_verdict(store, a)
     assert store.latest_verdict("wedge-confound").details["predictions"][0]["reachable"] is False
+
+
+# ----------------------------------------------------------------------------- review: defects found
+
+def test_futility_judges_the_executions_own_budget(store, registry):
+    # `wb hypothesis run --sequential --replicates 24` records a budget of 24 in the execution's plan (the
+    # design says 12). With 19 replicates left, the boundary path of 5 runs can still be falsified
+    # (reachable with a budget of 16 already); judging it against the design's 12 stopped it for futility
+    # "after 5 of at most 24 replicates".
+    ex = add_execution(store, mode="sequential", plan={"max_replicates": 24})
+    for r, leaks in enumerate(BOUNDARY[:5], start=1):
+        _replicate(store, ex, r, leaks)
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex, max_replicates=24)
+    assert not d.stop and not d.futile, d.reasoning
+    (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True).predictions
+    assert p.reachable is True
+
+
+def test_a_spent_budget_is_not_called_futility(store, registry):
+    # After the whole budget ran, "no verdict is reachable ... (futility)" in the reasoning and the report
+    # would claim an early stop that never happened: the budget is spent, and `reachable` is left unset.
+    ex = add_execution(store, mode="sequential")
+    for r, leaks in enumerate(BOUNDARY + (1, 2, 1, 2), start=1):
+        _replicate(store, ex, r, leaks)
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
+    (p,) = a.predictions
+    assert p.outcome == "inconclusive" and p.reachable is None
+    assert "futility" not in a.reasoning
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+    assert d.stop and not d.futile and d.reasoning.startswith("The budget of 12 replicates is spent")
+
+
+def test_the_futility_stop_says_which_interval(store, registry):
+    # The projection takes the ends of a 99% Wilson interval (FUTILITY_ALPHA), not the 95% sequence shown.
+    ex = add_execution(store, mode="sequential")
+    for r, leaks in enumerate(BOUNDARY[:5], start=1):
+        _replicate(store, ex, r, leaks)
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+    assert d.futile
+    assert "99%" in d.reasoning and "current 95% interval" not in d.reasoning
+
+
+def _with_control_prediction(workbench_dir):
+    from workbench.registry import load_registry
+
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text(encoding="utf-8")
+    old = ('      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n'
+           '         why: "if the wedge caused it, removing the wedge removes the corruption"}\n')
+    assert old in text
+    path.write_text(text.replace(old, old + '      - {metric: corruption_rate, arm: control, at_least: 0.5,\n'
+                                 '         why: "the wedge corrupts most sessions"}\n'), encoding="utf-8")
+    return load_registry(workbench_dir)
+
+
+def test_a_falsification_the_drift_check_holds_is_not_stopped_for_futility(store, workbench_dir):
+    # Two predictions: the control's "at least 0.5" is falsified by its interval, but its runs are
+    # over-dispersed (8 and 24 leaks of 80 in turn) and 5 runs are too few to rule a trend out, so the drift
+    # check holds the verdict; the treatment's boundary rate is futile. Stopping there for futility gave up
+    # the falsification that replicate 6 releases (no trend).
+    registry = _with_control_prediction(workbench_dir)
+    ex = add_execution(store, mode="sequential")
+    decisions = []
+    for r in range(1, 7):
+        leaks = BOUNDARY[r - 1]
+        control = 8 if r % 2 else 24
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": control, "done": 80 - control}, extra={"waiting_for_input": 10})
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+        d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+        a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
+        decisions.append((r, d.stop, d.futile, d.verdict, [(p.outcome, p.reachable) for p in a.predictions],
+                          [c.effect for c in a.checks if c.name == "drift"]))
+        if d.stop:
+            break
+    # The held falsification at replicate 5 is the premise: the treatment is futile there.
+    r5 = decisions[4]
+    assert r5[4] == [("inconclusive", False), ("falsified", None)] and r5[5] == ["inconclusive"], decisions
+    assert not r5[1], decisions
+    assert d.stop and d.verdict == "falsified" and not d.futile, decisions
