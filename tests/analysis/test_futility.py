@@ -206,3 +206,62 @@ def test_a_falsification_the_drift_check_holds_is_not_stopped_for_futility(store
     assert r5[4] == [("inconclusive", False), ("falsified", None)] and r5[5] == ["inconclusive"], decisions
     assert not r5[1], decisions
     assert d.stop and d.verdict == "falsified" and not d.futile, decisions
+
+
+def _shown_interval_decides(ks, ns, bounds, alpha, run_bet, d=1.0):
+    from workbench.analysis import regions
+
+    import numpy as np
+
+    path = list(zip((np.cumsum(ks) / d).tolist(), (np.cumsum(ns) / d).tolist()))
+    shown = regions.outcome(seq.e_interval(path, alpha, run_bet), regions.Region(*bounds, regions.Support.PROPORTION))
+    return shown != "inconclusive"
+
+
+def _decides(ks, ns, bounds, alpha, run_bet, d=1.0):
+    import numpy as np
+
+    rates = [k / n if n > 0 else None for k, n in zip(ks, ns)]
+    return seq._decides(np.cumsum(ks) / d, np.cumsum(ns) / d, rates, bounds, alpha, run_bet)
+
+
+@pytest.mark.parametrize("ks, ns, bounds, alpha, d", [
+    # equals 0 with one event in 164 (divisor 1.7) at a family's alpha: the shown interval [0, 0.088] still
+    # holds 0 (the e-test at 0 itself rejects on any event, at every level), so the path does not decide.
+    ((1.0,), (164.0,), (0.0, 0.0), 0.01, 1.7),
+    ((0.0, 1.0, 0.0), (64.0, 126.0, 25.0), (0.0, 0.0), 0.05 / 3, 1.0),
+    # equals 1 with one miss in 166: the interval [0.945, 1] still holds 1.
+    ((165.0,), (166.0,), (1.0, 1.0), 0.01, 1.0),
+    ((79.0, 80.0), (80.0, 80.0), (1.0, 1.0), 0.05, 3.0),
+])
+def test_decides_is_the_shown_interval_at_the_floor_and_ceiling(ks, ns, bounds, alpha, d):
+    # `_decides` stands for e_interval + regions.outcome; at a region of 0 or 1 alone it said "decides" for
+    # paths the shown interval leaves inconclusive (snapped within regions.TIE), so futility never judged
+    # such a region by the interval that decides it.
+    assert _shown_interval_decides(ks, ns, bounds, alpha, False, d) is False
+    assert _decides(ks, ns, bounds, alpha, False, d) is False
+
+
+def test_decides_agrees_with_the_shown_interval_on_random_paths():
+    # Property: over random paths, regions (floor, ceiling, interior points, one-sided, between), levels,
+    # divisors and the bet, `_decides` and the shown interval agree in both directions. A path `_decides`
+    # calls undecided while the interval decides would let futility stop an execution that had decided.
+    import numpy as np
+
+    rng = np.random.default_rng(20261201)
+    regions_ = [(0.0, 0.0), (0.0, 0.02), (0.02, 1.0), (1.0, 1.0), (0.05, 0.1), (0.3, 0.3), (0.5, 1.0), (0.0, 0.5),
+                (0.9, 1.0), (0.01, 0.03)]
+    disagree = []
+    for case in range(160):
+        bounds = regions_[case % len(regions_)]
+        looks = int(rng.integers(1, 6))
+        p = float(rng.choice([0.0, 1.0, bounds[0], bounds[1], sum(bounds) / 2, rng.uniform(), rng.uniform() * 0.1]))
+        ns = rng.integers(0, 200, looks).astype(float)
+        ks = rng.binomial(ns.astype(int), p).astype(float)
+        if ns.sum() <= 0:
+            continue
+        alpha, bet, d = 0.05 / int(rng.choice([1, 2, 3])), bool(rng.integers(2)), float(rng.choice([1.0, 1.7, 3.0]))
+        want = _shown_interval_decides(ks, ns, bounds, alpha, bet, d)
+        if _decides(ks, ns, bounds, alpha, bet, d) != want:
+            disagree.append((ks.tolist(), ns.tolist(), bounds, alpha, bet, d, want))
+    assert not disagree, disagree
