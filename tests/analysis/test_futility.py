@@ -265,3 +265,13 @@ def test_decides_agrees_with_the_shown_interval_on_random_paths():
         if _decides(ks, ns, bounds, alpha, bet, d) != want:
             disagree.append((ks.tolist(), ns.tolist(), bounds, alpha, bet, d, want))
     assert not disagree, disagree
+
+
+def test_counts_that_are_not_numbers_are_never_futile():
+    # NaN compares False with every level, so the projection "decided" nothing and a NaN count stopped the
+    # execution for futility (and a NaN denominator raised ValueError from round()).
+    nan = float("nan")
+    assert seq.reachable([(nan, 80.0), (1.0, 80.0)], (0.0, 0.02), 12) is True
+    assert seq.reachable([(1.0, nan), (1.0, 80.0)], (0.0, 0.02), 12) is True
+    # A look without units and event-free looks: still reachable (support at the ICC floor's pace).
+    assert seq.reachable([(0.0, 0.0), (0.0, 80.0)], (0.0, 0.02), 12, run_bet=True, divisor=_divisor) is True

@@ -330,7 +330,9 @@ def reachable(runs: list[tuple[float, float]], bounds: tuple[float, float], budg
     if t >= budget:
         return False
     ks, ns = [float(k) for k, _ in runs], [float(n) for _, n in runs]
-    if t == 0 or sum(ns) <= 0:
+    # A count that is not a number cannot be projected: never a reason to stop (every comparison with NaN
+    # is False, so the projection would have "decided" nothing and stopped the execution).
+    if t == 0 or sum(ns) <= 0 or not all(math.isfinite(x) for x in ks + ns):
         return True
     div = divisor or (lambda _ks, _ns: 1.0)
     d = div(ks, ns)
