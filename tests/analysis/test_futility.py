@@ -275,3 +275,16 @@ def test_counts_that_are_not_numbers_are_never_futile():
     assert seq.reachable([(1.0, nan), (1.0, 80.0)], (0.0, 0.02), 12) is True
     # A look without units and event-free looks: still reachable (support at the ICC floor's pace).
     assert seq.reachable([(0.0, 0.0), (0.0, 80.0)], (0.0, 0.02), 12, run_bet=True, divisor=_divisor) is True
+
+
+def test_futility_waits_for_the_second_replicate_as_verdicts_do(store, registry):
+    # One run cannot show how much runs differ (seq.MIN_LOOKS), so its binomial interval is no ground for
+    # projecting the next runs either; the verdict study applies futility from MIN_LOOKS on, while the
+    # analysis stopped a budget of 2 after its first run (2 leaks of 80: unreachable on the binomial).
+    assert seq.reachable(_runs((2,)), (0.0, 0.02), 2, run_bet=True) is False
+    ex = add_execution(store, mode="sequential", plan={"max_replicates": 2})
+    _replicate(store, ex, 1, 2)
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex, max_replicates=2)
+    assert not d.stop and not d.futile, d.reasoning
+    (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True).predictions
+    assert p.reachable is None
