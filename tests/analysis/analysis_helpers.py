@@ -44,13 +44,13 @@ def _add_run(session: Any, *, execution_id, arm, variables, outcomes, replicate,
 
 
 def add_execution(store: Any, *, mode: str = "fixed", overrides: dict[str, str] | None = None,
-                  hypothesis_id: str = "wedge-confound") -> int:
+                  hypothesis_id: str = "wedge-confound", plan: Any = None) -> int:
     from workbench.store import records
 
     with store.session() as session:
         ex = records.create_execution(session, hypothesis_id=hypothesis_id, experiment_id="agent-repro",
                                       experiment_version=1, profile="sim", target="sim", mode=mode,
-                                      overrides=overrides)
+                                      overrides=overrides, plan=plan)
         return ex.id
 
 

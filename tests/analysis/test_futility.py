@@ -125,3 +125,166 @@ def test_the_reasoning_and_the_stored_verdict_say_futility(store, registry):
     assert "more units at this rate would decide it" not in a.reasoning
     record_verdict(store, a)
     assert store.latest_verdict("wedge-confound").details["predictions"][0]["reachable"] is False
+
+
+# ----------------------------------------------------------------------------- review: defects found
+
+def test_futility_judges_the_executions_own_budget(store, registry):
+    # `wb hypothesis run --sequential --replicates 24` records a budget of 24 in the execution's plan (the
+    # design says 12). With 19 replicates left, the boundary path of 5 runs can still be falsified
+    # (reachable with a budget of 16 already); judging it against the design's 12 stopped it for futility
+    # "after 5 of at most 24 replicates".
+    ex = add_execution(store, mode="sequential", plan={"max_replicates": 24})
+    for r, leaks in enumerate(BOUNDARY[:5], start=1):
+        _replicate(store, ex, r, leaks)
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex, max_replicates=24)
+    assert not d.stop and not d.futile, d.reasoning
+    (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True).predictions
+    assert p.reachable is True
+
+
+def test_a_spent_budget_is_not_called_futility(store, registry):
+    # After the whole budget ran, "no verdict is reachable ... (futility)" in the reasoning and the report
+    # would claim an early stop that never happened: the budget is spent, and `reachable` is left unset.
+    ex = add_execution(store, mode="sequential")
+    for r, leaks in enumerate(BOUNDARY + (1, 2, 1, 2), start=1):
+        _replicate(store, ex, r, leaks)
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
+    (p,) = a.predictions
+    assert p.outcome == "inconclusive" and p.reachable is None
+    assert "futility" not in a.reasoning
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+    assert d.stop and not d.futile and d.reasoning.startswith("The budget of 12 replicates is spent")
+
+
+def test_the_futility_stop_says_which_interval(store, registry):
+    # The projection takes the ends of a 99% Wilson interval (FUTILITY_ALPHA), not the 95% sequence shown.
+    ex = add_execution(store, mode="sequential")
+    for r, leaks in enumerate(BOUNDARY[:5], start=1):
+        _replicate(store, ex, r, leaks)
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+    assert d.futile
+    assert "99%" in d.reasoning and "current 95% interval" not in d.reasoning
+
+
+def _with_control_prediction(workbench_dir):
+    from workbench.registry import load_registry
+
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text(encoding="utf-8")
+    old = ('      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n'
+           '         why: "if the wedge caused it, removing the wedge removes the corruption"}\n')
+    assert old in text
+    path.write_text(text.replace(old, old + '      - {metric: corruption_rate, arm: control, at_least: 0.5,\n'
+                                 '         why: "the wedge corrupts most sessions"}\n'), encoding="utf-8")
+    return load_registry(workbench_dir)
+
+
+def test_a_falsification_the_drift_check_holds_is_not_stopped_for_futility(store, workbench_dir):
+    # Two predictions: the control's "at least 0.5" is falsified by its interval, but its runs are
+    # over-dispersed (8 and 24 leaks of 80 in turn) and 5 runs are too few to rule a trend out, so the drift
+    # check holds the verdict; the treatment's boundary rate is futile. Stopping there for futility gave up
+    # the falsification that replicate 6 releases (no trend).
+    registry = _with_control_prediction(workbench_dir)
+    ex = add_execution(store, mode="sequential")
+    decisions = []
+    for r in range(1, 7):
+        leaks = BOUNDARY[r - 1]
+        control = 8 if r % 2 else 24
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": control, "done": 80 - control}, extra={"waiting_for_input": 10})
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+        d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+        a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
+        decisions.append((r, d.stop, d.futile, d.verdict, [(p.outcome, p.reachable) for p in a.predictions],
+                          [c.effect for c in a.checks if c.name == "drift"]))
+        if d.stop:
+            break
+    # The held falsification at replicate 5 is the premise: the treatment is futile there.
+    r5 = decisions[4]
+    assert r5[4] == [("inconclusive", False), ("falsified", None)] and r5[5] == ["inconclusive"], decisions
+    assert not r5[1], decisions
+    assert d.stop and d.verdict == "falsified" and not d.futile, decisions
+
+
+def _shown_interval_decides(ks, ns, bounds, alpha, run_bet, d=1.0):
+    from workbench.analysis import regions
+
+    import numpy as np
+
+    path = list(zip((np.cumsum(ks) / d).tolist(), (np.cumsum(ns) / d).tolist()))
+    shown = regions.outcome(seq.e_interval(path, alpha, run_bet), regions.Region(*bounds, regions.Support.PROPORTION))
+    return shown != "inconclusive"
+
+
+def _decides(ks, ns, bounds, alpha, run_bet, d=1.0):
+    import numpy as np
+
+    rates = [k / n if n > 0 else None for k, n in zip(ks, ns)]
+    return seq._decides(np.cumsum(ks) / d, np.cumsum(ns) / d, rates, bounds, alpha, run_bet)
+
+
+@pytest.mark.parametrize("ks, ns, bounds, alpha, d", [
+    # equals 0 with one event in 164 (divisor 1.7) at a family's alpha: the shown interval [0, 0.088] still
+    # holds 0 (the e-test at 0 itself rejects on any event, at every level), so the path does not decide.
+    ((1.0,), (164.0,), (0.0, 0.0), 0.01, 1.7),
+    ((0.0, 1.0, 0.0), (64.0, 126.0, 25.0), (0.0, 0.0), 0.05 / 3, 1.0),
+    # equals 1 with one miss in 166: the interval [0.945, 1] still holds 1.
+    ((165.0,), (166.0,), (1.0, 1.0), 0.01, 1.0),
+    ((79.0, 80.0), (80.0, 80.0), (1.0, 1.0), 0.05, 3.0),
+])
+def test_decides_is_the_shown_interval_at_the_floor_and_ceiling(ks, ns, bounds, alpha, d):
+    # `_decides` stands for e_interval + regions.outcome; at a region of 0 or 1 alone it said "decides" for
+    # paths the shown interval leaves inconclusive (snapped within regions.TIE), so futility never judged
+    # such a region by the interval that decides it.
+    assert _shown_interval_decides(ks, ns, bounds, alpha, False, d) is False
+    assert _decides(ks, ns, bounds, alpha, False, d) is False
+
+
+def test_decides_agrees_with_the_shown_interval_on_random_paths():
+    # Property: over random paths, regions (floor, ceiling, interior points, one-sided, between), levels,
+    # divisors and the bet, `_decides` and the shown interval agree in both directions. A path `_decides`
+    # calls undecided while the interval decides would let futility stop an execution that had decided.
+    import numpy as np
+
+    rng = np.random.default_rng(20261201)
+    regions_ = [(0.0, 0.0), (0.0, 0.02), (0.02, 1.0), (1.0, 1.0), (0.05, 0.1), (0.3, 0.3), (0.5, 1.0), (0.0, 0.5),
+                (0.9, 1.0), (0.01, 0.03)]
+    disagree = []
+    for case in range(160):
+        bounds = regions_[case % len(regions_)]
+        looks = int(rng.integers(1, 6))
+        p = float(rng.choice([0.0, 1.0, bounds[0], bounds[1], sum(bounds) / 2, rng.uniform(), rng.uniform() * 0.1]))
+        ns = rng.integers(0, 200, looks).astype(float)
+        ks = rng.binomial(ns.astype(int), p).astype(float)
+        if ns.sum() <= 0:
+            continue
+        alpha, bet, d = 0.05 / int(rng.choice([1, 2, 3])), bool(rng.integers(2)), float(rng.choice([1.0, 1.7, 3.0]))
+        want = _shown_interval_decides(ks, ns, bounds, alpha, bet, d)
+        if _decides(ks, ns, bounds, alpha, bet, d) != want:
+            disagree.append((ks.tolist(), ns.tolist(), bounds, alpha, bet, d, want))
+    assert not disagree, disagree
+
+
+def test_counts_that_are_not_numbers_are_never_futile():
+    # NaN compares False with every level, so the projection "decided" nothing and a NaN count stopped the
+    # execution for futility (and a NaN denominator raised ValueError from round()).
+    nan = float("nan")
+    assert seq.reachable([(nan, 80.0), (1.0, 80.0)], (0.0, 0.02), 12) is True
+    assert seq.reachable([(1.0, nan), (1.0, 80.0)], (0.0, 0.02), 12) is True
+    # A look without units and event-free looks: still reachable (support at the ICC floor's pace).
+    assert seq.reachable([(0.0, 0.0), (0.0, 80.0)], (0.0, 0.02), 12, run_bet=True, divisor=_divisor) is True
+
+
+def test_futility_waits_for_the_second_replicate_as_verdicts_do(store, registry):
+    # One run cannot show how much runs differ (seq.MIN_LOOKS), so its binomial interval is no ground for
+    # projecting the next runs either; the verdict study applies futility from MIN_LOOKS on, while the
+    # analysis stopped a budget of 2 after its first run (2 leaks of 80: unreachable on the binomial).
+    assert seq.reachable(_runs((2,)), (0.0, 0.02), 2, run_bet=True) is False
+    ex = add_execution(store, mode="sequential", plan={"max_replicates": 2})
+    _replicate(store, ex, 1, 2)
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex, max_replicates=2)
+    assert not d.stop and not d.futile, d.reasoning
+    (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True).predictions
+    assert p.reachable is None

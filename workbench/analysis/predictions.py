@@ -236,7 +236,9 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
             out.pop("drift_robust", None)
             out.update(outcome="inconclusive", note=f"a sequential verdict waits for replicate {seq.MIN_LOOKS}: "
                        "one run cannot show how much runs differ")
-        elif out["outcome"] == "inconclusive":
+        elif out["outcome"] == "inconclusive" and seq.MIN_LOOKS <= len(path) < budget:
+            # Unset on one run (it cannot show how much runs differ, so its interval is no ground for
+            # projecting the next), and once the budget is spent (the execution ended, it did not stop).
             out["reachable"] = seq.reachable(
                 _replicate_counts(pool["per_run"]), bounds, budget, alpha=seq.ALPHA / family, run_bet=bet,
                 divisor=lambda ks, ns: clustered.divisor(clustered.effective(ks, ns, pool["replayed"]), stats.ALPHA),

@@ -290,6 +290,8 @@ def _decides(k: np.ndarray, n: np.ndarray, rates: list[float | None], bounds: tu
              alpha: float, run_bet: bool) -> bool:
     """Whether the running interval over these looks (`e_interval`) would leave or enter the region: a bound
     of the interval passes c exactly when the one-sided e-test at c crosses its level at some look."""
+    from workbench.analysis.regions import TIE
+
     lo, hi = bounds
     level = math.log(2 / alpha)
 
@@ -300,7 +302,10 @@ def _decides(k: np.ndarray, n: np.ndarray, rates: list[float | None], bounds: tu
                                   _runs_above_path(rates, c) + math.log(BET_SHARE))
         return float(np.max(binomial))
 
-    against = ([above(hi)] if hi < 1 else []) + ([float(np.max(log_e_below(k, n, lo)))] if lo > 0 else [])
+    # The shown interval's ends are snapped onto 0 and 1 within regions.TIE, so it leaves a region of 0 (or
+    # 1) alone only once its bound passes that tolerance; the e-test at 0 itself rejects on any event.
+    floor, ceiling = (hi if hi > 0 else TIE * 1.001), (lo if lo < 1 else 1 - TIE * 1.001)
+    against = ([above(floor)] if hi < 1 else []) + ([float(np.max(log_e_below(k, n, ceiling)))] if lo > 0 else [])
     support = ([float(np.max(log_e_below(k, n, hi)))] if hi < 1 else []) + ([above(lo)] if lo > 0 else [])
     return max(against, default=-math.inf) >= level or (bool(support) and min(support) >= level)
 
@@ -325,7 +330,9 @@ def reachable(runs: list[tuple[float, float]], bounds: tuple[float, float], budg
     if t >= budget:
         return False
     ks, ns = [float(k) for k, _ in runs], [float(n) for _, n in runs]
-    if t == 0 or sum(ns) <= 0:
+    # A count that is not a number cannot be projected: never a reason to stop (every comparison with NaN
+    # is False, so the projection would have "decided" nothing and stopped the execution).
+    if t == 0 or sum(ns) <= 0 or not all(math.isfinite(x) for x in ks + ns):
         return True
     div = divisor or (lambda _ks, _ns: 1.0)
     d = div(ks, ns)

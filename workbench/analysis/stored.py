@@ -36,13 +36,15 @@ def arm_assignments(registry: "Registry", h: Hypothesis, mode: str,
 
 def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, execution_id: int | None = None,
                    include_imported: bool | None = None, sequential: bool | None = None,
-                   overrides: dict[str, str] | None = None) -> Analysis:
+                   overrides: dict[str, str] | None = None, budget: int | None = None) -> Analysis:
     """Decide `hypothesis_id` from the runs in `store`.
 
     Without `execution_id` every stored run of the experiment whose recorded variables match an arm
     is used, imported evidence included. With it, that execution's runs (by their arm label), and
     imported evidence only when `include_imported=True` is passed. `sequential` defaults to the
-    execution's mode; sequential executions are judged by always-valid tests.
+    execution's mode; sequential executions are judged by always-valid tests. `budget` (most replicates)
+    defaults to the one the execution recorded in its plan (`--sequential --replicates N` sets it), else
+    the design's: futility and the median tests' alpha per look are spent over it.
     """
     h = registry.hypothesis(hypothesis_id)
     exp = registry.experiment_for(h)
@@ -56,13 +58,21 @@ def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, 
         include_imported = execution is None
     if overrides is None and execution is not None:
         overrides = execution.overrides
+    if budget is None and execution is not None:
+        budget = _recorded_budget(execution.plan)
     runs = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=bool(include_imported)),
                                with_probes=h.kind == "reachability")
     configs = store.rendered_configs(sorted({r.config_hash for r in runs if r.config_hash}))
     return analyze(h, exp, runs, assignments=arm_assignments(registry, h, mode, overrides), configs=configs,
                    execution_id=execution_id, mode=mode,
                    sequential=mode == "sequential" if sequential is None else bool(sequential),
-                   per_replicate=frozenset(per_replicate_names(exp, h, overrides or {})))
+                   per_replicate=frozenset(per_replicate_names(exp, h, overrides or {})), budget=budget)
+
+
+def _recorded_budget(plan: object) -> int | None:
+    """The max_replicates an execution recorded in its plan; None for a store written without one."""
+    value = plan.get("max_replicates") if isinstance(plan, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def record_verdict(store: "Store", analysis: Analysis, *, execution_id: int | None = None) -> int:
@@ -94,13 +104,13 @@ def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str
     Stops when the always-valid tests decide (supported / falsified), when a validity check makes
     more data pointless (invalid), when the budget (design.max_replicates) is spent, or for futility:
     when no inconclusive prediction can be decided within the budget (`sequential.reachable`; only rates
-    are judged so, and a verdict the drift check holds is never futile, as its intervals did decide).
+    are judged so) and no falsified prediction waits on a check that more replicates may release.
     """
     h = registry.hypothesis(hypothesis_id)
     exp = registry.experiment_for(h)
     budget = max_replicates or (h.design.max_replicates if h.design and h.design.max_replicates else None) \
         or exp.design.max_replicates
-    a = analyze_stored(store, registry, hypothesis_id, execution_id=execution_id, sequential=True)
+    a = analyze_stored(store, registry, hypothesis_id, execution_id=execution_id, sequential=True, budget=budget)
     reps = a.replicates
     if a.verdict in ("supported", "falsified", "invalid"):
         return SequentialDecision(True, a.verdict, a.reasoning, reps, budget)
@@ -109,10 +119,13 @@ def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str
                                   f"The budget of {budget} replicates is spent without a decision. " + a.reasoning,
                                   reps, budget)
     open_ = [j for j in a.predictions if j.outcome == "inconclusive"]
-    if a.verdict == "inconclusive" and open_ and all(j.reachable is False for j in open_):
+    # A falsified prediction under an inconclusive verdict is held by a check (drift with too few runs to
+    # rule a trend out), which more replicates can release: that execution is not futile.
+    held = any(j.outcome == "falsified" for j in a.predictions)
+    if a.verdict == "inconclusive" and open_ and not held and all(j.reachable is False for j in open_):
         return SequentialDecision(True, "inconclusive",
                                   f"Stopped for futility after {reps} of at most {budget} replicates: even if every "
-                                  "remaining replicate came in at either end of its prediction's current 95% "
+                                  "remaining replicate came in at either end of its rate's current 99% (Wilson) "
                                   "interval, none of " + ", ".join(j.describe for j in open_) +
                                   " could be decided within the budget. " + a.reasoning, reps, budget, futile=True)
     return SequentialDecision(False, "inconclusive",

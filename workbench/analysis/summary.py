@@ -105,7 +105,7 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
             tail += f" ({j['note']})"
         if j.get("reachable") is False:
             tail += ("; no verdict is reachable within the sequential budget, even were the remaining replicates "
-                     "to come in at either end of its interval (futility)")
+                     "to come in at either end of its 99% (Wilson) interval (futility)")
         elif j.get("more_units_needed"):
             tail += f"; about {j['more_units_needed']:,} more units at this rate would decide it"
         elif j.get("more_runs_needed"):

@@ -112,14 +112,15 @@ def _assign(d: _Draft, h: Hypothesis, exp: Experiment, runs: Sequence[RunData],
 def analyze(hypothesis: Hypothesis, experiment: Experiment, runs: Sequence[RunData], *,
             assignments: Mapping[str, Mapping[str, str]], configs: Mapping[str, str] | None = None,
             execution_id: int | None = None, mode: str = "pooled", sequential: bool = False,
-            per_replicate: frozenset[str] = frozenset()) -> Analysis:
+            per_replicate: frozenset[str] = frozenset(), budget: int | None = None) -> Analysis:
     """Decide `hypothesis` from `runs`.
 
     `assignments` gives each arm's expected variables (`arm_names()` lists the arms); `configs` the
     rendered config text per config hash. With `execution_id`, that execution's runs are matched by
     their arm label and any other run by its variables; `sequential` judges by always-valid tests.
     `per_replicate` names the variables that take a fresh value in every replicate (a workload seed):
-    they are not part of what an arm sets.
+    they are not part of what an arm sets. `budget`: the most replicates a sequential execution may run
+    (its own, which `--replicates` can set; default the design's max_replicates).
     """
     h, exp = hypothesis, experiment
     assignments = {a: {k: v for k, v in e.items() if k not in per_replicate} for a, e in assignments.items()}
@@ -146,7 +147,7 @@ def analyze(hypothesis: Hypothesis, experiment: Experiment, runs: Sequence[RunDa
         d.reasoning = f"{h.id} is inconclusive. {why}"
         return d.freeze()
     aa_only = _validity(d, h, exp, arms, assignments, configs or {}, per_replicate)
-    disagree = _predictions(d, h, exp, arms, aa_only)
+    disagree = _predictions(d, h, exp, arms, aa_only, budget)
     _quality(d, h, exp, arms, failed, disagree)
     verdict = combine_outcomes([j["outcome"] for j in d.predictions])
     if aa_only:
@@ -198,7 +199,7 @@ def _validity(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[Ru
 
 
 def _predictions(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[RunData]],
-                 aa_only: bool) -> list[str]:
+                 aa_only: bool, budget: int | None = None) -> list[str]:
     """One judgement per (prediction, arm); several make a family (Holm / Bonferroni). Returns the
     predictions whose outcome differs between all units and completed units."""
     items = []
@@ -206,7 +207,8 @@ def _predictions(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list
         for a in ([None] if (p.arm or p.difference) else list(h.arm_names)):
             items.append((p, p.arm if p.arm else a))
     family = len(items)
-    budget = (h.design.max_replicates if h.design and h.design.max_replicates else None) or exp.design.max_replicates
+    budget = budget or (h.design.max_replicates if h.design and h.design.max_replicates else None) \
+        or exp.design.max_replicates
     disagree: list[str] = []
     for p, a in items:
         j = judge(p, a, arms, exp, sequential=d.sequential, family=family, looks=budget)
