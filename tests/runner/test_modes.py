@@ -122,6 +122,16 @@ def test_fail_on_gates_the_verdict_and_the_summary_is_whole(toy):
     assert len([w for w in order.split() if "@" in w]) == made, out
     if made < 6:
         assert f"({made} of 6 planned)" in order
+    # The stop line says what happened: decided early, decided at the budget's last block, or spent.
+    blocks = made // 2
+    stop = {"supported": None, "falsified": None, "inconclusive": f"budget spent: {blocks} block(s) without a decision"}
+    if verdict in ("supported", "falsified"):
+        stop[verdict] = (f"stopped early after {blocks} block(s): the sequential test decided" if blocks < 3 else
+                         "the sequential test decided at the last block of the budget (3)")
+    if verdict == "inconclusive" and blocks < 3:
+        stop[verdict] = f"stopped early after {blocks} block(s): no verdict is reachable within the budget (futility)"
+    if verdict in stop:
+        assert re.search(rf"^{re.escape(stop[verdict])}$", out, re.M), out
     t = re.search(r"^time: wall ([\d.]+) s = target commands and waits ([\d.]+) s \+ runner ([\d.]+) s \+ "
                   r"analysis ([\d.]+) s \+ report ([\d.]+) s$", out, re.M)
     assert t, out

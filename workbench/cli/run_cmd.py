@@ -42,8 +42,10 @@ def summary_lines(r: "RunReport") -> list[str]:
             lines.append(f"budget spent: {blocks} block(s) without a decision")
         elif e.stopped_early.startswith("Stopped for futility"):
             lines.append(f"stopped early after {blocks} block(s): no verdict is reachable within the budget (futility)")
-        else:
+        elif len(e.runs) < len(e.order):
             lines.append(f"stopped early after {blocks} block(s): the sequential test decided")
+        else:
+            lines.append(f"the sequential test decided at the last block of the budget ({blocks})")
     if r.analysis is not None:
         lines += [f"verdict: {r.analysis.verdict}", r.analysis.reasoning]
     else:

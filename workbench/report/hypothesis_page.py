@@ -352,7 +352,7 @@ def _predictions(h: Hypothesis, exp: Experiment | None, data: StoreData, analysi
             observed = _observed_from_analysis(src, exp, p.metric) or observed
         outcome = src.outcome if src is not None else relation
         if src is not None and src.reachable is False:
-            outcome += " (no verdict is reachable within the sequential budget: stopped for futility)"
+            outcome += " (no verdict is reachable within the sequential budget)"
         elif src is not None and src.more_units_needed:
             outcome += f" (about {src.more_units_needed} more units would decide it)"
         out.append(PredictionView(p.describe(), p.why, observed.rstrip("; "), outcome))
