@@ -288,3 +288,80 @@ def test_futility_waits_for_the_second_replicate_as_verdicts_do(store, registry)
     assert not d.stop and not d.futile, d.reasoning
     (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True).predictions
     assert p.reachable is None
+
+
+# ----------------------------------------------------------------------------- differences between arms
+
+DIFF = """
+  - id: diff-seq
+    parent: wedge-confound
+    claim: The abort fix lowers corruption by at least five points.
+    experiment: agent-repro
+    isolates: nixl_abort_fix
+    arms:
+      control: {nixl_abort_fix: "off"}
+      treatment: {nixl_abort_fix: "on"}
+    hold: {index_k_dtype: bf16, hicache: "on"}
+    predicts:
+      - {metric: corruption_rate, difference: [control, treatment], at_least: 0.05}
+"""
+
+
+@pytest.fixture
+def reg_diff(workbench_dir):
+    from workbench.registry import load_registry
+
+    path = workbench_dir / "hypotheses.yaml"
+    path.write_text(path.read_text() + DIFF)
+    return load_registry(workbench_dir)
+
+
+def _diff_replicate(store, ex, r, control_leaks, treatment_leaks):
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+            outcomes={"leak": control_leaks, "done": 80 - control_leaks}, hypothesis_id="diff-seq")
+    add_run(store, execution_id=ex, arm="treatment", variables=dict(treat, seed=str(r)), replicate=r,
+            outcomes={"leak": treatment_leaks, "done": 80 - treatment_leaks}, hypothesis_id="diff-seq")
+
+
+def test_a_sequential_difference_waits_for_the_second_replicate(store, reg_diff):
+    # 40 of 80 against 0 of 80 clears "control - treatment >= 0.05" on one run; a sequential verdict on
+    # a rate waits for replicate 2, and so must one on a difference of rates (before: supported at 1).
+    ex = add_execution(store, mode="sequential", hypothesis_id="diff-seq")
+    _diff_replicate(store, ex, 1, 40, 0)
+    (p,) = analyze_stored(store, reg_diff, "diff-seq", execution_id=ex, sequential=True).predictions
+    assert p.outcome == "inconclusive" and "waits for replicate 2" in p.note
+    assert p.reachable is None
+    _diff_replicate(store, ex, 2, 38, 0)
+    (p,) = analyze_stored(store, reg_diff, "diff-seq", execution_id=ex, sequential=True).predictions
+    assert p.outcome == "supported"
+
+
+def test_a_difference_at_its_region_edge_stops_for_futility(store, reg_diff):
+    # Control 6 and treatment 2 leaks of 80 a run: a difference of 0.05, the region's edge. Before,
+    # difference predictions were never judged futile and ran the whole budget of 12.
+    ex = add_execution(store, mode="sequential", hypothesis_id="diff-seq")
+    stops = []
+    for r in range(1, 13):
+        _diff_replicate(store, ex, r, (6, 5, 7, 6)[r % 4], (2, 1, 2, 3)[r % 4])
+        d = sequential_decision(store, reg_diff, "diff-seq", execution_id=ex)
+        stops.append(d.stop)
+        if d.stop:
+            break
+    assert d.futile and d.verdict == "inconclusive" and d.replicates < 12, (stops, d.reasoning)
+    (p,) = analyze_stored(store, reg_diff, "diff-seq", execution_id=ex, sequential=True).predictions
+    assert p.reachable is False
+
+
+def test_a_clear_difference_stays_reachable():
+    from workbench.analysis import regions
+
+    region = regions.Region(0.05, 1.0, regions.Support.PROPORTION)
+    a, b = _runs((14, 12)), _runs((1, 0))
+    assert seq.difference_reachable(a, b, region, 12) is True
+    # Two arms that agree (A/A-like) against "control - treatment >= 0.05": the falsification is reachable.
+    a, b = _runs((3, 2, 4, 3, 2, 3, 4, 3, 2, 3)), _runs((2, 4, 3, 3, 2, 3, 3, 4, 2, 3))
+    assert seq.difference_reachable(a, b, region, 12) is True
+    # A spent budget, or too few looks to project from, are no futility for a difference either.
+    assert seq.difference_reachable(a, b, region, 10) is False
+    assert seq.difference_reachable([], [], region, 12) is True

@@ -206,7 +206,7 @@ def _judge_proportion(pred: Any, out: dict[str, Any], needed: list[str], arms: d
             return out
     if pred.difference is None:
         return _judge_rate(out, pools[needed[0]], region, sequential, family, looks)
-    return _judge_rate_difference(out, pools[needed[0]], pools[needed[1]], region, sequential, family)
+    return _judge_rate_difference(out, pools[needed[0]], pools[needed[1]], region, sequential, family, looks)
 
 
 def _seq_kind(family: int) -> str:
@@ -241,8 +241,7 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
             # projecting the next), and once the budget is spent (the execution ended, it did not stop).
             out["reachable"] = seq.reachable(
                 _replicate_counts(pool["per_run"]), bounds, budget, alpha=seq.ALPHA / family, run_bet=bet,
-                divisor=lambda ks, ns: clustered.divisor(clustered.effective(ks, ns, pool["replayed"]), stats.ALPHA),
-                copies=pool["replayed"])
+                divisor=_arm_divisor(pool["replayed"]), copies=pool["replayed"])
     else:
         ci = clustered.rate_interval(e, stats.ALPHA)
         out.update(interval=list(ci), interval_kind=clustered.interval_label(e),
@@ -277,7 +276,7 @@ def _exact_text(k: float, n: float, bounds: tuple[float, float]) -> str | None:
 
 
 def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str, Any], region: regions.Region,
-                           sequential: bool, family: int) -> dict[str, Any]:
+                           sequential: bool, family: int, budget: int = 1) -> dict[str, Any]:
     ka, na, kb, nb = pa["k"], pa["n"], pb["k"], pb["n"]
     out.update(k=[ka, kb], n=[na, nb], estimate=ka / na - kb / nb,
                fisher_p=stats.fisher(int(ka), int(na), int(kb), int(nb)),
@@ -292,7 +291,9 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
     bounds = (region.lo, region.hi)
     if sequential:
         ci = seq.difference_sequence(path_a, path_b, alpha=seq.ALPHA / family)
-        out.update(interval=list(ci), interval_kind=_seq_kind(family), outcome=regions.outcome(ci, region))
+        out.update(interval=list(ci), interval_kind=_seq_kind(family), outcome=regions.outcome(ci, region),
+                   looks=min(len(path_a), len(path_b)))
+        _sequential_difference_rules(out, pa, pb, region, family, budget)
     else:
         df = ea.df
 
@@ -309,6 +310,24 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
         out["more_units_needed"] = None if per_arm is None else \
             max(0, int(math.ceil(per_arm * e.design_effect)) - int(max(na, nb)))
     return out
+
+
+def _arm_divisor(replayed: bool) -> Any:
+    return lambda ks, ns: clustered.divisor(clustered.effective(ks, ns, replayed), stats.ALPHA)
+
+
+def _sequential_difference_rules(out: dict[str, Any], pa: dict[str, Any], pb: dict[str, Any],
+                                 region: regions.Region, family: int, budget: int) -> None:
+    """As for one rate: no verdict before the second replicate, and futility from it to the budget."""
+    looks = out["looks"]
+    if looks < seq.MIN_LOOKS and out["outcome"] != "inconclusive":
+        out.update(outcome="inconclusive", note=f"a sequential verdict waits for replicate {seq.MIN_LOOKS}: "
+                   "one run cannot show how much runs differ")
+    elif out["outcome"] == "inconclusive" and seq.MIN_LOOKS <= looks < budget:
+        out["reachable"] = seq.difference_reachable(
+            _replicate_counts(pa["per_run"]), _replicate_counts(pb["per_run"]), region, budget,
+            alpha=seq.ALPHA / family, divisors=(_arm_divisor(pa["replayed"]), _arm_divisor(pb["replayed"])),
+            copies=(pa["replayed"], pb["replayed"]))
 
 
 def _values(runs: list[RunData], metric: str, exp: Experiment) -> tuple[list[float], list[str]]:

@@ -324,8 +324,6 @@ def reachable(runs: list[tuple[float, float]], bounds: tuple[float, float], budg
     keep their divisor, which is structural. A rate beyond the interval's ends is one the data already speak
     against, so stopping when none of these paths decides gives up little power; and since stopping
     without a verdict never makes a false one, the tests' error bounds hold unchanged (non-binding)."""
-    from workbench.analysis import stats
-
     t = len(runs)
     if t >= budget:
         return False
@@ -334,19 +332,69 @@ def reachable(runs: list[tuple[float, float]], bounds: tuple[float, float], budg
     # is False, so the projection would have "decided" nothing and stopped the execution).
     if t == 0 or sum(ns) <= 0 or not all(math.isfinite(x) for x in ks + ns):
         return True
-    div = divisor or (lambda _ks, _ns: 1.0)
-    d = div(ks, ns)
-    wl, wh = stats.wilson(sum(ks) / d, sum(ns) / d, FUTILITY_ALPHA)
+    div = divisor or _unit
+    wl, wh, m = _arm_now(ks, ns, div)
     lo, hi = bounds
     middle = min(max((max(lo, 0.0) + min(hi, 1.0)) / 2, wl), wh)
-    m = max(1.0, float(round(sum(ns) / t)))
     for r in sorted({wl, wh, middle}):
-        # Whole units, spread so the projected total stays r times the projected units.
-        more = list(np.diff(np.round(r * m * np.arange(budget - t + 1))))
-        pk, pn = ks + more, ns + [m] * len(more)
+        pk, pn = _projected(ks, ns, r, m, budget - t)
         dd = div(pk, pn) if copies else 1.0
         rates: list[float | None] = [k / n if n > 0 else None for k, n in zip(pk, pn)]
         if _decides(np.cumsum(pk) / dd, np.cumsum(pn) / dd, rates, bounds, alpha, run_bet):
+            return True
+    return False
+
+
+def _unit(_ks: list[float], _ns: list[float]) -> float:
+    return 1.0
+
+
+def _arm_now(ks: list[float], ns: list[float], div: Callable[[list[float], list[float]], float]) -> tuple[float, float, float]:
+    """An arm's interval to project from (Wilson at FUTILITY_ALPHA on its effective counts) and the mean
+    units of its looks, in whole units."""
+    from workbench.analysis import stats
+
+    d = div(ks, ns)
+    wl, wh = stats.wilson(sum(ks) / d, sum(ns) / d, FUTILITY_ALPHA)
+    return wl, wh, max(1.0, float(round(sum(ns) / len(ns))))
+
+
+def _projected(ks: list[float], ns: list[float], r: float, m: float, looks: int) -> tuple[list[float], list[float]]:
+    """The looks so far and `looks` more of m units at rate r, in whole units spread so the projected total
+    stays r times the projected units."""
+    more = [float(x) for x in np.diff(np.round(r * m * np.arange(looks + 1)))]
+    return ks + more, ns + [m] * len(more)
+
+
+def difference_reachable(runs_a: list[tuple[float, float]], runs_b: list[tuple[float, float]], region: Any,
+                         budget: int, alpha: float = ALPHA,
+                         divisors: tuple[Callable[[list[float], list[float]], float] | None, ...] = (None, None),
+                         copies: tuple[bool, bool] = (False, False)) -> bool:
+    """`reachable` for a difference of two arms' rates judged by `difference_sequence` against `region`:
+    each arm projected at the end of its own interval that makes the difference as large, or as small, as
+    the data allow, or both at rates whose difference is the region's middle where the intervals allow it
+    (each arm as near its own estimate as that leaves it); binomial unless an arm's runs are copies."""
+    from workbench.analysis import regions
+
+    t = min(len(runs_a), len(runs_b))
+    if t >= budget:
+        return False
+    arms = []
+    for runs, div in zip((runs_a[:t], runs_b[:t]), divisors):
+        ks, ns = [float(k) for k, _ in runs], [float(n) for _, n in runs]
+        if t == 0 or sum(ns) <= 0 or not all(math.isfinite(x) for x in ks + ns):
+            return True
+        arms.append((ks, ns, div or _unit) + _arm_now(ks, ns, div or _unit))
+    (ka, na, da, al, ah, ma), (kb, nb, db, bl, bh, mb) = arms
+    target = min(max((max(region.lo, -1.0) + min(region.hi, 1.0)) / 2, al - bh), ah - bl)
+    ra = min(max(sum(kb) / sum(nb) + target, al), ah)
+    for pa, pb in {(ah, bl), (al, bh), (ra, min(max(ra - target, bl), bh))}:
+        paths = []
+        for ks, ns, div, r, m, copy in ((ka, na, da, pa, ma, copies[0]), (kb, nb, db, pb, mb, copies[1])):
+            pk, pn = _projected(ks, ns, r, m, budget - t)
+            d = div(pk, pn) if copy else 1.0
+            paths.append(list(zip(np.cumsum(pk) / d, np.cumsum(pn) / d)))
+        if regions.outcome(difference_sequence(paths[0], paths[1], alpha), region) != "inconclusive":
             return True
     return False
 
