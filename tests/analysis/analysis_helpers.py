@@ -57,3 +57,22 @@ def add_execution(store: Any, *, mode: str = "fixed", overrides: dict[str, str] 
 CONTROL = {"index_k_dtype": "bf16", "hicache": "on", "nixl_abort_fix": "off", "geometry_fix": "off",
            "indexer_host_pool_fix": "off", "causal_model": "seed", "seed": "0"}
 TREATMENT = dict(CONTROL, nixl_abort_fix="on")
+
+
+def abort_fix_hypothesis(hid: str, claim: str, *predicts: str) -> str:
+    """hypotheses.yaml text of one more child of wedge-confound isolating the abort fix, with `predicts`
+    (each a YAML flow mapping)."""
+    lines = [f"  - id: {hid}", "    parent: wedge-confound", f"    claim: {claim}", "    experiment: agent-repro",
+             "    isolates: nixl_abort_fix", "    arms:", '      control: {nixl_abort_fix: "off"}',
+             '      treatment: {nixl_abort_fix: "on"}', '    hold: {index_k_dtype: bf16, hicache: "on"}',
+             "    predicts:"] + [f"      - {p}" for p in predicts]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def registry_with(workbench_dir: Any, text: str) -> Any:
+    """The workbench's registry with `text` appended to its hypotheses.yaml."""
+    from workbench.registry import load_registry
+
+    path = workbench_dir / "hypotheses.yaml"
+    path.write_text(path.read_text() + text)
+    return load_registry(workbench_dir)

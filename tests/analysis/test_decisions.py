@@ -14,29 +14,12 @@ from workbench.analysis import analyze_stored, regions, stats
 from workbench.analysis import sequential as seq
 from workbench.analysis.results import Analysis
 
-from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
-
-ZERO = """
-  - id: zero-leaks
-    parent: wedge-confound
-    claim: With the abort fix no session leaks at all.
-    experiment: agent-repro
-    isolates: nixl_abort_fix
-    arms:
-      control: {nixl_abort_fix: "off"}
-      treatment: {nixl_abort_fix: "on"}
-    hold: {index_k_dtype: bf16, hicache: "on"}
-    predicts:
-      - {metric: corruption_rate, arm: treatment, REGION}
-"""
-
+from analysis_helpers import CONTROL, TREATMENT, abort_fix_hypothesis, add_execution, add_run, registry_with
 
 def _registry(workbench_dir, region: str):
-    from workbench.registry import load_registry
-
-    path = workbench_dir / "hypotheses.yaml"
-    path.write_text(path.read_text() + ZERO.replace("REGION", region))
-    return load_registry(workbench_dir)
+    return registry_with(workbench_dir, abort_fix_hypothesis(
+        "zero-leaks", "With the abort fix no session leaks at all.",
+        "{metric: corruption_rate, arm: treatment, " + region + "}"))
 
 
 # ----------------------------------------------------------------------------- 1 endpoint rounding

@@ -14,7 +14,7 @@ import pytest
 from workbench.analysis import analyze_stored, sequential_decision
 from workbench.analysis import sequential as seq
 
-from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
+from analysis_helpers import CONTROL, TREATMENT, abort_fix_hypothesis, add_execution, add_run, registry_with
 
 BOUNDARY = (1, 3, 0, 2, 3, 1, 0, 4)   # leaks per run of 80: 0.022 on average, the region's edge
 
@@ -292,28 +292,11 @@ def test_futility_waits_for_the_second_replicate_as_verdicts_do(store, registry)
 
 # ----------------------------------------------------------------------------- differences between arms
 
-DIFF = """
-  - id: diff-seq
-    parent: wedge-confound
-    claim: The abort fix lowers corruption by at least five points.
-    experiment: agent-repro
-    isolates: nixl_abort_fix
-    arms:
-      control: {nixl_abort_fix: "off"}
-      treatment: {nixl_abort_fix: "on"}
-    hold: {index_k_dtype: bf16, hicache: "on"}
-    predicts:
-      - {metric: corruption_rate, difference: [control, treatment], at_least: 0.05}
-"""
-
-
 @pytest.fixture
 def reg_diff(workbench_dir):
-    from workbench.registry import load_registry
-
-    path = workbench_dir / "hypotheses.yaml"
-    path.write_text(path.read_text() + DIFF)
-    return load_registry(workbench_dir)
+    return registry_with(workbench_dir, abort_fix_hypothesis(
+        "diff-seq", "The abort fix lowers corruption by at least five points.",
+        "{metric: corruption_rate, difference: [control, treatment], at_least: 0.05}"))
 
 
 def _diff_replicate(store, ex, r, control_leaks, treatment_leaks):

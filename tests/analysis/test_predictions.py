@@ -6,31 +6,14 @@ import pytest
 
 from workbench.analysis import analyze_stored
 
-from analysis_helpers import CONTROL, add_execution, add_run
-
-EXTRA = """
-  - id: diff-check
-    parent: wedge-confound
-    claim: The abort fix lowers corruption by at least five points and does not slow the repro down.
-    experiment: agent-repro
-    isolates: nixl_abort_fix
-    arms:
-      control: {nixl_abort_fix: "off"}
-      treatment: {nixl_abort_fix: "on"}
-    hold: {index_k_dtype: bf16, hicache: "on"}
-    predicts:
-      - {metric: corruption_rate, difference: [control, treatment], at_least: 0.05}
-      - {metric: wall_s, difference: [treatment, control], at_most: 30}
-"""
-
+from analysis_helpers import CONTROL, abort_fix_hypothesis, add_execution, add_run, registry_with
 
 @pytest.fixture
 def reg_extra(workbench_dir):
-    from workbench.registry import load_registry
-
-    path = workbench_dir / "hypotheses.yaml"
-    path.write_text(path.read_text() + EXTRA)
-    return load_registry(workbench_dir)
+    return registry_with(workbench_dir, abort_fix_hypothesis(
+        "diff-check", "The abort fix lowers corruption by at least five points and does not slow the repro down.",
+        "{metric: corruption_rate, difference: [control, treatment], at_least: 0.05}",
+        "{metric: wall_s, difference: [treatment, control], at_most: 30}"))
 
 
 def test_two_predictions_need_both_and_holm_is_applied(store, registry):
