@@ -51,9 +51,9 @@ def _rows(geometry: str, order: str, raw, gen, layers: int = 4) -> list[tuple[st
            ("plan v0 one launch", ms(lambda: build.launch(plan, 0, staging="never"))),
            ("plan v23 one launch", ms(lambda: build.launch(plan, 23, staging="never")))]
     try:
-        api._profile = lambda p, si: None          # as new ids each call: estimate, per-call list
-        out.append(("transfer() new ids (per-call list)", ms(lambda: api.transfer(src, dst, a, b, impl="cuda",
-                                                                      **kw))))
+        api._profile = lambda p, si: None      # as new ids each call: estimate, per-call list
+        out.append(("transfer() new ids (per-call list)",
+                    ms(lambda: api.transfer(src, dst, a, b, impl="cuda", **kw))))
     finally:
         api._profile = real
     out.append(("transfer() reused ids (profile)", ms(lambda: api.transfer(
