@@ -259,7 +259,8 @@ def _plan_page_stats(plan) -> tuple[int, int]:
 
 
 def _scale_path(plan, variant: int, scales: str):
-    """"h2d", "blocks", "ordered", "order" (kernels.scales) or None: how the plan's scale blocks move."""
+    """"h2d", "blocks", "ordered", "order" (kernels.scales) or None: how the plan's scales
+    move."""
     geo = plan.geometry
     if (scales == "never" or plan.buggy or plan.granularity != "token" or geo.scale_bytes == 0
             or plan.src_idx.numel() == 0):

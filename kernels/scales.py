@@ -14,7 +14,11 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   requests) into the staging pool instead of the 2D copy of all of them. The touched pages are
   read on the host for plans with cpu ids (`block_ids`); for device ids they are marked on the
   device (`device_block_ids`, no synchronisation) and their number estimated as for random
-  ids, which touch the most pages for a given count.
+  ids, which touch the most pages for a given count. A device id tensor handed again unchanged
+  keeps a `HostProfile` (its touched pages listed once, their exact count and order read back
+  without a synchronisation), so `transfer()` then chooses as a plan with cpu ids does.
+- Host to device, ids that come page by page (`page_grouped`): one launch in ORDERED_VARIANT,
+  the scales of a page on neighbouring threads already coalesce.
 - Device to device, fp8 rows from 64 MB, reused ids (`page_order_ids`, `run_page_order`):
   the scales gathered in source order into a compact scratch pool, then scattered from it in
   destination order, so each pass reads or writes neighbouring 4 B slots together instead of
