@@ -12,7 +12,9 @@ Where the data checks of the ids run (range, duplicate destinations):
   page (`kernels.scales.wants_dma`, `wants_blocks`): as above, in two launches (the values,
   which check and report, then the scales from a device copy of the host pool's scale blocks,
   which skip the same bad ids without reporting them again); the blocks of only the touched
-  pages take a third launch that skips the pages no valid id names.
+  pages take a third launch that skips the pages no valid id names. A source id tensor handed
+  again unchanged keeps what its pages say (kernels.scales.HostProfile, no synchronisation):
+  ids that come page by page then keep one checked launch.
 - fp8 token rows device to device, 64 MB and up, when the same index tensors come again
   unchanged: as above, the scales in page order (three launches; the scale passes skip the
   bad ids).
@@ -27,9 +29,9 @@ from __future__ import annotations
 import weakref
 
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
-from . import scales as _scales
-from .scales import (device_block_ids, page_order_ids, random_pages, run_h2d, run_page_order,
-                     versions, wants_blocks, wants_dma, wants_page_order)
+from .scales import (ORDERED_VARIANT, HostProfile, device_block_ids, h2d_path, page_grouped,
+                     page_order_ids, random_pages, run_h2d, run_page_order, versions,
+                     wants_page_order)
 
 __all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
 
@@ -129,7 +131,7 @@ class _Pools:
 
     __slots__ = ("refs", "ptrs", "shapes", "geo", "addr", "granularity", "layout", "page_size",
                  "s_shape", "d_shape", "device", "impl", "unit", "s_lim", "d_lim", "same_pool",
-                 "dev_index", "ext", "args", "scale_dma", "page_order", "order",
+                 "dev_index", "ext", "args", "scale_dma", "page_order", "order", "hosts",
                  "__weakref__")
 
     def holds(self, src, dst) -> bool:
@@ -211,6 +213,7 @@ def _validate_pools(src, dst, *, geometry, granularity, layout, page_size, strid
     p.s_shape, p.d_shape = s_shape, d_shape
     p.dev_index = p.device.index if p.device.type == "cuda" else -1
     p.ext, p.args, p.scale_dma, p.page_order, p.order = None, None, False, False, None
+    p.hosts = None
     if p.impl == "cuda" and not p.same_pool:
         from . import build
 
@@ -312,12 +315,8 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
         if p.fast(src_idx, dst_idx):
             n = src_idx.numel()
             if n:
-                how = _h2d_path(p, n) if p.scale_dma else None
-                if how is not None:
-                    blocks = None if how == "h2d" else (lambda: device_block_ids(
-                        src_idx, p.page_size, p.s_shape.num_pages, p.s_lim))
-                    seq = run_h2d(p.ext, src, dst, src_idx, dst_idx, p.args[:13],
-                                  blocks=blocks)
+                if p.scale_dma:
+                    seq = _h2d(p, src, dst, src_idx, dst_idx, n)
                 elif p.page_order and wants_page_order(p.geo, n, p.s_shape.num_layers):
                     seq = _ordered(p, src, dst, src_idx, dst_idx)
                 else:
@@ -327,18 +326,40 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
     run_plan(_plan(p, src, dst, src_idx, dst_idx))
 
 
-def _h2d_path(p: _Pools, n: int):
-    """How the scales of host-to-device token rows with device ids move: "h2d" (2D copy of
-    the pool's whole scale region), "blocks" (the blocks of the pages the ids touch) or None
-    (with the values). The ids are not read: the pages touched are estimated as for random
-    ids, the most any n ids touch."""
-    touched = random_pages(n, p.s_shape.num_pages)
-    blocks = wants_blocks(p.geo, touched, n, p.page_size)
-    if blocks and touched <= _scales.BLOCK_FRACTION * p.s_shape.num_pages:
-        return "blocks"
-    if wants_dma(p.geo, p.s_shape, n, p.page_size):
-        return "h2d"
-    return "blocks" if blocks else None
+def _h2d(p: _Pools, src, dst, si, di, n: int) -> int:
+    """Host-to-device token rows with scales, device ids: how the scales move ("blocks" of the
+    touched pages, "h2d" the 2D copy of the whole region, or with the values), from the pages
+    the ids touch. New ids are not read: the pages are estimated as for random ids (the most
+    any n ids touch) and marked on the device per call. A reused id tensor (same object,
+    version unchanged: `_profile`) keeps its touched-page list and, once their copy to the host
+    has landed, its exact (pages, runs): page-by-page ids then keep one launch
+    (kernels.scales.ORDERED_VARIANT), others choose as a plan with cpu ids does."""
+    prof = _profile(p, si)
+    known = prof.stats() if prof is not None else None
+    if known is not None and page_grouped(*known):
+        return p.ext.transfer(src, dst, si, di, *p.args[:9], ORDERED_VARIANT, *p.args[10:])
+    pages = p.s_shape.num_pages
+    touched = known[0] if known is not None else random_pages(n, pages)
+    how = h2d_path(p.geo, p.s_shape, n, p.page_size, touched)
+    if how is None:
+        return p.ext.transfer(src, dst, si, di, *p.args)
+    blocks = None
+    if how == "blocks":
+        blocks = prof.block_ids() if prof is not None else (
+            lambda: device_block_ids(si, p.page_size, pages, p.s_lim))
+    return run_h2d(p.ext, src, dst, si, di, p.args[:13], blocks=blocks)
+
+
+def _profile(p: _Pools, si):
+    """The HostProfile of a source id tensor handed again unchanged (None the first time, and
+    for inference tensors, which keep no version counter)."""
+    c, key = p.hosts, versions(si)
+    if key is not None and c is not None and c[0] is si and c[1] == key:
+        if c[2] is None:
+            c[2] = HostProfile(si, p.page_size, p.s_shape.num_pages, p.s_lim)
+        return c[2]
+    p.hosts = None if key is None else [si, key, None]
+    return None
 
 
 def _ordered(p: _Pools, src, dst, si, di) -> int:

@@ -163,7 +163,11 @@ def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1,
             plan.src_shape.num_pages, plan.dst_shape.num_pages, plan.src_shape.num_layers,
             g.value_bytes, g.scale_bytes, bool(plan.buggy), int(variant), False, 0, 0)
     how = _scale_path(plan, variant, scales)
-    if how is None:
+    if how is None or how == "ordered":
+        from .scales import ORDERED_VARIANT
+
+        if how == "ordered":
+            args = args[:9] + (ORDERED_VARIANT,) + args[10:]
         ext.transfer(plan.src, plan.dst, si, di, *args, 0, False, False, True)
         return
     from . import scales as _scales
@@ -229,7 +233,8 @@ def _plan_blocks(plan, si_dev, dev):
 
 
 def _h2d_scale_path(plan, scales: str):
-    """"h2d" (2D copy of the whole region), "blocks" (the touched pages' blocks) or None."""
+    """"h2d" (2D copy of the whole region), "blocks" (the touched pages' blocks), "ordered"
+    (cpu ids page by page: one launch, kernels.scales.ORDERED_VARIANT) or None."""
     from . import scales as _scales
 
     if scales in ("always", "serial"):
@@ -238,26 +243,24 @@ def _h2d_scale_path(plan, scales: str):
         return "blocks"
     geo, n, ps, shape = plan.geometry, plan.src_idx.numel(), plan.page_size, plan.src_shape
     if plan.src_idx.device.type == "cpu":
-        touched = _plan_blocks_count(plan)
+        touched, runs = _plan_page_stats(plan)
+        if _scales.page_grouped(touched, runs):
+            return "ordered"
     else:
         touched = _scales.random_pages(n, shape.num_pages)
-    blocks = _scales.wants_blocks(geo, touched, n, ps)
-    if blocks and touched <= _scales.BLOCK_FRACTION * shape.num_pages:
-        return "blocks"
-    if _scales.wants_dma(geo, shape, n, ps):
-        return "h2d"
-    return "blocks" if blocks else None
+    return _scales.h2d_path(geo, shape, n, ps, touched)
 
 
-def _plan_blocks_count(plan) -> int:
-    """Host pages the plan's cpu ids touch."""
-    from .scales import block_ids
+def _plan_page_stats(plan) -> tuple[int, int]:
+    """(host pages the plan's cpu ids touch, runs of one page in their order)."""
+    from .scales import host_page_stats
 
-    return _derived(plan, "touched", lambda: block_ids(plan.src_idx, plan.page_size)[1])
+    return _derived(plan, "touched", lambda: host_page_stats(plan.src_idx, plan.page_size))
 
 
 def _scale_path(plan, variant: int, scales: str):
-    """"h2d", "blocks", "order" (kernels.scales) or None: how the plan's scale blocks move."""
+    """"h2d", "blocks", "ordered", "order" (kernels.scales) or None: how the plan's scales
+    move."""
     geo = plan.geometry
     if (scales == "never" or plan.buggy or plan.granularity != "token" or geo.scale_bytes == 0
             or plan.src_idx.numel() == 0):

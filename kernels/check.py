@@ -310,6 +310,23 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
                     scales.PAGE_ORDER_MIN_BYTES = keep
                 report.cases.append(CaseResult("transfer", f"{name} d2d transfer() same ids x3",
                                                bad == 0, bad, compared))
+                # host to device, the same ids again: their page profile (list, then exact
+                # count and order) from the second call; blocks forced where not page by page
+                host = src.clone().pin_memory()
+                bad = compared = 0
+                keep = (scales.BLOCK_MARGIN, scales.BLOCK_FRACTION)
+                scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = 0, 2
+                try:
+                    for p in (dst.cpu(), dst.cpu() ^ 0x5A, dst.cpu(), dst.cpu() ^ 0xFF):
+                        dst.copy_(p)
+                        transfer(host, dst, a, b, impl="cuda", **kw)
+                        torch.cuda.synchronize()
+                        bad += int((dst.cpu() != r.expected(src, p, si, di, kw)).sum())
+                        compared += dst.numel()
+                finally:
+                    scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = keep
+                report.cases.append(CaseResult("transfer", f"{name} h2d transfer() same ids x4",
+                                               bad == 0, bad, compared))
 
 
 def _buggy_cases(r: _Runner, report: CheckReport, directions, progress):
@@ -439,7 +456,8 @@ def _device_checked(r: _Runner, report: CheckReport):
     # d2d: one checked launch; h2d-dma: values checked, scales from the 2D copy's staging pool
     # (h2d-blocks: from the touched pages' blocks, which skip the pages of bad ids)
     # skipping the same ids; d2d-order: the same id tensors a second time (scales in page order)
-    modes = ("d2d", "h2d-dma", "d2d-order", "h2d-blocks")
+    # h2d-again: the same host ids three times (their page profile from the second call)
+    modes = ("d2d", "h2d-dma", "d2d-order", "h2d-blocks", "h2d-again")
     for (name, gran, s_ids, d_ids, fragment, keep), mode in itertools.product(cases, modes):
         si, di = torch.tensor(s_ids), torch.tensor(d_ids)
         d = dst0.cuda()
@@ -452,7 +470,7 @@ def _device_checked(r: _Runner, report: CheckReport):
         if mode == "h2d-blocks":
             scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = 0, 2
         try:
-            for _ in range(2 if mode == "d2d-order" else 1):
+            for _ in range({"d2d-order": 2, "h2d-again": 3}.get(mode, 1)):
                 d.copy_(dst0)
                 try:
                     transfer(src_d, d, a, b, granularity=gran, impl="cuda", **kw)

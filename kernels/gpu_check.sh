@@ -162,7 +162,7 @@ for g in ("c4_latent", "index_k_fp8"):
     for s_ids, d_ids in (([1, 2, 8 * 64 + 5, 3], [4, 5, 6, 7]), ([1, 2, 3], [4, -7, 6]),
                          ([1, 2, 3], [6 * 64, 5, 4]), ([1, 2, 3], [4, 5, 4])):
         s_t, d_t = torch.tensor(s_ids).cuda(), torch.tensor(d_ids).cuda()
-        for src_pool, times in ((a_h, 1), (a_d, 2), (a_h, -1)):
+        for src_pool, times in ((a_h, 1), (a_d, 2), (a_h, -1), (a_h, 3)):
             scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = (0, 2) if times < 0 else keep_blocks
             for _ in range(abs(times)):
                 try:

@@ -14,7 +14,11 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   requests) into the staging pool instead of the 2D copy of all of them. The touched pages are
   read on the host for plans with cpu ids (`block_ids`); for device ids they are marked on the
   device (`device_block_ids`, no synchronisation) and their number estimated as for random
-  ids, which touch the most pages for a given count.
+  ids, which touch the most pages for a given count. A device id tensor handed again unchanged
+  keeps a `HostProfile` (its touched pages listed once, their exact count and order read back
+  without a synchronisation), so `transfer()` then chooses as a plan with cpu ids does.
+- Host to device, ids that come page by page (`page_grouped`): one launch in ORDERED_VARIANT,
+  the scales of a page on neighbouring threads already coalesce.
 - Device to device, fp8 rows from 64 MB, reused ids (`page_order_ids`, `run_page_order`):
   the scales gathered in source order into a compact scratch pool, then scattered from it in
   destination order, so each pass reads or writes neighbouring 4 B slots together instead of
@@ -27,9 +31,11 @@ written back whole, overwriting slots the transfer does not name.
 
 from __future__ import annotations
 
-__all__ = ["wants_dma", "wants_blocks", "wants_page_order", "run_h2d", "block_ids",
-           "device_block_ids", "random_pages", "versions", "page_order_ids", "run_page_order",
-           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION"]
+__all__ = ["wants_dma", "wants_blocks", "wants_page_order", "h2d_path", "page_grouped",
+           "host_page_stats", "HostProfile", "run_h2d", "block_ids", "device_block_ids",
+           "random_pages", "versions", "page_order_ids", "run_page_order",
+           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION",
+           "ORDER_SLACK", "ORDERED_VARIANT"]
 
 # A scale request saved per (token, layer) pays for this many bytes of the 2D copy: the link
 # serves ~430 M requests/s, the 2D copy of 256-512 B blocks ~33 GB/s (NOTES.md runs 6-7).
@@ -47,6 +53,12 @@ BLOCK_MARGIN = 1.25
 # touched are at most this share of the pool (their bytes then clearly fewer).
 BLOCK_FRACTION = 0.5
 REQUEST_BYTES = 128
+# Host ids that come page by page (each touched page's ids together: at most ORDER_SLACK runs
+# of one page per page touched) keep the one-launch zero copy in this variant: the 4-8 B scales
+# of a page sit on neighbouring threads and coalesce, and it beat the touched blocks by 3-6%
+# (48-49 against 46-47 GB/s, NOTES.md run 9, sparseP rows).
+ORDER_SLACK = 1.25
+ORDERED_VARIANT = 0
 
 
 def wants_page_order(geo, n: int, layers: int) -> bool:
@@ -70,6 +82,33 @@ def wants_blocks(geo, touched: float, n: int, page_size: int) -> bool:
     if geo.scale_bytes == 0 or n == 0:
         return False
     return n >= BLOCK_MARGIN * touched * (page_size * geo.scale_bytes / REQUEST_BYTES)
+
+
+def page_grouped(touched: int, runs: int) -> bool:
+    """True when host ids touching `touched` pages come in at most ORDER_SLACK runs per page."""
+    return touched > 0 and runs <= ORDER_SLACK * touched
+
+
+def h2d_path(geo, host_shape, n: int, page_size: int, touched: float):
+    """How the scales of n host-to-device token rows touching `touched` host pages move:
+    "blocks" (the touched pages' blocks), "h2d" (2D copy of the whole region) or None (with
+    the values)."""
+    blocks = wants_blocks(geo, touched, n, page_size)
+    if blocks and touched <= BLOCK_FRACTION * host_shape.num_pages:
+        return "blocks"
+    if wants_dma(geo, host_shape, n, page_size):
+        return "h2d"
+    return "blocks" if blocks else None
+
+
+def host_page_stats(host_ids, page_size: int) -> tuple[int, int]:
+    """(pages touched, runs of one page) of cpu ids, in their order."""
+    import numpy as np
+
+    pages = host_ids.numpy() // page_size
+    if pages.size == 0:
+        return 0, 0
+    return int(np.unique(pages).size), 1 + int(np.count_nonzero(pages[1:] != pages[:-1]))
 
 
 def random_pages(n: int, pages: int) -> float:
@@ -99,6 +138,44 @@ def device_block_ids(host_ids, page_size: int, pages: int, limit: int):
     flags.index_fill_(0, page, True)      # a scalar fill: no value tensor to upload
     ids = torch.arange(pages, device=host_ids.device)
     return torch.where(flags[:pages], ids, torch.full_like(ids, -1))
+
+
+class HostProfile:
+    """What a reused device id tensor of host rows says about its pages, made once on the
+    device with no synchronisation: the touched pages first (then -1), and (touched, runs)
+    copied to pinned memory, read once that copy has landed (`stats`: None until then, so the
+    first calls use the estimate for random ids). A per-call pool-wide page list cost
+    `transfer()` 5-15% on sparse rows (NOTES.md runs 9-10)."""
+
+    __slots__ = ("pages", "host", "event", "known")
+
+    def __init__(self, host_ids, page_size: int, pages: int, limit: int):
+        import torch
+
+        dev = host_ids.device
+        ok = (host_ids >= 0) & (host_ids < limit)
+        page = torch.where(ok, torch.div(host_ids, page_size, rounding_mode="floor"), pages)
+        flags = torch.zeros(pages + 1, dtype=torch.int32, device=dev)
+        flags.index_fill_(0, page, 1)
+        touched = flags[:pages]
+        order = torch.argsort(1 - touched, stable=True)     # touched pages first, in order
+        self.pages = torch.where(touched[order] > 0, order, -1)
+        runs = (page[1:] != page[:-1]).sum() + 1
+        self.host = torch.empty(2, dtype=torch.int64, pin_memory=True)
+        self.host.copy_(torch.stack([touched.sum().to(torch.int64), runs]), non_blocking=True)
+        self.event = torch.cuda.Event()
+        self.event.record(torch.cuda.current_stream(dev))
+        self.known = None
+
+    def stats(self):
+        """(pages touched, runs of one page), or None while the copy is in flight."""
+        if self.known is None and self.event.query():
+            self.known = tuple(int(v) for v in self.host.tolist())
+        return self.known
+
+    def block_ids(self):
+        """The touched pages (all of the list while their number is unknown)."""
+        return self.pages if self.known is None else self.pages[:max(1, self.known[0])]
 
 
 def versions(*tensors):
@@ -141,27 +218,41 @@ def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=
     cur = torch.cuda.current_stream(dev)
     staging = torch.empty(_compact_shape("page_first" if pf else "layer_first", s_pages, layers,
                                          width), dtype=torch.uint8, device=dev)
-    side = _side_stream(dev) if overlap else cur
+    stage = lambda: _stage(ext, src, staging, blocks, args, (width, row))  # noqa: E731
     if overlap:
-        side.wait_stream(cur)     # earlier writes of the host pool, the ids, the staging pool
-    with torch.cuda.stream(side):
-        if blocks is None:
-            # Host pools of both layouts keep their P * L rows `row` bytes apart in storage
-            # order, and the compact pool keeps the same order: one 2D copy takes every block.
-            ext.copy_2d(src, ps * vb, row, staging, 0, width, width, s_pages * layers)
-        else:
-            # Each (page, layer) block as the one token of a page of size 1 whose scale
-            # segment is the whole block: 16 B accesses, a block's chunks on neighbouring
-            # threads, one 128 B request per 128 B.
-            ids = blocks() if callable(blocks) else blocks
-            ext.transfer(src, staging, ids, ids, token, pf, 1, s_pages, s_pages, layers,
-                         ps * vb, width, False, -1, True, s_pages, s_pages, 2, False, True,
-                         False)
-    seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
-    if overlap:
-        cur.wait_stream(side)     # the staging pool is freed on `cur` after this point
+        # The values are enqueued first: a device list made per call (`device_block_ids`,
+        # ~0.17 ms of host time for ~10 small ops, NOTES.md run 10) then delays only the
+        # scale side, not the link's first request.
+        ready = cur.record_event()    # earlier writes of the host pool, the ids, the staging
+        seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
+        side = _side_stream(dev)
+        side.wait_event(ready)
+        with torch.cuda.stream(side):
+            stage()
+        cur.wait_stream(side)         # the staging pool is freed on `cur` after this point
+    else:
+        stage()
+        seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
     ext.transfer(staging, dst, si, di, *args[:9], -1, *args[10:], 2, True, False, False)
     return seq
+
+
+def _stage(ext, src, staging, blocks, args: tuple, sizes: tuple) -> None:
+    """The host scale blocks into the staging pool, on the current stream: all of them by one
+    2D copy (blocks None), or those of the listed pages by zero copy."""
+    token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
+    width, row = sizes
+    if blocks is None:
+        # Host pools of both layouts keep their P * L rows `row` bytes apart in storage
+        # order, and the compact pool keeps the same order: one 2D copy takes every block.
+        ext.copy_2d(src, ps * vb, row, staging, 0, width, width, s_pages * layers)
+        return
+    # Each (page, layer) block as the one token of a page of size 1 whose scale segment is
+    # the whole block: 16 B accesses, a block's chunks on neighbouring threads, one 128 B
+    # request per 128 B.
+    ids = blocks() if callable(blocks) else blocks
+    ext.transfer(src, staging, ids, ids, token, pf, 1, s_pages, s_pages, layers, ps * vb, width,
+                 False, -1, True, s_pages, s_pages, 2, False, True, False)
 
 
 def page_order_ids(si, di, page_size: int, limits: tuple | None = None):

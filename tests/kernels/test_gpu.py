@@ -401,3 +401,44 @@ def test_inference_mode_ids_are_not_kept_across_calls(monkeypatch):
             api.synchronize()
             assert torch.equal(d.cpu(), want), step
             si[:] = torch.randperm(8 * 64, generator=gen)[:200]     # in place
+
+
+@pytest.mark.parametrize("geometry", ["c4_latent", "index_k_fp8"])
+@pytest.mark.parametrize("order", ["by-page", "shuffled"])
+def test_reused_host_ids_keep_their_page_profile(geometry, order, monkeypatch):
+    """transfer() handed the same device ids of host rows again: the touched pages are listed
+    once (kernels.scales.HostProfile) and their exact count and order, once landed, choose the
+    path: page by page one launch, shuffled the touched pages' blocks. Every call byte-exact;
+    ids changed in place are profiled again."""
+    from wb_kernels import api
+
+    _force_blocks(monkeypatch)
+    gen = torch.Generator().manual_seed(21)
+    src = make_pool(geometry, "page_first", 12, 3, 64, gen=gen)
+    pages = torch.tensor([1, 4, 5, 9])
+    si = (pages[:, None] * 64 + torch.rand(4, 64, generator=gen).argsort(1)[:, :20]).reshape(-1)
+    if order == "shuffled":
+        si = si[torch.randperm(si.numel(), generator=gen)]
+    di = torch.randperm(10 * 64, generator=gen)[:si.numel()]
+    dst0 = poison((10, 3, src.shape[2]), gen)
+    kw = dict(geometry=geometry, granularity="token", layout="page_first", page_size=64)
+    host, d = src.clone().pin_memory(), dst0.cuda()
+    a, b = si.cuda(), di.cuda()
+    for call in range(5):
+        if call == 3:       # in place: a new version, a new profile
+            a[:2] = a[:2].flip(0).clone()
+            si[:2] = si[:2].flip(0).clone()
+        want = dst0.clone()
+        reference_transfer(src, want, si, di, geometry=GEOMETRIES[geometry],
+                           granularity="token", layout="page_first", page_size=64)
+        d.copy_(dst0)
+        transfer(host, d, a, b, impl="cuda", **kw)
+        api.synchronize()
+        assert torch.equal(d.cpu(), want), f"call {call}"
+    p = api._pools(host, d, geometry, "token", "page_first", 64, None, "cuda")
+    prof = p.hosts[2]
+    assert prof is not None and prof.stats() is not None
+    touched, runs = prof.stats()
+    assert touched == 4
+    assert (runs <= 5) == (order == "by-page")
+    assert sorted(prof.block_ids().tolist()) == pages.tolist()

@@ -101,8 +101,12 @@ def test_a_plan_takes_the_blocks_when_its_cpu_ids_touch_few_pages():
     gen = torch.Generator().manual_seed(4)
     pages = 20000
     few = torch.randperm(pages, generator=gen)[:1000]
-    clustered = (few[:, None] * 64 + torch.arange(32)).reshape(-1)   # 32 rows in 1 page in 20
+    by_page = (few[:, None] * 64 + torch.arange(32)).reshape(-1)   # 32 rows in 1 page in 20
+    clustered = by_page[torch.randperm(by_page.numel(), generator=gen)]
     assert _h2d_scale_path(_plan(pages, clustered), "auto") == "blocks"
+    # the same rows page by page keep one launch (their scales coalesce: NOTES.md run 9)
+    assert _h2d_scale_path(_plan(pages, by_page), "auto") == "ordered"
+    assert _h2d_scale_path(_plan(pages, by_page), "blocks") == "blocks"
     dense = torch.randperm(pages * 64, generator=gen)[:pages * 11]     # every page, 11 rows
     assert _h2d_scale_path(_plan(pages, dense), "auto") == "h2d"
     scattered = torch.randperm(pages * 64, generator=gen)[:pages // 2]  # ~1 row a page
@@ -136,3 +140,18 @@ def test_what_a_plan_derives_from_its_ids_follows_them():
         plan = Plan(src_idx=torch.tensor([1, 2]), dst_idx=torch.tensor([3, 4]))
     assert _derived(plan, "x", make) == 3
     assert _derived(plan, "x", make) == 4          # no counter: made again
+
+
+def test_page_stats_count_pages_and_runs_in_order():
+    import torch
+
+    from wb_kernels.scales import host_page_stats, page_grouped
+
+    by_page = torch.tensor([5, 1, 63, 64, 100, 70, 700])        # pages 0, 0, 0, 1, 1, 1, 10
+    assert host_page_stats(by_page, 64) == (3, 3)
+    assert page_grouped(3, 3)
+    mixed = torch.tensor([5, 64, 1, 100, 63, 70, 700])          # pages 0, 1, 0, 1, 0, 1, 10
+    assert host_page_stats(mixed, 64) == (3, 7)
+    assert not page_grouped(3, 7)
+    assert host_page_stats(torch.tensor([], dtype=torch.int64), 64) == (0, 0)
+    assert not page_grouped(0, 0)
