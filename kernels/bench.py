@@ -235,6 +235,18 @@ def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers:
     return report
 
 
+def parts_buffers():
+    """What the parts scripts (kernels.scale_parts, kernels.sparse_parts) time on: random device bytes, a
+    device destination, a pinned host copy of the first 768 MiB, and the ids' generator."""
+    import torch
+
+    raw = (torch.empty(1536 << 20, dtype=torch.uint8, device="cuda").random_(0, 256),
+           torch.empty(1536 << 20, dtype=torch.uint8, device="cuda"),
+           torch.empty(768 << 20, dtype=torch.uint8, pin_memory=True))
+    raw[2].copy_(raw[0][:768 << 20])
+    return raw, torch.Generator().manual_seed(0)
+
+
 def _pools_for(geometry, layout, direction, raw, layers, ps=64):
     row = GEOMETRIES[geometry].page_bytes(ps)
     dev_pages = raw[0].numel() // (layers * row)

@@ -68,13 +68,9 @@ def _parts(geometry: str, raw, gen, layers: int = 4) -> list[tuple[str, float]]:
 
 
 def main() -> None:
-    import torch
+    from .bench import parts_buffers
 
-    raw = (torch.empty(1536 << 20, dtype=torch.uint8, device="cuda").random_(0, 256),
-           torch.empty(1536 << 20, dtype=torch.uint8, device="cuda"),
-           torch.empty(768 << 20, dtype=torch.uint8, pin_memory=True))
-    raw[2].copy_(raw[0][:768 << 20])
-    gen = torch.Generator().manual_seed(0)
+    raw, gen = parts_buffers()
     for geometry in ("index_k_fp8", "c4_latent"):
         print(f"{geometry} h2d, random token rows, 128 MB payload (ms; payload GB/s):")
         for name, t, gbs in _parts(geometry, raw, gen):

@@ -73,13 +73,9 @@ def _rows(geometry: str, order: str, raw, gen, layers: int = 4) -> list[tuple[st
 
 
 def main() -> None:
-    import torch
+    from .bench import parts_buffers
 
-    raw = (torch.empty(1536 << 20, dtype=torch.uint8, device="cuda").random_(0, 256),
-           torch.empty(1536 << 20, dtype=torch.uint8, device="cuda"),
-           torch.empty(768 << 20, dtype=torch.uint8, pin_memory=True))
-    raw[2].copy_(raw[0][:768 << 20])
-    gen = torch.Generator().manual_seed(0)
+    raw, gen = parts_buffers()
     for geometry in ("index_k_fp8", "c4_latent"):
         for order in ("sparse", "sparseP"):
             rows, stats = _rows(geometry, order, raw, gen)
