@@ -103,8 +103,9 @@ def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str
 
     Stops when the always-valid tests decide (supported / falsified), when a validity check makes
     more data pointless (invalid), when the budget (design.max_replicates) is spent, or for futility:
-    when no inconclusive prediction can be decided within the budget (`sequential.reachable`; only rates
-    are judged so) and no falsified prediction waits on a check that more replicates may release.
+    when no inconclusive prediction can be decided within the budget (`sequential.reachable` and
+    `difference_reachable`: rates and differences of rates are judged so; a median never stops an
+    execution) and no falsified prediction waits on a check that more replicates may release.
     """
     h = registry.hypothesis(hypothesis_id)
     exp = registry.experiment_for(h)
@@ -125,8 +126,8 @@ def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str
     if a.verdict == "inconclusive" and open_ and not held and all(j.reachable is False for j in open_):
         return SequentialDecision(True, "inconclusive",
                                   f"Stopped for futility after {reps} of at most {budget} replicates: even if every "
-                                  "remaining replicate came in at either end of its rate's current 99% (Wilson) "
-                                  "interval, none of " + ", ".join(j.describe for j in open_) +
+                                  "remaining replicate came in at either end of the current 99% (Wilson) interval of "
+                                  "each rate involved, none of " + ", ".join(j.describe for j in open_) +
                                   " could be decided within the budget. " + a.reasoning, reps, budget, futile=True)
     return SequentialDecision(False, "inconclusive",
                               f"After {reps} of at most {budget} replicates nothing is decided yet; "
