@@ -232,16 +232,9 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
         if bet and outcome != "inconclusive":
             lower = seq.bet_lower(path, alpha=seq.ALPHA / family)
             out["drift_robust"] = regions.outcome((lower, 1.0), regions.Region(*bounds, region.support)) == outcome
-        if len(path) < seq.MIN_LOOKS and outcome != "inconclusive":
-            out.pop("drift_robust", None)
-            out.update(outcome="inconclusive", note=f"a sequential verdict waits for replicate {seq.MIN_LOOKS}: "
-                       "one run cannot show how much runs differ")
-        elif out["outcome"] == "inconclusive" and seq.MIN_LOOKS <= len(path) < budget:
-            # Unset on one run (it cannot show how much runs differ, so its interval is no ground for
-            # projecting the next), and once the budget is spent (the execution ended, it did not stop).
-            out["reachable"] = seq.reachable(
-                _replicate_counts(pool["per_run"]), bounds, budget, alpha=seq.ALPHA / family, run_bet=bet,
-                divisor=_arm_divisor(pool["replayed"]), copies=pool["replayed"])
+        _sequential_rules(out, budget, lambda: seq.reachable(
+            _replicate_counts(pool["per_run"]), bounds, budget, alpha=seq.ALPHA / family, run_bet=bet,
+            divisor=_arm_divisor(pool["replayed"]), copies=pool["replayed"]))
     else:
         ci = clustered.rate_interval(e, stats.ALPHA)
         out.update(interval=list(ci), interval_kind=clustered.interval_label(e),
@@ -293,7 +286,10 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
         ci = seq.difference_sequence(path_a, path_b, alpha=seq.ALPHA / family)
         out.update(interval=list(ci), interval_kind=_seq_kind(family), outcome=regions.outcome(ci, region),
                    looks=min(len(path_a), len(path_b)))
-        _sequential_difference_rules(out, pa, pb, region, family, budget)
+        _sequential_rules(out, budget, lambda: seq.difference_reachable(
+            _replicate_counts(pa["per_run"]), _replicate_counts(pb["per_run"]), region, budget,
+            alpha=seq.ALPHA / family, divisors=(_arm_divisor(pa["replayed"]), _arm_divisor(pb["replayed"])),
+            copies=(pa["replayed"], pb["replayed"])))
     else:
         df = ea.df
 
@@ -316,18 +312,18 @@ def _arm_divisor(replayed: bool) -> Any:
     return lambda ks, ns: clustered.divisor(clustered.effective(ks, ns, replayed), stats.ALPHA)
 
 
-def _sequential_difference_rules(out: dict[str, Any], pa: dict[str, Any], pb: dict[str, Any],
-                                 region: regions.Region, family: int, budget: int) -> None:
-    """As for one rate: no verdict before the second replicate, and futility from it to the budget."""
+def _sequential_rules(out: dict[str, Any], budget: int, reachable: Any) -> None:
+    """What every sequential judgement of rates obeys: no verdict before the second replicate, and from it
+    to the budget, whether any verdict can still be reached (`reachable()`, for futility). Unset on one run
+    (it cannot show how much runs differ, so its interval is no ground for projecting the next), and once
+    the budget is spent (the execution ended, it did not stop)."""
     looks = out["looks"]
     if looks < seq.MIN_LOOKS and out["outcome"] != "inconclusive":
+        out.pop("drift_robust", None)
         out.update(outcome="inconclusive", note=f"a sequential verdict waits for replicate {seq.MIN_LOOKS}: "
                    "one run cannot show how much runs differ")
     elif out["outcome"] == "inconclusive" and seq.MIN_LOOKS <= looks < budget:
-        out["reachable"] = seq.difference_reachable(
-            _replicate_counts(pa["per_run"]), _replicate_counts(pb["per_run"]), region, budget,
-            alpha=seq.ALPHA / family, divisors=(_arm_divisor(pa["replayed"]), _arm_divisor(pb["replayed"])),
-            copies=(pa["replayed"], pb["replayed"]))
+        out["reachable"] = reachable()
 
 
 def _values(runs: list[RunData], metric: str, exp: Experiment) -> tuple[list[float], list[str]]:

@@ -186,18 +186,32 @@ def run_rates(k_path: list[tuple[float, float]]) -> list[float | None]:
     return out
 
 
+def _runs_above_path(rates: list[float | None], c: float) -> np.ndarray:
+    """log_e_runs_above after each look (a look without units bets nothing), vectorised over the looks."""
+    xs = np.asarray([c if x is None else x for x in rates], float)
+    if c <= 0:
+        return np.where(np.cumsum(xs > 0) > 0, np.inf, 0.0)
+    if c >= 1:
+        return np.zeros(len(xs))
+    lam = np.asarray(BET_FRACTIONS) / c
+    with np.errstate(divide="ignore"):
+        logs = np.cumsum(np.log1p(lam[:, None] * (xs[None, :] - c)), axis=1)
+    return _logsumexp(logs) - math.log(len(lam))
+
+
 def log_e_runs_above(rates: list[float | None], c: float) -> float:
     """log E against H0 "every run's expected rate is <= c", after the runs so far: the equal mixture over
     stakes lam = f / c (f in BET_FRACTIONS) of prod (1 + lam (x_t - c)); see the module's docstring."""
-    if c <= 0:
-        return math.inf if any(x is not None and x > 0 for x in rates) else 0.0
-    if c >= 1:
-        return 0.0
-    xs = np.asarray([x for x in rates if x is not None], float)
-    lam = np.asarray(BET_FRACTIONS) / c
-    with np.errstate(divide="ignore"):
-        logs = np.log1p(lam[:, None] * (xs[None, :] - c)).sum(axis=1)
-    return float(_logsumexp(logs[:, None])[0] - math.log(len(lam)))
+    return float(_runs_above_path(rates, c)[-1]) if rates else 0.0
+
+
+def _above_per_look(k: np.ndarray, n: np.ndarray, rates: list[float | None], c: float, run_bet: bool) -> np.ndarray:
+    """log E against "the rate is <= c" at each look, on the scale where 2 / alpha decides: the binomial
+    test's, or with `run_bet` the larger of it times 1 - BET_SHARE and the bet's times BET_SHARE."""
+    binomial = log_e_above(k, n, c)
+    if not run_bet:
+        return binomial
+    return np.maximum(binomial + math.log(1 - BET_SHARE), _runs_above_path(rates, c) + math.log(BET_SHARE))
 
 
 def bet_lower(k_path: list[tuple[float, float]], alpha: float = ALPHA) -> float:
@@ -249,21 +263,14 @@ def judge_proportion(k_path: list[tuple[float, float]], bounds: tuple[float, flo
 
     lo, hi = bounds
     rates = run_rates(k_path)
-
-    def above(k: float, n: float, c: float, t: int) -> float:
-        binomial = float(log_e_above(k, n, c))
-        if not run_bet:
-            return binomial
-        return max(binomial + math.log(1 - BET_SHARE), log_e_runs_above(rates[:t], c) + math.log(BET_SHARE))
-
-    best_against = best_for = 0.0
-    for t, (k, n) in enumerate(k_path, start=1):
-        against = [above(k, n, hi, t)] if hi < 1 else []
-        against += [float(log_e_below(k, n, lo))] if lo > 0 else []
-        support = [float(log_e_below(k, n, hi, lo=max(lo, 0.0)))] if hi < 1 else []
-        support += [above(k, n, lo, t)] if lo > 0 else []
-        best_against = max([best_against] + against)
-        best_for = max(best_for, min(support) if support else 0.0)
+    k, n = (np.asarray([x[i] for x in k_path], float) for i in (0, 1))
+    against = ([_above_per_look(k, n, rates, hi, run_bet)] if hi < 1 else []) + \
+        ([log_e_below(k, n, lo)] if lo > 0 else [])
+    support = ([log_e_below(k, n, hi, lo=max(lo, 0.0))] if hi < 1 else []) + \
+        ([_above_per_look(k, n, rates, lo, run_bet)] if lo > 0 else [])
+    # Against: the largest at any look and bound; for: at each look the weaker bound, then the best look.
+    best_against = max([0.0] + [float(np.max(a)) for a in against if len(a)])
+    best_for = max(0.0, float(np.max(np.minimum.reduce(support)))) if support and len(k) else 0.0
     result = outcome(e_interval(k_path, alpha, run_bet), Region(lo, hi, Support.PROPORTION))
     return result, math.exp(min(best_against, 700)), math.exp(min(best_for, 700))
 
@@ -271,19 +278,6 @@ def judge_proportion(k_path: list[tuple[float, float]], bounds: tuple[float, flo
 # The interval whose ends the remaining looks are projected at (`reachable`): wider gives up less power
 # and stops later.
 FUTILITY_ALPHA = 0.01
-
-
-def _runs_above_path(rates: list[float | None], c: float) -> np.ndarray:
-    """log_e_runs_above after each look (a look without units bets nothing), vectorised over the looks."""
-    xs = np.asarray([c if x is None else x for x in rates], float)
-    if c <= 0:
-        return np.where(np.cumsum(xs > 0) > 0, np.inf, 0.0)
-    if c >= 1:
-        return np.zeros(len(xs))
-    lam = np.asarray(BET_FRACTIONS) / c
-    with np.errstate(divide="ignore"):
-        logs = np.cumsum(np.log1p(lam[:, None] * (xs[None, :] - c)), axis=1)
-    return _logsumexp(logs) - math.log(len(lam))
 
 
 def _decides(k: np.ndarray, n: np.ndarray, rates: list[float | None], bounds: tuple[float, float],
@@ -296,11 +290,7 @@ def _decides(k: np.ndarray, n: np.ndarray, rates: list[float | None], bounds: tu
     level = math.log(2 / alpha)
 
     def above(c: float) -> float:
-        binomial = log_e_above(k, n, c)
-        if run_bet:
-            binomial = np.maximum(binomial + math.log(1 - BET_SHARE),
-                                  _runs_above_path(rates, c) + math.log(BET_SHARE))
-        return float(np.max(binomial))
+        return float(np.max(_above_per_look(k, n, rates, c, run_bet)))
 
     # The shown interval's ends are snapped onto 0 and 1 within regions.TIE, so it leaves a region of 0 (or
     # 1) alone only once its bound passes that tolerance; the e-test at 0 itself rejects on any event.
@@ -327,13 +317,10 @@ def reachable(runs: list[tuple[float, float]], bounds: tuple[float, float], budg
     t = len(runs)
     if t >= budget:
         return False
-    ks, ns = [float(k) for k, _ in runs], [float(n) for _, n in runs]
-    # A count that is not a number cannot be projected: never a reason to stop (every comparison with NaN
-    # is False, so the projection would have "decided" nothing and stopped the execution).
-    if t == 0 or sum(ns) <= 0 or not all(math.isfinite(x) for x in ks + ns):
+    arm = _arm_now(runs, divisor or _unit)
+    if arm is None:
         return True
-    div = divisor or _unit
-    wl, wh, m = _arm_now(ks, ns, div)
+    ks, ns, div, wl, wh, m = arm
     lo, hi = bounds
     middle = min(max((max(lo, 0.0) + min(hi, 1.0)) / 2, wl), wh)
     for r in sorted({wl, wh, middle}):
@@ -349,14 +336,19 @@ def _unit(_ks: list[float], _ns: list[float]) -> float:
     return 1.0
 
 
-def _arm_now(ks: list[float], ns: list[float], div: Callable[[list[float], list[float]], float]) -> tuple[float, float, float]:
-    """An arm's interval to project from (Wilson at FUTILITY_ALPHA on its effective counts) and the mean
-    units of its looks, in whole units."""
+def _arm_now(runs: list[tuple[float, float]], div: Callable[[list[float], list[float]], float]) -> tuple | None:
+    """An arm's looks so far as counts, its divisor, the interval to project from (Wilson at FUTILITY_ALPHA
+    on its effective counts) and the mean units of its looks in whole units; None where nothing can be
+    projected (no looks or units, or a count that is not a number: every comparison with NaN is False, so
+    the projection would have "decided" nothing and stopped the execution)."""
     from workbench.analysis import stats
 
+    ks, ns = [float(k) for k, _ in runs], [float(n) for _, n in runs]
+    if not runs or sum(ns) <= 0 or not all(math.isfinite(x) for x in ks + ns):
+        return None
     d = div(ks, ns)
     wl, wh = stats.wilson(sum(ks) / d, sum(ns) / d, FUTILITY_ALPHA)
-    return wl, wh, max(1.0, float(round(sum(ns) / len(ns))))
+    return ks, ns, div, wl, wh, max(1.0, float(round(sum(ns) / len(ns))))
 
 
 def _projected(ks: list[float], ns: list[float], r: float, m: float, looks: int) -> tuple[list[float], list[float]]:
@@ -379,12 +371,9 @@ def difference_reachable(runs_a: list[tuple[float, float]], runs_b: list[tuple[f
     t = min(len(runs_a), len(runs_b))
     if t >= budget:
         return False
-    arms = []
-    for runs, div in zip((runs_a[:t], runs_b[:t]), divisors):
-        ks, ns = [float(k) for k, _ in runs], [float(n) for _, n in runs]
-        if t == 0 or sum(ns) <= 0 or not all(math.isfinite(x) for x in ks + ns):
-            return True
-        arms.append((ks, ns, div or _unit) + _arm_now(ks, ns, div or _unit))
+    arms = [_arm_now(runs[:t], div or _unit) for runs, div in zip((runs_a, runs_b), divisors)]
+    if None in arms:
+        return True
     (ka, na, da, al, ah, ma), (kb, nb, db, bl, bh, mb) = arms
     target = min(max((max(region.lo, -1.0) + min(region.hi, 1.0)) / 2, al - bh), ah - bl)
     ra = min(max(sum(kb) / sum(nb) + target, al), ah)

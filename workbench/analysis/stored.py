@@ -85,6 +85,11 @@ def record_verdict(store: "Store", analysis: Analysis, *, execution_id: int | No
                              analysis_version=ANALYSIS_VERSION)
 
 
+# How a stop's reasoning begins when no test decided (the CLI's stop line tells them apart by it).
+BUDGET_SPENT = "The budget of"
+FUTILE = "Stopped for futility"
+
+
 @dataclass(frozen=True)
 class SequentialDecision:
     """What the runner does after a replicate block: stop (with this verdict) or run another block."""
@@ -117,7 +122,7 @@ def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str
         return SequentialDecision(True, a.verdict, a.reasoning, reps, budget)
     if reps >= budget:
         return SequentialDecision(True, "inconclusive",
-                                  f"The budget of {budget} replicates is spent without a decision. " + a.reasoning,
+                                  f"{BUDGET_SPENT} {budget} replicates is spent without a decision. " + a.reasoning,
                                   reps, budget)
     open_ = [j for j in a.predictions if j.outcome == "inconclusive"]
     # A falsified prediction under an inconclusive verdict is held by a check (drift with too few runs to
@@ -125,7 +130,7 @@ def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str
     held = any(j.outcome == "falsified" for j in a.predictions)
     if a.verdict == "inconclusive" and open_ and not held and all(j.reachable is False for j in open_):
         return SequentialDecision(True, "inconclusive",
-                                  f"Stopped for futility after {reps} of at most {budget} replicates: even if every "
+                                  f"{FUTILE} after {reps} of at most {budget} replicates: even if every "
                                   "remaining replicate came in at either end of the current 99% (Wilson) interval of "
                                   "each rate involved, none of " + ", ".join(j.describe for j in open_) +
                                   " could be decided within the budget. " + a.reasoning, reps, budget, futile=True)

@@ -37,10 +37,12 @@ def summary_lines(r: "RunReport") -> list[str]:
         first = run.error.splitlines()[0] if run.error else ""
         lines.append(f"  run {run.id} ({run.arm} r{run.replicate}): {run.status}: {first}")
     if e.stopped_early:
+        from workbench.analysis.stored import BUDGET_SPENT, FUTILE
+
         blocks = len({run.block for run in e.runs})
-        if e.stopped_early.startswith("The budget"):
+        if e.stopped_early.startswith(BUDGET_SPENT):
             lines.append(f"budget spent: {blocks} block(s) without a decision")
-        elif e.stopped_early.startswith("Stopped for futility"):
+        elif e.stopped_early.startswith(FUTILE):
             lines.append(f"stopped early after {blocks} block(s): no verdict is reachable within the budget (futility)")
         elif len(e.runs) < len(e.order):
             lines.append(f"stopped early after {blocks} block(s): the sequential test decided")
