@@ -8,6 +8,8 @@ Each case runs twice, on two complementary poisons, so an unwritten byte cannot 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import time
 from dataclasses import dataclass, field
 
@@ -257,10 +259,11 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
     """Scales moved apart from the values (kernels.scales): host to device through the 2D
     copy (overlapped, serial, and through transfer() with device ids), device to device in
     page order (on a plan, and through transfer() handed the same ids again)."""
-    import torch
+    from . import scales
 
-    from . import scales, transfer
-
+    # Constants forced per run: every transfer() call takes the 2D copy, or the touched pages' blocks.
+    forced = {"transfer": dict(SCALE_DMA_BYTES_PER_ROW=1 << 40),
+              "transfer-blocks": dict(BLOCK_MARGIN=0, BLOCK_FRACTION=2)}
     for geometry in ("c4_latent", "index_k_fp8"):
         for layout in LAYOUTS:
             for kind in ("scattered", "large", "partial"):
@@ -275,58 +278,60 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
                 for direction, how, on_dev in runs:
                     if progress:
                         progress(f"scales {name} {direction} {how}")
-                    keep = (scales.SCALE_DMA_BYTES_PER_ROW, scales.BLOCK_MARGIN,
-                            scales.BLOCK_FRACTION)
                     api = how.startswith("transfer")
-                    try:
-                        if how == "transfer":     # every call takes the 2D copy
-                            scales.SCALE_DMA_BYTES_PER_ROW = 1 << 40
-                        elif how == "transfer-blocks":   # the touched pages' blocks
-                            scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = 0, 2
+                    with _patched(scales, **forced.get(how, {})):
                         bad, compared, _, _ = r.one(
                             direction, src, si, di, 32, kw, on_dev,
                             staging="auto" if api else "never",
                             scales="auto" if api else how)
-                    finally:
-                        (scales.SCALE_DMA_BYTES_PER_ROW, scales.BLOCK_MARGIN,
-                         scales.BLOCK_FRACTION) = keep
                     report.cases.append(CaseResult("transfer", f"{name} {direction} scales={how}",
                                                    bad == 0, bad, compared))
                 # transfer() handed the same device ids again: page order from the second call
                 # (whatever the size, for the check)
                 dst = make_pool(geometry, layout, 32, 3, 64, gen=r.gen).cuda()
-                a, b, src_d = si.cuda(), di.cuda(), src.cuda()
-                bad = compared = 0
-                keep = scales.PAGE_ORDER_MIN_BYTES
-                scales.PAGE_ORDER_MIN_BYTES = 0
-                try:
-                    for p in (dst.cpu(), dst.cpu(), dst.cpu() ^ 0xFF):
-                        dst.copy_(p)
-                        transfer(src_d, dst, a, b, impl="cuda", **kw)
-                        torch.cuda.synchronize()
-                        bad += int((dst.cpu() != r.expected(src, p, si, di, kw)).sum())
-                        compared += dst.numel()
-                finally:
-                    scales.PAGE_ORDER_MIN_BYTES = keep
+                a, b = si.cuda(), di.cuda()
+                with _patched(scales, PAGE_ORDER_MIN_BYTES=0):
+                    bad, compared = _same_ids(r, src, src.cuda(), dst, si, di, a, b, kw,
+                                              (dst.cpu(), dst.cpu(), dst.cpu() ^ 0xFF))
                 report.cases.append(CaseResult("transfer", f"{name} d2d transfer() same ids x3",
                                                bad == 0, bad, compared))
                 # host to device, the same ids again: their page profile (list, then exact
                 # count and order) from the second call; blocks forced where not page by page
-                host = src.clone().pin_memory()
-                bad = compared = 0
-                keep = (scales.BLOCK_MARGIN, scales.BLOCK_FRACTION)
-                scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = 0, 2
-                try:
-                    for p in (dst.cpu(), dst.cpu() ^ 0x5A, dst.cpu(), dst.cpu() ^ 0xFF):
-                        dst.copy_(p)
-                        transfer(host, dst, a, b, impl="cuda", **kw)
-                        torch.cuda.synchronize()
-                        bad += int((dst.cpu() != r.expected(src, p, si, di, kw)).sum())
-                        compared += dst.numel()
-                finally:
-                    scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = keep
+                with _patched(scales, BLOCK_MARGIN=0, BLOCK_FRACTION=2):
+                    bad, compared = _same_ids(r, src, src.clone().pin_memory(), dst, si, di, a, b, kw,
+                                              (dst.cpu(), dst.cpu() ^ 0x5A, dst.cpu(), dst.cpu() ^ 0xFF))
                 report.cases.append(CaseResult("transfer", f"{name} h2d transfer() same ids x4",
                                                bad == 0, bad, compared))
+
+
+@contextmanager
+def _patched(module, **values):
+    """The module's constants set to `values` for the block, restored after it however it ends."""
+    keep = {name: getattr(module, name) for name in values}
+    for name, value in values.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in keep.items():
+            setattr(module, name, value)
+
+
+def _same_ids(r: _Runner, src, src_arg, dst, si, di, a, b, kw, starts) -> tuple[int, int]:
+    """transfer() called once per destination start in `starts` with the same id tensors, each
+    result compared with the reference: (bytes wrong, bytes compared)."""
+    import torch
+
+    from . import transfer
+
+    bad = compared = 0
+    for p in starts:
+        dst.copy_(p)
+        transfer(src_arg, dst, a, b, impl="cuda", **kw)
+        torch.cuda.synchronize()
+        bad += int((dst.cpu() != r.expected(src, p, si, di, kw)).sum())
+        compared += dst.numel()
+    return bad, compared
 
 
 def _buggy_cases(r: _Runner, report: CheckReport, directions, progress):
@@ -464,12 +469,10 @@ def _device_checked(r: _Runner, report: CheckReport):
         src_d = src.clone().pin_memory() if mode.startswith("h2d") else src.cuda()
         a, b = si.cuda(), di.cuda()
         notes, oks = [], []
-        force = (scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES,
-                 scales.BLOCK_MARGIN, scales.BLOCK_FRACTION)
-        scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES = 1 << 40, 0
+        forced = dict(SCALE_DMA_BYTES_PER_ROW=1 << 40, PAGE_ORDER_MIN_BYTES=0)
         if mode == "h2d-blocks":
-            scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = 0, 2
-        try:
+            forced.update(BLOCK_MARGIN=0, BLOCK_FRACTION=2)
+        with _patched(scales, **forced):
             for _ in range({"d2d-order": 2, "h2d-again": 3}.get(mode, 1)):
                 d.copy_(dst0)
                 try:
@@ -480,9 +483,6 @@ def _device_checked(r: _Runner, report: CheckReport):
                 except KernelError as exc:
                     notes.append(f"KernelError: {exc.message}")
                     oks.append(fragment in exc.message)
-        finally:
-            (scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES, scales.BLOCK_MARGIN,
-             scales.BLOCK_FRACTION) = force
         ok, note = all(oks), "; ".join(notes)
         got = d.cpu()
         wants = []
