@@ -350,30 +350,35 @@ def _h2d(p: _Pools, src, dst, si, di, n: int) -> int:
     return run_h2d(p.ext, src, dst, si, di, p.args[:13], blocks=blocks)
 
 
-def _profile(p: _Pools, si):
-    """The HostProfile of a source id tensor handed again unchanged (None the first time, and
-    for inference tensors, which keep no version counter)."""
-    c, key = p.hosts, versions(si)
-    if key is not None and c is not None and c[0] is si and c[1] == key:
+def _reused(p: _Pools, slot: str, ids: tuple, make):
+    """What `make()` derives from index tensors handed again unchanged (the same tensor objects,
+    torch's in-place version counters unchanged), kept on the pools in `slot`: None the first
+    time, and for inference tensors, which keep no version counter."""
+    c, key = getattr(p, slot), versions(*ids)
+    if (key is not None and c is not None and c[1] == key
+            and all(a is b for a, b in zip(c[0], ids))):
         if c[2] is None:
-            c[2] = HostProfile(si, p.page_size, p.s_shape.num_pages, p.s_lim)
+            c[2] = make()
         return c[2]
-    p.hosts = None if key is None else [si, key, None]
+    setattr(p, slot, None if key is None else [ids, key, None])
     return None
 
 
+def _profile(p: _Pools, si):
+    """The HostProfile of a source id tensor handed again unchanged (None the first time)."""
+    return _reused(p, "hosts", (si,),
+                   lambda: HostProfile(si, p.page_size, p.s_shape.num_pages, p.s_lim))
+
+
 def _ordered(p: _Pools, src, dst, si, di) -> int:
-    """fp8 rows device to device: index tensors handed again unchanged (the same tensor
-    objects, torch's in-place version counter unchanged) are a reused transfer, and get their
-    scales in page order from the second call on (the sort is made once, on the device, with
-    the id checks folded in: kernels.scales); new ids go in one launch, as sorting them per
+    """fp8 rows device to device: index tensors handed again unchanged are a reused transfer, and
+    get their scales in page order from the second call on (the sort is made once, on the device,
+    with the id checks folded in: kernels.scales); new ids go in one launch, as sorting them per
     call would cost more than it saves, and so do inference tensors (no version counter)."""
-    c, key = p.order, versions(si, di)
-    if key is not None and c is not None and c[0] is si and c[1] is di and c[2] == key:
-        if c[3] is None:
-            c[3] = page_order_ids(si, di, p.page_size, (p.s_lim, p.d_lim))
-        return run_page_order(p.ext, src, dst, si, di, p.args[:13], c[3])
-    p.order = None if key is None else [si, di, key, None]   # inference tensors: no counter
+    order = _reused(p, "order", (si, di),
+                    lambda: page_order_ids(si, di, p.page_size, (p.s_lim, p.d_lim)))
+    if order is not None:
+        return run_page_order(p.ext, src, dst, si, di, p.args[:13], order)
     return p.ext.transfer(src, dst, si, di, *p.args)
 
 
