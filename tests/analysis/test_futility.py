@@ -180,6 +180,7 @@ def _with_control_prediction(workbench_dir):
     return load_registry(workbench_dir)
 
 
+@pytest.mark.slow
 def test_a_falsification_the_drift_check_holds_is_not_stopped_for_futility(store, workbench_dir):
     # Two predictions: the control's "at least 0.5" is falsified by its interval, but its runs are
     # over-dispersed (8 and 24 leaks of 80 in turn) and 5 runs are too few to rule a trend out, so the drift

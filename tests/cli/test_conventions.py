@@ -8,13 +8,18 @@ import io
 import json
 import os
 import pty
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
+
 WB = str(Path(sys.executable).with_name("wb"))
+REPO = Path(__file__).resolve().parents[2]
+SEED_CSV = REPO / "evidence" / "seed-runs.csv"
 
 
 def sh(cmd: str, env: dict[str, str], **kw) -> subprocess.CompletedProcess:
@@ -22,15 +27,32 @@ def sh(cmd: str, env: dict[str, str], **kw) -> subprocess.CompletedProcess:
                           timeout=120, **kw)
 
 
-@pytest.fixture
-def wbenv(tmp_path: Path, workbench_dir: Path, seed_csv: Path) -> dict[str, str]:
-    """A workbench with the seed's evidence imported and wedge-confound's verdict recorded."""
-    env = {**os.environ, "WB_ROOT": str(workbench_dir), "WB_DB": str(tmp_path / "wb.duckdb"), "WB": WB,
+def _env(home: Path, seed_csv: Path) -> dict[str, str]:
+    env = {**os.environ, "WB_ROOT": str(home / "wbroot"), "WB_DB": str(home / "wb.duckdb"), "WB": WB,
            "SEED": str(seed_csv)}
     env.pop("NO_COLOR", None)
-    setup = sh('"$WB" import evidence "$SEED" && "$WB" hypothesis analyze wedge-confound', env)
-    assert setup.returncode == 0, setup.stderr
     return env
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built once per module (two wb processes each test would otherwise repeat): a workbench with the
+    seed's evidence imported and wedge-confound's verdict recorded."""
+    home = tmp_path_factory.mktemp("seeded")
+    (home / "wbroot").mkdir()
+    shutil.copy(REPO / "hypotheses.yaml", home / "wbroot" / "hypotheses.yaml")
+    shutil.copytree(REPO / "experiments", home / "wbroot" / "experiments")
+    setup = sh('"$WB" import evidence "$SEED" && "$WB" hypothesis analyze wedge-confound', _env(home, SEED_CSV))
+    assert setup.returncode == 0, setup.stderr
+    return home
+
+
+@pytest.fixture
+def wbenv(tmp_path: Path, seeded: Path) -> dict[str, str]:
+    """A private copy of the seeded workbench and its store: a test may write to it."""
+    home = tmp_path / "seeded"
+    shutil.copytree(seeded, home)
+    return _env(home, SEED_CSV)
 
 
 def test_piped_listings_keep_whole_values(wbenv):

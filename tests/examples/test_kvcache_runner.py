@@ -12,6 +12,8 @@ from kvcache_kit import run_hypothesis
 from workbench.errors import ConfigError, RestoreFailed
 from workbench.registry import load_registry
 
+pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
+
 
 def _start(kv) -> int:
     """Serve kv.conf as the operator would, before any experiment (restart.sh backgrounds the server)."""

@@ -7,11 +7,19 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from workbench.sim import control
+
+pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
 
 
 def test_isolate_on_pdsim_records_each_probe_and_restores_the_target(bench):
     registry_before = (bench.root / "hypotheses.yaml").read_bytes()
+    # Half the seed's rounds: the search still decides in one run per probe (the geometry bug leaks from
+    # the second round), in less than half the time of 80 x 4 (this test records, it does not calibrate).
+    exp = bench.root / "experiments" / "agent-repro.yaml"
+    exp.write_text(exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 80 --rounds 2"))
     # abort fix on in both: the geometry alone separates good from bad (a one-change search, two probes).
     out = subprocess.run([sys.executable, "-m", "workbench.cli.main", "isolate", "--experiment", "agent-repro",
                           "--good", "geometry_fix=on nixl_abort_fix=on", "--bad", "geometry_fix=off nixl_abort_fix=on",
@@ -25,9 +33,8 @@ def test_isolate_on_pdsim_records_each_probe_and_restores_the_target(bench):
     assert (bench.root / "hypotheses.yaml").read_bytes() == registry_before  # no --write: the YAML is untouched
     res = rec["result"]
     assert rec["changes"] == ["geometry_fix"]
-    assert res["status"] in ("decided", "inconclusive")
-    if res["status"] == "decided":
-        assert res["minimal"] == ["geometry_fix"]
+    # pdsim on simulated time is deterministic for a serve file and a workload seed: so is the answer.
+    assert (res["status"], res["minimal"]) == ("decided", ["geometry_fix"])
     assert res["units"] == sum(p["units"] for p in res["probes"]) > 0
 
     import duckdb

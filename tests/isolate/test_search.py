@@ -171,6 +171,7 @@ def test_budget_spent_mid_search_is_inconclusive_with_bounds():
     assert set(r.upper) == set(SEED)
 
 
+@pytest.mark.slow
 def test_noisy_seed_world_model_finds_the_right_set_and_beats_the_factorial():
     rate = conjunction({"index_k_dtype", "hicache", "geometry_fix"}, rate=0.15)
     right = wrong_decided = 0

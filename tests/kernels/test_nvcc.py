@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
+
 SRC = Path(__file__).resolve().parents[2] / "kernels" / "cuda" / "transfer.cu"
 
 

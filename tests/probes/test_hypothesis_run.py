@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from workbench.store import open_store
+
+pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
 
 REPO = Path(__file__).resolve().parents[2]
 DEAD = "workbench.sim.hicache:DSAIndexerPoolHost"

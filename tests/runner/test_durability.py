@@ -12,7 +12,10 @@ import time
 from pathlib import Path
 
 import duckdb
+import pytest
 from runner_kit import edit_profile, store_rows
+
+pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
 
 
 WB = [sys.executable, "-m", "workbench.cli.main"]

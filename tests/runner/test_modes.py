@@ -9,10 +9,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 from workbench.store import open_store
 
 from runner_kit import edit_profile  # noqa: E402
+
+pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -21,6 +21,8 @@ from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.pat
 from workbench.sim import control
 from workbench.sim.config import render_serve_file
 
+pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -16,6 +16,8 @@ from workbench.sim.config import render_serve_file
 
 from pdsim_kit import free_port
 
+pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
+
 SEED = 0
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import pytest
+
 from workbench.sim import control, logs, repro
 from workbench.sim.stress import Stress
 
 from pdsim_kit import write_serve
+
+pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
 
 # The wedge world without the fix: timeouts, aborts, the wedge and the abort race, all of which
 # used to follow the host's speed. A small pool makes them happen with a small, quick workload.
