@@ -18,6 +18,15 @@ Where the data checks of the ids run (range, duplicate destinations):
 - fp8 token rows device to device, 64 MB and up, when the same index tensors come again
   unchanged: as above, the scales in page order (three launches; the scale passes skip the
   bad ids).
+- the same device id tensors handed again unchanged (the same objects, torch's version
+  counters unchanged): copied to pinned memory once, on their second call, behind an event (no
+  synchronisation), and checked on the host once that copy has landed, as `plan_transfer`
+  checks cpu ids; valid ids then run unchecked as that plan, on its default path (kernels.reuse;
+  for host rows in long runs the staged DMA path, which needs the host ids on the host). Until
+  the copy has landed, for bad ids, and after an in-place change (a new version, read again),
+  the calls stay checked on the device as above. The host check, not the absence of a report,
+  is what lets a call skip the device checks: the record keeps only the first error of any
+  launch until it is read, so a launch's own error can go unreported while another's is pending.
 - index tensors on the cpu, one pool used as both src and dst, the reference
   implementation, and `plan_transfer`: on the host before any byte moves (device ids are
   read back then: one synchronisation per plan). `run_plan` launches a validated plan again
@@ -29,6 +38,7 @@ from __future__ import annotations
 import weakref
 
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
+from .reuse import ReusedIds, host_valid
 from .scales import (ORDERED_VARIANT, HostProfile, device_block_ids, h2d_path, page_grouped,
                      page_order_ids, random_pages, run_h2d, run_page_order, versions,
                      wants_page_order)
@@ -43,10 +53,12 @@ class Plan:
     """A validated transfer: everything the implementations need, nothing left to check."""
 
     __slots__ = ("src", "dst", "src_idx", "dst_idx", "geometry", "addr", "granularity", "layout",
-                 "page_size", "src_shape", "dst_shape", "impl", "device", "_cache")
+                 "page_size", "src_shape", "dst_shape", "impl", "device", "dev_ids", "_cache")
 
     def __init__(self, **kw):
         self._cache = None      # derived launch data (the staged form), filled on first launch
+        self.dev_ids = None     # the ids on the device already, when src_idx/dst_idx are their
+                                # host copies (kernels.reuse)
         for k, v in kw.items():
             setattr(self, k, v)
 
@@ -132,7 +144,7 @@ class _Pools:
     __slots__ = ("refs", "ptrs", "shapes", "geo", "addr", "granularity", "layout", "page_size",
                  "s_shape", "d_shape", "device", "impl", "unit", "s_lim", "d_lim", "same_pool",
                  "dev_index", "ext", "args", "scale_dma", "page_order", "order", "hosts",
-                 "__weakref__")
+                 "known", "__weakref__")
 
     def holds(self, src, dst) -> bool:
         return (self.refs[0]() is src and self.refs[1]() is dst
@@ -213,7 +225,7 @@ def _validate_pools(src, dst, *, geometry, granularity, layout, page_size, strid
     p.s_shape, p.d_shape = s_shape, d_shape
     p.dev_index = p.device.index if p.device.type == "cuda" else -1
     p.ext, p.args, p.scale_dma, p.page_order, p.order = None, None, False, False, None
-    p.hosts = None
+    p.hosts = p.known = None
     if p.impl == "cuda" and not p.same_pool:
         from . import build
 
@@ -315,6 +327,10 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
         if p.fast(src_idx, dst_idx):
             n = src_idx.numel()
             if n:
+                known = _known(p, src_idx, dst_idx)
+                if known is not None and known.plan() is not None:
+                    known.launch(src, dst)      # read on the host and valid: unchecked
+                    return
                 if p.scale_dma:
                     seq = _h2d(p, src, dst, src_idx, dst_idx, n)
                 elif p.page_order and wants_page_order(p.geo, n, p.s_shape.num_layers):
@@ -346,7 +362,7 @@ def _h2d(p: _Pools, src, dst, si, di, n: int) -> int:
     blocks = None
     if how == "blocks":
         blocks = prof.block_ids() if prof is not None else (
-            lambda: device_block_ids(si, p.page_size, pages, p.s_lim))
+            lambda: device_block_ids(si, p.page_size, pages, p.s_lim, p.ext))
     return run_h2d(p.ext, src, dst, si, di, p.args[:13], blocks=blocks)
 
 
@@ -362,6 +378,24 @@ def _reused(p: _Pools, slot: str, ids: tuple, make):
         return c[2]
     setattr(p, slot, None if key is None else [ids, key, None])
     return None
+
+
+def _known(p: _Pools, si, di):
+    """The ReusedIds of id tensors handed again unchanged (None the first time): from the
+    second call their host copy, from the first call after it landed their validated plan."""
+    return _reused(p, "known", (si, di), lambda: ReusedIds(
+        si, di, lambda s, d: _host_plan(p, s, d, si, di)))
+
+
+def _host_plan(p: _Pools, s, d, si, di):
+    """The plan of device ids si, di from their host copies s, d (None when they are bad)."""
+    if not host_valid(s, d, p.s_lim, p.d_lim):
+        return None
+    plan = Plan(src=None, dst=None, src_idx=s, dst_idx=d, geometry=p.geo, addr=p.addr,
+                granularity=p.granularity, layout=p.layout, page_size=p.page_size,
+                src_shape=p.s_shape, dst_shape=p.d_shape, impl=p.impl, device=p.device)
+    plan.dev_ids = (si, di)
+    return plan
 
 
 def _profile(p: _Pools, si):

@@ -206,6 +206,8 @@ def _plan_ids(plan, dev):
     cost 0.3-0.7 ms of a 128 MB host transfer (NOTES.md run 8), a pageable one a host wait
     for the stream."""
     si, di = plan.src_idx, plan.dst_idx
+    if plan.dev_ids is not None:      # host copies of device ids (kernels.reuse)
+        return plan.dev_ids
     if si.device == dev and di.device == dev:
         return si, di
     if si.device.type == "cpu" and di.device.type == "cpu":
@@ -226,7 +228,7 @@ def _plan_blocks(plan, si_dev, dev):
         if ids.device.type == "cpu":
             touched_pages, touched = _scales.block_ids(ids, ps)
             return touched_pages.pin_memory().to(dev, non_blocking=True), touched
-        return (_scales.device_block_ids(si_dev, ps, pages, pages * ps),
+        return (_scales.device_block_ids(si_dev, ps, pages, pages * ps, load()),
                 _scales.random_pages(ids.numel(), pages))
 
     return _derived(plan, "blocks", make)

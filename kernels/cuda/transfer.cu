@@ -621,6 +621,35 @@ cudaError_t launch_v1(const KArgs& k, int v1, const Launch& l, cudaStream_t stre
 
 }  // namespace
 
+namespace {
+
+// Every thread writes its page's own number: racing writes of one page store the same value.
+__global__ void __launch_bounds__(256) mark_pages_kernel(const int64_t* ids, int64_t n,
+                                                         int64_t page_size, int64_t limit,
+                                                         int64_t pages, int64_t* out) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t id = ids[i];
+    if (id >= 0 && id < limit) {
+      const int64_t page = id / page_size;
+      if (page < pages) out[page] = page;
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t mark_pages_launch(const int64_t* ids, int64_t n, int64_t page_size, int64_t limit,
+                              int64_t* out, int64_t pages, cudaStream_t stream) {
+  if (pages <= 0) return cudaSuccess;
+  cudaError_t e = cudaMemsetAsync(out, 0xff, size_t(pages) * sizeof(int64_t), stream);  // -1
+  if (e != cudaSuccess || n <= 0) return e;
+  const int64_t blocks = std::min<int64_t>((n + 255) / 256, 4096);
+  mark_pages_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(ids, n, page_size, limit,
+                                                                       pages, out);
+  return cudaGetLastError();
+}
+
 int transfer_variant_count() { return kNumVariants; }
 const char* transfer_variant_name(int v) {
   return v >= 0 && v < kNumVariants ? kVariants[v].name : "?";
