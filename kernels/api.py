@@ -12,9 +12,8 @@ Where the data checks of the ids run (range, duplicate destinations):
   page (`kernels.scales.wants_dma`, `wants_blocks`): as above, in two launches (the values,
   which check and report, then the scales from a device copy of the host pool's scale blocks,
   which skip the same bad ids without reporting them again); the blocks of only the touched
-  pages take a third launch that skips the pages no valid id names. A source id tensor handed
-  again unchanged keeps what its pages say (kernels.scales.HostProfile, no synchronisation):
-  ids that come page by page then keep one checked launch.
+  pages take a third launch that skips the pages no valid id names (the pages marked on the
+  device per call, one launch; their number estimated as for random ids).
 - fp8 token rows device to device, 64 MB and up, when the same index tensors come again
   unchanged: as above, the scales in page order (three launches; the scale passes skip the
   bad ids).
@@ -39,9 +38,8 @@ import weakref
 
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
 from .reuse import ReusedIds, host_valid
-from .scales import (ORDERED_VARIANT, HostProfile, device_block_ids, h2d_path, page_grouped,
-                     page_order_ids, random_pages, run_h2d, run_page_order, versions,
-                     wants_page_order)
+from .scales import (device_block_ids, h2d_path, page_order_ids, random_pages, run_h2d,
+                     run_page_order, versions, wants_page_order)
 
 __all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
 
@@ -143,8 +141,8 @@ class _Pools:
 
     __slots__ = ("refs", "ptrs", "shapes", "geo", "addr", "granularity", "layout", "page_size",
                  "s_shape", "d_shape", "device", "impl", "unit", "s_lim", "d_lim", "same_pool",
-                 "dev_index", "ext", "args", "scale_dma", "page_order", "order", "hosts",
-                 "known", "__weakref__")
+                 "dev_index", "ext", "args", "scale_dma", "page_order", "order", "known",
+                 "__weakref__")
 
     def holds(self, src, dst) -> bool:
         return (self.refs[0]() is src and self.refs[1]() is dst
@@ -225,7 +223,7 @@ def _validate_pools(src, dst, *, geometry, granularity, layout, page_size, strid
     p.s_shape, p.d_shape = s_shape, d_shape
     p.dev_index = p.device.index if p.device.type == "cuda" else -1
     p.ext, p.args, p.scale_dma, p.page_order, p.order = None, None, False, False, None
-    p.hosts = p.known = None
+    p.known = None
     if p.impl == "cuda" and not p.same_pool:
         from . import build
 
@@ -345,24 +343,17 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
 def _h2d(p: _Pools, src, dst, si, di, n: int) -> int:
     """Host-to-device token rows with scales, device ids: how the scales move ("blocks" of the
     touched pages, "h2d" the 2D copy of the whole region, or with the values), from the pages
-    the ids touch. New ids are not read: the pages are estimated as for random ids (the most
-    any n ids touch) and marked on the device per call. A reused id tensor (same object,
-    version unchanged: `_profile`) keeps its touched-page list and, once their copy to the host
-    has landed, its exact (pages, runs): page-by-page ids then keep one launch
-    (kernels.scales.ORDERED_VARIANT), others choose as a plan with cpu ids does."""
-    prof = _profile(p, si)
-    known = prof.stats() if prof is not None else None
-    if known is not None and page_grouped(*known):
-        return p.ext.transfer(src, dst, si, di, *p.args[:9], ORDERED_VARIANT, *p.args[10:])
+    the ids touch. The ids are not read: the pages are estimated as for random ids (the most
+    any n ids touch) and marked on the device per call (one launch, on the side stream while
+    the values move). Ids handed again run as their plan once read (`_known`), which knows
+    their exact pages and order."""
     pages = p.s_shape.num_pages
-    touched = known[0] if known is not None else random_pages(n, pages)
-    how = h2d_path(p.geo, p.s_shape, n, p.page_size, touched)
+    how = h2d_path(p.geo, p.s_shape, n, p.page_size, random_pages(n, pages))
     if how is None:
         return p.ext.transfer(src, dst, si, di, *p.args)
     blocks = None
     if how == "blocks":
-        blocks = prof.block_ids() if prof is not None else (
-            lambda: device_block_ids(si, p.page_size, pages, p.s_lim, p.ext))
+        blocks = lambda: device_block_ids(si, p.page_size, pages, p.s_lim, p.ext)  # noqa: E731
     return run_h2d(p.ext, src, dst, si, di, p.args[:13], blocks=blocks)
 
 
@@ -396,12 +387,6 @@ def _host_plan(p: _Pools, s, d, si, di):
                 src_shape=p.s_shape, dst_shape=p.d_shape, impl=p.impl, device=p.device)
     plan.dev_ids = (si, di)
     return plan
-
-
-def _profile(p: _Pools, si):
-    """The HostProfile of a source id tensor handed again unchanged (None the first time)."""
-    return _reused(p, "hosts", (si,),
-                   lambda: HostProfile(si, p.page_size, p.s_shape.num_pages, p.s_lim))
 
 
 def _ordered(p: _Pools, src, dst, si, di) -> int:

@@ -295,8 +295,9 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
                                               (dst.cpu(), dst.cpu(), dst.cpu() ^ 0xFF))
                 report.cases.append(CaseResult("transfer", f"{name} d2d transfer() same ids x3",
                                                bad == 0, bad, compared))
-                # host to device, the same ids again: their page profile (list, then exact
-                # count and order) from the second call; blocks forced where not page by page
+                # host to device, the same ids again: checked, then read on the host and run
+                # as their plan (kernels.reuse: exact page count and order); blocks forced
+                # where not page by page
                 with _patched(scales, BLOCK_MARGIN=0, BLOCK_FRACTION=2):
                     bad, compared = _same_ids(r, src, src.clone().pin_memory(), dst, si, di, a, b, kw,
                                               (dst.cpu(), dst.cpu() ^ 0x5A, dst.cpu(), dst.cpu() ^ 0xFF))
@@ -498,7 +499,8 @@ def _device_checked(r: _Runner, report: CheckReport):
     # d2d: one checked launch; h2d-dma: values checked, scales from the 2D copy's staging pool
     # (h2d-blocks: from the touched pages' blocks, which skip the pages of bad ids)
     # skipping the same ids; d2d-order: the same id tensors a second time (scales in page order)
-    # h2d-again: the same host ids three times (their page profile from the second call)
+    # h2d-again: the same host ids three times (copied to the host on the second call, found
+    # bad there on the third: checked again)
     # *-reuse: the same tensors with valid ids three times (the third unchecked, from their host
     # copy), then changed in place to the bad ids: checked again, twice
     modes = ("d2d", "h2d-dma", "d2d-order", "h2d-blocks", "h2d-again", "d2d-reuse", "d2h-reuse",

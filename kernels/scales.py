@@ -14,9 +14,8 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   requests) into the staging pool instead of the 2D copy of all of them. The touched pages are
   read on the host for plans with cpu ids (`block_ids`); for device ids they are marked on the
   device (`device_block_ids`, no synchronisation) and their number estimated as for random
-  ids, which touch the most pages for a given count. A device id tensor handed again unchanged
-  keeps a `HostProfile` (its touched pages listed once, their exact count and order read back
-  without a synchronisation), so `transfer()` then chooses as a plan with cpu ids does.
+  ids, which touch the most pages for a given count. Device id tensors handed again unchanged
+  are read on the host once and run as a plan with cpu ids (kernels.reuse).
 - Host to device, ids that come page by page (`page_grouped`): one launch in ORDERED_VARIANT,
   the scales of a page on neighbouring threads already coalesce.
 - Device to device, fp8 rows from 64 MB, reused ids (`page_order_ids`, `run_page_order`):
@@ -32,7 +31,7 @@ written back whole, overwriting slots the transfer does not name.
 from __future__ import annotations
 
 __all__ = ["wants_dma", "wants_blocks", "wants_page_order", "h2d_path", "page_grouped",
-           "host_page_stats", "HostProfile", "run_h2d", "block_ids", "device_block_ids",
+           "host_page_stats", "run_h2d", "block_ids", "device_block_ids",
            "random_pages", "versions", "page_order_ids", "run_page_order",
            "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION",
            "ORDER_SLACK", "ORDERED_VARIANT"]
@@ -143,44 +142,6 @@ def device_block_ids(host_ids, page_size: int, pages: int, limit: int, ext=None)
     flags.index_fill_(0, page, True)      # a scalar fill: no value tensor to upload
     ids = torch.arange(pages, device=host_ids.device)
     return torch.where(flags[:pages], ids, torch.full_like(ids, -1))
-
-
-class HostProfile:
-    """What a reused device id tensor of host rows says about its pages, made once on the
-    device with no synchronisation: the touched pages first (then -1), and (touched, runs)
-    copied to pinned memory, read once that copy has landed (`stats`: None until then, so the
-    first calls use the estimate for random ids). A per-call pool-wide page list cost
-    `transfer()` 5-15% on sparse rows (NOTES.md runs 9-10)."""
-
-    __slots__ = ("pages", "host", "event", "known")
-
-    def __init__(self, host_ids, page_size: int, pages: int, limit: int):
-        import torch
-
-        dev = host_ids.device
-        ok = (host_ids >= 0) & (host_ids < limit)
-        page = torch.where(ok, torch.div(host_ids, page_size, rounding_mode="floor"), pages)
-        flags = torch.zeros(pages + 1, dtype=torch.int32, device=dev)
-        flags.index_fill_(0, page, 1)
-        touched = flags[:pages]
-        order = torch.argsort(1 - touched, stable=True)     # touched pages first, in order
-        self.pages = torch.where(touched[order] > 0, order, -1)
-        runs = (page[1:] != page[:-1]).sum() + 1
-        self.host = torch.empty(2, dtype=torch.int64, pin_memory=True)
-        self.host.copy_(torch.stack([touched.sum().to(torch.int64), runs]), non_blocking=True)
-        self.event = torch.cuda.Event()
-        self.event.record(torch.cuda.current_stream(dev))
-        self.known = None
-
-    def stats(self):
-        """(pages touched, runs of one page), or None while the copy is in flight."""
-        if self.known is None and self.event.query():
-            self.known = tuple(int(v) for v in self.host.tolist())
-        return self.known
-
-    def block_ids(self):
-        """The touched pages (all of the list while their number is unknown)."""
-        return self.pages if self.known is None else self.pages[:max(1, self.known[0])]
 
 
 def versions(*tensors):

@@ -25,10 +25,8 @@ def _rows(geometry: str, order: str, raw, gen, layers: int = 4) -> list[tuple[st
     p = api._pools(src, dst, geometry, "token", "page_first", ps, None, "cuda")
     ext, moved = p.ext, si.numel() * layers * geo.bytes_per_token
     lim = s_pages * ps
-    full = scales.device_block_ids(a, ps, s_pages, lim)
-    prof = scales.HostProfile(a, ps, s_pages, lim)
-    torch.cuda.synchronize()
-    compact = prof.block_ids() if prof.stats() else full
+    full = scales.device_block_ids(a, ps, s_pages, lim, ext)
+    compact = scales.block_ids(si, ps)[0].cuda()
     width = ps * geo.scale_bytes
     staging = torch.empty((s_pages, layers, width), dtype=torch.uint8, device="cuda")
 
@@ -64,15 +62,12 @@ def _rows(geometry: str, order: str, raw, gen, layers: int = 4) -> list[tuple[st
     api.synchronize()
     out += [("  per-call page list, torch ops", ms(lambda: real(a, ps, s_pages, lim))),
             ("  per-call page list, mark_pages", ms(lambda: real(a, ps, s_pages, lim, ext))),
-            ("  profile made (once per reused ids)",
-             ms(lambda: scales.HostProfile(a, ps, s_pages, lim))),
             (f"  block pass, pool-wide list ({full.numel()})", ms(block_pass(full))),
             (f"  block pass, touched pages ({compact.numel()})", ms(block_pass(compact))),
             ("  values alone, checked", ms(values(True))),
             ("  values alone, unchecked", ms(values(False)))]
     api.synchronize()
-    stats = prof.stats()
-    return [(name, t, moved / t / 1e6) for name, t in out], stats
+    return [(name, t, moved / t / 1e6) for name, t in out], scales.host_page_stats(si, ps)
 
 
 def main() -> None:

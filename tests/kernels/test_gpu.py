@@ -405,12 +405,12 @@ def test_inference_mode_ids_are_not_kept_across_calls(monkeypatch):
 
 @pytest.mark.parametrize("geometry", ["c4_latent", "index_k_fp8"])
 @pytest.mark.parametrize("order", ["by-page", "shuffled"])
-def test_reused_host_ids_keep_their_page_profile(geometry, order, monkeypatch):
-    """transfer() handed the same device ids of host rows again: the touched pages are listed
-    once (kernels.scales.HostProfile) and their exact count and order, once landed, choose the
-    path: page by page one launch, shuffled the touched pages' blocks. Every call byte-exact;
-    ids changed in place are profiled again."""
-    from wb_kernels import api
+def test_reused_host_ids_choose_their_path_from_their_pages(geometry, order, monkeypatch):
+    """transfer() handed the same device ids of host rows again: once read on the host
+    (kernels.reuse) their exact pages and order choose the path as a plan's cpu ids do: page by
+    page one launch, shuffled the touched pages' blocks (forced at this size). Every call
+    byte-exact; ids changed in place are read again."""
+    from wb_kernels import api, build
 
     _force_blocks(monkeypatch)
     gen = torch.Generator().manual_seed(21)
@@ -424,8 +424,8 @@ def test_reused_host_ids_keep_their_page_profile(geometry, order, monkeypatch):
     kw = dict(geometry=geometry, granularity="token", layout="page_first", page_size=64)
     host, d = src.clone().pin_memory(), dst0.cuda()
     a, b = si.cuda(), di.cuda()
-    for call in range(5):
-        if call == 3:       # in place: a new version, a new profile
+    for call in range(6):
+        if call == 3:       # in place: a new version, checked and read again
             a[:2] = a[:2].flip(0).clone()
             si[:2] = si[:2].flip(0).clone()
         want = dst0.clone()
@@ -435,13 +435,10 @@ def test_reused_host_ids_keep_their_page_profile(geometry, order, monkeypatch):
         transfer(host, d, a, b, impl="cuda", **kw)
         api.synchronize()
         assert torch.equal(d.cpu(), want), f"call {call}"
-    p = api._pools(host, d, geometry, "token", "page_first", 64, None, "cuda")
-    prof = p.hosts[2]
-    assert prof is not None and prof.stats() is not None
-    touched, runs = prof.stats()
-    assert touched == 4
-    assert (runs <= 5) == (order == "by-page")
-    assert sorted(prof.block_ids().tolist()) == pages.tolist()
+    rec = _reused_record(api, host, d, geometry)
+    assert rec.state == "valid" and torch.equal(rec.plan().src_idx, si)
+    assert build._h2d_scale_path(rec.plan(), "auto") == (
+        "ordered" if order == "by-page" else "blocks")
 
 
 def _reused_record(api, s, d, geometry, gran="token"):
