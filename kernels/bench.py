@@ -473,6 +473,8 @@ def _latency(raw_dev_a, raw_dev_b, raw_host, layers: int) -> dict:
             "host us/call: launch only": _wall_us(lambda: build.launch(plan), reps=20, inner=200),
             "host us/call: transfer() device ids": _wall_us(
                 lambda: transfer(s, d, si_d, di_d, impl="cuda", **kw), reps=20, inner=200),
+            "host us/call: transfer() new device ids": _wall_us(
+                _new_ids_each_call(s, d, si_d, di_d, kw), reps=20, inner=200),
         }
     api.synchronize()
     return out
