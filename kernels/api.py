@@ -38,7 +38,7 @@ import weakref
 
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
 from .reuse import ReusedIds, host_valid
-from .scales import (device_block_ids, h2d_path, page_order_ids, random_pages, run_h2d,
+from .scales import (device_block_ids, device_ids_path, page_order_ids, run_h2d,
                      run_page_order, versions, wants_page_order)
 
 __all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
@@ -345,10 +345,11 @@ def _h2d(p: _Pools, src, dst, si, di, n: int) -> int:
     touched pages, "h2d" the 2D copy of the whole region, or with the values), from the pages
     the ids touch. The ids are not read: the pages are estimated as for random ids (the most
     any n ids touch) and marked on the device per call (one launch, on the side stream while
-    the values move). Ids handed again run as their plan once read (`_known`), which knows
+    the values move); the whole region is never copied for them, only the marked pages'
+    blocks (kernels.scales.device_ids_path). Ids handed again run as their plan once read (`_known`), which knows
     their exact pages and order."""
     pages = p.s_shape.num_pages
-    how = h2d_path(p.geo, p.s_shape, n, p.page_size, random_pages(n, pages))
+    how = device_ids_path(p.geo, p.s_shape, n, p.page_size)
     if how is None:
         return p.ext.transfer(src, dst, si, di, *p.args)
     blocks = None

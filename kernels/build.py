@@ -277,12 +277,11 @@ def _h2d_scale_path(plan, scales: str):
     if scales in ("blocks", "blocks-serial"):
         return "blocks"
     geo, n, ps, shape = plan.geometry, plan.src_idx.numel(), plan.page_size, plan.src_shape
-    if plan.src_idx.device.type == "cpu":
-        touched, runs = _plan_page_stats(plan)
-        if _scales.page_grouped(touched, runs):
-            return "ordered"
-    else:
-        touched = _scales.random_pages(n, shape.num_pages)
+    if plan.src_idx.device.type != "cpu":
+        return _scales.device_ids_path(geo, shape, n, ps)
+    touched, runs = _plan_page_stats(plan)
+    if _scales.page_grouped(touched, runs):
+        return "ordered"
     return _scales.h2d_path(geo, shape, n, ps, touched)
 
 

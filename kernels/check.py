@@ -496,7 +496,8 @@ def _device_checked(r: _Runner, report: CheckReport):
         ("page id out of range", "page", [0, 1], [6, 2], "outside [0, 6)", [1]),
         ("duplicate destinations", "token", [1, 2, 3], [4, 5, 4], "already written", None),
     ]
-    # d2d: one checked launch; h2d-dma: values checked, scales from the 2D copy's staging pool
+    # d2d: one checked launch; h2d-dma: values checked, scales from a staging pool (for device
+    # ids the blocks of the marked pages, where a plan would copy the whole region)
     # (h2d-blocks: from the touched pages' blocks, which skip the pages of bad ids)
     # skipping the same ids; d2d-order: the same id tensors a second time (scales in page order)
     # h2d-again: the same host ids three times (copied to the host on the second call, found

@@ -674,7 +674,11 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   // evict-first stores. Pair-major order (v16) moved random host rows at 90-93% (bf16) and 52%
   // (fp8) against 84% and 40% with v1/v13, but broke consecutive host ids into 4 B scale
   // requests (fp8 d2h seq 33 against 41-49 GB/s); tiles keep both (NOTES run 7).
-  if (a.variant < 0 && a.direction != 0 && a.token) variant = 23;
+  // c4 rows device to host (576 B values, 8 B scales) take the split kernel v18: 39-41 GB/s on
+  // random host ids and 50-51 on consecutive ones against v23's 33-41 and 38-48, in all eight
+  // benches of runs 9-11 (fp8 rows: v18 17-18 against 26-30, so they keep v23).
+  if (a.variant < 0 && a.direction != 0 && a.token)
+    variant = a.direction == 1 && scales_too && a.value_bytes > 128 ? 18 : 23;
   const int64_t L = a.layers, ps = a.page_size;
   const int64_t row = ps * (a.value_bytes + a.scale_bytes);  // addressing geometry's row
   // A compact scale pool holds only the scale blocks: rows of ps * scale_bytes, same layout.
