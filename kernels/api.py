@@ -12,12 +12,20 @@ Where the data checks of the ids run (range, duplicate destinations):
   page (`kernels.scales.wants_dma`, `wants_blocks`): as above, in two launches (the values,
   which check and report, then the scales from a device copy of the host pool's scale blocks,
   which skip the same bad ids without reporting them again); the blocks of only the touched
-  pages take a third launch that skips the pages no valid id names. A source id tensor handed
-  again unchanged keeps what its pages say (kernels.scales.HostProfile, no synchronisation):
-  ids that come page by page then keep one checked launch.
+  pages take a third launch that skips the pages no valid id names (the pages marked on the
+  device per call, one launch; their number estimated as for random ids).
 - fp8 token rows device to device, 64 MB and up, when the same index tensors come again
   unchanged: as above, the scales in page order (three launches; the scale passes skip the
   bad ids).
+- the same device id tensors handed again unchanged (the same objects, torch's version
+  counters unchanged): copied to pinned memory once, on their second call, behind an event (no
+  synchronisation), and checked on the host once that copy has landed, as `plan_transfer`
+  checks cpu ids; valid ids then run unchecked as that plan, on its default path (kernels.reuse;
+  for host rows in long runs the staged DMA path, which needs the host ids on the host). Until
+  the copy has landed, for bad ids, and after an in-place change (a new version, read again),
+  the calls stay checked on the device as above. The host check, not the absence of a report,
+  is what lets a call skip the device checks: the record keeps only the first error of any
+  launch until it is read, so a launch's own error can go unreported while another's is pending.
 - index tensors on the cpu, one pool used as both src and dst, the reference
   implementation, and `plan_transfer`: on the host before any byte moves (device ids are
   read back then: one synchronisation per plan). `run_plan` launches a validated plan again
@@ -29,9 +37,9 @@ from __future__ import annotations
 import weakref
 
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
-from .scales import (ORDERED_VARIANT, HostProfile, device_block_ids, h2d_path, page_grouped,
-                     page_order_ids, random_pages, run_h2d, run_page_order, versions,
-                     wants_page_order)
+from .reuse import ReusedIds, host_valid
+from .scales import (device_block_ids, device_ids_path, page_order_ids, run_h2d,
+                     run_page_order, versions, wants_page_order)
 
 __all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
 
@@ -43,10 +51,12 @@ class Plan:
     """A validated transfer: everything the implementations need, nothing left to check."""
 
     __slots__ = ("src", "dst", "src_idx", "dst_idx", "geometry", "addr", "granularity", "layout",
-                 "page_size", "src_shape", "dst_shape", "impl", "device", "_cache")
+                 "page_size", "src_shape", "dst_shape", "impl", "device", "dev_ids", "_cache")
 
     def __init__(self, **kw):
         self._cache = None      # derived launch data (the staged form), filled on first launch
+        self.dev_ids = None     # the ids on the device already, when src_idx/dst_idx are their
+                                # host copies (kernels.reuse)
         for k, v in kw.items():
             setattr(self, k, v)
 
@@ -131,7 +141,7 @@ class _Pools:
 
     __slots__ = ("refs", "ptrs", "shapes", "geo", "addr", "granularity", "layout", "page_size",
                  "s_shape", "d_shape", "device", "impl", "unit", "s_lim", "d_lim", "same_pool",
-                 "dev_index", "ext", "args", "scale_dma", "page_order", "order", "hosts",
+                 "dev_index", "ext", "args", "scale_dma", "page_order", "order", "known",
                  "__weakref__")
 
     def holds(self, src, dst) -> bool:
@@ -213,7 +223,7 @@ def _validate_pools(src, dst, *, geometry, granularity, layout, page_size, strid
     p.s_shape, p.d_shape = s_shape, d_shape
     p.dev_index = p.device.index if p.device.type == "cuda" else -1
     p.ext, p.args, p.scale_dma, p.page_order, p.order = None, None, False, False, None
-    p.hosts = None
+    p.known = None
     if p.impl == "cuda" and not p.same_pool:
         from . import build
 
@@ -315,6 +325,10 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
         if p.fast(src_idx, dst_idx):
             n = src_idx.numel()
             if n:
+                known = _known(p, src_idx, dst_idx)
+                if known is not None and known.plan() is not None:
+                    known.launch(src, dst)      # read on the host and valid: unchecked
+                    return
                 if p.scale_dma:
                     seq = _h2d(p, src, dst, src_idx, dst_idx, n)
                 elif p.page_order and wants_page_order(p.geo, n, p.s_shape.num_layers):
@@ -329,24 +343,18 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
 def _h2d(p: _Pools, src, dst, si, di, n: int) -> int:
     """Host-to-device token rows with scales, device ids: how the scales move ("blocks" of the
     touched pages, "h2d" the 2D copy of the whole region, or with the values), from the pages
-    the ids touch. New ids are not read: the pages are estimated as for random ids (the most
-    any n ids touch) and marked on the device per call. A reused id tensor (same object,
-    version unchanged: `_profile`) keeps its touched-page list and, once their copy to the host
-    has landed, its exact (pages, runs): page-by-page ids then keep one launch
-    (kernels.scales.ORDERED_VARIANT), others choose as a plan with cpu ids does."""
-    prof = _profile(p, si)
-    known = prof.stats() if prof is not None else None
-    if known is not None and page_grouped(*known):
-        return p.ext.transfer(src, dst, si, di, *p.args[:9], ORDERED_VARIANT, *p.args[10:])
+    the ids touch. The ids are not read: the pages are estimated as for random ids (the most
+    any n ids touch) and marked on the device per call (one launch, on the side stream while
+    the values move); the whole region is never copied for them, only the marked pages'
+    blocks (kernels.scales.device_ids_path). Ids handed again run as their plan once read (`_known`), which knows
+    their exact pages and order."""
     pages = p.s_shape.num_pages
-    touched = known[0] if known is not None else random_pages(n, pages)
-    how = h2d_path(p.geo, p.s_shape, n, p.page_size, touched)
+    how = device_ids_path(p.geo, p.s_shape, n, p.page_size)
     if how is None:
         return p.ext.transfer(src, dst, si, di, *p.args)
     blocks = None
     if how == "blocks":
-        blocks = prof.block_ids() if prof is not None else (
-            lambda: device_block_ids(si, p.page_size, pages, p.s_lim))
+        blocks = lambda: device_block_ids(si, p.page_size, pages, p.s_lim, p.ext)  # noqa: E731
     return run_h2d(p.ext, src, dst, si, di, p.args[:13], blocks=blocks)
 
 
@@ -364,10 +372,22 @@ def _reused(p: _Pools, slot: str, ids: tuple, make):
     return None
 
 
-def _profile(p: _Pools, si):
-    """The HostProfile of a source id tensor handed again unchanged (None the first time)."""
-    return _reused(p, "hosts", (si,),
-                   lambda: HostProfile(si, p.page_size, p.s_shape.num_pages, p.s_lim))
+def _known(p: _Pools, si, di):
+    """The ReusedIds of id tensors handed again unchanged (None the first time): from the
+    second call their host copy, from the first call after it landed their validated plan."""
+    return _reused(p, "known", (si, di), lambda: ReusedIds(
+        si, di, lambda s, d: _host_plan(p, s, d, si, di)))
+
+
+def _host_plan(p: _Pools, s, d, si, di):
+    """The plan of device ids si, di from their host copies s, d (None when they are bad)."""
+    if not host_valid(s, d, p.s_lim, p.d_lim):
+        return None
+    plan = Plan(src=None, dst=None, src_idx=s, dst_idx=d, geometry=p.geo, addr=p.addr,
+                granularity=p.granularity, layout=p.layout, page_size=p.page_size,
+                src_shape=p.s_shape, dst_shape=p.d_shape, impl=p.impl, device=p.device)
+    plan.dev_ids = (si, di)
+    return plan
 
 
 def _ordered(p: _Pools, src, dst, si, di) -> int:

@@ -3,8 +3,11 @@ ceiling of the same size, all measured in the same run on the same device.
 
 Each row times, on the same pools and ids:
 - kernel: the default path of a plan validated once (`plan_transfer`, then `run_plan`);
-- api: `transfer()` with the ids on the device, as a caller in a loop hands them (the
-  kernel checks them; no synchronisation); calls back to back, like the kernel column;
+- api: `transfer()` with the ids on the device, the same tensors handed again each call, as a
+  loader reusing its id buffers does (no synchronisation; from their third call they run as a
+  plan made from a host copy: kernels.reuse); calls back to back, like the kernel column;
+- new: `transfer()` with new id tensors each call (two copies taken in turn: the kernel checks
+  them, nothing is kept from one call to the next);
 - host-checked: `run_plan(plan_transfer(...))` per call, i.e. ids validated on the host with
   a synchronisation, which is what `transfer()` did with device ids before (the "before");
 - ceiling: a `copy_` of the same payload (device to device: read + written, as the rows are
@@ -52,6 +55,7 @@ class BenchRow:
     baseline_gbs: float             # torch index_select / index_copy_
     ceiling_gbs: float              # copy of the same payload, this row
     checked_gbs: float = 0.0        # run_plan(plan_transfer()) per call (host validation)
+    api_new_gbs: float = 0.0        # transfer() with new device id tensors each call
 
     @property
     def best(self) -> tuple[str, float]:
@@ -76,12 +80,14 @@ class BenchReport:
         out = [f"wb kernel bench on {self.device} (torch {self.torch})",
                "large copies: " + ", ".join(f"{k} {v:.1f} GB/s" for k, v in self.ceilings.items()),
                "variants: " + "; ".join(f"v{i} {n}" for i, n in enumerate(self.variants)),
-               "kernel = default path on a validated plan; api = transfer() with device ids "
+               "kernel = default path on a validated plan; api = transfer() with the same "
+               "device ids each call; new = transfer() with new device id tensors each call "
                "(checked on the device); host-chk = plan_transfer+run_plan per call (the old "
                "transfer()); ceil = copy of the same payload in this row; % = of ceil",
                f"{'geometry':13} {'layout':11} {'dir':4} {'gran':5} {'order':7} {'MB':>6} "
                f"{'ceil':>7} {'kernel':>7} {'%':>5} {'api':>7} {'%':>5} {'api/k':>5} "
-               f"{'host-chk':>8} {'best':>11} {'%':>5} {'torch':>6}  per path GB/s"]
+               f"{'new':>7} {'new/k':>5} {'host-chk':>8} {'best':>11} {'%':>5} {'torch':>6}  "
+               f"per path GB/s"]
         for r in self.rows:
             bv, bg = r.best
             c = r.ceiling_gbs
@@ -90,7 +96,7 @@ class BenchReport:
                 f"{r.geometry:13} {r.layout:11} {r.direction:4} {r.granularity:5} {r.order:7} "
                 f"{r.bytes / 1e6:6.1f} {c:7.1f} {r.default_gbs:7.1f} {100 * r.default_gbs / c:5.1f} "
                 f"{r.api_gbs:7.1f} {100 * r.api_gbs / c:5.1f} {r.api_gbs / r.default_gbs:5.2f} "
-                f"{r.checked_gbs:8.1f} {bg:7.1f} {bv:>3} {100 * bg / c:5.1f} "
+                f"{r.api_new_gbs:7.1f} {r.api_new_gbs / r.default_gbs:5.2f} {r.checked_gbs:8.1f} {bg:7.1f} {bv:>3} {100 * bg / c:5.1f} "
                 f"{r.baseline_gbs:6.1f}  {per}")
         if self.sweep:
             out.append("size sweep, device to device, random ids (GB/s; api/k = transfer() over "
@@ -99,7 +105,8 @@ class BenchReport:
                 out.append(f"  {s['name']:44} {s['mb']:7.1f} MB  ceil {s['ceil']:7.1f}  kernel "
                            f"{s['kernel']:7.1f} ({100 * s['kernel'] / s['ceil']:5.1f}%)  api "
                            f"{s['api']:7.1f} ({100 * s['api'] / s['ceil']:5.1f}%)  api/k "
-                           f"{s['api'] / s['kernel']:5.3f}")
+                           f"{s['api'] / s['kernel']:5.3f}  new/k "
+                           f"{s['api_new'] / s['kernel']:5.3f}")
         if self.gate:
             out.append("fp8 page-order gate (random rows d2d, plan; GB/s, % of the same-size "
                        "copy; order/one > 1: page order faster):")
@@ -309,6 +316,7 @@ def _row(cfg, raw, gen, env) -> BenchRow:
         paths["pO"] = gb(lambda: build.launch(plan, scales="always"))   # scales in page order
     default = gb(lambda: build.launch(plan))
     api_gbs = gb(lambda: transfer(src, dst, si_d, di_d, impl="cuda", **kw))
+    api_new = gb(_new_ids_each_call(src, dst, si_d, di_d, kw))
     api.synchronize()
     checked = gb(lambda: api.run_plan(api.plan_transfer(src, dst, si_d, di_d, impl="cuda", **kw)),
                  r=3, i=1)
@@ -317,7 +325,23 @@ def _row(cfg, raw, gen, env) -> BenchRow:
                                          granularity=gran, layout=layout, page_size=ps),
               r=3, i=1)
     return BenchRow(geometry, layout, direction, gran, order, moved, paths, default, api_gbs,
-                    base, ceiling, checked)
+                    base, ceiling, checked, api_new)
+
+
+def _new_ids_each_call(src, dst, si_d, di_d, kw):
+    """transfer() on two copies of the ids taken in turn: each call sees id tensors other than
+    the last call's, so nothing derived from them is kept (kernels.api._reused)."""
+    from . import transfer
+
+    pairs = [(si_d.clone(), di_d.clone()) for _ in range(2)]
+    turn = [0]
+
+    def call():
+        turn[0] ^= 1
+        a, b = pairs[turn[0]]
+        transfer(src, dst, a, b, impl="cuda", **kw)
+
+    return call
 
 
 def _sweep(raw, gen, env, quick: bool) -> list[dict]:
@@ -345,10 +369,11 @@ def _sweep(raw, gen, env, quick: bool) -> list[dict]:
         t_k = _time_ms(lambda: build.launch(plan), reps=env["reps"], inner=20)
         t_a = _time_ms(lambda: transfer(src, dst, si, di, impl="cuda", **kw), reps=env["reps"],
                        inner=20)
+        t_n = _time_ms(_new_ids_each_call(src, dst, si, di, kw), reps=env["reps"], inner=20)
         api.synchronize()
         out.append({"name": f"{geometry} {gran} ps={ps} rand", "mb": moved / 1e6,
                     "ceil": _copy_gbs("d2d", moved, *raw), "kernel": 2 * moved / t_k / 1e6,
-                    "api": 2 * moved / t_a / 1e6})
+                    "api": 2 * moved / t_a / 1e6, "api_new": 2 * moved / t_n / 1e6})
     return out
 
 
@@ -448,6 +473,8 @@ def _latency(raw_dev_a, raw_dev_b, raw_host, layers: int) -> dict:
             "host us/call: launch only": _wall_us(lambda: build.launch(plan), reps=20, inner=200),
             "host us/call: transfer() device ids": _wall_us(
                 lambda: transfer(s, d, si_d, di_d, impl="cuda", **kw), reps=20, inner=200),
+            "host us/call: transfer() new device ids": _wall_us(
+                _new_ids_each_call(s, d, si_d, di_d, kw), reps=20, inner=200),
         }
     api.synchronize()
     return out

@@ -146,29 +146,19 @@ def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1,
 
     ext = load()
     dev = plan.device
-    if staging != "never" and plan.src.device.type != plan.dst.device.type:
+    sp = _staged_form(plan, staging)
+    if sp is not None:
         from . import staged as _staged
 
-        sp = _derived(plan, ("staged", staging),
-                      lambda: _staged.plan_staged(plan, force=staging == "always"))
-        if sp is not None:
-            with torch.cuda.device(dev):
-                _staged.run_staged(plan, sp, ext, variant=variant, dma_mode=dma_mode,
-                                   pipelined=pipelined)
-            return
+        with torch.cuda.device(dev):
+            _staged.run_staged(plan, sp, ext, variant=variant, dma_mode=dma_mode,
+                               pipelined=pipelined)
+        return
     si, di = _plan_ids(plan, dev)
-    g = plan.addr
-    # The binding sets the pools' device itself (a Python device context costs ~3 us).
-    args = (plan.granularity == "token", plan.layout == "page_first", plan.page_size,
-            plan.src_shape.num_pages, plan.dst_shape.num_pages, plan.src_shape.num_layers,
-            g.value_bytes, g.scale_bytes, bool(plan.buggy), int(variant), False, 0, 0)
+    args = _launch_args(plan, variant)
     how = _scale_path(plan, variant, scales)
     if how is None or how == "ordered":
-        from .scales import ORDERED_VARIANT
-
-        if how == "ordered":
-            args = args[:9] + (ORDERED_VARIANT,) + args[10:]
-        ext.transfer(plan.src, plan.dst, si, di, *args, 0, False, False, True)
+        ext.transfer(plan.src, plan.dst, si, di, *_one_launch_args(args, how))
         return
     from . import scales as _scales
 
@@ -183,6 +173,49 @@ def launch(plan, variant: int = -1, *, staging: str = "auto", dma_mode: int = 1,
             order = _derived(plan, "order",
                              lambda: _scales.page_order_ids(si, di, plan.page_size))
             _scales.run_page_order(ext, plan.src, plan.dst, si, di, args, order)
+
+
+def one_launch(plan):
+    """(src ids, dst ids, the binding's arguments after them) on the device when the plan's
+    default path is one launch, else None: what `launch(plan)` would run, for a caller that
+    launches the same plan many times and cannot afford its choices per call (kernels.reuse:
+    ~13 us of host time per call at 33.6 MB, where the copy takes ~28 us)."""
+    if _staged_form(plan, "auto") is not None:
+        return None
+    how = _scale_path(plan, -1, "auto")
+    if how is not None and how != "ordered":
+        return None
+    si, di = _plan_ids(plan, plan.device)
+    return si, di, _one_launch_args(_launch_args(plan, -1), how)
+
+
+def _staged_form(plan, staging: str):
+    """The plan's staged form (kernels.staged) for host transfers that take it, else None."""
+    if staging == "never" or plan.src.device.type == plan.dst.device.type:
+        return None
+    from . import staged as _staged
+
+    return _derived(plan, ("staged", staging),
+                    lambda: _staged.plan_staged(plan, force=staging == "always"))
+
+
+def _launch_args(plan, variant: int) -> tuple:
+    """The binding's first 13 arguments after the ids (no device checks: a validated plan).
+    The binding sets the pools' device itself (a Python device context costs ~3 us)."""
+    g = plan.addr
+    return (plan.granularity == "token", plan.layout == "page_first", plan.page_size,
+            plan.src_shape.num_pages, plan.dst_shape.num_pages, plan.src_shape.num_layers,
+            g.value_bytes, g.scale_bytes, bool(plan.buggy), int(variant), False, 0, 0)
+
+
+def _one_launch_args(args: tuple, how) -> tuple:
+    """All the binding's arguments after the ids for one launch of both parts; "ordered":
+    in kernels.scales.ORDERED_VARIANT (host ids page by page)."""
+    if how == "ordered":
+        from .scales import ORDERED_VARIANT
+
+        args = args[:9] + (ORDERED_VARIANT,) + args[10:]
+    return args + (0, False, False, True)
 
 
 def _derived(plan, name, make):
@@ -206,6 +239,8 @@ def _plan_ids(plan, dev):
     cost 0.3-0.7 ms of a 128 MB host transfer (NOTES.md run 8), a pageable one a host wait
     for the stream."""
     si, di = plan.src_idx, plan.dst_idx
+    if plan.dev_ids is not None:      # host copies of device ids (kernels.reuse)
+        return plan.dev_ids
     if si.device == dev and di.device == dev:
         return si, di
     if si.device.type == "cpu" and di.device.type == "cpu":
@@ -226,7 +261,7 @@ def _plan_blocks(plan, si_dev, dev):
         if ids.device.type == "cpu":
             touched_pages, touched = _scales.block_ids(ids, ps)
             return touched_pages.pin_memory().to(dev, non_blocking=True), touched
-        return (_scales.device_block_ids(si_dev, ps, pages, pages * ps),
+        return (_scales.device_block_ids(si_dev, ps, pages, pages * ps, load()),
                 _scales.random_pages(ids.numel(), pages))
 
     return _derived(plan, "blocks", make)
@@ -242,12 +277,11 @@ def _h2d_scale_path(plan, scales: str):
     if scales in ("blocks", "blocks-serial"):
         return "blocks"
     geo, n, ps, shape = plan.geometry, plan.src_idx.numel(), plan.page_size, plan.src_shape
-    if plan.src_idx.device.type == "cpu":
-        touched, runs = _plan_page_stats(plan)
-        if _scales.page_grouped(touched, runs):
-            return "ordered"
-    else:
-        touched = _scales.random_pages(n, shape.num_pages)
+    if plan.src_idx.device.type != "cpu":
+        return _scales.device_ids_path(geo, shape, n, ps)
+    touched, runs = _plan_page_stats(plan)
+    if _scales.page_grouped(touched, runs):
+        return "ordered"
     return _scales.h2d_path(geo, shape, n, ps, touched)
 
 

@@ -295,8 +295,9 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
                                               (dst.cpu(), dst.cpu(), dst.cpu() ^ 0xFF))
                 report.cases.append(CaseResult("transfer", f"{name} d2d transfer() same ids x3",
                                                bad == 0, bad, compared))
-                # host to device, the same ids again: their page profile (list, then exact
-                # count and order) from the second call; blocks forced where not page by page
+                # host to device, the same ids again: checked, then read on the host and run
+                # as their plan (kernels.reuse: exact page count and order); blocks forced
+                # where not page by page
                 with _patched(scales, BLOCK_MARGIN=0, BLOCK_FRACTION=2):
                     bad, compared = _same_ids(r, src, src.clone().pin_memory(), dst, si, di, a, b, kw,
                                               (dst.cpu(), dst.cpu() ^ 0x5A, dst.cpu(), dst.cpu() ^ 0xFF))
@@ -436,74 +437,12 @@ def _bad_inputs(r: _Runner, report: CheckReport):
         report.cases.append(CaseResult("bad-input", name, ok, 0, 0, note))
 
 
-def _device_checked(r: _Runner, report: CheckReport):
-    """Device ids with bad data: transfer() returns without a sync, the kernel copies only the
-    valid pairs (nothing outside the pools), `synchronize()` raises a KernelError naming the
-    id, and the next call then runs normally."""
-    import torch
-
-    import itertools
-
-    from . import api, scales, transfer
-    from .reference import reference_transfer
-    from workbench.errors import KernelError
-
-    g, lay, ps = "index_k_fp8", "page_first", 64
-    src = make_pool(g, lay, 8, 2, ps, gen=r.gen)
-    dst0 = make_pool(g, lay, 6, 2, ps, gen=r.gen)
-    kw = dict(geometry=g, layout=lay, page_size=ps)
-    cases = [  # name, granularity, src ids, dst ids, fragment of the error, pairs that move
-        ("src id out of range", "token", [1, 2, 8 * ps, 9], [4, 5, 6, 7], "outside [0, 512)", [0, 1, 3]),
-        ("negative dst id", "token", [1, 2, 3], [4, -1, 6], "= -1", [0, 2]),
-        ("page id out of range", "page", [0, 1], [6, 2], "outside [0, 6)", [1]),
-        ("duplicate destinations", "token", [1, 2, 3], [4, 5, 4], "already written", None),
-    ]
-    # d2d: one checked launch; h2d-dma: values checked, scales from the 2D copy's staging pool
-    # (h2d-blocks: from the touched pages' blocks, which skip the pages of bad ids)
-    # skipping the same ids; d2d-order: the same id tensors a second time (scales in page order)
-    # h2d-again: the same host ids three times (their page profile from the second call)
-    modes = ("d2d", "h2d-dma", "d2d-order", "h2d-blocks", "h2d-again")
-    for (name, gran, s_ids, d_ids, fragment, keep), mode in itertools.product(cases, modes):
-        si, di = torch.tensor(s_ids), torch.tensor(d_ids)
-        d = dst0.cuda()
-        src_d = src.clone().pin_memory() if mode.startswith("h2d") else src.cuda()
-        a, b = si.cuda(), di.cuda()
-        notes, oks = [], []
-        forced = dict(SCALE_DMA_BYTES_PER_ROW=1 << 40, PAGE_ORDER_MIN_BYTES=0)
-        if mode == "h2d-blocks":
-            forced.update(BLOCK_MARGIN=0, BLOCK_FRACTION=2)
-        with _patched(scales, **forced):
-            for _ in range({"d2d-order": 2, "h2d-again": 3}.get(mode, 1)):
-                d.copy_(dst0)
-                try:
-                    transfer(src_d, d, a, b, granularity=gran, impl="cuda", **kw)
-                    api.synchronize()
-                    notes.append("no error raised")
-                    oks.append(False)
-                except KernelError as exc:
-                    notes.append(f"KernelError: {exc.message}")
-                    oks.append(fragment in exc.message)
-        ok, note = all(oks), "; ".join(notes)
-        got = d.cpu()
-        wants = []
-        for pairs in ([keep] if keep is not None else [[0, 1], [1, 2]]):
-            want = dst0.clone()
-            reference_transfer(src, want, si[pairs], di[pairs], geometry=GEOMETRIES[g],
-                               granularity=gran, layout=lay, page_size=ps)
-            wants.append(want)
-        # A duplicated destination holds bytes of either source (the copies race chunk by chunk).
-        ok = ok and bool(torch.stack([got == w for w in wants]).any(0).all())
-        # The next call is not blamed for the last one's error.
-        transfer(src_d, d, torch.tensor([7]).cuda(), torch.tensor([8]).cuda(), granularity="token",
-                 impl="cuda", **kw)
-        api.synchronize()
-        report.cases.append(CaseResult("device-checked", f"{name} ({mode})", ok, 0, 0, note))
-
-
 def run_check(*, impl: str = "auto", seed: int = 0, quick: bool = False,
               progress=None) -> CheckReport:
     """Run every case; never raises for a mismatch (the report says), only for a failed build."""
     import torch
+
+    from .check_ids import device_checked_cases, reuse_cases
 
     under, against, device = _resolve(impl)
     gen = torch.Generator().manual_seed(seed)
@@ -515,9 +454,10 @@ def run_check(*, impl: str = "auto", seed: int = 0, quick: bool = False,
     if r.cuda:
         _variant_cases(r, report, progress)
         _scale_cases(r, report, progress)
+        reuse_cases(r, report, progress)
     _buggy_cases(r, report, directions, progress)
     _bad_inputs(r, report)
     if r.cuda:
-        _device_checked(r, report)
+        device_checked_cases(r, report)
     report.seconds = time.perf_counter() - t0
     return report

@@ -171,6 +171,30 @@ for g in ("c4_latent", "index_k_fp8"):
                     api.synchronize()
                 except KernelError:
                     reported += 1
+scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = keep_blocks
+# Reused device ids (kernels.reuse): valid ids run unchecked from their host copy (the staged
+# DMA path forced where host pages run whole), then changed in place to a bad id: checked again.
+from kernels import staged
+staged.MIN_DMA_BYTES = 0
+for g in ("index_k_bf16", "c4_latent", "index_k_fp8"):
+    host = make_pool(g, "page_first", 12, 2, 64, gen=gen).pin_memory()
+    dev = make_pool(g, "page_first", 12, 2, 64, gen=gen).cuda()
+    for s, d in ((dev, host), (host, dev), (dev, dev.clone())):
+        for host_ids in (torch.arange(4 * 64), torch.randperm(12 * 64, generator=gen)[:300]):
+            dev_ids = torch.randperm(12 * 64, generator=gen)[:host_ids.numel()]
+            a, b = (host_ids, dev_ids) if s is host else (dev_ids, host_ids)
+            a, b = a.cuda(), b.cuda()
+            for k in range(5):
+                if k == 3:
+                    a[1] = 12 * 64 + 3
+                try:
+                    transfer(s, d, a, b, geometry=g, granularity="token", layout="page_first",
+                             impl="cuda")
+                    api.synchronize()
+                except KernelError:
+                    reported += 1
+# The touched-page marks of new device ids, bad ids among them.
+marks = build.load().mark_pages(torch.tensor([-5, 3, 700, 12 * 64 + 1, 767]).cuda(), 64, 12, 12 * 64)
 torch.cuda.synchronize()
 print("bad device-id calls reported:", reported)
 print("memcheck workload done")

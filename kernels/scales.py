@@ -14,9 +14,8 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   requests) into the staging pool instead of the 2D copy of all of them. The touched pages are
   read on the host for plans with cpu ids (`block_ids`); for device ids they are marked on the
   device (`device_block_ids`, no synchronisation) and their number estimated as for random
-  ids, which touch the most pages for a given count. A device id tensor handed again unchanged
-  keeps a `HostProfile` (its touched pages listed once, their exact count and order read back
-  without a synchronisation), so `transfer()` then chooses as a plan with cpu ids does.
+  ids, which touch the most pages for a given count. Device id tensors handed again unchanged
+  are read on the host once and run as a plan with cpu ids (kernels.reuse).
 - Host to device, ids that come page by page (`page_grouped`): one launch in ORDERED_VARIANT,
   the scales of a page on neighbouring threads already coalesce.
 - Device to device, fp8 rows from 64 MB, reused ids (`page_order_ids`, `run_page_order`):
@@ -31,8 +30,9 @@ written back whole, overwriting slots the transfer does not name.
 
 from __future__ import annotations
 
-__all__ = ["wants_dma", "wants_blocks", "wants_page_order", "h2d_path", "page_grouped",
-           "host_page_stats", "HostProfile", "run_h2d", "block_ids", "device_block_ids",
+__all__ = ["wants_dma", "wants_blocks", "wants_page_order", "h2d_path", "device_ids_path",
+           "page_grouped",
+           "host_page_stats", "run_h2d", "block_ids", "device_block_ids",
            "random_pages", "versions", "page_order_ids", "run_page_order",
            "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION",
            "ORDER_SLACK", "ORDERED_VARIANT"]
@@ -101,6 +101,16 @@ def h2d_path(geo, host_shape, n: int, page_size: int, touched: float):
     return "blocks" if blocks else None
 
 
+def device_ids_path(geo, host_shape, n: int, page_size: int):
+    """`h2d_path` for device ids, which are not read: their pages estimated as for random ids,
+    and where that estimate says the whole region ("h2d"), the blocks of the pages they touch
+    (marked on the device) instead: never more blocks than the region, as fast at full density
+    (sK = sD within 1 GB/s on dense random rows in runs 9-11, once 36 against 40 on an unsteady
+    link), faster where the ids touch fewer pages (seq rows: sK 48-51 against sD 42-47)."""
+    how = h2d_path(geo, host_shape, n, page_size, random_pages(n, host_shape.num_pages))
+    return "blocks" if how == "h2d" else how
+
+
 def host_page_stats(host_ids, page_size: int) -> tuple[int, int]:
     """(pages touched, runs of one page) of cpu ids, in their order."""
     import numpy as np
@@ -127,10 +137,15 @@ def block_ids(host_ids, page_size: int):
     return pages, int(pages.numel())
 
 
-def device_block_ids(host_ids, page_size: int, pages: int, limit: int):
+def device_block_ids(host_ids, page_size: int, pages: int, limit: int, ext=None):
     """Every page id of the pool, -1 for the pages the device ids do not touch (the block
-    pass skips them, as it skips bad ids); made on the device with no synchronisation."""
+    pass skips them, as it skips bad ids); made on the device with no synchronisation. With
+    the extension `ext`: one fill and one launch (`mark_pages`); the ~10 small torch ops
+    below cost ~0.15 ms of host time per call (NOTES.md run 10) and stay as its reference."""
     import torch
+
+    if ext is not None:
+        return ext.mark_pages(host_ids, page_size, pages, limit)
 
     ok = (host_ids >= 0) & (host_ids < limit)
     page = torch.where(ok, torch.div(host_ids, page_size, rounding_mode="floor"), pages)
@@ -138,44 +153,6 @@ def device_block_ids(host_ids, page_size: int, pages: int, limit: int):
     flags.index_fill_(0, page, True)      # a scalar fill: no value tensor to upload
     ids = torch.arange(pages, device=host_ids.device)
     return torch.where(flags[:pages], ids, torch.full_like(ids, -1))
-
-
-class HostProfile:
-    """What a reused device id tensor of host rows says about its pages, made once on the
-    device with no synchronisation: the touched pages first (then -1), and (touched, runs)
-    copied to pinned memory, read once that copy has landed (`stats`: None until then, so the
-    first calls use the estimate for random ids). A per-call pool-wide page list cost
-    `transfer()` 5-15% on sparse rows (NOTES.md runs 9-10)."""
-
-    __slots__ = ("pages", "host", "event", "known")
-
-    def __init__(self, host_ids, page_size: int, pages: int, limit: int):
-        import torch
-
-        dev = host_ids.device
-        ok = (host_ids >= 0) & (host_ids < limit)
-        page = torch.where(ok, torch.div(host_ids, page_size, rounding_mode="floor"), pages)
-        flags = torch.zeros(pages + 1, dtype=torch.int32, device=dev)
-        flags.index_fill_(0, page, 1)
-        touched = flags[:pages]
-        order = torch.argsort(1 - touched, stable=True)     # touched pages first, in order
-        self.pages = torch.where(touched[order] > 0, order, -1)
-        runs = (page[1:] != page[:-1]).sum() + 1
-        self.host = torch.empty(2, dtype=torch.int64, pin_memory=True)
-        self.host.copy_(torch.stack([touched.sum().to(torch.int64), runs]), non_blocking=True)
-        self.event = torch.cuda.Event()
-        self.event.record(torch.cuda.current_stream(dev))
-        self.known = None
-
-    def stats(self):
-        """(pages touched, runs of one page), or None while the copy is in flight."""
-        if self.known is None and self.event.query():
-            self.known = tuple(int(v) for v in self.host.tolist())
-        return self.known
-
-    def block_ids(self):
-        """The touched pages (all of the list while their number is unknown)."""
-        return self.pages if self.known is None else self.pages[:max(1, self.known[0])]
 
 
 def versions(*tensors):

@@ -11,7 +11,7 @@ def _rows(geometry: str, order: str, raw, gen, layers: int = 4) -> list[tuple[st
     import torch
 
     from . import api, build, scales
-    from .bench import _bench_ids, _copy_gbs, _pools_for, _time_ms
+    from .bench import _bench_ids, _copy_gbs, _new_ids_each_call, _pools_for, _time_ms
     from .geometry import GEOMETRIES
 
     geo, ps = GEOMETRIES[geometry], 64
@@ -25,10 +25,8 @@ def _rows(geometry: str, order: str, raw, gen, layers: int = 4) -> list[tuple[st
     p = api._pools(src, dst, geometry, "token", "page_first", ps, None, "cuda")
     ext, moved = p.ext, si.numel() * layers * geo.bytes_per_token
     lim = s_pages * ps
-    full = scales.device_block_ids(a, ps, s_pages, lim)
-    prof = scales.HostProfile(a, ps, s_pages, lim)
-    torch.cuda.synchronize()
-    compact = prof.block_ids() if prof.stats() else full
+    full = scales.device_block_ids(a, ps, s_pages, lim, ext)
+    compact = scales.block_ids(si, ps)[0].cuda()
     width = ps * geo.scale_bytes
     staging = torch.empty((s_pages, layers, width), dtype=torch.uint8, device="cuda")
 
@@ -44,32 +42,32 @@ def _rows(geometry: str, order: str, raw, gen, layers: int = 4) -> list[tuple[st
     def ms(fn):
         return _time_ms(fn, reps=9, inner=3)
 
-    real = api._profile
+    real = scales.device_block_ids
     out = [("pinned copy of the payload", moved / (_copy_gbs("h2d", moved, *raw) * 1e6)),
            ("plan default (cpu host ids)", ms(lambda: build.launch(plan))),
            ("plan blocks (sK)", ms(lambda: build.launch(plan, staging="never", scales="blocks"))),
            ("plan v0 one launch", ms(lambda: build.launch(plan, 0, staging="never"))),
-           ("plan v23 one launch", ms(lambda: build.launch(plan, 23, staging="never")))]
-    try:
-        api._profile = lambda p, si: None      # as new ids each call: estimate, per-call list
-        out.append(("transfer() new ids (per-call list)",
-                    ms(lambda: api.transfer(src, dst, a, b, impl="cuda", **kw))))
+           ("plan v23 one launch", ms(lambda: build.launch(plan, 23, staging="never"))),
+           ("transfer() new ids (page list: mark_pages)",
+            ms(_new_ids_each_call(src, dst, a, b, kw)))]
+    try:     # run 10's per-call list: ~10 torch ops
+        api.device_block_ids = lambda ids, ps_, pages, limit, ext=None: real(ids, ps_, pages,
+                                                                            limit)
+        out.append(("transfer() new ids (page list: torch ops)",
+                    ms(_new_ids_each_call(src, dst, a, b, kw))))
     finally:
-        api._profile = real
-    out.append(("transfer() reused ids (profile)", ms(lambda: api.transfer(
+        api.device_block_ids = real
+    out.append(("transfer() reused ids (host copy: plan)", ms(lambda: api.transfer(
         src, dst, a, b, impl="cuda", **kw))))
     api.synchronize()
-    out += [("  per-call page list (device_block_ids)",
-             ms(lambda: scales.device_block_ids(a, ps, s_pages, lim))),
-            ("  profile made (once per reused ids)",
-             ms(lambda: scales.HostProfile(a, ps, s_pages, lim))),
+    out += [("  per-call page list, torch ops", ms(lambda: real(a, ps, s_pages, lim))),
+            ("  per-call page list, mark_pages", ms(lambda: real(a, ps, s_pages, lim, ext))),
             (f"  block pass, pool-wide list ({full.numel()})", ms(block_pass(full))),
             (f"  block pass, touched pages ({compact.numel()})", ms(block_pass(compact))),
             ("  values alone, checked", ms(values(True))),
             ("  values alone, unchecked", ms(values(False)))]
     api.synchronize()
-    stats = prof.stats()
-    return [(name, t, moved / t / 1e6) for name, t in out], stats
+    return [(name, t, moved / t / 1e6) for name, t in out], scales.host_page_stats(si, ps)
 
 
 def main() -> None:

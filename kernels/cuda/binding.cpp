@@ -265,6 +265,24 @@ void copy_2d(torch::Tensor src, int64_t soff, int64_t spitch, torch::Tensor dst,
   TORCH_CHECK(e == cudaSuccess, "cudaMemcpy2DAsync failed: ", cudaGetErrorString(e));
 }
 
+// The host pages that device ids touch, as a device int64 tensor of `pages` entries: the page
+// number where some id in [0, limit) names it, -1 elsewhere (kernels/scales.py
+// device_block_ids: one fill and one launch, no synchronisation).
+torch::Tensor mark_pages(torch::Tensor ids, int64_t page_size, int64_t pages, int64_t limit) {
+  TORCH_CHECK(ids.is_cuda() && ids.dtype() == torch::kInt64 && ids.dim() == 1,
+              "ids must be a 1-D int64 device tensor");
+  TORCH_CHECK(page_size > 0 && pages >= 0 && limit >= 0 && limit <= pages * page_size,
+              "mark_pages: bad page geometry");
+  c10::cuda::CUDAGuard guard(ids.device());
+  auto x = ids.contiguous();
+  auto out = torch::empty({pages}, ids.options());
+  const cudaError_t e = wb::mark_pages_launch(x.data_ptr<int64_t>(), x.numel(), page_size, limit,
+                                              out.data_ptr<int64_t>(), pages,
+                                              c10::cuda::getCurrentCUDAStream(ids.device().index()));
+  TORCH_CHECK(e == cudaSuccess, "mark_pages launch failed: ", cudaGetErrorString(e));
+  return out;
+}
+
 std::vector<std::string> variants() {
   std::vector<std::string> out;
   for (int v = 0; v < wb::transfer_variant_count(); ++v) out.push_back(wb::transfer_variant_name(v));
@@ -280,5 +298,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("pending_error", &pending_error, "the first error a checked launch reported, or None");
   m.def("variants", &variants, "names of the kernel variants, by number");
   m.def("copy_2d", &copy_2d, "one 2D copy-engine transfer on the current stream");
+  m.def("mark_pages", &mark_pages, "the host pages device ids touch (-1 elsewhere)");
   m.def("copy_runs", &copy_runs, "copy-engine copies of (src offset, dst offset, length) runs");
 }

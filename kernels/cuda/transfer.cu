@@ -621,6 +621,35 @@ cudaError_t launch_v1(const KArgs& k, int v1, const Launch& l, cudaStream_t stre
 
 }  // namespace
 
+namespace {
+
+// Every thread writes its page's own number: racing writes of one page store the same value.
+__global__ void __launch_bounds__(256) mark_pages_kernel(const int64_t* ids, int64_t n,
+                                                         int64_t page_size, int64_t limit,
+                                                         int64_t pages, int64_t* out) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t id = ids[i];
+    if (id >= 0 && id < limit) {
+      const int64_t page = id / page_size;
+      if (page < pages) out[page] = page;
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t mark_pages_launch(const int64_t* ids, int64_t n, int64_t page_size, int64_t limit,
+                              int64_t* out, int64_t pages, cudaStream_t stream) {
+  if (pages <= 0) return cudaSuccess;
+  cudaError_t e = cudaMemsetAsync(out, 0xff, size_t(pages) * sizeof(int64_t), stream);  // -1
+  if (e != cudaSuccess || n <= 0) return e;
+  const int64_t blocks = std::min<int64_t>((n + 255) / 256, 4096);
+  mark_pages_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(ids, n, page_size, limit,
+                                                                       pages, out);
+  return cudaGetLastError();
+}
+
 int transfer_variant_count() { return kNumVariants; }
 const char* transfer_variant_name(int v) {
   return v >= 0 && v < kNumVariants ? kVariants[v].name : "?";
@@ -645,7 +674,11 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   // evict-first stores. Pair-major order (v16) moved random host rows at 90-93% (bf16) and 52%
   // (fp8) against 84% and 40% with v1/v13, but broke consecutive host ids into 4 B scale
   // requests (fp8 d2h seq 33 against 41-49 GB/s); tiles keep both (NOTES run 7).
-  if (a.variant < 0 && a.direction != 0 && a.token) variant = 23;
+  // c4 rows device to host (576 B values, 8 B scales) take the split kernel v18: 39-41 GB/s on
+  // random host ids and 50-51 on consecutive ones against v23's 33-41 and 38-48, in all eight
+  // benches of runs 9-11 (fp8 rows: v18 17-18 against 26-30, so they keep v23).
+  if (a.variant < 0 && a.direction != 0 && a.token)
+    variant = a.direction == 1 && scales_too && a.value_bytes > 128 ? 18 : 23;
   const int64_t L = a.layers, ps = a.page_size;
   const int64_t row = ps * (a.value_bytes + a.scale_bytes);  // addressing geometry's row
   // A compact scale pool holds only the scale blocks: rows of ps * scale_bytes, same layout.

@@ -57,6 +57,13 @@ struct TransferArgs {
 // checks above: the caller has validated shapes and pointers.
 cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream);
 
+// The host pages that ids in [0, limit) touch (kernels/scales.py: the touched pages' scale
+// blocks, for ids not read on the host): out[p] = p for each page p = id / page_size that some
+// such id names, -1 for every other of the `pages` entries. One fill and one launch on
+// `stream`; ids outside the range mark nothing.
+cudaError_t mark_pages_launch(const int64_t* ids, int64_t n, int64_t page_size, int64_t limit,
+                              int64_t* out, int64_t pages, cudaStream_t stream);
+
 // Number of kernel variants transfer_launch accepts (0 .. count-1).
 int transfer_variant_count();
 const char* transfer_variant_name(int v);

@@ -405,12 +405,12 @@ def test_inference_mode_ids_are_not_kept_across_calls(monkeypatch):
 
 @pytest.mark.parametrize("geometry", ["c4_latent", "index_k_fp8"])
 @pytest.mark.parametrize("order", ["by-page", "shuffled"])
-def test_reused_host_ids_keep_their_page_profile(geometry, order, monkeypatch):
-    """transfer() handed the same device ids of host rows again: the touched pages are listed
-    once (kernels.scales.HostProfile) and their exact count and order, once landed, choose the
-    path: page by page one launch, shuffled the touched pages' blocks. Every call byte-exact;
-    ids changed in place are profiled again."""
-    from wb_kernels import api
+def test_reused_host_ids_choose_their_path_from_their_pages(geometry, order, monkeypatch):
+    """transfer() handed the same device ids of host rows again: once read on the host
+    (kernels.reuse) their exact pages and order choose the path as a plan's cpu ids do: page by
+    page one launch, shuffled the touched pages' blocks (forced at this size). Every call
+    byte-exact; ids changed in place are read again."""
+    from wb_kernels import api, build
 
     _force_blocks(monkeypatch)
     gen = torch.Generator().manual_seed(21)
@@ -424,8 +424,8 @@ def test_reused_host_ids_keep_their_page_profile(geometry, order, monkeypatch):
     kw = dict(geometry=geometry, granularity="token", layout="page_first", page_size=64)
     host, d = src.clone().pin_memory(), dst0.cuda()
     a, b = si.cuda(), di.cuda()
-    for call in range(5):
-        if call == 3:       # in place: a new version, a new profile
+    for call in range(6):
+        if call == 3:       # in place: a new version, checked and read again
             a[:2] = a[:2].flip(0).clone()
             si[:2] = si[:2].flip(0).clone()
         want = dst0.clone()
@@ -435,10 +435,99 @@ def test_reused_host_ids_keep_their_page_profile(geometry, order, monkeypatch):
         transfer(host, d, a, b, impl="cuda", **kw)
         api.synchronize()
         assert torch.equal(d.cpu(), want), f"call {call}"
-    p = api._pools(host, d, geometry, "token", "page_first", 64, None, "cuda")
-    prof = p.hosts[2]
-    assert prof is not None and prof.stats() is not None
-    touched, runs = prof.stats()
-    assert touched == 4
-    assert (runs <= 5) == (order == "by-page")
-    assert sorted(prof.block_ids().tolist()) == pages.tolist()
+    rec = _reused_record(api, host, d, geometry)
+    assert rec.state == "valid" and torch.equal(rec.plan().src_idx, si)
+    assert build._h2d_scale_path(rec.plan(), "auto") == (
+        "ordered" if order == "by-page" else "blocks")
+
+
+def _reused_record(api, s, d, geometry, gran="token"):
+    p = api._pools(s, d, geometry, gran, "page_first", 64, None, "cuda")
+    return p.known[2] if p.known is not None else None
+
+
+@pytest.mark.parametrize("geometry", ["index_k_fp8", "c4_latent", "index_k_bf16"])
+@pytest.mark.parametrize("direction", ["d2h", "h2d", "d2d"])
+def test_reused_device_ids_run_as_a_plan_from_their_host_copy(geometry, direction, monkeypatch):
+    """The same device id tensors handed again: from the second call copied to the host (no
+    synchronisation), from the first call after that landed launched as the validated plan,
+    unchecked; host pages in runs then take the staged DMA path (forced at this size). Every
+    call byte-exact, none after the first synchronises."""
+    from wb_kernels import api, staged
+
+    monkeypatch.setattr(staged, "MIN_DMA_BYTES", 0)
+    runs = []
+    real = staged.run_staged
+    monkeypatch.setattr(staged, "run_staged", lambda *a, **k: (runs.append(1), real(*a, **k)))
+    gen = torch.Generator().manual_seed(31)
+    src = make_pool(geometry, "page_first", 12, 3, 64, gen=gen)
+    host_ids = torch.arange(2 * 64, 6 * 64)           # four whole host pages in a run
+    dev_ids = torch.randperm(10 * 64, generator=gen)[:host_ids.numel()]
+    si, di = (dev_ids, host_ids) if direction == "d2h" else (host_ids, dev_ids)
+    dst0 = poison((10, 3, src.shape[2]), gen)
+    kw = dict(geometry=geometry, granularity="token", layout="page_first", page_size=64)
+    s = src.clone().pin_memory() if direction == "h2d" else src.cuda()
+    d = dst0.clone().pin_memory() if direction == "d2h" else dst0.cuda()
+    a, b = si.cuda(), di.cuda()
+    want = dst0.clone()
+    reference_transfer(src, want, si, di, geometry=GEOMETRIES[geometry], granularity="token",
+                       layout="page_first", page_size=64)
+    for call in range(5):
+        d.copy_(dst0)
+        torch.cuda.synchronize()
+        if call >= 1:
+            torch.cuda.set_sync_debug_mode("error")
+        try:
+            transfer(s, d, a, b, impl="cuda", **kw)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        api.synchronize()
+        assert torch.equal(d.cpu(), want), f"call {call}"
+    rec = _reused_record(api, s, d, geometry)
+    assert rec is not None and rec.state == "valid"
+    assert (len(runs) >= 3) == (direction != "d2d")
+
+
+@pytest.mark.parametrize("direction", ["d2d", "d2h"])
+def test_reused_ids_changed_in_place_are_checked_again(direction):
+    """Valid ids reused until they run unchecked, then changed in place to a bad id: the next
+    calls are checked on the device again, report it, and move only the valid rows."""
+    from wb_kernels import api
+
+    gen = torch.Generator().manual_seed(32)
+    src, dst0 = _fp8_pools(gen)
+    s = src.cuda()
+    d = dst0.clone().pin_memory() if direction == "d2h" else dst0.cuda()
+    a, b = torch.tensor([1, 2, 3, 9]).cuda(), torch.tensor([4, 5, 6, 7]).cuda()
+    for _ in range(3):
+        transfer(s, d, a, b, **KW)
+        api.synchronize()
+    assert _reused_record(api, s, d, "index_k_fp8").state == "valid"
+    a[2] = 8 * 64 + 1                                  # in place: a new version
+    want = dst0.clone()
+    keep = [0, 1, 3]
+    reference_transfer(src, want, torch.tensor([1, 2, 3, 9])[keep], torch.tensor([4, 5, 6, 7])[keep],
+                       geometry=GEOMETRIES["index_k_fp8"], granularity="token",
+                       layout="page_first", page_size=64)
+    for _ in range(3):                                 # checked, copied to the host, found bad
+        d.copy_(dst0)
+        transfer(s, d, a, b, **KW)
+        with pytest.raises(KernelError, match=r"src_idx\[2\] = 513"):
+            api.synchronize()
+        assert torch.equal(d.cpu(), want)
+    assert _reused_record(api, s, d, "index_k_fp8").state == "bad"
+
+
+def test_marked_pages_match_the_torch_list():
+    """The binding's one-launch page marks (new device ids of host rows) equal the torch ops
+    they replace, bad ids marking nothing."""
+    from wb_kernels import build, scales
+
+    gen = torch.Generator().manual_seed(33)
+    ids = torch.cat([torch.randperm(40 * 64, generator=gen)[:500],
+                     torch.tensor([-1, -64, 40 * 64, 40 * 64 + 70])]).cuda()
+    for pages in (40, 41):
+        want = scales.device_block_ids(ids, 64, pages, 40 * 64)
+        got = scales.device_block_ids(ids, 64, pages, 40 * 64, build.load())
+        assert torch.equal(got, want)
+    assert build.load().mark_pages(ids[:0], 64, 3, 3 * 64).tolist() == [-1, -1, -1]

@@ -115,6 +115,20 @@ def test_a_plan_takes_the_blocks_when_its_cpu_ids_touch_few_pages():
     assert _h2d_scale_path(_plan(pages, scattered), "serial") == "h2d"
 
 
+def test_device_ids_never_copy_the_whole_scale_region():
+    """Device ids (not read) whose random-ids estimate says the whole region takes the blocks
+    of the pages they touch instead (never more bytes; faster when fewer pages are touched);
+    where the estimate keeps the scales with the values, so do they."""
+    from wb_kernels.scales import device_ids_path, h2d_path, random_pages
+
+    geo, pages = GEOMETRIES["index_k_fp8"], 20000
+    shape = _shape(pages)
+    dense = pages * 11
+    assert h2d_path(geo, shape, dense, 64, random_pages(dense, pages)) == "h2d"
+    assert device_ids_path(geo, shape, dense, 64) == "blocks"
+    assert device_ids_path(geo, shape, pages // 2, 64) is None
+
+
 def test_what_a_plan_derives_from_its_ids_follows_them():
     """Uploads, staged forms, sorted and touched pages are kept on the plan while its ids are
     unchanged; ids changed in place are derived again; inference tensors (no version

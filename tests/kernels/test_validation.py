@@ -126,3 +126,30 @@ def test_a_pool_resized_in_place_is_validated_anew(pools):
     dst.resize_(6, 2, 100)
     with pytest.raises(KernelError, match="rows are 100 bytes"):
         _call(src, dst)
+
+
+@pytest.mark.parametrize("s,d,ok", [
+    ([0, 5, 9], [1, 2, 3], True),
+    ([0, 5, 10], [1, 2, 3], False),          # src past its limit
+    ([-1, 5, 9], [1, 2, 3], False),
+    ([0, 5, 9], [1, 20, 3], False),          # dst past its limit
+    ([0, 5, 9], [1, 2, 1], False),           # a destination twice (bincount: dense ids)
+    ([], [], True),
+    ([4], [7], True),
+])
+def test_reused_ids_are_checked_on_the_host_as_a_plan_checks_them(s, d, ok):
+    """The host copy of reused device ids runs unchecked only when plan_transfer would accept
+    those ids (range, duplicate destinations)."""
+    from wb_kernels.reuse import host_valid
+
+    assert host_valid(torch.tensor(s, dtype=torch.int64), torch.tensor(d, dtype=torch.int64),
+                      10, 20) is ok
+
+
+def test_duplicate_destinations_in_a_wide_id_range_are_found():
+    """Few ids in a large pool: the sort finds a repeated destination as the bincount does."""
+    from wb_kernels.reuse import host_valid
+
+    d = torch.tensor([5, 1 << 30, 77, 1 << 30])
+    assert host_valid(torch.arange(4), d, 10, 1 << 31) is False
+    assert host_valid(torch.arange(4), d[:3], 10, 1 << 31) is True
