@@ -170,8 +170,9 @@ def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
         rows.append(("outcome", str(outcome)))
     rows += scalars
     p = f.pop("fisher_p", None)
+    test = f.pop("test", None)
     if isinstance(p, (int, float)):
-        rows.append(("Fisher p (runs)", f"{p:.2g}"))
+        rows.append((f"{test or 'Fisher exact'} p (runs)", f"{p:.2g}"))
     effect = f.pop("effect", None)
     if isinstance(effect, dict):
         rows += [(str(k).replace("_", " "), f"{v:.3g}" if isinstance(v, float) else _text(v))
