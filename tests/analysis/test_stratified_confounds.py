@@ -1,5 +1,5 @@
 """The confound scan judges a variable within strata of the other variables by a stratified exact test (no
-Simpson's paradox)."""
+Simpson's paradox), and leaves per-replicate variables (a workload seed) out of the variable and alias scans."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from workbench.analysis import stats
+from workbench.analysis import scan_confounds, stats
+
+from analysis_helpers import CONTROL, add_execution, add_run
 
 KVCACHE = Path(__file__).resolve().parents[2] / "examples" / "kvcache"
 
@@ -76,3 +78,19 @@ def test_simpsons_paradox_history_gives_no_flag_and_names_the_test_and_strata(tm
     assert batch["flagged"] and batch["fisher_p"] < 0.05
     code, text, _ = cli("confounds")
     assert "stale_rate vs variable compression (exact conditional" in text
+
+
+def test_per_replicate_seed_is_left_out_of_the_variable_and_alias_scans(store, registry):
+    # The README tour's shape: the main run, then --set causal_model=wedge; each replicate drew a fresh seed,
+    # so causal_model and seed move together one-to-one.
+    ex = add_execution(store)
+    for r, (model, seed) in enumerate([("seed", "11"), ("seed", "12"), ("wedge", "13"), ("wedge", "14")]):
+        for arm, fix in (("control", "off"), ("treatment", "on")):
+            add_run(store, execution_id=ex, arm=arm, variables=dict(CONTROL, nixl_abort_fix=fix, causal_model=model,
+                                                                    seed=seed),
+                    replicate=r + 1, outcomes={"leak": 6 if fix == "off" else 0, "done": 34 if fix == "off" else 40})
+    findings = scan_confounds(store, registry)
+    assert findings, "the scan found nothing at all"
+    for f in findings:
+        assert "seed" not in f.factor.split(" ~ "), f.message
+        assert "seed=" not in f.message and "seed:" not in json.dumps(f.to_dict().get("proposal") or {})

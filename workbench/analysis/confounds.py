@@ -178,9 +178,20 @@ def _controlled(store: Store, runs: list[RunData]) -> dict[int, str]:
     return {r.id: hyp_of[r.execution_id] for r in runs if r.execution_id in hyp_of}
 
 
+def _without_per_replicate(exp: Experiment, runs: list[RunData]) -> list[RunData]:
+    """The runs with per-replicate variables (a workload seed) dropped: they take a fresh value in every
+    replicate by design, so they would alias with whatever else changed between executions and say nothing
+    about the deployment; the run records them all the same."""
+    drop = {n for n, spec in exp.variables.items() if spec.per_replicate}
+    if not drop:
+        return runs
+    return [replace(r, variables={k: v for k, v in r.variables.items() if k not in drop}) for r in runs]
+
+
 def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outcome: str,
                   scanned: str | None = None, tested_by: dict[int, str] | None = None) -> list[Finding]:
     spec = exp.metrics[outcome]
+    runs = _without_per_replicate(exp, runs)
     occurred: dict[int, bool] = {}
     counts: dict[int, tuple[float, float | None]] = {}
     for r in runs:
