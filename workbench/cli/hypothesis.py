@@ -15,12 +15,15 @@ app = new_app("Hypotheses: list, show, validate, analyze and run them.")
 
 @app.command("list")
 def list_(db: DbOption = None, json_: JsonOption = False, root: RootOption = None, fmt: FormatOption = None) -> None:
-    """List the hypotheses with their parent and latest verdict."""
+    """List the hypotheses with their parent and status.
+
+    The status is the newest verdict of a controlled run under the hypothesis's own config; the note says
+    when it is exploratory (pooled by `analyze`, no controlled run yet) and lists verdicts under --set."""
     chosen = list_format(fmt, json_)
     rows = open_workbench(db, root).hypotheses()
-    emit_rows(chosen, ["id", "parent", "kind", "isolates", "status"],
-              [[r.hypothesis.id, r.hypothesis.parent or "-", r.hypothesis.kind, r.hypothesis.isolates or "-", r.status]
-               for r in rows], items=[r.to_dict() for r in rows])
+    emit_rows(chosen, ["id", "parent", "kind", "isolates", "status", "note"],
+              [[r.hypothesis.id, r.hypothesis.parent or "-", r.hypothesis.kind, r.hypothesis.isolates or "-", r.status,
+                r.current.note()] for r in rows], items=[r.to_dict() for r in rows])
 
 
 @app.command("show")
@@ -33,6 +36,8 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
         return
     h, v = d.hypothesis, d.verdict
     typer.echo(f"{h.id}  [{h.kind}]  status: {d.status}")
+    for line in d.current.note().split("; ") if d.current.note() else []:
+        typer.echo(f"  ({line})")
     if h.parent:
         typer.echo(f"parent: {h.parent}")
     typer.echo(f"claim: {h.claim}")
