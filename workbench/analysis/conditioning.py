@@ -131,6 +131,23 @@ def _stratum_text(var: str, values: list[str], groups: list[tuple[str, list[RunD
     return f"with {what} within each stratum (" + "; ".join(parts) + more + ")"
 
 
+def _message(var: str, used: list[RunData], per: dict[str, dict[str, Any]], by: list[str], detail: str,
+             test: str | None, p: float | None, effect: dict[str, Any], what: str) -> str:
+    """The pooled counts (for orientation), each stratum's counts, and the stratified test's result."""
+    pooled = ", ".join(f"{var}={v}: {pv['runs_with_outcome']}/{pv['runs']} runs with {what}"
+                       + (f" ({pv['units_k']:g}/{pv['units_n']:g} units)" if pv["units_n"] else "")
+                       for v, pv in per.items())
+    where = f"stratified by {', '.join(by)}" if by else "in one stratum"
+    result = (f"{test} test {where} (the other variables and the experiment version held within each): "
+              f"p = {p:.2g} over runs" if p is not None else
+              "within strata holding the other variables and the experiment version")
+    if effect.get("units_fisher_p") is not None:
+        result += f", {effect['units_fisher_p']:.2g} over units"
+    return (f"pooled, {pooled} over the {len(used)} run(s) that can test it ("
+            + ", ".join(r.name for r in used[:8]) + (", ..." if len(used) > 8 else "") + "); "
+            + (f"{detail}; " if detail else "") + result)
+
+
 def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list[RunData], occurred: dict[int, bool],
                  counts: Counts, outcome: str, what: str, tested_by: dict[int, str]) -> Any:
     """A variable judged within strata of runs that agree on everything else: pooling the strata into one
@@ -147,25 +164,16 @@ def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list
         if units_t:
             effect["units_rate_difference"] = _mh_difference(units_t)
             effect["units_fisher_p"] = stats.stratified_exact(units_t)
-        detail = _stratum_text(var, values, groups, runs_t, units_t, what)
+        if len(groups) > 1:  # one stratum's counts are the pooled ones
+            detail = _stratum_text(var, values, groups, runs_t, units_t, what)
     flagged = (p is not None and p < stats.ALPHA) or \
         (effect.get("units_fisher_p") is not None and effect["units_fisher_p"] < stats.ALPHA)
-    pooled = ", ".join(f"{var}={v}: {pv['runs_with_outcome']}/{pv['runs']} runs with {what}"
-                       + (f" ({pv['units_k']:g}/{pv['units_n']:g} units)" if pv["units_n"] else "")
-                       for v, pv in per.items())
-    names = [g[0] for g in groups]
-    msg = (f"pooled, {pooled} over the {len(used)} run(s) that can test it ("
-           + ", ".join(r.name for r in used[:8]) + (", ..." if len(used) > 8 else "") + "); "
-           + (f"{detail}; " if detail else "")
-           + (f"{test} test " + (f"stratified by {', '.join(by)}" if len(groups) > 1 else "in one stratum")
-              + f" (the other variables and the experiment version held within each): p = {p:.2g} over runs" if p is not None else
-              f"within {len(groups)} strata holding the other variables and the experiment version")
-           + (f", {effect['units_fisher_p']:.2g} over units" if effect.get("units_fisher_p") is not None else ""))
+    msg = _message(var, used, per, by if len(groups) > 1 else [], detail, test, p, effect, what)
     tests = sorted({tested_by[r.id] for r in used if r.id in tested_by})
     if tests:
         msg += f"; tested in controlled runs of hypothesis {', '.join(tests)}"
         if not flagged:
             msg += f", which found no association with {what}"
     msg += "."
-    table = {**per, "strata": names, "runs": [r.name for r in used]}
+    table = {**per, "strata": [g[0] for g in groups], "runs": [r.name for r in used]}
     return make("variable", var, outcome, exp.id, bool(flagged), msg, table, p, effect, None, test)
