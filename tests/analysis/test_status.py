@@ -78,8 +78,9 @@ def test_aa_exploratory_and_override_verdicts_never_replace_the_controlled_statu
     assert code == 0, err
     # An A/A execution, an exploratory pooled re-analysis of the same runs, and a run in a changed world.
     _record(db, "inconclusive", _execution(db, mode="aa"), mode="aa")
-    code, _, err = cli("hypothesis", "analyze", HID, "--db", str(db), "--root", str(root))
+    code, out, err = cli("hypothesis", "analyze", HID, "--db", str(db), "--root", str(root))
     assert code == 0, err
+    assert "Recorded as exploratory: the status stays falsified (the verdict of execution 1)" in out
     _record(db, "supported", _execution(db, overrides={"causal_model": "wedge"}))
     v = _views(cli, db, root)
     assert [v["list"], v["show"], v["md"].split(" ")[0], v["board"], v["page"]] == ["falsified"] * 5, v

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from workbench.cli._common import (DbOption, FailOnOption, FormatOption, JsonOption, RootOption, check_mark, emit_rows,
                                    exit_on_verdict, fail_on, list_format, new_app, open_workbench, print_json)
+
+if TYPE_CHECKING:
+    from workbench.analysis.status import CurrentStatus
 
 app = new_app("Hypotheses: list, show, validate, analyze and run them.")
 
@@ -78,14 +81,30 @@ def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbO
             json_: JsonOption = False, root: RootOption = None,
             record: Annotated[bool, typer.Option(help="Store the verdict.")] = True,
             fail_on_: FailOnOption = None) -> None:
-    """Decide a verdict from the runs already stored (imported evidence included)."""
+    """Decide a verdict from the runs already stored (imported evidence included).
+
+    The verdict pools every stored run after the fact: it is recorded as exploratory, and it becomes the
+    status only while the hypothesis has no verdict of a controlled run (`wb hypothesis run`)."""
     failing = fail_on(fail_on_)
-    result = open_workbench(db, root).analyze(hypothesis_id, record=record)
+    wb = open_workbench(db, root)
+    result = wb.analyze(hypothesis_id, record=record)
+    status = wb.hypothesis(hypothesis_id).current if record else None
     if json_:
-        print_json(result.to_dict())
+        print_json(result.to_dict() | ({"recorded_as": "exploratory", **status.to_dict()} if status else {}))
     else:
         typer.echo(f"{hypothesis_id}: {result.verdict}")
         typer.echo(result.reasoning)
         for c in result.checks:
             typer.echo(f"  [{check_mark(c.passed)}] {c.name}: {c.detail}")
+        if status is not None:
+            typer.echo(_exploratory_line(hypothesis_id, status))
     exit_on_verdict(result.verdict, failing)
+
+
+def _exploratory_line(hypothesis_id: str, status: CurrentStatus) -> str:
+    """Where a pooled verdict landed: it is exploratory, and a controlled run's verdict keeps the status."""
+    if status.exploratory:
+        return (f"Recorded as exploratory: it is the status of {hypothesis_id} until a controlled run "
+                f"(wb hypothesis run {hypothesis_id}) decides.")
+    return (f"Recorded as exploratory: the status stays {status.status} (the verdict of execution "
+            f"{status.verdict.execution_id}); a pooled re-analysis never replaces a controlled run's verdict.")
