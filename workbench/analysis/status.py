@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from workbench.store.entities import VerdictRecord
 
 CONTROLLED, EXPLORATORY, AA, OVERRIDE = "controlled", "exploratory", "aa", "override"
-EXPLORATORY_NOTE = "exploratory: pooled stored runs (wb hypothesis analyze), no controlled run yet"
+EXPLORATORY_NOTE = "exploratory: pooled by wb hypothesis analyze, no controlled run yet"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 # execution id -> that execution's `--set` overrides (an empty mapping: none)
