@@ -97,15 +97,22 @@ def units(*, hypothesis: str | None = None, experiment: str | None = None, arms_
 def verdicts(*, hypothesis: str | None = None, latest: bool = False, db: str | None = None,
              root: str | None = None) -> "pandas.DataFrame":
     """One row per recorded verdict (newest last): hypothesis, verdict, created_at, execution_id, mode, reasoning.
-    `latest=True` keeps each hypothesis' newest verdict that is not an A/A (noise-floor) check."""
+    `latest=True` keeps the verdict each hypothesis's status rests on, as `wb hypothesis list` shows it: never an
+    A/A (noise-floor) check or a verdict under --set overrides, and an exploratory one only before any
+    controlled one (workbench.analysis.status)."""
     import pandas as pd
 
+    from workbench.analysis.status import current_statuses, overrides_by_execution
+
     with _open(db, root).store(read_only=True) as store:
-        records = sorted(store.contents().verdicts, key=lambda v: v.id)
+        contents = store.contents()
+    records = sorted(contents.verdicts, key=lambda v: v.id)
     if hypothesis is not None:
         records = [v for v in records if v.hypothesis_id == hypothesis]
     if latest:
-        records = list({v.hypothesis_id: v for v in records if not v.is_aa}.values())
+        statuses = current_statuses({v.hypothesis_id: "open" for v in records}, records,
+                                    overrides_by_execution(contents.executions))
+        records = sorted((st.verdict for st in statuses.values() if st.verdict is not None), key=lambda v: v.id)
     return pd.DataFrame([{"verdict_id": v.id, "hypothesis": v.hypothesis_id, "verdict": v.verdict,
                           "created_at": v.created_at, "execution_id": v.execution_id,
                           "mode": v.details.get("mode"), "reasoning": v.reasoning} for v in records],

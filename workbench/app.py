@@ -18,6 +18,7 @@ from workbench.settings import Settings
 if TYPE_CHECKING:
     from workbench.analysis.confounds import Finding
     from workbench.analysis.results import Analysis
+    from workbench.analysis.status import CurrentStatus
     from workbench.isolate.app import IsolateOutcome
     from workbench.registry.hypothesis import Hypothesis
     from workbench.registry.loader import Registry
@@ -34,19 +35,23 @@ FORMATS = ("html", "md")
 
 @dataclass(frozen=True)
 class HypothesisStatus:
-    """A hypothesis with its latest stored verdict (None before the first)."""
+    """A hypothesis with its current status and the verdict it rests on (analysis.status decides which)."""
 
     hypothesis: "Hypothesis"
-    verdict: "VerdictRecord | None"
+    current: "CurrentStatus"
+
+    @property
+    def verdict(self) -> "VerdictRecord | None":
+        return self.current.verdict
 
     @property
     def status(self) -> str:
-        return self.verdict.verdict if self.verdict else self.hypothesis.status
+        return self.current.status
 
     def to_dict(self) -> dict[str, Any]:
         h, v = self.hypothesis, self.verdict
         return {"id": h.id, "parent": h.parent, "kind": h.kind, "claim": h.claim, "experiment": h.experiment,
-                "isolates": h.isolates, "declared_status": h.status, "status": self.status,
+                "isolates": h.isolates, "declared_status": h.status, **self.current.to_dict(),
                 "verdict": v.verdict if v else None, "verdict_at": v.created_at if v else None}
 
 
@@ -161,22 +166,25 @@ class Workbench:
         _, path = resolve_url(self.settings.db)
         return path is None or path.exists()
 
-    def _verdicts(self) -> dict[str, "VerdictRecord"]:
-        """Latest stored verdict per hypothesis; empty when there is no store yet."""
+    def _statuses(self) -> dict[str, "CurrentStatus"]:
+        """Each hypothesis's current status (analysis.status: the one rule every view uses)."""
+        from workbench.analysis.status import current_statuses, stored_statuses
+
+        declared = {h.id: h.status for h in self.registry.hypotheses}
         if not self._store_exists():
-            return {}
+            return current_statuses(declared, [], {})
         with self.store(read_only=True) as store:
-            return store.latest_verdicts()
+            return stored_statuses(store, declared)
 
     # ------------------------------------------------------------------ hypotheses
     def hypotheses(self) -> list[HypothesisStatus]:
-        verdicts = self._verdicts()
-        return [HypothesisStatus(h, verdicts.get(h.id)) for h in self.registry.hypotheses]
+        statuses = self._statuses()
+        return [HypothesisStatus(h, statuses[h.id]) for h in self.registry.hypotheses]
 
     def hypothesis(self, hypothesis_id: str) -> HypothesisDetail:
         reg = self.registry
         h = reg.hypothesis(hypothesis_id)
-        return HypothesisDetail(h, self._verdicts().get(h.id), {a: reg.arm_assignment(h, a) for a in h.arm_names},
+        return HypothesisDetail(h, self._statuses()[h.id], {a: reg.arm_assignment(h, a) for a in h.arm_names},
                                 tuple(c.id for c in reg.children(h.id)))
 
     def analyze(self, hypothesis_id: str, *, record: bool = True) -> "Analysis":
@@ -356,8 +364,11 @@ class Workbench:
         self.registry.hypothesis(hypothesis_id)
         check_review_input(decision, body)
         person = current_person(Path(self.registry.root), as_name=as_name)
+        from workbench.analysis.status import stored_statuses
+
         with self.store() as store:
-            verdict = store.latest_verdict(hypothesis_id)
+            # The verdict the status rests on: the one list, show and the board present for review.
+            verdict = stored_statuses(store, {hypothesis_id: ""})[hypothesis_id].verdict
             if verdict is None and decision != "comment":
                 raise BadInput(f"{hypothesis_id} has no verdict to {decision.replace('-', ' ')} yet",
                                hint=f"run it first (wb hypothesis run {hypothesis_id}), or leave a --comment")
@@ -373,9 +384,12 @@ class Workbench:
         hyps = [self.registry.hypothesis(hypothesis_id)] if hypothesis_id else list(self.registry.hypotheses)
         if not self._store_exists():
             return list(review_states({h.id: h.parent for h in hyps}, [], []).values())
+        from workbench.analysis.status import overrides_by_execution
+
         with self.store(read_only=True) as store:
-            verdicts, reviews = store.verdicts(), store.reviews()
-        return list(review_states({h.id: h.parent for h in hyps}, verdicts, reviews).values())
+            verdicts, reviews, executions = store.verdicts(), store.reviews(), store.executions()
+        return list(review_states({h.id: h.parent for h in hyps}, verdicts, reviews,
+                                  overrides_of=overrides_by_execution(executions)).values())
 
     def bundle_export(self, hypothesis_ids: list[str], out: str | Path) -> "BundleSummary":
         from workbench import __version__

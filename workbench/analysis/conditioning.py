@@ -70,34 +70,110 @@ def _per_value(var: str, used: list[RunData], occurred: dict[int, bool], counts:
     return per
 
 
+# The exact form of the Cochran-Mantel-Haenszel test (Fisher's exact test stratified); see stats.stratified_exact.
+STRATIFIED_TEST = "exact conditional CMH"
+
+
+def _strata_of(var: str, used: list[RunData]) -> tuple[list[str], list[tuple[str, list[RunData]]]]:
+    """What the strata of `used` differ in, and the strata, each named by its values of those (the other
+    variables and the experiment version; 'all runs' when there is one stratum)."""
+    groups = list(strata(used, var).items())
+    others = sorted({v for r in used for v in r.variables} - {var})
+    differ = [n for n in others if len({r.variables.get(n, "?") for r in used}) > 1]
+    versions = len({r.experiment_version for r in used}) > 1
+    named = []
+    for _, rs in groups:
+        r0 = rs[0]
+        parts = ([f"version {r0.experiment_version}"] if versions else []) + [f"{n}={r0.variables.get(n, '?')}"
+                                                                           for n in differ]
+        named.append((", ".join(parts) or "all runs", rs))
+    return (["experiment version"] if versions else []) + differ, sorted(named, key=lambda g: g[0])
+
+
+def _stratum_tables(var: str, values: list[str], groups: list[tuple[str, list[RunData]]], occurred: dict[int, bool],
+                    counts: Counts) -> tuple[list[tuple[float, ...]], list[tuple[float, ...]] | None]:
+    """Per stratum, (k1, n1, k2, n2) over runs (outcome occurred) and, when every run has them, over units."""
+    a, b = values
+    runs_t, units_t = [], []
+    for _, rs in groups:
+        sides = [[r for r in rs if r.variables[var] == v] for v in (a, b)]
+        runs_t.append(tuple(x for side in sides for x in (sum(occurred[r.id] for r in side), len(side))))
+        if units_t is not None and all(counts[r.id][1] is not None for r in rs):
+            units_t.append(tuple(x for side in sides for x in (sum(counts[r.id][0] for r in side),
+                                                                 sum(counts[r.id][1] or 0 for r in side))))
+        else:
+            units_t = None  # type: ignore[assignment]
+    return runs_t, units_t
+
+
+def _mh_difference(tables: list[tuple[float, ...]]) -> float | None:
+    """The Mantel-Haenszel common risk difference (strata weighted by n1*n2/(n1+n2)), unlike a pooled one
+    immune to Simpson's paradox."""
+    num = den = 0.0
+    for k1, n1, k2, n2 in tables:
+        if n1 > 0 and n2 > 0:
+            w = n1 * n2 / (n1 + n2)
+            num, den = num + w * (k1 / n1 - k2 / n2), den + w
+    return num / den if den else None
+
+
+def _stratum_text(var: str, values: list[str], groups: list[tuple[str, list[RunData]]], runs_t, units_t,
+                  what: str) -> str:
+    parts = []
+    for i, (name, _) in enumerate(groups[:4]):
+        k1, n1, k2, n2 = runs_t[i]
+        u = units_t[i] if units_t else None
+        side = [f"{var}={v} {k:g}/{n:g} runs" + (f" ({uk:g}/{un:g} units)" if u else "")
+                for v, k, n, uk, un in ((values[0], k1, n1, *(u[:2] if u else (0, 0))),
+                                        (values[1], k2, n2, *(u[2:] if u else (0, 0))))]
+        parts.append(f"{name}: " + ", ".join(side))
+    more = f"; +{len(groups) - 4} more strata" if len(groups) > 4 else ""
+    return f"with {what} within each stratum (" + "; ".join(parts) + more + ")"
+
+
+def _message(var: str, used: list[RunData], per: dict[str, dict[str, Any]], by: list[str], detail: str,
+             test: str | None, p: float | None, effect: dict[str, Any], what: str) -> str:
+    """The pooled counts (for orientation), each stratum's counts, and the stratified test's result."""
+    pooled = ", ".join(f"{var}={v}: {pv['runs_with_outcome']}/{pv['runs']} runs with {what}"
+                       + (f" ({pv['units_k']:g}/{pv['units_n']:g} units)" if pv["units_n"] else "")
+                       for v, pv in per.items())
+    where = f"stratified by {', '.join(by)}" if by else "in one stratum"
+    result = (f"{test} test {where} (the other variables and the experiment version held within each): "
+              f"p = {p:.2g} over runs" if p is not None else
+              "within strata holding the other variables and the experiment version")
+    if effect.get("units_fisher_p") is not None:
+        result += f", {effect['units_fisher_p']:.2g} over units"
+    return (f"pooled, {pooled} over the {len(used)} run(s) that can test it ("
+            + ", ".join(r.name for r in used[:8]) + (", ..." if len(used) > 8 else "") + "); "
+            + (f"{detail}; " if detail else "") + result)
+
+
 def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list[RunData], occurred: dict[int, bool],
                  counts: Counts, outcome: str, what: str, tested_by: dict[int, str]) -> Any:
+    """A variable judged within strata of runs that agree on everything else: pooling the strata into one
+    table would let a variable that mostly sat in the clean stratum look protective (Simpson's paradox),
+    so the strata's tables are combined by the exact conditional test instead, the run being the unit."""
     per = _per_value(var, used, occurred, counts)
-    p = None
-    effect: dict[str, Any] = {}
+    by, groups = _strata_of(var, used)
+    p, effect, detail, test = None, {}, "", None
     if len(per) == 2:
-        a, b = per
-        pa, pb = per[a], per[b]
-        p = stats.fisher(pa["runs_with_outcome"], pa["runs"], pb["runs_with_outcome"], pb["runs"])
-        effect["risk_difference"] = pa["runs_with_outcome"] / pa["runs"] - pb["runs_with_outcome"] / pb["runs"]
-        if pa["units_n"] and pb["units_n"]:
-            effect["units_rate_difference"] = pa["units_k"] / pa["units_n"] - pb["units_k"] / pb["units_n"]
-            effect["units_fisher_p"] = stats.fisher(int(pa["units_k"]), int(pa["units_n"]),
-                                                    int(pb["units_k"]), int(pb["units_n"]))
+        values = list(per)
+        runs_t, units_t = _stratum_tables(var, values, groups, occurred, counts)
+        p, test = stats.stratified_exact(runs_t), STRATIFIED_TEST if len(groups) > 1 else "Fisher exact"
+        effect["risk_difference"] = _mh_difference(runs_t)
+        if units_t:
+            effect["units_rate_difference"] = _mh_difference(units_t)
+            effect["units_fisher_p"] = stats.stratified_exact(units_t)
+        if len(groups) > 1:  # one stratum's counts are the pooled ones
+            detail = _stratum_text(var, values, groups, runs_t, units_t, what)
     flagged = (p is not None and p < stats.ALPHA) or \
         (effect.get("units_fisher_p") is not None and effect["units_fisher_p"] < stats.ALPHA)
-    summary = ", ".join(f"{var}={v}: {pv['runs_with_outcome']}/{pv['runs']} runs with {what}"
-                        + (f" ({pv['units_k']:g}/{pv['units_n']:g} units)" if pv["units_n"] else "")
-                        for v, pv in per.items())
+    msg = _message(var, used, per, by if len(groups) > 1 else [], detail, test, p, effect, what)
     tests = sorted({tested_by[r.id] for r in used if r.id in tested_by})
-    msg = (summary + (f"; Fisher p = {p:.2g} over runs" if p is not None else "")
-           + (f", {effect['units_fisher_p']:.2g} over units" if effect.get("units_fisher_p") is not None else "")
-           + f"; within runs holding the other variables and the experiment version ({len(used)} run(s): "
-           + ", ".join(r.name for r in used[:8]) + (", ..." if len(used) > 8 else "") + ")")
     if tests:
         msg += f"; tested in controlled runs of hypothesis {', '.join(tests)}"
         if not flagged:
             msg += f", which found no association with {what}"
     msg += "."
-    table = {**per, "runs": [r.name for r in used]}
-    return make("variable", var, outcome, exp.id, bool(flagged), msg, table, p, effect, None)
+    table = {**per, "strata": [g[0] for g in groups], "runs": [r.name for r in used]}
+    return make("variable", var, outcome, exp.id, bool(flagged), msg, table, p, effect, None, test)

@@ -35,9 +35,15 @@ class Finding:
     fisher_p: float | None = None
     effect: dict[str, Any] = field(default_factory=dict)
     proposal: dict[str, Any] | None = None
+    # The test behind `fisher_p` (the key keeps its name for scripts): Fisher's exact test on one 2x2 table, or
+    # its stratified exact form when a variable is judged within several strata of the other variables.
+    test: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe(asdict(self))
+
+
+_FISHER = "Fisher exact"
 
 
 def _outcome(run: RunData, metric: str, exp: Experiment) -> tuple[float | None, float | None]:
@@ -172,9 +178,20 @@ def _controlled(store: Store, runs: list[RunData]) -> dict[int, str]:
     return {r.id: hyp_of[r.execution_id] for r in runs if r.execution_id in hyp_of}
 
 
+def _without_per_replicate(exp: Experiment, runs: list[RunData]) -> list[RunData]:
+    """The runs with per-replicate variables (a workload seed) dropped: they take a fresh value in every
+    replicate by design, so they would alias with whatever else changed between executions and say nothing
+    about the deployment; the run records them all the same."""
+    drop = {n for n, spec in exp.variables.items() if spec.per_replicate}
+    if not drop:
+        return runs
+    return [replace(r, variables={k: v for k, v in r.variables.items() if k not in drop}) for r in runs]
+
+
 def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outcome: str,
                   scanned: str | None = None, tested_by: dict[int, str] | None = None) -> list[Finding]:
     spec = exp.metrics[outcome]
+    runs = _without_per_replicate(exp, runs)
     occurred: dict[int, bool] = {}
     counts: dict[int, tuple[float, float | None]] = {}
     for r in runs:
@@ -207,7 +224,7 @@ def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outc
             msg = (f"{what} occurred without {label} in {len(apart)} run(s) ("
                    + "; ".join(f"{r.name}: {what}={counts[r.id][0]:g}, {label}=0" for r in apart[:4])
                    + f"): {label} is not necessary for {what}.")
-            out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect))
+            out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect, test=_FISHER))
         elif co:
             stratum = _common_values(co)
             msg = (f"In every run with {what} where {label} was recorded ({len(co)} of {len(with_y)}"
@@ -220,10 +237,10 @@ def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outc
                       f"; {label} also occurred in {table[0][1]} run(s) without {what}, so it is not specific."
                       if table[0][1] else "."))
             prop = _propose(registry, exp, names, outcome, co, runs, g_known, scanned)
-            out.append(Finding("guard", label, outcome, exp.id, True, msg, tab, p, effect, prop))
+            out.append(Finding("guard", label, outcome, exp.id, True, msg, tab, p, effect, prop, _FISHER))
         else:
             msg = f"{what} did not occur in any run where {label} was recorded ({len(both)} run(s))."
-            out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect))
+            out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect, test=_FISHER))
     variables = variable_findings(Finding, exp, known, occurred, counts, outcome, what, tested_by or {})
     aliases = alias_findings(Finding, registry, exp, known, occurred, counts, outcome, what)
     out.extend(_note_aliased(f, aliases) for f in variables)

@@ -146,10 +146,15 @@ def judge(pred: Any, arm: str | None, arms: dict[str, list[RunData]], exp: Exper
 
 
 def _replicate_counts(per_run: list[tuple[RunData, float, float]]) -> list[tuple[float, float]]:
-    """(k, n) per replicate in the order they were run: the looks of a sequential execution."""
+    """(k, n) per replicate in the order they were run: the looks of a sequential execution.
+
+    A replicate is one execution's: replicate numbers restart in every execution, so a pooled analysis
+    keeps replicate 1 of one execution apart from replicate 1 of another (merging them made the reasoning
+    count "7 run(s)" and then "2 runs" for the same arm)."""
     by_rep: dict[Any, list[float]] = {}
     for r, k, n in sorted(per_run, key=lambda t: (t[0].replicate or 0, t[0].id)):
-        acc = by_rep.setdefault(r.replicate if r.replicate is not None else ("run", r.id), [0.0, 0.0])
+        key = (r.execution_id, r.replicate) if r.replicate is not None else ("run", r.id)
+        acc = by_rep.setdefault(key, [0.0, 0.0])
         acc[0] += k
         acc[1] += n
     return [(k, n) for k, n in by_rep.values()]
@@ -242,6 +247,11 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
                    p_against=stats.score_pvalue(e.k_eff, e.n_eff, bounds, "outside", df=e.df),
                    p_for=stats.score_pvalue(e.k_eff, e.n_eff, bounds, "inside", df=e.df))
     out["exact"] = _exact_text(e.k_eff, e.n_eff, bounds)
+    if out["exact"] and e.design_effect != 1:
+        # The tail is taken on effective counts (the pooled ones divided by the design effect): a reader
+        # who sees "X >= 16.9" next to "135/800" must be told why.
+        out["exact"] += (f" on effective counts ({_fmt(e.k)}/{_fmt(e.n)} divided by the design effect "
+                         f"{e.design_effect:.3g})")
     if out["outcome"] == "inconclusive":
         total = units_needed_arm(e.k_eff, e.n_eff, (region.lo, region.hi))
         out["more_units_needed"] = None if total is None else max(0, int(math.ceil(total * e.design_effect - n)))

@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
 
 def _echo_finding(f: Finding) -> None:
     mark = "FLAG" if f.flagged else "    "
-    p = f" (Fisher p = {f.fisher_p:.2g})" if f.fisher_p is not None else ""
+    p = f" ({f.test or 'Fisher exact'} p = {f.fisher_p:.2g})" if f.fisher_p is not None else ""
     typer.echo(f"{mark} [{f.experiment}] {f.outcome} vs {f.kind} {f.factor}{p}")
     typer.echo(f"     {f.message}")
     used = f.table.get("runs") if f.kind in ("alias", "variable") else None

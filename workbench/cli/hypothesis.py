@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from workbench.cli._common import (DbOption, FailOnOption, FormatOption, JsonOption, RootOption, check_mark, emit_rows,
                                    exit_on_verdict, fail_on, list_format, new_app, open_workbench, print_json)
 
+if TYPE_CHECKING:
+    from workbench.analysis.status import CurrentStatus
+
 app = new_app("Hypotheses: list, show, validate, analyze and run them.")
 
 
 @app.command("list")
 def list_(db: DbOption = None, json_: JsonOption = False, root: RootOption = None, fmt: FormatOption = None) -> None:
-    """List the hypotheses with their parent and latest verdict."""
+    """List the hypotheses with their parent and status.
+
+    The status is the newest verdict of a controlled run under the hypothesis's own config; the note says
+    when it is exploratory (pooled by `analyze`, no controlled run yet) and lists verdicts under --set."""
     chosen = list_format(fmt, json_)
     rows = open_workbench(db, root).hypotheses()
-    emit_rows(chosen, ["id", "parent", "kind", "isolates", "status"],
-              [[r.hypothesis.id, r.hypothesis.parent or "-", r.hypothesis.kind, r.hypothesis.isolates or "-", r.status]
-               for r in rows], items=[r.to_dict() for r in rows])
+    emit_rows(chosen, ["id", "parent", "kind", "isolates", "status", "note"],
+              [[r.hypothesis.id, r.hypothesis.parent or "-", r.hypothesis.kind, r.hypothesis.isolates or "-", r.status,
+                r.current.note()] for r in rows], items=[r.to_dict() for r in rows])
 
 
 @app.command("show")
@@ -33,6 +39,8 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
         return
     h, v = d.hypothesis, d.verdict
     typer.echo(f"{h.id}  [{h.kind}]  status: {d.status}")
+    for line in d.current.note().split("; ") if d.current.note() else []:
+        typer.echo(f"  ({line})")
     if h.parent:
         typer.echo(f"parent: {h.parent}")
     typer.echo(f"claim: {h.claim}")
@@ -73,14 +81,30 @@ def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbO
             json_: JsonOption = False, root: RootOption = None,
             record: Annotated[bool, typer.Option(help="Store the verdict.")] = True,
             fail_on_: FailOnOption = None) -> None:
-    """Decide a verdict from the runs already stored (imported evidence included)."""
+    """Decide a verdict from the runs already stored (imported evidence included).
+
+    The verdict pools every stored run after the fact: it is recorded as exploratory, and it becomes the
+    status only while the hypothesis has no verdict of a controlled run (`wb hypothesis run`)."""
     failing = fail_on(fail_on_)
-    result = open_workbench(db, root).analyze(hypothesis_id, record=record)
+    wb = open_workbench(db, root)
+    result = wb.analyze(hypothesis_id, record=record)
+    status = wb.hypothesis(hypothesis_id).current if record else None
     if json_:
-        print_json(result.to_dict())
+        print_json(result.to_dict() | ({"recorded_as": "exploratory", **status.to_dict()} if status else {}))
     else:
         typer.echo(f"{hypothesis_id}: {result.verdict}")
         typer.echo(result.reasoning)
         for c in result.checks:
             typer.echo(f"  [{check_mark(c.passed)}] {c.name}: {c.detail}")
+        if status is not None:
+            typer.echo(_exploratory_line(hypothesis_id, status))
     exit_on_verdict(result.verdict, failing)
+
+
+def _exploratory_line(hypothesis_id: str, status: CurrentStatus) -> str:
+    """Where a pooled verdict landed: it is exploratory, and a controlled run's verdict keeps the status."""
+    if status.exploratory:
+        return (f"Recorded as exploratory: it is the status of {hypothesis_id} until a controlled run "
+                f"(wb hypothesis run {hypothesis_id}) decides.")
+    return (f"Recorded as exploratory: the status stays {status.status} (the verdict of execution "
+            f"{status.verdict.execution_id}); a pooled re-analysis never replaces a controlled run's verdict.")

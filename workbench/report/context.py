@@ -44,6 +44,7 @@ class Card:
     runs: int
     review: str = ""          # awaiting review | approved | changes requested | stale
     review_note: str = ""     # "parent changed: re-review" when it applies
+    status_note: str = ""     # exploratory, verdicts under --set overrides (analysis.status)
 
 
 @dataclass
@@ -218,6 +219,7 @@ class HypothesisContext:
     review_state: str = "awaiting review"
     review_note: str = ""
     executions: list[ExecutionView] = field(default_factory=list)
+    status_note: str = ""  # exploratory, verdicts under --set overrides (analysis.status)
 
 
 @dataclass

@@ -421,7 +421,7 @@ def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis
         attrition=attrition if any(r.units for r in attrition) else [], attrition_outcomes=outcomes,
         probe_rows=probe_rows, probe_totals=[(t, v[0], v[1]) for t, v in sorted(totals.items())],
         metric_columns=metric_columns, runs=_run_rows(exp, all_runs, runs, metric_columns),
-        **_review_fields(h, data))
+        status_note=data.status_note(h.id), **_review_fields(h, data))
 
 
 def _review_fields(h: Hypothesis, data: StoreData) -> dict[str, Any]:

@@ -23,6 +23,8 @@ def _line(text: Any) -> str:
 
 def render(ctx: HypothesisContext) -> str:
     out = [f"### `{ctx.id}` — {ctx.verdict.verdict if ctx.verdict else 'no verdict yet'}", ""]
+    if ctx.status_note:
+        out += [f"_Status: {ctx.status} ({_line(ctx.status_note)})_", ""]
     out.append(f"> {_line(ctx.claim)}")
     out.append("")
     facts = [f"experiment `{ctx.experiment}`"]
@@ -120,5 +122,6 @@ def board_markdown(store: Store, registry: Registry) -> str:
     for col in idx.columns:
         for c in col.cards:
             review = (c.review or "awaiting review") + (f" ({c.review_note})" if c.review_note else "")
-            out.append(f"| `{_cell(c.id)}` | {c.status} | {_cell(c.key_number)} | {c.date or '–'} | {review} |")
+            status = c.status + (f" ({c.status_note})" if c.status_note else "")
+            out.append(f"| `{_cell(c.id)}` | {_cell(status)} | {_cell(c.key_number)} | {c.date or '–'} | {review} |")
     return "\n".join(out) + "\n"

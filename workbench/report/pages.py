@@ -20,9 +20,10 @@ REVISION_KEYS = ("version", "rev", "commit", "git", "sha", "build")
 
 
 def status_of(registry: Registry, data: StoreData) -> dict[str, str]:
-    """A hypothesis' status: its latest stored verdict, else the status written in the registry."""
-    return {h.id: (data.verdicts[h.id]["verdict"] if h.id in data.verdicts else h.status)
-            for h in registry.hypotheses}
+    """A hypothesis' status by analysis.status (the rule `wb hypothesis list` uses), else the status written
+    in the registry."""
+    return {h.id: (data.statuses[h.id].status if h.id in data.statuses and data.statuses[h.id].verdict
+                   else h.status) for h in registry.hypotheses}
 
 
 def index(registry: Registry, data: StoreData, statuses: dict[str, str], page: Page,
@@ -38,7 +39,7 @@ def index(registry: Registry, data: StoreData, statuses: dict[str, str], page: P
                               key_number=hypothesis_page.key_number(h, registry, data,
                                                                                     (analyses or {}).get(h.id, (None,))[0]),
                               date=((v or {}).get("created_at") or last_run or "")[:10], parent=h.parent,
-                              runs=len(runs), **_card_review(data, h.id)))
+                              runs=len(runs), status_note=data.status_note(h.id), **_card_review(data, h.id)))
     columns = [Column(s, COLUMN_TITLES[s], cards[s]) for s in COLUMN_TITLES if s != "invalid" or cards[s]]
     return IndexContext(page, columns, len(registry.hypotheses), len(data.runs), len(data.verdicts))
 
@@ -170,8 +171,9 @@ def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
         rows.append(("outcome", str(outcome)))
     rows += scalars
     p = f.pop("fisher_p", None)
+    test = f.pop("test", None)
     if isinstance(p, (int, float)):
-        rows.append(("Fisher p (runs)", f"{p:.2g}"))
+        rows.append((f"{test or 'Fisher exact'} p (runs)", f"{p:.2g}"))
     effect = f.pop("effect", None)
     if isinstance(effect, dict):
         rows += [(str(k).replace("_", " "), f"{v:.3g}" if isinstance(v, float) else _text(v))

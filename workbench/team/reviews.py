@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
+from workbench.analysis.status import Overrides, status_timeline
 from workbench.store.entities import ReviewRecord, VerdictRecord
 
 DECISIONS = ("approve", "request-changes", "comment")
@@ -65,15 +66,18 @@ class ReviewState:
                 "reviews": [{**r.to_dict(), "stale": self.stale(r)} for r in self.reviews]}
 
 
-def verdict_history(hypothesis_id: str, verdicts: Iterable[VerdictRecord]) -> list[VerdictRecord]:
-    """Every verdict of the hypothesis, oldest first; A/A (noise-floor) verdicts are not verdicts on it."""
-    return sorted((v for v in verdicts if v.hypothesis_id == hypothesis_id and not v.is_aa), key=_when)
+def verdict_history(hypothesis_id: str, verdicts: Iterable[VerdictRecord],
+                    overrides_of: Overrides | None = None) -> list[VerdictRecord]:
+    """The verdicts that held the hypothesis's status, oldest first (analysis.status.status_timeline): A/A
+    verdicts, verdicts under `--set` overrides and exploratory re-analyses after a controlled verdict never
+    held it, so they neither make a review stale nor change what a reviewer approved."""
+    return status_timeline((v for v in verdicts if v.hypothesis_id == hypothesis_id), overrides_of or {})
 
 
 def review_state(hypothesis_id: str, verdicts: Iterable[VerdictRecord], reviews: Iterable[ReviewRecord], *,
-                 parent_changed: bool = False) -> ReviewState:
+                 parent_changed: bool = False, overrides_of: Overrides | None = None) -> ReviewState:
     """The review state of one hypothesis from its verdict history and its reviews (any order)."""
-    history = verdict_history(hypothesis_id, verdicts)
+    history = verdict_history(hypothesis_id, verdicts, overrides_of)
     current = history[-1] if history else None
     mine = tuple(sorted((r for r in reviews if r.hypothesis_id == hypothesis_id), key=_when))
     decisions = [r for r in mine if r.decision != "comment"]
@@ -103,14 +107,15 @@ def parent_changed_since(parent_history: Sequence[VerdictRecord], child_reviews:
 
 
 def review_states(parents: dict[str, str | None], verdicts: Sequence[VerdictRecord],
-                  reviews: Sequence[ReviewRecord]) -> dict[str, ReviewState]:
-    """The review state of every hypothesis in `parents` (id -> parent id), with the parent-changed flag."""
+                  reviews: Sequence[ReviewRecord], *, overrides_of: Overrides | None = None) -> dict[str, ReviewState]:
+    """The review state of every hypothesis in `parents` (id -> parent id), with the parent-changed flag.
+    `overrides_of` (execution id -> its `--set` overrides) tells verdicts about a changed world apart."""
     out = {}
     for hid, parent in parents.items():
         mine = [r for r in reviews if r.hypothesis_id == hid]
-        changed = parent is not None and parent_changed_since(verdict_history(parent, verdicts), mine,
-                                                              verdict_history(hid, verdicts))
-        out[hid] = review_state(hid, verdicts, mine, parent_changed=changed)
+        changed = parent is not None and parent_changed_since(verdict_history(parent, verdicts, overrides_of), mine,
+                                                              verdict_history(hid, verdicts, overrides_of))
+        out[hid] = review_state(hid, verdicts, mine, parent_changed=changed, overrides_of=overrides_of)
     return out
 
 

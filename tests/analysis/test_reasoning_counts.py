@@ -1,0 +1,43 @@
+"""The reasoning's counts agree with each other: the runs an arm pooled are the runs its variance model
+counts, and a fractional count in an exact tail says it is an effective count (after the design effect)."""
+
+from __future__ import annotations
+
+import re
+
+from workbench.analysis import analyze_stored
+
+from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
+
+
+def test_pooled_executions_count_every_run_and_effective_counts_are_named(store, registry):
+    # Two executions with replicates 1 and 2 each: pooled, the treatment arm holds 4 clean runs of 80.
+    # Replicate numbers restart in every execution: replicate 1 of one is not replicate 1 of the other.
+    for e in range(2):
+        ex = add_execution(store)
+        for r in (1, 2):
+            seed = {"seed": str(10 * e + r)}  # a fresh workload per replicate, as the runner draws them
+            add_run(store, execution_id=ex, arm="control", variables=CONTROL | seed, replicate=r,
+                    outcomes={"leak": 9 + r, "done": 71 - r})
+            add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT | seed, replicate=r,
+                    outcomes={"done": 80})
+    text = analyze_stored(store, registry, "wedge-confound").reasoning
+    assert "0/320" in text and "4 run(s)" in text, text
+    no_events = re.search(r"(\d+) runs with no events", text)
+    assert no_events is not None and no_events.group(1) == "4", text
+
+
+def test_a_fractional_count_in_the_exact_tail_says_it_is_an_effective_count(store, registry):
+    # Four runs that agree more closely than binomial (7, 8, 8, 8 of 80): counted as correlated copies, so
+    # the exact tail is taken on 31/320 divided by a design effect, a fractional count.
+    ex = add_execution(store)
+    for r, leak in enumerate((7, 8, 8, 8), start=1):
+        seed = {"seed": str(r)}
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL | seed, replicate=r,
+                outcomes={"leak": 9, "done": 71})
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT | seed, replicate=r,
+                outcomes={"leak": leak, "done": 80 - leak})
+    text = analyze_stored(store, registry, "wedge-confound", execution_id=ex).reasoning
+    tail = re.search(r"P\(X >= ([0-9.]+) \| n = ([0-9.,]+)[^)]*\)[^;]*", text)
+    assert tail is not None, text
+    assert tail.group(1) != "31" and "effective counts (31/320 divided by the design effect" in tail.group(0), text

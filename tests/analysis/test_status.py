@@ -1,0 +1,125 @@
+"""One rule for a hypothesis's status, and every view agrees with it: `wb hypothesis list/show`, `wb review
+list`, `wb report --format md` and the HTML board, over a real DuckDB store.
+
+An A/A execution checks the apparatus and never sets the status; `wb hypothesis analyze` (pooled) is
+exploratory and does not replace a controlled verdict nor make its approval stale; a verdict under `--set`
+overrides is listed apart, beside the status, never as it."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from workbench.analysis.status import current_status
+from workbench.store.entities import VerdictRecord
+
+from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
+
+HID = "wedge-confound"
+
+
+def _record(db, word: str, execution_id: int | None, mode: str = "fixed") -> None:
+    from workbench.store import open_store
+
+    store = open_store(str(db))
+    try:
+        run_ids = [r.id for r in store.runs(execution_id=execution_id)] if execution_id is not None else None
+        store.add_verdict(hypothesis_id=HID, verdict=word, reasoning=f"{word} ({mode})", checks=[],
+                          details={"mode": mode, "execution_id": execution_id}, execution_id=execution_id,
+                          hypothesis_sha256=None, evidence_run_ids=run_ids)
+    finally:
+        store.dispose()
+
+
+def _execution(db, *, mode: str = "fixed", overrides: dict[str, str] | None = None) -> int:
+    from workbench.store import open_store
+
+    store = open_store(str(db))
+    try:
+        ex = add_execution(store, mode=mode, overrides=overrides)
+        for r in (1, 2):
+            add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                    outcomes={"leak": 5, "done": 35})
+            add_run(store, execution_id=ex, arm="control_aa" if mode == "aa" else "treatment",
+                    variables=CONTROL if mode == "aa" else TREATMENT, replicate=r, outcomes={"leak": 5, "done": 35})
+        return ex
+    finally:
+        store.dispose()
+
+
+def _views(cli, db, root) -> dict[str, str]:
+    """The status as each view shows it."""
+    common = ("--db", str(db), "--root", str(root))
+    code, out, err = cli("hypothesis", "list", "--json", *common)
+    assert code == 0, err
+    row = next(i for i in json.loads(out)["items"] if i["id"] == HID)
+    _, show, _ = cli("hypothesis", "show", HID, *common)
+    _, md, _ = cli("report", "--format", "md", *common)
+    md_row = next(line for line in md.splitlines() if line.startswith(f"| `{HID}`"))
+    code, _, err = cli("report", "--out", str(root / "site"), *common)
+    assert code == 0, err
+    html = (root / "site" / "index.html").read_text()
+    column = re.search(r'<section class="column status-(\w+)">(?:(?!</section>).)*?<a href="hypotheses/'
+                       + HID + r'\.html"', html, re.S)
+    page = (root / "site" / "hypotheses" / f"{HID}.html").read_text()
+    return {"list": row["status"], "note": row.get("status_note"), "basis": row.get("status_basis"),
+            "show": re.search(r"status: (\w+)", show).group(1), "show_text": show,
+            "md": md_row.split("|")[2].strip(), "board": column.group(1) if column else "",
+            "page": re.search(r'<h1>[^<]*<span class="badge (\w+)">', page).group(1), "html": html}
+
+
+def test_aa_exploratory_and_override_verdicts_never_replace_the_controlled_status(cli, workbench_dir, tmp_path):
+    db = tmp_path / "wb.duckdb"
+    root = workbench_dir
+    ex = _execution(db)
+    _record(db, "falsified", ex)
+    code, _, err = cli("review", HID, "--approve", "-m", "reproduced", "--as", "ada", "--db", str(db),
+                       "--root", str(root))
+    assert code == 0, err
+    # An A/A execution, an exploratory pooled re-analysis of the same runs, and a run in a changed world.
+    _record(db, "inconclusive", _execution(db, mode="aa"), mode="aa")
+    code, out, err = cli("hypothesis", "analyze", HID, "--db", str(db), "--root", str(root))
+    assert code == 0, err
+    assert "Recorded as exploratory: the status stays falsified (the verdict of execution 1)" in out
+    _record(db, "supported", _execution(db, overrides={"causal_model": "wedge"}))
+    v = _views(cli, db, root)
+    assert [v["list"], v["show"], v["md"].split(" ")[0], v["board"], v["page"]] == ["falsified"] * 5, v
+    assert v["basis"] == "controlled"
+    assert v["note"] == "under --set causal_model=wedge: supported"
+    assert "(under --set causal_model=wedge: supported)" in v["show_text"]
+    assert "under --set causal_model=wedge: supported" in v["md"]
+    assert "under --set causal_model=wedge: supported" in v["html"]
+    code, out, _ = cli("review", "list", HID, "--json", "--db", str(db), "--root", str(root))
+    state = json.loads(out)["items"][0]
+    assert state["state"] == "approved" and state["current_verdict"]["verdict"] == "falsified", state
+
+
+def test_a_pooled_verdict_alone_sets_the_status_marked_exploratory(cli, workbench_dir, tmp_path, seed_csv):
+    db = tmp_path / "wb.duckdb"
+    common = ("--db", str(db), "--root", str(workbench_dir))
+    assert cli("import", "evidence", str(seed_csv), *common)[0] == 0
+    code, out, _ = cli("hypothesis", "analyze", HID, "--json", *common)
+    word = json.loads(out)["verdict"]
+    code, out, _ = cli("hypothesis", "list", "--json", *common)
+    row = next(i for i in json.loads(out)["items"] if i["id"] == HID)
+    assert (row["status"], row["status_basis"]) == (word, "exploratory")
+    assert row["status_note"].startswith("exploratory")
+    _, md, _ = cli("report", "--format", "md", *common)
+    assert f"| `{HID}` | {word} (exploratory" in md
+
+
+def _v(vid: int, word: str, execution_id: int | None, mode: str = "fixed") -> VerdictRecord:
+    return VerdictRecord(id=vid, hypothesis_id="h", execution_id=execution_id, verdict=word, reasoning="", checks=[],
+                         details={"mode": mode}, created_at=f"2026-12-01T10:{vid:02d}:00+00:00")
+
+
+def test_current_status_rule():
+    overrides = {1: {}, 2: {}, 3: {"seed": "7"}, 4: {}}
+    assert current_status("open", [], overrides).status == "open"
+    pooled = current_status("open", [_v(1, "supported", None)], overrides)
+    assert pooled.exploratory and pooled.status == "supported"
+    st = current_status("open", [_v(1, "supported", None), _v(2, "falsified", 1), _v(3, "inconclusive", 2, "aa"),
+                                 _v(4, "supported", None), _v(5, "supported", 3)], overrides)
+    assert (st.status, st.verdict.id, st.exploratory) == ("falsified", 2, False)
+    assert [o.describe() for o in st.under_overrides] == ["under --set seed=7: supported"]
+    assert current_status("open", [_v(2, "falsified", 1), _v(6, "supported", 4)], overrides).status == "supported"

@@ -1,0 +1,145 @@
+"""A hypothesis's current status: which of its stored verdicts it rests on. One rule, every view.
+
+`wb hypothesis list/show`, `wb review list`, the board, the hypothesis pages and `report.md` all take
+the status from `current_status`, so they cannot disagree. The rule, and why:
+
+- A verdict of a controlled execution (`wb hypothesis run`) under the hypothesis's own configuration
+  sets the status; the newest one wins.
+- A pooled verdict (`wb hypothesis analyze`: every stored run, imported evidence included) is
+  *exploratory*: it sets the status only while no controlled verdict exists, and is shown marked so.
+  Re-analysing the same runs must not overturn a controlled result, nor make a review of it stale.
+- An A/A execution (`--aa`) checks the apparatus (the noise floor); it is evidence neither for nor
+  against the claim, so it never sets the status.
+- A verdict under `--set` overrides is about a changed world (another causal model, a held seed); it
+  never sets the status. The newest one per set of overrides is listed apart, beside the status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+if TYPE_CHECKING:
+    from workbench.store.entities import VerdictRecord
+
+CONTROLLED, EXPLORATORY, AA, OVERRIDE = "controlled", "exploratory", "aa", "override"
+EXPLORATORY_NOTE = "exploratory: pooled by wb hypothesis analyze, no controlled run yet"
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+# execution id -> that execution's `--set` overrides (an empty mapping: none)
+Overrides = Mapping[int, Mapping[str, Any]]
+
+
+def verdict_order(v: "VerdictRecord") -> tuple[datetime, int]:
+    """Oldest first: by creation time, then by id."""
+    try:
+        at = datetime.fromisoformat(v.created_at) if v.created_at else _EPOCH
+    except ValueError:
+        at = _EPOCH
+    return at, v.id
+
+
+def role(v: "VerdictRecord", overrides_of: Overrides) -> str:
+    """What a verdict is: controlled, exploratory (pooled), aa (noise floor) or override (a changed world)."""
+    if v.is_aa:
+        return AA
+    if v.execution_id is None:
+        return EXPLORATORY
+    return OVERRIDE if overrides_of.get(v.execution_id) else CONTROLLED
+
+
+def overrides_text(overrides: Mapping[str, Any]) -> str:
+    return "under --set " + ", ".join(f"{k}={val}" for k, val in sorted(overrides.items()))
+
+
+@dataclass(frozen=True)
+class OverrideVerdict:
+    """The newest verdict under one set of `--set` overrides: shown beside the status, never as it."""
+
+    overrides: dict[str, Any]
+    verdict: "VerdictRecord"
+
+    def describe(self) -> str:
+        return f"{overrides_text(self.overrides)}: {self.verdict.verdict}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"overrides": dict(self.overrides), "verdict": self.verdict.verdict,
+                "verdict_id": self.verdict.id, "execution_id": self.verdict.execution_id,
+                "created_at": self.verdict.created_at}
+
+
+@dataclass(frozen=True)
+class CurrentStatus:
+    """The status (a verdict word, else the status declared in hypotheses.yaml), the verdict it rests on,
+    and what every view prints beside it."""
+
+    status: str
+    verdict: "VerdictRecord | None"
+    exploratory: bool = False
+    under_overrides: tuple[OverrideVerdict, ...] = ()
+
+    def note(self) -> str:
+        """The mark shown beside the status wherever it is shown ('' when there is nothing to say)."""
+        parts = [EXPLORATORY_NOTE] if self.exploratory else []
+        parts += [o.describe() for o in self.under_overrides]
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "status_basis": self.basis, "status_note": self.note(),
+                "verdicts_under_overrides": [o.to_dict() for o in self.under_overrides]}
+
+    @property
+    def basis(self) -> str:
+        """declared (no verdict), controlled or exploratory."""
+        return "declared" if self.verdict is None else EXPLORATORY if self.exploratory else CONTROLLED
+
+
+def status_timeline(verdicts: Iterable["VerdictRecord"], overrides_of: Overrides) -> list["VerdictRecord"]:
+    """The verdicts that held the status of one hypothesis, in the order they took it (its last is current).
+
+    Review staleness and the parent-changed mark read this, so a verdict that never set the status (A/A,
+    overrides, an exploratory one after a controlled one) never makes a review stale."""
+    out: list[VerdictRecord] = []
+    controlled = False
+    for v in sorted(verdicts, key=verdict_order):
+        kind = role(v, overrides_of)
+        if kind == CONTROLLED or (kind == EXPLORATORY and not controlled):
+            controlled = controlled or kind == CONTROLLED
+            out.append(v)
+    return out
+
+
+def current_status(declared: str, verdicts: Iterable["VerdictRecord"], overrides_of: Overrides) -> CurrentStatus:
+    """The current status of one hypothesis from its stored verdicts (any order; A/A ones included)."""
+    mine = list(verdicts)
+    timeline = status_timeline(mine, overrides_of)
+    current = timeline[-1] if timeline else None
+    newest: dict[str, OverrideVerdict] = {}
+    for v in sorted(mine, key=verdict_order):
+        if role(v, overrides_of) == OVERRIDE:
+            ov = dict(overrides_of[v.execution_id])  # type: ignore[index]
+            newest[overrides_text(ov)] = OverrideVerdict(ov, v)
+    return CurrentStatus(current.verdict if current else declared, current,
+                         current is not None and role(current, overrides_of) == EXPLORATORY,
+                         tuple(newest[k] for k in sorted(newest)))
+
+
+def current_statuses(declared: Mapping[str, str], verdicts: Iterable["VerdictRecord"],
+                     overrides_of: Overrides) -> dict[str, CurrentStatus]:
+    """`current_status` of every hypothesis in `declared` (id -> the status written in hypotheses.yaml)."""
+    by_hyp: dict[str, list[VerdictRecord]] = {h: [] for h in declared}
+    for v in verdicts:
+        if v.hypothesis_id in by_hyp:
+            by_hyp[v.hypothesis_id].append(v)
+    return {h: current_status(declared[h], vs, overrides_of) for h, vs in by_hyp.items()}
+
+
+def overrides_by_execution(executions: Iterable[Any]) -> dict[int, dict[str, Any]]:
+    """execution id -> its `--set` overrides, from execution records."""
+    return {e.id: dict(e.overrides or {}) for e in executions}
+
+
+def stored_statuses(store: Any, declared: Mapping[str, str]) -> dict[str, CurrentStatus]:
+    """`current_statuses` from what `store` holds."""
+    return current_statuses(declared, store.verdicts(), overrides_by_execution(store.executions()))
