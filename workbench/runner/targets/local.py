@@ -24,6 +24,13 @@ def _killpg(pid: int, sig: int) -> None:
         pass
 
 
+def _through_links(path: str) -> Path:
+    """The file a config path stands for: a symlink (a serve script kept elsewhere, a dangling link too) is
+    followed, so an arm's config lands in the file it points to and the link stays a link; renaming a
+    sibling over the link itself would replace it with a regular file that the operator's later edits miss."""
+    return Path(os.path.realpath(path))
+
+
 class LocalTarget(Target):
     kind = "local"
 
@@ -92,7 +99,7 @@ class LocalTarget(Target):
             raise TargetError(f"cannot read {path}: {exc.strerror}") from exc
 
     async def write_file(self, host: str, path: str, data: bytes, mode: int) -> None:
-        p = Path(path)
+        p = _through_links(path)
         tmp = p.with_name(f".{p.name}.wb-tmp")
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +114,7 @@ class LocalTarget(Target):
 
     async def remove_file(self, host: str, path: str) -> None:
         try:
-            Path(path).unlink()
+            _through_links(path).unlink()
         except FileNotFoundError:
             pass
         except OSError as exc:
