@@ -337,15 +337,6 @@ def _ended(store: Store, execution_id: int) -> dict[int, str]:
     return ended
 
 
-def _find_resumable(store: Store, hypothesis_id: str) -> ExecutionRecord | None:
-    for ex in reversed(store.executions(hypothesis_id=hypothesis_id)):
-        if ex.status in ("interrupted", "failed", "running"):
-            return ex
-        if ex.status == "done":
-            return None
-    return None
-
-
 def _register_secrets(p: Prepared) -> None:
     """Secret variables' values (every arm's and --set's) and the profile's env values are never stored or shown."""
     from workbench.secrets import register
@@ -377,23 +368,6 @@ class RunOptions:
     show_progress: bool = True
 
 
-def _resume(registry: Registry, store: Store, hypothesis_id: str, opts: RunOptions
-            ) -> tuple[Prepared, Plan, ExecutionRecord]:
-    prior = _find_resumable(store, hypothesis_id)
-    if prior is None:
-        raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume",
-                       hint=f"start one with: wb hypothesis run {hypothesis_id}")
-    saved = prior.plan or {}
-    if opts.sets and opts.sets != saved.get("overrides", {}):
-        raise BadInput("--resume continues the interrupted execution with its own --set values",
-                       hint=f"it used {saved.get('overrides') or 'none'}; drop --set or start afresh")
-    p = resolve(registry, hypothesis_id, profile=prior.profile, replicates=None, overrides=saved.get("overrides", {}),
-                sequential=prior.mode == "sequential", aa=prior.mode == "aa", seed=None)
-    plan = Plan.from_dict(saved["plan"])
-    p.max_replicates = int(saved.get("max_replicates", plan.replicates))
-    return p, plan, prior
-
-
 def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
                     prior: ExecutionRecord | None) -> tuple[int, str, set[int]]:
     """(execution id, execution UUID, order indexes already finished): a new execution, or the one being
@@ -408,8 +382,10 @@ def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
     if prior is not None:  # a store written before executions had keys; the migration normally fills them
         store.update_execution(prior.id, status="running", ended_at=None, error=None, uuid=exec_uuid)
         return prior.id, exec_uuid, set(_ended(store, prior.id))
+    from workbench.runner.resume import rendered_hashes
+
     body = {"plan": plan.to_dict(), "assignments": p.assignments, "overrides": p.overrides,
-            "max_replicates": p.max_replicates, "arms": p.arms}
+            "max_replicates": p.max_replicates, "arms": p.arms, "rendered_sha256": rendered_hashes(p)}
     execution_id = store.start_execution(
         hypothesis_id=p.hypothesis.id, hypothesis_body=p.hypothesis.model_dump(mode="json"),
         experiment_id=p.experiment.id, experiment_version=p.experiment.version,
@@ -475,12 +451,18 @@ def prepare(registry: Registry, hypothesis_id: str, opts: RunOptions, *, store: 
     if opts.resume:
         if store is None:
             raise ValueError("resuming needs the store")
-        p, plan, prior = _resume(registry, store, hypothesis_id, opts)
+        from workbench.runner.resume import resume
+
+        p, plan, prior = resume(registry, store, hypothesis_id, opts)
     else:
         p = resolve(registry, hypothesis_id, profile=opts.target, replicates=opts.replicates,
                     overrides=dict(opts.sets), sequential=opts.sequential, aa=opts.aa, seed=opts.seed)
     _register_secrets(p)
     preflight(p, dict(p.profile.context))
+    if prior is not None:
+        from workbench.runner.resume import refuse_if_changed
+
+        refuse_if_changed(store, prior, p)
     tgt = make_target(p, sim_dir)
     if prior is None:
         plan = make_plan(p.arms, p.max_replicates if p.mode == "sequential" else p.replicates,
