@@ -15,6 +15,12 @@ from workbench.runner.daemon import Capture, holds_output
 from workbench.runner.targets.base import CmdResult, Target
 
 KILL_GRACE_S = 3.0
+# How long a process the command left behind may take to let go of the command's output. `svc > log &`
+# forks first and applies the redirect in the child: bash can exit before the child has, and a look at
+# that instant sees the child holding the output it is about to give up. A clean restart shows no holder
+# at the first look and pays nothing; a holder that stays is looked at again every POLL_S until this ends.
+HELD_GRACE_S = 2.0
+POLL_S = 0.025
 
 
 def _killpg(pid: int, sig: int) -> None:
@@ -36,6 +42,8 @@ class LocalTarget(Target):
 
     def __init__(self, hosts: list[str] | None = None) -> None:
         super().__init__(hosts or ["local"])
+        self._holding: set[str] = set()  # commands seen to leave a holder after the whole grace
+
 
     async def run(self, host: str, command: str, *, env: dict[str, str] | None = None, timeout: float,
                   stdout_file: IO[bytes] | None = None, stderr_file: IO[bytes] | None = None) -> CmdResult:
@@ -66,7 +74,7 @@ class LocalTarget(Target):
                 raise
             finally:
                 forget(noted)
-            held = not timed_out and holds_output(proc.pid, [out, err])
+            held = not timed_out and await self._still_held(command, proc.pid, [out, err])
             result = CmdResult(command=command, rc=None if timed_out else proc.returncode, stdout=out.text(),
                                stderr=err.text(), duration_s=time.monotonic() - t0, timed_out=timed_out,
                                held_open=held)
@@ -75,6 +83,22 @@ class LocalTarget(Target):
             err.close()
             self.clock.add(host, time.monotonic() - t0)
         return result
+
+    async def _still_held(self, command: str, pgid: int, captures: list[Capture]) -> bool:
+        """Whether a process the command left behind keeps its output after HELD_GRACE_S. A command already
+        seen to do so (a restart without a redirect, run again every run) is not waited for again."""
+        if not holds_output(pgid, captures):
+            return False
+        if command in self._holding:
+            return True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + HELD_GRACE_S
+        while loop.time() < deadline:
+            await asyncio.sleep(POLL_S)
+            if not holds_output(pgid, captures):
+                return False
+        self._holding.add(command)
+        return True
 
     async def _kill(self, proc: asyncio.subprocess.Process) -> None:
         if proc.returncode is not None:
