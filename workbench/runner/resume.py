@@ -19,7 +19,6 @@ from workbench.errors import BadInput
 
 if TYPE_CHECKING:
     from workbench.registry.loader import Registry
-    from workbench.runner.execute import RunOptions
     from workbench.runner.plan import Plan
     from workbench.runner.prepare import Prepared
     from workbench.store.engine import Store
@@ -42,9 +41,10 @@ def find_resumable(store: "Store", hypothesis_id: str) -> "ExecutionRecord | Non
     return None
 
 
-def resume(registry: "Registry", store: "Store", hypothesis_id: str, opts: "RunOptions"
+def resume(registry: "Registry", store: "Store", hypothesis_id: str, sets: dict[str, str]
            ) -> tuple["Prepared", "Plan", "ExecutionRecord"]:
-    """The interrupted execution, resolved again with its own profile, mode and --set values."""
+    """The interrupted execution, resolved again with its own profile, mode and --set values (`sets`, the
+    --set values given now, must be none or those)."""
     from workbench.runner.plan import Plan
     from workbench.runner.prepare import resolve
 
@@ -53,7 +53,7 @@ def resume(registry: "Registry", store: "Store", hypothesis_id: str, opts: "RunO
         raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume",
                        hint=f"start one with: wb hypothesis run {hypothesis_id}")
     saved = prior.plan or {}
-    if opts.sets and opts.sets != saved.get("overrides", {}):
+    if sets and sets != saved.get("overrides", {}):
         raise BadInput("--resume continues the interrupted execution with its own --set values",
                        hint=f"it used {saved.get('overrides') or 'none'}; drop --set or start afresh")
     p = resolve(registry, hypothesis_id, profile=prior.profile, replicates=None, overrides=saved.get("overrides", {}),
