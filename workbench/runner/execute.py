@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
-from workbench.errors import BadInput, RestoreFailed, RunFailure, WbError
+from workbench.errors import RestoreFailed, RunFailure, WbError
 from workbench.registry.loader import Registry
 from workbench.registry.timeouts import timeouts
 from workbench.runner.lifecycle import Harness, RunOutcome, execute_run, wait_healthy
