@@ -54,9 +54,9 @@ def test_progress_of_a_sequential_execution_names_its_budget_as_a_cap(toy, capsy
     s = _run(toy, sequential=True, replicates=3, show_progress=True)
     ran = len(s["runs"])
     err = capsys.readouterr().err
-    assert f"toy-fix on local: {ran} run(s) (sequential, at most 6) finished in" in err, err
+    assert f"toy-fix on local: {ran} run(s) ok (sequential, at most 6) in" in err, err
     _run(toy, replicates=1, show_progress=True)
-    assert "toy-fix on local: 2 of 2 run(s) finished in" in capsys.readouterr().err
+    assert "toy-fix on local: 2 of 2 run(s) ok in" in capsys.readouterr().err
 
 
 def test_several_hosts_run_in_parallel_balanced(toy):

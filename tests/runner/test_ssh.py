@@ -90,3 +90,24 @@ def test_jump_host(toy, ssh_server):
     assert len(ssh_server.conns) >= 2  # the jump connection and the tunnelled one
     assert toy.conf.read_bytes() == toy.original
 
+
+
+def test_symlinked_config_is_written_through_and_restored_over_sftp(toy, ssh_server):
+    """The serve file is a link on the host: each arm lands in the file it points to, the link stays a link,
+    and the restore puts back that file's bytes and mode."""
+    import json
+    import os
+
+    real = toy.state / "etc" / "serve.conf"
+    real.parent.mkdir()
+    toy.conf.rename(real)
+    os.chmod(real, 0o640)
+    toy.conf.symlink_to("etc/serve.conf")  # relative, as `ln -s` is usually written
+    add_toy_ssh_profile(toy, ssh_server)
+    s = _run(toy, replicates=1)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    assert toy.conf.is_symlink() and os.readlink(toy.conf) == "etc/serve.conf"
+    assert real.read_bytes() == toy.original and (real.stat().st_mode & 0o777) == 0o640
+    seen = [json.loads(line)["fix"] for line in toy.restarts()]
+    assert "on" in seen and seen[-1] == "off"  # the restart read the arm through the link, then the original
+    assert not list(toy.state.glob("**/*.wb-tmp"))

@@ -20,10 +20,17 @@ def summary_lines(r: "RunReport") -> list[str]:
              f"seed {e.seed}"]
     if e.overrides:
         lines.append("overrides: " + ", ".join(f"{k}={v}" for k, v in e.overrides.items()))
-    # The runs actually made, in the order made: a sequential execution that stopped early lists fewer than planned.
-    ran = sorted(e.runs, key=lambda run: (run.block or 0, run.order_index or 0, run.id))
+    # The planned runs actually made, in plan order: a sequential execution that stopped early lists fewer than
+    # planned. A run interrupted and redone by --resume is one planned run (its attempts are noted apart).
+    slots: dict[object, object] = {}
+    for run in sorted(e.runs, key=lambda run: run.id):
+        slots[run.order_index if run.order_index is not None else ("id", run.id)] = run
+    ran = sorted(slots.values(), key=lambda run: (run.block or 0, run.order_index or 0, run.id))
+    notes = [f"{len(ran)} of {len(e.order)} planned"] if len(ran) != len(e.order) else []
+    if len(e.runs) > len(ran):
+        notes.append(f"{len(e.runs) - len(ran)} interrupted attempt(s) redone by --resume")
     lines.append("order: " + " ".join(f"{run.arm}@{run.host}" for run in ran) +
-                 (f"  ({len(ran)} of {len(e.order)} planned)" if len(ran) != len(e.order) else ""))
+                 (f"  ({'; '.join(notes)})" if notes else ""))
     for pair, diff in e.config_diff.items():
         changed = [ln for ln in diff.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
         lines.append(f"config diff {pair}: " + (" | ".join(changed) if changed else "none"))
@@ -82,7 +89,8 @@ def register(hypothesis_app: typer.Typer) -> None:
             fail_on_: FailOnOption = None) -> None:
         """Run ID's experiment: arms in randomized blocks, every run recorded, the target always restored.
 
-        Exit 0 done, 1 some run failed, 2 bad input, 3 the verdict is in --fail-on, 130 interrupted."""
+        Exit 0 done, 1 some run failed, 2 bad input, 3 the verdict is in --fail-on, 130 interrupted by
+        Ctrl-C (SIGINT), 143 by SIGTERM (128 + the signal, the target restored either way)."""
         from workbench.runner.execute import RunOptions
 
         failing = fail_on(fail_on_)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
-from workbench.errors import BadInput, RestoreFailed, RunFailure, WbError
+from workbench.errors import RestoreFailed, RunFailure, WbError
 from workbench.registry.loader import Registry
 from workbench.registry.timeouts import timeouts
 from workbench.runner.lifecycle import Harness, RunOutcome, execute_run, wait_healthy
@@ -47,9 +47,13 @@ StopRule = Callable[[Store, int], Stopping]
 
 
 class RunInterrupted(RunFailure):
-    """The experiment was stopped by Ctrl-C or SIGTERM (the target was restored)."""
+    """The experiment was stopped by Ctrl-C or SIGTERM (the target was restored). It exits 128 + the
+    signal's number, as a shell reports a process the signal ended: 130 for SIGINT, 143 for SIGTERM."""
 
-    exit_code = 130
+    def __init__(self, message: str, *, hint: str | None = None, signum: int = signal.SIGINT) -> None:
+        super().__init__(message, hint=hint)
+        self.signum = int(signum)
+        self.exit_code = 128 + self.signum
 
 
 @dataclass
@@ -129,7 +133,7 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
             if out.status in FINISHED:
                 state.done.add(pr.order_index)
             state.outcomes.append((run_id, pr, out))
-            state.progress.finished(out.status)
+            state.progress.finished(pr.order_index, out.status)
             if out.status != "ok":
                 state.progress.log(f"run {run_id} ({pr.arm} r{pr.replicate}) {out.status}: {out.error}")
         await rec.settle()  # the run is in the store before the next one starts
@@ -269,7 +273,7 @@ async def _main(state: State, target: Target) -> None:
         state.timing = {"wall_s": wall, "target_s": busy, "overhead_s": max(wall - busy, 0.0),
                         "overhead_pct": 100.0 * max(wall - busy, 0.0) / wall if wall > 0 else 0.0}
         if signalled:
-            raise RunInterrupted("interrupted", hint="")
+            raise RunInterrupted("interrupted", hint="", signum=signalled[0])
 
 
 async def _take_target(state: State, target: Target, context: dict[str, str]
@@ -314,19 +318,23 @@ def _recover(state: State) -> None:
         rec.close()
     for line in reap(state.exec_dir / "children"):
         state.progress.log(line)
-    state.done |= {int(r.order_index) for r in state.store.runs(execution_id=state.execution_id)
-                   if r.status in FINISHED and r.order_index is not None}
-    state.progress.done = len(state.done)
+    ended = _ended(state.store, state.execution_id)
+    state.done |= set(ended)
+    state.progress.seed(ended)
 
 
 # ----------------------------------------------------------------------------- entry point
-def _find_resumable(store: Store, hypothesis_id: str) -> ExecutionRecord | None:
-    for ex in reversed(store.executions(hypothesis_id=hypothesis_id)):
-        if ex.status in ("interrupted", "failed", "running"):
-            return ex
-        if ex.status == "done":
-            return None
-    return None
+def _ended(store: Store, execution_id: int) -> dict[int, str]:
+    """Order index -> status of the last attempt of each planned run of the execution that ended (a run
+    interrupted and not redone yet is not among them)."""
+    ended: dict[int, str] = {}
+    for r in sorted(store.runs(execution_id=execution_id), key=lambda r: r.id):
+        if r.order_index is not None:
+            if r.status in FINISHED:
+                ended[int(r.order_index)] = r.status
+            else:
+                ended.pop(int(r.order_index), None)
+    return ended
 
 
 def _register_secrets(p: Prepared) -> None:
@@ -360,23 +368,6 @@ class RunOptions:
     show_progress: bool = True
 
 
-def _resume(registry: Registry, store: Store, hypothesis_id: str, opts: RunOptions
-            ) -> tuple[Prepared, Plan, ExecutionRecord]:
-    prior = _find_resumable(store, hypothesis_id)
-    if prior is None:
-        raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume",
-                       hint=f"start one with: wb hypothesis run {hypothesis_id}")
-    saved = prior.plan or {}
-    if opts.sets and opts.sets != saved.get("overrides", {}):
-        raise BadInput("--resume continues the interrupted execution with its own --set values",
-                       hint=f"it used {saved.get('overrides') or 'none'}; drop --set or start afresh")
-    p = resolve(registry, hypothesis_id, profile=prior.profile, replicates=None, overrides=saved.get("overrides", {}),
-                sequential=prior.mode == "sequential", aa=prior.mode == "aa", seed=None)
-    plan = Plan.from_dict(saved["plan"])
-    p.max_replicates = int(saved.get("max_replicates", plan.replicates))
-    return p, plan, prior
-
-
 def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
                     prior: ExecutionRecord | None) -> tuple[int, str, set[int]]:
     """(execution id, execution UUID, order indexes already finished): a new execution, or the one being
@@ -386,15 +377,15 @@ def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
 
     if prior is not None and prior.uuid:
         store.update_execution(prior.id, status="running", ended_at=None, error=None)
-        return prior.id, prior.uuid, {int(r.order_index) for r in store.runs(execution_id=prior.id)
-                                      if r.status in FINISHED and r.order_index is not None}
+        return prior.id, prior.uuid, set(_ended(store, prior.id))
     exec_uuid = uuid.uuid4().hex
     if prior is not None:  # a store written before executions had keys; the migration normally fills them
         store.update_execution(prior.id, status="running", ended_at=None, error=None, uuid=exec_uuid)
-        return prior.id, exec_uuid, {int(r.order_index) for r in store.runs(execution_id=prior.id)
-                                     if r.status in FINISHED and r.order_index is not None}
+        return prior.id, exec_uuid, set(_ended(store, prior.id))
+    from workbench.runner.resume import rendered_hashes
+
     body = {"plan": plan.to_dict(), "assignments": p.assignments, "overrides": p.overrides,
-            "max_replicates": p.max_replicates, "arms": p.arms}
+            "max_replicates": p.max_replicates, "arms": p.arms, "rendered_sha256": rendered_hashes(p)}
     execution_id = store.start_execution(
         hypothesis_id=p.hypothesis.id, hypothesis_body=p.hypothesis.model_dump(mode="json"),
         experiment_id=p.experiment.id, experiment_version=p.experiment.version,
@@ -417,7 +408,7 @@ def _loop(state: State, target: Target) -> tuple[str, BaseException | None]:
     return "done", None
 
 
-def _close(state: State, status: str, error: BaseException | None, total: int) -> None:
+def _close(state: State, status: str, error: BaseException | None) -> None:
     """Record how the execution ended, then raise what ended it: a known error as it is, an interrupt
     as RunInterrupted, and anything else (a bug) unchanged, with its traceback."""
     from workbench.store.models import utcnow
@@ -433,8 +424,10 @@ def _close(state: State, status: str, error: BaseException | None, total: int) -
         raise RestoreFailed(lines[0], hint="\n".join(lines[1:]))
     if isinstance(error, (RunInterrupted, KeyboardInterrupt)):
         hid = state.prepared.hypothesis.id
-        raise RunInterrupted(f"interrupted; the target was restored. {len(state.done)}/{total} runs finished",
-                             hint=f"continue with: wb hypothesis run {hid} --resume")
+        # The count is the progress line's own (the same runs, the same words), so the two never disagree.
+        raise RunInterrupted(f"interrupted after {state.progress.count_text()}; the target was restored",
+                             hint=f"continue with: wb hypothesis run {hid} --resume",
+                             signum=getattr(error, "signum", signal.SIGINT))
     if error is not None:
         raise error
 
@@ -458,12 +451,18 @@ def prepare(registry: Registry, hypothesis_id: str, opts: RunOptions, *, store: 
     if opts.resume:
         if store is None:
             raise ValueError("resuming needs the store")
-        p, plan, prior = _resume(registry, store, hypothesis_id, opts)
+        from workbench.runner.resume import resume
+
+        p, plan, prior = resume(registry, store, hypothesis_id, dict(opts.sets))
     else:
         p = resolve(registry, hypothesis_id, profile=opts.target, replicates=opts.replicates,
                     overrides=dict(opts.sets), sequential=opts.sequential, aa=opts.aa, seed=opts.seed)
     _register_secrets(p)
     preflight(p, dict(p.profile.context))
+    if prior is not None:
+        from workbench.runner.resume import refuse_if_changed
+
+        refuse_if_changed(store, prior, p)
     tgt = make_target(p, sim_dir)
     if prior is None:
         plan = make_plan(p.arms, p.max_replicates if p.mode == "sequential" else p.replicates,
@@ -488,11 +487,12 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
     exec_dir = art_root / f"execution-{exec_uuid}"
     with RunProgress(len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}",
                      sequential=p.mode == "sequential") as progress:
-        progress.done = len(done)
+        if launch.prior is not None:
+            progress.seed(_ended(store, execution_id))
         state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
                       exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
                       target_desc=tgt.summary(), recorder=Recorder(store, p, execution_id, exec_dir),
                       execution_uuid=exec_uuid, resumed=launch.prior is not None, decide=decide)
         status, error = _loop(state, tgt)
-    _close(state, status, error, len(plan.runs))
+    _close(state, status, error)
     return result(state)

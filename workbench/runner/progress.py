@@ -20,7 +20,20 @@ class RunProgress:
         self.t0 = time.monotonic()
         self._progress: Any = None
         self._task: Any = None
-        self.done = 0
+        # The last status of each planned run (by order index) that ended: an interrupted attempt is not
+        # counted (a resume redoes it), so every count wb prints about these runs agrees.
+        self.ended: dict[int, str] = {}
+        self.interrupted = False
+
+    @property
+    def done(self) -> int:
+        return len(self.ended)
+
+    def seed(self, ended: dict[int, str]) -> None:
+        """The runs an earlier attempt of this execution already ended (a resume)."""
+        self.ended.update(ended)
+        if self._progress is not None:
+            self._progress.update(self._task, completed=self.done)
 
     def __enter__(self) -> "RunProgress":
         if self.enabled:
@@ -32,7 +45,7 @@ class RunProgress:
                                       TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                                       console=Console(stderr=True), transient=True)
             self._progress.__enter__()
-            self._task = self._progress.add_task(self.title, total=self.total)
+            self._task = self._progress.add_task(self.title, total=self.total, completed=self.done)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -40,13 +53,17 @@ class RunProgress:
             # The live bar is cleared and replaced by one whole line, so the summary that follows on stdout
             # starts on a line of its own (a bar left behind had no newline before it on some terminals).
             self._progress.__exit__(*exc)
-            self._progress.console.print(f"{self.title}: {self._count()} finished in "
+            stopped = ", interrupted" if self.interrupted else ""
+            self._progress.console.print(f"{self.title}: {self.count_text()}{stopped} in "
                                          f"{time.monotonic() - self.t0:.1f} s", highlight=False)
 
-    def _count(self) -> str:
-        if self.sequential:
-            return f"{self.done} run(s) (sequential, at most {self.total})"
-        return f"{self.done} of {self.total} run(s)"
+    def count_text(self) -> str:
+        """How many planned runs ended and how: "3 of 4 run(s) ok, 1 failed", "0 of 4 run(s) ok, 4 invalid"."""
+        by = {st: sum(1 for v in self.ended.values() if v == st) for st in ("ok", "failed", "invalid")}
+        text = (f"{by['ok']} run(s) ok (sequential, at most {self.total})" if self.sequential
+                else f"{by['ok']} of {self.total} run(s) ok")
+        text += "".join(f", {by[st]} {st}" for st in ("failed", "invalid") if by[st])
+        return text
 
     def stage(self, pr: PlannedRun, stage: str, position: int) -> None:
         if self._progress is not None:
@@ -54,10 +71,14 @@ class RunProgress:
             self._progress.update(self._task, description=(
                 f"run {position}{of}{self.total}  arm={pr.arm} r{pr.replicate} host={pr.host}  [{stage}]"))
 
-    def finished(self, status: str) -> None:
-        self.done += 1
+    def finished(self, order_index: int, status: str) -> None:
+        """A run ended with `status`; an interrupted one is not counted (it is redone by a resume)."""
+        if status == "interrupted":
+            self.interrupted = True
+            return
+        self.ended[order_index] = status
         if self._progress is not None:
-            self._progress.update(self._task, advance=1)
+            self._progress.update(self._task, completed=self.done)
 
     def log(self, text: str) -> None:
         from workbench.secrets import redact_text

@@ -91,7 +91,9 @@ def _arms(state: Any, runs: list[RunRecord]) -> dict[str, ArmTotals]:
             if spec.kind == "proportion":
                 num, den = totals.get(spec.numerator or ""), totals.get(spec.denominator or "")
                 totals[name] = (num / den) if (num is not None and den) else None
-        arms[arm] = ArmTotals(p.assignments[arm], len([r for r in runs if r.arm == arm]), len(ok), metrics, totals)
+        # Planned runs of the arm that were made: an interrupted attempt that a resume redid is one run, not two.
+        made = {r.order_index if r.order_index is not None else ("id", r.id) for r in runs if r.arm == arm}
+        arms[arm] = ArmTotals(p.assignments[arm], len(made), len(ok), metrics, totals)
     return arms
 
 

@@ -126,6 +126,19 @@ class StoreReads:
             ex = s.get(Execution, execution_id)
             return None if ex is None else execution_record(ex)
 
+    def execution_definitions(self, execution_id: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The hypothesis and the experiment as the execution recorded them when it started (None: not kept)."""
+        from workbench.store.models import Execution, ExperimentSnapshot, HypothesisSnapshot
+
+        with self.session() as s:
+            ex = s.get(Execution, execution_id)
+            if ex is None:
+                return None, None
+            hs = s.get(HypothesisSnapshot, ex.hypothesis_snapshot_id) if ex.hypothesis_snapshot_id else None
+            es = s.get(ExperimentSnapshot, ex.experiment_snapshot_id) if ex.experiment_snapshot_id else None
+            return (jsonx.loads(hs.body_json) if hs is not None else None,
+                    jsonx.loads(es.body_json) if es is not None else None)
+
     def executions(self, *, hypothesis_id: str | None = None) -> list[ExecutionRecord]:
         from sqlmodel import select
 

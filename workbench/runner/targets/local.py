@@ -15,6 +15,12 @@ from workbench.runner.daemon import Capture, holds_output
 from workbench.runner.targets.base import CmdResult, Target
 
 KILL_GRACE_S = 3.0
+# How long a process the command left behind may take to let go of the command's output. `svc > log &`
+# forks first and applies the redirect in the child: bash can exit before the child has, and a look at
+# that instant sees the child holding the output it is about to give up. A clean restart shows no holder
+# at the first look and pays nothing; a holder that stays is looked at again every POLL_S until this ends.
+HELD_GRACE_S = 2.0
+POLL_S = 0.025
 
 
 def _killpg(pid: int, sig: int) -> None:
@@ -24,11 +30,20 @@ def _killpg(pid: int, sig: int) -> None:
         pass
 
 
+def _through_links(path: str) -> Path:
+    """The file a config path stands for: a symlink (a serve script kept elsewhere, a dangling link too) is
+    followed, so an arm's config lands in the file it points to and the link stays a link; renaming a
+    sibling over the link itself would replace it with a regular file that the operator's later edits miss."""
+    return Path(os.path.realpath(path))
+
+
 class LocalTarget(Target):
     kind = "local"
 
     def __init__(self, hosts: list[str] | None = None) -> None:
         super().__init__(hosts or ["local"])
+        self._holding: set[str] = set()  # commands seen to leave a holder after the whole grace
+
 
     async def run(self, host: str, command: str, *, env: dict[str, str] | None = None, timeout: float,
                   stdout_file: IO[bytes] | None = None, stderr_file: IO[bytes] | None = None) -> CmdResult:
@@ -59,7 +74,7 @@ class LocalTarget(Target):
                 raise
             finally:
                 forget(noted)
-            held = not timed_out and holds_output(proc.pid, [out, err])
+            held = not timed_out and await self._still_held(command, proc.pid, [out, err])
             result = CmdResult(command=command, rc=None if timed_out else proc.returncode, stdout=out.text(),
                                stderr=err.text(), duration_s=time.monotonic() - t0, timed_out=timed_out,
                                held_open=held)
@@ -68,6 +83,22 @@ class LocalTarget(Target):
             err.close()
             self.clock.add(host, time.monotonic() - t0)
         return result
+
+    async def _still_held(self, command: str, pgid: int, captures: list[Capture]) -> bool:
+        """Whether a process the command left behind keeps its output after HELD_GRACE_S. A command already
+        seen to do so (a restart without a redirect, run again every run) is not waited for again."""
+        if not holds_output(pgid, captures):
+            return False
+        if command in self._holding:
+            return True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + HELD_GRACE_S
+        while loop.time() < deadline:
+            await asyncio.sleep(POLL_S)
+            if not holds_output(pgid, captures):
+                return False
+        self._holding.add(command)
+        return True
 
     async def _kill(self, proc: asyncio.subprocess.Process) -> None:
         if proc.returncode is not None:
@@ -92,7 +123,7 @@ class LocalTarget(Target):
             raise TargetError(f"cannot read {path}: {exc.strerror}") from exc
 
     async def write_file(self, host: str, path: str, data: bytes, mode: int) -> None:
-        p = Path(path)
+        p = _through_links(path)
         tmp = p.with_name(f".{p.name}.wb-tmp")
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +138,7 @@ class LocalTarget(Target):
 
     async def remove_file(self, host: str, path: str) -> None:
         try:
-            Path(path).unlink()
+            _through_links(path).unlink()
         except FileNotFoundError:
             pass
         except OSError as exc:

@@ -8,6 +8,7 @@ quoted `export` prefix (servers commonly refuse SSH env requests).
 from __future__ import annotations
 
 import asyncio
+import posixpath
 import shlex
 import time
 import uuid
@@ -289,17 +290,18 @@ class SshTarget(Target):
         import asyncssh
 
         async def go(conn: Any) -> None:
-            tmp = f"{path}.wb-tmp"
             async with conn.start_sftp_client() as sftp:
+                real = await _through_links(sftp, path)
+                tmp = f"{real}.wb-tmp"
                 async with sftp.open(tmp, "wb") as f:
                     await f.write(data)
                 await sftp.chmod(tmp, mode)
                 try:
-                    await sftp.posix_rename(tmp, path)
+                    await sftp.posix_rename(tmp, real)
                 except asyncssh.SFTPOpUnsupported:
-                    if await sftp.exists(path):
-                        await sftp.remove(path)
-                    await sftp.rename(tmp, path)
+                    if await sftp.exists(real):
+                        await sftp.remove(real)
+                    await sftp.rename(tmp, real)
 
         await self._sftp(host, f"writing {path}", go)
 
@@ -309,7 +311,7 @@ class SshTarget(Target):
         async def go(conn: Any) -> None:
             async with conn.start_sftp_client() as sftp:
                 try:
-                    await sftp.remove(path)
+                    await sftp.remove(await _through_links(sftp, path))
                 except asyncssh.SFTPNoSuchFile:
                     pass
 
@@ -408,6 +410,27 @@ class SshTarget(Target):
             self._conns.pop(host, None)
             return None
         return urlunsplit((parts.scheme, f"127.0.0.1:{fwd.get_port()}", parts.path or "/", parts.query, ""))
+
+
+MAX_LINKS = 40  # as the kernel's own limit on a chain of symlinks (ELOOP)
+
+
+async def _through_links(sftp: Any, path: str) -> str:
+    """The file `path` stands for on the host, following a chain of symlinks (as the local target does): an
+    arm's config is written into the file a link points to, so the link stays a link. Resolved here, step by
+    step with lstat/readlink, since SFTP's realpath need not follow links and a dangling one must resolve too."""
+    import asyncssh
+
+    for _ in range(MAX_LINKS):
+        try:
+            attrs = await sftp.lstat(path)
+        except asyncssh.SFTPNoSuchFile:
+            return path
+        if attrs.type != asyncssh.FILEXFER_TYPE_SYMLINK:
+            return path
+        dest = await sftp.readlink(path)
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(path), dest))
+    raise TargetError(f"{path}: more than {MAX_LINKS} symlinks in a chain")
 
 
 def asyncssh_devnull() -> Any:

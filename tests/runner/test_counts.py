@@ -1,0 +1,97 @@
+"""The counts wb prints about an execution's runs agree with each other and say how the runs ended; an
+interrupted runner exits 128 + the signal's number."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from workbench.runner.execute import RunInterrupted
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
+
+
+def _run(toy, **kw):
+    kw.setdefault("build_report", False)
+    return run_hypothesis("toy-fix", db=toy.db, **kw)
+
+
+def _stderr(capfd) -> str:
+    return " ".join(capfd.readouterr().err.split())  # rich wraps long lines
+
+
+def _signal_at_run(n: int, sig: int = signal.SIGTERM):
+    seen = {"n": 0}
+
+    async def fault(stage, pr):
+        if stage == "workload":
+            seen["n"] += 1
+            if seen["n"] == n:
+                os.kill(os.getpid(), sig)
+                await asyncio.sleep(5)  # the handler cancels this task before the sleep ends
+    return fault
+
+
+def test_interrupted_counts_agree_and_sigterm_exits_143(toy, capfd):
+    with pytest.raises(RunInterrupted) as ei:
+        _run(toy, replicates=1, seed=3, show_progress=True, fault=_signal_at_run(2))
+    err = _stderr(capfd)
+    assert "toy-fix on local: 1 of 2 run(s) ok, interrupted in" in err, err
+    assert ei.value.message.startswith("interrupted after 1 of 2 run(s) ok;"), ei.value.message
+    assert ei.value.exit_code == 143
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_sigint_exits_130(toy):
+    with pytest.raises(RunInterrupted) as ei:
+        _run(toy, replicates=1, seed=3, show_progress=False, fault=_signal_at_run(1, signal.SIGINT))
+    assert ei.value.exit_code == 130 and ei.value.message.startswith("interrupted after 0 of 2 run(s) ok;")
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_runs_that_all_failed_are_not_called_finished(toy, capfd):
+    s = _run(toy, replicates=2, sets={"mode": "fail"}, show_progress=True)
+    assert {r["status"] for r in s["runs"]} == {"failed"}
+    err = _stderr(capfd)
+    assert "toy-fix on local: 0 of 4 run(s) ok, 4 failed in" in err, err
+    assert "finished" not in err
+
+
+def test_a_resumed_execution_counts_each_planned_run_once(toy):
+    from workbench.app import Workbench
+    from workbench.cli.run_cmd import summary_lines
+    from workbench.runner.execute import RunOptions
+    from workbench.settings import Settings
+
+    with pytest.raises(RunInterrupted):
+        _run(toy, replicates=2, seed=3, show_progress=False, fault=_signal_at_run(3))
+    wb = Workbench.open(Settings.from_env(db=toy.db, root=toy.root))
+    report = wb.run("toy-fix", RunOptions(resume=True, show_progress=False), report=False)
+    assert len(report.execution.runs) == 5  # the interrupted attempt stays recorded
+    lines = summary_lines(report)
+    order = next(line for line in lines if line.startswith("order: "))
+    assert len(order.split("  (")[0].split()) == 1 + 4, order
+    assert "of 4 planned" not in order and "1 interrupted attempt(s) redone by --resume" in order, order
+    arms = [line for line in lines if "runs ok" in line]
+    assert all("runs ok 2/2" in line for line in arms), arms
+
+
+def test_sigterm_through_the_cli_exits_143_and_restores(toy):
+    env = dict(os.environ, WB_ROOT=str(toy.root))
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix",
+                             "--db", toy.db, "--set", "mode=slow", "--replicates", "1"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not toy.restarts():
+        time.sleep(0.02)
+    time.sleep(0.5)  # inside the (slow) workload
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err[-1500:]
+    assert "--resume" in err and "Traceback" not in err
+    assert toy.conf.read_bytes() == toy.original

@@ -1,0 +1,84 @@
+"""`--resume` refuses an execution whose hypothesis or experiment changed since it was interrupted: one
+execution must not mix two definitions. Prose may change."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from workbench.errors import BadInput
+from workbench.runner.execute import RunInterrupted
+from runner_kit import edit_profile, run_hypothesis, store_rows  # noqa: E402  (tests/runner is on sys.path)
+
+
+async def _sigterm_at_second_workload(stage, pr, seen={"n": 0}):  # noqa: B006  (reset per test below)
+    if stage == "workload":
+        seen["n"] += 1
+        if seen["n"] == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+            await asyncio.sleep(5)
+
+
+def _interrupted(toy) -> None:
+    _sigterm_at_second_workload.__defaults__[0]["n"] = 0
+    with pytest.raises(RunInterrupted):
+        run_hypothesis("toy-fix", db=toy.db, replicates=1, seed=3, fault=_sigterm_at_second_workload)
+    assert toy.conf.read_bytes() == toy.original
+
+
+def _edit_hypotheses(toy, old: str, new: str) -> None:
+    p = toy.root / "hypotheses.yaml"
+    text = p.read_text()
+    assert old in text, old
+    p.write_text(text.replace(old, new))
+
+
+def _counts(toy) -> tuple[int, int]:
+    return store_rows(toy.db, "SELECT count(*) FROM runs")[0][0], len(toy.restarts())
+
+
+def test_resume_after_a_changed_hold_is_refused_through_the_cli(toy):
+    _interrupted(toy)
+    _edit_hypotheses(toy, "hold: {mode: ok}", "hold: {mode: slow}")
+    before = _counts(toy)
+    cli = subprocess.run([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix", "--resume",
+                          "--db", toy.db], env=dict(os.environ, WB_ROOT=str(toy.root)),
+                         capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 2, cli.stderr
+    err = cli.stderr
+    assert err.startswith("Error: --resume: execution 1 of 'toy-fix' was started with another definition") and \
+        "Traceback" not in err, err
+    assert "arm control: mode 'ok' -> 'slow'" in err and "hypothesis hold.mode 'ok' -> 'slow'" in err, err
+    assert "the rendered config of arm treatment" in err and "Nothing was run" in err, err
+    assert _counts(toy) == before and toy.conf.read_bytes() == toy.original
+    (status,) = store_rows(toy.db, "SELECT status FROM executions")[0]
+    assert status == "interrupted"  # still resumable once the edit is undone
+    _edit_hypotheses(toy, "hold: {mode: slow}", "hold: {mode: ok}")
+    s = run_hypothesis("toy-fix", db=toy.db, resume=True)
+    assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]
+
+
+def test_resume_after_a_changed_prediction_or_template_is_refused(toy):
+    _interrupted(toy)
+    _edit_hypotheses(toy, "at_most: 0.02", "at_most: 0.05")
+    with pytest.raises(BadInput) as ei:
+        run_hypothesis("toy-fix", db=toy.db, resume=True)
+    assert "hypothesis predicts[0].at_most 0.02 -> 0.05" in ei.value.message
+    _edit_hypotheses(toy, "at_most: 0.05", "at_most: 0.02")
+    edit_profile(toy.root, "# toy serve file", "# toy serve file, edited")
+    with pytest.raises(BadInput) as ei:
+        run_hypothesis("toy-fix", db=toy.db, resume=True)
+    msg = ei.value.message
+    assert "the rendered config of arm control" in msg and "experiment profiles.local.config.template changed" in msg
+
+
+def test_resume_after_a_changed_claim_goes_on(toy):
+    _interrupted(toy)
+    _edit_hypotheses(toy, "claim: The fix removes the leaks.", "claim: The fix removes every leak.")
+    s = run_hypothesis("toy-fix", db=toy.db, resume=True)
+    assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]
