@@ -162,6 +162,7 @@ def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
                 raise doc.error(f"{attr} {ref!r} of proportion {name!r} must be a count", ("metrics", name, attr))
         if m.units is not None and exp.unit is None:
             raise doc.error(f"metric {name!r} counts units but the experiment declares no unit", ("metrics", name, "units"))
+    _check_outcomes(exp, doc)
     if exp.default_profile not in exp.profiles:
         raise doc.error(f"default_profile {exp.default_profile!r} is not among the profiles {list(exp.profiles)}",
                         ("default_profile",))
@@ -181,6 +182,34 @@ def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
             raise doc.error(str(exc), ("profiles", pname, "config", "template_file")) from None
         for loc, text in templates:
             _check_template(text, allowed, doc, ("profiles", pname, *loc))
+
+
+def _check_outcomes(exp: Experiment, doc: LocatedYaml) -> None:
+    """Outcome names used by `unit.completed` and by metrics' unit filters must be declared outcomes: a typo
+    (`stael` for `stale`) would otherwise count nothing, silently, and turn the verdict around."""
+    unit = exp.unit
+    if unit is None or not unit.outcomes:
+        return  # no declared list to check against: any outcome a units file holds is counted as written
+    declared = ", ".join(unit.outcomes)
+    for i, outcome in enumerate(unit.completed):
+        if outcome not in unit.outcomes:
+            raise doc.error(f"unit.completed names {outcome!r}, which is not among unit.outcomes ({declared})",
+                            ("unit", "completed", i), hint=_close(outcome, unit.outcomes))
+    for name, m in exp.metrics.items():
+        if not m.units or unit.outcome_field not in m.units:
+            continue
+        wanted = m.units[unit.outcome_field]
+        for outcome in wanted if isinstance(wanted, list) else [wanted]:
+            if outcome not in unit.outcomes:
+                raise doc.error(f"metric {name!r} counts units with {unit.outcome_field}={outcome!r}, which is not "
+                                f"among unit.outcomes ({declared})", ("metrics", name, "units", unit.outcome_field),
+                                hint=_close(outcome, unit.outcomes))
+
+
+def _close(word: str, choices: list[str]) -> str | None:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f"did you mean {close[0]!r}? (or add {word!r} to unit.outcomes)" if close else \
+        f"add {word!r} to unit.outcomes if units can end that way"
 
 
 class _TemplateFileError(Exception):
