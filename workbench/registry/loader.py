@@ -362,6 +362,8 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
         elif p.metric not in exp.metrics:
             raise doc.error(f"prediction on metric {p.metric!r}, which experiment {exp.id!r} does not produce",
                             (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
+        else:
+            _check_scale(exp, p.metric, p, p.difference is not None, doc, loc)
         for a in ([p.arm] if p.arm else []) + list(p.difference or ()):
             if a not in arm_names:
                 raise doc.error(f"prediction names arm {a!r}; arms are {', '.join(sorted(arm_names))}",
@@ -371,12 +373,33 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
         if g.metric not in exp.metrics:
             raise doc.error(f"guard on metric {g.metric!r}, which experiment {exp.id!r} does not produce",
                             (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
+        _check_scale(exp, g.metric, g, False, doc, loc)
         if g.arm is not None and g.arm not in arm_names:
             raise doc.error(f"guard names arm {g.arm!r}; arms are {', '.join(sorted(arm_names))}", (*loc, "arm"))
     known = {x.id for x in reg.hypotheses}
     for k, a in enumerate(h.assumptions):
         if a.tested_by is not None and a.tested_by not in known:
             raise doc.error(f"assumption tested_by {a.tested_by!r} is not a hypothesis", (*at, "assumptions", k, "tested_by"))
+
+
+def _check_scale(exp: Experiment, metric: str, region: Any, difference: bool, doc: LocatedYaml,
+                 loc: tuple[Any, ...]) -> None:
+    """A bound a metric can never reach is a mistake (`at_least: 30` on a rate meant 30%): a proportion lies in
+    [0, 1] (a difference of two in [-1, 1]) and a count is never below 0 (a difference of counts may be)."""
+    kind = exp.metrics[metric].kind
+    if kind == "proportion":
+        lo, hi, what = (-1.0, 1.0, "a difference of proportions") if difference else (0.0, 1.0, "a proportion")
+    elif kind == "count" and not difference:
+        lo, hi, what = 0.0, float("inf"), "a count"
+    else:
+        return
+    for key in ("at_least", "at_most", "equals", "between"):
+        value = getattr(region, key)
+        for bound in value if isinstance(value, tuple) else [value]:
+            if bound is not None and not lo <= bound <= hi:
+                scale = f"[{lo:g}, {hi:g}]" if hi != float("inf") else f">= {lo:g}"
+                raise doc.error(f"{key} {bound:g} on metric {metric!r}: {what} lies in {scale}", (*loc, key),
+                                hint="write a rate as a fraction (0.3 for 30%)" if kind == "proportion" else None)
 
 
 def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
