@@ -91,9 +91,11 @@ class ImportResult:
     experiment: str
     imported: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)  # labels whose stored run this import replaced
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped}
+        return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped,
+                "replaced": self.replaced}
 
 
 @dataclass(frozen=True)
@@ -263,10 +265,12 @@ class Workbench:
             raise BadInput(f"no run {run_id} in the store", hint="wb runs list shows the run ids")
         return run
 
-    def import_evidence(self, file: str | Path, *, experiment: str | None = None) -> ImportResult:
+    def import_evidence(self, file: str | Path, *, experiment: str | None = None,
+                        replace: bool = False) -> ImportResult:
         """Store each CSV row as a historical run of `experiment` (by default the one experiment whose columns
-        fit the header); rows already imported (same label and file content) are skipped."""
-        from workbench.registry.evidence import parse_evidence, pick_for
+        fit the header), keyed on run_id: rows stored with the same values are skipped; rows stored with other
+        values are refused, or replace the stored run with `replace` (see registry.evidence.plan_import)."""
+        from workbench.registry.evidence import parse_evidence, pick_for, plan_import
         from workbench.store.entities import ImportedRun
 
         path = Path(file)
@@ -278,9 +282,11 @@ class Workbench:
                            hint=f"experiments: {', '.join(sorted(self.registry.experiments))}")
         rows = [ImportedRun(**row) for row in parse_evidence(path, exp)]
         with self.store() as store:
-            done, skipped = store.import_runs(experiment, rows)
+            plan = plan_import(rows, store.imported_runs(experiment), replace=replace, path=path)
+            done = store.import_runs(experiment, plan.add, replace=plan.replace) if plan.add else []
         return ImportResult(str(file), experiment, [{"id": rid, "label": row.label, "variables": row.variables,
-                                                     "metrics": row.metrics} for rid, row in done], skipped)
+                                                     "metrics": row.metrics} for rid, row in done], plan.skipped,
+                            plan.replaced)
 
     def confounds(self, hypothesis_id: str | None = None, *, write: bool = False) -> list["Finding"]:
         """Scan the stored runs for confounds. With `write`, each proposed separating experiment is appended
