@@ -163,6 +163,22 @@ class Workbench:
         _, path = resolve_url(self.settings.db)
         return path is None or path.exists()
 
+    @contextmanager
+    def _no_new_store_on_bad_input(self) -> Iterator[None]:
+        """Bad input writes nothing: a store file this command created is removed again when the input turns
+        out bad after the store was opened (a bundle whose rows are damaged is only found while merging)."""
+        from workbench.store import resolve_url
+
+        _, path = resolve_url(self.settings.db)
+        created = path is not None and not path.exists()
+        try:
+            yield
+        except BadInput:
+            if created and path is not None:
+                for leftover in (path, path.with_name(path.name + ".wal")):
+                    leftover.unlink(missing_ok=True)
+            raise
+
     def _verdicts(self) -> dict[str, "VerdictRecord"]:
         """Latest stored verdict per hypothesis; empty when there is no store yet."""
         if not self._store_exists():
@@ -362,6 +378,9 @@ class Workbench:
         self.registry.hypothesis(hypothesis_id)
         check_review_input(decision, body)
         person = current_person(Path(self.registry.root), as_name=as_name)
+        if decision != "comment" and not self._has_verdict(hypothesis_id):
+            raise BadInput(f"{hypothesis_id} has no verdict to {decision.replace('-', ' ')} yet",
+                           hint=f"run it first (wb hypothesis run {hypothesis_id}), or leave a --comment")
         with self.store() as store:
             verdict = store.latest_verdict(hypothesis_id)
             if verdict is None and decision != "comment":
@@ -371,6 +390,13 @@ class Workbench:
                                          author_source=person.source, decision=decision, body=body,
                                          verdict_id=verdict.id if verdict else None)
             return next(r for r in store.reviews(hypothesis_id=hypothesis_id) if r.id == review_id)
+
+    def _has_verdict(self, hypothesis_id: str) -> bool:
+        """Whether the store holds a verdict on the hypothesis; read only, so a refused review writes nothing."""
+        if not self._store_exists():
+            return False
+        with self.store(read_only=True) as store:
+            return store.latest_verdict(hypothesis_id) is not None
 
     def review_states(self, hypothesis_id: str | None = None) -> list["ReviewState"]:
         """Each hypothesis's review state (awaiting review, approved, changes requested, stale) and history."""
@@ -394,11 +420,12 @@ class Workbench:
                           wb_version=__version__)
 
     def bundle_import(self, path: str | Path) -> "BundleSummary":
-        from workbench.team.bundle import import_, read
+        from workbench.team.bundle import check_fits, import_, read
 
-        read(Path(path))  # a damaged file is bad input before the store is created
-        with self.store() as store:
-            return import_(store, self.registry, Path(path))
+        doc = read(Path(path))  # a damaged file, a missing workbench or a conflict: bad input before the store opens
+        check_fits(self.registry, doc, Path(path))
+        with self._no_new_store_on_bad_input(), self.store() as store:
+            return import_(store, self.registry, Path(path), doc=doc)
 
     # ------------------------------------------------------------------ the store's schema
     def db_upgrade(self) -> tuple[str, str | None, str]:
