@@ -96,9 +96,11 @@ class ImportResult:
     experiment: str
     imported: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)  # labels whose stored run this import replaced
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped}
+        return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped,
+                "replaced": self.replaced}
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,22 @@ class Workbench:
 
         _, path = resolve_url(self.settings.db)
         return path is None or path.exists()
+
+    @contextmanager
+    def _no_new_store_on_bad_input(self) -> Iterator[None]:
+        """Bad input writes nothing: a store file this command created is removed again when the input turns
+        out bad after the store was opened (a bundle whose rows are damaged is only found while merging)."""
+        from workbench.store import resolve_url
+
+        _, path = resolve_url(self.settings.db)
+        created = path is not None and not path.exists()
+        try:
+            yield
+        except BadInput:
+            if created and path is not None:
+                for leftover in (path, path.with_name(path.name + ".wal")):
+                    leftover.unlink(missing_ok=True)
+            raise
 
     def _statuses(self) -> dict[str, "CurrentStatus"]:
         """Each hypothesis's current status (analysis.status: the one rule every view uses)."""
@@ -271,10 +289,12 @@ class Workbench:
             raise BadInput(f"no run {run_id} in the store", hint="wb runs list shows the run ids")
         return run
 
-    def import_evidence(self, file: str | Path, *, experiment: str | None = None) -> ImportResult:
+    def import_evidence(self, file: str | Path, *, experiment: str | None = None,
+                        replace: bool = False) -> ImportResult:
         """Store each CSV row as a historical run of `experiment` (by default the one experiment whose columns
-        fit the header); rows already imported (same label and file content) are skipped."""
-        from workbench.registry.evidence import parse_evidence, pick_for
+        fit the header), keyed on run_id: rows stored with the same values are skipped; rows stored with other
+        values are refused, or replace the stored run with `replace` (see registry.evidence.plan_import)."""
+        from workbench.registry.evidence import parse_evidence, pick_for, plan_import
         from workbench.store.entities import ImportedRun
 
         path = Path(file)
@@ -286,9 +306,11 @@ class Workbench:
                            hint=f"experiments: {', '.join(sorted(self.registry.experiments))}")
         rows = [ImportedRun(**row) for row in parse_evidence(path, exp)]
         with self.store() as store:
-            done, skipped = store.import_runs(experiment, rows)
+            plan = plan_import(rows, store.imported_runs(experiment), replace=replace, path=path)
+            done = store.import_runs(experiment, plan.add, replace=plan.replace) if plan.add else []
         return ImportResult(str(file), experiment, [{"id": rid, "label": row.label, "variables": row.variables,
-                                                     "metrics": row.metrics} for rid, row in done], skipped)
+                                                     "metrics": row.metrics} for rid, row in done], plan.skipped,
+                            plan.replaced)
 
     def confounds(self, hypothesis_id: str | None = None, *, write: bool = False) -> list["Finding"]:
         """Scan the stored runs for confounds. With `write`, each proposed separating experiment is appended
@@ -364,6 +386,9 @@ class Workbench:
         self.registry.hypothesis(hypothesis_id)
         check_review_input(decision, body)
         person = current_person(Path(self.registry.root), as_name=as_name)
+        if decision != "comment" and not self._has_verdict(hypothesis_id):
+            raise BadInput(f"{hypothesis_id} has no verdict to {decision.replace('-', ' ')} yet",
+                           hint=f"run it first (wb hypothesis run {hypothesis_id}), or leave a --comment")
         from workbench.analysis.status import stored_statuses
 
         with self.store() as store:
@@ -376,6 +401,15 @@ class Workbench:
                                          author_source=person.source, decision=decision, body=body,
                                          verdict_id=verdict.id if verdict else None)
             return next(r for r in store.reviews(hypothesis_id=hypothesis_id) if r.id == review_id)
+
+    def _has_verdict(self, hypothesis_id: str) -> bool:
+        """Whether the store holds a verdict on the hypothesis; read only, so a refused review writes nothing."""
+        if not self._store_exists():
+            return False
+        from workbench.analysis.status import stored_statuses
+
+        with self.store(read_only=True) as store:
+            return stored_statuses(store, {hypothesis_id: ""})[hypothesis_id].verdict is not None
 
     def review_states(self, hypothesis_id: str | None = None) -> list["ReviewState"]:
         """Each hypothesis's review state (awaiting review, approved, changes requested, stale) and history."""
@@ -402,11 +436,12 @@ class Workbench:
                           wb_version=__version__)
 
     def bundle_import(self, path: str | Path) -> "BundleSummary":
-        from workbench.team.bundle import import_, read
+        from workbench.team.bundle import check_fits, import_, read
 
-        read(Path(path))  # a damaged file is bad input before the store is created
-        with self.store() as store:
-            return import_(store, self.registry, Path(path))
+        doc = read(Path(path))  # a damaged file, a missing workbench or a conflict: bad input before the store opens
+        check_fits(self.registry, doc, Path(path))
+        with self._no_new_store_on_bad_input(), self.store() as store:
+            return import_(store, self.registry, Path(path), doc=doc)
 
     # ------------------------------------------------------------------ the store's schema
     def db_upgrade(self) -> tuple[str, str | None, str]:

@@ -57,3 +57,70 @@ def test_schema_describes_the_evidence_csv(kv, cli, monkeypatch):
     assert "run_id" in fmt["bookkeeping"]
     assert fmt["experiments"]["kv-load"]["variables"] == ["compression", "batch_writes"]
     assert "stale_rate" not in fmt["experiments"]["kv-load"]["count_metrics"]
+
+
+HEADER = "run_id,compression,batch_writes,clients,stale,errors\n"
+
+
+def _stored(db: str) -> list[tuple[str, float]]:
+    """(run_id, stale) of every imported run in the DuckDB file, in label order."""
+    import duckdb
+
+    con = duckdb.connect(db, read_only=True)
+    try:
+        return con.execute("select r.label, m.value from runs r join metrics m on m.run_id = r.id "
+                           "where r.source = 'import' and m.name = 'stale' order by r.label, r.id").fetchall()
+    finally:
+        con.close()
+
+
+def _import(kv, cli, path: Path, *extra: str):
+    return cli("import", "evidence", str(path), "--root", str(kv.root), "--db", kv.db, *extra)
+
+
+def test_correcting_one_cell_is_refused_naming_the_row_then_replaced_on_request(kv, cli):
+    h = kv.root / "h.csv"
+    h.write_text(HEADER + "x1,on,on,50,40,0\nx2,off,off,50,0,0\n")
+    assert _import(kv, cli, h)[0] == 0
+    h.write_text(HEADER + "x1,on,on,50,41,0\nx2,off,off,50,0,0\n")
+
+    code, out, err = _import(kv, cli, h)
+    assert code == 2, (out, err)
+    assert err.startswith("Error: ") and f"{h}:2" in err and "'x1'" in err and "--replace" in err, err
+    assert "stale" in err and "Traceback" not in err
+    assert _stored(kv.db) == [("x1", 40.0), ("x2", 0.0)], "a refused import must leave the store as it was"
+
+    code, out, err = _import(kv, cli, h, "--replace")
+    assert code == 0, err
+    assert "replaced 1" in out and "skipped 1" in out, out
+    assert _stored(kv.db) == [("x1", 41.0), ("x2", 0.0)]
+
+
+def test_rows_already_stored_with_the_same_values_are_skipped_from_any_file(kv, cli):
+    h = kv.root / "h.csv"
+    h.write_text(HEADER + "x1,on,on,50,40,0\nx2,off,off,50,0,0\n")
+    assert _import(kv, cli, h)[0] == 0
+    more = kv.root / "more.csv"  # the same two runs, on other lines of another file, and a new one
+    more.write_text(HEADER + "x3,off,on,50,1,0\nx2,off,off,50,0,0\nx1,on,on,50,40,0\n")
+    code, out, err = _import(kv, cli, more)
+    assert code == 0, err
+    assert "imported 1 run(s)" in out and "skipped 2" in out, out
+    assert _stored(kv.db) == [("x1", 40.0), ("x2", 0.0), ("x3", 1.0)]
+
+
+def test_a_count_above_its_denominator_is_refused_at_its_cell(kv, cli):
+    h = kv.root / "h.csv"
+    h.write_text(HEADER + "x1,on,on,50,40,0\nx2,on,on,50,80,0\n")
+    code, out, err = _import(kv, cli, h)
+    assert code == 2, (out, err)
+    assert f"{h}:3" in err and "column 'stale' (80)" in err and "'clients' (50)" in err, err
+    assert not Path(kv.db).exists(), "a refused input must not create the store"
+
+
+def test_a_row_with_fewer_cells_than_the_header_is_refused(kv, cli):
+    h = kv.root / "h.csv"
+    h.write_text(HEADER + "x1,on,on,50,40,0\nx2,off,off,50\n")
+    code, out, err = _import(kv, cli, h)
+    assert code == 2, (out, err)
+    assert f"{h}:3" in err and "fewer cells (4) than columns (6)" in err, err
+    assert not Path(kv.db).exists()

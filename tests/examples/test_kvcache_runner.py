@@ -147,3 +147,17 @@ def test_restart_check_compares_the_listening_processes():
     assert restart_problem({80: frozenset()}, {80: frozenset({42})}) is None  # it was down before
     assert restart_problem({80: frozenset({1, 41})}, {80: frozenset({1, 42})}) is None  # socket activation
     assert restart_problem(None, {80: frozenset({41})}) is None  # could not be read: no claim
+
+
+def test_units_with_an_undeclared_outcome_are_named_in_a_warning(kv, capfd):
+    # The workload adds two units whose outcome the experiment does not declare: no metric counts them.
+    kv.edit("--tag {{ arm }}-r{{ replicate }} --out {{ units_path }}",
+            "--tag {{ arm }}-r{{ replicate }} --out {{ units_path }}"
+            " && printf '%s\\n' '{\"outcome\": \"timeout\"}' '{\"outcome\": \"timeout\"}' >> {{ units_path }}")
+    summary = run_hypothesis("compression-stale", root=kv.root, db=kv.db, replicates=1, seed=1,
+                             show_progress=True, build_report=False)
+    assert [r["status"] for r in summary["runs"]] == ["ok", "ok"], [r.get("error") for r in summary["runs"]]
+    err = " ".join(capfd.readouterr().err.split())
+    assert err.count("unit.outcomes does not declare: 'timeout' (2 unit(s))") == 2, err
+    assert "2 of 52 unit(s)" in err, err
+    assert "declared: ok, stale, error" in err

@@ -61,6 +61,25 @@ CASES = [
      "      wall_s: {regex: 'wall=(?P<value>[0-9.+)s'}"),
     ("experiment-id-mismatch", E, "id: agent-repro\n", "id: agent-repro-2\n", "does not match the file name",
      "id: agent-repro-2"),
+    # A typo in an outcome name would count no unit at all and turn the verdict around.
+    ("unit-filter-undeclared-outcome", E, "  leak: {kind: count, units: {outcome: leak},",
+     "  leak: {kind: count, units: {outcome: laek},", "outcome='laek', which is not among unit.outcomes",
+     "  leak: {kind: count, units: {outcome: laek},"),
+    ("unit-filter-list-undeclared-outcome", E, "  leak: {kind: count, units: {outcome: leak},",
+     "  leak: {kind: count, units: {outcome: [leak, salad]},", "outcome='salad', which is not among unit.outcomes",
+     "  leak: {kind: count, units: {outcome: [leak, salad]},"),
+    ("completed-undeclared-outcome", E, "  completed: [done, leak, maxrounds, no_tool]",
+     "  completed: [done, leak, maxrounds, no_tol]", "unit.completed names 'no_tol'", "  completed: [done"),
+    # A bound the metric can never reach: a rate of 5 (meant 5%), a count below zero.
+    ("proportion-bound-above-one", H, "      - {metric: corruption_rate, arm: treatment, at_least: 0.05,",
+     "      - {metric: corruption_rate, arm: treatment, at_least: 5,", "a proportion lies in [0, 1]",
+     "      - {metric: corruption_rate, arm: treatment, at_least: 5,"),
+    ("proportion-between-above-one", H, "      - {metric: corruption_rate, arm: treatment, at_least: 0.05,",
+     "      - {metric: corruption_rate, arm: treatment, between: [0.5, 2],", "between 2 on metric 'corruption_rate'",
+     "      - {metric: corruption_rate, arm: treatment, between: [0.5, 2],"),
+    ("count-guard-below-zero", H, "      - {metric: aborts, arm: treatment, equals: 0,",
+     "      - {metric: aborts, arm: treatment, equals: -1,", "a count lies in >= 0",
+     "      - {metric: aborts, arm: treatment, equals: -1,"),
     ("collect-undeclared-metric", E, "      timeouts: {unit_field: timeouts, aggregate: nonzero, parse: int}",
      "      timeout_count: {unit_field: timeouts, aggregate: nonzero, parse: int}", "not a declared metric",
      "      timeout_count: {unit_field:"),
@@ -101,6 +120,22 @@ def test_validate_accepts_the_shipped_files(cli):
     code, out, err = cli("hypothesis", "validate")
     assert code == 0, err
     assert "hypotheses ok" in out
+
+
+def test_difference_of_rates_may_be_negative(workbench_dir: Path, cli):
+    """A difference of two proportions lies in [-1, 1]: a negative bound on it is a real prediction."""
+    path = workbench_dir / H
+    old = "      - {metric: corruption_rate, arm: treatment, at_least: 0.05,"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, "      - {metric: corruption_rate, difference: [control, treatment], "
+                                      "at_least: -0.5,", 1))
+    code, out, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 0, err
+    path.write_text(text.replace(old, "      - {metric: corruption_rate, difference: [control, treatment], "
+                                      "at_least: -1.5,", 1))
+    code, out, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 2 and "a difference of proportions lies in [-1, 1]" in err, err
 
 
 def test_validate_names_the_bad_file(workbench_dir: Path, cli):

@@ -97,3 +97,80 @@ def test_damaged_bundles_are_bad_input(tmp_path: Path, content: bytes, fragment:
     p.write_bytes(content)
     with pytest.raises(BadInput, match=fragment):
         read(p)
+
+
+def _sha(path: Path) -> str | None:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+def _bundle(workbench_dir: Path, seed_csv: Path, cli) -> Path:
+    a = _seeded_store(workbench_dir, seed_csv, cli)
+    out = workbench_dir / "wedge.wbundle"
+    code, _, err = cli("bundle", "export", "wedge-confound", "-o", str(out), "--db", a, "--root", str(workbench_dir))
+    assert code == 0, err
+    return out
+
+
+def _refused(cli, *args: str, fragment: str) -> None:
+    code, out, err = cli(*args)
+    assert code == 2, (out, err)
+    assert err.startswith("Error: ") and fragment in err and "Traceback" not in err, err
+
+
+def test_bundle_import_outside_a_workbench_creates_no_store(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path):
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    empty = tmp_path / "elsewhere"
+    empty.mkdir()
+    db = empty / "wb.duckdb"
+    _refused(cli, "bundle", "import", str(bundle), "--db", str(db), "--root", str(empty), fragment="hypotheses.yaml")
+    assert list(empty.iterdir()) == []
+
+
+def test_conflicting_bundle_leaves_no_new_store_and_an_existing_one_unchanged(workbench_dir: Path, seed_csv: Path,
+                                                                              cli):
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text()
+    at = text.index("id: wedge-confound")
+    path.write_text(text[:at] + text[at:].replace("at_most: 0.02", "at_most: 0.05", 1))
+    fresh = workbench_dir / "fresh.duckdb"
+    _refused(cli, "bundle", "import", str(bundle), "--db", str(fresh), "--root", str(workbench_dir),
+             fragment="conflicts")
+    assert not fresh.exists()
+    existing = workbench_dir / "a.duckdb"
+    before = _sha(existing)
+    _refused(cli, "bundle", "import", str(bundle), "--db", str(existing), "--root", str(workbench_dir),
+             fragment="conflicts")
+    assert _sha(existing) == before
+
+
+def test_bundle_with_damaged_rows_leaves_no_new_store(workbench_dir: Path, cli):
+    bad = workbench_dir / "damaged.wbundle"
+    bad.write_bytes(gzip.compress(json.dumps({"wb_bundle": 1, "hypotheses": [], "registry": {},
+                                              "store": {"runs": [{"uuid": 7}]}}).encode()))
+    db = workbench_dir / "fresh.duckdb"
+    _refused(cli, "bundle", "import", str(bad), "--db", str(db), "--root", str(workbench_dir), fragment="damaged")
+    assert not db.exists() and not Path(f"{db}.wal").exists()
+
+
+def test_approving_without_a_verdict_writes_no_store(workbench_dir: Path, seed_csv: Path, cli):
+    db = workbench_dir / "fresh.duckdb"
+    _refused(cli, "review", "wedge-confound", "--approve", "-m", "ok", "--as", "ada", "--db", str(db),
+             "--root", str(workbench_dir), fragment="no verdict")
+    assert not db.exists()
+    code, _, err = cli("import", "evidence", str(seed_csv), "--db", str(db), "--root", str(workbench_dir))
+    assert code == 0, err
+    before = _sha(db)
+    _refused(cli, "review", "wedge-confound", "--approve", "-m", "ok", "--as", "ada", "--db", str(db),
+             "--root", str(workbench_dir), fragment="no verdict")
+    assert _sha(db) == before
+
+
+def test_export_into_a_missing_folder_is_refused(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path):
+    a = _seeded_store(workbench_dir, seed_csv, cli)
+    target = tmp_path / "no" / "such" / "dir" / "x.wbundle"
+    _refused(cli, "bundle", "export", "wedge-confound", "-o", str(target), "--db", a, "--root", str(workbench_dir),
+             fragment=str(target.parent))
+    assert not (tmp_path / "no").exists()

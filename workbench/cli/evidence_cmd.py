@@ -16,11 +16,19 @@ app = new_app("Import evidence gathered outside wb.")
 def evidence(file: Annotated[Path, typer.Argument(metavar="FILE.csv")], db: DbOption = None,
              json_: JsonOption = False, root: RootOption = None,
              experiment: Annotated[Optional[str], typer.Option(
-                 help="The experiment the runs belong to (default: the one whose columns fit the header).")] = None) -> None:
-    """Store each CSV row as a historical run (blank cells stay unknown)."""
-    result = open_workbench(db, root).import_evidence(file, experiment=experiment)
+                 help="The experiment the runs belong to (default: the one whose columns fit the header).")] = None,
+             replace: Annotated[bool, typer.Option(
+                 "--replace", help="Replace a stored run whose run_id a row repeats with other values "
+                                   "(without it such a row is an error and nothing is imported).")] = False) -> None:
+    """Store each CSV row as a historical run, keyed on run_id (blank cells stay unknown).
+
+    A row whose run_id is already stored with the same values is skipped; with other values it is refused
+    unless --replace is given."""
+    result = open_workbench(db, root).import_evidence(file, experiment=experiment, replace=replace)
     if json_:
         print_json(result.to_dict())
         return
-    typer.echo(f"imported {len(result.imported)} run(s) from {result.file} as experiment {result.experiment}"
+    new = len(result.imported) - len(result.replaced)
+    typer.echo(f"imported {new} run(s) from {result.file} as experiment {result.experiment}"
+               + (f"; replaced {len(result.replaced)}" if result.replaced else "")
                + (f"; skipped {len(result.skipped)} already imported" if result.skipped else ""))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ MAX_NUMBER = 1e12  # a count or a duration beyond this is a typo or an overflow,
 
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment
+    from workbench.store.entities import ImportedRun
     from workbench.registry.loader import Registry
 
 
@@ -84,7 +86,11 @@ def parse_evidence(path: Path, exp: Experiment) -> list[dict[str, Any]]:
         line = reader.line_num
         where = f"{path}:{line}"
         if None in rec:
-            raise BadInput(f"{where}: more cells than columns")
+            raise BadInput(f"{where}: more cells ({len(header) + len(rec[None])}) than columns ({len(header)})")
+        if None in rec.values():  # DictReader fills a short row's missing cells with None
+            given = sum(v is not None for v in rec.values())
+            raise BadInput(f"{where}: fewer cells ({given}) than columns ({len(header)})",
+                           hint="a blank cell still needs its comma (x1,on,,50)")
         label = (rec.get("run_id") or "").strip()
         if not label:
             raise BadInput(f"{where}: run_id is blank")
@@ -113,6 +119,17 @@ def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
     return text, reader, list(header)
 
 
+def _check_fractions(exp: Experiment, metrics: dict[str, float | int], where: str) -> None:
+    """A numerator larger than its denominator is a typo (80 stale of 50 clients); it would show rates above 1."""
+    for name, spec in exp.metrics.items():
+        if spec.kind != "proportion" or spec.numerator not in metrics or spec.denominator not in metrics:
+            continue
+        num, den = metrics[spec.numerator], metrics[spec.denominator]  # type: ignore[index]
+        if num > den:
+            raise BadInput(f"{where}: column {spec.numerator!r} ({num:g}) is larger than column "
+                           f"{spec.denominator!r} ({den:g}), its denominator in proportion {name!r}")
+
+
 def _row(rec: dict[str, str], cols: EvidenceColumns, exp: Experiment, where: str, line: int, label: str, path: Path,
          sha: str) -> dict[str, Any]:
     vars_: dict[str, str] = {}
@@ -130,6 +147,7 @@ def _row(rec: dict[str, str], cols: EvidenceColumns, exp: Experiment, where: str
         cell = (rec.get(col) or "").strip()
         if cell:
             metrics[col] = _number(cell, integer=col in cols.integer_metrics, where=where, column=col)
+    _check_fractions(exp, metrics, where)
     workload = {c: _number(rec[c].strip(), integer=False, where=where, column=c)
                 for c in cols.workload if (rec.get(c) or "").strip()}
     for col in cols.all_units:  # the number of units is also the size of the workload
@@ -143,3 +161,63 @@ def _row(rec: dict[str, str], cols: EvidenceColumns, exp: Experiment, where: str
         provenance["notes"] = notes
     return {"label": label, "phase": (rec.get("phase") or "").strip() or None, "variables": vars_,
             "metrics": metrics, "workload": workload, "provenance": provenance}
+
+
+# Where a row came from, not what it says: the same run moved to another line or file is the same run.
+_LOCATION = ("file", "sha256", "line")
+REDACTED = "<redacted>"
+
+
+@dataclass
+class ImportPlan:
+    """What an import does against the runs already stored: rows to add, stored run ids they replace, and the
+    labels of rows skipped because the store holds them with the same values."""
+
+    add: list[ImportedRun] = field(default_factory=list)
+    replace: list[int] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def plan_import(rows: list[ImportedRun], stored: dict[str, list[tuple[int, ImportedRun]]], *, replace: bool,
+                path: Path) -> ImportPlan:
+    """Key the import on run_id: a run already stored with the same values is skipped; one stored with other
+    values is refused (BadInput at its line, before anything is written) unless `replace` says to replace it.
+    Importing a corrected file again therefore neither doubles runs nor silently keeps the old numbers."""
+    plan = ImportPlan()
+    for row in rows:
+        before = stored.get(row.label, [])
+        diffs = [d for _, old in before for d in [_differences(old, row)] if d]
+        if not before:
+            plan.add.append(row)
+        elif not diffs:
+            plan.skipped.append(row.label)
+        elif replace:
+            plan.add.append(row)
+            plan.replace.extend(rid for rid, _ in before)
+            plan.replaced.append(row.label)
+        else:
+            raise BadInput(f"{path}:{row.provenance.get('line')}: run_id {row.label!r} is already stored with other "
+                           f"values ({'; '.join(diffs[0][:4])}); nothing was imported",
+                           hint="pass --replace to replace the stored run with this row, or give the row a new run_id")
+    return plan
+
+
+def _differences(old: ImportedRun, new: ImportedRun) -> list[str]:
+    """'column: stored X, file Y' for each value that differs (numbers compared as numbers)."""
+    def flat(r: ImportedRun) -> dict[str, Any]:
+        out: dict[str, Any] = {"phase": r.phase, **r.variables}
+        out.update({k: v if isinstance(v, str) else float(v) for k, v in {**r.workload, **r.metrics}.items()})
+        out.update({k: v for k, v in r.provenance.items() if k not in _LOCATION})
+        return out
+
+    a, b = flat(old), flat(new)
+    # The store redacts values under secret-looking names (max_tokens); one it never kept cannot differ.
+    return [f"{k}: stored {_show(a.get(k))}, file {_show(b.get(k))}"
+            for k in sorted(set(a) | set(b), key=str) if a.get(k) != b.get(k) and a.get(k) != REDACTED]
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "blank"
+    return f"{value:g}" if isinstance(value, float) else repr(value)

@@ -162,6 +162,7 @@ def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
                 raise doc.error(f"{attr} {ref!r} of proportion {name!r} must be a count", ("metrics", name, attr))
         if m.units is not None and exp.unit is None:
             raise doc.error(f"metric {name!r} counts units but the experiment declares no unit", ("metrics", name, "units"))
+    _check_outcomes(exp, doc)
     if exp.default_profile not in exp.profiles:
         raise doc.error(f"default_profile {exp.default_profile!r} is not among the profiles {list(exp.profiles)}",
                         ("default_profile",))
@@ -181,6 +182,34 @@ def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
             raise doc.error(str(exc), ("profiles", pname, "config", "template_file")) from None
         for loc, text in templates:
             _check_template(text, allowed, doc, ("profiles", pname, *loc))
+
+
+def _check_outcomes(exp: Experiment, doc: LocatedYaml) -> None:
+    """Outcome names used by `unit.completed` and by metrics' unit filters must be declared outcomes: a typo
+    (`stael` for `stale`) would otherwise count nothing, silently, and turn the verdict around."""
+    unit = exp.unit
+    if unit is None or not unit.outcomes:
+        return  # no declared list to check against: any outcome a units file holds is counted as written
+    declared = ", ".join(unit.outcomes)
+    for i, outcome in enumerate(unit.completed):
+        if outcome not in unit.outcomes:
+            raise doc.error(f"unit.completed names {outcome!r}, which is not among unit.outcomes ({declared})",
+                            ("unit", "completed", i), hint=_close(outcome, unit.outcomes))
+    for name, m in exp.metrics.items():
+        if not m.units or unit.outcome_field not in m.units:
+            continue
+        wanted = m.units[unit.outcome_field]
+        for outcome in wanted if isinstance(wanted, list) else [wanted]:
+            if outcome not in unit.outcomes:
+                raise doc.error(f"metric {name!r} counts units with {unit.outcome_field}={outcome!r}, which is not "
+                                f"among unit.outcomes ({declared})", ("metrics", name, "units", unit.outcome_field),
+                                hint=_close(outcome, unit.outcomes))
+
+
+def _close(word: str, choices: list[str]) -> str | None:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f"did you mean {close[0]!r}? (or add {word!r} to unit.outcomes)" if close else \
+        f"add {word!r} to unit.outcomes if units can end that way"
 
 
 class _TemplateFileError(Exception):
@@ -333,6 +362,8 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
         elif p.metric not in exp.metrics:
             raise doc.error(f"prediction on metric {p.metric!r}, which experiment {exp.id!r} does not produce",
                             (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
+        else:
+            _check_scale(exp, p.metric, p, p.difference is not None, doc, loc)
         for a in ([p.arm] if p.arm else []) + list(p.difference or ()):
             if a not in arm_names:
                 raise doc.error(f"prediction names arm {a!r}; arms are {', '.join(sorted(arm_names))}",
@@ -342,12 +373,33 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
         if g.metric not in exp.metrics:
             raise doc.error(f"guard on metric {g.metric!r}, which experiment {exp.id!r} does not produce",
                             (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
+        _check_scale(exp, g.metric, g, False, doc, loc)
         if g.arm is not None and g.arm not in arm_names:
             raise doc.error(f"guard names arm {g.arm!r}; arms are {', '.join(sorted(arm_names))}", (*loc, "arm"))
     known = {x.id for x in reg.hypotheses}
     for k, a in enumerate(h.assumptions):
         if a.tested_by is not None and a.tested_by not in known:
             raise doc.error(f"assumption tested_by {a.tested_by!r} is not a hypothesis", (*at, "assumptions", k, "tested_by"))
+
+
+def _check_scale(exp: Experiment, metric: str, region: Any, difference: bool, doc: LocatedYaml,
+                 loc: tuple[Any, ...]) -> None:
+    """A bound a metric can never reach is a mistake (`at_least: 30` on a rate meant 30%): a proportion lies in
+    [0, 1] (a difference of two in [-1, 1]) and a count is never below 0 (a difference of counts may be)."""
+    kind = exp.metrics[metric].kind
+    if kind == "proportion":
+        lo, hi, what = (-1.0, 1.0, "a difference of proportions") if difference else (0.0, 1.0, "a proportion")
+    elif kind == "count" and not difference:
+        lo, hi, what = 0.0, float("inf"), "a count"
+    else:
+        return
+    for key in ("at_least", "at_most", "equals", "between"):
+        value = getattr(region, key)
+        for bound in value if isinstance(value, tuple) else [value]:
+            if bound is not None and not lo <= bound <= hi:
+                scale = f"[{lo:g}, {hi:g}]" if hi != float("inf") else f">= {lo:g}"
+                raise doc.error(f"{key} {bound:g} on metric {metric!r}: {what} lies in {scale}", (*loc, key),
+                                hint="write a rate as a fraction (0.3 for 30%)" if kind == "proportion" else None)
 
 
 def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:

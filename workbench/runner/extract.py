@@ -71,6 +71,25 @@ def read_units(text: str) -> list[dict[str, Any]]:
     return units
 
 
+def undeclared_outcomes_warning(units: list[dict[str, Any]], unit_spec: Any, where: str) -> str | None:
+    """A warning naming each outcome the units hold that `unit.outcomes` does not declare, and how many units
+    ended so: no outcome filter can count them, so a misspelt outcome in the workload would go unnoticed."""
+    if unit_spec is None or not unit_spec.outcomes:
+        return None
+    field, declared = unit_spec.outcome_field, set(unit_spec.outcomes)
+    counts: dict[str, int] = {}
+    for u in units:
+        value = u.get(field)
+        key = "(none)" if value is None else str(value)
+        if key not in declared:
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return None
+    found = ", ".join(f"{name!r} ({n} unit(s))" for name, n in sorted(counts.items()))
+    return (f"warning: {where}: {sum(counts.values())} of {len(units)} unit(s) have a {field} that unit.outcomes "
+            f"does not declare: {found}; declared: {', '.join(unit_spec.outcomes)}")
+
+
 def _matches(unit: dict[str, Any], filt: dict[str, Any]) -> bool:
     for field, want in filt.items():
         have = unit.get(field)

@@ -411,6 +411,9 @@ async def _collect(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict
             out.units = extract.read_units(local.read_text(encoding="utf-8"))
             if not out.units:
                 raise extract.ExtractError(f"the units file {upath} is empty", text["output"][-800:])
+            undeclared = extract.undeclared_outcomes_warning(out.units, exp.unit, f"{pr.arm} replicate {pr.replicate}")
+            if undeclared:
+                h.warn(undeclared)
             for name, n in extract.unit_counts(exp.metrics, out.units).items():
                 out.metrics[name] = n
                 out.metric_sources[name] = "units"

@@ -6,8 +6,8 @@ from collections import defaultdict
 from typing import Any, Iterator
 
 from workbench.store import jsonx
-from workbench.store.entities import (ArtifactRecord, ExecutionRecord, ProbeCountRecord, ReviewRecord, RunData,
-                                      RunQuery, RunRecord, StoreContents, VerdictRecord, iso)
+from workbench.store.entities import (ArtifactRecord, ExecutionRecord, ImportedRun, ProbeCountRecord, ReviewRecord,
+                                      RunData, RunQuery, RunRecord, StoreContents, VerdictRecord, iso)
 
 
 def run_record(run: Any, metrics: dict[str, float] | None = None, **detail: Any) -> RunRecord:
@@ -187,16 +187,29 @@ class StoreReads:
         with self.session() as s:
             return [review_record(r) for r in s.exec(q.order_by(Review.id)).all()]  # type: ignore[arg-type]
 
-    def imported(self, experiment_id: str) -> set[tuple[str | None, str | None]]:
-        """(label, evidence file hash) of every run already imported into `experiment_id`."""
+    def imported_runs(self, experiment_id: str) -> dict[str, list[tuple[int, ImportedRun]]]:
+        """Every run imported into `experiment_id`, by label (the evidence's run_id): [(run id, the row)]."""
         from sqlmodel import select
 
-        from workbench.store.models import Run
+        from workbench.store.models import Metric, Run
 
+        out: dict[str, list[tuple[int, ImportedRun]]] = defaultdict(list)
         with self.session() as s:
-            rows = s.exec(select(Run.label, Run.provenance).where(Run.source == "import",
-                                                                  Run.experiment_id == experiment_id)).all()
-        return {(label, (jsonx.loads(prov, {}) or {}).get("sha256")) for label, prov in rows}
+            runs = s.exec(select(Run).where(Run.source == "import", Run.experiment_id == experiment_id)
+                          .order_by(Run.id)).all()  # type: ignore[arg-type]
+            ids = [r.id for r in runs]
+            metrics: dict[int, dict[str, float]] = defaultdict(dict)
+            if ids:
+                for rid, name, value in s.exec(select(Metric.run_id, Metric.name, Metric.value)
+                                               .where(Metric.run_id.in_(ids))).all():  # type: ignore[attr-defined]
+                    metrics[rid][name] = value
+            for r in runs:
+                fingerprint = jsonx.loads(r.fingerprint_json, {}) or {}
+                out[r.label or ""].append((int(r.id), ImportedRun(
+                    label=r.label or "", phase=r.phase, variables=jsonx.loads(r.variables_json, {}) or {},
+                    metrics=metrics[r.id], workload=fingerprint.get("workload") or {},
+                    provenance=jsonx.loads(r.provenance, {}) or {})))
+        return dict(out)
 
     def contents(self) -> StoreContents:
         """Everything, in a few bulk queries (never one query per run): what the report shows."""

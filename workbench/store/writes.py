@@ -113,28 +113,31 @@ class StoreWrites:
                     row.error = f"[{row.stage or 'run'}] the runner stopped during this run (found on resume)"
                     s.add(row)
 
-    def import_runs(self, experiment_id: str, rows: list[ImportedRun]) -> tuple[list[tuple[int, ImportedRun]], list[str]]:
-        """Store historical runs all or nothing; rows already imported (same label and file) are skipped.
+    def import_runs(self, experiment_id: str, rows: list[ImportedRun],
+                    replace: Iterable[int] = ()) -> list[tuple[int, ImportedRun]]:
+        """Store historical runs, and remove the imported runs `replace` names, in one transaction.
 
-        Returns ([(run id, row) imported], [labels skipped]).
+        Returns [(run id, row)] of the runs stored.
         """
-        from workbench.store import jsonx, records
+        from sqlmodel import delete
 
-        seen = self.imported(experiment_id)  # type: ignore[attr-defined]
+        from workbench.store import jsonx, records
+        from workbench.store.models import Metric, Run
+
+        gone = sorted(set(replace))
         done: list[tuple[int, ImportedRun]] = []
-        skipped: list[str] = []
         with self.session() as s:
+            if gone:
+                s.exec(delete(Metric).where(Metric.run_id.in_(gone)))  # type: ignore[attr-defined]
+                s.exec(delete(Run).where(Run.id.in_(gone), Run.source == "import"))  # type: ignore[union-attr]
             for row in rows:
-                if (row.label, row.provenance.get("sha256")) in seen:
-                    skipped.append(row.label)
-                    continue
                 run = records.create_run(s, experiment_id=experiment_id, variables=row.variables, source="import",
                                          label=row.label, status="historical", phase=row.phase,
                                          provenance=jsonx.dumps(row.provenance),
                                          fingerprint={"workload": row.workload})
                 records.add_metrics(s, run_id=run.id, metrics=row.metrics, source="import")
                 done.append((int(run.id), row))
-        return done, skipped
+        return done
 
     def add_verdict(self, *, hypothesis_id: str, verdict: str, reasoning: str, checks: Any, details: Any,
                     execution_id: int | None, hypothesis_sha256: str | None,

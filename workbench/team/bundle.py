@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shlex
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -64,7 +65,9 @@ def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out:
     out = Path(out)
     if out.is_dir():
         raise BadInput(f"-o {out} is a folder", hint="give a file name, e.g. -o wedge.wbundle")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.parent.is_dir():  # as cp and tar do: a mistyped folder is an error, not a tree to create
+        raise BadInput(f"-o {out}: the folder {out.parent} does not exist",
+                       hint=f"create it first: mkdir -p {shlex.quote(str(out.parent))}")
     fd, tmp = tempfile.mkstemp(prefix=".wbundle-", dir=out.parent)
     try:
         with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
@@ -128,13 +131,19 @@ def conflicts(registry: "Registry", doc: dict[str, Any]) -> list[str]:
     return out
 
 
-def import_(store: "Store", registry: "Registry", path: Path) -> BundleSummary:
-    doc = read(path)
+def check_fits(registry: "Registry", doc: dict[str, Any], path: Path) -> None:
+    """BadInput when the bundle's hypotheses or experiments conflict with the registry (see `conflicts`)."""
     found = conflicts(registry, doc)
     if found:
         raise BadInput(f"{path} conflicts with this workbench's registry: " + "; ".join(found),
                        hint="the same id names another test here; rename one of them, or import into a "
                             "workbench whose hypotheses.yaml agrees")
+
+
+def import_(store: "Store", registry: "Registry", path: Path, *, doc: dict[str, Any] | None = None) -> BundleSummary:
+    """Merge the bundle at `path` (its document `doc` when already read) into `store`."""
+    doc = read(path) if doc is None else doc
+    check_fits(registry, doc, path)
     try:
         added = store.import_rows(doc["store"])
     except (KeyError, TypeError, ValueError) as exc:
