@@ -122,7 +122,11 @@ def check_mark(passed: bool | None) -> str:
 
 
 def parse_sets(values: list[str] | None) -> dict[str, str]:
-    """`--set var=value` pairs into a dict; a malformed one is bad input."""
+    """`--set var=value` pairs into a dict; a malformed one is bad input.
+
+    A variable given two different values is bad input naming both: taking the last one silently would run
+    a config the user may not have meant (a flag added by a script, another left over from a copied command
+    line). The same value twice says nothing contradictory and is taken once."""
     from workbench.errors import BadInput
 
     out: dict[str, str] = {}
@@ -131,8 +135,28 @@ def parse_sets(values: list[str] | None) -> dict[str, str]:
         if not sep or not name.strip():
             raise BadInput(f"--set {item!r} is not of the form var=value",
                            hint="e.g. --set causal_model=wedge")
-        out[name.strip()] = value.strip()
+        name, value = name.strip(), value.strip()
+        if name in out and out[name] != value:
+            raise BadInput(f"--set {name}={out[name]} and --set {name}={value} give {name} two values",
+                           hint=f"keep one --set {name}=...")
+        out[name] = value
     return out
+
+
+# The range of a plan's seed: what `new_seed` draws (workbench/runner/plan.py) and what the per-replicate
+# workload seeds derived from it span (31 bits), so a seed given by hand is one wb could have drawn itself.
+SEED_MIN, SEED_MAX = 0, 2**31 - 1
+
+
+def check_seed(seed: int | None, flag: str = "--seed") -> int | None:
+    """A seed flag's value, refused (naming the flag) outside SEED_MIN..SEED_MAX."""
+    from workbench.errors import BadInput
+
+    if seed is not None and not SEED_MIN <= seed <= SEED_MAX:
+        shown = str(seed) if len(str(seed)) <= 24 else str(seed)[:20] + "…"
+        raise BadInput(f"{flag} {shown} is out of range: give {SEED_MIN} to {SEED_MAX}",
+                       hint=f"leave {flag} out to draw one; the seed used is printed and recorded")
+    return seed
 
 
 from typing import Annotated, Optional  # noqa: E402
@@ -203,6 +227,10 @@ def fail_on(value: str | None) -> frozenset[str]:
     from workbench.errors import BadInput
 
     chosen = frozenset(v.strip().lower() for v in (value or "").split(",") if v.strip())
+    if value is not None and not chosen:
+        # `--fail-on ""` (an unset CI variable, say) would gate on nothing while looking like a gate.
+        raise BadInput(f"--fail-on {value!r} names no verdict",
+                       hint="use a comma-separated subset of " + ",".join(VERDICTS) + ", or leave --fail-on out")
     unknown = sorted(chosen - set(VERDICTS))
     if unknown:
         raise BadInput(f"--fail-on {value!r}: unknown verdict {', '.join(unknown)}",
