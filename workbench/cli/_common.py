@@ -55,6 +55,8 @@ class WbGroup(TyperGroup):
 
     def invoke(self, ctx):  # type: ignore[override]
         try:
+            if ctx.parent is None:
+                _hand_down_global_flags(ctx)
             rv = super().invoke(ctx)
             sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at interpreter exit
             return rv
@@ -67,6 +69,37 @@ class WbGroup(TyperGroup):
         except KeyboardInterrupt:
             sys.stderr.write("Interrupted.\n")
             raise typer.Exit(130) from None
+
+
+GLOBAL_FLAGS = ("root", "db")  # accepted before the subcommand too: `wb --root DIR --db FILE runs list`
+
+
+def _hand_down_global_flags(ctx) -> None:
+    """`wb --root DIR --db FILE CMD ...` means `wb CMD --root DIR --db FILE ...`: the flags are placed right
+    after the command's name, so the command parses them as its own (over $WB_ROOT / $WB_DB), and one given
+    again after the command comes later and wins. A command that reads no workbench (`wb sim`, `wb kernel`)
+    refuses them rather than ignoring them. Unknown command names are left for the parser to report."""
+    from workbench.errors import BadInput
+
+    given = [(name, ctx.params[name]) for name in GLOBAL_FLAGS if ctx.params.get(name) is not None]
+    if not given:
+        return
+    tokens = [*ctx._protected_args, *ctx.args]
+    cmd, i = ctx.command, 0
+    while isinstance(cmd, TyperGroup) and i < len(tokens):
+        cmd = cmd.get_command(ctx, tokens[i])
+        if cmd is None:
+            return
+        i += 1
+    if isinstance(cmd, TyperGroup):
+        return  # `wb --root X hypothesis`: the group's help or "missing command" follows
+    takes = {p.name for p in cmd.params}
+    refused = [f"--{name}" for name, _ in given if name not in takes]
+    if refused:
+        raise BadInput(f"{' and '.join(refused)} given before the subcommand, but wb {' '.join(tokens[:i])} "
+                       "reads no workbench or store", hint="leave it out for this command")
+    tokens[i:i] = [t for name, value in given for t in (f"--{name}", value)]
+    ctx._protected_args, ctx.args = tokens[:1], tokens[1:]
 
 
 def open_workbench(db: str | None = None, root: str | None = None) -> "Workbench":
@@ -186,10 +219,13 @@ def list_format(fmt: str | None, as_json: bool = False) -> str:
     return chosen
 
 
-def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[Any] | None = None) -> None:
-    """A listing in the chosen format. JSON prints `items` (the full records) when given, else one object a row."""
+def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[Any] | None = None,
+              command: str | None = None) -> None:
+    """A listing in the chosen format. JSON prints `items` (the full records) when given, else one object a row;
+    `command` names the envelope's command where the parser's path does not (`review list` is one command
+    whose first argument is `list`)."""
     if fmt == "json":
-        print_json(items if items is not None else [dict(zip(columns, r)) for r in rows])
+        print_json(items if items is not None else [dict(zip(columns, r)) for r in rows], command)
     elif fmt in ("csv", "tsv"):
         import csv
 
