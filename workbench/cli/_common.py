@@ -84,7 +84,7 @@ def _hand_down_global_flags(ctx) -> None:
     given = [(name, ctx.params[name]) for name in GLOBAL_FLAGS if ctx.params.get(name) is not None]
     if not given:
         return
-    tokens = [*ctx._protected_args, *ctx.args]
+    tokens = [*ctx._protected_args, *ctx.args]  # what follows the root's options (typer 0.29's bundled click)
     cmd, i = ctx.command, 0
     while isinstance(cmd, TyperGroup) and i < len(tokens):
         cmd = cmd.get_command(ctx, tokens[i])
@@ -97,7 +97,7 @@ def _hand_down_global_flags(ctx) -> None:
     refused = [f"--{name}" for name, _ in given if name not in takes]
     if refused:
         raise BadInput(f"{' and '.join(refused)} given before the subcommand, but wb {' '.join(tokens[:i])} "
-                       "reads no workbench or store", hint="leave it out for this command")
+                       f"takes no {' or '.join(refused)}", hint="leave it out for this command")
     tokens[i:i] = [t for name, value in given for t in (f"--{name}", value)]
     ctx._protected_args, ctx.args = tokens[:1], tokens[1:]
 
