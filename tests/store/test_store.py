@@ -77,7 +77,7 @@ def test_corrupt_file_gives_a_clear_error_and_is_left_untouched(tmp_path: Path, 
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     code, _, err = cli("runs", "list", "--db", str(path))
     assert code == 2  # --db names something that is not a store: bad input
-    assert f"the store {path}" in err and "Traceback" not in err
+    assert f"--db {path} is not a DuckDB database file" in err and "Traceback" not in err
     code, _, err = cli("import", "evidence", str(Path(__file__).parents[2] / "evidence" / "seed-runs.csv"),
                        "--db", str(path))
     assert code == 2

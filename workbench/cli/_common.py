@@ -55,6 +55,8 @@ class WbGroup(TyperGroup):
 
     def invoke(self, ctx):  # type: ignore[override]
         try:
+            if ctx.parent is None:
+                _hand_down_global_flags(ctx)
             rv = super().invoke(ctx)
             sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at interpreter exit
             return rv
@@ -67,6 +69,37 @@ class WbGroup(TyperGroup):
         except KeyboardInterrupt:
             sys.stderr.write("Interrupted.\n")
             raise typer.Exit(130) from None
+
+
+GLOBAL_FLAGS = ("root", "db")  # accepted before the subcommand too: `wb --root DIR --db FILE runs list`
+
+
+def _hand_down_global_flags(ctx) -> None:
+    """`wb --root DIR --db FILE CMD ...` means `wb CMD --root DIR --db FILE ...`: the flags are placed right
+    after the command's name, so the command parses them as its own (over $WB_ROOT / $WB_DB), and one given
+    again after the command comes later and wins. A command that reads no workbench (`wb sim`, `wb kernel`)
+    refuses them rather than ignoring them. Unknown command names are left for the parser to report."""
+    from workbench.errors import BadInput
+
+    given = [(name, ctx.params[name]) for name in GLOBAL_FLAGS if ctx.params.get(name) is not None]
+    if not given:
+        return
+    tokens = [*ctx._protected_args, *ctx.args]  # what follows the root's options (typer 0.29's bundled click)
+    cmd, i = ctx.command, 0
+    while isinstance(cmd, TyperGroup) and i < len(tokens):
+        cmd = cmd.get_command(ctx, tokens[i])
+        if cmd is None:
+            return
+        i += 1
+    if isinstance(cmd, TyperGroup):
+        return  # `wb --root X hypothesis`: the group's help or "missing command" follows
+    takes = {p.name for p in cmd.params}
+    refused = [f"--{name}" for name, _ in given if name not in takes]
+    if refused:
+        raise BadInput(f"{' and '.join(refused)} given before the subcommand, but wb {' '.join(tokens[:i])} "
+                       f"takes no {' or '.join(refused)}", hint="leave it out for this command")
+    tokens[i:i] = [t for name, value in given for t in (f"--{name}", value)]
+    ctx._protected_args, ctx.args = tokens[:1], tokens[1:]
 
 
 def open_workbench(db: str | None = None, root: str | None = None) -> "Workbench":
@@ -122,7 +155,11 @@ def check_mark(passed: bool | None) -> str:
 
 
 def parse_sets(values: list[str] | None) -> dict[str, str]:
-    """`--set var=value` pairs into a dict; a malformed one is bad input."""
+    """`--set var=value` pairs into a dict; a malformed one is bad input.
+
+    A variable given two different values is bad input naming both: taking the last one silently would run
+    a config the user may not have meant (a flag added by a script, another left over from a copied command
+    line). The same value twice says nothing contradictory and is taken once."""
     from workbench.errors import BadInput
 
     out: dict[str, str] = {}
@@ -131,8 +168,28 @@ def parse_sets(values: list[str] | None) -> dict[str, str]:
         if not sep or not name.strip():
             raise BadInput(f"--set {item!r} is not of the form var=value",
                            hint="e.g. --set causal_model=wedge")
-        out[name.strip()] = value.strip()
+        name, value = name.strip(), value.strip()
+        if name in out and out[name] != value:
+            raise BadInput(f"--set {name}={out[name]} and --set {name}={value} give {name} two values",
+                           hint=f"keep one --set {name}=...")
+        out[name] = value
     return out
+
+
+# The range of a plan's seed: what `new_seed` draws (workbench/runner/plan.py) and what the per-replicate
+# workload seeds derived from it span (31 bits), so a seed given by hand is one wb could have drawn itself.
+SEED_MIN, SEED_MAX = 0, 2**31 - 1
+
+
+def check_seed(seed: int | None, flag: str = "--seed") -> int | None:
+    """A seed flag's value, refused (naming the flag) outside SEED_MIN..SEED_MAX."""
+    from workbench.errors import BadInput
+
+    if seed is not None and not SEED_MIN <= seed <= SEED_MAX:
+        shown = str(seed) if len(str(seed)) <= 24 else str(seed)[:20] + "…"
+        raise BadInput(f"{flag} {shown} is out of range: give {SEED_MIN} to {SEED_MAX}",
+                       hint=f"leave {flag} out to draw one; the seed used is printed and recorded")
+    return seed
 
 
 from typing import Annotated, Optional  # noqa: E402
@@ -162,10 +219,13 @@ def list_format(fmt: str | None, as_json: bool = False) -> str:
     return chosen
 
 
-def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[Any] | None = None) -> None:
-    """A listing in the chosen format. JSON prints `items` (the full records) when given, else one object a row."""
+def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[Any] | None = None,
+              command: str | None = None) -> None:
+    """A listing in the chosen format. JSON prints `items` (the full records) when given, else one object a row;
+    `command` names the envelope's command where the parser's path does not (`review list` is one command
+    whose first argument is `list`)."""
     if fmt == "json":
-        print_json(items if items is not None else [dict(zip(columns, r)) for r in rows])
+        print_json(items if items is not None else [dict(zip(columns, r)) for r in rows], command)
     elif fmt in ("csv", "tsv"):
         import csv
 
@@ -203,6 +263,10 @@ def fail_on(value: str | None) -> frozenset[str]:
     from workbench.errors import BadInput
 
     chosen = frozenset(v.strip().lower() for v in (value or "").split(",") if v.strip())
+    if value is not None and not chosen:
+        # `--fail-on ""` (an unset CI variable, say) would gate on nothing while looking like a gate.
+        raise BadInput(f"--fail-on {value!r} names no verdict",
+                       hint="use a comma-separated subset of " + ",".join(VERDICTS) + ", or leave --fail-on out")
     unknown = sorted(chosen - set(VERDICTS))
     if unknown:
         raise BadInput(f"--fail-on {value!r}: unknown verdict {', '.join(unknown)}",

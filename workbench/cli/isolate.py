@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, RootOption, open_workbench, print_json
+from workbench.cli._common import DbOption, JsonOption, RootOption, check_seed, open_workbench, print_json
 
 MARK = {"fails": "FAILS", "passes": "passes", "inconclusive": "INCONCLUSIVE"}
 REGION_HELP = ("Where the metric lies when a config FAILS: '>= 0.05', '<= 0.02', '== 0', '0.05..0.3' "
@@ -46,6 +46,7 @@ def register(app: typer.Typer) -> None:
         always-valid sequential test; alpha is spent across probes so the whole search errs at most
         --alpha. An inconclusive probe is reported, and the answer then says what stays open.
         """
+        check_seed(seed)
         wb = open_workbench(db, root)
         flags = {"experiment": experiment, "good": good, "bad": bad, "metric": metric, "region": region,
                  "profile": target, "budget": budget, "alpha": alpha}

@@ -31,6 +31,9 @@ def check(
     """Build if needed, then compare every case byte for byte against an independent copy."""
     from workbench.app import Workbench
     from workbench.errors import RunFailure
+    from workbench.optional import require_torch
+
+    require_torch("wb kernel check")
 
     report = _with_status(json_out, lambda progress: Workbench.kernel_check(impl=impl, seed=seed, quick=quick,
                                                                             progress=progress))
@@ -53,7 +56,9 @@ def bench(
     """Time the CUDA kernel against the copy ceilings and the torch baseline (needs a GPU)."""
     from workbench.app import Workbench
     from workbench.errors import BadInput
+    from workbench.optional import require_torch
 
+    require_torch("wb kernel bench")
     try:
         chosen = [int(v) for v in variants.split(",") if v.strip()] or None
     except ValueError:

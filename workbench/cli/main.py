@@ -5,11 +5,11 @@ Command modules import nothing heavy at module level, so `wb --help` stays fast.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
-from workbench.cli._common import new_app, open_workbench
+from workbench.cli._common import JsonOption, RootOption, new_app, open_workbench, print_json
 
 app = new_app("wb: hypothesis-driven debugging of ML inference deployments.", completion=True)
 
@@ -24,17 +24,26 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                                help="Print the version and exit.")] = False) -> None:
+                                                help="Print the version and exit.")] = False,
+          root: Annotated[Optional[str], typer.Option(
+              "--root", help="Workbench folder for the command that follows (as its own --root).")] = None,
+          db: Annotated[Optional[str], typer.Option(
+              "--db", help="Store for the command that follows (as its own --db).")] = None) -> None:
     """wb: hypothesis-driven debugging of ML inference deployments."""
+    # --root and --db are handed down to the subcommand as its own flags (WbGroup, before this runs).
 
 
 @app.command("schema")
-def schema() -> None:
+def schema(root: RootOption = None, json_: JsonOption = False) -> None:
     """Print the JSON Schema of hypotheses.yaml and experiments/*.yaml (for editors)."""
     import json
 
-    # The schemas themselves, not a result about them: an editor reads this text as it is, so no envelope.
-    typer.echo(json.dumps(open_workbench().schemas(), indent=2))
+    schemas = open_workbench(root=root).schemas()
+    if json_:
+        print_json(schemas)
+    else:
+        # The schemas themselves, not a result about them: an editor reads this text as it is, so no envelope.
+        typer.echo(json.dumps(schemas, indent=2))
 
 
 def _register() -> None:

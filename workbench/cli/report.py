@@ -54,12 +54,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Print the hypothesis lineage (parent → child) with each hypothesis' status.
 
-        The default is an indented tree; --format table|csv|tsv gives one hypothesis a row, --json nodes and edges."""
+        The default is an indented tree; --format table|csv|tsv gives one hypothesis a row; --json (or --format
+        json) the hypotheses under "items", as every listing, and the graph's "edges" beside them."""
         chosen = list_format(fmt, as_json) if (fmt or as_json) else "tree"
         wb = open_workbench(db, root)
         nodes = wb.lineage()
         if chosen == "json":
-            print_json({"nodes": [n.to_dict() for n in nodes], "edges": wb.lineage_edges()})
+            rows = [n.to_dict() for n in nodes]
+            # "nodes" is the name wb: 1 first shipped these rows under; it stays (the same list) while the
+            # envelope's version is 1, so scripts written against it keep working (see JSON_VERSION).
+            print_json({"items": rows, "nodes": rows, "edges": wb.lineage_edges()})
         elif chosen == "tree":
             typer.echo(lineage_text(nodes))
         else:

@@ -29,7 +29,7 @@ def _emit_states(states, fmt: str) -> None:
              st.current_verdict.verdict if st.current_verdict else None, len(st.reviews),
              st.deciding_review.author if st.deciding_review else None] for st in states]
     emit_rows(fmt, ["hypothesis", "state", "parent_changed", "verdict", "reviews", "decided_by"], rows,
-              items=[st.to_dict() for st in states])
+              items=[st.to_dict() for st in states], command="review list")
 
 
 def _print_states(states) -> None:

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOption, exit_on_verdict, fail_on,
-                                   open_workbench, parse_sets, print_json)
+from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOption, check_seed, exit_on_verdict,
+                                   fail_on, open_workbench, parse_sets, print_json)
 
 if TYPE_CHECKING:
     from workbench.app import RunReport
@@ -95,7 +95,7 @@ def register(hypothesis_app: typer.Typer) -> None:
 
         failing = fail_on(fail_on_)
         options = RunOptions(target=target, replicates=replicates, sets=parse_sets(set_), sequential=sequential,
-                             aa=aa, resume=resume, seed=seed)
+                             aa=aa, resume=resume, seed=check_seed(seed))
         result = open_workbench(db, root).run(hypothesis_id, options, report=report)
         from workbench.secrets import redact, redact_text
 

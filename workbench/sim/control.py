@@ -235,6 +235,9 @@ def up(dir: str | Path | None = None, *, config: str | Path | None = None,
        sets: Mapping[str, str] | None = None, timeout: float = HEALTH_TIMEOUT_S) -> SimStatus:
     """Start both servers (or restart them if running with another config); returns once both
     /health answer 200. `sets` are written into the serve file in use."""
+    from workbench.optional import require_torch
+
+    require_torch("pdsim")
     sdir = state_dir(dir)
     sdir.mkdir(parents=True, exist_ok=True)
     if config is not None:

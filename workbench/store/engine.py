@@ -29,10 +29,41 @@ def resolve_url(db: str | None) -> tuple[str, Path | None]:
     if "://" in value:
         _check_scheme(value)
         if value.startswith("duckdb:///"):
-            return value, Path(value[len("duckdb:///"):])
+            path = Path(value[len("duckdb:///"):])
+            _check_duckdb_file(path)
+            return value, path
         return _with_driver(value), None
     path = Path(value).expanduser().resolve()
+    _check_duckdb_file(path)
     return f"duckdb:///{path}", path
+
+
+DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file (after an 8-byte checksum)
+
+
+def _check_duckdb_file(path: Path) -> None:
+    """Refuse, before DuckDB opens it, a --db that names a folder or a file that is not a DuckDB database.
+
+    DuckDB's own message for both reads like damage ("not a valid DuckDB database"), and "restore it from a
+    backup" is wrong advice for `--db /tmp` or `--db README.md`: the path is simply not a store. Only the
+    first bytes are read; nothing is opened for writing. A file with DuckDB's header that will not open is
+    damage, and `Store._connect_error` says so."""
+    if path.is_dir():
+        raise BadInput(f"--db {path} is a folder, not a DuckDB database file",
+                       hint=f"name a file, e.g. --db {path / DEFAULT_DB} (wb creates it if it is missing)")
+    if not path.is_file():
+        return  # missing (created on the first write), or something DuckDB reports on itself
+    try:
+        with path.open("rb") as f:
+            head = f.read(12)
+    except OSError as exc:
+        raise BadInput(f"--db {path} cannot be read: {exc.strerror}",
+                       hint="check the file's permissions, or point --db at another file") from None
+    if head[8:12] != DUCKDB_MAGIC:
+        what = "is empty" if not head else "is not a DuckDB database file"
+        raise BadInput(f"--db {path} {what}" + (", not a DuckDB database file" if not head else ""),
+                       hint="point --db at a wb store, or at a new file name (wb creates it); "
+                            f"wb did not touch {path.name}")
 
 
 SCHEMES = ("duckdb", "postgresql", "postgres")

@@ -36,6 +36,9 @@ class KernelTarget(LocalTarget):
     check_restart = False  # wb restarts it itself
 
     def __init__(self, options: dict[str, Any]) -> None:
+        from workbench.optional import require_torch
+
+        require_torch("the kernel target")
         super().__init__(["local"])
         self.options = options
 

@@ -41,6 +41,9 @@ class SimTarget(LocalTarget):
     check_restart = False  # wb restarts it itself
 
     def __init__(self, *, sim_dir: Path, options: dict[str, Any]) -> None:
+        from workbench.optional import require_torch
+
+        require_torch("pdsim (the sim target)")  # before anything runs: the servers would fail on import
         super().__init__(["local"])
         self.sim_dir = sim_dir
         self.options = options

@@ -1,0 +1,108 @@
+"""Flags whose values were once taken without a word: a seed out of range, an empty --fail-on, a --set given
+twice, a --db naming a folder or a file that is not DuckDB. Each must be one `Error:` naming the flag, exit 2,
+with nothing run and no store written or touched."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _refused(code: int, err: str, *fragments: str) -> None:
+    assert "Traceback" not in err, err
+    assert code == 2, (code, err)
+    assert err.startswith("Error: "), err
+    for f in fragments:
+        assert f in err, (f, err)
+
+
+@pytest.fixture
+def wb(workbench_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(workbench_dir)
+    monkeypatch.setenv("WB_ROOT", str(workbench_dir))
+    monkeypatch.delenv("WB_DB", raising=False)
+    return workbench_dir
+
+
+@pytest.mark.parametrize("seed", ["-5", "-1", "2147483648", "99999999999999999999999"])
+def test_a_seed_outside_the_workload_seed_range_is_refused(wb: Path, cli, seed: str):
+    code, _, err = cli("hypothesis", "run", "wedge-confound", "--seed", seed)
+    _refused(code, err, "--seed", "0 to 2147483647")
+    assert not (wb / "wb.duckdb").exists()
+
+
+def test_isolate_refuses_a_seed_out_of_range_before_it_probes(wb: Path, cli):
+    code, _, err = cli("isolate", "--experiment", "agent-repro", "--good", "hicache=off", "--bad", "hicache=on",
+                       "--metric", "corruption_rate", "--region", ">= 0.05", "--seed", "-5")
+    _refused(code, err, "--seed")
+    assert not (wb / "wb.duckdb").exists()
+
+
+def test_the_largest_seed_is_accepted_as_far_as_the_plan(wb: Path, cli):
+    # 2**31 - 1 passes the seed check; the unknown hypothesis is what stops it (nothing is run).
+    code, _, err = cli("hypothesis", "run", "no-such-hypothesis", "--seed", "2147483647")
+    assert code == 2 and "--seed" not in err and "no-such-hypothesis" in err, err
+
+
+@pytest.mark.parametrize("value", ["", ",", " , "])
+def test_an_empty_fail_on_is_refused(wb: Path, cli, value: str):
+    for args in (["hypothesis", "run", "wedge-confound"], ["hypothesis", "analyze", "wedge-confound"]):
+        code, _, err = cli(*args, "--fail-on", value)
+        _refused(code, err, "--fail-on", "names no verdict")
+    assert not (wb / "wb.duckdb").exists()
+
+
+def test_a_variable_set_twice_to_different_values_is_refused_naming_both(wb: Path, cli):
+    code, _, err = cli("hypothesis", "run", "wedge-confound", "--set", "causal_model=seed",
+                       "--set", "causal_model=wedge")
+    _refused(code, err, "--set causal_model=seed", "--set causal_model=wedge")
+    assert not (wb / "wb.duckdb").exists()
+
+
+def test_a_variable_set_twice_to_one_value_is_no_conflict():
+    from workbench.cli._common import parse_sets
+
+    assert parse_sets(["seed=3", " seed = 3 ", "hicache=on"]) == {"seed": "3", "hicache": "on"}
+
+
+def test_db_naming_a_folder_says_it_is_a_folder(wb: Path, cli, tmp_path: Path):
+    folder = tmp_path / "stores"
+    folder.mkdir()
+    for args in (["runs", "list"], ["import", "evidence", str(REPO / "evidence" / "seed-runs.csv")]):
+        code, _, err = cli(*args, "--db", str(folder))
+        _refused(code, err, f"--db {folder}", "is a folder")
+        assert "backup" not in err, err
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize("content", [b"# README\n\nnot a database\n" * 40, b"", b"SQLite format 3\x00" + b"x" * 200])
+def test_db_naming_a_file_that_is_not_duckdb_says_so_and_leaves_it_alone(wb: Path, cli, tmp_path: Path,
+                                                                         content: bytes):
+    path = tmp_path / "README.md"
+    path.write_bytes(content)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    for args in (["runs", "list"], ["import", "evidence", str(REPO / "evidence" / "seed-runs.csv")],
+                 ["db", "upgrade"]):
+        code, _, err = cli(*args, "--db", str(path))
+        _refused(code, err, f"--db {path}", "not a DuckDB database file")
+        assert "backup" not in err, err
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("README")) == ["README.md"]
+
+
+def test_a_damaged_duckdb_file_still_says_restore_it(wb: Path, cli, tmp_path: Path):
+    import duckdb
+
+    path = tmp_path / "store.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE t (a INTEGER)")
+    con.close()
+    data = bytearray(path.read_bytes())
+    data[4096:] = b"\xff" * (len(data) - 4096)  # the DuckDB header survives, its blocks do not
+    path.write_bytes(bytes(data))
+    code, _, err = cli("runs", "list", "--db", str(path))
+    _refused(code, err, str(path), "not a readable DuckDB database")

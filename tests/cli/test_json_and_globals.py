@@ -1,0 +1,111 @@
+"""The JSON envelope's promises, held for every command (README "Output for scripts and CI"), and the workbench
+options accepted before the subcommand (`wb --root DIR --db FILE runs list`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+
+from workbench.cli.main import app
+
+
+def _leaf_commands() -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+
+    def walk(cmd: object, path: list[str]) -> None:
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                walk(sub, path + [name])
+        else:
+            out.append((" ".join(path), cmd))
+
+    walk(typer.main.get_command(app), [])
+    return out
+
+
+@pytest.mark.parametrize("name,cmd", _leaf_commands(), ids=[n for n, _ in _leaf_commands()])
+def test_every_command_takes_json(name: str, cmd) -> None:
+    opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
+    assert "--json" in opts, f"wb {name} has no --json"
+
+
+@pytest.fixture
+def seeded(workbench_dir: Path, seed_csv: Path, cli, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.delenv("WB_DB", raising=False)
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    monkeypatch.chdir(workbench_dir.parent)  # not inside the workbench: only the flags find it
+    db = str(workbench_dir / "store.duckdb")
+    code, _, err = cli("import", "evidence", str(seed_csv), "--db", db, "--root", str(workbench_dir))
+    assert code == 0, err
+    code, _, err = cli("hypothesis", "analyze", "wedge-confound", "--db", db, "--root", str(workbench_dir))
+    assert code == 0, err
+    return {"root": str(workbench_dir), "db": db}
+
+
+def test_lineage_json_lists_its_rows_under_items_as_every_listing(seeded, cli) -> None:
+    for flags in (["--json"], ["--format", "json"]):
+        code, out, err = cli("lineage", *flags, "--db", seeded["db"], "--root", seeded["root"])
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["wb"] == 1 and doc["command"] == "lineage"
+        ids = [n["id"] for n in doc["items"]]
+        assert ids[0] == "hicache-bf16-race" and "wedge-confound" in ids
+        assert {n["id"]: n["status"] for n in doc["items"]}["wedge-confound"] == "falsified"
+        assert doc["nodes"] == doc["items"]  # the name wb: 1 first shipped, kept while wb is 1
+        assert {"kind": "parent", "parent": "hicache-bf16-race", "child": "wedge-confound"} in doc["edges"]
+
+
+def test_review_list_names_its_command_in_the_envelope(seeded, cli) -> None:
+    code, _, err = cli("review", "wedge-confound", "--approve", "-m", "reproduced", "--as", "ana",
+                       "--db", seeded["db"], "--root", seeded["root"])
+    assert code == 0, err
+    for flags in (["--json"], ["--format", "json"]):
+        code, out, err = cli("review", "list", *flags, "--db", seeded["db"], "--root", seeded["root"])
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["command"] == "review list", doc["command"]
+        assert [st["hypothesis_id"] for st in doc["items"] if st["reviews"]] == ["wedge-confound"]
+    code, out, err = cli("review", "wedge-confound", "--comment", "-m", "noted", "--json",
+                         "--db", seeded["db"], "--root", seeded["root"])
+    assert code == 0 and json.loads(out)["command"] == "review", err
+
+
+def test_schema_takes_json_and_stays_plain_without_it(seeded, cli) -> None:
+    code, out, err = cli("schema", "--json", "--root", seeded["root"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["wb"] == 1 and doc["command"] == "schema"
+    assert doc["hypotheses.yaml"]["type"] == "object" and "experiments/*.yaml" in doc
+    code, out, err = cli("schema", "--root", seeded["root"])
+    plain = json.loads(out)
+    assert "wb" not in plain and plain["hypotheses.yaml"] == doc["hypotheses.yaml"]
+
+
+def test_root_and_db_before_the_subcommand(seeded, cli) -> None:
+    code, out, err = cli("--root", seeded["root"], "--db", seeded["db"], "runs", "list", "--json")
+    assert code == 0, err
+    assert any(r["label"] == "post-bf16-hicache-postfix" for r in json.loads(out)["items"])
+    code, out, err = cli("--root", seeded["root"], "--db", seeded["db"], "hypothesis", "show", "wedge-confound",
+                         "--json")
+    assert code == 0 and json.loads(out)["status"] == "falsified", err
+
+
+def test_a_flag_after_the_subcommand_wins_over_one_before_and_both_over_the_environment(seeded, cli,
+                                                                                       tmp_path: Path) -> None:
+    other = str(tmp_path / "other.duckdb")
+    # After the subcommand: its own --db is the one used (the global one names a store that does not exist).
+    code, out, err = cli("--db", other, "runs", "list", "--json", "--db", seeded["db"], "--root", seeded["root"])
+    assert code == 0 and json.loads(out)["items"], err
+    # Before the subcommand, over $WB_DB: the flag is used, and reading a store that is not there is bad input.
+    code, _, err = cli("--db", other, "--root", seeded["root"], "runs", "list", env={"WB_DB": seeded["db"]})
+    assert code == 2 and "no store at" in err and "other.duckdb" in err, err
+    assert not Path(other).exists()
+
+
+def test_global_flags_are_refused_where_no_workbench_is_read(cli) -> None:
+    code, _, err = cli("--db", "x.duckdb", "kernel", "check", "--quick")
+    assert code == 2 and err.startswith("Error: ") and "--db" in err and "kernel check" in err, err
