@@ -6,9 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
@@ -79,19 +76,3 @@ def test_a_resumed_execution_counts_each_planned_run_once(toy):
     assert "of 4 planned" not in order and "1 interrupted attempt(s) redone by --resume" in order, order
     arms = [line for line in lines if "runs ok" in line]
     assert all("runs ok 2/2" in line for line in arms), arms
-
-
-def test_sigterm_through_the_cli_exits_143_and_restores(toy):
-    env = dict(os.environ, WB_ROOT=str(toy.root))
-    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix",
-                             "--db", toy.db, "--set", "mode=slow", "--replicates", "1"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not toy.restarts():
-        time.sleep(0.02)
-    time.sleep(0.5)  # inside the (slow) workload
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 143, err[-1500:]
-    assert "--resume" in err and "Traceback" not in err
-    assert toy.conf.read_bytes() == toy.original

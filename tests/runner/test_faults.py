@@ -210,13 +210,8 @@ def test_failed_restore_is_loud_with_the_exact_manual_commands(toy):
     assert toy.conf.read_bytes() == toy.original
 
 
-def test_ctrl_c_through_the_cli_restores(toy):
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
+def test_a_signal_through_the_cli_exits_128_plus_it_and_restores(toy, sig, code):
     env = dict(os.environ, WB_ROOT=str(toy.root))
     proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix",
                              "--db", toy.db, "--set", "mode=slow", "--replicates", "1"],
@@ -225,8 +220,8 @@ def test_ctrl_c_through_the_cli_restores(toy):
     while time.monotonic() < deadline and not toy.restarts():
         time.sleep(0.02)
     time.sleep(0.5)  # inside the (slow) workload
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err[-1500:]
-    assert "--resume" in err
+    assert proc.returncode == code, err[-1500:]
+    assert "--resume" in err and "Traceback" not in err
     assert toy.conf.read_bytes() == toy.original
