@@ -84,8 +84,11 @@ def _strata_of(var: str, used: list[RunData]) -> tuple[list[str], list[tuple[str
     named = []
     for _, rs in groups:
         r0 = rs[0]
-        parts = ([f"version {r0.experiment_version}"] if versions else []) + [f"{n}={r0.variables.get(n, '?')}"
-                                                                           for n in differ]
+        # Imported evidence carries no experiment version, and a run may not record every variable: say so
+        # in words (a page must never print a raw None or a placeholder).
+        version = "no experiment version" if r0.experiment_version is None else f"version {r0.experiment_version}"
+        parts = ([version] if versions else []) + [f"{n}={r0.variables[n]}" if n in r0.variables
+                                                   else f"{n} not recorded" for n in differ]
         named.append((", ".join(parts) or "all runs", rs))
     return (["experiment version"] if versions else []) + differ, sorted(named, key=lambda g: g[0])
 

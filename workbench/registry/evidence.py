@@ -11,7 +11,7 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.errors import BadInput
 from workbench.registry.evidence_columns import REPORTED_PREFIX, EvidenceColumns, evidence_columns, pick_experiment
@@ -20,7 +20,6 @@ MAX_NUMBER = 1e12  # a count or a duration beyond this is a typo or an overflow,
 
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment
-    from workbench.store.entities import ImportedRun
     from workbench.registry.loader import Registry
 
 
@@ -168,18 +167,30 @@ _LOCATION = ("file", "sha256", "line")
 REDACTED = "<redacted>"
 
 
+class EvidenceRun(Protocol):
+    """A run as an import compares it: a parsed row, or one the store holds (the store's EvidenceRun has these
+    fields; the registry does not import the store)."""
+
+    label: str
+    phase: str | None
+    variables: dict[str, str]
+    metrics: dict[str, float | int]
+    workload: dict[str, float | int]
+    provenance: dict[str, Any]
+
+
 @dataclass
 class ImportPlan:
     """What an import does against the runs already stored: rows to add, stored run ids they replace, and the
     labels of rows skipped because the store holds them with the same values."""
 
-    add: list[ImportedRun] = field(default_factory=list)
+    add: list[EvidenceRun] = field(default_factory=list)
     replace: list[int] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
 
-def plan_import(rows: list[ImportedRun], stored: dict[str, list[tuple[int, ImportedRun]]], *, replace: bool,
+def plan_import(rows: list[EvidenceRun], stored: dict[str, list[tuple[int, EvidenceRun]]], *, replace: bool,
                 path: Path) -> ImportPlan:
     """Key the import on run_id: a run already stored with the same values is skipped; one stored with other
     values is refused (BadInput at its line, before anything is written) unless `replace` says to replace it.
@@ -203,9 +214,9 @@ def plan_import(rows: list[ImportedRun], stored: dict[str, list[tuple[int, Impor
     return plan
 
 
-def _differences(old: ImportedRun, new: ImportedRun) -> list[str]:
+def _differences(old: EvidenceRun, new: EvidenceRun) -> list[str]:
     """'column: stored X, file Y' for each value that differs (numbers compared as numbers)."""
-    def flat(r: ImportedRun) -> dict[str, Any]:
+    def flat(r: EvidenceRun) -> dict[str, Any]:
         out: dict[str, Any] = {"phase": r.phase, **r.variables}
         out.update({k: v if isinstance(v, str) else float(v) for k, v in {**r.workload, **r.metrics}.items()})
         out.update({k: v for k, v in r.provenance.items() if k not in _LOCATION})
