@@ -393,10 +393,8 @@ class Workbench:
 
         with self.store() as store:
             # The verdict the status rests on: the one list, show and the board present for review.
+            # Checked read-only above (a refused review writes nothing); verdicts are never deleted.
             verdict = stored_statuses(store, {hypothesis_id: ""})[hypothesis_id].verdict
-            if verdict is None and decision != "comment":
-                raise BadInput(f"{hypothesis_id} has no verdict to {decision.replace('-', ' ')} yet",
-                               hint=f"run it first (wb hypothesis run {hypothesis_id}), or leave a --comment")
             review_id = store.add_review(hypothesis_id=hypothesis_id, author=person.name,
                                          author_source=person.source, decision=decision, body=body,
                                          verdict_id=verdict.id if verdict else None)
