@@ -14,9 +14,10 @@ Where the data checks of the ids run (range, duplicate destinations):
   which skip the same bad ids without reporting them again); the blocks of only the touched
   pages take a third launch that skips the pages no valid id names (the pages marked on the
   device per call, one launch; their number estimated as for random ids).
-- fp8 token rows device to device, 64 MB and up, when the same index tensors come again
-  unchanged: as above, the scales in page order (three launches; the scale passes skip the
-  bad ids).
+- fp8 token rows device to device, 64 MB and up: as above, the scales in page order (three
+  launches; the scale passes skip the bad ids), sorted by page on the device, once for the
+  same index tensors handed again unchanged, per call for new ones (kernels.scales
+  NEW_ORDER_MIN_BYTES).
 - the same device id tensors handed again unchanged (the same objects, torch's version
   counters unchanged): copied to pinned memory once, on their second call, behind an event (no
   synchronisation), and checked on the host once that copy has landed, as `plan_transfer`
@@ -38,7 +39,7 @@ import weakref
 
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
 from .reuse import ReusedIds, host_valid
-from .scales import (device_block_ids, device_ids_path, page_order_ids, run_h2d,
+from .scales import (device_block_ids, device_ids_path, device_page_order, run_h2d,
                      run_page_order, versions, wants_page_order)
 
 __all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
@@ -331,8 +332,10 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
                     return
                 if p.scale_dma:
                     seq = _h2d(p, src, dst, src_idx, dst_idx, n)
-                elif p.page_order and wants_page_order(p.geo, n, p.s_shape.num_layers):
-                    seq = _ordered(p, src, dst, src_idx, dst_idx)
+                elif p.page_order and (wants_page_order(p.geo, n, p.s_shape.num_layers)
+                                       or wants_page_order(p.geo, n, p.s_shape.num_layers,
+                                                           per_call=True)):
+                    seq = _ordered(p, src, dst, src_idx, dst_idx, n)
                 else:
                     seq = p.ext.transfer(src, dst, src_idx, dst_idx, *p.args)
                 _CALLS[seq & 255] = (seq, p, n)
@@ -390,13 +393,19 @@ def _host_plan(p: _Pools, s, d, si, di):
     return plan
 
 
-def _ordered(p: _Pools, src, dst, si, di) -> int:
-    """fp8 rows device to device: index tensors handed again unchanged are a reused transfer, and
-    get their scales in page order from the second call on (the sort is made once, on the device,
-    with the id checks folded in: kernels.scales); new ids go in one launch, as sorting them per
-    call would cost more than it saves, and so do inference tensors (no version counter)."""
-    order = _reused(p, "order", (si, di),
-                    lambda: page_order_ids(si, di, p.page_size, (p.s_lim, p.d_lim)))
+def _ordered(p: _Pools, src, dst, si, di, n: int) -> int:
+    """fp8 rows device to device, scales in page order (kernels.scales; the sort is a counting
+    sort by page on the device, with the id checks folded in as -1 entries, no sync). Index
+    tensors handed again unchanged keep theirs from the second call on; new ids (and inference
+    tensors, which keep no version counter) are sorted per call on a side stream while the
+    values move, from NEW_ORDER_MIN_BYTES, and go in one launch below it."""
+    layers = p.s_shape.num_layers
+    make = lambda: device_page_order(  # noqa: E731
+        p.ext, si, di, p.page_size, (p.s_shape.num_pages, p.d_shape.num_pages),
+        (p.s_lim, p.d_lim))
+    order = _reused(p, "order", (si, di), make) if wants_page_order(p.geo, n, layers) else None
+    if order is None and wants_page_order(p.geo, n, layers, per_call=True):
+        order = make                    # this call's own sort, overlapped with the values
     if order is not None:
         return run_page_order(p.ext, src, dst, si, di, p.args[:13], order)
     return p.ext.transfer(src, dst, si, di, *p.args)

@@ -109,12 +109,15 @@ class BenchReport:
                            f"{s['api_new'] / s['kernel']:5.3f}")
         if self.gate:
             out.append("fp8 page-order gate (random rows d2d, plan; GB/s, % of the same-size "
-                       "copy; order/one > 1: page order faster):")
+                       "copy; order/one > 1: page order faster; new ids: transfer() with new "
+                       "id tensors each call, sorted on the device per call or one launch):")
             for g in self.gate:
                 out.append(f"  {g['mb']:7.1f} MB  ceil {g['ceil']:7.1f}  one launch "
                            f"{g['one']:7.1f} ({100 * g['one'] / g['ceil']:5.1f}%)  page order "
                            f"{g['order']:7.1f} ({100 * g['order'] / g['ceil']:5.1f}%)  order/one "
-                           f"{g['order'] / g['one']:5.3f}  default {g['default']:7.1f}")
+                           f"{g['order'] / g['one']:5.3f}  default {g['default']:7.1f}  "
+                           f"new ids: sorted per call {g['new_sort']:7.1f}, one launch "
+                           f"{g['new_one']:7.1f} (sort/one {g['new_sort'] / g['new_one']:5.3f})")
         if self.latency_us:
             out.append("small transfer (64 tokens of index_k_bf16 x 4 layers = 64 KiB), "
                        "microseconds per call, median:")
@@ -379,14 +382,17 @@ def _sweep(raw, gen, env, quick: bool) -> list[dict]:
 
 def _gate(raw, gen, env, quick: bool) -> list[dict]:
     """fp8 random rows device to device around the page-order gate: one launch (v0) against
-    the scales in page order (sorted once on the plan), and the plan's default."""
-    from . import api, build
+    the scales in page order (sorted once on the plan), and the plan's default; then
+    transfer() with new id tensors each call, sorted on the device per call ("new_sort")
+    against one checked launch ("new_one"): the crossover of NEW_ORDER_MIN_BYTES."""
+    from . import api, build, scales
 
     geometry, layout, ps = "index_k_fp8", "page_first", 64
     src, dst, s_pages, d_pages = _pools_for(geometry, layout, "d2d", raw, env["layers"], ps)
     unit = GEOMETRIES[geometry].bytes_per_token
     out = []
-    for mb in ((16, 64) if quick else (24, 32, 48, 64, 80, 96, 128)):
+    kw = dict(geometry=geometry, granularity="token", layout=layout, page_size=ps)
+    for mb in ((16, 64) if quick else (24, 32, 48, 64, 80, 96, 128, 256, 512)):
         n = (mb << 20) // (unit * env["layers"])
         si, di = _bench_ids("d2d", "token", "rand", n=n, s_pages=s_pages, d_pages=d_pages,
                             ps=ps, gen=gen)
@@ -398,9 +404,19 @@ def _gate(raw, gen, env, quick: bool) -> list[dict]:
             return 2 * moved / _time_ms(lambda: build.launch(plan, **kw), reps=env["reps"],
                                         inner=20) / 1e6
 
+        new = {}
+        for key, least in (("new_sort", 0), ("new_one", 1 << 62)):
+            keep = scales.NEW_ORDER_MIN_BYTES
+            scales.NEW_ORDER_MIN_BYTES = least
+            try:
+                call = _new_ids_each_call(src, dst, si.cuda(), di.cuda(), kw)
+                new[key] = 2 * moved / _time_ms(call, reps=env["reps"], inner=20) / 1e6
+            finally:
+                scales.NEW_ORDER_MIN_BYTES = keep
+        api.synchronize()
         out.append({"mb": moved / 1e6, "ceil": _copy_gbs("d2d", moved, *raw),
                     "one": gbs(scales="never"), "order": gbs(scales="always"),
-                    "default": gbs()})
+                    "default": gbs(), **new})
     return out
 
 

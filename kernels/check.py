@@ -295,6 +295,13 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
                                               (dst.cpu(), dst.cpu(), dst.cpu() ^ 0xFF))
                 report.cases.append(CaseResult("transfer", f"{name} d2d transfer() same ids x3",
                                                bad == 0, bad, compared))
+                # new id tensors each call: page order sorted on the device per call
+                with _patched(scales, NEW_ORDER_MIN_BYTES=0):
+                    bad, compared = _new_ids(r, src, src.cuda(), dst, si, di, kw,
+                                             (dst.cpu(), dst.cpu() ^ 0xFF))
+                report.cases.append(CaseResult(
+                    "transfer", f"{name} d2d transfer() new ids x2 (page order per call)",
+                    bad == 0, bad, compared))
                 # host to device, the same ids again: checked, then read on the host and run
                 # as their plan (kernels.reuse: exact page count and order); blocks forced
                 # where not page by page
@@ -329,6 +336,22 @@ def _same_ids(r: _Runner, src, src_arg, dst, si, di, a, b, kw, starts) -> tuple[
     for p in starts:
         dst.copy_(p)
         transfer(src_arg, dst, a, b, impl="cuda", **kw)
+        torch.cuda.synchronize()
+        bad += int((dst.cpu() != r.expected(src, p, si, di, kw)).sum())
+        compared += dst.numel()
+    return bad, compared
+
+
+def _new_ids(r: _Runner, src, src_arg, dst, si, di, kw, starts) -> tuple[int, int]:
+    """As `_same_ids` with new device copies of the ids on every call."""
+    import torch
+
+    from . import transfer
+
+    bad = compared = 0
+    for p in starts:
+        dst.copy_(p)
+        transfer(src_arg, dst, si.cuda(), di.cuda(), impl="cuda", **kw)
         torch.cuda.synchronize()
         bad += int((dst.cpu() != r.expected(src, p, si, di, kw)).sum())
         compared += dst.numel()

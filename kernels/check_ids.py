@@ -80,8 +80,9 @@ def device_checked_cases(r: _Runner, report: CheckReport):
     # bad there on the third: checked again)
     # *-reuse: the same tensors with valid ids three times (the third unchecked, from their host
     # copy), then changed in place to the bad ids: checked again, twice
-    modes = ("d2d", "h2d-dma", "d2d-order", "h2d-blocks", "h2d-again", "d2d-reuse", "d2h-reuse",
-             "h2d-reuse")
+    # d2d-sort: new id tensors, page order sorted on the device for the call (bad pairs -1)
+    modes = ("d2d", "h2d-dma", "d2d-order", "d2d-sort", "h2d-blocks", "h2d-again", "d2d-reuse",
+             "d2h-reuse", "h2d-reuse")
     for (name, gran, s_ids, d_ids, fragment, keep), mode in itertools.product(cases, modes):
         si, di = torch.tensor(s_ids), torch.tensor(d_ids)
         d = dst0.clone().pin_memory() if mode.startswith("d2h") else dst0.cuda()
@@ -95,6 +96,8 @@ def device_checked_cases(r: _Runner, report: CheckReport):
         forced = dict(SCALE_DMA_BYTES_PER_ROW=1 << 40, PAGE_ORDER_MIN_BYTES=0)
         if mode == "h2d-blocks":
             forced.update(BLOCK_MARGIN=0, BLOCK_FRACTION=2)
+        if mode == "d2d-sort":
+            forced.update(NEW_ORDER_MIN_BYTES=0)
         with _patched(scales, **forced):
             for _ in range({"d2d-order": 2, "h2d-again": 3}.get(mode, 2 if "reuse" in mode else 1)):
                 d.copy_(dst0)

@@ -154,6 +154,7 @@ for g in ("c4_latent", "index_k_fp8"):
 # d2d ids handed twice.
 from kernels import scales
 scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES = 1 << 40, 0
+scales.NEW_ORDER_MIN_BYTES = 0   # new d2d ids: page order sorted on the device per call
 keep_blocks = (scales.BLOCK_MARGIN, scales.BLOCK_FRACTION)
 for g in ("c4_latent", "index_k_fp8"):
     a_h = make_pool(g, "page_first", 8, 2, 64, gen=gen).pin_memory()

@@ -18,12 +18,15 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   are read on the host once and run as a plan with cpu ids (kernels.reuse).
 - Host to device, ids that come page by page (`page_grouped`): one launch in ORDERED_VARIANT,
   the scales of a page on neighbouring threads already coalesce.
-- Device to device, fp8 rows from 64 MB, reused ids (`page_order_ids`, `run_page_order`):
-  the scales gathered in source order into a compact scratch pool, then scattered from it in
-  destination order, so each pass reads or writes neighbouring 4 B slots together instead of
-  one 32 B sector per slot (+9 points of the copy, run 8). Sorting the ids costs more than it
-  saves per call: the sorted lists live on the plan, or on the pools for `transfer()` handed
-  the same id tensors again (kernels/api.py).
+- Device to device, fp8 rows from 64 MB (`page_order_ids`, `run_page_order`): the scales
+  gathered in source order into a compact scratch pool, then scattered from it in destination
+  order, so each pass reads or writes neighbouring 4 B slots together instead of one 32 B
+  sector per slot (+9 points of the copy, run 8). Plans sort once (torch argsorts, kept on the
+  plan). Device ids not read on the host are put in page order on the device
+  (`device_page_order`: a counting sort by page in the binding, no argsort; the order inside a
+  page does not matter), on a side stream while the values move: for id tensors handed again
+  once, kept on the pools (kernels/api.py), for new id tensors per call from
+  NEW_ORDER_MIN_BYTES.
 Device to host is not done this way: the host scale blocks would have to be read, merged and
 written back whole, overwriting slots the transfer does not name.
 """
@@ -33,8 +36,8 @@ from __future__ import annotations
 __all__ = ["wants_dma", "wants_blocks", "wants_page_order", "h2d_path", "device_ids_path",
            "page_grouped",
            "host_page_stats", "run_h2d", "block_ids", "device_block_ids",
-           "random_pages", "versions", "page_order_ids", "run_page_order",
-           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION",
+           "random_pages", "versions", "page_order_ids", "device_page_order", "run_page_order",
+           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "NEW_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION",
            "ORDER_SLACK", "ORDERED_VARIANT"]
 
 # A scale request saved per (token, layer) pays for this many bytes of the 2D copy: the link
@@ -44,6 +47,10 @@ SCALE_DMA_BYTES_PER_ROW = 77
 # Page order adds two launches: fp8 rows measured 15% slower at 33.6 MB, 12% faster at 134 MB
 # and 21% at 537 MB (NOTES.md run 8); the times cross near 64 MB.
 PAGE_ORDER_MIN_BYTES = 64 << 20
+# New device id tensors each call are put in page order per call (a counting sort on the
+# device, overlapped with the value pass) from this size: page order saves 11-19% from 134 MB
+# (NOTES.md runs 8-11); the sort's cost per call is measured in the bench's gate (run 12).
+NEW_ORDER_MIN_BYTES = 64 << 20
 
 # The blocks of the touched pages replace one scale request per (row, layer) by one 128 B
 # request per 128 B of block (the link counts requests, not bytes: NOTES.md run 6); they pay
@@ -61,11 +68,13 @@ ORDER_SLACK = 1.25
 ORDERED_VARIANT = 0
 
 
-def wants_page_order(geo, n: int, layers: int) -> bool:
+def wants_page_order(geo, n: int, layers: int, *, per_call: bool = False) -> bool:
     """True for fp8-like rows (a 4 B scale per 128 B of values) moving enough bytes to repay
-    the two extra launches of the page-order scale passes (device to device)."""
+    the two extra launches of the page-order scale passes (device to device); per_call: and
+    the sort made for this call alone (new id tensors)."""
+    least = NEW_ORDER_MIN_BYTES if per_call else PAGE_ORDER_MIN_BYTES
     return (0 < geo.scale_bytes and geo.value_bytes <= 128
-            and n * layers * geo.bytes_per_token >= PAGE_ORDER_MIN_BYTES)
+            and n * layers * geo.bytes_per_token >= least)
 
 
 def wants_dma(geo, host_shape, n: int, page_size: int) -> bool:
@@ -253,19 +262,41 @@ def page_order_ids(si, di, page_size: int, limits: tuple | None = None):
             s_dst.contiguous(), (n + page_size - 1) // page_size)
 
 
+def device_page_order(ext, si, di, page_size: int, pages: tuple, limits: tuple):
+    """`page_order_ids` made by the binding (`page_order`: a memset, two small kernels and a
+    scan, no synchronisation) for device ids si, di of pools of `pages` (src, dst) pages; pairs
+    with an id outside `limits` get -1 in both scale passes. The order inside a page is not
+    the ids' order (any order groups a page's scales); the lists are rows of one tensor."""
+    _, g_src, g_slot, s_slot, s_dst = ext.page_order(si, di, page_size, pages[0], pages[1],
+                                                     limits[0], limits[1])
+    return g_src, g_slot, s_slot, s_dst, (si.numel() + page_size - 1) // page_size
+
+
 def run_page_order(ext, src, dst, si, di, args: tuple, ids) -> int:
     """A device-to-device token transfer in parts: values as they come, scales through a
-    compact scratch pool in source order, then destination order (ids: `page_order_ids`).
-    args: the binding's 13 arguments after the ids. Returns the value pass's sequence number;
-    with checks on, the scale passes skip the ids it reports."""
+    compact scratch pool in source order, then destination order (ids: `page_order_ids`, or
+    a function making them, called on a side stream while the values move). args: the
+    binding's 13 arguments after the ids. Returns the value pass's sequence number; with
+    checks on, the scale passes skip the ids it reports."""
     import torch
 
     token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
     check, s_lim, d_lim = args[10:13]
+    if callable(ids):
+        cur = torch.cuda.current_stream(dst.device)
+        ready = cur.record_event()    # the ids written, earlier users of the side stream's lists
+        seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
+        side = _side_stream(dst.device)
+        side.wait_event(ready)
+        with torch.cuda.stream(side):
+            ids = ids()
+        ids[0].record_stream(cur)     # the lists are read on `cur`: not reused before that
+        cur.wait_stream(side)
+    else:
+        seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
     g_src, g_slot, s_slot, s_dst, pages = ids
     scratch = torch.empty(_compact_shape("page_first" if pf else "layer_first", pages, layers,
                                          ps * sb), dtype=torch.uint8, device=dst.device)
-    seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
     head, mid = (token, pf, ps), (layers, vb, sb, False, -1, check)
     slots = pages * ps
     ext.transfer(src, scratch, g_src, g_slot, *head, s_pages, pages, *mid,

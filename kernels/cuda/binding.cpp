@@ -283,6 +283,43 @@ torch::Tensor mark_pages(torch::Tensor ids, int64_t page_size, int64_t pages, in
   return out;
 }
 
+// The page order of device ids (kernels/scales.py device_page_order): (out, gather src ids,
+// gather scratch slots, scatter scratch slots, scatter dst ids), the four lists the rows of
+// out, a [4, n] int64 tensor. A counting sort by page on the current stream, no
+// synchronisation; pairs with an id outside [0, limit) get -1 in both scale passes.
+py::tuple page_order(torch::Tensor src_idx, torch::Tensor dst_idx, int64_t page_size,
+                     int64_t src_pages, int64_t dst_pages, int64_t src_limit, int64_t dst_limit) {
+  TORCH_CHECK(src_idx.is_cuda() && dst_idx.is_cuda() && src_idx.dtype() == torch::kInt64 &&
+              dst_idx.dtype() == torch::kInt64 && src_idx.dim() == 1 && dst_idx.dim() == 1,
+              "ids must be 1-D int64 device tensors");
+  TORCH_CHECK(src_idx.numel() == dst_idx.numel(), "index tensors differ in length");
+  TORCH_CHECK(src_idx.device() == dst_idx.device(), "index tensors on two devices");
+  TORCH_CHECK(page_size > 0 && src_pages >= 0 && dst_pages >= 0 &&
+              src_limit <= src_pages * page_size && dst_limit <= dst_pages * page_size,
+              "page_order: bad page geometry");
+  const int64_t n = src_idx.numel();
+  TORCH_CHECK(2 * n + src_pages + dst_pages + 2 < (int64_t(1) << 31), "page_order: too many ids");
+  c10::cuda::CUDAGuard guard(src_idx.device());
+  auto si = src_idx.contiguous();
+  auto di = dst_idx.contiguous();
+  const wb::OrderArgs o{n, page_size, src_pages, dst_pages, src_limit, dst_limit};
+  const auto i32 = torch::dtype(torch::kInt32).device(si.device());
+  auto work = torch::empty({2 * (src_pages + dst_pages + 2) + 2 * n}, i32);
+  auto out = torch::empty({4, n}, si.options());
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream(si.device().index());
+  size_t temp_bytes = 0;
+  cudaError_t e = wb::page_order_launch(nullptr, nullptr, o, work.data_ptr<int32_t>(), nullptr,
+                                        temp_bytes, nullptr, stream);
+  TORCH_CHECK(e == cudaSuccess, "page_order: ", cudaGetErrorString(e));
+  auto temp = torch::empty({int64_t(std::max<size_t>(temp_bytes, 16))},
+                           torch::dtype(torch::kUInt8).device(si.device()));
+  e = wb::page_order_launch(si.data_ptr<int64_t>(), di.data_ptr<int64_t>(), o,
+                            work.data_ptr<int32_t>(), temp.data_ptr(), temp_bytes,
+                            out.data_ptr<int64_t>(), stream);
+  TORCH_CHECK(e == cudaSuccess, "page_order launch failed: ", cudaGetErrorString(e));
+  return py::make_tuple(out, out[0], out[1], out[2], out[3]);
+}
+
 std::vector<std::string> variants() {
   std::vector<std::string> out;
   for (int v = 0; v < wb::transfer_variant_count(); ++v) out.push_back(wb::transfer_variant_name(v));
@@ -299,5 +336,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("variants", &variants, "names of the kernel variants, by number");
   m.def("copy_2d", &copy_2d, "one 2D copy-engine transfer on the current stream");
   m.def("mark_pages", &mark_pages, "the host pages device ids touch (-1 elsewhere)");
+  m.def("page_order", &page_order, "the page order of device ids (a counting sort by page)");
   m.def("copy_runs", &copy_runs, "copy-engine copies of (src offset, dst offset, length) runs");
 }

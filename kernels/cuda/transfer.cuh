@@ -64,6 +64,19 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream);
 cudaError_t mark_pages_launch(const int64_t* ids, int64_t n, int64_t page_size, int64_t limit,
                               int64_t* out, int64_t pages, cudaStream_t stream);
 
+// Page order of n pairs (kernels/scales.py device_page_order): a counting sort by source page
+// and by destination page, on `stream`, no synchronisation. Pairs with an id outside [0, limit)
+// go last on both sides with -1 ids (the scale passes skip them).
+struct OrderArgs {
+  int64_t n, page_size, s_pages, d_pages, s_lim, d_lim;
+};
+// work: 2 * (s_pages + d_pages + 2) + 2 * n int32; out: 4 * n int64 (gather src ids, gather
+// scratch slots, scatter scratch slots, scatter dst ids). With temp == nullptr only sets
+// temp_bytes (the scan's scratch) and returns.
+cudaError_t page_order_launch(const int64_t* src_idx, const int64_t* dst_idx, const OrderArgs& o,
+                              int32_t* work, void* temp, size_t& temp_bytes, int64_t* out,
+                              cudaStream_t stream);
+
 // Number of kernel variants transfer_launch accepts (0 .. count-1).
 int transfer_variant_count();
 const char* transfer_variant_name(int v);

@@ -283,7 +283,7 @@ def test_scales_in_page_order_match_the_reference(geometry, layout, monkeypatch)
 
 
 def test_scales_apart_take_no_host_synchronisation(monkeypatch):
-    from wb_kernels import api
+    from wb_kernels import api, scales
 
     _force_scale_dma(monkeypatch)
     gen = torch.Generator().manual_seed(13)
@@ -300,6 +300,9 @@ def test_scales_apart_take_no_host_synchronisation(monkeypatch):
             transfer(host, dev_a, si, di, **KW)          # 2D copy of the host scales
         for _ in range(3):
             transfer(d2d_src, dev_b, si, di, **KW)       # page order from the second call
+        monkeypatch.setattr(scales, "NEW_ORDER_MIN_BYTES", 0)
+        for _ in range(3):                               # new ids: sorted on the device per call
+            transfer(d2d_src, dev_b, si.clone(), di.clone(), **KW)
         _force_blocks(monkeypatch)
         for _ in range(3):
             transfer(host, dev_a, si, di, **KW)          # the touched pages' blocks
@@ -308,13 +311,15 @@ def test_scales_apart_take_no_host_synchronisation(monkeypatch):
     api.synchronize()
 
 
-@pytest.mark.parametrize("path", ["h2d", "d2d-again", "h2d-blocks"])
+@pytest.mark.parametrize("path", ["h2d", "d2d-again", "h2d-blocks", "d2d-new"])
 def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch):
-    from wb_kernels import api
+    from wb_kernels import api, scales
 
     _force_scale_dma(monkeypatch)
     if path == "h2d-blocks":
         _force_blocks(monkeypatch)
+    if path == "d2d-new":      # new id tensors: page order sorted on the device for the call
+        monkeypatch.setattr(scales, "NEW_ORDER_MIN_BYTES", 0)
     gen = torch.Generator().manual_seed(14)
     src, dst0 = _fp8_pools(gen)
     si, di = torch.tensor([1, 2, 8 * 64, 9, 3]), torch.tensor([4, 5, 6, 7, -2])
@@ -325,8 +330,10 @@ def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch)
     s = src.clone().pin_memory() if path.startswith("h2d") else src.cuda()
     d = dst0.cuda()
     a, b = si.cuda(), di.cuda()
-    for _ in range(2 if path == "d2d-again" else 1):
+    for _ in range(2 if path in ("d2d-again", "d2d-new") else 1):
         d.copy_(dst0)
+        if path == "d2d-new":
+            a, b = a.clone(), b.clone()
         transfer(s, d, a, b, **KW)
         with pytest.raises(KernelError, match=r"src_idx\[2\] = 512"):
             api.synchronize()
@@ -531,3 +538,58 @@ def test_marked_pages_match_the_torch_list():
         got = scales.device_block_ids(ids, 64, pages, 40 * 64, build.load())
         assert torch.equal(got, want)
     assert build.load().mark_pages(ids[:0], 64, 3, 3 * 64).tolist() == [-1, -1, -1]
+
+
+def test_device_page_order_groups_pages_and_keeps_every_pair():
+    """The binding's counting sort (new device ids, fp8 rows d2d): the gather list by source
+    page, the scatter list by destination page, each pair once through the scratch slots, and
+    pairs with a bad id last with -1 on both sides."""
+    from wb_kernels import build, scales
+
+    gen = torch.Generator().manual_seed(34)
+    n, ps = 3000, 64
+    si = torch.randperm(80 * ps, generator=gen)[:n]
+    di = torch.randperm(60 * ps, generator=gen)[:n]
+    si[[5, 17]] = torch.tensor([80 * ps, -3])
+    di[[17, 40]] = torch.tensor([-1, 60 * ps + 2])
+    g_src, g_slot, s_slot, s_dst, pages = scales.device_page_order(
+        build.load(), si.cuda(), di.cuda(), ps, (80, 60), (80 * ps, 60 * ps))
+    g_src, g_slot, s_slot, s_dst = (t.cpu() for t in (g_src, g_slot, s_slot, s_dst))
+    assert pages == (n + ps - 1) // ps and torch.equal(g_slot, torch.arange(n))
+    bad = 3                                            # pairs 5, 17 and 40
+    assert (g_src[-bad:] == -1).all() and (s_dst[-bad:] == -1).all()
+    for ids in (g_src[:-bad], s_dst[:-bad]):
+        pg = torch.div(ids, ps, rounding_mode="floor")
+        assert (pg[1:] >= pg[:-1]).all()               # grouped by page, pages ascending
+    ok = torch.ones(n, dtype=torch.bool)
+    ok[[5, 17, 40]] = False
+    got = sorted(zip(g_src[s_slot].tolist(), s_dst.tolist()))
+    want = sorted(zip(torch.where(ok, si, -1).tolist(), torch.where(ok, di, -1).tolist()))
+    assert got == want
+    assert sorted(s_slot.tolist()) == list(range(n))
+
+
+@pytest.mark.parametrize("layout", ["page_first", "layer_first"])
+def test_new_ids_in_page_order_per_call_match_the_reference(layout, monkeypatch):
+    """transfer() with new device id tensors each call, fp8 rows d2d, page order sorted on the
+    device per call (the gate forced open at this size)."""
+    from wb_kernels import scales
+
+    monkeypatch.setattr(scales, "NEW_ORDER_MIN_BYTES", 0)
+    gen = torch.Generator().manual_seed(35)
+    kw = dict(geometry="index_k_fp8", granularity="token", layout=layout, page_size=64)
+    src = make_pool("index_k_fp8", layout, 12, 3, 64, gen=gen)
+    shape = list(src.shape)
+    shape[0 if layout == "page_first" else 1] = 10
+    s_dev = src.cuda()
+    for call in range(3):
+        si, di = index_set("large", granularity="token", src_pages=12, dst_pages=10,
+                           page_size=64, gen=gen)
+        dst0 = poison(tuple(shape), gen)
+        want = dst0.clone()
+        reference_transfer(src, want, si, di, geometry=GEOMETRIES["index_k_fp8"],
+                           granularity="token", layout=layout, page_size=64)
+        d = dst0.cuda()
+        transfer(s_dev, d, si.cuda(), di.cuda(), impl="cuda", **kw)
+        torch.cuda.synchronize()
+        assert torch.equal(d.cpu(), want), call
