@@ -8,12 +8,14 @@ Where the data checks of the ids run (range, duplicate destinations):
   detected by a byte stamp per destination id (both copies land inside dst). The first such
   error of a launch is written to pinned host memory and raised as `KernelError` by the next
   `transfer()` on that device (which then moves nothing) or by `synchronize()`.
-- host-to-device token rows with a scale block, when the transfer names enough rows per host
-  page (`kernels.scales.wants_dma`, `wants_blocks`): as above, in two launches (the values,
-  which check and report, then the scales from a device copy of the host pool's scale blocks,
-  which skip the same bad ids without reporting them again); the blocks of only the touched
-  pages take a third launch that skips the pages no valid id names (the pages marked on the
-  device per call, one launch; their number estimated as for random ids).
+- host-to-device token rows with a scale block: the path is chosen on the device from the
+  pages the ids touch and their runs of one page (`kernels.scales.device_path`, one launch
+  marking the pages), every alternative enqueued and gated on it: one launch for ids page by
+  page, or the touched pages' scale blocks (`wants_blocks`, `wants_dma`): the values, which
+  check and report, a block pass that skips the pages no valid id names, then the scales from
+  the staged blocks, which skip the same bad ids without reporting them again; or the default
+  launch. Device to host, rows with scales: one launch for ids page by page, else the
+  default, chosen the same way.
 - fp8 token rows device to device, 64 MB and up: as above, the scales in page order (three
   launches; the scale passes skip the bad ids), sorted by page on the device, once for the
   same index tensors handed again unchanged, per call for new ones (kernels.scales
@@ -39,8 +41,9 @@ import weakref
 
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
 from .reuse import ReusedIds, host_valid
-from .scales import (device_block_ids, device_ids_path, device_page_order, run_h2d,
-                     run_page_order, versions, wants_page_order)
+from .scales import (ORDERED_VARIANT, PATH_DEFAULT, PATH_ORDERED, device_path,
+                     device_page_order, run_h2d, run_page_order, versions, wants_dma,
+                     wants_page_order)
 
 __all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
 
@@ -143,7 +146,7 @@ class _Pools:
     __slots__ = ("refs", "ptrs", "shapes", "geo", "addr", "granularity", "layout", "page_size",
                  "s_shape", "d_shape", "device", "impl", "unit", "s_lim", "d_lim", "same_pool",
                  "dev_index", "ext", "args", "scale_dma", "page_order", "order", "known",
-                 "__weakref__")
+                 "d2h_choice", "__weakref__")
 
     def holds(self, src, dst) -> bool:
         return (self.refs[0]() is src and self.refs[1]() is dst
@@ -224,7 +227,7 @@ def _validate_pools(src, dst, *, geometry, granularity, layout, page_size, strid
     p.s_shape, p.d_shape = s_shape, d_shape
     p.dev_index = p.device.index if p.device.type == "cuda" else -1
     p.ext, p.args, p.scale_dma, p.page_order, p.order = None, None, False, False, None
-    p.known = None
+    p.known, p.d2h_choice = None, False
     if p.impl == "cuda" and not p.same_pool:
         from . import build
 
@@ -236,6 +239,8 @@ def _validate_pools(src, dst, *, geometry, granularity, layout, page_size, strid
                   True, p.s_lim, p.d_lim, 0, False, False, True)
         p.scale_dma = (token and addr is geo and geo.scale_bytes > 0
                        and src.device.type == "cpu" and dst.device.type == "cuda")
+        p.d2h_choice = (token and addr is geo and geo.scale_bytes > 0
+                        and src.device.type == "cuda" and dst.device.type == "cpu")
         # fp8 rows gained 9 points of the copy with their scales in page order (run 7)
         p.page_order = (token and addr is geo and 0 < geo.scale_bytes
                         and geo.value_bytes <= 128 and src.is_cuda and dst.is_cuda)
@@ -332,33 +337,47 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
                     return
                 if p.scale_dma:
                     seq = _h2d(p, src, dst, src_idx, dst_idx, n)
+                elif p.d2h_choice:
+                    seq = _d2h(p, src, dst, src_idx, dst_idx, n)
                 elif p.page_order and (wants_page_order(p.geo, n, p.s_shape.num_layers)
                                        or wants_page_order(p.geo, n, p.s_shape.num_layers,
                                                            per_call=True)):
                     seq = _ordered(p, src, dst, src_idx, dst_idx, n)
                 else:
                     seq = p.ext.transfer(src, dst, src_idx, dst_idx, *p.args)
-                _CALLS[seq & 255] = (seq, p, n)
+                for one in seq if type(seq) is list else (seq,):
+                    _CALLS[one & 255] = (one, p, n)
             return
     run_plan(_plan(p, src, dst, src_idx, dst_idx))
 
 
-def _h2d(p: _Pools, src, dst, si, di, n: int) -> int:
-    """Host-to-device token rows with scales, device ids: how the scales move ("blocks" of the
-    touched pages, "h2d" the 2D copy of the whole region, or with the values), from the pages
-    the ids touch. The ids are not read: the pages are estimated as for random ids (the most
-    any n ids touch) and marked on the device per call (one launch, on the side stream while
-    the values move); the whole region is never copied for them, only the marked pages'
-    blocks (kernels.scales.device_ids_path). Ids handed again run as their plan once read (`_known`), which knows
-    their exact pages and order."""
-    pages = p.s_shape.num_pages
-    how = device_ids_path(p.geo, p.s_shape, n, p.page_size)
-    if how is None:
-        return p.ext.transfer(src, dst, si, di, *p.args)
-    blocks = None
-    if how == "blocks":
-        blocks = lambda: device_block_ids(si, p.page_size, pages, p.s_lim, p.ext)  # noqa: E731
-    return run_h2d(p.ext, src, dst, si, di, p.args[:13], blocks=blocks)
+def _h2d(p: _Pools, src, dst, si, di, n: int) -> list:
+    """Host-to-device token rows with scales, device ids (not read on the host): the path is
+    chosen on the device (kernels.scales.device_path, from the pages the ids touch and their
+    runs) and every alternative enqueued, gated on it: one launch in ORDERED_VARIANT for ids
+    page by page, the touched pages' blocks (value pass, block pass on the side stream, scale
+    pass), and the default launch where the blocks would not always pay. Returns the checked
+    launches' sequence numbers (the one that runs reports). Ids handed again run as their plan
+    once read (`_known`), which also sees runs of whole pages (the staged DMA path)."""
+    marks, path, _ = device_path(p.ext, si, p.geo, p.s_shape, n, p.page_size, p.s_lim,
+                                 blocks=True)
+    a = p.args
+    seqs = [p.ext.transfer_gated(path, PATH_ORDERED, src, dst, si, di, *a[:9], ORDERED_VARIANT,
+                                 *a[10:])]
+    if not wants_dma(p.geo, p.s_shape, n, p.page_size):
+        seqs.append(p.ext.transfer_gated(path, PATH_DEFAULT, src, dst, si, di, *a))
+    seqs.append(run_h2d(p.ext, src, dst, si, di, a[:13], blocks=marks, gate=path))
+    return seqs
+
+
+def _d2h(p: _Pools, src, dst, si, di, n: int) -> list:
+    """Device-to-host token rows with scales, device ids: one launch in ORDERED_VARIANT where
+    the host ids come page by page (chosen on the device, as `_h2d`), else the default."""
+    _, path, _ = device_path(p.ext, di, p.geo, p.d_shape, n, p.page_size, p.d_lim, blocks=False)
+    a = p.args
+    return [p.ext.transfer_gated(path, PATH_ORDERED, src, dst, si, di, *a[:9], ORDERED_VARIANT,
+                                 *a[10:]),
+            p.ext.transfer_gated(path, PATH_DEFAULT, src, dst, si, di, *a)]
 
 
 def _reused(p: _Pools, slot: str, ids: tuple, make):

@@ -261,9 +261,14 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
     page order (on a plan, and through transfer() handed the same ids again)."""
     from . import scales
 
-    # Constants forced per run: every transfer() call takes the 2D copy, or the touched pages' blocks.
-    forced = {"transfer": dict(SCALE_DMA_BYTES_PER_ROW=1 << 40),
-              "transfer-blocks": dict(BLOCK_MARGIN=0, BLOCK_FRACTION=2)}
+    # Constants forced per run: every transfer() call takes the touched pages' blocks (its
+    # form for device ids of the 2D copy's choice, or by wants_blocks), or, chosen on the
+    # device: one launch as for ids page by page ("grouped"), or the default launch.
+    forced = {"transfer": dict(SCALE_DMA_BYTES_PER_ROW=1 << 40, ORDER_SLACK=0),
+              "transfer-blocks": dict(BLOCK_MARGIN=0, BLOCK_FRACTION=2, ORDER_SLACK=0),
+              "transfer-grouped": dict(ORDER_SLACK=1e9),
+              "transfer-default": dict(ORDER_SLACK=0, BLOCK_MARGIN=1e9,
+                                       SCALE_DMA_BYTES_PER_ROW=0)}
     for geometry in ("c4_latent", "index_k_fp8"):
         for layout in LAYOUTS:
             for kind in ("scattered", "large", "partial"):
@@ -274,7 +279,9 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
                 name = f"{geometry} {layout} token {kind} n={si.numel()}"
                 runs = [("h2d", "always", False), ("h2d", "serial", True), ("d2d", "always", True),
                         ("h2d", "transfer", True), ("h2d", "blocks", False),
-                        ("h2d", "blocks", True), ("h2d", "transfer-blocks", True)]
+                        ("h2d", "blocks", True), ("h2d", "transfer-blocks", True),
+                        ("h2d", "transfer-grouped", True), ("h2d", "transfer-default", True),
+                        ("d2h", "transfer-grouped", True), ("d2h", "transfer-default", True)]
                 for direction, how, on_dev in runs:
                     if progress:
                         progress(f"scales {name} {direction} {how}")

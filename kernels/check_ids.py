@@ -81,8 +81,11 @@ def device_checked_cases(r: _Runner, report: CheckReport):
     # *-reuse: the same tensors with valid ids three times (the third unchecked, from their host
     # copy), then changed in place to the bad ids: checked again, twice
     # d2d-sort: new id tensors, page order sorted on the device for the call (bad pairs -1)
+    # h2d-grouped, d2h-grouped, h2d-default, d2h-default: the path chosen on the device forced
+    # to one launch as for ids page by page, or to the default launch
     modes = ("d2d", "h2d-dma", "d2d-order", "d2d-sort", "h2d-blocks", "h2d-again", "d2d-reuse",
-             "d2h-reuse", "h2d-reuse")
+             "d2h-reuse", "h2d-reuse", "h2d-grouped", "d2h-grouped", "h2d-default",
+             "d2h-default")
     for (name, gran, s_ids, d_ids, fragment, keep), mode in itertools.product(cases, modes):
         si, di = torch.tensor(s_ids), torch.tensor(d_ids)
         d = dst0.clone().pin_memory() if mode.startswith("d2h") else dst0.cuda()
@@ -93,9 +96,13 @@ def device_checked_cases(r: _Runner, report: CheckReport):
             unchecked = _valid_then_changed(src_d, d, a, b, dict(granularity=gran, **kw))
             oks.append(unchecked)
             notes.append("" if unchecked else "valid ids were not run unchecked")
-        forced = dict(SCALE_DMA_BYTES_PER_ROW=1 << 40, PAGE_ORDER_MIN_BYTES=0)
+        forced = dict(SCALE_DMA_BYTES_PER_ROW=1 << 40, PAGE_ORDER_MIN_BYTES=0, ORDER_SLACK=0)
         if mode == "h2d-blocks":
             forced.update(BLOCK_MARGIN=0, BLOCK_FRACTION=2)
+        if mode.endswith("grouped"):
+            forced.update(ORDER_SLACK=1e9)
+        if mode.endswith("default"):
+            forced.update(BLOCK_MARGIN=1e9, SCALE_DMA_BYTES_PER_ROW=0)
         if mode == "d2d-sort":
             forced.update(NEW_ORDER_MIN_BYTES=0)
         with _patched(scales, **forced):

@@ -173,6 +173,23 @@ for g in ("c4_latent", "index_k_fp8"):
                 except KernelError:
                     reported += 1
 scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = keep_blocks
+# New host ids with scales, the path chosen on the device forced each way, bad ids among them.
+keep_slack = scales.ORDER_SLACK
+for slack in (0, 1e9):
+    scales.ORDER_SLACK = slack
+    for g in ("c4_latent", "index_k_fp8"):
+        a_h = make_pool(g, "page_first", 8, 2, 64, gen=gen).pin_memory()
+        a_d = a_h.cuda()
+        for s_ids, d_ids in (([1, 2, 8 * 64 + 5, 3], [4, 5, 6, 7]), ([1, 2, 3], [4, -7, 6])):
+            for s, d, x, y in ((a_h, a_d.clone(), s_ids, d_ids),
+                               (a_d, a_h.clone().pin_memory(), d_ids, s_ids)):
+                try:
+                    transfer(s, d, torch.tensor(x).cuda(), torch.tensor(y).cuda(), geometry=g,
+                             granularity="token", layout="page_first", impl="cuda")
+                    api.synchronize()
+                except KernelError:
+                    reported += 1
+scales.ORDER_SLACK = keep_slack
 # Reused device ids (kernels.reuse): valid ids run unchecked from their host copy (the staged
 # DMA path forced where host pages run whole), then changed in place to a bad id: checked again.
 from kernels import staged

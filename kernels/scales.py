@@ -18,6 +18,10 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   are read on the host once and run as a plan with cpu ids (kernels.reuse).
 - Host to device, ids that come page by page (`page_grouped`): one launch in ORDERED_VARIANT,
   the scales of a page on neighbouring threads already coalesce.
+- Device ids of host rows with scales, not read on the host (`device_path`): the path is chosen
+  on the device, from the pages the ids touch and their runs of one page, counted as the pages
+  are marked (one launch); every alternative is enqueued gated on that choice, and the ones
+  not chosen return at once (`PATH_*`, the binding's `transfer_gated`).
 - Device to device, fp8 rows from 64 MB (`page_order_ids`, `run_page_order`): the scales
   gathered in source order into a compact scratch pool, then scattered from it in destination
   order, so each pass reads or writes neighbouring 4 B slots together instead of one 32 B
@@ -38,7 +42,8 @@ __all__ = ["wants_dma", "wants_blocks", "wants_page_order", "h2d_path", "device_
            "host_page_stats", "run_h2d", "block_ids", "device_block_ids",
            "random_pages", "versions", "page_order_ids", "device_page_order", "run_page_order",
            "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "NEW_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION",
-           "ORDER_SLACK", "ORDERED_VARIANT"]
+           "ORDER_SLACK", "ORDERED_VARIANT", "device_path", "PATH_DEFAULT", "PATH_ORDERED",
+           "PATH_BLOCKS"]
 
 # A scale request saved per (token, layer) pays for this many bytes of the 2D copy: the link
 # serves ~430 M requests/s, the 2D copy of 256-512 B blocks ~33 GB/s (NOTES.md runs 6-7).
@@ -66,6 +71,9 @@ REQUEST_BYTES = 128
 # (48-49 against 46-47 GB/s, NOTES.md run 9, sparseP rows).
 ORDER_SLACK = 1.25
 ORDERED_VARIANT = 0
+# The paths `device_path` chooses between on the device: the direction's default launch, one
+# launch in ORDERED_VARIANT (ids page by page), the touched pages' scale blocks (host to device).
+PATH_DEFAULT, PATH_ORDERED, PATH_BLOCKS = 0, 1, 2
 
 
 def wants_page_order(geo, n: int, layers: int, *, per_call: bool = False) -> bool:
@@ -118,6 +126,21 @@ def device_ids_path(geo, host_shape, n: int, page_size: int):
     link), faster where the ids touch fewer pages (seq rows: sK 48-51 against sD 42-47)."""
     how = h2d_path(geo, host_shape, n, page_size, random_pages(n, host_shape.num_pages))
     return "blocks" if how == "h2d" else how
+
+
+def device_path(ext, host_ids, geo, host_shape, n: int, page_size: int, limit: int, *,
+                blocks: bool):
+    """(marks, path, stats) of device ids on the host side of a transfer, made on the device
+    with no synchronisation (the binding's `choose_path`): marks as `device_block_ids`; path a
+    one-element int32 device tensor: PATH_ORDERED when the ids come page by page
+    (`page_grouped` on the pages they touch and their runs), else with `blocks` (host to
+    device) PATH_BLOCKS where `wants_blocks` on the pages they touch, or `wants_dma` (the
+    whole region would pay: the touched blocks are never more), else PATH_DEFAULT; stats
+    (touched, runs, -, path) for tests."""
+    need = BLOCK_MARGIN * page_size * geo.scale_bytes / REQUEST_BYTES if blocks else float("inf")
+    always = blocks and wants_dma(geo, host_shape, n, page_size)
+    return ext.choose_path(host_ids, page_size, host_shape.num_pages, limit, ORDER_SLACK, need,
+                           always)
 
 
 def host_page_stats(host_ids, page_size: int) -> tuple[int, int]:
@@ -188,15 +211,22 @@ def _side_stream(dev):
     return _SIDE[dev]
 
 
-def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=None) -> int:
+def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=None,
+            gate=None) -> int:
     """A host-to-device token transfer in parts. args: the binding's 13 arguments after the
     ids (kernels.api._Pools.args; variant and checks included). blocks: page ids of the host
     pool (-1 to skip), or a function making them, whose scale blocks a zero-copy pass stages
     instead of the 2D copy of all. overlap: the staging (and the making of its ids) on a side
-    stream while the values move, so no kernel boundary leaves the link idle. Returns the value
-    pass's sequence number (its checks report for the call; the scale passes only skip bad
-    ids)."""
+    stream while the values move, so no kernel boundary leaves the link idle. gate: the path
+    tensor of `device_path`; every launch then runs only where it says PATH_BLOCKS (blocks
+    given as a tensor). Returns the value pass's sequence number (its checks report for the
+    call; the scale passes only skip bad ids)."""
+    import functools
+
     import torch
+
+    if gate is not None:
+        ext = _Gated(ext, functools.partial(ext.transfer_gated, gate, PATH_BLOCKS))
 
     token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
     width, row = ps * sb, ps * (vb + sb)
@@ -221,6 +251,13 @@ def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=
         seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
     ext.transfer(staging, dst, si, di, *args[:9], -1, *args[10:], 2, True, False, False)
     return seq
+
+
+class _Gated:
+    """The extension with `transfer` replaced by its gated form (run_h2d's `gate`)."""
+
+    def __init__(self, ext, transfer):
+        self.transfer, self.copy_2d = transfer, ext.copy_2d
 
 
 def _stage(ext, src, staging, blocks, args: tuple, sizes: tuple) -> None:

@@ -48,20 +48,15 @@ def _rows(geometry: str, order: str, raw, gen, layers: int = 4) -> list[tuple[st
            ("plan blocks (sK)", ms(lambda: build.launch(plan, staging="never", scales="blocks"))),
            ("plan v0 one launch", ms(lambda: build.launch(plan, 0, staging="never"))),
            ("plan v23 one launch", ms(lambda: build.launch(plan, 23, staging="never"))),
-           ("transfer() new ids (page list: mark_pages)",
+           ("transfer() new ids (path chosen on the device)",
             ms(_new_ids_each_call(src, dst, a, b, kw)))]
-    try:     # run 10's per-call list: ~10 torch ops
-        api.device_block_ids = lambda ids, ps_, pages, limit, ext=None: real(ids, ps_, pages,
-                                                                            limit)
-        out.append(("transfer() new ids (page list: torch ops)",
-                    ms(_new_ids_each_call(src, dst, a, b, kw))))
-    finally:
-        api.device_block_ids = real
     out.append(("transfer() reused ids (host copy: plan)", ms(lambda: api.transfer(
         src, dst, a, b, impl="cuda", **kw))))
     api.synchronize()
     out += [("  per-call page list, torch ops", ms(lambda: real(a, ps, s_pages, lim))),
             ("  per-call page list, mark_pages", ms(lambda: real(a, ps, s_pages, lim, ext))),
+            ("  per-call path choice, choose_path", ms(lambda: scales.device_path(
+                ext, a, geo, p.s_shape, a.numel(), ps, lim, blocks=True))),
             (f"  block pass, pool-wide list ({full.numel()})", ms(block_pass(full))),
             (f"  block pass, touched pages ({compact.numel()})", ms(block_pass(compact))),
             ("  values alone, checked", ms(values(True))),

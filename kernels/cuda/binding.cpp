@@ -86,11 +86,12 @@ int64_t next_seq() {
   return ++seq;
 }
 
-int64_t transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, torch::Tensor dst_idx,
-                 bool token, bool page_first, int64_t page_size, int64_t src_pages,
-                 int64_t dst_pages, int64_t layers, int64_t value_bytes, int64_t scale_bytes,
-                 bool clip, int64_t variant, bool check, int64_t src_limit, int64_t dst_limit,
-                 int64_t part, bool src_compact, bool dst_compact, bool report) {
+int64_t transfer_impl(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx,
+                      torch::Tensor dst_idx, bool token, bool page_first, int64_t page_size,
+                      int64_t src_pages, int64_t dst_pages, int64_t layers, int64_t value_bytes,
+                      int64_t scale_bytes, bool clip, int64_t variant, bool check,
+                      int64_t src_limit, int64_t dst_limit, int64_t part, bool src_compact,
+                      bool dst_compact, bool report, const int32_t* gate, int32_t gate_want) {
   TORCH_CHECK(src.dtype() == torch::kUInt8 && dst.dtype() == torch::kUInt8, "pools must be uint8");
   TORCH_CHECK(src.is_contiguous() && dst.is_contiguous(), "pools must be contiguous");
   TORCH_CHECK(src_idx.is_cuda() && dst_idx.is_cuda(), "index tensors must be on the device");
@@ -138,6 +139,8 @@ int64_t transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, to
   a.part = static_cast<int>(part);
   a.src_compact = src_compact;
   a.dst_compact = dst_compact;
+  a.gate = gate;
+  a.gate_want = gate_want;
   cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index());
   if (check && !report && a.n > 0) {  // ids an earlier launch checked: skip the bad ones only
     TORCH_CHECK(src_limit > 0 && dst_limit > 0, "checked launch without id limits");
@@ -161,6 +164,33 @@ int64_t transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, to
   const cudaError_t e = wb::transfer_launch(a, stream);
   TORCH_CHECK(e == cudaSuccess, "transfer kernel launch failed: ", cudaGetErrorString(e));
   return a.seq;
+}
+
+int64_t transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, torch::Tensor dst_idx,
+                 bool token, bool page_first, int64_t page_size, int64_t src_pages,
+                 int64_t dst_pages, int64_t layers, int64_t value_bytes, int64_t scale_bytes,
+                 bool clip, int64_t variant, bool check, int64_t src_limit, int64_t dst_limit,
+                 int64_t part, bool src_compact, bool dst_compact, bool report) {
+  return transfer_impl(src, dst, src_idx, dst_idx, token, page_first, page_size, src_pages,
+                       dst_pages, layers, value_bytes, scale_bytes, clip, variant, check,
+                       src_limit, dst_limit, part, src_compact, dst_compact, report, nullptr, 0);
+}
+
+// transfer() that runs only where the device chose it: gate is the int32 path tensor of
+// choose_path, the launch does nothing unless gate[0] == want.
+int64_t transfer_gated(torch::Tensor gate, int64_t want, torch::Tensor src, torch::Tensor dst,
+                       torch::Tensor src_idx, torch::Tensor dst_idx, bool token, bool page_first,
+                       int64_t page_size, int64_t src_pages, int64_t dst_pages, int64_t layers,
+                       int64_t value_bytes, int64_t scale_bytes, bool clip, int64_t variant,
+                       bool check, int64_t src_limit, int64_t dst_limit, int64_t part,
+                       bool src_compact, bool dst_compact, bool report) {
+  TORCH_CHECK(gate.is_cuda() && gate.dtype() == torch::kInt32 && gate.numel() >= 1,
+              "gate must be a device int32 tensor");
+  TORCH_CHECK(gate.device() == src_idx.device(), "gate and ids on two devices");
+  return transfer_impl(src, dst, src_idx, dst_idx, token, page_first, page_size, src_pages,
+                       dst_pages, layers, value_bytes, scale_bytes, clip, variant, check,
+                       src_limit, dst_limit, part, src_compact, dst_compact, report,
+                       gate.data_ptr<int32_t>(), static_cast<int32_t>(want));
 }
 
 // The first error a checked launch on this device reported, if it has: (code, seq, index,
@@ -283,6 +313,28 @@ torch::Tensor mark_pages(torch::Tensor ids, int64_t page_size, int64_t pages, in
   return out;
 }
 
+// The path of host-side device ids chosen on the device (kernels/scales.py device_path):
+// (marks, path): marks as mark_pages, path a 1-element int32 device tensor (0 the default
+// launch, 1 one launch for ids page by page, 2 the touched pages' scale blocks) for
+// transfer_gated. One memset pair and one launch, no synchronisation.
+py::tuple choose_path(torch::Tensor ids, int64_t page_size, int64_t pages, int64_t limit,
+                      double slack, double need_per_page, bool blocks_always) {
+  TORCH_CHECK(ids.is_cuda() && ids.dtype() == torch::kInt64 && ids.dim() == 1,
+              "ids must be a 1-D int64 device tensor");
+  TORCH_CHECK(page_size > 0 && pages >= 0 && limit >= 0 && limit <= pages * page_size,
+              "choose_path: bad page geometry");
+  c10::cuda::CUDAGuard guard(ids.device());
+  auto x = ids.contiguous();
+  auto out = torch::empty({pages}, x.options());
+  auto stats = torch::empty({4}, torch::dtype(torch::kInt32).device(x.device()));
+  const wb::ChooseArgs c{float(slack), float(need_per_page), blocks_always};
+  const cudaError_t e = wb::choose_path_launch(
+      x.data_ptr<int64_t>(), x.numel(), page_size, limit, out.data_ptr<int64_t>(), pages,
+      stats.data_ptr<int32_t>(), c, c10::cuda::getCurrentCUDAStream(x.device().index()));
+  TORCH_CHECK(e == cudaSuccess, "choose_path launch failed: ", cudaGetErrorString(e));
+  return py::make_tuple(out, stats.narrow(0, 3, 1), stats);
+}
+
 // The page order of device ids (kernels/scales.py device_page_order): (out, gather src ids,
 // gather scratch slots, scatter scratch slots, scatter dst ids), the four lists the rows of
 // out, a [4, n] int64 tensor. A counting sort by page on the current stream, no
@@ -332,6 +384,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "wb index-K transfer kernel";
   m.def("transfer", &transfer, "copy token or page segments of every layer between pools; "
         "returns the launch's sequence number when checked on the device, else 0");
+  m.def("transfer_gated", &transfer_gated, "transfer, run only where gate[0] == want "
+        "(a path chosen on the device)");
+  m.def("choose_path", &choose_path, "the touched pages and the path of host-side device ids");
   m.def("pending_error", &pending_error, "the first error a checked launch reported, or None");
   m.def("variants", &variants, "names of the kernel variants, by number");
   m.def("copy_2d", &copy_2d, "one 2D copy-engine transfer on the current stream");

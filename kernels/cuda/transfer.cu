@@ -69,6 +69,8 @@ struct KArgs {
   int32_t* claim;
   ErrorRecord* err;
   int64_t seq, idx_base;
+  const int32_t* gate;           // TransferArgs::gate: skip the launch unless *gate == gate_want
+  int32_t gate_want;
 };
 
 // First bad index of a checked launch: one thread wins the claim and fills the host record.
@@ -100,7 +102,9 @@ __device__ __forceinline__ bool pair_ids(const KArgs& a, uint32_t i, int64_t& st
 // thread takes one pair, reports an id out of range, and stamps the destination id with this
 // launch's generation; finding the generation there already means another pair named it.
 // Returns true in those blocks (the caller returns).
+// A gated launch whose path was not chosen (TransferArgs::gate) returns true in every block.
 __device__ __forceinline__ bool stamp_block(const KArgs& a) {
+  if (a.gate != nullptr && *a.gate != a.gate_want) return true;
   if (blockIdx.x >= a.stamp_blocks) return false;
   const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j < a.n) {
@@ -639,6 +643,51 @@ __global__ void __launch_bounds__(256) mark_pages_kernel(const int64_t* ids, int
   }
 }
 
+// Marks as mark_pages_kernel, counting the pages marked first and the runs of one page (per
+// warp, one atomic each); the last block to finish writes the path (ChooseArgs).
+__global__ void __launch_bounds__(256) choose_path_kernel(const int64_t* ids, int64_t n,
+                                                          int64_t page_size, int64_t limit,
+                                                          int64_t pages, int64_t* out,
+                                                          int32_t* stats, ChooseArgs c) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  int touched = 0, runs = 0;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    const int64_t id = ids[i];
+    if (id < 0 || id >= limit) continue;
+    const int64_t page = id / page_size;
+    if (page >= pages) continue;
+    if (out[page] == -1 &&
+        atomicCAS(reinterpret_cast<unsigned long long*>(out + page), ~0ull,
+                  static_cast<unsigned long long>(page)) == ~0ull)
+      ++touched;
+    const int64_t prev = i > 0 ? ids[i - 1] : -1;
+    if (i == 0 || prev < 0 || prev >= limit || prev / page_size != page) ++runs;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    touched += __shfl_down_sync(0xffffffffu, touched, o);
+    runs += __shfl_down_sync(0xffffffffu, runs, o);
+  }
+  if ((threadIdx.x & 31) == 0 && (touched || runs)) {
+    atomicAdd(stats, touched);
+    atomicAdd(stats + 1, runs);
+  }
+  __syncthreads();
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd(stats + 2, 1) == int(gridDim.x) - 1;
+  }
+  __syncthreads();
+  if (!last || threadIdx.x != 0) return;
+  __threadfence();
+  const volatile int32_t* v = stats;
+  const float t = float(v[0]), r = float(v[1]);
+  int32_t path = 0;
+  if (v[0] > 0 && r <= c.slack * t) path = 1;
+  else if (c.blocks_always || float(n) >= c.need_per_page * t) path = 2;
+  stats[3] = path;
+}
+
 // Page order by a counting sort (kernels/scales.py device_page_order): each pair takes a rank
 // in the bucket of its source page and in that of its destination page (atomics on per-page
 // counters; pairs with a bad id go to one last bucket per side), the counters are scanned,
@@ -708,6 +757,19 @@ cudaError_t page_order_launch(const int64_t* si, const int64_t* di, const OrderA
   return cudaGetLastError();
 }
 
+cudaError_t choose_path_launch(const int64_t* ids, int64_t n, int64_t page_size, int64_t limit,
+                               int64_t* out, int64_t pages, int32_t* stats, const ChooseArgs& c,
+                               cudaStream_t stream) {
+  cudaError_t e = cudaMemsetAsync(stats, 0, 4 * sizeof(int32_t), stream);
+  if (e == cudaSuccess && pages > 0)
+    e = cudaMemsetAsync(out, 0xff, size_t(pages) * sizeof(int64_t), stream);  // -1
+  if (e != cudaSuccess) return e;
+  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 1024));
+  choose_path_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(ids, n, page_size, limit,
+                                                                        pages, out, stats, c);
+  return cudaGetLastError();
+}
+
 cudaError_t mark_pages_launch(const int64_t* ids, int64_t n, int64_t page_size, int64_t limit,
                               int64_t* out, int64_t pages, cudaStream_t stream) {
   if (pages <= 0) return cudaSuccess;
@@ -764,6 +826,8 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream) {
   k.claim = a.claim;
   k.err = a.err;
   k.seq = a.seq;
+  k.gate = a.gate;
+  k.gate_want = a.gate_want;
   // The scale segment sits ps * value_bytes into a full row and at 0 in a compact one: a
   // compact side's base pointer is moved back by that much, so one offset formula serves both
   // (only in-bounds addresses are ever formed from it).

@@ -51,6 +51,11 @@ struct TransferArgs {
   int32_t* claim = nullptr;   // device word: 0 until some thread reports
   ErrorRecord* err = nullptr; // device address of the mapped host record
   int64_t seq = 0;
+  // A path chosen on the device (choose_path_launch): with gate set, the launch does nothing
+  // unless *gate == gate_want (every block returns at once), so the alternatives of a choice
+  // are all enqueued and one runs, with no host read.
+  const int32_t* gate = nullptr;
+  int32_t gate_want = 0;
 };
 
 // Returns cudaSuccess or the launch error. Nothing is validated here beyond the device-side
@@ -63,6 +68,20 @@ cudaError_t transfer_launch(const TransferArgs& a, cudaStream_t stream);
 // `stream`; ids outside the range mark nothing.
 cudaError_t mark_pages_launch(const int64_t* ids, int64_t n, int64_t page_size, int64_t limit,
                               int64_t* out, int64_t pages, cudaStream_t stream);
+
+// The path of host-side token ids that are not read on the host (kernels/scales.py
+// device_path), chosen on the device: marks as mark_pages_launch (out: `pages` int64), and in
+// stats (int32 x 4, zeroed here) the pages touched, the runs of one page (an id whose page
+// differs from the previous id's; bad ids count as no page), a block counter, and the path:
+// 1 when runs <= slack * touched (ids page by page: one launch), else 2 when blocks_always or
+// n >= need_per_page * touched (the touched pages' scale blocks), else 0 (the default launch).
+struct ChooseArgs {
+  float slack, need_per_page;
+  bool blocks_always;
+};
+cudaError_t choose_path_launch(const int64_t* ids, int64_t n, int64_t page_size, int64_t limit,
+                               int64_t* out, int64_t pages, int32_t* stats, const ChooseArgs& c,
+                               cudaStream_t stream);
 
 // Page order of n pairs (kernels/scales.py device_page_order): a counting sort by source page
 // and by destination page, on `stream`, no synchronisation. Pairs with an id outside [0, limit)

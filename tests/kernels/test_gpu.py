@@ -311,7 +311,8 @@ def test_scales_apart_take_no_host_synchronisation(monkeypatch):
     api.synchronize()
 
 
-@pytest.mark.parametrize("path", ["h2d", "d2d-again", "h2d-blocks", "d2d-new"])
+@pytest.mark.parametrize("path", ["h2d", "d2d-again", "h2d-blocks", "d2d-new", "h2d-grouped",
+                                  "h2d-default"])
 def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch):
     from wb_kernels import api, scales
 
@@ -320,6 +321,11 @@ def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch)
         _force_blocks(monkeypatch)
     if path == "d2d-new":      # new id tensors: page order sorted on the device for the call
         monkeypatch.setattr(scales, "NEW_ORDER_MIN_BYTES", 0)
+    # the path chosen on the device: one launch (ids page by page) or the default launch
+    monkeypatch.setattr(scales, "ORDER_SLACK", 1e9 if path == "h2d-grouped" else 0)
+    if path == "h2d-default":
+        monkeypatch.setattr(scales, "BLOCK_MARGIN", 1e9)
+        monkeypatch.setattr(scales, "SCALE_DMA_BYTES_PER_ROW", 0)
     gen = torch.Generator().manual_seed(14)
     src, dst0 = _fp8_pools(gen)
     si, di = torch.tensor([1, 2, 8 * 64, 9, 3]), torch.tensor([4, 5, 6, 7, -2])
@@ -593,3 +599,61 @@ def test_new_ids_in_page_order_per_call_match_the_reference(layout, monkeypatch)
         transfer(s_dev, d, si.cuda(), di.cuda(), impl="cuda", **kw)
         torch.cuda.synchronize()
         assert torch.equal(d.cpu(), want), call
+
+
+@pytest.mark.parametrize("geometry", ["c4_latent", "index_k_fp8"])
+def test_the_device_chooses_the_path_of_new_host_ids(geometry):
+    """device_path counts the touched pages and runs as host_page_stats does on the host (bad
+    ids left out) and chooses: page by page -> one launch; shuffled, several rows per touched
+    page -> the touched blocks; shuffled, two rows per page -> the default launch;
+    device to host (no blocks) the default."""
+    from wb_kernels import build, scales
+    from wb_kernels.geometry import PoolShape
+
+    geo, ps, pages = GEOMETRIES[geometry], 64, 400
+    shape = PoolShape.of((pages, 4, geo.page_bytes(ps)), "page_first")
+    gen = torch.Generator().manual_seed(36)
+    by_page = (torch.randperm(pages, generator=gen)[:20, None] * ps
+               + torch.arange(32)[None, :]).reshape(-1)
+    dense = by_page[torch.randperm(by_page.numel(), generator=gen)]
+    thin = (torch.arange(100)[:, None] * ps + torch.arange(2)[None, :]).reshape(-1)
+    thin = thin[torch.randperm(thin.numel(), generator=gen)]     # 2 rows a page, shuffled
+    cases = [(by_page, True, scales.PATH_ORDERED), (dense, True, scales.PATH_BLOCKS),
+             (thin, True, scales.PATH_DEFAULT), (dense, False, scales.PATH_DEFAULT)]
+    for ids, blocks, want in cases:
+        ids = torch.cat([ids, torch.tensor([-1, pages * ps])])    # bad ids count nothing
+        _, path, stats = scales.device_path(build.load(), ids.cuda(), geo, shape, ids.numel(),
+                                            ps, pages * ps, blocks=blocks)
+        touched, runs = scales.host_page_stats(ids[:-2], ps)
+        assert stats.cpu().tolist()[:2] == [touched, runs]
+        assert int(path.item()) == want, (blocks, stats.cpu().tolist())
+
+
+@pytest.mark.parametrize("geometry", ["c4_latent", "index_k_fp8"])
+@pytest.mark.parametrize("direction", ["h2d", "d2h"])
+@pytest.mark.parametrize("path", ["grouped", "blocks", "default"])
+def test_new_host_ids_on_each_device_chosen_path_match_the_reference(geometry, direction, path,
+                                                                     monkeypatch):
+    """transfer() with new device ids of host rows with scales, each path the device can
+    choose forced by the constants (device to host has no blocks path)."""
+    from wb_kernels import scales
+
+    if direction == "d2h" and path == "blocks":
+        pytest.skip("no blocks path device to host")
+    monkeypatch.setattr(scales, "ORDER_SLACK", 1e9 if path == "grouped" else 0)
+    monkeypatch.setattr(scales, "BLOCK_MARGIN", 0 if path == "blocks" else 1e9)
+    monkeypatch.setattr(scales, "SCALE_DMA_BYTES_PER_ROW", 0)
+    gen = torch.Generator().manual_seed(37)
+    src = make_pool(geometry, "page_first", 12, 3, 64, gen=gen)
+    dst0 = poison((10, 3, src.shape[2]), gen)
+    si, di = index_set("scattered", granularity="token", src_pages=12, dst_pages=10,
+                       page_size=64, gen=gen)
+    want = dst0.clone()
+    reference_transfer(src, want, si, di, geometry=GEOMETRIES[geometry], granularity="token",
+                       layout="page_first", page_size=64)
+    s = src.clone().pin_memory() if direction == "h2d" else src.cuda()
+    d = dst0.clone().pin_memory() if direction == "d2h" else dst0.cuda()
+    transfer(s, d, si.cuda(), di.cuda(), impl="cuda", geometry=geometry, granularity="token",
+             layout="page_first", page_size=64)
+    torch.cuda.synchronize()
+    assert torch.equal(d.cpu(), want)
