@@ -21,7 +21,8 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
 - Device ids of host rows with scales, not read on the host (`device_path`): the path is chosen
   on the device, from the pages the ids touch and their runs of one page, counted as the pages
   are marked (one launch); every alternative is enqueued gated on that choice, and the ones
-  not chosen return at once (`PATH_*`, the binding's `transfer_gated`).
+  not chosen return at once (`PATH_*`, the binding's `transfer_gated`). Host to device
+  (`run_h2d_chosen`) the values move first whatever the choice, which is made beside them.
 - Device to device, fp8 rows from 64 MB (`page_order_ids`, `run_page_order`): the scales
   gathered in source order into a compact scratch pool, then scattered from it in destination
   order, so each pass reads or writes neighbouring 4 B slots together instead of one 32 B
@@ -41,6 +42,7 @@ __all__ = ["wants_dma", "wants_blocks", "wants_page_order", "h2d_path", "device_
            "page_grouped",
            "host_page_stats", "run_h2d", "block_ids", "device_block_ids",
            "random_pages", "versions", "page_order_ids", "device_page_order", "run_page_order",
+           "run_h2d_chosen",
            "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "NEW_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION",
            "ORDER_SLACK", "ORDERED_VARIANT", "device_path", "PATH_DEFAULT", "PATH_ORDERED",
            "PATH_BLOCKS"]
@@ -203,30 +205,27 @@ def _compact_shape(layout: str, pages: int, layers: int, width: int) -> tuple:
 _SIDE: dict = {}
 
 
-def _side_stream(dev):
+def _side_stream(dev, priority: bool = False):
+    """A side stream of the device; with priority, one of the highest priority, whose blocks
+    the hardware dispatches ahead of the ones waiting on the current stream (a short chain of
+    small kernels then runs beside a long copy instead of after its last block)."""
     import torch
 
-    if dev not in _SIDE:
-        _SIDE[dev] = torch.cuda.Stream(device=dev)
-    return _SIDE[dev]
+    key = (dev, priority)
+    if key not in _SIDE:
+        _SIDE[key] = torch.cuda.Stream(device=dev, priority=-1 if priority else 0)
+    return _SIDE[key]
 
 
-def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=None,
-            gate=None) -> int:
+def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=None) -> int:
     """A host-to-device token transfer in parts. args: the binding's 13 arguments after the
     ids (kernels.api._Pools.args; variant and checks included). blocks: page ids of the host
     pool (-1 to skip), or a function making them, whose scale blocks a zero-copy pass stages
     instead of the 2D copy of all. overlap: the staging (and the making of its ids) on a side
-    stream while the values move, so no kernel boundary leaves the link idle. gate: the path
-    tensor of `device_path`; every launch then runs only where it says PATH_BLOCKS (blocks
-    given as a tensor). Returns the value pass's sequence number (its checks report for the
-    call; the scale passes only skip bad ids)."""
-    import functools
-
+    stream while the values move, so no kernel boundary leaves the link idle. Returns the value
+    pass's sequence number (its checks report for the call; the scale passes only skip bad
+    ids)."""
     import torch
-
-    if gate is not None:
-        ext = _Gated(ext, functools.partial(ext.transfer_gated, gate, PATH_BLOCKS))
 
     token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
     width, row = ps * sb, ps * (vb + sb)
@@ -253,8 +252,44 @@ def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=
     return seq
 
 
+def run_h2d_chosen(ext, src, dst, si, di, args: tuple, choose) -> int:
+    """A host-to-device token transfer of device ids in parts, the scales' path chosen on the
+    device: choose() -> (marks, path, stats) (`device_path`), called on a high-priority side
+    stream with the block pass gated on PATH_BLOCKS, while the values move on the current
+    stream (v23, checked: its sequence number is returned); then the scales from the staged
+    blocks (PATH_BLOCKS) or straight from the host pool (any other path: ids page by page put
+    a page's scales on neighbouring threads). No launch waits for the choice but the scales'.
+    args: the binding's 13 arguments after the ids."""
+    import functools
+
+    import torch
+
+    token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
+    width, row = ps * sb, ps * (vb + sb)
+    dev = dst.device
+    cur = torch.cuda.current_stream(dev)
+    staging = torch.empty(_compact_shape("page_first" if pf else "layer_first", s_pages, layers,
+                                         width), dtype=torch.uint8, device=dev)
+    ready = cur.record_event()        # earlier writes of the host pool, the ids, the staging
+    side = _side_stream(dev, priority=True)
+    side.wait_event(ready)
+    with torch.cuda.stream(side):
+        marks, path, stats = choose()
+        gated = _Gated(ext, functools.partial(ext.transfer_gated, path, PATH_BLOCKS))
+        _stage(gated, src, staging, marks, args, (width, row))
+    seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
+    stats.record_stream(cur)          # the path is read on `cur` below
+    cur.wait_stream(side)             # the staging pool is freed on `cur` after this point
+    head = args[:9]
+    ext.transfer_gated(path, PATH_BLOCKS, staging, dst, si, di, *head, -1, *args[10:], 2, True,
+                       False, False)
+    ext.transfer_gated(path, ~PATH_BLOCKS, src, dst, si, di, *head, ORDERED_VARIANT,
+                       *args[10:], 2, False, False, False)
+    return seq
+
+
 class _Gated:
-    """The extension with `transfer` replaced by its gated form (run_h2d's `gate`)."""
+    """The extension with `transfer` replaced by its gated form (`run_h2d_chosen`)."""
 
     def __init__(self, ext, transfer):
         self.transfer, self.copy_2d = transfer, ext.copy_2d
@@ -320,13 +355,15 @@ def run_page_order(ext, src, dst, si, di, args: tuple, ids) -> int:
     token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
     check, s_lim, d_lim = args[10:13]
     if callable(ids):
+        # The sort first, on a high-priority side stream: its small kernels are dispatched
+        # beside the value pass's blocks, not after the last of them.
         cur = torch.cuda.current_stream(dst.device)
         ready = cur.record_event()    # the ids written, earlier users of the side stream's lists
-        seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
-        side = _side_stream(dst.device)
+        side = _side_stream(dst.device, priority=True)
         side.wait_event(ready)
         with torch.cuda.stream(side):
             ids = ids()
+        seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
         ids[0].record_stream(cur)     # the lists are read on `cur`: not reused before that
         cur.wait_stream(side)
     else:
