@@ -8,18 +8,18 @@ Where the data checks of the ids run (range, duplicate destinations):
   detected by a byte stamp per destination id (both copies land inside dst). The first such
   error of a launch is written to pinned host memory and raised as `KernelError` by the next
   `transfer()` on that device (which then moves nothing) or by `synchronize()`.
-- host-to-device token rows with a scale block: the values first (they check and report),
-  while the device chooses from the pages the ids touch and their runs of one page
-  (`kernels.scales.device_path`, one launch marking the pages) how the scales follow, every
-  alternative enqueued and gated on that choice: the touched pages' blocks (`wants_blocks`,
-  `wants_dma`: a block pass that skips the pages no valid id names, then the scales from the
-  staged blocks) or straight from the host pool; the scale passes skip the bad ids without
-  reporting them again. Device to host, rows with scales: one launch for ids page by page,
-  else the default launch, chosen the same way.
-- fp8 token rows device to device, 64 MB and up: as above, the scales in page order (three
-  launches; the scale passes skip the bad ids), sorted by page on the device, once for the
-  same index tensors handed again unchanged, per call for new ones (kernels.scales
-  NEW_ORDER_MIN_BYTES).
+- host-to-device token rows with a scale block: the path is chosen on the device from the
+  pages the ids touch and their runs of one page (`kernels.scales.device_path`, one launch
+  marking the pages), every alternative enqueued and gated on it: the touched pages' scale
+  blocks (`wants_blocks`, `wants_dma`: the values, which check and report, a block pass that
+  skips the pages no valid id names, then the scales from the staged blocks, which skip the
+  same bad ids without reporting them again), one launch for ids page by page, or the default
+  launch. Device to host, rows with scales: one launch for ids page by page, else the
+  default, chosen the same way.
+- fp8 token rows device to device, 64 MB and up, when the same index tensors come again
+  unchanged: as above, the scales in page order (three launches; the scale passes skip the
+  bad ids), sorted by page on the device once (new tensors go in one launch: sorting per call
+  costs more than it saves, kernels.scales NEW_ORDER_MIN_BYTES).
 - the same device id tensors handed again unchanged (the same objects, torch's version
   counters unchanged): copied to pinned memory once, on their second call, behind an event (no
   synchronisation), and checked on the host once that copy has landed, as `plan_transfer`
@@ -42,7 +42,7 @@ import weakref
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
 from .reuse import ReusedIds, host_valid
 from .scales import (ORDERED_VARIANT, PATH_DEFAULT, PATH_ORDERED, device_path,
-                     device_page_order, run_h2d_chosen, run_page_order, versions,
+                     device_page_order, run_h2d, run_page_order, versions, wants_dma,
                      wants_page_order)
 
 __all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
@@ -351,15 +351,24 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
     run_plan(_plan(p, src, dst, src_idx, dst_idx))
 
 
-def _h2d(p: _Pools, src, dst, si, di, n: int) -> int:
-    """Host-to-device token rows with scales, device ids (not read on the host): the values
-    move at once (checked, reporting), while the device chooses how the scales follow
-    (kernels.scales.device_path, from the pages the ids touch and their runs): from the touched
-    pages' blocks staged beside the values, or straight from the host pool (ids page by page,
-    or too few rows per page for the blocks to pay). Ids handed again run as their plan once
-    read (`_known`), which also sees runs of whole pages (the staged DMA path)."""
-    return run_h2d_chosen(p.ext, src, dst, si, di, p.args[:13], lambda: device_path(
-        p.ext, si, p.geo, p.s_shape, n, p.page_size, p.s_lim, blocks=True))
+def _h2d(p: _Pools, src, dst, si, di, n: int) -> list:
+    """Host-to-device token rows with scales, device ids (not read on the host): the path is
+    chosen on the device (kernels.scales.device_path, from the pages the ids touch and their
+    runs) and every alternative enqueued, gated on it: the touched pages' blocks (value pass,
+    block pass on the side stream, scale pass: enqueued first, so that its values wait for the
+    choice only), one launch in ORDERED_VARIANT for ids page by page, and the default launch
+    where the blocks would not always pay. Returns the checked launches' sequence numbers (the
+    one that runs reports). Ids handed again run as their plan once read (`_known`), which
+    also sees runs of whole pages (the staged DMA path)."""
+    marks, path, _ = device_path(p.ext, si, p.geo, p.s_shape, n, p.page_size, p.s_lim,
+                                 blocks=True)
+    a = p.args
+    seqs = [run_h2d(p.ext, src, dst, si, di, a[:13], blocks=marks, gate=path),
+            p.ext.transfer_gated(path, PATH_ORDERED, src, dst, si, di, *a[:9], ORDERED_VARIANT,
+                                 *a[10:])]
+    if not wants_dma(p.geo, p.s_shape, n, p.page_size):
+        seqs.append(p.ext.transfer_gated(path, PATH_DEFAULT, src, dst, si, di, *a))
+    return seqs
 
 
 def _d2h(p: _Pools, src, dst, si, di, n: int) -> list:
@@ -408,8 +417,8 @@ def _ordered(p: _Pools, src, dst, si, di, n: int) -> int:
     """fp8 rows device to device, scales in page order (kernels.scales; the sort is a counting
     sort by page on the device, with the id checks folded in as -1 entries, no sync). Index
     tensors handed again unchanged keep theirs from the second call on; new ids (and inference
-    tensors, which keep no version counter) are sorted per call on a side stream while the
-    values move, from NEW_ORDER_MIN_BYTES, and go in one launch below it."""
+    tensors, which keep no version counter) go in one launch, or are sorted for the call where
+    NEW_ORDER_MIN_BYTES is set (off by default: the sort costs more than it saves)."""
     layers = p.s_shape.num_layers
     make = lambda: device_page_order(  # noqa: E731
         p.ext, si, di, p.page_size, (p.s_shape.num_pages, p.d_shape.num_pages),

@@ -21,17 +21,16 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
 - Device ids of host rows with scales, not read on the host (`device_path`): the path is chosen
   on the device, from the pages the ids touch and their runs of one page, counted as the pages
   are marked (one launch); every alternative is enqueued gated on that choice, and the ones
-  not chosen return at once (`PATH_*`, the binding's `transfer_gated`). Host to device
-  (`run_h2d_chosen`) the values move first whatever the choice, which is made beside them.
+  not chosen return at once (`PATH_*`, the binding's `transfer_gated`).
 - Device to device, fp8 rows from 64 MB (`page_order_ids`, `run_page_order`): the scales
   gathered in source order into a compact scratch pool, then scattered from it in destination
   order, so each pass reads or writes neighbouring 4 B slots together instead of one 32 B
   sector per slot (+9 points of the copy, run 8). Plans sort once (torch argsorts, kept on the
   plan). Device ids not read on the host are put in page order on the device
   (`device_page_order`: a counting sort by page in the binding, no argsort; the order inside a
-  page does not matter), on a side stream while the values move: for id tensors handed again
-  once, kept on the pools (kernels/api.py), for new id tensors per call from
-  NEW_ORDER_MIN_BYTES.
+  page does not matter): once for id tensors handed again, kept on the pools (kernels/api.py);
+  per call for new id tensors only from NEW_ORDER_MIN_BYTES (off: the sort costs more than
+  page order saves, NOTES.md run 12).
 Device to host is not done this way: the host scale blocks would have to be read, merged and
 written back whole, overwriting slots the transfer does not name.
 """
@@ -42,7 +41,6 @@ __all__ = ["wants_dma", "wants_blocks", "wants_page_order", "h2d_path", "device_
            "page_grouped",
            "host_page_stats", "run_h2d", "block_ids", "device_block_ids",
            "random_pages", "versions", "page_order_ids", "device_page_order", "run_page_order",
-           "run_h2d_chosen",
            "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "NEW_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION",
            "ORDER_SLACK", "ORDERED_VARIANT", "device_path", "PATH_DEFAULT", "PATH_ORDERED",
            "PATH_BLOCKS"]
@@ -54,10 +52,12 @@ SCALE_DMA_BYTES_PER_ROW = 77
 # Page order adds two launches: fp8 rows measured 15% slower at 33.6 MB, 12% faster at 134 MB
 # and 21% at 537 MB (NOTES.md run 8); the times cross near 64 MB.
 PAGE_ORDER_MIN_BYTES = 64 << 20
-# New device id tensors each call are put in page order per call (a counting sort on the
-# device, overlapped with the value pass) from this size: page order saves 11-19% from 134 MB
-# (NOTES.md runs 8-11); the sort's cost per call is measured in the bench's gate (run 12).
-NEW_ORDER_MIN_BYTES = 64 << 20
+# New device id tensors each call put in page order per call (a counting sort on the device,
+# beside the value pass) from this size; None: never. Page order saves 11-21% from 134 MB on a
+# plan, but the sort cost 114 us at 537 MB and overlapped nothing: per call it lost at every
+# size from 25 to 537 MB (sorted / one launch 0.25-0.98, NOTES.md run 12), so new ids go in
+# one launch.
+NEW_ORDER_MIN_BYTES = None
 
 # The blocks of the touched pages replace one scale request per (row, layer) by one 128 B
 # request per 128 B of block (the link counts requests, not bytes: NOTES.md run 6); they pay
@@ -83,7 +83,7 @@ def wants_page_order(geo, n: int, layers: int, *, per_call: bool = False) -> boo
     the two extra launches of the page-order scale passes (device to device); per_call: and
     the sort made for this call alone (new id tensors)."""
     least = NEW_ORDER_MIN_BYTES if per_call else PAGE_ORDER_MIN_BYTES
-    return (0 < geo.scale_bytes and geo.value_bytes <= 128
+    return (least is not None and 0 < geo.scale_bytes and geo.value_bytes <= 128
             and n * layers * geo.bytes_per_token >= least)
 
 
@@ -217,15 +217,22 @@ def _side_stream(dev, priority: bool = False):
     return _SIDE[key]
 
 
-def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=None) -> int:
+def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=None,
+            gate=None) -> int:
     """A host-to-device token transfer in parts. args: the binding's 13 arguments after the
     ids (kernels.api._Pools.args; variant and checks included). blocks: page ids of the host
     pool (-1 to skip), or a function making them, whose scale blocks a zero-copy pass stages
     instead of the 2D copy of all. overlap: the staging (and the making of its ids) on a side
-    stream while the values move, so no kernel boundary leaves the link idle. Returns the value
-    pass's sequence number (its checks report for the call; the scale passes only skip bad
-    ids)."""
+    stream while the values move, so no kernel boundary leaves the link idle. gate: the path
+    tensor of `device_path`; every launch then runs only where it says PATH_BLOCKS (blocks
+    given as a tensor). Returns the value pass's sequence number (its checks report for the
+    call; the scale passes only skip bad ids)."""
+    import functools
+
     import torch
+
+    if gate is not None:
+        ext = _Gated(ext, functools.partial(ext.transfer_gated, gate, PATH_BLOCKS))
 
     token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
     width, row = ps * sb, ps * (vb + sb)
@@ -252,44 +259,8 @@ def run_h2d(ext, src, dst, si, di, args: tuple, *, overlap: bool = True, blocks=
     return seq
 
 
-def run_h2d_chosen(ext, src, dst, si, di, args: tuple, choose) -> int:
-    """A host-to-device token transfer of device ids in parts, the scales' path chosen on the
-    device: choose() -> (marks, path, stats) (`device_path`), called on a high-priority side
-    stream with the block pass gated on PATH_BLOCKS, while the values move on the current
-    stream (v23, checked: its sequence number is returned); then the scales from the staged
-    blocks (PATH_BLOCKS) or straight from the host pool (any other path: ids page by page put
-    a page's scales on neighbouring threads). No launch waits for the choice but the scales'.
-    args: the binding's 13 arguments after the ids."""
-    import functools
-
-    import torch
-
-    token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
-    width, row = ps * sb, ps * (vb + sb)
-    dev = dst.device
-    cur = torch.cuda.current_stream(dev)
-    staging = torch.empty(_compact_shape("page_first" if pf else "layer_first", s_pages, layers,
-                                         width), dtype=torch.uint8, device=dev)
-    ready = cur.record_event()        # earlier writes of the host pool, the ids, the staging
-    side = _side_stream(dev, priority=True)
-    side.wait_event(ready)
-    with torch.cuda.stream(side):
-        marks, path, stats = choose()
-        gated = _Gated(ext, functools.partial(ext.transfer_gated, path, PATH_BLOCKS))
-        _stage(gated, src, staging, marks, args, (width, row))
-    seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
-    stats.record_stream(cur)          # the path is read on `cur` below
-    cur.wait_stream(side)             # the staging pool is freed on `cur` after this point
-    head = args[:9]
-    ext.transfer_gated(path, PATH_BLOCKS, staging, dst, si, di, *head, -1, *args[10:], 2, True,
-                       False, False)
-    ext.transfer_gated(path, ~PATH_BLOCKS, src, dst, si, di, *head, ORDERED_VARIANT,
-                       *args[10:], 2, False, False, False)
-    return seq
-
-
 class _Gated:
-    """The extension with `transfer` replaced by its gated form (`run_h2d_chosen`)."""
+    """The extension with `transfer` replaced by its gated form (run_h2d's `gate`)."""
 
     def __init__(self, ext, transfer):
         self.transfer, self.copy_2d = transfer, ext.copy_2d

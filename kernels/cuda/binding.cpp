@@ -177,8 +177,7 @@ int64_t transfer(torch::Tensor src, torch::Tensor dst, torch::Tensor src_idx, to
 }
 
 // transfer() that runs only where the device chose it: gate is the int32 path tensor of
-// choose_path, the launch does nothing unless gate[0] == want (want < 0: unless
-// gate[0] != ~want).
+// choose_path, the launch does nothing unless gate[0] == want.
 int64_t transfer_gated(torch::Tensor gate, int64_t want, torch::Tensor src, torch::Tensor dst,
                        torch::Tensor src_idx, torch::Tensor dst_idx, bool token, bool page_first,
                        int64_t page_size, int64_t src_pages, int64_t dst_pages, int64_t layers,

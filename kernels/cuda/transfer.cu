@@ -69,7 +69,7 @@ struct KArgs {
   int32_t* claim;
   ErrorRecord* err;
   int64_t seq, idx_base;
-  const int32_t* gate;           // TransferArgs::gate: skip the launch unless it names this path
+  const int32_t* gate;           // TransferArgs::gate: skip the launch unless *gate == gate_want
   int32_t gate_want;
 };
 
@@ -104,8 +104,7 @@ __device__ __forceinline__ bool pair_ids(const KArgs& a, uint32_t i, int64_t& st
 // Returns true in those blocks (the caller returns).
 // A gated launch whose path was not chosen (TransferArgs::gate) returns true in every block.
 __device__ __forceinline__ bool stamp_block(const KArgs& a) {
-  if (a.gate != nullptr && (a.gate_want >= 0 ? *a.gate != a.gate_want : *a.gate == ~a.gate_want))
-    return true;
+  if (a.gate != nullptr && *a.gate != a.gate_want) return true;
   if (blockIdx.x >= a.stamp_blocks) return false;
   const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j < a.n) {

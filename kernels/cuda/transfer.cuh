@@ -52,9 +52,8 @@ struct TransferArgs {
   ErrorRecord* err = nullptr; // device address of the mapped host record
   int64_t seq = 0;
   // A path chosen on the device (choose_path_launch): with gate set, the launch does nothing
-  // (every block returns at once) unless *gate == gate_want, or for gate_want < 0 unless
-  // *gate != ~gate_want, so the alternatives of a choice are all enqueued and one runs, with
-  // no host read.
+  // unless *gate == gate_want (every block returns at once), so the alternatives of a choice
+  // are all enqueued and one runs, with no host read.
   const int32_t* gate = nullptr;
   int32_t gate_want = 0;
 };
