@@ -12,10 +12,12 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   when a call names several rows in each page it touches but few pages of the pool, a zero-copy
   pass copies the whole scale blocks of those pages (256 B fp8, 512 B c4 per layer, in 128 B
   requests) into the staging pool instead of the 2D copy of all of them. The touched pages are
-  read on the host for plans with cpu ids (`block_ids`); for device ids they are marked on the
-  device (`device_block_ids`, no synchronisation) and their number estimated as for random
-  ids, which touch the most pages for a given count. Device id tensors handed again unchanged
-  are read on the host once and run as a plan with cpu ids (kernels.reuse).
+  read on the host for plans with cpu ids (`block_ids`); for plans with device ids they are
+  marked on the device (`device_block_ids`, no synchronisation) and their number estimated as
+  for random ids, which touch the most pages for a given count; `transfer()` with device ids
+  counts them on the device and chooses its path there (`device_path`, below). Device id
+  tensors handed again unchanged are read on the host once and run as a plan with cpu ids
+  (kernels.reuse).
 - Host to device, ids that come page by page (`page_grouped`): one launch in ORDERED_VARIANT,
   the scales of a page on neighbouring threads already coalesce.
 - Device ids of host rows with scales, not read on the host (`device_path`): the path is chosen
