@@ -31,11 +31,19 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _slow_files_first(items) -> None:
-    """Files holding a test marked slow run first. Two workers take a file at a time in collection order
-    (--dist loadfile --no-loadscope-reorder): a long file left for last keeps one worker busy while the
-    other idles. The sort is stable, so each file stays whole and in its own order."""
-    slow = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow)
+    """Files holding a test marked slow run first, the longest (`slow(longest=True)`) before them. The
+    workers take a file at a time in collection order (--dist loadfile --no-loadscope-reorder): a long file
+    left for last keeps one worker busy while the others idle. The sort is stable, so each file stays
+    whole and in its own order."""
+    def rank(path) -> int:
+        marks = [m for item in by_path[path] for m in item.iter_markers("slow")]
+        return 0 if any(m.kwargs.get("longest") for m in marks) else 1 if marks else 2
+
+    by_path: dict = {}
+    for item in items:
+        by_path.setdefault(item.path, []).append(item)
+    ranks = {path: rank(path) for path in by_path}
+    items.sort(key=lambda item: ranks[item.path])
 
 
 @pytest.fixture

@@ -1,16 +1,15 @@
-"""The runner on pdsim: the seed world over SSH on an operator-run pdsim, the wedge world with its own pdsim.
+"""The runner on pdsim: the seed world over SSH on an operator-run pdsim, two runs at once, kill -9 and
+--resume (the wedge world through the CLI is in test_sim_wedge.py, a file of its own so that another
+worker takes this one meanwhile).
 
-The seed world runs the seed's full repro size (80 sessions x 4 rounds). The wedge world through the
-CLI runs a smaller repro that still wedges (120 sessions x 2 rounds) with a fixed --seed: pdsim is
-deterministic for a given serve file and workload seed, so the verdict is too; the full-size wedge
-world's verdict is measured by studies/wedge_verdict.py. After every test the serve file equals the original.
+The seed world runs the seed's full repro size (80 sessions x 4 rounds). After every test the serve file
+equals the original (`bench`: tests/runner/conftest.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,67 +18,10 @@ import pytest
 
 from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 from workbench.sim import control
-from workbench.sim.config import render_serve_file
 
 pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    root = tmp_path / "bench"
-    (root / "experiments").mkdir(parents=True)
-    shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
-    for f in (REPO / "experiments").glob("*.yaml"):
-        (root / "experiments" / f.name).write_text(f.read_text())
-    shutil.copytree(REPO / "experiments" / "templates", root / "experiments" / "templates")
-    sim_dir = tmp_path / "sim"
-    sim_dir.mkdir()
-    # An operator's serve file that is not running (the runner starts pdsim itself on free ports).
-    original = render_serve_file(control.free_ports()).encode()
-    (sim_dir / "serve.sh").write_bytes(original)
-    monkeypatch.setenv("WB_ROOT", str(root))
-    monkeypatch.setenv("WB_SIM_DIR", str(sim_dir))
-    yield type("Bench", (), {"root": root, "sim_dir": sim_dir, "original": original, "db": str(root / "wb.duckdb")})
-    control.down(sim_dir)
-
-
-def _serve(bench) -> bytes:
-    return (bench.sim_dir / "serve.sh").read_bytes()
-
-
-# The smallest repro found that still wedges in the wedge world (aborts and leaks without the fix)
-# and leaves enough completed sessions with the fix for a decision within a few replicates: at 80 x 2
-# nothing wedges, at 160 x 2 the arm without the fix completes no session at all.
-WEDGE_REPRO = ("--sessions 80 --rounds 4", "--sessions 120 --rounds 2")
-
-
-def test_wedge_world_via_cli_starts_and_stops_its_own_pdsim(bench):
-    """In the wedge world the corruption rides on the aborts, so the abort fix removes it: the
-    hypothesis must come out supported (sequential mode adds replicates until it is decided)."""
-    exp = bench.root / "experiments" / "agent-repro.yaml"
-    text = exp.read_text()
-    assert WEDGE_REPRO[0] in text
-    exp.write_text(text.replace(WEDGE_REPRO[0], WEDGE_REPRO[1], 1))      # the first is the sim profile's
-    out = subprocess.run([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "wedge-confound",
-                          "--set", "causal_model=wedge", "--sequential", "--replicates", "6", "--seed", "5",
-                          "--json", "--db", bench.db],
-                         capture_output=True, text=True, env=dict(os.environ), timeout=900)
-    assert out.returncode == 0, out.stderr[-2000:]
-    s = json.loads(out.stdout)
-    assert _serve(bench) == bench.original
-    assert control.status(bench.sim_dir).state == "down"  # started for the experiment, stopped after it
-    assert s["overrides"] == {"causal_model": "wedge"}
-    assert {a["variables"]["causal_model"] for a in s["arms"].values()} == {"wedge"}
-    assert {"hypothesis", "experiment", "target", "arms", "runs", "verdict", "reasoning", "checks"} <= set(s)
-    assert s["verdict"] == "supported", s["reasoning"]
-    assert [(r["status"], r["error"]) for r in s["runs"]] == [("ok", None)] * len(s["runs"])
-    assert {c["name"] for c in s["checks"]} >= {"isolation"} and all("passed" in c for c in s["checks"])
-    assert s["arms"]["control"]["totals"]["aborts"] > 0 and s["arms"]["control"]["totals"]["leak"] > 0
-    assert s["arms"]["treatment"]["totals"]["leak"] == 0 and s["arms"]["treatment"]["totals"]["aborts"] == 0
-    replicates = len({r["replicate"] for r in s["runs"]})
-    assert s["arms"]["treatment"]["totals"]["sessions"] == 120 * replicates  # the smaller repro ran
 
 
 def test_each_replicate_draws_its_workload_seed_from_the_execution_seed():
@@ -118,7 +60,7 @@ def test_seed_world_over_ssh_end_to_end(bench, ssh_server):
         before = control.status(bench.sim_dir)
         s = run_hypothesis("wedge-confound", db=bench.db, replicates=1, target="sim-ssh", show_progress=False,
                            build_report=False, seed=4)
-        assert _serve(bench) == bench.original
+        assert bench.serve() == bench.original
         after = control.status(bench.sim_dir)
         assert after.state == "healthy"  # left serving, restarted on the original config
         assert {u: v.pid for u, v in after.units.items()} != {u: v.pid for u, v in before.units.items()}
@@ -170,7 +112,7 @@ def test_two_concurrent_runs_on_pdsim_one_is_refused_none_mislabelled(bench):
     # Each arm ran on the config it is stored under: the abort fix removes the aborts, its absence shows them.
     assert s["arms"]["treatment"]["totals"]["aborts"] == 0
     assert s["arms"]["control"]["totals"]["aborts"] > 0
-    assert _serve(bench) == bench.original and not lock.exists()
+    assert bench.serve() == bench.original and not lock.exists()
     assert control.status(bench.sim_dir).state == "down"
 
 
@@ -206,7 +148,7 @@ def test_kill_9_mid_run_then_resume_leaves_pdsim_as_it_was(bench):
     assert control.status(bench.sim_dir).state != "down"  # the killed runner's pdsim is still up
     res = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, env=dict(os.environ), timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert _serve(bench) == bench.original
+    assert bench.serve() == bench.original
     assert control.status(bench.sim_dir).state == "down"
     stat = Path(f"/proc/{orphan}/stat")
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
