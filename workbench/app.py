@@ -59,11 +59,14 @@ class HypothesisStatus:
 class HypothesisDetail(HypothesisStatus):
     arms: dict[str, dict[str, str]] = field(default_factory=dict)
     children: tuple[str, ...] = ()
+    # The metrics its predictions and guards name: {name: {"kind", "description"}}, as the experiment declares them.
+    metrics: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out["definition"] = self.hypothesis.model_dump(mode="json", exclude_none=True)
         out["arms"] = self.arms
+        out["metrics"] = self.metrics
         out["children"] = list(self.children)
         out["reasoning"] = self.verdict.reasoning if self.verdict else None
         out["checks"] = self.verdict.checks if self.verdict else []
@@ -202,8 +205,12 @@ class Workbench:
     def hypothesis(self, hypothesis_id: str) -> HypothesisDetail:
         reg = self.registry
         h = reg.hypothesis(hypothesis_id)
+        exp = reg.experiments.get(h.experiment)
+        named = [p.metric for p in h.predicts if not p.target] + [g.metric for g in h.requires]
+        metrics = {m: {"kind": exp.metrics[m].kind, "description": exp.metrics[m].description}
+                   for m in dict.fromkeys(named) if exp is not None and m in exp.metrics}
         return HypothesisDetail(h, self._statuses()[h.id], {a: reg.arm_assignment(h, a) for a in h.arm_names},
-                                tuple(c.id for c in reg.children(h.id)))
+                                tuple(c.id for c in reg.children(h.id)), metrics)
 
     def analyze(self, hypothesis_id: str, *, record: bool = True) -> "Analysis":
         """Decide from the runs already stored (imported evidence included); store the verdict when `record`."""
