@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from workbench.store.engine import Store
     from workbench.team.bundle import BundleSummary
     from workbench.team.reviews import ReviewState
-    from workbench.store.entities import ReviewRecord, RunRecord, VerdictRecord
+    from workbench.store.entities import ReviewRecord, RunDeletion, RunRecord, VerdictRecord
 
 FORMATS = ("html", "md")
 
@@ -139,6 +139,14 @@ class Revision:
         return {"store": self.store, "revision": self.revision, "head": self.head, "is_head": self.is_head}
 
 
+def _no_missing(deletion: "RunDeletion") -> "RunDeletion":
+    if deletion.missing:
+        ids = ", ".join(str(i) for i in deletion.missing)
+        raise BadInput(f"no run {ids} in the store" if len(deletion.missing) == 1 else f"no runs {ids} in the store",
+                       hint="wb runs list shows the run ids; nothing was deleted")
+    return deletion
+
+
 class Workbench:
     """One workbench folder and its store, as `settings` name them."""
 
@@ -196,6 +204,14 @@ class Workbench:
             return current_statuses(declared, [], {})
         with self.store(read_only=True) as store:
             return stored_statuses(store, declared)
+
+    def _statuses_if_readable(self) -> dict[str, "CurrentStatus"]:
+        """`_statuses`, or none where no workbench folder is read (runs can be deleted from a bare store)."""
+        try:
+            self.registry
+        except BadInput:
+            return {}
+        return self._statuses()
 
     # ------------------------------------------------------------------ hypotheses
     def hypotheses(self) -> list[HypothesisStatus]:
@@ -295,6 +311,23 @@ class Workbench:
         if run is None:
             raise BadInput(f"no run {run_id} in the store", hint="wb runs list shows the run ids")
         return run
+
+    def run_deletion(self, run_ids: list[int]) -> "RunDeletion":
+        """What deleting these runs would remove; an id the store lacks is bad input (nothing is opened for
+        writing)."""
+        with self.store(read_only=True) as store:
+            return _no_missing(store.run_deletion(run_ids))
+
+    def delete_runs(self, run_ids: list[int]) -> tuple["RunDeletion", dict[str, tuple[str, str]]]:
+        """Delete runs and what rests on them, in one transaction (store.deletion); with the statuses that
+        changed: {hypothesis id: (before, after)}."""
+        self.run_deletion(run_ids)
+        before = self._statuses_if_readable()
+        with self.store() as store:
+            done = _no_missing(store.delete_runs(run_ids))
+        after = self._statuses_if_readable()
+        return done, {h: (before[h].status, after[h].status) for h in before
+                      if h in after and (before[h].status, before[h].verdict) != (after[h].status, after[h].verdict)}
 
     def import_evidence(self, file: str | Path, *, experiment: str | None = None,
                         replace: bool = False) -> ImportResult:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from workbench.store.entities import ArtifactRecord, ImportedRun
+from workbench.store.entities import ArtifactRecord, ImportedRun, RunDeletion
 
 FINISHED = ("ok", "invalid", "failed")  # a run in one of these states has its end stored
 
@@ -138,6 +138,22 @@ class StoreWrites:
                 records.add_metrics(s, run_id=run.id, metrics=row.metrics, source="import")
                 done.append((int(run.id), row))
         return done
+
+    def run_deletion(self, run_ids: Iterable[int]) -> RunDeletion:
+        """What `delete_runs(run_ids)` would remove (see `store.deletion`); nothing is changed."""
+        from workbench.store import deletion
+
+        with self.session() as s:
+            return deletion.plan(s, run_ids)
+
+    def delete_runs(self, run_ids: Iterable[int]) -> RunDeletion:
+        """Delete runs with their units, metrics, artifacts and probe counts, the verdicts that rested on them
+        and executions left empty, in one transaction. With an id the store lacks, nothing is deleted (the
+        result's `missing` names it)."""
+        from workbench.store import deletion
+
+        with self.session() as s:
+            return deletion.delete_runs(s, run_ids)
 
     def add_verdict(self, *, hypothesis_id: str, verdict: str, reasoning: str, checks: Any, details: Any,
                     execution_id: int | None, hypothesis_sha256: str | None,
