@@ -100,10 +100,13 @@ class ImportResult:
     imported: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)  # labels whose stored run this import replaced
+    verdicts_deleted: list[Any] = field(default_factory=list)  # DeletedVerdict: they rested on a replaced run
 
     def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
         return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped,
-                "replaced": self.replaced}
+                "replaced": self.replaced, "verdicts_deleted": [asdict(v) for v in self.verdicts_deleted]}
 
 
 @dataclass(frozen=True)
@@ -347,10 +350,10 @@ class Workbench:
         rows = [ImportedRun(**row) for row in parse_evidence(path, exp)]
         with self.store() as store:
             plan = plan_import(rows, store.imported_runs(experiment), replace=replace, path=path)
-            done = store.import_runs(experiment, plan.add, replace=plan.replace) if plan.add else []
+            done, gone = store.import_runs(experiment, plan.add, replace=plan.replace) if plan.add else ([], None)
         return ImportResult(str(file), experiment, [{"id": rid, "label": row.label, "variables": row.variables,
                                                      "metrics": row.metrics} for rid, row in done], plan.skipped,
-                            plan.replaced)
+                            plan.replaced, list(gone.verdicts) if gone else [])
 
     def confounds(self, hypothesis_id: str | None = None, *, write: bool = False) -> list["Finding"]:
         """Scan the stored runs for confounds. With `write`, each proposed separating experiment is appended

@@ -171,3 +171,27 @@ def test_a_pooled_verdict_resting_on_an_imported_run_goes_with_it(cli, db: str, 
     assert code == 0, err
     assert "(falsified, pooled): it rests on a deleted run" in out and f"status of {HID}: falsified -> open" in out
     assert _status(cli, db, workbench_dir)["status_basis"] == "declared"
+
+
+def test_import_replace_removes_the_verdict_that_rested_on_the_replaced_row(cli, workbench_dir: Path, seed_csv: Path,
+                                                                           tmp_path: Path):
+    # Correcting a transcription with --replace swaps the stored run for a new one: a pooled verdict computed
+    # from the old numbers must not stay the status (it once did, resting on a run the store no longer held).
+    db = str(tmp_path / "wb.duckdb")
+    common = ("--db", db, "--root", str(workbench_dir))
+    assert cli("import", "evidence", str(seed_csv), *common)[0] == 0
+    assert cli("hypothesis", "analyze", HID, *common)[0] == 0
+    assert _status(cli, db, workbench_dir)["status"] == "falsified"
+    fixed = tmp_path / "seed-fixed.csv"
+    fixed.write_text(seed_csv.read_text().replace(",80,4,300,2500,200,14,40,3,23,0,", ",80,4,300,2500,200,1,40,16,23,0,"))
+    code, out, err = cli("import", "evidence", str(fixed), "--replace", "--json", *common)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["replaced"] == ["post-bf16-hicache-postfix"]
+    assert [(v["hypothesis_id"], v["verdict"]) for v in d["verdicts_deleted"]] == [(HID, "falsified")]
+    row = _status(cli, db, workbench_dir)
+    assert (row["status"], row["status_basis"]) == ("open", "declared"), row
+    assert cli("hypothesis", "analyze", HID, *common)[0] == 0
+    code, out, err = cli("import", "evidence", str(seed_csv), "--replace", *common)  # and back, said in words
+    assert code == 0, err
+    assert "replaced 1" in out and f"deleted verdict 2 of {HID} (" in out and "it rests on a replaced run" in out
