@@ -200,13 +200,13 @@ class Workbench:
 
     def _statuses(self) -> dict[str, "CurrentStatus"]:
         """Each hypothesis's current status (analysis.status: the one rule every view uses)."""
-        from workbench.analysis.status import current_statuses, stored_statuses
+        from workbench.analysis.status import current_statuses, prediction_keys, stored_statuses
 
         declared = {h.id: h.status for h in self.registry.hypotheses}
         if not self._store_exists():
             return current_statuses(declared, [], {})
         with self.store(read_only=True) as store:
-            return stored_statuses(store, declared)
+            return stored_statuses(store, declared, {h.id: prediction_keys(h) for h in self.registry.hypotheses})
 
     def _statuses_if_readable(self) -> dict[str, "CurrentStatus"]:
         """`_statuses`, or none where no workbench folder is read (runs can be deleted from a bare store)."""

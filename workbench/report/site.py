@@ -67,12 +67,14 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
     exception; bad input (such as overrides an edited experiment no longer accepts) becomes a page note.
     """
     from workbench.analysis.confounds import scan_confounds
+    from workbench.analysis.status import prediction_keys
     from workbench.analysis.stored import analyze_stored
     from workbench.report import data as data_mod
 
     wanted = set(hypothesis_ids) if hypothesis_ids is not None else {h.id for h in registry.hypotheses}
     data = data_mod.load(store, {h.id: h.parent for h in registry.hypotheses},
-                         {h.id: h.status for h in registry.hypotheses})
+                         {h.id: h.status for h in registry.hypotheses},
+                         {h.id: prediction_keys(h) for h in registry.hypotheses})
     analyses: dict[str, tuple[Analysis | None, str]] = {}
     for h in registry.hypotheses:
         if h.id in wanted and (data.runs_by_hypothesis.get(h.id) or h.id in data.verdicts):
