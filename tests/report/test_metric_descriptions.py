@@ -42,6 +42,11 @@ def test_hypothesis_page_shows_descriptions_beside_metric_names(site: dict[str, 
     assert f'<th class="num" title="{AGENT["leak"]}">leak</th>' in _section(text, "runs")
 
 
+def test_runs_list_names_what_each_metric_column_measures(site: dict[str, Any]) -> None:
+    text = Path(site["runs_list"]).read_text(encoding="utf-8")
+    assert f'<th class="num" title="{AGENT["corruption_rate"]}">corruption_rate</th>' in text
+
+
 def test_run_page_shows_each_metric_description(site: dict[str, Any], seeded: dict[str, Any]) -> None:
     page = next(p for p in site["runs"].values() if "corruption_rate" in Path(p).read_text(encoding="utf-8"))
     metrics = _section(Path(page).read_text(encoding="utf-8"), "metrics")
@@ -88,6 +93,8 @@ def test_descriptions_are_escaped_in_html_and_markdown(tmp_path: Path) -> None:
     assert escaped in page and "<b onmouseover" not in page
     runs = [Path(p).read_text(encoding="utf-8") for p in result["runs"].values()]
     assert any(escaped in r for r in runs) and not any("<b onmouseover" in r for r in runs)
+    listing = Path(result["runs_list"]).read_text(encoding="utf-8")
+    assert f'title="{escaped} second line">corruption_rate</th>' in listing and "<b onmouseover" not in listing
     assert "<b onmouseover" not in md and "&lt;b onmouseover" in md
     row = next(line for line in md.splitlines() if line.startswith("| corruption_rate | "))
     assert row.endswith("\\| sessions second line |"), row  # the cell stays one cell on one line

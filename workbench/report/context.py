@@ -263,6 +263,7 @@ class RunsContext:
     page: Page
     metric_columns: list[str]
     runs: list[tuple[RunRow, Link | None]]
+    metric_descriptions: dict[str, str] = field(default_factory=dict)  # column -> what it measures
 
 
 @dataclass
