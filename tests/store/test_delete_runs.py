@@ -195,3 +195,26 @@ def test_import_replace_removes_the_verdict_that_rested_on_the_replaced_row(cli,
     code, out, err = cli("import", "evidence", str(seed_csv), "--replace", *common)  # and back, said in words
     assert code == 0, err
     assert "replaced 1" in out and f"deleted verdict 2 of {HID} (" in out and "it rests on a replaced run" in out
+
+
+def test_an_isolate_search_verdict_naming_a_probe_execution_goes_with_its_runs(cli, workbench_dir: Path,
+                                                                               tmp_path: Path):
+    # A search's verdict rests on its probes' executions, named only inside its details (no evidence digest).
+    db = str(tmp_path / "wb.duckdb")
+    ex, ids = _execution_with_verdict(db)
+    store = _store(db)
+    try:
+        search = store.add_verdict(hypothesis_id="iso-abc", verdict="supported", reasoning="found", checks=[],
+                                   details={"kind": "isolate-search", "probes": [
+                                       {"index": 0, "result": {"details": {"execution_id": ex}}}]},
+                                   execution_id=None, hypothesis_sha256=None)
+        other = store.add_verdict(hypothesis_id="iso-def", verdict="supported", reasoning="found", checks=[],
+                                  details={"kind": "isolate-search", "probes": [
+                                      {"index": 0, "result": {"details": {"execution_id": ex + 100}}}]},
+                                  execution_id=None, hypothesis_sha256=None)
+    finally:
+        store.dispose()
+    code, out, err = cli("runs", "delete", str(ids[0]), "--yes", "--json", "--db", db)
+    assert code == 0, err
+    gone = {v["id"] for v in json.loads(out)["verdicts_deleted"]}
+    assert search in gone and other not in gone

@@ -1,7 +1,8 @@
 """Deleting runs recorded by mistake, with everything that rests on them, in the caller's transaction.
 
-A verdict rests on a run when it was given on the run's execution, or when its recorded evidence names the
-run (a pooled `hypothesis analyze` verdict, imported evidence included). Such a verdict goes with the run:
+A verdict rests on a run when it was given on the run's execution, when its recorded evidence names the
+run (a pooled `hypothesis analyze` verdict, imported evidence included), or, for a `wb isolate` search,
+when one of its probes ran in the run's execution. Such a verdict goes with the run:
 a status must never rest on evidence the store no longer holds. Reviews stay as history; the review of a
 removed verdict is stale from then on (team.reviews). Artifact contents are content-addressed and shared,
 so only those no remaining run refers to are removed.
@@ -42,7 +43,26 @@ def _rests_on(v: Verdict, executions: set[int], run_uuids: set[str]) -> bool:
         return True
     evidence = jsonx.loads(v.evidence_json) if v.evidence_json else None
     runs = evidence.get("runs", []) if isinstance(evidence, dict) else []
-    return any(isinstance(r, list) and r and r[0] in run_uuids for r in runs)
+    if any(isinstance(r, list) and r and r[0] in run_uuids for r in runs):
+        return True
+    details = jsonx.loads(v.details_json) if v.details_json else None
+    return isinstance(details, dict) and details.get("kind") == "isolate-search" and \
+        bool(_execution_ids(details) & executions)
+
+
+def _execution_ids(value: object) -> set[int]:
+    """Every `execution_id` named anywhere in a verdict's details (a search names its probes' executions)."""
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if isinstance(item.get("execution_id"), int):
+                found.add(item["execution_id"])
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
 
 
 def _orphan_blobs(session: Session, run_ids: list[int]) -> list[str]:
