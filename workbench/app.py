@@ -143,10 +143,16 @@ class Revision:
 
 
 def _no_missing(deletion: "RunDeletion") -> "RunDeletion":
+    """The deletion, or BadInput for ids the store lacks and for runs a runner may still be writing."""
     if deletion.missing:
         ids = ", ".join(str(i) for i in deletion.missing)
         raise BadInput(f"no run {ids} in the store" if len(deletion.missing) == 1 else f"no runs {ids} in the store",
                        hint="wb runs list shows the run ids; nothing was deleted")
+    if deletion.in_flight:
+        r = deletion.in_flight[0]
+        raise BadInput(f"run {r.id} is {r.status} in execution {r.execution_id} of {r.hypothesis_id}, which has not "
+                       "ended: its runner may still write it", hint="let the execution end, or, if its runner is gone, "
+                       f"settle it with wb hypothesis run {r.hypothesis_id} --resume first; nothing was deleted")
     return deletion
 
 

@@ -218,3 +218,20 @@ def test_an_isolate_search_verdict_naming_a_probe_execution_goes_with_its_runs(c
     assert code == 0, err
     gone = {v["id"] for v in json.loads(out)["verdicts_deleted"]}
     assert search in gone and other not in gone
+
+
+def test_a_run_of_an_execution_still_running_is_refused(cli, workbench_dir: Path, tmp_path: Path):
+    # A runner writes a run's end into its row: deleting the row under it would crash the runner.
+    db = str(tmp_path / "wb.duckdb")
+    store = _store(db)
+    try:
+        ex = add_execution(store)  # an execution opens as "running"
+        done = add_run(store, execution_id=ex, arm="control", variables=CONTROL, outcomes={"done": 40})
+        live = add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, outcomes=None, status="running")
+    finally:
+        store.dispose()
+    code, _, err = cli("runs", "delete", str(done), str(live), "--yes", "--db", db)
+    assert code == 2 and err.startswith(f"Error: run {live} is running in execution {ex}"), err
+    assert _rows(db, [done, live])["runs"] == 2
+    code, _, err = cli("runs", "delete", str(done), "--yes", "--db", db)  # a finished run of it may go
+    assert code == 0, err

@@ -27,6 +27,8 @@ def plan(session: Session, run_ids: Iterable[int]) -> RunDeletion:
     executions = {r.execution_id for r in runs if r.execution_id is not None}
     uuids = {r.uuid for r in runs if r.uuid}
     verdicts = [v for v in session.exec(select(Verdict)).all() if _rests_on(v, executions, uuids)]
+    running = set(session.exec(select(Execution.id).where(Execution.id.in_(executions),  # type: ignore[union-attr]
+                                                          Execution.status == "running")).all()) if executions else set()
     left = {e for e in executions
             if not session.exec(select(Run.id).where(Run.execution_id == e, Run.id.not_in(wanted))).first()}  # type: ignore[union-attr]
     return RunDeletion(
@@ -35,7 +37,10 @@ def plan(session: Session, run_ids: Iterable[int]) -> RunDeletion:
         verdicts=tuple(DeletedVerdict(v.id, v.hypothesis_id, v.verdict, v.execution_id)
                        for v in sorted(verdicts, key=lambda v: v.id)),
         executions=tuple(sorted(left)), blobs=len(_orphan_blobs(session, sorted(found))),
-        missing=tuple(i for i in wanted if i not in found))
+        missing=tuple(i for i in wanted if i not in found),
+        in_flight=tuple(DeletedRun(r.id, r.uuid, r.label, r.hypothesis_id, r.execution_id, r.source, r.status)
+                        for r in sorted(runs, key=lambda r: r.id)
+                        if r.status in ("pending", "running") and r.execution_id in running))
 
 
 def _rests_on(v: Verdict, executions: set[int], run_uuids: set[str]) -> bool:
@@ -80,9 +85,10 @@ def _orphan_blobs(session: Session, run_ids: list[int]) -> list[str]:
 
 def delete_runs(session: Session, run_ids: Iterable[int]) -> RunDeletion:
     """Delete the runs and what rests on them (see `plan`); the caller's transaction makes it all or nothing.
-    An id the store does not hold deletes nothing: the result's `missing` names it."""
+    An id the store does not hold, or a run a runner may still be writing, deletes nothing: the result's
+    `missing` or `in_flight` names it."""
     done = plan(session, run_ids)
-    if done.missing or not done.runs:
+    if done.missing or done.in_flight or not done.runs:
         return done
     ids = [r.id for r in done.runs]
     blobs = _orphan_blobs(session, ids)

@@ -301,6 +301,7 @@ class RunDeletion:
     executions: tuple[int, ...] = ()
     blobs: int = 0
     missing: tuple[int, ...] = ()
+    in_flight: tuple[DeletedRun, ...] = ()  # pending or running runs of an execution still running
 
     def to_dict(self) -> dict[str, Any]:
         return {"deleted": [asdict(r) for r in self.runs], "verdicts_deleted": [asdict(v) for v in self.verdicts],
