@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from workbench.store.engine import Store
     from workbench.team.bundle import BundleSummary
     from workbench.team.reviews import ReviewState
-    from workbench.store.entities import ReviewRecord, RunRecord, VerdictRecord
+    from workbench.store.entities import ReviewRecord, RunDeletion, RunRecord, VerdictRecord
 
 FORMATS = ("html", "md")
 
@@ -59,11 +59,14 @@ class HypothesisStatus:
 class HypothesisDetail(HypothesisStatus):
     arms: dict[str, dict[str, str]] = field(default_factory=dict)
     children: tuple[str, ...] = ()
+    # The metrics its predictions and guards name: {name: {"kind", "description"}}, as the experiment declares them.
+    metrics: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out["definition"] = self.hypothesis.model_dump(mode="json", exclude_none=True)
         out["arms"] = self.arms
+        out["metrics"] = self.metrics
         out["children"] = list(self.children)
         out["reasoning"] = self.verdict.reasoning if self.verdict else None
         out["checks"] = self.verdict.checks if self.verdict else []
@@ -97,10 +100,13 @@ class ImportResult:
     imported: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)  # labels whose stored run this import replaced
+    verdicts_deleted: list[Any] = field(default_factory=list)  # DeletedVerdict: they rested on a replaced run
 
     def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
         return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped,
-                "replaced": self.replaced}
+                "replaced": self.replaced, "verdicts_deleted": [asdict(v) for v in self.verdicts_deleted]}
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,20 @@ class Revision:
 
     def to_dict(self) -> dict[str, Any]:
         return {"store": self.store, "revision": self.revision, "head": self.head, "is_head": self.is_head}
+
+
+def _no_missing(deletion: "RunDeletion") -> "RunDeletion":
+    """The deletion, or BadInput for ids the store lacks and for runs a runner may still be writing."""
+    if deletion.missing:
+        ids = ", ".join(str(i) for i in deletion.missing)
+        raise BadInput(f"no run {ids} in the store" if len(deletion.missing) == 1 else f"no runs {ids} in the store",
+                       hint="wb runs list shows the run ids; nothing was deleted")
+    if deletion.in_flight:
+        r = deletion.in_flight[0]
+        raise BadInput(f"run {r.id} is {r.status} in execution {r.execution_id} of {r.hypothesis_id}, which has not "
+                       "ended: its runner may still write it", hint="let the execution end, or, if its runner is gone, "
+                       f"settle it with wb hypothesis run {r.hypothesis_id} --resume first; nothing was deleted")
+    return deletion
 
 
 class Workbench:
@@ -186,13 +206,21 @@ class Workbench:
 
     def _statuses(self) -> dict[str, "CurrentStatus"]:
         """Each hypothesis's current status (analysis.status: the one rule every view uses)."""
-        from workbench.analysis.status import current_statuses, stored_statuses
+        from workbench.analysis.status import current_statuses, prediction_keys, stored_statuses
 
         declared = {h.id: h.status for h in self.registry.hypotheses}
         if not self._store_exists():
             return current_statuses(declared, [], {})
         with self.store(read_only=True) as store:
-            return stored_statuses(store, declared)
+            return stored_statuses(store, declared, {h.id: prediction_keys(h) for h in self.registry.hypotheses})
+
+    def _statuses_if_readable(self) -> dict[str, "CurrentStatus"]:
+        """`_statuses`, or none where no workbench folder is read (runs can be deleted from a bare store)."""
+        try:
+            self.registry
+        except BadInput:
+            return {}
+        return self._statuses()
 
     # ------------------------------------------------------------------ hypotheses
     def hypotheses(self) -> list[HypothesisStatus]:
@@ -202,8 +230,12 @@ class Workbench:
     def hypothesis(self, hypothesis_id: str) -> HypothesisDetail:
         reg = self.registry
         h = reg.hypothesis(hypothesis_id)
+        exp = reg.experiments.get(h.experiment)
+        named = [p.metric for p in h.predicts if not p.target] + [g.metric for g in h.requires]
+        metrics = {m: {"kind": exp.metrics[m].kind, "description": exp.metrics[m].description}
+                   for m in dict.fromkeys(named) if exp is not None and m in exp.metrics}
         return HypothesisDetail(h, self._statuses()[h.id], {a: reg.arm_assignment(h, a) for a in h.arm_names},
-                                tuple(c.id for c in reg.children(h.id)))
+                                tuple(c.id for c in reg.children(h.id)), metrics)
 
     def analyze(self, hypothesis_id: str, *, record: bool = True) -> "Analysis":
         """Decide from the runs already stored (imported evidence included); store the verdict when `record`."""
@@ -289,6 +321,23 @@ class Workbench:
             raise BadInput(f"no run {run_id} in the store", hint="wb runs list shows the run ids")
         return run
 
+    def run_deletion(self, run_ids: list[int]) -> "RunDeletion":
+        """What deleting these runs would remove; an id the store lacks is bad input (nothing is opened for
+        writing)."""
+        with self.store(read_only=True) as store:
+            return _no_missing(store.run_deletion(run_ids))
+
+    def delete_runs(self, run_ids: list[int]) -> tuple["RunDeletion", dict[str, tuple[str, str]]]:
+        """Delete runs and what rests on them, in one transaction (store.deletion); with the statuses that
+        changed: {hypothesis id: (before, after)}."""
+        self.run_deletion(run_ids)
+        before = self._statuses_if_readable()
+        with self.store() as store:
+            done = _no_missing(store.delete_runs(run_ids))
+        after = self._statuses_if_readable()
+        return done, {h: (before[h].status, after[h].status) for h in before
+                      if h in after and (before[h].status, before[h].verdict) != (after[h].status, after[h].verdict)}
+
     def import_evidence(self, file: str | Path, *, experiment: str | None = None,
                         replace: bool = False) -> ImportResult:
         """Store each CSV row as a historical run of `experiment` (by default the one experiment whose columns
@@ -307,10 +356,10 @@ class Workbench:
         rows = [ImportedRun(**row) for row in parse_evidence(path, exp)]
         with self.store() as store:
             plan = plan_import(rows, store.imported_runs(experiment), replace=replace, path=path)
-            done = store.import_runs(experiment, plan.add, replace=plan.replace) if plan.add else []
+            done, gone = store.import_runs(experiment, plan.add, replace=plan.replace) if plan.add else ([], None)
         return ImportResult(str(file), experiment, [{"id": rid, "label": row.label, "variables": row.variables,
                                                      "metrics": row.metrics} for rid, row in done], plan.skipped,
-                            plan.replaced)
+                            plan.replaced, list(gone.verdicts) if gone else [])
 
     def confounds(self, hypothesis_id: str | None = None, *, write: bool = False) -> list["Finding"]:
         """Scan the stored runs for confounds. With `write`, each proposed separating experiment is appended

@@ -123,3 +123,38 @@ def test_current_status_rule():
     assert (st.status, st.verdict.id, st.exploratory) == ("falsified", 2, False)
     assert [o.describe() for o in st.under_overrides] == ["under --set seed=7: supported"]
     assert current_status("open", [_v(2, "falsified", 1), _v(6, "supported", 4)], overrides).status == "supported"
+
+
+def test_a_status_judged_on_predictions_edited_since_says_so_in_every_view(cli, workbench_dir, tmp_path, seed_csv):
+    # The verdict judged "corruption_rate (treatment) <= 0.02"; the region was widened to 0.9 afterwards. Every
+    # view kept saying falsified beside the new prediction (17.5% is inside it) without a word.
+    db = tmp_path / "wb.duckdb"
+    common = ("--db", str(db), "--root", str(workbench_dir))
+    assert cli("import", "evidence", str(seed_csv), *common)[0] == 0
+    assert cli("hypothesis", "analyze", HID, *common)[0] == 0
+    assert "edited since" not in (_views(cli, db, workbench_dir)["note"] or "")
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text()
+    old = "{metric: corruption_rate, arm: treatment, at_most: 0.02,"
+    assert old in text
+    path.write_text(text.replace(old, "{metric: corruption_rate, arm: treatment, at_most: 0.9,", 1))
+    v = _views(cli, db, workbench_dir)
+    mark = ("predictions edited since the verdict: it judged corruption_rate (treatment) <= 0.02, the hypothesis "
+            "now predicts corruption_rate (treatment) <= 0.9: re-run or re-analyze")
+    assert v["list"] == "falsified" and mark in v["note"], v["note"]
+    assert mark in v["show_text"] and mark in v["md"] and mark.replace("<", "&lt;") in v["html"]
+
+
+def test_the_edited_mark_offers_a_re_analysis_only_where_it_would_replace_the_status():
+    from workbench.analysis.status import current_status
+
+    judged = {"predictions": [{"metric": "stale_rate", "bounds": [0.3, None], "describe": "stale_rate (treatment) >= 0.3"}]}
+    now = [("stale_rate", 0.5, None, "stale_rate (treatment) >= 0.5")]
+    controlled = VerdictRecord(id=1, hypothesis_id="h", execution_id=1, verdict="falsified", reasoning="", checks=[],
+                               details=judged, created_at="2026-12-01T10:00:00+00:00")
+    st = current_status("open", [controlled], {1: {}}, now)
+    assert st.note() == ("predictions edited since the verdict: it judged stale_rate (treatment) >= 0.3, the "
+                         "hypothesis now predicts stale_rate (treatment) >= 0.5: re-run")
+    assert current_status("open", [controlled], {1: {}}, [("stale_rate", 0.3, float("inf"), "x")]).note() == ""
+    pooled = VerdictRecord(**{**controlled.__dict__, "execution_id": None})
+    assert current_status("open", [pooled], {}, now).note().endswith(": re-run or re-analyze")

@@ -94,3 +94,47 @@ def test_per_replicate_seed_is_left_out_of_the_variable_and_alias_scans(store, r
     for f in findings:
         assert "seed" not in f.factor.split(" ~ "), f.message
         assert "seed=" not in f.message and "seed:" not in json.dumps(f.to_dict().get("proposal") or {})
+
+
+# A variable of three values: every lz4 run read stale values, no run of the two others did. The scan once
+# tested two-valued variables only and said nothing at all (no p-value, no flag) about this one.
+THREE = ["run_id,compression,batch_writes,clients,stale,errors"] \
+    + [f"a{i},lz4,off,50,20,0" for i in range(1, 7)] + [f"b{i},off,off,50,0,0" for i in range(1, 7)] \
+    + [f"c{i},on,off,50,0,0" for i in range(1, 7)]
+
+
+def _kv_with_three_values(tmp_path: Path, rows: list[str]) -> Path:
+    root = tmp_path / "kv"
+    root.mkdir()
+    shutil.copy(KVCACHE / "hypotheses.yaml", root / "hypotheses.yaml")
+    shutil.copytree(KVCACHE / "experiments", root / "experiments")
+    exp = root / "experiments" / "kv-load.yaml"
+    text = exp.read_text()
+    assert "compression: {values: [on, off]," in text
+    exp.write_text(text.replace("compression: {values: [on, off],", "compression: {values: [on, off, lz4],"))
+    (root / "s.csv").write_text("\n".join(rows) + "\n")
+    return root
+
+
+def test_a_variable_of_three_values_is_tested_each_value_against_the_rest(tmp_path, cli, monkeypatch):
+    monkeypatch.chdir(_kv_with_three_values(tmp_path, THREE))
+    assert cli("import", "evidence", "s.csv")[0] == 0
+    code, out, err = cli("confounds", "--json")
+    assert code == 0, err
+    comp = {(f["kind"], f["factor"]): f for f in json.loads(out)["items"]}[("variable", "compression")]
+    assert comp["flagged"], comp["message"]
+    # lz4 against the rest: 6/6 vs 0/12 runs, Fisher p = 1/C(18, 6) = 5.4e-5, times 3 values (Bonferroni).
+    assert comp["fisher_p"] == pytest.approx(3 * stats.fisher(6, 6, 0, 12), rel=1e-6)
+    assert "compression=lz4 against the other values" in comp["message"]
+    assert "Bonferroni over its 3 values" in comp["message"]
+    assert comp["effect"]["risk_difference"] == pytest.approx(1.0)
+
+
+def test_a_variable_of_three_values_without_an_effect_is_not_flagged(tmp_path, cli, monkeypatch):
+    rows = [THREE[0]] + [f"{r.split(',')[0]},{r.split(',')[1]},off,50,{5 if i % 2 else 0},0"
+                         for i, r in enumerate(THREE[1:])]
+    monkeypatch.chdir(_kv_with_three_values(tmp_path, rows))
+    assert cli("import", "evidence", "s.csv")[0] == 0
+    code, out, err = cli("confounds", "--json")
+    comp = {(f["kind"], f["factor"]): f for f in json.loads(out)["items"]}[("variable", "compression")]
+    assert not comp["flagged"] and comp["fisher_p"] is not None and comp["fisher_p"] > 0.05, comp["message"]

@@ -109,6 +109,7 @@ ENVELOPED = [
     (["db", "upgrade", "--json"], "db upgrade", "after"),
     (["import", "evidence", "SEED", "--json"], "import evidence", "skipped"),
     (["sim", "down", "--dir", "SIMDIR", "--json"], "sim down", "stopped"),
+    (["runs", "delete", "6", "--yes", "--json"], "runs delete", "deleted"),  # last: it removes a run
 ]
 
 

@@ -82,3 +82,27 @@ def test_resume_after_a_changed_claim_goes_on(toy):
     _edit_hypotheses(toy, "claim: The fix removes the leaks.", "claim: The fix removes every leak.")
     s = run_hypothesis("toy-fix", db=toy.db, resume=True)
     assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]
+
+
+@pytest.mark.parametrize("flags, named", [
+    ({"target": "elsewhere"}, "--target elsewhere"),
+    ({"replicates": 4}, "--replicates 4"),
+    ({"seed": 4}, "--seed 4"),
+    ({"sequential": True}, "--sequential"),
+    ({"aa": True}, "--aa"),
+])
+def test_resume_refuses_a_flag_that_would_change_the_execution(toy, flags, named):
+    # The interrupted execution goes on with its own profile, plan and mode: a flag asking for another one
+    # was once dropped without a word (resumed on the recorded profile, with the recorded replicates).
+    _interrupted(toy)
+    before = _counts(toy)
+    with pytest.raises(BadInput) as ei:
+        run_hypothesis("toy-fix", db=toy.db, resume=True, **flags)
+    assert ei.value.message.startswith(f"{named}: --resume continues execution 1"), ei.value.message
+    assert _counts(toy) == before and toy.conf.read_bytes() == toy.original
+
+
+def test_resume_accepts_the_flags_the_execution_was_started_with(toy):
+    _interrupted(toy)
+    s = run_hypothesis("toy-fix", db=toy.db, resume=True, target="local", replicates=1, seed=3)
+    assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]

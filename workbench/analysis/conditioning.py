@@ -93,13 +93,13 @@ def _strata_of(var: str, used: list[RunData]) -> tuple[list[str], list[tuple[str
     return (["experiment version"] if versions else []) + differ, sorted(named, key=lambda g: g[0])
 
 
-def _stratum_tables(var: str, values: list[str], groups: list[tuple[str, list[RunData]]], occurred: dict[int, bool],
+def _stratum_tables(var: str, first: str, groups: list[tuple[str, list[RunData]]], occurred: dict[int, bool],
                     counts: Counts) -> tuple[list[tuple[float, ...]], list[tuple[float, ...]] | None]:
-    """Per stratum, (k1, n1, k2, n2) over runs (outcome occurred) and, when every run has them, over units."""
-    a, b = values
+    """Per stratum, (k1, n1, k2, n2) over runs (outcome occurred) and, when every run has them, over units:
+    the runs where `var` is `first` against the others (with two values, the other value)."""
     runs_t, units_t = [], []
     for _, rs in groups:
-        sides = [[r for r in rs if r.variables[var] == v] for v in (a, b)]
+        sides = [[r for r in rs if r.variables[var] == first], [r for r in rs if r.variables[var] != first]]
         runs_t.append(tuple(x for side in sides for x in (sum(occurred[r.id] for r in side), len(side))))
         if units_t is not None and all(counts[r.id][1] is not None for r in rs):
             units_t.append(tuple(x for side in sides for x in (sum(counts[r.id][0] for r in side),
@@ -120,15 +120,15 @@ def _mh_difference(tables: list[tuple[float, ...]]) -> float | None:
     return num / den if den else None
 
 
-def _stratum_text(var: str, values: list[str], groups: list[tuple[str, list[RunData]]], runs_t, units_t,
+def _stratum_text(labels: tuple[str, str], groups: list[tuple[str, list[RunData]]], runs_t, units_t,
                   what: str) -> str:
     parts = []
     for i, (name, _) in enumerate(groups[:4]):
         k1, n1, k2, n2 = runs_t[i]
         u = units_t[i] if units_t else None
-        side = [f"{var}={v} {k:g}/{n:g} runs" + (f" ({uk:g}/{un:g} units)" if u else "")
-                for v, k, n, uk, un in ((values[0], k1, n1, *(u[:2] if u else (0, 0))),
-                                        (values[1], k2, n2, *(u[2:] if u else (0, 0))))]
+        side = [f"{label} {k:g}/{n:g} runs" + (f" ({uk:g}/{un:g} units)" if u else "")
+                for label, k, n, uk, un in ((labels[0], k1, n1, *(u[:2] if u else (0, 0))),
+                                            (labels[1], k2, n2, *(u[2:] if u else (0, 0))))]
         parts.append(f"{name}: " + ", ".join(side))
     more = f"; +{len(groups) - 4} more strata" if len(groups) > 4 else ""
     return f"with {what} within each stratum (" + "; ".join(parts) + more + ")"
@@ -151,6 +151,30 @@ def _message(var: str, used: list[RunData], per: dict[str, dict[str, Any]], by: 
             + (f"{detail}; " if detail else "") + result)
 
 
+def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]]], occurred: dict[int, bool],
+              counts: Counts) -> tuple[float, dict[str, Any], tuple[Any, Any], tuple[str, str]]:
+    """The stratified test of `var`: its two values against each other, or, with more, each value against
+    the rest, keeping the smallest p-value times the number of values (Bonferroni: a variable of many values
+    gets no more chances to be flagged than one of two). (p over runs, effect, the strata's tables, labels)."""
+    best: tuple[float, float, str] | None = None
+    for v in values[:1] if len(values) == 2 else values:
+        runs_t, units_t = _stratum_tables(var, v, groups, occurred, counts)
+        p_runs = stats.stratified_exact(runs_t)
+        p_units = stats.stratified_exact(units_t) if units_t else 1.0
+        if best is None or min(p_runs, p_units) < min(best[0], best[1]):
+            best = (p_runs, p_units, v)
+    assert best is not None
+    first = best[2]
+    runs_t, units_t = _stratum_tables(var, first, groups, occurred, counts)
+    scale = len(values) if len(values) > 2 else 1
+    effect: dict[str, Any] = {"risk_difference": _mh_difference(runs_t)}
+    if units_t:
+        effect["units_rate_difference"] = _mh_difference(units_t)
+        effect["units_fisher_p"] = min(1.0, scale * stats.stratified_exact(units_t))
+    other = f"{var}={values[1]}" if len(values) == 2 else f"{var} other than {first}"
+    return min(1.0, scale * best[0]), effect, (runs_t, units_t), (f"{var}={first}", other)
+
+
 def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list[RunData], occurred: dict[int, bool],
                  counts: Counts, outcome: str, what: str, tested_by: dict[int, str]) -> Any:
     """A variable judged within strata of runs that agree on everything else: pooling the strata into one
@@ -158,19 +182,13 @@ def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list
     so the strata's tables are combined by the exact conditional test instead, the run being the unit."""
     per = _per_value(var, used, occurred, counts)
     by, groups = _strata_of(var, used)
-    p, effect, detail, test = None, {}, "", None
-    if len(per) == 2:
-        values = list(per)
-        runs_t, units_t = _stratum_tables(var, values, groups, occurred, counts)
-        p, test = stats.stratified_exact(runs_t), STRATIFIED_TEST if len(groups) > 1 else "Fisher exact"
-        effect["risk_difference"] = _mh_difference(runs_t)
-        if units_t:
-            effect["units_rate_difference"] = _mh_difference(units_t)
-            effect["units_fisher_p"] = stats.stratified_exact(units_t)
-        if len(groups) > 1:  # one stratum's counts are the pooled ones
-            detail = _stratum_text(var, values, groups, runs_t, units_t, what)
-    flagged = (p is not None and p < stats.ALPHA) or \
-        (effect.get("units_fisher_p") is not None and effect["units_fisher_p"] < stats.ALPHA)
+    test = STRATIFIED_TEST if len(groups) > 1 else "Fisher exact"
+    p, effect, tables, labels = _contrast(var, list(per), groups, occurred, counts)
+    detail = _stratum_text(labels, groups, *tables, what) if len(groups) > 1 else ""  # one: the pooled counts
+    if len(per) > 2:
+        detail = (f"{labels[0]} against the other values, the value that differs most (p-values times "
+                  f"{len(per)}: Bonferroni over its {len(per)} values)" + (f"; {detail}" if detail else ""))
+    flagged = p < stats.ALPHA or (effect.get("units_fisher_p") is not None and effect["units_fisher_p"] < stats.ALPHA)
     msg = _message(var, used, per, by if len(groups) > 1 else [], detail, test, p, effect, what)
     tests = sorted({tested_by[r.id] for r in used if r.id in tested_by})
     if tests:

@@ -12,15 +12,19 @@ the status from `current_status`, so they cannot disagree. The rule, and why:
   against the claim, so it never sets the status.
 - A verdict under `--set` overrides is about a changed world (another causal model, a held seed); it
   never sets the status. The newest one per set of overrides is listed apart, beside the status.
+- A status whose verdict judged other predictions than the hypothesis makes now (a region edited since)
+  still stands, marked so: the verdict is what was found, but not about the claim as it now reads.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:
+    from workbench.registry.hypothesis import Hypothesis
     from workbench.store.entities import VerdictRecord
 
 CONTROLLED, EXPLORATORY, AA, OVERRIDE = "controlled", "exploratory", "aa", "override"
@@ -78,11 +82,13 @@ class CurrentStatus:
     verdict: "VerdictRecord | None"
     exploratory: bool = False
     under_overrides: tuple[OverrideVerdict, ...] = ()
+    edited_since: str = ""  # the predictions changed since the verdict was given: what it judged and what now
 
     def note(self) -> str:
         """The mark shown beside the status wherever it is shown ('' when there is nothing to say)."""
         parts = [EXPLORATORY_NOTE] if self.exploratory else []
         parts += [o.describe() for o in self.under_overrides]
+        parts += [self.edited_since] if self.edited_since else []
         return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -110,8 +116,43 @@ def status_timeline(verdicts: Iterable["VerdictRecord"], overrides_of: Overrides
     return out
 
 
-def current_status(declared: str, verdicts: Iterable["VerdictRecord"], overrides_of: Overrides) -> CurrentStatus:
-    """The current status of one hypothesis from its stored verdicts (any order; A/A ones included)."""
+# A prediction as a verdict's judgements record it: the metric judged ("calls:TARGET" for a probe) and the
+# region's bounds (None where unbounded), with its words for the mark.
+PredictionKey = tuple[str, Any, Any, str]
+
+
+def _bound(x: Any) -> float | None:
+    return None if x is None or not math.isfinite(float(x)) else float(x)
+
+
+def prediction_keys(h: "Hypothesis") -> list[PredictionKey]:
+    """What `h` predicts now, comparable with what a stored verdict judged."""
+    return [(f"calls:{p.target}" if p.target else p.metric, *map(_bound, p.region.bounds()), p.describe())
+            for p in h.predicts]
+
+
+def _edited_since(verdict: "VerdictRecord | None", predicts: Sequence[PredictionKey] | None, exploratory: bool) -> str:
+    """Words for a verdict that judged other predictions (metric or region) than `predicts` makes now; ''
+    when they agree, or when either side is unknown (a verdict recorded without its judgements). A pooled
+    re-analysis replaces only an exploratory status, so only then is it offered."""
+    if verdict is None or predicts is None:
+        return ""
+    judged = [j for j in (verdict.details or {}).get("predictions") or [] if isinstance(j, dict)]
+    try:
+        then = {(j["metric"], _bound(j["bounds"][0]), _bound(j["bounds"][1])) for j in judged}
+    except (KeyError, TypeError, IndexError, ValueError):
+        return ""
+    if not then or then == {(m, _bound(lo), _bound(hi)) for m, lo, hi, _ in predicts}:
+        return ""
+    words = list(dict.fromkeys(str(j.get("describe") or j["metric"]) for j in judged))
+    return (f"predictions edited since the verdict: it judged {', '.join(words)}, the hypothesis now predicts "
+            f"{', '.join(k[3] for k in predicts)}: " + ("re-run or re-analyze" if exploratory else "re-run"))
+
+
+def current_status(declared: str, verdicts: Iterable["VerdictRecord"], overrides_of: Overrides,
+                   predicts: Sequence[PredictionKey] | None = None) -> CurrentStatus:
+    """The current status of one hypothesis from its stored verdicts (any order; A/A ones included);
+    `predicts`, the hypothesis's `prediction_keys` now, marks a verdict that judged other predictions."""
     mine = list(verdicts)
     timeline = status_timeline(mine, overrides_of)
     current = timeline[-1] if timeline else None
@@ -120,19 +161,20 @@ def current_status(declared: str, verdicts: Iterable["VerdictRecord"], overrides
         if role(v, overrides_of) == OVERRIDE:
             ov = dict(overrides_of[v.execution_id])  # type: ignore[index]
             newest[overrides_text(ov)] = OverrideVerdict(ov, v)
-    return CurrentStatus(current.verdict if current else declared, current,
-                         current is not None and role(current, overrides_of) == EXPLORATORY,
-                         tuple(newest[k] for k in sorted(newest)))
+    exploratory = current is not None and role(current, overrides_of) == EXPLORATORY
+    return CurrentStatus(current.verdict if current else declared, current, exploratory,
+                         tuple(newest[k] for k in sorted(newest)), _edited_since(current, predicts, exploratory))
 
 
-def current_statuses(declared: Mapping[str, str], verdicts: Iterable["VerdictRecord"],
-                     overrides_of: Overrides) -> dict[str, CurrentStatus]:
-    """`current_status` of every hypothesis in `declared` (id -> the status written in hypotheses.yaml)."""
+def current_statuses(declared: Mapping[str, str], verdicts: Iterable["VerdictRecord"], overrides_of: Overrides,
+                     predicts: Mapping[str, Sequence[PredictionKey]] | None = None) -> dict[str, CurrentStatus]:
+    """`current_status` of every hypothesis in `declared` (id -> the status written in hypotheses.yaml);
+    `predicts`: id -> its `prediction_keys` now."""
     by_hyp: dict[str, list[VerdictRecord]] = {h: [] for h in declared}
     for v in verdicts:
         if v.hypothesis_id in by_hyp:
             by_hyp[v.hypothesis_id].append(v)
-    return {h: current_status(declared[h], vs, overrides_of) for h, vs in by_hyp.items()}
+    return {h: current_status(declared[h], vs, overrides_of, (predicts or {}).get(h)) for h, vs in by_hyp.items()}
 
 
 def overrides_by_execution(executions: Iterable[Any]) -> dict[int, dict[str, Any]]:
@@ -140,6 +182,7 @@ def overrides_by_execution(executions: Iterable[Any]) -> dict[int, dict[str, Any
     return {e.id: dict(e.overrides or {}) for e in executions}
 
 
-def stored_statuses(store: Any, declared: Mapping[str, str]) -> dict[str, CurrentStatus]:
+def stored_statuses(store: Any, declared: Mapping[str, str],
+                    predicts: Mapping[str, Sequence[PredictionKey]] | None = None) -> dict[str, CurrentStatus]:
     """`current_statuses` from what `store` holds."""
-    return current_statuses(declared, store.verdicts(), overrides_by_execution(store.executions()))
+    return current_statuses(declared, store.verdicts(), overrides_by_execution(store.executions()), predicts)

@@ -176,14 +176,11 @@ def parse_sets(values: list[str] | None) -> dict[str, str]:
     return out
 
 
-# The range of a plan's seed: what `new_seed` draws (workbench/runner/plan.py) and what the per-replicate
-# workload seeds derived from it span (31 bits), so a seed given by hand is one wb could have drawn itself.
-SEED_MIN, SEED_MAX = 0, 2**31 - 1
-
-
 def check_seed(seed: int | None, flag: str = "--seed") -> int | None:
-    """A seed flag's value, refused (naming the flag) outside SEED_MIN..SEED_MAX."""
+    """A seed flag's value, refused (naming the flag) outside SEED_MIN..SEED_MAX, the range `design.seed`
+    has in the YAML files."""
     from workbench.errors import BadInput
+    from workbench.registry.common import SEED_MAX, SEED_MIN
 
     if seed is not None and not SEED_MIN <= seed <= SEED_MAX:
         shown = str(seed) if len(str(seed)) <= 24 else str(seed)[:20] + "…"

@@ -32,3 +32,7 @@ def evidence(file: Annotated[Path, typer.Argument(metavar="FILE.csv")], db: DbOp
     typer.echo(f"imported {new} run(s) from {result.file} as experiment {result.experiment}"
                + (f"; replaced {len(result.replaced)}" if result.replaced else "")
                + (f"; skipped {len(result.skipped)} already imported" if result.skipped else ""))
+    for v in result.verdicts_deleted:
+        typer.echo(f"deleted verdict {v.id} of {v.hypothesis_id} ({v.verdict}"
+                   + (f", execution {v.execution_id}" if v.execution_id is not None else ", pooled")
+                   + "): it rests on a replaced run")

@@ -51,6 +51,8 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
         typer.echo(f"  predicts: {p.describe()}")
     for g in h.requires:
         typer.echo(f"  requires: {g.describe()}")
+    for name, m in d.metrics.items():
+        typer.echo(f"  metric {name} ({m['kind']}): {' '.join(m['description'].split()) or '(no description)'}")
     for a in h.assumptions:
         typer.echo(f"  assumes: {a.text}" + (f"  (tested by {a.tested_by})" if a.tested_by else ""))
     if v is None:

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import typer
 
-from workbench.cli._common import new_app, print_json
+from workbench.cli._common import check_seed, new_app, print_json
 
 app = new_app("The index-K transfer kernel: check it byte for byte, benchmark it.")
 
@@ -33,6 +33,7 @@ def check(
     from workbench.errors import RunFailure
     from workbench.optional import require_torch
 
+    check_seed(seed)
     require_torch("wb kernel check")
 
     report = _with_status(json_out, lambda progress: Workbench.kernel_check(impl=impl, seed=seed, quick=quick,

@@ -1,13 +1,17 @@
-"""`wb runs list|show`: the runs in the store, imported evidence included."""
+"""`wb runs list|show|delete`: the runs in the store, imported evidence included."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+import sys
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format, new_app,
                                    open_workbench, print_json)
+
+if TYPE_CHECKING:
+    from workbench.store.entities import RunDeletion
 
 app = new_app("Runs recorded in the store.")
 
@@ -46,3 +50,53 @@ def show(run_id: Annotated[int, typer.Argument(metavar="RUN_ID")], db: DbOption 
         typer.echo(f"artifact {a.name}: {a.path} ({a.size_bytes} B, sha256 {a.sha256[:12]})")
     if r.provenance:
         typer.echo(f"provenance: {r.provenance}")
+
+
+def _describe(d: "RunDeletion") -> list[str]:
+    """One line per thing a deletion removes (the same lines before the prompt and after the deletion)."""
+    lines = []
+    for r in d.runs:
+        what = f"imported {r.label!r}" if r.source == "import" else \
+            f"execution {r.execution_id}, {r.hypothesis_id or 'no hypothesis'}, {r.status}"
+        lines.append(f"run {r.id} ({what})")
+    lines += [f"verdict {v.id} of {v.hypothesis_id} ({v.verdict}"
+              + (f", execution {v.execution_id}" if v.execution_id is not None else ", pooled")
+              + "): it rests on a deleted run" for v in d.verdicts]
+    lines += [f"execution {e} (no run left)" for e in d.executions]
+    if d.blobs:
+        lines.append(f"{d.blobs} stored artifact content(s) no remaining run refers to")
+    return lines
+
+
+def _interactive() -> bool:
+    try:
+        return sys.stdin.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+@app.command("delete")
+def delete(run_ids: Annotated[list[int], typer.Argument(metavar="RUN_ID...", help="Ids of the runs to delete.")],
+           yes: Annotated[bool, typer.Option("--yes", help="Delete without asking (needed off a terminal).")] = False,
+           db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
+    """Delete runs recorded by mistake, with their units, metrics and artifacts, and the verdicts that rest on them."""
+    from workbench.errors import BadInput, WbError
+
+    wb = open_workbench(db, root)
+    plan = wb.run_deletion(run_ids)  # unknown ids: exit 2 before anything is asked or written
+    if not yes:
+        if not _interactive():
+            raise BadInput("wb runs delete asks before deleting, and there is no terminal to ask on",
+                           hint="add --yes to delete without asking")
+        err = typer.get_text_stream("stderr")
+        err.write("".join(f"would delete {line}\n" for line in _describe(plan)))
+        if not typer.confirm(f"Delete {len(plan.runs)} run(s)?", default=False, err=True):
+            raise WbError("not confirmed: nothing was deleted")
+    done, changed = wb.delete_runs(run_ids)
+    if json_:
+        print_json({**done.to_dict(), "status_changes": {h: {"before": b, "after": a} for h, (b, a) in changed.items()}})
+        return
+    for line in _describe(done):
+        typer.echo(f"deleted {line}")
+    for h, (b, a) in sorted(changed.items()):
+        typer.echo(f"status of {h}: {b} -> {a}" if b != a else f"status of {h}: {a}, now from another verdict")

@@ -9,6 +9,11 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,79}$")
 
+# The range of a plan's seed: what `new_seed` draws (workbench/runner/plan.py) and what the per-replicate
+# workload seeds derived from it span (31 bits), so a seed given by hand (a flag, or `design.seed` in a
+# file) is one wb could have drawn itself.
+SEED_MIN, SEED_MAX = 0, 2**31 - 1
+
 
 def var_value(value: Any) -> str:
     """Canonical text of a variable value. YAML 1.1 reads bare on/off as booleans; wb keeps the words."""

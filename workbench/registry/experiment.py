@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from workbench.registry.common import Ident, Strict, VarValue, control_char
+from workbench.registry.common import SEED_MAX, SEED_MIN, Ident, Strict, VarValue, control_char
 
 # Names every template may use besides the experiment's variables and a profile's `context`.
 BUILTIN_TEMPLATE_NAMES = frozenset({
@@ -123,7 +123,7 @@ class UnitSpec(Strict):
 class Design(Strict):
     replicates: int = Field(default=2, ge=1, le=1000)
     blocks: Literal["abba", "random", "alternate"] = "abba"
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX)
     max_replicates: int = Field(default=12, ge=1, le=10000, description="budget for --sequential")
 
 

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from workbench.registry.common import Ident, Region, Strict, VarValue
+from workbench.registry.common import SEED_MAX, SEED_MIN, Ident, Region, Strict, VarValue
 
 Status = Literal["open", "supported", "falsified", "inconclusive", "invalid"]
 Kind = Literal["ab", "reachability", "kernel", "config"]
@@ -82,7 +82,7 @@ class Generated(Strict):
 class DesignOverride(Strict):
     replicates: int | None = Field(default=None, ge=1, le=1000)
     max_replicates: int | None = Field(default=None, ge=1, le=10000)
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX)
 
 
 class Hypothesis(Strict):

@@ -93,6 +93,8 @@ class PredictionView:
     why: str
     observed: str
     outcome: str
+    metric: str = ""
+    metric_description: str = ""  # what the experiment says the metric measures
 
 
 @dataclass
@@ -127,6 +129,7 @@ class ChartView:
     metric: str
     spec: dict[str, Any]
     rows: list[tuple[str, str, str]]  # (arm, value, interval) — the numbers behind the chart, as text
+    description: str = ""  # what the experiment says the metric measures
 
 
 @dataclass
@@ -203,7 +206,7 @@ class HypothesisContext:
     arm_rows: list[ArmRow]
     config_diffs: list[DiffView]
     predictions: list[PredictionView]
-    guards: list[str]
+    guards: list[tuple[str, str, str]]  # (guard, its metric, the metric's description)
     falsified_if: str
     assumptions: list[AssumptionView]
     charts: list[ChartView]
@@ -220,6 +223,7 @@ class HypothesisContext:
     review_note: str = ""
     executions: list[ExecutionView] = field(default_factory=list)
     status_note: str = ""  # exploratory, verdicts under --set overrides (analysis.status)
+    metric_descriptions: dict[str, str] = field(default_factory=dict)  # name -> what it measures (the experiment's)
 
 
 @dataclass
@@ -242,7 +246,7 @@ class RunContext:
     meta: list[tuple[str, str]]
     variables: list[tuple[str, str]]
     fingerprint: list[tuple[str, str]]
-    metrics: list[tuple[str, str, str]]  # (name, value, source)
+    metrics: list[tuple[str, str, str]]  # (name, value, what it measures: the experiment's description)
     units: list[tuple[str, int]]
     units_total: int
     probe_rows: list[ProbeRow]
@@ -259,6 +263,7 @@ class RunsContext:
     page: Page
     metric_columns: list[str]
     runs: list[tuple[RunRow, Link | None]]
+    metric_descriptions: dict[str, str] = field(default_factory=dict)  # column -> what it measures
 
 
 @dataclass

@@ -37,11 +37,12 @@ class StoreData:
 
 
 def load(store: Store, parents: dict[str, str | None] | None = None,
-         declared: dict[str, str] | None = None) -> StoreData:
+         declared: dict[str, str] | None = None, predicts: dict[str, list[Any]] | None = None) -> StoreData:
     """Runs, metrics, units (summarised per outcome), artifacts, probes, verdicts, executions, reviews,
     indexed by run and by hypothesis for the pages; with `parents` (hypothesis id -> parent id), the
     review state of each of those hypotheses too; with `declared` (hypothesis id -> the status written in
-    hypotheses.yaml), each one's current status by the rule `wb hypothesis list` uses (analysis.status)."""
+    hypotheses.yaml), each one's current status by the rule `wb hypothesis list` uses (analysis.status);
+    `predicts` (id -> its `prediction_keys`) marks a status judged on other predictions."""
     contents = store.contents()
     data = StoreData()
     for run in contents.runs:
@@ -67,7 +68,7 @@ def load(store: Store, parents: dict[str, str | None] | None = None,
     overrides_of = overrides_by_execution(contents.executions)
     known = dict(declared or {})
     known.update({v.hypothesis_id: "open" for v in contents.verdicts if v.hypothesis_id not in known})
-    data.statuses = current_statuses(known, contents.verdicts, overrides_of)
+    data.statuses = current_statuses(known, contents.verdicts, overrides_of, predicts)
     data.verdicts = {h: st.verdict.to_dict() for h, st in data.statuses.items() if st.verdict is not None}
     if parents is not None:
         data.review_states = review_states(parents, contents.verdicts, contents.reviews, overrides_of=overrides_of)

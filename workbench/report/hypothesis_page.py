@@ -41,6 +41,13 @@ def evidence_runs(data: StoreData, hid: str) -> tuple[list[dict[str, Any]], int 
     return [r for r in runs if r["execution_id"] == chosen], chosen
 
 
+def metric_descriptions(exp: Experiment | None) -> dict[str, str]:
+    """name -> what the metric measures, on one line, for every metric the experiment describes."""
+    if exp is None:
+        return {}
+    return {name: " ".join(m.description.split()) for name, m in exp.metrics.items() if m.description.strip()}
+
+
 def run_metric(exp: Experiment | None, run: dict[str, Any], metric: str, _depth: int = 0) -> float | None:
     """A run's value of `metric`: stored, or derived as the experiment declares (same_as, numerator/denominator).
 
@@ -297,7 +304,8 @@ def _charts(h: Hypothesis, exp: Experiment | None, runs: list[dict[str, Any]], b
                       for v in [run_metric(exp, r, metric)] if v is not None and math.isfinite(v)
                       if len(by_arm.get(arm, [])) <= MAX_TICKS_PER_ARM]
         mc = charts.MetricChart(metric, arm_names, points, run_values, _region_bands(h, metric), is_rate)
-        chart_views.append(ChartView(f"chart-{i}", metric, charts.metric_spec(mc), rows))
+        chart_views.append(ChartView(f"chart-{i}", metric, charts.metric_spec(mc), rows,
+                                     metric_descriptions(exp).get(metric, "")))
     return chart_views, estimates
 
 
@@ -355,7 +363,9 @@ def _predictions(h: Hypothesis, exp: Experiment | None, data: StoreData, analysi
             outcome += " (no verdict is reachable within the sequential budget)"
         elif src is not None and src.more_units_needed:
             outcome += f" (about {src.more_units_needed} more units would decide it)"
-        out.append(PredictionView(p.describe(), p.why, observed.rstrip("; "), outcome))
+        metric = "" if p.target else p.metric
+        out.append(PredictionView(p.describe(), p.why, observed.rstrip("; "), outcome, metric,
+                                  metric_descriptions(exp).get(metric, "")))
     return out
 
 
@@ -416,12 +426,13 @@ def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis
         children=[Link(f"{c.id}.html", c.id) for c in registry.children(h.id)],
         isolates=h.isolates, hold=sorted(h.hold.items()), arm_names=list(h.arm_names), arm_rows=_arm_rows(h, registry),
         config_diffs=_config_diffs(arm_names, runs, execution), predictions=predictions,
-        guards=[g.describe() + (f" — {g.why}" if g.why else "") for g in h.requires], falsified_if=h.falsified_if,
+        guards=[(g.describe() + (f" — {g.why}" if g.why else ""), g.metric, metric_descriptions(exp).get(g.metric, ""))
+                for g in h.requires], falsified_if=h.falsified_if,
         assumptions=assumptions, charts=chart_views, verdict=verdict, analysis_note=notes,
         attrition=attrition if any(r.units for r in attrition) else [], attrition_outcomes=outcomes,
         probe_rows=probe_rows, probe_totals=[(t, v[0], v[1]) for t, v in sorted(totals.items())],
         metric_columns=metric_columns, runs=_run_rows(exp, all_runs, runs, metric_columns),
-        status_note=data.status_note(h.id), **_review_fields(h, data))
+        status_note=data.status_note(h.id), metric_descriptions=metric_descriptions(exp), **_review_fields(h, data))
 
 
 def _review_fields(h: Hypothesis, data: StoreData) -> dict[str, Any]:

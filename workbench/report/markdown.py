@@ -53,12 +53,14 @@ def render(ctx: HypothesisContext) -> str:
         out += [f"| {_cell(p.text)} | {_cell(p.observed) or '–'} | {_cell(p.outcome) or '–'} |" for p in ctx.predictions]
         out.append("")
     if ctx.charts:
-        out += ["| metric | " + " | ".join(_cell(a) for a in ctx.arm_names) + " |",
-                "| --- |" + " --- |" * len(ctx.arm_names)]
+        out += ["| metric | " + " | ".join(_cell(a) for a in ctx.arm_names) + " | what it measures |",
+                "| --- |" + " --- |" * (len(ctx.arm_names) + 1)]
         for c in ctx.charts:
             by_arm = {arm: f"{value} {interval}".strip() for arm, value, interval in c.rows}
-            out.append(f"| {_cell(c.metric)} | " + " | ".join(_cell(by_arm.get(a, "–")) for a in ctx.arm_names) + " |")
+            out.append(f"| {_cell(c.metric)} | " + " | ".join(_cell(by_arm.get(a, "–")) for a in ctx.arm_names)
+                       + f" | {_cell(_line(c.description)) or '–'} |")
         out.append("")
+    out += _undrawn_metrics(ctx)
     if ctx.probe_totals:
         out += ["| probed target | calls | processes |", "| --- | ---: | ---: |"]
         out += [f"| `{_cell(t)}` | {calls} | {procs} |" for t, calls, procs in ctx.probe_totals]
@@ -77,6 +79,15 @@ def render(ctx: HypothesisContext) -> str:
                   else "") + ".")
     out += [""] + _review_lines(ctx)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _undrawn_metrics(ctx: HypothesisContext) -> list[str]:
+    """What the predicted and guarded metrics measure, for those the table by arm does not show (no runs yet)."""
+    drawn = {c.metric for c in ctx.charts}
+    named = [p.metric for p in ctx.predictions if p.metric] + [m for _, m, _ in ctx.guards]
+    lines = [f"- `{_cell(m)}`: {_line(ctx.metric_descriptions[m])}" for m in dict.fromkeys(named)
+             if m not in drawn and ctx.metric_descriptions.get(m)]
+    return ["Metrics:"] + lines + [""] if lines else []
 
 
 def _review_lines(ctx: HypothesisContext) -> list[str]:

@@ -51,7 +51,9 @@ def _card_review(data: StoreData, hid: str) -> dict[str, str]:
     return {"review": state.state, "review_note": "parent changed: re-review" if state.parent_changed else ""}
 
 
-def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page) -> RunsContext:
+def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page,
+              descriptions: dict[str, dict[str, str]] | None = None) -> RunsContext:
+    """A page of the runs list; `descriptions` (experiment id -> metric -> what it measures) titles the columns."""
     cols = ["corruption_rate", "aborts", "wall_s"]
     present = {m for rid in run_ids for m in data.runs[rid]["metrics"]}
     cols = [c for c in cols if c in present] or sorted(present)[:3]
@@ -63,7 +65,20 @@ def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page) 
                             else str(r["replicate"]), r["status"], (r["started_at"] or "")[:16], r["execution_id"],
                             False, [stats.fmt(r["metrics"].get(c)) if c in r["metrics"] else "" for c in cols]),
                      Link(f"hypotheses/{hid}.html", hid) if hid in known else None))
-    return RunsContext(page, cols, rows)
+    return RunsContext(page, cols, rows, _column_descriptions(cols, [data.runs[rid] for rid in run_ids],
+                                                              descriptions or {}))
+
+
+def _column_descriptions(cols: list[str], runs: list[dict[str, Any]],
+                         descriptions: dict[str, dict[str, str]]) -> dict[str, str]:
+    """What each column measures; where the page's experiments describe one name differently, each says its own."""
+    out = {}
+    for c in cols:
+        said = {e: descriptions.get(e, {}).get(c) for e in sorted({str(r["experiment_id"]) for r in runs
+                                                                     if c in r["metrics"]})}
+        words = sorted({d for d in said.values() if d})
+        out[c] = words[0] if len(words) == 1 else "; ".join(f"{e}: {d}" for e, d in said.items() if d)
+    return {c: d for c, d in out.items() if d}
 
 
 def _text(v: Any) -> str:

@@ -67,12 +67,14 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
     exception; bad input (such as overrides an edited experiment no longer accepts) becomes a page note.
     """
     from workbench.analysis.confounds import scan_confounds
+    from workbench.analysis.status import prediction_keys
     from workbench.analysis.stored import analyze_stored
     from workbench.report import data as data_mod
 
     wanted = set(hypothesis_ids) if hypothesis_ids is not None else {h.id for h in registry.hypotheses}
     data = data_mod.load(store, {h.id: h.parent for h in registry.hypotheses},
-                         {h.id: h.status for h in registry.hypotheses})
+                         {h.id: h.status for h in registry.hypotheses},
+                         {h.id: prediction_keys(h) for h in registry.hypotheses})
     analyses: dict[str, tuple[Analysis | None, str]] = {}
     for h in registry.hypotheses:
         if h.id in wanted and (data.runs_by_hypothesis.get(h.id) or h.id in data.verdicts):
@@ -86,8 +88,9 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
 
 
 def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: Any, render: Any,
-               blobs: Any = None) -> dict[Any, str]:
-    """One page per run, linked to its neighbours of the same hypothesis."""
+               blobs: Any = None, descriptions: dict[str, dict[str, str]] | None = None) -> dict[Any, str]:
+    """One page per run, linked to its neighbours of the same hypothesis; `descriptions`: experiment id ->
+    what each of its metrics measures."""
     written: dict[Any, str] = {}
     by_hyp: dict[Any, list[int]] = {}
     for rid, r in data.runs.items():
@@ -96,7 +99,8 @@ def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: A
         for i, rid in enumerate(ids):
             ctx = run_page.build(data.runs[rid], data, page(f"run {rid}", "runs", "../"), out, roots,
                                  ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
-                                 data.runs[rid]["hypothesis_id"] in known, blobs)
+                                 data.runs[rid]["hypothesis_id"] in known, blobs,
+                                 (descriptions or {}).get(data.runs[rid]["experiment_id"]))
             written[rid] = str(render("run.html.j2", ctx, out / "runs" / f"{rid}.html"))
     return written
 
@@ -141,14 +145,15 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
         result["hypotheses"][h.id] = str(render("hypothesis.html.j2", ctx, out / "hypotheses" / f"{h.id}.html"))
 
     roots = [artifacts_root(Path(registry.root), artifacts)]
-    result["runs"] = _run_pages(data, known, roots, out, page, render, store.artifact_contents)
+    descriptions = {eid: hypothesis_page.metric_descriptions(e) for eid, e in registry.experiments.items()}
+    result["runs"] = _run_pages(data, known, roots, out, page, render, store.artifact_contents, descriptions)
 
     run_ids = sorted(data.runs, reverse=True)
     chunks = [run_ids[i:i + RUNS_PER_LIST_PAGE] for i in range(0, len(run_ids), RUNS_PER_LIST_PAGE)] or [[]]
     names = ["runs.html"] + [f"runs-{i + 1}.html" for i in range(1, len(chunks))]
     for i, chunk in enumerate(chunks):
         ctx = pages.runs_list(data, known, chunk, page("Runs" + (f" ({i + 1}/{len(chunks)})" if len(chunks) > 1
-                                                                  else ""), "runs"))
+                                                                  else ""), "runs"), descriptions)
         ctx_pages = [(n, n == names[i]) for n in names] if len(chunks) > 1 else []
         _write(out / names[i], redact_text(env.get_template("runs.html.j2").render(ctx=ctx, pager=ctx_pages),
                                            mask="&lt;redacted&gt;"))

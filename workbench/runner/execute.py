@@ -453,7 +453,9 @@ def prepare(registry: Registry, hypothesis_id: str, opts: RunOptions, *, store: 
             raise ValueError("resuming needs the store")
         from workbench.runner.resume import resume
 
-        p, plan, prior = resume(registry, store, hypothesis_id, dict(opts.sets))
+        p, plan, prior = resume(registry, store, hypothesis_id, dict(opts.sets),
+                                {"--target": opts.target, "--replicates": opts.replicates, "--seed": opts.seed,
+                                 "--sequential": opts.sequential, "--aa": opts.aa})
     else:
         p = resolve(registry, hypothesis_id, profile=opts.target, replicates=opts.replicates,
                     overrides=dict(opts.sets), sequential=opts.sequential, aa=opts.aa, seed=opts.seed)

@@ -41,10 +41,11 @@ def find_resumable(store: "Store", hypothesis_id: str) -> "ExecutionRecord | Non
     return None
 
 
-def resume(registry: "Registry", store: "Store", hypothesis_id: str, sets: dict[str, str]
-           ) -> tuple["Prepared", "Plan", "ExecutionRecord"]:
+def resume(registry: "Registry", store: "Store", hypothesis_id: str, sets: dict[str, str],
+           given: dict[str, Any] | None = None) -> tuple["Prepared", "Plan", "ExecutionRecord"]:
     """The interrupted execution, resolved again with its own profile, mode and --set values (`sets`, the
-    --set values given now, must be none or those)."""
+    --set values given now, must be none or those). `given`: the other flags of the command, by flag name
+    (None or False: not given); each must be what the execution was started with."""
     from workbench.runner.plan import Plan
     from workbench.runner.prepare import resolve
 
@@ -56,11 +57,27 @@ def resume(registry: "Registry", store: "Store", hypothesis_id: str, sets: dict[
     if sets and sets != saved.get("overrides", {}):
         raise BadInput("--resume continues the interrupted execution with its own --set values",
                        hint=f"it used {saved.get('overrides') or 'none'}; drop --set or start afresh")
+    plan = Plan.from_dict(saved["plan"])
+    _refuse_other_flags(prior, plan, given or {})
     p = resolve(registry, hypothesis_id, profile=prior.profile, replicates=None, overrides=saved.get("overrides", {}),
                 sequential=prior.mode == "sequential", aa=prior.mode == "aa", seed=None)
-    plan = Plan.from_dict(saved["plan"])
     p.max_replicates = int(saved.get("max_replicates", plan.replicates))
     return p, plan, prior
+
+
+def _refuse_other_flags(prior: "ExecutionRecord", plan: "Plan", given: dict[str, Any]) -> None:
+    """A flag given with --resume that asks for another profile, plan or mode than the execution's own is
+    refused (it would otherwise be dropped without a word); one that repeats the recorded value is fine."""
+    recorded = {"--target": prior.profile, "--replicates": plan.replicates, "--seed": plan.seed,
+                "--sequential": prior.mode == "sequential", "--aa": prior.mode == "aa"}
+    for flag, value in given.items():
+        if value is None or value is False or value == recorded.get(flag, value):
+            continue
+        shown = flag if value is True else f"{flag} {value}"
+        was = {"--target": f"on profile {prior.profile!r}", "--replicates": f"with {plan.replicates} replicate(s)",
+               "--seed": f"with seed {plan.seed}"}.get(flag, f"in {prior.mode} mode")
+        raise BadInput(f"{shown}: --resume continues execution {prior.id} as it was started, {was}",
+                       hint=f"drop {flag} to resume it, or start a fresh execution with it (without --resume)")
 
 
 def rendered_hashes(p: "Prepared") -> dict[str, str]:

@@ -269,3 +269,40 @@ class StoreContents:
     verdicts: tuple[VerdictRecord, ...] = ()
     executions: tuple[ExecutionRecord, ...] = ()
     reviews: tuple[ReviewRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeletedRun:
+    id: int
+    uuid: str | None
+    label: str | None
+    hypothesis_id: str | None
+    execution_id: int | None
+    source: str
+    status: str
+
+
+@dataclass(frozen=True)
+class DeletedVerdict:
+    id: int
+    hypothesis_id: str
+    verdict: str
+    execution_id: int | None
+
+
+@dataclass(frozen=True)
+class RunDeletion:
+    """What deleting runs removes (or, planned, would remove): the runs with their units, metrics, artifacts
+    and probe counts; every verdict that rested on one of them; executions left with no run; artifact
+    contents no remaining run refers to. `missing`: asked-for ids the store does not hold."""
+
+    runs: tuple[DeletedRun, ...] = ()
+    verdicts: tuple[DeletedVerdict, ...] = ()
+    executions: tuple[int, ...] = ()
+    blobs: int = 0
+    missing: tuple[int, ...] = ()
+    in_flight: tuple[DeletedRun, ...] = ()  # pending or running runs of an execution still running
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"deleted": [asdict(r) for r in self.runs], "verdicts_deleted": [asdict(v) for v in self.verdicts],
+                "executions_deleted": list(self.executions), "artifact_contents_deleted": self.blobs}

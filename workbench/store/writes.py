@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from workbench.store.entities import ArtifactRecord, ImportedRun
+from workbench.store.entities import ArtifactRecord, ImportedRun, RunDeletion
 
 FINISHED = ("ok", "invalid", "failed")  # a run in one of these states has its end stored
 
@@ -114,22 +114,17 @@ class StoreWrites:
                     s.add(row)
 
     def import_runs(self, experiment_id: str, rows: list[ImportedRun],
-                    replace: Iterable[int] = ()) -> list[tuple[int, ImportedRun]]:
-        """Store historical runs, and remove the imported runs `replace` names, in one transaction.
+                    replace: Iterable[int] = ()) -> tuple[list[tuple[int, ImportedRun]], RunDeletion]:
+        """Store historical runs, and delete the runs `replace` names (with the verdicts that rested on them:
+        `store.deletion`), in one transaction.
 
-        Returns [(run id, row)] of the runs stored.
+        Returns [(run id, row)] of the runs stored, and what the replacement deleted.
         """
-        from sqlmodel import delete
+        from workbench.store import deletion, jsonx, records
 
-        from workbench.store import jsonx, records
-        from workbench.store.models import Metric, Run
-
-        gone = sorted(set(replace))
         done: list[tuple[int, ImportedRun]] = []
         with self.session() as s:
-            if gone:
-                s.exec(delete(Metric).where(Metric.run_id.in_(gone)))  # type: ignore[attr-defined]
-                s.exec(delete(Run).where(Run.id.in_(gone), Run.source == "import"))  # type: ignore[union-attr]
+            gone = deletion.delete_runs(s, replace)
             for row in rows:
                 run = records.create_run(s, experiment_id=experiment_id, variables=row.variables, source="import",
                                          label=row.label, status="historical", phase=row.phase,
@@ -137,7 +132,23 @@ class StoreWrites:
                                          fingerprint={"workload": row.workload})
                 records.add_metrics(s, run_id=run.id, metrics=row.metrics, source="import")
                 done.append((int(run.id), row))
-        return done
+        return done, gone
+
+    def run_deletion(self, run_ids: Iterable[int]) -> RunDeletion:
+        """What `delete_runs(run_ids)` would remove (see `store.deletion`); nothing is changed."""
+        from workbench.store import deletion
+
+        with self.session() as s:
+            return deletion.plan(s, run_ids)
+
+    def delete_runs(self, run_ids: Iterable[int]) -> RunDeletion:
+        """Delete runs with their units, metrics, artifacts and probe counts, the verdicts that rested on them
+        and executions left empty, in one transaction. With an id the store lacks, nothing is deleted (the
+        result's `missing` names it)."""
+        from workbench.store import deletion
+
+        with self.session() as s:
+            return deletion.delete_runs(s, run_ids)
 
     def add_verdict(self, *, hypothesis_id: str, verdict: str, reasoning: str, checks: Any, details: Any,
                     execution_id: int | None, hypothesis_sha256: str | None,

@@ -1,0 +1,237 @@
+"""`wb runs delete`: runs recorded by mistake go, with their units, metrics, artifacts and probe counts, the
+verdicts that rested on them and executions left empty, in one transaction, on DuckDB and on PostgreSQL.
+Unknown ids and a missing --yes off a terminal are refused with one Error, nothing deleted."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
+
+from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run  # noqa: E402
+
+HID = "wedge-confound"
+
+
+@pytest.fixture(params=["duckdb", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgresql":
+        return request.getfixturevalue("pg_url")
+    return str(tmp_path / "wb.duckdb")
+
+
+def _store(db: str) -> Any:
+    from workbench.store import open_store
+
+    return open_store(db)
+
+
+def _execution_with_verdict(db: str, word: str = "falsified", shared_log: bytes | None = None) -> tuple[int, list[int]]:
+    """An A/B execution of wedge-confound (2 runs per arm, each with an artifact) and its controlled verdict."""
+    from workbench.store import records
+
+    store = _store(db)
+    try:
+        ex = add_execution(store)
+        ids = [add_run(store, execution_id=ex, arm=arm, variables=v, replicate=r, outcomes={"leak": 5, "done": 35})
+               for r in (1, 2) for arm, v in (("control", CONTROL), ("treatment", TREATMENT))]
+        with store.session() as s:
+            for rid in ids:
+                body = shared_log or f"log of run {rid}\n".encode()
+                records.add_artifact(s, run_id=rid, name="decode_log", path=f"/tmp/run{rid}.log",
+                                     sha256=hashlib.sha256(body).hexdigest(), size_bytes=len(body), content=body)
+                records.add_probe_counts(s, run_id=rid, counts=[{"process": "decode", "pid": 1, "target": "m:f",
+                                                                 "calls": 3}])
+        store.add_verdict(hypothesis_id=HID, verdict=word, reasoning=word, checks=[], details={},
+                          execution_id=ex, hypothesis_sha256=None, evidence_run_ids=ids)
+        return ex, ids
+    finally:
+        store.dispose()
+
+
+def _rows(db: str, run_ids: list[int]) -> dict[str, int]:
+    """How many rows of each per-run table the store holds for these runs, and its blobs and verdicts."""
+    from sqlalchemy import text
+
+    store = _store(db)
+    try:
+        with store.connect() as conn:
+            ids = ",".join(str(i) for i in run_ids)
+            out = {t: conn.execute(text(f"SELECT count(*) FROM {t} WHERE {col} IN ({ids})")).scalar_one()
+                   for t, col in (("runs", "id"), ("units", "run_id"), ("metrics", "run_id"),
+                                  ("artifacts", "run_id"), ("probe_counts", "run_id"))}
+            for t in ("artifact_blobs", "verdicts", "executions", "reviews"):
+                out[t] = conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()
+            return out
+    finally:
+        store.dispose()
+
+
+def _status(cli, db: str, root: Path) -> dict[str, Any]:
+    code, out, err = cli("hypothesis", "list", "--json", "--db", db, "--root", str(root))
+    assert code == 0, err
+    return next(i for i in json.loads(out)["items"] if i["id"] == HID)
+
+
+def test_deleting_one_run_removes_its_rows_and_the_verdict_resting_on_it(cli, db: str, workbench_dir: Path):
+    first, _ = _execution_with_verdict(db, "supported")
+    second, ids = _execution_with_verdict(db, "falsified")
+    common = ("--db", db, "--root", str(workbench_dir))
+    assert cli("review", HID, "--approve", "-m", "seen", "--as", "ada", *common)[0] == 0
+    assert _status(cli, db, workbench_dir)["status"] == "falsified"
+    before = _rows(db, ids)
+    code, out, err = cli("runs", "delete", str(ids[0]), "--yes", "--json", *common)
+    assert code == 0, err
+    d = json.loads(out)
+    assert (d["wb"], d["command"]) == (1, "runs delete")
+    assert [r["id"] for r in d["deleted"]] == [ids[0]]
+    assert [(v["verdict"], v["execution_id"]) for v in d["verdicts_deleted"]] == [("falsified", second)]
+    assert d["executions_deleted"] == [] and d["artifact_contents_deleted"] == 1
+    assert d["status_changes"] == {HID: {"before": "falsified", "after": "supported"}}
+    after = _rows(db, ids)
+    assert {t: before[t] - after[t] for t in before} == {
+        "runs": 1, "units": 40, "metrics": before["metrics"] // 4, "artifacts": 1, "probe_counts": 1,
+        "artifact_blobs": 1, "verdicts": 1, "executions": 0, "reviews": 0}
+    # The status no longer rests on the removed verdict: the earlier execution's verdict holds it, and the
+    # approval given on the removed one is stale.
+    row = _status(cli, db, workbench_dir)
+    assert (row["status"], row["status_basis"]) == ("supported", "controlled")
+    code, out, _ = cli("review", "list", HID, "--json", *common)
+    assert json.loads(out)["items"][0]["state"] == "stale"
+    code, _, err = cli("runs", "show", str(ids[0]), *common)
+    assert code == 2 and f"no run {ids[0]}" in err
+    assert first != second
+
+
+def test_deleting_every_run_of_an_execution_removes_it_and_keeps_shared_contents(cli, db: str, workbench_dir: Path):
+    shared = b"the same log in every run\n"
+    _, others = _execution_with_verdict(db, shared_log=shared)
+    ex, ids = _execution_with_verdict(db, shared_log=shared)  # the newer: its verdict holds the status
+    code, out, err = cli("runs", "delete", *map(str, ids), "--yes", "--db", db, "--root", str(workbench_dir))
+    assert code == 0, err
+    assert f"deleted execution {ex} (no run left)" in out
+    assert f"status of {HID}: falsified, now from another verdict" in out
+    assert "artifact content" not in out  # the other execution's runs still refer to it
+    after = _rows(db, ids + others)
+    assert (after["runs"], after["artifact_blobs"], after["executions"], after["verdicts"]) == (4, 1, 1, 1)
+
+
+def test_unknown_ids_are_refused_naming_them_and_nothing_is_deleted(cli, db: str, workbench_dir: Path):
+    _, ids = _execution_with_verdict(db)
+    before = _rows(db, ids)
+    code, out, err = cli("runs", "delete", str(ids[0]), "9999", "9998", "--yes", "--db", db)
+    assert code == 2 and out == "", (code, out)
+    assert err.startswith("Error: no runs 9998, 9999 in the store") and "Traceback" not in err, err
+    assert _rows(db, ids) == before
+
+
+def test_without_yes_and_no_terminal_it_asks_for_yes_and_deletes_nothing(cli, db: str, workbench_dir: Path):
+    _, ids = _execution_with_verdict(db)
+    before = _rows(db, ids)
+    code, _, err = cli("runs", "delete", str(ids[0]), "--db", db)
+    assert code == 2 and err.startswith("Error: ") and "--yes" in err, err
+    assert _rows(db, ids) == before
+
+
+def test_at_a_terminal_it_shows_what_goes_and_asks(cli, workbench_dir: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch):
+    from typer.testing import CliRunner
+
+    from workbench.cli import runs
+    from workbench.cli.main import app
+
+    db = str(tmp_path / "wb.duckdb")
+    ex, ids = _execution_with_verdict(db)
+    monkeypatch.setattr(runs, "_interactive", lambda: True)  # CliRunner's stdin is no terminal
+    args = ["runs", "delete", str(ids[1]), "--db", db, "--root", str(workbench_dir)]
+    no = CliRunner().invoke(app, args, input="n\n")
+    assert no.exit_code == 1 and "not confirmed: nothing was deleted" in no.stderr
+    assert f"would delete run {ids[1]} (execution {ex}, {HID}, ok)" in no.stderr
+    assert f"would delete verdict 1 of {HID} (falsified, execution {ex})" in no.stderr
+    assert _rows(db, ids)["runs"] == 4
+    yes = CliRunner().invoke(app, args, input="y\n")
+    assert yes.exit_code == 0, yes.stderr
+    assert f"deleted run {ids[1]}" in yes.stdout and _rows(db, ids)["runs"] == 3
+
+
+def test_a_pooled_verdict_resting_on_an_imported_run_goes_with_it(cli, db: str, workbench_dir: Path, seed_csv: Path):
+    common = ("--db", db, "--root", str(workbench_dir))
+    code, out, err = cli("import", "evidence", str(seed_csv), "--json", *common)
+    assert code == 0, err
+    imported = {r["label"]: r["id"] for r in json.loads(out)["imported"]}
+    assert cli("hypothesis", "analyze", HID, *common)[0] == 0
+    assert _status(cli, db, workbench_dir)["status_basis"] == "exploratory"
+    code, out, err = cli("runs", "delete", str(imported["post-bf16-hicache-postfix"]), "--yes", *common)
+    assert code == 0, err
+    assert "(falsified, pooled): it rests on a deleted run" in out and f"status of {HID}: falsified -> open" in out
+    assert _status(cli, db, workbench_dir)["status_basis"] == "declared"
+
+
+def test_import_replace_removes_the_verdict_that_rested_on_the_replaced_row(cli, workbench_dir: Path, seed_csv: Path,
+                                                                           tmp_path: Path):
+    # Correcting a transcription with --replace swaps the stored run for a new one: a pooled verdict computed
+    # from the old numbers must not stay the status (it once did, resting on a run the store no longer held).
+    db = str(tmp_path / "wb.duckdb")
+    common = ("--db", db, "--root", str(workbench_dir))
+    assert cli("import", "evidence", str(seed_csv), *common)[0] == 0
+    assert cli("hypothesis", "analyze", HID, *common)[0] == 0
+    assert _status(cli, db, workbench_dir)["status"] == "falsified"
+    fixed = tmp_path / "seed-fixed.csv"
+    fixed.write_text(seed_csv.read_text().replace(",80,4,300,2500,200,14,40,3,23,0,", ",80,4,300,2500,200,1,40,16,23,0,"))
+    code, out, err = cli("import", "evidence", str(fixed), "--replace", "--json", *common)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["replaced"] == ["post-bf16-hicache-postfix"]
+    assert [(v["hypothesis_id"], v["verdict"]) for v in d["verdicts_deleted"]] == [(HID, "falsified")]
+    row = _status(cli, db, workbench_dir)
+    assert (row["status"], row["status_basis"]) == ("open", "declared"), row
+    assert cli("hypothesis", "analyze", HID, *common)[0] == 0
+    code, out, err = cli("import", "evidence", str(seed_csv), "--replace", *common)  # and back, said in words
+    assert code == 0, err
+    assert "replaced 1" in out and f"deleted verdict 2 of {HID} (" in out and "it rests on a replaced run" in out
+
+
+def test_an_isolate_search_verdict_naming_a_probe_execution_goes_with_its_runs(cli, workbench_dir: Path,
+                                                                               tmp_path: Path):
+    # A search's verdict rests on its probes' executions, named only inside its details (no evidence digest).
+    db = str(tmp_path / "wb.duckdb")
+    ex, ids = _execution_with_verdict(db)
+    store = _store(db)
+    try:
+        search = store.add_verdict(hypothesis_id="iso-abc", verdict="supported", reasoning="found", checks=[],
+                                   details={"kind": "isolate-search", "probes": [
+                                       {"index": 0, "result": {"details": {"execution_id": ex}}}]},
+                                   execution_id=None, hypothesis_sha256=None)
+        other = store.add_verdict(hypothesis_id="iso-def", verdict="supported", reasoning="found", checks=[],
+                                  details={"kind": "isolate-search", "probes": [
+                                      {"index": 0, "result": {"details": {"execution_id": ex + 100}}}]},
+                                  execution_id=None, hypothesis_sha256=None)
+    finally:
+        store.dispose()
+    code, out, err = cli("runs", "delete", str(ids[0]), "--yes", "--json", "--db", db)
+    assert code == 0, err
+    gone = {v["id"] for v in json.loads(out)["verdicts_deleted"]}
+    assert search in gone and other not in gone
+
+
+def test_a_run_of_an_execution_still_running_is_refused(cli, workbench_dir: Path, tmp_path: Path):
+    # A runner writes a run's end into its row: deleting the row under it would crash the runner.
+    db = str(tmp_path / "wb.duckdb")
+    store = _store(db)
+    try:
+        ex = add_execution(store)  # an execution opens as "running"
+        done = add_run(store, execution_id=ex, arm="control", variables=CONTROL, outcomes={"done": 40})
+        live = add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, outcomes=None, status="running")
+    finally:
+        store.dispose()
+    code, _, err = cli("runs", "delete", str(done), str(live), "--yes", "--db", db)
+    assert code == 2 and err.startswith(f"Error: run {live} is running in execution {ex}"), err
+    assert _rows(db, [done, live])["runs"] == 2
+    code, _, err = cli("runs", "delete", str(done), "--yes", "--db", db)  # a finished run of it may go
+    assert code == 0, err
