@@ -354,18 +354,18 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
 def _h2d(p: _Pools, src, dst, si, di, n: int) -> list:
     """Host-to-device token rows with scales, device ids (not read on the host): the path is
     chosen on the device (kernels.scales.device_path, from the pages the ids touch and their
-    runs) and every alternative enqueued, gated on it: the touched pages' blocks (value pass,
-    block pass on the side stream, scale pass: enqueued first, so that its values wait for the
-    choice only), one launch in ORDERED_VARIANT for ids page by page, and the default launch
-    where the blocks would not always pay. Returns the checked launches' sequence numbers (the
+    runs) and every alternative enqueued, gated on it: one launch in ORDERED_VARIANT for ids page
+    by page (first, right after the choice: behind the blocks path it waited for that path's
+    side stream, NOTES.md run 12), the touched pages' blocks (value pass, block pass on the side
+    stream, scale pass), and the default launch where the blocks would not always pay. Returns the checked launches' sequence numbers (the
     one that runs reports). Ids handed again run as their plan once read (`_known`), which
     also sees runs of whole pages (the staged DMA path)."""
     marks, path, _ = device_path(p.ext, si, p.geo, p.s_shape, n, p.page_size, p.s_lim,
                                  blocks=True)
     a = p.args
-    seqs = [run_h2d(p.ext, src, dst, si, di, a[:13], blocks=marks, gate=path),
-            p.ext.transfer_gated(path, PATH_ORDERED, src, dst, si, di, *a[:9], ORDERED_VARIANT,
-                                 *a[10:])]
+    seqs = [p.ext.transfer_gated(path, PATH_ORDERED, src, dst, si, di, *a[:9], ORDERED_VARIANT,
+                                 *a[10:]),
+            run_h2d(p.ext, src, dst, si, di, a[:13], blocks=marks, gate=path)]
     if not wants_dma(p.geo, p.s_shape, n, p.page_size):
         seqs.append(p.ext.transfer_gated(path, PATH_DEFAULT, src, dst, si, di, *a))
     return seqs
