@@ -1,4 +1,4 @@
-"""Fixtures shared by every test area: a copy of the shipped workbench folder and a CLI runner."""
+"""Fixtures shared by every test area: a copy of the shipped workbench folder, a pdsim bench and a CLI runner."""
 
 from __future__ import annotations
 
@@ -99,3 +99,25 @@ def pg_server():
 def pg_url(pg_server) -> str:
     """A fresh, empty database on the shared test server."""
     return pg_server.create_database()
+
+
+@pytest.fixture
+def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The shipped hypotheses and experiments in a throwaway folder (WB_ROOT), and an operator's serve file
+    (not running) in WB_SIM_DIR on free ports; `bench.serve()` reads it back; pdsim is stopped after."""
+    from workbench.sim import control
+    from workbench.sim.config import render_serve_file
+
+    root = tmp_path / "bench"
+    shutil.copytree(REPO / "experiments", root / "experiments")
+    shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
+    sim_dir = tmp_path / "sim"
+    sim_dir.mkdir()
+    original = render_serve_file(control.free_ports()).encode()
+    (sim_dir / "serve.sh").write_bytes(original)
+    monkeypatch.setenv("WB_ROOT", str(root))
+    monkeypatch.setenv("WB_SIM_DIR", str(sim_dir))
+    monkeypatch.delenv("WB_FAULT", raising=False)
+    yield type("Bench", (), {"root": root, "sim_dir": sim_dir, "original": original, "db": str(root / "wb.duckdb"),
+                             "serve": staticmethod(lambda: (sim_dir / "serve.sh").read_bytes())})
+    control.down(sim_dir)

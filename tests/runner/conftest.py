@@ -138,29 +138,3 @@ def ssh_server(tmp_path: Path):
     server = SshServer(tmp_path / "ssh").start()
     yield server
     server.stop()
-
-
-# --- pdsim: a workbench folder with the shipped hypotheses and experiments ---------------------------
-@pytest.fixture
-def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """The shipped hypotheses and experiments in a throwaway folder, and an operator's serve file (not
-    running) in WB_SIM_DIR; `bench.serve()` reads it back; pdsim is stopped after the test."""
-    from workbench.sim import control
-    from workbench.sim.config import render_serve_file
-
-    root = tmp_path / "bench"
-    (root / "experiments").mkdir(parents=True)
-    shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
-    for f in (REPO / "experiments").glob("*.yaml"):
-        (root / "experiments" / f.name).write_text(f.read_text())
-    shutil.copytree(REPO / "experiments" / "templates", root / "experiments" / "templates")
-    sim_dir = tmp_path / "sim"
-    sim_dir.mkdir()
-    # An operator's serve file that is not running (the runner starts pdsim itself on free ports).
-    original = render_serve_file(control.free_ports()).encode()
-    (sim_dir / "serve.sh").write_bytes(original)
-    monkeypatch.setenv("WB_ROOT", str(root))
-    monkeypatch.setenv("WB_SIM_DIR", str(sim_dir))
-    yield type("Bench", (), {"root": root, "sim_dir": sim_dir, "original": original, "db": str(root / "wb.duckdb"),
-                             "serve": staticmethod(lambda: (sim_dir / "serve.sh").read_bytes())})
-    control.down(sim_dir)
