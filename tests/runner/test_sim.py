@@ -152,3 +152,40 @@ def test_kill_9_mid_run_then_resume_leaves_pdsim_as_it_was(bench):
     assert control.status(bench.sim_dir).state == "down"
     stat = Path(f"/proc/{orphan}/stat")
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_sigterm_then_resume_restarts_pdsim_on_the_ports_it_had(bench):
+    """A runner stopped by SIGTERM stops the pdsim it started; --resume starts it again. The ports wb chose
+    are part of the rendered serve file, so new ones made every resumed execution's replicates differ in
+    config (flagged, verdict inconclusive): the resume reuses the ports noted by the execution."""
+    import signal
+    import time
+
+    exp = bench.root / "experiments" / "agent-repro.yaml"
+    exp.write_text(exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 24 --rounds 2", 1))
+    cmd = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "wedge-confound", "--replicates", "2",
+           "--db", bench.db]
+    a = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
+    children = bench.root / ".wb" / "artifacts"
+    seen: set[str] = set()
+    t0 = time.monotonic()
+    while len(seen) < 2:                    # the second run's repro: the first run has ended
+        assert a.poll() is None, a.communicate()[1][-2000:]
+        assert time.monotonic() - t0 < 240
+        for p in children.glob("execution-*/children/*"):
+            try:
+                if b"repro" in Path(f"/proc/{p.name}/cmdline").read_bytes():
+                    seen.add(p.name)
+            except OSError:
+                pass
+        time.sleep(0.05)
+    a.send_signal(signal.SIGTERM)
+    assert a.wait(120) == 143
+    assert control.status(bench.sim_dir).state == "down"   # it stopped the pdsim it started
+    res = subprocess.run(cmd + ["--resume", "--json"], capture_output=True, text=True, env=dict(os.environ),
+                         timeout=600)
+    assert res.returncode in (0, 1), res.stderr[-2000:]
+    s = json.loads(res.stdout)
+    (config,) = [c for c in s["checks"] if c["name"] == "config"]
+    assert config["passed"], config
+    assert bench.serve() == bench.original

@@ -159,12 +159,13 @@ def free_port(*, avoid: tuple[int, ...] = ()) -> int:
     rng = random.SystemRandom()
     for _ in range(500):
         port = rng.randrange(_LOW_PORT, top)
-        if port not in avoid and _port_free(port):
+        if port not in avoid and port_free(port):
             return port
     raise SimError(f"no free port found on 127.0.0.1 between {_LOW_PORT} and {top}")
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int) -> bool:
+    """Whether nothing holds `port` on 127.0.0.1 now (a bind test)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -269,7 +270,7 @@ def _start(sdir: Path, cfg_file: Path, values: dict[str, str], timeout: float) -
     if cfg.prefill_port == cfg.decode_port:
         raise BadInput(f"{cfg_file}: prefill_port and decode_port are both {cfg.prefill_port}")
     for unit, port in (("prefill", cfg.prefill_port), ("decode", cfg.decode_port)):
-        if not _port_free(port):
+        if not port_free(port):
             raise SimError(f"port {port} ({unit}) is already in use on 127.0.0.1",
                            hint=f"stop whatever listens there, or set {unit}_port in {cfg_file}")
     clock.reset(sdir)              # a fresh start: no participants, time moves on by >= 1 s

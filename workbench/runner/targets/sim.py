@@ -77,9 +77,7 @@ class SimTarget(LocalTarget):
             self.started_here = self.marker is not None and self.marker.exists()
             self.served = {"sim_dir": str(self.sim_dir), "prefill_port": str(ports[0]), "decode_port": str(ports[1])}
             return self.served
-        from workbench.sim.control import free_ports
-
-        ports = free_ports()
+        ports = self._ports()
         pp, dp = ports["prefill_port"], ports["decode_port"]
         cmd = (f"{wb_command()} sim up --dir {shlex.quote(str(self.sim_dir))} "
                f"--set prefill_port={pp} --set decode_port={dp}")
@@ -94,6 +92,29 @@ class SimTarget(LocalTarget):
         self.started_here = True
         self.served = {"sim_dir": str(self.sim_dir), "prefill_port": pp, "decode_port": dp}
         return self.served
+
+    def _ports(self) -> dict[str, str]:
+        """The ports to start pdsim on: those this execution started it on before, while both are free (the
+        ports are part of the rendered serve file: new ones after a --resume made the replicates before and
+        after it differ in config), else two free ones, noted for a resume."""
+        import json
+
+        from workbench.sim.control import free_ports, port_free
+
+        noted = self.marker.with_name("sim-ports") if self.marker is not None else None
+        try:
+            old = json.loads(noted.read_text(encoding="utf-8")) if noted is not None else None
+        except (OSError, ValueError):
+            old = None
+        if (isinstance(old, dict) and {k: str(v) for k, v in old.items()} == old
+                and set(old) == {"prefill_port", "decode_port"} and all(v.isdigit() for v in old.values())
+                and len(set(old.values())) == 2 and all(port_free(int(v)) for v in old.values())):
+            return old
+        ports = free_ports()
+        if noted is not None:
+            noted.parent.mkdir(parents=True, exist_ok=True)
+            noted.write_text(json.dumps(ports), encoding="utf-8")
+        return ports
 
     async def teardown(self) -> str | None:
         """Stop the pdsim this runner started; returns an error text when it would not stop."""
