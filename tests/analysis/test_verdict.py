@@ -271,3 +271,33 @@ def test_rendered_configs_are_checked_per_execution(store, registry):
                     extra={"waiting_for_input": 0},
                     config=f"# for arm {arm}\nfix={v['nixl_abort_fix']}\nport={port}\n")
         assert _checks(analyze_stored(store, registry, "wedge-confound", execution_id=ex))["config"].passed is True
+
+
+def test_more_units_needed_counts_whole_runs_when_runs_are_the_unit(store, registry):
+    """Two runs that disagree (0/80 and 28/80) are judged with the runs as the unit (t on 1 df): the
+    interval [0.007, 0.87] straddles "<= 0.02". More units inside these runs cannot narrow it; only more
+    runs can, so "about 10 more units would decide it" was wrong. The estimate is in whole runs: at this
+    rate and design effect, that many more runs of 80 make the run-level interval clear the region, one
+    fewer does not."""
+    from workbench.analysis import clustered, stats
+
+    ex = add_execution(store)
+    for r, treat in ((1, {"done": 80}), (2, {"leak": 28, "done": 52})):
+        add_run(store, execution_id=ex, arm="control", variables={**CONTROL, "seed": str(r)}, replicate=r,
+                outcomes={"leak": 12, "done": 60, "error": 8}, extra={"waiting_for_input": 30})
+        add_run(store, execution_id=ex, arm="treatment", variables={**TREATMENT, "seed": str(r)}, replicate=r,
+                outcomes=treat, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    p = a.predictions[0]
+    assert p.outcome == "inconclusive" and (p.k, p.n) == (28, 160) and p.interval[0] < 0.02 < p.interval[1]
+    more = p.more_runs_needed
+    assert more is not None and more >= 1 and p.more_units_needed == 80 * more, (more, p.more_units_needed)
+
+    def clears(runs: int) -> bool:
+        f = runs / 2
+        ci = stats.wilson(28 / p.design_effect * f, 160 / p.design_effect * f,
+                          clustered.level_alpha(stats.ALPHA, runs - 1))
+        return ci[0] > 0.02
+
+    assert clears(2 + more) and not clears(1 + more)
+    assert f"about {more} more run(s) of this size ({80 * more:,} units)" in a.reasoning, a.reasoning

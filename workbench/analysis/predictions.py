@@ -252,10 +252,47 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
         # who sees "X >= 16.9" next to "135/800" must be told why.
         out["exact"] += (f" on effective counts ({_fmt(e.k)}/{_fmt(e.n)} divided by the design effect "
                          f"{e.design_effect:.3g})")
-    if out["outcome"] == "inconclusive":
+    if out["outcome"] == "inconclusive" and e.df is not None and not sequential:
+        # Runs as the unit (t on the runs' degrees of freedom): more units inside these runs narrow
+        # nothing, so the estimate is in whole runs of this arm's mean size.
+        more = runs_needed_arm(e, len(pool["used"]), (region.lo, region.hi))
+        out["more_runs_needed"] = more
+        out["more_units_needed"] = None if more is None else int(math.ceil(more * n / len(pool["used"])))
+    elif out["outcome"] == "inconclusive":
         total = units_needed_arm(e.k_eff, e.n_eff, (region.lo, region.hi))
         out["more_units_needed"] = None if total is None else max(0, int(math.ceil(total * e.design_effect - n)))
     return out
+
+
+def runs_needed_arm(e: Any, runs: int, bounds: tuple[float, float], limit: int = 10_000) -> int | None:
+    """More runs (of the arm's mean size, at its rate and design effect) after which the run-level interval
+    (`clustered.rate_interval`: Wilson on effective counts at Student's t level on runs - 1 df) would clear
+    the region; None if the estimate sits on a boundary or no number up to `limit` does."""
+    if runs <= 0 or e.n_eff <= 0:
+        return None
+    p = e.k_eff / e.n_eff
+    lo, hi = bounds
+    want = "inside" if lo < p < hi else "outside" if (p < lo or p > hi) else None
+    if want is None:
+        return None
+
+    def ok(total: int) -> bool:
+        f = total / runs
+        return stats.relation(stats.wilson(e.k_eff * f, e.n_eff * f,
+                                           clustered.level_alpha(stats.ALPHA, total - 1)), bounds) == want
+
+    if ok(runs):
+        return 0
+    top = runs * 2
+    while not ok(top):
+        if top > limit:
+            return None
+        top *= 2
+    low = top // 2          # not ok
+    while top - low > 1:
+        mid = (low + top) // 2
+        low, top = (low, mid) if ok(mid) else (mid, top)
+    return top - runs
 
 
 def _exact_text(k: float, n: float, bounds: tuple[float, float]) -> str | None:

@@ -106,6 +106,9 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         if j.get("reachable") is False:
             tail += ("; no verdict is reachable within the sequential budget, even were the remaining replicates "
                      "to come in at either end of its 99% (Wilson) interval (futility)")
+        elif j.get("more_units_needed") and j.get("more_runs_needed"):
+            tail += (f"; about {j['more_runs_needed']} more run(s) of this size ({j['more_units_needed']:,} units) at "
+                     "this rate and spread would decide it (with the runs as the unit, only more runs narrow it)")
         elif j.get("more_units_needed"):
             tail += f"; about {j['more_units_needed']:,} more units at this rate would decide it"
         elif j.get("more_runs_needed"):
