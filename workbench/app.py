@@ -462,15 +462,19 @@ class Workbench:
         """Each hypothesis's review state (awaiting review, approved, changes requested, stale) and history."""
         from workbench.team.reviews import review_states
 
-        hyps = [self.registry.hypothesis(hypothesis_id)] if hypothesis_id else list(self.registry.hypotheses)
-        if not self._store_exists():
-            return list(review_states({h.id: h.parent for h in hyps}, [], []).values())
-        from workbench.analysis.status import overrides_by_execution
+        from workbench.analysis.status import current_statuses, overrides_by_execution, prediction_keys
 
-        with self.store(read_only=True) as store:
-            verdicts, reviews, executions = store.verdicts(), store.reviews(), store.executions()
-        return list(review_states({h.id: h.parent for h in hyps}, verdicts, reviews,
-                                  overrides_of=overrides_by_execution(executions)).values())
+        hyps = [self.registry.hypothesis(hypothesis_id)] if hypothesis_id else list(self.registry.hypotheses)
+        verdicts, reviews, executions = [], [], []
+        if self._store_exists():
+            with self.store(read_only=True) as store:
+                verdicts, reviews, executions = store.verdicts(), store.reviews(), store.executions()
+        overrides = overrides_by_execution(executions)
+        # The status and its note by the one rule `hypotheses()` uses, from the rows read once here.
+        statuses = current_statuses({h.id: h.status for h in hyps}, verdicts, overrides,
+                                    {h.id: prediction_keys(h) for h in hyps})
+        return list(review_states({h.id: h.parent for h in hyps}, verdicts, reviews, overrides_of=overrides,
+                                  statuses=statuses).values())
 
     def bundle_export(self, hypothesis_ids: list[str], out: str | Path) -> "BundleSummary":
         from workbench import __version__
