@@ -151,8 +151,9 @@ def _no_missing(deletion: "RunDeletion") -> "RunDeletion":
     if deletion.in_flight:
         r = deletion.in_flight[0]
         raise BadInput(f"run {r.id} is {r.status} in execution {r.execution_id} of {r.hypothesis_id}, which has not "
-                       "ended: its runner may still write it", hint="let the execution end, or, if its runner is gone, "
-                       f"settle it with wb hypothesis run {r.hypothesis_id} --resume first; nothing was deleted")
+                       "ended: its runner may still write it", hint="let the execution end; a runner killed on this "
+                       "machine is seen as gone and its runs may then be deleted (one elsewhere: settle it with "
+                       f"wb hypothesis run {r.hypothesis_id} --resume there first); nothing was deleted")
     return deletion
 
 
@@ -322,18 +323,41 @@ class Workbench:
         return run
 
     def run_deletion(self, run_ids: list[int]) -> "RunDeletion":
-        """What deleting these runs would remove; an id the store lacks is bad input (nothing is opened for
-        writing)."""
+        """What deleting these runs would remove; an id the store lacks, or a run a live runner may still be
+        writing, is bad input (nothing is opened for writing)."""
         with self.store(read_only=True) as store:
-            return _no_missing(store.run_deletion(run_ids))
+            planned = store.run_deletion(run_ids)
+            return _no_missing(store.run_deletion(run_ids, runner_gone=self._gone_runners(store, planned)))
+
+    def _gone_runners(self, store: "Store", planned: "RunDeletion") -> set[int]:
+        """The executions of `planned`'s in-flight runs whose runner is provably gone (killed: its note in the
+        execution's folder names a dead pid on this machine, runner.lock.runner_gone)."""
+        from workbench.runner.execute import artifacts_root
+        from workbench.runner.lock import runner_gone
+
+        if not planned.in_flight:
+            return set()
+        try:
+            folder = artifacts_root(Path(self.registry.root), self.settings.artifacts)
+        except BadInput:  # a bare store: only $WB_ARTIFACTS says where the notes are
+            if self.settings.artifacts is None:
+                return set()
+            folder = artifacts_root(Path("."), self.settings.artifacts)
+        gone = set()
+        for eid in {r.execution_id for r in planned.in_flight if r.execution_id is not None}:
+            ex = store.execution(eid)
+            if ex is not None and ex.uuid and runner_gone(folder / f"execution-{ex.uuid}", ex.uuid):
+                gone.add(eid)
+        return gone
 
     def delete_runs(self, run_ids: list[int]) -> tuple["RunDeletion", dict[str, tuple[str, str]]]:
         """Delete runs and what rests on them, in one transaction (store.deletion); with the statuses that
-        changed: {hypothesis id: (before, after)}."""
+        changed: {hypothesis id: (before, after)}. Runs of an execution whose runner was killed may go."""
         self.run_deletion(run_ids)
         before = self._statuses_if_readable()
         with self.store() as store:
-            done = _no_missing(store.delete_runs(run_ids))
+            gone = self._gone_runners(store, store.run_deletion(run_ids))
+            done = _no_missing(store.delete_runs(run_ids, runner_gone=gone))
         after = self._statuses_if_readable()
         return done, {h: (before[h].status, after[h].status) for h in before
                       if h in after and (before[h].status, before[h].verdict) != (after[h].status, after[h].verdict)}
