@@ -170,3 +170,22 @@ def test_the_edited_mark_offers_a_re_analysis_only_where_it_would_replace_the_st
     assert current_status("open", [controlled], {1: {}}, [("stale_rate", 0.3, float("inf"), "x")]).note() == ""
     pooled = VerdictRecord(**{**controlled.__dict__, "execution_id": None})
     assert current_status("open", [pooled], {}, now).note().endswith(": re-run or re-analyze")
+
+
+def test_verdict_times_written_with_and_without_a_zone_sort_together(store):
+    # The status sorts verdicts by time; a naive and an aware datetime cannot be compared. The store's columns
+    # are TIMESTAMP WITH TIME ZONE, so a naive time written (taken as the session's zone) is read back aware:
+    # a status over both kinds sorts, and the newest wins.
+    from datetime import datetime, timezone
+
+    from workbench.analysis.status import stored_statuses
+    from workbench.store import records
+
+    with store.session() as s:
+        records.add_verdict(s, hypothesis_id=HID, verdict="supported", reasoning="",
+                            created_at=datetime(2026, 12, 1, 10, 0, tzinfo=timezone.utc))
+        records.add_verdict(s, hypothesis_id=HID, verdict="falsified", reasoning="",
+                            created_at=datetime(2026, 12, 1, 11, 0))  # naive: a bundle or an old writer
+        s.commit()
+    assert all(datetime.fromisoformat(v.created_at).tzinfo is not None for v in store.verdicts())
+    assert stored_statuses(store, {HID: "open"})[HID].status == "falsified"
