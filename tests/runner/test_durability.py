@@ -170,6 +170,9 @@ def test_runs_of_a_killed_runner_can_be_deleted_and_a_live_runners_cannot(toy):
     # A runner killed mid-run leaves its execution and its run "running"; only a --resume (which runs the
     # experiment again) could settle them. Its runs may go once its pid is provably gone, never before.
     flag, workload = _slow_workload(toy)
+    # The toy's workload times out after 3 s and its run ends (failed); on a loaded machine that can pass before
+    # the delete below, which may then rightly remove the finished run. Here the run ends only with the flag.
+    edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
     proc = _start(toy)
     try:
         _until(lambda: bool(workload()), proc)
