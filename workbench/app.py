@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
 
+from workbench.app_runs import ImportResult, StoredRuns  # noqa: F401 (ImportResult: part of this module's interface)
 from workbench.errors import BadInput, WbError
 from workbench.settings import Settings
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from workbench.store.engine import Store
     from workbench.team.bundle import BundleSummary
     from workbench.team.reviews import ReviewState
-    from workbench.store.entities import ReviewRecord, RunDeletion, RunRecord, VerdictRecord
+    from workbench.store.entities import ReviewRecord, VerdictRecord
 
 FORMATS = ("html", "md")
 
@@ -93,22 +94,6 @@ class RunReport:
                 "report": self.report, "command_timing": self.timing}  # "timing" stays the experiment loop's
 
 
-@dataclass
-class ImportResult:
-    file: str
-    experiment: str
-    imported: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    replaced: list[str] = field(default_factory=list)  # labels whose stored run this import replaced
-    verdicts_deleted: list[Any] = field(default_factory=list)  # DeletedVerdict: they rested on a replaced run
-
-    def to_dict(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped,
-                "replaced": self.replaced, "verdicts_deleted": [asdict(v) for v in self.verdicts_deleted]}
-
-
 @dataclass(frozen=True)
 class ReportResult:
     format: str
@@ -142,22 +127,9 @@ class Revision:
         return {"store": self.store, "revision": self.revision, "head": self.head, "is_head": self.is_head}
 
 
-def _no_missing(deletion: "RunDeletion") -> "RunDeletion":
-    """The deletion, or BadInput for ids the store lacks and for runs a runner may still be writing."""
-    if deletion.missing:
-        ids = ", ".join(str(i) for i in deletion.missing)
-        raise BadInput(f"no run {ids} in the store" if len(deletion.missing) == 1 else f"no runs {ids} in the store",
-                       hint="wb runs list shows the run ids; nothing was deleted")
-    if deletion.in_flight:
-        r = deletion.in_flight[0]
-        raise BadInput(f"run {r.id} is {r.status} in execution {r.execution_id} of {r.hypothesis_id}, which has not "
-                       "ended: its runner may still write it", hint="let the execution end, or, if its runner is gone, "
-                       f"settle it with wb hypothesis run {r.hypothesis_id} --resume first; nothing was deleted")
-    return deletion
-
-
-class Workbench:
-    """One workbench folder and its store, as `settings` name them."""
+class Workbench(StoredRuns):
+    """One workbench folder and its store, as `settings` name them (its methods on stored runs and evidence:
+    app_runs.StoredRuns)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -309,58 +281,7 @@ class Workbench:
             return run_isolate(spec, self.registry, store, settings=self.settings, write=write,
                                show_progress=show_progress)
 
-    # ------------------------------------------------------------------ runs and evidence
-    def runs(self, *, hypothesis_id: str | None = None, limit: int | None = None) -> list["RunRecord"]:
-        with self.store(read_only=True) as store:
-            return store.runs(hypothesis_id=hypothesis_id, limit=limit)
-
-    def run_record(self, run_id: int) -> "RunRecord":
-        with self.store(read_only=True) as store:
-            run = store.run(run_id)
-        if run is None:
-            raise BadInput(f"no run {run_id} in the store", hint="wb runs list shows the run ids")
-        return run
-
-    def run_deletion(self, run_ids: list[int]) -> "RunDeletion":
-        """What deleting these runs would remove; an id the store lacks is bad input (nothing is opened for
-        writing)."""
-        with self.store(read_only=True) as store:
-            return _no_missing(store.run_deletion(run_ids))
-
-    def delete_runs(self, run_ids: list[int]) -> tuple["RunDeletion", dict[str, tuple[str, str]]]:
-        """Delete runs and what rests on them, in one transaction (store.deletion); with the statuses that
-        changed: {hypothesis id: (before, after)}."""
-        self.run_deletion(run_ids)
-        before = self._statuses_if_readable()
-        with self.store() as store:
-            done = _no_missing(store.delete_runs(run_ids))
-        after = self._statuses_if_readable()
-        return done, {h: (before[h].status, after[h].status) for h in before
-                      if h in after and (before[h].status, before[h].verdict) != (after[h].status, after[h].verdict)}
-
-    def import_evidence(self, file: str | Path, *, experiment: str | None = None,
-                        replace: bool = False) -> ImportResult:
-        """Store each CSV row as a historical run of `experiment` (by default the one experiment whose columns
-        fit the header), keyed on run_id: rows stored with the same values are skipped; rows stored with other
-        values are refused, or replace the stored run with `replace` (see registry.evidence.plan_import)."""
-        from workbench.registry.evidence import parse_evidence, pick_for, plan_import
-        from workbench.store.entities import ImportedRun
-
-        path = Path(file)
-        if experiment is None:
-            experiment = pick_for(self.registry, path).id
-        exp = self.registry.experiments.get(experiment)
-        if exp is None:
-            raise BadInput(f"--experiment {experiment}: no experiment {experiment!r}",
-                           hint=f"experiments: {', '.join(sorted(self.registry.experiments))}")
-        rows = [ImportedRun(**row) for row in parse_evidence(path, exp)]
-        with self.store() as store:
-            plan = plan_import(rows, store.imported_runs(experiment), replace=replace, path=path)
-            done, gone = store.import_runs(experiment, plan.add, replace=plan.replace) if plan.add else ([], None)
-        return ImportResult(str(file), experiment, [{"id": rid, "label": row.label, "variables": row.variables,
-                                                     "metrics": row.metrics} for rid, row in done], plan.skipped,
-                            plan.replaced, list(gone.verdicts) if gone else [])
-
+    # ------------------------------------------------------------------ confounds (runs and evidence: app_runs)
     def confounds(self, hypothesis_id: str | None = None, *, write: bool = False) -> list["Finding"]:
         """Scan the stored runs for confounds. With `write`, each proposed separating experiment is appended
         to hypotheses.yaml as a draft; its proposal then says whether it was written (False: already there)."""
@@ -462,15 +383,19 @@ class Workbench:
         """Each hypothesis's review state (awaiting review, approved, changes requested, stale) and history."""
         from workbench.team.reviews import review_states
 
-        hyps = [self.registry.hypothesis(hypothesis_id)] if hypothesis_id else list(self.registry.hypotheses)
-        if not self._store_exists():
-            return list(review_states({h.id: h.parent for h in hyps}, [], []).values())
-        from workbench.analysis.status import overrides_by_execution
+        from workbench.analysis.status import current_statuses, overrides_by_execution, prediction_keys
 
-        with self.store(read_only=True) as store:
-            verdicts, reviews, executions = store.verdicts(), store.reviews(), store.executions()
-        return list(review_states({h.id: h.parent for h in hyps}, verdicts, reviews,
-                                  overrides_of=overrides_by_execution(executions)).values())
+        hyps = [self.registry.hypothesis(hypothesis_id)] if hypothesis_id else list(self.registry.hypotheses)
+        verdicts, reviews, executions = [], [], []
+        if self._store_exists():
+            with self.store(read_only=True) as store:
+                verdicts, reviews, executions = store.verdicts(), store.reviews(), store.executions()
+        overrides = overrides_by_execution(executions)
+        # The status and its note by the one rule `hypotheses()` uses, from the rows read once here.
+        statuses = current_statuses({h.id: h.status for h in hyps}, verdicts, overrides,
+                                    {h.id: prediction_keys(h) for h in hyps})
+        return list(review_states({h.id: h.parent for h in hyps}, verdicts, reviews, overrides_of=overrides,
+                                  statuses=statuses).values())
 
     def bundle_export(self, hypothesis_ids: list[str], out: str | Path) -> "BundleSummary":
         from workbench import __version__

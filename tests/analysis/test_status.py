@@ -62,7 +62,13 @@ def _views(cli, db, root) -> dict[str, str]:
     column = re.search(r'<section class="column status-(\w+)">(?:(?!</section>).)*?<a href="hypotheses/'
                        + HID + r'\.html"', html, re.S)
     page = (root / "site" / "hypotheses" / f"{HID}.html").read_text()
-    return {"list": row["status"], "note": row.get("status_note"), "basis": row.get("status_basis"),
+    code, out, err = cli("review", "list", HID, "--json", *common)
+    assert code == 0, err
+    review = json.loads(out)["items"][0]
+    _, review_text, _ = cli("review", "list", HID, *common)
+    _, review_csv, _ = cli("review", "list", "--format", "csv", *common)
+    return {"review": review["status"], "review_note": review["status_note"], "review_text": review_text,
+            "review_csv": review_csv, "list": row["status"], "note": row.get("status_note"), "basis": row.get("status_basis"),
             "show": re.search(r"status: (\w+)", show).group(1), "show_text": show,
             "md": md_row.split("|")[2].strip(), "board": column.group(1) if column else "",
             "page": re.search(r'<h1>[^<]*<span class="badge (\w+)">', page).group(1), "html": html}
@@ -89,6 +95,10 @@ def test_aa_exploratory_and_override_verdicts_never_replace_the_controlled_statu
     assert "(under --set causal_model=wedge: supported)" in v["show_text"]
     assert "under --set causal_model=wedge: supported" in v["md"]
     assert "under --set causal_model=wedge: supported" in v["html"]
+    # wb review list shows the same status and note, in its text, JSON and CSV.
+    assert (v["review"], v["review_note"]) == ("falsified", v["note"]), v
+    assert "(under --set causal_model=wedge: supported)" in v["review_text"], v["review_text"]
+    assert "under --set causal_model=wedge: supported" in v["review_csv"], v["review_csv"]
     code, out, _ = cli("review", "list", HID, "--json", "--db", str(db), "--root", str(root))
     state = json.loads(out)["items"][0]
     assert state["state"] == "approved" and state["current_verdict"]["verdict"] == "falsified", state
@@ -143,6 +153,8 @@ def test_a_status_judged_on_predictions_edited_since_says_so_in_every_view(cli, 
             "now predicts corruption_rate (treatment) <= 0.9: re-run or re-analyze")
     assert v["list"] == "falsified" and mark in v["note"], v["note"]
     assert mark in v["show_text"] and mark in v["md"] and mark.replace("<", "&lt;") in v["html"]
+    assert v["review"] == "falsified" and v["review_note"] == v["note"], v
+    assert f"({mark})" in v["review_text"] and mark in v["review_csv"], v["review_text"]
 
 
 def test_the_edited_mark_offers_a_re_analysis_only_where_it_would_replace_the_status():
@@ -158,3 +170,22 @@ def test_the_edited_mark_offers_a_re_analysis_only_where_it_would_replace_the_st
     assert current_status("open", [controlled], {1: {}}, [("stale_rate", 0.3, float("inf"), "x")]).note() == ""
     pooled = VerdictRecord(**{**controlled.__dict__, "execution_id": None})
     assert current_status("open", [pooled], {}, now).note().endswith(": re-run or re-analyze")
+
+
+def test_verdict_times_written_with_and_without_a_zone_sort_together(store):
+    # The status sorts verdicts by time; a naive and an aware datetime cannot be compared. The store's columns
+    # are TIMESTAMP WITH TIME ZONE, so a naive time written (taken as the session's zone) is read back aware:
+    # a status over both kinds sorts, and the newest wins.
+    from datetime import datetime, timezone
+
+    from workbench.analysis.status import stored_statuses
+    from workbench.store import records
+
+    with store.session() as s:
+        records.add_verdict(s, hypothesis_id=HID, verdict="supported", reasoning="",
+                            created_at=datetime(2026, 12, 1, 10, 0, tzinfo=timezone.utc))
+        records.add_verdict(s, hypothesis_id=HID, verdict="falsified", reasoning="",
+                            created_at=datetime(2026, 12, 1, 11, 0))  # naive: a bundle or an old writer
+        s.commit()
+    assert all(datetime.fromisoformat(v.created_at).tzinfo is not None for v in store.verdicts())
+    assert stored_statuses(store, {HID: "open"})[HID].status == "falsified"

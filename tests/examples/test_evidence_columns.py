@@ -124,3 +124,35 @@ def test_a_row_with_fewer_cells_than_the_header_is_refused(kv, cli):
     assert code == 2, (out, err)
     assert f"{h}:3" in err and "fewer cells (4) than columns (6)" in err, err
     assert not Path(kv.db).exists()
+
+
+def _metric(db: str, label: str, name: str) -> list[float]:
+    import duckdb
+
+    con = duckdb.connect(db, read_only=True)
+    try:
+        return [v for (v,) in con.execute("select m.value from runs r join metrics m on m.run_id = r.id "
+                                          "where r.label = ? and m.name = ?", [label, name]).fetchall()]
+    finally:
+        con.close()
+
+
+def test_a_continuous_metric_may_be_negative(kv, cli):
+    # wall_s is continuous: a history may hold a delta (this run against its baseline), which can be negative.
+    h = kv.root / "h.csv"
+    h.write_text("run_id,compression,batch_writes,clients,stale,errors,wall_s\n"
+                 "x1,on,on,50,40,0,-0.25\nx2,off,off,50,0,0,1.5\n")
+    code, out, err = _import(kv, cli, h)
+    assert code == 0, err
+    assert _metric(kv.db, "x1", "wall_s") == [-0.25] and _metric(kv.db, "x2", "wall_s") == [1.5]
+
+
+def test_a_negative_count_or_part_of_a_proportion_is_refused_at_its_cell(kv, cli):
+    h = kv.root / "h.csv"
+    for row, column in (("x1,on,on,50,-1,0", "stale"), ("x1,on,on,-50,0,0", "clients"), ("x1,on,on,50,0,-2", "errors")):
+        h.write_text(HEADER + "x0,off,off,50,0,0\n" + row + "\n")
+        code, out, err = _import(kv, cli, h)
+        assert code == 2, (out, err)
+        assert err.startswith("Error: ") and f"{h}:3" in err and f"column {column!r} is negative" in err, err
+        assert "Traceback" not in err
+        assert not Path(kv.db).exists(), "a refused input must not create the store"

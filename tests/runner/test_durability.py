@@ -138,3 +138,68 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _slow_workload(toy) -> tuple[Path, callable]:
+    """Make the toy's workload wait on a flag file; returns the flag and a finder of the workload's pgids."""
+    flag = toy.state / "slow"
+    flag.touch()
+    edit_profile(toy.root, 'workload: {command: "{{ python }}',
+                 f'workload: {{command: "while [ -e {flag} ]; do sleep 0.2; done; {{{{ python }}}}')
+    children = toy.root / ".wb" / "artifacts"
+
+    def workload() -> list[int]:
+        found = []
+        for p in children.glob("execution-*/children/*"):
+            try:
+                if p.name.isdigit() and b"while [ -e" in Path(f"/proc/{p.name}/cmdline").read_bytes():
+                    found.append(int(p.name))
+            except OSError:
+                pass
+        return found
+
+    return flag, workload
+
+
+def _delete(toy, *ids: int) -> subprocess.CompletedProcess:
+    return subprocess.run(WB + ["runs", "delete", *map(str, ids), "--yes", "--db", toy.db, "--json"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_runs_of_a_killed_runner_can_be_deleted_and_a_live_runners_cannot(toy):
+    # A runner killed mid-run leaves its execution and its run "running"; only a --resume (which runs the
+    # experiment again) could settle them. Its runs may go once its pid is provably gone, never before.
+    flag, workload = _slow_workload(toy)
+    # The toy's workload times out after 3 s and its run ends (failed); on a loaded machine that can pass before
+    # the delete below, which may then rightly remove the finished run. Here the run ends only with the flag.
+    edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
+    proc = _start(toy)
+    try:
+        _until(lambda: bool(workload()), proc)
+        (pgid,) = workload()
+        running = store_rows(toy.db, "SELECT id FROM runs WHERE status = 'running'")
+        assert len(running) == 1, running
+        live = running[0][0]
+        res = _delete(toy, live)
+        assert res.returncode == 2 and f"run {live} is running" in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr
+        assert proc.poll() is None, "the runner must still be alive for the refusal to mean anything"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    try:
+        assert store_rows(toy.db, f"SELECT status FROM runs WHERE id = {live}") == [("running",)]
+        assert store_rows(toy.db, "SELECT status FROM executions") == [("running",)]
+        res = _delete(toy, live)
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert [r["id"] for r in json.loads(res.stdout)["deleted"]] == [live]
+        assert store_rows(toy.db, f"SELECT count(*) FROM runs WHERE id = {live}") == [(0,)]
+    finally:
+        flag.unlink()
+        try:
+            os.killpg(pgid, signal.SIGKILL)  # the orphaned workload: no --resume reaps it here
+        except ProcessLookupError:
+            pass

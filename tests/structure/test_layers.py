@@ -20,7 +20,7 @@ LAYERS = [
     {"workbench.runner"},
     {"workbench.isolate"},
     {"workbench.report"},
-    {"workbench.app"},
+    {"workbench.app", "workbench.app_runs"},
     {"workbench.api"},
     {"workbench.cli"},
 ]

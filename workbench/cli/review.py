@@ -27,9 +27,10 @@ def _emit_states(states, fmt: str) -> None:
         return
     rows = [[st.hypothesis_id, st.state, st.parent_changed,
              st.current_verdict.verdict if st.current_verdict else None, len(st.reviews),
-             st.deciding_review.author if st.deciding_review else None] for st in states]
-    emit_rows(fmt, ["hypothesis", "state", "parent_changed", "verdict", "reviews", "decided_by"], rows,
-              items=[st.to_dict() for st in states], command="review list")
+             st.deciding_review.author if st.deciding_review else None,
+             st.status.status if st.status else None, st.status.note() if st.status else None] for st in states]
+    emit_rows(fmt, ["hypothesis", "state", "parent_changed", "verdict", "reviews", "decided_by", "status", "note"],
+              rows, items=[st.to_dict() for st in states], command="review list")
 
 
 def _print_states(states) -> None:
@@ -37,6 +38,9 @@ def _print_states(states) -> None:
         cur = st.current_verdict
         seen = f"verdict {cur.verdict} ({(cur.evidence_digest or '')[:10] or 'no digest'})" if cur else "no verdict"
         typer.echo(f"{st.hypothesis_id}: {st.label()}  [{seen}]")
+        note = st.status.note() if st.status else ""
+        for line in note.split("; ") if note else []:  # as `wb hypothesis show` prints the status's note
+            typer.echo(f"  ({line})")
         for r in st.reviews:
             mark = " (stale)" if r.decision != "comment" and st.stale(r) else ""
             saw = f" on {r.verdict_seen}" if r.verdict_seen else ""

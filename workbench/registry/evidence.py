@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from workbench.registry.loader import Registry
 
 
-def _number(text: str, *, integer: bool, where: str, column: str) -> float | int:
+def _number(text: str, *, integer: bool, where: str, column: str, signed: bool = False) -> float | int:
+    """The cell as a number. Only a `signed` column (a continuous metric: a latency delta, a throughput change)
+    may be negative; a count, and so each part of a proportion, or a workload size never is."""
     try:
         value = float(text)
     except ValueError:
@@ -32,8 +34,9 @@ def _number(text: str, *, integer: bool, where: str, column: str) -> float | int
     if not math.isfinite(value) or abs(value) > MAX_NUMBER:
         raise BadInput(f"{where}: column {column!r} holds {text!r}, not a finite number of a sane size "
                        f"(at most {MAX_NUMBER:g})", hint="leave the cell blank when the value is unknown")
-    if value < 0:
-        raise BadInput(f"{where}: column {column!r} is negative ({text})")
+    if value < 0 and not signed:
+        raise BadInput(f"{where}: column {column!r} is negative ({text})",
+                       hint="counts and workload parameters are never negative; only a continuous metric may be")
     if integer:
         if value != int(value):
             raise BadInput(f"{where}: column {column!r} must be a whole count, got {text}")
@@ -145,7 +148,8 @@ def _row(rec: dict[str, str], cols: EvidenceColumns, exp: Experiment, where: str
     for col in cols.integer_metrics + cols.float_metrics:
         cell = (rec.get(col) or "").strip()
         if cell:
-            metrics[col] = _number(cell, integer=col in cols.integer_metrics, where=where, column=col)
+            metrics[col] = _number(cell, integer=col in cols.integer_metrics, signed=col in cols.float_metrics,
+                                   where=where, column=col)
     _check_fractions(exp, metrics, where)
     workload = {c: _number(rec[c].strip(), integer=False, where=where, column=c)
                 for c in cols.workload if (rec.get(c) or "").strip()}

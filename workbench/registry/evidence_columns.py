@@ -89,9 +89,9 @@ def csv_format(registry: Registry | None = None) -> dict[str, Any]:
         "description": "One row per historical run, imported with `wb import evidence FILE.csv "
                        "[--experiment ID]`. The first line names the columns. Blank cells stay unknown. "
                        "Counts are whole non-negative numbers, never above the denominator of a proportion "
-                       "built on them; continuous metrics any non-negative number. Keyed on run_id: a row "
-                       "already stored with the same values is skipped, with other values refused unless "
-                       "--replace is given.",
+                       "built on them; continuous metrics any finite number (a delta may be negative). "
+                       "Keyed on run_id: a row already stored with the same values is skipped, with other "
+                       "values refused unless --replace is given.",
         "bookkeeping": {**BOOKKEEPING, f"{REPORTED_PREFIX}<what>": "free text: a figure as the source reported it"},
         "experiment_columns": "each declared variable, each count and continuous metric (not proportions or "
                               "same_as aliases), each name in workload_parameters",

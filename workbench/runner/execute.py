@@ -18,6 +18,7 @@ from workbench.errors import RestoreFailed, RunFailure, WbError
 from workbench.registry.loader import Registry
 from workbench.registry.timeouts import timeouts
 from workbench.runner.lifecycle import Harness, RunOutcome, execute_run, wait_healthy
+from workbench.runner.lock import note_runner
 from workbench.runner.plan import Plan, PlannedRun, make_plan, per_replicate_names
 from workbench.runner.prepare import Prepared, arms_config_diff, preflight, preview_values, resolve
 from workbench.runner.progress import RunProgress
@@ -484,9 +485,12 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
     probe with its own share of alpha and units).
     """
     p, plan, tgt = launch.prepared, launch.plan, launch.target
-    execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior)
     art_root = artifacts_root(p.root, artifacts)
+    if launch.prior is not None and launch.prior.uuid:  # this runner, not the killed one, from here on
+        note_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior.uuid)
+    execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior)
     exec_dir = art_root / f"execution-{exec_uuid}"
+    note_runner(exec_dir, exec_uuid)  # `wb runs delete` reads it: see runner.lock.runner_gone
     with RunProgress(len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}",
                      sequential=p.mode == "sequential") as progress:
         if launch.prior is not None:

@@ -17,7 +17,7 @@ import shlex
 import socket
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from workbench.errors import RunFailure, TargetError
@@ -79,6 +79,29 @@ class Holder:
     def stale(self) -> bool:
         """True when the owner ran on this machine and is gone; an owner elsewhere cannot be checked."""
         return self.host == socket.gethostname() and not pid_alive(self.pid, self.pid_start)
+
+
+RUNNER_NOTE = "runner.json"
+
+
+def note_runner(folder: Path, execution: str) -> None:
+    """Note in the execution's folder who runs it (the holder its target lock names, kept also where a
+    target has no lock), so `wb runs delete` can tell a runner that died from one still writing its runs."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{RUNNER_NOTE}.tmp"
+    tmp.write_text(Holder.me(execution).text(), encoding="utf-8")
+    os.replace(tmp, folder / RUNNER_NOTE)
+
+
+def runner_gone(folder: Path, execution: str) -> bool:
+    """Whether the runner of `execution` is provably gone, by the rule that takes over a dead owner's lock
+    (`Holder.stale`: it ran on this machine and its pid is gone or reused). Without a readable note of this
+    execution, or with a runner on another host, nothing is proven: False."""
+    try:
+        holder = Holder.parse((folder / RUNNER_NOTE).read_text(encoding="utf-8"))
+    except OSError:
+        return False
+    return holder is not None and holder.execution == execution and holder.stale()
 
 
 def lock_path(target: Target, host: str, config_path: str | None, options: dict[str, Any]) -> str | None:

@@ -10,7 +10,7 @@ so only those no remaining run refers to are removed.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Collection, Iterable
 
 from sqlmodel import Session, delete, select
 
@@ -19,8 +19,9 @@ from workbench.store.entities import DeletedRun, DeletedVerdict, RunDeletion
 from workbench.store.models import Artifact, ArtifactBlob, Execution, Metric, ProbeCount, Run, Unit, Verdict
 
 
-def plan(session: Session, run_ids: Iterable[int]) -> RunDeletion:
-    """What deleting `run_ids` removes; nothing is changed."""
+def plan(session: Session, run_ids: Iterable[int], runner_gone: Collection[int] = ()) -> RunDeletion:
+    """What deleting `run_ids` removes; nothing is changed. A pending or running run of an execution still
+    marked running is in flight, unless the caller proved that execution's runner gone (`runner_gone`)."""
     wanted = sorted(set(run_ids))
     runs = session.exec(select(Run).where(Run.id.in_(wanted))).all() if wanted else []  # type: ignore[union-attr]
     found = {r.id for r in runs}
@@ -29,6 +30,7 @@ def plan(session: Session, run_ids: Iterable[int]) -> RunDeletion:
     verdicts = [v for v in session.exec(select(Verdict)).all() if _rests_on(v, executions, uuids)]
     running = set(session.exec(select(Execution.id).where(Execution.id.in_(executions),  # type: ignore[union-attr]
                                                           Execution.status == "running")).all()) if executions else set()
+    running -= set(runner_gone)
     left = {e for e in executions
             if not session.exec(select(Run.id).where(Run.execution_id == e, Run.id.not_in(wanted))).first()}  # type: ignore[union-attr]
     return RunDeletion(
@@ -83,11 +85,11 @@ def _orphan_blobs(session: Session, run_ids: list[int]) -> list[str]:
     return sorted((shas - kept) & stored)
 
 
-def delete_runs(session: Session, run_ids: Iterable[int]) -> RunDeletion:
+def delete_runs(session: Session, run_ids: Iterable[int], runner_gone: Collection[int] = ()) -> RunDeletion:
     """Delete the runs and what rests on them (see `plan`); the caller's transaction makes it all or nothing.
     An id the store does not hold, or a run a runner may still be writing, deletes nothing: the result's
     `missing` or `in_flight` names it."""
-    done = plan(session, run_ids)
+    done = plan(session, run_ids, runner_gone)
     if done.missing or done.in_flight or not done.runs:
         return done
     ids = [r.id for r in done.runs]

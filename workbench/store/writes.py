@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Collection, Iterable, Mapping
 
 from workbench.store.entities import ArtifactRecord, ImportedRun, RunDeletion
 
@@ -134,21 +134,22 @@ class StoreWrites:
                 done.append((int(run.id), row))
         return done, gone
 
-    def run_deletion(self, run_ids: Iterable[int]) -> RunDeletion:
+    def run_deletion(self, run_ids: Iterable[int], *, runner_gone: Collection[int] = ()) -> RunDeletion:
         """What `delete_runs(run_ids)` would remove (see `store.deletion`); nothing is changed."""
         from workbench.store import deletion
 
         with self.session() as s:
-            return deletion.plan(s, run_ids)
+            return deletion.plan(s, run_ids, runner_gone)
 
-    def delete_runs(self, run_ids: Iterable[int]) -> RunDeletion:
+    def delete_runs(self, run_ids: Iterable[int], *, runner_gone: Collection[int] = ()) -> RunDeletion:
         """Delete runs with their units, metrics, artifacts and probe counts, the verdicts that rested on them
-        and executions left empty, in one transaction. With an id the store lacks, nothing is deleted (the
-        result's `missing` names it)."""
+        and executions left empty, in one transaction. With an id the store lacks, or a run of an execution
+        still running whose id is not in `runner_gone` (executions whose runner the caller proved gone),
+        nothing is deleted (the result's `missing` or `in_flight` names it)."""
         from workbench.store import deletion
 
         with self.session() as s:
-            return deletion.delete_runs(s, run_ids)
+            return deletion.delete_runs(s, run_ids, runner_gone)
 
     def add_verdict(self, *, hypothesis_id: str, verdict: str, reasoning: str, checks: Any, details: Any,
                     execution_id: int | None, hypothesis_sha256: str | None,

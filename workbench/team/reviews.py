@@ -12,11 +12,11 @@ exist, none on the current evidence). Comments never change the state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
-from workbench.analysis.status import Overrides, status_timeline
+from workbench.analysis.status import CurrentStatus, Overrides, status_timeline
 from workbench.store.entities import ReviewRecord, VerdictRecord
 
 DECISIONS = ("approve", "request-changes", "comment")
@@ -51,6 +51,8 @@ class ReviewState:
     deciding_review: ReviewRecord | None
     reviews: tuple[ReviewRecord, ...]
     parent_changed: bool = False
+    # The hypothesis's status and its note as every other view shows them (analysis.status); None where not given.
+    status: CurrentStatus | None = None
 
     def label(self) -> str:
         return self.state + ("; parent changed: re-review" if self.parent_changed else "")
@@ -60,7 +62,8 @@ class ReviewState:
 
     def to_dict(self) -> dict[str, object]:
         cur = self.current_verdict
-        return {"hypothesis_id": self.hypothesis_id, "state": self.state, "parent_changed": self.parent_changed,
+        return {"hypothesis_id": self.hypothesis_id, **(self.status.to_dict() if self.status else {}),
+                "state": self.state, "parent_changed": self.parent_changed,
                 "current_verdict": None if cur is None else {"id": cur.id, "uuid": cur.uuid, "verdict": cur.verdict,
                                                              "evidence_digest": cur.evidence_digest},
                 "reviews": [{**r.to_dict(), "stale": self.stale(r)} for r in self.reviews]}
@@ -107,15 +110,18 @@ def parent_changed_since(parent_history: Sequence[VerdictRecord], child_reviews:
 
 
 def review_states(parents: dict[str, str | None], verdicts: Sequence[VerdictRecord],
-                  reviews: Sequence[ReviewRecord], *, overrides_of: Overrides | None = None) -> dict[str, ReviewState]:
+                  reviews: Sequence[ReviewRecord], *, overrides_of: Overrides | None = None,
+                  statuses: Mapping[str, CurrentStatus] | None = None) -> dict[str, ReviewState]:
     """The review state of every hypothesis in `parents` (id -> parent id), with the parent-changed flag.
-    `overrides_of` (execution id -> its `--set` overrides) tells verdicts about a changed world apart."""
+    `overrides_of` (execution id -> its `--set` overrides) tells verdicts about a changed world apart;
+    `statuses` (id -> analysis.status's current status) is carried along so a listing shows its note."""
     out = {}
     for hid, parent in parents.items():
         mine = [r for r in reviews if r.hypothesis_id == hid]
         changed = parent is not None and parent_changed_since(verdict_history(parent, verdicts, overrides_of), mine,
                                                               verdict_history(hid, verdicts, overrides_of))
-        out[hid] = review_state(hid, verdicts, mine, parent_changed=changed, overrides_of=overrides_of)
+        state = review_state(hid, verdicts, mine, parent_changed=changed, overrides_of=overrides_of)
+        out[hid] = replace(state, status=(statuses or {}).get(hid))
     return out
 
 

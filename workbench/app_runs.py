@@ -1,0 +1,138 @@
+"""The workbench's stored runs: list and show them, delete those recorded by mistake, import historical
+evidence. A part of `Workbench` (app.py), kept apart because it is one concept: runs as evidence.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import BadInput
+
+if TYPE_CHECKING:
+    from workbench.analysis.status import CurrentStatus
+    from workbench.registry.loader import Registry
+    from workbench.settings import Settings
+    from workbench.store.engine import Store
+    from workbench.store.entities import RunDeletion, RunRecord
+
+
+@dataclass
+class ImportResult:
+    file: str
+    experiment: str
+    imported: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)  # labels whose stored run this import replaced
+    verdicts_deleted: list[Any] = field(default_factory=list)  # DeletedVerdict: they rested on a replaced run
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped,
+                "replaced": self.replaced, "verdicts_deleted": [asdict(v) for v in self.verdicts_deleted]}
+
+
+def _no_missing(deletion: "RunDeletion") -> "RunDeletion":
+    """The deletion, or BadInput for ids the store lacks and for runs a runner may still be writing."""
+    if deletion.missing:
+        ids = ", ".join(str(i) for i in deletion.missing)
+        raise BadInput(f"no run {ids} in the store" if len(deletion.missing) == 1 else f"no runs {ids} in the store",
+                       hint="wb runs list shows the run ids; nothing was deleted")
+    if deletion.in_flight:
+        r = deletion.in_flight[0]
+        raise BadInput(f"run {r.id} is {r.status} in execution {r.execution_id} of {r.hypothesis_id}, which has not "
+                       "ended: its runner may still write it", hint="let the execution end; a runner killed on this "
+                       "machine is seen as gone and its runs may then be deleted (one elsewhere: settle it with "
+                       f"wb hypothesis run {r.hypothesis_id} --resume there first); nothing was deleted")
+    return deletion
+
+
+class StoredRuns:
+    """`Workbench`'s methods on stored runs and evidence; it supplies what they use below."""
+
+    if TYPE_CHECKING:
+        settings: Settings
+
+        @property
+        def registry(self) -> Registry: ...
+
+        def store(self, *, read_only: bool = False) -> AbstractContextManager[Store]: ...
+
+        def _statuses_if_readable(self) -> dict[str, CurrentStatus]: ...
+
+    def runs(self, *, hypothesis_id: str | None = None, limit: int | None = None) -> list["RunRecord"]:
+        with self.store(read_only=True) as store:
+            return store.runs(hypothesis_id=hypothesis_id, limit=limit)
+
+    def run_record(self, run_id: int) -> "RunRecord":
+        with self.store(read_only=True) as store:
+            run = store.run(run_id)
+        if run is None:
+            raise BadInput(f"no run {run_id} in the store", hint="wb runs list shows the run ids")
+        return run
+
+    def run_deletion(self, run_ids: list[int]) -> "RunDeletion":
+        """What deleting these runs would remove; an id the store lacks, or a run a live runner may still be
+        writing, is bad input (nothing is opened for writing)."""
+        with self.store(read_only=True) as store:
+            planned = store.run_deletion(run_ids)
+            return _no_missing(store.run_deletion(run_ids, runner_gone=self._gone_runners(store, planned)))
+
+    def _gone_runners(self, store: "Store", planned: "RunDeletion") -> set[int]:
+        """The executions of `planned`'s in-flight runs whose runner is provably gone (killed: its note in the
+        execution's folder names a dead pid on this machine, runner.lock.runner_gone)."""
+        from workbench.runner.execute import artifacts_root
+        from workbench.runner.lock import runner_gone
+
+        if not planned.in_flight:
+            return set()
+        try:
+            folder = artifacts_root(Path(self.registry.root), self.settings.artifacts)
+        except BadInput:  # a bare store: only $WB_ARTIFACTS says where the notes are
+            if self.settings.artifacts is None:
+                return set()
+            folder = artifacts_root(Path("."), self.settings.artifacts)
+        gone = set()
+        for eid in {r.execution_id for r in planned.in_flight if r.execution_id is not None}:
+            ex = store.execution(eid)
+            if ex is not None and ex.uuid and runner_gone(folder / f"execution-{ex.uuid}", ex.uuid):
+                gone.add(eid)
+        return gone
+
+    def delete_runs(self, run_ids: list[int]) -> tuple["RunDeletion", dict[str, tuple[str, str]]]:
+        """Delete runs and what rests on them, in one transaction (store.deletion); with the statuses that
+        changed: {hypothesis id: (before, after)}. Runs of an execution whose runner was killed may go."""
+        self.run_deletion(run_ids)
+        before = self._statuses_if_readable()
+        with self.store() as store:
+            gone = self._gone_runners(store, store.run_deletion(run_ids))
+            done = _no_missing(store.delete_runs(run_ids, runner_gone=gone))
+        after = self._statuses_if_readable()
+        return done, {h: (before[h].status, after[h].status) for h in before
+                      if h in after and (before[h].status, before[h].verdict) != (after[h].status, after[h].verdict)}
+
+    def import_evidence(self, file: str | Path, *, experiment: str | None = None,
+                        replace: bool = False) -> ImportResult:
+        """Store each CSV row as a historical run of `experiment` (by default the one experiment whose columns
+        fit the header), keyed on run_id: rows stored with the same values are skipped; rows stored with other
+        values are refused, or replace the stored run with `replace` (see registry.evidence.plan_import)."""
+        from workbench.registry.evidence import parse_evidence, pick_for, plan_import
+        from workbench.store.entities import ImportedRun
+
+        path = Path(file)
+        if experiment is None:
+            experiment = pick_for(self.registry, path).id
+        exp = self.registry.experiments.get(experiment)
+        if exp is None:
+            raise BadInput(f"--experiment {experiment}: no experiment {experiment!r}",
+                           hint=f"experiments: {', '.join(sorted(self.registry.experiments))}")
+        rows = [ImportedRun(**row) for row in parse_evidence(path, exp)]
+        with self.store() as store:
+            plan = plan_import(rows, store.imported_runs(experiment), replace=replace, path=path)
+            done, gone = store.import_runs(experiment, plan.add, replace=plan.replace) if plan.add else ([], None)
+        return ImportResult(str(file), experiment, [{"id": rid, "label": row.label, "variables": row.variables,
+                                                     "metrics": row.metrics} for rid, row in done], plan.skipped,
+                            plan.replaced, list(gone.verdicts) if gone else [])
