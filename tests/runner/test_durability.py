@@ -203,3 +203,32 @@ def test_runs_of_a_killed_runner_can_be_deleted_and_a_live_runners_cannot(toy):
             os.killpg(pgid, signal.SIGKILL)  # the orphaned workload: no --resume reaps it here
         except ProcessLookupError:
             pass
+
+
+def test_resume_while_the_runner_is_alive_is_refused_and_touches_nothing(toy):
+    # --resume continues an execution whose runner is gone. Against a live runner it stopped that runner's
+    # workload as an "orphan", took over its lock and wrote into its execution: it must refuse, exit 2,
+    # before anything on the target or in the store moves.
+    flag, workload = _slow_workload(toy)
+    edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
+    proc = _start(toy)
+    try:
+        _until(lambda: bool(workload()), proc)
+        (pgid,) = workload()
+        before = store_rows(toy.db, "SELECT id, status FROM runs ORDER BY id")
+        res = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--resume", "--db", toy.db],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2, res.stderr[-2000:]
+        assert "still running" in res.stderr and f"pid {proc.pid}" in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr
+        assert _alive(pgid) and proc.poll() is None          # its workload was not stopped as an orphan
+        assert store_rows(toy.db, "SELECT id, status FROM runs ORDER BY id") == before
+        flag.unlink()                                        # let the runner finish on its own
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-2000:]
+    finally:
+        flag.unlink(missing_ok=True)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    assert toy.conf.read_bytes() == toy.original

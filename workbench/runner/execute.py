@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
-from workbench.errors import RestoreFailed, RunFailure, WbError
+from workbench.errors import BadInput, RestoreFailed, RunFailure, WbError
 from workbench.registry.loader import Registry
 from workbench.registry.timeouts import timeouts
 from workbench.runner.lifecycle import Harness, RunOutcome, execute_run, wait_healthy
@@ -474,6 +474,19 @@ def prepare(registry: Registry, hypothesis_id: str, opts: RunOptions, *, store: 
     return Launch(p, plan, tgt, prior)
 
 
+def _refuse_live_runner(folder: Path, prior: ExecutionRecord) -> None:
+    """--resume continues an execution whose runner is gone: one whose runner still runs on this machine is
+    refused before anything is touched (its workload would be stopped as an orphan, its lock taken over)."""
+    from workbench.runner.lock import runner_alive
+
+    holder = runner_alive(folder, prior.uuid)
+    if holder is not None:
+        raise BadInput(f"execution {prior.id} of {prior.hypothesis_id} is still running "
+                       f"(pid {holder.pid} on {holder.host}, since {holder.since})",
+                       hint="--resume continues an execution whose runner is gone: wait for it to end, "
+                            "or stop it (Ctrl-C restores the target) and then resume")
+
+
 def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifacts: Path | None = None,
             fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None,
             decide: StopRule | None = None) -> ExecutionResult:
@@ -487,6 +500,7 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
     p, plan, tgt = launch.prepared, launch.plan, launch.target
     art_root = artifacts_root(p.root, artifacts)
     if launch.prior is not None and launch.prior.uuid:  # this runner, not the killed one, from here on
+        _refuse_live_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior)
         note_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior.uuid)
     execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior)
     exec_dir = art_root / f"execution-{exec_uuid}"

@@ -5,7 +5,7 @@ measurement and store runs under the wrong arm. The lock file is created with th
 (an O_EXCL create, on this machine or over SSH alike) and holds who owns it: the execution's UUID,
 the runner's host, pid, the pid's start time and when it was taken. A lock whose owner ran on this
 machine and is gone (or whose pid now belongs to another process) is stale and taken over; a lock of
-the same execution (a resume after kill -9) is taken over too.
+the same execution (a resume after kill -9) is taken over too, unless its owner still runs here.
 """
 
 from __future__ import annotations
@@ -104,6 +104,18 @@ def runner_gone(folder: Path, execution: str) -> bool:
     return holder is not None and holder.execution == execution and holder.stale()
 
 
+def runner_alive(folder: Path, execution: str) -> "Holder | None":
+    """The runner of `execution` when it provably still runs (its note names this machine and a live pid,
+    the same process: `Holder.stale` false on this host); None when it is gone or cannot be checked."""
+    try:
+        holder = Holder.parse((folder / RUNNER_NOTE).read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    if holder is None or holder.execution != execution or holder.host != socket.gethostname():
+        return None
+    return None if holder.stale() or holder.pid == os.getpid() else holder
+
+
 def lock_path(target: Target, host: str, config_path: str | None, options: dict[str, Any]) -> str | None:
     """Where the lock lives on `host`: an explicit `lock_path` option, else where the target keeps it (pdsim's
     folder, next to the config file the experiment rewrites, the remote work folder). None: nothing to protect."""
@@ -157,7 +169,9 @@ class TargetLock:
             if holder is None and attempt == 0:
                 await asyncio.sleep(0.5)  # an owner between its create and its write: look again
                 continue
-            if holder is None or holder.stale() or holder.execution == self.me.execution:
+            mine = holder is not None and holder.execution == self.me.execution and (
+                holder.host != self.me.host or holder.pid == self.me.pid)  # a resume after kill -9 elsewhere
+            if holder is None or holder.stale() or mine:
                 await self._break(host, path, seen)
                 continue
             where = self.target.describe(host)
