@@ -301,3 +301,28 @@ def test_more_units_needed_counts_whole_runs_when_runs_are_the_unit(store, regis
 
     assert clears(2 + more) and not clears(1 + more)
     assert f"about {more} more run(s) of this size ({80 * more:,} units)" in a.reasoning, a.reasoning
+
+
+def test_an_interrupted_attempt_that_resume_redid_is_not_attrition(store, registry):
+    """--resume redoes the run a kill interrupted; the interrupted row stays as history. It is not a run
+    that failed and was left out (the attrition flag said so, beside "1 interrupted attempt(s) redone")."""
+    ex = add_execution(store)
+    for r in (1, 2):
+        add_run(store, execution_id=ex, arm="control", variables={**CONTROL, "seed": str(r)}, replicate=r,
+                outcomes={"leak": 12, "done": 60, "error": 8}, extra={"waiting_for_input": 30})
+        if r == 2:
+            add_run(store, execution_id=ex, arm="treatment", variables={**TREATMENT, "seed": str(r)}, replicate=r,
+                    outcomes=None, status="interrupted")
+        add_run(store, execution_id=ex, arm="treatment", variables={**TREATMENT, "seed": str(r)}, replicate=r,
+                outcomes={"leak": 13, "done": 60, "maxrounds": 7}, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    assert "failed and were left out" not in a.reasoning, a.reasoning
+    assert a.attrition["arms"]["treatment"]["runs_failed"] == 0
+    # An interrupted attempt nothing redid is still attrition.
+    ex2 = add_execution(store)
+    add_run(store, execution_id=ex2, arm="control", variables={**CONTROL, "seed": "1"}, replicate=1,
+            outcomes={"leak": 12, "done": 60, "error": 8}, extra={"waiting_for_input": 30})
+    add_run(store, execution_id=ex2, arm="treatment", variables={**TREATMENT, "seed": "1"}, replicate=1,
+            outcomes=None, status="interrupted")
+    b = analyze_stored(store, registry, "wedge-confound", execution_id=ex2)
+    assert b.attrition["arms"]["treatment"]["runs_failed"] == 1

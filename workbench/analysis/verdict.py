@@ -102,6 +102,10 @@ def _assign(d: _Draft, h: Hypothesis, exp: Experiment, runs: Sequence[RunData],
                         _matches(r, assignments[a], named | set(h.arms.get(a, {})), categorical)), None)
         if arm is not None:
             (arms if r.status in USABLE_STATUSES else failed)[arm].append(r)
+    for a in names:  # an attempt a kill interrupted and --resume redid is history, not a run left out
+        redone = {(r.execution_id, r.replicate) for r in arms[a] if r.execution_id is not None}
+        failed[a] = [r for r in failed[a]
+                     if not (r.status == "interrupted" and (r.execution_id, r.replicate) in redone)]
     if version_skipped:
         d.checks.append(validity.check("experiment version", None,
                                        f"left out {len(version_skipped)} run(s) made by another version of "
