@@ -94,23 +94,8 @@ def test_kill_9_after_a_run_ended_then_resume_keeps_that_run(toy):
 
 
 def test_kill_9_mid_workload_then_resume_stops_the_orphan_and_exits_0(toy):
-    flag = toy.state / "slow"
-    flag.touch()
-    edit_profile(toy.root, 'workload: {command: "{{ python }}',
-                 f'workload: {{command: "while [ -e {flag} ]; do sleep 0.2; done; {{{{ python }}}}')
+    flag, workload = _slow_workload(toy)
     proc = _start(toy)
-    children = toy.root / ".wb" / "artifacts"
-
-    def workload() -> list[int]:
-        found = []
-        for p in children.glob("execution-*/children/*"):
-            try:
-                if p.name.isdigit() and b"while [ -e" in Path(f"/proc/{p.name}/cmdline").read_bytes():
-                    found.append(int(p.name))
-            except OSError:
-                pass
-        return found
-
     _until(lambda: bool(workload()), proc)
     (pgid,) = workload()
     proc.send_signal(signal.SIGKILL)
@@ -166,17 +151,28 @@ def _delete(toy, *ids: int) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-def test_runs_of_a_killed_runner_can_be_deleted_and_a_live_runners_cannot(toy):
-    # A runner killed mid-run leaves its execution and its run "running"; only a --resume (which runs the
-    # experiment again) could settle them. Its runs may go once its pid is provably gone, never before.
+def _held_runner(toy) -> tuple[subprocess.Popen, int, Path]:
+    """A runner held in its first run's workload (until the returned flag file goes): the process, the
+    workload's process group, the flag. The toy's workload would time out after 3 s and end its run (on a
+    loaded machine before the test looks); here the run ends only with the flag."""
     flag, workload = _slow_workload(toy)
-    # The toy's workload times out after 3 s and its run ends (failed); on a loaded machine that can pass before
-    # the delete below, which may then rightly remove the finished run. Here the run ends only with the flag.
     edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
     proc = _start(toy)
     try:
         _until(lambda: bool(workload()), proc)
-        (pgid,) = workload()
+    except BaseException:
+        proc.kill()
+        proc.wait(30)
+        raise
+    (pgid,) = workload()
+    return proc, pgid, flag
+
+
+def test_runs_of_a_killed_runner_can_be_deleted_and_a_live_runners_cannot(toy):
+    # A runner killed mid-run leaves its execution and its run "running"; only a --resume (which runs the
+    # experiment again) could settle them. Its runs may go once its pid is provably gone, never before.
+    proc, pgid, flag = _held_runner(toy)
+    try:
         running = store_rows(toy.db, "SELECT id FROM runs WHERE status = 'running'")
         assert len(running) == 1, running
         live = running[0][0]
@@ -209,12 +205,8 @@ def test_resume_while_the_runner_is_alive_is_refused_and_touches_nothing(toy):
     # --resume continues an execution whose runner is gone. Against a live runner it stopped that runner's
     # workload as an "orphan", took over its lock and wrote into its execution: it must refuse, exit 2,
     # before anything on the target or in the store moves.
-    flag, workload = _slow_workload(toy)
-    edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
-    proc = _start(toy)
+    proc, pgid, flag = _held_runner(toy)
     try:
-        _until(lambda: bool(workload()), proc)
-        (pgid,) = workload()
         before = store_rows(toy.db, "SELECT id, status FROM runs ORDER BY id")
         res = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--resume", "--db", toy.db],
                              capture_output=True, text=True, timeout=120)
