@@ -295,14 +295,21 @@ void copy_2d(torch::Tensor src, int64_t soff, int64_t spitch, torch::Tensor dst,
   TORCH_CHECK(e == cudaSuccess, "cudaMemcpy2DAsync failed: ", cudaGetErrorString(e));
 }
 
+// The arguments of the page-marking launches: 1-D int64 device ids and a geometry whose pages hold
+// every id below `limit` (mark_pages, choose_path).
+static void check_page_ids(const torch::Tensor& ids, int64_t page_size, int64_t pages, int64_t limit,
+                           const char* what) {
+  TORCH_CHECK(ids.is_cuda() && ids.dtype() == torch::kInt64 && ids.dim() == 1,
+              "ids must be a 1-D int64 device tensor");
+  TORCH_CHECK(page_size > 0 && pages >= 0 && limit >= 0 && limit <= pages * page_size,
+              what, ": bad page geometry");
+}
+
 // The host pages that device ids touch, as a device int64 tensor of `pages` entries: the page
 // number where some id in [0, limit) names it, -1 elsewhere (kernels/scales.py
 // device_block_ids: one fill and one launch, no synchronisation).
 torch::Tensor mark_pages(torch::Tensor ids, int64_t page_size, int64_t pages, int64_t limit) {
-  TORCH_CHECK(ids.is_cuda() && ids.dtype() == torch::kInt64 && ids.dim() == 1,
-              "ids must be a 1-D int64 device tensor");
-  TORCH_CHECK(page_size > 0 && pages >= 0 && limit >= 0 && limit <= pages * page_size,
-              "mark_pages: bad page geometry");
+  check_page_ids(ids, page_size, pages, limit, "mark_pages");
   c10::cuda::CUDAGuard guard(ids.device());
   auto x = ids.contiguous();
   auto out = torch::empty({pages}, ids.options());
@@ -319,10 +326,7 @@ torch::Tensor mark_pages(torch::Tensor ids, int64_t page_size, int64_t pages, in
 // transfer_gated. One memset pair and one launch, no synchronisation.
 py::tuple choose_path(torch::Tensor ids, int64_t page_size, int64_t pages, int64_t limit,
                       double slack, double need_per_page, bool blocks_always) {
-  TORCH_CHECK(ids.is_cuda() && ids.dtype() == torch::kInt64 && ids.dim() == 1,
-              "ids must be a 1-D int64 device tensor");
-  TORCH_CHECK(page_size > 0 && pages >= 0 && limit >= 0 && limit <= pages * page_size,
-              "choose_path: bad page geometry");
+  check_page_ids(ids, page_size, pages, limit, "choose_path");
   c10::cuda::CUDAGuard guard(ids.device());
   auto x = ids.contiguous();
   auto out = torch::empty({pages}, x.options());
