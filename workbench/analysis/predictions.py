@@ -57,17 +57,20 @@ def pooled(runs: list[RunData], metric: str, exp: Experiment, basis: str = "all"
     return {"k": k, "n": n, "used": used, "unknown": unknown, "per_run": per_run, "replayed": replayed_workload(used, exp)}
 
 
+def _wanted(estimate: float, bounds: tuple[float, float]) -> str | None:
+    """Where more data at this estimate would put the interval: "inside" or "outside" the region; None on a
+    boundary (no amount of data decides it there)."""
+    lo, hi = bounds
+    return "inside" if lo < estimate < hi else "outside" if (estimate < lo or estimate > hi) else None
+
+
 def units_needed_arm(k: float, n: float, bounds: tuple[float, float]) -> int | None:
     """Units (in total) at which the current rate's Wilson interval would clear the region; None if it never can."""
     if n <= 0:
         return None
     p = k / n
-    lo, hi = bounds
-    if lo < p < hi:
-        want = "inside"
-    elif p < lo or p > hi:
-        want = "outside"
-    else:
+    want = _wanted(p, bounds)
+    if want is None:
         return None  # the estimate sits on the boundary: no amount of data at this rate decides it
 
     def ok(m: float) -> bool:
@@ -80,9 +83,7 @@ def units_needed_diff(ka: float, na: float, kb: float, nb: float, bounds: tuple[
     """Units per arm (scaling both arms alike) at which the Newcombe interval would clear the region."""
     if na <= 0 or nb <= 0:
         return None
-    d = ka / na - kb / nb
-    lo, hi = bounds
-    want = "inside" if lo < d < hi else "outside" if (d < lo or d > hi) else None
+    want = _wanted(ka / na - kb / nb, bounds)
     if want is None:
         return None
 
@@ -270,9 +271,7 @@ def runs_needed_arm(e: Any, runs: int, bounds: tuple[float, float], limit: int =
     the region; None if the estimate sits on a boundary or no number up to `limit` does."""
     if runs <= 0 or e.n_eff <= 0:
         return None
-    p = e.k_eff / e.n_eff
-    lo, hi = bounds
-    want = "inside" if lo < p < hi else "outside" if (p < lo or p > hi) else None
+    want = _wanted(e.k_eff / e.n_eff, bounds)
     if want is None:
         return None
 
@@ -281,18 +280,8 @@ def runs_needed_arm(e: Any, runs: int, bounds: tuple[float, float], limit: int =
         return stats.relation(stats.wilson(e.k_eff * f, e.n_eff * f,
                                            clustered.level_alpha(stats.ALPHA, total - 1)), bounds) == want
 
-    if ok(runs):
-        return 0
-    top = runs * 2
-    while not ok(top):
-        if top > limit:
-            return None
-        top *= 2
-    low = top // 2          # not ok
-    while top - low > 1:
-        mid = (low + top) // 2
-        low, top = (low, mid) if ok(mid) else (mid, top)
-    return top - runs
+    total = _search(runs, lambda t: ok(math.ceil(t)), limit=limit)
+    return None if total is None else total - runs
 
 
 def _exact_text(k: float, n: float, bounds: tuple[float, float]) -> str | None:

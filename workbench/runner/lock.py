@@ -93,27 +93,30 @@ def note_runner(folder: Path, execution: str) -> None:
     os.replace(tmp, folder / RUNNER_NOTE)
 
 
+def _noted_runner(folder: Path, execution: str) -> "Holder | None":
+    """The runner `note_runner` wrote for `execution` in its folder; None without a readable note of it."""
+    try:
+        holder = Holder.parse((folder / RUNNER_NOTE).read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    return holder if holder is not None and holder.execution == execution else None
+
+
 def runner_gone(folder: Path, execution: str) -> bool:
     """Whether the runner of `execution` is provably gone, by the rule that takes over a dead owner's lock
     (`Holder.stale`: it ran on this machine and its pid is gone or reused). Without a readable note of this
     execution, or with a runner on another host, nothing is proven: False."""
-    try:
-        holder = Holder.parse((folder / RUNNER_NOTE).read_text(encoding="utf-8"))
-    except OSError:
-        return False
-    return holder is not None and holder.execution == execution and holder.stale()
+    holder = _noted_runner(folder, execution)
+    return holder is not None and holder.stale()
 
 
 def runner_alive(folder: Path, execution: str) -> "Holder | None":
-    """The runner of `execution` when it provably still runs (its note names this machine and a live pid,
-    the same process: `Holder.stale` false on this host); None when it is gone or cannot be checked."""
-    try:
-        holder = Holder.parse((folder / RUNNER_NOTE).read_text(encoding="utf-8"))
-    except OSError:
+    """The runner of `execution` when it provably still runs in another process on this machine; None when
+    it is gone or cannot be checked (no note, another host)."""
+    holder = _noted_runner(folder, execution)
+    if holder is None or holder.host != socket.gethostname() or holder.pid == os.getpid() or holder.stale():
         return None
-    if holder is None or holder.execution != execution or holder.host != socket.gethostname():
-        return None
-    return None if holder.stale() or holder.pid == os.getpid() else holder
+    return holder
 
 
 def lock_path(target: Target, host: str, config_path: str | None, options: dict[str, Any]) -> str | None:

@@ -103,13 +103,11 @@ class SimTarget(LocalTarget):
 
         noted = self.marker.with_name("sim-ports") if self.marker is not None else None
         try:
-            old = json.loads(noted.read_text(encoding="utf-8")) if noted is not None else None
-        except (OSError, ValueError):
-            old = None
-        if (isinstance(old, dict) and {k: str(v) for k, v in old.items()} == old
-                and set(old) == {"prefill_port", "decode_port"} and all(v.isdigit() for v in old.values())
-                and len(set(old.values())) == 2 and all(port_free(int(v)) for v in old.values())):
-            return old
+            old = json.loads(noted.read_text(encoding="utf-8")) if noted is not None else {}
+            if all(port_free(int(old[k])) for k in ("prefill_port", "decode_port")):
+                return {k: str(old[k]) for k in ("prefill_port", "decode_port")}
+        except (OSError, ValueError, TypeError, KeyError, OverflowError):
+            pass        # no note (a fresh execution) or an unreadable one: new ports
         ports = free_ports()
         if noted is not None:
             noted.parent.mkdir(parents=True, exist_ok=True)
