@@ -7,7 +7,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from workbench.errors import BadInput
 
@@ -78,38 +78,29 @@ class StoredRuns:
         """What deleting these runs would remove; an id the store lacks, or a run a live runner may still be
         writing, is bad input (nothing is opened for writing)."""
         with self.store(read_only=True) as store:
-            planned = store.run_deletion(run_ids)
-            return _no_missing(store.run_deletion(run_ids, runner_gone=self._gone_runners(store, planned)))
+            return _no_missing(store.run_deletion(run_ids, runner_gone=self._runner_gone()))
 
-    def _gone_runners(self, store: "Store", planned: "RunDeletion") -> set[int]:
-        """The executions of `planned`'s in-flight runs whose runner is provably gone (killed: its note in the
-        execution's folder names a dead pid on this machine, runner.lock.runner_gone)."""
+    def _runner_gone(self) -> "Callable[[str], bool]":
+        """Whether an execution's runner is provably gone (killed: its note in the execution's folder names a
+        dead pid on this machine, runner.lock.runner_gone); without a folder for the notes, never."""
         from workbench.runner.execute import artifacts_root
         from workbench.runner.lock import runner_gone
 
-        if not planned.in_flight:
-            return set()
         try:
             folder = artifacts_root(Path(self.registry.root), self.settings.artifacts)
         except BadInput:  # a bare store: only $WB_ARTIFACTS says where the notes are
             if self.settings.artifacts is None:
-                return set()
+                return lambda uuid: False
             folder = artifacts_root(Path("."), self.settings.artifacts)
-        gone = set()
-        for eid in {r.execution_id for r in planned.in_flight if r.execution_id is not None}:
-            ex = store.execution(eid)
-            if ex is not None and ex.uuid and runner_gone(folder / f"execution-{ex.uuid}", ex.uuid):
-                gone.add(eid)
-        return gone
+        return lambda uuid: runner_gone(folder / f"execution-{uuid}", uuid)
 
     def delete_runs(self, run_ids: list[int]) -> tuple["RunDeletion", dict[str, tuple[str, str]]]:
         """Delete runs and what rests on them, in one transaction (store.deletion); with the statuses that
-        changed: {hypothesis id: (before, after)}. Runs of an execution whose runner was killed may go."""
-        self.run_deletion(run_ids)
+        changed: {hypothesis id: (before, after)}. Runs of an execution whose runner was killed may go. An id
+        the store lacks, or a live runner's run, deletes nothing (bad input)."""
         before = self._statuses_if_readable()
         with self.store() as store:
-            gone = self._gone_runners(store, store.run_deletion(run_ids))
-            done = _no_missing(store.delete_runs(run_ids, runner_gone=gone))
+            done = _no_missing(store.delete_runs(run_ids, runner_gone=self._runner_gone()))
         after = self._statuses_if_readable()
         return done, {h: (before[h].status, after[h].status) for h in before
                       if h in after and (before[h].status, before[h].verdict) != (after[h].status, after[h].verdict)}

@@ -10,7 +10,7 @@ so only those no remaining run refers to are removed.
 
 from __future__ import annotations
 
-from typing import Collection, Iterable
+from typing import Callable, Iterable
 
 from sqlmodel import Session, delete, select
 
@@ -19,30 +19,33 @@ from workbench.store.entities import DeletedRun, DeletedVerdict, RunDeletion
 from workbench.store.models import Artifact, ArtifactBlob, Execution, Metric, ProbeCount, Run, Unit, Verdict
 
 
-def plan(session: Session, run_ids: Iterable[int], runner_gone: Collection[int] = ()) -> RunDeletion:
+RunnerGone = Callable[[str], bool]  # an execution's UUID -> whether its runner is provably gone
+
+
+def plan(session: Session, run_ids: Iterable[int], runner_gone: RunnerGone | None = None) -> RunDeletion:
     """What deleting `run_ids` removes; nothing is changed. A pending or running run of an execution still
-    marked running is in flight, unless the caller proved that execution's runner gone (`runner_gone`)."""
+    marked running is in flight, unless `runner_gone` (asked for those executions only) proves its runner
+    gone."""
     wanted = sorted(set(run_ids))
     runs = session.exec(select(Run).where(Run.id.in_(wanted))).all() if wanted else []  # type: ignore[union-attr]
     found = {r.id for r in runs}
     executions = {r.execution_id for r in runs if r.execution_id is not None}
     uuids = {r.uuid for r in runs if r.uuid}
     verdicts = [v for v in session.exec(select(Verdict)).all() if _rests_on(v, executions, uuids)]
-    running = set(session.exec(select(Execution.id).where(Execution.id.in_(executions),  # type: ignore[union-attr]
-                                                          Execution.status == "running")).all()) if executions else set()
-    running -= set(runner_gone)
+    running = {e.id for e in session.exec(select(Execution).where(Execution.id.in_(executions),  # type: ignore[union-attr]
+                                                                  Execution.status == "running")).all()
+               if not (runner_gone and e.uuid and runner_gone(e.uuid))} if executions else set()
     left = {e for e in executions
             if not session.exec(select(Run.id).where(Run.execution_id == e, Run.id.not_in(wanted))).first()}  # type: ignore[union-attr]
+    deleted = [DeletedRun(r.id, r.uuid, r.label, r.hypothesis_id, r.execution_id, r.source, r.status)
+               for r in sorted(runs, key=lambda r: r.id)]
     return RunDeletion(
-        runs=tuple(DeletedRun(r.id, r.uuid, r.label, r.hypothesis_id, r.execution_id, r.source, r.status)
-                   for r in sorted(runs, key=lambda r: r.id)),
+        runs=tuple(deleted),
         verdicts=tuple(DeletedVerdict(v.id, v.hypothesis_id, v.verdict, v.execution_id)
                        for v in sorted(verdicts, key=lambda v: v.id)),
         executions=tuple(sorted(left)), blobs=len(_orphan_blobs(session, sorted(found))),
         missing=tuple(i for i in wanted if i not in found),
-        in_flight=tuple(DeletedRun(r.id, r.uuid, r.label, r.hypothesis_id, r.execution_id, r.source, r.status)
-                        for r in sorted(runs, key=lambda r: r.id)
-                        if r.status in ("pending", "running") and r.execution_id in running))
+        in_flight=tuple(r for r in deleted if r.status in ("pending", "running") and r.execution_id in running))
 
 
 def _rests_on(v: Verdict, executions: set[int], run_uuids: set[str]) -> bool:
@@ -85,7 +88,7 @@ def _orphan_blobs(session: Session, run_ids: list[int]) -> list[str]:
     return sorted((shas - kept) & stored)
 
 
-def delete_runs(session: Session, run_ids: Iterable[int], runner_gone: Collection[int] = ()) -> RunDeletion:
+def delete_runs(session: Session, run_ids: Iterable[int], runner_gone: RunnerGone | None = None) -> RunDeletion:
     """Delete the runs and what rests on them (see `plan`); the caller's transaction makes it all or nothing.
     An id the store does not hold, or a run a runner may still be writing, deletes nothing: the result's
     `missing` or `in_flight` names it."""

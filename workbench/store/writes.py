@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Collection, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from workbench.store.entities import ArtifactRecord, ImportedRun, RunDeletion
 
@@ -134,17 +134,19 @@ class StoreWrites:
                 done.append((int(run.id), row))
         return done, gone
 
-    def run_deletion(self, run_ids: Iterable[int], *, runner_gone: Collection[int] = ()) -> RunDeletion:
+    def run_deletion(self, run_ids: Iterable[int], *,
+                     runner_gone: Callable[[str], bool] | None = None) -> RunDeletion:
         """What `delete_runs(run_ids)` would remove (see `store.deletion`); nothing is changed."""
         from workbench.store import deletion
 
         with self.session() as s:
             return deletion.plan(s, run_ids, runner_gone)
 
-    def delete_runs(self, run_ids: Iterable[int], *, runner_gone: Collection[int] = ()) -> RunDeletion:
+    def delete_runs(self, run_ids: Iterable[int], *,
+                    runner_gone: Callable[[str], bool] | None = None) -> RunDeletion:
         """Delete runs with their units, metrics, artifacts and probe counts, the verdicts that rested on them
         and executions left empty, in one transaction. With an id the store lacks, or a run of an execution
-        still running whose id is not in `runner_gone` (executions whose runner the caller proved gone),
+        still running whose runner `runner_gone(execution uuid)` does not prove gone,
         nothing is deleted (the result's `missing` or `in_flight` names it)."""
         from workbench.store import deletion
 
