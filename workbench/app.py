@@ -356,28 +356,26 @@ class Workbench(StoredRuns):
         self.registry.hypothesis(hypothesis_id)
         check_review_input(decision, body)
         person = current_person(Path(self.registry.root), as_name=as_name)
-        if decision != "comment" and not self._has_verdict(hypothesis_id):
+        verdict_id = self._status_verdict_id(hypothesis_id)
+        if decision != "comment" and verdict_id is None:
             raise BadInput(f"{hypothesis_id} has no verdict to {decision.replace('-', ' ')} yet",
                            hint=f"run it first (wb hypothesis run {hypothesis_id}), or leave a --comment")
-        from workbench.analysis.status import stored_statuses
-
         with self.store() as store:
-            # The verdict the status rests on: the one list, show and the board present for review.
-            # Checked read-only above (a refused review writes nothing); verdicts are never deleted.
-            verdict = stored_statuses(store, {hypothesis_id: ""})[hypothesis_id].verdict
             review_id = store.add_review(hypothesis_id=hypothesis_id, author=person.name,
                                          author_source=person.source, decision=decision, body=body,
-                                         verdict_id=verdict.id if verdict else None)
+                                         verdict_id=verdict_id)
             return next(r for r in store.reviews(hypothesis_id=hypothesis_id) if r.id == review_id)
 
-    def _has_verdict(self, hypothesis_id: str) -> bool:
-        """Whether the store holds a verdict on the hypothesis; read only, so a refused review writes nothing."""
+    def _status_verdict_id(self, hypothesis_id: str) -> int | None:
+        """The verdict the hypothesis's status rests on (the one list, show and the board present for review),
+        read only, so a refused review writes nothing; None without a store or a verdict."""
         if not self._store_exists():
-            return False
+            return None
         from workbench.analysis.status import stored_statuses
 
         with self.store(read_only=True) as store:
-            return stored_statuses(store, {hypothesis_id: ""})[hypothesis_id].verdict is not None
+            verdict = stored_statuses(store, {hypothesis_id: ""})[hypothesis_id].verdict
+        return verdict.id if verdict is not None else None
 
     def review_states(self, hypothesis_id: str | None = None) -> list["ReviewState"]:
         """Each hypothesis's review state (awaiting review, approved, changes requested, stale) and history."""
@@ -408,10 +406,11 @@ class Workbench(StoredRuns):
                           wb_version=__version__)
 
     def bundle_import(self, path: str | Path) -> "BundleSummary":
-        from workbench.team.bundle import check_fits, import_, read
+        from workbench.team.bundle import import_, read
 
-        doc = read(Path(path))  # a damaged file, a missing workbench or a conflict: bad input before the store opens
-        check_fits(self.registry, doc, Path(path))
+        doc = read(Path(path))  # a damaged file: bad input before the store opens
+        # import_ checks that the bundle fits this workbench before it writes; a store this refusal would
+        # have created is removed again.
         with self._no_new_store_on_bad_input(), self.store() as store:
             return import_(store, self.registry, Path(path), doc=doc)
 
