@@ -33,6 +33,4 @@ def evidence(file: Annotated[Path, typer.Argument(metavar="FILE.csv")], db: DbOp
                + (f"; replaced {len(result.replaced)}" if result.replaced else "")
                + (f"; skipped {len(result.skipped)} already imported" if result.skipped else ""))
     for v in result.verdicts_deleted:
-        typer.echo(f"deleted verdict {v.id} of {v.hypothesis_id} ({v.verdict}"
-                   + (f", execution {v.execution_id}" if v.execution_id is not None else ", pooled")
-                   + "): it rests on a replaced run")
+        typer.echo("deleted " + v.describe("it rests on a replaced run"))

@@ -59,9 +59,7 @@ def _describe(d: "RunDeletion") -> list[str]:
         what = f"imported {r.label!r}" if r.source == "import" else \
             f"execution {r.execution_id}, {r.hypothesis_id or 'no hypothesis'}, {r.status}"
         lines.append(f"run {r.id} ({what})")
-    lines += [f"verdict {v.id} of {v.hypothesis_id} ({v.verdict}"
-              + (f", execution {v.execution_id}" if v.execution_id is not None else ", pooled")
-              + "): it rests on a deleted run" for v in d.verdicts]
+    lines += [v.describe("it rests on a deleted run") for v in d.verdicts]
     lines += [f"execution {e} (no run left)" for e in d.executions]
     if d.blobs:
         lines.append(f"{d.blobs} stored artifact content(s) no remaining run refers to")

@@ -289,6 +289,11 @@ class DeletedVerdict:
     verdict: str
     execution_id: int | None
 
+    def describe(self, why: str) -> str:
+        """'verdict 3 of H (falsified, execution 2): WHY' (pooled when it has no execution)."""
+        where = f"execution {self.execution_id}" if self.execution_id is not None else "pooled"
+        return f"verdict {self.id} of {self.hypothesis_id} ({self.verdict}, {where}): {why}"
+
 
 @dataclass(frozen=True)
 class RunDeletion:
