@@ -84,12 +84,15 @@ class CurrentStatus:
     under_overrides: tuple[OverrideVerdict, ...] = ()
     edited_since: str = ""  # the predictions changed since the verdict was given: what it judged and what now
 
-    def note(self) -> str:
-        """The mark shown beside the status wherever it is shown ('' when there is nothing to say)."""
+    def notes(self) -> list[str]:
+        """The marks shown beside the status wherever it is shown, one per thing to say."""
         parts = [EXPLORATORY_NOTE] if self.exploratory else []
         parts += [o.describe() for o in self.under_overrides]
-        parts += [self.edited_since] if self.edited_since else []
-        return "; ".join(parts)
+        return parts + ([self.edited_since] if self.edited_since else [])
+
+    def note(self) -> str:
+        """The marks on one line ('' when there is nothing to say)."""
+        return "; ".join(self.notes())
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "status_basis": self.basis, "status_note": self.note(),

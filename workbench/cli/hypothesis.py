@@ -39,7 +39,7 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
         return
     h, v = d.hypothesis, d.verdict
     typer.echo(f"{h.id}  [{h.kind}]  status: {d.status}")
-    for line in d.current.note().split("; ") if d.current.note() else []:
+    for line in d.current.notes():
         typer.echo(f"  ({line})")
     if h.parent:
         typer.echo(f"parent: {h.parent}")

@@ -38,8 +38,7 @@ def _print_states(states) -> None:
         cur = st.current_verdict
         seen = f"verdict {cur.verdict} ({(cur.evidence_digest or '')[:10] or 'no digest'})" if cur else "no verdict"
         typer.echo(f"{st.hypothesis_id}: {st.label()}  [{seen}]")
-        note = st.status.note() if st.status else ""
-        for line in note.split("; ") if note else []:  # as `wb hypothesis show` prints the status's note
+        for line in st.status.notes() if st.status else []:  # as `wb hypothesis show` prints them
             typer.echo(f"  ({line})")
         for r in st.reviews:
             mark = " (stale)" if r.decision != "comment" and st.stale(r) else ""
