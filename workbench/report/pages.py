@@ -20,10 +20,9 @@ REVISION_KEYS = ("version", "rev", "commit", "git", "sha", "build")
 
 
 def status_of(registry: Registry, data: StoreData) -> dict[str, str]:
-    """A hypothesis' status by analysis.status (the rule `wb hypothesis list` uses), else the status written
-    in the registry."""
-    return {h.id: (data.statuses[h.id].status if h.id in data.statuses and data.statuses[h.id].verdict
-                   else h.status) for h in registry.hypotheses}
+    """A hypothesis' status by analysis.status (the rule `wb hypothesis list` uses, which falls back to the
+    status written in the registry), or that written status where the store data has none for it."""
+    return {h.id: data.statuses[h.id].status if h.id in data.statuses else h.status for h in registry.hypotheses}
 
 
 def index(registry: Registry, data: StoreData, statuses: dict[str, str], page: Page,
