@@ -156,23 +156,22 @@ def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]
     """The stratified test of `var`: its two values against each other, or, with more, each value against
     the rest, keeping the smallest p-value times the number of values (Bonferroni: a variable of many values
     gets no more chances to be flagged than one of two). (p over runs, effect, the strata's tables, labels)."""
-    best: tuple[float, float, str] | None = None
+    best: tuple[float, float, str, Any, Any] | None = None
     for v in values[:1] if len(values) == 2 else values:
         runs_t, units_t = _stratum_tables(var, v, groups, occurred, counts)
         p_runs = stats.stratified_exact(runs_t)
         p_units = stats.stratified_exact(units_t) if units_t else 1.0
         if best is None or min(p_runs, p_units) < min(best[0], best[1]):
-            best = (p_runs, p_units, v)
+            best = (p_runs, p_units, v, runs_t, units_t)
     assert best is not None
-    first = best[2]
-    runs_t, units_t = _stratum_tables(var, first, groups, occurred, counts)
+    p_runs, p_units, first, runs_t, units_t = best
     scale = len(values) if len(values) > 2 else 1
     effect: dict[str, Any] = {"risk_difference": _mh_difference(runs_t)}
     if units_t:
         effect["units_rate_difference"] = _mh_difference(units_t)
-        effect["units_fisher_p"] = min(1.0, scale * stats.stratified_exact(units_t))
+        effect["units_fisher_p"] = min(1.0, scale * p_units)
     other = f"{var}={values[1]}" if len(values) == 2 else f"{var} other than {first}"
-    return min(1.0, scale * best[0]), effect, (runs_t, units_t), (f"{var}={first}", other)
+    return min(1.0, scale * p_runs), effect, (runs_t, units_t), (f"{var}={first}", other)
 
 
 def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list[RunData], occurred: dict[int, bool],
