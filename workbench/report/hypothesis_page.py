@@ -281,7 +281,7 @@ def _arm_rows(h: Hypothesis, registry: Registry) -> list[ArmRow]:
 
 
 def _charts(h: Hypothesis, exp: Experiment | None, runs: list[dict[str, Any]], by_arm: dict[str, list[dict[str, Any]]],
-            arm_names: list[str], analysis: Analysis | None
+            arm_names: list[str], analysis: Analysis | None, desc: dict[str, str]
             ) -> tuple[list[ChartView], dict[tuple[str, str], dict[str, Any]]]:
     """One chart per metric, by arm, with intervals (the analysis' when it has them) and the predicted region."""
     chart_views: list[ChartView] = []
@@ -305,7 +305,7 @@ def _charts(h: Hypothesis, exp: Experiment | None, runs: list[dict[str, Any]], b
                       if len(by_arm.get(arm, [])) <= MAX_TICKS_PER_ARM]
         mc = charts.MetricChart(metric, arm_names, points, run_values, _region_bands(h, metric), is_rate)
         chart_views.append(ChartView(f"chart-{i}", metric, charts.metric_spec(mc), rows,
-                                     metric_descriptions(exp).get(metric, "")))
+                                     desc.get(metric, "")))
     return chart_views, estimates
 
 
@@ -349,7 +349,8 @@ def _observed(p: Any, exp: Experiment | None, arm_names: list[str], totals: dict
 
 
 def _predictions(h: Hypothesis, exp: Experiment | None, data: StoreData, analysis: Analysis | None, arm_names: list[str],
-                 totals: dict[str, list[int]], estimates: dict[tuple[str, str], dict[str, Any]]) -> list[PredictionView]:
+                 totals: dict[str, list[int]], estimates: dict[tuple[str, str], dict[str, Any]],
+                 desc: dict[str, str]) -> list[PredictionView]:
     a_preds = bridge.predictions(analysis)
     stored_preds = Analysis.from_dict((data.verdicts.get(h.id) or {}).get("details") or {}).predictions
     out = []
@@ -365,7 +366,7 @@ def _predictions(h: Hypothesis, exp: Experiment | None, data: StoreData, analysi
             outcome += f" (about {src.more_units_needed} more units would decide it)"
         metric = "" if p.target else p.metric
         out.append(PredictionView(p.describe(), p.why, observed.rstrip("; "), outcome, metric,
-                                  metric_descriptions(exp).get(metric, "")))
+                                  desc.get(metric, "")))
     return out
 
 
@@ -403,13 +404,14 @@ def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], runs: list
 def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None, analysis_note: str,
           page: Page, status_of: dict[str, str]) -> HypothesisContext:
     exp = registry.experiments.get(h.experiment)
+    desc = metric_descriptions(exp)
     all_runs = data.hypothesis_runs(h.id)
     runs, ex_id, by_arm = _evidence_by_arm(h, data, analysis)
     arm_names = list(h.arm_names) + [a for a in by_arm if a not in h.arm_names]
-    chart_views, estimates = _charts(h, exp, runs, by_arm, arm_names, analysis)
+    chart_views, estimates = _charts(h, exp, runs, by_arm, arm_names, analysis, desc)
     page.has_charts = bool(chart_views)  # the ~900 KB chart runtime loads only where a chart is drawn
     probe_rows, totals = _probes(data, all_runs, runs)
-    predictions = _predictions(h, exp, data, analysis, arm_names, totals, estimates)
+    predictions = _predictions(h, exp, data, analysis, arm_names, totals, estimates, desc)
     verdict, vnote = _verdict_view(data.verdicts.get(h.id), analysis)
     attrition, outcomes = _attrition(exp, data, arm_names, by_arm)
     metric_columns = metric_order(h, exp, runs)[:MAX_METRIC_COLUMNS]
@@ -426,13 +428,13 @@ def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis
         children=[Link(f"{c.id}.html", c.id) for c in registry.children(h.id)],
         isolates=h.isolates, hold=sorted(h.hold.items()), arm_names=list(h.arm_names), arm_rows=_arm_rows(h, registry),
         config_diffs=_config_diffs(arm_names, runs, execution), predictions=predictions,
-        guards=[(g.describe() + (f" — {g.why}" if g.why else ""), g.metric, metric_descriptions(exp).get(g.metric, ""))
+        guards=[(g.describe() + (f" — {g.why}" if g.why else ""), g.metric, desc.get(g.metric, ""))
                 for g in h.requires], falsified_if=h.falsified_if,
         assumptions=assumptions, charts=chart_views, verdict=verdict, analysis_note=notes,
         attrition=attrition if any(r.units for r in attrition) else [], attrition_outcomes=outcomes,
         probe_rows=probe_rows, probe_totals=[(t, v[0], v[1]) for t, v in sorted(totals.items())],
         metric_columns=metric_columns, runs=_run_rows(exp, all_runs, runs, metric_columns),
-        status_note=data.status_note(h.id), metric_descriptions=metric_descriptions(exp), **_review_fields(h, data))
+        status_note=data.status_note(h.id), metric_descriptions=desc, **_review_fields(h, data))
 
 
 def _review_fields(h: Hypothesis, data: StoreData) -> dict[str, Any]:
