@@ -1,5 +1,6 @@
-"""Secrets never stored or shown: values of variables declared `secret: true`, every profile `env` value,
-and credentials inside URLs (`scheme://user:PASSWORD@host`).
+"""Secrets never stored or shown: values of variables declared `secret: true`, the values of profile `env`
+entries named like a secret (…TOKEN, …KEY, …PASSWORD, …SECRET, …CREDENTIAL) and credentials inside URLs
+(`scheme://user:PASSWORD@host`).
 
 The runner registers the values it knows; every text column is redacted as a session flushes (one
 hook at the store boundary, `workbench.store.redaction`, so a new column or a new writer cannot forget it), and what the CLI prints
@@ -17,9 +18,26 @@ MASK = "<redacted>"
 MIN_LEN = 4  # a shorter value is masked where it is a named entry, not everywhere it occurs as text
 _URL_CREDS = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'\"]*):(?P<pw>[^@\s/'\"]+)@")
 
+# A name's `_`/`-`/`.` parts (case-blind) that mark its value as a secret; a part may also end with one of the
+# longer markers (`APITOKEN`, `DBPASSWORD`, `APIKEY`), not with `KEY` alone (`MONKEY`). A plain env entry (a log
+# level) is not secret: masking its value everywhere also masked every variable value and word equal to it.
+SECRET_MARKERS = ("TOKEN", "KEY", "PASSWORD", "SECRET", "PASSWD", "CREDENTIAL", "CREDENTIALS", "PAT")
+_SECRET_ENDS = ("TOKEN", "PASSWORD", "SECRET", "PASSWD", "CREDENTIAL", "CREDENTIALS", "APIKEY", "ACCESSKEY")
+
 _lock = threading.Lock()
 _values: set[str] = set()
 _names: set[str] = set()
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a name (an env variable, a JSON key) is one whose value is a secret: HF_TOKEN, db_password."""
+    parts = [p for p in re.split(r"[_\-.]", str(name).upper()) if p]
+    return any(p in SECRET_MARKERS or p.endswith(_SECRET_ENDS) for p in parts)
+
+
+def secret_env(env: dict[str, str]) -> dict[str, str]:
+    """The entries of a profile's env whose value is a secret (see `looks_secret`)."""
+    return {k: v for k, v in env.items() if looks_secret(k)}
 
 
 def register(*, values: Any = (), names: Any = ()) -> None:
@@ -68,7 +86,7 @@ def redact(obj: Any) -> Any:
 
 
 def register_registry(registry: Any) -> None:
-    """What a registry declares secret: secret variables' listed values and defaults, every profile's env values."""
+    """What a registry declares secret: secret variables' listed values and defaults, secret-named env values."""
     values: list[Any] = []
     names: list[str] = []
     for exp in registry.experiments.values():
@@ -77,6 +95,7 @@ def register_registry(registry: Any) -> None:
                 names.append(name)
                 values += [spec.default, *(spec.values or [])]
         for prof in exp.profiles.values():
-            names += list(prof.env)
-            values += [v for v in prof.env.values() if "{{" not in v]
+            env = secret_env(prof.env)
+            names += list(env)
+            values += [v for v in env.values() if "{{" not in v]
     register(values=values, names=names)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from runner_kit import edit_profile
+from runner_kit import edit_profile, store_rows
 from typer.testing import CliRunner
 
 from workbench import secrets
@@ -63,3 +63,31 @@ def test_url_credentials_and_named_entries_are_redacted():
     assert secrets.redact_text("db_password=ab\nmode=ok") == "db_password=<redacted>\nmode=ok"
     assert secrets.redact({"db_password": "ab", "n": [1, "tok_12345678"]}) == \
         {"db_password": "<redacted>", "n": [1, "<redacted>"]}
+
+
+def test_a_plain_env_value_is_not_a_secret(toy):
+    """Only env entries named like a secret (…TOKEN, …KEY, …PASSWORD) are masked. A plain one (a log level)
+    whose value is also a variable's value used to be masked everywhere: the run recorded `level=<redacted>`,
+    the isolation check failed on it and the verdict came out invalid."""
+    edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
+                 "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
+                 "  level: {values: [info, debug], default: info}\n")
+    edit_profile(toy.root, "        mode={{ mode }}\n", "        mode={{ mode }}\n        level={{ level }}\n")
+    edit_profile(toy.root, '    env: {SERVICE_API_TOKEN: "s3cret-value"}\n',
+                 '    env: {SERVICE_API_TOKEN: "s3cret-value", TOY_LOG_LEVEL: "info"}\n')
+    res = CliRunner().invoke(app, ["hypothesis", "run", "toy-fix", "--db", toy.db, "--json", "--seed", "7"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["verdict"] == "inconclusive", summary.get("reasoning")  # 20 units decide nothing; not invalid
+    assert secrets.MASK not in res.stdout
+    assert b"s3cret-value" not in Path(toy.db).read_bytes()
+    levels = {json.loads(v)["level"] for (v,) in store_rows(toy.db, "SELECT variables_json FROM runs")}
+    assert levels == {"info"}, levels
+    assert secrets.redact_text("TOY_LOG_LEVEL=info; SERVICE_API_TOKEN=s3cret-value") == \
+        f"TOY_LOG_LEVEL=info; SERVICE_API_TOKEN={secrets.MASK}"
+
+
+def test_env_names_that_look_secret():
+    assert [n for n in ("HF_TOKEN", "OPENAI_API_KEY", "db_password", "AWS_SECRET_ACCESS_KEY", "LOG_LEVEL",
+                        "KEYWORDS_OFF", "MONKEY", "GITHUB_PAT", "apiKey") if secrets.looks_secret(n)] == \
+        ["HF_TOKEN", "OPENAI_API_KEY", "db_password", "AWS_SECRET_ACCESS_KEY", "GITHUB_PAT", "apiKey"]

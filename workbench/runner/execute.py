@@ -232,9 +232,9 @@ async def _main(state: State, target: Target) -> None:
     t0 = time.monotonic()
     context = dict(p.profile.context)
     env = {k: render_text(v, {**p.assignments[p.arms[0]], **context}) for k, v in p.profile.env.items()}
-    from workbench.secrets import register
+    from workbench.secrets import register, secret_env
 
-    register(values=env.values())
+    register(values=secret_env(env).values())
     snaps: dict[str, Snapshot] = {}
     lock: TargetLock | None = None
     try:
@@ -339,14 +339,15 @@ def _ended(store: Store, execution_id: int) -> dict[int, str]:
 
 
 def _register_secrets(p: Prepared) -> None:
-    """Secret variables' values (every arm's and --set's) and the profile's env values are never stored or shown."""
-    from workbench.secrets import register
+    """Secret variables' values (every arm's and --set's) and secret-named env values are never stored or shown."""
+    from workbench.secrets import register, secret_env
 
     names = [n for n, spec in p.experiment.variables.items() if spec.secret]
     values = [a.get(n) for a in p.assignments.values() for n in names] + [p.overrides.get(n) for n in names]
     values += [p.experiment.variables[n].default for n in names]
-    values += [v for v in p.profile.env.values() if "{{" not in v]
-    register(values=values, names=names + list(p.profile.env))
+    env = secret_env(p.profile.env)
+    values += [v for v in env.values() if "{{" not in v]
+    register(values=values, names=names + list(env))
 
 
 def artifacts_root(root: Path, configured: Path | None = None) -> Path:

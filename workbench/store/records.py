@@ -14,6 +14,7 @@ from typing import Any, Iterable
 
 from sqlmodel import Session, select
 
+from workbench.secrets import looks_secret
 from workbench.store import jsonx
 from workbench.store.models import (Artifact, ArtifactBlob, Execution, ExperimentSnapshot, HypothesisSnapshot, Metric,
                                     ProbeCount, Review, Run, Unit, Verdict, utcnow)
@@ -27,16 +28,13 @@ def new_key() -> str:
     """A globally unique key for a row that may travel to other stores (bundles)."""
     return uuidlib.uuid4().hex
 
-SECRET_MARKERS = ("TOKEN", "KEY", "PASSWORD", "SECRET", "PASSWD", "CREDENTIAL")
-
-
 def redact_secrets(mapping: dict[str, Any] | None) -> dict[str, Any] | None:
     """Drop the value of every entry whose name looks like a secret (…TOKEN, …KEY, …PASSWORD)."""
     if mapping is None:
         return None
     out: dict[str, Any] = {}
     for k, v in mapping.items():
-        if any(m in str(k).upper() for m in SECRET_MARKERS):
+        if looks_secret(k):
             out[k] = "<redacted>"
         elif isinstance(v, dict):
             out[k] = redact_secrets(v)
