@@ -26,13 +26,16 @@ class ImportResult:
     imported: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)  # labels whose stored run this import replaced
+    # Each replaced run and the run that replaced it: {"label", "run": old id, "by": new id}. The new row
+    # gets a new id (and uuid), so an id written down before never names other numbers without a word.
+    replaced_runs: list[dict[str, Any]] = field(default_factory=list)
     verdicts_deleted: list[Any] = field(default_factory=list)  # DeletedVerdict: they rested on a replaced run
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 
         return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped,
-                "replaced": self.replaced, "verdicts_deleted": [asdict(v) for v in self.verdicts_deleted]}
+                "replaced": self.replaced, "replaced_runs": self.replaced_runs, "verdicts_deleted": [asdict(v) for v in self.verdicts_deleted]}
 
 
 StatusChanges = dict[str, tuple[str, str]]  # hypothesis id -> (status before, status after)
@@ -149,8 +152,12 @@ class StoredRuns:
                            hint=f"experiments: {', '.join(sorted(self.registry.experiments))}")
         rows = [ImportedRun(**row) for row in parse_evidence(path, exp)]
         with self.store() as store:
-            plan = plan_import(rows, store.imported_runs(experiment), replace=replace, path=path)
+            stored = store.imported_runs(experiment)
+            plan = plan_import(rows, stored, replace=replace, path=path)
             done, gone = store.import_runs(experiment, plan.add, replace=plan.replace) if plan.add else ([], None)
+        new_id = {row.label: rid for rid, row in done}
         return ImportResult(str(file), experiment, [{"id": rid, "label": row.label, "variables": row.variables,
                                                      "metrics": row.metrics} for rid, row in done], plan.skipped,
-                            plan.replaced, list(gone.verdicts) if gone else [])
+                            plan.replaced, [{"label": label, "run": old, "by": new_id[label]}
+                                            for label in plan.replaced for old, _ in stored[label]],
+                            list(gone.verdicts) if gone else [])

@@ -342,3 +342,28 @@ def test_declining_at_the_prompt_deletes_nothing_and_exits_0(workbench_dir: Path
     d = json.loads(yes.stdout)  # the whole of stdout: the prompt stays on stderr
     assert yes.stdout.startswith("{") and [r["id"] for r in d["deleted"]] == [ids[1]], yes.stdout
     assert "Delete 1 run(s)? [y/N]: " in yes.stderr and ex
+
+
+def test_import_replace_says_which_run_id_replaced_which(cli, db: str, workbench_dir: Path, seed_csv: Path,
+                                                          tmp_path: Path):
+    # The replacing row is stored as a new run (new id and uuid: a note or a review naming the old run must
+    # not silently describe other numbers); the output says so, in words and in --json.
+    common = ("--db", db, "--root", str(workbench_dir))
+    code, out, err = cli("import", "evidence", str(seed_csv), "--json", *common)
+    assert code == 0, err
+    label = "post-bf16-hicache-postfix"
+    old = {r["label"]: r["id"] for r in json.loads(out)["imported"]}[label]
+    fixed = tmp_path / "seed-fixed.csv"
+    fixed.write_text(seed_csv.read_text().replace(",80,4,300,2500,200,14,40,3,23,0,", ",80,4,300,2500,200,1,40,16,23,0,"))
+    code, out, err = cli("import", "evidence", str(fixed), "--replace", "--json", *common)
+    assert code == 0, err
+    d = json.loads(out)
+    new = {r["label"]: r["id"] for r in d["imported"]}[label]
+    assert new != old and d["replaced_runs"] == [{"label": label, "run": old, "by": new}], d
+    code, out, err = cli("runs", "list", "--json", *common)
+    assert {r["label"]: r["id"] for r in json.loads(out)["items"]}[label] == new
+    code, out, err = cli("import", "evidence", str(seed_csv), "--replace", *common)
+    assert code == 0, err
+    code, rows, _ = cli("runs", "list", "--json", *common)
+    again = {r["label"]: r["id"] for r in json.loads(rows)["items"]}[label]
+    assert f"run {new} ({label}) replaced by run {again}" in out, out
