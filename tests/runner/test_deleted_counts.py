@@ -73,3 +73,59 @@ def test_a_run_deleted_while_its_execution_runs_is_counted_as_deleted(toy, as_js
         assert order.endswith("(3 of 4 planned; 1 deleted after it ended)"), order
         assert "4 of 4" not in out + err
     assert toy.conf.read_bytes() == toy.original
+
+
+def test_deleting_the_attempt_a_resume_redid_keeps_the_execution_verdict(toy):
+    # A runner killed mid-run leaves its run interrupted; --resume redoes that planned run and records the
+    # verdict on the execution, reading the redone run, not the attempt. The attempt is history: deleting it
+    # must leave the verdict and the status (it once took both, by "any run of the execution").
+    import signal
+
+    flag, once = toy.state / "hold", toy.state / "ran-once"
+    flag.touch()
+    once.touch()  # the first run's workload waits too
+    edit_profile(toy.root, 'workload: {command: "{{ python }}',
+                 f'workload: {{command: "if [ -e {once} ]; then while [ -e {flag} ]; do sleep 0.2; done; fi; '
+                 f'{{{{ python }}}}')
+    edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
+    proc = subprocess.Popen(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--no-report"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _until(lambda: bool(_rows_with(toy, "running")), proc)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the runner and its workload, as a kill -9 of the session would
+        proc.communicate(timeout=30)
+    once.unlink()
+    flag.unlink()
+    res = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--resume", "--db", toy.db, "--no-report", "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    execution = json.loads(res.stdout)["execution_id"]
+    ((attempt,),) = _rows_with(toy, "interrupted")
+    verdicts = store_rows(toy.db, "SELECT id, verdict FROM verdicts WHERE execution_id = :e", e=execution)
+    assert len(verdicts) == 1, verdicts
+    status = _status(toy)
+    res = subprocess.run(WB + ["runs", "delete", str(attempt), "--yes", "--json", "--db", toy.db],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    d = json.loads(res.stdout)
+    assert [r["id"] for r in d["deleted"]] == [attempt] and d["verdicts_deleted"] == [], d
+    assert d["status_changes"] == {} and _status(toy) == status
+    assert store_rows(toy.db, "SELECT id, verdict FROM verdicts") == verdicts
+
+
+def _rows_with(toy, status: str) -> list[tuple]:
+    from workbench.errors import WbError
+
+    try:
+        return store_rows(toy.db, "SELECT id FROM runs WHERE status = :s", s=status)
+    except WbError:
+        return []
+
+
+def _status(toy) -> tuple[str, str]:
+    res = subprocess.run(WB + ["hypothesis", "list", "--json", "--db", toy.db], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    (row,) = [i for i in json.loads(res.stdout)["items"] if i["id"] == "toy-fix"]
+    return row["status"], row["status_basis"]

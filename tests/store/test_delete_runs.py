@@ -262,8 +262,8 @@ def test_deleting_a_redone_interrupted_attempt_keeps_the_verdict_it_did_not_rest
                                                                                     workbench_dir: Path):
     # The attempt is history: the verdict's evidence is the execution's runs less it. Once the rule was
     # "any run of the execution", and deleting the leftover row took the verdict (and the status) with it.
-    # (Rows built through the store's API, the verdict by the real analysis: a killed-and-resumed pdsim run
-    # leaves the same rows, see tests/runner/test_durability.py.)
+    # Rows built through the store's API (on DuckDB and PostgreSQL), the verdict by the real analysis; a real
+    # runner killed and resumed: tests/runner/test_deleted_counts.py.
     ex, attempt, ids, verdict = _resumed_execution_with_verdict(db, workbench_dir)
     common = ("--db", db, "--root", str(workbench_dir))
     before = _status(cli, db, workbench_dir)
