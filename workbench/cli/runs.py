@@ -16,6 +16,23 @@ if TYPE_CHECKING:
 app = new_app("Runs recorded in the store.")
 
 
+_MAX_ID = 2**63 - 1  # the stores' BIGINT
+
+
+def _run_ids(values: list[str], after: str = "; nothing was deleted") -> list[int]:
+    """RUN_ID arguments as ids; a value that is no run id is one Error naming it (the parser's named none)."""
+    from workbench.errors import BadInput
+
+    ids = []
+    for v in values:
+        if not (v.isascii() and v.isdigit() and 1 <= int(v) <= _MAX_ID):
+            shown = (v if len(v) <= 24 else v[:20] + "…") if v.isprintable() else repr(v)
+            raise BadInput(f"RUN_ID {shown}: not a run id (a whole number from 1)",
+                           hint="wb runs list shows the run ids" + after)
+        ids.append(int(v))
+    return ids
+
+
 @app.command("list")
 def list_(db: DbOption = None, json_: JsonOption = False,
           hypothesis: Annotated[Optional[str], typer.Option("--hypothesis", help="Only runs of this hypothesis.")] = None,
@@ -32,10 +49,10 @@ def list_(db: DbOption = None, json_: JsonOption = False,
 
 
 @app.command("show")
-def show(run_id: Annotated[int, typer.Argument(metavar="RUN_ID")], db: DbOption = None, json_: JsonOption = False,
+def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption = None, json_: JsonOption = False,
          root: RootOption = None) -> None:
     """Show one run: variables, metrics, units, artifacts, fingerprint, rendered config."""
-    r = open_workbench(db, root).run_record(run_id)
+    r = open_workbench(db, root).run_record(_run_ids([run_id], after="")[0])
     if json_:
         print_json(r.to_dict())
         return
@@ -110,23 +127,6 @@ def _confirm(question: str) -> bool:
     if not answer.endswith("\n"):
         err.write("\n")  # end of input: the next line starts on a line of its own
     return answer.strip().lower() in ("y", "yes")
-
-
-_MAX_ID = 2**63 - 1  # the stores' BIGINT
-
-
-def _run_ids(values: list[str]) -> list[int]:
-    """RUN_ID arguments as ids; a value that is no run id is one Error naming it (the parser's named none)."""
-    from workbench.errors import BadInput
-
-    ids = []
-    for v in values:
-        if not (v.isascii() and v.isdigit() and 1 <= int(v) <= _MAX_ID):
-            shown = (v if len(v) <= 24 else v[:20] + "…") if v.isprintable() else repr(v)
-            raise BadInput(f"RUN_ID {shown}: not a run id (a whole number from 1)",
-                           hint="wb runs list shows the run ids; nothing was deleted")
-        ids.append(int(v))
-    return ids
 
 
 @app.command("delete")
