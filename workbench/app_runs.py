@@ -35,7 +35,8 @@ class ImportResult:
         from dataclasses import asdict
 
         return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped,
-                "replaced": self.replaced, "replaced_runs": self.replaced_runs, "verdicts_deleted": [asdict(v) for v in self.verdicts_deleted]}
+                "replaced": self.replaced, "replaced_runs": self.replaced_runs,
+                "verdicts_deleted": [asdict(v) for v in self.verdicts_deleted]}
 
 
 StatusChanges = dict[str, tuple[str, str]]  # hypothesis id -> (status before, status after)
