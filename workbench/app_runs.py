@@ -26,13 +26,26 @@ class ImportResult:
     imported: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)  # labels whose stored run this import replaced
+    # Each replaced run and the run that replaced it: {"label", "run": old id, "by": new id}. The new row
+    # gets a new id (and uuid), so an id written down before never names other numbers without a word.
+    replaced_runs: list[dict[str, Any]] = field(default_factory=list)
     verdicts_deleted: list[Any] = field(default_factory=list)  # DeletedVerdict: they rested on a replaced run
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 
         return {"file": self.file, "experiment": self.experiment, "imported": self.imported, "skipped": self.skipped,
-                "replaced": self.replaced, "verdicts_deleted": [asdict(v) for v in self.verdicts_deleted]}
+                "replaced": self.replaced, "replaced_runs": self.replaced_runs,
+                "verdicts_deleted": [asdict(v) for v in self.verdicts_deleted]}
+
+
+StatusChanges = dict[str, tuple[str, str]]  # hypothesis id -> (status before, status after)
+
+
+def _changes(before: dict[str, "CurrentStatus"], after: dict[str, "CurrentStatus"]) -> StatusChanges:
+    """The statuses that differ, or that another verdict now holds (the same word on other evidence)."""
+    return {h: (before[h].status, after[h].status) for h in before
+            if h in after and (before[h].status, before[h].verdict) != (after[h].status, after[h].verdict)}
 
 
 def _no_missing(deletion: "RunDeletion") -> "RunDeletion":
@@ -74,11 +87,31 @@ class StoredRuns:
             raise BadInput(f"no run {run_id} in the store", hint="wb runs list shows the run ids")
         return run
 
-    def run_deletion(self, run_ids: list[int]) -> "RunDeletion":
-        """What deleting these runs would remove; an id the store lacks, or a run a live runner may still be
-        writing, is bad input (nothing is opened for writing)."""
+    def run_deletion(self, run_ids: list[int]) -> tuple["RunDeletion", StatusChanges]:
+        """What deleting these runs would remove, and the statuses that would change (by the one status rule
+        over the verdicts that would remain); an id the store lacks, or a run a live runner may still be
+        writing, is bad input. Nothing is opened for writing."""
+        from workbench.analysis.status import overrides_by_execution
+
         with self.store(read_only=True) as store:
-            return _no_missing(store.run_deletion(run_ids, runner_gone=self._runner_gone()))
+            plan = _no_missing(store.run_deletion(run_ids, runner_gone=self._runner_gone()))
+            verdicts, executions = store.verdicts(), store.executions()
+        gone = {v.id for v in plan.verdicts}
+        overrides = overrides_by_execution(e for e in executions if e.id not in plan.executions)
+        return plan, _changes(self._statuses_from(verdicts, overrides_by_execution(executions)),
+                              self._statuses_from([v for v in verdicts if v.id not in gone], overrides))
+
+    def _statuses_from(self, verdicts: list[Any], overrides: dict[int, dict[str, Any]]) -> dict[str, "CurrentStatus"]:
+        """`analysis.status.current_statuses` of every hypothesis over these verdicts (none without a
+        workbench folder: runs can be deleted from a bare store)."""
+        from workbench.analysis.status import current_statuses, prediction_keys
+
+        try:
+            hypotheses = self.registry.hypotheses
+        except BadInput:
+            return {}
+        return current_statuses({h.id: h.status for h in hypotheses}, verdicts, overrides,
+                                {h.id: prediction_keys(h) for h in hypotheses})
 
     def _runner_gone(self) -> "Callable[[str], bool]":
         """Whether an execution's runner is provably gone (killed: its note in the execution's folder names a
@@ -94,16 +127,14 @@ class StoredRuns:
             folder = artifacts_root(Path("."), self.settings.artifacts)
         return lambda uuid: runner_gone(folder / f"execution-{uuid}", uuid)
 
-    def delete_runs(self, run_ids: list[int]) -> tuple["RunDeletion", dict[str, tuple[str, str]]]:
+    def delete_runs(self, run_ids: list[int]) -> tuple["RunDeletion", StatusChanges]:
         """Delete runs and what rests on them, in one transaction (store.deletion); with the statuses that
         changed: {hypothesis id: (before, after)}. Runs of an execution whose runner was killed may go. An id
         the store lacks, or a live runner's run, deletes nothing (bad input)."""
         before = self._statuses_if_readable()
         with self.store() as store:
             done = _no_missing(store.delete_runs(run_ids, runner_gone=self._runner_gone()))
-        after = self._statuses_if_readable()
-        return done, {h: (before[h].status, after[h].status) for h in before
-                      if h in after and (before[h].status, before[h].verdict) != (after[h].status, after[h].verdict)}
+        return done, _changes(before, self._statuses_if_readable())
 
     def import_evidence(self, file: str | Path, *, experiment: str | None = None,
                         replace: bool = False) -> ImportResult:
@@ -122,8 +153,12 @@ class StoredRuns:
                            hint=f"experiments: {', '.join(sorted(self.registry.experiments))}")
         rows = [ImportedRun(**row) for row in parse_evidence(path, exp)]
         with self.store() as store:
-            plan = plan_import(rows, store.imported_runs(experiment), replace=replace, path=path)
+            stored = store.imported_runs(experiment)
+            plan = plan_import(rows, stored, replace=replace, path=path)
             done, gone = store.import_runs(experiment, plan.add, replace=plan.replace) if plan.add else ([], None)
+        new_id = {row.label: rid for rid, row in done}
         return ImportResult(str(file), experiment, [{"id": rid, "label": row.label, "variables": row.variables,
                                                      "metrics": row.metrics} for rid, row in done], plan.skipped,
-                            plan.replaced, list(gone.verdicts) if gone else [])
+                            plan.replaced, [{"label": label, "run": old, "by": new_id[label]}
+                                            for label in plan.replaced for old, _ in stored[label]],
+                            list(gone.verdicts) if gone else [])

@@ -23,7 +23,8 @@ def evidence(file: Annotated[Path, typer.Argument(metavar="FILE.csv")], db: DbOp
     """Store each CSV row as a historical run, keyed on run_id (blank cells stay unknown).
 
     A row whose run_id is already stored with the same values is skipped; with other values it is refused
-    unless --replace is given."""
+    unless --replace is given. A replacing row is stored as a new run with a new id (the output names both:
+    "run 7 (LABEL) replaced by run 12"), and the verdicts that rested on the replaced run are deleted."""
     result = open_workbench(db, root).import_evidence(file, experiment=experiment, replace=replace)
     if json_:
         print_json(result.to_dict())
@@ -32,5 +33,7 @@ def evidence(file: Annotated[Path, typer.Argument(metavar="FILE.csv")], db: DbOp
     typer.echo(f"imported {new} run(s) from {result.file} as experiment {result.experiment}"
                + (f"; replaced {len(result.replaced)}" if result.replaced else "")
                + (f"; skipped {len(result.skipped)} already imported" if result.skipped else ""))
+    for r in result.replaced_runs:
+        typer.echo(f"run {r['run']} ({r['label']}) replaced by run {r['by']}")
     for v in result.verdicts_deleted:
         typer.echo("deleted " + v.describe("it rests on a replaced run"))

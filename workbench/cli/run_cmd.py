@@ -27,6 +27,9 @@ def summary_lines(r: "RunReport") -> list[str]:
         slots[run.order_index if run.order_index is not None else ("id", run.id)] = run
     ran = sorted(slots.values(), key=lambda run: (run.block or 0, run.order_index or 0, run.id))
     notes = [f"{len(ran)} of {len(e.order)} planned"] if len(ran) != len(e.order) else []
+    if e.runs_deleted:  # ended, then deleted by `wb runs delete` while the execution ran
+        notes.append(f"{e.runs_deleted} deleted after it ended" if e.runs_deleted == 1 else
+                     f"{e.runs_deleted} deleted after they ended")
     if len(e.runs) > len(ran):
         notes.append(f"{len(e.runs) - len(ran)} interrupted attempt(s) redone by --resume")
     lines.append("order: " + " ".join(f"{run.arm}@{run.host}" for run in ran) +
@@ -51,7 +54,7 @@ def summary_lines(r: "RunReport") -> list[str]:
             lines.append(f"budget spent: {blocks} block(s) without a decision")
         elif e.stopped_early.startswith(FUTILE):
             lines.append(f"stopped early after {blocks} block(s): no verdict is reachable within the budget (futility)")
-        elif len(e.runs) < len(e.order):
+        elif e.planned_runs < len(e.order):
             lines.append(f"stopped early after {blocks} block(s): the sequential test decided")
         else:
             lines.append(f"the sequential test decided at the last block of the budget ({blocks})")

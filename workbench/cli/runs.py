@@ -16,6 +16,23 @@ if TYPE_CHECKING:
 app = new_app("Runs recorded in the store.")
 
 
+_MAX_ID = 2**63 - 1  # the stores' BIGINT
+
+
+def _run_ids(values: list[str], after: str = "; nothing was deleted") -> list[int]:
+    """RUN_ID arguments as ids; a value that is no run id is one Error naming it (the parser's named none)."""
+    from workbench.errors import BadInput
+
+    ids = []
+    for v in values:
+        if not (v.isascii() and v.isdigit() and 1 <= int(v) <= _MAX_ID):
+            shown = (v if len(v) <= 24 else v[:20] + "…") if v.isprintable() else repr(v)
+            raise BadInput(f"RUN_ID {shown}: not a run id (a whole number from 1)",
+                           hint="wb runs list shows the run ids" + after)
+        ids.append(int(v))
+    return ids
+
+
 @app.command("list")
 def list_(db: DbOption = None, json_: JsonOption = False,
           hypothesis: Annotated[Optional[str], typer.Option("--hypothesis", help="Only runs of this hypothesis.")] = None,
@@ -32,10 +49,10 @@ def list_(db: DbOption = None, json_: JsonOption = False,
 
 
 @app.command("show")
-def show(run_id: Annotated[int, typer.Argument(metavar="RUN_ID")], db: DbOption = None, json_: JsonOption = False,
+def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption = None, json_: JsonOption = False,
          root: RootOption = None) -> None:
     """Show one run: variables, metrics, units, artifacts, fingerprint, rendered config."""
-    r = open_workbench(db, root).run_record(run_id)
+    r = open_workbench(db, root).run_record(_run_ids([run_id], after="")[0])
     if json_:
         print_json(r.to_dict())
         return
@@ -66,6 +83,33 @@ def _describe(d: "RunDeletion") -> list[str]:
     return lines
 
 
+def _status_lines(changes: dict[str, tuple[str, str]], *, planned: bool) -> list[str]:
+    """Each status the deletion changes (planned: would change), before -> after."""
+    out = []
+    for h, (b, a) in sorted(changes.items()):
+        if planned:
+            out.append(f"status of {h} would be: {b} -> {a}" if b != a else
+                       f"status of {h} would stay {a}, from another verdict")
+        else:
+            out.append(f"status of {h}: {b} -> {a}" if b != a else f"status of {h}: {a}, now from another verdict")
+    return out
+
+
+def _emit(d: "RunDeletion", changes: dict[str, tuple[str, str]], json_: bool, *, dry_run: bool = False,
+          declined: bool = False) -> None:
+    if json_:
+        print_json({**d.to_dict(), "status_changes": {h: {"before": b, "after": a} for h, (b, a) in changes.items()},
+                    "dry_run": dry_run, "declined": declined})
+        return
+    word = "would delete" if dry_run else "deleted"
+    for line in _describe(d):
+        typer.echo(f"{word} {line}")
+    for line in _status_lines(changes, planned=dry_run):
+        typer.echo(line)
+    if dry_run:
+        typer.echo("Nothing deleted (--dry-run).")
+
+
 def _interactive() -> bool:
     try:
         return sys.stdin.isatty() and sys.stderr.isatty()
@@ -73,28 +117,50 @@ def _interactive() -> bool:
         return False
 
 
-@app.command("delete")
-def delete(run_ids: Annotated[list[int], typer.Argument(metavar="RUN_ID...", help="Ids of the runs to delete.")],
-           yes: Annotated[bool, typer.Option("--yes", help="Delete without asking (needed off a terminal).")] = False,
-           db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
-    """Delete runs recorded by mistake, with their units, metrics and artifacts, and the verdicts that rest on them."""
-    from workbench.errors import BadInput, WbError
+def _confirm(question: str) -> bool:
+    """Ask on stderr, read one line of stdin; only y/yes says yes (end of input declines). The prompt is
+    written here rather than by typer.confirm, which writes its last space to stdout (it broke --json)."""
+    err = typer.get_text_stream("stderr")
+    err.write(f"{question} [y/N]: ")
+    err.flush()
+    answer = sys.stdin.readline()
+    if not answer.endswith("\n"):
+        err.write("\n")  # end of input: the next line starts on a line of its own
+    return answer.strip().lower() in ("y", "yes")
 
+
+@app.command("delete")
+def delete(run_ids: Annotated[list[str], typer.Argument(metavar="RUN_ID", help="Ids of the runs to delete.")],
+           yes: Annotated[bool, typer.Option("--yes", help="Delete without asking (needed off a terminal).")] = False,
+           dry_run: Annotated[bool, typer.Option(
+               "--dry-run", help="Show what would be deleted and how statuses would change; delete nothing.")] = False,
+           db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
+    """Delete runs recorded by mistake, with their units, metrics and artifacts, and the verdicts that rest on them.
+
+    Lists what goes and each status it changes, then asks (at a terminal; elsewhere --yes is needed).
+    Exit 0 done, declined at the prompt or --dry-run (nothing deleted then); 2 bad input, nothing deleted."""
+    from workbench.errors import BadInput
+
+    ids = _run_ids(run_ids)
     wb = open_workbench(db, root)
-    plan = wb.run_deletion(run_ids)  # unknown ids: exit 2 before anything is asked or written
+    plan, changes = wb.run_deletion(ids)  # unknown ids: exit 2 before anything is asked or written
+    if dry_run:
+        _emit(plan, changes, json_, dry_run=True)
+        return
     if not yes:
         if not _interactive():
             raise BadInput("wb runs delete asks before deleting, and there is no terminal to ask on",
-                           hint="add --yes to delete without asking")
+                           hint="add --yes to delete without asking, or --dry-run to see what would go")
         err = typer.get_text_stream("stderr")
         err.write("".join(f"would delete {line}\n" for line in _describe(plan)))
-        if not typer.confirm(f"Delete {len(plan.runs)} run(s)?", default=False, err=True):
-            raise WbError("not confirmed: nothing was deleted")
-    done, changed = wb.delete_runs(run_ids)
-    if json_:
-        print_json({**done.to_dict(), "status_changes": {h: {"before": b, "after": a} for h, (b, a) in changed.items()}})
-        return
-    for line in _describe(done):
-        typer.echo(f"deleted {line}")
-    for h, (b, a) in sorted(changed.items()):
-        typer.echo(f"status of {h}: {b} -> {a}" if b != a else f"status of {h}: {a}, now from another verdict")
+        err.write("".join(f"{line}\n" for line in _status_lines(changes, planned=True)))
+        if not _confirm(f"Delete {len(plan.runs)} run(s)?"):
+            # Declining is an answer, not an error: nothing happened, as asked (exit 0).
+            typer.echo("Nothing deleted.", err=json_)
+            if json_:
+                from workbench.store.entities import RunDeletion
+
+                _emit(RunDeletion(), {}, json_, declined=True)
+            return
+    done, changed = wb.delete_runs(ids)
+    _emit(done, changed, json_)

@@ -515,5 +515,9 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
                       target_desc=tgt.summary(), recorder=Recorder(store, p, execution_id, exec_dir),
                       execution_uuid=exec_uuid, resumed=launch.prior is not None, decide=decide)
         status, error = _loop(state, tgt)
+        try:  # a finished run may be deleted while the runner runs: count what the store holds
+            progress.settle(_ended(store, execution_id))
+        except WbError:
+            pass  # the runner's own counts stand; recording how the execution ended matters more
     _close(state, status, error)
     return result(state)

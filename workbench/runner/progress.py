@@ -23,6 +23,7 @@ class RunProgress:
         # The last status of each planned run (by order index) that ended: an interrupted attempt is not
         # counted (a resume redoes it), so every count wb prints about these runs agrees.
         self.ended: dict[int, str] = {}
+        self.deleted = 0  # planned runs that ended and were deleted since (`wb runs delete` beside the runner)
         self.interrupted = False
 
     @property
@@ -34,6 +35,12 @@ class RunProgress:
         self.ended.update(ended)
         if self._progress is not None:
             self._progress.update(self._task, completed=self.done)
+
+    def settle(self, stored: dict[int, str]) -> None:
+        """Count again from what the store holds (order index -> last ended status): a run that ended and
+        was deleted since is no longer counted as made, but as deleted."""
+        self.deleted += len(set(self.ended) - set(stored))
+        self.ended = dict(stored)
 
     def __enter__(self) -> "RunProgress":
         if self.enabled:
@@ -58,12 +65,13 @@ class RunProgress:
                                          f"{time.monotonic() - self.t0:.1f} s", highlight=False)
 
     def count_text(self) -> str:
-        """How many planned runs ended and how: "3 of 4 run(s) ok, 1 failed", "0 of 4 run(s) ok, 4 invalid"."""
+        """How many planned runs ended and how: "3 of 4 run(s) ok, 1 failed", "0 of 4 run(s) ok, 4 invalid",
+        "3 of 4 run(s) ok, 1 deleted"."""
         by = {st: sum(1 for v in self.ended.values() if v == st) for st in ("ok", "failed", "invalid")}
         text = (f"{by['ok']} run(s) ok (sequential, at most {self.total})" if self.sequential
                 else f"{by['ok']} of {self.total} run(s) ok")
         text += "".join(f", {by[st]} {st}" for st in ("failed", "invalid") if by[st])
-        return text
+        return text + (f", {self.deleted} deleted" if self.deleted else "")
 
     def stage(self, pr: PlannedRun, stage: str, position: int) -> None:
         if self._progress is not None:

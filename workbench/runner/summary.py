@@ -51,6 +51,7 @@ class ExecutionResult:
     runs: tuple[RunSummary, ...]
     stopped_early: str | None
     timing: dict[str, float]
+    runs_deleted: int = 0  # planned runs that ended and were deleted since (`wb runs delete`): not in `runs`
 
     @property
     def failed_runs(self) -> list[RunSummary]:
@@ -63,7 +64,9 @@ class ExecutionResult:
 
     @property
     def planned_runs(self) -> int:
-        return len({r.order_index if r.order_index is not None else ("id", r.id) for r in self.runs})
+        """The planned runs made: those stored (an attempt redone is one) and those deleted since."""
+        return len({r.order_index if r.order_index is not None else ("id", r.id) for r in self.runs}) + \
+            self.runs_deleted
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -113,4 +116,5 @@ def result(state: Any) -> ExecutionResult:
         config_diff=arms_config_diff(p) if p.rendered else {}, arms=_arms(state, runs),
         runs=tuple(RunSummary(r.id, r.arm, r.replicate, r.block, r.order_index, r.host, r.status, r.error,
                               stage_s.get(r.id, {})) for r in runs),
-        stopped_early=state.stop_reason, timing={k: round(v, 3) for k, v in state.timing.items()})
+        stopped_early=state.stop_reason, timing={k: round(v, 3) for k, v in state.timing.items()},
+        runs_deleted=len(set(state.done) - {r.order_index for r in runs}))

@@ -1,9 +1,12 @@
 """Deleting runs recorded by mistake, with everything that rests on them, in the caller's transaction.
 
-A verdict rests on a run when it was given on the run's execution, when its recorded evidence names the
-run (a pooled `hypothesis analyze` verdict, imported evidence included), or, for a `wb isolate` search,
-when one of its probes ran in the run's execution. Such a verdict goes with the run:
-a status must never rest on evidence the store no longer holds. Reviews stay as history; the review of a
+A verdict rests on a run when its recorded evidence names the run (the runs its analysis read: an
+execution's runs less the interrupted attempts a `--resume` redid, or a pooled `hypothesis analyze`
+verdict's runs, imported evidence included), when it was given on an execution that goes (no run left), or,
+for a `wb isolate` search, when one of its probes ran in the run's execution. A verdict recorded without
+evidence (by an older wb) rests on every run of its execution. Such a verdict goes with the run: a status
+must never rest on evidence the store no longer holds, and a run it never read (a redone attempt, history)
+takes nothing with it. Reviews stay as history; the review of a
 removed verdict is stale from then on (team.reviews). Artifact contents are content-addressed and shared,
 so only those no remaining run refers to are removed.
 """
@@ -31,12 +34,15 @@ def plan(session: Session, run_ids: Iterable[int], runner_gone: RunnerGone | Non
     found = {r.id for r in runs}
     executions = {r.execution_id for r in runs if r.execution_id is not None}
     uuids = {r.uuid for r in runs if r.uuid}
-    verdicts = [v for v in session.exec(select(Verdict)).all() if _rests_on(v, executions, uuids)]
     running = {e.id for e in session.exec(select(Execution).where(Execution.id.in_(executions),  # type: ignore[union-attr]
                                                                   Execution.status == "running")).all()
                if not (runner_gone and e.uuid and runner_gone(e.uuid))} if executions else set()
     left = {e for e in executions
             if not session.exec(select(Run.id).where(Run.execution_id == e, Run.id.not_in(wanted))).first()}  # type: ignore[union-attr]
+    # A run without a uuid (an old store) cannot be named by evidence: its execution's verdicts go with it.
+    unnamed = {r.execution_id for r in runs if not r.uuid and r.execution_id is not None}
+    verdicts = [v for v in session.exec(select(Verdict)).all()
+                if _rests_on(v, executions, left | unnamed, uuids)]
     deleted = [DeletedRun(r.id, r.uuid, r.label, r.hypothesis_id, r.execution_id, r.source, r.status)
                for r in sorted(runs, key=lambda r: r.id)]
     return RunDeletion(
@@ -48,10 +54,12 @@ def plan(session: Session, run_ids: Iterable[int], runner_gone: RunnerGone | Non
         in_flight=tuple(r for r in deleted if r.status in ("pending", "running") and r.execution_id in running))
 
 
-def _rests_on(v: Verdict, executions: set[int], run_uuids: set[str]) -> bool:
-    if v.execution_id is not None and v.execution_id in executions:
-        return True
+def _rests_on(v: Verdict, executions: set[int], gone: set[int], run_uuids: set[str]) -> bool:
+    """`executions`: those of the deleted runs; `gone`: those of them whose verdicts go whatever their
+    evidence says (left with no run, or holding a run evidence cannot name)."""
     evidence = jsonx.loads(v.evidence_json) if v.evidence_json else None
+    if v.execution_id is not None and v.execution_id in (gone if isinstance(evidence, dict) else executions):
+        return True
     runs = evidence.get("runs", []) if isinstance(evidence, dict) else []
     if any(isinstance(r, list) and r and r[0] in run_uuids for r in runs):
         return True
