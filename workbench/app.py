@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
 
@@ -127,12 +127,27 @@ class Revision:
         return {"store": self.store, "revision": self.revision, "head": self.head, "is_head": self.is_head}
 
 
+def _default_store(settings: Settings) -> Path:
+    """wb.duckdb in the workbench folder (--root / $WB_ROOT, else the nearest folder up holding hypotheses.yaml),
+    else in the current folder: a command run from a subfolder, or with --root from elsewhere, reads and
+    writes the workbench's own store, not a new one where it stands."""
+    from workbench.registry.loader import find_root
+    from workbench.store.engine import DEFAULT_DB
+
+    if settings.root is not None:
+        return Path(settings.root).expanduser() / DEFAULT_DB
+    try:
+        return find_root() / DEFAULT_DB
+    except BadInput:
+        return Path(DEFAULT_DB)
+
+
 class Workbench(StoredRuns):
     """One workbench folder and its store, as `settings` name them (its methods on stored runs and evidence:
     app_runs.StoredRuns)."""
 
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+        self.settings = settings if settings.db is not None else replace(settings, db=str(_default_store(settings)))
         self._registry: "Registry | None" = None
 
     @classmethod

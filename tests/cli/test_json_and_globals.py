@@ -109,3 +109,44 @@ def test_a_flag_after_the_subcommand_wins_over_one_before_and_both_over_the_envi
 def test_global_flags_are_refused_where_no_workbench_is_read(cli) -> None:
     code, _, err = cli("--db", "x.duckdb", "kernel", "check", "--quick")
     assert code == 2 and err.startswith("Error: ") and "--db" in err and "kernel check" in err, err
+
+
+def test_the_default_store_is_the_workbench_folders_not_the_current_folders(
+        workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --db, the store is wb.duckdb in the workbench folder: found upward from a subfolder, or named by
+    --root / $WB_ROOT from anywhere. It used to be wb.duckdb in the current folder: from experiments/ every
+    hypothesis looked "open", and `--root` from another folder created and filled a second store there."""
+    monkeypatch.delenv("WB_DB", raising=False)
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    monkeypatch.chdir(workbench_dir)
+    code, _, err = cli("import", "evidence", str(seed_csv))
+    assert code == 0, err
+    code, _, err = cli("hypothesis", "analyze", "wedge-confound")
+    assert code == 0, err
+    assert (workbench_dir / "wb.duckdb").is_file()
+    code, out, err = cli("runs", "list", "--json")
+    assert code == 0, err
+    runs = json.loads(out)["items"]
+    assert runs
+
+    def status_from_here() -> str:
+        code, out, err = cli("hypothesis", "list", "--json")
+        assert code == 0, err
+        return {h["id"]: h["status"] for h in json.loads(out)["items"]}["wedge-confound"]
+
+    monkeypatch.chdir(workbench_dir / "experiments")
+    assert status_from_here() == "falsified"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("WB_ROOT", str(workbench_dir))
+    assert status_from_here() == "falsified"
+    monkeypatch.delenv("WB_ROOT")
+    code, out, err = cli("--root", str(workbench_dir), "runs", "list", "--json")
+    assert code == 0, err
+    assert json.loads(out)["items"] == runs
+    assert not (elsewhere / "wb.duckdb").exists()
+    # A relative --db is read from the current folder, as any path on a command line.
+    code, _, err = cli("import", "evidence", str(seed_csv), "--root", str(workbench_dir), "--db", "wb.duckdb")
+    assert code == 0, err
+    assert (elsewhere / "wb.duckdb").is_file()

@@ -192,7 +192,7 @@ def check_seed(seed: int | None, flag: str = "--seed") -> int | None:
 from typing import Annotated, Optional  # noqa: E402
 
 DbOption = Annotated[Optional[str], typer.Option(
-    "--db", envvar="WB_DB", help="Store: a DuckDB file path or a SQLAlchemy URL (default wb.duckdb).")]
+    "--db", envvar="WB_DB", help="Store: a DuckDB file path or a SQLAlchemy URL (default wb.duckdb in the workbench folder).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as versioned JSON ({\"wb\": 1, ...}).")]
 FormatOption = Annotated[Optional[str], typer.Option(
     "--format", help="table, json, csv or tsv (table: whole values when piped).", metavar="FORMAT")]
