@@ -302,13 +302,15 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
                                               (dst.cpu(), dst.cpu(), dst.cpu() ^ 0xFF))
                 report.cases.append(CaseResult("transfer", f"{name} d2d transfer() same ids x3",
                                                bad == 0, bad, compared))
-                # new id tensors each call: page order sorted on the device per call
-                with _patched(scales, NEW_ORDER_MIN_BYTES=0):
-                    bad, compared = _new_ids(r, src, src.cuda(), dst, si, di, kw,
-                                             (dst.cpu(), dst.cpu() ^ 0xFF))
-                report.cases.append(CaseResult(
-                    "transfer", f"{name} d2d transfer() new ids x2 (page order per call)",
-                    bad == 0, bad, compared))
+                # new id tensors each call: page order sorted on the device per call, by
+                # either sort
+                for sort in ("radix", "count"):
+                    with _patched(scales, NEW_ORDER_MIN_BYTES=0, ORDER_SORT=sort):
+                        bad, compared = _new_ids(r, src, src.cuda(), dst, si, di, kw,
+                                                 (dst.cpu(), dst.cpu() ^ 0xFF))
+                    report.cases.append(CaseResult(
+                        "transfer", f"{name} d2d transfer() new ids x2 (page order per call, "
+                        f"{sort} sort)", bad == 0, bad, compared))
                 # host to device, the same ids again: checked, then read on the host and run
                 # as their plan (kernels.reuse: exact page count and order); blocks forced
                 # where not page by page

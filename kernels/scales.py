@@ -43,7 +43,8 @@ __all__ = ["wants_dma", "wants_blocks", "wants_page_order", "h2d_path", "device_
            "page_grouped",
            "host_page_stats", "run_h2d", "block_ids", "device_block_ids",
            "random_pages", "versions", "page_order_ids", "device_page_order", "run_page_order",
-           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "NEW_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION",
+           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "NEW_ORDER_MIN_BYTES", "ORDER_SORT",
+           "BLOCK_MARGIN", "BLOCK_FRACTION",
            "ORDER_SLACK", "ORDERED_VARIANT", "device_path", "PATH_DEFAULT", "PATH_ORDERED",
            "PATH_BLOCKS"]
 
@@ -60,6 +61,9 @@ PAGE_ORDER_MIN_BYTES = 64 << 20
 # size from 25 to 537 MB (sorted / one launch 0.25-0.98, NOTES.md run 12), so new ids go in
 # one launch.
 NEW_ORDER_MIN_BYTES = None
+# How the device puts ids in page order: "radix" (cub radix sorts of int32 page keys) or
+# "count" (a counting sort by page; 114 us at 1.02 M pairs, NOTES.md run 12).
+ORDER_SORT = "radix"
 
 # The blocks of the touched pages replace one scale request per (row, layer) by one 128 B
 # request per 128 B of block (the link counts requests, not bytes: NOTES.md run 6); they pay
@@ -307,13 +311,17 @@ def page_order_ids(si, di, page_size: int, limits: tuple | None = None):
             s_dst.contiguous(), (n + page_size - 1) // page_size)
 
 
-def device_page_order(ext, si, di, page_size: int, pages: tuple, limits: tuple):
-    """`page_order_ids` made by the binding (`page_order`: a memset, two small kernels and a
-    scan, no synchronisation) for device ids si, di of pools of `pages` (src, dst) pages; pairs
-    with an id outside `limits` get -1 in both scale passes. The order inside a page is not
-    the ids' order (any order groups a page's scales); the lists are rows of one tensor."""
-    _, g_src, g_slot, s_slot, s_dst = ext.page_order(si, di, page_size, pages[0], pages[1],
-                                                     limits[0], limits[1])
+def device_page_order(ext, si, di, page_size: int, pages: tuple, limits: tuple, *,
+                      sort: str | None = None):
+    """`page_order_ids` made by the binding, no synchronisation, for device ids si, di of pools
+    of `pages` (src, dst) pages; pairs with an id outside `limits` get -1 in both scale passes.
+    sort (ORDER_SORT by default): "radix", two cub radix sorts of int32 page keys over the
+    bits the page count needs (stable: inside a page, the ids' order); "count", a counting sort
+    by page (atomics: any order inside a page, which groups a page's scales as well). The
+    lists are rows of one tensor."""
+    make = ext.page_order_radix if (sort or ORDER_SORT) == "radix" else ext.page_order
+    _, g_src, g_slot, s_slot, s_dst = make(si, di, page_size, pages[0], pages[1], limits[0],
+                                           limits[1])
     return g_src, g_slot, s_slot, s_dst, (si.numel() + page_size - 1) // page_size
 
 
