@@ -160,11 +160,13 @@ cudaError_t page_order_radix_launch(const int64_t* si, const int64_t* di, const 
   const unsigned blocks = order_blocks(n);
   radix_keys_kernel<<<blocks, 256, 0, stream>>>(si, di, o, ks, kd, iota);
   cudaError_t e = cudaGetLastError();
+  size_t room = temp_bytes;   // each sort is handed the whole scratch (sized for the larger)
   if (e == cudaSuccess)
-    e = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, ks, ks_out, iota, by_src, int(n), 0, sb,
+    e = cub::DeviceRadixSort::SortPairs(temp, room, ks, ks_out, iota, by_src, int(n), 0, sb,
                                         stream);
+  room = temp_bytes;
   if (e == cudaSuccess)
-    e = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, kd, kd_out, iota, by_dst, int(n), 0, db,
+    e = cub::DeviceRadixSort::SortPairs(temp, room, kd, kd_out, iota, by_dst, int(n), 0, db,
                                         stream);
   if (e != cudaSuccess) return e;
   radix_gather_kernel<<<blocks, 256, 0, stream>>>(si, o, ks_out, by_src, slot, out);
