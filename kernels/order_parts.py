@@ -138,10 +138,35 @@ def _size(mb: int, raw, gen) -> list[str]:
     return out
 
 
-def main() -> None:
+def _once(mb: int, raw, gen) -> None:
+    """Each sort twice at one size, nothing else (the workload Nsight Compute profiles)."""
+    import torch
+
+    from . import api
+    from .bench import _bench_ids, _pools_for
+    from .geometry import GEOMETRIES
+
+    src, dst, s_pages, d_pages = _pools_for("index_k_fp8", "page_first", "d2d", raw, 4, 64)
+    n = (mb << 20) // (GEOMETRIES["index_k_fp8"].bytes_per_token * 4)
+    si, di = _bench_ids("d2d", "token", "rand", n=n, s_pages=s_pages, d_pages=d_pages, ps=64,
+                        gen=gen)
+    p = api._pools(src, dst, "index_k_fp8", "token", "page_first", 64, None, "cuda")
+    for _, fn in _sorts(p.ext, si.cuda(), di.cuda(), 64, (s_pages, d_pages), (p.s_lim, p.d_lim)):
+        fn()
+        fn()
+    torch.cuda.synchronize()
+
+
+def main(argv: list[str] | None = None) -> None:
+    import sys
+
     from .bench import parts_buffers
 
+    argv = sys.argv[1:] if argv is None else argv
     raw, gen = parts_buffers()
+    if argv[:1] == ["--once"]:
+        _once(int(argv[1]) if len(argv) > 1 else 512, raw, gen)
+        return
     for mb in SIZES_MB:
         print("\n".join(_size(mb, raw, gen)), flush=True)
 
