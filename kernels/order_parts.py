@@ -3,7 +3,9 @@ to device, the bench's pools. Per size: the sorts alone (the counting sort, the 
 `torch.sort` of the same int32 page keys as the baseline), each as queued calls (host and
 device), replayed from a CUDA graph (device only) and as host time per call; then the transfer
 (ms) with new ids in one launch, sorted per call (radix, count; beside the values on the side
-stream, or in line before them) and the plan's page order and one launch.
+stream, or in line before them), the plan's page order and one launch, and the values alone
+followed by the scales alone in the ids' order (no sort; variants 0, 1, 23 for the scales);
+last the small transfer's latency (the bench's figures).
 `python -m kernels.order_parts`.
 """
 
@@ -97,12 +99,29 @@ def _transfers(p, src, dst, a, b, plan, kw) -> list[tuple[str, object]]:
         ids = scales.device_page_order(p.ext, a, b, p.page_size, pages, (p.s_lim, p.d_lim))
         scales.run_page_order(p.ext, src, dst, a, b, p.args[:13], ids)
 
+    args = p.args[:13]
+
+    def values():
+        p.ext.transfer(src, dst, a, b, *args, 1, False, False, True)
+
+    def two_pass(variant):
+        # the values (checked, reported), then the scales alone straight between the pools in
+        # the ids' order: a layer-major variant keeps one layer's scale blocks (12 MB a side
+        # here) in L2 while its pass runs
+        def run():
+            values()
+            p.ext.transfer(src, dst, a, b, *args[:9], variant, *args[10:], 2, False, False,
+                           False)
+        return run
+
     return [("plan one launch", lambda: build.launch(plan, scales="never")),
             ("plan page order (lists made once)", lambda: build.launch(plan, scales="always")),
             ("new ids, one launch", forced(None, "radix")),
             ("new ids, radix per call, beside", forced(0, "radix")),
             ("new ids, count per call, beside", forced(0, "count")),
-            ("new ids, radix per call, in line", in_line)]
+            ("new ids, radix per call, in line", in_line),
+            ("values alone (part 1, checked)", values),
+            *[(f"values, then scales in pair order v{v}", two_pass(v)) for v in (0, 1, 23)]]
 
 
 def _size(mb: int, raw, gen) -> list[str]:
@@ -169,6 +188,11 @@ def main(argv: list[str] | None = None) -> None:
         return
     for mb in SIZES_MB:
         print("\n".join(_size(mb, raw, gen)), flush=True)
+    from .bench import _latency
+
+    print("small transfer (64 tokens of index_k_bf16 x 4 layers), us per call, median:")
+    for direction, d in _latency(*raw, 4).items():
+        print(f"  {direction}: " + ", ".join(f"{k} {v:.1f}" for k, v in d.items()))
 
 
 if __name__ == "__main__":

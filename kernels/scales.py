@@ -61,9 +61,10 @@ PAGE_ORDER_MIN_BYTES = 64 << 20
 # size from 25 to 537 MB (sorted / one launch 0.25-0.98, NOTES.md run 12), so new ids go in
 # one launch.
 NEW_ORDER_MIN_BYTES = None
-# How the device puts ids in page order: "radix" (cub radix sorts of int32 page keys) or
-# "count" (a counting sort by page; 114 us at 1.02 M pairs, NOTES.md run 12).
-ORDER_SORT = "radix"
+# How the device puts ids in page order: "count" (a counting sort by page: 109 us of device
+# time at 1.02 M pairs, 14-31 us up to 254 K) or "radix" (cub radix sorts of int32 page keys:
+# 150 us at 1.02 M pairs, ~66 us before it sorts anything; NOTES.md run 13).
+ORDER_SORT = "count"
 
 # The blocks of the touched pages replace one scale request per (row, layer) by one 128 B
 # request per 128 B of block (the link counts requests, not bytes: NOTES.md run 6); they pay
