@@ -42,8 +42,8 @@ import weakref
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
 from .reuse import ReusedIds, host_valid
 from .scales import (ORDERED_VARIANT, PATH_DEFAULT, PATH_ORDERED, device_path,
-                     device_page_order, run_h2d, run_page_order, versions, wants_dma,
-                     wants_page_order)
+                     device_page_order, run_h2d, run_page_order, run_split, versions,
+                     wants_dma, wants_page_order, wants_split)
 
 __all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
 
@@ -341,7 +341,8 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
                     seq = _d2h(p, src, dst, src_idx, dst_idx, n)
                 elif p.page_order and (wants_page_order(p.geo, n, p.s_shape.num_layers)
                                        or wants_page_order(p.geo, n, p.s_shape.num_layers,
-                                                           per_call=True)):
+                                                           per_call=True)
+                                       or wants_split(p.geo, n, p.s_shape.num_layers)):
                     seq = _ordered(p, src, dst, src_idx, dst_idx, n)
                 else:
                     seq = p.ext.transfer(src, dst, src_idx, dst_idx, *p.args)
@@ -428,6 +429,8 @@ def _ordered(p: _Pools, src, dst, si, di, n: int) -> int:
         order = make                    # this call's own sort, overlapped with the values
     if order is not None:
         return run_page_order(p.ext, src, dst, si, di, p.args[:13], order)
+    if wants_split(p.geo, n, layers):
+        return run_split(p.ext, src, dst, si, di, p.args[:13])
     return p.ext.transfer(src, dst, si, di, *p.args)
 
 

@@ -43,6 +43,7 @@ __all__ = ["wants_dma", "wants_blocks", "wants_page_order", "h2d_path", "device_
            "page_grouped",
            "host_page_stats", "run_h2d", "block_ids", "device_block_ids",
            "random_pages", "versions", "page_order_ids", "device_page_order", "run_page_order",
+           "wants_split", "run_split", "SPLIT_MIN_BYTES", "SPLIT_VARIANT",
            "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "NEW_ORDER_MIN_BYTES", "ORDER_SORT",
            "BLOCK_MARGIN", "BLOCK_FRACTION",
            "ORDER_SLACK", "ORDERED_VARIANT", "device_path", "PATH_DEFAULT", "PATH_ORDERED",
@@ -61,6 +62,11 @@ PAGE_ORDER_MIN_BYTES = 64 << 20
 # size from 25 to 537 MB (sorted / one launch 0.25-0.98, NOTES.md run 12), so new ids go in
 # one launch.
 NEW_ORDER_MIN_BYTES = None
+# New device id tensors of fp8 rows device to device from this size (None: never): the values
+# alone, then the scales alone between the pools in the ids' order, in SPLIT_VARIANT (no sort;
+# a layer-major variant keeps one layer's scale blocks in L2 while they move; NOTES.md run 13).
+SPLIT_MIN_BYTES = None
+SPLIT_VARIANT = 0
 # How the device puts ids in page order: "count" (a counting sort by page: 109 us of device
 # time at 1.02 M pairs, 14-31 us up to 254 K) or "radix" (cub radix sorts of int32 page keys:
 # 150 us at 1.02 M pairs, ~66 us before it sorts anything; NOTES.md run 13).
@@ -92,6 +98,13 @@ def wants_page_order(geo, n: int, layers: int, *, per_call: bool = False) -> boo
     least = NEW_ORDER_MIN_BYTES if per_call else PAGE_ORDER_MIN_BYTES
     return (least is not None and 0 < geo.scale_bytes and geo.value_bytes <= 128
             and n * layers * geo.bytes_per_token >= least)
+
+
+def wants_split(geo, n: int, layers: int) -> bool:
+    """True for fp8-like rows (as `wants_page_order`) moving at least SPLIT_MIN_BYTES: new
+    device ids then move the values and the scales in two passes, unsorted (`run_split`)."""
+    return (SPLIT_MIN_BYTES is not None and 0 < geo.scale_bytes and geo.value_bytes <= 128
+            and n * layers * geo.bytes_per_token >= SPLIT_MIN_BYTES)
 
 
 def wants_dma(geo, host_shape, n: int, page_size: int) -> bool:
@@ -359,4 +372,14 @@ def run_page_order(ext, src, dst, si, di, args: tuple, ids) -> int:
                  s_lim if check else 0, slots if check else 0, 2, False, True, False)
     ext.transfer(scratch, dst, s_slot, s_dst, *head, pages, d_pages, *mid,
                  slots if check else 0, d_lim if check else 0, 2, True, False, False)
+    return seq
+
+
+def run_split(ext, src, dst, si, di, args: tuple) -> int:
+    """A device-to-device token transfer in two passes, no sort: the values (checked, reported),
+    then the scales alone straight between the pools in the ids' order, in SPLIT_VARIANT. args:
+    the binding's 13 arguments after the ids. Returns the value pass's sequence number; with
+    checks on, the scale pass skips the ids it reports."""
+    seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
+    ext.transfer(src, dst, si, di, *args[:9], SPLIT_VARIANT, *args[10:], 2, False, False, False)
     return seq

@@ -311,8 +311,8 @@ def test_scales_apart_take_no_host_synchronisation(monkeypatch):
     api.synchronize()
 
 
-@pytest.mark.parametrize("path", ["h2d", "d2d-again", "h2d-blocks", "d2d-new", "h2d-grouped",
-                                  "h2d-default"])
+@pytest.mark.parametrize("path", ["h2d", "d2d-again", "h2d-blocks", "d2d-new", "d2d-split",
+                                  "h2d-grouped", "h2d-default"])
 def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch):
     from wb_kernels import api, scales
 
@@ -321,6 +321,8 @@ def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch)
         _force_blocks(monkeypatch)
     if path == "d2d-new":      # new id tensors: page order sorted on the device for the call
         monkeypatch.setattr(scales, "NEW_ORDER_MIN_BYTES", 0)
+    if path == "d2d-split":    # new id tensors: values, then the scales in the ids' order
+        monkeypatch.setattr(scales, "SPLIT_MIN_BYTES", 0)
     # the path chosen on the device: one launch (ids page by page) or the default launch
     monkeypatch.setattr(scales, "ORDER_SLACK", 1e9 if path == "h2d-grouped" else 0)
     if path == "h2d-default":
@@ -604,15 +606,19 @@ def test_radix_page_order_is_a_stable_sort_by_page(pages):
         assert torch.equal(x.cpu(), y)
 
 
-@pytest.mark.parametrize("sort", ["radix", "count"])
+@pytest.mark.parametrize("sort", ["radix", "count", "split"])
 @pytest.mark.parametrize("layout", ["page_first", "layer_first"])
-def test_new_ids_in_page_order_per_call_match_the_reference(layout, sort, monkeypatch):
-    """transfer() with new device id tensors each call, fp8 rows d2d, page order sorted on the
-    device per call (the gate forced open at this size)."""
+def test_new_ids_each_call_match_the_reference(layout, sort, monkeypatch):
+    """transfer() with new device id tensors each call, fp8 rows d2d: page order sorted on the
+    device per call by either sort, or the values then the scales in the ids' order (the gates
+    forced open at this size)."""
     from wb_kernels import scales
 
-    monkeypatch.setattr(scales, "NEW_ORDER_MIN_BYTES", 0)
-    monkeypatch.setattr(scales, "ORDER_SORT", sort)
+    if sort == "split":         # no sort: the values, then the scales in the ids' order
+        monkeypatch.setattr(scales, "SPLIT_MIN_BYTES", 0)
+    else:
+        monkeypatch.setattr(scales, "NEW_ORDER_MIN_BYTES", 0)
+        monkeypatch.setattr(scales, "ORDER_SORT", sort)
     gen = torch.Generator().manual_seed(35)
     kw = dict(geometry="index_k_fp8", granularity="token", layout=layout, page_size=64)
     src = make_pool("index_k_fp8", layout, 12, 3, 64, gen=gen)
