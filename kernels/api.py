@@ -19,7 +19,8 @@ Where the data checks of the ids run (range, duplicate destinations):
 - fp8 token rows device to device, 64 MB and up, when the same index tensors come again
   unchanged: as above, the scales in page order (three launches; the scale passes skip the
   bad ids), sorted by page on the device once (new tensors go in one launch: sorting per call
-  costs more than it saves, kernels.scales NEW_ORDER_MIN_BYTES).
+  costs more than it saves, by either sort of the binding, and so do two unsorted passes;
+  kernels.scales NEW_ORDER_MIN_BYTES, SPLIT_MIN_BYTES).
 - the same device id tensors handed again unchanged (the same objects, torch's version
   counters unchanged): copied to pinned memory once, on their second call, behind an event (no
   synchronisation), and checked on the host once that copy has landed, as `plan_transfer`
@@ -419,7 +420,8 @@ def _ordered(p: _Pools, src, dst, si, di, n: int) -> int:
     sort by page on the device, with the id checks folded in as -1 entries, no sync). Index
     tensors handed again unchanged keep theirs from the second call on; new ids (and inference
     tensors, which keep no version counter) go in one launch, or are sorted for the call where
-    NEW_ORDER_MIN_BYTES is set (off by default: the sort costs more than it saves)."""
+    NEW_ORDER_MIN_BYTES is set, or move in two unsorted passes where SPLIT_MIN_BYTES is (both
+    off by default: each costs more than it saves, NOTES.md runs 12-13)."""
     layers = p.s_shape.num_layers
     make = lambda: device_page_order(  # noqa: E731
         p.ext, si, di, p.page_size, (p.s_shape.num_pages, p.d_shape.num_pages),

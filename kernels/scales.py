@@ -29,10 +29,12 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   order, so each pass reads or writes neighbouring 4 B slots together instead of one 32 B
   sector per slot (+9 points of the copy, run 8). Plans sort once (torch argsorts, kept on the
   plan). Device ids not read on the host are put in page order on the device
-  (`device_page_order`: a counting sort by page in the binding, no argsort; the order inside a
-  page does not matter): once for id tensors handed again, kept on the pools (kernels/api.py);
-  per call for new id tensors only from NEW_ORDER_MIN_BYTES (off: the sort costs more than
-  page order saves, NOTES.md run 12).
+  (`device_page_order`: a counting sort by page in the binding, or cub radix sorts of int32
+  page keys, no argsort; the order inside a page does not matter): once for id tensors handed
+  again, kept on the pools (kernels/api.py); per call for new id tensors only from
+  NEW_ORDER_MIN_BYTES (off: either sort costs more than page order saves, NOTES.md runs
+  12-13). New ids may instead move the values, then the scales alone in their own order
+  (`run_split`, from SPLIT_MIN_BYTES; off: slower than one launch, run 13).
 Device to host is not done this way: the host scale blocks would have to be read, merged and
 written back whole, overwriting slots the transfer does not name.
 """
