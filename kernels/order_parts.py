@@ -157,22 +157,23 @@ def _size(mb: int, raw, gen) -> list[str]:
     return out
 
 
-def _once(mb: int, raw, gen) -> None:
-    """Each sort twice at one size, nothing else (the workload Nsight Compute profiles)."""
+def _once(mb: int) -> None:
+    """Each of the binding's sorts twice at one size on the bench's pool geometry, nothing else
+    (the workload Nsight Compute profiles: no pools, no set-up to wait through)."""
     import torch
 
-    from . import api
-    from .bench import _bench_ids, _pools_for
+    from . import build, scales
     from .geometry import GEOMETRIES
 
-    src, dst, s_pages, d_pages = _pools_for("index_k_fp8", "page_first", "d2d", raw, 4, 64)
+    pages, ps = 47662, 64                    # the bench's fp8 pools: 1536 MiB over 4 layers
     n = (mb << 20) // (GEOMETRIES["index_k_fp8"].bytes_per_token * 4)
-    si, di = _bench_ids("d2d", "token", "rand", n=n, s_pages=s_pages, d_pages=d_pages, ps=64,
-                        gen=gen)
-    p = api._pools(src, dst, "index_k_fp8", "token", "page_first", 64, None, "cuda")
-    for _, fn in _sorts(p.ext, si.cuda(), di.cuda(), 64, (s_pages, d_pages), (p.s_lim, p.d_lim)):
-        fn()
-        fn()
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randperm(pages * ps, generator=gen)[:n].cuda()
+    b = torch.randperm(pages * ps, generator=gen)[:n].cuda()
+    for sort in ("count", "radix"):
+        for _ in range(2):
+            scales.device_page_order(build.load(), a, b, ps, (pages, pages),
+                                     (pages * ps, pages * ps), sort=sort)
     torch.cuda.synchronize()
 
 
@@ -182,10 +183,10 @@ def main(argv: list[str] | None = None) -> None:
     from .bench import parts_buffers
 
     argv = sys.argv[1:] if argv is None else argv
-    raw, gen = parts_buffers()
     if argv[:1] == ["--once"]:
-        _once(int(argv[1]) if len(argv) > 1 else 512, raw, gen)
+        _once(int(argv[1]) if len(argv) > 1 else 512)
         return
+    raw, gen = parts_buffers()
     for mb in SIZES_MB:
         print("\n".join(_size(mb, raw, gen)), flush=True)
     from .bench import _latency
