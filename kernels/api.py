@@ -19,7 +19,8 @@ Where the data checks of the ids run (range, duplicate destinations):
 - fp8 token rows device to device, 64 MB and up, when the same index tensors come again
   unchanged: as above, the scales in page order (three launches; the scale passes skip the
   bad ids), sorted by page on the device once (new tensors go in one launch: sorting per call
-  costs more than it saves, kernels.scales NEW_ORDER_MIN_BYTES).
+  costs more than it saves, by either sort of the binding, and so do two unsorted passes;
+  kernels.scales NEW_ORDER_MIN_BYTES, SPLIT_MIN_BYTES).
 - the same device id tensors handed again unchanged (the same objects, torch's version
   counters unchanged): copied to pinned memory once, on their second call, behind an event (no
   synchronisation), and checked on the host once that copy has landed, as `plan_transfer`
@@ -42,8 +43,8 @@ import weakref
 from .geometry import GRANULARITIES, LAYOUTS, Geometry, PoolShape, get_geometry
 from .reuse import ReusedIds, host_valid
 from .scales import (ORDERED_VARIANT, PATH_DEFAULT, PATH_ORDERED, device_path,
-                     device_page_order, run_h2d, run_page_order, versions, wants_dma,
-                     wants_page_order)
+                     device_page_order, run_h2d, run_page_order, run_split, versions,
+                     wants_dma, wants_page_order, wants_split)
 
 __all__ = ["transfer", "Plan", "plan_transfer", "run_plan", "synchronize", "IMPLS"]
 
@@ -341,7 +342,8 @@ def transfer(src, dst, src_idx, dst_idx, *, geometry: str, granularity: str, lay
                     seq = _d2h(p, src, dst, src_idx, dst_idx, n)
                 elif p.page_order and (wants_page_order(p.geo, n, p.s_shape.num_layers)
                                        or wants_page_order(p.geo, n, p.s_shape.num_layers,
-                                                           per_call=True)):
+                                                           per_call=True)
+                                       or wants_split(p.geo, n, p.s_shape.num_layers)):
                     seq = _ordered(p, src, dst, src_idx, dst_idx, n)
                 else:
                     seq = p.ext.transfer(src, dst, src_idx, dst_idx, *p.args)
@@ -418,7 +420,8 @@ def _ordered(p: _Pools, src, dst, si, di, n: int) -> int:
     sort by page on the device, with the id checks folded in as -1 entries, no sync). Index
     tensors handed again unchanged keep theirs from the second call on; new ids (and inference
     tensors, which keep no version counter) go in one launch, or are sorted for the call where
-    NEW_ORDER_MIN_BYTES is set (off by default: the sort costs more than it saves)."""
+    NEW_ORDER_MIN_BYTES is set, or move in two unsorted passes where SPLIT_MIN_BYTES is (both
+    off by default: each costs more than it saves, NOTES.md runs 12-13)."""
     layers = p.s_shape.num_layers
     make = lambda: device_page_order(  # noqa: E731
         p.ext, si, di, p.page_size, (p.s_shape.num_pages, p.d_shape.num_pages),
@@ -428,6 +431,8 @@ def _ordered(p: _Pools, src, dst, si, di, n: int) -> int:
         order = make                    # this call's own sort, overlapped with the values
     if order is not None:
         return run_page_order(p.ext, src, dst, si, di, p.args[:13], order)
+    if wants_split(p.geo, n, layers):
+        return run_split(p.ext, src, dst, si, di, p.args[:13])
     return p.ext.transfer(src, dst, si, di, *p.args)
 
 

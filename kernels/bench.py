@@ -118,7 +118,7 @@ class BenchReport:
                            f"{g['order'] / g['one']:5.3f}  default {g['default']:7.1f}  "
                            f"new ids: sorted per call {g['new_sort']:7.1f}, one launch "
                            f"{g['new_one']:7.1f} (sort/one {g['new_sort'] / g['new_one']:5.3f}), "
-                           f"the sort alone {g['sort_us']:.1f} us")
+                           f"the sort alone ({g.get('sort', 'count')}) {g['sort_us']:.1f} us")
         if self.latency_us:
             out.append("small transfer (64 tokens of index_k_bf16 x 4 layers = 64 KiB), "
                        "microseconds per call, median:")
@@ -419,6 +419,7 @@ def _gate(raw, gen, env, quick: bool) -> list[dict]:
         new["sort_us"] = 1e3 * _time_ms(lambda: scales.device_page_order(
             build.load(), a, b, ps, (s_pages, d_pages), (s_pages * ps, d_pages * ps)),
             reps=env["reps"], inner=20)
+        new["sort"] = scales.ORDER_SORT
         out.append({"mb": moved / 1e6, "ceil": _copy_gbs("d2d", moved, *raw),
                     "one": gbs(scales="never"), "order": gbs(scales="always"),
                     "default": gbs(), **new})

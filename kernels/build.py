@@ -9,7 +9,7 @@ __all__ = ["cuda_available", "unavailable_reason", "load", "loaded", "launch", "
            "build_dir"]
 
 HERE = Path(__file__).resolve().parent
-SOURCES = [HERE / "cuda" / "transfer.cu", HERE / "cuda" / "binding.cpp"]
+SOURCES = [HERE / "cuda" / "transfer.cu", HERE / "cuda" / "order.cu", HERE / "cuda" / "binding.cpp"]
 NVCC_FLAGS = ["-O3", "-gencode=arch=compute_90,code=sm_90", "-lineinfo"]
 
 _state: dict = {"ext": None, "error": None}
@@ -63,7 +63,8 @@ def load(verbose: bool = False):
 
     from torch.utils.cpp_extension import load as _load
 
-    digest = hashlib.sha1(b"".join(p.read_bytes() for p in SOURCES)
+    inputs = [*SOURCES, HERE / "cuda" / "transfer.cuh"]   # the header too: both .cu include it
+    digest = hashlib.sha1(b"".join(p.read_bytes() for p in inputs)
                           + " ".join(NVCC_FLAGS).encode()).hexdigest()[:12]
     name = f"wb_transfer_{digest}"
     where = build_dir() / name

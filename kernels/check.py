@@ -302,13 +302,20 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
                                               (dst.cpu(), dst.cpu(), dst.cpu() ^ 0xFF))
                 report.cases.append(CaseResult("transfer", f"{name} d2d transfer() same ids x3",
                                                bad == 0, bad, compared))
-                # new id tensors each call: page order sorted on the device per call
-                with _patched(scales, NEW_ORDER_MIN_BYTES=0):
-                    bad, compared = _new_ids(r, src, src.cuda(), dst, si, di, kw,
-                                             (dst.cpu(), dst.cpu() ^ 0xFF))
-                report.cases.append(CaseResult(
-                    "transfer", f"{name} d2d transfer() new ids x2 (page order per call)",
-                    bad == 0, bad, compared))
+                # new id tensors each call: page order sorted on the device per call, by
+                # either sort; or the values, then the scales in the ids' order (no sort)
+                for how, forced in (("page order per call, radix sort",
+                                     dict(NEW_ORDER_MIN_BYTES=0, ORDER_SORT="radix")),
+                                    ("page order per call, count sort",
+                                     dict(NEW_ORDER_MIN_BYTES=0, ORDER_SORT="count")),
+                                    ("values, then scales in the ids' order",
+                                     dict(SPLIT_MIN_BYTES=0))):
+                    with _patched(scales, **forced):
+                        bad, compared = _new_ids(r, src, src.cuda(), dst, si, di, kw,
+                                                 (dst.cpu(), dst.cpu() ^ 0xFF))
+                    report.cases.append(CaseResult(
+                        "transfer", f"{name} d2d transfer() new ids x2 ({how})", bad == 0, bad,
+                        compared))
                 # host to device, the same ids again: checked, then read on the host and run
                 # as their plan (kernels.reuse: exact page count and order); blocks forced
                 # where not page by page

@@ -173,6 +173,19 @@ for g in ("c4_latent", "index_k_fp8"):
                 except KernelError:
                     reported += 1
 scales.BLOCK_MARGIN, scales.BLOCK_FRACTION = keep_blocks
+# New d2d ids in two passes (the values, then the scales in the ids' order), bad ids among them.
+scales.NEW_ORDER_MIN_BYTES, scales.SPLIT_MIN_BYTES = None, 0
+for g in ("c4_latent", "index_k_fp8"):
+    a_d = make_pool(g, "page_first", 8, 2, 64, gen=gen).cuda()
+    b = make_pool(g, "page_first", 6, 2, 64, gen=gen).cuda()
+    for s_ids, d_ids in (([1, 2, 8 * 64 + 5, 3], [4, 5, 6, 7]), ([1, 2, 3], [4, -7, 6])):
+        try:
+            transfer(a_d, b, torch.tensor(s_ids).cuda(), torch.tensor(d_ids).cuda(), geometry=g,
+                     granularity="token", layout="page_first", impl="cuda")
+            api.synchronize()
+        except KernelError:
+            reported += 1
+scales.SPLIT_MIN_BYTES = None
 # New host ids with scales, the path chosen on the device forced each way, bad ids among them.
 keep_slack = scales.ORDER_SLACK
 for slack in (0, 1e9):

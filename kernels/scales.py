@@ -29,10 +29,12 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   order, so each pass reads or writes neighbouring 4 B slots together instead of one 32 B
   sector per slot (+9 points of the copy, run 8). Plans sort once (torch argsorts, kept on the
   plan). Device ids not read on the host are put in page order on the device
-  (`device_page_order`: a counting sort by page in the binding, no argsort; the order inside a
-  page does not matter): once for id tensors handed again, kept on the pools (kernels/api.py);
-  per call for new id tensors only from NEW_ORDER_MIN_BYTES (off: the sort costs more than
-  page order saves, NOTES.md run 12).
+  (`device_page_order`: a counting sort by page in the binding, or cub radix sorts of int32
+  page keys, no argsort; the order inside a page does not matter): once for id tensors handed
+  again, kept on the pools (kernels/api.py); per call for new id tensors only from
+  NEW_ORDER_MIN_BYTES (off: either sort costs more than page order saves, NOTES.md runs
+  12-13). New ids may instead move the values, then the scales alone in their own order
+  (`run_split`, from SPLIT_MIN_BYTES; off: slower than one launch, run 13).
 Device to host is not done this way: the host scale blocks would have to be read, merged and
 written back whole, overwriting slots the transfer does not name.
 """
@@ -43,7 +45,9 @@ __all__ = ["wants_dma", "wants_blocks", "wants_page_order", "h2d_path", "device_
            "page_grouped",
            "host_page_stats", "run_h2d", "block_ids", "device_block_ids",
            "random_pages", "versions", "page_order_ids", "device_page_order", "run_page_order",
-           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "NEW_ORDER_MIN_BYTES", "BLOCK_MARGIN", "BLOCK_FRACTION",
+           "wants_split", "run_split", "SPLIT_MIN_BYTES", "SPLIT_VARIANT",
+           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "NEW_ORDER_MIN_BYTES", "ORDER_SORT",
+           "BLOCK_MARGIN", "BLOCK_FRACTION",
            "ORDER_SLACK", "ORDERED_VARIANT", "device_path", "PATH_DEFAULT", "PATH_ORDERED",
            "PATH_BLOCKS"]
 
@@ -60,6 +64,15 @@ PAGE_ORDER_MIN_BYTES = 64 << 20
 # size from 25 to 537 MB (sorted / one launch 0.25-0.98, NOTES.md run 12), so new ids go in
 # one launch.
 NEW_ORDER_MIN_BYTES = None
+# New device id tensors of fp8 rows device to device from this size (None: never): the values
+# alone, then the scales alone between the pools in the ids' order, in SPLIT_VARIANT (no sort;
+# a layer-major variant keeps one layer's scale blocks in L2 while they move; NOTES.md run 13).
+SPLIT_MIN_BYTES = None
+SPLIT_VARIANT = 0
+# How the device puts ids in page order: "count" (a counting sort by page: 109 us of device
+# time at 1.02 M pairs, 14-31 us up to 254 K) or "radix" (cub radix sorts of int32 page keys:
+# 150 us at 1.02 M pairs, ~66 us before it sorts anything; NOTES.md run 13).
+ORDER_SORT = "count"
 
 # The blocks of the touched pages replace one scale request per (row, layer) by one 128 B
 # request per 128 B of block (the link counts requests, not bytes: NOTES.md run 6); they pay
@@ -87,6 +100,13 @@ def wants_page_order(geo, n: int, layers: int, *, per_call: bool = False) -> boo
     least = NEW_ORDER_MIN_BYTES if per_call else PAGE_ORDER_MIN_BYTES
     return (least is not None and 0 < geo.scale_bytes and geo.value_bytes <= 128
             and n * layers * geo.bytes_per_token >= least)
+
+
+def wants_split(geo, n: int, layers: int) -> bool:
+    """True for fp8-like rows (as `wants_page_order`) moving at least SPLIT_MIN_BYTES: new
+    device ids then move the values and the scales in two passes, unsorted (`run_split`)."""
+    return (SPLIT_MIN_BYTES is not None and 0 < geo.scale_bytes and geo.value_bytes <= 128
+            and n * layers * geo.bytes_per_token >= SPLIT_MIN_BYTES)
 
 
 def wants_dma(geo, host_shape, n: int, page_size: int) -> bool:
@@ -307,13 +327,17 @@ def page_order_ids(si, di, page_size: int, limits: tuple | None = None):
             s_dst.contiguous(), (n + page_size - 1) // page_size)
 
 
-def device_page_order(ext, si, di, page_size: int, pages: tuple, limits: tuple):
-    """`page_order_ids` made by the binding (`page_order`: a memset, two small kernels and a
-    scan, no synchronisation) for device ids si, di of pools of `pages` (src, dst) pages; pairs
-    with an id outside `limits` get -1 in both scale passes. The order inside a page is not
-    the ids' order (any order groups a page's scales); the lists are rows of one tensor."""
-    _, g_src, g_slot, s_slot, s_dst = ext.page_order(si, di, page_size, pages[0], pages[1],
-                                                     limits[0], limits[1])
+def device_page_order(ext, si, di, page_size: int, pages: tuple, limits: tuple, *,
+                      sort: str | None = None):
+    """`page_order_ids` made by the binding, no synchronisation, for device ids si, di of pools
+    of `pages` (src, dst) pages; pairs with an id outside `limits` get -1 in both scale passes.
+    sort (ORDER_SORT by default): "radix", two cub radix sorts of int32 page keys over the
+    bits the page count needs (stable: inside a page, the ids' order); "count", a counting sort
+    by page (atomics: any order inside a page, which groups a page's scales as well). The
+    lists are rows of one tensor."""
+    make = ext.page_order_radix if (sort or ORDER_SORT) == "radix" else ext.page_order
+    _, g_src, g_slot, s_slot, s_dst = make(si, di, page_size, pages[0], pages[1], limits[0],
+                                           limits[1])
     return g_src, g_slot, s_slot, s_dst, (si.numel() + page_size - 1) // page_size
 
 
@@ -350,4 +374,14 @@ def run_page_order(ext, src, dst, si, di, args: tuple, ids) -> int:
                  s_lim if check else 0, slots if check else 0, 2, False, True, False)
     ext.transfer(scratch, dst, s_slot, s_dst, *head, pages, d_pages, *mid,
                  slots if check else 0, d_lim if check else 0, 2, True, False, False)
+    return seq
+
+
+def run_split(ext, src, dst, si, di, args: tuple) -> int:
+    """A device-to-device token transfer in two passes, no sort: the values (checked, reported),
+    then the scales alone straight between the pools in the ids' order, in SPLIT_VARIANT. args:
+    the binding's 13 arguments after the ids. Returns the value pass's sequence number; with
+    checks on, the scale pass skips the ids it reports."""
+    seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
+    ext.transfer(src, dst, si, di, *args[:9], SPLIT_VARIANT, *args[10:], 2, False, False, False)
     return seq

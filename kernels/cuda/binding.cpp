@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "transfer.cuh"
@@ -341,10 +342,12 @@ py::tuple choose_path(torch::Tensor ids, int64_t page_size, int64_t pages, int64
 
 // The page order of device ids (kernels/scales.py device_page_order): (out, gather src ids,
 // gather scratch slots, scatter scratch slots, scatter dst ids), the four lists the rows of
-// out, a [4, n] int64 tensor. A counting sort by page on the current stream, no
-// synchronisation; pairs with an id outside [0, limit) get -1 in both scale passes.
-py::tuple page_order(torch::Tensor src_idx, torch::Tensor dst_idx, int64_t page_size,
-                     int64_t src_pages, int64_t dst_pages, int64_t src_limit, int64_t dst_limit) {
+// out, a [4, n] int64 tensor, on the current stream, no synchronisation; pairs with an id
+// outside [0, limit) get -1 in both scale passes. radix: two cub radix sorts of int32 page
+// keys (stable), else a counting sort by page (atomics: any order inside a page).
+py::tuple page_order_impl(torch::Tensor src_idx, torch::Tensor dst_idx, int64_t page_size,
+                          int64_t src_pages, int64_t dst_pages, int64_t src_limit,
+                          int64_t dst_limit, bool radix) {
   TORCH_CHECK(src_idx.is_cuda() && dst_idx.is_cuda() && src_idx.dtype() == torch::kInt64 &&
               dst_idx.dtype() == torch::kInt64 && src_idx.dim() == 1 && dst_idx.dim() == 1,
               "ids must be 1-D int64 device tensors");
@@ -354,26 +357,51 @@ py::tuple page_order(torch::Tensor src_idx, torch::Tensor dst_idx, int64_t page_
               src_limit <= src_pages * page_size && dst_limit <= dst_pages * page_size,
               "page_order: bad page geometry");
   const int64_t n = src_idx.numel();
-  TORCH_CHECK(2 * n + src_pages + dst_pages + 2 < (int64_t(1) << 31), "page_order: too many ids");
+  TORCH_CHECK(8 * n + 2 * (src_pages + dst_pages + 2) < (int64_t(1) << 31),
+              "page_order: too many ids");
   c10::cuda::CUDAGuard guard(src_idx.device());
   auto si = src_idx.contiguous();
   auto di = dst_idx.contiguous();
   const wb::OrderArgs o{n, page_size, src_pages, dst_pages, src_limit, dst_limit};
-  const auto i32 = torch::dtype(torch::kInt32).device(si.device());
-  auto work = torch::empty({2 * (src_pages + dst_pages + 2) + 2 * n}, i32);
-  auto out = torch::empty({4, n}, si.options());
+  const auto launch = radix ? wb::page_order_radix_launch : wb::page_order_launch;
+  const int64_t words = radix ? 8 * n : 2 * (src_pages + dst_pages + 2) + 2 * n;
   cudaStream_t stream = c10::cuda::getCurrentCUDAStream(si.device().index());
-  size_t temp_bytes = 0;
-  cudaError_t e = wb::page_order_launch(nullptr, nullptr, o, work.data_ptr<int32_t>(), nullptr,
-                                        temp_bytes, nullptr, stream);
-  TORCH_CHECK(e == cudaSuccess, "page_order: ", cudaGetErrorString(e));
-  auto temp = torch::empty({int64_t(std::max<size_t>(temp_bytes, 16))},
-                           torch::dtype(torch::kUInt8).device(si.device()));
-  e = wb::page_order_launch(si.data_ptr<int64_t>(), di.data_ptr<int64_t>(), o,
-                            work.data_ptr<int32_t>(), temp.data_ptr(), temp_bytes,
-                            out.data_ptr<int64_t>(), stream);
+  // cub's scratch size depends on n and the key bits only: asked once per shape (host work
+  // per call is what a per-call sort pays first).
+  static auto* sizes = new std::map<std::tuple<bool, int64_t, int64_t, int64_t>, size_t>();
+  const auto key = std::make_tuple(radix, n, src_pages, dst_pages);
+  auto found = sizes->find(key);
+  if (found == sizes->end()) {
+    size_t temp_bytes = 0;
+    const cudaError_t e = launch(nullptr, nullptr, o, nullptr, nullptr, temp_bytes, nullptr, stream);
+    TORCH_CHECK(e == cudaSuccess, "page_order: ", cudaGetErrorString(e));
+    found = sizes->emplace(key, temp_bytes).first;
+  }
+  size_t temp_bytes = found->second;
+  // One allocation from the caching allocator: the int32 work words, then cub's scratch.
+  const int64_t work_bytes = (words * 4 + 255) / 256 * 256;
+  auto buf = torch::empty({work_bytes + int64_t(std::max<size_t>(temp_bytes, 16))},
+                          torch::dtype(torch::kUInt8).device(si.device()));
+  auto out = torch::empty({4, n}, si.options());
+  int32_t* work = reinterpret_cast<int32_t*>(buf.data_ptr<uint8_t>());
+  const cudaError_t e = launch(si.data_ptr<int64_t>(), di.data_ptr<int64_t>(), o, work,
+                               buf.data_ptr<uint8_t>() + work_bytes, temp_bytes,
+                               out.data_ptr<int64_t>(), stream);
   TORCH_CHECK(e == cudaSuccess, "page_order launch failed: ", cudaGetErrorString(e));
   return py::make_tuple(out, out[0], out[1], out[2], out[3]);
+}
+
+py::tuple page_order(torch::Tensor src_idx, torch::Tensor dst_idx, int64_t page_size,
+                     int64_t src_pages, int64_t dst_pages, int64_t src_limit, int64_t dst_limit) {
+  return page_order_impl(src_idx, dst_idx, page_size, src_pages, dst_pages, src_limit, dst_limit,
+                         false);
+}
+
+py::tuple page_order_radix(torch::Tensor src_idx, torch::Tensor dst_idx, int64_t page_size,
+                           int64_t src_pages, int64_t dst_pages, int64_t src_limit,
+                           int64_t dst_limit) {
+  return page_order_impl(src_idx, dst_idx, page_size, src_pages, dst_pages, src_limit, dst_limit,
+                         true);
 }
 
 std::vector<std::string> variants() {
@@ -396,5 +424,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("copy_2d", &copy_2d, "one 2D copy-engine transfer on the current stream");
   m.def("mark_pages", &mark_pages, "the host pages device ids touch (-1 elsewhere)");
   m.def("page_order", &page_order, "the page order of device ids (a counting sort by page)");
+  m.def("page_order_radix", &page_order_radix,
+        "the page order of device ids (radix sorts of int32 page keys)");
   m.def("copy_runs", &copy_runs, "copy-engine copies of (src offset, dst offset, length) runs");
 }

@@ -9,8 +9,6 @@
 
 #include <algorithm>
 
-#include <cub/device/device_scan.cuh>
-
 namespace wb {
 namespace {
 
@@ -688,74 +686,7 @@ __global__ void __launch_bounds__(256) choose_path_kernel(const int64_t* ids, in
   stats[3] = path;
 }
 
-// Page order by a counting sort (kernels/scales.py device_page_order): each pair takes a rank
-// in the bucket of its source page and in that of its destination page (atomics on per-page
-// counters; pairs with a bad id go to one last bucket per side), the counters are scanned,
-// and each pair writes its entries at bucket start + rank. The order inside a page is the
-// atomics' order: any order groups a page's 4 B scales on neighbouring threads.
-__device__ __forceinline__ bool order_buckets(const int64_t* si, const int64_t* di, int64_t i,
-                                              const OrderArgs& o, int64_t& st, int64_t& dt,
-                                              int64_t& bs, int64_t& bd) {
-  st = si[i];
-  dt = di[i];
-  const bool ok = uint64_t(st) < uint64_t(o.s_lim) && uint64_t(dt) < uint64_t(o.d_lim);
-  bs = ok ? st / o.page_size : o.s_pages;
-  bd = ok ? o.s_pages + 1 + dt / o.page_size : o.s_pages + 1 + o.d_pages;
-  return ok;
-}
-
-__global__ void __launch_bounds__(256) order_count_kernel(const int64_t* si, const int64_t* di,
-                                                          OrderArgs o, int32_t* counts,
-                                                          int32_t* ranks) {
-  const int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < o.n; i += step) {
-    int64_t st, dt, bs, bd;
-    order_buckets(si, di, i, o, st, dt, bs, bd);
-    ranks[i] = atomicAdd(counts + bs, 1);
-    ranks[o.n + i] = atomicAdd(counts + bd, 1);
-  }
-}
-
-// out: [4, n] int64: gather src ids, gather scratch slots (0..n-1), scatter scratch slots,
-// scatter dst ids, as kernels/scales.py page_order_ids lays them out (-1 for bad pairs).
-__global__ void __launch_bounds__(256) order_place_kernel(const int64_t* si, const int64_t* di,
-                                                          OrderArgs o, const int32_t* starts,
-                                                          const int32_t* ranks, int64_t* out) {
-  const int64_t step = int64_t(gridDim.x) * blockDim.x, n = o.n;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    int64_t st, dt, bs, bd;
-    const bool ok = order_buckets(si, di, i, o, st, dt, bs, bd);
-    const int64_t ps = int64_t(starts[bs]) + ranks[i];            // slot in source order
-    const int64_t pd = int64_t(starts[bd]) - n + ranks[n + i];    // place in destination order
-    out[ps] = ok ? st : -1;
-    out[n + i] = i;
-    out[2 * n + pd] = ps;
-    out[3 * n + pd] = ok ? dt : -1;
-  }
-}
-
 }  // namespace
-
-cudaError_t page_order_launch(const int64_t* si, const int64_t* di, const OrderArgs& o,
-                              int32_t* work, void* temp, size_t& temp_bytes, int64_t* out,
-                              cudaStream_t stream) {
-  const int64_t buckets = o.s_pages + o.d_pages + 2;
-  int32_t* counts = work;
-  int32_t* starts = work + buckets;
-  int32_t* ranks = work + 2 * buckets;
-  if (temp == nullptr)
-    return cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, counts, starts, int(buckets), stream);
-  if (o.n <= 0) return cudaSuccess;
-  cudaError_t e = cudaMemsetAsync(counts, 0, size_t(buckets) * sizeof(int32_t), stream);
-  if (e != cudaSuccess) return e;
-  const unsigned blocks = unsigned(std::min<int64_t>((o.n + 255) / 256, 2048));
-  order_count_kernel<<<blocks, 256, 0, stream>>>(si, di, o, counts, ranks);
-  if ((e = cudaGetLastError()) != cudaSuccess) return e;
-  e = cub::DeviceScan::ExclusiveSum(temp, temp_bytes, counts, starts, int(buckets), stream);
-  if (e != cudaSuccess) return e;
-  order_place_kernel<<<blocks, 256, 0, stream>>>(si, di, o, starts, ranks, out);
-  return cudaGetLastError();
-}
 
 cudaError_t choose_path_launch(const int64_t* ids, int64_t n, int64_t page_size, int64_t limit,
                                int64_t* out, int64_t pages, int32_t* stats, const ChooseArgs& c,

@@ -95,6 +95,12 @@ struct OrderArgs {
 cudaError_t page_order_launch(const int64_t* src_idx, const int64_t* dst_idx, const OrderArgs& o,
                               int32_t* work, void* temp, size_t& temp_bytes, int64_t* out,
                               cudaStream_t stream);
+// The same lists by two radix sorts of int32 page keys (stable: inside a page, pairs in their
+// order), each over the bits the page count needs. work: 8 * n int32; temp as above (the
+// larger of the two sorts' scratch). kernels/cuda/order.cu holds both.
+cudaError_t page_order_radix_launch(const int64_t* src_idx, const int64_t* dst_idx,
+                                    const OrderArgs& o, int32_t* work, void* temp,
+                                    size_t& temp_bytes, int64_t* out, cudaStream_t stream);
 
 // Number of kernel variants transfer_launch accepts (0 .. count-1).
 int transfer_variant_count();

@@ -311,8 +311,8 @@ def test_scales_apart_take_no_host_synchronisation(monkeypatch):
     api.synchronize()
 
 
-@pytest.mark.parametrize("path", ["h2d", "d2d-again", "h2d-blocks", "d2d-new", "h2d-grouped",
-                                  "h2d-default"])
+@pytest.mark.parametrize("path", ["h2d", "d2d-again", "h2d-blocks", "d2d-new", "d2d-split",
+                                  "h2d-grouped", "h2d-default"])
 def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch):
     from wb_kernels import api, scales
 
@@ -321,6 +321,8 @@ def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch)
         _force_blocks(monkeypatch)
     if path == "d2d-new":      # new id tensors: page order sorted on the device for the call
         monkeypatch.setattr(scales, "NEW_ORDER_MIN_BYTES", 0)
+    if path == "d2d-split":    # new id tensors: values, then the scales in the ids' order
+        monkeypatch.setattr(scales, "SPLIT_MIN_BYTES", 0)
     # the path chosen on the device: one launch (ids page by page) or the default launch
     monkeypatch.setattr(scales, "ORDER_SLACK", 1e9 if path == "h2d-grouped" else 0)
     if path == "h2d-default":
@@ -546,10 +548,11 @@ def test_marked_pages_match_the_torch_list():
     assert build.load().mark_pages(ids[:0], 64, 3, 3 * 64).tolist() == [-1, -1, -1]
 
 
-def test_device_page_order_groups_pages_and_keeps_every_pair():
-    """The binding's counting sort (new device ids, fp8 rows d2d): the gather list by source
-    page, the scatter list by destination page, each pair once through the scratch slots, and
-    pairs with a bad id last with -1 on both sides."""
+@pytest.mark.parametrize("sort", ["radix", "count"])
+def test_device_page_order_groups_pages_and_keeps_every_pair(sort):
+    """The binding's sorts (new device ids, fp8 rows d2d): the gather list by source page, the
+    scatter list by destination page, each pair once through the scratch slots, and pairs with
+    a bad id last with -1 on both sides."""
     from wb_kernels import build, scales
 
     gen = torch.Generator().manual_seed(34)
@@ -559,7 +562,7 @@ def test_device_page_order_groups_pages_and_keeps_every_pair():
     si[[5, 17]] = torch.tensor([80 * ps, -3])
     di[[17, 40]] = torch.tensor([-1, 60 * ps + 2])
     g_src, g_slot, s_slot, s_dst, pages = scales.device_page_order(
-        build.load(), si.cuda(), di.cuda(), ps, (80, 60), (80 * ps, 60 * ps))
+        build.load(), si.cuda(), di.cuda(), ps, (80, 60), (80 * ps, 60 * ps), sort=sort)
     g_src, g_slot, s_slot, s_dst = (t.cpu() for t in (g_src, g_slot, s_slot, s_dst))
     assert pages == (n + ps - 1) // ps and torch.equal(g_slot, torch.arange(n))
     bad = 3                                            # pairs 5, 17 and 40
@@ -575,13 +578,47 @@ def test_device_page_order_groups_pages_and_keeps_every_pair():
     assert sorted(s_slot.tolist()) == list(range(n))
 
 
+@pytest.mark.parametrize("pages", [(80, 60), (1 << 16, 3), (5, (1 << 17) + 9)])
+def test_radix_page_order_is_a_stable_sort_by_page(pages):
+    """The radix sort's lists are those of a stable argsort of the pages on each side (pairs
+    with a bad id last, in their order): its key bits follow each pool's page count, 16 and 17
+    bits included."""
+    from wb_kernels import build, scales
+
+    gen = torch.Generator().manual_seed(37)
+    n, ps = 5000, 4
+    si = torch.randint(0, pages[0] * ps, (n,), generator=gen)
+    di = torch.randint(0, pages[1] * ps, (n,), generator=gen)
+    si[[3, 9]] = torch.tensor([-5, pages[0] * ps])
+    di[[9, 11]] = torch.tensor([pages[1] * ps + 1, -1])
+    got = scales.device_page_order(build.load(), si.cuda(), di.cuda(), ps, pages,
+                                   (pages[0] * ps, pages[1] * ps), sort="radix")
+    ok = torch.ones(n, dtype=torch.bool)
+    ok[[3, 9, 11]] = False
+    ks = torch.where(ok, torch.div(si, ps, rounding_mode="floor"), pages[0])
+    kd = torch.where(ok, torch.div(di, ps, rounding_mode="floor"), pages[1])
+    by_src, by_dst = torch.sort(ks, stable=True).indices, torch.sort(kd, stable=True).indices
+    slot = torch.empty_like(by_src)
+    slot[by_src] = torch.arange(n)
+    want = (torch.where(ok, si, -1)[by_src], torch.arange(n), slot[by_dst],
+            torch.where(ok, di, -1)[by_dst])
+    for x, y in zip(got[:4], want):
+        assert torch.equal(x.cpu(), y)
+
+
+@pytest.mark.parametrize("sort", ["radix", "count", "split"])
 @pytest.mark.parametrize("layout", ["page_first", "layer_first"])
-def test_new_ids_in_page_order_per_call_match_the_reference(layout, monkeypatch):
-    """transfer() with new device id tensors each call, fp8 rows d2d, page order sorted on the
-    device per call (the gate forced open at this size)."""
+def test_new_ids_each_call_match_the_reference(layout, sort, monkeypatch):
+    """transfer() with new device id tensors each call, fp8 rows d2d: page order sorted on the
+    device per call by either sort, or the values then the scales in the ids' order (the gates
+    forced open at this size)."""
     from wb_kernels import scales
 
-    monkeypatch.setattr(scales, "NEW_ORDER_MIN_BYTES", 0)
+    if sort == "split":         # no sort: the values, then the scales in the ids' order
+        monkeypatch.setattr(scales, "SPLIT_MIN_BYTES", 0)
+    else:
+        monkeypatch.setattr(scales, "NEW_ORDER_MIN_BYTES", 0)
+        monkeypatch.setattr(scales, "ORDER_SORT", sort)
     gen = torch.Generator().manual_seed(35)
     kw = dict(geometry="index_k_fp8", granularity="token", layout=layout, page_size=64)
     src = make_pool("index_k_fp8", layout, 12, 3, 64, gen=gen)

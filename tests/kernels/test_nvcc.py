@@ -12,9 +12,11 @@ SRC = Path(__file__).resolve().parents[2] / "kernels" / "cuda" / "transfer.cu"
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-def test_transfer_cu_compiles_for_sm90(tmp_path):
+@pytest.mark.parametrize("name", ["transfer.cu", "order.cu"])
+def test_cuda_sources_compile_for_sm90(tmp_path, name):
     proc = subprocess.run(
-        ["nvcc", "-c", "-std=c++17", "-arch=sm_90", str(SRC), "-o", str(tmp_path / "t.o")],
+        ["nvcc", "-c", "-std=c++17", "-arch=sm_90", str(SRC.parent / name), "-o",
+         str(tmp_path / "t.o")],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "t.o").stat().st_size > 0

@@ -43,6 +43,22 @@ def test_page_order_only_for_fp8_rows_large_enough_to_repay_two_launches():
     assert not wants_page_order(GEOMETRIES["index_k_bf16"], 10 ** 7, 4)
 
 
+def test_new_ids_take_one_launch_by_default_neither_sort_nor_split_pays(monkeypatch):
+    """Per call, neither sort (count 108 us, radix 149 us of device time at 1.02 M pairs) nor
+    the two unsorted passes beat one launch at any measured size (NOTES.md run 13): both gates
+    are off, the counting sort serves reused ids; opened, they take fp8 rows only."""
+    from wb_kernels import scales
+
+    fp8, c4 = GEOMETRIES["index_k_fp8"], GEOMETRIES["c4_latent"]
+    big = 10 ** 7
+    assert scales.ORDER_SORT == "count"
+    assert not scales.wants_page_order(fp8, big, 4, per_call=True)
+    assert not scales.wants_split(fp8, big, 4)
+    monkeypatch.setattr(scales, "SPLIT_MIN_BYTES", 0)
+    assert scales.wants_split(fp8, 1, 4) and not scales.wants_split(c4, big, 4)
+    assert not scales.wants_split(GEOMETRIES["index_k_bf16"], big, 4)
+
+
 def test_blocks_pay_when_the_rows_outnumber_the_block_requests():
     from wb_kernels.scales import wants_blocks
 
