@@ -189,3 +189,48 @@ def test_verdict_times_written_with_and_without_a_zone_sort_together(store):
         s.commit()
     assert all(datetime.fromisoformat(v.created_at).tzinfo is not None for v in store.verdicts())
     assert stored_statuses(store, {HID: "open"})[HID].status == "falsified"
+
+
+def test_an_execution_that_measured_nothing_is_invalid_and_does_not_replace_the_status(cli, workbench_dir, tmp_path):
+    """An execution whose every run failed (the service never came up, the units were garbage) tested nothing
+    about the claim: its verdict is invalid, and it neither replaces a controlled status nor makes a review of
+    it stale. The status carries a mark naming it. It used to read "inconclusive" and became the status."""
+    from workbench.analysis import analyze_stored, record_verdict
+    from workbench.registry import load_registry
+    from workbench.store import open_store
+
+    db = tmp_path / "wb.duckdb"
+    root = workbench_dir
+    ex = _execution(db)
+    _record(db, "falsified", ex)
+    code, _, err = cli("review", HID, "--approve", "-m", "reproduced", "--as", "ada", "--db", str(db),
+                       "--root", str(root))
+    assert code == 0, err
+    store = open_store(str(db))
+    try:
+        broken = add_execution(store)
+        for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):
+            add_run(store, execution_id=broken, arm=arm, variables=v, outcomes=None, status="failed")
+        a = analyze_stored(store, load_registry(root), HID, execution_id=broken)
+        assert a.verdict == "invalid", a.reasoning
+        assert "No usable run" in a.reasoning and "2 run(s) failed" in a.reasoning
+        record_verdict(store, a)
+    finally:
+        store.dispose()
+    v = _views(cli, db, root)
+    assert [v["list"], v["show"], v["md"].split(" ")[0], v["board"], v["page"], v["review"]] == ["falsified"] * 6, v
+    assert v["note"] == f"execution {broken} came out invalid: not the status", v["note"]
+    assert v["note"] in v["show_text"] and v["note"] in v["md"] and v["note"] in v["html"]
+    code, out, _ = cli("review", "list", HID, "--json", "--db", str(db), "--root", str(root))
+    assert json.loads(out)["items"][0]["state"] == "approved"
+
+
+def test_an_invalid_verdict_is_the_status_only_where_nothing_else_is():
+    overrides = {1: {}, 2: {}}
+    assert current_status("open", [_v(1, "invalid", 1)], overrides).status == "invalid"
+    st = current_status("open", [_v(1, "falsified", 1), _v(2, "invalid", 2)], overrides)
+    assert (st.status, st.verdict.id) == ("falsified", 1)
+    assert st.notes() == ["execution 2 came out invalid: not the status"]
+    st = current_status("open", [_v(1, "falsified", 1), _v(2, "invalid", 2), _v(3, "supported", None)], overrides)
+    assert (st.status, st.verdict.id) == ("falsified", 1)
+    assert current_status("open", [_v(1, "invalid", 1), _v(2, "supported", 2)], overrides).status == "supported"

@@ -14,6 +14,9 @@ the status from `current_status`, so they cannot disagree. The rule, and why:
   never sets the status. The newest one per set of overrides is listed apart, beside the status.
 - A status whose verdict judged other predictions than the hypothesis makes now (a region edited since)
   still stands, marked so: the verdict is what was found, but not about the claim as it now reads.
+- An invalid verdict (no run could measure, a guard failed, the arms differed in more than the isolated
+  variable) could not test the claim: it is the status only while nothing else is, and a newer one is
+  marked beside the status it leaves standing (nor does it make a review of that status stale).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
     from workbench.store.entities import VerdictRecord
 
 CONTROLLED, EXPLORATORY, AA, OVERRIDE = "controlled", "exploratory", "aa", "override"
+INVALID = "invalid"
 EXPLORATORY_NOTE = "exploratory: pooled by wb hypothesis analyze, no controlled run yet"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -83,12 +87,13 @@ class CurrentStatus:
     exploratory: bool = False
     under_overrides: tuple[OverrideVerdict, ...] = ()
     edited_since: str = ""  # the predictions changed since the verdict was given: what it judged and what now
+    set_aside: str = ""  # a newer verdict that came out invalid, which the status does not rest on
 
     def notes(self) -> list[str]:
         """The marks shown beside the status wherever it is shown, one per thing to say."""
         parts = [EXPLORATORY_NOTE] if self.exploratory else []
         parts += [o.describe() for o in self.under_overrides]
-        return parts + ([self.edited_since] if self.edited_since else [])
+        return parts + [n for n in (self.edited_since, self.set_aside) if n]
 
     def note(self) -> str:
         """The marks on one line ('' when there is nothing to say)."""
@@ -113,10 +118,26 @@ def status_timeline(verdicts: Iterable["VerdictRecord"], overrides_of: Overrides
     controlled = False
     for v in sorted(verdicts, key=verdict_order):
         kind = role(v, overrides_of)
+        if out and v.verdict == INVALID:
+            continue  # it could not test the claim: it says nothing about it (`_set_aside` marks it)
         if kind == CONTROLLED or (kind == EXPLORATORY and not controlled):
             controlled = controlled or kind == CONTROLLED
             out.append(v)
     return out
+
+
+def _set_aside(verdicts: Sequence["VerdictRecord"], overrides_of: Overrides, current: "VerdictRecord | None") -> str:
+    """Words for the newest invalid verdict newer than the status's ('' when there is none): shown beside the
+    status, so a broken run is seen without displacing what was found."""
+    if current is None:
+        return ""
+    newer = [v for v in verdicts if v.verdict == INVALID and verdict_order(v) > verdict_order(current)
+             and role(v, overrides_of) in (CONTROLLED, EXPLORATORY)]
+    if not newer:
+        return ""
+    v = max(newer, key=verdict_order)
+    what = f"execution {v.execution_id}" if v.execution_id is not None else "a pooled analysis"
+    return f"{what} came out invalid: not the status"
 
 
 # A prediction as a verdict's judgements record it: the metric judged ("calls:TARGET" for a probe) and the
@@ -166,7 +187,8 @@ def current_status(declared: str, verdicts: Iterable["VerdictRecord"], overrides
             newest[overrides_text(ov)] = OverrideVerdict(ov, v)
     exploratory = current is not None and role(current, overrides_of) == EXPLORATORY
     return CurrentStatus(current.verdict if current else declared, current, exploratory,
-                         tuple(newest[k] for k in sorted(newest)), _edited_since(current, predicts, exploratory))
+                         tuple(newest[k] for k in sorted(newest)), _edited_since(current, predicts, exploratory),
+                         _set_aside(mine, overrides_of, current))
 
 
 def current_statuses(declared: Mapping[str, str], verdicts: Iterable["VerdictRecord"], overrides_of: Overrides,

@@ -147,8 +147,11 @@ def analyze(hypothesis: Hypothesis, experiment: Experiment, runs: Sequence[RunDa
                + (f" in execution {execution_id}" if execution_id is not None else "")
                + (f" ({sum(len(v) for v in failed.values())} run(s) failed)" if any(failed.values()) else "")
                + ". Run it (wb hypothesis run " + h.id + ") or import evidence first.")
-        d.checks.append(validity.check("data", False, why, "inconclusive"))
-        d.reasoning = f"{h.id} is inconclusive. {why}"
+        # Runs that ran and could not measure make the result invalid (the apparatus failed); no run at all
+        # is no data yet.
+        word = "invalid" if any(failed.values()) else "inconclusive"
+        d.checks.append(validity.check("data", False, why, word))
+        d.verdict, d.reasoning = word, f"{h.id} is {word}. {why}"
         return d.freeze()
     aa_only = _validity(d, h, exp, arms, assignments, configs or {}, per_replicate)
     disagree = _predictions(d, h, exp, arms, aa_only, budget)
