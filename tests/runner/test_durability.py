@@ -224,3 +224,51 @@ def test_resume_while_the_runner_is_alive_is_refused_and_touches_nothing(toy):
             proc.kill()
             proc.wait(30)
     assert toy.conf.read_bytes() == toy.original
+
+
+def test_a_new_run_after_kill_9_refuses_the_config_the_dead_runner_left(toy):
+    """kill -9 mid-run leaves the target lock of a dead runner and an arm's config in the file. A new
+    execution used to take the lock over silently and snapshot that arm's config as "the original", so its
+    restore left the arm's config in place for good. Now it refuses, naming the execution to resume; once
+    the file is the original again (here: the resume put it back), a new run takes the lock over."""
+    proc, pgid, flag = _held_runner(toy)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    os.killpg(pgid, signal.SIGKILL)
+    left = toy.conf.read_bytes()
+    assert left != toy.original  # an arm's config, still in place
+    fresh = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--replicates", "1"],
+                           capture_output=True, text=True, timeout=300)
+    assert fresh.returncode != 0, fresh.stdout
+    assert "Traceback" not in fresh.stderr
+    (error,) = [line for line in fresh.stderr.splitlines() if line.startswith("Error:")]
+    assert "died before restoring" in error and str(toy.conf) in error, fresh.stderr
+    assert "wb hypothesis run toy-fix --resume" in fresh.stderr, fresh.stderr
+    assert toy.conf.read_bytes() == left  # nothing touched
+    flag.unlink()
+    resumed = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--resume"],
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert toy.conf.read_bytes() == toy.original
+    # A runner killed after its restore (the file is the original, the lock still there) is taken over.
+    proc = _start(toy, "--replicates", "1")
+    _until(lambda: len(toy.restarts()) >= 1 and toy.conf.read_bytes() != toy.original, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    toy.conf.write_bytes(toy.original)
+    again = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--replicates", "1"],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_sighup_restores_the_target_as_sigterm_does(toy):
+    """Closing the terminal (or an ssh session dropping) sends SIGHUP: the runner used to die at once,
+    leaving the arm's config in place and the workload running."""
+    proc, pgid, flag = _held_runner(toy)
+    proc.send_signal(signal.SIGHUP)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 128 + signal.SIGHUP, err[-2000:]
+    assert toy.conf.read_bytes() == toy.original
+    _until(lambda: not _alive(pgid), limit_s=30)
+    flag.unlink()
