@@ -93,26 +93,31 @@ def _cell(v: Any) -> str:
     return stats.fmt(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _text(v)
 
 
+# The keys of a finding's table that hold its rows, each a mapping of mappings: a variable's counts per value,
+# an alias's per combination, a guard's 2x2 (as _guard_table words it). Rows come from these keys alone, so
+# a value named like another key (`runs`, `strata`) is a row like any other.
+ROW_KEYS = ("values", "combinations", "rows")
+
+
 def _table(table: Any) -> tuple[list[str], list[tuple[str, list[str]]], list[str], list[tuple[str, str]]]:
-    """A finding's table: (columns, rows) when it is a mapping of mappings, plus run names and scalar rows."""
+    """A finding's table: (columns, rows) from its row keys, plus run names and scalar rows."""
     columns: list[str] = []
     rows: list[tuple[str, list[str]]] = []
     runs: list[str] = []
     scalars: list[tuple[str, str]] = []
     if not isinstance(table, dict):
         return columns, rows, runs, scalars
+    cells: dict[str, dict[str, Any]] = {}
     for key, val in table.items():
-        if isinstance(val, dict):
-            for c in val:
-                if c not in columns:
-                    columns.append(str(c))
+        if key in ROW_KEYS and isinstance(val, dict):
+            cells.update({str(k): v for k, v in val.items() if isinstance(v, dict)})
         elif key == "runs" and isinstance(val, list):
             runs = [str(x) for x in val]
         else:
             scalars.append((str(key).replace("_", " "), _text(val)))
-    for key, val in table.items():
-        if isinstance(val, dict):
-            rows.append((str(key), [_cell(val.get(c)) for c in columns]))
+    for val in cells.values():
+        columns += [str(c) for c in val if str(c) not in columns]
+    rows = [(name, [_cell(val.get(c)) for c in columns]) for name, val in cells.items()]
     return [COLUMN_NAMES.get(c, c.replace("_", " ")) for c in columns], rows, runs, scalars
 
 
@@ -144,10 +149,10 @@ def _guard_table(table: Any, factor: Any) -> Any:
     if isinstance(table, dict) and "outcome_with_guard" in table:  # a guard's 2x2 table over runs
         table = dict(table)
         label = str(factor)
-        table[f"with {label}"] = {"runs with the outcome": table.pop("outcome_with_guard", None),
-                                  "runs without it": table.pop("no_outcome_with_guard", None)}
-        table[f"without {label}"] = {"runs with the outcome": table.pop("outcome_without_guard", None),
-                                     "runs without it": table.pop("no_outcome_without_guard", None)}
+        table["rows"] = {f"with {label}": {"runs with the outcome": table.pop("outcome_with_guard", None),
+                                           "runs without it": table.pop("no_outcome_with_guard", None)},
+                         f"without {label}": {"runs with the outcome": table.pop("outcome_without_guard", None),
+                                              "runs without it": table.pop("no_outcome_without_guard", None)}}
     return table
 
 
@@ -184,10 +189,7 @@ def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
     if outcome:
         rows.append(("outcome", str(outcome)))
     rows += scalars
-    p = f.pop("fisher_p", None)
-    test = f.pop("test", None)
-    if isinstance(p, (int, float)):
-        rows.append((f"{test or 'Fisher exact'} p (runs)", f"{p:.2g}"))
+    rows += _p_rows(f.pop("p", None), f.pop("test", None), f.pop("comparisons", 1), f.pop("p_adjusted", None))
     effect = f.pop("effect", None)
     if isinstance(effect, dict):
         rows += [(str(k).replace("_", " "), f"{v:.3g}" if isinstance(v, float) else _text(v))
@@ -199,6 +201,16 @@ def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
                        [Link(f"hypotheses/{h}.html", h) for h in hids if isinstance(h, str) and h in known],
                        no_proposal, "Proposed separating experiment" if any(k == "toggle" for k, _ in proposal_rows)
                        else "No recorded variable separates them yet")
+
+
+def _p_rows(p: Any, test: Any, comparisons: Any, adjusted: Any) -> list[tuple[str, str]]:
+    """The test's p-value over runs, and where it was the smallest of several, the count and the adjusted p."""
+    if not isinstance(p, (int, float)):
+        return []
+    rows = [(f"{test or 'Fisher exact'} p (runs)", f"{p:.2g}")]
+    if isinstance(comparisons, int) and comparisons > 1 and isinstance(adjusted, (int, float)):
+        rows += [("comparisons", str(comparisons)), ("p adjusted (Bonferroni, runs)", f"{adjusted:.2g}")]
+    return rows
 
 
 def confounds(findings: list[dict[str, Any]] | None, note: str, known: set[str], runs: set[int],
