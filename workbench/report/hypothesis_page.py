@@ -29,9 +29,15 @@ MAX_TICKS_PER_ARM = 60
 
 
 def evidence_runs(data: StoreData, hid: str) -> tuple[list[dict[str, Any]], int | None]:
-    """The runs the latest verdict rests on: its execution's runs, else the latest execution's, else all."""
-    runs = [r for r in data.hypothesis_runs(hid) if r["status"] in EVIDENCE_STATUSES]
+    """The runs the status's verdict rests on: those its recorded evidence names (a pooled `analyze` names
+    imported runs, which belong to no hypothesis), else its execution's runs, else the latest execution's,
+    else all of the hypothesis's runs."""
     verdict = data.verdicts.get(hid)
+    named = _evidence_uuids(verdict)
+    if named:
+        runs = [r for r in data.runs.values() if r["uuid"] in named and r["status"] in EVIDENCE_STATUSES]
+        return sorted(runs, key=lambda r: r["id"]), verdict.get("execution_id") if verdict else None
+    runs = [r for r in data.hypothesis_runs(hid) if r["status"] in EVIDENCE_STATUSES]
     ex_ids = [r["execution_id"] for r in runs if r["execution_id"] is not None]
     chosen = verdict.get("execution_id") if verdict else None
     if chosen is None or chosen not in ex_ids:
@@ -39,6 +45,13 @@ def evidence_runs(data: StoreData, hid: str) -> tuple[list[dict[str, Any]], int 
     if chosen is None:
         return runs, None
     return [r for r in runs if r["execution_id"] == chosen], chosen
+
+
+def _evidence_uuids(verdict: dict[str, Any] | None) -> set[str]:
+    """The run keys a stored verdict's evidence names ([uuid, content digest] pairs)."""
+    evidence = (verdict or {}).get("evidence")
+    runs = evidence.get("runs") if isinstance(evidence, dict) else None
+    return {str(r[0]) for r in runs or [] if isinstance(r, (list, tuple)) and r}
 
 
 def metric_descriptions(exp: Experiment | None) -> dict[str, str]:
@@ -459,28 +472,3 @@ def _execution_view(e: dict[str, Any]) -> ExecutionView:
         user += f" (from {e['user_source']})"
     return ExecutionView(e["id"], e.get("mode") or "", e.get("status") or "", (e.get("started_at") or "")[:19],
                          user, e.get("host") or "not recorded", rev or "not recorded", e.get("wb_version") or "")
-
-
-def key_number(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None = None) -> str:
-    """The one number a board card shows: the first prediction's metric in its arm (or probe calls)."""
-    preds = bridge.predictions(analysis)
-    if preds and preds[0].estimate is not None:
-        src, p = preds[0], h.predicts[0]
-        est = float(src.estimate)
-        k, n = src.k, src.n
-        where = src.where or p.arm or ""
-        if p.target:
-            return f"{p.target.split(':')[-1]}: {stats.fmt(est)} calls"
-        value = f"{int(k)}/{int(n)} = {est:.1%}" if isinstance(k, (int, float)) and n else stats.fmt(est)
-        return f"{p.metric} ({where}): {value}"
-    runs, _ = evidence_runs(data, h.id)
-    if not runs:
-        return "no runs yet"
-    p = h.predicts[0]
-    if p.target:
-        calls = sum(pc["calls"] for r in runs for pc in data.probes.get(r["id"], []) if pc["target"] == p.target)
-        return f"{p.target.split(':')[-1]}: {calls} calls in {len(runs)} run(s)"
-    exp = registry.experiments.get(h.experiment)
-    arm = p.arm or (p.difference[0] if p.difference else (h.arm_names[-1] if h.arm_names else None))
-    e = arm_estimate(exp, p.metric, [r for r in runs if (r["arm"] or "probe") == arm])
-    return f"{p.metric} ({arm}): {e.label}" if e.estimate is not None else f"{len(runs)} run(s)"

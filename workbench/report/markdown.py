@@ -22,7 +22,9 @@ def _line(text: Any) -> str:
 
 
 def render(ctx: HypothesisContext) -> str:
-    out = [f"### `{ctx.id}` — {ctx.verdict.verdict if ctx.verdict else 'no verdict yet'}", ""]
+    # The header is the status by the one status rule, as the HTML page's badge and the board show it; a
+    # verdict computed now from the runs left (its own was deleted with a run) is no status.
+    out = [f"### `{ctx.id}` — {ctx.status}", ""]
     if ctx.status_note:
         out += [f"_Status: {ctx.status} ({_line(ctx.status_note)})_", ""]
     out.append(f"> {_line(ctx.claim)}")
@@ -38,7 +40,9 @@ def render(ctx: HypothesisContext) -> str:
         v = ctx.verdict
         when = f", {v.created_at[:16]}" if v.created_at else ""
         ex = f", execution {v.execution_id}" if v.execution_id is not None else ""
-        out.append(f"**Verdict: {v.verdict}** ({v.source}{when}{ex})")
+        out.append(f"**Verdict: {v.verdict}** ({v.source}{when}{ex})" if v.source == "stored" else
+                   f"No verdict holds the status; re-analysing the stored runs now gives **{v.verdict}** "
+                   "(computed now, not stored).")
         out.append("")
         if v.reasoning:
             out.append(_line(v.reasoning))
@@ -126,9 +130,10 @@ def board_markdown(store: Store, registry: Registry) -> str:
     from workbench.report import pages
     from workbench.report.site import gather
 
-    data, _, _, _ = gather(store, registry, [], confounds=False)
+    # Every hypothesis analysed as the site's board analyses it, so both show the same figure.
+    data, analyses, _, _ = gather(store, registry, confounds=False)
     page = Page("Hypotheses", "", "board", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-    idx = pages.index(registry, data, pages.status_of(registry, data), page)
+    idx = pages.index(registry, data, pages.status_of(registry, data), page, analyses)
     out = ["| hypothesis | status | key number | date | review |", "| --- | --- | --- | --- | --- |"]
     for col in idx.columns:
         for c in col.cards:

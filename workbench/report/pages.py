@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from workbench.report import hypothesis_page, lineage, stats
+from workbench.analysis.results import Analysis
+from workbench.report import bridge, hypothesis_page, lineage, stats
 from workbench.report.context import (Card, Column, ConfoundContext, FindingView, IndexContext, LineageContext, Link,
                                       Page, RestsOn, RunRow, RunsContext)
 from workbench.report.data import StoreData
 
 if TYPE_CHECKING:
+    from workbench.registry.hypothesis import Hypothesis
     from workbench.registry.loader import Registry
 
 
@@ -31,16 +33,60 @@ def index(registry: Registry, data: StoreData, statuses: dict[str, str], page: P
     for h in registry.hypotheses:
         v = data.verdicts.get(h.id)
         st = statuses[h.id] if statuses[h.id] in cards else "open"
-        runs = data.runs_by_hypothesis.get(h.id, [])
+        # its own runs and those its status's evidence drew in (imported runs belong to no hypothesis)
+        evidence = {r["id"] for r in hypothesis_page.evidence_runs(data, h.id)[0]}
+        runs = sorted(set(data.runs_by_hypothesis.get(h.id, [])) | evidence)
         last_run = data.runs[runs[-1]]["started_at"] if runs else None
         cards[st].append(Card(id=h.id, href=f"hypotheses/{h.id}.html", claim=h.claim, status=st, kind=h.kind,
                               verdict=v["verdict"] if v else None,
-                              key_number=hypothesis_page.key_number(h, registry, data,
-                                                                                    (analyses or {}).get(h.id, (None,))[0]),
+                              key_number=key_number(h, registry, data, (analyses or {}).get(h.id, (None,))[0]),
                               date=((v or {}).get("created_at") or last_run or "")[:10], parent=h.parent,
                               runs=len(runs), status_note=data.status_note(h.id), **_card_review(data, h.id)))
     columns = [Column(s, COLUMN_TITLES[s], cards[s]) for s in COLUMN_TITLES if s != "invalid" or cards[s]]
     return IndexContext(page, columns, len(registry.hypotheses), len(data.runs), len(data.verdicts))
+
+
+def key_number(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None = None) -> str:
+    """The one number a board card shows: the first prediction's metric in its arm (or probe calls), as the
+    verdict the status rests on recorded it; else as a fresh analysis gives it; else from the evidence runs."""
+    for source in (_stored_analysis(data, h.id), analysis):
+        text = _predicted_number(h, source)
+        if text:
+            return text
+    runs, _ = hypothesis_page.evidence_runs(data, h.id)
+    if not runs:
+        return "no runs yet"
+    p = h.predicts[0]
+    if p.target:
+        calls = sum(pc["calls"] for r in runs for pc in data.probes.get(r["id"], []) if pc["target"] == p.target)
+        return f"{p.target.split(':')[-1]}: {calls} calls in {len(runs)} run(s)"
+    exp = registry.experiments.get(h.experiment)
+    arm = p.arm or (p.difference[0] if p.difference else (h.arm_names[-1] if h.arm_names else None))
+    e = hypothesis_page.arm_estimate(exp, p.metric, [r for r in runs if (r["arm"] or "probe") == arm])
+    return f"{p.metric} ({arm}): {e.label}" if e.estimate is not None else f"{len(runs)} run(s)"
+
+
+def _stored_analysis(data: StoreData, hid: str) -> Analysis | None:
+    """The analysis recorded with the verdict the status rests on (None when it recorded none)."""
+    details = (data.verdicts.get(hid) or {}).get("details")
+    return Analysis.from_dict(details) if isinstance(details, dict) and details.get("predictions") else None
+
+
+def _predicted_number(h: Hypothesis, analysis: Analysis | None) -> str:
+    """The first prediction's estimate as `analysis` judged it ('' when it judged none)."""
+    preds = bridge.predictions(analysis)
+    if not preds or preds[0].estimate is None or not h.predicts:
+        return ""
+    src, p = preds[0], h.predicts[0]
+    if src.metric != (f"calls:{p.target}" if p.target else p.metric) and src.metric != p.metric:
+        return ""  # judged before the prediction was edited: not the number the card names
+    est = float(src.estimate)
+    k, n = src.k, src.n
+    where = src.where or p.arm or ""
+    if p.target:
+        return f"{p.target.split(':')[-1]}: {stats.fmt(est)} calls"
+    value = f"{int(k)}/{int(n)} = {est:.1%}" if isinstance(k, (int, float)) and n else stats.fmt(est)
+    return f"{p.metric} ({where}): {value}"
 
 
 def _card_review(data: StoreData, hid: str) -> dict[str, str]:
