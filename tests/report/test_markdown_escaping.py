@@ -92,3 +92,63 @@ def test_user_text_lands_literally_everywhere_in_report_md(hostile_md: tuple[str
     for tag in TAGS_FROM_TEXT:
         assert tag not in board_html, (tag, board_html)
     assert "wedge-confound" in _text(board_html)
+
+
+MARKUP = "\"'><script>alert(1)</script><img src=x onerror=alert(2)></script><!--"
+
+
+def test_user_text_never_makes_markup_anywhere_in_the_site(tmp_path: Path) -> None:
+    """The same places in the HTML site (text, title= attributes, the chart specs' JSON inside <script>):
+    every page parses to the elements wb writes and nothing else."""
+    from html.parser import HTMLParser
+
+    from workbench.registry import load_registry
+    from workbench.report import build_site
+    from workbench.store import open_store, records
+
+    root = synth.copy_workbench(tmp_path / "wb")
+    for path, old in ((root / "hypotheses.yaml", "claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge."),
+                      (root / "experiments" / "agent-repro.yaml", "description: leak / sessions}")):
+        text = path.read_text(encoding="utf-8")
+        assert old in text
+        key = old.split(":")[0]
+        path.write_text(text.replace(old, f"{key}: {json.dumps(MARKUP)}" + ("}" if old.endswith("}") else "")),
+                        encoding="utf-8")
+    reg = load_registry(root)
+    store = open_store(str(tmp_path / "wb.duckdb"))
+    try:
+        with store.session() as s:
+            ids = synth.add_ab_execution(s, reg, "wedge-confound", art_dir=root / ".wb" / "artifacts" / "m",
+                                         replicates=1, verdict="falsified", reasoning=MARKUP)
+            records.add_review(s, hypothesis_id="wedge-confound", author=MARKUP, body=MARKUP,
+                               verdict_id=ids["verdict_id"])
+        result = build_site(store, reg, tmp_path / "site")
+    finally:
+        store.dispose()
+
+    class Elements(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bad: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            names = {k for k, _ in attrs}
+            if tag == "img" or any(k.startswith("on") for k in names):
+                self.bad.append(f"<{tag} {attrs}>")
+            if tag == "script" and not (dict(attrs).get("src", "").endswith((".js",))
+                                        or dict(attrs).get("type") == "application/json"):
+                self.bad.append(f"<script {attrs}>")
+
+        def handle_comment(self, data: str) -> None:
+            self.bad.append(f"<!--{data[:40]}")
+
+    pages = [Path(result["index"]), Path(result["hypotheses"]["wedge-confound"]), Path(result["runs_list"]),
+             Path(result["confounds"]), Path(result["lineage"])] + [Path(p) for p in result["runs"].values()]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        parser = Elements()
+        parser.feed(text)
+        assert not parser.bad, (page.name, parser.bad)
+        assert "<script>alert" not in text
+    hyp = Path(result["hypotheses"]["wedge-confound"]).read_text(encoding="utf-8")
+    assert hyp.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 3  # claim, reasoning, review, description
