@@ -138,3 +138,15 @@ def test_after_deleting_an_imported_run_markdown_and_html_agree(wb):
     assert _agree(wb) == {"status": "falsified", "key": SEED_KEY}
     wb["run"]("runs", "delete", "6", "--yes")
     assert _agree(wb)["status"] == "open"
+
+
+def test_pooled_verdict_page_shows_the_imported_runs_it_rests_on(wb):
+    _import_and_analyze(wb)
+    _html_board(wb)
+    page = (wb["site"] / "hypotheses" / f"{HID}.html").read_text()
+    runs = page[page.index('<section id="runs">'):]
+    runs = runs[:runs.index("</section>")]
+    rows = re.findall(r'<tr><td><a href="\.\./runs/(\d+)\.html">.*?<td>(✓?)</td></tr>', runs)
+    labels = {"pre-bf16-hicache": 2, "pre-ab-bf16": 5, "post-bf16-hicache-postfix": 6}  # the import's order
+    assert sorted((int(i), mark) for i, mark in rows) == [(i, "✓") for i in sorted(labels.values())], runs
+    assert 'data-metric="corruption_rate"' in page  # its chart, drawn from the runs the verdict rests on

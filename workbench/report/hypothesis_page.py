@@ -269,7 +269,7 @@ def _evidence_by_arm(h: Hypothesis, data: StoreData, analysis: Analysis | None
     may include matching runs of other hypotheses; else the latest verdict's execution's."""
     runs, ex_id = evidence_runs(data, h.id)
     by_arm: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    used = bridge.evidence_run_ids(analysis)
+    used = bridge.evidence_run_ids(analysis, _run_labels(data, h.experiment))
     if used:
         runs = [data.runs[i] for ids in used.values() for i in ids if i in data.runs]
         for arm, ids in used.items():
@@ -278,6 +278,15 @@ def _evidence_by_arm(h: Hypothesis, data: StoreData, analysis: Analysis | None
         for r in runs:
             by_arm[r["arm"] or "probe"].append(r)
     return runs, ex_id, by_arm
+
+
+def _run_labels(data: StoreData, experiment: str) -> dict[str, int]:
+    """label -> run id over the experiment's runs whose label names one run (an analysis names them so)."""
+    ids: dict[str, list[int]] = defaultdict(list)
+    for r in data.runs.values():
+        if r["label"] and r["experiment_id"] == experiment:
+            ids[r["label"]].append(r["id"])
+    return {label: found[0] for label, found in ids.items() if len(found) == 1}
 
 
 def _arm_rows(h: Hypothesis, registry: Registry) -> list[ArmRow]:
@@ -418,8 +427,11 @@ def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis
           page: Page, status_of: dict[str, str]) -> HypothesisContext:
     exp = registry.experiments.get(h.experiment)
     desc = metric_descriptions(exp)
-    all_runs = data.hypothesis_runs(h.id)
     runs, ex_id, by_arm = _evidence_by_arm(h, data, analysis)
+    own = data.hypothesis_runs(h.id)
+    own_ids = {r["id"] for r in own}
+    # its own runs and the ones its evidence drew in (imported runs, other hypotheses' matching runs)
+    all_runs = own + [r for r in runs if r["id"] not in own_ids]
     arm_names = list(h.arm_names) + [a for a in by_arm if a not in h.arm_names]
     chart_views, estimates = _charts(h, exp, runs, by_arm, arm_names, analysis, desc)
     page.has_charts = bool(chart_views)  # the ~900 KB chart runtime loads only where a chart is drawn
