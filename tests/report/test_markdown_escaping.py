@@ -29,12 +29,21 @@ def _text(rendered: str) -> str:
 
 @pytest.mark.parametrize("text", ["# h", "> q", "- li", "+ li", "* li", "1. ol", "2) ol", "===", "---", "***",
                                   "    indented", "<div>", "[a]: http://x", "![i](x.png)", "a*b*c", "x _y_ z",
-                                  "__init__", "a\\*b", "&lt;", "`a`", "~~s~~", "a | b", "<http://x>", "!"])
+                                  "__init__", "a\\*b", "&lt;", "&#60;", "`a`", "~~s~~", "a | b", "<http://x>", "!",
+                                  "<!-- c -->", "<?php", "</p>", "x <= 0.02 and y >= 1", "a & b"])
 def test_one_escape_keeps_any_text_literal(text: str) -> None:
     from workbench.report.markdown import md_text
 
     rendered = _render(md_text(text))
     assert rendered == f"<p>{html.escape(text.strip(), quote=False)}</p>\n", (md_text(text), rendered)
+
+
+def test_comparisons_and_ampersands_stay_as_written() -> None:
+    from workbench.report.markdown import md_text
+
+    # the status marks quote regions ("<= 0.02"): readable in the raw Markdown, literal when rendered
+    assert md_text("corruption_rate (treatment) <= 0.02 & aborts >= 1") == \
+        "corruption_rate (treatment) <= 0.02 & aborts >= 1"
 
 
 @pytest.mark.parametrize("text", ["a`b", "``", "a|b", "` x `", "plain"])

@@ -16,8 +16,11 @@ if TYPE_CHECKING:
 # Characters that make Markdown inline syntax anywhere in a line (emphasis, code, links, tables, strike,
 # backslash escapes); `_` only where it can open or close emphasis (not inside a word: corruption_rate).
 _INLINE = re.compile(r"[\\`*\[\]|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-# What starts a block at the beginning of a line: a heading, a list item, a thematic break or setext line.
-_LEADING = re.compile(r"^(?:[#+=-]|\d+[.)])")
+# What starts a block at the beginning of a line: a heading, a quote, a list item, a thematic break or setext line.
+_LEADING = re.compile(r"^(?:[#>+=-]|\d+[.)])")
+# Raw HTML, a comment or an autolink opens with '<' and a letter, '/', '!' or '?'; an entity is '&name;' or
+# '&#123;'. A '<' or '&' of anything else (`<= 0.02`, `a & b`) is literal as written and stays readable.
+_HTML = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)")
 
 
 def md_text(text: Any) -> str:
@@ -25,7 +28,7 @@ def md_text(text: Any) -> str:
     entities shown as written, every character that would make a link, emphasis, code, a strike, a cell
     break or (at the start) a heading, list or quote escaped."""
     s = " ".join(str(text).split())
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = _HTML.sub(lambda m: "&lt;" if m.group(0) == "<" else "&amp;", s)
     s = _INLINE.sub(lambda m: "\\" + m.group(0), s)
     return _LEADING.sub(lambda m: m.group(0)[:-1] + "\\" + m.group(0)[-1], s)  # 1\. and \# alike
 
