@@ -91,7 +91,10 @@ def test_html_shows_every_value_row_and_the_adjusted_p(kv, cli, tmp_path):
     assert code == 0, err
     html = (tmp_path / "site" / "confounds.html").read_text()
     article = next(a for a in html.split("<article") if "compression and stale_rate" in a)
-    cells = lambda name: re.search(rf"<tr><td>{name}</td>((?:<td class=\"num\">[^<]*</td>)+)</tr>", article)  # noqa: E731
+
+    def cells(name: str) -> re.Match | None:
+        return re.search(rf"<tr><td>{name}</td>((?:<td class=\"num\">[^<]*</td>)+)</tr>", article)
+
     for name, row in (("runs", ["6", "6", "120", "300"]), ("strata", ["6", "0", "0", "300"]),
                       ("off", ["6", "0", "0", "300"])):
         found = cells(name)

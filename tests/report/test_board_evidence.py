@@ -150,3 +150,18 @@ def test_pooled_verdict_page_shows_the_imported_runs_it_rests_on(wb):
     labels = {"pre-bf16-hicache": 2, "pre-ab-bf16": 5, "post-bf16-hicache-postfix": 6}  # the import's order
     assert sorted((int(i), mark) for i, mark in rows) == [(i, "✓") for i in sorted(labels.values())], runs
     assert 'data-metric="corruption_rate"' in page  # its chart, drawn from the runs the verdict rests on
+
+
+def test_lineage_and_runs_table_name_the_arm_the_analysis_put_each_imported_run_in(wb):
+    _import_and_analyze(wb)
+    _html_board(wb)
+    lineage = (wb["site"] / "lineage.html").read_text()
+    rests = lineage[lineage.index('<table class="rests">'):]
+    row = next(r for r in rests.split("<tr>") if f'href="hypotheses/{HID}.html"' in r)
+    arms = dict(re.findall(r"<div>(\w+): (.*?)</div>", row))
+    assert sorted(arms) == ["control", "treatment"], row
+    assert re.findall(r">(\d+)</a>", arms["control"]) == ["2", "5"]
+    assert re.findall(r">(\d+)</a>", arms["treatment"]) == ["6"]
+    page = (wb["site"] / "hypotheses" / f"{HID}.html").read_text()
+    rows = dict(re.findall(r'<tr><td><a href="\.\./runs/(\d+)\.html">\d+</a></td><td>[^<]*</td><td>(\w*)</td>', page))
+    assert rows == {"2": "control", "5": "control", "6": "treatment"}, rows

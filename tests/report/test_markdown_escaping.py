@@ -116,7 +116,8 @@ def test_user_text_never_makes_markup_anywhere_in_the_site(tmp_path: Path) -> No
     from workbench.store import open_store, records
 
     root = synth.copy_workbench(tmp_path / "wb")
-    for path, old in ((root / "hypotheses.yaml", "claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge."),
+    claim = "claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge."
+    for path, old in ((root / "hypotheses.yaml", claim),
                       (root / "experiments" / "agent-repro.yaml", "description: leak / sessions}")):
         text = path.read_text(encoding="utf-8")
         assert old in text

@@ -51,7 +51,8 @@ def _p_text(f: Finding) -> str:
     """The test's p-value, and the Bonferroni-adjusted one the flag is judged on when there were several."""
     if f.p is None:
         return ""
-    adjusted = f"; Bonferroni-adjusted over {f.comparisons} comparisons: {f.p_adjusted:.2g}" if f.comparisons > 1 else ""
+    adjusted = (f"; Bonferroni-adjusted over {f.comparisons} comparisons: {f.p_adjusted:.2g}"
+                if f.comparisons > 1 else "")
     return f" ({f.test or 'Fisher exact'} p = {f.p:.2g}{adjusted})"
 
 

@@ -280,6 +280,16 @@ def _evidence_by_arm(h: Hypothesis, data: StoreData, analysis: Analysis | None
     return runs, ex_id, by_arm
 
 
+def evidence_arms(data: StoreData, h: Hypothesis) -> dict[int, str]:
+    """run id -> the arm the status's verdict put it in, as its recorded analysis says (an imported run has no
+    arm of its own)."""
+    details = (data.verdicts.get(h.id) or {}).get("details")
+    if not isinstance(details, dict) or not isinstance(details.get("runs"), dict):
+        return {}
+    used = bridge.evidence_run_ids(Analysis.from_dict(details), _run_labels(data, h.experiment)) or {}
+    return {i: arm for arm, ids in used.items() for i in ids}
+
+
 def _run_labels(data: StoreData, experiment: str) -> dict[str, int]:
     """label -> run id over the experiment's runs whose label names one run (an analysis names them so)."""
     ids: dict[str, list[int]] = defaultdict(list)
@@ -412,11 +422,14 @@ def _attrition(exp: Experiment | None, data: StoreData, arm_names: list[str], by
     return attrition, outcomes
 
 
-def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], runs: list[dict[str, Any]],
+def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], by_arm: dict[str, list[dict[str, Any]]],
               metric_columns: list[str]) -> list[RunRow]:
-    in_evidence = {r["id"] for r in runs}
+    """The runs table; a run of the evidence without an arm of its own (imported) shows the analysis' arm."""
+    arm_of = {r["id"]: arm for arm, rs in by_arm.items() for r in rs}
+    in_evidence = set(arm_of)
     shown = sorted(all_runs, key=lambda r: r["id"], reverse=True)[:MAX_RUN_ROWS]
-    return [RunRow(r["id"], f"../runs/{r['id']}.html", r["arm"] or "", "" if r["replicate"] is None
+    return [RunRow(r["id"], f"../runs/{r['id']}.html", r["arm"] or arm_of.get(r["id"], ""),
+                   "" if r["replicate"] is None
                    else str(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
                    r["id"] in in_evidence,
                    [stats.fmt(v) if v is not None else "" for v in (run_metric(exp, r, m) for m in metric_columns)])
@@ -458,7 +471,7 @@ def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis
         assumptions=assumptions, charts=chart_views, verdict=verdict, analysis_note=notes,
         attrition=attrition if any(r.units for r in attrition) else [], attrition_outcomes=outcomes,
         probe_rows=probe_rows, probe_totals=[(t, v[0], v[1]) for t, v in sorted(totals.items())],
-        metric_columns=metric_columns, runs=_run_rows(exp, all_runs, runs, metric_columns),
+        metric_columns=metric_columns, runs=_run_rows(exp, all_runs, by_arm, metric_columns),
         status_note=data.status_note(h.id), metric_descriptions=desc, **_review_fields(h, data))
 
 

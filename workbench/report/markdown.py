@@ -121,7 +121,8 @@ def _review_lines(ctx: HypothesisContext) -> list[str]:
     out = [f"Review: **{ctx.review_state}**" + (f" ({ctx.review_note})" if ctx.review_note else "")]
     for r in ctx.reviews:
         saw = f" on verdict {md_text(r.verdict_seen)} (evidence {md_code(r.evidence)})" if r.verdict_seen else ""
-        out.append(f"- {md_text(r.author)}: {md_text(r.decision)}{saw}{' — stale' if r.stale else ''}, {r.created_at}: "
+        stale = " — stale" if r.stale else ""
+        out.append(f"- {md_text(r.author)}: {md_text(r.decision)}{saw}{stale}, {r.created_at}: "
                    f"{md_text(r.body)}")
     for e in ctx.executions:
         out.append(f"- execution {e.id} ({e.mode}, {e.status}) by {md_text(e.user)} on {md_text(e.host)} at "

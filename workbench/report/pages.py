@@ -285,8 +285,9 @@ def lineage_context(registry: Registry, data: StoreData, statuses: dict[str, str
         by_arm: dict[str, list[Link]] = {}
         configs: dict[tuple[str, str], None] = {}
         revisions: dict[str, None] = {}
+        arm_of = hypothesis_page.evidence_arms(data, h)
         for r in runs:
-            arm = r["arm"] or "probe"
+            arm = r["arm"] or arm_of.get(r["id"]) or "probe"
             links = by_arm.setdefault(arm, [])
             if len(links) < MAX_LINKS:
                 links.append(Link(f"runs/{r['id']}.html", str(r["id"])))
