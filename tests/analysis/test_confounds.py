@@ -17,13 +17,13 @@ def test_wedge_world_pattern_is_flagged_with_a_data_driven_proposal(store, regis
                 outcomes={"done": 80}, extra={"waiting_for_input": 0, "timeouts": 0})
     findings = {(f.kind, f.factor): f for f in scan_confounds(store, registry)}
     aborts = findings[("guard", "aborts (= waiting_for_input)")]
-    assert aborts.flagged and aborts.fisher_p is not None and aborts.fisher_p < 0.01  # 5 vs 5 runs: 2/252
+    assert aborts.flagged and aborts.p is not None and aborts.p < 0.01  # 5 vs 5 runs: 2/252
     assert aborts.effect["risk_difference"] == 1.0
     assert aborts.proposal["toggle"] == "nixl_abort_fix" and aborts.proposal["from"] == "off"
     assert aborts.proposal["hold"]["index_k_dtype"] == "bf16"
     fix = findings[("variable", "nixl_abort_fix")]
-    assert fix.flagged and fix.effect["units_fisher_p"] < 1e-6
-    assert fix.table["off"]["units_k"] == 45 and fix.table["off"]["units_n"] == 400
+    assert fix.flagged and fix.effect["units_p"] < 1e-6
+    assert fix.table["values"]["off"]["units_k"] == 45 and fix.table["values"]["off"]["units_n"] == 400
 
 
 def test_scan_of_an_empty_store_finds_nothing(store, registry):

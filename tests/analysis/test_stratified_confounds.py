@@ -65,7 +65,7 @@ def test_simpsons_paradox_history_gives_no_flag_and_names_the_test_and_strata(tm
     found = {(f["kind"], f["factor"]): f for f in json.loads(out)["items"]}
     comp = found[("variable", "compression")]
     assert not comp["flagged"], comp["message"]
-    assert comp["fisher_p"] == pytest.approx(1.0)
+    assert comp["p"] == pytest.approx(1.0)
     assert comp["test"].startswith("exact conditional")
     assert "stratified by batch_writes" in comp["message"]
     assert "batch_writes=off: compression=off 9/9 runs" in comp["message"]
@@ -75,7 +75,7 @@ def test_simpsons_paradox_history_gives_no_flag_and_names_the_test_and_strata(tm
     # batch_writes does separate the outcome within the compression=off stratum (9/9 vs 0/1 is too few runs)
     # and within compression=on (1/1 vs 0/9): the stratified test still sees it.
     batch = found[("variable", "batch_writes")]
-    assert batch["flagged"] and batch["fisher_p"] < 0.05
+    assert batch["flagged"] and batch["p"] < 0.05
     code, text, _ = cli("confounds")
     assert "stale_rate vs variable compression (exact conditional" in text
 
@@ -124,7 +124,7 @@ def test_a_variable_of_three_values_is_tested_each_value_against_the_rest(tmp_pa
     comp = {(f["kind"], f["factor"]): f for f in json.loads(out)["items"]}[("variable", "compression")]
     assert comp["flagged"], comp["message"]
     # lz4 against the rest: 6/6 vs 0/12 runs, Fisher p = 1/C(18, 6) = 5.4e-5, times 3 values (Bonferroni).
-    assert comp["fisher_p"] == pytest.approx(3 * stats.fisher(6, 6, 0, 12), rel=1e-6)
+    assert comp["p_adjusted"] == pytest.approx(3 * stats.fisher(6, 6, 0, 12), rel=1e-6) and comp["comparisons"] == 3
     assert "compression=lz4 against the other values" in comp["message"]
     assert "Bonferroni over its 3 values" in comp["message"]
     assert comp["effect"]["risk_difference"] == pytest.approx(1.0)
@@ -137,4 +137,4 @@ def test_a_variable_of_three_values_without_an_effect_is_not_flagged(tmp_path, c
     assert cli("import", "evidence", "s.csv")[0] == 0
     code, out, err = cli("confounds", "--json")
     comp = {(f["kind"], f["factor"]): f for f in json.loads(out)["items"]}[("variable", "compression")]
-    assert not comp["flagged"] and comp["fisher_p"] is not None and comp["fisher_p"] > 0.05, comp["message"]
+    assert not comp["flagged"] and comp["p_adjusted"] is not None and comp["p_adjusted"] > 0.05, comp["message"]

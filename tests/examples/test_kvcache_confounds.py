@@ -105,7 +105,7 @@ def test_controlled_experiment_clears_a_variable_and_runs_are_conditioned(kv):
     # Only runs of one experiment version holding batch_writes fixed inform it: the imported history (its
     # harness version unknown, compression never apart from batch_writes) is left out.
     assert sorted(comp["table"]["runs"]) == sorted(f"run {i}" for i in range(7, 11))
-    assert comp["table"]["on"]["units_k"] == 0
+    assert comp["table"]["values"]["on"]["units_k"] == 0
 
 
 def test_a_change_that_came_with_a_new_harness_version_is_not_credited(kv):

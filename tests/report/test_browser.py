@@ -362,3 +362,55 @@ def test_dsml_bar_in_a_log_renders_with_a_font_that_has_it(browser: Any, rich: d
         _shot(page, "run-dsml.png")
     finally:
         v.close()
+
+
+LONG_WORD = "x" * 400
+LONG_SENTENCE = " ".join(["the transfer aborts the wedge leaves, counted from its WaitingForInput lines"] * 8)
+
+
+@pytest.mark.parametrize("viewport", [(1280, 900), (390, 844)])
+def test_a_long_metric_description_wraps_inside_its_chart_card(browser: Any, tmp_path: Path,
+                                                               viewport: tuple[int, int]) -> None:
+    """A 400-character word and a long sentence as descriptions: each chart card stays as wide as its chart
+    and table (the text wraps under them), nothing in it overflows, and the page never scrolls sideways."""
+    from workbench.registry import load_registry
+    from workbench.report import build_site
+    from workbench.store import open_store
+
+    root = synth.copy_workbench(tmp_path / "wb")
+    exp = root / "experiments" / "agent-repro.yaml"
+    text = exp.read_text(encoding="utf-8")
+    for old, new in (("description: leak / sessions}", f"description: {LONG_WORD}}}"),
+                     ("description: WaitingForInput lines in the decode log during the run}",
+                      f'description: "{LONG_SENTENCE}"}}')):
+        assert old in text
+        text = text.replace(old, new)
+    exp.write_text(text, encoding="utf-8")
+    reg = load_registry(root)
+    store = open_store(str(tmp_path / "wb.duckdb"))
+    try:
+        with store.session() as s:
+            synth.add_ab_execution(s, reg, "wedge-confound", art_dir=root / ".wb" / "artifacts" / "long", replicates=1,
+                                   aborts={"control": 3, "treatment": 0})
+        result = build_site(store, reg, tmp_path / "site")
+    finally:
+        store.dispose()
+    v = Visit(browser, tmp_path / "site", viewport=viewport)
+    try:
+        page = v.open(result["hypotheses"]["wedge-confound"])
+        cards = page.evaluate("""[...document.querySelectorAll('figure.chart-box')].map(f => ({
+            desc: (f.querySelector('.metric-desc') || {}).textContent || '',
+            card: f.getBoundingClientRect().width, overflow: f.scrollWidth - f.clientWidth,
+            content: Math.max(f.querySelector('.chart').getBoundingClientRect().width,
+                              f.querySelector('table').getBoundingClientRect().width)}))""")
+        long = [c for c in cards if LONG_WORD in c["desc"] or LONG_SENTENCE in c["desc"]]
+        assert len(long) >= 2, [c["desc"][:40] for c in cards]
+        for c in cards:
+            assert c["card"] <= viewport[0] and c["overflow"] <= 0, c
+            # the card is its chart's and table's width plus its padding and border: the text does not widen it
+            assert c["card"] <= c["content"] + 20, c
+        assert page.evaluate("document.documentElement.scrollWidth") <= viewport[0]
+        _shot(page, f"long-description-{viewport[0]}.png")
+        assert not v.errors and not v.outside
+    finally:
+        v.close()

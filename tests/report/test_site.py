@@ -290,12 +290,13 @@ def test_a_guard_without_a_separating_variable_prints_no_nulls(tmp_path: Path) -
                "flagged": True, "message": "In every run with leak where aborts was recorded, aborts also occurred.",
                "table": {"outcome_with_guard": 4, "no_outcome_with_guard": 0, "outcome_without_guard": 0,
                          "no_outcome_without_guard": 0, "runs": ["run 1", "run 2"]},
-               "fisher_p": None, "effect": {"risk_difference": None, "odds_ratio": None},
+               "p": None, "effect": {"risk_difference": None, "odds_ratio": None},
                "proposal": {"toggle": None, "hold": {"hicache": "on"}, "registered_as": None,
                             "text": "No recorded variable is known to remove aborts: add one that does."}}
     variable = {"kind": "variable", "factor": "hicache", "outcome": "corruption_rate", "flagged": True,
-                "message": "hicache=off: 0/1 runs", "table": {"off": {"runs": 1, "runs_with_outcome": 0, "units_k": None,
-                                                                      "units_n": None}}, "proposal": None}
+                "message": "hicache=off: 0/1 runs", "table": {"values": {"off": {"runs": 1, "runs_with_outcome": 0,
+                                                                                 "units_k": None, "units_n": None}}},
+                "proposal": None}
     ctx = pages.confounds([finding, variable], "", set(), {1, 2}, Page("Confounds", "", "confounds", "now"))
     text = site_mod._env().get_template("confounds.html.j2").render(ctx=ctx)
     assert not re.search(r"\bnull\b|\bNone\b", text)

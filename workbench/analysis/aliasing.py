@@ -81,8 +81,9 @@ def alias_findings(make: Callable[..., Any], registry: Registry, exp: Experiment
             msg = (f"{a} and {b} are partially aliased (Cramér's V {v:.2f}): they moved together in most of "
                    f"{len(both)} run(s) of {exp.id}, so the history barely separates them ({seen}).")
         prop = propose(registry, exp, (a, b), both, rates, outcome)
-        table = {f"{a}={x}, {b}={y}": {"runs": n, f"{what} rate": rates[(x, y)]} for (x, y), n in combos.items()}
-        table["runs"] = [r.name for r in both]  # type: ignore[assignment]
+        table = {"combinations": {f"{a}={x}, {b}={y}": {"runs": n, f"{what} rate": rates[(x, y)]}
+                                  for (x, y), n in combos.items()},
+                 "runs": [r.name for r in both]}
         out.append(make("alias", f"{a} ~ {b}", outcome, exp.id, True, msg, table, None,
                         {"cramers_v": v, "perfect": perfect}, prop))
     return out

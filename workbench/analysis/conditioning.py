@@ -53,7 +53,8 @@ def variable_findings(make: Callable[..., Any], exp: Experiment, known: list[Run
         if not used:
             msg = (f"{var} never varied with the other variables and the experiment version held "
                    f"({len([r for r in known if var in r.variables])} run(s)): this history cannot test it alone.")
-            out.append(make("variable", var, outcome, exp.id, False, msg, {"runs": []}, None, {}, None))
+            out.append(make("variable", var, outcome, exp.id, False, msg, {"values": {}, "strata": [], "runs": []},
+                            None, {}, None))
             continue
         out.append(_conditioned(make, exp, var, used, occurred, counts, outcome, what, tested_by))
     return out
@@ -135,7 +136,7 @@ def _stratum_text(labels: tuple[str, str], groups: list[tuple[str, list[RunData]
 
 
 def _message(var: str, used: list[RunData], per: dict[str, dict[str, Any]], by: list[str], detail: str,
-             test: str | None, p: float | None, effect: dict[str, Any], what: str) -> str:
+             test: str | None, p: float | None, comparisons: int, effect: dict[str, Any], what: str) -> str:
     """The pooled counts (for orientation), each stratum's counts, and the stratified test's result."""
     pooled = ", ".join(f"{var}={v}: {pv['runs_with_outcome']}/{pv['runs']} runs with {what}"
                        + (f" ({pv['units_k']:g}/{pv['units_n']:g} units)" if pv["units_n"] else "")
@@ -144,18 +145,23 @@ def _message(var: str, used: list[RunData], per: dict[str, dict[str, Any]], by: 
     result = (f"{test} test {where} (the other variables and the experiment version held within each): "
               f"p = {p:.2g} over runs" if p is not None else
               "within strata holding the other variables and the experiment version")
-    if effect.get("units_fisher_p") is not None:
-        result += f", {effect['units_fisher_p']:.2g} over units"
+    if effect.get("units_p") is not None:
+        result += f", {effect['units_p']:.2g} over units"
+    if p is not None and comparisons > 1:
+        result += (f" (Bonferroni-adjusted over {comparisons} comparisons: {min(1.0, p * comparisons):.2g} over runs"
+                   + (f", {effect['units_p_adjusted']:.2g} over units" if effect.get("units_p") is not None else "")
+                   + ")")
     return (f"pooled, {pooled} over the {len(used)} run(s) that can test it ("
             + ", ".join(r.name for r in used[:8]) + (", ..." if len(used) > 8 else "") + "); "
             + (f"{detail}; " if detail else "") + result)
 
 
 def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]]], occurred: dict[int, bool],
-              counts: Counts) -> tuple[float, dict[str, Any], tuple[Any, Any], tuple[str, str]]:
+              counts: Counts) -> tuple[float, int, dict[str, Any], tuple[Any, Any], tuple[str, str]]:
     """The stratified test of `var`: its two values against each other, or, with more, each value against
-    the rest, keeping the smallest p-value times the number of values (Bonferroni: a variable of many values
-    gets no more chances to be flagged than one of two). (p over runs, effect, the strata's tables, labels)."""
+    the rest, keeping the smallest p-value and the number of comparisons it was chosen from (the flag is
+    judged on p times that number, Bonferroni: a variable of many values gets no more chances to be flagged
+    than one of two). (raw p over runs, comparisons, effect, the strata's tables, labels)."""
     best: tuple[float, float, str, Any, Any] | None = None
     for v in values[:1] if len(values) == 2 else values:
         runs_t, units_t = _stratum_tables(var, v, groups, occurred, counts)
@@ -168,10 +174,10 @@ def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]
     scale = len(values) if len(values) > 2 else 1
     effect: dict[str, Any] = {"risk_difference": _mh_difference(runs_t)}
     if units_t:
-        effect["units_rate_difference"] = _mh_difference(units_t)
-        effect["units_fisher_p"] = min(1.0, scale * p_units)
+        effect.update(units_rate_difference=_mh_difference(units_t), units_p=p_units,
+                      units_p_adjusted=min(1.0, scale * p_units))
     other = f"{var}={values[1]}" if len(values) == 2 else f"{var} other than {first}"
-    return min(1.0, scale * p_runs), effect, (runs_t, units_t), (f"{var}={first}", other)
+    return p_runs, scale, effect, (runs_t, units_t), (f"{var}={first}", other)
 
 
 def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list[RunData], occurred: dict[int, bool],
@@ -182,18 +188,20 @@ def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list
     per = _per_value(var, used, occurred, counts)
     by, groups = _strata_of(var, used)
     test = STRATIFIED_TEST if len(groups) > 1 else "Fisher exact"
-    p, effect, tables, labels = _contrast(var, list(per), groups, occurred, counts)
+    p, comparisons, effect, tables, labels = _contrast(var, list(per), groups, occurred, counts)
     detail = _stratum_text(labels, groups, *tables, what) if len(groups) > 1 else ""  # one: the pooled counts
-    if len(per) > 2:
-        detail = (f"{labels[0]} against the other values, the value that differs most (p-values times "
-                  f"{len(per)}: Bonferroni over its {len(per)} values)" + (f"; {detail}" if detail else ""))
-    flagged = p < stats.ALPHA or (effect.get("units_fisher_p") is not None and effect["units_fisher_p"] < stats.ALPHA)
-    msg = _message(var, used, per, by if len(groups) > 1 else [], detail, test, p, effect, what)
+    if comparisons > 1:
+        detail = (f"{labels[0]} against the other values, the value that differs most (judged on p-values "
+                  f"times {comparisons}: Bonferroni over its {comparisons} values)" + (f"; {detail}" if detail else ""))
+    adjusted = min(1.0, p * comparisons)
+    units = effect.get("units_p_adjusted")
+    flagged = adjusted < stats.ALPHA or (units is not None and units < stats.ALPHA)
+    msg = _message(var, used, per, by if len(groups) > 1 else [], detail, test, p, comparisons, effect, what)
     tests = sorted({tested_by[r.id] for r in used if r.id in tested_by})
     if tests:
         msg += f"; tested in controlled runs of hypothesis {', '.join(tests)}"
         if not flagged:
             msg += f", which found no association with {what}"
     msg += "."
-    table = {**per, "strata": [g[0] for g in groups], "runs": [r.name for r in used]}
-    return make("variable", var, outcome, exp.id, bool(flagged), msg, table, p, effect, None, test)
+    table = {"values": per, "strata": [g[0] for g in groups], "runs": [r.name for r in used]}
+    return make("variable", var, outcome, exp.id, bool(flagged), msg, table, p, effect, None, test, comparisons)

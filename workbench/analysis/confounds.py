@@ -31,16 +31,25 @@ class Finding:
     experiment: str
     flagged: bool
     message: str
+    # A guard's 2x2 counts; a variable's counts per value under "values" and an alias's per combination under
+    # "combinations" (their own keys: a value may be named like any other key), the strata and "runs" used.
     table: dict[str, Any] = field(default_factory=dict)
-    fisher_p: float | None = None
+    p: float | None = None  # the p-value of `test` over runs, as the test gives it
     effect: dict[str, Any] = field(default_factory=dict)
     proposal: dict[str, Any] | None = None
-    # The test behind `fisher_p` (the key keeps its name for scripts): Fisher's exact test on one 2x2 table, or
-    # its stratified exact form when a variable is judged within several strata of the other variables.
+    # Fisher's exact test on one 2x2 table, or its stratified exact form when a variable is judged within
+    # several strata of the other variables.
     test: str | None = None
+    # How many tests `p` is the smallest of (a variable of 3+ values: each value against the rest); the flag
+    # is judged on `p_adjusted`, min(1, p * comparisons) (Bonferroni).
+    comparisons: int = 1
+
+    @property
+    def p_adjusted(self) -> float | None:
+        return None if self.p is None else min(1.0, self.p * self.comparisons)
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe(asdict(self))
+        return json_safe({**asdict(self), "p_adjusted": self.p_adjusted})
 
 
 _FISHER = "Fisher exact"

@@ -30,9 +30,10 @@ def register(app: typer.Typer) -> None:
         findings = sorted(open_workbench(db, root).confounds(hypothesis, write=write),
                           key=lambda f: (not f.flagged, f.kind, f.factor))
         if chosen != "text":
-            emit_rows(chosen, ["flag", "experiment", "outcome", "kind", "factor", "fisher_p", "message"],
-                      [["FLAG" if f.flagged else "", f.experiment, f.outcome, f.kind, f.factor,
-                        "" if f.fisher_p is None else f"{f.fisher_p:.3g}", f.message] for f in findings],
+            emit_rows(chosen, ["flag", "experiment", "outcome", "kind", "factor", "p", "comparisons", "p_adjusted",
+                               "message"],
+                      [["FLAG" if f.flagged else "", f.experiment, f.outcome, f.kind, f.factor, _p(f.p),
+                        "" if f.p is None else str(f.comparisons), _p(f.p_adjusted), f.message] for f in findings],
                       items=[f.to_dict() for f in findings])
             return
         if not findings:
@@ -42,9 +43,22 @@ def register(app: typer.Typer) -> None:
             _echo_finding(f)
 
 
+def _p(p: float | None) -> str:
+    return "" if p is None else f"{p:.3g}"
+
+
+def _p_text(f: Finding) -> str:
+    """The test's p-value, and the Bonferroni-adjusted one the flag is judged on when there were several."""
+    if f.p is None:
+        return ""
+    adjusted = (f"; Bonferroni-adjusted over {f.comparisons} comparisons: {f.p_adjusted:.2g}"
+                if f.comparisons > 1 else "")
+    return f" ({f.test or 'Fisher exact'} p = {f.p:.2g}{adjusted})"
+
+
 def _echo_finding(f: Finding) -> None:
     mark = "FLAG" if f.flagged else "    "
-    p = f" ({f.test or 'Fisher exact'} p = {f.fisher_p:.2g})" if f.fisher_p is not None else ""
+    p = _p_text(f)
     typer.echo(f"{mark} [{f.experiment}] {f.outcome} vs {f.kind} {f.factor}{p}")
     typer.echo(f"     {f.message}")
     used = f.table.get("runs") if f.kind in ("alias", "variable") else None

@@ -5,7 +5,7 @@ Fresh analyses and stored verdicts reach the pages as the same `Analysis` type; 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from workbench.analysis.results import Analysis, Check, Judgement
 from workbench.report.stats import fmt
@@ -32,11 +32,15 @@ def arm_metric(analysis: Analysis | None, arm: str, metric: str) -> dict[str, An
     return {"estimate": e.estimate, "lo": lo, "hi": hi, "n": e.n, "k": e.k, "label": label, "method": method}
 
 
-def evidence_run_ids(analysis: Analysis | None) -> dict[str, list[int]] | None:
-    """{arm: [run ids]} the analysis used (imported runs are named by label and left out)."""
+def evidence_run_ids(analysis: Analysis | None, by_label: Mapping[str, int] | None = None
+                     ) -> dict[str, list[int]] | None:
+    """{arm: [run ids]} the analysis used. It names a run that has a label (an imported one) by its label:
+    `by_label` gives such a run's id; a label it does not know is left out."""
     if analysis is None or not analysis.runs:
         return None
-    out = {str(a): [int(i) for i in ids if isinstance(i, int)] for a, ids in analysis.runs.items()}
+    labels = by_label or {}
+    out = {str(a): [i if isinstance(i, int) else labels[i] for i in ids if isinstance(i, int) or i in labels]
+           for a, ids in analysis.runs.items()}
     return out or None
 
 

@@ -29,9 +29,15 @@ MAX_TICKS_PER_ARM = 60
 
 
 def evidence_runs(data: StoreData, hid: str) -> tuple[list[dict[str, Any]], int | None]:
-    """The runs the latest verdict rests on: its execution's runs, else the latest execution's, else all."""
-    runs = [r for r in data.hypothesis_runs(hid) if r["status"] in EVIDENCE_STATUSES]
+    """The runs the status's verdict rests on: those its recorded evidence names (a pooled `analyze` names
+    imported runs, which belong to no hypothesis), else its execution's runs, else the latest execution's,
+    else all of the hypothesis's runs."""
     verdict = data.verdicts.get(hid)
+    named = _evidence_uuids(verdict)
+    if named:
+        runs = [r for r in data.runs.values() if r["uuid"] in named and r["status"] in EVIDENCE_STATUSES]
+        return sorted(runs, key=lambda r: r["id"]), verdict.get("execution_id") if verdict else None
+    runs = [r for r in data.hypothesis_runs(hid) if r["status"] in EVIDENCE_STATUSES]
     ex_ids = [r["execution_id"] for r in runs if r["execution_id"] is not None]
     chosen = verdict.get("execution_id") if verdict else None
     if chosen is None or chosen not in ex_ids:
@@ -39,6 +45,13 @@ def evidence_runs(data: StoreData, hid: str) -> tuple[list[dict[str, Any]], int 
     if chosen is None:
         return runs, None
     return [r for r in runs if r["execution_id"] == chosen], chosen
+
+
+def _evidence_uuids(verdict: dict[str, Any] | None) -> set[str]:
+    """The run keys a stored verdict's evidence names ([uuid, content digest] pairs)."""
+    evidence = (verdict or {}).get("evidence")
+    runs = evidence.get("runs") if isinstance(evidence, dict) else None
+    return {str(r[0]) for r in runs or [] if isinstance(r, (list, tuple)) and r}
 
 
 def metric_descriptions(exp: Experiment | None) -> dict[str, str]:
@@ -256,7 +269,7 @@ def _evidence_by_arm(h: Hypothesis, data: StoreData, analysis: Analysis | None
     may include matching runs of other hypotheses; else the latest verdict's execution's."""
     runs, ex_id = evidence_runs(data, h.id)
     by_arm: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    used = bridge.evidence_run_ids(analysis)
+    used = bridge.evidence_run_ids(analysis, _run_labels(data, h.experiment))
     if used:
         runs = [data.runs[i] for ids in used.values() for i in ids if i in data.runs]
         for arm, ids in used.items():
@@ -265,6 +278,25 @@ def _evidence_by_arm(h: Hypothesis, data: StoreData, analysis: Analysis | None
         for r in runs:
             by_arm[r["arm"] or "probe"].append(r)
     return runs, ex_id, by_arm
+
+
+def evidence_arms(data: StoreData, h: Hypothesis) -> dict[int, str]:
+    """run id -> the arm the status's verdict put it in, as its recorded analysis says (an imported run has no
+    arm of its own)."""
+    details = (data.verdicts.get(h.id) or {}).get("details")
+    if not isinstance(details, dict) or not isinstance(details.get("runs"), dict):
+        return {}
+    used = bridge.evidence_run_ids(Analysis.from_dict(details), _run_labels(data, h.experiment)) or {}
+    return {i: arm for arm, ids in used.items() for i in ids}
+
+
+def _run_labels(data: StoreData, experiment: str) -> dict[str, int]:
+    """label -> run id over the experiment's runs whose label names one run (an analysis names them so)."""
+    ids: dict[str, list[int]] = defaultdict(list)
+    for r in data.runs.values():
+        if r["label"] and r["experiment_id"] == experiment:
+            ids[r["label"]].append(r["id"])
+    return {label: found[0] for label, found in ids.items() if len(found) == 1}
 
 
 def _arm_rows(h: Hypothesis, registry: Registry) -> list[ArmRow]:
@@ -390,11 +422,14 @@ def _attrition(exp: Experiment | None, data: StoreData, arm_names: list[str], by
     return attrition, outcomes
 
 
-def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], runs: list[dict[str, Any]],
+def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], by_arm: dict[str, list[dict[str, Any]]],
               metric_columns: list[str]) -> list[RunRow]:
-    in_evidence = {r["id"] for r in runs}
+    """The runs table; a run of the evidence without an arm of its own (imported) shows the analysis' arm."""
+    arm_of = {r["id"]: arm for arm, rs in by_arm.items() for r in rs}
+    in_evidence = set(arm_of)
     shown = sorted(all_runs, key=lambda r: r["id"], reverse=True)[:MAX_RUN_ROWS]
-    return [RunRow(r["id"], f"../runs/{r['id']}.html", r["arm"] or "", "" if r["replicate"] is None
+    return [RunRow(r["id"], f"../runs/{r['id']}.html", r["arm"] or arm_of.get(r["id"], ""),
+                   "" if r["replicate"] is None
                    else str(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
                    r["id"] in in_evidence,
                    [stats.fmt(v) if v is not None else "" for v in (run_metric(exp, r, m) for m in metric_columns)])
@@ -405,8 +440,11 @@ def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis
           page: Page, status_of: dict[str, str]) -> HypothesisContext:
     exp = registry.experiments.get(h.experiment)
     desc = metric_descriptions(exp)
-    all_runs = data.hypothesis_runs(h.id)
     runs, ex_id, by_arm = _evidence_by_arm(h, data, analysis)
+    own = data.hypothesis_runs(h.id)
+    own_ids = {r["id"] for r in own}
+    # its own runs and the ones its evidence drew in (imported runs, other hypotheses' matching runs)
+    all_runs = own + [r for r in runs if r["id"] not in own_ids]
     arm_names = list(h.arm_names) + [a for a in by_arm if a not in h.arm_names]
     chart_views, estimates = _charts(h, exp, runs, by_arm, arm_names, analysis, desc)
     page.has_charts = bool(chart_views)  # the ~900 KB chart runtime loads only where a chart is drawn
@@ -433,7 +471,7 @@ def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis
         assumptions=assumptions, charts=chart_views, verdict=verdict, analysis_note=notes,
         attrition=attrition if any(r.units for r in attrition) else [], attrition_outcomes=outcomes,
         probe_rows=probe_rows, probe_totals=[(t, v[0], v[1]) for t, v in sorted(totals.items())],
-        metric_columns=metric_columns, runs=_run_rows(exp, all_runs, runs, metric_columns),
+        metric_columns=metric_columns, runs=_run_rows(exp, all_runs, by_arm, metric_columns),
         status_note=data.status_note(h.id), metric_descriptions=desc, **_review_fields(h, data))
 
 
@@ -459,28 +497,3 @@ def _execution_view(e: dict[str, Any]) -> ExecutionView:
         user += f" (from {e['user_source']})"
     return ExecutionView(e["id"], e.get("mode") or "", e.get("status") or "", (e.get("started_at") or "")[:19],
                          user, e.get("host") or "not recorded", rev or "not recorded", e.get("wb_version") or "")
-
-
-def key_number(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None = None) -> str:
-    """The one number a board card shows: the first prediction's metric in its arm (or probe calls)."""
-    preds = bridge.predictions(analysis)
-    if preds and preds[0].estimate is not None:
-        src, p = preds[0], h.predicts[0]
-        est = float(src.estimate)
-        k, n = src.k, src.n
-        where = src.where or p.arm or ""
-        if p.target:
-            return f"{p.target.split(':')[-1]}: {stats.fmt(est)} calls"
-        value = f"{int(k)}/{int(n)} = {est:.1%}" if isinstance(k, (int, float)) and n else stats.fmt(est)
-        return f"{p.metric} ({where}): {value}"
-    runs, _ = evidence_runs(data, h.id)
-    if not runs:
-        return "no runs yet"
-    p = h.predicts[0]
-    if p.target:
-        calls = sum(pc["calls"] for r in runs for pc in data.probes.get(r["id"], []) if pc["target"] == p.target)
-        return f"{p.target.split(':')[-1]}: {calls} calls in {len(runs)} run(s)"
-    exp = registry.experiments.get(h.experiment)
-    arm = p.arm or (p.difference[0] if p.difference else (h.arm_names[-1] if h.arm_names else None))
-    e = arm_estimate(exp, p.metric, [r for r in runs if (r["arm"] or "probe") == arm])
-    return f"{p.metric} ({arm}): {e.label}" if e.estimate is not None else f"{len(runs)} run(s)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from workbench.report.context import HypothesisContext, Page
@@ -12,66 +13,91 @@ if TYPE_CHECKING:
 
 
 
-def _cell(text: Any) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
+# Characters that make Markdown inline syntax anywhere in a line (emphasis, code, links, tables, strike,
+# backslash escapes); `_` only where it can open or close emphasis (not inside a word: corruption_rate).
+_INLINE = re.compile(r"[\\`*\[\]|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# What starts a block at the beginning of a line: a heading, a quote, a list item, a thematic break or setext line.
+_LEADING = re.compile(r"^(?:[#>+=-]|\d+[.)])")
+# Raw HTML, a comment or an autolink opens with '<' and a letter, '/', '!' or '?'; an entity is '&name;' or
+# '&#123;'. A '<' or '&' of anything else (`<= 0.02`, `a & b`) is literal as written and stays readable.
+_HTML = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)")
 
 
-def _line(text: Any) -> str:
-    """One Markdown line of untrusted text: no raw HTML, no line breaks."""
-    return str(text).replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ").strip()
+def md_text(text: Any) -> str:
+    """Untrusted text as literal Markdown on one line, in a paragraph, a quote or a table cell: raw HTML and
+    entities shown as written, every character that would make a link, emphasis, code, a strike, a cell
+    break or (at the start) a heading, list or quote escaped."""
+    s = " ".join(str(text).split())
+    s = _HTML.sub(lambda m: "&lt;" if m.group(0) == "<" else "&amp;", s)
+    s = _INLINE.sub(lambda m: "\\" + m.group(0), s)
+    return _LEADING.sub(lambda m: m.group(0)[:-1] + "\\" + m.group(0)[-1], s)  # 1\. and \# alike
+
+
+def md_code(text: Any, *, cell: bool = False) -> str:
+    """Untrusted text as one code span: fenced by more backticks than it holds; in a table cell its `|` is
+    escaped too (GFM splits cells before it reads code spans)."""
+    s = " ".join(str(text).split())
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s.replace('|', chr(92) + '|') if cell else s}{pad}{fence}"
 
 
 def render(ctx: HypothesisContext) -> str:
-    out = [f"### `{ctx.id}` — {ctx.verdict.verdict if ctx.verdict else 'no verdict yet'}", ""]
+    # The header is the status by the one status rule, as the HTML page's badge and the board show it; a
+    # verdict computed now from the runs left (its own was deleted with a run) is no status.
+    out = [f"### {md_code(ctx.id)} — {md_text(ctx.status)}", ""]
     if ctx.status_note:
-        out += [f"_Status: {ctx.status} ({_line(ctx.status_note)})_", ""]
-    out.append(f"> {_line(ctx.claim)}")
+        out += [f"_Status: {md_text(ctx.status)} ({md_text(ctx.status_note)})_", ""]
+    out.append(f"> {md_text(ctx.claim)}")
     out.append("")
-    facts = [f"experiment `{ctx.experiment}`"]
+    facts = [f"experiment {md_code(ctx.experiment)}"]
     if ctx.isolates:
-        facts.append(f"isolates `{ctx.isolates}`")
+        facts.append(f"isolates {md_code(ctx.isolates)}")
     if ctx.hold:
-        facts.append("holds " + ", ".join(f"`{k}={v}`" for k, v in ctx.hold))
+        facts.append("holds " + ", ".join(md_code(f"{k}={v}") for k, v in ctx.hold))
     out.append("; ".join(facts))
     out.append("")
     if ctx.verdict:
         v = ctx.verdict
         when = f", {v.created_at[:16]}" if v.created_at else ""
         ex = f", execution {v.execution_id}" if v.execution_id is not None else ""
-        out.append(f"**Verdict: {v.verdict}** ({v.source}{when}{ex})")
+        out.append(f"**Verdict: {v.verdict}** ({v.source}{when}{ex})" if v.source == "stored" else
+                   f"No verdict holds the status; re-analysing the stored runs now gives **{v.verdict}** "
+                   "(computed now, not stored).")
         out.append("")
         if v.reasoning:
-            out.append(_line(v.reasoning))
+            out.append(md_text(v.reasoning))
             out.append("")
         if v.more_data:
-            out.append(f"What would decide it: {_line(v.more_data)}")
+            out.append(f"What would decide it: {md_text(v.more_data)}")
             out.append("")
     if ctx.analysis_note:
-        out += [f"_Note: {_line(ctx.analysis_note)}_", ""]
+        out += [f"_Note: {md_text(ctx.analysis_note)}_", ""]
     if ctx.predictions:
         out += ["| prediction | observed | outcome |", "| --- | --- | --- |"]
-        out += [f"| {_cell(p.text)} | {_cell(p.observed) or '–'} | {_cell(p.outcome) or '–'} |" for p in ctx.predictions]
+        out += [f"| {md_text(p.text)} | {md_text(p.observed) or '–'} | {md_text(p.outcome) or '–'} |"
+                for p in ctx.predictions]
         out.append("")
     if ctx.charts:
-        out += ["| metric | " + " | ".join(_cell(a) for a in ctx.arm_names) + " | what it measures |",
+        out += ["| metric | " + " | ".join(md_text(a) for a in ctx.arm_names) + " | what it measures |",
                 "| --- |" + " --- |" * (len(ctx.arm_names) + 1)]
         for c in ctx.charts:
             by_arm = {arm: f"{value} {interval}".strip() for arm, value, interval in c.rows}
-            out.append(f"| {_cell(c.metric)} | " + " | ".join(_cell(by_arm.get(a, "–")) for a in ctx.arm_names)
-                       + f" | {_cell(_line(c.description)) or '–'} |")
+            out.append(f"| {md_text(c.metric)} | " + " | ".join(md_text(by_arm.get(a, "–")) for a in ctx.arm_names)
+                       + f" | {md_text(c.description) or '–'} |")
         out.append("")
     out += _undrawn_metrics(ctx)
     if ctx.probe_totals:
         out += ["| probed target | calls | processes |", "| --- | ---: | ---: |"]
-        out += [f"| `{_cell(t)}` | {calls} | {procs} |" for t, calls, procs in ctx.probe_totals]
+        out += [f"| {md_code(t, cell=True)} | {calls} | {procs} |" for t, calls, procs in ctx.probe_totals]
         out.append("")
     if ctx.verdict and ctx.verdict.checks:
         out.append("Checks:")
         for c in ctx.verdict.checks:
             mark = "x" if c.passed else " "
-            flag = "" if c.passed or c.passed is None else f" **(failed; {_line(c.meaning)})**" if c.meaning else \
+            flag = "" if c.passed or c.passed is None else f" **(failed; {md_text(c.meaning)})**" if c.meaning else \
                 " **(failed)**"
-            out.append(f"- [{mark}] {_line(c.name)}{flag}: {_line(c.detail)}")
+            out.append(f"- [{mark}] {md_text(c.name)}{flag}: {md_text(c.detail)}")
         out.append("")
     evidence = [r for r in ctx.runs if r.in_evidence]
     out.append(f"Runs: {len(ctx.runs)} shown, {len(evidence)} in the evidence"
@@ -85,7 +111,7 @@ def _undrawn_metrics(ctx: HypothesisContext) -> list[str]:
     """What the predicted and guarded metrics measure, for those the table by arm does not show (no runs yet)."""
     drawn = {c.metric for c in ctx.charts}
     named = [p.metric for p in ctx.predictions if p.metric] + [m for _, m, _ in ctx.guards]
-    lines = [f"- `{_cell(m)}`: {_line(ctx.metric_descriptions[m])}" for m in dict.fromkeys(named)
+    lines = [f"- {md_code(m)}: {md_text(ctx.metric_descriptions[m])}" for m in dict.fromkeys(named)
              if m not in drawn and ctx.metric_descriptions.get(m)]
     return ["Metrics:"] + lines + [""] if lines else []
 
@@ -94,12 +120,13 @@ def _review_lines(ctx: HypothesisContext) -> list[str]:
     """Review state and history, for a pull-request description."""
     out = [f"Review: **{ctx.review_state}**" + (f" ({ctx.review_note})" if ctx.review_note else "")]
     for r in ctx.reviews:
-        saw = f" on verdict {r.verdict_seen} (evidence `{r.evidence}`)" if r.verdict_seen else ""
-        out.append(f"- {_cell(r.author)}: {r.decision}{saw}{' — stale' if r.stale else ''}, {r.created_at}: "
-                   f"{_line(r.body)}")
+        saw = f" on verdict {md_text(r.verdict_seen)} (evidence {md_code(r.evidence)})" if r.verdict_seen else ""
+        stale = " — stale" if r.stale else ""
+        out.append(f"- {md_text(r.author)}: {md_text(r.decision)}{saw}{stale}, {r.created_at}: "
+                   f"{md_text(r.body)}")
     for e in ctx.executions:
-        out.append(f"- execution {e.id} ({e.mode}, {e.status}) by {_cell(e.user)} on {_cell(e.host)} at "
-                   f"`{_cell(e.revision)}`")
+        out.append(f"- execution {e.id} ({e.mode}, {e.status}) by {md_text(e.user)} on {md_text(e.host)} at "
+                   f"{md_code(e.revision)}")
     return out
 
 
@@ -126,13 +153,15 @@ def board_markdown(store: Store, registry: Registry) -> str:
     from workbench.report import pages
     from workbench.report.site import gather
 
-    data, _, _, _ = gather(store, registry, [], confounds=False)
+    # Every hypothesis analysed as the site's board analyses it, so both show the same figure.
+    data, analyses, _, _ = gather(store, registry, confounds=False)
     page = Page("Hypotheses", "", "board", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-    idx = pages.index(registry, data, pages.status_of(registry, data), page)
+    idx = pages.index(registry, data, pages.status_of(registry, data), page, analyses)
     out = ["| hypothesis | status | key number | date | review |", "| --- | --- | --- | --- | --- |"]
     for col in idx.columns:
         for c in col.cards:
             review = (c.review or "awaiting review") + (f" ({c.review_note})" if c.review_note else "")
             status = c.status + (f" ({c.status_note})" if c.status_note else "")
-            out.append(f"| `{_cell(c.id)}` | {_cell(status)} | {_cell(c.key_number)} | {c.date or '–'} | {review} |")
+            out.append(f"| {md_code(c.id, cell=True)} | {md_text(status)} | {md_text(c.key_number)} | "
+                       f"{md_text(c.date or '–')} | {md_text(review)} |")
     return "\n".join(out) + "\n"

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from workbench.report import hypothesis_page, lineage, stats
+from workbench.analysis.results import Analysis
+from workbench.report import bridge, hypothesis_page, lineage, stats
 from workbench.report.context import (Card, Column, ConfoundContext, FindingView, IndexContext, LineageContext, Link,
                                       Page, RestsOn, RunRow, RunsContext)
 from workbench.report.data import StoreData
 
 if TYPE_CHECKING:
+    from workbench.registry.hypothesis import Hypothesis
     from workbench.registry.loader import Registry
 
 
@@ -31,16 +33,60 @@ def index(registry: Registry, data: StoreData, statuses: dict[str, str], page: P
     for h in registry.hypotheses:
         v = data.verdicts.get(h.id)
         st = statuses[h.id] if statuses[h.id] in cards else "open"
-        runs = data.runs_by_hypothesis.get(h.id, [])
+        # its own runs and those its status's evidence drew in (imported runs belong to no hypothesis)
+        evidence = {r["id"] for r in hypothesis_page.evidence_runs(data, h.id)[0]}
+        runs = sorted(set(data.runs_by_hypothesis.get(h.id, [])) | evidence)
         last_run = data.runs[runs[-1]]["started_at"] if runs else None
         cards[st].append(Card(id=h.id, href=f"hypotheses/{h.id}.html", claim=h.claim, status=st, kind=h.kind,
                               verdict=v["verdict"] if v else None,
-                              key_number=hypothesis_page.key_number(h, registry, data,
-                                                                                    (analyses or {}).get(h.id, (None,))[0]),
+                              key_number=key_number(h, registry, data, (analyses or {}).get(h.id, (None,))[0]),
                               date=((v or {}).get("created_at") or last_run or "")[:10], parent=h.parent,
                               runs=len(runs), status_note=data.status_note(h.id), **_card_review(data, h.id)))
     columns = [Column(s, COLUMN_TITLES[s], cards[s]) for s in COLUMN_TITLES if s != "invalid" or cards[s]]
     return IndexContext(page, columns, len(registry.hypotheses), len(data.runs), len(data.verdicts))
+
+
+def key_number(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None = None) -> str:
+    """The one number a board card shows: the first prediction's metric in its arm (or probe calls), as the
+    verdict the status rests on recorded it; else as a fresh analysis gives it; else from the evidence runs."""
+    for source in (_stored_analysis(data, h.id), analysis):
+        text = _predicted_number(h, source)
+        if text:
+            return text
+    runs, _ = hypothesis_page.evidence_runs(data, h.id)
+    if not runs:
+        return "no runs yet"
+    p = h.predicts[0]
+    if p.target:
+        calls = sum(pc["calls"] for r in runs for pc in data.probes.get(r["id"], []) if pc["target"] == p.target)
+        return f"{p.target.split(':')[-1]}: {calls} calls in {len(runs)} run(s)"
+    exp = registry.experiments.get(h.experiment)
+    arm = p.arm or (p.difference[0] if p.difference else (h.arm_names[-1] if h.arm_names else None))
+    e = hypothesis_page.arm_estimate(exp, p.metric, [r for r in runs if (r["arm"] or "probe") == arm])
+    return f"{p.metric} ({arm}): {e.label}" if e.estimate is not None else f"{len(runs)} run(s)"
+
+
+def _stored_analysis(data: StoreData, hid: str) -> Analysis | None:
+    """The analysis recorded with the verdict the status rests on (None when it recorded none)."""
+    details = (data.verdicts.get(hid) or {}).get("details")
+    return Analysis.from_dict(details) if isinstance(details, dict) and details.get("predictions") else None
+
+
+def _predicted_number(h: Hypothesis, analysis: Analysis | None) -> str:
+    """The first prediction's estimate as `analysis` judged it ('' when it judged none)."""
+    preds = bridge.predictions(analysis)
+    if not preds or preds[0].estimate is None or not h.predicts:
+        return ""
+    src, p = preds[0], h.predicts[0]
+    if src.metric != (f"calls:{p.target}" if p.target else p.metric) and src.metric != p.metric:
+        return ""  # judged before the prediction was edited: not the number the card names
+    est = float(src.estimate)
+    k, n = src.k, src.n
+    where = src.where or p.arm or ""
+    if p.target:
+        return f"{p.target.split(':')[-1]}: {stats.fmt(est)} calls"
+    value = f"{int(k)}/{int(n)} = {est:.1%}" if isinstance(k, (int, float)) and n else stats.fmt(est)
+    return f"{p.metric} ({where}): {value}"
 
 
 def _card_review(data: StoreData, hid: str) -> dict[str, str]:
@@ -93,26 +139,31 @@ def _cell(v: Any) -> str:
     return stats.fmt(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _text(v)
 
 
+# The keys of a finding's table that hold its rows, each a mapping of mappings: a variable's counts per value,
+# an alias's per combination, a guard's 2x2 (as _guard_table words it). Rows come from these keys alone, so
+# a value named like another key (`runs`, `strata`) is a row like any other.
+ROW_KEYS = ("values", "combinations", "rows")
+
+
 def _table(table: Any) -> tuple[list[str], list[tuple[str, list[str]]], list[str], list[tuple[str, str]]]:
-    """A finding's table: (columns, rows) when it is a mapping of mappings, plus run names and scalar rows."""
+    """A finding's table: (columns, rows) from its row keys, plus run names and scalar rows."""
     columns: list[str] = []
     rows: list[tuple[str, list[str]]] = []
     runs: list[str] = []
     scalars: list[tuple[str, str]] = []
     if not isinstance(table, dict):
         return columns, rows, runs, scalars
+    cells: dict[str, dict[str, Any]] = {}
     for key, val in table.items():
-        if isinstance(val, dict):
-            for c in val:
-                if c not in columns:
-                    columns.append(str(c))
+        if key in ROW_KEYS and isinstance(val, dict):
+            cells.update({str(k): v for k, v in val.items() if isinstance(v, dict)})
         elif key == "runs" and isinstance(val, list):
             runs = [str(x) for x in val]
         else:
             scalars.append((str(key).replace("_", " "), _text(val)))
-    for key, val in table.items():
-        if isinstance(val, dict):
-            rows.append((str(key), [_cell(val.get(c)) for c in columns]))
+    for val in cells.values():
+        columns += [str(c) for c in val if str(c) not in columns]
+    rows = [(name, [_cell(val.get(c)) for c in columns]) for name, val in cells.items()]
     return [COLUMN_NAMES.get(c, c.replace("_", " ")) for c in columns], rows, runs, scalars
 
 
@@ -144,10 +195,10 @@ def _guard_table(table: Any, factor: Any) -> Any:
     if isinstance(table, dict) and "outcome_with_guard" in table:  # a guard's 2x2 table over runs
         table = dict(table)
         label = str(factor)
-        table[f"with {label}"] = {"runs with the outcome": table.pop("outcome_with_guard", None),
-                                  "runs without it": table.pop("no_outcome_with_guard", None)}
-        table[f"without {label}"] = {"runs with the outcome": table.pop("outcome_without_guard", None),
-                                     "runs without it": table.pop("no_outcome_without_guard", None)}
+        table["rows"] = {f"with {label}": {"runs with the outcome": table.pop("outcome_with_guard", None),
+                                           "runs without it": table.pop("no_outcome_with_guard", None)},
+                         f"without {label}": {"runs with the outcome": table.pop("outcome_without_guard", None),
+                                              "runs without it": table.pop("no_outcome_without_guard", None)}}
     return table
 
 
@@ -184,10 +235,7 @@ def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
     if outcome:
         rows.append(("outcome", str(outcome)))
     rows += scalars
-    p = f.pop("fisher_p", None)
-    test = f.pop("test", None)
-    if isinstance(p, (int, float)):
-        rows.append((f"{test or 'Fisher exact'} p (runs)", f"{p:.2g}"))
+    rows += _p_rows(f.pop("p", None), f.pop("test", None), f.pop("comparisons", 1), f.pop("p_adjusted", None))
     effect = f.pop("effect", None)
     if isinstance(effect, dict):
         rows += [(str(k).replace("_", " "), f"{v:.3g}" if isinstance(v, float) else _text(v))
@@ -199,6 +247,16 @@ def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
                        [Link(f"hypotheses/{h}.html", h) for h in hids if isinstance(h, str) and h in known],
                        no_proposal, "Proposed separating experiment" if any(k == "toggle" for k, _ in proposal_rows)
                        else "No recorded variable separates them yet")
+
+
+def _p_rows(p: Any, test: Any, comparisons: Any, adjusted: Any) -> list[tuple[str, str]]:
+    """The test's p-value over runs, and where it was the smallest of several, the count and the adjusted p."""
+    if not isinstance(p, (int, float)):
+        return []
+    rows = [(f"{test or 'Fisher exact'} p (runs)", f"{p:.2g}")]
+    if isinstance(comparisons, int) and comparisons > 1 and isinstance(adjusted, (int, float)):
+        rows += [("comparisons", str(comparisons)), ("p adjusted (Bonferroni, runs)", f"{adjusted:.2g}")]
+    return rows
 
 
 def confounds(findings: list[dict[str, Any]] | None, note: str, known: set[str], runs: set[int],
@@ -227,8 +285,9 @@ def lineage_context(registry: Registry, data: StoreData, statuses: dict[str, str
         by_arm: dict[str, list[Link]] = {}
         configs: dict[tuple[str, str], None] = {}
         revisions: dict[str, None] = {}
+        arm_of = hypothesis_page.evidence_arms(data, h)
         for r in runs:
-            arm = r["arm"] or "probe"
+            arm = r["arm"] or arm_of.get(r["id"]) or "probe"
             links = by_arm.setdefault(arm, [])
             if len(links) < MAX_LINKS:
                 links.append(Link(f"runs/{r['id']}.html", str(r["id"])))
