@@ -136,7 +136,7 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
             state.outcomes.append((run_id, pr, out))
             state.progress.finished(pr.order_index, out.status)
             if out.status != "ok":
-                state.progress.log(f"run {run_id} ({pr.arm} r{pr.replicate}) {out.status}: {out.error}")
+                state.progress.log(f"run {run_id} ({pr.arm} r{pr.replicate}) {out.describe()}")
         await rec.settle()  # the run is in the store before the next one starts
 
 
