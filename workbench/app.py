@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
 
 from workbench.app_runs import ImportResult, StoredRuns  # noqa: F401 (ImportResult: part of this module's interface)
-from workbench.errors import BadInput, WbError
+from workbench.errors import BadInput, NoEvidence, WbError
 from workbench.settings import Settings
 
 if TYPE_CHECKING:
@@ -213,9 +213,13 @@ class Workbench(StoredRuns):
         """Decide from the runs already stored (imported evidence included); store the verdict when `record`."""
         from workbench.analysis.stored import analyze_stored, record_verdict
 
-        self.registry.hypothesis(hypothesis_id)  # bad id -> exit 2 before the store is touched
+        h = self.registry.hypothesis(hypothesis_id)  # bad id -> exit 2 before the store is touched
+        if not self._store_exists():  # no store holds no runs: none is created to record nothing
+            raise _no_evidence(h, self.registry)
         with self.store(read_only=not record) as store:
             result = analyze_stored(store, self.registry, hypothesis_id)
+            if not result.run_ids:  # no evidence is no verdict: an "inconclusive" from nothing would be the status
+                raise _no_evidence(h, self.registry)
             if record:
                 record_verdict(store, result)
         return result
@@ -460,3 +464,10 @@ class Workbench(StoredRuns):
         return {"hypotheses.yaml": HypothesesFile.model_json_schema(),
                 "experiments/*.yaml": Experiment.model_json_schema(),
                 "evidence CSV": csv_format(reg)}
+
+
+def _no_evidence(h: Any, registry: Any) -> NoEvidence:
+    exp = registry.experiments.get(h.experiment)
+    which = f" (no stored run of experiment {exp.id} matches its arms)" if exp is not None else ""
+    return NoEvidence(f"no runs of {h.id} to analyze{which}; nothing was recorded",
+                      hint=f"run it (wb hypothesis run {h.id}) or import evidence (wb import evidence FILE.csv)")
