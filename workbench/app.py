@@ -62,11 +62,18 @@ class HypothesisDetail(HypothesisStatus):
     children: tuple[str, ...] = ()
     # The metrics its predictions and guards name: {name: {"kind", "description"}}, as the experiment declares them.
     metrics: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Variables drawn afresh for each replicate from the execution seed (left out of `arms`: no arm fixes them),
+    # and the execution seed the files declare (design.seed; None: drawn for each execution, or --seed).
+    per_replicate: tuple[str, ...] = ()
+    seed: int | None = None
+    seed_from: str | None = None  # "hypothesis" or "experiment": whose design.seed it is
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out["definition"] = self.hypothesis.model_dump(mode="json", exclude_none=True)
         out["arms"] = self.arms
+        out["per_replicate"] = list(self.per_replicate)
+        out["seed"] = self.seed
         out["metrics"] = self.metrics
         out["children"] = list(self.children)
         out["reasoning"] = self.verdict.reasoning if self.verdict else None
@@ -200,14 +207,19 @@ class Workbench(StoredRuns):
         return [HypothesisStatus(h, statuses[h.id]) for h in self.registry.hypotheses]
 
     def hypothesis(self, hypothesis_id: str) -> HypothesisDetail:
+        from workbench.registry.experiment import per_replicate_names
+
         reg = self.registry
         h = reg.hypothesis(hypothesis_id)
         exp = reg.experiments.get(h.experiment)
         named = [p.metric for p in h.predicts if not p.target] + [g.metric for g in h.requires]
         metrics = {m: {"kind": exp.metrics[m].kind, "description": exp.metrics[m].description}
                    for m in dict.fromkeys(named) if exp is not None and m in exp.metrics}
-        return HypothesisDetail(h, self._statuses()[h.id], {a: reg.arm_assignment(h, a) for a in h.arm_names},
-                                tuple(c.id for c in reg.children(h.id)), metrics)
+        drawn = tuple(per_replicate_names(exp, h, {})) if exp is not None else ()
+        arms = {a: {k: v for k, v in reg.arm_assignment(h, a).items() if k not in drawn} for a in h.arm_names}
+        seed, seed_from = _declared_seed(h, exp)
+        return HypothesisDetail(h, self._statuses()[h.id], arms, tuple(c.id for c in reg.children(h.id)), metrics,
+                                drawn, seed, seed_from)
 
     def analyze(self, hypothesis_id: str, *, record: bool = True) -> "Analysis":
         """Decide from the runs already stored (imported evidence included); store the verdict when `record`."""
@@ -464,6 +476,15 @@ class Workbench(StoredRuns):
         return {"hypotheses.yaml": HypothesesFile.model_json_schema(),
                 "experiments/*.yaml": Experiment.model_json_schema(),
                 "evidence CSV": csv_format(reg)}
+
+
+def _declared_seed(h: Any, exp: Any) -> tuple[int | None, str | None]:
+    """The execution seed the files fix (the hypothesis's design.seed, else the experiment's) and whose it is."""
+    if h.design is not None and h.design.seed is not None:
+        return h.design.seed, "hypothesis"
+    if exp is not None and exp.design.seed is not None:
+        return exp.design.seed, "experiment"
+    return None, None
 
 
 def _no_evidence(h: Any, registry: Any) -> NoEvidence:
