@@ -124,7 +124,8 @@ class UnitSpec(Strict):
 class Design(Strict):
     replicates: Int = Field(default=2, ge=1, le=1000)
     blocks: Literal["abba", "random", "alternate"] = "abba"
-    seed: Int | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX)
+    seed: Int | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX, description=(
+        "the execution seed (arm order in blocks, per-replicate values); --seed overrides it; drawn when absent"))
     max_replicates: Int = Field(default=12, ge=1, le=10000, description="budget for --sequential")
 
 
