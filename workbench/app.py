@@ -74,6 +74,7 @@ class HypothesisDetail(HypothesisStatus):
         out["arms"] = self.arms
         out["per_replicate"] = list(self.per_replicate)
         out["seed"] = self.seed
+        out["seed_from"] = self.seed_from
         out["metrics"] = self.metrics
         out["children"] = list(self.children)
         out["reasoning"] = self.verdict.reasoning if self.verdict else None

@@ -64,6 +64,10 @@ def test_show_gives_a_declared_or_held_seed_as_it_is(cli, workbench_dir: Path):
     arms = [line for line in out.splitlines() if line.startswith("  arm ")]
     assert all(line.endswith("seed=7") for line in arms) and "per replicate" not in out, out
     assert "  execution seed: 42 (design.seed of the hypothesis; --seed N overrides it)" in out, out
+    code, out, _ = cli("hypothesis", "show", "wedge-confound", "--json", "--root", str(workbench_dir))
+    h = json.loads(out)
+    assert (h["seed"], h["seed_from"], h["per_replicate"]) == (42, "hypothesis", []), h
+    assert {h["arms"][a]["seed"] for a in ("control", "treatment")} == {"7"}, h
 
 
 def test_unknown_hypothesis_is_bad_input(cli):
