@@ -34,7 +34,12 @@ def _open(db: str | None, root: str | None) -> "Workbench":
 
 def _arms(wb: "Workbench", hypothesis_id: str) -> dict[Any, str]:
     """{run id or imported run's label: arm} for the runs the analysis of `hypothesis_id` pools (not recorded)."""
-    analysis = wb.analyze(hypothesis_id, record=False)
+    from workbench.errors import NoEvidence
+
+    try:
+        analysis = wb.analyze(hypothesis_id, record=False)
+    except NoEvidence:
+        return {}
     return {key: arm for arm, keys in analysis.runs.items() for key in keys}
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
 
 from workbench.app_runs import ImportResult, StoredRuns  # noqa: F401 (ImportResult: part of this module's interface)
-from workbench.errors import BadInput, WbError
+from workbench.errors import BadInput, NoEvidence, WbError
 from workbench.settings import Settings
 
 if TYPE_CHECKING:
@@ -62,11 +62,19 @@ class HypothesisDetail(HypothesisStatus):
     children: tuple[str, ...] = ()
     # The metrics its predictions and guards name: {name: {"kind", "description"}}, as the experiment declares them.
     metrics: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Variables drawn afresh for each replicate from the execution seed (left out of `arms`: no arm fixes them),
+    # and the execution seed the files declare (design.seed; None: drawn for each execution, or --seed).
+    per_replicate: tuple[str, ...] = ()
+    seed: int | None = None
+    seed_from: str | None = None  # "hypothesis" or "experiment": whose design.seed it is
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out["definition"] = self.hypothesis.model_dump(mode="json", exclude_none=True)
         out["arms"] = self.arms
+        out["per_replicate"] = list(self.per_replicate)
+        out["seed"] = self.seed
+        out["seed_from"] = self.seed_from
         out["metrics"] = self.metrics
         out["children"] = list(self.children)
         out["reasoning"] = self.verdict.reasoning if self.verdict else None
@@ -215,22 +223,31 @@ class Workbench(StoredRuns):
         return [HypothesisStatus(h, statuses[h.id]) for h in self.registry.hypotheses]
 
     def hypothesis(self, hypothesis_id: str) -> HypothesisDetail:
+        from workbench.registry.experiment import per_replicate_names
+
         reg = self.registry
         h = reg.hypothesis(hypothesis_id)
         exp = reg.experiments.get(h.experiment)
         named = [p.metric for p in h.predicts if not p.target] + [g.metric for g in h.requires]
         metrics = {m: {"kind": exp.metrics[m].kind, "description": exp.metrics[m].description}
                    for m in dict.fromkeys(named) if exp is not None and m in exp.metrics}
-        return HypothesisDetail(h, self._statuses()[h.id], {a: reg.arm_assignment(h, a) for a in h.arm_names},
-                                tuple(c.id for c in reg.children(h.id)), metrics)
+        drawn = tuple(per_replicate_names(exp, h, {})) if exp is not None else ()
+        arms = {a: {k: v for k, v in reg.arm_assignment(h, a).items() if k not in drawn} for a in h.arm_names}
+        seed, seed_from = _declared_seed(h, exp)
+        return HypothesisDetail(h, self._statuses()[h.id], arms, tuple(c.id for c in reg.children(h.id)), metrics,
+                                drawn, seed, seed_from)
 
     def analyze(self, hypothesis_id: str, *, record: bool = True) -> "Analysis":
         """Decide from the runs already stored (imported evidence included); store the verdict when `record`."""
         from workbench.analysis.stored import analyze_stored, record_verdict
 
-        self.registry.hypothesis(hypothesis_id)  # bad id -> exit 2 before the store is touched
+        h = self.registry.hypothesis(hypothesis_id)  # bad id -> exit 2 before the store is touched
+        if not self._store_exists():  # no store holds no runs: none is created to record nothing
+            raise _no_evidence(h, self.registry)
         with self.store(read_only=not record) as store:
             result = analyze_stored(store, self.registry, hypothesis_id)
+            if not result.run_ids:  # no evidence is no verdict: an "inconclusive" from nothing would be the status
+                raise _no_evidence(h, self.registry)
             if record:
                 record_verdict(store, result)
         return result
@@ -475,3 +492,19 @@ class Workbench(StoredRuns):
         return {"hypotheses.yaml": HypothesesFile.model_json_schema(),
                 "experiments/*.yaml": Experiment.model_json_schema(),
                 "evidence CSV": csv_format(reg)}
+
+
+def _declared_seed(h: Any, exp: Any) -> tuple[int | None, str | None]:
+    """The execution seed the files fix (the hypothesis's design.seed, else the experiment's) and whose it is."""
+    if h.design is not None and h.design.seed is not None:
+        return h.design.seed, "hypothesis"
+    if exp is not None and exp.design.seed is not None:
+        return exp.design.seed, "experiment"
+    return None, None
+
+
+def _no_evidence(h: Any, registry: Any) -> NoEvidence:
+    exp = registry.experiments.get(h.experiment)
+    which = f" (no stored run of experiment {exp.id} matches its arms)" if exp is not None else ""
+    return NoEvidence(f"no runs of {h.id} to analyze{which}; nothing was recorded",
+                      hint=f"run it (wb hypothesis run {h.id}) or import evidence (wb import evidence FILE.csv)")

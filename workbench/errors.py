@@ -10,6 +10,7 @@ __all__ = [
     "WbError",
     "BadInput",
     "ConfigError",
+    "NoEvidence",
     "StoreError",
     "StoreLocked",
     "StoreOutdated",
@@ -39,6 +40,10 @@ class BadInput(WbError):
     """The user's input (a file, an argument, a value) is wrong; nothing was run or written."""
 
     exit_code = 2
+
+
+class NoEvidence(BadInput):
+    """No stored run bears on what was asked (a hypothesis to analyze); nothing was decided or recorded."""
 
 
 class ConfigError(BadInput):

@@ -234,3 +234,26 @@ def test_an_invalid_verdict_is_the_status_only_where_nothing_else_is():
     st = current_status("open", [_v(1, "falsified", 1), _v(2, "invalid", 2), _v(3, "supported", None)], overrides)
     assert (st.status, st.verdict.id) == ("falsified", 1)
     assert current_status("open", [_v(1, "invalid", 1), _v(2, "supported", 2)], overrides).status == "supported"
+
+
+def test_analyze_with_no_runs_records_nothing_and_says_so(cli, workbench_dir, tmp_path, seed_csv):
+    # No evidence is no verdict: an "inconclusive" recorded from nothing became the status, hiding the declared one.
+    db = tmp_path / "wb.duckdb"
+    common = ("--db", str(db), "--root", str(workbench_dir))
+    code, out, err = cli("hypothesis", "analyze", HID, *common)
+    assert code == 2 and out == "", out
+    assert err.startswith(f"Error: no runs of {HID} to analyze"), err
+    assert "nothing was recorded" in err and f"wb hypothesis run {HID}" in err, err
+    assert not db.exists()  # no store is created to hold nothing
+    # A store with runs of the experiment, none of them matching this hypothesis's arms (the seed ran
+    # HiCache off only before the abort fix): the same answer, and the status stays the declared one.
+    assert cli("import", "evidence", str(seed_csv), *common)[0] == 0
+    geo = "token-granular-geometry-deployment"
+    for flags in ((), ("--no-record",), ("--json",)):
+        code, out, err = cli("hypothesis", "analyze", geo, *flags, *common)
+        assert code == 2 and f"Error: no runs of {geo} to analyze" in err, (flags, out, err)
+    code, out, _ = cli("hypothesis", "list", "--json", *common)
+    row = next(i for i in json.loads(out)["items"] if i["id"] == geo)
+    assert (row["status"], row["status_basis"]) == ("open", "declared"), row
+    code, out, _ = cli("hypothesis", "show", geo, *common)
+    assert "status: open" in out and "verdict: none yet" in out, out

@@ -34,6 +34,42 @@ def test_hypothesis_show_json(cli):
     assert h["definition"]["requires"][0]["metric"] == "aborts"
 
 
+def test_show_gives_the_seeds_the_runs_will_use(cli):
+    # The workload seed is drawn per replicate from the execution's seed: no arm runs with seed=0.
+    code, out, err = cli("hypothesis", "show", "wedge-confound")
+    assert code == 0, err
+    arms = [line for line in out.splitlines() if line.startswith("  arm ")]
+    assert len(arms) == 2 and not any("seed=0" in line for line in arms), arms
+    assert all("causal_model=seed" in line for line in arms), arms
+    assert ("  per replicate: seed (a fresh value in each replicate, the same in every arm of it, derived from "
+            "the execution seed and the replicate's number; --set seed=N holds it fixed)") in out, out
+    assert "  execution seed: drawn at random for each execution and recorded (--seed N gives it)" in out, out
+    code, out, _ = cli("hypothesis", "show", "wedge-confound", "--json")
+    h = json.loads(out)
+    assert "seed" not in h["arms"]["control"] and h["per_replicate"] == ["seed"] and h["seed"] is None, h
+    # The kernel experiment's seed is a plain variable: its value is the one every run uses.
+    code, out, _ = cli("hypothesis", "show", "token-granular-geometry")
+    assert "seed=0" in out and "per replicate" not in out, out
+
+
+def test_show_gives_a_declared_or_held_seed_as_it_is(cli, workbench_dir: Path):
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text()
+    old = "      treatment: {nixl_abort_fix: on}\n    hold: {index_k_dtype: bf16, hicache: on}\n"
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, "      treatment: {nixl_abort_fix: on}\n"
+                                      "    hold: {index_k_dtype: bf16, hicache: on, seed: 7}\n    design: {seed: 42}\n"))
+    code, out, err = cli("hypothesis", "show", "wedge-confound", "--root", str(workbench_dir))
+    assert code == 0, err
+    arms = [line for line in out.splitlines() if line.startswith("  arm ")]
+    assert all(line.endswith("seed=7") for line in arms) and "per replicate" not in out, out
+    assert "  execution seed: 42 (design.seed of the hypothesis; --seed N overrides it)" in out, out
+    code, out, _ = cli("hypothesis", "show", "wedge-confound", "--json", "--root", str(workbench_dir))
+    h = json.loads(out)
+    assert (h["seed"], h["seed_from"], h["per_replicate"]) == (42, "hypothesis", []), h
+    assert {h["arms"][a]["seed"] for a in ("control", "treatment")} == {"7"}, h
+
+
 def test_unknown_hypothesis_is_bad_input(cli):
     code, _, err = cli("hypothesis", "show", "no-such-thing")
     assert code == 2

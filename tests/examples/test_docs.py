@@ -87,3 +87,25 @@ def test_shipped_example_validates(path, tmp_path):
     shutil.copytree(REPO / path, root)
     reg = load_registry(root)
     assert {h.id for h in reg.hypotheses} == {"compression-stale"}
+
+
+def test_the_two_seeds_are_documented_as_the_code_makes_them():
+    """The guide's section on the execution seed and a workload seed states ranges and a derivation; each is
+    checked against the code and the shipped experiment, so the text cannot drift from what runs."""
+    import hashlib
+
+    from workbench.registry.common import SEED_MAX, SEED_MIN
+    from workbench.runner.plan import make_plan, replicate_value
+
+    text = " ".join(GUIDE.read_text(encoding="utf-8").split("### Two seeds")[1].split("\n## ")[0].split())
+    assert f"An integer from {SEED_MIN} to {SEED_MAX}" in text
+    exp = load_experiment(REPO / "experiments" / "agent-repro.yaml")[0]
+    seed = exp.variables["seed"]
+    assert seed.per_replicate and f"min: {int(seed.min)}, max: {int(seed.max)}" in text
+    assert ('the first four bytes of the SHA-256 of `"EXECUTION_SEED:REPLICATE:NAME"`, big-endian, top bit '
+            'cleared (0 to 2147483647)') in text
+    for execution_seed, rep in ((0, 0), (SEED_MAX, 5), (1234, 2)):
+        digest = hashlib.sha256(f"{execution_seed}:{rep}:seed".encode()).digest()
+        assert replicate_value(execution_seed, rep, "seed") == str(int.from_bytes(digest[:4], "big") & 0x7FFFFFFF)
+    plan = make_plan(["control", "treatment"], 2, seed=7, per_replicate=["seed"])
+    assert {r.values["seed"] for r in plan.runs if r.replicate == 1} == {replicate_value(7, 1, "seed")}

@@ -76,3 +76,30 @@ def test_a_resumed_execution_counts_each_planned_run_once(toy):
     assert "of 4 planned" not in order and "1 interrupted attempt(s) redone by --resume" in order, order
     arms = [line for line in lines if "runs ok" in line]
     assert all("runs ok 2/2" in line for line in arms), arms
+
+
+def _run_lines(capfd) -> list[str]:
+    """The lines the runner printed about single runs (rich may wrap a long one: joined back)."""
+    text = " ".join(capfd.readouterr().err.split())
+    return [("run " + part).split(" toy-fix on local")[0].strip() for part in text.split("run ")[1:]
+            if "(control r" in part or "(treatment r" in part]
+
+
+def test_an_interrupted_run_is_one_clear_line_naming_its_stage(toy, capfd):
+    with pytest.raises(RunInterrupted):
+        _run(toy, replicates=1, seed=3, show_progress=True, fault=_signal_at_run(2))
+    (line,) = [ln for ln in _run_lines(capfd) if "interrupted" in ln]
+    assert line.endswith("interrupted during its workload stage"), line
+    assert "  " not in line and line.count("interrupted") == 1, line
+
+
+def test_a_failed_run_line_keeps_its_stage_and_brackets_in_the_output(toy, capfd):
+    # The workload's own output may hold brackets: printed as they are, never read as console markup.
+    toy_py = toy.state / "toy.py"
+    toy_py.write_text(toy_py.read_text().replace('print("boom"', 'print("boom [/bold] [red]x[/red]"'))
+    s = _run(toy, replicates=1, seed=3, show_progress=True, sets={"mode": "fail"})
+    assert {r["status"] for r in s["runs"]} == {"failed"}
+    lines = [ln for ln in _run_lines(capfd) if "failed" in ln]
+    assert len(lines) == 2, lines
+    for line in lines:
+        assert "failed during its workload stage: workload exited 3: boom [/bold] [red]x[/red]" in line, line

@@ -106,3 +106,28 @@ def test_resume_accepts_the_flags_the_execution_was_started_with(toy):
     _interrupted(toy)
     s = run_hypothesis("toy-fix", db=toy.db, resume=True, target="local", replicates=1, seed=3)
     assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]
+
+
+def test_resume_of_an_execution_started_on_another_host_warns_that_its_runner_was_not_checked(toy, capfd):
+    # The runner note names the machine that ran the execution: from here its pid says nothing, so the
+    # resume goes on (that runner may be long dead) but says plainly what it could not check.
+    import json
+
+    _interrupted(toy)
+    (note,) = (toy.root / ".wb" / "artifacts").glob("execution-*/runner.json")
+    holder = json.loads(note.read_text())
+    note.write_text(json.dumps({**holder, "host": "gpu-box-7", "pid": 4242}))
+    capfd.readouterr()
+    s = run_hypothesis("toy-fix", db=toy.db, resume=True, show_progress=True)
+    assert [r["status"] for r in s["runs"]].count("ok") == 2
+    err = " ".join(capfd.readouterr().err.split())
+    assert ("warning: execution 1 of toy-fix was started by a runner on gpu-box-7 (pid 4242, since "
+            f"{holder['since']}); whether it still runs could not be checked from here") in err, err
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_resume_of_an_execution_started_here_says_nothing_of_other_hosts(toy, capfd):
+    _interrupted(toy)
+    capfd.readouterr()
+    run_hypothesis("toy-fix", db=toy.db, resume=True, show_progress=True)
+    assert "could not be checked" not in capfd.readouterr().err

@@ -246,12 +246,13 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     t = Table(title=title, show_lines=False)
     for c in columns:
         t.add_column(c, overflow="fold")
     for r in cells:
-        t.add_row(*r)
+        t.add_row(*(Text(v) for v in r))  # plain text: a bracket in a value is not console markup
     Console().print(t)
 
 

@@ -12,6 +12,7 @@ from workbench.cli._common import (DbOption, FailOnOption, FormatOption, JsonOpt
 
 if TYPE_CHECKING:
     from workbench.analysis.status import CurrentStatus
+    from workbench.app import HypothesisDetail
 
 app = new_app("Hypotheses: list, show, validate, analyze and run them.")
 
@@ -47,6 +48,8 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
     typer.echo(f"experiment: {h.experiment}   isolates: {h.isolates or '-'}")
     for arm, values in d.arms.items():
         typer.echo(f"  arm {arm}: " + ", ".join(f"{k}={val}" for k, val in values.items()))
+    for line in _seed_lines(d):
+        typer.echo(f"  {line}")
     for p in h.predicts:
         typer.echo(f"  predicts: {p.describe()}")
     for g in h.requires:
@@ -62,6 +65,18 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
     typer.echo(v.reasoning or "")
     for c in v.checks:
         typer.echo(f"  [{check_mark(c.get('passed'))}] {c.get('name')}: {c.get('detail', '')}")
+
+
+def _seed_lines(d: HypothesisDetail) -> list[str]:
+    """The seeds its runs will use, as the runner derives them (workbench/runner/plan.py)."""
+    lines = [f"per replicate: {name} (a fresh value in each replicate, the same in every arm of it, derived from "
+             f"the execution seed and the replicate's number; --set {name}=N holds it fixed)"
+             for name in d.per_replicate]
+    if d.seed is not None:
+        lines.append(f"execution seed: {d.seed} (design.seed of the {d.seed_from}; --seed N overrides it)")
+    else:
+        lines.append("execution seed: drawn at random for each execution and recorded (--seed N gives it)")
+    return lines
 
 
 @app.command("validate")

@@ -85,7 +85,9 @@ def register(hypothesis_app: typer.Typer) -> None:
             set_: Annotated[Optional[list[str]], typer.Option(
                 "--set", help="var=value: override a held variable in every arm (repeatable).")] = None,
             resume: Annotated[bool, typer.Option("--resume", help="Continue the last interrupted execution.")] = False,
-            seed: Annotated[Optional[int], typer.Option("--seed", help="Seed of the arm order (recorded).")] = None,
+            seed: Annotated[Optional[int], typer.Option("--seed", help=(
+                "Execution seed, 0-2147483647: the arm order and each replicate's per-replicate values "
+                "(drawn when absent; recorded)."))] = None,
             report: Annotated[Optional[bool], typer.Option(
                 "--report/--no-report", help="Rebuild the site afterwards (default: when reports/ holds one).")] = None,
             db: DbOption = None, json_: JsonOption = False, root: RootOption = None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -29,6 +29,45 @@ def var_value(value: Any) -> str:
 
 
 VarValue = Annotated[str, BeforeValidator(var_value)]
+
+
+def _shown(value: Any) -> str:
+    """A YAML value as the reader wrote it, with what kind of value it is when that is the mistake."""
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return f"{value!r} (text)"
+        return f"{value!r} (text: write it without quotes)"
+    return repr(value)
+
+
+def _whole(value: Any) -> Any:
+    # pydantic's lax mode reads true as 1, "3" as 3 and 12.0 as 12: each a mistake in a hand-written file.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"must be a whole number, got {_shown(value)}")
+    return value
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"must be a number, got {_shown(value)}")
+    return value
+
+
+def _flag(value: Any) -> Any:
+    if not isinstance(value, bool):
+        raise ValueError(f"must be true or false, got {_shown(value)}")
+    return value
+
+
+# The number and flag types of every registry field: a boolean is not a number, and text is neither.
+Int = Annotated[int, BeforeValidator(_whole)]
+Number = Annotated[float, BeforeValidator(_number)]
+Flag = Annotated[bool, BeforeValidator(_flag)]
+FormatOne = Annotated[Literal[1], BeforeValidator(_whole)]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a tab is text; a newline or CR starts another line
 
@@ -59,10 +98,10 @@ class Region(Strict):
     """An interval of allowed values for a metric: at_least / at_most / equals / between."""
 
     # Finite only: a bound of nan or inf would make every comparison vacuous.
-    at_least: float | None = Field(default=None, allow_inf_nan=False)
-    at_most: float | None = Field(default=None, allow_inf_nan=False)
-    equals: float | None = Field(default=None, allow_inf_nan=False)
-    between: tuple[Annotated[float, Field(allow_inf_nan=False)], Annotated[float, Field(allow_inf_nan=False)]] | None = None
+    at_least: Number | None = Field(default=None, allow_inf_nan=False)
+    at_most: Number | None = Field(default=None, allow_inf_nan=False)
+    equals: Number | None = Field(default=None, allow_inf_nan=False)
+    between: tuple[Annotated[Number, Field(allow_inf_nan=False)], Annotated[Number, Field(allow_inf_nan=False)]] | None = None
 
     @model_validator(mode="after")
     def _one_bound(self) -> "Region":

@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from workbench.registry.common import SEED_MAX, SEED_MIN, Ident, Strict, VarValue, control_char
+from workbench.registry.common import (SEED_MAX, SEED_MIN, Flag, FormatOne, Ident, Int, Number, Strict, VarValue,
+                                       control_char)
 
 # Names every template may use besides the experiment's variables and a profile's `context`.
 BUILTIN_TEMPLATE_NAMES = frozenset({
@@ -32,10 +33,10 @@ class VariableSpec(Strict):
     type: Literal["str", "int", "float"] = "str"
     default: VarValue | None = None
     description: str = ""
-    secret: bool = False  # its value is redacted wherever wb stores or shows it
-    min: float | None = Field(default=None, description="smallest allowed value (int and float variables)")
-    max: float | None = Field(default=None, description="largest allowed value (int and float variables)")
-    per_replicate: bool = Field(default=False, description=(
+    secret: Flag = False  # its value is redacted wherever wb stores or shows it
+    min: Number | None = Field(default=None, description="smallest allowed value (int and float variables)")
+    max: Number | None = Field(default=None, description="largest allowed value (int and float variables)")
+    per_replicate: Flag = Field(default=False, description=(
         "an int the runner draws afresh for each replicate (both arms of a replicate share it), "
         "from the execution's seed, unless --set, the hypothesis's hold or its arms fix it"))
 
@@ -89,7 +90,7 @@ class MetricSpec(Strict):
     same_as: str | None = None
     units: dict[str, VarValue | list[VarValue]] | None = Field(
         default=None, description="count the units whose fields match (an empty mapping counts all units)")
-    guard: bool = Field(default=False, description="a health/validity signal (aborts, errors), scanned for confounds")
+    guard: Flag = Field(default=False, description="a health/validity signal (aborts, errors), scanned for confounds")
 
     @model_validator(mode="after")
     def _shape(self) -> "MetricSpec":
@@ -121,17 +122,18 @@ class UnitSpec(Strict):
 
 
 class Design(Strict):
-    replicates: int = Field(default=2, ge=1, le=1000)
+    replicates: Int = Field(default=2, ge=1, le=1000)
     blocks: Literal["abba", "random", "alternate"] = "abba"
-    seed: int | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX)
-    max_replicates: int = Field(default=12, ge=1, le=10000, description="budget for --sequential")
+    seed: Int | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX, description=(
+        "the execution seed (arm order in blocks, per-replicate values); --seed overrides it; drawn when absent"))
+    max_replicates: Int = Field(default=12, ge=1, le=10000, description="budget for --sequential")
 
 
 class HealthSpec(Strict):
     urls: list[str] = Field(min_length=1)
-    attempts: int = Field(default=36, ge=1, le=10000)
-    interval_s: float = Field(default=5.0, gt=0, le=3600)
-    timeout_s: float = Field(default=3.0, gt=0, le=600)
+    attempts: Int = Field(default=36, ge=1, le=10000)
+    interval_s: Number = Field(default=5.0, gt=0, le=3600)
+    timeout_s: Number = Field(default=3.0, gt=0, le=600)
 
 
 class ConfigSpec(Strict):
@@ -161,7 +163,7 @@ class ConfigSpec(Strict):
 
 class WorkloadSpec(Strict):
     command: str
-    timeout_s: float = Field(default=1800, gt=0, le=7 * 24 * 3600)
+    timeout_s: Number = Field(default=1800, gt=0, le=7 * 24 * 3600)
 
 
 class Extractor(Strict):
@@ -174,7 +176,7 @@ class Extractor(Strict):
     unit_field: str | None = None
     aggregate: Literal["sum", "nonzero"] = "nonzero"
     parse: Literal["int", "float"] = "float"
-    timeout_s: float = Field(default=60, gt=0, le=3600)
+    timeout_s: Number = Field(default=60, gt=0, le=3600)
 
     @model_validator(mode="after")
     def _one(self) -> "Extractor":
@@ -199,12 +201,12 @@ class TargetSpec(Strict):
     kind: Literal["sim", "local", "ssh", "kernel"]
     hosts: list[str] = Field(default_factory=list)
     user: str | None = None
-    port: int | None = Field(default=None, ge=1, le=65535)
+    port: Int | None = Field(default=None, ge=1, le=65535)
     known_hosts: str | None = None
     identity_file: str | None = None
     jump: str | None = None
-    keepalive_s: float = 15
-    connect_timeout_s: float = 10
+    keepalive_s: Number = 15
+    connect_timeout_s: Number = 10
 
     @model_validator(mode="after")
     def _hosts(self) -> "TargetSpec":
@@ -246,9 +248,9 @@ class Profile(Strict):
 
 
 class Experiment(Strict):
-    format: Literal[1] = 1
+    format: FormatOne = 1
     id: Ident
-    version: int = Field(default=1, ge=1, description="bump when the harness changes what it measures")
+    version: Int = Field(default=1, ge=1, description="bump when the harness changes what it measures")
     description: str = ""
     variables: dict[str, VariableSpec]
     unit: UnitSpec | None = None

@@ -136,7 +136,7 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
             state.outcomes.append((run_id, pr, out))
             state.progress.finished(pr.order_index, out.status)
             if out.status != "ok":
-                state.progress.log(f"run {run_id} ({pr.arm} r{pr.replicate}) {out.status}: {out.error}")
+                state.progress.log(f"run {run_id} ({pr.arm} r{pr.replicate}) {out.describe()}")
         await rec.settle()  # the run is in the store before the next one starts
 
 
@@ -475,10 +475,11 @@ def prepare(registry: Registry, hypothesis_id: str, opts: RunOptions, *, store: 
     return Launch(p, plan, tgt, prior)
 
 
-def _refuse_live_runner(folder: Path, prior: ExecutionRecord) -> None:
+def _check_prior_runner(folder: Path, prior: ExecutionRecord) -> str | None:
     """--resume continues an execution whose runner is gone: one whose runner still runs on this machine is
-    refused before anything is touched (its workload would be stopped as an orphan, its lock taken over)."""
-    from workbench.runner.lock import runner_alive
+    refused before anything is touched (its workload would be stopped as an orphan, its lock taken over).
+    A runner noted on another machine cannot be checked from here: the warning that says so, or None."""
+    from workbench.runner.lock import runner_alive, runner_elsewhere
 
     holder = runner_alive(folder, prior.uuid)
     if holder is not None:
@@ -486,6 +487,12 @@ def _refuse_live_runner(folder: Path, prior: ExecutionRecord) -> None:
                        f"(pid {holder.pid} on {holder.host}, since {holder.since})",
                        hint="--resume continues an execution whose runner is gone: wait for it to end, "
                             "or stop it (Ctrl-C restores the target) and then resume")
+    other = runner_elsewhere(folder, prior.uuid)
+    if other is None:
+        return None
+    return (f"warning: execution {prior.id} of {prior.hypothesis_id} was started by a runner on {other.host} "
+            f"(pid {other.pid}, since {other.since}); whether it still runs could not be checked from here. "
+            "If it does, stop it: two runners on one target overwrite each other's config.")
 
 
 def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifacts: Path | None = None,
@@ -500,8 +507,9 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
     """
     p, plan, tgt = launch.prepared, launch.plan, launch.target
     art_root = artifacts_root(p.root, artifacts)
+    unchecked = None
     if launch.prior is not None and launch.prior.uuid:  # this runner, not the killed one, from here on
-        _refuse_live_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior)
+        unchecked = _check_prior_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior)
         note_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior.uuid)
     execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior)
     exec_dir = art_root / f"execution-{exec_uuid}"
@@ -510,6 +518,8 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
                      sequential=p.mode == "sequential") as progress:
         if launch.prior is not None:
             progress.seed(_ended(store, execution_id))
+        if unchecked:
+            progress.log(unchecked)
         state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
                       exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
                       target_desc=tgt.summary(), recorder=Recorder(store, p, execution_id, exec_dir),

@@ -75,6 +75,15 @@ class RunOutcome:
     ended_at: datetime | None = None
     stage_s: dict[str, float] = field(default_factory=dict)
 
+    def describe(self) -> str:
+        """How the run ended, for a person: "interrupted during its workload stage", "failed during its health
+        stage: health never green …" (the stored error leads with "[stage]"; said once here, in words)."""
+        text = f"{self.status} during its {self.stage} stage"
+        if self.status == "interrupted" or not self.error:
+            return text
+        reason = self.error.removeprefix(f"[{self.stage}] ")
+        return f"{text}: {reason}"
+
 
 class StageFailed(Exception):
     def __init__(self, status: str, message: str) -> None:

@@ -119,6 +119,13 @@ def runner_alive(folder: Path, execution: str) -> "Holder | None":
     return holder
 
 
+def runner_elsewhere(folder: Path, execution: str) -> "Holder | None":
+    """The runner of `execution` when its note names another machine: whether it still runs cannot be told
+    from here (its pid means nothing on this host)."""
+    holder = _noted_runner(folder, execution)
+    return holder if holder is not None and holder.host != socket.gethostname() else None
+
+
 def lock_path(target: Target, host: str, config_path: str | None, options: dict[str, Any]) -> str | None:
     """Where the lock lives on `host`: an explicit `lock_path` option, else where the target keeps it (pdsim's
     folder, next to the config file the experiment rewrites, the remote work folder). None: nothing to protect."""

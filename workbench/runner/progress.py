@@ -48,7 +48,7 @@ class RunProgress:
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                        TimeRemainingColumn)
 
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            self._progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                       TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                                       console=Console(stderr=True), transient=True)
             self._progress.__enter__()
@@ -62,7 +62,7 @@ class RunProgress:
             self._progress.__exit__(*exc)
             stopped = ", interrupted" if self.interrupted else ""
             self._progress.console.print(f"{self.title}: {self.count_text()}{stopped} in "
-                                         f"{time.monotonic() - self.t0:.1f} s", highlight=False)
+                                         f"{time.monotonic() - self.t0:.1f} s", highlight=False, markup=False)
 
     def count_text(self) -> str:
         """How many planned runs ended and how: "3 of 4 run(s) ok, 1 failed", "0 of 4 run(s) ok, 4 invalid",
@@ -93,7 +93,8 @@ class RunProgress:
 
         text = redact_text(text)
         if self._progress is not None:
-            self._progress.console.print(text)
+            # Plain text: a run's error quotes its output, whose brackets are not console markup.
+            self._progress.console.print(text, markup=False, highlight=False)
         elif self.enabled:
             import sys
 
