@@ -238,3 +238,17 @@ def test_a_search_without_failure_says_so_plainly(root):
     assert result.status == "no-failure"
     text = "\n".join(search_lines(search_record(spec, result)))
     assert "no failure to isolate: the bad config does not fail" in text and "surely needed" not in text
+
+
+def test_probe_seeds_stay_in_the_seed_range(root):
+    """`wb isolate --seed 2147483647` gave probe 1 the execution seed 2^31, which its own design refuses."""
+    from workbench.isolate.adapter import probe_hypothesis
+    from workbench.isolate.search import ProbeRequest
+
+    reg = load_registry(root)
+    spec = prepare_spec(reg, experiment="agent-repro", good=["hicache=off"], bad=["hicache=on"],
+                        metric="corruption_rate", region=">= 0.05", seed=2**31 - 1)
+    req = ProbeRequest(index=1, applied=("hicache",), phase="confirm", question="q", parent=None, alpha=0.05,
+                       max_units=800)
+    h = probe_hypothesis(spec, req, spec.root_id)
+    assert spec.probe_seed(0) == 2**31 - 1 and spec.probe_seed(1) == 0 == h.design.seed

@@ -65,3 +65,26 @@ def test_isolate_on_pdsim_records_each_probe_and_restores_the_target(bench):
     assert site.returncode == 0, site.stderr[-2000:]
     page = (bench.root / "reports" / "isolate.html").read_text()
     assert rec["search_id"] in page and "geometry_fix" in page
+
+
+def test_an_interrupted_search_restores_and_gives_a_hint_that_works(bench):
+    """Ctrl-C in a probe used to end with "continue with: wb hypothesis run iso-…-p0 --resume", a hypothesis
+    that exists only inside the search ("no hypothesis 'iso-…'")."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "isolate", "--experiment", "agent-repro",
+                             "--good", "geometry_fix=on nixl_abort_fix=on", "--bad", "geometry_fix=off nixl_abort_fix=on",
+                             "--metric", "corruption_rate", "--region", ">= 0.05", "--seed", "7", "--db", bench.db],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    t0 = time.monotonic()
+    while (bench.sim_dir / "serve.sh").read_bytes() == bench.original:  # the first probe's config is in place
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.monotonic() - t0 < 300
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err[-3000:]
+    assert (bench.sim_dir / "serve.sh").read_text() == bench.original.decode(), err[-3000:]
+    assert "Traceback" not in err and "--resume" not in err.replace("no --resume", ""), err[-2000:]
+    assert "run the same command again" in err, err[-2000:]

@@ -225,3 +225,48 @@ def test_a_signal_through_the_cli_exits_128_plus_it_and_restores(toy, sig, code)
     assert proc.returncode == code, err[-1500:]
     assert "--resume" in err and "Traceback" not in err
     assert toy.conf.read_bytes() == toy.original
+
+
+def test_a_restart_that_fails_after_the_original_is_back_says_the_file_is_back(toy):
+    """The restore wrote the original back and read it back; then the restart failed (a port still taken,
+    with a traceback). It used to say "RESTORE FAILED ... may still hold an arm's config ... (the original
+    config was put back first)", and the traceback's lines became the hint."""
+    from runner_kit import edit_profile
+
+    from workbench.errors import RestoreFailed
+
+    edit_profile(toy.root, 'restart: ["{{ python }} ', 'restart: ["grep -q operator {{ state }}/serve.conf && '
+                 "{ printf \\\"Traceback (most recent call last):\\\\n  self.server_bind()\\\\nOSError: in use\\\\n\\\" >&2; "
+                 'exit 1; }; {{ python }} ')
+    with pytest.raises(RestoreFailed) as ei:
+        _run(toy, replicates=1)
+    assert toy.conf.read_bytes() == toy.original
+    message, hint = ei.value.message, ei.value.hint or ""
+    assert "\n" not in message, message
+    assert message.startswith("RESTORE INCOMPLETE") and "holds the original config again" in message, message
+    assert "may still hold" not in message and "OSError: in use" in message, message
+    lines = hint.strip().splitlines()
+    assert lines[0] == "restart the service by hand now:" and len(lines) == 3, hint  # the copy, the restart
+    assert lines[1].startswith("cp ") and "toy.py restart" in lines[2], hint
+
+
+def test_a_signal_does_not_wait_out_the_health_check_after_the_restore(toy):
+    """After SIGTERM the config is written back and the service restarted; the runner then used to poll the
+    health URL for its whole budget (here 400 x 0.25 s) before exiting, long past a supervisor's SIGKILL."""
+    from runner_kit import edit_profile
+
+    edit_profile(toy.root, 'health: {urls: ["http://127.0.0.1:{{ port }}/health"], attempts: 4, interval_s: 0.05',
+                 'health: {urls: ["http://127.0.0.1:1/health"], attempts: 400, interval_s: 0.25')
+    env = dict(os.environ, WB_ROOT=str(toy.root))
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix",
+                             "--db", toy.db, "--replicates", "1"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not toy.restarts():
+        time.sleep(0.02)
+    time.sleep(0.5)  # inside the first run's health wait
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)  # the health budget alone is 100 s
+    assert proc.returncode == 143, err[-1500:]
+    assert toy.conf.read_bytes() == toy.original
+    assert "not waiting for" in err and "health" in err, err[-1500:]

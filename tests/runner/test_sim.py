@@ -189,3 +189,24 @@ def test_sigterm_then_resume_restarts_pdsim_on_the_ports_it_had(bench):
     (config,) = [c for c in s["checks"] if c["name"] == "config"]
     assert config["passed"], config
     assert bench.serve() == bench.original
+
+
+def test_ctrl_c_while_pdsim_comes_up_restores_the_serve_file_and_stops_it(bench):
+    """A signal while `wb sim up` started pdsim (the ports already written into serve.sh) left serve.sh
+    changed and pdsim running: the setup ran outside the restore's reach, and the pdsim it was starting was
+    not yet "ours" to stop. The runner still said "the target was restored"."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "wedge-confound",
+                             "--db", bench.db], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    while bench.serve() == bench.original:  # `sim up` has written its ports: pdsim is coming up
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.monotonic() - t0 < 300
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err[-3000:]
+    assert bench.serve() == bench.original
+    assert control.status(bench.sim_dir).state == "down"

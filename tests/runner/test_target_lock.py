@@ -40,14 +40,46 @@ def test_a_held_lock_refuses_the_second_run_before_touching_the_target(toy):
     assert _lock_file(toy).read_text().startswith(_holder(os.getpid()))  # the owner's lock is left alone
 
 
+def _saved_original(toy, execution: str, data: bytes) -> None:
+    """The snapshot a runner of `execution` took before it died (as runner.restore.take_snapshots writes it)."""
+    import hashlib
+
+    folder = toy.root / ".wb" / "artifacts" / f"execution-{execution}"
+    folder.mkdir(parents=True)
+    copy = folder / "original-x"
+    copy.write_bytes(data)
+    (folder / "snapshot.json").write_text(json.dumps({"execution": execution, "hosts": {"local": {
+        "host": "local", "path": str(toy.conf), "exists": True, "mode": 0o644, "local_copy": str(copy),
+        "sha256": hashlib.sha256(data).hexdigest()}}}))
+
+
 def test_a_stale_lock_of_a_dead_process_is_taken_over_and_released(toy):
+    """Its runner died after putting the original back (the file is what it saved): taken over."""
     dead = subprocess.Popen(["true"])
     dead.wait()
     _lock_file(toy).write_text(_holder(dead.pid) + "\n")
+    _saved_original(toy, "f" * 32, toy.original)
     summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
     assert [r["status"] for r in summary["runs"]] == ["ok"] * 4
     assert not _lock_file(toy).exists()
     assert toy.conf.read_bytes() == toy.original
+
+
+@pytest.mark.parametrize("saved", [None, b"# the operator's own serve file\nfix=on\nmode=ok\n"],
+                         ids=["nothing-saved", "another-original"])
+def test_a_stale_lock_is_refused_when_what_its_runner_left_cannot_be_told_original(toy, saved):
+    """No saved original to compare with (another workbench's runner, or one killed before its snapshot),
+    or a file that is not the original it saved: refused, nothing touched, the lock left for the user."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    _lock_file(toy).write_text(_holder(dead.pid) + "\n")
+    if saved is not None:
+        _saved_original(toy, "f" * 32, saved)
+    with pytest.raises(TargetBusy, match="died before restoring it") as ei:
+        run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
+    assert str(_lock_file(toy)) in (ei.value.hint or "")
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
+    assert _lock_file(toy).exists()
 
 
 def _wait_for(path: Path, proc: subprocess.Popen, limit_s: float = 240) -> None:

@@ -95,7 +95,7 @@ def register(hypothesis_app: typer.Typer) -> None:
         """Run ID's experiment: arms in randomized blocks, every run recorded, the target always restored.
 
         Exit 0 done, 1 some run failed, 2 bad input, 3 the verdict is in --fail-on, 130 interrupted by
-        Ctrl-C (SIGINT), 143 by SIGTERM (128 + the signal, the target restored either way)."""
+        Ctrl-C (SIGINT), 143 by SIGTERM, 129 by SIGHUP (128 + the signal, the target restored either way)."""
         from workbench.runner.execute import RunOptions
 
         failing = fail_on(fail_on_)

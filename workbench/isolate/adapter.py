@@ -58,6 +58,12 @@ class IsolateSpec:
     def root_id(self) -> str:
         return f"iso-{self.search_id}"
 
+    def probe_seed(self, index: int) -> int:
+        """Probe `index`'s execution seed: the search's seed plus the index, kept in the seed's range."""
+        from workbench.registry.common import SEED_MAX
+
+        return (self.seed + index) % (SEED_MAX + 1)
+
     def probe_id(self, index: int) -> str:
         return f"iso-{self.search_id}-p{index}"
 
@@ -98,7 +104,7 @@ def probe_hypothesis(spec: IsolateSpec, req: ProbeRequest, parent_id: str, *, st
         arms={"probe": spec.arm(req.applied)}, hold=dict(spec.hold),
         predicts=[_prediction(spec, f"{req.phase} probe {req.index} of search {spec.search_id}")],
         falsified_if=f"{spec.metric} lies outside the failure region (the config passes).",
-        design={"max_replicates": MAX_RUNS, "seed": spec.seed + req.index},
+        design={"max_replicates": MAX_RUNS, "seed": spec.probe_seed(req.index)},
         generated={"by": "isolate", "search": spec.search_id, "probe": req.index, "verdict": verdict})
 
 
@@ -141,19 +147,25 @@ class RunnerOracle:
         record the runner's own analysis as `wb hypothesis run` does; the execution's id."""
         from workbench.analysis.stored import analyze_stored, record_verdict
         from workbench.errors import WbError
-        from workbench.runner.execute import RunOptions, execute, prepare
+        from workbench.runner.execute import RunInterrupted, RunOptions, execute, prepare
 
         reg = replace(self.registry, hypotheses=[*self.registry.hypotheses, *self.hypotheses])
         runs = planned_runs(req.max_units, self.units_per_run)
-        opts = RunOptions(target=self.spec.profile, replicates=runs, sequential=True, seed=self.spec.seed + req.index,
-                          show_progress=self.show_progress)
+        opts = RunOptions(target=self.spec.profile, replicates=runs, sequential=True,
+                          seed=self.spec.probe_seed(req.index), show_progress=self.show_progress)
         launch = prepare(reg, h.id, opts, sim_dir=self.settings.sim_dir)
 
         def stop_rule(store: "Store", execution_id: int) -> Look:
             return self._look(store, execution_id, req)
 
-        done = execute(launch, self.store, show_progress=self.show_progress, artifacts=self.settings.artifacts,
-                       decide=stop_rule)
+        try:
+            done = execute(launch, self.store, show_progress=self.show_progress, artifacts=self.settings.artifacts,
+                           decide=stop_rule)
+        except RunInterrupted as exc:
+            # The runner's hint names the probe's own hypothesis, which exists only inside this search.
+            raise RunInterrupted(f"wb isolate {exc.message} in probe {req.index}",
+                                 hint="the probes run so far stay recorded; wb isolate has no --resume: run the same "
+                                      "command again to search afresh", signum=exc.signum) from None
         try:
             record_verdict(self.store, analyze_stored(self.store, reg, h.id, execution_id=done.execution_id),
                            execution_id=done.execution_id)

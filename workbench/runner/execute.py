@@ -1,7 +1,7 @@
 """The experiment loop: plan, snapshot the target, run blocks (hosts in parallel), record, always restore.
 
-Ctrl-C and SIGTERM cancel the loop; the run in flight is recorded `interrupted`, the target is
-restored in `finally`, and `--resume` later continues the same execution without redoing finished runs.
+Ctrl-C, SIGTERM and SIGHUP (a closed terminal, a dropped ssh session) cancel the loop; the run in flight is
+recorded `interrupted`, the target is restored in `finally`, and `--resume` later continues the same execution without redoing finished runs.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from workbench.runner.targets.base import Target
 from workbench.store.engine import Store
 
 if TYPE_CHECKING:
-    from workbench.runner.lock import TargetLock
+    from workbench.runner.lock import Holder, TargetLock
 from workbench.store.entities import ExecutionRecord
 
 FINISHED = ("ok", "invalid", "failed")
@@ -48,8 +48,9 @@ StopRule = Callable[[Store, int], Stopping]
 
 
 class RunInterrupted(RunFailure):
-    """The experiment was stopped by Ctrl-C or SIGTERM (the target was restored). It exits 128 + the
-    signal's number, as a shell reports a process the signal ended: 130 for SIGINT, 143 for SIGTERM."""
+    """The experiment was stopped by Ctrl-C, SIGTERM or SIGHUP (the target was restored). It exits 128 + the
+    signal's number, as a shell reports a process the signal ended: 130 for SIGINT, 143 for SIGTERM, 129 for
+    SIGHUP."""
 
     def __init__(self, message: str, *, hint: str | None = None, signum: int = signal.SIGINT) -> None:
         super().__init__(message, hint=hint)
@@ -78,6 +79,7 @@ class State:
     execution_uuid: str = ""
     resumed: bool = False
     decide: StopRule | None = None  # replaces the hypothesis's own sequential test (see `execute`)
+    stopping: bool = False  # a stop signal came: the restore does not wait for health afterwards
 
 
 def make_target(p: Prepared, sim_dir: Path | None = None) -> Target:
@@ -196,7 +198,14 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
         urls = [render_text(u, values) for u in p.profile.health.urls] if p.profile.health else []
 
         async def healthy(_host: str = host, urls: list[str] = urls) -> None:
-            if urls and not started_here:
+            if not urls or started_here:
+                return
+            if state.stopping:
+                # Stopped by a signal: a supervisor's SIGKILL may follow soon. The config is back and the
+                # service restarted; its health is for the user to look at, not a reason to linger.
+                state.progress.log(f"not waiting for {target.describe(_host)} to report healthy after the restore "
+                                   f"(stopped by a signal): check {', '.join(urls)}")
+            else:
                 hp = p.profile.health
                 problem = await wait_healthy(target, _host, urls, hp.attempts, hp.interval_s, hp.timeout_s)
                 if problem:
@@ -211,6 +220,27 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
         state.restore_error = msg
 
 
+# The signals that stop an execution the way Ctrl-C does: the run in flight is interrupted, the target restored.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _leave_terminal() -> None:
+    """After SIGHUP the terminal is gone and writing to it fails (EIO): what the restore prints goes nowhere
+    instead of ending it half-way. Output to a file or a pipe is kept."""
+    import os
+
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in (1, 2):
+            try:
+                if os.isatty(fd):
+                    os.dup2(null, fd)
+            except OSError:
+                pass
+    finally:
+        os.close(null)
+
+
 async def _main(state: State, target: Target) -> None:
     p = state.prepared
     loop = asyncio.get_running_loop()
@@ -218,13 +248,16 @@ async def _main(state: State, target: Target) -> None:
     signalled: list[int] = []
 
     def on_signal(sig: int) -> None:
+        state.stopping = True
+        if sig == signal.SIGHUP:
+            _leave_terminal()
         if not signalled and me is not None:
             me.cancel()
         signalled.append(sig)
         if len(signalled) > 1:
             state.progress.log("restoring the target; wait for it (or press Ctrl-C again: it is not skipped)")
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         try:
             loop.add_signal_handler(sig, on_signal, sig)
         except (NotImplementedError, RuntimeError):
@@ -241,15 +274,15 @@ async def _main(state: State, target: Target) -> None:
         await target.open()
         context.update(target.context())
         lock, snaps = await _take_target(state, target, context)
-        serve = Path(next(iter(snaps.values())).path) if snaps else Path(context.get("sim_dir", ".")) / "serve.sh"
-        context.update(await target.setup(serve, env))
-        remote_work = target.work_root(p.profile.options)
-        h = Harness(root=p.root, experiment=p.experiment, hypothesis=p.hypothesis, profile_name=p.profile_name,
-                    profile=p.profile, target=target, context=context, env=env, config_template=p.config_template,
-                    artifacts_root=state.exec_dir, remote_work=remote_work, fault=state.fault,
-                    probe_targets=p.probe_targets,
-                    restart_timeout_s=timeouts(p.profile.options).restart_s, warn=state.progress.log)
-        try:
+        try:  # from the snapshot on, the target is restored whatever happens (a signal while pdsim starts too)
+            serve = Path(next(iter(snaps.values())).path) if snaps else Path(context.get("sim_dir", ".")) / "serve.sh"
+            context.update(await target.setup(serve, env))
+            remote_work = target.work_root(p.profile.options)
+            h = Harness(root=p.root, experiment=p.experiment, hypothesis=p.hypothesis, profile_name=p.profile_name,
+                        profile=p.profile, target=target, context=context, env=env,
+                        config_template=p.config_template, artifacts_root=state.exec_dir, remote_work=remote_work,
+                        fault=state.fault, probe_targets=p.probe_targets,
+                        restart_timeout_s=timeouts(p.profile.options).restart_s, warn=state.progress.log)
             await _run_plan(state, h)
         finally:
             if snaps:
@@ -264,7 +297,7 @@ async def _main(state: State, target: Target) -> None:
         if lock is not None:
             await lock.release()
         await target.close()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             try:
                 loop.remove_signal_handler(sig)
             except (NotImplementedError, RuntimeError):
@@ -303,7 +336,34 @@ def target_lock(target: Target, state: State, paths: dict[str, str]) -> "TargetL
 
     opts = dict(state.prepared.profile.options)
     where = {h: lock_path(target, h, paths.get(h), opts) for h in state.plan.hosts}
-    return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid)
+
+    async def left_by_dead(host: str, lock_file: str, holder: "Holder") -> None:
+        await _check_left_by_dead(state, target, host, lock_file, holder)
+
+    return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead)
+
+
+async def _check_left_by_dead(state: State, target: Target, host: str, lock_file: str, holder: "Holder") -> None:
+    """Refuse a target whose lock a dead runner of another execution left, unless its config file is the
+    original that runner saved: a new snapshot would take an arm's config for the original, and every
+    restore after it would put the arm's config back."""
+    from workbench.runner.lock import TargetBusy
+    from workbench.runner.restore import left_as_saved
+
+    why = await left_as_saved(target, host, state.artifacts_root / f"execution-{holder.execution}", holder.execution)
+    if why is None:
+        state.progress.log(f"taking over the lock of execution {holder.execution}: its runner (pid {holder.pid}) "
+                           "is gone and the config is the original it saved")
+        return
+    known = [e for e in state.store.executions() if e.uuid == holder.execution]
+    which = f"execution {known[0].id} of {known[0].hypothesis_id}" if known else f"execution {holder.execution}"
+    resume = (f"wb hypothesis run {known[0].hypothesis_id} --resume" if known
+              else "`wb hypothesis run ID --resume` against the store that holds it")
+    raise TargetBusy(
+        f"target {target.describe(host)} was left by {which}, whose runner (pid {holder.pid} on {holder.host}, "
+        f"since {holder.since}) died before restoring it: {why}",
+        hint=f"resume it ({resume}: it puts the original back first), or put the original back by hand and "
+             f"remove {lock_file}")
 
 
 def _recover(state: State) -> None:
@@ -399,10 +459,17 @@ def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
 
 def _loop(state: State, target: Target) -> tuple[str, BaseException | None]:
     """Run the plan; (execution status, the error that ended it). The target is restored either way."""
+    from workbench.runner.lock import TargetBusy
+
     try:
         asyncio.run(_main(state, target))
     except (RunInterrupted, KeyboardInterrupt) as exc:
         return "interrupted", exc
+    except TargetBusy as exc:
+        # Nothing ran and the target was not touched: a fresh execution is "refused", which --resume passes
+        # over (it would otherwise take it for the interrupted one the error names); a resumed one stays
+        # as it was, to be resumed once the target is free.
+        return ("interrupted" if state.resumed else "refused"), exc
     except Exception as exc:  # recorded as failed first; `_close` re-raises it
         return "failed", exc
     finally:

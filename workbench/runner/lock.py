@@ -4,8 +4,10 @@ Two experiments on one deployment would overwrite each other's config between a 
 measurement and store runs under the wrong arm. The lock file is created with the shell's noclobber
 (an O_EXCL create, on this machine or over SSH alike) and holds who owns it: the execution's UUID,
 the runner's host, pid, the pid's start time and when it was taken. A lock whose owner ran on this
-machine and is gone (or whose pid now belongs to another process) is stale and taken over; a lock of
-the same execution (a resume after kill -9) is taken over too, unless its owner still runs here.
+machine and is gone (or whose pid now belongs to another process) is stale: it is taken over once the
+caller has checked what the dead owner left (`left_by_dead`: its config file must be the original it saved,
+else the new execution would snapshot an arm's config as "the original"). A lock of the same execution (a
+resume after kill -9) is taken over too, unless its owner still runs here.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import socket
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from workbench.errors import RunFailure, TargetError
 from workbench.runner.targets.base import LOCK_NAME, Target  # noqa: F401 (LOCK_NAME: part of this module's interface)
@@ -137,11 +139,14 @@ def lock_path(target: Target, host: str, config_path: str | None, options: dict[
 class TargetLock:
     """The locks of one execution on each host of its target."""
 
-    def __init__(self, target: Target, paths: dict[str, str], execution: str) -> None:
+    def __init__(self, target: Target, paths: dict[str, str], execution: str,
+                 left_by_dead: Callable[[str, str, Holder], Awaitable[None]] | None = None) -> None:
         self.target = target
         self.paths = paths
         self.me = Holder.me(execution)
         self.held: list[str] = []
+        # (host, lock path, the dead holder) -> raises when what that holder's runner left cannot be taken over
+        self.left_by_dead = left_by_dead
 
     async def _try(self, host: str, path: str) -> str | None:
         """None when acquired; else the current holder's text."""
@@ -182,6 +187,8 @@ class TargetLock:
             mine = holder is not None and holder.execution == self.me.execution and (
                 holder.host != self.me.host or holder.pid == self.me.pid)  # a resume after kill -9 elsewhere
             if holder is None or holder.stale() or mine:
+                if holder is not None and holder.execution != self.me.execution and self.left_by_dead is not None:
+                    await self.left_by_dead(host, path, holder)
                 await self._break(host, path, seen)
                 continue
             where = self.target.describe(host)

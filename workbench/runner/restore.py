@@ -92,6 +92,21 @@ def load_snapshots(folder: Path, *, owner: str) -> dict[str, Snapshot]:
     return out
 
 
+async def left_as_saved(target: Target, host: str, folder: Path, owner: str) -> str | None:
+    """None when `host`'s config file is the original execution `owner` saved in `folder` (its runner put it
+    back, or died before changing it); else why it is not, or why that cannot be told."""
+    try:
+        snap = load_snapshots(folder, owner=owner).get(host)
+    except (ForeignSnapshot, OSError, ValueError, KeyError, TypeError):
+        snap = None
+    if snap is None:
+        return f"its saved original is not in {folder}, so whether the config is the original cannot be told"
+    found = await target.read_file(host, snap.path)
+    if (found[0] if found is not None else None) == snap.data:
+        return None
+    return f"{snap.path} is not the original it saved ({snap.local_copy})"
+
+
 def manual_instructions(target: Target, snap: Snapshot, restart: list[str]) -> str:
     lines = []
     if snap.data is not None:
@@ -109,6 +124,7 @@ async def restore_host(target: Target, snap: Snapshot, restart: list[str], *, en
     """Put the original bytes back, restart, and read the file back to confirm; retries across reconnects."""
     last: Exception | None = None
     for attempt in range(RESTORE_ATTEMPTS):
+        back_in_place = False  # the original reads back: a failure after it is the restart's alone
         try:
             if snap.data is None:
                 await target.remove_file(snap.host, snap.path)
@@ -117,27 +133,40 @@ async def restore_host(target: Target, snap: Snapshot, restart: list[str], *, en
             back = await target.read_file(snap.host, snap.path)
             if (back[0] if back else None) != snap.data:
                 raise TargetError(f"{snap.path} on {target.describe(snap.host)} does not read back as the original")
+            back_in_place = True
             if do_restart:
                 for cmd in restart:
                     res = await target.run(snap.host, cmd, env=env, timeout=restart_timeout)
                     if not res.ok:
-                        why = failure_reason(res, restart_timeout)
+                        why = f"restart `{cmd}` {failure_reason(res, restart_timeout)}"
                         if res.timed_out:  # it already had its full time: a retry would only wait as long again
-                            raise RestoreFailed(
-                                f"RESTORE INCOMPLETE on {target.describe(snap.host)}: {snap.path} holds the original "
-                                f"config again, but restart `{cmd}` {why}",
-                                hint="restart the service by hand now:\n" + manual_instructions(target, snap, restart))
-                        raise TargetError(f"restart `{cmd}` {why} (the original config was put back first)")
+                            raise _incomplete(target, snap, restart, why)
+                        raise TargetError(why)
             if after is not None:
                 await after()
             return
         except TargetError as exc:
             last = exc
+            if back_in_place and attempt == RESTORE_ATTEMPTS - 1:
+                raise _incomplete(target, snap, restart, str(exc)) from None
             try:
                 await target.reconnect(snap.host)
             except TargetError as exc2:
                 last = exc2
     raise RestoreFailed(
-        f"RESTORE FAILED on {target.describe(snap.host)}: {snap.path} may still hold an arm's config ({last})",
+        f"RESTORE FAILED on {target.describe(snap.host)}: {snap.path} may still hold an arm's config "
+        f"({one_line(str(last))})",
         hint="restore it by hand now:\n" + manual_instructions(target, snap, restart if do_restart else []))
+
+
+def one_line(text: str) -> str:
+    """A command's output inside a message of one line (its lines joined by ' / ')."""
+    return " / ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _incomplete(target: Target, snap: Snapshot, restart: list[str], why: str) -> RestoreFailed:
+    """The original config is back in place, but the service did not restart on it."""
+    return RestoreFailed(f"RESTORE INCOMPLETE on {target.describe(snap.host)}: {snap.path} holds the original "
+                         f"config again, but {one_line(why)}",
+                         hint="restart the service by hand now:\n" + manual_instructions(target, snap, restart))
 

@@ -85,11 +85,13 @@ class SimTarget(LocalTarget):
             # Written before starting: a runner killed while pdsim comes up still leaves the note for --resume.
             self.marker.parent.mkdir(parents=True, exist_ok=True)
             self.marker.write_text(str(self.sim_dir), encoding="utf-8")
+        # Ours from here: a signal or a failure while it comes up still stops it (`teardown`), and the restore
+        # does not restart a pdsim that was never up.
+        self.started_here = True
         res = await self.run("local", cmd, env=env, timeout=UP_TIMEOUT_S)
         if not res.ok:
             raise SimError(f"could not start pdsim in {self.sim_dir}: {res.excerpt()}",
                            hint=f"try it by hand: {cmd}")
-        self.started_here = True
         self.served = {"sim_dir": str(self.sim_dir), "prefill_port": pp, "decode_port": dp}
         return self.served
 
