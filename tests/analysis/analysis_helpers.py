@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
+
+KVCACHE = Path(__file__).resolve().parents[2] / "examples" / "kvcache"
 
 OUTCOMES = ("done", "leak", "error", "maxrounds", "no_tool")
 
@@ -76,3 +80,18 @@ def registry_with(workbench_dir: Any, text: str) -> Any:
     path = workbench_dir / "hypotheses.yaml"
     path.write_text(path.read_text() + text)
     return load_registry(workbench_dir)
+
+
+def kv_workbench(tmp_path: Path, rows: list[str], values: str) -> Path:
+    """The kvcache example in a folder of its own, `compression` taking `values` (e.g. "on, off, lz4"), and
+    its evidence rows in s.csv."""
+    root = tmp_path / "kv"
+    root.mkdir()
+    shutil.copy(KVCACHE / "hypotheses.yaml", root / "hypotheses.yaml")
+    shutil.copytree(KVCACHE / "experiments", root / "experiments")
+    exp = root / "experiments" / "kv-load.yaml"
+    text = exp.read_text()
+    assert "compression: {values: [on, off]," in text
+    exp.write_text(text.replace("compression: {values: [on, off],", f"compression: {{values: [{values}],"))
+    (root / "s.csv").write_text("\n".join(rows) + "\n")
+    return root

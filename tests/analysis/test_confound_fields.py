@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from workbench.analysis import stats
 
-KVCACHE = Path(__file__).resolve().parents[2] / "examples" / "kvcache"
+from analysis_helpers import kv_workbench
 
 # compression takes three values, two of them named like the scan's own keys. Every `runs` run read stale
 # values, no run of the two others did: 6/6 against 0/12 runs, one stratum (batch_writes held off).
@@ -24,15 +23,7 @@ ROWS = ["run_id,compression,batch_writes,clients,stale,errors"] \
 
 @pytest.fixture
 def kv(tmp_path: Path, cli, monkeypatch) -> Path:
-    root = tmp_path / "kv"
-    root.mkdir()
-    shutil.copy(KVCACHE / "hypotheses.yaml", root / "hypotheses.yaml")
-    shutil.copytree(KVCACHE / "experiments", root / "experiments")
-    exp = root / "experiments" / "kv-load.yaml"
-    text = exp.read_text()
-    assert "compression: {values: [on, off]," in text
-    exp.write_text(text.replace("compression: {values: [on, off],", "compression: {values: [on, off, runs, strata],"))
-    (root / "s.csv").write_text("\n".join(ROWS) + "\n")
+    root = kv_workbench(tmp_path, ROWS, "on, off, runs, strata")
     monkeypatch.chdir(root)
     monkeypatch.delenv("WB_ROOT", raising=False)
     monkeypatch.delenv("WB_DB", raising=False)

@@ -74,14 +74,18 @@ def _views(cli, db, root) -> dict[str, str]:
             "page": re.search(r'<h1>[^<]*<span class="badge (\w+)">', page).group(1), "html": html}
 
 
-def test_aa_exploratory_and_override_verdicts_never_replace_the_controlled_status(cli, workbench_dir, tmp_path):
+def _approved_falsified(cli, tmp_path, root):
+    """A store whose controlled execution falsified HID, approved by a reviewer: (store file, workbench)."""
     db = tmp_path / "wb.duckdb"
-    root = workbench_dir
-    ex = _execution(db)
-    _record(db, "falsified", ex)
+    _record(db, "falsified", _execution(db))
     code, _, err = cli("review", HID, "--approve", "-m", "reproduced", "--as", "ada", "--db", str(db),
                        "--root", str(root))
     assert code == 0, err
+    return db, root
+
+
+def test_aa_exploratory_and_override_verdicts_never_replace_the_controlled_status(cli, workbench_dir, tmp_path):
+    db, root = _approved_falsified(cli, tmp_path, workbench_dir)
     # An A/A execution, an exploratory pooled re-analysis of the same runs, and a run in a changed world.
     _record(db, "inconclusive", _execution(db, mode="aa"), mode="aa")
     code, out, err = cli("hypothesis", "analyze", HID, "--db", str(db), "--root", str(root))
@@ -199,13 +203,7 @@ def test_an_execution_that_measured_nothing_is_invalid_and_does_not_replace_the_
     from workbench.registry import load_registry
     from workbench.store import open_store
 
-    db = tmp_path / "wb.duckdb"
-    root = workbench_dir
-    ex = _execution(db)
-    _record(db, "falsified", ex)
-    code, _, err = cli("review", HID, "--approve", "-m", "reproduced", "--as", "ada", "--db", str(db),
-                       "--root", str(root))
-    assert code == 0, err
+    db, root = _approved_falsified(cli, tmp_path, workbench_dir)
     store = open_store(str(db))
     try:
         broken = add_execution(store)

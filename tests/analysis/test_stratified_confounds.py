@@ -12,7 +12,7 @@ import pytest
 
 from workbench.analysis import scan_confounds, stats
 
-from analysis_helpers import CONTROL, add_execution, add_run
+from analysis_helpers import CONTROL, add_execution, add_run, kv_workbench
 
 KVCACHE = Path(__file__).resolve().parents[2] / "examples" / "kvcache"
 
@@ -103,21 +103,8 @@ THREE = ["run_id,compression,batch_writes,clients,stale,errors"] \
     + [f"c{i},on,off,50,0,0" for i in range(1, 7)]
 
 
-def _kv_with_three_values(tmp_path: Path, rows: list[str]) -> Path:
-    root = tmp_path / "kv"
-    root.mkdir()
-    shutil.copy(KVCACHE / "hypotheses.yaml", root / "hypotheses.yaml")
-    shutil.copytree(KVCACHE / "experiments", root / "experiments")
-    exp = root / "experiments" / "kv-load.yaml"
-    text = exp.read_text()
-    assert "compression: {values: [on, off]," in text
-    exp.write_text(text.replace("compression: {values: [on, off],", "compression: {values: [on, off, lz4],"))
-    (root / "s.csv").write_text("\n".join(rows) + "\n")
-    return root
-
-
 def test_a_variable_of_three_values_is_tested_each_value_against_the_rest(tmp_path, cli, monkeypatch):
-    monkeypatch.chdir(_kv_with_three_values(tmp_path, THREE))
+    monkeypatch.chdir(kv_workbench(tmp_path, THREE, "on, off, lz4"))
     assert cli("import", "evidence", "s.csv")[0] == 0
     code, out, err = cli("confounds", "--json")
     assert code == 0, err
@@ -133,7 +120,7 @@ def test_a_variable_of_three_values_is_tested_each_value_against_the_rest(tmp_pa
 def test_a_variable_of_three_values_without_an_effect_is_not_flagged(tmp_path, cli, monkeypatch):
     rows = [THREE[0]] + [f"{r.split(',')[0]},{r.split(',')[1]},off,50,{5 if i % 2 else 0},0"
                          for i, r in enumerate(THREE[1:])]
-    monkeypatch.chdir(_kv_with_three_values(tmp_path, rows))
+    monkeypatch.chdir(kv_workbench(tmp_path, rows, "on, off, lz4"))
     assert cli("import", "evidence", "s.csv")[0] == 0
     code, out, err = cli("confounds", "--json")
     comp = {(f["kind"], f["factor"]): f for f in json.loads(out)["items"]}[("variable", "compression")]
