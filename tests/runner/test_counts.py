@@ -81,8 +81,14 @@ def test_a_resumed_execution_counts_each_planned_run_once(toy):
 def _run_lines(capfd) -> list[str]:
     """The lines the runner printed about single runs (rich may wrap a long one: joined back)."""
     text = " ".join(capfd.readouterr().err.split())
-    return [("run " + part).split(" toy-fix on local")[0].strip() for part in text.split("run ")[1:]
-            if "(control r" in part or "(treatment r" in part]
+    ends = (" toy-fix on local", " not waiting for ")  # what the runner prints next: its summary, the restore
+    out = []
+    for part in text.split("run ")[1:]:
+        if "(control r" in part or "(treatment r" in part:
+            for end in ends:
+                part = part.split(end)[0]
+            out.append(("run " + part).strip())
+    return out
 
 
 def test_an_interrupted_run_is_one_clear_line_naming_its_stage(toy, capfd):
