@@ -207,18 +207,17 @@ EFFECT_WORDS = {"inconclusive": "makes the verdict inconclusive", "invalid": "ma
 
 
 def _check(c: AnalysisCheck, verdict: str) -> Check:
-    """A check with what its result means for the verdict. A failed check whose effect is "none" was weighed
-    and did not change the verdict; saying only FAIL under a verdict that stands would read as a contradiction."""
-    if c.passed is True:
-        return Check(c.name, True, c.detail, "pass", "")
+    """A check with what its result means for the verdict (`analysis.results.Check.mark`). A failed check whose
+    effect is "none" was weighed and did not change the verdict; FAIL under a verdict that stands would read as
+    a contradiction."""
+    mark = c.mark(verdict)
+    if mark == "pass":
+        return Check(c.name, True, c.detail, mark, "")
     if c.effect in EFFECT_WORDS:
-        return Check(c.name, c.passed, c.detail, "FAIL" if c.passed is False else "n/a", EFFECT_WORDS[c.effect])
+        return Check(c.name, c.passed, c.detail, mark, EFFECT_WORDS[c.effect])
     if c.effect == "none" or verdict in ("supported", "falsified"):
-        # wb's verdict rules turn a check that matters into inconclusive or invalid, so under a standing
-        # verdict a failed check is one that was weighed and found not to change it.
-        return Check(c.name, c.passed, c.detail, "flag" if c.passed is False else "n/a",
-                     f"does not change the verdict: {verdict} stands")
-    return Check(c.name, c.passed, c.detail, "FAIL" if c.passed is False else "n/a", f"the verdict is {verdict}")
+        return Check(c.name, c.passed, c.detail, mark, f"does not change the verdict: {verdict} stands")
+    return Check(c.name, c.passed, c.detail, mark, f"the verdict is {verdict}")
 
 
 def _checks_summary(checks: list[Check]) -> str:

@@ -95,8 +95,8 @@ def render(ctx: HypothesisContext) -> str:
         out.append("Checks:")
         for c in ctx.verdict.checks:
             mark = "x" if c.passed else " "
-            flag = "" if c.passed or c.passed is None else f" **(failed; {md_text(c.meaning)})**" if c.meaning else \
-                " **(failed)**"
+            word = {"FAIL": "failed", "flag": "flagged"}.get(c.mark)
+            flag = "" if word is None else f" **({word}; {md_text(c.meaning)})**" if c.meaning else f" **({word})**"
             out.append(f"- [{mark}] {md_text(c.name)}{flag}: {md_text(c.detail)}")
         out.append("")
     evidence = [r for r in ctx.runs if r.in_evidence]
