@@ -479,12 +479,19 @@ def _review_fields(h: Hypothesis, data: StoreData) -> dict[str, Any]:
     state = data.review_states.get(h.id)
     views = [ReviewView(r.author, r.decision, r.body or "", (r.created_at or "")[:19], r.author_source or "",
                         r.verdict_seen or "", (r.evidence_digest or "")[:12],
-                        r.decision != "comment" and state.stale(r))
+                        r.decision != "comment" and state.stale(r), state.self_review(r))
              for r in (state.reviews if state else ())]
     execs = sorted((e for e in data.executions.values() if e["hypothesis_id"] == h.id), key=lambda e: e["id"])
     return {"reviews": views, "review_state": state.state if state else "awaiting review",
-            "review_note": "parent changed: re-review" if state and state.parent_changed else "",
+            "review_note": _review_note(state),
             "executions": [_execution_view(e) for e in execs]}
+
+
+def _review_note(state: Any) -> str:
+    """What qualifies the review state: an approval by who ran the evidence, a parent whose verdict changed."""
+    notes = (["self-approved: approved by who ran it"] if state and state.self_approved() else []) + \
+        (["parent changed: re-review"] if state and state.parent_changed else [])
+    return "; ".join(notes)
 
 
 def _execution_view(e: dict[str, Any]) -> ExecutionView:

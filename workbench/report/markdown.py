@@ -121,7 +121,7 @@ def _review_lines(ctx: HypothesisContext) -> list[str]:
     out = [f"Review: **{ctx.review_state}**" + (f" ({ctx.review_note})" if ctx.review_note else "")]
     for r in ctx.reviews:
         saw = f" on verdict {md_text(r.verdict_seen)} (evidence {md_code(r.evidence)})" if r.verdict_seen else ""
-        stale = " — stale" if r.stale else ""
+        stale = (" — self-approved" if r.self_approved else "") + (" — stale" if r.stale else "")
         out.append(f"- {md_text(r.author)}: {md_text(r.decision)}{saw}{stale}, {r.created_at}: "
                    f"{md_text(r.body)}")
     for e in ctx.executions:
