@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
 
         A review binds to the current verdict's evidence (runs, configs, analysis version); a later
         verdict on other evidence makes it stale. States: awaiting review, approved, changes requested,
-        stale."""
+        stale. An approval by a person who ran the evidence is recorded and marked self-approved."""
         from workbench.errors import BadInput
 
         args = list(args or [])
