@@ -70,7 +70,7 @@ def parse_model(model: type[M], doc: LocatedYaml) -> M:
         elif first["type"] == "missing":
             msg = f"missing required field {loc[-1]!r}"
             loc = loc[:-1] + (loc[-1],)
-        elif isinstance(first.get("input"), bool) and _boolean_for_text(errors, doc):
+        elif isinstance(first.get("input"), bool):
             msg, loc = _boolean_for_text(errors, doc) or (msg, loc)
         more = f" ({len(errors) - 1} more problem(s) after this one)" if len(errors) > 1 else ""
         raise doc.error(msg + more, loc if first["type"] != "missing" else loc[:-1]) from None
