@@ -425,7 +425,7 @@ class Workbench(StoredRuns):
         statuses = current_statuses({h.id: h.status for h in hyps}, verdicts, overrides,
                                     {h.id: prediction_keys(h) for h in hyps})
         return list(review_states({h.id: h.parent for h in hyps}, verdicts, reviews, overrides_of=overrides,
-                                  statuses=statuses).values())
+                                  statuses=statuses, executions=executions).values())
 
     def bundle_export(self, hypothesis_ids: list[str], out: str | Path) -> "BundleSummary":
         from workbench import __version__

@@ -30,7 +30,7 @@ def test_markdown_summary_of_a_hypothesis(app: Any, seeded: dict[str, Any]) -> N
     assert "**Verdict: falsified**" in md
     assert "| prediction | observed | outcome |" in md
     assert "| corruption_rate | " in md and "Wilson 95%" in md
-    assert "- [ ] attrition **(failed; does not change the verdict: falsified stands)**" in md and "- [x] drift" in md
+    assert "- [ ] attrition **(flagged; does not change the verdict: falsified stands)**" in md and "- [x] drift" in md
     assert "<script>" not in md
 
 

@@ -90,3 +90,33 @@ def test_parent_changed_flags_children_reviewed_before_the_change():
 def test_bad_review_input(decision, body, fragment):
     with pytest.raises(BadInput, match=fragment):
         check_review_input(decision, body)
+
+
+def _ex(eid: int, user: str | None) -> "ExecutionRecord":
+    from workbench.store.entities import ExecutionRecord
+
+    return ExecutionRecord(id=eid, hypothesis_id="h", experiment_id="e", experiment_version=1, profile="p", target="t",
+                           mode="fixed", status="done", plan={}, overrides={}, config_diff={}, started_at=None,
+                           ended_at=None, wb_version="x", error=None, uuid=f"x{eid}", user_name=user)
+
+
+def test_an_approval_by_who_ran_the_evidence_is_a_self_review():
+    """Allowed (a team of one needs it) but marked: the approval is not a second person's look."""
+    from dataclasses import replace
+
+    from workbench.team.reviews import verdict_runners
+
+    v = replace(_v("falsified", "d1", 0), execution_id=1, evidence={"executions": ["x1", "x2"]})
+    runners = verdict_runners([v], [_ex(1, "Ada"), _ex(2, "grace"), _ex(3, "alan")])
+    assert runners == {v.id: frozenset({"Ada", "grace"})}
+    own, other = _r("approve", v, 1), replace(_r("approve", v, 2), author="alan")
+    note, ask = _r("comment", v, 3), _r("request-changes", v, 4)
+    state = review_state("h", [v], [own, note], runners_of=runners)
+    assert state.state == APPROVED and state.self_review(own) and not state.self_review(note)
+    assert state.label() == "approved (self-approved)"
+    assert [r["self_review"] for r in state.to_dict()["reviews"]] == [True, False]
+    assert state.to_dict()["self_approved"] is True
+    both = review_state("h", [v], [own, other], runners_of=runners)
+    assert not both.self_review(other) and both.label() == "approved" and both.to_dict()["self_approved"] is False
+    assert not review_state("h", [v], [ask], runners_of=runners).self_review(ask)
+    assert not review_state("h", [v], [own]).self_review(own), "who ran it unknown: not marked"

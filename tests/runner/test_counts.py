@@ -109,3 +109,16 @@ def test_a_failed_run_line_keeps_its_stage_and_brackets_in_the_output(toy, capfd
     assert len(lines) == 2, lines
     for line in lines:
         assert "failed during its workload stage: workload exited 3: boom [/bold] [red]x[/red]" in line, line
+
+
+def test_no_run_line_or_summary_line_has_a_doubled_space_after_its_status(toy, cli):
+    """ "failed:  workload …" once printed the status, then the stored "[stage] …" error after a blank."""
+    import re
+
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--set", "mode=fail", "--replicates", "1", "--db", toy.db,
+                         env={"WB_ROOT": str(toy.root), "COLUMNS": "400"})
+    assert code == 1, err
+    text = out + err
+    assert "workload exited 3" in text, text
+    assert not re.search(r"(failed|invalid|interrupted):  ", text), text
+    assert not re.search(r"(failed|invalid|interrupted): \[", text), text

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +36,15 @@ def test_health_never_green_fails_runs_and_restores(toy):
     assert {r["status"] for r in s["runs"]} == {"failed"}
     assert all("health never green after 4 attempts" in r["error"] for r in s["runs"])
     assert toy.conf.read_bytes() == toy.original
+    # The error names the restart it waited on and where that restart's output is kept.
+    run = s["runs"][0]
+    assert "following restart[0] `" in run["error"] and "toy.py restart " in run["error"], run["error"]
+    assert f"restart.txt of run {run['id']} (wb runs show {run['id']})" in run["error"], run["error"]
+    with open_store(toy.db, read_only=True) as store:
+        kept = {a.name: a for a in store.run(run["id"]).artifacts}
+    assert "restart" in kept, sorted(kept)
+    text = Path(kept["restart"].path).read_text(encoding="utf-8")
+    assert "toy restarted with mode=unhealthy" in text and "restart[0]" in text and "exit 0" in text
 
 
 def test_workload_timeout_kills_and_restores(toy):
@@ -270,3 +280,16 @@ def test_a_signal_does_not_wait_out_the_health_check_after_the_restore(toy):
     assert proc.returncode == 143, err[-1500:]
     assert toy.conf.read_bytes() == toy.original
     assert "not waiting for" in err and "health" in err, err[-1500:]
+
+
+def test_a_bad_units_file_is_shown_under_its_own_name(toy):
+    """What is shown under the error is the units file's line, labelled with its path, not "output excerpt"."""
+    (toy.state / "bad-units.jsonl").write_text('{"session": 0, "outcome": "done"}\nsession 1: done\n')
+    edit_profile(toy.root, 'units: {path: "{{ units_path }}"}', 'units: {path: "{{ state }}/bad-units.jsonl"}')
+    s = _run(toy, replicates=1)
+    assert {r["status"] for r in s["runs"]} == {"invalid"}
+    err = s["runs"][0]["error"]
+    assert f"units file {toy.state}/bad-units.jsonl line 2 is not JSON" in err, err
+    assert f"\n--- units file {toy.state}/bad-units.jsonl, line 2 ---\nsession 1: done" in err, err
+    assert "output excerpt" not in err
+    assert toy.conf.read_bytes() == toy.original

@@ -154,3 +154,38 @@ def test_bundle_moves_duckdb_to_postgresql_to_duckdb_with_the_same_pages(toy, cl
         assert a[name] == pg[name] == b[name], name
     run_page = next(v for k, v in pg.items() if k.startswith("runs/"))
     assert "not found at" not in run_page and "&#34;fix&#34;: &#34;" in run_page   # the artifact came from the store
+
+
+def test_a_self_approval_is_allowed_and_marked_everywhere_reviews_show(toy, cli):
+    """The person who ran the execution approves it: recorded (a team of one needs it), marked as such."""
+    import csv
+    import io
+    import json
+
+    env = {"WB_ROOT": str(toy.root), "WB_USER": "ada"}
+
+    def wb(*args: str) -> str:
+        code, out, err = cli(*args, "--db", toy.db, env=env)
+        assert code == 0, (args, out[-2000:], err[-2000:])
+        return out
+
+    wb("hypothesis", "run", "toy-fix", "--replicates", "1")
+    wb("review", "toy-fix", "--approve", "-m", "mine, and it holds")
+    text = wb("review", "list", "toy-fix")
+    assert "toy-fix: approved (self-approved)" in text and "ada: approve on " in text and "(self-approved)" in \
+        text.split("ada: approve", 1)[1].splitlines()[0]
+    state = json.loads(wb("review", "list", "toy-fix", "--json"))["items"][0]
+    assert state["self_approved"] is True and [r["self_review"] for r in state["reviews"]] == [True]
+    row = next(csv.DictReader(io.StringIO(wb("review", "list", "toy-fix", "--format", "csv"))))
+    assert row["self_approved"] == "True" and row["parent_changed"] == "False" and row["decided_by"] == "ada"
+    wb("report")
+    page = (toy.root / "reports" / "hypotheses" / "toy-fix.html").read_text()
+    assert 'class="badge self-approved"' in page and "self-approved: approved by who ran it" in page
+    assert "self-approved" in (toy.root / "reports" / "index.html").read_text()
+    md = wb("report", "--format", "md", "--hypothesis", "toy-fix")
+    assert "Review: **approved** (self-approved" in md
+    assert "— self-approved" in next(line for line in md.splitlines() if line.startswith("- ada: approve"))
+    wb("review", "toy-fix", "--approve", "-m", "checked it myself", "--as", "grace")
+    state = json.loads(wb("review", "list", "toy-fix", "--json"))["items"][0]
+    assert state["self_approved"] is False and [r["self_review"] for r in state["reviews"]] == [True, False]
+    assert "toy-fix: approved  [" in wb("review", "list", "toy-fix")

@@ -24,6 +24,7 @@ def main() -> int:
     if cmd == "restart":
         with open(state / "restarts.log", "a") as f:
             f.write(json.dumps(c, sort_keys=True) + "\n")
+        print(f"toy restarted with mode={c.get('mode', 'ok')}")
         return 0
     if cmd == "work":
         units = Path(sys.argv[3])

@@ -17,6 +17,9 @@ VERDICTS = ("supported", "falsified", "inconclusive", "invalid")
 # verdict made by an older analysis goes stale.
 ANALYSIS_VERSION = "2"
 
+# The effects of a check that did not pass which change the verdict (a check's effect "none" leaves it).
+CHANGES_VERDICT = ("invalid", "inconclusive")
+
 
 def json_safe(x: Any) -> Any:
     """JSON-safe copy: no inf/nan, no tuples, no sets, no numpy scalars."""
@@ -58,6 +61,19 @@ class Check:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "passed": self.passed, "detail": self.detail, "effect": self.effect}
+
+    def mark(self, verdict: str) -> str:
+        """pass; FAIL where the check changed `verdict`; flag where it was weighed and `verdict` stands; n/a.
+
+        wb's verdict rules turn a check that matters into inconclusive or invalid, so under a standing
+        verdict (supported, falsified) a failed check is one found not to change it."""
+        if self.passed is None:
+            return "n/a"
+        if self.passed:
+            return "pass"
+        if self.effect in CHANGES_VERDICT:
+            return "FAIL"
+        return "flag" if self.effect == "none" or verdict in ("supported", "falsified") else "FAIL"
 
 
 # Figures a judgement carries only for some kinds of metric or test; absent ones are left out of its JSON.

@@ -25,6 +25,7 @@ from typer.core import TyperGroup
 from workbench.errors import WbError
 
 if TYPE_CHECKING:
+    from workbench.analysis.results import Check
     from workbench.app import Workbench
 
 
@@ -150,8 +151,11 @@ def print_json(obj: Any, command: str | None = None) -> None:
                           sort_keys=False, default=str))
 
 
-def check_mark(passed: bool | None) -> str:
-    return {True: "pass", False: "FAIL", None: "n/a"}[passed]
+def check_mark(check: "Check", verdict: str) -> str:
+    """pass, FAIL (the check changed the verdict), FLAG (weighed; the verdict stands) or n/a: as the report marks
+    them, FLAG in capitals beside FAIL so that a problem is seen either way."""
+    mark = check.mark(verdict)
+    return "FLAG" if mark == "flag" else mark
 
 
 def parse_sets(values: list[str] | None) -> dict[str, str]:

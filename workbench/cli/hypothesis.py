@@ -61,10 +61,12 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
     if v is None:
         typer.echo("verdict: none yet (wb hypothesis run " + h.id + ")")
         return
+    from workbench.analysis.results import Check
+
     typer.echo(f"verdict: {v.verdict} ({v.created_at})")
     typer.echo(v.reasoning or "")
     for c in v.checks:
-        typer.echo(f"  [{check_mark(c.get('passed'))}] {c.get('name')}: {c.get('detail', '')}")
+        typer.echo(f"  [{check_mark(Check.from_dict(c), v.verdict)}] {c.get('name')}: {c.get('detail', '')}")
 
 
 def _seed_lines(d: HypothesisDetail) -> list[str]:
@@ -112,7 +114,7 @@ def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbO
         typer.echo(f"{hypothesis_id}: {result.verdict}")
         typer.echo(result.reasoning)
         for c in result.checks:
-            typer.echo(f"  [{check_mark(c.passed)}] {c.name}: {c.detail}")
+            typer.echo(f"  [{check_mark(c, result.verdict)}] {c.name}: {c.detail}")
         if status is not None:
             typer.echo(_exploratory_line(hypothesis_id, status))
     exit_on_verdict(result.verdict, failing)

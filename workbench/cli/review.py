@@ -27,9 +27,10 @@ def _emit_states(states, fmt: str) -> None:
         return
     rows = [[st.hypothesis_id, st.state, st.parent_changed,
              st.current_verdict.verdict if st.current_verdict else None, len(st.reviews),
-             st.deciding_review.author if st.deciding_review else None,
+             st.deciding_review.author if st.deciding_review else None, st.self_approved(),
              st.status.status if st.status else None, st.status.note() if st.status else None] for st in states]
-    emit_rows(fmt, ["hypothesis", "state", "parent_changed", "verdict", "reviews", "decided_by", "status", "note"],
+    emit_rows(fmt, ["hypothesis", "state", "parent_changed", "verdict", "reviews", "decided_by", "self_approved",
+                    "status", "note"],
               rows, items=[st.to_dict() for st in states], command="review list")
 
 
@@ -41,7 +42,8 @@ def _print_states(states) -> None:
         for line in st.status.notes() if st.status else []:  # as `wb hypothesis show` prints them
             typer.echo(f"  ({line})")
         for r in st.reviews:
-            mark = " (stale)" if r.decision != "comment" and st.stale(r) else ""
+            mark = (" (self-approved)" if st.self_review(r) else "") + \
+                (" (stale)" if r.decision != "comment" and st.stale(r) else "")
             saw = f" on {r.verdict_seen}" if r.verdict_seen else ""
             typer.echo(f"  {r.created_at}  {r.author}: {r.decision}{saw}{mark}")
             for line in r.body.splitlines():
@@ -68,7 +70,7 @@ def register(app: typer.Typer) -> None:
 
         A review binds to the current verdict's evidence (runs, configs, analysis version); a later
         verdict on other evidence makes it stale. States: awaiting review, approved, changes requested,
-        stale."""
+        stale. An approval by a person who ran the evidence is recorded and marked self-approved."""
         from workbench.errors import BadInput
 
         args = list(args or [])

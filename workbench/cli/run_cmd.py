@@ -44,8 +44,7 @@ def summary_lines(r: "RunReport") -> list[str]:
                 parts.append(f"{name}={v:.3f}" if isinstance(v, float) and not float(v).is_integer() else f"{name}={v:g}")
         lines.append(f"  {arm:<12} " + "  ".join(parts))
     for run in e.failed_runs:
-        first = run.error.splitlines()[0] if run.error else ""
-        lines.append(f"  run {run.id} ({run.arm} r{run.replicate}): {run.status}: {first}")
+        lines.append(f"  run {run.id} ({run.arm} r{run.replicate}) {run.ending()}")
     if e.stopped_early:
         from workbench.analysis.stored import BUDGET_SPENT, FUTILE
 

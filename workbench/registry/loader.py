@@ -33,6 +33,22 @@ def _clean(msg: str) -> str:
     return msg
 
 
+def _boolean_for_text(errors: list[Any], doc: LocatedYaml) -> tuple[str, tuple[Any, ...]] | None:
+    """A text field given a bare yes/no/on/off/true/false, which YAML 1.1 reads as a boolean: the message
+    pydantic gives ("Input should be a valid string") hides both the cause and the cure."""
+    for e in errors:
+        if e["type"] != "string_type" or not isinstance(e.get("input"), bool):
+            continue
+        loc = tuple(e["loc"])
+        while loc and loc not in doc.booleans:  # a union's member name ends pydantic's location
+            loc = loc[:-1]
+        word = doc.booleans.get(loc, str(e["input"]).lower())
+        key = f"{loc[-1]}: " if loc and isinstance(loc[-1], str) else ""
+        return (f'{key}{word} was read as a boolean ({str(e["input"]).lower()}), not as text; quote it: {key}"{word}" '
+                "(YAML reads a bare yes/no/on/off/true/false as a boolean)", loc or tuple(e["loc"]))
+    return None
+
+
 def parse_model(model: type[M], doc: LocatedYaml) -> M:
     """Validate `doc` against `model`; the first error becomes a ConfigError at its line."""
     if doc.data is None:
@@ -54,6 +70,8 @@ def parse_model(model: type[M], doc: LocatedYaml) -> M:
         elif first["type"] == "missing":
             msg = f"missing required field {loc[-1]!r}"
             loc = loc[:-1] + (loc[-1],)
+        elif isinstance(first.get("input"), bool):
+            msg, loc = _boolean_for_text(errors, doc) or (msg, loc)
         more = f" ({len(errors) - 1} more problem(s) after this one)" if len(errors) > 1 else ""
         raise doc.error(msg + more, loc if first["type"] != "missing" else loc[:-1]) from None
 

@@ -14,12 +14,14 @@ Loc = tuple[Any, ...]
 
 
 class LocatedYaml:
-    """Parsed YAML data plus the 1-based line of every mapping key and sequence item."""
+    """Parsed YAML data plus the 1-based line of every mapping key and sequence item, and the words that YAML 1.1
+    read as booleans (`no`, `off`, `yes`…) as they were written, so an error can show the value to quote."""
 
-    def __init__(self, data: Any, lines: dict[Loc, int], file: str) -> None:
+    def __init__(self, data: Any, lines: dict[Loc, int], file: str, booleans: dict[Loc, str] | None = None) -> None:
         self.data = data
         self.lines = lines
         self.file = file
+        self.booleans = booleans or {}
 
     def line_of(self, loc: Loc) -> int | None:
         """The line of `loc`, or of its nearest located ancestor."""
@@ -48,8 +50,13 @@ MAX_DEPTH = 64
 MAX_NODES = 200_000  # after aliases are followed: bounds an "alias bomb" (aliases of aliases of lists)
 
 
-def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[Loc, int], file: str) -> None:
-    """Record the line of every key and item; iterative, and bounded in depth and in nodes visited."""
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
+def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[Loc, int], file: str,
+          booleans: dict[Loc, str]) -> None:
+    """Record the line of every key and item, and the words read as booleans; iterative, and bounded in depth
+    and in nodes visited."""
     stack: list[tuple[yaml.Node, Loc]] = [(root, root_loc)]
     visited = 0
     while stack:
@@ -62,6 +69,8 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[L
         if len(loc) > MAX_DEPTH:
             raise ConfigError(f"the YAML is nested more than {MAX_DEPTH} levels deep", file=file, line=line)
         lines.setdefault(loc, line)
+        if isinstance(node, yaml.ScalarNode) and node.tag == _BOOL_TAG:
+            booleans.setdefault(loc, node.value)
         if isinstance(node, yaml.ScalarNode) and _CONTROL.search(node.value or ""):
             bad = _CONTROL.search(node.value).group()
             raise ConfigError(f"a value holds the control character {bad!r}", file=file, line=line,
@@ -116,8 +125,9 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
         try:
             node = loader.get_single_node()
             lines: dict[Loc, int] = {}
+            booleans: dict[Loc, str] = {}
             if node is not None:
-                _walk(loader, node, (), lines, file)
+                _walk(loader, node, (), lines, file, booleans)
                 data = loader.construct_document(node)
             else:
                 data = None
@@ -133,4 +143,4 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
         raise ConfigError(f"invalid YAML: {exc}", file=file) from exc
     except RecursionError:
         raise ConfigError(f"the YAML is nested more than {MAX_DEPTH} levels deep", file=file) from None
-    return LocatedYaml(data, lines, file)
+    return LocatedYaml(data, lines, file, booleans)

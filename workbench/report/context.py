@@ -173,6 +173,7 @@ class ReviewView:
     verdict_seen: str = ""    # the verdict word the reviewer saw
     evidence: str = ""        # the first characters of the evidence digest the review is bound to
     stale: bool = False       # the evidence under the current verdict is not what the reviewer saw
+    self_approved: bool = False  # approved by a person who ran an execution the verdict rests on
 
 
 @dataclass

@@ -71,5 +71,6 @@ def load(store: Store, parents: dict[str, str | None] | None = None,
     data.statuses = current_statuses(known, contents.verdicts, overrides_of, predicts)
     data.verdicts = {h: st.verdict.to_dict() for h, st in data.statuses.items() if st.verdict is not None}
     if parents is not None:
-        data.review_states = review_states(parents, contents.verdicts, contents.reviews, overrides_of=overrides_of)
+        data.review_states = review_states(parents, contents.verdicts, contents.reviews, overrides_of=overrides_of,
+                                           executions=contents.executions)
     return data

@@ -207,18 +207,17 @@ EFFECT_WORDS = {"inconclusive": "makes the verdict inconclusive", "invalid": "ma
 
 
 def _check(c: AnalysisCheck, verdict: str) -> Check:
-    """A check with what its result means for the verdict. A failed check whose effect is "none" was weighed
-    and did not change the verdict; saying only FAIL under a verdict that stands would read as a contradiction."""
-    if c.passed is True:
-        return Check(c.name, True, c.detail, "pass", "")
+    """A check with what its result means for the verdict (`analysis.results.Check.mark`). A failed check whose
+    effect is "none" was weighed and did not change the verdict; FAIL under a verdict that stands would read as
+    a contradiction."""
+    mark = c.mark(verdict)
+    if mark == "pass":
+        return Check(c.name, True, c.detail, mark, "")
     if c.effect in EFFECT_WORDS:
-        return Check(c.name, c.passed, c.detail, "FAIL" if c.passed is False else "n/a", EFFECT_WORDS[c.effect])
+        return Check(c.name, c.passed, c.detail, mark, EFFECT_WORDS[c.effect])
     if c.effect == "none" or verdict in ("supported", "falsified"):
-        # wb's verdict rules turn a check that matters into inconclusive or invalid, so under a standing
-        # verdict a failed check is one that was weighed and found not to change it.
-        return Check(c.name, c.passed, c.detail, "flag" if c.passed is False else "n/a",
-                     f"does not change the verdict: {verdict} stands")
-    return Check(c.name, c.passed, c.detail, "FAIL" if c.passed is False else "n/a", f"the verdict is {verdict}")
+        return Check(c.name, c.passed, c.detail, mark, f"does not change the verdict: {verdict} stands")
+    return Check(c.name, c.passed, c.detail, mark, f"the verdict is {verdict}")
 
 
 def _checks_summary(checks: list[Check]) -> str:
@@ -480,12 +479,19 @@ def _review_fields(h: Hypothesis, data: StoreData) -> dict[str, Any]:
     state = data.review_states.get(h.id)
     views = [ReviewView(r.author, r.decision, r.body or "", (r.created_at or "")[:19], r.author_source or "",
                         r.verdict_seen or "", (r.evidence_digest or "")[:12],
-                        r.decision != "comment" and state.stale(r))
+                        r.decision != "comment" and state.stale(r), state.self_review(r))
              for r in (state.reviews if state else ())]
     execs = sorted((e for e in data.executions.values() if e["hypothesis_id"] == h.id), key=lambda e: e["id"])
     return {"reviews": views, "review_state": state.state if state else "awaiting review",
-            "review_note": "parent changed: re-review" if state and state.parent_changed else "",
+            "review_note": _review_note(state),
             "executions": [_execution_view(e) for e in execs]}
+
+
+def _review_note(state: Any) -> str:
+    """What qualifies the review state: an approval by who ran the evidence, a parent whose verdict changed."""
+    notes = (["self-approved: approved by who ran it"] if state and state.self_approved() else []) + \
+        (["parent changed: re-review"] if state and state.parent_changed else [])
+    return "; ".join(notes)
 
 
 def _execution_view(e: dict[str, Any]) -> ExecutionView:

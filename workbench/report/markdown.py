@@ -95,8 +95,8 @@ def render(ctx: HypothesisContext) -> str:
         out.append("Checks:")
         for c in ctx.verdict.checks:
             mark = "x" if c.passed else " "
-            flag = "" if c.passed or c.passed is None else f" **(failed; {md_text(c.meaning)})**" if c.meaning else \
-                " **(failed)**"
+            word = {"FAIL": "failed", "flag": "flagged"}.get(c.mark)
+            flag = "" if word is None else f" **({word}; {md_text(c.meaning)})**" if c.meaning else f" **({word})**"
             out.append(f"- [{mark}] {md_text(c.name)}{flag}: {md_text(c.detail)}")
         out.append("")
     evidence = [r for r in ctx.runs if r.in_evidence]
@@ -121,7 +121,7 @@ def _review_lines(ctx: HypothesisContext) -> list[str]:
     out = [f"Review: **{ctx.review_state}**" + (f" ({ctx.review_note})" if ctx.review_note else "")]
     for r in ctx.reviews:
         saw = f" on verdict {md_text(r.verdict_seen)} (evidence {md_code(r.evidence)})" if r.verdict_seen else ""
-        stale = " — stale" if r.stale else ""
+        stale = (" — self-approved" if r.self_approved else "") + (" — stale" if r.stale else "")
         out.append(f"- {md_text(r.author)}: {md_text(r.decision)}{saw}{stale}, {r.created_at}: "
                    f"{md_text(r.body)}")
     for e in ctx.executions:

@@ -93,7 +93,9 @@ def _card_review(data: StoreData, hid: str) -> dict[str, str]:
     state = data.review_states.get(hid)
     if state is None or (state.current_verdict is None and not state.reviews):
         return {}  # nothing to review yet
-    return {"review": state.state, "review_note": "parent changed: re-review" if state.parent_changed else ""}
+    notes = (["self-approved"] if state.self_approved() else []) + \
+        (["parent changed: re-review"] if state.parent_changed else [])
+    return {"review": state.state, "review_note": "; ".join(notes)}
 
 
 def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page,

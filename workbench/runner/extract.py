@@ -12,11 +12,12 @@ from typing import Any
 
 
 class ExtractError(Exception):
-    """A metric could not be read; the run is invalid. `excerpt` shows what was searched."""
+    """A metric could not be read; the run is invalid. `excerpt` shows what was searched, `label` names it."""
 
-    def __init__(self, message: str, excerpt: str = "") -> None:
+    def __init__(self, message: str, excerpt: str = "", label: str = "output excerpt") -> None:
         super().__init__(message)
         self.excerpt = excerpt
+        self.label = label
 
 
 def _excerpt(text: str, limit: int = 800) -> str:
@@ -55,7 +56,8 @@ def from_command_output(name: str, text: str, kind: str) -> float | int:
                            _excerpt(text)) from None
 
 
-def read_units(text: str) -> list[dict[str, Any]]:
+def read_units(text: str, where: str = "units file") -> list[dict[str, Any]]:
+    """The units of a JSONL file; `where` names the file in an error (its line is shown under that name)."""
     units = []
     for i, line in enumerate(text.splitlines(), 1):
         line = line.strip()
@@ -64,9 +66,9 @@ def read_units(text: str) -> list[dict[str, Any]]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ExtractError(f"units file line {i} is not JSON: {exc.msg}", line[:300]) from None
+            raise ExtractError(f"{where} line {i} is not JSON: {exc.msg}", line[:300], f"{where}, line {i}") from None
         if not isinstance(obj, dict):
-            raise ExtractError(f"units file line {i} is not a JSON object", line[:300])
+            raise ExtractError(f"{where} line {i} is not a JSON object", line[:300], f"{where}, line {i}")
         units.append(obj)
     return units
 
@@ -118,6 +120,6 @@ def unit_aggregate(name: str, units: list[dict[str, Any]], field: str, aggregate
     for u in units:
         v = u.get(field, 0) or 0
         if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise ExtractError(f"metric {name!r}: unit field {field!r} is {v!r}, not a number", str(u)[:300])
+            raise ExtractError(f"metric {name!r}: unit field {field!r} is {v!r}, not a number", str(u)[:300], "the unit")
         total += (1 if v else 0) if aggregate == "nonzero" else v
     return int(total) if kind == "int" else float(total)

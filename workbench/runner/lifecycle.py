@@ -235,13 +235,36 @@ async def _render(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, 
     return env, rendered
 
 
-async def _restart(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict[str, str]) -> None:
+async def _restart(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict[str, str], out: RunOutcome,
+                   art: Path) -> list[str]:
+    """Run the restart steps; each one's output is kept in the run's artifact restart.txt, since a service
+    that then never turns healthy is diagnosed from it. The steps as run, for the health stage's message."""
+    steps: list[str] = []
     for i, cmd_t in enumerate(h.profile.restart):
         cmd = render_command(cmd_t, values, where=f"restart[{i}]")
         res = await h.target.run(pr.host, cmd, env=env, timeout=h.restart_timeout_s)
+        steps.append(f"restart[{i}] `{cmd if len(cmd) <= 160 else cmd[:160] + '…'}`")
+        _keep_restart_output(out, art, f"restart[{i}]", res)
         _warn_held_open(h, cmd_t, cmd, res)
         if not res.ok:
             raise StageFailed("failed", f"restart `{cmd}` {failure_reason(res, h.restart_timeout_s)}")
+    return steps
+
+
+RESTART_OUTPUT_MAX = 256 * 1024  # per stream of one step: the end of a long log is the part that explains
+
+
+def _keep_restart_output(out: RunOutcome, art: Path, step: str, res: Any) -> None:
+    ended = "timed out" if res.timed_out else f"exit {res.rc}"
+    parts = [f"== {step}: {res.command}\n({ended} after {res.duration_s:.1f} s)\n"]
+    for name, text in (("stdout", res.stdout), ("stderr", res.stderr)):
+        if text:
+            cut = text if len(text) <= RESTART_OUTPUT_MAX else "…" + text[-RESTART_OUTPUT_MAX:]
+            parts.append(f"-- {name} --\n{cut}" + ("" if cut.endswith("\n") else "\n"))
+    path = art / "restart.txt"
+    with open(path, "a", encoding="utf-8", errors="replace") as f:
+        f.write("".join(parts))
+    out.artifacts["restart"] = path
 
 
 def _health_urls(h: Harness, values: dict[str, Any]) -> list[str]:
@@ -259,11 +282,15 @@ async def _verify(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict[
         raise StageFailed("invalid", problem)
 
 
-async def _health(h: Harness, pr: PlannedRun, values: dict[str, Any]) -> None:
+async def _health(h: Harness, pr: PlannedRun, values: dict[str, Any], restarted: list[str]) -> None:
     hp = h.profile.health
     if hp is not None:
         problem = await wait_healthy(h.target, pr.host, _health_urls(h, values), hp.attempts, hp.interval_s,
                                      hp.timeout_s)
+        if problem and restarted:
+            run = values.get("run_id")
+            problem += (f" following {', '.join(restarted)}; its output is in the artifact restart.txt of run {run} "
+                        f"(wb runs show {run})")
         if problem:
             raise StageFailed("failed", problem)
 
@@ -312,9 +339,9 @@ async def _stages(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, 
         await h.target.write_file(pr.host, values["path"], rendered.encode("utf-8"), int(h.profile.config.mode, 8))
     await clock.enter("restart")
     before = await manipulation.listeners(h, pr.host, _health_urls(h, values))
-    await _restart(h, pr, values, env)
+    restarted = await _restart(h, pr, values, env, out, art)
     await clock.enter("health")
-    await _health(h, pr, values)
+    await _health(h, pr, values, restarted)
     await clock.enter("verify")
     await _verify(h, pr, values, env, before)
     await clock.enter("workload")
@@ -417,7 +444,7 @@ async def _collect(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict
                 raise extract.ExtractError(f"the workload wrote no units file at {upath}",
                                            text["output"][-800:])
             out.artifacts["units"] = local
-            out.units = extract.read_units(local.read_text(encoding="utf-8"))
+            out.units = extract.read_units(local.read_text(encoding="utf-8"), where=f"units file {upath}")
             if not out.units:
                 raise extract.ExtractError(f"the units file {upath} is empty", text["output"][-800:])
             undeclared = extract.undeclared_outcomes_warning(out.units, exp.unit, f"{pr.arm} replicate {pr.replicate}")
@@ -435,7 +462,7 @@ async def _collect(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict
         if h.probe_targets:
             await _collect_probes(h, pr, values, out, art)
     except extract.ExtractError as exc:
-        raise StageFailed("invalid", f"{exc}" + (f"\n--- output excerpt ---\n{exc.excerpt}" if exc.excerpt else ""))
+        raise StageFailed("invalid", f"{exc}" + (f"\n--- {exc.label} ---\n{exc.excerpt}" if exc.excerpt else ""))
 
 
 async def _extract_one(h: Harness, pr: PlannedRun, name: str, ex: Any, values: dict[str, Any],

@@ -23,6 +23,15 @@ class RunSummary:
     error: str | None
     stage_s: dict[str, float] = field(default_factory=dict)
 
+    def ending(self) -> str:
+        """How the run ended, in the words the progress line uses ("failed during its workload stage: …"): the
+        stored error leads with "[stage]", which shown after "failed:" read twice (and a console ate it)."""
+        first = self.error.splitlines()[0] if self.error else ""
+        if first.startswith("[") and "] " in first:
+            stage, reason = first[1:].split("] ", 1)
+            return f"{self.status} during its {stage} stage" + (f": {reason}" if reason.strip() else "")
+        return self.status + (f": {first}" if first.strip() else "")
+
 
 @dataclass(frozen=True)
 class ArmTotals:

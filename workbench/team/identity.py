@@ -63,7 +63,15 @@ def _clean(name: str | None) -> str | None:
 
 
 def current_person(root: Path, *, as_name: str | None = None) -> Person:
-    """The person acting from `root`: --as, WB_USER, git user.name, then the login name."""
+    """The person acting from `root`: --as, WB_USER, git user.name, then the login name.
+
+    An `--as` given but empty is refused: falling back to another name would record the wrong person."""
+    if as_name is not None and not _clean(as_name):
+        from workbench.errors import BadInput
+
+        raise BadInput(f"--as {as_name!r} names no one: the reviewer's name is empty",
+                       hint="give a name (--as \"Ada Lovelace\"), or leave --as out to use $WB_USER, "
+                            "git's user.name or the login name")
     for value, source in ((as_name, "flag"), (os.environ.get("WB_USER"), "WB_USER")):
         if _clean(value):
             return Person(_clean(value) or "", source)

@@ -8,16 +8,19 @@ even when the verdict's word ("falsified") is unchanged — as code review goes 
 A hypothesis's review state is one of: awaiting review (no approve / request-changes yet),
 approved, changes requested (the latest decision on the current evidence), stale (decisions
 exist, none on the current evidence). Comments never change the state.
+
+An approval by someone who ran an execution the verdict rests on is a self-approval: allowed (a team of one
+needs it) but marked wherever reviews are shown, since no second person looked at the evidence.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Iterable, Mapping, Sequence
 
 from workbench.analysis.status import CurrentStatus, Overrides, status_timeline
-from workbench.store.entities import ReviewRecord, VerdictRecord
+from workbench.store.entities import ExecutionRecord, ReviewRecord, VerdictRecord
 
 DECISIONS = ("approve", "request-changes", "comment")
 AWAITING, APPROVED, CHANGES_REQUESTED, STALE = "awaiting review", "approved", "changes requested", "stale"
@@ -53,20 +56,48 @@ class ReviewState:
     parent_changed: bool = False
     # The hypothesis's status and its note as every other view shows them (analysis.status); None where not given.
     status: CurrentStatus | None = None
+    # verdict id -> the names of who ran the executions it rests on (verdict_runners); empty where not known.
+    runners_of: Mapping[int, frozenset[str]] = field(default_factory=dict)
 
     def label(self) -> str:
-        return self.state + ("; parent changed: re-review" if self.parent_changed else "")
+        return (self.state + (" (self-approved)" if self.self_approved() else "")
+                + ("; parent changed: re-review" if self.parent_changed else ""))
 
     def stale(self, review: ReviewRecord) -> bool:
         return is_stale(review, self.current_verdict)
 
+    def self_review(self, review: ReviewRecord) -> bool:
+        """An approval by a person who ran an execution under the verdict approved."""
+        ran = self.runners_of.get(review.verdict_id) if review.verdict_id is not None else None
+        return review.decision == "approve" and bool(ran) and review.author.casefold() in {n.casefold() for n in ran}
+
+    def self_approved(self) -> bool:
+        """The approval the state rests on is a self-approval."""
+        return self.state == APPROVED and self.deciding_review is not None and self.self_review(self.deciding_review)
+
     def to_dict(self) -> dict[str, object]:
         cur = self.current_verdict
         return {"hypothesis_id": self.hypothesis_id, **(self.status.to_dict() if self.status else {}),
-                "state": self.state, "parent_changed": self.parent_changed,
+                "state": self.state, "self_approved": self.self_approved(), "parent_changed": self.parent_changed,
                 "current_verdict": None if cur is None else {"id": cur.id, "uuid": cur.uuid, "verdict": cur.verdict,
                                                              "evidence_digest": cur.evidence_digest},
-                "reviews": [{**r.to_dict(), "stale": self.stale(r)} for r in self.reviews]}
+                "reviews": [{**r.to_dict(), "stale": self.stale(r), "self_review": self.self_review(r)}
+                            for r in self.reviews]}
+
+
+def verdict_runners(verdicts: Iterable[VerdictRecord], executions: Iterable[ExecutionRecord]) -> dict[int, frozenset[str]]:
+    """verdict id -> the names recorded as running the executions it rests on (its evidence's executions, and
+    the execution it was recorded for); verdicts with none recorded are left out."""
+    executions = list(executions)
+    by_uuid, by_id = {e.uuid: e for e in executions if e.uuid}, {e.id: e for e in executions}
+    out = {}
+    for v in verdicts:
+        ran = [by_uuid.get(str(k)) for k in (v.evidence or {}).get("executions") or ()]
+        ran.append(by_id.get(v.execution_id) if v.execution_id is not None else None)
+        names = frozenset(e.user_name for e in ran if e is not None and e.user_name)
+        if names:
+            out[v.id] = names
+    return out
 
 
 def verdict_history(hypothesis_id: str, verdicts: Iterable[VerdictRecord],
@@ -78,7 +109,8 @@ def verdict_history(hypothesis_id: str, verdicts: Iterable[VerdictRecord],
 
 
 def review_state(hypothesis_id: str, verdicts: Iterable[VerdictRecord], reviews: Iterable[ReviewRecord], *,
-                 parent_changed: bool = False, overrides_of: Overrides | None = None) -> ReviewState:
+                 parent_changed: bool = False, overrides_of: Overrides | None = None,
+                 runners_of: Mapping[int, frozenset[str]] | None = None) -> ReviewState:
     """The review state of one hypothesis from its verdict history and its reviews (any order)."""
     history = verdict_history(hypothesis_id, verdicts, overrides_of)
     current = history[-1] if history else None
@@ -92,7 +124,7 @@ def review_state(hypothesis_id: str, verdicts: Iterable[VerdictRecord], reviews:
         last, state = decisions[-1], STALE
     else:
         last, state = None, AWAITING
-    return ReviewState(hypothesis_id, state, current, last, mine, parent_changed)
+    return ReviewState(hypothesis_id, state, current, last, mine, parent_changed, runners_of=runners_of or {})
 
 
 def parent_changed_since(parent_history: Sequence[VerdictRecord], child_reviews: Sequence[ReviewRecord],
@@ -111,16 +143,19 @@ def parent_changed_since(parent_history: Sequence[VerdictRecord], child_reviews:
 
 def review_states(parents: dict[str, str | None], verdicts: Sequence[VerdictRecord],
                   reviews: Sequence[ReviewRecord], *, overrides_of: Overrides | None = None,
-                  statuses: Mapping[str, CurrentStatus] | None = None) -> dict[str, ReviewState]:
+                  statuses: Mapping[str, CurrentStatus] | None = None,
+                  executions: Sequence[ExecutionRecord] = ()) -> dict[str, ReviewState]:
     """The review state of every hypothesis in `parents` (id -> parent id), with the parent-changed flag.
     `overrides_of` (execution id -> its `--set` overrides) tells verdicts about a changed world apart;
-    `statuses` (id -> analysis.status's current status) is carried along so a listing shows its note."""
+    `statuses` (id -> analysis.status's current status) is carried along so a listing shows its note;
+    `executions` say who ran what, so a self-approval is marked."""
+    runners = verdict_runners(verdicts, executions)
     out = {}
     for hid, parent in parents.items():
         mine = [r for r in reviews if r.hypothesis_id == hid]
         changed = parent is not None and parent_changed_since(verdict_history(parent, verdicts, overrides_of), mine,
                                                               verdict_history(hid, verdicts, overrides_of))
-        state = review_state(hid, verdicts, mine, parent_changed=changed, overrides_of=overrides_of)
+        state = review_state(hid, verdicts, mine, parent_changed=changed, overrides_of=overrides_of, runners_of=runners)
         out[hid] = replace(state, status=(statuses or {}).get(hid))
     return out
 

@@ -1,0 +1,53 @@
+"""A check line's mark says what the check did to the verdict: FAIL only where it changed the verdict, FLAG for a
+problem weighed and found not to change it (a verdict that "stands" under a FAIL read as a contradiction)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench.analysis.results import Check
+from workbench.cli._common import check_mark
+
+
+@pytest.fixture
+def seeded_root(workbench_dir: Path, seed_csv: Path, cli) -> tuple[Path, str]:
+    db = str(workbench_dir / "s.duckdb")
+    code, _, err = cli("import", "evidence", str(seed_csv), "--db", db, "--root", str(workbench_dir))
+    assert code == 0, err
+    return workbench_dir, db
+
+
+def _check_lines(out: str) -> dict[str, str]:
+    lines = [line.strip() for line in out.splitlines() if line.startswith("  [")]
+    return {line.split("] ", 1)[1].split(":", 1)[0]: line.split("]", 1)[0] + "]" for line in lines}
+
+
+def test_a_flagged_check_under_a_standing_verdict_is_not_printed_as_fail(seeded_root, cli):
+    root, db = seeded_root
+    code, out, err = cli("hypothesis", "analyze", "wedge-confound", "--db", db, "--root", str(root))
+    assert code == 0, err
+    assert out.splitlines()[0] == "wedge-confound: falsified"
+    marks = _check_lines(out)
+    assert marks["attrition"] == "[FLAG]" and marks["data"] == "[pass]" and marks["drift"] == "[n/a]"
+    assert "[FAIL]" not in out
+    code, shown, err = cli("hypothesis", "show", "wedge-confound", "--db", db, "--root", str(root))
+    assert code == 0, err
+    assert _check_lines(shown)["attrition"] == "[FLAG]" and "[FAIL]" not in shown
+    code, md, err = cli("report", "--format", "md", "--hypothesis", "wedge-confound", "--db", db, "--root", str(root))
+    assert code == 0, err
+    attrition = next(line for line in md.splitlines() if "attrition" in line and line.startswith("- ["))
+    assert "flagged; does not change the verdict: falsified stands" in attrition and "failed" not in attrition
+
+
+@pytest.mark.parametrize("check, verdict, mark", [
+    (Check("attrition", False, "lost half", "inconclusive"), "inconclusive", "FAIL"),
+    (Check("isolation", False, "arms differ in two variables", "invalid"), "invalid", "FAIL"),
+    (Check("drift", False, "replicates differ", "none"), "inconclusive", "FLAG"),
+    (Check("looks", False, "peeked 3 times", "none"), "supported", "FLAG"),
+    (Check("guard", True, "held", "none"), "supported", "pass"),
+    (Check("config", None, "not recorded", "none"), "falsified", "n/a"),
+])
+def test_mark_by_effect(check, verdict, mark):
+    assert check_mark(check, verdict) == mark
