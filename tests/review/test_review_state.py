@@ -9,7 +9,7 @@ import pytest
 from workbench.errors import BadInput
 from workbench.team.reviews import (APPROVED, AWAITING, CHANGES_REQUESTED, STALE, check_review_input, parent_changed_since,
                                review_state, review_states)
-from workbench.store.entities import Evidence, EvidenceRun, ReviewRecord, VerdictRecord
+from workbench.store.entities import Evidence, EvidenceRun, ExecutionRecord, ReviewRecord, VerdictRecord
 
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
 _ids = iter(range(1, 10_000))
@@ -92,9 +92,7 @@ def test_bad_review_input(decision, body, fragment):
         check_review_input(decision, body)
 
 
-def _ex(eid: int, user: str | None) -> "ExecutionRecord":
-    from workbench.store.entities import ExecutionRecord
-
+def _ex(eid: int, user: str | None) -> ExecutionRecord:
     return ExecutionRecord(id=eid, hypothesis_id="h", experiment_id="e", experiment_version=1, profile="p", target="t",
                            mode="fixed", status="done", plan={}, overrides={}, config_diff={}, started_at=None,
                            ended_at=None, wb_version="x", error=None, uuid=f"x{eid}", user_name=user)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import difflib
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
