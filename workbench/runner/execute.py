@@ -12,7 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
+from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
 
 from workbench.errors import BadInput, RestoreFailed, RunFailure, WbError
 from workbench.registry.loader import Registry
@@ -24,16 +24,16 @@ from workbench.runner.prepare import Prepared, arms_config_diff, preflight, prev
 from workbench.runner.progress import RunProgress
 from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
-from workbench.runner.restore import Snapshot, restore_host, take_snapshots
+from workbench.runner.restore import Snapshot, restore_host
 from workbench.runner.summary import ExecutionResult, result
+from workbench.runner.takeover import FINISHED, ended_runs, take_target
 from workbench.runner.targets.base import Target
 from workbench.store.engine import Store
 
 if TYPE_CHECKING:
-    from workbench.runner.lock import Holder, TargetLock
+    from workbench.runner.lock import TargetLock
 from workbench.store.entities import ExecutionRecord
 
-FINISHED = ("ok", "invalid", "failed")
 
 
 class Stopping(Protocol):
@@ -273,7 +273,7 @@ async def _main(state: State, target: Target) -> None:
     try:
         await target.open()
         context.update(target.context())
-        lock, snaps = await _take_target(state, target, context)
+        lock, snaps = await take_target(state, target, context)
         try:  # from the snapshot on, the target is restored whatever happens (a signal while pdsim starts too)
             serve = Path(next(iter(snaps.values())).path) if snaps else Path(context.get("sim_dir", ".")) / "serve.sh"
             context.update(await target.setup(serve, env))
@@ -310,94 +310,7 @@ async def _main(state: State, target: Target) -> None:
             raise RunInterrupted("interrupted", hint="", signum=signalled[0])
 
 
-async def _take_target(state: State, target: Target, context: dict[str, str]
-                       ) -> tuple["TargetLock", dict[str, Snapshot]]:
-    """Lock the target (before anything on it changes; held until after the restore), settle what a killed
-    runner left when resuming, then snapshot the config files. The lock is returned before a failure here
-    can leave it held: the caller releases it."""
-    p = state.prepared
-    paths = ({host: preview_values(p, p.arms[0], context, host)["path"] for host in state.plan.hosts}
-             if p.profile.config is not None else {})
-    lock = target_lock(target, state, paths)
-    await lock.acquire()
-    try:
-        if state.resumed:
-            await asyncio.to_thread(_recover, state)
-        target.keep_notes(state.exec_dir)
-        snaps = await take_snapshots(target, paths, state.exec_dir, owner=state.execution_uuid) if paths else {}
-    except BaseException:
-        await lock.release()
-        raise
-    return lock, snaps
-
-
-def target_lock(target: Target, state: State, paths: dict[str, str]) -> "TargetLock":
-    from workbench.runner.lock import TargetLock, lock_path
-
-    opts = dict(state.prepared.profile.options)
-    where = {h: lock_path(target, h, paths.get(h), opts) for h in state.plan.hosts}
-
-    async def left_by_dead(host: str, lock_file: str, holder: "Holder") -> None:
-        await _check_left_by_dead(state, target, host, lock_file, holder)
-
-    return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead)
-
-
-async def _check_left_by_dead(state: State, target: Target, host: str, lock_file: str, holder: "Holder") -> None:
-    """Refuse a target whose lock a dead runner of another execution left, unless its config file is the
-    original that runner saved: a new snapshot would take an arm's config for the original, and every
-    restore after it would put the arm's config back."""
-    from workbench.runner.lock import TargetBusy
-    from workbench.runner.restore import left_as_saved
-
-    why = await left_as_saved(target, host, state.artifacts_root / f"execution-{holder.execution}", holder.execution)
-    if why is None:
-        state.progress.log(f"taking over the lock of execution {holder.execution}: its runner (pid {holder.pid}) "
-                           "is gone and the config is the original it saved")
-        return
-    known = [e for e in state.store.executions() if e.uuid == holder.execution]
-    which = f"execution {known[0].id} of {known[0].hypothesis_id}" if known else f"execution {holder.execution}"
-    resume = (f"wb hypothesis run {known[0].hypothesis_id} --resume" if known
-              else "`wb hypothesis run ID --resume` against the store that holds it")
-    raise TargetBusy(
-        f"target {target.describe(host)} was left by {which}, whose runner (pid {holder.pid} on {holder.host}, "
-        f"since {holder.since}) died before restoring it: {why}",
-        hint=f"resume it ({resume}: it puts the original back first), or put the original back by hand and "
-             f"remove {lock_file}")
-
-
-def _recover(state: State) -> None:
-    """Before resuming (holding the target's lock): write what the journal kept, settle rows a crash left
-    half-way, stop the children a killed runner left behind, and count again what is done."""
-    from workbench.runner.orphans import reap
-
-    rec = Recorder(state.store, state.prepared, state.execution_id, state.exec_dir)
-    try:
-        rec.replay()
-        rec.reconcile()
-    finally:
-        rec.close()
-    for line in reap(state.exec_dir / "children"):
-        state.progress.log(line)
-    ended = _ended(state.store, state.execution_id)
-    state.done |= set(ended)
-    state.progress.seed(ended)
-
-
 # ----------------------------------------------------------------------------- entry point
-def _ended(store: Store, execution_id: int) -> dict[int, str]:
-    """Order index -> status of the last attempt of each planned run of the execution that ended (a run
-    interrupted and not redone yet is not among them)."""
-    ended: dict[int, str] = {}
-    for r in sorted(store.runs(execution_id=execution_id), key=lambda r: r.id):
-        if r.order_index is not None:
-            if r.status in FINISHED:
-                ended[int(r.order_index)] = r.status
-            else:
-                ended.pop(int(r.order_index), None)
-    return ended
-
-
 def _register_secrets(p: Prepared) -> None:
     """Secret variables' values (every arm's and --set's) and secret-named env values are never stored or shown."""
     from workbench.secrets import register, secret_env
@@ -439,11 +352,11 @@ def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
 
     if prior is not None and prior.uuid:
         store.update_execution(prior.id, status="running", ended_at=None, error=None)
-        return prior.id, prior.uuid, set(_ended(store, prior.id))
+        return prior.id, prior.uuid, set(ended_runs(store, prior.id))
     exec_uuid = uuid.uuid4().hex
     if prior is not None:  # a store written before executions had keys; the migration normally fills them
         store.update_execution(prior.id, status="running", ended_at=None, error=None, uuid=exec_uuid)
-        return prior.id, exec_uuid, set(_ended(store, prior.id))
+        return prior.id, exec_uuid, set(ended_runs(store, prior.id))
     from workbench.runner.resume import rendered_hashes
 
     body = {"plan": plan.to_dict(), "assignments": p.assignments, "overrides": p.overrides,
@@ -584,7 +497,7 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
     with RunProgress(len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}",
                      sequential=p.mode == "sequential") as progress:
         if launch.prior is not None:
-            progress.seed(_ended(store, execution_id))
+            progress.seed(ended_runs(store, execution_id))
         if unchecked:
             progress.log(unchecked)
         state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
@@ -593,7 +506,7 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
                       execution_uuid=exec_uuid, resumed=launch.prior is not None, decide=decide)
         status, error = _loop(state, tgt)
         try:  # a finished run may be deleted while the runner runs: count what the store holds
-            progress.settle(_ended(store, execution_id))
+            progress.settle(ended_runs(store, execution_id))
         except WbError:
             pass  # the runner's own counts stand; recording how the execution ended matters more
     _close(state, status, error)

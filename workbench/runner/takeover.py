@@ -1,0 +1,109 @@
+"""Taking a target for an execution: its lock, what a dead runner left, a resume's recovery, the snapshot.
+
+A lock another execution's dead runner left is taken over only when the config file is the original that
+runner saved (`check_left_by_dead`): a new snapshot of an arm's config would be restored as "the original"
+after every run from then on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from workbench.runner.prepare import preview_values
+from workbench.runner.record import Recorder
+from workbench.runner.restore import Snapshot, take_snapshots
+from workbench.runner.targets.base import Target
+from workbench.store.engine import Store
+from workbench.store.writes import FINISHED
+
+if TYPE_CHECKING:
+    from workbench.runner.execute import State
+    from workbench.runner.lock import Holder, TargetLock
+
+
+async def take_target(state: "State", target: Target, context: dict[str, str]
+                      ) -> tuple["TargetLock", dict[str, Snapshot]]:
+    """Lock the target (before anything on it changes; held until after the restore), settle what a killed
+    runner left when resuming, then snapshot the config files. The lock is returned before a failure here
+    can leave it held: the caller releases it."""
+    p = state.prepared
+    paths = ({host: preview_values(p, p.arms[0], context, host)["path"] for host in state.plan.hosts}
+             if p.profile.config is not None else {})
+    lock = target_lock(target, state, paths)
+    await lock.acquire()
+    try:
+        if state.resumed:
+            await asyncio.to_thread(_recover, state)
+        target.keep_notes(state.exec_dir)
+        snaps = await take_snapshots(target, paths, state.exec_dir, owner=state.execution_uuid) if paths else {}
+    except BaseException:
+        await lock.release()
+        raise
+    return lock, snaps
+
+
+def target_lock(target: Target, state: "State", paths: dict[str, str]) -> "TargetLock":
+    from workbench.runner.lock import TargetLock, lock_path
+
+    opts = dict(state.prepared.profile.options)
+    where = {h: lock_path(target, h, paths.get(h), opts) for h in state.plan.hosts}
+
+    async def left_by_dead(host: str, lock_file: str, holder: "Holder") -> None:
+        await check_left_by_dead(state, target, host, lock_file, holder)
+
+    return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead)
+
+
+async def check_left_by_dead(state: "State", target: Target, host: str, lock_file: str, holder: "Holder") -> None:
+    """Refuse a target whose lock a dead runner of another execution left, unless its config file is the
+    original that runner saved: a new snapshot would take an arm's config for the original, and every
+    restore after it would put the arm's config back."""
+    from workbench.runner.lock import TargetBusy
+    from workbench.runner.restore import left_as_saved
+
+    why = await left_as_saved(target, host, state.artifacts_root / f"execution-{holder.execution}", holder.execution)
+    if why is None:
+        state.progress.log(f"taking over the lock of execution {holder.execution}: its runner (pid {holder.pid}) "
+                           "is gone and the config is the original it saved")
+        return
+    known = [e for e in state.store.executions() if e.uuid == holder.execution]
+    which = f"execution {known[0].id} of {known[0].hypothesis_id}" if known else f"execution {holder.execution}"
+    resume = (f"wb hypothesis run {known[0].hypothesis_id} --resume" if known
+              else "`wb hypothesis run ID --resume` against the store that holds it")
+    raise TargetBusy(
+        f"target {target.describe(host)} was left by {which}, whose runner (pid {holder.pid} on {holder.host}, "
+        f"since {holder.since}) died before restoring it: {why}",
+        hint=f"resume it ({resume}: it puts the original back first), or put the original back by hand and "
+             f"remove {lock_file}")
+
+
+def _recover(state: "State") -> None:
+    """Before resuming (holding the target's lock): write what the journal kept, settle rows a crash left
+    half-way, stop the children a killed runner left behind, and count again what is done."""
+    from workbench.runner.orphans import reap
+
+    rec = Recorder(state.store, state.prepared, state.execution_id, state.exec_dir)
+    try:
+        rec.replay()
+        rec.reconcile()
+    finally:
+        rec.close()
+    for line in reap(state.exec_dir / "children"):
+        state.progress.log(line)
+    ended = ended_runs(state.store, state.execution_id)
+    state.done |= set(ended)
+    state.progress.seed(ended)
+
+
+def ended_runs(store: Store, execution_id: int) -> dict[int, str]:
+    """Order index -> status of the last attempt of each planned run of the execution that ended (a run
+    interrupted and not redone yet is not among them)."""
+    ended: dict[int, str] = {}
+    for r in sorted(store.runs(execution_id=execution_id), key=lambda r: r.id):
+        if r.order_index is not None:
+            if r.status in FINISHED:
+                ended[int(r.order_index)] = r.status
+            else:
+                ended.pop(int(r.order_index), None)
+    return ended
