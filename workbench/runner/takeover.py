@@ -8,7 +8,7 @@ after every run from then on.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from workbench.runner.prepare import preview_values
 from workbench.runner.record import Recorder
@@ -18,8 +18,10 @@ from workbench.store.engine import Store
 from workbench.store.writes import FINISHED
 
 if TYPE_CHECKING:
-    from workbench.runner.execute import State
     from workbench.runner.lock import Holder, TargetLock
+
+# `state` below is the execution loop's `runner.execute.State` (not imported: execute imports this module).
+State = Any
 
 
 async def take_target(state: "State", target: Target, context: dict[str, str]
