@@ -87,15 +87,22 @@ def test_review_round_trip_on_postgresql(toy, cli, pg_url: str):
     _review_round_trip(toy, cli, pg_url)
 
 
-def test_report_shows_review_state_history_and_who_ran(toy, cli):
-    import re
-
+def _wb_as_ada(toy, cli):
+    """`wb ARGS --db STORE` as the user ada in the toy workbench; its stdout (asserting exit 0)."""
     env = {"WB_ROOT": str(toy.root), "WB_USER": "ada"}
 
     def wb(*args: str) -> str:
         code, out, err = cli(*args, "--db", toy.db, env=env)
         assert code == 0, (args, out[-2000:], err[-2000:])
         return out
+
+    return wb
+
+
+def test_report_shows_review_state_history_and_who_ran(toy, cli):
+    import re
+
+    wb = _wb_as_ada(toy, cli)
 
     wb("hypothesis", "run", "toy-fix", "--replicates", "1")
     wb("review", "toy-fix", "--approve", "-m", "first <look>")
@@ -162,12 +169,7 @@ def test_a_self_approval_is_allowed_and_marked_everywhere_reviews_show(toy, cli)
     import io
     import json
 
-    env = {"WB_ROOT": str(toy.root), "WB_USER": "ada"}
-
-    def wb(*args: str) -> str:
-        code, out, err = cli(*args, "--db", toy.db, env=env)
-        assert code == 0, (args, out[-2000:], err[-2000:])
-        return out
+    wb = _wb_as_ada(toy, cli)
 
     wb("hypothesis", "run", "toy-fix", "--replicates", "1")
     wb("review", "toy-fix", "--approve", "-m", "mine, and it holds")
