@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -176,3 +177,31 @@ def test_a_store_at_the_first_revision_upgrades_and_keeps_its_rows(tmp_path: Pat
         assert schema_diff(store) == []
     finally:
         store.dispose()
+
+
+def test_head_revision_read_from_the_files_is_alembics_head(tmp_path: Path):
+    """head_revision() reads the migration files' revision lines instead of loading them with alembic;
+    both must name the same head, for the shipped migrations and for a chain with one more."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from workbench.store import engine
+
+    def alembic_head(location: Path) -> str:
+        cfg = Config()
+        cfg.set_main_option("script_location", str(location))
+        return ScriptDirectory.from_config(cfg).get_current_head()
+
+    assert head_revision() == alembic_head(engine.MIGRATIONS_DIR)
+    copy = tmp_path / "migrations"
+    shutil.copytree(engine.MIGRATIONS_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "versions" / "0009_next.py").write_text(
+        f'"""next"""\nrevision = "0009_next"\ndown_revision = "{head_revision()}"\nbranch_labels = None\n'
+        'depends_on = None\n\n\ndef upgrade():\n    pass\n\n\ndef downgrade():\n    pass\n')
+    engine.head_revision.cache_clear()
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(engine, "MIGRATIONS_DIR", copy)
+            assert engine.head_revision() == alembic_head(copy) == "0009_next"
+    finally:
+        engine.head_revision.cache_clear()

@@ -7,6 +7,8 @@ The methods callers use (typed records in and out) are in `store.reads` and `sto
 
 from __future__ import annotations
 
+import functools
+import re
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -209,11 +211,25 @@ def _alembic_config(store: Store):
     return _alembic_config_for_url(store.url)
 
 
-def head_revision() -> str:
-    from alembic.script import ScriptDirectory
+_REVISION_LINE = re.compile(r"^(revision|down_revision)\b[^=]*=\s*(?:'([^']*)'|\"([^\"]*)\"|None)\s*$", re.M)
 
-    cfg = _alembic_config_for_url("duckdb:///:memory:")
-    return ScriptDirectory.from_config(cfg).get_current_head() or "base"
+
+@functools.lru_cache(maxsize=1)
+def head_revision() -> str:
+    """The newest migration's revision, read from the migration files' `revision` / `down_revision`
+    lines. Every command that opens a store checks it; alembic's own script loader would import
+    alembic and execute every migration module for it (about a third of a short command's time).
+    tests/store/test_store.py holds this to alembic's answer."""
+    revisions: dict[str, str | None] = {}
+    for path in sorted((MIGRATIONS_DIR / "versions").glob("*.py")):
+        found = {m.group(1): m.group(2) or m.group(3) for m in _REVISION_LINE.finditer(path.read_text())}
+        if "revision" not in found:
+            raise RuntimeError(f"{path}: a migration without a revision line")
+        revisions[found["revision"]] = found.get("down_revision")
+    heads = set(revisions) - set(revisions.values())
+    if len(heads) > 1:
+        raise RuntimeError(f"the migrations have {len(heads)} heads: {sorted(heads)}")
+    return heads.pop() if heads else "base"
 
 
 def _alembic_config_for_url(url: str):
