@@ -113,23 +113,30 @@ ENVELOPED = [
 ]
 
 
-def test_every_command_prints_one_versioned_envelope(wbenv, tmp_path):
+def test_every_command_prints_one_versioned_envelope(wbenv, tmp_path, cli):
+    """In process (the envelope is wb's code, not the console script's; a process each took a minute of
+    the suite on a loaded machine), and the first command once more through the real `wb` script."""
     for args, command, key in ENVELOPED:
         args = [wbenv["SEED"] if a == "SEED" else str(tmp_path / "sim") if a == "SIMDIR" else a for a in args]
-        proc = subprocess.run([WB, *args], capture_output=True, text=True, env=wbenv, timeout=120)
-        assert proc.returncode == 0, (args, proc.stderr)
-        d = json.loads(proc.stdout)
+        code, out, err = cli(*args, env=wbenv)
+        assert code == 0, (args, err)
+        d = json.loads(out)
         assert (d["wb"], d["command"]) == (1, command) and key in d, (args, list(d))
+    proc = subprocess.run([WB, *ENVELOPED[0][0]], capture_output=True, text=True, env=wbenv, timeout=120)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["command"] == ENVELOPED[0][1], proc.stderr
 
 
-def test_root_and_db_flags_reach_every_reading_command(wbenv, tmp_path):
+def test_root_and_db_flags_reach_every_reading_command(wbenv, tmp_path, cli, monkeypatch):
     env = {k: v for k, v in wbenv.items() if k not in ("WB_ROOT", "WB_DB")}
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    monkeypatch.delenv("WB_DB", raising=False)
+    monkeypatch.chdir(tmp_path)  # no workbench and no store here: only the flags can find them
     flags = ["--root", wbenv["WB_ROOT"], "--db", wbenv["WB_DB"]]
     for args in (["runs", "list"], ["runs", "show", "1"], ["lineage"], ["report", "--format", "md"], ["confounds"],
                  ["hypothesis", "list"], ["hypothesis", "analyze", "wedge-confound", "--no-record"], ["db", "current"]):
-        proc = subprocess.run([WB, *args, *flags], capture_output=True, text=True, env=env, timeout=120,
-                              cwd=tmp_path)
-        assert proc.returncode == 0, (args, proc.stderr)
+        code, out, err = cli(*args, *flags, env=env)
+        assert code == 0, (args, err)
+    assert not (tmp_path / "wb.duckdb").exists()
 
 
 def test_fail_on_turns_a_verdict_into_exit_3(wbenv):
