@@ -18,13 +18,20 @@ pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
 WB = [sys.executable, "-m", "workbench.cli.main"]
 
 
-def _until(cond, proc: subprocess.Popen, limit_s: float = 120) -> None:
+def _until(cond, proc: subprocess.Popen, limit_s: float = 120, every_s: float = 0.05) -> None:
     t0 = time.monotonic()
     while not cond():
         if proc.poll() is not None:
             raise AssertionError(proc.communicate()[1][-2000:])
         assert time.monotonic() - t0 < limit_s
-        time.sleep(0.05)
+        time.sleep(every_s)
+
+
+def _store_when_waiting(toy, cond, proc: subprocess.Popen):
+    """Wait for the held workload to say it waits (a file: polling the store instead opened it a few times a
+    second, a core's worth of CPU taken from the runner), then for `cond` on the store."""
+    _until(lambda: (toy.state / "waiting").exists(), proc)
+    _until(cond, proc, every_s=0.5)
 
 
 def _run_held_after_the_first(toy, *extra: str) -> tuple[subprocess.Popen, Path]:
@@ -32,8 +39,8 @@ def _run_held_after_the_first(toy, *extra: str) -> tuple[subprocess.Popen, Path]
     flag, once = toy.state / "hold", toy.state / "ran-once"
     flag.touch()
     edit_profile(toy.root, 'workload: {command: "{{ python }}',
-                 f'workload: {{command: "if [ -e {once} ]; then while [ -e {flag} ]; do sleep 0.2; done; fi; '
-                 f'touch {once}; {{{{ python }}}}')
+                 f'workload: {{command: "if [ -e {once} ]; then touch {toy.state}/waiting; while [ -e {flag} ]; do '
+                 f'sleep 0.2; done; fi; touch {once}; {{{{ python }}}}')
     edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
     proc = subprocess.Popen(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--no-report", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
@@ -54,7 +61,7 @@ def _ok_runs(toy) -> list[tuple]:
 def test_a_run_deleted_while_its_execution_runs_is_counted_as_deleted(toy, as_json: bool):
     proc, flag = _run_held_after_the_first(toy, *(["--json"] if as_json else []))
     try:
-        _until(lambda: bool(_ok_runs(toy)), proc)
+        _store_when_waiting(toy, lambda: bool(_ok_runs(toy)), proc)
         ((first,),) = _ok_runs(toy)
         res = subprocess.run(WB + ["runs", "delete", str(first), "--yes", "--db", toy.db], capture_output=True,
                              text=True, timeout=120)
@@ -85,13 +92,13 @@ def test_deleting_the_attempt_a_resume_redid_keeps_the_execution_verdict(toy):
     flag.touch()
     once.touch()  # the first run's workload waits too
     edit_profile(toy.root, 'workload: {command: "{{ python }}',
-                 f'workload: {{command: "if [ -e {once} ]; then while [ -e {flag} ]; do sleep 0.2; done; fi; '
-                 f'{{{{ python }}}}')
+                 f'workload: {{command: "if [ -e {once} ]; then touch {toy.state}/waiting; while [ -e {flag} ]; do '
+                 f'sleep 0.2; done; fi; {{{{ python }}}}')
     edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
     proc = subprocess.Popen(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--no-report"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        _until(lambda: bool(_rows_with(toy, "running")), proc)
+        _store_when_waiting(toy, lambda: bool(_rows_with(toy, "running")), proc)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the runner and its workload, as a kill -9 of the session would
         proc.communicate(timeout=30)
