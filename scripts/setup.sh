@@ -15,6 +15,35 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
+# Debian's packages for the tests go in the background while pip works (both mostly wait on the network).
+apt_pid=""
+apt_log=$(mktemp)
+if [ "$want_tests" = 1 ]; then
+  need=()
+  command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || need+=(chromium)
+  # The team-store tests start a real PostgreSQL server of their own (initdb in a temp dir).
+  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+  [ -f /usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf ] || need+=(fonts-droid-fallback)
+  if [ ${#need[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    echo "installing system packages: ${need[*]}"
+    ( $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" ) \
+      >"$apt_log" 2>&1 &
+    apt_pid=$!
+  fi
+fi
+apt_wait() {
+  [ -n "$apt_pid" ] || return 0
+  if ! wait "$apt_pid"; then
+    cat "$apt_log" >&2
+    echo "installing system packages failed (above)" >&2
+    exit 1
+  fi
+  apt_pid=""
+}
+trap 'rm -f "$apt_log"' EXIT
+
 .venv/bin/python -m pip install -q --upgrade pip "setuptools>=77" >/dev/null
 # torch alone first, so that nothing later pulls a CUDA wheel over it. On Linux a plain
 # `pip install torch` from PyPI is the CUDA build (several GB of NVIDIA libraries): ask PyTorch's CPU
@@ -48,20 +77,7 @@ else
   .venv/bin/python -m pip install -q -e ".[sim]"
 fi
 
-if [ "$want_tests" = 1 ]; then
-  need=()
-  command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || need+=(chromium)
-  # The team-store tests start a real PostgreSQL server of their own (initdb in a temp dir).
-  ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
-  [ -f /usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf ] || need+=(fonts-droid-fallback)
-  if [ ${#need[@]} -gt 0 ]; then
-    SUDO=""
-    [ "$(id -u)" = 0 ] || SUDO="sudo"
-    echo "installing system packages: ${need[*]}"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
-  fi
-fi
+apt_wait
 cuda=$(.venv/bin/python -c "import torch; print(torch.version.cuda or '')" 2>/dev/null || true)
 [ -z "$cuda" ] || echo "note: this torch is a CUDA $cuda build; wb needs only the CPU one (WB_TORCH_INDEX, above)" >&2
 echo "wb is set up in .venv ($(.venv/bin/wb --version))"
