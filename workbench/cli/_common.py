@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from workbench.errors import WbError
 
@@ -118,10 +119,45 @@ def is_tty() -> bool:
         return False
 
 
+_WORD = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def argument_usage(param: Any) -> str:
+    """An argument as usage lines write it elsewhere: `ID`, `[FILE]`, `RUN_ID...`, `[FILE]...` (typer writes
+    `{RUN_ID}...`). A metavar that spells out a grammar of its own ("HYPOTHESIS | list [HYPOTHESIS]") is
+    shown as written, in brackets when the argument is optional."""
+    name = param.metavar or (param.name or "").upper()
+    word = name.removesuffix("...")
+    if not _WORD.fullmatch(word):
+        return name if param.required or name.startswith("[") else f"[{name}]"
+    return (word if param.required else f"[{word}]") + ("..." if param.nargs != 1 else "")
+
+
+class WbCommand(TyperCommand):
+    """Every wb command: its usage line names arguments the usual way (see `argument_usage`), for the plain
+    and the rich help and for typer's own usage errors alike, which all read `collect_usage_pieces`."""
+
+    def collect_usage_pieces(self, ctx):  # type: ignore[override]
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(argument_usage(param))
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+
+class WbTyper(typer.Typer):
+    """A command group whose commands are `WbCommand`s unless one asks for another class."""
+
+    def command(self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any):  # type: ignore[override]
+        return super().command(name, cls=cls or WbCommand, **kwargs)
+
+
 def new_app(help: str, *, completion: bool = False) -> typer.Typer:
     # Rich help costs about 0.3 s of rendering: only a terminal gets it; a pipe, a pager or a test gets
     # click's plain help, which is instant and greps the same.
-    return typer.Typer(cls=WbGroup, help=help, no_args_is_help=True, add_completion=completion,
+    return WbTyper(cls=WbGroup, help=help, no_args_is_help=True, add_completion=completion,
                        pretty_exceptions_enable=False, rich_markup_mode="rich" if is_tty() else None)
 
 
