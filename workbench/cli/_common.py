@@ -133,9 +133,31 @@ def argument_usage(param: Any) -> str:
     return (word if param.required else f"[{word}]") + ("..." if param.nargs != 1 else "")
 
 
+# typer converts a flag's value through pydantic, whose words reach the user unless said again in wb's.
+_CONVERSION_WORDS = {"int_parsing": "must be a whole number", "int_from_float": "must be a whole number",
+                     "float_parsing": "must be a number", "bool_parsing": "must be true or false"}
+
+
+def _in_wb_words(exc: typer.BadParameter) -> None:
+    """A flag value typer could not convert (`--replicates abc`): the message names what it must be and what
+    was given; any other BadParameter keeps its own message."""
+    errors = getattr(exc.__cause__, "errors", None)
+    first = errors()[0] if callable(errors) and errors() else None
+    if first is not None and first.get("type") in _CONVERSION_WORDS:
+        exc.message = f"{_CONVERSION_WORDS[first['type']]}, got {first.get('input')!r}"
+
+
 class WbCommand(TyperCommand):
     """Every wb command: its usage line names arguments the usual way (see `argument_usage`), for the plain
-    and the rich help and for typer's own usage errors alike, which all read `collect_usage_pieces`."""
+    and the rich help and for typer's own usage errors alike, which all read `collect_usage_pieces`; a flag
+    value of the wrong type is refused in wb's words."""
+
+    def parse_args(self, ctx, args):  # type: ignore[override]
+        try:
+            return super().parse_args(ctx, args)
+        except typer.BadParameter as exc:
+            _in_wb_words(exc)
+            raise
 
     def collect_usage_pieces(self, ctx):  # type: ignore[override]
         pieces = [self.options_metavar] if self.options_metavar else []
