@@ -141,8 +141,9 @@ _CONVERSION_WORDS = {"int_parsing": "must be a whole number", "int_from_float": 
 def _in_wb_words(exc: typer.BadParameter) -> None:
     """A flag value typer could not convert (`--replicates abc`): the message names what it must be and what
     was given; any other BadParameter keeps its own message."""
-    errors = getattr(exc.__cause__, "errors", None)
-    first = errors()[0] if callable(errors) and errors() else None
+    from pydantic import ValidationError
+
+    first = exc.__cause__.errors()[0] if isinstance(exc.__cause__, ValidationError) else None
     if first is not None and first.get("type") in _CONVERSION_WORDS:
         exc.message = f"{_CONVERSION_WORDS[first['type']]}, got {first.get('input')!r}"
 
@@ -172,7 +173,8 @@ class WbCommand(TyperCommand):
 class WbTyper(typer.Typer):
     """A command group whose commands are `WbCommand`s unless one asks for another class."""
 
-    def command(self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any):  # type: ignore[override]
+    def command(self, name: str | None = None, *, cls: type[TyperCommand] | None = None,  # type: ignore[override]
+                **kwargs: Any):
         return super().command(name, cls=cls or WbCommand, **kwargs)
 
 
