@@ -106,3 +106,19 @@ def test_a_damaged_duckdb_file_still_says_restore_it(wb: Path, cli, tmp_path: Pa
     path.write_bytes(bytes(data))
     code, _, err = cli("runs", "list", "--db", str(path))
     _refused(code, err, str(path), "not a readable DuckDB database")
+
+
+@pytest.mark.parametrize("args,said", [
+    (["hypothesis", "run", "wedge-confound", "--replicates", "abc"], "'--replicates': must be a whole number, got 'abc'"),
+    (["hypothesis", "run", "wedge-confound", "--seed", "1.5"], "'--seed': must be a whole number, got '1.5'"),
+    (["runs", "list", "--limit", "ten"], "'--limit': must be a whole number, got 'ten'"),
+    (["isolate", "--alpha", "five%"], "'--alpha': must be a number, got 'five%'"),
+], ids=["replicates", "seed", "limit", "alpha"])
+def test_a_flag_value_of_the_wrong_type_is_named_in_wb_words(wb: Path, cli, args: list[str], said: str):
+    """typer converts numbers through pydantic, whose words ("Input should be a valid integer, unable to parse
+    string as an integer") reached the user as they were."""
+    code, out, err = cli(*args)
+    assert code == 2 and out == "", (code, out, err)
+    (error,) = [line for line in err.splitlines() if line.startswith("Error:")]
+    assert said in error and "Input should" not in err and "Traceback" not in err, err
+    assert not (wb / "wb.duckdb").exists()

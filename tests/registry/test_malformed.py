@@ -115,6 +115,19 @@ CASES = [
      "design.replicates): must be a whole number, got true (a boolean)", "    design: {replicates: yes}"),
     ("variable-min-text", E, "  seed: {type: int, min: 0,", "  seed: {type: int, min: \"0\",",
      "(field variables.seed.min): must be a number, got '0'", "  seed: {type: int, min: \"0\","),
+    # A bare yes/no/on/off in a field that takes one of a few words: YAML read it as a boolean, which
+    # pydantic's "Input should be 'abba', 'random' or 'alternate'" neither names nor explains.
+    ("blocks-boolean", E, "  blocks: abba\n", "  blocks: on\n",
+     "(field design.blocks): blocks: on was read as a boolean (true), not as a word", "  blocks: on"),
+    ("config-format-boolean", E, "      format: env\n", "      format: yes\n",
+     "(field profiles.sim.config.format): format: yes was read as a boolean (true), not as a word",
+     "      format: yes"),
+    ("target-kind-boolean", E, "    target: {kind: sim}", "    target: {kind: off}",
+     "(field profiles.sim.target.kind): kind: off was read as a boolean (false)", "    target: {kind: off}"),
+    ("hypothesis-kind-boolean", H, "    kind: reachability\n", "    kind: no\n",
+     "kind: no was read as a boolean (false), not as a word", "    kind: no"),
+    ("blocks-unknown-word", E, "  blocks: abba\n", "  blocks: abab\n",
+     "(field design.blocks): must be one of 'abba', 'random' or 'alternate', got 'abab'", "  blocks: abab"),
     ("collect-undeclared-metric", E, "      timeouts: {unit_field: timeouts, aggregate: nonzero, parse: int}",
      "      timeout_count: {unit_field: timeouts, aggregate: nonzero, parse: int}", "not a declared metric",
      "      timeout_count: {unit_field:"),
@@ -195,3 +208,30 @@ def test_missing_template_file_names_the_experiment_line(workbench_dir: Path, cl
     assert code == 2
     line = next(i for i, t in enumerate(exp.read_text().splitlines(), 1) if "template_file:" in t)
     assert f"{exp}:{line}" in err and "cannot be read" in err
+
+
+@pytest.mark.parametrize("word,value", [("on", True), ("off", False), ("yes", True), ("no", False)])
+def test_a_bare_word_a_literal_field_takes_is_told_to_be_quoted(tmp_path: Path, word: str, value: bool):
+    """Where the word itself is allowed (a field taking on/off), quoting it is the whole cure: say so, with the
+    file, line and field, and no pydantic text."""
+    from typing import Literal
+
+    from pydantic import BaseModel, ConfigDict
+
+    from workbench.errors import ConfigError
+    from workbench.registry.loader import parse_model
+    from workbench.registry.yamlio import load_located
+
+    class Switch(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        name: str
+        mode: Literal["on", "off", "yes", "no", "auto"]
+
+    path = tmp_path / "switch.yaml"
+    doc = load_located(path, text=f"name: a\nmode: {word}\n")
+    with pytest.raises(ConfigError) as ei:
+        parse_model(Switch, doc)
+    msg = str(ei.value)
+    assert msg.startswith(f"{path}:2 (field mode): mode: {word} was read as a boolean ({str(value).lower()})"), msg
+    assert f'quote it: mode: "{word}"' in msg and "Input should" not in msg, msg
+    assert parse_model(Switch, load_located(path, text=f'name: a\nmode: "{word}"\n')).mode == word

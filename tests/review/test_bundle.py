@@ -85,18 +85,35 @@ def test_a_conflicting_registry_is_refused_and_nothing_is_written(workbench_dir:
         store.dispose()
 
 
+_WHOLE = gzip.compress(json.dumps({"wb_bundle": 1, "pad": "x" * 4000}).encode())
+_BAD_CRC = _WHOLE[:-8] + bytes(b ^ 0xFF for b in _WHOLE[-8:-4]) + _WHOLE[-4:]
+_BAD_DEFLATE = _WHOLE[:20] + bytes(b ^ 0x55 for b in _WHOLE[20:60]) + _WHOLE[60:]  # zlib.error, no OSError
+
+
 @pytest.mark.parametrize("content,fragment", [
-    (b"plain text", "not a wb bundle"),
-    (gzip.compress(b"{not json"), "not a wb bundle"),
+    (b"plain text", "not a wb bundle (not gzip-compressed: a bundle starts with the bytes 1f 8b)"),
+    (gzip.compress(b"{not json"), "not a wb bundle (its content is not JSON: line 1, column 2)"),
+    (_WHOLE[:-40], "not a wb bundle (it ends early: cut short in a copy or a download?)"),
+    (_BAD_CRC, "not a wb bundle (its compressed data is damaged)"),
+    (_BAD_DEFLATE, "not a wb bundle (its compressed data is damaged)"),
     (gzip.compress(json.dumps({"x": 1}).encode()), "no wb_bundle key"),
     (gzip.compress(json.dumps({"wb_bundle": 99}).encode()), "format 99"),
     (gzip.compress(json.dumps({"wb_bundle": 1, "hypotheses": []}).encode()), "no 'registry' section"),
-], ids=["plain-text", "gzip-not-json", "no-key", "format-99", "no-registry"])  # gzip bytes carry a timestamp
+], ids=["plain-text", "gzip-not-json", "truncated", "bad-crc", "bad-deflate", "no-key", "format-99", "no-registry"])
 def test_damaged_bundles_are_bad_input(tmp_path: Path, content: bytes, fragment: str):
+    """In words, not the gzip or json module's ("Not a gzipped file (b'pl')", "Expecting property name...")."""
     p = tmp_path / "bad.wbundle"
     p.write_bytes(content)
-    with pytest.raises(BadInput, match=fragment):
+    with pytest.raises(BadInput) as ei:
         read(p)
+    assert fragment in ei.value.message, ei.value.message
+    assert not any(raw in ei.value.message for raw in ("gzipped", "Expecting", "end-of-stream", "CRC", "char ", "Error -3")), \
+        ei.value.message
+
+
+def test_a_folder_is_no_bundle(tmp_path: Path):
+    with pytest.raises(BadInput, match="is a folder, not a bundle file"):
+        read(tmp_path)
 
 
 def _sha(path: Path) -> str | None:

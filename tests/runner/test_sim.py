@@ -105,7 +105,7 @@ def test_two_concurrent_runs_on_pdsim_one_is_refused_none_mislabelled(bench):
     finally:
         if a.poll() is None:
             a.kill()
-    assert b.returncode == 1 and "is in use by execution" in b.stderr and "Traceback" not in b.stderr, b.stderr
+    assert b.returncode == 2 and "is in use by execution" in b.stderr and "Traceback" not in b.stderr, b.stderr
     assert a.returncode == 0, err_a[-2000:]
     s = json.loads(out_a)
     assert [r["status"] for r in s["runs"]] == ["ok", "ok"]

@@ -40,6 +40,21 @@ def test_a_held_lock_refuses_the_second_run_before_touching_the_target(toy):
     assert _lock_file(toy).read_text().startswith(_holder(os.getpid()))  # the owner's lock is left alone
 
 
+def test_a_refused_run_prints_its_error_alone_and_exits_2(toy):
+    """Refused for a busy target, nothing ran: the one `Error:` and its hint, exit 2, and no run counts
+    ("0 of 4 run(s) ok" read as if four runs had been tried)."""
+    _lock_file(toy).write_text(_holder(os.getpid()) + "\n")
+    res = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert res.stdout == ""
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert lines[0].startswith("Error: target local is in use by execution "), res.stderr
+    assert all(line.startswith("Hint:") or line.startswith(" ") for line in lines[1:]), res.stderr
+    assert "run(s)" not in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
+
+
 def _saved_original(toy, execution: str, data: bytes) -> None:
     """The snapshot a runner of `execution` took before it died (as runner.restore.take_snapshots writes it)."""
     import hashlib
@@ -108,7 +123,7 @@ def test_two_concurrent_runs_over_ssh_one_is_refused(toy, ssh_server):
     cmd = WB + ["hypothesis", "run", "toy-fix", "--target", "ssh", "--json"]
     b, (rc_a, out_a, err_a) = _concurrent(cmd + ["--db", str(toy.root / "a.duckdb")],
                                           cmd + ["--db", str(toy.root / "b.duckdb")], _lock_file(toy))
-    assert b.returncode == 1, b.stderr[-2000:]
+    assert b.returncode == 2, b.stderr[-2000:]
     assert "is in use by execution" in b.stderr and "Traceback" not in b.stderr
     assert rc_a == 0, err_a[-2000:]
     assert [r["status"] for r in json.loads(out_a)["runs"]] == ["ok"] * 4

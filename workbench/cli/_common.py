@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from workbench.errors import WbError
 
@@ -118,10 +119,69 @@ def is_tty() -> bool:
         return False
 
 
+_WORD = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def argument_usage(param: Any) -> str:
+    """An argument as usage lines write it elsewhere: `ID`, `[FILE]`, `RUN_ID...`, `[FILE]...` (typer writes
+    `{RUN_ID}...`). A metavar that spells out a grammar of its own ("HYPOTHESIS | list [HYPOTHESIS]") is
+    shown as written, in brackets when the argument is optional."""
+    name = param.metavar or (param.name or "").upper()
+    word = name.removesuffix("...")
+    if not _WORD.fullmatch(word):
+        return name if param.required or name.startswith("[") else f"[{name}]"
+    return (word if param.required else f"[{word}]") + ("..." if param.nargs != 1 else "")
+
+
+# typer converts a flag's value through pydantic, whose words reach the user unless said again in wb's.
+_CONVERSION_WORDS = {"int_parsing": "must be a whole number", "int_from_float": "must be a whole number",
+                     "float_parsing": "must be a number", "bool_parsing": "must be true or false"}
+
+
+def _in_wb_words(exc: typer.BadParameter) -> None:
+    """A flag value typer could not convert (`--replicates abc`): the message names what it must be and what
+    was given; any other BadParameter keeps its own message."""
+    from pydantic import ValidationError
+
+    first = exc.__cause__.errors()[0] if isinstance(exc.__cause__, ValidationError) else None
+    if first is not None and first.get("type") in _CONVERSION_WORDS:
+        exc.message = f"{_CONVERSION_WORDS[first['type']]}, got {first.get('input')!r}"
+
+
+class WbCommand(TyperCommand):
+    """Every wb command: its usage line names arguments the usual way (see `argument_usage`), for the plain
+    and the rich help and for typer's own usage errors alike, which all read `collect_usage_pieces`; a flag
+    value of the wrong type is refused in wb's words."""
+
+    def parse_args(self, ctx, args):  # type: ignore[override]
+        try:
+            return super().parse_args(ctx, args)
+        except typer.BadParameter as exc:
+            _in_wb_words(exc)
+            raise
+
+    def collect_usage_pieces(self, ctx):  # type: ignore[override]
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(argument_usage(param))
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+
+class WbTyper(typer.Typer):
+    """A command group whose commands are `WbCommand`s unless one asks for another class."""
+
+    def command(self, name: str | None = None, *, cls: type[TyperCommand] | None = None,  # type: ignore[override]
+                **kwargs: Any):
+        return super().command(name, cls=cls or WbCommand, **kwargs)
+
+
 def new_app(help: str, *, completion: bool = False) -> typer.Typer:
     # Rich help costs about 0.3 s of rendering: only a terminal gets it; a pipe, a pager or a test gets
     # click's plain help, which is instant and greps the same.
-    return typer.Typer(cls=WbGroup, help=help, no_args_is_help=True, add_completion=completion,
+    return WbTyper(cls=WbGroup, help=help, no_args_is_help=True, add_completion=completion,
                        pretty_exceptions_enable=False, rich_markup_mode="rich" if is_tty() else None)
 
 

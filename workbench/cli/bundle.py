@@ -18,7 +18,7 @@ def _say(verb: str, summary) -> None:
 
 
 @app.command("export")
-def export(hypotheses: Annotated[list[str], typer.Argument(metavar="HYPOTHESIS...")],
+def export(hypotheses: Annotated[list[str], typer.Argument(metavar="HYPOTHESIS")],
            out: Annotated[Path, typer.Option("-o", "--out", help="The bundle file to write.")],
            db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
     """Write one portable file: the hypotheses and experiments as they were, executions, runs, units,

@@ -82,7 +82,7 @@ def _seed_lines(d: HypothesisDetail) -> list[str]:
 
 
 @app.command("validate")
-def validate(files: Annotated[Optional[list[Path]], typer.Argument(metavar="[FILE...]")] = None,
+def validate(files: Annotated[Optional[list[Path]], typer.Argument(metavar="FILE")] = None,
              root: RootOption = None, json_: JsonOption = False) -> None:
     """Validate hypotheses.yaml and experiments/*.yaml (or the named files); exit 2 on the first problem."""
     from workbench.registry import validate_files

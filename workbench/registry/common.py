@@ -31,7 +31,7 @@ def var_value(value: Any) -> str:
 VarValue = Annotated[str, BeforeValidator(var_value)]
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     """A YAML value as the reader wrote it, with what kind of value it is when that is the mistake."""
     if isinstance(value, bool):
         return f"{str(value).lower()} (a boolean)"
@@ -47,19 +47,19 @@ def _shown(value: Any) -> str:
 def _whole(value: Any) -> Any:
     # pydantic's lax mode reads true as 1, "3" as 3 and 12.0 as 12: each a mistake in a hand-written file.
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"must be a whole number, got {_shown(value)}")
+        raise ValueError(f"must be a whole number, got {shown(value)}")
     return value
 
 
 def _number(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"must be a number, got {_shown(value)}")
+        raise ValueError(f"must be a number, got {shown(value)}")
     return value
 
 
 def _flag(value: Any) -> Any:
     if not isinstance(value, bool):
-        raise ValueError(f"must be true or false, got {_shown(value)}")
+        raise ValueError(f"must be true or false, got {shown(value)}")
     return value
 
 

@@ -106,12 +106,12 @@ def parse_evidence(path: Path, exp: Experiment) -> list[dict[str, Any]]:
 
 
 def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
+    from workbench.registry.files import read_user_text
+
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's UTF-8 BOM is not part of the header
+        text = read_user_text(path, encoding="utf-8-sig")  # a spreadsheet's UTF-8 BOM is not part of the header
     except FileNotFoundError:
         raise BadInput(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path}: cannot read: {exc}") from exc
     _check_text(path, text)
     reader = csv.DictReader(text.splitlines())
     header = reader.fieldnames or []

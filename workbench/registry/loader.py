@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from workbench.errors import BadInput, ConfigError
+from workbench.registry.common import shown
 from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment
 from workbench.registry.profile_checks import check_profile, verify_templates
 from workbench.registry.hypothesis import Hypothesis, HypothesesFile
@@ -33,19 +34,33 @@ def _clean(msg: str) -> str:
 
 
 def _boolean_for_text(errors: list[Any], doc: LocatedYaml) -> tuple[str, tuple[Any, ...]] | None:
-    """A text field given a bare yes/no/on/off/true/false, which YAML 1.1 reads as a boolean: the message
-    pydantic gives ("Input should be a valid string") hides both the cause and the cure."""
+    """A text field, or one taking a few words, given a bare yes/no/on/off/true/false, which YAML 1.1 reads as
+    a boolean: pydantic's message ("Input should be a valid string", "Input should be 'abba', 'random' or
+    'alternate'") hides both the cause and the cure."""
     for e in errors:
-        if e["type"] != "string_type" or not isinstance(e.get("input"), bool):
+        if e["type"] not in ("string_type", "literal_error") or not isinstance(e.get("input"), bool):
             continue
         loc = tuple(e["loc"])
         while loc and loc not in doc.booleans:  # a union's member name ends pydantic's location
             loc = loc[:-1]
         word = doc.booleans.get(loc, str(e["input"]).lower())
         key = f"{loc[-1]}: " if loc and isinstance(loc[-1], str) else ""
-        return (f'{key}{word} was read as a boolean ({str(e["input"]).lower()}), not as text; quote it: {key}"{word}" '
-                "(YAML reads a bare yes/no/on/off/true/false as a boolean)", loc or tuple(e["loc"]))
+        read = f'{key}{word} was read as a boolean ({str(e["input"]).lower()}), not as '
+        why = "(YAML reads a bare yes/no/on/off/true/false as a boolean)"
+        expected = (e.get("ctx") or {}).get("expected")
+        if expected is None or f"'{word}'" in expected:  # quoting it is the whole cure
+            noun = "text" if expected is None else "a word"
+            return f'{read}{noun}; quote it: {key}"{word}" {why}', loc or tuple(e["loc"])
+        return f"{read}a word {why}; {key.rstrip(': ') or 'it'} takes one of {expected}", loc or tuple(e["loc"])
     return None
+
+
+def _message(error: Any) -> str:
+    """pydantic's message in wb's words where they differ: a wrong word names the words and what was given."""
+    if error["type"] == "literal_error" and "expected" in (error.get("ctx") or {}):
+        given = error["input"]
+        return f"must be one of {error['ctx']['expected']}, got {repr(given) if isinstance(given, str) else shown(given)}"
+    return _clean(error["msg"])
 
 
 def parse_model(model: type[M], doc: LocatedYaml) -> M:
@@ -59,7 +74,7 @@ def parse_model(model: type[M], doc: LocatedYaml) -> M:
         errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
         first = errors[0]
         loc = tuple(first["loc"])
-        msg = _clean(first["msg"])
+        msg = _message(first)
         if first["type"] == "extra_forbidden":
             msg = f"unknown field {loc[-1]!r}"
             missing = [e["loc"][-1] for e in errors if e["type"] == "missing" and tuple(e["loc"][:-1]) == loc[:-1]]

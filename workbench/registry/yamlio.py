@@ -107,13 +107,13 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
     """Parse `path` (or `text`, reported as `path`) into data and a line map; bad YAML is a ConfigError."""
     file = str(path)
     if text is None:
+        from workbench.registry.files import read_user_text
+
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = read_user_text(path)
         except FileNotFoundError:
             raise ConfigError("file not found", file=file,
                               hint="check the path, or run wb from the workbench folder") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read file: {exc}", file=file) from exc
     if len(text) > MAX_BYTES:
         raise ConfigError(f"the file is too large ({len(text) / 1e6:.1f} MB; at most {MAX_BYTES / 1e6:.0f} MB)",
                           file=file, hint="split it, or remove what is not hypotheses/experiments")

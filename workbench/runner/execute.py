@@ -381,7 +381,8 @@ def _loop(state: State, target: Target) -> tuple[str, BaseException | None]:
     except TargetBusy as exc:
         # Nothing ran and the target was not touched: a fresh execution is "refused", which --resume passes
         # over (it would otherwise take it for the interrupted one the error names); a resumed one stays
-        # as it was, to be resumed once the target is free.
+        # as it was, to be resumed once the target is free. Either way no run was tried: no counts.
+        state.progress.refused = True
         return ("interrupted" if state.resumed else "refused"), exc
     except Exception as exc:  # recorded as failed first; `_close` re-raises it
         return "failed", exc

@@ -29,7 +29,12 @@ ACQUIRED = "WB-LOCK-ACQUIRED"
 
 
 class TargetBusy(RunFailure):
-    """Another execution holds the target's lock; nothing on the target was touched."""
+    """Another execution holds the target's lock; nothing on the target was touched.
+
+    Exit 2, as for a `--resume` refused while its runner lives: nothing ran, and the user acts on what the
+    message names (waits for that execution, or resumes it, or removes a lock left behind) before trying again."""
+
+    exit_code = 2
 
 
 def process_start(pid: int) -> str | None:

@@ -25,6 +25,7 @@ class RunProgress:
         self.ended: dict[int, str] = {}
         self.deleted = 0  # planned runs that ended and were deleted since (`wb runs delete` beside the runner)
         self.interrupted = False
+        self.refused = False  # the target was busy and nothing ran: the error says it all, no counts
 
     @property
     def done(self) -> int:
@@ -60,6 +61,8 @@ class RunProgress:
             # The live bar is cleared and replaced by one whole line, so the summary that follows on stdout
             # starts on a line of its own (a bar left behind had no newline before it on some terminals).
             self._progress.__exit__(*exc)
+            if self.refused:
+                return
             stopped = ", interrupted" if self.interrupted else ""
             self._progress.console.print(f"{self.title}: {self.count_text()}{stopped} in "
                                          f"{time.monotonic() - self.t0:.1f} s", highlight=False, markup=False)

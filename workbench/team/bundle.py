@@ -80,23 +80,48 @@ def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out:
     return BundleSummary(str(out), tuple(hypothesis_ids), counts)
 
 
+def _unpacked(path: Path) -> bytes:
+    """The gzip-compressed content of `path` (at most one byte past the limit); what the gzip and zlib modules
+    say about a file that is not one (each in its own words and exception class) is said once, in wb's."""
+    import zlib
+
+    def refused(why: str) -> BadInput:
+        return BadInput(f"{path} is not a wb bundle ({why})", hint="wb bundle export writes one")
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(2)
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if head != b"\x1f\x8b":
+        raise refused("not gzip-compressed: a bundle starts with the bytes 1f 8b")
+    try:
+        with gzip.open(path, "rb") as gz:
+            return gz.read(MAX_BUNDLE_BYTES + 1)
+    except EOFError as exc:
+        raise refused("it ends early: cut short in a copy or a download?") from exc
+    except (zlib.error, OSError) as exc:  # a failed CRC check is an OSError, bad deflate data zlib's
+        raise refused("its compressed data is damaged") from exc
+
+
 def read(path: Path) -> dict[str, Any]:
     """A bundle's document; anything that is not a readable bundle of a known format is bad input."""
     path = Path(path)
+    if path.is_dir():
+        raise BadInput(f"{path} is a folder, not a bundle file", hint="wb bundle export writes one")
     if not path.is_file():
         raise BadInput(f"no bundle file at {path}", hint="wb bundle export writes one")
-    try:
-        with gzip.open(path, "rb") as gz:
-            data = gz.read(MAX_BUNDLE_BYTES + 1)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise BadInput(f"{path} is not a wb bundle (not gzip-compressed JSON: {exc})",
-                       hint="wb bundle export writes one") from exc
+    data = _unpacked(path)
     if len(data) > MAX_BUNDLE_BYTES:
         raise BadInput(f"{path} unpacks to more than {MAX_BUNDLE_BYTES} bytes", hint="export fewer hypotheses")
     try:
         doc = json.loads(data)
-    except ValueError as exc:
-        raise BadInput(f"{path} is not a wb bundle: {exc}", hint="wb bundle export writes one") from exc
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path} is not a wb bundle (its content is not JSON: line {exc.lineno}, column {exc.colno})",
+                       hint="wb bundle export writes one") from exc
+    except ValueError as exc:  # bytes that are no UTF-8 text
+        raise BadInput(f"{path} is not a wb bundle (its content is not JSON text)",
+                       hint="wb bundle export writes one") from exc
     if not isinstance(doc, dict) or "wb_bundle" not in doc:
         raise BadInput(f"{path} is not a wb bundle (no wb_bundle key)", hint="wb bundle export writes one")
     if doc["wb_bundle"] != BUNDLE_FORMAT:

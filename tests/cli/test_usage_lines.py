@@ -1,0 +1,113 @@
+"""Every command's usage line in the form users read elsewhere: `RUN_ID...`, `[FILE]...`, `ID`, never typer's
+braces (`{RUN_ID}...`) or a metavar's dots doubled (`{HYPOTHESIS...}...`)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+WB = str(Path(sys.executable).with_name("wb"))
+
+# The usage line of each command that takes arguments, as the plain help (off a terminal) prints it.
+EXPECTED = {
+    "runs delete": "wb runs delete [OPTIONS] RUN_ID...",
+    "runs show": "wb runs show [OPTIONS] RUN_ID",
+    "bundle export": "wb bundle export [OPTIONS] HYPOTHESIS...",
+    "bundle import": "wb bundle import [OPTIONS] FILE",
+    "hypothesis validate": "wb hypothesis validate [OPTIONS] [FILE]...",
+    "hypothesis show": "wb hypothesis show [OPTIONS] ID",
+    "hypothesis analyze": "wb hypothesis analyze [OPTIONS] ID",
+    "hypothesis run": "wb hypothesis run [OPTIONS] ID",
+    "import evidence": "wb import evidence [OPTIONS] FILE.csv",
+    "review": "wb review [OPTIONS] [HYPOTHESIS | list [HYPOTHESIS]]",
+}
+
+
+def _commands() -> list[tuple[str, object]]:
+    """Every command and group of the real app, by the words typed after `wb`."""
+    import typer
+
+    from workbench.cli.main import app
+
+    root = typer.main.get_command(app)
+    found, todo = [], [("", root)]
+    while todo:
+        path, cmd = todo.pop()
+        found.append((path, cmd))
+        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+            todo.append(((path + " " + name).strip(), sub))
+    return found
+
+
+def _usage(cli, words: str) -> str:
+    code, out, err = cli(*words.split(), "--help")
+    assert code == 0, err
+    (line,) = [x for x in out.splitlines() if x.startswith("Usage: ")]
+    return line[len("Usage: "):].replace("main ", "wb ", 1).replace("root ", "wb ", 1)
+
+
+def _cli():
+    from typer.testing import CliRunner
+
+    from workbench.cli.main import app
+
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        res = runner.invoke(app, list(args), prog_name="wb", catch_exceptions=False)
+        return res.exit_code, res.stdout, res.stderr
+
+    return invoke
+
+
+def test_every_usage_line_is_free_of_typer_braces_and_doubled_dots():
+    cli = _cli()
+    seen = {}
+    for words, cmd in _commands():
+        line = _usage(cli, words)
+        seen[words] = line
+        assert not re.search(r"[{}]|\.\.\.\.|\.\.\.[\]}]\.\.\.|\[\[", line), (words, line)
+        for param in getattr(cmd, "params", []):
+            # A variadic argument ends in dots, unless its metavar spells out its own grammar (`wb review`).
+            if param.param_type_name == "argument" and param.nargs != 1 and " " not in (param.metavar or ""):
+                assert line.endswith("..."), (words, line)
+    for words, line in EXPECTED.items():
+        assert seen[words] == line, (words, seen[words])
+
+
+def test_the_console_script_prints_the_usage_line_users_expect():
+    res = subprocess.run([WB, "runs", "delete", "--help"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("Usage: wb runs delete [OPTIONS] RUN_ID...\n"), res.stdout[:200]
+    missing = subprocess.run([WB, "runs", "delete"], capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "Usage: wb runs delete [OPTIONS] RUN_ID...\n" in missing.stderr, missing.stderr
+    assert "Missing argument 'RUN_ID'" in missing.stderr and "{" not in missing.stderr, missing.stderr
+
+
+@pytest.mark.parametrize("words,usage", [("runs delete", "wb runs delete [OPTIONS] RUN_ID..."),
+                                         ("hypothesis validate", "wb hypothesis validate [OPTIONS] [FILE]...")])
+def test_a_terminal_gets_the_same_usage_in_rich_help(words: str, usage: str):
+    """At a terminal the help is rich's rendering, a path of its own through typer."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([WB, *words.split(), "--help"], stdout=slave, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=120)
+    os.close(master)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode())
+    assert f"Usage: {usage}" in text, text[:400]
