@@ -27,12 +27,14 @@ from workbench.isolate.search import ProbeRequest, ProbeResult
 from workbench.settings import Settings
 
 if TYPE_CHECKING:
+    from workbench.isolate.resume import PriorAttempt
     from workbench.registry.loader import Registry
     from workbench.store.engine import Store
 
 VERDICT_OF = {"fails": "supported", "passes": "falsified", "inconclusive": "inconclusive"}
 MAX_RUNS = 200
 MAX_FAILED_RUNS = 2
+FAILED_STATUSES = ("failed", "invalid")  # a run that ended without measuring (not one a stop cut short)
 ATTRITION_STOP = 0.25  # a probe with fewer completed units than this share stops undecided
 
 
@@ -120,6 +122,8 @@ class RunnerOracle:
     hypotheses: list[Any] = field(default_factory=list)
     results: list[tuple[ProbeRequest, ProbeResult]] = field(default_factory=list)
     units_per_run: float | None = None
+    prior: "PriorAttempt | None" = None  # an earlier attempt of this search (`--resume`): its probes are reused
+    current: ProbeRequest | None = None  # the probe in flight, recorded if the search stops during it
 
     def _parent_id(self, req: ProbeRequest) -> str:
         return self.spec.root_id if req.parent is None else self.spec.probe_id(req.parent)
@@ -127,33 +131,53 @@ class RunnerOracle:
     def probe(self, req: ProbeRequest) -> ProbeResult:
         h = probe_hypothesis(self.spec, req, self._parent_id(req))
         self.hypotheses.append(h)
-        execution_id = self._execute(h, req)
+        reused = self._reused(req, h.id)
+        if reused is not None:
+            return self._done(req, reused)
+        self.current = req
+        execution_id, how = self._execute(h, req)
         look = self._look(self.store, execution_id, req)
-        if look.n > 0 and look.looks:
-            self.units_per_run = look.n / look.looks
         result = ProbeResult(look.outcome, look.k, look.n, look.n, look.looks, look.reasoning,
-                             {"execution_id": execution_id, "hypothesis_id": h.id})
+                             {"execution_id": execution_id, "hypothesis_id": h.id, "how": how})
         self.store.add_verdict(hypothesis_id=h.id, verdict=VERDICT_OF[result.outcome], execution_id=execution_id,
                                reasoning=f"{h.id} ({req.question}) {result.outcome}: {result.reasoning}", checks=[],
                                details={"kind": "isolate-probe", "search": self.spec.search_id,
-                                        "request": _plain(req), "outcome": result.outcome, "k": look.k, "n": look.n,
+                                        "request": plain_request(req), "outcome": result.outcome, "k": look.k, "n": look.n,
                                         "looks": look.looks, "e_fail": look.e_fail, "e_pass": look.e_pass},
                                hypothesis_sha256=None)
+        return self._done(req, result)
+
+    def _done(self, req: ProbeRequest, result: ProbeResult) -> ProbeResult:
+        if result.n > 0 and result.looks:
+            self.units_per_run = result.n / result.looks
         self.results.append((req, result))
+        self.current = None
         return result
 
-    def _execute(self, h: Any, req: ProbeRequest) -> int:
+    def _reused(self, req: ProbeRequest, hypothesis_id: str) -> ProbeResult | None:
+        """The earlier attempt's result for this very request, read again from its stored runs (None: run it).
+
+        The look is recomputed rather than copied, so a probe whose runs were deleted since is run again."""
+        earlier = self.prior.reusable(plain_request(req)) if self.prior is not None else None
+        if earlier is None:
+            return None
+        execution_id = int(earlier["ref"]["execution_id"])
+        look = self._look(self.store, execution_id, req)
+        if look.outcome != earlier["outcome"] or (look.k, look.n) != (earlier["result_k"], earlier["result_n"]):
+            return None
+        return ProbeResult(look.outcome, look.k, look.n, look.n, look.looks, look.reasoning,
+                           {"execution_id": execution_id, "hypothesis_id": hypothesis_id, "how": "reused"})
+
+    def _execute(self, h: Any, req: ProbeRequest) -> tuple[int, str]:
         """Run the probe's hypothesis under this probe's stopping rule (the target restored after it),
-        record the runner's own analysis as `wb hypothesis run` does; the execution's id."""
+        record the runner's own analysis as `wb hypothesis run` does; (the execution's id, "ran" or
+        "continued": the earlier attempt's execution of this probe resumed where it stopped)."""
         from workbench.analysis.stored import analyze_stored, record_verdict
         from workbench.errors import WbError
-        from workbench.runner.execute import RunInterrupted, RunOptions, execute, prepare
+        from workbench.runner.execute import RunInterrupted, execute
 
         reg = replace(self.registry, hypotheses=[*self.registry.hypotheses, *self.hypotheses])
-        runs = planned_runs(req.max_units, self.units_per_run)
-        opts = RunOptions(target=self.spec.profile, replicates=runs, sequential=True,
-                          seed=self.spec.probe_seed(req.index), show_progress=self.show_progress)
-        launch = prepare(reg, h.id, opts, sim_dir=self.settings.sim_dir)
+        launch, how = self._launch(reg, h, req)
 
         def stop_rule(store: "Store", execution_id: int) -> Look:
             return self._look(store, execution_id, req)
@@ -163,15 +187,29 @@ class RunnerOracle:
                            decide=stop_rule)
         except RunInterrupted as exc:
             # The runner's hint names the probe's own hypothesis, which exists only inside this search.
-            raise RunInterrupted(f"wb isolate {exc.message} in probe {req.index}",
-                                 hint="the probes run so far stay recorded; wb isolate has no --resume: run the same "
-                                      "command again to search afresh", signum=exc.signum) from None
+            # `run_isolate` adds the command that resumes the whole search.
+            raise RunInterrupted(f"wb isolate {exc.message} in probe {req.index}", hint=None,
+                                 signum=exc.signum) from None
         try:
             record_verdict(self.store, analyze_stored(self.store, reg, h.id, execution_id=done.execution_id),
                            execution_id=done.execution_id)
         except WbError:
             pass  # the probe's own verdict follows; the runs are recorded either way
-        return int(done.execution_id)
+        return int(done.execution_id), how
+
+    def _launch(self, reg: "Registry", h: Any, req: ProbeRequest) -> tuple[Any, str]:
+        """The probe's execution, prepared: the earlier attempt's, continued by the runner's `--resume` when
+        this probe was in flight when it stopped; else a new one."""
+        from workbench.runner.execute import RunOptions, prepare
+        from workbench.runner.resume import find_resumable
+
+        if self.prior is not None and self.prior.continues(plain_request(req)) and find_resumable(self.store, h.id):
+            opts = RunOptions(target=self.spec.profile, sequential=True, resume=True, show_progress=self.show_progress)
+            return prepare(reg, h.id, opts, store=self.store, sim_dir=self.settings.sim_dir), "continued"
+        runs = planned_runs(req.max_units, self.units_per_run)
+        opts = RunOptions(target=self.spec.profile, replicates=runs, sequential=True,
+                          seed=self.spec.probe_seed(req.index), show_progress=self.show_progress)
+        return prepare(reg, h.id, opts, sim_dir=self.settings.sim_dir), "ran"
 
     def _look(self, store: "Store", execution_id: int, req: ProbeRequest) -> Look:
         from workbench.analysis.data import USABLE_STATUSES, run_query
@@ -180,11 +218,12 @@ class RunnerOracle:
         exp = self.registry.experiments[self.spec.experiment]
         every = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=False))
         runs = [r for r in every if r.status in USABLE_STATUSES]
+        # Runs cut short by a stop are run again when the execution resumes: only finished ones count as failed.
+        failed = sum(r.status in FAILED_STATUSES for r in every)
         bounds = self.spec.region.bounds()
         every_unit = cumulative_path(pooled(runs, self.spec.metric, exp)["per_run"])
         completed = cumulative_path(pooled(runs, self.spec.metric, exp, basis="completed")["per_run"])
         look = judge(every_unit, completed, bounds, req.alpha, req.max_units)
-        failed = len(every) - len(runs)
         if failed >= MAX_FAILED_RUNS and not look.stop:
             # Runs that measure nothing would never spend the units: stop, and say why the probe is open.
             return replace(look, stop=True, reasoning=f"{look.reasoning}; stopped after {failed} failed run(s)")
@@ -225,7 +264,7 @@ def judge(every_unit: list[tuple[float, float]], completed: list[tuple[float, fl
     return look
 
 
-def _plain(req: ProbeRequest) -> dict[str, Any]:
+def plain_request(req: ProbeRequest) -> dict[str, Any]:
     from dataclasses import asdict
 
     d = asdict(req)
