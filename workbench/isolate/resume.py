@@ -120,8 +120,8 @@ def find_attempt(store: "Store", spec: "IsolateSpec", *, seed_given: bool,
         return spec, PriorAttempt(st.search_id, st.created_at, st.status, decided, rec.get("pending"))
     if same:
         st = same[0]
-        raise BadInput(f"--resume: search {st.search_id} with these flags already finished ({st.status}, "
-                       f"{st.created_at}); there is nothing to resume",
+        raise BadInput(f"--resume: search {st.search_id} with these flags already finished ({st.status}) at "
+                       f"{st.created_at}; there is nothing to resume",
                        hint="its answer is on the Isolate page of wb report; drop --resume to search afresh")
     stopped = [st for st in attempts if st.status not in FINISHED]
     if stopped:
