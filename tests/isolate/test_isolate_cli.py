@@ -252,3 +252,65 @@ def test_probe_seeds_stay_in_the_seed_range(root):
                        max_units=800)
     h = probe_hypothesis(spec, req, spec.root_id)
     assert spec.probe_seed(0) == 2**31 - 1 and spec.probe_seed(1) == 0 == h.design.seed
+
+
+def test_resume_with_no_earlier_attempt_is_bad_input_naming_the_flag(root, tmp_path):
+    db = tmp_path / "store.duckdb"
+    res = CliRunner().invoke(app, BASE + ["--resume", "--root", str(root), "--db", str(db)])
+    assert res.exit_code == 2, res.output
+    assert "Error: --resume: no stopped search of 'agent-repro'" in res.output and "drop --resume" in res.output
+    assert "Traceback" not in res.output and not db.exists()  # nothing written, not even an empty store
+    from workbench.store import open_store
+
+    open_store(str(db)).dispose()
+    res = CliRunner().invoke(app, BASE + ["--resume", "--root", str(root), "--db", str(db)])
+    assert res.exit_code == 2 and "no stopped search of 'agent-repro' in this store" in res.output, res.output
+
+
+def test_a_stopped_search_names_its_resume_command_and_refuses_another_search(root, tmp_path, monkeypatch):
+    """The stop's hint gives every flag that determines the search (the drawn seed too); --resume with a flag
+    that differs from the stopped search's is refused, naming the flag and both values, before anything runs."""
+    import shlex
+
+    from workbench.app import Workbench
+    from workbench.errors import RunFailure
+    from workbench.isolate import app as iso_app
+    from workbench.isolate.records import load_searches
+    from workbench.isolate.search import ProbeResult
+    from workbench.settings import Settings
+    from workbench.store import open_store
+
+    def probe(self, req):
+        if self.results:
+            raise RunFailure("interrupted; the target was restored")
+        res = ProbeResult("passes", 0, 160, 160, 2, "scripted")
+        self.results.append((req, res))
+        return res
+
+    monkeypatch.setattr(iso_app.RunnerOracle, "probe", probe)
+    db = str(tmp_path / "s.duckdb")
+    wb = Workbench(Settings(db=db, root=root))
+    with pytest.raises(RunFailure) as stopped:  # no --seed: one is drawn
+        wb.isolate(experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
+                   bad=["hicache=on geometry_fix=off"], metric="corruption_rate", region=">= 0.05",
+                   show_progress=False)
+    with open_store(db) as store:
+        [st] = load_searches(store)
+    seed = st.record["seed"]
+    command = shlex.split(stopped.value.hint.split("resumes with: ", 1)[1])
+    assert command == ["wb", "isolate", "--experiment", "agent-repro", "--good", "hicache=off geometry_fix=on",
+                       "--bad", "hicache=on geometry_fix=off", "--metric", "corruption_rate", "--region", ">= 0.05",
+                       "--budget", "4000", "--alpha", "0.05", "--seed", str(seed), "--db", db, "--root", str(root),
+                       "--resume"]
+    other = (seed + 1) % 2**31
+    args = ["isolate", "--experiment", "agent-repro", "--good", "hicache=off geometry_fix=on", "--bad",
+            "hicache=on geometry_fix=on", "--metric", "corruption_rate", "--region", ">= 0.05", "--seed", str(other),
+            "--budget", "800", "--resume", "--root", str(root), "--db", db]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert f"the last stopped search of 'agent-repro', {st.search_id}" in res.output
+    for needle in ("--bad geometry_fix=on (it used off)", "--budget 800 (it used 4000)",
+                   f"--seed {other} (it used {seed})", "Nothing was run"):
+        assert needle in res.output, res.output
+    with open_store(db) as store:
+        assert len(load_searches(store)) == 1  # the refusal recorded nothing

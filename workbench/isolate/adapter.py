@@ -14,6 +14,9 @@ without the abort fix wedges and 9 in 10 sessions time out: a pass read off them
 sessions that never ran). The search then settles that change from the good side (see
 `workbench.isolate.search`), where the fixes that keep sessions alive stay applied. Units are pooled
 over a probe's runs as independent; runs of one probe share a deployment.
+
+Resumed (`prior`, see `workbench.isolate.resume`), a probe the earlier attempt decided is read back
+from its stored runs instead of run, and the probe it left in flight continues its own execution.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from workbench.isolate.search import ProbeRequest, ProbeResult
 from workbench.settings import Settings
 
 if TYPE_CHECKING:
-    from workbench.isolate.resume import PriorAttempt
+    from workbench.isolate.attempt import PriorAttempt
     from workbench.registry.loader import Registry
     from workbench.store.engine import Store
 
@@ -188,7 +191,7 @@ class RunnerOracle:
         except RunInterrupted as exc:
             # The runner's hint names the probe's own hypothesis, which exists only inside this search.
             # `run_isolate` adds the command that resumes the whole search.
-            raise RunInterrupted(f"wb isolate {exc.message} in probe {req.index}", hint=None,
+            raise RunInterrupted(f"wb isolate probe {req.index} {exc.message}", hint=None,
                                  signum=exc.signum) from None
         try:
             record_verdict(self.store, analyze_stored(self.store, reg, h.id, execution_id=done.execution_id),

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput, RunFailure, WbError
 from workbench.isolate.adapter import IsolateSpec, RunnerOracle, plain_request, probe_hypothesis, root_hypothesis
+from workbench.isolate.attempt import PriorAttempt
 from workbench.isolate.records import ROOT_VERDICT, append_to_registry, record_search
 from workbench.isolate.region import parse_region
-from workbench.isolate.resume import PriorAttempt, check_unchanged, find_attempt, resume_command
+from workbench.isolate.resume import check_unchanged, find_attempt, resume_command
 from workbench.isolate.search import SearchResult, isolate
 from workbench.settings import Settings
 

@@ -16,62 +16,20 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
+from workbench.isolate.attempt import PriorAttempt
 
 if TYPE_CHECKING:
     from workbench.isolate.adapter import IsolateSpec
-    from workbench.isolate.records import StoredSearch
     from workbench.registry.loader import Registry
     from workbench.settings import Settings
     from workbench.store.engine import Store
 
 FINISHED = ("decided", "no-failure", "inconclusive")  # a search that ended by its own rule, not stopped
-REQUEST_KEYS = ("index", "applied", "phase", "parent", "alpha", "max_units")
 SHOWN = 5
-
-
-@dataclass(frozen=True)
-class PriorAttempt:
-    """The attempt a `--resume` continues: its decided probes by index, and the probe it left in flight."""
-
-    search_id: str
-    created_at: str | None
-    status: str
-    decided: dict[int, dict[str, Any]]  # index -> the probe as the search record holds it
-    pending: dict[str, Any] | None  # the request in flight when it stopped (None: none was)
-
-    def reusable(self, request: dict[str, Any]) -> dict[str, Any] | None:
-        """The earlier probe that asked exactly `request` (same index, config, alpha and units), or None."""
-        probe = self.decided.get(int(request["index"]))
-        return probe if probe is not None and request_key(probe) == request_key(request) else None
-
-    def continues(self, request: dict[str, Any]) -> bool:
-        return self.pending is not None and request_key(self.pending) == request_key(request)
-
-
-def request_key(d: dict[str, Any]) -> tuple[Any, ...]:
-    """What a probe's request asks, comparable between a live request and one read back from JSON."""
-    def norm(k: str, v: Any) -> Any:
-        if k == "applied":
-            return tuple(v)
-        if k == "max_units" and (v is None or (isinstance(v, float) and math.isinf(v))):
-            return None
-        return v
-
-    return tuple(norm(k, d.get(k)) for k in REQUEST_KEYS)
-
-
-def _latest_attempts(store: "Store") -> list["StoredSearch"]:
-    """The newest attempt of each search, newest first."""
-    from workbench.isolate.records import load_searches
-
-    latest: dict[str, StoredSearch] = {}
-    for st in load_searches(store):
-        latest[st.search_id] = st
-    return list(reversed(latest.values()))
 
 
 def differences(spec: "IsolateSpec", record: dict[str, Any], *, seed_given: bool, parent_given: bool) -> list[str]:
@@ -108,7 +66,9 @@ def find_attempt(store: "Store", spec: "IsolateSpec", *, seed_given: bool,
                  parent_given: bool) -> tuple["IsolateSpec", PriorAttempt]:
     """The earlier, unfinished attempt of this search, and the spec that continues it (its id, seed and
     parent); BadInput naming the flag when there is none, it finished, or the nearest one differs."""
-    attempts = [st for st in _latest_attempts(store) if st.record.get("experiment") == spec.experiment]
+    from workbench.isolate.records import latest_searches
+
+    attempts = [st for st in reversed(latest_searches(store)) if st.record.get("experiment") == spec.experiment]
     same = [st for st in attempts
             if not differences(spec, st.record, seed_given=seed_given, parent_given=parent_given)]
     open_ = [st for st in same if st.status not in FINISHED]
@@ -133,7 +93,9 @@ def find_attempt(store: "Store", spec: "IsolateSpec", *, seed_given: bool,
                        + ". Nothing was run",
                        hint="give the flags it was started with (its stop printed the command), "
                             "or drop --resume to start this search afresh")
-    raise BadInput(f"--resume: no stopped search of {spec.experiment!r} in this store to resume",
+    last = f" (every search of it here finished; the last, {attempts[0].search_id}, at {attempts[0].created_at})" \
+        if attempts else ""
+    raise BadInput(f"--resume: no stopped search of {spec.experiment!r} in this store to resume{last}",
                    hint="drop --resume to start the search (check --db if it ran against another store)")
 
 
