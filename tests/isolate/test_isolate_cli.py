@@ -314,3 +314,29 @@ def test_a_stopped_search_names_its_resume_command_and_refuses_another_search(ro
         assert needle in res.output, res.output
     with open_store(db) as store:
         assert len(load_searches(store)) == 1  # the refusal recorded nothing
+
+
+def test_the_report_shows_a_resumed_search_once_with_its_latest_attempt(root, tmp_path):
+    from dataclasses import replace
+
+    from workbench.isolate.app import search_record
+    from workbench.isolate.records import latest_searches, load_searches, record_search
+    from workbench.report.site import build_site
+    from workbench.store import open_store
+
+    reg = load_registry(root)
+    spec = prepare_spec(reg, experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
+                        bad=["hicache=on", "geometry_fix=off"], metric="corruption_rate", region=">= 0.05", seed=5)
+    result = isolate(list(spec.changes), BinomialOracle(conjunction({"geometry_fix"}), (0.05, math.inf)))
+    stopped = replace(result, status="interrupted", minimal=None, probes=result.probes[:1])
+    store = open_store(str(tmp_path / "s.duckdb"))
+    try:
+        record_search(store, spec, search_record(spec, stopped))
+        record_search(store, spec, search_record(spec, result))
+        assert [st.status for st in load_searches(store)] == ["interrupted", "decided"]
+        assert [st.status for st in latest_searches(store)] == ["decided"]
+        out = build_site(store, reg, tmp_path / "site")
+    finally:
+        store.dispose()
+    page = Path(out["isolate"]).read_text()
+    assert page.count("<tr class=") == len(result.probes)  # the stopped attempt's rows are not shown too

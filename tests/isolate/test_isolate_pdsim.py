@@ -164,3 +164,30 @@ def test_a_stopped_search_resumes_reusing_its_decided_probes(bench):
 
     again = subprocess.run(_wb(*command[1:]), capture_output=True, text=True, env=dict(os.environ), timeout=600)
     assert again.returncode == 2 and "already finished (decided)" in again.stderr, again.stderr[-2000:]
+
+
+def test_an_interrupted_search_restores_and_gives_a_hint_that_works(bench):
+    """Ctrl-C in a probe used to end with "continue with: wb hypothesis run iso-…-p0 --resume", a hypothesis
+    that exists only inside the search ("no hypothesis 'iso-…'"), then with "wb isolate has no --resume: run the
+    same command again to search afresh". The hint now names the command that resumes this very search."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "isolate", "--experiment", "agent-repro",
+                             "--good", "geometry_fix=on nixl_abort_fix=on", "--bad", "geometry_fix=off nixl_abort_fix=on",
+                             "--metric", "corruption_rate", "--region", ">= 0.05", "--seed", "7", "--db", bench.db],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    t0 = time.monotonic()
+    while (bench.sim_dir / "serve.sh").read_bytes() == bench.original:  # the first probe's config is in place
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.monotonic() - t0 < 300
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err[-3000:]
+    assert (bench.sim_dir / "serve.sh").read_text() == bench.original.decode(), err[-3000:]
+    assert "Traceback" not in err and "wb hypothesis run" not in err, err[-2000:]
+    assert "Error: wb isolate probe 0 interrupted after" in err, err[-2000:]
+    hint = err.split("resumes with: ", 1)[1].strip()
+    assert hint.startswith("wb isolate --experiment agent-repro ") and hint.endswith(" --resume"), hint
+    assert "--seed 7 " in hint and f"--db {bench.db} " in hint, hint

@@ -78,11 +78,21 @@ def prepare_spec(registry: Any, *, experiment: str, good: list[str], bad: list[s
         raise BadInput("--good and --bad give the same configuration: nothing to isolate")
     named = set(g) | set(b)
     hold = {v: g_full[v] for v in exp.variables if v in named and v not in changes}
+    _register_secrets(exp, g_full, b_full)
     return IsolateSpec(experiment=experiment, good=g_full, bad=b_full, changes=changes, hold=hold, metric=metric,
                        region=parse_region(region, proportion=True), profile=profile, alpha=alpha,
                        budget=float(budget) if budget else DEFAULT_BUDGET,
                        seed=int(seed) if seed is not None else int.from_bytes(uuid.uuid4().bytes[:3], "big"),
                        search_id=uuid.uuid4().hex[:10], parent=parent)
+
+
+def _register_secrets(exp: Any, *configs: dict[str, str]) -> None:
+    """Secret variables' values are masked wherever wb shows them: in a refused --resume's differences and in
+    the command that resumes a stopped search, too."""
+    from workbench.secrets import register
+
+    names = [n for n, v in exp.variables.items() if v.secret]
+    register(values=[c.get(n) for c in configs for n in names], names=names)
 
 
 def _assignments(exp: Any, values: dict[str, str], flag: str) -> dict[str, str]:
