@@ -164,9 +164,9 @@ class RunnerOracle:
         earlier = self.prior.reusable(plain_request(req)) if self.prior is not None else None
         if earlier is None:
             return None
-        execution_id = int(earlier["ref"]["execution_id"])
+        execution_id = earlier.execution_id
         look = self._look(self.store, execution_id, req)
-        if look.outcome != earlier["outcome"] or (look.k, look.n) != (earlier["result_k"], earlier["result_n"]):
+        if (look.outcome, look.k, look.n) != (earlier.outcome, earlier.k, earlier.n):
             return None
         return ProbeResult(look.outcome, look.k, look.n, look.n, look.looks, look.reasoning,
                            {"execution_id": execution_id, "hypothesis_id": hypothesis_id, "how": "reused"})

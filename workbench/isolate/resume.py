@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
-from workbench.isolate.attempt import PriorAttempt
+from workbench.isolate.attempt import DecidedProbe, PriorAttempt
 
 if TYPE_CHECKING:
     from workbench.isolate.adapter import IsolateSpec
@@ -76,8 +76,8 @@ def find_attempt(store: "Store", spec: "IsolateSpec", *, seed_given: bool,
         st = open_[0]
         rec = st.record
         spec = replace(spec, search_id=st.search_id, seed=int(rec["seed"]), parent=rec.get("parent"))
-        decided = {int(p["index"]): p for p in rec["result"]["probes"]}
-        return spec, PriorAttempt(st.search_id, st.created_at, st.status, decided, rec.get("pending"))
+        return spec, PriorAttempt(st.search_id, st.created_at, st.status, decided_probes(store, st.search_id),
+                                  rec.get("pending"))
     if same:
         st = same[0]
         raise BadInput(f"--resume: search {st.search_id} with these flags already finished ({st.status}) at "
@@ -99,6 +99,18 @@ def find_attempt(store: "Store", spec: "IsolateSpec", *, seed_given: bool,
                    hint="drop --resume to start the search (check --db if it ran against another store)")
 
 
+def decided_probes(store: "Store", search_id: str) -> dict[int, DecidedProbe]:
+    """Every probe of the search that ran to its end, by index, from the verdict each one records as it ends
+    (not from the search's record: an attempt killed outright records no search, but its probes' verdicts)."""
+    out: dict[int, DecidedProbe] = {}
+    for v in store.verdicts(prefix=f"iso-{search_id}-p"):
+        d = v.details
+        if d.get("kind") == "isolate-probe" and d.get("search") == search_id and v.execution_id is not None:
+            req = d["request"]
+            out[int(req["index"])] = DecidedProbe(req, d["outcome"], float(d["k"]), float(d["n"]), int(v.execution_id))
+    return out
+
+
 def check_unchanged(spec: "IsolateSpec", registry: "Registry", store: "Store", prior: PriorAttempt,
                     sim_dir: Any = None) -> None:
     """Refuse (BadInput, nothing run) when a probe to be reused or continued ran under another definition
@@ -109,16 +121,13 @@ def check_unchanged(spec: "IsolateSpec", registry: "Registry", store: "Store", p
     from workbench.runner.resume import changes_since, find_resumable
 
     hypotheses: list[Any] = []
-    requests = [p for _, p in sorted(prior.decided.items())] + ([prior.pending] if prior.pending else [])
-    for d in requests:
+    requests = [(p.request, p.execution_id) for _, p in sorted(prior.decided.items())]
+    for d, execution_id in requests + ([(prior.pending, None)] if prior.pending else []):
         req = ProbeRequest(**{k: (tuple(d[k]) if k == "applied" else d[k]) for k in ProbeRequest.__dataclass_fields__})
         parent = spec.root_id if req.parent is None else spec.probe_id(req.parent)
         h = probe_hypothesis(spec, req, parent)
         hypotheses.append(h)
-        if d is prior.pending:
-            ex = find_resumable(store, h.id)
-        else:
-            ex = store.execution(int(d["ref"]["execution_id"])) if d.get("ref", {}).get("execution_id") else None
+        ex = find_resumable(store, h.id) if execution_id is None else store.execution(execution_id)
         if ex is None:
             continue
         reg = replace(registry, hypotheses=[*registry.hypotheses, *hypotheses])
