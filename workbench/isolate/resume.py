@@ -4,8 +4,9 @@ A search is determined by its experiment, target, metric, failure region, good a
 the variables held), alpha, budget and seed: given those, every probe's request (its config, alpha
 and units) and its execution seed (the search's seed + its index) follow, and a probe's runs on a
 deterministic target (pdsim on simulated time) give the same counts again. So a resumed search asks
-the same probes in the same order; each one the earlier attempt decided (its execution done, its
-verdict recorded) is read back from the store instead of run again, and the probe that was in flight
+the same probes in the same order; each one an earlier attempt ran to its end (its verdict recorded,
+decided or not: run again, it would end the same way) is read back from the store instead of run
+again, and the probe that was in flight
 is continued by the runner's own `--resume` (its finished runs kept, the interrupted one run again with
 the same replicate seed). The resumed search keeps the earlier attempt's id, so its probes keep their
 hypothesis ids and their executions. Nothing is reused unless what decided it is unchanged: a flag that
