@@ -340,3 +340,27 @@ def test_the_report_shows_a_resumed_search_once_with_its_latest_attempt(root, tm
         store.dispose()
     page = Path(out["isolate"]).read_text()
     assert page.count("<tr class=") == len(result.probes)  # the stopped attempt's rows are not shown too
+
+
+def test_a_search_killed_before_it_recorded_itself_is_found_from_its_probes(root, tmp_path):
+    """SIGKILL (or a lost machine) leaves no search record, only the verdicts of the probes that ended: each
+    carries the search's key, so the same command with --resume still finds the search, and its drawn seed."""
+    from workbench.isolate.adapter import search_key
+    from workbench.isolate.resume import find_attempt
+    from workbench.store import open_store
+
+    reg = load_registry(root)
+    flags = dict(experiment="agent-repro", good=["hicache=off", "geometry_fix=on"], bad=["hicache=on geometry_fix=off"],
+                 metric="corruption_rate", region=">= 0.05")
+    killed = prepare_spec(reg, **flags)
+    with open_store(str(tmp_path / "s.duckdb")) as store:
+        store.add_verdict(hypothesis_id=killed.probe_id(0), verdict="falsified", execution_id=None, reasoning="",
+                          checks=[], hypothesis_sha256=None,
+                          details={"kind": "isolate-probe", "search": killed.search_id, "search_key": search_key(killed),
+                                   "request": {"index": 0}, "outcome": "passes", "k": 0, "n": 80})
+        again = prepare_spec(reg, **flags)  # a fresh id and seed, as the command draws them
+        spec, prior = find_attempt(store, again, seed_given=False, parent_given=False)
+        assert (spec.search_id, spec.seed, prior.status) == (killed.search_id, killed.seed, "killed")
+        other = prepare_spec(reg, **flags, seed=(killed.seed + 1) % 2**31)
+        with pytest.raises(BadInput, match=rf"--seed {other.seed} \(it used {killed.seed}\)"):
+            find_attempt(store, other, seed_given=True, parent_given=False)

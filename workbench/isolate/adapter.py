@@ -81,6 +81,16 @@ def _prediction(spec: IsolateSpec, why: str) -> dict[str, Any]:
     return {"metric": spec.metric, "arm": "probe", **region, "why": why}
 
 
+def search_key(spec: IsolateSpec) -> dict[str, Any]:
+    """What determines the search (its probes' requests and seeds), as stored: in the search's record, and in
+    each probe's verdict, so that a search killed before it recorded itself can still be resumed."""
+    budget = None if math.isinf(spec.budget) else spec.budget
+    return {"search_id": spec.search_id, "root_id": spec.root_id, "experiment": spec.experiment,
+            "profile": spec.profile, "metric": spec.metric, "region": spec.region.model_dump(exclude_none=True),
+            "good": spec.good, "bad": spec.bad, "changes": list(spec.changes), "hold": dict(spec.hold),
+            "seed": spec.seed, "parent": spec.parent, "alpha": spec.alpha, "budget": budget}
+
+
 def root_hypothesis(spec: IsolateSpec, *, status: str = "open", verdict: str | None = None) -> Any:
     """The search itself as a hypothesis: the bad config fails, and a subset of its changes is why."""
     from workbench.registry.hypothesis import Hypothesis
@@ -145,6 +155,7 @@ class RunnerOracle:
         self.store.add_verdict(hypothesis_id=h.id, verdict=VERDICT_OF[result.outcome], execution_id=execution_id,
                                reasoning=f"{h.id} ({req.question}) {result.outcome}: {result.reasoning}", checks=[],
                                details={"kind": "isolate-probe", "search": self.spec.search_id,
+                                        "search_key": search_key(self.spec),
                                         "request": plain_request(req), "outcome": result.outcome, "k": look.k, "n": look.n,
                                         "looks": look.looks, "e_fail": look.e_fail, "e_pass": look.e_pass},
                                hypothesis_sha256=None)

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput, RunFailure, WbError
-from workbench.isolate.adapter import IsolateSpec, RunnerOracle, plain_request, probe_hypothesis, root_hypothesis
+from workbench.isolate.adapter import (IsolateSpec, RunnerOracle, plain_request, probe_hypothesis, root_hypothesis,
+                                      search_key)
 from workbench.isolate.attempt import PriorAttempt
 from workbench.isolate.records import ROOT_VERDICT, append_to_registry, record_search
 from workbench.isolate.region import parse_region
@@ -129,11 +130,8 @@ def search_record(spec: IsolateSpec, result: SearchResult, *, prior: PriorAttemp
     res = result.to_dict()
     res["probes"] = probes
     res["budget"] = None if math.isinf(result.budget) else result.budget
-    return {"search_id": spec.search_id, "root_id": spec.root_id, "experiment": spec.experiment,
-            "profile": spec.profile, "metric": spec.metric, "region": spec.region.model_dump(exclude_none=True),
-            "good": spec.good, "bad": spec.bad, "changes": list(spec.changes), "hold": dict(spec.hold),
-            "seed": spec.seed, "parent": spec.parent, "result": res, "pending": pending,
-            "resume": _resume_summary(prior, probes)}
+    key = {k: v for k, v in search_key(spec).items() if k not in ("alpha", "budget")}  # the result holds those
+    return {**key, "result": res, "pending": pending, "resume": _resume_summary(prior, probes)}
 
 
 def _resume_summary(prior: PriorAttempt | None, probes: list[dict[str, Any]]) -> dict[str, Any] | None:

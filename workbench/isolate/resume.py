@@ -25,6 +25,7 @@ from workbench.isolate.attempt import DecidedProbe, PriorAttempt
 
 if TYPE_CHECKING:
     from workbench.isolate.adapter import IsolateSpec
+    from workbench.isolate.records import StoredSearch
     from workbench.registry.loader import Registry
     from workbench.settings import Settings
     from workbench.store.engine import Store
@@ -67,9 +68,7 @@ def find_attempt(store: "Store", spec: "IsolateSpec", *, seed_given: bool,
                  parent_given: bool) -> tuple["IsolateSpec", PriorAttempt]:
     """The earlier, unfinished attempt of this search, and the spec that continues it (its id, seed and
     parent); BadInput naming the flag when there is none, it finished, or the nearest one differs."""
-    from workbench.isolate.records import latest_searches
-
-    attempts = [st for st in reversed(latest_searches(store)) if st.record.get("experiment") == spec.experiment]
+    attempts = [st for st in _attempts(store) if st.record.get("experiment") == spec.experiment]
     same = [st for st in attempts
             if not differences(spec, st.record, seed_given=seed_given, parent_given=parent_given)]
     open_ = [st for st in same if st.status not in FINISHED]
@@ -98,6 +97,25 @@ def find_attempt(store: "Store", spec: "IsolateSpec", *, seed_given: bool,
         if attempts else ""
     raise BadInput(f"--resume: no stopped search of {spec.experiment!r} in this store to resume{last}",
                    hint="drop --resume to start the search (check --db if it ran against another store)")
+
+
+def _attempts(store: "Store") -> list["StoredSearch"]:
+    """The newest attempt of each search, newest first; a search killed outright before it recorded itself
+    (SIGKILL, a lost machine) is known from the key its probes' verdicts carry, as a "killed" attempt."""
+    from workbench.isolate.records import StoredSearch, latest_searches
+
+    stored = latest_searches(store)
+    known = {st.search_id for st in stored}
+    killed: dict[str, StoredSearch] = {}
+    for v in store.verdicts(prefix="iso-"):
+        key = v.details.get("search_key") if v.details.get("kind") == "isolate-probe" else None
+        if isinstance(key, dict) and key.get("search_id") not in known:
+            result = {"status": "killed", "alpha": key.get("alpha"), "budget": key.get("budget"), "probes": []}
+            killed.pop(key["search_id"], None)
+            killed[key["search_id"]] = StoredSearch(key["search_id"], key["root_id"], v.created_at,
+                                                    {**key, "result": result})
+    both = sorted([*stored, *killed.values()], key=lambda st: st.created_at or "")
+    return list(reversed(both))
 
 
 def decided_probes(store: "Store", search_id: str) -> dict[int, DecidedProbe]:
