@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.errors import BadInput, RunFailure, WbError
+from workbench.errors import BadInput, WbError
 from workbench.isolate.adapter import (IsolateSpec, RunnerOracle, plain_request, probe_hypothesis, root_hypothesis,
                                       search_key)
 from workbench.isolate.attempt import PriorAttempt
@@ -169,7 +169,7 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
     except WbError as exc:
         if not isinstance(exc, BadInput) or _ran_any(oracle):
             _record_partial(spec, oracle, store, prior)
-        if isinstance(exc, RunFailure):
+        if not isinstance(exc, BadInput):  # a probe failed or was stopped: the search can go on from here
             exc.hint = _resume_hint(exc.hint, resume_command(spec, settings))
         raise
     record = search_record(spec, result, prior=prior)
