@@ -364,3 +364,28 @@ def test_a_search_killed_before_it_recorded_itself_is_found_from_its_probes(root
         other = prepare_spec(reg, **flags, seed=(killed.seed + 1) % 2**31)
         with pytest.raises(BadInput, match=rf"--seed {other.seed} \(it used {killed.seed}\)"):
             find_attempt(store, other, seed_given=True, parent_given=False)
+
+
+def test_a_resumed_search_says_which_probes_it_reused_continued_and_ran(root):
+    from dataclasses import replace
+
+    from workbench.cli.isolate import search_lines
+    from workbench.isolate.app import search_record
+    from workbench.isolate.attempt import PriorAttempt
+    from workbench.isolate.search import Probe
+
+    spec = prepare_spec(load_registry(root), experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
+                        bad=["hicache=on", "geometry_fix=off"], metric="corruption_rate", region=">= 0.05", seed=3)
+    result = isolate(list(spec.changes), BinomialOracle(conjunction({"geometry_fix"}), (0.05, math.inf)))
+    hows = ["reused", "continued"] + ["ran"] * (len(result.probes) - 2)
+    probes = tuple(Probe(p.request, replace(p.result, ref={"execution_id": 10 + i, "how": how}))
+                   for i, (p, how) in enumerate(zip(result.probes, hows)))
+    prior = PriorAttempt(spec.search_id, "2026-01-02T03:04:05", "interrupted", {}, None)
+    record = search_record(spec, replace(result, probes=probes), prior=prior)
+    assert record["resume"]["reused"] == [{"probe": 0, "execution_id": 10}]
+    assert record["resume"]["continued"] == [{"probe": 1, "execution_id": 11}]
+    lines = search_lines(record)
+    assert lines[1].startswith("resumed the attempt of 2026-01-02T03:04:05: reused p0 (execution 10); "
+                               "continued p1 (execution 11)"), lines[1]
+    assert sum(line.endswith("(reused)") for line in lines) == 1
+    assert search_record(spec, result)["resume"] is None
