@@ -153,10 +153,11 @@ def test_a_stopped_search_resumes_reusing_its_decided_probes(bench):
     assert after[p0] == before[p0]  # probe 0 was not run again
     p0_execution = before[p0][0][0]
     assert rec["resume"]["reused"] == [{"probe": 0, "execution_id": p0_execution}], rec["resume"]
-    assert [x["probe"] for x in rec["resume"]["continued"] + rec["resume"]["ran"]] == [1], rec["resume"]
+    # The probe in flight (its config was in place, so its execution had started) kept its execution.
+    assert [x["probe"] for x in rec["resume"]["continued"]] == [1] and rec["resume"]["ran"] == [], rec["resume"]
     p1 = p0[:-1] + "1"
-    if rec["resume"]["continued"]:  # the probe in flight kept its execution and its finished runs
-        assert {ex for ex, _ in after[p1]} == {rec["resume"]["continued"][0]["execution_id"]}
+    assert {ex for ex, _ in after[p1]} == {rec["resume"]["continued"][0]["execution_id"]}
+    assert after[p1][:len(before.get(p1, []))] == before.get(p1, [])  # its runs so far are kept as they were
     res = rec["result"]
     assert (res["status"], res["minimal"], res["units"]) == (expected["status"], expected["minimal"], expected["units"])
     keys = ("index", "applied", "phase", "outcome", "result_k", "result_n", "looks", "units", "max_units")
