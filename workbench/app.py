@@ -298,20 +298,28 @@ class Workbench(StoredRuns):
     def isolate(self, *, experiment: str, good: list[str], bad: list[str], metric: str, region: str,
                 profile: str | None = None, budget: float | None = None, alpha: float = 0.05,
                 seed: int | None = None, parent: str | None = None, write: bool = False,
-                show_progress: bool = True) -> "IsolateOutcome":
+                show_progress: bool = True, resume: bool = False) -> "IsolateOutcome":
         """Search the changes from `good` to `bad` for a minimal subset that reproduces the failure.
 
         Every flag is checked before the store is opened or the target touched; each probe is a
         recorded execution (target restored after it), and the search is stored even when stopped.
-        `write` also appends the generated hypotheses to hypotheses.yaml.
+        `write` also appends the generated hypotheses to hypotheses.yaml. `resume` continues the
+        stopped earlier attempt of the same search, reusing the probes it decided.
         """
-        from workbench.isolate.app import prepare_spec, run_isolate
+        from workbench.isolate.app import attach_prior, prepare_spec, run_isolate
 
         spec = prepare_spec(self.registry, experiment=experiment, good=good, bad=bad, metric=metric, region=region,
                             profile=profile, budget=budget, alpha=alpha, seed=seed, parent=parent)
+        if resume and not self._store_exists():
+            raise BadInput(f"--resume: no stopped search of {experiment!r} to resume: the store does not exist yet",
+                           hint="drop --resume to start the search (or give the --db it ran against)")
         with self.store() as store:
+            prior = None
+            if resume:
+                spec, prior = attach_prior(spec, self.registry, store, seed_given=seed is not None,
+                                           parent_given=parent is not None, settings=self.settings)
             return run_isolate(spec, self.registry, store, settings=self.settings, write=write,
-                               show_progress=show_progress)
+                               show_progress=show_progress, prior=prior)
 
     # ------------------------------------------------------------------ confounds (runs and evidence: app_runs)
     def confounds(self, hypothesis_id: str | None = None, *, write: bool = False) -> list["Finding"]:

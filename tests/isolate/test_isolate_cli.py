@@ -252,3 +252,140 @@ def test_probe_seeds_stay_in_the_seed_range(root):
                        max_units=800)
     h = probe_hypothesis(spec, req, spec.root_id)
     assert spec.probe_seed(0) == 2**31 - 1 and spec.probe_seed(1) == 0 == h.design.seed
+
+
+def test_resume_with_no_earlier_attempt_is_bad_input_naming_the_flag(root, tmp_path):
+    db = tmp_path / "store.duckdb"
+    res = CliRunner().invoke(app, BASE + ["--resume", "--root", str(root), "--db", str(db)])
+    assert res.exit_code == 2, res.output
+    assert "Error: --resume: no stopped search of 'agent-repro'" in res.output and "drop --resume" in res.output
+    assert "Traceback" not in res.output and not db.exists()  # nothing written, not even an empty store
+    from workbench.store import open_store
+
+    open_store(str(db)).dispose()
+    res = CliRunner().invoke(app, BASE + ["--resume", "--root", str(root), "--db", str(db)])
+    assert res.exit_code == 2 and "no stopped search of 'agent-repro' in this store" in res.output, res.output
+
+
+def test_a_stopped_search_names_its_resume_command_and_refuses_another_search(root, tmp_path, monkeypatch):
+    """The stop's hint gives every flag that determines the search (the drawn seed too); --resume with a flag
+    that differs from the stopped search's is refused, naming the flag and both values, before anything runs."""
+    import shlex
+
+    from workbench.app import Workbench
+    from workbench.errors import RunFailure
+    from workbench.isolate import app as iso_app
+    from workbench.isolate.records import load_searches
+    from workbench.isolate.search import ProbeResult
+    from workbench.settings import Settings
+    from workbench.store import open_store
+
+    def probe(self, req):
+        if self.results:
+            raise RunFailure("interrupted; the target was restored")
+        res = ProbeResult("passes", 0, 160, 160, 2, "scripted")
+        self.results.append((req, res))
+        return res
+
+    monkeypatch.setattr(iso_app.RunnerOracle, "probe", probe)
+    db = str(tmp_path / "s.duckdb")
+    wb = Workbench(Settings(db=db, root=root))
+    with pytest.raises(RunFailure) as stopped:  # no --seed: one is drawn
+        wb.isolate(experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
+                   bad=["hicache=on geometry_fix=off"], metric="corruption_rate", region=">= 0.05",
+                   show_progress=False)
+    with open_store(db) as store:
+        [st] = load_searches(store)
+    seed = st.record["seed"]
+    command = shlex.split(stopped.value.hint.split("resumes with: ", 1)[1])
+    assert command == ["wb", "isolate", "--experiment", "agent-repro", "--good", "hicache=off geometry_fix=on",
+                       "--bad", "hicache=on geometry_fix=off", "--metric", "corruption_rate", "--region", ">= 0.05",
+                       "--budget", "4000", "--alpha", "0.05", "--seed", str(seed), "--db", db, "--root", str(root),
+                       "--resume"]
+    other = (seed + 1) % 2**31
+    args = ["isolate", "--experiment", "agent-repro", "--good", "hicache=off geometry_fix=on", "--bad",
+            "hicache=on geometry_fix=on", "--metric", "corruption_rate", "--region", ">= 0.05", "--seed", str(other),
+            "--budget", "800", "--resume", "--root", str(root), "--db", db]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert f"the last stopped search of 'agent-repro', {st.search_id}" in res.output
+    for needle in ("--bad geometry_fix=on (it used off)", "--budget 800 (it used 4000)",
+                   f"--seed {other} (it used {seed})", "Nothing was run"):
+        assert needle in res.output, res.output
+    with open_store(db) as store:
+        assert len(load_searches(store)) == 1  # the refusal recorded nothing
+
+
+def test_the_report_shows_a_resumed_search_once_with_its_latest_attempt(root, tmp_path):
+    from dataclasses import replace
+
+    from workbench.isolate.app import search_record
+    from workbench.isolate.records import latest_searches, load_searches, record_search
+    from workbench.report.site import build_site
+    from workbench.store import open_store
+
+    reg = load_registry(root)
+    spec = prepare_spec(reg, experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
+                        bad=["hicache=on", "geometry_fix=off"], metric="corruption_rate", region=">= 0.05", seed=5)
+    result = isolate(list(spec.changes), BinomialOracle(conjunction({"geometry_fix"}), (0.05, math.inf)))
+    stopped = replace(result, status="interrupted", minimal=None, probes=result.probes[:1])
+    store = open_store(str(tmp_path / "s.duckdb"))
+    try:
+        record_search(store, spec, search_record(spec, stopped))
+        record_search(store, spec, search_record(spec, result))
+        assert [st.status for st in load_searches(store)] == ["interrupted", "decided"]
+        assert [st.status for st in latest_searches(store)] == ["decided"]
+        out = build_site(store, reg, tmp_path / "site")
+    finally:
+        store.dispose()
+    page = Path(out["isolate"]).read_text()
+    assert page.count("<tr class=") == len(result.probes)  # the stopped attempt's rows are not shown too
+
+
+def test_a_search_killed_before_it_recorded_itself_is_found_from_its_probes(root, tmp_path):
+    """SIGKILL (or a lost machine) leaves no search record, only the verdicts of the probes that ended: each
+    carries the search's key, so the same command with --resume still finds the search, and its drawn seed."""
+    from workbench.isolate.adapter import search_key
+    from workbench.isolate.resume import find_attempt
+    from workbench.store import open_store
+
+    reg = load_registry(root)
+    flags = dict(experiment="agent-repro", good=["hicache=off", "geometry_fix=on"], bad=["hicache=on geometry_fix=off"],
+                 metric="corruption_rate", region=">= 0.05")
+    killed = prepare_spec(reg, **flags)
+    with open_store(str(tmp_path / "s.duckdb")) as store:
+        store.add_verdict(hypothesis_id=killed.probe_id(0), verdict="falsified", execution_id=None, reasoning="",
+                          checks=[], hypothesis_sha256=None,
+                          details={"kind": "isolate-probe", "search": killed.search_id, "search_key": search_key(killed),
+                                   "request": {"index": 0}, "outcome": "passes", "k": 0, "n": 80})
+        again = prepare_spec(reg, **flags)  # a fresh id and seed, as the command draws them
+        spec, prior = find_attempt(store, again, seed_given=False, parent_given=False)
+        assert (spec.search_id, spec.seed, prior.status) == (killed.search_id, killed.seed, "killed")
+        other = prepare_spec(reg, **flags, seed=(killed.seed + 1) % 2**31)
+        with pytest.raises(BadInput, match=rf"--seed {other.seed} \(it used {killed.seed}\)"):
+            find_attempt(store, other, seed_given=True, parent_given=False)
+
+
+def test_a_resumed_search_says_which_probes_it_reused_continued_and_ran(root):
+    from dataclasses import replace
+
+    from workbench.cli.isolate import search_lines
+    from workbench.isolate.app import search_record
+    from workbench.isolate.attempt import PriorAttempt
+    from workbench.isolate.search import Probe
+
+    spec = prepare_spec(load_registry(root), experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
+                        bad=["hicache=on", "geometry_fix=off"], metric="corruption_rate", region=">= 0.05", seed=3)
+    result = isolate(list(spec.changes), BinomialOracle(conjunction({"geometry_fix"}), (0.05, math.inf)))
+    hows = ["reused", "continued"] + ["ran"] * (len(result.probes) - 2)
+    probes = tuple(Probe(p.request, replace(p.result, ref={"execution_id": 10 + i, "how": how}))
+                   for i, (p, how) in enumerate(zip(result.probes, hows)))
+    prior = PriorAttempt(spec.search_id, "2026-01-02T03:04:05", "interrupted", {}, None)
+    record = search_record(spec, replace(result, probes=probes), prior=prior)
+    assert record["resume"]["reused"] == [{"probe": 0, "execution_id": 10}]
+    assert record["resume"]["continued"] == [{"probe": 1, "execution_id": 11}]
+    lines = search_lines(record)
+    assert lines[1].startswith("resumed the attempt of 2026-01-02T03:04:05: reused p0 (execution 10); "
+                               "continued p1 (execution 11)"), lines[1]
+    assert sum(line.endswith("(reused)") for line in lines) == 1
+    assert search_record(spec, result)["resume"] is None

@@ -67,9 +67,110 @@ def test_isolate_on_pdsim_records_each_probe_and_restores_the_target(bench):
     assert rec["search_id"] in page and "geometry_fix" in page
 
 
+def _wb(*args: str) -> list[str]:
+    return [sys.executable, "-m", "workbench.cli.main", *args]
+
+
+def _probe_runs(db: str) -> dict[str, list[tuple[int, str]]]:
+    """Each probe hypothesis's runs as (execution id, status), in the order they were started."""
+    import duckdb
+
+    con = duckdb.connect(db, read_only=True)
+    try:
+        rows = con.execute("SELECT hypothesis_id, execution_id, status FROM runs WHERE hypothesis_id LIKE 'iso-%' "
+                           "ORDER BY id").fetchall()
+    finally:
+        con.close()
+    out: dict[str, list[tuple[int, str]]] = {}
+    for hid, ex, status in rows:
+        out.setdefault(hid, []).append((ex, status))
+    return out
+
+
+def _stop_in_second_probe(bench, args: list[str]) -> subprocess.CompletedProcess:
+    """Run `wb isolate`, SIGINT it once the second probe's config (the bad one) is in place: probe 0 decided."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(_wb(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    seen_good, t0 = False, time.monotonic()
+    while True:  # probe 0 runs the good config (geometry_fix=on), probe 1 the bad one
+        serve = (bench.sim_dir / "serve.sh").read_text()
+        seen_good = seen_good or "geometry_fix=on" in serve
+        if seen_good and "rendered by wb" in serve and "geometry_fix=off" in serve:
+            break
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.monotonic() - t0 < 400
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_a_stopped_search_resumes_reusing_its_decided_probes(bench):
+    """A stopped search used to say "wb isolate has no --resume: run the same command again to search afresh":
+    every decided probe ran again. Resumed, probe 0 is read back from the store (no new run), probe 1 continues
+    its own execution, and the answer is the uninterrupted search's, probe for probe."""
+    import shlex
+
+    exp = bench.root / "experiments" / "agent-repro.yaml"
+    exp.write_text(exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 80 --rounds 2"))
+    search = ["isolate", "--experiment", "agent-repro", "--good", "geometry_fix=on nixl_abort_fix=on",
+              "--bad", "geometry_fix=off nixl_abort_fix=on", "--metric", "corruption_rate", "--region", ">= 0.05",
+              "--alpha", "0.2", "--budget", "480"]
+    ref_db = str(bench.root / "uninterrupted.duckdb")
+    ref = subprocess.run(_wb(*search, "--seed", "7", "--json", "--db", ref_db), capture_output=True, text=True,
+                         env=dict(os.environ), timeout=600)
+    assert ref.returncode == 0, ref.stderr[-3000:]
+    expected = json.loads(ref.stdout)["result"]
+
+    stopped = _stop_in_second_probe(bench, [*search, "--seed", "7", "--db", bench.db])
+    assert stopped.returncode == 130, stopped.stderr[-3000:]
+    assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
+    assert "Traceback" not in stopped.stderr and "search afresh" not in stopped.stderr, stopped.stderr[-2000:]
+    hint = stopped.stderr.split("resumes with: ", 1)[1].strip().splitlines()[0]
+    command = shlex.split(hint)
+    assert command[:2] == ["wb", "isolate"] and command[-1] == "--resume" and "--seed 7" in hint, hint
+    before = _probe_runs(bench.db)
+    [p0] = [h for h in before if h.endswith("-p0")]
+    assert before[p0] and all(s == "ok" for _, s in before[p0]), before
+
+    edited = exp.read_text()
+    exp.write_text(edited.replace("--sessions 80 --rounds 2", "--sessions 80 --rounds 3"))
+    refused = subprocess.run(_wb(*command[1:]), capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert "Error: --resume: probe 0 of search" in refused.stderr and "changed since" in refused.stderr
+    assert _probe_runs(bench.db) == before  # refused before anything ran
+    exp.write_text(edited)
+
+    resumed = subprocess.run(_wb(*command[1:], "--json"), capture_output=True, text=True, env=dict(os.environ),
+                             timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    rec = json.loads(resumed.stdout)
+    assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
+    assert control.status(bench.sim_dir).state == "down"
+    after = _probe_runs(bench.db)
+    assert after[p0] == before[p0]  # probe 0 was not run again
+    p0_execution = before[p0][0][0]
+    assert rec["resume"]["reused"] == [{"probe": 0, "execution_id": p0_execution}], rec["resume"]
+    # The probe in flight (its config was in place, so its execution had started) kept its execution.
+    assert [x["probe"] for x in rec["resume"]["continued"]] == [1] and rec["resume"]["ran"] == [], rec["resume"]
+    p1 = p0[:-1] + "1"
+    assert {ex for ex, _ in after[p1]} == {rec["resume"]["continued"][0]["execution_id"]}
+    assert after[p1][:len(before.get(p1, []))] == before.get(p1, [])  # its runs so far are kept as they were
+    res = rec["result"]
+    assert (res["status"], res["minimal"], res["units"]) == (expected["status"], expected["minimal"], expected["units"])
+    keys = ("index", "applied", "phase", "outcome", "result_k", "result_n", "looks", "units", "max_units")
+    assert [{k: p[k] for k in keys} for p in res["probes"]] == [{k: p[k] for k in keys} for p in expected["probes"]]
+
+    again = subprocess.run(_wb(*command[1:]), capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert again.returncode == 2 and "already finished (decided)" in again.stderr, again.stderr[-2000:]
+
+
 def test_an_interrupted_search_restores_and_gives_a_hint_that_works(bench):
     """Ctrl-C in a probe used to end with "continue with: wb hypothesis run iso-…-p0 --resume", a hypothesis
-    that exists only inside the search ("no hypothesis 'iso-…'")."""
+    that exists only inside the search ("no hypothesis 'iso-…'"), then with "wb isolate has no --resume: run the
+    same command again to search afresh". The hint now names the command that resumes this very search."""
     import signal
     import time
 
@@ -86,5 +187,8 @@ def test_an_interrupted_search_restores_and_gives_a_hint_that_works(bench):
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err[-3000:]
     assert (bench.sim_dir / "serve.sh").read_text() == bench.original.decode(), err[-3000:]
-    assert "Traceback" not in err and "--resume" not in err.replace("no --resume", ""), err[-2000:]
-    assert "run the same command again" in err, err[-2000:]
+    assert "Traceback" not in err and "wb hypothesis run" not in err, err[-2000:]
+    assert "Error: wb isolate probe 0 interrupted after" in err, err[-2000:]
+    hint = err.split("resumes with: ", 1)[1].strip()
+    assert hint.startswith("wb isolate --experiment agent-repro ") and hint.endswith(" --resume"), hint
+    assert "--seed 7 " in hint and f"--db {bench.db} " in hint, hint

@@ -39,6 +39,9 @@ def register(app: typer.Typer) -> None:
                 "--parent", help="Hypothesis the search hangs under in the lineage.")] = None,
             write: Annotated[bool, typer.Option(
                 "--write", help="Also append the generated hypotheses to hypotheses.yaml.")] = False,
+            resume: Annotated[bool, typer.Option(
+                "--resume", help="Continue the stopped earlier attempt of this same search (same flags): its "
+                "decided probes are read back from the store, not run again.")] = False,
             db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
         """Search the changes from --good to --bad for a minimal subset that reproduces the failure.
 
@@ -51,7 +54,7 @@ def register(app: typer.Typer) -> None:
         flags = {"experiment": experiment, "good": good, "bad": bad, "metric": metric, "region": region,
                  "profile": target, "budget": budget, "alpha": alpha}
         out = wb.isolate(**request(flags, pair, wb.registry), seed=seed, parent=parent, write=write,
-                         show_progress=not json_)
+                         show_progress=not json_, resume=resume)
         if json_:
             print_json({"format": 1, "kind": "isolate", **out.record, "written": out.written})
         else:
@@ -88,11 +91,17 @@ def search_lines(record: dict[str, Any]) -> list[str]:
     bad = record["bad"]
     lines = [f"search {record['search_id']} ({record['root_id']}): {record['metric']} failure region "
              f"{stored_text(record['region'])}, changes {_set(f'{c}={bad[c]}' for c in record['changes'])}"]
+    resumed = record.get("resume")
+    if resumed:
+        lines.append(f"resumed the attempt of {resumed['from_attempt']}: " + "; ".join(
+            f"{how} " + ", ".join(f"p{x['probe']} (execution {x['execution_id']})" for x in resumed[how])
+            for how in ("reused", "continued", "ran") if resumed.get(how)))
     for depth, p in tree_rows(record):
         applied = _set(p["applied"]) if p["applied"] else "{} (the good config)"
+        how = " (reused)" if p.get("ref", {}).get("how") == "reused" else ""
         lines.append(f"{'  ' * (depth + 1)}p{p['index']} [{p['phase']}] good + {applied}: "
                      f"{MARK.get(p['outcome'], p['outcome'])}  {p['result_k']:g}/{p['result_n']:g} "
-                     f"(alpha {p['alpha']:.2g}, {p['units']:g} units)  {p['hypothesis_id']}")
+                     f"(alpha {p['alpha']:.2g}, {p['units']:g} units)  {p['hypothesis_id']}{how}")
     if r["status"] == "decided":
         lines.append(f"minimal set: {_set(f'{c}={bad[c]}' for c in r['minimal'])} (decided)")
     elif r["status"] == "no-failure":

@@ -14,6 +14,9 @@ without the abort fix wedges and 9 in 10 sessions time out: a pass read off them
 sessions that never ran). The search then settles that change from the good side (see
 `workbench.isolate.search`), where the fixes that keep sessions alive stay applied. Units are pooled
 over a probe's runs as independent; runs of one probe share a deployment.
+
+Resumed (`prior`, see `workbench.isolate.resume`), a probe the earlier attempt decided is read back
+from its stored runs instead of run, and the probe it left in flight continues its own execution.
 """
 
 from __future__ import annotations
@@ -27,12 +30,14 @@ from workbench.isolate.search import ProbeRequest, ProbeResult
 from workbench.settings import Settings
 
 if TYPE_CHECKING:
+    from workbench.isolate.attempt import PriorAttempt
     from workbench.registry.loader import Registry
     from workbench.store.engine import Store
 
 VERDICT_OF = {"fails": "supported", "passes": "falsified", "inconclusive": "inconclusive"}
 MAX_RUNS = 200
 MAX_FAILED_RUNS = 2
+FAILED_STATUSES = ("failed", "invalid")  # a run that ended without measuring (not one a stop cut short)
 ATTRITION_STOP = 0.25  # a probe with fewer completed units than this share stops undecided
 
 
@@ -74,6 +79,16 @@ class IsolateSpec:
 def _prediction(spec: IsolateSpec, why: str) -> dict[str, Any]:
     region = {k: v for k, v in spec.region.model_dump().items() if v is not None}
     return {"metric": spec.metric, "arm": "probe", **region, "why": why}
+
+
+def search_key(spec: IsolateSpec) -> dict[str, Any]:
+    """What determines the search (its probes' requests and seeds), as stored: in the search's record, and in
+    each probe's verdict, so that a search killed before it recorded itself can still be resumed."""
+    budget = None if math.isinf(spec.budget) else spec.budget
+    return {"search_id": spec.search_id, "root_id": spec.root_id, "experiment": spec.experiment,
+            "profile": spec.profile, "metric": spec.metric, "region": spec.region.model_dump(exclude_none=True),
+            "good": spec.good, "bad": spec.bad, "changes": list(spec.changes), "hold": dict(spec.hold),
+            "seed": spec.seed, "parent": spec.parent, "alpha": spec.alpha, "budget": budget}
 
 
 def root_hypothesis(spec: IsolateSpec, *, status: str = "open", verdict: str | None = None) -> Any:
@@ -120,6 +135,8 @@ class RunnerOracle:
     hypotheses: list[Any] = field(default_factory=list)
     results: list[tuple[ProbeRequest, ProbeResult]] = field(default_factory=list)
     units_per_run: float | None = None
+    prior: "PriorAttempt | None" = None  # an earlier attempt of this search (`--resume`): its probes are reused
+    current: ProbeRequest | None = None  # the probe in flight, recorded if the search stops during it
 
     def _parent_id(self, req: ProbeRequest) -> str:
         return self.spec.root_id if req.parent is None else self.spec.probe_id(req.parent)
@@ -127,33 +144,54 @@ class RunnerOracle:
     def probe(self, req: ProbeRequest) -> ProbeResult:
         h = probe_hypothesis(self.spec, req, self._parent_id(req))
         self.hypotheses.append(h)
-        execution_id = self._execute(h, req)
+        reused = self._reused(req, h.id)
+        if reused is not None:
+            return self._done(req, reused)
+        self.current = req
+        execution_id, how = self._execute(h, req)
         look = self._look(self.store, execution_id, req)
-        if look.n > 0 and look.looks:
-            self.units_per_run = look.n / look.looks
         result = ProbeResult(look.outcome, look.k, look.n, look.n, look.looks, look.reasoning,
-                             {"execution_id": execution_id, "hypothesis_id": h.id})
+                             {"execution_id": execution_id, "hypothesis_id": h.id, "how": how})
         self.store.add_verdict(hypothesis_id=h.id, verdict=VERDICT_OF[result.outcome], execution_id=execution_id,
                                reasoning=f"{h.id} ({req.question}) {result.outcome}: {result.reasoning}", checks=[],
                                details={"kind": "isolate-probe", "search": self.spec.search_id,
-                                        "request": _plain(req), "outcome": result.outcome, "k": look.k, "n": look.n,
+                                        "search_key": search_key(self.spec),
+                                        "request": plain_request(req), "outcome": result.outcome, "k": look.k, "n": look.n,
                                         "looks": look.looks, "e_fail": look.e_fail, "e_pass": look.e_pass},
                                hypothesis_sha256=None)
+        return self._done(req, result)
+
+    def _done(self, req: ProbeRequest, result: ProbeResult) -> ProbeResult:
+        if result.n > 0 and result.looks:
+            self.units_per_run = result.n / result.looks
         self.results.append((req, result))
+        self.current = None
         return result
 
-    def _execute(self, h: Any, req: ProbeRequest) -> int:
+    def _reused(self, req: ProbeRequest, hypothesis_id: str) -> ProbeResult | None:
+        """The earlier attempt's result for this very request, read again from its stored runs (None: run it).
+
+        The look is recomputed rather than copied, so a probe whose runs were deleted since is run again."""
+        earlier = self.prior.reusable(plain_request(req)) if self.prior is not None else None
+        if earlier is None:
+            return None
+        execution_id = earlier.execution_id
+        look = self._look(self.store, execution_id, req)
+        if (look.outcome, look.k, look.n) != (earlier.outcome, earlier.k, earlier.n):
+            return None
+        return ProbeResult(look.outcome, look.k, look.n, look.n, look.looks, look.reasoning,
+                           {"execution_id": execution_id, "hypothesis_id": hypothesis_id, "how": "reused"})
+
+    def _execute(self, h: Any, req: ProbeRequest) -> tuple[int, str]:
         """Run the probe's hypothesis under this probe's stopping rule (the target restored after it),
-        record the runner's own analysis as `wb hypothesis run` does; the execution's id."""
+        record the runner's own analysis as `wb hypothesis run` does; (the execution's id, "ran" or
+        "continued": the earlier attempt's execution of this probe resumed where it stopped)."""
         from workbench.analysis.stored import analyze_stored, record_verdict
         from workbench.errors import WbError
-        from workbench.runner.execute import RunInterrupted, RunOptions, execute, prepare
+        from workbench.runner.execute import RunInterrupted, execute
 
         reg = replace(self.registry, hypotheses=[*self.registry.hypotheses, *self.hypotheses])
-        runs = planned_runs(req.max_units, self.units_per_run)
-        opts = RunOptions(target=self.spec.profile, replicates=runs, sequential=True,
-                          seed=self.spec.probe_seed(req.index), show_progress=self.show_progress)
-        launch = prepare(reg, h.id, opts, sim_dir=self.settings.sim_dir)
+        launch, how = self._launch(reg, h, req)
 
         def stop_rule(store: "Store", execution_id: int) -> Look:
             return self._look(store, execution_id, req)
@@ -163,15 +201,29 @@ class RunnerOracle:
                            decide=stop_rule)
         except RunInterrupted as exc:
             # The runner's hint names the probe's own hypothesis, which exists only inside this search.
-            raise RunInterrupted(f"wb isolate {exc.message} in probe {req.index}",
-                                 hint="the probes run so far stay recorded; wb isolate has no --resume: run the same "
-                                      "command again to search afresh", signum=exc.signum) from None
+            # `run_isolate` adds the command that resumes the whole search.
+            raise RunInterrupted(f"wb isolate probe {req.index} {exc.message}", hint=None,
+                                 signum=exc.signum) from None
         try:
             record_verdict(self.store, analyze_stored(self.store, reg, h.id, execution_id=done.execution_id),
                            execution_id=done.execution_id)
         except WbError:
             pass  # the probe's own verdict follows; the runs are recorded either way
-        return int(done.execution_id)
+        return int(done.execution_id), how
+
+    def _launch(self, reg: "Registry", h: Any, req: ProbeRequest) -> tuple[Any, str]:
+        """The probe's execution, prepared: the earlier attempt's, continued by the runner's `--resume` when
+        this probe was in flight when it stopped; else a new one."""
+        from workbench.runner.execute import RunOptions, prepare
+        from workbench.runner.resume import find_resumable
+
+        if self.prior is not None and self.prior.continues(plain_request(req)) and find_resumable(self.store, h.id):
+            opts = RunOptions(target=self.spec.profile, sequential=True, resume=True, show_progress=self.show_progress)
+            return prepare(reg, h.id, opts, store=self.store, sim_dir=self.settings.sim_dir), "continued"
+        runs = planned_runs(req.max_units, self.units_per_run)
+        opts = RunOptions(target=self.spec.profile, replicates=runs, sequential=True,
+                          seed=self.spec.probe_seed(req.index), show_progress=self.show_progress)
+        return prepare(reg, h.id, opts, sim_dir=self.settings.sim_dir), "ran"
 
     def _look(self, store: "Store", execution_id: int, req: ProbeRequest) -> Look:
         from workbench.analysis.data import USABLE_STATUSES, run_query
@@ -180,11 +232,12 @@ class RunnerOracle:
         exp = self.registry.experiments[self.spec.experiment]
         every = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=False))
         runs = [r for r in every if r.status in USABLE_STATUSES]
+        # Runs cut short by a stop are run again when the execution resumes: only finished ones count as failed.
+        failed = sum(r.status in FAILED_STATUSES for r in every)
         bounds = self.spec.region.bounds()
         every_unit = cumulative_path(pooled(runs, self.spec.metric, exp)["per_run"])
         completed = cumulative_path(pooled(runs, self.spec.metric, exp, basis="completed")["per_run"])
         look = judge(every_unit, completed, bounds, req.alpha, req.max_units)
-        failed = len(every) - len(runs)
         if failed >= MAX_FAILED_RUNS and not look.stop:
             # Runs that measure nothing would never spend the units: stop, and say why the probe is open.
             return replace(look, stop=True, reasoning=f"{look.reasoning}; stopped after {failed} failed run(s)")
@@ -225,7 +278,7 @@ def judge(every_unit: list[tuple[float, float]], completed: list[tuple[float, fl
     return look
 
 
-def _plain(req: ProbeRequest) -> dict[str, Any]:
+def plain_request(req: ProbeRequest) -> dict[str, Any]:
     from dataclasses import asdict
 
     d = asdict(req)

@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput, WbError
-from workbench.isolate.adapter import IsolateSpec, RunnerOracle, probe_hypothesis, root_hypothesis
+from workbench.isolate.adapter import (IsolateSpec, RunnerOracle, plain_request, probe_hypothesis, root_hypothesis,
+                                      search_key)
+from workbench.isolate.attempt import PriorAttempt
 from workbench.isolate.records import ROOT_VERDICT, append_to_registry, record_search
 from workbench.isolate.region import parse_region
+from workbench.isolate.resume import check_unchanged, find_attempt, resume_command
 from workbench.isolate.search import SearchResult, isolate
 from workbench.settings import Settings
 
@@ -76,11 +79,21 @@ def prepare_spec(registry: Any, *, experiment: str, good: list[str], bad: list[s
         raise BadInput("--good and --bad give the same configuration: nothing to isolate")
     named = set(g) | set(b)
     hold = {v: g_full[v] for v in exp.variables if v in named and v not in changes}
+    _register_secrets(exp, g_full, b_full)
     return IsolateSpec(experiment=experiment, good=g_full, bad=b_full, changes=changes, hold=hold, metric=metric,
                        region=parse_region(region, proportion=True), profile=profile, alpha=alpha,
                        budget=float(budget) if budget else DEFAULT_BUDGET,
                        seed=int(seed) if seed is not None else int.from_bytes(uuid.uuid4().bytes[:3], "big"),
                        search_id=uuid.uuid4().hex[:10], parent=parent)
+
+
+def _register_secrets(exp: Any, *configs: dict[str, str]) -> None:
+    """Secret variables' values are masked wherever wb shows them: in a refused --resume's differences and in
+    the command that resumes a stopped search, too."""
+    from workbench.secrets import register
+
+    names = [n for n, v in exp.variables.items() if v.secret]
+    register(values=[c.get(n) for c in configs for n in names], names=names)
 
 
 def _assignments(exp: Any, values: dict[str, str], flag: str) -> dict[str, str]:
@@ -104,7 +117,10 @@ class IsolateOutcome:
     written: str | None = None
 
 
-def search_record(spec: IsolateSpec, result: SearchResult) -> dict[str, Any]:
+def search_record(spec: IsolateSpec, result: SearchResult, *, prior: PriorAttempt | None = None,
+                  pending: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The search as stored and printed. `prior`: the attempt this one resumed; `pending`: the request of
+    the probe in flight when the search stopped (what a `--resume` continues)."""
     probes = []
     for p in result.probes:
         d = p.to_dict()
@@ -114,24 +130,49 @@ def search_record(spec: IsolateSpec, result: SearchResult) -> dict[str, Any]:
     res = result.to_dict()
     res["probes"] = probes
     res["budget"] = None if math.isinf(result.budget) else result.budget
-    return {"search_id": spec.search_id, "root_id": spec.root_id, "experiment": spec.experiment,
-            "profile": spec.profile, "metric": spec.metric, "region": spec.region.model_dump(exclude_none=True),
-            "good": spec.good, "bad": spec.bad, "changes": list(spec.changes), "seed": spec.seed,
-            "parent": spec.parent, "result": res}
+    key = {k: v for k, v in search_key(spec).items() if k not in ("alpha", "budget")}  # the result holds those
+    return {**key, "result": res, "pending": pending, "resume": _resume_summary(prior, probes)}
+
+
+def _resume_summary(prior: PriorAttempt | None, probes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Which probes a resumed search read back from the earlier attempt and which it ran (execution ids)."""
+    if prior is None:
+        return None
+    by = {how: [{"probe": p["index"], "execution_id": p["ref"].get("execution_id")}
+                for p in probes if p["ref"].get("how") == how] for how in ("reused", "continued", "ran")}
+    return {"from_attempt": prior.created_at, "from_status": prior.status, **by}
+
+
+def attach_prior(spec: IsolateSpec, registry: "Registry", store: "Store", *, seed_given: bool, parent_given: bool,
+                 settings: Settings | None = None) -> tuple[IsolateSpec, PriorAttempt]:
+    """For `--resume`: the spec that continues the earlier attempt of this search, and that attempt; bad input
+    (nothing run) when there is none, or when what a reused probe ran under has changed since."""
+    spec, prior = find_attempt(store, spec, seed_given=seed_given, parent_given=parent_given)
+    check_unchanged(spec, registry, store, prior, sim_dir=(settings or Settings()).sim_dir)
+    return spec, prior
 
 
 def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, settings: Settings | None = None,
-                write: bool = False, show_progress: bool = True) -> IsolateOutcome:
-    """Search, probing on the experiment's target; the search is recorded even when a probe fails or is stopped.
+                write: bool = False, show_progress: bool = True, prior: PriorAttempt | None = None) -> IsolateOutcome:
+    """Search, probing on the experiment's target; the search is recorded even when a probe fails or is stopped,
+    and the error then says the command that resumes it.
 
-    `settings` gives the sim folder and the artifacts folder the probes' executions use."""
-    oracle = RunnerOracle(spec, registry, store, settings or Settings(), show_progress=show_progress)
+    `settings` gives the sim folder and the artifacts folder the probes' executions use; `prior`, the
+    earlier attempt of this search whose probes are reused (see `workbench.isolate.resume`)."""
+    settings = settings or Settings()
+    oracle = RunnerOracle(spec, registry, store, settings, show_progress=show_progress, prior=prior)
     try:
         result = isolate(list(spec.changes), oracle, alpha=spec.alpha, budget=spec.budget)
-    except (WbError, KeyboardInterrupt):
-        _record_partial(spec, oracle, store)
+    except KeyboardInterrupt:
+        _record_partial(spec, oracle, store, prior)
         raise
-    record = search_record(spec, result)
+    except WbError as exc:
+        if not isinstance(exc, BadInput) or _ran_any(oracle):
+            _record_partial(spec, oracle, store, prior)
+        if not isinstance(exc, BadInput):  # a probe failed or was stopped: the search can go on from here
+            exc.hint = _resume_hint(exc.hint, resume_command(spec, settings))
+        raise
+    record = search_record(spec, result, prior=prior)
     record_search(store, spec, record)
     written = None
     if write:
@@ -139,7 +180,19 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
     return IsolateOutcome(spec, result, record, written)
 
 
-def _record_partial(spec: IsolateSpec, oracle: RunnerOracle, store: "Store") -> None:
+def _ran_any(oracle: RunnerOracle) -> bool:
+    """Did this attempt touch the target (a probe run, or one in flight)? Bad input before that leaves the
+    store as it was, so a `--resume` still finds the earlier attempt as it left it."""
+    return oracle.current is not None or any(r.ref.get("how") != "reused" for _, r in oracle.results)
+
+
+def _resume_hint(hint: str | None, command: str) -> str:
+    lead = f"{hint}\n" if hint else ""
+    return (f"{lead}the probes decided so far stay recorded and are not run again when the search resumes "
+            f"with: {command}")
+
+
+def _record_partial(spec: IsolateSpec, oracle: RunnerOracle, store: "Store", prior: PriorAttempt | None) -> None:
     from workbench.isolate.search import METHOD, Probe, SearchResult
 
     probes = tuple(Probe(r, res) for r, res in oracle.results)
@@ -148,7 +201,8 @@ def _record_partial(spec: IsolateSpec, oracle: RunnerOracle, store: "Store") -> 
                            spec.budget, METHOD,
                            "the search stopped before it finished (a probe failed or was interrupted); "
                            "its probes so far are recorded")
-    record_search(store, spec, search_record(spec, partial))
+    pending = plain_request(oracle.current) if oracle.current is not None else None
+    record_search(store, spec, search_record(spec, partial, prior=prior, pending=pending))
 
 
 def generated_hypotheses(spec: IsolateSpec, result: SearchResult) -> list[Any]:

@@ -51,6 +51,16 @@ def load_searches(store: "Store") -> list[StoredSearch]:
             for v in store.verdicts(prefix="iso-") if v.details.get("kind") == "isolate-search"]
 
 
+def latest_searches(store: "Store") -> list[StoredSearch]:
+    """The newest attempt of each search (a resumed search keeps its id: the attempt it resumed is history), oldest
+    first."""
+    latest: dict[str, StoredSearch] = {}
+    for st in load_searches(store):
+        latest.pop(st.search_id, None)
+        latest[st.search_id] = st
+    return list(latest.values())
+
+
 def tree_rows(record: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
     """(depth, probe) in tree order: children under the probe whose failing set they reduce."""
     probes = record["result"]["probes"]

@@ -85,9 +85,9 @@ def _view(st: Any, runs_of: dict[str, list[int]]) -> SearchView:
 
 
 def build(store: Store, data: StoreData, page: Page) -> IsolateContext:
-    from workbench.isolate.records import load_searches
+    from workbench.isolate.records import latest_searches
 
-    stored = load_searches(store)
+    stored = latest_searches(store)
     runs_of: dict[str, list[int]] = {}
     for rid, r in data.runs.items():
         runs_of.setdefault(str(r.get("hypothesis_id")), []).append(rid)
