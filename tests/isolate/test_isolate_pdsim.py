@@ -14,17 +14,19 @@ from workbench.sim import control
 pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
 
 
-def test_isolate_on_pdsim_records_each_probe_and_restores_the_target(bench):
+SEARCH = ["isolate", "--experiment", "agent-repro", "--good", "geometry_fix=on nixl_abort_fix=on",
+          "--bad", "geometry_fix=off nixl_abort_fix=on", "--metric", "corruption_rate", "--region", ">= 0.05",
+          "--alpha", "0.2", "--budget", "480"]
+
+
+def _uninterrupted_search_records_each_probe_and_restores_the_target(bench) -> dict:
     registry_before = (bench.root / "hypotheses.yaml").read_bytes()
     # Half the seed's rounds: the search still decides in one run per probe (the geometry bug leaks from
     # the second round), in less than half the time of 80 x 4 (this test records, it does not calibrate).
     exp = bench.root / "experiments" / "agent-repro.yaml"
     exp.write_text(exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 80 --rounds 2"))
     # abort fix on in both: the geometry alone separates good from bad (a one-change search, two probes).
-    out = subprocess.run([sys.executable, "-m", "workbench.cli.main", "isolate", "--experiment", "agent-repro",
-                          "--good", "geometry_fix=on nixl_abort_fix=on", "--bad", "geometry_fix=off nixl_abort_fix=on",
-                          "--metric", "corruption_rate", "--region", ">= 0.05", "--alpha", "0.2", "--budget", "480",
-                          "--seed", "7", "--json", "--db", bench.db],
+    out = subprocess.run([sys.executable, "-m", "workbench.cli.main", *SEARCH, "--seed", "7", "--json", "--db", bench.db],
                          capture_output=True, text=True, env=dict(os.environ), timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     rec = json.loads(out.stdout)
@@ -65,6 +67,7 @@ def test_isolate_on_pdsim_records_each_probe_and_restores_the_target(bench):
     assert site.returncode == 0, site.stderr[-2000:]
     page = (bench.root / "reports" / "isolate.html").read_text()
     assert rec["search_id"] in page and "geometry_fix" in page
+    return res
 
 
 def _wb(*args: str) -> list[str]:
@@ -107,24 +110,17 @@ def _stop_in_second_probe(bench, args: list[str]) -> subprocess.CompletedProcess
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def test_a_stopped_search_resumes_reusing_its_decided_probes(bench):
-    """A stopped search used to say "wb isolate has no --resume: run the same command again to search afresh":
+def test_isolate_on_pdsim_records_each_probe_restores_and_resumes_a_stopped_search(bench):
+    """The search runs whole first (each probe recorded, the target restored): that is the reference. A
+    stopped search used to say "wb isolate has no --resume: run the same command again to search afresh":
     every decided probe ran again. Resumed, probe 0 is read back from the store (no new run), probe 1 continues
     its own execution, and the answer is the uninterrupted search's, probe for probe."""
     import shlex
 
+    expected = _uninterrupted_search_records_each_probe_and_restores_the_target(bench)
     exp = bench.root / "experiments" / "agent-repro.yaml"
-    exp.write_text(exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 80 --rounds 2"))
-    search = ["isolate", "--experiment", "agent-repro", "--good", "geometry_fix=on nixl_abort_fix=on",
-              "--bad", "geometry_fix=off nixl_abort_fix=on", "--metric", "corruption_rate", "--region", ">= 0.05",
-              "--alpha", "0.2", "--budget", "480"]
-    ref_db = str(bench.root / "uninterrupted.duckdb")
-    ref = subprocess.run(_wb(*search, "--seed", "7", "--json", "--db", ref_db), capture_output=True, text=True,
-                         env=dict(os.environ), timeout=600)
-    assert ref.returncode == 0, ref.stderr[-3000:]
-    expected = json.loads(ref.stdout)["result"]
-
-    stopped = _stop_in_second_probe(bench, [*search, "--seed", "7", "--db", bench.db])
+    bench.db = str(bench.root / "stopped.duckdb")  # the same search again, from scratch, in a store of its own
+    stopped = _stop_in_second_probe(bench, [*SEARCH, "--seed", "7", "--db", bench.db])
     assert stopped.returncode == 130, stopped.stderr[-3000:]
     assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
     assert "Traceback" not in stopped.stderr and "search afresh" not in stopped.stderr, stopped.stderr[-2000:]
