@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
 from workbench.errors import BadInput, RestoreFailed, RunFailure, WbError
 from workbench.registry.loader import Registry
 from workbench.registry.timeouts import timeouts
-from workbench.runner.lifecycle import Harness, RunOutcome, execute_run, wait_healthy
+from workbench.runner.harness import Harness
+from workbench.runner.lifecycle import execute_run, wait_healthy
+from workbench.runner.outcome import RunOutcome
 from workbench.runner.lock import note_runner
 from workbench.runner.plan import Plan, PlannedRun, make_plan, per_replicate_names
 from workbench.runner.prepare import Prepared, arms_config_diff, preflight, preview_values, resolve

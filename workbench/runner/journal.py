@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from workbench.runner.lifecycle import RunOutcome
+from workbench.runner.outcome import RunOutcome
 
 FIELDS = ("status", "stage", "error", "rendered_config", "config_hash", "fingerprint", "metrics",
           "metric_sources", "units", "probe_counts", "stage_s")

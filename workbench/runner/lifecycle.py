@@ -1,4 +1,5 @@
-"""One run, stage by stage: render → check → apply → restart → health → verify → workload → collect → record.
+"""One run, stage by stage: render → check → apply → restart → health → verify → workload → collect → record
+(the collect stage and the artifacts are in collect.py; a run's outcome in outcome.py).
 
 Each stage is bounded. The outcome says ok / failed (the target misbehaved) / invalid (the run
 produced no usable measurement) / interrupted, with the stage it ended in and why.
@@ -13,82 +14,22 @@ import shlex
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import Any
 
 from workbench.errors import TargetError, WbError
 from workbench.registry.timeouts import timeouts
-from workbench.runner import extract, manipulation
+from workbench.runner import manipulation
+from workbench.runner.collect import collect, fetch_artifacts
 from workbench.runner.daemon import HELD_OPEN_WARNING, failure_reason
+from workbench.runner.harness import Harness
+from workbench.runner.outcome import RunOutcome, StageFailed
 from workbench.runner.plan import PlannedRun
 from workbench.runner.render import Raw, render_command, render_text
-from workbench.runner.soft_metrics import missing_warning, needed_metrics
 from workbench.runner.targets.base import Target
 
-if TYPE_CHECKING:
-    from workbench.registry.experiment import Experiment, Profile
-    from workbench.registry.hypothesis import Hypothesis
-
 STAGES = ("render", "check", "apply", "restart", "health", "verify", "workload", "collect", "record")
-
-
-@dataclass
-class Harness:
-    """Everything a run needs that does not change between runs of one execution."""
-
-    root: Path
-    experiment: Experiment
-    hypothesis: Hypothesis
-    profile_name: str
-    profile: Profile
-    target: Target
-    context: dict[str, str]
-    env: dict[str, str]
-    config_template: str | None
-    artifacts_root: Path
-    remote_work: str | None  # per-run folders on the target; None: the local artifact folder
-    on_stage: Callable[[PlannedRun, str], None] = lambda pr, st: None
-    fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None  # awaited as each stage begins (tests inject faults)
-    probe_targets: list[str] = field(default_factory=list)
-    restart_timeout_s: float = 300.0
-    warn: Callable[[str], None] = lambda text: None
-    warned: set[str] = field(default_factory=set)
-
-
-@dataclass
-class RunOutcome:
-    status: str = "running"
-    stage: str = "render"
-    error: str | None = None
-    rendered_config: str | None = None
-    config_hash: str | None = None
-    fingerprint: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, float | int] = field(default_factory=dict)
-    metric_sources: dict[str, str] = field(default_factory=dict)
-    missing: dict[str, str] = field(default_factory=dict)  # metrics no prediction needs that could not be read
-    units: list[dict[str, Any]] = field(default_factory=list)
-    artifacts: dict[str, Path] = field(default_factory=dict)
-    probe_counts: list[dict[str, Any]] = field(default_factory=list)
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    stage_s: dict[str, float] = field(default_factory=dict)
-
-    def describe(self) -> str:
-        """How the run ended, for a person: "interrupted during its workload stage", "failed during its health
-        stage: health never green …" (the stored error leads with "[stage]"; said once here, in words)."""
-        text = f"{self.status} during its {self.stage} stage"
-        if self.status == "interrupted" or not self.error:
-            return text
-        reason = self.error.removeprefix(f"[{self.stage}] ")
-        return f"{text}: {reason}"
-
-
-class StageFailed(Exception):
-    def __init__(self, status: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def builtins(h: Harness, pr: PlannedRun, run_id: int, run_dir: str, start: datetime) -> dict[str, Any]:
@@ -169,12 +110,6 @@ async def fingerprint(h: Harness, host: str, values: dict[str, Any]) -> dict[str
 async def _inject(h: Harness, stage: str, pr: PlannedRun) -> None:
     if h.fault is not None:
         await h.fault(stage, pr)
-
-
-def _sha256(path: Path) -> str:
-    from workbench.store.records import sha256_file
-
-    return sha256_file(path)
 
 
 async def wait_healthy(target: Target, host: str, urls: list[str], attempts: int, interval: float,
@@ -347,7 +282,7 @@ async def _stages(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, 
     await clock.enter("workload")
     result = await _workload(h, pr, variables, values, env, out, art)
     await clock.enter("collect")
-    await _collect(h, pr, values, env, result, out, art)
+    await collect(h, pr, values, env, result, out, art)
 
 
 async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, str],
@@ -380,7 +315,7 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
         out.ended_at = datetime.now(timezone.utc)
         if out.status != "interrupted":
             t_fetch = time.monotonic()
-            await _fetch_artifacts(h, pr, values or {"run_dir": run_dir, "work_dir": run_dir, **h.context}, out, art)
+            await fetch_artifacts(h, pr, values or {"run_dir": run_dir, "work_dir": run_dir, **h.context}, out, art)
             out.stage_s["artifacts"] = round(time.monotonic() - t_fetch, 4)
         try:
             (art / "timings.json").write_text(json.dumps(out.stage_s, indent=1), encoding="utf-8")
@@ -417,114 +352,3 @@ async def _probe_env(h: Harness, host: str, out_dir: str) -> dict[str, str]:
         return probe_environment(h.probe_targets, out_dir, probe_dir=base)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     return probe_environment(h.probe_targets, out_dir)
-
-
-async def _collect(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict[str, str], result: Any,
-                   out: RunOutcome, art: Path) -> None:
-    prof = h.profile
-    exp = h.experiment
-    text = {"output": result.output if result else "", "stdout": result.stdout if result else "",
-            "stderr": result.stderr if result else ""}
-    needed = needed_metrics(h.hypothesis, exp)
-    try:
-        for name, ex in prof.collect.items():
-            if ex.unit_field is not None:
-                continue  # read from the units below
-            try:
-                await _extract_one(h, pr, name, ex, values, env, text, out)
-            except extract.ExtractError as exc:
-                if name in needed:
-                    raise
-                out.missing[name] = str(exc)
-                h.warn(missing_warning(name, out.missing[name]))
-        if prof.units is not None:
-            upath = render_text(prof.units.path, values, where="units.path")
-            local = art / "units.jsonl"
-            if not await h.target.fetch(pr.host, upath, local):
-                raise extract.ExtractError(f"the workload wrote no units file at {upath}",
-                                           text["output"][-800:])
-            out.artifacts["units"] = local
-            out.units = extract.read_units(local.read_text(encoding="utf-8"), where=f"units file {upath}")
-            if not out.units:
-                raise extract.ExtractError(f"the units file {upath} is empty", text["output"][-800:])
-            undeclared = extract.undeclared_outcomes_warning(out.units, exp.unit, f"{pr.arm} replicate {pr.replicate}")
-            if undeclared:
-                h.warn(undeclared)
-            for name, n in extract.unit_counts(exp.metrics, out.units).items():
-                out.metrics[name] = n
-                out.metric_sources[name] = "units"
-            for name, ex in prof.collect.items():
-                if ex.unit_field is not None:
-                    out.metrics[name] = extract.unit_aggregate(name, out.units, ex.unit_field, ex.aggregate, ex.parse)
-                    out.metric_sources[name] = "units"
-        elif any(ex.unit_field for ex in prof.collect.values()):
-            raise extract.ExtractError("collect names a unit_field but the profile declares no units file")
-        if h.probe_targets:
-            await _collect_probes(h, pr, values, out, art)
-    except extract.ExtractError as exc:
-        raise StageFailed("invalid", f"{exc}" + (f"\n--- {exc.label} ---\n{exc.excerpt}" if exc.excerpt else ""))
-
-
-async def _extract_one(h: Harness, pr: PlannedRun, name: str, ex: Any, values: dict[str, Any],
-                       env: dict[str, str], text: dict[str, str], out: RunOutcome) -> None:
-    """One metric from the workload's output (regex) or a command's output."""
-    if ex.regex is not None:
-        out.metrics[name] = extract.from_regex(name, ex.regex, text[ex.source], ex.parse)
-        out.metric_sources[name] = "regex"
-        return
-    cmd = render_command(ex.command or "", values, where=f"collect.{name}.command")
-    res = await h.target.run(pr.host, cmd, env=env, timeout=ex.timeout_s)
-    if not res.ok:
-        raise extract.ExtractError(f"metric {name!r}: `{cmd}` exited {res.rc}", res.excerpt())
-    out.metrics[name] = extract.from_command_output(name, res.stdout, ex.parse)
-    out.metric_sources[name] = "command"
-
-
-async def _collect_probes(h: Harness, pr: PlannedRun, values: dict[str, Any], out: RunOutcome, art: Path) -> None:
-    import time as _time
-
-    from workbench.probes import DEFAULT_INTERVAL, read_counts
-
-    if h.remote_work:
-        # Probed processes flush their counts every interval: let the last calls land, then fetch them.
-        await asyncio.sleep(2 * DEFAULT_INTERVAL)
-        local_dir = art / "probe"
-        await h.target.fetch_dir(pr.host, f"{values['run_dir']}/probe", local_dir)
-        counts = read_counts(str(local_dir))
-    else:
-        t0 = _time.monotonic()
-        # Waiting for the probed processes' next flush is a wait on the target, not runner work.
-        counts = await asyncio.to_thread(read_counts, str(Path(values["run_dir"]) / "probe"),
-                                         since=_time.time(), timeout_s=3 * DEFAULT_INTERVAL)
-        h.target.clock.add(pr.host, _time.monotonic() - t0)
-    out.probe_counts = counts
-    for t in h.probe_targets:
-        out.metrics[f"calls:{t}"] = sum(int(c.get("calls", 0)) for c in counts if c.get("target") == t)
-        out.metric_sources[f"calls:{t}"] = "probe"
-
-
-async def _fetch_artifacts(h: Harness, pr: PlannedRun, values: dict[str, Any], out: RunOutcome, art: Path) -> None:
-    """Copy the profile's declared files (logs) next to stdout/stderr; a missing one is skipped, not fatal."""
-    for name, path_t in h.profile.artifacts.items():
-        try:
-            path = render_text(path_t, values, where=f"artifacts.{name}")
-            local = art / f"{name}{Path(path).suffix or '.txt'}"
-            if await h.target.fetch(pr.host, path, local):
-                out.artifacts[name] = local
-        except (TargetError, WbError, OSError):
-            continue
-
-
-def artifact_rows(out: RunOutcome) -> list[dict[str, Any]]:
-    """Each artifact's name, path, hash and size, and its bytes when small enough to keep in the store."""
-    from workbench.store.records import MAX_BLOB_BYTES
-
-    rows = []
-    for name, path in out.artifacts.items():
-        if not path.is_file():
-            continue
-        size = path.stat().st_size
-        content = path.read_bytes() if size <= MAX_BLOB_BYTES else None
-        sha = hashlib.sha256(content).hexdigest() if content is not None else _sha256(path)
-        rows.append({"name": name, "path": str(path), "sha256": sha, "size_bytes": size, "content": content})
-    return rows

@@ -109,7 +109,8 @@ def resolve(registry: Registry, hypothesis_id: str, *, profile: str | None, repl
 
 def preview_values(p: Prepared, arm: str, context: dict[str, str], host: str = "host") -> dict[str, Any]:
     """Template values with placeholder run built-ins, for checking templates and diffing arms' configs."""
-    from workbench.runner.lifecycle import Harness, builtins
+    from workbench.runner.harness import Harness
+    from workbench.runner.lifecycle import builtins
 
     fake = Harness(root=p.root, experiment=p.experiment, hypothesis=p.hypothesis, profile_name=p.profile_name,
                    profile=p.profile, target=None, context=context, env={}, config_template=None,  # type: ignore[arg-type]
@@ -126,8 +127,6 @@ def preview_values(p: Prepared, arm: str, context: dict[str, str], host: str = "
 
 def preflight(p: Prepared, context: dict[str, str]) -> dict[str, str]:
     """Render every template for every arm; run the local check on each arm's config. Returns the configs."""
-    from workbench.runner.lifecycle import local_check
-
     prof = p.profile
     rendered: dict[str, str] = {}
     for arm in p.arms:
@@ -166,7 +165,8 @@ def preflight(p: Prepared, context: dict[str, str]) -> dict[str, str]:
 
 
 async def _check(p: Prepared, text: str, values: dict[str, Any]) -> str | None:
-    from workbench.runner.lifecycle import Harness, local_check
+    from workbench.runner.harness import Harness
+    from workbench.runner.lifecycle import local_check
 
     h = Harness(root=p.root, experiment=p.experiment, hypothesis=p.hypothesis, profile_name=p.profile_name,
                 profile=p.profile, target=None, context={}, env={}, config_template=None,  # type: ignore[arg-type]

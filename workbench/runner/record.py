@@ -18,7 +18,7 @@ from typing import Any
 
 from workbench.errors import StoreLocked
 from workbench.runner import journal
-from workbench.runner.lifecycle import RunOutcome, artifact_rows
+from workbench.runner.outcome import RunOutcome, artifact_rows
 from workbench.runner.plan import PlannedRun
 from workbench.runner.prepare import Prepared
 from workbench.store.engine import Store

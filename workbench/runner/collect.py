@@ -1,0 +1,114 @@
+"""A run's collect stage: its metrics from the workload's output, commands, the units file and the call-count
+probes; and, however the run ended, the profile's declared files fetched beside it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from workbench.errors import TargetError, WbError
+from workbench.runner import extract
+from workbench.runner.outcome import RunOutcome, StageFailed
+from workbench.runner.plan import PlannedRun
+from workbench.runner.render import render_command, render_text
+from workbench.runner.soft_metrics import missing_warning, needed_metrics
+
+if TYPE_CHECKING:
+    from workbench.runner.harness import Harness
+
+
+async def collect(h: "Harness", pr: PlannedRun, values: dict[str, Any], env: dict[str, str], result: Any,
+                   out: RunOutcome, art: Path) -> None:
+    prof = h.profile
+    exp = h.experiment
+    text = {"output": result.output if result else "", "stdout": result.stdout if result else "",
+            "stderr": result.stderr if result else ""}
+    needed = needed_metrics(h.hypothesis, exp)
+    try:
+        for name, ex in prof.collect.items():
+            if ex.unit_field is not None:
+                continue  # read from the units below
+            try:
+                await _extract_one(h, pr, name, ex, values, env, text, out)
+            except extract.ExtractError as exc:
+                if name in needed:
+                    raise
+                out.missing[name] = str(exc)
+                h.warn(missing_warning(name, out.missing[name]))
+        if prof.units is not None:
+            upath = render_text(prof.units.path, values, where="units.path")
+            local = art / "units.jsonl"
+            if not await h.target.fetch(pr.host, upath, local):
+                raise extract.ExtractError(f"the workload wrote no units file at {upath}",
+                                           text["output"][-800:])
+            out.artifacts["units"] = local
+            out.units = extract.read_units(local.read_text(encoding="utf-8"), where=f"units file {upath}")
+            if not out.units:
+                raise extract.ExtractError(f"the units file {upath} is empty", text["output"][-800:])
+            undeclared = extract.undeclared_outcomes_warning(out.units, exp.unit, f"{pr.arm} replicate {pr.replicate}")
+            if undeclared:
+                h.warn(undeclared)
+            for name, n in extract.unit_counts(exp.metrics, out.units).items():
+                out.metrics[name] = n
+                out.metric_sources[name] = "units"
+            for name, ex in prof.collect.items():
+                if ex.unit_field is not None:
+                    out.metrics[name] = extract.unit_aggregate(name, out.units, ex.unit_field, ex.aggregate, ex.parse)
+                    out.metric_sources[name] = "units"
+        elif any(ex.unit_field for ex in prof.collect.values()):
+            raise extract.ExtractError("collect names a unit_field but the profile declares no units file")
+        if h.probe_targets:
+            await _collect_probes(h, pr, values, out, art)
+    except extract.ExtractError as exc:
+        raise StageFailed("invalid", f"{exc}" + (f"\n--- {exc.label} ---\n{exc.excerpt}" if exc.excerpt else ""))
+
+
+async def _extract_one(h: "Harness", pr: PlannedRun, name: str, ex: Any, values: dict[str, Any],
+                       env: dict[str, str], text: dict[str, str], out: RunOutcome) -> None:
+    """One metric from the workload's output (regex) or a command's output."""
+    if ex.regex is not None:
+        out.metrics[name] = extract.from_regex(name, ex.regex, text[ex.source], ex.parse)
+        out.metric_sources[name] = "regex"
+        return
+    cmd = render_command(ex.command or "", values, where=f"collect.{name}.command")
+    res = await h.target.run(pr.host, cmd, env=env, timeout=ex.timeout_s)
+    if not res.ok:
+        raise extract.ExtractError(f"metric {name!r}: `{cmd}` exited {res.rc}", res.excerpt())
+    out.metrics[name] = extract.from_command_output(name, res.stdout, ex.parse)
+    out.metric_sources[name] = "command"
+
+
+async def _collect_probes(h: "Harness", pr: PlannedRun, values: dict[str, Any], out: RunOutcome, art: Path) -> None:
+    import time as _time
+
+    from workbench.probes import DEFAULT_INTERVAL, read_counts
+
+    if h.remote_work:
+        # Probed processes flush their counts every interval: let the last calls land, then fetch them.
+        await asyncio.sleep(2 * DEFAULT_INTERVAL)
+        local_dir = art / "probe"
+        await h.target.fetch_dir(pr.host, f"{values['run_dir']}/probe", local_dir)
+        counts = read_counts(str(local_dir))
+    else:
+        t0 = _time.monotonic()
+        # Waiting for the probed processes' next flush is a wait on the target, not runner work.
+        counts = await asyncio.to_thread(read_counts, str(Path(values["run_dir"]) / "probe"),
+                                         since=_time.time(), timeout_s=3 * DEFAULT_INTERVAL)
+        h.target.clock.add(pr.host, _time.monotonic() - t0)
+    out.probe_counts = counts
+    for t in h.probe_targets:
+        out.metrics[f"calls:{t}"] = sum(int(c.get("calls", 0)) for c in counts if c.get("target") == t)
+        out.metric_sources[f"calls:{t}"] = "probe"
+
+
+async def fetch_artifacts(h: "Harness", pr: PlannedRun, values: dict[str, Any], out: RunOutcome, art: Path) -> None:
+    """Copy the profile's declared files (logs) next to stdout/stderr; a missing one is skipped, not fatal."""
+    for name, path_t in h.profile.artifacts.items():
+        try:
+            path = render_text(path_t, values, where=f"artifacts.{name}")
+            local = art / f"{name}{Path(path).suffix or '.txt'}"
+            if await h.target.fetch(pr.host, path, local):
+                out.artifacts[name] = local
+        except (TargetError, WbError, OSError):
+            continue
