@@ -111,3 +111,20 @@ def test_a_terminal_gets_the_same_usage_in_rich_help(words: str, usage: str):
     os.close(master)
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode())
     assert f"Usage: {usage}" in text, text[:400]
+
+
+def test_every_option_shows_what_its_value_is_not_a_python_type():
+    """typer wrote an option's value as its Python type: `--db <str>`, `--set <list[str]>`, `--seed <int>`."""
+    cli = _cli()
+    shown: dict[str, str] = {}
+    for words, cmd in _commands():
+        code, out, err = cli(*words.split(), "--help")
+        assert code == 0, err
+        assert not re.search(r"<(str|int|float|path|bool|list\[)", out), (words, out)
+        for param in getattr(cmd, "params", []):
+            if param.param_type_name != "option" or getattr(param, "is_flag", False) or param.hidden:
+                continue
+            assert re.fullmatch(r"[A-Z][A-Z_]*(=[A-Z]+)?", param.metavar or ""), (words, param.opts, param.metavar)
+            shown[param.opts[-1]] = param.metavar
+    assert {k: shown[k] for k in ("--db", "--root", "--set", "--seed", "--limit")} == {
+        "--db": "STORE", "--root": "DIR", "--set": "VAR=VALUE", "--seed": "N", "--limit": "N"}

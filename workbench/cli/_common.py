@@ -53,7 +53,12 @@ def _pipe_closed() -> None:
 
 
 class WbGroup(TyperGroup):
-    """Turns a `WbError` raised by any command into its message, hint and exit code."""
+    """Turns a `WbError` raised by any command into its message, hint and exit code; its own options show
+    what their values are, as every command's do (`option_metavar`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _name_option_values(self.params)
 
     def invoke(self, ctx):  # type: ignore[override]
         try:
@@ -148,10 +153,46 @@ def _in_wb_words(exc: typer.BadParameter) -> None:
         exc.message = f"{_CONVERSION_WORDS[first['type']]}, got {first.get('input')!r}"
 
 
+# What an option's value is, as its help shows it (typer writes the Python type: `--db <str>`,
+# `--set <list[str]>`). An option not named here shows its own name in capitals (`--widgets WIDGETS`).
+OPTION_METAVARS = {
+    "--db": "STORE", "--root": "DIR", "--dir": "DIR", "--out": "PATH", "--config": "FILE",
+    "--hypothesis": "ID", "--experiment": "ID", "--parent": "ID", "--target": "PROFILE", "--metric": "METRIC",
+    "--set": "VAR=VALUE", "--good": "VAR=VALUE", "--bad": "VAR=VALUE", "--pair": "VAR=VALUE",
+    "--seed": "N", "--replicates": "N", "--limit": "N", "--layers": "N", "--budget": "UNITS",
+    "--alpha": "LEVEL", "--timeout": "SECONDS", "--region": "REGION", "--message": "TEXT", "--as": "NAME",
+    "--variants": "IDS",
+}
+
+
+def option_metavar(param: Any) -> str | None:
+    """The metavar an option's help shows: its own, else the table's, else its long name in capitals; none
+    for a flag."""
+    if param.param_type_name != "option" or param.metavar or getattr(param, "is_flag", False):
+        return param.metavar
+    longs = [o for o in param.opts if o.startswith("--")] or list(param.opts)
+    return next((OPTION_METAVARS[o] for o in longs if o in OPTION_METAVARS),
+                longs[0].lstrip("-").replace("-", "_").upper())
+
+
+def _name_option_values(params: list[Any]) -> None:
+    for param in params:
+        if param.param_type_name == "option":
+            param.metavar = option_metavar(param)
+        elif param.param_type_name == "argument":
+            # typer's Arguments section adds the Python type after the name (`RUN_ID <str>`); the name says it.
+            param.display_type_rich = lambda ctx: None
+
+
 class WbCommand(TyperCommand):
     """Every wb command: its usage line names arguments the usual way (see `argument_usage`), for the plain
-    and the rich help and for typer's own usage errors alike, which all read `collect_usage_pieces`; a flag
-    value of the wrong type is refused in wb's words."""
+    and the rich help and for typer's own usage errors alike, which all read `collect_usage_pieces`; each
+    option shows what its value is (`option_metavar`); a flag value of the wrong type is refused in wb's
+    words."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _name_option_values(self.params)
 
     def parse_args(self, ctx, args):  # type: ignore[override]
         try:
