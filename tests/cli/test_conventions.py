@@ -7,13 +7,13 @@ import csv
 import io
 import json
 import os
-import pty
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from terminal_kit import in_a_terminal
 
 pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
 
@@ -149,21 +149,7 @@ def test_fail_on_turns_a_verdict_into_exit_3(wbenv):
 
 def _in_a_terminal(args: list[str], env: dict[str, str]) -> bytes:
     """Run wb with a pseudo-terminal as stdout (rich then colours), returning what it wrote."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([WB, *args], stdout=slave, stderr=subprocess.DEVNULL, env={**env, "COLUMNS": "100"})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    proc.wait(timeout=60)
-    os.close(master)
-    return b"".join(chunks)
+    return in_a_terminal(args, {**env, "COLUMNS": "100"}, timeout_s=60)
 
 
 def test_no_color_is_honoured(wbenv):

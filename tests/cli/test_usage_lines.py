@@ -4,13 +4,13 @@ braces (`{RUN_ID}...`) or a metavar's dots doubled (`{HYPOTHESIS...}...`)."""
 from __future__ import annotations
 
 import os
-import pty
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from terminal_kit import in_a_terminal
 
 WB = str(Path(sys.executable).with_name("wb"))
 
@@ -94,22 +94,9 @@ def test_the_console_script_prints_the_usage_line_users_expect():
                                          ("hypothesis validate", "wb hypothesis validate [OPTIONS] [FILE]...")])
 def test_a_terminal_gets_the_same_usage_in_rich_help(words: str, usage: str):
     """At a terminal the help is rich's rendering, a path of its own through typer."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([WB, *words.split(), "--help"], stdout=slave, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    proc.wait(timeout=120)
-    os.close(master)
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode())
+    raw = in_a_terminal([*words.split(), "--help"],
+                        {**os.environ, "COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"})
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw.decode())
     assert f"Usage: {usage}" in text, text[:400]
 
 

@@ -136,16 +136,13 @@ def test_report_page_shows_the_search_tree_answer_and_units(root, tmp_path):
     assert "corruption_rate failure region >= 0.05," in search_lines(search_record(spec, result))[0]
 
 
-def test_a_search_stopped_mid_way_is_recorded_with_its_probes(root, tmp_path, monkeypatch):
-    from workbench.app import Workbench
+def _second_probe_stops(monkeypatch) -> None:
+    """The oracle's first probe finishes (scripted: no target), the second is stopped as Ctrl-C stops a run."""
     from workbench.errors import RunFailure
     from workbench.isolate import app as iso_app
-    from workbench.isolate.records import load_searches
     from workbench.isolate.search import ProbeResult
-    from workbench.settings import Settings
-    from workbench.store import open_store
 
-    def probe(self, req):  # the first probe finishes, the second is stopped (as Ctrl-C stops a run)
+    def probe(self, req):
         if self.results:
             raise RunFailure("interrupted; the target was restored")
         res = ProbeResult("passes", 0, 160, 160, 2, "scripted")
@@ -153,6 +150,16 @@ def test_a_search_stopped_mid_way_is_recorded_with_its_probes(root, tmp_path, mo
         return res
 
     monkeypatch.setattr(iso_app.RunnerOracle, "probe", probe)
+
+
+def test_a_search_stopped_mid_way_is_recorded_with_its_probes(root, tmp_path, monkeypatch):
+    from workbench.app import Workbench
+    from workbench.errors import RunFailure
+    from workbench.isolate.records import load_searches
+    from workbench.settings import Settings
+    from workbench.store import open_store
+
+    _second_probe_stops(monkeypatch)
     db = str(tmp_path / "s.duckdb")
     wb = Workbench(Settings(db=db, root=root))
     with pytest.raises(RunFailure):
@@ -274,20 +281,11 @@ def test_a_stopped_search_names_its_resume_command_and_refuses_another_search(ro
 
     from workbench.app import Workbench
     from workbench.errors import RunFailure
-    from workbench.isolate import app as iso_app
     from workbench.isolate.records import load_searches
-    from workbench.isolate.search import ProbeResult
     from workbench.settings import Settings
     from workbench.store import open_store
 
-    def probe(self, req):
-        if self.results:
-            raise RunFailure("interrupted; the target was restored")
-        res = ProbeResult("passes", 0, 160, 160, 2, "scripted")
-        self.results.append((req, res))
-        return res
-
-    monkeypatch.setattr(iso_app.RunnerOracle, "probe", probe)
+    _second_probe_stops(monkeypatch)
     db = str(tmp_path / "s.duckdb")
     wb = Workbench(Settings(db=db, root=root))
     with pytest.raises(RunFailure) as stopped:  # no --seed: one is drawn
