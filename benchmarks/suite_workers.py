@@ -1,9 +1,9 @@
-"""Benchmark: the test suite's wall time with N pytest-xdist workers against two (the baseline, measured
-in the same run, one after the other), and why more workers than cores pay here: pdsim's runs wait on
+"""Benchmark: the test suite's wall time with N pytest-xdist workers against a baseline count (four by
+default; measured in the same run, one after the other), and why more workers than cores pay here: pdsim's runs wait on
 its simulated clock handing over between processes more than they compute, so two `wb hypothesis run
 wedge-confound` at once take about as long as one.
 
-    python benchmarks/suite_workers.py [--workers 4] [--skip-jobs] [--skip-suite] [PYTEST_ARGS...]
+    python benchmarks/suite_workers.py [--workers 6] [--baseline 4] [--skip-jobs] [--skip-suite] [PYTEST_ARGS...]
 
 PYTEST_ARGS select the tests (default: the whole suite). Prints each figure and the ratios.
 """
@@ -52,7 +52,8 @@ def jobs_wall(tmp: Path, n: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=6)
+    ap.add_argument("--baseline", type=int, default=4, help="the worker count measured first, for the ratio")
     ap.add_argument("--skip-jobs", action="store_true", help="skip the one-vs-two main jobs figure")
     ap.add_argument("--skip-suite", action="store_true", help="skip the suite's two timings")
     ns, rest = ap.parse_known_args()
@@ -63,8 +64,8 @@ def main() -> None:
         print(f"main job alone: {one:.1f} s; two at once: {two:.1f} s (ratio {two / one:.2f}; "
               f"2.00 would mean compute-bound)")
     if not ns.skip_suite:
-        base, base_res = suite_wall(2, rest)
-        print(f"suite, -n 2 (baseline): {base:.0f} s  [{base_res}]")
+        base, base_res = suite_wall(ns.baseline, rest)
+        print(f"suite, -n {ns.baseline} (baseline): {base:.0f} s  [{base_res}]")
         new, new_res = suite_wall(ns.workers, rest)
         print(f"suite, -n {ns.workers}: {new:.0f} s  [{new_res}]  ratio to baseline {new / base:.2f}")
 
