@@ -52,3 +52,18 @@ def test_confidence_sequence_covers_and_shrinks():
     assert lo < lo2 < 0.175 < hi2 < hi
     d = seq.difference_sequence([(10, 80), (20, 160)], [(11, 80), (21, 160)])
     assert d[0] < 0 < d[1]
+
+
+def test_the_mixtures_one_pass_gives_each_alternatives_numbers_exactly():
+    """_loglik_each (all alternatives in one pass) must give bit for bit what _loglik gives per alternative,
+    at the edges too (k = 0, k = n, n = 0, p = 0 and p = 1): decisions at a bound must not move by an ulp."""
+    rng = np.random.default_rng(7)
+    ps = [0.0, 1e-6, 0.02, 0.3, 0.5, 0.999999, 1.0]
+    for shape in [(), (6,), (3, 5)]:
+        for _ in range(50):
+            n = rng.integers(0, 3000, size=shape).astype(float)
+            k = np.floor(n * rng.choice([0.0, 0.01, 0.5, 1.0]) * rng.random(size=shape))
+            each = seq._loglik_each(np.asarray(k), np.asarray(n), ps)
+            one_by_one = np.stack([seq._loglik(np.asarray(k), np.asarray(n), p) for p in ps])
+            assert each.shape == one_by_one.shape
+            assert np.array_equal(each, one_by_one), (k, n)
