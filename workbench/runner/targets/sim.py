@@ -4,6 +4,7 @@ ports for the experiment and stops it afterwards (so `wb hypothesis run ID` need
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 import sys
 from pathlib import Path
@@ -68,12 +69,21 @@ class SimTarget(LocalTarget):
                 return False
         return True
 
+    async def _serving_here(self, ports: list[str]) -> bool:
+        """Whether this folder's own servers are up on `ports`: a /health answered there may be another
+        folder's pdsim (or any server) on the ports a stopped folder's serve file still names."""
+        from workbench.sim import control
+
+        st = await asyncio.to_thread(control.status, self.sim_dir, debug=False)
+        mine = [str(st.units[u].port) for u in ("prefill", "decode") if st.units[u].state != "down"]
+        return mine == [str(p) for p in ports] and await self._healthy(ports)
+
     async def setup(self, serve_file: Path, env: dict[str, str]) -> dict[str, str]:
         """Find or start pdsim; returns template context (sim_dir and the ports it serves on)."""
         self.sim_dir.mkdir(parents=True, exist_ok=True)
         current = read_serve_file(serve_file)
         ports = [current.get("prefill_port"), current.get("decode_port")]
-        if all(ports) and await self._healthy([p for p in ports if p]):
+        if all(ports) and await self._serving_here([p for p in ports if p]):
             self.started_here = self.marker is not None and self.marker.exists()
             self.served = {"sim_dir": str(self.sim_dir), "prefill_port": str(ports[0]), "decode_port": str(ports[1])}
             return self.served

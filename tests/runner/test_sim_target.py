@@ -1,0 +1,36 @@
+"""The sim target's choice between a pdsim already serving in its folder and one it starts itself."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from workbench.runner.targets.sim import SimTarget
+from workbench.sim import control
+from workbench.sim.config import render_serve_file
+
+
+def test_a_stopped_folder_whose_ports_another_pdsim_answers_gets_a_pdsim_of_its_own(tmp_path: Path):
+    """`wb sim up` then `wb sim down` leave the serve file naming the ports it had. When another folder's
+    pdsim serves on them, their /health answered 200, so a run took the stopped folder for serving: it
+    restarted it on ports in use (every run failed) and its restore asked the user to start a pdsim that had
+    been down. The folder's own servers must be the ones answering."""
+    here, other = tmp_path / "here", tmp_path / "other"
+    here.mkdir()
+    ports = control.free_ports()
+    serve = here / "serve.sh"
+    serve.write_text(render_serve_file(ports))
+    control.up(here)
+    control.down(here)
+    control.up(other, config=serve)  # another deployment on the ports the stopped folder's file names
+    target = SimTarget(sim_dir=here, options={})
+    try:
+        assert control.status(other).state == "healthy" and control.status(here).state == "down"
+        served = asyncio.run(target.setup(serve, {}))
+        assert target.started_here, "the stopped folder was taken for a serving one"
+        assert (served["prefill_port"], served["decode_port"]) != (ports["prefill_port"], ports["decode_port"])
+        assert control.status(here).state == "healthy"
+    finally:
+        assert asyncio.run(target.teardown()) is None
+        control.down(other)
+    assert control.status(here).state == "down"
