@@ -34,3 +34,21 @@ def test_a_stopped_folder_whose_ports_another_pdsim_answers_gets_a_pdsim_of_its_
         assert asyncio.run(target.teardown()) is None
         control.down(other)
     assert control.status(here).state == "down"
+
+
+def test_a_pdsim_serving_in_its_folder_is_used_and_left_serving(tmp_path: Path):
+    here = tmp_path / "here"
+    here.mkdir()
+    ports = control.free_ports()
+    serve = here / "serve.sh"
+    serve.write_text(render_serve_file(ports))
+    control.up(here)
+    target = SimTarget(sim_dir=here, options={})
+    try:
+        served = asyncio.run(target.setup(serve, {}))
+        assert not target.started_here
+        assert (served["prefill_port"], served["decode_port"]) == (ports["prefill_port"], ports["decode_port"])
+        assert asyncio.run(target.teardown()) is None
+        assert control.status(here).state == "healthy"  # the operator's pdsim stays up
+    finally:
+        control.down(here)
