@@ -115,3 +115,39 @@ def test_every_option_shows_what_its_value_is_not_a_python_type():
             shown[param.opts[-1]] = param.metavar
     assert {k: shown[k] for k in ("--db", "--root", "--set", "--seed", "--limit")} == {
         "--db": "STORE", "--root": "DIR", "--set": "VAR=VALUE", "--seed": "N", "--limit": "N"}
+
+
+# A help text may open with a literal value the option takes ("var=value of ...", "table, json, ..."); any
+# other opens with a capital, as every command's and group's description does.
+_LITERAL_START = re.compile(r"(var=value|table, json|decode or|auto \(|html \()")
+
+
+def test_every_option_has_a_help_text_that_opens_like_the_others():
+    for words, cmd in _commands():
+        for param in getattr(cmd, "params", []):
+            if param.param_type_name != "option" or param.hidden:
+                continue
+            text = (param.help or "").strip()
+            assert text, (words, param.opts)
+            assert text[0].isupper() or _LITERAL_START.match(text), (words, param.opts, text)
+
+
+def test_the_value_names_say_what_each_option_takes():
+    wanted = {
+        "isolate": {"--pair": "FILE"},
+        "sim repro": {"--sessions": "N", "--rounds": "N", "--ctx": "TOKENS", "--max-tokens": "N",
+                      "--jsonl": "FILE", "--timeout": "SECONDS", "--tag": "TEXT"},
+        "sim bench": {"--concurrency": "N"},
+        "sim journal": {"--since": "TIME"},
+    }
+    commands = dict(_commands())
+    for words, options in wanted.items():
+        shown = {p.opts[0]: p.metavar for p in commands[words].params if p.param_type_name == "option"}
+        assert {o: shown[o] for o in options} == options, words
+    from workbench.cli._common import JsonOption
+
+    shared = JsonOption.__metadata__[0].help
+    for words, cmd in commands.items():
+        if words.startswith("sim "):
+            (json_,) = [p for p in cmd.params if "--json" in p.opts]
+            assert json_.help == shared, (words, json_.help)

@@ -158,10 +158,11 @@ def _in_wb_words(exc: typer.BadParameter) -> None:
 OPTION_METAVARS = {
     "--db": "STORE", "--root": "DIR", "--dir": "DIR", "--out": "PATH", "--config": "FILE",
     "--hypothesis": "ID", "--experiment": "ID", "--parent": "ID", "--target": "PROFILE", "--metric": "METRIC",
-    "--set": "VAR=VALUE", "--good": "VAR=VALUE", "--bad": "VAR=VALUE", "--pair": "VAR=VALUE",
+    "--set": "VAR=VALUE", "--good": "VAR=VALUE", "--bad": "VAR=VALUE", "--pair": "FILE",
     "--seed": "N", "--replicates": "N", "--limit": "N", "--layers": "N", "--budget": "UNITS",
     "--alpha": "LEVEL", "--timeout": "SECONDS", "--region": "REGION", "--message": "TEXT", "--as": "NAME",
-    "--variants": "IDS",
+    "--variants": "IDS", "--sessions": "N", "--rounds": "N", "--ctx": "TOKENS", "--max-tokens": "N",
+    "--tokens": "N", "--concurrency": "N", "--jsonl": "FILE", "--tag": "TEXT", "--since": "TIME",
 }
 
 

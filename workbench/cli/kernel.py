@@ -23,10 +23,10 @@ def _with_status(json_out: bool, work: Callable[[Callable[[str], None] | None], 
 
 @app.command()
 def check(
-    impl: str = typer.Option("auto", help="auto (CUDA kernel when a GPU is here), cuda, reference"),
-    seed: int = typer.Option(0, help="seed of the random pools and index sets"),
-    quick: bool = typer.Option(False, help="smaller 'large' cases"),
-    json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    impl: str = typer.Option("auto", help="auto (CUDA kernel when a GPU is here), cuda, reference."),
+    seed: int = typer.Option(0, help="Seed of the random pools and index sets."),
+    quick: bool = typer.Option(False, help="Smaller 'large' cases."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Build if needed, then compare every case byte for byte against an independent copy."""
     from workbench.app import Workbench
@@ -49,10 +49,10 @@ def check(
 
 @app.command()
 def bench(
-    quick: bool = typer.Option(False, help="small pools and few repeats (a smoke run)"),
-    variants: str = typer.Option("", help="comma-separated kernel variants to time (default all)"),
-    layers: int = typer.Option(4, help="layers per pool"),
-    json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    quick: bool = typer.Option(False, help="Small pools and few repeats (a smoke run)."),
+    variants: str = typer.Option("", help="Comma-separated kernel variants to time (default all)."),
+    layers: int = typer.Option(4, help="Layers per pool."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Time the CUDA kernel against the copy ceilings and the torch baseline (needs a GPU)."""
     from workbench.app import Workbench

@@ -19,10 +19,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report")
     def report(
-        out: Optional[Path] = typer.Option(None, "--out", help="site folder (default: reports/ in the workbench)"),
-        open_: bool = typer.Option(False, "--open", help="open the page in a browser when built"),
-        fmt: str = typer.Option("html", "--format", help="html (the site) or md (Markdown to stdout)"),
-        hypothesis: Optional[str] = typer.Option(None, "--hypothesis", help="the hypothesis to show or summarise"),
+        out: Optional[Path] = typer.Option(None, "--out", help="Site folder (default: reports/ in the workbench)."),
+        open_: bool = typer.Option(False, "--open", help="Open the page in a browser when built."),
+        fmt: str = typer.Option("html", "--format", help="html (the site) or md (Markdown to stdout)."),
+        hypothesis: Optional[str] = typer.Option(None, "--hypothesis", help="The hypothesis to show or summarise."),
         db: DbOption = None,
         root: RootOption = None,
         json_: JsonOption = False,

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from workbench.cli._common import new_app, parse_sets, print_json
+from workbench.cli._common import JsonOption, new_app, parse_sets, print_json
 
 app = new_app("The embedded prefill/decode deployment (pdsim): wb's default target.")
 
@@ -19,7 +19,7 @@ def up(dir: Optional[Path] = DirOpt,
        config: Optional[Path] = typer.Option(None, "--config", help="Serve file to use from now on."),
        set_: Optional[list[str]] = typer.Option(None, "--set", help="var=value, written into the serve file."),
        timeout: float = typer.Option(20.0, help="Seconds to wait for both /health to answer 200."),
-       json_: bool = typer.Option(False, "--json")) -> None:
+       json_: JsonOption = False) -> None:
     """Start both servers; returns once both /health answer 200."""
     from workbench.sim import control
 
@@ -28,7 +28,7 @@ def up(dir: Optional[Path] = DirOpt,
 
 
 @app.command()
-def down(dir: Optional[Path] = DirOpt, json_: bool = typer.Option(False, "--json")) -> None:
+def down(dir: Optional[Path] = DirOpt, json_: JsonOption = False) -> None:
     """Stop both servers (SIGTERM, then SIGKILL); leaves no process behind."""
     from workbench.sim import control
 
@@ -42,7 +42,7 @@ def down(dir: Optional[Path] = DirOpt, json_: bool = typer.Option(False, "--json
 @app.command()
 def restart(dir: Optional[Path] = DirOpt,
             timeout: float = typer.Option(20.0, help="Seconds to wait for health."),
-            json_: bool = typer.Option(False, "--json")) -> None:
+            json_: JsonOption = False) -> None:
     """Stop, re-read the serve file in use, start (the analogue of `systemctl restart`)."""
     from workbench.sim import control
 
@@ -50,7 +50,7 @@ def restart(dir: Optional[Path] = DirOpt,
 
 
 @app.command()
-def status(dir: Optional[Path] = DirOpt, json_: bool = typer.Option(False, "--json")) -> None:
+def status(dir: Optional[Path] = DirOpt, json_: JsonOption = False) -> None:
     """healthy / wedged (health 200 but stuck) / unhealthy / down, per server."""
     from workbench.sim import control
 
@@ -74,12 +74,13 @@ def repro(dir: Optional[Path] = DirOpt,
           sessions: int = typer.Option(80, help="Concurrent tool-calling sessions."),
           rounds: int = typer.Option(4, help="Rounds per session."),
           ctx: int = typer.Option(300, help="Tokens of the first prompt."),
-          max_tokens: int = typer.Option(2500, "--max-tokens"),
+          max_tokens: int = typer.Option(
+              2500, "--max-tokens", help="Most tokens the deployment may generate for each request."),
           timeout: float = typer.Option(200.0, help="Per-request client timeout, seed seconds."),
           tag: str = typer.Option("", help="Tag written into every JSON line."),
           jsonl: Optional[Path] = typer.Option(None, help="Write one JSON line per session here."),
           bench: bool = typer.Option(False, "--bench", help="Also print throughput at C=1 and C=32."),
-          json_: bool = typer.Option(False, "--json", help="Print the summary as JSON instead.")) -> None:
+          json_: JsonOption = False) -> None:
     """Run the seed's repro harness against the running deployment."""
     from workbench.sim import repro as r
 
@@ -93,9 +94,10 @@ def repro(dir: Optional[Path] = DirOpt,
 
 @app.command()
 def bench(dir: Optional[Path] = DirOpt,
-          concurrency: Optional[list[int]] = typer.Option(None, "--concurrency", "-c"),
+          concurrency: Optional[list[int]] = typer.Option(
+              None, "--concurrency", "-c", help="Requests in flight at once (repeatable; default 1 and 32)."),
           tokens: int = typer.Option(512, help="Tokens per answer."),
-          json_: bool = typer.Option(False, "--json")) -> None:
+          json_: JsonOption = False) -> None:
     """Decode throughput (tok/s on the seed's clock) at C=1 and C=32, like the seed's check."""
     from dataclasses import asdict
 
@@ -110,8 +112,9 @@ def bench(dir: Optional[Path] = DirOpt,
 @app.command()
 def journal(dir: Optional[Path] = DirOpt,
             unit: str = typer.Option(..., "--unit", help="decode or prefill."),
-            since: Optional[str] = typer.Option(None, "--since", help="ISO-8601 time or 'N min ago'."),
-            json_: bool = typer.Option(False, "--json")) -> None:
+            since: Optional[str] = typer.Option(
+                None, "--since", help="From this time on: ISO-8601 (UTC when no zone is given) or 'N min ago'."),
+            json_: JsonOption = False) -> None:
     """Print a server's log lines since a time (the journalctl analogue)."""
     from workbench.sim import logs
     from workbench.sim.control import state_dir

@@ -8,6 +8,18 @@ from typing import Any
 from workbench.runner.plan import PlannedRun
 
 
+def _stderr_console(console_cls: Any) -> Any:
+    """Rich's console for stderr. Off a terminal (a file, a pipe) rich still folds at 80 columns, mid-phrase
+    ("... in \n26.4 s"); there every line is written whole, as the tables of `wb ... | grep` are."""
+    import sys
+
+    try:
+        terminal = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    return console_cls(stderr=True, soft_wrap=not terminal)
+
+
 class RunProgress:
     """A rich progress bar, or nothing when disabled (tests, `--json` piped into a file still shows it on stderr)."""
 
@@ -51,7 +63,7 @@ class RunProgress:
 
             self._progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                       TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                                      console=Console(stderr=True), transient=True)
+                                      console=_stderr_console(Console), transient=True)
             self._progress.__enter__()
             self._task = self._progress.add_task(self.title, total=self.total, completed=self.done)
         return self

@@ -56,6 +56,11 @@ class SimTarget(LocalTarget):
     def context(self) -> dict[str, str]:
         return {"sim_dir": str(self.sim_dir)}
 
+    def describe(self, host: str) -> str:
+        # Its one host is this machine ("local", as the local target it is built on), but the user asked for
+        # the sim profile: messages ("target ... is in use", "RESTORE INCOMPLETE on ...") name that.
+        return f"sim (pdsim in {self.sim_dir})"
+
     def lock_file(self, options: Mapping[str, Any], config_path: str | None) -> str | None:
         return str(self.sim_dir / LOCK_NAME)  # pdsim's folder is the deployment, whatever the config file
 

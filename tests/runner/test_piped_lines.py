@@ -1,0 +1,36 @@
+"""What the runner says on stderr (each failed run, the closing count) reaches a file or a pipe as whole lines:
+rich's console folded them at 80 columns ("...interrupted in \\n26.4 s"), so a grep for a run's line missed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from runner_kit import edit_profile  # noqa: E402  (tests/runner is on sys.path)
+
+LONG = "local-profile-whose-name-alone-runs-past-the-eighty-columns-a-console-assumes-off-a-terminal"
+
+
+def test_run_end_and_failure_lines_are_whole_when_written_to_a_file(toy, tmp_path):
+    edit_profile(toy.root, "  local:\n", f"  {LONG}:\n")
+    edit_profile(toy.root, "default_profile: local", f"default_profile: {LONG}")
+    hyp = toy.root / "hypotheses.yaml"
+    hyp.write_text(hyp.read_text().replace("hold: {mode: ok}", "hold: {mode: fail}"))
+    out = tmp_path / "out.txt"
+    with out.open("w") as f:
+        done = subprocess.run([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix",
+                               "--db", toy.db, "--replicates", "1", "--seed", "7"],
+                              stdout=f, stderr=f, timeout=300, env={**_env(), "COLUMNS": "80"})
+    text = out.read_text()
+    assert done.returncode in (0, 1, 3), text
+    lines = text.splitlines()
+    ends = [ln for ln in lines if ln.startswith(f"toy-fix on {LONG}: ")]
+    assert len(ends) == 1 and ends[0].endswith(" s"), text
+    failed = [ln for ln in lines if ln.startswith("run ") and ln.endswith("workload exited 3: boom")]
+    assert len(failed) == 2, text
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "COLUMNS"}
