@@ -34,3 +34,30 @@ def _env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+
+
+def test_a_reader_gone_mid_run_stops_it_as_sigpipe_would_and_the_target_is_restored(toy):
+    """`wb hypothesis run ... 2>&1 | head -5` once the reader has gone: the first line written to the closed
+    pipe (a failed run's) raised BrokenPipeError inside the runner; the experiment went on or failed as a bug
+    (and `wb isolate` moved on to its next probe). It now stops as for a signal: restored, exit 128 + 13,
+    the execution interrupted and resumable."""
+    import os
+
+    from runner_kit import store_rows
+
+    hyp = toy.root / "hypotheses.yaml"
+    hyp.write_text(hyp.read_text().replace("hold: {mode: ok}", "hold: {mode: fail}"))
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before wb writes: the first write fails, deterministically
+    try:
+        done = subprocess.run([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix",
+                               "--db", toy.db, "--replicates", "2", "--seed", "7"],
+                              stdout=w, stderr=w, timeout=300, env=_env())
+    finally:
+        os.close(w)
+    assert done.returncode == 141
+    assert toy.conf.read_bytes() == toy.original
+    (status,) = store_rows(toy.db, "SELECT status FROM executions")[0]
+    assert status == "interrupted"
+    runs = store_rows(toy.db, "SELECT status FROM runs")
+    assert len(runs) < 4, runs  # it stopped: not every planned run was made

@@ -23,6 +23,7 @@ from workbench.runner.outcome import RunOutcome
 from workbench.runner.lock import note_runner
 from workbench.runner.plan import Plan, PlannedRun, make_plan, per_replicate_names
 from workbench.runner.prepare import Prepared, arms_config_diff, preflight, preview_values, resolve
+from workbench.runner import progress as progress_mod
 from workbench.runner.progress import RunProgress
 from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
@@ -50,9 +51,9 @@ StopRule = Callable[[Store, int], Stopping]
 
 
 class RunInterrupted(RunFailure):
-    """The experiment was stopped by Ctrl-C, SIGTERM or SIGHUP (the target was restored). It exits 128 + the
-    signal's number, as a shell reports a process the signal ended: 130 for SIGINT, 143 for SIGTERM, 129 for
-    SIGHUP."""
+    """The experiment was stopped by Ctrl-C, SIGTERM or SIGHUP, or by its output's reader going away (as SIGPIPE;
+    the target was restored). It exits 128 + the signal's number, as a shell reports a process the signal
+    ended: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP, 141 for SIGPIPE."""
 
     def __init__(self, message: str, *, hint: str | None = None, signum: int = signal.SIGINT) -> None:
         super().__init__(message, hint=hint)
@@ -264,6 +265,8 @@ async def _main(state: State, target: Target) -> None:
             loop.add_signal_handler(sig, on_signal, sig)
         except (NotImplementedError, RuntimeError):
             pass
+    # The output's reader gone stops the run as SIGPIPE would end a shell's writer (progress.output_gone).
+    progress_mod.on_output_gone = lambda: loop.call_soon_threadsafe(on_signal, signal.SIGPIPE)
     t0 = time.monotonic()
     context = dict(p.profile.context)
     env = {k: render_text(v, {**p.assignments[p.arms[0]], **context}) for k, v in p.profile.env.items()}
@@ -299,6 +302,7 @@ async def _main(state: State, target: Target) -> None:
         if lock is not None:
             await lock.release()
         await target.close()
+        progress_mod.on_output_gone = None
         for sig in STOP_SIGNALS:
             try:
                 loop.remove_signal_handler(sig)
@@ -489,6 +493,8 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
     probe with its own share of alpha and units).
     """
     p, plan, tgt = launch.prepared, launch.plan, launch.target
+    if progress_mod.output_gone():  # an earlier execution of this process lost its reader: start none
+        raise RunInterrupted("not started: the reader of wb's output is gone", hint="", signum=signal.SIGPIPE)
     art_root = artifacts_root(p.root, artifacts)
     unchecked = None
     if launch.prior is not None and launch.prior.uuid:  # this runner, not the killed one, from here on

@@ -2,10 +2,47 @@
 
 from __future__ import annotations
 
+import os
 import time
-from typing import Any
+from typing import Any, Callable
 
 from workbench.runner.plan import PlannedRun
+
+# The reader of wb's output went away (`wb ... 2>&1 | head -5`). As a shell's SIGPIPE ends the writer, it
+# stops the experiment: what is still written goes to /dev/null (the restore must not fail half-way on it),
+# a run in progress stops as for a signal (`on_output_gone`, set by the runner while it runs), and no
+# execution starts afterwards (`output_gone`: a `wb isolate` search stops before its next probe).
+_output_gone = False
+on_output_gone: Callable[[], None] | None = None
+
+
+def output_gone() -> bool:
+    return _output_gone
+
+
+def _lost_output() -> None:
+    global _output_gone
+    if _output_gone:
+        return
+    _output_gone = True
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in (1, 2):
+            try:
+                os.dup2(null, fd)
+            except OSError:
+                pass
+    finally:
+        os.close(null)
+    if on_output_gone is not None:
+        on_output_gone()
+
+
+def _written(write: Callable[[], Any]) -> None:
+    try:
+        write()
+    except BrokenPipeError:
+        _lost_output()
 
 
 def _stderr_console(console_cls: Any) -> Any:
@@ -17,7 +54,15 @@ def _stderr_console(console_cls: Any) -> Any:
         terminal = sys.stderr.isatty()
     except (AttributeError, ValueError):
         terminal = False
-    return console_cls(stderr=True, soft_wrap=not terminal)
+
+    class _Console(console_cls):  # type: ignore[misc, valid-type]
+        def on_broken_pipe(self) -> None:
+            # rich's own answer is SystemExit(1) from wherever it was writing, mid-run: the run stops as for
+            # a signal instead, and is restored (`_lost_output`).
+            self.quiet = True
+            _lost_output()
+
+    return _Console(stderr=True, soft_wrap=not terminal)
 
 
 class RunProgress:
@@ -64,7 +109,7 @@ class RunProgress:
             self._progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                       TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                                       console=_stderr_console(Console), transient=True)
-            self._progress.__enter__()
+            _written(self._progress.__enter__)
             self._task = self._progress.add_task(self.title, total=self.total, completed=self.done)
         return self
 
@@ -72,12 +117,13 @@ class RunProgress:
         if self._progress is not None:
             # The live bar is cleared and replaced by one whole line, so the summary that follows on stdout
             # starts on a line of its own (a bar left behind had no newline before it on some terminals).
-            self._progress.__exit__(*exc)
+            _written(lambda: self._progress.__exit__(*exc))
             if self.refused:
                 return
             stopped = ", interrupted" if self.interrupted else ""
-            self._progress.console.print(f"{self.title}: {self.count_text()}{stopped} in "
-                                         f"{time.monotonic() - self.t0:.1f} s", highlight=False, markup=False)
+            _written(lambda: self._progress.console.print(f"{self.title}: {self.count_text()}{stopped} in "
+                                                          f"{time.monotonic() - self.t0:.1f} s",
+                                                          highlight=False, markup=False))
 
     def count_text(self) -> str:
         """How many planned runs ended and how: "3 of 4 run(s) ok, 1 failed", "0 of 4 run(s) ok, 4 invalid",
@@ -109,8 +155,8 @@ class RunProgress:
         text = redact_text(text)
         if self._progress is not None:
             # Plain text: a run's error quotes its output, whose brackets are not console markup.
-            self._progress.console.print(text, markup=False, highlight=False)
+            _written(lambda: self._progress.console.print(text, markup=False, highlight=False))
         elif self.enabled:
             import sys
 
-            sys.stderr.write(text + "\n")
+            _written(lambda: (sys.stderr.write(text + "\n"), sys.stderr.flush()))
