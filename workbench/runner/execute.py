@@ -230,18 +230,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 def _leave_terminal() -> None:
     """After SIGHUP the terminal is gone and writing to it fails (EIO): what the restore prints goes nowhere
     instead of ending it half-way. Output to a file or a pipe is kept."""
-    import os
-
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        for fd in (1, 2):
-            try:
-                if os.isatty(fd):
-                    os.dup2(null, fd)
-            except OSError:
-                pass
-    finally:
-        os.close(null)
+    progress_mod.to_devnull(ttys_only=True)
 
 
 async def _main(state: State, target: Target) -> None:

@@ -20,20 +20,27 @@ def output_gone() -> bool:
     return _output_gone
 
 
+def to_devnull(*, ttys_only: bool) -> None:
+    """Point stdout and stderr at /dev/null (only those that are terminals, with `ttys_only`): what is still
+    written goes nowhere instead of failing half-way through a restore."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in (1, 2):
+            try:
+                if not ttys_only or os.isatty(fd):
+                    os.dup2(null, fd)
+            except OSError:
+                pass
+    finally:
+        os.close(null)
+
+
 def _lost_output() -> None:
     global _output_gone
     if _output_gone:
         return
     _output_gone = True
-    null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        for fd in (1, 2):
-            try:
-                os.dup2(null, fd)
-            except OSError:
-                pass
-    finally:
-        os.close(null)
+    to_devnull(ttys_only=False)
     if on_output_gone is not None:
         on_output_gone()
 

@@ -68,20 +68,15 @@ class SimTarget(LocalTarget):
         super().keep_notes(folder)
         self.marker = folder / "sim-started"
 
-    async def _healthy(self, ports: list[str]) -> bool:
-        for p in ports:
-            if await self.http_status("local", f"http://127.0.0.1:{p}/health", 2.0) != 200:
-                return False
-        return True
-
     async def _serving_here(self, ports: list[str]) -> bool:
-        """Whether this folder's own servers are up on `ports`: a /health answered there may be another
-        folder's pdsim (or any server) on the ports a stopped folder's serve file still names."""
+        """Whether this folder's own servers answer /health on `ports` (its status reads each unit's pid file
+        and asks that unit's port): a /health answered on the ports alone may be another folder's pdsim (or
+        any server) on the ports a stopped folder's serve file still names."""
         from workbench.sim import control
 
         st = await asyncio.to_thread(control.status, self.sim_dir, debug=False)
-        mine = [str(st.units[u].port) for u in ("prefill", "decode") if st.units[u].state != "down"]
-        return mine == [str(p) for p in ports] and await self._healthy(ports)
+        healthy = [str(st.units[u].port) for u in ("prefill", "decode") if st.units[u].state == "healthy"]
+        return healthy == [str(p) for p in ports]
 
     async def setup(self, serve_file: Path, env: dict[str, str]) -> dict[str, str]:
         """Find or start pdsim; returns template context (sim_dir and the ports it serves on)."""
