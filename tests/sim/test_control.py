@@ -137,3 +137,53 @@ def test_restart_with_requests_in_flight(sim_dir):
                    json={"input_ids": list(range(100)) + [1 << 26], "max_tokens": 20})
     assert r.status_code == 200
 
+
+
+STOP_WHILE_SPAWNING = """
+import os, signal, sys
+from workbench.sim import control
+
+real = control._proc_start
+
+def stopped_here(pid):  # the stop arrives right after the server's process exists
+    os.kill(os.getpid(), getattr(signal, sys.argv[3]))
+    return real(pid)
+
+control._proc_start = stopped_here
+control.up(sys.argv[1], config=sys.argv[2])
+"""
+
+
+def _servers_of(sim_dir) -> list[int]:
+    """pids of live pdsim servers started on `sim_dir`, found by their command lines, not by pid files."""
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            argv = open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"--dir" in argv and str(sim_dir).encode() in argv and pid_alive(int(p)):
+            found.append(int(p))
+    return found
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_stop_while_a_server_spawns_leaves_it_named_for_down(sim_dir, sig):
+    """A `sim up` stopped between starting a server and writing its pid file left a server no pid file named,
+    which `sim down` could not stop. The stop now waits until the pid file is written."""
+    import subprocess
+    import sys
+
+    cfg = write_serve(sim_dir)
+    try:
+        proc = subprocess.run([sys.executable, "-c", STOP_WHILE_SPAWNING, str(sim_dir), str(cfg), sig],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode != 0, proc.stdout + proc.stderr  # it was stopped, not finished
+        assert not (sim_dir / "run" / "decode.json").exists()  # stopped before the second server
+        control.down(sim_dir)
+        assert _servers_of(sim_dir) == []
+    finally:
+        for pid in _servers_of(sim_dir):
+            os.kill(pid, signal.SIGKILL)

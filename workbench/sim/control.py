@@ -12,12 +12,14 @@ State dir (`--dir`, default `$WB_SIM_DIR` or `.wb/sim` under the cwd):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -186,26 +188,51 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+# The signals that stop `sim up`. They wait while a server is spawned and its pid file written: a server started
+# is a server `down` can find.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _stops_deferred():
+    """Hold Ctrl-C, SIGTERM and SIGHUP until the block ends, then act on them as before. Python runs signal
+    handlers in the main thread only, so elsewhere nothing is held (a signal mask would not do: any other
+    thread, torch's among them, takes a signal the main thread blocks, and SIGTERM's default ends them all)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    before = {s: signal.signal(s, lambda sig, _frame: came.append(sig)) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        for s in dict.fromkeys(came):
+            signal.raise_signal(s)
+
+
 def _spawn(sdir: Path, unit: str, cfg_file: Path, values: Mapping[str, str]) -> dict:
     logs = sdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     (sdir / "run").mkdir(parents=True, exist_ok=True)
-    with open(logs / f"{unit}.stderr", "ab") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", f"workbench.sim.{unit}", "--dir", str(sdir),
-             "--config", str(cfg_file)],
-            stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=_child_env(),
-            cwd=str(sdir), start_new_session=True)
-    start = None
-    for _ in range(100):
-        start = _proc_start(proc.pid)
-        if start:
-            break
-        time.sleep(0.01)
-    info = {"pid": proc.pid, "start": start, "unit": unit,
-            "port": int(values[f"{unit}_port"]), "config_path": str(cfg_file),
-            "values": dict(values), "started_at": time.time()}
-    _pidfile(sdir, unit).write_text(json.dumps(info))
+    with _stops_deferred():
+        with open(logs / f"{unit}.stderr", "ab") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", f"workbench.sim.{unit}", "--dir", str(sdir),
+                 "--config", str(cfg_file)],
+                stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=_child_env(),
+                cwd=str(sdir), start_new_session=True)
+        start = None
+        for _ in range(100):
+            start = _proc_start(proc.pid)
+            if start:
+                break
+            time.sleep(0.01)
+        info = {"pid": proc.pid, "start": start, "unit": unit,
+                "port": int(values[f"{unit}_port"]), "config_path": str(cfg_file),
+                "values": dict(values), "started_at": time.time()}
+        _pidfile(sdir, unit).write_text(json.dumps(info))
     return info
 
 
