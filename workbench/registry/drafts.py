@@ -76,17 +76,12 @@ def _hypotheses_node(node: Any, path: Path) -> Any:
 
 
 def _check(root: Path, path: Path, text: str, reg: Any, check_hypotheses: Any) -> None:
-    from workbench.registry.hypothesis import HypothesesFile
-    from workbench.registry.loader import Registry, parse_model
-    from workbench.registry.yamlio import load_located
+    from workbench.registry.loader import Registry, load_hypotheses
 
     try:
-        doc = load_located(path, text=text)  # inside the try: a line number of the would-be text means nothing
-        if isinstance(doc.data, list):
-            doc.data = {"hypotheses": doc.data}
-            doc.lines = {(("hypotheses",) + k): v for k, v in doc.lines.items()}
-        parsed = parse_model(HypothesesFile, doc)
-        check_hypotheses(Registry(root, parsed.hypotheses, reg.experiments, doc))
+        # Inside the try: a line number of the would-be text means nothing to the user.
+        hyps, doc = load_hypotheses(path, text=text)
+        check_hypotheses(Registry(root, hyps, reg.experiments, doc))
     except BadInput as exc:
         raise BadInput(f"the generated draft does not fit {path}: {exc.message}; nothing was written",
                        hint="paste the entry `wb confounds` prints by hand") from None

@@ -153,8 +153,9 @@ def load_experiment(path: str | Path) -> tuple[Experiment, LocatedYaml]:
     return exp, doc
 
 
-def load_hypotheses(path: str | Path) -> tuple[list[Hypothesis], LocatedYaml]:
-    doc = load_located(path)
+def load_hypotheses(path: str | Path, *, text: str | None = None) -> tuple[list[Hypothesis], LocatedYaml]:
+    """The hypotheses of `path` (or of `text`, reported as `path`)."""
+    doc = load_located(path, text=text)
     if isinstance(doc.data, list):  # a bare list is accepted as format 1
         doc.data = {"hypotheses": doc.data}
         doc.lines = {(("hypotheses",) + k): v for k, v in doc.lines.items()}
