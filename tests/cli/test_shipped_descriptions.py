@@ -7,16 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from workbench.registry.experiment import Experiment
+from workbench.registry import Experiment, load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted([*REPO.glob("experiments/*.yaml"), *REPO.glob("examples/*/experiments/*.yaml")])
 
 
 def _load(path: Path) -> Experiment:
-    import yaml
-
-    return Experiment.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return load_experiment(path)[0]
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[str(p.relative_to(REPO)) for p in SHIPPED])

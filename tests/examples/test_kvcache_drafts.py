@@ -10,6 +10,14 @@ import yaml
 DRAFT = "batch-writes-apart-from-compression"
 
 
+class _Words(yaml.SafeLoader):
+    """YAML whose bare on/off stay words, as wb reads a variable value: rewriting the file in another style
+    must not turn `batch_writes: off` into `false` (the file holds no flag)."""
+
+
+_Words.add_constructor("tag:yaml.org,2002:bool", lambda loader, node: node.value)
+
+
 def _write_drafts(kv, cli) -> tuple[int, str, str]:
     code, _, err = cli("import", "evidence", str(kv.root / "history.csv"), "--root", str(kv.root), "--db", kv.db)
     assert code == 0, err
@@ -25,7 +33,7 @@ def _ids(kv, cli) -> list[str]:
 
 def test_flow_style_file_gets_the_draft_and_stays_valid(kv, cli):
     path = kv.root / "hypotheses.yaml"
-    path.write_text(json.dumps(yaml.safe_load(path.read_text())) + "\n")  # one line, valid YAML
+    path.write_text(json.dumps(yaml.load(path.read_text(), Loader=_Words)) + "\n")  # one line, valid YAML
     code, out, err = _write_drafts(kv, cli)
     assert code == 0, (out, err)
     assert _ids(kv, cli) == ["compression-stale", DRAFT]
@@ -45,7 +53,7 @@ def test_block_list_followed_by_another_key_gets_the_draft_inside_the_list(kv, c
 
 def test_a_bare_list_gets_the_draft(kv, cli):
     path = kv.root / "hypotheses.yaml"
-    data = yaml.safe_load(path.read_text())
+    data = yaml.load(path.read_text(), Loader=_Words)
     path.write_text(yaml.safe_dump(data["hypotheses"], sort_keys=False))
     code, out, err = _write_drafts(kv, cli)
     assert code == 0, (out, err)

@@ -79,7 +79,7 @@ def _config(doc: Any, exp: Any, value: Any, side: str) -> list[str]:
             raise doc.error(f"experiment {exp.id!r} has no variable {name!r}", where,
                             hint=f"variables: {', '.join(exp.variables)}")
         try:
-            text = exp.variables[name].check(var_value(raw))
+            text = exp.variables[name].check(var_value(doc.booleans.get(where, raw)))  # a bare yes: its word
         except ValueError as exc:
             raise doc.error(str(exc), where) from None
         if not text or any(c.isspace() for c in text):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -16,11 +17,10 @@ SEED_MIN, SEED_MAX = 0, 2**31 - 1
 
 
 def var_value(value: Any) -> str:
-    """Canonical text of a variable value. YAML 1.1 reads bare on/off as booleans; wb keeps the words."""
-    if value is True:
-        return "on"
-    if value is False:
-        return "off"
+    """Canonical text of a variable value. A boolean YAML read is given back as its word before this runs
+    (`put_back_words`), so one here lost its word: refuse it rather than guess one."""
+    if isinstance(value, bool):
+        raise ValueError("a variable value is a word, not a boolean: write it in quotes")
     if value is None:
         raise ValueError("a variable value cannot be empty")
     if isinstance(value, (dict, list)):
@@ -29,6 +29,33 @@ def var_value(value: Any) -> str:
 
 
 VarValue = Annotated[str, BeforeValidator(var_value)]
+
+
+def _members(tp: Any) -> tuple[Any, ...]:
+    return get_args(tp) if get_origin(tp) in (Union, UnionType) else (tp,)
+
+
+def put_back_words(tp: Any, data: Any, words: dict[tuple[Any, ...], str], loc: tuple[Any, ...] = ()) -> None:
+    """Give back, in `data` (parsed YAML about to be validated as `tp`), the word written for each boolean that
+    lands where `tp` takes a variable value: YAML 1.1 reads a bare yes/no/true/false/on/off as a boolean, and
+    `default: yes` must render as `yes`. `words` maps the location of each such boolean to its word; flags and
+    numbers keep their booleans (a flag takes one, a number refuses one)."""
+    for member in _members(tp):
+        args = get_args(member)
+        if isinstance(member, type) and issubclass(member, BaseModel) and isinstance(data, dict):
+            items = [(k, member.model_fields[k].rebuild_annotation()) for k in data if k in member.model_fields]
+        elif get_origin(member) is dict and isinstance(data, dict):
+            items = [(k, args[1]) for k in data]
+        elif get_origin(member) is list and isinstance(data, list):
+            items = [(i, args[0]) for i in range(len(data))]
+        else:
+            continue
+        for key, item_tp in items:
+            at = (*loc, key)
+            if not isinstance(data[key], bool):
+                put_back_words(item_tp, data[key], words, at)
+            elif VarValue in _members(item_tp) and at in words:
+                data[key] = words[at]
 
 
 def shown(value: Any) -> str:

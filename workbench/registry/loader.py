@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from workbench.errors import BadInput, ConfigError
-from workbench.registry.common import shown
+from workbench.registry.common import put_back_words, shown
 from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment
 from workbench.registry.profile_checks import check_profile, verify_templates
 from workbench.registry.hypothesis import Hypothesis, HypothesesFile
@@ -67,6 +67,7 @@ def parse_model(model: type[M], doc: LocatedYaml) -> M:
     """Validate `doc` against `model`; the first error becomes a ConfigError at its line."""
     if doc.data is None:
         raise doc.error("the file is empty")
+    put_back_words(model, doc.data, doc.booleans)
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
@@ -159,6 +160,7 @@ def load_hypotheses(path: str | Path, *, text: str | None = None) -> tuple[list[
     if isinstance(doc.data, list):  # a bare list is accepted as format 1
         doc.data = {"hypotheses": doc.data}
         doc.lines = {(("hypotheses",) + k): v for k, v in doc.lines.items()}
+        doc.booleans = {(("hypotheses",) + k): v for k, v in doc.booleans.items()}
     parsed = parse_model(HypothesesFile, doc)
     return parsed.hypotheses, doc
 

@@ -15,7 +15,8 @@ Loc = tuple[Any, ...]
 
 class LocatedYaml:
     """Parsed YAML data plus the 1-based line of every mapping key and sequence item, and the words that YAML 1.1
-    read as booleans (`no`, `off`, `yes`…) as they were written, so an error can show the value to quote."""
+    read as booleans (`no`, `off`, `yes`…) as they were written, so a variable value keeps its word and an error
+    can show the value to quote."""
 
     def __init__(self, data: Any, lines: dict[Loc, int], file: str, booleans: dict[Loc, str] | None = None) -> None:
         self.data = data
