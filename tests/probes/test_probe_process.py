@@ -99,6 +99,42 @@ def test_module_imported_late_is_counted_and_flushed_periodically(probed):
     assert read_counts(out)[0]["calls"] == 4
 
 
+def test_a_flush_taken_before_calls_is_not_read_as_after_them(probed):
+    """A periodic flush that read the counts before the import and the calls, but was slow to finish (a loaded
+    machine), was stamped with the time it ended: `read_counts(since=...)` took it for one that included the
+    calls and gave 0. A flush is stamped with the time it starts reading."""
+    code = """
+        import sys, threading, _wb_probe
+        probe = _wb_probe.current()
+        [target] = probe.targets
+        reading, go_on = threading.Event(), threading.Event()
+        real = _wb_probe._look_on_disk
+        def slow(module, qual):          # the flush thread, mid-snapshot, waits for the test
+            reading.set()
+            go_on.wait(60)
+            return real(module, qual)
+        _wb_probe._look_on_disk = slow
+        for _ in range(1200):            # until a flush looks on disk again (one in flight may set it back)
+            target.resolved = None
+            if reading.wait(0.05):
+                break
+        from probepkg.latemod import late
+        for _ in range(4):
+            late()
+        print("ready", flush=True)
+        sys.stdin.readline()             # the test has taken its `since`
+        go_on.set()
+        sys.stdin.readline()
+    """
+    p, out = probed(code, ["probepkg.latemod:late"], interval=0.2)
+    assert read_line(p) == "ready"
+    since = time.time()
+    p.stdin.write("\n")
+    p.stdin.flush()
+    [row] = read_counts(out, since=since, timeout_s=30)
+    assert (row["calls"], row["state"], row["stale"]) == (4, "instrumented", False), row
+
+
 def _start_waiting(probed, handler_code: str = ""):
     code = handler_code + """
         import time

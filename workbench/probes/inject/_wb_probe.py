@@ -109,6 +109,9 @@ class _Probe:
         return " ".join(" ".join(parts).split())[:200]
 
     def snapshot(self, final: bool) -> dict:
+        # Stamped with the time it starts reading, not the time it ends: a reader that waits for counts written
+        # after a moment must not take one that read them before it (a flush slowed down by a loaded machine).
+        as_of = time.time()
         for name in [t.module for t in self.targets if t.state == NOT_IMPORTED and t.module in sys.modules]:
             mod = sys.modules[name]
             if not getattr(getattr(mod, "__spec__", None), "_initializing", False):
@@ -126,7 +129,7 @@ class _Probe:
                                "mechanism": t.mechanism}
         return {"format": FORMAT, "pid": self.pid, "process": self.process_label(),
                 "argv": list(getattr(sys, "orig_argv", None) or sys.argv), "host": socket.gethostname(),
-                "python": sys.version.split()[0], "started_at": self.started_at, "written_at": time.time(),
+                "python": sys.version.split()[0], "started_at": self.started_at, "written_at": as_of,
                 "final": final, "targets": targets}
 
     def write(self, final: bool = False) -> None:
