@@ -364,26 +364,43 @@ def test_a_search_killed_before_it_recorded_itself_is_found_from_its_probes(root
             find_attempt(store, other, seed_given=True, parent_given=False)
 
 
-def test_a_resumed_search_says_which_probes_it_reused_continued_and_ran(root):
+def test_a_resumed_search_says_so_in_its_text_its_record_and_the_report(root, tmp_path):
+    """The Isolate page of `wb report` showed a resumed search as if it had run whole; the text said "resumed
+    the attempt of T: reused p0 (execution 10)"."""
     from dataclasses import replace
 
     from workbench.cli.isolate import search_lines
     from workbench.isolate.app import search_record
     from workbench.isolate.attempt import PriorAttempt
+    from workbench.isolate.records import load_searches, record_search
     from workbench.isolate.search import Probe
+    from workbench.report.site import build_site
+    from workbench.store import open_store
 
-    spec = prepare_spec(load_registry(root), experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
+    reg = load_registry(root)
+    spec = prepare_spec(reg, experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
                         bad=["hicache=on", "geometry_fix=off"], metric="corruption_rate", region=">= 0.05", seed=3)
     result = isolate(list(spec.changes), BinomialOracle(conjunction({"geometry_fix"}), (0.05, math.inf)))
-    hows = ["reused", "continued"] + ["ran"] * (len(result.probes) - 2)
+    assert len(result.probes) == 3
+    hows = ["reused", "continued", "ran"]
     probes = tuple(Probe(p.request, replace(p.result, ref={"execution_id": 10 + i, "how": how}))
                    for i, (p, how) in enumerate(zip(result.probes, hows)))
     prior = PriorAttempt(spec.search_id, "2026-01-02T03:04:05", "interrupted", {}, None)
     record = search_record(spec, replace(result, probes=probes), prior=prior)
     assert record["resume"]["reused"] == [{"probe": 0, "execution_id": 10}]
     assert record["resume"]["continued"] == [{"probe": 1, "execution_id": 11}]
+    said = ("resumed after a stop (interrupted, 2026-01-02T03:04:05): 1 probe read back from stored runs "
+            "(p0: execution 10), 1 probe continued where it stopped (p1: execution 11), 1 probe run "
+            "(p2: execution 12)")
     lines = search_lines(record)
-    assert lines[1].startswith("resumed the attempt of 2026-01-02T03:04:05: reused p0 (execution 10); "
-                               "continued p1 (execution 11)"), lines[1]
+    assert lines[1] == said
     assert sum(line.endswith("(reused)") for line in lines) == 1
-    assert search_record(spec, result)["resume"] is None
+    fresh = search_record(spec, result)
+    assert fresh["resume"] is None and not any("resumed" in line for line in search_lines(fresh))
+
+    with open_store(str(tmp_path / "s.duckdb")) as store:
+        record_search(store, spec, record)
+        [stored] = load_searches(store)
+        out = build_site(store, reg, tmp_path / "site")
+    assert stored.record["resume"] == record["resume"]
+    assert said in Path(out["isolate"]).read_text()

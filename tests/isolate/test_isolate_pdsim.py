@@ -158,6 +158,17 @@ def test_isolate_on_pdsim_records_each_probe_restores_and_resumes_a_stopped_sear
     assert (res["status"], res["minimal"], res["units"]) == (expected["status"], expected["minimal"], expected["units"])
     keys = ("index", "applied", "phase", "outcome", "result_k", "result_n", "looks", "units", "max_units")
     assert [{k: p[k] for k in keys} for p in res["probes"]] == [{k: p[k] for k in keys} for p in expected["probes"]]
+    # It says it was resumed: in its text, and on the report's Isolate page (the JSON above: "resume").
+    from workbench.cli.isolate import search_lines
+
+    said = search_lines(rec)[1]
+    assert said.startswith("resumed after a stop (interrupted, ") and said.endswith(
+        f"1 probe read back from stored runs (p0: execution {p0_execution}), 1 probe continued where it stopped "
+        f"(p1: execution {rec['resume']['continued'][0]['execution_id']})"), said
+    site = subprocess.run(_wb("report", "--db", bench.db), capture_output=True, text=True, env=dict(os.environ),
+                          timeout=600)
+    assert site.returncode == 0, site.stderr[-2000:]
+    assert said in (bench.root / "reports" / "isolate.html").read_text()
 
     again = subprocess.run(_wb(*command[1:]), capture_output=True, text=True, env=dict(os.environ), timeout=600)
     assert again.returncode == 2 and "already finished (decided)" in again.stderr, again.stderr[-2000:]

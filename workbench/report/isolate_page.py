@@ -38,6 +38,7 @@ class SearchView:
     units: str
     alpha: str
     rows: list[ProbeRow]
+    resumed: str  # how a resumed search went on from the attempt it resumed ("": not resumed)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ def _rows(rec: dict[str, Any], runs_of: dict[int, list[int]]) -> list[ProbeRow]:
 
 
 def _view(st: Any, runs_of: dict[int, list[int]]) -> SearchView:
+    from workbench.isolate.records import resume_line
     from workbench.isolate.region import stored_text
 
     rec, res = st.record, st.record.get("result", {})
@@ -83,7 +85,7 @@ def _view(st: Any, runs_of: dict[int, list[int]]) -> SearchView:
                       str(res.get("explanation", "")), f"{rec.get('metric')} fails when {stored_text(rec.get('region'))}",
                       _set(f"{c}: {good.get(c)} → {bad.get(c)}" for c in rec.get("changes", [])),
                       f"{res.get('units', 0):g}{budget}", f"{res.get('alpha_spent', 0):.3g} of {res.get('alpha', 0):g}",
-                      _rows(rec, runs_of))
+                      _rows(rec, runs_of), resume_line(rec) or "")
 
 
 def build(store: Store, data: StoreData, page: Page) -> IsolateContext:
