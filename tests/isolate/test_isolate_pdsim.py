@@ -158,17 +158,13 @@ def test_isolate_on_pdsim_records_each_probe_restores_and_resumes_a_stopped_sear
     assert (res["status"], res["minimal"], res["units"]) == (expected["status"], expected["minimal"], expected["units"])
     keys = ("index", "applied", "phase", "outcome", "result_k", "result_n", "looks", "units", "max_units")
     assert [{k: p[k] for k in keys} for p in res["probes"]] == [{k: p[k] for k in keys} for p in expected["probes"]]
-    # It says it was resumed: in its text, and on the report's Isolate page (the JSON above: "resume").
+    # It says it was resumed in its text (the JSON above: "resume"; the report's page: test_isolate_cli.py).
     from workbench.cli.isolate import search_lines
 
     said = search_lines(rec)[1]
     assert said.startswith("resumed after a stop (interrupted, ") and said.endswith(
         f"1 probe read back from stored runs (p0: execution {p0_execution}), 1 probe continued where it stopped "
         f"(p1: execution {rec['resume']['continued'][0]['execution_id']})"), said
-    site = subprocess.run(_wb("report", "--db", bench.db), capture_output=True, text=True, env=dict(os.environ),
-                          timeout=600)
-    assert site.returncode == 0, site.stderr[-2000:]
-    assert said in (bench.root / "reports" / "isolate.html").read_text()
 
     again = subprocess.run(_wb(*command[1:]), capture_output=True, text=True, env=dict(os.environ), timeout=600)
     assert again.returncode == 2 and "already finished (decided)" in again.stderr, again.stderr[-2000:]
@@ -199,75 +195,3 @@ def test_an_interrupted_search_restores_and_gives_a_hint_that_works(bench):
     hint = err.split("resumes with: ", 1)[1].strip()
     assert hint.startswith("wb isolate --experiment agent-repro ") and hint.endswith(" --resume"), hint
     assert "--seed 7 " in hint and f"--db {bench.db} " in hint, hint
-
-
-def _page_runs(page: str, search_id: str) -> dict[str, set[int]]:
-    """The isolate page's run links, by probe hypothesis id, in the section of search `search_id`."""
-    import re
-
-    section = page.split(f'id="search-{search_id}"', 1)[1].split("</section>", 1)[0]
-    out: dict[str, set[int]] = {}
-    for row in section.split("<tr class=")[1:]:
-        [hid] = re.findall(r'<span class="muted">(iso-[0-9a-f]+-p\d+)</span>', row)
-        out[hid] = {int(r) for r in re.findall(r'href="runs/(\d+)\.html"', row)}
-    return out
-
-
-def _run_ids(db: str) -> dict[int, set[int]]:
-    """Each execution's run ids."""
-    import duckdb
-
-    con = duckdb.connect(db, read_only=True)
-    try:
-        rows = con.execute("SELECT execution_id, id FROM runs").fetchall()
-    finally:
-        con.close()
-    out: dict[int, set[int]] = {}
-    for ex, rid in rows:
-        out.setdefault(ex, set()).add(rid)
-    return out
-
-
-def test_a_probe_is_credited_only_with_the_runs_of_its_own_execution(bench):
-    """A search stopped, then the same search started afresh (no --resume): the fresh search's probes are
-    new hypotheses with new executions, credited with none of the stopped attempt's runs, in the record or on
-    the report's Isolate page. The page used to pick a probe's runs by its hypothesis id, so another execution
-    of that hypothesis was credited to the probe too (here `wb hypothesis run` of a probe that --write appended;
-    also a probe whose execution ended as the search was stopped or killed, before the probe recorded its
-    verdict, and which the resumed search then ran again)."""
-    exp = bench.root / "experiments" / "agent-repro.yaml"
-    exp.write_text(exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 80 --rounds 2"))
-    stopped = _stop_in_second_probe(bench, [*SEARCH, "--seed", "7", "--db", bench.db])
-    assert stopped.returncode == 130, stopped.stderr[-3000:]
-    abandoned = _probe_runs(bench.db)
-    abandoned_executions = {ex for runs in abandoned.values() for ex, _ in runs}
-    assert any(h.endswith("-p0") for h in abandoned), abandoned  # probe 0 decided (probe 1 stopped)
-
-    fresh = subprocess.run(_wb(*SEARCH, "--seed", "7", "--write", "--json", "--db", bench.db), capture_output=True,
-                           text=True, env=dict(os.environ), timeout=600)
-    assert fresh.returncode == 0, fresh.stderr[-3000:]
-    rec = json.loads(fresh.stdout)
-    assert rec["resume"] is None and rec["result"]["status"] == "decided"
-    runs = _probe_runs(bench.db)
-    own = {p["hypothesis_id"]: p["ref"]["execution_id"] for p in rec["result"]["probes"]}
-    assert not set(own) & set(abandoned) and not set(own.values()) & abandoned_executions
-    for p in rec["result"]["probes"]:
-        assert {ex for ex, _ in runs[p["hypothesis_id"]]} == {own[p["hypothesis_id"]]}
-        assert sum(s == "ok" for _, s in runs[p["hypothesis_id"]]) == p["looks"]
-
-    p0 = rec["result"]["probes"][0]["hypothesis_id"]
-    again = subprocess.run(_wb("hypothesis", "run", p0, "--replicates", "1", "--db", bench.db), capture_output=True,
-                           text=True, env=dict(os.environ), timeout=600)
-    assert again.returncode == 0, again.stderr[-3000:]
-    runs = _probe_runs(bench.db)
-    assert len({ex for ex, _ in runs[p0]}) == 2  # the probe's own execution, and one outside the search
-
-    site = subprocess.run(_wb("report", "--db", bench.db), capture_output=True, text=True, env=dict(os.environ),
-                          timeout=600)
-    assert site.returncode == 0, site.stderr[-2000:]
-    page = (bench.root / "reports" / "isolate.html").read_text()
-    ids = _run_ids(bench.db)
-    assert _page_runs(page, rec["search_id"]) == {hid: ids[ex] for hid, ex in own.items()}
-    [first] = [h for h in abandoned if h.endswith("-p0")]  # the stopped attempt's decided probe keeps its own
-    assert _page_runs(page, first.split("-")[1]) == {first: ids[abandoned[first][0][0]]}
-
