@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,10 @@ from workbench.isolate.search import isolate
 from workbench.registry import load_registry
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "analysis"))
+
+from analysis_helpers import add_execution, add_run  # noqa: E402
+
 BASE = ["isolate", "--experiment", "agent-repro", "--good", "geometry_fix=on", "--bad", "geometry_fix=off",
         "--metric", "corruption_rate", "--region", ">= 0.05"]
 
@@ -364,26 +370,88 @@ def test_a_search_killed_before_it_recorded_itself_is_found_from_its_probes(root
             find_attempt(store, other, seed_given=True, parent_given=False)
 
 
-def test_a_resumed_search_says_which_probes_it_reused_continued_and_ran(root):
+def test_a_resumed_search_says_so_in_its_text_its_record_and_the_report(root, tmp_path):
+    """The Isolate page of `wb report` showed a resumed search as if it had run whole; the text said "resumed
+    the attempt of T: reused p0 (execution 10)"."""
     from dataclasses import replace
 
     from workbench.cli.isolate import search_lines
     from workbench.isolate.app import search_record
     from workbench.isolate.attempt import PriorAttempt
+    from workbench.isolate.records import load_searches, record_search
     from workbench.isolate.search import Probe
+    from workbench.report.site import build_site
+    from workbench.store import open_store
 
-    spec = prepare_spec(load_registry(root), experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
+    reg = load_registry(root)
+    spec = prepare_spec(reg, experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
                         bad=["hicache=on", "geometry_fix=off"], metric="corruption_rate", region=">= 0.05", seed=3)
     result = isolate(list(spec.changes), BinomialOracle(conjunction({"geometry_fix"}), (0.05, math.inf)))
-    hows = ["reused", "continued"] + ["ran"] * (len(result.probes) - 2)
+    assert len(result.probes) == 3
+    hows = ["reused", "continued", "ran"]
     probes = tuple(Probe(p.request, replace(p.result, ref={"execution_id": 10 + i, "how": how}))
                    for i, (p, how) in enumerate(zip(result.probes, hows)))
     prior = PriorAttempt(spec.search_id, "2026-01-02T03:04:05", "interrupted", {}, None)
     record = search_record(spec, replace(result, probes=probes), prior=prior)
     assert record["resume"]["reused"] == [{"probe": 0, "execution_id": 10}]
     assert record["resume"]["continued"] == [{"probe": 1, "execution_id": 11}]
+    said = ("resumed after a stop (interrupted, 2026-01-02T03:04:05): 1 probe read back from stored runs "
+            "(p0: execution 10), 1 probe continued where it stopped (p1: execution 11), 1 probe run "
+            "(p2: execution 12)")
     lines = search_lines(record)
-    assert lines[1].startswith("resumed the attempt of 2026-01-02T03:04:05: reused p0 (execution 10); "
-                               "continued p1 (execution 11)"), lines[1]
+    assert lines[1] == said
     assert sum(line.endswith("(reused)") for line in lines) == 1
-    assert search_record(spec, result)["resume"] is None
+    fresh = search_record(spec, result)
+    assert fresh["resume"] is None and not any("resumed" in line for line in search_lines(fresh))
+
+    with open_store(str(tmp_path / "s.duckdb")) as store:
+        record_search(store, spec, record)
+        [stored] = load_searches(store)
+        out = build_site(store, reg, tmp_path / "site")
+    assert stored.record["resume"] == record["resume"]
+    assert said in Path(out["isolate"]).read_text()
+
+
+def _page_runs(page: str, search_id: str) -> dict[str, set[int]]:
+    """The Isolate page's run links, by probe hypothesis id, in the section of search `search_id`."""
+    section = page.split(f'id="search-{search_id}"', 1)[1].split("</section>", 1)[0]
+    out: dict[str, set[int]] = {}
+    for row in section.split("<tr class=")[1:]:
+        [hid] = re.findall(r'<span class="muted">(iso-[0-9a-f]+-p\d+)</span>', row)
+        out[hid] = {int(r) for r in re.findall(r'href="runs/(\d+)\.html"', row)}
+    return out
+
+
+def test_a_probe_is_credited_only_with_the_runs_of_its_own_execution(root, tmp_path):
+    """The Isolate page picked a probe's runs by its hypothesis id, so another execution of that hypothesis was
+    credited to the probe too: `wb hypothesis run` of a probe that --write appended, or a probe whose execution
+    ended as its search was stopped, before the probe recorded its verdict, and which the resumed search ran
+    again. A search started afresh after a stop shares no probe with it: each search draws its own id."""
+    from dataclasses import replace
+
+    from workbench.isolate.app import search_record
+    from workbench.isolate.records import record_search
+    from workbench.isolate.search import Probe
+    from workbench.report.site import build_site
+    from workbench.store import open_store
+
+    reg = load_registry(root)
+    flags = dict(experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
+                 bad=["hicache=on", "geometry_fix=off"], metric="corruption_rate", region=">= 0.05", seed=3)
+    spec = prepare_spec(reg, **flags)
+    assert prepare_spec(reg, **flags).search_id != spec.search_id
+    result = isolate(list(spec.changes), BinomialOracle(conjunction({"geometry_fix"}), (0.05, math.inf)))
+    own: dict[str, set[int]] = {}
+    probes = []
+    with open_store(str(tmp_path / "s.duckdb")) as store:
+        for p in result.probes:
+            hid, variables = spec.probe_id(p.request.index), spec.arm(p.request.applied)
+            for replicates in (1, 2):  # an execution outside the search, then the probe's own
+                ex = add_execution(store, hypothesis_id=hid)
+                own[hid] = {add_run(store, execution_id=ex, arm="probe", variables=variables, outcomes={"done": 80},
+                                    replicate=r, hypothesis_id=hid) for r in range(replicates)}
+            probes.append(Probe(p.request, replace(p.result, ref={"execution_id": ex, "hypothesis_id": hid,
+                                                                  "how": "ran"})))
+        record_search(store, spec, search_record(spec, replace(result, probes=tuple(probes))))
+        out = build_site(store, reg, tmp_path / "site")
+    assert _page_runs(Path(out["isolate"]).read_text(), spec.search_id) == own

@@ -158,6 +158,13 @@ def test_isolate_on_pdsim_records_each_probe_restores_and_resumes_a_stopped_sear
     assert (res["status"], res["minimal"], res["units"]) == (expected["status"], expected["minimal"], expected["units"])
     keys = ("index", "applied", "phase", "outcome", "result_k", "result_n", "looks", "units", "max_units")
     assert [{k: p[k] for k in keys} for p in res["probes"]] == [{k: p[k] for k in keys} for p in expected["probes"]]
+    # It says it was resumed in its text (the JSON above: "resume"; the report's page: test_isolate_cli.py).
+    from workbench.cli.isolate import search_lines
+
+    said = search_lines(rec)[1]
+    assert said.startswith("resumed after a stop (interrupted, ") and said.endswith(
+        f"1 probe read back from stored runs (p0: execution {p0_execution}), 1 probe continued where it stopped "
+        f"(p1: execution {rec['resume']['continued'][0]['execution_id']})"), said
 
     again = subprocess.run(_wb(*command[1:]), capture_output=True, text=True, env=dict(os.environ), timeout=600)
     assert again.returncode == 2 and "already finished (decided)" in again.stderr, again.stderr[-2000:]

@@ -84,18 +84,16 @@ def _set(xs: Any) -> str:
 
 def search_lines(record: dict[str, Any]) -> list[str]:
     """The search as text: the tree of probes, the answer and the units spent."""
-    from workbench.isolate.records import tree_rows
+    from workbench.isolate.records import resume_line, tree_rows
     from workbench.isolate.region import stored_text
 
     r = record["result"]
     bad = record["bad"]
     lines = [f"search {record['search_id']} ({record['root_id']}): {record['metric']} failure region "
              f"{stored_text(record['region'])}, changes {_set(f'{c}={bad[c]}' for c in record['changes'])}"]
-    resumed = record.get("resume")
+    resumed = resume_line(record)
     if resumed:
-        lines.append(f"resumed the attempt of {resumed['from_attempt']}: " + "; ".join(
-            f"{how} " + ", ".join(f"p{x['probe']} (execution {x['execution_id']})" for x in resumed[how])
-            for how in ("reused", "continued", "ran") if resumed.get(how)))
+        lines.append(resumed)
     for depth, p in tree_rows(record):
         applied = _set(p["applied"]) if p["applied"] else "{} (the good config)"
         how = " (reused)" if p.get("ref", {}).get("how") == "reused" else ""

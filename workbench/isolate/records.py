@@ -78,6 +78,18 @@ def tree_rows(record: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
+def resume_line(record: dict[str, Any]) -> str | None:
+    """What a resumed search took from the attempt it resumed, in one line (None: it was not resumed)."""
+    r = record.get("resume")
+    if not r:
+        return None
+    parts = [f"{len(r[how])} probe{'s' if len(r[how]) > 1 else ''} {words} ("
+             + ", ".join(f"p{x['probe']}: execution {x['execution_id']}" for x in r[how]) + ")"
+             for how, words in (("reused", "read back from stored runs"), ("continued", "continued where it stopped"),
+                                ("ran", "run")) if r.get(how)]
+    return f"resumed after a stop ({r.get('from_status')}, {r.get('from_attempt')}): " + ", ".join(parts)
+
+
 def append_to_registry(root: Path, hypotheses: list[Any]) -> Path:
     """Append generated hypotheses to hypotheses.yaml: existing text kept byte for byte, result validated."""
     import os

@@ -38,6 +38,7 @@ class SearchView:
     units: str
     alpha: str
     rows: list[ProbeRow]
+    resumed: str  # how a resumed search went on from the attempt it resumed ("": not resumed)
 
 
 @dataclass(frozen=True)
@@ -50,21 +51,24 @@ def _set(xs: Any) -> str:
     return "{" + ", ".join(xs) + "}"
 
 
-def _rows(rec: dict[str, Any], runs_of: dict[str, list[int]]) -> list[ProbeRow]:
+def _rows(rec: dict[str, Any], runs_of: dict[int, list[int]]) -> list[ProbeRow]:
+    """A probe's runs are those of the execution its record names (its own, or the one a resumed search read
+    back or continued): never another execution of its hypothesis."""
     from workbench.isolate.records import tree_rows
 
     bad = rec.get("bad", {})
     rows = []
     for depth, p in tree_rows(rec):
-        hid = p.get("hypothesis_id", "")
+        runs = sorted(runs_of.get(p.get("ref", {}).get("execution_id"), []))
         rows.append(ProbeRow(depth, p["index"], p["phase"], _set(f"{c}={bad.get(c)}" for c in p["applied"]),
                              p["outcome"], f"{p['result_k']:g}/{p['result_n']:g}", f"{p['alpha']:.2g}",
-                             f"{p['units']:g}", hid, [(str(r), f"runs/{r}.html") for r in sorted(runs_of.get(hid, []))],
+                             f"{p['units']:g}", p.get("hypothesis_id", ""), [(str(r), f"runs/{r}.html") for r in runs],
                              p.get("reasoning", "")))
     return rows
 
 
-def _view(st: Any, runs_of: dict[str, list[int]]) -> SearchView:
+def _view(st: Any, runs_of: dict[int, list[int]]) -> SearchView:
+    from workbench.isolate.records import resume_line
     from workbench.isolate.region import stored_text
 
     rec, res = st.record, st.record.get("result", {})
@@ -81,14 +85,15 @@ def _view(st: Any, runs_of: dict[str, list[int]]) -> SearchView:
                       str(res.get("explanation", "")), f"{rec.get('metric')} fails when {stored_text(rec.get('region'))}",
                       _set(f"{c}: {good.get(c)} → {bad.get(c)}" for c in rec.get("changes", [])),
                       f"{res.get('units', 0):g}{budget}", f"{res.get('alpha_spent', 0):.3g} of {res.get('alpha', 0):g}",
-                      _rows(rec, runs_of))
+                      _rows(rec, runs_of), resume_line(rec) or "")
 
 
 def build(store: Store, data: StoreData, page: Page) -> IsolateContext:
     from workbench.isolate.records import latest_searches
 
     stored = latest_searches(store)
-    runs_of: dict[str, list[int]] = {}
+    runs_of: dict[int, list[int]] = {}
     for rid, r in data.runs.items():
-        runs_of.setdefault(str(r.get("hypothesis_id")), []).append(rid)
+        if r["execution_id"] is not None:  # an imported run belongs to no probe
+            runs_of.setdefault(r["execution_id"], []).append(rid)
     return IsolateContext(page, [_view(st, runs_of) for st in reversed(stored)])  # newest first
