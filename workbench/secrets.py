@@ -2,9 +2,10 @@
 entries named like a secret (…TOKEN, …KEY, …PASSWORD, …SECRET, …CREDENTIAL) and credentials inside URLs
 (`scheme://user:PASSWORD@host`).
 
-The runner registers the values it knows; every text column is redacted as a session flushes (one
-hook at the store boundary, `workbench.store.redaction`, so a new column or a new writer cannot forget it), and what the CLI prints
-goes through `redact` as well. Redaction replaces the value itself, not only entries whose key looks
+The registry registers the values its files declare as it is made, the runner those it is given (--set);
+every text column is redacted as a session flushes (one hook at the store boundary, `workbench.store.redaction`,
+so a new column or a new writer cannot forget it), and everything the CLI prints goes through `RedactedStream`
+(stdout and stderr, swapped in by the command group), so a new command cannot forget it either. Redaction replaces the value itself, not only entries whose key looks
 secret: a value reaches the store inside rendered configs, commands, errors and JSON blobs.
 """
 
@@ -86,7 +87,9 @@ def redact(obj: Any) -> Any:
 
 
 def register_registry(registry: Any) -> None:
-    """What a registry declares secret: secret variables' listed values and defaults, secret-named env values."""
+    """What a registry declares secret: a secret variable's values wherever the files write them (the experiment's
+    default and listed values, a hypothesis's hold and arms) and secret-named env values. The registry registers
+    them as it is made, so a command that runs nothing masks them too."""
     values: list[Any] = []
     names: list[str] = []
     for exp in registry.experiments.values():
@@ -98,4 +101,25 @@ def register_registry(registry: Any) -> None:
             env = secret_env(prof.env)
             names += list(env)
             values += [v for v in env.values() if "{{" not in v]
+    for h in registry.hypotheses:
+        exp = registry.experiments.get(h.experiment)  # a hypothesis not yet checked may name none
+        secret = {n for n, spec in exp.variables.items() if getattr(spec, "secret", False)} if exp else set()
+        values += [v for assigned in (h.hold, *h.arms.values()) for n, v in assigned.items() if n in secret]
     register(values=values, names=names)
+
+
+class RedactedStream:
+    """A text stream writing through to `stream` with every secret masked: the CLI's stdout and stderr, so that
+    whatever a command prints (typer.echo, print, rich, csv) is redacted without the command asking."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact_text(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "buffer":  # click writes to a text stream's buffer when it distrusts its encoding: unredacted
+            raise AttributeError(name)
+        return getattr(self._stream, name)

@@ -45,6 +45,7 @@ def test_secret_values_are_nowhere_in_the_store_the_report_or_the_output(toy):
     store_bytes = Path(toy.db).read_bytes()
     for s in (PASSWORD, URL_PASSWORD, "s3cret-value", "changeme"):
         assert s.encode() not in store_bytes, s
+    assert any(f'"password": "{PASSWORD}"' in line for line in toy.restarts())  # the target got the real value
     report = Path(summary["report"]).parent
     while report.name and not (report / "index.html").exists():
         report = report.parent
