@@ -74,13 +74,16 @@ def redact_text(text: str, mask: str = MASK) -> str:
 
 
 def redact(obj: Any) -> Any:
-    """A copy of a JSON-like value with every string redacted (and every secret-named entry masked)."""
+    """A copy of a JSON-like value with every string redacted and every secret-named entry masked. A mapping
+    under a secret's name (a secret variable's spec) keeps its shape with its values redacted, as the store's
+    text of it does: an object and the stored text of it compare alike."""
     if isinstance(obj, str):
         return redact_text(obj)
     if isinstance(obj, dict):
         with _lock:
             names = set(_names)
-        return {k: (MASK if k in names and v is not None else redact(v)) for k, v in obj.items()}
+        return {k: (MASK if k in names and v is not None and not isinstance(v, dict) else redact(v))
+                for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return type(obj)(redact(v) for v in obj)
     return obj
