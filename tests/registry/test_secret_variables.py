@@ -1,9 +1,10 @@
 """A `secret: true` variable's value, as hypotheses.yaml and the experiment file write it (a default, a held value,
 an arm's value), is never shown by a command that runs nothing: `hypothesis show` and `list`, their JSON, the
-report site and its Markdown put `<redacted>` in its place."""
+report site and its Markdown, and a bundle put `<redacted>` in its place."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -120,3 +121,12 @@ def test_the_report_site_and_its_markdown_show_no_secret_value(root: Path, tmp_p
     for hid in IDS:
         assert_hidden(wb(root, "report", "--format", "md", "--hypothesis", hid), f"report --format md {hid}")
 
+
+def test_a_bundle_keeps_no_secret_value_and_imports_back_without_a_conflict(root: Path, tmp_path: Path):
+    wb(root, "db", "upgrade")
+    bundle = tmp_path / "keys.wbundle"
+    out = wb(root, "bundle", "export", *IDS, "-o", str(bundle))
+    assert_hidden(out, "bundle export")
+    assert_hidden(gzip.decompress(bundle.read_bytes()).decode("utf-8"), "the bundle file")
+    # The same hypotheses, read back: the redacted values mean the same test as the file's own.
+    assert "imported" in wb(root, "bundle", "import", str(bundle))
