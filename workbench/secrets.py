@@ -5,8 +5,9 @@ entries named like a secret (…TOKEN, …KEY, …PASSWORD, …SECRET, …CREDEN
 The registry registers the values its files declare as it is made, the runner those it is given (--set);
 every text column is redacted as a session flushes (one hook at the store boundary, `workbench.store.redaction`,
 so a new column or a new writer cannot forget it), and everything the CLI prints goes through `RedactedStream`
-(stdout and stderr, swapped in by the command group), so a new command cannot forget it either. Redaction replaces the value itself, not only entries whose key looks
-secret: a value reaches the store inside rendered configs, commands, errors and JSON blobs.
+(stdout and stderr, swapped in by the command group), so a new command cannot forget it either. Redaction
+replaces the value itself, in each form wb writes it in (JSON, HTML, a shell word), not only entries whose key
+looks secret: a value reaches the store inside rendered configs, commands, errors and JSON blobs.
 """
 
 from __future__ import annotations
@@ -43,9 +44,25 @@ def secret_env(env: dict[str, str]) -> dict[str, str]:
 
 def register(*, values: Any = (), names: Any = ()) -> None:
     """Remember secret values (and the names they go by) for the rest of this process."""
+    forms = {form for v in values if v is not None and str(v) != "" for form in _forms(str(v))}
     with _lock:
-        _values.update(str(v) for v in values if v is not None and str(v) != "")
+        _values.update(forms)
         _names.update(str(n) for n in names)
+
+
+def _forms(value: str) -> set[str]:
+    """A value as wb may write it: as given, in a JSON string (non-ASCII escaped or not), in HTML as the report's
+    templates escape it, and as a shell word (a failed command quoted in an error). A value too short to be
+    masked as text keeps no other form: `&` would otherwise mask every `&amp;`."""
+    if len(value) < MIN_LEN:
+        return {value}
+    import json
+    import shlex
+
+    from markupsafe import escape
+
+    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], str(escape(value)),
+            shlex.quote(value)}
 
 
 def clear() -> None:

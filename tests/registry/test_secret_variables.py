@@ -5,6 +5,8 @@ report site and its Markdown, and a bundle put `<redacted>` in its place."""
 from __future__ import annotations
 
 import gzip
+import html
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +17,7 @@ import pytest
 WB = [sys.executable, "-m", "workbench.cli.main"]
 
 DEFAULT = "DefaultPw9876"  # the experiment's default of a secret variable
-HELD = "HeldKey5555"  # a hypothesis holds a secret variable at this value
+HELD = "Held&Key\"55'<55>"  # a hypothesis holds a secret variable at this value; HTML, JSON and shells escape it
 ARMS = ("ArmKeyAAAA1", "ArmKeyBBBB2")  # a hypothesis isolates a secret variable: its arms' values
 SECRETS = (DEFAULT, HELD, *ARMS)
 
@@ -56,7 +58,7 @@ hypotheses:
     arms:
       control: {{fix: off}}
       treatment: {{fix: on}}
-    hold: {{api_key: {HELD}}}
+    hold: {{api_key: {json.dumps(HELD)}}}
     predicts:
       - {{metric: leak_rate, arm: treatment, at_most: 0.02}}
   - id: key-isolated
@@ -82,7 +84,11 @@ def wb(root: Path, *args: str) -> str:
 
 
 def assert_hidden(text: str, where: str) -> None:
-    shown = [s for s in SECRETS if s in text]
+    """No secret in `text`, as written nor as JSON or HTML escape it."""
+    escaped = [html.escape(s, False) for s in SECRETS]  # as jinja writes it (&#34;, &#39;) and as html.escape does
+    forms = {form: s for s, e in zip(SECRETS, escaped)
+             for form in (s, json.dumps(s)[1:-1], html.escape(s), e.replace('"', "&#34;").replace("'", "&#39;"))}
+    shown = sorted({s for form, s in forms.items() if form in text})
     assert not shown, f"{where} shows {shown}"
 
 
