@@ -2,10 +2,12 @@
 entries named like a secret (…TOKEN, …KEY, …PASSWORD, …SECRET, …CREDENTIAL) and credentials inside URLs
 (`scheme://user:PASSWORD@host`).
 
-The runner registers the values it knows; every text column is redacted as a session flushes (one
-hook at the store boundary, `workbench.store.redaction`, so a new column or a new writer cannot forget it), and what the CLI prints
-goes through `redact` as well. Redaction replaces the value itself, not only entries whose key looks
-secret: a value reaches the store inside rendered configs, commands, errors and JSON blobs.
+The registry registers the values its files declare as it is made, the runner those it is given (--set);
+every text column is redacted as a session flushes (one hook at the store boundary, `workbench.store.redaction`,
+so a new column or a new writer cannot forget it), and everything the CLI prints goes through `RedactedStream`
+(stdout and stderr, swapped in by the command group), so a new command cannot forget it either. Redaction
+replaces the value itself, in each form wb writes it in (JSON, HTML, a shell word), not only entries whose key
+looks secret: a value reaches the store inside rendered configs, commands, errors and JSON blobs.
 """
 
 from __future__ import annotations
@@ -42,9 +44,25 @@ def secret_env(env: dict[str, str]) -> dict[str, str]:
 
 def register(*, values: Any = (), names: Any = ()) -> None:
     """Remember secret values (and the names they go by) for the rest of this process."""
+    forms = {form for v in values if v is not None and str(v) != "" for form in _forms(str(v))}
     with _lock:
-        _values.update(str(v) for v in values if v is not None and str(v) != "")
+        _values.update(forms)
         _names.update(str(n) for n in names)
+
+
+def _forms(value: str) -> set[str]:
+    """A value as wb may write it: as given, in a JSON string (non-ASCII escaped or not), in HTML as the report's
+    templates escape it, and as a shell word (a failed command quoted in an error). A value too short to be
+    masked as text keeps no other form: `&` would otherwise mask every `&amp;`."""
+    if len(value) < MIN_LEN:
+        return {value}
+    import json
+    import shlex
+
+    from markupsafe import escape
+
+    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], str(escape(value)),
+            shlex.quote(value)}
 
 
 def clear() -> None:
@@ -73,20 +91,25 @@ def redact_text(text: str, mask: str = MASK) -> str:
 
 
 def redact(obj: Any) -> Any:
-    """A copy of a JSON-like value with every string redacted (and every secret-named entry masked)."""
+    """A copy of a JSON-like value with every string redacted and every secret-named entry masked. A mapping
+    under a secret's name (a secret variable's spec) keeps its shape with its values redacted, as the store's
+    text of it does: an object and the stored text of it compare alike."""
     if isinstance(obj, str):
         return redact_text(obj)
     if isinstance(obj, dict):
         with _lock:
             names = set(_names)
-        return {k: (MASK if k in names and v is not None else redact(v)) for k, v in obj.items()}
+        return {k: (MASK if k in names and v is not None and not isinstance(v, dict) else redact(v))
+                for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return type(obj)(redact(v) for v in obj)
     return obj
 
 
 def register_registry(registry: Any) -> None:
-    """What a registry declares secret: secret variables' listed values and defaults, secret-named env values."""
+    """What a registry declares secret: a secret variable's values wherever the files write them (the experiment's
+    default and listed values, a hypothesis's hold and arms) and secret-named env values. The registry registers
+    them as it is made, so a command that runs nothing masks them too."""
     values: list[Any] = []
     names: list[str] = []
     for exp in registry.experiments.values():
@@ -98,4 +121,25 @@ def register_registry(registry: Any) -> None:
             env = secret_env(prof.env)
             names += list(env)
             values += [v for v in env.values() if "{{" not in v]
+    for h in registry.hypotheses:
+        exp = registry.experiments.get(h.experiment)  # a hypothesis not yet checked may name none
+        secret = {n for n, spec in exp.variables.items() if getattr(spec, "secret", False)} if exp else set()
+        values += [v for assigned in (h.hold, *h.arms.values()) for n, v in assigned.items() if n in secret]
     register(values=values, names=names)
+
+
+class RedactedStream:
+    """A text stream writing through to `stream` with every secret masked: the CLI's stdout and stderr, so that
+    whatever a command prints (typer.echo, print, rich, csv) is redacted without the command asking."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact_text(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "buffer":  # click writes to a text stream's buffer when it distrusts its encoding: unredacted
+            raise AttributeError(name)
+        return getattr(self._stream, name)

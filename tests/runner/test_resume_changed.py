@@ -84,6 +84,18 @@ def test_resume_after_a_changed_claim_goes_on(toy):
     assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]
 
 
+def test_resume_of_an_experiment_with_a_secret_variable_goes_on(toy):
+    # The store keeps the experiment with the secret's values masked inside its variable's spec; the
+    # comparison once masked the whole spec instead and refused every resume: "variables.db_password changed".
+    edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
+                 "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
+                 "  db_password: {secret: true, default: changeme-please}\n")
+    edit_profile(toy.root, "        mode={{ mode }}\n", "        mode={{ mode }}\n        password={{ db_password }}\n")
+    _interrupted(toy)
+    s = run_hypothesis("toy-fix", db=toy.db, resume=True)
+    assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]
+
+
 @pytest.mark.parametrize("flags, named", [
     ({"target": "elsewhere"}, "--target elsewhere"),
     ({"replicates": 4}, "--replicates 4"),

@@ -45,6 +45,7 @@ def test_secret_values_are_nowhere_in_the_store_the_report_or_the_output(toy):
     store_bytes = Path(toy.db).read_bytes()
     for s in (PASSWORD, URL_PASSWORD, "s3cret-value", "changeme"):
         assert s.encode() not in store_bytes, s
+    assert any(f'"password": "{PASSWORD}"' in line for line in toy.restarts())  # the target got the real value
     report = Path(summary["report"]).parent
     while report.name and not (report / "index.html").exists():
         report = report.parent
@@ -53,6 +54,25 @@ def test_secret_values_are_nowhere_in_the_store_the_report_or_the_output(toy):
         data = f.read_bytes()
         for s in (PASSWORD, URL_PASSWORD, "s3cret-value"):
             assert s.encode() not in data, (s, f)
+
+
+def test_a_secret_quoted_for_a_shell_is_masked_where_a_failed_command_is_quoted(toy):
+    """A command line quotes each value for the shell: a secret holding a quote stands there as `'it'"'"'s…'`,
+    which a failed command's error quotes into the store and the output; that form is masked as well."""
+    odd = "it's&a\"S3cret<é>"
+    edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
+                 "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
+                 "  db_password: {secret: true, default: changeme}\n")
+    edit_profile(toy.root, "  wall_s: {kind: continuous}\n",
+                 "  wall_s: {kind: continuous}\n  probe: {kind: count, guard: true}\n")  # a guard: its failure counts
+    edit_profile(toy.root, "      wall_s: {regex: ",
+                 '      probe: {command: "false {{ db_password }}", parse: int}\n      wall_s: {regex: ')
+    res = CliRunner().invoke(app, ["hypothesis", "run", "toy-fix", "--db", toy.db, "--replicates", "1",
+                                   "--set", f"db_password={odd}"])
+    assert res.exit_code == 1, res.output
+    errors = [e for (e,) in store_rows(toy.db, "SELECT error FROM runs")]
+    assert errors and all(f"`false {secrets.MASK}` exited 1" in e for e in errors), errors
+    assert "S3cret" not in res.output and not [e for e in errors if "S3cret" in e]
 
 
 def test_url_credentials_and_named_entries_are_redacted():

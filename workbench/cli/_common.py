@@ -18,7 +18,8 @@ import json
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager, nullcontext
+from typing import TYPE_CHECKING, Any, Iterator
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -31,13 +32,24 @@ if TYPE_CHECKING:
 
 
 def _report(exc: WbError) -> None:
-    from workbench.secrets import redact_text
-
     err = typer.get_text_stream("stderr")
-    err.write(f"Error: {redact_text(exc.message)}\n")
+    err.write(f"Error: {exc.message}\n")
     if exc.hint:
-        err.write(f"Hint: {redact_text(exc.hint)}\n")
+        err.write(f"Hint: {exc.hint}\n")
     err.flush()
+
+
+@contextmanager
+def _redacted_output() -> Iterator[None]:
+    """stdout and stderr through the secrets' redaction while a command runs (workbench.secrets)."""
+    from workbench.secrets import RedactedStream
+
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactedStream(out), RedactedStream(err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def _pipe_closed() -> None:
@@ -54,28 +66,30 @@ def _pipe_closed() -> None:
 
 class WbGroup(TyperGroup):
     """Turns a `WbError` raised by any command into its message, hint and exit code; its own options show
-    what their values are, as every command's do (`option_metavar`)."""
+    what their values are, as every command's do (`option_metavar`). What any command prints, its error
+    included, goes through the secrets' redaction: no command has to ask for it."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _name_option_values(self.params)
 
     def invoke(self, ctx):  # type: ignore[override]
-        try:
-            if ctx.parent is None:
-                _hand_down_global_flags(ctx)
-            rv = super().invoke(ctx)
-            sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at interpreter exit
-            return rv
-        except BrokenPipeError:
-            _pipe_closed()
-            raise typer.Exit(0) from None
-        except WbError as exc:
-            _report(exc)
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            sys.stderr.write("Interrupted.\n")
-            raise typer.Exit(130) from None
+        with _redacted_output() if ctx.parent is None else nullcontext():
+            try:
+                if ctx.parent is None:
+                    _hand_down_global_flags(ctx)
+                rv = super().invoke(ctx)
+                sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at interpreter exit
+                return rv
+            except BrokenPipeError:
+                _pipe_closed()
+                raise typer.Exit(0) from None
+            except WbError as exc:
+                _report(exc)
+                raise typer.Exit(exc.exit_code) from None
+            except KeyboardInterrupt:
+                sys.stderr.write("Interrupted.\n")
+                raise typer.Exit(130) from None
 
 
 GLOBAL_FLAGS = ("root", "db")  # accepted before the subcommand too: `wb --root DIR --db FILE runs list`
@@ -249,7 +263,10 @@ def command_name() -> str:
 
 
 def print_json(obj: Any, command: str | None = None) -> None:
-    typer.echo(json.dumps(envelope(command if command is not None else command_name(), obj), indent=2,
+    from workbench.secrets import redact
+
+    # Redacted as an object too: a secret's value written as JSON may be escaped past the stream's redaction.
+    typer.echo(json.dumps(envelope(command if command is not None else command_name(), redact(obj)), indent=2,
                           sort_keys=False, default=str))
 
 

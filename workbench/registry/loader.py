@@ -101,6 +101,13 @@ class Registry:
     hypotheses_doc: LocatedYaml | None = None
     experiment_docs: dict[str, LocatedYaml] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        from workbench.secrets import register_registry
+
+        # A secret variable's values are masked wherever wb shows or stores them from here on: a check's error,
+        # `hypothesis show`, a report page, a bundle. Before the checks, whose errors quote a value.
+        register_registry(self)
+
     def hypothesis(self, hid: str) -> Hypothesis:
         for h in self.hypotheses:
             if h.id == hid:

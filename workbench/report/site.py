@@ -120,9 +120,7 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
     written: list[Path] = []
 
     from workbench.runner.execute import artifacts_root
-    from workbench.secrets import redact_text, register_registry
-
-    register_registry(registry)
+    from workbench.secrets import redact_text
 
     def render(template: str, ctx: Any, path: Path) -> Path:
         # After escaping: a secret's value (or a URL's password) never reaches a page; the mask is HTML-safe.

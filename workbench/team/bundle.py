@@ -44,12 +44,21 @@ class BundleSummary:
 
 
 def _definitions(registry: "Registry", ids: list[str]) -> dict[str, Any]:
-    hyps = {i: registry.hypothesis(i).model_dump(mode="json", exclude_none=True) for i in ids}
+    """The hypotheses and their experiments as the files declare them, secrets redacted (a bundle is shared)."""
+    hyps = {i: _declared(registry.hypothesis(i)) for i in ids}
     exps = {}
     for i in ids:
         exp = registry.experiment_for(registry.hypothesis(i))
-        exps[exp.id] = exp.model_dump(mode="json", exclude_none=True)
+        exps[exp.id] = _declared(exp)
     return {"hypotheses": hyps, "experiments": exps}
+
+
+def _declared(definition: Any) -> dict[str, Any]:
+    """A hypothesis or an experiment as a bundle holds it: a secret variable's value (which the registry
+    registered) is masked, so a bundle's definitions and the registry's are compared redacted alike."""
+    from workbench.secrets import redact
+
+    return redact(definition.model_dump(mode="json", exclude_none=True))
 
 
 def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out: Path, *,
@@ -135,13 +144,15 @@ def read(path: Path) -> dict[str, Any]:
 
 def conflicts(registry: "Registry", doc: dict[str, Any]) -> list[str]:
     """Where the bundle's hypotheses or experiments mean another test than the registry's of the same id."""
+    from workbench.secrets import redact
+
     out = []
     local_hypotheses = {h.id: h for h in registry.hypotheses}
     for hid, body in doc["registry"].get("hypotheses", {}).items():
         mine = local_hypotheses.get(hid)
         if mine is None:
             continue
-        local = mine.model_dump(mode="json", exclude_none=True)
+        local, body = _declared(mine), redact(body)  # a bundle older than its redaction holds the values
         diff = [k for k in HYPOTHESIS_KEYS if local.get(k) != body.get(k)]
         if diff:
             out.append(f"hypothesis {hid}: {', '.join(diff)} differ")
@@ -149,7 +160,7 @@ def conflicts(registry: "Registry", doc: dict[str, Any]) -> list[str]:
         mine = registry.experiments.get(eid)
         if mine is None or mine.version != body.get("version"):
             continue
-        local = mine.model_dump(mode="json", exclude_none=True)
+        local, body = _declared(mine), redact(body)
         diff = [k for k in EXPERIMENT_KEYS if local.get(k) != body.get(k)]
         if diff:
             out.append(f"experiment {eid} version {mine.version}: {', '.join(diff)} differ")
