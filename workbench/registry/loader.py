@@ -6,7 +6,7 @@ Every problem becomes a ConfigError naming the file, the line and the field; not
 from __future__ import annotations
 
 import difflib
-
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -292,7 +292,10 @@ def _templates(prof: Any, exp_dir: Path) -> list[tuple[tuple[Any, ...], str]]:
     return out
 
 
-def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[Any, ...]) -> None:
+@functools.lru_cache(maxsize=1024)
+def _template_names(text: str) -> tuple[frozenset[str], str | None, int | None]:
+    """The names a template uses, or its syntax error (message, line): parsed and compiled once per text in a
+    process (a registry is loaded again and again by a long-lived caller)."""
     import jinja2
     from jinja2 import meta
 
@@ -302,11 +305,18 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
         ast = env.parse(text)
         env.compile(ast)  # an unknown filter or test is found when compiling, not when parsing
     except jinja2.TemplateSyntaxError as exc:
+        return frozenset(), exc.message, exc.lineno
+    return frozenset(meta.find_undeclared_variables(ast)), None, None
+
+
+def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[Any, ...]) -> None:
+    names, syntax_error, error_line = _template_names(text)
+    if syntax_error is not None:
         base = doc.line_of(loc) or 0
-        line = base + (exc.lineno or 1) if "\n" in text else base
-        raise ConfigError(f"template syntax error: {exc.message}", file=doc.file, line=line,
+        line = base + (error_line or 1) if "\n" in text else base
+        raise ConfigError(f"template syntax error: {syntax_error}", file=doc.file, line=line,
                           field=".".join(map(str, loc))) from None
-    unknown = sorted(meta.find_undeclared_variables(ast) - allowed)
+    unknown = sorted(names - allowed)
     if unknown:
         line = doc.line_of(loc)
         if "\n" in text and line is not None:
