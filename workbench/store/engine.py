@@ -241,42 +241,49 @@ def _alembic_config_for_url(url: str):
     return cfg
 
 
-def current_revision(store: Store) -> str | None:
-    """The store's alembic revision; None for a store without one (empty or not wb's)."""
+def _revision(conn) -> str | None:
     from sqlalchemy import inspect, text
 
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
+    return row[0] if row else None
+
+
+def current_revision(store: Store) -> str | None:
+    """The store's alembic revision; None for a store without one (empty or not wb's)."""
     with store.connect() as conn:
-        if not inspect(conn).has_table("alembic_version"):
-            return None
-        row = conn.execute(text("SELECT version_num FROM alembic_version")).first()
-        return row[0] if row else None
+        return _revision(conn)
 
 
-def _has_tables(store: Store) -> bool:
+def _not_wb(store: Store) -> BadInput:
+    return BadInput(f"{store.name} holds tables but no wb revision: it is not a wb store",
+                    hint="point --db at a wb store or at a new file")
+
+
+def _upgrade(store: Store, conn) -> tuple[str | None, str]:
+    """Bring `store` to the head revision in `conn`'s transaction; returns (old revision, new revision)."""
+    from alembic import command
     from sqlalchemy import inspect
 
-    with store.connect() as conn:
-        return bool(inspect(conn).get_table_names())
+    before = _revision(conn)
+    if before is None and inspect(conn).get_table_names():
+        raise _not_wb(store)
+    cfg = _alembic_config(store)
+    cfg.attributes["connection"] = conn
+    command.upgrade(cfg, "head")
+    return before, _revision(conn) or "base"
 
 
 def upgrade(db: str | None = None) -> tuple[str, str | None, str]:
     """Bring the store to the head revision; returns (store name, old revision, new revision)."""
-    from alembic import command
-
     url, path = resolve_url(db)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
     store = Store(url, path, read_only=False)
     try:
-        before = current_revision(store)
-        if before is None and _has_tables(store):
-            raise BadInput(f"{store.name} holds tables but no wb revision: it is not a wb store",
-                           hint="point --db at a wb store or at a new file")
         with store.connect() as conn:
-            cfg = _alembic_config(store)
-            cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "head")
-        return store.name, before, current_revision(store) or "base"
+            return (store.name, *_upgrade(store, conn))
     finally:
         store.dispose()
 
@@ -289,22 +296,26 @@ def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: f
             raise BadInput(f"no store at {path}",
                            hint="run a hypothesis, `wb import evidence FILE.csv` or `wb db upgrade` first, "
                                 "or point --db / WB_DB at an existing store")
-        upgrade(db)
+        path.parent.mkdir(parents=True, exist_ok=True)
     store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s)
-    rev = current_revision(store)
-    head = head_revision()
-    if rev is None and not read_only and not _has_tables(store):
+    try:
+        # One connection for the check and, for a new store, its creation: each connection to a DuckDB file
+        # costs ~20 ms of CPU, and a new store took ten.
+        with store.connect() as conn:
+            from sqlalchemy import inspect
+
+            rev = _revision(conn)
+            if rev is None and not inspect(conn).get_table_names():
+                if not read_only:
+                    rev = _upgrade(store, conn)[1]
+            elif rev is None:
+                raise _not_wb(store)
+        head = head_revision()
+        if rev != head:
+            db_arg = f" --db {path}" if path is not None else " --db <URL>"
+            raise StoreOutdated(f"the store {store.name} is at revision {rev or 'none'}, this wb needs {head}",
+                                hint=f"run: wb db upgrade{db_arg}")
+    except BaseException:
         store.dispose()
-        upgrade(db)
-        store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s)
-        rev = current_revision(store)
-    if rev is None and _has_tables(store):
-        store.dispose()
-        raise BadInput(f"{store.name} holds tables but no wb revision: it is not a wb store",
-                       hint="point --db at a wb store or at a new file")
-    if rev != head:
-        store.dispose()
-        db_arg = f" --db {path}" if path is not None else " --db <URL>"
-        raise StoreOutdated(f"the store {store.name} is at revision {rev or 'none'}, this wb needs {head}",
-                            hint=f"run: wb db upgrade{db_arg}")
+        raise
     return store
