@@ -297,13 +297,13 @@ def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: f
                            hint="run a hypothesis, `wb import evidence FILE.csv` or `wb db upgrade` first, "
                                 "or point --db / WB_DB at an existing store")
         path.parent.mkdir(parents=True, exist_ok=True)
+    from sqlalchemy import inspect
+
     store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s)
     try:
         # One connection for the check and, for a new store, its creation: each connection to a DuckDB file
         # costs ~20 ms of CPU, and a new store took ten.
         with store.connect() as conn:
-            from sqlalchemy import inspect
-
             rev = _revision(conn)
             if rev is None and not inspect(conn).get_table_names():
                 if not read_only:
