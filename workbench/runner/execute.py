@@ -307,15 +307,14 @@ async def _main(state: State, target: Target) -> None:
 
 # ----------------------------------------------------------------------------- entry point
 def _register_secrets(p: Prepared) -> None:
-    """Secret variables' values (every arm's and --set's) and secret-named env values are never stored or shown."""
-    from workbench.secrets import register, secret_env
+    """Secret variables' values as this execution assigns them (--set's, and a generated hypothesis's arms) are
+    never stored or shown; what the files declare (defaults, holds, arms, secret-named env values) the registry
+    registered as it was loaded (`secrets.register_registry`)."""
+    from workbench.secrets import register
 
     names = [n for n, spec in p.experiment.variables.items() if spec.secret]
     values = [a.get(n) for a in p.assignments.values() for n in names] + [p.overrides.get(n) for n in names]
-    values += [p.experiment.variables[n].default for n in names]
-    env = secret_env(p.profile.env)
-    values += [v for v in env.values() if "{{" not in v]
-    register(values=values, names=names + list(env))
+    register(values=values, names=names)
 
 
 def artifacts_root(root: Path, configured: Path | None = None) -> Path:
