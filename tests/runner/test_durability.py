@@ -207,6 +207,9 @@ def test_resume_while_the_runner_is_alive_is_refused_and_touches_nothing(toy):
     # before anything on the target or in the store moves.
     proc, pgid, flag = _held_runner(toy)
     try:
+        # The held runner creates its next run's row in the background (prefetch): on a loaded machine after
+        # the workload started. Wait for it, so that the rows compared below move only if the resume moves them.
+        _until(lambda: ("pending",) in store_rows(toy.db, "SELECT status FROM runs"), proc)
         before = store_rows(toy.db, "SELECT id, status FROM runs ORDER BY id")
         res = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--resume", "--db", toy.db],
                              capture_output=True, text=True, timeout=120)
