@@ -187,3 +187,48 @@ def test_a_stop_while_a_server_spawns_leaves_it_named_for_down(sim_dir, sig):
     finally:
         for pid in _servers_of(sim_dir):
             os.kill(pid, signal.SIGKILL)
+
+
+def _pid_file(sim_dir, unit: str, info: dict) -> None:
+    import json
+
+    (sim_dir / "run").mkdir(parents=True, exist_ok=True)
+    (sim_dir / "run" / f"{unit}.json").write_text(json.dumps(info))
+
+
+def test_a_pid_file_without_a_start_time_names_no_live_server(sim_dir):
+    """A server that was already gone when `sim up` looked for its start time left a pid file with none: `_alive`
+    compared None with None and took the missing process for a live server, so status said "unhealthy" for
+    ever and `sim down` waited out its whole stop timeout, then failed on a process that did not exist."""
+    import subprocess
+    import sys
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    _pid_file(sim_dir, "prefill", {"pid": gone.pid, "start": None, "unit": "prefill", "port": free_port()})
+    assert control.status(sim_dir).units["prefill"].state == "down"
+    assert control.down(sim_dir, timeout=30) == []
+
+
+def test_a_server_ending_as_down_kills_it_is_not_an_error(sim_dir, monkeypatch):
+    """`sim down` checked that a server outlived SIGTERM, then sent SIGKILL; a server that ended between the two
+    made both kill calls fail with "No such process", and the failure escaped `down`."""
+    import subprocess
+    import sys
+
+    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time\n"
+                                 "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint(flush=True)\ntime.sleep(600)"],
+                                stdout=subprocess.PIPE, start_new_session=True)
+    stubborn.stdout.readline()  # SIGTERM is ignored from here on
+    _pid_file(sim_dir, "prefill", {"pid": stubborn.pid, "start": control._proc_start(stubborn.pid),
+                                   "unit": "prefill", "port": free_port()})
+    real_killpg = os.killpg
+
+    def ends_first(pid, sig):  # the server ends just before the SIGKILL reaches it
+        real_killpg(pid, signal.SIGKILL)
+        stubborn.wait()
+        raise ProcessLookupError(3, "No such process")
+
+    monkeypatch.setattr(control.os, "killpg", ends_first)
+    assert control.down(sim_dir, timeout=0.5) == [stubborn.pid]
+    assert not pid_alive(stubborn.pid)

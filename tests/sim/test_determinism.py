@@ -20,7 +20,6 @@ VALUES = {"causal_model": "wedge", "nixl_abort_fix": "off", "decode_pool_mb": 30
 
 
 def _outcomes(sim_dir) -> tuple[list[tuple], int]:
-    control.restart(sim_dir)
     t0 = datetime.now(timezone.utc)
     res = repro.run_repro(sim_dir, sessions=24, rounds=4, tag="det")
     wfi = sum(1 for line in logs.read_journal(sim_dir, "decode", t0)
@@ -31,10 +30,11 @@ def _outcomes(sim_dir) -> tuple[list[tuple], int]:
 
 
 def test_same_outcomes_idle_and_under_stress(sim_dir, tmp_path):
-    control.up(sim_dir, config=write_serve(sim_dir, **VALUES))
+    control.up(sim_dir, config=write_serve(sim_dir, **VALUES))  # a fresh start, as a restart gives
     idle, wfi_idle = _outcomes(sim_dir)
     with Stress(cpu=2, writers=1, mb=200, dir=tmp_path) as s:
         assert len(s.pids) == 3
+        control.restart(sim_dir, timeout=300)   # beside the stressors, and the rest of a busy suite
         loaded, wfi_loaded = _outcomes(sim_dir)
     assert loaded == idle
     assert wfi_loaded == wfi_idle

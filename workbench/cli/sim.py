@@ -18,12 +18,13 @@ DirOpt = typer.Option(None, "--dir", help="State dir (default $WB_SIM_DIR or ./.
 def up(dir: Optional[Path] = DirOpt,
        config: Optional[Path] = typer.Option(None, "--config", help="Serve file to use from now on."),
        set_: Optional[list[str]] = typer.Option(None, "--set", help="var=value, written into the serve file."),
-       timeout: float = typer.Option(20.0, help="Seconds to wait for both /health to answer 200."),
+       timeout: Optional[float] = typer.Option(None, help="Seconds to wait for both /health to answer 200 "
+                                                "[default: 60]."),
        json_: JsonOption = False) -> None:
     """Start both servers; returns once both /health answer 200."""
     from workbench.sim import control
 
-    st = control.up(dir, config=config, sets=parse_sets(set_), timeout=timeout)
+    st = control.up(dir, config=config, sets=parse_sets(set_), timeout=timeout or control.HEALTH_TIMEOUT_S)
     _show(st, json_)
 
 
@@ -41,12 +42,12 @@ def down(dir: Optional[Path] = DirOpt, json_: JsonOption = False) -> None:
 
 @app.command()
 def restart(dir: Optional[Path] = DirOpt,
-            timeout: float = typer.Option(20.0, help="Seconds to wait for health."),
+            timeout: Optional[float] = typer.Option(None, help="Seconds to wait for health [default: 60]."),
             json_: JsonOption = False) -> None:
     """Stop, re-read the serve file in use, start (the analogue of `systemctl restart`)."""
     from workbench.sim import control
 
-    _show(control.restart(dir, timeout=timeout), json_)
+    _show(control.restart(dir, timeout=timeout or control.HEALTH_TIMEOUT_S), json_)
 
 
 @app.command()

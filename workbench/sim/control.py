@@ -33,7 +33,8 @@ from workbench.sim.logs import UNITS, log_path
 __all__ = ["state_dir", "config_path", "up", "down", "restart", "status", "SimStatus",
            "UnitStatus", "running_config", "HEALTH_TIMEOUT_S"]
 
-HEALTH_TIMEOUT_S = 20.0
+# Health can take a while on a loaded machine (the prefill imports torch): a slow start is not a failure.
+HEALTH_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 5.0
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -122,7 +123,9 @@ def _read_pid(sdir: Path, unit: str) -> dict | None:
 
 
 def _alive(info: dict | None) -> bool:
-    return bool(info) and _proc_start(int(info["pid"])) == info.get("start")
+    """Whether the process a pid file names still runs: the pid with the start time noted (a pid is reused). A
+    file noting no start time names a process already gone when it was written."""
+    return bool(info) and info.get("start") is not None and _proc_start(int(info["pid"])) == info["start"]
 
 
 def _reap(pid: int) -> None:
@@ -223,6 +226,9 @@ def _spawn(sdir: Path, unit: str, cfg_file: Path, values: Mapping[str, str]) -> 
                  "--config", str(cfg_file)],
                 stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=_child_env(),
                 cwd=str(sdir), start_new_session=True)
+        # None when the child is already gone: a stop sent to this command's process group can end it before
+        # its exec (the vfork child takes a pending signal with default handlers). Its pid file then names no
+        # live server, and the start-up check reports it down.
         start = None
         for _ in range(100):
             start = _proc_start(proc.pid)
@@ -364,7 +370,8 @@ def down(dir: str | Path | None = None, *, timeout: float = STOP_TIMEOUT_S) -> l
             try:
                 os.killpg(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # it ended since the check
+                    os.kill(pid, signal.SIGKILL)
             for _ in range(200):
                 _reap(pid)
                 if not _alive(i):
