@@ -171,11 +171,17 @@ class Workbench(StoredRuns):
         return self._registry
 
     @contextmanager
-    def store(self, *, read_only: bool = False) -> Iterator["Store"]:
+    def store(self, *, read_only: bool = False, held: bool = True) -> Iterator["Store"]:
+        """The store, held open for the block (`Store.held`) unless `held=False`: a command that runs a workload
+        must not keep other processes out of it meanwhile."""
         from workbench.store import open_store
 
         with open_store(self.settings.db, read_only=read_only, lock_wait_s=self.settings.lock_wait_s) as store:
-            yield store
+            if not held:
+                yield store
+                return
+            with store.held():
+                yield store
 
     def _store_exists(self) -> bool:
         from workbench.store import resolve_url
@@ -276,19 +282,20 @@ class Workbench(StoredRuns):
                            hint=f"start one with: wb hypothesis run {hypothesis_id}")
         if not options.resume:  # bad input stops here, before the store is created or the target touched
             launch = prepare(self.registry, hypothesis_id, options, sim_dir=self.settings.sim_dir)
-        with self.store() as store:
+        with self.store(held=False) as store:
             launch = launch or prepare(self.registry, hypothesis_id, options, store=store, sim_dir=self.settings.sim_dir)
             done = execute(launch, store, show_progress=options.show_progress, artifacts=self.settings.artifacts,
                            fault=fault)
             t_run = time.monotonic()
             analysis, error = None, None
-            try:
-                analysis = analyze_stored(store, self.registry, hypothesis_id, execution_id=done.execution_id)
-                record_verdict(store, analysis, execution_id=done.execution_id)
-            except WbError as exc:  # the runs are recorded; say why there is no verdict
-                error = exc.message
-            t_analysis = time.monotonic()
-            page = self._site(store)["hypotheses"].get(hypothesis_id) if report else None
+            with store.held():
+                try:
+                    analysis = analyze_stored(store, self.registry, hypothesis_id, execution_id=done.execution_id)
+                    record_verdict(store, analysis, execution_id=done.execution_id)
+                except WbError as exc:  # the runs are recorded; say why there is no verdict
+                    error = exc.message
+                t_analysis = time.monotonic()
+                page = self._site(store)["hypotheses"].get(hypothesis_id) if report else None
         t_end = time.monotonic()
         target_s = min(float(done.timing.get("target_s", 0.0)), t_run - t0)
         timing = {"wall_s": t_end - t0, "target_s": target_s, "runner_s": t_run - t0 - target_s,
@@ -313,7 +320,7 @@ class Workbench(StoredRuns):
         if resume and not self._store_exists():
             raise BadInput(f"--resume: no stopped search of {experiment!r} to resume: the store does not exist yet",
                            hint="drop --resume to start the search (or give the --db it ran against)")
-        with self.store() as store:
+        with self.store(held=False) as store:
             prior = None
             if resume:
                 spec, prior = attach_prior(spec, self.registry, store, seed_given=seed is not None,

@@ -205,3 +205,36 @@ def test_head_revision_read_from_the_files_is_alembics_head(tmp_path: Path):
             assert engine.head_revision() == alembic_head(copy) == "0009_next"
     finally:
         engine.head_revision.cache_clear()
+
+
+def test_a_held_store_keeps_one_file_open_only_for_its_block(tmp_path: Path):
+    """`held()` keeps the DuckDB file open over a block of sessions (each would open and checkpoint it again):
+    another process is kept out while the block runs, and let in again when it ends, by an error too."""
+    path = tmp_path / "wb.duckdb"
+    upgrade(str(path))
+    other = textwrap.dedent(f"""
+        from workbench.errors import StoreLocked
+        from workbench.store import open_store
+        try:
+            open_store({str(path)!r}, lock_wait_s=0).runs()
+        except StoreLocked:
+            print("locked")
+        else:
+            print("open")
+    """)
+
+    def other_process() -> str:
+        return subprocess.run([sys.executable, "-c", other], capture_output=True, text=True, timeout=120).stdout.strip()
+
+    store = open_store(str(path))
+    with store.held():
+        with store.held():  # nested: the outer block's connection serves
+            assert store.runs() == []
+        assert store.runs() == []
+        assert other_process() == "locked"
+    assert other_process() == "open"
+    with pytest.raises(RuntimeError), store.held():
+        store.runs()
+        raise RuntimeError("a failure inside the block")
+    assert other_process() == "open"
+    store.dispose()

@@ -46,6 +46,14 @@ def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, 
     defaults to the one the execution recorded in its plan (`--sequential --replicates N` sets it), else
     the design's: futility and the median tests' alpha per look are spent over it.
     """
+    with store.held():
+        return _analyze_stored(store, registry, hypothesis_id, execution_id, include_imported, sequential,
+                               overrides, budget)
+
+
+def _analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, execution_id: int | None,
+                    include_imported: bool | None, sequential: bool | None, overrides: dict[str, str] | None,
+                    budget: int | None) -> Analysis:
     h = registry.hypothesis(hypothesis_id)
     exp = registry.experiment_for(h)
     execution = None

@@ -66,6 +66,12 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
     the numbers shown are the ones it rests on). Analysis of broken data gives a verdict, not an
     exception; bad input (such as overrides an edited experiment no longer accepts) becomes a page note.
     """
+    with store.held():
+        return _gather(store, registry, hypothesis_ids, confounds)
+
+
+def _gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None, confounds: bool
+            ) -> tuple[StoreData, dict[str, tuple[Analysis | None, str]], list[dict[str, Any]] | None, str]:
     from workbench.analysis.confounds import scan_confounds
     from workbench.analysis.status import prediction_keys
     from workbench.analysis.stored import analyze_stored
@@ -110,7 +116,12 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
     """Write the whole site under `out_dir`; returns {"index", "hypotheses": {id: path}, "runs": {id: path},
     "lineage", "confounds", "runs_list", "assets", "pages"} with absolute paths. `artifacts` is the artifact
     root the runner wrote to (default .wb/artifacts): run pages embed only artifacts found under it."""
-    out = Path(out_dir).expanduser().resolve()
+    with store.held():  # every page reads the store: one open file for all of them
+        return _build_site(store, registry, Path(out_dir).expanduser().resolve(), generated_at, artifacts)
+
+
+def _build_site(store: Store, registry: Registry, out: Path, generated_at: datetime | None,
+                artifacts: Path | None) -> dict[str, Any]:
     previous = _check_out_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     now = (generated_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")

@@ -12,7 +12,7 @@ import re
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from workbench.errors import BadInput, StoreError, StoreLocked, StoreOutdated, WbError
 from workbench.store.reads import StoreReads
@@ -119,6 +119,7 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         self.path = path
         self.read_only = read_only
         self.lock_wait_s = lock_wait_s
+        self._held: Any = None  # the connection `held()` keeps open
         self.name = str(path) if path is not None else _redact(url)
         connect_args = {"read_only": True} if (read_only and path is not None) else {}
         try:
@@ -152,17 +153,15 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         return StoreError(f"cannot open the store {self.name}: {text.splitlines()[0] if text else type(exc).__name__}",
                           hint="check --db / WB_DB")
 
-    @contextmanager
-    def connect(self) -> Iterator["object"]:
-        """A SQLAlchemy connection in a transaction, retried for a bounded time while the file is locked."""
+    def _open(self) -> Any:
+        """A SQLAlchemy connection, retried for a bounded time while the file is locked."""
         import duckdb
         from sqlalchemy.exc import DBAPIError
 
         deadline = time.monotonic() + self.lock_wait_s
         while True:
             try:
-                conn = self.engine.connect()
-                break
+                return self.engine.connect()
             # duckdb raises its own errors before SQLAlchemy wraps them
             except (DBAPIError, duckdb.Error) as exc:
                 err = self._connect_error(exc.orig if isinstance(exc, DBAPIError) and exc.orig else exc)
@@ -170,6 +169,31 @@ class Store(StoreReads, StoreWrites, StoreBundles):
                     time.sleep(0.2)
                     continue
                 raise err from exc
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Keep a DuckDB store open over a block of many short sessions (an analysis, a site, a command that
+        reads). Each session's connection opens the file afresh (the pool keeps none): ~40 ms of CPU to open
+        the file, read its catalog and checkpoint it at the close. With one connection held open the others
+        reuse the open database: ~3 ms (benchmarks/store_held_bench.py). The file's lock keeps other processes
+        out meanwhile: never hold it around a workload. PostgreSQL and a nested block: nothing to do."""
+        if self.path is None or self._held is not None:
+            yield
+            return
+        self._held = self._open()
+        try:
+            yield
+        finally:
+            conn, self._held = self._held, None
+            conn.close()
+
+    @contextmanager
+    def connect(self) -> Iterator["object"]:
+        """A SQLAlchemy connection in a transaction, retried for a bounded time while the file is locked."""
+        import duckdb
+        from sqlalchemy.exc import DBAPIError
+
+        conn = self._open()
         try:
             with conn.begin():
                 yield conn
