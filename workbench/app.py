@@ -288,14 +288,13 @@ class Workbench(StoredRuns):
                            fault=fault)
             t_run = time.monotonic()
             analysis, error = None, None
-            with store.held():
-                try:
-                    analysis = analyze_stored(store, self.registry, hypothesis_id, execution_id=done.execution_id)
-                    record_verdict(store, analysis, execution_id=done.execution_id)
-                except WbError as exc:  # the runs are recorded; say why there is no verdict
-                    error = exc.message
-                t_analysis = time.monotonic()
-                page = self._site(store)["hypotheses"].get(hypothesis_id) if report else None
+            try:
+                analysis = analyze_stored(store, self.registry, hypothesis_id, execution_id=done.execution_id)
+                record_verdict(store, analysis, execution_id=done.execution_id)
+            except WbError as exc:  # the runs are recorded; say why there is no verdict
+                error = exc.message
+            t_analysis = time.monotonic()
+            page = self._site(store)["hypotheses"].get(hypothesis_id) if report else None
         t_end = time.monotonic()
         target_s = min(float(done.timing.get("target_s", 0.0)), t_run - t0)
         timing = {"wall_s": t_end - t0, "target_s": target_s, "runner_s": t_run - t0 - target_s,
