@@ -11,21 +11,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-
-def _synth():
-    spec = importlib.util.spec_from_file_location("report_synth", REPO / "tests" / "report" / "synth.py")
-    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
+from report_bench import _synth  # the report tests' synthetic stores (this folder is on sys.path)
 
 
 def _cpu_ms(fn, repeat: int) -> float:
