@@ -14,6 +14,7 @@ from workbench.analysis.verdict import analyze, arm_names
 from workbench.errors import BadInput
 from workbench.registry.experiment import per_replicate_names
 from workbench.registry.hypothesis import Hypothesis
+from workbench.store import holding
 
 if TYPE_CHECKING:
     from workbench.registry.loader import Registry
@@ -34,6 +35,7 @@ def arm_assignments(registry: "Registry", h: Hypothesis, mode: str,
     return out
 
 
+@holding
 def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, execution_id: int | None = None,
                    include_imported: bool | None = None, sequential: bool | None = None,
                    overrides: dict[str, str] | None = None, budget: int | None = None) -> Analysis:
@@ -46,14 +48,6 @@ def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, 
     defaults to the one the execution recorded in its plan (`--sequential --replicates N` sets it), else
     the design's: futility and the median tests' alpha per look are spent over it.
     """
-    with store.held():
-        return _analyze_stored(store, registry, hypothesis_id, execution_id, include_imported, sequential,
-                               overrides, budget)
-
-
-def _analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, execution_id: int | None,
-                    include_imported: bool | None, sequential: bool | None, overrides: dict[str, str] | None,
-                    budget: int | None) -> Analysis:
     h = registry.hypothesis(hypothesis_id)
     exp = registry.experiment_for(h)
     execution = None

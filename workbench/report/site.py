@@ -18,7 +18,7 @@ from workbench.registry.loader import Registry
 from workbench.report import assets, hypothesis_page, isolate_page, pages, run_page
 from workbench.report.context import Page
 from workbench.report.data import StoreData
-from workbench.store.engine import Store
+from workbench.store.engine import Store, holding
 
 MANIFEST = ".wb-site.json"
 RUNS_PER_LIST_PAGE = 400
@@ -58,6 +58,7 @@ def _check_out_dir(out: Path) -> set[str]:
     return set()
 
 
+@holding  # every hypothesis's analysis reads the store: one open file for all of them
 def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = None, *, confounds: bool = True
            ) -> tuple[StoreData, dict[str, tuple[Analysis | None, str]], list[dict[str, Any]] | None, str]:
     """(store data, {id: (analysis, note)}, confound findings or None, note).
@@ -66,12 +67,6 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
     the numbers shown are the ones it rests on). Analysis of broken data gives a verdict, not an
     exception; bad input (such as overrides an edited experiment no longer accepts) becomes a page note.
     """
-    with store.held():
-        return _gather(store, registry, hypothesis_ids, confounds)
-
-
-def _gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None, confounds: bool
-            ) -> tuple[StoreData, dict[str, tuple[Analysis | None, str]], list[dict[str, Any]] | None, str]:
     from workbench.analysis.confounds import scan_confounds
     from workbench.analysis.status import prediction_keys
     from workbench.analysis.stored import analyze_stored
@@ -111,17 +106,13 @@ def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: A
     return written
 
 
+@holding  # every page reads the store
 def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generated_at: datetime | None = None,
                artifacts: Path | None = None) -> dict[str, Any]:
     """Write the whole site under `out_dir`; returns {"index", "hypotheses": {id: path}, "runs": {id: path},
     "lineage", "confounds", "runs_list", "assets", "pages"} with absolute paths. `artifacts` is the artifact
     root the runner wrote to (default .wb/artifacts): run pages embed only artifacts found under it."""
-    with store.held():  # every page reads the store: one open file for all of them
-        return _build_site(store, registry, Path(out_dir).expanduser().resolve(), generated_at, artifacts)
-
-
-def _build_site(store: Store, registry: Registry, out: Path, generated_at: datetime | None,
-                artifacts: Path | None) -> dict[str, Any]:
+    out = Path(out_dir).expanduser().resolve()
     previous = _check_out_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     now = (generated_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")

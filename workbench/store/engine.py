@@ -12,7 +12,7 @@ import re
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from workbench.errors import BadInput, StoreError, StoreLocked, StoreOutdated, WbError
 from workbench.store.reads import StoreReads
@@ -20,6 +20,7 @@ from workbench.store.writes import StoreBundles, StoreWrites
 
 DEFAULT_DB = "wb.duckdb"
 LOCK_WAIT_S = 15.0
+T = TypeVar("T")
 MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
 
@@ -102,6 +103,15 @@ def _redact(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:
         return "<store URL>"
+
+
+def holding(fn: Callable[..., T]) -> Callable[..., T]:
+    """Run `fn(store, ...)` with its store held open (`Store.held`) for the whole call."""
+    @functools.wraps(fn)
+    def wrapper(store: "Store", *args: Any, **kwargs: Any) -> T:
+        with store.held():
+            return fn(store, *args, **kwargs)
+    return wrapper
 
 
 class Store(StoreReads, StoreWrites, StoreBundles):
