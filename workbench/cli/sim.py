@@ -24,7 +24,8 @@ def up(dir: Optional[Path] = DirOpt,
     """Start both servers; returns once both /health answer 200."""
     from workbench.sim import control
 
-    st = control.up(dir, config=config, sets=parse_sets(set_), timeout=timeout or control.HEALTH_TIMEOUT_S)
+    st = control.up(dir, config=config, sets=parse_sets(set_),
+                    timeout=control.HEALTH_TIMEOUT_S if timeout is None else timeout)
     _show(st, json_)
 
 
@@ -47,7 +48,7 @@ def restart(dir: Optional[Path] = DirOpt,
     """Stop, re-read the serve file in use, start (the analogue of `systemctl restart`)."""
     from workbench.sim import control
 
-    _show(control.restart(dir, timeout=timeout or control.HEALTH_TIMEOUT_S), json_)
+    _show(control.restart(dir, timeout=control.HEALTH_TIMEOUT_S if timeout is None else timeout), json_)
 
 
 @app.command()
