@@ -15,6 +15,7 @@ ratios is the seed's own run (346.3 s for C=80 x 4).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import socket
 import sys
@@ -144,6 +145,12 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a live process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def perf(args) -> None:
     sdir = Path(tempfile.mkdtemp(prefix="pdsim-perf-"))
     values = {"prefill_port": free_port(), "decode_port": free_port(), "seed": args.seed,
@@ -154,6 +161,7 @@ def perf(args) -> None:
         st = control.up(sdir, config=sdir / "serve.sh")
         t_up = time.monotonic() - t0
         pids = [u.pid for u in st.units.values()]
+        units = {name: u.pid for name, u in st.units.items()}
         peak = 0
         res = None
         import threading
@@ -168,8 +176,11 @@ def perf(args) -> None:
 
         th = threading.Thread(target=sample, daemon=True)
         th.start()
+        c0 = time.process_time()
         res = repro.run_repro(sdir, sessions=80, rounds=4, ctx=300, max_tokens=2500, timeout=200,
                               tag="perf")
+        client_s = time.process_time() - c0
+        cpu = {name: _cpu_s(pid) for name, pid in units.items()}   # start-up included
         done.set()
         th.join()
         bench = repro.run_bench(sdir, concurrency=(1, 32))
@@ -178,6 +189,8 @@ def perf(args) -> None:
             print(line)
         print(f"C=80 x 4 rounds: {res.host_s:.2f} s on this host for {res.wall_s:.1f} simulated s "
               f"(goal <= 10 s; the seed's run: {SEED_WALL_S} s, ratio {SEED_WALL_S / res.host_s:.0f}x)")
+        print("CPU of that run: " + ", ".join(f"{name} {s:.2f} s" for name, s in cpu.items())
+              + f", the client {client_s:.2f} s (in all {sum(cpu.values()) + client_s:.2f} s)")
         print(f"peak RSS of the deployment: {peak / 1024:.0f} MB (goal < 1024 MB)")
         for b in bench:
             print(b.line())

@@ -41,7 +41,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 
 __all__ = ["Clock", "HOP_S", "reset", "sim_time_at", "current", "UNIT_CODES"]
 
@@ -50,12 +49,16 @@ SLOTS = 16
 UNIT_CODES = {"prefill": 1, "decode": 2, "client": 3, "test": 4}
 _FREE, _BUSY, _IDLE = 0, 1, 2
 _MAGIC = 0x5044_5349_4D31     # "PDSIM1"
-_HEADER = np.dtype([("magic", "<i8"), ("now", "<f8"), ("wall", "<f8"), ("gens", "<i8"),
-                    ("rest", "<i8"), ("cp_wall", "<f8")])
-_SLOT = np.dtype([("pid", "<i8"), ("gen", "<i8"), ("unit", "<i8"), ("state", "<i8"),
-                  ("version", "<i8"), ("next_due", "<f8"), ("port", "<i8"),
-                  ("seen", "<i8", (SLOTS,)), ("sent", "<i8", (SLOTS,)), ("recv", "<i8", (SLOTS,))])
-_SIZE = _HEADER.itemsize + SLOTS * _SLOT.itemsize
+# clock.bin is 8-byte words, read as int64 or float64 by position (every access below is a word):
+# a header (magic, now, wall, gens, rest, cp_wall), then SLOTS slots of pid, gen, unit, state, version,
+# next_due, port and per peer slot seen (its gen), sent and recv. Plain memoryviews, not numpy: the
+# event loop of every participant reads and writes these words on each turn.
+_H_MAGIC, _H_NOW, _H_WALL, _H_GENS, _H_REST, _H_CP_WALL = range(6)
+_PID, _GEN, _UNIT, _STATE, _VERSION, _NEXT_DUE, _PORT = range(7)
+_SEEN, _SENT, _RECV = 7, 7 + SLOTS, 7 + 2 * SLOTS
+_HEADER_WORDS, _SLOT_WORDS = 6, 7 + 3 * SLOTS
+_SIZE = 8 * (_HEADER_WORDS + SLOTS * _SLOT_WORDS)
+_BASES = tuple(_HEADER_WORDS + i * _SLOT_WORDS for i in range(SLOTS))
 _CP_EVERY_S = 0.05             # wall seconds between checkpoints while the clock moves
 
 
@@ -67,15 +70,39 @@ def _cp_path(sdir: Path) -> Path:
     return Path(sdir) / "checkpoints.log"
 
 
-def _open(sdir: Path) -> tuple[int, mmap.mmap, np.ndarray, np.ndarray]:
-    path = _path(sdir)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    if os.fstat(fd).st_size < _SIZE:
-        os.ftruncate(fd, _SIZE)
-    mm = mmap.mmap(fd, _SIZE)
-    hdr = np.ndarray((1,), dtype=_HEADER, buffer=mm, offset=0)
-    slots = np.ndarray((SLOTS,), dtype=_SLOT, buffer=mm, offset=_HEADER.itemsize)
-    return fd, mm, hdr, slots
+class _Words:
+    """clock.bin mapped into memory: `q` reads and writes its words as int64, `d` as float64."""
+
+    def __init__(self, sdir: Path) -> None:
+        self.fd = os.open(_path(sdir), os.O_RDWR | os.O_CREAT, 0o644)
+        if os.fstat(self.fd).st_size < _SIZE:
+            os.ftruncate(self.fd, _SIZE)
+        self.mm = mmap.mmap(self.fd, _SIZE)
+        self.q = memoryview(self.mm).cast("q")
+        self.d = memoryview(self.mm).cast("d")
+
+    @property
+    def closed(self) -> bool:
+        return self.mm.closed
+
+    def snapshot(self) -> tuple[memoryview, memoryview]:
+        """A copy of every word at once (int64 view, float64 view)."""
+        raw = memoryview(self.mm[:])
+        return raw.cast("q"), raw.cast("d")
+
+    @contextmanager
+    def locked(self):
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        self.q.release()
+        self.d.release()
+        self.mm.close()
+        os.close(self.fd)
 
 
 def _checkpoint(sdir: Path, kind: str, wall: float, sim: float) -> None:
@@ -87,35 +114,32 @@ def reset(sdir: Path) -> float:
     """A fresh start of the deployment: no participants, the clock at max(previous + 1 s, now)
     rounded up to a whole second. Returns the new simulated time."""
     Path(sdir).mkdir(parents=True, exist_ok=True)
-    fd, mm, hdr, slots = _open(Path(sdir))
+    w = _Words(Path(sdir))
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        prev = float(hdr["now"][0]) if int(hdr["magic"][0]) == _MAGIC else 0.0
-        start = float(math.ceil(max(prev + 1.0, time.time())))
-        slots[:] = np.zeros(SLOTS, dtype=_SLOT)
-        hdr["magic"], hdr["now"], hdr["wall"], hdr["rest"] = _MAGIC, start, time.time(), 1
-        _checkpoint(Path(sdir), "start", time.time(), start)
-        return start
+        with w.locked():
+            prev = w.d[_H_NOW] if w.q[_H_MAGIC] == _MAGIC else 0.0
+            start = float(math.ceil(max(prev + 1.0, time.time())))
+            w.q[_HEADER_WORDS:] = memoryview(bytes(8 * SLOTS * _SLOT_WORDS)).cast("q")
+            w.q[_H_MAGIC] = _MAGIC
+            w.d[_H_NOW], w.d[_H_WALL] = start, time.time()
+            w.q[_H_REST] = 1
+            _checkpoint(Path(sdir), "start", time.time(), start)
+            return start
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        del hdr, slots
-        mm.close()
-        os.close(fd)
+        w.close()
 
 
 def current(sdir: Path) -> tuple[float, float] | None:
     """(wall, simulated) of the clock's latest move, or None if it never ran here."""
     if not _path(sdir).exists():
         return None
-    fd, mm, hdr, slots = _open(Path(sdir))
+    w = _Words(Path(sdir))
     try:
-        if int(hdr["magic"][0]) != _MAGIC:
+        if w.q[_H_MAGIC] != _MAGIC:
             return None
-        return float(hdr["wall"][0]), float(hdr["now"][0])
+        return w.d[_H_WALL], w.d[_H_NOW]
     finally:
-        del hdr, slots
-        mm.close()
-        os.close(fd)
+        w.close()
 
 
 def sim_time_at(sdir: Path, wall: float) -> float:
@@ -161,7 +185,8 @@ class Clock:
     def __init__(self, sdir: Path, unit: str) -> None:
         self.sdir = Path(sdir)
         self.unit = unit
-        self._fd, self._mm, self._hdr, self._slots = _open(self.sdir)
+        self._w = _Words(self.sdir)
+        self._q, self._d = self._w.q, self._w.d
         self._heap: list = []
         self._seq = itertools.count()
         self._peers: dict[int, list[int]] = {}      # slot -> [gen, sent, recv]
@@ -177,54 +202,48 @@ class Clock:
         self.slot, self.gen = self._register()
 
     # --- registration ----------------------------------------------------------------------
-    @contextmanager
-    def _locked(self):
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-
     def _register(self) -> tuple[int, int]:
-        with self._locked():
-            if int(self._hdr["magic"][0]) != _MAGIC:
-                self._hdr["magic"], self._hdr["now"] = _MAGIC, float(math.ceil(time.time()))
-                self._hdr["wall"] = time.time()
+        q, d = self._q, self._d
+        with self._w.locked():
+            if q[_H_MAGIC] != _MAGIC:
+                q[_H_MAGIC] = _MAGIC
+                d[_H_NOW], d[_H_WALL] = float(math.ceil(time.time())), time.time()
             self._reap_dead()
-            free = [i for i in range(SLOTS) if self._slots[i]["state"] == _FREE]
+            free = [i for i, b in enumerate(_BASES) if q[b + _STATE] == _FREE]
             if not free:
                 raise RuntimeError(f"no free slot in the simulated clock {_path(self.sdir)}")
             i = free[0]
-            gen = int(self._hdr["gens"][0]) + 1
-            self._hdr["gens"] = gen
-            s = self._slots[i]
-            s["seen"], s["sent"], s["recv"] = 0, 0, 0
-            s["pid"], s["gen"], s["unit"] = os.getpid(), gen, UNIT_CODES[self.unit]
-            s["next_due"], s["port"] = math.inf, self._wake.getsockname()[1]
-            s["version"] = int(s["version"]) + 2
-            s["state"] = _BUSY
+            gen = q[_H_GENS] + 1
+            q[_H_GENS] = gen
+            b = _BASES[i]
+            q[b + _SEEN:b + _SLOT_WORDS] = memoryview(bytes(8 * 3 * SLOTS)).cast("q")
+            q[b + _PID], q[b + _GEN], q[b + _UNIT] = os.getpid(), gen, UNIT_CODES[self.unit]
+            d[b + _NEXT_DUE], q[b + _PORT] = math.inf, self._wake.getsockname()[1]
+            q[b + _VERSION] += 2
+            q[b + _STATE] = _BUSY
+        self._base = b
         return i, gen
 
     def _reap_dead(self) -> bool:
         """Free the slots of processes that died without leaving (kill -9, a crash)."""
+        q = self._q
         freed = False
-        for i in range(SLOTS):
-            s = self._slots[i]
-            if s["state"] != _FREE and not _pid_alive(int(s["pid"])):
-                s["state"] = _FREE
-                s["pid"] = 0
+        for b in _BASES:
+            if q[b + _STATE] != _FREE and not _pid_alive(q[b + _PID]):
+                q[b + _STATE] = _FREE
+                q[b + _PID] = 0
                 freed = True
         return freed
 
     def close(self) -> None:
         """Leave the clock (the slot is freed; nothing of ours is in flight any more)."""
-        if self._mm.closed:
+        if self._w.closed:
             return
-        with self._locked():
-            s = self._slots[self.slot]
-            if int(s["gen"]) == self.gen:
-                s["version"] = int(s["version"]) + 2
-                s["state"], s["pid"] = _FREE, 0
+        q, b = self._q, self._base
+        with self._w.locked():
+            if q[b + _GEN] == self.gen:
+                q[b + _VERSION] += 2
+                q[b + _STATE], q[b + _PID] = _FREE, 0
         self._try_advance()
         if self._loop is not None and not self._loop.is_closed():
             try:
@@ -233,13 +252,12 @@ class Clock:
                 pass
         self._wake.close()
         self._ping.close()
-        del self._hdr, self._slots
-        self._mm.close()
-        os.close(self._fd)
+        del self._q, self._d
+        self._w.close()
 
     # --- time and events -------------------------------------------------------------------
     def now(self) -> float:
-        return float(self._hdr["now"][0])
+        return self._d[_H_NOW]
 
     def at(self, due: float, key: tuple, callback: Callable[[], Any]) -> _Timer:
         """Run `callback` when the clock reaches `due`; events due together run in key order."""
@@ -304,12 +322,11 @@ class Clock:
 
     def peer(self, unit: str) -> str | None:
         """The `slot.gen` of the live participant of a unit (the newest), or None."""
-        code = UNIT_CODES[unit]
+        code, q = UNIT_CODES[unit], self._q
         best = None
-        for i in range(SLOTS):
-            s = self._slots[i]
-            if s["state"] != _FREE and s["unit"] == code and (best is None or s["gen"] > best[1]):
-                best = (i, int(s["gen"]))
+        for i, b in enumerate(_BASES):
+            if q[b + _STATE] != _FREE and q[b + _UNIT] == code and (best is None or q[b + _GEN] > best[1]):
+                best = (i, q[b + _GEN])
         return f"{best[0]}.{best[1]}" if best else None
 
     def _count(self, peer: str | None, idx: int, n: int) -> None:
@@ -347,18 +364,18 @@ class Clock:
         return self._holds > 0
 
     def _publish(self, state: int) -> None:
-        s = self._slots[self.slot]
-        if int(s["gen"]) != self.gen:
+        q, b = self._q, self._base
+        if q[b + _GEN] != self.gen:
             return
         if state == _BUSY and not self._idle:
             return
-        s["version"] = int(s["version"]) + 1
+        q[b + _VERSION] += 1
         if state == _IDLE:
-            s["next_due"] = self._next_due()
+            self._d[b + _NEXT_DUE] = self._next_due()
             for slot, (gen, snt, rcv) in self._peers.items():
-                s["seen"][slot], s["sent"][slot], s["recv"][slot] = gen, snt, rcv
-        s["state"] = state
-        s["version"] = int(s["version"]) + 1
+                q[b + _SEEN + slot], q[b + _SENT + slot], q[b + _RECV + slot] = gen, snt, rcv
+        q[b + _STATE] = state
+        q[b + _VERSION] += 1
         self._idle = state == _IDLE
 
     def idle(self, reap: bool = False) -> None:
@@ -371,55 +388,62 @@ class Clock:
         self._publish(_BUSY)
 
     def _try_advance(self, reap: bool = False) -> None:
-        st = self._slots["state"]
-        if (st == _BUSY).any():           # fast path: someone is working, the clock cannot move
-            return
-        with self._locked():
-            a = self._slots.copy()
-            live = a["state"] != _FREE
-            if not live.any():
+        if _BUSY in self._q[_HEADER_WORDS + _STATE::_SLOT_WORDS].tolist():
+            return                        # fast path: someone is working, the clock cannot move
+        with self._w.locked():
+            q, d = self._w.snapshot()     # the words at one instant; published only if unchanged since
+            live = [b for b in _BASES if q[b + _STATE] != _FREE]
+            if not live:
                 return
-            if (a["version"] % 2).any() or (a["state"][live] != _IDLE).any():
+            if any(q[b + _VERSION] % 2 for b in _BASES) or any(q[b + _STATE] != _IDLE for b in live):
                 return
-            now = float(self._hdr["now"][0])
-            due = a["next_due"][live]
-            if (due <= now).any():
-                self._ping_due(a, now)
+            now = d[_H_NOW]
+            due = [d[b + _NEXT_DUE] for b in live]
+            if min(due) <= now:
+                self._ping_due(q, d, now)
                 return
-            gens = a["gen"]
-            seen_ok = a["seen"] == gens[None, :]
-            sent = np.where(seen_ok, a["sent"], 0)
-            recv = np.where(seen_ok, a["recv"], 0)
-            pair = live[:, None] & live[None, :]
-            if (sent != recv.T)[pair].any():
-                if reap:
-                    self._reap_dead()
+            # Every message between two live participants arrived: what one sent to the other (as
+            # counted for that peer's current generation) the other received.
+            slot = {b: i for i, b in enumerate(_BASES)}
+            for bi in live:
+                for bj in live:
+                    i, j = slot[bi], slot[bj]
+                    sent = q[bi + _SENT + j] if q[bi + _SEEN + j] == q[bj + _GEN] else 0
+                    recv = q[bj + _RECV + i] if q[bj + _SEEN + i] == q[bi + _GEN] else 0
+                    if sent != recv:
+                        if reap:
+                            self._reap_dead()
+                        return
+            versions = self._q[_HEADER_WORDS + _VERSION::_SLOT_WORDS].tolist()
+            if versions != q[_HEADER_WORDS + _VERSION::_SLOT_WORDS].tolist():
                 return
-            if not np.array_equal(a["version"], self._slots["version"]):
-                return
-            self._move(a, float(due.min()), now)
+            self._move(q, d, min(due), now)
 
-    def _move(self, a: np.ndarray, nxt: float, now: float) -> None:
-        """Set the clock to `nxt` (under the lock), note a checkpoint now and then, wake those due."""
+    def _move(self, q: memoryview, d: memoryview, nxt: float, now: float) -> None:
+        """Set the clock to `nxt` (under the lock), note a checkpoint now and then, wake those due
+        (`q`, `d`: the snapshot the move was decided on)."""
+        hq, hd = self._q, self._d
         wall = time.time()
         if math.isinf(nxt):
-            if not int(self._hdr["rest"][0]):
-                self._hdr["rest"] = 1
+            if not hq[_H_REST]:
+                hq[_H_REST] = 1
                 _checkpoint(self.sdir, "rest", wall, now)
             return
-        self._hdr["now"], self._hdr["wall"] = nxt, wall
-        if int(self._hdr["rest"][0]) or wall - float(self._hdr["cp_wall"][0]) > _CP_EVERY_S:
-            self._hdr["rest"], self._hdr["cp_wall"] = 0, wall
+        hd[_H_NOW], hd[_H_WALL] = nxt, wall
+        if hq[_H_REST] or wall - hd[_H_CP_WALL] > _CP_EVERY_S:
+            hq[_H_REST], hd[_H_CP_WALL] = 0, wall
             _checkpoint(self.sdir, "active", wall, nxt)
-        self._ping_due(a, nxt)
+        self._ping_due(q, d, nxt)
 
-    def _ping_due(self, a: np.ndarray, now: float) -> None:
-        for i in np.nonzero((a["state"] != _FREE) & (a["next_due"] <= now))[0]:
+    def _ping_due(self, q: memoryview, d: memoryview, now: float) -> None:
+        for i, b in enumerate(_BASES):
+            if q[b + _STATE] == _FREE or d[b + _NEXT_DUE] > now:
+                continue
             if i == self.slot:
                 self._schedule_dispatch()        # no need to wake ourselves through the kernel
                 continue
             try:
-                self._ping.sendto(b"!", ("127.0.0.1", int(a["port"][i])))
+                self._ping.sendto(b"!", ("127.0.0.1", q[b + _PORT]))
             except OSError:
                 pass
 
