@@ -77,6 +77,10 @@ else
   .venv/bin/python -m pip install -q -e ".[sim]"
 fi
 
+# pip compiles what it installs, but not the modules of an editable install: with PYTHONDONTWRITEBYTECODE
+# set (as on many CI machines) every `wb`, pdsim and test process would compile wb's sources again.
+.venv/bin/python -m compileall -q -j 0 workbench kernels >/dev/null
+
 apt_wait
 cuda=$(.venv/bin/python -c "import torch; print(torch.version.cuda or '')" 2>/dev/null || true)
 [ -z "$cuda" ] || echo "note: this torch is a CUDA $cuda build; wb needs only the CPU one (WB_TORCH_INDEX, above)" >&2
