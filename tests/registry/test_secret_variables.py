@@ -136,3 +136,36 @@ def test_a_bundle_keeps_no_secret_value_and_imports_back_without_a_conflict(root
     assert_hidden(gzip.decompress(bundle.read_bytes()).decode("utf-8"), "the bundle file")
     # The same hypotheses, read back: the redacted values mean the same test as the file's own.
     assert "imported" in wb(root, "bundle", "import", str(bundle))
+
+
+@pytest.mark.parametrize("spec", [
+    "{secret: true, values: [AllowedPw1111, AllowedPw2222], default: DefaultPw9876}",   # not one of the values
+    "{secret: true, type: int, default: DefaultPw9876}",                                 # not an integer
+    "{secret: true, type: int, max: 10, default: '98769876'}",                           # above its max
+])
+def test_an_invalid_secret_default_is_reported_without_its_value(root: Path, spec: str):
+    """The spec of a secret variable is checked before its values can be registered for redaction: the
+    error named the value (and the allowed values, as secret as it) in the clear."""
+    exp = root / "experiments" / "keyed.yaml"
+    exp.write_text(EXPERIMENT.replace(f"{{secret: true, default: {DEFAULT}}}", spec, 1))
+    env = {k: v for k, v in os.environ.items() if k not in ("WB_ROOT", "WB_DB")}
+    done = subprocess.run([*WB, "hypothesis", "list", "--root", str(root)], capture_output=True, text=True, env=env,
+                          cwd=root, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("Error:") and "Traceback" not in done.stderr, done.stderr
+    assert "keyed.yaml:6" in done.stderr and "db_password" in done.stderr and "<redacted>" in done.stderr, done.stderr
+    for value in ("DefaultPw9876", "AllowedPw1111", "AllowedPw2222", "98769876"):
+        assert value not in done.stderr, done.stderr
+
+
+def test_an_invalid_set_value_of_a_secret_variable_is_reported_without_it(root: Path):
+    env = {k: v for k, v in os.environ.items() if k not in ("WB_ROOT", "WB_DB")}
+    exp = root / "experiments" / "keyed.yaml"
+    exp.write_text(EXPERIMENT.replace(f"{{secret: true, default: {DEFAULT}}}",
+                                      f"{{secret: true, type: int, default: '1234'}}", 1))
+    done = subprocess.run([*WB, "hypothesis", "run", "fix-held", "--set", "db_password=SetPw5555", "--root",
+                           str(root), "--db", str(root / "wb.duckdb")], capture_output=True, text=True, env=env,
+                          cwd=root, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("Error:") and "--set" in done.stderr and "db_password" in done.stderr, done.stderr
+    assert "SetPw5555" not in done.stderr, done.stderr

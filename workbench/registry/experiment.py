@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from workbench.registry.common import (SEED_MAX, SEED_MIN, Flag, FormatOne, Ident, Int, Number, Strict, VarValue,
                                        control_char)
+from workbench.secrets import MASK
 
 # Names every template may use besides the experiment's variables and a profile's `context`.
 BUILTIN_TEMPLATE_NAMES = frozenset({
@@ -49,30 +50,35 @@ class VariableSpec(Strict):
         return self
 
     def check(self, value: str) -> str:
-        """`value` (canonical text) if allowed, else ValueError naming the allowed values."""
+        """`value` (canonical text) if allowed, else ValueError naming the allowed values. A secret variable's
+        errors name neither its value nor its allowed values: they are checked before they can be redacted."""
+        shown = MASK if self.secret else repr(value)
         bad = control_char(str(value))
         if bad:
-            raise ValueError(f"{value!r} contains a {bad}: values are single-line text")
+            raise ValueError(f"{shown} contains a {bad if not self.secret else 'control character'}: "
+                             "values are single-line text")
         if self.values is not None and value not in self.values:
-            raise ValueError(f"{value!r} is not one of {self.values}")
+            allowed = f"{len(self.values)} allowed values (not shown: the variable is secret)" if self.secret \
+                else str(self.values)
+            raise ValueError(f"{shown} is not one of {allowed}")
         if self.type == "int":
             try:
                 int(value)
             except ValueError:
-                raise ValueError(f"{value!r} is not an integer") from None
+                raise ValueError(f"{shown} is not an integer") from None
         if self.type == "float":
             try:
                 number = float(value)
             except ValueError:
-                raise ValueError(f"{value!r} is not a number") from None
+                raise ValueError(f"{shown} is not a number") from None
             if number != number or number in (float("inf"), float("-inf")):
-                raise ValueError(f"{value!r} is not a finite number")
+                raise ValueError(f"{shown} is not a finite number")
         if self.type in ("int", "float"):
             number = float(value)
             if self.min is not None and number < self.min:
-                raise ValueError(f"{value!r} is below the smallest allowed value {self.min:g}")
+                raise ValueError(f"{shown} is below the smallest allowed value {self.min:g}")
             if self.max is not None and number > self.max:
-                raise ValueError(f"{value!r} is above the largest allowed value {self.max:g}")
+                raise ValueError(f"{shown} is above the largest allowed value {self.max:g}")
         return value
 
 
