@@ -92,14 +92,29 @@ def undeclared_outcomes_warning(units: list[dict[str, Any]], unit_spec: Any, whe
             f"does not declare: {found}; declared: {', '.join(unit_spec.outcomes)}")
 
 
+# The words YAML 1.1 reads as booleans (a filter keeps the word written; `put_back_words`).
+_BOOL_WORDS = {True: frozenset({"true", "yes", "on"}), False: frozenset({"false", "no", "off"})}
+
+
+def _same(have: Any, want: str) -> bool:
+    """Whether a unit's JSON value is the filter's value: a JSON boolean is any YAML word for it, a JSON number
+    the same number however written (2, 2.0), anything else the same text."""
+    if isinstance(have, bool):
+        return want.lower() in _BOOL_WORDS[have]
+    if isinstance(have, (int, float)):
+        for parse in (int, float):
+            try:
+                return parse(want) == have
+            except ValueError:
+                continue
+    return str(have) == want
+
+
 def _matches(unit: dict[str, Any], filt: dict[str, Any]) -> bool:
     for field, want in filt.items():
         have = unit.get(field)
-        have_s = None if have is None else str(have)
-        if isinstance(want, list):
-            if have_s not in [str(w) for w in want]:
-                return False
-        elif have_s != str(want):
+        wanted = want if isinstance(want, list) else [want]
+        if have is None or not any(_same(have, str(w)) for w in wanted):
             return False
     return True
 
