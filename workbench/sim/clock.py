@@ -200,6 +200,7 @@ class Clock:
         self._wake.setblocking(False)
         self._ping = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.slot, self.gen = self._register()
+        self._base = _BASES[self.slot]     # the first word of our slot
 
     # --- registration ----------------------------------------------------------------------
     def _register(self) -> tuple[int, int]:
@@ -221,7 +222,6 @@ class Clock:
             d[b + _NEXT_DUE], q[b + _PORT] = math.inf, self._wake.getsockname()[1]
             q[b + _VERSION] += 2
             q[b + _STATE] = _BUSY
-        self._base = b
         return i, gen
 
     def _reap_dead(self) -> bool:
@@ -392,22 +392,22 @@ class Clock:
             return                        # fast path: someone is working, the clock cannot move
         with self._w.locked():
             q, d = self._w.snapshot()     # the words at one instant; published only if unchanged since
-            live = [b for b in _BASES if q[b + _STATE] != _FREE]
+            live = [i for i, b in enumerate(_BASES) if q[b + _STATE] != _FREE]
             if not live:
                 return
-            if any(q[b + _VERSION] % 2 for b in _BASES) or any(q[b + _STATE] != _IDLE for b in live):
+            if any(q[b + _VERSION] % 2 for b in _BASES) or any(q[_BASES[i] + _STATE] != _IDLE for i in live):
                 return
             now = d[_H_NOW]
-            due = [d[b + _NEXT_DUE] for b in live]
+            due = [d[_BASES[i] + _NEXT_DUE] for i in live]
             if min(due) <= now:
                 self._ping_due(q, d, now)
                 return
             # Every message between two live participants arrived: what one sent to the other (as
             # counted for that peer's current generation) the other received.
-            slot = {b: i for i, b in enumerate(_BASES)}
-            for bi in live:
-                for bj in live:
-                    i, j = slot[bi], slot[bj]
+            for i in live:
+                bi = _BASES[i]
+                for j in live:
+                    bj = _BASES[j]
                     sent = q[bi + _SENT + j] if q[bi + _SEEN + j] == q[bj + _GEN] else 0
                     recv = q[bj + _RECV + i] if q[bj + _SEEN + i] == q[bi + _GEN] else 0
                     if sent != recv:
