@@ -120,6 +120,8 @@ def _concurrent(cmd_a: list[str], cmd_b: list[str], lock: Path) -> tuple[subproc
 def test_two_concurrent_runs_over_ssh_one_is_refused(toy, ssh_server):
     add_toy_ssh_profile(toy, ssh_server)
     edit_profile(toy.root, 'workload: {command: "{{ python }}', 'workload: {command: "sleep 2; {{ python }}')
+    # The toy's 3 s workload limit left one second for SSH and Python beside the sleep: a loaded machine ran past it.
+    edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
     cmd = WB + ["hypothesis", "run", "toy-fix", "--target", "ssh", "--json"]
     b, (rc_a, out_a, err_a) = _concurrent(cmd + ["--db", str(toy.root / "a.duckdb")],
                                           cmd + ["--db", str(toy.root / "b.duckdb")], _lock_file(toy))
