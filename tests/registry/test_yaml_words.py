@@ -133,3 +133,21 @@ def test_a_pair_file_keeps_the_words_written(root: Path, tmp_path: Path):
                     "metric: cached_rate\nregion: '>= 0.05'\n")
     spec = load_pair(pair, load_registry(root))
     assert spec["good"] == ["cache=no", "verbose=True"] and spec["bad"] == ["cache=yes", "verbose=False"]
+
+
+@pytest.mark.parametrize("old,new,word,value", [
+    ("      control: {cache: no}", "      control: {yes: no}", "yes", "true"),      # an arm's variable name
+    ("  switch: {values", "  off: {values", "off", "false"),                          # a variable's name
+])
+def test_a_key_read_as_a_boolean_is_named_by_the_word_written(root: Path, cli, old: str, new: str, word: str,
+                                                               value: str):
+    """A bare yes/no/on/off key is read as a boolean too: the error named it `true`, a word the file never has,
+    and told the user to quote "true"."""
+    path = root / ("hypotheses.yaml" if "control" in old else "experiments/words.yaml")
+    text = path.read_text().replace(old, new)
+    path.write_text(text)
+    code, _, err = cli("hypothesis", "validate", "--root", str(root))
+    assert code == 2 and err.startswith("Error: ") and "Traceback" not in err, err
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.startswith(new))
+    assert f"{path}:{line} " in err, err
+    assert f'the key {word} was read as a boolean ({value}), not as text; quote it: "{word}":' in err, err

@@ -44,6 +44,9 @@ def _boolean_for_text(errors: list[Any], doc: LocatedYaml) -> tuple[str, tuple[A
         while loc and loc not in doc.booleans:  # a union's member name ends pydantic's location
             loc = loc[:-1]
         word = doc.booleans.get(loc, str(e["input"]).lower())
+        if loc and loc[-1] == "[key]":  # a mapping key: quoting it is the cure, wherever it stands
+            return (f'the key {word} was read as a boolean ({str(e["input"]).lower()}), not as text; quote it: '
+                    f'"{word}": (YAML reads a bare yes/no/on/off/true/false as a boolean)', (*loc[:-2], word))
         key = f"{loc[-1]}: " if loc and isinstance(loc[-1], str) else ""
         read = f'{key}{word} was read as a boolean ({str(e["input"]).lower()}), not as '
         why = "(YAML reads a bare yes/no/on/off/true/false as a boolean)"

@@ -92,6 +92,10 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[L
                                       file=file, line=kline, field=field)
                 seen[key] = kline
                 lines[(*loc, key)] = kline
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _BOOL_TAG:
+                    # A bare yes/no/on/off key is a boolean too: pydantic names it (loc, bool, "[key]").
+                    booleans.setdefault((*loc, _scalar_key(loader, key_node), "[key]"), key_node.value)
+                    lines.setdefault((*loc, key_node.value), kline)
                 stack.append((value_node, (*loc, key)))
         elif isinstance(node, yaml.SequenceNode):
             for i, item in enumerate(node.value):
