@@ -104,11 +104,11 @@ def _null_distribution(k: int, ns: tuple[int, ...]) -> tuple[Any, Any]:
     p = k / n.sum()
     scale = n * p * (1 - p)
     if len(ns) == 2:
-        from scipy.stats import hypergeom
+        from workbench.analysis.stats import hypergeom_pmf
 
-        lo, hi = max(0, k - ns[1]), min(k, ns[0])
-        a = np.arange(lo, hi + 1)
-        pmf = hypergeom.pmf(a, int(n.sum()), ns[0], k)
+        lo, probabilities = hypergeom_pmf(int(n.sum()), k, ns[0])
+        a = np.arange(lo, lo + len(probabilities))
+        pmf = np.array(probabilities)
         return (a - n[0] * p) ** 2 / scale[0] + (k - a - n[1] * p) ** 2 / scale[1], pmf
     rng = np.random.default_rng(20261201)
     # Multivariate hypergeometric by successive conditional draws, each vectorised over the simulations.
@@ -210,9 +210,9 @@ def divisor(e: Effective, alpha: float) -> float:
     applied to every earlier look too (the running intersection then uses one variance model)."""
     if e.df is None:
         return e.design_effect
-    from scipy.stats import norm
+    from workbench.analysis.stats import norm_isf
 
-    return e.design_effect * (norm.isf(level_alpha(alpha, e.df) / 2) / norm.isf(alpha / 2)) ** 2
+    return e.design_effect * (norm_isf(level_alpha(alpha, e.df) / 2) / norm_isf(alpha / 2)) ** 2
 
 
 @lru_cache(maxsize=1024)
@@ -220,9 +220,9 @@ def level_alpha(alpha: float, df: int | None) -> float:
     """The alpha whose normal quantile is Student's t quantile at alpha on df degrees of freedom."""
     if df is None:
         return alpha
-    from scipy.stats import norm, t
+    from workbench.analysis.stats import norm_sf, t_isf
 
-    return float(2 * norm.sf(t.isf(alpha / 2, df)))
+    return 2 * norm_sf(t_isf(alpha / 2, df))
 
 
 def rate_interval(e: Effective, alpha: float = 0.05) -> tuple[float, float]:

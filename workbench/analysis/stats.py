@@ -1,7 +1,12 @@
 """The statistics behind a verdict: Wilson, Newcombe, Fisher/Boschloo (and Fisher stratified), order-statistic medians, Mann-Whitney, Holm.
 
-scipy and statsmodels do the arithmetic; this module fixes the conventions (95%, two-sided) and turns
-an interval method into the p-value of "the region is excluded" so intervals and p-values always agree.
+scipy does the arithmetic; this module fixes the conventions (95%, two-sided) and turns an interval
+method into the p-value of "the region is excluded" so intervals and p-values always agree.
+
+The distributions every verdict needs (normal, Student's t, binomial, hypergeometric) are scipy.special's
+functions, called as scipy.stats calls them, or exact integer arithmetic: importing scipy.stats (or
+statsmodels, which imports it) costs 1.2-1.9 s of CPU in every process that analyses. scipy.stats is
+imported only by the tests a verdict needs less often: Boschloo's, Mann-Whitney's and Kendall's.
 """
 
 from __future__ import annotations
@@ -18,37 +23,107 @@ MIN_SAMPLES_TEST = 4
 Interval = tuple[float, float]
 
 
+# ----------------------------------------------------------------------------- distributions
+
+def norm_isf(q: float) -> float:
+    """The standard normal's upper quantile: P(Z > x) = q."""
+    from scipy.special import ndtri
+
+    return -float(ndtri(q))
+
+
+def norm_ppf(q: float) -> float:
+    from scipy.special import ndtri
+
+    return float(ndtri(q))
+
+
+def norm_sf(x: float) -> float:
+    from scipy.special import ndtr
+
+    return float(ndtr(-x))
+
+
+def t_isf(q: float, df: float) -> float:
+    """Student's t upper quantile on df degrees of freedom."""
+    from scipy.special import stdtrit
+
+    return -float(stdtrit(df, q))
+
+
+def t_sf(x: float, df: float) -> float:
+    from scipy.special import stdtr
+
+    return float(stdtr(df, -x))
+
+
+def half_binomial_cdfs(n: int, upto: int) -> list[float]:
+    """P(Bin(n, 1/2) <= j) for j = 0 .. upto - 1, exact (each the correctly rounded ratio of integers)."""
+    out, acc, c = [], 0, 1
+    for j in range(upto):
+        acc += c
+        out.append(acc / 2 ** n)
+        c = c * (n - j) // (j + 1)
+    return out
+
+
+def hypergeom_counts(total: int, good: int, draws: int) -> tuple[int, list[int], int]:
+    """The hypergeometric law of the good items among `draws` taken from `total`, as integers: (the
+    smallest possible count, the number of draws giving each count from there, the number of draws)."""
+    low, high = max(0, draws - (total - good)), min(good, draws)
+    c = math.comb(good, low) * math.comb(total - good, draws - low)
+    counts = [c]
+    for a in range(low, high):
+        c = c * (good - a) * (draws - a) // ((a + 1) * (total - good - draws + a + 1))
+        counts.append(c)
+    return low, counts, math.comb(total, draws)
+
+
+def hypergeom_pmf(total: int, good: int, draws: int) -> tuple[int, list[float]]:
+    """(the smallest possible count, each count's probability from there), each exact to the last bit."""
+    low, counts, all_draws = hypergeom_counts(total, good, draws)
+    return low, [c / all_draws for c in counts]
+
+
+# ----------------------------------------------------------------------------- intervals and tests
+
+def _wilson_bounds(k: float, n: float, alpha: float) -> Interval:
+    # The closed form as statsmodels' proportion_confint computes it, operation for operation, clipped to
+    # [0, 1] as it is.
+    crit = norm_isf(alpha / 2)
+    q, crit2 = k / n, crit ** 2
+    denom = 1 + crit2 / n
+    center = (q + crit2 / (2 * n)) / denom
+    dist = crit * math.sqrt(q * (1.0 - q) / n + crit2 / (4.0 * n ** 2)) / denom
+    return min(1.0, max(0.0, center - dist)), min(1.0, max(0.0, center + dist))
+
+
 def wilson(k: float, n: float, alpha: float = ALPHA) -> Interval:
     """Wilson score interval for k successes in n trials (k, n may be fractional for projections)."""
-    from statsmodels.stats.proportion import proportion_confint
-
     if n <= 0:
         return (0.0, 1.0)
-    lo, hi = proportion_confint(k, n, alpha=alpha, method="wilson")
+    lo, hi = _wilson_bounds(k, n, alpha)
     # The closed form computes 0 and 1 with rounding (4e-19, 0.9999999999999999): at k = 0 and k = n the
     # bound is exactly the edge, and an equals-0 claim must not be excluded by a rounding error.
-    lo = 0.0 if k <= 0 else max(0.0, float(lo))
-    hi = 1.0 if k >= n else min(1.0, float(hi))
-    return (lo, hi)
+    return (0.0 if k <= 0 else lo, 1.0 if k >= n else hi)
 
 
 def newcombe(k1: float, n1: float, k2: float, n2: float, alpha: float = ALPHA) -> Interval:
-    """Newcombe's hybrid score interval for p1 - p2."""
-    from statsmodels.stats.proportion import confint_proportions_2indep
-
+    """Newcombe's hybrid score interval for p1 - p2 (his method 10), from the two Wilson intervals."""
     if n1 <= 0 or n2 <= 0:
         return (-1.0, 1.0)
-    lo, hi = confint_proportions_2indep(k1, n1, k2, n2, method="newcomb", compare="diff", alpha=alpha)
-    return (max(-1.0, float(lo)), min(1.0, float(hi)))
+    p1, p2 = k1 / n1, k2 / n2
+    (l1, u1), (l2, u2) = _wilson_bounds(k1, n1, alpha), _wilson_bounds(k2, n2, alpha)
+    d = p1 - p2
+    return (max(-1.0, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)),
+            min(1.0, d + math.sqrt((p2 - l2) ** 2 + (u1 - p1) ** 2)))
 
 
 def wilson_cc(k: float, n: float, alpha: float = ALPHA) -> Interval:
     """Wilson's score interval with continuity correction (Newcombe 1998, method 4)."""
-    from scipy.stats import norm
-
     if n <= 0:
         return (0.0, 1.0)
-    z, p = float(norm.isf(alpha / 2)), k / n
+    z, p = norm_isf(alpha / 2), k / n
     lo = 0.0 if k <= 0 else \
         (2 * n * p + z * z - 1 - z * math.sqrt(max(0.0, z * z - 2 - 1 / n + 4 * p * (n * (1 - p) + 1)))) / (2 * (n + z * z))
     hi = 1.0 if k >= n else \
@@ -70,12 +145,14 @@ def newcombe_cc(k1: float, n1: float, k2: float, n2: float, alpha: float = ALPHA
 
 
 def fisher(k1: int, n1: int, k2: int, n2: int) -> float:
-    """Two-sided Fisher exact p-value for equal proportions."""
-    from scipy.stats import fisher_exact
-
+    """Two-sided Fisher exact p-value for equal proportions: the probability, given the margins, of the
+    tables no more likely than the one observed. Exact: the tables are compared as integer counts, so a
+    tie is a tie (scipy's `fisher_exact` compares floating probabilities within 1e-14)."""
     if n1 <= 0 or n2 <= 0:
         return 1.0
-    return float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
+    low, counts, all_draws = hypergeom_counts(n1 + n2, k1 + k2, n1)
+    observed = counts[k1 - low]
+    return min(1.0, sum(c for c in counts if c <= observed) / all_draws)
 
 
 def stratified_exact(tables: Sequence[tuple[int, int, int, int]]) -> float:
@@ -89,15 +166,13 @@ def stratified_exact(tables: Sequence[tuple[int, int, int, int]]) -> float:
     carries no information and rightly changes nothing.
     """
     import numpy as np
-    from scipy.stats import hypergeom
 
     dist, low_sum, observed = np.array([1.0]), 0, 0
     for k1, n1, k2, n2 in ((int(round(a)), int(round(b)), int(round(c)), int(round(d))) for a, b, c, d in tables):
         if n1 <= 0 or n2 <= 0:
             continue
-        m = k1 + k2
-        low, high = max(0, m - n2), min(m, n1)
-        dist = np.convolve(dist, hypergeom.pmf(np.arange(low, high + 1), n1 + n2, m, n1))
+        low, pmf = hypergeom_pmf(n1 + n2, k1 + k2, n1)
+        dist = np.convolve(dist, pmf)
         low_sum, observed = low_sum + low, observed + k1
     dist = dist / dist.sum()
     return float(min(1.0, dist[dist <= dist[observed - low_sum] * (1 + 1e-7)].sum()))
@@ -122,9 +197,12 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm step-down adjusted p-values (family-wise error control over several predictions)."""
     if not pvalues:
         return []
-    from statsmodels.stats.multitest import multipletests
-
-    return [float(p) for p in multipletests(list(pvalues), method="holm")[1]]
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    adjusted, running = [0.0] * len(order), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * float(pvalues[i])))
+        adjusted[i] = running
+    return adjusted
 
 
 # ----------------------------------------------------------------------------- regions and intervals
@@ -165,8 +243,6 @@ def score_pvalue(k: float, n: float, bounds: Interval, want: str, df: int | None
     """p-value of the score test that the Wilson interval inverts: p < 0.05 exactly when the 95% Wilson
     interval is `want` ('outside' or 'inside') the region `bounds`. With `df` the statistic is referred
     to Student's t (the run-level interval, whose variance is estimated from df + 1 runs)."""
-    from scipy.stats import norm, t
-
     if n <= 0:
         return 1.0
     phat = k / n
@@ -177,7 +253,7 @@ def score_pvalue(k: float, n: float, bounds: Interval, want: str, df: int | None
         if bound <= 0 or bound >= 1:
             return 0.0 if phat != bound else 1.0
         z = abs(phat - bound) / math.sqrt(bound * (1 - bound) / n)
-        return float(min(1.0, 2 * (norm.sf(z) if df is None else t.sf(z, df))))
+        return min(1.0, 2 * (norm_sf(z) if df is None else t_sf(z, df)))
 
     if want == "outside":
         if phat > hi:
@@ -248,8 +324,6 @@ class MedianSummary:
 
 def median_ci(values: Sequence[float], level: float = 1 - ALPHA) -> MedianSummary:
     """Median with the distribution-free order-statistic interval, as benchstat reports it."""
-    from scipy.stats import binom
-
     xs = sorted(float(v) for v in values)
     n = len(xs)
     if n == 0:
@@ -257,17 +331,15 @@ def median_ci(values: Sequence[float], level: float = 1 - ALPHA) -> MedianSummar
     med = float(xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2)
     # [x_(j+1), x_(n-j)] covers the median with probability 1 - 2 P(Bin(n, 1/2) <= j); take the
     # narrowest such interval that still reaches `level` (coverage falls as j grows).
-    import numpy as np
-
-    cover = 1 - 2 * binom.cdf(np.arange(n // 2), n, 0.5)
-    ok = np.nonzero(cover >= level)[0]
-    if ok.size == 0:
+    cover = [1 - 2 * c for c in half_binomial_cdfs(n, n // 2)]
+    ok = [j for j, c in enumerate(cover) if c >= level]
+    if not ok:
         c = 1 - 2 * 0.5 ** n
         return MedianSummary(n, med, (xs[0], xs[-1]), c,
                              f"need >= {min_samples(level)} samples for confidence interval at level {level:.3g} "
                              f"(the range of {n} covers the median with {c:.0%})")
-    j = int(ok[-1])
-    return MedianSummary(n, med, (xs[j], xs[n - 1 - j]), float(cover[j]), None)
+    j = ok[-1]
+    return MedianSummary(n, med, (xs[j], xs[n - 1 - j]), cover[j], None)
 
 
 def mann_whitney(a: Sequence[float], b: Sequence[float]) -> tuple[float | None, str | None]:
@@ -290,14 +362,13 @@ def shift_ci(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> tu
     None when the samples are too few for a (1 - alpha) interval.
     """
     import numpy as np
-    from scipy.stats import norm
 
     n, m = len(a), len(b)
     if n == 0 or m == 0:
         return None, None
     diffs = np.sort(np.subtract.outer(np.asarray(a, float), np.asarray(b, float)).ravel())
     est = float(np.median(diffs))
-    k = int(math.floor(n * m / 2 - norm.ppf(1 - alpha / 2) * math.sqrt(n * m * (n + m + 1) / 12)))
+    k = int(math.floor(n * m / 2 - norm_ppf(1 - alpha / 2) * math.sqrt(n * m * (n + m + 1) / 12)))
     if k < 1:
         return est, None
     return est, (float(diffs[k - 1]), float(diffs[n * m - k]))
@@ -306,8 +377,6 @@ def shift_ci(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> tu
 def sign_pvalue(values: Sequence[float], bounds: Interval, want: str) -> float:
     """p-value that inverts the order-statistic interval of the median (the sign test): p <= alpha exactly
     when the (1 - alpha) interval `median_ci` gives is `want` ('outside' / 'inside') the region."""
-    from scipy.stats import binom
-
     xs = [float(v) for v in values]
     n = len(xs)
     if n == 0:
@@ -322,7 +391,7 @@ def sign_pvalue(values: Sequence[float], bounds: Interval, want: str) -> float:
         j = max(sum(x < lo for x in xs), sum(x > hi for x in xs))
     if 2 * j >= n:
         return 1.0
-    return float(min(1.0, 2 * binom.cdf(j, n, 0.5)))
+    return min(1.0, 2 * half_binomial_cdfs(n, j + 1)[j])
 
 
 def shift_pvalue(a: Sequence[float], b: Sequence[float], bounds: Interval, want: str) -> float:
