@@ -7,7 +7,7 @@ store, call the library, and close what they opened. Nothing here prints.
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
@@ -176,8 +176,8 @@ class Workbench(StoredRuns):
         must not keep other processes out of it meanwhile."""
         from workbench.store import open_store
 
-        with open_store(self.settings.db, read_only=read_only, lock_wait_s=self.settings.lock_wait_s) as store, \
-                (store.held() if held else nullcontext()):
+        with open_store(self.settings.db, read_only=read_only, lock_wait_s=self.settings.lock_wait_s,
+                        held=held) as store:
             yield store
 
     def _store_exists(self) -> bool:

@@ -232,6 +232,9 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         return current_revision(self)
 
     def dispose(self) -> None:
+        conn, self._held = self._held, None
+        if conn is not None:
+            conn.close()
         self.engine.dispose()
 
     def __enter__(self) -> "Store":
@@ -322,8 +325,10 @@ def upgrade(db: str | None = None) -> tuple[str, str | None, str]:
         store.dispose()
 
 
-def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: float = LOCK_WAIT_S) -> Store:
-    """Open the store, checking its revision. A missing or empty store is created when writing."""
+def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: float = LOCK_WAIT_S,
+               held: bool = False) -> Store:
+    """Open the store, checking its revision. A missing or empty store is created when writing. With `held`, it
+    stays held open (`Store.held`) until it is disposed: the check then reuses the open database too."""
     url, path = resolve_url(db)
     if path is not None and not path.exists():
         if read_only:
@@ -335,6 +340,8 @@ def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: f
 
     store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s)
     try:
+        if held and path is not None:
+            store._held = store._open()
         # One connection for the check and, for a new store, its creation: each connection to a DuckDB file
         # costs ~20 ms of CPU, and a new store took ten.
         with store.connect() as conn:
