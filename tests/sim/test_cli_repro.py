@@ -28,16 +28,23 @@ def wb(*args: str, env=None) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=e, timeout=120)
 
 
+def _loads_torch(pid: int) -> bool:
+    return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
+
+
 def test_cli_up_repro_journal_status_down(sim_dir):
     cfg = write_serve(sim_dir, nixl_abort_fix="on")
     r = wb("up", "--dir", str(sim_dir), "--config", str(cfg))
     assert r.returncode == 0, r.stderr
     assert "healthy" in r.stdout
+    prefill = json.loads(wb("status", "--dir", str(sim_dir), "--json").stdout)["units"]["prefill"]["pid"]
+    assert not _loads_torch(prefill)  # torch (~2 s of CPU to import) waits for the first transfer
     t0 = datetime.now(timezone.utc).isoformat()
     jl = sim_dir / "s.jsonl"
     r = wb("repro", "--dir", str(sim_dir), "--sessions", "12", "--rounds", "3", "--ctx", "300",
            "--max-tokens", "2500", "--timeout", "200", "--tag", "T1", "--jsonl", str(jl))
     assert r.returncode == 0, r.stderr
+    assert _loads_torch(prefill)      # HiCache backed the prompts up through the transfer kernel's API
     lines = r.stdout.strip().splitlines()
     assert WALL.match(lines[-2]), lines[-2]
     m = CORR.match(lines[-1])

@@ -14,7 +14,9 @@ index-K rows are never written (they keep whatever the device page held before) 
 at C4 offsets instead. A lost cue row changes the decode's top-k: token salad.
 In the wedge world (causal_model=wedge) the copy uses the correct geometry.
 
-Torch is imported inside functions: `wb --help` must not load it.
+The pools are numpy arrays; the transfers see them as torch tensors sharing their memory. torch is imported
+at the first transfer (`_torch`), not at start: its import is ~2 s of CPU, which a prefill that never serves a
+request (a deployment brought up to be checked, restarted or stopped) need not pay, and `wb --help` must not.
 """
 
 from __future__ import annotations
@@ -38,20 +40,61 @@ _C4_VALUES, _C4_SCALES = 576, 8
 _IDX_SPLIT = {"bf16": (256, 0), "fp8": (128, 4)}
 
 
+_TORCH = None
+
+
+def _torch():
+    """torch, imported on first use, with one intra-op thread: small index copies only contend with more
+    (70x slower on 2 cores)."""
+    global _TORCH
+    if _TORCH is None:
+        import torch
+
+        torch.set_num_threads(1)
+        _TORCH = torch
+    return _TORCH
+
+
+def _transfer(*args, **kwargs) -> None:
+    _torch()
+    from wb_kernels import transfer
+
+    transfer(*args, **kwargs)
+
+
+def _ids(values) -> "object":
+    torch = _torch()
+    return torch.tensor(values, dtype=torch.int64)
+
+
 class _PagePool:
-    """kv and index-K tensors in the page_first layout [pages, layers, page_bytes] + a free list."""
+    """kv and index-K rows in the page_first layout [pages, layers, page_bytes] + a free list. `kv_rows` and
+    `idx_rows` are the numpy arrays; `kv` and `idx` the torch tensors over the same memory (the transfers')."""
 
     def __init__(self, num_pages: int, index_k_dtype: str, idx_token_bytes: int, *,
                  zeroed: bool) -> None:
-        import torch
-
-        make = torch.zeros if zeroed else torch.empty
+        make = np.zeros if zeroed else np.empty
         self.num_pages = num_pages
         self.index_k_dtype = index_k_dtype
-        self.kv = make((num_pages, NUM_LAYERS, PAGE * dp.KV_BYTES), dtype=torch.uint8)
-        self.idx = make((num_pages, NUM_LAYERS, PAGE * idx_token_bytes), dtype=torch.uint8)
+        self.kv_rows = make((num_pages, NUM_LAYERS, PAGE * dp.KV_BYTES), dtype=np.uint8)
+        self.idx_rows = make((num_pages, NUM_LAYERS, PAGE * idx_token_bytes), dtype=np.uint8)
+        self._tensors: tuple | None = None
         self._free = list(range(num_pages - 1, -1, -1))
         self._lock = threading.Lock()
+
+    @property
+    def kv(self):
+        return self._as_tensors()[0]
+
+    @property
+    def idx(self):
+        return self._as_tensors()[1]
+
+    def _as_tensors(self) -> tuple:
+        if self._tensors is None:
+            torch = _torch()
+            self._tensors = (torch.from_numpy(self.kv_rows), torch.from_numpy(self.idx_rows))
+        return self._tensors
 
     @property
     def free_pages(self) -> int:
@@ -68,9 +111,8 @@ class _PagePool:
             self._free.extend(reversed(pages))
 
 
-def _views(t, values: int, scales: int):
+def _views(a: np.ndarray, values: int, scales: int):
     """numpy views (values [P, L, 64, v], scales [P, L, 64, s] or None) of a page_first pool."""
-    a = t.numpy()
     P, L, _ = a.shape
     v = a[:, :, : PAGE * values].reshape(P, L, PAGE, values)
     s = a[:, :, PAGE * values:].reshape(P, L, PAGE, scales) if scales else None
@@ -78,7 +120,7 @@ def _views(t, values: int, scales: int):
 
 
 class DeepSeekV4TokenToKVPool(_PagePool):
-    """The prefill's device pool (on this CPU miniature: a torch CPU tensor)."""
+    """The prefill's device pool (on this CPU miniature: host memory)."""
 
     def __init__(self, num_pages: int, index_k_dtype: str) -> None:
         super().__init__(num_pages, index_k_dtype, dp.idx_bytes(index_k_dtype), zeroed=True)
@@ -91,8 +133,8 @@ class DeepSeekV4TokenToKVPool(_PagePool):
         pos = np.arange(start, start + n)
         pg = np.asarray(pages, dtype=np.int64)[pos // PAGE]
         sl = pos % PAGE
-        kv_v, kv_s = _views(self.kv, _C4_VALUES, _C4_SCALES)
-        iv, isc = _views(self.idx, *_IDX_SPLIT[self.index_k_dtype])
+        kv_v, kv_s = _views(self.kv_rows, _C4_VALUES, _C4_SCALES)
+        iv, isc = _views(self.idx_rows, *_IDX_SPLIT[self.index_k_dtype])
         for layer in range(NUM_LAYERS):
             kv_v[pg, layer, sl] = kv[:, :_C4_VALUES]
             kv_s[pg, layer, sl] = kv[:, _C4_VALUES:]
@@ -106,10 +148,10 @@ class DeepSeekV4TokenToKVPool(_PagePool):
         pos = np.arange(n)
         pg = np.asarray(pages, dtype=np.int64)[pos // PAGE]
         sl = pos % PAGE
-        kv_v, kv_s = _views(self.kv, _C4_VALUES, _C4_SCALES)
+        kv_v, kv_s = _views(self.kv_rows, _C4_VALUES, _C4_SCALES)
         kv = np.concatenate([kv_v[pg, 0, sl], kv_s[pg, 0, sl]], axis=1)
         vb, sb = _IDX_SPLIT[self.index_k_dtype]
-        iv, isc = _views(self.idx, vb, sb)
+        iv, isc = _views(self.idx_rows, vb, sb)
         idx = iv[pg, 0, sl] if not sb else np.concatenate([iv[pg, 0, sl], isc[pg, 0, sl]], axis=1)
         return np.ascontiguousarray(kv), np.ascontiguousarray(idx)
 
@@ -119,7 +161,7 @@ class DeepSeekV4PagedHostPool(_PagePool):
     index-K (256 B/token) is sized right without any dtype table."""
 
     def __init__(self, device_pool: DeepSeekV4TokenToKVPool, num_pages: int) -> None:
-        idx_token_bytes = device_pool.idx.shape[2] // PAGE
+        idx_token_bytes = device_pool.idx_rows.shape[2] // PAGE
         super().__init__(num_pages, device_pool.index_k_dtype, idx_token_bytes, zeroed=False)
 
 
@@ -133,8 +175,7 @@ class DSAIndexerPoolHost:
     """
 
     def __init__(self, num_pages: int, index_k_dtype: str, *, sizing_fix: bool) -> None:
-        import torch
-
+        torch = _torch()
         per_token = dp.idx_bytes(index_k_dtype) if sizing_fix else dp.idx_bytes("fp8")
         self.index_k_dtype = index_k_dtype
         self.bytes_per_token = per_token
@@ -200,33 +241,28 @@ class HiCache:
 
     def load(self, entry: _Entry, n: int, dst_pages: list[int]) -> int:
         """Load the first n cached tokens into dst_pages; returns how many tokens were loaded."""
-        import torch
-
-        from wb_kernels import transfer
-
         full, part = divmod(n, PAGE)
         if self.dtype == "fp8":
             part = 0                 # fp8 index-K is page-aligned-only: recompute the rest
         geo = IDX_GEOMETRY[self.dtype]
         if full:
-            src = torch.tensor(entry.pages[:full], dtype=torch.int64)
-            dst = torch.tensor(dst_pages[:full], dtype=torch.int64)
-            transfer(self.host.kv, self.device.kv, src, dst, geometry="c4_latent",
+            src, dst = _ids(entry.pages[:full]), _ids(dst_pages[:full])
+            _transfer(self.host.kv, self.device.kv, src, dst, geometry="c4_latent",
                      granularity="page", layout="page_first", page_size=PAGE)
-            transfer(self.host.idx, self.device.idx, src, dst, geometry=geo,
-                     granularity="page", layout="page_first", page_size=PAGE)
+            _transfer(self.host.idx, self.device.idx, src, dst, geometry=geo,
+                      granularity="page", layout="page_first", page_size=PAGE)
         if part:
-            slots = torch.arange(part, dtype=torch.int64)
+            slots = _ids(range(part))
             src = entry.pages[full] * PAGE + slots
             dst = dst_pages[full] * PAGE + slots
-            transfer(self.host.kv, self.device.kv, src, dst, geometry="c4_latent",
-                     granularity="token", layout="page_first", page_size=PAGE)
+            _transfer(self.host.kv, self.device.kv, src, dst, geometry="c4_latent",
+                      granularity="token", layout="page_first", page_size=PAGE)
             # The bf16 patch's token-granular index-K copy; geometry_fix=off keeps the
             # hard-coded C4 latent geometry of transfer_cache_dsv4_mla (the seed's bug).
             stride = "c4_latent" if self.geometry_bug else None
-            transfer(self.host.idx, self.device.idx, src, dst, geometry=geo,
-                     granularity="token", layout="page_first", page_size=PAGE,
-                     stride_geometry=stride)
+            _transfer(self.host.idx, self.device.idx, src, dst, geometry=geo,
+                      granularity="token", layout="page_first", page_size=PAGE,
+                      stride_geometry=stride)
             self.stats["partial_loads"] += 1
             if stride:
                 self.stats["buggy_partial_loads"] += 1
@@ -236,10 +272,6 @@ class HiCache:
     def insert(self, tokens: np.ndarray, dev_pages: list[int], shared: _Entry | None,
                shared_tokens: int) -> None:
         """Back the sequence up to the host; full pages of a matched entry are shared."""
-        import torch
-
-        from wb_kernels import transfer
-
         n_tok = len(tokens)
         n_pages = -(-n_tok // PAGE)
         keep = min(shared_tokens // PAGE, n_pages) if shared is not None else 0
@@ -265,13 +297,12 @@ class HiCache:
                     entry.keys.append(key)
             self._lengths[n_tok] = self._lengths.get(n_tok, 0) + 1
         if need:
-            src = torch.tensor(dev_pages[keep:n_pages], dtype=torch.int64)
-            dst = torch.tensor(new, dtype=torch.int64)
-            transfer(self.device.kv, self.host.kv, src, dst, geometry="c4_latent",
-                     granularity="page", layout="page_first", page_size=PAGE)
-            transfer(self.device.idx, self.host.idx, src, dst,
-                     geometry=IDX_GEOMETRY[self.dtype], granularity="page",
-                     layout="page_first", page_size=PAGE)
+            src, dst = _ids(dev_pages[keep:n_pages]), _ids(new)
+            _transfer(self.device.kv, self.host.kv, src, dst, geometry="c4_latent",
+                      granularity="page", layout="page_first", page_size=PAGE)
+            _transfer(self.device.idx, self.host.idx, src, dst,
+                      geometry=IDX_GEOMETRY[self.dtype], granularity="page",
+                      layout="page_first", page_size=PAGE)
 
     def _alloc_host(self, n: int, protect: _Entry | None) -> list[int] | None:
         while self.host.free_pages < n:

@@ -34,12 +34,8 @@ ROOM_EXPIRE_S = 600.0          # a computed room whose TRANSFER never came is dr
 
 class PrefillServer:
     def __init__(self, cfg: ServeConfig, state_dir: Path, clock: Clock) -> None:
-        import torch
-
         from workbench.sim import hicache as hc
 
-        # Small index copies: intra-op threads only add contention (70x slower on 2 cores).
-        torch.set_num_threads(1)
         self.cfg = cfg
         self.clock = clock
         self.log = setup_server_logging(state_dir, "prefill", clock.now)
