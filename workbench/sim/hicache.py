@@ -62,7 +62,7 @@ def _transfer(*args, **kwargs) -> None:
     transfer(*args, **kwargs)
 
 
-def _ids(values) -> "object":
+def _ids(values):
     torch = _torch()
     return torch.tensor(values, dtype=torch.int64)
 
