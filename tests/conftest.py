@@ -32,6 +32,10 @@ _build_once()
 
 
 def _has_cuda() -> bool:
+    """Whether torch sees a CUDA GPU. Without a device node of NVIDIA's driver (WSL's /dev/dxg) there is none,
+    and torch is not imported to say so: every worker process decides this, and torch's import is ~2 s of CPU."""
+    if not any(Path(node).exists() for node in ("/dev/nvidiactl", "/dev/dxg")):
+        return False
     try:
         import torch
 
