@@ -151,6 +151,40 @@ def test_bulk_units_and_metrics_round_trip(tmp_path: Path):
         store.dispose()
 
 
+def test_units_from_dicts_keep_nulls_and_types_without_importing_pandas(tmp_path: Path):
+    """A run's units go in as the runner has them (dicts, some fields missing or None, ints and floats mixed,
+    a column empty in its first rows) in a process that never imports pandas."""
+    script = textwrap.dedent(f"""
+        import json, sys
+        from workbench.store import open_store, records
+        store = open_store({str(tmp_path / "units.duckdb")!r})
+        try:
+            with store.session() as s:
+                run = records.create_run(s, experiment_id="e", variables={{}}, fingerprint={{}})
+                units = [{{"outcome": "done"}} for _ in range(1500)]
+                units += [{{"outcome": None, "rounds": 3, "duration_s": 2}},
+                          {{"outcome": 7, "rounds": 4.0, "wall_s": 0.5, "extra": "x"}}]
+                n = records.add_units(s, run_id=run.id, units=units)
+                records.add_metrics(s, run_id=run.id, metrics={{"leak": 1, "wall_s": None}}, source="units")
+            with store.session() as s:
+                c = s.connection()
+                rows = c.exec_driver_sql("SELECT idx, outcome, rounds, duration_s FROM units WHERE idx >= 1499 "
+                                         "ORDER BY idx").all()
+                metrics = c.exec_driver_sql("SELECT name, value FROM metrics").all()
+        finally:
+            store.dispose()
+        print(json.dumps({{"n": n, "rows": [list(r) for r in rows], "metrics": [list(m) for m in metrics],
+                          "pandas": "pandas" in sys.modules}}))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout)
+    assert got["n"] == 1502
+    assert got["rows"] == [[1499, "done", None, None], [1500, None, 3, 2.0], [1501, "7", 4, 0.5]]
+    assert got["metrics"] == [["leak", 1.0]]
+    assert got["pandas"] is False
+
+
 def test_a_store_at_the_first_revision_upgrades_and_keeps_its_rows(tmp_path: Path, cli):
     """A store made by an older wb is refused until `wb db upgrade`, which keeps every row."""
     from alembic import command
