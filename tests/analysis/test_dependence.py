@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from scipy.stats import hypergeom
 
 from workbench.analysis import analyze_stored, clustered, stats
 
@@ -100,6 +99,8 @@ def test_a_trend_over_replicates_holds_the_verdict(store, registry):
 def test_pooled_within_arm_dispersion_is_the_exact_convolution():
     # Two arms of two runs of 10 units: X^2 summed over arms, each around its own rate; its exact null
     # given each arm's total is the convolution of two hypergeometric splits, enumerated here directly.
+    from scipy.stats import hypergeom   # here, not at collection: every worker collects this file
+
     arms = [([2, 5], [10, 10]), ([1, 6], [10, 10])]
     d = clustered.pooled_dispersion(arms)
 

@@ -12,9 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats as ss
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from workbench.analysis import clustered, stats
 
@@ -22,6 +19,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_wilson_newcombe_holm_and_quantiles_are_the_libraries_values_to_the_bit():
+    # The libraries are imported in the tests, not at collection: every worker collects this file.
+    from scipy import stats as ss
+    from statsmodels.stats.multitest import multipletests
+    from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
+
     rng = np.random.default_rng(11)
     for _ in range(400):
         alpha = float(rng.choice([0.05, 0.01, 0.1, 0.0125]))
@@ -46,6 +48,8 @@ def test_wilson_newcombe_holm_and_quantiles_are_the_libraries_values_to_the_bit(
 
 
 def test_exact_binomial_hypergeometric_and_fisher_agree_with_scipy():
+    from scipy import stats as ss
+
     rng = np.random.default_rng(12)
     for _ in range(300):
         m = int(rng.integers(1, 300))

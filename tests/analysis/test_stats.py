@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import hypergeom, norm
 
 from workbench.analysis import stats
 
@@ -19,7 +18,7 @@ def test_seed_reference_values():
     assert lo == 0.0 and round(hi, 3) == 0.046
 
 
-def _wilson_closed_form(k: int, n: int, z: float = norm.ppf(0.975)) -> tuple[float, float]:
+def _wilson_closed_form(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:  # norm.ppf(0.975)
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
@@ -28,6 +27,8 @@ def _wilson_closed_form(k: int, n: int, z: float = norm.ppf(0.975)) -> tuple[flo
 
 def _fisher_by_hand(k1: int, n1: int, k2: int, n2: int) -> float:
     # Sum of hypergeometric probabilities no larger than the observed table's (two-sided, as scipy defines it).
+    from scipy.stats import hypergeom   # here, not at collection: every worker collects this file
+
     total, succ = n1 + n2, k1 + k2
     dist = hypergeom(total, succ, n1)
     lo, hi = max(0, succ - n2), min(succ, n1)

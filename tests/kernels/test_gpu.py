@@ -1,12 +1,12 @@
 """The CUDA kernel against the reference, on a GPU (skipped elsewhere)."""
 
 import pytest
-import torch
 
 from wb_kernels import GEOMETRIES, transfer
 from wb_kernels.cases import index_set, make_pool, poison
-from wb_kernels.reference import reference_transfer
 from workbench.errors import KernelError
+
+from kernel_kit import reference_transfer, torch
 
 pytestmark = pytest.mark.gpu
 

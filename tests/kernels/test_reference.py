@@ -1,11 +1,12 @@
 """The torch reference against a per-segment slicing oracle, and the buggy stride mode."""
 
 import pytest
-import torch
 
 from wb_kernels import GEOMETRIES, transfer
 from wb_kernels.cases import index_set, make_pool, poison
 from wb_kernels.check import oracle_transfer
+
+from kernel_kit import torch
 
 LAYOUTS = ("page_first", "layer_first")
 

@@ -5,14 +5,14 @@ slicing and the device stage by the reference, which checks the offsets and the 
 """
 
 import pytest
-import torch
 
 from wb_kernels import GEOMETRIES
 from wb_kernels.api import plan_transfer
 from wb_kernels.cases import index_set, make_pool, poison
-from wb_kernels.reference import reference_transfer
 from wb_kernels import staged as staged_mod
 from wb_kernels.staged import plan_staged
+
+from kernel_kit import reference_transfer, torch
 
 
 def _apply_runs(src, dst, runs):

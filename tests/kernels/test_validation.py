@@ -1,11 +1,12 @@
 """Bad inputs raise KernelError (exit code 2) before any byte moves."""
 
 import pytest
-import torch
 
 from wb_kernels import transfer
 from wb_kernels.cases import make_pool
 from workbench.errors import BadInput, KernelError
+
+from kernel_kit import torch
 
 G, LAY, PS = "index_k_fp8", "page_first", 64
 
@@ -23,32 +24,34 @@ def _call(src, dst, si=None, di=None, **over):
              torch.tensor([4, 5, 6]) if di is None else di, **kw)
 
 
+# name -> (the call's changes, made when the test runs: torch is imported then; the message's fragment)
 BAD = {
-    "src id out of range": (dict(si=torch.tensor([1, 2, 8 * PS])), "outside [0, 512)"),
-    "negative dst id": (dict(di=torch.tensor([4, -1, 6])), "token -1"),
-    "int32 ids": (dict(si=torch.tensor([1, 2, 3], dtype=torch.int32)), "int64"),
-    "float ids": (dict(di=torch.tensor([4.0, 5.0, 6.0])), "int64"),
-    "2-D ids": (dict(si=torch.tensor([[1, 2, 3]]), di=torch.tensor([[4, 5, 6]])), "1-D"),
-    "lengths differ": (dict(di=torch.tensor([4, 5])), "3 entries"),
-    "duplicate destinations": (dict(di=torch.tensor([4, 5, 4])), "more than once"),
-    "page out of range": (dict(granularity="page", si=torch.tensor([0]), di=torch.tensor([6])),
+    "src id out of range": (lambda: dict(si=torch.tensor([1, 2, 8 * PS])), "outside [0, 512)"),
+    "negative dst id": (lambda: dict(di=torch.tensor([4, -1, 6])), "token -1"),
+    "int32 ids": (lambda: dict(si=torch.tensor([1, 2, 3], dtype=torch.int32)), "int64"),
+    "float ids": (lambda: dict(di=torch.tensor([4.0, 5.0, 6.0])), "int64"),
+    "2-D ids": (lambda: dict(si=torch.tensor([[1, 2, 3]]), di=torch.tensor([[4, 5, 6]])), "1-D"),
+    "lengths differ": (lambda: dict(di=torch.tensor([4, 5])), "3 entries"),
+    "duplicate destinations": (lambda: dict(di=torch.tensor([4, 5, 4])), "more than once"),
+    "page out of range": (lambda: dict(granularity="page", si=torch.tensor([0]), di=torch.tensor([6])),
                           "page 6"),
-    "rows of another geometry": (dict(geometry="index_k_bf16"), "16384"),
-    "page size": (dict(page_size=32), "page_size=32"),
-    "bad page size": (dict(page_size=0), "page_size"),
-    "unknown geometry": (dict(geometry="fp4"), "unknown geometry"),
-    "unknown stride geometry": (dict(stride_geometry="fp4"), "unknown geometry"),
-    "unknown layout": (dict(layout="row_major"), "layout"),
-    "unknown granularity": (dict(granularity="byte"), "granularity"),
-    "unknown impl": (dict(impl="triton"), "impl"),
-    "cuda impl on host pools": (dict(impl="cuda"), "CUDA"),
+    "rows of another geometry": (lambda: dict(geometry="index_k_bf16"), "16384"),
+    "page size": (lambda: dict(page_size=32), "page_size=32"),
+    "bad page size": (lambda: dict(page_size=0), "page_size"),
+    "unknown geometry": (lambda: dict(geometry="fp4"), "unknown geometry"),
+    "unknown stride geometry": (lambda: dict(stride_geometry="fp4"), "unknown geometry"),
+    "unknown layout": (lambda: dict(layout="row_major"), "layout"),
+    "unknown granularity": (lambda: dict(granularity="byte"), "granularity"),
+    "unknown impl": (lambda: dict(impl="triton"), "impl"),
+    "cuda impl on host pools": (lambda: dict(impl="cuda"), "CUDA"),
 }
 
 
 @pytest.mark.parametrize("name", list(BAD))
 def test_bad_input_is_rejected_and_nothing_moves(pools, name):
     src, dst = pools
-    over, fragment = BAD[name]
+    make, fragment = BAD[name]
+    over = make()
     before = dst.clone()
     with pytest.raises(KernelError) as err:
         _call(src, dst, **over)
@@ -98,10 +101,10 @@ def test_cached_pools_still_check_the_ids_of_every_call(pools):
     src, dst = pools
     _call(src, dst)
     before = dst.clone()
-    for over, fragment in (BAD["src id out of range"], BAD["duplicate destinations"],
+    for make, fragment in (BAD["src id out of range"], BAD["duplicate destinations"],
                            BAD["int32 ids"]):
         with pytest.raises(KernelError) as err:
-            _call(src, dst, **over)
+            _call(src, dst, **make())
         assert fragment in err.value.message
     assert torch.equal(dst, before)
 
