@@ -264,7 +264,7 @@ class Workbench(StoredRuns):
         """
         t0 = time.monotonic()
         if report is None:
-            from workbench.report.site import MANIFEST
+            from workbench.report import MANIFEST
 
             report = (Path(self.registry.root) / "reports" / MANIFEST).is_file()
         from workbench.analysis.stored import analyze_stored, record_verdict

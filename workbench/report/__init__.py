@@ -13,7 +13,9 @@ if TYPE_CHECKING:
     from workbench.store.engine import Store
 
 
-__all__ = ["build_site"]
+__all__ = ["MANIFEST", "build_site"]
+
+MANIFEST = ".wb-site.json"  # the list of files a built site holds (its presence says a site was built here)
 
 
 def build_site(store: Store, registry: Registry, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:

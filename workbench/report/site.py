@@ -15,12 +15,11 @@ from typing import Any
 from workbench.analysis.results import Analysis
 from workbench.errors import BadInput
 from workbench.registry.loader import Registry
-from workbench.report import assets, hypothesis_page, isolate_page, pages, run_page
+from workbench.report import MANIFEST, assets, hypothesis_page, isolate_page, pages, run_page
 from workbench.report.context import Page
 from workbench.report.data import StoreData
 from workbench.store.engine import Store, holding
 
-MANIFEST = ".wb-site.json"
 RUNS_PER_LIST_PAGE = 400
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
