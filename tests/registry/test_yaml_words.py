@@ -83,6 +83,19 @@ def test_flags_still_take_booleans(root: Path):
     assert exp.variables["jobs"].per_replicate is True and exp.metrics["cached"].guard is True
 
 
+def test_a_mapping_shared_by_an_anchor_keeps_the_word_only_where_a_variable_value_is_taken(root: Path):
+    """One YAML mapping, two places: a metric's unit filter (variable values: the word) and the profile's
+    options (flags: the boolean). Giving the word back in one must not change the other."""
+    from workbench.registry import load_registry
+
+    p = root / "experiments" / "words.yaml"
+    text = p.read_text().replace("units: {cached: yes}", "units: &flags {cached: no}")
+    p.write_text(text.replace("    target: {kind: local}\n", "    target: {kind: local}\n    options: *flags\n"))
+    exp = load_registry(root).experiments["words"]
+    assert exp.metrics["cached"].units == {"cached": "no"}
+    assert exp.profiles["local"].options == {"cached": False}
+
+
 def test_a_rendered_config_says_the_word_written(root: Path):
     from workbench.registry import load_registry
     from workbench.runner.prepare import preflight, resolve

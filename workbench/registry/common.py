@@ -35,6 +35,17 @@ def _members(tp: Any) -> tuple[Any, ...]:
     return get_args(tp) if get_origin(tp) in (Union, UnionType) else (tp,)
 
 
+def unshared(data: Any) -> Any:
+    """`data` with every mapping and list copied once per place it appears: a YAML anchor makes its aliases
+    one object, and a word given back at one place (`put_back_words`) must not reach the others. Bounded:
+    the loader has counted the values after aliases are followed (yamlio.MAX_NODES)."""
+    if isinstance(data, dict):
+        return {k: unshared(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [unshared(v) for v in data]
+    return data
+
+
 def put_back_words(tp: Any, data: Any, words: dict[tuple[Any, ...], str], loc: tuple[Any, ...] = ()) -> None:
     """Give back, in `data` (parsed YAML about to be validated as `tp`), the word written for each boolean that
     lands where `tp` takes a variable value: YAML 1.1 reads a bare yes/no/true/false/on/off as a boolean, and

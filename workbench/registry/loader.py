@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from workbench.errors import BadInput, ConfigError
-from workbench.registry.common import put_back_words, shown
+from workbench.registry.common import put_back_words, shown, unshared
 from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment
 from workbench.registry.profile_checks import check_profile, verify_templates
 from workbench.registry.hypothesis import Hypothesis, HypothesesFile
@@ -70,6 +70,7 @@ def parse_model(model: type[M], doc: LocatedYaml) -> M:
     """Validate `doc` against `model`; the first error becomes a ConfigError at its line."""
     if doc.data is None:
         raise doc.error("the file is empty")
+    doc.data = unshared(doc.data)  # an anchor's aliases are one object: the words go back place by place
     put_back_words(model, doc.data, doc.booleans)
     try:
         return model.model_validate(doc.data)
