@@ -58,3 +58,27 @@ def test_a_successful_run_records_no_error(toy):
     assert built.returncode == 0, built.stderr
     page = (toy.root / "reports" / "runs" / f"{rid}.html").read_text(encoding="utf-8")
     assert "<h3>Error</h3>" not in page and "interrupted" not in page
+
+
+def test_the_profile_env_is_rendered_for_each_run_with_its_own_arm(toy):
+    """`env` is rendered with the variables like every other template: each run's commands see its own arm's
+    value (a service switched by an environment variable ran the first arm's value in both arms)."""
+    from runner_kit import edit_profile
+
+    edit_profile(toy.root, 'env: {SERVICE_API_TOKEN: "s3cret-value"}',
+                 'env: {SERVICE_API_TOKEN: "s3cret-value", FIX_ENV: "fix={{ fix }}"}')
+    edit_profile(toy.root, 'restart {{ state }}"]', 'restart {{ state }}", "echo \\"$FIX_ENV\\" >> {{ state }}/env.log"]')
+    summary = run_hypothesis("toy-fix", db=toy.db, seed=7, replicates=1)
+    assert [r["status"] for r in summary["runs"]] == ["ok", "ok"]
+    order = [r["arm"] for r in sorted(summary["runs"], key=lambda r: r["order_index"])]
+    want = {"control": "fix=off", "treatment": "fix=on"}
+    seen = (toy.state / "env.log").read_text().splitlines()
+    assert seen[:2] == [want[a] for a in order]           # each run its own arm's value; the restore's after
+    fps = {r["arm"]: json.loads(store_rows(toy.db, "SELECT fingerprint_json FROM runs WHERE id = :r", r=r["id"])[0][0])
+           for r in summary["runs"]}
+    # The fingerprint records it apart from the environment compared between arms: no confound is flagged.
+    assert {a: fp["arm_env"] for a, fp in fps.items()} == {a: {"FIX_ENV": v} for a, v in want.items()}
+    assert {a: fp["env"] for a, fp in fps.items()} == {a: {"SERVICE_API_TOKEN": "<redacted>"} for a in want}
+    checks = {c["name"]: c for c in summary["checks"]}
+    assert checks["fingerprint"]["passed"] is True, checks["fingerprint"]
+    assert toy.conf.read_bytes() == toy.original

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 # Attrition above this share of units, or different between arms (Fisher p below ALPHA), is flagged.
 ATTRITION_FLAG = 0.10
+# The fingerprint's entry for the profile env values rendered from a run's variables: they differ between arms
+# when the variable they come from does, so the fingerprint check does not compare them.
+ARM_ENV = "arm_env"
 DRIFT_P = clustered.FLAG_P
 
 
@@ -107,7 +110,8 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, str]:
 def fingerprints(arms: dict[str, list[RunData]]) -> dict[str, Any]:
     """Environment fingerprints recorded per run must agree between arms (a changed build is a confound)."""
     names = [a for a in arms if arms[a]]
-    flat = {a: [_flatten(fp) for fp, _ in _groups(arms[a], "fingerprint")] for a in names}
+    flat = {a: [{k: v for k, v in _flatten(fp).items() if not k.startswith(ARM_ENV + ".")}
+                for fp, _ in _groups(arms[a], "fingerprint")] for a in names}
     keys = sorted({k for a in names for f in flat[a] for k in f})
     if not keys:
         return check("fingerprint", None, "no run recorded an environment fingerprint")

@@ -80,7 +80,17 @@ async def local_check(h: Harness, rendered: str, values: dict[str, Any]) -> str 
     return f"`{h.profile.config.check}` rejected the rendered config: {res.excerpt(400)}"
 
 
-async def fingerprint(h: Harness, host: str, values: dict[str, Any]) -> dict[str, Any]:
+def run_env(h: Harness, values: dict[str, Any]) -> dict[str, str]:
+    """The profile's `env` rendered with one run's values: each run's commands see its own arm's variables
+    (`h.env`, rendered once for the first arm, is what setting the target up and restoring it use)."""
+    from workbench.secrets import register, secret_env
+
+    env = {k: render_text(v, values, where=f"env.{k}") for k, v in h.profile.env.items()}
+    register(values=secret_env(env).values())
+    return env
+
+
+async def fingerprint(h: Harness, host: str, values: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     """The declared environment commands' output (run concurrently) plus what the runner knows itself."""
     import platform
 
@@ -89,15 +99,23 @@ async def fingerprint(h: Harness, host: str, values: dict[str, Any]) -> dict[str
 
     fp: dict[str, Any] = {"wb_version": __version__, "runner_python": platform.python_version(),
                           "target": h.target.kind, "host": h.target.describe(host)}
-    env_view = redact_secrets(dict(h.env)) or {}
-    if env_view:
-        fp["env"] = env_view
+    # The env entries written as templates are rendered from this run's values: where they differ between arms
+    # they follow the arms' variables (which the isolation check verifies), so they are kept apart from the
+    # environment the fingerprint check compares.
+    from workbench.analysis.validity import ARM_ENV
+
+    templated = {k for k, v in h.profile.env.items() if "{{" in v or "{%" in v}
+    for key, part in (("env", {k: v for k, v in env.items() if k not in templated}),
+                      (ARM_ENV, {k: v for k, v in env.items() if k in templated})):
+        view = redact_secrets(part) or {}
+        if view:
+            fp[key] = view
     names = list(h.profile.fingerprint)
     cmds = [render_command(h.profile.fingerprint[n], values, where=f"fingerprint.{n}") for n in names]
 
     async def one(cmd: str) -> str:
         try:
-            res = await h.target.run(host, cmd, env=h.env, timeout=timeouts(h.profile.options).fingerprint_s)
+            res = await h.target.run(host, cmd, env=env, timeout=timeouts(h.profile.options).fingerprint_s)
         except TargetError as exc:
             return f"<error: {exc}>"
         return res.stdout.strip() if res.ok else f"<rc={res.rc}> {res.excerpt(200)}"
@@ -156,7 +174,7 @@ async def _render(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, 
                   out: RunOutcome, values: dict[str, Any]) -> tuple[dict[str, str], str | None]:
     """Fill `values` (the template values of this run) and render the config; (environment, config)."""
     values.update(template_values(h, pr, variables, run_id, run_dir, out.started_at))
-    env = dict(h.env)
+    env = run_env(h, values)
     if h.probe_targets:
         env.update(await _probe_env(h, pr.host, f"{run_dir}/probe"))
     rendered = render_config(h, values)
@@ -164,7 +182,7 @@ async def _render(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, 
         out.rendered_config = rendered
         out.config_hash = hashlib.sha256(rendered.encode("utf-8")).hexdigest()
         values["config_sha256"] = out.config_hash
-    out.fingerprint = await fingerprint(h, pr.host, values)
+    out.fingerprint = await fingerprint(h, pr.host, values, env)
     if h.remote_work:
         await h.target.mkdir(pr.host, run_dir)
     return env, rendered
