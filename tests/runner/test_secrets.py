@@ -111,3 +111,20 @@ def test_env_names_that_look_secret():
     assert [n for n in ("HF_TOKEN", "OPENAI_API_KEY", "db_password", "AWS_SECRET_ACCESS_KEY", "LOG_LEVEL",
                         "KEYWORDS_OFF", "MONKEY", "GITHUB_PAT", "apiKey") if secrets.looks_secret(n)] == \
         ["HF_TOKEN", "OPENAI_API_KEY", "db_password", "AWS_SECRET_ACCESS_KEY", "GITHUB_PAT", "apiKey"]
+
+
+def test_a_secret_variable_left_at_its_default_does_not_make_the_verdict_invalid(toy):
+    """The runs record a secret variable's value masked; the isolation check compared that with the value the
+    arm sets (the real default) and called every such execution invalid."""
+    edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
+                 "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
+                 "  db_password: {secret: true, default: dflt-pass-777}\n")
+    edit_profile(toy.root, "        mode={{ mode }}\n", "        mode={{ mode }}\n        password={{ db_password }}\n")
+    res = CliRunner().invoke(app, ["hypothesis", "run", "toy-fix", "--db", toy.db, "--json", "--replicates", "1"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    checks = {c["name"]: c for c in summary["checks"]}
+    assert checks["isolation"]["passed"] is True, checks["isolation"]
+    assert summary["verdict"] != "invalid", summary["reasoning"]
+    assert any('"password": "dflt-pass-777"' in line for line in toy.restarts())  # the target got the real value
+    assert b"dflt-pass-777" not in Path(toy.db).read_bytes() and "dflt-pass-777" not in res.output

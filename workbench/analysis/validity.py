@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.analysis import clustered, stats
 from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
 from workbench.registry.experiment import Experiment
+from workbench.secrets import MASK
 
 if TYPE_CHECKING:
     from workbench.registry.hypothesis import Hypothesis
@@ -79,7 +80,7 @@ def isolation(h: Hypothesis, arms: dict[str, list[RunData]], expected: dict[str,
             held_ok.append(f"{var}={'/'.join(sorted(seen[0]))}")
     iso_vals = {a: {variables.get(h.isolates, "?") for variables, _ in groups[a]} for a in names} if h.isolates else {}
     if h.isolates and len(names) >= 2 and not set(arms) >= {"control", "control_aa"}:
-        known = {a: v - {"?"} for a, v in iso_vals.items()}
+        known = {a: v - {"?", MASK} for a, v in iso_vals.items()}  # a secret's values are not seen to compare
         if all(known.values()) and len({frozenset(v) for v in known.values()}) < len(names):
             problems.append(f"the arms do not differ in {h.isolates}: " +
                             ", ".join(f"{a} {_set(v)}" for a, v in known.items()))

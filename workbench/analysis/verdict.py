@@ -18,6 +18,7 @@ from workbench.analysis.results import VERDICTS, Analysis, ArmSummary, Check, Ju
 from workbench.analysis.summary import arm_summary, reasoning_text
 from workbench.registry.experiment import Experiment
 from workbench.registry.hypothesis import Hypothesis
+from workbench.secrets import MASK
 
 __all__ = ["VERDICTS", "analyze", "arm_names", "hypothesis_sha"]
 
@@ -127,7 +128,10 @@ def analyze(hypothesis: Hypothesis, experiment: Experiment, runs: Sequence[RunDa
     (its own, which `--replicates` can set; default the design's max_replicates).
     """
     h, exp = hypothesis, experiment
-    assignments = {a: {k: v for k, v in e.items() if k not in per_replicate} for a, e in assignments.items()}
+    # A secret variable's value is stored masked (workbench.secrets): the runs are matched on what they record.
+    secret = {name for name, spec in exp.variables.items() if spec.secret}
+    assignments = {a: {k: (MASK if k in secret else v) for k, v in e.items() if k not in per_replicate}
+                   for a, e in assignments.items()}
     d = _Draft(hypothesis_id=h.id, execution_id=execution_id, mode=mode, sequential=bool(sequential),
                hypothesis_sha256=hypothesis_sha(h))
     arms, failed = _assign(d, h, exp, runs, assignments)
