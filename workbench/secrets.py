@@ -83,10 +83,14 @@ def redact_text(text: str, mask: str = MASK) -> str:
         if v in out:
             out = out.replace(v, mask)
     for n in names:
-        # A named entry in JSON or in key=value text, whatever the value's length.
+        # A named entry in JSON or in key=value text, whatever the value's length. The value ends where the
+        # text around it goes on: at a space, a quote or a backslash (a JSON string's end, or an escaped newline
+        # inside one, so the JSON stays JSON), and it follows a line start, a separator or an escaped
+        # newline, so a JSON text and the object it encodes are masked alike. A template (`{{ name }}`) is not a
+        # value.
         out = re.sub(rf'("{re.escape(n)}"\s*:\s*)"(?:[^"\\]|\\.)*"', lambda m: f'{m.group(1)}"{mask}"', out)
-        out = re.sub(rf"(?m)(^|[\s,;]){re.escape(n)}=(?!{re.escape(mask)})\S*", lambda m: f"{m.group(1)}{n}={mask}",
-                     out)
+        out = re.sub(rf"(?m)(^|[\s,;]|\\[nrt]){re.escape(n)}=(?!{re.escape(mask)})(?!\{{[{{%])[^\s\"\\]*",
+                     lambda m: f"{m.group(1)}{n}={mask}", out)
     return out
 
 

@@ -128,3 +128,50 @@ def test_a_secret_variable_left_at_its_default_does_not_make_the_verdict_invalid
     assert summary["verdict"] != "invalid", summary["reasoning"]
     assert any('"password": "dflt-pass-777"' in line for line in toy.restarts())  # the target got the real value
     assert b"dflt-pass-777" not in Path(toy.db).read_bytes() and "dflt-pass-777" not in res.output
+
+
+def test_a_named_entry_is_masked_without_breaking_the_json_or_the_template_around_it():
+    """The key=value rule took everything up to the next space: inside JSON it ate the closing quote (the
+    stored or printed JSON no longer parsed), and in a template it masked `{{` (a secret's template line
+    then read as changed on --resume). After an escaped newline in JSON text it missed the value."""
+    secrets.register(values=["a-long-secret-value"], names=["dbpw"])
+    text = json.dumps({"cmd": "run with dbpw=abc", "y": 1, "conf": "mode=x\ndbpw=xyz\n"})
+    out = secrets.redact_text(text)
+    assert json.loads(out) == {"cmd": "run with dbpw=<redacted>", "y": 1, "conf": "mode=x\ndbpw=<redacted>\n"}
+    assert secrets.redact_text("mode=x\ndbpw={{ dbpw }}\n") == "mode=x\ndbpw={{ dbpw }}\n"
+    assert secrets.redact_text("run with dbpw=abc now") == "run with dbpw=<redacted> now"
+    # An object and the stored text of it compare alike.
+    obj = {"t": "mode=x\ndbpw={{ dbpw }}\n", "c": "run dbpw=abc"}
+    assert json.loads(secrets.redact_text(json.dumps(obj))) == secrets.redact(obj)
+
+
+def test_resume_after_an_interruption_with_a_secret_in_a_template_line(toy):
+    """A template line `db_password={{ db_password }}` read as changed on --resume (the check masked the
+    current template and not the stored one alike), so an interrupted execution could not be resumed."""
+    import asyncio
+    import os
+    import signal
+
+    from runner_kit import run_hypothesis
+    from workbench.runner.execute import RunInterrupted
+
+    edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
+                 "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
+                 "  db_password: {secret: true, default: dflt-pass-777}\n")
+    edit_profile(toy.root, "        mode={{ mode }}\n", "        mode={{ mode }}\n        db_password={{ db_password }}\n")
+    calls = {"n": 0}
+
+    async def fault(stage, pr):
+        if stage == "workload":
+            calls["n"] += 1
+            if calls["n"] == 2:
+                os.kill(os.getpid(), signal.SIGTERM)
+                await asyncio.sleep(5)
+
+    with pytest.raises(RunInterrupted):
+        run_hypothesis("toy-fix", db=toy.db, replicates=1, fault=fault)
+    assert toy.conf.read_bytes() == toy.original
+    s = run_hypothesis("toy-fix", db=toy.db, resume=True)
+    assert [r["status"] for r in s["runs"]].count("ok") == 2
+    assert toy.conf.read_bytes() == toy.original
+    assert b"dflt-pass-777" not in Path(toy.db).read_bytes()
