@@ -94,6 +94,37 @@ def redact_text(text: str, mask: str = MASK) -> str:
     return out
 
 
+def redact_file(path: Any) -> bool:
+    """Mask the secrets in a file wb keeps (a run's output, a fetched log), in place, line by line (bytes that
+    are not UTF-8 pass through as they are); True when it changed. A later process, a report or a teammate's
+    copy of the store knows only the secrets its own registry declares, so what is kept must be masked when
+    it is written, by the process that knows them all."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    path = Path(path)
+    changed = replaced = False
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with open(path, "rb") as src, os.fdopen(fd, "wb") as dst:
+            for line in src:
+                text = line.decode("utf-8", "surrogateescape")
+                clean = redact_text(text)
+                if clean != text:
+                    changed = True
+                    line = clean.encode("utf-8", "surrogateescape")
+                dst.write(line)
+        if changed:
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+            os.replace(tmp, path)
+            replaced = True
+    finally:
+        if not replaced:
+            os.unlink(tmp)
+    return changed
+
+
 def redact(obj: Any) -> Any:
     """A copy of a JSON-like value with every string redacted and every secret-named entry masked. A mapping
     under a secret's name (a secret variable's spec) keeps its shape with its values redacted, as the store's

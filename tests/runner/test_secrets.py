@@ -175,3 +175,31 @@ def test_resume_after_an_interruption_with_a_secret_in_a_template_line(toy):
     assert [r["status"] for r in s["runs"]].count("ok") == 2
     assert toy.conf.read_bytes() == toy.original
     assert b"dflt-pass-777" not in Path(toy.db).read_bytes()
+
+
+def test_a_secret_the_workload_prints_is_masked_in_the_kept_output_the_store_and_a_later_report(toy):
+    """The runner kept the workload's output as written: the artifact files, the store's (compressed) copy of
+    them and a report built later by another process (which knows no --set value) showed the secret."""
+    import subprocess
+    import sys
+    import zlib
+
+    edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
+                 "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
+                 "  db_password: {secret: true, default: changeme}\n")
+    edit_profile(toy.root, 'workload: {command: "', 'workload: {command: "echo leak {{ db_password }} $SERVICE_API_TOKEN; ')
+    res = CliRunner().invoke(app, ["hypothesis", "run", "toy-fix", "--db", toy.db, "--json", "--replicates", "1",
+                                   "--set", f"db_password={PASSWORD}"])
+    assert res.exit_code == 0, res.output
+    kept = [p for p in _files(toy.root / ".wb" / "artifacts") if p.name == "stdout.txt"]
+    assert kept and all("leak <redacted> <redacted>" in p.read_text() for p in kept)
+    blobs = [zlib.decompress(b) for (b,) in store_rows(toy.db, "SELECT data FROM artifact_blobs")]
+    assert any(b"leak <redacted> <redacted>" in b for b in blobs)
+    for data in [p.read_bytes() for p in _files(toy.root / ".wb")] + blobs:
+        assert PASSWORD.encode() not in data and b"s3cret-value" not in data
+    secrets.clear()  # a later process: it knows the registry's secrets, not the --set value
+    built = subprocess.run([sys.executable, "-m", "workbench.cli.main", "report", "--db", toy.db],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    for f in _files(toy.root / "reports"):
+        assert PASSWORD.encode() not in f.read_bytes(), f

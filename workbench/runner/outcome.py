@@ -50,13 +50,16 @@ def _file_sha256(path: Path) -> str:
 
 
 def artifact_rows(out: RunOutcome) -> list[dict[str, Any]]:
-    """Each artifact's name, path, hash and size, and its bytes when small enough to keep in the store."""
+    """Each artifact's name, path, hash and size, and its bytes when small enough to keep in the store; each
+    file's secrets masked first (what is kept, on disk and in the store, never holds one)."""
+    from workbench.secrets import redact_file
     from workbench.store.records import MAX_BLOB_BYTES
 
     rows = []
     for name, path in out.artifacts.items():
         if not path.is_file():
             continue
+        redact_file(path)
         size = path.stat().st_size
         content = path.read_bytes() if size <= MAX_BLOB_BYTES else None
         sha = hashlib.sha256(content).hexdigest() if content is not None else _file_sha256(path)
