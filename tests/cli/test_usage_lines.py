@@ -86,8 +86,16 @@ def test_the_console_script_prints_the_usage_line_users_expect():
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("Usage: wb runs delete [OPTIONS] RUN_ID...\n"), res.stdout[:200]
     missing = subprocess.run([WB, "runs", "delete"], capture_output=True, text=True, timeout=120)
-    assert missing.returncode == 2 and "Usage: wb runs delete [OPTIONS] RUN_ID...\n" in missing.stderr, missing.stderr
-    assert "Missing argument 'RUN_ID'" in missing.stderr and "{" not in missing.stderr, missing.stderr
+    # A mistake the parser finds is one Error: line, as wb's own are, with the usage in the hint after it (it was
+    # click's usage block, a "Try ..." line and a blank line, then the error).
+    assert missing.returncode == 2 and missing.stderr.splitlines() == [
+        "Error: Missing argument 'RUN_ID'.",
+        "Hint: usage: wb runs delete [OPTIONS] RUN_ID...  (wb runs delete --help lists the options)"], missing.stderr
+    typo = subprocess.run([WB, "hypothesis", "run", "x", "--replicate", "1"], capture_output=True, text=True,
+                          timeout=120)
+    assert typo.returncode == 2 and typo.stdout == "", typo
+    assert typo.stderr.splitlines()[0] == "Error: No such option: --replicate (Possible options: --replicates, --report)"
+    assert len(typo.stderr.splitlines()) == 2 and "Traceback" not in typo.stderr
 
 
 @pytest.mark.parametrize("words,usage", [("runs delete", "wb runs delete [OPTIONS] RUN_ID..."),

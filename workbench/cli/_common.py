@@ -73,6 +73,34 @@ class WbGroup(TyperGroup):
         super().__init__(*args, **kwargs)
         _name_option_values(self.params)
 
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:  # type: ignore[override]
+        """As click's standalone mode, but a mistake the parser finds (an unknown option, a missing argument, a
+        value of the wrong type) is one `Error:` line and a `Hint:` with the usage, as wb's own errors are,
+        not click's usage block, its "Try ..." line and a blank line before the error."""
+        from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+        from typer.exceptions import Abort
+
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+        except NoArgsIsHelpError as exc:  # a group given no command: its help
+            exc.show()
+            sys.exit(exc.exit_code)
+        except ClickException as exc:
+            err = typer.get_text_stream("stderr")
+            err.write(f"Error: {exc.format_message()}\n")
+            ctx = exc.ctx if isinstance(exc, UsageError) else None
+            if ctx is not None:
+                usage = ctx.get_usage().removeprefix("Usage: ")
+                err.write(f"Hint: usage: {usage}  ({ctx.command_path} --help lists the options)\n")
+            err.flush()
+            sys.exit(exc.exit_code)
+        except Abort:
+            sys.stderr.write("Aborted!\n")
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
+
     def invoke(self, ctx):  # type: ignore[override]
         with _redacted_output() if ctx.parent is None else nullcontext():
             try:
