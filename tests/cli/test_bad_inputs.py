@@ -132,3 +132,25 @@ def test_a_utf8_bom_in_evidence_is_not_part_of_the_header(tmp_path, cli):
     csv.write_text("\ufeffrun_id,index_k_dtype,hicache,nixl_abort_fix,leak\nr1,bf16,on,off,3\n", encoding="utf-8")
     code, out, err = cli("import", "evidence", str(csv), "--db", str(root / "s.duckdb"), "--root", str(root))
     assert code == 0, err
+
+
+@pytest.mark.parametrize("args,flag", [
+    (["import", "evidence", "{csv}", "--db", "{missing}/x.duckdb"], "--db"),
+    (["db", "upgrade", "--db", "{missing}/x.duckdb"], "--db"),
+    (["report", "--db", "{db}", "--out", "{missing}/site"], "--out"),
+], ids=["import-db", "upgrade-db", "report-out"])
+def test_a_path_in_a_folder_that_does_not_exist_is_refused_not_created(args, flag, tmp_path, seed_csv, cli,
+                                                                      monkeypatch):
+    """A mistyped folder was created, as `mkdir -p` would (a new, empty store elsewhere then took the runs;
+    `--out /nonexistent/dir/site` made /nonexistent as root): now an error, as for a bundle's -o."""
+    root = tmp_path / "wb"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("WB_DB", raising=False)
+    monkeypatch.setenv("WB_ROOT", str(root))
+    ctx = _prepare({"store": True}, root, seed_csv, cli)
+    missing = tmp_path / "nodir" / "sub"
+    code, _, err = cli(*[_fill(a, {**ctx, "missing": str(missing)}) for a in args])
+    assert code == 2 and err.startswith("Error: ") and "Traceback" not in err, (code, err)
+    assert f"{missing}" in err.splitlines()[0] and flag in err, err
+    assert not (tmp_path / "nodir").exists()

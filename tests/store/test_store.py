@@ -18,7 +18,7 @@ from workbench.store.schema_check import schema_diff
 
 
 def test_upgrade_empty_path_then_current_is_head(tmp_path: Path, cli):
-    db = tmp_path / "new" / "wb.duckdb"
+    db = tmp_path / "wb.duckdb"  # a new store, in a folder that exists
     code, out, err = cli("db", "upgrade", "--db", str(db))
     assert code == 0, err
     assert "-> " + head_revision() in out

@@ -113,7 +113,12 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
     root the runner wrote to (default .wb/artifacts): run pages embed only artifacts found under it."""
     out = Path(out_dir).expanduser().resolve()
     previous = _check_out_dir(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if not out.exists() and not out.parent.is_dir():  # as the store and a bundle: a mistyped folder is an error
+        import shlex
+
+        raise BadInput(f"--out {out_dir}: the folder {out.parent} does not exist",
+                       hint=f"create it first: mkdir -p {shlex.quote(str(out.parent))}")
+    out.mkdir(exist_ok=True)
     now = (generated_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
     data, analyses, findings, confound_note = gather(store, registry)
 

@@ -312,11 +312,22 @@ def _upgrade(store: Store, conn) -> tuple[str | None, str]:
     return before, _revision(conn) or "base"
 
 
+def _folder_exists(path: Path) -> None:
+    """A new store file goes into a folder that exists: a mistyped folder is an error, not a tree to create
+    (a new, empty store somewhere else would take the runs)."""
+    if not path.parent.is_dir():
+        import shlex
+
+        raise BadInput(f"no folder {path.parent} for the store {path}",
+                       hint=f"create it first (mkdir -p {shlex.quote(str(path.parent))}), or point --db / WB_DB "
+                            "at a file in an existing folder")
+
+
 def upgrade(db: str | None = None) -> tuple[str, str | None, str]:
     """Bring the store to the head revision; returns (store name, old revision, new revision)."""
     url, path = resolve_url(db)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _folder_exists(path)
     store = Store(url, path, read_only=False)
     try:
         with store.connect() as conn:
@@ -335,7 +346,7 @@ def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: f
             raise BadInput(f"no store at {path}",
                            hint="run a hypothesis, `wb import evidence FILE.csv` or `wb db upgrade` first, "
                                 "or point --db / WB_DB at an existing store")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _folder_exists(path)
     from sqlalchemy import inspect
 
     store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s)
