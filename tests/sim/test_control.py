@@ -97,6 +97,20 @@ def test_bad_serve_file_names_the_line_and_starts_nothing(sim_dir):
     assert control.status(sim_dir).state == "down"
 
 
+def test_a_refused_set_writes_nothing(tmp_path, sim_dir):
+    """`wb sim up --set hicache=maybe --dir NEW` was refused after it had made NEW and its default serve file;
+    on an existing serve file a refused --set leaves it as it was."""
+    new = tmp_path / "fresh"
+    with pytest.raises(BadInput, match="hicache"):
+        control.up(new, sets={"hicache": "maybe"})
+    assert not new.exists()
+    cfg = sim_dir / "mine.sh"
+    cfg.write_text("# mine\nhicache=on\n")
+    with pytest.raises(BadInput, match="hicache"):
+        control.up(sim_dir, config=cfg, sets={"hicache": "maybe"})
+    assert cfg.read_text() == "# mine\nhicache=on\n" and not (sim_dir / "config_path").exists()
+
+
 def test_restart_with_requests_in_flight(sim_dir):
     import threading
 

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 from workbench.errors import BadInput, SimError
 from workbench.sim import clock
-from workbench.sim.config import ServeConfig, read_serve_file, render_serve_file, with_overrides
+from workbench.sim.config import ServeConfig, parse_serve_text, read_serve_file, render_serve_file, with_overrides
 from workbench.sim.logs import UNITS, log_path
 
 __all__ = ["state_dir", "config_path", "up", "down", "restart", "status", "SimStatus",
@@ -288,20 +288,23 @@ def up(dir: str | Path | None = None, *, config: str | Path | None = None,
 
     require_torch("pdsim")
     sdir = state_dir(dir)
-    sdir.mkdir(parents=True, exist_ok=True)
     if config is not None:
         cfg_file = Path(config).expanduser().resolve()
         if not cfg_file.is_file():
             raise BadInput(f"serve file {cfg_file} does not exist",
                            hint="write one (workbench.sim.config.render_serve_file) or omit --config")
-        (sdir / "config_path").write_text(str(cfg_file))
     else:
         cfg_file = config_path(sdir)
-        if cfg_file == sdir / "serve.sh":
-            _ensure_default_config(sdir)
-    values = read_serve_file(cfg_file)
+    default = config is None and cfg_file == sdir / "serve.sh" and not cfg_file.exists()
+    values = parse_serve_text(render_serve_file({}), source=str(cfg_file)) if default else read_serve_file(cfg_file)
     if sets:
-        values = with_overrides(values, sets)
+        values = with_overrides(values, sets)  # a bad --set is refused here, before anything is written
+    sdir.mkdir(parents=True, exist_ok=True)
+    if config is not None:
+        (sdir / "config_path").write_text(str(cfg_file))
+    elif default:
+        _ensure_default_config(sdir)
+    if sets:
         cfg_file.write_text(render_serve_file(values))
     infos = {u: _read_pid(sdir, u) for u in UNITS}
     if any(_alive(i) for i in infos.values()):
