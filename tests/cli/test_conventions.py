@@ -65,6 +65,11 @@ def test_piped_listings_keep_whole_values(wbenv):
     assert got.stdout.split()[:5] == ["wedge-confound", "hicache-bf16-race", "ab", "nixl_abort_fix", "falsified"]
     # the note column: this status comes from `analyze` pooling the imported evidence, so it is exploratory
     assert got.stdout.split()[5] == "exploratory:" and len(got.stdout.splitlines()) == 1
+    # the lineage tree too: a claim is cut to fit a terminal, never in a pipe
+    got = sh('"$WB" lineage | grep "^hicache-bf16-race "', wbenv)
+    shown = sh('"$WB" hypothesis show hicache-bf16-race --json', wbenv)
+    claim = json.loads(shown.stdout)["claim"]
+    assert len(claim) > 80 and got.stdout == f"hicache-bf16-race  [open]  {claim}\n", got.stdout
 
 
 def test_tsv_and_csv_cut_and_parse(wbenv):

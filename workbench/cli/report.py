@@ -72,8 +72,12 @@ def register(app: typer.Typer) -> None:
                         n.status.hypothesis.claim] for n in nodes])
 
 
-def lineage_text(nodes: list["LineageNode"]) -> str:
-    """The DAG as an indented tree, one hypothesis a line: `id  [status]  claim`."""
+def lineage_text(nodes: list["LineageNode"], *, cut: bool | None = None) -> str:
+    """The DAG as an indented tree, one hypothesis a line: `id  [status]  claim`. A claim is cut to fit a line
+    on a terminal (`cut`: default, whether stdout is one), never in a pipe: piped values are whole."""
+    from workbench.cli._common import is_tty
+
+    cut = is_tty() if cut is None else cut
     ids = {n.status.hypothesis.id for n in nodes}
     children: dict[str | None, list["LineageNode"]] = {}
     for n in nodes:
@@ -88,7 +92,7 @@ def lineage_text(nodes: list["LineageNode"]) -> str:
         if h.id in seen:
             continue
         seen.add(h.id)
-        claim = h.claim if len(h.claim) <= 70 else h.claim[:69] + "…"
+        claim = h.claim if len(h.claim) <= 70 or not cut else h.claim[:69] + "…"
         lines.append(f"{'  ' * d}{'└─ ' if d else ''}{h.id}  [{n.status.status}]  {claim}")
         stack.extend((c, d + 1) for c in reversed(children.get(h.id, [])))
     return "\n".join(lines)
