@@ -21,6 +21,8 @@ def test_wedge_world_pattern_is_flagged_with_a_data_driven_proposal(store, regis
     assert aborts.effect["risk_difference"] == 1.0
     assert aborts.proposal["toggle"] == "nixl_abort_fix" and aborts.proposal["from"] == "off"
     assert aborts.proposal["hold"]["index_k_dtype"] == "bf16"
+    # five runs counted, four named: the message says so (it named four after "5 of 5", nothing more)
+    assert "(5 of 5, " in aborts.message and aborts.message.count("leak=9") == 4 and "; and 1 more)" in aborts.message
     fix = findings[("variable", "nixl_abort_fix")]
     assert fix.flagged and fix.effect["units_p"] < 1e-6
     assert fix.table["values"]["off"]["units_k"] == 45 and fix.table["values"]["off"]["units_n"] == 400

@@ -53,6 +53,11 @@ class Finding:
 
 
 _FISHER = "Fisher exact"
+SHOWN_RUNS = 4  # runs a finding names; the rest are counted
+
+
+def _more(runs: list[Any]) -> str:
+    return f"; and {len(runs) - SHOWN_RUNS} more" if len(runs) > SHOWN_RUNS else ""
 
 
 def _outcome(run: RunData, metric: str, exp: Experiment) -> tuple[float | None, float | None]:
@@ -231,16 +236,16 @@ def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outc
                "runs": [r.name for r in both]}
         if apart:
             msg = (f"{what} occurred without {label} in {len(apart)} run(s) ("
-                   + "; ".join(f"{r.name}: {what}={counts[r.id][0]:g}, {label}=0" for r in apart[:4])
-                   + f"): {label} is not necessary for {what}.")
+                   + "; ".join(f"{r.name}: {what}={counts[r.id][0]:g}, {label}=0" for r in apart[:SHOWN_RUNS])
+                   + _more(apart) + f"): {label} is not necessary for {what}.")
             out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect, test=_FISHER))
         elif co:
             stratum = _common_values(co)
             msg = (f"In every run with {what} where {label} was recorded ({len(co)} of {len(with_y)}"
                    + (f", all with {_kv(stratum)}" if stratum else "") + "), "
                    f"{label} also occurred (" + "; ".join(f"{r.name}: {what}={counts[r.id][0]:g}, "
-                                                         f"{label}={g_known[r.id]:g}" for r in co[:4])
-                   + f"). {what} and {label} are confounded in these runs"
+                                                         f"{label}={g_known[r.id]:g}" for r in co[:SHOWN_RUNS])
+                   + _more(co) + f"). {what} and {label} are confounded in these runs"
                    + (f"; {label} also occurred in {table[0][1]} run(s) without {what}, and no run without "
                       f"{label} exists to compare (Fisher p = {p:.2g})." if table[0][1] and p is not None else
                       f"; {label} also occurred in {table[0][1]} run(s) without {what}, so it is not specific."
