@@ -326,3 +326,18 @@ def test_an_interrupted_attempt_that_resume_redid_is_not_attrition(store, regist
             outcomes=None, status="interrupted")
     b = analyze_stored(store, registry, "wedge-confound", execution_id=ex2)
     assert b.attrition["arms"]["treatment"]["runs_failed"] == 1
+
+
+def test_an_arm_without_runs_is_not_a_passed_data_or_isolation_check(store, registry):
+    """Runs of the treatment's variables only (pooled from another hypothesis's execution): the data check
+    said `[pass] data: control: 0 run(s), treatment: 2 run(s)` and isolation `[pass] arms differ only in …`
+    with one arm to look at. Neither can be checked; the prediction on the treatment is still judged."""
+    ex = add_execution(store)
+    for r in (1, 2):
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"leak": 13, "done": 60, "maxrounds": 7}, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound")
+    c = _checks(a)
+    assert c["data"].passed is None and "control: 0 run(s)" in c["data"].detail, c["data"]
+    assert c["isolation"].passed is None and "control" in c["isolation"].detail, c["isolation"]
+    assert a.verdict == "falsified", a.reasoning     # 26/160 on the treatment alone still decides

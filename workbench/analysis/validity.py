@@ -48,6 +48,9 @@ def isolation(h: Hypothesis, arms: dict[str, list[RunData]], expected: dict[str,
     """Arms differ only in the isolated variable, judged on the variables every run recorded (a
     per-replicate variable varies by design)."""
     names = [a for a in arms if arms[a]]
+    if len(arms) >= 2 and len(names) < 2:
+        return check("isolation", None, f"only arm {', '.join(names) or 'none'} has runs: no other arm to compare "
+                                        f"it with ({', '.join(a for a in arms if not arms[a])} has none)")
     groups = {a: _groups(arms[a], "variables") for a in names}
     problems: list[str] = []
     unrecorded: set[str] = set()

@@ -192,7 +192,11 @@ def _validity(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[Ru
               assignments: Mapping[str, Mapping[str, str]], configs: Mapping[str, str],
               per_replicate: frozenset[str]) -> bool:
     """The checks on how the runs were made; True when the execution is an A/A one only."""
-    d.checks.append(validity.check("data", True, ", ".join(f"{a}: {len(arms[a])} run(s)" for a in assignments)))
+    counts = ", ".join(f"{a}: {len(arms[a])} run(s)" for a in assignments)
+    empty = [a for a in assignments if not arms[a] and (d.mode != "aa" or a in ("control", "control_aa"))]
+    # An arm without runs: what compares the arms cannot be checked (a prediction on another arm still can).
+    d.checks.append(validity.check("data", None, f"{counts}; no run matches arm {', '.join(empty)}") if empty
+                    else validity.check("data", True, counts))
     d.checks.append(validity.isolation(h, arms, {a: dict(v) for a, v in assignments.items()},
                                        by_arm_name=d.execution_id is not None, per_replicate=per_replicate))
     looks = validity.looks([r for rs in arms.values() for r in rs], d.execution_id)
