@@ -46,17 +46,7 @@ def summary_lines(r: "RunReport") -> list[str]:
     for run in e.failed_runs:
         lines.append(f"  run {run.id} ({run.arm} r{run.replicate}) {run.ending()}")
     if e.stopped_early:
-        from workbench.analysis.stored import BUDGET_SPENT, FUTILE
-
-        blocks = len({run.block for run in e.runs})
-        if e.stopped_early.startswith(BUDGET_SPENT):
-            lines.append(f"budget spent: {blocks} block(s) without a decision")
-        elif e.stopped_early.startswith(FUTILE):
-            lines.append(f"stopped early after {blocks} block(s): no verdict is reachable within the budget (futility)")
-        elif e.planned_runs < len(e.order):
-            lines.append(f"stopped early after {blocks} block(s): the sequential test decided")
-        else:
-            lines.append(f"the sequential test decided at the last block of the budget ({blocks})")
+        lines.append(e.stopped_early)
     if r.analysis is not None:
         lines += [f"verdict: {r.analysis.verdict}", r.analysis.reasoning]
     else:

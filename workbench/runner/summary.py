@@ -5,7 +5,7 @@ The runner records and restores; whether to analyse and report is the applicatio
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from workbench.store.entities import RunRecord
@@ -117,7 +117,7 @@ def result(state: Any) -> ExecutionResult:
     runs = state.store.runs(execution_id=state.execution_id)
     stage_s = {rid: out.stage_s for rid, _pr, out in state.outcomes}
     plan = state.plan
-    return ExecutionResult(
+    res = ExecutionResult(
         hypothesis=p.hypothesis.id, experiment=p.experiment.id, experiment_version=p.experiment.version,
         profile=p.profile_name, target=state.target_desc, execution_id=state.execution_id, mode=p.mode,
         seed=plan.seed, blocks=plan.blocks, overrides=dict(p.overrides),
@@ -125,5 +125,22 @@ def result(state: Any) -> ExecutionResult:
         config_diff=arms_config_diff(p) if p.rendered else {}, arms=_arms(state, runs),
         runs=tuple(RunSummary(r.id, r.arm, r.replicate, r.block, r.order_index, r.host, r.status, r.error,
                               stage_s.get(r.id, {})) for r in runs),
-        stopped_early=state.stop_reason, timing={k: round(v, 3) for k, v in state.timing.items()},
+        stopped_early=None, timing={k: round(v, 3) for k, v in state.timing.items()},
         runs_deleted=len(set(state.done) - {r.order_index for r in runs}))
+    return replace(res, stopped_early=_why_stopped(state.stop_reason, res))
+
+
+def _why_stopped(reason: str | None, res: ExecutionResult) -> str | None:
+    """Why a sequential execution stopped where it did, in a line (the verdict's reasoning says the rest)."""
+    from workbench.analysis.stored import BUDGET_SPENT, FUTILE
+
+    if reason is None:
+        return None
+    blocks = len({run.block for run in res.runs})
+    if reason.startswith(BUDGET_SPENT):
+        return f"budget spent: {blocks} block(s) without a decision"
+    if reason.startswith(FUTILE):
+        return f"stopped early after {blocks} block(s): no verdict is reachable within the budget (futility)"
+    if res.planned_runs < len(res.order):
+        return f"stopped early after {blocks} block(s): the sequential test decided"
+    return f"the sequential test decided at the last block of the budget ({blocks})"
