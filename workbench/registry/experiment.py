@@ -41,6 +41,16 @@ class VariableSpec(Strict):
         "an int the runner draws afresh for each replicate (both arms of a replicate share it), "
         "from the execution's seed, unless --set, the hypothesis's hold or its arms fix it"))
 
+    @field_validator("values")
+    @classmethod
+    def _single_line_values(cls, values: list[str] | None) -> list[str] | None:
+        # An allowed value no default, arm or --set could ever take (each refuses a control character).
+        for i, value in enumerate(values or []):
+            bad = control_char(str(value))
+            if bad:
+                raise ValueError(f"value {i + 1} of the list contains a {bad}: values are single-line text")
+        return values
+
     @model_validator(mode="after")
     def _default_allowed(self) -> "VariableSpec":
         if self.default is not None:
