@@ -16,7 +16,9 @@ def test_every_package_is_listed():
     found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "workbench").rglob("__init__.py")}
     listed = set(_config()["packages"])
     assert found - listed == set(), "packages missing from pyproject.toml"
-    assert listed - found == {"wb_kernels"}
+    data = {"workbench.migrations", "workbench.migrations.versions", "workbench.report.templates",
+            "workbench.report.static", "wb_kernels.cuda"}  # folders of data files, listed for setuptools
+    assert listed - found == {"wb_kernels"} | data
 
 
 def test_kernels_install_under_their_own_name():
@@ -30,5 +32,6 @@ def test_migrations_live_inside_the_package():
 
     assert MIGRATIONS_DIR.is_relative_to(REPO / "workbench")
     assert (MIGRATIONS_DIR / "env.py").is_file() and list((MIGRATIONS_DIR / "versions").glob("0*.py"))
-    data = _config()["package-data"]["workbench"]
-    assert "migrations/*" in data and "migrations/versions/*" in data
+    cfg = _config()
+    assert {"workbench.migrations", "workbench.migrations.versions"} <= set(cfg["packages"])
+    assert {"alembic.ini", "script.py.mako"} <= set(cfg["package-data"]["workbench.migrations"])
