@@ -46,7 +46,11 @@ def test_without_experiment_the_closest_one_is_named(kv, cli):
     bad = kv.root / "bad.csv"
     bad.write_text("run_id,compression,batch_writes,stale,latency_ms\nx,on,on,3,12\n")
     code, _, err = cli("import", "evidence", str(bad), "--root", str(kv.root), "--db", kv.db)
-    assert code == 2 and "latency_ms" in err and "closest: 'kv-load'" in err
+    assert code == 2 and "latency_ms" in err and "the closest experiment is 'kv-load'" in err
+    # a misspelt column is named with the column it is closest to (it was named with an experiment only)
+    bad.write_text("run_id,compression,batch_writes,stael\nx,on,on,3\n")
+    code, _, err = cli("import", "evidence", str(bad), "--root", str(kv.root), "--db", kv.db)
+    assert code == 2 and "did you mean: stael -> stale?" in err, err
 
 
 def test_schema_describes_the_evidence_csv(kv, cli, monkeypatch):

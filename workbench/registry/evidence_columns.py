@@ -77,10 +77,16 @@ def pick_experiment(registry: Registry, header: list[str], where: str) -> Experi
                        hint="name one with --experiment ID")
     if not registry.experiments:
         raise BadInput(f"{where}: this workbench declares no experiment", hint="add experiments/ID.yaml first")
+    import difflib
+
     best = min(registry.experiments.values(), key=lambda e: len(evidence_columns(e).unknown(header)))
     cols = evidence_columns(best)
-    raise BadInput(f"{where}:1: unknown column(s) {', '.join(cols.unknown(header))} (no experiment has them; "
-                   f"closest: {best.id!r})", hint=f"{best.id} columns: {cols.listing()}")
+    unknown = cols.unknown(header)
+    known = sorted(cols.known())
+    guesses = [f"{c} -> {close[0]}" for c in unknown if (close := difflib.get_close_matches(c, known, n=1))]
+    raise BadInput(f"{where}:1: unknown column(s) {', '.join(unknown)} (no experiment has them; the closest "
+                   f"experiment is {best.id!r}" + (f"; did you mean: {', '.join(guesses)}?" if guesses else "") + ")",
+                   hint=f"{best.id} columns: {cols.listing()}")
 
 
 def csv_format(registry: Registry | None = None) -> dict[str, Any]:
