@@ -60,6 +60,8 @@ def _boolean_for_text(errors: list[Any], doc: LocatedYaml) -> tuple[str, tuple[A
 
 def _message(error: Any) -> str:
     """pydantic's message in wb's words where they differ: a wrong word names the words and what was given."""
+    if error["type"] == "string_type" and isinstance(error.get("input"), (int, float)):
+        return f"must be text, got {shown(error['input'])}: quote it (\"{error['input']}\") if it is a name"
     if error["type"] == "literal_error" and "expected" in (error.get("ctx") or {}):
         given = error["input"]
         return f"must be one of {error['ctx']['expected']}, got {repr(given) if isinstance(given, str) else shown(given)}"
