@@ -246,3 +246,23 @@ def test_a_server_ending_as_down_kills_it_is_not_an_error(sim_dir, monkeypatch):
     monkeypatch.setattr(control.os, "killpg", ends_first)
     assert control.down(sim_dir, timeout=0.5) == [stubborn.pid]
     assert not pid_alive(stubborn.pid)
+
+
+def test_the_default_state_folder_is_the_one_wb_hypothesis_run_uses(tmp_path, monkeypatch):
+    """`wb sim status` from a workbench's subfolder looked in ./.wb/sim there and said "down" while the
+    runner's pdsim served in the workbench's .wb/sim."""
+    root = tmp_path / "bench"
+    (root / "experiments").mkdir(parents=True)
+    (root / "hypotheses.yaml").write_text("format: 1\nhypotheses: []\n")
+    for var in ("WB_SIM_DIR", "WB_ROOT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(root / "experiments")
+    assert control.state_dir() == root.resolve() / ".wb" / "sim"
+    monkeypatch.setenv("WB_ROOT", str(tmp_path / "other"))
+    assert control.state_dir() == (tmp_path / "other").resolve() / ".wb" / "sim"
+    monkeypatch.setenv("WB_SIM_DIR", str(tmp_path / "mine"))
+    assert control.state_dir() == (tmp_path / "mine").resolve()
+    monkeypatch.chdir(tmp_path)
+    for var in ("WB_SIM_DIR", "WB_ROOT"):
+        monkeypatch.delenv(var)
+    assert control.state_dir() == tmp_path.resolve() / ".wb" / "sim"  # outside a workbench: here

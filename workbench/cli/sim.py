@@ -11,7 +11,8 @@ from workbench.cli._common import JsonOption, new_app, parse_sets, print_json
 
 app = new_app("The embedded prefill/decode deployment (pdsim): wb's default target.")
 
-DirOpt = typer.Option(None, "--dir", help="State dir (default $WB_SIM_DIR or ./.wb/sim).")
+DirOpt = typer.Option(None, "--dir", help="State dir (default $WB_SIM_DIR, else the workbench's .wb/sim, as "
+                                           "wb hypothesis run uses, else ./.wb/sim).")
 
 
 @app.command()

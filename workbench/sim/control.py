@@ -40,10 +40,22 @@ _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def state_dir(path: str | Path | None = None) -> Path:
+    """pdsim's state folder: `path` (--dir), else $WB_SIM_DIR, else the one `wb hypothesis run` uses, the
+    workbench's .wb/sim ($WB_ROOT, else the nearest folder up holding hypotheses.yaml, as wb finds its
+    workbench), else ./.wb/sim."""
     if path:
         return Path(path).expanduser().resolve()
     env = os.environ.get("WB_SIM_DIR")
-    return Path(env).expanduser().resolve() if env else (Path.cwd() / ".wb" / "sim").resolve()
+    if env:
+        return Path(env).expanduser().resolve()
+    here = Path.cwd().resolve()
+    root = os.environ.get("WB_ROOT")
+    if root:
+        return (Path(root).expanduser() / ".wb" / "sim").resolve()
+    for d in (here, *here.parents):
+        if (d / "hypotheses.yaml").is_file():
+            return d / ".wb" / "sim"
+    return here / ".wb" / "sim"
 
 
 def config_path(sdir: Path) -> Path:
