@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any
+from typing import Any, Callable
 
 MASK = "<redacted>"
 MIN_LEN = 4  # a shorter value is masked where it is a named entry, not everywhere it occurs as text
@@ -75,7 +75,8 @@ def clear() -> None:
 def redact_text(text: str, mask: str = MASK) -> str:
     if not text:
         return text
-    out = _URL_CREDS.sub(lambda m: f"{m.group('head')}:{mask}@", text)
+    out = _on_lines_with(text, "://", lambda line: _URL_CREDS.sub(lambda m: f"{m.group('head')}:{mask}@", line)
+                         if "@" in line else line)
     with _lock:
         values = sorted((v for v in _values if len(v) >= MIN_LEN), key=len, reverse=True)
         names = list(_names)
@@ -88,15 +89,37 @@ def redact_text(text: str, mask: str = MASK) -> str:
         # inside one, so the JSON stays JSON), and it follows a line start, a separator or an escaped
         # newline, so a JSON text and the object it encodes are masked alike. A template (`{{ name }}`) is not a
         # value.
-        out = re.sub(rf'("{re.escape(n)}"\s*:\s*)"(?:[^"\\]|\\.)*"', lambda m: f'{m.group(1)}"{mask}"', out)
-        out = re.sub(rf"(?m)(^|[\s,;]|\\[nrt]){re.escape(n)}=(?!{re.escape(mask)})(?!\{{[{{%])[^\s\"\\]*",
-                     lambda m: f"{m.group(1)}{n}={mask}", out)
+        if f'"{n}"' in out:
+            out = re.sub(rf'("{re.escape(n)}"\s*:\s*)"(?:[^"\\]|\\.)*"', lambda m: f'{m.group(1)}"{mask}"', out)
+        entry = re.compile(rf"(?m)(^|[\s,;]|\\[nrt]){re.escape(n)}=(?!{re.escape(mask)})(?!\{{[{{%])[^\s\"\\]*")
+        out = _on_lines_with(out, f"{n}=", lambda line: entry.sub(lambda m: f"{m.group(1)}{n}={mask}", line))
     return out
 
 
+def _on_lines_with(text: str, needle: str, fn: Callable[[str], str]) -> str:
+    """`text` with `fn` applied to each line holding `needle` (for a pattern that cannot span lines and needs
+    the needle: a large log is searched for it, not matched against at every position)."""
+    i = text.find(needle)
+    if i < 0:
+        return text
+    parts, pos = [], 0
+    while i >= 0:
+        start = text.rfind("\n", 0, i) + 1
+        end = text.find("\n", i)
+        end = len(text) if end < 0 else end
+        parts += [text[pos:start], fn(text[start:end])]
+        pos = end
+        i = text.find(needle, end)
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+_BLOCK = 1 << 20
+
+
 def redact_file(path: Any) -> bool:
-    """Mask the secrets in a file wb keeps (a run's output, a fetched log), in place, line by line (bytes that
-    are not UTF-8 pass through as they are); True when it changed. A later process, a report or a teammate's
+    """Mask the secrets in a file wb keeps (a run's output, a fetched log), in place, in blocks of whole lines
+    (bytes that are not UTF-8 pass through as they are); True when it changed. A later process, a report or a teammate's
     copy of the store knows only the secrets its own registry declares, so what is kept must be masked when
     it is written, by the process that knows them all."""
     import os
@@ -108,13 +131,16 @@ def redact_file(path: Any) -> bool:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with open(path, "rb") as src, os.fdopen(fd, "wb") as dst:
-            for line in src:
-                text = line.decode("utf-8", "surrogateescape")
+            while True:  # blocks of whole lines: a block at a time costs a fraction of a line at a time
+                block = src.read(_BLOCK) + src.readline()
+                if not block:
+                    break
+                text = block.decode("utf-8", "surrogateescape")
                 clean = redact_text(text)
                 if clean != text:
                     changed = True
-                    line = clean.encode("utf-8", "surrogateescape")
-                dst.write(line)
+                    block = clean.encode("utf-8", "surrogateescape")
+                dst.write(block)
         if changed:
             os.chmod(tmp, os.stat(path).st_mode & 0o7777)
             os.replace(tmp, path)
