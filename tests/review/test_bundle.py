@@ -191,3 +191,70 @@ def test_export_into_a_missing_folder_is_refused(workbench_dir: Path, seed_csv: 
     _refused(cli, "bundle", "export", "wedge-confound", "-o", str(target), "--db", a, "--root", str(workbench_dir),
              fragment=str(target.parent))
     assert not (tmp_path / "no").exists()
+
+
+def _edited(bundle: Path, edit) -> Path:
+    doc = json.loads(gzip.decompress(bundle.read_bytes()))
+    edit(doc)
+    out = bundle.with_name("edited.wbundle")
+    out.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return out
+
+
+def _first(doc: dict, kind: str) -> dict:
+    return doc["store"][kind][0]
+
+
+@pytest.mark.parametrize("edit,fragment", [
+    (lambda d: d.update(hypotheses=None), "not a list of hypothesis ids"),
+    (lambda d: d.update(registry={}), "definitions"),
+    (lambda d: _first(d, "metrics").update(value="abc"), "refused a row"),
+    (lambda d: _first(d, "reviews").update(author=None), "refused a row"),
+    (lambda d: _first(d, "runs").update(uuid=None), "has no uuid"),
+    (lambda d: _first(d, "runs").update(execution="no-such-execution"), "does not hold"),
+    (lambda d: _first(d, "runs").pop("status"), "has no status"),
+], ids=["hypotheses-null", "registry-empty", "metric-text", "review-author-null", "run-uuid-null",
+        "run-unknown-execution", "run-status-missing"])
+def test_a_damaged_bundle_is_refused_whole_and_writes_nothing(workbench_dir: Path, seed_csv: Path, cli, edit,
+                                                              fragment: str):
+    """Each of these imported every row and then crashed with a traceback (hypotheses: null), crashed in the
+    database (a metric's text value, a review without author), or was taken and kept wrong (a run without uuid
+    was added again at each import; a run of an execution the bundle lacks; an empty registry skipped the
+    conflict check)."""
+    bad = _edited(_bundle(workbench_dir, seed_csv, cli), edit)
+    code, _, err = cli("db", "upgrade", "--db", str(workbench_dir / "b.duckdb"))
+    assert code == 0, err
+    existing = workbench_dir / "b.duckdb"
+    before = _sha(existing)
+    _refused(cli, "bundle", "import", str(bad), "--db", str(existing), "--root", str(workbench_dir), fragment=fragment)
+    assert _sha(existing) == before
+    fresh = workbench_dir / "fresh.duckdb"
+    _refused(cli, "bundle", "import", str(bad), "--db", str(fresh), "--root", str(workbench_dir), fragment=fragment)
+    assert not fresh.exists()
+
+
+def test_evidence_both_stores_imported_is_not_counted_twice(workbench_dir: Path, seed_csv: Path, cli):
+    """Each `wb import evidence` gives its runs new uuids: a bundle from a store that imported the same CSV
+    added the same historical runs again (the treatment arm read 51/240 from 3 runs, two of them one run)."""
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    b = str(workbench_dir / "b.duckdb")
+    code, _, err = cli("import", "evidence", str(seed_csv), "--db", b, "--root", str(workbench_dir))
+    assert code == 0, err
+    before = _rows(b)["runs"]
+    code, out, err = cli("bundle", "import", str(bundle), "--db", b, "--root", str(workbench_dir), "--json")
+    assert code == 0, err
+    after = _rows(b)["runs"]
+    labels = [r["label"] for r in after if r["source"] == "import"]
+    assert len(labels) == len(set(labels)) == len([r for r in before if r["source"] == "import"])
+    assert json.loads(out)["added"]["verdicts"] == 1
+
+
+def test_a_bundle_of_a_hypothesis_this_workbench_does_not_define_is_refused(workbench_dir: Path, seed_csv: Path,
+                                                                           cli):
+    bundle = _edited(_bundle(workbench_dir, seed_csv, cli), lambda d: (
+        d.update(hypotheses=["wedge-x"]), d["registry"]["hypotheses"].update(
+            {"wedge-x": d["registry"]["hypotheses"].pop("wedge-confound")})))
+    fresh = workbench_dir / "fresh.duckdb"
+    _refused(cli, "bundle", "import", str(bundle), "--db", str(fresh), "--root", str(workbench_dir),
+             fragment="does not define")
+    assert not fresh.exists()

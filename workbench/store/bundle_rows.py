@@ -136,12 +136,44 @@ def _add(session: Session, row: SQLModel) -> Any:
     return row
 
 
+_KEYED = ("executions", "runs", "verdicts", "reviews")
+_SECTIONS = ("hypothesis_snapshots", "experiment_snapshots", *_KEYED, "units", "metrics", "artifacts",
+             "probe_counts", "artifact_blobs")
+
+
+def _check_rows(doc: dict[str, Any]) -> None:
+    """ValueError naming what a damaged document holds that the database would take and keep wrong: a row
+    without the key it is merged by, or a reference to a row the bundle does not hold."""
+    for kind in _SECTIONS:
+        rows = doc.get(kind)
+        if not isinstance(rows, list) or not all(isinstance(d, dict) for d in rows):
+            raise ValueError(f"section {kind!r} is not a list of rows")
+    for kind in _KEYED:
+        for i, d in enumerate(doc[kind]):
+            if not isinstance(d.get("uuid"), str) or not d["uuid"]:
+                raise ValueError(f"{kind} row {i + 1} has no uuid")
+    uuids = {kind: {d["uuid"] for d in doc[kind]} for kind in _KEYED}
+    for kind, ref, target in (("runs", "execution", "executions"), ("verdicts", "execution", "executions"),
+                              ("reviews", "verdict", "verdicts")):
+        for d in doc[kind]:
+            if d.get(ref) is not None and d[ref] not in uuids[target]:
+                raise ValueError(f"{kind} row {d['uuid']} refers to {ref} {d[ref]!r}, which the bundle does not hold")
+    for d in doc["runs"]:
+        if not isinstance(d.get("status"), str) or not d["status"]:
+            raise ValueError(f"run {d['uuid']} has no status")
+    for kind in ("units", "metrics", "artifacts", "probe_counts"):
+        for d in doc[kind]:
+            if d.get("run") not in uuids["runs"]:
+                raise ValueError(f"a row of {kind} refers to run {d.get('run')!r}, which the bundle does not hold")
+
+
 def load(session: Session, doc: dict[str, Any]) -> dict[str, int]:
     """Merge a dumped document into the store (the caller's transaction); counts of rows added per kind."""
     from workbench.store.records import bulk_insert
 
     if doc.get("rows") != ROW_FORMAT:
         raise ValueError(f"row format {doc.get('rows')!r}, expected {ROW_FORMAT}")
+    _check_rows(doc)
     added = {k: 0 for k in ("executions", "runs", "verdicts", "reviews", "artifact_blobs")}
     ids_h, ids_e = _load_snapshots(session, doc)
     execs = _existing(session, Execution, Execution.uuid, [d["uuid"] for d in doc["executions"]])
@@ -151,8 +183,16 @@ def load(session: Session, doc: dict[str, Any]) -> dict[str, int]:
                 d.get("hypothesis_snapshot")), experiment_snapshot_id=ids_e.get(d.get("experiment_snapshot"))))
             added["executions"] += 1
     runs = _existing(session, Run, Run.uuid, [d["uuid"] for d in doc["runs"]])
+    # Imported evidence is keyed on its run_id within an experiment, as `wb import evidence` keys it: each
+    # import of one CSV gives its runs new uuids, and a bundle from a store that imported the same CSV
+    # would otherwise count the same historical run twice.
+    imported = {(r.experiment_id, r.label) for r in _where_in(
+        session, Run, Run.label, [d.get("label") for d in doc["runs"] if d.get("source") == "import"])
+        if r.source == "import"}
     new_runs: dict[str, int] = {}
     for d in doc["runs"]:
+        if d.get("source") == "import" and (d.get("experiment_id"), d.get("label")) in imported:
+            continue
         if d["uuid"] not in runs:
             ex = execs.get(d.get("execution"))
             row = _add(session, _decode(Run, d, execution_id=ex.id if ex else None))

@@ -139,7 +139,26 @@ def read(path: Path) -> dict[str, Any]:
     for key in ("hypotheses", "registry", "store"):
         if key not in doc:
             raise BadInput(f"{path}: the bundle has no {key!r} section", hint="it is damaged; export it again")
+    _check_shape(doc, path)
     return doc
+
+
+def _check_shape(doc: dict[str, Any], path: Path) -> None:
+    """The sections a bundle's import relies on, as export writes them: a list of hypothesis ids, each with
+    its definition in the registry section (which the conflict check compares), and the store's rows."""
+    def damaged(why: str) -> BadInput:
+        return BadInput(f"{path}: the bundle is damaged ({why}); nothing was imported", hint="export it again")
+
+    ids, reg = doc["hypotheses"], doc["registry"]
+    if not isinstance(ids, list) or not ids or not all(isinstance(h, str) and h for h in ids):
+        raise damaged("'hypotheses' is not a list of hypothesis ids")
+    if not isinstance(reg, dict) or not all(isinstance(reg.get(k), dict) for k in ("hypotheses", "experiments")):
+        raise damaged("'registry' does not hold the hypotheses' and experiments' definitions")
+    missing = [h for h in ids if not isinstance(reg["hypotheses"].get(h), dict)]
+    if missing:
+        raise damaged(f"no definition of {', '.join(missing)} in its registry section")
+    if not isinstance(doc["store"], dict):
+        raise damaged("'store' is not a set of rows")
 
 
 def conflicts(registry: "Registry", doc: dict[str, Any]) -> list[str]:
@@ -180,9 +199,39 @@ def import_(store: "Store", registry: "Registry", path: Path, *, doc: dict[str, 
     """Merge the bundle at `path` (its document `doc` when already read) into `store`."""
     doc = read(path) if doc is None else doc
     check_fits(registry, doc, path)
+    unknown = [h for h in doc["hypotheses"] if h not in {x.id for x in registry.hypotheses}]
+    if unknown:  # its runs and verdicts would be stored where no view of this workbench shows them
+        raise BadInput(f"{path} holds {', '.join(unknown)}, which this workbench's hypotheses.yaml does not define; "
+                       "nothing was imported",
+                       hint="add the hypotheses (and their experiments) to this workbench first, or import into "
+                            "the workbench they come from")
     try:
         added = store.import_rows(doc["store"])
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise BadInput(f"{path}: the bundle's rows are damaged ({type(exc).__name__}: {exc}); nothing was imported",
                        hint="export it again") from exc
+    except Exception as exc:
+        why = _refused_value(exc)
+        if why is None:
+            raise
+        first = str(why).strip().splitlines()[0] if str(why).strip() else type(why).__name__
+        raise BadInput(f"{path}: the store refused a row of the bundle ({first[:300]}); nothing was imported",
+                       hint="export it again") from exc
     return BundleSummary(str(path), tuple(doc["hypotheses"]), added)
+
+
+def _refused_value(exc: BaseException | None) -> BaseException | None:
+    """The database's refusal of a value the bundle holds (a wrong type, a missing required value), or None
+    for a failing database (a lost connection, a lock), which is not the bundle's fault."""
+    import duckdb
+    from sqlalchemy.exc import DataError, IntegrityError
+
+    refused = (DataError, IntegrityError, duckdb.ConversionException, duckdb.ConstraintException,
+               duckdb.InvalidInputException)
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:  # the refusal, or the failed rollback it left behind
+        if isinstance(exc, refused):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
