@@ -118,3 +118,19 @@ def test_an_approval_by_who_ran_the_evidence_is_a_self_review():
     assert not both.self_review(other) and both.label() == "approved" and both.to_dict()["self_approved"] is False
     assert not review_state("h", [v], [ask], runners_of=runners).self_review(ask)
     assert not review_state("h", [v], [own]).self_review(own), "who ran it unknown: not marked"
+
+
+def test_a_request_for_changes_stands_until_its_author_approves():
+    """The latest decision by anyone won: the runner's own approval (or anyone's) cleared a colleague's open
+    request for changes. As in code review, each reviewer's latest decision counts, and any open request for
+    changes holds the state."""
+    from dataclasses import replace
+
+    v1 = _v("falsified", "d1", 0)
+    bob_asks = replace(_r("request-changes", v1, 1), author="bob")
+    ada_ok = _r("approve", v1, 2)
+    s = review_state("h", [v1], [bob_asks, ada_ok])
+    assert s.state == CHANGES_REQUESTED and s.deciding_review == bob_asks
+    bob_ok = replace(_r("approve", v1, 3), author="Bob ")   # the same person, written another way
+    s = review_state("h", [v1], [bob_asks, ada_ok, bob_ok])
+    assert s.state == APPROVED and s.deciding_review == bob_ok

@@ -118,8 +118,12 @@ def review_state(hypothesis_id: str, verdicts: Iterable[VerdictRecord], reviews:
     decisions = [r for r in mine if r.decision != "comment"]
     on_current = [r for r in decisions if not is_stale(r, current)]
     if on_current:
-        last = on_current[-1]
-        state = APPROVED if last.decision == "approve" else CHANGES_REQUESTED
+        # Each reviewer's latest decision counts (names compared as self-approval compares them); an open
+        # request for changes holds the state until its author approves, whoever approves meanwhile.
+        latest = {r.author.strip().casefold(): r for r in on_current}
+        open_requests = [r for r in latest.values() if r.decision != "approve"]
+        last = max(open_requests, key=_when) if open_requests else on_current[-1]
+        state = CHANGES_REQUESTED if open_requests else APPROVED
     elif decisions:
         last, state = decisions[-1], STALE
     else:
