@@ -222,7 +222,8 @@ class RunnerOracle:
             return prepare(reg, h.id, opts, store=self.store, sim_dir=self.settings.sim_dir), "continued"
         runs = planned_runs(req.max_units, self.units_per_run)
         opts = RunOptions(target=self.spec.profile, replicates=runs, sequential=True,
-                          seed=self.spec.probe_seed(req.index), show_progress=self.show_progress)
+                          seed=self.spec.probe_seed(req.index), show_progress=self.show_progress,
+                          origin={"isolate": search_key(self.spec)})
         return prepare(reg, h.id, opts, sim_dir=self.settings.sim_dir), "ran"
 
     def _look(self, store: "Store", execution_id: int, req: ProbeRequest) -> Look:

@@ -104,16 +104,26 @@ def _attempts(store: "Store") -> list["StoredSearch"]:
     (SIGKILL, a lost machine) is known from the key its probes' verdicts carry, as a "killed" attempt."""
     from workbench.isolate.records import StoredSearch, latest_searches
 
+    from workbench.runner.resume import RESUMABLE
+
     stored = latest_searches(store)
     known = {st.search_id for st in stored}
     killed: dict[str, StoredSearch] = {}
-    for v in store.verdicts(prefix="iso-"):
-        key = v.details.get("search_key") if v.details.get("kind") == "isolate-probe" else None
-        if isinstance(key, dict) and key.get("search_id") not in known:
+
+    def found(key: Any, created_at: str | None) -> None:
+        if isinstance(key, dict) and key.get("search_id") and key["search_id"] not in known:
             result = {"status": "killed", "alpha": key.get("alpha"), "budget": key.get("budget"), "probes": []}
             killed.pop(key["search_id"], None)
-            killed[key["search_id"]] = StoredSearch(key["search_id"], key["root_id"], v.created_at,
+            killed[key["search_id"]] = StoredSearch(key["search_id"], key["root_id"], created_at,
                                                     {**key, "result": result})
+
+    # A probe's execution carries the key from its start (killed in the first probe: no verdict yet) ...
+    for ex in store.executions():
+        if ex.hypothesis_id.startswith("iso-") and ex.status in RESUMABLE:
+            found(((ex.plan or {}).get("origin") or {}).get("isolate"), ex.started_at)
+    # ... and each probe's verdict once it is decided.
+    for v in store.verdicts(prefix="iso-"):
+        found(v.details.get("search_key") if v.details.get("kind") == "isolate-probe" else None, v.created_at)
     both = sorted([*stored, *killed.values()], key=lambda st: st.created_at or "")
     return list(reversed(both))
 

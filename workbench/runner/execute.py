@@ -12,7 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Awaitable, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 from workbench.errors import BadInput, RestoreFailed, RunFailure, WbError
 from workbench.registry.loader import Registry
@@ -335,10 +335,13 @@ class RunOptions:
     resume: bool = False
     seed: int | None = None
     show_progress: bool = True
+    # Who started the execution on whose behalf, kept with its plan: `wb isolate` puts its search's key here,
+    # so a search killed in its first probe (no probe verdict yet) is still found by `wb isolate --resume`.
+    origin: dict[str, Any] | None = None
 
 
 def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
-                    prior: ExecutionRecord | None) -> tuple[int, str, set[int]]:
+                    prior: ExecutionRecord | None, origin: dict[str, Any] | None = None) -> tuple[int, str, set[int]]:
     """(execution id, execution UUID, order indexes already finished): a new execution, or the one being
     resumed. The UUID keys its snapshot and artifact folders (a row id is only unique in one store)."""
     from workbench import __version__
@@ -355,6 +358,8 @@ def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
 
     body = {"plan": plan.to_dict(), "assignments": p.assignments, "overrides": p.overrides,
             "max_replicates": p.max_replicates, "arms": p.arms, "rendered_sha256": rendered_hashes(p)}
+    if origin:
+        body["origin"] = origin
     execution_id = store.start_execution(
         hypothesis_id=p.hypothesis.id, hypothesis_body=p.hypothesis.model_dump(mode="json"),
         experiment_id=p.experiment.id, experiment_version=p.experiment.version,
@@ -417,6 +422,7 @@ class Launch:
     plan: Plan
     target: Target
     prior: ExecutionRecord | None = None
+    origin: dict[str, Any] | None = None
 
 
 def prepare(registry: Registry, hypothesis_id: str, opts: RunOptions, *, store: Store | None = None,
@@ -447,7 +453,7 @@ def prepare(registry: Registry, hypothesis_id: str, opts: RunOptions, *, store: 
         plan = make_plan(p.arms, p.max_replicates if p.mode == "sequential" else p.replicates,
                          blocks=p.blocks, seed=p.seed, hosts=tgt.hosts,
                          per_replicate=per_replicate_names(p.experiment, p.hypothesis, p.overrides))
-    return Launch(p, plan, tgt, prior)
+    return Launch(p, plan, tgt, prior, opts.origin)
 
 
 def _check_prior_runner(folder: Path, prior: ExecutionRecord) -> str | None:
@@ -488,7 +494,7 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
     if launch.prior is not None and launch.prior.uuid:  # this runner, not the killed one, from here on
         unchecked = _check_prior_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior)
         note_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior.uuid)
-    execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior)
+    execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior, launch.origin)
     exec_dir = art_root / f"execution-{exec_uuid}"
     note_runner(exec_dir, exec_uuid)  # `wb runs delete` reads it: see runner.lock.runner_gone
     with RunProgress(len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}",

@@ -1,0 +1,47 @@
+"""`wb isolate` killed outright (SIGKILL) in its first probe, on the toy local deployment: the probe's
+execution is the only trace (no probe verdict, no search record), and `wb isolate --resume` must still find
+the search, put the serve file back and finish it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from runner_kit import edit_profile  # noqa: E402  (tests/runner is on sys.path)
+
+SEARCH = ["isolate", "--experiment", "toy", "--good", "fix=on", "--bad", "fix=off", "--metric", "corruption_rate",
+          "--region", ">= 0.2"]
+
+
+def test_a_search_killed_in_its_first_probe_is_resumed_and_restores_the_target(toy):
+    # The workload waits while a file exists: the test holds the first probe's first run in its workload.
+    edit_profile(toy.root, 'workload: {command: "', f'workload: {{command: "while [ -e {toy.state}/hold ]; do sleep 0.05; done; ')
+    edit_profile(toy.root, "timeout_s: 3}", "timeout_s: 600}")
+    hold = toy.state / "hold"
+    hold.touch()
+    wb = [sys.executable, "-m", "workbench.cli.main", *SEARCH, "--db", toy.db]
+    proc = subprocess.Popen(wb + ["--seed", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True, env=dict(os.environ))
+    try:
+        t0 = time.monotonic()
+        while b"# toy serve file" not in toy.conf.read_bytes():  # the rendered config is in place
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() - t0 < 240
+            time.sleep(0.05)
+        time.sleep(0.5)  # in its workload now (the restart and health check took well under this)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    assert toy.conf.read_bytes() != toy.original  # left as the killed runner had it
+    hold.unlink()
+    res = subprocess.run(wb + ["--resume", "--json"], capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ))
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert toy.conf.read_bytes() == toy.original
+    rec = json.loads(res.stdout)
+    assert (rec["result"]["status"], rec["result"]["minimal"]) == ("decided", ["fix"])
+    assert rec["resume"]["continued"][0]["probe"] == 0  # the probe in flight, continued where it stopped
