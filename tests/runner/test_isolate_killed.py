@@ -37,6 +37,12 @@ def test_a_search_killed_in_its_first_probe_is_resumed_and_restores_the_target(t
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
     assert toy.conf.read_bytes() != toy.original  # left as the killed runner had it
+    # A fresh search is refused; its hint names the command that puts the original back (it named
+    # `wb hypothesis run iso-…-p0 --resume`, a hypothesis that exists only inside the search), and the refused
+    # attempt is not recorded (a --resume without --seed picked it, and was refused in turn).
+    fresh = subprocess.run(wb + ["--seed", "2"], capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    assert fresh.returncode == 2 and "was left by execution" in fresh.stderr, fresh.stderr[-2000:]
+    assert "wb isolate --resume" in fresh.stderr and "wb hypothesis run iso-" not in fresh.stderr, fresh.stderr
     hold.unlink()
     res = subprocess.run(wb + ["--resume", "--json"], capture_output=True, text=True, timeout=600,
                          env=dict(os.environ))

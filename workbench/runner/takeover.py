@@ -71,8 +71,13 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
         return
     known = [e for e in state.store.executions() if e.uuid == holder.execution]
     which = f"execution {known[0].id} of {known[0].hypothesis_id}" if known else f"execution {holder.execution}"
-    resume = (f"wb hypothesis run {known[0].hypothesis_id} --resume" if known
-              else "`wb hypothesis run ID --resume` against the store that holds it")
+    origin = ((known[0].plan or {}).get("origin") or {}) if known else {}
+    if "isolate" in origin:  # a probe of a search: its hypothesis exists only inside the search
+        resume = (f"wb isolate --resume with the flags of search {origin['isolate'].get('search_id')} "
+                  f"(experiment {origin['isolate'].get('experiment')})")
+    else:
+        resume = (f"wb hypothesis run {known[0].hypothesis_id} --resume" if known
+                  else "`wb hypothesis run ID --resume` against the store that holds it")
     raise TargetBusy(
         f"target {target.describe(host)} was left by {which}, whose runner (pid {holder.pid} on {holder.host}, "
         f"since {holder.since}) died before restoring it: {why}",
