@@ -235,6 +235,10 @@ def test_a_signal_through_the_cli_exits_128_plus_it_and_restores(toy, sig, code)
     assert proc.returncode == code, err[-1500:]
     assert "--resume" in err and "Traceback" not in err
     assert toy.conf.read_bytes() == toy.original
+    # The hint names the store (it named none: run as printed it read the default store, with nothing to
+    # resume in it).
+    hint = next(line for line in err.splitlines() if line.startswith("Hint: continue with: "))
+    assert f"--db {toy.db}" in hint, hint
 
 
 def test_a_restart_that_fails_after_the_original_is_back_says_the_file_is_back(toy):

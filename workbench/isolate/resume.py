@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
+from workbench.store.engine import url_has_password
 from workbench.isolate.attempt import DecidedProbe, PriorAttempt
 
 if TYPE_CHECKING:
@@ -194,22 +195,11 @@ def _where(settings: "Settings | None") -> list[str]:
     if settings is None:
         return []
     out: list[str] = []
-    if settings.db and not _has_password(settings.db):
+    if settings.db and not url_has_password(settings.db):
         out += ["--db", settings.db]
     if settings.root:
         out += ["--root", str(settings.root)]
     return out
-
-
-def _has_password(db: str) -> bool:
-    if "://" not in db:
-        return False
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(db).password is not None
-    except Exception:
-        return True  # unreadable: do not risk showing it
 
 
 def _num(x: float) -> str:

@@ -96,6 +96,18 @@ def _with_driver(url: str) -> str:
     return url
 
 
+def url_has_password(db: str) -> bool:
+    """Whether a --db value carries a password (such a value is never printed, in a hint either)."""
+    if "://" not in db:
+        return False
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(db).password is not None
+    except Exception:
+        return True  # unreadable: do not risk showing it
+
+
 def _redact(url: str) -> str:
     from sqlalchemy.engine import make_url
 
