@@ -285,11 +285,12 @@ class Workbench(StoredRuns):
                            fault=fault)
             t_run = time.monotonic()
             analysis, error = None, None
-            try:
-                analysis = analyze_stored(store, self.registry, hypothesis_id, execution_id=done.execution_id)
-                record_verdict(store, analysis, execution_id=done.execution_id)
-            except WbError as exc:  # the runs are recorded; say why there is no verdict
-                error = exc.message
+            with _signals_held():  # a Ctrl-C now waits the second it takes to record the verdict of the runs
+                try:
+                    analysis = analyze_stored(store, self.registry, hypothesis_id, execution_id=done.execution_id)
+                    record_verdict(store, analysis, execution_id=done.execution_id)
+                except WbError as exc:  # the runs are recorded; say why there is no verdict
+                    error = exc.message
             t_analysis = time.monotonic()
             page = self._site(store)["hypotheses"].get(hypothesis_id) if report else None
         t_end = time.monotonic()
@@ -519,3 +520,26 @@ def _no_evidence(h: Any, registry: Any) -> NoEvidence:
     which = f" (no stored run of experiment {exp.id} matches its arms)" if exp is not None else ""
     return NoEvidence(f"no runs of {h.id} to analyze{which}; nothing was recorded",
                       hint=f"run it (wb hypothesis run {h.id}) or import evidence (wb import evidence FILE.csv)")
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold Ctrl-C, SIGTERM and SIGHUP back while the body runs (they are delivered when it ends): the verdict
+    of an execution whose runs all ended is recorded, not lost to a stop in the moment between."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread handles signals
+        yield
+        return
+    received: list[int] = []
+    before = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum))
+              for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        if received:
+            signal.raise_signal(received[0])  # to the handler it would have reached
+

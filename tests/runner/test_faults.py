@@ -297,3 +297,52 @@ def test_a_bad_units_file_is_shown_under_its_own_name(toy):
     assert f"\n--- units file {toy.state}/bad-units.jsonl, line 2 ---\nsession 1: done" in err, err
     assert "output excerpt" not in err
     assert toy.conf.read_bytes() == toy.original
+
+
+def test_ctrl_c_while_the_verdict_is_recorded_waits_for_it(toy, monkeypatch):
+    """A Ctrl-C in the moment between the last run and the verdict ended wb with "Interrupted." and no verdict
+    (the status stayed open). The signal is held while the verdict is recorded, then delivered."""
+    import workbench.analysis.stored as stored
+
+    real = stored.analyze_stored
+
+    def ctrl_c_then_analyze(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # arrives now; delivered when the verdict is recorded
+        time.sleep(0.2)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stored, "analyze_stored", ctrl_c_then_analyze)
+    with pytest.raises(KeyboardInterrupt):
+        _run(toy, replicates=1)
+    with open_store(toy.db, read_only=True) as store:
+        assert [v.hypothesis_id for v in store.verdicts()] == ["toy-fix"]
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_ctrl_c_between_isolate_probes_says_how_to_resume(toy, monkeypatch):
+    """A Ctrl-C between two probes of `wb isolate` (or one reaching a query of the store) printed
+    "Interrupted." or a traceback, and no command to resume the search."""
+    from typer.testing import CliRunner
+
+    from workbench.cli.main import app
+    from workbench.isolate.adapter import RunnerOracle
+
+    search = ["isolate", "--experiment", "toy", "--good", "fix=on", "--bad", "fix=off", "--metric", "corruption_rate",
+              "--region", ">= 0.2", "--seed", "4", "--db", toy.db]
+    real = RunnerOracle._look
+
+    def interrupted(self, *args, **kwargs):
+        raise RuntimeError("Query interrupted")  # what DuckDB raises when Ctrl-C reaches one of its queries
+
+    monkeypatch.setattr(RunnerOracle, "_look", interrupted)
+    res = CliRunner().invoke(app, search)
+    assert res.exit_code == 130, res.output
+    assert "Error: wb isolate was interrupted" in res.stderr and "Traceback" not in res.output
+    assert "--resume" in res.stderr.split("Hint:", 1)[1] and f"--db {toy.db}" in res.stderr
+    assert toy.conf.read_bytes() == toy.original
+    monkeypatch.setattr(RunnerOracle, "_look", real)
+    res = CliRunner().invoke(app, [*search, "--resume", "--json"])
+    assert res.exit_code == 0, res.output
+    import json
+
+    assert json.loads(res.stdout)["result"]["minimal"] == ["fix"]

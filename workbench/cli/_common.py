@@ -118,6 +118,13 @@ class WbGroup(TyperGroup):
             except KeyboardInterrupt:
                 sys.stderr.write("Interrupted.\n")
                 raise typer.Exit(130) from None
+            except Exception as exc:
+                from workbench.store.engine import interrupted_query
+
+                if not interrupted_query(exc):  # a bug: its traceback
+                    raise
+                sys.stderr.write("Interrupted.\n")  # Ctrl-C that reached a query of the store
+                raise typer.Exit(130) from None
 
 
 GLOBAL_FLAGS = ("root", "db")  # accepted before the subcommand too: `wb --root DIR --db FILE runs list`

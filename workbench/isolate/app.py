@@ -161,11 +161,11 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
     earlier attempt of this search whose probes are reused (see `workbench.isolate.resume`)."""
     settings = settings or Settings()
     oracle = RunnerOracle(spec, registry, store, settings, show_progress=show_progress, prior=prior)
+    from workbench.runner.execute import RunInterrupted
+    from workbench.store.engine import interrupted_query
+
     try:
         result = isolate(list(spec.changes), oracle, alpha=spec.alpha, budget=spec.budget)
-    except KeyboardInterrupt:
-        _record_partial(spec, oracle, store, prior)
-        raise
     except WbError as exc:
         from workbench.runner.lock import TargetBusy
 
@@ -176,6 +176,12 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
         if not isinstance(exc, BadInput):  # a probe failed or was stopped: the search can go on from here
             exc.hint = _resume_hint(exc.hint, resume_command(spec, settings))
         raise
+    except (KeyboardInterrupt, Exception) as exc:  # Ctrl-C between the probes, or reaching a store query
+        if not interrupted_query(exc):
+            raise
+        _record_partial(spec, oracle, store, prior)
+        raise RunInterrupted("wb isolate was interrupted between its probes; the target is as it was before them",
+                             hint=_resume_hint(None, resume_command(spec, settings))) from None
     record = search_record(spec, result, prior=prior)
     record_search(store, spec, record)
     written = None

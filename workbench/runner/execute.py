@@ -408,7 +408,7 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
         hid = state.prepared.hypothesis.id
         # The count is the progress line's own (the same runs, the same words), so the two never disagree.
         raise RunInterrupted(f"interrupted after {state.progress.count_text()}; the target was restored",
-                             hint=f"continue with: {_resume_command(state, hid)}",
+                             hint=f"continue with: {resume_command(state.store, state.prepared.root, hid)}",
                              signum=getattr(error, "signum", signal.SIGINT))
     if error is not None:
         raise error
@@ -476,7 +476,7 @@ def _check_prior_runner(folder: Path, prior: ExecutionRecord) -> str | None:
             "If it does, stop it: two runners on one target overwrite each other's config.")
 
 
-def _resume_command(state: State, hid: str) -> str:
+def resume_command(store: Store, root: Path | str, hid: str) -> str:
     """The command that resumes the execution, with the store it is in (it named no store: run elsewhere, it
     read the default one and found nothing to resume) and the workbench when this folder is not in it."""
     import shlex
@@ -484,12 +484,11 @@ def _resume_command(state: State, hid: str) -> str:
     from workbench.store.engine import url_has_password
 
     args = ["wb", "hypothesis", "run", hid, "--resume"]
-    store = state.store
     if store.path is not None:
         args += ["--db", str(store.path)]
     elif not url_has_password(store.url):
         args += ["--db", store.url]
-    root = Path(state.prepared.root).resolve()
+    root = Path(root).resolve()
     if not Path.cwd().resolve().is_relative_to(root):
         args += ["--root", str(root)]
     return shlex.join(args)

@@ -96,6 +96,21 @@ def _with_driver(url: str) -> str:
     return url
 
 
+def interrupted_query(exc: BaseException | None) -> bool:
+    """Whether `exc` is Ctrl-C reaching a database query (DuckDB ends the query and raises its own error in
+    place of KeyboardInterrupt)."""
+    import duckdb
+
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, (KeyboardInterrupt, duckdb.InterruptException)) or \
+                (isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted"):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def url_has_password(db: str) -> bool:
     """Whether a --db value carries a password (such a value is never printed, in a hint either)."""
     if "://" not in db:
