@@ -74,6 +74,19 @@ def register(app: typer.Typer) -> None:
         from workbench.errors import BadInput
 
         args = list(args or [])
+        if args and args[0] == "list":
+            given = [flag for flag, on in (("--approve", approve), ("--request-changes", request_changes),
+                                           ("--comment", comment), ("-m", message is not None),
+                                           ("--as", as_ is not None)) if on]
+            if given:  # a listing records nothing: a reviewer must not think they approved
+                raise BadInput(f"{given[0]}: wb review list only lists reviews; nothing was recorded",
+                               hint=f"to record a review, drop `list`: wb review "
+                                    f"{args[1] if len(args) > 1 else 'HYPOTHESIS'} --approve|--request-changes|"
+                                    "--comment -m TEXT")
+            if json_ and fmt not in (None, "json"):
+                raise BadInput(f"--json and --format {fmt}: give one", hint="--json is --format json")
+        elif fmt is not None:
+            raise BadInput(f"--format {fmt}: a review prints no listing", hint="--format belongs to wb review list")
         wb = open_workbench(db, root)
         if args and args[0] == "list":
             if len(args) > 2:
