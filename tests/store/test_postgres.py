@@ -71,3 +71,31 @@ def test_two_writers_snapshot_the_same_hypothesis_at_once(pg_url: str):
         assert got["id"] == first
     finally:
         store.dispose()
+
+
+def test_two_upgrades_of_a_fresh_store_at_once_both_succeed(pg_url: str, tmp_path: Path):
+    """Two people setting up one fresh PostgreSQL store at once (`wb db upgrade`, or a `wb bundle import` that
+    creates the schema): the second crashed with a traceback (relation "alembic_version" already exists)."""
+    import subprocess
+    import sys
+    import time
+
+    go = tmp_path / "go"
+    script = ("import sys, time, pathlib\n"
+              "from workbench.store import upgrade\n"
+              "while not pathlib.Path(sys.argv[2]).exists(): time.sleep(0.01)\n"  # all start together
+              "upgrade(sys.argv[1])\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script, pg_url, str(go)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    time.sleep(3)  # each has imported wb and waits
+    go.touch()
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [err[-1500:] for _, err in outs]
+    from workbench.store import head_revision
+    from workbench.store.engine import Store, current_revision
+
+    store = Store(pg_url, None, read_only=True)
+    try:
+        assert current_revision(store) == head_revision()
+    finally:
+        store.dispose()

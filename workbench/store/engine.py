@@ -325,11 +325,18 @@ def _not_wb(store: Store) -> BadInput:
                     hint="point --db at a wb store or at a new file")
 
 
+_UPGRADE_LOCK_KEY = 0x77625F75706772  # "wb_upgr": the advisory lock a PostgreSQL store's upgrade holds
+
+
 def _upgrade(store: Store, conn) -> tuple[str | None, str]:
     """Bring `store` to the head revision in `conn`'s transaction; returns (old revision, new revision)."""
     from alembic import command
-    from sqlalchemy import inspect
+    from sqlalchemy import inspect, text
 
+    if conn.dialect.name == "postgresql":
+        # One upgrade at a time on a server store: a second waits here, in its transaction, and then finds the
+        # schema the first made (two at once both created it, and the second failed on a duplicate table).
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _UPGRADE_LOCK_KEY})
     before = _revision(conn)
     if before is None and inspect(conn).get_table_names():
         raise _not_wb(store)
