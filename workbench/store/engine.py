@@ -398,7 +398,7 @@ def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: f
                 raise _not_wb(store)
         head = head_revision()
         if rev != head:
-            db_arg = f" --db {path}" if path is not None else " --db <URL>"
+            db_arg = f" --db {path}" if path is not None else f" --db {'URL' if url_has_password(url) else url}"
             raise StoreOutdated(f"the store {store.name} is at revision {rev or 'none'}, this wb needs {head}",
                                 hint=f"run: wb db upgrade{db_arg}")
     except BaseException:
