@@ -56,3 +56,22 @@ def store_rows(db: str, sql: str, **params: Any) -> list[tuple]:
             return [tuple(r) for r in conn.execute(text(sql), params).all()]
     finally:
         store.dispose()
+
+
+def sigterm_at_workload(n: int):
+    """A runner fault: SIGTERM to this process as the n-th run's workload stage begins (1-based)."""
+    import asyncio
+    import os
+    import signal
+
+    calls = {"n": 0}
+
+    async def fault(stage: str, pr: Any) -> None:
+        if stage == "workload":
+            calls["n"] += 1
+            if calls["n"] == n:
+                os.kill(os.getpid(), signal.SIGTERM)
+                await asyncio.sleep(5)  # the handler cancels this task before the sleep ends
+
+    return fault
+

@@ -151,17 +151,10 @@ def test_sigterm_at_every_stage_restores_and_resumes(toy, stage):
 
 def test_resume_does_not_redo_finished_runs(toy):
     # Interrupt the third run (second block): the first two are finished and must not run again.
-    calls = {"n": 0}
-
-    async def fault(stage, pr):
-        if stage == "workload":
-            calls["n"] += 1
-            if calls["n"] == 3:
-                os.kill(os.getpid(), signal.SIGTERM)
-                await asyncio.sleep(5)
+    from runner_kit import sigterm_at_workload
 
     with pytest.raises(RunInterrupted):
-        _run(toy, replicates=2, fault=fault)
+        _run(toy, replicates=2, fault=sigterm_at_workload(3))
     assert toy.conf.read_bytes() == toy.original
     finished = {(r.id, r.order_index) for r in _runs(toy) if r.status == "ok"}
     assert len(finished) == 2

@@ -148,28 +148,15 @@ def test_a_named_entry_is_masked_without_breaking_the_json_or_the_template_aroun
 def test_resume_after_an_interruption_with_a_secret_in_a_template_line(toy):
     """A template line `db_password={{ db_password }}` read as changed on --resume (the check masked the
     current template and not the stored one alike), so an interrupted execution could not be resumed."""
-    import asyncio
-    import os
-    import signal
-
-    from runner_kit import run_hypothesis
+    from runner_kit import run_hypothesis, sigterm_at_workload
     from workbench.runner.execute import RunInterrupted
 
     edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
                  "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
                  "  db_password: {secret: true, default: dflt-pass-777}\n")
     edit_profile(toy.root, "        mode={{ mode }}\n", "        mode={{ mode }}\n        db_password={{ db_password }}\n")
-    calls = {"n": 0}
-
-    async def fault(stage, pr):
-        if stage == "workload":
-            calls["n"] += 1
-            if calls["n"] == 2:
-                os.kill(os.getpid(), signal.SIGTERM)
-                await asyncio.sleep(5)
-
     with pytest.raises(RunInterrupted):
-        run_hypothesis("toy-fix", db=toy.db, replicates=1, fault=fault)
+        run_hypothesis("toy-fix", db=toy.db, replicates=1, fault=sigterm_at_workload(2))
     assert toy.conf.read_bytes() == toy.original
     s = run_hypothesis("toy-fix", db=toy.db, resume=True)
     assert [r["status"] for r in s["runs"]].count("ok") == 2
