@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from workbench.team.identity import current_person, provenance
 
 
@@ -40,9 +42,16 @@ def test_person_order_flag_env_git_login(tmp_path: Path, monkeypatch):
     assert current_person(outside).source == "login"
 
 
-def test_names_with_control_characters_are_cleaned(tmp_path: Path):
-    person = current_person(tmp_path, as_name="eve\n\x1b[31mred")
-    assert "\n" not in person.name and "\x1b" not in person.name
+def test_names_with_control_characters_are_cleaned_or_refused(tmp_path: Path, monkeypatch):
+    """A name from the environment is cleaned to one printable line; one typed with --as is refused (it was
+    recorded with the characters silently dropped: `--as $'eve\\ttab'` became "evetab")."""
+    from workbench.errors import BadInput
+
+    monkeypatch.setenv("WB_USER", "eve\n\x1b[31mred")
+    person = current_person(tmp_path)
+    assert "\n" not in person.name and "\x1b" not in person.name and person.source == "WB_USER"
+    with pytest.raises(BadInput, match=r"--as holds control characters \(U\+0009\)"):
+        current_person(tmp_path, as_name="eve\ttab")
 
 
 def test_provenance_records_revision_and_dirty(tmp_path: Path, monkeypatch):

@@ -72,6 +72,11 @@ def current_person(root: Path, *, as_name: str | None = None) -> Person:
         raise BadInput(f"--as {as_name!r} names no one: the reviewer's name is empty",
                        hint="give a name (--as \"Ada Lovelace\"), or leave --as out to use $WB_USER, "
                             "git's user.name or the login name")
+    bad = sorted({f"U+{ord(c):04X}" for c in (as_name or "").strip() if not c.isprintable()})
+    if bad:  # a name typed is recorded as typed, or not at all (it was recorded with them dropped)
+        from workbench.errors import BadInput
+
+        raise BadInput(f"--as holds control characters ({', '.join(bad[:5])})", hint="give the name as plain text")
     for value, source in ((as_name, "flag"), (os.environ.get("WB_USER"), "WB_USER")):
         if _clean(value):
             return Person(_clean(value) or "", source)
