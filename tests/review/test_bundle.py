@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,8 @@ def test_a_conflicting_registry_is_refused_and_nothing_is_written(workbench_dir:
     b = str(workbench_dir / "b.duckdb")
     store = open_store(b)
     try:
-        with pytest.raises(BadInput, match="conflicts .*hypothesis wedge-confound: predicts differ"):
+        with pytest.raises(BadInput,
+                           match=r"conflicts .*hypothesis wedge-confound \(\S*hypotheses\.yaml:\d+\): predicts differ"):
             import_(store, load_registry(workbench_dir), out)
         assert store.runs() == [] and store.latest_verdict("wedge-confound") is None
     finally:
@@ -155,6 +157,8 @@ def test_conflicting_bundle_leaves_no_new_store_and_an_existing_one_unchanged(wo
     fresh = workbench_dir / "fresh.duckdb"
     _refused(cli, "bundle", "import", str(bundle), "--db", str(fresh), "--root", str(workbench_dir),
              fragment="conflicts")
+    code, _, err = cli("bundle", "import", str(bundle), "--db", str(fresh), "--root", str(workbench_dir))
+    assert re.search(r"hypothesis wedge-confound \(\S*hypotheses\.yaml:\d+\): predicts differ", err), err
     assert not fresh.exists()
     existing = workbench_dir / "a.duckdb"
     before = _sha(existing)

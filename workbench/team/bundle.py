@@ -174,7 +174,7 @@ def conflicts(registry: "Registry", doc: dict[str, Any]) -> list[str]:
         local, body = _declared(mine), redact(body)  # a bundle older than its redaction holds the values
         diff = [k for k in HYPOTHESIS_KEYS if local.get(k) != body.get(k)]
         if diff:
-            out.append(f"hypothesis {hid}: {', '.join(diff)} differ")
+            out.append(f"hypothesis {hid}{_where_defined(registry, hid)}: {', '.join(diff)} differ")
     for eid, body in doc["registry"].get("experiments", {}).items():
         mine = registry.experiments.get(eid)
         if mine is None or mine.version != body.get("version"):
@@ -182,8 +182,19 @@ def conflicts(registry: "Registry", doc: dict[str, Any]) -> list[str]:
         local, body = _declared(mine), redact(body)
         diff = [k for k in EXPERIMENT_KEYS if local.get(k) != body.get(k)]
         if diff:
-            out.append(f"experiment {eid} version {mine.version}: {', '.join(diff)} differ")
+            doc = registry.experiment_docs.get(eid)
+            where = f" ({doc.file})" if doc is not None else ""
+            out.append(f"experiment {eid} version {mine.version}{where}: {', '.join(diff)} differ")
     return out
+
+
+def _where_defined(registry: "Registry", hid: str) -> str:
+    """` (FILE:LINE)` of the hypothesis's entry in this workbench, or nothing when that is not known."""
+    doc = registry.hypotheses_doc
+    index = next((i for i, h in enumerate(registry.hypotheses) if h.id == hid), None)
+    if doc is None or index is None:
+        return ""
+    return f" ({doc.file}:{doc.line_of(('hypotheses', index))})"
 
 
 def check_fits(registry: "Registry", doc: dict[str, Any], path: Path) -> None:
@@ -192,7 +203,7 @@ def check_fits(registry: "Registry", doc: dict[str, Any], path: Path) -> None:
     if found:
         raise BadInput(f"{path} conflicts with this workbench's registry: " + "; ".join(found),
                        hint="the same id names another test here; rename one of them, or import into a "
-                            "workbench whose hypotheses.yaml agrees")
+                            "workbench whose definitions agree")
 
 
 def import_(store: "Store", registry: "Registry", path: Path, *, doc: dict[str, Any] | None = None) -> BundleSummary:
