@@ -51,3 +51,15 @@ def test_a_search_killed_in_its_first_probe_is_resumed_and_restores_the_target(t
     rec = json.loads(res.stdout)
     assert (rec["result"]["status"], rec["result"]["minimal"]) == ("decided", ["fix"])
     assert rec["resume"]["continued"][0]["probe"] == 0  # the probe in flight, continued where it stopped
+
+
+def test_a_per_replicate_variable_without_a_default_renders_in_every_check(toy):
+    """A workload seed declared `per_replicate` with no default passed validate, but the preflight rendered
+    the templates without it ("'wseed' is undefined", exit 2) and each refused search was recorded."""
+    edit_profile(toy.root, "  mode: {values:", "  wseed: {type: int, per_replicate: true}\n  mode: {values:")
+    edit_profile(toy.root, 'workload: {command: "', 'workload: {command: "echo seed={{ wseed }}; ')
+    res = subprocess.run([sys.executable, "-m", "workbench.cli.main", *SEARCH, "--db", toy.db, "--json"],
+                         capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert json.loads(res.stdout)["result"]["minimal"] == ["fix"]
+    assert toy.conf.read_bytes() == toy.original

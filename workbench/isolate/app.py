@@ -171,7 +171,7 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
 
         if isinstance(exc, TargetBusy) and not _ran_any(oracle, in_flight=False):
             raise  # refused before it touched the target: no attempt to record (a resume would pick it)
-        if not isinstance(exc, BadInput) or _ran_any(oracle):
+        if not isinstance(exc, BadInput) or _ran_any(oracle, in_flight=False):  # bad input touched nothing
             _record_partial(spec, oracle, store, prior)
         if not isinstance(exc, BadInput):  # a probe failed or was stopped: the search can go on from here
             exc.hint = _resume_hint(exc.hint, resume_command(spec, settings))

@@ -116,7 +116,11 @@ def preview_values(p: Prepared, arm: str, context: dict[str, str], host: str = "
                    profile=p.profile, target=None, context=context, env={}, config_template=None,  # type: ignore[arg-type]
                    artifacts_root=p.root, remote_work=None)
     start = datetime(2000, 1, 1, tzinfo=timezone.utc)
-    values: dict[str, Any] = dict(p.assignments[arm])
+    from workbench.registry.experiment import per_replicate_names
+
+    # A per-replicate variable (a workload seed) is drawn for each replicate; a placeholder stands for it here.
+    values: dict[str, Any] = {name: "0" for name in per_replicate_names(p.experiment, p.hypothesis, p.overrides)}
+    values.update(p.assignments[arm])
     values.update(context)
     values.update(builtins(fake, PlannedRun(0, arm, 0, 0, host), 0, "/run", start))
     if p.profile.config is not None:
