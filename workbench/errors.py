@@ -6,6 +6,8 @@ that is not a `WbError` is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+from typing import Callable
+
 __all__ = [
     "WbError",
     "BadInput",
@@ -19,6 +21,7 @@ __all__ = [
     "RestoreFailed",
     "KernelError",
     "SimError",
+    "in_chain",
 ]
 
 
@@ -89,3 +92,17 @@ class KernelError(BadInput):
 
 class SimError(WbError):
     """The embedded deployment could not be started, reached or configured."""
+
+
+def in_chain(exc: BaseException | None, kinds: tuple[type[BaseException], ...],
+             test: Callable[[BaseException], bool] | None = None) -> BaseException | None:
+    """The first exception of `kinds` (passing `test`, when given) in `exc`'s chain of causes and contexts, or
+    None: a database reports its refusal or an interrupted query under the error its rollback raised after."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kinds) and (test is None or test(exc)):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+

@@ -169,10 +169,9 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
     except WbError as exc:
         from workbench.runner.lock import TargetBusy
 
-        if isinstance(exc, TargetBusy) and not _ran_any(oracle, in_flight=False):
-            raise  # refused before it touched the target: no attempt to record (a resume would pick it)
-        if not isinstance(exc, BadInput) or _ran_any(oracle, in_flight=False):  # bad input touched nothing
-            _record_partial(spec, oracle, store, prior)
+        if isinstance(exc, (BadInput, TargetBusy)) and not _ran_any(oracle):
+            raise  # refused before any probe touched the target: no attempt to record (a resume would pick it)
+        _record_partial(spec, oracle, store, prior)
         if not isinstance(exc, BadInput):  # a probe failed or was stopped: the search can go on from here
             exc.hint = _resume_hint(exc.hint, resume_command(spec, settings))
         raise
@@ -190,10 +189,10 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
     return IsolateOutcome(spec, result, record, written)
 
 
-def _ran_any(oracle: RunnerOracle, *, in_flight: bool = True) -> bool:
-    """Did this attempt touch the target (a probe run, or, with `in_flight`, one in flight)? Bad input before
-    that leaves the store as it was, so a `--resume` still finds the earlier attempt as it left it."""
-    return (in_flight and oracle.current is not None) or any(r.ref.get("how") != "reused" for _, r in oracle.results)
+def _ran_any(oracle: RunnerOracle) -> bool:
+    """Did this attempt run a probe (not one read back)? Bad input or a busy target before that leaves the
+    store as it was, so a `--resume` still finds the earlier attempt as it left it."""
+    return any(r.ref.get("how") != "reused" for _, r in oracle.results)
 
 
 def _resume_hint(hint: str | None, command: str) -> str:

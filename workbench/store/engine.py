@@ -101,14 +101,10 @@ def interrupted_query(exc: BaseException | None) -> bool:
     place of KeyboardInterrupt)."""
     import duckdb
 
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, (KeyboardInterrupt, duckdb.InterruptException)) or \
-                (isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted"):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
+    from workbench.errors import in_chain
+
+    return in_chain(exc, (KeyboardInterrupt, duckdb.InterruptException)) is not None or \
+        in_chain(exc, (RuntimeError,), lambda e: str(e).strip() == "Query interrupted") is not None
 
 
 def url_has_password(db: str) -> bool:

@@ -237,12 +237,7 @@ def _refused_value(exc: BaseException | None) -> BaseException | None:
     import duckdb
     from sqlalchemy.exc import DataError, IntegrityError
 
-    refused = (DataError, IntegrityError, duckdb.ConversionException, duckdb.ConstraintException,
-               duckdb.InvalidInputException)
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:  # the refusal, or the failed rollback it left behind
-        if isinstance(exc, refused):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
+    from workbench.errors import in_chain
+
+    return in_chain(exc, (DataError, IntegrityError, duckdb.ConversionException, duckdb.ConstraintException,
+                          duckdb.InvalidInputException))
