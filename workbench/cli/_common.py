@@ -115,15 +115,12 @@ class WbGroup(TyperGroup):
             except WbError as exc:
                 _report(exc)
                 raise typer.Exit(exc.exit_code) from None
-            except KeyboardInterrupt:
-                sys.stderr.write("Interrupted.\n")
-                raise typer.Exit(130) from None
-            except Exception as exc:
+            except (KeyboardInterrupt, Exception) as exc:  # Ctrl-C, also one that reached a query of the store
                 from workbench.store.engine import interrupted_query
 
                 if not interrupted_query(exc):  # a bug: its traceback
                     raise
-                sys.stderr.write("Interrupted.\n")  # Ctrl-C that reached a query of the store
+                sys.stderr.write("Interrupted.\n")
                 raise typer.Exit(130) from None
 
 
