@@ -43,3 +43,27 @@ def test_missing_known_hosts_file_is_named_not_cannot_reach(toy, ssh_server, tmp
     assert f"known_hosts file {home}/.ssh/known_hosts does not exist" in exc.value.message
     assert "cannot reach" not in exc.value.message
     assert not ssh_server.commands
+
+
+def test_jump_host_from_ssh_config_is_verified_too(toy, ssh_server, tmp_path, monkeypatch):
+    """A ProxyJump that ~/.ssh/config names for the host is a connection of wb's as well: its key is checked
+    against the profile's known_hosts, even where the config switches checking off."""
+    from sshserver import SshServer
+
+    jump = SshServer(tmp_path / "jump").start()  # its key is in no known_hosts file wb reads
+    jump.client_key = ssh_server.client_key
+    try:
+        add_toy_ssh_profile(toy, ssh_server)
+        edit_profile(toy.root, "hosts: [127.0.0.1]", "hosts: [deploy-host]")
+        home = _home(tmp_path, monkeypatch, known_hosts=True)
+        (home / ".ssh" / "config").write_text(
+            f"Host deploy-host\n  HostName 127.0.0.1\n  ProxyJump {ssh_server.user}@127.0.0.1:{jump.port}\n"
+            f"Host *\n  IdentityFile {ssh_server.client_key_path}\n  UserKnownHostsFile none\n"
+            f"  StrictHostKeyChecking no\n")
+        with pytest.raises(TargetError) as ei:
+            run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
+        assert f"refusing jump host {ssh_server.user}@127.0.0.1:{jump.port}: its host key" in ei.value.message
+        assert not ssh_server.commands and not jump.commands  # nothing ran through the unverified jump host
+        assert toy.conf.read_bytes() == toy.original
+    finally:
+        jump.stop()

@@ -31,6 +31,17 @@ def _env_prefix(env: dict[str, str] | None) -> str:
     return "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + "; "
 
 
+MAX_JUMP_DEPTH = 8  # jump hosts reached through jump hosts ~/.ssh/config names, at most this deep
+
+
+def _config_jump(host: str, opts: dict[str, Any]) -> str | None:
+    """The ProxyJump ~/.ssh/config gives `host` (None: none, or `ProxyJump none`)."""
+    import asyncssh
+
+    found = asyncssh.SSHClientConnectionOptions(host=host, config=(), **opts).tunnel
+    return found if isinstance(found, str) and found else None
+
+
 def _parse_jump(jump: str) -> tuple[str, dict[str, Any]]:
     """`[user@]host[:port]` (as in ssh -J); a bare alias is resolved through ~/.ssh/config by asyncssh."""
     opts: dict[str, Any] = {}
@@ -52,7 +63,7 @@ class SshTarget(Target):
         super().__init__(list(spec.hosts))
         self.spec = spec
         self._conns: dict[str, Any] = {}
-        self._jumps: dict[str, Any] = {}
+        self._jumps: dict[str, list[Any]] = {}
         self._forwards: dict[tuple[str, str, int], Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -125,13 +136,14 @@ class SshTarget(Target):
     def manual_copy(self, host: str, local_file: str, path: str) -> str:
         return shlex.join(["scp", *self._client_opts("-P"), local_file, f"{self._dest(host)}:{path}"])
 
-    def _translate(self, host: str, exc: BaseException) -> TargetError:
+    def _translate(self, host: str, exc: BaseException, *, where: str | None = None,
+                   port: int | None = None) -> TargetError:
         import asyncssh
 
-        where = self.describe(host)
+        where = where or self.describe(host)
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
             kh = self.spec.known_hosts or "~/.ssh/known_hosts"
-            port = self.spec.port or 22
+            port = port or self.spec.port or 22
             return TargetError(
                 f"refusing {where}: its host key does not match {kh} ({exc.reason})",
                 hint=(f"verify the key out of band: `ssh-keyscan -p {port} {host} | ssh-keygen -lf -` on a trusted "
@@ -156,19 +168,44 @@ class SshTarget(Target):
 
         self._check_known_hosts()
         opts = self._options()
+        for old in self._jumps.pop(host, []):
+            old.close()
+        hops: list[Any] = []
+        self._jumps[host] = hops
         try:
-            tunnel = None
-            if self.spec.jump:
-                jhost, jopts = _parse_jump(self.spec.jump)
-                for key in ("known_hosts", "client_keys", "connect_timeout", "keepalive_interval"):
-                    if key in opts:
-                        jopts.setdefault(key, opts[key])
-                tunnel = await asyncio.wait_for(asyncssh.connect(jhost, **jopts), self.spec.connect_timeout_s + 5)
-                self._jumps[host] = tunnel
-            conn = await asyncio.wait_for(asyncssh.connect(host, tunnel=tunnel or (), **opts),
+            # A jump host, the profile's or one ~/.ssh/config names, is connected to here with the same
+            # known_hosts: left to asyncssh, a config's jump is reached with the config's own checking.
+            chain = self.spec.jump or _config_jump(host, opts)
+            tunnel = await self._tunnel(chain, opts, hops, 0) if chain else None
+            conn = await asyncio.wait_for(asyncssh.connect(host, tunnel=tunnel, **opts),
                                           self.spec.connect_timeout_s + 5)
         except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
             raise self._translate(host, exc) from exc
+        return conn
+
+    async def _tunnel(self, chain: str, opts: dict[str, Any], hops: list[Any], depth: int) -> Any:
+        """The last connection of a `[user@]host[:port],...` chain, each hop verified against known_hosts; the
+        first hop goes through the jump ~/.ssh/config names for it, if any."""
+        import asyncssh
+
+        if depth >= MAX_JUMP_DEPTH:
+            raise TargetError(f"more than {MAX_JUMP_DEPTH} jump hosts in a chain (a loop of ProxyJump in "
+                              "~/.ssh/config?)")
+        conn = None
+        for hop in chain.split(","):
+            jhost, jopts = _parse_jump(hop.strip())
+            for key in ("known_hosts", "client_keys", "connect_timeout", "keepalive_interval"):
+                if key in opts:
+                    jopts.setdefault(key, opts[key])
+            if conn is None:
+                first = _config_jump(jhost, jopts)
+                conn = await self._tunnel(first, opts, hops, depth + 1) if first else None
+            try:
+                conn = await asyncio.wait_for(asyncssh.connect(jhost, tunnel=conn, **jopts),
+                                              self.spec.connect_timeout_s + 5)
+            except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
+                raise self._translate(jhost, exc, where=f"jump host {hop.strip()}", port=jopts.get("port")) from exc
+            hops.append(conn)
         return conn
 
     async def _conn(self, host: str) -> Any:
@@ -215,8 +252,9 @@ class SshTarget(Target):
                 await asyncio.wait_for(conn.wait_closed(), 3)
             except Exception:
                 pass
-        for jump in self._jumps.values():
-            jump.close()
+        for hops in self._jumps.values():
+            for jump in hops:
+                jump.close()
         self._jumps.clear()
         await super().close()
 
