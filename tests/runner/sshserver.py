@@ -1,4 +1,5 @@
-"""A real SSH server on 127.0.0.1 for tests (asyncssh): key login, exec via bash, SFTP, direct-tcpip forwards.
+"""A real SSH server on 127.0.0.1 for tests (asyncssh): key login, exec via bash (the channel's input its
+stdin), SFTP, direct-tcpip forwards.
 
 It runs in its own thread and event loop. `drop()` aborts every open connection (a dropped link);
 `refuse(True)` makes it close new connections right after accept.
@@ -83,7 +84,7 @@ class SshServer:
             cmd = cmd.decode("utf-8", "replace")
         self.commands.append(cmd)
         proc = await asyncio.create_subprocess_exec(
-            "/bin/bash", "-c", cmd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            "/bin/bash", "-c", cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, start_new_session=True)
         self.procs.add(proc)
         self.owner[proc] = process.get_extra_info("connection")
@@ -98,6 +99,21 @@ class SshServer:
                 except Exception:
                     return
 
+        async def feed() -> None:
+            # The channel's input, as sshd gives it to the command, closed at the client's EOF.
+            try:
+                while True:
+                    data = await process.stdin.read(65536)
+                    if not data:
+                        break
+                    proc.stdin.write(data)
+                    await proc.stdin.drain()
+            except Exception:
+                pass
+            finally:
+                proc.stdin.close()
+
+        feeding = asyncio.ensure_future(feed())
         try:
             # Pipes are pumped by hand: a daemon left holding them must not block the exit status.
             pumps = asyncio.gather(pump(proc.stdout, process.stdout), pump(proc.stderr, process.stderr))
@@ -113,6 +129,7 @@ class SshServer:
             except ProcessLookupError:
                 pass
         finally:
+            feeding.cancel()
             self.procs.discard(proc)
             self.owner.pop(proc, None)
 

@@ -27,8 +27,24 @@ def test_toy_over_ssh_records_and_restores(toy, ssh_server):
     assert s["arms"]["control"]["totals"]["leak"] == 3 and s["arms"]["treatment"]["totals"]["leak"] == 0
     assert s["target"].startswith("ssh:") and s["runs"][0]["host"] == "127.0.0.1"
     assert toy.conf.read_bytes() == toy.original
-    # The environment went through a quoted export prefix and the secret never reached the store.
-    assert any(c.startswith("export SERVICE_API_TOKEN=s3cret-value; ") for c in ssh_server.commands), ssh_server.commands[:3]
+
+
+def test_env_reaches_remote_commands_without_showing_in_their_command_line(toy, ssh_server):
+    """The profile's env (a token here) is exported to every command, but sent on the command's input: a
+    command line is the remote shell's argv, which every user of the host sees in `ps` while it runs."""
+    import json
+
+    from runner_kit import edit_profile, store_rows
+
+    add_toy_ssh_profile(toy, ssh_server)
+    edit_profile(toy.root, 'uname: "uname -s"\n',
+                 'uname: "uname -s"\n      env_check: \'printf %s "$SERVICE_API_TOKEN" | wc -c\'\n')
+    s = _run(toy, replicates=1)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    assert ssh_server.commands and not [c for c in ssh_server.commands if "s3cret-value" in c]
+    (fp,) = store_rows(toy.db, "SELECT fingerprint_json FROM runs WHERE id = :r", r=s["runs"][0]["id"])[0]
+    assert json.loads(fp)["env_check"] == str(len("s3cret-value"))  # the token itself is masked there
+    assert toy.conf.read_bytes() == toy.original
 
 
 def test_host_key_mismatch_is_refused_with_how_to_verify(toy, ssh_server, tmp_path):

@@ -1,8 +1,9 @@
 """The `ssh` target (asyncssh): host keys verified against known_hosts, keys/agent, ~/.ssh/config aliases,
 a jump host, keepalives, bounded connects, SFTP for files and local port forwards for health checks.
 
-Every value in a command was shell-quoted by the renderer; environment variables are sent as a
-quoted `export` prefix (servers commonly refuse SSH env requests).
+Every value in a command was shell-quoted by the renderer; environment variables are sent as quoted
+`export` lines on the command's input, which the login shell reads before the command (servers commonly refuse
+SSH env requests, and a prefix would show every value, a token too, in the host's process list).
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ RECONNECT_DELAY_S = 1.0
 KILL_GRACE_S = 3.0
 
 
-def _env_prefix(env: dict[str, str] | None) -> str:
-    if not env:
-        return ""
-    return "export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + "; "
+ENV_FROM_INPUT = 'eval "$(cat)"; '  # the command's prefix when its environment comes on its input
+
+
+def _env_script(env: dict[str, str]) -> bytes:
+    return ("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + "\n").encode()
 
 
 MAX_JUMP_DEPTH = 8  # jump hosts reached through jump hosts ~/.ssh/config names, at most this deep
@@ -274,10 +276,15 @@ class SshTarget(Target):
     async def run(self, host: str, command: str, *, env: dict[str, str] | None = None, timeout: float,
                   stdout_file: IO[bytes] | None = None, stderr_file: IO[bytes] | None = None) -> CmdResult:
         t0 = time.monotonic()
-        full = _env_prefix(env) + command
+        full = ENV_FROM_INPUT + command if env else command
 
         async def go(conn: Any) -> CmdResult:
-            proc = await conn.create_process(full, encoding=None, stdin=asyncssh_devnull())
+            if env:
+                proc = await conn.create_process(full, encoding=None)
+                proc.stdin.write(_env_script(env))
+                proc.stdin.write_eof()
+            else:
+                proc = await conn.create_process(full, encoding=None, stdin=asyncssh_devnull())
 
             async def stop() -> None:
                 self._stop(proc)
