@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
@@ -127,3 +128,17 @@ def test_symlinked_config_is_written_through_and_restored_over_sftp(toy, ssh_ser
     seen = [json.loads(line)["fix"] for line in toy.restarts()]
     assert "on" in seen and seen[-1] == "off"  # the restart read the arm through the link, then the original
     assert not list(toy.state.glob("**/*.wb-tmp"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving the serve file another owner needs root")
+def test_restore_keeps_the_serve_files_owner_and_group(toy, ssh_server):
+    """Logged in as root, wb writes each arm and the original back into a file the service's own user owns:
+    the file keeps that owner and group (a service that reads its config as that user must still read it)."""
+    os.chown(toy.conf, 65534, 65534)
+    os.chmod(toy.conf, 0o640)
+    add_toy_ssh_profile(toy, ssh_server)
+    s = _run(toy, replicates=1)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    st = toy.conf.stat()
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (65534, 65534, 0o640)
+    assert toy.conf.read_bytes() == toy.original

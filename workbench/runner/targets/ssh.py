@@ -341,6 +341,7 @@ class SshTarget(Target):
                 async with sftp.open(tmp, "wb") as f:
                     await f.write(data)
                 await sftp.chmod(tmp, mode)
+                await _same_owner(sftp, tmp, real)
                 try:
                     await sftp.posix_rename(tmp, real)
                 except asyncssh.SFTPOpUnsupported:
@@ -476,6 +477,25 @@ async def _through_links(sftp: Any, path: str) -> str:
         dest = await sftp.readlink(path)
         path = posixpath.normpath(posixpath.join(posixpath.dirname(path), dest))
     raise TargetError(f"{path}: more than {MAX_LINKS} symlinks in a chain")
+
+
+async def _same_owner(sftp: Any, tmp: str, real: str) -> None:
+    """Give the file about to replace `real` its owner and group: logged in as root, wb rewrites files a
+    service's own user owns, and a config renamed over them as root's would be unreadable to that service.
+    Where the login may not give a file away (not root), the replacement stays the login's own, as before."""
+    import asyncssh
+
+    try:
+        old = await sftp.stat(real)
+        new = await sftp.stat(tmp)
+    except asyncssh.SFTPNoSuchFile:
+        return
+    if old.uid is None or old.gid is None or (old.uid, old.gid) == (new.uid, new.gid):
+        return
+    try:
+        await sftp.chown(tmp, old.uid, old.gid)
+    except (asyncssh.SFTPPermissionDenied, asyncssh.SFTPFailure):
+        pass
 
 
 def asyncssh_devnull() -> Any:
