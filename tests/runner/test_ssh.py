@@ -77,6 +77,28 @@ def test_unreachable_host_fails_before_touching_anything(toy, ssh_server):
     assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
 
 
+@pytest.mark.parametrize("key", ["missing", "not a key", "encrypted"])
+def test_an_unusable_identity_file_is_named_before_touching_anything(toy, ssh_server, tmp_path, key):
+    """A key file that is not there, is no key, or needs a passphrase is named as such (it was 'cannot reach
+    the host: No such file or directory', or a KeyImportError traceback)."""
+    from runner_kit import edit_profile
+
+    path = tmp_path / "id_deploy"
+    if key == "not a key":
+        path.write_text("not a key\n")
+    elif key == "encrypted":
+        ssh_server.client_key.write_private_key(str(path), format_name="pkcs8-pem", passphrase="a passphrase",
+                                                cipher_name="aes256-cbc")
+    add_toy_ssh_profile(toy, ssh_server)
+    edit_profile(toy.root, f"identity_file: {ssh_server.client_key_path}", f"identity_file: {path}")
+    with pytest.raises(TargetError) as ei:
+        _run(toy, replicates=1)
+    assert f"identity_file {path}" in ei.value.message and "cannot reach" not in ei.value.message
+    if key == "missing":
+        assert "does not exist" in ei.value.message
+    assert ssh_server.commands == [] and toy.restarts() == [] and toy.conf.read_bytes() == toy.original
+
+
 @pytest.mark.parametrize("stage", STAGES)
 def test_dropped_connection_at_every_stage_restores(toy, ssh_server, stage):
     add_toy_ssh_profile(toy, ssh_server)

@@ -108,6 +108,25 @@ class SshTarget(Target):
                 hint=f"fetch the key on a trusted path (`ssh-keyscan -p {port} HOST`), compare its fingerprint with "
                      f"the host's own, then add it to {kh} (or set known_hosts: in the profile's target)")
 
+    def _check_identity(self) -> None:
+        """The profile's key file, loaded once before any connection: a missing file, or one that is no key or
+        needs a passphrase, is named as such (asyncssh's error named neither the file nor the key)."""
+        import asyncssh
+
+        if not self.spec.identity_file:
+            return
+        path = Path(self.spec.identity_file).expanduser()
+        if not path.is_file():
+            raise TargetError(f"the identity_file {path} does not exist",
+                              hint="set identity_file: in the profile's target to your private key, or leave it "
+                                   "out to use the agent and ~/.ssh's default keys")
+        try:
+            asyncssh.read_private_key(str(path))
+        except (asyncssh.KeyImportError, OSError) as exc:
+            raise TargetError(f"cannot use the identity_file {path}: {exc}",
+                              hint="wb asks for no passphrase: load the key into the agent (ssh-add) and leave "
+                                   "identity_file out, or name an unencrypted private key") from None
+
     def describe(self, host: str) -> str:
         user = f"{self.spec.user}@" if self.spec.user else ""
         port = f":{self.spec.port}" if self.spec.port else ""
@@ -169,6 +188,7 @@ class SshTarget(Target):
         import asyncssh
 
         self._check_known_hosts()
+        self._check_identity()
         opts = self._options()
         for old in self._jumps.pop(host, []):
             old.close()
