@@ -118,6 +118,29 @@ def test_dropped_connection_at_every_stage_restores(toy, ssh_server, stage):
     assert len(toy.restarts()) >= 2   # ...and for the restore's restart
 
 
+def test_a_connection_dropped_while_a_command_runs_leaves_no_stray_traceback(toy, ssh_server, caplog):
+    """The link drops while the workload runs: the run fails with the drop named, the target is restored, and
+    both of the command's output streams' errors are dealt with (the second one was logged at exit as
+    'Task exception was never retrieved', with a ConnectionLost traceback, under the run's summary)."""
+    import gc
+    import logging
+
+    add_toy_ssh_profile(toy, ssh_server)
+    dropped = {"n": 0}
+
+    async def fault(st, pr):
+        if st == "workload" and dropped["n"] == 0:
+            dropped["n"] += 1
+            asyncio.get_running_loop().call_later(1.0, ssh_server.drop)
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        s = _run(toy, replicates=1, fault=fault, sets={"mode": "slow"})
+        gc.collect()
+    assert dropped["n"] == 1 and "dropped during a command" in s["runs"][0]["error"], s["runs"][0]
+    assert toy.conf.read_bytes() == toy.original
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()], caplog.text
+
+
 def test_jump_host(toy, ssh_server):
     """Through a jump host (here the same server, reached as user@127.0.0.1:port, forwarding to itself)."""
     add_toy_ssh_profile(toy, ssh_server)

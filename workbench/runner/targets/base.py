@@ -262,8 +262,9 @@ async def supervise(wait: Any, stop: Any, stdout: Any, stderr: Any, stdout_file:
         r.cancel()
     if pending and not timed_out and on_held_open is not None:
         on_held_open()
-    if raise_reader_errors and not timed_out:
-        for r in done:
-            if r.exception() is not None:
-                raise r.exception()  # type: ignore[misc]
+    # Every reader's error is taken, not only the first: a dropped link fails both streams, and one left unread
+    # is logged with its traceback when the task is collected.
+    errors = [r.exception() for r in done if not r.cancelled() and r.exception() is not None]
+    if raise_reader_errors and not timed_out and errors:
+        raise errors[0]  # type: ignore[misc]
     return timed_out, b"".join(out).decode("utf-8", "replace"), b"".join(err).decode("utf-8", "replace")
