@@ -128,6 +128,10 @@ CASES = [
      "kind: no was read as a boolean (false), not as a word", "    kind: no"),
     ("blocks-unknown-word", E, "  blocks: abba\n", "  blocks: abab\n",
      "(field design.blocks): must be one of 'abba', 'random' or 'alternate', got 'abab'", "  blocks: abab"),
+    # Over SSH an env entry is exported by the remote shell: a name it cannot export was dropped there while the
+    # fingerprint recorded it as set.
+    ("ssh-env-not-a-shell-name", E, "      user: root\n    context:\n", "      user: root\n    env: {LOG-LEVEL: debug}\n    context:\n",
+     "(field profiles.sglang-pd.env): env name 'LOG-LEVEL' is not a shell variable name", "    env: {LOG-LEVEL: debug}"),
     ("collect-undeclared-metric", E, "      timeouts: {unit_field: timeouts, aggregate: nonzero, parse: int}",
      "      timeout_count: {unit_field: timeouts, aggregate: nonzero, parse: int}", "not a declared metric",
      "      timeout_count: {unit_field:"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from workbench.registry.common import (SEED_MAX, SEED_MIN, Flag, FormatOne, Ident, Int, Number, Strict, VarValue,
                                        control_char)
@@ -261,6 +261,19 @@ class Profile(Strict):
     fingerprint: dict[str, str] = Field(default_factory=dict)
     artifacts: dict[str, str] = Field(default_factory=dict, description="name -> path on the target, fetched after each run")
     options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, env: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        # Over SSH each entry is exported by the remote shell (`export NAME=value`): a name it cannot take was
+        # dropped there, while a local command gets any name in its environment.
+        target = info.data.get("target")
+        if target is not None and target.kind == "ssh":
+            for name in env:
+                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                    raise ValueError(f"env name {name!r} is not a shell variable name (letters, digits and _, "
+                                     "not starting with a digit): the ssh target exports it in the host's shell")
+        return env
 
 
 class Experiment(Strict):
