@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -65,5 +67,37 @@ def test_jump_host_from_ssh_config_is_verified_too(toy, ssh_server, tmp_path, mo
         assert f"refusing jump host {ssh_server.user}@127.0.0.1:{jump.port}: its host key" in ei.value.message
         assert not ssh_server.commands and not jump.commands  # nothing ran through the unverified jump host
         assert toy.conf.read_bytes() == toy.original
+    finally:
+        jump.stop()
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="runs the printed command with OpenSSH's client")
+def test_a_printed_restore_command_checks_the_jump_hosts_key_as_wb_does(toy, ssh_server, tmp_path):
+    """The commands a failed restore prints reach the host through the profile's jump host with the profile's
+    known_hosts and key for that hop too (ssh -J checked the jump host against ~/.ssh/known_hosts, under
+    ~/.ssh/config's StrictHostKeyChecking, and without the key: 'Host key verification failed.')."""
+    from sshserver import SshServer
+
+    from workbench.registry.experiment import TargetSpec
+    from workbench.runner.targets.ssh import SshTarget
+
+    jump = SshServer(tmp_path / "jump").start()
+    jump.client_key = ssh_server.client_key
+    try:
+        kh = tmp_path / "known_hosts"
+        kh.write_text(ssh_server.known_hosts.read_text() + jump.known_hosts.read_text())
+        spec = TargetSpec(kind="ssh", hosts=["127.0.0.1"], user=ssh_server.user, port=ssh_server.port,
+                          known_hosts=str(kh), identity_file=str(ssh_server.client_key_path),
+                          jump=f"{ssh_server.user}@127.0.0.1:{jump.port}")
+        printed = SshTarget(spec).manual_command("127.0.0.1", "echo restored by hand")
+        res = subprocess.run(printed + " </dev/null", shell=True, capture_output=True, text=True, timeout=60)
+        assert res.returncode == 0, (printed, res.stderr)
+        assert res.stdout == "restored by hand\n" and "echo restored by hand" in ssh_server.commands
+        assert "-o StrictHostKeyChecking=yes" in printed
+
+        kh.write_text(ssh_server.known_hosts.read_text())  # the jump host's key is not known: refused
+        res = subprocess.run(printed + " </dev/null", shell=True, capture_output=True, text=True, timeout=60)
+        assert res.returncode != 0 and "Host key verification failed" in res.stderr
+        assert ssh_server.commands.count("echo restored by hand") == 1
     finally:
         jump.stop()

@@ -132,30 +132,58 @@ class SshTarget(Target):
         port = f":{self.spec.port}" if self.spec.port else ""
         return f"{user}{host}{port}"
 
-    def _client_opts(self, port_flag: str) -> list[str]:
+    def _client_opts(self, port_flag: str, host: str) -> list[str]:
         """Options that ssh and scp spell alike (the port flag differs: -p for ssh, -P for scp)."""
         argv = []
         if self.spec.port:
             argv += [port_flag, str(self.spec.port)]
-        if self.spec.identity_file:
-            argv += ["-i", self.spec.identity_file]
-        # The printed commands verify host keys as wb does, whatever the operator's ssh config says.
-        argv += ["-o", f"UserKnownHostsFile={self.known_hosts_file()}", "-o", "StrictHostKeyChecking=yes"]
-        if self.spec.jump:
-            argv += ["-J", self.spec.jump]
+        argv += self._checks()
+        chain = self._printed_jump(host)
+        if chain:
+            argv += ["-o", "ProxyCommand=" + self._proxy(chain)]
         return argv
+
+    def _checks(self) -> list[str]:
+        # The printed commands verify host keys as wb does, whatever the operator's ssh config says.
+        argv = ["-i", self.spec.identity_file] if self.spec.identity_file else []
+        return argv + ["-o", f"UserKnownHostsFile={self.known_hosts_file()}", "-o", "StrictHostKeyChecking=yes"]
+
+    def _printed_jump(self, host: str) -> str | None:
+        if self.spec.jump:
+            return self.spec.jump
+        try:
+            return _config_jump(host, {k: v for k, v in self._options().items() if k in ("username", "port")})
+        except Exception:  # instructions are printed whatever the config holds; ssh then reads it itself
+            return None
+
+    def _proxy(self, chain: str) -> str:
+        """OpenSSH's ProxyCommand reaching %h:%p through each hop of a jump chain, every hop checked as the
+        printed command itself is (ssh -J checks a jump host as ~/.ssh/config says, against its own known_hosts).
+        A hop's own ProxyCommand is inside the next one's, its % tokens doubled so that they reach it unexpanded."""
+        proxy = None
+        for hop in chain.split(","):
+            jhost, jopts = _parse_jump(hop.strip())
+            argv = ["ssh", *self._checks()]
+            if proxy:
+                argv += ["-o", "ProxyCommand=" + proxy.replace("%", "%%")]
+            if "port" in jopts:
+                argv += ["-p", str(jopts["port"])]
+            if "username" in jopts:
+                argv += ["-l", jopts["username"]]
+            proxy = shlex.join([*argv, "-W", "[%h]:%p", jhost])
+        return proxy or ""
 
     def _dest(self, host: str) -> str:
         return f"{self.spec.user}@{host}" if self.spec.user else host
 
     def _ssh_argv(self, host: str) -> list[str]:
-        return ["ssh", *self._client_opts("-p"), self._dest(host)]
+        return ["ssh", *self._client_opts("-p", host), self._dest(host)]
 
     def manual_command(self, host: str, command: str) -> str:
         return shlex.join(self._ssh_argv(host)) + " " + shlex.quote(command)
 
     def manual_copy(self, host: str, local_file: str, path: str) -> str:
-        return shlex.join(["scp", *self._client_opts("-P"), local_file, f"{self._dest(host)}:{path}"])
+        return shlex.join(["scp", *self._client_opts("-P", host), local_file, f"{self._dest(host)}:{path}"])
 
     def _translate(self, host: str, exc: BaseException, *, where: str | None = None,
                    port: int | None = None) -> TargetError:
