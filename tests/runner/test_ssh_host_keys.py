@@ -64,7 +64,7 @@ def test_jump_host_from_ssh_config_is_verified_too(toy, ssh_server, tmp_path, mo
             f"  StrictHostKeyChecking no\n")
         with pytest.raises(TargetError) as ei:
             run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
-        assert f"refusing jump host {ssh_server.user}@127.0.0.1:{jump.port}: its host key" in ei.value.message
+        assert f"refusing jump host {ssh_server.user}@127.0.0.1:{jump.port}: {ssh_server.known_hosts} holds no host key" in ei.value.message
         assert not ssh_server.commands and not jump.commands  # nothing ran through the unverified jump host
         assert toy.conf.read_bytes() == toy.original
     finally:
@@ -101,3 +101,33 @@ def test_a_printed_restore_command_checks_the_jump_hosts_key_as_wb_does(toy, ssh
         assert ssh_server.commands.count("echo restored by hand") == 1
     finally:
         jump.stop()
+
+
+def test_an_unknown_or_changed_key_is_told_apart_and_the_hint_names_the_real_host_and_port(toy, ssh_server,
+                                                                                         tmp_path, monkeypatch):
+    """The host is a ~/.ssh/config alias whose HostName and Port the config gives: the hint's ssh-keyscan and
+    ssh-keygen -R name that host and port (they named the alias and port 22, which matched no known_hosts
+    line), and a host known_hosts has no key for is told to be unknown, not to have changed."""
+    import asyncssh
+
+    add_toy_ssh_profile(toy, ssh_server)
+    edit_profile(toy.root, f"hosts: [127.0.0.1], user: {ssh_server.user}, port: {ssh_server.port}, ",
+                 f"hosts: [deploy-host], user: {ssh_server.user}, ")
+    home = _home(tmp_path, monkeypatch, known_hosts=True)
+    (home / ".ssh" / "config").write_text(f"Host deploy-host\n  HostName 127.0.0.1\n  Port {ssh_server.port}\n")
+    entry = f"[127.0.0.1]:{ssh_server.port}"
+
+    other = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
+    ssh_server.known_hosts.write_text(f"{entry} {other}\n")
+    with pytest.raises(TargetError) as ei:
+        run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
+    assert "its host key does not match" in ei.value.message
+    assert f"ssh-keyscan -p {ssh_server.port} 127.0.0.1" in ei.value.hint
+    assert f"ssh-keygen -R '{entry}' -f {ssh_server.known_hosts}" in ei.value.hint
+
+    ssh_server.known_hosts.write_text("")
+    with pytest.raises(TargetError) as ei:
+        run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
+    assert f"{ssh_server.known_hosts} holds no host key for {entry}" in ei.value.message
+    assert "ssh-keygen -R" not in ei.value.hint and f"ssh-keyscan -p {ssh_server.port} 127.0.0.1" in ei.value.hint
+    assert not ssh_server.commands and toy.conf.read_bytes() == toy.original

@@ -44,6 +44,20 @@ def _config_jump(host: str, opts: dict[str, Any]) -> str | None:
     return found if isinstance(found, str) and found else None
 
 
+def _key_host(host: str, port: int | None) -> tuple[str, str, int]:
+    """Where a host's key is read from and filed under in known_hosts: its HostName (as ~/.ssh/config gives
+    it), the name its key goes by (the config's HostKeyAlias, else that HostName) and its port (the profile's,
+    else the config's, else 22). An alias from ~/.ssh/config is not what ssh-keyscan or ssh-keygen -R take."""
+    import asyncssh
+
+    try:
+        o = asyncssh.SSHClientConnectionOptions(host=host, port=port or (), config=(), known_hosts=None)
+        real = o.host or host
+        return real, o.host_key_alias or real, int(o.port or 22)
+    except Exception:  # a message is being written: the config's own error comes with the connection
+        return host, host, port or 22
+
+
 def _parse_jump(jump: str) -> tuple[str, dict[str, Any]]:
     """`[user@]host[:port]` (as in ssh -J); a bare alias is resolved through ~/.ssh/config by asyncssh."""
     opts: dict[str, Any] = {}
@@ -192,12 +206,19 @@ class SshTarget(Target):
         where = where or self.describe(host)
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
             kh = self.spec.known_hosts or "~/.ssh/known_hosts"
-            port = port or self.spec.port or 22
+            real, name, port = _key_host(host, port or self.spec.port)
+            entry = name if port == 22 else f"[{name}]:{port}"  # as ssh writes a known_hosts line
+            scan = f"ssh-keyscan -p {port} {real}"
+            compare = "compare with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the host"
+            if not self._known(name, port):
+                return TargetError(
+                    f"refusing {where}: {kh} holds no host key for {entry}",
+                    hint=(f"fetch its key on a trusted path (`{scan} > key.txt`), {compare} against "
+                          f"`ssh-keygen -lf key.txt`, then append key.txt to {kh}"))
             return TargetError(
                 f"refusing {where}: its host key does not match {kh} ({exc.reason})",
-                hint=(f"verify the key out of band: `ssh-keyscan -p {port} {host} | ssh-keygen -lf -` on a trusted "
-                      f"path and compare with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the host; only "
-                      f"if it legitimately changed, run `ssh-keygen -R '[{host}]:{port}' -f {kh}` and add the "
+                hint=(f"verify the key out of band: `{scan} | ssh-keygen -lf -` on a trusted path and {compare}; "
+                      f"only if it legitimately changed, run `ssh-keygen -R '{entry}' -f {kh}` and add the "
                       f"verified key"))
         if isinstance(exc, asyncssh.PermissionDenied):
             return TargetError(f"{where} refused the login: {exc.reason}",
@@ -211,6 +232,16 @@ class SshTarget(Target):
         if isinstance(exc, asyncssh.Error):
             return TargetError(f"SSH to {where} failed: {exc.reason}")
         return TargetError(f"SSH to {where} failed: {exc}")
+
+    def _known(self, name: str, port: int) -> bool:
+        """Whether the known_hosts file holds any host key (or CA) for `name` on `port`."""
+        import asyncssh
+
+        try:
+            found = asyncssh.read_known_hosts(self.known_hosts_file()).match(name, "", None if port == 22 else port)
+        except (OSError, ValueError):
+            return True  # unreadable here: say no more than that the key does not match
+        return bool(found[0] or found[1])
 
     async def _connect(self, host: str) -> Any:
         import asyncssh
