@@ -141,6 +141,43 @@ def test_a_connection_dropped_while_a_command_runs_leaves_no_stray_traceback(toy
     assert not [r for r in caplog.records if "never retrieved" in r.getMessage()], caplog.text
 
 
+def test_a_health_url_with_credentials_is_polled_with_them_over_the_forward(toy, ssh_server):
+    """A health URL behind basic auth (http://user:password@127.0.0.1:port/health) answers through the SSH
+    forward as it does locally: the rewritten URL kept its port and path but dropped the credentials, so every
+    poll got 401 and every run failed its health stage."""
+    import base64
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from runner_kit import edit_profile
+
+    want = "Basic " + base64.b64encode(b"wb:h3alth-pass").decode()
+
+    class Guarded(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(200 if self.headers.get("Authorization") == want else 401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Guarded)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        add_toy_ssh_profile(toy, ssh_server)
+        text = (toy.root / "experiments" / "toy.yaml").read_text()
+        ssh_part = text[text.index("  ssh:\n"):]
+        edit_profile(toy.root, ssh_part, ssh_part.replace(
+            '"http://127.0.0.1:{{ port }}/health"', f'"http://wb:h3alth-pass@127.0.0.1:{server.server_address[1]}/health"'))
+        s = _run(toy, replicates=1)
+        assert [r["status"] for r in s["runs"]] == ["ok", "ok"], [r["error"] for r in s["runs"]]
+        assert toy.conf.read_bytes() == toy.original
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_jump_host(toy, ssh_server):
     """Through a jump host (here the same server, reached as user@127.0.0.1:port, forwarding to itself)."""
     add_toy_ssh_profile(toy, ssh_server)

@@ -534,7 +534,10 @@ class SshTarget(Target):
         except Exception:
             self._conns.pop(host, None)
             return None
-        return urlunsplit((parts.scheme, f"127.0.0.1:{fwd.get_port()}", parts.path or "/", parts.query, ""))
+        userinfo = parts.netloc.rpartition("@")[0]  # credentials in the URL go with it (basic auth)
+        local = f"127.0.0.1:{fwd.get_port()}"
+        return urlunsplit((parts.scheme, f"{userinfo}@{local}" if userinfo else local, parts.path or "/",
+                           parts.query, ""))
 
 
 MAX_LINKS = 40  # as the kernel's own limit on a chain of symlinks (ELOOP)
