@@ -178,6 +178,22 @@ def test_a_health_url_with_credentials_is_polled_with_them_over_the_forward(toy,
         server.server_close()
 
 
+def test_a_file_already_at_the_temporary_name_is_never_written_through(toy, ssh_server):
+    """Something at serve.conf.wb-tmp before the run (a link someone planted there, or a leftover of a killed
+    write): wb writes a fresh file of its own, so the link's target is untouched and serve.conf stays a file
+    (the arm went through the link into its target, the link was renamed over serve.conf, and the restore then
+    wrote the original into that target too, leaving serve.conf a link)."""
+    victim = toy.state / "victim.txt"
+    victim.write_text("not wb's\n")
+    (toy.state / "serve.conf.wb-tmp").symlink_to(victim)
+    add_toy_ssh_profile(toy, ssh_server)
+    s = _run(toy, replicates=1)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    assert victim.read_text() == "not wb's\n"
+    assert not toy.conf.is_symlink() and toy.conf.read_bytes() == toy.original
+    assert not (toy.state / "serve.conf.wb-tmp").exists()
+
+
 def test_jump_host(toy, ssh_server):
     """Through a jump host (here the same server, reached as user@127.0.0.1:port, forwarding to itself)."""
     add_toy_ssh_profile(toy, ssh_server)

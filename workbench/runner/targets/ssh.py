@@ -417,7 +417,15 @@ class SshTarget(Target):
             async with conn.start_sftp_client() as sftp:
                 real = await _through_links(sftp, path)
                 tmp = f"{real}.wb-tmp"
-                async with sftp.open(tmp, "wb") as f:
+                # A new file of wb's own, made with the file's mode: whatever is already at that name (a leftover
+                # of a killed write, a link planted there) is removed, never written through or renamed over
+                # the config. The exclusive create fails rather than follow anything put back in between.
+                try:
+                    await sftp.lstat(tmp)
+                    await sftp.remove(tmp)
+                except asyncssh.SFTPNoSuchFile:
+                    pass
+                async with sftp.open(tmp, "xb", asyncssh.SFTPAttrs(permissions=mode & 0o7777)) as f:
                     await f.write(data)
                 await sftp.chmod(tmp, mode)
                 await _same_owner(sftp, tmp, real)
