@@ -131,3 +131,15 @@ def test_an_unknown_or_changed_key_is_told_apart_and_the_hint_names_the_real_hos
     assert f"{ssh_server.known_hosts} holds no host key for {entry}" in ei.value.message
     assert "ssh-keygen -R" not in ei.value.hint and f"ssh-keyscan -p {ssh_server.port} 127.0.0.1" in ei.value.hint
     assert not ssh_server.commands and toy.conf.read_bytes() == toy.original
+
+
+def test_a_line_of_ssh_config_wb_cannot_read_is_named_without_a_traceback(toy, ssh_server, tmp_path, monkeypatch):
+    """~/.ssh/config is read for every connection: a line asyncssh refuses is an error naming the file and line
+    (it was a ConfigParseError traceback)."""
+    add_toy_ssh_profile(toy, ssh_server)
+    home = _home(tmp_path, monkeypatch, known_hosts=True)
+    (home / ".ssh" / "config").write_text("Host *\n  Port twenty-two\n")
+    with pytest.raises(TargetError) as ei:
+        run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
+    assert f"{home}/.ssh/config line 2: Invalid Port integer value: twenty-two" in ei.value.message
+    assert not ssh_server.commands and toy.conf.read_bytes() == toy.original

@@ -262,6 +262,10 @@ class SshTarget(Target):
                                           self.spec.connect_timeout_s + 5)
         except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
             raise self._translate(host, exc) from exc
+        except asyncssh.ConfigParseError as exc:
+            raise TargetError(f"cannot read the SSH client config: {exc}",
+                              hint="wb reads ~/.ssh/config through asyncssh, which knows most of OpenSSH's "
+                                   "options: fix or remove that line") from None
         return conn
 
     async def _tunnel(self, chain: str, opts: dict[str, Any], hops: list[Any], depth: int) -> Any:
