@@ -216,6 +216,32 @@ def test_rebuild_replaces_its_own_site_and_refuses_a_foreign_folder(seeded: dict
         store.dispose()
 
 
+def test_a_deleted_runs_artifacts_leave_the_site_with_its_page(seeded: dict[str, Any], tmp_path: Path) -> None:
+    """A run deleted from the store takes its copied logs out of the site too, not only its page."""
+    import shutil
+
+    from workbench.app import Workbench
+    from workbench.report import build_site
+    from workbench.settings import Settings
+    from workbench.store import open_store
+
+    db = tmp_path / "wb.duckdb"
+    shutil.copy(seeded["db"], db)
+    out = tmp_path / "site"
+    gone = seeded["ids"]["big"]["run_ids"][0]
+    with open_store(str(db), read_only=True) as store:
+        build_site(store, seeded["registry"], out)
+    assert list((out / "artifacts" / str(gone)).iterdir())
+    Workbench.open(Settings(db=str(db), root=seeded["root"])).delete_runs([gone])
+    with open_store(str(db), read_only=True) as store:
+        build_site(store, seeded["registry"], out)
+    assert not (out / "runs" / f"{gone}.html").exists()
+    assert not (out / "artifacts" / str(gone)).exists()
+    files = json.loads((out / ".wb-site.json").read_text())["files"]
+    assert not [f for f in files if f.startswith(f"artifacts/{gone}/")]
+    assert all((out / f).is_file() for f in files)
+
+
 def test_lineage_layout_is_readable_at_50_hypotheses(tmp_path: Path) -> None:
     from workbench.registry import load_registry
     from workbench.report import lineage

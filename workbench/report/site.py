@@ -88,9 +88,10 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
 
 
 def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: Any, render: Any,
-               blobs: Any = None, descriptions: dict[str, dict[str, str]] | None = None) -> dict[Any, str]:
+               blobs: Any = None, descriptions: dict[str, dict[str, str]] | None = None,
+               copied: set[str] | None = None) -> dict[Any, str]:
     """One page per run, linked to its neighbours of the same hypothesis; `descriptions`: experiment id ->
-    what each of its metrics measures."""
+    what each of its metrics measures; `copied` gets the site path of each artifact file the pages link to."""
     written: dict[Any, str] = {}
     by_hyp: dict[Any, list[int]] = {}
     for rid, r in data.runs.items():
@@ -101,6 +102,8 @@ def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: A
                                  ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
                                  data.runs[rid]["hypothesis_id"] in known, blobs,
                                  (descriptions or {}).get(data.runs[rid]["experiment_id"]))
+            if copied is not None:
+                copied.update(a.href.removeprefix("../") for a in ctx.artifacts if a.href)
             written[rid] = str(render("run.html.j2", ctx, out / "runs" / f"{rid}.html"))
     return written
 
@@ -150,7 +153,9 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
 
     roots = [artifacts_root(Path(registry.root), artifacts)]
     descriptions = {eid: hypothesis_page.metric_descriptions(e) for eid, e in registry.experiments.items()}
-    result["runs"] = _run_pages(data, known, roots, out, page, render, store.artifact_contents, descriptions)
+    copied: set[str] = set()
+    result["runs"] = _run_pages(data, known, roots, out, page, render, store.artifact_contents, descriptions,
+                                copied)
 
     run_ids = sorted(data.runs, reverse=True)
     chunks = [run_ids[i:i + RUNS_PER_LIST_PAGE] for i in range(0, len(run_ids), RUNS_PER_LIST_PAGE)] or [[]]
@@ -175,13 +180,16 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
     asset_paths = assets.write_assets(out / "assets", _write)
     result["assets"] = [str(p) for p in asset_paths]
 
-    artifacts_dir = out / "artifacts"
-    files = {str(p.relative_to(out)) for p in written + asset_paths}
-    if artifacts_dir.is_dir():
-        files |= {str(p.relative_to(out)) for p in artifacts_dir.rglob("*") if p.is_file()}
+    # The artifact copies this build's run pages link to: a deleted run's copies go with its page.
+    files = {str(p.relative_to(out)) for p in written + asset_paths} | {f for f in copied if (out / f).is_file()}
     for stale in previous - files:
         target = (out / stale).resolve()
         if target.is_relative_to(out) and target.is_file():
             target.unlink()
+    artifacts_dir = out / "artifacts"
+    if artifacts_dir.is_dir():
+        for folder in artifacts_dir.iterdir():
+            if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
+                folder.rmdir()
     _write(out / MANIFEST, json.dumps({"format": 1, "generated_at": now, "files": sorted(files)}, indent=0))
     return result
