@@ -242,6 +242,29 @@ def test_a_deleted_runs_artifacts_leave_the_site_with_its_page(seeded: dict[str,
     assert all((out / f).is_file() for f in files)
 
 
+def test_a_run_of_a_hypothesis_without_a_page_names_it(seeded: dict[str, Any], tmp_path: Path) -> None:
+    """A wb isolate probe's run (its generated hypothesis is not in hypotheses.yaml) is named on the runs list
+    and its run page as `wb runs list` names it, without a link to a page the site does not have."""
+    import shutil
+
+    from workbench.report import build_site
+    from workbench.store import open_store, records
+
+    db = tmp_path / "wb.duckdb"
+    shutil.copy(seeded["db"], db)
+    with open_store(str(db)) as store, store.session() as session:
+        rid = records.create_run(session, experiment_id="agent-repro", variables={"hicache": "on"},
+                                 hypothesis_id="iso-0123456789-p0", arm="probe", status="ok").id
+    with open_store(str(db), read_only=True) as store:
+        result = build_site(store, seeded["registry"], tmp_path / "site")
+    row = re.search(rf'<tr><td><a href="runs/{rid}.html">{rid}</a></td><td>(.*?)</td>',
+                    Path(result["runs_list"]).read_text(encoding="utf-8"))
+    assert row and "iso-0123456789-p0" in row.group(1) and "href" not in row.group(1)
+    page = Path(result["runs"][rid]).read_text(encoding="utf-8")
+    assert re.search(r"<dt>hypothesis</dt><dd>iso-0123456789-p0 \(not in hypotheses.yaml\)</dd>", page)
+    assert "hypotheses/iso-0123456789-p0.html" not in page
+
+
 def test_lineage_layout_is_readable_at_50_hypotheses(tmp_path: Path) -> None:
     from workbench.registry import load_registry
     from workbench.report import lineage

@@ -263,7 +263,7 @@ class RunContext:
 class RunsContext:
     page: Page
     metric_columns: list[str]
-    runs: list[tuple[RunRow, Link | None]]
+    runs: list[tuple[RunRow, Link | str | None]]  # the run's hypothesis: its page, or its id where it has none
     metric_descriptions: dict[str, str] = field(default_factory=dict)  # column -> what it measures
 
 

@@ -111,7 +111,7 @@ def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page,
         rows.append((RunRow(rid, f"runs/{rid}.html", r["arm"] or "", "" if r["replicate"] is None
                             else str(r["replicate"]), r["status"], (r["started_at"] or "")[:16], r["execution_id"],
                             False, [stats.fmt(r["metrics"].get(c)) if c in r["metrics"] else "" for c in cols]),
-                     Link(f"hypotheses/{hid}.html", hid) if hid in known else None))
+                     Link(f"hypotheses/{hid}.html", hid) if hid in known else hid))
     return RunsContext(page, cols, rows, _column_descriptions(cols, [data.runs[rid] for rid in run_ids],
                                                               descriptions or {}))
 

@@ -188,7 +188,10 @@ def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots
     """The run page; `descriptions` says what each metric of the run's experiment measures."""
     rid = run["id"]
     ex = data.executions.get(run["execution_id"]) if run["execution_id"] is not None else None
-    meta = [("status", run["status"]), ("source", run["source"]), ("arm", run["arm"] or ""),
+    # A hypothesis without a page (a wb isolate probe's, or one taken out of hypotheses.yaml) is named, unlinked.
+    hid = run["hypothesis_id"]
+    unlisted = f"{hid} (not in hypotheses.yaml)" if hid and not hypothesis_known else ""
+    meta = [("hypothesis", unlisted), ("status", run["status"]), ("source", run["source"]), ("arm", run["arm"] or ""),
             ("replicate", "" if run["replicate"] is None else str(run["replicate"])),
             ("block / order", f"{'' if run['block'] is None else run['block']} / "
                               f"{'' if run['order_index'] is None else run['order_index']}"),
