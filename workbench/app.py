@@ -126,6 +126,7 @@ class Revision:
     store: str
     revision: str | None
     head: str
+    newer: bool = False  # a revision none of this wb's migrations makes: a newer wb wrote the store
 
     @property
     def is_head(self) -> bool:
@@ -466,13 +467,14 @@ class Workbench(StoredRuns):
 
     def db_current(self) -> Revision:
         from workbench.store import resolve_url
-        from workbench.store.engine import Store, head_revision
+        from workbench.store.engine import Store, head_revision, newer_revision
 
         url, path = resolve_url(self.settings.db)
         if path is not None and not path.exists():
             raise BadInput(f"no store at {path}", hint=f"create it with: wb db upgrade --db {path}")
         with Store(url, path, read_only=True, lock_wait_s=self.settings.lock_wait_s) as store:
-            return Revision(store.name, store.revision(), head_revision())
+            rev = store.revision()
+            return Revision(store.name, rev, head_revision(), newer_revision(rev))
 
     # ------------------------------------------------------------------ the transfer kernel
     @staticmethod

@@ -28,5 +28,6 @@ def current(db: DbOption = None, json_: JsonOption = False, root: RootOption = N
     if json_:
         print_json(info.to_dict())
         return
-    suffix = " (head)" if info.is_head else f" (head is {info.head}; run wb db upgrade)"
+    suffix = (" (head)" if info.is_head else f" (this wb's newest is {info.head}: a newer wb wrote it)" if info.newer
+              else f" (head is {info.head}; run wb db upgrade)")
     typer.echo(f"{info.store}: {info.revision or 'none'}{suffix}")

@@ -274,18 +274,24 @@ def _alembic_config(store: Store):
 _REVISION_LINE = re.compile(r"^(revision|down_revision)\b[^=]*=\s*(?:'([^']*)'|\"([^\"]*)\"|None)\s*$", re.M)
 
 
-@functools.lru_cache(maxsize=1)
-def head_revision() -> str:
-    """The newest migration's revision, read from the migration files' `revision` / `down_revision`
-    lines. Every command that opens a store checks it; alembic's own script loader would import
-    alembic and execute every migration module for it (about a third of a short command's time).
-    tests/store/test_store.py holds this to alembic's answer."""
+def _migrations() -> dict[str, str | None]:
+    """revision -> down_revision of every migration this wb ships, read from the migration files' lines."""
     revisions: dict[str, str | None] = {}
     for path in sorted((MIGRATIONS_DIR / "versions").glob("*.py")):
         found = {m.group(1): m.group(2) or m.group(3) for m in _REVISION_LINE.finditer(path.read_text())}
         if "revision" not in found:
             raise RuntimeError(f"{path}: a migration without a revision line")
         revisions[found["revision"]] = found.get("down_revision")
+    return revisions
+
+
+@functools.lru_cache(maxsize=1)
+def head_revision() -> str:
+    """The newest migration's revision, read from the migration files' `revision` / `down_revision`
+    lines. Every command that opens a store checks it; alembic's own script loader would import
+    alembic and execute every migration module for it (about a third of a short command's time).
+    tests/store/test_store.py holds this to alembic's answer."""
+    revisions = _migrations()
     heads = set(revisions) - set(revisions.values())
     if len(heads) > 1:
         raise RuntimeError(f"the migrations have {len(heads)} heads: {sorted(heads)}")
@@ -316,6 +322,18 @@ def current_revision(store: Store) -> str | None:
         return _revision(conn)
 
 
+def newer_revision(rev: str | None) -> bool:
+    """Whether `rev` is a revision none of this wb's migrations makes (a newer wb wrote the store)."""
+    return rev is not None and rev not in _migrations()
+
+
+def _newer(store: Store, rev: str) -> StoreOutdated:
+    """A revision none of this wb's migrations makes: a newer wb wrote the store, and no upgrade takes it back."""
+    return StoreOutdated(f"the store {store.name} is at revision {rev}, which this wb does not know (its newest is "
+                         f"{head_revision()}): a newer wb wrote it",
+                         hint="use a wb at least as new as the one that wrote the store (pip install -U wb)")
+
+
 def _not_wb(store: Store) -> BadInput:
     return BadInput(f"{store.name} holds tables but no wb revision: it is not a wb store",
                     hint="point --db at a wb store or at a new file")
@@ -336,6 +354,8 @@ def _upgrade(store: Store, conn) -> tuple[str | None, str]:
     before = _revision(conn)
     if before is None and inspect(conn).get_table_names():
         raise _not_wb(store)
+    if newer_revision(before):
+        raise _newer(store, before)
     cfg = _alembic_config(store)
     cfg.attributes["connection"] = conn
     command.upgrade(cfg, "head")
@@ -394,6 +414,8 @@ def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: f
                 raise _not_wb(store)
         head = head_revision()
         if rev != head:
+            if newer_revision(rev):
+                raise _newer(store, rev)
             db_arg = f" --db {path}" if path is not None else f" --db {'URL' if url_has_password(url) else url}"
             raise StoreOutdated(f"the store {store.name} is at revision {rev or 'none'}, this wb needs {head}",
                                 hint=f"run: wb db upgrade{db_arg}")
