@@ -265,6 +265,48 @@ def test_a_run_of_a_hypothesis_without_a_page_names_it(seeded: dict[str, Any], t
     assert "hypotheses/iso-0123456789-p0.html" not in page
 
 
+def test_a_build_stopped_by_ctrl_c_leaves_the_previous_site_whole(seeded: dict[str, Any], tmp_path: Path,
+                                                                   cache_home: Path) -> None:
+    """Ctrl-C as the first file of a new build lands: the site folder is the previous build, file for file (pages
+    were written in place one by one, so a stop left a board saying 'no verdict' beside a hypothesis page
+    still saying 'falsified', and pages of deleted runs)."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from workbench.app import Workbench
+    from workbench.report import build_site
+    from workbench.settings import Settings
+    from workbench.store import open_store
+
+    db = tmp_path / "wb.duckdb"
+    shutil.copy(seeded["db"], db)
+    out = tmp_path / "site"
+    with open_store(str(db), read_only=True) as store:
+        build_site(store, seeded["registry"], out)
+    Workbench.open(Settings(db=str(db), root=seeded["root"])).delete_runs(seeded["ids"]["wedge"]["run_ids"][:1])
+
+    def snapshot() -> dict[str, tuple[int, bytes]]:
+        return {str(p.relative_to(out)): (p.stat().st_mtime_ns, p.read_bytes()) if p.is_file() else (0, b"")
+                for p in out.rglob("*")}
+
+    before = snapshot()
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "report", "--db", str(db), "--root",
+                             str(seeded["root"]), "--out", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "XDG_CACHE_HOME": str(cache_home)})
+    names = set(before)
+    while proc.poll() is None and {str(p.relative_to(out)) for p in out.rglob("*")} == names and all(
+            (out / n).stat().st_mtime_ns == before[n][0] for n in ("index.html", ".wb-site.json")):
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert snapshot() == before
+
+
 def test_lineage_layout_is_readable_at_50_hypotheses(tmp_path: Path) -> None:
     from workbench.registry import load_registry
     from workbench.report import lineage

@@ -41,6 +41,31 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+STAGE_PREFIX = ".wb-build-"  # where a build writes its files (one folder per process) until they all move in
+
+
+def _stage(out: Path) -> Path:
+    """This build's staging folder in `out`, after removing those a killed build left (their process gone)."""
+    import shutil
+
+    if out.is_dir():
+        for leftover in out.glob(f"{STAGE_PREFIX}*"):
+            pid = leftover.name[len(STAGE_PREFIX):]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                shutil.rmtree(leftover, ignore_errors=True)
+    return out / f"{STAGE_PREFIX}{os.getpid()}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def _check_out_dir(out: Path) -> set[str]:
     """Files of the previous build (to remove the stale ones); refuse a non-empty folder wb did not make."""
     if out.exists() and not out.is_dir():
@@ -51,7 +76,8 @@ def _check_out_dir(out: Path) -> set[str]:
             return set(json.loads(manifest.read_text(encoding="utf-8")).get("files", []))
         except (ValueError, OSError):
             return set()
-    if out.is_dir() and any(p.name not in (".gitkeep", ".gitignore") for p in out.iterdir()):
+    if out.is_dir() and any(p.name not in (".gitkeep", ".gitignore") and not p.name.startswith(STAGE_PREFIX)
+                            for p in out.iterdir()):
         raise BadInput(f"{out} is not empty and holds no wb site",
                        hint="pass --out a new or empty folder (wb replaces only the sites it wrote)")
     return set()
@@ -89,16 +115,17 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
 
 def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: Any, render: Any,
                blobs: Any = None, descriptions: dict[str, dict[str, str]] | None = None,
-               copied: set[str] | None = None) -> dict[Any, str]:
+               copied: set[str] | None = None, files_dir: Path | None = None) -> dict[Any, str]:
     """One page per run, linked to its neighbours of the same hypothesis; `descriptions`: experiment id ->
-    what each of its metrics measures; `copied` gets the site path of each artifact file the pages link to."""
+    what each of its metrics measures; `copied` gets the site path of each artifact file the pages link to;
+    `files_dir` is where the artifact copies are written (default `out`)."""
     written: dict[Any, str] = {}
     by_hyp: dict[Any, list[int]] = {}
     for rid, r in data.runs.items():
         by_hyp.setdefault(r["hypothesis_id"], []).append(rid)
     for ids in by_hyp.values():
         for i, rid in enumerate(ids):
-            ctx = run_page.build(data.runs[rid], data, page(f"run {rid}", "runs", "../"), out, roots,
+            ctx = run_page.build(data.runs[rid], data, page(f"run {rid}", "runs", "../"), files_dir or out, roots,
                                  ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
                                  data.runs[rid]["hypothesis_id"] in known, blobs,
                                  (descriptions or {}).get(data.runs[rid]["experiment_id"]))
@@ -122,8 +149,24 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
         raise BadInput(f"--out {out_dir}: the folder {out.parent} does not exist",
                        hint=f"create it first: mkdir -p {shlex.quote(str(out.parent))}")
     out.mkdir(exist_ok=True)
+    # Every file is written to a staging folder and moved in only when all are: a build stopped part way (Ctrl-C)
+    # leaves the previous site whole, not new pages beside old ones that contradict them.
+    stage = _stage(out)
+    try:
+        return _build(store, registry, out, stage, previous, generated_at, artifacts)
+    finally:
+        import shutil
+
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: set[str],
+           generated_at: datetime | None, artifacts: Path | None) -> dict[str, Any]:
     now = (generated_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
     data, analyses, findings, confound_note = gather(store, registry)
+
+    def put(path: Path, text: str) -> None:  # a file of the site (a path under `out`), written to the stage
+        _write(stage / path.relative_to(out), text)
 
     env = _env()
     written: list[Path] = []
@@ -133,7 +176,7 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
 
     def render(template: str, ctx: Any, path: Path) -> Path:
         # After escaping: a secret's value (or a URL's password) never reaches a page; the mask is HTML-safe.
-        _write(path, redact_text(env.get_template(template).render(ctx=ctx), mask="&lt;redacted&gt;"))
+        put(path, redact_text(env.get_template(template).render(ctx=ctx), mask="&lt;redacted&gt;"))
         written.append(path)
         return path
 
@@ -155,7 +198,7 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
     descriptions = {eid: hypothesis_page.metric_descriptions(e) for eid, e in registry.experiments.items()}
     copied: set[str] = set()
     result["runs"] = _run_pages(data, known, roots, out, page, render, store.artifact_contents, descriptions,
-                                copied)
+                                copied, stage)
 
     run_ids = sorted(data.runs, reverse=True)
     chunks = [run_ids[i:i + RUNS_PER_LIST_PAGE] for i in range(0, len(run_ids), RUNS_PER_LIST_PAGE)] or [[]]
@@ -164,8 +207,8 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
         ctx = pages.runs_list(data, known, chunk, page("Runs" + (f" ({i + 1}/{len(chunks)})" if len(chunks) > 1
                                                                   else ""), "runs"), descriptions)
         ctx_pages = [(n, n == names[i]) for n in names] if len(chunks) > 1 else []
-        _write(out / names[i], redact_text(env.get_template("runs.html.j2").render(ctx=ctx, pager=ctx_pages),
-                                           mask="&lt;redacted&gt;"))
+        put(out / names[i], redact_text(env.get_template("runs.html.j2").render(ctx=ctx, pager=ctx_pages),
+                                        mask="&lt;redacted&gt;"))
         written.append(out / names[i])
     result["runs_list"] = str(out / "runs.html")
     result["confounds"] = str(render("confounds.html.j2",
@@ -177,11 +220,15 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
     result["isolate"] = str(render("isolate.html.j2", isolate_page.build(store, data, page("Isolate", "isolate")),
                                    out / "isolate.html"))
     result["pages"] = [str(p) for p in written]
-    asset_paths = assets.write_assets(out / "assets", _write)
+    asset_paths = assets.write_assets(out / "assets", put)  # the runtime is written only when out's is outdated
     result["assets"] = [str(p) for p in asset_paths]
 
     # The artifact copies this build's run pages link to: a deleted run's copies go with its page.
-    files = {str(p.relative_to(out)) for p in written + asset_paths} | {f for f in copied if (out / f).is_file()}
+    files = {str(p.relative_to(out)) for p in written + asset_paths} | {f for f in copied if (stage / f).is_file()}
+    for staged in sorted(p for p in stage.rglob("*") if p.is_file()):
+        dest = out / staged.relative_to(stage)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staged, dest)
     for stale in previous - files:
         target = (out / stale).resolve()
         if target.is_relative_to(out) and target.is_file():
