@@ -128,6 +128,12 @@ def test_after_deleting_a_controlled_verdicts_run_markdown_and_html_agree(wb):
     wb["run"]("runs", "delete", "1", "--yes")
     now = _agree(wb)
     assert now["status"] == "open"  # the verdict went with its run: the status rule falls back to the declared one
+    page = (wb["site"] / "hypotheses" / f"{HID}.html").read_text()
+    verdict = page[page.index('<section id="verdict">'):]
+    verdict = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", verdict[:verdict.index("<h3>")]))
+    # as the Markdown says it: the page's verdict box is no verdict beside the 'open' badge
+    assert re.search(r"No verdict holds the status; re-analysing the stored runs now gives \w+ \(computed now, not "
+                     r"stored\)", verdict), verdict
     md = wb["run"]("report", "--format", "md", "--hypothesis", HID)
     assert "**Verdict:" not in md  # what the remaining runs give now is no verdict
     assert "computed now, not stored" in md
