@@ -59,6 +59,19 @@ def test_bad_input_exits_2(app: Any, seeded: dict[str, Any], tmp_path: Path) -> 
     assert res.exit_code == 2 and "no store at" in res.output
 
 
+def test_an_out_folder_under_a_file_is_named_as_such(app: Any, seeded: dict[str, Any], tmp_path: Path) -> None:
+    """--out under a plain file: the file is in the way, it is not a folder that is missing (the hint said to
+    mkdir -p it, which fails)."""
+    (tmp_path / "notes.txt").write_text("mine")
+    res = CliRunner().invoke(app, ["report", "--out", str(tmp_path / "notes.txt" / "site")], env=_env(seeded))
+    assert res.exit_code == 2
+    assert f"--out {tmp_path / 'notes.txt' / 'site'}: {tmp_path / 'notes.txt'} is a file, not a folder" in res.output
+    assert "mkdir" not in res.output and "does not exist" not in res.output
+    res = CliRunner().invoke(app, ["report", "--out", str(tmp_path / "notes.txt")], env=_env(seeded))
+    assert res.exit_code == 2 and f"--out {tmp_path / 'notes.txt'}: " in res.output and "not a folder" in res.output
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
 def test_lineage_text_and_json(app: Any, seeded: dict[str, Any]) -> None:
     res = CliRunner().invoke(app, ["lineage"], env=_env(seeded))
     assert res.exit_code == 0, res.output

@@ -66,10 +66,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _check_out_dir(out: Path) -> set[str]:
-    """Files of the previous build (to remove the stale ones); refuse a non-empty folder wb did not make."""
-    if out.exists() and not out.is_dir():
-        raise BadInput(f"{out} exists and is not a folder", hint="pass --out a folder for the site")
+def _check_out_dir(out: Path, given: str | Path) -> set[str]:
+    """Files of the previous build (to remove the stale ones); refuse a non-empty folder wb did not make, or a file
+    where the folder (or one above it) would be."""
+    in_the_way = next((p for p in (out, *out.parents) if p.exists()), None)
+    if in_the_way is not None and not in_the_way.is_dir():
+        raise BadInput(f"--out {given}: {in_the_way} is a file, not a folder", hint="pass --out a folder for the site")
     manifest = out / MANIFEST
     if manifest.is_file():
         try:
@@ -142,7 +144,7 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
     "lineage", "confounds", "runs_list", "assets", "pages"} with absolute paths. `artifacts` is the artifact
     root the runner wrote to (default .wb/artifacts): run pages embed only artifacts found under it."""
     out = Path(out_dir).expanduser().resolve()
-    previous = _check_out_dir(out)
+    previous = _check_out_dir(out, out_dir)
     if not out.exists() and not out.parent.is_dir():  # as the store and a bundle: a mistyped folder is an error
         import shlex
 
