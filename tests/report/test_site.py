@@ -307,6 +307,23 @@ def test_a_build_stopped_by_ctrl_c_leaves_the_previous_site_whole(seeded: dict[s
     assert snapshot() == before
 
 
+@pytest.mark.parametrize("manifest", ["[]", '{"files": [1, null, "runs/1.html"]}', '{"files": "index.html"}', "null"])
+def test_a_damaged_site_manifest_is_read_as_no_previous_build(seeded: dict[str, Any], tmp_path: Path,
+                                                             manifest: str) -> None:
+    """A manifest of another shape (hand-edited, another tool's) is taken as no list of files, as an unreadable
+    one is: the site is rebuilt, not stopped by a traceback (AttributeError, TypeError)."""
+    from workbench.report import build_site
+    from workbench.store import open_store
+
+    out = tmp_path / "site"
+    with open_store(str(seeded["db"]), read_only=True) as store:
+        build_site(store, seeded["registry"], out)
+        (out / ".wb-site.json").write_text(manifest)
+        build_site(store, seeded["registry"], out)
+    files = json.loads((out / ".wb-site.json").read_text())["files"]
+    assert "index.html" in files and all((out / f).is_file() for f in files)
+
+
 def test_lineage_layout_is_readable_at_50_hypotheses(tmp_path: Path) -> None:
     from workbench.registry import load_registry
     from workbench.report import lineage

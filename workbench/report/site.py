@@ -75,9 +75,10 @@ def _check_out_dir(out: Path, given: str | Path) -> set[str]:
     manifest = out / MANIFEST
     if manifest.is_file():
         try:
-            return set(json.loads(manifest.read_text(encoding="utf-8")).get("files", []))
-        except (ValueError, OSError):
+            files = json.loads(manifest.read_text(encoding="utf-8")).get("files")
+        except (ValueError, OSError, AttributeError):  # unreadable, or not an object: no list of files to go by
             return set()
+        return {f for f in files if isinstance(f, str)} if isinstance(files, list) else set()
     if out.is_dir() and any(p.name not in (".gitkeep", ".gitignore") and not p.name.startswith(STAGE_PREFIX)
                             for p in out.iterdir()):
         raise BadInput(f"{out} is not empty and holds no wb site",
