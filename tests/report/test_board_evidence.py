@@ -171,3 +171,28 @@ def test_lineage_and_runs_table_name_the_arm_the_analysis_put_each_imported_run_
     page = (wb["site"] / "hypotheses" / f"{HID}.html").read_text()
     rows = dict(re.findall(r'<tr><td><a href="\.\./runs/(\d+)\.html">\d+</a></td><td>[^<]*</td><td>(\w*)</td>', page))
     assert rows == {"2": "control", "5": "control", "6": "treatment"}, rows
+
+
+def test_markdown_marks_a_check_that_could_not_be_made_n_a(wb):
+    """A check the data could not make is n/a in the Markdown as in the CLI and the HTML (it was a bare unchecked
+    box, read as a failed check)."""
+    from workbench.store import open_store
+
+    store = open_store(wb["db"])
+    try:
+        ex = add_execution(store)
+        for r in (1, 2):  # no control run: the data check cannot be made
+            add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                    outcomes={"leak": 5, "done": 35})
+    finally:
+        store.dispose()
+    assert "[n/a] data: control: 0 run(s)" in wb["run"]("hypothesis", "analyze", HID)
+    md = wb["run"]("report", "--format", "md", "--hypothesis", HID)
+    assert re.search(r"^- \[ \] data \*\*\(n/a; [^)]+\)\*\*: control: 0 run\(s\)", md, re.M), md
+    assert re.search(r"^- \[ \] guard: aborts \(treatment\) == 0 \*\*\(n/a; makes the verdict inconclusive\)\*\*",
+                     md, re.M), md
+    assert re.search(r"^- \[x\] fingerprint: ", md, re.M)
+    html = _html_board(wb)
+    assert html[HID]["status"] == "inconclusive"
+    page = (wb["site"] / "hypotheses" / f"{HID}.html").read_text()
+    assert re.search(r'<td class="mark">n/a</td><td>data</td>', page)
