@@ -196,3 +196,12 @@ def test_markdown_marks_a_check_that_could_not_be_made_n_a(wb):
     assert html[HID]["status"] == "inconclusive"
     page = (wb["site"] / "hypotheses" / f"{HID}.html").read_text()
     assert re.search(r'<td class="mark">n/a</td><td>data</td>', page)
+
+
+def test_an_imported_runs_page_names_its_experiment_without_an_empty_version(wb):
+    """Imported evidence records no experiment version: its run page says the experiment, not 'agent-repro v'."""
+    _import_and_analyze(wb)
+    _html_board(wb)
+    page = (wb["site"] / "runs" / "1.html").read_text()
+    assert "<dt>experiment</dt><dd>agent-repro</dd>" in page
+    assert "<dt>source</dt><dd>import</dd>" in page

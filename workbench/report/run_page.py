@@ -197,7 +197,8 @@ def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots
                               f"{'' if run['order_index'] is None else run['order_index']}"),
             ("execution", f"{run['execution_id']} ({ex['mode']}, {ex['status']}, profile {ex['profile']})"
              if ex else ("" if run["execution_id"] is None else str(run["execution_id"]))),
-            ("experiment", f"{run['experiment_id'] or ''} v{run['experiment_version'] or ''}"),
+            ("experiment", f"{run['experiment_id'] or ''}"
+                           + (f" v{run['experiment_version']}" if run["experiment_version"] is not None else "")),
             ("target / host", f"{run['target'] or ''} / {run['host'] or ''}"),
             ("started", run["started_at"] or ""), ("ended", run["ended_at"] or ""),
             ("stage / phase", f"{run['stage'] or ''} / {run['phase'] or ''}"),
