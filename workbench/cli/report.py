@@ -28,6 +28,11 @@ def register(app: typer.Typer) -> None:
         json_: JsonOption = False,
     ) -> None:
         """Write the offline HTML site (board, hypotheses, runs, confounds, lineage), or a Markdown summary."""
+        if fmt == "md" and out is not None:  # taken silently, the Markdown file expected there was never made
+            from workbench.errors import BadInput
+
+            raise BadInput(f"--out {out}: --format md prints to stdout; --out is the HTML site's folder",
+                           hint="write the Markdown to a file with: wb report --format md > FILE")
         result = open_workbench(db, root).report(out=out, fmt=fmt, hypothesis_id=hypothesis)
         if json_:
             print_json({"format": result.format, "markdown": result.markdown, "page": result.page,
