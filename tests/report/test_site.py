@@ -324,6 +324,32 @@ def test_a_damaged_site_manifest_is_read_as_no_previous_build(seeded: dict[str, 
     assert "index.html" in files and all((out / f).is_file() for f in files)
 
 
+def test_a_fingerprint_entry_named_like_a_secret_is_masked_on_the_pages(seeded: dict[str, Any], tmp_path: Path) -> None:
+    """wb's own writer masks a fingerprint entry named like a secret (HF_TOKEN) as it records a run; a row that
+    came another way (a bundle another tool or an older wb wrote) still holds the value, and no page shows it."""
+    import gzip
+
+    from workbench.app import Workbench
+    from workbench.report import build_site
+    from workbench.settings import Settings
+    from workbench.store import open_store
+
+    bundle = tmp_path / "wedge.wbb"
+    Workbench.open(Settings(db=str(seeded["db"]), root=seeded["root"])).bundle_export(["wedge-confound"], bundle)
+    doc = json.loads(gzip.decompress(bundle.read_bytes()))
+    for run in doc["store"]["runs"]:
+        run["fingerprint_json"] = json.dumps({**json.loads(run["fingerprint_json"] or "{}"),
+                                              "HF_TOKEN": "hf_NotForAnyPage", "db_password": "pw-NotForAnyPage"})
+    bundle.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    db = tmp_path / "wb.duckdb"
+    Workbench.open(Settings(db=str(db), root=seeded["root"])).bundle_import(bundle)
+    with open_store(str(db), read_only=True) as store:
+        result = build_site(store, seeded["registry"], tmp_path / "site")
+    page = Path(next(iter(result["runs"].values()))).read_text(encoding="utf-8")
+    assert "HF_TOKEN" in page and "db_password" in page
+    assert not [p for p in (tmp_path / "site").rglob("*") if p.is_file() and "NotForAnyPage" in p.read_text()]
+
+
 def test_lineage_layout_is_readable_at_50_hypotheses(tmp_path: Path) -> None:
     from workbench.registry import load_registry
     from workbench.report import lineage

@@ -43,12 +43,15 @@ def load(store: Store, parents: dict[str, str | None] | None = None,
     review state of each of those hypotheses too; with `declared` (hypothesis id -> the status written in
     hypotheses.yaml), each one's current status by the rule `wb hypothesis list` uses (analysis.status);
     `predicts` (id -> its `prediction_keys`) marks a status judged on other predictions."""
+    from workbench.store.records import redact_secrets
+
     contents = store.contents()
     data = StoreData()
     for run in contents.runs:
         d = run.to_dict(detail=False)
         d["rendered_config"] = run.rendered_config
-        d["fingerprint"] = run.fingerprint
+        # Masked as wb's writer masks them: a row that came another way (a bundle) may hold a token's value.
+        d["fingerprint"] = redact_secrets(run.fingerprint) or {}
         data.runs[run.id] = d
         if run.hypothesis_id:
             data.runs_by_hypothesis[run.hypothesis_id].append(run.id)
