@@ -262,3 +262,17 @@ def test_a_bundle_of_a_hypothesis_this_workbench_does_not_define_is_refused(work
     _refused(cli, "bundle", "import", str(bundle), "--db", str(fresh), "--root", str(workbench_dir),
              fragment="does not define")
     assert not fresh.exists()
+
+
+def test_a_fingerprint_entry_named_like_a_secret_is_masked_as_a_bundle_is_imported(workbench_dir: Path,
+                                                                                   seed_csv: Path, cli):
+    """wb masks a fingerprint entry named like a secret (HF_TOKEN) as it records a run; a bundle another tool or an
+    older wb wrote may hold the value, and the import stored it as it came (wb runs show printed the token)."""
+    bundle = _edited(_bundle(workbench_dir, seed_csv, cli), lambda d: [r.update(fingerprint_json=json.dumps(
+        {"HF_TOKEN": "hf_NotForTheStore", "gpu": "H200"})) for r in d["store"]["runs"]])
+    b = workbench_dir / "b.duckdb"
+    code, _, err = cli("bundle", "import", str(bundle), "--db", str(b), "--root", str(workbench_dir))
+    assert code == 0, err
+    runs = _rows(str(b))["runs"]
+    assert runs and all(json.loads(r["fingerprint_json"]) == {"HF_TOKEN": "<redacted>", "gpu": "H200"} for r in runs)
+    assert b"NotForTheStore" not in b.read_bytes()

@@ -50,6 +50,19 @@ def _decode(model: type[SQLModel], data: dict[str, Any], **override: Any) -> SQL
     return model(**values)
 
 
+def _masked_fingerprint(text: Any) -> Any:
+    """A run's fingerprint with each entry named like a secret masked, as `records.create_run` stores one: a bundle
+    another tool or an older wb wrote may hold the value (anything but a JSON object is left for the checks)."""
+    from workbench.store import jsonx
+    from workbench.store.records import redact_secrets
+
+    try:
+        value = jsonx.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return text
+    return jsonx.dumps(redact_secrets(value)) if isinstance(value, dict) else text
+
+
 def _where_in(session: Session, model: Any, column: Any, keys: Iterable[Any]) -> list[Any]:
     keys = sorted(set(k for k in keys if k is not None))
     if not keys:
@@ -195,7 +208,8 @@ def load(session: Session, doc: dict[str, Any]) -> dict[str, int]:
             continue
         if d["uuid"] not in runs:
             ex = execs.get(d.get("execution"))
-            row = _add(session, _decode(Run, d, execution_id=ex.id if ex else None))
+            row = _add(session, _decode(Run, d, execution_id=ex.id if ex else None,
+                                        fingerprint_json=_masked_fingerprint(d.get("fingerprint_json"))))
             runs[d["uuid"]] = row
             new_runs[d["uuid"]] = row.id
     added["runs"] = len(new_runs)
