@@ -26,6 +26,10 @@ _URL_CREDS = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@'\"]*):(?P
 SECRET_MARKERS = ("TOKEN", "KEY", "PASSWORD", "SECRET", "PASSWD", "CREDENTIAL", "CREDENTIALS", "PAT")
 _SECRET_ENDS = ("TOKEN", "PASSWORD", "SECRET", "PASSWD", "CREDENTIAL", "CREDENTIALS", "APIKEY", "ACCESSKEY")
 
+# The mask as HTML, Markdown or JSON escape it ('&lt;redacted&gt;', '&lt;redacted>', '\u003credacted\u003e'): a value
+# masked already, which masking again would only eat the text after.
+_MASKED = r"(?:&lt;|\\u003c)redacted(?:>|&gt;|\\u003e)"
+
 _lock = threading.Lock()
 _values: set[str] = set()
 _names: set[str] = set()
@@ -91,7 +95,7 @@ def redact_text(text: str, mask: str = MASK) -> str:
         # value.
         if f'"{n}"' in out:
             out = re.sub(rf'("{re.escape(n)}"\s*:\s*)"(?:[^"\\]|\\.)*"', lambda m: f'{m.group(1)}"{mask}"', out)
-        entry = re.compile(rf"(?m)(^|[\s,;]|\\[nrt]){re.escape(n)}=(?!{re.escape(mask)})(?!\{{[{{%])[^\s\"\\]*")
+        entry = re.compile(rf"(?m)(^|[\s,;]|\\[nrt]){re.escape(n)}=(?!{re.escape(mask)}|{_MASKED})(?!\{{[{{%])[^\s\"\\]*")
         out = _on_lines_with(out, f"{n}=", lambda line: entry.sub(lambda m: f"{m.group(1)}{n}={mask}", line))
     return out
 

@@ -190,3 +190,19 @@ def test_a_secret_the_workload_prints_is_masked_in_the_kept_output_the_store_and
     assert built.returncode == 0, built.stderr
     for f in _files(toy.root / "reports"):
         assert PASSWORD.encode() not in f.read_bytes(), f
+
+
+def test_a_masked_override_reads_whole_in_the_markdown(toy):
+    """The Markdown escapes the mask of a secret --set value as it escapes any '<' ('&lt;redacted>'); the printed
+    output then masked that again, eating the colon after it and putting back a bare '<redacted>', which a pull
+    request's renderer drops as a tag ('under --set db_password= supported')."""
+    edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
+                 "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
+                 "  db_password: {secret: true, default: changeme}\n")
+    res = CliRunner().invoke(app, ["hypothesis", "run", "toy-fix", "--db", toy.db, "--no-report",
+                                   "--set", f"db_password={PASSWORD}"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, ["report", "--format", "md", "--hypothesis", "toy-fix", "--db", toy.db])
+    assert res.exit_code == 0, res.output
+    assert PASSWORD not in res.output
+    assert "under --set db_password=&lt;redacted>: " in res.output, res.output
