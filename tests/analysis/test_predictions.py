@@ -102,3 +102,28 @@ def test_sequential_medians_spend_alpha_per_look(store, reg_extra):
         results[mode] = analyze_stored(store, reg_extra, "diff-check", execution_id=ex).predictions[1]
     assert results["fixed"].outcome == "supported"
     assert results["sequential"].outcome == "inconclusive" and results["sequential"].more_runs_needed is not None
+
+
+def test_a_negative_difference_is_judged_on_the_real_line(store, workbench_dir):
+    # treatment - control of a rate lies in [-1, 1] and of a count anywhere: judged on a rate's [0, 1] (or
+    # a count's [0, inf)), 2/240 against 42/240 (a difference of -0.167, Newcombe [-0.26, -0.08]) was
+    # "entirely outside" <= -0.05 and "inside" -0.05..0.05, and 25 fewer timeouts a run falsified "at most -10".
+    reg = registry_with(workbench_dir, abort_fix_hypothesis(
+        "lowers", "The abort fix lowers corruption by at least five points and timeouts by ten.",
+        "{metric: corruption_rate, difference: [treatment, control], at_most: -0.05}",
+        "{metric: corruption_rate, difference: [treatment, control], between: [-0.05, 0.05]}",
+        "{metric: timeouts, difference: [treatment, control], at_most: -10}"))
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    results = {}
+    for mode in ("fixed", "sequential"):
+        ex = add_execution(store, hypothesis_id="lowers", mode=mode)
+        for r, (kc, kt) in enumerate(((28, 0), (32, 2), (29, 1), (31, 0), (27, 2), (33, 1)), start=1):
+            add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                    outcomes={"leak": kc, "done": 80 - kc}, extra={"timeouts": 30.0 + r}, hypothesis_id="lowers")
+            add_run(store, execution_id=ex, arm="treatment", variables=dict(treat, seed=str(r)), replicate=r,
+                    outcomes={"leak": kt, "done": 80 - kt}, extra={"timeouts": 5.0 + r}, hypothesis_id="lowers")
+        results[mode] = analyze_stored(store, reg, "lowers", execution_id=ex)
+    fixed, sequential = results["fixed"], results["sequential"]
+    assert [p.outcome for p in fixed.predictions] == ["supported", "falsified", "supported"], fixed.reasoning
+    assert fixed.predictions[0].interval[1] < -0.05 and fixed.predictions[1].p_against < 0.05
+    assert [p.outcome for p in sequential.predictions[:2]] == ["supported", "falsified"], sequential.reasoning

@@ -201,7 +201,9 @@ def _judge_proportion(pred: Any, out: dict[str, Any], needed: list[str], arms: d
                       exp: Experiment, basis: str, sequential: bool, family: int = 1, looks: int = 1) -> dict[str, Any]:
     spec = exp.metrics[pred.metric]
     bounds = (out["bounds"][0], out["bounds"][1])
-    region = regions.Region(bounds[0], bounds[1], regions.Support.PROPORTION)
+    # A difference of two rates lies in [-1, 1]: it is judged on the real line, a rate on [0, 1].
+    region = regions.Region(bounds[0], bounds[1],
+                            regions.Support.REAL if pred.difference else regions.Support.PROPORTION)
     pools = {a: pooled(arms[a], pred.metric, exp, basis) for a in needed}
     for a, pool in pools.items():
         if pool["n"] <= 0:
@@ -376,7 +378,8 @@ def _values(runs: list[RunData], metric: str, exp: Experiment) -> tuple[list[flo
 def _judge_values(pred: Any, out: dict[str, Any], needed: list[str], arms: dict[str, list[RunData]],
                   exp: Experiment, kind: str, alpha: float = stats.ALPHA) -> dict[str, Any]:
     bounds = (out["bounds"][0], out["bounds"][1])
-    region = regions.Region(bounds[0], bounds[1], regions.Support.of(kind))
+    # A difference of two counts can be negative: only a metric's own values live on its support.
+    region = regions.Region(bounds[0], bounds[1], regions.Support.of(None if pred.difference else kind))
     samples = {}
     for a in needed:
         vals, unknown = _values(arms[a], pred.metric, exp)
