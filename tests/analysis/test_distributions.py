@@ -113,3 +113,37 @@ def test_the_seed_verdict_is_decided_without_scipy_stats_or_statsmodels(tmp_path
     result = json.loads(out.stdout)
     assert result["verdict"] == "falsified"
     assert "14/80" in result["reasoning"] and "P(X >= 14 | n = 80, p = 0.02) = 7.2e-10" in result["reasoning"]
+
+
+def test_huge_counts_take_seconds_and_agree_with_scipy(tmp_path, workbench_dir):
+    # Units by the million (tokens, bytes): the laws were built from exact big integers, quadratic in the
+    # total, so two runs of 10^6 sessions took a quarter of an hour in the two-run dispersion test alone.
+    from scipy import stats as ss
+
+    csv = tmp_path / "huge.csv"
+    csv.write_text("run_id,index_k_dtype,hicache,nixl_abort_fix,sessions,leak,waiting_for_input\n"
+                   "t1,bf16,on,on,1000000,50000,0\nt2,bf16,on,on,1000000,50300,0\n")
+    db = str(tmp_path / "huge.duckdb")
+    env = {k: v for k, v in os.environ.items() if k not in ("WB_DB", "WB_ROOT")}
+
+    def wb(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "workbench.cli.main", *args, "--db", db], cwd=workbench_dir,
+                              env=env, capture_output=True, text=True, timeout=120)
+
+    assert wb("import", "evidence", str(csv)).returncode == 0
+    out = wb("hypothesis", "analyze", "wedge-confound", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["verdict"] == "falsified"
+    # Each law against scipy's, at 10^6 and 10^9 units.
+    a, scale = np.arange(48_000, 52_301), 10 ** 6 * 0.05015 * 0.94985   # 100 300 events in 2 * 10^6 units
+    x2, observed = 2 * (a - 50_150) ** 2 / scale, 2 * 150 ** 2 / scale
+    pmf = ss.hypergeom.pmf(a, 2 * 10 ** 6, 100_300, 10 ** 6)
+    d = clustered.dispersion([50_000, 50_300], [10 ** 6, 10 ** 6])
+    assert d.p_over == pytest.approx(pmf[x2 >= observed - 1e-9].sum(), rel=1e-6)
+    for k1, n1, k2, n2 in ((50_000, 10 ** 6, 50_300, 10 ** 6), (50_000, 10 ** 6, 51_000, 10 ** 6),
+                           (5 * 10 ** 7, 10 ** 9, 5 * 10 ** 7 + 9_000, 10 ** 9), (3, 10 ** 6, 9, 10 ** 6)):
+        assert stats.fisher(k1, n1, k2, n2) == \
+            pytest.approx(ss.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue, rel=1e-6)
+    low, got = stats.hypergeom_pmf(2 * 10 ** 9, 10 ** 8, 10 ** 9)
+    ref = ss.hypergeom.pmf(np.arange(low, low + len(got)), 2 * 10 ** 9, 10 ** 8, 10 ** 9)
+    assert sum(got) == pytest.approx(1.0) and np.asarray(got) == pytest.approx(ref, rel=1e-6, abs=1e-300)

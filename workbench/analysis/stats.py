@@ -79,8 +79,40 @@ def hypergeom_counts(total: int, good: int, draws: int) -> tuple[int, list[int],
     return low, counts, math.comb(total, draws)
 
 
+# Above this many items the exact integers grow too long to use (their cost is quadratic in the total: two
+# runs of 10^5 units took 6-9 s a test, of 10^6 a quarter of an hour): the law is then built in floating point.
+EXACT_TOTAL = 20_000
+
+
+def hypergeom_window(total: int, good: int, draws: int) -> tuple[int, list[float]]:
+    """The hypergeometric law as `hypergeom_pmf` gives it, built in floating point from the ratio of each
+    count's probability to the next's, outward from the mode until it falls below 1e-300 of the mode's, then
+    normalised: (the smallest count kept, each kept count's probability). A count left out is less likely
+    than 1e-300 times the mode."""
+    low, high = max(0, draws - (total - good)), min(good, draws)
+    mode = min(max((draws + 1) * (good + 1) // (total + 2), low), high)
+
+    def ratio(a: int) -> float:  # P(a + 1) / P(a)
+        return (good - a) * (draws - a) / ((a + 1) * (total - good - draws + a + 1))
+
+    up, down, p, a = [], [], 1.0, mode
+    while a < high and p >= 1e-300:
+        p, a = p * ratio(a), a + 1
+        up.append(p)
+    p, a = 1.0, mode
+    while a > low and p >= 1e-300:
+        p, a = p / ratio(a - 1), a - 1
+        down.append(p)
+    probabilities = down[::-1] + [1.0] + up
+    whole = math.fsum(probabilities)
+    return mode - len(down), [q / whole for q in probabilities]
+
+
 def hypergeom_pmf(total: int, good: int, draws: int) -> tuple[int, list[float]]:
-    """(the smallest possible count, each count's probability from there), each exact to the last bit."""
+    """(the smallest possible count, each count's probability from there), each exact to the last bit; above
+    EXACT_TOTAL items, `hypergeom_window`'s (to about 1e-10, without the counts too unlikely to matter)."""
+    if total > EXACT_TOTAL:
+        return hypergeom_window(total, good, draws)
     low, counts, all_draws = hypergeom_counts(total, good, draws)
     return low, [c / all_draws for c in counts]
 
@@ -150,6 +182,11 @@ def fisher(k1: int, n1: int, k2: int, n2: int) -> float:
     tie is a tie (scipy's `fisher_exact` compares floating probabilities within 1e-14)."""
     if n1 <= 0 or n2 <= 0:
         return 1.0
+    if n1 + n2 > EXACT_TOTAL:
+        # In floating point, a tie within 1e-7 as scipy's; a table outside the window is less likely than any in it.
+        low, pmf = hypergeom_window(n1 + n2, k1 + k2, n1)
+        seen = pmf[k1 - low] if 0 <= k1 - low < len(pmf) else 0.0
+        return min(1.0, math.fsum(q for q in pmf if q <= seen * (1 + 1e-7)))
     low, counts, all_draws = hypergeom_counts(n1 + n2, k1 + k2, n1)
     observed = counts[k1 - low]
     return min(1.0, sum(c for c in counts if c <= observed) / all_draws)
@@ -175,7 +212,9 @@ def stratified_exact(tables: Sequence[tuple[int, int, int, int]]) -> float:
         dist = np.convolve(dist, pmf)
         low_sum, observed = low_sum + low, observed + k1
     dist = dist / dist.sum()
-    return float(min(1.0, dist[dist <= dist[observed - low_sum] * (1 + 1e-7)].sum()))
+    # A stratum of more than EXACT_TOTAL units keeps only its likely sums: one outside them is less likely than any.
+    seen = dist[observed - low_sum] if 0 <= observed - low_sum < len(dist) else 0.0
+    return float(min(1.0, dist[dist <= seen * (1 + 1e-7)].sum()))
 
 
 def boschloo(k1: int, n1: int, k2: int, n2: int) -> float | None:
