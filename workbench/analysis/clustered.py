@@ -112,15 +112,22 @@ def _null_distribution(k: int, ns: tuple[int, ...]) -> tuple[Any, Any]:
         return (a - n[0] * p) ** 2 / scale[0] + (k - a - n[1] * p) ** 2 / scale[1], pmf
     rng = np.random.default_rng(20261201)
     # Multivariate hypergeometric by successive conditional draws, each vectorised over the simulations.
+    # numpy draws one from fewer than 10^9 items of each kind only: beyond, the units are drawn with
+    # replacement (binomial draws, a multinomial split), whose counts' covariance, and so the statistic, is
+    # larger by (N - 1) / (N - k): it is scaled back by that.
+    total = int(n.sum())
+    drawn = total >= 10 ** 9
     left_k = np.full(SIMULATIONS, k, np.int64)
-    left_n = int(n.sum())
+    left_n = total
     stat = np.zeros(SIMULATIONS)
     for i, ni in enumerate(ns):
         left_n -= ni
-        draw = left_k if i == len(ns) - 1 else rng.hypergeometric(ni, max(left_n, 0) or 1, left_k) \
-            if left_n > 0 else left_k
+        draw = left_k if i == len(ns) - 1 or left_n <= 0 else \
+            rng.binomial(left_k, ni / (ni + left_n)) if drawn else rng.hypergeometric(ni, left_n, left_k)
         stat += (draw - n[i] * p) ** 2 / scale[i]
         left_k = left_k - draw
+    if drawn:
+        stat *= (total - k) / (total - 1)
     return stat, np.full(SIMULATIONS, 1.0 / SIMULATIONS)
 
 
