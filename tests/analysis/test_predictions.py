@@ -127,3 +127,20 @@ def test_a_negative_difference_is_judged_on_the_real_line(store, workbench_dir):
     assert [p.outcome for p in fixed.predictions] == ["supported", "falsified", "supported"], fixed.reasoning
     assert fixed.predictions[0].interval[1] < -0.05 and fixed.predictions[1].p_against < 0.05
     assert [p.outcome for p in sequential.predictions[:2]] == ["supported", "falsified"], sequential.reasoning
+
+
+def test_a_prediction_holm_holds_back_is_described_as_outside_its_region(store, registry):
+    # 7/160 (Wilson [0.021, 0.088]) is outside "<= 0.02" at p = 0.032, which Holm over the two predictions
+    # makes 0.064: the reasoning said the interval "straddles the region <= 0.02", then "outside its region".
+    off, on = dict(CONTROL, nixl_abort_fix="on", hicache="off"), dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store, hypothesis_id="hicache-bf16-race")
+    add_run(store, execution_id=ex, arm="control", variables=off, outcomes={"leak": 7, "done": 153},
+            hypothesis_id="hicache-bf16-race")
+    add_run(store, execution_id=ex, arm="treatment", variables=on, outcomes={"leak": 20, "done": 140},
+            hypothesis_id="hicache-bf16-race")
+    a = analyze_stored(store, registry, "hicache-bf16-race", execution_id=ex)
+    treatment, control = a.predictions
+    assert (treatment.outcome, control.outcome) == ("supported", "inconclusive")
+    assert control.p_against < 0.05 <= control.p_against_holm
+    assert "straddles the region <= 0.02" not in a.reasoning
+    assert "entirely outside the predicted region <= 0.02 (outside its region, but not after Holm" in a.reasoning

@@ -99,6 +99,9 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         tail = f"entirely outside the predicted region {j['region']}"
     elif j["outcome"] == "supported":
         tail = f"entirely inside the predicted region {j['region']}"
+    elif j.get("p_against_holm") is not None and (j.get("p_against") or 1.0) < stats.ALPHA:
+        # Its interval is outside the region (p < alpha exactly then), but Holm over the family held it back.
+        tail = f"entirely outside the predicted region {j['region']} ({j['note']})"
     else:
         tail = f"which straddles the region {j['region']}"
         if j.get("note"):
