@@ -144,3 +144,18 @@ def test_a_prediction_holm_holds_back_is_described_as_outside_its_region(store, 
     assert control.p_against < 0.05 <= control.p_against_holm
     assert "straddles the region <= 0.02" not in a.reasoning
     assert "entirely outside the predicted region <= 0.02 (outside its region, but not after Holm" in a.reasoning
+
+
+def test_a_sequential_shift_names_its_level_unrounded(store, reg_extra):
+    # Spread over 12 looks and 2 predictions, the shift's interval is at 99.8%: it was labelled "Hodges-Lehmann
+    # 100%", and with too few runs for it, "too few runs for a 95% interval of the shift".
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store, hypothesis_id="diff-check", mode="sequential")
+    for r in range(1, 7):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0 + r}, hypothesis_id="diff-check")
+        add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
+                outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
+        wall = analyze_stored(store, reg_extra, "diff-check", execution_id=ex).predictions[1]
+        assert wall.interval_kind == "Hodges-Lehmann 99.8%"
+        assert r < 4 or "too few runs for a 99.8% interval of the shift" in wall.note

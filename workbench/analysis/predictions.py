@@ -393,6 +393,17 @@ def _judge_values(pred: Any, out: dict[str, Any], needed: list[str], arms: dict[
     return _judge_shift(out, samples[needed[0]], samples[needed[1]], region, alpha)
 
 
+def _level(confidence: float) -> str:
+    """A confidence level in percent, to three digits or as many more as keep it under 100: 95%, 96.9%, 99.8%,
+    99.95% (a whole percent made 99.8% "100%")."""
+    text = f"{100 * confidence:.3g}"
+    for digits in range(4, 10):
+        if confidence >= 1 or float(text) < 100:
+            break
+        text = f"{100 * confidence:.{digits}g}"
+    return text + "%"
+
+
 def _judge_median(out: dict[str, Any], vals: list[float], region: regions.Region, alpha: float) -> dict[str, Any]:
     """The median by its order-statistic interval and the sign test that inverts it. A count predicted
     to be 0 (equals 0, at_most 0) claims the event never happens: its expected value is 0 only if
@@ -400,7 +411,7 @@ def _judge_median(out: dict[str, Any], vals: list[float], region: regions.Region
     bounds = (region.lo, region.hi)
     m = stats.median_ci(vals, level=1 - alpha)
     out.update(estimate=m.median, interval=list(m.interval) if m.interval else None, runs=m.n,
-               interval_kind=f"order statistics ({m.confidence:.0%})", confidence=m.confidence,
+               interval_kind=f"order statistics ({_level(m.confidence)})", confidence=m.confidence,
                p_against=stats.sign_pvalue(vals, bounds, "outside"), p_for=stats.sign_pvalue(vals, bounds, "inside"))
     positive = [v for v in vals if v > 0]
     if region.support is regions.Support.COUNT and region.at_floor() and positive:
@@ -423,12 +434,12 @@ def _judge_shift(out: dict[str, Any], xa: list[float], xb: list[float], region: 
     p, warning = stats.mann_whitney(xa, xb)
     ma, mb = stats.median_ci(xa), stats.median_ci(xb)
     out.update(estimate=est, interval=list(ci) if ci else None,
-               interval_kind=f"Hodges-Lehmann {1 - alpha:.0%}" if alpha != stats.ALPHA else "Hodges-Lehmann 95%",
+               interval_kind=f"Hodges-Lehmann {_level(1 - alpha)}",
                mann_whitney_p=p, medians=[ma.median, mb.median], runs=[len(xa), len(xb)],
                p_against=stats.shift_pvalue(xa, xb, bounds, "outside"),
                p_for=stats.shift_pvalue(xa, xb, bounds, "inside"))
     if ci is None or warning:
-        out["note"] = warning or "too few runs for a 95% interval of the shift"
+        out["note"] = warning or f"too few runs for a {_level(1 - alpha)} interval of the shift"
         out["more_runs_needed"] = max(0, stats.MIN_SAMPLES_TEST - min(len(xa), len(xb)))
         return out
     out["outcome"] = regions.outcome(ci, region)
