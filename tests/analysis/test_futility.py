@@ -349,3 +349,33 @@ def test_a_clear_difference_stays_reachable():
     # A spent budget, or too few looks to project from, are no futility for a difference either.
     assert seq.difference_reachable(a, b, region, 10) is False
     assert seq.difference_reachable([], [], region, 12) is True
+
+
+def test_a_sequential_estimate_of_more_units_is_the_sequential_intervals(store, registry):
+    # 1 leak in 160 against "<= 0.02": the fixed design's Wilson interval would clear 0.02 after 239 more
+    # units, and the sequential reasoning said so, but its confidence sequence is wider: at this rate it
+    # clears 0.02 at 11 replicates of 80, 720 more units.
+    ex = add_execution(store, mode="sequential")
+    for r, leaks in enumerate((1, 0), start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
+    (p,) = a.predictions
+    assert p.outcome == "inconclusive" and p.reachable is True
+    assert p.more_units_needed == 720 and "about 720 more units at this rate would decide it" in a.reasoning
+    path = [(i / 160 * 80, 80.0 * i) for i in range(1, 12)]
+    assert seq.e_interval(path[:10], run_bet=True)[1] > 0.02 > seq.e_interval(path, run_bet=True)[1]
+
+
+def test_a_sequential_difference_gives_no_fixed_design_estimate_of_more_units(store, reg_diff):
+    # 12 and 11 of 80 against 3 and 4: the fixed design's Newcombe interval would clear 0.05 after 338 more
+    # units an arm, and the sequential reasoning said so; the confidence sequences are far wider than that.
+    ex = add_execution(store, mode="sequential", hypothesis_id="diff-seq")
+    for r, (c, t) in enumerate(((12, 3), (11, 4)), start=1):
+        _diff_replicate(store, ex, r, c, t)
+    a = analyze_stored(store, reg_diff, "diff-seq", execution_id=ex, sequential=True)
+    (p,) = a.predictions
+    assert p.outcome == "inconclusive" and p.more_units_needed is None, p.more_units_needed
+    assert "more units at this rate would decide it" not in a.reasoning

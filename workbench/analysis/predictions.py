@@ -261,6 +261,11 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
         more = runs_needed_arm(e, len(pool["used"]), (region.lo, region.hi))
         out["more_runs_needed"] = more
         out["more_units_needed"] = None if more is None else int(math.ceil(more * n / len(pool["used"])))
+    elif out["outcome"] == "inconclusive" and sequential:
+        # The confidence sequence, not a fixed Wilson interval, decides: projected at this rate, look by look.
+        more = seq.more_looks(_replicate_counts(pool["per_run"]), bounds, alpha=seq.ALPHA / family,
+                              run_bet=not pool["replayed"], divisor=_arm_divisor(pool["replayed"]))
+        out["more_units_needed"] = None if more is None else int(math.ceil(more * n / len(path)))
     elif out["outcome"] == "inconclusive":
         total = units_needed_arm(e.k_eff, e.n_eff, (region.lo, region.hi))
         out["more_units_needed"] = None if total is None else max(0, int(math.ceil(total * e.design_effect - n)))
@@ -339,7 +344,7 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
                    outcome=regions.outcome(ci, region),
                    p_against=stats.interval_pvalue(ci_at, bounds, "outside"),
                    p_for=stats.interval_pvalue(ci_at, bounds, "inside"))
-    if out["outcome"] == "inconclusive":
+    if out["outcome"] == "inconclusive" and not sequential:  # a fixed Newcombe interval's estimate
         per_arm = units_needed_diff(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, bounds)
         out["more_units_needed"] = None if per_arm is None else \
             max(0, int(math.ceil(per_arm * e.design_effect)) - int(max(na, nb)))
