@@ -41,3 +41,12 @@ def test_bench_without_gpu_is_a_clear_error(cli):
 def test_bad_variants(cli):
     code, _, err = cli("kernel", "bench", "--variants", "x")
     assert code == 2 and "--variants" in err
+
+
+@pytest.mark.parametrize("impl", ["bogus", "CUDA", "cpu", ""])
+def test_an_unknown_impl_is_refused_before_any_case_runs(cli, impl):
+    # A mistyped --impl ran the reference against the oracle and said PASS, as if the named kernel was checked.
+    code, out, err = cli("kernel", "check", "--quick", "--impl", impl)
+    assert code == 2, (code, out, err)
+    assert err.startswith("Error: --impl") and "auto, cuda, reference" in err and "Traceback" not in err
+    assert out == ""

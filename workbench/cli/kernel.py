@@ -10,6 +10,8 @@ from workbench.cli._common import check_seed, new_app, print_json
 
 app = new_app("The index-K transfer kernel: check it byte for byte, benchmark it.")
 
+IMPLS = ("auto", "cuda", "reference")
+
 
 def _with_status(json_out: bool, work: Callable[[Callable[[str], None] | None], Any]) -> Any:
     """Run `work(progress)` under a status line on stderr, or silently when output must stay machine-readable."""
@@ -30,9 +32,12 @@ def check(
 ) -> None:
     """Build if needed, then compare every case byte for byte against an independent copy."""
     from workbench.app import Workbench
-    from workbench.errors import RunFailure
+    from workbench.errors import BadInput, RunFailure
     from workbench.optional import require_torch
 
+    if impl not in IMPLS:
+        # Any other word checked the reference and said PASS, as if the implementation named had been checked.
+        raise BadInput(f"--impl {impl!r} is not one of {', '.join(IMPLS)}", hint="e.g. --impl cuda on a GPU machine")
     check_seed(seed)
     require_torch("wb kernel check")
 
