@@ -44,10 +44,10 @@ def state_dir(path: str | Path | None = None) -> Path:
     workbench's .wb/sim ($WB_ROOT, else the nearest folder up holding hypotheses.yaml, as wb finds its
     workbench), else ./.wb/sim."""
     if path:
-        return Path(path).expanduser().resolve()
+        return _folder(Path(path).expanduser().resolve(), "--dir")
     env = os.environ.get("WB_SIM_DIR")
     if env:
-        return Path(env).expanduser().resolve()
+        return _folder(Path(env).expanduser().resolve(), "$WB_SIM_DIR")
     here = Path.cwd().resolve()
     root = os.environ.get("WB_ROOT")
     if root:
@@ -56,6 +56,19 @@ def state_dir(path: str | Path | None = None) -> Path:
         if (d / "hypotheses.yaml").is_file():
             return d / ".wb" / "sim"
     return here / ".wb" / "sim"
+
+
+def _folder(sdir: Path, given: str) -> Path:
+    """A state folder named by the user, refused when it, or the nearest part of it that exists, is a file (its
+    pid files and logs could be neither read nor written: `down` and `up` ended in a traceback)."""
+    for d in (sdir, *sdir.parents):
+        if d.exists():
+            if not d.is_dir():
+                what = "is a file" if d == sdir else f"lies inside {d}, a file"
+                raise BadInput(f"{given} {sdir} {what}, not a folder",
+                               hint="name pdsim's state folder (wb creates it when missing)")
+            break
+    return sdir
 
 
 def config_path(sdir: Path) -> Path:
