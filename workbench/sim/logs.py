@@ -66,14 +66,27 @@ def parse_since(text: str | None, *, now: datetime | None = None) -> datetime | 
     if m:
         unit = m.group(2).lower()[0]
         secs = float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[unit]
-        return now - timedelta(seconds=secs)
+        try:
+            return now - timedelta(seconds=secs)
+        except OverflowError:
+            raise _out_of_range(text) from None
     try:
         t = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
     except ValueError:
         raise BadInput(f"--since {text!r} is neither an ISO-8601 time nor 'N min ago'",
                        hint='e.g. --since "$(date -u +%Y-%m-%dT%H:%M:%S)" or --since "12 min ago"') \
             from None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    t = t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    try:
+        t.astimezone(timezone.utc)  # the journal is read in UTC: a time outside years 1-9999 there is none
+    except (OverflowError, ValueError):
+        raise _out_of_range(text) from None
+    return t
+
+
+def _out_of_range(text: str) -> BadInput:
+    return BadInput(f"--since {text!r} is out of range (years 1 to 9999 in UTC)",
+                    hint="leave --since out to read the whole journal")
 
 
 def _stamp(line: str) -> datetime | None:
