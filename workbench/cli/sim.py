@@ -11,6 +11,23 @@ from workbench.cli._common import JsonOption, new_app, parse_sets, print_json
 
 app = new_app("The embedded prefill/decode deployment (pdsim): wb's default target.")
 
+
+def _timeout(value: float | None) -> float:
+    """--timeout of up and restart, seconds above 0 (inf waits as long as it takes): nan never ran out while
+    the servers stayed unhealthy, and 0 or less started them only to stop them again with exit 1."""
+    import math
+
+    from workbench.errors import BadInput
+    from workbench.sim import control
+
+    if value is None:
+        return control.HEALTH_TIMEOUT_S
+    if math.isnan(value) or value <= 0:
+        raise BadInput(f"--timeout {value:g} is not a number of seconds above 0",
+                       hint=f"leave --timeout out to wait up to {control.HEALTH_TIMEOUT_S:g} s")
+    return value
+
+
 DirOpt = typer.Option(None, "--dir", help="State dir (default $WB_SIM_DIR, else the workbench's .wb/sim, as "
                                            "wb hypothesis run uses, else ./.wb/sim).")
 
@@ -25,8 +42,7 @@ def up(dir: Optional[Path] = DirOpt,
     """Start both servers; returns once both /health answer 200."""
     from workbench.sim import control
 
-    st = control.up(dir, config=config, sets=parse_sets(set_),
-                    timeout=control.HEALTH_TIMEOUT_S if timeout is None else timeout)
+    st = control.up(dir, config=config, sets=parse_sets(set_), timeout=_timeout(timeout))
     _show(st, json_)
 
 
@@ -49,7 +65,7 @@ def restart(dir: Optional[Path] = DirOpt,
     """Stop, re-read the serve file in use, start (the analogue of `systemctl restart`)."""
     from workbench.sim import control
 
-    _show(control.restart(dir, timeout=control.HEALTH_TIMEOUT_S if timeout is None else timeout), json_)
+    _show(control.restart(dir, timeout=_timeout(timeout)), json_)
 
 
 @app.command()
