@@ -122,3 +122,18 @@ def test_a_flag_value_of_the_wrong_type_is_named_in_wb_words(wb: Path, cli, args
     (error,) = [line for line in err.splitlines() if line.startswith("Error:")]
     assert said in error and "Input should" not in err and "Traceback" not in err, err
     assert not (wb / "wb.duckdb").exists()
+
+
+def test_runs_list_limit_is_the_last_n_runs_and_never_negative(wb: Path, cli, seed_csv: Path):
+    """--limit 0 listed every run and --limit -1 every run but the first (a slice from the end), as if N ran."""
+    code, _, err = cli("import", "evidence", str(seed_csv))
+    assert code == 0, err
+    ids = lambda out: [line.split(",")[0] for line in out.splitlines()[1:]]  # noqa: E731
+    code, out, err = cli("runs", "list", "--format", "csv", "--limit", "2")
+    assert code == 0 and ids(out) == ["5", "6"], (code, out, err)
+    code, out, err = cli("runs", "list", "--format", "csv", "--limit", "0")
+    assert code == 0 and ids(out) == [], (code, out, err)
+    before = hashlib.sha256((wb / "wb.duckdb").read_bytes()).hexdigest()
+    code, out, err = cli("runs", "list", "--limit", "-1")
+    _refused(code, err, "--limit -1")
+    assert out == "" and hashlib.sha256((wb / "wb.duckdb").read_bytes()).hexdigest() == before

@@ -39,7 +39,11 @@ def list_(db: DbOption = None, json_: JsonOption = False,
           limit: Annotated[Optional[int], typer.Option(help="Only the last N runs.")] = None,
           root: RootOption = None, fmt: FormatOption = None) -> None:
     """List runs with their arm, status and metrics."""
+    from workbench.errors import BadInput
+
     chosen = list_format(fmt, json_)
+    if limit is not None and limit < 0:
+        raise BadInput(f"--limit {limit} is below 0", hint="--limit N lists the last N runs")
     rows = open_workbench(db, root).runs(hypothesis_id=hypothesis, limit=limit)
     emit_rows(chosen, ["id", "label", "hypothesis", "arm", "status", "variables", "metrics"],
               [[r.id, r.label or "", r.hypothesis_id or "", r.arm or "", r.status,

@@ -76,7 +76,7 @@ class StoreReads:
         with self.session() as s:
             rows = list(s.exec(q.order_by(Run.id)).all())  # type: ignore[arg-type]
             if limit is not None:
-                rows = rows[-limit:]
+                rows = rows[-limit:] if limit > 0 else []  # rows[-0:] is every row
             metrics: dict[int, dict[str, float]] = defaultdict(dict)
             ids = [r.id for r in rows]
             if ids:
