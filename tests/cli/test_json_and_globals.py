@@ -150,3 +150,15 @@ def test_the_default_store_is_the_workbench_folders_not_the_current_folders(
     code, _, err = cli("import", "evidence", str(seed_csv), "--root", str(workbench_dir), "--db", "wb.duckdb")
     assert code == 0, err
     assert (elsewhere / "wb.duckdb").is_file()
+
+
+@pytest.mark.parametrize("listing", [["hypothesis", "list"], ["runs", "list"], ["confounds"], ["lineage"],
+                                     ["review", "list"]], ids=lambda a: " ".join(a))
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "table"])
+def test_json_with_another_format_is_refused_by_every_listing(seeded, cli, listing: list[str], fmt: str) -> None:
+    # Only `review list` refused it; the others printed JSON where the script asked for csv too.
+    code, out, err = cli(*listing, "--json", "--format", fmt, "--db", seeded["db"], "--root", seeded["root"])
+    assert code == 2 and out == "", (code, out, err)
+    assert err.startswith(f"Error: --json and --format {fmt}: give one") and "Traceback" not in err, err
+    code, out, err = cli(*listing, "--json", "--format", "JSON", "--db", seeded["db"], "--root", seeded["root"])
+    assert code == 0 and json.loads(out)["wb"] == 1, (code, err)

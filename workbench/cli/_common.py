@@ -362,9 +362,12 @@ RootOption = Annotated[Optional[str], typer.Option(
 
 
 def list_format(fmt: str | None, as_json: bool = False) -> str:
-    """--format's value (`--json` is short for --format json); an unknown one is bad input."""
+    """--format's value (`--json` is short for --format json); an unknown one, or another beside --json, is bad
+    input."""
     from workbench.errors import BadInput
 
+    if as_json and fmt is not None and fmt.lower() != "json":
+        raise BadInput(f"--json and --format {fmt}: give one", hint="--json is --format json")
     chosen = "json" if as_json else (fmt or "table").lower()
     if chosen not in LIST_FORMATS:
         raise BadInput(f"--format {fmt!r} is not one of {', '.join(LIST_FORMATS)}", hint="e.g. --format tsv")

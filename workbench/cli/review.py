@@ -83,8 +83,7 @@ def register(app: typer.Typer) -> None:
                                hint=f"to record a review, drop `list`: wb review "
                                     f"{args[1] if len(args) > 1 else 'HYPOTHESIS'} --approve|--request-changes|"
                                     "--comment -m TEXT")
-            if json_ and fmt not in (None, "json"):
-                raise BadInput(f"--json and --format {fmt}: give one", hint="--json is --format json")
+            list_format(fmt, json_)  # before the store is opened: a bad --format or one beside --json
         elif fmt is not None:
             raise BadInput(f"--format {fmt}: a review prints no listing", hint="--format belongs to wb review list")
         wb = open_workbench(db, root)
