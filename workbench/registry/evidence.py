@@ -118,6 +118,12 @@ def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
     if "run_id" not in header:
         raise BadInput(f"{path}:1: no run_id column (header: {', '.join(header) or 'empty'})",
                        hint="the first line must name the columns; run_id identifies each run")
+    first: dict[str, int] = {}
+    for i, name in enumerate(header, 1):
+        if name in first:  # a row is read into a dict: the later cell would silently replace the earlier one
+            raise BadInput(f"{path}:1: column {name!r} appears twice in the header (columns {first[name]} and {i})",
+                           hint="keep one of them, or rename the other to a column of the experiment")
+        first[name] = i
     return text, reader, list(header)
 
 
