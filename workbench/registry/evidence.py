@@ -115,15 +115,22 @@ def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
     _check_text(path, text)
     reader = csv.DictReader(text.splitlines())
     header = reader.fieldnames or []
-    if "run_id" not in header:
-        raise BadInput(f"{path}:1: no run_id column (header: {', '.join(header) or 'empty'})",
-                       hint="the first line must name the columns; run_id identifies each run")
     first: dict[str, int] = {}
     for i, name in enumerate(header, 1):
+        # Said here, by position: the unknown-column message showed these as nothing, or as the very name they miss.
+        if not name.strip():
+            raise BadInput(f"{path}:1: column {i} has no name",
+                           hint="a comma at the end of the header line adds one; remove it, or name the column")
+        if name != name.strip():
+            raise BadInput(f"{path}:1: column {i} ({name!r}) has spaces around its name",
+                           hint=f"write it as {name.strip()!r}")
         if name in first:  # a row is read into a dict: the later cell would silently replace the earlier one
             raise BadInput(f"{path}:1: column {name!r} appears twice in the header (columns {first[name]} and {i})",
                            hint="keep one of them, or rename the other to a column of the experiment")
         first[name] = i
+    if "run_id" not in header:
+        raise BadInput(f"{path}:1: no run_id column (header: {', '.join(header) or 'empty'})",
+                       hint="the first line must name the columns; run_id identifies each run")
     return text, reader, list(header)
 
 
