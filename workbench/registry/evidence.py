@@ -93,6 +93,7 @@ def parse_evidence(path: Path, exp: Experiment) -> list[dict[str, Any]]:
             given = sum(v is not None for v in rec.values())
             raise BadInput(f"{where}: fewer cells ({given}) than columns ({len(header)})",
                            hint="a blank cell still needs its comma (x1,on,,50)")
+        _check_cells(rec, where)
         label = (rec.get("run_id") or "").strip()
         if not label:
             raise BadInput(f"{where}: run_id is blank")
@@ -132,6 +133,19 @@ def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
         raise BadInput(f"{path}:1: no run_id column (header: {', '.join(header) or 'empty'})",
                        hint="the first line must name the columns; run_id identifies each run")
     return text, reader, list(header)
+
+
+def _check_cells(rec: dict[str, str], where: str) -> None:
+    """A cell is shown as it is by `wb runs show` and the listings: a control character in it (an escape sequence
+    that clears a terminal or retitles it) is refused, as in the registry's files. A tab or a newline (a quoted
+    cell over several lines) is text."""
+    import unicodedata
+
+    for col, cell in rec.items():
+        bad = next((c for c in cell if unicodedata.category(c) == "Cc" and c not in "\t\n"), None)
+        if bad is not None:
+            raise BadInput(f"{where}: column {col!r} holds the control character {bad!r}",
+                           hint="remove it; cells are plain text")
 
 
 def _check_fractions(exp: Experiment, metrics: dict[str, float | int], where: str) -> None:
