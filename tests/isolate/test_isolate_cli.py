@@ -64,6 +64,8 @@ def test_bad_region_is_bad_input(text):
     (("--experiment", "nope"), "--experiment nope"),
     (("--target", "nope"), "--target nope"),
     (("--bad", "geometry_fix=on"), "same configuration"),
+    (("--budget", "nan"), "--budget nan: must be positive"),
+    (("--budget", "0"), "--budget 0: must be positive"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(root, tmp_path, change, needle):
     args = list(BASE)

@@ -66,7 +66,7 @@ def prepare_spec(registry: Any, *, experiment: str, good: list[str], bad: list[s
         raise BadInput(f"--metric {metric}: {problem[0]}", hint=problem[1])
     if not (0 < alpha < 1):
         raise BadInput(f"--alpha {alpha}: must lie in (0, 1)")
-    if budget is not None and budget <= 0:
+    if budget is not None and not budget > 0:  # nan too: it ran a whole search with no budget at all
         raise BadInput(f"--budget {budget:g}: must be positive (units)")
     if parent is not None:
         registry.hypothesis(parent)
