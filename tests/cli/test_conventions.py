@@ -202,3 +202,39 @@ def test_validate_says_one_hypothesis_in_the_singular(tmp_path, workbench_dir):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"{one}: 1 hypothesis ok"
+
+
+@pytest.mark.parametrize("args", [["import", "evidence"], ["hypothesis", "validate"]], ids=" ".join)
+def test_ctrl_c_in_a_command_of_a_group_says_interrupted_once_and_exits_130(tmp_path: Path, args: list[str]):
+    """Ctrl-C while `wb import evidence` waits on its file (a named pipe nobody writes): each command group's
+    error boundary reported it in turn, so "Interrupted." came twice."""
+    import errno
+    import signal
+    import time
+
+    shutil.copy(REPO / "hypotheses.yaml", tmp_path / "hypotheses.yaml")
+    shutil.copytree(REPO / "experiments", tmp_path / "experiments")
+    fifo = tmp_path / "runs.csv"
+    os.mkfifo(fifo)
+    env = {**os.environ, "WB_ROOT": str(tmp_path), "WB_DB": str(tmp_path / "wb.duckdb")}
+    proc = subprocess.Popen([WB, *args, str(fifo)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    writer = None
+    try:
+        deadline = time.monotonic() + 60
+        while writer is None:  # a writer can open the pipe once wb has opened it to read; wb then waits for data
+            try:
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:
+                assert exc.errno == errno.ENXIO and time.monotonic() < deadline and proc.poll() is None, exc
+                time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        if writer is not None:
+            os.close(writer)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert err == "Interrupted.\n" and out == "", err
+    assert not (tmp_path / "wb.duckdb").exists()

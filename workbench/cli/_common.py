@@ -115,6 +115,10 @@ class WbGroup(TyperGroup):
             except WbError as exc:
                 _report(exc)
                 raise typer.Exit(exc.exit_code) from None
+            except typer.Exit:
+                # A command group's own boundary has spoken (`wb runs list` passes through two): the Exit still
+                # carries the interrupt as its context, which must not be reported a second time.
+                raise
             except (KeyboardInterrupt, Exception) as exc:  # Ctrl-C, also one that reached a query of the store
                 from workbench.store.engine import interrupted_query
 
