@@ -119,3 +119,17 @@ def test_dsaindexerpoolhost_is_never_constructed_under_the_repro(sim_dir, tmp_pa
     names = out.read_text().split()
     assert names.count("DeepSeekV4PagedHostPool") == 1            # the live host pool
     assert names.count("DSAIndexerPoolHost") == 0                 # the fix's class: dead code
+
+
+def test_a_jsonl_path_that_cannot_be_a_file_is_refused_before_the_repro_runs(sim_dir):
+    """--jsonl naming a folder, or a path under a file, ended in IsADirectoryError or FileExistsError, and only
+    after the whole repro had run."""
+    control.up(sim_dir, config=write_serve(sim_dir, nixl_abort_fix="on"))
+    (sim_dir / "afile").write_text("x\n")
+    for jl, said in ((sim_dir, f"--jsonl {sim_dir} is a folder"),
+                     (sim_dir / "afile" / "s.jsonl", f"--jsonl {sim_dir / 'afile' / 's.jsonl'}: {sim_dir / 'afile'} "
+                                                     "is a file, not a folder")):
+        r = wb("repro", "--dir", str(sim_dir), "--sessions", "4", "--rounds", "1", "--jsonl", str(jl))
+        assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+        assert r.stderr.startswith(f"Error: {said}") and "Traceback" not in r.stderr, r.stderr
+    assert (sim_dir / "afile").read_text() == "x\n"

@@ -242,6 +242,17 @@ def summary_lines(res: ReproResult) -> list[str]:
             f"no_tool={c.get('no_tool', 0)} error={c.get('error', 0)} ok-ish[done/maxrounds]={ok})"]
 
 
+def _check_jsonl(path: Path) -> None:
+    """--jsonl must be able to become a file (its folders are made): said before the repro runs, not after."""
+    if path.is_dir():
+        raise BadInput(f"--jsonl {path} is a folder", hint=f"name a file, e.g. --jsonl {path / 'sessions.jsonl'}")
+    for d in path.parents:
+        if d.exists():
+            if not d.is_dir():
+                raise BadInput(f"--jsonl {path}: {d} is a file, not a folder", hint="name a file in a folder")
+            return
+
+
 def run_repro(dir: str | Path | None = None, *, sessions: int = 80, rounds: int = 4,
               ctx: int = 300, max_tokens: int = 2500, timeout: float = 200.0, tag: str = "",
               jsonl: str | Path | None = None,
@@ -250,6 +261,8 @@ def run_repro(dir: str | Path | None = None, *, sessions: int = 80, rounds: int 
     if sessions < 1 or rounds < 1 or ctx < 2 * dp.CUE_PARTS + 2 or max_tokens < 1 or timeout <= 0:
         raise BadInput("repro needs sessions >= 1, rounds >= 1, ctx >= 18, max-tokens >= 1, "
                        "timeout > 0")
+    if jsonl:
+        _check_jsonl(Path(jsonl))
     cfg = running_config(dir)
     t_host = time.monotonic()
     res = _on_clock(state_dir(dir), lambda clock: _repro(
