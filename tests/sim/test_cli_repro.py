@@ -133,3 +133,17 @@ def test_a_jsonl_path_that_cannot_be_a_file_is_refused_before_the_repro_runs(sim
         assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
         assert r.stderr.startswith(f"Error: {said}") and "Traceback" not in r.stderr, r.stderr
     assert (sim_dir / "afile").read_text() == "x\n"
+
+
+def test_bench_and_repro_numbers_out_of_range_are_refused_before_any_request(sim_dir):
+    """bench --tokens -5 or -c -1 reached the deployment (exit 1: 'bench request failed', or a 503 after 660
+    simulated seconds), --tokens 0 measured 0 tok/s, and repro --timeout nan passed the check 'timeout > 0' (on a
+    wedged deployment no request ever timed out)."""
+    control.up(sim_dir, config=write_serve(sim_dir, nixl_abort_fix="on"))
+    for args, said in ((["bench", "--tokens", "-5"], "--tokens -5"), (["bench", "--tokens", "0"], "--tokens 0"),
+                       (["bench", "-c", "-1"], "--concurrency -1"),
+                       (["bench", "-c", "32", "-c", "0"], "--concurrency 0"),
+                       (["repro", "--sessions", "2", "--rounds", "1", "--timeout", "nan"], "timeout > 0")):
+        r = wb(*args, "--dir", str(sim_dir))
+        assert r.returncode == 2 and r.stdout == "", (args, r.returncode, r.stdout, r.stderr)
+        assert r.stderr.startswith("Error: ") and said in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -258,7 +258,7 @@ def run_repro(dir: str | Path | None = None, *, sessions: int = 80, rounds: int 
               jsonl: str | Path | None = None,
               out: Callable[[str], None] | None = None) -> ReproResult:
     """Run the harness against the running deployment; `timeout` is in simulated seconds."""
-    if sessions < 1 or rounds < 1 or ctx < 2 * dp.CUE_PARTS + 2 or max_tokens < 1 or timeout <= 0:
+    if sessions < 1 or rounds < 1 or ctx < 2 * dp.CUE_PARTS + 2 or max_tokens < 1 or not timeout > 0:  # nan too
         raise BadInput("repro needs sessions >= 1, rounds >= 1, ctx >= 18, max-tokens >= 1, "
                        "timeout > 0")
     if jsonl:
@@ -328,6 +328,9 @@ class BenchResult:
 def run_bench(dir: str | Path | None = None, *, concurrency: tuple[int, ...] = (1, 32),
               tokens: int = 512, out: Callable[[str], None] | None = None) -> list[BenchResult]:
     """Decode throughput at each concurrency (fixed-length answers, fresh short prompts)."""
+    bad = [f"--concurrency {c}" for c in concurrency if c < 1] + ([f"--tokens {tokens}"] if tokens < 1 else [])
+    if bad:  # refused before any request: the deployment answered them with errors, or measured 0 tok/s
+        raise BadInput(f"{', '.join(bad)}: bench needs --concurrency >= 1 and --tokens >= 1")
     cfg = running_config(dir)
     sdir = state_dir(dir)
     _on_clock(sdir, lambda clock: _bench(cfg, clock, 1, 8))     # warm-up, as the seed's check
