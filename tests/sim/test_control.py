@@ -111,6 +111,21 @@ def test_a_refused_set_writes_nothing(tmp_path, sim_dir):
     assert cfg.read_text() == "# mine\nhicache=on\n" and not (sim_dir / "config_path").exists()
 
 
+def test_a_set_giving_both_servers_one_port_writes_nothing(tmp_path, sim_dir):
+    """`wb sim up --set prefill_port=30002` was refused only after it had written the port into the serve file, so
+    every later plain `wb sim up` failed on it too."""
+    new = tmp_path / "fresh"
+    with pytest.raises(BadInput, match="prefill_port and decode_port are both 30002"):
+        control.up(new, sets={"prefill_port": "30002"})
+    assert not new.exists()
+    cfg = write_serve(sim_dir)
+    before = cfg.read_text()
+    port = read_serve_file(cfg)["decode_port"]
+    with pytest.raises(BadInput, match=f"prefill_port and decode_port are both {port}"):
+        control.up(sim_dir, config=cfg, sets={"prefill_port": port})
+    assert cfg.read_text() == before and not (sim_dir / "config_path").exists()
+
+
 def test_restart_with_requests_in_flight(sim_dir):
     import threading
 

@@ -324,6 +324,7 @@ def up(dir: str | Path | None = None, *, config: str | Path | None = None,
     values = parse_serve_text(render_serve_file({}), source=str(cfg_file)) if default else read_serve_file(cfg_file)
     if sets:
         values = with_overrides(values, sets)  # a bad --set is refused here, before anything is written
+        _serve_config("--set " + " --set ".join(f"{k}={v}" for k, v in sets.items()), values)  # and one port twice
     sdir.mkdir(parents=True, exist_ok=True)
     if config is not None:
         (sdir / "config_path").write_text(str(cfg_file))
@@ -341,10 +342,16 @@ def up(dir: str | Path | None = None, *, config: str | Path | None = None,
     return _start(sdir, cfg_file, values, timeout)
 
 
-def _start(sdir: Path, cfg_file: Path, values: dict[str, str], timeout: float) -> SimStatus:
+def _serve_config(source: str | Path, values: dict[str, str]) -> ServeConfig:
+    """The servers' config from a serve file's values; `source` names where they came from."""
     cfg = ServeConfig.from_values(values)
     if cfg.prefill_port == cfg.decode_port:
-        raise BadInput(f"{cfg_file}: prefill_port and decode_port are both {cfg.prefill_port}")
+        raise BadInput(f"{source}: prefill_port and decode_port are both {cfg.prefill_port}")
+    return cfg
+
+
+def _start(sdir: Path, cfg_file: Path, values: dict[str, str], timeout: float) -> SimStatus:
+    cfg = _serve_config(cfg_file, values)
     for unit, port in (("prefill", cfg.prefill_port), ("decode", cfg.decode_port)):
         if not port_free(port):
             raise SimError(f"port {port} ({unit}) is already in use on 127.0.0.1",
