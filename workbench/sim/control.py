@@ -315,6 +315,9 @@ def up(dir: str | Path | None = None, *, config: str | Path | None = None,
     sdir = state_dir(dir)
     if config is not None:
         cfg_file = Path(config).expanduser().resolve()
+        if cfg_file.is_dir():
+            raise BadInput(f"--config {cfg_file} is a folder, not a serve file",
+                           hint="name the serve file itself, or omit --config")
         if not cfg_file.is_file():
             raise BadInput(f"serve file {cfg_file} does not exist",
                            hint="write one (workbench.sim.config.render_serve_file) or omit --config")
