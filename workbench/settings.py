@@ -33,10 +33,19 @@ class Settings:
             lock_wait = float(wait) if wait else DEFAULT_LOCK_WAIT_S
         except ValueError:
             raise BadInput(f"WB_DB_LOCK_WAIT={wait!r} is not a number of seconds") from None
-        root = root or env.get("WB_ROOT") or None
+        root = given_root(root) or env.get("WB_ROOT") or None
         return cls(db=db if db is not None else (env.get("WB_DB") or None), root=Path(root) if root else None, lock_wait_s=lock_wait,
                    artifacts=Path(env["WB_ARTIFACTS"]) if env.get("WB_ARTIFACTS") else None,
                    sim_dir=Path(env["WB_SIM_DIR"]) if env.get("WB_SIM_DIR") else None)
 
     def with_flags(self, *, db: str | None = None, root: str | Path | None = None) -> "Settings":
+        root = given_root(root)
         return replace(self, db=db if db is not None else self.db, root=Path(root) if root else self.root)
+
+
+def given_root(root: str | Path | None) -> str | Path | None:
+    """--root as given; an empty one is refused, as an empty --db is: `--root "$UNSET"` must not fall back to the
+    workbench found from the current folder (a script would read and write another workbench than it named)."""
+    if isinstance(root, str) and not root.strip():
+        raise BadInput("--root is empty", hint="give the workbench folder, or leave --root out")
+    return root

@@ -137,3 +137,14 @@ def test_runs_list_limit_is_the_last_n_runs_and_never_negative(wb: Path, cli, se
     code, out, err = cli("runs", "list", "--limit", "-1")
     _refused(code, err, "--limit -1")
     assert out == "" and hashlib.sha256((wb / "wb.duckdb").read_bytes()).hexdigest() == before
+
+
+@pytest.mark.parametrize("args", [["hypothesis", "list", "--root", ""], ["runs", "list", "--root", ""],
+                                  ["hypothesis", "validate", "--root", ""], ["--root", "", "confounds"],
+                                  ["import", "evidence", "{csv}", "--root", ""]], ids=" ".join)
+def test_an_empty_root_is_refused_as_an_empty_db_is(wb: Path, cli, args: list[str], seed_csv: Path):
+    """`--root "$UNSET"` fell back to the workbench found from the current folder, so a script whose variable was
+    empty read, and wrote to, another workbench than the one it named."""
+    code, out, err = cli(*[str(seed_csv) if a == "{csv}" else a for a in args])
+    _refused(code, err, "--root is empty")
+    assert out == "" and not (wb / "wb.duckdb").exists()

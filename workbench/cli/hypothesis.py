@@ -86,8 +86,9 @@ def validate(files: Annotated[Optional[list[Path]], typer.Argument(metavar="FILE
              root: RootOption = None, json_: JsonOption = False) -> None:
     """Validate hypotheses.yaml and experiments/*.yaml (or the named files); exit 2 on the first problem."""
     from workbench.registry import validate_files
+    from workbench.settings import given_root
 
-    lines = validate_files(list(files or []), Path(root) if root else None)
+    lines = validate_files(list(files or []), Path(root) if given_root(root) else None)
     if json_:
         print_json({"ok": True, "files": lines})
         return
