@@ -148,3 +148,21 @@ def test_an_empty_root_is_refused_as_an_empty_db_is(wb: Path, cli, args: list[st
     code, out, err = cli(*[str(seed_csv) if a == "{csv}" else a for a in args])
     _refused(code, err, "--root is empty")
     assert out == "" and not (wb / "wb.duckdb").exists()
+
+
+@pytest.mark.parametrize("args", [["import", "evidence", "/dev/zero"], ["hypothesis", "validate", "/dev/zero"]],
+                         ids=" ".join)
+def test_a_file_without_end_is_refused_once_it_is_too_large(wb: Path, args: list[str]):
+    """A file was read whole before its size was checked: /dev/zero (or a mistyped multi-GB log) took memory until
+    the process was killed."""
+    import resource
+    import subprocess
+    import sys
+
+    def cap() -> None:  # what the unbounded read would exhaust, held small so it fails fast instead
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    res = subprocess.run([sys.executable, "-m", "workbench.cli.main", *args], cwd=wb, capture_output=True, text=True,
+                         timeout=120, preexec_fn=cap)
+    _refused(res.returncode, res.stderr, "/dev/zero", "too large")
+    assert not (wb / "wb.duckdb").exists()

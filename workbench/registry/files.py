@@ -8,12 +8,17 @@ from pathlib import Path
 from workbench.errors import ConfigError
 
 
+MAX_USER_FILE_BYTES = 64 * 1024 * 1024  # an evidence CSV's limit too (registry/evidence.py)
+
+
 def read_user_text(path: str | Path, *, encoding: str = "utf-8") -> str:
     """The text of `path`. FileNotFoundError propagates (each caller says what to do about a missing file);
-    a folder, a file it may not read, or bytes that are not UTF-8 text is a ConfigError."""
+    a folder, a file it may not read, one over MAX_USER_FILE_BYTES (read no further: /dev/zero has no end), or
+    bytes that are not UTF-8 text is a ConfigError."""
     file = str(path)
     try:
-        data = Path(path).read_bytes()
+        with Path(path).open("rb") as fh:
+            data = fh.read(MAX_USER_FILE_BYTES + 1)
     except FileNotFoundError:
         raise
     except IsADirectoryError:
@@ -23,6 +28,9 @@ def read_user_text(path: str | Path, *, encoding: str = "utf-8") -> str:
                           hint="check the file's permissions (ls -l)") from None
     except OSError as exc:
         raise ConfigError(f"cannot read it: {exc.strerror or exc}", file=file) from None
+    if len(data) > MAX_USER_FILE_BYTES:
+        raise ConfigError(f"the file is too large (more than {MAX_USER_FILE_BYTES / 1e6:.0f} MB)", file=file,
+                          hint="is it the file you meant?")
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
