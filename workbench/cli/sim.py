@@ -33,7 +33,7 @@ DirOpt = typer.Option(None, "--dir", help="State dir (default $WB_SIM_DIR, else 
 
 
 @app.command()
-def up(dir: Optional[Path] = DirOpt,
+def up(dir: Optional[str] = DirOpt,
        config: Optional[Path] = typer.Option(None, "--config", help="Serve file to use from now on."),
        set_: Optional[list[str]] = typer.Option(None, "--set", help="var=value, written into the serve file."),
        timeout: Optional[float] = typer.Option(None, help="Seconds to wait for both /health to answer 200 "
@@ -47,7 +47,7 @@ def up(dir: Optional[Path] = DirOpt,
 
 
 @app.command()
-def down(dir: Optional[Path] = DirOpt, json_: JsonOption = False) -> None:
+def down(dir: Optional[str] = DirOpt, json_: JsonOption = False) -> None:
     """Stop both servers (SIGTERM, then SIGKILL); leaves no process behind."""
     from workbench.sim import control
 
@@ -59,7 +59,7 @@ def down(dir: Optional[Path] = DirOpt, json_: JsonOption = False) -> None:
 
 
 @app.command()
-def restart(dir: Optional[Path] = DirOpt,
+def restart(dir: Optional[str] = DirOpt,
             timeout: Optional[float] = typer.Option(None, help="Seconds to wait for health [default: 60]."),
             json_: JsonOption = False) -> None:
     """Stop, re-read the serve file in use, start (the analogue of `systemctl restart`)."""
@@ -69,7 +69,7 @@ def restart(dir: Optional[Path] = DirOpt,
 
 
 @app.command()
-def status(dir: Optional[Path] = DirOpt, json_: JsonOption = False) -> None:
+def status(dir: Optional[str] = DirOpt, json_: JsonOption = False) -> None:
     """healthy / wedged (health 200 but stuck) / unhealthy / down, per server."""
     from workbench.sim import control
 
@@ -89,7 +89,7 @@ def _show(st, as_json: bool) -> None:
 
 
 @app.command()
-def repro(dir: Optional[Path] = DirOpt,
+def repro(dir: Optional[str] = DirOpt,
           sessions: int = typer.Option(80, help="Concurrent tool-calling sessions."),
           rounds: int = typer.Option(4, help="Rounds per session."),
           ctx: int = typer.Option(300, help="Tokens of the first prompt."),
@@ -112,7 +112,7 @@ def repro(dir: Optional[Path] = DirOpt,
 
 
 @app.command()
-def bench(dir: Optional[Path] = DirOpt,
+def bench(dir: Optional[str] = DirOpt,
           concurrency: Optional[list[int]] = typer.Option(
               None, "--concurrency", "-c", help="Requests in flight at once (repeatable; default 1 and 32)."),
           tokens: int = typer.Option(512, help="Tokens per answer."),
@@ -129,7 +129,7 @@ def bench(dir: Optional[Path] = DirOpt,
 
 
 @app.command()
-def journal(dir: Optional[Path] = DirOpt,
+def journal(dir: Optional[str] = DirOpt,
             unit: str = typer.Option(..., "--unit", help="decode or prefill."),
             since: Optional[str] = typer.Option(
                 None, "--since", help="From this time on: ISO-8601 (UTC when no zone is given) or 'N min ago'."),

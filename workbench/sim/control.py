@@ -43,6 +43,9 @@ def state_dir(path: str | Path | None = None) -> Path:
     """pdsim's state folder: `path` (--dir), else $WB_SIM_DIR, else the one `wb hypothesis run` uses, the
     workbench's .wb/sim ($WB_ROOT, else the nearest folder up holding hypotheses.yaml, as wb finds its
     workbench), else ./.wb/sim."""
+    if isinstance(path, str) and not path.strip():
+        # `--dir "$UNSET"`: not the current folder, which would fill with a serve file, pid files and logs
+        raise BadInput("--dir is empty", hint="give pdsim's state folder, or leave --dir out")
     if path:
         return _folder(Path(path).expanduser().resolve(), "--dir")
     env = os.environ.get("WB_SIM_DIR")
