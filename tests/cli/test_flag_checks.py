@@ -166,3 +166,12 @@ def test_a_file_without_end_is_refused_once_it_is_too_large(wb: Path, args: list
                          timeout=120, preexec_fn=cap)
     _refused(res.returncode, res.stderr, "/dev/zero", "too large")
     assert not (wb / "wb.duckdb").exists()
+
+
+@pytest.mark.parametrize("value,said", [("4294967296", "is above the largest allowed value 4294967295"),
+                                        ("-1", "is below the smallest allowed value 0")])
+def test_a_bound_of_a_variable_is_written_whole(wb: Path, cli, value: str, said: str):
+    # It was written as 4.29497e+09: a user could not tell the largest value allowed.
+    code, _, err = cli("hypothesis", "run", "wedge-confound", "--set", f"seed={value}")
+    _refused(code, err, "--set seed", said)
+    assert not (wb / "wb.duckdb").exists()

@@ -86,10 +86,15 @@ class VariableSpec(Strict):
         if self.type in ("int", "float"):
             number = float(value)
             if self.min is not None and number < self.min:
-                raise ValueError(f"{shown} is below the smallest allowed value {self.min:g}")
+                raise ValueError(f"{shown} is below the smallest allowed value {_whole(self.min)}")
             if self.max is not None and number > self.max:
-                raise ValueError(f"{shown} is above the largest allowed value {self.max:g}")
+                raise ValueError(f"{shown} is above the largest allowed value {_whole(self.max)}")
         return value
+
+
+def _whole(bound: float) -> str:
+    """A bound as written in the file: 4294967295, not 4.29497e+09."""
+    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
 
 
 class MetricSpec(Strict):
