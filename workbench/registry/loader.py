@@ -65,7 +65,17 @@ def _message(error: Any) -> str:
     if error["type"] == "literal_error" and "expected" in (error.get("ctx") or {}):
         given = error["input"]
         return f"must be one of {error['ctx']['expected']}, got {repr(given) if isinstance(given, str) else shown(given)}"
+    if error["type"] in _BOUNDS or error["type"] == "finite_number":
+        given = error.get("input")
+        if error["type"] == "finite_number" or (isinstance(given, float) and given != given):  # nan is in no bound
+            return f"must be a finite number, got {shown(given)}"
+        word, key = _BOUNDS[error["type"]]
+        return f"must be {word} {error['ctx'][key]:g}, got {shown(given)}"
     return _clean(error["msg"])
+
+
+_BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("above", "gt"),
+           "less_than_equal": ("at most", "le"), "less_than": ("below", "lt")}
 
 
 def parse_model(model: type[M], doc: LocatedYaml) -> M:
