@@ -50,3 +50,11 @@ def test_an_unknown_impl_is_refused_before_any_case_runs(cli, impl):
     assert code == 2, (code, out, err)
     assert err.startswith("Error: --impl") and "auto, cuda, reference" in err and "Traceback" not in err
     assert out == ""
+
+
+@pytest.mark.parametrize("layers", ["0", "-3"])
+def test_layers_below_one_are_refused_before_the_device_is_looked_for(cli, layers):
+    # Taken as given (no pool has fewer than one layer): here the missing device was all that was said of them.
+    code, out, err = cli("kernel", "bench", "--quick", "--layers", layers)
+    assert code == 2 and out == "", (code, out, err)
+    assert err.startswith(f"Error: --layers {layers}") and "Traceback" not in err, err

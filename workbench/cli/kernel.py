@@ -64,6 +64,8 @@ def bench(
     from workbench.errors import BadInput
     from workbench.optional import require_torch
 
+    if layers < 1:
+        raise BadInput(f"--layers {layers}: a pool has 1 layer or more", hint="leave --layers out for 4")
     require_torch("wb kernel bench")
     try:
         chosen = [int(v) for v in variants.split(",") if v.strip()] or None
