@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,7 +115,9 @@ def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
     except FileNotFoundError:
         raise BadInput(f"{path}: file not found") from None
     _check_text(path, text)
-    reader = csv.DictReader(text.splitlines())
+    # Lines end only at \n, \r\n or \r, as a CSV's do (a quoted cell's own line breaks read as \n): str.splitlines
+    # also ended them at a form feed or U+2028 inside a cell, which cut its row in two and blamed the next line.
+    reader = csv.DictReader(io.StringIO(text.replace("\r\n", "\n").replace("\r", "\n"), newline=""))
     header = reader.fieldnames or []
     first: dict[str, int] = {}
     for i, name in enumerate(header, 1):
