@@ -126,6 +126,21 @@ def test_a_set_giving_both_servers_one_port_writes_nothing(tmp_path, sim_dir):
     assert cfg.read_text() == before and not (sim_dir / "config_path").exists()
 
 
+def test_a_clock_left_at_nan_starts_afresh(sim_dir):
+    """A repro given --timeout nan (refused now) moved the shared clock to nan, and every later start of that
+    state dir failed: 'cannot convert float NaN to integer', from wb sim up and wb hypothesis run alike."""
+    from workbench.sim import clock
+
+    cfg = write_serve(sim_dir)
+    control.up(sim_dir, config=cfg)
+    control.down(sim_dir)
+    w = clock._Words(sim_dir)
+    w.d[clock._H_NOW] = float("nan")
+    w.close()
+    assert control.up(sim_dir, config=cfg).state == "healthy"
+    assert clock.current(sim_dir)[1] > 0
+
+
 def test_restart_with_requests_in_flight(sim_dir):
     import threading
 

@@ -118,6 +118,8 @@ def reset(sdir: Path) -> float:
     try:
         with w.locked():
             prev = w.d[_H_NOW] if w.q[_H_MAGIC] == _MAGIC else 0.0
+            if not math.isfinite(prev):  # a clock some earlier bug left at nan or inf: a fresh start forgets it
+                prev = 0.0
             start = float(math.ceil(max(prev + 1.0, time.time())))
             w.q[_HEADER_WORDS:] = memoryview(bytes(8 * SLOTS * _SLOT_WORDS)).cast("q")
             w.q[_H_MAGIC] = _MAGIC
