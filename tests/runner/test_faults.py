@@ -179,9 +179,12 @@ def test_sigkill_then_resume_restores_the_original(toy):
     proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix",
                              "--db", toy.db, "--replicates", "1"], env={**env, "WB_ROOT": str(toy.root)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and len(toy.restarts()) < 1:
+    # Bounded, but far beyond what an arm's first restart takes on a loaded machine: killing the runner before
+    # it wrote an arm's config would test nothing (seen with a 30 s bound at load average 12).
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(toy.restarts()) < 1 and proc.poll() is None:
         time.sleep(0.02)
+    assert len(toy.restarts()) >= 1, "the runner never restarted the target"
     proc.kill()
     proc.wait(10)
     assert toy.conf.read_bytes() != toy.original  # left in an arm's config
@@ -219,9 +222,10 @@ def test_a_signal_through_the_cli_exits_128_plus_it_and_restores(toy, sig, code)
     proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix",
                              "--db", toy.db, "--set", "mode=slow", "--replicates", "1"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not toy.restarts():
+    deadline = time.monotonic() + 300  # bounded, far beyond a first restart on a loaded machine
+    while time.monotonic() < deadline and not toy.restarts() and proc.poll() is None:
         time.sleep(0.02)
+    assert toy.restarts(), "the runner never restarted the target"
     time.sleep(0.5)  # inside the (slow) workload
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
