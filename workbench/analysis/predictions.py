@@ -76,7 +76,7 @@ def units_needed_arm(k: float, n: float, bounds: tuple[float, float]) -> int | N
     def ok(m: float) -> bool:
         return stats.relation(stats.wilson(p * m, m), bounds) == want
 
-    return _search(n, ok)
+    return stats.search_smallest(n, ok)
 
 
 def units_needed_diff(ka: float, na: float, kb: float, nb: float, bounds: tuple[float, float]) -> int | None:
@@ -90,26 +90,8 @@ def units_needed_diff(ka: float, na: float, kb: float, nb: float, bounds: tuple[
     def ok(f: float) -> bool:
         return stats.relation(stats.newcombe(ka * f, na * f, kb * f, nb * f), bounds) == want
 
-    f = _search(1.0, ok, integer=False)
+    f = stats.search_smallest(1.0, ok, integer=False)
     return None if f is None else int(math.ceil(f * max(na, nb)))
-
-
-def _search(start: float, ok: Any, integer: bool = True, limit: float = 1e7) -> Any:
-    hi = max(start, 1.0)
-    while not ok(hi):
-        hi *= 2
-        if hi > (limit if integer else limit / max(start, 1.0)):
-            return None
-    lo = hi / 2 if hi > start else start
-    for _ in range(40):
-        if hi - lo <= (1 if integer else 1e-3):
-            break
-        mid = (lo + hi) / 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return int(math.ceil(hi)) if integer else hi
 
 
 # ----------------------------------------------------------------------------- one prediction
@@ -287,7 +269,7 @@ def runs_needed_arm(e: Any, runs: int, bounds: tuple[float, float], limit: int =
         return stats.relation(stats.wilson(e.k_eff * f, e.n_eff * f,
                                            clustered.level_alpha(stats.ALPHA, total - 1)), bounds) == want
 
-    total = _search(runs, lambda t: ok(math.ceil(t)), limit=limit)
+    total = stats.search_smallest(runs, lambda t: ok(math.ceil(t)), limit=limit)
     return None if total is None else total - runs
 
 

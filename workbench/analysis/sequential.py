@@ -33,6 +33,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from workbench.analysis import stats
+
 ALPHA = 0.05
 # A sequential execution stops no earlier than its second replicate: a single run's units look
 # independent whatever the between-run variation is, and a stop on one run would trust that blindly.
@@ -357,8 +359,6 @@ def more_looks(runs: list[tuple[float, float]], bounds: tuple[float, float], alp
     interval (`e_interval`) would leave or enter the region, under the divisor of the runs so far; None where
     nothing can be projected or no number up to `limit` does. The sequential counterpart of the fixed design's
     "more units would decide it": the confidence sequence is wider than a fixed interval, so more are needed."""
-    from workbench.analysis.predictions import _search
-
     arm = _arm_now(runs, divisor or _unit)
     if arm is None:
         return None
@@ -370,7 +370,7 @@ def more_looks(runs: list[tuple[float, float]], bounds: tuple[float, float], alp
         rates: list[float | None] = [k / n if n > 0 else None for k, n in zip(pk, pn)]
         return _decides(np.cumsum(pk) / d, np.cumsum(pn) / d, rates, bounds, alpha, run_bet)
 
-    return _search(1, decides, limit=limit)
+    return stats.search_smallest(1, decides, limit=limit)
 
 
 def _unit(_ks: list[float], _ns: list[float]) -> float:
@@ -382,7 +382,6 @@ def _arm_now(runs: list[tuple[float, float]], div: Callable[[list[float], list[f
     on its effective counts) and the mean units of its looks in whole units; None where nothing can be
     projected (no looks or units, or a count that is not a number: every comparison with NaN is False, so
     the projection would have "decided" nothing and stopped the execution)."""
-    from workbench.analysis import stats
 
     ks, ns = [float(k) for k, _ in runs], [float(n) for _, n in runs]
     if not runs or sum(ns) <= 0 or not all(math.isfinite(x) for x in ks + ns):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 ALPHA = 0.05
 # benchstat's minimums: an order-statistic interval at 95% needs 6 samples, a rank test 4 per side.
@@ -441,3 +441,23 @@ def shift_pvalue(a: Sequence[float], b: Sequence[float], bounds: Interval, want:
         return iv if iv is not None else (-math.inf, math.inf)
 
     return interval_pvalue(ci, bounds, want)
+
+
+def search_smallest(start: float, ok: Callable[[float], bool], integer: bool = True, limit: float = 1e7) -> Any:
+    """The smallest value from `start` (an integer where `integer`) for which `ok` holds, found by doubling then
+    bisection, assuming `ok` stays true once true; None where nothing up to `limit` does."""
+    hi = max(start, 1.0)
+    while not ok(hi):
+        hi *= 2
+        if hi > (limit if integer else limit / max(start, 1.0)):
+            return None
+    lo = hi / 2 if hi > start else start
+    for _ in range(40):
+        if hi - lo <= (1 if integer else 1e-3):
+            break
+        mid = (lo + hi) / 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return int(math.ceil(hi)) if integer else hi

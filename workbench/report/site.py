@@ -228,6 +228,13 @@ def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: s
 
     # The artifact copies this build's run pages link to: a deleted run's copies go with its page.
     files = {str(p.relative_to(out)) for p in written + asset_paths} | {f for f in copied if (stage / f).is_file()}
+    _publish(out, stage, files, previous, now)
+    return result
+
+
+def _publish(out: Path, stage: Path, files: set[str], previous: set[str], now: str) -> None:
+    """Move the staged build into `out`, remove what the previous build wrote and this one did not (a deleted
+    run's page and artifact copies), then write the manifest that names this build's files."""
     for staged in sorted(p for p in stage.rglob("*") if p.is_file()):
         dest = out / staged.relative_to(stage)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -242,4 +249,3 @@ def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: s
             if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
                 folder.rmdir()
     _write(out / MANIFEST, json.dumps({"format": 1, "generated_at": now, "files": sorted(files)}, indent=0))
-    return result
