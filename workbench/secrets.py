@@ -46,6 +46,62 @@ def secret_env(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if looks_secret(k)}
 
 
+# An entry of a config's text: `NAME=value`, `NAME: value`, `"NAME": "value"`, `export NAME=value`, `--name=value` or
+# `--name value`, the value a quoted string or a word. Only the name and its separator are taken, so an entry inside
+# another's value (`url=https://h/x?token=…`) is found too.
+_ENTRY = re.compile(r"""(?<![\w.$])(?P<dash>--?)?(?P<q>["']?)(?P<name>[A-Za-z_][\w.-]*)(?P=q)"""
+                    r"""(?:[ \t]*[=:][ \t]*|(?(dash)[ \t]+(?=[^\s-])|(?!)))"""
+                    r"""(?=(?P<value>"(?:[^"\\]|\\.)*"|'[^']*'|[^\s,;&#}]+))""")
+# Values an entry named like a secret holds that are no secret: a switch or a number (SGLANG_TOKEN_..._FIX=1).
+_PLAIN = re.compile(r"(?i)[-+]?\d+(?:\.\d*)?|true|false|on|off|yes|no|none|null")
+
+
+def mask_entries(text: str | None, keep: Any = ()) -> str | None:
+    """A config's text with the value of each entry named like a secret (`looks_secret`) masked: `HF_TOKEN=hf_…`
+    in a serve script, `api_key: …` in YAML, `--api-key …` on a command line. The registry knows only the names
+    and values its own files declare, so a token written into a config template, or brought by a bundle, was kept
+    as it was. Left as they are: the values in `keep` (the run's variables, which the arms must be seen to differ
+    in), a switch or a number, a reference to a shell variable (`$HF_TOKEN`), a template and the mask."""
+    if not text:
+        return text
+    kept = {str(v) for v in keep if v is not None}
+    return "\n".join(_masked_line(line, kept) for line in text.split("\n"))
+
+
+def _is_secret_value(value: str, kept: set[str]) -> bool:
+    return not (not value or value in kept or _PLAIN.fullmatch(value) or value.startswith("$") or "{{" in value
+                or "{%" in value or value == MASK or re.fullmatch(_MASKED, value))
+
+
+def _masked_line(line: str, kept: set[str]) -> str:
+    parts, pos = [], 0
+    for m in _ENTRY.finditer(line):
+        value = m.group("value")
+        if m.start() < pos or not looks_secret(m.group("name")):
+            continue
+        quoted = len(value) > 1 and value[0] in "\"'" and value[-1] == value[0]
+        inner = value[1:-1] if quoted else value
+        if not _is_secret_value(inner, kept):
+            continue
+        parts += [line[pos:m.end()], f"{value[0]}{MASK}{value[0]}" if quoted else MASK]
+        pos = m.end() + len(value)
+    return "".join(parts) + line[pos:] if parts else line
+
+
+def mask_named(obj: Any) -> Any:
+    """A copy of a JSON-like value (a profile as an experiment declares it) with each text's secret-named entries
+    masked (`mask_entries`: a token written into a config template) and the value of each mapping entry named like
+    a secret (a context key `hf_token: hf_…`), but for a switch, a number, a template or a shell reference."""
+    if isinstance(obj, str):
+        return mask_entries(obj)
+    if isinstance(obj, dict):
+        return {k: (MASK if isinstance(v, str) and looks_secret(k) and _is_secret_value(v, set()) else mask_named(v))
+                for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(mask_named(v) for v in obj)
+    return obj
+
+
 def register(*, values: Any = (), names: Any = ()) -> None:
     """Remember secret values (and the names they go by) for the rest of this process."""
     forms = {form for v in values if v is not None and str(v) != "" for form in _forms(str(v))}

@@ -276,3 +276,31 @@ def test_a_fingerprint_entry_named_like_a_secret_is_masked_as_a_bundle_is_import
     runs = _rows(str(b))["runs"]
     assert runs and all(json.loads(r["fingerprint_json"]) == {"HF_TOKEN": "<redacted>", "gpu": "H200"} for r in runs)
     assert b"NotForTheStore" not in b.read_bytes()
+
+
+def test_a_rendered_config_holding_a_token_is_masked_on_import_export_and_show(workbench_dir: Path, seed_csv: Path,
+                                                                               cli):
+    """A run's rendered config with a secret-named entry (`export HF_TOKEN=hf_…`), from a bundle another tool or
+    an older wb wrote, or from a store an older wb kept, was imported, exported and shown as it was."""
+    config = "export HF_TOKEN=hf_NotForAnyone1\nindex_k_dtype=bf16\n"
+    bundle = _edited(_bundle(workbench_dir, seed_csv, cli),
+                     lambda d: [r.update(rendered_config=config) for r in d["store"]["runs"]])
+    b = workbench_dir / "b.duckdb"
+    code, _, err = cli("bundle", "import", str(bundle), "--db", str(b), "--root", str(workbench_dir))
+    assert code == 0, err
+    runs = _rows(str(b))["runs"]
+    assert runs and all(r["rendered_config"] == "export HF_TOKEN=<redacted>\nindex_k_dtype=bf16\n" for r in runs)
+    assert b"NotForAnyone1" not in b.read_bytes()
+
+    import duckdb
+
+    older = _seeded_store(workbench_dir, seed_csv, cli, name="older.duckdb")
+    with duckdb.connect(older) as con:  # as a wb that did not mask it kept it
+        con.execute("UPDATE runs SET rendered_config = ?", [config])
+    out = workbench_dir / "older.wbundle"
+    code, _, err = cli("bundle", "export", "wedge-confound", "-o", str(out), "--db", older, "--root", str(workbench_dir))
+    assert code == 0, err
+    assert b"NotForAnyone1" not in gzip.decompress(out.read_bytes())
+    code, shown, err = cli("runs", "show", "1", "--json", "--db", older, "--root", str(workbench_dir))
+    assert code == 0, err
+    assert "HF_TOKEN=<redacted>" in shown and "NotForAnyone1" not in shown

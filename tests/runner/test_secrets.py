@@ -3,6 +3,7 @@ inside URLs appear nowhere in the DuckDB file, the report folder or the printed 
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -206,3 +207,31 @@ def test_a_masked_override_reads_whole_in_the_markdown(toy):
     assert res.exit_code == 0, res.output
     assert PASSWORD not in res.output
     assert "under --set db_password=&lt;redacted>: " in res.output, res.output
+
+
+def test_a_token_written_into_a_config_template_is_masked_in_the_store_the_bundle_and_the_report(toy, tmp_path):
+    """The registry knows the secrets its files declare (profile env, secret variables); a token written into the
+    config template itself (a serve script's `hf_token: hf_…`, `--api-key sk-…`) was stored in the run's rendered
+    config and the execution's config diff as it was, and went into every bundle and run page. Its value is masked
+    by its name; the isolated variable's lines still differ, so the config check holds."""
+    edit_profile(toy.root, "        mode={{ mode }}\n",
+                 "        mode={{ mode }}\n        hf_token: hf_InTheTemplate42\n"
+                 "        # serve --api-key sk-InTheTemplate42 --port {{ port }}\n")
+    res = CliRunner().invoke(app, ["hypothesis", "run", "toy-fix", "--db", toy.db, "--replicates", "1", "--json",
+                                   "--report"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    configs = [c for (c,) in store_rows(toy.db, "SELECT rendered_config FROM runs")]
+    assert len(configs) == 2 and all(f"hf_token: {secrets.MASK}\n" in c and f"--api-key {secrets.MASK} --port" in c
+                                     for c in configs), configs
+    assert sorted(c.split("\n")[1] for c in configs) == ["fix=off", "fix=on"]
+    assert b"InTheTemplate42" not in Path(toy.db).read_bytes()
+    checks = {c["name"]: c for c in summary["checks"]}
+    assert checks["config"]["passed"] is True and "fix=off" in checks["config"]["detail"], checks["config"]
+    bundle = tmp_path / "toy.wbundle"
+    res = CliRunner().invoke(app, ["bundle", "export", "toy-fix", "--db", toy.db, "-o", str(bundle)])
+    assert res.exit_code == 0, res.output
+    assert b"InTheTemplate42" not in gzip.decompress(bundle.read_bytes())
+    pages = [p for p in _files(toy.root / "reports") if p.suffix == ".html"]
+    assert any("Rendered config" in p.read_text() for p in pages)
+    assert not [p for p in pages if "InTheTemplate42" in p.read_text()]

@@ -179,4 +179,9 @@ async def _check(p: Prepared, text: str, values: dict[str, Any]) -> str | None:
 
 
 def arms_config_diff(p: Prepared) -> dict[str, str]:
-    return config_diff(p.rendered, base=p.arms[0] if p.arms else None)
+    """The arms' config diff as it is stored and shown: each secret-named entry masked, the arms' values kept."""
+    from workbench.secrets import mask_entries
+
+    keep = {v for assigned in p.assignments.values() for v in assigned.values()}
+    masked = {arm: mask_entries(text, keep=keep) or "" for arm, text in p.rendered.items()}
+    return config_diff(masked, base=p.arms[0] if p.arms else None)

@@ -17,6 +17,7 @@ from sqlmodel import Session, SQLModel, select
 
 from workbench.store.models import (Artifact, ArtifactBlob, Execution, ExperimentSnapshot, HypothesisSnapshot, Metric,
                                     ProbeCount, Review, Run, Unit, Verdict)
+from workbench.store.records import masked_config
 
 ROW_FORMAT = 1
 
@@ -107,7 +108,9 @@ def dump(session: Session, hypothesis_ids: list[str]) -> dict[str, Any]:
                         "hypothesis_snapshot": snap_h.get(e.hypothesis_snapshot_id),
                         "experiment_snapshot": snap_e.get(e.experiment_snapshot_id)}
                        for e in sorted(exec_by_id.values(), key=lambda e: e.id)],
-        "runs": [{**_encode(Run, r, drop=("id", "execution_id")), "execution": exec_uuid.get(r.execution_id)}
+        # A rendered config a store kept from before its secret-named entries were masked travels masked.
+        "runs": [{**_encode(Run, r, drop=("id", "execution_id")), "execution": exec_uuid.get(r.execution_id),
+                  "rendered_config": masked_config(r.rendered_config, r.variables_json)}
                  for r in sorted(runs.values(), key=lambda r: r.id)],
         "units": with_run(Unit, _where_in(session, Unit, Unit.run_id, run_ids)),
         "metrics": with_run(Metric, _where_in(session, Metric, Metric.run_id, run_ids)),
@@ -209,7 +212,8 @@ def load(session: Session, doc: dict[str, Any]) -> dict[str, int]:
         if d["uuid"] not in runs:
             ex = execs.get(d.get("execution"))
             row = _add(session, _decode(Run, d, execution_id=ex.id if ex else None,
-                                        fingerprint_json=_masked_fingerprint(d.get("fingerprint_json"))))
+                                        fingerprint_json=_masked_fingerprint(d.get("fingerprint_json")),
+                                        rendered_config=masked_config(d.get("rendered_config"), d.get("variables_json"))))
             runs[d["uuid"]] = row
             new_runs[d["uuid"]] = row.id
     added["runs"] = len(new_runs)

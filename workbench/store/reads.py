@@ -11,6 +11,10 @@ from workbench.store.entities import (ArtifactRecord, ExecutionRecord, ImportedR
 
 
 def run_record(run: Any, metrics: dict[str, float] | None = None, **detail: Any) -> RunRecord:
+    if detail.get("rendered_config") is not None:  # a row kept before its secret-named entries were masked
+        from workbench.store.records import masked_config
+
+        detail["rendered_config"] = masked_config(detail["rendered_config"], run.variables_json)
     return RunRecord(
         id=run.id, execution_id=run.execution_id, hypothesis_id=run.hypothesis_id, experiment_id=run.experiment_id,
         experiment_version=run.experiment_version, source=run.source, label=run.label, arm=run.arm,

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from sqlmodel import Session, select
 
-from workbench.secrets import looks_secret
+from workbench.secrets import looks_secret, mask_entries, mask_named
 from workbench.store import jsonx
 from workbench.store.models import (Artifact, ArtifactBlob, Execution, ExperimentSnapshot, HypothesisSnapshot, Metric,
                                     ProbeCount, Review, Run, Unit, Verdict, utcnow)
@@ -41,6 +41,18 @@ def redact_secrets(mapping: dict[str, Any] | None) -> dict[str, Any] | None:
         else:
             out[k] = v
     return out
+
+
+def masked_config(text: str | None, variables: Any) -> str | None:
+    """A run's rendered config as the store keeps and shows it: each entry named like a secret masked
+    (`secrets.mask_entries`), but for the values of the run's `variables` (a mapping, or its JSON text), which the
+    config check must see the arms differ in."""
+    if isinstance(variables, str):
+        try:
+            variables = jsonx.loads(variables)
+        except ValueError:
+            variables = None
+    return mask_entries(text, keep=variables.values() if isinstance(variables, dict) else ())
 
 
 def sha256_text(text: str) -> str:
@@ -91,8 +103,12 @@ def snapshot_hypothesis(session: Session, *, hypothesis_id: str, body: dict[str,
 
 
 def snapshot_experiment(session: Session, *, experiment_id: str, version: int, body: dict[str, Any]) -> ExperimentSnapshot:
+    """The experiment as declared, keyed by its content; its profiles' secret-named entries are kept masked (a
+    token written into a config template or a context value), as the flush hook masks the secrets declared."""
+    sha = sha256_text(jsonx.dumps(body) or "{}")
+    if isinstance(body.get("profiles"), dict):
+        body = {**body, "profiles": mask_named(body["profiles"])}
     text = jsonx.dumps(body) or "{}"
-    sha = sha256_text(text)
     return _get_or_add(session, ExperimentSnapshot,
                        (ExperimentSnapshot.experiment_id == experiment_id, ExperimentSnapshot.sha256 == sha),
                        lambda: ExperimentSnapshot(experiment_id=experiment_id, version=version, sha256=sha,
@@ -142,7 +158,7 @@ def create_run(session: Session, *, experiment_id: str | None, variables: dict[s
               experiment_version=experiment_version, source=source, label=label, arm=arm, replicate=replicate,
               order_index=order_index, block=block, host=host, target=target, status=status,
               started_at=started_at, ended_at=ended_at, variables_json=jsonx.dumps(variables),
-              rendered_config=rendered_config,
+              rendered_config=masked_config(rendered_config, variables),
               config_hash=config_hash or (sha256_text(rendered_config) if rendered_config is not None else None),
               fingerprint_json=jsonx.dumps(redact_secrets(fingerprint)), provenance=provenance, phase=phase,
               uuid=uuid or new_key())
@@ -159,6 +175,8 @@ def update_run(session: Session, *, run_id: int, **fields: Any) -> Run:
         run.fingerprint_json = jsonx.dumps(redact_secrets(fields.pop("fingerprint")))
     if "variables" in fields:
         run.variables_json = jsonx.dumps(fields.pop("variables"))
+    if "rendered_config" in fields:
+        run.rendered_config = masked_config(fields.pop("rendered_config"), run.variables_json)
     for k, v in fields.items():
         setattr(run, k, v)
     session.add(run)
