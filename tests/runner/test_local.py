@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+
+import pytest
 
 from runner_kit import run_hypothesis, store_rows  # noqa: E402  (tests/runner is on sys.path)
 
@@ -81,4 +84,31 @@ def test_the_profile_env_is_rendered_for_each_run_with_its_own_arm(toy):
     assert {a: fp["env"] for a, fp in fps.items()} == {a: {"SERVICE_API_TOKEN": "<redacted>"} for a in want}
     checks = {c["name"]: c for c in summary["checks"]}
     assert checks["fingerprint"]["passed"] is True, checks["fingerprint"]
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_a_file_already_at_the_temporary_name_is_never_written_through(toy):
+    """Something at .serve.conf.wb-tmp before the run (a link someone planted there, or a leftover of a killed
+    write): wb writes a fresh file of its own, so the link's target is untouched and serve.conf stays a file
+    (the arm went through the link into its target, and the link was renamed over serve.conf)."""
+    victim = toy.state / "victim.txt"
+    victim.write_text("not wb's\n")
+    (toy.state / ".serve.conf.wb-tmp").symlink_to(victim)
+    summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, replicates=1, build_report=False)
+    assert [r["status"] for r in summary["runs"]] == ["ok", "ok"]
+    assert victim.read_text() == "not wb's\n"
+    assert not toy.conf.is_symlink() and toy.conf.read_bytes() == toy.original
+    assert not (toy.state / ".serve.conf.wb-tmp").is_symlink() and not (toy.state / ".serve.conf.wb-tmp").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving the serve file another owner needs root")
+def test_restore_keeps_the_serve_files_owner_group_and_mode(toy):
+    """Run as root, wb writes each arm and the original back into a file the service's own user owns: the file
+    keeps that owner, group and mode (it came back root:root, unreadable to a service reading it as its user)."""
+    os.chown(toy.conf, 65534, 65534)
+    os.chmod(toy.conf, 0o640)
+    summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, replicates=1, build_report=False)
+    assert [r["status"] for r in summary["runs"]] == ["ok", "ok"]
+    st = toy.conf.stat()
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (65534, 65534, 0o640)
     assert toy.conf.read_bytes() == toy.original

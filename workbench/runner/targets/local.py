@@ -37,6 +37,42 @@ def _through_links(path: str) -> Path:
     return Path(os.path.realpath(path))
 
 
+def _write_new(tmp: Path, data: bytes, mode: int) -> None:
+    """`data` in a new file of wb's own at `tmp`, made with `mode` (as the ssh target writes one): whatever is
+    already at that name (a leftover of a killed write, a link planted there) is removed, never written through
+    or renamed over the config; the exclusive create fails rather than follow anything put back in between."""
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode & 0o7777)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+            os.fchmod(f.fileno(), mode)  # the create's mode passed through the umask
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _same_owner(tmp: Path, real: Path) -> None:
+    """Give the file about to replace `real` its owner and group, as the ssh target does: run as root, wb rewrites
+    files a service's own user owns, and a config renamed over them as root's would be unreadable to that
+    service. Where this user may not give a file away (not root), the replacement stays its own, as before."""
+    try:
+        old, new = os.stat(real), os.stat(tmp, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if (old.st_uid, old.st_gid) == (new.st_uid, new.st_gid):
+        return
+    try:
+        os.chown(tmp, old.st_uid, old.st_gid, follow_symlinks=False)
+    except PermissionError:
+        pass
+
+
 class LocalTarget(Target):
     kind = "local"
 
@@ -127,11 +163,8 @@ class LocalTarget(Target):
         tmp = p.with_name(f".{p.name}.wb-tmp")
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, mode)
+            _write_new(tmp, data, mode)
+            _same_owner(tmp, p)
             os.replace(tmp, p)
         except OSError as exc:
             raise TargetError(f"cannot write {path}: {exc.strerror}") from exc
