@@ -216,6 +216,41 @@ def test_failed_restore_is_loud_with_the_exact_manual_commands(toy):
     assert toy.conf.read_bytes() == toy.original
 
 
+def test_after_a_failed_restore_the_next_run_says_so_and_waits_for_the_original(toy):
+    """The restore failed and the config still held an arm's: the lock was released, so the next run took that
+    arm's config for the original and 'restored' it after every run from then on; a lock left otherwise said
+    the runner 'died before restoring it', though it had run its restore and said why it failed. The lock is now
+    left marked: the next run is refused naming the failed restore and the copy that puts the original back,
+    and once that is done the run after takes the target over."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from workbench.cli.main import app
+    from workbench.errors import RestoreFailed
+
+    async def fault(stage, pr):
+        if stage == "collect" and not toy.conf.is_dir():
+            toy.conf.unlink()
+            toy.conf.mkdir()
+
+    with pytest.raises(RestoreFailed):
+        _run(toy, replicates=1, fault=fault)
+    shutil.rmtree(toy.conf)
+    toy.conf.write_text("fix=on\nmode=ok\n")  # an arm's config, as a failed restore may leave it
+    restarts = len(toy.restarts())
+    res = CliRunner().invoke(app, ["hypothesis", "run", "toy-fix", "--db", toy.db, "--replicates", "1"])
+    assert res.exit_code == 2, res.output
+    assert "whose restore failed" in res.output and "died" not in res.output, res.output
+    assert toy.conf.read_text() == "fix=on\nmode=ok\n" and len(toy.restarts()) == restarts  # untouched
+    hint = res.output[res.output.index("Hint: "):]
+    copy = hint[hint.index("(cp ") + 1:hint.index(")", hint.index("(cp "))]
+    subprocess.run(copy, shell=True, check=True)
+    s = _run(toy, replicates=1)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    assert toy.conf.read_bytes() == toy.original
+
+
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
 def test_a_signal_through_the_cli_exits_128_plus_it_and_restores(toy, sig, code):
     env = dict(os.environ, WB_ROOT=str(toy.root))

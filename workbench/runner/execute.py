@@ -75,6 +75,7 @@ class State:
     run_ids: list[int] = field(default_factory=list)
     outcomes: list[tuple[int, PlannedRun, RunOutcome]] = field(default_factory=list)
     restore_error: str | None = None
+    restore_failed: set[str] = field(default_factory=set)  # hosts whose restore failed: their lock is left marked
     stop_reason: str | None = None
     target_desc: str = ""
     timing: dict[str, float] = field(default_factory=dict)
@@ -218,6 +219,7 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
                                do_restart=not started_here and bool(restart), after=healthy)
         except RestoreFailed as exc:
             problems.append(exc)
+            state.restore_failed.add(host)
     if problems:
         msg = "\n".join(f"{e.message}\n  {e.hint}" for e in problems)
         state.restore_error = msg
@@ -289,7 +291,7 @@ async def _main(state: State, target: Target) -> None:
         except WbError as exc:  # the restore already happened; stopping our own pdsim is best effort
             state.progress.log(f"warning: stopping the deployment failed: {exc.message}")
         if lock is not None:
-            await lock.release()
+            await lock.release(restore_failed=state.restore_failed)
         await target.close()
         progress_mod.on_output_gone = None
         for sig in STOP_SIGNALS:

@@ -17,10 +17,10 @@ import json
 import os
 import shlex
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Collection
 
 from workbench.errors import RunFailure, TargetError
 from workbench.runner.targets.base import LOCK_NAME, Target  # noqa: F401 (LOCK_NAME: part of this module's interface)
@@ -65,6 +65,10 @@ class Holder:
     pid: int
     pid_start: str | None
     since: str
+    # The owner's restore failed and it left the lock so: no later execution snapshots the arm's config it may
+    # have left as "the original". Such a lock is taken over, whether or not its owner still runs, once the
+    # config is the original again (`left_by_dead`).
+    restore_failed: bool = False
 
     @classmethod
     def me(cls, execution: str) -> "Holder":
@@ -73,19 +77,24 @@ class Holder:
                    datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
     def text(self) -> str:
-        return json.dumps(self.__dict__, sort_keys=True)
+        d = dict(self.__dict__)
+        if not d.pop("restore_failed"):
+            return json.dumps(d, sort_keys=True)
+        return json.dumps({**d, "restore_failed": True}, sort_keys=True)
 
     @classmethod
     def parse(cls, text: str) -> "Holder | None":
         try:
             d = json.loads(text)
-            return cls(str(d["execution"]), str(d["host"]), int(d["pid"]), d.get("pid_start"), str(d["since"]))
-        except (ValueError, KeyError, TypeError):
+            return cls(str(d["execution"]), str(d["host"]), int(d["pid"]), d.get("pid_start"), str(d["since"]),
+                       d.get("restore_failed") is True)
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def stale(self) -> bool:
-        """True when the owner ran on this machine and is gone; an owner elsewhere cannot be checked."""
-        return self.host == socket.gethostname() and not pid_alive(self.pid, self.pid_start)
+        """True when the owner no longer holds the target: its restore failed, or it ran on this machine and is
+        gone; an owner elsewhere cannot be checked."""
+        return self.restore_failed or (self.host == socket.gethostname() and not pid_alive(self.pid, self.pid_start))
 
 
 RUNNER_NOTE = "runner.json"
@@ -203,13 +212,19 @@ class TargetLock:
                 hint=f"wait for it to finish; if no wb runs there any more, remove {path} on {where}")
         raise TargetBusy(f"could not take the lock {path} on {self.target.describe(host)} (it kept changing)")
 
-    async def release(self) -> None:
-        """Remove the locks this execution holds (never another's); best effort, never raises."""
+    async def release(self, *, restore_failed: Collection[str] = ()) -> None:
+        """Remove the locks this execution holds (never another's); best effort, never raises. The lock of a host
+        in `restore_failed` is left, marked so (see `Holder.restore_failed`)."""
         mine = shlex.quote(self.me.text())
         for host in list(self.held):
             q = shlex.quote(self.paths[host])
+            if host in restore_failed:
+                left = shlex.quote(replace(self.me, restore_failed=True).text())
+                cmd = f'[ "$(cat {q} 2>/dev/null)" = {mine} ] && printf \'%s\\n\' {left} > {q}; true'
+            else:
+                cmd = f'[ "$(cat {q} 2>/dev/null)" = {mine} ] && rm -f {q}; true'
             try:
-                await self.target.run(host, f'[ "$(cat {q} 2>/dev/null)" = {mine} ] && rm -f {q}; true', timeout=60)
+                await self.target.run(host, cmd, timeout=60)
             except (TargetError, OSError):
                 pass
             self.held.remove(host)

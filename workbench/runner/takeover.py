@@ -8,11 +8,12 @@ after every run from then on.
 from __future__ import annotations
 
 import asyncio
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from workbench.runner.prepare import preview_values
 from workbench.runner.record import Recorder
-from workbench.runner.restore import Snapshot, take_snapshots
+from workbench.runner.restore import ForeignSnapshot, Snapshot, load_snapshots, take_snapshots
 from workbench.runner.targets.base import Target
 from workbench.store.engine import Store
 from workbench.store.writes import FINISHED
@@ -58,16 +59,19 @@ def target_lock(target: Target, state: "State", paths: dict[str, str]) -> "Targe
 
 
 async def check_left_by_dead(state: "State", target: Target, host: str, lock_file: str, holder: "Holder") -> None:
-    """Refuse a target whose lock a dead runner of another execution left, unless its config file is the
-    original that runner saved: a new snapshot would take an arm's config for the original, and every
-    restore after it would put the arm's config back."""
+    """Refuse a target whose lock a runner of another execution left (it died, or its restore failed), unless its
+    config file is the original that runner saved: a new snapshot would take an arm's config for the original,
+    and every restore after it would put the arm's config back."""
     from workbench.runner.lock import TargetBusy
     from workbench.runner.restore import left_as_saved
 
-    why = await left_as_saved(target, host, state.artifacts_root / f"execution-{holder.execution}", holder.execution)
+    folder = state.artifacts_root / f"execution-{holder.execution}"
+    why = await left_as_saved(target, host, folder, holder.execution)
     if why is None:
-        state.progress.log(f"taking over the lock of execution {holder.execution}: its runner (pid {holder.pid}) "
-                           "is gone and the config is the original it saved")
+        state.progress.log(f"taking over the lock of execution {holder.execution}: "
+                           + ("the restore that failed in it has been made good: the config is the original it saved"
+                              if holder.restore_failed else
+                              f"its runner (pid {holder.pid}) is gone and the config is the original it saved"))
         return
     known = [e for e in state.store.executions() if e.uuid == holder.execution]
     which = f"execution {known[0].id} of {known[0].hypothesis_id}" if known else f"execution {holder.execution}"
@@ -78,11 +82,35 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
     else:
         resume = (f"wb hypothesis run {known[0].hypothesis_id} --resume" if known
                   else "`wb hypothesis run ID --resume` against the store that holds it")
+    # A lock its runner could not mark (the link that failed the restore was down) is told by the error it recorded.
+    if holder.restore_failed or (known and "RESTORE FAILED" in (known[0].error or "")):
+        raise TargetBusy(
+            f"target {target.describe(host)} was left by {which}, whose restore failed (its runner, pid {holder.pid} "
+            f"on {holder.host}, could not put the original config back): {why}",
+            hint=_restore_by_hand(target, host, folder, holder.execution, lock_file))
     raise TargetBusy(
         f"target {target.describe(host)} was left by {which}, whose runner (pid {holder.pid} on {holder.host}, "
         f"since {holder.since}) died before restoring it: {why}",
         hint=f"resume it ({resume}: it puts the original back first), or put the original back by hand and "
              f"remove {lock_file}")
+
+
+def _restore_by_hand(target: Target, host: str, folder: Any, owner: str, lock_file: str) -> str:
+    """What to do about a target whose restore failed: put the original back, then run again (the lock, left so
+    that no run takes the arm's config for the original, is then taken over)."""
+    try:
+        snap = load_snapshots(folder, owner=owner).get(host)
+    except (ForeignSnapshot, OSError, ValueError, KeyError, TypeError):
+        snap = None
+    if snap is None:
+        how = "put the original config back by hand"
+    elif snap.data is None:
+        how = f"remove the config it wrote ({target.manual_command(host, 'rm -f ' + shlex.quote(snap.path))})"
+    else:
+        how = f"put the original back ({target.manual_copy(host, str(snap.local_copy), snap.path)})"
+    return (f"{how} and restart the service, as the failed run printed; then run again: wb takes the lock over "
+            f"once the config is the original (removing {lock_file} instead would make the config as it is now "
+            "the original of every later run)")
 
 
 def _recover(state: "State") -> None:
