@@ -148,10 +148,10 @@ def redact_text(text: str, mask: str = MASK) -> str:
         # text around it goes on: at a space, a quote or a backslash (a JSON string's end, or an escaped newline
         # inside one, so the JSON stays JSON), and it follows a line start, a separator or an escaped
         # newline, so a JSON text and the object it encodes are masked alike. A template (`{{ name }}`) is not a
-        # value.
+        # value, nor is a reference to a shell variable (`NAME="$NAME"` in a command printed for a restore by hand).
         if f'"{n}"' in out:
             out = re.sub(rf'("{re.escape(n)}"\s*:\s*)"(?:[^"\\]|\\.)*"', lambda m: f'{m.group(1)}"{mask}"', out)
-        entry = re.compile(rf"(?m)(^|[\s,;]|\\[nrt]){re.escape(n)}=(?!{re.escape(mask)}|{_MASKED})(?!\{{[{{%])[^\s\"\\]*")
+        entry = re.compile(rf"(?m)(^|[\s,;]|\\[nrt]){re.escape(n)}=(?!{re.escape(mask)}|{_MASKED})(?!\{{[{{%])(?!\"?\$[{{A-Za-z_])[^\s\"\\]*")
         out = _on_lines_with(out, f"{n}=", lambda line: entry.sub(lambda m: f"{m.group(1)}{n}={mask}", line))
     return out
 

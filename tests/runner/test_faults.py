@@ -251,6 +251,51 @@ def test_after_a_failed_restore_the_next_run_says_so_and_waits_for_the_original(
     assert toy.conf.read_bytes() == toy.original
 
 
+def test_the_printed_restore_commands_carry_the_profiles_env_and_reference_secrets_by_name(toy):
+    """The restart wb runs in a restore gets the profile's env; the printed one had none of it, and a secret in a
+    command (a secret variable) was printed masked, a bare <redacted> that the shell read as a redirection. The
+    printed commands now pass the env, a secret as a reference ("$SERVICE_API_TOKEN", "$db_password") to a
+    variable the hint asks the user to set, so pasted as they are they restore the target."""
+    import shutil
+
+    from workbench import secrets
+    from workbench.errors import RestoreFailed
+
+    password = "pw with 'quote' & $sign"
+    (toy.state / "token").write_text("s3cret-value")
+    (toy.state / "pw").write_text(password)
+    edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
+                 "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
+                 "  db_password: {secret: true, default: changeme}\n")
+    edit_profile(toy.root, 'env: {SERVICE_API_TOKEN: "s3cret-value"}',
+                 'env: {SERVICE_API_TOKEN: "s3cret-value", TOY_LEVEL: "two words; it\'s"}')
+    edit_profile(toy.root, 'restart: ["{{ python }} ',
+                 'restart: [\'test "$SERVICE_API_TOKEN" = "$(cat {{ state }}/token)" && test "$TOY_LEVEL" = '
+                 '"two words; it\'\'s" && test {{ db_password }} = "$(cat {{ state }}/pw)" && {{ python }} ')
+    edit_profile(toy.root, 'toy.py restart {{ state }}"]', "toy.py restart {{ state }}']")
+
+    async def fault(stage, pr):
+        if stage == "collect" and not toy.conf.is_dir():
+            toy.conf.unlink()
+            toy.conf.mkdir()
+
+    with pytest.raises(RestoreFailed) as ei:
+        _run(toy, replicates=1, fault=fault, sets={"db_password": password})
+    hint = ei.value.hint or ""
+    assert "s3cret-value" not in hint and password not in hint and secrets.MASK not in hint, hint
+    assert secrets.redact_text(hint) == hint, hint  # printed through the CLI's redaction unchanged
+    first, *commands = hint.strip().splitlines()
+    assert "SERVICE_API_TOKEN" in first and "db_password" in first, first
+    shutil.rmtree(toy.conf)
+    restarts = len(toy.restarts())
+    env = {**os.environ, "SERVICE_API_TOKEN": "s3cret-value", "db_password": password}
+    env.pop("TOY_LEVEL", None)
+    for line in commands:
+        subprocess.run(line, shell=True, check=True, env=env, executable="/bin/bash")
+    assert toy.conf.read_bytes() == toy.original
+    assert len(toy.restarts()) == restarts + 1
+
+
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["ctrl-c", "sigterm"])
 def test_a_signal_through_the_cli_exits_128_plus_it_and_restores(toy, sig, code):
     env = dict(os.environ, WB_ROOT=str(toy.root))
@@ -292,7 +337,8 @@ def test_a_restart_that_fails_after_the_original_is_back_says_the_file_is_back(t
     assert message.startswith("RESTORE INCOMPLETE") and "holds the original config again" in message, message
     assert "may still hold" not in message and "OSError: in use" in message, message
     lines = hint.strip().splitlines()
-    assert lines[0] == "restart the service by hand now:" and len(lines) == 3, hint  # the copy, the restart
+    assert lines[0].startswith("restart the service by hand now") and lines[0].endswith(":"), hint
+    assert len(lines) == 3, hint  # the copy, the restart
     assert lines[1].startswith("cp ") and "toy.py restart" in lines[2], hint
 
 

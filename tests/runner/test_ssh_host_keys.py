@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -143,3 +145,23 @@ def test_a_line_of_ssh_config_wb_cannot_read_is_named_without_a_traceback(toy, s
         run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
     assert f"{home}/.ssh/config line 2: Invalid Port integer value: twenty-two" in ei.value.message
     assert not ssh_server.commands and toy.conf.read_bytes() == toy.original
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="runs the printed command with OpenSSH's client")
+def test_a_printed_restore_command_gives_the_command_the_profiles_env_with_secrets_by_reference(ssh_server):
+    """A restore by hand runs its restart in the profile's env, as wb's own restore does: the env goes as export
+    lines on the command's input, each value quoted by the pasting shell, a secret from the "$NAME" it is to be
+    set in (the printed command had no env; a masked secret was a bare <redacted>, a redirection to the shell)."""
+    from workbench.registry.experiment import TargetSpec
+    from workbench.runner.targets.ssh import SshTarget
+
+    spec = TargetSpec(kind="ssh", hosts=["127.0.0.1"], user=ssh_server.user, port=ssh_server.port,
+                      known_hosts=str(ssh_server.known_hosts), identity_file=str(ssh_server.client_key_path))
+    token = "tok with 'quotes' $and \\ spaces"
+    printed = SshTarget(spec).manual_command("127.0.0.1", "printf '%s|%s' \"$LEVEL\" \"$HF_TOKEN\"",
+                                             env={"LEVEL": shlex.quote("two words; it's"), "HF_TOKEN": '"$HF_TOKEN"'})
+    assert "\n" not in printed and token not in printed
+    res = subprocess.run(printed, shell=True, capture_output=True, text=True, timeout=60, executable="/bin/bash",
+                         env={**os.environ, "HF_TOKEN": token})
+    assert res.returncode == 0, (printed, res.stderr)
+    assert res.stdout == f"two words; it's|{token}"

@@ -214,9 +214,11 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
                 problem = await wait_healthy(target, _host, urls, hp.attempts, hp.interval_s, hp.timeout_s)
                 if problem:
                     state.progress.log(f"warning: after restoring, {target.describe(_host)}: {problem}")
+        secrets = {n: str(values[n]) for n, spec in p.experiment.variables.items()
+                   if getattr(spec, "secret", False) and values.get(n) not in (None, "")}
         try:
             await restore_host(target, snap, restart, env=env, restart_timeout=timeouts(p.profile.options).restart_s,
-                               do_restart=not started_here and bool(restart), after=healthy)
+                               do_restart=not started_here and bool(restart), after=healthy, secrets=secrets)
         except RestoreFailed as exc:
             problems.append(exc)
             state.restore_failed.add(host)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,21 +108,64 @@ async def left_as_saved(target: Target, host: str, folder: Path, owner: str) -> 
     return f"{snap.path} is not the original it saved ({snap.local_copy})"
 
 
-def manual_instructions(target: Target, snap: Snapshot, restart: list[str]) -> str:
+def manual_instructions(target: Target, snap: Snapshot, restart: list[str], lead: str, *,
+                        env: dict[str, str] | None = None, secrets: dict[str, str] | None = None) -> str:
+    """`lead`, then the commands that do by hand what the restore does: copy the original back, then each restart
+    with the profile's env, as the restore runs it. Every value is quoted for the shell it is pasted into; a secret
+    (a secret-named or masked env value, a secret variable's value in a command, `secrets`: name -> value) is
+    never shown but referenced as "$NAME", which `lead` asks the user to set first."""
+    from workbench.secrets import looks_secret, redact_text
+
+    words, hidden = {}, []
+    for name, value in (env or {}).items():
+        secret = looks_secret(name) or redact_text(value) != value
+        words[name] = f'"${name}"' if secret else shlex.quote(value)
+        hidden += [name] if secret else []
     lines = []
     if snap.data is not None:
         lines.append(target.manual_copy(snap.host, str(snap.local_copy), snap.path))
     else:
         lines.append(target.manual_command(snap.host, f"rm -f {shlex.quote(snap.path)}"))
     for cmd in restart:
-        lines.append(target.manual_command(snap.host, cmd))
-    return "\n".join(lines)
+        for name, value in (secrets or {}).items():
+            cmd, found = _referenced(cmd, value, f'"${name}"')
+            if found and name not in words:
+                words[name] = f'"${name}"'
+                hidden.append(name)
+        lines.append(target.manual_command(snap.host, cmd, env=words))
+    if hidden:
+        lead += (f" (first set {', '.join(hidden)} in this shell to the value"
+                 f"{'s' if len(hidden) > 1 else ''} the run used: wb does not show secrets)")
+    return lead + ":\n" + "\n".join(lines)
+
+
+_SAFE = re.compile(r"[\w@%+=:,./-]")  # the characters shlex.quote leaves a word unquoted for
+
+
+def _referenced(command: str, value: str, reference: str) -> tuple[str, bool]:
+    """`command` with each word the renderer made of `value` (shlex.quote of it) replaced by `reference`; an
+    unquoted value only where it is a whole word, not part of a longer one."""
+    word = shlex.quote(value)
+    out, pos, found = [], 0, False
+    i = command.find(word) if value else -1
+    while i >= 0:
+        end = i + len(word)
+        whole = word.startswith("'") or ((i == 0 or not _SAFE.match(command[i - 1]))
+                                         and (end == len(command) or not _SAFE.match(command[end])))
+        if whole:
+            out += [command[pos:i], reference]
+            pos, found = end, True
+        i = command.find(word, end if whole else i + 1)
+    return "".join(out) + command[pos:], found
 
 
 async def restore_host(target: Target, snap: Snapshot, restart: list[str], *, env: dict[str, str] | None,
                        restart_timeout: float, do_restart: bool = True,
-                       after: Callable[[], Awaitable[None]] | None = None) -> None:
-    """Put the original bytes back, restart, and read the file back to confirm; retries across reconnects."""
+                       after: Callable[[], Awaitable[None]] | None = None,
+                       secrets: dict[str, str] | None = None) -> None:
+    """Put the original bytes back, restart, and read the file back to confirm; retries across reconnects.
+    `secrets` (name -> value: the secret variables the restart commands were rendered with) are referenced by
+    name in the commands printed for a restore by hand."""
     last: Exception | None = None
     for attempt in range(RESTORE_ATTEMPTS):
         back_in_place = False  # the original reads back: a failure after it is the restart's alone
@@ -140,7 +184,7 @@ async def restore_host(target: Target, snap: Snapshot, restart: list[str], *, en
                     if not res.ok:
                         why = f"restart `{cmd}` {failure_reason(res, restart_timeout)}"
                         if res.timed_out:  # it already had its full time: a retry would only wait as long again
-                            raise _incomplete(target, snap, restart, why)
+                            raise _incomplete(target, snap, restart, why, env, secrets)
                         raise TargetError(why)
             if after is not None:
                 await after()
@@ -148,7 +192,7 @@ async def restore_host(target: Target, snap: Snapshot, restart: list[str], *, en
         except TargetError as exc:
             last = exc
             if back_in_place and attempt == RESTORE_ATTEMPTS - 1:
-                raise _incomplete(target, snap, restart, str(exc)) from None
+                raise _incomplete(target, snap, restart, str(exc), env, secrets) from None
             try:
                 await target.reconnect(snap.host)
             except TargetError as exc2:
@@ -156,7 +200,8 @@ async def restore_host(target: Target, snap: Snapshot, restart: list[str], *, en
     raise RestoreFailed(
         f"RESTORE FAILED on {target.describe(snap.host)}: {snap.path} may still hold an arm's config "
         f"({one_line(str(last))})",
-        hint="restore it by hand now:\n" + manual_instructions(target, snap, restart if do_restart else []))
+        hint=manual_instructions(target, snap, restart if do_restart else [], "restore it by hand now", env=env,
+                                 secrets=secrets))
 
 
 def one_line(text: str) -> str:
@@ -164,9 +209,11 @@ def one_line(text: str) -> str:
     return " / ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def _incomplete(target: Target, snap: Snapshot, restart: list[str], why: str) -> RestoreFailed:
+def _incomplete(target: Target, snap: Snapshot, restart: list[str], why: str, env: dict[str, str] | None,
+                secrets: dict[str, str] | None) -> RestoreFailed:
     """The original config is back in place, but the service did not restart on it."""
     return RestoreFailed(f"RESTORE INCOMPLETE on {target.describe(snap.host)}: {snap.path} holds the original "
                          f"config again, but {one_line(why)}",
-                         hint="restart the service by hand now:\n" + manual_instructions(target, snap, restart))
+                         hint=manual_instructions(target, snap, restart, "restart the service by hand now", env=env,
+                                                  secrets=secrets))
 

@@ -138,9 +138,12 @@ class Target(abc.ABC):
     def describe(self, host: str) -> str:
         return host
 
-    def manual_command(self, host: str, command: str) -> str:
-        """How a person runs `command` on `host` by hand (for restore instructions)."""
-        return command
+    def manual_command(self, host: str, command: str, env: Mapping[str, str] | None = None) -> str:
+        """How a person runs `command` on `host` by hand (for restore instructions), in the environment `env`
+        (name -> a shell word as it is pasted: a quoted value, or a "$NAME" reference)."""
+        if not env:
+            return command
+        return "env " + " ".join(f"{k}={w}" for k, w in env.items()) + " sh -c " + shlex.quote(command)
 
     def manual_copy(self, host: str, local_file: str, path: str) -> str:
         return f"cp {shlex.quote(local_file)} {shlex.quote(path)}"

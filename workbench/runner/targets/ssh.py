@@ -29,6 +29,9 @@ KILL_GRACE_S = 3.0
 ENV_FROM_INPUT = 'eval "$(cat)"; '  # the command's prefix when its environment comes on its input
 
 
+_EXPORT_FORMAT = r"export %s=%q\n"  # a restore by hand's printf: one quoted export line per NAME VALUE pair
+
+
 def _env_script(env: dict[str, str]) -> bytes:
     return ("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + "\n").encode()
 
@@ -193,8 +196,14 @@ class SshTarget(Target):
     def _ssh_argv(self, host: str) -> list[str]:
         return ["ssh", *self._client_opts("-p", host), self._dest(host)]
 
-    def manual_command(self, host: str, command: str) -> str:
-        return shlex.join(self._ssh_argv(host)) + " " + shlex.quote(command)
+    def manual_command(self, host: str, command: str, env: Mapping[str, str] | None = None) -> str:
+        """The ssh command line; `env` goes as wb's own commands get it, as export lines on the input (each value
+        quoted by the pasting shell's printf %q, so a "$NAME" reference is never on the host's command line)."""
+        ssh = shlex.join(self._ssh_argv(host))
+        if not env:
+            return ssh + " " + shlex.quote(command)
+        args = " ".join(f"{k} {w}" for k, w in env.items())
+        return f"printf {shlex.quote(_EXPORT_FORMAT)} {args} | {ssh} {shlex.quote(ENV_FROM_INPUT + command)}"
 
     def manual_copy(self, host: str, local_file: str, path: str) -> str:
         return shlex.join(["scp", *self._client_opts("-P", host), local_file, f"{self._dest(host)}:{path}"])
