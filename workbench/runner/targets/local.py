@@ -13,6 +13,7 @@ from typing import IO
 from workbench.errors import TargetError
 from workbench.runner.daemon import Capture, holds_output
 from workbench.runner.targets.base import CmdResult, Target
+from workbench.runner.targets.files import replace_file
 
 KILL_GRACE_S = 3.0
 # How long a process the command left behind may take to let go of the command's output. `svc > log &`
@@ -37,40 +38,43 @@ def _through_links(path: str) -> Path:
     return Path(os.path.realpath(path))
 
 
-def _write_new(tmp: Path, data: bytes, mode: int) -> None:
-    """`data` in a new file of wb's own at `tmp`, made with `mode` (as the ssh target writes one): whatever is
-    already at that name (a leftover of a killed write, a link planted there) is removed, never written through
-    or renamed over the config; the exclusive create fails rather than follow anything put back in between."""
-    try:
-        os.unlink(tmp)
-    except FileNotFoundError:
-        pass
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode & 0o7777)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-            os.fchmod(f.fileno(), mode)  # the create's mode passed through the umask
-    except BaseException:
-        os.unlink(tmp)
-        raise
+class _LocalFiles:
+    """`FileOps` on this machine's disk (see `targets.files`)."""
 
+    async def remove(self, path: str) -> None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
-def _same_owner(tmp: Path, real: Path) -> None:
-    """Give the file about to replace `real` its owner and group, as the ssh target does: run as root, wb rewrites
-    files a service's own user owns, and a config renamed over them as root's would be unreadable to that
-    service. Where this user may not give a file away (not root), the replacement stays its own, as before."""
-    try:
-        old, new = os.stat(real), os.stat(tmp, follow_symlinks=False)
-    except FileNotFoundError:
-        return
-    if (old.st_uid, old.st_gid) == (new.st_uid, new.st_gid):
-        return
-    try:
-        os.chown(tmp, old.st_uid, old.st_gid, follow_symlinks=False)
-    except PermissionError:
-        pass
+    async def create(self, path: str, data: bytes, mode: int) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode & 0o7777)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+                os.fchmod(f.fileno(), mode)  # the create's mode passed through the umask
+        except BaseException:
+            os.unlink(path)
+            raise
+
+    async def owner(self, path: str) -> tuple[int, int] | None:
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        return st.st_uid, st.st_gid
+
+    async def chown(self, path: str, uid: int, gid: int) -> bool:
+        try:
+            os.chown(path, uid, gid, follow_symlinks=False)
+        except PermissionError:
+            return False
+        return True
+
+    async def rename(self, src: str, dst: str) -> None:
+        os.replace(src, dst)
 
 
 class LocalTarget(Target):
@@ -163,9 +167,7 @@ class LocalTarget(Target):
         tmp = p.with_name(f".{p.name}.wb-tmp")
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
-            _write_new(tmp, data, mode)
-            _same_owner(tmp, p)
-            os.replace(tmp, p)
+            await replace_file(_LocalFiles(), str(p), str(tmp), data, mode)
         except OSError as exc:
             raise TargetError(f"cannot write {path}: {exc.strerror}") from exc
 

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 from workbench.errors import TargetError
 from workbench.runner.daemon import remote_exited
 from workbench.runner.targets.base import LOCK_NAME, CmdResult, Target, supervise
+from workbench.runner.targets.files import replace_file
 
 RECONNECT_ATTEMPTS = 5
 RECONNECT_DELAY_S = 1.0
@@ -424,30 +425,10 @@ class SshTarget(Target):
         return await self._sftp(host, f"reading {path}", go)
 
     async def write_file(self, host: str, path: str, data: bytes, mode: int) -> None:
-        import asyncssh
-
         async def go(conn: Any) -> None:
             async with conn.start_sftp_client() as sftp:
                 real = await _through_links(sftp, path)
-                tmp = f"{real}.wb-tmp"
-                # A new file of wb's own, made with the file's mode: whatever is already at that name (a leftover
-                # of a killed write, a link planted there) is removed, never written through or renamed over
-                # the config. The exclusive create fails rather than follow anything put back in between.
-                try:
-                    await sftp.lstat(tmp)
-                    await sftp.remove(tmp)
-                except asyncssh.SFTPNoSuchFile:
-                    pass
-                async with sftp.open(tmp, "xb", asyncssh.SFTPAttrs(permissions=mode & 0o7777)) as f:
-                    await f.write(data)
-                await sftp.chmod(tmp, mode)
-                await _same_owner(sftp, tmp, real)
-                try:
-                    await sftp.posix_rename(tmp, real)
-                except asyncssh.SFTPOpUnsupported:
-                    if await sftp.exists(real):
-                        await sftp.remove(real)
-                    await sftp.rename(tmp, real)
+                await replace_file(_SftpFiles(sftp), real, f"{real}.wb-tmp", data, mode)
 
         await self._sftp(host, f"writing {path}", go)
 
@@ -582,23 +563,55 @@ async def _through_links(sftp: Any, path: str) -> str:
     raise TargetError(f"{path}: more than {MAX_LINKS} symlinks in a chain")
 
 
-async def _same_owner(sftp: Any, tmp: str, real: str) -> None:
-    """Give the file about to replace `real` its owner and group: logged in as root, wb rewrites files a
-    service's own user owns, and a config renamed over them as root's would be unreadable to that service.
-    Where the login may not give a file away (not root), the replacement stays the login's own, as before."""
-    import asyncssh
+class _SftpFiles:
+    """`FileOps` over one SFTP session (see `targets.files`)."""
 
-    try:
-        old = await sftp.stat(real)
-        new = await sftp.stat(tmp)
-    except asyncssh.SFTPNoSuchFile:
-        return
-    if old.uid is None or old.gid is None or (old.uid, old.gid) == (new.uid, new.gid):
-        return
-    try:
-        await sftp.chown(tmp, old.uid, old.gid)
-    except (asyncssh.SFTPPermissionDenied, asyncssh.SFTPFailure):
-        pass
+    def __init__(self, sftp: Any) -> None:
+        self.sftp = sftp
+
+    async def remove(self, path: str) -> None:
+        import asyncssh
+
+        try:
+            await self.sftp.lstat(path)
+            await self.sftp.remove(path)
+        except asyncssh.SFTPNoSuchFile:
+            pass
+
+    async def create(self, path: str, data: bytes, mode: int) -> None:
+        import asyncssh
+
+        async with self.sftp.open(path, "xb", asyncssh.SFTPAttrs(permissions=mode & 0o7777)) as f:
+            await f.write(data)
+        await self.sftp.chmod(path, mode)  # the create's mode passed through the server's umask
+
+    async def owner(self, path: str) -> tuple[int, int] | None:
+        import asyncssh
+
+        try:
+            attrs = await self.sftp.lstat(path)
+        except asyncssh.SFTPNoSuchFile:
+            return None
+        return None if attrs.uid is None or attrs.gid is None else (attrs.uid, attrs.gid)
+
+    async def chown(self, path: str, uid: int, gid: int) -> bool:
+        import asyncssh
+
+        try:
+            await self.sftp.chown(path, uid, gid)
+        except (asyncssh.SFTPPermissionDenied, asyncssh.SFTPFailure):
+            return False
+        return True
+
+    async def rename(self, src: str, dst: str) -> None:
+        import asyncssh
+
+        try:
+            await self.sftp.posix_rename(src, dst)
+        except asyncssh.SFTPOpUnsupported:
+            if await self.sftp.exists(dst):
+                await self.sftp.remove(dst)
+            await self.sftp.rename(src, dst)
 
 
 def asyncssh_devnull() -> Any:
