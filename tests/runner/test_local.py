@@ -112,3 +112,39 @@ def test_restore_keeps_the_serve_files_owner_group_and_mode(toy):
     st = toy.conf.stat()
     assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (65534, 65534, 0o640)
     assert toy.conf.read_bytes() == toy.original
+
+
+def test_an_https_health_url_is_verified_with_the_profiles_ca_file(toy, tmp_path):
+    """A health URL over https whose certificate an internal CA signed: the profile's target names the CA's
+    file (ca_file) and the runs pass their health stage; the server is asked for its own name."""
+    from runner_kit import edit_profile
+    from tls_kit import https_health_server
+
+    tls = https_health_server(tmp_path)
+    try:
+        edit_profile(toy.root, '"http://127.0.0.1:{{ port }}/health"', f'"https://localhost:{tls.port}/health"')
+        edit_profile(toy.root, "    target: {kind: local}", f"    target: {{kind: local, ca_file: {tls.ca_file}}}")
+        s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False)
+        assert [r["status"] for r in s["runs"]] == ["ok", "ok"], [r["error"] for r in s["runs"]]
+        assert tls.hosts_seen and set(tls.hosts_seen) == {f"localhost:{tls.port}"}
+        assert toy.conf.read_bytes() == toy.original
+    finally:
+        tls.close()
+
+
+@pytest.mark.parametrize("content", [None, "not a certificate\n"])
+def test_an_unusable_ca_file_is_named_before_touching_anything(toy, tmp_path, content):
+    """A ca_file that is missing or holds no certificate is named before the serve file is changed or the
+    service restarted (left to the first poll, every health stage would fail with a TLS error)."""
+    from runner_kit import edit_profile
+    from workbench.errors import TargetError
+
+    path = tmp_path / "ca.pem"
+    if content is not None:
+        path.write_text(content)
+    edit_profile(toy.root, "    target: {kind: local}", f"    target: {{kind: local, ca_file: {path}}}")
+    with pytest.raises(TargetError) as ei:
+        run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False)
+    assert f"ca_file {path}" in ei.value.message
+    assert ("does not exist" in ei.value.message) == (content is None)
+    assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original

@@ -240,3 +240,26 @@ def test_restore_keeps_the_serve_files_owner_and_group(toy, ssh_server):
     st = toy.conf.stat()
     assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (65534, 65534, 0o640)
     assert toy.conf.read_bytes() == toy.original
+
+
+def test_an_https_health_url_is_verified_for_its_own_name_over_the_forward(toy, ssh_server, tmp_path):
+    """https://localhost:port/health, its certificate for localhost from the profile's ca_file: the URL was
+    rewritten to https://127.0.0.1:<forward>/health, so the certificate was checked against 127.0.0.1 (and the
+    server was sent Host: 127.0.0.1:<forward>) and every poll failed its health stage."""
+    from runner_kit import edit_profile
+    from tls_kit import https_health_server
+
+    tls = https_health_server(tmp_path)
+    try:
+        add_toy_ssh_profile(toy, ssh_server)
+        text = (toy.root / "experiments" / "toy.yaml").read_text()
+        ssh_part = text[text.index("  ssh:\n"):]
+        edit_profile(toy.root, ssh_part, ssh_part.replace(
+            '"http://127.0.0.1:{{ port }}/health"', f'"https://localhost:{tls.port}/health"').replace(
+            "connect_timeout_s: 3}", f"connect_timeout_s: 3, ca_file: {tls.ca_file}}}"))
+        s = _run(toy, replicates=1)
+        assert [r["status"] for r in s["runs"]] == ["ok", "ok"], [r["error"] for r in s["runs"]]
+        assert tls.hosts_seen and set(tls.hosts_seen) == {f"localhost:{tls.port}"}
+        assert toy.conf.read_bytes() == toy.original
+    finally:
+        tls.close()

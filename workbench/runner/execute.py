@@ -98,7 +98,7 @@ def make_target(p: Prepared, sim_dir: Path | None = None) -> Target:
         "sim": lambda: SimTarget(sim_dir=default_sim_dir(p.root, p.profile.options, sim_dir),
                                  options=dict(p.profile.options)),
         "kernel": lambda: KernelTarget(dict(p.profile.options)),
-        "local": lambda: LocalTarget(p.profile.target.hosts or None),
+        "local": lambda: LocalTarget(p.profile.target.hosts or None, p.profile.target.ca_file),
     }
     return builders[p.profile.target.kind]()
 
@@ -269,6 +269,7 @@ async def _main(state: State, target: Target) -> None:
     snaps: dict[str, Snapshot] = {}
     lock: TargetLock | None = None
     try:
+        target.check_tls()
         await target.open()
         context.update(target.context())
         lock, snaps = await take_target(state, target, context)

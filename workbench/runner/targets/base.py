@@ -12,6 +12,9 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, Callable, Mapping
+from urllib.parse import urlsplit
+
+from workbench.errors import TargetError
 
 
 @dataclass
@@ -65,8 +68,9 @@ class Target(abc.ABC):
     # look at who listens on the health ports (runner/manipulation.py) would only watch wb's own doing.
     check_restart: bool = True
 
-    def __init__(self, hosts: list[str]) -> None:
+    def __init__(self, hosts: list[str], ca_file: str | None = None) -> None:
         self.hosts = hosts
+        self.ca_file = ca_file  # PEM CA certificates for https URLs; None: the public CAs
         self.clock = Clock()
         self._http: Any = None
 
@@ -112,28 +116,40 @@ class Target(abc.ABC):
 
     async def http_status(self, host: str, url: str, timeout: float) -> int | None:
         """Status of GET `url` as seen from `host` (None when nothing answers)."""
-        import httpx
-
-        if self._http is None:
-            # One client for the whole experiment: building one (TLS context) costs more than a poll.
-            self._http = httpx.AsyncClient(trust_env=False)
-        try:
-            resp = await self._http.get(url, timeout=timeout)
-            return resp.status_code
-        except (httpx.HTTPError, OSError):
-            return None
+        resp = await self._get(url, timeout)
+        return None if resp is None else resp.status_code
 
     async def http_text(self, host: str, url: str, timeout: float) -> str | None:
         """Body of GET `url` as seen from `host` when it answers 200 (None otherwise)."""
+        resp = await self._get(url, timeout)
+        return resp.text if resp is not None and resp.status_code == 200 else None
+
+    def check_tls(self) -> None:
+        """Build the client https URLs are fetched with, so that an unusable ca_file is named before the target
+        is touched (left to the first poll, every health stage would fail with a TLS error)."""
+        self._client()
+
+    def _client(self) -> Any:
+        if self._http is None:
+            import httpx
+
+            # One client for the whole experiment: building one (TLS context) costs more than a poll.
+            self._http = httpx.AsyncClient(trust_env=False, verify=tls_context(self.ca_file))
+        return self._http
+
+    async def _get(self, url: str, timeout: float, *, name: str | None = None) -> Any:
+        """GET `url`; `name` is the host[:port] the request is for when `url` reaches it another way (a local
+        forward): it goes in the Host header, and an https certificate is checked against its host."""
         import httpx
 
-        if self._http is None:
-            self._http = httpx.AsyncClient(trust_env=False)
+        headers, extensions = {}, {}
+        if name is not None:
+            headers["Host"] = name
+            extensions["sni_hostname"] = urlsplit(f"//{name}").hostname or name
         try:
-            resp = await self._http.get(url, timeout=timeout)
+            return await self._client().get(url, timeout=timeout, headers=headers, extensions=extensions)
         except (httpx.HTTPError, OSError):
             return None
-        return resp.text if resp.status_code == 200 else None
 
     def describe(self, host: str) -> str:
         return host
@@ -271,3 +287,22 @@ async def supervise(wait: Any, stop: Any, stdout: Any, stderr: Any, stdout_file:
     if raise_reader_errors and not timed_out and errors:
         raise errors[0]  # type: ignore[misc]
     return timed_out, b"".join(out).decode("utf-8", "replace"), b"".join(err).decode("utf-8", "replace")
+
+
+def tls_context(ca_file: str | None) -> Any:
+    """What https URLs are verified with: the public CAs (httpx's default) or the certificates in `ca_file`;
+    raises TargetError naming the file when it is missing or holds no certificate."""
+    if ca_file is None:
+        return True
+    import ssl
+
+    path = Path(ca_file).expanduser()
+    if not path.is_file():
+        raise TargetError(f"the ca_file {path} does not exist",
+                          hint="set ca_file: in the profile's target to the PEM file of the CA that signed the "
+                               "service's certificate, or leave it out to trust the public CAs")
+    try:
+        return ssl.create_default_context(cafile=str(path))
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise TargetError(f"cannot use the ca_file {path}: {exc}",
+                          hint="ca_file: names a PEM file holding one or more CA certificates") from None

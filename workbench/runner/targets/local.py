@@ -80,8 +80,8 @@ class _LocalFiles:
 class LocalTarget(Target):
     kind = "local"
 
-    def __init__(self, hosts: list[str] | None = None) -> None:
-        super().__init__(hosts or ["local"])
+    def __init__(self, hosts: list[str] | None = None, ca_file: str | None = None) -> None:
+        super().__init__(hosts or ["local"], ca_file)
         self._holding: set[str] = set()  # commands seen to leave a holder after the whole grace
 
 

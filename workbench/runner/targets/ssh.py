@@ -80,7 +80,7 @@ class SshTarget(Target):
     kind = "ssh"
 
     def __init__(self, spec: Any) -> None:
-        super().__init__(list(spec.hosts))
+        super().__init__(list(spec.hosts), spec.ca_file)
         self.spec = spec
         self._conns: dict[str, Any] = {}
         self._jumps: dict[str, list[Any]] = {}
@@ -512,12 +512,20 @@ class SshTarget(Target):
     # ------------------------------------------------------------------ health over a forward
     async def http_status(self, host: str, url: str, timeout: float) -> int | None:
         """GET a URL as the host sees it: the host:port is reached through a local forward over SSH."""
-        local = await self._forwarded(host, url)
-        return None if local is None else await super().http_status(host, local, timeout)
+        resp = await self._get_forwarded(host, url, timeout)
+        return None if resp is None else resp.status_code
 
     async def http_text(self, host: str, url: str, timeout: float) -> str | None:
+        resp = await self._get_forwarded(host, url, timeout)
+        return resp.text if resp is not None and resp.status_code == 200 else None
+
+    async def _get_forwarded(self, host: str, url: str, timeout: float) -> Any:
+        """The forward stands in for the URL's host:port, which still names the request (Host header) and, over
+        https, the certificate the server must show (checked against 127.0.0.1, no certificate would pass)."""
         local = await self._forwarded(host, url)
-        return None if local is None else await super().http_text(host, local, timeout)
+        if local is None:
+            return None
+        return await self._get(local, timeout, name=urlsplit(url).netloc.rpartition("@")[2])
 
     async def _forwarded(self, host: str, url: str) -> str | None:
         """`url` rewritten to a local port forwarded to it over SSH; None when the forward fails."""
