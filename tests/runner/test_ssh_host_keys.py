@@ -165,3 +165,18 @@ def test_a_printed_restore_command_gives_the_command_the_profiles_env_with_secre
                          env={**os.environ, "HF_TOKEN": token})
     assert res.returncode == 0, (printed, res.stderr)
     assert res.stdout == f"two words; it's|{token}"
+
+
+def test_a_key_filed_for_port_22_is_not_trusted_on_another_port(toy, ssh_server, tmp_path):
+    """known_hosts holds the key for 127.0.0.1 (port 22) only and the deployment's sshd listens on another
+    port: OpenSSH looks up [127.0.0.1]:PORT and refuses the key as unknown; asyncssh fell back to the
+    port-22 line and connected (on a host where each port is another machine's sshd, a container's, one
+    machine's key vouched for the other)."""
+    kh = tmp_path / "known_hosts_22"
+    kh.write_text(f"127.0.0.1 {ssh_server.host_key.export_public_key().decode().strip()}\n")
+    add_toy_ssh_profile(toy, ssh_server, known_hosts=str(kh))
+    with pytest.raises(TargetError) as exc:
+        run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
+    assert f"[127.0.0.1]:{ssh_server.port}" in exc.value.message + (exc.value.hint or "")
+    assert not ssh_server.commands
+    assert toy.conf.read_bytes() == toy.original

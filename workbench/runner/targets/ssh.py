@@ -14,7 +14,7 @@ import shlex
 import time
 import uuid
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, Mapping
+from typing import IO, Any, Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from workbench.errors import TargetError
@@ -108,7 +108,7 @@ class SshTarget(Target):
             opts["port"] = s.port
         # Always an explicit file, never None and never left to ~/.ssh/config: asyncssh takes None, or a config's
         # `UserKnownHostsFile none`, as "do not check", and wb must verify every host key.
-        opts["known_hosts"] = self.known_hosts_file()
+        opts["known_hosts"] = port_exact(self.known_hosts_file())
         if s.identity_file:
             opts["client_keys"] = [str(Path(s.identity_file).expanduser())]
         return opts
@@ -248,7 +248,7 @@ class SshTarget(Target):
         import asyncssh
 
         try:
-            found = asyncssh.read_known_hosts(self.known_hosts_file()).match(name, "", None if port == 22 else port)
+            found = port_exact(self.known_hosts_file())(name, "", port)
         except (OSError, ValueError):
             return True  # unreadable here: say no more than that the key does not match
         return bool(found[0] or found[1])
@@ -548,6 +548,25 @@ class SshTarget(Target):
         local = f"127.0.0.1:{fwd.get_port()}"
         return urlunsplit((parts.scheme, f"{userinfo}@{local}" if userinfo else local, parts.path or "/",
                            parts.query, ""))
+
+
+def port_exact(known_hosts: str) -> Callable[[str, str, int | None], tuple]:
+    """known_hosts matched as OpenSSH matches it: a host on another port than 22 by its `[host]:port` lines
+    only. asyncssh falls back to the host's port-22 lines when none names the port, so one machine's key
+    would vouch for another's sshd on the same address (a container's on a mapped port). Read at each
+    connection, as a file name given to asyncssh would be."""
+    def match(host: str, addr: str, port: int | None) -> tuple:
+        import asyncssh
+
+        kh = asyncssh.read_known_hosts(known_hosts)
+        if not port or port == 22:
+            return kh.match(host, addr, None)
+        # With no port, asyncssh matches a name as given and tries nothing else; the address (a line filed by
+        # the IP the name resolved to) is matched the same way, as a name, and its keys join the host's.
+        found = [kh.match(f"[{name}]:{port}", "", None) for name in (host, addr) if name]
+        return tuple([x for f in found for x in f[i]] for i in range(7))
+
+    return match
 
 
 MAX_LINKS = 40  # as the kernel's own limit on a chain of symlinks (ELOOP)
