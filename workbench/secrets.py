@@ -151,9 +151,23 @@ def redact_text(text: str, mask: str = MASK) -> str:
         # value, nor is a reference to a shell variable (`NAME="$NAME"` in a command printed for a restore by hand).
         if f'"{n}"' in out:
             out = re.sub(rf'("{re.escape(n)}"\s*:\s*)"(?:[^"\\]|\\.)*"', lambda m: f'{m.group(1)}"{mask}"', out)
-        entry = re.compile(rf"(?m)(^|[\s,;]|\\[nrt]){re.escape(n)}=(?!{re.escape(mask)}|{_MASKED})(?!\{{[{{%])(?!\"?\$[{{A-Za-z_])[^\s\"\\]*")
-        out = _on_lines_with(out, f"{n}=", lambda line: entry.sub(lambda m: f"{m.group(1)}{n}={mask}", line))
+        entry = re.compile(rf"(?m)(^|[\s,;]|\\[nrt]){re.escape(n)}=(?!{_QUOTE}?(?:{re.escape(mask)}|{_MASKED}))"
+                           rf"(?!{_QUOTE}?\{{[{{%])(?!{_QUOTE}?\$[{{A-Za-z_]){_VALUE}")
+        out = _on_lines_with(out, f"{n}=", lambda line: entry.sub(lambda m: _masked_entry(m, n, mask), line))
     return out
+
+
+# A named entry's value in key=value text: quoted as a JSON string holds it (\"...\"), in double or single
+# quotes (a serve script's export), or bare up to a space, a quote or a backslash. A quoted value is masked
+# whole, its quotes kept; the rule took a value up to its first quote, which left `NAME=<mask>"the secret"`.
+_QUOTE = r"""(?:\\"|["'])"""
+_VALUE = r"""(?P<v>\\"(?:[^"\\]|\\[^"])*\\"|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|["']?[^\s"\\]*)"""
+
+
+def _masked_entry(m: re.Match[str], name: str, mask: str) -> str:
+    v = m.group("v")  # a quote never closed (the line ends first) is masked with what follows it
+    q = '\\"' if v.startswith('\\"') else v[0] if len(v) > 1 and v[0] in "\"'" and v[-1] == v[0] else ""
+    return f"{m.group(1)}{name}={q}{mask}{q}"
 
 
 def _on_lines_with(text: str, needle: str, fn: Callable[[str], str]) -> str:

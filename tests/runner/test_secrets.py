@@ -235,3 +235,18 @@ def test_a_token_written_into_a_config_template_is_masked_in_the_store_the_bundl
     pages = [p for p in _files(toy.root / "reports") if p.suffix == ".html"]
     assert any("Rendered config" in p.read_text() for p in pages)
     assert not [p for p in pages if "InTheTemplate42" in p.read_text()]
+
+
+def test_a_named_entry_with_a_quoted_value_is_masked_whole():
+    """`dbpw="abc def"` or `dbpw='abc'` (a serve script's export, a log line): the value began with the quote,
+    where the rule stopped, so the text came out as `dbpw=<redacted>"abc def"`, the secret shown beside its mask.
+    The quotes stay (a JSON text holding the line stays JSON); a reference to a variable stays as it is."""
+    secrets.register(values=[], names=["dbpw"])
+    assert secrets.redact_text('export dbpw="abc def"; x=1') == 'export dbpw="<redacted>"; x=1'
+    assert secrets.redact_text("export dbpw='abc def' x=1") == "export dbpw='<redacted>' x=1"
+    assert secrets.redact_text('dbpw="a \\" b" next') == 'dbpw="<redacted>" next'
+    obj = {"conf": 'export dbpw="abc"\nmode=x\n', "cmd": "run dbpw='s3' now"}
+    out = secrets.redact_text(json.dumps(obj))
+    assert json.loads(out) == {"conf": 'export dbpw="<redacted>"\nmode=x\n', "cmd": "run dbpw='<redacted>' now"}
+    assert secrets.redact_text('dbpw="$dbpw" and dbpw="{{ dbpw }}"') == 'dbpw="$dbpw" and dbpw="{{ dbpw }}"'
+    assert secrets.redact_text('dbpw="abc def') == 'dbpw=<redacted> def'  # a quote never closed: the word
