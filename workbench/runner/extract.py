@@ -7,6 +7,7 @@ analysis from these, never stored.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -25,9 +26,16 @@ def _excerpt(text: str, limit: int = 800) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
+class NotFinite(ValueError):
+    """A number that no metric can hold: inf, nan, or one beyond a double's range (1e999)."""
+
+
 def parse_number(text: str, kind: str) -> float | int:
-    text = text.strip()
-    return int(float(text)) if kind == "int" else float(text)
+    """The number `text` writes; ValueError when it writes none, NotFinite when it writes inf or nan."""
+    value = float(text.strip())
+    if not math.isfinite(value):
+        raise NotFinite(text.strip())
+    return int(value) if kind == "int" else value
 
 
 def from_regex(name: str, pattern: str, text: str, kind: str) -> float | int:
@@ -40,6 +48,9 @@ def from_regex(name: str, pattern: str, text: str, kind: str) -> float | int:
     raw = m.groupdict().get("value") if "value" in m.groupdict() else (m.group(1) if m.groups() else m.group(0))
     try:
         return parse_number(raw or "", kind)
+    except NotFinite:
+        raise ExtractError(f"metric {name!r}: matched {raw!r}, which is not a finite number",
+                           _excerpt(text)) from None
     except ValueError:
         raise ExtractError(f"metric {name!r}: matched {raw!r}, which is not a number", _excerpt(text)) from None
 
@@ -51,6 +62,9 @@ def from_command_output(name: str, text: str, kind: str) -> float | int:
         raise ExtractError(f"metric {name!r}: the command printed nothing", "")
     try:
         return parse_number(lines[-1], kind)
+    except NotFinite:
+        raise ExtractError(f"metric {name!r}: the command printed {lines[-1]!r}, not a finite number",
+                           _excerpt(text)) from None
     except ValueError:
         raise ExtractError(f"metric {name!r}: the command printed {lines[-1]!r}, not a number",
                            _excerpt(text)) from None
@@ -129,6 +143,14 @@ def unit_counts(metric_specs: dict[str, Any], units: list[dict[str, Any]]) -> di
     return out
 
 
+def _finite(value: float | int) -> bool:
+    """Whether a double holds `value` as a finite number (a JSON integer of 400 digits is none)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def unit_aggregate(name: str, units: list[dict[str, Any]], field: str, aggregate: str, kind: str) -> float | int:
     """Sum of a numeric unit field, or the number of units where it is non-zero (absent counts as 0)."""
     total: float = 0
@@ -136,5 +158,11 @@ def unit_aggregate(name: str, units: list[dict[str, Any]], field: str, aggregate
         v = u.get(field, 0) or 0
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             raise ExtractError(f"metric {name!r}: unit field {field!r} is {v!r}, not a number", str(u)[:300], "the unit")
+        if not _finite(v):
+            raise ExtractError(f"metric {name!r}: unit field {field!r} is {v!r}, not a finite number",
+                               str(u)[:300], "the unit")
         total += (1 if v else 0) if aggregate == "nonzero" else v
+    if not _finite(total):
+        raise ExtractError(f"metric {name!r}: the sum of unit field {field!r} over {len(units)} unit(s) is "
+                           f"{total!r}, not a finite number")
     return int(total) if kind == "int" else float(total)

@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 
 def dumps(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, sort_keys=True, default=str)
+    """JSON that any reader takes: a number JSON cannot write (nan, inf, a unit's 1e999) is null, as unknown.
+    Python would write NaN or Infinity, which DuckDB's and PostgreSQL's JSON functions refuse as malformed."""
+    if value is None:
+        return None
+    try:
+        return json.dumps(value, sort_keys=True, default=str, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(value), sort_keys=True, default=str, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def loads(text: str | None, default: Any = None) -> Any:

@@ -7,6 +7,7 @@ Functions take keyword-only arguments and an explicit session. Units and metrics
 from __future__ import annotations
 
 import hashlib
+import math
 import uuid as uuidlib
 import zlib
 from datetime import datetime
@@ -228,15 +229,25 @@ def _column_values(rows: "Any", columns: list[str]) -> list[list[Any]]:
     return [[r.get(c) for r in rows] for c in columns]
 
 
+def _finite(value: Any) -> bool:
+    """Whether a unit's value is a number a column can hold (nan, inf or a JSON 1e999 is unknown)."""
+    try:
+        return isinstance(value, (int, float)) and math.isfinite(value)
+    except OverflowError:  # an integer of more digits than a double holds
+        return False
+
+
 def add_units(session: Session, *, run_id: int, units: Iterable[dict[str, Any]], outcome_field: str = "outcome") -> int:
-    """Store per-unit records; `outcome`, `rounds` and a duration go to columns, the whole record to data_json."""
+    """Store per-unit records; `outcome`, `rounds` and a duration go to columns, the whole record to data_json.
+    A value its column cannot hold (nan, inf, rounds beyond a 32-bit integer) is null there; nan and inf are null
+    in the record too (jsonx)."""
     rows = []
     for i, u in enumerate(units):
         dur = u.get("duration_s", u.get("wall_s", u.get("elapsed_s")))
         rounds = u.get("rounds")
         rows.append({"run_id": run_id, "idx": i, "outcome": None if u.get(outcome_field) is None else str(u.get(outcome_field)),
-                     "rounds": int(rounds) if isinstance(rounds, (int, float)) else None,
-                     "duration_s": float(dur) if isinstance(dur, (int, float)) else None,
+                     "rounds": int(rounds) if _finite(rounds) and abs(rounds) < 2**31 else None,
+                     "duration_s": float(dur) if _finite(dur) else None,
                      "data_json": jsonx.dumps(u)})
     return bulk_insert(session, "units", rows, ["run_id", "idx", "outcome", "rounds", "duration_s", "data_json"])
 
