@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from workbench.analysis.results import Check
-from workbench.cli._common import check_mark
 
 
 @pytest.fixture
@@ -39,6 +38,11 @@ def test_a_flagged_check_under_a_standing_verdict_is_not_printed_as_fail(seeded_
     assert code == 0, err
     attrition = next(line for line in md.splitlines() if "attrition" in line and line.startswith("- ["))
     assert "flagged; does not change the verdict: falsified stands" in attrition and "failed" not in attrition
+    # The HTML marks it as the CLI and the README do: FLAG, in capitals beside FAIL (it was 'flag').
+    code, _, err = cli("report", "--out", str(root / "site"), "--db", db, "--root", str(root))
+    assert code == 0, err
+    page = (root / "site" / "hypotheses" / "wedge-confound.html").read_text(encoding="utf-8")
+    assert '<td class="mark">FLAG</td><td>attrition</td>' in page and '<td class="mark">flag</td>' not in page
 
 
 @pytest.mark.parametrize("check, verdict, mark", [
@@ -50,4 +54,4 @@ def test_a_flagged_check_under_a_standing_verdict_is_not_printed_as_fail(seeded_
     (Check("config", None, "not recorded", "none"), "falsified", "n/a"),
 ])
 def test_mark_by_effect(check, verdict, mark):
-    assert check_mark(check, verdict) == mark
+    assert check.mark(verdict) == mark

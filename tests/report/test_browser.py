@@ -300,7 +300,7 @@ def test_hypothesis_page_explains_checks_assumptions_and_metrics(browser: Any, r
     try:
         page = v.open(rich["site"]["hypotheses"]["wedge-confound"])
         row = page.locator("table.checks tr", has_text="attrition").inner_text()
-        assert row.startswith("flag") and "does not change the verdict: falsified stands" in row
+        assert row.startswith("FLAG") and "does not change the verdict: falsified stands" in row
         assert "flagged a problem that does not change it (attrition)" in page.locator(".checks-summary").inner_text()
         for i in range(page.locator("figure.chart-box").count()):
             fig = page.locator("figure.chart-box").nth(i)

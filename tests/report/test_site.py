@@ -124,7 +124,7 @@ def test_hypothesis_page_shows_verdict_checks_arms_and_diff(site: dict[str, Any]
     text = Path(site["hypotheses"]["wedge-confound"]).read_text(encoding="utf-8")
     assert "lies entirely above the predicted region" in text
     # A failed check under a verdict that stands says so (the stored check predates recorded effects).
-    assert re.search(r'<tr class="flag"><td class="mark">flag</td><td>attrition</td><td>[^<]*</td>'
+    assert re.search(r'<tr class="flag"><td class="mark">FLAG</td><td>attrition</td><td>[^<]*</td>'
                      r'<td>does not change the verdict: falsified stands</td>', text)
     assert text.count('<td class="mark">pass</td>') == 3
     assert '<span class="del">-nixl_abort_fix=off</span>' in text
@@ -409,7 +409,7 @@ def test_check_effects_recorded_by_analysis_are_worded(seeded: dict[str, Any]) -
                          {"name": "isolation", "passed": True, "detail": "ok", "effect": "none"}]}
     view, _ = _verdict_view(stored, None)
     assert [(c.mark, c.meaning) for c in view.checks] == [
-        ("FAIL", "makes the verdict inconclusive"), ("flag", "does not change the verdict: inconclusive stands"),
+        ("FAIL", "makes the verdict inconclusive"), ("FLAG", "does not change the verdict: inconclusive stands"),
         ("pass", "")]
     assert view.checks_summary == ("1 of 3 checks passed; 1 check(s) changed the verdict (attrition); "
                                    "1 flagged a problem that does not change it (drift).")

@@ -63,7 +63,8 @@ class Check:
         return {"name": self.name, "passed": self.passed, "detail": self.detail, "effect": self.effect}
 
     def mark(self, verdict: str) -> str:
-        """pass; FAIL where the check changed `verdict`; flag where it was weighed and `verdict` stands; n/a.
+        """pass; FAIL where the check changed `verdict`; FLAG where it was weighed and `verdict` stands; n/a.
+        FLAG is in capitals beside FAIL so that a problem is seen either way: the CLI, the HTML and the JSON show it.
 
         wb's verdict rules turn a check that matters into inconclusive or invalid, so under a standing
         verdict (supported, falsified) a failed check is one found not to change it."""
@@ -73,7 +74,7 @@ class Check:
             return "pass"
         if self.effect in CHANGES_VERDICT:
             return "FAIL"
-        return "flag" if self.effect == "none" or verdict in ("supported", "falsified") else "FAIL"
+        return "FLAG" if self.effect == "none" or verdict in ("supported", "falsified") else "FAIL"
 
 
 # Figures a judgement carries only for some kinds of metric or test; absent ones are left out of its JSON.

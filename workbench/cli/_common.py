@@ -27,7 +27,6 @@ from typer.core import TyperCommand, TyperGroup
 from workbench.errors import WbError
 
 if TYPE_CHECKING:
-    from workbench.analysis.results import Check
     from workbench.app import Workbench
 
 
@@ -304,13 +303,6 @@ def print_json(obj: Any, command: str | None = None) -> None:
     # Redacted as an object too: a secret's value written as JSON may be escaped past the stream's redaction.
     typer.echo(json.dumps(envelope(command if command is not None else command_name(), redact(obj)), indent=2,
                           sort_keys=False, default=str))
-
-
-def check_mark(check: "Check", verdict: str) -> str:
-    """pass, FAIL (the check changed the verdict), FLAG (weighed; the verdict stands) or n/a: as the report marks
-    them, FLAG in capitals beside FAIL so that a problem is seen either way."""
-    mark = check.mark(verdict)
-    return "FLAG" if mark == "flag" else mark
 
 
 def parse_sets(values: list[str] | None) -> dict[str, str]:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from workbench.cli._common import (DbOption, FailOnOption, FormatOption, JsonOption, RootOption, check_mark, emit_rows,
+from workbench.cli._common import (DbOption, FailOnOption, FormatOption, JsonOption, RootOption, emit_rows,
                                    exit_on_verdict, fail_on, list_format, new_app, open_workbench, print_json)
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
     typer.echo(f"verdict: {v.verdict} ({v.created_at})")
     typer.echo(v.reasoning or "")
     for c in v.checks:
-        typer.echo(f"  [{check_mark(Check.from_dict(c), v.verdict)}] {c.get('name')}: {c.get('detail', '')}")
+        typer.echo(f"  [{Check.from_dict(c).mark(v.verdict)}] {c.get('name')}: {c.get('detail', '')}")
 
 
 def _seed_lines(d: HypothesisDetail) -> list[str]:
@@ -115,7 +115,7 @@ def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbO
         typer.echo(f"{hypothesis_id}: {result.verdict}")
         typer.echo(result.reasoning)
         for c in result.checks:
-            typer.echo(f"  [{check_mark(c, result.verdict)}] {c.name}: {c.detail}")
+            typer.echo(f"  [{c.mark(result.verdict)}] {c.name}: {c.detail}")
         if status is not None:
             typer.echo(_exploratory_line(hypothesis_id, status))
     exit_on_verdict(result.verdict, failing)

@@ -65,7 +65,7 @@ class IndexContext:
 
 @dataclass
 class Check:
-    """One validity check as shown: `mark` is pass, FAIL (it changed the verdict), flag (noted, the verdict
+    """One validity check as shown: `mark` is pass, FAIL (it changed the verdict), FLAG (noted, the verdict
     stands) or n/a; `meaning` says in words what the check's result does to the verdict."""
 
     name: str

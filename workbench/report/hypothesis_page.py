@@ -222,7 +222,7 @@ def _check(c: AnalysisCheck, verdict: str) -> Check:
 
 def _checks_summary(checks: list[Check]) -> str:
     changed = [c.name for c in checks if c.mark == "FAIL"]
-    noted = [c.name for c in checks if c.mark == "flag"]
+    noted = [c.name for c in checks if c.mark == "FLAG"]
     parts = []
     if changed:
         parts.append(f"{len(changed)} check(s) changed the verdict ({', '.join(changed)})")

@@ -95,7 +95,7 @@ def render(ctx: HypothesisContext) -> str:
         out.append("Checks:")
         for c in ctx.verdict.checks:
             mark = "x" if c.passed else " "
-            word = {"FAIL": "failed", "flag": "flagged", "n/a": "n/a"}.get(c.mark)
+            word = {"FAIL": "failed", "FLAG": "flagged", "n/a": "n/a"}.get(c.mark)
             flag = "" if word is None else f" **({word}; {md_text(c.meaning)})**" if c.meaning else f" **({word})**"
             out.append(f"- [{mark}] {md_text(c.name)}{flag}: {md_text(c.detail)}")
         out.append("")
