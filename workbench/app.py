@@ -69,6 +69,8 @@ class HypothesisDetail(HypothesisStatus):
     seed_from: str | None = None  # "hypothesis" or "experiment": whose design.seed it is
 
     def to_dict(self) -> dict[str, Any]:
+        from workbench.analysis.results import Check
+
         out = super().to_dict()
         out["definition"] = self.hypothesis.model_dump(mode="json", exclude_none=True)
         out["arms"] = self.arms
@@ -78,7 +80,8 @@ class HypothesisDetail(HypothesisStatus):
         out["metrics"] = self.metrics
         out["children"] = list(self.children)
         out["reasoning"] = self.verdict.reasoning if self.verdict else None
-        out["checks"] = self.verdict.checks if self.verdict else []
+        v = self.verdict  # each stored check as it was stored, with the mark its line shows
+        out["checks"] = [c | {"mark": Check.from_dict(c).mark(v.verdict)} for c in v.checks] if v else []
         return out
 
 
@@ -96,9 +99,11 @@ class RunReport:
     timing: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from workbench.analysis.results import marked_checks
+
         a = self.analysis
         return {**self.execution.to_dict(), "verdict": a.verdict if a else None, "reasoning": a.reasoning if a else None,
-                "checks": [c.to_dict() for c in a.checks] if a else [], "analysis_error": self.analysis_error,
+                "checks": marked_checks(a.checks, a.verdict) if a else [], "analysis_error": self.analysis_error,
                 "report": self.report, "command_timing": self.timing}  # "timing" stays the experiment loop's
 
 

@@ -55,3 +55,21 @@ def test_a_flagged_check_under_a_standing_verdict_is_not_printed_as_fail(seeded_
 ])
 def test_mark_by_effect(check, verdict, mark):
     assert check.mark(verdict) == mark
+
+
+def test_json_carries_the_mark_each_check_line_shows(seeded_root, cli):
+    """`show --json` and `analyze --json` give each check the mark the text prints (FLAG under a verdict that
+    stands): passed and effect alone do not say it, and a script had to redo wb's rule to tell FLAG from FAIL."""
+    import json
+
+    root, db = seeded_root
+    where = ("--db", db, "--root", str(root))
+    for command in ("analyze", "show"):
+        code, text, err = cli("hypothesis", command, "wedge-confound", *where)
+        assert code == 0, err
+        code, out, err = cli("hypothesis", command, "wedge-confound", "--json", *where)
+        assert code == 0, err
+        checks = json.loads(out)["checks"]
+        printed = [line.strip() for line in text.splitlines() if line.startswith("  [")]
+        assert [f"[{c['mark']}] {c['name']}: {c['detail']}" for c in checks] == printed, command
+        assert {c["name"]: c["mark"] for c in checks}["attrition"] == "FLAG"

@@ -39,6 +39,11 @@ def test_records_both_arms_and_restores(toy):
     assert "-fix=off" in diff and "+fix=on" in diff
     n_units = store_rows(toy.db, "SELECT count(*) FROM units")[0][0]
     assert n_units == 40
+    # Each check carries the mark `wb hypothesis show` prints beside it.
+    from workbench.analysis.results import Check
+
+    assert summary["checks"] and all(c["mark"] == Check.from_dict(c).mark(summary["verdict"])
+                                     for c in summary["checks"]), summary["checks"]
 
 
 def test_a_successful_run_records_no_error(toy):

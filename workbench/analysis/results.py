@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Iterable
 
 VERDICTS = ("supported", "falsified", "inconclusive", "invalid")
 
@@ -75,6 +75,12 @@ class Check:
         if self.effect in CHANGES_VERDICT:
             return "FAIL"
         return "FLAG" if self.effect == "none" or verdict in ("supported", "falsified") else "FAIL"
+
+
+def marked_checks(checks: Iterable[Check], verdict: str) -> list[dict[str, Any]]:
+    """Checks as the JSON views give them: each with the mark its line shows under `verdict` (the stored
+    check has no mark: it follows from the verdict it is stored with)."""
+    return [c.to_dict() | {"mark": c.mark(verdict)} for c in checks]
 
 
 # Figures a judgement carries only for some kinds of metric or test; absent ones are left out of its JSON.

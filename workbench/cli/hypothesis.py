@@ -110,7 +110,10 @@ def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbO
     result = wb.analyze(hypothesis_id, record=record)
     status = wb.hypothesis(hypothesis_id).current if record else None
     if json_:
-        print_json(result.to_dict() | ({"recorded_as": "exploratory", **status.to_dict()} if status else {}))
+        from workbench.analysis.results import marked_checks
+
+        print_json(result.to_dict() | {"checks": marked_checks(result.checks, result.verdict)}
+                   | ({"recorded_as": "exploratory", **status.to_dict()} if status else {}))
     else:
         typer.echo(f"{hypothesis_id}: {result.verdict}")
         typer.echo(result.reasoning)
