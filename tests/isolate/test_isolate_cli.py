@@ -457,3 +457,43 @@ def test_a_probe_is_credited_only_with_the_runs_of_its_own_execution(root, tmp_p
         record_search(store, spec, search_record(spec, replace(result, probes=tuple(probes))))
         out = build_site(store, reg, tmp_path / "site")
     assert _page_runs(Path(out["isolate"]).read_text(), spec.search_id) == own
+
+
+def test_a_value_with_spaces_is_kept_whole_and_quoted_in_the_resume_command(root, tmp_path):
+    """--good/--bad split a list at each `name=`, not at every space: `--bad "note=it broke"` was refused as
+    "--bad 'broke': expected var=value", and a --pair file's `note: it broke` the same way."""
+    import shlex
+
+    from workbench.cli.isolate import request
+    from workbench.isolate.resume import resume_command
+
+    exp = root / "experiments" / "agent-repro.yaml"
+    exp.write_text(exp.read_text().replace("\nunit:\n", "\n  note: {default: none}\n\nunit:\n", 1))
+    reg = load_registry(root)
+    spec = prepare_spec(reg, experiment="agent-repro", good=["note=all  fine", "hicache=off"],
+                        bad=["note=it broke hicache=on"], metric="corruption_rate", region=">= 0.05", seed=3)
+    assert (spec.good["note"], spec.bad["note"], spec.bad["hicache"]) == ("all  fine", "it broke", "on")
+    assert spec.changes == ("hicache", "note")
+    # The command that resumes the search gives each value back whole.
+    args = shlex.split(resume_command(spec))
+    again = prepare_spec(reg, experiment="agent-repro", good=[args[args.index("--good") + 1]],
+                         bad=[args[args.index("--bad") + 1]], metric="corruption_rate", region=">= 0.05", seed=3)
+    assert (again.good, again.bad) == (spec.good, spec.bad)
+    # Shown back, the value is quoted as one word: in the search's lines and in its hypotheses' claims.
+    from workbench.cli.isolate import search_lines
+    from workbench.isolate.adapter import root_hypothesis
+    from workbench.isolate.app import search_record
+
+    result = isolate(list(spec.changes), BinomialOracle(conjunction({"note"}), (0.05, math.inf)))
+    text = "\n".join(search_lines(search_record(spec, result)))
+    assert "changes {hicache=on, note='it broke'}" in text and "minimal set: {note='it broke'} (decided)" in text
+    assert "changes {hicache=on, note='it broke'} from the good config" in root_hypothesis(spec).claim
+    (tmp_path / "pair.yaml").write_text(PAIR.replace("geometry_fix: off\n", "geometry_fix: off\n  note: it broke\n"))
+    req = request(dict.fromkeys(("experiment", "good", "bad", "metric", "region", "profile", "budget", "alpha")),
+                  str(tmp_path / "pair.yaml"), reg)
+    assert prepare_spec(reg, seed=1, **req).bad["note"] == "it broke"
+    # On the command line: the value is taken whole, and the next problem is the one reported.
+    res = CliRunner().invoke(app, ["isolate", "--experiment", "agent-repro", "--good", "note=all fine",
+                                   "--bad", "note=it broke", "--metric", "corruption_rate", "--region", "above",
+                                   "--root", str(root), "--db", str(tmp_path / "s.duckdb")])
+    assert res.exit_code == 2 and "--region" in res.output and "expected var=value" not in res.output, res.output

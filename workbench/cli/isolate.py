@@ -84,13 +84,14 @@ def _set(xs: Any) -> str:
 
 def search_lines(record: dict[str, Any]) -> list[str]:
     """The search as text: the tree of probes, the answer and the units spent."""
+    from workbench.isolate.assignments import shown_set
     from workbench.isolate.records import resume_line, tree_rows
     from workbench.isolate.region import stored_text
 
     r = record["result"]
     bad = record["bad"]
     lines = [f"search {record['search_id']} ({record['root_id']}): {record['metric']} failure region "
-             f"{stored_text(record['region'])}, changes {_set(f'{c}={bad[c]}' for c in record['changes'])}"]
+             f"{stored_text(record['region'])}, changes {shown_set(bad, record['changes'])}"]
     resumed = resume_line(record)
     if resumed:
         lines.append(resumed)
@@ -101,7 +102,7 @@ def search_lines(record: dict[str, Any]) -> list[str]:
                      f"{MARK.get(p['outcome'], p['outcome'])}  {p['result_k']:g}/{p['result_n']:g} "
                      f"(alpha {p['alpha']:.2g}, {p['units']:g} units)  {p['hypothesis_id']}{how}")
     if r["status"] == "decided":
-        lines.append(f"minimal set: {_set(f'{c}={bad[c]}' for c in r['minimal'])} (decided)")
+        lines.append(f"minimal set: {shown_set(bad, r['minimal'])} (decided)")
     elif r["status"] == "no-failure":
         lines.append("no failure to isolate: the bad config does not fail")
     else:

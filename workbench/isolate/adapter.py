@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from workbench.isolate.assignments import shown_set
 from workbench.isolate.decision import Look, cumulative_path, decide
 from workbench.isolate.search import ProbeRequest, ProbeResult
 from workbench.settings import Settings
@@ -95,11 +96,11 @@ def root_hypothesis(spec: IsolateSpec, *, status: str = "open", verdict: str | N
     """The search itself as a hypothesis: the bad config fails, and a subset of its changes is why."""
     from workbench.registry.hypothesis import Hypothesis
 
-    changes = ", ".join(f"{v}={spec.bad[v]}" for v in spec.changes)
+    changes = shown_set(spec.bad, spec.changes)
     return Hypothesis(
         id=spec.root_id, parent=spec.parent, kind="config", status=status, experiment=spec.experiment,
         profile=spec.profile,
-        claim=f"Some subset of the changes {{{changes}}} from the good config causes {spec.metric} in the "
+        claim=f"Some subset of the changes {changes} from the good config causes {spec.metric} in the "
               "failure region; wb isolate searches for the minimal one.",
         arms={"probe": spec.arm(spec.changes)}, hold=dict(spec.hold),
         predicts=[_prediction(spec, "the bad config reproduces the failure")],
@@ -111,11 +112,11 @@ def probe_hypothesis(spec: IsolateSpec, req: ProbeRequest, parent_id: str, *, st
                      verdict: str | None = None) -> Any:
     from workbench.registry.hypothesis import Hypothesis
 
-    applied = ", ".join(f"{v}={spec.bad[v]}" for v in req.applied) or "nothing"
+    applied = shown_set(spec.bad, req.applied) if req.applied else "{nothing}"
     return Hypothesis(
         id=spec.probe_id(req.index), parent=parent_id, kind="config", status=status,
         experiment=spec.experiment, profile=spec.profile,
-        claim=f"The good config with {{{applied}}} applied fails ({req.phase} probe: {req.question})",
+        claim=f"The good config with {applied} applied fails ({req.phase} probe: {req.question})",
         arms={"probe": spec.arm(req.applied)}, hold=dict(spec.hold),
         predicts=[_prediction(spec, f"{req.phase} probe {req.index} of search {spec.search_id}")],
         falsified_if=f"{spec.metric} lies outside the failure region (the config passes).",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.errors import BadInput, WbError
 from workbench.isolate.adapter import (IsolateSpec, RunnerOracle, plain_request, probe_hypothesis, root_hypothesis,
                                       search_key)
+from workbench.isolate.assignments import parse_assignments
 from workbench.isolate.attempt import PriorAttempt
 from workbench.isolate.records import ROOT_VERDICT, append_to_registry, record_search
 from workbench.isolate.region import parse_region
@@ -24,19 +25,6 @@ if TYPE_CHECKING:
 
 DEFAULT_BUDGET = 4000.0
 DEFAULT_ALPHA = 0.05
-
-
-def parse_assignments(items: list[str], flag: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        for part in str(item).split():
-            name, sep, value = part.partition("=")
-            if not sep or not name or not value:
-                raise BadInput(f"{flag} {part!r}: expected var=value")
-            if name in out and out[name] != value:
-                raise BadInput(f"{flag} sets {name} twice ({out[name]} and {value})")
-            out[name] = value
-    return out
 
 
 def metric_problem(exp: Any, metric: str) -> tuple[str, str] | None:

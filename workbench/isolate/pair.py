@@ -68,6 +68,7 @@ def load_pair(path: str | Path, registry: Any) -> dict[str, Any]:
 
 def _config(doc: Any, exp: Any, value: Any, side: str) -> list[str]:
     """A `{var: value}` mapping checked against the experiment's variables, as `var=value` items."""
+    from workbench.isolate.assignments import parse_assignments
     from workbench.registry.common import var_value
 
     if not isinstance(value, dict) or not value:
@@ -82,7 +83,13 @@ def _config(doc: Any, exp: Any, value: Any, side: str) -> list[str]:
             text = exp.variables[name].check(var_value(doc.booleans.get(where, raw)))  # a bare yes: its word
         except ValueError as exc:
             raise doc.error(str(exc), where) from None
-        if not text or any(c.isspace() for c in text):
-            raise doc.error(f"{text!r} holds white space", where)
-        items.append(f"{name}={text}")
+        item = f"{name}={text}"
+        try:  # what --good and --bad can say, so that the resume command can say it too
+            carried = text and parse_assignments([item], side) == {name: text}
+        except BadInput:
+            carried = False
+        if not carried:
+            raise doc.error(f"{text!r} cannot be given as {side} {name}=VALUE: a value may hold spaces, but not "
+                            "at its ends nor before a name=", where)
+        items.append(item)
     return items

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
 from workbench.store.engine import url_has_password
+from workbench.isolate.assignments import shown, shown_set
 from workbench.isolate.attempt import DecidedProbe, PriorAttempt
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def differences(spec: "IsolateSpec", record: dict[str, Any], *, seed_given: bool
     differ("--metric", spec.metric, record.get("metric"))
     differ("--region", describe(spec.region), stored_text(record.get("region")))
     for flag, now, then in (("--good", spec.good, record.get("good") or {}), ("--bad", spec.bad, record.get("bad") or {})):
-        out += [f"{flag} {v}={_show(now.get(v))} (it used {_show(then.get(v))})"
+        out += [f"{flag} {shown(v, _show(now.get(v)))} (it used {shlex.quote(_show(then.get(v)))})"
                 for v in dict.fromkeys([*now, *then]) if now.get(v) != then.get(v)]
     if "hold" in record and dict(spec.hold) != record["hold"]:
         out.append(f"variables held at the good value: {_set(spec.hold)} (it held {_set(record['hold'])})")
@@ -208,7 +209,7 @@ def _num(x: float) -> str:
 
 
 def _set(d: dict[str, Any]) -> str:
-    return "{" + ", ".join(f"{k}={v}" for k, v in d.items()) + "}"
+    return shown_set(d, d)
 
 
 def _show(value: Any) -> str:

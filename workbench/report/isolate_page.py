@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,13 +55,14 @@ def _set(xs: Any) -> str:
 def _rows(rec: dict[str, Any], runs_of: dict[int, list[int]]) -> list[ProbeRow]:
     """A probe's runs are those of the execution its record names (its own, or the one a resumed search read
     back or continued): never another execution of its hypothesis."""
+    from workbench.isolate.assignments import shown_set
     from workbench.isolate.records import tree_rows
 
     bad = rec.get("bad", {})
     rows = []
     for depth, p in tree_rows(rec):
         runs = sorted(runs_of.get(p.get("ref", {}).get("execution_id"), []))
-        rows.append(ProbeRow(depth, p["index"], p["phase"], _set(f"{c}={bad.get(c)}" for c in p["applied"]),
+        rows.append(ProbeRow(depth, p["index"], p["phase"], shown_set(bad, p["applied"]),
                              p["outcome"], f"{p['result_k']:g}/{p['result_n']:g}", f"{p['alpha']:.2g}",
                              f"{p['units']:g}", p.get("hypothesis_id", ""), [(str(r), f"runs/{r}.html") for r in runs],
                              p.get("reasoning", "")))
@@ -68,13 +70,14 @@ def _rows(rec: dict[str, Any], runs_of: dict[int, list[int]]) -> list[ProbeRow]:
 
 
 def _view(st: Any, runs_of: dict[int, list[int]]) -> SearchView:
+    from workbench.isolate.assignments import shown_set
     from workbench.isolate.records import resume_line
     from workbench.isolate.region import stored_text
 
     rec, res = st.record, st.record.get("result", {})
     bad, good = rec.get("bad", {}), rec.get("good", {})
     if res.get("status") == "decided":
-        answer = f"minimal set {_set(f'{c}={bad.get(c)}' for c in res.get('minimal') or [])}"
+        answer = f"minimal set {shown_set(bad, res.get('minimal') or [])}"
     elif res.get("status") == "no-failure":
         answer = "no failure to isolate: the bad config does not fail"
     else:
@@ -83,7 +86,7 @@ def _view(st: Any, runs_of: dict[int, list[int]]) -> SearchView:
     budget = f" of {res['budget']:g}" if res.get("budget") else ""
     return SearchView(st.search_id, st.root_id, st.created_at or "", str(res.get("status", "?")), answer,
                       str(res.get("explanation", "")), f"{rec.get('metric')} fails when {stored_text(rec.get('region'))}",
-                      _set(f"{c}: {good.get(c)} → {bad.get(c)}" for c in rec.get("changes", [])),
+                      _set(f"{c}: {shlex.quote(str(good.get(c)))} → {shlex.quote(str(bad.get(c)))}" for c in rec.get("changes", [])),
                       f"{res.get('units', 0):g}{budget}", f"{res.get('alpha_spent', 0):.3g} of {res.get('alpha', 0):g}",
                       _rows(rec, runs_of), resume_line(rec) or "")
 
