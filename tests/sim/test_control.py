@@ -296,3 +296,33 @@ def test_the_default_state_folder_is_the_one_wb_hypothesis_run_uses(tmp_path, mo
     for var in ("WB_SIM_DIR", "WB_ROOT"):
         monkeypatch.delenv(var)
     assert control.state_dir() == tmp_path.resolve() / ".wb" / "sim"  # outside a workbench: here
+
+
+def test_a_dir_in_a_folder_that_does_not_exist_is_refused_not_created(tmp_path, cli, monkeypatch):
+    """`wb sim up --dir /tmp/typo/a/sim` made /tmp/typo/a, as `mkdir -p` would, and started pdsim there: a
+    mistyped folder is an error naming --dir (or $WB_SIM_DIR), as a report's --out and a bundle's -o are. The
+    state folder itself is still made when its parent exists."""
+    missing = tmp_path / "nodir" / "sub" / "sim"
+    ports = [f"--set={k}={v}" for k, v in control.free_ports().items()]
+    monkeypatch.delenv("WB_SIM_DIR", raising=False)
+    try:
+        for args, given in ((["up", "--dir", str(missing), *ports], f"--dir {missing}"),
+                            (["restart", "--dir", str(missing)], f"--dir {missing}")):
+            code, out, err = cli("sim", *args)
+            assert code == 2 and out == "" and "Traceback" not in err, (args, code, out, err)
+            assert err.startswith(f"Error: {given}: the folder {missing.parent} does not exist"), err
+            assert f"mkdir -p {missing.parent}" in err, err
+        monkeypatch.setenv("WB_SIM_DIR", str(missing))
+        code, _, err = cli("sim", "up", *ports)
+        assert code == 2 and err.startswith(f"Error: $WB_SIM_DIR {missing}: the folder {missing.parent}"), err
+        assert not (tmp_path / "nodir").exists()
+    finally:
+        control.down(missing)
+    (tmp_path / "nodir" / "sub").mkdir(parents=True)
+    monkeypatch.delenv("WB_SIM_DIR")
+    try:
+        code, _, err = cli("sim", "up", "--dir", str(missing), *ports)
+        assert code == 0, err
+    finally:
+        control.down(missing)
+    assert (missing / "serve.sh").is_file()

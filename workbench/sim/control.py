@@ -39,18 +39,18 @@ STOP_TIMEOUT_S = 5.0
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def state_dir(path: str | Path | None = None) -> Path:
+def state_dir(path: str | Path | None = None, *, create: bool = False) -> Path:
     """pdsim's state folder: `path` (--dir), else $WB_SIM_DIR, else the one `wb hypothesis run` uses, the
     workbench's .wb/sim ($WB_ROOT, else the nearest folder up holding hypotheses.yaml, as wb finds its
-    workbench), else ./.wb/sim."""
+    workbench), else ./.wb/sim. `create`: the caller makes the folder, so a named one's parent must exist."""
     if isinstance(path, str) and not path.strip():
         # `--dir "$UNSET"`: not the current folder, which would fill with a serve file, pid files and logs
         raise BadInput("--dir is empty", hint="give pdsim's state folder, or leave --dir out")
     if path:
-        return _folder(Path(path).expanduser().resolve(), "--dir")
+        return _folder(Path(path).expanduser().resolve(), "--dir", create)
     env = os.environ.get("WB_SIM_DIR")
     if env:
-        return _folder(Path(env).expanduser().resolve(), "$WB_SIM_DIR")
+        return _folder(Path(env).expanduser().resolve(), "$WB_SIM_DIR", create)
     here = Path.cwd().resolve()
     root = os.environ.get("WB_ROOT")
     if root:
@@ -61,9 +61,11 @@ def state_dir(path: str | Path | None = None) -> Path:
     return here / ".wb" / "sim"
 
 
-def _folder(sdir: Path, given: str) -> Path:
+def _folder(sdir: Path, given: str, create: bool) -> Path:
     """A state folder named by the user, refused when it, or the nearest part of it that exists, is a file (its
-    pid files and logs could be neither read nor written: `down` and `up` ended in a traceback)."""
+    pid files and logs could be neither read nor written: `down` and `up` ended in a traceback). One to be made
+    is refused when its parent is missing too: a mistyped folder is an error, not a tree to create (as a
+    report's --out and a bundle's -o)."""
     for d in (sdir, *sdir.parents):
         if d.exists():
             if not d.is_dir():
@@ -71,6 +73,11 @@ def _folder(sdir: Path, given: str) -> Path:
                 raise BadInput(f"{given} {sdir} {what}, not a folder",
                                hint="name pdsim's state folder (wb creates it when missing)")
             break
+    if create and not sdir.exists() and not sdir.parent.is_dir():
+        import shlex
+
+        raise BadInput(f"{given} {sdir}: the folder {sdir.parent} does not exist",
+                       hint=f"create it first: mkdir -p {shlex.quote(str(sdir.parent))}")
     return sdir
 
 
@@ -315,7 +322,7 @@ def up(dir: str | Path | None = None, *, config: str | Path | None = None,
     from workbench.optional import require_torch
 
     require_torch("pdsim")
-    sdir = state_dir(dir)
+    sdir = state_dir(dir, create=True)
     if config is not None:
         cfg_file = Path(config).expanduser().resolve()
         if cfg_file.is_dir():
@@ -427,7 +434,7 @@ def down(dir: str | Path | None = None, *, timeout: float = STOP_TIMEOUT_S) -> l
 
 def restart(dir: str | Path | None = None, *, timeout: float = HEALTH_TIMEOUT_S) -> SimStatus:
     """`systemctl restart` of both units: stop, re-read the serve file in use, start."""
-    sdir = state_dir(dir)
+    sdir = state_dir(dir, create=True)
     down(sdir)
     cfg_file = config_path(sdir)
     if cfg_file == sdir / "serve.sh":
