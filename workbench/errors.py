@@ -67,7 +67,12 @@ class StoreError(WbError):
 
 
 class StoreLocked(StoreError):
-    """Another process holds the store's write lock."""
+    """Another process holds the store's write lock. Found as the command opens the store, nothing was read or
+    written: exit 2, as bad input. `began`: found after the command had used the store, a failure while running."""
+
+    def __init__(self, message: str, *, hint: str | None = None, began: bool = False) -> None:
+        super().__init__(message, hint=hint)
+        self.exit_code = 1 if began else 2
 
 
 class StoreOutdated(BadInput):

@@ -100,6 +100,61 @@ def test_missing_store_for_a_read_is_bad_input_and_not_created(tmp_path: Path, c
     assert not path.exists()
 
 
+def _lock_holder(path: Path) -> subprocess.Popen:
+    """Another process holding the store's file lock, as a notebook or a running wb would."""
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import duckdb, sys, time
+        con = duckdb.connect({str(path)!r})
+        print("locked", flush=True)
+        time.sleep(120)
+    """)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_a_locked_store_is_one_error_naming_the_file_and_the_holder_exit_2(tmp_path: Path, cli, seed_csv: Path):
+    """A command that finds the store locked (past WB_DB_LOCK_WAIT) has read and written nothing: exit 2 with one
+    Error: line naming the file and the process DuckDB says holds it (it was exit 1, with no process named)."""
+    path = tmp_path / "wb.duckdb"
+    upgrade(str(path))
+    holder = _lock_holder(path)
+    env = {"WB_DB_LOCK_WAIT": "0.5"}
+    try:
+        for args in (["runs", "list"], ["import", "evidence", str(seed_csv)], ["db", "upgrade"]):
+            code, out, err = cli(*args, "--db", str(path), env=env)
+            assert code == 2 and out == "" and "Traceback" not in err, (args, code, out, err)
+            first = err.splitlines()[0]
+            assert first.startswith(f"Error: the store {path} is locked by another process (PID {holder.pid}"), first
+            assert [line for line in err.splitlines() if line.startswith("Error:")] == [first], err
+            assert "nothing was read or written" in err, err
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    with open_store(str(path), read_only=True) as store:
+        assert store.runs() == []  # the import stored nothing
+
+
+def test_a_store_locked_after_the_command_began_is_a_failure_while_running(tmp_path: Path):
+    """Once a command has used the store, a lock taken by another process in between is exit 1: the command may
+    have run or written something already."""
+    path = tmp_path / "wb.duckdb"
+    upgrade(str(path))
+    store = open_store(str(path), lock_wait_s=0.3)
+    try:
+        assert store.runs() == []
+        holder = _lock_holder(path)
+        try:
+            with pytest.raises(StoreLocked) as exc:
+                store.runs()
+        finally:
+            holder.kill()
+            holder.wait(timeout=10)
+        assert exc.value.exit_code == 1 and f"(PID {holder.pid}" in exc.value.message, exc.value.message
+        assert "nothing was read or written" not in exc.value.message + (exc.value.hint or "")
+    finally:
+        store.dispose()
+
+
 def test_second_writer_gets_a_clear_message(tmp_path: Path, monkeypatch):
     path = tmp_path / "locked.duckdb"
     upgrade(str(path))
@@ -115,7 +170,7 @@ def test_second_writer_gets_a_clear_message(tmp_path: Path, monkeypatch):
             store = open_store(str(path), lock_wait_s=0.5)
             store.dispose()
         assert holder.poll() is None  # it gave up while the lock was still held, not after
-        assert "in use by another process" in exc.value.message
+        assert "is locked by another process" in exc.value.message
     finally:
         holder.kill()
         holder.wait(timeout=10)

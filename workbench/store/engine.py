@@ -153,6 +153,7 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         self.read_only = read_only
         self.lock_wait_s = lock_wait_s
         self._held: Any = None  # the connection `held()` keeps open
+        self._opened = False  # a connection was made: this command has begun using the store
         self.name = str(path) if path is not None else _redact(url)
         connect_args = {"read_only": True} if (read_only and path is not None) else {}
         try:
@@ -174,9 +175,7 @@ class Store(StoreReads, StoreWrites, StoreBundles):
     def _connect_error(self, exc: Exception) -> WbError:
         text = str(exc)
         if "Could not set lock" in text or "Conflicting lock" in text:
-            return StoreLocked(f"the store {self.name} is in use by another process (it holds the file's lock)",
-                               hint="wait for the other wb command, or close the reader holding the file (a "
-                                    "notebook, the duckdb shell), or point this one at another store with --db")
+            return self._locked(text)
         unreadable_file = self.path is not None and self.path.exists() and "IO Error" in text
         if ("not a valid DuckDB database" in text or "Corrupt" in text or "corrupt" in text
                 or "Is a directory" in text or unreadable_file):
@@ -186,6 +185,21 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         return StoreError(f"cannot open the store {self.name}: {text.splitlines()[0] if text else type(exc).__name__}",
                           hint="check --db / WB_DB")
 
+    def _locked(self, text: str) -> StoreLocked:
+        """The file is locked by another process, which DuckDB names ('Conflicting lock is held in PROGRAM
+        (PID N)'). Found at the first connection, nothing was read or written (exit 2); found later, the
+        command had begun, and may have run or written something (exit 1)."""
+        held = re.search(r"held in (.+?) \(PID (\d+)\)", text)
+        by = f" (PID {held.group(2)}, {held.group(1)})" if held else ""
+        what = "wait for it to end (another wb command), or close the reader holding the file (a notebook, the " \
+               "duckdb shell), or point this one at another store with --db"
+        if self._opened:
+            return StoreLocked(f"the store {self.name} was locked by another process{by} after this command had "
+                               f"begun using it, for longer than the {self.lock_wait_s:g} s it waits",
+                               hint=what, began=True)
+        return StoreLocked(f"the store {self.name} is locked by another process{by}; nothing was read or written "
+                           f"(waited {self.lock_wait_s:g} s)", hint=what)
+
     def _open(self) -> Any:
         """A SQLAlchemy connection, retried for a bounded time while the file is locked."""
         import duckdb
@@ -194,7 +208,9 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         deadline = time.monotonic() + self.lock_wait_s
         while True:
             try:
-                return self.engine.connect()
+                conn = self.engine.connect()
+                self._opened = True
+                return conn
             # duckdb raises its own errors before SQLAlchemy wraps them
             except (DBAPIError, duckdb.Error) as exc:
                 err = self._connect_error(exc.orig if isinstance(exc, DBAPIError) and exc.orig else exc)
