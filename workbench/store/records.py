@@ -11,7 +11,7 @@ import math
 import uuid as uuidlib
 import zlib
 from datetime import datetime
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from sqlmodel import Session, select
 
@@ -19,6 +19,9 @@ from workbench.secrets import looks_secret, mask_entries, mask_named
 from workbench.store import jsonx
 from workbench.store.models import (Artifact, ArtifactBlob, Execution, ExperimentSnapshot, HypothesisSnapshot, Metric,
                                     ProbeCount, Review, Run, Unit, Verdict, utcnow)
+
+if TYPE_CHECKING:
+    from workbench.store.entities import ImportedRun
 
 # Artifacts up to this size (uncompressed) are kept in the store itself, so every user of a shared
 # store sees them; a larger one is recorded by name and hash only (its page says so).
@@ -183,6 +186,43 @@ def update_run(session: Session, *, run_id: int, **fields: Any) -> Run:
     session.add(run)
     session.flush()
     return run
+
+
+# The columns of an imported run; the rest are NULL, as an ORM insert of one leaves them.
+_IMPORTED_RUN_COLUMNS = ["id", "experiment_id", "source", "label", "status", "phase", "variables_json",
+                         "fingerprint_json", "provenance", "uuid"]
+
+
+def add_imported_runs(session: Session, *, experiment_id: str, rows: list["ImportedRun"]) -> list[int]:
+    """Store historical runs and their metrics as `create_run` and `add_metrics` would, one row at a time, but in
+    two bulk inserts: the runs' ids are drawn from their sequence at once. Every text is redacted as the session's
+    flush hook redacts what the ORM writes. Returns the new runs' ids, in the order of `rows`."""
+    from workbench.secrets import redact_text
+
+    ids = _next_ids(session, "runs", len(rows))
+    runs = [{"id": rid, "experiment_id": experiment_id, "source": "import", "label": row.label,
+             "status": "historical", "phase": row.phase, "variables_json": jsonx.dumps(row.variables),
+             "fingerprint_json": jsonx.dumps(redact_secrets({"workload": row.workload})),
+             "provenance": jsonx.dumps(row.provenance), "uuid": new_key()} for rid, row in zip(ids, rows)]
+    runs = [{k: redact_text(v) if isinstance(v, str) else v for k, v in run.items()} for run in runs]
+    bulk_insert(session, "runs", runs, _IMPORTED_RUN_COLUMNS)
+    metrics = [{"run_id": rid, "name": name, "value": float(value), "source": "import"}
+               for rid, row in zip(ids, rows) for name, value in row.metrics.items() if value is not None]
+    bulk_insert(session, "metrics", metrics, ["run_id", "name", "value", "source"])
+    return ids
+
+
+def _next_ids(session: Session, table: str, n: int) -> list[int]:
+    """`n` new ids of `table`, drawn from its sequence in one statement (ascending, as one insert at a time
+    draws them)."""
+    from sqlalchemy import Sequence, select, text
+
+    conn = session.connection()
+    seq = f"{table}_id_seq"
+    if n and conn.dialect.name in ("duckdb", "postgresql"):
+        series = f"range({n})" if conn.dialect.name == "duckdb" else f"generate_series(1, {n})"
+        return sorted(int(v) for (v,) in conn.execute(text(f"SELECT nextval('{seq}') FROM {series}")))
+    return [int(conn.execute(select(Sequence(seq).next_value())).scalar_one()) for _ in range(n)]
 
 
 def bulk_insert(session: Session, table: str, rows: "Any", columns: list[str]) -> int:

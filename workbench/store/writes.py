@@ -120,19 +120,13 @@ class StoreWrites:
 
         Returns [(run id, row)] of the runs stored, and what the replacement deleted.
         """
-        from workbench.store import deletion, jsonx, records
+        from workbench.store import deletion, records
 
-        done: list[tuple[int, ImportedRun]] = []
         with self.session() as s:
             gone = deletion.delete_runs(s, replace)
-            for row in rows:
-                run = records.create_run(s, experiment_id=experiment_id, variables=row.variables, source="import",
-                                         label=row.label, status="historical", phase=row.phase,
-                                         provenance=jsonx.dumps(row.provenance),
-                                         fingerprint={"workload": row.workload})
-                records.add_metrics(s, run_id=run.id, metrics=row.metrics, source="import")
-                done.append((int(run.id), row))
-        return done, gone
+            s.flush()
+            ids = records.add_imported_runs(s, experiment_id=experiment_id, rows=list(rows))
+        return list(zip(ids, rows)), gone
 
     def run_deletion(self, run_ids: Iterable[int], *,
                      runner_gone: Callable[[str], bool] | None = None) -> RunDeletion:
