@@ -250,3 +250,22 @@ def test_a_named_entry_with_a_quoted_value_is_masked_whole():
     assert json.loads(out) == {"conf": 'export dbpw="<redacted>"\nmode=x\n', "cmd": "run dbpw='<redacted>' now"}
     assert secrets.redact_text('dbpw="$dbpw" and dbpw="{{ dbpw }}"') == 'dbpw="$dbpw" and dbpw="{{ dbpw }}"'
     assert secrets.redact_text('dbpw="abc def') == 'dbpw=<redacted> def'  # a quote never closed: the word
+
+
+def test_a_secret_in_a_units_record_is_masked_in_the_store(toy):
+    """The units go in as one bulk insert, past the flush hook that masks every text the ORM writes: a workload
+    that echoed a secret into its per-unit JSON had it stored as it came."""
+    edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
+                 "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
+                 "  db_password: {secret: true, default: changeme}\n")
+    edit_profile(toy.root, "        mode={{ mode }}\n", "        mode={{ mode }}\n        password={{ db_password }}\n")
+    script = toy.state / "toy.py"
+    text = script.read_text()
+    assert '"rounds": 4}' in text
+    script.write_text(text.replace('"rounds": 4}', '"rounds": 4, "seen": "pw " + c.get("password", "")}'))
+    res = CliRunner().invoke(app, ["hypothesis", "run", "toy-fix", "--db", toy.db, "--replicates", "1",
+                                   "--set", f"db_password={PASSWORD}"])
+    assert res.exit_code == 0, res.output
+    seen = {s for (s,) in store_rows(toy.db, "SELECT DISTINCT json_extract_string(data_json, '$.seen') FROM units")}
+    assert seen == {"pw <redacted>"}, seen
+    assert PASSWORD.encode() not in Path(toy.db).read_bytes()

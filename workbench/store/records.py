@@ -195,16 +195,13 @@ _IMPORTED_RUN_COLUMNS = ["id", "experiment_id", "source", "label", "status", "ph
 
 def add_imported_runs(session: Session, *, experiment_id: str, rows: list["ImportedRun"]) -> list[int]:
     """Store historical runs and their metrics as `create_run` and `add_metrics` would, one row at a time, but in
-    two bulk inserts: the runs' ids are drawn from their sequence at once. Every text is redacted as the session's
-    flush hook redacts what the ORM writes. Returns the new runs' ids, in the order of `rows`."""
-    from workbench.secrets import redact_text
-
+    two bulk inserts: the runs' ids are drawn from their sequence at once (bulk_insert redacts every text, as
+    the session's flush hook redacts what the ORM writes). Returns the new runs' ids, in the order of `rows`."""
     ids = _next_ids(session, "runs", len(rows))
     runs = [{"id": rid, "experiment_id": experiment_id, "source": "import", "label": row.label,
              "status": "historical", "phase": row.phase, "variables_json": jsonx.dumps(row.variables),
              "fingerprint_json": jsonx.dumps(redact_secrets({"workload": row.workload})),
              "provenance": jsonx.dumps(row.provenance), "uuid": new_key()} for rid, row in zip(ids, rows)]
-    runs = [{k: redact_text(v) if isinstance(v, str) else v for k, v in run.items()} for run in runs]
     bulk_insert(session, "runs", runs, _IMPORTED_RUN_COLUMNS)
     metrics = [{"run_id": rid, "name": name, "value": float(value), "source": "import"}
                for rid, row in zip(ids, rows) for name, value in row.metrics.items() if value is not None]
@@ -230,8 +227,13 @@ def bulk_insert(session: Session, table: str, rows: "Any", columns: list[str]) -
 
     On DuckDB the columns go in as numpy arrays of the Python values, which DuckDB scans directly (None is NULL,
     each column's type is read from its values and cast to the table's). pandas is not imported for it: its
-    import is ~0.3 s of CPU in every process that stores a run."""
-    values = _column_values(rows, columns)
+    import is ~0.3 s of CPU in every process that stores a run. Every text is redacted, as the session's flush
+    hook redacts what the ORM writes (store.redaction): a bulk insert passes no flush."""
+    from workbench.secrets import redact_text
+
+    redacted: dict[str, str] = {}  # a column's repeated texts (an outcome, a source) are redacted once
+    values = [[(redacted.get(v) or redacted.setdefault(v, redact_text(v))) if isinstance(v, str) else v for v in col]
+              for col in _column_values(rows, columns)]
     n = len(values[0]) if values else 0
     if n == 0:
         return 0
