@@ -25,9 +25,12 @@ def test_defaults_without_environment():
     assert (s.db, s.root, s.lock_wait_s, s.artifacts, s.sim_dir) == (None, None, DEFAULT_LOCK_WAIT_S, None, None)
 
 
-def test_a_lock_wait_that_is_not_a_number_is_bad_input():
-    with pytest.raises(BadInput, match="WB_DB_LOCK_WAIT"):
-        Settings.from_env({"WB_DB_LOCK_WAIT": "soon"})
+@pytest.mark.parametrize("wait", ["soon", "nan", "-1"])
+def test_a_lock_wait_that_is_not_a_number_of_seconds_is_bad_input(wait):
+    """nan and a negative wait were taken: a locked store was refused at once, as with 0, without a word."""
+    with pytest.raises(BadInput, match=f"WB_DB_LOCK_WAIT='{wait}' is not a number of seconds"):
+        Settings.from_env({"WB_DB_LOCK_WAIT": wait})
+    assert Settings.from_env({"WB_DB_LOCK_WAIT": "0"}).lock_wait_s == 0.0
 
 
 def test_the_store_waits_as_configured(tmp_path: Path):

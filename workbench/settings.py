@@ -6,6 +6,7 @@ from here (a `Settings` built from flags, with the environment filling what the 
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,7 +33,11 @@ class Settings:
         try:
             lock_wait = float(wait) if wait else DEFAULT_LOCK_WAIT_S
         except ValueError:
-            raise BadInput(f"WB_DB_LOCK_WAIT={wait!r} is not a number of seconds") from None
+            lock_wait = math.nan
+        if not lock_wait >= 0:  # nan too: it waited not at all, as 0 does
+            raise BadInput(f"WB_DB_LOCK_WAIT={wait!r} is not a number of seconds (0 or more)",
+                           hint=f"leave it unset to wait up to {DEFAULT_LOCK_WAIT_S:g} s for a store another "
+                                "process holds")
         root = given_root(root) or env.get("WB_ROOT") or None
         return cls(db=db if db is not None else (env.get("WB_DB") or None), root=Path(root) if root else None, lock_wait_s=lock_wait,
                    artifacts=Path(env["WB_ARTIFACTS"]) if env.get("WB_ARTIFACTS") else None,
