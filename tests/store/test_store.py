@@ -347,7 +347,6 @@ def test_an_import_stores_each_run_as_a_row_at_a_time_insert_does(tmp_path: Path
     from workbench.registry import load_registry
     from workbench.registry.evidence import parse_evidence
     from workbench.settings import Settings
-    from workbench.store import jsonx
     from workbench.store.entities import ImportedRun
 
     secret = "hunter2-EVIDENCE-QUOTE"
@@ -358,12 +357,7 @@ def test_an_import_stores_each_run_as_a_row_at_a_time_insert_does(tmp_path: Path
     result = Workbench(Settings(db=bulk, root=workbench_dir)).import_evidence(csv_path)
     rows = [ImportedRun(**r) for r in parse_evidence(csv_path, load_registry(workbench_dir).experiments["agent-repro"])]
     upgrade(by_row)
-    with open_store(by_row) as store, store.session() as s:
-        for row in rows:
-            run = records.create_run(s, experiment_id="agent-repro", variables=row.variables, source="import",
-                                     label=row.label, status="historical", phase=row.phase,
-                                     provenance=jsonx.dumps(row.provenance), fingerprint={"workload": row.workload})
-            records.add_metrics(s, run_id=run.id, metrics=row.metrics, source="import")
+    _evidence_bench().row_at_a_time(rows, by_row)
 
     def stored(db: str) -> tuple[list, list]:
         with open_store(db, read_only=True) as store, store.connect() as conn:
@@ -381,3 +375,15 @@ def test_an_import_stores_each_run_as_a_row_at_a_time_insert_does(tmp_path: Path
     assert [r["label"] for r in result.imported] == [r.label for r in rows]
     assert len(set(uuids)) == 6 and all(len(u) == 32 for u in uuids)
     assert secret not in repr(runs) and "ran clean <redacted>" in repr(runs)
+
+
+def _evidence_bench():
+    """benchmarks/evidence_import_bench.py as a module: its row-at-a-time baseline is the reference the bulk import
+    is checked against, here and in the benchmark."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "evidence_import_bench.py"
+    spec = importlib.util.spec_from_file_location("evidence_import_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
