@@ -53,13 +53,8 @@ class SshServer:
                 outer.conns.append(conn)
 
             def connection_lost(self, exc):
-                # Like sshd: only this connection's sessions end (another client's keep running).
-                for p, c in list(outer.owner.items()):
-                    if c is self.conn:
-                        try:
-                            os.killpg(p.pid, signal.SIGTERM)
-                        except (ProcessLookupError, PermissionError):
-                            pass
+                # Like sshd with no terminal: a lost connection ends no command (its input reaches its end).
+                pass
 
             def begin_auth(self, username):
                 return True
@@ -85,7 +80,7 @@ class SshServer:
         self.commands.append(cmd)
         proc = await asyncio.create_subprocess_exec(
             "/bin/bash", "-c", cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True)
+            stderr=asyncio.subprocess.PIPE, start_new_session=True, env={**os.environ, "SHELL": "/bin/bash"})
         self.procs.add(proc)
         self.owner[proc] = process.get_extra_info("connection")
 
@@ -124,10 +119,7 @@ class SshServer:
                 pass
             process.exit(rc if rc >= 0 else 128 - rc)
         except Exception:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            pass  # like sshd: a channel gone ends no command
         finally:
             feeding.cancel()
             self.procs.discard(proc)
@@ -142,6 +134,12 @@ class SshServer:
         self.loop.call_soon_threadsafe(_abort)
 
     def stop(self) -> None:
+        for proc in list(self.procs):  # what a test left running: its own process group, bash -c's session
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
         async def _stop() -> None:
             for c in self.conns:
                 c.abort()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 
 import pytest
 
@@ -263,3 +264,79 @@ def test_an_https_health_url_is_verified_for_its_own_name_over_the_forward(toy, 
         assert toy.conf.read_bytes() == toy.original
     finally:
         tls.close()
+
+
+def _running(marker: str) -> list[int]:
+    """Pids of this machine's processes whose command line holds `marker` (the loopback 'host' is this one)."""
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    if marker.encode() in f.read().replace(b"\0", b" "):
+                        found.append(int(d))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.parametrize("env", [None, {"WB_PROBE": "it's set"}])
+@pytest.mark.parametrize("shape", ["sleep {t}", "sleep {t}; echo done", "sleep {t} | cat", "sleep {t} & sleep {t}; wait"])
+def test_a_command_stopped_by_its_timeout_leaves_nothing_running_on_the_host(ssh_server, shape, env):
+    """OpenSSH without a terminal neither ends a command when its channel closes nor delivers a signal to a root
+    session: a workload past its timeout (or stopped by Ctrl-C) ran on, loading the service during the next
+    arm's run. wb's own end of the command's input now stops the command's whole process group."""
+    from workbench.registry.experiment import TargetSpec
+    from workbench.runner.targets.ssh import SshTarget
+
+    spec = TargetSpec(kind="ssh", hosts=["127.0.0.1"], user=ssh_server.user, port=ssh_server.port,
+                      known_hosts=str(ssh_server.known_hosts), identity_file=str(ssh_server.client_key_path))
+    t = f"9{os.getpid() % 1000}.{len(shape)}{0 if env is None else 1}"  # a duration no other test sleeps
+    command = shape.format(t=t)
+
+    async def go():
+        target = SshTarget(spec)
+        await target.open()
+        try:
+            res = await target.run("127.0.0.1", command, env=env, timeout=2)
+            assert res.timed_out
+        finally:
+            await target.close()
+
+    asyncio.run(go())
+    for _ in range(100):  # bounded: the group is signalled at once, it may take a moment to go
+        if not _running(f"sleep {t}"):
+            break
+        time.sleep(0.1)
+    left = _running(f"sleep {t}")
+    for pid in left:
+        os.kill(pid, 9)
+    assert left == [], f"{command!r} still running on the host after its timeout"
+
+
+def test_a_daemon_a_finished_command_started_keeps_running(ssh_server):
+    """A restart command that starts the service in the background and returns (nohup server &) leaves it
+    running: only a command stopped before its end has its process group stopped."""
+    from workbench.registry.experiment import TargetSpec
+    from workbench.runner.targets.ssh import SshTarget
+
+    spec = TargetSpec(kind="ssh", hosts=["127.0.0.1"], user=ssh_server.user, port=ssh_server.port,
+                      known_hosts=str(ssh_server.known_hosts), identity_file=str(ssh_server.client_key_path))
+    t = f"8{os.getpid() % 1000}.5"
+
+    async def go():
+        target = SshTarget(spec)
+        await target.open()
+        try:
+            res = await target.run("127.0.0.1", f"nohup sleep {t} >/dev/null 2>&1 & echo started", env={"A": "1"},
+                                   timeout=60)
+            assert res.rc == 0 and res.stdout.strip() == "started"
+        finally:
+            await target.close()
+
+    asyncio.run(go())
+    time.sleep(1)
+    left = _running(f"sleep {t}")
+    for pid in left:
+        os.kill(pid, 9)
+    assert len(left) == 1
