@@ -97,6 +97,7 @@ class RunReport:
     # Seconds of the whole call: wall_s = target_s + runner_s + analysis_s + report_s (runner_s is the rest:
     # planning, the store, restoring).
     timing: dict[str, float] = field(default_factory=dict)
+    report_error: str | None = None  # why the site asked for was not rebuilt (the runs are recorded all the same)
 
     def to_dict(self) -> dict[str, Any]:
         from workbench.analysis.results import marked_checks
@@ -104,7 +105,8 @@ class RunReport:
         a = self.analysis
         return {**self.execution.to_dict(), "verdict": a.verdict if a else None, "reasoning": a.reasoning if a else None,
                 "checks": marked_checks(a.checks, a.verdict) if a else [], "analysis_error": self.analysis_error,
-                "report": self.report, "command_timing": self.timing}  # "timing" stays the experiment loop's
+                "report": self.report, "report_error": self.report_error,
+                "command_timing": self.timing}  # "timing" stays the experiment loop's
 
 
 @dataclass(frozen=True)
@@ -298,12 +300,17 @@ class Workbench(StoredRuns):
                 except WbError as exc:  # the runs are recorded; say why there is no verdict
                     error = exc.message
             t_analysis = time.monotonic()
-            page = self._site(store)["hypotheses"].get(hypothesis_id) if report else None
+            page, report_error = None, None
+            if report:
+                try:
+                    page = self._site(store)["hypotheses"].get(hypothesis_id)
+                except WbError as exc:  # the runs and the verdict are recorded: say so beside why the site is not
+                    report_error = exc.message
         t_end = time.monotonic()
         target_s = min(float(done.timing.get("target_s", 0.0)), t_run - t0)
         timing = {"wall_s": t_end - t0, "target_s": target_s, "runner_s": t_run - t0 - target_s,
                   "analysis_s": t_analysis - t_run, "report_s": t_end - t_analysis}
-        return RunReport(done, analysis, error, page, {k: round(v, 3) for k, v in timing.items()})
+        return RunReport(done, analysis, error, page, {k: round(v, 3) for k, v in timing.items()}, report_error)
 
     def isolate(self, *, experiment: str, good: list[str], bad: list[str], metric: str, region: str,
                 profile: str | None = None, budget: float | None = None, alpha: float = 0.05,
@@ -360,7 +367,7 @@ class Workbench(StoredRuns):
         from workbench.report import build_site
 
         return build_site(store, self.registry, Path(out) if out is not None else Path(self.registry.root) / "reports",
-                          artifacts=self.settings.artifacts)
+                          artifacts=self.settings.artifacts, default=out is None)
 
     def report(self, *, out: str | Path | None = None, fmt: str = "html", hypothesis_id: str | None = None) -> ReportResult:
         """Build the site under `out` (default: reports/ in the workbench folder), or Markdown with fmt="md"."""

@@ -153,3 +153,17 @@ def test_an_unusable_ca_file_is_named_before_touching_anything(toy, tmp_path, co
     assert f"ca_file {path}" in ei.value.message
     assert ("does not exist" in ei.value.message) == (content is None)
     assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
+
+
+def test_a_site_that_cannot_be_rebuilt_after_the_runs_says_they_are_recorded(toy, cli):
+    """`wb hypothesis run --report` whose site cannot be written (reports is a file): the runs and the verdict
+    were recorded, but the command ended in the site's error alone, with no summary, as if nothing had run."""
+    (toy.root / "reports").write_text("not a folder\n")
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--db", toy.db, "--replicates", "1", "--report")
+    assert code == 1, (out, err)
+    assert "verdict:" in out and "report: not rebuilt" in out
+    assert "Error: the site was not rebuilt: the site folder " in err and "runs and the verdict are recorded" in err
+    assert "--out" not in err.split("(the runs")[0]  # no --out was given
+    assert "Traceback" not in err
+    assert len(store_rows(toy.db, "SELECT id FROM runs")) == 2
+    assert toy.conf.read_bytes() == toy.original

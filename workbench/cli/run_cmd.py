@@ -96,6 +96,10 @@ def register(hypothesis_app: typer.Typer) -> None:
         else:
             for line in summary_lines(result):
                 typer.echo(line)
+        if result.report_error:
+            typer.echo(f"Error: the site was not rebuilt: {result.report_error} (the runs and the verdict are recorded; "
+                       "wb report --out DIR builds it)", err=True)
+            raise typer.Exit(1)
         bad = result.execution.failed_runs
         if bad:
             # Recorded and restored, but some runs measured nothing: a failure while running (exit 1).

@@ -66,12 +66,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _check_out_dir(out: Path, given: str | Path) -> set[str]:
+def _check_out_dir(out: Path, label: str) -> set[str]:
     """Files of the previous build (to remove the stale ones); refuse a non-empty folder wb did not make, or a file
     where the folder (or one above it) would be."""
     in_the_way = next((p for p in (out, *out.parents) if p.exists()), None)
     if in_the_way is not None and not in_the_way.is_dir():
-        raise BadInput(f"--out {given}: {in_the_way} is a file, not a folder", hint="pass --out a folder for the site")
+        raise BadInput(f"{label}: {in_the_way} is a file, not a folder", hint="pass --out a folder for the site")
     manifest = out / MANIFEST
     if manifest.is_file():
         try:
@@ -140,16 +140,18 @@ def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: A
 
 @holding  # every page reads the store
 def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generated_at: datetime | None = None,
-               artifacts: Path | None = None) -> dict[str, Any]:
+               artifacts: Path | None = None, default: bool = False) -> dict[str, Any]:
     """Write the whole site under `out_dir`; returns {"index", "hypotheses": {id: path}, "runs": {id: path},
     "lineage", "confounds", "runs_list", "assets", "pages"} with absolute paths. `artifacts` is the artifact
-    root the runner wrote to (default .wb/artifacts): run pages embed only artifacts found under it."""
+    root the runner wrote to (default .wb/artifacts): run pages embed only artifacts found under it. `default`:
+    `out_dir` is the workbench's own reports/ folder, which no --out named (a message names it so)."""
     out = Path(out_dir).expanduser().resolve()
-    previous = _check_out_dir(out, out_dir)
+    label = f"the site folder {out_dir}" if default else f"--out {out_dir}"
+    previous = _check_out_dir(out, label)
     if not out.exists() and not out.parent.is_dir():  # as the store and a bundle: a mistyped folder is an error
         import shlex
 
-        raise BadInput(f"--out {out_dir}: the folder {out.parent} does not exist",
+        raise BadInput(f"{label}: the folder {out.parent} does not exist",
                        hint=f"create it first: mkdir -p {shlex.quote(str(out.parent))}")
     out.mkdir(exist_ok=True)
     # Every file is written to a staging folder and moved in only when all are: a build stopped part way (Ctrl-C)
