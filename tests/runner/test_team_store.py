@@ -191,3 +191,52 @@ def test_a_self_approval_is_allowed_and_marked_everywhere_reviews_show(toy, cli)
     state = json.loads(wb("review", "list", "toy-fix", "--json"))["items"][0]
     assert state["self_approved"] is False and [r["self_review"] for r in state["reviews"]] == [True, False]
     assert "toy-fix: approved  [" in wb("review", "list", "toy-fix")
+
+
+def _runs_by_key(db: str) -> dict[str, tuple]:
+    store = open_store(db, read_only=True)
+    try:
+        return {r.uuid: (r.status, r.arm, dict(r.metrics)) for r in store.runs()}
+    finally:
+        store.dispose()
+
+
+def _executions_by_key(db: str) -> dict[str, str]:
+    store = open_store(db, read_only=True)
+    try:
+        return {e.uuid: e.status for e in store.executions()}
+    finally:
+        store.dispose()
+
+
+def test_a_bundle_exported_mid_run_is_brought_up_to_date_by_the_next(toy, cli, pg_url: str, tmp_path: Path):
+    """A teammate exports while the run is in flight, then again once it ended: the second import finishes the
+    runs and the execution the first left unfinished, with their metrics, as the team store holds them."""
+    from runner_kit import run_hypothesis
+
+    env = {"WB_ROOT": str(toy.root), "WB_USER": "ada"}
+
+    def wb(*args: str) -> str:
+        code, out, err = cli(*args, env=env)
+        assert code == 0, (args, out[-2000:], err[-2000:])
+        return out
+
+    wb("db", "upgrade", "--db", pg_url)
+    mid, end, mine = tmp_path / "mid.wbundle", tmp_path / "end.wbundle", str(tmp_path / "mine.duckdb")
+
+    async def export_mid_run(stage, pr):
+        if stage == "workload" and pr.order_index == 1 and not mid.exists():
+            wb("bundle", "export", "toy-fix", "-o", str(mid), "--db", pg_url)
+
+    run_hypothesis("toy-fix", db=pg_url, replicates=1, seed=3, fault=export_mid_run)
+    wb("bundle", "import", str(mid), "--db", mine)
+    assert "running" in _executions_by_key(mine).values()  # the first bundle saw it in flight
+    wb("bundle", "export", "toy-fix", "-o", str(end), "--db", pg_url)
+    out = wb("bundle", "import", str(end), "--db", mine)
+    team = _runs_by_key(pg_url)
+    assert all(status == "ok" and metrics for status, _, metrics in team.values()) and len(team) == 2
+    assert _runs_by_key(mine) == team
+    assert _executions_by_key(mine) == _executions_by_key(pg_url) and set(_executions_by_key(mine).values()) == {"done"}
+    assert "1 executions updated" in out and "runs updated" in out
+    again = wb("bundle", "import", str(end), "--db", mine, "--json")
+    assert '"runs_updated": 0' in again and '"executions_updated": 0' in again

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Iterable
 
 from sqlalchemy import DateTime, LargeBinary
-from sqlmodel import Session, SQLModel, select
+from sqlmodel import Session, SQLModel, delete, select
 
 from workbench.store.models import (Artifact, ArtifactBlob, Execution, ExperimentSnapshot, HypothesisSnapshot, Metric,
                                     ProbeCount, Review, Run, Unit, Verdict)
@@ -183,21 +183,46 @@ def _check_rows(doc: dict[str, Any]) -> None:
                 raise ValueError(f"a row of {kind} refers to run {d.get('run')!r}, which the bundle does not hold")
 
 
-def load(session: Session, doc: dict[str, Any]) -> dict[str, int]:
-    """Merge a dumped document into the store (the caller's transaction); counts of rows added per kind."""
-    from workbench.store.records import bulk_insert
+# A row in flight where the store took it, ended where the bundle took it: the bundle's row is newer.
+_UNFINISHED_RUN = ("pending", "running")
 
-    if doc.get("rows") != ROW_FORMAT:
-        raise ValueError(f"row format {doc.get('rows')!r}, expected {ROW_FORMAT}")
-    _check_rows(doc)
-    added = {k: 0 for k in ("executions", "runs", "verdicts", "reviews", "artifact_blobs")}
-    ids_h, ids_e = _load_snapshots(session, doc)
+
+def _ended_since(held: str | None, bundled: Any) -> bool:
+    """Whether an execution the store holds as `held` has since ended as the bundle holds it (`bundled`): one
+    still running that has ended, or one not done (interrupted, failed: resumable) that a resume finished."""
+    if not isinstance(bundled, str) or held == "done" or bundled == held:
+        return False
+    return bundled == "done" or (held == "running" and bundled != "running")
+
+
+def _take(session: Session, row: SQLModel, model: type[SQLModel], data: dict[str, Any], **override: Any) -> None:
+    """Give the stored `row` the bundle's values of every column (its id kept)."""
+    newer = _decode(model, data, **override)
+    for col in model.__table__.columns:  # type: ignore[attr-defined]
+        if col.name != "id" and (col.name in data or col.name in override):
+            setattr(row, col.name, getattr(newer, col.name))
+    session.add(row)
+    session.flush()
+
+
+def _load_executions(session: Session, doc: dict[str, Any], ids_h: dict[str, int], ids_e: dict[str, int],
+                     added: dict[str, int]) -> dict[str, Any]:
     execs = _existing(session, Execution, Execution.uuid, [d["uuid"] for d in doc["executions"]])
     for d in doc["executions"]:
+        snapshots = {"hypothesis_snapshot_id": ids_h.get(d.get("hypothesis_snapshot")),
+                     "experiment_snapshot_id": ids_e.get(d.get("experiment_snapshot"))}
         if d["uuid"] not in execs:
-            execs[d["uuid"]] = _add(session, _decode(Execution, d, hypothesis_snapshot_id=ids_h.get(
-                d.get("hypothesis_snapshot")), experiment_snapshot_id=ids_e.get(d.get("experiment_snapshot"))))
+            execs[d["uuid"]] = _add(session, _decode(Execution, d, **snapshots))
             added["executions"] += 1
+        elif _ended_since(execs[d["uuid"]].status, d.get("status")):
+            _take(session, execs[d["uuid"]], Execution, d, **snapshots)
+            added["executions_updated"] += 1
+    return execs
+
+
+def _load_runs(session: Session, doc: dict[str, Any], execs: dict[str, Any], added: dict[str, int]) -> dict[str, int]:
+    """The bundle's runs the store lacks, and those it holds unfinished that the bundle holds ended (a bundle
+    exported while they ran); run uuid -> row id of each, whose units, metrics and artifacts are to be loaded."""
     runs = _existing(session, Run, Run.uuid, [d["uuid"] for d in doc["runs"]])
     # Imported evidence is keyed on its run_id within an experiment, as `wb import evidence` keys it: each
     # import of one CSV gives its runs new uuids, and a bundle from a store that imported the same CSV
@@ -205,18 +230,43 @@ def load(session: Session, doc: dict[str, Any]) -> dict[str, int]:
     imported = {(r.experiment_id, r.label) for r in _where_in(
         session, Run, Run.label, [d.get("label") for d in doc["runs"] if d.get("source") == "import"])
         if r.source == "import"}
-    new_runs: dict[str, int] = {}
+    loaded: dict[str, int] = {}
     for d in doc["runs"]:
         if d.get("source") == "import" and (d.get("experiment_id"), d.get("label")) in imported:
             continue
-        if d["uuid"] not in runs:
-            ex = execs.get(d.get("execution"))
-            row = _add(session, _decode(Run, d, execution_id=ex.id if ex else None,
-                                        fingerprint_json=_masked_fingerprint(d.get("fingerprint_json")),
-                                        rendered_config=masked_config(d.get("rendered_config"), d.get("variables_json"))))
-            runs[d["uuid"]] = row
-            new_runs[d["uuid"]] = row.id
-    added["runs"] = len(new_runs)
+        held = runs.get(d["uuid"])
+        if held is not None and not (held.status in _UNFINISHED_RUN and d["status"] not in _UNFINISHED_RUN):
+            continue
+        ex = execs.get(d.get("execution"))
+        values = {"execution_id": ex.id if ex else None,
+                  "fingerprint_json": _masked_fingerprint(d.get("fingerprint_json")),
+                  "rendered_config": masked_config(d.get("rendered_config"), d.get("variables_json"))}
+        if held is None:
+            runs[d["uuid"]] = _add(session, _decode(Run, d, **values))
+            loaded[d["uuid"]] = runs[d["uuid"]].id
+            added["runs"] += 1
+        else:
+            for table in (Unit, Metric, Artifact, ProbeCount):  # what an unfinished run may hold gives way
+                session.exec(delete(table).where(table.run_id == held.id))  # type: ignore[attr-defined]
+            _take(session, held, Run, d, **values)
+            loaded[d["uuid"]] = held.id
+            added["runs_updated"] += 1
+    return loaded
+
+
+def load(session: Session, doc: dict[str, Any]) -> dict[str, int]:
+    """Merge a dumped document into the store (the caller's transaction); counts of rows added per kind, and
+    of rows the store held unfinished that the bundle brought up to date."""
+    from workbench.store.records import bulk_insert
+
+    if doc.get("rows") != ROW_FORMAT:
+        raise ValueError(f"row format {doc.get('rows')!r}, expected {ROW_FORMAT}")
+    _check_rows(doc)
+    added = {k: 0 for k in ("executions", "runs", "verdicts", "reviews", "artifact_blobs", "executions_updated",
+                            "runs_updated")}
+    ids_h, ids_e = _load_snapshots(session, doc)
+    execs = _load_executions(session, doc, ids_h, ids_e, added)
+    new_runs = _load_runs(session, doc, execs, added)
     for kind, model in (("units", Unit), ("metrics", Metric), ("probe_counts", ProbeCount), ("artifacts", Artifact)):
         rows = [{**{k: v for k, v in d.items() if k != "run"}, "run_id": new_runs[d["run"]]}
                 for d in doc[kind] if d["run"] in new_runs]
