@@ -240,3 +240,53 @@ def test_a_bundle_exported_mid_run_is_brought_up_to_date_by_the_next(toy, cli, p
     assert "1 executions updated" in out and "runs updated" in out
     again = wb("bundle", "import", str(end), "--db", mine, "--json")
     assert '"runs_updated": 0' in again and '"executions_updated": 0' in again
+
+
+def _waiting_on_a_lock(url: str, timeout_s: float = 300.0) -> None:
+    """Until another connection of the database waits on a row or index lock (a second import blocked behind
+    the first's uncommitted rows)."""
+    import time
+
+    from sqlalchemy import create_engine, pool, text
+
+    engine = create_engine(url, poolclass=pool.NullPool)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            with engine.connect() as conn:
+                if conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                     "AND datname = current_database()")).scalar_one():
+                    return
+            time.sleep(0.2)
+    finally:
+        engine.dispose()
+    raise AssertionError("the second import never waited on the first")
+
+
+def test_two_imports_of_one_bundle_at_once_into_postgresql_both_succeed_once(toy, cli, pg_url: str, tmp_path: Path):
+    """Two teammates import the same bundle into the team store at once: the one that waited on the other's
+    rows finds them there and adds nothing (it was refused as a damaged bundle: 'export it again')."""
+    from workbench.store import bundle_rows
+    from workbench.team.bundle import read
+
+    env = {"WB_ROOT": str(toy.root), "WB_USER": "ada"}
+    code, _, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db, env=env)
+    assert code == 0, err
+    bundle = tmp_path / "one.wbundle"
+    assert cli("bundle", "export", "toy-fix", "-o", str(bundle), "--db", toy.db, env=env)[0] == 0
+    assert subprocess.run([*WB, "db", "upgrade", "--db", pg_url], capture_output=True, timeout=120).returncode == 0
+    store = open_store(pg_url)
+    try:
+        with store.session() as s:  # the first import, its transaction open while the second starts
+            first = bundle_rows.load(s, read(bundle)["store"])
+            second = subprocess.Popen([*WB, "bundle", "import", str(bundle), "--db", pg_url, "--json"],
+                                      env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True)
+            _waiting_on_a_lock(pg_url)
+        out, err = second.communicate(timeout=300)
+        assert second.returncode == 0, err[-3000:]
+        assert '"runs": 0' in out and '"verdicts": 0' in out and '"executions": 0' in out
+        runs, executions = store.runs(), store.executions()
+    finally:
+        store.dispose()
+    assert first["runs"] == len(runs) == 2 and len({r.uuid for r in runs}) == 2 and len(executions) == 1

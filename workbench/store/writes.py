@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterable, Mapping
 from workbench.store.entities import ArtifactRecord, ImportedRun, RunDeletion
 
 FINISHED = ("ok", "invalid", "failed")  # a run in one of these states has its end stored
+IMPORT_ATTEMPTS = 3  # a bundle merge that met a concurrent one of the same rows is tried again
 
 
 class StoreWrites:
@@ -187,6 +188,8 @@ def _evidence(session: Any, run_ids: list[int], analysis_version: str) -> Any:
 class StoreBundles:
     """Moving evidence between stores: rows out by global key, rows in with fresh ids (see `bundle_rows`)."""
 
+    is_duckdb: bool  # provided by Store
+
     def session(self) -> Any:  # provided by Store
         raise NotImplementedError
 
@@ -197,11 +200,24 @@ class StoreBundles:
             return bundle_rows.dump(s, hypothesis_ids)
 
     def import_rows(self, doc: dict[str, Any]) -> dict[str, int]:
-        """All or nothing: one transaction; rows the store already has (same uuid) are skipped."""
+        """All or nothing: one transaction; rows the store already has (same uuid) are skipped.
+
+        On PostgreSQL another writer may merge the same rows meanwhile (two people importing one bundle into
+        the team store): this transaction then waits on the other's rows and fails on a unique key once it
+        commits. The merge is tried again from the start, and finds them there. A bundle that collides with
+        itself fails every time, and that failure is raised."""
+        from sqlalchemy.exc import IntegrityError
+
         from workbench.store import bundle_rows
 
-        with self.session() as s:
-            return bundle_rows.load(s, doc)
+        for attempt in range(IMPORT_ATTEMPTS):
+            try:
+                with self.session() as s:
+                    return bundle_rows.load(s, doc)
+            except IntegrityError:
+                if self.is_duckdb or attempt == IMPORT_ATTEMPTS - 1:  # one writer: no one else wrote it
+                    raise
+        raise AssertionError("unreachable")
 
     def artifact_contents(self, shas: list[str]) -> dict[str, bytes]:
         """The bytes the store keeps for these artifact hashes, each checked against its hash (a damaged
