@@ -290,3 +290,38 @@ def test_two_imports_of_one_bundle_at_once_into_postgresql_both_succeed_once(toy
     finally:
         store.dispose()
     assert first["runs"] == len(runs) == 2 and len({r.uuid for r in runs}) == 2 and len(executions) == 1
+
+
+def test_times_read_from_a_postgresql_server_in_another_zone_are_utc_as_on_duckdb(toy, cli, pg_url: str,
+                                                                                 tmp_path: Path, monkeypatch):
+    """A team server whose time zone is not UTC (initdb takes the machine's): the times wb shows are the ones
+    a DuckDB store shows of the same rows, in UTC (they came in the server's zone: -05:00 beside +00:00)."""
+    import json
+
+    from sqlalchemy import create_engine, make_url, pool, text
+
+    monkeypatch.delenv("PGTZ", raising=False)
+    engine = create_engine(pg_url, poolclass=pool.NullPool, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(f'ALTER DATABASE "{make_url(pg_url).database}" SET timezone TO \'America/New_York\''))
+    engine.dispose()
+    env = {"WB_ROOT": str(toy.root), "WB_USER": "ada"}
+
+    def wb(*args: str) -> dict:
+        code, out, err = cli(*args, "--json", env=env)
+        assert code == 0, (args, out[-2000:], err[-2000:])
+        return json.loads(out)
+
+    wb("db", "upgrade", "--db", pg_url)
+    wb("hypothesis", "run", "toy-fix", "--replicates", "1", "--db", pg_url)
+    wb("review", "toy-fix", "--comment", "-m", "looked at it", "--db", pg_url)
+    wb("bundle", "export", "toy-fix", "-o", str(tmp_path / "one.wbundle"), "--db", pg_url)
+    copy = str(tmp_path / "copy.duckdb")
+    wb("bundle", "import", str(tmp_path / "one.wbundle"), "--db", copy)
+    shown = {}
+    for db in (pg_url, copy):
+        run = wb("runs", "show", "1", "--db", db)
+        review = wb("review", "list", "toy-fix", "--db", db)["items"][0]["reviews"][0]
+        shown[db] = (run["started_at"], run["ended_at"], review["created_at"])
+    assert shown[pg_url] == shown[copy], shown
+    assert all(t.endswith("+00:00") for t in shown[pg_url]), shown

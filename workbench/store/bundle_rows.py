@@ -17,6 +17,7 @@ from sqlmodel import Session, SQLModel, delete, select
 
 from workbench.store.models import (Artifact, ArtifactBlob, Execution, ExperimentSnapshot, HypothesisSnapshot, Metric,
                                     ProbeCount, Review, Run, Unit, Verdict)
+from workbench.store.entities import iso
 from workbench.store.records import masked_config
 
 ROW_FORMAT = 1
@@ -29,7 +30,7 @@ def _encode(model: type[SQLModel], row: SQLModel, drop: Iterable[str] = ()) -> d
             continue
         value = getattr(row, col.name)
         if isinstance(value, datetime):
-            value = value.isoformat()
+            value = iso(value)
         elif isinstance(value, (bytes, bytearray, memoryview)):
             value = base64.b64encode(bytes(value)).decode("ascii")
         out[col.name] = value

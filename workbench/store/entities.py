@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from datetime import timezone
 from typing import Any
 
 # Runs that carry evidence; the others (failed, interrupted, ...) are counted as attrition, not analysed.
@@ -16,7 +17,11 @@ USABLE_STATUSES = ("ok", "historical")
 
 
 def iso(dt: Any) -> str | None:
-    return dt.isoformat() if dt is not None else None
+    """A stored time in UTC, whatever zone the database handed it back in (PostgreSQL: the server's or the
+    session's; DuckDB: the machine's), so one row reads the same from every store and every teammate."""
+    if dt is None:
+        return None
+    return (dt.astimezone(timezone.utc) if dt.tzinfo is not None else dt).isoformat()
 
 
 @dataclass(frozen=True)
