@@ -325,3 +325,25 @@ def test_times_read_from_a_postgresql_server_in_another_zone_are_utc_as_on_duckd
         shown[db] = (run["started_at"], run["ended_at"], review["created_at"])
     assert shown[pg_url] == shown[copy], shown
     assert all(t.endswith("+00:00") for t in shown[pg_url]), shown
+
+
+def test_resuming_a_teammates_interrupted_execution_is_refused(toy, cli, monkeypatch):
+    """bob's --resume of the execution ada started would record his runs under her name and host: refused,
+    naming her, before the target is touched; she resumes it herself."""
+    import pytest
+    from runner_kit import run_hypothesis, sigterm_at_workload
+
+    from workbench.runner.execute import RunInterrupted
+
+    monkeypatch.setenv("WB_USER", "ada")
+    with pytest.raises(RunInterrupted):
+        run_hypothesis("toy-fix", db=toy.db, replicates=1, seed=3, fault=sigterm_at_workload(2))
+    before, restarts = _runs_by_key(toy.db), toy.restarts()
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--resume", "--db", toy.db,
+                         env={"WB_ROOT": str(toy.root), "WB_USER": "bob"})
+    assert code == 2, (out, err)
+    assert "Error:" in err and "started by ada" in err and "Traceback" not in err
+    assert _runs_by_key(toy.db) == before and toy.restarts() == restarts
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--resume", "--db", toy.db,
+                         env={"WB_ROOT": str(toy.root), "WB_USER": "ada"})
+    assert code == 0, err

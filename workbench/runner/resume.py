@@ -53,6 +53,7 @@ def resume(registry: "Registry", store: "Store", hypothesis_id: str, sets: dict[
     if prior is None:
         raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume",
                        hint=f"start one with: wb hypothesis run {hypothesis_id}")
+    _refuse_anothers(registry.root, prior)
     saved = prior.plan or {}
     if sets and sets != saved.get("overrides", {}):
         raise BadInput("--resume continues the interrupted execution with its own --set values",
@@ -63,6 +64,26 @@ def resume(registry: "Registry", store: "Store", hypothesis_id: str, sets: dict[
                 sequential=prior.mode == "sequential", aa=prior.mode == "aa", seed=None)
     p.max_replicates = int(saved.get("max_replicates", plan.replicates))
     return p, plan, prior
+
+
+def _refuse_anothers(root: Any, prior: "ExecutionRecord") -> None:
+    """An execution another person started is theirs to resume: the runs a resume adds are recorded under the
+    execution, with its person and host, as if they had made them. One recorded without a person (an older
+    store) is anyone's."""
+    from pathlib import Path
+
+    from workbench.team.identity import current_person
+
+    if not prior.user_name:
+        return
+    me = current_person(Path(root))
+    if me.name.strip().casefold() == prior.user_name.strip().casefold():
+        return
+    where = f" on {prior.host}" if prior.host else ""
+    raise BadInput(f"--resume: execution {prior.id} of {prior.hypothesis_id!r} was started by {prior.user_name}{where}; "
+                   f"you are {me.describe()}, and the runs a resume adds would be recorded as theirs. Nothing was run",
+                   hint=f"ask {prior.user_name} to resume it, or start your own execution: "
+                        f"wb hypothesis run {prior.hypothesis_id}")
 
 
 def _refuse_other_flags(prior: "ExecutionRecord", plan: "Plan", given: dict[str, Any]) -> None:
