@@ -242,9 +242,9 @@ def test_a_bundle_exported_mid_run_is_brought_up_to_date_by_the_next(toy, cli, p
     assert '"runs_updated": 0' in again and '"executions_updated": 0' in again
 
 
-def _waiting_on_a_lock(url: str, timeout_s: float = 300.0) -> None:
-    """Until another connection of the database waits on a row or index lock (a second import blocked behind
-    the first's uncommitted rows)."""
+def _waiting_on_a_lock(url: str, other: subprocess.Popen, timeout_s: float = 300.0) -> None:
+    """Until another connection of the database waits on a lock (an import blocked behind rows or a merge not
+    committed yet), or the `other` process has ended without waiting."""
     import time
 
     from sqlalchemy import create_engine, pool, text
@@ -252,7 +252,7 @@ def _waiting_on_a_lock(url: str, timeout_s: float = 300.0) -> None:
     engine = create_engine(url, poolclass=pool.NullPool)
     deadline = time.monotonic() + timeout_s
     try:
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and other.poll() is None:
             with engine.connect() as conn:
                 if conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
                                      "AND datname = current_database()")).scalar_one():
@@ -260,36 +260,80 @@ def _waiting_on_a_lock(url: str, timeout_s: float = 300.0) -> None:
             time.sleep(0.2)
     finally:
         engine.dispose()
-    raise AssertionError("the second import never waited on the first")
+    assert other.poll() is not None, "the import neither waited nor ended"
 
 
-def test_two_imports_of_one_bundle_at_once_into_postgresql_both_succeed_once(toy, cli, pg_url: str, tmp_path: Path):
-    """Two teammates import the same bundle into the team store at once: the one that waited on the other's
-    rows finds them there and adds nothing (it was refused as a damaged bundle: 'export it again')."""
-    from workbench.store import bundle_rows
-    from workbench.team.bundle import read
-
+def _toy_bundle(toy, cli, tmp_path: Path, pg_url: str) -> tuple[Path, dict[str, str]]:
     env = {"WB_ROOT": str(toy.root), "WB_USER": "ada"}
     code, _, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db, env=env)
     assert code == 0, err
+    assert cli("review", "toy-fix", "--comment", "-m", "first look", "--db", toy.db, env=env)[0] == 0
     bundle = tmp_path / "one.wbundle"
     assert cli("bundle", "export", "toy-fix", "-o", str(bundle), "--db", toy.db, env=env)[0] == 0
     assert subprocess.run([*WB, "db", "upgrade", "--db", pg_url], capture_output=True, timeout=120).returncode == 0
+    return bundle, env
+
+
+def _import_while(pg_url: str, bundle: Path, env: dict[str, str], first) -> tuple[str, object]:
+    """`wb bundle import` in another process while `first(session)` holds its transaction open; its output."""
     store = open_store(pg_url)
     try:
-        with store.session() as s:  # the first import, its transaction open while the second starts
-            first = bundle_rows.load(s, read(bundle)["store"])
-            second = subprocess.Popen([*WB, "bundle", "import", str(bundle), "--db", pg_url, "--json"],
-                                      env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True)
-            _waiting_on_a_lock(pg_url)
-        out, err = second.communicate(timeout=300)
-        assert second.returncode == 0, err[-3000:]
-        assert '"runs": 0' in out and '"verdicts": 0' in out and '"executions": 0' in out
-        runs, executions = store.runs(), store.executions()
+        with store.session() as s:
+            first(s)
+            other = subprocess.Popen([*WB, "bundle", "import", str(bundle), "--db", pg_url, "--json"],
+                                     env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+            _waiting_on_a_lock(pg_url, other)
+        out, err = other.communicate(timeout=300)
+        assert other.returncode == 0, err[-3000:]
     finally:
         store.dispose()
-    assert first["runs"] == len(runs) == 2 and len({r.uuid for r in runs}) == 2 and len(executions) == 1
+    return out, open_store(pg_url)
+
+
+def test_an_import_meeting_a_run_that_writes_the_same_snapshot_succeeds(toy, cli, pg_url: str, tmp_path: Path):
+    """A run starting on the team store writes the hypothesis's snapshot as a teammate imports a bundle holding
+    it: the import waits on the run's row, then finds it there (it was refused as a damaged bundle, exit 2:
+    'the store refused a row of the bundle (UniqueViolation ...); export it again')."""
+    from workbench.store import jsonx, records
+    from workbench.team.bundle import read
+
+    bundle, env = _toy_bundle(toy, cli, tmp_path, pg_url)
+    snap = read(bundle)["store"]["hypothesis_snapshots"][0]
+
+    def run_starts(s) -> None:
+        records.snapshot_hypothesis(s, hypothesis_id=snap["hypothesis_id"], body=jsonx.loads(snap["body_json"]))
+
+    out, store = _import_while(pg_url, bundle, env, run_starts)
+    try:
+        assert '"runs": 2' in out and '"executions": 1' in out
+        assert len(store.runs()) == 2 and len(store.executions()) == 1
+    finally:
+        store.dispose()
+
+
+def test_two_imports_of_one_bundle_at_once_into_postgresql_write_its_rows_once(toy, cli, pg_url: str,
+                                                                               tmp_path: Path):
+    """Two teammates import the same bundle into the team store at once: the second takes its turn after the
+    first and adds nothing (a review that met no unique key was written twice)."""
+    from workbench.store import bundle_rows
+    from workbench.team.bundle import read
+
+    bundle, env = _toy_bundle(toy, cli, tmp_path, pg_url)
+    doc = read(bundle)["store"]
+    cli("bundle", "import", str(bundle), "--db", pg_url, env=env)  # the team store already has the runs
+    with open_store(pg_url) as store, store.session() as s:  # ... but not the review
+        from sqlmodel import delete
+
+        from workbench.store.models import Review
+
+        s.exec(delete(Review))
+    out, store = _import_while(pg_url, bundle, env, lambda s: bundle_rows.load(s, doc))
+    try:
+        assert '"reviews": 0' in out and '"runs": 0' in out
+        assert [r.body for r in store.reviews()] == ["first look"] and len(store.runs()) == 2
+    finally:
+        store.dispose()
 
 
 def test_times_read_from_a_postgresql_server_in_another_zone_are_utc_as_on_duckdb(toy, cli, pg_url: str,
