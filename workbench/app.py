@@ -405,25 +405,30 @@ class Workbench(StoredRuns):
         return registry_edges(self.registry.hypotheses)
 
     # ------------------------------------------------------------------ team review
-    def review(self, hypothesis_id: str, *, decision: str, body: str, as_name: str | None = None) -> "ReviewRecord":
-        """Record a review of the hypothesis's current verdict, bound to the evidence that verdict rests on."""
+    def review(self, hypothesis_id: str, *, decision: str, body: str, as_name: str | None = None,
+               evidence: str | None = None) -> "ReviewRecord":
+        """Record a review of the hypothesis's current verdict, bound to the evidence that verdict rests on;
+        with `evidence` (the digest the reviewer read, or its start), only when that is the current one."""
         from workbench.team.identity import current_person
-        from workbench.team.reviews import check_review_input
+        from workbench.team.reviews import check_evidence, check_review_input
 
         self.registry.hypothesis(hypothesis_id)
         check_review_input(decision, body)
         person = current_person(Path(self.registry.root), as_name=as_name)
-        verdict_id = self._status_verdict_id(hypothesis_id)
+        verdict = self._status_verdict(hypothesis_id)
+        verdict_id = verdict.id if verdict is not None else None
         if decision != "comment" and verdict_id is None:
             raise BadInput(f"{hypothesis_id} has no verdict to {decision.replace('-', ' ')} yet",
                            hint=f"run it first (wb hypothesis run {hypothesis_id}), or leave a --comment")
+        if evidence is not None:
+            check_evidence(hypothesis_id, evidence, verdict)
         with self.store() as store:
             review_id = store.add_review(hypothesis_id=hypothesis_id, author=person.name,
                                          author_source=person.source, decision=decision, body=body,
                                          verdict_id=verdict_id)
             return next(r for r in store.reviews(hypothesis_id=hypothesis_id) if r.id == review_id)
 
-    def _status_verdict_id(self, hypothesis_id: str) -> int | None:
+    def _status_verdict(self, hypothesis_id: str) -> "VerdictRecord | None":
         """The verdict the hypothesis's status rests on (the one list, show and the board present for review),
         read only, so a refused review writes nothing; None without a store or a verdict."""
         if not self._store_exists():
@@ -431,8 +436,7 @@ class Workbench(StoredRuns):
         from workbench.analysis.status import stored_statuses
 
         with self.store(read_only=True) as store:
-            verdict = stored_statuses(store, {hypothesis_id: ""})[hypothesis_id].verdict
-        return verdict.id if verdict is not None else None
+            return stored_statuses(store, {hypothesis_id: ""})[hypothesis_id].verdict
 
     def review_states(self, hypothesis_id: str | None = None) -> list["ReviewState"]:
         """Each hypothesis's review state (awaiting review, approved, changes requested, stale) and history."""

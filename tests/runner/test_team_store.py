@@ -391,3 +391,23 @@ def test_resuming_a_teammates_interrupted_execution_is_refused(toy, cli, monkeyp
     code, out, err = cli("hypothesis", "run", "toy-fix", "--resume", "--db", toy.db,
                          env={"WB_ROOT": str(toy.root), "WB_USER": "ada"})
     assert code == 0, err
+
+
+def test_an_approval_pinned_to_the_evidence_read_is_refused_once_the_verdict_moved_on(toy, cli):
+    """grace reads the verdict (its evidence digest), ada's new run lands a new verdict, grace approves: with
+    --evidence naming what she read, the approval is refused and nothing recorded (it was bound to the new
+    verdict, which no one had looked at, and showed as approved)."""
+    import json
+
+    wb = _wb_as_ada(toy, cli)
+    wb("hypothesis", "run", "toy-fix", "--replicates", "1")
+    read = json.loads(wb("review", "list", "toy-fix", "--json"))["items"][0]["current_verdict"]["evidence_digest"]
+    wb("hypothesis", "run", "toy-fix", "--replicates", "1")
+    code, out, err = cli("review", "toy-fix", "--approve", "-m", "holds", "--as", "grace", "--evidence", read[:10],
+                         "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert code == 2 and "Error:" in err and read[:10] in err and "Traceback" not in err, (out, err)
+    state = json.loads(wb("review", "list", "toy-fix", "--json"))["items"][0]
+    assert state["reviews"] == [] and state["state"] == "awaiting review"
+    now = state["current_verdict"]["evidence_digest"]
+    wb("review", "toy-fix", "--approve", "-m", "holds", "--as", "grace", "--evidence", now[:10])
+    assert json.loads(wb("review", "list", "toy-fix", "--json"))["items"][0]["state"] == "approved"

@@ -64,6 +64,10 @@ def register(app: typer.Typer) -> None:
                message: Annotated[Optional[str], typer.Option("-m", "--message", help="The review's text.")] = None,
                as_: Annotated[Optional[str], typer.Option(
                    "--as", help="Reviewer name (default: $WB_USER, git's user.name, the login name).")] = None,
+               evidence: Annotated[Optional[str], typer.Option(
+                   "--evidence", metavar="DIGEST",
+                   help="The evidence digest you reviewed (or its start, as wb review list shows it); refused "
+                        "when the current verdict rests on other evidence.")] = None,
                db: DbOption = None, json_: JsonOption = False, fmt: FormatOption = None,
                root: RootOption = None) -> None:
         """Review a hypothesis's verdict against the exact evidence it rests on, or list reviews.
@@ -77,7 +81,7 @@ def register(app: typer.Typer) -> None:
         if args and args[0] == "list":
             given = [flag for flag, on in (("--approve", approve), ("--request-changes", request_changes),
                                            ("--comment", comment), ("-m", message is not None),
-                                           ("--as", as_ is not None)) if on]
+                                           ("--as", as_ is not None), ("--evidence", evidence is not None)) if on]
             if given:  # a listing records nothing: a reviewer must not think they approved
                 raise BadInput(f"{given[0]}: wb review list only lists reviews; nothing was recorded",
                                hint=f"to record a review, drop `list`: wb review "
@@ -96,7 +100,8 @@ def register(app: typer.Typer) -> None:
             raise BadInput("name one hypothesis to review", hint='wb review HYPOTHESIS --approve -m "TEXT"')
         if message is None:
             raise BadInput("a review needs a message (-m TEXT)", hint='for example: -m "reproduced; verdict stands"')
-        r = wb.review(args[0], decision=_decision(approve, request_changes, comment), body=message, as_name=as_)
+        r = wb.review(args[0], decision=_decision(approve, request_changes, comment), body=message, as_name=as_,
+                      evidence=evidence)
         if json_:
             print_json(r.to_dict())
             return

@@ -164,6 +164,23 @@ def review_states(parents: dict[str, str | None], verdicts: Sequence[VerdictReco
     return out
 
 
+def check_evidence(hypothesis_id: str, given: str, current: VerdictRecord | None) -> None:
+    """BadInput unless `given` (a digest, or its start of at least 6 characters) is the current verdict's evidence:
+    a verdict on other evidence landed since the reviewer read it, and a review would be bound to that one."""
+    from workbench.errors import BadInput
+
+    given = given.strip().lower()
+    if len(given) < 6 or any(c not in "0123456789abcdef" for c in given):
+        raise BadInput(f"--evidence {given!r} is no evidence digest (at least 6 hex digits)",
+                       hint="give the digest wb review list shows beside the verdict, e.g. --evidence 80c2f3b49b")
+    digest = current.evidence_digest if current is not None else None
+    if digest is None or not digest.startswith(given):
+        now = f"evidence {digest[:10]}" if digest else "no evidence digest" if current else "no verdict"
+        raise BadInput(f"--evidence {given}: the current verdict of {hypothesis_id} rests on {now}, not on the "
+                       "evidence given; it changed since it was read (new runs?). Nothing was recorded",
+                       hint=f"read it again (wb review list {hypothesis_id}) and review what it rests on now")
+
+
 def check_review_input(decision: str, body: str) -> None:
     from workbench.errors import BadInput
 
