@@ -467,11 +467,13 @@ class Workbench(StoredRuns):
                           wb_version=__version__)
 
     def bundle_import(self, path: str | Path) -> "BundleSummary":
-        from workbench.team.bundle import import_, read
+        from workbench.team.bundle import check_importable, import_, read
 
         doc = read(Path(path))  # a damaged file: bad input before the store opens
-        # import_ checks that the bundle fits this workbench before it writes; a store this refusal would
-        # have created is removed again.
+        # A bundle this workbench cannot take is refused before the store is opened: opening an empty
+        # PostgreSQL database creates its schema. Damaged rows are found only while merging: a DuckDB file
+        # this refusal would have created is removed again.
+        check_importable(self.registry, doc, Path(path))
         with self._no_new_store_on_bad_input(), self.store() as store:
             return import_(store, self.registry, Path(path), doc=doc)
 

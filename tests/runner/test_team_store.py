@@ -411,3 +411,25 @@ def test_an_approval_pinned_to_the_evidence_read_is_refused_once_the_verdict_mov
     now = state["current_verdict"]["evidence_digest"]
     wb("review", "toy-fix", "--approve", "-m", "holds", "--as", "grace", "--evidence", now[:10])
     assert json.loads(wb("review", "list", "toy-fix", "--json"))["items"][0]["state"] == "approved"
+
+
+def test_a_refused_bundle_import_leaves_an_empty_postgresql_database_empty(toy, cli, pg_url: str, tmp_path: Path):
+    """A team store not yet set up (no `wb db upgrade`): a bundle this workbench cannot take is refused before
+    the store is touched (it was refused, 'nothing was imported', after wb had created the whole schema)."""
+    from sqlalchemy import create_engine, inspect, pool
+
+    env = {"WB_ROOT": str(toy.root), "WB_USER": "ada"}
+    assert cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db, env=env)[0] == 0
+    bundle = tmp_path / "one.wbundle"
+    assert cli("bundle", "export", "toy-fix", "-o", str(bundle), "--db", toy.db, env=env)[0] == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "hypotheses.yaml").write_text("format: 1\nhypotheses: []\n")
+    shutil.copytree(toy.root / "experiments", other / "experiments")
+    code, out, err = cli("bundle", "import", str(bundle), "--db", pg_url, env={**env, "WB_ROOT": str(other)})
+    assert code == 2 and "does not define" in err and "nothing was imported" in err, (out, err)
+    engine = create_engine(pg_url, poolclass=pool.NullPool)
+    try:
+        assert inspect(engine).get_table_names() == []
+    finally:
+        engine.dispose()

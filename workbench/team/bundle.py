@@ -209,9 +209,9 @@ def check_fits(registry: "Registry", doc: dict[str, Any], path: Path) -> None:
                             "workbench whose definitions agree")
 
 
-def import_(store: "Store", registry: "Registry", path: Path, *, doc: dict[str, Any] | None = None) -> BundleSummary:
-    """Merge the bundle at `path` (its document `doc` when already read) into `store`."""
-    doc = read(path) if doc is None else doc
+def check_importable(registry: "Registry", doc: dict[str, Any], path: Path) -> None:
+    """BadInput when this workbench cannot take the bundle: its hypotheses conflict with the registry's, or the
+    registry does not define them. Needs no store, so a refusal is made before one is opened (or created)."""
     check_fits(registry, doc, path)
     unknown = [h for h in doc["hypotheses"] if h not in {x.id for x in registry.hypotheses}]
     if unknown:  # its runs and verdicts would be stored where no view of this workbench shows them
@@ -219,6 +219,12 @@ def import_(store: "Store", registry: "Registry", path: Path, *, doc: dict[str, 
                        "nothing was imported",
                        hint="add the hypotheses (and their experiments) to this workbench first, or import into "
                             "the workbench they come from")
+
+
+def import_(store: "Store", registry: "Registry", path: Path, *, doc: dict[str, Any] | None = None) -> BundleSummary:
+    """Merge the bundle at `path` (its document `doc` when already read) into `store`."""
+    doc = read(path) if doc is None else doc
+    check_importable(registry, doc, path)
     try:
         added = store.import_rows(doc["store"])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
