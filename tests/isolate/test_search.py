@@ -214,3 +214,19 @@ def test_a_second_cause_left_in_bad_is_reported():
     r = isolate(["a", "b", "c", "d"], det({"a"}, {"b", "c"}), alpha=0.05)
     assert (r.status, r.minimal, r.cures) == ("decided", ("b", "c"), False)
     assert "another cause" in r.explanation
+
+
+def test_an_undecided_bad_config_leaves_every_change_possibly_needed_and_none_surely():
+    """Whether the bad config fails at all stayed open (its confirming probe was inconclusive, or the budget ran
+    out before it): the answer said 'surely needed {}, possibly needed {}', as if no change could be the cause,
+    and with the budget spent before the confirm it called every change whose removal passed surely needed,
+    though a bad config that does not fail passes every removal too."""
+    full = frozenset(SEED)
+    r = isolate(SEED, Scripted({full: "inconclusive"}, default="passes"), alpha=0.05)
+    assert (r.status, r.minimal) == ("inconclusive", None)
+    assert (r.lower, r.upper) == ((), tuple(SEED))
+    r = isolate(SEED, Scripted({}, default="passes", units=300), alpha=0.05, budget=1200)
+    assert r.status == "inconclusive" and "budget" in r.explanation
+    assert (r.lower, r.upper) == ((), tuple(SEED))
+    r = isolate(SEED, Scripted({}, default="passes", units=300), alpha=0.05, budget=600)
+    assert (r.lower, r.upper) == ((), tuple(SEED))

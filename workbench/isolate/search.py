@@ -156,8 +156,8 @@ def isolate(changes: list[str], oracle: Oracle, *, alpha: float = 0.05, budget: 
         base = f"good with {_fmt(current)}" if failing else "bad"
         p = s.run(frozenset(rest), "leave-one-out", f"does {base} without {c} still fail?",
                   failing.request.index if failing else None, a_probe, k + 1 - i)
-        if p is None:
-            return _finish(s, "inconclusive", None, necessary, current,
+        if p is None:  # a removal that passed shows a change needed only once some config is known to fail
+            return _finish(s, "inconclusive", None, necessary if failing else [], current,
                            "the budget ran out during the leave-one-out probes")
         if p.result.outcome == "fails":
             current, failing = rest, p
@@ -167,11 +167,11 @@ def isolate(changes: list[str], oracle: Oracle, *, alpha: float = 0.05, budget: 
     if failing is None:
         failing = s.run(frozenset(current), "confirm", "does the bad config fail?", None, a_probe, 1)
         if failing is None:
-            return _finish(s, "inconclusive", None, necessary, current, "the budget ran out before the confirming probe")
-        if failing.result.outcome != "fails":
-            status = "no-failure" if failing.result.outcome == "passes" else "inconclusive"
-            return _finish(s, status, None, [], [], "the bad config does not reproduce the failure"
-                           if status == "no-failure" else "whether the bad config fails is undecided")
+            return _finish(s, "inconclusive", None, [], current, "the budget ran out before the confirming probe")
+        if failing.result.outcome == "passes":
+            return _finish(s, "no-failure", None, [], [], "the bad config does not reproduce the failure")
+        if failing.result.outcome != "fails":  # none is surely needed, each of them possibly
+            return _finish(s, "inconclusive", None, [], current, "whether the bad config fails is undecided")
     if unknown:
         return _settle(s, failing, current, unknown, removable, a_probe)
     return _decided(s, current, failing, a_probe,
