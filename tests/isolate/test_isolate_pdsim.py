@@ -195,3 +195,24 @@ def test_an_interrupted_search_restores_and_gives_a_hint_that_works(bench):
     hint = err.split("resumes with: ", 1)[1].strip()
     assert hint.startswith("wb isolate --experiment agent-repro ") and hint.endswith(" --resume"), hint
     assert "--seed 7 " in hint and f"--db {bench.db} " in hint, hint
+
+
+def test_a_search_whose_probes_runs_failed_exits_1_naming_them(bench):
+    """A probe whose every run failed (here the workload exits 1) stops undecided after two failed runs; the
+    search went on, said 'INCONCLUSIVE 0/0' and exited 0, so a script took a search that measured nothing for
+    one that ran. It is still recorded, the target restored, and it exits 1 naming the probes and their runs,
+    as `wb hypothesis run` does when a run fails."""
+    exp = bench.root / "experiments" / "agent-repro.yaml"
+    text = exp.read_text()
+    exp.write_text(text.replace("command: >-\n        {{ wb }} sim repro", "command: >-\n        false && {{ wb }} sim repro", 1))
+    assert exp.read_text() != text
+    out = subprocess.run(_wb(*SEARCH, "--seed", "7", "--json", "--db", bench.db), capture_output=True, text=True,
+                         env=dict(os.environ), timeout=600)
+    assert out.returncode == 1, out.stderr[-3000:]
+    assert "Traceback" not in out.stderr
+    assert "Error: 4 run(s) did not finish ok, in probe(s) p0 (2), p1 (2)" in out.stderr, out.stderr[-2000:]
+    rec = json.loads(out.stdout)
+    assert [p["ref"]["failed_runs"] for p in rec["result"]["probes"]] == [2, 2]
+    assert rec["result"]["status"] == "inconclusive" and rec["result"]["upper"] == ["geometry_fix"]
+    assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
+    assert control.status(bench.sim_dir).state == "down"

@@ -62,6 +62,13 @@ def register(app: typer.Typer) -> None:
                 typer.echo(line)
             if out.written:
                 typer.echo(f"appended {len(out.result.probes) + 1} generated hypotheses to {out.written}")
+        failed = out.failed_runs
+        if failed:
+            # Recorded and restored, but runs measured nothing: a failure while running (exit 1).
+            typer.echo(f"Error: {sum(failed.values())} run(s) did not finish ok, in probe(s) "
+                       + ", ".join(f"p{i} ({n})" for i, n in failed.items())
+                       + " (see the run errors above or `wb runs show ID`)", err=True)
+            raise typer.Exit(1)
 
 
 def request(flags: dict[str, Any], pair: str | None, registry: Any) -> dict[str, Any]:

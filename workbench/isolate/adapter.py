@@ -152,7 +152,8 @@ class RunnerOracle:
         execution_id, how = self._execute(h, req)
         look = self._look(self.store, execution_id, req)
         result = ProbeResult(look.outcome, look.k, look.n, look.n, look.looks, look.reasoning,
-                             {"execution_id": execution_id, "hypothesis_id": h.id, "how": how})
+                             {"execution_id": execution_id, "hypothesis_id": h.id, "how": how,
+                              "failed_runs": self._failed_runs(self.store, execution_id)})
         self.store.add_verdict(hypothesis_id=h.id, verdict=VERDICT_OF[result.outcome], execution_id=execution_id,
                                reasoning=f"{h.id} ({req.question}) {result.outcome}: {result.reasoning}", checks=[],
                                details={"kind": "isolate-probe", "search": self.spec.search_id,
@@ -181,7 +182,8 @@ class RunnerOracle:
         if (look.outcome, look.k, look.n) != (earlier.outcome, earlier.k, earlier.n):
             return None
         return ProbeResult(look.outcome, look.k, look.n, look.n, look.looks, look.reasoning,
-                           {"execution_id": execution_id, "hypothesis_id": hypothesis_id, "how": "reused"})
+                           {"execution_id": execution_id, "hypothesis_id": hypothesis_id, "how": "reused",
+                            "failed_runs": self._failed_runs(self.store, execution_id)})
 
     def _execute(self, h: Any, req: ProbeRequest) -> tuple[int, str]:
         """Run the probe's hypothesis under this probe's stopping rule (the target restored after it),
@@ -227,14 +229,24 @@ class RunnerOracle:
                           origin={"isolate": search_key(self.spec)})
         return prepare(reg, h.id, opts, sim_dir=self.settings.sim_dir), "ran"
 
+    def _runs(self, store: "Store", execution_id: int) -> list[Any]:
+        from workbench.analysis.data import run_query
+
+        exp = self.registry.experiments[self.spec.experiment]
+        return store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=False))
+
+    def _failed_runs(self, store: "Store", execution_id: int) -> int:
+        """The probe's runs that ended without measuring (runs cut short by a stop are run again when the
+        execution resumes: only finished ones count as failed)."""
+        return sum(r.status in FAILED_STATUSES for r in self._runs(store, execution_id))
+
     def _look(self, store: "Store", execution_id: int, req: ProbeRequest) -> Look:
-        from workbench.analysis.data import USABLE_STATUSES, run_query
+        from workbench.analysis.data import USABLE_STATUSES
         from workbench.analysis.predictions import pooled
 
         exp = self.registry.experiments[self.spec.experiment]
-        every = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=False))
+        every = self._runs(store, execution_id)
         runs = [r for r in every if r.status in USABLE_STATUSES]
-        # Runs cut short by a stop are run again when the execution resumes: only finished ones count as failed.
         failed = sum(r.status in FAILED_STATUSES for r in every)
         bounds = self.spec.region.bounds()
         every_unit = cumulative_path(pooled(runs, self.spec.metric, exp)["per_run"])

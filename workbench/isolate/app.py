@@ -104,6 +104,13 @@ class IsolateOutcome:
     record: dict[str, Any]
     written: str | None = None
 
+    @property
+    def failed_runs(self) -> dict[int, int]:
+        """Runs that ended without measuring, by probe index (probes with none left out): the search is
+        recorded, but a probe that lost runs to failures is a failure while running, as in `wb hypothesis run`."""
+        counts = {p.request.index: int(p.result.ref.get("failed_runs") or 0) for p in self.result.probes}
+        return {i: n for i, n in counts.items() if n}
+
 
 def search_record(spec: IsolateSpec, result: SearchResult, *, prior: PriorAttempt | None = None,
                   pending: dict[str, Any] | None = None) -> dict[str, Any]:
