@@ -226,6 +226,12 @@ def test_a_pair_declared_in_yaml_gives_the_same_request_as_the_flags(root, tmp_p
     (("metric: corruption_rate", "metric: corruption_rat"), "pair.yaml:8 (field metric): experiment 'agent-repro' "
                                                              "has no metric 'corruption_rat'"),
     (("region: \">= 0.05\"", "region: \">= 1.5\""), "pair.yaml:9 (field region): region '>= 1.5': a proportion"),
+    # These named a flag not given (--budget 0, --alpha 2.0, --target nope) and not the file's line.
+    (("budget: 800", "budget: 0"), "pair.yaml:10 (field budget): budget 0 must be positive (units)"),
+    (("budget: 800", "budget: .nan"), "pair.yaml:10 (field budget): budget nan must be positive (units)"),
+    (("budget: 800", "alpha: 2"), "pair.yaml:10 (field alpha): alpha 2 must lie in (0, 1)"),
+    (("budget: 800", "target: nope"), "pair.yaml:10 (field target): experiment 'agent-repro' has no profile 'nope'"),
+    (("budget: 800", "target: [sim]"), "pair.yaml:10 (field target): target must be a profile name"),
 ])
 def test_a_bad_pair_file_exits_2_naming_file_and_line(root, tmp_path, edit, needle):
     (tmp_path / "pair.yaml").write_text(PAIR.replace(*edit))

@@ -55,14 +55,32 @@ def load_pair(path: str | Path, registry: Any) -> dict[str, Any]:
     except BadInput as exc:
         raise doc.error(exc.message, ("region",), hint=exc.hint) from None
     out["region"] = str(data["region"])
+    return {**out, **_optional(doc, exp, data)}
+
+
+def _optional(doc: Any, exp: Any, data: dict[str, Any]) -> dict[str, Any]:
+    """target, budget and alpha, checked here as the flags are checked, so that a mistake names the file's line
+    (it named a flag that was never given: '--budget 0', '--target nope')."""
+    out: dict[str, Any] = {}
     if "target" in data:
-        out["profile"] = str(data["target"])
+        target = data["target"]
+        if not isinstance(target, str):
+            raise doc.error(f"target must be a profile name, not {target!r}", ("target",),
+                            hint=f"profiles: {', '.join(exp.profiles)}")
+        if target not in exp.profiles:
+            raise doc.error(f"experiment {exp.id!r} has no profile {target!r}", ("target",),
+                            hint=f"profiles: {', '.join(exp.profiles)}")
+        out["profile"] = target
     for key in ("budget", "alpha"):
         if key in data:
             value = data[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise doc.error(f"{key} must be a number, not {value!r}", (key,))
             out[key] = float(value)
+    if "budget" in out and not out["budget"] > 0:  # nan too
+        raise doc.error(f"budget {out['budget']:g} must be positive (units)", ("budget",))
+    if "alpha" in out and not (0 < out["alpha"] < 1):
+        raise doc.error(f"alpha {out['alpha']:g} must lie in (0, 1)", ("alpha",))
     return out
 
 
