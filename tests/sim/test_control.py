@@ -326,3 +326,19 @@ def test_a_dir_in_a_folder_that_does_not_exist_is_refused_not_created(tmp_path, 
     finally:
         control.down(missing)
     assert (missing / "serve.sh").is_file()
+
+
+@pytest.mark.parametrize("text", ["[]", "{}", '{"pid": "abc", "start": "1"}', '{"pid": true, "start": "1"}',
+                                  '{"pid": 1.5, "start": "1"}', "{\"pid\": 12"])
+def test_a_pid_file_of_another_shape_names_no_server(sim_dir, cli, text):
+    """A pid file holding JSON of another shape than wb writes (a list, no pid, a pid that is no number) ended
+    `wb sim status` in a TypeError, KeyError or ValueError traceback, and `wb sim down` too; it names no server
+    wb can find, as a truncated one already did: the unit is down, said so, and `down` removes the file."""
+    (sim_dir / "run").mkdir()
+    (sim_dir / "run" / "decode.json").write_text(text)
+    code, out, err = cli("sim", "status", "--dir", str(sim_dir))
+    assert code == 0 and "Traceback" not in err, err
+    assert "decode   down" in out and "unreadable pid file" in out, out
+    code, out, err = cli("sim", "down", "--dir", str(sim_dir))
+    assert (code, out.strip()) == (0, "stopped 0 process(es)"), err
+    assert not (sim_dir / "run" / "decode.json").exists()

@@ -149,10 +149,14 @@ def _proc_start(pid: int) -> str | None:
 
 
 def _read_pid(sdir: Path, unit: str) -> dict | None:
+    """The pid file's record, or None when there is none or it is not one wb writes (truncated, or JSON of
+    another shape: it names no process wb can find, and reading it on ended status and down in a traceback)."""
     p = _pidfile(sdir, unit)
     try:
         info = json.loads(p.read_text())
     except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or type(info.get("pid")) is not int:
         return None
     return info
 
@@ -452,7 +456,8 @@ def status(dir: str | Path | None = None, *, debug: bool = True) -> SimStatus:
     for unit in UNITS:
         info = _read_pid(sdir, unit)
         if not _alive(info):
-            detail = "no pid file" if info is None else f"process {info['pid']} is gone"
+            detail = f"process {info['pid']} is gone" if info is not None else (
+                "unreadable pid file" if _pidfile(sdir, unit).exists() else "no pid file")
             units[unit] = UnitStatus(unit, "down", pid=info and info["pid"],
                                      port=info and info.get("port"), detail=detail)
             continue
