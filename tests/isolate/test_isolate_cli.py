@@ -66,6 +66,7 @@ def test_bad_region_is_bad_input(text):
     (("--bad", "geometry_fix=on"), "same configuration"),
     (("--budget", "nan"), "--budget nan: must be positive"),
     (("--budget", "0"), "--budget 0: must be positive"),
+    (("--parent", "nope"), "--parent nope: no hypothesis 'nope' in "),  # it did not name the flag
 ])
 def test_bad_input_exits_2_and_writes_nothing(root, tmp_path, change, needle):
     args = list(BASE)

@@ -57,7 +57,10 @@ def prepare_spec(registry: Any, *, experiment: str, good: list[str], bad: list[s
     if budget is not None and not budget > 0:  # nan too: it ran a whole search with no budget at all
         raise BadInput(f"--budget {budget:g}: must be positive (units)")
     if parent is not None:
-        registry.hypothesis(parent)
+        try:
+            registry.hypothesis(parent)
+        except BadInput as exc:  # it said only "no hypothesis 'x'", not which flag named it
+            raise BadInput(f"--parent {parent}: {exc.message}", hint=exc.hint) from None
     g, b = _assignments(exp, parse_assignments(good, "--good"), "--good"), _assignments(
         exp, parse_assignments(bad, "--bad"), "--bad")
     defaults = dict(exp.defaults())
