@@ -230,3 +230,32 @@ def test_an_undecided_bad_config_leaves_every_change_possibly_needed_and_none_su
     assert (r.lower, r.upper) == ((), tuple(SEED))
     r = isolate(SEED, Scripted({}, default="passes", units=300), alpha=0.05, budget=600)
     assert (r.lower, r.upper) == ((), tuple(SEED))
+
+
+class FirstUndecided(Scripted):
+    """As Scripted, but the first probe of `config` is inconclusive (it lost its units), a later one passes."""
+
+    def __init__(self, table: dict[frozenset[str], str], config: frozenset[str]) -> None:
+        super().__init__(table)
+        self.config = config
+
+    def probe(self, req: ProbeRequest) -> ProbeResult:
+        if frozenset(req.applied) == self.config and not any(frozenset(q.applied) == self.config for q in self.asked):
+            self.asked.append(req)
+            return ProbeResult("inconclusive", 0, 80, 80, 1, "scripted")
+        return super().probe(req)
+
+
+@pytest.mark.parametrize("undecided", [None, frozenset(["b"])], ids=["leave-one-out", "settled"])
+def test_a_set_of_every_change_says_so_in_plain_words(undecided):
+    """When every change was needed the answer said 'no other change is not needed' (wb isolate on pdsim, one
+    change: 'good + {geometry_fix} fails, and without any one of them it passes; no other change is not
+    needed'), a double negative that reads as if a change had been left out."""
+    full = frozenset(["a", "b"])
+    oracle = FirstUndecided({full: "fails"}, undecided)
+    r = isolate(["a", "b"], oracle, alpha=0.05)
+    assert any(q.phase == "minimality" for q in oracle.asked) == (undecided is not None)
+    assert (r.status, r.minimal) == ("decided", ("a", "b"))
+    assert "every change is needed" in r.explanation and "is not needed" not in r.explanation, r.explanation
+    r = isolate(["a", "b"], Scripted({full: "fails", frozenset(["a"]): "fails"}, default="passes"), alpha=0.05)
+    assert r.minimal == ("a",) and "{b} is not needed" in r.explanation, r.explanation

@@ -144,6 +144,14 @@ def _fmt(xs: Any) -> str:
     return "{" + ", ".join(xs) + "}"
 
 
+def _unneeded(removable: list[str], changes: list[str]) -> str:
+    """The changes the failure was shown not to need, or that it needs them all (removable is empty then: a
+    change leaves the set only when its removal failed)."""
+    if not removable:
+        return "every change is needed"
+    return f"{_fmt(sorted(set(removable), key=changes.index))} is not needed"
+
+
 def isolate(changes: list[str], oracle: Oracle, *, alpha: float = 0.05, budget: float = math.inf) -> SearchResult:
     """Find a minimal subset of `changes` whose application to the good config reproduces the failure."""
     s = _Search(changes, oracle, alpha, budget)
@@ -176,7 +184,7 @@ def isolate(changes: list[str], oracle: Oracle, *, alpha: float = 0.05, budget: 
         return _settle(s, failing, current, unknown, removable, a_probe)
     return _decided(s, current, failing, a_probe,
                     f"good + {_fmt(current)} fails, and without any one of them it passes; "
-                    f"{_fmt(removable) if removable else 'no other change'} is not needed")
+                    + _unneeded(removable, s.changes))
 
 
 def _settle(s: _Search, confirm: Probe, cand: list[str], unknown: list[str],
@@ -205,7 +213,7 @@ def _settle(s: _Search, confirm: Probe, cand: list[str], unknown: list[str],
     return _decided(s, minimal, s.probes[parent], a_probe,
                     f"good + {_fmt(minimal)} fails, and without any one of them it passes (each removal tried from a "
                     f"config known to fail, those that lost their units again from the smallest one); "
-                    f"{_fmt(sorted(set(removable), key=order)) if removable else 'no other change'} is not needed")
+                    + _unneeded(removable, s.changes))
 
 
 def _decided(s: _Search, minimal: list[str], failing: Probe, a_probe: float, why: str) -> SearchResult:
