@@ -342,3 +342,23 @@ def test_a_pid_file_of_another_shape_names_no_server(sim_dir, cli, text):
     code, out, err = cli("sim", "down", "--dir", str(sim_dir))
     assert (code, out.strip()) == (0, "stopped 0 process(es)"), err
     assert not (sim_dir / "run" / "decode.json").exists()
+
+
+def test_a_copied_state_folder_does_not_take_the_original_deployment_for_its_own(sim_dir, tmp_path, cli):
+    """A state folder copied while its pdsim ran (cp -r .wb/sim elsewhere) holds pid files naming the original's
+    live servers: `wb sim status` of the copy said healthy, and `wb sim down` of the copy stopped the original's
+    deployment. A pdsim server serves the folder it runs in: the copy's pid files now name no server of its own."""
+    import shutil
+
+    st = control.up(sim_dir, config=write_serve(sim_dir))
+    pids = sorted(u.pid for u in st.units.values())
+    copy = tmp_path / "copy"
+    shutil.copytree(sim_dir, copy)
+    code, out, err = cli("sim", "status", "--dir", str(copy))
+    assert code == 0 and "pdsim: down" in out, out + err
+    assert f"serves pdsim in {sim_dir}" in out, out
+    code, out, err = cli("sim", "down", "--dir", str(copy))
+    assert (code, out.strip()) == (0, "stopped 0 process(es)"), out + err
+    assert all(pid_alive(p) for p in pids)
+    assert control.status(sim_dir).state == "healthy"
+    assert sorted(control.down(sim_dir)) == pids

@@ -158,13 +158,30 @@ def _read_pid(sdir: Path, unit: str) -> dict | None:
         return None
     if not isinstance(info, dict) or type(info.get("pid")) is not int:
         return None
-    return info
+    other = _serves_elsewhere(info["pid"], sdir)
+    return info if other is None else {**info, "elsewhere": other}
+
+
+def _serves_elsewhere(pid: int, sdir: Path) -> str | None:
+    """The state folder pdsim server `pid` serves when it is another than `sdir`, else None. A folder copied
+    while its pdsim ran holds pid files naming the original's live servers (the copy's status said healthy, and
+    its down stopped them). A server runs in its state folder (`_spawn`), which follows the folder when it is
+    moved; a process that is no pdsim server is left to the pid-and-start-time check."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+    if not any(a.decode(errors="replace") in (f"workbench.sim.{u}" for u in UNITS) for a in argv):
+        return None
+    return None if os.path.realpath(cwd) == os.path.realpath(sdir) else cwd
 
 
 def _alive(info: dict | None) -> bool:
     """Whether the process a pid file names still runs: the pid with the start time noted (a pid is reused). A
     file noting no start time names a process already gone when it was written."""
-    return bool(info) and info.get("start") is not None and _proc_start(int(info["pid"])) == info["start"]
+    return (bool(info) and info.get("start") is not None and not info.get("elsewhere")
+            and _proc_start(int(info["pid"])) == info["start"])
 
 
 def _reap(pid: int) -> None:
@@ -458,6 +475,9 @@ def status(dir: str | Path | None = None, *, debug: bool = True) -> SimStatus:
         if not _alive(info):
             detail = f"process {info['pid']} is gone" if info is not None else (
                 "unreadable pid file" if _pidfile(sdir, unit).exists() else "no pid file")
+            if info is not None and info.get("elsewhere"):
+                detail = (f"process {info['pid']} serves pdsim in {info['elsewhere']}, not this folder "
+                          "(a pid file copied with it)")
             units[unit] = UnitStatus(unit, "down", pid=info and info["pid"],
                                      port=info and info.get("port"), detail=detail)
             continue
