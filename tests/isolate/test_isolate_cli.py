@@ -67,6 +67,11 @@ def test_bad_region_is_bad_input(text):
     (("--budget", "nan"), "--budget nan: must be positive"),
     (("--budget", "0"), "--budget 0: must be positive"),
     (("--parent", "nope"), "--parent nope: no hypothesis 'nope' in "),  # it did not name the flag
+    # A region holding every proportion: every config 'failed', and the search spent its first probes on pdsim
+    # to say 'the good config itself fails: nothing needs isolating'.
+    (("--region", ">= 0"), "--region '>= 0' holds every proportion"),
+    (("--region", "<= 1"), "--region '<= 1' holds every proportion"),
+    (("--region", "between 0 1"), "--region 'between 0 1' holds every proportion"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(root, tmp_path, change, needle):
     args = list(BASE)

@@ -41,6 +41,11 @@ def parse_region(text: str, *, flag: str = "--region", proportion: bool = False)
             outside = [b for b in region.bounds() if math.isfinite(b) and not 0 <= b <= 1]
             if proportion and outside:
                 raise BadInput(f"{flag} {text!r}: a proportion lies in [0, 1]; {outside[0]:g} is outside it")
+            lo, hi = region.bounds()
+            if proportion and lo <= 0 and hi >= 1:  # every config would fail: nothing to tell good from bad
+                raise BadInput(f"{flag} {text!r} holds every proportion, so every config would count as failing",
+                               hint="bound the failure away from 0 or from 1, e.g. '>= 0.01' for any failing units "
+                                    "at a rate of 1% or more")
             return region
     raise BadInput(f"{flag} {text!r} is not a region",
                    hint="use '>= 0.05', '<= 0.02', '== 0', '0.05..0.3' (or at_least / at_most / equals / between)")
