@@ -216,3 +216,35 @@ def test_a_search_whose_probes_runs_failed_exits_1_naming_them(bench):
     assert rec["result"]["status"] == "inconclusive" and rec["result"]["upper"] == ["geometry_fix"]
     assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
     assert control.status(bench.sim_dir).state == "down"
+
+
+def test_a_pdsim_reading_another_serve_file_is_refused_and_left_alone(bench, tmp_path):
+    """pdsim started with `wb sim up --config FILE` reads FILE at every restart, not the serve file the profile
+    writes each arm into: the search rewrote FILE's ports, stopped the deployment, never applied an arm (every
+    probe ran FILE's fp8 config) and answered 'no failure to isolate: the bad config does not fail'. It is
+    refused before anything runs, naming both files; FILE and the running deployment are left as they were."""
+    from workbench.sim.config import render_serve_file
+
+    own = tmp_path / "my-serve.sh"
+    own.write_text(render_serve_file({**control.free_ports(), "index_k_dtype": "fp8", "hicache": "off"}))
+    before = own.read_bytes()
+    st = control.up(bench.sim_dir, config=own)
+    pids = sorted(u.pid for u in st.units.values())
+    out = subprocess.run(_wb(*SEARCH, "--seed", "7", "--db", bench.db), capture_output=True, text=True,
+                         env=dict(os.environ), timeout=600)
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert "Traceback" not in out.stderr
+    assert f"pdsim in {bench.sim_dir} reads its serve file from {own}" in out.stderr, out.stderr[-2000:]
+    assert f"writes each arm into {bench.sim_dir / 'serve.sh'}" in out.stderr, out.stderr[-2000:]
+    assert own.read_bytes() == before and (bench.sim_dir / "serve.sh").read_bytes() == bench.original
+    after = control.status(bench.sim_dir)
+    assert after.state == "healthy" and sorted(u.pid for u in after.units.values()) == pids
+    import duckdb
+
+    if os.path.exists(bench.db):  # nothing recorded: no probe, no search
+        con = duckdb.connect(bench.db, read_only=True)
+        try:
+            assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+            assert con.execute("SELECT count(*) FROM verdicts").fetchone()[0] == 0
+        finally:
+            con.close()

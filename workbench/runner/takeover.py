@@ -33,6 +33,8 @@ async def take_target(state: "State", target: Target, context: dict[str, str]
     p = state.prepared
     paths = ({host: preview_values(p, p.arms[0], context, host)["path"] for host in state.plan.hosts}
              if p.profile.config is not None else {})
+    for path in paths.values():
+        target.check_config_path(path)
     lock = target_lock(target, state, paths)
     await lock.acquire()
     try:

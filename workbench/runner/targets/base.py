@@ -177,6 +177,10 @@ class Target(abc.ABC):
         p = PurePosixPath(config_path)
         return str(p.parent / f".{p.name}.{LOCK_NAME}")
 
+    def check_config_path(self, config_path: str) -> None:
+        """Refuse (raise) a config file the deployment would not read, before the target is locked or touched;
+        every config file is read by default."""
+
     def keep_notes(self, folder: Path) -> None:
         """Where this execution notes what it started (local process groups, see runner.orphans), so a
         `--resume` after kill -9 can stop it."""

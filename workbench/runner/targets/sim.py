@@ -105,6 +105,27 @@ class SimTarget(LocalTarget):
         self.served = {"sim_dir": str(self.sim_dir), "prefill_port": pp, "decode_port": dp}
         return self.served
 
+    def check_config_path(self, config_path: str) -> None:
+        """Refuse a folder whose pdsim reads another serve file than the one each arm is written into (`wb sim up
+        --config FILE` names it for every later start and restart): no arm would reach the servers, every run
+        would measure FILE's config, and starting pdsim here would rewrite FILE's ports. Refused as a busy
+        target is, before it is locked: exit 2, nothing run."""
+        import os
+
+        from workbench.runner.lock import TargetBusy
+        from workbench.sim import control
+
+        serve_file, in_use = Path(config_path), control.config_path(self.sim_dir)
+        if os.path.realpath(in_use) == os.path.realpath(serve_file):
+            return
+        q = shlex.quote
+        raise TargetBusy(f"pdsim in {self.sim_dir} reads its serve file from {in_use} (named by wb sim up --config), "
+                         f"but the profile writes each arm into {serve_file}: no arm would reach the servers. "
+                         "Nothing was run",
+                         hint=f"to run on that config, make it the serve file: cp {q(str(in_use))} {q(str(serve_file))} "
+                              f"&& wb sim up --dir {q(str(self.sim_dir))} --config {q(str(serve_file))}; "
+                              "or give another sim folder ($WB_SIM_DIR)")
+
     def _ports(self) -> dict[str, str]:
         """The ports to start pdsim on: those this execution started it on before, while both are free (the
         ports are part of the rendered serve file: new ones after a --resume made the replicates before and
