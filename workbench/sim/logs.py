@@ -90,11 +90,14 @@ def _out_of_range(text: str) -> BadInput:
 
 
 def _stamp(line: str) -> datetime | None:
+    """The time a line starts with, UTC when it names no zone (as --since reads one: a line wb did not write
+    may have such a time, and comparing it with an aware one raised TypeError)."""
     head = line.split(" ", 1)[0]
     try:
-        return datetime.fromisoformat(head.replace("Z", "+00:00"))
+        t = datetime.fromisoformat(head.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
 def read_journal(state_dir: Path, unit: str, since: datetime | None = None) -> Iterator[str]:
