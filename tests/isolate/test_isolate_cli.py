@@ -72,6 +72,10 @@ def test_bad_region_is_bad_input(text):
     (("--region", ">= 0"), "--region '>= 0' holds every proportion"),
     (("--region", "<= 1"), "--region '<= 1' holds every proportion"),
     (("--region", "between 0 1"), "--region 'between 0 1' holds every proportion"),
+    # A workload seed held fixed replays the same sessions in every run of a probe: its sequential test took
+    # each replay for new units, so a probe could decide on one run's sessions counted many times.
+    (("--good", "geometry_fix=on seed=5"), "--good seed=5: seed is a per-replicate variable"),
+    (("--bad", "geometry_fix=off seed=5"), "--bad seed=5: seed is a per-replicate variable"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(root, tmp_path, change, needle):
     args = list(BASE)
@@ -238,6 +242,7 @@ def test_a_pair_declared_in_yaml_gives_the_same_request_as_the_flags(root, tmp_p
     (("budget: 800", "alpha: 2"), "pair.yaml:10 (field alpha): alpha 2 must lie in (0, 1)"),
     (("budget: 800", "target: nope"), "pair.yaml:10 (field target): experiment 'agent-repro' has no profile 'nope'"),
     (("budget: 800", "target: [sim]"), "pair.yaml:10 (field target): target must be a profile name"),
+    (("geometry_fix: off\n", "geometry_fix: off\n  seed: 5\n"), "pair.yaml:8 (field bad.seed): seed is a per-replicate"),
 ])
 def test_a_bad_pair_file_exits_2_naming_file_and_line(root, tmp_path, edit, needle):
     (tmp_path / "pair.yaml").write_text(PAIR.replace(*edit))

@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 DEFAULT_BUDGET = 4000.0
 DEFAULT_ALPHA = 0.05
+# Held fixed, a workload seed replays the same units in every run of a probe, which its sequential test would
+# count as new evidence each time.
+PER_REPLICATE = ("{name} is a per-replicate variable: each run of a probe draws it afresh, so that its units are "
+                 "new ones; held, every run would replay the same units")
 
 
 def metric_problem(exp: Any, metric: str) -> tuple[str, str] | None:
@@ -93,6 +97,8 @@ def _assignments(exp: Any, values: dict[str, str], flag: str) -> dict[str, str]:
         if name not in exp.variables:
             raise BadInput(f"{flag} {name}: experiment {exp.id!r} has no variable {name!r}",
                            hint=f"variables: {', '.join(exp.variables)}")
+        if exp.variables[name].per_replicate:
+            raise BadInput(f"{flag} {name}={value}: {PER_REPLICATE.format(name=name)}")
         try:
             out[name] = exp.variables[name].check(value)
         except ValueError as exc:

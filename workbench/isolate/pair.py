@@ -97,6 +97,10 @@ def _config(doc: Any, exp: Any, value: Any, side: str) -> list[str]:
         if name not in exp.variables:
             raise doc.error(f"experiment {exp.id!r} has no variable {name!r}", where,
                             hint=f"variables: {', '.join(exp.variables)}")
+        if exp.variables[name].per_replicate:
+            from workbench.isolate.app import PER_REPLICATE
+
+            raise doc.error(PER_REPLICATE.format(name=name), where)
         try:
             text = exp.variables[name].check(var_value(doc.booleans.get(where, raw)))  # a bare yes: its word
         except ValueError as exc:
