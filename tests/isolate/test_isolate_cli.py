@@ -514,3 +514,16 @@ def test_a_value_with_spaces_is_kept_whole_and_quoted_in_the_resume_command(root
                                    "--bad", "note=it broke", "--metric", "corruption_rate", "--region", "above",
                                    "--root", str(root), "--db", str(tmp_path / "s.duckdb")])
     assert res.exit_code == 2 and "--region" in res.output and "expected var=value" not in res.output, res.output
+
+
+def test_a_search_stopped_before_any_probe_decided_does_not_say_probes_were_kept(root, tmp_path, monkeypatch):
+    """A first probe that failed before it ran anything (here the ssh profile, with no known_hosts to check the
+    host against) ended with 'the probes decided so far stay recorded and are not run again when the search
+    resumes with: ...', though no probe had been decided. The hint still gives the command that resumes it."""
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh: refused before any connection
+    res = CliRunner().invoke(app, BASE + ["--target", "sglang-pd", "--seed", "3", "--root", str(root),
+                                          "--db", str(tmp_path / "s.duckdb")])
+    assert res.exit_code == 1, res.output
+    assert "Traceback" not in res.output and "known_hosts" in res.output, res.output
+    assert "decided so far" not in res.output, res.output
+    assert "no probe was decided yet; the search resumes with: wb isolate " in res.output, res.output

@@ -177,14 +177,14 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
             raise  # refused before any probe touched the target: no attempt to record (a resume would pick it)
         _record_partial(spec, oracle, store, prior)
         if not isinstance(exc, BadInput):  # a probe failed or was stopped: the search can go on from here
-            exc.hint = _resume_hint(exc.hint, resume_command(spec, settings))
+            exc.hint = _resume_hint(exc.hint, resume_command(spec, settings), len(oracle.results))
         raise
     except (KeyboardInterrupt, Exception) as exc:  # Ctrl-C between the probes, or reaching a store query
         if not interrupted_query(exc):
             raise
         _record_partial(spec, oracle, store, prior)
         raise RunInterrupted("wb isolate was interrupted between its probes; the target is as it was before them",
-                             hint=_resume_hint(None, resume_command(spec, settings))) from None
+                             hint=_resume_hint(None, resume_command(spec, settings), len(oracle.results))) from None
     record = search_record(spec, result, prior=prior)
     record_search(store, spec, record)
     written = None
@@ -199,8 +199,11 @@ def _ran_any(oracle: RunnerOracle) -> bool:
     return any(r.ref.get("how") != "reused" for _, r in oracle.results)
 
 
-def _resume_hint(hint: str | None, command: str) -> str:
+def _resume_hint(hint: str | None, command: str, decided: int) -> str:
+    """How to resume; `decided`: the probes decided so far (none: there is nothing kept to speak of)."""
     lead = f"{hint}\n" if hint else ""
+    if not decided:
+        return f"{lead}no probe was decided yet; the search resumes with: {command}"
     return (f"{lead}the probes decided so far stay recorded and are not run again when the search resumes "
             f"with: {command}")
 
