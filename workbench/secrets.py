@@ -102,6 +102,14 @@ def mask_named(obj: Any) -> Any:
     return obj
 
 
+def mask_profiles(body: dict[str, Any]) -> dict[str, Any]:
+    """An experiment as declared (a dict) with its profiles' secret-named entries masked (`mask_named`): a token
+    written into a config template or a context value, as a store's snapshot and a bundle's definition keep it."""
+    if isinstance(body.get("profiles"), dict):
+        return {**body, "profiles": mask_named(body["profiles"])}
+    return body
+
+
 def register(*, values: Any = (), names: Any = ()) -> None:
     """Remember secret values (and the names they go by) for the rest of this process."""
     forms = {form for v in values if v is not None and str(v) != "" for form in _forms(str(v))}

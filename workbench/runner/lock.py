@@ -78,9 +78,9 @@ class Holder:
 
     def text(self) -> str:
         d = dict(self.__dict__)
-        if not d.pop("restore_failed"):
-            return json.dumps(d, sort_keys=True)
-        return json.dumps({**d, "restore_failed": True}, sort_keys=True)
+        if not d["restore_failed"]:  # an ordinary lock reads as before the mark existed
+            del d["restore_failed"]
+        return json.dumps(d, sort_keys=True)
 
     @classmethod
     def parse(cls, text: str) -> "Holder | None":

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from sqlmodel import Session, select
 
-from workbench.secrets import looks_secret, mask_entries, mask_named
+from workbench.secrets import looks_secret, mask_entries, mask_profiles
 from workbench.store import jsonx
 from workbench.store.models import (Artifact, ArtifactBlob, Execution, ExperimentSnapshot, HypothesisSnapshot, Metric,
                                     ProbeCount, Review, Run, Unit, Verdict, utcnow)
@@ -110,9 +110,7 @@ def snapshot_experiment(session: Session, *, experiment_id: str, version: int, b
     """The experiment as declared, keyed by its content; its profiles' secret-named entries are kept masked (a
     token written into a config template or a context value), as the flush hook masks the secrets declared."""
     sha = sha256_text(jsonx.dumps(body) or "{}")
-    if isinstance(body.get("profiles"), dict):
-        body = {**body, "profiles": mask_named(body["profiles"])}
-    text = jsonx.dumps(body) or "{}"
+    text = jsonx.dumps(mask_profiles(body)) or "{}"
     return _get_or_add(session, ExperimentSnapshot,
                        (ExperimentSnapshot.experiment_id == experiment_id, ExperimentSnapshot.sha256 == sha),
                        lambda: ExperimentSnapshot(experiment_id=experiment_id, version=version, sha256=sha,
@@ -232,8 +230,13 @@ def bulk_insert(session: Session, table: str, rows: "Any", columns: list[str]) -
     from workbench.secrets import redact_text
 
     redacted: dict[str, str] = {}  # a column's repeated texts (an outcome, a source) are redacted once
-    values = [[(redacted.get(v) or redacted.setdefault(v, redact_text(v))) if isinstance(v, str) else v for v in col]
-              for col in _column_values(rows, columns)]
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, str) and v not in redacted:
+            redacted[v] = redact_text(v)
+        return redacted[v] if isinstance(v, str) else v
+
+    values = [[clean(v) for v in col] for col in _column_values(rows, columns)]
     n = len(values[0]) if values else 0
     if n == 0:
         return 0

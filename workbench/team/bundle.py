@@ -56,12 +56,9 @@ def _definitions(registry: "Registry", ids: list[str]) -> dict[str, Any]:
 def _declared(definition: Any) -> dict[str, Any]:
     """A hypothesis or an experiment as a bundle holds it: a secret variable's value (which the registry
     registered) is masked, so a bundle's definitions and the registry's are compared redacted alike."""
-    from workbench.secrets import mask_named, redact
+    from workbench.secrets import mask_profiles, redact
 
-    body = redact(definition.model_dump(mode="json", exclude_none=True))
-    if isinstance(body.get("profiles"), dict):  # a token written into a template or a context value
-        body["profiles"] = mask_named(body["profiles"])
-    return body
+    return mask_profiles(redact(definition.model_dump(mode="json", exclude_none=True)))
 
 
 def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out: Path, *,

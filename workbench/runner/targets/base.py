@@ -116,13 +116,18 @@ class Target(abc.ABC):
 
     async def http_status(self, host: str, url: str, timeout: float) -> int | None:
         """Status of GET `url` as seen from `host` (None when nothing answers)."""
-        resp = await self._get(url, timeout)
+        resp = await self._fetch(host, url, timeout)
         return None if resp is None else resp.status_code
 
     async def http_text(self, host: str, url: str, timeout: float) -> str | None:
         """Body of GET `url` as seen from `host` when it answers 200 (None otherwise)."""
-        resp = await self._get(url, timeout)
+        resp = await self._fetch(host, url, timeout)
         return resp.text if resp is not None and resp.status_code == 200 else None
+
+    async def _fetch(self, host: str, url: str, timeout: float) -> Any:
+        """The response to GET `url` as `host` sees it, None when nothing answers. Here `host` is this machine;
+        a target that reaches a host's URLs another way (ssh: a local forward) overrides this alone."""
+        return await self._get(url, timeout)
 
     def check_tls(self) -> None:
         """Build the client https URLs are fetched with, so that an unusable ca_file is named before the target

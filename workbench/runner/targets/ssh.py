@@ -229,8 +229,10 @@ class SshTarget(Target):
         return ["ssh", *self._client_opts("-p", host), self._dest(host)]
 
     def manual_command(self, host: str, command: str, env: Mapping[str, str] | None = None) -> str:
-        """The ssh command line; `env` goes as wb's own commands get it, as export lines on the input (each value
-        quoted by the pasting shell's printf %q, so a "$NAME" reference is never on the host's command line)."""
+        """The ssh command line; `env` goes on the input as export lines, as for wb's own commands (each value
+        quoted by the pasting shell's printf %q, so a "$NAME" reference is never on the host's command line). It
+        is read to its end (`eval "$(cat)"`), not as `in_own_group` reads it: a pasted command's input ends at
+        once, which would stop the group a watcher of it guards."""
         ssh = shlex.join(self._ssh_argv(host))
         if not env:
             return ssh + " " + shlex.quote(command)
@@ -276,8 +278,6 @@ class SshTarget(Target):
 
     def _known(self, name: str, port: int) -> bool:
         """Whether the known_hosts file holds any host key (or CA) for `name` on `port`."""
-        import asyncssh
-
         try:
             found = port_exact(self.known_hosts_file())(name, "", port)
         except (OSError, ValueError):
@@ -538,18 +538,10 @@ class SshTarget(Target):
             self.clock.add(host, time.monotonic() - t0)
 
     # ------------------------------------------------------------------ health over a forward
-    async def http_status(self, host: str, url: str, timeout: float) -> int | None:
-        """GET a URL as the host sees it: the host:port is reached through a local forward over SSH."""
-        resp = await self._get_forwarded(host, url, timeout)
-        return None if resp is None else resp.status_code
-
-    async def http_text(self, host: str, url: str, timeout: float) -> str | None:
-        resp = await self._get_forwarded(host, url, timeout)
-        return resp.text if resp is not None and resp.status_code == 200 else None
-
-    async def _get_forwarded(self, host: str, url: str, timeout: float) -> Any:
-        """The forward stands in for the URL's host:port, which still names the request (Host header) and, over
-        https, the certificate the server must show (checked against 127.0.0.1, no certificate would pass)."""
+    async def _fetch(self, host: str, url: str, timeout: float) -> Any:
+        """GET a URL as the host sees it: its host:port is reached through a local forward over SSH. The URL's
+        host:port still names the request (Host header) and, over https, the certificate the server must show
+        (checked against 127.0.0.1, no certificate would pass)."""
         local = await self._forwarded(host, url)
         if local is None:
             return None
