@@ -180,3 +180,37 @@ def test_a_key_filed_for_port_22_is_not_trusted_on_another_port(toy, ssh_server,
     assert f"[127.0.0.1]:{ssh_server.port}" in exc.value.message + (exc.value.hint or "")
     assert not ssh_server.commands
     assert toy.conf.read_bytes() == toy.original
+
+
+_SHELLS = [s for s in ("/bin/dash", "/bin/sh", "/bin/bash") if Path(s).exists()]
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="runs the printed command with OpenSSH's client")
+@pytest.mark.parametrize("shell", _SHELLS)
+def test_a_printed_restore_command_works_pasted_into_any_posix_shell(ssh_server, shell):
+    """The printed restore command quoted its env with printf %q, which dash (Debian's /bin/sh) refuses
+    ('%q: invalid directive') and whose $'...' output a host whose login shell is dash cannot read: pasted into
+    sh it ran the restart with no env at all. It is now made with printf %s and sed, which every POSIX shell
+    has, and the export lines it sends use plain '...' quoting, read by any shell on the host."""
+    from workbench.registry.experiment import TargetSpec
+    from workbench.runner.targets.ssh import SshTarget
+
+    spec = TargetSpec(kind="ssh", hosts=["127.0.0.1"], user=ssh_server.user, port=ssh_server.port,
+                      known_hosts=str(ssh_server.known_hosts), identity_file=str(ssh_server.client_key_path))
+    level = "two words; it's \"$HOME\" `x` \\ \n second line\n"
+    token = "tok with 'quotes' $and \\ spaces\nand a newline\n\n"
+    command = "printf '%s|%s|%s' \"$LEVEL\" \"$HF_TOKEN\" \"$EMPTY\""
+    printed = SshTarget(spec).manual_command("127.0.0.1", command, env={
+        "LEVEL": shlex.quote(level), "HF_TOKEN": '"$HF_TOKEN"', "EMPTY": shlex.quote("")})
+    assert token not in printed
+    res = subprocess.run([shell, "-c", printed], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "HF_TOKEN": token})
+    assert res.returncode == 0, (printed, res.stderr)
+    assert res.stdout == f"{level}|{token}|"
+
+    # What goes on the input is read by a host whose shell is dash too (bash's %q wrote $'...' for a newline).
+    exports = printed[:printed.index(" | ssh ")]
+    res = subprocess.run([shell, "-c", exports + " | /bin/sh -c " + shlex.quote('eval "$(cat)"; ' + command)],
+                         capture_output=True, text=True, timeout=60, env={**os.environ, "HF_TOKEN": token})
+    assert res.returncode == 0, (exports, res.stderr)
+    assert res.stdout == f"{level}|{token}|"

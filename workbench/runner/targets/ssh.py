@@ -30,7 +30,11 @@ KILL_GRACE_S = 3.0
 ENV_FROM_INPUT = 'eval "$(cat)"; '  # the command's prefix when its environment comes on its input
 
 
-_EXPORT_FORMAT = r"export %s=%q\n"  # a restore by hand's printf: one quoted export line per NAME VALUE pair
+# A restore by hand's export line for NAME, made by whichever shell the command is pasted into (dash has no
+# printf %q): the pasting shell expands the word (a quoted value, or a "$NAME" reference to a secret), and sed
+# quotes the result in '...' for the host's shell, whatever that is (bash's %q wrote $'...', which dash cannot
+# read); a newline in the value stays inside the quotes.
+_EXPORT_SED = r'''sed "s/'/'\\\\''/g;1s/^/export {name}='/;\$s/\$/'/"'''
 
 
 def _env_script(env: dict[str, str]) -> bytes:
@@ -230,14 +234,15 @@ class SshTarget(Target):
 
     def manual_command(self, host: str, command: str, env: Mapping[str, str] | None = None) -> str:
         """The ssh command line; `env` goes on the input as export lines, as for wb's own commands (each value
-        quoted by the pasting shell's printf %q, so a "$NAME" reference is never on the host's command line). It
+        quoted by the pasting shell, through printf and sed as any POSIX shell has them, so a "$NAME" reference
+        is never on the host's command line). It
         is read to its end (`eval "$(cat)"`), not as `in_own_group` reads it: a pasted command's input ends at
         once, which would stop the group a watcher of it guards."""
         ssh = shlex.join(self._ssh_argv(host))
         if not env:
             return ssh + " " + shlex.quote(command)
-        args = " ".join(f"{k} {w}" for k, w in env.items())
-        return f"printf {shlex.quote(_EXPORT_FORMAT)} {args} | {ssh} {shlex.quote(ENV_FROM_INPUT + command)}"
+        exports = " ".join(f"printf '%s\\n' {w} | {_EXPORT_SED.format(name=k)};" for k, w in env.items())
+        return f"{{ {exports} }} | {ssh} {shlex.quote(ENV_FROM_INPUT + command)}"
 
     def manual_copy(self, host: str, local_file: str, path: str) -> str:
         return shlex.join(["scp", *self._client_opts("-P", host), local_file, f"{self._dest(host)}:{path}"])
