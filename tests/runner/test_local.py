@@ -137,6 +137,51 @@ def test_an_https_health_url_is_verified_with_the_profiles_ca_file(toy, tmp_path
         tls.close()
 
 
+@pytest.mark.parametrize("variable", ["SSL_CERT_FILE", "SSL_CERT_DIR"])
+def test_an_https_health_url_is_verified_with_ssl_cert_file_or_dir_when_no_ca_file(toy, tmp_path, monkeypatch,
+                                                                                   variable):
+    """No ca_file in the profile, the private CA named by the standard SSL_CERT_FILE or SSL_CERT_DIR (as curl,
+    requests and OpenSSL read them): every health poll was checked against certifi's public CAs alone, so each
+    run failed its health stage. They are honoured when the profile names no ca_file."""
+    import subprocess
+
+    from runner_kit import edit_profile
+    from tls_kit import https_health_server
+
+    tls = https_health_server(tmp_path)
+    try:
+        if variable == "SSL_CERT_FILE":
+            monkeypatch.setenv("SSL_CERT_FILE", str(tls.ca_file))
+        else:  # a folder as c_rehash leaves it: the CA under its subject hash
+            certs = tmp_path / "certs"
+            certs.mkdir()
+            digest = subprocess.run(["openssl", "x509", "-hash", "-noout", "-in", str(tls.ca_file)],
+                                    capture_output=True, text=True, check=True).stdout.strip()
+            (certs / f"{digest}.0").write_bytes(tls.ca_file.read_bytes())
+            monkeypatch.setenv("SSL_CERT_DIR", str(certs))
+        edit_profile(toy.root, '"http://127.0.0.1:{{ port }}/health"', f'"https://localhost:{tls.port}/health"')
+        s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False)
+        assert [r["status"] for r in s["runs"]] == ["ok", "ok"], [r["error"] for r in s["runs"]]
+        assert tls.hosts_seen and set(tls.hosts_seen) == {f"localhost:{tls.port}"}
+        assert toy.conf.read_bytes() == toy.original
+    finally:
+        tls.close()
+
+
+@pytest.mark.parametrize("variable", ["SSL_CERT_FILE", "SSL_CERT_DIR"])
+def test_a_missing_ssl_cert_file_or_dir_is_named_before_touching_anything(toy, tmp_path, monkeypatch, variable):
+    """SSL_CERT_FILE or SSL_CERT_DIR naming nothing is an error naming the variable, before the target is touched."""
+    from runner_kit import edit_profile
+    from workbench.errors import TargetError
+
+    monkeypatch.setenv(variable, str(tmp_path / "nowhere"))
+    edit_profile(toy.root, '"http://127.0.0.1:{{ port }}/health"', '"https://localhost:9/health"')
+    with pytest.raises(TargetError) as ei:
+        run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False)
+    assert f"{variable}={tmp_path / 'nowhere'}" in ei.value.message and "does not exist" in ei.value.message
+    assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
+
+
 @pytest.mark.parametrize("content", [None, "not a certificate\n"])
 def test_an_unusable_ca_file_is_named_before_touching_anything(toy, tmp_path, content):
     """A ca_file that is missing or holds no certificate is named before the serve file is changed or the

@@ -229,7 +229,8 @@ class TargetSpec(Strict):
     keepalive_s: Number = 15
     connect_timeout_s: Number = 10
     ca_file: str | None = Field(default=None, description="PEM file of the CA certificates that https health and "
-                                "verify URLs are checked against (on the machine running wb; default: the public CAs)")
+                                "verify URLs are checked against (on the machine running wb; default: those "
+                                "$SSL_CERT_FILE / $SSL_CERT_DIR name, else the public CAs)")
 
     @model_validator(mode="after")
     def _hosts(self) -> "TargetSpec":

@@ -70,7 +70,7 @@ class Target(abc.ABC):
 
     def __init__(self, hosts: list[str], ca_file: str | None = None) -> None:
         self.hosts = hosts
-        self.ca_file = ca_file  # PEM CA certificates for https URLs; None: the public CAs
+        self.ca_file = ca_file  # PEM CA certificates for https URLs; None: SSL_CERT_FILE/DIR, else the public CAs
         self.clock = Clock()
         self._http: Any = None
 
@@ -299,19 +299,41 @@ async def supervise(wait: Any, stop: Any, stdout: Any, stderr: Any, stdout_file:
 
 
 def tls_context(ca_file: str | None) -> Any:
-    """What https URLs are verified with: the public CAs (httpx's default) or the certificates in `ca_file`;
-    raises TargetError naming the file when it is missing or holds no certificate."""
-    if ca_file is None:
-        return True
+    """What https URLs are verified with: the certificates in `ca_file`; without one, those that the standard
+    SSL_CERT_FILE / SSL_CERT_DIR name (as OpenSSL, curl and requests read them; the client is built with
+    trust_env off, for proxies, so httpx would not), else the public CAs (httpx's default). Raises TargetError
+    naming the file or variable when it is missing or holds no certificate."""
     import ssl
 
+    if ca_file is None:
+        return _env_tls_context()
     path = Path(ca_file).expanduser()
     if not path.is_file():
         raise TargetError(f"the ca_file {path} does not exist",
                           hint="set ca_file: in the profile's target to the PEM file of the CA that signed the "
-                               "service's certificate, or leave it out to trust the public CAs")
+                               "service's certificate, or leave it out to trust those SSL_CERT_FILE names, else "
+                               "the public CAs")
     try:
         return ssl.create_default_context(cafile=str(path))
     except (ssl.SSLError, OSError, ValueError) as exc:
         raise TargetError(f"cannot use the ca_file {path}: {exc}",
                           hint="ca_file: names a PEM file holding one or more CA certificates") from None
+
+
+def _env_tls_context() -> Any:
+    import os
+    import ssl
+
+    cafile, capath = os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None
+    if cafile is None and capath is None:
+        return True
+    for name, value, exists in (("SSL_CERT_FILE", cafile, os.path.isfile), ("SSL_CERT_DIR", capath, os.path.isdir)):
+        if value is not None and not exists(value):
+            raise TargetError(f"{name}={value} does not exist",
+                              hint=f"set {name} to the CA certificates https health URLs are to be checked against, "
+                                   "unset it to trust the public CAs, or name them in the profile's target.ca_file")
+    try:
+        return ssl.create_default_context(cafile=cafile, capath=capath)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise TargetError(f"cannot use SSL_CERT_FILE={cafile}: {exc}",
+                          hint="SSL_CERT_FILE names a PEM file holding one or more CA certificates") from None
