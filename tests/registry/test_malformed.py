@@ -132,6 +132,14 @@ CASES = [
     # fingerprint recorded it as set.
     ("ssh-env-not-a-shell-name", E, "      user: root\n    context:\n", "      user: root\n    env: {LOG-LEVEL: debug}\n    context:\n",
      "(field profiles.sglang-pd.env): env name 'LOG-LEVEL' is not a shell variable name", "    env: {LOG-LEVEL: debug}"),
+    # An empty config path was taken at run time for the current folder ('cannot read serve file .').
+    ("config-path-empty", E, '      path: "{{ sim_dir }}/serve.sh"', '      path: ""',
+     "(field profiles.sim.config.path): config.path is empty", '      path: ""'),
+    ("config-path-blank", E, '      path: "{{ sim_dir }}/serve.sh"', '      path: "  "',
+     "(field profiles.sim.config.path): config.path is empty", '      path: "  "'),
+    ("config-path-empty-context", E, "      serve_script: /root/serve_dsv4_prefill.sh", '      serve_script: ""',
+     "(field profiles.sglang-pd.context.serve_script): config.path \"{{ serve_script }}\" renders empty",
+     '      serve_script: ""'),
     ("collect-undeclared-metric", E, "      timeouts: {unit_field: timeouts, aggregate: nonzero, parse: int}",
      "      timeout_count: {unit_field: timeouts, aggregate: nonzero, parse: int}", "not a declared metric",
      "      timeout_count: {unit_field:"),
@@ -239,3 +247,21 @@ def test_a_bare_word_a_literal_field_takes_is_told_to_be_quoted(tmp_path: Path, 
     assert msg.startswith(f"{path}:2 (field mode): mode: {word} was read as a boolean ({str(value).lower()})"), msg
     assert f'quote it: mode: "{word}"' in msg and "Input should" not in msg, msg
     assert parse_model(Switch, load_located(path, text=f'name: a\nmode: "{word}"\n')).mode == word
+
+
+def test_an_empty_config_path_is_refused_by_run_before_anything_starts(workbench_dir: Path, cli, tmp_path: Path,
+                                                                       monkeypatch):
+    """wb hypothesis run on a profile whose config.path is empty: refused at load naming the file and line of
+    the field, exit 2, no store, no pdsim started (it ran, and failed in 'cannot read serve file .')."""
+    exp = workbench_dir / E
+    text = exp.read_text()
+    exp.write_text(text.replace('      path: "{{ sim_dir }}/serve.sh"', '      path: ""', 1))
+    line = next(i for i, t in enumerate(exp.read_text().splitlines(), 1) if t == '      path: ""')
+    monkeypatch.setenv("WB_SIM_DIR", str(tmp_path / "sim"))
+    db = tmp_path / "store.duckdb"
+    code, out, err = cli("hypothesis", "run", "wedge-confound", "--replicates", "1", "--db", str(db),
+                         "--root", str(workbench_dir))
+    assert code == 2, (out, err)
+    assert err.lstrip().startswith("Error: ") and f"{exp}:{line}" in err and "config.path is empty" in err, err
+    assert "Traceback" not in err
+    assert not db.exists() and not (tmp_path / "sim").exists()

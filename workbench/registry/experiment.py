@@ -168,6 +168,14 @@ class ConfigSpec(Strict):
     format: Literal["bash", "env", "yaml", "json", "ini", "raw"] = Field(
         default="raw", description="the file's syntax: every value is quoted for it (raw: as written)")
 
+    @field_validator("path")
+    @classmethod
+    def _path_named(cls, v: str) -> str:
+        if not v.strip():  # at run time it named the current folder: 'cannot read serve file .'
+            raise ValueError("config.path is empty: name the file the runner rewrites per arm "
+                             "(e.g. \"{{ sim_dir }}/serve.sh\")")
+        return v
+
     @field_validator("mode")
     @classmethod
     def _octal_mode(cls, v: str) -> str:

@@ -3,6 +3,7 @@ by wb's built-in names or would shadow a variable, and the profile's timeout opt
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from workbench.registry.experiment import RESERVED_TEMPLATE_NAMES, Experiment, Profile
@@ -23,10 +24,31 @@ def check_profile(exp: Experiment, pname: str, prof: Profile, doc: LocatedYaml) 
         if key in exp.variables:
             raise doc.error(f"context key {key!r} is also a variable of experiment {exp.id!r}: it would "
                             "override the arm's value", loc, hint="remove it from context or rename it")
+    _check_config_path(pname, prof, doc)
     problem = check_options(prof.options)
     if problem:
         key = problem.split()[0].removeprefix("options.")
         raise doc.error(problem, ("profiles", pname, "options", key))
+
+
+_REFERENCE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+
+
+def _check_config_path(pname: str, prof: Profile, doc: LocatedYaml) -> None:
+    """A config.path made only of context values that are all empty (serve_script: "") names no file: refused at
+    the context key (at run time the empty path was taken for the current folder)."""
+    if prof.config is None:
+        return
+    path = prof.config.path
+    names = _REFERENCE.findall(path)
+    if not names or _REFERENCE.sub("", path).strip() or any(n not in prof.context for n in names):
+        return
+    if "".join(prof.context[n] for n in names).strip():
+        return
+    key = names[0]
+    raise doc.error(f'config.path "{path.strip()}" renders empty: context {key!r} is empty',
+                    ("profiles", pname, "context", key),
+                    hint=f"set {key} to the file the runner rewrites per arm")
 
 
 def verify_templates(prof: Profile) -> list[tuple[tuple[Any, ...], str]]:
