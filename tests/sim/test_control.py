@@ -362,3 +362,37 @@ def test_a_copied_state_folder_does_not_take_the_original_deployment_for_its_own
     assert all(pid_alive(p) for p in pids)
     assert control.status(sim_dir).state == "healthy"
     assert sorted(control.down(sim_dir)) == pids
+
+
+def test_a_copied_state_folder_reads_and_writes_its_own_serve_file(sim_dir, tmp_path, cli):
+    """`wb sim up --config DIR/serve.sh` noted the serve file by its absolute path: a copy of the folder (cp -r)
+    kept reading, and its --set kept writing, the ORIGINAL folder's serve file, and the sim target refused the
+    copy ('pdsim reads its serve file from <original>/serve.sh'). A serve file inside the folder is now noted
+    relative to it, so the copy is self-contained."""
+    import subprocess
+
+    from workbench.runner.targets.sim import SimTarget
+
+    cfg = write_serve(sim_dir, seed=3)
+    control.up(sim_dir, config=cfg)
+    control.down(sim_dir)
+    original = cfg.read_bytes()
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(sim_dir), str(copy)], check=True)
+    pp = free_port()
+    dp = free_port(avoid=(pp,))
+    try:
+        code, out, err = cli("sim", "up", "--dir", str(copy), "--set", "seed=9", "--set", f"prefill_port={pp}",
+                             "--set", f"decode_port={dp}")
+        assert code == 0, out + err
+        assert cfg.read_bytes() == original  # the original's serve file is untouched
+        assert read_serve_file(copy / "serve.sh")["seed"] == "9"
+        st = control.status(copy)
+        assert st.config_path == str(copy / "serve.sh")
+        assert st.units["decode"].debug["config"]["seed"] == 9
+        SimTarget(sim_dir=copy, options={}).check_config_path(str(copy / "serve.sh"))  # a run may use the copy
+        (copy / "serve.sh").write_text((copy / "serve.sh").read_text().replace("seed=9", "seed=11"))
+        assert control.restart(copy).units["decode"].debug["config"]["seed"] == 11
+        assert cfg.read_bytes() == original
+    finally:
+        control.down(copy)

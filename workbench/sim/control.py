@@ -3,7 +3,7 @@ state dir (the systemd analogue).
 
 State dir (`--dir`, default `$WB_SIM_DIR` or `.wb/sim` under the cwd):
     serve.sh            default serve file (created from DEFAULTS when absent)
-    config_path         which serve file `restart` re-reads
+    config_path         which serve file `restart` re-reads (relative to the folder when inside it)
     clock.bin           the simulated clock the processes share (see clock.py)
     checkpoints.log     (wall, simulated) pairs, to translate `journal --since WALL_TIME`
     run/<unit>.json     pid, process start time, port, the values it was started with
@@ -82,11 +82,22 @@ def _folder(sdir: Path, given: str, create: bool) -> Path:
 
 
 def config_path(sdir: Path) -> Path:
-    """The serve file in use: the one `up --config` named last, else DIR/serve.sh."""
+    """The serve file in use: the one `up --config` named last, else DIR/serve.sh. One inside the folder is
+    noted relative to it (see `_note_config`)."""
     pointer = sdir / "config_path"
     if pointer.exists():
-        return Path(pointer.read_text().strip())
+        return sdir / pointer.read_text().strip()  # an absolute path stays itself
     return sdir / "serve.sh"
+
+
+def _note_config(sdir: Path, cfg_file: Path) -> None:
+    """Note `cfg_file` as the serve file in use. One inside the folder is noted relative to it: by its absolute
+    path, a copy of the folder (cp -r) read, and its --set rewrote, the original folder's serve file."""
+    try:
+        noted = str(cfg_file.relative_to(sdir))
+    except ValueError:
+        noted = str(cfg_file)  # the user's own file elsewhere: every folder naming it shares it
+    (sdir / "config_path").write_text(noted)
 
 
 def _ensure_default_config(sdir: Path) -> Path:
@@ -361,7 +372,7 @@ def up(dir: str | Path | None = None, *, config: str | Path | None = None,
         _serve_config("--set " + " --set ".join(f"{k}={v}" for k, v in sets.items()), values)  # and one port twice
     sdir.mkdir(parents=True, exist_ok=True)
     if config is not None:
-        (sdir / "config_path").write_text(str(cfg_file))
+        _note_config(sdir, cfg_file)
     elif default:
         _ensure_default_config(sdir)
     if sets:
