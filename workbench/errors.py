@@ -21,6 +21,7 @@ __all__ = [
     "RestoreFailed",
     "KernelError",
     "SimError",
+    "SimNotRunning",
     "in_chain",
 ]
 
@@ -97,6 +98,13 @@ class KernelError(BadInput):
 
 class SimError(WbError):
     """The embedded deployment could not be started, reached or configured."""
+
+
+class SimNotRunning(SimError):
+    """A command that needs the embedded deployment up found it stopped; nothing was run. Exit 2, as for a target
+    another execution holds: the user starts it (the hint says how) before trying again."""
+
+    exit_code = 2
 
 
 def in_chain(exc: BaseException | None, kinds: tuple[type[BaseException], ...],

@@ -147,3 +147,25 @@ def test_bench_and_repro_numbers_out_of_range_are_refused_before_any_request(sim
         r = wb(*args, "--dir", str(sim_dir))
         assert r.returncode == 2 and r.stdout == "", (args, r.returncode, r.stdout, r.stderr)
         assert r.stderr.startswith("Error: ") and said in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_repro_and_bench_on_a_stopped_deployment_are_refused_naming_it_and_how_to_start_it(tmp_path):
+    """A deployment brought down (or never started) is a state the user fixes before anything can run, as a
+    target another execution holds is: exit 2, one Error line naming the folder, and the command that starts
+    it, quoted for the shell (it was exit 1, a failure while running, though nothing ran)."""
+    import shlex
+
+    sdir = tmp_path / "my sim"
+    sdir.mkdir()
+    try:
+        r = wb("up", "--dir", str(sdir), "--config", str(write_serve(sdir)))
+        assert r.returncode == 0, r.stderr
+    finally:
+        control.down(sdir)
+    jl = tmp_path / "units.jsonl"
+    for args in (("repro", "--sessions", "2", "--jsonl", str(jl)), ("bench",)):
+        r = wb(*args, "--dir", str(sdir))
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert r.stderr.startswith(f"Error: pdsim in {sdir} is not running"), r.stderr
+        assert f"wb sim up --dir {shlex.quote(str(sdir))}" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and not jl.exists()

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from workbench.errors import BadInput, SimError
+from workbench.errors import BadInput, SimError, SimNotRunning
 from workbench.sim import clock
 from workbench.sim.config import ServeConfig, parse_serve_text, read_serve_file, render_serve_file, with_overrides
 from workbench.sim.logs import UNITS, log_path
@@ -515,8 +515,10 @@ def running_config(dir: str | Path | None = None) -> ServeConfig:
     sdir = state_dir(dir)
     info = _read_pid(sdir, "decode")
     if not _alive(info):
-        raise SimError(f"the embedded deployment in {sdir} is not running",
-                       hint=f"start it with `wb sim up --dir {sdir}`")
+        import shlex
+
+        raise SimNotRunning(f"pdsim in {sdir} is not running: nothing was run",
+                            hint=f"start it with `wb sim up --dir {shlex.quote(str(sdir))}`")
     return ServeConfig.from_values(info["values"])
 
 
