@@ -36,6 +36,12 @@ def _double(nullable: bool = True):
     return Field(default=None, sa_column=Column(Double, nullable=nullable))
 
 
+def _key():
+    # A row's global key (migration 0004): unique in the store, so a lookup by it finds one row. Rows made
+    # before 0003 had none; each has one since, and NULL stays allowed (a unique index admits many).
+    return Field(default=None, index=True, unique=True)
+
+
 def _text(nullable: bool = True):
     return Field(default=None, sa_column=Column(Text, nullable=nullable))
 
@@ -87,7 +93,7 @@ class Execution(SQLModel, table=True):
     wb_version: str = ""
     error: Optional[str] = _text()
     # Who ran it, where, from which state of the workbench folder (migration 0003).
-    uuid: Optional[str] = None
+    uuid: Optional[str] = _key()
     user_name: Optional[str] = None
     user_source: Optional[str] = None
     host: Optional[str] = None
@@ -123,7 +129,7 @@ class Run(SQLModel, table=True):
     provenance: Optional[str] = _text()
     phase: Optional[str] = None
     error: Optional[str] = _text()
-    uuid: Optional[str] = None
+    uuid: Optional[str] = _key()
 
 
 class Unit(SQLModel, table=True):
@@ -201,7 +207,7 @@ class Verdict(SQLModel, table=True):
     details_json: Optional[str] = _text()
     created_at: Optional[datetime] = _ts(nullable=False)
     # What the verdict rests on (see workbench.team.reviews.Evidence); reviews bind to the digest.
-    uuid: Optional[str] = None
+    uuid: Optional[str] = _key()
     evidence_digest: Optional[str] = None
     evidence_json: Optional[str] = _text()
     analysis_version: Optional[str] = None
@@ -218,7 +224,7 @@ class Review(SQLModel, table=True):
     decision: str = "comment"  # approve | request-changes | comment
     body: Optional[str] = _text()
     created_at: Optional[datetime] = _ts(nullable=False)
-    uuid: Optional[str] = None
+    uuid: Optional[str] = _key()
     author_source: Optional[str] = None
     verdict_uuid: Optional[str] = None
     evidence_digest: Optional[str] = None

@@ -35,9 +35,8 @@ def upgrade() -> None:
             op.add_column(table, sa.Column(name, type_, nullable=True))
     for table in _KEYED:
         # Rows made before this revision get a key too, so bundles can carry them (DuckDB and
-        # PostgreSQL 13+ have gen_random_uuid()).
         # PostgreSQL 13+ have gen_random_uuid()). DuckDB cannot index a column updated in the same
-        # transaction, so the keys are unindexed: they are read in bulk, never looked up one by one.
+        # transaction: 0004 makes the keys unique, in a transaction of its own (engine._upgrade_by_steps).
         op.execute(f"UPDATE {table} SET uuid = CAST(gen_random_uuid() AS VARCHAR) WHERE uuid IS NULL")
     op.execute("UPDATE reviews SET decision = 'request-changes' WHERE decision = 'reject'")
     op.create_table('artifact_blobs',
