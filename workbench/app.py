@@ -179,13 +179,15 @@ class Workbench(StoredRuns):
         return self._registry
 
     @contextmanager
-    def store(self, *, read_only: bool = False, held: bool = True) -> Iterator["Store"]:
+    def store(self, *, read_only: bool = False, held: bool = True,
+              deferred_schema: bool = False) -> Iterator["Store"]:
         """The store, held open for the block (`Store.held`) unless `held=False`: a command that runs a workload
-        must not keep other processes out of it meanwhile."""
+        must not keep other processes out of it meanwhile. `deferred_schema`: an empty store's schema is made
+        with the first write, and not at all when that write is refused (see `open_store`)."""
         from workbench.store import open_store
 
         with open_store(self.settings.db, read_only=read_only, lock_wait_s=self.settings.lock_wait_s,
-                        held=held) as store:
+                        held=held, deferred_schema=deferred_schema) as store:
             yield store
 
     def _store_exists(self) -> bool:
@@ -470,11 +472,11 @@ class Workbench(StoredRuns):
         from workbench.team.bundle import check_importable, import_, read
 
         doc = read(Path(path))  # a damaged file: bad input before the store opens
-        # A bundle this workbench cannot take is refused before the store is opened: opening an empty
-        # PostgreSQL database creates its schema. Damaged rows are found only while merging: a DuckDB file
-        # this refusal would have created is removed again.
+        # A bundle this workbench cannot take is refused before the store is opened. Damaged rows are found
+        # only while merging: an empty store's schema is made in the merge's transaction, so a refusal leaves
+        # an empty PostgreSQL database empty, and a DuckDB file this refusal would have created is removed.
         check_importable(self.registry, doc, Path(path))
-        with self._no_new_store_on_bad_input(), self.store() as store:
+        with self._no_new_store_on_bad_input(), self.store(deferred_schema=True) as store:
             return import_(store, self.registry, Path(path), doc=doc)
 
     # ------------------------------------------------------------------ the store's schema

@@ -304,3 +304,48 @@ def test_a_rendered_config_holding_a_token_is_masked_on_import_export_and_show(w
     code, shown, err = cli("runs", "show", "1", "--json", "--db", older, "--root", str(workbench_dir))
     assert code == 0, err
     assert "HF_TOKEN=<redacted>" in shown and "NotForAnyone1" not in shown
+
+
+def _pg_state(url: str) -> tuple[list, list]:
+    """The database's relations (tables, sequences, indexes) and each wb table's row count."""
+    from sqlalchemy import create_engine, pool, text
+
+    engine = create_engine(url, poolclass=pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            relations = sorted(tuple(r) for r in conn.execute(text(
+                "SELECT relname, relkind FROM pg_class JOIN pg_namespace n ON n.oid = relnamespace "
+                "WHERE nspname = 'public'")))
+            tables = [name for name, kind in relations if kind == "r"]
+            counts = [(t, conn.execute(text(f'SELECT count(*) FROM "{t}"')).scalar_one()) for t in tables]
+    finally:
+        engine.dispose()
+    return relations, counts
+
+
+@pytest.mark.parametrize("edit,fragment", [
+    (lambda d: _first(d, "metrics").update(value="abc"), "refused a row"),
+    (lambda d: _first(d, "runs").update(uuid=None), "has no uuid"),
+    (lambda d: _first(d, "reviews").update(author=None), "refused a row"),
+], ids=["metric-text", "run-uuid-null", "review-author-null"])
+def test_a_damaged_bundle_leaves_an_empty_postgresql_database_as_it_was(workbench_dir: Path, seed_csv: Path, cli,
+                                                                        pg_server, edit, fragment: str):
+    """Refused, but the import had created wb's schema (tables, sequences, alembic_version) in the empty
+    database first, in a transaction of its own: a refusal must leave the database as it found it."""
+    bad = _edited(_bundle(workbench_dir, seed_csv, cli), edit)
+    truncated = workbench_dir / "cut.wbundle"
+    truncated.write_bytes(bad.read_bytes()[:-40])
+    empty = pg_server.create_database()
+    for bundle, why in ((bad, fragment), (truncated, "ends early")):
+        _refused(cli, "bundle", "import", str(bundle), "--db", empty, "--root", str(workbench_dir), fragment=why)
+        assert _pg_state(empty) == ([], [])
+    used = pg_server.create_database()
+    code, _, err = cli("db", "upgrade", "--db", used)
+    assert code == 0, err
+    before = _pg_state(used)
+    _refused(cli, "bundle", "import", str(bad), "--db", used, "--root", str(workbench_dir), fragment=fragment)
+    assert _pg_state(used) == before
+    code, _, err = cli("bundle", "import", str(_bundle(workbench_dir, seed_csv, cli)), "--db", empty,
+                       "--root", str(workbench_dir))
+    assert code == 0, err  # the same database takes a sound bundle, schema and all
+    assert ("alembic_version", "r") in _pg_state(empty)[0]

@@ -154,6 +154,8 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         self.lock_wait_s = lock_wait_s
         self._held: Any = None  # the connection `held()` keeps open
         self._opened = False  # a connection was made: this command has begun using the store
+        # An empty store whose schema the first transaction creates (open_store's `deferred_schema`).
+        self._schema_pending = False
         self.name = str(path) if path is not None else _redact(url)
         connect_args = {"read_only": True} if (read_only and path is not None) else {}
         try:
@@ -245,7 +247,10 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         conn = self._open()
         try:
             with conn.begin():
+                if self._schema_pending:
+                    _upgrade(self, conn)
                 yield conn
+            self._schema_pending = False  # committed with the schema
         except (DBAPIError, duckdb.Error) as exc:
             # Known trouble with the medium becomes a StoreError; a bad statement is a bug and stays as it is.
             orig = exc.orig if isinstance(exc, DBAPIError) else exc
@@ -425,9 +430,12 @@ def _upgrade_by_steps(store: Store) -> tuple[str | None, str]:
 
 
 def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: float = LOCK_WAIT_S,
-               held: bool = False) -> Store:
+               held: bool = False, deferred_schema: bool = False) -> Store:
     """Open the store, checking its revision. A missing or empty store is created when writing. With `held`, it
-    stays held open (`Store.held`) until it is disposed: the check then reuses the open database too."""
+    stays held open (`Store.held`) until it is disposed: the check then reuses the open database too. With
+    `deferred_schema`, an empty store's schema is made in the first transaction that uses it, with what that
+    transaction writes: a write refused there (a damaged bundle found while merging) leaves the database as it
+    was, where a schema made at once would stay (PostgreSQL: a database is not removed like a new file)."""
     url, path = resolve_url(db)
     if path is not None and not path.exists():
         if read_only:
@@ -443,13 +451,17 @@ def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: f
             store._held = store._open()
         # One connection for the check and, for a new store, its creation: each connection to a DuckDB file
         # costs ~20 ms of CPU, and a new store took ten.
+        pending = False
         with store.connect() as conn:
             rev = _revision(conn)
             if rev is None and not inspect(conn).get_table_names():
-                if not read_only:
+                if not read_only and deferred_schema:
+                    pending, rev = True, head_revision()
+                elif not read_only:
                     rev = _upgrade(store, conn)[1]
             elif rev is None:
                 raise _not_wb(store)
+        store._schema_pending = pending
         head = head_revision()
         if rev != head:
             if newer_revision(rev):
