@@ -141,7 +141,7 @@ class StoredRuns:
         """Store each CSV row as a historical run of `experiment` (by default the one experiment whose columns
         fit the header), keyed on run_id: rows stored with the same values are skipped; rows stored with other
         values are refused, or replace the stored run with `replace` (see registry.evidence.plan_import)."""
-        from workbench.registry.evidence import parse_evidence, pick_for, plan_import
+        from workbench.registry.evidence import ImportPlan, parse_evidence, pick_for, plan_import
         from workbench.store.entities import ImportedRun
 
         path = Path(file)
@@ -152,10 +152,17 @@ class StoredRuns:
             raise BadInput(f"--experiment {experiment}: no experiment {experiment!r}",
                            hint=f"experiments: {', '.join(sorted(self.registry.experiments))}")
         rows = [ImportedRun(**row) for row in parse_evidence(path, exp)]
-        with self.store() as store:
-            stored = store.imported_runs(experiment)
-            plan = plan_import(rows, stored, replace=replace, path=path)
-            done, gone = store.import_runs(experiment, plan.add, replace=plan.replace) if plan.add else ([], None)
+        plans: list[tuple[dict[str, list[tuple[int, ImportedRun]]], "ImportPlan"]] = []
+
+        def decide(stored: dict[str, list[tuple[int, ImportedRun]]]) -> tuple[list[ImportedRun], list[int]]:
+            plans.append((stored, plan_import(rows, stored, replace=replace, path=path)))
+            return plans[-1][1].add, plans[-1][1].replace
+
+        # One transaction reads what is stored, plans against it and writes (an empty store's schema is made in
+        # it too): a failure leaves the store as it was, and a concurrent import of the file waits, then skips.
+        with self.store(deferred_schema=True) as store:
+            done, gone = store.import_runs(experiment, decide)
+        stored, plan = plans[-1]
         new_id = {row.label: rid for rid, row in done}
         return ImportResult(str(file), experiment, [{"id": rid, "label": row.label, "variables": row.variables,
                                                      "metrics": row.metrics} for rid, row in done], plan.skipped,

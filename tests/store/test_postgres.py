@@ -99,3 +99,114 @@ def test_two_upgrades_of_a_fresh_store_at_once_both_succeed(pg_url: str, tmp_pat
         assert current_revision(store) == head_revision()
     finally:
         store.dispose()
+
+
+def _relations_and_rows(url: str) -> tuple[list, list]:
+    """The database's relations, and the rows of every wb table that evidence touches."""
+    from sqlalchemy import create_engine, pool, text
+
+    engine = create_engine(url, poolclass=pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            relations = sorted(tuple(r) for r in conn.execute(text(
+                "SELECT relname, relkind FROM pg_class JOIN pg_namespace n ON n.oid = relnamespace "
+                "WHERE nspname = 'public' AND relkind IN ('r', 'S', 'i')")))
+            rows = [] if ("runs", "r") not in relations else [
+                [tuple(r) for r in conn.execute(text(f"SELECT * FROM {t} ORDER BY 1, 2"))]
+                for t in ("runs", "metrics", "verdicts")]
+    finally:
+        engine.dispose()
+    return relations, rows
+
+
+def _workbench(db: str, root: Path):
+    from workbench.app import Workbench
+    from workbench.settings import Settings
+
+    return Workbench.open(Settings(db=db, root=root))
+
+
+def test_an_evidence_import_that_fails_part_way_leaves_postgresql_as_it_was(pg_server, workbench_dir: Path,
+                                                                             seed_csv: Path, monkeypatch):
+    """The import read what was stored, planned, then wrote in separate transactions, and into an empty database
+    it first committed wb's schema on its own: a failure after that left the schema behind. A failure between
+    deleting the runs a --replace replaces and storing their replacements leaves every run and verdict too."""
+    import pytest
+
+    from workbench.store import records
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("injected: the connection dropped here")
+
+    empty = pg_server.create_database()
+    monkeypatch.setattr(records, "add_imported_runs", broken)
+    with pytest.raises(RuntimeError, match="injected"):
+        _workbench(empty, workbench_dir).import_evidence(seed_csv)
+    assert _relations_and_rows(empty) == ([], [])
+
+    monkeypatch.undo()
+    used = pg_server.create_database()
+    wb = _workbench(used, workbench_dir)
+    wb.import_evidence(seed_csv)
+    wb.analyze("wedge-confound")
+    lines = seed_csv.read_text().splitlines()
+    edited = workbench_dir / "edited.csv"
+    edited.write_text("\n".join(lines[:-1] + [lines[-1].replace(",80,", ",79,", 1)]) + "\n")
+    assert edited.read_text() != seed_csv.read_text()
+    before = _relations_and_rows(used)
+    assert before[1][2], "the analysis recorded a verdict resting on the imported runs"
+    monkeypatch.setattr(records, "add_imported_runs", broken)
+    with pytest.raises(RuntimeError, match="injected"):
+        _workbench(used, workbench_dir).import_evidence(edited, replace=True)
+    assert _relations_and_rows(used) == before
+
+
+def test_two_imports_of_one_evidence_file_at_once_store_its_runs_once(pg_url: str, workbench_dir: Path,
+                                                                     seed_csv: Path, monkeypatch):
+    """Both read no stored run, both stored all six: twelve historical runs, each counted twice by every
+    analysis. Now the second waits for the first and skips its rows, as a second import of a file does."""
+    import threading
+    import time
+
+    from sqlalchemy import create_engine, pool, text
+
+    from workbench.registry import evidence
+
+    real_plan = evidence.plan_import
+    planning: list[str] = []
+    watcher = create_engine(pg_url, poolclass=pool.NullPool)
+
+    def waiting_on_a_lock() -> bool:
+        with watcher.connect() as conn:
+            return bool(conn.execute(text("SELECT count(*) FROM pg_locks WHERE NOT granted")).scalar_one())
+
+    def rendezvous(*args, **kwargs):
+        # Each import plans only once the other has planned too, or is held back from reading by a lock:
+        # without the lock both read the store before either wrote, whatever the machine's speed.
+        planning.append(threading.current_thread().name)
+        deadline = time.monotonic() + 120
+        while len(planning) < 2 and not waiting_on_a_lock():
+            assert time.monotonic() < deadline, "the other import neither planned nor waited"
+            time.sleep(0.05)
+        return real_plan(*args, **kwargs)
+
+    monkeypatch.setattr(evidence, "plan_import", rendezvous)
+    results: dict[str, object] = {}
+
+    def run(name: str) -> None:
+        try:
+            results[name] = _workbench(pg_url, workbench_dir).import_evidence(seed_csv)
+        except BaseException as exc:  # noqa: BLE001  (the assertion below shows it)
+            results[name] = exc
+
+    threads = [threading.Thread(target=run, args=(n,), name=n) for n in ("first", "second")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    watcher.dispose()
+    assert not any(t.is_alive() for t in threads)
+    assert not any(isinstance(r, BaseException) for r in results.values()), results
+    assert sorted((len(r.imported), len(r.skipped)) for r in results.values()) == [(0, 6), (6, 0)]
+    rows = _relations_and_rows(pg_url)[1][0]
+    assert len(rows) == 6

@@ -18,7 +18,7 @@ from sqlmodel import Session, SQLModel, delete, select
 from workbench.store.models import (Artifact, ArtifactBlob, Execution, ExperimentSnapshot, HypothesisSnapshot, Metric,
                                     ProbeCount, Review, Run, Unit, Verdict)
 from workbench.store.entities import iso
-from workbench.store.records import masked_config
+from workbench.store.records import masked_config, take_turns
 
 ROW_FORMAT = 1
 
@@ -255,20 +255,6 @@ def _load_runs(session: Session, doc: dict[str, Any], execs: dict[str, Any], add
     return loaded
 
 
-# Merges into one PostgreSQL store take turns on this transaction-level advisory lock (any number, wb's own).
-_MERGE_LOCK = 0x77625F6D65726765  # "wb_merge"
-
-
-def _take_turns(session: Session) -> None:
-    """Wait for any other merge into this PostgreSQL store to commit or roll back. Two merges of one bundle at
-    once would each find the rows missing and each write them: an execution, run, verdict or review has no
-    unique key that stops the second (only snapshots and artifact contents do). DuckDB admits one writer."""
-    from sqlalchemy import text
-
-    if session.connection().dialect.name == "postgresql":
-        session.connection().execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MERGE_LOCK})
-
-
 def load(session: Session, doc: dict[str, Any]) -> dict[str, int]:
     """Merge a dumped document into the store (the caller's transaction); counts of rows added per kind, and
     of rows the store held unfinished that the bundle brought up to date."""
@@ -277,7 +263,7 @@ def load(session: Session, doc: dict[str, Any]) -> dict[str, int]:
     if doc.get("rows") != ROW_FORMAT:
         raise ValueError(f"row format {doc.get('rows')!r}, expected {ROW_FORMAT}")
     _check_rows(doc)
-    _take_turns(session)
+    take_turns(session)
     added = {k: 0 for k in ("executions", "runs", "verdicts", "reviews", "artifact_blobs", "executions_updated",
                             "runs_updated")}
     ids_h, ids_e = _load_snapshots(session, doc)

@@ -24,6 +24,30 @@ def run_record(run: Any, metrics: dict[str, float] | None = None, **detail: Any)
         provenance=run.provenance, error=run.error, metrics=dict(metrics or {}), uuid=run.uuid, **detail)
 
 
+def imported_runs(session: Any, experiment_id: str) -> dict[str, list[tuple[int, ImportedRun]]]:
+    """`StoreReads.imported_runs` in the caller's transaction (an import plans against it and writes in one)."""
+    from sqlmodel import select
+
+    from workbench.store.models import Metric, Run
+
+    out: dict[str, list[tuple[int, ImportedRun]]] = defaultdict(list)
+    runs = session.exec(select(Run).where(Run.source == "import", Run.experiment_id == experiment_id)
+                        .order_by(Run.id)).all()  # type: ignore[arg-type]
+    ids = [r.id for r in runs]
+    metrics: dict[int, dict[str, float]] = defaultdict(dict)
+    if ids:
+        for rid, name, value in session.exec(select(Metric.run_id, Metric.name, Metric.value)
+                                             .where(Metric.run_id.in_(ids))).all():  # type: ignore[attr-defined]
+            metrics[rid][name] = value
+    for r in runs:
+        fingerprint = jsonx.loads(r.fingerprint_json, {}) or {}
+        out[r.label or ""].append((int(r.id), ImportedRun(
+            label=r.label or "", phase=r.phase, variables=jsonx.loads(r.variables_json, {}) or {},
+            metrics=metrics[r.id], workload=fingerprint.get("workload") or {},
+            provenance=jsonx.loads(r.provenance, {}) or {})))
+    return dict(out)
+
+
 def execution_record(ex: Any) -> ExecutionRecord:
     return ExecutionRecord(id=ex.id, hypothesis_id=ex.hypothesis_id, experiment_id=ex.experiment_id,
                            experiment_version=ex.experiment_version, profile=ex.profile, target=ex.target,
@@ -193,27 +217,8 @@ class StoreReads:
 
     def imported_runs(self, experiment_id: str) -> dict[str, list[tuple[int, ImportedRun]]]:
         """Every run imported into `experiment_id`, by label (the evidence's run_id): [(run id, the row)]."""
-        from sqlmodel import select
-
-        from workbench.store.models import Metric, Run
-
-        out: dict[str, list[tuple[int, ImportedRun]]] = defaultdict(list)
         with self.session() as s:
-            runs = s.exec(select(Run).where(Run.source == "import", Run.experiment_id == experiment_id)
-                          .order_by(Run.id)).all()  # type: ignore[arg-type]
-            ids = [r.id for r in runs]
-            metrics: dict[int, dict[str, float]] = defaultdict(dict)
-            if ids:
-                for rid, name, value in s.exec(select(Metric.run_id, Metric.name, Metric.value)
-                                               .where(Metric.run_id.in_(ids))).all():  # type: ignore[attr-defined]
-                    metrics[rid][name] = value
-            for r in runs:
-                fingerprint = jsonx.loads(r.fingerprint_json, {}) or {}
-                out[r.label or ""].append((int(r.id), ImportedRun(
-                    label=r.label or "", phase=r.phase, variables=jsonx.loads(r.variables_json, {}) or {},
-                    metrics=metrics[r.id], workload=fingerprint.get("workload") or {},
-                    provenance=jsonx.loads(r.provenance, {}) or {})))
-        return dict(out)
+            return imported_runs(s, experiment_id)
 
     def contents(self) -> StoreContents:
         """Everything, in a few bulk queries (never one query per run): what the report shows."""

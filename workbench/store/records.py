@@ -72,6 +72,22 @@ def sha256_file(path: Any) -> str:
     return h.hexdigest()
 
 
+# Merges into one PostgreSQL store (bundles, evidence imports) take turns on this transaction-level advisory
+# lock (any number, wb's own).
+_MERGE_LOCK = 0x77625F6D65726765  # "wb_merge"
+
+
+def take_turns(session: Session) -> None:
+    """Wait for any other merge into this PostgreSQL store to commit or roll back. Two merges of one bundle, or
+    two imports of one evidence file, at once would each find the rows missing and each write them: imported
+    evidence is keyed on its run_id, which no unique index holds (a replaced run keeps its label). DuckDB
+    admits one writer."""
+    from sqlalchemy import text
+
+    if session.connection().dialect.name == "postgresql":
+        session.connection().execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MERGE_LOCK})
+
+
 def _get_or_add(session: Session, model: Any, where: tuple[Any, ...], make: Any) -> Any:
     """The row matching `where`, or a new one from `make()`.
 

@@ -6,6 +6,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from workbench.store.entities import ArtifactRecord, ImportedRun, RunDeletion
 
+StoredImports = dict[str, list[tuple[int, ImportedRun]]]  # label -> [(run id, the row)]: `StoreReads.imported_runs`
+
 FINISHED = ("ok", "invalid", "failed")  # a run in one of these states has its end stored
 IMPORT_ATTEMPTS = 3  # a bundle merge that met a concurrent one of the same rows is tried again
 
@@ -114,17 +116,26 @@ class StoreWrites:
                     row.error = f"[{row.stage or 'run'}] the runner stopped during this run (found on resume)"
                     s.add(row)
 
-    def import_runs(self, experiment_id: str, rows: list[ImportedRun],
-                    replace: Iterable[int] = ()) -> tuple[list[tuple[int, ImportedRun]], RunDeletion]:
-        """Store historical runs, and delete the runs `replace` names (with the verdicts that rested on them:
-        `store.deletion`), in one transaction.
+    def import_runs(self, experiment_id: str, decide: Callable[[StoredImports], tuple[list[ImportedRun], list[int]]]
+                    ) -> tuple[list[tuple[int, ImportedRun]], RunDeletion | None]:
+        """Read the runs imported into `experiment_id` so far, ask `decide(them)` for (the rows to store, the stored
+        run ids they replace), then delete those runs (with the verdicts that rested on them: `store.deletion`)
+        and store the rows, all in one transaction: what was read is what is replaced, and a failure anywhere
+        leaves nothing. Imports into one PostgreSQL store take turns (`records.take_turns`), so a second import
+        of the same file waits and then reads the first's runs. `decide` may raise to refuse, writing nothing.
 
-        Returns [(run id, row)] of the runs stored, and what the replacement deleted.
+        Returns [(run id, row)] of the runs stored, and what the replacement deleted (None when nothing was).
         """
-        from workbench.store import deletion, records
+        from workbench.store import deletion, reads, records
 
         with self.session() as s:
+            records.take_turns(s)
+            rows, replace = decide(reads.imported_runs(s, experiment_id))
+            if not rows:
+                return [], None
             gone = deletion.delete_runs(s, replace)
+            if gone.missing or gone.in_flight:  # read in this transaction: a bug if it happens
+                raise RuntimeError(f"runs to replace changed under the import: {gone.missing or gone.in_flight}")
             s.flush()
             ids = records.add_imported_runs(s, experiment_id=experiment_id, rows=list(rows))
         return list(zip(ids, rows)), gone
