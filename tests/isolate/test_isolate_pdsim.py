@@ -197,25 +197,65 @@ def test_an_interrupted_search_restores_and_gives_a_hint_that_works(bench):
     assert "--seed 7 " in hint and f"--db {bench.db} " in hint, hint
 
 
-def test_a_search_whose_probes_runs_failed_exits_1_naming_them(bench):
-    """A probe whose every run failed (here the workload exits 1) stops undecided after two failed runs; the
-    search went on, said 'INCONCLUSIVE 0/0' and exited 0, so a script took a search that measured nothing for
-    one that ran. It is still recorded, the target restored, and it exits 1 naming the probes and their runs,
-    as `wb hypothesis run` does when a run fails."""
+def test_a_probe_whose_runs_all_fail_stops_the_search_and_the_search_resumes(bench):
+    """A probe whose every run failed (here the workload exits 3 on the bad config while a flag file exists: the
+    repro script gone from the host) stopped undecided after two failed runs, and the search went on to the next
+    probe as if the config were merely undecided: it spent the rest of the budget around a hole and answered
+    'inconclusive'. Now the search stops at that probe: the run's error is shown with the command that resumes
+    it, exit 1, the target restored, the probe decided before it kept; the failed probe is not recorded as
+    decided, so once the cause is gone the resumed search runs it again and reaches the answer."""
+    import shlex
+
     exp = bench.root / "experiments" / "agent-repro.yaml"
-    text = exp.read_text()
-    exp.write_text(text.replace("command: >-\n        {{ wb }} sim repro", "command: >-\n        false && {{ wb }} sim repro", 1))
-    assert exp.read_text() != text
-    out = subprocess.run(_wb(*SEARCH, "--seed", "7", "--json", "--db", bench.db), capture_output=True, text=True,
+    text = exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 80 --rounds 2")
+    broken = bench.sim_dir.parent / "repro-missing"
+    broken.write_text("")
+    guard = (f"if [ {{{{ geometry_fix }}}} = off ] && [ -e {broken} ]; then echo 'repro script not found' >&2; "
+             "exit 3; fi; ")
+    edited = text.replace("command: >-\n        {{ wb }} sim repro", "command: >-\n        " + guard
+                          + "{{ wb }} sim repro", 1)
+    assert edited != text
+    exp.write_text(edited)
+    out = subprocess.run(_wb(*SEARCH, "--seed", "7", "--db", bench.db), capture_output=True, text=True,
                          env=dict(os.environ), timeout=600)
     assert out.returncode == 1, out.stderr[-3000:]
     assert "Traceback" not in out.stderr
-    assert "Error: 4 run(s) did not finish ok, in probe(s) p0 (2), p1 (2)" in out.stderr, out.stderr[-2000:]
-    rec = json.loads(out.stdout)
-    assert [p["ref"]["failed_runs"] for p in rec["result"]["probes"]] == [2, 2]
-    assert rec["result"]["status"] == "inconclusive" and rec["result"]["upper"] == ["geometry_fix"]
+    [error] = [line for line in out.stderr.splitlines() if line.startswith("Error:")]
+    assert error.startswith("Error: wb isolate probe 1 (good with {geometry_fix=off}): its 2 run(s) failed, "
+                            "so it decided nothing; the search stopped there. First: run "), error
+    assert error.endswith("workload exited 3: repro script not found"), error
+    hint = out.stderr.split("resumes with: ", 1)[1].strip().splitlines()[0]
+    command = shlex.split(hint)
+    assert command[:2] == ["wb", "isolate"] and command[-1] == "--resume" and "--seed 7" in hint, hint
     assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
     assert control.status(bench.sim_dir).state == "down"
+    runs = _probe_runs(bench.db)
+    assert sorted(h[-2:] for h in runs) == ["p0", "p1"]  # stopped at p1: no probe after it ran
+    [p0] = [h for h in runs if h.endswith("-p0")]
+    [p1] = [h for h in runs if h.endswith("-p1")]
+    assert [s for _, s in runs[p0]] == ["ok"] and [s for _, s in runs[p1]] == ["failed", "failed"], runs
+
+    from workbench.isolate.records import load_searches
+    from workbench.store import open_store
+
+    with open_store(bench.db) as store:
+        [st] = load_searches(store)
+        probe_verdicts = [v.details for v in store.verdicts(prefix=p1) if v.details.get("kind") == "isolate-probe"]
+    assert st.status == "interrupted"
+    assert [(p["index"], p["outcome"]) for p in st.record["result"]["probes"]] == [(0, "passes")]
+    assert st.record["pending"]["index"] == 1 and probe_verdicts == []  # p1 is not taken for decided
+
+    broken.unlink()  # the cause is gone: the same search resumes, p0 read back, p1 run again
+    resumed = subprocess.run(_wb(*command[1:], "--json"), capture_output=True, text=True, env=dict(os.environ),
+                             timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    rec = json.loads(resumed.stdout)
+    assert [x["probe"] for x in rec["resume"]["reused"]] == [0], rec["resume"]
+    assert (rec["result"]["status"], rec["result"]["minimal"]) == ("decided", ["geometry_fix"])
+    after = _probe_runs(bench.db)
+    assert after[p0] == runs[p0] and [s for _, s in after[p1]][2:] and all(
+        s == "ok" for _, s in after[p1][2:]), after
+    assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
 
 
 def test_a_pdsim_reading_another_serve_file_is_refused_and_left_alone(bench, tmp_path):

@@ -13,7 +13,9 @@ where most units were lost with no failure among the rest stops the probe undeci
 without the abort fix wedges and 9 in 10 sessions time out: a pass read off them would rest on
 sessions that never ran). The search then settles that change from the good side (see
 `workbench.isolate.search`), where the fixes that keep sessions alive stay applied. Units are pooled
-over a probe's runs as independent; runs of one probe share a deployment.
+over a probe's runs as independent; runs of one probe share a deployment. A probe left undecided by
+failed runs (the workload or a restart erred), unlike one short of units, raises `RunFailure`: the
+search stops there instead of going on around a config it could not measure.
 
 Resumed (`prior`, see `workbench.isolate.resume`), a probe the earlier attempt decided is read back
 from its stored runs instead of run, and the probe it left in flight continues its own execution.
@@ -151,9 +153,14 @@ class RunnerOracle:
         self.current = req
         execution_id, how = self._execute(h, req)
         look = self._look(self.store, execution_id, req)
+        failed = self._failed_runs(self.store, execution_id)
+        if look.outcome == "inconclusive" and failed and (failed >= MAX_FAILED_RUNS or look.n == 0):
+            # Undecided because its runs failed, not for want of units: the search stops here (no verdict is
+            # recorded, so a resume runs the probe again) rather than go on around a hole.
+            raise self._broken(req, execution_id, failed)
         result = ProbeResult(look.outcome, look.k, look.n, look.n, look.looks, look.reasoning,
                              {"execution_id": execution_id, "hypothesis_id": h.id, "how": how,
-                              "failed_runs": self._failed_runs(self.store, execution_id)})
+                              "failed_runs": failed})
         self.store.add_verdict(hypothesis_id=h.id, verdict=VERDICT_OF[result.outcome], execution_id=execution_id,
                                reasoning=f"{h.id} ({req.question}) {result.outcome}: {result.reasoning}", checks=[],
                                details={"kind": "isolate-probe", "search": self.spec.search_id,
@@ -162,6 +169,19 @@ class RunnerOracle:
                                         "looks": look.looks, "e_fail": look.e_fail, "e_pass": look.e_pass},
                                hypothesis_sha256=None)
         return self._done(req, result)
+
+    def _broken(self, req: ProbeRequest, execution_id: int, failed: int) -> Exception:
+        """The error that stops the search at a probe whose runs failed, with the first failed run's own error."""
+        from workbench.errors import RunFailure
+
+        runs = self.store.runs(execution_id=execution_id)
+        first = next(r for r in runs if r.status in FAILED_STATUSES)
+        config = f"good with {shown_set(self.spec.bad, req.applied)}" if req.applied else "the good config"
+        count = f"its {failed} run(s)" if failed == len(runs) else f"{failed} of its {len(runs)} run(s)"
+        stage = f" ({first.stage} stage)" if first.stage else ""
+        return RunFailure(f"wb isolate probe {req.index} ({config}): {count} failed, so it decided nothing; the "
+                          f"search stopped there. First: run {first.id}{stage}: {first.error or first.status}",
+                          hint=f"see `wb runs show {first.id}`; fix what failed the runs, then resume the search")
 
     def _done(self, req: ProbeRequest, result: ProbeResult) -> ProbeResult:
         if result.n > 0 and result.looks:
