@@ -325,10 +325,11 @@ class Workbench(StoredRuns):
         `write` also appends the generated hypotheses to hypotheses.yaml. `resume` continues the
         stopped earlier attempt of the same search, reusing the probes it decided.
         """
-        from workbench.isolate.app import attach_prior, prepare_spec, run_isolate
+        from workbench.isolate.app import attach_prior, check_target, prepare_spec, run_isolate
 
         spec = prepare_spec(self.registry, experiment=experiment, good=good, bad=bad, metric=metric, region=region,
                             profile=profile, budget=budget, alpha=alpha, seed=seed, parent=parent)
+        check_target(spec, self.registry, self.settings)
         if resume and not self._store_exists():
             raise BadInput(f"--resume: no stopped search of {experiment!r} to resume: the store does not exist yet",
                            hint="drop --resume to start the search (or give the --db it ran against)")

@@ -81,7 +81,12 @@ class StoreOutdated(BadInput):
 
 
 class TargetError(WbError):
-    """A target (host, sim, local command) could not be reached or did not behave."""
+    """A target (host, sim, local command) could not be reached or did not behave. `setting`: the key of the
+    profile's target the error is about (a file it names, such as known_hosts), when there is one."""
+
+    def __init__(self, message: str, *, hint: str | None = None, setting: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.setting = setting
 
 
 class RunFailure(WbError):

@@ -516,14 +516,24 @@ def test_a_value_with_spaces_is_kept_whole_and_quoted_in_the_resume_command(root
     assert res.exit_code == 2 and "--region" in res.output and "expected var=value" not in res.output, res.output
 
 
-def test_a_search_stopped_before_any_probe_decided_does_not_say_probes_were_kept(root, tmp_path, monkeypatch):
-    """A first probe that failed before it ran anything (here the ssh profile, with no known_hosts to check the
-    host against) ended with 'the probes decided so far stay recorded and are not run again when the search
-    resumes with: ...', though no probe had been decided. The hint still gives the command that resumes it."""
+def test_a_profile_this_machine_cannot_use_is_refused_before_the_search_and_records_nothing(root, tmp_path,
+                                                                                            monkeypatch):
+    """The ssh profile with no known_hosts to check the host against: the first probe failed as it connected,
+    exit 1, and an empty search was recorded as "interrupted", with a command to resume a search that had
+    nothing in it. It is bad input at the profile's line, before the store is opened (tests/isolate/
+    test_isolate_ssh.py: the same against a real SSH server). A search stopped before any probe was decided
+    still says so, rather than that decided probes were kept."""
+    from workbench.isolate.app import _resume_hint
+
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh: refused before any connection
-    res = CliRunner().invoke(app, BASE + ["--target", "sglang-pd", "--seed", "3", "--root", str(root),
-                                          "--db", str(tmp_path / "s.duckdb")])
-    assert res.exit_code == 1, res.output
+    db = tmp_path / "s.duckdb"
+    res = CliRunner().invoke(app, BASE + ["--target", "sglang-pd", "--seed", "3", "--root", str(root), "--db", str(db)])
+    assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output and "known_hosts" in res.output, res.output
-    assert "decided so far" not in res.output, res.output
-    assert "no probe was decided yet; the search resumes with: wb isolate " in res.output, res.output
+    lines = (root / "experiments" / "agent-repro.yaml").read_text().splitlines()
+    line = lines.index("    target:", lines.index("  sglang-pd:")) + 1
+    assert (f"agent-repro.yaml:{line} (field profiles.sglang-pd.target): profile 'sglang-pd': "
+            in res.output), res.output
+    assert "resume" not in res.output and not db.exists(), res.output
+    hint = _resume_hint(None, "wb isolate ... --resume", 0)
+    assert "decided so far" not in hint and hint == "no probe was decided yet; the search resumes with: wb isolate ... --resume"

@@ -182,6 +182,10 @@ class Target(abc.ABC):
         p = PurePosixPath(config_path)
         return str(p.parent / f".{p.name}.{LOCK_NAME}")
 
+    def check_local(self) -> None:
+        """Refuse (TargetError, its `setting` naming the profile's key) what this machine lacks to reach the
+        target, such as a file the profile names; checked before anything is touched. Nothing by default."""
+
     def check_config_path(self, config_path: str) -> None:
         """Refuse (raise) a config file the deployment would not read, before the target is locked or touched;
         every config file is read by default."""

@@ -151,15 +151,31 @@ class SshTarget(Target):
     def known_hosts_file(self) -> str:
         return str(Path(self.spec.known_hosts or "~/.ssh/known_hosts").expanduser())
 
+    def check_local(self) -> None:
+        """The known_hosts file and the key file, before any connection: a missing, unreadable or undecodable
+        one is named as such (a known_hosts file that is no text ended in a UnicodeDecodeError traceback)."""
+        self._check_known_hosts()
+        self._check_identity()
+
     def _check_known_hosts(self) -> None:
+        import asyncssh
+
         kh = self.known_hosts_file()
-        if not Path(kh).is_file():
-            port = self.spec.port or 22
+        port = self.spec.port or 22
+        hint = (f"fetch the key on a trusted path (`ssh-keyscan -p {port} HOST`), compare its fingerprint with "
+                f"the host's own, then add it to {kh} (or set known_hosts: in the profile's target)")
+        if not Path(kh).exists():
             raise TargetError(
                 f"the known_hosts file {kh} does not exist: wb verifies every SSH host key and has none to check "
-                f"{', '.join(self.describe(h) for h in self.hosts)} against",
-                hint=f"fetch the key on a trusted path (`ssh-keyscan -p {port} HOST`), compare its fingerprint with "
-                     f"the host's own, then add it to {kh} (or set known_hosts: in the profile's target)")
+                f"{', '.join(self.describe(h) for h in self.hosts)} against", hint=hint, setting="known_hosts")
+        if not Path(kh).is_file():
+            raise TargetError(f"the known_hosts file {kh} is not a file", hint=hint, setting="known_hosts")
+        try:
+            asyncssh.read_known_hosts(kh)
+        except (OSError, ValueError) as exc:  # unreadable, or no text (UnicodeDecodeError)
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise TargetError(f"cannot read the known_hosts file {kh}: {reason}", hint=hint,
+                              setting="known_hosts") from None
 
     def _check_identity(self) -> None:
         """The profile's key file, loaded once before any connection: a missing file, or one that is no key or
@@ -170,13 +186,13 @@ class SshTarget(Target):
             return
         path = Path(self.spec.identity_file).expanduser()
         if not path.is_file():
-            raise TargetError(f"the identity_file {path} does not exist",
+            raise TargetError(f"the identity_file {path} does not exist", setting="identity_file",
                               hint="set identity_file: in the profile's target to your private key, or leave it "
                                    "out to use the agent and ~/.ssh's default keys")
         try:
             asyncssh.read_private_key(str(path))
         except (asyncssh.KeyImportError, OSError) as exc:
-            raise TargetError(f"cannot use the identity_file {path}: {exc}",
+            raise TargetError(f"cannot use the identity_file {path}: {exc}", setting="identity_file",
                               hint="wb asks for no passphrase: load the key into the agent (ssh-add) and leave "
                                    "identity_file out, or name an unencrypted private key") from None
 
@@ -292,8 +308,7 @@ class SshTarget(Target):
     async def _connect(self, host: str) -> Any:
         import asyncssh
 
-        self._check_known_hosts()
-        self._check_identity()
+        self.check_local()
         opts = self._options()
         for old in self._jumps.pop(host, []):
             old.close()
