@@ -243,6 +243,11 @@ def test_a_pair_declared_in_yaml_gives_the_same_request_as_the_flags(root, tmp_p
     (("budget: 800", "target: nope"), "pair.yaml:10 (field target): experiment 'agent-repro' has no profile 'nope'"),
     (("budget: 800", "target: [sim]"), "pair.yaml:10 (field target): target must be a profile name"),
     (("geometry_fix: off\n", "geometry_fix: off\n  seed: 5\n"), "pair.yaml:8 (field bad.seed): seed is a per-replicate"),
+    # It named two flags that were never given ("--good and --bad give the same configuration").
+    (("bad:\n  index_k_dtype: bf16\n  hicache: on\n  nixl_abort_fix: off\n  geometry_fix: off\n",
+      "bad: {index_k_dtype: fp8, hicache: off, nixl_abort_fix: on, geometry_fix: on, causal_model: seed}\n"),
+     "pair.yaml:3 (field bad): good and bad give the same configuration (unnamed variables take the experiment's "
+     "defaults): nothing to isolate"),
 ])
 def test_a_bad_pair_file_exits_2_naming_file_and_line(root, tmp_path, edit, needle):
     (tmp_path / "pair.yaml").write_text(PAIR.replace(*edit))

@@ -47,6 +47,11 @@ def load_pair(path: str | Path, registry: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"experiment": exp.id, "metric": str(data["metric"])}
     for side in ("good", "bad"):
         out[side] = _config(doc, exp, data[side], side)
+    defaults = dict(exp.defaults())
+    if {**defaults, **_pairs(out["good"])} == {**defaults, **_pairs(out["bad"])}:
+        # The file's own mistake, whatever flags replace: named at its line, not as "--good and --bad".
+        raise doc.error("good and bad give the same configuration (unnamed variables take the experiment's "
+                        "defaults): nothing to isolate", ("bad",))
     problem = metric_problem(exp, out["metric"])
     if problem:
         raise doc.error(problem[0], ("metric",), hint=problem[1])
@@ -82,6 +87,10 @@ def _optional(doc: Any, exp: Any, data: dict[str, Any]) -> dict[str, Any]:
     if "alpha" in out and not (0 < out["alpha"] < 1):
         raise doc.error(f"alpha {out['alpha']:g} must lie in (0, 1)", ("alpha",))
     return out
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in items)
 
 
 def _config(doc: Any, exp: Any, value: Any, side: str) -> list[str]:
