@@ -288,3 +288,40 @@ def test_a_pdsim_reading_another_serve_file_is_refused_and_left_alone(bench, tmp
             assert con.execute("SELECT count(*) FROM verdicts").fetchone()[0] == 0
         finally:
             con.close()
+
+
+def test_a_target_taken_between_probes_stops_the_search_as_a_failure_while_running(bench, monkeypatch):
+    """Another execution took pdsim after probe 0 ended: probe 1 was refused (TargetBusy) and wb isolate exited 2,
+    the code that says "bad input or a busy target: nothing was run", though probe 0 had run and the stopped
+    search was recorded. It exits 1, with the busy target named and the command that resumes the search."""
+    import socket
+
+    from typer.testing import CliRunner
+
+    from workbench.cli.main import app
+    from workbench.isolate.adapter import RunnerOracle
+    from workbench.isolate.records import load_searches
+    from workbench.runner.lock import LOCK_NAME, process_start
+    from workbench.store import open_store
+
+    exp = bench.root / "experiments" / "agent-repro.yaml"
+    exp.write_text(exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 80 --rounds 2"))
+    done = RunnerOracle._done
+
+    def then_taken(self, req, result):  # another execution takes the target as probe 0 ends
+        if req.index == 0:
+            holder = {"execution": "f" * 32, "host": socket.gethostname(), "pid": os.getpid(),
+                      "pid_start": process_start(os.getpid()), "since": "2026-12-01T09:00:00+00:00"}
+            (bench.sim_dir / LOCK_NAME).write_text(json.dumps(holder, sort_keys=True) + "\n")
+        return done(self, req, result)
+
+    monkeypatch.setattr(RunnerOracle, "_done", then_taken)
+    res = CliRunner().invoke(app, [*SEARCH, "--seed", "7", "--db", bench.db])
+    assert res.exit_code == 1, res.output
+    assert "Traceback" not in res.output and "is in use by execution ffff" in res.output, res.output
+    assert "the probes decided so far stay recorded and are not run again when the search resumes with: " in (
+        res.output), res.output
+    with open_store(bench.db) as store:
+        [st] = load_searches(store)
+    assert st.status == "interrupted" and [p["index"] for p in st.record["result"]["probes"]] == [0]
+    (bench.sim_dir / LOCK_NAME).unlink()

@@ -203,6 +203,10 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
         _record_partial(spec, oracle, store, prior)
         if not isinstance(exc, BadInput):  # a probe failed or was stopped: the search can go on from here
             exc.hint = _resume_hint(exc.hint, resume_command(spec, settings), len(oracle.results))
+        if isinstance(exc, TargetBusy):  # its exit 2 says nothing ran; probes before it did, and were recorded
+            from workbench.errors import RunFailure
+
+            raise RunFailure(exc.message, hint=exc.hint) from exc
         raise
     except (KeyboardInterrupt, Exception) as exc:  # Ctrl-C between the probes, or reaching a store query
         if not interrupted_query(exc):
