@@ -243,6 +243,11 @@ def test_a_pair_declared_in_yaml_gives_the_same_request_as_the_flags(root, tmp_p
     (("budget: 800", "target: nope"), "pair.yaml:10 (field target): experiment 'agent-repro' has no profile 'nope'"),
     (("budget: 800", "target: [sim]"), "pair.yaml:10 (field target): target must be a profile name"),
     (("geometry_fix: off\n", "geometry_fix: off\n  seed: 5\n"), "pair.yaml:8 (field bad.seed): seed is a per-replicate"),
+    # These said "experiment 'agent-repro' has no metric 'None'" and "region 'None' is not a region".
+    (("metric: corruption_rate", "metric:"), "pair.yaml:8 (field metric): metric is empty"),
+    (("region: \">= 0.05\"", "region: ~"), "pair.yaml:9 (field region): region is empty"),
+    (("experiment: agent-repro", "experiment: [agent-repro]"), "pair.yaml:1 (field experiment): experiment must be "
+                                                               "text, not ['agent-repro']"),
     # It named two flags that were never given ("--good and --bad give the same configuration").
     (("bad:\n  index_k_dtype: bf16\n  hicache: on\n  nixl_abort_fix: off\n  geometry_fix: off\n",
       "bad: {index_k_dtype: fp8, hicache: off, nixl_abort_fix: on, geometry_fix: on, causal_model: seed}\n"),

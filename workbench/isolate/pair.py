@@ -40,6 +40,11 @@ def load_pair(path: str | Path, registry: Any) -> dict[str, Any]:
     missing = [k for k in REQUIRED if k not in data]
     if missing:
         raise doc.error(f"missing {', '.join(missing)}", hint="a pair needs experiment, good, bad, metric and region")
+    for key in ("experiment", "metric", "region"):  # text: a null or a list read as 'None' or "['x']"
+        if data[key] is None or data[key] == "":
+            raise doc.error(f"{key} is empty", (key,))
+        if isinstance(data[key], (dict, list)):
+            raise doc.error(f"{key} must be text, not {data[key]!r}", (key,))
     exp = registry.experiments.get(str(data["experiment"]))
     if exp is None:
         raise doc.error(f"experiment {data['experiment']!r} not found", ("experiment",),
