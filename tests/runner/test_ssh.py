@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from workbench.errors import TargetError
+from pathlib import Path
+
+from workbench.errors import ConfigError, TargetError
 from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 
 from runner_kit import add_toy_ssh_profile  # noqa: E402
@@ -92,12 +94,14 @@ def test_an_unusable_identity_file_is_named_before_touching_anything(toy, ssh_se
                                                 cipher_name="aes256-cbc")
     add_toy_ssh_profile(toy, ssh_server)
     edit_profile(toy.root, f"identity_file: {ssh_server.client_key_path}", f"identity_file: {path}")
-    with pytest.raises(TargetError) as ei:
+    with pytest.raises(ConfigError) as ei:  # bad input at the profile's key, exit 2: nothing is recorded
         _run(toy, replicates=1)
     assert f"identity_file {path}" in ei.value.message and "cannot reach" not in ei.value.message
+    assert ei.value.field == "profiles.ssh.target.identity_file" and ei.value.exit_code == 2
     if key == "missing":
         assert "does not exist" in ei.value.message
     assert ssh_server.commands == [] and toy.restarts() == [] and toy.conf.read_bytes() == toy.original
+    assert not Path(toy.db).exists()  # the store was not even opened
 
 
 @pytest.mark.parametrize("stage", STAGES)

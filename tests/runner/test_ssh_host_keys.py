@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from runner_kit import add_toy_ssh_profile, edit_profile
 
-from workbench.errors import TargetError
+from workbench.errors import ConfigError, TargetError
 from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 
 
@@ -42,11 +42,12 @@ def test_ssh_config_cannot_switch_host_key_checking_off(toy, ssh_server, tmp_pat
 def test_missing_known_hosts_file_is_named_not_cannot_reach(toy, ssh_server, tmp_path, monkeypatch):
     _without_known_hosts(toy, ssh_server)
     home = _home(tmp_path, monkeypatch, known_hosts=False)
-    with pytest.raises(TargetError) as exc:
+    with pytest.raises(ConfigError) as exc:  # bad input at the profile's target, exit 2: nothing is recorded
         run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
     assert f"known_hosts file {home}/.ssh/known_hosts does not exist" in exc.value.message
     assert "cannot reach" not in exc.value.message
-    assert not ssh_server.commands
+    assert exc.value.field == "profiles.ssh.target" and exc.value.exit_code == 2
+    assert not ssh_server.commands and not Path(toy.db).exists()
 
 
 def test_jump_host_from_ssh_config_is_verified_too(toy, ssh_server, tmp_path, monkeypatch):

@@ -84,27 +84,13 @@ def prepare_spec(registry: Any, *, experiment: str, good: list[str], bad: list[s
 
 def check_target(spec: IsolateSpec, registry: "Registry", settings: Settings | None = None) -> None:
     """Refuse, before the store is opened or any probe runs, a profile that cannot run here: its templates, and
-    what this machine lacks to reach its target (an ssh profile's known_hosts or key file missing or unreadable).
-    Found at the first probe's connection instead, that stopped the search as a failure while running (exit 1)
-    and recorded an empty, "interrupted" search; here it is bad input at the profile's line (exit 2)."""
-    from workbench.errors import TargetError
+    what this machine lacks to reach its target (runner.execute.check_target_here, which `prepare` applies)."""
     from workbench.runner.execute import RunOptions, prepare
 
     root = root_hypothesis(spec)
     reg = replace(registry, hypotheses=[*registry.hypotheses, root])
     opts = RunOptions(target=spec.profile, replicates=1, sequential=True, seed=spec.probe_seed(0), show_progress=False)
-    launch = prepare(reg, root.id, opts, sim_dir=(settings or Settings()).sim_dir)
-    try:
-        launch.target.check_local()
-    except TargetError as exc:
-        name = launch.prepared.profile_name  # named, not --target: it may come from a --pair file or the default
-        doc = registry.experiment_docs.get(spec.experiment)
-        if doc is None:
-            raise BadInput(f"profile {name!r}: {exc.message}", hint=exc.hint) from None
-        loc: tuple[str, ...] = ("profiles", name, "target")
-        if exc.setting and (*loc, exc.setting) in doc.lines:  # the key the profile sets; else its target
-            loc = (*loc, exc.setting)
-        raise doc.error(f"profile {name!r}: {exc.message}", loc, hint=exc.hint) from None
+    prepare(reg, root.id, opts, sim_dir=(settings or Settings()).sim_dir)
 
 
 def _register_secrets(exp: Any, *configs: dict[str, str]) -> None:

@@ -454,11 +454,31 @@ def prepare(registry: Registry, hypothesis_id: str, opts: RunOptions, *, store: 
 
         refuse_if_changed(store, prior, p)
     tgt = make_target(p, sim_dir)
+    check_target_here(p, tgt)
     if prior is None:
         plan = make_plan(p.arms, p.max_replicates if p.mode == "sequential" else p.replicates,
                          blocks=p.blocks, seed=p.seed, hosts=tgt.hosts,
                          per_replicate=per_replicate_names(p.experiment, p.hypothesis, p.overrides))
     return Launch(p, plan, tgt, prior, opts.origin)
+
+
+def check_target_here(p: Prepared, tgt: Target) -> None:
+    """Refuse, before the store is opened or the target touched, a profile this machine cannot use: what it
+    lacks to reach its target (an ssh profile's known_hosts or key file missing or unreadable) is bad input at
+    the profile's line (exit 2), named by profile (it may come from --target, a --pair file or the default).
+    Found at the first connection instead, it failed the execution while running (exit 1) and recorded it."""
+    from workbench.errors import TargetError
+
+    try:
+        tgt.check_local()
+    except TargetError as exc:
+        doc = p.registry.experiment_docs.get(p.experiment.id)
+        if doc is None:
+            raise BadInput(f"profile {p.profile_name!r}: {exc.message}", hint=exc.hint) from None
+        loc: tuple[str, ...] = ("profiles", p.profile_name, "target")
+        if exc.setting and (*loc, exc.setting) in doc.lines:  # the key the profile sets; else its target
+            loc = (*loc, exc.setting)
+        raise doc.error(f"profile {p.profile_name!r}: {exc.message}", loc, hint=exc.hint) from None
 
 
 def _check_prior_runner(folder: Path, prior: ExecutionRecord) -> str | None:
