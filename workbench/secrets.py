@@ -1,6 +1,7 @@
 """Secrets never stored or shown: values of variables declared `secret: true`, the values of profile `env`
-entries named like a secret (…TOKEN, …KEY, …PASSWORD, …SECRET, …CREDENTIAL) and credentials inside URLs
-(`scheme://user:PASSWORD@host`).
+entries named like a secret (…TOKEN, …KEY, …PASSWORD, …SECRET, …CREDENTIAL), credentials inside URLs
+(`scheme://user:PASSWORD@host`), and what no file declares but has a secret's shape (`workbench.secret_shapes`:
+`HF_TOKEN=…`, `Authorization: Bearer …`, `hf_…`, `AKIA…`).
 
 The registry registers the values its files declare as it is made, the runner those it is given (--set);
 every text column is redacted as a session flushes (one hook at the store boundary, `workbench.store.redaction`,
@@ -141,8 +142,13 @@ def clear() -> None:
 
 
 def redact_text(text: str, mask: str = MASK) -> str:
+    """`text` with every secret masked: the values and named entries registered, credentials in URLs, and the
+    secrets no file declared but known by their shape (`secret_shapes`: `HF_TOKEN=…`, `Bearer …`, `hf_…`)."""
     if not text:
         return text
+    from workbench.secret_shapes import mask_shapes
+
+    html = mask.startswith("&lt;")  # a page's text: a bare value ends at a tag (`HF_TOKEN=…</span>`)
     out = _on_lines_with(text, "://", lambda line: _URL_CREDS.sub(lambda m: f"{m.group('head')}:{mask}@", line)
                          if "@" in line else line)
     with _lock:
@@ -162,7 +168,7 @@ def redact_text(text: str, mask: str = MASK) -> str:
         entry = re.compile(rf"(?m)(^|[\s,;]|\\[nrt]){re.escape(n)}=(?!{_QUOTE}?(?:{re.escape(mask)}|{_MASKED}))"
                            rf"(?!{_QUOTE}?\{{[{{%])(?!{_QUOTE}?\$[{{A-Za-z_]){_VALUE}")
         out = _on_lines_with(out, f"{n}=", lambda line: entry.sub(lambda m: _masked_entry(m, n, mask), line))
-    return out
+    return mask_shapes(out, mask, html=html)
 
 
 # A named entry's value in key=value text: quoted as a JSON string holds it (\"...\"), in double or single
