@@ -222,6 +222,15 @@ class Workbench(StoredRuns):
         with self.store(read_only=True) as store:
             return stored_statuses(store, declared, {h.id: prediction_keys(h) for h in self.registry.hypotheses})
 
+    def _secrets_if_readable(self) -> None:
+        """Register the secrets the workbench's files declare now (the registry does as it loads), so that a text
+        stored before one was declared (a run's config, its variables) is shown masked; none where no workbench
+        folder is read (a bare store)."""
+        try:
+            self.registry
+        except BadInput:
+            pass
+
     def _statuses_if_readable(self) -> dict[str, "CurrentStatus"]:
         """`_statuses`, or none where no workbench folder is read (runs can be deleted from a bare store)."""
         try:

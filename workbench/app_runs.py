@@ -76,11 +76,15 @@ class StoredRuns:
 
         def _statuses_if_readable(self) -> dict[str, CurrentStatus]: ...
 
+        def _secrets_if_readable(self) -> None: ...
+
     def runs(self, *, hypothesis_id: str | None = None, limit: int | None = None) -> list["RunRecord"]:
+        self._secrets_if_readable()
         with self.store(read_only=True) as store:
             return store.runs(hypothesis_id=hypothesis_id, limit=limit)
 
     def run_record(self, run_id: int) -> "RunRecord":
+        self._secrets_if_readable()
         with self.store(read_only=True) as store:
             run = store.run(run_id)
         if run is None:

@@ -160,13 +160,16 @@ def redact_text(text: str, mask: str = MASK) -> str:
     for n in names:
         # A named entry in JSON or in key=value text, whatever the value's length. The value ends where the
         # text around it goes on: at a space, a quote or a backslash (a JSON string's end, or an escaped newline
-        # inside one, so the JSON stays JSON), and it follows a line start, a separator or an escaped
-        # newline, so a JSON text and the object it encodes are masked alike. A template (`{{ name }}`) is not a
-        # value, nor is a reference to a shell variable (`NAME="$NAME"` in a command printed for a restore by hand).
+        # inside one, so the JSON stays JSON), and it follows a line start, a separator, a tag's end or an escaped
+        # newline, so a JSON text and the object it encodes are masked alike; a diff's `-`/`+` (a config diff an
+        # execution stored before the name was declared secret) or a flag's dashes may come between. A template
+        # (`{{ name }}`) is not a value, nor is a reference to a shell variable (`NAME="$NAME"` in a command
+        # printed for a restore by hand).
         if f'"{n}"' in out:
             out = re.sub(rf'("{re.escape(n)}"\s*:\s*)"(?:[^"\\]|\\.)*"', lambda m: f'{m.group(1)}"{mask}"', out)
-        entry = re.compile(rf"(?m)(^|[\s,;]|\\[nrt]){re.escape(n)}=(?!{_QUOTE}?(?:{re.escape(mask)}|{_MASKED}))"
-                           rf"(?!{_QUOTE}?\{{[{{%])(?!{_QUOTE}?\$[{{A-Za-z_]){_VALUE}")
+        entry = re.compile(rf"(?m)((?:^|[\s,;>]|\\[nrt])[+-]{{0,2}}){re.escape(n)}="
+                           rf"(?!{_QUOTE}?(?:{re.escape(mask)}|{_MASKED}))"
+                           rf"(?!{_QUOTE}?\{{[{{%])(?!{_QUOTE}?\$[{{A-Za-z_]){_VALUE_HTML if html else _VALUE}")
         out = _on_lines_with(out, f"{n}=", lambda line: entry.sub(lambda m: _masked_entry(m, n, mask), line))
     return mask_shapes(out, mask, html=html)
 
@@ -176,6 +179,7 @@ def redact_text(text: str, mask: str = MASK) -> str:
 # whole, its quotes kept; the rule took a value up to its first quote, which left `NAME=<mask>"the secret"`.
 _QUOTE = r"""(?:\\"|["'])"""
 _VALUE = r"""(?P<v>\\"(?:[^"\\]|\\[^"])*\\"|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|["']?[^\s"\\]*)"""
+_VALUE_HTML = _VALUE.replace('[^\\s"\\\\]*)', '[^\\s"\\\\<]*)')  # in a page: up to a tag
 
 
 def _masked_entry(m: re.Match[str], name: str, mask: str) -> str:

@@ -112,3 +112,66 @@ def test_a_run_whose_output_and_error_print_an_undeclared_token_keeps_them_maske
     _no_leak(Path(toy.db).read_bytes(), "store")
     _no_leak(res.output, "output")
 
+
+ROTATE = """\
+  - id: toy-rotate
+    claim: The rotated password removes the leaks.
+    experiment: toy
+    isolates: dbpass
+    arms:
+      control: {dbpass: CONTROL}
+      treatment: {dbpass: TREATMENT}
+    hold: {mode: ok, fix: off}
+    predicts:
+      - {metric: corruption_rate, arm: treatment, at_most: 0.02}
+"""
+
+
+def test_a_config_diff_stored_before_a_secret_was_declared_is_shown_masked(toy):
+    """An execution stored its arms' config diff while `dbpass` was a plain variable; declared `secret: true`
+    later (its arms' values rotated since, so the old ones are known to no file), the stored diff's lines
+    `-dbpass=…` / `+dbpass=…` were shown in clear by the report: the named-entry rule wanted a line start or a
+    separator before the name, and a diff line starts with its `-` or `+` (on the page, after a tag). The runs'
+    own rendered configs (`wb runs show`, run pages) are masked by the name as they are shown."""
+    import re
+    import subprocess
+    import sys
+
+    old_a, old_b = "Old-Pass-111x", "New-Pass-222y"
+    edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
+                 "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
+                 f"  dbpass: {{default: {old_a}}}\n")
+    edit_profile(toy.root, "        mode={{ mode }}\n", "        mode={{ mode }}\n        dbpass={{ dbpass }}\n")
+    hyp = toy.root / "hypotheses.yaml"
+    hyp.write_text(hyp.read_text() + ROTATE.replace("CONTROL", old_a).replace("TREATMENT", old_b))
+    res = CliRunner().invoke(app, ["hypothesis", "run", "toy-rotate", "--db", toy.db, "--replicates", "1",
+                                   "--no-report"])
+    assert res.exit_code == 0, res.output
+    (diff,) = [d for (d,) in store_rows(toy.db, "SELECT config_diff_json FROM executions")]
+    assert f"-dbpass={old_a}" in diff and f"+dbpass={old_b}" in diff  # stored as it was: no secret then
+
+    edit_profile(toy.root, f"  dbpass: {{default: {old_a}}}\n", "  dbpass: {secret: true, default: rotated-0}\n")
+    hyp.write_text(hyp.read_text().replace(old_a, "rotated-1").replace(old_b, "rotated-2"))
+    secrets.clear()  # a later process: it knows the secrets declared now, not the old values
+    built = subprocess.run([sys.executable, "-m", "workbench.cli.main", "report", "--db", toy.db],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+
+    page = (toy.root / "reports" / "hypotheses" / "toy-rotate.html").read_text()
+    diffs = "".join(re.findall(r'<pre class="diff">.*?</pre>', page, re.S))
+    assert '<span class="del">-dbpass=&lt;redacted&gt;</span>' in diffs, diffs
+    assert '<span class="add">+dbpass=&lt;redacted&gt;</span>' in diffs, diffs
+    configs = "".join(c for p in (toy.root / "reports" / "runs").glob("*.html")
+                      for c in re.findall(r'<section id="config">.*?</section>', p.read_text(), re.S))
+    assert configs.count("dbpass=&lt;redacted&gt;") == 2, configs
+    for text in (diffs, configs):
+        assert old_a not in text and old_b not in text
+    show = subprocess.run([sys.executable, "-m", "workbench.cli.main", "runs", "show", "1", "--json", "--db", toy.db],
+                          capture_output=True, text=True, timeout=300)
+    assert show.returncode == 0, show.stderr
+    assert "dbpass=<redacted>" in json.loads(show.stdout)["rendered_config"]
+    assert old_a not in show.stdout and old_b not in show.stdout
+    listing = subprocess.run([sys.executable, "-m", "workbench.cli.main", "runs", "list", "--db", toy.db],
+                             capture_output=True, text=True, timeout=300)
+    assert listing.returncode == 0, listing.stderr
+    assert "dbpass=<redacted>" in listing.stdout and old_a not in listing.stdout and old_b not in listing.stdout
