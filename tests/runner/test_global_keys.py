@@ -36,12 +36,17 @@ def test_artifacts_of_one_store_survive_a_run_into_another(toy):
 
 
 def test_execution_records_its_uuid_and_its_folder_uses_it(toy):
-    run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
+    metas: list[dict] = []
+
+    async def look(stage, pr):  # the snapshot lives until the target is restored
+        if stage == "workload" and not metas:
+            metas.extend(json.loads(p.read_text()) for p in (toy.root / ".wb" / "artifacts").glob("*/snapshot.json"))
+
+    run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False, fault=look)
     (uid,) = store_rows(toy.db, "SELECT uuid FROM executions")[0]
     assert len(uid) == 32
     folder = toy.root / ".wb" / "artifacts" / f"execution-{uid}"
-    meta = json.loads((folder / "snapshot.json").read_text())
-    assert meta["execution"] == uid
+    assert [m["execution"] for m in metas] == [uid]
     (path,) = store_rows(toy.db, "SELECT path FROM artifacts LIMIT 1")[0]
     assert Path(path).is_relative_to(folder)
 
@@ -58,10 +63,11 @@ def test_resume_refuses_a_snapshot_that_is_not_its_own(toy):
     with pytest.raises(RunFailure):
         run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False,
                        fault=_sigterm_at_workload)
-    (snap,) = list((toy.root / ".wb" / "artifacts").glob("execution-*/snapshot.json"))
-    meta = json.loads(snap.read_text())
-    meta["execution"] = "0" * 32
-    snap.write_text(json.dumps(meta))
+    # The interrupted runner restored the target and removed its snapshot; one a killed runner would have left,
+    # naming another execution (a folder copied over, or altered), is put in its place.
+    (folder,) = list((toy.root / ".wb" / "artifacts").glob("execution-*"))
+    assert not (folder / "snapshot.json").exists()
+    (folder / "snapshot.json").write_text(json.dumps({"execution": "0" * 32, "hosts": {}}))
     toy.conf.write_bytes(b"# unrelated\n")
     with pytest.raises(RunFailure, match="not this execution's own"):
         run_hypothesis("toy-fix", db=toy.db, show_progress=False, resume=True, build_report=False)

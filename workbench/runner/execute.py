@@ -27,7 +27,7 @@ from workbench.runner import progress as progress_mod
 from workbench.runner.progress import RunProgress
 from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
-from workbench.runner.restore import Snapshot, restore_host
+from workbench.runner.restore import Snapshot, discard_snapshots, restore_host
 from workbench.runner.summary import ExecutionResult, result
 from workbench.runner.takeover import FINISHED, ended_runs, take_target
 from workbench.runner.targets.base import Target
@@ -84,6 +84,7 @@ class State:
     resumed: bool = False
     decide: StopRule | None = None  # replaces the hypothesis's own sequential test (see `execute`)
     stopping: bool = False  # a stop signal came: the restore does not wait for health afterwards
+    restored: bool = False  # every host's restore was done: its snapshot is needed no more
 
 
 def make_target(p: Prepared, sim_dir: Path | None = None) -> Target:
@@ -225,6 +226,8 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
     if problems:
         msg = "\n".join(f"{e.message}\n  {e.hint}" for e in problems)
         state.restore_error = msg
+    else:
+        state.restored = True
 
 
 # The signals that stop an execution the way Ctrl-C does: the run in flight is interrupted, the target restored.
@@ -295,6 +298,8 @@ async def _main(state: State, target: Target) -> None:
             state.progress.log(f"warning: stopping the deployment failed: {exc.message}")
         if lock is not None:
             await lock.release(restore_failed=state.restore_failed)
+        if state.restored:  # after the lock's release: a runner killed before it leaves the snapshot to check
+            discard_snapshots(state.exec_dir)
         await target.close()
         progress_mod.on_output_gone = None
         for sig in STOP_SIGNALS:

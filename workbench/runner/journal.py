@@ -1,19 +1,20 @@
 """A run's outcome on disk before it goes to the store, so a runner killed (or a store held by a reader)
 between the end of a run and its commit loses nothing: `--resume` writes what the journal still holds.
 
-One JSON file per run under the execution's folder, written atomically (temp file, fsync, rename) and
-removed once the store has committed the run.
+One JSON file per run under the execution's folder, written atomically (temp file, fsync, rename), masked
+and readable by its owner only, and removed once the store has committed the run.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from workbench.runner.outcome import RunOutcome
+from workbench.runner.restore import write_private
+from workbench.secrets import redact
 
 FIELDS = ("status", "stage", "error", "rendered_config", "config_hash", "fingerprint", "metrics",
           "metric_sources", "units", "probe_counts", "stage_s")
@@ -32,12 +33,9 @@ def write(exec_dir: Path, run_id: int, out: RunOutcome) -> Path:
     folder = _folder(exec_dir)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"run-{run_id}.json"
-    tmp = folder / f".run-{run_id}.json.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(body, f, default=str)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    # Masked as the store masks it, by this process, which knows every secret of the run (a --set value too):
+    # the process that replays it after a crash may not.
+    write_private(path, json.dumps(redact(body), default=str).encode("utf-8"))
     return path
 
 

@@ -1,10 +1,11 @@
 """Snapshot of the target's config before the first run, and its restore in `finally`.
 
 The snapshot is kept on local disk in a folder keyed by the execution's UUID (never by one store's
-row id: users keep several stores side by side), each copy named by its sha256. A resumed experiment
-restores the original and not whatever arm a killed runner left behind; a snapshot that names another
-execution, or whose copy no longer matches its hash, is refused. A failed restore is loud and gives
-the exact commands.
+row id: users keep several stores side by side), each copy named by its sha256, readable by its owner only
+(the original config may hold a token, which the restore must put back as it was), and removed once every
+host was restored. A resumed experiment restores the original and not whatever arm a killed runner left
+behind; a snapshot that names another execution, or whose copy no longer matches its hash, is refused. A
+failed restore is loud, keeps the snapshot and gives the exact commands.
 """
 
 from __future__ import annotations
@@ -60,15 +61,44 @@ async def take_snapshots(target: Target, paths: dict[str, str], folder: Path, *,
         data, mode = (found if found is not None else (None, 0o644))
         local = folder / f"original-{hashlib.sha256(data or b'').hexdigest()}"
         if data is not None:
-            local.write_bytes(data)
+            write_private(local, data)
         snaps[host] = Snapshot(host, path, data, mode, local)
     meta = {"execution": owner,
             "hosts": {h: {**s.to_json(), "sha256": hashlib.sha256(s.data or b"").hexdigest()}
                       for h, s in snaps.items()}}
-    tmp = folder / "snapshot.json.tmp"
-    tmp.write_text(json.dumps(meta, indent=2), encoding="utf-8")
-    tmp.replace(folder / "snapshot.json")
+    write_private(folder / "snapshot.json", json.dumps(meta, indent=2).encode("utf-8"))
     return snaps
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write `path` whole (a temp file renamed over it), readable by its owner only (0600, whatever the umask):
+    a config's original may hold a token, and it stays on disk until its restore is done."""
+    import os
+
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # a temp file left by a killed runner may have had another mode
+        with os.fdopen(fd, "wb") as f:
+            fd = -1
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    os.replace(tmp, path)
+
+
+def discard_snapshots(folder: Path) -> None:
+    """Remove the snapshot of an execution whose every host was restored (its lock released): the originals it
+    kept (a config may hold a token) are needed again by nothing. A `--resume` snapshots the config afresh,
+    which is then the original again."""
+    for p in [folder / "snapshot.json", *folder.glob("original-*")]:
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def load_snapshots(folder: Path, *, owner: str) -> dict[str, Snapshot]:
