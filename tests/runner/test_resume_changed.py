@@ -143,3 +143,29 @@ def test_resume_of_an_execution_started_here_says_nothing_of_other_hosts(toy, ca
     capfd.readouterr()
     run_hypothesis("toy-fix", db=toy.db, resume=True, show_progress=True)
     assert "could not be checked" not in capfd.readouterr().err
+
+
+def test_resume_of_an_execution_started_with_a_secret_set_asks_for_it_again(toy):
+    # The store keeps a secret --set masked, so a resume rendered "<redacted>" into the config and was refused
+    # as "changed since: the rendered config": an execution started with a secret --set could never go on.
+    edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
+                 "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
+                 "  db_password: {secret: true, default: changeme-please}\n")
+    edit_profile(toy.root, "        mode={{ mode }}\n", "        mode={{ mode }}\n        password={{ db_password }}\n")
+    _sigterm_at_second_workload.__defaults__[0]["n"] = 0
+    with pytest.raises(RunInterrupted):
+        run_hypothesis("toy-fix", db=toy.db, replicates=1, seed=3, sets={"db_password": "s3cr3t-given"},
+                       fault=_sigterm_at_second_workload)
+    before = _counts(toy)
+    with pytest.raises(BadInput) as ei:  # not stored, so not guessed: asked for, by name, never shown
+        run_hypothesis("toy-fix", db=toy.db, resume=True)
+    msg = ei.value.message + (ei.value.hint or "")
+    assert "db_password" in msg and "--set db_password=" in msg and "s3cr3t-given" not in msg, msg
+    with pytest.raises(BadInput) as ei:  # another value renders another config: refused, value not shown
+        run_hypothesis("toy-fix", db=toy.db, resume=True, sets={"db_password": "another-value"})
+    assert "the rendered config of arm" in ei.value.message and "another-value" not in ei.value.message
+    assert _counts(toy) == before and toy.conf.read_bytes() == toy.original
+    s = run_hypothesis("toy-fix", db=toy.db, resume=True, sets={"db_password": "s3cr3t-given"})
+    assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]
+    assert toy.conf.read_bytes() == toy.original
+    assert not store_rows(toy.db, "SELECT id FROM runs WHERE CAST(variables_json AS VARCHAR) LIKE '%s3cr3t%'")

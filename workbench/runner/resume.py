@@ -55,15 +55,35 @@ def resume(registry: "Registry", store: "Store", hypothesis_id: str, sets: dict[
                        hint=f"start one with: wb hypothesis run {hypothesis_id}")
     _refuse_anothers(registry.root, prior)
     saved = prior.plan or {}
-    if sets and sets != saved.get("overrides", {}):
-        raise BadInput("--resume continues the interrupted execution with its own --set values",
-                       hint=f"it used {saved.get('overrides') or 'none'}; drop --set or start afresh")
+    overrides = _resumed_overrides(prior, saved.get("overrides") or {}, sets)
     plan = Plan.from_dict(saved["plan"])
     _refuse_other_flags(prior, plan, given or {})
-    p = resolve(registry, hypothesis_id, profile=prior.profile, replicates=None, overrides=saved.get("overrides", {}),
+    p = resolve(registry, hypothesis_id, profile=prior.profile, replicates=None, overrides=overrides,
                 sequential=prior.mode == "sequential", aa=prior.mode == "aa", seed=None)
     p.max_replicates = int(saved.get("max_replicates", plan.replicates))
     return p, plan, prior
+
+
+def _resumed_overrides(prior: "ExecutionRecord", saved: dict[str, str], sets: dict[str, str]) -> dict[str, str]:
+    """The --set values the execution goes on with: its own. A secret one is stored masked, so it must be
+    given again (`--resume --set NAME=VALUE`); whether it is the same value is checked by the rendered
+    configs' hashes (`changes_since`), which were taken with the real one. Any other --set must repeat its
+    recorded value."""
+    from workbench.secrets import MASK
+
+    masked = [k for k, v in saved.items() if MASK in str(v)]
+    others = {k: v for k, v in sets.items() if k not in masked}
+    if others and others != {k: v for k, v in saved.items() if k in others}:
+        shown = {k: v for k, v in saved.items() if k not in masked} or "none"
+        raise BadInput("--resume continues the interrupted execution with its own --set values",
+                       hint=f"it used {shown}; drop --set or start afresh")
+    missing = [k for k in masked if k not in sets]
+    if missing:
+        given = " ".join(f"--set {k}=VALUE" for k in missing)
+        raise BadInput(f"--resume: execution {prior.id} was started with the secret --set {', '.join(missing)}, "
+                       "whose value is not stored. Nothing was run",
+                       hint=f"give it again, the same value: wb hypothesis run {prior.hypothesis_id} --resume {given}")
+    return {**saved, **{k: sets[k] for k in masked}}
 
 
 def _refuse_anothers(root: Any, prior: "ExecutionRecord") -> None:
