@@ -501,7 +501,7 @@ class Workbench(StoredRuns):
 
         url, path = resolve_url(self.settings.db)
         if path is not None and not path.exists():
-            raise BadInput(f"no store at {path}", hint=f"create it with: wb db upgrade --db {path}")
+            raise BadInput(f"no store at {path}", hint=f"create it with: wb db upgrade --db {path}", where=str(path))
         with Store(url, path, read_only=True, lock_wait_s=self.settings.lock_wait_s) as store:
             rev = store.revision()
             return Revision(store.name, rev, head_revision(), newer_revision(rev))

@@ -27,14 +27,16 @@ __all__ = [
 
 
 class WbError(Exception):
-    """Root of every error wb reports to a user. `hint` says what to do about it."""
+    """Root of every error wb reports to a user. `hint` says what to do about it; `where`, when known, is what
+    was at fault: `file:line` of a file, or the flag (`--fail-on`)."""
 
     exit_code = 1
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, where: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.where = where
 
     def __str__(self) -> str:
         return self.message
@@ -57,7 +59,7 @@ class ConfigError(BadInput):
                  field: str | None = None, hint: str | None = None) -> None:
         where = f"{file}:{line}" if line else file
         loc = f" (field {field})" if field else ""
-        super().__init__(f"{where}{loc}: {message}", hint=hint)
+        super().__init__(f"{where}{loc}: {message}", hint=hint, where=where)
         self.file = file
         self.line = line
         self.field = field

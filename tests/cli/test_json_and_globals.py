@@ -158,7 +158,10 @@ def test_the_default_store_is_the_workbench_folders_not_the_current_folders(
 def test_json_with_another_format_is_refused_by_every_listing(seeded, cli, listing: list[str], fmt: str) -> None:
     # Only `review list` refused it; the others printed JSON where the script asked for csv too.
     code, out, err = cli(*listing, "--json", "--format", fmt, "--db", seeded["db"], "--root", seeded["root"])
-    assert code == 2 and out == "", (code, out, err)
+    assert code == 2, (code, out, err)
+    # --json was asked for: stdout is its envelope of the error, no listing in either format.
+    doc = json.loads(out)
+    assert (doc["ok"], doc["error"]["where"], "items" in doc) == (False, "--format", False), doc
     assert err.startswith(f"Error: --json and --format {fmt}: give one") and "Traceback" not in err, err
     code, out, err = cli(*listing, "--json", "--format", "JSON", "--db", seeded["db"], "--root", seeded["root"])
     assert code == 0 and json.loads(out)["wb"] == 1, (code, err)

@@ -1,8 +1,8 @@
 """What every command group shares: the error boundary, output helpers and common options.
 
 Output conventions (README "Output for scripts"): `--json` prints one envelope per command,
-`{"wb": JSON_VERSION, "command": "runs list", ...}` (a dict result's keys beside those two, a list
-result under "items"); listings take `--format table|json|csv|tsv`; a table piped elsewhere than a
+`{"wb": JSON_VERSION, "command": "runs list", "ok": true, ...}` (a dict result's keys beside those, a list
+result under "items"; "ok": false and "error" when the command fails, see `_envelope`); listings take `--format table|json|csv|tsv`; a table piped elsewhere than a
 terminal is plain aligned text with every value whole; NO_COLOR is honoured; a closed pipe ends quietly.
 
 A command adopts them by: building its app with `new_app` (error boundary, closed pipe, plain help off a
@@ -14,7 +14,6 @@ and `emit_rows(...)`; a verdict-producing command adds `FailOnOption`, `fail_on(
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from workbench.cli import _envelope
 from workbench.errors import WbError
 
 if TYPE_CHECKING:
@@ -76,55 +76,91 @@ class WbGroup(TyperGroup):
         """As click's standalone mode, but a mistake the parser finds (an unknown option, a missing argument, a
         value of the wrong type) is one `Error:` line and a `Hint:` with the usage, as wb's own errors are,
         not click's usage block, its "Try ..." line and a blank line before the error."""
-        from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+        from typer._click.exceptions import ClickException, NoArgsIsHelpError
         from typer.exceptions import Abort
 
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
+        argv = kwargs.get("args") if "args" in kwargs else (args[0] if args else None)
+        _envelope.begin(wanted=_envelope.json_in_argv(list(sys.argv[1:] if argv is None else argv)))
         try:
             rv = super().main(*args, standalone_mode=False, **kwargs)
         except NoArgsIsHelpError as exc:  # a group given no command: its help
             exc.show()
             sys.exit(exc.exit_code)
         except ClickException as exc:
-            err = typer.get_text_stream("stderr")
-            err.write(f"Error: {exc.format_message()}\n")
-            ctx = exc.ctx if isinstance(exc, UsageError) else None
-            if ctx is not None:
-                usage = ctx.get_usage().removeprefix("Usage: ")
-                err.write(f"Hint: usage: {usage}  ({ctx.command_path} --help lists the options)\n")
-            err.flush()
+            _usage_error(exc)
             sys.exit(exc.exit_code)
         except Abort:
             sys.stderr.write("Aborted!\n")
+            _envelope.emit({"message": "aborted", "hint": None, "where": None, "exit_code": 1, "kind": "Abort"})
             sys.exit(1)
+        finally:
+            _envelope.end()
         sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
 
     def invoke(self, ctx):  # type: ignore[override]
-        with _redacted_output() if ctx.parent is None else nullcontext():
+        root = ctx.parent is None
+        with _redacted_output() if root else nullcontext():
             try:
-                if ctx.parent is None:
+                if root:
                     _hand_down_global_flags(ctx)
                 rv = super().invoke(ctx)
+                if root:
+                    _envelope.emit()
                 sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at interpreter exit
                 return rv
             except BrokenPipeError:
+                _envelope.discard()
                 _pipe_closed()
                 raise typer.Exit(0) from None
             except WbError as exc:
                 _report(exc)
+                _envelope.emit(_envelope.error_of(exc, exc.exit_code), command=command_name())
                 raise typer.Exit(exc.exit_code) from None
-            except typer.Exit:
+            except typer.Exit as exc:
                 # A command group's own boundary has spoken (`wb runs list` passes through two): the Exit still
                 # carries the interrupt as its context, which must not be reported a second time.
+                if root:
+                    _envelope.emit(_envelope.exit_error(exc.exit_code))
                 raise
             except (KeyboardInterrupt, Exception) as exc:  # Ctrl-C, also one that reached a query of the store
+                from typer._click.exceptions import ClickException
+
                 from workbench.store.engine import interrupted_query
 
-                if not interrupted_query(exc):  # a bug: its traceback
+                if isinstance(exc, ClickException):  # the parser's: `main` reports it
+                    raise
+                if not interrupted_query(exc):  # a bug: its traceback, and the envelope says so
+                    _envelope.emit(_envelope.error_of(exc, 1) | {"kind": "bug", "message": f"a bug in wb: "
+                                                                 f"{type(exc).__name__}: {exc}"})
                     raise
                 sys.stderr.write("Interrupted.\n")
+                _envelope.emit({"message": "interrupted", "hint": None, "where": None, "exit_code": 130,
+                                "kind": "KeyboardInterrupt"})
                 raise typer.Exit(130) from None
+
+
+def _usage_error(exc: Any) -> None:
+    """A mistake the parser found: one `Error:` line and a `Hint:` with the usage; with --json the envelope too,
+    naming the flag at fault as `where` when the parser knows it."""
+    from typer._click.exceptions import UsageError
+
+    err = typer.get_text_stream("stderr")
+    err.write(f"Error: {exc.format_message()}\n")
+    ctx = exc.ctx if isinstance(exc, UsageError) else None
+    hint = None
+    if ctx is not None:
+        usage = ctx.get_usage().removeprefix("Usage: ")
+        hint = f"usage: {usage}  ({ctx.command_path} --help lists the options)"
+        err.write(f"Hint: {hint}\n")
+    err.flush()
+    param = getattr(exc, "param", None)
+    opts = [o for o in getattr(param, "opts", []) if o.startswith("--")] or list(getattr(param, "opts", []))
+    where = getattr(exc, "option_name", None) or (opts[0] if opts else getattr(param, "name", None))
+    command = " ".join(ctx.command_path.split()[1:]) if ctx is not None else ""
+    _envelope.emit({"message": exc.format_message(), "hint": hint, "where": where, "exit_code": exc.exit_code,
+                    "kind": "UsageError"}, command=command)
 
 
 GLOBAL_FLAGS = ("root", "db")  # accepted before the subcommand too: `wb --root DIR --db FILE runs list`
@@ -244,6 +280,13 @@ class WbCommand(TyperCommand):
         super().__init__(*args, **kwargs)
         _name_option_values(self.params)
 
+    def invoke(self, ctx):  # type: ignore[override]
+        params = ctx.params
+        fmt = params.get("fmt")
+        _envelope.want(any(params.get(n) is True for n in ("json_", "as_json", "json_out"))
+                       or (isinstance(fmt, str) and fmt.lower() == "json"), command_name())
+        return super().invoke(ctx)
+
     def parse_args(self, ctx, args):  # type: ignore[override]
         try:
             return super().parse_args(ctx, args)
@@ -276,13 +319,8 @@ def new_app(help: str, *, completion: bool = False) -> typer.Typer:
                        pretty_exceptions_enable=False, rich_markup_mode="rich" if is_tty() else None)
 
 
-JSON_VERSION = 1  # bump when a key of an envelope changes meaning or goes away; new keys do not bump it
-
-
-def envelope(command: str, result: Any) -> dict[str, Any]:
-    """The one JSON shape of every command: {"wb": 1, "command": ..., <a dict's keys> | "items": [...]}."""
-    head = {"wb": JSON_VERSION, "command": command}
-    return {**head, **result} if isinstance(result, dict) else {**head, "items": result}
+JSON_VERSION = _envelope.JSON_VERSION
+envelope = _envelope.envelope
 
 
 def command_name() -> str:
@@ -298,11 +336,11 @@ def command_name() -> str:
 
 
 def print_json(obj: Any, command: str | None = None) -> None:
-    from workbench.secrets import redact
-
-    # Redacted as an object too: a secret's value written as JSON may be escaped past the stream's redaction.
-    typer.echo(json.dumps(envelope(command if command is not None else command_name(), redact(obj)), indent=2,
-                          sort_keys=False, default=str))
+    """The command's envelope (`_envelope`): held for the error boundary, which prints it once the outcome is
+    known (`"ok"`, and the error when it failed); printed at once when no boundary runs."""
+    name = command if command is not None else command_name()
+    if not _envelope.hold(name, obj):
+        _envelope.print_now(name, obj)
 
 
 def parse_sets(values: list[str] | None) -> dict[str, str]:
@@ -318,11 +356,11 @@ def parse_sets(values: list[str] | None) -> dict[str, str]:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise BadInput(f"--set {item!r} is not of the form var=value",
-                           hint="e.g. --set causal_model=wedge")
+                           hint="e.g. --set causal_model=wedge", where="--set")
         name, value = name.strip(), value.strip()
         if name in out and out[name] != value:
             raise BadInput(f"--set {name}={out[name]} and --set {name}={value} give {name} two values",
-                           hint=f"keep one --set {name}=...")
+                           hint=f"keep one --set {name}=...", where="--set")
         out[name] = value
     return out
 
@@ -336,7 +374,7 @@ def check_seed(seed: int | None, flag: str = "--seed") -> int | None:
     if seed is not None and not SEED_MIN <= seed <= SEED_MAX:
         shown = str(seed) if len(str(seed)) <= 24 else str(seed)[:20] + "…"
         raise BadInput(f"{flag} {shown} is out of range: give {SEED_MIN} to {SEED_MAX}",
-                       hint=f"leave {flag} out to draw one; the seed used is printed and recorded")
+                       hint=f"leave {flag} out to draw one; the seed used is printed and recorded", where=flag)
     return seed
 
 
@@ -363,10 +401,11 @@ def list_format(fmt: str | None, as_json: bool = False) -> str:
     from workbench.errors import BadInput
 
     if as_json and fmt is not None and fmt.lower() != "json":
-        raise BadInput(f"--json and --format {fmt}: give one", hint="--json is --format json")
+        raise BadInput(f"--json and --format {fmt}: give one", hint="--json is --format json", where="--format")
     chosen = "json" if as_json else (fmt or "table").lower()
     if chosen not in LIST_FORMATS:
-        raise BadInput(f"--format {fmt!r} is not one of {', '.join(LIST_FORMATS)}", hint="e.g. --format tsv")
+        raise BadInput(f"--format {fmt!r} is not one of {', '.join(LIST_FORMATS)}", hint="e.g. --format tsv",
+                       where="--format")
     return chosen
 
 
@@ -418,16 +457,20 @@ def fail_on(value: str | None) -> frozenset[str]:
     if value is not None and not chosen:
         # `--fail-on ""` (an unset CI variable, say) would gate on nothing while looking like a gate.
         raise BadInput(f"--fail-on {value!r} names no verdict",
-                       hint="use a comma-separated subset of " + ",".join(VERDICTS) + ", or leave --fail-on out")
+                       hint="use a comma-separated subset of " + ",".join(VERDICTS) + ", or leave --fail-on out",
+                       where="--fail-on")
     unknown = sorted(chosen - set(VERDICTS))
     if unknown:
         raise BadInput(f"--fail-on {value!r}: unknown verdict {', '.join(unknown)}",
-                       hint="use a comma-separated subset of " + ",".join(VERDICTS))
+                       hint="use a comma-separated subset of " + ",".join(VERDICTS), where="--fail-on")
     return chosen
 
 
 def exit_on_verdict(verdict: str | None, failing: frozenset[str]) -> None:
     """Exit 3 when the verdict is one the caller asked to fail on (CI gates on it)."""
     if verdict is not None and verdict in failing:
-        typer.echo(f"verdict {verdict} is in --fail-on ({','.join(sorted(failing))}): exit {EXIT_VERDICT}", err=True)
+        message = f"verdict {verdict} is in --fail-on ({','.join(sorted(failing))})"
+        typer.echo(f"{message}: exit {EXIT_VERDICT}", err=True)
+        _envelope.note_error({"message": message, "hint": None, "where": "--fail-on", "exit_code": EXIT_VERDICT,
+                              "kind": "VerdictInFailOn"})
         raise typer.Exit(EXIT_VERDICT)

@@ -96,14 +96,16 @@ def register(hypothesis_app: typer.Typer) -> None:
         else:
             for line in summary_lines(result):
                 typer.echo(line)
+        from workbench.errors import RunFailure
+
+        # Raised after the result is printed: the boundary writes the `Error:` line, and with --json the one
+        # envelope carries the result, "ok": false and this error.
         if result.report_error:
-            typer.echo(f"Error: the site was not rebuilt: {result.report_error} (the runs and the verdict are recorded; "
-                       "wb report --out DIR builds it)", err=True)
-            raise typer.Exit(1)
+            raise RunFailure(f"the site was not rebuilt: {result.report_error} (the runs and the verdict are recorded; "
+                             "wb report --out DIR builds it)")
         bad = result.execution.failed_runs
         if bad:
             # Recorded and restored, but some runs measured nothing: a failure while running (exit 1).
-            typer.echo(f"Error: {len(bad)} of {result.execution.planned_runs} planned run(s) did not finish ok "
-                       "(see the run errors above or `wb runs show ID`)", err=True)
-            raise typer.Exit(1)
+            raise RunFailure(f"{len(bad)} of {result.execution.planned_runs} planned run(s) did not finish ok "
+                             "(see the run errors above or `wb runs show ID`)")
         exit_on_verdict(result.analysis.verdict if result.analysis else None, failing)

@@ -129,7 +129,8 @@ class Registry:
             if h.id == hid:
                 return h
         known = ", ".join(h.id for h in self.hypotheses) or "none"
-        raise BadInput(f"no hypothesis {hid!r} in {self.root / HYPOTHESES_FILE}", hint=f"known ids: {known}")
+        raise BadInput(f"no hypothesis {hid!r} in {self.root / HYPOTHESES_FILE}", hint=f"known ids: {known}",
+                       where=str(self.root / HYPOTHESES_FILE))
 
     def experiment_for(self, h: Hypothesis) -> Experiment:
         return self.experiments[h.experiment]

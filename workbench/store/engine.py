@@ -439,7 +439,7 @@ def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: f
     url, path = resolve_url(db)
     if path is not None and not path.exists():
         if read_only:
-            raise BadInput(f"no store at {path}",
+            raise BadInput(f"no store at {path}", where=str(path),
                            hint="run a hypothesis, `wb import evidence FILE.csv` or `wb db upgrade` first, "
                                 "or point --db / WB_DB at an existing store")
         _folder_exists(path)
