@@ -4,6 +4,14 @@ recorded, "ok": false and the error; the `Error:` line stays on stderr and the e
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+WB = str(Path(sys.executable).with_name("wb"))
 
 
 def test_failed_runs_give_the_result_with_ok_false_and_the_error(toy, cli) -> None:
@@ -18,3 +26,96 @@ def test_failed_runs_give_the_result_with_ok_false_and_the_error(toy, cli) -> No
     assert doc["error"] == {"message": message, "hint": None, "where": None, "exit_code": 1, "kind": "RunFailure"}
     assert f"Error: {message}" in err
 
+
+def _hang_second_run(toy) -> Path:
+    """The toy's second workload announces itself (the marker returned) and waits to be stopped, bounded."""
+    from runner_kit import edit_profile
+
+    edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
+    toy_py = toy.state / "toy.py"
+    marker = toy.state / "second-run-waiting"
+    toy_py.write_text(toy_py.read_text().replace(
+        '        mode = c.get("mode", "ok")\n',
+        '        mode = c.get("mode", "ok")\n'
+        '        count = state / "work-count"\n'
+        '        n = int(count.read_text()) + 1 if count.exists() else 1\n'
+        '        count.write_text(str(n))\n'
+        '        if n == 2:\n'
+        f'            Path({str(marker)!r}).write_text("waiting")\n'
+        '            time.sleep(300)\n'))
+    return marker
+
+
+def _interrupt_at_second_run(toy, tmp_path: Path, *flags: str) -> tuple[int, str, str, str]:
+    """`wb hypothesis run toy-fix` with stdout and stderr in files (no terminal), SIGINT while its second run
+    works: (exit code, stdout, stderr as it stood before the signal, stderr at the end)."""
+    marker = _hang_second_run(toy)
+    out, err = tmp_path / "out", tmp_path / "err"
+    env = {**os.environ, "WB_ROOT": str(toy.root)}
+    with out.open("w") as o, err.open("w") as e:
+        proc = subprocess.Popen([WB, "hypothesis", "run", "toy-fix", "--replicates", "1", "--seed", "5",
+                                 "--db", toy.db, *flags], stdout=o, stderr=e, env=env, cwd=toy.root)
+        try:
+            t0 = time.monotonic()
+            while not marker.exists():
+                assert proc.poll() is None, err.read_text()[-2000:]
+                assert time.monotonic() - t0 < 240, "the second run never started"
+                time.sleep(0.1)
+            before = err.read_text()
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=240)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    return code, out.read_text(), before, err.read_text()
+
+
+def test_an_interrupted_run_prints_what_it_recorded_and_a_line_per_ended_run(toy, tmp_path) -> None:
+    code, out, before, err = _interrupt_at_second_run(toy, tmp_path)
+    assert code == 130, err[-2000:]
+    # Off a terminal, the first run's line was there while the second one worked, not only at the end.
+    assert "[1/2] run 1 control r0 on local: ok (" in before, before
+    assert "Error: interrupted after 1 of 2 run(s) ok; the target was restored" in err
+    assert out.startswith("toy-fix on local (profile local), execution 1, mode fixed, seed 5\n"), out
+    assert "  control      runs ok 1/1  sessions=10  leak=3" in out and "  treatment    runs ok 0/1" in out, out
+    assert "run 2 (treatment r0) interrupted during its workload stage" in out, out
+    assert "verdict: none (interrupted before the planned runs were made)" in out, out
+    assert "Traceback" not in err
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_an_interrupted_run_with_json_prints_an_envelope_with_its_status_and_resume_command(toy, tmp_path) -> None:
+    code, out, _, err = _interrupt_at_second_run(toy, tmp_path, "--json")
+    assert code == 130, err[-2000:]
+    doc = json.loads(out)
+    assert (doc["ok"], doc["status"], doc["execution_id"], doc["seed"]) == (False, "interrupted", 1, 5), doc
+    assert doc["resume"] == f"wb hypothesis run toy-fix --resume --db {toy.db}"
+    assert sorted(r["status"] for r in doc["runs"]) == ["interrupted", "ok"]
+    assert sum(a["runs_ok"] for a in doc["arms"].values()) == 1
+    assert doc["error"]["exit_code"] == 130 and doc["error"]["hint"] == f"continue with: {doc['resume']}"
+    assert doc["error"]["message"].startswith("interrupted after 1 of 2 run(s) ok")
+
+
+def test_on_a_terminal_the_live_bar_shows_progress_and_no_line_per_run(toy) -> None:
+    """The per-run lines are for logs and pipes; a terminal has the bar, redrawn in place, then one line."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([WB, "hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db],
+                            stdout=subprocess.PIPE, stderr=slave, env={**os.environ, "WB_ROOT": str(toy.root)})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    out, _ = proc.communicate(timeout=240)
+    os.close(master)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0, shown[-2000:]
+    assert "[1/2] run 1" not in shown and "[2/2] run 2" not in shown, shown
+    assert "toy-fix on local: 2 of 2 run(s) ok in " in shown, shown

@@ -11,6 +11,7 @@ from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOptio
 
 if TYPE_CHECKING:
     from workbench.app import RunReport
+    from workbench.runner.execute import RunInterrupted
 
 
 def summary_lines(r: "RunReport") -> list[str]:
@@ -59,6 +60,23 @@ def summary_lines(r: "RunReport") -> list[str]:
     return lines
 
 
+def show_interrupted(exc: "RunInterrupted", json_: bool) -> None:
+    """What an interrupted execution recorded, before the boundary writes its `Error:` line: the summary on
+    stdout (execution id, seed, order, per-arm counts so far), or the envelope's result with "status":
+    "interrupted" and the command that resumes it (the boundary adds "ok": false and the error)."""
+    from workbench.app import RunReport
+
+    if exc.partial is None:
+        return
+    if json_:
+        print_json({**RunReport(exc.partial, None, "interrupted").to_dict(), "status": "interrupted",
+                    "resume": exc.resume})
+        return
+    for line in summary_lines(RunReport(exc.partial, None, "interrupted before the planned runs were made")):
+        if not line.startswith("report: "):
+            typer.echo(line)
+
+
 def register(hypothesis_app: typer.Typer) -> None:
     @hypothesis_app.command("run")
     def run(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")],
@@ -85,12 +103,16 @@ def register(hypothesis_app: typer.Typer) -> None:
 
         Exit 0 done, 1 some run failed, 2 bad input, 3 the verdict is in --fail-on, 130 interrupted by
         Ctrl-C (SIGINT), 143 by SIGTERM, 129 by SIGHUP (128 + the signal, the target restored either way)."""
-        from workbench.runner.execute import RunOptions
+        from workbench.runner.execute import RunInterrupted, RunOptions
 
         failing = fail_on(fail_on_)
         options = RunOptions(target=target, replicates=replicates, sets=parse_sets(set_), sequential=sequential,
                              aa=aa, resume=resume, seed=check_seed(seed))
-        result = open_workbench(db, root).run(hypothesis_id, options, report=report)
+        try:
+            result = open_workbench(db, root).run(hypothesis_id, options, report=report)
+        except RunInterrupted as exc:
+            show_interrupted(exc, json_)
+            raise
         if json_:
             print_json(result.to_dict())
         else:

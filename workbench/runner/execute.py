@@ -55,10 +55,15 @@ class RunInterrupted(RunFailure):
     the target was restored). It exits 128 + the signal's number, as a shell reports a process the signal
     ended: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP, 141 for SIGPIPE."""
 
-    def __init__(self, message: str, *, hint: str | None = None, signum: int = signal.SIGINT) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, signum: int = signal.SIGINT,
+                 partial: "ExecutionResult | None" = None, resume: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.signum = int(signum)
         self.exit_code = 128 + self.signum
+        # What the execution recorded before the stop (its id, seed, runs and per-arm counts), read back from
+        # the store, and the command that continues it: the CLI prints them, as text or in the JSON envelope.
+        self.partial = partial
+        self.resume = resume
 
 
 @dataclass
@@ -141,7 +146,7 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
             if out.status in FINISHED:
                 state.done.add(pr.order_index)
             state.outcomes.append((run_id, pr, out))
-            state.progress.finished(pr.order_index, out.status)
+            state.progress.finished(pr.order_index, out.status, pr, run_id)
             if out.status != "ok":
                 state.progress.log(f"run {run_id} ({pr.arm} r{pr.replicate}) {out.describe()}")
         await rec.settle()  # the run is in the store before the next one starts
@@ -416,12 +421,22 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
         raise RestoreFailed(lines[0], hint="\n".join(lines[1:]))
     if isinstance(error, (RunInterrupted, KeyboardInterrupt)):
         hid = state.prepared.hypothesis.id
+        command = resume_command(state.store, state.prepared.root, hid)
         # The count is the progress line's own (the same runs, the same words), so the two never disagree.
         raise RunInterrupted(f"interrupted after {state.progress.count_text()}; the target was restored",
-                             hint=f"continue with: {resume_command(state.store, state.prepared.root, hid)}",
-                             signum=getattr(error, "signum", signal.SIGINT))
+                             hint=f"continue with: {command}", signum=getattr(error, "signum", signal.SIGINT),
+                             partial=_recorded(state), resume=command)
     if error is not None:
         raise error
+
+
+def _recorded(state: State) -> ExecutionResult | None:
+    """The execution as the store holds it after a stop; None when the store cannot say (the error that stopped
+    the execution is reported all the same)."""
+    try:
+        return result(state)
+    except WbError:
+        return None
 
 
 @dataclass

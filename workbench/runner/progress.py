@@ -147,14 +147,26 @@ class RunProgress:
             self._progress.update(self._task, description=(
                 f"run {position}{of}{self.total}  arm={pr.arm} r{pr.replicate} host={pr.host}  [{stage}]"))
 
-    def finished(self, order_index: int, status: str) -> None:
-        """A run ended with `status`; an interrupted one is not counted (it is redone by a resume)."""
+    def finished(self, order_index: int, status: str, pr: PlannedRun | None = None, run_id: int | None = None) -> None:
+        """A run ended with `status`; an interrupted one is not counted (it is redone by a resume).
+
+        Off a terminal the live bar draws nothing until the end (rich redraws it in place only on a terminal),
+        so a log or a CI job would see minutes of silence: there each ended run gets one line instead."""
         if status == "interrupted":
             self.interrupted = True
             return
         self.ended[order_index] = status
         if self._progress is not None:
             self._progress.update(self._task, completed=self.done)
+            if not self._progress.console.is_terminal:
+                of = " of at most " if self.sequential else "/"
+                what = " ".join([f"run {run_id}"] * (run_id is not None)
+                                + [f"{pr.arm} r{pr.replicate} on {pr.host}"] * (pr is not None)) or "a run"
+                self._line(f"[{self.done}{of}{self.total}] {what}: {status} "
+                           f"({time.monotonic() - self.t0:.1f} s elapsed)")
+
+    def _line(self, text: str) -> None:
+        _written(lambda: self._progress.console.print(text, markup=False, highlight=False))
 
     def log(self, text: str) -> None:
         from workbench.secrets import redact_text
