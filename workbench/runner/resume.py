@@ -33,12 +33,34 @@ SHOWN = 5  # differences named in the error; the rest are counted
 
 
 def find_resumable(store: "Store", hypothesis_id: str) -> "ExecutionRecord | None":
+    """The newest stopped execution, unless a finished one came after it: that one's verdict is the
+    hypothesis's status, and resuming an older execution would put a verdict of older runs over it. Refused
+    executions (nothing ran) are passed over."""
     for ex in reversed(store.executions(hypothesis_id=hypothesis_id)):
         if ex.status in RESUMABLE:
             return ex
         if ex.status == "done":
             return None
     return None
+
+
+def nothing_to_resume(store: "Store", hypothesis_id: str) -> BadInput:
+    """Why --resume found nothing, naming the stopped executions a later finished one superseded (the store
+    keeps their status, how they ended; superseded is what `find_resumable` reads from the order)."""
+    start = f"start one with: wb hypothesis run {hypothesis_id}"
+    executions = store.executions(hypothesis_id=hypothesis_id)
+    stopped = [ex for ex in executions if ex.status in RESUMABLE]
+    if not stopped:
+        return BadInput(f"no interrupted execution of {hypothesis_id!r} to resume", hint=start)
+    done = [ex.id for ex in executions if ex.status == "done"]
+    named = [f"{ex.id} ({ex.status}, superseded by execution {min(d for d in done if d > ex.id)})"
+             for ex in stopped[-SHOWN:]]
+    more = f" and {len(stopped) - SHOWN} older" if len(stopped) > SHOWN else ""
+    return BadInput(f"no execution of {hypothesis_id!r} to resume: execution {', '.join(named)}{more} stopped, "
+                    "but a later execution finished, and --resume continues only a stopped execution no finished "
+                    "one followed",
+                    hint=f"the finished execution's verdict stands (resuming an older one would put that one's "
+                         f"verdict over it); to measure again, {start}")
 
 
 def resume(registry: "Registry", store: "Store", hypothesis_id: str, sets: dict[str, str],
@@ -51,8 +73,7 @@ def resume(registry: "Registry", store: "Store", hypothesis_id: str, sets: dict[
 
     prior = find_resumable(store, hypothesis_id)
     if prior is None:
-        raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume",
-                       hint=f"start one with: wb hypothesis run {hypothesis_id}")
+        raise nothing_to_resume(store, hypothesis_id)
     _refuse_anothers(registry.root, prior)
     saved = prior.plan or {}
     overrides = _resumed_overrides(prior, saved.get("overrides") or {}, sets)
