@@ -426,6 +426,12 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
         raise RunInterrupted(f"interrupted after {state.progress.count_text()}; the target was restored",
                              hint=f"continue with: {command}", signum=getattr(error, "signum", signal.SIGINT),
                              partial=_recorded(state), resume=command)
+    if status == "refused" and isinstance(error, WbError):
+        # Kept for the record (who was kept off which target, by which execution, when); said here, since a
+        # refusal of anything else writes nothing.
+        note = (f"  (this attempt is recorded as execution {state.execution_id}, status refused: no run, no "
+                "verdict; --resume passes over it)")
+        error.hint = f"{error.hint}\n{note}" if error.hint else note.strip()
     if error is not None:
         raise error
 

@@ -1,0 +1,50 @@
+"""A `wb hypothesis run` refused because another execution holds the target (exit 2): nothing ran and the target
+was not touched, and the attempt is on record as an execution with status `refused`, as the README says."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from runner_kit import store_rows
+
+from workbench.runner.lock import LOCK_NAME, process_start
+
+WB = str(Path(sys.executable).with_name("wb"))
+
+
+def _held_by_me(toy) -> None:
+    holder = {"execution": "f" * 32, "host": socket.gethostname(), "pid": os.getpid(),
+              "pid_start": process_start(os.getpid()), "since": "2026-12-01T09:00:00+00:00"}
+    (toy.state / f".serve.conf.{LOCK_NAME}").write_text(json.dumps(holder, sort_keys=True) + "\n")
+
+
+def test_a_refused_run_is_recorded_as_refused_and_says_so(toy) -> None:
+    _held_by_me(toy)
+    env = {**os.environ, "WB_ROOT": str(toy.root)}
+    res = subprocess.run([WB, "hypothesis", "run", "toy-fix", "--db", toy.db, "--json"], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert res.returncode == 2, res.stderr[-2000:]
+    doc = json.loads(res.stdout)
+    assert doc["ok"] is False and doc["error"]["exit_code"] == 2
+    assert "this attempt is recorded as execution 1, status refused" in doc["error"]["hint"]
+    assert "  (this attempt is recorded as execution 1, status refused: no run, no verdict" in res.stderr
+    rows = store_rows(toy.db, "SELECT id, status, error FROM executions")
+    assert [(r[0], r[1]) for r in rows] == [(1, "refused")] and "is in use by execution " + "f" * 32 in rows[0][2]
+    assert store_rows(toy.db, "SELECT count(*) FROM runs") == [(0,)]
+    assert store_rows(toy.db, "SELECT count(*) FROM verdicts") == [(0,)]
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
+    # Not an interrupted execution: --resume has nothing to continue.
+    res = subprocess.run([WB, "hypothesis", "run", "toy-fix", "--resume", "--db", toy.db], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert res.returncode == 2 and res.stderr.startswith("Error: no interrupted execution of 'toy-fix'"), res.stderr
+
+
+def test_the_readme_says_what_a_refusal_records() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    text = " ".join(readme.split())
+    assert "recorded as an execution with status `refused`" in text
