@@ -325,3 +325,27 @@ def test_a_target_taken_between_probes_stops_the_search_as_a_failure_while_runni
         [st] = load_searches(store)
     assert st.status == "interrupted" and [p["index"] for p in st.record["result"]["probes"]] == [0]
     (bench.sim_dir / LOCK_NAME).unlink()
+
+
+def test_a_search_that_ends_with_failed_runs_gives_json_with_ok_false_and_the_reason(bench):
+    """A probe that lost one run and still decided lets the search finish, exit 1, the probes with failed runs
+    named on stderr; with --json the envelope said only "exit 1: see the Error line on stderr" (the reason was
+    printed, not noted): it now carries that line as its error, beside the search's record."""
+    exp = bench.root / "experiments" / "agent-repro.yaml"
+    text = exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 80 --rounds 2")
+    once = bench.sim_dir.parent / "fail-once"
+    once.write_text("")
+    guard = (f"if [ {{{{ geometry_fix }}}} = off ] && [ -e {once} ]; then rm -f {once}; "
+             "echo 'repro lost its connection' >&2; exit 3; fi; ")
+    edited = text.replace("command: >-\n        {{ wb }} sim repro", "command: >-\n        " + guard
+                          + "{{ wb }} sim repro", 1)
+    assert edited != text
+    exp.write_text(edited)
+    out = subprocess.run(_wb(*SEARCH, "--seed", "7", "--db", bench.db, "--json"), capture_output=True, text=True,
+                         env=dict(os.environ), timeout=600)
+    assert out.returncode == 1, out.stderr[-3000:]
+    doc = json.loads(out.stdout)
+    assert doc["ok"] is False and doc["error"]["exit_code"] == 1, doc.get("error")
+    assert "did not finish ok" in doc["error"]["message"] and "p1 (1)" in doc["error"]["message"], doc["error"]
+    assert doc["result"]["status"] in ("decided", "inconclusive") and doc["result"]["changes"] == ["geometry_fix"]
+    assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original

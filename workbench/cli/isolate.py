@@ -6,6 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from workbench.cli import _envelope
 from workbench.cli._common import DbOption, JsonOption, RootOption, check_seed, open_workbench, print_json
 
 MARK = {"fails": "FAILS", "passes": "passes", "inconclusive": "INCONCLUSIVE"}
@@ -65,9 +66,12 @@ def register(app: typer.Typer) -> None:
         failed = out.failed_runs
         if failed:
             # Recorded and restored, but runs measured nothing: a failure while running (exit 1).
-            typer.echo(f"Error: {sum(failed.values())} run(s) did not finish ok, in probe(s) "
+            message = (f"{sum(failed.values())} run(s) did not finish ok, in probe(s) "
                        + ", ".join(f"p{i} ({n})" for i, n in failed.items())
-                       + " (see the run errors above or `wb runs show ID`)", err=True)
+                       + " (see the run errors above or `wb runs show ID`)")
+            typer.echo(f"Error: {message}", err=True)
+            _envelope.note_error({"message": message, "hint": None, "where": None, "exit_code": 1,
+                                  "kind": "RunFailure"})
             raise typer.Exit(1)
 
 
