@@ -41,3 +41,31 @@ def test_a_fractional_count_in_the_exact_tail_says_it_is_an_effective_count(stor
     tail = re.search(r"P\(X >= ([0-9.]+) \| n = ([0-9.,]+)[^)]*\)[^;]*", text)
     assert tail is not None, text
     assert tail.group(1) != "31" and "effective counts (31/320 divided by the design effect" in tail.group(0), text
+
+
+def test_a_tail_at_effective_counts_is_not_called_exact_and_copies_are_explained(store, registry):
+    # Runs that agree closely (7, 8, 8, 8 of 80) are read as partly copies: the tail is then taken at fractional
+    # counts, which no exact test has; the design effect is one number written one way; and the sentence says why
+    # close agreement widens the interval, in words.
+    ex = add_execution(store)
+    for r, leak in enumerate((7, 8, 8, 8), start=1):
+        seed = {"seed": str(r)}
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL | seed, replicate=r,
+                outcomes={"leak": 9, "done": 71})
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT | seed, replicate=r,
+                outcomes={"leak": leak, "done": 80 - leak})
+    text = analyze_stored(store, registry, "wedge-confound", execution_id=ex).reasoning
+    assert re.search(r"exact binomial P\(X [<>]= \d+\.\d", text) is None, text
+    assert "binomial tail P(X >= 7.96 | n = 82.2" in text and "not an exact test" in text, text
+    shown = set(re.findall(r"design effect (\d+(?:\.\d+)?)", text))
+    assert shown == {"3.89"}, (shown, text)
+    assert "cannot tell such copies from chance agreement" in text and "widens the interval" in text, text
+
+
+def test_whole_counts_keep_the_exact_binomial(store, registry):
+    # One run: its units are independent and its counts whole, so the tail is the exact binomial one.
+    ex = add_execution(store)
+    add_run(store, execution_id=ex, arm="control", variables=CONTROL, outcomes={"leak": 12, "done": 68})
+    add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, outcomes={"leak": 14, "done": 66})
+    text = analyze_stored(store, registry, "wedge-confound", execution_id=ex).reasoning
+    assert "exact binomial P(X >= 14 | n = 80, p = 0.02)" in text, text

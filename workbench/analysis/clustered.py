@@ -170,13 +170,13 @@ def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool = False) 
         return Effective(k, n, k / deff, n / deff, deff, "run-level", None,
                          f"{d.runs} runs of one replayed workload ({what}): copies of the same sessions hold "
                          f"one run's evidence whatever their agreement, so they count as one run "
-                         f"(design effect {d.runs})", d)
+                         f"(design effect {deff_text(deff)})", d)
     if d.phi is None:
         deff = 1 + (n / d.runs - 1) * ICC_FLOOR
         return Effective(k, n, k / deff, n / deff, deff, "run-level", None,
                          f"{d.runs} runs with {'no' if k == 0 else 'only'} events, each with its own workload: "
                          f"they cannot show how much runs differ, so an intra-run correlation of {ICC_FLOOR:g} "
-                         f"is assumed (design effect {deff:.3g})", d)
+                         f"is assumed (design effect {deff_text(deff)})", d)
     if over:
         deff = max(d.phi, float(d.runs)) if replayed else d.phi
         return Effective(k, n, k / deff, n / deff, deff, "run-level", d.runs - 1,
@@ -188,11 +188,19 @@ def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool = False) 
         deff = 1 + (d.runs - 1) * (1 - d.phi)
         return Effective(k, n, k / deff, n / deff, deff, "run-level", None,
                          f"the {d.runs} runs agree more closely than independent samples would on average "
-                         f"(phi = {d.phi:.2g}, exact p = {d.p_under:.2g}): replicates counted as correlated "
-                         f"copies, design effect {deff:.2g}", d)
+                         f"(phi = {d.phi:.2g}, exact p = {d.p_under:.2g}). Replicates that replayed the same "
+                         f"sessions agree like this, and {d.runs} runs cannot tell such copies from chance "
+                         f"agreement, so wb takes the cautious reading: the replicates are counted as partly "
+                         f"copies of each other (correlation 1 - phi), which widens the interval rather than "
+                         f"narrowing it (design effect {deff_text(deff)})", d)
     return Effective(k, n, k, n, 1.0, "binomial", None,
                      f"the {d.runs} runs' spread is consistent with binomial (phi = {d.phi:.2g}; "
                      f"p = {d.p_over:.2g} over, {d.p_under:.2g} under): pooled binomial", d)
+
+
+def deff_text(deff: float) -> str:
+    """A design effect as every sentence of the reasoning writes it (one number, one format)."""
+    return f"{deff:.3g}"
 
 
 def joint(a: Effective, b: Effective) -> tuple[Effective, Effective]:

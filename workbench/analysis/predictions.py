@@ -234,9 +234,13 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
     out["exact"] = _exact_text(e.k_eff, e.n_eff, bounds)
     if out["exact"] and e.design_effect != 1:
         # The tail is taken on effective counts (the pooled ones divided by the design effect): a reader
-        # who sees "X >= 16.9" next to "135/800" must be told why.
-        out["exact"] += (f" on effective counts ({_fmt(e.k)}/{_fmt(e.n)} divided by the design effect "
-                         f"{e.design_effect:.3g})")
+        # who sees "X >= 16.9" next to "135/800" must be told why, and that a tail at fractional counts
+        # is the binomial formula evaluated there, not an exact test.
+        out["exact"] = (f"binomial tail {out['exact']} at effective counts ({_fmt(e.k)}/{_fmt(e.n)} divided by "
+                        f"the design effect {clustered.deff_text(e.design_effect)}: fractional counts, so not an "
+                        f"exact test)")
+    elif out["exact"]:
+        out["exact"] = f"exact binomial {out['exact']}"
     if out["outcome"] == "inconclusive" and e.df is not None and not sequential:
         # Runs as the unit (t on the runs' degrees of freedom): more units inside these runs narrow
         # nothing, so the estimate is in whole runs of this arm's mean size.

@@ -64,16 +64,16 @@ def _interval(iv: Any) -> str:
 
 
 def _evidence(j: dict[str, Any]) -> str:
-    """The strength of a decided prediction in words: the exact binomial tail for a rate (with the
+    """The strength of a decided prediction in words: the binomial tail for a rate (exact on whole counts; with the
     e-value that decided a sequential one), else the p-value that inverts its interval."""
     if j["outcome"] == "inconclusive":
         return ""
     if j.get("exact") and "e_for" in j:
         e = j["e_against"] if j["outcome"] == "falsified" else j["e_for"]
         bet = "; the runs' own rates decide it alone, whatever their order" if j.get("drift_robust") else ""
-        return f" (e-value {e:.2g}; exact binomial, not corrected for the looks: {j['exact']}{bet})"
+        return f" (e-value {e:.2g}; not corrected for the looks: {j['exact']}{bet})"
     if j.get("exact"):
-        return f" (exact binomial {j['exact']})"
+        return f" ({j['exact']})"
     p = j.get("p_against") if j["outcome"] == "falsified" else j.get("p_for")
     return f" (p = {p:.2g})" if p is not None and p < 0.05 else ""
 
