@@ -56,9 +56,9 @@ CASES = [
     ("bad-id", H, "  - id: wedge-confound\n", "  - id: Wedge Confound\n", "not a valid id", "  - id: Wedge Confound"),
     ("template-unknown-name", E, "        hicache={{ hicache }}", "        hicache={{ hicahe }}",
      "unknown name(s) hicahe", "        hicache={{ hicahe }}"),
-    ("bad-regex", E, "      wall_s: {regex: 'wall=(?P<value>[0-9.]+)s'}\n    fingerprint:\n      wb_version",
-     "      wall_s: {regex: 'wall=(?P<value>[0-9.+)s'}\n    fingerprint:\n      wb_version", "invalid regex",
-     "      wall_s: {regex: 'wall=(?P<value>[0-9.+)s'}"),
+    ("bad-regex", E, "      sim_s: {regex: 'wall=(?P<value>[0-9.]+)s'}\n    fingerprint:\n      wb_version",
+     "      sim_s: {regex: 'wall=(?P<value>[0-9.+)s'}\n    fingerprint:\n      wb_version", "invalid regex",
+     "      sim_s: {regex: 'wall=(?P<value>[0-9.+)s'}"),
     ("experiment-id-mismatch", E, "id: agent-repro\n", "id: agent-repro-2\n", "does not match the file name",
      "id: agent-repro-2"),
     # A typo in an outcome name would count no unit at all and turn the verdict around.

@@ -38,7 +38,7 @@ def test_interrupted_counts_agree_and_sigterm_exits_143(toy, capfd):
     with pytest.raises(RunInterrupted) as ei:
         _run(toy, replicates=1, seed=3, show_progress=True, fault=_signal_at_run(2))
     err = _stderr(capfd)
-    assert "toy-fix on local: 1 of 2 run(s) ok, interrupted in" in err, err
+    assert "toy-fix on local: 1 of 2 run(s) ok, interrupted; the runs took" in err, err
     assert ei.value.message.startswith("interrupted after 1 of 2 run(s) ok;"), ei.value.message
     assert ei.value.exit_code == 143
     assert toy.conf.read_bytes() == toy.original
@@ -55,7 +55,7 @@ def test_runs_that_all_failed_are_not_called_finished(toy, capfd):
     s = _run(toy, replicates=2, sets={"mode": "fail"}, show_progress=True)
     assert {r["status"] for r in s["runs"]} == {"failed"}
     err = _stderr(capfd)
-    assert "toy-fix on local: 0 of 4 run(s) ok, 4 failed in" in err, err
+    assert "toy-fix on local: 0 of 4 run(s) ok, 4 failed; the runs took" in err, err
     assert "finished" not in err
 
 

@@ -56,9 +56,9 @@ def test_progress_of_a_sequential_execution_names_its_budget_as_a_cap(toy, capsy
     s = _run(toy, sequential=True, replicates=3, show_progress=True)
     ran = len(s["runs"])
     err = capsys.readouterr().err
-    assert f"toy-fix on local: {ran} run(s) ok (sequential, at most 6) in" in err, err
+    assert f"toy-fix on local: {ran} run(s) ok (sequential, at most 6); the runs took" in err, err
     _run(toy, replicates=1, show_progress=True)
-    assert "toy-fix on local: 2 of 2 run(s) ok in" in capsys.readouterr().err
+    assert "toy-fix on local: 2 of 2 run(s) ok; the runs took" in capsys.readouterr().err
 
 
 def test_several_hosts_run_in_parallel_balanced(toy):
@@ -137,7 +137,7 @@ def test_fail_on_gates_the_verdict_and_the_summary_is_whole(toy):
         stop[verdict] = f"stopped early after {blocks} block(s): no verdict is reachable within the budget (futility)"
     if verdict in stop:
         assert re.search(rf"^{re.escape(stop[verdict])}$", out, re.M), out
-    t = re.search(r"^time: wall ([\d.]+) s = target commands and waits ([\d.]+) s \+ runner ([\d.]+) s \+ "
+    t = re.search(r"^time: ([\d.]+) s of real time in all = target commands and waits ([\d.]+) s \+ runner ([\d.]+) s \+ "
                   r"analysis ([\d.]+) s \+ report ([\d.]+) s$", out, re.M)
     assert t, out
     wall, *parts = map(float, t.groups())

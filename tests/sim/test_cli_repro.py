@@ -169,3 +169,23 @@ def test_repro_and_bench_on_a_stopped_deployment_are_refused_naming_it_and_how_t
         assert r.stderr.startswith(f"Error: pdsim in {sdir} is not running"), r.stderr
         assert f"wb sim up --dir {shlex.quote(str(sdir))}" in r.stderr, r.stderr
         assert "Traceback" not in r.stderr and not jl.exists()
+
+
+def test_the_shipped_pdsim_profiles_keep_real_and_simulated_time_apart(sim_dir):
+    """`wall_s` on pdsim read the repro's `wall=`, its simulated duration (213.5 s for a run of ~10 s), under a
+    name that means real time on a real deployment: now `wall_s` is real seconds on every profile and the
+    simulated duration is `sim_s`."""
+    from workbench.registry import load_registry
+    from workbench.runner.extract import from_regex
+
+    control.up(sim_dir, config=write_serve(sim_dir, nixl_abort_fix="on"))
+    lines: list[str] = []
+    res = repro.run_repro(sim_dir, sessions=6, rounds=2, tag="t", out=lines.append)
+    out = "\n".join(lines)
+    assert WALL.match(lines[-2]) and CORR.match(lines[-1]), lines  # the seed's two lines stay last
+    exp = load_registry(REPO).experiments["agent-repro"]
+    assert "simulated" in exp.metrics["sim_s"].description and "real" in exp.metrics["wall_s"].description
+    for name in ("sim", "sim-ssh"):
+        collect = exp.profiles[name].collect
+        assert abs(from_regex("wall_s", collect["wall_s"].regex, out, "continuous") - res.host_s) <= 0.05, name
+        assert abs(from_regex("sim_s", collect["sim_s"].regex, out, "continuous") - res.wall_s) <= 0.05, name

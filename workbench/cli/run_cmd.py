@@ -54,7 +54,7 @@ def summary_lines(r: "RunReport") -> list[str]:
         lines.append(f"verdict: none ({r.analysis_error})")
     t = r.timing
     if t:
-        lines.append(f"time: wall {t['wall_s']:.1f} s = target commands and waits {t['target_s']:.1f} s + runner "
+        lines.append(f"time: {t['wall_s']:.1f} s of real time in all = target commands and waits {t['target_s']:.1f} s + runner "
                      f"{t['runner_s']:.2f} s + analysis {t['analysis_s']:.2f} s + report {t['report_s']:.2f} s")
     lines.append(f"report: {r.report}" if r.report else "report: not rebuilt (wb report builds the site)")
     return lines

@@ -128,8 +128,8 @@ class RunProgress:
             if self.refused:
                 return
             stopped = ", interrupted" if self.interrupted else ""
-            _written(lambda: self._progress.console.print(f"{self.title}: {self.count_text()}{stopped} in "
-                                                          f"{time.monotonic() - self.t0:.1f} s",
+            _written(lambda: self._progress.console.print(f"{self.title}: {self.count_text()}{stopped}; the runs "
+                                                          f"took {time.monotonic() - self.t0:.1f} s of real time",
                                                           highlight=False, markup=False))
 
     def count_text(self) -> str:

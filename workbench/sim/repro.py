@@ -281,6 +281,9 @@ def run_repro(dir: str | Path | None = None, *, sessions: int = 80, rounds: int 
         for s in sorted(res.sessions, key=lambda s: s.session):
             if s.outcome == "leak":
                 out(f"leak @ session {s.session} round {s.leak_round}: {s.leak_text[:90]!r}")
+        # Real time first, named as such: the seed's two lines (last, in its shape) give `wall=` on the
+        # deployment's simulated clock.
+        out(f"host={res.host_s:.1f}s of real time on this machine (wall= below is pdsim's simulated time)")
         for line in summary_lines(res):
             out(line)
     return res
