@@ -442,11 +442,30 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -
     from rich.text import Text
 
     t = Table(title=title, show_lines=False)
-    for c in columns:
-        t.add_column(c, overflow="fold")
+    least = 0
+    for i, c in enumerate(columns):
+        # An id or a status is never broken; other columns wrap between words, folding only a word wider
+        # than WORD_FOLD. Where even that does not fit the terminal, the line runs on.
+        whole = c in WHOLE_COLUMNS
+        width = max([len(c)] + [len(r[i]) if whole else min(WORD_FOLD, _longest_word(r[i])) for r in cells])
+        t.add_column(c, overflow="fold", no_wrap=whole, min_width=width)
+        least += width + 3
     for r in cells:
         t.add_row(*(Text(v) for v in r))  # plain text: a bracket in a value is not console markup
-    Console().print(t)
+    console = Console()
+    if least + 1 > console.width:
+        console = Console(width=least + 1)
+    console.print(t)
+
+
+# Columns that name something (ids, labels) or say a state: a reader greps and copies them whole.
+WHOLE_COLUMNS = frozenset({"id", "parent", "hypothesis", "label", "arm", "status", "state", "verdict", "experiment",
+                           "flag", "kind", "outcome", "factor", "isolates", "decided_by"})
+WORD_FOLD = 24
+
+
+def _longest_word(text: str) -> int:
+    return max((len(w) for w in text.split()), default=0)
 
 
 def fail_on(value: str | None) -> frozenset[str]:
