@@ -170,10 +170,13 @@ def check_evidence(hypothesis_id: str, given: str, current: VerdictRecord | None
     from workbench.errors import BadInput
 
     given = given.strip().lower()
-    if len(given) < 6 or any(c not in "0123456789abcdef" for c in given):
-        raise BadInput(f"--evidence {given!r} is no evidence digest (at least 6 hex digits)",
-                       hint="give the digest wb review list shows beside the verdict, e.g. --evidence 80c2f3b49b")
     digest = current.evidence_digest if current is not None else None
+    if len(given) < 6 or any(c not in "0123456789abcdef" for c in given):
+        # The hint names the digest the current verdict rests on (what wb review list shows), not an example.
+        hint = (f"the current verdict of {hypothesis_id} rests on evidence {digest[:10]}: --evidence {digest[:10]}"
+                if digest else f"{hypothesis_id} has no verdict with an evidence digest to review yet "
+                               f"(wb review list {hypothesis_id} shows one once it has)")
+        raise BadInput(f"--evidence {given!r} is no evidence digest (at least 6 hex digits)", hint=hint)
     if digest is None or not digest.startswith(given):
         now = f"evidence {digest[:10]}" if digest else "no evidence digest" if current else "no verdict"
         raise BadInput(f"--evidence {given}: the current verdict of {hypothesis_id} rests on {now}, not on the "
