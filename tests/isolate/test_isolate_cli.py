@@ -58,6 +58,8 @@ def test_bad_region_is_bad_input(text):
     (("--bad", "geometry_fix"), "expected var=value"),
     (("--metric", "wall_s"), "--metric wall_s: 'wall_s' is a continuous metric"),
     (("--metric", "nope"), "--metric nope"),
+    # The hint said only "pick a proportion metric"; it names the experiment's own.
+    (("--metric", "aborts"), "agent-repro's proportion metrics: corruption_rate"),
     (("--region", "above 3"), "--region"),
     (("--region", ">= 1.5"), "a proportion lies in [0, 1]; 1.5 is outside it"),
     (("--region", "-0.1..0.2"), "-0.1 is outside it"),

@@ -38,8 +38,15 @@ def metric_problem(exp: Any, metric: str) -> tuple[str, str] | None:
         return f"experiment {exp.id!r} has no metric {metric!r}", f"metrics: {', '.join(exp.metrics)}"
     if spec_m.kind != "proportion":
         return (f"{metric!r} is a {spec_m.kind} metric; wb isolate tests a proportion per probe",
-                "pick a proportion metric (k of n units), e.g. a failure rate")
+                _proportions_hint(exp))
     return None
+
+
+def _proportions_hint(exp: Any) -> str:
+    names = [name for name, m in exp.metrics.items() if m.kind == "proportion"]
+    if not names:
+        return f"experiment {exp.id!r} defines no proportion metric (kind: proportion, k of n units) to search on"
+    return f"{exp.id}'s proportion metrics: {', '.join(names)}"
 
 
 def prepare_spec(registry: Any, *, experiment: str, good: list[str], bad: list[str], metric: str, region: str,
