@@ -60,6 +60,9 @@ def test_bad_region_is_bad_input(text):
     (("--metric", "nope"), "--metric nope"),
     # The hint said only "pick a proportion metric"; it names the experiment's own.
     (("--metric", "aborts"), "agent-repro's proportion metrics: corruption_rate"),
+    # A strict bound was refused with the generic list of forms; it now says why and what to write.
+    (("--region", "> 0.05"), "write '>= 0.05' (or at_least 0.05)"),
+    (("--region", "<0.3"), "write '<= 0.3' (or at_most 0.3)"),
     (("--region", "above 3"), "--region"),
     (("--region", ">= 1.5"), "a proportion lies in [0, 1]; 1.5 is outside it"),
     (("--region", "-0.1..0.2"), "-0.1 is outside it"),

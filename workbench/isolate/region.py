@@ -26,6 +26,9 @@ _FORMS = [
     (re.compile(rf"^{_NUM}\s*\.\.\s*{_NUM}$"), lambda a: {"between": (float(a[0]), float(a[1]))}),
 ]
 
+_STRICT = re.compile(rf"^([<>])\s*{_NUM}$")
+_ACCEPTED = "'>= 0.05', '<= 0.02', '== 0', '0.05..0.3' (or at_least / at_most / equals / between)"
+
 
 def parse_region(text: str, *, flag: str = "--region", proportion: bool = False) -> Region:
     """Parse `text` into a Region; bad input names the flag and the accepted forms. `proportion`: every
@@ -47,8 +50,15 @@ def parse_region(text: str, *, flag: str = "--region", proportion: bool = False)
                                hint="bound the failure away from 0 or from 1, e.g. '>= 0.01' for any failing units "
                                     "at a rate of 1% or more")
             return region
-    raise BadInput(f"{flag} {text!r} is not a region",
-                   hint="use '>= 0.05', '<= 0.02', '== 0', '0.05..0.3' (or at_least / at_most / equals / between)")
+    strict = _STRICT.match(s)
+    if strict:
+        # Regions are closed (a bound belongs to them); for a rate judged by an interval the difference between
+        # > and >= never decides a verdict, but reading one as the other silently would misstate the region.
+        op, num = strict.groups()
+        word = "at_least" if op == ">" else "at_most"
+        raise BadInput(f"{flag} {text!r}: a region includes its bound, so it takes {op}= rather than {op}",
+                       hint=f"write '{op}= {num}' (or {word} {num}); accepted forms: {_ACCEPTED}")
+    raise BadInput(f"{flag} {text!r} is not a region", hint=f"accepted forms: {_ACCEPTED}")
 
 
 def _first_error(exc: ValueError) -> str:
