@@ -13,6 +13,10 @@ E = "experiments/agent-repro.yaml"
 CASES = [
     ("yaml-syntax", H, "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.",
      "    claim: [unclosed", "invalid YAML", None),
+    # An unclosed '{' on one line was reported at the next line, where the parser noticed it: the error now
+    # points where the mapping began and says where it was noticed.
+    ("yaml-unclosed-brace", H, "      treatment: {hicache: on}", "      treatment: {hicache: on",
+     "noticed at line", "      treatment: {hicache: on"),
     ("duplicate-key", H, "    isolates: nixl_abort_fix\n", "    isolates: nixl_abort_fix\n    isolates: hicache\n",
      "duplicate key 'isolates'", "    isolates: hicache"),
     ("unknown-field", H, "    falsified_if: Corruption persists in the treatment arm with zero aborts.",

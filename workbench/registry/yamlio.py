@@ -112,6 +112,22 @@ def _norm_key(key: Any) -> Any:
     return key
 
 
+def _yaml_problem(exc: yaml.MarkedYAMLError, line: int | None) -> tuple[int | None, str]:
+    """The line to name and the problem in words. An unclosed flow collection or quoted scalar is noticed
+    lines after it began (a '{' left open on line 14 fails on line 15): the line named is where it began,
+    and the message says where the parser noticed it. For a block construct the problem's own line stays."""
+    problem = exc.problem or exc.context or "invalid YAML"
+    ctx = exc.context_mark.line + 1 if exc.context_mark is not None else None
+    if exc.problem is None or exc.context is None or ctx is None or ctx == line:
+        return line, problem
+    began = exc.context.removeprefix("while parsing ").removeprefix("while scanning ")
+    began = began.removeprefix("a ").removeprefix("an ")
+    col = exc.context_mark.column + 1
+    if "flow" in began or "quoted" in began:
+        return ctx, f"{problem}: the {began} begun at line {ctx} (column {col}) is not closed (noticed at line {line})"
+    return line, f"{problem} (in the {began} begun at line {ctx})"
+
+
 def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
     """Parse `path` (or `text`, reported as `path`) into data and a line map; bad YAML is a ConfigError."""
     file = str(path)
@@ -147,9 +163,9 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
         line = mark.line + 1 if mark else None
         if "maximum nesting depth" in str(exc.problem):  # libyaml's own bound, far above ours
             raise _too_deep(file, line) from None
-        problem = exc.problem or exc.context or "invalid YAML"
+        line, problem = _yaml_problem(exc, line)
         raise ConfigError(f"invalid YAML: {problem}", file=file, line=line,
-                          hint="fix the YAML syntax (indentation, quotes, colons)") from exc
+                          hint="fix the YAML syntax (indentation, quotes, colons, a closing bracket)") from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}", file=file) from exc
     except RecursionError:
