@@ -269,3 +269,14 @@ def test_an_empty_config_path_is_refused_by_run_before_anything_starts(workbench
     assert err.lstrip().startswith("Error: ") and f"{exp}:{line}" in err and "config.path is empty" in err, err
     assert "Traceback" not in err
     assert not db.exists() and not (tmp_path / "sim").exists()
+
+
+def test_a_folder_without_hypotheses_yaml_points_at_root(tmp_path: Path, cli, monkeypatch):
+    # "no hypotheses.yaml in /tmp" hinted at WB_ROOT only, and --root naming such a folder said "file not found".
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    code, out, err = cli("hypothesis", "list")
+    assert code == 2 and err.startswith("Error: no hypotheses.yaml in ") and "--root DIR" in err, err
+    code, out, err = cli("hypothesis", "list", "--root", str(tmp_path))
+    assert code == 2 and f"Error: no hypotheses.yaml in {tmp_path}" in err and "--root DIR" in err, err
+    assert "Traceback" not in err and not any(tmp_path.iterdir())

@@ -168,7 +168,7 @@ def find_root(start: str | Path | None = None) -> Path:
         if (d / HYPOTHESES_FILE).is_file():
             return d
     raise BadInput(f"no {HYPOTHESES_FILE} in {here} or any folder above it",
-                   hint="run wb from a workbench folder, or set WB_ROOT")
+                   hint="run wb from a workbench folder, or name one with --root DIR (or $WB_ROOT)")
 
 
 def load_experiment(path: str | Path) -> tuple[Experiment, LocatedYaml]:
@@ -191,6 +191,10 @@ def load_hypotheses(path: str | Path, *, text: str | None = None) -> tuple[list[
 
 def load_registry(root: str | Path | None = None) -> Registry:
     root_path = Path(root) if root is not None else find_root()
+    if root is not None and not (root_path / HYPOTHESES_FILE).exists():
+        raise BadInput(f"no {HYPOTHESES_FILE} in {root_path} (the workbench folder --root or $WB_ROOT names)",
+                       hint="name a folder that holds hypotheses.yaml with --root DIR (or $WB_ROOT), "
+                            "or run wb from inside one")
     experiments: dict[str, Experiment] = {}
     docs: dict[str, LocatedYaml] = {}
     exp_dir = root_path / EXPERIMENTS_DIR
