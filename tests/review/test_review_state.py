@@ -134,3 +134,22 @@ def test_a_request_for_changes_stands_until_its_author_approves():
     bob_ok = replace(_r("approve", v1, 3), author="Bob ")   # the same person, written another way
     s = review_state("h", [v1], [bob_asks, ada_ok, bob_ok])
     assert s.state == APPROVED and s.deciding_review == bob_ok
+
+
+def test_a_hypothesis_with_no_verdict_is_not_awaiting_review(workbench_dir, seed_csv, cli, tmp_path):
+    # `wb review list` showed "hicache-bf16-race: awaiting review  [no verdict]" for every hypothesis with nothing
+    # to review; only a verdict awaits review.
+    import json
+
+    db = str(tmp_path / "wb.duckdb")
+    flags = ["--root", str(workbench_dir), "--db", db]
+    assert cli("import", "evidence", str(seed_csv), *flags)[0] == 0
+    assert cli("hypothesis", "analyze", "wedge-confound", *flags)[0] == 0
+    code, out, err = cli("review", "list", *flags)
+    assert code == 0, err
+    lines = {line.split(":")[0]: line for line in out.splitlines() if not line.startswith(" ")}
+    assert lines["wedge-confound"].startswith("wedge-confound: awaiting review  [verdict "), out
+    assert lines["hicache-bf16-race"] == "hicache-bf16-race: nothing to review (no verdict yet)", out
+    items = {i["hypothesis_id"]: i for i in json.loads(cli("review", "list", "--json", *flags)[1])["items"]}
+    assert items["hicache-bf16-race"]["state"] == "nothing to review"
+    assert items["wedge-confound"]["state"] == "awaiting review"

@@ -37,8 +37,11 @@ def _emit_states(states, fmt: str) -> None:
 def _print_states(states) -> None:
     for st in states:
         cur = st.current_verdict
-        seen = f"verdict {cur.verdict} ({(cur.evidence_digest or '')[:10] or 'no digest'})" if cur else "no verdict"
-        typer.echo(f"{st.hypothesis_id}: {st.label()}  [{seen}]")
+        if cur is None and not st.reviews:
+            typer.echo(f"{st.hypothesis_id}: {st.label()} (no verdict yet)")
+        else:
+            seen = f"verdict {cur.verdict} ({(cur.evidence_digest or '')[:10] or 'no digest'})" if cur else "no verdict"
+            typer.echo(f"{st.hypothesis_id}: {st.label()}  [{seen}]")
         for line in st.status.notes() if st.status else []:  # as `wb hypothesis show` prints them
             typer.echo(f"  ({line})")
         for r in st.reviews:
@@ -74,7 +77,7 @@ def register(app: typer.Typer) -> None:
 
         A review binds to the current verdict's evidence (runs, configs, analysis version); a later
         verdict on other evidence makes it stale. States: awaiting review, approved, changes requested,
-        stale. An approval by a person who ran the evidence is recorded and marked self-approved."""
+        stale, nothing to review (no verdict yet). An approval by a person who ran the evidence is recorded and marked self-approved."""
         from workbench.errors import BadInput
 
         args = list(args or [])

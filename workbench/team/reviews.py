@@ -5,9 +5,10 @@ config hash, and the analysis version (`store.entities.Evidence`). Its digest is
 verdict and copied onto every review of it, so a later verdict on other evidence makes the review stale
 even when the verdict's word ("falsified") is unchanged — as code review goes stale after new commits.
 
-A hypothesis's review state is one of: awaiting review (no approve / request-changes yet),
+A hypothesis's review state is one of: awaiting review (a verdict, no approve / request-changes yet),
 approved, changes requested (the latest decision on the current evidence), stale (decisions
-exist, none on the current evidence). Comments never change the state.
+exist, none on the current evidence), nothing to review (no verdict and no decision). Comments never
+change the state.
 
 An approval by someone who ran an execution the verdict rests on is a self-approval: allowed (a team of one
 needs it) but marked wherever reviews are shown, since no second person looked at the evidence.
@@ -24,7 +25,8 @@ from workbench.store.entities import ExecutionRecord, ReviewRecord, VerdictRecor
 
 DECISIONS = ("approve", "request-changes", "comment")
 AWAITING, APPROVED, CHANGES_REQUESTED, STALE = "awaiting review", "approved", "changes requested", "stale"
-REVIEW_STATES = (AWAITING, APPROVED, CHANGES_REQUESTED, STALE)
+NOTHING = "nothing to review"  # no verdict holds the status and no decision was ever made: nothing awaits anyone
+REVIEW_STATES = (AWAITING, APPROVED, CHANGES_REQUESTED, STALE, NOTHING)
 MAX_REVIEW_CHARS = 20_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -127,7 +129,7 @@ def review_state(hypothesis_id: str, verdicts: Iterable[VerdictRecord], reviews:
     elif decisions:
         last, state = decisions[-1], STALE
     else:
-        last, state = None, AWAITING
+        last, state = None, AWAITING if current is not None else NOTHING
     return ReviewState(hypothesis_id, state, current, last, mine, parent_changed, runners_of=runners_of or {})
 
 
