@@ -87,3 +87,22 @@ def test_lineage_text_and_json(app: Any, seeded: dict[str, Any]) -> None:
     assert {e["kind"] for e in graph["edges"]} == {"parent", "tested_by"}
     nodes = {n["id"]: n for n in graph["nodes"]}
     assert nodes["wedge-confound"]["status"] == "falsified" and nodes["token-granular-geometry-deployment"]["depth"] == 2
+
+
+def test_open_with_no_browser_says_so_with_the_path(seeded: dict[str, Any], tmp_path: Path) -> None:
+    # `wb report --open` where no browser can be started (no display, none on PATH) said nothing: the site was
+    # built and nothing opened, silently. It now says so on stderr and names the page to open.
+    import os
+    import subprocess
+    import sys
+
+    bindir = Path(sys.executable).parent
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER")}
+    env.update(_env(seeded), PATH=str(bindir), HOME=str(tmp_path))
+    out = tmp_path / "site"
+    res = subprocess.run([str(bindir / "wb"), "report", "--open", "--out", str(out)], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    index = out / "index.html"
+    assert index.is_file() and f"site: {index}" in res.stdout, res.stdout
+    assert "no browser" in res.stderr and str(index) in res.stderr, res.stderr

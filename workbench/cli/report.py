@@ -14,6 +14,19 @@ if TYPE_CHECKING:
     from workbench.app import LineageNode
 
 
+def _open_in_browser(page: Path) -> None:
+    """Open `page`, or say on stderr that no browser could be started (no display, none on PATH, $BROWSER
+    unset) and which file to open: the site was built either way."""
+    import webbrowser
+
+    try:
+        opened = webbrowser.open(page.as_uri())
+    except webbrowser.Error:
+        opened = False
+    if not opened:
+        typer.echo(f"no browser could be started here; open {page} in one", err=True)
+
+
 def register(app: typer.Typer) -> None:
     """Add the top-level `report` and `lineage` commands to `app`."""
 
@@ -46,9 +59,7 @@ def register(app: typer.Typer) -> None:
             if hypothesis:
                 typer.echo(f"hypothesis page: {result.page}")
         if open_ and result.format == "html":
-            import webbrowser
-
-            webbrowser.open(Path(result.page or result.site["index"]).as_uri())
+            _open_in_browser(Path(result.page or result.site["index"]))
 
     @app.command("lineage")
     def lineage(
