@@ -63,3 +63,16 @@ def test_the_tours_delete_lines_delete_only_runs_the_tour_made(workbench_dir, se
     assert deleted and all(d["status"] != "historical" for d in deleted), (script, deleted)
     assert {d["id"] for d in deleted} <= set(tours) and not {d["id"] for d in deleted} & set(quickstart), deleted
 
+
+def test_the_tour_says_kernel_bench_needs_a_gpu():
+    # The no-GPU tour listed `wb kernel check / bench` as one line of things to try; bench refuses without CUDA.
+    lines = [line for line in _tour() if line.startswith("wb kernel")]
+    bench = [line for line in (REPO / "README.md").read_text().split("## A short tour", 1)[1].splitlines()
+             if line.startswith("wb kernel bench")]
+    assert bench and "GPU" in bench[0], lines
+    import torch
+
+    if not torch.cuda.is_available():  # what the line promises, on this machine
+        res = subprocess.run([str(Path(sys.executable).parent / "wb"), "kernel", "bench"], capture_output=True,
+                             text=True, timeout=120)
+        assert res.returncode == 2 and "needs a CUDA device" in res.stderr, res.stderr
