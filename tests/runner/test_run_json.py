@@ -118,4 +118,4 @@ def test_on_a_terminal_the_live_bar_shows_progress_and_no_line_per_run(toy) -> N
     shown = b"".join(chunks).decode(errors="replace")
     assert proc.returncode == 0, shown[-2000:]
     assert "[1/2] run 1" not in shown and "[2/2] run 2" not in shown, shown
-    assert "toy-fix on local: 2 of 2 run(s) ok in " in shown, shown
+    assert "toy-fix on local: 2 of 2 run(s) ok; the runs took " in shown, shown
