@@ -13,8 +13,16 @@ WB = str(Path(sys.executable).with_name("wb"))
 
 def in_a_terminal(args: list[str], env: dict[str, str], *, timeout_s: float = 120) -> bytes:
     """What `wb ARGS` wrote to its terminal, read until it closed it."""
+    return run_in_a_terminal(args, env, timeout_s=timeout_s)[1]
+
+
+def run_in_a_terminal(args: list[str], env: dict[str, str], *, on: str = "stdout",
+                      timeout_s: float = 120) -> tuple[int, bytes]:
+    """`wb ARGS` with a pseudo-terminal as its stdout, or its stderr (`on`); the other goes nowhere: the exit
+    status and what it wrote to the terminal, read until it closed it."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([WB, *args], stdout=slave, stderr=subprocess.DEVNULL, env=env)
+    streams = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, on: slave}
+    proc = subprocess.Popen([WB, *args], env=env, **streams)
     os.close(slave)
     chunks = []
     while True:
@@ -27,4 +35,4 @@ def in_a_terminal(args: list[str], env: dict[str, str], *, timeout_s: float = 12
         chunks.append(chunk)
     proc.wait(timeout=timeout_s)
     os.close(master)
-    return b"".join(chunks)
+    return proc.returncode, b"".join(chunks)

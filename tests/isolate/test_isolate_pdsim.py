@@ -197,6 +197,16 @@ def test_an_interrupted_search_restores_and_gives_a_hint_that_works(bench):
     assert "--seed 7 " in hint and f"--db {bench.db} " in hint, hint
 
 
+def _guard_the_workload(bench, guard: str) -> None:
+    """The sim profile's workload runs `guard` (shell) before the repro, which runs 2 rounds instead of 4."""
+    exp = bench.root / "experiments" / "agent-repro.yaml"
+    text = exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 80 --rounds 2")
+    edited = text.replace("command: >-\n        {{ wb }} sim repro", "command: >-\n        " + guard
+                          + "{{ wb }} sim repro", 1)
+    assert edited != text
+    exp.write_text(edited)
+
+
 def test_a_probe_whose_runs_all_fail_stops_the_search_and_the_search_resumes(bench):
     """A probe whose every run failed (here the workload exits 3 on the bad config while a flag file exists: the
     repro script gone from the host) stopped undecided after two failed runs, and the search went on to the next
@@ -206,16 +216,10 @@ def test_a_probe_whose_runs_all_fail_stops_the_search_and_the_search_resumes(ben
     decided, so once the cause is gone the resumed search runs it again and reaches the answer."""
     import shlex
 
-    exp = bench.root / "experiments" / "agent-repro.yaml"
-    text = exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 80 --rounds 2")
     broken = bench.sim_dir.parent / "repro-missing"
     broken.write_text("")
-    guard = (f"if [ {{{{ geometry_fix }}}} = off ] && [ -e {broken} ]; then echo 'repro script not found' >&2; "
-             "exit 3; fi; ")
-    edited = text.replace("command: >-\n        {{ wb }} sim repro", "command: >-\n        " + guard
-                          + "{{ wb }} sim repro", 1)
-    assert edited != text
-    exp.write_text(edited)
+    _guard_the_workload(bench, f"if [ {{{{ geometry_fix }}}} = off ] && [ -e {broken} ]; then "
+                               "echo 'repro script not found' >&2; exit 3; fi; ")
     out = subprocess.run(_wb(*SEARCH, "--seed", "7", "--db", bench.db), capture_output=True, text=True,
                          env=dict(os.environ), timeout=600)
     assert out.returncode == 1, out.stderr[-3000:]
@@ -331,16 +335,10 @@ def test_a_search_that_ends_with_failed_runs_gives_json_with_ok_false_and_the_re
     """A probe that lost one run and still decided lets the search finish, exit 1, the probes with failed runs
     named on stderr; with --json the envelope said only "exit 1: see the Error line on stderr" (the reason was
     printed, not noted): it now carries that line as its error, beside the search's record."""
-    exp = bench.root / "experiments" / "agent-repro.yaml"
-    text = exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 80 --rounds 2")
     once = bench.sim_dir.parent / "fail-once"
     once.write_text("")
-    guard = (f"if [ {{{{ geometry_fix }}}} = off ] && [ -e {once} ]; then rm -f {once}; "
-             "echo 'repro lost its connection' >&2; exit 3; fi; ")
-    edited = text.replace("command: >-\n        {{ wb }} sim repro", "command: >-\n        " + guard
-                          + "{{ wb }} sim repro", 1)
-    assert edited != text
-    exp.write_text(edited)
+    _guard_the_workload(bench, f"if [ {{{{ geometry_fix }}}} = off ] && [ -e {once} ]; then rm -f {once}; "
+                               "echo 'repro lost its connection' >&2; exit 3; fi; ")
     out = subprocess.run(_wb(*SEARCH, "--seed", "7", "--db", bench.db, "--json"), capture_output=True, text=True,
                          env=dict(os.environ), timeout=600)
     assert out.returncode == 1, out.stderr[-3000:]

@@ -98,24 +98,12 @@ def test_an_interrupted_run_with_json_prints_an_envelope_with_its_status_and_res
 
 def test_on_a_terminal_the_live_bar_shows_progress_and_no_line_per_run(toy) -> None:
     """The per-run lines are for logs and pipes; a terminal has the bar, redrawn in place, then one line."""
-    import pty
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+    from terminal_kit import run_in_a_terminal
 
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([WB, "hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db],
-                            stdout=subprocess.PIPE, stderr=slave, env={**os.environ, "WB_ROOT": str(toy.root)})
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    out, _ = proc.communicate(timeout=240)
-    os.close(master)
-    shown = b"".join(chunks).decode(errors="replace")
-    assert proc.returncode == 0, shown[-2000:]
+    code, raw = run_in_a_terminal(["hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db],
+                                  {**os.environ, "WB_ROOT": str(toy.root)}, on="stderr", timeout_s=240)
+    shown = raw.decode(errors="replace")
+    assert code == 0, shown[-2000:]
     assert "[1/2] run 1" not in shown and "[2/2] run 2" not in shown, shown
     assert "toy-fix on local: 2 of 2 run(s) ok; the runs took " in shown, shown
