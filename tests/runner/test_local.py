@@ -127,14 +127,22 @@ def test_an_https_health_url_is_verified_with_the_profiles_ca_file(toy, tmp_path
 
     tls = https_health_server(tmp_path)
     try:
-        edit_profile(toy.root, '"http://127.0.0.1:{{ port }}/health"', f'"https://localhost:{tls.port}/health"')
         edit_profile(toy.root, "    target: {kind: local}", f"    target: {{kind: local, ca_file: {tls.ca_file}}}")
-        s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False)
-        assert [r["status"] for r in s["runs"]] == ["ok", "ok"], [r["error"] for r in s["runs"]]
-        assert tls.hosts_seen and set(tls.hosts_seen) == {f"localhost:{tls.port}"}
-        assert toy.conf.read_bytes() == toy.original
+        _health_over_https_runs_ok(toy, tls)
     finally:
         tls.close()
+
+
+def _health_over_https_runs_ok(toy, tls) -> None:
+    """The toy's health URL on the https server `tls` (named as localhost): both runs ok, every poll seen there
+    under that name, the config restored."""
+    from runner_kit import edit_profile
+
+    edit_profile(toy.root, '"http://127.0.0.1:{{ port }}/health"', f'"https://localhost:{tls.port}/health"')
+    s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"], [r["error"] for r in s["runs"]]
+    assert tls.hosts_seen and set(tls.hosts_seen) == {f"localhost:{tls.port}"}
+    assert toy.conf.read_bytes() == toy.original
 
 
 @pytest.mark.parametrize("variable", ["SSL_CERT_FILE", "SSL_CERT_DIR"])
@@ -145,7 +153,6 @@ def test_an_https_health_url_is_verified_with_ssl_cert_file_or_dir_when_no_ca_fi
     run failed its health stage. They are honoured when the profile names no ca_file."""
     import subprocess
 
-    from runner_kit import edit_profile
     from tls_kit import https_health_server
 
     tls = https_health_server(tmp_path)
@@ -159,11 +166,7 @@ def test_an_https_health_url_is_verified_with_ssl_cert_file_or_dir_when_no_ca_fi
                                     capture_output=True, text=True, check=True).stdout.strip()
             (certs / f"{digest}.0").write_bytes(tls.ca_file.read_bytes())
             monkeypatch.setenv("SSL_CERT_DIR", str(certs))
-        edit_profile(toy.root, '"http://127.0.0.1:{{ port }}/health"', f'"https://localhost:{tls.port}/health"')
-        s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False)
-        assert [r["status"] for r in s["runs"]] == ["ok", "ok"], [r["error"] for r in s["runs"]]
-        assert tls.hosts_seen and set(tls.hosts_seen) == {f"localhost:{tls.port}"}
-        assert toy.conf.read_bytes() == toy.original
+        _health_over_https_runs_ok(toy, tls)
     finally:
         tls.close()
 
