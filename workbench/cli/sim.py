@@ -40,8 +40,10 @@ def up(dir: Optional[str] = DirOpt,
                                                 "[default: 60]."),
        json_: JsonOption = False) -> None:
     """Start both servers; returns once both /health answer 200."""
+    from workbench.runner.targets.sim import refuse_while_in_use
     from workbench.sim import control
 
+    refuse_while_in_use(dir, "up")
     st = control.up(dir, config=config, sets=parse_sets(set_), timeout=_timeout(timeout))
     _show(st, json_)
 
@@ -49,8 +51,10 @@ def up(dir: Optional[str] = DirOpt,
 @app.command()
 def down(dir: Optional[str] = DirOpt, json_: JsonOption = False) -> None:
     """Stop both servers (SIGTERM, then SIGKILL); leaves no process behind."""
+    from workbench.runner.targets.sim import refuse_while_in_use
     from workbench.sim import control
 
+    refuse_while_in_use(dir, "down")
     pids = control.down(dir)
     if json_:
         print_json({"stopped": list(pids)})
@@ -63,8 +67,10 @@ def restart(dir: Optional[str] = DirOpt,
             timeout: Optional[float] = typer.Option(None, help="Seconds to wait for health [default: 60]."),
             json_: JsonOption = False) -> None:
     """Stop, re-read the serve file in use, start (the analogue of `systemctl restart`)."""
+    from workbench.runner.targets.sim import refuse_while_in_use
     from workbench.sim import control
 
+    refuse_while_in_use(dir, "restart")
     _show(control.restart(dir, timeout=_timeout(timeout)), json_)
 
 
@@ -101,8 +107,10 @@ def repro(dir: Optional[str] = DirOpt,
           bench: bool = typer.Option(False, "--bench", help="Also print throughput at C=1 and C=32."),
           json_: JsonOption = False) -> None:
     """Run the seed's repro harness against the running deployment."""
+    from workbench.runner.targets.sim import refuse_while_in_use
     from workbench.sim import repro as r
 
+    refuse_while_in_use(dir, "repro")
     res = r.run_repro(dir, sessions=sessions, rounds=rounds, ctx=ctx, max_tokens=max_tokens,
                       timeout=timeout, tag=tag, jsonl=jsonl, out=None if json_ else typer.echo)
     if json_:
@@ -120,8 +128,10 @@ def bench(dir: Optional[str] = DirOpt,
     """Decode throughput (tok/s on the seed's clock) at C=1 and C=32, like the seed's check."""
     from dataclasses import asdict
 
+    from workbench.runner.targets.sim import refuse_while_in_use
     from workbench.sim import repro as r
 
+    refuse_while_in_use(dir, "bench")
     results = r.run_bench(dir, concurrency=tuple(concurrency or (1, 32)), tokens=tokens,
                           out=None if json_ else typer.echo)
     if json_:

@@ -298,9 +298,13 @@ async def _stages(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, 
     await clock.enter("verify")
     await _verify(h, pr, values, env, before)
     await clock.enter("workload")
+    identity = await h.target.deployment_identity(pr.host)
     result = await _workload(h, pr, variables, values, env, out, art)
     await clock.enter("collect")
     await collect(h, pr, values, env, result, out, art)
+    changed = await manipulation.changed_under_run(h, pr.host, values, rendered, identity)
+    if changed:  # after collect: its metrics stay with the run for diagnosis, but the run is no evidence
+        raise StageFailed("invalid", changed)
 
 
 async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, str],

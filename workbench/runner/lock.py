@@ -69,25 +69,34 @@ class Holder:
     # have left as "the original". Such a lock is taken over, whether or not its owner still runs, once the
     # config is the original again (`left_by_dead`).
     restore_failed: bool = False
+    # What the owner runs ("hypothesis wedge-confound"), for the message of a command refused meanwhile.
+    what: str = ""
 
     @classmethod
-    def me(cls, execution: str) -> "Holder":
+    def me(cls, execution: str, what: str = "") -> "Holder":
         pid = os.getpid()
         return cls(execution, socket.gethostname(), pid, process_start(pid),
-                   datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                   datetime.now(timezone.utc).isoformat(timespec="seconds"), what=what)
 
     def text(self) -> str:
         d = dict(self.__dict__)
         if not d["restore_failed"]:  # an ordinary lock reads as before the mark existed
             del d["restore_failed"]
+        if not d["what"]:
+            del d["what"]
         return json.dumps(d, sort_keys=True)
+
+    def owner(self) -> str:
+        """The owner as messages name it: execution, what it runs, pid, host and since when."""
+        what = f", {self.what}" if self.what else ""
+        return f"execution {self.execution}{what} (pid {self.pid} on {self.host}, since {self.since})"
 
     @classmethod
     def parse(cls, text: str) -> "Holder | None":
         try:
             d = json.loads(text)
             return cls(str(d["execution"]), str(d["host"]), int(d["pid"]), d.get("pid_start"), str(d["since"]),
-                       d.get("restore_failed") is True)
+                       d.get("restore_failed") is True, str(d.get("what") or ""))
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
@@ -154,10 +163,10 @@ class TargetLock:
     """The locks of one execution on each host of its target."""
 
     def __init__(self, target: Target, paths: dict[str, str], execution: str,
-                 left_by_dead: Callable[[str, str, Holder], Awaitable[None]] | None = None) -> None:
+                 left_by_dead: Callable[[str, str, Holder], Awaitable[None]] | None = None, what: str = "") -> None:
         self.target = target
         self.paths = paths
-        self.me = Holder.me(execution)
+        self.me = Holder.me(execution, what)
         self.held: list[str] = []
         # (host, lock path, the dead holder) -> raises when what that holder's runner left cannot be taken over
         self.left_by_dead = left_by_dead
@@ -207,8 +216,7 @@ class TargetLock:
                 continue
             where = self.target.describe(host)
             raise TargetBusy(
-                f"target {where} is in use by execution {holder.execution} "
-                f"(pid {holder.pid} on {holder.host}, since {holder.since})",
+                f"target {where} is in use by {holder.owner()}",
                 hint=f"wait for it to finish; if no wb runs there any more, remove {path} on {where}")
         raise TargetBusy(f"could not take the lock {path} on {self.target.describe(host)} (it kept changing)")
 
@@ -228,3 +236,32 @@ class TargetLock:
             except (TargetError, OSError):
                 pass
             self.held.remove(host)
+
+
+def _ancestors() -> set[int]:
+    """This process and its parents up to init (bounded), read from /proc."""
+    out, pid = set(), os.getpid()
+    for _ in range(64):
+        if pid <= 1 or pid in out:
+            break
+        out.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                pid = int(f.read().decode("ascii", "replace").rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return out
+
+
+def live_holder(path: Path) -> "Holder | None":
+    """The execution holding the lock file `path` while it still holds it, unless it is this process or one of its
+    parents (a runner's own `wb sim restart` works under its own lock); None when the lock is free or stale."""
+    try:
+        holder = Holder.parse(path.read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    if holder is None or holder.stale():
+        return None
+    if holder.host == socket.gethostname() and holder.pid in _ancestors():
+        return None
+    return holder

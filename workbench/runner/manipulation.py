@@ -92,3 +92,49 @@ async def verify_problem(h: Any, host: str, values: dict[str, Any], env: dict[st
         return (f"treatment not applied: verify {where} does not show {', '.join(repr(m) for m in missing)} "
                 f"(it answered {shown!r})")
     return None
+
+
+async def changed_under_run(h: Any, host: str, values: dict[str, Any], rendered: str | None,
+                            before: str | None) -> str | None:
+    """Why the deployment measured was not the one this run set up, or None: after the workload, the config
+    file must still hold what wb wrote for the arm and the deployment must not have been restarted (`before`:
+    `Target.deployment_identity` before the workload). A serve file rewritten or a restart under a run (by
+    hand, or by a command that ignored the target lock) made both arms of an execution measure one config."""
+    if rendered is not None and h.profile.config is not None:
+        path = values["path"]
+        found = await h.target.read_file(host, path)
+        now = None if found is None else found[0].decode("utf-8", "replace")
+        if now != rendered:
+            return (f"the config changed during the run: {path} " + (
+                "was removed" if now is None else f"no longer holds what wb wrote for arm {values.get('arm')} "
+                f"({_line_diff(rendered, now)})") + "; the run measured another config and is not evidence")
+    after = await h.target.deployment_identity(host)
+    if before is not None and after != before:
+        return (f"the deployment was restarted during the run ({before} before the workload, "
+                f"{after or 'down'} after it); the run is not evidence")
+    return None
+
+
+_ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+def _assignments(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        m = _ASSIGN.match(line)
+        if m:
+            out[m.group(1)] = m.group(2).strip().strip("'\"")
+    return out
+
+
+def _line_diff(wrote: str, now: str) -> str:
+    """What differs, up to three items: each `name=value` wb wrote that now has another value or is gone, else
+    the lines that differ each way."""
+    old, new = _assignments(wrote), _assignments(now)
+    changed = [f"wrote {k}={v}, now " + (f"{k}={new[k]}" if k in new else "no " + k)
+               for k, v in old.items() if new.get(k) != v][:3]
+    if changed:
+        return "; ".join(changed)
+    gone = [line for line in wrote.splitlines() if line not in now.splitlines()][:3]
+    added = [line for line in now.splitlines() if line not in wrote.splitlines()][:3]
+    return f"wrote {'; '.join(gone) or 'the same lines'}, now {'; '.join(added) or 'the same lines in another order'}"

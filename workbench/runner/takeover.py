@@ -57,7 +57,8 @@ def target_lock(target: Target, state: "State", paths: dict[str, str]) -> "Targe
     async def left_by_dead(host: str, lock_file: str, holder: "Holder") -> None:
         await check_left_by_dead(state, target, host, lock_file, holder)
 
-    return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead)
+    what = f"hypothesis {state.prepared.hypothesis.id}"
+    return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead, what)
 
 
 async def check_left_by_dead(state: "State", target: Target, host: str, lock_file: str, holder: "Holder") -> None:

@@ -186,6 +186,11 @@ class Target(abc.ABC):
         """Refuse (TargetError, its `setting` naming the profile's key) what this machine lacks to reach the
         target, such as a file the profile names; checked before anything is touched. Nothing by default."""
 
+    async def deployment_identity(self, host: str) -> str | None:
+        """What changes when the deployment on `host` restarts (its processes), to tell a run that the deployment
+        was restarted under it; None where the target cannot tell."""
+        return None
+
     def check_config_path(self, config_path: str) -> None:
         """Refuse (raise) a config file the deployment would not read, before the target is locked or touched;
         every config file is read by default."""

@@ -105,6 +105,13 @@ class SimTarget(LocalTarget):
         self.served = {"sim_dir": str(self.sim_dir), "prefill_port": pp, "decode_port": dp}
         return self.served
 
+    async def deployment_identity(self, host: str) -> str | None:
+        """pdsim's server processes (`prefill pid N, decode pid M`): a restart replaces both."""
+        from workbench.sim import control
+
+        st = await asyncio.to_thread(control.status, self.sim_dir, debug=False)
+        return ", ".join(f"{u.unit} pid {u.pid}" for u in st.units.values() if u.state != "down") or None
+
     def check_config_path(self, config_path: str) -> None:
         """Refuse a folder whose pdsim reads another serve file than the one each arm is written into (`wb sim up
         --config FILE` names it for every later start and restart): no arm would reach the servers, every run
@@ -163,3 +170,23 @@ def default_sim_dir(root: Path, options: dict[str, Any], sim_dir: Path | None = 
     """The profile's `dir`, else the configured sim folder ($WB_SIM_DIR), else .wb/sim in the workbench."""
     d = options.get("dir") or sim_dir
     return Path(str(d)).expanduser().resolve() if d else (root / ".wb" / "sim").resolve()
+
+
+def refuse_while_in_use(sim_dir: str | Path | None, command: str) -> None:
+    """Refuse `wb sim COMMAND` (one that changes, stops or loads the deployment) while an execution holds the
+    sim folder's target lock: the serve file rewritten or the servers restarted under a run made both arms
+    measure one config, recorded as evidence. The runner's own commands (its children) pass. Exit 2, nothing
+    changed; `wb sim status` and `wb sim journal` read only and are never refused."""
+    from workbench.runner.lock import TargetBusy, live_holder
+    from workbench.sim.control import state_dir
+
+    sdir = state_dir(sim_dir)
+    lock = sdir / LOCK_NAME
+    holder = live_holder(lock)
+    if holder is None:
+        return
+    raise TargetBusy(f"pdsim in {sdir} is in use by {holder.owner()}: `wb sim {command}` would change the "
+                     "deployment under its runs. Nothing was changed",
+                     hint=f"wait for it to finish, or stop it (Ctrl-C, or kill {holder.pid}: it restores pdsim); "
+                          f"`wb sim status` and `wb sim journal` work meanwhile. If no wb runs there any more, "
+                          f"remove {shlex.quote(str(lock))}")

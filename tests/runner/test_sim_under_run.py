@@ -1,0 +1,109 @@
+"""pdsim changed under a run: `wb sim` commands refuse while an execution holds the sim folder's lock, and a run
+whose serve file was rewritten or whose servers were restarted during its workload is invalid, not evidence."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench.runner.lock import LOCK_NAME
+from workbench.sim import control
+
+pytestmark = pytest.mark.slow  # end to end on pdsim
+
+WB = [sys.executable, "-m", "workbench.cli.main"]
+REPRO = "{{ wb }} sim repro --dir {{ sim_dir }} --sessions 80 --rounds 4"
+
+
+def _workload(bench, before: str, sessions: str = "--sessions 24 --rounds 2") -> None:
+    """Run `before` (a shell command) ahead of a smaller repro in each run's workload."""
+    exp = bench.root / "experiments" / "agent-repro.yaml"
+    text = exp.read_text()
+    assert REPRO in text
+    exp.write_text(text.replace(REPRO, before + " && {{ wb }} sim repro --dir {{ sim_dir }} " + sessions, 1))
+
+
+def _wait(cond, proc: subprocess.Popen, what: str, limit_s: float = 300) -> None:
+    t0 = time.monotonic()
+    while not cond():
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        assert time.monotonic() - t0 < limit_s, f"{what} never happened"
+        time.sleep(0.1)
+
+
+def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
+    """The user's trial: `wb sim up --set nixl_abort_fix=off; wb sim restart` during `wb hypothesis run` exited 0
+    and rewrote the serve file mid-run. Each command that changes, stops or loads pdsim is refused while the run
+    is in its workload (held there by a file it waits for): exit 2, the execution, hypothesis and pid named,
+    the serve file and the servers untouched; status and journal still answer; the run then ends as usual."""
+    go = bench.root / "go"
+    _workload(bench, f"for i in $(seq 3000); do [ -e {go} ] && break; sleep 0.1; done")
+    a = subprocess.Popen(WB + ["hypothesis", "run", "wedge-confound", "--replicates", "1", "--seed", "3",
+                               "--json", "--db", bench.db], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=dict(os.environ))
+    lock = bench.sim_dir / LOCK_NAME
+    try:
+        _wait(lambda: lock.exists() and control.status(bench.sim_dir, debug=False).state == "healthy"
+              and list((bench.root / ".wb" / "artifacts").glob("execution-*/run-*/stdout.txt")), a, "first workload")
+        holder = json.loads(lock.read_text())
+        serve, pids = bench.serve(), {u: s.pid for u, s in control.status(bench.sim_dir).units.items()}
+        for cmd in (["up", "--set", "nixl_abort_fix=off"], ["restart"], ["down"], ["repro", "--sessions", "2"],
+                    ["bench", "-c", "1"]):
+            res = subprocess.run(WB + ["sim", *cmd], capture_output=True, text=True, timeout=120)
+            assert res.returncode == 2, (cmd, res.stdout, res.stderr)
+            first = res.stderr.splitlines()[0]
+            assert first.startswith(f"Error: pdsim in {bench.sim_dir} is in use by execution {holder['execution']}")
+            assert "hypothesis wedge-confound" in first and f"pid {a.pid} " in first, first
+            assert f"`wb sim {cmd[0]}`" in first and "Traceback" not in res.stderr, res.stderr
+            assert bench.serve() == serve
+            assert {u: s.pid for u, s in control.status(bench.sim_dir).units.items()} == pids
+        for cmd in (["status"], ["journal", "--unit", "decode"]):
+            res = subprocess.run(WB + ["sim", *cmd], capture_output=True, text=True, timeout=120)
+            assert "in use by" not in res.stderr and res.returncode in (0, 1), (cmd, res.stderr)
+        go.touch()
+        out, err = a.communicate(timeout=600)
+    finally:
+        go.touch()
+        if a.poll() is None:
+            a.kill()
+    assert a.returncode == 0, err[-2000:]
+    s = json.loads(out)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    assert bench.serve() == bench.original and not lock.exists()
+    # Free again once the run ended: the same command works.
+    assert subprocess.run(WB + ["sim", "down"], capture_output=True, timeout=120).returncode == 0
+
+
+@pytest.mark.parametrize("change", ["set", "restart"])
+def test_a_run_whose_pdsim_changed_under_it_is_invalid(bench, change):
+    """The serve file rewritten (`wb sim up --set nixl_abort_fix=off`) or the servers restarted during the
+    workload: the treatment measured the control's config (or a fresh deployment), and was recorded as evidence
+    (two identical arms, a verdict with isolation passing). Here the workload itself does it, as the runner's
+    child (which the lock lets through), so it happens at a known point: the run is invalid with the reason,
+    the verdict does not rest on it, and wb exits 1."""
+    sim = "{{ wb }} sim " + ("up --dir {{ sim_dir }} --set nixl_abort_fix=off" if change == "set"
+                             else "restart --dir {{ sim_dir }}")
+    # Only the treatment is disturbed: with --set the control's config is already off (no change, no restart).
+    _workload(bench, "{ [ {{ arm }} = control ] || " + sim + " >/dev/null; }")
+    res = subprocess.run(WB + ["hypothesis", "run", "wedge-confound", "--replicates", "1", "--seed", "3", "--json",
+                               "--db", bench.db], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 1, res.stderr[-2000:]
+    s = json.loads(res.stdout)
+    runs = {r["arm"]: r for r in s["runs"]}
+    assert runs["control"]["status"] == "ok", runs["control"]
+    assert runs["treatment"]["status"] == "invalid", runs["treatment"]
+    why = runs["treatment"]["error"]
+    if change == "set":
+        assert "the config changed during the run" in why and "wrote nixl_abort_fix=on, now nixl_abort_fix=off" in why
+    else:
+        assert "the deployment was restarted during the run" in why
+    assert "not evidence" in why
+    assert s["verdict"] in ("inconclusive", "invalid"), s["verdict"]
+    assert s["arms"]["treatment"]["totals"].get("sessions") in (0, None), s["arms"]["treatment"]
+    assert bench.serve() == bench.original
