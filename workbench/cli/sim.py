@@ -76,10 +76,14 @@ def restart(dir: Optional[str] = DirOpt,
 
 @app.command()
 def status(dir: Optional[str] = DirOpt, json_: JsonOption = False) -> None:
-    """healthy / wedged (health 200 but stuck) / unhealthy / down, per server."""
+    """healthy / wedged (health 200 but stuck) / unhealthy / down, per server.
+
+    Exit 0 healthy; 1 wedged, unhealthy or degraded (one server down); 3 down (no server runs)."""
     from workbench.sim import control
 
-    _show(control.status(dir), json_)
+    st = control.status(dir)
+    _show(st, json_)
+    raise typer.Exit(control.status_exit_code(st.state))
 
 
 def _show(st, as_json: bool) -> None:

@@ -31,7 +31,7 @@ from workbench.sim.config import ServeConfig, parse_serve_text, read_serve_file,
 from workbench.sim.logs import UNITS, log_path
 
 __all__ = ["state_dir", "config_path", "up", "down", "restart", "status", "SimStatus",
-           "UnitStatus", "running_config", "HEALTH_TIMEOUT_S"]
+           "UnitStatus", "running_config", "HEALTH_TIMEOUT_S", "STATUS_EXIT", "status_exit_code"]
 
 # Health can take a while on a loaded machine (the prefill imports torch): a slow start is not a failure.
 HEALTH_TIMEOUT_S = 60.0
@@ -508,6 +508,14 @@ def status(dir: str | Path | None = None, *, debug: bool = True) -> SimStatus:
                 u.detail = f"{dbg['stuck']} request(s) stuck in WaitingForInput; /health still 200"
         units[unit] = u
     return SimStatus(dir=str(sdir), config_path=str(cfg_file), config=values, units=units)
+
+
+# `wb sim status`'s exit code by state: a script tells healthy from wedged from stopped without parsing text.
+STATUS_EXIT = {"healthy": 0, "wedged": 1, "unhealthy": 1, "degraded": 1, "down": 3}
+
+
+def status_exit_code(state: str) -> int:
+    return STATUS_EXIT[state]
 
 
 def running_config(dir: str | Path | None = None) -> ServeConfig:
