@@ -24,3 +24,27 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def start_wedged(d: Path):
+    """pdsim started without the abort fix and wedged as tests/sim/test_wedge.py wedges it: a transfer into a page
+    without memory aborts its room, and the ABORT kills prefill's bootstrap thread (health stays 200)."""
+    import time
+
+    import httpx
+
+    from workbench.sim import control
+    from workbench.sim import datapath as dp
+
+    st = control.up(d, config=write_serve(d, decode_pool_mb=1.84, nixl_abort_fix="off"))
+    toks = dp.filler_tokens(1, 1799).tolist() + [dp.turn_token(1, 1)]
+    try:
+        httpx.post(f"http://127.0.0.1:{st.units['decode'].port}/generate", timeout=30, trust_env=False,
+                   json={"input_ids": toks, "max_tokens": 2500})
+    except httpx.TimeoutException:
+        pass
+    for _ in range(200):
+        if control.status(d).state == "wedged":
+            break
+        time.sleep(0.05)
+    return control.status(d)

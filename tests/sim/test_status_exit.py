@@ -1,14 +1,10 @@
-"""`wb sim status` exits by the deployment's state, so a script can tell healthy from wedged from down."""
+"""`wb sim status` exits by the deployment's state, so a script can tell healthy from wedged from down; `wb sim
+bench` on a wedged deployment says what failed and how to recover."""
 
 from __future__ import annotations
 
-import time
-
-import httpx
-
-from pdsim_kit import write_serve
+from pdsim_kit import start_wedged, write_serve
 from workbench.sim import control
-from workbench.sim import datapath as dp
 
 
 def test_status_exit_code_tells_healthy_wedged_and_down(sim_dir, cli):
@@ -16,24 +12,28 @@ def test_status_exit_code_tells_healthy_wedged_and_down(sim_dir, cli):
     healthy deployment and a stopped one: now 0 healthy, 1 wedged (or unhealthy, degraded), 3 down; --json too."""
     code, out, err = cli("sim", "status", "--dir", str(sim_dir))
     assert (code, out.split()[:2]) == (3, ["pdsim:", "down"]), out + err
-    # The wedge as tests/sim/test_wedge.py makes it: a transfer into a page without memory aborts its room,
-    # and without the fix the ABORT kills prefill's bootstrap thread.
-    st = control.up(sim_dir, config=write_serve(sim_dir, decode_pool_mb=1.84, nixl_abort_fix="off"))
+    control.up(sim_dir, config=write_serve(sim_dir))
     code, out, err = cli("sim", "status", "--dir", str(sim_dir))
     assert code == 0 and out.startswith("pdsim: healthy"), out + err
-    toks = dp.filler_tokens(1, 1799).tolist() + [dp.turn_token(1, 1)]
-    try:
-        httpx.post(f"http://127.0.0.1:{st.units['decode'].port}/generate", timeout=30, trust_env=False,
-                   json={"input_ids": toks, "max_tokens": 2500})
-    except httpx.TimeoutException:
-        pass
-    for _ in range(200):
-        if control.status(sim_dir).state == "wedged":
-            break
-        time.sleep(0.05)
+    control.down(sim_dir)
+    assert start_wedged(sim_dir).state == "wedged"
     for args in ((), ("--json",)):
         code, out, err = cli("sim", "status", "--dir", str(sim_dir), *args)
         assert code == 1 and "wedged" in out and "Traceback" not in err, out + err
     control.down(sim_dir)
     code, out, err = cli("sim", "status", "--dir", str(sim_dir), "--json")
     assert code == 3 and '"down"' in out, out + err
+
+
+def test_bench_on_a_wedged_deployment_names_the_answer_and_the_restart(sim_dir, cli):
+    """After `wb sim repro` wedged pdsim, `wb sim bench` said `Error: bench request failed: ok 503 {'error': 'no KV
+    for room 277 after 660s', ...}`: "ok 503" read as a contradiction and nothing said that a restart recovers."""
+    assert start_wedged(sim_dir).state == "wedged"
+    code, out, err = cli("sim", "bench", "--dir", str(sim_dir), "-c", "1", "--tokens", "8")
+    assert code == 1 and "Traceback" not in err, err
+    first, hint = err.splitlines()[0], err.split("Hint:", 1)[-1]
+    assert first.startswith("Error: bench request bench0 failed: the decode server answered HTTP 503: no KV for "
+                            "room "), err
+    assert "ok 503" not in err and "{" not in first, err
+    assert "pdsim is wedged (prefill: bootstrap thread is dead" in hint, err
+    assert f"wb sim restart --dir {sim_dir}" in hint, err

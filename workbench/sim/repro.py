@@ -336,14 +336,48 @@ def run_bench(dir: str | Path | None = None, *, concurrency: tuple[int, ...] = (
         raise BadInput(f"{', '.join(bad)}: bench needs --concurrency >= 1 and --tokens >= 1")
     cfg = running_config(dir)
     sdir = state_dir(dir)
-    _on_clock(sdir, lambda clock: _bench(cfg, clock, 1, 8))     # warm-up, as the seed's check
     results = []
-    for c in concurrency:
-        r = _on_clock(sdir, lambda clock, c=c: _bench(cfg, clock, c, tokens))
-        results.append(r)
-        if out:
-            out(r.line())
+    try:
+        _on_clock(sdir, lambda clock: _bench(cfg, clock, 1, 8))     # warm-up, as the seed's check
+        for c in concurrency:
+            r = _on_clock(sdir, lambda clock, c=c: _bench(cfg, clock, c, tokens))
+            results.append(r)
+            if out:
+                out(r.line())
+    except _BenchFailed as exc:
+        raise SimError(str(exc), hint=_bench_hint(sdir)) from None
     return results
+
+
+class _BenchFailed(Exception):
+    """A bench request the deployment did not answer with its tokens (turned into a SimError with a hint)."""
+
+
+def _bench_failure(rid: str, kind: str, status: int | None, body: object) -> _BenchFailed:
+    if kind == "timeout":
+        why = "no answer in time"
+    elif kind == "error":
+        why = f"the request to the decode server failed ({body})"
+    else:
+        detail = body.get("error") if isinstance(body, dict) and body.get("error") else body
+        why = f"the decode server answered HTTP {status}: {detail}"
+    return _BenchFailed(f"bench request {rid} failed: {why}")
+
+
+def _bench_hint(sdir: Path) -> str:
+    """What to do, from the deployment's state: a wedge lasts until a restart."""
+    import shlex
+
+    from workbench.sim.control import status
+
+    st = status(sdir)
+    restart = f"wb sim restart --dir {shlex.quote(str(sdir))}"
+    if st.state == "wedged":
+        why = "; ".join(f"{u.unit}: {u.detail}" for u in st.units.values() if u.state == "wedged")
+        return (f"pdsim is wedged ({why}): it stays so until restarted. Run `{restart}`, then bench again "
+                "(nixl_abort_fix=on keeps an abort from wedging it)")
+    return (f"pdsim is {st.state}: see `wb sim status --dir {shlex.quote(str(sdir))}` and `wb sim journal --unit "
+            f"decode`; `{restart}` starts it afresh")
 
 
 async def _bench(cfg, clock: Clock, c: int, tokens: int) -> BenchResult:
@@ -359,7 +393,7 @@ async def _bench(cfg, clock: Clock, c: int, tokens: int) -> BenchResult:
                 {"rid": f"bench{i}", "input_ids": prompt, "max_tokens": tokens,
                  "ignore_eos": True}, (i, 1), None)
             if kind != "ok" or status != 200:
-                raise SimError(f"bench request failed: {kind} {status} {body}")
+                raise _bench_failure(f"bench{i}", kind, status, body)
             return len(body["output_ids"])
 
         t0 = clock.now()
