@@ -101,7 +101,8 @@ def test_journal_since_filters_by_time(sim_dir, cmd_since):
 def test_journal_since_a_wall_time_counts_only_the_next_run(sim_dir):
     """The runner's count: `journal --since RUN_START` (a wall time taken after restart and health)
     holds the run's lines and none of the previous run's, although simulated stamps run far ahead
-    of the wall clock (a run covers minutes of simulated time in seconds)."""
+    of the wall clock (a run covers minutes of simulated time in seconds): lines are stamped with the wall
+    time first, their simulated time beside it."""
     from workbench.sim import repro
 
     cfg = write_serve(sim_dir, causal_model="wedge", nixl_abort_fix="off", decode_pool_mb=30, seed=3)
@@ -110,8 +111,10 @@ def test_journal_since_a_wall_time_counts_only_the_next_run(sim_dir):
     repro.run_repro(sim_dir, sessions=24, rounds=4, tag="wedged")
     first = _wfi(sim_dir, t1)
     assert first > 0
-    last_stamp = logs._stamp(list(logs.read_journal(sim_dir, "decode", None))[-1])
-    assert last_stamp > datetime.now(timezone.utc)          # simulated time is ahead of the wall
+    last = list(logs.read_journal(sim_dir, "decode", None))[-1]
+    last_stamp = logs._stamp(last)
+    sim_stamp = datetime.fromisoformat(last.split()[3].removeprefix("sim=").replace("Z", "+00:00"))
+    assert sim_stamp > datetime.now(timezone.utc) >= last_stamp  # simulated time is ahead of the wall
     cfg.write_text(cfg.read_text().replace("nixl_abort_fix=off", "nixl_abort_fix=on"))
     control.restart(sim_dir)
     t2 = datetime.now(timezone.utc)

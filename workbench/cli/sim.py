@@ -146,7 +146,8 @@ def bench(dir: Optional[str] = DirOpt,
 def journal(dir: Optional[str] = DirOpt,
             unit: str = typer.Option(..., "--unit", help="decode or prefill."),
             since: Optional[str] = typer.Option(
-                None, "--since", help="From this time on: ISO-8601 (UTC when no zone is given) or 'N min ago'."),
+                None, "--since", help="From this wall-clock time on (each line's first stamp; its sim= field is "
+                                      "pdsim's simulated time): ISO-8601 (UTC when no zone is given) or 'N min ago'."),
             json_: JsonOption = False) -> None:
     """Print a server's log lines since a time (the journalctl analogue)."""
     from workbench.sim import logs

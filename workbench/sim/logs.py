@@ -1,10 +1,15 @@
 """Server logs of the embedded deployment (the journal analogue) and a reader filtering by time.
 
-Every line starts with an ISO-8601 UTC timestamp on the deployment's simulated clock (see
-`clock`), so "count WaitingForInput since T" is
-`wb sim journal --unit decode --since "$T" | grep -ic WaitingForInput`, where T is a wall time
-(as `date` prints it, or as a runner records a run's start): the reader translates it into the
-simulated timeline with the clock's checkpoints.
+Every line starts with the wall-clock UTC time it was written (as `date` and journalctl show time), then the
+unit, the level and `sim=` the deployment's simulated time (see `clock`), which runs ahead of the wall clock (a
+run covers minutes of simulated time in seconds) and is what pdsim's timeouts follow:
+
+    2026-12-04T19:06:02.104233Z decode[4121] INFO sim=2026-12-04T20:45:13.001000Z room=3 ... WaitingForInput
+
+`--since T` is a wall time, compared with the first stamp, so "count WaitingForInput since T" is
+`wb sim journal --unit decode --since "$T" | grep -ic WaitingForInput` with T from `date -u +%FT%T`, a runner's
+run start, or a line's own first stamp. Lines written before wall stamps (no `sim=`) are stamped on the simulated
+clock: for them T is translated into the simulated timeline with the clock's checkpoints, as before.
 """
 
 from __future__ import annotations
@@ -26,23 +31,34 @@ def log_path(state_dir: Path, unit: str) -> Path:
     return Path(state_dir) / "logs" / f"{unit}.log"
 
 
+SIM_FIELD = "sim="
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
 class _UtcFormatter(logging.Formatter):
+    """The wall time the line was written first, then (with `now`, the simulated clock) `sim=` its time."""
+
     def __init__(self, fmt: str, now=None) -> None:
         super().__init__(fmt)
         self._now = now
 
     def formatTime(self, record, datefmt=None):  # noqa: N802 (logging's name)
-        t = self._now() if self._now is not None else record.created
-        return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(
-            timespec="microseconds").replace("+00:00", "Z")
+        return _iso(record.created)
+
+    def formatMessage(self, record):  # noqa: N802 (logging's name)
+        record.sim = f"{SIM_FIELD}{_iso(self._now())} " if self._now is not None else ""
+        return super().formatMessage(record)
 
 
 def setup_server_logging(state_dir: Path, unit: str, now=None) -> logging.Logger:
-    """The unit's journal; `now` gives the stamp (the simulated clock), else the wall clock."""
+    """The unit's journal, stamped with the wall clock; `now` (the simulated clock) adds `sim=` its time."""
     path = log_path(state_dir, unit)
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(_UtcFormatter(f"%(asctime)s {unit}[%(process)d] %(levelname)s %(message)s",
+    handler.setFormatter(_UtcFormatter(f"%(asctime)s {unit}[%(process)d] %(levelname)s %(sim)s%(message)s",
                                        now))
     log = logging.getLogger("pdsim")
     log.handlers[:] = [handler]
@@ -100,9 +116,15 @@ def _stamp(line: str) -> datetime | None:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
+def _wall_stamped(line: str) -> bool:
+    """A line written with a wall stamp first (its fourth word is the simulated time)."""
+    words = line.split(" ", 4)
+    return len(words) > 3 and words[3].startswith(SIM_FIELD)
+
+
 def read_journal(state_dir: Path, unit: str, since: datetime | None = None) -> Iterator[str]:
-    """Log lines of a unit at or after the wall time `since` (translated into the simulated
-    timeline; lines without a stamp follow the previous one)."""
+    """Log lines of a unit at or after the wall time `since` (lines without a stamp follow the previous one; a
+    line of an older pdsim, stamped on the simulated clock, is compared with `since` translated into it)."""
     from workbench.sim.clock import sim_time_at
 
     if unit not in UNITS:
@@ -110,14 +132,18 @@ def read_journal(state_dir: Path, unit: str, since: datetime | None = None) -> I
     path = log_path(state_dir, unit)
     if not path.exists():
         return
-    if since is not None:
-        since = datetime.fromtimestamp(sim_time_at(Path(state_dir), since.timestamp()),
-                                       tz=timezone.utc)
+    on_sim = None
     keep = since is None
     with path.open("r", encoding="utf-8", errors="replace") as fh:
         for line in fh:
             t = _stamp(line)
             if t is not None and since is not None:
-                keep = t >= since
+                if _wall_stamped(line):
+                    keep = t >= since
+                else:
+                    if on_sim is None:
+                        on_sim = datetime.fromtimestamp(sim_time_at(Path(state_dir), since.timestamp()),
+                                                        tz=timezone.utc)
+                    keep = t >= on_sim
             if keep:
                 yield line.rstrip("\n")
