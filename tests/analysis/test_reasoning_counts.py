@@ -27,9 +27,9 @@ def test_pooled_executions_count_every_run_and_effective_counts_are_named(store,
     assert no_events is not None and no_events.group(1) == "4", text
 
 
-def test_a_fractional_count_in_the_exact_tail_says_it_is_an_effective_count(store, registry):
-    # Four runs that agree more closely than binomial (7, 8, 8, 8 of 80): counted as correlated copies, so
-    # the exact tail is taken on 31/320 divided by a design effect, a fractional count.
+def _close_agreement_reasoning(store, registry) -> str:
+    """The reasoning of an execution of four replicates whose treatment runs agree more closely than binomial
+    (7, 8, 8, 8 leaks of 80)."""
     ex = add_execution(store)
     for r, leak in enumerate((7, 8, 8, 8), start=1):
         seed = {"seed": str(r)}
@@ -37,7 +37,13 @@ def test_a_fractional_count_in_the_exact_tail_says_it_is_an_effective_count(stor
                 outcomes={"leak": 9, "done": 71})
         add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT | seed, replicate=r,
                 outcomes={"leak": leak, "done": 80 - leak})
-    text = analyze_stored(store, registry, "wedge-confound", execution_id=ex).reasoning
+    return analyze_stored(store, registry, "wedge-confound", execution_id=ex).reasoning
+
+
+def test_a_fractional_count_in_the_exact_tail_says_it_is_an_effective_count(store, registry):
+    # Four runs that agree more closely than binomial (7, 8, 8, 8 of 80): counted as correlated copies, so
+    # the exact tail is taken on 31/320 divided by a design effect, a fractional count.
+    text = _close_agreement_reasoning(store, registry)
     tail = re.search(r"P\(X >= ([0-9.]+) \| n = ([0-9.,]+)[^)]*\)[^;]*", text)
     assert tail is not None, text
     assert tail.group(1) != "31" and "effective counts (31/320 divided by the design effect" in tail.group(0), text
@@ -47,14 +53,7 @@ def test_a_tail_at_effective_counts_is_not_called_exact_and_copies_are_explained
     # Runs that agree closely (7, 8, 8, 8 of 80) are read as partly copies: the tail is then taken at fractional
     # counts, which no exact test has; the design effect is one number written one way; and the sentence says why
     # close agreement widens the interval, in words.
-    ex = add_execution(store)
-    for r, leak in enumerate((7, 8, 8, 8), start=1):
-        seed = {"seed": str(r)}
-        add_run(store, execution_id=ex, arm="control", variables=CONTROL | seed, replicate=r,
-                outcomes={"leak": 9, "done": 71})
-        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT | seed, replicate=r,
-                outcomes={"leak": leak, "done": 80 - leak})
-    text = analyze_stored(store, registry, "wedge-confound", execution_id=ex).reasoning
+    text = _close_agreement_reasoning(store, registry)
     assert re.search(r"exact binomial P\(X [<>]= \d+\.\d", text) is None, text
     assert "binomial tail P(X >= 7.96 | n = 82.2" in text and "not an exact test" in text, text
     shown = set(re.findall(r"design effect (\d+(?:\.\d+)?)", text))
