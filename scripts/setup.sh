@@ -24,6 +24,10 @@ if [ "$want_tests" = 1 ]; then
   # The team-store tests start a real PostgreSQL server of their own (initdb in a temp dir).
   ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
   [ -f /usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf ] || need+=(fonts-droid-fallback)
+  # The https tests file a CA under its subject hash (openssl x509 -hash); the printed restore commands are
+  # run through dash, as a POSIX sh.
+  command -v openssl >/dev/null 2>&1 || need+=(openssl)
+  command -v dash >/dev/null 2>&1 || need+=(dash)
   if [ ${#need[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
