@@ -6,8 +6,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from workbench.cli import _envelope
 from workbench.cli._common import DbOption, JsonOption, RootOption, check_seed, open_workbench, print_json
+from workbench.errors import RunFailure
 
 MARK = {"fails": "FAILS", "passes": "passes", "inconclusive": "INCONCLUSIVE"}
 REGION_HELP = ("Where the metric lies when a config FAILS: '>= 0.05', '<= 0.02', '== 0', '0.05..0.3' "
@@ -65,14 +65,11 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"appended {len(out.result.probes) + 1} generated hypotheses to {out.written}")
         failed = out.failed_runs
         if failed:
-            # Recorded and restored, but runs measured nothing: a failure while running (exit 1).
-            message = (f"{sum(failed.values())} run(s) did not finish ok, in probe(s) "
-                       + ", ".join(f"p{i} ({n})" for i, n in failed.items())
-                       + " (see the run errors above or `wb runs show ID`)")
-            typer.echo(f"Error: {message}", err=True)
-            _envelope.note_error({"message": message, "hint": None, "where": None, "exit_code": 1,
-                                  "kind": "RunFailure"})
-            raise typer.Exit(1)
+            # Recorded and restored, but runs measured nothing: a failure while running (exit 1), reported by the
+            # error boundary as `wb hypothesis run` reports its failed runs (the Error line, the --json error).
+            raise RunFailure(f"{sum(failed.values())} run(s) did not finish ok, in probe(s) "
+                             + ", ".join(f"p{i} ({n})" for i, n in failed.items())
+                             + " (see the run errors above or `wb runs show ID`)")
 
 
 def request(flags: dict[str, Any], pair: str | None, registry: Any) -> dict[str, Any]:
