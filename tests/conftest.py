@@ -44,6 +44,18 @@ def _has_cuda() -> bool:
         return False
 
 
+def pytest_configure(config):
+    """Tests Ctrl-C the wb processes they start. A shell starting pytest in the background without job control
+    (`pytest &` in a script) leaves SIGINT ignored, every process started after inherits that, and Python
+    then installs no KeyboardInterrupt: such a test would wait for a wb that can never be interrupted. A
+    handled signal returns to its default in a started program, so handling it here gives every child its
+    default Ctrl-C again."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_collection_modifyitems(config, items):
     _slow_files_first(items)
     if _has_cuda():

@@ -216,7 +216,7 @@ def test_ctrl_c_in_a_command_of_a_group_says_interrupted_once_and_exits_130(tmp_
     shutil.copytree(REPO / "experiments", tmp_path / "experiments")
     fifo = tmp_path / "runs.csv"
     os.mkfifo(fifo)
-    env = {**os.environ, "WB_ROOT": str(tmp_path), "WB_DB": str(tmp_path / "wb.duckdb")}
+    env = {**os.environ, "WB_ROOT": str(tmp_path), "WB_DB": str(tmp_path / "wb.duckdb"), "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([WB, *args, str(fifo)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     writer = None
@@ -230,7 +230,14 @@ def test_ctrl_c_in_a_command_of_a_group_says_interrupted_once_and_exits_130(tmp_
                 time.sleep(0.05)
         time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # say where wb waits: its signal state, and its stack (faulthandler)
+            masks = [line for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                     if line.startswith(("SigBlk", "SigIgn", "SigCgt", "State"))]
+            proc.send_signal(signal.SIGABRT)
+            out, err = proc.communicate(timeout=30)
+            pytest.fail(f"wb did not end on Ctrl-C within 60 s: {masks}\n{err}")
     finally:
         proc.kill()
         if writer is not None:
