@@ -119,6 +119,26 @@ def register(*, values: Any = (), names: Any = ()) -> None:
         _names.update(str(n) for n in names)
 
 
+def register_stored(variables: Any) -> None:
+    """A stored run's variables as they are read: a value under a name declared secret now (a variable made
+    `secret: true` after runs recorded it in clear, its old values known to no file) is masked from here on
+    wherever this process shows it (a run page's variables, the confound report), as a declared value is. The
+    value itself stays in what is read: an analysis must still see that two arms differ in it."""
+    values = stored_secret_values(variables)
+    if values:
+        register(values=values)
+
+
+def stored_secret_values(variables: Any) -> list[str]:
+    """The values of a stored run's variables under a name registered as secret (see `register_stored`)."""
+    if not isinstance(variables, dict) or not _names:
+        return []
+    with _lock:
+        names = set(_names)
+    return [str(v) for n, v in variables.items()
+            if n in names and v is not None and str(v) != MASK and not isinstance(v, (dict, list))]
+
+
 def _forms(value: str) -> set[str]:
     """A value as wb may write it: as given, in a JSON string (non-ASCII escaped or not), in HTML as the report's
     templates escape it, and as a shell word (a failed command quoted in an error). A value too short to be

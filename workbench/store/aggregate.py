@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+from workbench.secrets import register_stored
 from workbench.store.entities import ProbeCountRecord, RunData, RunQuery
 
 
@@ -77,6 +78,8 @@ def _base_rows(conn: Any, cond: str, params: dict[str, Any]) -> dict[int, dict[s
         key = ("v" if variables else "f") + (txt or "")
         if key not in parsed:
             val = _json(txt) or {}
+            if variables:
+                register_stored(val)
             parsed[key] = {k: str(v) for k, v in val.items()} if variables and isinstance(val, dict) else val
         return parsed[key]
 

@@ -10,6 +10,16 @@ from workbench.store.entities import (ArtifactRecord, ExecutionRecord, ImportedR
                                       RunData, RunQuery, RunRecord, StoreContents, VerdictRecord, iso)
 
 
+def stored_variables(text: str | None) -> dict[str, Any]:
+    """A run's stored variables, decoded; values under a name declared secret now are registered as secrets
+    (`secrets.register_stored`) on the way."""
+    from workbench.secrets import register_stored
+
+    variables = jsonx.loads(text, {}) or {}
+    register_stored(variables)
+    return variables
+
+
 def run_record(run: Any, metrics: dict[str, float] | None = None, **detail: Any) -> RunRecord:
     if detail.get("rendered_config") is not None:  # a row kept before its secret-named entries were masked
         from workbench.store.records import masked_config
@@ -20,7 +30,7 @@ def run_record(run: Any, metrics: dict[str, float] | None = None, **detail: Any)
         experiment_version=run.experiment_version, source=run.source, label=run.label, arm=run.arm,
         replicate=run.replicate, order_index=run.order_index, block=run.block, host=run.host, target=run.target,
         status=run.status, stage=run.stage, phase=run.phase, started_at=iso(run.started_at),
-        ended_at=iso(run.ended_at), variables=jsonx.loads(run.variables_json, {}), config_hash=run.config_hash,
+        ended_at=iso(run.ended_at), variables=stored_variables(run.variables_json), config_hash=run.config_hash,
         provenance=run.provenance, error=run.error, metrics=dict(metrics or {}), uuid=run.uuid, **detail)
 
 

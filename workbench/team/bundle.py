@@ -70,7 +70,7 @@ def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out:
         registry.hypothesis(hid)  # an unknown id is bad input before anything is read
     doc = {"wb_bundle": BUNDLE_FORMAT, "wb_version": wb_version, "created_by": created_by,
            "created_at": datetime.now(timezone.utc).isoformat(), "hypotheses": list(hypothesis_ids),
-           "registry": _definitions(registry, hypothesis_ids), "store": store.export_rows(list(hypothesis_ids))}
+           "registry": _definitions(registry, hypothesis_ids), "store": _stored_rows(store, hypothesis_ids)}
     out = Path(out)
     if out.is_dir():
         raise BadInput(f"-o {out} is a folder", hint="give a file name, e.g. -o wedge.wbundle")
@@ -87,6 +87,22 @@ def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out:
         raise
     counts = {k: len(doc["store"][k]) for k in ("executions", "runs", "verdicts", "reviews", "artifact_blobs")}
     return BundleSummary(str(out), tuple(hypothesis_ids), counts)
+
+
+def _stored_rows(store: "Store", hypothesis_ids: list[str]) -> dict[str, Any]:
+    """The store's rows of the hypotheses, as a bundle carries them. The store masked every secret it knew as it
+    wrote; a value stored in clear before its variable was declared secret (a run's variables, the plan, a config
+    diff, a snapshot, a verdict's reasoning) is masked here, in every row, as every view masks it."""
+    from workbench.secrets import redact, register_stored, stored_secret_values
+    from workbench.store import jsonx
+
+    rows = store.export_rows(list(hypothesis_ids))
+    stored = [jsonx.loads(r.get("variables_json"), {}) for r in rows["runs"]]
+    if not any(stored_secret_values(v) for v in stored):
+        return rows  # no value stored before its declaration: the rows are as the store masked them
+    for variables in stored:
+        register_stored(variables)
+    return {name: redact(value) if name != "artifact_blobs" else value for name, value in rows.items()}
 
 
 def _unpacked(path: Path) -> bytes:
