@@ -1,0 +1,123 @@
+"""Benchmark: where the test suite's CPU goes, by kind of process and by test file. On 2 cores the suite is
+CPU-bound (its CPU seconds over its wall seconds is close to the core count), so a shorter CI comes only from
+less CPU: this says which processes and which files to look at first.
+
+    python benchmarks/suite_cpu.py [--top 25] [PYTEST_ARGS...]
+
+PYTEST_ARGS select the tests (default: the whole suite, with the README's options). Every Python process the
+run starts reports its own CPU time as it exits (a `sitecustomize` on PYTHONPATH; a process killed with
+SIGKILL reports nothing, so the totals are a lower bound), and each test reports the CPU of the pytest worker
+and of the children it waited for. Prints the wall time, the CPU by process kind (pdsim's servers, `wb`
+commands by name, the pytest workers) with the share of processes that imported torch, and the files and tests
+that cost most.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+SITECUSTOMIZE = '''
+import atexit, json, os, resource, sys
+def _report():
+    try:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        with open(os.environ["WB_SUITE_CPU_LOG"], "a") as f:
+            f.write(json.dumps({"argv": " ".join(sys.argv)[:300], "cpu": r.ru_utime + r.ru_stime,
+                                "torch": "torch" in sys.modules}) + "\\n")
+    except Exception:
+        pass
+atexit.register(_report)
+'''
+
+PLUGIN = '''
+import json, os, resource
+import pytest
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    yield
+    me2, kids2 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(os.environ["WB_SUITE_TEST_LOG"], "a") as f:
+        f.write(json.dumps({"test": item.nodeid,
+                            "cpu": me2.ru_utime + me2.ru_stime - me.ru_utime - me.ru_stime
+                            + kids2.ru_utime + kids2.ru_stime - kids.ru_utime - kids.ru_stime}) + "\\n")
+'''
+
+
+def kind(argv: str) -> str:
+    """A process's kind: a pdsim server, a `wb` command (its first two words), a pytest worker, or other."""
+    m = re.search(r"workbench[./]sim[./](prefill|decode)", argv)
+    if m:
+        return f"pdsim {m.group(1)} server"
+    m = re.search(r"(?:workbench[./]cli[./]main(?:\.py)?|/wb)\s+(--version|[a-z-]+)(?:\s+([a-z-]+))?", argv)
+    if m:
+        return " ".join(w for w in ("wb", m.group(1), m.group(2) if m.group(1) != "--version" else None) if w)
+    if "pytest" in argv or "execnet" in argv or argv.startswith("-c"):
+        return "pytest (main and workers)"
+    return "other python"
+
+
+def run(args: list[str], tmp: Path) -> tuple[float, str]:
+    (tmp / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    (tmp / "wb_suite_cpu_plugin.py").write_text(PLUGIN)
+    env = dict(os.environ, WB_SUITE_CPU_LOG=str(tmp / "processes.jsonl"), WB_SUITE_TEST_LOG=str(tmp / "tests.jsonl"),
+               PYTHONPATH=os.pathsep.join(p for p in (str(tmp), os.environ.get("PYTHONPATH")) if p))
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                           "wb_suite_cpu_plugin", *args], cwd=REPO, env=env, capture_output=True, text=True)
+    lines = proc.stdout.strip().splitlines()
+    return time.monotonic() - t0, lines[-1] if lines else f"exit {proc.returncode}"
+
+
+def read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def report(wall: float, summary: str, procs: list[dict], tests: list[dict], top: int) -> None:
+    total = sum(p["cpu"] for p in procs)
+    print(f"suite: {summary}")
+    print(f"wall {wall:.0f} s; CPU reported by {len(procs)} processes {total:.0f} s "
+          f"({total / wall:.2f} cores busy on average, {os.cpu_count()} here: near the core count on an otherwise idle "
+          "machine means CPU-bound)")
+    cpu, count, torch = collections.Counter(), collections.Counter(), collections.Counter()
+    for p in procs:
+        k = kind(p["argv"])
+        cpu[k] += p["cpu"]
+        count[k] += 1
+        torch[k] += p["torch"]
+    print("\nCPU by kind of process (s, share, processes, of them importing torch):")
+    for k, s in cpu.most_common(top):
+        print(f"  {s:8.1f}  {100 * s / total:5.1f}%  {count[k]:5d}  {torch[k]:5d}  {k}")
+    by_file = collections.Counter()
+    for t in tests:
+        by_file[t["test"].split("::")[0]] += t["cpu"]
+    print("\nCPU by test file (s; the worker and the children it waited for, not pdsim's servers):")
+    for f, s in by_file.most_common(top):
+        print(f"  {s:8.1f}  {f}")
+    print("\nCPU by test (s):")
+    for t in sorted(tests, key=lambda t: -t["cpu"])[:top]:
+        print(f"  {t['cpu']:8.1f}  {t['test']}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--top", type=int, default=25)
+    ns, rest = ap.parse_known_args()
+    with tempfile.TemporaryDirectory(prefix="wb-suite-cpu-") as tmp:
+        wall, summary = run(rest, Path(tmp))
+        report(wall, summary, read(Path(tmp) / "processes.jsonl"), read(Path(tmp) / "tests.jsonl"), ns.top)
+
+
+if __name__ == "__main__":
+    main()
