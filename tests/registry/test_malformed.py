@@ -17,6 +17,17 @@ CASES = [
     # points where the mapping began and says where it was noticed.
     ("yaml-unclosed-brace", H, "      treatment: {hicache: on}", "      treatment: {hicache: on",
      "noticed at line", "      treatment: {hicache: on"),
+    # A quote left open runs on to the next quote in the file, lines later, and the YAML breaks there: the error
+    # names the line where the quote was opened.
+    ("yaml-unclosed-double-quote", H, "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.",
+     "    claim: \"The abort fix removes it", "the \" at line", "    claim: \"The abort fix removes it"),
+    ("yaml-unclosed-quote-experiment", E, '      path: "{{ sim_dir }}/serve.sh"', '      path: "{{ sim_dir }}/serve.sh',
+     "is never closed", '      path: "{{ sim_dir }}/serve.sh'),
+    ("yaml-unclosed-single-quote-flow", E, "      wall_s: {regex: 'host=(?P<value>[0-9.]+)s'}",
+     "      wall_s: {regex: 'host=(?P<value>[0-9.]+)s}", "the ' at line", "      wall_s: {regex: 'host="),
+    ("yaml-unclosed-quote-at-end", H, '      - {metric: aborts, equals: 0, why: "the wedge must not be in play"}',
+     '      - {metric: aborts, equals: 0, why: "the wedge must not be in play}', "is never closed (noticed at line",
+     '      - {metric: aborts, equals: 0, why: "the wedge'),
     ("duplicate-key", H, "    isolates: nixl_abort_fix\n", "    isolates: nixl_abort_fix\n    isolates: hicache\n",
      "duplicate key 'isolates'", "    isolates: hicache"),
     ("unknown-field", H, "    falsified_if: Corruption persists in the treatment arm with zero aborts.",

@@ -112,18 +112,52 @@ def _norm_key(key: Any) -> Any:
     return key
 
 
-def _yaml_problem(exc: yaml.MarkedYAMLError, line: int | None) -> tuple[int | None, str]:
+def _quote_run_on(text: str, exc: yaml.MarkedYAMLError) -> tuple[int, str] | None:
+    """A quote left open (`claim: "The fix` with no closing quote) takes everything up to the next such quote in
+    the file as its text, and the YAML breaks just after that one, often many lines later. When the parser fails
+    on the line where a quoted scalar of several lines ended, the quote that opened it is the likely mistake:
+    its line is the one to name. None when the failure is not of that shape."""
+    mark = exc.problem_mark
+    if mark is None:
+        return None
+    last = None
+    try:  # the pure-Python scanner keeps each token's style and span; only a failed load pays for it
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if (token.start_mark.line, token.start_mark.column) >= (mark.line, mark.column):
+                break
+            last = token
+    except yaml.YAMLError:
+        pass
+    if not isinstance(last, yaml.ScalarToken) or last.style not in ("'", '"'):
+        return None
+    start, end = last.start_mark, last.end_mark
+    if start.line == end.line or end.line != mark.line:
+        return None
+    q = last.style
+    return start.line + 1, (f"the {q} at line {start.line + 1} (column {start.column + 1}) is never closed: the "
+                            f"quoted text runs on to the next {q}, at line {end.line + 1}, where the YAML breaks "
+                            f"({exc.problem})")
+
+
+def _yaml_problem(exc: yaml.MarkedYAMLError, line: int | None, text: str) -> tuple[int | None, str]:
     """The line to name and the problem in words. An unclosed flow collection or quoted scalar is noticed
     lines after it began (a '{' left open on line 14 fails on line 15): the line named is where it began,
     and the message says where the parser noticed it. For a block construct the problem's own line stays."""
     problem = exc.problem or exc.context or "invalid YAML"
+    run_on = _quote_run_on(text, exc)
+    if run_on is not None:
+        return run_on
     ctx = exc.context_mark.line + 1 if exc.context_mark is not None else None
     if exc.problem is None or exc.context is None or ctx is None or ctx == line:
         return line, problem
     began = exc.context.removeprefix("while parsing ").removeprefix("while scanning ")
     began = began.removeprefix("a ").removeprefix("an ")
     col = exc.context_mark.column + 1
-    if "flow" in began or "quoted" in began:
+    if "quoted" in began:
+        opened = text.splitlines()[ctx - 1][col - 1:col]
+        quote = opened if opened in ("'", '"') else "quote"
+        return ctx, f"the {quote} at line {ctx} (column {col}) is never closed (noticed at line {line}: {problem})"
+    if "flow" in began:
         return ctx, f"{problem}: the {began} begun at line {ctx} (column {col}) is not closed (noticed at line {line})"
     return line, f"{problem} (in the {began} begun at line {ctx})"
 
@@ -163,7 +197,7 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
         line = mark.line + 1 if mark else None
         if "maximum nesting depth" in str(exc.problem):  # libyaml's own bound, far above ours
             raise _too_deep(file, line) from None
-        line, problem = _yaml_problem(exc, line)
+        line, problem = _yaml_problem(exc, line, text)
         raise ConfigError(f"invalid YAML: {problem}", file=file, line=line,
                           hint="fix the YAML syntax (indentation, quotes, colons, a closing bracket)") from exc
     except yaml.YAMLError as exc:
