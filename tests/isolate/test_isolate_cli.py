@@ -195,6 +195,62 @@ def test_a_search_stopped_mid_way_is_recorded_with_its_probes(root, tmp_path, mo
     assert [p["outcome"] for p in st.record["result"]["probes"]] == ["passes"]
 
 
+@pytest.mark.parametrize("edit,parent,words", [
+    (("\n\n  - id: half-added\n", ""), None, "missing required field 'claim'"),  # a hypothesis half added
+    # The --parent renamed: the appended hypotheses no longer validate, and the error named the temporary file
+    # the candidate was checked in (.hypotheses.yaml.tmpPID:153), gone by the time it was read, at a line past
+    # the end of hypotheses.yaml.
+    (("  - id: live-hostpool-control\n", "  - id: live-hostpool-ctl\n"), "live-hostpool-control",
+     "the generated hypotheses would not validate: parent 'live-hostpool-control'"),
+])
+def test_a_write_refused_after_the_search_keeps_its_result_and_is_a_failure_while_running(root, tmp_path,
+                                                                                         monkeypatch, edit, parent,
+                                                                                         words):
+    """hypotheses.yaml edited while the search ran refused --write's append as bad input: exit 2, "nothing was
+    run", after every probe had run, and the answer found was never printed. The search is printed and stays
+    recorded; the refusal is the Error of a failure while running (exit 1), naming hypotheses.yaml, and the
+    YAML that was not appended is printed, to paste once the file is fixed."""
+    from workbench.isolate import app as iso_app
+    from workbench.isolate.records import load_searches
+    from workbench.isolate.search import ProbeResult
+    from workbench.store import open_store
+
+    registry = root / "hypotheses.yaml"
+    before = registry.read_text()
+    edited = before + edit[0] if not edit[1] else before.replace(edit[0], edit[1], 1)
+
+    def probe(self, req):  # scripted: no target; the config fails exactly when geometry_fix=off is applied
+        if not self.results:
+            registry.write_text(edited)  # someone else's edit, while the search runs
+        fails = "geometry_fix" in req.applied
+        res = ProbeResult("fails" if fails else "passes", 80 if fails else 0, 160, 160, 2, "scripted")
+        self.results.append((req, res))
+        return res
+
+    monkeypatch.setattr(iso_app.RunnerOracle, "probe", probe)
+    db = tmp_path / "s.duckdb"
+    res = CliRunner().invoke(app, ["isolate", "--experiment", "agent-repro", "--good", "hicache=off geometry_fix=on",
+                                   "--bad", "hicache=on geometry_fix=off", "--metric", "corruption_rate",
+                                   "--region", ">= 0.05", "--seed", "3", "--write", "--root", str(root),
+                                   "--db", str(db)] + (["--parent", parent] if parent else []))
+    assert res.exit_code == 1, res.output
+    assert "Traceback" not in res.output
+    assert "minimal set: {geometry_fix=off} (decided)" in res.stdout, res.output
+    [error] = [line for line in res.stderr.splitlines() if line.startswith("Error:")]
+    assert "--write" in error and f"{registry}" in error and words in error and "not appended" in error, error
+    assert ".tmp" not in error, error
+    assert registry.read_text() == edited and [p.name for p in root.iterdir() if ".tmp" in p.name] == []
+    with open_store(str(db)) as store:
+        [st] = load_searches(store)
+    assert st.status == "decided"
+    # The YAML printed is the block --write would have appended: the file fixed, it pastes in and validates.
+    block = res.stdout.split("hypotheses.yaml once it is fixed:\n", 1)[1]
+    assert f"id: {st.root_id}" in block
+    registry.write_text(before.rstrip("\n") + "\n\n" + block)
+    gen = [h for h in load_registry(root).hypotheses if h.generated is not None]
+    assert len(gen) == len(st.record["result"]["probes"]) + 1
+
+
 PAIR = """\
 experiment: agent-repro
 good: {index_k_dtype: fp8, hicache: off, nixl_abort_fix: on, geometry_fix: on}

@@ -56,20 +56,40 @@ def register(app: typer.Typer) -> None:
                  "profile": target, "budget": budget, "alpha": alpha}
         out = wb.isolate(**request(flags, pair, wb.registry), seed=seed, parent=parent, write=write,
                          show_progress=not json_, resume=resume)
+        refused = out.write_refused
         if json_:
-            print_json({"format": 1, "kind": "isolate", **out.record, "written": out.written})
+            print_json({"format": 1, "kind": "isolate", **out.record, "written": out.written,
+                        "unwritten": refused.yaml if refused else None})
         else:
             for line in search_lines(out.record):
                 typer.echo(line)
             if out.written:
                 typer.echo(f"appended {len(out.result.probes) + 1} generated hypotheses to {out.written}")
-        failed = out.failed_runs
-        if failed:
-            # Recorded and restored, but runs measured nothing: a failure while running (exit 1), reported by the
-            # error boundary as `wb hypothesis run` reports its failed runs (the Error line, the --json error).
-            raise RunFailure(f"{sum(failed.values())} run(s) did not finish ok, in probe(s) "
-                             + ", ".join(f"p{i} ({n})" for i, n in failed.items())
-                             + " (see the run errors above or `wb runs show ID`)")
+            if refused:
+                typer.echo("not appended (see the error below); the generated hypotheses to add at the end of "
+                           "hypotheses.yaml once it is fixed:")
+                typer.echo(refused.yaml, nl=False)
+        _fail_if_failed(out)
+
+
+def _fail_if_failed(out: Any) -> None:
+    """The search is recorded and printed; runs that measured nothing, or a --write refused after the search,
+    are a failure while running (exit 1), reported by the error boundary as `wb hypothesis run` reports its
+    failed runs (the Error line, the --json error)."""
+    problems, where, hints = [], None, []
+    failed = out.failed_runs
+    if failed:
+        problems.append(f"{sum(failed.values())} run(s) did not finish ok, in probe(s) "
+                        + ", ".join(f"p{i} ({n})" for i, n in failed.items())
+                        + " (see the run errors above or `wb runs show ID`)")
+    refused = out.write_refused
+    if refused:
+        problems.append(f"--write: the search's hypotheses were not appended to hypotheses.yaml: {refused.reason}")
+        where = refused.where
+        hints.append("the search is recorded; fix hypotheses.yaml, then add the generated hypotheses printed above "
+                     "(with --json: \"unwritten\") at its end")
+    if problems:
+        raise RunFailure("; ".join(problems), hint="; ".join(hints) or None, where=where)
 
 
 def request(flags: dict[str, Any], pair: str | None, registry: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from workbench.isolate.adapter import (IsolateSpec, RunnerOracle, plain_request,
                                       search_key)
 from workbench.isolate.assignments import parse_assignments
 from workbench.isolate.attempt import PriorAttempt
-from workbench.isolate.records import ROOT_VERDICT, append_to_registry, record_search
+from workbench.isolate.records import ROOT_VERDICT, append_to_registry, record_search, registry_block
 from workbench.isolate.region import parse_region
 from workbench.isolate.resume import check_unchanged, find_attempt, resume_command
 from workbench.isolate.search import SearchResult, isolate
@@ -125,11 +125,21 @@ def _assignments(exp: Any, values: dict[str, str], flag: str) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class WriteRefused:
+    """--write refused after the search ran (hypotheses.yaml edited meanwhile so that the result would not
+    validate, or not writable): why, naming the file and line, and the YAML that was not appended."""
+    reason: str
+    where: str | None
+    yaml: str
+
+
+@dataclass(frozen=True)
 class IsolateOutcome:
     spec: IsolateSpec
     result: SearchResult
     record: dict[str, Any]
     written: str | None = None
+    write_refused: WriteRefused | None = None
 
     @property
     def failed_runs(self) -> dict[int, int]:
@@ -209,10 +219,22 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
                              hint=_resume_hint(None, resume_command(spec, settings), len(oracle.results))) from None
     record = search_record(spec, result, prior=prior)
     record_search(store, spec, record)
-    written = None
-    if write:
-        written = str(append_to_registry(Path(registry.root), generated_hypotheses(spec, result)))
-    return IsolateOutcome(spec, result, record, written)
+    written, refused = _write(Path(registry.root), generated_hypotheses(spec, result)) if write else (None, None)
+    return IsolateOutcome(spec, result, record, written, refused)
+
+
+def _write(root: Path, hypotheses: list[Any]) -> tuple[str | None, WriteRefused | None]:
+    """--write, once the search is recorded: a refusal leaves the file as it was and the search recorded, and
+    is returned (not raised as bad input: the probes ran) with the YAML to append by hand once the file is fixed."""
+    from workbench.registry.loader import HYPOTHESES_FILE
+
+    try:
+        return str(append_to_registry(root, hypotheses)), None
+    except BadInput as exc:
+        reason, where = exc.message, exc.where
+    except OSError as exc:
+        reason, where = f"{root / HYPOTHESES_FILE}: {exc.strerror or exc}", str(root / HYPOTHESES_FILE)
+    return None, WriteRefused(reason, where, registry_block(hypotheses))
 
 
 def _ran_any(oracle: RunnerOracle) -> bool:
