@@ -410,10 +410,10 @@ def list_format(fmt: str | None, as_json: bool = False) -> str:
 
 
 def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[Any] | None = None,
-              command: str | None = None) -> None:
+              command: str | None = None, optional: tuple[str, ...] = ()) -> None:
     """A listing in the chosen format. JSON prints `items` (the full records) when given, else one object a row;
     `command` names the envelope's command where the parser's path does not (`review list` is one command
-    whose first argument is `list`)."""
+    whose first argument is `list`); `optional`: columns a narrow terminal may leave out (see `table`)."""
     if fmt == "json":
         print_json(items if items is not None else [dict(zip(columns, r)) for r in rows], command)
     elif fmt in ("csv", "tsv"):
@@ -423,12 +423,17 @@ def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[A
         w.writerow(columns)
         w.writerows([["" if v is None else v for v in r] for r in rows])
     else:
-        table(columns, rows)
+        table(columns, rows, optional=optional)
 
 
-def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -> None:
+def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *,
+          optional: tuple[str, ...] = ()) -> None:
     """A rich table on a terminal; elsewhere plain columns, two spaces apart, no value cut or folded
-    (`wb runs list | grep wedge-confound` finds whole rows)."""
+    (`wb runs list | grep wedge-confound` finds whole rows).
+
+    On a terminal too narrow for every column, the columns named in `optional` (the least needed first) are
+    left out, as few as make the rest fit, and a line under the table names them; piped output and the
+    other formats keep every column."""
     cells = [["" if v is None else str(v).replace("\n", " ") for v in r] for r in rows]
     if not is_tty():
         widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
@@ -441,21 +446,43 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(title=title, show_lines=False)
-    least = 0
-    for i, c in enumerate(columns):
-        # An id or a status is never broken; other columns wrap between words, folding only a word wider
-        # than WORD_FOLD. Where even that does not fit the terminal, the line runs on.
-        whole = c in WHOLE_COLUMNS
-        width = max([len(c)] + [len(r[i]) if whole else min(WORD_FOLD, _longest_word(r[i])) for r in cells])
-        t.add_column(c, overflow="fold", no_wrap=whole, min_width=width)
-        least += width + 3
-    for r in cells:
-        t.add_row(*(Text(v) for v in r))  # plain text: a bracket in a value is not console markup
+    # An id or a status is never broken; other columns wrap between words, folding only a word wider than
+    # WORD_FOLD. Where even that does not fit the terminal, the line runs on.
+    widths = [max([len(c)] + [len(r[i]) if c in WHOLE_COLUMNS else min(WORD_FOLD, _longest_word(r[i]))
+                              for r in cells]) for i, c in enumerate(columns)]
     console = Console()
+    shown = _columns_that_fit(columns, widths, optional, console.width)
+    left_out = [c for c in columns if c not in shown]
+    t = Table(title=title, show_lines=False, caption_justify="left",
+              caption=f"not shown at this width: {', '.join(left_out)} (--format tsv shows every column)"
+              if left_out else None)
+    for i, c in enumerate(columns):
+        if c in shown:
+            t.add_column(c, overflow="fold", no_wrap=c in WHOLE_COLUMNS, min_width=widths[i])
+    for r in cells:
+        t.add_row(*(Text(v) for v, c in zip(r, columns) if c in shown))  # plain text: a bracket is not markup
+    least = sum(w + 3 for w, c in zip(widths, columns) if c in shown)  # each column's padding and its rule
     if least + 1 > console.width:
         console = Console(width=least + 1)
     console.print(t)
+
+
+def _columns_that_fit(columns: list[str], widths: list[int], optional: tuple[str, ...], width: int) -> set[str]:
+    """The columns to show in `width`: the optional ones are left out, least needed first, until the rest
+    fit; then each left out, most needed first, comes back if it still fits."""
+    need = dict(zip(columns, (w + 3 for w in widths)))
+    shown = set(columns)
+    dropped: list[str] = []
+    for c in optional:
+        if sum(need[s] for s in shown) + 1 <= width:
+            break
+        if c in shown:
+            shown.discard(c)
+            dropped.append(c)
+    for c in reversed(dropped):
+        if sum(need[s] for s in shown) + need[c] + 1 <= width:
+            shown.add(c)
+    return shown
 
 
 # Columns that name something (ids, labels) or say a state: a reader greps and copies them whole.

@@ -27,7 +27,8 @@ def list_(db: DbOption = None, json_: JsonOption = False, root: RootOption = Non
     rows = open_workbench(db, root).hypotheses()
     emit_rows(chosen, ["id", "parent", "kind", "isolates", "status", "note"],
               [[r.hypothesis.id, r.hypothesis.parent or "-", r.hypothesis.kind, r.hypothesis.isolates or "-", r.status,
-                r.current.note()] for r in rows], items=[r.to_dict() for r in rows])
+                r.current.note()] for r in rows], items=[r.to_dict() for r in rows],
+              optional=("parent", "kind", "isolates"))  # on a narrow terminal; `wb lineage` draws the parents
 
 
 @app.command("show")
