@@ -102,6 +102,19 @@ def test_bad_timeout_option_is_rejected_at_its_line(kv):
     assert "restart_timeout_s" in exc.value.message and exc.value.line is not None
 
 
+@pytest.mark.parametrize("options, key", [("{restart_timout_s: 30}", "restart_timout_s"),
+                                          ("{restart_timeout_s: 30, dir: /tmp/sim}", "dir")])
+def test_an_option_the_target_does_not_read_is_refused_at_its_line(kv, options, key):
+    # A misspelt timeout was taken silently, and every restart then ran under the 300 s default;
+    # `dir` is pdsim's folder, which a local target never reads.
+    kv.edit("options: {restart_timeout_s: 30}", f"options: {options}")
+    with pytest.raises(ConfigError) as exc:
+        load_registry(kv.root)
+    e = exc.value
+    assert e.field == f"profiles.local.options.{key}" and e.line is not None, e.message
+    assert f"unknown option {key!r}" in e.message and "restart_timeout_s" in (e.hint or ""), (e.message, e.hint)
+
+
 def test_metric_no_prediction_uses_fails_soft(kv, capfd):
     # p99_ms is declared and collected, but no prediction, guard or check reads it; the load prints no p99.
     kv.edit("  wall_s: {kind: continuous, description: wall time of the load}",

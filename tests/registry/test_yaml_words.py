@@ -89,11 +89,11 @@ def test_a_mapping_shared_by_an_anchor_keeps_the_word_only_where_a_variable_valu
     from workbench.registry import load_registry
 
     p = root / "experiments" / "words.yaml"
-    text = p.read_text().replace("units: {cached: yes}", "units: &flags {cached: no}")
+    text = p.read_text().replace("units: {cached: yes}", "units: &flags {check_restart: no}")
     p.write_text(text.replace("    target: {kind: local}\n", "    target: {kind: local}\n    options: *flags\n"))
     exp = load_registry(root).experiments["words"]
-    assert exp.metrics["cached"].units == {"cached": "no"}
-    assert exp.profiles["local"].options == {"cached": False}
+    assert exp.metrics["cached"].units == {"check_restart": "no"}
+    assert exp.profiles["local"].options == {"check_restart": False}
 
 
 def test_a_rendered_config_says_the_word_written(root: Path):

@@ -12,7 +12,7 @@ from workbench.registry.yamlio import LocatedYaml
 
 def check_profile(exp: Experiment, pname: str, prof: Profile, doc: LocatedYaml) -> None:
     """ConfigError at the offending line, or nothing."""
-    from workbench.registry.timeouts import check_options
+    from workbench.registry.timeouts import check_options, unknown_option
 
     for key in prof.context:
         loc = ("profiles", pname, "context", key)
@@ -25,6 +25,10 @@ def check_profile(exp: Experiment, pname: str, prof: Profile, doc: LocatedYaml) 
             raise doc.error(f"context key {key!r} is also a variable of experiment {exp.id!r}: it would "
                             "override the arm's value", loc, hint="remove it from context or rename it")
     _check_config_path(pname, prof, doc)
+    unknown = unknown_option(prof.options, prof.target.kind)
+    if unknown:
+        key, message, hint = unknown
+        raise doc.error(message, ("profiles", pname, "options", key), hint=hint)
     problem = check_options(prof.options)
     if problem:
         key = problem.split()[0].removeprefix("options.")

@@ -1,5 +1,5 @@
-"""A profile's timeout options: their defaults, their validation when the experiment loads, and the
-values a run uses. Every wait of a profile comes from here (documented in docs/own-service.md)."""
+"""A profile's options: which ones each target reads, the timeouts' defaults, their validation when the
+experiment loads, and the values a run uses. Every wait of a profile comes from here (documented in docs/own-service.md)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,29 @@ def timeouts(options: dict[str, Any]) -> Timeouts:
 
     return Timeouts(get("restart_timeout_s"), get("check_timeout_s"), get("fingerprint_timeout_s"),
                     get("verify_timeout_s"))
+
+
+# The options each target kind reads besides the timeouts; a `kernel` profile's options are the kernel call's
+# keyword arguments, whatever their names.
+_READ_BY_KIND = {
+    "local": ("check_restart", "lock_path"),
+    "ssh": ("check_restart", "lock_path", "work_dir"),
+    "sim": ("check_restart", "lock_path", "dir"),
+}
+
+
+def unknown_option(options: dict[str, Any], kind: str) -> tuple[str, str, str] | None:
+    """(key, message, hint) for the first option a `kind` target never reads (a misspelt timeout would
+    otherwise leave its default in force without a word), or None."""
+    known = _READ_BY_KIND.get(kind)
+    if known is None:
+        return None
+    names = (*TIMEOUT_DEFAULTS, *known)
+    for key in options:
+        if key not in names:
+            return (key, f"unknown option {key!r}: a {kind} target does not read it",
+                    f"the options a {kind} target reads: {', '.join(names)}")
+    return None
 
 
 def check_options(options: dict[str, Any]) -> str | None:
