@@ -6,6 +6,7 @@ that is not a `WbError` is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 __all__ = [
@@ -43,9 +44,22 @@ class WbError(Exception):
 
 
 class BadInput(WbError):
-    """The user's input (a file, an argument, a value) is wrong; nothing was run or written."""
+    """The user's input (a file, an argument, a value) is wrong; nothing was run or written. Without a `where`,
+    a message that starts with what is at fault (`--set nope: ...`, `runs.csv:4: ...`) gives it."""
 
     exit_code = 2
+
+    def __init__(self, message: str, *, hint: str | None = None, where: str | None = None) -> None:
+        super().__init__(message, hint=hint, where=where if where is not None else _named_at_start(message))
+
+
+_AT_START = re.compile(r"(--?[A-Za-z][\w-]*)(?=[\s:=]|$)|(\S+?:\d+):\s")
+
+
+def _named_at_start(message: str) -> str | None:
+    """The flag (`--set`, `-o`) or the `file:line` a message opens with, or None."""
+    m = _AT_START.match(message)
+    return (m.group(1) or m.group(2)) if m else None
 
 
 class NoEvidence(BadInput):

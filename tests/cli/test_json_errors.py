@@ -20,10 +20,10 @@ BAD = {
     "schema": (["schema", "--bogus"], 2, "--bogus"),
     "confounds": (["confounds", "--hypothesis", "nope"], 2, "ROOT/hypotheses.yaml"),
     "review": (["review", "nope", "--approve", "-m", "x"], 2, "ROOT/hypotheses.yaml"),
-    "report": (["report", "--format", "bogus"], 2, None),
+    "report": (["report", "--format", "bogus"], 2, "--format"),
     "lineage": (["lineage", "--format", "xml"], 2, "--format"),
     "isolate": (["isolate", "--experiment", "nope", "--good", "a=1", "--bad", "a=2", "--metric", "m",
-                 "--region", ">= 0.1"], 2, None),
+                 "--region", ">= 0.1"], 2, "--experiment"),
     "hypothesis list": (["hypothesis", "list", "--format", "xml"], 2, "--format"),
     "hypothesis show": (["hypothesis", "show", "nope"], 2, "ROOT/hypotheses.yaml"),
     "hypothesis validate": (["hypothesis", "validate"], 2, "ROOT/hypotheses.yaml:LINE"),  # a broken file
@@ -34,18 +34,18 @@ BAD = {
     "runs delete": (["runs", "delete", "999", "--yes", "--db", "TMP/none.duckdb"], 2, "TMP/none.duckdb"),
     "db upgrade": (["db", "upgrade", "--db", "TMP/no/such/x.duckdb"], 2, None),
     "db current": (["db", "current", "--db", "TMP/none.duckdb"], 2, "TMP/none.duckdb"),
-    "import evidence": (["import", "evidence", "TMP/none.csv"], 2, None),
+    "import evidence": (["import", "evidence", "TMP/none.csv"], 2, "TMP/none.csv"),
     "sim up": (["sim", "up", "--dir", "TMP/sim", "--set", "bad"], 2, "--set"),
-    "sim down": (["sim", "down", "--dir", "TMP/file"], 2, None),
-    "sim restart": (["sim", "restart", "--dir", "TMP/file"], 2, None),
-    "sim status": (["sim", "status", "--dir", "TMP/file"], 2, None),
+    "sim down": (["sim", "down", "--dir", "TMP/file"], 2, "--dir"),
+    "sim restart": (["sim", "restart", "--dir", "TMP/file"], 2, "--dir"),
+    "sim status": (["sim", "status", "--dir", "TMP/file"], 2, "--dir"),
     "sim repro": (["sim", "repro", "--dir", "TMP/sim", "--sessions", "0"], 2, None),
-    "sim bench": (["sim", "bench", "--dir", "TMP/sim", "--concurrency", "0"], 2, None),
-    "sim journal": (["sim", "journal", "--dir", "TMP/sim", "--unit", "bogus"], 2, None),
-    "kernel check": (["kernel", "check", "--impl", "bogus"], 2, None),
-    "kernel bench": (["kernel", "bench", "--layers", "0"], 2, None),
+    "sim bench": (["sim", "bench", "--dir", "TMP/sim", "--concurrency", "0"], 2, "--concurrency"),
+    "sim journal": (["sim", "journal", "--dir", "TMP/sim", "--unit", "bogus"], 2, "--unit"),
+    "kernel check": (["kernel", "check", "--impl", "bogus"], 2, "--impl"),
+    "kernel bench": (["kernel", "bench", "--layers", "0"], 2, "--layers"),
     "bundle export": (["bundle", "export", "nope", "--out", "TMP/b.wbz"], 2, "ROOT/hypotheses.yaml"),
-    "bundle import": (["bundle", "import", "TMP/none.wbz"], 2, None),
+    "bundle import": (["bundle", "import", "TMP/none.wbz"], 2, "TMP/none.wbz"),
 }
 
 
@@ -103,6 +103,22 @@ def test_bad_input_with_json_prints_an_envelope_with_the_error(name, store, work
     elif where is not None:
         assert e["where"] == _fill([where], workbench_dir, tmp_path)[0], e
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("args, where", [
+    (["hypothesis", "run", "wedge-confound", "--set", "nope=1"], "--set"),
+    (["hypothesis", "run", "wedge-confound", "--target", "nope"], "--target"),
+    (["review", "wedge-confound", "--comment", "-m", "x", "--evidence", "zz"], "--evidence"),
+    (["import", "evidence", "TMP/bad.csv"], "TMP/bad.csv:2"),
+])
+def test_where_names_the_flag_or_the_line_the_message_names(args, where, store, workbench_dir, tmp_path, cli) -> None:
+    """An error whose message starts with the flag or the file:line at fault carries it in `where` too, so a
+    script need not parse the message (nothing here is run: each is refused before anything starts)."""
+    (tmp_path / "bad.csv").write_text("run_id,nixl_abort_fix,sessions\nx1,maybe,80\n")
+    code, out, err = cli(*_fill(args, workbench_dir, tmp_path), "--json", "--db", str(store), "--root",
+                         str(workbench_dir))
+    e = json.loads(out)["error"]
+    assert code == 2 and e["where"] == _fill([where], workbench_dir, tmp_path)[0], (e, err)
 
 
 def test_a_success_says_ok_and_carries_no_error(store, workbench_dir, cli) -> None:

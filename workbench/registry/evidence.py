@@ -113,7 +113,7 @@ def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
     try:
         text = read_user_text(path, encoding="utf-8-sig")  # a spreadsheet's UTF-8 BOM is not part of the header
     except FileNotFoundError:
-        raise BadInput(f"{path}: file not found") from None
+        raise BadInput(f"{path}: file not found", where=str(path)) from None
     _check_text(path, text)
     # Lines end only at \n, \r\n or \r, as a CSV's do (a quoted cell's own line breaks read as \n): str.splitlines
     # also ended them at a form feed or U+2028 inside a cell, which cut its row in two and blamed the next line.

@@ -130,8 +130,15 @@ def _unpacked(path: Path) -> bytes:
 
 
 def read(path: Path) -> dict[str, Any]:
-    """A bundle's document; anything that is not a readable bundle of a known format is bad input."""
-    path = Path(path)
+    """A bundle's document; anything that is not a readable bundle of a known format is bad input, at `path`."""
+    try:
+        return _document(Path(path))
+    except BadInput as exc:
+        exc.where = exc.where or str(path)
+        raise
+
+
+def _document(path: Path) -> dict[str, Any]:
     if path.is_dir():
         raise BadInput(f"{path} is a folder, not a bundle file", hint="wb bundle export writes one")
     if not path.is_file():
