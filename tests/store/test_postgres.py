@@ -29,6 +29,17 @@ def test_plain_postgresql_url_uses_the_installed_driver(pg_url: str, cli):
     assert json.loads(out)["is_head"] is True
 
 
+def test_a_url_naming_a_database_or_role_the_server_lacks_is_bad_input(pg_server, cli):
+    """--db that names no database (a typo) was exit 1, "a failure while running", where a DuckDB path that names
+    no store is bad input (exit 2); the server's own words say what is missing."""
+    for url, missing in ((pg_server.url("no_such_db"), 'database "no_such_db" does not exist'),
+                         (pg_server.url().replace("postgres@", "nobody@"), 'role "nobody" does not exist')):
+        code, out, err = cli("db", "current", "--db", url, "--json")
+        assert code == 2, err
+        e = json.loads(out)["error"]
+        assert missing in e["message"] and e["where"] == "--db" and e["exit_code"] == 2, e
+
+
 def test_a_url_whose_driver_is_missing_is_bad_input_naming_it(cli, tmp_path: Path):
     from typer.testing import CliRunner
 

@@ -137,6 +137,10 @@ def holding(fn: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
+# What a PostgreSQL server says when the URL names what it does not have.
+_REFUSED_BY_SERVER = re.compile(r'(database|role) "[^"]*" does not exist|password authentication failed')
+
+
 class Store(StoreReads, StoreWrites, StoreBundles):
     """The store at one URL. Use `open_store()`. Sessions (`session()`) stay inside the store package
     and its tests; everyone else calls the typed methods."""
@@ -184,8 +188,12 @@ class Store(StoreReads, StoreWrites, StoreBundles):
             # Bad input (exit 2): --db names something that is not a store.
             return BadInput(f"the store {self.name} is not a readable DuckDB database ({text.splitlines()[0]})",
                             hint="restore it from a backup or point --db at another file; wb did not modify it")
-        return StoreError(f"cannot open the store {self.name}: {text.splitlines()[0] if text else type(exc).__name__}",
-                          hint="check --db / WB_DB")
+        first = text.splitlines()[0] if text else type(exc).__name__
+        if self.path is None and _REFUSED_BY_SERVER.search(text):
+            # The server answered: --db names a database, role or password it does not have (exit 2, as a DuckDB
+            # path naming no store). A server that cannot be reached stays a failure while running.
+            return BadInput(f"cannot open the store {self.name}: {first}", where="--db", hint="check --db / WB_DB")
+        return StoreError(f"cannot open the store {self.name}: {first}", hint="check --db / WB_DB")
 
     def _locked(self, text: str) -> StoreLocked:
         """The file is locked by another process, which DuckDB names ('Conflicting lock is held in PROGRAM
