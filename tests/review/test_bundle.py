@@ -64,6 +64,22 @@ def test_round_trip_between_duckdb_stores_is_idempotent(workbench_dir: Path, see
     assert _rows(a) == _rows(b)
 
 
+def test_the_cli_says_what_an_import_added_and_when_it_added_nothing(workbench_dir: Path, seed_csv: Path, cli):
+    """A second import of one bundle printed "imported (new rows) ...: 0 executions, 0 runs, ..." as if it had
+    brought something; it now says nothing was new. One of a kind is said in the singular."""
+    a = _seeded_store(workbench_dir, seed_csv, cli)
+    out, b = str(workbench_dir / "w.wbundle"), str(workbench_dir / "b.duckdb")
+    flags = ["--root", str(workbench_dir)]
+    code, said, err = cli("bundle", "export", "wedge-confound", "-o", out, "--db", a, *flags)
+    assert code == 0, err
+    assert said.startswith("exported wedge-confound: 0 executions, 3 runs, 1 verdict, 1 review, "), said
+    code, first, err = cli("bundle", "import", out, "--db", b, *flags)
+    assert code == 0 and first.startswith("imported wedge-confound: 0 executions, 3 runs, 1 verdict, 1 review"), first
+    code, again, err = cli("bundle", "import", out, "--db", b, *flags)
+    assert code == 0, err
+    assert again == f"nothing new in {out}: the store holds every row of it (wedge-confound)\n", again
+
+
 def test_a_conflicting_registry_is_refused_and_nothing_is_written(workbench_dir: Path, seed_csv: Path, cli):
     a = _seeded_store(workbench_dir, seed_csv, cli)
     out = workbench_dir / "wedge.wbundle"

@@ -237,7 +237,7 @@ def test_a_bundle_exported_mid_run_is_brought_up_to_date_by_the_next(toy, cli, p
     assert all(status == "ok" and metrics for status, _, metrics in team.values()) and len(team) == 2
     assert _runs_by_key(mine) == team
     assert _executions_by_key(mine) == _executions_by_key(pg_url) and set(_executions_by_key(mine).values()) == {"done"}
-    assert "1 executions updated" in out and "runs updated" in out
+    assert "1 execution updated" in out and "run updated" in out
     again = wb("bundle", "import", str(end), "--db", mine, "--json")
     assert '"runs_updated": 0' in again and '"executions_updated": 0' in again
 

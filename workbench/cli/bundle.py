@@ -12,9 +12,22 @@ from workbench.cli._common import DbOption, JsonOption, RootOption, new_app, ope
 app = new_app("Move hypotheses with their evidence, verdicts and reviews between stores.")
 
 
+def _count(n: int, key: str) -> str:
+    """`1 verdict`, `2 verdicts`, `1 run updated` (keys are plural: executions, artifact_blobs, runs_updated)."""
+    words = key.split("_")
+    if n == 1:
+        plural = 1 if words[-1] == "updated" and len(words) > 1 else 0
+        words[-1 - plural] = words[-1 - plural].removesuffix("s")
+    return f"{n} {' '.join(words)}"
+
+
 def _say(verb: str, summary) -> None:
-    counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in summary.added.items())
-    typer.echo(f"{verb} {', '.join(summary.hypotheses)}: {counts} ({summary.path})")
+    names = ", ".join(summary.hypotheses)
+    if verb == "imported" and not any(summary.added.values()):
+        typer.echo(f"nothing new in {summary.path}: the store holds every row of it ({names})")
+        return
+    counts = ", ".join(_count(n, k) for k, n in summary.added.items())
+    typer.echo(f"{verb} {names}: {counts} ({summary.path})")
 
 
 @app.command("export")
@@ -38,4 +51,4 @@ def import_(file: Annotated[Path, typer.Argument(metavar="FILE")], db: DbOption 
     if json_:
         print_json(summary.to_dict())
     else:
-        _say("imported (new rows)", summary)
+        _say("imported", summary)
