@@ -59,6 +59,11 @@ def test_a_successful_run_records_no_error(toy):
     shown = subprocess.run(wb, capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
     assert "status: ok" in shown.stdout and "error" not in shown.stdout and "interrupted" not in shown.stdout
+    # What its help promises: the fingerprint and the rendered config too (they were in --json alone), and the
+    # units per outcome as words, not a Python dict.
+    assert "fingerprint: " in shown.stdout and "uname=Linux" in shown.stdout, shown.stdout
+    assert "rendered config:\n    # toy serve file\n    fix=" in shown.stdout, shown.stdout
+    assert "{" not in shown.stdout.split("units: ", 1)[1].splitlines()[0], shown.stdout
     as_json = subprocess.run(wb + ["--json"], capture_output=True, text=True, timeout=60)
     assert json.loads(as_json.stdout)["error"] is None
     built = subprocess.run([sys.executable, "-m", "workbench.cli.main", "report", "--db", toy.db],

@@ -66,11 +66,27 @@ def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption 
             typer.echo(f"{key}: {getattr(r, key)}")
     typer.echo("variables: " + " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())))
     typer.echo("metrics: " + " ".join(f"{k}={v:g}" for k, v in sorted(r.metrics.items())))
-    typer.echo(f"units: {r.units_total} " + str(r.units))
+    by_outcome = " ".join(f"{k}={n}" for k, n in sorted(r.units.items()))
+    typer.echo(f"units: {r.units_total}" + (f" ({by_outcome})" if by_outcome else ""))
+    if r.fingerprint:
+        typer.echo("fingerprint: " + " ".join(f"{k}={v}" for k, v in sorted(_flat(r.fingerprint))))
     for a in r.artifacts:
         typer.echo(f"artifact {a.name}: {a.path} ({a.size_bytes} B, sha256 {a.sha256[:12]})")
     if r.provenance:
         typer.echo(f"provenance: {r.provenance}")
+    if r.rendered_config is not None:
+        typer.echo("rendered config:")
+        for line in r.rendered_config.splitlines():
+            typer.echo(f"    {line}")
+
+
+def _flat(values: dict, prefix: str = "") -> list[tuple[str, object]]:
+    """(dotted name, value) of a nested mapping: the fingerprint's `env` entries as `env.NAME`, as the analysis
+    names them."""
+    out: list[tuple[str, object]] = []
+    for k, v in values.items():
+        out += _flat(v, f"{prefix}{k}.") if isinstance(v, dict) else [(f"{prefix}{k}", v)]
+    return out
 
 
 def _describe(d: "RunDeletion") -> list[str]:
