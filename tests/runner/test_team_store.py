@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -106,7 +108,11 @@ def test_report_shows_review_state_history_and_who_ran(toy, cli):
 
     wb("hypothesis", "run", "toy-fix", "--replicates", "1")
     wb("review", "toy-fix", "--approve", "-m", "first <look>")
-    wb("hypothesis", "run", "toy-fix", "--replicates", "1")
+    ran = json.loads(wb("hypothesis", "run", "toy-fix", "--replicates", "1", "--json"))
+    # "--json carries them" (README, "Who ran what"): the run's own envelope says who ran it, where, from what.
+    assert {k: ran["ran_by"][k] for k in ("user", "user_source", "host")} == \
+        {"user": "ada", "user_source": "WB_USER", "host": socket.gethostname()}, ran.get("ran_by")
+    assert {"git_revision", "git_dirty", "wb_version"} <= set(ran["ran_by"]), ran["ran_by"]
     wb("report")
     board = (toy.root / "reports" / "index.html").read_text()
     assert re.search(r'class="rstate stale">stale<', board)

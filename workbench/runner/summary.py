@@ -61,6 +61,9 @@ class ExecutionResult:
     stopped_early: str | None
     timing: dict[str, float]
     runs_deleted: int = 0  # planned runs that ended and were deleted since (`wb runs delete`): not in `runs`
+    # Who ran it, as the store records it (README "Who ran what"): user, user_source, host, git_revision, git_dirty,
+    # wb_version.
+    ran_by: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed_runs(self) -> list[RunSummary]:
@@ -126,8 +129,16 @@ def result(state: Any) -> ExecutionResult:
         runs=tuple(RunSummary(r.id, r.arm, r.replicate, r.block, r.order_index, r.host, r.status, r.error,
                               stage_s.get(r.id, {})) for r in runs),
         stopped_early=None, timing={k: round(v, 3) for k, v in state.timing.items()},
-        runs_deleted=len(set(state.done) - {r.order_index for r in runs}))
+        runs_deleted=len(set(state.done) - {r.order_index for r in runs}), ran_by=_ran_by(state))
     return replace(res, stopped_early=_why_stopped(state.stop_reason, res))
+
+
+def _ran_by(state: Any) -> dict[str, Any]:
+    rec = state.store.execution(state.execution_id)
+    if rec is None:
+        return {}
+    return {"user": rec.user_name, "user_source": rec.user_source, "host": rec.host,
+            "git_revision": rec.git_revision, "git_dirty": rec.git_dirty, "wb_version": rec.wb_version}
 
 
 def _why_stopped(reason: str | None, res: ExecutionResult) -> str | None:
