@@ -110,6 +110,7 @@ def test_bad_input_with_json_prints_an_envelope_with_the_error(name, store, work
     (["hypothesis", "run", "wedge-confound", "--target", "nope"], "--target"),
     (["review", "wedge-confound", "--comment", "-m", "x", "--evidence", "zz"], "--evidence"),
     (["import", "evidence", "TMP/bad.csv"], "TMP/bad.csv:2"),
+    (["runs", "delete", "1"], "--yes"),  # off a terminal, nothing to ask on: the flag it needs
 ])
 def test_where_names_the_flag_or_the_line_the_message_names(args, where, store, workbench_dir, tmp_path, cli) -> None:
     """An error whose message starts with the flag or the file:line at fault carries it in `where` too, so a

@@ -170,7 +170,7 @@ def delete(run_ids: Annotated[list[str], typer.Argument(metavar="RUN_ID", help="
     if not yes:
         if not _interactive():
             raise BadInput("wb runs delete asks before deleting, and there is no terminal to ask on",
-                           hint="add --yes to delete without asking, or --dry-run to see what would go")
+                           hint="add --yes to delete without asking, or --dry-run to see what would go", where="--yes")
         err = typer.get_text_stream("stderr")
         err.write("".join(f"would delete {line}\n" for line in _describe(plan)))
         err.write("".join(f"{line}\n" for line in _status_lines(changes, planned=True)))
