@@ -336,7 +336,7 @@ def test_a_restart_that_fails_after_the_original_is_back_says_the_file_is_back(t
     assert "\n" not in message, message
     assert message.startswith("RESTORE INCOMPLETE") and "holds the original config again" in message, message
     assert "may still hold" not in message and "OSError: in use" in message, message
-    lines = hint.strip().splitlines()
+    lines = hint.splitlines()  # printed as "Hint: restart ...", not "Hint:   restart ..."
     assert lines[0].startswith("restart the service by hand now") and lines[0].endswith(":"), hint
     assert len(lines) == 3, hint  # the copy, the restart
     assert lines[1].startswith("cp ") and "toy.py restart" in lines[2], hint

@@ -418,7 +418,8 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
     patient(lambda: state.store.update_execution(state.execution_id, status=status, ended_at=utcnow(), error=msg))
     if state.restore_error:
         lines = state.restore_error.splitlines()
-        raise RestoreFailed(lines[0], hint="\n".join(lines[1:]))
+        # A host's hint is indented under its message in the record; the first one follows "Hint: " itself.
+        raise RestoreFailed(lines[0], hint="\n".join(lines[1:]).lstrip())
     if isinstance(error, (RunInterrupted, KeyboardInterrupt)):
         hid = state.prepared.hypothesis.id
         command = resume_command(state.store, state.prepared.root, hid)
