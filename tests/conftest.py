@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
+
+# pytest rewrites each test module's asserts as it imports it, and caches the result as a .pyc only where
+# bytecode may be written: with PYTHONDONTWRITEBYTECODE set (as on many CI machines) every worker rewrote all
+# the test modules anew on every run, over half of collection's CPU. The cache goes in tests/__pycache__.
+sys.dont_write_bytecode = False
 
 REPO = Path(__file__).resolve().parents[1]
 SEED_CSV = REPO / "evidence" / "seed-runs.csv"  # shipped in the repository: the README's tour imports it
