@@ -93,15 +93,14 @@ def _stored_rows(store: "Store", hypothesis_ids: list[str]) -> dict[str, Any]:
     """The store's rows of the hypotheses, as a bundle carries them. The store masked every secret it knew as it
     wrote; a value stored in clear before its variable was declared secret (a run's variables, the plan, a config
     diff, a snapshot, a verdict's reasoning) is masked here, in every row, as every view masks it."""
-    from workbench.secrets import redact, register_stored, stored_secret_values
+    from workbench.secrets import redact, register, stored_secret_values
     from workbench.store import jsonx
 
     rows = store.export_rows(list(hypothesis_ids))
-    stored = [jsonx.loads(r.get("variables_json"), {}) for r in rows["runs"]]
-    if not any(stored_secret_values(v) for v in stored):
+    values = [v for r in rows["runs"] for v in stored_secret_values(jsonx.loads(r.get("variables_json"), {}))]
+    if not values:
         return rows  # no value stored before its declaration: the rows are as the store masked them
-    for variables in stored:
-        register_stored(variables)
+    register(values=values)
     return {name: redact(value) if name != "artifact_blobs" else value for name, value in rows.items()}
 
 
