@@ -1,5 +1,6 @@
 """A profile's options: which ones each target reads, the timeouts' defaults, their validation when the
-experiment loads, and the values a run uses. Every wait of a profile comes from here (documented in docs/own-service.md)."""
+experiment loads, and the values a run uses. Every wait of a profile comes from here (documented in
+docs/own-service.md)."""
 
 from __future__ import annotations
 
