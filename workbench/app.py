@@ -67,6 +67,9 @@ class HypothesisDetail(HypothesisStatus):
     per_replicate: tuple[str, ...] = ()
     seed: int | None = None
     seed_from: str | None = None  # "hypothesis" or "experiment": whose design.seed it is
+    # The design its runs follow: replicates per arm, blocks, the --sequential budget, and whose file set each
+    # ({"replicates", "replicates_from", "blocks", "max_replicates", "max_replicates_from"}; empty: no experiment).
+    design: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from workbench.analysis.results import Check
@@ -77,6 +80,7 @@ class HypothesisDetail(HypothesisStatus):
         out["per_replicate"] = list(self.per_replicate)
         out["seed"] = self.seed
         out["seed_from"] = self.seed_from
+        out["design"] = self.design
         out["metrics"] = self.metrics
         out["children"] = list(self.children)
         out["reasoning"] = self.verdict.reasoning if self.verdict else None
@@ -257,7 +261,7 @@ class Workbench(StoredRuns):
         arms = {a: {k: v for k, v in reg.arm_assignment(h, a).items() if k not in drawn} for a in h.arm_names}
         seed, seed_from = _declared_seed(h, exp)
         return HypothesisDetail(h, self._statuses()[h.id], arms, tuple(c.id for c in reg.children(h.id)), metrics,
-                                drawn, seed, seed_from)
+                                drawn, seed, seed_from, _design(h, exp))
 
     def analyze(self, hypothesis_id: str, *, record: bool = True) -> "Analysis":
         """Decide from the runs already stored (imported evidence included); store the verdict when `record`."""
@@ -545,6 +549,19 @@ def _declared_seed(h: Any, exp: Any) -> tuple[int | None, str | None]:
     if exp is not None and exp.design.seed is not None:
         return exp.design.seed, "experiment"
     return None, None
+
+
+def _design(h: Any, exp: Any) -> dict[str, Any]:
+    """The design a run of `h` follows: the hypothesis's design fields over the experiment's, and whose each is."""
+    if exp is None:
+        return {}
+    out: dict[str, Any] = {}
+    for name in ("replicates", "max_replicates"):
+        own = getattr(h.design, name) if h.design is not None else None
+        out[name] = own if own is not None else getattr(exp.design, name)
+        out[f"{name}_from"] = "hypothesis" if own is not None else "experiment"
+    return {"replicates": out["replicates"], "replicates_from": out["replicates_from"], "blocks": exp.design.blocks,
+            "max_replicates": out["max_replicates"], "max_replicates_from": out["max_replicates_from"]}
 
 
 def _no_evidence(h: Any, registry: Any) -> NoEvidence:

@@ -52,13 +52,31 @@ def test_show_gives_the_seeds_the_runs_will_use(cli):
     assert "seed=0" in out and "per replicate" not in out, out
 
 
+def test_show_gives_the_design_the_runs_will_follow(cli, workbench_dir: Path):
+    # wedge-confound's own design.replicates (3) is what `wb hypothesis run` makes; show said nothing of it.
+    code, out, err = cli("hypothesis", "show", "wedge-confound")
+    assert code == 0, err
+    assert ("  design: 3 replicates per arm (design.replicates of the hypothesis; --replicates N "
+            "overrides it), blocks abba; --sequential: at most 12 (design.max_replicates of the "
+            "experiment)") in out, out
+    code, out, _ = cli("hypothesis", "show", "wedge-confound", "--json")
+    assert json.loads(out)["design"] == {"replicates": 3, "replicates_from": "hypothesis", "blocks": "abba",
+                                         "max_replicates": 12, "max_replicates_from": "experiment"}, out
+    code, out, _ = cli("hypothesis", "show", "hicache-bf16-race")
+    assert ("  design: 2 replicates per arm (design.replicates of the experiment; --replicates N overrides it), "
+            "blocks abba; --sequential: at most 12 (design.max_replicates of the experiment)") in out, out
+
+
 def test_show_gives_a_declared_or_held_seed_as_it_is(cli, workbench_dir: Path):
     path = workbench_dir / "hypotheses.yaml"
     text = path.read_text()
     old = "      treatment: {nixl_abort_fix: on}\n    hold: {index_k_dtype: bf16, hicache: on}\n"
     assert text.count(old) == 1
     path.write_text(text.replace(old, "      treatment: {nixl_abort_fix: on}\n"
-                                      "    hold: {index_k_dtype: bf16, hicache: on, seed: 7}\n    design: {seed: 42}\n"))
+                                      "    hold: {index_k_dtype: bf16, hicache: on, seed: 7}\n"))
+    old = "    design: {replicates: 3}\n"
+    assert path.read_text().count(old) == 1
+    path.write_text(path.read_text().replace(old, "    design: {replicates: 3, seed: 42}\n"))
     code, out, err = cli("hypothesis", "show", "wedge-confound", "--root", str(workbench_dir))
     assert code == 0, err
     arms = [line for line in out.splitlines() if line.startswith("  arm ")]

@@ -1,8 +1,9 @@
 """The README's tour, where it changes the store: its `wb runs delete` lines delete the runs the tour itself made.
 
-On a fresh clone the first command of the README (`wb hypothesis run wedge-confound`) makes runs 1-4, the tour's
-`wb import evidence` makes the seed's six historical runs 5-10, and the tour's `--set causal_model=wedge` run comes
-after them: `wb runs delete 7 8 --yes` deleted two historical runs of the seed's evidence.
+On a fresh clone the first command of the README (`wb hypothesis run wedge-confound`) makes runs 1-6 (three replicates
+per arm, the hypothesis' design), the tour's `wb import evidence` makes the seed's six historical runs 7-12, and the
+tour's `--set causal_model=wedge` run comes after them: a `wb runs delete` of fixed ids deleted historical runs of
+the seed's evidence.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ def _tour() -> list[str]:
     return [re.sub(r"\s+#\s.*$", "", line).strip() for line in block.splitlines()]
 
 
-def _runs_of_a_hypothesis_run(store, overrides: dict[str, str] | None) -> list[int]:
+def _runs_of_a_hypothesis_run(store, overrides: dict[str, str] | None, replicates: int) -> list[int]:
     ex = add_execution(store, overrides=overrides)
     extra = overrides or {}
     return [add_run(store, execution_id=ex, arm=arm, variables=vars_ | extra, replicate=r, outcomes={"leak": 1, "done": 79})
-            for r in (1, 2) for arm, vars_ in (("control", CONTROL), ("treatment", TREATMENT))]
+            for r in range(1, replicates + 1) for arm, vars_ in (("control", CONTROL), ("treatment", TREATMENT))]
 
 
 def test_the_tours_delete_lines_delete_only_runs_the_tour_made(workbench_dir, seed_csv, cli, tmp_path):
@@ -39,13 +40,13 @@ def test_the_tours_delete_lines_delete_only_runs_the_tour_made(workbench_dir, se
     db = tmp_path / "wb.duckdb"
     store = open_store(str(db))
     try:
-        quickstart = _runs_of_a_hypothesis_run(store, None)           # the README's first command
+        quickstart = _runs_of_a_hypothesis_run(store, None, 3)         # the README's first command
     finally:
         store.dispose()
     assert cli("import", "evidence", str(seed_csv), "--db", str(db), "--root", str(workbench_dir))[0] == 0
     store = open_store(str(db))
     try:
-        tours = _runs_of_a_hypothesis_run(store, {"causal_model": "wedge"})  # the tour's --set run
+        tours = _runs_of_a_hypothesis_run(store, {"causal_model": "wedge"}, 2)  # the tour's --set run
     finally:
         store.dispose()
     lines = _tour()

@@ -78,10 +78,10 @@ def test_wedge_world_override_and_aa_arms():
                 sequential=False, aa=False, seed=None)
     assert all(a["causal_model"] == "wedge" for a in p.assignments.values())
     assert p.assignments["control"]["nixl_abort_fix"] == "off" and p.assignments["treatment"]["nixl_abort_fix"] == "on"
-    assert p.profile_name == "sim" and p.replicates == 2
-    aa = resolve(reg, "wedge-confound", profile=None, replicates=3, overrides={}, sequential=False, aa=True, seed=None)
+    assert p.profile_name == "sim" and p.replicates == 3   # the hypothesis' design, over the experiment's 2
+    aa = resolve(reg, "wedge-confound", profile=None, replicates=4, overrides={}, sequential=False, aa=True, seed=None)
     assert aa.arms == ["control", "control_aa"] and aa.assignments["control"] == aa.assignments["control_aa"]
-    assert aa.mode == "aa" and aa.replicates == 3
+    assert aa.mode == "aa" and aa.replicates == 4
     seq = resolve(reg, "wedge-confound", profile=None, replicates=None, overrides={}, sequential=True, aa=False,
                   seed=None)
     assert seq.mode == "sequential" and seq.max_replicates == 12

@@ -49,7 +49,7 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
     typer.echo(f"experiment: {h.experiment}   isolates: {h.isolates or '-'}")
     for arm, values in d.arms.items():
         typer.echo(f"  arm {arm}: " + ", ".join(f"{k}={val}" for k, val in values.items()))
-    for line in _seed_lines(d):
+    for line in _seed_lines(d) + _design_lines(d):
         typer.echo(f"  {line}")
     for p in h.predicts:
         typer.echo(f"  predicts: {p.describe()}")
@@ -80,6 +80,15 @@ def _seed_lines(d: HypothesisDetail) -> list[str]:
     else:
         lines.append("execution seed: drawn at random for each execution and recorded (--seed N gives it)")
     return lines
+
+
+def _design_lines(d: HypothesisDetail) -> list[str]:
+    """The replicates its runs make and the --sequential budget, as the runner takes them (workbench/runner/plan.py)."""
+    if not d.design:
+        return []
+    g = d.design
+    return [f"design: {g['replicates']} replicates per arm (design.replicates of the {g['replicates_from']}; "
+            f"--replicates N overrides it), blocks {g['blocks']}; --sequential: at most {g['max_replicates']} (design.max_replicates of the {g['max_replicates_from']})"]
 
 
 @app.command("validate")
