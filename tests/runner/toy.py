@@ -39,6 +39,8 @@ def main() -> int:
         if mode == "fail":
             print("boom", file=sys.stderr)
             return 3
+        if "dbpass" in c:  # a log that prints a credential in passing (tests of secrets stored before declared)
+            print(f"connected to the config store ({c['dbpass']})")
         leaks = 3 if c.get("fix") == "off" else 0
         with open(units, "w") as f:
             for i in range(10):

@@ -101,7 +101,39 @@ def _stored_rows(store: "Store", hypothesis_ids: list[str]) -> dict[str, Any]:
     if not values:
         return rows  # no value stored before its declaration: the rows are as the store masked them
     register(values=values)
-    return {name: redact(value) if name != "artifact_blobs" else value for name, value in rows.items()}
+    out = {name: redact(value) if name != "artifact_blobs" else value for name, value in rows.items()}
+    return _redacted_blobs(out)
+
+
+def _redacted_blobs(rows: dict[str, Any]) -> dict[str, Any]:
+    """`rows` with each artifact's content redacted as the site shows it (a log printed a value stored before its
+    declaration), re-addressed by the sha256 of what it now holds: an artifact names its blob by that hash, and
+    an import checks nothing else. Bytes that are not UTF-8 are redacted around the undecodable ones."""
+    import base64
+    import hashlib
+    import zlib
+
+    from workbench.secrets import redact_text
+
+    moved: dict[str, tuple[str, int]] = {}
+    blobs: dict[str, dict[str, Any]] = {}  # by sha256: two logs that differed only in a secret are one blob now
+    for b in rows["artifact_blobs"]:
+        if b.get("compression") != "zlib":  # the only compression the store writes
+            raise ValueError(f"artifact blob {b['sha256']}: unknown compression {b.get('compression')!r}")
+        raw = zlib.decompress(base64.b64decode(b["data"]))
+        masked = redact_text(raw.decode("utf-8", errors="surrogateescape")).encode("utf-8", errors="surrogateescape")
+        if masked == raw:
+            blobs.setdefault(b["sha256"], b)
+            continue
+        sha = hashlib.sha256(masked).hexdigest()
+        moved[b["sha256"]] = (sha, len(masked))
+        blobs.setdefault(sha, {**b, "sha256": sha, "size_bytes": len(masked),
+                               "data": base64.b64encode(zlib.compress(masked)).decode("ascii")})
+    if not moved:
+        return rows
+    arts = [{**a, "sha256": moved[a["sha256"]][0], "size_bytes": moved[a["sha256"]][1]} if a["sha256"] in moved
+            else a for a in rows["artifacts"]]
+    return {**rows, "artifact_blobs": list(blobs.values()), "artifacts": arts}
 
 
 def _unpacked(path: Path) -> bytes:
