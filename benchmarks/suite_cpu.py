@@ -77,7 +77,9 @@ def run(args: list[str], tmp: Path) -> tuple[float, str]:
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
                            "wb_suite_cpu_plugin", *args], cwd=REPO, env=env, capture_output=True, text=True)
     lines = proc.stdout.strip().splitlines()
-    return time.monotonic() - t0, lines[-1] if lines else f"exit {proc.returncode}"
+    failed = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]  # pytest's short summary
+    summary = lines[-1] if lines else f"exit {proc.returncode}"
+    return time.monotonic() - t0, "\n".join([summary, *failed])
 
 
 def read(path: Path) -> list[dict]:
