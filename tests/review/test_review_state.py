@@ -153,3 +153,26 @@ def test_a_hypothesis_with_no_verdict_is_not_awaiting_review(workbench_dir, seed
     items = {i["hypothesis_id"]: i for i in json.loads(cli("review", "list", "--json", *flags)[1])["items"]}
     assert items["hicache-bf16-race"]["state"] == "nothing to review"
     assert items["wedge-confound"]["state"] == "awaiting review"
+
+
+def test_review_list_marks_a_stale_comment_as_json_does(workbench_dir, seed_csv, cli, tmp_path):
+    # The table marked a stale approval "(stale)" but not a comment on the same superseded evidence, while
+    # --json said "stale": true for both.
+    import json
+
+    db = str(tmp_path / "wb.duckdb")
+    flags = ["--root", str(workbench_dir), "--db", db]
+    assert cli("import", "evidence", str(seed_csv), *flags)[0] == 0
+    assert cli("hypothesis", "analyze", "wedge-confound", *flags)[0] == 0
+    for decision in ("--comment", "--approve"):
+        assert cli("review", "wedge-confound", decision, "-m", "seen", "--as", "ada", *flags)[0] == 0
+    rows = cli("runs", "list", "--format", "tsv", *flags)[1].splitlines()
+    control = next(row.split("\t")[0] for row in rows if "\tpre-ab-bf16\t" in row)  # one of two control runs
+    assert cli("runs", "delete", control, "--yes", *flags)[0] == 0
+    assert cli("hypothesis", "analyze", "wedge-confound", *flags)[0] == 0  # a verdict on other evidence
+    reviews = json.loads(cli("review", "list", "wedge-confound", "--json", *flags)[1])["items"][0]["reviews"]
+    assert [(r["decision"], r["stale"]) for r in reviews] == [("comment", True), ("approve", True)]
+    code, out, err = cli("review", "list", "wedge-confound", *flags)
+    assert code == 0, err
+    marked = [line for line in out.splitlines() if line.startswith("  ") and "ada: " in line]
+    assert len(marked) == 2 and all(line.endswith(" (stale)") for line in marked), out

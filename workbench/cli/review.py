@@ -46,7 +46,7 @@ def _print_states(states) -> None:
             typer.echo(f"  ({line})")
         for r in st.reviews:
             mark = (" (self-approved)" if st.self_review(r) else "") + \
-                (" (stale)" if r.decision != "comment" and st.stale(r) else "")
+                (" (stale)" if st.stale(r) else "")
             saw = f" on {r.verdict_seen}" if r.verdict_seen else ""
             typer.echo(f"  {r.created_at}  {r.author}: {r.decision}{saw}{mark}")
             for line in r.body.splitlines():
