@@ -49,7 +49,8 @@ def list_(db: DbOption = None, json_: JsonOption = False,
               [[r.id, r.label or "", r.hypothesis_id or "", r.arm or "", r.status,
                 " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())),
                 " ".join(f"{k}={v:g}" for k, v in sorted(r.metrics.items()))] for r in rows],
-              items=[r.to_dict(detail=False) for r in rows])
+              items=[r.to_dict(detail=False) for r in rows],
+              optional=("metrics", "variables", "label"))  # on a narrow terminal; `wb runs show ID` gives them all
 
 
 @app.command("show")
