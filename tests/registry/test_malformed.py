@@ -28,6 +28,26 @@ CASES = [
     ("yaml-unclosed-quote-at-end", H, '      - {metric: aborts, equals: 0, why: "the wedge must not be in play"}',
      '      - {metric: aborts, equals: 0, why: "the wedge must not be in play}', "is never closed (noticed at line",
      '      - {metric: aborts, equals: 0, why: "the wedge'),
+    # A quote left open that a later quote closes without breaking the YAML loaded silently, the lines between
+    # taken in as its text: a quoted text of several lines that takes in what look like the file's keys (or a
+    # `- {` item) is refused at the quote that opened it.
+    ("yaml-quote-takes-in-keys", H,
+     "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.\n",
+     '    claim: "The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.\n'
+     '    falsified_if: Corruption persists in the treatment arm with zero aborts."\n',
+     "the \" at line 31 (column 12) is closed only at line 32", '    claim: "The HiCache+bf16'),
+    ("yaml-quote-takes-in-flow-item", H,
+     "    assumptions:\n      - The wedge can corrupt surviving requests' KV cache.\n"
+     "      - The earlier measurements used the same repro parameters.\n"
+     "      - The abort fix removes every abort, so the treatment arm has no wedge.\n"
+     "      - fp8 ran clean only because it did not wedge.\n",
+     "    assumptions: ['The wedge can corrupt surviving KV cache.\n      - {text: the fix removes every abort}']\n",
+     "looks like a key", "    assumptions: ['The wedge"),
+    ("yaml-quote-takes-in-keys-experiment", E,
+     "description: >-\n  C=80 concurrent agent sessions of 4 rounds each; a session whose tool call comes back as token salad\n"
+     "  is a leak. Aborts are the decode log's WaitingForInput lines during the run.\n",
+     'description: "C=80 concurrent agent sessions of 4 rounds each.\nversion: 2\n  Aborts are WaitingForInput lines."\n',
+     "the \" at line 6 (column 14)", 'description: "C=80'),
     ("duplicate-key", H, "    isolates: nixl_abort_fix\n", "    isolates: nixl_abort_fix\n    isolates: hicache\n",
      "duplicate key 'isolates'", "    isolates: hicache"),
     ("unknown-field", H, "    falsified_if: Corruption persists in the treatment arm with zero aborts.",
@@ -195,6 +215,24 @@ def test_validate_accepts_the_shipped_files(cli):
     code, out, err = cli("hypothesis", "validate")
     assert code == 0, err
     assert "hypotheses ok" in out
+
+
+def test_quoted_prose_of_several_lines_still_loads(workbench_dir: Path, cli):
+    # The refusal of a quoted text that takes in the file's keys must leave prose alone: a line of it may start
+    # with a word and a colon that is no key of the file, or with a dash.
+    import json
+
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text()
+    old = "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.\n"
+    path.write_text(text.replace(old, '    claim: "The HiCache+bf16 corruption is a side effect\n'
+                                      '      of the NIXL abort wedge.\n      Note: bf16 doubles the transfer\n'
+                                      "      - and so the timeouts.\"\n"))
+    code, out, err = cli("hypothesis", "show", "wedge-confound", "--json", "--root", str(workbench_dir),
+                         "--db", str(workbench_dir / "wb.duckdb"))
+    assert code == 0, err
+    assert json.loads(out)["claim"] == ("The HiCache+bf16 corruption is a side effect of the NIXL abort wedge. "
+                                        "Note: bf16 doubles the transfer - and so the timeouts.")
 
 
 def test_difference_of_rates_may_be_negative(workbench_dir: Path, cli):

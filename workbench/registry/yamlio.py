@@ -59,9 +59,9 @@ def _too_deep(file: str, line: int | None = None) -> ConfigError:
 
 
 def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[Loc, int], file: str,
-          booleans: dict[Loc, str]) -> None:
-    """Record the line of every key and item, and the words read as booleans; iterative, and bounded in depth
-    and in nodes visited."""
+          booleans: dict[Loc, str], quoted: list[tuple[yaml.ScalarNode, Loc]]) -> None:
+    """Record the line of every key and item, the words read as booleans and the quoted scalars that span lines;
+    iterative, and bounded in depth and in nodes visited."""
     stack: list[tuple[yaml.Node, Loc]] = [(root, root_loc)]
     visited = 0
     while stack:
@@ -76,6 +76,8 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[L
         lines.setdefault(loc, line)
         if isinstance(node, yaml.ScalarNode) and node.tag == _BOOL_TAG:
             booleans.setdefault(loc, node.value)
+        if isinstance(node, yaml.ScalarNode) and node.style in ("'", '"') and node.end_mark.line > node.start_mark.line:
+            quoted.append((node, loc))
         if isinstance(node, yaml.ScalarNode) and _CONTROL.search(node.value or ""):
             bad = _CONTROL.search(node.value).group()
             raise ConfigError(f"a value holds the control character {bad!r}", file=file, line=line,
@@ -110,6 +112,47 @@ def _norm_key(key: Any) -> Any:
     if key is False:
         return "off"
     return key
+
+
+_BREAK = re.compile(r"\r\n|[\r\n\x85\u2028\u2029]")  # YAML's line breaks, as the parser counts lines
+_KEY_LIKE = re.compile(r"[ \t]*(?:-[ \t]+)?([^\s:#'\"{}\[\],][^:#]*?):(?:[ \t]|$)")
+_FLOW_ITEM = re.compile(r"[ \t]*-[ \t]*\{")
+
+
+def _swallowed_line(node: yaml.ScalarNode, source_lines: list[str], keys: set[str]) -> int | None:
+    """The first line (0-based) that a quoted scalar of several lines takes in as text and that reads as a line
+    of the file's own structure: `KEY:` with a key the file uses, or a `- {` item. None for prose."""
+    start, end = node.start_mark, node.end_mark
+    for n in range(start.line + 1, end.line + 1):
+        text = source_lines[n][:end.column] if n == end.line else source_lines[n]
+        key = _KEY_LIKE.match(text)
+        if (key is not None and key.group(1).strip() in keys) or _FLOW_ITEM.match(text):
+            return n
+    return None
+
+
+def _refuse_swallowed_keys(quoted: list[tuple[yaml.ScalarNode, Loc]], lines: dict[Loc, int], text: str,
+                           file: str) -> None:
+    """A quote left open that a later quote closes without breaking the YAML takes the lines between as its
+    text, and the file loads with the wrong values. A quoted text of several lines is refused, at the quote that
+    opened it, when a line it takes in reads as one of the file's keys (or a `- {` item); prose still loads."""
+    if not quoted:
+        return
+    keys = {str(loc[-1]) for loc in lines if loc and isinstance(loc[-1], str)}
+    source_lines = _BREAK.split(text)
+    for node, loc in sorted(quoted, key=lambda q: (q[0].start_mark.line, q[0].start_mark.column)):
+        n = _swallowed_line(node, source_lines, keys)
+        if n is None:
+            continue
+        start, end, q = node.start_mark, node.end_mark, node.style
+        name = loc[-1] if loc and isinstance(loc[-1], str) else "key"
+        raise ConfigError(
+            f"the {q} at line {start.line + 1} (column {start.column + 1}) is closed only at line {end.line + 1} "
+            f"(column {end.column}): its text takes in line {n + 1} ({source_lines[n].strip()!r}), which looks like "
+            "a key of the file, not text: a quote left open?", file=file, line=start.line + 1,
+            field=".".join(str(p) for p in loc) or None,
+            hint=f"close the {q} on line {start.line + 1}; text of several lines that must hold such a line goes "
+                 f"in a block scalar ({name}: >-)")
 
 
 def _quote_run_on(text: str, exc: yaml.MarkedYAMLError) -> tuple[int, str] | None:
@@ -185,8 +228,10 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
             node = loader.get_single_node()
             lines: dict[Loc, int] = {}
             booleans: dict[Loc, str] = {}
+            quoted: list[tuple[yaml.ScalarNode, Loc]] = []
             if node is not None:
-                _walk(loader, node, (), lines, file, booleans)
+                _walk(loader, node, (), lines, file, booleans, quoted)
+                _refuse_swallowed_keys(quoted, lines, text, file)
                 data = loader.construct_document(node)
             else:
                 data = None
