@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,9 @@ def test_seed_world_over_ssh_end_to_end(bench, ssh_server):
               .replace("sim_dir: /tmp/wb-sim", f"sim_dir: {bench.sim_dir}")
               .replace('prefill_port: "30000"', f'prefill_port: "{ports["prefill_port"]}"')
               .replace('decode_port: "30002"', f'decode_port: "{ports["decode_port"]}"'))
+    # Its commands reach pdsim through sshd, as no child of the runner: each names the lock it works under.
+    ssh = ssh.replace('      wb_version: "{{ wb }} --version"\n',
+                      '      wb_version: "{{ wb }} --version"\n      holder: "printenv WB_TARGET_HOLDER"\n')
     p.write_text(head + "  sim-ssh:\n" + ssh + f"    options: {{work_dir: {bench.sim_dir.parent}/remote}}\n")
     control.up(bench.sim_dir)  # the operator's deployment (the systemd units' analogue)
     try:
@@ -71,6 +75,11 @@ def test_seed_world_over_ssh_end_to_end(bench, ssh_server):
     cmds = " ".join(ssh_server.commands)
     assert "sim restart --dir" in cmds and "sim journal --dir" in cmds and "sim repro --dir" in cmds
     assert s["target"].startswith("ssh:")
+    shown = [json.loads(subprocess.run([sys.executable, "-m", "workbench.cli.main", "runs", "show", str(r["id"]),
+                                        "--json", "--db", bench.db, "--root", str(bench.root)],
+                                       capture_output=True, text=True, timeout=120).stdout) for r in s["runs"]]
+    holders = {r["fingerprint"]["holder"] for r in shown}  # the execution's UUID, the one its lock names
+    assert len(holders) == 1 and re.fullmatch(r"[0-9a-f]{32}", holders.pop()), shown[0]["fingerprint"]
     for arm in ("control", "treatment"):
         t = s["arms"][arm]["totals"]
         assert t["sessions"] == 80 and t["corruption_rate"] is not None

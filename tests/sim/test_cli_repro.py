@@ -189,3 +189,39 @@ def test_the_shipped_pdsim_profiles_keep_real_and_simulated_time_apart(sim_dir):
         collect = exp.profiles[name].collect
         assert abs(from_regex("wall_s", collect["wall_s"].regex, out, "continuous") - res.host_s) <= 0.05, name
         assert abs(from_regex("sim_s", collect["sim_s"].regex, out, "continuous") - res.wall_s) <= 0.05, name
+
+
+def test_sim_commands_refuse_while_a_sim_ssh_run_holds_the_folder(tmp_path, cli):
+    """`wb sim` checked only the lock the `sim` profile takes (DIR/wb-target.lock); the `sim-ssh` profile reaches
+    the same folder over ssh and locks beside the serve file it rewrites, so a local `wb sim restart` changed the
+    deployment under its run. Each command that changes pdsim is refused while any profile's run holds the folder;
+    the runner's own commands, which reach it over ssh (no child of the runner), pass by the holder they carry."""
+    import socket
+
+    from workbench.registry.loader import load_experiment
+    from workbench.runner.lock import HOLDER_ENV, lock_path, process_start
+    from workbench.runner.targets.ssh import SshTarget
+
+    sdir = tmp_path / "sim"
+    sdir.mkdir()
+    profile = load_experiment(REPO / "experiments" / "agent-repro.yaml")[0].profiles["sim-ssh"]
+    serve = profile.config.path.replace("{{ sim_dir }}", str(sdir))
+    lock = Path(lock_path(SshTarget(profile.target), "localhost", serve, dict(profile.options)))
+    runner = subprocess.Popen(["sleep", "120"])  # the run's runner: alive, and no parent of this process
+    try:
+        holder = {"execution": "e" * 32, "host": socket.gethostname(), "pid": runner.pid,
+                  "pid_start": process_start(runner.pid), "since": "2026-12-01T09:00:00+00:00",
+                  "what": "hypothesis wedge-confound"}
+        lock.write_text(json.dumps(holder, sort_keys=True) + "\n")
+        for args in (["up"], ["down"], ["restart"], ["repro", "--sessions", "2"], ["bench"]):
+            code, out, err = cli("sim", *args, "--dir", str(sdir))
+            assert code == 2, (args, out, err)
+            assert err.startswith(f"Error: pdsim in {sdir} is in use by execution {'e' * 32}, hypothesis "
+                                  f"wedge-confound (pid {runner.pid} "), err
+            assert f"`wb sim {args[0]}`" in err and str(lock) in err and "Traceback" not in err, err
+        assert sorted(p.name for p in sdir.iterdir()) == [lock.name]  # nothing started, nothing written
+        code, out, err = cli("sim", "down", "--dir", str(sdir), env={HOLDER_ENV: "e" * 32})
+        assert code == 0, err
+    finally:
+        runner.kill()
+        runner.wait()

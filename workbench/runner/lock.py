@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Awaitable, Callable, Collection
 
 from workbench.errors import RunFailure, TargetError
-from workbench.runner.targets.base import LOCK_NAME, Target  # noqa: F401 (LOCK_NAME: part of this module's interface)
+from workbench.runner.targets.base import HOLDER_ENV, LOCK_NAME, Target  # noqa: F401 (HOLDER_ENV, LOCK_NAME: part of this module's interface)
 
 ACQUIRED = "WB-LOCK-ACQUIRED"
 
@@ -193,6 +193,7 @@ class TargetLock:
         try:
             for host, path in self.paths.items():
                 await self._acquire_one(host, path)
+            self.target.holder = self.me.execution
         except BaseException:
             await self.release()
             raise
@@ -236,6 +237,7 @@ class TargetLock:
             except (TargetError, OSError):
                 pass
             self.held.remove(host)
+        self.target.holder = None
 
 
 def _ancestors() -> set[int]:
@@ -255,7 +257,8 @@ def _ancestors() -> set[int]:
 
 def live_holder(path: Path) -> "Holder | None":
     """The execution holding the lock file `path` while it still holds it, unless it is this process or one of its
-    parents (a runner's own `wb sim restart` works under its own lock); None when the lock is free or stale."""
+    parents, or a command sent by its runner through the target (HOLDER_ENV names it: a runner's own `wb sim
+    restart`, over ssh too, works under its own lock); None when the lock is free or stale."""
     try:
         holder = Holder.parse(path.read_text(encoding="utf-8"))
     except OSError:
@@ -263,5 +266,7 @@ def live_holder(path: Path) -> "Holder | None":
     if holder is None or holder.stale():
         return None
     if holder.host == socket.gethostname() and holder.pid in _ancestors():
+        return None
+    if os.environ.get(HOLDER_ENV) == holder.execution:
         return None
     return holder

@@ -51,6 +51,15 @@ class Clock:
 
 
 LOCK_NAME = "wb-target.lock"  # the per-target lock file (see runner.lock)
+# Set on the commands a runner sends through a target that holds its lock (the execution's UUID): one of them that
+# reaches pdsim over ssh is no child of the runner, yet works under its lock (runner.lock.live_holder).
+HOLDER_ENV = "WB_TARGET_HOLDER"
+
+
+def config_lock_file(config_path: str) -> str:
+    """The lock of a deployment kept beside the config file an experiment rewrites (`DIR/.NAME.wb-target.lock`)."""
+    p = PurePosixPath(config_path)
+    return str(p.parent / f".{p.name}.{LOCK_NAME}")
 
 
 class Target(abc.ABC):
@@ -67,6 +76,8 @@ class Target(abc.ABC):
     # False where wb itself restarts the deployment (the simulator, the kernel): the manipulation check's
     # look at who listens on the health ports (runner/manipulation.py) would only watch wb's own doing.
     check_restart: bool = True
+    # The execution whose lock on this target is held (runner.lock.TargetLock), while it is; None otherwise.
+    holder: str | None = None
 
     def __init__(self, hosts: list[str], ca_file: str | None = None) -> None:
         self.hosts = hosts
@@ -177,10 +188,7 @@ class Target(abc.ABC):
     def lock_file(self, options: Mapping[str, Any], config_path: str | None) -> str | None:
         """Where the lock of this deployment lives on a host: next to the config file the experiment rewrites;
         None when there is nothing to protect."""
-        if not config_path:
-            return None
-        p = PurePosixPath(config_path)
-        return str(p.parent / f".{p.name}.{LOCK_NAME}")
+        return config_lock_file(config_path) if config_path else None
 
     def check_local(self) -> None:
         """Refuse (TargetError, its `setting` naming the profile's key) what this machine lacks to reach the

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from workbench.errors import SimError
-from workbench.runner.targets.base import LOCK_NAME
+from workbench.runner.targets.base import LOCK_NAME, config_lock_file
 from workbench.runner.targets.local import LocalTarget
 
 UP_TIMEOUT_S = 120.0
@@ -172,19 +172,34 @@ def default_sim_dir(root: Path, options: dict[str, Any], sim_dir: Path | None = 
     return Path(str(d)).expanduser().resolve() if d else (root / ".wb" / "sim").resolve()
 
 
+def folder_locks(sdir: Path) -> list[Path]:
+    """Every lock a run on the pdsim in `sdir` may hold, whichever profile took it: the `sim` profile's in the
+    folder, and the one beside the serve file that a profile reaching pdsim as a service rewrites (`sim-ssh`, over
+    ssh: its config file is the folder's serve file, or the one `wb sim up --config` named)."""
+    from workbench.sim.control import config_path
+
+    found = [sdir / LOCK_NAME]
+    for serve in (config_path(sdir), sdir / "serve.sh"):
+        lock = Path(config_lock_file(str(serve)))
+        if lock not in found:
+            found.append(lock)
+    return found
+
+
 def refuse_while_in_use(sim_dir: str | Path | None, command: str) -> None:
-    """Refuse `wb sim COMMAND` (one that changes, stops or loads the deployment) while an execution holds the
-    sim folder's target lock: the serve file rewritten or the servers restarted under a run made both arms
-    measure one config, recorded as evidence. The runner's own commands (its children) pass. Exit 2, nothing
-    changed; `wb sim status` and `wb sim journal` read only and are never refused."""
+    """Refuse `wb sim COMMAND` (one that changes, stops or loads the deployment) while an execution holds one of
+    the sim folder's locks (`folder_locks`): the serve file rewritten or the servers restarted under a run made
+    both arms measure one config, recorded as evidence. The runner's own commands (its children, or its commands
+    over ssh, which name it) pass. Exit 2, nothing changed; `wb sim status` and `wb sim journal` read only and
+    are never refused."""
     from workbench.runner.lock import TargetBusy, live_holder
     from workbench.sim.control import state_dir
 
     sdir = state_dir(sim_dir)
-    lock = sdir / LOCK_NAME
-    holder = live_holder(lock)
-    if holder is None:
+    held = [(lock, h) for lock in folder_locks(sdir) if (h := live_holder(lock)) is not None]
+    if not held:
         return
+    lock, holder = held[0]
     raise TargetBusy(f"pdsim in {sdir} is in use by {holder.owner()}: `wb sim {command}` would change the "
                      "deployment under its runs. Nothing was changed",
                      hint=f"wait for it to finish, or stop it (Ctrl-C, or kill {holder.pid}: it restores pdsim); "

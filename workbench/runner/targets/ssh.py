@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from workbench.errors import TargetError
 from workbench.runner.daemon import remote_exited
-from workbench.runner.targets.base import LOCK_NAME, CmdResult, Target, supervise
+from workbench.runner.targets.base import HOLDER_ENV, LOCK_NAME, CmdResult, Target, supervise
 from workbench.runner.targets.files import replace_file
 
 RECONNECT_ATTEMPTS = 5
@@ -420,6 +420,8 @@ class SshTarget(Target):
     async def run(self, host: str, command: str, *, env: dict[str, str] | None = None, timeout: float,
                   stdout_file: IO[bytes] | None = None, stderr_file: IO[bytes] | None = None) -> CmdResult:
         t0 = time.monotonic()
+        if self.holder is not None:  # no child of the runner on the host: it names the lock it works under
+            env = {**(env or {}), HOLDER_ENV: self.holder}
         full = in_own_group(command, bool(env))
 
         async def go(conn: Any) -> CmdResult:
