@@ -36,6 +36,12 @@ CASES = [
      '    claim: "The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.\n'
      '    falsified_if: Corruption persists in the treatment arm with zero aborts."\n',
      "the \" at line 31 (column 12) is closed only at line 32", '    claim: "The HiCache+bf16'),
+    # A key of the schema that the file uses nowhere else (no hypothesis sets `status:`) is a key all the same.
+    ("yaml-quote-takes-in-a-key-only-the-schema-knows", H,
+     "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.\n",
+     '    claim: "The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.\n'
+     '    status: retired"\n',
+     "the \" at line 31 (column 12) is closed only at line 32", '    claim: "The HiCache+bf16'),
     ("yaml-quote-takes-in-flow-item", H,
      "    assumptions:\n      - The wedge can corrupt surviving requests' KV cache.\n"
      "      - The earlier measurements used the same repro parameters.\n"

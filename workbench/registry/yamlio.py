@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -138,7 +139,7 @@ def _refuse_swallowed_keys(quoted: list[tuple[yaml.ScalarNode, Loc]], lines: dic
     opened it, when a line it takes in reads as one of the file's keys (or a `- {` item); prose still loads."""
     if not quoted:
         return
-    keys = {str(loc[-1]) for loc in lines if loc and isinstance(loc[-1], str)}
+    keys = {str(loc[-1]) for loc in lines if loc and isinstance(loc[-1], str)} | _schema_keys()
     source_lines = _BREAK.split(text)
     for node, loc in sorted(quoted, key=lambda q: (q[0].start_mark.line, q[0].start_mark.column)):
         n = _swallowed_line(node, source_lines, keys)
@@ -153,6 +154,23 @@ def _refuse_swallowed_keys(quoted: list[tuple[yaml.ScalarNode, Loc]], lines: dic
             field=".".join(str(p) for p in loc) or None,
             hint=f"close the {q} on line {start.line + 1}; text of several lines that must hold such a line goes "
                  f"in a block scalar ({name}: >-)")
+
+
+@functools.cache
+def _schema_keys() -> frozenset[str]:
+    """Every key the registry's files may hold (the fields of its models, by the names the files use): a quote
+    that takes in `status: retired` swallowed a key even where no other entry of the file sets one."""
+    import workbench.registry.experiment  # noqa: F401  (the models register as Strict's subclasses)
+    import workbench.registry.hypothesis  # noqa: F401
+    from workbench.registry.common import Strict
+
+    out: set[str] = set()
+    todo: list[type] = [Strict]
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        out.update(f.alias or name for name, f in cls.model_fields.items())  # type: ignore[attr-defined]
+    return frozenset(out)
 
 
 def _quote_run_on(text: str, exc: yaml.MarkedYAMLError) -> tuple[int, str] | None:
