@@ -63,8 +63,10 @@ def kind(argv: str) -> str:
     m = re.search(r"(?:workbench[./]cli[./]main(?:\.py)?|/wb)\s+(--version|[a-z-]+)(?:\s+([a-z-]+))?", argv)
     if m:
         return " ".join(w for w in ("wb", m.group(1), m.group(2) if m.group(1) != "--version" else None) if w)
-    if "pytest" in argv or "execnet" in argv or argv.startswith("-c"):
+    if "pytest" in argv or "execnet" in argv:
         return "pytest (main and workers)"
+    if argv.startswith("-c"):  # a `python -c` child: a test's helper, a profile's command, a stress loop
+        return "python " + " ".join(argv.split())[:60]
     return "other python"
 
 
