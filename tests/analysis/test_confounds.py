@@ -30,3 +30,26 @@ def test_wedge_world_pattern_is_flagged_with_a_data_driven_proposal(store, regis
 
 def test_scan_of_an_empty_store_finds_nothing(store, registry):
     assert scan_confounds(store, registry) == []
+
+
+def test_a_guard_that_also_occurs_without_the_outcome_is_worded_by_which_runs_exist(store, registry):
+    # leak only with timeouts; timeouts once without leak; runs without timeouts exist (all clean), and every
+    # run had an error: the message says which comparison exists instead of claiming the opposite
+    ex = add_execution(store)
+    for r in range(1, 4):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 5, "error": 40, "done": 35}, extra={"timeouts": 30})
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"error": 10, "done": 70}, extra={"timeouts": 0})
+    add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=4,
+            outcomes={"error": 40, "done": 40}, extra={"timeouts": 30})
+    findings = {(f.kind, f.factor): f for f in scan_confounds(store, registry)}
+    timeouts = findings[("guard", "timeouts")]
+    assert timeouts.p is not None
+    assert "no run without timeouts exists" not in timeouts.message
+    assert ("timeouts also occurred in 1 run(s) without leak, and leak occurred in 0 of 3 run(s) without "
+            "timeouts (Fisher p = 0.14)") in timeouts.message
+    error = findings[("guard", "error")]
+    assert error.p is None
+    assert ("error also occurred in 4 run(s) without leak, so it is not specific; no run without error "
+            "exists to compare") in error.message

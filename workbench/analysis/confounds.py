@@ -246,10 +246,7 @@ def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outc
                    f"{label} also occurred (" + "; ".join(f"{r.name}: {what}={counts[r.id][0]:g}, "
                                                          f"{label}={g_known[r.id]:g}" for r in co[:SHOWN_RUNS])
                    + _more(co) + f"). {what} and {label} are confounded in these runs"
-                   + (f"; {label} also occurred in {table[0][1]} run(s) without {what}, and no run without "
-                      f"{label} exists to compare (Fisher p = {p:.2g})." if table[0][1] and p is not None else
-                      f"; {label} also occurred in {table[0][1]} run(s) without {what}, so it is not specific."
-                      if table[0][1] else "."))
+                   + _guard_apart(label, what, table, p))
             prop = _propose(registry, exp, names, outcome, co, runs, g_known, scanned)
             out.append(Finding("guard", label, outcome, exp.id, True, msg, tab, p, effect, prop, _FISHER))
         else:
@@ -260,6 +257,18 @@ def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outc
     out.extend(_note_aliased(f, aliases) for f in variables)
     out.extend(aliases)
     return out
+
+
+def _guard_apart(label: str, what: str, table: list[list[int]], p: float | None) -> str:
+    """The end of a guard finding whose guard also occurred without the outcome: the comparison with the runs
+    without the guard where there are some (p is None exactly when there are none)."""
+    if not table[0][1]:
+        return "."
+    if p is None:
+        return (f"; {label} also occurred in {table[0][1]} run(s) without {what}, so it is not specific; "
+                f"no run without {label} exists to compare.")
+    return (f"; {label} also occurred in {table[0][1]} run(s) without {what}, and {what} occurred in "
+            f"{table[1][0]} of {table[1][0] + table[1][1]} run(s) without {label} (Fisher p = {p:.2g}).")
 
 
 def _note_aliased(f: Finding, aliases: list[Finding]) -> Finding:
