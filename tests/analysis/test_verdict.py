@@ -179,6 +179,17 @@ def test_aa_mode_reports_the_noise_floor(store, registry):
     assert a.aa["corruption_rate"]["false_alarm"] is False
     assert a.aa["corruption_rate"]["noise_floor"] > 0
     assert _checks(a)["a/a"].passed is True and a.verdict == "inconclusive"
+    # the A/A arms are one assignment: the isolation check says so, not that they "differ only in" the variable
+    iso = _checks(a)["isolation"]
+    assert iso.passed and "differ only in" not in iso.detail and "differ only in" not in a.reasoning
+    assert iso.detail.startswith("A/A: both arms set nixl_abort_fix=off")
+    ex = add_execution(store, mode="aa")  # an A/A whose second arm recorded another value is not an A/A
+    for r in (1, 2):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r, outcomes={"leak": 12, "done": 68})
+        add_run(store, execution_id=ex, arm="control_aa", variables=TREATMENT, replicate=r,
+                outcomes={"leak": 12, "done": 68})
+    iso = _checks(analyze_stored(store, registry, "wedge-confound", execution_id=ex))["isolation"]
+    assert iso.passed is False and "the A/A arms differ in nixl_abort_fix: control {off}, control_aa {on}" in iso.detail
     ex = add_execution(store, mode="aa")
     for r in (1, 2):
         add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,

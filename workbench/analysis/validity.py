@@ -82,11 +82,9 @@ def isolation(h: Hypothesis, arms: dict[str, list[RunData]], expected: dict[str,
         elif seen:
             held_ok.append(f"{var}={'/'.join(sorted(seen[0]))}")
     iso_vals = {a: {variables.get(h.isolates, "?") for variables, _ in groups[a]} for a in names} if h.isolates else {}
-    if h.isolates and len(names) >= 2 and not set(arms) >= {"control", "control_aa"}:
-        known = {a: v - {"?", MASK} for a, v in iso_vals.items()}  # a secret's values are not seen to compare
-        if all(known.values()) and len({frozenset(v) for v in known.values()}) < len(names):
-            problems.append(f"the arms do not differ in {h.isolates}: " +
-                            ", ".join(f"{a} {_set(v)}" for a, v in known.items()))
+    aa = set(arms) >= {"control", "control_aa"}
+    if h.isolates and len(names) >= 2:
+        problems.extend(_isolated_apart(h.isolates, iso_vals, aa))
     note = ""
     if unrecorded:
         note = (" Not recorded by every run, so taken as the arms state them (unverified): "
@@ -94,11 +92,26 @@ def isolation(h: Hypothesis, arms: dict[str, list[RunData]], expected: dict[str,
     if problems:
         return check("isolation", False, "; ".join(problems[:6]) + "." + note, "invalid")
     iso = ""
-    if h.isolates:
+    if h.isolates and aa:  # an A/A execution runs one assignment twice: nothing differs between its arms
+        iso = f"A/A: both arms set {h.isolates}={'/'.join(sorted(set().union(*iso_vals.values())))}"
+    elif h.isolates:
         iso = f"arms differ only in {h.isolates} (" + ", ".join(
             f"{a}: {'/'.join(sorted(iso_vals[a]))}" for a in names) + ")"
     held = f"; held as recorded: {', '.join(held_ok)}" if held_ok else ""
     return check("isolation", True, (iso or "one arm") + held + "." + note)
+
+
+def _isolated_apart(var: str, iso_vals: dict[str, set[str]], aa: bool) -> list[str]:
+    """The isolated variable as the arms recorded it: it must differ between arms, or, in an A/A execution,
+    be the same in both."""
+    known = {a: v - {"?", MASK} for a, v in iso_vals.items()}  # a secret's values are not seen to compare
+    if not all(known.values()):
+        return []
+    distinct = len({frozenset(v) for v in known.values()})
+    listed = ", ".join(f"{a} {_set(v)}" for a, v in known.items())
+    if aa:
+        return [f"the A/A arms differ in {var}: {listed}"] if distinct > 1 else []
+    return [f"the arms do not differ in {var}: {listed}"] if distinct < len(known) else []
 
 
 def _flatten(d: Any, prefix: str = "") -> dict[str, str]:
