@@ -130,6 +130,23 @@ def test_write_appends_valid_generated_hypotheses_and_keeps_the_file(root):
     assert (root / "hypotheses.yaml").read_text() == after
 
 
+def test_write_appends_the_readme_search_whose_claims_run_over_one_line(root):
+    # the README's pair: four changes, so a probe's claim ("... applied fails (leave-one-out probe: does bad
+    # without hicache still fail?)") is longer than a line, and its text holds "probe: ", the arm's own key
+    reg = load_registry(root)
+    spec = prepare_spec(reg, experiment="agent-repro",
+                        good=["index_k_dtype=fp8 hicache=off nixl_abort_fix=on geometry_fix=on"],
+                        bad=["index_k_dtype=bf16 hicache=on nixl_abort_fix=off geometry_fix=off"],
+                        metric="corruption_rate", region=">= 0.05", seed=7)
+    failing = {"index_k_dtype", "hicache", "geometry_fix"}
+    result = isolate(list(spec.changes), BinomialOracle(conjunction(failing), (0.05, math.inf)))
+    generated = generated_hypotheses(spec, result)
+    append_to_registry(root, generated)
+    claims = {h.id: h.claim for h in load_registry(root).hypotheses if h.generated is not None}
+    assert claims == {h.id: h.claim for h in generated} and len(claims) == len(result.probes) + 1
+    assert any("leave-one-out probe: does bad without hicache still fail?" in c for c in claims.values())
+
+
 def test_report_page_shows_the_search_tree_answer_and_units(root, tmp_path):
     from workbench.isolate.app import search_record
     from workbench.isolate.records import load_searches, record_search
