@@ -388,7 +388,8 @@ def test_resume_with_no_earlier_attempt_is_bad_input_naming_the_flag(root, tmp_p
 
 
 def test_a_stopped_search_names_its_resume_command_and_refuses_another_search(root, tmp_path, monkeypatch):
-    """The stop's hint gives every flag that determines the search (the drawn seed too); --resume with a flag
+    """The stop's hint gives every flag that determines the search (the drawn seed too) and the --write it was
+    asked for (the resumed search is to write what the stopped one would have); --resume with a flag
     that differs from the stopped search's is refused, naming the flag and both values, before anything runs."""
     import shlex
 
@@ -404,7 +405,7 @@ def test_a_stopped_search_names_its_resume_command_and_refuses_another_search(ro
     with pytest.raises(RunFailure) as stopped:  # no --seed: one is drawn
         wb.isolate(experiment="agent-repro", good=["hicache=off", "geometry_fix=on"],
                    bad=["hicache=on geometry_fix=off"], metric="corruption_rate", region=">= 0.05",
-                   show_progress=False)
+                   show_progress=False, write=True)
     with open_store(db) as store:
         [st] = load_searches(store)
     seed = st.record["seed"]
@@ -412,7 +413,7 @@ def test_a_stopped_search_names_its_resume_command_and_refuses_another_search(ro
     assert command == ["wb", "isolate", "--experiment", "agent-repro", "--good", "hicache=off geometry_fix=on",
                        "--bad", "hicache=on geometry_fix=off", "--metric", "corruption_rate", "--region", ">= 0.05",
                        "--budget", "4000", "--alpha", "0.05", "--seed", str(seed), "--db", db, "--root", str(root),
-                       "--resume"]
+                       "--write", "--resume"]
     other = (seed + 1) % 2**31
     args = ["isolate", "--experiment", "agent-repro", "--good", "hicache=off geometry_fix=on", "--bad",
             "hicache=on geometry_fix=on", "--metric", "corruption_rate", "--region", ">= 0.05", "--seed", str(other),

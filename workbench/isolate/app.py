@@ -205,7 +205,7 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
             raise  # refused before any probe touched the target: no attempt to record (a resume would pick it)
         _record_partial(spec, oracle, store, prior)
         if not isinstance(exc, BadInput):  # a probe failed or was stopped: the search can go on from here
-            exc.hint = _resume_hint(exc.hint, resume_command(spec, settings), len(oracle.results))
+            exc.hint = _resume_hint(exc.hint, resume_command(spec, settings, write), len(oracle.results))
         if isinstance(exc, TargetBusy):  # its exit 2 says nothing ran; probes before it did, and were recorded
             from workbench.errors import RunFailure
 
@@ -216,7 +216,7 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
             raise
         _record_partial(spec, oracle, store, prior)
         raise RunInterrupted("wb isolate was interrupted between its probes; the target is as it was before them",
-                             hint=_resume_hint(None, resume_command(spec, settings), len(oracle.results))) from None
+                             hint=_resume_hint(None, resume_command(spec, settings, write), len(oracle.results))) from None
     record = search_record(spec, result, prior=prior)
     record_search(store, spec, record)
     written, refused = _write(Path(registry.root), generated_hypotheses(spec, result)) if write else (None, None)

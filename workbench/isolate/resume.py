@@ -173,8 +173,10 @@ def check_unchanged(spec: "IsolateSpec", registry: "Registry", store: "Store", p
                            hint="undo the edit to resume the search, or drop --resume to search afresh with it")
 
 
-def resume_command(spec: "IsolateSpec", settings: "Settings | None" = None) -> str:
-    """The command that resumes `spec`'s search: every flag that determines it, explicitly, then --resume."""
+def resume_command(spec: "IsolateSpec", settings: "Settings | None" = None, write: bool = False) -> str:
+    """The command that resumes `spec`'s search: every flag that determines it, explicitly, the `--write` the
+    stopped search was given (it does not change the search, but leaving it out would drop what was asked
+    for), then --resume."""
     from workbench.isolate.region import describe
 
     named = [v for v in spec.good if v in spec.changes or v in spec.hold]
@@ -188,6 +190,8 @@ def resume_command(spec: "IsolateSpec", settings: "Settings | None" = None) -> s
     if spec.parent:
         args += ["--parent", spec.parent]
     args += _where(settings)
+    if write:
+        args.append("--write")
     return " ".join(shlex.quote(a) for a in [*args, "--resume"])
 
 
