@@ -82,6 +82,8 @@ def test_exchangeable_between_run_spread_is_a_finding_and_the_run_level_interval
     assert p.method == "run-level" and p.interval == pytest.approx((0.10717319, 0.32921010), rel=1e-6)
     drift = _checks(a)["drift"]
     assert drift.passed is False and drift.effect == "none" and "No trend over replicate order" in drift.detail
+    # eight runs counted, six listed: the text says how many more (it listed six after "over 8 runs")
+    assert "over 8 runs: 20/80, 2/80, 25/80, 5/80, 18/80, 30/80 and 2 more)" in drift.detail
     assert p.outcome == "falsified" and a.verdict == "falsified", a.reasoning
 
 

@@ -329,7 +329,8 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -
             held, p_trend = clustered.drift_holds(d, rates)
             out.setdefault(a, {})[m] = {"p": d.p_over, "p_over": d.p_over, "p_under": d.p_under, "phi": d.phi,
                                         "p_trend": p_trend, "runs": len(rows), "rates": rates}
-            counts = ", ".join(f"{k:g}/{n:g}" for _, k, n in rows[:6])
+            counts = ", ".join(f"{k:g}/{n:g}" for _, k, n in rows[:6]) + (f" and {len(rows) - 6} more"
+                                                                         if len(rows) > 6 else "")
             if d.p_over < DRIFT_P:
                 flagged.append(f"{m} in {a} varies between replicates more than chance allows (dispersion "
                                f"{d.phi:.2g}, exact p = {d.p_over:.2g} over {len(rows)} runs: {counts})")
