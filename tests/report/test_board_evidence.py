@@ -156,6 +156,9 @@ def test_pooled_verdict_page_shows_the_imported_runs_it_rests_on(wb):
     labels = {"pre-bf16-hicache": 2, "pre-ab-bf16": 5, "post-bf16-hicache-postfix": 6}  # the import's order
     assert sorted((int(i), mark) for i, mark in rows) == [(i, "✓") for i in sorted(labels.values())], runs
     assert 'data-metric="corruption_rate"' in page  # its chart, drawn from the runs the verdict rests on
+    # the Markdown lists no runs: it counts them (it said "3 shown", of a table only the page has)
+    md = wb["run"]("report", "--format", "md", "--hypothesis", HID)
+    assert "Runs: 3 in all, 3 in the evidence." in md and " shown" not in md, md
 
 
 def test_lineage_and_runs_table_name_the_arm_the_analysis_put_each_imported_run_in(wb):

@@ -100,7 +100,7 @@ def render(ctx: HypothesisContext) -> str:
             out.append(f"- [{mark}] {md_text(c.name)}{flag}: {md_text(c.detail)}")
         out.append("")
     evidence = [r for r in ctx.runs if r.in_evidence]
-    out.append(f"Runs: {len(ctx.runs)} shown, {len(evidence)} in the evidence"
+    out.append(f"Runs: {len(ctx.runs)} in all, {len(evidence)} in the evidence"
                + (f" (execution {evidence[0].execution_id})" if evidence and evidence[0].execution_id is not None
                   else "") + ".")
     out += [""] + _review_lines(ctx)
