@@ -109,3 +109,18 @@ def test_the_two_seeds_are_documented_as_the_code_makes_them():
         assert replicate_value(execution_seed, rep, "seed") == str(int.from_bytes(digest[:4], "big") & 0x7FFFFFFF)
     plan = make_plan(["control", "treatment"], 2, seed=7, per_replicate=["seed"])
     assert {r.values["seed"] for r in plan.runs if r.replicate == 1} == {replicate_value(7, 1, "seed")}
+
+
+# What a verdict's text prints that a reader cannot work out from the number alone: each is printed by the
+# analysis (checked below, so a term that is renamed there is renamed here) and defined in the guide's section 7.
+VERDICT_TERMS = ("confidence sequence", "e-value", "not corrected for the looks", "effective counts",
+                 "design effect", "phi", "pooled binomial", "noise floor", "Runs as the unit")
+
+
+def test_the_terms_a_verdict_prints_are_defined_in_the_guide():
+    text = GUIDE.read_text(encoding="utf-8")
+    section = text[text.index("## 7. "):text.index("## 8. ")]
+    printed = "".join(p.read_text(encoding="utf-8") for p in (REPO / "workbench" / "analysis").glob("*.py"))
+    for term in VERDICT_TERMS:
+        assert term in printed, f"the analysis no longer prints {term!r}"
+        assert re.search(rf"\*\*{re.escape(term)}\*\*", section, re.I), f"section 7 does not define {term!r}"
