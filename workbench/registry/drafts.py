@@ -89,7 +89,40 @@ def _check(root: Path, path: Path, text: str, reg: Any, check_hypotheses: Any) -
 
 def entry_yaml(entry: dict[str, Any], indent: str = "  ") -> str:
     """The hypothesis entry as a YAML list item, indented as hypotheses.yaml's entries are."""
+    body = registry_yaml([entry], width=100)
+    return "".join(indent + line + "\n" if line else "\n" for line in body.splitlines())
+
+
+# A text longer than this is written folded (`>-`) in a block mapping; a mapping holding one is written as a block.
+LONG_TEXT = 60
+
+
+def registry_yaml(data: Any, *, width: int) -> str:
+    """`data` as YAML that wb writes into hypotheses.yaml: small mappings of short values in flow style, as the
+    file's own entries are, and every longer text folded in a block mapping. A quoted text continued over lines
+    is never written: one whose next line starts like a key (`probe: does bad without hicache still fail?`)
+    reads to the registry as a quote left open, and wb would refuse its own text."""
     import yaml
 
-    body = yaml.safe_dump([entry], sort_keys=False, default_flow_style=None, width=100, allow_unicode=True)
-    return "".join(indent + line + "\n" if line else "\n" for line in body.splitlines())
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def long(value: Any) -> bool:
+        return isinstance(value, str) and len(value) > LONG_TEXT
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+        folded = long(value) and "\n" not in value and value == value.strip()
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=">" if folded else None)
+
+    def mapping(dumper: yaml.SafeDumper, value: dict) -> yaml.Node:
+        flow = not any(isinstance(v, (dict, list)) or long(v) for v in value.values())
+        return dumper.represent_mapping("tag:yaml.org,2002:map", value.items(), flow_style=flow)
+
+    def sequence(dumper: yaml.SafeDumper, value: list) -> yaml.Node:
+        flow = not any(isinstance(v, (dict, list)) or long(v) for v in value)
+        return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=flow)
+
+    Dumper.add_representer(str, text)
+    Dumper.add_representer(dict, mapping)
+    Dumper.add_representer(list, sequence)
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=width)
