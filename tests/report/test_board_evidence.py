@@ -208,3 +208,27 @@ def test_an_imported_runs_page_names_its_experiment_without_an_empty_version(wb)
     page = (wb["site"] / "runs" / "1.html").read_text()
     assert "<dt>experiment</dt><dd>agent-repro</dd>" in page
     assert "<dt>source</dt><dd>import</dd>" in page
+
+
+def test_who_ran_what_names_the_executions_set_values(wb):
+    """An execution run with `--set causal_model=wedge` was listed as a plain "fixed" one in "Who ran what" (HTML
+    and Markdown): its runs measured another world than the hypothesis's own config."""
+    from workbench.store import open_store
+
+    store = open_store(wb["db"])
+    try:
+        for overrides in (None, {"causal_model": "wedge"}):
+            ex = add_execution(store, overrides=overrides)
+            extra = overrides or {}
+            for arm, values in (("control", CONTROL), ("treatment", TREATMENT)):
+                add_run(store, execution_id=ex, arm=arm, variables=values | extra, replicate=1,
+                        outcomes={"leak": 1, "done": 79})
+    finally:
+        store.dispose()
+    wb["run"]("report", "--out", str(wb["site"]))
+    page = (wb["site"] / "hypotheses" / f"{HID}.html").read_text()
+    table = re.search(r'<table class="executions">(.*?)</table>', page, re.S).group(1)
+    rows = re.findall(r"<tr><td>(\d+)</td><td>([^<]*)</td>", table)
+    assert rows == [("1", "fixed"), ("2", "fixed, --set causal_model=wedge")], rows
+    md = wb["run"]("report", "--format", "md", "--hypothesis", HID)
+    assert "- execution 2 (fixed, --set causal_model=wedge, " in md and "- execution 1 (fixed, " in md, md

@@ -176,3 +176,11 @@ def test_review_list_marks_a_stale_comment_as_json_does(workbench_dir, seed_csv,
     assert code == 0, err
     marked = [line for line in out.splitlines() if line.startswith("  ") and "ada: " in line]
     assert len(marked) == 2 and all(line.endswith(" (stale)") for line in marked), out
+    # The site's hypothesis page marks both too: it left the comment's "stale" badge out, as the table did.
+    import re
+
+    site = tmp_path / "site"
+    assert cli("report", "--out", str(site), *flags)[0] == 0
+    page = (site / "hypotheses" / "wedge-confound.html").read_text()
+    badges = re.findall(r'<div class="review (\w+)( stale)?">', page)
+    assert badges == [("comment", " stale"), ("approve", " stale")], badges

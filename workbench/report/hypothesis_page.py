@@ -479,7 +479,7 @@ def _review_fields(h: Hypothesis, data: StoreData) -> dict[str, Any]:
     state = data.review_states.get(h.id)
     views = [ReviewView(r.author, r.decision, r.body or "", (r.created_at or "")[:19], r.author_source or "",
                         r.verdict_seen or "", (r.evidence_digest or "")[:12],
-                        r.decision != "comment" and state.stale(r), state.self_review(r))
+                        state.stale(r), state.self_review(r))
              for r in (state.reviews if state else ())]
     execs = sorted((e for e in data.executions.values() if e["hypothesis_id"] == h.id), key=lambda e: e["id"])
     return {"reviews": views, "review_state": state.state if state else "awaiting review",
@@ -501,5 +501,8 @@ def _execution_view(e: dict[str, Any]) -> ExecutionView:
     user = e.get("user_name") or "not recorded"
     if e.get("user_source"):
         user += f" (from {e['user_source']})"
-    return ExecutionView(e["id"], e.get("mode") or "", e.get("status") or "", (e.get("started_at") or "")[:19],
+    mode = e.get("mode") or ""
+    sets = " ".join(f"--set {k}={v}" for k, v in sorted((e.get("overrides") or {}).items()))
+    mode = f"{mode}, {sets}" if sets else mode  # runs under --set measured another config than the hypothesis's
+    return ExecutionView(e["id"], mode, e.get("status") or "", (e.get("started_at") or "")[:19],
                          user, e.get("host") or "not recorded", rev or "not recorded", e.get("wb_version") or "")
