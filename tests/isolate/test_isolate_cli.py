@@ -360,6 +360,31 @@ def test_a_search_without_failure_says_so_plainly(root):
     assert "no failure to isolate: the bad config does not fail" in text and "surely needed" not in text
 
 
+def test_an_undecided_probe_says_why_under_its_line(root):
+    """A probe that lost most of its units printed only "INCONCLUSIVE  0/80": nothing said that its sessions
+    did not complete (the probe's reasoning, recorded, was shown nowhere in the text)."""
+    from workbench.cli.isolate import search_lines
+    from workbench.isolate.app import search_record
+    from workbench.isolate.search import ProbeResult
+
+    why = ("0/80 with only 3 of 80 units completed: the rest did not complete (errors or timeouts) and could not "
+           "show the failure, so no pass is read off them; stopped at this look")
+
+    class Wedged:
+        def probe(self, request):
+            if request.applied == ("hicache",):
+                return ProbeResult("inconclusive", 0, 80, 80, 1, reasoning=why)
+            return BinomialOracle(conjunction({"hicache"}), (0.05, math.inf)).probe(request)
+
+    spec = prepare_spec(load_registry(root), experiment="agent-repro", good=["hicache=off"], bad=["hicache=on"],
+                        metric="corruption_rate", region=">= 0.05", seed=3)
+    lines = search_lines(search_record(spec, isolate(list(spec.changes), Wedged())))
+    at = next(i for i, line in enumerate(lines) if "INCONCLUSIVE  0/80" in line)
+    indent = len(lines[at]) - len(lines[at].lstrip())
+    assert lines[at + 1] == " " * (indent + 2) + "why: " + why, lines
+    assert not any(line.strip().startswith("why: ") for line in lines if "passes" in line or "FAILS" in line)
+
+
 def test_probe_seeds_stay_in_the_seed_range(root):
     """`wb isolate --seed 2147483647` gave probe 1 the execution seed 2^31, which its own design refuses."""
     from workbench.isolate.adapter import probe_hypothesis

@@ -129,6 +129,8 @@ def search_lines(record: dict[str, Any]) -> list[str]:
         lines.append(f"{'  ' * (depth + 1)}p{p['index']} [{p['phase']}] good + {applied}: "
                      f"{MARK.get(p['outcome'], p['outcome'])}  {p['result_k']:g}/{p['result_n']:g} "
                      f"(alpha {p['alpha']:.2g}, {p['units']:g} units)  {p['hypothesis_id']}{how}")
+        if p["outcome"] == "inconclusive" and p.get("reasoning"):  # undecided: the count alone does not say why
+            lines.append(f"{'  ' * (depth + 2)}why: {p['reasoning']}")
     if r["status"] == "decided":
         lines.append(f"minimal set: {shown_set(bad, r['minimal'])} (decided)")
     elif r["status"] == "no-failure":
