@@ -48,3 +48,19 @@ def test_the_readme_says_what_a_refusal_records() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     text = " ".join(readme.split())
     assert "recorded as an execution with status `refused`" in text
+
+
+def test_a_busy_target_names_its_holder_as_the_store_shows_it(toy, cli) -> None:
+    """The holder of the lock is an execution of this store: the Error names it by the id `wb report` and
+    `wb runs list` show (and its hypothesis), as the Hint names the refused attempt, never by its uuid."""
+    _held_by_me(toy)
+    code, _, _ = cli("hypothesis", "run", "toy-fix", "--db", toy.db)
+    assert code == 2
+    (uuid,) = store_rows(toy.db, "SELECT uuid FROM executions WHERE id = 1")[0]
+    lock = toy.state / f".serve.conf.{LOCK_NAME}"
+    lock.write_text(lock.read_text().replace("f" * 32, uuid))
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--db", toy.db)
+    assert code == 2 and out == "", err
+    assert "Error: target local is in use by execution 1 of toy-fix (pid " in err, err
+    assert uuid not in err, err
+    assert "this attempt is recorded as execution 2, status refused" in err, err

@@ -86,10 +86,13 @@ class Holder:
             del d["what"]
         return json.dumps(d, sort_keys=True)
 
-    def owner(self) -> str:
-        """The owner as messages name it: execution, what it runs, pid, host and since when."""
+    def owner(self, known: str | None = None) -> str:
+        """The owner as messages name it: execution, what it runs, pid, host and since when. `known` is the name the
+        store gives the execution (`execution 3 of wedge-confound`, its id as `wb report` and `wb runs` show it);
+        without it, the uuid the lock holds is all there is to name it by."""
         what = f", {self.what}" if self.what else ""
-        return f"execution {self.execution}{what} (pid {self.pid} on {self.host}, since {self.since})"
+        name = known or f"execution {self.execution}{what}"
+        return f"{name} (pid {self.pid} on {self.host}, since {self.since})"
 
     @classmethod
     def parse(cls, text: str) -> "Holder | None":
@@ -163,13 +166,16 @@ class TargetLock:
     """The locks of one execution on each host of its target."""
 
     def __init__(self, target: Target, paths: dict[str, str], execution: str,
-                 left_by_dead: Callable[[str, str, Holder], Awaitable[None]] | None = None, what: str = "") -> None:
+                 left_by_dead: Callable[[str, str, Holder], Awaitable[None]] | None = None, what: str = "",
+                 known: Callable[[str], str | None] | None = None) -> None:
         self.target = target
         self.paths = paths
         self.me = Holder.me(execution, what)
         self.held: list[str] = []
         # (host, lock path, the dead holder) -> raises when what that holder's runner left cannot be taken over
         self.left_by_dead = left_by_dead
+        # an execution's uuid -> its name in the store ("execution 3 of wedge-confound"), None when not there
+        self.known = known
 
     async def _try(self, host: str, path: str) -> str | None:
         """None when acquired; else the current holder's text."""
@@ -216,8 +222,9 @@ class TargetLock:
                 await self._break(host, path, seen)
                 continue
             where = self.target.describe(host)
+            known = self.known(holder.execution) if self.known is not None else None
             raise TargetBusy(
-                f"target {where} is in use by {holder.owner()}",
+                f"target {where} is in use by {holder.owner(known)}",
                 hint=f"wait for it to finish; if no wb runs there any more, remove {path} on {where}")
         raise TargetBusy(f"could not take the lock {path} on {self.target.describe(host)} (it kept changing)")
 

@@ -57,8 +57,18 @@ def target_lock(target: Target, state: "State", paths: dict[str, str]) -> "Targe
     async def left_by_dead(host: str, lock_file: str, holder: "Holder") -> None:
         await check_left_by_dead(state, target, host, lock_file, holder)
 
+    def known(uuid: str) -> str | None:
+        record = _known(state, uuid)
+        return None if record is None else f"execution {record.id} of {record.hypothesis_id}"
+
     what = f"hypothesis {state.prepared.hypothesis.id}"
-    return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead, what)
+    return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead, what,
+                      known)
+
+
+def _known(state: "State", uuid: str) -> Any:
+    """The store's record of the execution `uuid` (a lock's holder), None when this store does not hold it."""
+    return next((e for e in state.store.executions() if e.uuid == uuid), None)
 
 
 async def check_left_by_dead(state: "State", target: Target, host: str, lock_file: str, holder: "Holder") -> None:
@@ -76,7 +86,8 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
                               if holder.restore_failed else
                               f"its runner (pid {holder.pid}) is gone and the config is the original it saved"))
         return
-    known = [e for e in state.store.executions() if e.uuid == holder.execution]
+    record = _known(state, holder.execution)
+    known = [record] if record is not None else []
     which = f"execution {known[0].id} of {known[0].hypothesis_id}" if known else f"execution {holder.execution}"
     origin = ((known[0].plan or {}).get("origin") or {}) if known else {}
     if "isolate" in origin:  # a probe of a search: its hypothesis exists only inside the search
