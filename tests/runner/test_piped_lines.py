@@ -28,6 +28,8 @@ def test_run_end_and_failure_lines_are_whole_when_written_to_a_file(toy, tmp_pat
     assert len(ends) == 1 and ends[0].endswith(" s of real time"), text
     failed = [ln for ln in lines if ln.startswith("run ") and ln.endswith("workload exited 3: boom")]
     assert len(failed) == 2, text
+    # Off a terminal the progress is plain lines: no blank line that rich's live display left as it closed.
+    assert "" not in lines, text
 
 
 def _env() -> dict[str, str]:

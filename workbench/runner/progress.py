@@ -73,7 +73,8 @@ def _stderr_console(console_cls: Any) -> Any:
 
 
 class RunProgress:
-    """A rich progress bar, or nothing when disabled (tests, `--json` piped into a file still shows it on stderr)."""
+    """A rich progress bar on a terminal, one plain line per ended run off one, nothing when disabled (tests);
+    `--json` piped into a file still shows it on stderr."""
 
     def __init__(self, total: int, *, enabled: bool, title: str, sequential: bool = False) -> None:
         # A sequential execution's plan is its budget (design.max_replicates blocks), not what will run.
@@ -82,6 +83,7 @@ class RunProgress:
         self.enabled = enabled
         self.title = title
         self.t0 = time.monotonic()
+        self._console: Any = None  # stderr's console while enabled; the live bar draws on it on a terminal
         self._progress: Any = None
         self._task: Any = None
         # The last status of each planned run (by order index) that ended: an interrupted attempt is not
@@ -110,12 +112,16 @@ class RunProgress:
     def __enter__(self) -> "RunProgress":
         if self.enabled:
             from rich.console import Console
+
+            self._console = _stderr_console(Console)
+        if self._console is not None and self._console.is_terminal:
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                        TimeRemainingColumn)
 
+            # Only on a terminal: off one the live display draws nothing until it closes, and then a blank line.
             self._progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                       TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                                      console=_stderr_console(Console), transient=True)
+                                      console=self._console, transient=True)
             _written(self._progress.__enter__)
             self._task = self._progress.add_task(self.title, total=self.total, completed=self.done)
         return self
@@ -125,12 +131,11 @@ class RunProgress:
             # The live bar is cleared and replaced by one whole line, so the summary that follows on stdout
             # starts on a line of its own (a bar left behind had no newline before it on some terminals).
             _written(lambda: self._progress.__exit__(*exc))
-            if self.refused:
-                return
-            stopped = ", interrupted" if self.interrupted else ""
-            _written(lambda: self._progress.console.print(f"{self.title}: {self.count_text()}{stopped}; the runs "
-                                                          f"took {time.monotonic() - self.t0:.1f} s of real time",
-                                                          highlight=False, markup=False))
+        if self._console is None or self.refused:
+            return
+        stopped = ", interrupted" if self.interrupted else ""
+        self._line(f"{self.title}: {self.count_text()}{stopped}; the runs took {time.monotonic() - self.t0:.1f} s "
+                   "of real time")
 
     def count_text(self) -> str:
         """How many planned runs ended and how: "3 of 4 run(s) ok, 1 failed", "0 of 4 run(s) ok, 4 invalid",
@@ -150,31 +155,30 @@ class RunProgress:
     def finished(self, order_index: int, status: str, pr: PlannedRun | None = None, run_id: int | None = None) -> None:
         """A run ended with `status`; an interrupted one is not counted (it is redone by a resume).
 
-        Off a terminal the live bar draws nothing until the end (rich redraws it in place only on a terminal),
-        so a log or a CI job would see minutes of silence: there each ended run gets one line instead."""
+        Off a terminal there is no live bar (rich redraws one in place only on a terminal), so that a log or a CI
+        job does not see minutes of silence, each ended run gets one line instead."""
         if status == "interrupted":
             self.interrupted = True
             return
         self.ended[order_index] = status
         if self._progress is not None:
             self._progress.update(self._task, completed=self.done)
-            if not self._progress.console.is_terminal:
-                of = " of at most " if self.sequential else "/"
-                what = " ".join([f"run {run_id}"] * (run_id is not None)
-                                + [f"{pr.arm} r{pr.replicate} on {pr.host}"] * (pr is not None)) or "a run"
-                self._line(f"[{self.done}{of}{self.total}] {what}: {status} "
-                           f"({time.monotonic() - self.t0:.1f} s elapsed)")
+        elif self._console is not None:
+            of = " of at most " if self.sequential else "/"
+            what = " ".join([f"run {run_id}"] * (run_id is not None)
+                            + [f"{pr.arm} r{pr.replicate} on {pr.host}"] * (pr is not None)) or "a run"
+            self._line(f"[{self.done}{of}{self.total}] {what}: {status} ({time.monotonic() - self.t0:.1f} s elapsed)")
 
     def _line(self, text: str) -> None:
-        _written(lambda: self._progress.console.print(text, markup=False, highlight=False))
+        _written(lambda: self._console.print(text, markup=False, highlight=False))
 
     def log(self, text: str) -> None:
         from workbench.secrets import redact_text
 
         text = redact_text(text)
-        if self._progress is not None:
+        if self._console is not None:
             # Plain text: a run's error quotes its output, whose brackets are not console markup.
-            _written(lambda: self._progress.console.print(text, markup=False, highlight=False))
+            self._line(text)
         elif self.enabled:
             import sys
 
