@@ -191,13 +191,13 @@ class Workbench(StoredRuns):
         from workbench.store import open_store
 
         with open_store(self.settings.db, read_only=read_only, lock_wait_s=self.settings.lock_wait_s,
-                        held=held, deferred_schema=deferred_schema) as store:
+                        held=held, deferred_schema=deferred_schema, source=self.settings.db_from) as store:
             yield store
 
     def _store_exists(self) -> bool:
         from workbench.store import resolve_url
 
-        _, path = resolve_url(self.settings.db)
+        _, path = resolve_url(self.settings.db, self.settings.db_from)
         return path is None or path.exists()
 
     @contextmanager
@@ -206,7 +206,7 @@ class Workbench(StoredRuns):
         out bad after the store was opened (a bundle whose rows are damaged is only found while merging)."""
         from workbench.store import resolve_url
 
-        _, path = resolve_url(self.settings.db)
+        _, path = resolve_url(self.settings.db, self.settings.db_from)
         created = path is not None and not path.exists()
         try:
             yield
@@ -297,7 +297,7 @@ class Workbench(StoredRuns):
         if options.resume and not self._store_exists():  # nothing to resume: do not create a store
             from workbench.store import resolve_url
 
-            _, path = resolve_url(self.settings.db)
+            _, path = resolve_url(self.settings.db, self.settings.db_from)
             raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume (no store at {path})",
                            hint=f"start one with: wb hypothesis run {hypothesis_id}")
         if not options.resume:  # bad input stops here, before the store is created or the target touched
@@ -497,16 +497,17 @@ class Workbench(StoredRuns):
     def db_upgrade(self) -> tuple[str, str | None, str]:
         from workbench.store import upgrade
 
-        return upgrade(self.settings.db)
+        return upgrade(self.settings.db, self.settings.db_from)
 
     def db_current(self) -> Revision:
         from workbench.store import resolve_url
-        from workbench.store.engine import Store, head_revision, newer_revision
+        from workbench.store.engine import Store, head_revision, newer_revision, no_store
 
-        url, path = resolve_url(self.settings.db)
+        url, path = resolve_url(self.settings.db, self.settings.db_from)
         if path is not None and not path.exists():
-            raise BadInput(f"no store at {path}", hint=f"create it with: wb db upgrade --db {path}", where=str(path))
-        with Store(url, path, read_only=True, lock_wait_s=self.settings.lock_wait_s) as store:
+            raise no_store(path, self.settings.db_from, hint=f"create it with: wb db upgrade --db {path}")
+        with Store(url, path, read_only=True, lock_wait_s=self.settings.lock_wait_s,
+                   source=self.settings.db_from) as store:
             rev = store.revision()
             return Revision(store.name, rev, head_revision(), newer_revision(rev))
 

@@ -24,10 +24,14 @@ class Settings:
     lock_wait_s: float = DEFAULT_LOCK_WAIT_S  # $WB_DB_LOCK_WAIT: how long a second writer waits for the store
     artifacts: Path | None = None  # $WB_ARTIFACTS: where run artifacts go (default .wb/artifacts)
     sim_dir: Path | None = None  # $WB_SIM_DIR: pdsim's state folder for sim targets (default .wb/sim)
+    # Where `db` came from, as an error about the store names it: "--db", or "$WB_DB" from the environment.
+    db_from: str = "--db"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, db: str | None = None,
-                 root: str | Path | None = None) -> "Settings":
+                 root: str | Path | None = None, db_from: str = "--db") -> "Settings":
+        """Settings from the flags, the environment filling what they leave unset. `db_from` says where a given
+        `db` came from ("$WB_DB" where the command line's parser read it from the environment)."""
         env = os.environ if environ is None else environ
         wait = env.get("WB_DB_LOCK_WAIT", "")
         try:
@@ -39,13 +43,16 @@ class Settings:
                            hint=f"leave it unset to wait up to {DEFAULT_LOCK_WAIT_S:g} s for a store another "
                                 "process holds")
         root = given_root(root) or env.get("WB_ROOT") or None
-        return cls(db=db if db is not None else (env.get("WB_DB") or None), root=Path(root) if root else None, lock_wait_s=lock_wait,
+        if db is None and env.get("WB_DB"):
+            db, db_from = env["WB_DB"], "$WB_DB"
+        return cls(db=db, root=Path(root) if root else None, lock_wait_s=lock_wait,
                    artifacts=Path(env["WB_ARTIFACTS"]) if env.get("WB_ARTIFACTS") else None,
-                   sim_dir=Path(env["WB_SIM_DIR"]) if env.get("WB_SIM_DIR") else None)
+                   sim_dir=Path(env["WB_SIM_DIR"]) if env.get("WB_SIM_DIR") else None, db_from=db_from)
 
     def with_flags(self, *, db: str | None = None, root: str | Path | None = None) -> "Settings":
         root = given_root(root)
-        return replace(self, db=db if db is not None else self.db, root=Path(root) if root else self.root)
+        return replace(self, db=db if db is not None else self.db, root=Path(root) if root else self.root,
+                       db_from="--db" if db is not None else self.db_from)
 
 
 def given_root(root: str | Path | None) -> str | Path | None:

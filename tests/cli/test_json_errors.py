@@ -31,9 +31,9 @@ BAD = {
     "hypothesis run": (["hypothesis", "run", "wedge-confound", "--fail-on", "nope"], 2, "--fail-on"),
     "runs list": (["runs", "list", "--limit", "abc"], 2, "--limit"),
     "runs show": (["runs", "show", "999"], 2, None),
-    "runs delete": (["runs", "delete", "999", "--yes", "--db", "TMP/none.duckdb"], 2, "TMP/none.duckdb"),
-    "db upgrade": (["db", "upgrade", "--db", "TMP/no/such/x.duckdb"], 2, None),
-    "db current": (["db", "current", "--db", "TMP/none.duckdb"], 2, "TMP/none.duckdb"),
+    "runs delete": (["runs", "delete", "999", "--yes", "--db", "TMP/none.duckdb"], 2, "--db"),
+    "db upgrade": (["db", "upgrade", "--db", "TMP/no/such/x.duckdb"], 2, "--db"),
+    "db current": (["db", "current", "--db", "TMP/none.duckdb"], 2, "--db"),
     "import evidence": (["import", "evidence", "TMP/none.csv"], 2, "TMP/none.csv"),
     "sim up": (["sim", "up", "--dir", "TMP/sim", "--set", "bad"], 2, "--set"),
     "sim down": (["sim", "down", "--dir", "TMP/file"], 2, "--dir"),
@@ -174,3 +174,26 @@ def test_the_console_script_prints_the_envelope_for_a_parser_error_and_a_wb_erro
 def test_without_json_stdout_stays_empty(store, workbench_dir, cli) -> None:
     code, out, err = cli("hypothesis", "show", "nope", "--db", str(store), "--root", str(workbench_dir))
     assert code == 2 and out == "" and err.startswith("Error: no hypothesis 'nope'")
+
+
+@pytest.mark.parametrize("db", ["TMP/no/such/x.duckdb", "TMP", "sqlite:///TMP/x.db", "postgresql://127.0.0.1:1/x"],
+                         ids=["missing-folder", "a-folder", "sqlite", "no-server"])
+@pytest.mark.parametrize("args", [["runs", "list"], ["import", "evidence", "ROOT/evidence/seed-runs.csv"]],
+                         ids=["read", "write"])
+def test_a_bad_store_is_named_by_where_its_value_came_from(db, args, tmp_path, cli, monkeypatch) -> None:
+    """A store from $WB_DB that will not open is reported as $WB_DB, in the Error and in `where` (it was
+    reported as --db, a flag the command line did not hold); the same value given with --db is --db."""
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("WB_ROOT", str(repo))
+    value = _fill([db], repo, tmp_path)[0]
+    monkeypatch.setenv("WB_DB", value)
+    code, out, err = cli(*_fill(args, repo, tmp_path), "--json")
+    e = json.loads(out)["error"]
+    assert code in (1, 2) and e["where"] == "$WB_DB", (e, err)
+    assert "$WB_DB" in _error_line(err) and "--db" not in err, err
+    monkeypatch.delenv("WB_DB")
+    code, out, err = cli(*_fill(args, repo, tmp_path), "--json", "--db", value)
+    e = json.loads(out)["error"]
+    assert code in (1, 2) and e["where"] == "--db", (e, err)
+    assert "$WB_DB" not in err, err
+    assert not (tmp_path / "no").exists() and not (tmp_path / "x.db").exists()

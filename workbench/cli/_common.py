@@ -195,11 +195,17 @@ def _hand_down_global_flags(ctx) -> None:
 
 
 def open_workbench(db: str | None = None, root: str | None = None) -> "Workbench":
-    """The one application object of a command: settings from the flags, the environment filling the rest."""
+    """The one application object of a command: settings from the flags, the environment filling the rest. The
+    parser reads --db from $WB_DB too (the option's envvar): an error about the store names which gave it."""
+    from typer._click.core import ParameterSource
+    from typer._click.globals import get_current_context
+
     from workbench.app import Workbench
     from workbench.settings import Settings
 
-    return Workbench.open(Settings.from_env(db=db, root=root))
+    ctx = get_current_context(silent=True)
+    from_env = ctx is not None and db is not None and ctx.get_parameter_source("db") == ParameterSource.ENVIRONMENT
+    return Workbench.open(Settings.from_env(db=db, root=root, db_from="$WB_DB" if from_env else "--db"))
 
 
 def is_tty() -> bool:

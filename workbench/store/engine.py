@@ -24,63 +24,74 @@ T = TypeVar("T")
 MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
 
-def resolve_url(db: str | None) -> tuple[str, Path | None]:
-    """(SQLAlchemy URL, local DuckDB path or None) from `--db` (which the CLI also reads from $WB_DB) or the default file."""
+FLAG = "--db"
+ENV = "$WB_DB"
+
+
+def giving(source: str, value: object) -> str:
+    """How a user gives the store `value` where `source` (`--db` or `$WB_DB`) gave the one at fault."""
+    return f"WB_DB={value}" if source == ENV else f"--db {value}"
+
+
+def resolve_url(db: str | None, source: str = FLAG) -> tuple[str, Path | None]:
+    """(SQLAlchemy URL, local DuckDB path or None) from `db` or the default file. `source` is where the value came
+    from (`--db`, or `$WB_DB` when the environment gave it): every error about the value names it."""
     if db is not None and not db.strip():
-        raise BadInput("--db is empty", hint="give a DuckDB file path or a SQLAlchemy URL, or leave --db out")
+        raise BadInput(f"{source} is empty", where=source,
+                       hint=f"give a DuckDB file path or a SQLAlchemy URL, or leave {source} out")
     value = db or DEFAULT_DB
     if "://" in value:
-        _check_scheme(value)
+        _check_scheme(value, source)
         if value.startswith("duckdb:///"):
             path = Path(value[len("duckdb:///"):])
-            _check_duckdb_file(path)
+            _check_duckdb_file(path, source)
             return value, path
         return _with_driver(value), None
     path = Path(value).expanduser().resolve()
-    _check_duckdb_file(path)
+    _check_duckdb_file(path, source)
     return f"duckdb:///{path}", path
 
 
 DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file (after an 8-byte checksum)
 
 
-def _check_duckdb_file(path: Path) -> None:
-    """Refuse, before DuckDB opens it, a --db that names a folder or a file that is not a DuckDB database.
+def _check_duckdb_file(path: Path, source: str) -> None:
+    """Refuse, before DuckDB opens it, a --db (or $WB_DB) that names a folder or a file that is not a DuckDB database.
 
     DuckDB's own message for both reads like damage ("not a valid DuckDB database"), and "restore it from a
     backup" is wrong advice for `--db /tmp` or `--db README.md`: the path is simply not a store. Only the
     first bytes are read; nothing is opened for writing. A file with DuckDB's header that will not open is
     damage, and `Store._connect_error` says so."""
     if path.is_dir():
-        raise BadInput(f"--db {path} is a folder, not a DuckDB database file",
-                       hint=f"name a file, e.g. --db {path / DEFAULT_DB} (wb creates it if it is missing)")
+        raise BadInput(f"{source} {path} is a folder, not a DuckDB database file", where=source,
+                       hint=f"name a file, e.g. {giving(source, path / DEFAULT_DB)} (wb creates it if it is missing)")
     if not path.is_file():
         return  # missing (created on the first write), or something DuckDB reports on itself
     try:
         with path.open("rb") as f:
             head = f.read(12)
     except OSError as exc:
-        raise BadInput(f"--db {path} cannot be read: {exc.strerror}",
-                       hint="check the file's permissions, or point --db at another file") from None
+        raise BadInput(f"{source} {path} cannot be read: {exc.strerror}", where=source,
+                       hint=f"check the file's permissions, or point {source} at another file") from None
     if head[8:12] != DUCKDB_MAGIC:
         what = "is empty" if not head else "is not a DuckDB database file"
-        raise BadInput(f"--db {path} {what}" + (", not a DuckDB database file" if not head else ""),
-                       hint="point --db at a wb store, or at a new file name (wb creates it); "
+        raise BadInput(f"{source} {path} {what}" + (", not a DuckDB database file" if not head else ""),
+                       where=source, hint=f"point {source} at a wb store, or at a new file name (wb creates it); "
                             f"wb did not touch {path.name}")
 
 
 SCHEMES = ("duckdb", "postgresql", "postgres")
 
 
-def _check_scheme(url: str) -> None:
-    """Only the SQL backends wb is tested on; anything else is bad input naming --db."""
+def _check_scheme(url: str, source: str) -> None:
+    """Only the SQL backends wb is tested on; anything else is bad input naming --db (or $WB_DB)."""
     scheme = url.split("://", 1)[0]
     backend = scheme.split("+", 1)[0].lower()
     if backend == "sqlite":
-        raise BadInput(f"--db {_redact(url)}: sqlite is not supported as a store",
+        raise BadInput(f"{source} {_redact(url)}: sqlite is not supported as a store", where=source,
                        hint="use a DuckDB file (a plain path) or a PostgreSQL URL (postgresql+psycopg://…)")
     if backend not in SCHEMES:
-        raise BadInput(f"--db {_redact(url)}: unknown store scheme {scheme!r}",
+        raise BadInput(f"{source} {_redact(url)}: unknown store scheme {scheme!r}", where=source,
                        hint="use a DuckDB file (a plain path, or duckdb:///PATH) or postgresql+psycopg://…")
 
 
@@ -145,7 +156,8 @@ class Store(StoreReads, StoreWrites, StoreBundles):
     """The store at one URL. Use `open_store()`. Sessions (`session()`) stay inside the store package
     and its tests; everyone else calls the typed methods."""
 
-    def __init__(self, url: str, path: Path | None, *, read_only: bool, lock_wait_s: float = LOCK_WAIT_S) -> None:
+    def __init__(self, url: str, path: Path | None, *, read_only: bool, lock_wait_s: float = LOCK_WAIT_S,
+                 source: str = FLAG) -> None:
         from sqlalchemy import create_engine, pool
         from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
@@ -156,6 +168,7 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         self.path = path
         self.read_only = read_only
         self.lock_wait_s = lock_wait_s
+        self.source = source  # where the store's URL came from (`--db`, `$WB_DB`), as errors about it name it
         self._held: Any = None  # the connection `held()` keeps open
         self._opened = False  # a connection was made: this command has begun using the store
         # An empty store whose schema the first transaction creates (open_store's `deferred_schema`).
@@ -166,13 +179,13 @@ class Store(StoreReads, StoreWrites, StoreBundles):
             self.engine = create_engine(url, poolclass=pool.NullPool, connect_args=connect_args)
         except ModuleNotFoundError as exc:
             extra = " (pip install 'wb[postgres]')" if url.startswith("postgres") else ""
-            raise BadInput(f"--db {self.name}: the store URL needs the database driver {exc.name!r}, which is not "
-                           f"installed{extra}", hint="install the driver, or use a DuckDB file") from exc
+            raise BadInput(f"{source} {self.name}: the store URL needs the database driver {exc.name!r}, which is not "
+                           f"installed{extra}", where=source, hint="install the driver, or use a DuckDB file") from exc
         except (ImportError, NoSuchModuleError) as exc:
-            raise BadInput(f"--db {self.name}: the database driver is not installed ({exc})",
+            raise BadInput(f"{source} {self.name}: the database driver is not installed ({exc})", where=source,
                            hint="for PostgreSQL: pip install 'wb[postgres]' and use postgresql+psycopg://") from None
         except ArgumentError as exc:
-            raise BadInput(f"--db {self.name}: not a valid store URL ({exc})") from None
+            raise BadInput(f"{source} {self.name}: not a valid store URL ({exc})", where=source) from None
 
     @property
     def is_duckdb(self) -> bool:
@@ -187,13 +200,17 @@ class Store(StoreReads, StoreWrites, StoreBundles):
                 or "Is a directory" in text or unreadable_file):
             # Bad input (exit 2): --db names something that is not a store.
             return BadInput(f"the store {self.name} is not a readable DuckDB database ({text.splitlines()[0]})",
-                            hint="restore it from a backup or point --db at another file; wb did not modify it")
+                            where=self.source,
+                            hint=f"restore it from a backup or point {self.source} at another file; wb did not "
+                                 "modify it")
         first = text.splitlines()[0] if text else type(exc).__name__
         if self.path is None and _REFUSED_BY_SERVER.search(text):
             # The server answered: --db names a database, role or password it does not have (exit 2, as a DuckDB
             # path naming no store). A server that cannot be reached stays a failure while running.
-            return BadInput(f"cannot open the store {self.name}: {first}", where="--db", hint="check --db / WB_DB")
-        return StoreError(f"cannot open the store {self.name}: {first}", hint="check --db / WB_DB")
+            return BadInput(f"cannot open the store {self.name} ({self.source}): {first}", where=self.source,
+                            hint=f"check {self.source}")
+        return StoreError(f"cannot open the store {self.name} ({self.source}): {first}", where=self.source,
+                          hint=f"check {self.source}")
 
     def _locked(self, text: str) -> StoreLocked:
         """The file is locked by another process, which DuckDB names ('Conflicting lock is held in PROGRAM
@@ -202,7 +219,7 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         held = re.search(r"held in (.+?) \(PID (\d+)\)", text)
         by = f" (PID {held.group(2)}, {held.group(1)})" if held else ""
         what = "wait for it to end (another wb command), or close the reader holding the file (a notebook, the " \
-               "duckdb shell), or point this one at another store with --db"
+               f"duckdb shell), or point this one at another store with {self.source}"
         if self._opened:
             return StoreLocked(f"the store {self.name} was locked by another process{by} after this command had "
                                f"begun using it, for longer than the {self.lock_wait_s:g} s it waits",
@@ -365,7 +382,7 @@ def _newer(store: Store, rev: str) -> StoreOutdated:
 
 def _not_wb(store: Store) -> BadInput:
     return BadInput(f"{store.name} holds tables but no wb revision: it is not a wb store",
-                    hint="point --db at a wb store or at a new file")
+                    where=store.source, hint=f"point {store.source} at a wb store or at a new file")
 
 
 _UPGRADE_LOCK_KEY = 0x77625F75706772  # "wb_upgr": the advisory lock a PostgreSQL store's upgrade holds
@@ -393,23 +410,28 @@ def _upgrade(store: Store, conn, target: str = "head") -> tuple[str | None, str]
     return before, _revision(conn) or "base"
 
 
-def _folder_exists(path: Path) -> None:
+def no_store(path: Path, source: str, *, hint: str) -> BadInput:
+    """A store file that is not there, for a command that only reads one (nothing is created)."""
+    return BadInput(f"no store at {path} ({source})", where=source, hint=hint)
+
+
+def _folder_exists(path: Path, source: str) -> None:
     """A new store file goes into a folder that exists: a mistyped folder is an error, not a tree to create
     (a new, empty store somewhere else would take the runs)."""
     if not path.parent.is_dir():
         import shlex
 
-        raise BadInput(f"no folder {path.parent} for the store {path}",
-                       hint=f"create it first (mkdir -p {shlex.quote(str(path.parent))}), or point --db / WB_DB "
+        raise BadInput(f"{source} {path}: no folder {path.parent} for the store", where=source,
+                       hint=f"create it first (mkdir -p {shlex.quote(str(path.parent))}), or point {source} "
                             "at a file in an existing folder")
 
 
-def upgrade(db: str | None = None) -> tuple[str, str | None, str]:
+def upgrade(db: str | None = None, source: str = FLAG) -> tuple[str, str | None, str]:
     """Bring the store to the head revision; returns (store name, old revision, new revision)."""
-    url, path = resolve_url(db)
+    url, path = resolve_url(db, source)
     if path is not None:
-        _folder_exists(path)
-    store = Store(url, path, read_only=False)
+        _folder_exists(path, source)
+    store = Store(url, path, read_only=False, source=source)
     try:
         if store.is_duckdb:
             return (store.name, *_upgrade_by_steps(store))
@@ -438,22 +460,21 @@ def _upgrade_by_steps(store: Store) -> tuple[str | None, str]:
 
 
 def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: float = LOCK_WAIT_S,
-               held: bool = False, deferred_schema: bool = False) -> Store:
+               held: bool = False, deferred_schema: bool = False, source: str = FLAG) -> Store:
     """Open the store, checking its revision. A missing or empty store is created when writing. With `held`, it
     stays held open (`Store.held`) until it is disposed: the check then reuses the open database too. With
     `deferred_schema`, an empty store's schema is made in the first transaction that uses it, with what that
     transaction writes: a write refused there (a damaged bundle found while merging) leaves the database as it
     was, where a schema made at once would stay (PostgreSQL: a database is not removed like a new file)."""
-    url, path = resolve_url(db)
+    url, path = resolve_url(db, source)
     if path is not None and not path.exists():
         if read_only:
-            raise BadInput(f"no store at {path}", where=str(path),
-                           hint="run a hypothesis, `wb import evidence FILE.csv` or `wb db upgrade` first, "
-                                "or point --db / WB_DB at an existing store")
-        _folder_exists(path)
+            raise no_store(path, source, hint="run a hypothesis, `wb import evidence FILE.csv` or `wb db upgrade` "
+                                              f"first, or point {source} at an existing store")
+        _folder_exists(path, source)
     from sqlalchemy import inspect
 
-    store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s)
+    store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s, source=source)
     try:
         if held and path is not None:
             store._held = store._open()
