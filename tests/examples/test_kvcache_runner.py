@@ -49,7 +49,7 @@ def test_restart_that_keeps_the_old_process_is_invalid(kv):
     statuses = {r["status"] for r in summary["runs"]}
     errors = [r["error"] for r in summary["runs"]]
     assert statuses == {"invalid"}, errors
-    assert all("treatment not applied" in e and f"pid {old}" in e for e in errors), errors
+    assert all(f"arm {r['arm']} not applied" in r["error"] and f"pid {old}" in r["error"] for r in summary["runs"]), errors
     assert summary["verdict"] != "falsified"
 
 
@@ -66,7 +66,7 @@ def test_verify_step_catches_old_config_when_restart_check_is_off(kv):
     # The old server runs compression=off: the control arm's settings are in force, the treatment's are not.
     assert by_arm["control"]["status"] == "ok"
     assert by_arm["treatment"]["status"] == "invalid"
-    assert "treatment not applied: verify" in by_arm["treatment"]["error"]
+    assert "arm treatment not applied: verify" in by_arm["treatment"]["error"]
     assert '"compression": "on"' in by_arm["treatment"]["error"]
 
 

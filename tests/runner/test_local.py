@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from runner_kit import run_hypothesis, store_rows  # noqa: E402  (tests/runner is on sys.path)
+from runner_kit import edit_profile, run_hypothesis, store_rows  # noqa: E402  (tests/runner is on sys.path)
 
 
 
@@ -220,3 +220,16 @@ def test_a_site_that_cannot_be_rebuilt_after_the_runs_says_they_are_recorded(toy
     assert "Traceback" not in err
     assert len(store_rows(toy.db, "SELECT id FROM runs")) == 2
     assert toy.conf.read_bytes() == toy.original
+
+
+def test_a_verify_mismatch_names_the_arm_it_happened_in(toy):
+    """The verify step reads back `fix=on` whatever was written: the control arm's run is invalid, and its error
+    names the control arm (it said "treatment not applied" in every arm)."""
+    edit_profile(toy.root, "    units: {path:", '    verify: {command: "echo fix=on", contains: ["fix={{ fix }}"]}\n'
+                                                "    units: {path:")
+    summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, replicates=1, build_report=False)
+    by_arm = {r["arm"]: r for r in summary["runs"]}
+    assert by_arm["treatment"]["status"] == "ok" and by_arm["control"]["status"] == "invalid", summary["runs"]
+    error = by_arm["control"]["error"]
+    assert "arm control not applied: verify `echo fix=on` does not show 'fix=off'" in error, error
+    assert "treatment" not in error, error

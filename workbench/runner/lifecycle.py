@@ -229,7 +229,7 @@ async def _verify(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict[
                   before: Any) -> None:
     """The manipulation check: the service restarted (its listeners changed) and shows the arm's values."""
     after = await manipulation.listeners(h, pr.host, _health_urls(h, values))
-    problem = manipulation.restart_problem(before, after)
+    problem = manipulation.restart_problem(before, after, pr.arm)
     problem = problem or await manipulation.verify_problem(h, pr.host, values, env)
     if problem:
         raise StageFailed("invalid", problem)

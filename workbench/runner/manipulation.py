@@ -8,7 +8,7 @@ the health wait:
   `options.check_restart: false` turns it off for a service that reloads in place;
 - a profile's `verify` step (a URL or a command) must answer with every `contains` text, rendered per
   arm (e.g. a debug endpoint echoing the settings, or `{{ config_sha256 }}`).
-A run that fails either is invalid: its treatment was not applied.
+A run that fails either is invalid: its arm was not applied (the message names the arm, control or treatment).
 """
 
 from __future__ import annotations
@@ -50,8 +50,13 @@ async def listeners(h: Any, host: str, urls: list[str]) -> dict[int, frozenset[i
     return out
 
 
-def restart_problem(before: dict[int, frozenset[int]] | None, after: dict[int, frozenset[int]] | None) -> str | None:
-    """Why the restart did not replace the serving process, or None."""
+def _not_applied(arm: str | None) -> str:
+    return f"arm {arm} not applied" if arm else "the arm was not applied"
+
+
+def restart_problem(before: dict[int, frozenset[int]] | None, after: dict[int, frozenset[int]] | None,
+                    arm: str | None = None) -> str | None:
+    """Why the restart did not replace the serving process (in the run of `arm`), or None."""
     if before is None or after is None:
         return None
     for port, pids in after.items():
@@ -59,7 +64,7 @@ def restart_problem(before: dict[int, frozenset[int]] | None, after: dict[int, f
         # socket activation, stays in both sets while the worker beside it changes.)
         if pids and pids == before.get(port, frozenset()):
             same = ", ".join(str(p) for p in sorted(pids))
-            return (f"treatment not applied: the restart exited 0 but port {port} is still served by the same "
+            return (f"{_not_applied(arm)}: the restart exited 0 but port {port} is still served by the same "
                     f"process (pid {same}), so the run would measure the old config")
     return None
 
@@ -78,18 +83,19 @@ async def verify_problem(h: Any, host: str, values: dict[str, Any], env: dict[st
         body = await h.target.http_text(host, url, limit)
         where = url
         if body is None:
-            return f"treatment not applied? verify: {url} did not answer"
+            return f"{_not_applied(values.get('arm'))}? verify: {url} did not answer"
     else:
         cmd = render_command(spec.command or "", values, where="verify.command")
         res = await h.target.run(host, cmd, env=env, timeout=limit)
         where = f"`{cmd}`"
         if not res.ok:
-            return f"treatment not applied? verify: {where} failed ({'timed out' if res.timed_out else f'exit {res.rc}'})"
+            return (f"{_not_applied(values.get('arm'))}? verify: {where} failed "
+                    f"({'timed out' if res.timed_out else f'exit {res.rc}'})")
         body = res.stdout
     missing = [e for e in expected if e not in body]
     if missing:
         shown = body.strip().replace("\n", " ")[:200]
-        return (f"treatment not applied: verify {where} does not show {', '.join(repr(m) for m in missing)} "
+        return (f"{_not_applied(values.get('arm'))}: verify {where} does not show {', '.join(repr(m) for m in missing)} "
                 f"(it answered {shown!r})")
     return None
 
