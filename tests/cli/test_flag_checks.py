@@ -5,6 +5,7 @@ with nothing run and no store written or touched."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -124,19 +125,22 @@ def test_a_flag_value_of_the_wrong_type_is_named_in_wb_words(wb: Path, cli, args
     assert not (wb / "wb.duckdb").exists()
 
 
-def test_runs_list_limit_is_the_last_n_runs_and_never_negative(wb: Path, cli, seed_csv: Path):
-    """--limit 0 listed every run and --limit -1 every run but the first (a slice from the end), as if N ran."""
+def test_runs_list_limit_is_the_last_n_runs_and_at_least_one(wb: Path, cli, seed_csv: Path):
+    """--limit 0 listed every run and --limit -1 every run but the first (a slice from the end), as if N ran;
+    then --limit 0 printed only the header, as if the store held no run. Below 1 is bad input."""
     code, _, err = cli("import", "evidence", str(seed_csv))
     assert code == 0, err
     ids = lambda out: [line.split(",")[0] for line in out.splitlines()[1:]]  # noqa: E731
     code, out, err = cli("runs", "list", "--format", "csv", "--limit", "2")
     assert code == 0 and ids(out) == ["5", "6"], (code, out, err)
-    code, out, err = cli("runs", "list", "--format", "csv", "--limit", "0")
-    assert code == 0 and ids(out) == [], (code, out, err)
     before = hashlib.sha256((wb / "wb.duckdb").read_bytes()).hexdigest()
-    code, out, err = cli("runs", "list", "--limit", "-1")
-    _refused(code, err, "--limit -1")
-    assert out == "" and hashlib.sha256((wb / "wb.duckdb").read_bytes()).hexdigest() == before
+    for n in ("0", "-1"):
+        code, out, err = cli("runs", "list", "--format", "csv", "--limit", n)
+        _refused(code, err, f"Error: --limit: must be at least 1, got {n}\n", "Hint: ")
+        assert out == "" and len(err.splitlines()) == 2, (out, err)
+    code, out, err = cli("runs", "list", "--json", "--limit", "0")
+    assert code == 2 and json.loads(out)["error"]["where"] == "--limit", out
+    assert hashlib.sha256((wb / "wb.duckdb").read_bytes()).hexdigest() == before
 
 
 @pytest.mark.parametrize("args", [["hypothesis", "list", "--root", ""], ["runs", "list", "--root", ""],

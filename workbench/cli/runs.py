@@ -42,8 +42,9 @@ def list_(db: DbOption = None, json_: JsonOption = False,
     from workbench.errors import BadInput
 
     chosen = list_format(fmt, json_)
-    if limit is not None and limit < 0:
-        raise BadInput(f"--limit {limit} is below 0", hint="--limit N lists the last N runs")
+    if limit is not None and limit < 1:  # 0 listed no run at all, as if the store held none
+        raise BadInput(f"--limit: must be at least 1, got {limit}",
+                       hint="--limit N lists the last N runs; leave it out to list every run")
     rows = open_workbench(db, root).runs(hypothesis_id=hypothesis, limit=limit)
     emit_rows(chosen, ["id", "label", "hypothesis", "arm", "status", "variables", "metrics"],
               [[r.id, r.label or "", r.hypothesis_id or "", r.arm or "", r.status,
