@@ -159,3 +159,28 @@ def test_the_value_names_say_what_each_option_takes():
         if words.startswith("sim "):
             (json_,) = [p for p in cmd.params if "--json" in p.opts]
             assert json_.help == shared, (words, json_.help)
+
+
+def test_an_option_given_without_its_value_gets_the_usage_hint_as_every_usage_error_does():
+    """`--as` at the end of the line was click's one line ("requires an argument") with no Hint, where every
+    other mistake the parser finds has one: each command's options that take a value, given none."""
+    import json
+
+    cli = _cli()
+    tried = 0
+    for words, cmd in _commands():
+        for param in getattr(cmd, "params", []):
+            opts = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+            if param.param_type_name != "option" or param.is_flag or param.count or not opts:
+                continue
+            code, out, err = cli(*words.split(), opts[0])
+            lines = err.splitlines()
+            assert code == 2 and out == "" and len(lines) == 2, (words, opts[0], err)
+            assert lines[0] == f"Error: Option '{opts[0]}' requires an argument.", (words, err)
+            assert lines[1] == f"Hint: usage: {_usage(cli, words)}  ({('wb ' + words).strip()} --help lists the " \
+                               "options)", (words, err)
+            tried += 1
+    assert tried > 40
+    code, out, err = cli("review", "wedge-confound", "--approve", "-m", "x", "--json", "--as")
+    e = json.loads(out)["error"]
+    assert code == 2 and e["where"] == "--as" and e["hint"].startswith("usage: wb review "), e

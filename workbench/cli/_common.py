@@ -72,6 +72,13 @@ class WbGroup(TyperGroup):
         super().__init__(*args, **kwargs)
         _name_option_values(self.params)
 
+    def parse_args(self, ctx, args):  # type: ignore[override]
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as exc:
+            _in_context(exc, ctx)
+            raise
+
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:  # type: ignore[override]
         """As click's standalone mode, but a mistake the parser finds (an unknown option, a missing argument, a
         value of the wrong type) is one `Error:` line and a `Hint:` with the usage, as wb's own errors are,
@@ -139,6 +146,15 @@ class WbGroup(TyperGroup):
                 _envelope.emit({"message": "interrupted", "hint": None, "where": None, "exit_code": 130,
                                 "kind": "KeyboardInterrupt"})
                 raise typer.Exit(130) from None
+
+
+def _in_context(exc: BaseException, ctx: Any) -> None:
+    """Give a usage error the option parser raised without a context (an option given no value: "Option '--as'
+    requires an argument.", or a flag given one) the command's, so it gets the usage hint every other has."""
+    from typer._click.exceptions import UsageError
+
+    if isinstance(exc, UsageError) and exc.ctx is None:
+        exc.ctx, exc.cmd = ctx, ctx.command
 
 
 def _usage_error(exc: Any) -> None:
@@ -298,6 +314,9 @@ class WbCommand(TyperCommand):
             return super().parse_args(ctx, args)
         except typer.BadParameter as exc:
             _in_wb_words(exc)
+            raise
+        except Exception as exc:
+            _in_context(exc, ctx)
             raise
 
     def collect_usage_pieces(self, ctx):  # type: ignore[override]
