@@ -49,7 +49,8 @@ def test_restart_that_keeps_the_old_process_is_invalid(kv):
     statuses = {r["status"] for r in summary["runs"]}
     errors = [r["error"] for r in summary["runs"]]
     assert statuses == {"invalid"}, errors
-    assert all(f"arm {r['arm']} not applied" in r["error"] and f"pid {old}" in r["error"] for r in summary["runs"]), errors
+    assert all(f"arm {r['arm']} not applied" in r["error"] and f"pid {old}" in r["error"]
+               for r in summary["runs"]), errors
     assert summary["verdict"] != "falsified"
 
 

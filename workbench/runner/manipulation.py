@@ -95,7 +95,8 @@ async def verify_problem(h: Any, host: str, values: dict[str, Any], env: dict[st
     missing = [e for e in expected if e not in body]
     if missing:
         shown = body.strip().replace("\n", " ")[:200]
-        return (f"{_not_applied(values.get('arm'))}: verify {where} does not show {', '.join(repr(m) for m in missing)} "
+        shown_missing = ", ".join(repr(m) for m in missing)
+        return (f"{_not_applied(values.get('arm'))}: verify {where} does not show {shown_missing} "
                 f"(it answered {shown!r})")
     return None
 
