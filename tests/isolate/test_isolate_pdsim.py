@@ -240,7 +240,8 @@ def test_a_target_taken_between_probes_stops_the_search_as_a_failure_while_runni
     from workbench.cli.main import app
     from workbench.isolate.adapter import RunnerOracle
     from workbench.isolate.records import load_searches
-    from workbench.runner.lock import LOCK_NAME, process_start
+    from workbench.runner.lock import process_start
+    from workbench.runner.targets.sim import sim_lock
     from workbench.store import open_store
 
     exp = bench.root / "experiments" / "agent-repro.yaml"
@@ -251,7 +252,7 @@ def test_a_target_taken_between_probes_stops_the_search_as_a_failure_while_runni
         if req.index == 0:
             holder = {"execution": "f" * 32, "host": socket.gethostname(), "pid": os.getpid(),
                       "pid_start": process_start(os.getpid()), "since": "2026-12-01T09:00:00+00:00"}
-            (bench.sim_dir / LOCK_NAME).write_text(json.dumps(holder, sort_keys=True) + "\n")
+            sim_lock(bench.sim_dir).write_text(json.dumps(holder, sort_keys=True) + "\n")
         return done(self, req, result)
 
     monkeypatch.setattr(RunnerOracle, "_done", then_taken)
@@ -263,4 +264,4 @@ def test_a_target_taken_between_probes_stops_the_search_as_a_failure_while_runni
     with open_store(bench.db) as store:
         [st] = load_searches(store)
     assert st.status == "interrupted" and [p["index"] for p in st.record["result"]["probes"]] == [0]
-    (bench.sim_dir / LOCK_NAME).unlink()
+    sim_lock(bench.sim_dir).unlink()

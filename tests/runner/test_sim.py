@@ -95,11 +95,11 @@ def test_two_concurrent_runs_on_pdsim_one_is_refused_none_mislabelled(bench):
     runs every arm on the server its config asked for and leaves serve.sh and the simulator as they were."""
     import time
 
-    from workbench.runner.lock import LOCK_NAME
+    from workbench.runner.targets.sim import sim_lock
 
     cmd = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "wedge-confound", "--replicates", "1",
            "--json"]
-    lock = bench.sim_dir / LOCK_NAME
+    lock = sim_lock(bench.sim_dir)
     a = subprocess.Popen(cmd + ["--db", str(bench.root / "a.duckdb")], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     try:

@@ -10,7 +10,8 @@ import socket
 import pytest
 
 from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
-from workbench.runner.lock import LOCK_NAME, TargetBusy, process_start
+from workbench.runner.lock import TargetBusy, process_start
+from workbench.runner.targets.sim import sim_lock
 
 
 def test_the_sim_target_describes_itself_as_pdsim_in_its_folder(tmp_path):
@@ -24,7 +25,7 @@ def test_the_sim_target_describes_itself_as_pdsim_in_its_folder(tmp_path):
 def test_a_busy_pdsim_is_refused_by_its_name(bench):
     holder = {"execution": "f" * 32, "host": socket.gethostname(), "pid": os.getpid(),
               "pid_start": process_start(os.getpid()), "since": "2026-12-01T09:00:00+00:00"}
-    (bench.sim_dir / LOCK_NAME).write_text(json.dumps(holder, sort_keys=True) + "\n")
+    sim_lock(bench.sim_dir).write_text(json.dumps(holder, sort_keys=True) + "\n")
     with pytest.raises(TargetBusy) as caught:
         run_hypothesis("wedge-confound", db=bench.db, seed=7, build_report=False)
     message = caught.value.message

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.runner.lock import LOCK_NAME
+from workbench.runner.targets.sim import sim_lock
 from workbench.sim import control
 
 pytestmark = pytest.mark.slow  # end to end on pdsim
@@ -37,6 +37,17 @@ def _wait(cond, proc: subprocess.Popen, what: str, limit_s: float = 300) -> None
         time.sleep(0.1)
 
 
+def _sim_here(bench) -> None:
+    """A profile `sim-here`: sim-ssh's steps on this machine (a `local` target), on the bench's pdsim folder."""
+    exp = bench.root / "experiments" / "agent-repro.yaml"
+    text = exp.read_text()
+    ssh = text.partition("  sim-ssh:\n")[2]
+    assert "kind: ssh\n      hosts: [localhost]\n" in ssh and "sim_dir: /tmp/wb-sim" in ssh
+    here = (ssh.replace("kind: ssh\n      hosts: [localhost]\n", "kind: local\n")
+            .replace("sim_dir: /tmp/wb-sim", f"sim_dir: {bench.sim_dir}"))
+    exp.write_text(text + "  sim-here:\n" + here)
+
+
 def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
     """The user's trial: `wb sim up --set nixl_abort_fix=off; wb sim restart` during `wb hypothesis run` exited 0
     and rewrote the serve file mid-run. Each command that changes, stops or loads pdsim is refused while the run
@@ -44,10 +55,11 @@ def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
     the serve file and the servers untouched; status and journal still answer; the run then ends as usual."""
     go = bench.root / "go"
     _workload(bench, f"for i in $(seq 3000); do [ -e {go} ] && break; sleep 0.1; done")
+    _sim_here(bench)
     a = subprocess.Popen(WB + ["hypothesis", "run", "wedge-confound", "--replicates", "1", "--seed", "3",
                                "--json", "--db", bench.db], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=dict(os.environ))
-    lock = bench.sim_dir / LOCK_NAME
+    lock = sim_lock(bench.sim_dir)
     try:
         _wait(lambda: lock.exists() and control.status(bench.sim_dir, debug=False).state == "healthy"
               and list((bench.root / ".wb" / "artifacts").glob("execution-*/run-*/stdout.txt")), a, "first workload")
@@ -63,6 +75,13 @@ def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
             assert f"`wb sim {cmd[0]}`" in first and "Traceback" not in res.stderr, res.stderr
             assert bench.serve() == serve
             assert {u: s.pid for u, s in control.status(bench.sim_dir).units.items()} == pids
+        # A profile that reaches the same pdsim as a service (it rewrites the folder's serve file, as sim-ssh
+        # does over ssh) is refused too: both kinds of profile lock the one deployment in one place.
+        res = subprocess.run(WB + ["hypothesis", "run", "wedge-confound", "--target", "sim-here", "--replicates",
+                                   "1", "--db", bench.db], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2, (res.stdout, res.stderr[-2000:])
+        assert res.stderr.startswith("Error: target local is in use by execution 1 of wedge-confound (pid "), res.stderr
+        assert bench.serve() == serve
         for cmd in (["status"], ["journal", "--unit", "decode"]):
             res = subprocess.run(WB + ["sim", *cmd], capture_output=True, text=True, timeout=120)
             assert "in use by" not in res.stderr and res.returncode in (0, 1), (cmd, res.stderr)

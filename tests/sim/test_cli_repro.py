@@ -192,9 +192,9 @@ def test_the_shipped_pdsim_profiles_keep_real_and_simulated_time_apart(sim_dir):
 
 
 def test_sim_commands_refuse_while_a_sim_ssh_run_holds_the_folder(tmp_path, cli):
-    """`wb sim` checked only the lock the `sim` profile takes (DIR/wb-target.lock); the `sim-ssh` profile reaches
-    the same folder over ssh and locks beside the serve file it rewrites, so a local `wb sim restart` changed the
-    deployment under its run. Each command that changes pdsim is refused while any profile's run holds the folder;
+    """`wb sim` checked only the lock the `sim` profile took (DIR/wb-target.lock, before it moved beside the serve
+    file); the `sim-ssh` profile reaches the same folder over ssh and locks beside the serve file it rewrites, so a
+    local `wb sim restart` changed the deployment under its run. Each command that changes pdsim is refused while any profile's run holds the folder;
     the runner's own commands, which reach it over ssh (no child of the runner), pass by the holder they carry."""
     import socket
 

@@ -62,7 +62,7 @@ class SimTarget(LocalTarget):
         return f"sim (pdsim in {self.sim_dir})"
 
     def lock_file(self, options: Mapping[str, Any], config_path: str | None) -> str | None:
-        return str(self.sim_dir / LOCK_NAME)  # pdsim's folder is the deployment, whatever the config file
+        return str(sim_lock(self.sim_dir))
 
     def keep_notes(self, folder: Path) -> None:
         super().keep_notes(folder)
@@ -172,15 +172,23 @@ def default_sim_dir(root: Path, options: dict[str, Any], sim_dir: Path | None = 
     return Path(str(d)).expanduser().resolve() if d else (root / ".wb" / "sim").resolve()
 
 
-def folder_locks(sdir: Path) -> list[Path]:
-    """Every lock a run on the pdsim in `sdir` may hold, whichever profile took it: the `sim` profile's in the
-    folder, and the one beside the serve file that a profile reaching pdsim as a service rewrites (`sim-ssh`, over
-    ssh: its config file is the folder's serve file, or the one `wb sim up --config` named)."""
+def sim_lock(sdir: Path) -> Path:
+    """The lock of the pdsim in `sdir`: beside the serve file it reads (DIR/.serve.sh.wb-target.lock, or beside
+    the file `wb sim up --config` named), where a profile that reaches the same pdsim as a service and rewrites
+    that file (`sim-ssh`, over ssh; any `local` one) takes its lock too. One deployment, one lock: a run of each
+    kind of profile at once would make both measure one config (the folder's own DIR/wb-target.lock, which the
+    `sim` profile took before, let them)."""
     from workbench.sim.control import config_path
 
-    found = [sdir / LOCK_NAME]
-    for serve in (config_path(sdir), sdir / "serve.sh"):
-        lock = Path(config_lock_file(str(serve)))
+    return Path(config_lock_file(str(config_path(sdir))))
+
+
+def folder_locks(sdir: Path) -> list[Path]:
+    """Every lock a run on the pdsim in `sdir` may hold, whichever profile took it: the one beside the serve file
+    in use (`sim_lock`), the one beside DIR/serve.sh (a profile's config file, while `wb sim up --config` names
+    another), and DIR/wb-target.lock (where the `sim` profile of an earlier wb took it)."""
+    found = [sim_lock(sdir)]
+    for lock in (Path(config_lock_file(str(sdir / "serve.sh"))), sdir / LOCK_NAME):
         if lock not in found:
             found.append(lock)
     return found
