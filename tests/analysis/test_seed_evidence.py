@@ -37,7 +37,7 @@ def test_wedge_confound_is_falsified_by_the_post_fix_run(seeded):
     assert att.passed is False and "40/80" in att.detail
     assert pred.completed.k == 14 and pred.completed.n == 40
     assert pred.completed.estimate == pytest.approx(0.35)
-    assert "14/80" in a.reasoning and "0.107" in a.reasoning and "14/40" in a.reasoning
+    assert "14/80" in a.reasoning and "[10.7%, 27.3%]" in a.reasoning and "14/40" in a.reasoning
     # One run cannot show between-run variation: its sessions are taken as independent, and the text says so.
     assert pred.method == "binomial" and "one run" in a.reasoning
     assert "P(X >= 14 | n = 80, p = 0.02) = 7.2e-10" in a.reasoning

@@ -63,6 +63,13 @@ def _interval(iv: Any) -> str:
     return f"[{iv[0]:.3f}, {iv[1]:.3f}]"
 
 
+def _rate_interval(iv: Any) -> str:
+    """A rate's interval in percent, as the rate itself reads (14/80 = 17.5% [10.7%, 27.3%]), here and in the report."""
+    if not iv:
+        return "no interval"
+    return f"[{_pct(iv[0])}, {_pct(iv[1])}]"
+
+
 def _evidence(j: dict[str, Any]) -> str:
     """The strength of a decided prediction in words: the binomial tail for a rate (exact on whole counts; with the
     e-value that decided a sequential one), else the p-value that inverts its interval."""
@@ -87,7 +94,7 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         var = arm.get("variables", {}).get(isolates) if isolates else None
         label = f"the {where} arm" + (f" ({isolates}={var})" if var else "")
         body = (f"{label} had {j['k']:g}/{j['n']:g} = {_pct(j['estimate'])} ({j['interval_kind']} "
-                f"{_interval(j['interval'])}; {j.get('runs', 0)} run(s))")
+                f"{_rate_interval(j['interval'])}; {j.get('runs', 0)} run(s))")
     elif isinstance(j.get("k"), list):
         (ka, kb), (na, nb) = j["k"], j["n"]
         a, b = where.split(" - ")
@@ -121,7 +128,7 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
     comp = j.get("completed")
     if comp and comp.get("n") and comp["n"] != j.get("n"):
         extra += (f" Over completed units only it is {comp['k']:g}/{comp['n']:g} = {_pct(comp['estimate'])} "
-                 f"{_interval(comp['interval'])}, {comp['outcome']}.")
+                 f"{_rate_interval(comp['interval'])}, {comp['outcome']}.")
     return f"It predicted {j['describe']}; {body}, {tail}{ptxt}.{extra}"
 
 
