@@ -69,19 +69,21 @@ def add_ab_execution(session: Any, registry: Any, hid: str, *, art_dir: Path, re
                      sessions: int = 80, leak_rate: dict[str, float] | None = None,
                      aborts: dict[str, int] | None = None, errors: dict[str, int] | None = None,
                      verdict: str | None = None, reasoning: str = "", log_lines: list[str] | None = None,
-                     big_log_bytes: int = 0, seed: int = 0, when: datetime | None = None) -> dict[str, Any]:
-    """One execution of an A/B hypothesis: ABBA-ordered runs with per-session units and metrics."""
+                     big_log_bytes: int = 0, seed: int = 0, when: datetime | None = None,
+                     mode: str = "fixed") -> dict[str, Any]:
+    """One execution of an A/B hypothesis: ABBA-ordered runs with per-session units and metrics; `mode` "aa"
+    runs the control twice (arms control and control_aa), as `--aa` does."""
     rng = random.Random(seed)
     h = registry.hypothesis(hid)
     when = when or datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
-    arms = list(h.arms)
+    arms = ["control", "control_aa"] if mode == "aa" else list(h.arms)
     plan = [arms[(i // 1) % 2] if (i // 2) % 2 == 0 else arms[1 - i % 2] for i in range(replicates * len(arms))]
     ex = records.create_execution(session, hypothesis_id=hid, experiment_id=h.experiment, experiment_version=1,
-                                  profile="sim", target="sim", plan={"order": plan}, wb_version="0.1.0")
+                                  profile="sim", target="sim", plan={"order": plan}, wb_version="0.1.0", mode=mode)
     leak_rate = leak_rate or {a: 0.15 for a in arms}
     run_ids = []
     for order, arm in enumerate(plan):
-        assign = registry.arm_assignment(h, arm)
+        assign = registry.arm_assignment(h, "control" if arm == "control_aa" else arm)
         start = when + timedelta(minutes=order)
         cfg = _config(assign, arm)
         run = records.create_run(session, experiment_id=h.experiment, variables=assign, execution_id=ex.id,

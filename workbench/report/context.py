@@ -188,6 +188,9 @@ class ExecutionView:
     host: str
     revision: str
     wb_version: str
+    aa_outcome: str = ""  # an A/A execution's check: no false alarm (the noise floor) or the false alarm
+    runs: list[Link] = field(default_factory=list)  # its runs (the first few)
+    n_runs: int = 0
 
 
 @dataclass

@@ -185,7 +185,13 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _observed_from_analysis(src: Judgement, exp: Experiment | None, metric: str) -> str:
+# A sequential verdict judges a rate by its confidence sequence; the fixed-design interval of the same count, shown
+# by arm, only describes it. Each says which it is, so a reader seeing two ranges for one rate knows which decided.
+DECIDED = "the interval the verdict used"
+DESCRIPTIVE = "descriptive; the verdict used the confidence sequence shown under Predictions"
+
+
+def _observed_from_analysis(src: Judgement, exp: Experiment | None, metric: str, sequential: bool = False) -> str:
     est = src.estimate
     if est is None:
         return ""
@@ -195,7 +201,7 @@ def _observed_from_analysis(src: Judgement, exp: Experiment | None, metric: str)
     if src.interval is not None:
         text += " " + _fmt_interval(src.interval[0], src.interval[1], rate)
         if src.interval_kind:
-            text += f" {src.interval_kind}"
+            text += f" {src.interval_kind}" + (f" ({DECIDED})" if sequential else "")
     if src.by_process:
         text += " (" + ", ".join(f"{_short(str(k), 40)}: {v}" for k, v in src.by_process.items()) + ")"
     if src.runs:
@@ -326,6 +332,8 @@ def _charts(h: Hypothesis, exp: Experiment | None, runs: list[dict[str, Any]], b
             if got is None:
                 e = arm_estimate(exp, metric, by_arm.get(arm, []))
                 got = {"estimate": e.estimate, "lo": e.lo, "hi": e.hi, "n": e.n, "label": e.label, "method": e.method}
+            if is_rate and analysis is not None and analysis.sequential and got["lo"] is not None:
+                got = {**got, "method": f"{got['method']} ({DESCRIPTIVE})"}
             estimates[(arm, metric)] = got
             points.append(charts.ArmPoint(arm, got["estimate"], got["lo"], got["hi"], got["label"], got["method"]))
             rows.append((arm, got["label"], _fmt_interval(got["lo"], got["hi"], is_rate) +
@@ -383,13 +391,14 @@ def _predictions(h: Hypothesis, exp: Experiment | None, data: StoreData, analysi
                  totals: dict[str, list[int]], estimates: dict[tuple[str, str], dict[str, Any]],
                  desc: dict[str, str]) -> list[PredictionView]:
     a_preds = bridge.predictions(analysis)
-    stored_preds = Analysis.from_dict((data.verdicts.get(h.id) or {}).get("details") or {}).predictions
+    stored = Analysis.from_dict((data.verdicts.get(h.id) or {}).get("details") or {})
     out = []
     for j, p in enumerate(h.predicts):
-        src = a_preds[j] if j < len(a_preds) else (stored_preds[j] if j < len(stored_preds) else None)
+        src = a_preds[j] if j < len(a_preds) else (stored.predictions[j] if j < len(stored.predictions) else None)
+        sequential = analysis.sequential if j < len(a_preds) else stored.sequential  # type: ignore[union-attr]
         observed, relation = _observed(p, exp, arm_names, totals, estimates)
         if src is not None and src.estimate is not None:
-            observed = _observed_from_analysis(src, exp, p.metric) or observed
+            observed = _observed_from_analysis(src, exp, p.metric, sequential) or observed
         outcome = src.outcome if src is not None else relation
         if src is not None and src.reachable is False:
             outcome += " (no verdict is reachable within the sequential budget)"
@@ -431,8 +440,16 @@ def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], by_arm: di
                    "" if r["replicate"] is None
                    else str(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
                    r["id"] in in_evidence,
-                   [stats.fmt(v) if v is not None else "" for v in (run_metric(exp, r, m) for m in metric_columns)])
+                   [stats.fmt_value(run_metric(exp, r, m), is_rate(exp, m)) for m in metric_columns])
             for r in shown]
+
+
+def is_rate(exp: Experiment | None, metric: str, _depth: int = 0) -> bool:
+    """Whether the experiment declares `metric` a proportion (through `same_as`): it reads as a percentage."""
+    spec = exp.metrics.get(metric) if exp is not None else None
+    if spec is not None and spec.same_as and _depth < 4:
+        return is_rate(exp, spec.same_as, _depth + 1)
+    return spec is not None and spec.kind == "proportion"
 
 
 def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None, analysis_note: str,
@@ -484,7 +501,7 @@ def _review_fields(h: Hypothesis, data: StoreData) -> dict[str, Any]:
     execs = sorted((e for e in data.executions.values() if e["hypothesis_id"] == h.id), key=lambda e: e["id"])
     return {"reviews": views, "review_state": state.state if state else "awaiting review",
             "review_note": _review_note(state),
-            "executions": [_execution_view(e) for e in execs]}
+            "executions": [_execution_view(e, data) for e in execs]}
 
 
 def _review_note(state: Any) -> str:
@@ -494,15 +511,34 @@ def _review_note(state: Any) -> str:
     return "; ".join(notes)
 
 
-def _execution_view(e: dict[str, Any]) -> ExecutionView:
+AA_MODE = "A/A: the control arm ran twice"
+MAX_EXECUTION_RUN_LINKS = 12
+
+
+def _aa_outcome(data: StoreData, e: dict[str, Any]) -> str:
+    """What an A/A execution's check found, in the words the CLI prints (its a/a check): no false alarm and the
+    noise floor, or the false alarm. It is no verdict on the hypothesis and never its status."""
+    verdicts = [v for v in data.verdict_history.get(e["hypothesis_id"], []) if v.get("execution_id") == e["id"]]
+    for v in sorted(verdicts, key=lambda v: v["id"], reverse=True):
+        for c in v.get("checks") or []:
+            if isinstance(c, dict) and c.get("name") == "a/a":
+                return str(c.get("detail") or "")
+    return "no A/A check recorded" if verdicts else "no verdict recorded (wb hypothesis run --resume finishes it)"
+
+
+def _execution_view(e: dict[str, Any], data: StoreData) -> ExecutionView:
     rev = (e.get("git_revision") or "")[:10]
     if rev and e.get("git_dirty"):
         rev += " (dirty)"
     user = e.get("user_name") or "not recorded"
     if e.get("user_source"):
         user += f" (from {e['user_source']})"
-    mode = e.get("mode") or ""
+    mode = AA_MODE if e.get("mode") == "aa" else e.get("mode") or ""
     sets = " ".join(f"--set {k}={v}" for k, v in sorted((e.get("overrides") or {}).items()))
     mode = f"{mode}, {sets}" if sets else mode  # runs under --set measured another config than the hypothesis's
+    run_ids = sorted(rid for rid, r in data.runs.items() if r["execution_id"] == e["id"])
     return ExecutionView(e["id"], mode, e.get("status") or "", (e.get("started_at") or "")[:19],
-                         user, e.get("host") or "not recorded", rev or "not recorded", e.get("wb_version") or "")
+                         user, e.get("host") or "not recorded", rev or "not recorded", e.get("wb_version") or "",
+                         _aa_outcome(data, e) if e.get("mode") == "aa" else "",
+                         [Link(f"../runs/{rid}.html", str(rid)) for rid in run_ids[:MAX_EXECUTION_RUN_LINKS]],
+                         len(run_ids))

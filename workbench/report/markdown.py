@@ -125,8 +125,10 @@ def _review_lines(ctx: HypothesisContext) -> list[str]:
         out.append(f"- {md_text(r.author)}: {md_text(r.decision)}{saw}{stale}, {r.created_at}: "
                    f"{md_text(r.body)}")
     for e in ctx.executions:
-        out.append(f"- execution {e.id} ({e.mode}, {e.status}) by {md_text(e.user)} on {md_text(e.host)} at "
-                   f"{md_code(e.revision)}")
+        runs = ", ".join(r.text for r in e.runs) + (f" … ({e.n_runs} in all)" if e.n_runs > len(e.runs) else "")
+        found = f": {md_text(e.aa_outcome)}" if e.aa_outcome else ""
+        out.append(f"- execution {e.id} ({md_text(e.mode)}, {e.status}){found}; runs {runs or 'none'}; by "
+                   f"{md_text(e.user)} on {md_text(e.host)} at {md_code(e.revision)}")
     return out
 
 

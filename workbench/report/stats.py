@@ -56,3 +56,11 @@ def fmt(x: float | None) -> str:
     if abs(x) >= 100:
         return f"{x:.1f}"
     return f"{x:.3g}"
+
+
+def fmt_value(x: float | None, rate: bool) -> str:
+    """A metric's value in a table cell: a rate (a proportion) in percent, as the verdict's text gives it; a
+    value not recorded as an empty cell."""
+    if x is None:
+        return ""
+    return f"{x:.1%}" if rate and math.isfinite(x) else fmt(x)
