@@ -37,3 +37,32 @@ def test_api_exports_what_it_documents():
 
     assert api.__all__ == ["runs", "units", "verdicts"]
     assert all(callable(getattr(api, n)) and getattr(api, n).__doc__ for n in api.__all__)
+
+
+def test_a_bad_keyword_is_named_as_the_caller_gave_it(tmp_path: Path, monkeypatch):
+    """An API caller gave `db=` or `root=`, never a flag: the error names the keyword (it said --db). A value the
+    environment gave is still named by its variable, as on the command line."""
+    import pytest
+
+    from workbench import api
+    from workbench.errors import WbError
+
+    monkeypatch.delenv("WB_DB", raising=False)
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    (tmp_path / "notes.txt").write_text("not a store\n")
+    bad = {"db": [str(tmp_path / "missing.duckdb"), str(tmp_path / "notes.txt"), str(tmp_path), "",
+                  "sqlite:///x.db", "postgresql://ada:s3cret@127.0.0.1:1/wb", str(tmp_path / "no" / "x.duckdb")],
+           "root": ["", str(tmp_path / "nowhere")]}
+    for key, values in bad.items():
+        for value in values:
+            with pytest.raises(WbError) as caught:
+                api.runs(arms_of="wedge-confound", **{key: value})
+            e = caught.value
+            said = f"{e.message} | {e.hint}"
+            assert f"{key}=" in said and "--db" not in said and "--root" not in said, (key, value, said)
+            assert "s3cret" not in said
+            assert e.where == f"{key}=", (key, value, e.where)
+    monkeypatch.setenv("WB_DB", str(tmp_path / "notes.txt"))
+    with pytest.raises(WbError) as caught:
+        api.runs()
+    assert caught.value.where == "$WB_DB" and "db=" not in caught.value.message

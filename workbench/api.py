@@ -29,7 +29,8 @@ def _open(db: str | None, root: str | None) -> "Workbench":
     from workbench.app import Workbench
     from workbench.settings import Settings
 
-    return Workbench.open(Settings.from_env(db=db, root=root))
+    # Errors name what the caller gave: the keyword (db=, root=), or the environment variable, never a flag.
+    return Workbench.open(Settings.from_env(db=db, root=root, db_from="db=", root_from="root="))
 
 
 def _arms(wb: "Workbench", hypothesis_id: str) -> dict[Any, str]:

@@ -179,7 +179,7 @@ class Workbench(StoredRuns):
         if self._registry is None:
             from workbench.registry import load_registry
 
-            self._registry = load_registry(self.settings.root)
+            self._registry = load_registry(self.settings.root, self.settings.root_from)
         return self._registry
 
     @contextmanager

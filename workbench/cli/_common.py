@@ -212,7 +212,8 @@ def _hand_down_global_flags(ctx) -> None:
 
 def open_workbench(db: str | None = None, root: str | None = None) -> "Workbench":
     """The one application object of a command: settings from the flags, the environment filling the rest. The
-    parser reads --db from $WB_DB too (the option's envvar): an error about the store names which gave it."""
+    parser reads --db and --root from $WB_DB and $WB_ROOT too (the options' envvars): an error about either names
+    which gave it."""
     from typer._click.core import ParameterSource
     from typer._click.globals import get_current_context
 
@@ -220,8 +221,12 @@ def open_workbench(db: str | None = None, root: str | None = None) -> "Workbench
     from workbench.settings import Settings
 
     ctx = get_current_context(silent=True)
-    from_env = ctx is not None and db is not None and ctx.get_parameter_source("db") == ParameterSource.ENVIRONMENT
-    return Workbench.open(Settings.from_env(db=db, root=root, db_from="$WB_DB" if from_env else "--db"))
+
+    def from_env(name: str, value: str | None) -> bool:
+        return ctx is not None and value is not None and ctx.get_parameter_source(name) == ParameterSource.ENVIRONMENT
+
+    return Workbench.open(Settings.from_env(db=db, root=root, db_from="$WB_DB" if from_env("db", db) else "--db",
+                                            root_from="$WB_ROOT" if from_env("root", root) else "--root"))
 
 
 def is_tty() -> bool:

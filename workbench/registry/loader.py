@@ -161,14 +161,17 @@ class Registry:
         return values
 
 
-def find_root(start: str | Path | None = None) -> Path:
-    """The nearest folder upward holding hypotheses.yaml (`--root` / $WB_ROOT reach `load_registry` as `root`)."""
+def find_root(start: str | Path | None = None, root_from: str = "--root") -> Path:
+    """The nearest folder upward holding hypotheses.yaml (`--root` / $WB_ROOT reach `load_registry` as `root`).
+    `root_from` is how the caller names the folder (`root=` in the Python API), for the hint."""
+    from workbench.settings import giving_root
+
     here = Path(start or Path.cwd()).resolve()
     for d in (here, *here.parents):
         if (d / HYPOTHESES_FILE).is_file():
             return d
     raise BadInput(f"no {HYPOTHESES_FILE} in {here} or any folder above it",
-                   hint="run wb from a workbench folder, or name one with --root DIR (or $WB_ROOT)")
+                   hint=f"run wb from a workbench folder, or name one with {giving_root(root_from)}")
 
 
 def load_experiment(path: str | Path) -> tuple[Experiment, LocatedYaml]:
@@ -189,12 +192,16 @@ def load_hypotheses(path: str | Path, *, text: str | None = None) -> tuple[list[
     return parsed.hypotheses, doc
 
 
-def load_registry(root: str | Path | None = None) -> Registry:
-    root_path = Path(root) if root is not None else find_root()
+def load_registry(root: str | Path | None = None, root_from: str = "--root") -> Registry:
+    """The workbench in `root` (else found upward); `root_from` says where `root` came from (`--root`, `$WB_ROOT`,
+    `root=` in the Python API), as an error about it names it."""
+    from workbench.settings import giving_root
+
+    root_path = Path(root) if root is not None else find_root(root_from=root_from)
     if root is not None and not (root_path / HYPOTHESES_FILE).exists():
-        raise BadInput(f"no {HYPOTHESES_FILE} in {root_path} (the workbench folder --root or $WB_ROOT names)",
-                       hint="name a folder that holds hypotheses.yaml with --root DIR (or $WB_ROOT), "
-                            "or run wb from inside one")
+        raise BadInput(f"no {HYPOTHESES_FILE} in {root_path} (the workbench folder {root_from} names)",
+                       where=root_from, hint=f"name a folder that holds hypotheses.yaml with {giving_root(root_from)},"
+                                             " or run wb from inside one")
     experiments: dict[str, Experiment] = {}
     docs: dict[str, LocatedYaml] = {}
     exp_dir = root_path / EXPERIMENTS_DIR

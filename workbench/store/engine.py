@@ -26,16 +26,25 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
 FLAG = "--db"
 ENV = "$WB_DB"
+KEYWORD = "db="  # the Python API's keyword argument (workbench.api): its callers gave no flag
 
 
 def giving(source: str, value: object) -> str:
-    """How a user gives the store `value` where `source` (`--db` or `$WB_DB`) gave the one at fault."""
+    """How a user gives the store `value` where `source` (`--db`, `$WB_DB` or `db=`) gave the one at fault."""
+    if source == KEYWORD:
+        return f"db={str(value)!r}"
     return f"WB_DB={value}" if source == ENV else f"--db {value}"
+
+
+def naming(source: str, value: object) -> str:
+    """The value at fault as a message about it opens: `--db X`, `$WB_DB X`, or `db='X'` in the API."""
+    return f"db={str(value)!r}" if source == KEYWORD else f"{source} {value}"
 
 
 def resolve_url(db: str | None, source: str = FLAG) -> tuple[str, Path | None]:
     """(SQLAlchemy URL, local DuckDB path or None) from `db` or the default file. `source` is where the value came
-    from (`--db`, or `$WB_DB` when the environment gave it): every error about the value names it."""
+    from (`--db`, `$WB_DB` when the environment gave it, `db=` in the Python API): every error about the value
+    names it."""
     if db is not None and not db.strip():
         raise BadInput(f"{source} is empty", where=source,
                        hint=f"give a DuckDB file path or a SQLAlchemy URL, or leave {source} out")
@@ -63,7 +72,7 @@ def _check_duckdb_file(path: Path, source: str) -> None:
     first bytes are read; nothing is opened for writing. A file with DuckDB's header that will not open is
     damage, and `Store._connect_error` says so."""
     if path.is_dir():
-        raise BadInput(f"{source} {path} is a folder, not a DuckDB database file", where=source,
+        raise BadInput(f"{naming(source, path)} is a folder, not a DuckDB database file", where=source,
                        hint=f"name a file, e.g. {giving(source, path / DEFAULT_DB)} (wb creates it if it is missing)")
     if not path.is_file():
         return  # missing (created on the first write), or something DuckDB reports on itself
@@ -71,11 +80,11 @@ def _check_duckdb_file(path: Path, source: str) -> None:
         with path.open("rb") as f:
             head = f.read(12)
     except OSError as exc:
-        raise BadInput(f"{source} {path} cannot be read: {exc.strerror}", where=source,
+        raise BadInput(f"{naming(source, path)} cannot be read: {exc.strerror}", where=source,
                        hint=f"check the file's permissions, or point {source} at another file") from None
     if head[8:12] != DUCKDB_MAGIC:
         what = "is empty" if not head else "is not a DuckDB database file"
-        raise BadInput(f"{source} {path} {what}" + (", not a DuckDB database file" if not head else ""),
+        raise BadInput(f"{naming(source, path)} {what}" + (", not a DuckDB database file" if not head else ""),
                        where=source, hint=f"point {source} at a wb store, or at a new file name (wb creates it); "
                             f"wb did not touch {path.name}")
 
@@ -88,10 +97,10 @@ def _check_scheme(url: str, source: str) -> None:
     scheme = url.split("://", 1)[0]
     backend = scheme.split("+", 1)[0].lower()
     if backend == "sqlite":
-        raise BadInput(f"{source} {_redact(url)}: sqlite is not supported as a store", where=source,
+        raise BadInput(f"{naming(source, _redact(url))}: sqlite is not supported as a store", where=source,
                        hint="use a DuckDB file (a plain path) or a PostgreSQL URL (postgresql+psycopg://…)")
     if backend not in SCHEMES:
-        raise BadInput(f"{source} {_redact(url)}: unknown store scheme {scheme!r}", where=source,
+        raise BadInput(f"{naming(source, _redact(url))}: unknown store scheme {scheme!r}", where=source,
                        hint="use a DuckDB file (a plain path, or duckdb:///PATH) or postgresql+psycopg://…")
 
 
@@ -168,7 +177,7 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         self.path = path
         self.read_only = read_only
         self.lock_wait_s = lock_wait_s
-        self.source = source  # where the store's URL came from (`--db`, `$WB_DB`), as errors about it name it
+        self.source = source  # where the store's URL came from (`--db`, `$WB_DB`, `db=`), as errors about it name it
         self._held: Any = None  # the connection `held()` keeps open
         self._opened = False  # a connection was made: this command has begun using the store
         # An empty store whose schema the first transaction creates (open_store's `deferred_schema`).
@@ -179,13 +188,14 @@ class Store(StoreReads, StoreWrites, StoreBundles):
             self.engine = create_engine(url, poolclass=pool.NullPool, connect_args=connect_args)
         except ModuleNotFoundError as exc:
             extra = " (pip install 'wb[postgres]')" if url.startswith("postgres") else ""
-            raise BadInput(f"{source} {self.name}: the store URL needs the database driver {exc.name!r}, which is not "
-                           f"installed{extra}", where=source, hint="install the driver, or use a DuckDB file") from exc
+            raise BadInput(f"{naming(source, self.name)}: the store URL needs the database driver {exc.name!r}, "
+                           f"which is not installed{extra}", where=source,
+                           hint="install the driver, or use a DuckDB file") from exc
         except (ImportError, NoSuchModuleError) as exc:
-            raise BadInput(f"{source} {self.name}: the database driver is not installed ({exc})", where=source,
+            raise BadInput(f"{naming(source, self.name)}: the database driver is not installed ({exc})", where=source,
                            hint="for PostgreSQL: pip install 'wb[postgres]' and use postgresql+psycopg://") from None
         except ArgumentError as exc:
-            raise BadInput(f"{source} {self.name}: not a valid store URL ({exc})", where=source) from None
+            raise BadInput(f"{naming(source, self.name)}: not a valid store URL ({exc})", where=source) from None
 
     @property
     def is_duckdb(self) -> bool:
@@ -421,7 +431,7 @@ def _folder_exists(path: Path, source: str) -> None:
     if not path.parent.is_dir():
         import shlex
 
-        raise BadInput(f"{source} {path}: no folder {path.parent} for the store", where=source,
+        raise BadInput(f"{naming(source, path)}: no folder {path.parent} for the store", where=source,
                        hint=f"create it first (mkdir -p {shlex.quote(str(path.parent))}), or point {source} "
                             "at a file in an existing folder")
 
