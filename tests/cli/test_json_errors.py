@@ -197,3 +197,35 @@ def test_a_bad_store_is_named_by_where_its_value_came_from(db, args, tmp_path, c
     assert code in (1, 2) and e["where"] == "--db", (e, err)
     assert "$WB_DB" not in err, err
     assert not (tmp_path / "no").exists() and not (tmp_path / "x.db").exists()
+
+
+UNREACHABLE = "postgresql://ada:s3cret@127.0.0.1:1/wb"  # port 1: no server listens, the connection is refused
+
+
+@pytest.mark.parametrize("args", [["runs", "list"], ["hypothesis", "run", "wedge-confound", "--replicates", "1"],
+                                  ["report"], ["review", "list"], ["bundle", "export", "wedge-confound", "--out",
+                                                                   "TMP/b.wbz"]],
+                         ids=["runs-list", "hypothesis-run", "report", "review-list", "bundle-export"])
+def test_a_store_server_that_cannot_be_reached_is_a_failure_while_running(args, workbench_dir, tmp_path, cli,
+                                                                          monkeypatch) -> None:
+    """Every command reports an unreachable PostgreSQL store alike (README: exit 1, a failure while running, as
+    the environment's fault; a URL the server refuses is bad input): one Error line naming the store without its
+    password and where the URL came from, a hint about the server, the same in --json, and nothing written."""
+    name = " ".join(args[:2]) if args[0] in ("runs", "hypothesis", "review", "bundle") else args[0]
+    for source in ("--db", "$WB_DB"):
+        if source == "$WB_DB":
+            monkeypatch.setenv("WB_DB", UNREACHABLE)
+            given = []
+        else:
+            monkeypatch.delenv("WB_DB", raising=False)
+            given = ["--db", UNREACHABLE]
+        code, out, err = cli(*_fill(args, workbench_dir, tmp_path), "--root", str(workbench_dir), *given, "--json")
+        assert code == 1 and "Traceback" not in err, (source, code, err)
+        line = _error_line(err)
+        assert "127.0.0.1:1/wb" in line and f"({source})" in line and "s3cret" not in out + err, line
+        e = json.loads(out)["error"]
+        assert json.loads(out)["command"] == name, out
+        assert (e["message"], e["exit_code"], e["where"], e["kind"]) == (line, 1, source, "StoreError"), e
+        assert "server" in e["hint"] and source in e["hint"], e
+    assert sorted(p.name for p in workbench_dir.iterdir()) == ["experiments", "hypotheses.yaml"]
+    assert not list(tmp_path.glob("*.wbz"))

@@ -58,6 +58,11 @@ def want(wanted: bool, command: str) -> None:
     _state.wanted, _state.command = wanted, command
 
 
+def named(command: str) -> None:
+    """The command as typed, where its parser's name says less (`wb review list` is the `review` command's)."""
+    _state.command = command
+
+
 def hold(command: str, result: Any) -> bool:
     """Keep the result for the boundary to print; False when no boundary runs (the caller prints it now)."""
     if not _state.active:

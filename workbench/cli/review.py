@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from workbench.cli import _envelope
 from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format,
                                    open_workbench, print_json)
 
@@ -82,6 +83,7 @@ def register(app: typer.Typer) -> None:
 
         args = list(args or [])
         if args and args[0] == "list":
+            _envelope.named("review list")  # an error's envelope names the listing, as its result's does
             given = [flag for flag, on in (("--approve", approve), ("--request-changes", request_changes),
                                            ("--comment", comment), ("-m", message is not None),
                                            ("--as", as_ is not None), ("--evidence", evidence is not None)) if on]

@@ -219,8 +219,14 @@ class Store(StoreReads, StoreWrites, StoreBundles):
             # path naming no store). A server that cannot be reached stays a failure while running.
             return BadInput(f"cannot open the store {self.name} ({self.source}): {first}", where=self.source,
                             hint=f"check {self.source}")
-        return StoreError(f"cannot open the store {self.name} ({self.source}): {first}", where=self.source,
-                          hint=f"check {self.source}")
+        # Any other refusal to connect: the environment's (exit 1). A server that is down or unreachable is most of
+        # them, and the hint says where to look; wb cannot tell a mistyped host or port from a stopped server.
+        hint = f"check {self.source}"
+        if self.path is None:
+            hint = f"check that the store's server is up and reachable, and that {self.source} names its host and port"
+        if not self._opened:
+            hint += "; nothing was read or written"
+        return StoreError(f"cannot open the store {self.name} ({self.source}): {first}", where=self.source, hint=hint)
 
     def _locked(self, text: str) -> StoreLocked:
         """The file is locked by another process, which DuckDB names ('Conflicting lock is held in PROGRAM
