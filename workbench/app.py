@@ -167,6 +167,8 @@ class Workbench(StoredRuns):
     app_runs.StoredRuns)."""
 
     def __init__(self, settings: Settings) -> None:
+        # No --db, $WB_DB or db=: the workbench's own wb.duckdb, which errors about it do not pin on a flag.
+        self.default_db = settings.db is None
         self.settings = settings if settings.db is not None else replace(settings, db=str(_default_store(settings)))
         self._registry: "Registry | None" = None
 
@@ -191,7 +193,8 @@ class Workbench(StoredRuns):
         from workbench.store import open_store
 
         with open_store(self.settings.db, read_only=read_only, lock_wait_s=self.settings.lock_wait_s,
-                        held=held, deferred_schema=deferred_schema, source=self.settings.db_from) as store:
+                        held=held, deferred_schema=deferred_schema, source=self.settings.db_from,
+                        default=self.default_db) as store:
             yield store
 
     def _store_exists(self) -> bool:
@@ -505,9 +508,10 @@ class Workbench(StoredRuns):
 
         url, path = resolve_url(self.settings.db, self.settings.db_from)
         if path is not None and not path.exists():
-            raise no_store(path, self.settings.db_from, hint=f"create it with: wb db upgrade --db {path}")
+            raise no_store(path, self.settings.db_from, hint=f"create it with: wb db upgrade --db {path}",
+                           default=self.default_db)
         with Store(url, path, read_only=True, lock_wait_s=self.settings.lock_wait_s,
-                   source=self.settings.db_from) as store:
+                   source=self.settings.db_from, given=self.settings.db) as store:
             rev = store.revision()
             return Revision(store.name, rev, head_revision(), newer_revision(rev))
 

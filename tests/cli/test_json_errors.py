@@ -223,6 +223,8 @@ def test_a_store_server_that_cannot_be_reached_is_a_failure_while_running(args, 
         assert code == 1 and "Traceback" not in err, (source, code, err)
         line = _error_line(err)
         assert "127.0.0.1:1/wb" in line and f"({source})" in line and "s3cret" not in out + err, line
+        # The URL as the user typed it, not with the driver wb adds to reach the server (postgresql+psycopg://).
+        assert "the store postgresql://" in line, line
         e = json.loads(out)["error"]
         assert json.loads(out)["command"] == name, out
         assert (e["message"], e["exit_code"], e["where"], e["kind"]) == (line, 1, source, "StoreError"), e

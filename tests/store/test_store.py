@@ -93,11 +93,18 @@ def test_corrupt_file_gives_a_clear_error_and_is_left_untouched(tmp_path: Path, 
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 
-def test_missing_store_for_a_read_is_bad_input_and_not_created(tmp_path: Path, cli):
+def test_missing_store_for_a_read_is_bad_input_and_not_created(tmp_path: Path, cli, workbench_dir, monkeypatch):
     path = tmp_path / "typo.duckdb"
     code, _, err = cli("runs", "list", "--db", str(path))
-    assert code == 2 and "no store at" in err
+    assert code == 2 and f"Error: no store at {path} (--db)\n" in err
     assert not path.exists()
+    # No --db and no $WB_DB: the workbench's own default store is missing, which no flag named.
+    monkeypatch.delenv("WB_DB", raising=False)
+    for args in (["runs", "list"], ["db", "current"]):
+        code, _, err = cli(*args, "--root", str(workbench_dir))
+        assert code == 2 and err.startswith(f"Error: no store at {workbench_dir / 'wb.duckdb'} (the workbench's "
+                                            "default store; --db or $WB_DB names another)\n"), err
+        assert not (workbench_dir / "wb.duckdb").exists()
 
 
 def _lock_holder(path: Path) -> subprocess.Popen:

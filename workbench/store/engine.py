@@ -166,7 +166,7 @@ class Store(StoreReads, StoreWrites, StoreBundles):
     and its tests; everyone else calls the typed methods."""
 
     def __init__(self, url: str, path: Path | None, *, read_only: bool, lock_wait_s: float = LOCK_WAIT_S,
-                 source: str = FLAG) -> None:
+                 source: str = FLAG, given: str | None = None) -> None:
         from sqlalchemy import create_engine, pool
         from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
@@ -182,7 +182,8 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         self._opened = False  # a connection was made: this command has begun using the store
         # An empty store whose schema the first transaction creates (open_store's `deferred_schema`).
         self._schema_pending = False
-        self.name = str(path) if path is not None else _redact(url)
+        # A server's URL as the user gave it (postgresql://), not with the driver wb adds to reach it.
+        self.name = str(path) if path is not None else _redact(given if given and "://" in given else url)
         connect_args = {"read_only": True} if (read_only and path is not None) else {}
         try:
             self.engine = create_engine(url, poolclass=pool.NullPool, connect_args=connect_args)
@@ -426,9 +427,12 @@ def _upgrade(store: Store, conn, target: str = "head") -> tuple[str | None, str]
     return before, _revision(conn) or "base"
 
 
-def no_store(path: Path, source: str, *, hint: str) -> BadInput:
-    """A store file that is not there, for a command that only reads one (nothing is created)."""
-    return BadInput(f"no store at {path} ({source})", where=source, hint=hint)
+def no_store(path: Path, source: str, *, hint: str, default: bool = False) -> BadInput:
+    """A store file that is not there, for a command that only reads one (nothing is created). `default`: no
+    value named it (the workbench's wb.duckdb), so the message names no flag as if it had been given."""
+    given = source if not default else (
+        "the workbench's default store; " + ("db= names another" if source == KEYWORD else "--db or $WB_DB names another"))
+    return BadInput(f"no store at {path} ({given})", where=source, hint=hint)
 
 
 def _folder_exists(path: Path, source: str) -> None:
@@ -447,7 +451,7 @@ def upgrade(db: str | None = None, source: str = FLAG) -> tuple[str, str | None,
     url, path = resolve_url(db, source)
     if path is not None:
         _folder_exists(path, source)
-    store = Store(url, path, read_only=False, source=source)
+    store = Store(url, path, read_only=False, source=source, given=db)
     try:
         if store.is_duckdb:
             return (store.name, *_upgrade_by_steps(store))
@@ -476,21 +480,24 @@ def _upgrade_by_steps(store: Store) -> tuple[str | None, str]:
 
 
 def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: float = LOCK_WAIT_S,
-               held: bool = False, deferred_schema: bool = False, source: str = FLAG) -> Store:
+               held: bool = False, deferred_schema: bool = False, source: str = FLAG,
+               default: bool | None = None) -> Store:
     """Open the store, checking its revision. A missing or empty store is created when writing. With `held`, it
     stays held open (`Store.held`) until it is disposed: the check then reuses the open database too. With
     `deferred_schema`, an empty store's schema is made in the first transaction that uses it, with what that
     transaction writes: a write refused there (a damaged bundle found while merging) leaves the database as it
-    was, where a schema made at once would stay (PostgreSQL: a database is not removed like a new file)."""
+    was, where a schema made at once would stay (PostgreSQL: a database is not removed like a new file).
+    `default`: `db` is the workbench's default store, which no flag named (as a None `db` is)."""
     url, path = resolve_url(db, source)
     if path is not None and not path.exists():
         if read_only:
-            raise no_store(path, source, hint="run a hypothesis, `wb import evidence FILE.csv` or `wb db upgrade` "
-                                              f"first, or point {source} at an existing store")
+            raise no_store(path, source, default=db is None if default is None else default,
+                           hint="run a hypothesis, `wb import evidence FILE.csv` or `wb db upgrade` "
+                                f"first, or point {source} at an existing store")
         _folder_exists(path, source)
     from sqlalchemy import inspect
 
-    store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s, source=source)
+    store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s, source=source, given=db)
     try:
         if held and path is not None:
             store._held = store._open()
