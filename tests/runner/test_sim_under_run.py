@@ -53,6 +53,10 @@ def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
     and rewrote the serve file mid-run. Each command that changes, stops or loads pdsim is refused while the run
     is in its workload (held there by a file it waits for): exit 2, the execution, hypothesis and pid named,
     the serve file and the servers untouched; status and journal still answer; the run then ends as usual."""
+    from typer.testing import CliRunner
+
+    from workbench.cli.main import app
+
     go = bench.root / "go"
     _workload(bench, f"for i in $(seq 3000); do [ -e {go} ] && break; sleep 0.1; done")
     _sim_here(bench)
@@ -77,10 +81,10 @@ def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
             assert {u: s.pid for u, s in control.status(bench.sim_dir).units.items()} == pids
         # A profile that reaches the same pdsim as a service (it rewrites the folder's serve file, as sim-ssh
         # does over ssh) is refused too: both kinds of profile lock the one deployment in one place.
-        res = subprocess.run(WB + ["hypothesis", "run", "wedge-confound", "--target", "sim-here", "--replicates",
-                                   "1", "--db", bench.db], capture_output=True, text=True, timeout=120)
-        assert res.returncode == 2, (res.stdout, res.stderr[-2000:])
-        assert res.stderr.startswith("Error: target local is in use by execution 1 of wedge-confound (pid "), res.stderr
+        res = CliRunner().invoke(app, ["hypothesis", "run", "wedge-confound", "--target", "sim-here", "--replicates",
+                                       "1", "--db", bench.db])
+        assert res.exit_code == 2, res.output[-2000:]
+        assert res.output.startswith("Error: target local is in use by execution 1 of wedge-confound (pid "), res.output
         assert bench.serve() == serve
         for cmd in (["status"], ["journal", "--unit", "decode"]):
             res = subprocess.run(WB + ["sim", *cmd], capture_output=True, text=True, timeout=120)
