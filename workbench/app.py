@@ -227,7 +227,7 @@ class Workbench(StoredRuns):
         if not self._store_exists():
             return current_statuses(declared, [], {})
         with self.store(read_only=True) as store:
-            return stored_statuses(store, declared, {h.id: prediction_keys(h) for h in self.registry.hypotheses})
+            return stored_statuses(store, declared, {h.id: prediction_keys(h, self.registry.experiments) for h in self.registry.hypotheses})
 
     def _secrets_if_readable(self) -> None:
         """Register the secrets the workbench's files declare now (the registry does as it loads), so that a text
@@ -471,7 +471,7 @@ class Workbench(StoredRuns):
         overrides = overrides_by_execution(executions)
         # The status and its note by the one rule `hypotheses()` uses, from the rows read once here.
         statuses = current_statuses({h.id: h.status for h in hyps}, verdicts, overrides,
-                                    {h.id: prediction_keys(h) for h in hyps})
+                                    {h.id: prediction_keys(h, self.registry.experiments) for h in hyps})
         return list(review_states({h.id: h.parent for h in hyps}, verdicts, reviews, overrides_of=overrides,
                                   statuses=statuses, executions=executions).values())
 

@@ -115,7 +115,7 @@ class StoredRuns:
         except BadInput:
             return {}
         return current_statuses({h.id: h.status for h in hypotheses}, verdicts, overrides,
-                                {h.id: prediction_keys(h) for h in hypotheses})
+                                {h.id: prediction_keys(h, self.registry.experiments) for h in hypotheses})
 
     def _runner_gone(self) -> "Callable[[str], bool]":
         """Whether an execution's runner is provably gone (killed: its note in the execution's folder names a

@@ -145,6 +145,11 @@ def test_aa_between_run_spread_is_no_false_alarm(store, registry):
     lo, hi = a.aa["corruption_rate"]["difference_interval"]
     assert lo < 0 < hi and a.aa["corruption_rate"]["false_alarm"] is False
     assert _checks(a)["a/a"].passed is True and a.verdict != "invalid"
+    # The noise floor of a rate reads in percentage points, as the rates beside it read in percent (it read ±0.114).
+    floor = f"±{100 * a.aa['corruption_rate']['noise_floor']:.1f} points"
+    assert f"difference interval of [{100 * lo:+.1f}, {100 * hi:+.1f}] points" in a.reasoning, a.reasoning
+    assert f"so the noise floor is {floor}; no false alarm." in a.reasoning, a.reasoning
+    assert _checks(a)["a/a"].detail == f"no false alarm; noise floor corruption_rate {floor}"
 
 
 def test_sequential_aa_check_waits_for_the_second_replicate(store, registry):
@@ -165,6 +170,9 @@ def test_sequential_aa_check_waits_for_the_second_replicate(store, registry):
     replicate(2)
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
     assert a.aa["corruption_rate"]["false_alarm"] is True and a.verdict == "invalid"
+    lo, hi = a.aa["corruption_rate"]["difference_interval"]
+    assert _checks(a)["a/a"].detail == ("false alarm between identical arms: corruption_rate: 60/160 vs 4/160, "
+                                        f"difference interval [{100 * lo:+.1f}, {100 * hi:+.1f}] points excludes 0")
 
 
 def test_the_mixture_log_sum_agrees_with_scipy_including_all_minus_infinity_columns():

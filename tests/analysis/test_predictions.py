@@ -51,6 +51,15 @@ def test_difference_predictions_for_proportions_and_continuous_metrics(store, re
     assert wall.interval_kind == "Hodges-Lehmann 95%" and wall.estimate == -40
     assert wall.mann_whitney_p < 0.01 and wall.outcome == "supported"
     assert a.verdict == "supported", a.reasoning
+    # Beside rates in percent a difference of two rates reads in percentage points (it read +0.163 [0.118, 0.207]),
+    # and its region keeps the form written in hypotheses.yaml with the points beside it; a median's stays as it was.
+    lo, hi = rate.interval
+    assert (f"84/480 and treatment 6/480, a difference of +16.2 points (Newcombe 95% [{100 * lo:+.1f}, {100 * hi:+.1f}] "
+            "points, Fisher p = ") in a.reasoning, a.reasoning
+    assert "It predicted corruption_rate (control - treatment) >= 0.05 (+5 points);" in a.reasoning, a.reasoning
+    assert "entirely inside the predicted region >= 0.05 (+5 points)" in a.reasoning, a.reasoning
+    assert "It predicted wall_s (treatment - control) <= 30;" in a.reasoning, a.reasoning
+    assert (rate.region, wall.region) == (">= 0.05 (+5 points)", "<= 30")
 
 
 def test_continuous_metric_with_too_few_runs_is_inconclusive(store, reg_extra):
@@ -142,8 +151,8 @@ def test_a_prediction_holm_holds_back_is_described_as_outside_its_region(store, 
     treatment, control = a.predictions
     assert (treatment.outcome, control.outcome) == ("supported", "inconclusive")
     assert control.p_against < 0.05 <= control.p_against_holm
-    assert "straddles the region <= 0.02" not in a.reasoning
-    assert "entirely outside the predicted region <= 0.02 (outside its region, but not after Holm" in a.reasoning
+    assert "straddles the region <= 0.02 (2%)" not in a.reasoning
+    assert "entirely outside the predicted region <= 0.02 (2%) (outside its region, but not after Holm" in a.reasoning
 
 
 def test_a_sequential_shift_names_its_level_unrounded(store, reg_extra):

@@ -41,6 +41,10 @@ def test_wedge_confound_is_falsified_by_the_post_fix_run(seeded):
     # One run cannot show between-run variation: its sessions are taken as independent, and the text says so.
     assert pred.method == "binomial" and "one run" in a.reasoning
     assert "P(X >= 14 | n = 80, p = 0.02) = 7.2e-10" in a.reasoning
+    # The region keeps the form written in hypotheses.yaml, with its percent beside the rate's 17.5%.
+    assert "It predicted corruption_rate (treatment) <= 0.02 (2%); the treatment arm" in a.reasoning, a.reasoning
+    assert "entirely outside the predicted region <= 0.02 (2%) (exact binomial" in a.reasoning, a.reasoning
+    assert pred.describe == "corruption_rate (treatment) <= 0.02 (2%)"
     # The control arm's rate was never measured (no session count): it stays unknown, not zero.
     assert a.arms["control"].metrics["corruption_rate"].rate is None
     assert "unknown" in a.reasoning

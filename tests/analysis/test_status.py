@@ -153,9 +153,11 @@ def test_a_status_judged_on_predictions_edited_since_says_so_in_every_view(cli, 
     assert old in text
     path.write_text(text.replace(old, "{metric: corruption_rate, arm: treatment, at_most: 0.9,", 1))
     v = _views(cli, db, workbench_dir)
-    mark = ("predictions edited since the verdict: it judged corruption_rate (treatment) <= 0.02, the hypothesis "
-            "now predicts corruption_rate (treatment) <= 0.9: re-run or re-analyze")
+    # Both sides in the verdict's words: a rate's region as written, with its percent beside it.
+    mark = ("predictions edited since the verdict: it judged corruption_rate (treatment) <= 0.02 (2%), the hypothesis "
+            "now predicts corruption_rate (treatment) <= 0.9 (90%): re-run or re-analyze")
     assert v["list"] == "falsified" and mark in v["note"], v["note"]
+    assert "  predicts: corruption_rate (treatment) <= 0.9 (90%)\n" in v["show_text"], v["show_text"]
     assert mark in v["show_text"] and mark in v["md"] and mark.replace("<", "&lt;") in v["html"]
     assert v["review"] == "falsified" and v["review_note"] == v["note"], v
     assert f"({mark})" in v["review_text"] and mark in v["review_csv"], v["review_text"]

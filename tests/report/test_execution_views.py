@@ -15,11 +15,27 @@ import synth
 HID = "wedge-confound"
 
 
-def _record(store: Any, registry: Any, execution_id: int) -> None:
+DIFF = "abort-fix-points"  # a prediction on the difference of two arms' rates
+DIFF_HYPOTHESIS = """
+  - id: abort-fix-points
+    parent: wedge-confound
+    claim: The abort fix lowers the corruption rate by at least five points.
+    experiment: agent-repro
+    isolates: nixl_abort_fix
+    arms:
+      control: {nixl_abort_fix: off}
+      treatment: {nixl_abort_fix: on}
+    hold: {index_k_dtype: bf16, hicache: on}
+    predicts:
+      - {metric: corruption_rate, difference: [control, treatment], at_least: 0.05}
+"""
+
+
+def _record(store: Any, registry: Any, execution_id: int, hid: str = HID) -> None:
     """The verdict `wb hypothesis run` records at the end of an execution: the real analysis of its runs."""
     from workbench.analysis.stored import analyze_stored, record_verdict
 
-    record_verdict(store, analyze_stored(store, registry, HID, execution_id=execution_id), execution_id=execution_id)
+    record_verdict(store, analyze_stored(store, registry, hid, execution_id=execution_id), execution_id=execution_id)
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +49,7 @@ def modes(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> dict[st
 
     base = tmp_path_factory.mktemp("modes")
     root = synth.copy_workbench(base / "wb")
+    (root / "hypotheses.yaml").write_text((root / "hypotheses.yaml").read_text() + DIFF_HYPOTHESIS)
     registry = load_registry(root)
     db = str(base / "wb.duckdb")
     art = root / ".wb" / "artifacts"
@@ -45,14 +62,21 @@ def modes(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> dict[st
                                            leak_rate={"control": 0.15, "control_aa": 0.15}, mode="aa")
             alarm = synth.add_ab_execution(s, registry, HID, art_dir=art, replicates=1, sessions=40, seed=3,
                                            leak_rate={"control": 0.02, "control_aa": 0.6}, mode="aa")
+            diff = synth.add_ab_execution(s, registry, DIFF, art_dir=art, replicates=2, sessions=40, seed=4,
+                                          leak_rate={"control": 0.3, "treatment": 0.02})
         for ex in (seq, quiet, alarm):
             _record(store, registry, ex["execution_id"])
+        _record(store, registry, diff["execution_id"], DIFF)
         result = build_site(store, registry, base / "reports")
         md = hypothesis_markdown(store, registry, HID)
+        diff_md = hypothesis_markdown(store, registry, DIFF)
     finally:
         store.dispose()
     raw = Path(result["hypotheses"][HID]).read_text(encoding="utf-8")
-    return {"seq": seq, "quiet": quiet, "alarm": alarm, "raw": raw, "md": md}
+    return {"seq": seq, "quiet": quiet, "alarm": alarm, "raw": raw, "md": md, "diff_md": diff_md,
+            "diff_raw": Path(result["hypotheses"][DIFF]).read_text(encoding="utf-8"),
+            "run_page": Path(result["runs"][seq["run_ids"][0]]).read_text(encoding="utf-8"),
+            "runs_list": Path(result["runs_list"]).read_text(encoding="utf-8")}
 
 
 def _text(raw: str) -> str:
@@ -108,4 +132,35 @@ def test_rates_read_as_percentages_on_the_page_and_in_markdown(modes: dict[str, 
     runs = raw.split('<table class="runs">', 1)[1].split("</table>", 1)[0]
     col = [c for c in re.findall(r"<th[^>]*>([^<]+)</th>", runs)].index("corruption_rate")
     cells = [re.findall(r"<td[^>]*>(.*?)</td>", row)[col] for row in re.findall(r"<tr><td>.*?</tr>", runs, re.S)]
+    assert cells and all(re.fullmatch(r"\d+\.\d%", c) for c in cells), cells
+
+
+def test_regions_differences_and_noise_floors_of_rates_read_as_the_rates_beside_them(modes: dict[str, Any]) -> None:
+    # Beside 17.5% the region read "<= 0.02", a difference "+0.262 [0.113, 0.391]" and the noise floor "±0.114".
+    raw, md = modes["raw"], modes["md"]
+    for text in (_section(raw, "predictions"), _section(raw, "verdict"), md):
+        assert "corruption_rate (treatment) <= 0.02 (2%)" in text, text
+    quiet, alarm = (_text(raw).split(f"{modes[k]['execution_id']} A/A", 1)[1] for k in ("quiet", "alarm"))
+    assert re.match(r"[^|]*?no false alarm; noise floor corruption_rate ±\d+\.\d points ", quiet), quiet[:300]
+    assert re.match(r"[^|]*?difference interval \[[+-]\d+\.\d, [+-]\d+\.\d\] points excludes 0", alarm), alarm[:300]
+    assert re.search(r"noise floor corruption_rate ±\d+\.\d points;", md), md
+    assert re.search(r"difference interval \\?\[[+-]\d+\.\d, [+-]\d+\.\d\\?\] points excludes 0", md), md
+    diff_raw, diff_md = modes["diff_raw"], modes["diff_md"]
+    points = r"\+\d+\.\d points \\?\[[+-]\d+\.\d, \+\d+\.\d\\?\] points Newcombe 95%"
+    for text in (_section(diff_raw, "predictions"), diff_md):
+        assert "corruption_rate (control - treatment) >= 0.05 (+5 points)" in text, text
+        assert re.search(points, text), text
+    for text in (_section(diff_raw, "verdict"), diff_md):
+        assert re.search(r"a difference of \+\d+\.\d points \(Newcombe 95% \\?\[[+-]\d+\.\d, \+\d+\.\d\\?\] points",
+                         text), text
+
+
+def test_a_run_page_and_the_runs_list_give_a_rate_in_percent(modes: dict[str, Any]) -> None:
+    # They gave corruption_rate as a fraction (0.15) where the hypothesis page and the verdict give 15.0%.
+    row = re.search(r"<code>corruption_rate</code></td><td class=\"num\">([^<]*)</td>", modes["run_page"])
+    assert row and re.fullmatch(r"\d+\.\d%", row.group(1)), row and row.group(1)
+    assert re.search(r"<code>sessions</code></td><td class=\"num\">40</td>", modes["run_page"])
+    runs = modes["runs_list"].split("<table", 1)[1].split("</table>", 1)[0]
+    col = re.findall(r"<th[^>]*>([^<]+)</th>", runs).index("corruption_rate")
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r)[col] for r in re.findall(r"<tr><td>.*?</tr>", runs, re.S)]
     assert cells and all(re.fullmatch(r"\d+\.\d%", c) for c in cells), cells

@@ -76,6 +76,11 @@ def test_a_resumed_execution_counts_each_planned_run_once(toy):
     assert "of 4 planned" not in order and "1 interrupted attempt(s) redone by --resume" in order, order
     arms = [line for line in lines if "runs ok" in line]
     assert all("runs ok 2/2" in line for line in arms), arms
+    # corruption_rate is a proportion: it reads in percent, as the verdict below it does (it read 0.300); counts stay.
+    control, treatment = (next(line for line in arms if line.strip().startswith(a)) for a in ("control", "treatment"))
+    assert "corruption_rate=30.0%" in control and "sessions=20" in control, control
+    assert "corruption_rate=0.0%" in treatment and "leak=0" in treatment, treatment
+    assert "It predicted corruption_rate (treatment) <= 0.02 (2%);" in " ".join(lines), lines
 
 
 def _run_lines(capfd) -> list[str]:

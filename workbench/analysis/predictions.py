@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from workbench.analysis import clustered, regions
+from workbench.analysis import clustered, display, regions
 from workbench.analysis import sequential as seq
 from workbench.analysis import stats
 from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
@@ -106,11 +106,14 @@ def judge(pred: Any, arm: str | None, arms: dict[str, list[RunData]], exp: Exper
     """
     bounds = pred.region.bounds()
     where = f"{pred.difference[0]} - {pred.difference[1]}" if pred.difference else arm
-    out: dict[str, Any] = {"metric": pred.metric, "where": where, "region": pred.region.describe(),
-                           "bounds": [bounds[0], bounds[1]], "describe": f"{pred.metric} ({where}) {pred.region.describe()}",
+    spec = exp.metrics.get(pred.metric)
+    # The region as written, with its bounds in the terms the estimate reads in (<= 0.02 (2%) beside 17.5%).
+    region = pred.region.describe() + display.beside_region(
+        bounds, display.scale(spec.kind if spec else None, bool(pred.difference)))
+    out: dict[str, Any] = {"metric": pred.metric, "where": where, "region": region,
+                           "bounds": [bounds[0], bounds[1]], "describe": f"{pred.metric} ({where}) {region}",
                            "why": pred.why, "basis": basis, "estimate": None, "interval": None, "outcome": "inconclusive",
                            "p_against": None, "p_for": None, "more_units_needed": None, "note": ""}
-    spec = exp.metrics.get(pred.metric)
     if spec is None:
         out["note"] = f"the experiment has no metric {pred.metric!r}"
         return out

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
+from workbench.analysis import display
+
 if TYPE_CHECKING:
     from workbench.registry.hypothesis import Hypothesis
     from workbench.store.entities import VerdictRecord
@@ -149,9 +151,16 @@ def _bound(x: Any) -> float | None:
     return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
-def prediction_keys(h: "Hypothesis") -> list[PredictionKey]:
-    """What `h` predicts now, comparable with what a stored verdict judged."""
-    return [(f"calls:{p.target}" if p.target else p.metric, *map(_bound, p.region.bounds()), p.describe())
+def prediction_keys(h: "Hypothesis", experiments: Mapping[str, Any] | None = None) -> list[PredictionKey]:
+    """What `h` predicts now, comparable with what a stored verdict judged; its words as the verdict's text gives
+    them (a proportion's region also in percent) where `experiments` (id -> experiment) holds its experiment."""
+    exp = (experiments or {}).get(h.experiment)
+
+    def words(p: Any) -> str:
+        spec = exp.metrics.get(p.metric) if exp is not None and not p.target else None
+        return p.describe() + display.beside_region(p.region.bounds(), display.scale(spec and spec.kind,
+                                                                                      bool(p.difference)))
+    return [(f"calls:{p.target}" if p.target else p.metric, *map(_bound, p.region.bounds()), words(p))
             for p in h.predicts]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from workbench.analysis import clustered, stats
+from workbench.analysis import clustered, display, stats
 from workbench.analysis.data import RunData, completed_units, metric_value
 from workbench.analysis.predictions import _arm_effective, _fmt, pooled
 from workbench.registry.experiment import Experiment
@@ -53,21 +53,10 @@ def arm_summary(arm: str, runs: list[RunData], expected: dict[str, str], named: 
             "units": units, "metrics": metrics}
 
 
-def _pct(x: float) -> str:
-    return f"{x:.1%}"
-
-
 def _interval(iv: Any) -> str:
     if not iv:
         return "no interval"
     return f"[{iv[0]:.3f}, {iv[1]:.3f}]"
-
-
-def _rate_interval(iv: Any) -> str:
-    """A rate's interval in percent, as the rate itself reads (14/80 = 17.5% [10.7%, 27.3%]), here and in the report."""
-    if not iv:
-        return "no interval"
-    return f"[{_pct(iv[0])}, {_pct(iv[1])}]"
 
 
 def _evidence(j: dict[str, Any]) -> str:
@@ -93,13 +82,13 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         arm = arms_summary.get(where, {})
         var = arm.get("variables", {}).get(isolates) if isolates else None
         label = f"the {where} arm" + (f" ({isolates}={var})" if var else "")
-        body = (f"{label} had {j['k']:g}/{j['n']:g} = {_pct(j['estimate'])} ({j['interval_kind']} "
-                f"{_rate_interval(j['interval'])}; {j.get('runs', 0)} run(s))")
+        body = (f"{label} had {j['k']:g}/{j['n']:g} = {display.rate(j['estimate'])} ({j['interval_kind']} "
+                f"{display.rate_interval(j['interval'])}; {j.get('runs', 0)} run(s))")
     elif isinstance(j.get("k"), list):
         (ka, kb), (na, nb) = j["k"], j["n"]
         a, b = where.split(" - ")
-        body = (f"{a} had {ka:g}/{na:g} and {b} {kb:g}/{nb:g}, a difference of {j['estimate']:+.3f} "
-                f"({j['interval_kind']} {_interval(j['interval'])}, Fisher p = {j['fisher_p']:.2g})")
+        body = (f"{a} had {ka:g}/{na:g} and {b} {kb:g}/{nb:g}, a difference of {display.points(j['estimate'])} "
+                f"({j['interval_kind']} {display.points_interval(j['interval'])}, Fisher p = {j['fisher_p']:.2g})")
     else:
         body = f"{where} gave a median of {_fmt(j['estimate'])} ({j.get('interval_kind', '')} {_interval(j['interval'])})"
     if j["outcome"] == "falsified":
@@ -127,8 +116,8 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
     extra = f" Runs as the unit: {j['method_reason']}." if j.get("method_reason") else ""
     comp = j.get("completed")
     if comp and comp.get("n") and comp["n"] != j.get("n"):
-        extra += (f" Over completed units only it is {comp['k']:g}/{comp['n']:g} = {_pct(comp['estimate'])} "
-                 f"{_rate_interval(comp['interval'])}, {comp['outcome']}.")
+        extra += (f" Over completed units only it is {comp['k']:g}/{comp['n']:g} = {display.rate(comp['estimate'])} "
+                 f"{display.rate_interval(comp['interval'])}, {comp['outcome']}.")
     return f"It predicted {j['describe']}; {body}, {tail}{ptxt}.{extra}"
 
 
@@ -140,8 +129,8 @@ def reasoning_text(h: Hypothesis, exp: Experiment, result: Any, arms: dict[str, 
         for m, v in result.aa.items():
             (ka, na), (kb, nb) = v["control"], v["control_aa"]
             parts.append(f"A/A execution: the control arm ran twice; {m} was {ka:g}/{na:g} and {kb:g}/{nb:g}, a "
-                         f"difference interval of {_interval(v['difference_interval'])} (Fisher p = {v['fisher_p']:.2g}), "
-                         f"so the noise floor is ±{v['noise_floor']:.3f}"
+                         f"difference interval of {display.points_interval(v['difference_interval'])} (Fisher p = "
+                         f"{v['fisher_p']:.2g}), so the noise floor is {display.noise_floor(v['noise_floor'])}"
                          + ("; that interval excludes 0 between identical arms: a false alarm." if v["false_alarm"]
                             else "; no false alarm."))
         if not result.predictions:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from workbench.analysis import clustered, stats
+from workbench.analysis import clustered, display, stats
 from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
 from workbench.registry.experiment import Experiment
 from workbench.secrets import MASK
@@ -403,7 +403,7 @@ def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]
                   "noise_floor": max(abs(ci[0]), abs(ci[1])), "fisher_p": p, "false_alarm": alarm}
         if alarm:
             alarms.append(f"{m}: {pa['k']:g}/{pa['n']:g} vs {pb['k']:g}/{pb['n']:g}, difference interval "
-                          f"[{ci[0]:.3f}, {ci[1]:.3f}] excludes 0")
+                          f"{display.points_interval(ci)} excludes 0")
     if not out:
         return check("a/a", None, "no proportion recorded in both control copies", "inconclusive"), out
     if alarms:
@@ -412,7 +412,7 @@ def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]
         return check("a/a", None, f"a sequential A/A check waits for replicate {seq.MIN_LOOKS}: one run per arm "
                      "cannot show how much runs differ"), out
     return check("a/a", True, "no false alarm; noise floor " + ", ".join(
-        f"{m} ±{v['noise_floor']:.3f}" for m, v in out.items())), out
+        f"{m} {display.noise_floor(v['noise_floor'])}" for m, v in out.items())), out
 
 
 def looks(runs: list[RunData], execution_id: int | None) -> dict[str, Any] | None:

@@ -51,8 +51,12 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
         typer.echo(f"  arm {arm}: " + ", ".join(f"{k}={val}" for k, val in values.items()))
     for line in _seed_lines(d) + _design_lines(d):
         typer.echo(f"  {line}")
+    from workbench.analysis import display
+
     for p in h.predicts:
-        typer.echo(f"  predicts: {p.describe()}")
+        kind = None if p.target else d.metrics.get(p.metric, {}).get("kind")
+        typer.echo(f"  predicts: {p.describe()}"
+                   + display.beside_region(p.region.bounds(), display.scale(kind, bool(p.difference))))
     for g in h.requires:
         typer.echo(f"  requires: {g.describe()}")
     for name, m in d.metrics.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -12,6 +13,15 @@ from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOptio
 if TYPE_CHECKING:
     from workbench.app import RunReport
     from workbench.runner.execute import RunInterrupted
+
+
+def _total(v: float, proportion: bool) -> str:
+    """An arm's total: a proportion in percent, as the verdict below reads it; a count or a value as it is."""
+    from workbench.analysis import display
+
+    if proportion and math.isfinite(v):
+        return display.rate(v)
+    return f"{v:.3f}" if isinstance(v, float) and not float(v).is_integer() else f"{v:g}"
 
 
 def summary_lines(r: "RunReport") -> list[str]:
@@ -42,7 +52,7 @@ def summary_lines(r: "RunReport") -> list[str]:
         parts = [f"runs ok {a.runs_ok}/{a.runs}"]
         for name, v in a.totals.items():
             if v is not None:
-                parts.append(f"{name}={v:.3f}" if isinstance(v, float) and not float(v).is_integer() else f"{name}={v:g}")
+                parts.append(f"{name}={_total(v, name in e.proportions)}")
         lines.append(f"  {arm:<12} " + "  ".join(parts))
     for run in e.failed_runs:
         lines.append(f"  run {run.id} ({run.arm} r{run.replicate}) {run.ending()}")

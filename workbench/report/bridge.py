@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from workbench.analysis import display
 from workbench.analysis.results import Analysis, Check, Judgement
 from workbench.report.stats import fmt
 
@@ -19,7 +20,7 @@ def arm_metric(analysis: Analysis | None, arm: str, metric: str) -> dict[str, An
         return None
     lo, hi = e.bounds or (None, None)
     if e.kind == "proportion":
-        label = f"{int(e.k or 0)}/{int(e.n or 0)} = {e.estimate:.1%}"
+        label = f"{int(e.k or 0)}/{int(e.n or 0)} = {display.rate(e.estimate)}"
         method = "Wilson 95%" + (", runs as the unit" if e.method == "run-level" else "")
     else:
         label = f"median {fmt(e.estimate)} ({e.runs} runs)"

@@ -7,6 +7,7 @@ import math
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from workbench.analysis import display
 from workbench.analysis.results import Analysis, Judgement
 from workbench.analysis.results import Check as AnalysisCheck
 from workbench.errors import BadInput
@@ -110,12 +111,23 @@ def arm_estimate(exp: Experiment | None, metric: str, runs: list[dict[str, Any]]
     return stats.median_interval([v for v in (run_metric(exp, r, metric) for r in runs) if v is not None])
 
 
-def _region_bands(h: Hypothesis, metric: str) -> list[charts.RegionBand]:
+def prediction_text(p: Any, exp: Experiment | None) -> str:
+    """A prediction as written, with a proportion's region also in percent (a difference's in points), as the
+    verdict's text gives it: corruption_rate (treatment) <= 0.02 (2%)."""
+    return p.describe() + _beside(p, exp)
+
+
+def _beside(p: Any, exp: Experiment | None) -> str:
+    rate = not p.target and is_rate(exp, p.metric)
+    return display.beside_region(p.region.bounds(), display.scale("proportion" if rate else None, bool(p.difference)))
+
+
+def _region_bands(h: Hypothesis, metric: str, exp: Experiment | None) -> list[charts.RegionBand]:
     out = []
     for p in h.predicts:
         if (p.metric == metric and not p.target and p.difference is None) or (p.target and metric == f"calls:{p.target}"):
             lo, hi = p.region.bounds()
-            out.append(charts.RegionBand(p.arm, lo, hi, "predicted", p.region.describe()))
+            out.append(charts.RegionBand(p.arm, lo, hi, "predicted", p.region.describe() + _beside(p, exp)))
     for g in h.requires:
         if g.metric == metric:
             lo, hi = g.bounds()
@@ -138,7 +150,7 @@ def _relation(lo: float | None, hi: float | None, region: Any, kind: str | None)
 def _fmt_interval(lo: float | None, hi: float | None, rate: bool) -> str:
     if lo is None or hi is None:
         return ""
-    return f"[{lo:.1%}, {hi:.1%}]" if rate else f"[{stats.fmt(lo)}, {stats.fmt(hi)}]"
+    return display.rate_interval((lo, hi)) if rate else f"[{stats.fmt(lo)}, {stats.fmt(hi)}]"
 
 
 def _config_diffs(arm_names: list[str], runs: list[dict[str, Any]], execution: dict[str, Any] | None) -> list[DiffView]:
@@ -197,11 +209,14 @@ def _observed_from_analysis(src: Judgement, exp: Experiment | None, metric: str,
         return ""
     rate = exp is not None and metric in exp.metrics and exp.metrics[metric].kind == "proportion"
     k, n = src.k, src.n
-    text = f"{int(k)}/{int(n)} = {est:.1%}" if rate and isinstance(k, (int, float)) and n else stats.fmt(est)
-    if src.interval is not None:
-        text += " " + _fmt_interval(src.interval[0], src.interval[1], rate)
-        if src.interval_kind:
-            text += f" {src.interval_kind}" + (f" ({DECIDED})" if sequential else "")
+    if rate and isinstance(k, (list, tuple)):  # a difference of two rates: in percentage points
+        text = display.points(est) + (" " + display.points_interval(src.interval) if src.interval else "")
+    else:
+        text = f"{int(k)}/{int(n)} = {display.rate(est)}" if rate and isinstance(k, (int, float)) and n else stats.fmt(est)
+        if src.interval is not None:
+            text += " " + _fmt_interval(src.interval[0], src.interval[1], rate)
+    if src.interval is not None and src.interval_kind:
+        text += f" {src.interval_kind}" + (f" ({DECIDED})" if sequential else "")
     if src.by_process:
         text += " (" + ", ".join(f"{_short(str(k), 40)}: {v}" for k, v in src.by_process.items()) + ")"
     if src.runs:
@@ -342,7 +357,7 @@ def _charts(h: Hypothesis, exp: Experiment | None, runs: list[dict[str, Any]], b
         run_values = [charts.RunValue(arm, r["id"], v) for arm in arm_names for r in by_arm.get(arm, [])
                       for v in [run_metric(exp, r, metric)] if v is not None and math.isfinite(v)
                       if len(by_arm.get(arm, [])) <= MAX_TICKS_PER_ARM]
-        mc = charts.MetricChart(metric, arm_names, points, run_values, _region_bands(h, metric), is_rate)
+        mc = charts.MetricChart(metric, arm_names, points, run_values, _region_bands(h, metric, exp), is_rate)
         chart_views.append(ChartView(f"chart-{i}", metric, charts.metric_spec(mc), rows,
                                      desc.get(metric, "")))
     return chart_views, estimates
@@ -376,7 +391,8 @@ def _observed(p: Any, exp: Experiment | None, arm_names: list[str], totals: dict
     elif p.difference:
         a, b = (estimates.get((p.difference[0], p.metric)), estimates.get((p.difference[1], p.metric)))
         if a and b and a["estimate"] is not None and b["estimate"] is not None:
-            observed = f"{stats.fmt(a['estimate'] - b['estimate'])} (point estimate)"
+            d = a["estimate"] - b["estimate"]
+            observed = f"{display.points(d) if is_rate(exp, p.metric) else stats.fmt(d)} (point estimate)"
     else:
         for arm in ([p.arm] if p.arm else arm_names):
             e = estimates.get((arm, p.metric))
@@ -405,7 +421,7 @@ def _predictions(h: Hypothesis, exp: Experiment | None, data: StoreData, analysi
         elif src is not None and src.more_units_needed:
             outcome += f" (about {src.more_units_needed} more units would decide it)"
         metric = "" if p.target else p.metric
-        out.append(PredictionView(p.describe(), p.why, observed.rstrip("; "), outcome, metric,
+        out.append(PredictionView(prediction_text(p, exp), p.why, observed.rstrip("; "), outcome, metric,
                                   desc.get(metric, "")))
     return out
 

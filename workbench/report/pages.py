@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from workbench.analysis import display
 from workbench.analysis.results import Analysis
 from workbench.report import bridge, hypothesis_page, lineage, stats
 from workbench.report.context import (Card, Column, ConfoundContext, FindingView, IndexContext, LineageContext, Link,
@@ -85,7 +86,9 @@ def _predicted_number(h: Hypothesis, analysis: Analysis | None) -> str:
     where = src.where or p.arm or ""
     if p.target:
         return f"{p.target.split(':')[-1]}: {stats.fmt(est)} calls"
-    value = f"{int(k)}/{int(n)} = {est:.1%}" if isinstance(k, (int, float)) and n else stats.fmt(est)
+    if isinstance(k, (list, tuple)):  # a difference of two arms' rates
+        return f"{p.metric} ({where}): {display.points(est)}"
+    value = f"{int(k)}/{int(n)} = {display.rate(est)}" if isinstance(k, (int, float)) and n else stats.fmt(est)
     return f"{p.metric} ({where}): {value}"
 
 
@@ -99,8 +102,10 @@ def _card_review(data: StoreData, hid: str) -> dict[str, str]:
 
 
 def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page,
-              descriptions: dict[str, dict[str, str]] | None = None) -> RunsContext:
-    """A page of the runs list; `descriptions` (experiment id -> metric -> what it measures) titles the columns."""
+              descriptions: dict[str, dict[str, str]] | None = None,
+              rates: dict[str, set[str]] | None = None) -> RunsContext:
+    """A page of the runs list; `descriptions` (experiment id -> metric -> what it measures) titles the columns;
+    `rates` (experiment id -> its proportions) are shown in percent, as every other page shows them."""
     cols = ["corruption_rate", "aborts", "wall_s"]
     present = {m for rid in run_ids for m in data.runs[rid]["metrics"]}
     cols = [c for c in cols if c in present] or sorted(present)[:3]
@@ -110,10 +115,18 @@ def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page,
         hid = r["hypothesis_id"]
         rows.append((RunRow(rid, f"runs/{rid}.html", r["arm"] or "", "" if r["replicate"] is None
                             else str(r["replicate"]), r["status"], (r["started_at"] or "")[:16], r["execution_id"],
-                            False, [stats.fmt(r["metrics"].get(c)) if c in r["metrics"] else "" for c in cols]),
+                            False, [_value(r, c, (rates or {}).get(r["experiment_id"], set())) for c in cols]),
                      Link(f"hypotheses/{hid}.html", hid) if hid in known else hid))
     return RunsContext(page, cols, rows, _column_descriptions(cols, [data.runs[rid] for rid in run_ids],
                                                               descriptions or {}))
+
+
+def _value(run: dict[str, Any], metric: str, rates: set[str]) -> str:
+    """A run's metric in its cell: a proportion in percent; '' where the run did not record it."""
+    if metric not in run["metrics"]:
+        return ""
+    v = run["metrics"][metric]
+    return stats.fmt_value(v, True) if metric in rates and v is not None else stats.fmt(v)
 
 
 def _column_descriptions(cols: list[str], runs: list[dict[str, Any]],

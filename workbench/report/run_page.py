@@ -184,8 +184,9 @@ def provenance(text: str | None) -> list[tuple[str, str]]:
 def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots: list[Path],
           prev_id: int | None, next_id: int | None, hypothesis_known: bool,
           blobs: Callable[[list[str]], dict[str, bytes]] | None = None,
-          descriptions: dict[str, str] | None = None) -> RunContext:
-    """The run page; `descriptions` says what each metric of the run's experiment measures."""
+          descriptions: dict[str, str] | None = None, rates: set[str] | None = None) -> RunContext:
+    """The run page; `descriptions` says what each metric of the run's experiment measures; `rates` names its
+    proportions, shown in percent as every other page shows them."""
     rid = run["id"]
     ex = data.executions.get(run["execution_id"]) if run["execution_id"] is not None else None
     # A hypothesis without a page (a wb isolate probe's, or one taken out of hypotheses.yaml) is named, unlinked.
@@ -216,7 +217,8 @@ def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots
         if run["hypothesis_id"] and hypothesis_known else None,
         meta=meta, variables=sorted((k, str(v)) for k, v in (run["variables"] or {}).items()),
         fingerprint=fingerprint,
-        metrics=[(k, stats.fmt(v), (descriptions or {}).get(k, "")) for k, v in sorted(run["metrics"].items())],
+        metrics=[(k, stats.fmt_value(v, True) if k in (rates or set()) and v is not None else stats.fmt(v),
+                  (descriptions or {}).get(k, "")) for k, v in sorted(run["metrics"].items())],
         units=units, units_total=sum(n for _, n in units),
         probe_rows=[ProbeRow(p["target"], p["process"], str(p["pid"]), p["calls"], p["resolved"])
                     for p in data.probes.get(rid, [])],

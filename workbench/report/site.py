@@ -103,7 +103,7 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
     wanted = set(hypothesis_ids) if hypothesis_ids is not None else {h.id for h in registry.hypotheses}
     data = data_mod.load(store, {h.id: h.parent for h in registry.hypotheses},
                          {h.id: h.status for h in registry.hypotheses},
-                         {h.id: prediction_keys(h) for h in registry.hypotheses})
+                         {h.id: prediction_keys(h, registry.experiments) for h in registry.hypotheses})
     analyses: dict[str, tuple[Analysis | None, str]] = {}
     for h in registry.hypotheses:
         if h.id in wanted and (data.runs_by_hypothesis.get(h.id) or h.id in data.verdicts):
@@ -118,9 +118,10 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
 
 def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: Any, render: Any,
                blobs: Any = None, descriptions: dict[str, dict[str, str]] | None = None,
-               copied: set[str] | None = None, files_dir: Path | None = None) -> dict[Any, str]:
+               copied: set[str] | None = None, files_dir: Path | None = None,
+               rates: dict[str, set[str]] | None = None) -> dict[Any, str]:
     """One page per run, linked to its neighbours of the same hypothesis; `descriptions`: experiment id ->
-    what each of its metrics measures; `copied` gets the site path of each artifact file the pages link to;
+    what each of its metrics measures; `rates`: experiment id -> its proportions; `copied` gets the site path of each artifact file the pages link to;
     `files_dir` is where the artifact copies are written (default `out`)."""
     written: dict[Any, str] = {}
     by_hyp: dict[Any, list[int]] = {}
@@ -131,7 +132,8 @@ def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: A
             ctx = run_page.build(data.runs[rid], data, page(f"run {rid}", "runs", "../"), files_dir or out, roots,
                                  ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
                                  data.runs[rid]["hypothesis_id"] in known, blobs,
-                                 (descriptions or {}).get(data.runs[rid]["experiment_id"]))
+                                 (descriptions or {}).get(data.runs[rid]["experiment_id"]),
+                                 (rates or {}).get(data.runs[rid]["experiment_id"]))
             if copied is not None:
                 copied.update(a.href.removeprefix("../") for a in ctx.artifacts if a.href)
             written[rid] = str(render("run.html.j2", ctx, out / "runs" / f"{rid}.html"))
@@ -201,16 +203,17 @@ def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: s
 
     roots = [artifacts_root(Path(registry.root), artifacts)]
     descriptions = {eid: hypothesis_page.metric_descriptions(e) for eid, e in registry.experiments.items()}
+    rates = {eid: {m for m in e.metrics if hypothesis_page.is_rate(e, m)} for eid, e in registry.experiments.items()}
     copied: set[str] = set()
     result["runs"] = _run_pages(data, known, roots, out, page, render, store.artifact_contents, descriptions,
-                                copied, stage)
+                                copied, stage, rates)
 
     run_ids = sorted(data.runs, reverse=True)
     chunks = [run_ids[i:i + RUNS_PER_LIST_PAGE] for i in range(0, len(run_ids), RUNS_PER_LIST_PAGE)] or [[]]
     names = ["runs.html"] + [f"runs-{i + 1}.html" for i in range(1, len(chunks))]
     for i, chunk in enumerate(chunks):
         ctx = pages.runs_list(data, known, chunk, page("Runs" + (f" ({i + 1}/{len(chunks)})" if len(chunks) > 1
-                                                                  else ""), "runs"), descriptions)
+                                                                  else ""), "runs"), descriptions, rates)
         ctx_pages = [(n, n == names[i]) for n in names] if len(chunks) > 1 else []
         put(out / names[i], redact_text(env.get_template("runs.html.j2").render(ctx=ctx, pager=ctx_pages),
                                         mask="&lt;redacted&gt;"))

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from workbench.analysis import display
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -29,7 +31,7 @@ def proportion(pairs: list[tuple[float, float]]) -> Estimate:
     e = clustered.effective([k for k, _ in pairs], [n for _, n in pairs])
     lo, hi = clustered.rate_interval(e)
     rate = k / n if n else None
-    label = f"{k}/{n} = {rate:.1%}" if rate is not None else f"{k}/0"
+    label = f"{k}/{n} = {display.rate(rate)}" if rate is not None else f"{k}/0"
     return Estimate(rate, lo, hi, n, label, clustered.interval_label(e))
 
 
@@ -63,4 +65,4 @@ def fmt_value(x: float | None, rate: bool) -> str:
     value not recorded as an empty cell."""
     if x is None:
         return ""
-    return f"{x:.1%}" if rate and math.isfinite(x) else fmt(x)
+    return display.rate(x) if rate and math.isfinite(x) else fmt(x)

@@ -64,6 +64,8 @@ class ExecutionResult:
     # Who ran it, as the store records it (README "Who ran what"): user, user_source, host, git_revision, git_dirty,
     # wb_version.
     ran_by: dict[str, Any] = field(default_factory=dict)
+    # The metrics the experiment declares proportions: their totals are rates, shown in percent.
+    proportions: tuple[str, ...] = ()
 
     @property
     def failed_runs(self) -> list[RunSummary]:
@@ -83,6 +85,7 @@ class ExecutionResult:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["order"] = list(self.order)
+        d["proportions"] = list(self.proportions)
         return d
 
 
@@ -129,7 +132,8 @@ def result(state: Any) -> ExecutionResult:
         runs=tuple(RunSummary(r.id, r.arm, r.replicate, r.block, r.order_index, r.host, r.status, r.error,
                               stage_s.get(r.id, {})) for r in runs),
         stopped_early=None, timing={k: round(v, 3) for k, v in state.timing.items()},
-        runs_deleted=len(set(state.done) - {r.order_index for r in runs}), ran_by=_ran_by(state))
+        runs_deleted=len(set(state.done) - {r.order_index for r in runs}), ran_by=_ran_by(state),
+        proportions=tuple(n for n, spec in p.experiment.metrics.items() if spec.kind == "proportion"))
     return replace(res, stopped_early=_why_stopped(state.stop_reason, res))
 
 

@@ -1,0 +1,76 @@
+"""How a proportion's numbers read wherever wb shows them (verdict text, CLI, HTML, Markdown): a rate in percent,
+a difference of two rates in percentage points, a region as written in hypotheses.yaml with the same beside it.
+
+Only how numbers are shown: nothing here changes a statistic.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+PERCENT = "percent"  # a rate: 17.5%
+POINTS = "points"  # a difference of two rates: +3.0 points
+
+
+def scale(kind: str | None, difference: bool = False) -> str | None:
+    """How a metric of `kind` reads: a proportion in percent, a difference of two in points; None: as it is."""
+    if kind != "proportion":
+        return None
+    return POINTS if difference else PERCENT
+
+
+def rate(x: float) -> str:
+    """A rate in percent: 0.175 -> 17.5%."""
+    return f"{x:.1%}"
+
+
+def rate_interval(iv: Sequence[float] | None) -> str:
+    """A rate's interval in percent, as the rate reads: [10.7%, 27.3%]."""
+    if not iv:
+        return "no interval"
+    return f"[{rate(iv[0])}, {rate(iv[1])}]"
+
+
+def _signed(x: float) -> str:
+    s = f"{100 * x:+.1f}"
+    return "0.0" if s in ("+0.0", "-0.0") else s
+
+
+def points(d: float) -> str:
+    """A difference of two rates in percentage points: 0.03 -> +3.0 points."""
+    return f"{_signed(d)} points"
+
+
+def points_interval(iv: Sequence[float] | None) -> str:
+    """A difference's interval in percentage points: [-1.2, +7.4] points."""
+    if not iv:
+        return "no interval"
+    return f"[{_signed(iv[0])}, {_signed(iv[1])}] points"
+
+
+def noise_floor(x: float) -> str:
+    """The largest difference an A/A check's interval allows, in percentage points: ±11.4 points."""
+    return f"±{100 * abs(x):.1f} points"
+
+
+def _bound(x: float, how: str) -> str:
+    v = round(100 * x, 9)  # 0.07 * 100 is 7.000000000000001
+    if how == PERCENT:
+        return f"{v:g}%"
+    return "0" if v == 0 else f"{v:+g}"
+
+
+def beside_region(bounds: tuple[Any, Any], how: str | None) -> str:
+    """What follows a region as written ("<= 0.02") so it reads in the terms of the values beside it: " (2%)",
+    " (10% to 20%)", " (+5 points)", " (-5 to +5 points)"; "" for a metric that is no proportion."""
+    if how is None:
+        return ""
+    ends = [float(b) for b in bounds if b is not None and math.isfinite(float(b))]
+    if len(ends) == 2 and ends[0] == ends[1]:
+        ends = ends[:1]
+    if not ends:
+        return ""
+    text = " to ".join(_bound(b, how) for b in ends)
+    return f" ({text} points)" if how == POINTS else f" ({text})"
+
