@@ -113,6 +113,7 @@ def test_a_probe_that_runs_out_of_units_is_inconclusive():
     look = decide([(1, 80)], FAIL, alpha=0.01, max_units=80)
     assert (look.outcome, look.stop) == ("inconclusive", True)
     assert "within the probe's 80 units" in look.reasoning
+    assert look.reasoning.startswith("1/80 = 1.2%; "), look.reasoning  # a rate in percent, as the verdicts give it
     look = decide([(1, 80)], FAIL, alpha=0.01, max_units=400)
     assert (look.outcome, look.stop) == ("inconclusive", False)
 

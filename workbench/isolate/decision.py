@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.analysis import display
 from workbench.analysis import sequential as seq
 
 OUTCOMES = ("fails", "passes", "inconclusive")
@@ -40,7 +41,7 @@ def decide(path: list[tuple[float, float]], bounds: tuple[float, float], alpha: 
     # of the search's alpha bounds both of its errors together.
     verdict, e_against, e_for = seq.judge_proportion(path, bounds, alpha=alpha)
     outcome = {"supported": "fails", "falsified": "passes"}.get(verdict, "inconclusive")
-    rate = f"{k:g}/{n:g} = {k / n:.3f}"
+    rate = f"{k:g}/{n:g} = {display.rate(k / n)}"
     if outcome != "inconclusive":
         e = e_for if outcome == "fails" else e_against
         why = f"{rate}; e-value {e:.3g} >= 2/alpha = {2 / alpha:.3g} after {len(path)} look(s)"
