@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from .cases import SET_KINDS, index_set, make_pool, poison
 from .geometry import GEOMETRIES, LAYOUTS, PoolShape
 
-__all__ = ["run_check", "CheckReport", "CaseResult", "oracle_transfer"]
+__all__ = ["run_check", "CheckReport", "CaseResult", "oracle_transfer", "not_checked"]
 
 
 @dataclass
@@ -38,6 +38,8 @@ class CheckReport:
     cases: list[CaseResult] = field(default_factory=list)
     seconds: float = 0.0
     bug_reproduced: tuple[int, int] = (0, 0)   # (cases with mismatches > 0, cases)
+    quick: bool = False
+    not_checked: tuple[str, ...] = ()          # what this PASS does not cover, each with its reason
 
     @property
     def ok(self) -> bool:
@@ -62,6 +64,9 @@ class CheckReport:
         hits, total = self.bug_reproduced
         lines.append(f"  index_k_bf16 rows with c4_latent strides, token granularity: "
                      f"mismatches > 0 in {hits}/{total} cases; 0 with the right geometry")
+        if self.quick:
+            lines.append("  --quick: the large cases were made smaller (leave --quick out for the full check)")
+        lines.extend(f"  not checked: {what}" for what in self.not_checked)
         for c in self.cases:
             if not c.ok:
                 lines.append(f"  FAIL {c.group} {c.name}: {c.mismatch_bytes} bytes differ {c.note}")
@@ -71,7 +76,8 @@ class CheckReport:
     def as_dict(self) -> dict:
         return {"impl": self.impl, "against": self.against, "device": self.device,
                 "seed": self.seed, "ok": self.ok, "seconds": round(self.seconds, 2),
-                "bug_reproduced": list(self.bug_reproduced),
+                "bug_reproduced": list(self.bug_reproduced), "quick": self.quick,
+                "not_checked": list(self.not_checked),
                 "groups": {g: {"cases": sum(c.group == g for c in self.cases),
                                "ok": sum(c.ok for c in self.cases if c.group == g)}
                            for g in ("transfer", "buggy", "bad-input", "device-checked")},
@@ -118,6 +124,19 @@ def _resolve(impl: str):
             raise KernelError("no CUDA device here: " + build.unavailable_reason(),
                               hint="run without --impl cuda to check the reference")
     return "reference", "oracle", "cpu"
+
+
+def not_checked(impl: str, under: str) -> list[str]:
+    """What a check of `under` (asked for as `impl`) leaves out: the CUDA kernel, unless it is what ran."""
+    if under == "cuda":
+        return []
+    if impl == "reference":
+        return ["the CUDA kernel: --impl reference checks the torch reference against the slicing oracle "
+                "(leave --impl out to check the kernel on this machine's GPU)"]
+    from . import build
+
+    return [f"the CUDA kernel: no CUDA device here: {build.unavailable_reason()} (the torch reference was "
+            "checked against the slicing oracle; on a GPU machine: OUT=dir bash kernels/gpu_check.sh)"]
 
 
 class _Runner:
@@ -483,7 +502,8 @@ def run_check(*, impl: str = "auto", seed: int = 0, quick: bool = False,
 
     under, against, device = _resolve(impl)
     gen = torch.Generator().manual_seed(seed)
-    report = CheckReport(impl=under, against=against, device=device, seed=seed)
+    report = CheckReport(impl=under, against=against, device=device, seed=seed, quick=quick,
+                         not_checked=tuple(not_checked(impl, under)))
     r = _Runner(under, against, gen)
     directions = ("d2d", "d2h", "h2d") if r.cuda else ("h2h",)
     t0 = time.perf_counter()

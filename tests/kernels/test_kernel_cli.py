@@ -14,6 +14,32 @@ def test_check_passes_and_reports(cli):
     bug = next(line for line in lines if "c4_latent strides" in line)
     hits, cases = bug.split("mismatches > 0 in ")[1].split(" ")[0].split("/")
     assert hits == cases and int(cases) > 0
+    # What the PASS does not cover is said above it: --quick's smaller cases, and on a machine without a CUDA
+    # device the CUDA kernel itself (the reference was checked against the oracle), with the reason.
+    assert any(line.strip().startswith("--quick:") for line in lines), out
+    import torch
+
+    if not torch.cuda.is_available():
+        skipped = next((line for line in lines if "not checked: the CUDA kernel" in line), None)
+        assert skipped is not None and "no CUDA device here" in skipped, out
+        assert lines.index(skipped) < len(lines) - 1
+
+
+def test_a_check_without_a_cuda_device_says_the_kernel_was_not_checked():
+    import torch
+    from wb_kernels.check import CheckReport, not_checked
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device: the kernel is checked")
+    reasons = not_checked("auto", "reference")
+    assert len(reasons) == 1 and reasons[0].startswith("the CUDA kernel: no CUDA device here: "), reasons
+    assert not_checked("reference", "reference")[0].startswith("the CUDA kernel: --impl reference")
+    assert not_checked("cuda", "cuda") == []
+    rep = CheckReport(impl="reference", against="oracle", device="cpu", seed=0, quick=True,
+                      not_checked=tuple(reasons))
+    d = rep.as_dict()
+    assert d["quick"] is True and d["not_checked"] == reasons
+    assert any(line.startswith("  not checked: the CUDA kernel: no CUDA device here") for line in rep.summary())
 
 
 def test_report_json_shape():
