@@ -132,10 +132,25 @@ def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
             raise BadInput(f"{path}:1: column {name!r} appears twice in the header (columns {first[name]} and {i})",
                            hint="keep one of them, or rename the other to a column of the experiment")
         first[name] = i
+    if not text.strip():
+        raise BadInput(f"{path}:1: the file is empty", hint="the first line names the columns (run_id, ...), "
+                       "each line after it is one run")
     if "run_id" not in header:
-        raise BadInput(f"{path}:1: no run_id column (header: {', '.join(header) or 'empty'})",
+        _refuse_other_separator(path, header)
+        raise BadInput(f"{path}:1: no run_id column (header: {', '.join(header)})",
                        hint="the first line must name the columns; run_id identifies each run")
     return text, reader, list(header)
+
+
+def _refuse_other_separator(path: Path, header: list[str]) -> None:
+    """A sheet saved with `;` or tab between cells (a comma-decimal locale) reads as one column whose name holds
+    run_id: "no run_id column" beside a header that shows it misleads."""
+    if len(header) != 1:
+        return
+    sep = next((c for c in (";", "\t", "|") if c in header[0] and "run_id" in header[0].split(c)), None)
+    if sep is not None:
+        raise BadInput(f"{path}:1: the header is one column holding {sep!r} between the names: wb reads "
+                       "comma-separated values", hint="save the sheet as CSV with commas (CSV UTF-8)")
 
 
 def _check_cells(rec: dict[str, str], where: str) -> None:
@@ -162,6 +177,33 @@ def _check_fractions(exp: Experiment, metrics: dict[str, float | int], where: st
                            f"{spec.denominator!r} ({den:g}), its denominator in proportion {name!r}")
 
 
+def _check_unit_counts(exp: Experiment, metrics: dict[str, float | int], where: str) -> None:
+    """A count of the units that ended one way cannot exceed the count of every unit (error=90 of 80 sessions),
+    nor can counts of distinct outcomes together: the attrition check would read the other numbers."""
+    totals = [(name, metrics[name]) for name, spec in exp.metrics.items()
+              if spec.kind == "count" and spec.units == {} and spec.same_as is None and name in metrics]
+    if not totals:
+        return
+    total_name, total = min(totals, key=lambda t: t[1])
+    disjoint: dict[str, float | int] = {}
+    seen: set[str] = set()
+    for name, spec in exp.metrics.items():
+        if spec.kind != "count" or not spec.units or spec.same_as is not None or name not in metrics:
+            continue
+        if metrics[name] > total:
+            raise BadInput(f"{where}: column {name!r} ({metrics[name]:g}) counts more units than column "
+                           f"{total_name!r} ({total:g}), which counts every unit")
+        outcomes = spec.units.get(exp.unit.outcome_field) if exp.unit and set(spec.units) == {
+            exp.unit.outcome_field} else None
+        values = {str(v) for v in (outcomes if isinstance(outcomes, list) else [outcomes])} if outcomes else set()
+        if values and not values & seen:
+            seen |= values
+            disjoint[name] = metrics[name]
+    if sum(disjoint.values()) > total:
+        raise BadInput(f"{where}: columns {', '.join(disjoint)} count {sum(disjoint.values()):g} units of distinct "
+                       f"outcomes, more than column {total_name!r} ({total:g}) counts in all")
+
+
 def _row(rec: dict[str, str], cols: EvidenceColumns, exp: Experiment, where: str, line: int, label: str, path: Path,
          sha: str) -> dict[str, Any]:
     vars_: dict[str, str] = {}
@@ -181,6 +223,7 @@ def _row(rec: dict[str, str], cols: EvidenceColumns, exp: Experiment, where: str
             metrics[col] = _number(cell, integer=col in cols.integer_metrics, signed=col in cols.float_metrics,
                                    where=where, column=col)
     _check_fractions(exp, metrics, where)
+    _check_unit_counts(exp, metrics, where)
     workload = {c: _number(rec[c].strip(), integer=False, where=where, column=c)
                 for c in cols.workload if (rec.get(c) or "").strip()}
     for col in cols.all_units:  # the number of units is also the size of the workload
