@@ -181,6 +181,19 @@ CASES = [
     ("config-path-empty-context", E, "      serve_script: /root/serve_dsv4_prefill.sh", '      serve_script: ""',
      "(field profiles.sglang-pd.context.serve_script): config.path \"{{ serve_script }}\" renders empty",
      '      serve_script: ""'),
+    # A value of the wrong shape was told in pydantic's words, naming wb's own classes ("Input should be a valid
+    # dictionary or instance of Prediction"); it says what the field takes and what it got.
+    ("prediction-as-text", H, "    predicts:\n      - {metric: corruption_rate, arm: treatment, at_least: 0.05,",
+     "    predicts:\n      - corruption_rate >= 0.05\n      - {metric: corruption_rate, arm: treatment, at_least: 0.05,",
+     "(field hypotheses.0.predicts.0): must be a mapping ({metric: ..., arm: ..., at_most: ...}), got the text "
+     "'corruption_rate >= 0.05'", "      - corruption_rate >= 0.05"),
+    ("hold-as-text", H, "    hold: {index_k_dtype: bf16, hicache: on}", "    hold: index_k_dtype=bf16",
+     "(field hypotheses.1.hold): must be a mapping (name: value), got the text 'index_k_dtype=bf16'",
+     "    hold: index_k_dtype=bf16"),
+    ("predicts-as-mapping", H, "    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+     "    predicts:\n        {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+     "(field hypotheses.1.predicts): must be a list (- item lines, or [a, b]), got a mapping",
+     "    predicts:"),
     ("collect-undeclared-metric", E, "      timeouts: {unit_field: timeouts, aggregate: nonzero, parse: int}",
      "      timeout_count: {unit_field: timeouts, aggregate: nonzero, parse: int}", "not a declared metric",
      "      timeout_count: {unit_field:"),
@@ -335,3 +348,27 @@ def test_a_folder_without_hypotheses_yaml_points_at_root(tmp_path: Path, cli, mo
     code, out, err = cli("hypothesis", "list", "--root", str(tmp_path))
     assert code == 2 and f"Error: no hypotheses.yaml in {tmp_path}" in err and "--root DIR" in err, err
     assert "Traceback" not in err and not any(tmp_path.iterdir())
+
+
+def test_a_file_that_is_not_a_mapping_says_so_in_wbs_words(tmp_path: Path, cli):
+    (tmp_path / "hypotheses.yaml").write_text("just a line of text\n")
+    code, _, err = cli("hypothesis", "validate", "--root", str(tmp_path))
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith(f"Error: {tmp_path / 'hypotheses.yaml'}:1: must be a mapping"), err
+    assert "instance of" not in err and "HypothesesFile" not in err, err
+
+
+def test_a_long_file_without_aliases_is_not_blamed_on_aliases(monkeypatch):
+    # The bound on values counts those an alias repeats too; a file simply that long was told it nested aliases.
+    from workbench.errors import ConfigError
+    from workbench.registry import yamlio
+
+    monkeypatch.setattr(yamlio, "MAX_NODES", 50)
+    long = "format: 1\nhypotheses:\n" + "".join(f"  - {{id: h{i}}}\n" for i in range(40))
+    with pytest.raises(ConfigError) as exc:
+        yamlio.load_located("hypotheses.yaml", text=long)
+    assert "more than 50 values" in exc.value.message and "alias" not in str(exc.value), str(exc.value)
+    bomb = "a: &a [x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
+    with pytest.raises(ConfigError) as exc:
+        yamlio.load_located("bomb.yaml", text=bomb)
+    assert "alias" in str(exc.value)

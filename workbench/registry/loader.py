@@ -71,7 +71,28 @@ def _message(error: Any) -> str:
             return f"must be a finite number, got {shown(given)}"
         word, key = _BOUNDS[error["type"]]
         return f"must be {word} {error['ctx'][key]:g}, got {shown(given)}"
+    if error["type"] in ("dict_type", "model_type"):
+        example = _MAPPING_EXAMPLES.get((error.get("ctx") or {}).get("class_name"), "name: value")
+        return f"must be a mapping ({example}), got {_kind(error.get('input'))}"
+    if error["type"] == "list_type":
+        return f"must be a list (- item lines, or [a, b]), got {_kind(error.get('input'))}"
     return _clean(error["msg"])
+
+
+# The shape of an entry, shown where a value of another shape was given: pydantic named the class instead.
+_MAPPING_EXAMPLES = {"Prediction": "{metric: ..., arm: ..., at_most: ...}", "Guard": "{metric: ..., equals: ...}"}
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, str):
+        return f"the text {value!r}"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if value is None:
+        return "nothing (an empty value)"
+    return "a mapping" if isinstance(value, dict) else "a list" if isinstance(value, list) else type(value).__name__
 
 
 _BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("above", "gt"),

@@ -59,19 +59,32 @@ def _too_deep(file: str, line: int | None = None) -> ConfigError:
     return ConfigError(f"the YAML is nested more than {MAX_DEPTH} levels deep", file=file, line=line)
 
 
+def _too_many(file: str, line: int, aliased: bool) -> ConfigError:
+    if aliased:
+        return ConfigError(f"the YAML expands to more than {MAX_NODES:,} values (aliases that refer to aliases?)",
+                           file=file, line=line, hint="write the values out instead of nesting aliases")
+    return ConfigError(f"the file holds more than {MAX_NODES:,} values", file=file, line=line,
+                       hint="a registry file is written by hand: split it, or remove what is not hypotheses or "
+                            "experiments")
+
+
 def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[Loc, int], file: str,
           booleans: dict[Loc, str], quoted: list[tuple[yaml.ScalarNode, Loc]]) -> None:
     """Record the line of every key and item, the words read as booleans and the quoted scalars that span lines;
     iterative, and bounded in depth and in nodes visited."""
     stack: list[tuple[yaml.Node, Loc]] = [(root, root_loc)]
     visited = 0
+    collections: set[int] = set()  # an alias is the node it names, met again
+    aliased = False
     while stack:
         node, loc = stack.pop()
         visited += 1
         line = node.start_mark.line + 1
         if visited > MAX_NODES:
-            raise ConfigError(f"the YAML expands to more than {MAX_NODES:,} values (aliases that refer to aliases?)",
-                              file=file, line=line, hint="write the values out instead of nesting aliases")
+            raise _too_many(file, line, aliased)
+        if isinstance(node, yaml.CollectionNode):
+            aliased = aliased or id(node) in collections
+            collections.add(id(node))
         if len(loc) > MAX_DEPTH:
             raise _too_deep(file, line)
         lines.setdefault(loc, line)
