@@ -194,6 +194,12 @@ CASES = [
      "    predicts:\n        {metric: corruption_rate, arm: treatment, at_most: 0.02,",
      "(field hypotheses.1.predicts): must be a list (- item lines, or [a, b]), got a mapping",
      "    predicts:"),
+    # YAML indents with spaces only: a tab said "found character that cannot start any token", naming no tab.
+    ("yaml-tab-indent", H, "    falsified_if: Corruption persists in the treatment arm with zero aborts.",
+     "\tfalsified_if: Corruption persists in the treatment arm with zero aborts.",
+     "invalid YAML: a tab at column 1: YAML indents with spaces", "\tfalsified_if"),
+    ("yaml-tab-indent-experiment", E, "      attempts: 60\n", "  \t    attempts: 60\n",
+     "invalid YAML: a tab at column 3: YAML indents with spaces", "  \t    attempts"),
     ("collect-undeclared-metric", E, "      timeouts: {unit_field: timeouts, aggregate: nonzero, parse: int}",
      "      timeout_count: {unit_field: timeouts, aggregate: nonzero, parse: int}", "not a declared metric",
      "      timeout_count: {unit_field:"),

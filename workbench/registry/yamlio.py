@@ -236,6 +236,18 @@ def _yaml_problem(exc: yaml.MarkedYAMLError, line: int | None, text: str) -> tup
     return line, f"{problem} (in the {began} begun at line {ctx})"
 
 
+def _tab_at(text: str, mark: Any) -> int | None:
+    """The 1-based column of the tab in the indentation of the line the parser stopped at, or None."""
+    if mark is None:
+        return None
+    lines = _BREAK.split(text)
+    if mark.line >= len(lines):
+        return None
+    row = lines[mark.line]
+    indent = row[:len(row) - len(row.lstrip(" \t"))]
+    return indent.index("\t") + 1 if "\t" in indent and mark.column <= len(indent) else None
+
+
 def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
     """Parse `path` (or `text`, reported as `path`) into data and a line map; bad YAML is a ConfigError."""
     file = str(path)
@@ -273,6 +285,11 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
         line = mark.line + 1 if mark else None
         if "maximum nesting depth" in str(exc.problem):  # libyaml's own bound, far above ours
             raise _too_deep(file, line) from None
+        tab = _tab_at(text, exc.problem_mark)
+        if tab is not None:
+            raise ConfigError(f"invalid YAML: a tab at column {tab}: YAML indents with spaces only", file=file,
+                              line=line, hint="replace the tab with spaces (an editor's 'indent with spaces')") \
+                from exc
         line, problem = _yaml_problem(exc, line, text)
         raise ConfigError(f"invalid YAML: {problem}", file=file, line=line,
                           hint="fix the YAML syntax (indentation, quotes, colons, a closing bracket)") from exc
