@@ -53,3 +53,15 @@ def test_a_guard_that_also_occurs_without_the_outcome_is_worded_by_which_runs_ex
     assert error.p is None
     assert ("error also occurred in 4 run(s) without leak, so it is not specific; no run without error "
             "exists to compare") in error.message
+
+
+def test_write_with_no_draft_to_append_says_so_and_leaves_the_file(workbench_dir, seed_csv, cli):
+    # The seed's evidence proposes no hypothesis entry: --write appended nothing and said nothing about it.
+    db = str(workbench_dir / "wb.duckdb")
+    code, _, err = cli("import", "evidence", str(seed_csv), "--root", str(workbench_dir), "--db", db)
+    assert code == 0, err
+    before = (workbench_dir / "hypotheses.yaml").read_bytes()
+    code, out, err = cli("confounds", "--write", "--root", str(workbench_dir), "--db", db)
+    assert code == 0, err
+    assert out.rstrip().splitlines()[-1] == "--write: no finding proposes a hypothesis entry; hypotheses.yaml is unchanged."
+    assert (workbench_dir / "hypotheses.yaml").read_bytes() == before

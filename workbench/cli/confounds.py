@@ -38,9 +38,10 @@ def register(app: typer.Typer) -> None:
             return
         if not findings:
             typer.echo("No runs with a recorded outcome to scan.")
-            return
         for f in findings:
             _echo_finding(f)
+        if write and not any(f.proposal and f.proposal.get("entry_yaml") for f in findings):
+            typer.echo("--write: no finding proposes a hypothesis entry; hypotheses.yaml is unchanged.")
 
 
 def _p(p: float | None) -> str:
