@@ -63,7 +63,9 @@ CASES = [
     ("unknown-parent", H, "    parent: hicache-bf16-race\n    claim: The HiCache+bf16",
      "    parent: no-such-root\n    claim: The HiCache+bf16", "parent 'no-such-root'", "    parent: no-such-root"),
     ("cycle", H, "  - id: hicache-bf16-race\n", "  - id: hicache-bf16-race\n    parent: token-granular-geometry-deployment\n",
-     "lineage cycle", "    parent: token-granular-geometry-deployment"),
+     # The loop is spelt out: it said "through 'hicache-bf16-race' (parents loop back via 'hicache-bf16-race')".
+     "lineage cycle: hicache-bf16-race -> token-granular-geometry-deployment -> token-granular-geometry -> "
+     "hicache-bf16-race (each the parent of the one before)", "    parent: token-granular-geometry-deployment"),
     ("duplicate-id", H, "  - id: token-granular-geometry-deployment", "  - id: wedge-confound",
      "duplicate hypothesis id 'wedge-confound'", "  - id: wedge-confound"),
     ("unknown-experiment", H, "    experiment: kernel-geometry", "    experiment: kernel-geometri",

@@ -395,14 +395,16 @@ def check_hypotheses(reg: Registry) -> None:
         _check_against_experiment(reg, doc, i, h)
     # Lineage must be a tree: walk each chain of parents, bounded by the number of hypotheses.
     parent_of = {h.id: h.parent for h in reg.hypotheses}
-    for i, h in enumerate(reg.hypotheses):
-        seen = {h.id}
+    index = {h.id: i for i, h in enumerate(reg.hypotheses)}
+    for h in reg.hypotheses:
+        path = [h.id]
         cur = h.parent
         while cur is not None:
-            if cur in seen:
-                raise doc.error(f"lineage cycle through {h.id!r} (parents loop back via {cur!r})",
-                                ("hypotheses", i, "parent"))
-            seen.add(cur)
+            if cur in path:  # the loop, named from the hypothesis where it closes
+                loop = path[path.index(cur):] + [cur]
+                raise doc.error(f"lineage cycle: {' -> '.join(loop)} (each the parent of the one before)",
+                                ("hypotheses", index[cur], "parent"))
+            path.append(cur)
             cur = parent_of.get(cur)
 
 
