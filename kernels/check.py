@@ -122,7 +122,7 @@ def _resolve(impl: str):
             from workbench.errors import KernelError
 
             raise KernelError("no CUDA device here: " + build.unavailable_reason(),
-                              hint="run without --impl cuda to check the reference")
+                              hint="run without --impl cuda to check the reference", where="--impl")
     return "reference", "oracle", "cpu"
 
 

@@ -84,3 +84,17 @@ def test_layers_below_one_are_refused_before_the_device_is_looked_for(cli, layer
     code, out, err = cli("kernel", "bench", "--quick", "--layers", layers)
     assert code == 2 and out == "", (code, out, err)
     assert err.startswith(f"Error: --layers {layers}") and "Traceback" not in err, err
+
+
+def test_impl_cuda_without_a_device_names_the_flag(cli):
+    # `--json`'s error said where: null, as if nothing the user gave were at fault; --impl cuda is.
+    import json
+
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device: --impl cuda runs")
+    code, out, err = cli("kernel", "check", "--quick", "--impl", "cuda", "--json")
+    assert code == 2, (code, out, err)
+    e = json.loads(out)["error"]
+    assert e["where"] == "--impl" and e["message"].startswith("no CUDA device here"), e
