@@ -162,7 +162,7 @@ def test_an_evidence_import_that_fails_part_way_leaves_postgresql_as_it_was(pg_s
     wb.analyze("wedge-confound")
     lines = seed_csv.read_text().splitlines()
     edited = workbench_dir / "edited.csv"
-    edited.write_text("\n".join(lines[:-1] + [lines[-1].replace(",80,", ",79,", 1)]) + "\n")
+    edited.write_text("\n".join(lines[:-1] + [lines[-1].replace(",346.3,", ",346.4,", 1)]) + "\n")
     assert edited.read_text() != seed_csv.read_text()
     before = _relations_and_rows(used)
     assert before[1][2], "the analysis recorded a verdict resting on the imported runs"
