@@ -13,6 +13,14 @@ PERCENT = "percent"  # a rate: 17.5%
 POINTS = "points"  # a difference of two rates: +3.0 points
 
 
+def is_proportion(exp: Any, metric: str, _depth: int = 0) -> bool:
+    """Whether the experiment `exp` declares `metric` a proportion (through `same_as`): it reads as a percentage."""
+    spec = exp.metrics.get(metric) if exp is not None else None
+    if spec is not None and spec.same_as and _depth < 4:
+        return is_proportion(exp, spec.same_as, _depth + 1)
+    return spec is not None and spec.kind == "proportion"
+
+
 def scale(kind: str | None, difference: bool = False) -> str | None:
     """How a metric of `kind` reads: a proportion in percent, a difference of two in points; None: as it is."""
     if kind != "proportion":

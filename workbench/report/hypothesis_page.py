@@ -460,12 +460,7 @@ def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], by_arm: di
             for r in shown]
 
 
-def is_rate(exp: Experiment | None, metric: str, _depth: int = 0) -> bool:
-    """Whether the experiment declares `metric` a proportion (through `same_as`): it reads as a percentage."""
-    spec = exp.metrics.get(metric) if exp is not None else None
-    if spec is not None and spec.same_as and _depth < 4:
-        return is_rate(exp, spec.same_as, _depth + 1)
-    return spec is not None and spec.kind == "proportion"
+is_rate = display.is_proportion  # whether a metric reads as a percentage (the CLI's summary asks the same)
 
 
 def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None, analysis_note: str,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from workbench.analysis import display
 from workbench.store.entities import RunRecord
 
 
@@ -133,7 +134,7 @@ def result(state: Any) -> ExecutionResult:
                               stage_s.get(r.id, {})) for r in runs),
         stopped_early=None, timing={k: round(v, 3) for k, v in state.timing.items()},
         runs_deleted=len(set(state.done) - {r.order_index for r in runs}), ran_by=_ran_by(state),
-        proportions=tuple(n for n, spec in p.experiment.metrics.items() if spec.kind == "proportion"))
+        proportions=tuple(n for n in p.experiment.metrics if display.is_proportion(p.experiment, n)))
     return replace(res, stopped_early=_why_stopped(state.stop_reason, res))
 
 
