@@ -51,3 +51,8 @@ def test_wedge_world_via_cli_starts_and_stops_its_own_pdsim(bench):
     assert s["arms"]["treatment"]["totals"]["leak"] == 0 and s["arms"]["treatment"]["totals"]["aborts"] == 0
     replicates = len({r["replicate"] for r in s["runs"]})
     assert s["arms"]["treatment"]["totals"]["sessions"] == 120 * replicates  # the smaller repro ran
+    # Its runs are shown on pdsim, as the user knows the deployment (they read "control@local"); the stored
+    # host stays "local", the sim target's one host, which a resume compares.
+    assert s["order"] and all(o.endswith("@pdsim") for o in s["order"]), s["order"]
+    assert {r["host"] for r in s["runs"]} == {"local"} and {r["where"] for r in s["runs"]} == {"pdsim"}
+    assert " control r0 on pdsim: ok (" in out.stderr and " on local" not in out.stderr, out.stderr[-2000:]

@@ -83,6 +83,7 @@ class State:
     restore_failed: set[str] = field(default_factory=set)  # hosts whose restore failed: their lock is left marked
     stop_reason: str | None = None
     target_desc: str = ""
+    where: Callable[[str], str] = str  # a run's host as shown (Target.where)
     timing: dict[str, float] = field(default_factory=dict)
     recorder: Recorder | None = None
     execution_uuid: str = ""
@@ -568,14 +569,14 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
     exec_dir = art_root / f"execution-{exec_uuid}"
     note_runner(exec_dir, exec_uuid)  # `wb runs delete` reads it: see runner.lock.runner_gone
     with RunProgress(len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}",
-                     sequential=p.mode == "sequential") as progress:
+                     sequential=p.mode == "sequential", where=tgt.where) as progress:
         if launch.prior is not None:
             progress.seed(ended_runs(store, execution_id))
         if unchecked:
             progress.log(unchecked)
         state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
                       exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
-                      target_desc=tgt.summary(), recorder=Recorder(store, p, execution_id, exec_dir),
+                      target_desc=tgt.summary(), where=tgt.where, recorder=Recorder(store, p, execution_id, exec_dir),
                       execution_uuid=exec_uuid, resumed=launch.prior is not None, decide=decide)
         status, error = _loop(state, tgt)
         try:  # a finished run may be deleted while the runner runs: count what the store holds

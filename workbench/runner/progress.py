@@ -76,9 +76,11 @@ class RunProgress:
     """A rich progress bar on a terminal, one plain line per ended run off one, nothing when disabled (tests);
     `--json` piped into a file still shows it on stderr."""
 
-    def __init__(self, total: int, *, enabled: bool, title: str, sequential: bool = False) -> None:
+    def __init__(self, total: int, *, enabled: bool, title: str, sequential: bool = False,
+                 where: Callable[[str], str] = str) -> None:
         # A sequential execution's plan is its budget (design.max_replicates blocks), not what will run.
         self.total = total
+        self.where = where  # a run's host as shown (Target.where: pdsim for the sim target's one host)
         self.sequential = sequential
         self.enabled = enabled
         self.title = title
@@ -150,7 +152,7 @@ class RunProgress:
         if self._progress is not None:
             of = " of at most " if self.sequential else "/"
             self._progress.update(self._task, description=(
-                f"run {position}{of}{self.total}  arm={pr.arm} r{pr.replicate} host={pr.host}  [{stage}]"))
+                f"run {position}{of}{self.total}  arm={pr.arm} r{pr.replicate} host={self.where(pr.host)}  [{stage}]"))
 
     def finished(self, order_index: int, status: str, pr: PlannedRun | None = None, run_id: int | None = None) -> None:
         """A run ended with `status`; an interrupted one is not counted (it is redone by a resume).
@@ -166,7 +168,7 @@ class RunProgress:
         elif self._console is not None:
             of = " of at most " if self.sequential else "/"
             what = " ".join([f"run {run_id}"] * (run_id is not None)
-                            + [f"{pr.arm} r{pr.replicate} on {pr.host}"] * (pr is not None)) or "a run"
+                            + [f"{pr.arm} r{pr.replicate} on {self.where(pr.host)}"] * (pr is not None)) or "a run"
             self._line(f"[{self.done}{of}{self.total}] {what}: {status} ({time.monotonic() - self.t0:.1f} s elapsed)")
 
     def _line(self, text: str) -> None:

@@ -23,6 +23,7 @@ class RunSummary:
     status: str
     error: str | None
     stage_s: dict[str, float] = field(default_factory=dict)
+    where: str | None = None  # the host as shown ("pdsim" for the sim target's "local": Target.where)
 
     def ending(self) -> str:
         """How the run ended, in the words the progress line uses ("failed during its workload stage: …"): the
@@ -128,10 +129,11 @@ def result(state: Any) -> ExecutionResult:
         hypothesis=p.hypothesis.id, experiment=p.experiment.id, experiment_version=p.experiment.version,
         profile=p.profile_name, target=state.target_desc, execution_id=state.execution_id, mode=p.mode,
         seed=plan.seed, blocks=plan.blocks, overrides=dict(p.overrides),
-        order=tuple(f"{r.arm}@{r.host}" for r in plan.runs),
+        order=tuple(f"{r.arm}@{state.where(r.host)}" for r in plan.runs),
         config_diff=arms_config_diff(p) if p.rendered else {}, arms=_arms(state, runs),
         runs=tuple(RunSummary(r.id, r.arm, r.replicate, r.block, r.order_index, r.host, r.status, r.error,
-                              stage_s.get(r.id, {})) for r in runs),
+                              stage_s.get(r.id, {}), state.where(r.host) if r.host is not None else None)
+                   for r in runs),
         stopped_early=None, timing={k: round(v, 3) for k, v in state.timing.items()},
         runs_deleted=len(set(state.done) - {r.order_index for r in runs}), ran_by=_ran_by(state),
         proportions=tuple(n for n in p.experiment.metrics if display.is_proportion(p.experiment, n)))

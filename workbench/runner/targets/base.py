@@ -170,6 +170,11 @@ class Target(abc.ABC):
     def describe(self, host: str) -> str:
         return host
 
+    def where(self, host: str) -> str:
+        """Where a run on `host` is shown beside its arm ("control@gpu-1", "control r0 on gpu-1"): the host. Only
+        shown: the run keeps `host` as the plan gave it."""
+        return host
+
     def manual_command(self, host: str, command: str, env: Mapping[str, str] | None = None) -> str:
         """How a person runs `command` on `host` by hand (for restore instructions), in the environment `env`
         (name -> a shell word as it is pasted: a quoted value, or a "$NAME" reference)."""

@@ -61,6 +61,11 @@ class SimTarget(LocalTarget):
         # the sim profile: messages ("target ... is in use", "RESTORE INCOMPLETE on ...") name that.
         return f"sim (pdsim in {self.sim_dir})"
 
+    def where(self, host: str) -> str:
+        # Its runs read "control@pdsim", the deployment the user ran them on, not "control@local"; the stored
+        # host stays "local" (a resume compares it).
+        return "pdsim"
+
     def lock_file(self, options: Mapping[str, Any], config_path: str | None) -> str | None:
         return str(sim_lock(self.sim_dir))
 
