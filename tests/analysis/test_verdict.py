@@ -352,3 +352,33 @@ def test_an_arm_without_runs_is_not_a_passed_data_or_isolation_check(store, regi
     assert c["data"].passed is None and "control: 0 run(s)" in c["data"].detail, c["data"]
     assert c["isolation"].passed is None and "control" in c["isolation"].detail, c["isolation"]
     assert a.verdict == "falsified", a.reasoning     # 26/160 on the treatment alone still decides
+
+
+def test_a_guard_on_a_proportion_reads_in_percent(store, workbench_dir, cli, tmp_path):
+    """A guard's value and bound read as every rate wb prints (15.0%, >= 0.2 (20%)), not as fractions (0.15),
+    in the verdict's check and in `wb hypothesis show`."""
+    from workbench.registry import load_registry
+
+    hyp = workbench_dir / "hypotheses.yaml"
+    text = hyp.read_text()
+    old = "    requires:\n      - {metric: aborts, arm: treatment, equals: 0,\n"
+    assert text.count(old) == 1
+    hyp.write_text(text.replace(old, "    requires:\n      - {metric: corruption_rate, arm: control, at_least: 0.2}\n"
+                                     "      - {metric: aborts, arm: treatment, equals: 0,\n"))
+    ex = _fixed(store, treat={"leak": 13, "done": 67})  # control: 12 of 80 sessions leak, 15.0%, in each run
+    a = analyze_stored(store, load_registry(workbench_dir), "wedge-confound", execution_id=ex)
+    guard = _checks(a)["guard: corruption_rate (control) >= 0.2 (20%)"]
+    assert guard.passed is False and a.verdict == "invalid"
+    assert guard.detail.startswith("violated in 2 run(s): "), guard.detail
+    assert guard.detail.count("(control): 15.0%") == 2 and "0.15" not in guard.detail, guard.detail
+    code, out, _ = cli("hypothesis", "show", "wedge-confound", "--root", str(workbench_dir),
+                       "--db", str(tmp_path / "wb.duckdb"))
+    assert code == 0 and "  requires: corruption_rate (control) >= 0.2 (20%)\n" in out, out
+    assert "  requires: aborts (treatment) == 0\n" in out, out
+    # The hypothesis page lists its guards in the same words.
+    store.dispose()  # the report opens the store itself
+    assert cli("report", "--root", str(workbench_dir), "--db", str(tmp_path / "wb.duckdb"),
+               "--out", str(tmp_path / "site"))[0] == 0
+    page = (tmp_path / "site" / "hypotheses" / "wedge-confound.html").read_text()
+    assert "<li>corruption_rate (control) &gt;= 0.2 (20%)<" in page, page
+

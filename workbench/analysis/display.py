@@ -13,6 +13,17 @@ PERCENT = "percent"  # a rate: 17.5%
 POINTS = "points"  # a difference of two rates: +3.0 points
 
 
+def value(exp: Any, metric: str, x: float) -> str:
+    """One value of `metric` as wb prints it: a proportion's in percent (17.5%), any other as it is (3)."""
+    return rate(x) if is_proportion(exp, metric) and math.isfinite(x) else f"{x:g}"
+
+
+def guard(g: Any, exp: Any) -> str:
+    """A guard as written, with a proportion's bound also in percent, as a prediction's region reads:
+    corruption_rate (control) >= 0.2 (20%); aborts (treatment) == 0."""
+    return g.describe() + beside_region(g.bounds(), PERCENT if is_proportion(exp, g.metric) else None)
+
+
 def is_proportion(exp: Any, metric: str, _depth: int = 0) -> bool:
     """Whether the experiment `exp` declares `metric` a proportion (through `same_as`): it reads as a percentage."""
     spec = exp.metrics.get(metric) if exp is not None else None

@@ -212,7 +212,7 @@ def configs(texts: dict[str, str], arms: dict[str, list[RunData]], aa: bool,
 
 def guard(g: Any, arms: dict[str, list[RunData]], exp: Experiment, arm_names: list[str]) -> dict[str, Any]:
     """A guard holds when every run of its arm(s) recorded the metric and met the condition."""
-    name = f"guard: {g.describe()}"
+    name = f"guard: {display.guard(g, exp)}"
     spec = exp.metrics.get(g.metric)
     targets = [g.arm] if g.arm else arm_names
     lo, hi = g.bounds()
@@ -229,7 +229,7 @@ def guard(g: Any, arms: dict[str, list[RunData]], exp: Experiment, arm_names: li
                 continue
             seen += 1
             if not (lo <= v <= hi):
-                bad.append(f"{r.name} ({a}): {v:g}")
+                bad.append(f"{r.name} ({a}): {display.value(exp, g.metric, v)}")
     where = g.arm or "every arm"
     if bad:
         return check(name, False, f"violated in {len(bad)} run(s): {', '.join(bad[:5])}"

@@ -58,7 +58,8 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
         typer.echo(f"  predicts: {p.describe()}"
                    + display.beside_region(p.region.bounds(), display.scale(kind, bool(p.difference))))
     for g in h.requires:
-        typer.echo(f"  requires: {g.describe()}")
+        kind = d.metrics.get(g.metric, {}).get("kind")
+        typer.echo(f"  requires: {g.describe()}" + display.beside_region(g.bounds(), display.scale(kind)))
     for name, m in d.metrics.items():
         typer.echo(f"  metric {name} ({m['kind']}): {' '.join(m['description'].split()) or '(no description)'}")
     for a in h.assumptions:

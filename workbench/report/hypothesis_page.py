@@ -131,7 +131,7 @@ def _region_bands(h: Hypothesis, metric: str, exp: Experiment | None) -> list[ch
     for g in h.requires:
         if g.metric == metric:
             lo, hi = g.bounds()
-            out.append(charts.RegionBand(g.arm, lo, hi, "required", g.describe()))
+            out.append(charts.RegionBand(g.arm, lo, hi, "required", display.guard(g, exp)))
     return out
 
 
@@ -493,7 +493,7 @@ def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis
         children=[Link(f"{c.id}.html", c.id) for c in registry.children(h.id)],
         isolates=h.isolates, hold=sorted(h.hold.items()), arm_names=list(h.arm_names), arm_rows=_arm_rows(h, registry),
         config_diffs=_config_diffs(arm_names, runs, execution), predictions=predictions,
-        guards=[(g.describe() + (f" — {g.why}" if g.why else ""), g.metric, desc.get(g.metric, ""))
+        guards=[(display.guard(g, exp) + (f" — {g.why}" if g.why else ""), g.metric, desc.get(g.metric, ""))
                 for g in h.requires], falsified_if=h.falsified_if,
         assumptions=assumptions, charts=chart_views, verdict=verdict, analysis_note=notes,
         attrition=attrition if any(r.units for r in attrition) else [], attrition_outcomes=outcomes,
