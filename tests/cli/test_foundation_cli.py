@@ -116,9 +116,25 @@ def test_import_evidence_gives_six_runs_with_the_csv_numbers(tmp_path: Path, see
         assert json.loads(run["provenance"])["quote"] == row["source_quote"]
     post = runs["post-bf16-hicache-postfix"]["metrics"]
     assert (post["leak"], post["sessions"], post["error"], post["waiting_for_input"]) == (14, 80, 40, 0)
-    # importing the same file again adds nothing
+    # Its workload settings read as the CSV wrote them (they read rounds=4.0 max_tokens=2500.0).
+    post_id = str(runs["post-bf16-hicache-postfix"]["id"])
+    code, out, _ = cli("runs", "show", post_id, "--db", str(db))
+    (shown,) = [ln for ln in out.splitlines() if ln.startswith("fingerprint: ")]
+    assert ("workload.ctx=300 workload.max_tokens=2500 workload.rounds=4 workload.sessions=80 "
+            "workload.timeout_s=200") in shown, shown
+    # A row an earlier wb stored with every setting a float still counts as the same run: importing the same
+    # file again adds nothing, and the stored row reads as it was stored.
+    import duckdb
+
+    con = duckdb.connect(str(db))
+    try:
+        con.execute("update runs set fingerprint_json = replace(fingerprint_json, '\"ctx\": 300,', '\"ctx\": 300.0,') "
+                    "where label = 'post-bf16-hicache-postfix'")
+    finally:
+        con.close()
     code, out, _ = cli("import", "evidence", str(seed_csv), "--db", str(db))
-    assert "skipped 6" in out
+    assert code == 0 and "skipped 6" in out, out
+    assert "workload.ctx=300.0 " in cli("runs", "show", post_id, "--db", str(db))[1]
     code, out, _ = cli("runs", "list", "--json", "--db", str(db))
     assert len(json.loads(out)["items"]) == 6
 

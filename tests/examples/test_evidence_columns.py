@@ -17,7 +17,20 @@ def test_seed_csv_parses_exactly_as_before(workbench_dir):
     exp = load_registry(workbench_dir).experiments["agent-repro"]
     rows = parse_evidence(DATA / "seed-runs.csv", exp)
     golden = json.loads((GOLDEN / "seed-runs.parsed.json").read_text())
-    assert json.loads(json.dumps(rows)) == golden
+    # As JSON text, so that 4 and 4.0 differ: a workload setting written 4 is the whole number 4.
+    assert json.dumps(rows, sort_keys=True) == json.dumps(golden, sort_keys=True)
+
+
+def test_a_workload_setting_keeps_the_kind_of_number_it_was_written_as(workbench_dir, tmp_path):
+    """An integer stays an integer (it was stored, and shown, as rounds=4.0); a value written with a point or an
+    exponent stays a float."""
+    exp = load_registry(workbench_dir).experiments["agent-repro"]
+    csv = tmp_path / "runs.csv"
+    csv.write_text("run_id,index_k_dtype,hicache,nixl_abort_fix,sessions,leak,rounds,ctx,max_tokens,timeout_s\n"
+                   "r1,bf16,on,on,80,14,4,300.0,2.5e3,+200\n")
+    (row,) = parse_evidence(csv, exp)
+    assert row["workload"] == {"rounds": 4, "ctx": 300.0, "max_tokens": 2500.0, "timeout_s": 200, "sessions": 80}
+    assert [type(row["workload"][k]) for k in ("rounds", "ctx", "max_tokens", "timeout_s")] == [int, float, float, int]
 
 
 def test_own_experiment_history_imports_with_its_columns(kv, cli):

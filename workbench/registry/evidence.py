@@ -10,6 +10,7 @@ import csv
 import hashlib
 import io
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -43,6 +44,13 @@ def _number(text: str, *, integer: bool, where: str, column: str, signed: bool =
             raise BadInput(f"{where}: column {column!r} must be a whole count, got {text}")
         return int(value)
     return value
+
+
+def _setting(text: str, *, where: str, column: str) -> float | int:
+    """A workload setting as the CSV writes it: a whole number written as one stays one (concurrency 4, which
+    read 4.0), anything else is a float (2.5, 300.0, 1e3)."""
+    value = _number(text, integer=False, where=where, column=column)
+    return int(value) if re.fullmatch(r"[+-]?[0-9]+", text) else value
 
 
 MAX_CSV_BYTES = 64 * 1024 * 1024
@@ -224,7 +232,7 @@ def _row(rec: dict[str, str], cols: EvidenceColumns, exp: Experiment, where: str
                                    where=where, column=col)
     _check_fractions(exp, metrics, where)
     _check_unit_counts(exp, metrics, where)
-    workload = {c: _number(rec[c].strip(), integer=False, where=where, column=c)
+    workload = {c: _setting(rec[c].strip(), where=where, column=c)
                 for c in cols.workload if (rec.get(c) or "").strip()}
     for col in cols.all_units:  # the number of units is also the size of the workload
         if col in metrics:
