@@ -54,6 +54,20 @@ CASES = [
      "  is a leak. Aborts are the decode log's WaitingForInput lines during the run.\n",
      'description: "C=80 concurrent agent sessions of 4 rounds each.\nversion: 2\n  Aborts are WaitingForInput lines."\n',
      "the \" at line 6 (column 14)", 'description: "C=80'),
+    # A plain value holding ": " is read as a new key, and one holding " #" loses the rest to a comment: the hint
+    # gives the line with its value quoted (it said only "fix the YAML syntax").
+    ("yaml-colon-in-plain-value", H,
+     "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.",
+     "    claim: the wedge: a race in the transfer layer (issue #12)",
+     'Hint: quote the value: claim: "the wedge: a race in the transfer layer (issue #12)"',
+     "    claim: the wedge: a race"),
+    ("yaml-comment-in-flow-value", E, "  hicache: {values: [on, off], default: on, description: hierarchical (host) prefix cache}",
+     "  hicache: {values: [on, off], default: on, description: cache #2 of the host}",
+     'quote the value: description: "cache #2 of the host"', "  hicache: {values: [on, off], default: on"),
+    ("yaml-comment-in-value-that-runs-on", H,
+     "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.",
+     "    claim: The corruption (bug #7) is a side effect\n      of the NIXL abort wedge.",
+     'quote the value: claim: "The corruption (bug #7) is a side effect', None),
     ("duplicate-key", H, "    isolates: nixl_abort_fix\n", "    isolates: nixl_abort_fix\n    isolates: hicache\n",
      "duplicate key 'isolates'", "    isolates: hicache"),
     ("unknown-field", H, "    falsified_if: Corruption persists in the treatment arm with zero aborts.",
@@ -380,3 +394,19 @@ def test_a_long_file_without_aliases_is_not_blamed_on_aliases(monkeypatch):
     with pytest.raises(ConfigError) as exc:
         yamlio.load_located("bomb.yaml", text=bomb)
     assert "alias" in str(exc.value)
+
+
+@pytest.mark.parametrize("line,quoted", [
+    ('note: the "wedge": a race', "note: 'the \"wedge\": a race'"),
+    ("note: C:\\wb: it's a path", "note: 'C:\\wb: it''s a path'"),
+    ("- note: the wedge: a race  ", 'note: "the wedge: a race"'),
+])
+def test_the_quoting_hint_quotes_the_value_as_yaml_reads_it_back(line: str, quoted: str):
+    # The value the hint writes out must load as the text the line meant: a '"' or a '\' in it takes single quotes.
+    from workbench.errors import ConfigError
+    from workbench.registry import yamlio
+
+    with pytest.raises(ConfigError) as exc:
+        yamlio.load_located("x.yaml", text=f"items:\n  {line}\n")
+    assert exc.value.hint is not None and f"quote the value: {quoted}" in exc.value.hint, exc.value.hint
+    assert yamlio.load_located("x.yaml", text=quoted + "\n").data["note"] == line.split(": ", 1)[1].strip()

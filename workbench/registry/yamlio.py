@@ -236,6 +236,42 @@ def _yaml_problem(exc: yaml.MarkedYAMLError, line: int | None, text: str) -> tup
     return line, f"{problem} (in the {began} begun at line {ctx})"
 
 
+_BLOCK_VALUE = re.compile(r"[ \t]*(?:-[ \t]+)?([\w.-]+):[ \t]+(?P<value>[^'\"{\[|>&*!#\s].*?)[ \t]*$")
+_FLOW_VALUE = re.compile(r"[{,][ \t]*([\w.-]+):[ \t]+(?P<value>[^'\"{\[&*!#\s,}\]][^,}\]]*?)[ \t]*(?=[,}\]]|$)")
+
+
+def _quoted(value: str) -> str:
+    """`value` as a YAML quoted scalar that reads back as the same text."""
+    if '"' in value or "\\" in value:
+        return "'" + value.replace("'", "''") + "'"
+    return f'"{value}"'
+
+
+def _plain_value_hint(text: str, line: int | None) -> str | None:
+    """The likely fix when the line the YAML broke on (or the line its text runs on from) holds an unquoted value
+    with ': ' (read as a new key) or ' #' (the rest taken as a comment): that value quoted. None otherwise."""
+    if line is None:
+        return None
+    rows = _BREAK.split(text)
+    candidates = [line - 1]
+    above = next((n for n in range(line - 2, -1, -1) if rows[n].strip() and not rows[n].lstrip().startswith("#")),
+                 None)
+    if above is not None and line - 1 < len(rows):  # a value that runs on: the line named continues the one above
+        indent = len(rows[line - 1]) - len(rows[line - 1].lstrip(" "))
+        if indent > len(rows[above]) - len(rows[above].lstrip(" ")):
+            candidates.append(above)
+    for n in candidates:
+        if n >= len(rows):
+            continue
+        for found in (_BLOCK_VALUE.match(rows[n]), *_FLOW_VALUE.finditer(rows[n])):
+            value = found.group("value") if found else ""
+            if ": " in value or value.endswith(":") or " #" in value:
+                why = ('": " in it reads as a new key' if ": " in value or value.endswith(":")
+                       else '" #" in it starts a comment that drops the rest')
+                return f"quote the value: {found.group(1)}: {_quoted(value)} (unquoted, {why})"
+    return None
+
+
 def _tab_at(text: str, mark: Any) -> int | None:
     """The 1-based column of the tab in the indentation of the line the parser stopped at, or None."""
     if mark is None:
@@ -291,8 +327,8 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
                               line=line, hint="replace the tab with spaces (an editor's 'indent with spaces')") \
                 from exc
         line, problem = _yaml_problem(exc, line, text)
-        raise ConfigError(f"invalid YAML: {problem}", file=file, line=line,
-                          hint="fix the YAML syntax (indentation, quotes, colons, a closing bracket)") from exc
+        hint = _plain_value_hint(text, line) or "fix the YAML syntax (indentation, quotes, colons, a closing bracket)"
+        raise ConfigError(f"invalid YAML: {problem}", file=file, line=line, hint=hint) from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}", file=file) from exc
     except RecursionError:
