@@ -203,6 +203,18 @@ class Workbench(StoredRuns):
         _, path = resolve_url(self.settings.db, self.settings.db_from)
         return path is None or path.exists()
 
+    def _refuse_before_any_run(self, nothing: str) -> None:
+        """A workbench whose own wb.duckdb does not exist yet has recorded no run: a read says so plainly (exit 2,
+        as every read of a missing store; nothing is created). A store a flag or $WB_DB names that is not there
+        is a mistyped path, which `open_store` names as such."""
+        if self.default_db and not self._store_exists():
+            from workbench.store import resolve_url
+
+            path = resolve_url(self.settings.db, self.settings.db_from)[1]
+            raise BadInput(f"no runs recorded yet in {path}: {nothing}", where=self.settings.db_from,
+                           hint="`wb hypothesis run ID` or `wb import evidence FILE` records some (--db or $WB_DB "
+                                "names another store)")
+
     @contextmanager
     def _no_new_store_on_bad_input(self) -> Iterator[None]:
         """Bad input writes nothing: a store file this command created is removed again when the input turns
@@ -365,6 +377,7 @@ class Workbench(StoredRuns):
 
         if hypothesis_id is not None:
             self.registry.hypothesis(hypothesis_id)  # an unknown id is bad input before the store is touched
+        self._refuse_before_any_run("nothing to scan")
         with self.store(read_only=True) as store:
             findings = scan_confounds(store, self.registry, hypothesis_id)
         return self._write_drafts(findings) if write else findings

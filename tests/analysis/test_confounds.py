@@ -65,3 +65,24 @@ def test_write_with_no_draft_to_append_says_so_and_leaves_the_file(workbench_dir
     assert code == 0, err
     assert out.rstrip().splitlines()[-1] == "--write: no finding proposes a hypothesis entry; hypotheses.yaml is unchanged."
     assert (workbench_dir / "hypotheses.yaml").read_bytes() == before
+
+
+def test_before_any_run_is_recorded_it_says_there_is_nothing_to_scan(workbench_dir, cli, monkeypatch):
+    # A fresh workbench has no wb.duckdb yet: "no store at …" read as a failure. It now says plainly that nothing
+    # is recorded and what records something; exit 2 as `wb runs list` and `wb report` give, and no store made.
+    import json
+
+    monkeypatch.delenv("WB_DB", raising=False)
+    store = workbench_dir / "wb.duckdb"
+    code, out, err = cli("confounds", "--write", "--root", str(workbench_dir))
+    assert code == 2 and out == "", (out, err)
+    assert err.startswith(f"Error: no runs recorded yet in {store}: nothing to scan\n"), err
+    assert "Hint: `wb hypothesis run ID` or `wb import evidence FILE` records some" in err, err
+    assert not store.exists()
+    code, out, _ = cli("confounds", "--json", "--root", str(workbench_dir))
+    error = json.loads(out)["error"]
+    assert code == 2 and error["exit_code"] == 2 and error["message"].startswith("no runs recorded yet in "), error
+    # A store named by --db that is not there is a mistyped path, not a fresh workbench: it stays "no store at".
+    code, _, err = cli("confounds", "--root", str(workbench_dir), "--db", str(workbench_dir / "typo.duckdb"))
+    assert code == 2 and err.startswith(f"Error: no store at {workbench_dir / 'typo.duckdb'} (--db)"), err
+    assert not store.exists() and not (workbench_dir / "typo.duckdb").exists()
