@@ -68,14 +68,19 @@ def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
         _wait(lambda: lock.exists() and control.status(bench.sim_dir, debug=False).state == "healthy"
               and list((bench.root / ".wb" / "artifacts").glob("execution-*/run-*/stdout.txt")), a, "first workload")
         holder = json.loads(lock.read_text())
+        # The lock records the execution as the store names it and the command that resumes it: the refusal
+        # names the holder by them, not by the uuid the lock is keyed by.
+        assert holder["name"] == "execution 1 of wedge-confound", holder
+        assert holder["resume"].startswith(f"wb hypothesis run wedge-confound --resume --db {bench.db}"), holder
         serve, pids = bench.serve(), {u: s.pid for u, s in control.status(bench.sim_dir).units.items()}
         for cmd in (["up", "--set", "nixl_abort_fix=off"], ["restart"], ["down"], ["repro", "--sessions", "2"],
                     ["bench", "-c", "1"]):
             res = subprocess.run(WB + ["sim", *cmd], capture_output=True, text=True, timeout=120)
             assert res.returncode == 2, (cmd, res.stdout, res.stderr)
             first = res.stderr.splitlines()[0]
-            assert first.startswith(f"Error: pdsim in {bench.sim_dir} is in use by execution {holder['execution']}")
-            assert "hypothesis wedge-confound" in first and f"pid {a.pid} " in first, first
+            assert first.startswith(f"Error: pdsim in {bench.sim_dir} is in use by execution 1 of wedge-confound "
+                                    f"(pid {a.pid} on {holder['host']}, since {holder['since']})"), first
+            assert f"({holder['resume']}: it puts the original config back" in res.stderr, res.stderr
             assert f"`wb sim {cmd[0]}`" in first and "Traceback" not in res.stderr, res.stderr
             assert bench.serve() == serve
             assert {u: s.pid for u, s in control.status(bench.sim_dir).units.items()} == pids

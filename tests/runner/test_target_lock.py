@@ -40,6 +40,26 @@ def test_a_held_lock_refuses_the_second_run_before_touching_the_target(toy):
     assert _lock_file(toy).read_text().startswith(_holder(os.getpid()))  # the owner's lock is left alone
 
 
+def test_a_lock_names_its_holder_as_the_user_knows_it_and_how_to_resume_it(toy):
+    """A lock records the execution's name in its store and the command that resumes it: a refusal names the
+    holder by them (not by the uuid the lock is keyed by), with its pid, host and since when, and says to wait,
+    or to resume it where its runner is gone; `wb sim` names a holder of pdsim the same way (tests/sim)."""
+    holder = {"execution": "f" * 32, "host": "gpu-box-7", "pid": 4242, "pid_start": "1", "since":
+              "2026-12-01T09:00:00+00:00", "what": "hypothesis toy-fix", "name": "execution 3 of toy-fix",
+              "resume": "wb hypothesis run toy-fix --resume"}
+    _lock_file(toy).write_text(json.dumps(holder, sort_keys=True) + "\n")
+    with pytest.raises(TargetBusy) as ei:
+        run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
+    assert str(ei.value) == ("target local is in use by execution 3 of toy-fix (pid 4242 on gpu-box-7, since "
+                             "2026-12-01T09:00:00+00:00)"), str(ei.value)
+    hint = ei.value.hint or ""
+    assert hint.startswith("wait for it to finish, or stop it (Ctrl-C, or kill 4242 on gpu-box-7: it restores "
+                           "the target); if its runner is gone, resume it on gpu-box-7 (wb hypothesis run toy-fix --resume: "
+                           "it puts the original config back and frees the lock), or put the original "
+                           "back by hand and remove "), hint
+    assert str(_lock_file(toy)) in hint and toy.conf.read_bytes() == toy.original and toy.restarts() == []
+
+
 def test_a_refused_run_prints_its_error_alone_and_exits_2(toy):
     """Refused for a busy target, nothing ran: the one `Error:` and its hint, exit 2, and no run counts
     ("0 of 4 run(s) ok" read as if four runs had been tried)."""

@@ -191,6 +191,32 @@ def test_the_shipped_pdsim_profiles_keep_real_and_simulated_time_apart(sim_dir):
         assert abs(from_regex("sim_s", collect["sim_s"].regex, out, "continuous") - res.wall_s) <= 0.05, name
 
 
+def test_a_sim_refusal_names_the_holder_as_the_runner_refusal_does(tmp_path, cli):
+    """It named the holder by the uuid its lock is keyed by. The lock records the execution's name and the command
+    that resumes it: the refusal names the holder as `wb hypothesis run`'s own refusal does (tests/runner/
+    test_target_lock.py), with pid, host and since when, and says to wait or, its runner gone, to resume it."""
+    from workbench.runner.targets.sim import sim_lock
+
+    sdir = tmp_path / "sim"
+    sdir.mkdir()
+    lock = sim_lock(sdir)
+    holder = {"execution": "e" * 32, "host": "gpu-box-7", "pid": 4242, "pid_start": "1", "since":
+              "2026-12-01T09:00:00+00:00", "what": "hypothesis wedge-confound",
+              "name": "execution 3 of wedge-confound", "resume": "wb hypothesis run wedge-confound --resume"}
+    lock.write_text(json.dumps(holder, sort_keys=True) + "\n")
+    code, out, err = cli("sim", "restart", "--dir", str(sdir))
+    assert code == 2, (out, err)
+    first, _, hint = err.partition("\nHint: ")
+    assert first == (f"Error: pdsim in {sdir} is in use by execution 3 of wedge-confound (pid 4242 on gpu-box-7, "
+                     "since 2026-12-01T09:00:00+00:00): `wb sim restart` would change the deployment under its "
+                     "runs. Nothing was changed"), err
+    assert hint.startswith("wait for it to finish, or stop it (Ctrl-C, or kill 4242 on gpu-box-7: it restores "
+                           "the target); if its runner is gone, resume it on gpu-box-7 (wb hypothesis run wedge-confound --resume: "
+                           "it puts the original config back and frees the lock), or put the original "
+                           "back by hand and remove "), hint
+    assert str(lock) in hint and "e" * 32 not in err and sorted(p.name for p in sdir.iterdir()) == [lock.name]
+
+
 def test_sim_commands_refuse_while_a_sim_ssh_run_holds_the_folder(tmp_path, cli):
     """`wb sim` checked only the lock the `sim` profile took (DIR/wb-target.lock, before it moved beside the serve
     file); the `sim-ssh` profile reaches the same folder over ssh and locks beside the serve file it rewrites, so a

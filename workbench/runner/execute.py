@@ -29,7 +29,7 @@ from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
 from workbench.runner.restore import Snapshot, discard_snapshots, restore_host
 from workbench.runner.summary import ExecutionResult, result
-from workbench.runner.takeover import FINISHED, ended_runs, take_target
+from workbench.runner.takeover import FINISHED, ended_runs, resume_command, take_target
 from workbench.runner.targets.base import Target
 from workbench.store.engine import Store
 
@@ -527,24 +527,6 @@ def _check_prior_runner(folder: Path, prior: ExecutionRecord) -> str | None:
     return (f"warning: execution {prior.id} of {prior.hypothesis_id} was started by a runner on {other.host} "
             f"(pid {other.pid}, since {other.since}); whether it still runs could not be checked from here. "
             "If it does, stop it: two runners on one target overwrite each other's config.")
-
-
-def resume_command(store: Store, root: Path | str, hid: str) -> str:
-    """The command that resumes the execution, with the store it is in (it named no store: run elsewhere, it
-    read the default one and found nothing to resume) and the workbench when this folder is not in it."""
-    import shlex
-
-    from workbench.store.engine import url_has_password
-
-    args = ["wb", "hypothesis", "run", hid, "--resume"]
-    if store.path is not None:
-        args += ["--db", str(store.path)]
-    elif not url_has_password(store.url):
-        args += ["--db", store.url]
-    root = Path(root).resolve()
-    if not Path.cwd().resolve().is_relative_to(root):
-        args += ["--root", str(root)]
-    return shlex.join(args)
 
 
 def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifacts: Path | None = None,

@@ -71,35 +71,51 @@ class Holder:
     restore_failed: bool = False
     # What the owner runs ("hypothesis wedge-confound"), for the message of a command refused meanwhile.
     what: str = ""
+    # The execution as its store names it ("execution 3 of wedge-confound") and the command that resumes it: a
+    # command refused meanwhile, which may have no store (`wb sim`) or another one, names the owner by them.
+    name: str = ""
+    resume: str = ""
 
     @classmethod
-    def me(cls, execution: str, what: str = "") -> "Holder":
+    def me(cls, execution: str, what: str = "", *, name: str = "", resume: str = "") -> "Holder":
         pid = os.getpid()
         return cls(execution, socket.gethostname(), pid, process_start(pid),
-                   datetime.now(timezone.utc).isoformat(timespec="seconds"), what=what)
+                   datetime.now(timezone.utc).isoformat(timespec="seconds"), what=what, name=name, resume=resume)
 
     def text(self) -> str:
         d = dict(self.__dict__)
         if not d["restore_failed"]:  # an ordinary lock reads as before the mark existed
             del d["restore_failed"]
-        if not d["what"]:
-            del d["what"]
+        for key in ("what", "name", "resume"):
+            if not d[key]:
+                del d[key]
         return json.dumps(d, sort_keys=True)
 
     def owner(self, known: str | None = None) -> str:
-        """The owner as messages name it: execution, what it runs, pid, host and since when. `known` is the name the
-        store gives the execution (`execution 3 of wedge-confound`, its id as `wb report` and `wb runs` show it);
-        without it, the uuid the lock holds is all there is to name it by."""
+        """The owner as messages name it: execution, pid, host and since when. `known` is the name the store gives
+        the execution (`execution 3 of wedge-confound`, its id as `wb report` and `wb runs` show it), else the name
+        its runner recorded; a lock of an older wb holds neither, and the uuid and what it runs name it."""
         what = f", {self.what}" if self.what else ""
-        name = known or f"execution {self.execution}{what}"
+        name = known or self.name or f"execution {self.execution}{what}"
         return f"{name} (pid {self.pid} on {self.host}, since {self.since})"
+
+    def busy_hint(self, lock: str) -> str:
+        """What to do about a target this owner holds, in the same words wherever it is refused (`wb hypothesis run`,
+        `wb isolate`, `wb sim`): wait or stop it; where its runner is gone (which only its host can tell), resume
+        it; else put the original back by hand and remove `lock`."""
+        hypothesis = self.what.removeprefix("hypothesis ") if self.what.startswith("hypothesis ") else "ID"
+        resume = self.resume or f"wb hypothesis run {hypothesis} --resume"
+        return (f"wait for it to finish, or stop it (Ctrl-C, or kill {self.pid} on {self.host}: it restores the "
+                f"target); if its runner is gone, resume it on {self.host} ({resume}: it puts the original config "
+                f"back and frees the lock), or put the original back by hand and remove {lock}")
 
     @classmethod
     def parse(cls, text: str) -> "Holder | None":
         try:
             d = json.loads(text)
             return cls(str(d["execution"]), str(d["host"]), int(d["pid"]), d.get("pid_start"), str(d["since"]),
-                       d.get("restore_failed") is True, str(d.get("what") or ""))
+                       d.get("restore_failed") is True, str(d.get("what") or ""), str(d.get("name") or ""),
+                       str(d.get("resume") or ""))
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
@@ -167,10 +183,10 @@ class TargetLock:
 
     def __init__(self, target: Target, paths: dict[str, str], execution: str,
                  left_by_dead: Callable[[str, str, Holder], Awaitable[None]] | None = None, what: str = "",
-                 known: Callable[[str], str | None] | None = None) -> None:
+                 known: Callable[[str], str | None] | None = None, *, name: str = "", resume: str = "") -> None:
         self.target = target
         self.paths = paths
-        self.me = Holder.me(execution, what)
+        self.me = Holder.me(execution, what, name=name, resume=resume)
         self.held: list[str] = []
         # (host, lock path, the dead holder) -> raises when what that holder's runner left cannot be taken over
         self.left_by_dead = left_by_dead
@@ -223,9 +239,8 @@ class TargetLock:
                 continue
             where = self.target.describe(host)
             known = self.known(holder.execution) if self.known is not None else None
-            raise TargetBusy(
-                f"target {where} is in use by {holder.owner(known)}",
-                hint=f"wait for it to finish; if no wb runs there any more, remove {path} on {where}")
+            raise TargetBusy(f"target {where} is in use by {holder.owner(known)}",
+                             hint=holder.busy_hint(f"{path} on {where}"))
         raise TargetBusy(f"could not take the lock {path} on {self.target.describe(host)} (it kept changing)")
 
     async def release(self, *, restore_failed: Collection[str] = ()) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.runner.prepare import preview_values
@@ -61,9 +62,39 @@ def target_lock(target: Target, state: "State", paths: dict[str, str]) -> "Targe
         record = _known(state, uuid)
         return None if record is None else f"execution {record.id} of {record.hypothesis_id}"
 
-    what = f"hypothesis {state.prepared.hypothesis.id}"
-    return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead, what,
-                      known)
+    hyp = state.prepared.hypothesis
+    probe_of = hyp.generated.search if hyp.generated is not None and hyp.generated.by == "isolate" else None
+    resume = _resume_of(state, hyp.id, {"search_id": probe_of, "experiment": hyp.experiment} if probe_of else None)
+    return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead,
+                      f"hypothesis {hyp.id}", known, name=f"execution {state.execution_id} of {hyp.id}",
+                      resume=resume)
+
+
+def _resume_of(state: "State", hypothesis_id: str, isolate: dict[str, Any] | None = None) -> str:
+    """How an execution of this store is resumed: `resume_command`, or, for a probe of a search (whose hypothesis
+    exists only inside the search, `isolate` its key), `wb isolate --resume` with that search's flags."""
+    if isolate:
+        return (f"wb isolate --resume with the flags of search {isolate.get('search_id')} "
+                f"(experiment {isolate.get('experiment')})")
+    return resume_command(state.store, state.prepared.root, hypothesis_id)
+
+
+def resume_command(store: Store, root: Path | str, hid: str) -> str:
+    """The command that resumes the execution, with the store it is in (it named no store: run elsewhere, it
+    read the default one and found nothing to resume) and the workbench when this folder is not in it."""
+    import shlex
+
+    from workbench.store.engine import url_has_password
+
+    args = ["wb", "hypothesis", "run", hid, "--resume"]
+    if store.path is not None:
+        args += ["--db", str(store.path)]
+    elif not url_has_password(store.url):
+        args += ["--db", store.url]
+    root = Path(root).resolve()
+    if not Path.cwd().resolve().is_relative_to(root):
+        args += ["--root", str(root)]
+    return shlex.join(args)
 
 
 def _known(state: "State", uuid: str) -> Any:
@@ -88,14 +119,13 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
         return
     record = _known(state, holder.execution)
     known = [record] if record is not None else []
-    which = f"execution {known[0].id} of {known[0].hypothesis_id}" if known else f"execution {holder.execution}"
+    which = (f"execution {known[0].id} of {known[0].hypothesis_id}" if known
+             else holder.name or f"execution {holder.execution}")
     origin = ((known[0].plan or {}).get("origin") or {}) if known else {}
-    if "isolate" in origin:  # a probe of a search: its hypothesis exists only inside the search
-        resume = (f"wb isolate --resume with the flags of search {origin['isolate'].get('search_id')} "
-                  f"(experiment {origin['isolate'].get('experiment')})")
+    if known:
+        resume = _resume_of(state, known[0].hypothesis_id, origin.get("isolate"))
     else:
-        resume = (f"wb hypothesis run {known[0].hypothesis_id} --resume" if known
-                  else "`wb hypothesis run ID --resume` against the store that holds it")
+        resume = holder.resume or "wb hypothesis run ID --resume against the store that holds it"
     # A lock its runner could not mark (the link that failed the restore was down) is told by the error it recorded.
     if holder.restore_failed or (known and "RESTORE FAILED" in (known[0].error or "")):
         raise TargetBusy(

@@ -215,6 +215,5 @@ def refuse_while_in_use(sim_dir: str | Path | None, command: str) -> None:
     lock, holder = held[0]
     raise TargetBusy(f"pdsim in {sdir} is in use by {holder.owner()}: `wb sim {command}` would change the "
                      "deployment under its runs. Nothing was changed",
-                     hint=f"wait for it to finish, or stop it (Ctrl-C, or kill {holder.pid}: it restores pdsim); "
-                          f"`wb sim status` and `wb sim journal` work meanwhile. If no wb runs there any more, "
-                          f"remove {shlex.quote(str(lock))}")
+                     hint=f"{holder.busy_hint(shlex.quote(str(lock)))}. `wb sim status` and `wb sim journal` work "
+                          "meanwhile")
