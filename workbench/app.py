@@ -60,7 +60,8 @@ class HypothesisStatus:
 class HypothesisDetail(HypothesisStatus):
     arms: dict[str, dict[str, str]] = field(default_factory=dict)
     children: tuple[str, ...] = ()
-    # The metrics its predictions and guards name: {name: {"kind", "description"}}, as the experiment declares them.
+    # The metrics its predictions and guards name: {name: {"kind", "description", "reads_as"}}, as the experiment
+    # declares them; reads_as is "proportion" for a proportion and any alias of one (it reads in percent).
     metrics: dict[str, dict[str, str]] = field(default_factory=dict)
     # Variables drawn afresh for each replicate from the execution seed (left out of `arms`: no arm fixes them),
     # and the execution seed the files declare (design.seed; None: drawn for each execution, or --seed).
@@ -264,13 +265,15 @@ class Workbench(StoredRuns):
         return [HypothesisStatus(h, statuses[h.id]) for h in self.registry.hypotheses]
 
     def hypothesis(self, hypothesis_id: str) -> HypothesisDetail:
+        from workbench.analysis import display
         from workbench.registry.experiment import per_replicate_names
 
         reg = self.registry
         h = reg.hypothesis(hypothesis_id)
         exp = reg.experiments.get(h.experiment)
         named = [p.metric for p in h.predicts if not p.target] + [g.metric for g in h.requires]
-        metrics = {m: {"kind": exp.metrics[m].kind, "description": exp.metrics[m].description}
+        metrics = {m: {"kind": exp.metrics[m].kind, "description": exp.metrics[m].description,
+                       "reads_as": "proportion" if display.is_proportion(exp, m) else exp.metrics[m].kind}
                    for m in dict.fromkeys(named) if exp is not None and m in exp.metrics}
         drawn = tuple(per_replicate_names(exp, h, {})) if exp is not None else ()
         arms = {a: {k: v for k, v in reg.arm_assignment(h, a).items() if k not in drawn} for a in h.arm_names}

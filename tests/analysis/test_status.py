@@ -257,3 +257,21 @@ def test_analyze_with_no_runs_records_nothing_and_says_so(cli, workbench_dir, tm
     assert (row["status"], row["status_basis"]) == ("open", "declared"), row
     code, out, _ = cli("hypothesis", "show", geo, *common)
     assert "status: open" in out and "verdict: none yet" in out, out
+
+
+def test_show_reads_an_alias_of_a_proportion_in_percent(cli, workbench_dir):
+    # A metric declared as another name for a proportion (same_as) reads in percent wherever wb prints rates;
+    # `hypothesis show` decided from the declared kind alone and printed "<= 0.02" with no percent beside it.
+    exp = workbench_dir / "experiments" / "agent-repro.yaml"
+    text = exp.read_text()
+    old = "  corruption_rate: {kind: proportion, numerator: leak, denominator: sessions, description: leak / sessions}\n"
+    assert old in text
+    exp.write_text(text.replace(old, old + "  leak_share: {kind: continuous, same_as: corruption_rate}\n"))
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text()
+    old = "{metric: corruption_rate, arm: treatment, at_most: 0.02,"
+    assert old in text
+    path.write_text(text.replace(old, "{metric: leak_share, arm: treatment, at_most: 0.02,", 1))
+    code, out = cli("hypothesis", "show", HID, "--root", str(workbench_dir))[:2]
+    assert code == 0, out
+    assert "  predicts: leak_share (treatment) <= 0.02 (2%)\n" in out, out
