@@ -60,8 +60,7 @@ class HypothesisStatus:
 class HypothesisDetail(HypothesisStatus):
     arms: dict[str, dict[str, str]] = field(default_factory=dict)
     children: tuple[str, ...] = ()
-    # The metrics its predictions and guards name: {name: {"kind", "description", "reads_as"}}, as the experiment
-    # declares them; reads_as is "proportion" for a proportion and any alias of one (it reads in percent).
+    # The metrics its predictions and guards name: {name: {"kind", "description"}}, as the experiment declares them.
     metrics: dict[str, dict[str, str]] = field(default_factory=dict)
     # Variables drawn afresh for each replicate from the execution seed (left out of `arms`: no arm fixes them),
     # and the execution seed the files declare (design.seed; None: drawn for each execution, or --seed).
@@ -71,6 +70,8 @@ class HypothesisDetail(HypothesisStatus):
     # The design its runs follow: replicates per arm, blocks, the --sequential budget, and whose file set each
     # ({"replicates", "replicates_from", "blocks", "max_replicates", "max_replicates_from"}; empty: no experiment).
     design: dict[str, Any] = field(default_factory=dict)
+    # Of `metrics`, those that read in percent: a proportion and any alias of one (display.is_proportion).
+    percent: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         from workbench.analysis.results import Check
@@ -272,14 +273,14 @@ class Workbench(StoredRuns):
         h = reg.hypothesis(hypothesis_id)
         exp = reg.experiments.get(h.experiment)
         named = [p.metric for p in h.predicts if not p.target] + [g.metric for g in h.requires]
-        metrics = {m: {"kind": exp.metrics[m].kind, "description": exp.metrics[m].description,
-                       "reads_as": "proportion" if display.is_proportion(exp, m) else exp.metrics[m].kind}
+        metrics = {m: {"kind": exp.metrics[m].kind, "description": exp.metrics[m].description}
                    for m in dict.fromkeys(named) if exp is not None and m in exp.metrics}
+        percent = tuple(m for m in metrics if display.is_proportion(exp, m))
         drawn = tuple(per_replicate_names(exp, h, {})) if exp is not None else ()
         arms = {a: {k: v for k, v in reg.arm_assignment(h, a).items() if k not in drawn} for a in h.arm_names}
         seed, seed_from = _declared_seed(h, exp)
         return HypothesisDetail(h, self._statuses()[h.id], arms, tuple(c.id for c in reg.children(h.id)), metrics,
-                                drawn, seed, seed_from, _design(h, exp))
+                                drawn, seed, seed_from, _design(h, exp), percent)
 
     def analyze(self, hypothesis_id: str, *, record: bool = True) -> "Analysis":
         """Decide from the runs already stored (imported evidence included); store the verdict when `record`."""

@@ -54,11 +54,11 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
     from workbench.analysis import display
 
     for p in h.predicts:
-        kind = None if p.target else d.metrics.get(p.metric, {}).get("reads_as")
+        kind = "proportion" if not p.target and p.metric in d.percent else None
         typer.echo(f"  predicts: {p.describe()}"
                    + display.beside_region(p.region.bounds(), display.scale(kind, bool(p.difference))))
     for g in h.requires:
-        kind = d.metrics.get(g.metric, {}).get("reads_as")
+        kind = "proportion" if g.metric in d.percent else None
         typer.echo(f"  requires: {g.describe()}" + display.beside_region(g.bounds(), display.scale(kind)))
     for name, m in d.metrics.items():
         typer.echo(f"  metric {name} ({m['kind']}): {' '.join(m['description'].split()) or '(no description)'}")
