@@ -118,7 +118,7 @@ def prediction_text(p: Any, exp: Experiment | None) -> str:
 
 
 def _beside(p: Any, exp: Experiment | None) -> str:
-    rate = not p.target and is_rate(exp, p.metric)
+    rate = not p.target and display.is_proportion(exp, p.metric)
     return display.beside_region(p.region.bounds(), display.scale("proportion" if rate else None, bool(p.difference)))
 
 
@@ -392,7 +392,7 @@ def _observed(p: Any, exp: Experiment | None, arm_names: list[str], totals: dict
         a, b = (estimates.get((p.difference[0], p.metric)), estimates.get((p.difference[1], p.metric)))
         if a and b and a["estimate"] is not None and b["estimate"] is not None:
             d = a["estimate"] - b["estimate"]
-            observed = f"{display.points(d) if is_rate(exp, p.metric) else stats.fmt(d)} (point estimate)"
+            observed = f"{display.points(d) if display.is_proportion(exp, p.metric) else stats.fmt(d)} (point estimate)"
     else:
         for arm in ([p.arm] if p.arm else arm_names):
             e = estimates.get((arm, p.metric))
@@ -456,11 +456,9 @@ def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], by_arm: di
                    "" if r["replicate"] is None
                    else str(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
                    r["id"] in in_evidence,
-                   [stats.fmt_value(run_metric(exp, r, m), is_rate(exp, m)) for m in metric_columns])
+                   [stats.fmt_value(run_metric(exp, r, m), display.is_proportion(exp, m)) for m in metric_columns])
             for r in shown]
 
-
-is_rate = display.is_proportion  # whether a metric reads as a percentage (the CLI's summary asks the same)
 
 
 def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None, analysis_note: str,

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from workbench.analysis import display
 from workbench.analysis.results import Analysis
 from workbench.errors import BadInput
 from workbench.registry.loader import Registry
@@ -203,7 +204,7 @@ def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: s
 
     roots = [artifacts_root(Path(registry.root), artifacts)]
     descriptions = {eid: hypothesis_page.metric_descriptions(e) for eid, e in registry.experiments.items()}
-    rates = {eid: {m for m in e.metrics if hypothesis_page.is_rate(e, m)} for eid, e in registry.experiments.items()}
+    rates = {eid: {m for m in e.metrics if display.is_proportion(e, m)} for eid, e in registry.experiments.items()}
     copied: set[str] = set()
     result["runs"] = _run_pages(data, known, roots, out, page, render, store.artifact_contents, descriptions,
                                 copied, stage, rates)

@@ -82,8 +82,6 @@ def _resume_of(state: "State", hypothesis_id: str, isolate: dict[str, Any] | Non
 def resume_command(store: Store, root: Path | str, hid: str) -> str:
     """The command that resumes the execution, with the store it is in (it named no store: run elsewhere, it
     read the default one and found nothing to resume) and the workbench when this folder is not in it."""
-    import shlex
-
     from workbench.store.engine import url_has_password
 
     args = ["wb", "hypothesis", "run", hid, "--resume"]
