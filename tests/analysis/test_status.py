@@ -259,9 +259,8 @@ def test_analyze_with_no_runs_records_nothing_and_says_so(cli, workbench_dir, tm
     assert "status: open" in out and "verdict: none yet" in out, out
 
 
-def test_show_reads_an_alias_of_a_proportion_in_percent(cli, workbench_dir):
-    # A metric declared as another name for a proportion (same_as) reads in percent wherever wb prints rates;
-    # `hypothesis show` decided from the declared kind alone and printed "<= 0.02" with no percent beside it.
+def _alias_of_a_rate(workbench_dir):
+    """wedge-confound's treatment prediction on leak_share, declared another name for corruption_rate."""
     exp = workbench_dir / "experiments" / "agent-repro.yaml"
     text = exp.read_text()
     old = "  corruption_rate: {kind: proportion, numerator: leak, denominator: sessions, description: leak / sessions}\n"
@@ -272,6 +271,25 @@ def test_show_reads_an_alias_of_a_proportion_in_percent(cli, workbench_dir):
     old = "{metric: corruption_rate, arm: treatment, at_most: 0.02,"
     assert old in text
     path.write_text(text.replace(old, "{metric: leak_share, arm: treatment, at_most: 0.02,", 1))
+
+
+def test_show_reads_an_alias_of_a_proportion_in_percent(cli, workbench_dir):
+    # A metric declared as another name for a proportion (same_as) reads in percent wherever wb prints rates;
+    # `hypothesis show` decided from the declared kind alone and printed "<= 0.02" with no percent beside it.
+    _alias_of_a_rate(workbench_dir)
     code, out = cli("hypothesis", "show", HID, "--root", str(workbench_dir))[:2]
     assert code == 0, out
     assert "  predicts: leak_share (treatment) <= 0.02 (2%)\n" in out, out
+
+
+def test_the_page_reads_an_alias_of_a_proportion_in_percent(cli, workbench_dir, tmp_path, seed_csv):
+    # The hypothesis page judged by the declared kind: the alias's Wilson interval read "[0.107, 0.273]" in its
+    # chart card and its prediction row, beside corruption_rate's "[10.7%, 27.3%]" for the same 14 of 80.
+    _alias_of_a_rate(workbench_dir)
+    common = ("--db", str(tmp_path / "wb.duckdb"), "--root", str(workbench_dir))
+    assert cli("import", "evidence", str(seed_csv), *common)[0] == 0
+    assert cli("hypothesis", "analyze", HID, *common)[0] == 0
+    assert cli("report", "--out", str(tmp_path / "site"), *common)[0] == 0
+    page = (tmp_path / "site" / "hypotheses" / f"{HID}.html").read_text()
+    assert page.count(">[10.7%, 27.3%] Wilson 95%<") == 2 and "[0.107, 0.273]" not in page, page
+    assert "<td>treatment: 14/80 = 17.5% [10.7%, 27.3%]</td>" in page, page

@@ -207,7 +207,7 @@ def _observed_from_analysis(src: Judgement, exp: Experiment | None, metric: str,
     est = src.estimate
     if est is None:
         return ""
-    rate = exp is not None and metric in exp.metrics and exp.metrics[metric].kind == "proportion"
+    rate = display.is_proportion(exp, metric)
     k, n = src.k, src.n
     if rate and isinstance(k, (list, tuple)):  # a difference of two rates: in percentage points
         text = display.points(est) + (" " + display.points_interval(src.interval) if src.interval else "")
@@ -340,7 +340,7 @@ def _charts(h: Hypothesis, exp: Experiment | None, runs: list[dict[str, Any]], b
     estimates: dict[tuple[str, str], dict[str, Any]] = {}
     for i, metric in enumerate(metric_order(h, exp, runs)):
         spec = exp.metrics.get(metric) if exp is not None else None
-        is_rate = spec is not None and spec.kind == "proportion"
+        is_rate = display.is_proportion(exp, metric)
         points, rows = [], []
         for arm in arm_names:
             got = bridge.arm_metric(analysis, arm, metric)
@@ -397,7 +397,8 @@ def _observed(p: Any, exp: Experiment | None, arm_names: list[str], totals: dict
         for arm in ([p.arm] if p.arm else arm_names):
             e = estimates.get((arm, p.metric))
             if e and e["estimate"] is not None:
-                kind = exp.metrics[p.metric].kind if exp is not None and p.metric in exp.metrics else None
+                kind = "proportion" if display.is_proportion(exp, p.metric) else \
+                    exp.metrics[p.metric].kind if exp is not None and p.metric in exp.metrics else None
                 observed += f"{arm}: {e['label']} {_fmt_interval(e['lo'], e['hi'], kind == 'proportion')}; "
                 relation = relation or _relation(e["lo"], e["hi"], p.region, kind)
     return observed, relation
