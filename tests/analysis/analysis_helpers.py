@@ -95,3 +95,17 @@ def kv_workbench(tmp_path: Path, rows: list[str], values: str) -> Path:
     exp.write_text(text.replace("compression: {values: [on, off],", f"compression: {{values: [{values}],"))
     (root / "s.csv").write_text("\n".join(rows) + "\n")
     return root
+
+
+def alias_of_a_rate(workbench_dir):
+    """wedge-confound's treatment prediction on leak_share, declared another name for corruption_rate."""
+    exp = workbench_dir / "experiments" / "agent-repro.yaml"
+    text = exp.read_text()
+    old = "  corruption_rate: {kind: proportion, numerator: leak, denominator: sessions, description: leak / sessions}\n"
+    assert old in text
+    exp.write_text(text.replace(old, old + "  leak_share: {kind: continuous, same_as: corruption_rate}\n"))
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text()
+    old = "{metric: corruption_rate, arm: treatment, at_most: 0.02,"
+    assert old in text
+    path.write_text(text.replace(old, "{metric: leak_share, arm: treatment, at_most: 0.02,", 1))

@@ -8,6 +8,8 @@ import pytest
 
 from workbench.analysis import analyze_stored, record_verdict, scan_confounds
 
+from analysis_helpers import alias_of_a_rate
+
 
 @pytest.fixture
 def seeded(tmp_path, workbench_dir, seed_csv):
@@ -49,6 +51,32 @@ def test_wedge_confound_is_falsified_by_the_post_fix_run(seeded):
     assert a.arms["control"].metrics["corruption_rate"].rate is None
     assert "unknown" in a.reasoning
     json.dumps(a.to_dict(), allow_nan=False)
+
+
+def test_a_prediction_on_another_name_for_the_rate_is_judged_as_the_rate(tmp_path, workbench_dir, seed_csv):
+    # leak_share is declared same_as corruption_rate. It was judged as a continuous metric whose per-run values
+    # it could not find, so 14 leaks in 80 sessions against "<= 0.02" came out inconclusive ("no run in arm
+    # treatment recorded leak_share") instead of falsified.
+    from workbench.app import Workbench
+    from workbench.registry import load_registry
+    from workbench.settings import Settings
+    from workbench.store import open_store
+
+    alias_of_a_rate(workbench_dir)
+    db = str(tmp_path / "seed.duckdb")
+    Workbench.open(Settings(db=db, root=workbench_dir)).import_evidence(seed_csv)
+    store = open_store(db)
+    try:
+        a = analyze_stored(store, load_registry(workbench_dir), "wedge-confound")
+    finally:
+        store.dispose()
+    assert a.verdict == "falsified", a.reasoning
+    (pred,) = a.predictions
+    assert (pred.k, pred.n) == (14, 80) and pred.outcome == "falsified"
+    assert [round(x, 3) for x in pred.interval] == [0.107, 0.273]
+    assert (pred.completed.k, pred.completed.n) == (14, 40)
+    assert pred.describe == "leak_share (treatment) <= 0.02 (2%)", pred.describe
+    assert "It predicted leak_share (treatment) <= 0.02 (2%)" in a.reasoning, a.reasoning
 
 
 def test_recorded_verdict_is_what_show_reads(seeded):

@@ -13,7 +13,7 @@ import re
 from workbench.analysis.status import current_status
 from workbench.store.entities import VerdictRecord
 
-from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
+from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run, alias_of_a_rate
 
 HID = "wedge-confound"
 
@@ -259,24 +259,10 @@ def test_analyze_with_no_runs_records_nothing_and_says_so(cli, workbench_dir, tm
     assert "status: open" in out and "verdict: none yet" in out, out
 
 
-def _alias_of_a_rate(workbench_dir):
-    """wedge-confound's treatment prediction on leak_share, declared another name for corruption_rate."""
-    exp = workbench_dir / "experiments" / "agent-repro.yaml"
-    text = exp.read_text()
-    old = "  corruption_rate: {kind: proportion, numerator: leak, denominator: sessions, description: leak / sessions}\n"
-    assert old in text
-    exp.write_text(text.replace(old, old + "  leak_share: {kind: continuous, same_as: corruption_rate}\n"))
-    path = workbench_dir / "hypotheses.yaml"
-    text = path.read_text()
-    old = "{metric: corruption_rate, arm: treatment, at_most: 0.02,"
-    assert old in text
-    path.write_text(text.replace(old, "{metric: leak_share, arm: treatment, at_most: 0.02,", 1))
-
-
 def test_show_reads_an_alias_of_a_proportion_in_percent(cli, workbench_dir):
     # A metric declared as another name for a proportion (same_as) reads in percent wherever wb prints rates;
     # `hypothesis show` decided from the declared kind alone and printed "<= 0.02" with no percent beside it.
-    _alias_of_a_rate(workbench_dir)
+    alias_of_a_rate(workbench_dir)
     code, out = cli("hypothesis", "show", HID, "--root", str(workbench_dir))[:2]
     assert code == 0, out
     assert "  predicts: leak_share (treatment) <= 0.02 (2%)\n" in out, out
@@ -285,11 +271,13 @@ def test_show_reads_an_alias_of_a_proportion_in_percent(cli, workbench_dir):
 def test_the_page_reads_an_alias_of_a_proportion_in_percent(cli, workbench_dir, tmp_path, seed_csv):
     # The hypothesis page judged by the declared kind: the alias's Wilson interval read "[0.107, 0.273]" in its
     # chart card and its prediction row, beside corruption_rate's "[10.7%, 27.3%]" for the same 14 of 80.
-    _alias_of_a_rate(workbench_dir)
+    alias_of_a_rate(workbench_dir)
     common = ("--db", str(tmp_path / "wb.duckdb"), "--root", str(workbench_dir))
     assert cli("import", "evidence", str(seed_csv), *common)[0] == 0
     assert cli("hypothesis", "analyze", HID, *common)[0] == 0
     assert cli("report", "--out", str(tmp_path / "site"), *common)[0] == 0
     page = (tmp_path / "site" / "hypotheses" / f"{HID}.html").read_text()
     assert page.count(">[10.7%, 27.3%] Wilson 95%<") == 2 and "[0.107, 0.273]" not in page, page
-    assert "<td>treatment: 14/80 = 17.5% [10.7%, 27.3%]</td>" in page, page
+    # The prediction row: judged as the rate it names (it was judged as a median that no run recorded).
+    assert ("<td>leak_share (treatment) &lt;= 0.02 (2%)</td><td>14/80 = 17.5% [10.7%, 27.3%] Wilson 95%; 1 run(s)</td>"
+            "<td>falsified</td>") in page, page

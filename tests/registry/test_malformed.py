@@ -80,6 +80,11 @@ CASES = [
      # The loop is spelt out: it said "through 'hicache-bf16-race' (parents loop back via 'hicache-bf16-race')".
      "lineage cycle: hicache-bf16-race -> token-granular-geometry-deployment -> token-granular-geometry -> "
      "hicache-bf16-race (each the parent of the one before)", "    parent: token-granular-geometry-deployment"),
+    # Two metrics each declared the other's alias: the chain never reaches a metric that carries values.
+    ("same-as-cycle", E, "  waiting_for_input: {kind: count, guard: true,",
+     "  waiting_for_input: {kind: count, same_as: aborts, guard: true,",
+     "same_as loop: waiting_for_input -> aborts -> waiting_for_input (each another name for the next)",
+     "  waiting_for_input: {kind: count, same_as: aborts, guard: true,"),
     ("duplicate-id", H, "  - id: token-granular-geometry-deployment", "  - id: wedge-confound",
      "duplicate hypothesis id 'wedge-confound'", "  - id: wedge-confound"),
     ("unknown-experiment", H, "    experiment: kernel-geometry", "    experiment: kernel-geometri",

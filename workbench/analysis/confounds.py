@@ -173,9 +173,9 @@ def scan_confounds(store: Store, registry: Registry, hypothesis_id: str | None =
         if exp is None:
             continue
         for p in h.predicts:
-            spec = exp.metrics.get(p.metric)
+            spec = exp.metrics.get(exp.repeated(p.metric))
             if spec is not None and spec.kind == "proportion":
-                targets.setdefault(exp.id, set()).add(p.metric)
+                targets.setdefault(exp.id, set()).add(exp.repeated(p.metric))
     findings: list[Finding] = []
     for eid, outcomes in sorted(targets.items()):
         exp = registry.experiments[eid]

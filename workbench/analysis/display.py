@@ -24,11 +24,9 @@ def guard(g: Any, exp: Any) -> str:
     return g.describe() + beside_region(g.bounds(), PERCENT if is_proportion(exp, g.metric) else None)
 
 
-def is_proportion(exp: Any, metric: str, _depth: int = 0) -> bool:
+def is_proportion(exp: Any, metric: str) -> bool:
     """Whether the experiment `exp` declares `metric` a proportion (through `same_as`): it reads as a percentage."""
-    spec = exp.metrics.get(metric) if exp is not None else None
-    if spec is not None and spec.same_as and _depth < 4:
-        return is_proportion(exp, spec.same_as, _depth + 1)
+    spec = exp.metrics.get(exp.repeated(metric)) if exp is not None else None
     return spec is not None and spec.kind == "proportion"
 
 

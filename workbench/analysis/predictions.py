@@ -37,8 +37,8 @@ def _fmt(x: float | None) -> str:
 
 
 def pooled(runs: list[RunData], metric: str, exp: Experiment, basis: str = "all") -> dict[str, Any]:
-    """k/n of a proportion over the runs that recorded both, with the runs that did not."""
-    spec = exp.metrics[metric]
+    """k/n of a proportion (or of an alias of one) over the runs that recorded both, with the runs that did not."""
+    spec = exp.metrics[exp.repeated(metric)]
     k = n = 0.0
     used, unknown = [], []
     per_run = []
@@ -106,7 +106,7 @@ def judge(pred: Any, arm: str | None, arms: dict[str, list[RunData]], exp: Exper
     """
     bounds = pred.region.bounds()
     where = f"{pred.difference[0]} - {pred.difference[1]}" if pred.difference else arm
-    spec = exp.metrics.get(pred.metric)
+    spec = exp.metrics.get(exp.repeated(pred.metric))  # an alias is judged as the metric it repeats
     # The region as written, with its bounds in the terms the estimate reads in (<= 0.02 (2%) beside 17.5%).
     region = pred.region.describe() + display.beside_region(
         bounds, display.scale(spec.kind if spec else None, bool(pred.difference)))
@@ -184,7 +184,7 @@ def _method(out: dict[str, Any], e: Any) -> None:
 
 def _judge_proportion(pred: Any, out: dict[str, Any], needed: list[str], arms: dict[str, list[RunData]],
                       exp: Experiment, basis: str, sequential: bool, family: int = 1, looks: int = 1) -> dict[str, Any]:
-    spec = exp.metrics[pred.metric]
+    spec = exp.metrics[exp.repeated(pred.metric)]
     bounds = (out["bounds"][0], out["bounds"][1])
     # A difference of two rates lies in [-1, 1]: it is judged on the real line, a rate on [0, 1].
     region = regions.Region(bounds[0], bounds[1],

@@ -23,7 +23,7 @@ def arm_summary(arm: str, runs: list[RunData], expected: dict[str, str], named: 
             units += cu[0]
     metrics: dict[str, Any] = {}
     for name, spec in exp.metrics.items():
-        if spec.kind == "proportion":
+        if exp.metrics[exp.repeated(name)].kind == "proportion":
             pool = pooled(runs, name, exp)
             if pool["n"] > 0:
                 lo, hi = stats.wilson(pool["k"], pool["n"])

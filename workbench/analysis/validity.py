@@ -213,7 +213,7 @@ def configs(texts: dict[str, str], arms: dict[str, list[RunData]], aa: bool,
 def guard(g: Any, arms: dict[str, list[RunData]], exp: Experiment, arm_names: list[str]) -> dict[str, Any]:
     """A guard holds when every run of its arm(s) recorded the metric and met the condition."""
     name = f"guard: {display.guard(g, exp)}"
-    spec = exp.metrics.get(g.metric)
+    spec = exp.metrics.get(exp.repeated(g.metric))
     targets = [g.arm] if g.arm else arm_names
     lo, hi = g.bounds()
     seen, bad, unknown = 0, [], []
@@ -315,7 +315,7 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -
     flagged, trends = [], []
     tested = 0
     for m in metrics:
-        spec = exp.metrics.get(m)
+        spec = exp.metrics.get(exp.repeated(m))
         if spec is None or spec.kind != "proportion":
             continue
         for a, runs in arms.items():
@@ -374,7 +374,7 @@ def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]
     out: dict[str, Any] = {}
     alarms, waiting = [], []
     for m in metrics:
-        spec = exp.metrics.get(m)
+        spec = exp.metrics.get(exp.repeated(m))
         if spec is None or spec.kind != "proportion":
             continue
         pa, pb = pooled(arms.get("control", []), m, exp), pooled(arms.get("control_aa", []), m, exp)

@@ -227,7 +227,7 @@ def _predictions(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list
     disagree: list[str] = []
     for p, a in items:
         j = judge(p, a, arms, exp, sequential=d.sequential, family=family, looks=budget)
-        spec = exp.metrics.get(p.metric)
+        spec = exp.metrics.get(exp.repeated(p.metric))
         if spec is not None and spec.kind == "proportion" and exp.unit is not None and exp.unit.completed:
             jc = judge(p, a, arms, exp, basis="completed", sequential=d.sequential, family=family, looks=budget)
             j["completed"] = {k: jc.get(k) for k in ("k", "n", "estimate", "interval", "outcome", "note")}

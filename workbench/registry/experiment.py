@@ -320,6 +320,15 @@ class Experiment(Strict):
     def produced_metrics(self) -> set[str]:
         return set(self.metrics)
 
+    def repeated(self, metric: str) -> str:
+        """The metric whose values `metric` carries: itself, or the end of its same_as chain. An alias reads, and
+        is judged, as the metric it repeats (an alias of a proportion is a proportion: k of n, not a median)."""
+        seen = {metric}
+        while (spec := self.metrics.get(metric)) is not None and spec.same_as and spec.same_as not in seen:
+            metric = spec.same_as
+            seen.add(metric)
+        return metric
+
 
 def per_replicate_names(experiment: "Experiment", hypothesis: Any, overrides: dict[str, str]) -> list[str]:
     """Per-replicate variables that nothing fixes (not --set, not the hypothesis's hold or arms)."""

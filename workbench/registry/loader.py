@@ -238,6 +238,19 @@ def load_registry(root: str | Path | None = None, root_from: str = "--root") -> 
 
 # ----------------------------------------------------------------------------- cross-file checks
 
+def _check_aliases(exp: Experiment, doc: LocatedYaml) -> None:
+    """Every same_as chain ends at a metric that carries values: a loop of aliases names none."""
+    for name in exp.metrics:
+        chain = [name]
+        while (ref := exp.metrics[chain[-1]].same_as) is not None:
+            chain.append(ref)
+            if ref == name:
+                raise doc.error(f"same_as loop: {' -> '.join(chain)} (each another name for the next)",
+                                ("metrics", name, "same_as"))
+            if chain.count(ref) > 1:
+                break  # a loop further down the chain, reported at a metric of its own
+
+
 def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
     if exp.id != path.stem:
         raise doc.error(f"id {exp.id!r} does not match the file name {path.name!r}", ("id",),
@@ -253,6 +266,7 @@ def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
                 raise doc.error(f"{attr} {ref!r} of proportion {name!r} must be a count", ("metrics", name, attr))
         if m.units is not None and exp.unit is None:
             raise doc.error(f"metric {name!r} counts units but the experiment declares no unit", ("metrics", name, "units"))
+    _check_aliases(exp, doc)
     _check_outcomes(exp, doc)
     if exp.default_profile not in exp.profiles:
         raise doc.error(f"default_profile {exp.default_profile!r} is not among the profiles {list(exp.profiles)}",
