@@ -68,6 +68,15 @@ CASES = [
      "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.",
      "    claim: The corruption (bug #7) is a side effect\n      of the NIXL abort wedge.",
      'quote the value: claim: "The corruption (bug #7) is a side effect', None),
+    # A " #" after a plain value of several words that breaks no YAML cut the value there and loaded the rest as
+    # a comment, with no word: the line is refused, and the hint gives the whole text quoted.
+    ("yaml-comment-cuts-plain-value", H,
+     "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.",
+     "    claim: the rate drops #2 of the fixes",
+     'the text after " #" (#2 of the fixes) would be dropped as a comment: the value would read "the rate drops"',
+     "    claim: the rate drops #2"),
+    ("yaml-comment-cuts-plain-command", E, '      check: "bash -n {{ file }}"', "      check: bash -n {{ file }} #1",
+     'Hint: quote the value: check: "bash -n {{ file }} #1"', "      check: bash -n"),
     ("duplicate-key", H, "    isolates: nixl_abort_fix\n", "    isolates: nixl_abort_fix\n    isolates: hicache\n",
      "duplicate key 'isolates'", "    isolates: hicache"),
     ("unknown-field", H, "    falsified_if: Corruption persists in the treatment arm with zero aborts.",
@@ -415,3 +424,43 @@ def test_the_quoting_hint_quotes_the_value_as_yaml_reads_it_back(line: str, quot
         yamlio.load_located("x.yaml", text=f"items:\n  {line}\n")
     assert exc.value.hint is not None and f"quote the value: {quoted}" in exc.value.hint, exc.value.hint
     assert yamlio.load_located("x.yaml", text=quoted + "\n").data["note"] == line.split(": ", 1)[1].strip()
+
+
+@pytest.mark.parametrize("text,field,kept", [
+    ("claim: the rate drops #2 of the fixes\n", "claim", "the rate drops #2 of the fixes"),
+    ("steps:\n  - run foo --tag x #1\n", "steps.0", "run foo --tag x #1"),
+    # A value that runs on is cut on its last line.
+    ("claim: the rate drops\n  when the fix is on #2\n", "claim", "the rate drops when the fix is on #2"),
+    ("claim: the rate drops  # see the fixes\n", "claim", "the rate drops  # see the fixes"),
+])
+def test_a_comment_that_cuts_a_plain_value_of_words_is_refused(text: str, field: str, kept: str):
+    from workbench.errors import ConfigError
+    from workbench.registry import yamlio
+
+    with pytest.raises(ConfigError) as exc:
+        yamlio.load_located("x.yaml", text=text)
+    err = exc.value
+    assert err.line == len(text.splitlines()) and err.field == field, (err.line, err.field)
+    assert 'would be dropped as a comment' in err.message, err.message
+    assert "put the comment on a line of its own" in (err.hint or ""), err.hint
+    quoted = err.hint.split("quote the value: ", 1)[1].split(" (", 1)[0]
+    data = yamlio.load_located("x.yaml", text=quoted + "\n").data
+    assert data in ({field: kept}, [kept]), (quoted, data)
+
+
+@pytest.mark.parametrize("text", [
+    "sessions: 80  # the seed's size\n",
+    "hold: {a: b}  # why\n",
+    "arms: [control, treatment] # both\n",
+    "model: llama-3  # the 8B one\n",
+    'claim: "the rate drops"  # a note\n',
+    "claim: 'the rate drops' # a note\n",
+    "hold:  # why\n  a: b\n",
+    "claim: >-\n  the rate drops #2 of the fixes\n",
+    "claim: the rate drops\n# a comment on its own line\n",
+    "items:\n  - one\n  - two  # the second\n",
+])
+def test_a_comment_after_a_number_a_collection_a_token_or_a_quoted_value_still_loads(text: str):
+    from workbench.registry import yamlio
+
+    assert yamlio.load_located("x.yaml", text=text).data is not None

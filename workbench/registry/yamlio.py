@@ -53,6 +53,7 @@ MAX_NODES = 200_000  # after aliases are followed: bounds an "alias bomb" (alias
 
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
+_WORDS = re.compile(r"\S\s+\S")  # a value of several words (prose, a command), not a number or a name
 
 
 def _too_deep(file: str, line: int | None = None) -> ConfigError:
@@ -69,9 +70,10 @@ def _too_many(file: str, line: int, aliased: bool) -> ConfigError:
 
 
 def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[Loc, int], file: str,
-          booleans: dict[Loc, str], quoted: list[tuple[yaml.ScalarNode, Loc]]) -> None:
-    """Record the line of every key and item, the words read as booleans and the quoted scalars that span lines;
-    iterative, and bounded in depth and in nodes visited."""
+          booleans: dict[Loc, str], quoted: list[tuple[yaml.ScalarNode, Loc]],
+          worded: list[tuple[yaml.ScalarNode, Loc]]) -> None:
+    """Record the line of every key and item, the words read as booleans, the quoted scalars that span lines and
+    the plain (unquoted) values of several words; iterative, and bounded in depth and in nodes visited."""
     stack: list[tuple[yaml.Node, Loc]] = [(root, root_loc)]
     visited = 0
     collections: set[int] = set()  # an alias is the node it names, met again
@@ -92,6 +94,8 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[L
             booleans.setdefault(loc, node.value)
         if isinstance(node, yaml.ScalarNode) and node.style in ("'", '"') and node.end_mark.line > node.start_mark.line:
             quoted.append((node, loc))
+        if isinstance(node, yaml.ScalarNode) and not node.style and _WORDS.search(node.value):
+            worded.append((node, loc))
         if isinstance(node, yaml.ScalarNode) and _CONTROL.search(node.value or ""):
             bad = _CONTROL.search(node.value).group()
             raise ConfigError(f"a value holds the control character {bad!r}", file=file, line=line,
@@ -167,6 +171,29 @@ def _refuse_swallowed_keys(quoted: list[tuple[yaml.ScalarNode, Loc]], lines: dic
             field=".".join(str(p) for p in loc) or None,
             hint=f"close the {q} on line {start.line + 1}; text of several lines that must hold such a line goes "
                  f"in a block scalar ({name}: >-)")
+
+
+def _refuse_cut_by_comments(worded: list[tuple[yaml.ScalarNode, Loc]], text: str, file: str) -> None:
+    """A plain value of several words ends where " #" begins a comment, and the rest of its line is dropped:
+    `claim: the rate drops #2 of the fixes` loads as "the rate drops" without a word. Where the parser ended such
+    a value and a comment follows it on its line, the file is refused with the value quoted in the hint. A comment
+    after a number, a single word, a flow collection or a quoted value reads as a comment and still loads."""
+    if not worded:
+        return
+    rows = _BREAK.split(text)
+    for node, loc in sorted(worded, key=lambda w: (w[0].end_mark.line, w[0].end_mark.column)):
+        end = node.end_mark
+        rest = rows[end.line][end.column:].rstrip() if end.line < len(rows) else ""
+        comment = rest.lstrip(" \t")
+        if not comment.startswith("#") or comment == rest:
+            continue
+        whole = _quoted(node.value + rest)
+        shown = f"{loc[-1]}: {whole}" if loc and isinstance(loc[-1], str) else f"- {whole}"
+        raise ConfigError(f'the text after " #" ({comment}) would be dropped as a comment: the value would read '
+                          f'"{node.value}"', file=file, line=end.line + 1,
+                          field=".".join(str(p) for p in loc) or None,
+                          hint=f"quote the value: {shown} (or, if that text is a note, put the comment on a line "
+                               "of its own)")
 
 
 @functools.cache
@@ -308,9 +335,11 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
             lines: dict[Loc, int] = {}
             booleans: dict[Loc, str] = {}
             quoted: list[tuple[yaml.ScalarNode, Loc]] = []
+            worded: list[tuple[yaml.ScalarNode, Loc]] = []
             if node is not None:
-                _walk(loader, node, (), lines, file, booleans, quoted)
+                _walk(loader, node, (), lines, file, booleans, quoted, worded)
                 _refuse_swallowed_keys(quoted, lines, text, file)
+                _refuse_cut_by_comments(worded, text, file)
                 data = loader.construct_document(node)
             else:
                 data = None
