@@ -194,6 +194,16 @@ class Workbench(StoredRuns):
         with the first write, and not at all when that write is refused (see `open_store`)."""
         from workbench.store import open_store
 
+        if read_only and self.default_db and not self._store_exists():
+            # The workbench's own wb.duckdb before anything was recorded (a fresh checkout): a read sees no runs, as
+            # in an empty store, and creates none. A missing store a flag or $WB_DB names is a mistyped path, which
+            # `open_store` refuses.
+            from workbench.store.engine import empty_store, resolve_url
+
+            path = resolve_url(self.settings.db, self.settings.db_from)[1]
+            with empty_store(str(path), held=held, source=self.settings.db_from) as store:
+                yield store
+            return
         with open_store(self.settings.db, read_only=read_only, lock_wait_s=self.settings.lock_wait_s,
                         held=held, deferred_schema=deferred_schema, source=self.settings.db_from,
                         default=self.default_db) as store:
@@ -204,18 +214,6 @@ class Workbench(StoredRuns):
 
         _, path = resolve_url(self.settings.db, self.settings.db_from)
         return path is None or path.exists()
-
-    def _refuse_before_any_run(self, nothing: str) -> None:
-        """A workbench whose own wb.duckdb does not exist yet has recorded no run: a read says so plainly (exit 2,
-        as every read of a missing store; nothing is created). A store a flag or $WB_DB names that is not there
-        is a mistyped path, which `open_store` names as such."""
-        if self.default_db and not self._store_exists():
-            from workbench.store import resolve_url
-
-            path = resolve_url(self.settings.db, self.settings.db_from)[1]
-            raise BadInput(f"no runs recorded yet in {path}: {nothing}", where=self.settings.db_from,
-                           hint="`wb hypothesis run ID` or `wb import evidence FILE` records some (--db or $WB_DB "
-                                "names another store)")
 
     @contextmanager
     def _no_new_store_on_bad_input(self) -> Iterator[None]:
@@ -381,7 +379,6 @@ class Workbench(StoredRuns):
 
         if hypothesis_id is not None:
             self.registry.hypothesis(hypothesis_id)  # an unknown id is bad input before the store is touched
-        self._refuse_before_any_run("nothing to scan")
         with self.store(read_only=True) as store:
             findings = scan_confounds(store, self.registry, hypothesis_id)
         return self._write_drafts(findings) if write else findings

@@ -67,21 +67,21 @@ def test_write_with_no_draft_to_append_says_so_and_leaves_the_file(workbench_dir
     assert (workbench_dir / "hypotheses.yaml").read_bytes() == before
 
 
-def test_before_any_run_is_recorded_it_says_there_is_nothing_to_scan(workbench_dir, cli, monkeypatch):
-    # A fresh workbench has no wb.duckdb yet: "no store at …" read as a failure. It now says plainly that nothing
-    # is recorded and what records something; exit 2 as `wb runs list` and `wb report` give, and no store made.
+def test_before_any_run_is_recorded_it_scans_nothing_as_on_an_empty_store(workbench_dir, cli, monkeypatch):
+    # A fresh workbench has no wb.duckdb yet: it reads as an empty store (it said "no store at …", then "no runs
+    # recorded yet", exit 2, where an empty store says there is nothing to scan, exit 0). No store is made.
     import json
 
     monkeypatch.delenv("WB_DB", raising=False)
     store = workbench_dir / "wb.duckdb"
+    before = (workbench_dir / "hypotheses.yaml").read_bytes()
     code, out, err = cli("confounds", "--write", "--root", str(workbench_dir))
-    assert code == 2 and out == "", (out, err)
-    assert err.startswith(f"Error: no runs recorded yet in {store}: nothing to scan\n"), err
-    assert "Hint: `wb hypothesis run ID` or `wb import evidence FILE` records some" in err, err
-    assert not store.exists()
+    assert code == 0 and err == "", err
+    assert out == ("No runs with a recorded outcome to scan.\n"
+                   "--write: no finding proposes a hypothesis entry; hypotheses.yaml is unchanged.\n"), out
+    assert not store.exists() and (workbench_dir / "hypotheses.yaml").read_bytes() == before
     code, out, _ = cli("confounds", "--json", "--root", str(workbench_dir))
-    error = json.loads(out)["error"]
-    assert code == 2 and error["exit_code"] == 2 and error["message"].startswith("no runs recorded yet in "), error
+    assert code == 0 and json.loads(out)["items"] == []
     # A store named by --db that is not there is a mistyped path, not a fresh workbench: it stays "no store at".
     code, _, err = cli("confounds", "--root", str(workbench_dir), "--db", str(workbench_dir / "typo.duckdb"))
     assert code == 2 and err.startswith(f"Error: no store at {workbench_dir / 'typo.duckdb'} (--db)"), err

@@ -46,6 +46,9 @@ def list_(db: DbOption = None, json_: JsonOption = False,
         raise BadInput(f"--limit: must be at least 1, got {limit}",
                        hint="--limit N lists the last N runs; leave it out to list every run")
     rows = open_workbench(db, root).runs(hypothesis_id=hypothesis, limit=limit)
+    if not rows and chosen == "table":  # the other formats keep their shape: an empty list, a header
+        typer.echo(f"No runs{f' of {hypothesis}' if hypothesis else ''} recorded yet.")
+        return
     emit_rows(chosen, ["id", "label", "hypothesis", "arm", "status", "variables", "metrics"],
               [[r.id, r.label or "", r.hypothesis_id or "", r.arm or "", r.status,
                 " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())),

@@ -435,6 +435,21 @@ def no_store(path: Path, source: str, *, hint: str, default: bool = False) -> Ba
     return BadInput(f"no store at {path} ({given})", where=source, hint=hint)
 
 
+@contextmanager
+def empty_store(name: str, *, held: bool = True, source: str = FLAG) -> Iterator[Store]:
+    """A store with the schema and no rows, read only, in a temporary folder removed after the block: what a read
+    of the workbench's own store sees before anything was recorded, with nothing created where that store goes.
+    `name`: the store it stands for, as messages name it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="wb-empty-store-") as folder:
+        path = Path(folder) / DEFAULT_DB
+        open_store(str(path), source=source).dispose()
+        with open_store(str(path), read_only=True, held=held, source=source) as store:
+            store.name = name
+            yield store
+
+
 def _folder_exists(path: Path, source: str) -> None:
     """A new store file goes into a folder that exists: a mistyped folder is an error, not a tree to create
     (a new, empty store somewhere else would take the runs)."""

@@ -1,0 +1,90 @@
+"""A workbench whose own wb.duckdb does not exist yet (a fresh checkout, before any run) reads as an empty store:
+every reading command says what it says on an empty one, and none creates the file. A store a flag or $WB_DB
+names that is not there is a mistyped path, and stays an error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+READS = [
+    ["runs", "list"],
+    ["runs", "list", "--json"],
+    ["runs", "list", "--format", "tsv"],
+    ["runs", "list", "--hypothesis", "wedge-confound"],
+    ["runs", "show", "1"],
+    ["runs", "delete", "1"],
+    ["confounds"],
+    ["confounds", "--json"],
+    ["report", "--format", "md"],
+    ["report", "--format", "md", "--hypothesis", "wedge-confound"],
+]
+
+
+@pytest.fixture(scope="module")
+def empty_store(tmp_path_factory) -> Path:
+    """A store with the schema and no rows (made once: the reads below only read it)."""
+    from workbench.store import upgrade
+
+    path = tmp_path_factory.mktemp("empty") / "empty.duckdb"
+    upgrade(str(path))
+    return path
+
+
+def _files(folder: Path) -> set[Path]:
+    return {p.relative_to(folder) for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize("args", READS, ids=[" ".join(a) for a in READS])
+def test_a_read_of_the_missing_default_store_reads_as_an_empty_store(args, workbench_dir: Path, empty_store: Path,
+                                                                     cli, monkeypatch):
+    monkeypatch.delenv("WB_DB", raising=False)
+    before = _files(workbench_dir)
+    missing = cli(*args, "--root", str(workbench_dir))
+    assert _files(workbench_dir) == before, "a read must not create the store (or anything beside it)"
+    empty = cli(*args, "--root", str(workbench_dir), "--db", str(empty_store))
+    assert missing == empty, (missing, empty)
+    code, out, err = missing
+    if args[:2] in (["runs", "show"], ["runs", "delete"]):
+        assert code == 2 and err.startswith("Error: no run 1 in the store\n"), err
+    else:
+        assert code == 0 and "no store at" not in err, err
+
+
+def test_the_listings_say_no_runs_in_their_usual_shape(workbench_dir: Path, cli, monkeypatch):
+    monkeypatch.delenv("WB_DB", raising=False)
+    root = ["--root", str(workbench_dir)]
+    assert cli("runs", "list", *root) == (0, "No runs recorded yet.\n", "")
+    assert cli("runs", "list", "--hypothesis", "wedge-confound", *root) == (
+        0, "No runs of wedge-confound recorded yet.\n", "")
+    code, out, _ = cli("runs", "list", "--json", *root)
+    assert code == 0 and json.loads(out)["items"] == []
+    header = "id\tlabel\thypothesis\tarm\tstatus\tvariables\tmetrics\n"
+    assert cli("runs", "list", "--format", "tsv", *root) == (0, header, "")
+    assert cli("confounds", *root) == (0, "No runs with a recorded outcome to scan.\n", "")
+    assert not (workbench_dir / "wb.duckdb").exists()
+
+
+def test_the_report_is_built_from_the_yaml_with_every_hypothesis_open(workbench_dir: Path, cli, monkeypatch):
+    monkeypatch.delenv("WB_DB", raising=False)
+    code, out, err = cli("report", "--root", str(workbench_dir))
+    assert code == 0, err
+    site = workbench_dir / "reports"
+    assert (site / "index.html").is_file() and (site / "hypotheses" / "wedge-confound.html").is_file()
+    code, out, err = cli("report", "--format", "md", "--root", str(workbench_dir))
+    rows = [line for line in out.splitlines() if line.startswith("| `")]
+    assert code == 0 and len(rows) == 7 and all("| open |" in r for r in rows), out
+    assert not (workbench_dir / "wb.duckdb").exists() and not (workbench_dir / "wb.duckdb.wal").exists()
+
+
+@pytest.mark.parametrize("args", READS[:1] + READS[4:7] + READS[8:9], ids=lambda a: " ".join(a))
+def test_a_named_store_that_is_missing_stays_an_error(args, workbench_dir: Path, tmp_path: Path, cli, monkeypatch):
+    monkeypatch.delenv("WB_DB", raising=False)
+    typo = tmp_path / "typo" / "wb.duckdb"
+    code, _, err = cli(*args, "--root", str(workbench_dir), "--db", str(typo))
+    assert code == 2 and err.startswith(f"Error: no store at {typo} (--db)\n"), err
+    code, _, err = cli(*args, "--root", str(workbench_dir), env={"WB_DB": str(typo)})
+    assert code == 2 and err.startswith(f"Error: no store at {typo} ($WB_DB)\n"), err
+    assert not typo.parent.exists() and not (workbench_dir / "wb.duckdb").exists()
