@@ -83,19 +83,19 @@ class Target(abc.ABC):
         self.hosts = hosts
         self.ca_file = ca_file  # PEM CA certificates for https URLs; None: SSL_CERT_FILE/DIR, else the public CAs
         self.clock = Clock()
-        self._http: Any = None
+        self._http: dict[bool, Any] = {}  # by "the URL is https": built on first use, kept for the experiment
 
     async def open(self) -> None:
         """Connect (SSH) or check the machine; raises TargetError when a host cannot be reached."""
 
     async def close(self) -> None:
         """Release connections; never raises."""
-        if self._http is not None:
+        for client in self._http.values():
             try:
-                await self._http.aclose()
+                await client.aclose()
             except Exception:
                 pass
-            self._http = None
+        self._http = {}
 
     async def reconnect(self, host: str) -> None:
         """Re-establish the connection to `host` after a drop (bounded); raises TargetError."""
@@ -141,17 +141,20 @@ class Target(abc.ABC):
         return await self._get(url, timeout)
 
     def check_tls(self) -> None:
-        """Build the client https URLs are fetched with, so that an unusable ca_file is named before the target
-        is touched (left to the first poll, every health stage would fail with a TLS error)."""
-        self._client()
+        """Check what https URLs are verified with, so that an unusable ca_file is named before the target is
+        touched (left to the first poll, every health stage would fail with a TLS error)."""
+        tls_context(self.ca_file)
 
-    def _client(self) -> Any:
-        if self._http is None:
+    def _client(self, https: bool) -> Any:
+        """One client per scheme for the whole experiment: building one costs more than a poll. Only https URLs
+        need the certificates (loading the public CAs is ~50 ms of CPU, which a plain-http target never
+        needs): http URLs go through a client whose TLS context trusts no certificate at all."""
+        if https not in self._http:
             import httpx
 
-            # One client for the whole experiment: building one (TLS context) costs more than a poll.
-            self._http = httpx.AsyncClient(trust_env=False, verify=tls_context(self.ca_file))
-        return self._http
+            self._http[https] = httpx.AsyncClient(trust_env=False,
+                                                  verify=tls_context(self.ca_file) if https else _trust_nothing())
+        return self._http[https]
 
     async def _get(self, url: str, timeout: float, *, name: str | None = None) -> Any:
         """GET `url`; `name` is the host[:port] the request is for when `url` reaches it another way (a local
@@ -163,7 +166,8 @@ class Target(abc.ABC):
             headers["Host"] = name
             extensions["sni_hostname"] = urlsplit(f"//{name}").hostname or name
         try:
-            return await self._client().get(url, timeout=timeout, headers=headers, extensions=extensions)
+            return await self._client(urlsplit(url).scheme == "https").get(url, timeout=timeout, headers=headers,
+                                                                             extensions=extensions)
         except (httpx.HTTPError, OSError):
             return None
 
@@ -318,6 +322,13 @@ async def supervise(wait: Any, stop: Any, stdout: Any, stderr: Any, stdout_file:
     if raise_reader_errors and not timed_out and errors:
         raise errors[0]  # type: ignore[misc]
     return timed_out, b"".join(out).decode("utf-8", "replace"), b"".join(err).decode("utf-8", "replace")
+
+
+def _trust_nothing() -> Any:
+    """A TLS context that verifies hostnames and certificates against no CA: no https server passes it."""
+    import ssl
+
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def tls_context(ca_file: str | None) -> Any:
