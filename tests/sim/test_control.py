@@ -40,6 +40,8 @@ def test_children_inherit_the_environment(sim_dir, monkeypatch):
     for u in st.units.values():
         env = open(f"/proc/{u.pid}/environ", "rb").read().split(b"\0")
         assert b"PDSIM_PROBE_MARK=x42" in env
+        # They make no TLS connection: their trust store is empty (the system's CA bundle costs each start ~70 ms).
+        assert f"SSL_CERT_FILE={os.devnull}".encode() in env
 
 
 def test_set_writes_the_serve_file_and_restart_rereads_it(sim_dir):
