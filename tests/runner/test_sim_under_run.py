@@ -135,3 +135,69 @@ def test_a_run_whose_pdsim_changed_under_it_is_invalid(bench, change):
     assert s["verdict"] in ("inconclusive", "invalid"), s["verdict"]
     assert s["arms"]["treatment"]["totals"].get("sessions") in (0, None), s["arms"]["treatment"]
     assert bench.serve() == bench.original
+
+
+def _stop_orphans(bench) -> None:
+    """Stop the workloads a killed runner left (their process groups, noted under its execution's folder)."""
+    import signal
+
+    for p in (bench.root / ".wb" / "artifacts").glob("execution-*/children/*"):
+        if p.name.isdigit():
+            try:
+                os.killpg(int(p.name), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def test_a_runner_killed_mid_run_keeps_pdsim_for_its_resume(bench):
+    """kill -9 of the runner mid-run leaves an arm's serve file in pdsim and a lock whose holder is dead. `wb sim
+    up --set nixl_abort_fix=off` and `wb sim restart` took that lock for free: they rewrote the serve file the
+    resume would then put back over (or refuse on). They refuse, exit 2, with one Error that says a killed run
+    left pdsim changed and a hint holding the exact command that restores it; nothing changes. `wb sim status`
+    answers; `wb sim down` stops the servers but keeps the serve file, the lock and the saved original, so that
+    command, run as printed, still puts the original back."""
+    import shlex
+    import signal
+
+    go = bench.root / "go"
+    _workload(bench, f"for i in $(seq 3000); do [ -e {go} ] && break; sleep 0.1; done", "--sessions 8 --rounds 1")
+    a = subprocess.Popen(WB + ["hypothesis", "run", "wedge-confound", "--replicates", "1", "--seed", "3",
+                               "--db", bench.db], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True, env=dict(os.environ))
+    lock = sim_lock(bench.sim_dir)
+    try:
+        _wait(lambda: lock.exists() and control.status(bench.sim_dir, debug=False).state == "healthy"
+              and list((bench.root / ".wb" / "artifacts").glob("execution-*/run-*/stdout.txt")), a, "first workload")
+        holder = json.loads(lock.read_text())
+        a.send_signal(signal.SIGKILL)
+        a.wait(30)
+    finally:
+        if a.poll() is None:
+            a.kill()
+        _stop_orphans(bench)
+    left = bench.serve()
+    assert left != bench.original
+    pids = {u: s.pid for u, s in control.status(bench.sim_dir).units.items()}
+    for cmd in (["up", "--set", "nixl_abort_fix=off"], ["restart"]):
+        res = subprocess.run(WB + ["sim", *cmd], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2, (cmd, res.stdout, res.stderr)
+        errors = [line for line in res.stderr.splitlines() if line.startswith("Error:")]
+        assert len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
+        assert errors[0].startswith(f"Error: pdsim in {bench.sim_dir} was left changed by execution 1 of "
+                                    f"wedge-confound, whose runner (pid {a.pid}") and "killed" in errors[0], errors
+        assert f"`wb sim {cmd[0]}`" in errors[0], errors
+        assert holder["resume"] in res.stderr, res.stderr
+        assert bench.serve() == left
+        assert {u: s.pid for u, s in control.status(bench.sim_dir).units.items()} == pids
+    res = subprocess.run(WB + ["sim", "status"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "Error" not in res.stderr, res.stderr
+    res = subprocess.run(WB + ["sim", "down"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert holder["resume"] in res.stderr, res.stderr  # it says what still restores the serve file
+    assert control.status(bench.sim_dir).state == "down" and bench.serve() == left and lock.exists()
+    go.touch()
+    resumed = subprocess.run(WB + shlex.split(holder["resume"])[1:], capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert bench.serve() == bench.original and not lock.exists()
+    assert subprocess.run(WB + ["sim", "up", "--set", "nixl_abort_fix=off"], capture_output=True,
+                          timeout=120).returncode == 0

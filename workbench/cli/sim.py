@@ -54,8 +54,10 @@ def down(dir: Optional[str] = DirOpt, json_: JsonOption = False) -> None:
     from workbench.runner.targets.sim import refuse_while_in_use
     from workbench.sim import control
 
-    refuse_while_in_use(dir, "down")
+    left = refuse_while_in_use(dir, "down")  # a killed run's change to the serve file: kept for its resume
     pids = control.down(dir)
+    if left:
+        typer.echo(f"Note: {left}", err=True)
     if json_:
         print_json({"stopped": list(pids)})
         return

@@ -75,39 +75,50 @@ class Holder:
     # command refused meanwhile, which may have no store (`wb sim`) or another one, names the owner by them.
     name: str = ""
     resume: str = ""
+    # The execution's folder on the runner's machine, where it keeps the original config it saved: `wb sim` tells
+    # from it whether a dead runner left pdsim changed (`runner.targets.sim.refuse_while_in_use`).
+    folder: str = ""
 
     @classmethod
-    def me(cls, execution: str, what: str = "", *, name: str = "", resume: str = "") -> "Holder":
+    def me(cls, execution: str, what: str = "", *, name: str = "", resume: str = "", folder: str = "") -> "Holder":
         pid = os.getpid()
         return cls(execution, socket.gethostname(), pid, process_start(pid),
-                   datetime.now(timezone.utc).isoformat(timespec="seconds"), what=what, name=name, resume=resume)
+                   datetime.now(timezone.utc).isoformat(timespec="seconds"), what=what, name=name, resume=resume,
+                   folder=folder)
 
     def text(self) -> str:
         d = dict(self.__dict__)
         if not d["restore_failed"]:  # an ordinary lock reads as before the mark existed
             del d["restore_failed"]
-        for key in ("what", "name", "resume"):
+        for key in ("what", "name", "resume", "folder"):
             if not d[key]:
                 del d[key]
         return json.dumps(d, sort_keys=True)
 
-    def owner(self, known: str | None = None) -> str:
-        """The owner as messages name it: execution, pid, host and since when. `known` is the name the store gives
-        the execution (`execution 3 of wedge-confound`, its id as `wb report` and `wb runs` show it), else the name
-        its runner recorded; a lock of an older wb holds neither, and the uuid and what it runs name it."""
+    def label(self, known: str | None = None) -> str:
+        """The execution as messages name it: `known`, the name the store gives it (`execution 3 of
+        wedge-confound`, its id as `wb report` and `wb runs` show it), else the name its runner recorded; a lock of
+        an older wb holds neither, and the uuid and what it runs name it."""
         what = f", {self.what}" if self.what else ""
-        name = known or self.name or f"execution {self.execution}{what}"
-        return f"{name} (pid {self.pid} on {self.host}, since {self.since})"
+        return known or self.name or f"execution {self.execution}{what}"
+
+    def owner(self, known: str | None = None) -> str:
+        """The owner as messages name it: execution (`label`), pid, host and since when."""
+        return f"{self.label(known)} (pid {self.pid} on {self.host}, since {self.since})"
+
+    def resume_command(self) -> str:
+        """The command that resumes the owner's execution, as its runner recorded it (complete: its store, its
+        workbench, a search's flags); a lock of an older wb holds none, and the hypothesis it runs fills it."""
+        hypothesis = self.what.removeprefix("hypothesis ") if self.what.startswith("hypothesis ") else "ID"
+        return self.resume or f"wb hypothesis run {hypothesis} --resume"
 
     def busy_hint(self, lock: str) -> str:
         """What to do about a target this owner holds, in the same words wherever it is refused (`wb hypothesis run`,
         `wb isolate`, `wb sim`): wait or stop it; where its runner is gone (which only its host can tell), resume
         it; else put the original back by hand and remove `lock`."""
-        hypothesis = self.what.removeprefix("hypothesis ") if self.what.startswith("hypothesis ") else "ID"
-        resume = self.resume or f"wb hypothesis run {hypothesis} --resume"
         return (f"wait for it to finish, or stop it (Ctrl-C, or kill {self.pid} on {self.host}: it restores the "
-                f"target); if its runner is gone, resume it on {self.host} ({resume}: it puts the original config "
-                f"back and frees the lock), or put the original back by hand and remove {lock}")
+                f"target); if its runner is gone, resume it on {self.host} ({self.resume_command()}: it puts the "
+                f"original config back and frees the lock), or put the original back by hand and remove {lock}")
 
     @classmethod
     def parse(cls, text: str) -> "Holder | None":
@@ -115,7 +126,7 @@ class Holder:
             d = json.loads(text)
             return cls(str(d["execution"]), str(d["host"]), int(d["pid"]), d.get("pid_start"), str(d["since"]),
                        d.get("restore_failed") is True, str(d.get("what") or ""), str(d.get("name") or ""),
-                       str(d.get("resume") or ""))
+                       str(d.get("resume") or ""), str(d.get("folder") or ""))
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
@@ -183,10 +194,11 @@ class TargetLock:
 
     def __init__(self, target: Target, paths: dict[str, str], execution: str,
                  left_by_dead: Callable[[str, str, Holder], Awaitable[None]] | None = None, what: str = "",
-                 known: Callable[[str], str | None] | None = None, *, name: str = "", resume: str = "") -> None:
+                 known: Callable[[str], str | None] | None = None, *, name: str = "", resume: str = "",
+                 folder: str = "") -> None:
         self.target = target
         self.paths = paths
-        self.me = Holder.me(execution, what, name=name, resume=resume)
+        self.me = Holder.me(execution, what, name=name, resume=resume, folder=folder)
         self.held: list[str] = []
         # (host, lock path, the dead holder) -> raises when what that holder's runner left cannot be taken over
         self.left_by_dead = left_by_dead
@@ -277,18 +289,34 @@ def _ancestors() -> set[int]:
     return out
 
 
-def live_holder(path: Path) -> "Holder | None":
-    """The execution holding the lock file `path` while it still holds it, unless it is this process or one of its
-    parents, or a command sent by its runner through the target (HOLDER_ENV names it: a runner's own `wb sim
-    restart`, over ssh too, works under its own lock); None when the lock is free or stale."""
+def _read_holder(path: Path) -> "tuple[Holder, str] | None":
+    """The holder the lock file `path` names and the file's text, unless the lock is free, unreadable, this
+    process's or one of its parents', or its runner's that sent this command through the target (HOLDER_ENV names
+    it: a runner's own `wb sim restart`, over ssh too, works under its own lock)."""
     try:
-        holder = Holder.parse(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError:
         return None
-    if holder is None or holder.stale():
+    holder = Holder.parse(text)
+    if holder is None:
         return None
     if holder.host == socket.gethostname() and holder.pid in _ancestors():
         return None
     if os.environ.get(HOLDER_ENV) == holder.execution:
         return None
-    return holder
+    return holder, text
+
+
+def left_holder(path: Path) -> "tuple[Holder, str] | None":
+    """The holder of the lock file `path` and the file's text when the lock is stale: its runner is gone (kill -9)
+    or its restore failed, so what it changed on the target may be left for its resume (or by hand) to restore."""
+    found = _read_holder(path)
+    return found if found is not None and found[0].stale() else None
+
+
+def live_holder(path: Path) -> "Holder | None":
+    """The execution holding the lock file `path` while it still holds it, unless it is this process or one of its
+    parents, or a command sent by its runner through the target (`_read_holder`); None when the lock is free or
+    stale."""
+    found = _read_holder(path)
+    return None if found is None or found[0].stale() else found[0]

@@ -67,7 +67,7 @@ def target_lock(target: Target, state: "State", paths: dict[str, str]) -> "Targe
     resume = _resume_of(state, hyp.id, {"search_id": probe_of, "experiment": hyp.experiment} if probe_of else None)
     return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead,
                       f"hypothesis {hyp.id}", known, name=f"execution {state.execution_id} of {hyp.id}",
-                      resume=resume)
+                      resume=resume, folder=str(state.exec_dir))
 
 
 def _resume_of(state: "State", hypothesis_id: str, isolate: dict[str, Any] | None = None) -> str:

@@ -5,6 +5,7 @@ ports for the experiment and stops it afterwards (so `wb hypothesis run ID` need
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
 import sys
 from pathlib import Path
@@ -199,21 +200,92 @@ def folder_locks(sdir: Path) -> list[Path]:
     return found
 
 
-def refuse_while_in_use(sim_dir: str | Path | None, command: str) -> None:
+def refuse_while_in_use(sim_dir: str | Path | None, command: str) -> str | None:
     """Refuse `wb sim COMMAND` (one that changes, stops or loads the deployment) while an execution holds one of
     the sim folder's locks (`folder_locks`): the serve file rewritten or the servers restarted under a run made
     both arms measure one config, recorded as evidence. The runner's own commands (its children, or its commands
     over ssh, which name it) pass. Exit 2, nothing changed; `wb sim status` and `wb sim journal` read only and
-    are never refused."""
+    are never refused.
+
+    A lock whose runner was killed (or whose restore failed) before it put pdsim's serve file back refuses too
+    (`_left_changed`): a change made now would be overwritten by that run's resume, or make the resume refuse.
+    `down` alone passes (stopping the servers changes neither the serve file nor what the resume restores): the
+    returned note says what still restores it. A stale lock whose runner left the original in place is removed."""
     from workbench.runner.lock import TargetBusy, live_holder
     from workbench.sim.control import state_dir
 
     sdir = state_dir(sim_dir)
     held = [(lock, h) for lock in folder_locks(sdir) if (h := live_holder(lock)) is not None]
-    if not held:
-        return
-    lock, holder = held[0]
-    raise TargetBusy(f"pdsim in {sdir} is in use by {holder.owner()}: `wb sim {command}` would change the "
-                     "deployment under its runs. Nothing was changed",
-                     hint=f"{holder.busy_hint(shlex.quote(str(lock)))}. `wb sim status` and `wb sim journal` work "
-                          "meanwhile")
+    if held:
+        lock, holder = held[0]
+        raise TargetBusy(f"pdsim in {sdir} is in use by {holder.owner()}: `wb sim {command}` would change the "
+                         "deployment under its runs. Nothing was changed",
+                         hint=f"{holder.busy_hint(shlex.quote(str(lock)))}. `wb sim status` and `wb sim journal` "
+                              "work meanwhile")
+    left = _left_changed(sdir)
+    if left is None:
+        return None
+    what, hint = left
+    if command != "down":
+        raise TargetBusy(f"{what}. `wb sim {command}` would change it. Nothing was changed",
+                         hint=f"{hint}. `wb sim status` and `wb sim journal` work meanwhile")
+    return f"{what}. The serve file, the lock and the saved original are kept: {hint}"
+
+
+def _left_changed(sdir: Path) -> tuple[str, str] | None:
+    """(what, what to do) about a serve file a stale lock's runner left changed (its restore never ran, or failed),
+    naming the command that restores it; None when no lock is stale or its runner left the original (that lock is
+    then removed: a change made after it would else be "restored" over by its resume)."""
+    from workbench.runner.lock import left_holder
+
+    for lock in folder_locks(sdir):
+        found = left_holder(lock)
+        if found is None:
+            continue
+        holder, text = found
+        why, by_hand = _not_original(holder)
+        if why is None:
+            with contextlib.suppress(OSError):
+                if lock.read_text(encoding="utf-8") == text:  # unless another took it meanwhile
+                    lock.unlink()
+            continue
+        how = ("could not put the original back (its restore failed)" if holder.restore_failed
+               else "was killed before it restored it")
+        what = (f"pdsim in {sdir} was left changed by {holder.label()}, whose runner (pid {holder.pid} on "
+                f"{holder.host}, since {holder.since}) {how}: {why}")
+        by_hand = (f"put the original back by hand ({by_hand}: the next wb command then frees the lock)" if by_hand
+                   else f"if the serve file is as it should be, remove {shlex.quote(str(lock))}")
+        if holder.restore_failed:  # its execution ended: there is no run to resume
+            return what, by_hand
+        return what, (f"restore it with the command that resumes that run: {holder.resume_command()} (it finishes "
+                      "the run's remaining runs, or stops at once on Ctrl-C, then puts the original serve file back "
+                      f"and frees the lock); or {by_hand}")
+    return None
+
+
+def _not_original(holder: "Any") -> tuple[str | None, str | None]:
+    """Why the config files the stale lock's runner saved are not the originals now (None: every one is), and the
+    shell command that puts one that is not back by hand."""
+    from workbench.runner.restore import ForeignSnapshot, load_snapshots
+
+    folder = Path(holder.folder) if holder.folder else None
+    try:
+        snaps = load_snapshots(folder, owner=holder.execution) if folder is not None else {}
+    except (ForeignSnapshot, OSError, ValueError, KeyError, TypeError):
+        snaps = {}
+    if not snaps:
+        where = f"in {folder}" if folder is not None else "named by its lock"
+        return f"its saved original is not {where}, so whether the serve file is the original cannot be told", None
+    for snap in snaps.values():
+        try:
+            now: bytes | None = Path(snap.path).read_bytes()
+        except FileNotFoundError:
+            now = None
+        except OSError as exc:
+            return f"{snap.path} cannot be read ({exc.strerror or exc})", None
+        if now != snap.data:
+            q = shlex.quote
+            by_hand = (f"rm -f {q(snap.path)}" if snap.data is None
+                       else f"cp {q(str(snap.local_copy))} {q(snap.path)}")
+            return f"{snap.path} is not the original it saved ({snap.local_copy})", by_hand
+    return None, None
