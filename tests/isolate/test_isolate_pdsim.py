@@ -186,8 +186,15 @@ def test_an_interrupted_search_restores_and_gives_a_hint_that_works(bench):
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         assert time.monotonic() - t0 < 300
         time.sleep(0.1)
+    # A command refused meanwhile gave "wb isolate --resume with the flags of search …", not a command to run.
+    from workbench.runner.targets.sim import sim_lock
+
+    held = json.loads(sim_lock(bench.sim_dir).read_text())
+    refused = subprocess.run(_wb("sim", "restart"), capture_output=True, text=True, env=dict(os.environ), timeout=120)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=300)
+    assert refused.returncode == 2 and "is in use by execution 1 of iso-" in refused.stderr, refused.stderr
+    assert f"({held['resume']}: it puts the original config back" in refused.stderr, refused.stderr
     assert proc.returncode == 130, err[-3000:]
     assert (bench.sim_dir / "serve.sh").read_text() == bench.original.decode(), err[-3000:]
     assert "Traceback" not in err and "wb hypothesis run" not in err, err[-2000:]
@@ -195,6 +202,7 @@ def test_an_interrupted_search_restores_and_gives_a_hint_that_works(bench):
     hint = err.split("resumes with: ", 1)[1].strip()
     assert hint.startswith("wb isolate --experiment agent-repro ") and hint.endswith(" --resume"), hint
     assert "--seed 7 " in hint and f"--db {bench.db} " in hint, hint
+    assert held["resume"] == hint  # the lock's record holds the very command, each value quoted
 
 
 def test_a_pdsim_reading_another_serve_file_is_refused_and_left_alone(bench, tmp_path):

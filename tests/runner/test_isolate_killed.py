@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -42,9 +43,14 @@ def test_a_search_killed_in_its_first_probe_is_resumed_and_restores_the_target(t
     # attempt is not recorded (a --resume without --seed picked it, and was refused in turn).
     fresh = subprocess.run(wb + ["--seed", "2"], capture_output=True, text=True, timeout=300, env=dict(os.environ))
     assert fresh.returncode == 2 and "was left by execution" in fresh.stderr, fresh.stderr[-2000:]
-    assert "wb isolate --resume" in fresh.stderr and "wb hypothesis run iso-" not in fresh.stderr, fresh.stderr
+    assert "wb hypothesis run iso-" not in fresh.stderr, fresh.stderr
+    # The complete command, every flag the search was started with (--db, --seed 1: not the refused one's 2),
+    # quoted; run as printed, it resumes the search.
+    resume = fresh.stderr.split("resume it (", 1)[1].split(": it puts the original back first)", 1)[0]
+    assert resume.startswith("wb isolate --experiment toy ") and resume.endswith(" --resume"), fresh.stderr
+    assert "--region '>= 0.2'" in resume and " --seed 1 " in resume and f" --db {toy.db} " in resume, resume
     hold.unlink()
-    res = subprocess.run(wb + ["--resume", "--json"], capture_output=True, text=True, timeout=600,
+    res = subprocess.run(wb[:3] + shlex.split(resume)[1:] + ["--json"], capture_output=True, text=True, timeout=600,
                          env=dict(os.environ))
     assert res.returncode == 0, res.stderr[-3000:]
     assert toy.conf.read_bytes() == toy.original

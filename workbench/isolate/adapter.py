@@ -140,6 +140,9 @@ class RunnerOracle:
     units_per_run: float | None = None
     prior: "PriorAttempt | None" = None  # an earlier attempt of this search (`--resume`): its probes are reused
     current: ProbeRequest | None = None  # the probe in flight, recorded if the search stops during it
+    # The command that resumes the search (`isolate.resume.resume_command`): each probe's execution keeps it, and
+    # its target lock records it, so a command refused while a probe holds the target (or left it) prints it.
+    resume: str = ""
 
     def _parent_id(self, req: ProbeRequest) -> str:
         return self.spec.root_id if req.parent is None else self.spec.probe_id(req.parent)
@@ -240,13 +243,14 @@ class RunnerOracle:
         from workbench.runner.execute import RunOptions, prepare
         from workbench.runner.resume import find_resumable
 
+        origin = {"isolate": search_key(self.spec), "resume": self.resume}
         if self.prior is not None and self.prior.continues(plain_request(req)) and find_resumable(self.store, h.id):
-            opts = RunOptions(target=self.spec.profile, sequential=True, resume=True, show_progress=self.show_progress)
+            opts = RunOptions(target=self.spec.profile, sequential=True, resume=True, show_progress=self.show_progress,
+                              origin=origin)
             return prepare(reg, h.id, opts, store=self.store, sim_dir=self.settings.sim_dir), "continued"
         runs = planned_runs(req.max_units, self.units_per_run)
         opts = RunOptions(target=self.spec.profile, replicates=runs, sequential=True,
-                          seed=self.spec.probe_seed(req.index), show_progress=self.show_progress,
-                          origin={"isolate": search_key(self.spec)})
+                          seed=self.spec.probe_seed(req.index), show_progress=self.show_progress, origin=origin)
         return prepare(reg, h.id, opts, sim_dir=self.settings.sim_dir), "ran"
 
     def _runs(self, store: "Store", execution_id: int) -> list[Any]:

@@ -192,7 +192,8 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
     `settings` gives the sim folder and the artifacts folder the probes' executions use; `prior`, the
     earlier attempt of this search whose probes are reused (see `workbench.isolate.resume`)."""
     settings = settings or Settings()
-    oracle = RunnerOracle(spec, registry, store, settings, show_progress=show_progress, prior=prior)
+    oracle = RunnerOracle(spec, registry, store, settings, show_progress=show_progress, prior=prior,
+                          resume=resume_command(spec, settings, write))
     from workbench.runner.execute import RunInterrupted
     from workbench.store.engine import interrupted_query
 

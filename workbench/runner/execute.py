@@ -91,6 +91,9 @@ class State:
     decide: StopRule | None = None  # replaces the hypothesis's own sequential test (see `execute`)
     stopping: bool = False  # a stop signal came: the restore does not wait for health afterwards
     restored: bool = False  # every host's restore was done: its snapshot is needed no more
+    # Who started the execution on whose behalf (`RunOptions.origin`; a resume's, else the one its plan kept): a
+    # probe's names its search and the command that resumes that search, which the target lock records.
+    origin: dict[str, Any] | None = None
 
 
 def make_target(p: Prepared, sim_dir: Path | None = None) -> Target:
@@ -559,7 +562,8 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
         state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
                       exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
                       target_desc=tgt.summary(), where=tgt.where, recorder=Recorder(store, p, execution_id, exec_dir),
-                      execution_uuid=exec_uuid, resumed=launch.prior is not None, decide=decide)
+                      execution_uuid=exec_uuid, resumed=launch.prior is not None, decide=decide,
+                      origin=launch.origin or ((launch.prior.plan or {}).get("origin") if launch.prior else None))
         status, error = _loop(state, tgt)
         try:  # a finished run may be deleted while the runner runs: count what the store holds
             progress.settle(ended_runs(store, execution_id))

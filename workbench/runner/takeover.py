@@ -63,20 +63,29 @@ def target_lock(target: Target, state: "State", paths: dict[str, str]) -> "Targe
         return None if record is None else f"execution {record.id} of {record.hypothesis_id}"
 
     hyp = state.prepared.hypothesis
-    probe_of = hyp.generated.search if hyp.generated is not None and hyp.generated.by == "isolate" else None
-    resume = _resume_of(state, hyp.id, {"search_id": probe_of, "experiment": hyp.experiment} if probe_of else None)
+    origin = state.origin or {}
+    if not origin.get("isolate") and hyp.generated is not None and hyp.generated.by == "isolate":
+        origin = {"isolate": {"search_id": hyp.generated.search, "experiment": hyp.experiment}}
+    resume = _resume_of(state, hyp.id, origin)
     return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead,
                       f"hypothesis {hyp.id}", known, name=f"execution {state.execution_id} of {hyp.id}",
                       resume=resume, folder=str(state.exec_dir))
 
 
-def _resume_of(state: "State", hypothesis_id: str, isolate: dict[str, Any] | None = None) -> str:
+def _resume_of(state: "State", hypothesis_id: str, origin: dict[str, Any] | None = None) -> str:
     """How an execution of this store is resumed: `resume_command`, or, for a probe of a search (whose hypothesis
-    exists only inside the search, `isolate` its key), `wb isolate --resume` with that search's flags."""
-    if isolate:
-        return (f"wb isolate --resume with the flags of search {isolate.get('search_id')} "
-                f"(experiment {isolate.get('experiment')})")
-    return resume_command(state.store, state.prepared.root, hypothesis_id)
+    exists only inside the search; `origin` holds the search's key), the `wb isolate ... --resume` command the
+    search recorded, every flag it was started with (a secret value masked, as wherever wb shows one); an
+    execution of an older wb recorded none, and the search's id names it."""
+    from workbench.secrets import redact_text
+
+    isolate = (origin or {}).get("isolate")
+    if not isolate:
+        return resume_command(state.store, state.prepared.root, hypothesis_id)
+    if origin and origin.get("resume"):
+        return redact_text(str(origin["resume"]))
+    return (f"wb isolate --resume with the flags of search {isolate.get('search_id')} "
+            f"(experiment {isolate.get('experiment')})")
 
 
 def resume_command(store: Store, root: Path | str, hid: str) -> str:
@@ -120,9 +129,9 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
     which = (f"execution {known[0].id} of {known[0].hypothesis_id}" if known
              else holder.name or f"execution {holder.execution}")
     origin = ((known[0].plan or {}).get("origin") or {}) if known else {}
-    if known:
-        resume = _resume_of(state, known[0].hypothesis_id, origin.get("isolate"))
-    else:
+    if known and not (origin.get("isolate") and not origin.get("resume") and holder.resume):
+        resume = _resume_of(state, known[0].hypothesis_id, origin)
+    else:  # another store's, or a search's whose plan kept no command but its lock did
         resume = holder.resume or "wb hypothesis run ID --resume against the store that holds it"
     # A lock its runner could not mark (the link that failed the restore was down) is told by the error it recorded.
     if holder.restore_failed or (known and "RESTORE FAILED" in (known[0].error or "")):
