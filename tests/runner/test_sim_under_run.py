@@ -37,6 +37,22 @@ def _wait(cond, proc: subprocess.Popen, what: str, limit_s: float = 300) -> None
         time.sleep(0.1)
 
 
+def _held_run(bench, *flags: str, stdout=subprocess.PIPE) -> tuple[subprocess.Popen, Path, dict]:
+    """`wb hypothesis run wedge-confound` started (its workload waits for the file bench.root/go, see `_workload`)
+    and waited for until its first workload runs on a healthy pdsim: the process, the lock and its record."""
+    a = subprocess.Popen(WB + ["hypothesis", "run", "wedge-confound", "--replicates", "1", "--seed", "3", *flags,
+                               "--db", bench.db], stdout=stdout, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ))
+    lock = sim_lock(bench.sim_dir)
+    try:
+        _wait(lambda: lock.exists() and control.status(bench.sim_dir, debug=False).state == "healthy"
+              and list((bench.root / ".wb" / "artifacts").glob("execution-*/run-*/stdout.txt")), a, "first workload")
+        return a, lock, json.loads(lock.read_text())
+    except BaseException:
+        a.kill()
+        raise
+
+
 def _sim_here(bench) -> None:
     """A profile `sim-here`: sim-ssh's steps on this machine (a `local` target), on the bench's pdsim folder."""
     exp = bench.root / "experiments" / "agent-repro.yaml"
@@ -60,14 +76,8 @@ def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
     go = bench.root / "go"
     _workload(bench, f"for i in $(seq 3000); do [ -e {go} ] && break; sleep 0.1; done")
     _sim_here(bench)
-    a = subprocess.Popen(WB + ["hypothesis", "run", "wedge-confound", "--replicates", "1", "--seed", "3",
-                               "--json", "--db", bench.db], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=dict(os.environ))
-    lock = sim_lock(bench.sim_dir)
+    a, lock, holder = _held_run(bench, "--json")
     try:
-        _wait(lambda: lock.exists() and control.status(bench.sim_dir, debug=False).state == "healthy"
-              and list((bench.root / ".wb" / "artifacts").glob("execution-*/run-*/stdout.txt")), a, "first workload")
-        holder = json.loads(lock.read_text())
         # The lock records the execution as the store names it and the command that resumes it: the refusal
         # names the holder by them, not by the uuid the lock is keyed by.
         assert holder["name"] == "execution 1 of wedge-confound", holder
@@ -161,14 +171,8 @@ def test_a_runner_killed_mid_run_keeps_pdsim_for_its_resume(bench):
 
     go = bench.root / "go"
     _workload(bench, f"for i in $(seq 3000); do [ -e {go} ] && break; sleep 0.1; done", "--sessions 8 --rounds 1")
-    a = subprocess.Popen(WB + ["hypothesis", "run", "wedge-confound", "--replicates", "1", "--seed", "3",
-                               "--db", bench.db], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         text=True, env=dict(os.environ))
-    lock = sim_lock(bench.sim_dir)
+    a, lock, holder = _held_run(bench, stdout=subprocess.DEVNULL)
     try:
-        _wait(lambda: lock.exists() and control.status(bench.sim_dir, debug=False).state == "healthy"
-              and list((bench.root / ".wb" / "artifacts").glob("execution-*/run-*/stdout.txt")), a, "first workload")
-        holder = json.loads(lock.read_text())
         a.send_signal(signal.SIGKILL)
         a.wait(30)
     finally:
