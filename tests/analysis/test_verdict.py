@@ -371,12 +371,12 @@ def test_a_guard_on_a_proportion_reads_in_percent(store, workbench_dir, cli, tmp
     assert guard.passed is False and a.verdict == "invalid"
     assert guard.detail.startswith("violated in 2 run(s): "), guard.detail
     assert guard.detail.count("(control): 15.0%") == 2 and "0.15" not in guard.detail, guard.detail
+    store.dispose()  # the CLI opens the store itself
     code, out, _ = cli("hypothesis", "show", "wedge-confound", "--root", str(workbench_dir),
                        "--db", str(tmp_path / "wb.duckdb"))
     assert code == 0 and "  requires: corruption_rate (control) >= 0.2 (20%)\n" in out, out
     assert "  requires: aborts (treatment) == 0\n" in out, out
     # The hypothesis page lists its guards in the same words.
-    store.dispose()  # the report opens the store itself
     assert cli("report", "--root", str(workbench_dir), "--db", str(tmp_path / "wb.duckdb"),
                "--out", str(tmp_path / "site"))[0] == 0
     page = (tmp_path / "site" / "hypotheses" / "wedge-confound.html").read_text()
