@@ -16,8 +16,16 @@ from workbench.registry import load_registry
 from workbench.store import open_store
 
 
+_SEEDED: dict[str, bytes] = {}  # the seeded store's file, made once (it names no path of its workbench)
+
+
 def _seeded_store(workbench_dir: Path, seed_csv: Path, cli, name: str = "a.duckdb") -> str:
+    """The seed evidence imported, wedge-confound analyzed and its verdict approved by ada, in a new store
+    `name` in `workbench_dir`. Made once through the CLI; each test gets a copy of that store's file."""
     db = str(workbench_dir / name)
+    if _SEEDED:
+        Path(db).write_bytes(_SEEDED["file"])
+        return db
     for args in (["import", "evidence", str(seed_csv)], ["hypothesis", "analyze", "wedge-confound"]):
         code, _, err = cli(*args, "--db", db, "--root", str(workbench_dir))
         assert code == 0, err
@@ -28,6 +36,8 @@ def _seeded_store(workbench_dir: Path, seed_csv: Path, cli, name: str = "a.duckd
                          body="reproduced", verdict_id=verdict.id)
     finally:
         store.dispose()
+    assert not Path(f"{db}.wal").exists()
+    _SEEDED["file"] = Path(db).read_bytes()
     return db
 
 
