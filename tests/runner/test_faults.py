@@ -27,7 +27,7 @@ def _run(toy, **kw):
 
 
 def _runs(toy):
-    with open_store(toy.db, read_only=True) as store:
+    with open_store(toy.db, read_only=True, held=True) as store:  # held: the check and the read share one open
         return store.runs()
 
 

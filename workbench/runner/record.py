@@ -91,6 +91,10 @@ class Recorder:
             journal.done(jpath)
 
     def _end(self, run_id: int, out: RunOutcome) -> None:
+        with self.store.kept_open():  # the check and the write: one open of a DuckDB file, not two
+            self._end_once(run_id, out)
+
+    def _end_once(self, run_id: int, out: RunOutcome) -> None:
         if self.store.run_finished(run_id):
             return  # written before (a journal replayed after its commit)
         unit_spec = self.p.experiment.unit

@@ -119,6 +119,11 @@ def _arms(state: Any, runs: list[RunRecord]) -> dict[str, ArmTotals]:
 
 def result(state: Any) -> ExecutionResult:
     """The execution as it ended, read back from the store."""
+    with state.store.held():  # two reads of the store: one open of a DuckDB file, not two
+        return _result(state)
+
+
+def _result(state: Any) -> ExecutionResult:
     from workbench.runner.prepare import arms_config_diff
 
     p = state.prepared

@@ -281,6 +281,20 @@ class Store(StoreReads, StoreWrites, StoreBundles):
             conn.close()
 
     @contextmanager
+    def kept_open(self) -> Iterator[None]:
+        """Keep a DuckDB store open over a few sessions of this thread, as `held` does, for a thread other than
+        the one that may hold the store (the runner's recording thread): it keeps a connection of its own and
+        leaves `held`'s alone. PostgreSQL: nothing to do."""
+        if self.path is None:
+            yield
+            return
+        conn = self._open()
+        try:
+            yield
+        finally:
+            conn.close()
+
+    @contextmanager
     def connect(self) -> Iterator["object"]:
         """A SQLAlchemy connection in a transaction, retried for a bounded time while the file is locked."""
         import duckdb
