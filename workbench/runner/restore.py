@@ -123,13 +123,18 @@ def load_snapshots(folder: Path, *, owner: str) -> dict[str, Snapshot]:
     return out
 
 
+def saved_snapshots(folder: Path, owner: str) -> dict[str, Snapshot]:
+    """The originals execution `owner` saved in `folder`, by host; none when they are gone, broken or not its."""
+    try:
+        return load_snapshots(folder, owner=owner)
+    except (ForeignSnapshot, OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
 async def left_as_saved(target: Target, host: str, folder: Path, owner: str) -> str | None:
     """None when `host`'s config file is the original execution `owner` saved in `folder` (its runner put it
     back, or died before changing it); else why it is not, or why that cannot be told."""
-    try:
-        snap = load_snapshots(folder, owner=owner).get(host)
-    except (ForeignSnapshot, OSError, ValueError, KeyError, TypeError):
-        snap = None
+    snap = saved_snapshots(folder, owner).get(host)
     if snap is None:
         return f"its saved original is not in {folder}, so whether the config is the original cannot be told"
     found = await target.read_file(host, snap.path)

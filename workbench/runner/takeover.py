@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.runner.prepare import preview_values
 from workbench.runner.record import Recorder
-from workbench.runner.restore import ForeignSnapshot, Snapshot, load_snapshots, take_snapshots
+from workbench.runner.restore import Snapshot, saved_snapshots, take_snapshots
 from workbench.runner.targets.base import Target
 from workbench.store.engine import Store
 from workbench.store.writes import FINISHED
@@ -149,10 +149,7 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
 def _restore_by_hand(target: Target, host: str, folder: Any, owner: str, lock_file: str) -> str:
     """What to do about a target whose restore failed: put the original back, then run again (the lock, left so
     that no run takes the arm's config for the original, is then taken over)."""
-    try:
-        snap = load_snapshots(folder, owner=owner).get(host)
-    except (ForeignSnapshot, OSError, ValueError, KeyError, TypeError):
-        snap = None
+    snap = saved_snapshots(folder, owner).get(host)
     if snap is None:
         how = "put the original config back by hand"
     elif snap.data is None:

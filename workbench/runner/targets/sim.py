@@ -266,13 +266,10 @@ def _left_changed(sdir: Path) -> tuple[str, str] | None:
 def _not_original(holder: "Any") -> tuple[str | None, str | None]:
     """Why the config files the stale lock's runner saved are not the originals now (None: every one is), and the
     shell command that puts one that is not back by hand."""
-    from workbench.runner.restore import ForeignSnapshot, load_snapshots
+    from workbench.runner.restore import saved_snapshots
 
     folder = Path(holder.folder) if holder.folder else None
-    try:
-        snaps = load_snapshots(folder, owner=holder.execution) if folder is not None else {}
-    except (ForeignSnapshot, OSError, ValueError, KeyError, TypeError):
-        snaps = {}
+    snaps = saved_snapshots(folder, holder.execution) if folder is not None else {}
     if not snaps:
         where = f"in {folder}" if folder is not None else "named by its lock"
         return f"its saved original is not {where}, so whether the serve file is the original cannot be told", None
