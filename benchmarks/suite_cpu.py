@@ -34,7 +34,8 @@ def _report():
         r = resource.getrusage(resource.RUSAGE_SELF)
         with open(os.environ["WB_SUITE_CPU_LOG"], "a") as f:
             f.write(json.dumps({"argv": " ".join(sys.argv)[:300], "cpu": r.ru_utime + r.ru_stime,
-                                "torch": "torch" in sys.modules}) + "\\n")
+                                "torch": "torch" in sys.modules,
+                                "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]}) + "\\n")
     except Exception:
         pass
 atexit.register(_report)
@@ -115,6 +116,15 @@ def report(wall: float, summary: str, procs: list[dict], tests: list[dict], top:
     print(f"\nCPU inside the pytest workers by test file (s; {sum(own.values()):.0f} s in all, children not counted):")
     for f, s in own.most_common(top):
         print(f"  {s:8.1f}  {f}")
+    spawned, torch_files = collections.Counter(), collections.Counter()
+    for p in procs:
+        if p.get("test") and kind(p["argv"]) != "pytest (main and workers)":
+            spawned[p["test"].split("::")[0]] += p["cpu"]
+            torch_files[p["test"].split("::")[0]] += p["torch"]
+    print("\nCPU of the processes started under each test file (s; pdsim's servers and wb commands included, "
+          "a process killed with SIGKILL not; processes importing torch):")
+    for f, s in spawned.most_common(top):
+        print(f"  {s:8.1f}  {torch_files[f]:4d}  {f}")
     print("\nCPU by test (s):")
     for t in sorted(tests, key=lambda t: -t["cpu"])[:top]:
         print(f"  {t['cpu']:8.1f}  {t['test']}")

@@ -210,10 +210,19 @@ class Workbench(StoredRuns):
             yield store
 
     def _store_exists(self) -> bool:
+        """Whether the store is there. A missing store that --db or $WB_DB names is a mistyped path, refused here as
+        every read refuses it ("no store at PATH"); only the workbench's own wb.duckdb may be missing (a fresh
+        checkout), which the caller reads as a store with nothing in it."""
         from workbench.store import resolve_url
 
         _, path = resolve_url(self.settings.db, self.settings.db_from)
-        return path is None or path.exists()
+        if path is None or path.exists():
+            return True
+        if not self.default_db:
+            from workbench.store.engine import missing_store
+
+            raise missing_store(path, self.settings.db_from)
+        return False
 
     @contextmanager
     def _no_new_store_on_bad_input(self) -> Iterator[None]:

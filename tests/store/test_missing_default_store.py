@@ -79,7 +79,14 @@ def test_the_report_is_built_from_the_yaml_with_every_hypothesis_open(workbench_
     assert not (workbench_dir / "wb.duckdb").exists() and not (workbench_dir / "wb.duckdb.wal").exists()
 
 
-@pytest.mark.parametrize("args", READS[:1] + READS[4:7] + READS[8:9], ids=lambda a: " ".join(a))
+# A named store that is missing is not "no evidence" nor "nothing to resume": the path is wrong.
+NAMED = READS[:1] + READS[4:7] + READS[8:9] + [["hypothesis", "analyze", "wedge-confound"],
+                                               ["hypothesis", "analyze", "wedge-confound", "--no-record"],
+                                               ["hypothesis", "run", "wedge-confound", "--resume"],
+                                               ["hypothesis", "list"], ["lineage"]]
+
+
+@pytest.mark.parametrize("args", NAMED, ids=lambda a: " ".join(a))
 def test_a_named_store_that_is_missing_stays_an_error(args, workbench_dir: Path, tmp_path: Path, cli, monkeypatch):
     monkeypatch.delenv("WB_DB", raising=False)
     typo = tmp_path / "typo" / "wb.duckdb"

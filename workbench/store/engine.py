@@ -441,6 +441,12 @@ def _upgrade(store: Store, conn, target: str = "head") -> tuple[str | None, str]
     return before, _revision(conn) or "base"
 
 
+def missing_store(path: Path, source: str, *, default: bool = False) -> BadInput:
+    """`no_store` for a read: what records runs, or where the runs may be instead."""
+    return no_store(path, source, default=default, hint="run a hypothesis, `wb import evidence FILE.csv` or "
+                                                        f"`wb db upgrade` first, or point {source} at an existing store")
+
+
 def no_store(path: Path, source: str, *, hint: str, default: bool = False) -> BadInput:
     """A store file that is not there, for a command that only reads one (nothing is created). `default`: no
     value named it (the workbench's wb.duckdb), so the message names no flag as if it had been given."""
@@ -520,9 +526,7 @@ def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: f
     url, path = resolve_url(db, source)
     if path is not None and not path.exists():
         if read_only:
-            raise no_store(path, source, default=db is None if default is None else default,
-                           hint="run a hypothesis, `wb import evidence FILE.csv` or `wb db upgrade` "
-                                f"first, or point {source} at an existing store")
+            raise missing_store(path, source, default=db is None if default is None else default)
         _folder_exists(path, source)
     from sqlalchemy import inspect
 
