@@ -42,16 +42,18 @@ atexit.register(_report)
 '''
 
 PLUGIN = '''
-import json, os, resource
+import json, os, resource, time
 import pytest
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.time()
     yield
     me2, kids2 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(os.environ["WB_SUITE_TEST_LOG"], "a") as f:
         own = me2.ru_utime + me2.ru_stime - me.ru_utime - me.ru_stime
-        f.write(json.dumps({"test": item.nodeid, "own": own,
+        f.write(json.dumps({"test": item.nodeid, "own": own, "start": t0, "end": time.time(),
+                            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
                             "cpu": own + kids2.ru_utime + kids2.ru_stime - kids.ru_utime - kids.ru_stime}) + "\\n")
 '''
 
@@ -125,9 +127,29 @@ def report(wall: float, summary: str, procs: list[dict], tests: list[dict], top:
           "a process killed with SIGKILL not; processes importing torch):")
     for f, s in spawned.most_common(top):
         print(f"  {s:8.1f}  {torch_files[f]:4d}  {f}")
+    _tail(tests, top)
     print("\nCPU by test (s):")
     for t in sorted(tests, key=lambda t: -t["cpu"])[:top]:
         print(f"  {t['cpu']:8.1f}  {t['test']}")
+
+
+def _tail(tests: list[dict], top: int) -> None:
+    """When each worker ran out of work, and the files that ran last: with files kept whole on one worker
+    (--dist loadfile), a heavy file handed out late keeps one worker busy while the others are done."""
+    if not tests:
+        return
+    t0 = min(t["start"] for t in tests)
+    files: dict[str, list[float]] = {}
+    last: dict[str, float] = {}
+    for t in tests:
+        span = files.setdefault(t["test"].split("::")[0], [t["start"], t["end"]])
+        span[0], span[1] = min(span[0], t["start"]), max(span[1], t["end"])
+        last[t["worker"]] = max(last.get(t["worker"], 0.0), t["end"])
+    done = sorted(v - t0 for v in last.values())
+    print("\nWorkers out of work at (s after the first test): " + ", ".join(f"{v:.0f}" for v in done))
+    print(f"Files that ended last (start, end, s after the first test; of {len(files)} files):")
+    for f, (a, b) in sorted(files.items(), key=lambda kv: -kv[1][1])[:min(top, 15)]:
+        print(f"  {a - t0:6.0f} {b - t0:6.0f}  {f}")
 
 
 def main() -> None:

@@ -202,6 +202,8 @@ class TargetLock:
         self.held: list[str] = []
         # (host, lock path, the dead holder) -> raises when what that holder's runner left cannot be taken over
         self.left_by_dead = left_by_dead
+        # hosts whose lock this execution's own killed runner left (a resume): what is on them is its doing
+        self.taken_from_self: set[str] = set()
         # an execution's uuid -> its name in the store ("execution 3 of wedge-confound"), None when not there
         self.known = known
 
@@ -247,6 +249,8 @@ class TargetLock:
             if holder is None or holder.stale() or mine:
                 if holder is not None and holder.execution != self.me.execution and self.left_by_dead is not None:
                     await self.left_by_dead(host, path, holder)
+                if holder is not None and holder.execution == self.me.execution:
+                    self.taken_from_self.add(host)
                 await self._break(host, path, seen)
                 continue
             where = self.target.describe(host)

@@ -8,6 +8,7 @@ after every run from then on.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ async def take_target(state: "State", target: Target, context: dict[str, str]
     try:
         if state.resumed:
             await asyncio.to_thread(_recover, state)
+            await check_saved_originals(state, target, paths, lock.taken_from_self)
         target.keep_notes(state.exec_dir)
         snaps = await take_snapshots(target, paths, state.exec_dir, owner=state.execution_uuid) if paths else {}
     except BaseException:
@@ -144,6 +146,47 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
         f"since {holder.since}) died before restoring it: {why}",
         hint=f"resume it ({resume}: it puts the original back first), or put the original back by hand and "
              f"remove {lock_file}")
+
+
+async def check_saved_originals(state: "State", target: Target, paths: dict[str, str], locked: set[str]) -> None:
+    """A resume puts back, at its end, the original its killed runner saved. Where that runner's lock was gone (the
+    hint of a refused run says "put the original back by hand and remove the lock") and the config is neither that
+    original nor one a recorded run of this execution wrote, someone wrote it since: putting the old original back
+    would undo their change, and taking it for the original could keep the config of the run that was in flight
+    when the runner died. Refused (TargetBusy, exit 2; nothing on the target touched), with both ways on."""
+    from workbench.runner.lock import TargetBusy
+    from workbench.runner.restore import load_snapshots
+
+    saved = load_snapshots(state.exec_dir, owner=state.execution_uuid)
+    written = None
+    for host, path in paths.items():
+        snap = saved.get(host)
+        if host in locked or snap is None or snap.path != path:
+            continue
+        found = await target.read_file(host, path)
+        now = found[0] if found is not None else None
+        if now == snap.data:
+            continue
+        if written is None:
+            written = {r.config_hash for r in state.store.runs(execution_id=state.execution_id) if r.config_hash}
+        if now is not None and hashlib.sha256(now).hexdigest() in written:
+            continue  # a recorded run's config, its lock removed by hand: the resume puts the original back
+        raise TargetBusy(
+            f"the config {path} on {target.describe(host)} changed since execution {state.execution_id}'s runner "
+            "was killed, and its lock was removed: it is neither the original that runner saved nor a config one of "
+            "its recorded runs wrote, and the resume would put that original back over it at its end",
+            hint=_changed_since_hint(target, snap, state.exec_dir))
+
+
+def _changed_since_hint(target: Target, snap: Snapshot, folder: Path) -> str:
+    put_back = (target.manual_command(snap.host, "rm -f " + shlex.quote(snap.path)) if snap.data is None
+                else target.manual_copy(snap.host, str(snap.local_copy), snap.path))
+    q = shlex.quote(str(folder))
+    return ("if the config as it is now is what the service is to keep, drop the saved original, then resume (the "
+            "config is read afresh as the original):\n"
+            f"  rm -f {q}/snapshot.json {q}/original-*\n"
+            "if it is what the killed run left (the config of an arm), put the saved original back, then resume:\n"
+            f"  {put_back}")
 
 
 def _restore_by_hand(target: Target, host: str, folder: Any, owner: str, lock_file: str) -> str:

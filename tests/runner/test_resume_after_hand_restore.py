@@ -1,0 +1,82 @@
+"""A runner killed outright leaves its lock and the original it saved; the refusal of the next run says "put the
+original back by hand and remove the lock". A `--resume` after that must not put that saved original back over
+a config someone wrote since: it refuses, changing nothing, and says how to go on either way."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+from workbench.runner.targets.base import config_lock_file
+
+NEW_BASELINE = b"# the operator's config after the killed run was cleaned up by hand\nmode = tuned\n"
+
+
+def _killed_mid_run(toy) -> None:
+    """`wb hypothesis run toy-fix` killed with SIGKILL once it has restarted the target with an arm's config."""
+    env = dict(os.environ, PYTHONPATH=str(toy.root), WB_ROOT=str(toy.root))
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix",
+                             "--db", toy.db, "--replicates", "1"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300  # far beyond an arm's first restart on a loaded machine
+    while time.monotonic() < deadline and len(toy.restarts()) < 1 and proc.poll() is None:
+        time.sleep(0.02)
+    assert len(toy.restarts()) >= 1, "the runner never restarted the target"
+    proc.kill()
+    proc.wait(10)
+    assert toy.conf.read_bytes() != toy.original
+
+
+def _resume(toy) -> tuple[int, str]:
+    out = subprocess.run([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix", "--resume",
+                          "--db", toy.db], env=dict(os.environ, PYTHONPATH=str(toy.root), WB_ROOT=str(toy.root)),
+                         capture_output=True, text=True, timeout=600)
+    return out.returncode, out.stderr
+
+
+def _hint_line(err: str, starts: str) -> str:
+    return next(line.strip() for line in err.splitlines() if line.strip().startswith(starts))
+
+
+def test_a_resume_does_not_put_the_saved_original_over_a_config_written_since(toy):
+    _killed_mid_run(toy)
+    lock = config_lock_file(str(toy.conf))
+    # The operator does what the refusal of a new run says: the original back by hand, the lock removed; then
+    # they change the service's config, which is what it runs with from now on.
+    toy.conf.write_bytes(toy.original)
+    os.unlink(lock)
+    toy.conf.write_bytes(NEW_BASELINE)
+    code, err = _resume(toy)
+    assert code == 2, err
+    assert err.startswith(f"Error: the config {toy.conf}"), err
+    assert "changed since" in err and "Traceback" not in err, err
+    assert toy.conf.read_bytes() == NEW_BASELINE  # nothing written, nothing restarted
+    assert not os.path.exists(lock)
+    # The hint's way on when the config as it is now is the one to keep: the saved original is dropped, and the
+    # resume takes the config afresh and leaves it so.
+    subprocess.run(_hint_line(err, "rm -f "), shell=True, check=True)
+    code, err = _resume(toy)
+    assert code == 0, err
+    assert toy.conf.read_bytes() == NEW_BASELINE
+
+
+def test_a_resume_after_the_lock_alone_was_removed_still_puts_the_original_back(toy):
+    """Removed without putting the original back: the config is what the killed run wrote, which a resume must
+    not take for the original. It refuses, and the hint's copy puts the saved original back."""
+    _killed_mid_run(toy)
+    left = toy.conf.read_bytes()
+    os.unlink(config_lock_file(str(toy.conf)))
+    code, err = _resume(toy)
+    if code == 2:  # the config of the run in flight when the runner died: recorded nowhere
+        assert "changed since" in err, err
+        assert toy.conf.read_bytes() == left
+        copy = _hint_line(err, "cp ")
+        assert shlex.split(copy)[-1] == str(toy.conf)
+        subprocess.run(copy, shell=True, check=True)
+        code, err = _resume(toy)
+    # (or, killed between a run's record and the next config, one a recorded run rendered: the resume knows it)
+    assert code == 0, err
+    assert toy.conf.read_bytes() == toy.original
