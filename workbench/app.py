@@ -194,7 +194,7 @@ class Workbench(StoredRuns):
         with the first write, and not at all when that write is refused (see `open_store`)."""
         from workbench.store import open_store
 
-        if read_only and self.default_db and not self._store_exists():
+        if read_only and self._own_store() and not self._store_exists():
             # The workbench's own wb.duckdb before anything was recorded (a fresh checkout): a read sees no runs, as
             # in an empty store, and creates none. A missing store a flag or $WB_DB names is a mistyped path, which
             # `open_store` refuses.
@@ -218,11 +218,22 @@ class Workbench(StoredRuns):
         _, path = resolve_url(self.settings.db, self.settings.db_from)
         if path is None or path.exists():
             return True
-        if not self.default_db:
+        if not self._own_store():
             from workbench.store.engine import missing_store
 
             raise missing_store(path, self.settings.db_from)
         return False
+
+    def _own_store(self) -> bool:
+        """Whether the store is the workbench's own wb.duckdb: no --db, $WB_DB or db= named one, or the one named is
+        that file (its path spelled out, as scripts do), which is no mistyped path when it is not there yet."""
+        if self.default_db:
+            return True
+        from workbench.store import resolve_url
+
+        _, path = resolve_url(self.settings.db, self.settings.db_from)
+        own = _default_store(replace(self.settings, db=None))
+        return path is not None and path == own.expanduser().resolve()
 
     @contextmanager
     def _no_new_store_on_bad_input(self) -> Iterator[None]:

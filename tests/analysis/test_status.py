@@ -238,7 +238,7 @@ def test_an_invalid_verdict_is_the_status_only_where_nothing_else_is():
 
 def test_analyze_with_no_runs_records_nothing_and_says_so(cli, workbench_dir, tmp_path, seed_csv):
     # No evidence is no verdict: an "inconclusive" recorded from nothing became the status, hiding the declared one.
-    db = tmp_path / "wb.duckdb"
+    db = workbench_dir / "wb.duckdb"  # the workbench's own store, not there yet (a store elsewhere: a typo, exit 2)
     common = ("--db", str(db), "--root", str(workbench_dir))
     code, out, err = cli("hypothesis", "analyze", HID, *common)
     assert code == 2 and out == "", out

@@ -95,3 +95,13 @@ def test_a_named_store_that_is_missing_stays_an_error(args, workbench_dir: Path,
     code, _, err = cli(*args, "--root", str(workbench_dir), env={"WB_DB": str(typo)})
     assert code == 2 and err.startswith(f"Error: no store at {typo} ($WB_DB)\n"), err
     assert not typo.parent.exists() and not (workbench_dir / "wb.duckdb").exists()
+
+
+def test_the_workbench_store_named_by_its_path_reads_as_the_default(workbench_dir: Path, cli, monkeypatch):
+    """--db spelling out the workbench's own wb.duckdb (as scripts do) is that store, not a mistyped path."""
+    monkeypatch.delenv("WB_DB", raising=False)
+    own = workbench_dir / "wb.duckdb"
+    assert cli("runs", "list", "--root", str(workbench_dir), "--db", str(own)) == (0, "No runs recorded yet.\n", "")
+    code, _, err = cli("hypothesis", "analyze", "wedge-confound", "--root", str(workbench_dir), "--db", str(own))
+    assert code == 2 and err.startswith("Error: no runs of wedge-confound to analyze"), err
+    assert not own.exists()
