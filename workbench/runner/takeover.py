@@ -126,17 +126,12 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
                               if holder.restore_failed else
                               f"its runner (pid {holder.pid}) is gone and the config is the original it saved"))
         return
-    record = _known(state, holder.execution)
-    known = [record] if record is not None else []
-    which = (f"execution {known[0].id} of {known[0].hypothesis_id}" if known
+    known = _known(state, holder.execution)
+    which = (f"execution {known.id} of {known.hypothesis_id}" if known is not None
              else holder.name or f"execution {holder.execution}")
-    origin = ((known[0].plan or {}).get("origin") or {}) if known else {}
-    if known and not (origin.get("isolate") and not origin.get("resume") and holder.resume):
-        resume = _resume_of(state, known[0].hypothesis_id, origin)
-    else:  # another store's, or a search's whose plan kept no command but its lock did
-        resume = holder.resume or "wb hypothesis run ID --resume against the store that holds it"
+    resume = _holder_resume(state, known, holder)
     # A lock its runner could not mark (the link that failed the restore was down) is told by the error it recorded.
-    if holder.restore_failed or (known and "RESTORE FAILED" in (known[0].error or "")):
+    if holder.restore_failed or (known is not None and "RESTORE FAILED" in (known.error or "")):
         raise TargetBusy(
             f"target {target.describe(host)} was left by {which}, whose restore failed (its runner, pid {holder.pid} "
             f"on {holder.host}, could not put the original config back): {why}",
@@ -187,6 +182,18 @@ def _changed_since_hint(target: Target, snap: Snapshot, folder: Path) -> str:
             f"  rm -f {q}/snapshot.json {q}/original-*\n"
             "if it is what the killed run left (the config of an arm), put the saved original back, then resume:\n"
             f"  {put_back}")
+
+
+def _holder_resume(state: "State", known: Any, holder: "Holder") -> str:
+    """The command that resumes a dead holder: built from this store's record of it (`known`), unless that is a
+    probe of a search whose plan kept no command while its lock did (the lock's is then the complete one); for
+    an execution of another store, the lock's own."""
+    if known is not None:
+        origin = (known.plan or {}).get("origin") or {}
+        plan_kept_none = bool(origin.get("isolate")) and not origin.get("resume")
+        if not (plan_kept_none and holder.resume):
+            return _resume_of(state, known.hypothesis_id, origin)
+    return holder.resume or "wb hypothesis run ID --resume against the store that holds it"
 
 
 def _restore_by_hand(target: Target, host: str, folder: Any, owner: str, lock_file: str) -> str:
