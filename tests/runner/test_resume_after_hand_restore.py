@@ -51,8 +51,8 @@ def test_a_resume_does_not_put_the_saved_original_over_a_config_written_since(to
     toy.conf.write_bytes(NEW_BASELINE)
     code, err = _resume(toy)
     assert code == 2, err
-    assert err.startswith(f"Error: the config {toy.conf}"), err
-    assert "changed since" in err and "Traceback" not in err, err
+    assert err.startswith(f"Error: the config {toy.conf} on local is not the original execution 1 of toy-fix"), err
+    assert "written since" in err and "Traceback" not in err, err
     assert toy.conf.read_bytes() == NEW_BASELINE  # nothing written, nothing restarted
     assert not os.path.exists(lock)
     # The hint's way on when the config as it is now is the one to keep: the saved original is dropped, and the
@@ -63,20 +63,19 @@ def test_a_resume_does_not_put_the_saved_original_over_a_config_written_since(to
     assert toy.conf.read_bytes() == NEW_BASELINE
 
 
-def test_a_resume_after_the_lock_alone_was_removed_still_puts_the_original_back(toy):
-    """Removed without putting the original back: the config is what the killed run wrote, which a resume must
-    not take for the original. It refuses, and the hint's copy puts the saved original back."""
+def test_a_resume_after_the_lock_alone_was_removed_is_refused_until_the_original_is_back(toy):
+    """Removed without putting the original back: the config is what the killed run wrote, which a resume must not
+    take for the original, nor can it tell it from a config chosen since. It refuses; the hint's copy puts the
+    saved original back, and the resume then ends with it."""
     _killed_mid_run(toy)
     left = toy.conf.read_bytes()
     os.unlink(config_lock_file(str(toy.conf)))
     code, err = _resume(toy)
-    if code == 2:  # the config of the run in flight when the runner died: recorded nowhere
-        assert "changed since" in err, err
-        assert toy.conf.read_bytes() == left
-        copy = _hint_line(err, "cp ")
-        assert shlex.split(copy)[-1] == str(toy.conf)
-        subprocess.run(copy, shell=True, check=True)
-        code, err = _resume(toy)
-    # (or, killed between a run's record and the next config, one a recorded run rendered: the resume knows it)
+    assert code == 2 and "written since" in err, err
+    assert toy.conf.read_bytes() == left
+    copy = _hint_line(err, "cp ")
+    assert shlex.split(copy)[-1] == str(toy.conf)
+    subprocess.run(copy, shell=True, check=True)
+    code, err = _resume(toy)
     assert code == 0, err
     assert toy.conf.read_bytes() == toy.original

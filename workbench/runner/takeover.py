@@ -8,7 +8,6 @@ after every run from then on.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -144,44 +143,48 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
 
 
 async def check_saved_originals(state: "State", target: Target, paths: dict[str, str], locked: set[str]) -> None:
-    """A resume puts back, at its end, the original its killed runner saved. Where that runner's lock was gone (the
-    hint of a refused run says "put the original back by hand and remove the lock") and the config is neither that
-    original nor one a recorded run of this execution wrote, someone wrote it since: putting the old original back
-    would undo their change, and taking it for the original could keep the config of the run that was in flight
-    when the runner died. Refused (TargetBusy, exit 2; nothing on the target touched), with both ways on."""
+    """A resume puts back, at its end, the original its runner saved (it stopped before restoring: killed, or its
+    restore failed). Where that runner's lock is gone (a refused run's hint says "put the original back by hand and
+    remove the lock") and the config is not that original, someone wrote it since, and which config is meant to stay
+    cannot be told: putting the old original back could undo their change, and taking what is there for the
+    original could keep an arm's config for good (a recorded run's, or the one in flight when the runner died).
+    Refused (TargetBusy, exit 2; nothing on the target touched), with the ways on."""
     from workbench.runner.lock import TargetBusy
     from workbench.runner.restore import load_snapshots
 
-    saved = load_snapshots(state.exec_dir, owner=state.execution_uuid)
-    written = None
-    for host, path in paths.items():
-        snap = saved.get(host)
-        if host in locked or snap is None or snap.path != path:
+    saved = {h: s for h, s in load_snapshots(state.exec_dir, owner=state.execution_uuid).items()
+             if h in paths and s.path == paths[h]}
+    changed, kept_arm = [], []  # hosts whose lock is gone and config is not the original; hosts still locked
+    for host, snap in saved.items():
+        found = await target.read_file(host, snap.path)
+        if (found[0] if found is not None else None) == snap.data:
             continue
-        found = await target.read_file(host, path)
-        now = found[0] if found is not None else None
-        if now == snap.data:
-            continue
-        if written is None:
-            written = {r.config_hash for r in state.store.runs(execution_id=state.execution_id) if r.config_hash}
-        if now is not None and hashlib.sha256(now).hexdigest() in written:
-            continue  # a recorded run's config, its lock removed by hand: the resume puts the original back
-        raise TargetBusy(
-            f"the config {path} on {target.describe(host)} changed since execution {state.execution_id}'s runner "
-            "was killed, and its lock was removed: it is neither the original that runner saved nor a config one of "
-            "its recorded runs wrote, and the resume would put that original back over it at its end",
-            hint=_changed_since_hint(target, snap, state.exec_dir))
+        (kept_arm if host in locked else changed).append(snap)
+    if not changed:
+        return
+    where = ", ".join(f"{s.path} on {target.describe(s.host)}" for s in changed)
+    name = f"execution {state.execution_id} of {state.prepared.hypothesis.id}"
+    raise TargetBusy(
+        f"the config {where} is not the original {name} saved, and its lock has been removed since its runner "
+        "stopped without restoring it: the config was written since, and the resume would put that original back "
+        "over it at its end", hint=_changed_since_hint(target, changed, kept_arm, state.exec_dir))
 
 
-def _changed_since_hint(target: Target, snap: Snapshot, folder: Path) -> str:
-    put_back = (target.manual_command(snap.host, "rm -f " + shlex.quote(snap.path)) if snap.data is None
-                else target.manual_copy(snap.host, str(snap.local_copy), snap.path))
-    q = shlex.quote(str(folder))
-    return ("if the config as it is now is what the service is to keep, drop the saved original, then resume (the "
-            "config is read afresh as the original):\n"
-            f"  rm -f {q}/snapshot.json {q}/original-*\n"
-            "if it is what the killed run left (the config of an arm), put the saved original back, then resume:\n"
-            f"  {put_back}")
+def _changed_since_hint(target: Target, changed: list[Snapshot], kept_arm: list[Snapshot], folder: Path) -> str:
+    """Put each saved original back, then resume; or, where every other host is its original again, drop the saved
+    originals (the resume then reads the configs afresh as the originals)."""
+    lines = ["if it is the config of an arm (what the stopped run left), put the saved original back, then resume:"]
+    for snap in changed:
+        lines.append("  " + (target.manual_command(snap.host, "rm -f " + shlex.quote(snap.path)) if snap.data is None
+                             else target.manual_copy(snap.host, str(snap.local_copy), snap.path)))
+    if kept_arm:
+        lines.append("(the saved originals are still needed: "
+                     + ", ".join(target.describe(s.host) for s in kept_arm) + " still holds the stopped run's config)")
+    else:
+        q = shlex.quote(str(folder))
+        lines += ["if it is what the service is to keep from now on, drop the saved originals, then resume (the "
+                  "configs are read afresh as the originals):", f"  rm -f {q}/snapshot.json {q}/original-*"]
+    return "\n".join(lines)
 
 
 def _holder_resume(state: "State", known: Any, holder: "Holder") -> str:
