@@ -164,6 +164,9 @@ def _default_store(settings: Settings) -> Path:
         return Path(DEFAULT_DB)
 
 
+RESUME_HINT = "point --db (or $WB_DB) at the store the interrupted execution was recorded in"
+
+
 class Workbench(StoredRuns):
     """One workbench folder and its store, as `settings` name them (its methods on stored runs and evidence:
     app_runs.StoredRuns)."""
@@ -209,20 +212,26 @@ class Workbench(StoredRuns):
                         default=self.default_db) as store:
             yield store
 
-    def _store_exists(self) -> bool:
-        """Whether the store is there. A missing store that --db or $WB_DB names is a mistyped path, refused here as
-        every read refuses it ("no store at PATH"); only the workbench's own wb.duckdb may be missing (a fresh
-        checkout), which the caller reads as a store with nothing in it."""
+    def _store_exists(self, *, hint: str | None = None) -> bool:
+        """Whether the store is there, for a read. A missing store that --db or $WB_DB names is a mistyped path,
+        refused here as every read refuses it ("no store at PATH"; `hint` replaces the usual one); only the
+        workbench's own wb.duckdb may be missing (a fresh checkout), which the caller reads as a store with nothing
+        in it. A write that may create the store asks `_store_present`."""
+        if self._store_present():
+            return True
+        if not self._own_store():
+            from workbench.store import resolve_url
+            from workbench.store.engine import missing_store
+
+            path = resolve_url(self.settings.db, self.settings.db_from)[1]
+            raise missing_store(path, self.settings.db_from, hint=hint)
+        return False
+
+    def _store_present(self) -> bool:
         from workbench.store import resolve_url
 
         _, path = resolve_url(self.settings.db, self.settings.db_from)
-        if path is None or path.exists():
-            return True
-        if not self._own_store():
-            from workbench.store.engine import missing_store
-
-            raise missing_store(path, self.settings.db_from)
-        return False
+        return path is None or path.exists()
 
     def _own_store(self) -> bool:
         """Whether the store is the workbench's own wb.duckdb: no --db, $WB_DB or db= named one, or the one named is
@@ -233,7 +242,7 @@ class Workbench(StoredRuns):
 
         _, path = resolve_url(self.settings.db, self.settings.db_from)
         own = _default_store(replace(self.settings, db=None))
-        return path is not None and path == own.expanduser().resolve()
+        return path is not None and path.expanduser().resolve() == own.expanduser().resolve()
 
     @contextmanager
     def _no_new_store_on_bad_input(self) -> Iterator[None]:
@@ -331,7 +340,7 @@ class Workbench(StoredRuns):
         from workbench.runner.execute import execute, prepare
 
         launch = None
-        if options.resume and not self._store_exists():  # nothing to resume: do not create a store
+        if options.resume and not self._store_exists(hint=RESUME_HINT):  # nothing to resume: do not create one
             from workbench.store import resolve_url
 
             _, path = resolve_url(self.settings.db, self.settings.db_from)
@@ -380,7 +389,7 @@ class Workbench(StoredRuns):
         spec = prepare_spec(self.registry, experiment=experiment, good=good, bad=bad, metric=metric, region=region,
                             profile=profile, budget=budget, alpha=alpha, seed=seed, parent=parent)
         check_target(spec, self.registry, self.settings)
-        if resume and not self._store_exists():
+        if resume and not self._store_exists(hint=RESUME_HINT):
             raise BadInput(f"--resume: no stopped search of {experiment!r} to resume: the store does not exist yet",
                            hint="drop --resume to start the search (or give the --db it ran against)")
         with self.store(held=False) as store:
@@ -483,8 +492,9 @@ class Workbench(StoredRuns):
 
     def _status_verdict(self, hypothesis_id: str) -> "VerdictRecord | None":
         """The verdict the hypothesis's status rests on (the one list, show and the board present for review),
-        read only, so a refused review writes nothing; None without a store or a verdict."""
-        if not self._store_exists():
+        read only, so a refused review writes nothing; None without a store or a verdict (a comment may create the
+        store --db names)."""
+        if not self._store_present():
             return None
         from workbench.analysis.status import stored_statuses
 

@@ -441,10 +441,11 @@ def _upgrade(store: Store, conn, target: str = "head") -> tuple[str | None, str]
     return before, _revision(conn) or "base"
 
 
-def missing_store(path: Path, source: str, *, default: bool = False) -> BadInput:
-    """`no_store` for a read: what records runs, or where the runs may be instead."""
-    return no_store(path, source, default=default, hint="run a hypothesis, `wb import evidence FILE.csv` or "
-                                                        f"`wb db upgrade` first, or point {source} at an existing store")
+def missing_store(path: Path, source: str, *, default: bool = False, hint: str | None = None) -> BadInput:
+    """`no_store` for a read: what records runs, or where the runs may be instead (`hint` replaces that)."""
+    usual = ("run a hypothesis, `wb import evidence FILE.csv` or `wb db upgrade` first, or point "
+             f"{source} at an existing store")
+    return no_store(path, source, default=default, hint=hint or usual)
 
 
 def no_store(path: Path, source: str, *, hint: str, default: bool = False) -> BadInput:
