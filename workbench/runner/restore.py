@@ -140,7 +140,17 @@ async def left_as_saved(target: Target, host: str, folder: Path, owner: str) -> 
     found = await target.read_file(host, snap.path)
     if (found[0] if found is not None else None) == snap.data:
         return None
-    return f"{snap.path} is not the original it saved ({snap.local_copy})"
+    if snap.data is None:
+        return f"{snap.path} is there, and did not exist before that run (its original is no file)"
+    return f"{snap.path} is not the original it saved (a copy of which is {snap.local_copy})"
+
+
+def put_back_command(target: Target, snap: Snapshot) -> str:
+    """The shell command that puts `snap`'s original back by hand: a copy of the saved file, or, where there was
+    no file, the removal of the one written since."""
+    if snap.data is None:
+        return target.manual_command(snap.host, f"rm -f {shlex.quote(snap.path)}")
+    return target.manual_copy(snap.host, str(snap.local_copy), snap.path)
 
 
 def manual_instructions(target: Target, snap: Snapshot, restart: list[str], lead: str, *,
@@ -156,11 +166,7 @@ def manual_instructions(target: Target, snap: Snapshot, restart: list[str], lead
         secret = looks_secret(name) or redact_text(value) != value
         words[name] = f'"${name}"' if secret else shlex.quote(value)
         hidden += [name] if secret else []
-    lines = []
-    if snap.data is not None:
-        lines.append(target.manual_copy(snap.host, str(snap.local_copy), snap.path))
-    else:
-        lines.append(target.manual_command(snap.host, f"rm -f {shlex.quote(snap.path)}"))
+    lines = [put_back_command(target, snap)]
     for cmd in restart:
         for name, value in (secrets or {}).items():
             cmd, found = _referenced(cmd, value, f'"${name}"')

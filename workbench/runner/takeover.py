@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.runner.prepare import preview_values
 from workbench.runner.record import Recorder
-from workbench.runner.restore import Snapshot, saved_snapshots, take_snapshots
+from workbench.runner.restore import Snapshot, put_back_command, saved_snapshots, take_snapshots
 from workbench.runner.targets.base import Target
 from workbench.store.engine import Store
 from workbench.store.writes import FINISHED
@@ -138,8 +138,8 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
     raise TargetBusy(
         f"target {target.describe(host)} was left by {which}, whose runner (pid {holder.pid} on {holder.host}, "
         f"since {holder.since}) died before restoring it: {why}",
-        hint=f"resume it ({resume}: it puts the original back first), or put the original back by hand and "
-             f"remove {lock_file}")
+        hint=f"resume it ({resume}: it puts the original back first), or "
+             f"{_put_back_by_hand(target, saved_snapshots(folder, holder.execution).get(host))} and remove {lock_file}")
 
 
 async def check_saved_originals(state: "State", target: Target, paths: dict[str, str], locked: set[str]) -> None:
@@ -174,9 +174,7 @@ def _changed_since_hint(target: Target, changed: list[Snapshot], kept_arm: list[
     """Put each saved original back, then resume; or, where every other host is its original again, drop the saved
     originals (the resume then reads the configs afresh as the originals)."""
     lines = ["if it is the config of an arm (what the stopped run left), put the saved original back, then resume:"]
-    for snap in changed:
-        lines.append("  " + (target.manual_command(snap.host, "rm -f " + shlex.quote(snap.path)) if snap.data is None
-                             else target.manual_copy(snap.host, str(snap.local_copy), snap.path)))
+    lines += ["  " + put_back_command(target, snap) for snap in changed]
     if kept_arm:
         lines.append("(the saved originals are still needed: "
                      + ", ".join(target.describe(s.host) for s in kept_arm) + " still holds the stopped run's config)")
@@ -199,16 +197,18 @@ def _holder_resume(state: "State", known: Any, holder: "Holder") -> str:
     return holder.resume or "wb hypothesis run ID --resume against the store that holds it"
 
 
+def _put_back_by_hand(target: Target, snap: Snapshot | None) -> str:
+    if snap is None:
+        return "put the original config back by hand"
+    if snap.data is None:
+        return f"remove the config it wrote, which did not exist before ({put_back_command(target, snap)})"
+    return f"put the original back ({put_back_command(target, snap)})"
+
+
 def _restore_by_hand(target: Target, host: str, folder: Any, owner: str, lock_file: str) -> str:
     """What to do about a target whose restore failed: put the original back, then run again (the lock, left so
     that no run takes the arm's config for the original, is then taken over)."""
-    snap = saved_snapshots(folder, owner).get(host)
-    if snap is None:
-        how = "put the original config back by hand"
-    elif snap.data is None:
-        how = f"remove the config it wrote ({target.manual_command(host, 'rm -f ' + shlex.quote(snap.path))})"
-    else:
-        how = f"put the original back ({target.manual_copy(host, str(snap.local_copy), snap.path)})"
+    how = _put_back_by_hand(target, saved_snapshots(folder, owner).get(host))
     return (f"{how} and restart the service, as the failed run printed; then run again: wb takes the lock over "
             f"once the config is the original (removing {lock_file} instead would make the config as it is now "
             "the original of every later run)")
