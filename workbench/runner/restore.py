@@ -137,9 +137,17 @@ async def left_as_saved(target: Target, host: str, folder: Path, owner: str) -> 
     snap = saved_snapshots(folder, owner).get(host)
     if snap is None:
         return f"its saved original is not in {folder}, so whether the config is the original cannot be told"
-    found = await target.read_file(host, snap.path)
-    if (found[0] if found is not None else None) == snap.data:
-        return None
+    return None if await holds_original(target, snap) else not_original(snap)
+
+
+async def holds_original(target: Target, snap: Snapshot) -> bool:
+    """Whether the config file on `snap`'s host is the original it saved (no file where there was none)."""
+    found = await target.read_file(snap.host, snap.path)
+    return (found[0] if found is not None else None) == snap.data
+
+
+def not_original(snap: Snapshot) -> str:
+    """Why a config file is not the original `snap` saved, naming the saved copy only where there is one."""
     if snap.data is None:
         return f"{snap.path} is there, and did not exist before that run (its original is no file)"
     return f"{snap.path} is not the original it saved (a copy of which is {snap.local_copy})"

@@ -150,14 +150,13 @@ async def check_saved_originals(state: "State", target: Target, paths: dict[str,
     original could keep an arm's config for good (a recorded run's, or the one in flight when the runner died).
     Refused (TargetBusy, exit 2; nothing on the target touched), with the ways on."""
     from workbench.runner.lock import TargetBusy
-    from workbench.runner.restore import load_snapshots
+    from workbench.runner.restore import holds_original, load_snapshots
 
     saved = {h: s for h, s in load_snapshots(state.exec_dir, owner=state.execution_uuid).items()
              if h in paths and s.path == paths[h]}
     changed, kept_arm = [], []  # hosts whose lock is gone and config is not the original; hosts still locked
     for host, snap in saved.items():
-        found = await target.read_file(host, snap.path)
-        if (found[0] if found is not None else None) == snap.data:
+        if await holds_original(target, snap):
             continue
         (kept_arm if host in locked else changed).append(snap)
     if not changed:

@@ -266,7 +266,7 @@ def _left_changed(sdir: Path) -> tuple[str, str] | None:
 def _not_original(holder: "Any") -> tuple[str | None, str | None]:
     """Why the config files the stale lock's runner saved are not the originals now (None: every one is), and the
     shell command that puts one that is not back by hand."""
-    from workbench.runner.restore import saved_snapshots
+    from workbench.runner.restore import not_original, put_back_command, saved_snapshots
 
     folder = Path(holder.folder) if holder.folder else None
     snaps = saved_snapshots(folder, holder.execution) if folder is not None else {}
@@ -281,8 +281,5 @@ def _not_original(holder: "Any") -> tuple[str | None, str | None]:
         except OSError as exc:
             return f"{snap.path} cannot be read ({exc.strerror or exc})", None
         if now != snap.data:
-            q = shlex.quote
-            by_hand = (f"rm -f {q(snap.path)}" if snap.data is None
-                       else f"cp {q(str(snap.local_copy))} {q(snap.path)}")
-            return f"{snap.path} is not the original it saved ({snap.local_copy})", by_hand
+            return not_original(snap), put_back_command(LocalTarget(), snap)
     return None, None
