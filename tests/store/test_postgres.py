@@ -51,6 +51,21 @@ def test_a_url_whose_driver_is_missing_is_bad_input_naming_it(cli, tmp_path: Pat
     assert "Traceback" not in result.stderr + result.stdout
 
 
+def test_a_url_whose_port_is_no_number_is_bad_input_naming_db_not_a_bug(cli, monkeypatch):
+    """A mistyped port (`:54x2`, a placeholder left in) made SQLAlchemy's URL parser raise ValueError, reported as
+    a bug in wb with its traceback (exit 1); it is --db's value at fault, and the password stays hidden."""
+    for args in (("--db", "postgresql://ada:s3cret@127.0.0.1:PORT/wb"), ()):
+        if not args:
+            monkeypatch.setenv("WB_DB", "postgresql://ada:s3cret@127.0.0.1:PORT/wb")
+        code, out, err = cli("runs", "list", *args, "--json")
+        where = "--db" if args else "$WB_DB"
+        assert code == 2, err
+        assert "Traceback" not in err and "s3cret" not in err + out
+        e = json.loads(out)["error"]
+        assert e["where"] == where and e["kind"] == "BadInput" and "PORT" in e["message"], e
+        assert err.startswith("Error: ") and where in err.splitlines()[0], err
+
+
 def test_two_writers_snapshot_the_same_hypothesis_at_once(pg_url: str):
     """Both see no snapshot, both insert: the second must reuse the first's row, not fail (seen with two
     `wb hypothesis run` started together on one PostgreSQL store)."""

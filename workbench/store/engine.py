@@ -102,6 +102,16 @@ def _check_scheme(url: str, source: str) -> None:
     if backend not in SCHEMES:
         raise BadInput(f"{naming(source, _redact(url))}: unknown store scheme {scheme!r}", where=source,
                        hint="use a DuckDB file (a plain path, or duckdb:///PATH) or postgresql+psycopg://…")
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        make_url(url)
+    except (ValueError, ArgumentError) as exc:  # SQLAlchemy's int() of a port that is no number raises ValueError
+        shown = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)  # _redact needs a URL it can parse
+        why = "its port is not a number" if "int()" in str(exc) else str(exc)
+        raise BadInput(f"{naming(source, shown)}: not a valid store URL ({why})", where=source,
+                       hint=f"check {source}: postgresql+psycopg://USER@HOST:PORT/DATABASE, PORT a number") from None
 
 
 # A bare PostgreSQL URL means the driver that the `postgres` extra installs (psycopg 3), not
