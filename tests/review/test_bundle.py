@@ -375,3 +375,42 @@ def test_a_damaged_bundle_leaves_an_empty_postgresql_database_as_it_was(workbenc
                        "--root", str(workbench_dir))
     assert code == 0, err  # the same database takes a sound bundle, schema and all
     assert ("alembic_version", "r") in _pg_state(empty)[0]
+
+
+def _with_log(doc: dict, content: bytes, sha_of: bytes) -> None:
+    """A run's log in the bundle: its artifact row and its blob, which holds `content` but is addressed (and named by
+    the artifact) by the sha256 of `sha_of`."""
+    import base64
+    import hashlib
+    import zlib
+
+    sha = hashlib.sha256(sha_of).hexdigest()
+    run = _first(doc, "runs")["uuid"]
+    doc["store"]["artifacts"].append({"run": run, "name": "log", "path": "log.txt", "sha256": sha,
+                                      "size_bytes": len(sha_of)})
+    doc["store"]["artifact_blobs"].append({"sha256": sha, "size_bytes": len(sha_of), "compression": "zlib",
+                                           "data": base64.b64encode(zlib.compress(content)).decode("ascii")})
+
+
+def test_an_artifact_whose_content_is_not_its_sha256_is_refused_and_the_true_one_still_imports(
+        workbench_dir: Path, seed_csv: Path, cli):
+    """An artifact's content is addressed by its sha256, and an import skips a blob the store holds by that hash:
+    a bundle whose blob held other bytes than its hash (edited, or damaged in a way gzip's CRC does not catch) was
+    imported as it came, and that wrong content then stood for every later bundle's true one."""
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    true = _edited(bundle, lambda d: _with_log(d, b"decode ok\n", b"decode ok\n")).rename(
+        workbench_dir / "true.wbundle")
+    forged = _edited(bundle, lambda d: _with_log(d, b"nothing to see\n", b"decode ok\n"))
+    b = workbench_dir / "b.duckdb"
+    code, _, err = cli("db", "upgrade", "--db", str(b))
+    assert code == 0, err
+    before = _sha(b)
+    _refused(cli, "bundle", "import", str(forged), "--db", str(b), "--root", str(workbench_dir), fragment="sha256")
+    assert _sha(b) == before
+    code, _, err = cli("bundle", "import", str(true), "--db", str(b), "--root", str(workbench_dir))
+    assert code == 0, err
+    store = open_store(str(b), read_only=True)
+    try:
+        assert store.export_rows(["wedge-confound"])["artifact_blobs"] != []
+    finally:
+        store.dispose()

@@ -182,6 +182,26 @@ def _check_rows(doc: dict[str, Any]) -> None:
         for d in doc[kind]:
             if d.get("run") not in uuids["runs"]:
                 raise ValueError(f"a row of {kind} refers to run {d.get('run')!r}, which the bundle does not hold")
+    for d in doc["artifact_blobs"]:
+        _check_blob(d)
+
+
+def _check_blob(d: dict[str, Any]) -> None:
+    """ValueError unless an artifact blob holds what its sha256 addresses: the store keeps one blob per hash and
+    an import skips a hash it holds, so content other than its hash's would stand for the true one for good."""
+    import binascii
+    import hashlib
+    import zlib
+
+    sha = d.get("sha256")
+    if d.get("compression") != "zlib":  # the only compression the store writes
+        raise ValueError(f"artifact blob {sha}: unknown compression {d.get('compression')!r}")
+    try:
+        raw = zlib.decompress(base64.b64decode(d["data"], validate=True))
+    except (KeyError, TypeError, binascii.Error, zlib.error) as exc:
+        raise ValueError(f"artifact blob {sha}: its data is not zlib-compressed base64 ({exc})") from None
+    if hashlib.sha256(raw).hexdigest() != sha:
+        raise ValueError(f"artifact blob {sha}: its content does not match its sha256 (edited or damaged)")
 
 
 # A row in flight where the store took it, ended where the bundle took it: the bundle's row is newer.
