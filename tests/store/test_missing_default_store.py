@@ -105,3 +105,29 @@ def test_the_workbench_store_named_by_its_path_reads_as_the_default(workbench_di
     code, _, err = cli("hypothesis", "analyze", "wedge-confound", "--root", str(workbench_dir), "--db", str(own))
     assert code == 2 and err.startswith("Error: no runs of wedge-confound to analyze"), err
     assert not own.exists()
+
+
+@pytest.mark.parametrize("args", READS, ids=[" ".join(a) for a in READS])
+def test_a_root_that_is_no_workbench_is_an_error_not_an_empty_store(args, tmp_path: Path, cli, monkeypatch):
+    """Only a workbench's own wb.duckdb may be missing. --root (or $WB_ROOT) naming a mistyped folder read as a
+    workbench with nothing recorded: `wb runs list --root /typo` said "No runs recorded yet." and exited 0."""
+    monkeypatch.delenv("WB_DB", raising=False)
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    typo = tmp_path / "typo"
+    code, _, err = cli(*args, "--root", str(typo))
+    assert code == 2 and err.startswith(f"Error: no hypotheses.yaml in {typo} (the workbench folder --root names)"), err
+    code, _, err = cli(*args, env={"WB_ROOT": str(typo)})
+    assert code == 2 and f"(the workbench folder $WB_ROOT names)" in err.splitlines()[0], err
+    assert not typo.exists()
+
+
+def test_the_api_refuses_a_root_that_is_no_workbench(tmp_path: Path, monkeypatch):
+    from workbench import api
+    from workbench.errors import WbError
+
+    monkeypatch.delenv("WB_DB", raising=False)
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    for read in (api.runs, api.units, api.verdicts):
+        with pytest.raises(WbError) as caught:
+            read(root=str(tmp_path / "typo"))
+        assert caught.value.where == "root=" and "hypotheses.yaml" in caught.value.message

@@ -213,16 +213,22 @@ def load_hypotheses(path: str | Path, *, text: str | None = None) -> tuple[list[
     return parsed.hypotheses, doc
 
 
+def check_root(root: Path, root_from: str = "--root") -> None:
+    """BadInput unless the workbench folder `root_from` (`--root`, `$WB_ROOT`, `root=`) names holds hypotheses.yaml."""
+    from workbench.settings import giving_root
+
+    if not (root / HYPOTHESES_FILE).exists():
+        raise BadInput(f"no {HYPOTHESES_FILE} in {root} (the workbench folder {root_from} names)",
+                       where=root_from, hint=f"name a folder that holds hypotheses.yaml with {giving_root(root_from)},"
+                                             " or run wb from inside one")
+
+
 def load_registry(root: str | Path | None = None, root_from: str = "--root") -> Registry:
     """The workbench in `root` (else found upward); `root_from` says where `root` came from (`--root`, `$WB_ROOT`,
     `root=` in the Python API), as an error about it names it."""
-    from workbench.settings import giving_root
-
     root_path = Path(root) if root is not None else find_root(root_from=root_from)
-    if root is not None and not (root_path / HYPOTHESES_FILE).exists():
-        raise BadInput(f"no {HYPOTHESES_FILE} in {root_path} (the workbench folder {root_from} names)",
-                       where=root_from, hint=f"name a folder that holds hypotheses.yaml with {giving_root(root_from)},"
-                                             " or run wb from inside one")
+    if root is not None:
+        check_root(root_path, root_from)
     experiments: dict[str, Experiment] = {}
     docs: dict[str, LocatedYaml] = {}
     exp_dir = root_path / EXPERIMENTS_DIR
