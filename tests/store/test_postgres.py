@@ -66,6 +66,18 @@ def test_a_url_whose_port_is_no_number_is_bad_input_naming_db_not_a_bug(cli, mon
         assert err.startswith("Error: ") and where in err.splitlines()[0], err
 
 
+def test_a_url_option_the_driver_rejects_is_bad_input_not_an_unreachable_server(cli):
+    """An option mistyped in --db's query (`?sslmode=requre`, `?connect_timeout=5s`, an unknown one) was exit 1 with
+    the hint for a server that is down; the driver refuses it before connecting: it is --db's value at fault."""
+    for option, said in (("sslmode=bogus", "invalid sslmode value"), ("connect_timeout=5s", "connect_timeout"),
+                         ("no_such_option=1", "no_such_option")):
+        code, out, err = cli("runs", "list", "--db", f"postgresql://ada:s3cret@127.0.0.1:1/wb?{option}", "--json")
+        assert code == 2, err
+        e = json.loads(out)["error"]
+        assert e["where"] == "--db" and e["kind"] == "BadInput" and said in e["message"], e
+        assert "up and reachable" not in e["hint"] and "s3cret" not in err + out, e
+
+
 def test_two_writers_snapshot_the_same_hypothesis_at_once(pg_url: str):
     """Both see no snapshot, both insert: the second must reuse the first's row, not fail (seen with two
     `wb hypothesis run` started together on one PostgreSQL store)."""

@@ -170,6 +170,9 @@ def holding(fn: Callable[..., T]) -> Callable[..., T]:
 # What a PostgreSQL server says when the URL names what it does not have.
 _REFUSED_BY_SERVER = re.compile(r'(database|role) "[^"]*" does not exist|password authentication failed')
 
+# What libpq and psycopg say, before connecting, of an option in the URL's query that they do not take.
+_BAD_OPTION = re.compile(r"invalid \w+ value|bad value for \w+|invalid URI query parameter|invalid connection option")
+
 
 class Store(StoreReads, StoreWrites, StoreBundles):
     """The store at one URL. Use `open_store()`. Sessions (`session()`) stay inside the store package
@@ -230,6 +233,10 @@ class Store(StoreReads, StoreWrites, StoreBundles):
             # path naming no store). A server that cannot be reached stays a failure while running.
             return BadInput(f"cannot open the store {self.name} ({self.source}): {first}", where=self.source,
                             hint=f"check {self.source}")
+        if self.path is None and _BAD_OPTION.search(text):
+            # The driver refused an option in the URL's query before connecting: --db's value, not the server.
+            return BadInput(f"cannot open the store {self.name} ({self.source}): {first}", where=self.source,
+                            hint=f"check the options after '?' in {self.source}")
         # Any other refusal to connect: the environment's (exit 1). A server that is down or unreachable is most of
         # them, and the hint says where to look; wb cannot tell a mistyped host or port from a stopped server.
         hint = f"check {self.source}"
