@@ -486,12 +486,19 @@ class Workbench(StoredRuns):
             raise BadInput(f"{hypothesis_id} has no verdict to {decision.replace('-', ' ')} yet",
                            hint=f"run it first (wb hypothesis run {hypothesis_id}), or leave a --comment")
         if evidence is not None:
-            check_evidence(hypothesis_id, evidence, verdict)
+            check_evidence(hypothesis_id, evidence, verdict, self._evidence_digests(hypothesis_id))
         with self.store() as store:
             review_id = store.add_review(hypothesis_id=hypothesis_id, author=person.name,
                                          author_source=person.source, decision=decision, body=body,
                                          verdict_id=verdict_id)
             return next(r for r in store.reviews(hypothesis_id=hypothesis_id) if r.id == review_id)
+
+    def _evidence_digests(self, hypothesis_id: str) -> list[str | None]:
+        """The evidence digests the hypothesis's verdicts rested on (none without a store), read only."""
+        if not self._store_present():
+            return []
+        with self.store(read_only=True) as store:
+            return [v.evidence_digest for v in store.verdicts(hypothesis_id=hypothesis_id)]
 
     def _status_verdict(self, hypothesis_id: str) -> "VerdictRecord | None":
         """The verdict the hypothesis's status rests on (the one list, show and the board present for review),

@@ -184,3 +184,23 @@ def test_review_list_marks_a_stale_comment_as_json_does(workbench_dir, seed_csv,
     page = (site / "hypotheses" / "wedge-confound.html").read_text()
     badges = re.findall(r'<div class="review (\w+)( stale)?">', page)
     assert badges == [("comment", " stale"), ("approve", " stale")], badges
+
+
+def test_an_evidence_digest_no_verdict_ever_rested_on_is_called_mistyped_not_changed(workbench_dir, seed_csv, cli):
+    """`--evidence 000000` (a typo, or a digest of another hypothesis) was refused with "it changed since it was read
+    (new runs?)", sending the reviewer to look for runs that never landed. A digest an earlier verdict rested on is
+    still told that the verdict moved on."""
+    import json
+
+    db = str(workbench_dir / "r.duckdb")
+    for args in (["import", "evidence", str(seed_csv)], ["hypothesis", "analyze", "wedge-confound"]):
+        code, _, err = cli(*args, "--db", db, "--root", str(workbench_dir))
+        assert code == 0, err
+    code, out, err = cli("review", "wedge-confound", "--approve", "-m", "ok", "--as", "grace", "--evidence", "000000",
+                         "--db", db, "--root", str(workbench_dir), "--json")
+    first = err.splitlines()[0]
+    assert code == 2 and first.startswith("Error: --evidence 000000: ") and "Traceback" not in err, err
+    assert "no verdict of wedge-confound" in first and "changed since" not in first, first
+    assert json.loads(out)["error"]["where"] == "--evidence"
+    code, out, _ = cli("review", "list", "wedge-confound", "--db", db, "--root", str(workbench_dir), "--json")
+    assert json.loads(out)["items"][0]["reviews"] == []

@@ -166,9 +166,11 @@ def review_states(parents: dict[str, str | None], verdicts: Sequence[VerdictReco
     return out
 
 
-def check_evidence(hypothesis_id: str, given: str, current: VerdictRecord | None) -> None:
+def check_evidence(hypothesis_id: str, given: str, current: VerdictRecord | None,
+                   earlier: Iterable[str | None] = ()) -> None:
     """BadInput unless `given` (a digest, or its start of at least 6 characters) is the current verdict's evidence:
-    a verdict on other evidence landed since the reviewer read it, and a review would be bound to that one."""
+    a verdict on other evidence landed since the reviewer read it, and a review would be bound to that one.
+    `earlier`: the digests the hypothesis's verdicts rested on; one none of them starts with was mistyped."""
     from workbench.errors import BadInput
 
     given = given.strip().lower()
@@ -181,6 +183,10 @@ def check_evidence(hypothesis_id: str, given: str, current: VerdictRecord | None
         raise BadInput(f"--evidence {given!r} is no evidence digest (at least 6 hex digits)", hint=hint)
     if digest is None or not digest.startswith(given):
         now = f"evidence {digest[:10]}" if digest else "no evidence digest" if current else "no verdict"
+        if not any(d and d.startswith(given) for d in earlier):
+            raise BadInput(f"--evidence {given}: no verdict of {hypothesis_id} rests on that evidence (a mistyped "
+                           f"digest, or another hypothesis's?); its current verdict rests on {now}. Nothing was "
+                           "recorded", hint=f"wb review list {hypothesis_id} shows the digest to review")
         raise BadInput(f"--evidence {given}: the current verdict of {hypothesis_id} rests on {now}, not on the "
                        "evidence given; it changed since it was read (new runs?). Nothing was recorded",
                        hint=f"read it again (wb review list {hypothesis_id}) and review what it rests on now")
