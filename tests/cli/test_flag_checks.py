@@ -1,6 +1,6 @@
 """Flags whose values were once taken without a word: a seed out of range, an empty --fail-on, a --set given
-twice, a --db naming a folder or a file that is not DuckDB. Each must be one `Error:` naming the flag, exit 2,
-with nothing run and no store written or touched."""
+twice, a --db naming a folder, a file that is not DuckDB or no file at all (an in-memory DuckDB). Each must be
+one `Error:` naming the flag, exit 2, with nothing run and no store written or touched."""
 
 from __future__ import annotations
 
@@ -93,6 +93,18 @@ def test_db_naming_a_file_that_is_not_duckdb_says_so_and_leaves_it_alone(wb: Pat
         assert "backup" not in err, err
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("README")) == ["README.md"]
+
+
+@pytest.mark.parametrize("url", ["duckdb://", "duckdb:///:memory:", "duckdb://host/x.duckdb"])
+def test_db_naming_an_in_memory_duckdb_is_refused_not_a_traceback(wb: Path, cli, url: str):
+    """An in-memory store holds nothing once the command ends; `db upgrade` on one raised an AssertionError
+    (each migration step opened a fresh, empty database) and reads advised that upgrade."""
+    evidence = str(REPO / "evidence" / "seed-runs.csv")
+    for args in (["db", "upgrade"], ["runs", "list"], ["import", "evidence", evidence]):
+        code, _, err = cli(*args, "--db", url)
+        _refused(code, err, f"--db {url}", "names no file", "duckdb:///PATH")
+        assert "wb db upgrade" not in err, err
+    assert not (wb / "wb.duckdb").exists()
 
 
 def test_a_damaged_duckdb_file_still_says_restore_it(wb: Path, cli, tmp_path: Path):

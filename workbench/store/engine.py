@@ -51,14 +51,28 @@ def resolve_url(db: str | None, source: str = FLAG) -> tuple[str, Path | None]:
     value = db or DEFAULT_DB
     if "://" in value:
         _check_scheme(value, source)
-        if value.startswith("duckdb:///"):
-            path = Path(value[len("duckdb:///"):])
+        if value.split("://", 1)[0].split("+", 1)[0].lower() == "duckdb":
+            path = _duckdb_path(value, source)
             _check_duckdb_file(path, source)
             return value, path
         return _with_driver(value), None
     path = Path(value).expanduser().resolve()
     _check_duckdb_file(path, source)
     return f"duckdb:///{path}", path
+
+
+def _duckdb_path(url: str, source: str) -> Path:
+    """The file a duckdb:///PATH URL names. A URL that names none (`duckdb://`, `duckdb:///:memory:`, a host
+    instead of a path) is an in-memory database: it holds nothing once the command ends, and each step of
+    an upgrade would open a fresh one, so it is refused as bad input."""
+    rest = url.split("://", 1)[1]
+    path = rest[1:].split("?", 1)[0] if rest.startswith("/") else ""
+    if not path or path == ":memory:":
+        raise BadInput(f"{naming(source, url)} names no file: an in-memory DuckDB store is gone when the "
+                       f"command ends", where=source,
+                       hint=f"name a file: {giving(source, 'duckdb:///PATH')} or a plain path "
+                            f"(wb creates it if it is missing)")
+    return Path(path)
 
 
 DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file (after an 8-byte checksum)
