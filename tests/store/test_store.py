@@ -30,6 +30,25 @@ def test_upgrade_empty_path_then_current_is_head(tmp_path: Path, cli):
     assert "already at" in out
 
 
+def test_an_empty_database_read_names_where_the_store_came_from(tmp_path: Path, cli):
+    """A database with no tables (a PostgreSQL database made with createdb, an empty DuckDB file) read before
+    wb wrote to it: StoreOutdated named no flag (where: null, the message without --db or $WB_DB), unlike every
+    other error about the store's value, and the hint gave --db where $WB_DB had named the store."""
+    import duckdb
+
+    path = tmp_path / "empty.duckdb"
+    duckdb.connect(str(path)).close()
+    code, out, _ = cli("runs", "list", "--db", str(path), "--json")
+    error = json.loads(out)["error"]
+    assert code == 2 and error["kind"] == "StoreOutdated" and error["where"] == "--db", error
+    assert f"{path} (--db) is at revision none" in error["message"]
+    assert error["hint"] == f"run: wb db upgrade --db {path}"
+    code, out, _ = cli("runs", "list", "--json", env={"WB_DB": str(path)})
+    error = json.loads(out)["error"]
+    assert code == 2 and error["where"] == "$WB_DB" and "($WB_DB)" in error["message"], error
+    assert error["hint"] == "run: wb db upgrade", error
+
+
 def test_migrations_build_exactly_the_models(tmp_path: Path):
     upgrade(str(tmp_path / "m.duckdb"))
     store = open_store(str(tmp_path / "m.duckdb"))

@@ -205,6 +205,7 @@ class Store(StoreReads, StoreWrites, StoreBundles):
         self.read_only = read_only
         self.lock_wait_s = lock_wait_s
         self.source = source  # where the store's URL came from (`--db`, `$WB_DB`, `db=`), as errors about it name it
+        self.named_by = _given(source, given is None)  # the same as messages bracket it (or the default store)
         self._held: Any = None  # the connection `held()` keeps open
         self._opened = False  # a connection was made: this command has begun using the store
         # An empty store whose schema the first transaction creates (open_store's `deferred_schema`).
@@ -437,8 +438,8 @@ def newer_revision(rev: str | None) -> bool:
 
 def _newer(store: Store, rev: str) -> StoreOutdated:
     """A revision none of this wb's migrations makes: a newer wb wrote the store, and no upgrade takes it back."""
-    return StoreOutdated(f"the store {store.name} is at revision {rev}, which this wb does not know (its newest is "
-                         f"{head_revision()}): a newer wb wrote it",
+    return StoreOutdated(f"the store {store.name} ({store.named_by}) is at revision {rev}, which this wb does not know "
+                         f"(its newest is {head_revision()}): a newer wb wrote it", where=store.source,
                          hint="use a wb at least as new as the one that wrote the store (pip install -U wb)")
 
 
@@ -482,9 +483,16 @@ def missing_store(path: Path, source: str, *, default: bool = False, hint: str |
 def no_store(path: Path, source: str, *, hint: str, default: bool = False) -> BadInput:
     """A store file that is not there, for a command that only reads one (nothing is created). `default`: no
     value named it (the workbench's wb.duckdb), so the message names no flag as if it had been given."""
-    given = source if not default else (
-        "the workbench's default store; " + ("db= names another" if source == KEYWORD else "--db or $WB_DB names another"))
-    return BadInput(f"no store at {path} ({given})", where=source, hint=hint)
+    return BadInput(f"no store at {path} ({_given(source, default)})", where=source, hint=hint)
+
+
+def _given(source: str, default: bool) -> str:
+    """What named the store, as a message says it in brackets: the flag, variable or keyword, or, where none
+    did, that it is the workbench's default store."""
+    if not default:
+        return source
+    return "the workbench's default store; " + ("db= names another" if source == KEYWORD else
+                                                "--db or $WB_DB names another")
 
 
 @contextmanager
@@ -563,6 +571,8 @@ def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: f
     from sqlalchemy import inspect
 
     store = Store(url, path, read_only=read_only, lock_wait_s=lock_wait_s, source=source, given=db)
+    if default is not None:
+        store.named_by = _given(source, default)
     try:
         if held and path is not None:
             store._held = store._open()
@@ -583,9 +593,11 @@ def open_store(db: str | None = None, *, read_only: bool = False, lock_wait_s: f
         if rev != head:
             if newer_revision(rev):
                 raise _newer(store, rev)
-            db_arg = f" --db {path}" if path is not None else f" --db {'URL' if url_has_password(url) else url}"
-            raise StoreOutdated(f"the store {store.name} is at revision {rev or 'none'}, this wb needs {head}",
-                                hint=f"run: wb db upgrade{db_arg}")
+            shown = path if path is not None else "URL" if url_has_password(url) else url
+            # $WB_DB names the store for the upgrade as it did for this command; the API's db= is a --db there.
+            db_arg = "" if source == ENV else f" --db {shown}"
+            raise StoreOutdated(f"the store {store.name} ({store.named_by}) is at revision {rev or 'none'}, this wb "
+                                f"needs {head}", where=source, hint=f"run: wb db upgrade{db_arg}")
     except BaseException:
         store.dispose()
         raise
