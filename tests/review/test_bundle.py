@@ -120,6 +120,7 @@ _BAD_DEFLATE = _WHOLE[:20] + bytes(b ^ 0x55 for b in _WHOLE[20:60]) + _WHOLE[60:
 
 @pytest.mark.parametrize("content,fragment", [
     (b"plain text", "not a wb bundle (not gzip-compressed: a bundle starts with the bytes 1f 8b)"),
+    (b"", "not a wb bundle (the file is empty: cut short in a copy or a download?)"),
     (gzip.compress(b"{not json"), "not a wb bundle (its content is not JSON: line 1, column 2)"),
     (_WHOLE[:-40], "not a wb bundle (it ends early: cut short in a copy or a download?)"),
     (_BAD_CRC, "not a wb bundle (its compressed data is damaged)"),
@@ -127,7 +128,7 @@ _BAD_DEFLATE = _WHOLE[:20] + bytes(b ^ 0x55 for b in _WHOLE[20:60]) + _WHOLE[60:
     (gzip.compress(json.dumps({"x": 1}).encode()), "no wb_bundle key"),
     (gzip.compress(json.dumps({"wb_bundle": 99}).encode()), "format 99"),
     (gzip.compress(json.dumps({"wb_bundle": 1, "hypotheses": []}).encode()), "no 'registry' section"),
-], ids=["plain-text", "gzip-not-json", "truncated", "bad-crc", "bad-deflate", "no-key", "format-99", "no-registry"])
+], ids=["plain-text", "empty", "gzip-not-json", "truncated", "bad-crc", "bad-deflate", "no-key", "format-99", "no-registry"])
 def test_damaged_bundles_are_bad_input(tmp_path: Path, content: bytes, fragment: str):
     """In words, not the gzip or json module's ("Not a gzipped file (b'pl')", "Expecting property name...")."""
     p = tmp_path / "bad.wbundle"

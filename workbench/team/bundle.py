@@ -149,6 +149,8 @@ def _unpacked(path: Path) -> bytes:
             head = f.read(2)
     except OSError as exc:
         raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if not head:
+        raise refused("the file is empty: cut short in a copy or a download?")
     if head != b"\x1f\x8b":
         raise refused("not gzip-compressed: a bundle starts with the bytes 1f 8b")
     try:
