@@ -186,6 +186,8 @@ def test_conflicting_bundle_leaves_no_new_store_and_an_existing_one_unchanged(wo
              fragment="conflicts")
     code, _, err = cli("bundle", "import", str(bundle), "--db", str(fresh), "--root", str(workbench_dir))
     assert re.search(r"hypothesis wedge-confound \(\S*hypotheses\.yaml:\d+\): predicts differ", err), err
+    code, out, _ = cli("bundle", "import", str(bundle), "--db", str(fresh), "--root", str(workbench_dir), "--json")
+    assert code == 2 and json.loads(out)["error"]["where"] == str(bundle), out  # was null
     assert not fresh.exists()
     existing = workbench_dir / "a.duckdb"
     before = _sha(existing)
@@ -288,6 +290,8 @@ def test_a_bundle_of_a_hypothesis_this_workbench_does_not_define_is_refused(work
     fresh = workbench_dir / "fresh.duckdb"
     _refused(cli, "bundle", "import", str(bundle), "--db", str(fresh), "--root", str(workbench_dir),
              fragment="does not define")
+    code, out, _ = cli("bundle", "import", str(bundle), "--db", str(fresh), "--root", str(workbench_dir), "--json")
+    assert code == 2 and json.loads(out)["error"]["where"] == str(bundle), out
     assert not fresh.exists()
 
 

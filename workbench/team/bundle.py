@@ -257,7 +257,7 @@ def check_fits(registry: "Registry", doc: dict[str, Any], path: Path) -> None:
     """BadInput when the bundle's hypotheses or experiments conflict with the registry (see `conflicts`)."""
     found = conflicts(registry, doc)
     if found:
-        raise BadInput(f"{path} conflicts with this workbench's registry: " + "; ".join(found),
+        raise BadInput(f"{path} conflicts with this workbench's registry: " + "; ".join(found), where=str(path),
                        hint="the same id names another test here; rename one of them, or import into a "
                             "workbench whose definitions agree")
 
@@ -269,7 +269,7 @@ def check_importable(registry: "Registry", doc: dict[str, Any], path: Path) -> N
     unknown = [h for h in doc["hypotheses"] if h not in {x.id for x in registry.hypotheses}]
     if unknown:  # its runs and verdicts would be stored where no view of this workbench shows them
         raise BadInput(f"{path} holds {', '.join(unknown)}, which this workbench's hypotheses.yaml does not define; "
-                       "nothing was imported",
+                       "nothing was imported", where=str(path),
                        hint="add the hypotheses (and their experiments) to this workbench first, or import into "
                             "the workbench they come from")
 
