@@ -200,12 +200,15 @@ class Workbench(StoredRuns):
         if read_only and self._own_store() and not self._store_exists():
             # The workbench's own wb.duckdb before anything was recorded (a fresh checkout): a read sees no runs, as
             # in an empty store, and creates none. A missing store a flag or $WB_DB names is a mistyped path, which
-            # `open_store` refuses. A --root (or $WB_ROOT) that is no workbench is a mistyped folder, not an empty one.
-            from workbench.registry.loader import check_root
+            # `open_store` refuses. A --root (or $WB_ROOT) that is no workbench is a mistyped folder, not an empty one,
+            # and so is a current folder with no workbench in or above it (wb run from the wrong place).
+            from workbench.registry.loader import check_root, find_root
             from workbench.store.engine import empty_store, resolve_url
 
             if self.settings.root is not None:
                 check_root(Path(self.settings.root).expanduser(), self.settings.root_from)
+            else:
+                find_root(root_from=self.settings.root_from)
             path = resolve_url(self.settings.db, self.settings.db_from)[1]
             with empty_store(str(path), held=held, source=self.settings.db_from) as store:
                 yield store

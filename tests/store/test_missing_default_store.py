@@ -119,6 +119,13 @@ def test_a_root_that_is_no_workbench_is_an_error_not_an_empty_store(args, tmp_pa
     code, _, err = cli(*args, env={"WB_ROOT": str(typo)})
     assert code == 2 and f"(the workbench folder $WB_ROOT names)" in err.splitlines()[0], err
     assert not typo.exists()
+    # Nor is a current folder with no workbench in or above it (wb run from the wrong place).
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, _, err = cli(*args)
+    assert code == 2 and err.startswith(f"Error: no hypotheses.yaml in {elsewhere} or any folder above it"), err
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_the_api_refuses_a_root_that_is_no_workbench(tmp_path: Path, monkeypatch):
