@@ -81,6 +81,25 @@ def test_token_granular_geometry_with_corrupt_treatment_is_falsified(store, regi
     assert all(p.p_against is not None for p in a.predictions)
 
 
+def test_drift_check_does_not_claim_too_few_replicates_when_no_prediction_is_on_a_proportion(store, registry):
+    # Six replicates per arm, every prediction on a count: the drift check measures proportions only, and
+    # said "fewer than two replicates per arm", which the six replicates contradict.
+    from workbench.store import records
+
+    h = registry.hypothesis("token-granular-geometry")
+    with store.session() as s:
+        ex = records.create_execution(s, hypothesis_id=h.id, experiment_id="kernel-geometry", experiment_version=1,
+                                      profile="kernel", target="kernel").id
+        for r in range(1, 7):
+            for arm in ("control", "treatment"):
+                _kernel_run(s, registry, h, ex, arm, r, {"tokens": 4096, "bytes": 2097152,
+                                                        "corrupted_tokens": 900, "mismatch_bytes": 0})
+    a = analyze_stored(store, registry, h.id, execution_id=ex)
+    drift = next(c for c in a.checks if c.name == "drift")
+    assert drift.passed is None and "fewer than two replicates" not in drift.detail, drift.detail
+    assert "proportion" in drift.detail
+
+
 def test_medians_and_shifts_carry_p_values_that_agree_with_their_intervals():
     vals = [5.0, 6, 7, 8, 9, 10, 11]
     m = stats.median_ci(vals)

@@ -313,11 +313,12 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -
     at any number of replicates."""
     out: dict[str, Any] = {}
     flagged, trends = [], []
-    tested = 0
+    tested = proportions = 0
     for m in metrics:
         spec = exp.metrics.get(exp.repeated(m))
         if spec is None or spec.kind != "proportion":
             continue
+        proportions += 1
         for a, runs in arms.items():
             rows = [(r, kn[0], kn[1]) for r in sorted(runs, key=lambda r: (r.replicate or 0, r.id))
                     for kn in [proportion_counts(r, spec, exp)] if kn is not None and kn[1] > 0]
@@ -348,6 +349,9 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -
             "interval carries."
         return check("drift", False, "; ".join(flagged) + ". The intervals count runs, not sessions, as the unit."
                      + why, "inconclusive" if trends else "none"), out
+    if not proportions:
+        return check("drift", None, "no prediction is on a proportion: drift between replicates is measured on "
+                     "proportions only"), out
     if not tested:
         return check("drift", None, "fewer than two replicates per arm: drift not measurable"), out
     return check("drift", True, f"replicates spread as independent samples do ({tested} test(s), all exact "
