@@ -112,6 +112,22 @@ def test_medians_and_shifts_carry_p_values_that_agree_with_their_intervals():
     assert stats.shift_pvalue(a, b, (-math.inf, 0.0), "inside") < stats.ALPHA
 
 
+def test_a_median_interval_of_small_values_is_written_with_its_digits(store, workbench_dir):
+    # Medians of 0.12-0.17 ms against <= 0.1 ms: the interval was written to three decimals, "[0.000, 0.000]",
+    # beside "entirely outside the predicted region <= 0.0001".
+    reg = registry_with(workbench_dir, abort_fix_hypothesis(
+        "fast-copy", "With the abort fix the repro takes at most 0.1 ms.",
+        "{metric: wall_s, arm: treatment, at_most: 0.0001}"))
+    ex = add_execution(store, hypothesis_id="fast-copy")
+    for r in range(1, 7):
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r, outcomes=None,
+                extra={"wall_s": (11 + r) * 1e-5}, hypothesis_id="fast-copy")
+    a = analyze_stored(store, reg, "fast-copy", execution_id=ex)
+    (p,) = a.predictions
+    assert p.outcome == "falsified"
+    assert "[0.000, 0.000]" not in a.reasoning and "[0.00012, 0.00017]" in a.reasoning, a.reasoning
+
+
 # ----------------------------------------------------------------------------- 3 the sequential interval
 
 def test_sequential_interval_is_a_95_percent_confidence_sequence():

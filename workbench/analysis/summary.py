@@ -54,9 +54,19 @@ def arm_summary(arm: str, runs: list[RunData], expected: dict[str, str], named: 
 
 
 def _interval(iv: Any) -> str:
+    """An interval of values as the estimate beside it is written (three significant digits, more where its ends
+    would otherwise read alike): three decimals wrote 0.12-0.17 ms as [0.000, 0.000]."""
     if not iv:
         return "no interval"
-    return f"[{iv[0]:.3f}, {iv[1]:.3f}]"
+
+    def num(x: float, digits: int) -> str:
+        return "0" if x == 0 else f"{x:.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+    for digits in range(3, 10):
+        lo, hi = num(iv[0], digits), num(iv[1], digits)
+        if lo != hi or iv[0] == iv[1]:
+            break
+    return f"[{lo}, {hi}]"
 
 
 def _evidence(j: dict[str, Any]) -> str:
