@@ -382,3 +382,15 @@ def test_a_guard_on_a_proportion_reads_in_percent(store, workbench_dir, cli, tmp
     page = (tmp_path / "site" / "hypotheses" / "wedge-confound.html").read_text()
     assert "<li>corruption_rate (control) &gt;= 0.2 (20%)<" in page, page
 
+
+
+def test_more_units_needed_is_the_fewest_that_decide(store, registry):
+    # 3/80 against <= 0.02: at this rate 246 units are the fewest whose Wilson interval clears 0.02, so 166 more.
+    # The search stopped once its bracket was a unit wide and rounded its upper end up: 247, one unit too many.
+    from workbench.analysis import stats
+
+    rate = 3 / 80
+    assert stats.wilson(rate * 246, 246)[0] > 0.02 >= stats.wilson(rate * 245, 245)[0]
+    ex = _fixed(store, treat={"leak": 3, "done": 77}, reps=1)
+    (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex).predictions
+    assert p.outcome == "inconclusive" and p.more_units_needed == 166, p.more_units_needed

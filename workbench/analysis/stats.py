@@ -460,4 +460,8 @@ def search_smallest(start: float, ok: Callable[[float], bool], integer: bool = T
             hi = mid
         else:
             lo = mid
-    return int(math.ceil(hi)) if integer else hi
+    if not integer:
+        return hi
+    # The bracket (lo, hi] is at most one wide: the whole number below hi may hold already (246 where 247 was given).
+    below = math.floor(hi)
+    return below if below > lo and below < hi and ok(below) else int(math.ceil(hi))
