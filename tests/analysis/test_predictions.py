@@ -168,3 +168,19 @@ def test_a_sequential_shift_names_its_level_unrounded(store, reg_extra):
         wall = analyze_stored(store, reg_extra, "diff-check", execution_id=ex).predictions[1]
         assert wall.interval_kind == "Hodges-Lehmann 99.8%"
         assert r < 4 or "too few runs for a 99.8% interval of the shift" in wall.note
+
+
+def test_an_interval_end_near_a_bound_does_not_read_as_the_bound(store, registry):
+    # 24 leaks in 800 sessions against <= 0.02: Wilson's lower end is 0.0202, which one decimal wrote "2.0%"
+    # beside "entirely outside the predicted region <= 0.02 (2%)".
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store)
+    add_run(store, execution_id=ex, arm="control", variables=CONTROL, outcomes={"leak": 100, "done": 700},
+            extra={"waiting_for_input": 9})
+    add_run(store, execution_id=ex, arm="treatment", variables=treat, outcomes={"leak": 24, "done": 776},
+            extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    (p,) = a.predictions
+    assert p.outcome == "falsified" and 0.02 < p.interval[0] < 0.0205
+    assert "(Wilson 95% [2.02%, 4.4%]; 1 run(s)), entirely outside the predicted region <= 0.02 (2%)" in a.reasoning, \
+        a.reasoning

@@ -42,16 +42,31 @@ def rate(x: float) -> str:
     return f"{x:.1%}"
 
 
-def rate_interval(iv: Sequence[float] | None) -> str:
-    """A rate's interval in percent, as the rate reads: [10.7%, 27.3%]."""
+def _apart(x: float, near: Sequence[float], text: Any) -> str:
+    """`text(x, places)` at one decimal, or at as many more (up to five) as keep it from reading as a value in `near`
+    (a region's bounds) that it is not: a lower end of 0.0202 beside "<= 0.02 (2%)" reads 2.02%, not 2.0%."""
+    for places in range(1, 6):
+        out = text(x, places)
+        if not any(b != x and math.isfinite(b) and text(b, places) == out for b in near):
+            break
+    return out
+
+
+def _percent(x: float, places: int) -> str:
+    return f"{x:.{places}%}"
+
+
+def rate_interval(iv: Sequence[float] | None, near: Sequence[float] = ()) -> str:
+    """A rate's interval in percent, as the rate reads: [10.7%, 27.3%]; with the region's bounds `near`, an end
+    that would read as a bound it is not gets the decimals that tell them apart ([2.02%, 4.4%] beside <= 2%)."""
     if not iv:
         return "no interval"
-    return f"[{rate(iv[0])}, {rate(iv[1])}]"
+    return f"[{_apart(iv[0], near, _percent)}, {_apart(iv[1], near, _percent)}]"
 
 
-def _signed(x: float) -> str:
-    s = f"{100 * x:+.1f}"
-    return "0.0" if s in ("+0.0", "-0.0") else s
+def _signed(x: float, places: int = 1) -> str:
+    s = f"{100 * x:+.{places}f}"
+    return "0" + "." * (places > 0) + "0" * places if s.lstrip("+-").strip("0.") == "" else s
 
 
 def points(d: float) -> str:
@@ -59,11 +74,12 @@ def points(d: float) -> str:
     return f"{_signed(d)} points"
 
 
-def points_interval(iv: Sequence[float] | None) -> str:
-    """A difference's interval in percentage points: [-1.2, +7.4] points."""
+def points_interval(iv: Sequence[float] | None, near: Sequence[float] = ()) -> str:
+    """A difference's interval in percentage points: [-1.2, +7.4] points; with the region's bounds `near`, as
+    `rate_interval` ([+0.03, +7.4] points beside <= 0, not [0.0, +7.4])."""
     if not iv:
         return "no interval"
-    return f"[{_signed(iv[0])}, {_signed(iv[1])}] points"
+    return f"[{_apart(iv[0], near, _signed)}, {_apart(iv[1], near, _signed)}] points"
 
 
 def noise_floor(x: float) -> str:

@@ -93,12 +93,13 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         var = arm.get("variables", {}).get(isolates) if isolates else None
         label = f"the {where} arm" + (f" ({isolates}={var})" if var else "")
         body = (f"{label} had {j['k']:g}/{j['n']:g} = {display.rate(j['estimate'])} ({j['interval_kind']} "
-                f"{display.rate_interval(j['interval'])}; {j.get('runs', 0)} run(s))")
+                f"{display.rate_interval(j['interval'], j['bounds'])}; {j.get('runs', 0)} run(s))")
     elif isinstance(j.get("k"), list):
         (ka, kb), (na, nb) = j["k"], j["n"]
         a, b = where.split(" - ")
         body = (f"{a} had {ka:g}/{na:g} and {b} {kb:g}/{nb:g}, a difference of {display.points(j['estimate'])} "
-                f"({j['interval_kind']} {display.points_interval(j['interval'])}, Fisher p = {j['fisher_p']:.2g})")
+                f"({j['interval_kind']} {display.points_interval(j['interval'], j['bounds'])}, "
+                f"Fisher p = {j['fisher_p']:.2g})")
     else:
         body = f"{where} gave a median of {_fmt(j['estimate'])} ({j.get('interval_kind', '')} {_interval(j['interval'])})"
     if j["outcome"] == "falsified":
@@ -127,7 +128,7 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
     comp = j.get("completed")
     if comp and comp.get("n") and comp["n"] != j.get("n"):
         extra += (f" Over completed units only it is {comp['k']:g}/{comp['n']:g} = {display.rate(comp['estimate'])} "
-                 f"{display.rate_interval(comp['interval'])}, {comp['outcome']}.")
+                  f"{display.rate_interval(comp['interval'], j['bounds'])}, {comp['outcome']}.")
     return f"It predicted {j['describe']}; {body}, {tail}{ptxt}.{extra}"
 
 
