@@ -298,3 +298,18 @@ def test_possible_drift_does_not_hold_a_falsification_the_run_rates_reach_alone(
                 outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert a.verdict == "inconclusive" and a.predictions[0].drift_robust is None
+
+
+def test_a_simulated_dispersion_p_value_is_never_zero_nor_called_exact(store, registry):
+    # Four runs 0, 0, 12, 14 of 80: beyond two runs the null of X^2 is simulated (2000 draws), none of which
+    # reached the observed spread, and the text read "over-dispersed (phi = 9.5, p = 0)" and "exact p = 0". A
+    # Monte Carlo p-value counts the observed table among the draws: (0 + 1) / 2001.
+    d = clustered.dispersion([0, 0, 12, 14], [80] * 4)
+    assert d.p_over == pytest.approx(1 / (clustered.SIMULATIONS + 1))
+    ex = add_execution(store)
+    for r, leaks in enumerate((0, 0, 12, 14), start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    assert "p = 0)" not in a.reasoning and "p = 0 " not in a.reasoning, a.reasoning
+    assert "exact p" not in _checks(a)["drift"].detail and "simulated p = 0.0005" in _checks(a)["drift"].detail

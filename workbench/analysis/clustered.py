@@ -2,9 +2,9 @@
 
 Sessions in one run share a server, and replicates can replay the same sessions, so the units of an
 arm are not independent Bernoulli trials. Pearson's dispersion over the runs, phi = X^2 / (R - 1),
-measures it, and an exact conditional test (given the arm's total, the runs' counts are
-multivariate hypergeometric when every unit is independent with one rate) says whether it departs
-from 1 in either direction:
+measures it, and a conditional test (given the arm's total, the runs' counts are multivariate
+hypergeometric when every unit is independent with one rate; exact over two runs, simulated beyond)
+says whether it departs from 1 in either direction:
 
 - over-dispersion (runs differ more than chance allows: a between-run rate, an ICC) inflates the
   variance by phi, so the arm counts as N / phi units, judged with Student's t on R - 1 degrees of
@@ -60,7 +60,8 @@ ICC_FLOOR = 0.01
 
 @dataclass(frozen=True)
 class Dispersion:
-    """Pearson dispersion of R runs' counts around their pooled rate, with exact one-sided p-values."""
+    """Pearson dispersion of R runs' counts around their pooled rate, with one-sided p-values (exact over two runs,
+    simulated beyond)."""
 
     runs: int
     phi: float | None
@@ -132,10 +133,19 @@ def _null_distribution(k: int, ns: tuple[int, ...]) -> tuple[Any, Any]:
 
 
 def _null_tails(ks: tuple[int, ...], ns: tuple[int, ...], x2: float) -> tuple[float, float]:
-    """P(X^2 >= observed), P(X^2 <= observed) given the total."""
+    """P(X^2 >= observed), P(X^2 <= observed) given the total. Simulated (beyond two runs), each counts the
+    observed table among the draws, (hits + 1) / (draws + 1): a Monte Carlo p-value is never 0."""
     stat, pmf = _null_distribution(sum(ks), ns)
     tol = 1e-9 * max(1.0, x2)
-    return float(pmf[stat >= x2 - tol].sum()), float(pmf[stat <= x2 + tol].sum())
+    if len(ns) == 2:
+        return float(pmf[stat >= x2 - tol].sum()), float(pmf[stat <= x2 + tol].sum())
+    draws = len(stat)
+    return (float((stat >= x2 - tol).sum() + 1) / (draws + 1), float((stat <= x2 + tol).sum() + 1) / (draws + 1))
+
+
+def p_text(d: "Dispersion", p: float) -> str:
+    """A dispersion p-value as the text gives it: 'exact p' over two runs, 'simulated p' beyond."""
+    return f"{'exact' if d.runs == 2 else 'simulated'} p = {p:.2g}"
 
 
 def dispersion(ks: Sequence[float], ns: Sequence[float]) -> Dispersion:
@@ -180,7 +190,7 @@ def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool = False) 
     if over:
         deff = max(d.phi, float(d.runs)) if replayed else d.phi
         return Effective(k, n, k / deff, n / deff, deff, "run-level", d.runs - 1,
-                         f"the {d.runs} runs are over-dispersed (phi = {d.phi:.2g}, p = {d.p_over:.2g}): "
+                         f"the {d.runs} runs are over-dispersed (phi = {d.phi:.2g}, {p_text(d, d.p_over)}): "
                          f"variance inflated by phi, Student t on {d.runs - 1} df", d)
     if d.phi < 1 - UNDER_TOL:
         # Agreement closer than binomial is never rewarded: it is read as copying, whatever its p-value,
@@ -188,7 +198,7 @@ def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool = False) 
         deff = 1 + (d.runs - 1) * (1 - d.phi)
         return Effective(k, n, k / deff, n / deff, deff, "run-level", None,
                          f"the {d.runs} runs agree more closely than independent samples would on average "
-                         f"(phi = {d.phi:.2g}, exact p = {d.p_under:.2g}). Replicates that replayed the same "
+                         f"(phi = {d.phi:.2g}, {p_text(d, d.p_under)}). Replicates that replayed the same "
                          f"sessions agree like this, and {d.runs} runs cannot tell such copies from chance "
                          f"agreement, so wb takes the cautious reading: the replicates are counted as partly "
                          f"copies of each other (correlation 1 - phi), which widens the interval rather than "
@@ -272,7 +282,7 @@ def trend(rates: Sequence[float]) -> float:
 
 
 def drift_holds(d: Dispersion, rates: Sequence[float]) -> tuple[bool, float]:
-    """Whether over-dispersion (exact p < FLAG_P) holds the verdict back, and the trend's p-value: it
+    """Whether over-dispersion (p < FLAG_P) holds the verdict back, and the trend's p-value: it
     does when the rates trend over replicate order, or when there are too few runs (TREND_MIN_RUNS) for
     the trend test to rule drift out. Otherwise the spread is between exchangeable runs, and the
     run-level interval carries it (holding it back made an ICC of 0.1 undecidable at any budget)."""

@@ -303,11 +303,11 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
 
 def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Replicates of one arm should spread as independent samples do: Pearson's dispersion over runs, per
-    proportion, with exact tests in both directions. More spread than chance is a between-run effect or
-    drift; less is pseudo-replication (replicates that repeated the same sessions). Either is a finding,
-    and the interval already treats the run as the unit (analysis.clustered). Only possible drift holds
-    the verdict back (clustered.drift_holds): over-dispersed rates that trend over replicate order, or
-    too few runs to rule a trend out; drift is the target changing under the experiment, which no
+    proportion, with tests in both directions (exact over two runs, simulated beyond). More spread than
+    chance is a between-run effect or drift; less is pseudo-replication (replicates that repeated the same
+    sessions). Either is a finding, and the interval already treats the run as the unit (analysis.clustered).
+    Only possible drift holds the verdict back (clustered.drift_holds): over-dispersed rates that trend over
+    replicate order, or too few runs to rule a trend out; drift is the target changing under the experiment, which no
     interval repairs. Exchangeable spread (runs that differ without order) is what the run-level
     interval is for; holding every over-dispersed arm back made a between-run ICC of 0.1 undecidable
     at any number of replicates."""
@@ -334,14 +334,14 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -
                                                                          if len(rows) > 6 else "")
             if d.p_over < DRIFT_P:
                 flagged.append(f"{m} in {a} varies between replicates more than chance allows (dispersion "
-                               f"{d.phi:.2g}, exact p = {d.p_over:.2g} over {len(rows)} runs: {counts})")
+                               f"{d.phi:.2g}, {clustered.p_text(d, d.p_over)} over {len(rows)} runs: {counts})")
                 if held:
                     trends.append(f"{m} in {a} trends over replicate order (Kendall p = {p_trend:.2g})"
                                   if p_trend < DRIFT_P else f"{m} in {a}: {len(rows)} runs are too few to rule "
                                   f"out a trend (Kendall's test needs {clustered.TREND_MIN_RUNS})")
             elif d.p_under < DRIFT_P:
                 flagged.append(f"{m} in {a} varies between replicates less than chance allows (dispersion "
-                               f"{d.phi:.2g}, exact p = {d.p_under:.2g} over {len(rows)} runs: {counts}): "
+                               f"{d.phi:.2g}, {clustered.p_text(d, d.p_under)} over {len(rows)} runs: {counts}): "
                                "pseudo-replication, the replicates look like repeats of the same sessions")
     if flagged:
         why = (" " + "; ".join(trends) + ": possible drift, which no interval repairs," + _DRIFT_WAITS) \
@@ -354,7 +354,7 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -
                      "proportions only"), out
     if not tested:
         return check("drift", None, "fewer than two replicates per arm: drift not measurable"), out
-    return check("drift", True, f"replicates spread as independent samples do ({tested} test(s), all exact "
+    return check("drift", True, f"replicates spread as independent samples do ({tested} test(s), all "
                  f"p >= {DRIFT_P} in both directions)"), out
 
 
