@@ -184,3 +184,31 @@ def test_an_interval_end_near_a_bound_does_not_read_as_the_bound(store, registry
     assert p.outcome == "falsified" and 0.02 < p.interval[0] < 0.0205
     assert "(Wilson 95% [2.02%, 4.4%]; 1 run(s)), entirely outside the predicted region <= 0.02 (2%)" in a.reasoning, \
         a.reasoning
+
+
+def test_a_run_level_difference_asks_for_runs_at_the_level_that_decides(store, workbench_dir):
+    # Four over-dispersed runs a side (control 0, 0, 12, 14 leaks of 80): the Newcombe interval is taken at
+    # Student's t on 3 df. The estimate of what would decide it used the normal level and more units inside
+    # these runs: "about 253 more units at this rate would decide it", at which the t-level interval is still
+    # [-8.0, +25.9] points against <= 0. As for one arm's rate, only more runs narrow a run-level interval.
+    from workbench.analysis import clustered, stats
+
+    reg = registry_with(workbench_dir, abort_fix_hypothesis(
+        "no-gain", "The abort fix does not lower corruption.",
+        "{metric: corruption_rate, difference: [control, treatment], at_most: 0}"))
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store, hypothesis_id="no-gain")
+    for r, (c, t) in enumerate([(0, 0), (0, 0), (12, 1), (14, 0)], start=1):
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": c, "done": 80 - c}, extra={"waiting_for_input": 0}, hypothesis_id="no-gain")
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(treat, seed=str(r)), replicate=r,
+                outcomes={"leak": t, "done": 80 - t}, extra={"waiting_for_input": 0}, hypothesis_id="no-gain")
+    a = analyze_stored(store, reg, "no-gain", execution_id=ex)
+    (p,) = a.predictions
+    assert p.outcome == "inconclusive" and p.interval_kind == "Newcombe 95% (t, 3 df)"
+    assert p.more_runs_needed, a.reasoning
+    assert "more run(s) of this size" in a.reasoning and "more units at this rate would decide it" not in a.reasoning
+    f, (na, nb) = (4 + p.more_runs_needed) / 4, p.n_effective
+    ka, kb = 26 / p.design_effect, 1 / p.design_effect
+    ci = stats.newcombe(ka * f, na * f, kb * f, nb * f, clustered.level_alpha(stats.ALPHA, 3 + p.more_runs_needed))
+    assert ci[0] > 0

@@ -333,11 +333,36 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
                    outcome=regions.outcome(ci, region),
                    p_against=stats.interval_pvalue(ci_at, bounds, "outside"),
                    p_for=stats.interval_pvalue(ci_at, bounds, "inside"))
-    if out["outcome"] == "inconclusive" and not sequential:  # a fixed Newcombe interval's estimate
+    if out["outcome"] == "inconclusive" and not sequential and ea.df is not None:
+        # Runs as the unit (t on the runs' degrees of freedom): in whole runs, as for one arm's rate.
+        runs = ea.df + 1
+        more = runs_needed_diff(ea, eb, runs, bounds)
+        out["more_runs_needed"] = more
+        out["more_units_needed"] = None if more is None else int(math.ceil(more * max(na, nb) / runs))
+    elif out["outcome"] == "inconclusive" and not sequential:  # a fixed Newcombe interval's estimate
         per_arm = units_needed_diff(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, bounds)
         out["more_units_needed"] = None if per_arm is None else \
             max(0, int(math.ceil(per_arm * e.design_effect)) - int(max(na, nb)))
     return out
+
+
+def runs_needed_diff(ea: Any, eb: Any, runs: int, bounds: tuple[float, float], limit: int = 10_000) -> int | None:
+    """`runs_needed_arm` for a difference of two arms' rates: more runs per arm (both arms scaled alike) after
+    which the run-level Newcombe interval (Student's t level on runs - 1 df) would clear the region."""
+    if runs <= 0 or ea.n_eff <= 0 or eb.n_eff <= 0:
+        return None
+    want = _wanted(ea.k_eff / ea.n_eff - eb.k_eff / eb.n_eff, bounds)
+    if want is None:
+        return None
+
+    def ok(total: int) -> bool:
+        f = total / runs
+        ci = stats.newcombe(ea.k_eff * f, ea.n_eff * f, eb.k_eff * f, eb.n_eff * f,
+                            clustered.level_alpha(stats.ALPHA, total - 1))
+        return stats.relation(ci, bounds) == want
+
+    total = stats.search_smallest(runs, lambda t: ok(math.ceil(t)), limit=limit)
+    return None if total is None else total - runs
 
 
 def _arm_divisor(replayed: bool) -> Any:
