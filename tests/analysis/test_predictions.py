@@ -212,3 +212,24 @@ def test_a_run_level_difference_asks_for_runs_at_the_level_that_decides(store, w
     ka, kb = 26 / p.design_effect, 1 / p.design_effect
     ci = stats.newcombe(ka * f, na * f, kb * f, nb * f, clustered.level_alpha(stats.ALPHA, 3 + p.more_runs_needed))
     assert ci[0] > 0
+
+
+def test_a_difference_says_which_arm_each_variance_reason_is_for_and_that_both_share_one(store, workbench_dir):
+    # control 0, 0, 12, 14 of 80 (over-dispersed), treatment 1 of 320: the reasoning read "the 4 runs are
+    # over-dispersed ...; the 4 runs' spread is consistent with binomial ...: pooled binomial", naming neither
+    # arm, while both arms were judged with the larger design effect (9.5), the treatment's included.
+    reg = registry_with(workbench_dir, abort_fix_hypothesis(
+        "no-gain", "The abort fix does not lower corruption.",
+        "{metric: corruption_rate, difference: [control, treatment], at_most: 0}"))
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store, hypothesis_id="no-gain")
+    for r, (c, t) in enumerate([(0, 0), (0, 0), (12, 1), (14, 0)], start=1):
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": c, "done": 80 - c}, extra={"waiting_for_input": 0}, hypothesis_id="no-gain")
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(treat, seed=str(r)), replicate=r,
+                outcomes={"leak": t, "done": 80 - t}, extra={"waiting_for_input": 0}, hypothesis_id="no-gain")
+    (p,) = analyze_stored(store, reg, "no-gain", execution_id=ex).predictions
+    assert p.method_reason.startswith("control: the 4 runs are over-dispersed"), p.method_reason
+    assert "; treatment: the 4 runs' spread is consistent with binomial" in p.method_reason, p.method_reason
+    assert p.method_reason.endswith("both arms are judged with the larger design effect (9.54) and the fewer "
+                                    "degrees of freedom (3), one variance model"), p.method_reason

@@ -306,13 +306,19 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
     out.update(k=[ka, kb], n=[na, nb], estimate=ka / na - kb / nb,
                fisher_p=stats.fisher(int(ka), int(na), int(kb), int(nb)),
                boschloo_p=stats.boschloo(int(ka), int(na), int(kb), int(nb)))
-    ea, eb = clustered.joint(_arm_effective(pa["per_run"], pa["replayed"]),
-                             _arm_effective(pb["per_run"], pb["replayed"]))
+    own = _arm_effective(pa["per_run"], pa["replayed"]), _arm_effective(pb["per_run"], pb["replayed"])
+    ea, eb = clustered.joint(*own)
     (path_a, ea), (path_b, eb) = _effective_path(pa["per_run"], ea), _effective_path(pb["per_run"], eb)
     e = ea
     _method(out, e)
+    names = out["where"].split(" - ")
+    reason = "; ".join(f"{a}: {o.reason}" for a, o in zip(names, own))
+    if any((o.design_effect, o.df) != (ea.design_effect, ea.df) for o in own):
+        df = "" if ea.df is None else f" and the fewer degrees of freedom ({ea.df})"
+        reason += (f"; both arms are judged with the larger design effect ({clustered.deff_text(ea.design_effect)})"
+                   f"{df}, one variance model")
     out.update(method="run-level" if "run-level" in (ea.method, eb.method) else "binomial",
-               method_reason=f"{ea.reason}; {eb.reason}", n_effective=[ea.n_eff, eb.n_eff])
+               method_reason=reason, n_effective=[ea.n_eff, eb.n_eff])
     bounds = (region.lo, region.hi)
     if sequential:
         ci = seq.difference_sequence(path_a, path_b, alpha=seq.ALPHA / family)
