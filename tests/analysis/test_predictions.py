@@ -54,8 +54,10 @@ def test_difference_predictions_for_proportions_and_continuous_metrics(store, re
     # Beside rates in percent a difference of two rates reads in percentage points (it read +0.163 [0.118, 0.207]),
     # and its region keeps the form written in hypotheses.yaml with the points beside it; a median's stays as it was.
     lo, hi = rate.interval
+    # The six replicates replayed one workload (run-level, design effect 6): Fisher's p pools their sessions.
     assert (f"84/480 and treatment 6/480, a difference of +16.2 points (Newcombe 95% [{100 * lo:+.1f}, {100 * hi:+.1f}] "
-            "points, Fisher p = ") in a.reasoning, a.reasoning
+            "points; Fisher p = 3.4e-20 over the pooled sessions, which takes them as independent)") in a.reasoning, \
+        a.reasoning
     assert "It predicted corruption_rate (control - treatment) >= 0.05 (+5 points);" in a.reasoning, a.reasoning
     assert "entirely inside the predicted region >= 0.05 (+5 points)" in a.reasoning, a.reasoning
     assert "It predicted wall_s (treatment - control) <= 30;" in a.reasoning, a.reasoning
@@ -186,13 +188,9 @@ def test_an_interval_end_near_a_bound_does_not_read_as_the_bound(store, registry
         a.reasoning
 
 
-def test_a_run_level_difference_asks_for_runs_at_the_level_that_decides(store, workbench_dir):
-    # Four over-dispersed runs a side (control 0, 0, 12, 14 leaks of 80): the Newcombe interval is taken at
-    # Student's t on 3 df. The estimate of what would decide it used the normal level and more units inside
-    # these runs: "about 253 more units at this rate would decide it", at which the t-level interval is still
-    # [-8.0, +25.9] points against <= 0. As for one arm's rate, only more runs narrow a run-level interval.
-    from workbench.analysis import clustered, stats
-
+def _no_gain(store, workbench_dir):
+    """A difference claim (control - treatment <= 0) over four runs a side: control 0, 0, 12, 14 leaks of 80
+    (over-dispersed: run-level, Student's t on 3 df), treatment 1 of 320."""
     reg = registry_with(workbench_dir, abort_fix_hypothesis(
         "no-gain", "The abort fix does not lower corruption.",
         "{metric: corruption_rate, difference: [control, treatment], at_most: 0}"))
@@ -203,7 +201,17 @@ def test_a_run_level_difference_asks_for_runs_at_the_level_that_decides(store, w
                 outcomes={"leak": c, "done": 80 - c}, extra={"waiting_for_input": 0}, hypothesis_id="no-gain")
         add_run(store, execution_id=ex, arm="treatment", variables=dict(treat, seed=str(r)), replicate=r,
                 outcomes={"leak": t, "done": 80 - t}, extra={"waiting_for_input": 0}, hypothesis_id="no-gain")
-    a = analyze_stored(store, reg, "no-gain", execution_id=ex)
+    return analyze_stored(store, reg, "no-gain", execution_id=ex)
+
+
+def test_a_run_level_difference_asks_for_runs_at_the_level_that_decides(store, workbench_dir):
+    # Four over-dispersed runs a side (control 0, 0, 12, 14 leaks of 80): the Newcombe interval is taken at
+    # Student's t on 3 df. The estimate of what would decide it used the normal level and more units inside
+    # these runs: "about 253 more units at this rate would decide it", at which the t-level interval is still
+    # [-8.0, +25.9] points against <= 0. As for one arm's rate, only more runs narrow a run-level interval.
+    from workbench.analysis import clustered, stats
+
+    a = _no_gain(store, workbench_dir)
     (p,) = a.predictions
     assert p.outcome == "inconclusive" and p.interval_kind == "Newcombe 95% (t, 3 df)"
     assert p.more_runs_needed, a.reasoning
@@ -218,18 +226,19 @@ def test_a_difference_says_which_arm_each_variance_reason_is_for_and_that_both_s
     # control 0, 0, 12, 14 of 80 (over-dispersed), treatment 1 of 320: the reasoning read "the 4 runs are
     # over-dispersed ...; the 4 runs' spread is consistent with binomial ...: pooled binomial", naming neither
     # arm, while both arms were judged with the larger design effect (9.5), the treatment's included.
-    reg = registry_with(workbench_dir, abort_fix_hypothesis(
-        "no-gain", "The abort fix does not lower corruption.",
-        "{metric: corruption_rate, difference: [control, treatment], at_most: 0}"))
-    treat = dict(CONTROL, nixl_abort_fix="on")
-    ex = add_execution(store, hypothesis_id="no-gain")
-    for r, (c, t) in enumerate([(0, 0), (0, 0), (12, 1), (14, 0)], start=1):
-        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
-                outcomes={"leak": c, "done": 80 - c}, extra={"waiting_for_input": 0}, hypothesis_id="no-gain")
-        add_run(store, execution_id=ex, arm="treatment", variables=dict(treat, seed=str(r)), replicate=r,
-                outcomes={"leak": t, "done": 80 - t}, extra={"waiting_for_input": 0}, hypothesis_id="no-gain")
-    (p,) = analyze_stored(store, reg, "no-gain", execution_id=ex).predictions
+    (p,) = _no_gain(store, workbench_dir).predictions
     assert p.method_reason.startswith("control: the 4 runs are over-dispersed"), p.method_reason
     assert "; treatment: the 4 runs' spread is consistent with binomial" in p.method_reason, p.method_reason
     assert p.method_reason.endswith("both arms are judged with the larger design effect (9.54) and the fewer "
                                     "degrees of freedom (3), one variance model"), p.method_reason
+
+
+def test_fisher_p_beside_a_run_level_difference_says_it_takes_sessions_as_the_unit(store, workbench_dir):
+    # "Newcombe 95% (t, 3 df) [-16.5, +33.9] points, Fisher p = 2.6e-07), which straddles the region": Fisher's
+    # test pools the sessions as independent, which the run-level interval beside it does not.
+    a = _no_gain(store, workbench_dir)
+    (p,) = a.predictions
+    assert p.method == "run-level" and p.fisher_p < 1e-6 and p.outcome == "inconclusive"
+    assert "points, Fisher p = " not in a.reasoning, a.reasoning
+    assert "; Fisher p = 2.6e-07 over the pooled sessions, which takes them as independent)" in a.reasoning, \
+        a.reasoning

@@ -97,9 +97,11 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
     elif isinstance(j.get("k"), list):
         (ka, kb), (na, nb) = j["k"], j["n"]
         a, b = where.split(" - ")
+        # Fisher's test pools the sessions: beside a run-level interval it says so, or it reads as the evidence.
+        fisher = f", Fisher p = {j['fisher_p']:.2g}" if j.get("method") != "run-level" else \
+            f"; Fisher p = {j['fisher_p']:.2g} over the pooled sessions, which takes them as independent"
         body = (f"{a} had {ka:g}/{na:g} and {b} {kb:g}/{nb:g}, a difference of {display.points(j['estimate'])} "
-                f"({j['interval_kind']} {display.points_interval(j['interval'], j['bounds'])}, "
-                f"Fisher p = {j['fisher_p']:.2g})")
+                f"({j['interval_kind']} {display.points_interval(j['interval'], j['bounds'])}{fisher})")
     else:
         body = f"{where} gave a median of {_fmt(j['estimate'])} ({j.get('interval_kind', '')} {_interval(j['interval'])})"
     if j["outcome"] == "falsified":
