@@ -58,10 +58,26 @@ async def collect(h: "Harness", pr: PlannedRun, values: dict[str, Any], env: dic
                     out.metric_sources[name] = "units"
         elif any(ex.unit_field for ex in prof.collect.values()):
             raise extract.ExtractError("collect names a unit_field but the profile declares no units file")
+        _check_proportions(exp, out.metrics)
         if h.probe_targets:
             await _collect_probes(h, pr, values, out, art)
     except extract.ExtractError as exc:
         raise StageFailed("invalid", f"{exc}" + (f"\n--- {exc.label} ---\n{exc.excerpt}" if exc.excerpt else ""))
+
+
+def _check_proportions(exp: Any, metrics: dict[str, Any]) -> None:
+    """A proportion's numerator must lie between 0 and its denominator, as the evidence importer requires: a
+    run that collected 90 of 10 sessions measured no rate, and the analysis's interval cannot take it."""
+    for name, spec in exp.metrics.items():
+        if spec.kind != "proportion" or spec.numerator not in metrics or spec.denominator not in metrics:
+            continue
+        num, den = metrics[spec.numerator], metrics[spec.denominator]
+        if num > den:
+            raise extract.ExtractError(f"metric {spec.numerator!r} ({num:g}) is larger than metric "
+                                       f"{spec.denominator!r} ({den:g}), its denominator in proportion {name!r}")
+        if num < 0:
+            raise extract.ExtractError(f"metric {spec.numerator!r} ({num:g}) is below 0, the numerator of "
+                                       f"proportion {name!r}")
 
 
 async def _extract_one(h: "Harness", pr: PlannedRun, name: str, ex: Any, values: dict[str, Any],
