@@ -105,7 +105,7 @@ def fixed_decision(ks: np.ndarray, replayed: bool = False) -> str:
     e = _effective(ks, replayed)
     if _held(ks, e):
         return "inconclusive"
-    return regions.outcome(clustered.rate_interval(e, stats.ALPHA), REGION)
+    return clustered.rate_outcome(e, REGION, stats.ALPHA)[0]
 
 
 def _scaled_path(ks: np.ndarray, e: clustered.Effective | None = None,

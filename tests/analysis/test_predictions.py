@@ -141,11 +141,12 @@ def test_a_negative_difference_is_judged_on_the_real_line(store, workbench_dir):
 
 
 def test_a_prediction_holm_holds_back_is_described_as_outside_its_region(store, registry):
-    # 7/160 (Wilson [0.021, 0.088]) is outside "<= 0.02" at p = 0.032, which Holm over the two predictions
-    # makes 0.064: the reasoning said the interval "straddles the region <= 0.02", then "outside its region".
+    # 8/160 (Wilson [0.026, 0.096]) is outside "<= 0.02" at p = 0.032 (the exact test's; the score test's is
+    # smaller), which Holm over the two predictions makes 0.063: the reasoning said the interval "straddles the
+    # region <= 0.02", then "outside its region".
     off, on = dict(CONTROL, nixl_abort_fix="on", hicache="off"), dict(CONTROL, nixl_abort_fix="on")
     ex = add_execution(store, hypothesis_id="hicache-bf16-race")
-    add_run(store, execution_id=ex, arm="control", variables=off, outcomes={"leak": 7, "done": 153},
+    add_run(store, execution_id=ex, arm="control", variables=off, outcomes={"leak": 8, "done": 152},
             hypothesis_id="hicache-bf16-race")
     add_run(store, execution_id=ex, arm="treatment", variables=on, outcomes={"leak": 20, "done": 140},
             hypothesis_id="hicache-bf16-race")
@@ -172,19 +173,39 @@ def test_a_sequential_shift_names_its_level_unrounded(store, reg_extra):
         assert r < 4 or "too few runs for a 99.8% interval of the shift" in wall.note
 
 
+def test_wilson_outside_the_region_without_the_exact_test_is_inconclusive_and_says_why(store, registry):
+    # 7 leaks in 160 against <= 0.02: Wilson [0.021, 0.088] lies outside, but P(X >= 7 | 160, 0.02) = 0.043, so
+    # the exact test's two-sided p is 0.086: the seed world's fixed design falsified a true 0.02 in 4.3% of
+    # experiments on this one side, where the 95% interval promises 2.5%.
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store)
+    add_run(store, execution_id=ex, arm="control", variables=CONTROL, outcomes={"leak": 14, "done": 66})
+    add_run(store, execution_id=ex, arm="treatment", variables=treat, outcomes={"leak": 7, "done": 153})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    (p,) = a.predictions
+    assert p.outcome == "inconclusive" and a.verdict == "inconclusive", (p.outcome, a.verdict)
+    assert p.interval[0] > 0.02 and 0.08 < p.p_against < 0.09, (p.interval, p.p_against)
+    assert ("7/160 = 4.4% (Wilson 95% [2.1%, 8.8%]; 1 run(s)), entirely outside the predicted region <= 0.02 (2%) by "
+            "Wilson's interval (but the exact binomial test on the same counts does not agree: exact binomial "
+            "P(X >= 7 | n = 160, p = 0.02) = 0.043, two-sided p = 0.086; too few events to decide); about ") \
+        in a.reasoning, a.reasoning
+    assert p.exact_held == "outside" and "straddles" not in a.reasoning
+
+
 def test_an_interval_end_near_a_bound_does_not_read_as_the_bound(store, registry):
-    # 24 leaks in 800 sessions against <= 0.02: Wilson's lower end is 0.0202, which one decimal wrote "2.0%"
-    # beside "entirely outside the predicted region <= 0.02 (2%)".
+    # 99 leaks in 4000 sessions against <= 0.02: Wilson's lower end is 0.0204, which one decimal wrote "2.0%"
+    # beside "entirely outside the predicted region <= 0.02 (2%)" (24 in 800, the case first found, put the end
+    # at 0.0202, but the exact test does not agree there: p = 0.06, inconclusive).
     treat = dict(CONTROL, nixl_abort_fix="on")
     ex = add_execution(store)
     add_run(store, execution_id=ex, arm="control", variables=CONTROL, outcomes={"leak": 100, "done": 700},
             extra={"waiting_for_input": 9})
-    add_run(store, execution_id=ex, arm="treatment", variables=treat, outcomes={"leak": 24, "done": 776},
+    add_run(store, execution_id=ex, arm="treatment", variables=treat, outcomes={"leak": 99, "done": 3901},
             extra={"waiting_for_input": 0})
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     (p,) = a.predictions
     assert p.outcome == "falsified" and 0.02 < p.interval[0] < 0.0205
-    assert "(Wilson 95% [2.02%, 4.4%]; 1 run(s)), entirely outside the predicted region <= 0.02 (2%)" in a.reasoning, \
+    assert "(Wilson 95% [2.04%, 3.0%]; 1 run(s)), entirely outside the predicted region <= 0.02 (2%)" in a.reasoning, \
         a.reasoning
 
 

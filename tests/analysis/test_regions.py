@@ -66,6 +66,48 @@ def test_exact_binomial_p_agrees_with_the_clopper_pearson_interval():
             assert (rel == "outside") == (p_out < stats.ALPHA), (k, n, s, p_out)
 
 
+def test_a_fixed_rate_decision_never_outruns_the_exact_test_over_random_k_n():
+    """clustered.rate_outcome decides from Wilson's interval only where the exact binomial test agrees, so a
+    decision's one-sided error is at most alpha / 2 at the bound; its p-values are the tests that decided."""
+    from workbench.analysis import clustered
+
+    rng = np.random.default_rng(15)
+    for _ in range(2000):
+        k, n = _random_kn(rng)
+        region = regions.Region(*_random_region(rng, k, n), PROP)
+        s = region.snapped()
+        outcome, p_against, p_for, _ = clustered.rate_outcome(clustered.effective([k], [n]), region)
+        wilson = regions.outcome(stats.wilson(k, n), region)
+        assert outcome in (wilson, "inconclusive"), (k, n, s)
+        if outcome == "falsified":
+            assert stats.binomial_pvalue(k, n, (s.lo, s.hi), "outside") < stats.ALPHA, (k, n, s)
+            assert p_against < stats.ALPHA, (k, n, s, p_against)
+        if outcome == "supported":
+            assert stats.binomial_pvalue(k, n, (s.lo, s.hi), "inside") < stats.ALPHA, (k, n, s)
+            assert p_for < stats.ALPHA, (k, n, s, p_for)
+        if outcome != wilson:  # held back by the exact test: the p-value says so
+            assert (p_against if wilson == "falsified" else p_for) >= stats.ALPHA, (k, n, s)
+
+
+def test_one_event_in_160_does_not_falsify_at_most_one_in_1000():
+    """Wilson's lower end for 1/160 is 0.0011, above 0.001, though P(X >= 1 | 160, 0.001) = 0.15: a true rate
+    of 0.001 was falsified in 15% of experiments, where a 95% interval promises 2.5% a side."""
+    from workbench.analysis import clustered
+
+    region = regions.Region(-math.inf, 0.001, PROP)
+    assert stats.wilson(1, 160)[0] > 0.001
+    outcome, p_against, _, held = clustered.rate_outcome(clustered.effective([1], [160]), region)
+    assert outcome == "inconclusive" and held is not None and abs(p_against - 2 * 0.147914) < 1e-4, p_against
+    # The true rate at the bound is falsified no more often than the 2.5% a side the level promises.
+    from scipy.stats import binom
+
+    for n, c in ((160, 0.001), (160, 0.02), (400, 0.01), (80, 0.05)):
+        first = next(k for k in range(n + 1)
+                     if clustered.rate_outcome(clustered.effective([k], [n]), regions.Region(-math.inf, c, PROP))[0]
+                     == "falsified")
+        assert binom.sf(first - 1, n, c) <= stats.ALPHA / 2, (n, c, first)
+
+
 def test_every_edge_case_the_audit_found_is_now_straddling():
     bad = []
     for n in range(1, 3001):

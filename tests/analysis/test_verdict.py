@@ -385,12 +385,17 @@ def test_a_guard_on_a_proportion_reads_in_percent(store, workbench_dir, cli, tmp
 
 
 def test_more_units_needed_is_the_fewest_that_decide(store, registry):
-    # 3/80 against <= 0.02: at this rate 246 units are the fewest whose Wilson interval clears 0.02, so 166 more.
-    # The search stopped once its bracket was a unit wide and rounded its upper end up: 247, one unit too many.
+    # 3/80 against <= 0.02: at this rate 342 units are the fewest that decide (Wilson's interval clears 0.02 from
+    # 246 units, the exact binomial test agrees from 342), so 262 more. The search stopped once its bracket was a
+    # unit wide and rounded its upper end up: one unit too many.
     from workbench.analysis import stats
 
     rate = 3 / 80
-    assert stats.wilson(rate * 246, 246)[0] > 0.02 >= stats.wilson(rate * 245, 245)[0]
+
+    def decides(m: int) -> bool:
+        return stats.wilson(rate * m, m)[0] > 0.02 and stats.binomial_pvalue(rate * m, m, (0, 0.02), "outside") < 0.05
+
+    assert decides(342) and not decides(341) and stats.wilson(rate * 246, 246)[0] > 0.02
     ex = _fixed(store, treat={"leak": 3, "done": 77}, reps=1)
     (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex).predictions
-    assert p.outcome == "inconclusive" and p.more_units_needed == 166, p.more_units_needed
+    assert p.outcome == "inconclusive" and p.more_units_needed == 262, p.more_units_needed

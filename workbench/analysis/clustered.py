@@ -259,6 +259,28 @@ def rate_interval(e: Effective, alpha: float = 0.05) -> tuple[float, float]:
     return wilson(e.k_eff, e.n_eff, level_alpha(alpha, e.df))
 
 
+def rate_outcome(e: Effective, region: Any, alpha: float = 0.05) -> tuple[str, float, float, float | None]:
+    """A fixed design's judgement of an arm's rate against `region` (regions.Region): (outcome, p against, p for,
+    the exact p that held a decision back or None). Wilson's interval (`rate_interval`) decides, and a decision
+    stands only where the exact binomial test on the same counts agrees at the same level: with few events
+    near a bound Wilson's end is not conservative (1 event in 160 puts its lower end at 0.0011, above 0.001,
+    though P(X >= 1 | 160, 0.001) = 0.15, so a true rate of 0.001 was falsified in 15% of experiments where a
+    95% interval promises 2.5% a side). The p-values are the larger of the score test's and the exact one's,
+    so Holm sees the test that decided."""
+    from workbench.analysis import regions, stats
+
+    snapped = region.snapped()
+    bounds = (snapped.lo, snapped.hi)
+    outcome = regions.outcome(rate_interval(e, alpha), region)
+    exact = {want: stats.binomial_pvalue(e.k_eff, e.n_eff, bounds, want) for want in ("outside", "inside")}
+    p_against = max(stats.score_pvalue(e.k_eff, e.n_eff, bounds, "outside", df=e.df), exact["outside"])
+    p_for = max(stats.score_pvalue(e.k_eff, e.n_eff, bounds, "inside", df=e.df), exact["inside"])
+    want = {"falsified": "outside", "supported": "inside"}.get(outcome)
+    if want is not None and exact[want] >= alpha:
+        return "inconclusive", p_against, p_for, exact[want]
+    return outcome, p_against, p_for, None
+
+
 def interval_label(e: Effective) -> str:
     return "Wilson 95%" if e.df is None else f"Wilson 95% (t, {e.df} df)"
 

@@ -65,7 +65,8 @@ def _wanted(estimate: float, bounds: tuple[float, float]) -> str | None:
 
 
 def units_needed_arm(k: float, n: float, bounds: tuple[float, float]) -> int | None:
-    """Units (in total) at which the current rate's Wilson interval would clear the region; None if it never can."""
+    """Units (in total) at which the current rate would be decided as `clustered.rate_outcome` decides (Wilson's
+    interval clears the region and the exact binomial test agrees); None if it never can."""
     if n <= 0:
         return None
     p = k / n
@@ -73,8 +74,9 @@ def units_needed_arm(k: float, n: float, bounds: tuple[float, float]) -> int | N
     if want is None:
         return None  # the estimate sits on the boundary: no amount of data at this rate decides it
 
-    def ok(m: float) -> bool:
-        return stats.relation(stats.wilson(p * m, m), bounds) == want
+    def ok(m: float) -> bool:  # as clustered.rate_outcome decides: Wilson's interval, and the exact test agreeing
+        return stats.relation(stats.wilson(p * m, m), bounds) == want and \
+            stats.binomial_pvalue(p * m, m, bounds, want) < stats.ALPHA
 
     return stats.search_smallest(n, ok)
 
@@ -230,10 +232,11 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
             divisor=_arm_divisor(pool["replayed"]), copies=pool["replayed"]))
     else:
         ci = clustered.rate_interval(e, stats.ALPHA)
-        out.update(interval=list(ci), interval_kind=clustered.interval_label(e),
-                   outcome=regions.outcome(ci, region),
-                   p_against=stats.score_pvalue(e.k_eff, e.n_eff, bounds, "outside", df=e.df),
-                   p_for=stats.score_pvalue(e.k_eff, e.n_eff, bounds, "inside", df=e.df))
+        outcome, p_against, p_for, held = clustered.rate_outcome(e, region, stats.ALPHA)
+        out.update(interval=list(ci), interval_kind=clustered.interval_label(e), outcome=outcome,
+                   p_against=p_against, p_for=p_for)
+        if held is not None:
+            out["exact_held"] = "outside" if regions.outcome(ci, region) == "falsified" else "inside"
     out["exact"] = _exact_text(e.k_eff, e.n_eff, bounds)
     if out["exact"] and e.design_effect != 1:
         # The tail is taken on effective counts (the pooled ones divided by the design effect): a reader
@@ -244,6 +247,11 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
                         f"exact test)")
     elif out["exact"]:
         out["exact"] = f"exact binomial {out['exact']}"
+    if out.get("exact_held"):
+        side = "p_against" if out["exact_held"] == "outside" else "p_for"
+        out["note"] = (out["note"] + " " if out["note"] else "") + \
+            (f"but the exact binomial test on the same counts does not agree: {out['exact']}, two-sided p = "
+             f"{out[side]:.2g}; too few events to decide")
     if out["outcome"] == "inconclusive" and e.df is not None and not sequential:
         # Runs as the unit (t on the runs' degrees of freedom): more units inside these runs narrow
         # nothing, so the estimate is in whole runs of this arm's mean size.

@@ -112,7 +112,9 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         # Its interval is outside the region (p < alpha exactly then), but Holm over the family held it back.
         tail = f"entirely outside the predicted region {j['region']} ({j['note']})"
     else:
-        tail = f"which straddles the region {j['region']}"
+        # Wilson's interval clear of the region's bound while the exact test does not agree (clustered.rate_outcome).
+        tail = f"entirely {j['exact_held']} the predicted region {j['region']} by Wilson's interval" \
+            if j.get("exact_held") else f"which straddles the region {j['region']}"
         if j.get("note"):
             tail += f" ({j['note']})"
         if j.get("reachable") is False:
