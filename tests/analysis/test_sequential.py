@@ -67,3 +67,15 @@ def test_the_mixtures_one_pass_gives_each_alternatives_numbers_exactly():
             one_by_one = np.stack([seq._loglik(np.asarray(k), np.asarray(n), p) for p in ps])
             assert each.shape == one_by_one.shape
             assert np.array_equal(each, one_by_one), (k, n)
+
+
+def test_an_empty_running_intersection_supports_nothing():
+    """40 events in the first 80 units, none in the next 4640: the looks' intervals have no rate in common, and
+    the point shown for the empty intersection (its highest lower end, 0.318) lay inside [0.3, 0.35], which was
+    then 'supported' though no look put the rate there. A falsification still stands: one look's test
+    rejected the region, and that test holds whatever the rate did."""
+    path = [(40, 80)] + [(40, 80 * t) for t in range(2, 60)]
+    assert seq.empty_interval(path) and 0.3 < seq.e_interval(path)[0] == seq.e_interval(path)[1] < 0.35
+    assert seq.judge_proportion(path, (0.3, 0.35))[0] == "inconclusive"
+    assert seq.judge_proportion(path, (0.0, 0.02))[0] == "falsified"
+    assert not seq.empty_interval([(40, 80), (80, 160)])

@@ -224,6 +224,11 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
         out.update(interval=list(seq.e_interval(path, alpha=seq.ALPHA / family, run_bet=bet)),
                    interval_kind=_seq_kind(family), outcome=outcome, e_against=e_against, e_for=e_for,
                    looks=len(path), wilson=list(stats.wilson(k, n)))
+        if seq.empty_interval(path, alpha=seq.ALPHA / family, run_bet=bet):
+            out["note"] = (out["note"] + " " if out["note"] else "") + \
+                ("the looks' intervals have no rate in common (each rate was rejected at some look), so the rate "
+                 "changed during the execution: the interval shown is its highest lower end alone, and nothing is "
+                 "supported on it")
         if bet and outcome != "inconclusive":
             lower = seq.bet_lower(path, alpha=seq.ALPHA / family)
             out["drift_robust"] = regions.outcome((lower, 1.0), regions.Region(*bounds, region.support)) == outcome

@@ -257,7 +257,20 @@ def e_interval(k_path: list[tuple[float, float]], alpha: float = ALPHA, run_bet:
     rates that neither one-sided e-test rejects at alpha / 2 (Ville: the true rate is ever rejected by
     either with probability at most alpha / 2 + alpha / 2). Pass alpha / m for a family of m predictions.
     `run_bet`: the lower side is the larger of the binomial bound at alpha (1 - BET_SHARE) / 2 and the
-    bet on run rates at alpha * BET_SHARE / 2 (only for runs with their own workloads)."""
+    bet on run rates at alpha * BET_SHARE / 2 (only for runs with their own workloads). An empty
+    intersection (`empty_interval`) is shown as the one point of its lower end."""
+    lo, hi = _running_bounds(k_path, alpha, run_bet)
+    return (lo, max(lo, hi))
+
+
+def empty_interval(k_path: list[tuple[float, float]], alpha: float = ALPHA, run_bet: bool = False) -> bool:
+    """Whether the looks' intervals have no rate in common: every rate was rejected at some look, which no
+    constant rate does but with probability alpha, so the rate changed during the execution."""
+    lo, hi = _running_bounds(k_path, alpha, run_bet)
+    return lo > hi
+
+
+def _running_bounds(k_path: list[tuple[float, float]], alpha: float, run_bet: bool) -> tuple[float, float]:
     lo, hi = 0.0, 1.0
     level = math.log(2 / alpha)
     low_level = math.log(2 / (alpha * (1 - BET_SHARE))) if run_bet else level
@@ -266,7 +279,7 @@ def e_interval(k_path: list[tuple[float, float]], alpha: float = ALPHA, run_bet:
         lo, hi = max(lo, a), min(hi, b)
     if run_bet:
         lo = max(lo, bet_lower(k_path, alpha))
-    return (lo, max(lo, hi))
+    return lo, hi
 
 
 def judge_proportion(k_path: list[tuple[float, float]], bounds: tuple[float, float],
@@ -292,6 +305,10 @@ def judge_proportion(k_path: list[tuple[float, float]], bounds: tuple[float, flo
     best_against = max([0.0] + [float(np.max(a)) for a in against if len(a)])
     best_for = max(0.0, float(np.max(np.minimum.reduce(support)))) if support and len(k) else 0.0
     result = outcome(e_interval(k_path, alpha, run_bet), Region(lo, hi, Support.PROPORTION))
+    if result == "supported" and empty_interval(k_path, alpha, run_bet):
+        # Each side's rejection holds at its own look, but no look put the rate inside the region: a rate that
+        # changed meanwhile supports nothing. A falsification stands (one look's test rejected the region).
+        result = "inconclusive"
     return result, math.exp(min(best_against, 700)), math.exp(min(best_for, 700))
 
 
