@@ -192,6 +192,21 @@ def test_wilson_outside_the_region_without_the_exact_test_is_inconclusive_and_sa
     assert p.exact_held == "outside" and "straddles" not in a.reasoning
 
 
+def test_a_stored_run_whose_numerator_exceeds_its_denominator_is_left_out_not_a_crash(store, registry):
+    # The collect stage now makes such a run invalid, but a store an older wb wrote may hold one ok: 90 leaks of
+    # 80 sessions ended every analysis of the experiment in "ValueError: math domain error" (Wilson's interval).
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store)
+    add_run(store, execution_id=ex, arm="control", variables=CONTROL, outcomes={"leak": 14, "done": 66})
+    add_run(store, execution_id=ex, arm="treatment", variables=treat, outcomes={"leak": 0, "done": 80}, replicate=1)
+    bad = add_run(store, execution_id=ex, arm="treatment", variables=treat, outcomes=None, replicate=2,
+                  extra={"leak": 90, "sessions": 80})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    (p,) = a.predictions
+    assert (p.k, p.n, p.runs) == (0, 80, 1), (p.k, p.n, p.runs)
+    assert f"left out, as no rate: run {bad} " in p.note and "(leak 90 of sessions 80)" in p.note, p.note
+
+
 def test_an_interval_end_near_a_bound_does_not_read_as_the_bound(store, registry):
     # 99 leaks in 4000 sessions against <= 0.02: Wilson's lower end is 0.0204, which one decimal wrote "2.0%"
     # beside "entirely outside the predicted region <= 0.02 (2%)" (24 in 800, the case first found, put the end

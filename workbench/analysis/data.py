@@ -46,13 +46,20 @@ def metric_value(run: RunData, name: str, exp: Experiment, _depth: int = 0) -> f
 
 
 def proportion_counts(run: RunData, spec: MetricSpec, exp: Experiment) -> tuple[float, float] | None:
-    """(numerator, denominator) of a proportion for one run, or None when either is unknown."""
+    """(numerator, denominator) of a proportion for one run, or None when either is unknown or the pair is no
+    rate (`impossible_counts`)."""
     assert spec.numerator is not None and spec.denominator is not None
     k = metric_value(run, spec.numerator, exp)
     n = metric_value(run, spec.denominator, exp)
-    if k is None or n is None:
+    if k is None or n is None or impossible_counts(k, n):
         return None
     return (k, n)
+
+
+def impossible_counts(k: float, n: float) -> bool:
+    """A numerator above its denominator, or below 0: the run measured no rate. wb's collect stage makes such a
+    run invalid, but a store may hold one an older wb recorded, and the analysis leaves it out rather than fail."""
+    return k < 0 or k > n
 
 
 def completed_units(run: RunData, exp: Experiment) -> tuple[float, float] | None:

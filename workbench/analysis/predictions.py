@@ -12,7 +12,7 @@ from typing import Any
 from workbench.analysis import clustered, display, regions
 from workbench.analysis import sequential as seq
 from workbench.analysis import stats
-from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
+from workbench.analysis.data import RunData, completed_units, impossible_counts, metric_value, proportion_counts
 from workbench.registry.experiment import Experiment
 
 OUTCOME_OF = regions.OUTCOME_OF
@@ -192,16 +192,26 @@ def _judge_proportion(pred: Any, out: dict[str, Any], needed: list[str], arms: d
     region = regions.Region(bounds[0], bounds[1],
                             regions.Support.REAL if pred.difference else regions.Support.PROPORTION)
     pools = {a: pooled(arms[a], pred.metric, exp, basis) for a in needed}
+    bad = [f"{r.name} ({spec.numerator} {metric_value(r, spec.numerator, exp):g} of {spec.denominator} "
+           f"{metric_value(r, spec.denominator, exp):g})" for a in needed for r in arms[a] if _no_rate(r, spec, exp)]
+    left_out = f"left out, as no rate: {', '.join(bad)}" if bad else ""
     for a, pool in pools.items():
         if pool["n"] <= 0:
             what = "completed units" if basis == "completed" else f"{spec.numerator} and {spec.denominator}"
             out["note"] = (f"no run in arm {a} recorded {what}" if not pool["used"] else
-                           f"arm {a} has zero units ({spec.denominator} = 0)")
+                           f"arm {a} has zero units ({spec.denominator} = 0)") + (f"; {left_out}" if bad else "")
             out["unknown_runs"] = pool["unknown"]
             return out
+    out["note"] = left_out
     if pred.difference is None:
         return _judge_rate(out, pools[needed[0]], region, sequential, family, looks)
     return _judge_rate_difference(out, pools[needed[0]], pools[needed[1]], region, sequential, family, looks)
+
+
+def _no_rate(run: RunData, spec: Any, exp: Experiment) -> bool:
+    """Whether the run recorded both counts of the proportion and they are no rate (data.impossible_counts)."""
+    k, n = metric_value(run, spec.numerator, exp), metric_value(run, spec.denominator, exp)
+    return k is not None and n is not None and impossible_counts(k, n)
 
 
 def _seq_kind(family: int) -> str:
