@@ -233,3 +233,21 @@ def test_a_verify_mismatch_names_the_arm_it_happened_in(toy):
     error = by_arm["control"]["error"]
     assert "arm control not applied: verify `echo fix=on` does not show 'fix=off'" in error, error
     assert "treatment" not in error, error
+
+
+def test_a_config_check_that_fails_silently_says_how_it_ended(toy, cli):
+    """A `config.check` that prints nothing (`grep -q`) ended the Error line at "rejected the rendered config: "
+    with nothing after it; it now gives the check's exit status and that it printed nothing."""
+    edit_profile(toy.root, 'check: "bash -n {{ file }}"', 'check: "grep -q nosuch {{ file }}"')
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db)
+    assert code == 2, err
+    line = next(x for x in err.splitlines() if x.startswith("Error:"))
+    assert line.endswith("rejected the rendered config: exited 1, printing nothing"), line
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
+
+
+def test_a_workload_that_fails_silently_says_it_printed_nothing(toy):
+    """The run's error ended at "workload exited 1: " for a workload that printed nothing."""
+    edit_profile(toy.root, '    workload: {command: "', '    workload: {command: "exit 1; ')
+    summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, replicates=1, build_report=False)
+    assert {r["error"] for r in summary["runs"]} == {"[workload] workload exited 1, printing nothing"}, summary["runs"]

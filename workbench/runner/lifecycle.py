@@ -77,7 +77,8 @@ async def local_check(h: Harness, rendered: str, values: dict[str, Any]) -> str 
         res = await LocalTarget().run("local", cmd, timeout=timeouts(h.profile.options).check_s)
     if res.ok:
         return None
-    return f"`{h.profile.config.check}` rejected the rendered config: {res.excerpt(400)}"
+    why = failure_reason(res, timeouts(h.profile.options).check_s)
+    return f"`{h.profile.config.check}` rejected the rendered config: {why}"
 
 
 def run_env(h: Harness, values: dict[str, Any]) -> dict[str, str]:
@@ -274,7 +275,7 @@ async def _workload(h: Harness, pr: PlannedRun, variables: dict[str, str], value
         raise StageFailed("failed", f"workload timed out after {wl.timeout_s:g} s (killed); last output: "
                                     f"{result.excerpt(400)}")
     if result.rc != 0:
-        raise StageFailed("failed", f"workload exited {result.rc}: {result.excerpt(400)}")
+        raise StageFailed("failed", f"workload {failure_reason(result, wl.timeout_s)}")
     return result
 
 
