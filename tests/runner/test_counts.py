@@ -127,3 +127,36 @@ def test_no_run_line_or_summary_line_has_a_doubled_space_after_its_status(toy, c
     assert "workload exited 3" in text, text
     assert not re.search(r"(failed|invalid|interrupted):  ", text), text
     assert not re.search(r"(failed|invalid|interrupted): \[", text), text
+
+
+def test_a_signal_while_a_runs_row_is_created_leaves_no_pending_run(toy, monkeypatch):
+    """Ctrl-C while the first run's row was being written (an SSH target's first run, just connected) left that
+    row `pending` for good: the summary said "run 1 (control r0) pending" and `wb runs list` kept a run that
+    neither ran nor was interrupted. A row the interrupted execution created but never started now goes, as a
+    row created ahead does."""
+    import threading
+
+    from workbench.runner.record import Recorder
+
+    flushing = threading.Event()
+    create, flush = Recorder._create, Recorder.flush
+
+    def create_then_signal(self, pr):
+        run_id = create(self, pr)
+        os.kill(os.getpid(), signal.SIGINT)
+        flushing.wait(30)  # the row is written once the interrupted execution flushes its writes
+        return run_id
+
+    async def flush_once_signalled(self):
+        flushing.set()
+        await flush(self)
+
+    monkeypatch.setattr(Recorder, "_create", create_then_signal)
+    monkeypatch.setattr(Recorder, "flush", flush_once_signalled)
+    with pytest.raises(RunInterrupted) as ei:
+        _run(toy, replicates=1, seed=3, show_progress=False)
+    assert ei.value.exit_code == 130
+    from runner_kit import store_rows
+
+    assert store_rows(toy.db, "SELECT id, status FROM runs") == []
+    assert toy.conf.read_bytes() == toy.original

@@ -73,7 +73,12 @@ class Recorder:
 
     async def start(self, pr: PlannedRun) -> int:
         fut = self._prefetched.pop(pr.order_index, None) or self._submit(self._create, pr)
-        run_id = await asyncio.wrap_future(fut)
+        try:
+            run_id = await asyncio.wrap_future(fut)
+        except BaseException:
+            if not fut.cancelled():  # a signal while its row was written: the run never began, so flush drops it
+                self._prefetched[pr.order_index] = fut
+            raise
         self._submit(self._mark_running, run_id)
         return run_id
 
