@@ -160,3 +160,9 @@ def test_a_signal_while_a_runs_row_is_created_leaves_no_pending_run(toy, monkeyp
 
     assert store_rows(toy.db, "SELECT id, status FROM runs") == []
     assert toy.conf.read_bytes() == toy.original
+    # No run began: the summary's order line says so (it read "order:   (0 of 2 planned)").
+    from workbench.app import RunReport
+    from workbench.cli.run_cmd import summary_lines
+
+    lines = summary_lines(RunReport(ei.value.partial, None, "interrupted before the planned runs were made"))
+    assert "order: no run began  (0 of 2 planned)" in lines, lines

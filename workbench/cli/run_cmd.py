@@ -43,8 +43,8 @@ def summary_lines(r: "RunReport") -> list[str]:
                      f"{e.runs_deleted} deleted after they ended")
     if len(e.runs) > len(ran):
         notes.append(f"{len(e.runs) - len(ran)} interrupted attempt(s) redone by --resume")
-    lines.append("order: " + " ".join(f"{run.arm}@{run.where or run.host}" for run in ran) +
-                 (f"  ({'; '.join(notes)})" if notes else ""))
+    order = " ".join(f"{run.arm}@{run.where or run.host}" for run in ran) or "no run began"  # stopped before one
+    lines.append(f"order: {order}" + (f"  ({'; '.join(notes)})" if notes else ""))
     for pair, diff in e.config_diff.items():
         changed = [ln for ln in diff.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
         lines.append(f"config diff {pair}: " + (" | ".join(changed) if changed else "none"))
