@@ -424,3 +424,21 @@ def test_ctrl_c_between_isolate_probes_says_how_to_resume(toy, monkeypatch):
     import json
 
     assert json.loads(res.stdout)["result"]["minimal"] == ["fix"]
+
+
+@pytest.mark.parametrize("old, new, field", [
+    ("http://127.0.0.1:{{ port }}/health", "http://127.0.0.1:9{{ port }}9/health", "health.urls"),
+    ("    units: {path:", '    verify: {url: "127.0.0.1:{{ port }}/config", contains: ["fix={{ fix }}"]}\n    units: {path:',
+     "verify.url"),
+])
+def test_a_health_or_verify_url_that_cannot_be_asked_is_bad_input_at_its_line(toy, cli, old, new, field):
+    """A port out of range (a typo such as :118080) was found only at the target: the run failed in its restart
+    stage with "ValueError: Port out of range 0-65535" and the restore's health wait ended in a traceback."""
+    edit_profile(toy.root, old, new)
+    code, _, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db)
+    assert code == 2, err
+    assert "Traceback" not in err
+    line = next(x for x in err.splitlines() if x.startswith("Error:"))
+    assert f"toy.yaml:" in line and f"(field profiles.local.{field}" in line, line
+    assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
+    assert not os.path.exists(toy.db)

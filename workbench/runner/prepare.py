@@ -147,7 +147,9 @@ def preflight(p: Prepared, context: dict[str, str]) -> dict[str, str]:
             render_command(cmd, values, where=f"{where} restart[{i}]")
         if prof.health:
             for u in prof.health.urls:
-                render_text(u, values, where=f"{where} health.urls")
+                _check_url(p, render_text(u, values, where=f"{where} health.urls"), ("health", "urls"))
+        if prof.verify and prof.verify.url:
+            _check_url(p, render_text(prof.verify.url, values, where=f"{where} verify.url"), ("verify", "url"))
         if prof.workload:
             render_command(prof.workload.command, values, where=f"{where} workload.command")
         if prof.units:
@@ -166,6 +168,31 @@ def preflight(p: Prepared, context: dict[str, str]) -> dict[str, str]:
             raise BadInput(f"arm {arm!r}: {problem}", hint="fix the template; nothing was sent to the target")
     p.rendered = rendered
     return rendered
+
+
+def _check_url(p: Prepared, url: str, field: tuple[str, ...]) -> None:
+    """A health or verify URL as rendered must be one wb can ask: http or https, a host, a port of 1 to 65535.
+    A typo such as `:118080` was found only at the target, failing every run and the restore's health wait."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unclosed [ of an IPv6 address
+        parts, problem = None, str(exc)
+    if parts is not None:
+        try:
+            problem = None if parts.port != 0 else "its port is 0"
+        except ValueError:  # .port raises for a port out of range or not a number
+            problem = "its port is not a number from 1 to 65535"
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            problem = "not an http:// or https:// URL with a host name"
+    if problem is None:
+        return
+    message = f"profile {p.profile_name!r}: {'.'.join(field)} {url!r}: {problem}"
+    doc = p.registry.experiment_docs.get(p.experiment.id)
+    if doc is None:
+        raise BadInput(message)
+    raise doc.error(message, ("profiles", p.profile_name, *field))
 
 
 async def _check(p: Prepared, text: str, values: dict[str, Any]) -> str | None:
