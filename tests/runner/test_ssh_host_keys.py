@@ -215,3 +215,24 @@ def test_a_printed_restore_command_works_pasted_into_any_posix_shell(ssh_server,
                          capture_output=True, text=True, timeout=60, env={**os.environ, "HF_TOKEN": token})
     assert res.returncode == 0, (exports, res.stderr)
     assert res.stdout == f"{level}|{token}|"
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="runs the printed command with OpenSSH's client")
+def test_a_printed_restore_command_survives_the_masking_of_what_wb_prints(ssh_server):
+    """Everything wb prints goes through the secrets' masking, and the export line of an env entry named like a
+    secret (`KV_API_TOKEN`) had that shape: sed's `1s/^/export KV_API_TOKEN='/;$s/$/'/` was printed as
+    `export KV_API_TOKEN='<redacted>'/`, a command that no longer quoted the value and left a quote open."""
+    from workbench.registry.experiment import TargetSpec
+    from workbench.runner.targets.ssh import SshTarget
+    from workbench.secrets import redact_text
+
+    spec = TargetSpec(kind="ssh", hosts=["127.0.0.1"], user=ssh_server.user, port=ssh_server.port,
+                      known_hosts=str(ssh_server.known_hosts), identity_file=str(ssh_server.client_key_path))
+    made = SshTarget(spec).manual_command("127.0.0.1", "printf '%s|%s' \"$KV_LOG_LEVEL\" \"$KV_API_TOKEN\"",
+                                          env={"KV_LOG_LEVEL": "info", "KV_API_TOKEN": '"$KV_API_TOKEN"'})
+    printed = redact_text(made)
+    assert printed == made
+    res = subprocess.run(["/bin/sh", "-c", printed], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "KV_API_TOKEN": "tok-'quoted'-value"})
+    assert res.returncode == 0, (printed, res.stderr)
+    assert res.stdout == "info|tok-'quoted'-value"

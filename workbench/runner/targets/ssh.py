@@ -33,8 +33,9 @@ ENV_FROM_INPUT = 'eval "$(cat)"; '  # the command's prefix when its environment 
 # A restore by hand's export line for NAME, made by whichever shell the command is pasted into (dash has no
 # printf %q): the pasting shell expands the word (a quoted value, or a "$NAME" reference to a secret), and sed
 # quotes the result in '...' for the host's shell, whatever that is (bash's %q wrote $'...', which dash cannot
-# read); a newline in the value stays inside the quotes.
-_EXPORT_SED = r'''sed "s/'/'\\\\''/g;1s/^/export {name}='/;\$s/\$/'/"'''
+# read); a newline in the value stays inside the quotes. The name is printed apart from the quoted value: what wb
+# prints is masked, and `NAME='...` with a NAME like KV_API_TOKEN has a secret's shape (the sed program was masked).
+_EXPORT_SED = r'''sed "s/'/'\\\\''/g;1s/^/'/;\$s/\$/'/"'''
 
 
 def _env_script(env: dict[str, str]) -> bytes:
@@ -257,7 +258,7 @@ class SshTarget(Target):
         ssh = shlex.join(self._ssh_argv(host))
         if not env:
             return ssh + " " + shlex.quote(command)
-        exports = " ".join(f"printf '%s\\n' {w} | {_EXPORT_SED.format(name=k)};" for k, w in env.items())
+        exports = " ".join(f"printf 'export %s=' {k}; printf '%s\\n' {w} | {_EXPORT_SED};" for k, w in env.items())
         return f"{{ {exports} }} | {ssh} {shlex.quote(ENV_FROM_INPUT + command)}"
 
     def manual_copy(self, host: str, local_file: str, path: str) -> str:
