@@ -150,3 +150,17 @@ def test_two_concurrent_runs_over_ssh_one_is_refused(toy, ssh_server):
     assert rc_a == 0, err_a[-2000:]
     assert [r["status"] for r in json.loads(out_a)["runs"]] == ["ok"] * 4
     assert toy.conf.read_bytes() == toy.original and not _lock_file(toy).exists()
+
+
+def test_a_lock_taken_over_is_named_as_the_store_names_its_execution(toy, capfd):
+    """The takeover's note named the execution by the uuid the lock is keyed by ("taking over the lock of execution
+    ffff…"), which no command shows; every refusal names it as its store does ("execution 3 of toy-fix")."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    holder = {**json.loads(_holder(dead.pid)), "name": "execution 3 of toy-fix"}
+    _lock_file(toy).write_text(json.dumps(holder, sort_keys=True) + "\n")
+    _saved_original(toy, "f" * 32, toy.original)
+    run_hypothesis("toy-fix", db=toy.db, show_progress=True, replicates=1, build_report=False)
+    err = capfd.readouterr().err
+    assert f"taking over the lock of execution 3 of toy-fix: its runner (pid {dead.pid}) is gone" in err, err
+    assert "f" * 32 not in err, err
