@@ -251,3 +251,14 @@ def test_a_workload_that_fails_silently_says_it_printed_nothing(toy):
     edit_profile(toy.root, '    workload: {command: "', '    workload: {command: "exit 1; ')
     summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, replicates=1, build_report=False)
     assert {r["error"] for r in summary["runs"]} == {"[workload] workload exited 1, printing nothing"}, summary["runs"]
+
+
+def test_a_config_path_that_is_no_file_yet_is_warned_about(toy, capfd):
+    """A mistyped config.path (the service reads another file) was written and removed without a word: every arm
+    then measured the unchanged service. The run goes on (a config may be new), with a warning naming the path."""
+    edit_profile(toy.root, 'path: "{{ state }}/serve.conf"', 'path: "{{ state }}/serve.cnof"')
+    run_hypothesis("toy-fix", db=toy.db, show_progress=True, replicates=1, build_report=False)
+    err = " ".join(capfd.readouterr().err.split())
+    mistyped = toy.conf.with_name("serve.cnof")
+    assert f"warning: local: config.path {mistyped} does not exist:" in err, err
+    assert not mistyped.exists() and toy.conf.read_bytes() == toy.original

@@ -47,6 +47,11 @@ async def take_target(state: "State", target: Target, context: dict[str, str]
     except BaseException:
         await lock.release()
         raise
+    for host, snap in snaps.items():  # a mistyped path: each arm written where the service never reads it
+        if snap.data is None and p.profile.target.kind in ("local", "ssh"):  # pdsim's is made when wb starts it
+            state.progress.log(f"warning: {target.describe(host)}: config.path {snap.path} does not exist: each "
+                               "run writes its arm's config there and the restore removes it; if the service reads "
+                               "its config from another file, every arm measures it unchanged (fix config.path)")
     return lock, snaps
 
 
