@@ -243,6 +243,7 @@ def test_a_config_check_that_fails_silently_says_how_it_ended(toy, cli):
     assert code == 2, err
     line = next(x for x in err.splitlines() if x.startswith("Error:"))
     assert line.endswith("rejected the rendered config: exited 1, printing nothing"), line
+    assert "toy.yaml:" in line and "(field profiles.local.config.check)" in line, line  # where it is written
     assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
 
 

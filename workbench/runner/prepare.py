@@ -165,7 +165,11 @@ def preflight(p: Prepared, context: dict[str, str]) -> dict[str, str]:
         values = preview_values(p, arm, context)
         problem = asyncio.run(_check(p, text, values))
         if problem:
-            raise BadInput(f"arm {arm!r}: {problem}", hint="fix the template; nothing was sent to the target")
+            hint = "fix the template; nothing was sent to the target"
+            doc = p.registry.experiment_docs.get(p.experiment.id)
+            if doc is None:
+                raise BadInput(f"arm {arm!r}: {problem}", hint=hint)
+            raise doc.error(f"arm {arm!r}: {problem}", ("profiles", p.profile_name, "config", "check"), hint=hint)
     p.rendered = rendered
     return rendered
 
