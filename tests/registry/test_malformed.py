@@ -464,3 +464,15 @@ def test_a_comment_after_a_number_a_collection_a_token_or_a_quoted_value_still_l
     from workbench.registry import yamlio
 
     assert yamlio.load_located("x.yaml", text=text).data is not None
+
+
+def test_a_duplicate_id_names_the_line_of_the_first(workbench_dir: Path, cli):
+    """The duplicate's own place is given as a field path counted from 0 (hypotheses.2.id) while the first was
+    given as "entry 1", counted from 1: two numberings in one line. The first is now named by its line."""
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text()
+    first = text.splitlines().index("  - id: wedge-confound") + 1
+    path.write_text(text.replace("  - id: token-granular-geometry-deployment", "  - id: wedge-confound", 1))
+    code, _, err = cli("hypothesis", "validate", str(path))
+    assert code == 2
+    assert f"duplicate hypothesis id 'wedge-confound' (also at line {first})" in err, err

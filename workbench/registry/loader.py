@@ -406,7 +406,8 @@ def check_hypotheses(reg: Registry) -> None:
     ids: dict[str, int] = {}
     for i, h in enumerate(reg.hypotheses):
         if h.id in ids:
-            raise doc.error(f"duplicate hypothesis id {h.id!r} (also entry {ids[h.id] + 1})", ("hypotheses", i, "id"))
+            first = doc.line_of(("hypotheses", ids[h.id], "id"))
+            raise doc.error(f"duplicate hypothesis id {h.id!r} (also at line {first})", ("hypotheses", i, "id"))
         ids[h.id] = i
     for i, h in enumerate(reg.hypotheses):
         at = ("hypotheses", i)
