@@ -263,3 +263,24 @@ def test_a_config_path_that_is_no_file_yet_is_warned_about(toy, capfd):
     mistyped = toy.conf.with_name("serve.cnof")
     assert f"warning: local: config.path {mistyped} does not exist:" in err, err
     assert not mistyped.exists() and toy.conf.read_bytes() == toy.original
+
+
+@pytest.mark.parametrize("path,why", [("{{ state }}/nosuch/serve.conf", "its folder {folder} does not exist"),
+                                      ("{{ state }}", "it is a folder, not a file")], ids=["no-folder", "a-folder"])
+def test_a_config_path_in_no_folder_or_naming_a_folder_is_refused_before_the_target_is_touched(toy, path, why):
+    """config.path in a folder that does not exist: the lock's mkdir -p made the folder, each arm's config went
+    into it, and the folder stayed after the restore (a target left changed); config.path naming a folder failed
+    every run (exit 1, '0 of 2 run(s) ok') with an error that named neither config.path nor its line."""
+    from workbench.errors import WbError
+
+    edit_profile(toy.root, 'path: "{{ state }}/serve.conf"', f'path: "{path}"')
+    before = sorted(p.name for p in toy.conf.parent.iterdir())
+    with pytest.raises(WbError) as caught:
+        run_hypothesis("toy-fix", db=toy.db, replicates=1)
+    err = caught.value
+    folder = toy.conf.parent / "nosuch"
+    assert err.exit_code == 2 and type(err).__name__ == "TargetRefused", (type(err), err.message)
+    assert why.format(folder=folder) in err.message and "toy.yaml:" in (err.where or ""), (err.message, err.where)
+    assert sorted(p.name for p in toy.conf.parent.iterdir()) == before and not folder.exists()
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
+    assert store_rows(toy.db, "SELECT count(*) FROM runs")[0][0] == 0

@@ -390,13 +390,13 @@ def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
 
 def _loop(state: State, target: Target) -> tuple[str, BaseException | None]:
     """Run the plan; (execution status, the error that ended it). The target is restored either way."""
-    from workbench.runner.lock import TargetBusy
+    from workbench.runner.lock import TargetRefused
 
     try:
         asyncio.run(_main(state, target))
     except (RunInterrupted, KeyboardInterrupt) as exc:
         return "interrupted", exc
-    except TargetBusy as exc:
+    except TargetRefused as exc:
         # Nothing ran and the target was not touched: a fresh execution is "refused", which --resume passes
         # over (it would otherwise take it for the interrupted one the error names); a resumed one stays
         # as it was, to be resumed once the target is free. Either way no run was tried: no counts.

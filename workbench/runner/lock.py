@@ -28,13 +28,18 @@ from workbench.runner.targets.base import HOLDER_ENV, LOCK_NAME, Target  # noqa:
 ACQUIRED = "WB-LOCK-ACQUIRED"
 
 
-class TargetBusy(RunFailure):
+class TargetRefused(RunFailure):
+    """The execution cannot take the target; nothing on it was touched, no run was tried (exit 2: the user acts on
+    what the message names before trying again)."""
+
+    exit_code = 2
+
+
+class TargetBusy(TargetRefused):
     """Another execution holds the target's lock; nothing on the target was touched.
 
     Exit 2, as for a `--resume` refused while its runner lives: nothing ran, and the user acts on what the
     message names (waits for that execution, or resumes it, or removes a lock left behind) before trying again."""
-
-    exit_code = 2
 
 
 def process_start(pid: int) -> str | None:

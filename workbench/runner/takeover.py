@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from workbench.runner.prepare import preview_values
@@ -36,6 +36,8 @@ async def take_target(state: "State", target: Target, context: dict[str, str]
              if p.profile.config is not None else {})
     for path in paths.values():
         target.check_config_path(path)
+    if p.profile.target.kind in ("local", "ssh"):  # pdsim's serve file is in the folder wb made for it
+        await check_config_folders(state, target, paths)
     lock = target_lock(target, state, paths)
     await lock.acquire()
     try:
@@ -53,6 +55,29 @@ async def take_target(state: "State", target: Target, context: dict[str, str]
                                "run writes its arm's config there and the restore removes it; if the service reads "
                                "its config from another file, every arm measures it unchanged (fix config.path)")
     return lock, snaps
+
+
+async def check_config_folders(state: "State", target: Target, paths: dict[str, str]) -> None:
+    """Refuse, before the target is locked or touched, a config.path that is a folder, or whose folder does not
+    exist: the lock (and each arm's config) would be written into a folder wb made, which it would leave behind,
+    and a mistyped folder means the service reads its config elsewhere."""
+    from workbench.runner.lock import TargetRefused
+
+    for host, path in paths.items():
+        folder = str(PurePosixPath(path).parent)
+        res = await target.run(host, f"if [ ! -d {shlex.quote(folder)} ]; then echo no-folder; "
+                                     f"elif [ -d {shlex.quote(path)} ]; then echo a-folder; fi", timeout=60)
+        found = res.stdout.strip() if res.ok else ""
+        if found not in ("no-folder", "a-folder"):
+            continue
+        why = f"its folder {folder} does not exist" if found == "no-folder" else "it is a folder, not a file"
+        doc = state.prepared.registry.experiment_docs.get(state.prepared.experiment.id)
+        where = None if doc is None else \
+            f"{doc.file}:{doc.line_of(('profiles', state.prepared.profile_name, 'config', 'path'))}"
+        raise TargetRefused(f"{where + ': ' if where else ''}config.path {path} on {target.describe(host)}: {why}; "
+                            "nothing on the target was touched", where=where, hint="correct config.path in the profile (the file the service reads its "
+                                              "config from)" + ("" if found == "a-folder" else
+                                                                ", or create the folder first"))
 
 
 def target_lock(target: Target, state: "State", paths: dict[str, str]) -> "TargetLock":
