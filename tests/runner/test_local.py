@@ -208,6 +208,20 @@ def test_an_unusable_ca_file_is_named_before_touching_anything(toy, tmp_path, co
     assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
 
 
+def test_an_execution_that_stops_before_any_run_says_no_run_ended(toy, tmp_path, capfd):
+    """Stopped before its first run (here a ca_file that is not there; over ssh an unknown host key or a wrong
+    port), the summary read 'toy-fix on local: 0 of 2 run(s) ok; the runs took 0.0 s of real time', as if two
+    runs had been tried and failed."""
+    from workbench.errors import TargetError
+
+    edit_profile(toy.root, "    target: {kind: local}", f"    target: {{kind: local, ca_file: {tmp_path / 'ca.pem'}}}")
+    with pytest.raises(TargetError):
+        run_hypothesis("toy-fix", db=toy.db, replicates=1, show_progress=True)
+    err = " ".join(capfd.readouterr().err.split())
+    assert "toy-fix on local: no run ended (2 planned); it stopped after " in err, err
+    assert "run(s) ok" not in err and "the runs took" not in err, err
+
+
 def test_a_site_that_cannot_be_rebuilt_after_the_runs_says_they_are_recorded(toy, cli):
     """`wb hypothesis run --report` whose site cannot be written (reports is a file): the runs and the verdict
     were recorded, but the command ended in the site's error alone, with no summary, as if nothing had run."""

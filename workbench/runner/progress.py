@@ -136,8 +136,12 @@ class RunProgress:
         if self._console is None or self.refused:
             return
         stopped = ", interrupted" if self.interrupted else ""
-        self._line(f"{self.title}: {self.count_text()}{stopped}; the runs took {time.monotonic() - self.t0:.1f} s "
-                   "of real time")
+        took = time.monotonic() - self.t0
+        if not self.ended:  # stopped before any run ended (the target unreachable, a signal): no run to count
+            self._line(f"{self.title}: no run ended ({'at most ' if self.sequential else ''}{self.total} planned)"
+                       f"{stopped}; it stopped after {took:.1f} s")
+            return
+        self._line(f"{self.title}: {self.count_text()}{stopped}; the runs took {took:.1f} s of real time")
 
     def count_text(self) -> str:
         """How many planned runs ended and how: "3 of 4 run(s) ok, 1 failed", "0 of 4 run(s) ok, 4 invalid",
