@@ -108,6 +108,25 @@ def test_one_event_in_160_does_not_falsify_at_most_one_in_1000():
         assert binom.sf(first - 1, n, c) <= stats.ALPHA / 2, (n, c, first)
 
 
+def test_runs_needed_counts_until_the_exact_test_agrees_too():
+    """Runs of 7, 0, 0 events in 100 (over-dispersed: t on 2 df) against <= 0.001: Wilson's interval clears the
+    bound but the binomial test on the effective counts does not (p = 0.089), and 'more runs would decide it'
+    said 0 (Wilson alone already cleared it)."""
+    from workbench.analysis import clustered
+    from workbench.analysis.predictions import runs_needed_arm
+
+    e = clustered.effective([7, 0, 0], [100, 100, 100])
+    region = regions.Region(-math.inf, 0.001, PROP)
+    assert e.df == 2 and clustered.rate_outcome(e, region)[0] == "inconclusive"
+    assert regions.outcome(clustered.rate_interval(e), region) == "falsified"
+    more = runs_needed_arm(e, 3, (-math.inf, 0.001))
+    assert more is not None and more >= 1, more
+    f = (3 + more) / 3
+    bigger = clustered.Effective(e.k * f, e.n * f, e.k_eff * f, e.n_eff * f, e.design_effect, e.method, 3 + more - 1,
+                                 e.reason, e.dispersion)
+    assert clustered.rate_outcome(bigger, region)[0] == "falsified"
+
+
 def test_every_edge_case_the_audit_found_is_now_straddling():
     bad = []
     for n in range(1, 3001):

@@ -304,11 +304,11 @@ def test_more_units_needed_counts_whole_runs_when_runs_are_the_unit(store, regis
     more = p.more_runs_needed
     assert more is not None and more >= 1 and p.more_units_needed == 80 * more, (more, p.more_units_needed)
 
-    def clears(runs: int) -> bool:
+    def clears(runs: int) -> bool:  # as clustered.rate_outcome decides: Wilson's interval and the exact test
         f = runs / 2
-        ci = stats.wilson(28 / p.design_effect * f, 160 / p.design_effect * f,
-                          clustered.level_alpha(stats.ALPHA, runs - 1))
-        return ci[0] > 0.02
+        k, n = 28 / p.design_effect * f, 160 / p.design_effect * f
+        ci = stats.wilson(k, n, clustered.level_alpha(stats.ALPHA, runs - 1))
+        return ci[0] > 0.02 and stats.binomial_pvalue(k, n, (0.0, 0.02), "outside") < stats.ALPHA
 
     assert clears(2 + more) and not clears(1 + more)
     assert f"about {more} more run(s) of this size ({80 * more:,} units)" in a.reasoning, a.reasoning

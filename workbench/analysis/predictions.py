@@ -208,6 +208,11 @@ def _judge_proportion(pred: Any, out: dict[str, Any], needed: list[str], arms: d
     return _judge_rate_difference(out, pools[needed[0]], pools[needed[1]], region, sequential, family, looks)
 
 
+def _add_note(out: dict[str, Any], text: str) -> None:
+    """Append to a judgement's note, after what it already says."""
+    out["note"] = f"{out['note']}; {text}" if out.get("note") else text
+
+
 def _no_rate(run: RunData, spec: Any, exp: Experiment) -> bool:
     """Whether the run recorded both counts of the proportion and they are no rate (data.impossible_counts)."""
     k, n = metric_value(run, spec.numerator, exp), metric_value(run, spec.denominator, exp)
@@ -235,10 +240,10 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
                    interval_kind=_seq_kind(family), outcome=outcome, e_against=e_against, e_for=e_for,
                    looks=len(path), wilson=list(stats.wilson(k, n)))
         if seq.empty_interval(path, alpha=seq.ALPHA / family, run_bet=bet):
-            out["note"] = (out["note"] + " " if out["note"] else "") + \
-                ("the looks' intervals have no rate in common (each rate was rejected at some look), so the rate "
-                 "changed during the execution: the interval shown is its highest lower end alone, and nothing is "
-                 "supported on it")
+            out["empty_interval"] = True
+            _add_note(out, "the looks' intervals have no rate in common (each rate was rejected at some look), so "
+                           "the rate changed during the execution: the interval shown is its highest lower end alone, "
+                           "nothing is supported on it, and more looks cannot make it whole again")
         if bet and outcome != "inconclusive":
             lower = seq.bet_lower(path, alpha=seq.ALPHA / family)
             out["drift_robust"] = regions.outcome((lower, 1.0), regions.Region(*bounds, region.support)) == outcome
@@ -264,15 +269,18 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
         out["exact"] = f"exact binomial {out['exact']}"
     if out.get("exact_held"):
         side = "p_against" if out["exact_held"] == "outside" else "p_for"
-        out["note"] = (out["note"] + " " if out["note"] else "") + \
-            (f"but the exact binomial test on the same counts does not agree: {out['exact']}, two-sided p = "
-             f"{out[side]:.2g}; too few events to decide")
+        test = "exact binomial test on the same counts" if e.design_effect == 1 else \
+            "binomial test on the effective counts"
+        _add_note(out, f"but the {test} does not agree: {out['exact']}, two-sided p = {out[side]:.2g}; too few "
+                       "events to decide")
     if out["outcome"] == "inconclusive" and e.df is not None and not sequential:
         # Runs as the unit (t on the runs' degrees of freedom): more units inside these runs narrow
         # nothing, so the estimate is in whole runs of this arm's mean size.
         more = runs_needed_arm(e, len(pool["used"]), (region.lo, region.hi))
         out["more_runs_needed"] = more
         out["more_units_needed"] = None if more is None else int(math.ceil(more * n / len(pool["used"])))
+    elif out["outcome"] == "inconclusive" and sequential and out.get("empty_interval"):
+        pass  # no projection: the intersection stays empty, and the note says so
     elif out["outcome"] == "inconclusive" and sequential:
         # The confidence sequence, not a fixed Wilson interval, decides: projected at this rate, look by look.
         more = seq.more_looks(_replicate_counts(pool["per_run"]), bounds, alpha=seq.ALPHA / family,
@@ -294,10 +302,11 @@ def runs_needed_arm(e: Any, runs: int, bounds: tuple[float, float], limit: int =
     if want is None:
         return None
 
-    def ok(total: int) -> bool:
+    def ok(total: int) -> bool:  # as clustered.rate_outcome decides: Wilson's interval, and the exact test agreeing
         f = total / runs
         return stats.relation(stats.wilson(e.k_eff * f, e.n_eff * f,
-                                           clustered.level_alpha(stats.ALPHA, total - 1)), bounds) == want
+                                           clustered.level_alpha(stats.ALPHA, total - 1)), bounds) == want and \
+            stats.binomial_pvalue(e.k_eff * f, e.n_eff * f, bounds, want) < stats.ALPHA
 
     total = stats.search_smallest(runs, lambda t: ok(math.ceil(t)), limit=limit)
     return None if total is None else total - runs

@@ -87,7 +87,8 @@ def marked_checks(checks: Iterable[Check], verdict: str) -> list[dict[str, Any]]
 _OPTIONAL = ("k", "n", "runs", "unknown_runs", "interval_kind", "e_against", "e_for", "looks", "wilson", "fisher_p",
              "boschloo_p", "mann_whitney_p", "medians", "confidence", "more_runs_needed", "p_against_holm",
              "completed", "target", "by_process", "method", "method_reason", "n_effective", "design_effect",
-             "dispersion", "exact", "drift_robust", "reachable", "exact_held")
+             "dispersion", "exact", "drift_robust", "reachable", "exact_held",
+             "empty_interval")
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,8 @@ class Judgement:
     # A fixed design's rate whose Wilson interval lies "outside" (or "inside") the region while the exact binomial
     # test on the same counts does not agree, so it stays inconclusive (clustered.rate_outcome).
     exact_held: str | None = None
+    # A sequential rate whose looks' intervals have no rate in common (sequential.empty_interval).
+    empty_interval: bool | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Judgement":

@@ -114,7 +114,8 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
     else:
         # Wilson's interval clear of the region's bound while the exact test does not agree (clustered.rate_outcome).
         tail = f"entirely {j['exact_held']} the predicted region {j['region']} by Wilson's interval" \
-            if j.get("exact_held") else f"which straddles the region {j['region']}"
+            if j.get("exact_held") else f"which cannot be judged against the region {j['region']}" \
+            if j.get("empty_interval") else f"which straddles the region {j['region']}"
         if j.get("note"):
             tail += f" ({j['note']})"
         if j.get("reachable") is False:
