@@ -69,3 +69,19 @@ def test_a_per_replicate_variable_without_a_default_renders_in_every_check(toy):
     assert res.returncode == 0, res.stderr[-2000:]
     assert json.loads(res.stdout)["result"]["minimal"] == ["fix"]
     assert toy.conf.read_bytes() == toy.original
+
+
+def test_a_search_whose_target_is_refused_before_its_first_probe_records_no_attempt(toy):
+    """config.path in a folder that does not exist is refused before the target is touched (TargetRefused); wb
+    isolate took only a busy target for 'refused before any probe': this refusal was stored as an interrupted
+    search attempt, with a --resume hint that could only meet the same refusal."""
+    from runner_kit import store_rows
+
+    edit_profile(toy.root, 'path: "{{ state }}/serve.conf"', 'path: "{{ state }}/nosuch/serve.conf"')
+    res = subprocess.run([sys.executable, "-m", "workbench.cli.main", *SEARCH, "--db", toy.db],
+                         capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert "its folder" in res.stderr and "does not exist" in res.stderr and "wb isolate " not in res.stderr, res.stderr
+    assert store_rows(toy.db, "SELECT count(*) FROM runs")[0][0] == 0
+    assert store_rows(toy.db, "SELECT count(*) FROM verdicts WHERE hypothesis_id LIKE 'iso-%'")[0][0] == 0
+    assert not (toy.state / "nosuch").exists() and toy.conf.read_bytes() == toy.original

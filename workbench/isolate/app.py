@@ -200,14 +200,14 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
     try:
         result = isolate(list(spec.changes), oracle, alpha=spec.alpha, budget=spec.budget)
     except WbError as exc:
-        from workbench.runner.lock import TargetBusy
+        from workbench.runner.lock import TargetRefused
 
-        if isinstance(exc, (BadInput, TargetBusy)) and not _ran_any(oracle):
+        if isinstance(exc, (BadInput, TargetRefused)) and not _ran_any(oracle):
             raise  # refused before any probe touched the target: no attempt to record (a resume would pick it)
         _record_partial(spec, oracle, store, prior)
         if not isinstance(exc, BadInput):  # a probe failed or was stopped: the search can go on from here
             exc.hint = _resume_hint(exc.hint, resume_command(spec, settings, write), len(oracle.results))
-        if isinstance(exc, TargetBusy):  # its exit 2 says nothing ran; probes before it did, and were recorded
+        if isinstance(exc, TargetRefused):  # its exit 2 says nothing ran; probes before it did, and were recorded
             from workbench.errors import RunFailure
 
             raise RunFailure(exc.message, hint=exc.hint) from exc

@@ -137,7 +137,7 @@ class RunProgress:
             return
         stopped = ", interrupted" if self.interrupted else ""
         took = time.monotonic() - self.t0
-        if not self.ended:  # stopped before any run ended (the target unreachable, a signal): no run to count
+        if not self.ended and not self.deleted:  # stopped before any run ended (the target unreachable, a signal)
             self._line(f"{self.title}: no run ended ({'at most ' if self.sequential else ''}{self.total} planned)"
                        f"{stopped}; it stopped after {took:.1f} s")
             return

@@ -70,7 +70,8 @@ async def check_config_folders(state: "State", target: Target, paths: dict[str, 
         found = res.stdout.strip() if res.ok else ""
         if found not in ("no-folder", "a-folder"):
             continue
-        why = f"its folder {folder} does not exist" if found == "no-folder" else "it is a folder, not a file"
+        why = f"its folder {folder} does not exist (or cannot be searched)" if found == "no-folder" else \
+            "it is a folder, not a file"
         doc = state.prepared.registry.experiment_docs.get(state.prepared.experiment.id)
         where = None if doc is None else \
             f"{doc.file}:{doc.line_of(('profiles', state.prepared.profile_name, 'config', 'path'))}"
