@@ -203,13 +203,18 @@ class Workbench(StoredRuns):
             # `open_store` refuses. A --root (or $WB_ROOT) that is no workbench is a mistyped folder, not an empty one,
             # and so is a current folder with no workbench in or above it (wb run from the wrong place).
             from workbench.registry.loader import check_root, find_root
-            from workbench.store.engine import empty_store, resolve_url
+            from workbench.store.engine import empty_store, missing_store, resolve_url
 
+            path = resolve_url(self.settings.db, self.settings.db_from)[1]
             if self.settings.root is not None:
                 check_root(Path(self.settings.root).expanduser(), self.settings.root_from)
-            else:
+            elif self.default_db:
                 find_root(root_from=self.settings.root_from)
-            path = resolve_url(self.settings.db, self.settings.db_from)[1]
+            else:  # --db spelling out ./wb.duckdb where no workbench is: a path that is not there
+                try:
+                    find_root(root_from=self.settings.root_from)
+                except BadInput:
+                    raise missing_store(path, self.settings.db_from) from None
             with empty_store(str(path), held=held, source=self.settings.db_from) as store:
                 yield store
             return

@@ -125,6 +125,11 @@ def test_a_root_that_is_no_workbench_is_an_error_not_an_empty_store(args, tmp_pa
     monkeypatch.chdir(elsewhere)
     code, _, err = cli(*args)
     assert code == 2 and err.startswith(f"Error: no hypotheses.yaml in {elsewhere} or any folder above it"), err
+    # There, --db spelling out ./wb.duckdb names a file that is not there, as any other --db does (a command that
+    # needs the workbench's hypotheses may say that first).
+    code, _, err = cli(*args, "--db", "wb.duckdb")
+    missing = f"Error: no store at {elsewhere / 'wb.duckdb'} (--db)"
+    assert code == 2 and (err.startswith(missing) or args[0] != "runs" and "no hypotheses.yaml in" in err), err
     assert list(elsewhere.iterdir()) == []
 
 

@@ -62,14 +62,15 @@ def resolve_url(db: str | None, source: str = FLAG) -> tuple[str, Path | None]:
 
 
 def _duckdb_path(url: str, source: str) -> Path:
-    """The file a duckdb:///PATH URL names. A URL that names none (`duckdb://`, `duckdb:///:memory:`, a host
-    instead of a path) is an in-memory database: it holds nothing once the command ends, and each step of
-    an upgrade would open a fresh one, so it is refused as bad input."""
+    """The file a duckdb:///PATH URL names. `duckdb://` and `duckdb:///:memory:` are in-memory databases, which
+    hold nothing once the command ends (each step of an upgrade would open a fresh one), and `duckdb://NAME`
+    (two slashes) is not the form wb reads a file from: each is refused as bad input."""
     rest = url.split("://", 1)[1]
     path = rest[1:].split("?", 1)[0] if rest.startswith("/") else ""
     if not path or path == ":memory:":
-        raise BadInput(f"{naming(source, url)} names no file: an in-memory DuckDB store is gone when the "
-                       f"command ends", where=source,
+        why = "an in-memory DuckDB store is gone when the command ends" if rest in ("", "/:memory:") or \
+            rest.startswith("?") else "a DuckDB file is named duckdb:///PATH (three slashes)"
+        raise BadInput(f"{naming(source, url)} names no file: {why}", where=source,
                        hint=f"name a file: {giving(source, 'duckdb:///PATH')} or a plain path "
                             f"(wb creates it if it is missing)")
     return Path(path)
