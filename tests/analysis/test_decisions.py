@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -61,8 +62,9 @@ def _kernel_run(s, reg, h, ex, arm, replicate, metrics):
     records.add_metrics(s, run_id=run.id, metrics=metrics, source="run")
 
 
-def test_token_granular_geometry_with_corrupt_treatment_is_falsified(store, registry):
-    # The shipped hypothesis: 6 of 6 treatment runs with mismatch_bytes = 230000 against equals: 0.
+def _six_kernel_replicates(store, registry, mismatch_bytes: int) -> tuple[Any, int]:
+    """token-granular-geometry's hypothesis and an execution of six replicates per arm, each run with
+    `mismatch_bytes`."""
     from workbench.store import records
 
     h = registry.hypothesis("token-granular-geometry")
@@ -72,7 +74,13 @@ def test_token_granular_geometry_with_corrupt_treatment_is_falsified(store, regi
         for r in range(1, 7):
             for arm in ("control", "treatment"):
                 _kernel_run(s, registry, h, ex, arm, r, {"tokens": 4096, "bytes": 2097152,
-                                                        "corrupted_tokens": 900, "mismatch_bytes": 230000})
+                                                        "corrupted_tokens": 900, "mismatch_bytes": mismatch_bytes})
+    return h, ex
+
+
+def test_token_granular_geometry_with_corrupt_treatment_is_falsified(store, registry):
+    # The shipped hypothesis: 6 of 6 treatment runs with mismatch_bytes = 230000 against equals: 0.
+    h, ex = _six_kernel_replicates(store, registry, 230000)
     a = analyze_stored(store, registry, h.id, execution_id=ex)
     treat = next(p for p in a.predictions if p.metric == "mismatch_bytes")
     assert treat.interval == (230000, 230000)
@@ -84,16 +92,7 @@ def test_token_granular_geometry_with_corrupt_treatment_is_falsified(store, regi
 def test_drift_check_does_not_claim_too_few_replicates_when_no_prediction_is_on_a_proportion(store, registry):
     # Six replicates per arm, every prediction on a count: the drift check measures proportions only, and
     # said "fewer than two replicates per arm", which the six replicates contradict.
-    from workbench.store import records
-
-    h = registry.hypothesis("token-granular-geometry")
-    with store.session() as s:
-        ex = records.create_execution(s, hypothesis_id=h.id, experiment_id="kernel-geometry", experiment_version=1,
-                                      profile="kernel", target="kernel").id
-        for r in range(1, 7):
-            for arm in ("control", "treatment"):
-                _kernel_run(s, registry, h, ex, arm, r, {"tokens": 4096, "bytes": 2097152,
-                                                        "corrupted_tokens": 900, "mismatch_bytes": 0})
+    h, ex = _six_kernel_replicates(store, registry, 0)
     a = analyze_stored(store, registry, h.id, execution_id=ex)
     drift = next(c for c in a.checks if c.name == "drift")
     assert drift.passed is None and "fewer than two replicates" not in drift.detail, drift.detail
