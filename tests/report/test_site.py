@@ -294,13 +294,20 @@ def test_a_build_stopped_by_ctrl_c_leaves_the_previous_site_whole(seeded: dict[s
                 for p in out.rglob("*")}
 
     before = snapshot()
-    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "report", "--db", str(db), "--root",
+    # The build holds still once its first file has landed (wb's own writer, then a marker and a wait), so the
+    # signal arrives there however loaded the machine is (polling for the file raced a build that could finish
+    # between two polls).
+    landed = tmp_path / "first-file-landed"
+    child = ("import pathlib, sys, time\nfrom workbench.report import site\nwrite, mark = site._write, sys.argv[1]\n"
+             "def held(path, text):\n    write(path, text)\n    pathlib.Path(mark).touch()\n    time.sleep(300)\n"
+             "site._write = held\nsys.argv = ['wb'] + sys.argv[2:]\nfrom workbench.cli.main import main\nmain()\n")
+    proc = subprocess.Popen([sys.executable, "-c", child, str(landed), "report", "--db", str(db), "--root",
                              str(seeded["root"]), "--out", str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "XDG_CACHE_HOME": str(cache_home)})
-    names = set(before)
-    while proc.poll() is None and {str(p.relative_to(out)) for p in out.rglob("*")} == names and all(
-            (out / n).stat().st_mtime_ns == before[n][0] for n in ("index.html", ".wb-site.json")):
-        time.sleep(0.002)
+    deadline = time.monotonic() + 240
+    while proc.poll() is None and not landed.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert landed.exists() and proc.poll() is None, proc.communicate(timeout=60)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
