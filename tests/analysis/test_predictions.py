@@ -260,11 +260,11 @@ def test_a_run_level_difference_asks_for_runs_at_the_level_that_decides(store, w
 
 def test_a_difference_says_which_arm_each_variance_reason_is_for_and_that_both_share_one(store, workbench_dir):
     # control 0, 0, 12, 14 of 80 (over-dispersed), treatment 1 of 320: the reasoning read "the 4 runs are
-    # over-dispersed ...; the 4 runs' spread is consistent with binomial ...: pooled binomial", naming neither
+    # over-dispersed ...; the 4 runs' spread matches binomial within 5% ...: pooled binomial", naming neither
     # arm, while both arms were judged with the larger design effect (9.5), the treatment's included.
     (p,) = _no_gain(store, workbench_dir).predictions
     assert p.method_reason.startswith("control: the 4 runs are over-dispersed"), p.method_reason
-    assert "; treatment: the 4 runs' spread is consistent with binomial" in p.method_reason, p.method_reason
+    assert "; treatment: the 4 runs' spread matches binomial within 5%" in p.method_reason, p.method_reason
     assert p.method_reason.endswith("both arms are judged with the larger design effect (9.54) and the fewer "
                                     "degrees of freedom (3), one variance model"), p.method_reason
 

@@ -14,11 +14,15 @@ def test_report_rate_uses_the_run_level_interval():
     e = report_stats.proportion([(10, 80)] * 4)
     assert (e.lo, e.hi) == pytest.approx(stats.wilson(10, 80))
     assert e.label == "40/320 = 12.5%"
-    # Binomial spread keeps the pooled Wilson interval.
-    pairs = [(10, 80), (16, 80), (12, 80), (18, 80)]
+    # Binomial spread (phi 0.98) keeps the pooled Wilson interval.
+    pairs = [(15, 80), (9, 80), (16, 80), (16, 80)]
     e = report_stats.proportion(pairs)
     assert (e.lo, e.hi) == pytest.approx(stats.wilson(56, 320)) and e.method == "Wilson 95%"
     assert clustered.effective([k for k, _ in pairs], [n for _, n in pairs]).method == "binomial"
+    # A little more spread (phi 1.15, p 0.34: not significant) widens it by phi, at the normal quantile.
+    wider = clustered.effective([10, 16, 12, 18], [80] * 4)
+    assert wider.method == "run-level" and wider.df is None and wider.design_effect == pytest.approx(1.154, abs=1e-3)
+    assert report_stats.proportion([(10, 80), (16, 80), (12, 80), (18, 80)]).lo < stats.wilson(56, 320)[0]
 
 
 def test_report_judges_regions_exactly():

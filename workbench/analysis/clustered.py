@@ -47,7 +47,7 @@ SCREEN_P = 0.2
 # The drift check reports a departure as a validity finding below this.
 FLAG_P = 0.01
 SIMULATIONS = 2000
-# Dispersion this close to 1 from below is taken as binomial.
+# Dispersion this close to 1 (from either side) is taken as binomial.
 UNDER_TOL = 0.05
 # The intra-run correlation assumed for an arm whose runs saw no event at all (or only events): such runs
 # show no spread, yet an ICC makes event-free runs common (a beta-binomial ICC of 0.1 at a true rate of
@@ -203,8 +203,15 @@ def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool = False) 
                          f"agreement, so wb takes the cautious reading: the replicates are counted as partly "
                          f"copies of each other (correlation 1 - phi), which widens the interval rather than "
                          f"narrowing it (design effect {deff_text(deff)})", d)
+    if d.phi > 1 + UNDER_TOL:
+        # More spread than binomial but not significantly so: few runs cannot show the spread is binomial, so the
+        # variance is inflated by the estimate anyway (normal quantile: it is no significant finding).
+        return Effective(k, n, k / d.phi, n / d.phi, d.phi, "run-level", None,
+                         f"the {d.runs} runs spread a little more than binomial (phi = {d.phi:.2g}, p = {d.p_over:.2g}: "
+                         f"not significant, but {d.runs} runs cannot show the spread is binomial): variance inflated "
+                         f"by phi (design effect {deff_text(d.phi)})", d)
     return Effective(k, n, k, n, 1.0, "binomial", None,
-                     f"the {d.runs} runs' spread is consistent with binomial (phi = {d.phi:.2g}; "
+                     f"the {d.runs} runs' spread matches binomial within {UNDER_TOL:.0%} (phi = {d.phi:.2g}; "
                      f"p = {d.p_over:.2g} over, {d.p_under:.2g} under): pooled binomial", d)
 
 
