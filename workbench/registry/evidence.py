@@ -19,6 +19,7 @@ from workbench.errors import BadInput
 from workbench.registry.evidence_columns import REPORTED_PREFIX, EvidenceColumns, evidence_columns, pick_experiment
 
 MAX_NUMBER = 1e12  # a count or a duration beyond this is a typo or an overflow, never a measurement
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|infinity|nan)", re.I)
 
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment
@@ -29,6 +30,8 @@ def _number(text: str, *, integer: bool, where: str, column: str, signed: bool =
     """The cell as a number. Only a `signed` column (a continuous metric: a latency delta, a throughput change)
     may be negative; a count, and so each part of a proportion, or a workload size never is."""
     try:
+        if not _NUMBER.fullmatch(text.strip()):  # float() also reads 1_000 and other scripts' digits
+            raise ValueError(text)
         value = float(text)
     except ValueError:
         raise BadInput(f"{where}: column {column!r} holds {text!r}, not a number",
