@@ -87,7 +87,7 @@ def _check_out_dir(out: Path, label: str) -> set[str]:
         return {f for f in files if isinstance(f, str)} if isinstance(files, list) else set()
     if out.is_dir() and any(p.name not in (".gitkeep", ".gitignore") and not p.name.startswith(STAGE_PREFIX)
                             for p in out.iterdir()):
-        raise BadInput(f"{out} is not empty and holds no wb site",
+        raise BadInput(f"{label}: {out} is not empty and holds no wb site",
                        hint="pass --out a new or empty folder (wb replaces only the sites it wrote)")
     return set()
 
@@ -146,6 +146,22 @@ def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: A
     return written
 
 
+def _prepare_out_dir(out: Path, label: str) -> tuple[set[str], Path]:
+    """(files of the previous build, this build's staging folder, made). Every file is written to the staging
+    folder and moved in only when all are: a build stopped part way (Ctrl-C) leaves the previous site whole, not
+    new pages beside old ones that contradict them."""
+    previous = _check_out_dir(out, label)
+    if not out.exists() and not out.parent.is_dir():  # as the store and a bundle: a mistyped folder is an error
+        import shlex
+
+        raise BadInput(f"{label}: the folder {out.parent} does not exist",
+                       hint=f"create it first: mkdir -p {shlex.quote(str(out.parent))}")
+    out.mkdir(exist_ok=True)
+    stage = _stage(out)
+    stage.mkdir(exist_ok=True)
+    return previous, stage
+
+
 @holding  # every page reads the store
 def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generated_at: datetime | None = None,
                artifacts: Path | None = None, default: bool = False) -> dict[str, Any]:
@@ -155,16 +171,11 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
     `out_dir` is the workbench's own reports/ folder, which no --out named (a message names it so)."""
     out = Path(out_dir).expanduser().resolve()
     label = f"the site folder {out_dir}" if default else f"--out {out_dir}"
-    previous = _check_out_dir(out, label)
-    if not out.exists() and not out.parent.is_dir():  # as the store and a bundle: a mistyped folder is an error
-        import shlex
-
-        raise BadInput(f"{label}: the folder {out.parent} does not exist",
-                       hint=f"create it first: mkdir -p {shlex.quote(str(out.parent))}")
-    out.mkdir(exist_ok=True)
-    # Every file is written to a staging folder and moved in only when all are: a build stopped part way (Ctrl-C)
-    # leaves the previous site whole, not new pages beside old ones that contradict them.
-    stage = _stage(out)
+    try:
+        previous, stage = _prepare_out_dir(out, label)
+    except OSError as e:  # a read-only mount, no permission, a name too long: bad input, not a bug
+        raise BadInput(f"{label}: the folder cannot be made or written to ({e.strerror})",
+                       hint="pass --out a folder you can write to") from None
     try:
         return _build(store, registry, out, stage, previous, generated_at, artifacts)
     finally:
