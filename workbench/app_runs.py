@@ -81,7 +81,13 @@ class StoredRuns:
     def runs(self, *, hypothesis_id: str | None = None, limit: int | None = None) -> list["RunRecord"]:
         self._secrets_if_readable()
         with self.store(read_only=True) as store:
-            return store.runs(hypothesis_id=hypothesis_id, limit=limit)
+            rows = store.runs(hypothesis_id=hypothesis_id, limit=limit)
+        if hypothesis_id is not None and not rows and hypothesis_id not in {h.id for h in self.registry.hypotheses}:
+            # a mistyped id is not a hypothesis with no runs yet (runs of one since removed from the file still list)
+            raise BadInput(f"--hypothesis {hypothesis_id}: no hypothesis {hypothesis_id!r} in "
+                           f"{Path(self.registry.root) / 'hypotheses.yaml'}, and no stored run of it",
+                           hint=f"known ids: {', '.join(h.id for h in self.registry.hypotheses)}")
+        return rows
 
     def run_record(self, run_id: int) -> "RunRecord":
         self._secrets_if_readable()
