@@ -165,3 +165,22 @@ def test_json_with_another_format_is_refused_by_every_listing(seeded, cli, listi
     assert err.startswith(f"Error: --json and --format {fmt}: give one") and "Traceback" not in err, err
     code, out, err = cli(*listing, "--json", "--format", "JSON", "--db", seeded["db"], "--root", seeded["root"])
     assert code == 0 and json.loads(out)["wb"] == 1, (code, err)
+
+
+def test_a_claim_with_a_tab_or_a_line_break_keeps_one_row_a_line(workbench_dir: Path, cli) -> None:
+    """A claim written as a YAML literal block (or with a tab) split a TSV row over two lines and added a field
+    (csv quoting, which `cut -f` and awk do not read), and the piped lineage tree over two lines."""
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text(encoding="utf-8")
+    old = "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge."
+    assert old in text
+    path.write_text(text.replace(old, '    claim: "a side effect\\tof the wedge,\\nsaid \\"twice\\""'), encoding="utf-8")
+    root = ["--root", str(workbench_dir)]
+    code, out, err = cli("lineage", "--format", "tsv", *root)
+    assert code == 0, err
+    rows = out.splitlines()
+    assert len(rows) == 8 and {len(r.split("\t")) for r in rows} == {5}, out
+    assert 'wedge-confound\thicache-bf16-race\t1\topen\ta side effect of the wedge, said "twice"' in rows, out
+    code, out, err = cli("lineage", *root)
+    assert code == 0 and len(out.splitlines()) == 7, out
+    assert '  └─ wedge-confound  [open]  a side effect of the wedge, said "twice"' in out.splitlines(), out

@@ -446,12 +446,15 @@ def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[A
     whose first argument is `list`); `optional`: columns a narrow terminal may leave out (see `table`)."""
     if fmt == "json":
         print_json(items if items is not None else [dict(zip(columns, r)) for r in rows], command)
-    elif fmt in ("csv", "tsv"):
+    elif fmt == "csv":
         import csv
 
-        w = csv.writer(sys.stdout, delimiter="," if fmt == "csv" else "\t", lineterminator="\n")
+        w = csv.writer(sys.stdout, lineterminator="\n")
         w.writerow(columns)
         w.writerows([["" if v is None else v for v in r] for r in rows])
+    elif fmt == "tsv":  # one row a line, no quoting (cut -f, awk -F'\t'): a tab or line break in a value is a space
+        for r in [columns, *rows]:
+            typer.echo("\t".join(re.sub(r"[\t\r\n]", " ", "" if v is None else str(v)) for v in r))
     else:
         table(columns, rows, optional=optional)
 

@@ -108,7 +108,8 @@ def lineage_text(nodes: list["LineageNode"], *, cut: bool | None = None) -> str:
         if h.id in seen:
             continue
         seen.add(h.id)
-        claim = h.claim if len(h.claim) <= 70 or not cut else h.claim[:69] + "…"
+        claim = " ".join(h.claim.replace("\t", " ").splitlines())  # one hypothesis a line, as in a piped listing
+        claim = claim if len(claim) <= 70 or not cut else claim[:69] + "…"
         lines.append(f"{'  ' * d}{'└─ ' if d else ''}{h.id}  [{n.status.status}]  {claim}")
         stack.extend((c, d + 1) for c in reversed(children.get(h.id, [])))
     return "\n".join(lines)
