@@ -124,3 +124,14 @@ def test_the_terms_a_verdict_prints_are_defined_in_the_guide():
     for term in VERDICT_TERMS:
         assert term in printed, f"the analysis no longer prints {term!r}"
         assert re.search(rf"\*\*{re.escape(term)}\*\*", section, re.I), f"section 7 does not define {term!r}"
+
+
+def test_the_readme_names_every_hook_a_new_target_must_define():
+    """The README said every Target hook has a default; six are abstract, and a subclass missing one cannot be
+    made (TypeError at make_target)."""
+    from workbench.runner.targets.base import Target
+
+    bullet = re.search(r"^- \*\*A new target\*\*:(.*?)^- ", (REPO / "README.md").read_text(encoding="utf-8"),
+                       flags=re.S | re.M).group(1)
+    assert "every hook has a default" not in bullet
+    assert sorted(Target.__abstractmethods__) and all(f"`{name}`" in bullet for name in Target.__abstractmethods__)

@@ -65,7 +65,8 @@ def config_lock_file(config_path: str) -> str:
 class Target(abc.ABC):
     """One kind of place runs happen. Hosts are names; `local` targets have the single host `local`.
 
-    Every hook the runner calls is here with a default, so a target that needs nothing inherits it.
+    Every hook the runner calls is here: the file and command primitives are abstract, every other hook has a
+    default, so a target that needs nothing more inherits it.
     """
 
     kind: str = "?"
