@@ -46,6 +46,11 @@ def register(app: typer.Typer) -> None:
 
             raise BadInput(f"--out {out}: --format md prints to stdout; --out is the HTML site's folder",
                            hint="write the Markdown to a file with: wb report --format md > FILE")
+        if fmt == "md" and open_:  # taken silently, no page was opened and nothing said so
+            from workbench.errors import BadInput
+
+            raise BadInput("--open: --format md prints to stdout; --open opens the HTML site",
+                           hint="leave out --format md to build the site and open it")
         result = open_workbench(db, root).report(out=out, fmt=fmt, hypothesis_id=hypothesis)
         if json_:
             print_json({"format": result.format, "markdown": result.markdown, "page": result.page,
