@@ -251,3 +251,18 @@ def test_sim_commands_refuse_while_a_sim_ssh_run_holds_the_folder(tmp_path, cli)
     finally:
         runner.kill()
         runner.wait()
+
+
+def test_a_repro_number_out_of_range_is_refused_naming_its_flag(tmp_path, cli):
+    """`wb sim repro --sessions 0` said only 'repro needs sessions >= 1, rounds >= 1, ctx >= 18, ...': every
+    bound, not which flag was wrong (bench names its flag). The refusal comes before pdsim is looked at."""
+    for args, said in ((["--sessions", "0"], "--sessions 0"), (["--rounds", "-2"], "--rounds -2"),
+                       (["--ctx", "5"], "--ctx 5"), (["--max-tokens", "0"], "--max-tokens 0"),
+                       (["--timeout", "-1"], "--timeout -1"), (["--sessions", "0", "--rounds", "0"],
+                                                               "--sessions 0, --rounds 0")):
+        code, out, err = cli("sim", "repro", "--dir", str(tmp_path), *args)
+        assert code == 2 and out == "", (args, code, out, err)
+        assert err.startswith(f"Error: {said}: repro needs --sessions >= 1"), (args, err)
+        assert "Traceback" not in err
+    code, out, err = cli("sim", "repro", "--dir", str(tmp_path), "--sessions", "0", "--json")
+    assert code == 2 and json.loads(out)["error"]["where"] == "--sessions", out

@@ -258,9 +258,13 @@ def run_repro(dir: str | Path | None = None, *, sessions: int = 80, rounds: int 
               jsonl: str | Path | None = None,
               out: Callable[[str], None] | None = None) -> ReproResult:
     """Run the harness against the running deployment; `timeout` is in simulated seconds."""
-    if sessions < 1 or rounds < 1 or ctx < 2 * dp.CUE_PARTS + 2 or max_tokens < 1 or not timeout > 0:  # nan too
-        raise BadInput("repro needs sessions >= 1, rounds >= 1, ctx >= 18, max-tokens >= 1, "
-                       "timeout > 0")
+    least_ctx = 2 * dp.CUE_PARTS + 2
+    bad = [f"--{flag} {value:g}" for flag, value, ok in (
+        ("sessions", sessions, sessions >= 1), ("rounds", rounds, rounds >= 1), ("ctx", ctx, ctx >= least_ctx),
+        ("max-tokens", max_tokens, max_tokens >= 1), ("timeout", timeout, timeout > 0)) if not ok]  # nan too
+    if bad:  # each flag out of range named first, as bench does
+        raise BadInput(f"{', '.join(bad)}: repro needs --sessions >= 1, --rounds >= 1, --ctx >= {least_ctx}, "
+                       "--max-tokens >= 1 and --timeout > 0")
     if jsonl:
         _check_jsonl(Path(jsonl))
     cfg = running_config(dir)
