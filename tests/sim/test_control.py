@@ -398,3 +398,20 @@ def test_a_copied_state_folder_reads_and_writes_its_own_serve_file(sim_dir, tmp_
         assert cfg.read_bytes() == original
     finally:
         control.down(copy)
+
+
+def test_restart_refuses_a_bad_serve_file_before_stopping_the_running_servers(sim_dir, cli):
+    """`wb sim restart` after an edit that broke the serve file stopped both servers, then refused the file
+    (exit 2): bad input had taken the deployment down. The file is now read first; the servers keep running."""
+    cfg = write_serve(sim_dir)
+    pids = sorted(u.pid for u in control.up(sim_dir, config=cfg).units.values())
+    before, ports = cfg.read_text(), read_serve_file(cfg)
+    one_port = before.replace(f"decode_port={ports['decode_port']}", f"decode_port={ports['prefill_port']}")
+    for broken, said in ((before.replace("hicache=on", "hicache=maybe"), "hicache='maybe' is not one of"),
+                         (one_port, "prefill_port and decode_port are both")):
+        cfg.write_text(broken)
+        code, out, err = cli("sim", "restart", "--dir", str(sim_dir))
+        assert code == 2 and err.startswith(f"Error: {cfg}:") and said in err, (code, out, err)
+        assert "Traceback" not in err and cfg.read_text() == broken
+        st = control.status(sim_dir)
+        assert st.state == "healthy" and sorted(u.pid for u in st.units.values()) == pids

@@ -472,12 +472,14 @@ def down(dir: str | Path | None = None, *, timeout: float = STOP_TIMEOUT_S) -> l
 def restart(dir: str | Path | None = None, *, timeout: float = HEALTH_TIMEOUT_S) -> SimStatus:
     """`systemctl restart` of both units: stop, re-read the serve file in use, start."""
     sdir = state_dir(dir, create=True)
-    down(sdir)
     cfg_file = config_path(sdir)
     if cfg_file == sdir / "serve.sh":
         sdir.mkdir(parents=True, exist_ok=True)
         _ensure_default_config(sdir)
-    return _start(sdir, cfg_file, read_serve_file(cfg_file), timeout)
+    values = read_serve_file(cfg_file)
+    _serve_config(cfg_file, values)  # a serve file it cannot start from is refused while the servers still run
+    down(sdir)
+    return _start(sdir, cfg_file, values, timeout)
 
 
 def status(dir: str | Path | None = None, *, debug: bool = True) -> SimStatus:
