@@ -37,3 +37,25 @@ def test_bench_on_a_wedged_deployment_names_the_answer_and_the_restart(sim_dir, 
     assert "ok 503" not in err and "{" not in first, err
     assert "pdsim is wedged (prefill: bootstrap thread is dead" in hint, err
     assert f"wb sim restart --dir {sim_dir}" in hint, err
+
+
+def test_status_keeps_its_exit_code_when_the_reader_goes_away(tmp_path):
+    """`wb sim status | head -1` (under `set -o pipefail`) exited 0 for a stopped or wedged pdsim: the closed pipe
+    is no failure, so wb ended 0, and a script read 'healthy'. The state's code now stands (3 here: down)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)}
+    for args in ((), ("--json",)):
+        read, write = os.pipe()
+        os.close(read)  # the reader has gone before wb writes a line
+        try:
+            r = subprocess.run([sys.executable, "-m", "workbench.cli.main", "sim", "status", "--dir",
+                                str(tmp_path / "sim"), *args], stdout=write, stderr=subprocess.PIPE, text=True,
+                               env=env, timeout=60)
+        finally:
+            os.close(write)
+        assert r.returncode == 3 and "Traceback" not in r.stderr, (args, r.returncode, r.stderr)

@@ -129,7 +129,12 @@ class WbGroup(TyperGroup):
                 # A command group's own boundary has spoken (`wb runs list` passes through two): the Exit still
                 # carries the interrupt as its context, which must not be reported a second time.
                 if root:
-                    _envelope.emit(_envelope.exit_error(exc.exit_code))
+                    try:
+                        _envelope.emit(_envelope.exit_error(exc.exit_code))
+                        sys.stdout.flush()
+                    except BrokenPipeError:  # the reader went away: the command's own exit code still stands
+                        _envelope.discard()
+                        _pipe_closed()
                 raise
             except (KeyboardInterrupt, Exception) as exc:  # Ctrl-C, also one that reached a query of the store
                 from typer._click.exceptions import ClickException

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from workbench.cli._common import JsonOption, new_app, parse_sets, print_json
+from workbench.cli._common import JsonOption, _pipe_closed, new_app, parse_sets, print_json
 
 app = new_app("The embedded prefill/decode deployment (pdsim): wb's default target.")
 
@@ -84,8 +85,13 @@ def status(dir: Optional[str] = DirOpt, json_: JsonOption = False) -> None:
     from workbench.sim import control
 
     st = control.status(dir)
-    _show(st, json_)
-    raise typer.Exit(control.status_exit_code(st.state))
+    code = control.status_exit_code(st.state)
+    try:
+        _show(st, json_)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (`wb sim status | head -1`): the state's code still stands
+        _pipe_closed()
+    raise typer.Exit(code)
 
 
 def _show(st, as_json: bool) -> None:
