@@ -99,6 +99,25 @@ def test_closed_pipe_ends_quietly_with_exit_0(wbenv):
         assert (proc.returncode, proc.stderr) == (0, ""), (args, proc.stderr)
 
 
+def test_a_closed_pipe_keeps_the_exit_code_a_failure_or_a_fail_on_gate_sets(wbenv):
+    """`wb hypothesis analyze ID --fail-on falsified | head -1` under pipefail exited 0: the closed pipe stopped the
+    command at its next line, before the --fail-on gate (exit 3), so a CI job read its gate as passed. A failing
+    command's --json envelope on a closed pipe likewise ended in 0 (under a group), 1, or a traceback (a usage
+    error). The reader going away ends the output, not the command: its own exit code stands."""
+    got = sh('"$WB" hypothesis analyze wedge-confound --no-record --fail-on falsified | head -1', wbenv)
+    assert got.returncode == 3 and got.stdout == "wedge-confound: falsified\n", (got.returncode, got.stderr)
+    assert "verdict falsified is in --fail-on (falsified): exit 3" in got.stderr, got.stderr
+    for args, code in ((["hypothesis", "analyze", "wedge-confound", "--no-record", "--fail-on", "falsified"], 3),
+                       (["runs", "list", "--hypothesis", "nope", "--json"], 2),
+                       (["report", "--format", "md", "--open", "--json"], 2),
+                       (["runs", "list", "--bogus", "--json"], 2)):
+        r, w = os.pipe()
+        os.close(r)  # the reader has gone before wb writes a line: deterministic
+        proc = subprocess.run([WB, *args], stdout=w, stderr=subprocess.PIPE, text=True, env=wbenv, timeout=120)
+        os.close(w)
+        assert proc.returncode == code and "Traceback" not in proc.stderr, (args, proc.returncode, proc.stderr)
+
+
 ENVELOPED = [
     (["hypothesis", "list", "--json"], "hypothesis list", "items"),
     (["hypothesis", "show", "wedge-confound", "--json"], "hypothesis show", "definition"),

@@ -63,6 +63,30 @@ def _pipe_closed() -> None:
         os.close(devnull)
 
 
+def _emit_unless_gone(*args: Any, **kwargs: Any) -> None:
+    """The envelope of a failing command; a reader gone by then (`| head -1`) hears nothing more, and the exit code
+    the failure carries still stands (the pipe closing is no failure, nor is it a success)."""
+    try:
+        _envelope.emit(*args, **kwargs)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _envelope.discard()
+        _pipe_closed()
+
+
+@contextmanager
+def reader_may_leave() -> Iterator[None]:
+    """Output whose reader may go away before what follows it has run (`wb hypothesis analyze ID --fail-on
+    falsified | head -1`: the --fail-on gate after the lines must still set the exit code): a closed pipe ends the
+    output, not the command."""
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _envelope.discard()
+        _pipe_closed()
+
+
 class WbGroup(TyperGroup):
     """Turns a `WbError` raised by any command into its message, hint and exit code; its own options show
     what their values are, as every command's do (`option_metavar`). What any command prints, its error
@@ -123,7 +147,7 @@ class WbGroup(TyperGroup):
                 raise typer.Exit(0) from None
             except WbError as exc:
                 _report(exc)
-                _envelope.emit(_envelope.error_of(exc, exc.exit_code), command=command_name())
+                _emit_unless_gone(_envelope.error_of(exc, exc.exit_code), command=command_name())
                 raise typer.Exit(exc.exit_code) from None
             except typer.Exit as exc:
                 # A command group's own boundary has spoken (`wb runs list` passes through two): the Exit still
@@ -180,8 +204,8 @@ def _usage_error(exc: Any) -> None:
     opts = [o for o in getattr(param, "opts", []) if o.startswith("--")] or list(getattr(param, "opts", []))
     where = getattr(exc, "option_name", None) or (opts[0] if opts else getattr(param, "name", None))
     command = " ".join(ctx.command_path.split()[1:]) if ctx is not None else ""
-    _envelope.emit({"message": exc.format_message(), "hint": hint, "where": where, "exit_code": exc.exit_code,
-                    "kind": "UsageError"}, command=command)
+    _emit_unless_gone({"message": exc.format_message(), "hint": hint, "where": where, "exit_code": exc.exit_code,
+                       "kind": "UsageError"}, command=command)
 
 
 GLOBAL_FLAGS = ("root", "db")  # accepted before the subcommand too: `wb --root DIR --db FILE runs list`

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from workbench.cli._common import (DbOption, FailOnOption, FormatOption, JsonOption, RootOption, emit_rows,
-                                   exit_on_verdict, fail_on, list_format, new_app, open_workbench, print_json)
+                                   exit_on_verdict, fail_on, list_format, new_app, open_workbench, print_json,
+                                   reader_may_leave)
 
 if TYPE_CHECKING:
     from workbench.analysis.status import CurrentStatus
@@ -130,12 +131,13 @@ def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbO
         print_json(result.to_dict() | {"checks": marked_checks(result.checks, result.verdict)}
                    | ({"recorded_as": "exploratory", **status.to_dict()} if status else {}))
     else:
-        typer.echo(f"{hypothesis_id}: {result.verdict}")
-        typer.echo(result.reasoning)
-        for c in result.checks:
-            typer.echo(f"  [{c.mark(result.verdict)}] {c.name}: {c.detail}")
-        if status is not None:
-            typer.echo(_exploratory_line(hypothesis_id, status))
+        with reader_may_leave():  # `| head -1` reads the verdict; --fail-on below still sets the exit code
+            typer.echo(f"{hypothesis_id}: {result.verdict}")
+            typer.echo(result.reasoning)
+            for c in result.checks:
+                typer.echo(f"  [{c.mark(result.verdict)}] {c.name}: {c.detail}")
+            if status is not None:
+                typer.echo(_exploratory_line(hypothesis_id, status))
     exit_on_verdict(result.verdict, failing)
 
 

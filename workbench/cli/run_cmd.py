@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOption, check_seed, exit_on_verdict,
-                                   fail_on, open_workbench, parse_sets, print_json)
+                                   fail_on, open_workbench, parse_sets, print_json, reader_may_leave)
 
 if TYPE_CHECKING:
     from workbench.app import RunReport
@@ -126,8 +126,9 @@ def register(hypothesis_app: typer.Typer) -> None:
         if json_:
             print_json(result.to_dict())
         else:
-            for line in summary_lines(result):
-                typer.echo(line)
+            with reader_may_leave():  # the failed-run and --fail-on exits below still stand
+                for line in summary_lines(result):
+                    typer.echo(line)
         from workbench.errors import RunFailure
 
         # Raised after the result is printed: the boundary writes the `Error:` line, and with --json the one
