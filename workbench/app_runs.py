@@ -82,11 +82,18 @@ class StoredRuns:
         self._secrets_if_readable()
         with self.store(read_only=True) as store:
             rows = store.runs(hypothesis_id=hypothesis_id, limit=limit)
-        if hypothesis_id is not None and not rows and hypothesis_id not in {h.id for h in self.registry.hypotheses}:
-            # a mistyped id is not a hypothesis with no runs yet (runs of one since removed from the file still list)
-            raise BadInput(f"--hypothesis {hypothesis_id}: no hypothesis {hypothesis_id!r} in "
-                           f"{Path(self.registry.root) / 'hypotheses.yaml'}, and no stored run of it",
-                           hint=f"known ids: {', '.join(h.id for h in self.registry.hypotheses)}")
+        if hypothesis_id is not None and not rows:
+            # A mistyped id is not a hypothesis with no runs yet (runs of one since removed from the file still
+            # list). Only a registry that loads can say so: a store read from outside any workbench (--db) lists.
+            try:
+                registry = self.registry
+            except BadInput:
+                return rows
+            if hypothesis_id not in {h.id for h in registry.hypotheses}:
+                raise BadInput(f"--hypothesis {hypothesis_id!r}: no hypothesis {hypothesis_id!r} in "
+                               f"{Path(registry.root) / 'hypotheses.yaml'}, and no stored run of it",
+                               where="--hypothesis",
+                               hint=f"known ids: {', '.join(h.id for h in registry.hypotheses)}")
         return rows
 
     def run_record(self, run_id: int) -> "RunRecord":

@@ -143,3 +143,15 @@ def test_the_api_refuses_a_root_that_is_no_workbench(tmp_path: Path, monkeypatch
         with pytest.raises(WbError) as caught:
             read(root=str(tmp_path / "typo"))
         assert caught.value.where == "root=" and "hypotheses.yaml" in caught.value.message
+
+
+def test_runs_of_an_id_from_a_store_read_outside_any_workbench_still_list(empty_store: Path, tmp_path: Path, cli,
+                                                                         monkeypatch):
+    """`runs list --hypothesis ID` refuses an id the workbench does not define; read from a folder with no workbench
+    (--db names the store), there is no registry to ask, and the listing says there are no runs of it (it ended in
+    'no hypotheses.yaml in DIR or any folder above it', naming neither --hypothesis nor the store)."""
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    monkeypatch.delenv("WB_DB", raising=False)
+    monkeypatch.chdir(tmp_path)
+    listed = cli("runs", "list", "--db", str(empty_store), "--hypothesis", "foo")
+    assert listed == (0, "No runs of foo recorded yet.\n", ""), listed
