@@ -14,7 +14,9 @@ says whether it departs from 1 in either direction:
   rho = 1 - phi between copies the design effect is 1 + (R - 1) rho, and at rho = 1 the arm counts
   as one run. This applies whenever phi < 1, significant or not: with few replicates no test can
   tell chance agreement from copying, and counting a copy twice is the error that costs verdicts;
-- otherwise the pooled binomial stands.
+- a spread more than 5% above binomial that is not significant inflates the variance by phi as well, at the
+  normal quantile: few runs cannot show that the spread is binomial, so only phi within 5% of 1 (or below
+  it, as above) keeps the pooled binomial.
 
 Runs that saw no event at all (or only events) show no spread whatever the between-run variation, so
 an arm of two or more such runs assumes a small intra-run correlation (ICC_FLOOR) rather than none.
@@ -39,10 +41,10 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Sequence
 
-# The screen that decides whether the pooled binomial may stand: a departure from binomial with
-# p below this (either direction) switches to the run-level interval. It is deliberately loose:
-# with few runs the test has little power, and a wrong binomial costs false verdicts while a
-# needless run-level interval only costs width.
+# The screen that decides whether an excess of spread is significant: below this p, over-dispersion is
+# judged with Student's t on the runs' degrees of freedom (and counts against exchangeable runs in the
+# drift check); above it, an excess over binomial still inflates the variance, at the normal quantile.
+# It is deliberately loose: with few runs the test has little power.
 SCREEN_P = 0.2
 # The drift check reports a departure as a validity finding below this.
 FLAG_P = 0.01
@@ -207,9 +209,9 @@ def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool = False) 
         # More spread than binomial but not significantly so: few runs cannot show the spread is binomial, so the
         # variance is inflated by the estimate anyway (normal quantile: it is no significant finding).
         return Effective(k, n, k / d.phi, n / d.phi, d.phi, "run-level", None,
-                         f"the {d.runs} runs spread a little more than binomial (phi = {d.phi:.2g}, p = {d.p_over:.2g}: "
-                         f"not significant, but {d.runs} runs cannot show the spread is binomial): variance inflated "
-                         f"by phi (design effect {deff_text(d.phi)})", d)
+                         f"the {d.runs} runs spread a little more than binomial (phi = {d.phi:.2g}, "
+                         f"{p_text(d, d.p_over)}: not significant, but {d.runs} runs cannot show the spread is "
+                         f"binomial): variance inflated by phi (design effect {deff_text(d.phi)})", d)
     return Effective(k, n, k, n, 1.0, "binomial", None,
                      f"the {d.runs} runs' spread matches binomial within {UNDER_TOL:.0%} (phi = {d.phi:.2g}; "
                      f"p = {d.p_over:.2g} over, {d.p_under:.2g} under): pooled binomial", d)

@@ -259,7 +259,7 @@ def run_repro(dir: str | Path | None = None, *, sessions: int = 80, rounds: int 
               out: Callable[[str], None] | None = None) -> ReproResult:
     """Run the harness against the running deployment; `timeout` is in simulated seconds."""
     least_ctx = 2 * dp.CUE_PARTS + 2
-    bad = [f"--{flag} {value:g}" for flag, value, ok in (
+    bad = [f"--{flag} {value:g}" if isinstance(value, float) else f"--{flag} {value}" for flag, value, ok in (
         ("sessions", sessions, sessions >= 1), ("rounds", rounds, rounds >= 1), ("ctx", ctx, ctx >= least_ctx),
         ("max-tokens", max_tokens, max_tokens >= 1), ("timeout", timeout, timeout > 0)) if not ok]  # nan too
     if bad:  # each flag out of range named first, as bench does
