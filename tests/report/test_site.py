@@ -304,12 +304,17 @@ def test_a_build_stopped_by_ctrl_c_leaves_the_previous_site_whole(seeded: dict[s
     proc = subprocess.Popen([sys.executable, "-c", child, str(landed), "report", "--db", str(db), "--root",
                              str(seeded["root"]), "--out", str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "XDG_CACHE_HOME": str(cache_home)})
-    deadline = time.monotonic() + 240
-    while proc.poll() is None and not landed.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert landed.exists() and proc.poll() is None, proc.communicate(timeout=60)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    try:
+        deadline = time.monotonic() + 240
+        while proc.poll() is None and not landed.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert landed.exists() and proc.poll() is None, proc.returncode
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:  # a failing run leaves no build behind, held in its wait
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert snapshot() == before
 
