@@ -415,3 +415,18 @@ def test_restart_refuses_a_bad_serve_file_before_stopping_the_running_servers(si
         assert "Traceback" not in err and cfg.read_text() == broken
         st = control.status(sim_dir)
         assert st.state == "healthy" and sorted(u.pid for u in st.units.values()) == pids
+
+
+def test_up_refuses_a_serve_file_with_one_port_twice_before_stopping_the_running_servers(sim_dir, cli):
+    """`wb sim up --config FILE` on running servers of other values stopped them (`down`), then refused FILE
+    for naming one port twice: bad input took the deployment down, as restart once did."""
+    cfg = write_serve(sim_dir)
+    pids = sorted(u.pid for u in control.up(sim_dir, config=cfg).units.values())
+    ports = read_serve_file(cfg)
+    other = sim_dir.parent / "one-port.sh"
+    other.write_text(cfg.read_text().replace(f"decode_port={ports['decode_port']}",
+                                             f"decode_port={ports['prefill_port']}"))
+    code, out, err = cli("sim", "up", "--dir", str(sim_dir), "--config", str(other))
+    assert code == 2 and "prefill_port and decode_port are both" in err and "Traceback" not in err, (code, out, err)
+    st = control.status(sim_dir)
+    assert st.state == "healthy" and sorted(u.pid for u in st.units.values()) == pids

@@ -375,6 +375,8 @@ def up(dir: str | Path | None = None, *, config: str | Path | None = None,
     if sets:
         values = with_overrides(values, sets)  # a bad --set is refused here, before anything is written
         _serve_config("--set " + " --set ".join(f"{k}={v}" for k, v in sets.items()), values)  # and one port twice
+    else:  # one port twice in the file: refused before running servers of other values are stopped
+        _serve_config(cfg_file, values)
     sdir.mkdir(parents=True, exist_ok=True)
     if config is not None:
         _note_config(sdir, cfg_file)
