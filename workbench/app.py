@@ -208,12 +208,13 @@ class Workbench(StoredRuns):
             path = resolve_url(self.settings.db, self.settings.db_from)[1]
             if self.settings.root is not None:
                 check_root(Path(self.settings.root).expanduser(), self.settings.root_from)
-            elif self.default_db:
-                find_root(root_from=self.settings.root_from)
-            else:  # --db spelling out ./wb.duckdb where no workbench is: a path that is not there
+            else:
                 try:
                     find_root(root_from=self.settings.root_from)
                 except BadInput:
+                    if self.default_db:
+                        raise
+                    # --db spelling out ./wb.duckdb where no workbench is: a path that is not there
                     raise missing_store(path, self.settings.db_from) from None
             with empty_store(str(path), held=held, source=self.settings.db_from) as store:
                 yield store

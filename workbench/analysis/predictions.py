@@ -73,12 +73,14 @@ def units_needed_arm(k: float, n: float, bounds: tuple[float, float]) -> int | N
     want = _wanted(p, bounds)
     if want is None:
         return None  # the estimate sits on the boundary: no amount of data at this rate decides it
+    return stats.search_smallest(n, lambda m: _rate_decides(p * m, m, bounds, want, stats.ALPHA))
 
-    def ok(m: float) -> bool:  # as clustered.rate_outcome decides: Wilson's interval, and the exact test agreeing
-        return stats.relation(stats.wilson(p * m, m), bounds) == want and \
-            stats.binomial_pvalue(p * m, m, bounds, want) < stats.ALPHA
 
-    return stats.search_smallest(n, ok)
+def _rate_decides(k: float, n: float, bounds: tuple[float, float], want: str, level: float) -> bool:
+    """Whether k of n would be judged `want` ("outside" or "inside") as `clustered.rate_outcome` judges: Wilson's
+    interval at `level` (alpha, or its Student's t equivalent) and the exact binomial test at alpha agreeing."""
+    return stats.relation(stats.wilson(k, n, level), bounds) == want and \
+        stats.binomial_pvalue(k, n, bounds, want) < stats.ALPHA
 
 
 def units_needed_diff(ka: float, na: float, kb: float, nb: float, bounds: tuple[float, float]) -> int | None:
@@ -302,11 +304,9 @@ def runs_needed_arm(e: Any, runs: int, bounds: tuple[float, float], limit: int =
     if want is None:
         return None
 
-    def ok(total: int) -> bool:  # as clustered.rate_outcome decides: Wilson's interval, and the exact test agreeing
+    def ok(total: int) -> bool:
         f = total / runs
-        return stats.relation(stats.wilson(e.k_eff * f, e.n_eff * f,
-                                           clustered.level_alpha(stats.ALPHA, total - 1)), bounds) == want and \
-            stats.binomial_pvalue(e.k_eff * f, e.n_eff * f, bounds, want) < stats.ALPHA
+        return _rate_decides(e.k_eff * f, e.n_eff * f, bounds, want, clustered.level_alpha(stats.ALPHA, total - 1))
 
     total = stats.search_smallest(runs, lambda t: ok(math.ceil(t)), limit=limit)
     return None if total is None else total - runs

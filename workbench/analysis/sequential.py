@@ -304,13 +304,13 @@ def judge_proportion(k_path: list[tuple[float, float]], bounds: tuple[float, flo
     # Against: the largest at any look and bound; for: at each look the weaker bound, then the best look.
     best_against = max([0.0] + [float(np.max(a)) for a in against if len(a)])
     best_for = max(0.0, float(np.max(np.minimum.reduce(support)))) if support and len(k) else 0.0
-    result = outcome(e_interval(k_path, alpha, run_bet), Region(lo, hi, Support.PROPORTION))
-    low, high = _running_bounds(k_path, alpha, run_bet)
+    region = Region(lo, hi, Support.PROPORTION)
+    low, high = _running_bounds(k_path, alpha, run_bet)  # e_interval's bounds, before it shows an empty one
+    result = outcome((low, max(low, high)), region)
     if low > high:
         # The looks have no rate in common: each side's rejection holds at its own look, but a rate that changed
         # meanwhile supports nothing. A falsification stands where one look's test rejected the whole region: a
         # lower end above it, or an upper end below it.
-        region = Region(lo, hi, Support.PROPORTION)
         result = "falsified" if "falsified" in (outcome((low, low), region), outcome((high, high), region)) \
             else "inconclusive"
     return result, math.exp(min(best_against, 700)), math.exp(min(best_for, 700))

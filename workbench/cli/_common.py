@@ -63,17 +63,6 @@ def _pipe_closed() -> None:
         os.close(devnull)
 
 
-def _emit_unless_gone(*args: Any, **kwargs: Any) -> None:
-    """The envelope of a failing command; a reader gone by then (`| head -1`) hears nothing more, and the exit code
-    the failure carries still stands (the pipe closing is no failure, nor is it a success)."""
-    try:
-        _envelope.emit(*args, **kwargs)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _envelope.discard()
-        _pipe_closed()
-
-
 @contextmanager
 def reader_may_leave() -> Iterator[None]:
     """Output whose reader may go away before what follows it has run (`wb hypothesis analyze ID --fail-on
@@ -85,6 +74,13 @@ def reader_may_leave() -> Iterator[None]:
     except BrokenPipeError:
         _envelope.discard()
         _pipe_closed()
+
+
+def _emit_unless_gone(*args: Any, **kwargs: Any) -> None:
+    """The envelope of a failing command; a reader gone by then (`| head -1`) hears nothing more, and the exit code
+    the failure carries still stands (the pipe closing is no failure, nor is it a success)."""
+    with reader_may_leave():
+        _envelope.emit(*args, **kwargs)
 
 
 class WbGroup(TyperGroup):
@@ -152,13 +148,8 @@ class WbGroup(TyperGroup):
             except typer.Exit as exc:
                 # A command group's own boundary has spoken (`wb runs list` passes through two): the Exit still
                 # carries the interrupt as its context, which must not be reported a second time.
-                if root:
-                    try:
-                        _envelope.emit(_envelope.exit_error(exc.exit_code))
-                        sys.stdout.flush()
-                    except BrokenPipeError:  # the reader went away: the command's own exit code still stands
-                        _envelope.discard()
-                        _pipe_closed()
+                if root:  # a reader gone by now leaves the command's own exit code standing
+                    _emit_unless_gone(_envelope.exit_error(exc.exit_code))
                 raise
             except (KeyboardInterrupt, Exception) as exc:  # Ctrl-C, also one that reached a query of the store
                 from typer._click.exceptions import ClickException

@@ -46,6 +46,19 @@ class Prepared:
     def root(self) -> Path:
         return Path(self.registry.root)
 
+    def profile_line(self, field: tuple[str, ...] = ()) -> str | None:
+        """`FILE:LINE` of the profile's `field` in the experiment file (of the profile where the field is not
+        written), or None where the experiment came from no file."""
+        doc = self.registry.experiment_docs.get(self.experiment.id)
+        return None if doc is None else f"{doc.file}:{doc.line_of(('profiles', self.profile_name, *field))}"
+
+    def profile_error(self, message: str, field: tuple[str, ...] = (), *, hint: str | None = None) -> BadInput:
+        """Bad input at the profile's `field` in the experiment file (file:line), or plain where there is no file."""
+        doc = self.registry.experiment_docs.get(self.experiment.id)
+        if doc is None:
+            return BadInput(message, hint=hint)
+        return doc.error(message, ("profiles", self.profile_name, *field), hint=hint)
+
 
 MAX_REPLICATES = 10_000  # as the design's max_replicates: a plan is held in memory and stored as JSON
 
@@ -165,11 +178,8 @@ def preflight(p: Prepared, context: dict[str, str]) -> dict[str, str]:
         values = preview_values(p, arm, context)
         problem = asyncio.run(_check(p, text, values))
         if problem:
-            hint = "fix the template; nothing was sent to the target"
-            doc = p.registry.experiment_docs.get(p.experiment.id)
-            if doc is None:
-                raise BadInput(f"arm {arm!r}: {problem}", hint=hint)
-            raise doc.error(f"arm {arm!r}: {problem}", ("profiles", p.profile_name, "config", "check"), hint=hint)
+            raise p.profile_error(f"arm {arm!r}: {problem}", ("config", "check"),
+                                  hint="fix the template; nothing was sent to the target")
     p.rendered = rendered
     return rendered
 
@@ -192,11 +202,7 @@ def _check_url(p: Prepared, url: str, field: tuple[str, ...]) -> None:
             problem = "not an http:// or https:// URL with a host name"
     if problem is None:
         return
-    message = f"profile {p.profile_name!r}: {'.'.join(field)} {url!r}: {problem}"
-    doc = p.registry.experiment_docs.get(p.experiment.id)
-    if doc is None:
-        raise BadInput(message)
-    raise doc.error(message, ("profiles", p.profile_name, *field))
+    raise p.profile_error(f"profile {p.profile_name!r}: {'.'.join(field)} {url!r}: {problem}", field)
 
 
 async def _check(p: Prepared, text: str, values: dict[str, Any]) -> str | None:

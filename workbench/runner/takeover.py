@@ -72,13 +72,11 @@ async def check_config_folders(state: "State", target: Target, paths: dict[str, 
             continue
         why = f"its folder {folder} does not exist (or cannot be searched)" if found == "no-folder" else \
             "it is a folder, not a file"
-        doc = state.prepared.registry.experiment_docs.get(state.prepared.experiment.id)
-        where = None if doc is None else \
-            f"{doc.file}:{doc.line_of(('profiles', state.prepared.profile_name, 'config', 'path'))}"
+        where = state.prepared.profile_line(("config", "path"))
         raise TargetRefused(f"{where + ': ' if where else ''}config.path {path} on {target.describe(host)}: {why}; "
-                            "nothing on the target was touched", where=where, hint="correct config.path in the profile (the file the service reads its "
-                                              "config from)" + ("" if found == "a-folder" else
-                                                                ", or create the folder first"))
+                            "nothing on the target was touched", where=where,
+                            hint="correct config.path in the profile (the file the service reads its config from)"
+                                 + ("" if found == "a-folder" else ", or create the folder first"))
 
 
 def target_lock(target: Target, state: "State", paths: dict[str, str]) -> "TargetLock":

@@ -51,7 +51,7 @@ def resolve_url(db: str | None, source: str = FLAG) -> tuple[str, Path | None]:
     value = db or DEFAULT_DB
     if "://" in value:
         _check_scheme(value, source)
-        if value.split("://", 1)[0].split("+", 1)[0].lower() == "duckdb":
+        if _backend(value) == "duckdb":
             path = _duckdb_path(value, source)
             _check_duckdb_file(path, source)
             return value, path
@@ -107,10 +107,14 @@ def _check_duckdb_file(path: Path, source: str) -> None:
 SCHEMES = ("duckdb", "postgresql", "postgres")
 
 
+def _backend(url: str) -> str:
+    """A URL's database, without its driver: `postgresql` of postgresql+psycopg://…"""
+    return url.split("://", 1)[0].split("+", 1)[0].lower()
+
+
 def _check_scheme(url: str, source: str) -> None:
     """Only the SQL backends wb is tested on; anything else is bad input naming --db (or $WB_DB)."""
-    scheme = url.split("://", 1)[0]
-    backend = scheme.split("+", 1)[0].lower()
+    scheme, backend = url.split("://", 1)[0], _backend(url)
     if backend == "sqlite":
         raise BadInput(f"{naming(source, _redact(url))}: sqlite is not supported as a store", where=source,
                        hint="use a DuckDB file (a plain path) or a PostgreSQL URL (postgresql+psycopg://…)")
