@@ -242,9 +242,9 @@ def _validate_pools(src, dst, *, geometry, granularity, layout, page_size, strid
                        and src.device.type == "cpu" and dst.device.type == "cuda")
         p.d2h_choice = (token and addr is geo and geo.scale_bytes > 0
                         and src.device.type == "cuda" and dst.device.type == "cpu")
-        # fp8 rows gained 9 points of the copy with their scales in page order (run 7)
-        p.page_order = (token and addr is geo and 0 < geo.scale_bytes
-                        and geo.value_bytes <= 128 and src.is_cuda and dst.is_cuda)
+        # fp8 rows gained 9 points of the copy with their scales in page order (run 7); which
+        # rows and sizes take it is asked per call (scales.wants_page_order)
+        p.page_order = token and addr is geo and 0 < geo.scale_bytes and src.is_cuda and dst.is_cuda
     return p
 
 

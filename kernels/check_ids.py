@@ -82,10 +82,12 @@ def device_checked_cases(r: _Runner, report: CheckReport):
     # copy), then changed in place to the bad ids: checked again, twice
     # d2d-sort, d2d-count: new id tensors, page order sorted on the device for the call by the
     # radix sort or the counting sort (bad pairs -1); d2d-split: the values, then the scales
-    # in the ids' order (the scale pass skips the bad ids)
+    # in the ids' order (the scale pass skips the bad ids); d2d-overlap, d2d-count-overlap: as
+    # d2d-order and d2d-count with the scale passes beside the value pass
     # h2d-grouped, d2h-grouped, h2d-default, d2h-default: the path chosen on the device forced
     # to one launch as for ids page by page, or to the default launch
-    modes = ("d2d", "h2d-dma", "d2d-order", "d2d-sort", "d2d-count", "d2d-split", "h2d-blocks",
+    modes = ("d2d", "h2d-dma", "d2d-order", "d2d-sort", "d2d-count", "d2d-split", "d2d-overlap",
+             "d2d-count-overlap", "h2d-blocks",
              "h2d-again",
              "d2d-reuse", "d2h-reuse", "h2d-reuse", "h2d-grouped", "d2h-grouped", "h2d-default",
              "d2h-default")
@@ -106,13 +108,16 @@ def device_checked_cases(r: _Runner, report: CheckReport):
             forced.update(ORDER_SLACK=1e9)
         if mode.endswith("default"):
             forced.update(BLOCK_MARGIN=1e9, SCALE_DMA_BYTES_PER_ROW=0)
-        if mode in ("d2d-sort", "d2d-count"):
+        if mode in ("d2d-sort", "d2d-count", "d2d-count-overlap"):
             forced.update(NEW_ORDER_MIN_BYTES=0,
                           ORDER_SORT="radix" if mode == "d2d-sort" else "count")
+        if mode.endswith("overlap"):
+            forced.update(ORDER_OVERLAP=True)
         if mode == "d2d-split":
             forced.update(SPLIT_MIN_BYTES=0)
         with _patched(scales, **forced):
-            for _ in range({"d2d-order": 2, "h2d-again": 3}.get(mode, 2 if "reuse" in mode else 1)):
+            again = {"d2d-order": 2, "d2d-overlap": 2, "h2d-again": 3}
+            for _ in range(again.get(mode, 2 if "reuse" in mode else 1)):
                 d.copy_(dst0)
                 try:
                     transfer(src_d, d, a, b, granularity=gran, impl="cuda", **kw)

@@ -7,6 +7,7 @@
 # WB_GPU_STEPS: "all" (default), "core" (build + check + bench), or a comma list of
 # build,check,bench,memcheck,ncu,pytest,arms,probe (build runs unless the list is only probe). Outputs land in $OUT (default /tmp/wb-gpu-out);
 # WB_BENCH_VARIANTS=0,18,23 times only those variant columns, WB_BENCH_ROWS=token only the token rows;
+# WB_SCALES=NAME=VALUE,... sets kernels.scales constants for the bench (True/False/None or an integer);
 # the summaries are printed last.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,7 +67,14 @@ if want bench; then
   stamp bench
   timeout 300 "$PY" - "$OUT" "$@" > "$OUT/bench.txt" 2> "$OUT/bench.err" <<'PYEOF'
 import json, os, sys
+from kernels import scales
 from kernels.bench import run_bench
+# WB_SCALES="ORDER_OVERLAP=True,ORDER_MAX_VALUE_BYTES=1024": the bench under other constants
+for item in filter(None, os.environ.get("WB_SCALES", "").split(",")):
+    name, value = item.split("=")
+    setattr(scales, name, {"True": True, "False": False, "None": None}.get(value) if value in
+            ("True", "False", "None") else int(value))
+    print(f"kernels.scales.{name} = {getattr(scales, name)!r}", flush=True)
 only = os.environ.get("WB_BENCH_VARIANTS")   # e.g. "0,18,23": fewer variant columns, shorter run
 report = run_bench(quick="--quick" in sys.argv[2:],
                    variants=[int(v) for v in only.split(",")] if only else None,
@@ -186,6 +194,24 @@ for g in ("c4_latent", "index_k_fp8"):
         except KernelError:
             reported += 1
 scales.SPLIT_MIN_BYTES = None
+# Page order with the scale passes beside the values (c4 rows too), bad ids among them: the same
+# tensors twice (page order from the second call), then new tensors (sorted per call).
+scales.ORDER_OVERLAP, scales.ORDER_MAX_VALUE_BYTES, scales.NEW_ORDER_MIN_BYTES = True, 1024, None
+for g in ("c4_latent", "index_k_fp8"):
+    a_d = make_pool(g, "page_first", 8, 2, 64, gen=gen).cuda()
+    b = make_pool(g, "page_first", 6, 2, 64, gen=gen).cuda()
+    for s_ids, d_ids in (([1, 2, 8 * 64 + 5, 3], [4, 5, 6, 7]), ([1, 2, 3], [4, -7, 6]),
+                         ([1, 2, 3], [6 * 64, 5, 4]), ([1, 2, 3], [4, 5, 4]), ([1, 2, 3], [4, 5, 6])):
+        s_t, d_t = torch.tensor(s_ids).cuda(), torch.tensor(d_ids).cuda()
+        for new in (None, None, None, 0, 0):
+            scales.NEW_ORDER_MIN_BYTES = new
+            try:
+                transfer(a_d, b, s_t if new is None else s_t.clone(), d_t if new is None else d_t.clone(),
+                         geometry=g, granularity="token", layout="page_first", impl="cuda")
+                api.synchronize()
+            except KernelError:
+                reported += 1
+scales.ORDER_OVERLAP, scales.ORDER_MAX_VALUE_BYTES, scales.NEW_ORDER_MIN_BYTES = False, 128, None
 # New host ids with scales, the path chosen on the device forced each way, bad ids among them.
 keep_slack = scales.ORDER_SLACK
 for slack in (0, 1e9):

@@ -1,11 +1,12 @@
-"""What page order costs for new device id tensors each call (GPU only): fp8 random rows device
-to device, the bench's pools. Per size: the sorts alone (the counting sort, the radix sort,
-`torch.sort` of the same int32 page keys as the baseline), each as queued calls (host and
+"""What page order costs and gains device to device with random rows (GPU only), the bench's
+pools, fp8 then c4 rows. Per size: with SORTS, the sorts alone (the counting sort, the radix
+sort, `torch.sort` of the same int32 page keys as the baseline), each as queued calls (host and
 device), replayed from a CUDA graph (device only) and as host time per call; then the transfer
-(ms) with new ids in one launch, sorted per call (radix, count; beside the values on the side
-stream, or in line before them), the plan's page order and one launch, and the values alone
-followed by the scales alone in the ids' order (no sort; variants 0, 1, 23 for the scales);
-last the small transfer's latency (the bench's figures).
+(ms): the plan's one launch and its page order (scale passes after the values, or beside them
+on the high-priority side stream), new ids in one launch or sorted per call (the sort beside
+the values, and the scale passes after them or beside them too), the values alone, and for fp8
+rows the sort in line and the scales alone in the ids' order after the values (no sort); last
+the small transfer's latency (the bench's figures).
 `python -m kernels.order_parts`.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import time
 
 SIZES_MB = (32, 64, 128, 256, 512)
+SORTS = False     # the sorts alone (run 13's table); the transfers are timed whatever this says
 
 
 def _graph_us(fn, calls: int = 10) -> float | str:
@@ -77,27 +79,29 @@ def _exact(ext, a, b, ps: int, pages: tuple, lims: tuple) -> bool:
     return all(bool(torch.equal(x, y)) for x, y in zip(got[:4], want))
 
 
+def _with(fn, **values):
+    """fn run with kernels.scales' constants set to `values` for the call."""
+    from . import scales
+    from .check import _patched
+
+    def run():
+        with _patched(scales, **values):
+            fn()
+    return run
+
+
 def _transfers(p, src, dst, a, b, plan, kw) -> list[tuple[str, object]]:
     from . import build, scales
     from .bench import _new_ids_each_call
 
     pages = (p.s_shape.num_pages, p.d_shape.num_pages)
-
-    def forced(least, sort):
-        call = _new_ids_each_call(src, dst, a, b, kw)
-
-        def run():
-            keep = scales.NEW_ORDER_MIN_BYTES, scales.ORDER_SORT
-            scales.NEW_ORDER_MIN_BYTES, scales.ORDER_SORT = least, sort
-            try:
-                call()
-            finally:
-                scales.NEW_ORDER_MIN_BYTES, scales.ORDER_SORT = keep
-        return run
+    new = _new_ids_each_call(src, dst, a, b, kw)
+    every = dict(ORDER_MAX_VALUE_BYTES=1024)     # c4 rows in page order too
+    order = lambda: build.launch(plan, scales="always")  # noqa: E731
 
     def in_line():
         ids = scales.device_page_order(p.ext, a, b, p.page_size, pages, (p.s_lim, p.d_lim))
-        scales.run_page_order(p.ext, src, dst, a, b, p.args[:13], ids)
+        scales.run_page_order(p.ext, src, dst, a, b, p.args[:13], ids, overlap=False)
 
     args = p.args[:13]
 
@@ -114,22 +118,29 @@ def _transfers(p, src, dst, a, b, plan, kw) -> list[tuple[str, object]]:
                            False)
         return run
 
-    return [("plan one launch", lambda: build.launch(plan, scales="never")),
-            ("plan page order (lists made once)", lambda: build.launch(plan, scales="always")),
-            ("new ids, one launch", forced(None, "radix")),
-            ("new ids, radix per call, beside", forced(0, "radix")),
-            ("new ids, count per call, beside", forced(0, "count")),
-            ("new ids, radix per call, in line", in_line),
-            ("values alone (part 1, checked)", values),
-            *[(f"values, then scales in pair order v{v}", two_pass(v)) for v in (0, 1, 23)]]
+    rows = [("plan one launch", lambda: build.launch(plan, scales="never")),
+            ("plan page order (lists made once)", _with(order, ORDER_OVERLAP=False)),
+            ("plan page order, scales beside", _with(order, ORDER_OVERLAP=True)),
+            ("new ids, one launch", _with(new, NEW_ORDER_MIN_BYTES=None, **every)),
+            ("new ids, count per call, beside", _with(new, NEW_ORDER_MIN_BYTES=0, ORDER_SORT="count",
+                                                      ORDER_OVERLAP=False, **every)),
+            ("new ids, count, scales beside too", _with(new, NEW_ORDER_MIN_BYTES=0, ORDER_SORT="count",
+                                                        ORDER_OVERLAP=True, **every)),
+            ("new ids, radix, scales beside too", _with(new, NEW_ORDER_MIN_BYTES=0, ORDER_SORT="radix",
+                                                        ORDER_OVERLAP=True, **every)),
+            ("values alone (part 1, checked)", values)]
+    if p.geo.value_bytes <= 128:
+        rows += [("new ids, radix per call, in line", in_line),
+                 *[(f"values, then scales in pair order v{v}", two_pass(v)) for v in (0, 23)]]
+    return rows
 
 
-def _size(mb: int, raw, gen) -> list[str]:
+def _size(mb: int, raw, gen, geometry: str = "index_k_fp8") -> list[str]:
     from . import api
     from .bench import _bench_ids, _pools_for, _time_ms
     from .geometry import GEOMETRIES
 
-    geometry, layers, ps = "index_k_fp8", 4, 64
+    layers, ps = 4, 64
     src, dst, s_pages, d_pages = _pools_for(geometry, "page_first", "d2d", raw, layers, ps)
     n = (mb << 20) // (GEOMETRIES[geometry].bytes_per_token * layers)
     si, di = _bench_ids("d2d", "token", "rand", n=n, s_pages=s_pages, d_pages=d_pages, ps=ps,
@@ -139,14 +150,15 @@ def _size(mb: int, raw, gen) -> list[str]:
     plan = api.plan_transfer(src, dst, a, b, impl="cuda", **kw)
     p = api._pools(src, dst, geometry, "token", "page_first", ps, None, "cuda")
     pages, lims = (s_pages, d_pages), (p.s_lim, p.d_lim)
-    out = [f"{mb} MB: {n} pairs, {s_pages} pages a side; radix lists exact: "
-           f"{_exact(p.ext, a, b, ps, pages, lims)}"]
-    for name, fn in _sorts(p.ext, a, b, ps, pages, lims):
-        queued = 1e3 * _time_ms(fn, reps=9, inner=20)
-        dev = _graph_us(fn)
-        dev_s = f"{dev:7.1f}" if isinstance(dev, float) else dev
-        out.append(f"  {name:36} queued {queued:7.1f} us  graph {dev_s} us  host "
-                   f"{_host_us(fn):6.1f} us")
+    out = [f"{geometry} {mb} MB: {n} pairs, {s_pages} pages a side"]
+    if geometry == "index_k_fp8" and SORTS:
+        out[0] += f"; radix lists exact: {_exact(p.ext, a, b, ps, pages, lims)}"
+        for name, fn in _sorts(p.ext, a, b, ps, pages, lims):
+            queued = 1e3 * _time_ms(fn, reps=9, inner=20)
+            dev = _graph_us(fn)
+            dev_s = f"{dev:7.1f}" if isinstance(dev, float) else dev
+            out.append(f"  {name:36} queued {queued:7.1f} us  graph {dev_s} us  host "
+                       f"{_host_us(fn):6.1f} us")
     times = [(name, _time_ms(fn, reps=9, inner=10)) for name, fn in _transfers(
         p, src, dst, a, b, plan, kw)]
     one = times[0][1]
@@ -187,8 +199,9 @@ def main(argv: list[str] | None = None) -> None:
         _once(int(argv[1]) if len(argv) > 1 else 512)
         return
     raw, gen = parts_buffers()
-    for mb in SIZES_MB:
-        print("\n".join(_size(mb, raw, gen)), flush=True)
+    for geometry in ("index_k_fp8", "c4_latent"):
+        for mb in SIZES_MB:
+            print("\n".join(_size(mb, raw, gen, geometry)), flush=True)
     from .bench import _latency
 
     print("small transfer (64 tokens of index_k_bf16 x 4 layers), us per call, median:")

@@ -46,7 +46,8 @@ __all__ = ["wants_dma", "wants_blocks", "wants_page_order", "h2d_path", "device_
            "host_page_stats", "run_h2d", "block_ids", "device_block_ids",
            "random_pages", "versions", "page_order_ids", "device_page_order", "run_page_order",
            "wants_split", "run_split", "SPLIT_MIN_BYTES", "SPLIT_VARIANT",
-           "SCALE_DMA_BYTES_PER_ROW", "PAGE_ORDER_MIN_BYTES", "NEW_ORDER_MIN_BYTES", "ORDER_SORT",
+           "SCALE_DMA_BYTES_PER_ROW", "ORDER_OVERLAP", "ORDER_MAX_VALUE_BYTES", "orders",
+           "PAGE_ORDER_MIN_BYTES", "NEW_ORDER_MIN_BYTES", "ORDER_SORT",
            "BLOCK_MARGIN", "BLOCK_FRACTION",
            "ORDER_SLACK", "ORDERED_VARIANT", "device_path", "PATH_DEFAULT", "PATH_ORDERED",
            "PATH_BLOCKS"]
@@ -73,6 +74,13 @@ SPLIT_VARIANT = 0
 # time at 1.02 M pairs, 14-31 us up to 254 K) or "radix" (cub radix sorts of int32 page keys:
 # 150 us at 1.02 M pairs, ~66 us before it sorts anything; NOTES.md run 13).
 ORDER_SORT = "count"
+# The page-order scale passes beside the value pass, on the high-priority side stream, rather
+# than after it (they touch other bytes of dst; NOTES.md run 14).
+ORDER_OVERLAP = False
+# Page order is for rows of at most this many value bytes with a scale block (fp8: 128; c4's
+# 576 B rows gained 1.5-2% in page order after the values, NOTES.md run 8; run 14 times it
+# beside them).
+ORDER_MAX_VALUE_BYTES = 128
 
 # The blocks of the touched pages replace one scale request per (row, layer) by one 128 B
 # request per 128 B of block (the link counts requests, not bytes: NOTES.md run 6); they pay
@@ -98,15 +106,19 @@ def wants_page_order(geo, n: int, layers: int, *, per_call: bool = False) -> boo
     the two extra launches of the page-order scale passes (device to device); per_call: and
     the sort made for this call alone (new id tensors)."""
     least = NEW_ORDER_MIN_BYTES if per_call else PAGE_ORDER_MIN_BYTES
-    return (least is not None and 0 < geo.scale_bytes and geo.value_bytes <= 128
-            and n * layers * geo.bytes_per_token >= least)
+    return (least is not None and orders(geo) and n * layers * geo.bytes_per_token >= least)
+
+
+def orders(geo) -> bool:
+    """True for rows whose scales may move in page order: a scale block, values of at most
+    ORDER_MAX_VALUE_BYTES."""
+    return 0 < geo.scale_bytes and geo.value_bytes <= ORDER_MAX_VALUE_BYTES
 
 
 def wants_split(geo, n: int, layers: int) -> bool:
     """True for fp8-like rows (as `wants_page_order`) moving at least SPLIT_MIN_BYTES: new
     device ids then move the values and the scales in two passes, unsorted (`run_split`)."""
-    return (SPLIT_MIN_BYTES is not None and 0 < geo.scale_bytes and geo.value_bytes <= 128
-            and n * layers * geo.bytes_per_token >= SPLIT_MIN_BYTES)
+    return (SPLIT_MIN_BYTES is not None and orders(geo) and n * layers * geo.bytes_per_token >= SPLIT_MIN_BYTES)
 
 
 def wants_dma(geo, host_shape, n: int, page_size: int) -> bool:
@@ -341,30 +353,48 @@ def device_page_order(ext, si, di, page_size: int, pages: tuple, limits: tuple, 
     return g_src, g_slot, s_slot, s_dst, (si.numel() + page_size - 1) // page_size
 
 
-def run_page_order(ext, src, dst, si, di, args: tuple, ids) -> int:
+def run_page_order(ext, src, dst, si, di, args: tuple, ids, *, overlap: bool | None = None) -> int:
     """A device-to-device token transfer in parts: values as they come, scales through a
     compact scratch pool in source order, then destination order (ids: `page_order_ids`, or
     a function making them, called on a side stream while the values move). args: the
-    binding's 13 arguments after the ids. Returns the value pass's sequence number; with
-    checks on, the scale passes skip the ids it reports."""
+    binding's 13 arguments after the ids. overlap (ORDER_OVERLAP by default): the two scale
+    passes on the high-priority side stream beside the value pass (they touch other bytes of
+    dst), not after it. Returns the value pass's sequence number; with checks on, the scale
+    passes skip the ids out of range (the value pass reports them)."""
+    import torch
+
+    overlap = ORDER_OVERLAP if overlap is None else overlap
+    if not (overlap or callable(ids)):
+        seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
+        _scale_passes(ext, src, dst, args, ids)
+        return seq
+    # The side stream's work first: with high priority its small kernels are dispatched beside
+    # the value pass's blocks, not after the last of them.
+    cur = torch.cuda.current_stream(dst.device)
+    ready = cur.record_event()    # the ids written, earlier users of the side stream's lists
+    side = _side_stream(dst.device, priority=True)
+    side.wait_event(ready)
+    with torch.cuda.stream(side):
+        if callable(ids):
+            ids = ids()
+        if overlap:
+            _scale_passes(ext, src, dst, args, ids)   # its scratch is allocated on `side`
+    seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
+    if not overlap:
+        ids[0].record_stream(cur)     # the lists are read on `cur`: not reused before that
+    cur.wait_stream(side)
+    if not overlap:
+        _scale_passes(ext, src, dst, args, ids)
+    return seq
+
+
+def _scale_passes(ext, src, dst, args: tuple, ids) -> None:
+    """The scales of a page-order transfer, on the current stream: gathered into a compact
+    scratch pool in source-page order, then scattered in destination-page order."""
     import torch
 
     token, pf, ps, s_pages, d_pages, layers, vb, sb = args[:8]
     check, s_lim, d_lim = args[10:13]
-    if callable(ids):
-        # The sort first, on a high-priority side stream: its small kernels are dispatched
-        # beside the value pass's blocks, not after the last of them.
-        cur = torch.cuda.current_stream(dst.device)
-        ready = cur.record_event()    # the ids written, earlier users of the side stream's lists
-        side = _side_stream(dst.device, priority=True)
-        side.wait_event(ready)
-        with torch.cuda.stream(side):
-            ids = ids()
-        seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
-        ids[0].record_stream(cur)     # the lists are read on `cur`: not reused before that
-        cur.wait_stream(side)
-    else:
-        seq = ext.transfer(src, dst, si, di, *args, 1, False, False, True)
     g_src, g_slot, s_slot, s_dst, pages = ids
     scratch = torch.empty(_compact_shape("page_first" if pf else "layer_first", pages, layers,
                                          ps * sb), dtype=torch.uint8, device=dst.device)
@@ -374,7 +404,6 @@ def run_page_order(ext, src, dst, si, di, args: tuple, ids) -> int:
                  s_lim if check else 0, slots if check else 0, 2, False, True, False)
     ext.transfer(scratch, dst, s_slot, s_dst, *head, pages, d_pages, *mid,
                  slots if check else 0, d_lim if check else 0, 2, True, False, False)
-    return seq
 
 
 def run_split(ext, src, dst, si, di, args: tuple) -> int:

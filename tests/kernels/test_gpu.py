@@ -251,12 +251,17 @@ def test_host_scales_through_a_2d_copy_match_the_reference(geometry, layout, pat
 
 @pytest.mark.parametrize("geometry", ["c4_latent", "index_k_fp8"])
 @pytest.mark.parametrize("layout", ["page_first", "layer_first"])
-def test_scales_in_page_order_match_the_reference(geometry, layout, monkeypatch):
+@pytest.mark.parametrize("beside", [False, True])
+def test_scales_in_page_order_match_the_reference(geometry, layout, beside, monkeypatch):
     """Device to device, the scales through a scratch pool in source then destination order:
-    on a plan, and through transfer() handed the same id tensors again (second call on)."""
-    from wb_kernels import api, build
+    on a plan, and through transfer() handed the same id tensors again (second call on); the
+    scale passes after the values or beside them (c4 rows then in page order too)."""
+    from wb_kernels import api, build, scales
 
     _force_scale_dma(monkeypatch)
+    if beside:
+        monkeypatch.setattr(scales, "ORDER_OVERLAP", True)
+        monkeypatch.setattr(scales, "ORDER_MAX_VALUE_BYTES", 1024)
 
     gen = torch.Generator().manual_seed(12)
     src = make_pool(geometry, layout, 12, 3, 64, gen=gen).cuda()
@@ -312,15 +317,18 @@ def test_scales_apart_take_no_host_synchronisation(monkeypatch):
 
 
 @pytest.mark.parametrize("path", ["h2d", "d2d-again", "h2d-blocks", "d2d-new", "d2d-split",
-                                  "h2d-grouped", "h2d-default"])
+                                  "h2d-grouped", "h2d-default", "d2d-again-beside", "d2d-new-beside"])
 def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch):
     from wb_kernels import api, scales
 
     _force_scale_dma(monkeypatch)
     if path == "h2d-blocks":
         _force_blocks(monkeypatch)
-    if path == "d2d-new":      # new id tensors: page order sorted on the device for the call
+    if path.startswith("d2d-new"):  # new id tensors: page order sorted on the device per call
         monkeypatch.setattr(scales, "NEW_ORDER_MIN_BYTES", 0)
+    if path.endswith("beside"):     # the scale passes beside the value pass
+        monkeypatch.setattr(scales, "ORDER_OVERLAP", True)
+    path = path.removesuffix("-beside")
     if path == "d2d-split":    # new id tensors: values, then the scales in the ids' order
         monkeypatch.setattr(scales, "SPLIT_MIN_BYTES", 0)
     # the path chosen on the device: one launch (ids page by page) or the default launch
