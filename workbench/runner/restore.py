@@ -162,11 +162,13 @@ def put_back_command(target: Target, snap: Snapshot) -> str:
 
 
 def manual_instructions(target: Target, snap: Snapshot, restart: list[str], lead: str, *,
-                        env: dict[str, str] | None = None, secrets: dict[str, str] | None = None) -> str:
-    """`lead`, then the commands that do by hand what the restore does: copy the original back, then each restart
-    with the profile's env, as the restore runs it. Every value is quoted for the shell it is pasted into; a secret
-    (a secret-named or masked env value, a secret variable's value in a command, `secrets`: name -> value) is
-    never shown but referenced as "$NAME", which `lead` asks the user to set first."""
+                        env: dict[str, str] | None = None, secrets: dict[str, str] | None = None,
+                        put_back: bool = True) -> str:
+    """`lead`, then the commands that do by hand what the restore does: copy the original back (unless `put_back`
+    is False: it already reads back in place), then each restart with the profile's env, as the restore runs it.
+    Every value is quoted for the shell it is pasted into; a secret (a secret-named or masked env value, a secret
+    variable's value in a command, `secrets`: name -> value) is never shown but referenced as "$NAME", which `lead`
+    asks the user to set first."""
     from workbench.secrets import looks_secret, redact_text
 
     words, hidden = {}, []
@@ -174,7 +176,7 @@ def manual_instructions(target: Target, snap: Snapshot, restart: list[str], lead
         secret = looks_secret(name) or redact_text(value) != value
         words[name] = f'"${name}"' if secret else shlex.quote(value)
         hidden += [name] if secret else []
-    lines = [put_back_command(target, snap)]
+    lines = [put_back_command(target, snap)] if put_back else []
     for cmd in restart:
         for name, value in (secrets or {}).items():
             cmd, found = _referenced(cmd, value, f'"${name}"')
@@ -264,5 +266,5 @@ def _incomplete(target: Target, snap: Snapshot, restart: list[str], why: str, en
     return RestoreFailed(f"RESTORE INCOMPLETE on {target.describe(snap.host)}: {snap.path} holds the original "
                          f"config again, but {one_line(why)}",
                          hint=manual_instructions(target, snap, restart, "restart the service by hand now", env=env,
-                                                  secrets=secrets))
+                                                  secrets=secrets, put_back=False))
 
