@@ -204,3 +204,35 @@ def test_an_evidence_digest_no_verdict_ever_rested_on_is_called_mistyped_not_cha
     assert json.loads(out)["error"]["where"] == "--evidence"
     code, out, _ = cli("review", "list", "wedge-confound", "--db", db, "--root", str(workbench_dir), "--json")
     assert json.loads(out)["items"][0]["reviews"] == []
+
+
+def test_review_list_csv_names_no_decider_for_a_stale_review_as_text_and_json_do(workbench_dir, seed_csv, cli,
+                                                                                    tmp_path):
+    # An approval of evidence since replaced decides nothing: the text says "stale" and names no one, --json
+    # has the state "stale", yet the CSV's decided_by still named the approval's author.
+    import csv
+    import io
+    import json
+
+    db = str(tmp_path / "wb.duckdb")
+    flags = ["--root", str(workbench_dir), "--db", db]
+    assert cli("import", "evidence", str(seed_csv), *flags)[0] == 0
+    assert cli("hypothesis", "analyze", "wedge-confound", *flags)[0] == 0
+    assert cli("review", "wedge-confound", "--approve", "-m", "seen", "--as", "ada", *flags)[0] == 0
+
+    def csv_row() -> dict[str, str]:
+        code, out, err = cli("review", "list", "wedge-confound", "--format", "csv", *flags)
+        assert code == 0, err
+        (row,) = csv.DictReader(io.StringIO(out))
+        return row
+
+    assert (csv_row()["state"], csv_row()["decided_by"]) == ("approved", "ada")
+    rows = cli("runs", "list", "--format", "tsv", *flags)[1].splitlines()
+    control = next(row.split("\t")[0] for row in rows if "\tpre-ab-bf16\t" in row)
+    assert cli("runs", "delete", control, "--yes", *flags)[0] == 0
+    assert cli("hypothesis", "analyze", "wedge-confound", *flags)[0] == 0  # a verdict on other evidence
+    (item,) = json.loads(cli("review", "list", "wedge-confound", "--json", *flags)[1])["items"]
+    assert item["state"] == "stale" and not item["self_approved"], item
+    assert cli("review", "list", "wedge-confound", *flags)[1].startswith("wedge-confound: stale  [verdict ")
+    row = csv_row()
+    assert (row["state"], row["decided_by"], row["self_approved"]) == ("stale", "", "False"), row

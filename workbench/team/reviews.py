@@ -53,6 +53,7 @@ class ReviewState:
     hypothesis_id: str
     state: str
     current_verdict: VerdictRecord | None
+    # The decision on the current evidence the state rests on (approved, changes requested); None otherwise.
     deciding_review: ReviewRecord | None
     reviews: tuple[ReviewRecord, ...]
     parent_changed: bool = False
@@ -127,7 +128,8 @@ def review_state(hypothesis_id: str, verdicts: Iterable[VerdictRecord], reviews:
         last = max(open_requests, key=_when) if open_requests else on_current[-1]
         state = CHANGES_REQUESTED if open_requests else APPROVED
     elif decisions:
-        last, state = decisions[-1], STALE
+        # Decisions on evidence since replaced: the state rests on none of them, so none is the deciding one.
+        last, state = None, STALE
     else:
         last, state = None, AWAITING if current is not None else NOTHING
     return ReviewState(hypothesis_id, state, current, last, mine, parent_changed, runners_of=runners_of or {})
