@@ -313,3 +313,38 @@ def test_a_simulated_dispersion_p_value_is_never_zero_nor_called_exact(store, re
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert "p = 0)" not in a.reasoning and "p = 0 " not in a.reasoning, a.reasoning
     assert "exact p" not in _checks(a)["drift"].detail and "simulated p = 0.0005" in _checks(a)["drift"].detail
+
+
+def test_an_interval_widened_for_between_run_spread_says_so_in_text_json_and_html(store, registry, tmp_path):
+    # Four replicates 10, 16, 12, 18 of 80 spread a little more than binomial (phi 1.15, not significant): the
+    # interval is Wilson's with the variance inflated by phi, yet the text, the JSON and the page called it
+    # plainly "Wilson 95%", the label of the pooled binomial interval.
+    import html
+    import re
+
+    from workbench.analysis.stored import record_verdict
+    from workbench.report import build_site
+
+    ex = add_execution(store)
+    for r, (leaks, control) in enumerate(zip((10, 16, 12, 18), (15, 9, 16, 16)), start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": control, "done": 80 - control}, extra={"waiting_for_input": 9})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    label = "Wilson 95%, widened for between-run spread (phi = 1.15)"
+    (p,) = a.predictions
+    assert p.design_effect == pytest.approx(1.154, abs=1e-3) and p.interval_kind == label
+    assert f"= 17.5% ({label} [" in a.reasoning, a.reasoning
+    assert a.to_dict()["predictions"][0]["interval_kind"] == label
+    assert a.arms["treatment"].metrics["corruption_rate"].to_dict()["interval_kind"] == label
+    assert a.arms["control"].metrics["corruption_rate"].to_dict()["interval_kind"] == "Wilson 95%"  # binomial
+    record_verdict(store, a, execution_id=ex)
+    page = build_site(store, registry, tmp_path / "site")["hypotheses"]["wedge-confound"]
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", open(page, encoding="utf-8").read())).split())
+    assert f"17.5% ({label} [13.5%, 22.4%]; 4 run(s))" in text, text  # the verdict's reasoning
+    assert f"56/320 = 17.5% [13.5%, 22.4%] {label}; 4 run(s) falsified" in text, text  # the prediction
+    # The arm table (and the chart's tooltip beside it): the widened arm says so, the binomial one stays plain.
+    assert f"control 56/320 = 17.5% [13.7%, 22.0%] Wilson 95% treatment 56/320 = 17.5% [13.5%, 22.4%] {label} " \
+        in text, text
+    assert f'"method": "{label}"' in text, text

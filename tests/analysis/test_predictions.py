@@ -46,7 +46,8 @@ def test_difference_predictions_for_proportions_and_continuous_metrics(store, re
                 outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
     a = analyze_stored(store, reg_extra, "diff-check", execution_id=ex)
     rate, wall = a.predictions
-    assert rate.interval_kind == "Newcombe 95%" and rate.outcome == "supported"
+    # Replicates of one workload count as one run: the label says the interval was widened (it read "Newcombe 95%").
+    assert rate.interval_kind == "Newcombe 95%, widened by the design effect 6" and rate.outcome == "supported"
     assert rate.fisher_p < 1e-3 and rate.boschloo_p is None  # 480 x 480: Fisher stands in
     assert wall.interval_kind == "Hodges-Lehmann 95%" and wall.estimate == -40
     assert wall.mann_whitney_p < 0.01 and wall.outcome == "supported"
@@ -55,7 +56,8 @@ def test_difference_predictions_for_proportions_and_continuous_metrics(store, re
     # and its region keeps the form written in hypotheses.yaml with the points beside it; a median's stays as it was.
     lo, hi = rate.interval
     # The six replicates replayed one workload (run-level, design effect 6): Fisher's p pools their sessions.
-    assert (f"84/480 and treatment 6/480, a difference of +16.2 points (Newcombe 95% [{100 * lo:+.1f}, {100 * hi:+.1f}] "
+    assert (f"84/480 and treatment 6/480, a difference of +16.2 points (Newcombe 95%, widened by the design effect 6 "
+            f"[{100 * lo:+.1f}, {100 * hi:+.1f}] "
             "points; Fisher p = 3.4e-20 over the pooled sessions, which takes them as independent)") in a.reasoning, \
         a.reasoning
     assert "It predicted corruption_rate (control - treatment) >= 0.05 (+5 points);" in a.reasoning, a.reasoning
@@ -249,7 +251,9 @@ def test_a_run_level_difference_asks_for_runs_at_the_level_that_decides(store, w
 
     a = _no_gain(store, workbench_dir)
     (p,) = a.predictions
-    assert p.outcome == "inconclusive" and p.interval_kind == "Newcombe 95% (t, 3 df)"
+    # Widened by the control's phi for both arms (one variance model), and the label says so.
+    assert p.outcome == "inconclusive"
+    assert p.interval_kind == "Newcombe 95% (t, 3 df), widened for between-run spread (phi = 9.54)", p.interval_kind
     assert p.more_runs_needed, a.reasoning
     assert "more run(s) of this size" in a.reasoning and "more units at this rate would decide it" not in a.reasoning
     f, (na, nb) = (4 + p.more_runs_needed) / 4, p.n_effective

@@ -291,7 +291,21 @@ def rate_outcome(e: Effective, region: Any, alpha: float = 0.05) -> tuple[str, f
 
 
 def interval_label(e: Effective) -> str:
-    return "Wilson 95%" if e.df is None else f"Wilson 95% (t, {e.df} df)"
+    """The rate interval's name wherever it is shown (text, JSON, pages): Wilson 95%, with Student's t where the
+    runs' spread was estimated, and what widened it where the runs are the unit (`widening`)."""
+    return ("Wilson 95%" if e.df is None else f"Wilson 95% (t, {e.df} df)") + widening(e.design_effect,
+                                                                                       e.dispersion.phi)
+
+
+def widening(design_effect: float | None, *phis: float | None) -> str:
+    """What an interval on effective counts was widened for, as its label ends ('' where it was not): the
+    between-run spread when the design effect is the runs' dispersion phi (of any arm in `phis`), else the
+    design effect (copies of one workload, agreement closer than binomial, the ICC floor)."""
+    if design_effect is None or design_effect <= 1:
+        return ""
+    if any(phi is not None and phi > 1 and abs(phi - design_effect) <= 1e-9 * phi for phi in phis):
+        return f", widened for between-run spread (phi = {deff_text(design_effect)})"
+    return f", widened by the design effect {deff_text(design_effect)}"
 
 
 # Kendall's exact test on R runs without ties reaches p = 2 / R! at best: below six runs it cannot reach

@@ -367,7 +367,9 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
             return stats.newcombe(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, clustered.level_alpha(al, df))
 
         ci = ci_at(stats.ALPHA)
-        out.update(interval=list(ci), interval_kind="Newcombe 95%" if df is None else f"Newcombe 95% (t, {df} df)",
+        kind = ("Newcombe 95%" if df is None else f"Newcombe 95% (t, {df} df)") + \
+            clustered.widening(ea.design_effect, *(o.dispersion.phi for o in own))
+        out.update(interval=list(ci), interval_kind=kind,
                    outcome=regions.outcome(ci, region),
                    p_against=stats.interval_pvalue(ci_at, bounds, "outside"),
                    p_for=stats.interval_pvalue(ci_at, bounds, "inside"))

@@ -191,6 +191,7 @@ class ArmEstimate:
     wilson: tuple[float, float] | None = None
     median: float | None = None
     interval: tuple[float, float] | None = None
+    interval_kind: str | None = None  # a proportion's `interval` by name (clustered.interval_label)
     confidence: float | None = None
     warning: str | None = None
     total: float | None = None

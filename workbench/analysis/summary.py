@@ -30,6 +30,7 @@ def arm_summary(arm: str, runs: list[RunData], expected: dict[str, str], named: 
                 e = _arm_effective(pool["per_run"], pool["replayed"])
                 metrics[name] = {"kind": "proportion", "k": pool["k"], "n": pool["n"], "rate": pool["k"] / pool["n"],
                                  "wilson": [lo, hi], "interval": list(clustered.rate_interval(e)),
+                                 "interval_kind": clustered.interval_label(e),
                                  "method": e.method, "method_reason": e.reason, "n_effective": e.n_eff,
                                  "design_effect": e.design_effect, "dispersion": e.dispersion.phi,
                                  "runs": len(pool["used"]), "unknown_runs": len(pool["unknown"])}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from workbench.analysis import display
+from workbench.analysis import clustered, display
 from workbench.analysis.results import Analysis, Check, Judgement
 from workbench.report.stats import fmt
 
@@ -21,7 +21,8 @@ def arm_metric(analysis: Analysis | None, arm: str, metric: str) -> dict[str, An
     lo, hi = e.bounds or (None, None)
     if e.kind == "proportion":
         label = f"{int(e.k or 0)}/{int(e.n or 0)} = {display.rate(e.estimate)}"
-        method = "Wilson 95%" + (", runs as the unit" if e.method == "run-level" else "")
+        # An analysis stored before arms carried the interval's name: what its design effect and phi say.
+        method = e.interval_kind or "Wilson 95%" + clustered.widening(e.design_effect, e.dispersion)
     else:
         label = f"median {fmt(e.estimate)} ({e.runs} runs)"
         if e.confidence is not None and e.warning:
