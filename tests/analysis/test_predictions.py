@@ -282,3 +282,23 @@ def test_fisher_p_beside_a_run_level_difference_says_it_takes_sessions_as_the_un
     assert "points, Fisher p = " not in a.reasoning, a.reasoning
     assert "; Fisher p = 2.6e-07 over the pooled sessions, which takes them as independent)" in a.reasoning, \
         a.reasoning
+
+
+def test_a_median_near_or_above_1000_reads_with_all_its_integer_digits(store, workbench_dir):
+    # Three significant digits wrote a median of 999.75 s as "1e+03", and the range 12345.6-12345.9 s as
+    # [12,346, 12,346]: ends that read alike.
+    reg = registry_with(workbench_dir, abort_fix_hypothesis(
+        "slow", "The abort fix keeps the repro under a second per session.",
+        "{metric: wall_s, arm: treatment, at_most: 1}", "{metric: wall_s, arm: control, at_most: 1}"))
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store, hypothesis_id="slow")
+    for r, (t, c) in enumerate(zip((999.6, 999.7, 999.8, 999.9), (12345.6, 12345.7, 12345.8, 12345.9)), start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
+                outcomes={"leak": 0, "done": 80}, extra={"wall_s": t}, hypothesis_id="slow")
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 0, "done": 80}, extra={"wall_s": c}, hypothesis_id="slow")
+    a = analyze_stored(store, reg, "slow", execution_id=ex)
+    assert "e+0" not in a.reasoning, a.reasoning
+    assert "treatment gave a median of 1,000 (" in a.reasoning and " [999.6, 999.9])" in a.reasoning, a.reasoning
+    assert "control gave a median of 12,346 (" in a.reasoning, a.reasoning
+    assert " [12,345.6, 12,345.9])" in a.reasoning, a.reasoning

@@ -36,3 +36,22 @@ def test_report_judges_regions_exactly():
         "interval outside the predicted region"
     assert hypothesis_page._relation(0.0, 0.01, Region(at_most=0.02), "proportion") == \
         "interval inside the predicted region"
+
+
+def test_chart_tooltips_give_a_large_median_every_integer_digit():
+    # The tooltips formatted numbers in the page with ".4~g": a median interval of [11000.5, 13579] ms read
+    # "1.1e+4" to "1.358e+4" and a run of 1234567 ms "1.235e+6", beside a table reading "median 12345".
+    from workbench.report import charts
+
+    point = charts.ArmPoint("control", 12345.0, 11000.5, 13579.0, "median 12345 (4 runs)", "range of 4 runs")
+    small = charts.ArmPoint("treatment", 0.5, 0.12345, 0.98765, "median 0.5 (4 runs)", "range of 4 runs")
+    spec = charts.metric_spec(charts.MetricChart("ttft_ms", ["control", "treatment"], [point, small],
+                                                 [charts.RunValue("control", 7, 1234567.0)]))
+    charts.validate_spec(spec)
+    tips = [t for layer in spec["layer"] for t in layer["encoding"].get("tooltip", [])]
+    assert not [t for t in tips if "format" in t], tips  # the page's own number formatting would round them
+    shown = {(name, row["arm"], t.get("title", t["field"])): row[t["field"]]
+             for name, rows in spec["datasets"].items() for row in rows for t in tips if t["field"] in row}
+    assert (shown[("est", "control", "low")], shown[("est", "control", "high")]) == ("11000", "13579"), shown
+    assert shown[("runs", "control", "value")] == "1234567", shown
+    assert (shown[("est", "treatment", "low")], shown[("est", "treatment", "high")]) == ("0.1235", "0.9877"), shown

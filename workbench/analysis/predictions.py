@@ -33,7 +33,8 @@ def _fmt(x: float | None) -> str:
         return "?"
     if x == 0:
         return "0"
-    return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+    # Three significant digits below 1000, every integer digit from there: 999.7 at .3g read "1e+03".
+    return f"{x:.3g}" if abs(x) < 999.5 else f"{x:,.0f}"
 
 
 def pooled(runs: list[RunData], metric: str, exp: Experiment, basis: str = "all") -> dict[str, Any]:

@@ -55,13 +55,16 @@ def arm_summary(arm: str, runs: list[RunData], expected: dict[str, str], named: 
 
 
 def _interval(iv: Any) -> str:
-    """An interval of values as the estimate beside it is written (three significant digits, more where its ends
-    would otherwise read alike): three decimals wrote 0.12-0.17 ms as [0.000, 0.000]."""
+    """An interval of values as the estimate beside it is written (three significant digits, every integer digit
+    from 1000 on; more where its ends would otherwise read alike): three decimals wrote 0.12-0.17 ms as
+    [0.000, 0.000], whole numbers 12345.6-12345.9 as [12,346, 12,346]."""
     if not iv:
         return "no interval"
 
     def num(x: float, digits: int) -> str:
-        return "0" if x == 0 else f"{x:.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
+        if x == 0:
+            return "0"
+        return f"{x:.{digits}g}" if abs(x) < 999.5 else f"{x:,.{digits - 3}f}"
 
     for digits in range(3, 10):
         lo, hi = num(iv[0], digits), num(iv[1], digits)
