@@ -57,6 +57,18 @@ def test_an_empty_fail_on_is_refused(wb: Path, cli, value: str):
     assert not (wb / "wb.duckdb").exists()
 
 
+@pytest.mark.parametrize("value,item", [("falsified,,", "item 2"), (",falsified", "item 1"),
+                                        ("falsified, ,invalid", "item 2")])
+def test_an_empty_item_in_fail_on_is_refused_naming_it(wb: Path, cli, value: str, item: str):
+    """`--fail-on "falsified,,"` (a list built from an unset variable, say) was taken as `falsified`: the gate the
+    script meant to add was silently dropped."""
+    for args in (["hypothesis", "run", "wedge-confound"], ["hypothesis", "analyze", "wedge-confound"]):
+        code, out, err = cli(*args, "--fail-on", value)
+        _refused(code, err, f"Error: --fail-on {value!r}: {item} is empty\n")
+        assert out == "" and len(err.splitlines()) == 2, (out, err)
+    assert not (wb / "wb.duckdb").exists()
+
+
 def test_a_variable_set_twice_to_different_values_is_refused_naming_both(wb: Path, cli):
     code, _, err = cli("hypothesis", "run", "wedge-confound", "--set", "causal_model=seed",
                        "--set", "causal_model=wedge")

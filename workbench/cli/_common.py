@@ -549,14 +549,22 @@ def _longest_word(text: str) -> int:
 
 
 def fail_on(value: str | None) -> frozenset[str]:
-    """--fail-on's verdicts; an unknown one is bad input (exit 2) before anything runs."""
+    """--fail-on's verdicts; an unknown one, or an empty item, is bad input (exit 2) before anything runs."""
     from workbench.errors import BadInput
 
-    chosen = frozenset(v.strip().lower() for v in (value or "").split(",") if v.strip())
-    if value is not None and not chosen:
+    if value is None:
+        return frozenset()
+    items = [v.strip().lower() for v in value.split(",")]
+    chosen = frozenset(v for v in items if v)
+    if not chosen:
         # `--fail-on ""` (an unset CI variable, say) would gate on nothing while looking like a gate.
         raise BadInput(f"--fail-on {value!r} names no verdict",
                        hint="use a comma-separated subset of " + ",".join(VERDICTS) + ", or leave --fail-on out",
+                       where="--fail-on")
+    if "" in items:
+        # `falsified,,` or `$A,$B` with one variable unset: the gate that variable was to add would be dropped.
+        raise BadInput(f"--fail-on {value!r}: item {items.index('') + 1} is empty",
+                       hint="use a comma-separated subset of " + ",".join(VERDICTS) + " with no empty item",
                        where="--fail-on")
     unknown = sorted(chosen - set(VERDICTS))
     if unknown:
