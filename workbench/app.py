@@ -446,7 +446,8 @@ class Workbench(StoredRuns):
     def report(self, *, out: str | Path | None = None, fmt: str = "html", hypothesis_id: str | None = None) -> ReportResult:
         """Build the site under `out` (default: reports/ in the workbench folder), or Markdown with fmt="md"."""
         if fmt not in FORMATS:
-            raise BadInput(f"unknown format {fmt!r}", hint="use --format html or --format md", where="--format")
+            raise BadInput(f"--format {fmt!r} is not one of {', '.join(FORMATS)}",
+                           hint="use --format html (the site) or --format md (Markdown to stdout)", where="--format")
         if hypothesis_id is not None:
             self.registry.hypothesis(hypothesis_id)  # a clear error for an unknown id before any work
         with self.store(read_only=True) as store:

@@ -52,11 +52,24 @@ def test_report_builds_the_site_and_names_the_page(app: Any, seeded: dict[str, A
 
 def test_bad_input_exits_2(app: Any, seeded: dict[str, Any], tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["report", "--format", "pdf"], env=_env(seeded))
-    assert res.exit_code == 2 and "unknown format" in res.output
+    assert res.exit_code == 2 and "--format 'pdf' is not one of html, md" in res.output
     res = CliRunner().invoke(app, ["report", "--format", "md", "--hypothesis", "nope"], env=_env(seeded))
     assert res.exit_code == 2 and "no hypothesis 'nope'" in res.output
     res = CliRunner().invoke(app, ["report", "--db", str(tmp_path / "missing.duckdb")], env=_env(seeded))
     assert res.exit_code == 2 and "no store at" in res.output
+
+
+@pytest.mark.parametrize("value", ["pdf", ""])
+def test_an_unknown_format_is_named_with_its_flag_and_the_values_taken(workbench_dir: Path, cli, value: str) -> None:
+    """`wb report --format pdf` said only `Error: unknown format 'pdf'`: the flag was in --json's "where" alone,
+    and the values taken only in the hint."""
+    env = {"WB_ROOT": str(workbench_dir), "WB_DB": str(workbench_dir / "wb.duckdb")}
+    code, out, err = cli("report", "--format", value, env=env)
+    assert code == 2 and out == "" and "Traceback" not in err, (code, out, err)
+    assert err.splitlines()[0] == f"Error: --format {value!r} is not one of html, md", err
+    code, out, _ = cli("report", "--format", value, "--json", env=env)
+    assert code == 2 and json.loads(out)["error"]["where"] == "--format", out
+    assert not (workbench_dir / "wb.duckdb").exists() and not (workbench_dir / "reports").exists()
 
 
 def test_an_out_folder_under_a_file_is_named_as_such(app: Any, seeded: dict[str, Any], tmp_path: Path) -> None:
