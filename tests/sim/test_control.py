@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -430,3 +431,32 @@ def test_up_refuses_a_serve_file_with_one_port_twice_before_stopping_the_running
     assert code == 2 and "prefill_port and decode_port are both" in err and "Traceback" not in err, (code, out, err)
     st = control.status(sim_dir)
     assert st.state == "healthy" and sorted(u.pid for u in st.units.values()) == pids
+
+
+def test_a_config_that_names_no_serve_file_is_refused_naming_the_flag(tmp_path, cli):
+    """`wb sim up --config missing.sh` said `Error: serve file PATH does not exist`, naming no flag (and said the
+    same of /dev/null, which exists). No state folder is made."""
+    sdir, missing = tmp_path / "sim", tmp_path / "missing.sh"
+    for given, said in ((missing, "does not exist"), ("/dev/null", "is not a regular file")):
+        code, out, err = cli("sim", "up", "--dir", str(sdir), "--config", str(given))
+        assert code == 2 and out == "" and "Traceback" not in err, (code, out, err)
+        assert err.splitlines()[0] == f"Error: --config {given}: the serve file {said}", err
+    code, out, _ = cli("sim", "up", "--dir", str(sdir), "--config", str(missing), "--json")
+    assert code == 2 and json.loads(out)["error"]["where"] == "--config", out
+    assert not sdir.exists()
+
+
+def test_a_serve_file_named_by_an_earlier_config_and_gone_since_says_so(tmp_path, cli):
+    """After `wb sim up --config FILE`, restart and a plain up re-read FILE; once it was deleted they said
+    `cannot read serve file FILE` and to `create it with wb sim up`, which fails the same way: the file is named as
+    the one --config chose, and the way out is a new --config."""
+    sdir, gone = tmp_path / "sim", tmp_path / "mine.sh"
+    sdir.mkdir()
+    (sdir / "config_path").write_text(str(gone))
+    for args in (["restart"], ["up"]):
+        code, out, err = cli("sim", *args, "--dir", str(sdir))
+        assert code == 2 and out == "" and "Traceback" not in err, (args, code, out, err)
+        first, hint = err.splitlines()[:2]
+        assert first == f"Error: serve file {gone} does not exist (named by an earlier wb sim up --config)", err
+        assert hint == f"Hint: name an existing one: wb sim up --dir {sdir} --config FILE", err
+    assert sorted(p.name for p in sdir.iterdir()) == ["config_path"]

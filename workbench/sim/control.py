@@ -366,12 +366,13 @@ def up(dir: str | Path | None = None, *, config: str | Path | None = None,
             raise BadInput(f"--config {cfg_file} is a folder, not a serve file",
                            hint="name the serve file itself, or omit --config")
         if not cfg_file.is_file():
-            raise BadInput(f"serve file {cfg_file} does not exist",
+            said = "is not a regular file" if cfg_file.exists() else "does not exist"
+            raise BadInput(f"--config {cfg_file}: the serve file {said}",
                            hint="write one (workbench.sim.config.render_serve_file) or omit --config")
     else:
         cfg_file = config_path(sdir)
     default = config is None and cfg_file == sdir / "serve.sh" and not cfg_file.exists()
-    values = parse_serve_text(render_serve_file({}), source=str(cfg_file)) if default else read_serve_file(cfg_file)
+    values = parse_serve_text(render_serve_file({}), source=str(cfg_file)) if default else _read_in_use(sdir, cfg_file)
     if sets:
         values = with_overrides(values, sets)  # a bad --set is refused here, before anything is written
         _serve_config("--set " + " --set ".join(f"{k}={v}" for k, v in sets.items()), values)  # and one port twice
@@ -392,6 +393,15 @@ def up(dir: str | Path | None = None, *, config: str | Path | None = None,
             return st
         down(sdir)
     return _start(sdir, cfg_file, values, timeout)
+
+
+def _read_in_use(sdir: Path, cfg_file: Path) -> dict[str, str]:
+    """The values of the serve file in use. One that an earlier `up --config` chose and that is gone since is named
+    as such: `wb sim up` alone would read it again, only a new --config moves on."""
+    if (sdir / "config_path").exists() and not cfg_file.exists() and cfg_file != sdir / "serve.sh":
+        raise BadInput(f"serve file {cfg_file} does not exist (named by an earlier wb sim up --config)",
+                       hint=f"name an existing one: wb sim up --dir {sdir} --config FILE", where=str(cfg_file))
+    return read_serve_file(cfg_file)
 
 
 def _serve_config(source: str | Path, values: dict[str, str]) -> ServeConfig:
@@ -478,7 +488,7 @@ def restart(dir: str | Path | None = None, *, timeout: float = HEALTH_TIMEOUT_S)
     if cfg_file == sdir / "serve.sh":
         sdir.mkdir(parents=True, exist_ok=True)
         _ensure_default_config(sdir)
-    values = read_serve_file(cfg_file)
+    values = _read_in_use(sdir, cfg_file)
     _serve_config(cfg_file, values)  # a serve file it cannot start from is refused while the servers still run
     down(sdir)
     return _start(sdir, cfg_file, values, timeout)
