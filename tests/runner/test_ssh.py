@@ -10,7 +10,8 @@ import pytest
 
 from pathlib import Path
 
-from workbench.errors import ConfigError, TargetError
+from workbench.errors import ConfigError
+from workbench.runner.lock import TargetRefused
 from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 
 from runner_kit import add_toy_ssh_profile  # noqa: E402
@@ -58,7 +59,7 @@ def test_host_key_mismatch_is_refused_with_how_to_verify(toy, ssh_server, tmp_pa
     kh = tmp_path / "wrong_known_hosts"
     kh.write_text(f"[127.0.0.1]:{ssh_server.port} {other}\n")
     add_toy_ssh_profile(toy, ssh_server, known_hosts=str(kh))
-    with pytest.raises(TargetError) as ei:
+    with pytest.raises(TargetRefused) as ei:
         _run(toy, replicates=1)
     assert "host key does not match" in ei.value.message
     assert "ssh-keyscan" in (ei.value.hint or "") and "ssh-keygen -lf" in ei.value.hint
@@ -74,10 +75,37 @@ def test_unreachable_host_fails_before_touching_anything(toy, ssh_server):
     closed_port = s.getsockname()[1]
     s.close()
     add_toy_ssh_profile(toy, ssh_server, port=closed_port)
-    with pytest.raises(TargetError) as ei:
+    with pytest.raises(TargetRefused) as ei:
         _run(toy, replicates=1)
     assert "cannot reach" in ei.value.message
     assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
+
+
+@pytest.mark.parametrize("case", ["unknown host key", "closed port"])
+def test_a_host_refused_before_anything_changed_is_exit_2_naming_host_port_and_cause(toy, ssh_server, cli,
+                                                                                     tmp_path, case):
+    """A host whose key known_hosts does not hold, or whose port is closed, ended `wb hypothesis run` with exit 1,
+    as a failure while running; nothing on the host had been touched: it is a refused target, exit 2."""
+    import socket
+
+    port = ssh_server.port
+    if case == "closed port":
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        add_toy_ssh_profile(toy, ssh_server, port=port)
+        said = f"127.0.0.1 refused the connection on port {port}"
+    else:
+        kh = tmp_path / "empty_known_hosts"
+        kh.write_text("")
+        add_toy_ssh_profile(toy, ssh_server, known_hosts=str(kh))
+        said = f"{kh} holds no host key for [127.0.0.1]:{port}"
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--target", "ssh", "--db", toy.db, "--replicates", "1")
+    assert code == 2 and "Traceback" not in err, (code, out, err)
+    (error,) = [line for line in err.splitlines() if line.startswith("Error:")]
+    assert f"{ssh_server.user}@127.0.0.1:{port}" in error and said in error, err
+    assert ssh_server.commands == [] and toy.restarts() == [] and toy.conf.read_bytes() == toy.original
 
 
 @pytest.mark.parametrize("key", ["missing", "not a key", "encrypted"])

@@ -12,6 +12,7 @@ import pytest
 from runner_kit import add_toy_ssh_profile, edit_profile
 
 from workbench.errors import ConfigError, TargetError
+from workbench.runner.lock import TargetRefused
 from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 
 
@@ -33,8 +34,10 @@ def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, known_hosts: bool)
 def test_ssh_config_cannot_switch_host_key_checking_off(toy, ssh_server, tmp_path, monkeypatch):
     _without_known_hosts(toy, ssh_server)
     _home(tmp_path, monkeypatch, known_hosts=True)
-    with pytest.raises(TargetError, match="host key"):
+    with pytest.raises(TargetRefused, match="host key") as ei:  # nothing on the host changed: exit 2
         run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
+    assert ei.value.exit_code == 2
+    assert f"{tmp_path}/home/.ssh/known_hosts holds no host key" in ei.value.message  # the file consulted
     assert not ssh_server.commands  # nothing ran on the unverified host
     assert toy.conf.read_bytes() == toy.original
 
@@ -65,7 +68,7 @@ def test_jump_host_from_ssh_config_is_verified_too(toy, ssh_server, tmp_path, mo
             f"Host deploy-host\n  HostName 127.0.0.1\n  ProxyJump {ssh_server.user}@127.0.0.1:{jump.port}\n"
             f"Host *\n  IdentityFile {ssh_server.client_key_path}\n  UserKnownHostsFile none\n"
             f"  StrictHostKeyChecking no\n")
-        with pytest.raises(TargetError) as ei:
+        with pytest.raises(TargetRefused) as ei:
             run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
         assert f"refusing jump host {ssh_server.user}@127.0.0.1:{jump.port}: {ssh_server.known_hosts} holds no host key" in ei.value.message
         assert not ssh_server.commands and not jump.commands  # nothing ran through the unverified jump host
@@ -122,14 +125,14 @@ def test_an_unknown_or_changed_key_is_told_apart_and_the_hint_names_the_real_hos
 
     other = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
     ssh_server.known_hosts.write_text(f"{entry} {other}\n")
-    with pytest.raises(TargetError) as ei:
+    with pytest.raises(TargetRefused) as ei:
         run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
     assert "its host key does not match" in ei.value.message
     assert f"ssh-keyscan -p {ssh_server.port} 127.0.0.1" in ei.value.hint
     assert f"ssh-keygen -R '{entry}' -f {ssh_server.known_hosts}" in ei.value.hint
 
     ssh_server.known_hosts.write_text("")
-    with pytest.raises(TargetError) as ei:
+    with pytest.raises(TargetRefused) as ei:
         run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
     assert f"{ssh_server.known_hosts} holds no host key for {entry}" in ei.value.message
     assert "ssh-keygen -R" not in ei.value.hint and f"ssh-keyscan -p {ssh_server.port} 127.0.0.1" in ei.value.hint
@@ -176,7 +179,7 @@ def test_a_key_filed_for_port_22_is_not_trusted_on_another_port(toy, ssh_server,
     kh = tmp_path / "known_hosts_22"
     kh.write_text(f"127.0.0.1 {ssh_server.host_key.export_public_key().decode().strip()}\n")
     add_toy_ssh_profile(toy, ssh_server, known_hosts=str(kh))
-    with pytest.raises(TargetError) as exc:
+    with pytest.raises(TargetRefused) as exc:
         run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
     assert f"[127.0.0.1]:{ssh_server.port}" in exc.value.message + (exc.value.hint or "")
     assert not ssh_server.commands

@@ -98,6 +98,13 @@ def _key_host(host: str, port: int | None) -> tuple[str, str, int]:
         return host, host, port or 22
 
 
+def _refusal(exc: BaseException | None) -> bool:
+    """Whether a connection failed because the host refused wb (or wb the host), not for a cause that may pass."""
+    import asyncssh
+
+    return isinstance(exc, (asyncssh.HostKeyNotVerifiable, asyncssh.PermissionDenied, ConnectionRefusedError))
+
+
 def _parse_jump(jump: str) -> tuple[str, dict[str, Any]]:
     """`[user@]host[:port]` (as in ssh -J); a bare alias is resolved through ~/.ssh/config by asyncssh."""
     opts: dict[str, Any] = {}
@@ -270,7 +277,7 @@ class SshTarget(Target):
 
         where = where or self.describe(host)
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
-            kh = self.spec.known_hosts or "~/.ssh/known_hosts"
+            kh = self.known_hosts_file()  # as read: `~` is the runner's home, which sudo or $HOME may have moved
             real, name, port = _key_host(host, port or self.spec.port)
             entry = name if port == 22 else f"[{name}]:{port}"  # as ssh writes a known_hosts line
             scan = f"ssh-keyscan -p {port} {real}"
@@ -288,6 +295,11 @@ class SshTarget(Target):
         if isinstance(exc, asyncssh.PermissionDenied):
             return TargetError(f"{where} refused the login: {exc.reason}",
                                hint="check user, identity_file or the agent (ssh-add -l)")
+        if isinstance(exc, ConnectionRefusedError):
+            real, _, port = _key_host(host, port or self.spec.port)
+            return TargetError(f"cannot reach {where}: {real} refused the connection on port {port}",
+                               hint="check the port (the profile's port:, or Port in ~/.ssh/config) and that sshd "
+                                    "runs there")
         if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
             return TargetError(f"{where} did not answer within {self.spec.connect_timeout_s:g} s",
                                hint="check the host name, port and network (ssh -v)")
@@ -374,7 +386,17 @@ class SshTarget(Target):
                 pass
 
     async def open(self) -> None:
-        await asyncio.gather(*(self._conn(h) for h in self.hosts))
+        """Connect to every host before anything on them is touched. A host that refuses wb there (its key not in
+        known_hosts or not matching it, its port closed, the login refused) is a refused target, exit 2: nothing
+        on it changed, and the user acts on the cause named before trying again."""
+        from workbench.runner.lock import TargetRefused
+
+        try:
+            await asyncio.gather(*(self._conn(h) for h in self.hosts))
+        except TargetError as exc:
+            if not _refusal(exc.__cause__):
+                raise  # a timeout or a lookup that failed may pass: a failure while running, as before
+            raise TargetRefused(exc.message, hint=exc.hint) from exc
 
     async def reconnect(self, host: str) -> None:
         last: Exception | None = None
