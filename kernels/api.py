@@ -16,11 +16,13 @@ Where the data checks of the ids run (range, duplicate destinations):
   same bad ids without reporting them again), one launch for ids page by page, or the default
   launch. Device to host, rows with scales: one launch for ids page by page, else the
   default, chosen the same way.
-- fp8 token rows device to device, 64 MB and up, when the same index tensors come again
-  unchanged: as above, the scales in page order (three launches; the scale passes skip the
-  bad ids), sorted by page on the device once (new tensors go in one launch: sorting per call
-  costs more than it saves, by either sort of the binding, and so do two unsorted passes;
-  kernels.scales NEW_ORDER_MIN_BYTES, SPLIT_MIN_BYTES).
+- token rows with scales device to device (fp8 from 64 MB, c4 from 256 MB) when the same index
+  tensors come again unchanged: as above, the scales in page order (three launches, the two
+  scale passes beside the value pass on a high-priority side stream; they skip the bad ids),
+  sorted by page on the device once. New tensors of fp8 rows are sorted per call from 256 MB
+  (the sort beside the values too), smaller ones and c4 rows go in one launch (below that
+  sorting per call costs more than it saves, and two unsorted passes always do;
+  kernels.scales NEW_ORDER_MIN_BYTES, SPLIT_MIN_BYTES, NOTES.md runs 12-14).
 - the same device id tensors handed again unchanged (the same objects, torch's version
   counters unchanged): copied to pinned memory once, on their second call, behind an event (no
   synchronisation), and checked on the host once that copy has landed, as `plan_transfer`
@@ -416,12 +418,12 @@ def _host_plan(p: _Pools, s, d, si, di):
 
 
 def _ordered(p: _Pools, src, dst, si, di, n: int) -> int:
-    """fp8 rows device to device, scales in page order (kernels.scales; the sort is a counting
-    sort by page on the device, with the id checks folded in as -1 entries, no sync). Index
+    """Rows with scales device to device, scales in page order (kernels.scales; the sort is made
+    on the device, ORDER_SORT, with the id checks folded in as -1 entries, no sync). Index
     tensors handed again unchanged keep theirs from the second call on; new ids (and inference
-    tensors, which keep no version counter) go in one launch, or are sorted for the call where
-    NEW_ORDER_MIN_BYTES is set, or move in two unsorted passes where SPLIT_MIN_BYTES is (both
-    off by default: each costs more than it saves, NOTES.md runs 12-13)."""
+    tensors, which keep no version counter) are sorted for the call from NEW_ORDER_MIN_BYTES
+    (fp8 rows), else go in one launch, or move in two unsorted passes where SPLIT_MIN_BYTES is
+    set (off: it costs more than it saves, NOTES.md runs 12-14)."""
     layers = p.s_shape.num_layers
     make = lambda: device_page_order(  # noqa: E731
         p.ext, si, di, p.page_size, (p.s_shape.num_pages, p.d_shape.num_pages),

@@ -316,10 +316,9 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
                 # (whatever the size, for the check)
                 dst = make_pool(geometry, layout, 32, 3, 64, gen=r.gen).cuda()
                 a, b = si.cuda(), di.cuda()
-                # (and with the scale passes beside the values, c4 rows in page order too)
-                for how, forced in (("", {}), (", scales beside the values",
-                                               dict(ORDER_OVERLAP=True, ORDER_MAX_VALUE_BYTES=1024))):
-                    with _patched(scales, PAGE_ORDER_MIN_BYTES=0, **forced):
+                # (the scale passes beside the values, as by default, or after them)
+                for how, forced in (("", {}), (", scales after the values", dict(ORDER_OVERLAP=False))):
+                    with _patched(scales, PAGE_ORDER_MIN_BYTES=0, WIDE_ORDER_MIN_BYTES=0, **forced):
                         bad, compared = _same_ids(r, src, src.cuda(), dst, si, di, a, b, kw,
                                                   (dst.cpu(), dst.cpu(), dst.cpu() ^ 0xFF))
                     report.cases.append(CaseResult(
@@ -331,9 +330,8 @@ def _scale_cases(r: _Runner, report: CheckReport, progress):
                                      dict(NEW_ORDER_MIN_BYTES=0, ORDER_SORT="radix")),
                                     ("page order per call, count sort",
                                      dict(NEW_ORDER_MIN_BYTES=0, ORDER_SORT="count")),
-                                    ("page order per call, count sort, scales beside the values",
-                                     dict(NEW_ORDER_MIN_BYTES=0, ORDER_SORT="count", ORDER_OVERLAP=True,
-                                          ORDER_MAX_VALUE_BYTES=1024)),
+                                    ("page order per call, count sort, scales after the values",
+                                     dict(NEW_ORDER_MIN_BYTES=0, ORDER_SORT="count", ORDER_OVERLAP=False)),
                                     ("values, then scales in the ids' order",
                                      dict(SPLIT_MIN_BYTES=0))):
                     with _patched(scales, **forced):

@@ -82,12 +82,12 @@ def device_checked_cases(r: _Runner, report: CheckReport):
     # copy), then changed in place to the bad ids: checked again, twice
     # d2d-sort, d2d-count: new id tensors, page order sorted on the device for the call by the
     # radix sort or the counting sort (bad pairs -1); d2d-split: the values, then the scales
-    # in the ids' order (the scale pass skips the bad ids); d2d-overlap, d2d-count-overlap: as
-    # d2d-order and d2d-count with the scale passes beside the value pass
+    # in the ids' order (the scale pass skips the bad ids); d2d-order-after, d2d-count-after: as
+    # d2d-order and d2d-count with the scale passes after the value pass, not beside it
     # h2d-grouped, d2h-grouped, h2d-default, d2h-default: the path chosen on the device forced
     # to one launch as for ids page by page, or to the default launch
-    modes = ("d2d", "h2d-dma", "d2d-order", "d2d-sort", "d2d-count", "d2d-split", "d2d-overlap",
-             "d2d-count-overlap", "h2d-blocks",
+    modes = ("d2d", "h2d-dma", "d2d-order", "d2d-sort", "d2d-count", "d2d-split", "d2d-order-after",
+             "d2d-count-after", "h2d-blocks",
              "h2d-again",
              "d2d-reuse", "d2h-reuse", "h2d-reuse", "h2d-grouped", "d2h-grouped", "h2d-default",
              "d2h-default")
@@ -101,22 +101,23 @@ def device_checked_cases(r: _Runner, report: CheckReport):
             unchecked = _valid_then_changed(src_d, d, a, b, dict(granularity=gran, **kw))
             oks.append(unchecked)
             notes.append("" if unchecked else "valid ids were not run unchecked")
-        forced = dict(SCALE_DMA_BYTES_PER_ROW=1 << 40, PAGE_ORDER_MIN_BYTES=0, ORDER_SLACK=0)
+        forced = dict(SCALE_DMA_BYTES_PER_ROW=1 << 40, PAGE_ORDER_MIN_BYTES=0, WIDE_ORDER_MIN_BYTES=0,
+                      ORDER_SLACK=0)
         if mode == "h2d-blocks":
             forced.update(BLOCK_MARGIN=0, BLOCK_FRACTION=2)
         if mode.endswith("grouped"):
             forced.update(ORDER_SLACK=1e9)
         if mode.endswith("default"):
             forced.update(BLOCK_MARGIN=1e9, SCALE_DMA_BYTES_PER_ROW=0)
-        if mode in ("d2d-sort", "d2d-count", "d2d-count-overlap"):
+        if mode in ("d2d-sort", "d2d-count", "d2d-count-after"):
             forced.update(NEW_ORDER_MIN_BYTES=0,
                           ORDER_SORT="radix" if mode == "d2d-sort" else "count")
-        if mode.endswith("overlap"):
-            forced.update(ORDER_OVERLAP=True)
+        if mode.endswith("after"):
+            forced.update(ORDER_OVERLAP=False)
         if mode == "d2d-split":
             forced.update(SPLIT_MIN_BYTES=0)
         with _patched(scales, **forced):
-            again = {"d2d-order": 2, "d2d-overlap": 2, "h2d-again": 3}
+            again = {"d2d-order": 2, "d2d-order-after": 2, "h2d-again": 3}
             for _ in range(again.get(mode, 2 if "reuse" in mode else 1)):
                 d.copy_(dst0)
                 try:

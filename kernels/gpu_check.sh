@@ -161,7 +161,7 @@ for g in ("c4_latent", "index_k_fp8"):
 # Bad device ids through them: every call takes the 2D copy (then the touched pages' blocks);
 # d2d ids handed twice.
 from kernels import scales
-scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES = 1 << 40, 0
+scales.SCALE_DMA_BYTES_PER_ROW, scales.PAGE_ORDER_MIN_BYTES, scales.WIDE_ORDER_MIN_BYTES = 1 << 40, 0, 0
 scales.NEW_ORDER_MIN_BYTES = 0   # new d2d ids: page order sorted on the device per call
 keep_blocks = (scales.BLOCK_MARGIN, scales.BLOCK_FRACTION)
 for g in ("c4_latent", "index_k_fp8"):
@@ -194,9 +194,10 @@ for g in ("c4_latent", "index_k_fp8"):
         except KernelError:
             reported += 1
 scales.SPLIT_MIN_BYTES = None
-# Page order with the scale passes beside the values (c4 rows too), bad ids among them: the same
-# tensors twice (page order from the second call), then new tensors (sorted per call).
-scales.ORDER_OVERLAP, scales.ORDER_MAX_VALUE_BYTES, scales.NEW_ORDER_MIN_BYTES = True, 1024, None
+# Page order with the scale passes after the values (beside them is the default, above; c4 rows
+# too), bad ids among them: the same tensors thrice (page order from the second call), then new
+# tensors (sorted per call).
+scales.ORDER_OVERLAP, scales.WIDE_ORDER_MIN_BYTES, scales.NEW_ORDER_MIN_BYTES = False, 0, None
 for g in ("c4_latent", "index_k_fp8"):
     a_d = make_pool(g, "page_first", 8, 2, 64, gen=gen).cuda()
     b = make_pool(g, "page_first", 6, 2, 64, gen=gen).cuda()
@@ -211,7 +212,7 @@ for g in ("c4_latent", "index_k_fp8"):
                 api.synchronize()
             except KernelError:
                 reported += 1
-scales.ORDER_OVERLAP, scales.ORDER_MAX_VALUE_BYTES, scales.NEW_ORDER_MIN_BYTES = False, 128, None
+scales.ORDER_OVERLAP, scales.NEW_ORDER_MIN_BYTES = True, None
 # New host ids with scales, the path chosen on the device forced each way, bad ids among them.
 keep_slack = scales.ORDER_SLACK
 for slack in (0, 1e9):

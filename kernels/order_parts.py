@@ -96,7 +96,6 @@ def _transfers(p, src, dst, a, b, plan, kw) -> list[tuple[str, object]]:
 
     pages = (p.s_shape.num_pages, p.d_shape.num_pages)
     new = _new_ids_each_call(src, dst, a, b, kw)
-    every = dict(ORDER_MAX_VALUE_BYTES=1024)     # c4 rows in page order too
     order = lambda: build.launch(plan, scales="always")  # noqa: E731
 
     def in_line():
@@ -121,16 +120,17 @@ def _transfers(p, src, dst, a, b, plan, kw) -> list[tuple[str, object]]:
     rows = [("plan one launch", lambda: build.launch(plan, scales="never")),
             ("plan page order (lists made once)", _with(order, ORDER_OVERLAP=False)),
             ("plan page order, scales beside", _with(order, ORDER_OVERLAP=True)),
-            ("new ids, one launch", _with(new, NEW_ORDER_MIN_BYTES=None, **every)),
-            ("new ids, count per call, beside", _with(new, NEW_ORDER_MIN_BYTES=0, ORDER_SORT="count",
-                                                      ORDER_OVERLAP=False, **every)),
-            ("new ids, count, scales beside too", _with(new, NEW_ORDER_MIN_BYTES=0, ORDER_SORT="count",
-                                                        ORDER_OVERLAP=True, **every)),
-            ("new ids, radix, scales beside too", _with(new, NEW_ORDER_MIN_BYTES=0, ORDER_SORT="radix",
-                                                        ORDER_OVERLAP=True, **every)),
+            ("new ids, transfer() as it stands", new),
+            ("new ids, one launch", _with(new, NEW_ORDER_MIN_BYTES=None)),
             ("values alone (part 1, checked)", values)]
-    if p.geo.value_bytes <= 128:
-        rows += [("new ids, radix per call, in line", in_line),
+    if p.geo.value_bytes <= 128:        # page order per call is for fp8-like rows only
+        rows += [("new ids, count per call, beside", _with(new, NEW_ORDER_MIN_BYTES=0, ORDER_SORT="count",
+                                                           ORDER_OVERLAP=False)),
+                 ("new ids, count, scales beside too", _with(new, NEW_ORDER_MIN_BYTES=0, ORDER_SORT="count",
+                                                             ORDER_OVERLAP=True)),
+                 ("new ids, radix, scales beside too", _with(new, NEW_ORDER_MIN_BYTES=0, ORDER_SORT="radix",
+                                                             ORDER_OVERLAP=True)),
+                 ("new ids, radix per call, in line", in_line),
                  *[(f"values, then scales in pair order v{v}", two_pass(v)) for v in (0, 23)]]
     return rows
 

@@ -24,17 +24,19 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   on the device, from the pages the ids touch and their runs of one page, counted as the pages
   are marked (one launch); every alternative is enqueued gated on that choice, and the ones
   not chosen return at once (`PATH_*`, the binding's `transfer_gated`).
-- Device to device, fp8 rows from 64 MB (`page_order_ids`, `run_page_order`): the scales
-  gathered in source order into a compact scratch pool, then scattered from it in destination
-  order, so each pass reads or writes neighbouring 4 B slots together instead of one 32 B
-  sector per slot (+9 points of the copy, run 8). Plans sort once (torch argsorts, kept on the
-  plan). Device ids not read on the host are put in page order on the device
-  (`device_page_order`: a counting sort by page in the binding, or cub radix sorts of int32
-  page keys, no argsort; the order inside a page does not matter): once for id tensors handed
-  again, kept on the pools (kernels/api.py); per call for new id tensors only from
-  NEW_ORDER_MIN_BYTES (off: either sort costs more than page order saves, NOTES.md runs
-  12-13). New ids may instead move the values, then the scales alone in their own order
-  (`run_split`, from SPLIT_MIN_BYTES; off: slower than one launch, run 13).
+- Device to device, fp8 rows from 64 MB and c4 rows from 256 MB (`page_order_ids`,
+  `run_page_order`): the scales gathered in source order into a compact scratch pool, then
+  scattered from it in destination order, so each pass reads or writes neighbouring 4-8 B slots
+  together instead of one 32 B sector per slot (+9 points of the copy for fp8, run 8), the two
+  passes on a high-priority side stream beside the value pass (ORDER_OVERLAP, run 14). Plans
+  sort once (torch argsorts, kept on the plan). Device ids not read on the host are put in page
+  order on the device (`device_page_order`: cub radix sorts of int32 page keys in the binding,
+  or a counting sort by page, no argsort; the order inside a page does not matter): once for id
+  tensors handed again, kept on the pools (kernels/api.py); per call for new id tensors of fp8
+  rows from NEW_ORDER_MIN_BYTES (256 MB: with the sort and the scale passes beside the values
+  the sort pays there, run 14; below, and for c4 rows, one launch). New ids may instead move the
+  values, then the scales alone in their own order (`run_split`, from SPLIT_MIN_BYTES; off:
+  slower than one launch, run 13).
 Device to host is not done this way: the host scale blocks would have to be read, merged and
 written back whole, overwriting slots the transfer does not name.
 """
@@ -47,7 +49,7 @@ __all__ = ["wants_dma", "wants_blocks", "wants_page_order", "h2d_path", "device_
            "random_pages", "versions", "page_order_ids", "device_page_order", "run_page_order",
            "wants_split", "run_split", "SPLIT_MIN_BYTES", "SPLIT_VARIANT",
            "SCALE_DMA_BYTES_PER_ROW", "ORDER_OVERLAP", "ORDER_MAX_VALUE_BYTES", "orders",
-           "PAGE_ORDER_MIN_BYTES", "NEW_ORDER_MIN_BYTES", "ORDER_SORT",
+           "PAGE_ORDER_MIN_BYTES", "WIDE_ORDER_MIN_BYTES", "NEW_ORDER_MIN_BYTES", "ORDER_SORT",
            "BLOCK_MARGIN", "BLOCK_FRACTION",
            "ORDER_SLACK", "ORDERED_VARIANT", "device_path", "PATH_DEFAULT", "PATH_ORDERED",
            "PATH_BLOCKS"]
@@ -59,28 +61,31 @@ SCALE_DMA_BYTES_PER_ROW = 77
 # Page order adds two launches: fp8 rows measured 15% slower at 33.6 MB, 12% faster at 134 MB
 # and 21% at 537 MB (NOTES.md run 8); the times cross near 64 MB.
 PAGE_ORDER_MIN_BYTES = 64 << 20
-# New device id tensors each call put in page order per call (a counting sort on the device,
-# beside the value pass) from this size; None: never. Page order saves 11-21% from 134 MB on a
-# plan, but the sort cost 114 us at 537 MB and overlapped nothing: per call it lost at every
-# size from 25 to 537 MB (sorted / one launch 0.25-0.98, NOTES.md run 12), so new ids go in
-# one launch.
-NEW_ORDER_MIN_BYTES = None
+# Rows of more values than an fp8 row (c4's 576 B) take page order from this size: with the
+# scale passes beside the values 4-5% faster than one launch at 256-512 MB, slower below 128
+# MB (NOTES.md run 14, H100).
+WIDE_ORDER_MIN_BYTES = 256 << 20
+# New device id tensors each call of fp8 rows put in page order per call (a sort on the device,
+# beside the value pass with the scale passes) from this size; None: never. After the values
+# the sort lost at every size (run 13); beside them the radix sort gained 6% at 256-512 MB and
+# lost below (NOTES.md run 14). c4 rows: never (no size gained).
+NEW_ORDER_MIN_BYTES = 256 << 20
 # New device id tensors of fp8 rows device to device from this size (None: never): the values
 # alone, then the scales alone between the pools in the ids' order, in SPLIT_VARIANT (no sort;
 # a layer-major variant keeps one layer's scale blocks in L2 while they move; NOTES.md run 13).
 SPLIT_MIN_BYTES = None
 SPLIT_VARIANT = 0
-# How the device puts ids in page order: "count" (a counting sort by page: 109 us of device
-# time at 1.02 M pairs, 14-31 us up to 254 K) or "radix" (cub radix sorts of int32 page keys:
-# 150 us at 1.02 M pairs, ~66 us before it sorts anything; NOTES.md run 13).
-ORDER_SORT = "count"
+# How the device puts ids in page order: "radix" (cub radix sorts of int32 page keys: 150 us of
+# device time at 1.02 M pairs on the H200, but small kernels that run beside the value pass:
+# the per-call sort of run 14) or "count" (a counting sort by page: 109 us at 1.02 M pairs, 14-31
+# us up to 254 K, whose atomics compete with the values; NOTES.md runs 13-14).
+ORDER_SORT = "radix"
 # The page-order scale passes beside the value pass, on the high-priority side stream, rather
-# than after it (they touch other bytes of dst; NOTES.md run 14).
-ORDER_OVERLAP = False
-# Page order is for rows of at most this many value bytes with a scale block (fp8: 128; c4's
-# 576 B rows gained 1.5-2% in page order after the values, NOTES.md run 8; run 14 times it
-# beside them).
-ORDER_MAX_VALUE_BYTES = 128
+# than after it (they touch other bytes of dst): fp8 3-5% faster from 64 MB, c4 from 256 MB
+# (NOTES.md run 14).
+ORDER_OVERLAP = True
+# Page order is for rows with a scale block and at most this many value bytes (fp8 128, c4 576).
+ORDER_MAX_VALUE_BYTES = 1024
 
 # The blocks of the touched pages replace one scale request per (row, layer) by one 128 B
 # request per 128 B of block (the link counts requests, not bytes: NOTES.md run 6); they pay
@@ -102,11 +107,17 @@ PATH_DEFAULT, PATH_ORDERED, PATH_BLOCKS = 0, 1, 2
 
 
 def wants_page_order(geo, n: int, layers: int, *, per_call: bool = False) -> bool:
-    """True for fp8-like rows (a 4 B scale per 128 B of values) moving enough bytes to repay
-    the two extra launches of the page-order scale passes (device to device); per_call: and
-    the sort made for this call alone (new id tensors)."""
-    least = NEW_ORDER_MIN_BYTES if per_call else PAGE_ORDER_MIN_BYTES
-    return (least is not None and orders(geo) and n * layers * geo.bytes_per_token >= least)
+    """True for rows with a scale block moving enough bytes to repay the two extra launches of
+    the page-order scale passes (device to device): fp8-like rows (values <= 128 B) from
+    PAGE_ORDER_MIN_BYTES, wider ones (c4) from WIDE_ORDER_MIN_BYTES; per_call: and the sort
+    made for this call alone (new id tensors; fp8-like rows from NEW_ORDER_MIN_BYTES)."""
+    if not orders(geo):
+        return False
+    if geo.value_bytes > 128:           # c4-like rows: plans and ids handed again only
+        least = None if per_call else WIDE_ORDER_MIN_BYTES
+    else:
+        least = NEW_ORDER_MIN_BYTES if per_call else PAGE_ORDER_MIN_BYTES
+    return least is not None and n * layers * geo.bytes_per_token >= least
 
 
 def orders(geo) -> bool:
@@ -116,9 +127,10 @@ def orders(geo) -> bool:
 
 
 def wants_split(geo, n: int, layers: int) -> bool:
-    """True for fp8-like rows (as `wants_page_order`) moving at least SPLIT_MIN_BYTES: new
-    device ids then move the values and the scales in two passes, unsorted (`run_split`)."""
-    return (SPLIT_MIN_BYTES is not None and orders(geo) and n * layers * geo.bytes_per_token >= SPLIT_MIN_BYTES)
+    """True for fp8-like rows (a scale block, values <= 128 B) moving at least SPLIT_MIN_BYTES:
+    new device ids then move the values and the scales in two passes, unsorted (`run_split`)."""
+    return (SPLIT_MIN_BYTES is not None and 0 < geo.scale_bytes and geo.value_bytes <= 128
+            and n * layers * geo.bytes_per_token >= SPLIT_MIN_BYTES)
 
 
 def wants_dma(geo, host_shape, n: int, page_size: int) -> bool:

@@ -201,6 +201,7 @@ def _force_scale_dma(monkeypatch):
 
     monkeypatch.setattr(scales, "SCALE_DMA_BYTES_PER_ROW", 1 << 40)
     monkeypatch.setattr(scales, "PAGE_ORDER_MIN_BYTES", 0)
+    monkeypatch.setattr(scales, "WIDE_ORDER_MIN_BYTES", 0)
 
 
 def _force_blocks(monkeypatch):
@@ -255,13 +256,11 @@ def test_host_scales_through_a_2d_copy_match_the_reference(geometry, layout, pat
 def test_scales_in_page_order_match_the_reference(geometry, layout, beside, monkeypatch):
     """Device to device, the scales through a scratch pool in source then destination order:
     on a plan, and through transfer() handed the same id tensors again (second call on); the
-    scale passes after the values or beside them (c4 rows then in page order too)."""
+    scale passes beside the values (the default) or after them."""
     from wb_kernels import api, build, scales
 
     _force_scale_dma(monkeypatch)
-    if beside:
-        monkeypatch.setattr(scales, "ORDER_OVERLAP", True)
-        monkeypatch.setattr(scales, "ORDER_MAX_VALUE_BYTES", 1024)
+    monkeypatch.setattr(scales, "ORDER_OVERLAP", beside)
 
     gen = torch.Generator().manual_seed(12)
     src = make_pool(geometry, layout, 12, 3, 64, gen=gen).cuda()
@@ -317,7 +316,7 @@ def test_scales_apart_take_no_host_synchronisation(monkeypatch):
 
 
 @pytest.mark.parametrize("path", ["h2d", "d2d-again", "h2d-blocks", "d2d-new", "d2d-split",
-                                  "h2d-grouped", "h2d-default", "d2d-again-beside", "d2d-new-beside"])
+                                  "h2d-grouped", "h2d-default", "d2d-again-after", "d2d-new-after"])
 def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch):
     from wb_kernels import api, scales
 
@@ -326,9 +325,9 @@ def test_scale_passes_skip_the_bad_ids_the_value_pass_reports(path, monkeypatch)
         _force_blocks(monkeypatch)
     if path.startswith("d2d-new"):  # new id tensors: page order sorted on the device per call
         monkeypatch.setattr(scales, "NEW_ORDER_MIN_BYTES", 0)
-    if path.endswith("beside"):     # the scale passes beside the value pass
-        monkeypatch.setattr(scales, "ORDER_OVERLAP", True)
-    path = path.removesuffix("-beside")
+    if path.endswith("after"):      # the scale passes after the value pass, not beside it
+        monkeypatch.setattr(scales, "ORDER_OVERLAP", False)
+    path = path.removesuffix("-after")
     if path == "d2d-split":    # new id tensors: values, then the scales in the ids' order
         monkeypatch.setattr(scales, "SPLIT_MIN_BYTES", 0)
     # the path chosen on the device: one launch (ids page by page) or the default launch

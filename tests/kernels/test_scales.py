@@ -32,27 +32,32 @@ def test_sparse_rows_and_rows_without_scales_do_not():
     assert not wants_dma(GEOMETRIES["index_k_fp8"], _shape(10), 0, 64)
 
 
-def test_page_order_only_for_fp8_rows_large_enough_to_repay_two_launches():
+def test_page_order_only_for_rows_with_scales_large_enough_to_repay_two_launches():
     from wb_kernels.scales import wants_page_order
 
     fp8, c4 = GEOMETRIES["index_k_fp8"], GEOMETRIES["c4_latent"]
     per_mb = (1 << 20) // (4 * fp8.bytes_per_token)     # fp8 tokens per MiB over 4 layers
+    c4_mb = (1 << 20) // (4 * c4.bytes_per_token)
     assert not wants_page_order(fp8, 32 * per_mb, 4)     # measured slower at 33.6 MB
     assert wants_page_order(fp8, 128 * per_mb, 4)        # faster at 134 MB and 537 MB
-    assert not wants_page_order(c4, 10 ** 7, 4)           # c4: no gain measured
+    assert not wants_page_order(c4, 128 * c4_mb, 4)      # c4: slower up to 128 MB (run 14)
+    assert wants_page_order(c4, 300 * c4_mb, 4)          # 4-5% faster at 256-512 MB
     assert not wants_page_order(GEOMETRIES["index_k_bf16"], 10 ** 7, 4)
 
 
-def test_new_ids_take_one_launch_by_default_neither_sort_nor_split_pays(monkeypatch):
-    """Per call, neither sort (count 108 us, radix 149 us of device time at 1.02 M pairs) nor
-    the two unsorted passes beat one launch at any measured size (NOTES.md run 13): both gates
-    are off, the counting sort serves reused ids; opened, they take fp8 rows only."""
+def test_new_ids_are_sorted_per_call_only_for_large_fp8_transfers_and_never_split(monkeypatch):
+    """Per call, the radix sort beside the values with the scale passes gained 6% at 256-512 MB
+    of fp8 rows and lost below, and for c4 rows at every size; the two unsorted passes never beat
+    one launch (NOTES.md runs 13-14). The split, opened, takes fp8 rows only."""
     from wb_kernels import scales
 
     fp8, c4 = GEOMETRIES["index_k_fp8"], GEOMETRIES["c4_latent"]
     big = 10 ** 7
-    assert scales.ORDER_SORT == "count"
-    assert not scales.wants_page_order(fp8, big, 4, per_call=True)
+    per_mb = (1 << 20) // (4 * fp8.bytes_per_token)
+    assert scales.ORDER_SORT == "radix" and scales.ORDER_OVERLAP
+    assert scales.wants_page_order(fp8, 300 * per_mb, 4, per_call=True)
+    assert not scales.wants_page_order(fp8, 128 * per_mb, 4, per_call=True)
+    assert not scales.wants_page_order(c4, big, 4, per_call=True)
     assert not scales.wants_split(fp8, big, 4)
     monkeypatch.setattr(scales, "SPLIT_MIN_BYTES", 0)
     assert scales.wants_split(fp8, 1, 4) and not scales.wants_split(c4, big, 4)
