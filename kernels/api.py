@@ -19,10 +19,10 @@ Where the data checks of the ids run (range, duplicate destinations):
 - token rows with scales device to device (fp8 from 64 MB, c4 from 256 MB) when the same index
   tensors come again unchanged: as above, the scales in page order (three launches, the two
   scale passes beside the value pass on a high-priority side stream; they skip the bad ids),
-  sorted by page on the device once. New tensors of fp8 rows are sorted per call from 256 MB
-  (the sort beside the values too), smaller ones and c4 rows go in one launch (below that
-  sorting per call costs more than it saves, and two unsorted passes always do;
-  kernels.scales NEW_ORDER_MIN_BYTES, SPLIT_MIN_BYTES, NOTES.md runs 12-14).
+  sorted by page on the device once. New tensors go in one launch (a sort per call costs more
+  than it saves, or on random ids saves 7% at 256-512 MB but costs ids already in page order
+  14%; two unsorted passes always cost more; kernels.scales NEW_ORDER_MIN_BYTES,
+  SPLIT_MIN_BYTES, NOTES.md runs 12-14).
 - the same device id tensors handed again unchanged (the same objects, torch's version
   counters unchanged): copied to pinned memory once, on their second call, behind an event (no
   synchronisation), and checked on the host once that copy has landed, as `plan_transfer`
@@ -421,9 +421,9 @@ def _ordered(p: _Pools, src, dst, si, di, n: int) -> int:
     """Rows with scales device to device, scales in page order (kernels.scales; the sort is made
     on the device, ORDER_SORT, with the id checks folded in as -1 entries, no sync). Index
     tensors handed again unchanged keep theirs from the second call on; new ids (and inference
-    tensors, which keep no version counter) are sorted for the call from NEW_ORDER_MIN_BYTES
-    (fp8 rows), else go in one launch, or move in two unsorted passes where SPLIT_MIN_BYTES is
-    set (off: it costs more than it saves, NOTES.md runs 12-14)."""
+    tensors, which keep no version counter) go in one launch, or are sorted for the call where
+    NEW_ORDER_MIN_BYTES is set (fp8 rows), or move in two unsorted passes where SPLIT_MIN_BYTES
+    is (both off by default, NOTES.md runs 12-14)."""
     layers = p.s_shape.num_layers
     make = lambda: device_page_order(  # noqa: E731
         p.ext, si, di, p.page_size, (p.s_shape.num_pages, p.d_shape.num_pages),

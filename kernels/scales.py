@@ -30,13 +30,14 @@ the kernel as before, the 4-8 B scales apart, so that neither pays for the other
   together instead of one 32 B sector per slot (+9 points of the copy for fp8, run 8), the two
   passes on a high-priority side stream beside the value pass (ORDER_OVERLAP, run 14). Plans
   sort once (torch argsorts, kept on the plan). Device ids not read on the host are put in page
-  order on the device (`device_page_order`: cub radix sorts of int32 page keys in the binding,
-  or a counting sort by page, no argsort; the order inside a page does not matter): once for id
-  tensors handed again, kept on the pools (kernels/api.py); per call for new id tensors of fp8
-  rows from NEW_ORDER_MIN_BYTES (256 MB: with the sort and the scale passes beside the values
-  the sort pays there, run 14; below, and for c4 rows, one launch). New ids may instead move the
-  values, then the scales alone in their own order (`run_split`, from SPLIT_MIN_BYTES; off:
-  slower than one launch, run 13).
+  order on the device (`device_page_order`: a counting sort by page in the binding, or cub
+  radix sorts of int32 page keys, no argsort; the order inside a page does not matter): once
+  for id tensors handed again, kept on the pools (kernels/api.py); per call for new id tensors
+  only from NEW_ORDER_MIN_BYTES (off: after the values either sort costs more than page order
+  saves, NOTES.md runs 12-13; beside them the radix sort pays on random ids from 256 MB but
+  costs sequential ones 14%, run 14). New ids may instead move the values, then the scales
+  alone in their own order (`run_split`, from SPLIT_MIN_BYTES; off: slower than one launch,
+  run 13).
 Device to host is not done this way: the host scale blocks would have to be read, merged and
 written back whole, overwriting slots the transfer does not name.
 """
@@ -67,19 +68,21 @@ PAGE_ORDER_MIN_BYTES = 64 << 20
 WIDE_ORDER_MIN_BYTES = 256 << 20
 # New device id tensors each call of fp8 rows put in page order per call (a sort on the device,
 # beside the value pass with the scale passes) from this size; None: never. After the values
-# the sort lost at every size (run 13); beside them the radix sort gained 6% at 256-512 MB and
-# lost below (NOTES.md run 14). c4 rows: never (no size gained).
-NEW_ORDER_MIN_BYTES = 256 << 20
+# the sort lost at every size (run 13). Beside them the radix sort gained 7% on random ids at
+# 256-512 MB, but cost sequential ids 14% (already in page order, they gain nothing from it),
+# and the ids' order is not known on the host without a sync (NOTES.md run 14): new ids go in
+# one launch.
+NEW_ORDER_MIN_BYTES = None
 # New device id tensors of fp8 rows device to device from this size (None: never): the values
 # alone, then the scales alone between the pools in the ids' order, in SPLIT_VARIANT (no sort;
 # a layer-major variant keeps one layer's scale blocks in L2 while they move; NOTES.md run 13).
 SPLIT_MIN_BYTES = None
 SPLIT_VARIANT = 0
-# How the device puts ids in page order: "radix" (cub radix sorts of int32 page keys: 150 us of
-# device time at 1.02 M pairs on the H200, but small kernels that run beside the value pass:
-# the per-call sort of run 14) or "count" (a counting sort by page: 109 us at 1.02 M pairs, 14-31
-# us up to 254 K, whose atomics compete with the values; NOTES.md runs 13-14).
-ORDER_SORT = "radix"
+# How the device puts ids in page order: "count" (a counting sort by page: 109 us of device
+# time at 1.02 M pairs on the H200, 14-31 us up to 254 K) or "radix" (cub radix sorts of int32
+# page keys: 150 us; ~66 us before it sorts anything; NOTES.md run 13). Beside the value pass the
+# radix sort's small kernels cost the values less than the counting sort's atomics (run 14).
+ORDER_SORT = "count"
 # The page-order scale passes beside the value pass, on the high-priority side stream, rather
 # than after it (they touch other bytes of dst): fp8 3-5% faster from 64 MB, c4 from 256 MB
 # (NOTES.md run 14).

@@ -45,18 +45,19 @@ def test_page_order_only_for_rows_with_scales_large_enough_to_repay_two_launches
     assert not wants_page_order(GEOMETRIES["index_k_bf16"], 10 ** 7, 4)
 
 
-def test_new_ids_are_sorted_per_call_only_for_large_fp8_transfers_and_never_split(monkeypatch):
-    """Per call, the radix sort beside the values with the scale passes gained 6% at 256-512 MB
-    of fp8 rows and lost below, and for c4 rows at every size; the two unsorted passes never beat
-    one launch (NOTES.md runs 13-14). The split, opened, takes fp8 rows only."""
+def test_new_ids_take_one_launch_by_default_neither_sort_nor_split_pays(monkeypatch):
+    """Per call, a sort after the values lost at every size (run 13); beside them the radix sort
+    gained 7% on random fp8 ids at 256-512 MB but cost sequential ids 14%, and the two unsorted
+    passes never beat one launch (NOTES.md runs 13-14): both gates are off, the counting sort
+    serves reused ids; opened, the sort per call takes fp8 rows only, the split too."""
     from wb_kernels import scales
 
     fp8, c4 = GEOMETRIES["index_k_fp8"], GEOMETRIES["c4_latent"]
     big = 10 ** 7
-    per_mb = (1 << 20) // (4 * fp8.bytes_per_token)
-    assert scales.ORDER_SORT == "radix" and scales.ORDER_OVERLAP
-    assert scales.wants_page_order(fp8, 300 * per_mb, 4, per_call=True)
-    assert not scales.wants_page_order(fp8, 128 * per_mb, 4, per_call=True)
+    assert scales.ORDER_SORT == "count" and scales.ORDER_OVERLAP
+    assert not scales.wants_page_order(fp8, big, 4, per_call=True)
+    monkeypatch.setattr(scales, "NEW_ORDER_MIN_BYTES", 0)
+    assert scales.wants_page_order(fp8, 1, 4, per_call=True)
     assert not scales.wants_page_order(c4, big, 4, per_call=True)
     assert not scales.wants_split(fp8, big, 4)
     monkeypatch.setattr(scales, "SPLIT_MIN_BYTES", 0)
