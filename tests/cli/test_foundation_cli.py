@@ -181,3 +181,29 @@ def test_schema_prints_both_json_schemas(cli):
     assert set(schemas) == {"hypotheses.yaml", "experiments/*.yaml", "evidence CSV"}
     assert "hypotheses" in schemas["hypotheses.yaml"]["properties"]
     assert "profiles" in schemas["experiments/*.yaml"]["properties"]
+
+
+def _keywords(node, path=""):
+    """Every (path, key) of a JSON Schema's objects, skipping the names under "properties" and "$defs"."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _keywords(item, f"{path}/{i}")
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if path.endswith(("/properties", "/$defs")):
+                yield from _keywords(value, f"{path}/{key}")
+                continue
+            yield path, key
+            yield from _keywords(value, f"{path}/{key}")
+
+
+def test_schema_bounds_are_json_schema_keywords(cli):
+    # An optional bounded number (design.replicates, design.seed, an SSH port) once came out as pydantic's
+    # own "ge"/"le", which no editor knows: replicates: 0 went unmarked there while wb refused it.
+    code, out, _ = cli("schema")
+    assert code == 0
+    schemas = json.loads(out)
+    stray = [(path, key) for path, key in _keywords(schemas) if key in {"ge", "le", "gt", "lt"}]
+    assert stray == []
+    override = schemas["hypotheses.yaml"]["$defs"]["DesignOverride"]["properties"]["replicates"]
+    assert {"type": "integer", "minimum": 1, "maximum": 1000} in override["anyOf"]

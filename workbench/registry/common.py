@@ -107,6 +107,19 @@ Number = Annotated[float, BeforeValidator(_number)]
 Flag = Annotated[bool, BeforeValidator(_flag)]
 FormatOne = Annotated[Literal[1], BeforeValidator(_whole)]
 
+
+def whole_in(low: int, high: int | None = None) -> Any:
+    """A whole number in [low, high]. The bounds sit on the int itself, not on the field: on an optional field
+    (`Int | None = Field(ge=...)`) pydantic's JSON Schema gives them as its own "ge"/"le", which editors ignore."""
+    return Annotated[int, Field(ge=low, le=high), BeforeValidator(_whole)]
+
+
+Seed = whole_in(SEED_MIN, SEED_MAX)
+Replicates = whole_in(1, 1000)
+ReplicateBudget = whole_in(1, 10000)  # design.max_replicates, the budget for --sequential
+Port = whole_in(1, 65535)
+Index = whole_in(0)
+
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a tab is text; a newline or CR starts another line
 
 

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from workbench.registry.common import (SEED_MAX, SEED_MIN, Flag, FormatOne, Ident, Int, Number, Strict, VarValue,
-                                       control_char)
+from workbench.registry.common import (Flag, FormatOne, Ident, Int, Number, Port, ReplicateBudget, Replicates, Seed,
+                                       Strict, VarValue, control_char)
 from workbench.secrets import MASK
 
 # Names every template may use besides the experiment's variables and a profile's `context`.
@@ -143,11 +143,11 @@ class UnitSpec(Strict):
 
 
 class Design(Strict):
-    replicates: Int = Field(default=2, ge=1, le=1000)
+    replicates: Replicates = 2
     blocks: Literal["abba", "random", "alternate"] = "abba"
-    seed: Int | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX, description=(
+    seed: Seed | None = Field(default=None, description=(
         "the execution seed (arm order in blocks, per-replicate values); --seed overrides it; drawn when absent"))
-    max_replicates: Int = Field(default=12, ge=1, le=10000, description="budget for --sequential")
+    max_replicates: ReplicateBudget = Field(default=12, description="budget for --sequential")
 
 
 class HealthSpec(Strict):
@@ -230,7 +230,7 @@ class TargetSpec(Strict):
     kind: Literal["sim", "local", "ssh", "kernel"]
     hosts: list[str] = Field(default_factory=list)
     user: str | None = None
-    port: Int | None = Field(default=None, ge=1, le=65535)
+    port: Port | None = None
     known_hosts: str | None = None
     identity_file: str | None = None
     jump: str | None = None

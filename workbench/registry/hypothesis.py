@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from workbench.registry.common import SEED_MAX, SEED_MIN, FormatOne, Ident, Int, Region, Strict, VarValue
+from workbench.registry.common import (FormatOne, Ident, Index, Region, ReplicateBudget, Replicates, Seed, Strict,
+                                       VarValue)
 
 Status = Literal["open", "supported", "falsified", "inconclusive", "invalid"]
 Kind = Literal["ab", "reachability", "kernel", "config"]
@@ -75,14 +76,14 @@ class Generated(Strict):
 
     by: str = Field(min_length=1, description="the tool, e.g. isolate")
     search: str = Field(min_length=1, description="id of the search that generated it")
-    probe: Int | None = Field(default=None, ge=0, description="the probe's index in that search")
+    probe: Index | None = Field(default=None, description="the probe's index in that search")
     verdict: str | None = Field(default=None, description="the verdict the search recorded for it")
 
 
 class DesignOverride(Strict):
-    replicates: Int | None = Field(default=None, ge=1, le=1000)
-    max_replicates: Int | None = Field(default=None, ge=1, le=10000)
-    seed: Int | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX)
+    replicates: Replicates | None = None
+    max_replicates: ReplicateBudget | None = None
+    seed: Seed | None = None
 
 
 class Hypothesis(Strict):
