@@ -181,6 +181,21 @@ CASES = [
     ("prediction-between-text", H, "      - {metric: corruption_rate, arm: control, at_most: 0.02,",
      "      - {metric: corruption_rate, arm: control, between: [0, \"0.5\"],", "must be a number, got '0.5'",
      "      - {metric: corruption_rate, arm: control, between: [0, \"0.5\"],"),
+    # between takes [low, high]: a third number, a lone one or a bare value were told in pydantic's words
+    # ("Tuple should have at most 2 items after validation, not 3", "missing required field 1", "Input should be
+    # a valid tuple").
+    ("prediction-between-three", H, "      - {metric: corruption_rate, arm: control, at_most: 0.02,",
+     "      - {metric: corruption_rate, arm: control, between: [0, 0.01, 0.02],",
+     "(field hypotheses.0.predicts.1.between): must be two numbers [low, high], got 3 values",
+     "      - {metric: corruption_rate, arm: control, between: [0, 0.01, 0.02],"),
+    ("prediction-between-one", H, "      - {metric: corruption_rate, arm: control, at_most: 0.02,",
+     "      - {metric: corruption_rate, arm: control, between: [0.02],",
+     "(field hypotheses.0.predicts.1.between): must be two numbers [low, high], got 1 value",
+     "      - {metric: corruption_rate, arm: control, between: [0.02],"),
+    ("guard-between-number", H, "      - {metric: aborts, arm: treatment, equals: 0,",
+     "      - {metric: aborts, arm: treatment, between: 0,",
+     "(field hypotheses.1.requires.0.between): must be two numbers [low, high], got 0",
+     "      - {metric: aborts, arm: treatment, between: 0,"),
     ("hypothesis-design-boolean", H, "    hold: {index_k_dtype: bf16, nixl_abort_fix: on, geometry_fix: off}\n",
      "    hold: {index_k_dtype: bf16, nixl_abort_fix: on, geometry_fix: off}\n    design: {replicates: yes}\n",
      "design.replicates): must be a whole number, got true (a boolean)", "    design: {replicates: yes}"),

@@ -6,7 +6,7 @@ import re
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,79}$")
 
@@ -153,6 +153,16 @@ class Region(Strict):
     at_most: Number | None = Field(default=None, allow_inf_nan=False)
     equals: Number | None = Field(default=None, allow_inf_nan=False)
     between: tuple[Annotated[Number, Field(allow_inf_nan=False)], Annotated[Number, Field(allow_inf_nan=False)]] | None = None
+
+    @field_validator("between", mode="before")
+    @classmethod
+    def _low_and_high(cls, value: Any) -> Any:
+        # pydantic tells a wrong shape in its own words ("Tuple should have at most 2 items after validation").
+        if value is None or (isinstance(value, (list, tuple)) and len(value) == 2):
+            return value
+        sized = isinstance(value, (list, tuple))
+        got = f"{len(value)} value{'s' if len(value) != 1 else ''}" if sized else shown(value)
+        raise ValueError(f"must be two numbers [low, high], got {got}")
 
     @model_validator(mode="after")
     def _one_bound(self) -> "Region":
