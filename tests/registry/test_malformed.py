@@ -120,6 +120,12 @@ CASES = [
     ("empty-region", H, "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
      "      - {metric: corruption_rate, arm: treatment, at_most: 0.02, at_least: 0.5,\n         why: \"if the wedge",
      "empty region", "      - {metric: corruption_rate, arm: treatment, at_most: 0.02, at_least: 0.5,"),
+    # An entry copied from its parent with the id left as it was: the copy was refused as "its own parent",
+    # which sent the reader to a parent line that is right.
+    ("copied-entry-keeps-the-parents-id", H, "  - id: wedge-confound\n    parent: hicache-bf16-race\n",
+     "  - id: hicache-bf16-race\n    parent: hicache-bf16-race\n",
+     "(field hypotheses.1.id): duplicate hypothesis id 'hicache-bf16-race' (also at line ",
+     "  - id: hicache-bf16-race"),
     ("isolates-not-a-variable", H, "    isolates: nixl_abort_fix\n", "    isolates: abort_fix\n",
      "isolated variable 'abort_fix'", "    isolates: abort_fix"),
     ("guard-unknown-metric", H, "      - {metric: aborts, arm: treatment, equals: 0,", "      - {metric: abort_count, arm: treatment, equals: 0,",

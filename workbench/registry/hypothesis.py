@@ -137,8 +137,6 @@ class Hypothesis(Strict):
             # A claim about one configuration (its arm's metric lies in a region): nothing is isolated.
             if self.isolates is not None or len(self.arms) != 1:
                 raise ValueError("a config hypothesis has exactly one arm and isolates nothing")
-        if self.parent == self.id:
-            raise ValueError("a hypothesis cannot be its own parent")
         return self
 
     @property

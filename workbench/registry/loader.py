@@ -411,6 +411,9 @@ def check_hypotheses(reg: Registry) -> None:
         ids[h.id] = i
     for i, h in enumerate(reg.hypotheses):
         at = ("hypotheses", i)
+        # After the ids are known unique: an entry copied from its parent, id unchanged, is a duplicate id.
+        if h.parent == h.id:
+            raise doc.error("a hypothesis cannot be its own parent", (*at, "parent"))
         if h.parent is not None and h.parent not in ids:
             raise doc.error(f"parent {h.parent!r} of {h.id!r} is not a hypothesis in this file", (*at, "parent"))
         _check_against_experiment(reg, doc, i, h)
