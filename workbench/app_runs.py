@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from workbench.errors import BadInput
+from workbench.errors import BadInput, ConfigError
 
 if TYPE_CHECKING:
     from workbench.analysis.status import CurrentStatus
@@ -84,9 +84,12 @@ class StoredRuns:
             rows = store.runs(hypothesis_id=hypothesis_id, limit=limit)
         if hypothesis_id is not None and not rows:
             # A mistyped id is not a hypothesis with no runs yet (runs of one since removed from the file still
-            # list). Only a registry that loads can say so: a store read from outside any workbench (--db) lists.
+            # list). Only a registry can say so: a store read from outside any workbench (--db) lists, and a
+            # workbench whose file does not load says why (a typo there is no answer about the id).
             try:
                 registry = self.registry
+            except ConfigError:
+                raise
             except BadInput:
                 return rows
             if hypothesis_id not in {h.id for h in registry.hypotheses}:

@@ -155,3 +155,18 @@ def test_runs_of_an_id_from_a_store_read_outside_any_workbench_still_list(empty_
     monkeypatch.chdir(tmp_path)
     listed = cli("runs", "list", "--db", str(empty_store), "--hypothesis", "foo")
     assert listed == (0, "No runs of foo recorded yet.\n", ""), listed
+
+
+def test_runs_of_an_id_in_a_workbench_whose_hypotheses_file_is_broken_name_the_file(workbench_dir: Path, cli,
+                                                                                    monkeypatch):
+    """Where a workbench is found but its hypotheses.yaml does not load, whether the id is a typo cannot be told:
+    the file's error is the answer. It said 'No runs of ID recorded yet.' and exited 0, a mistyped id and a
+    broken file alike passing as a hypothesis with no runs."""
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    monkeypatch.delenv("WB_DB", raising=False)
+    path = workbench_dir / "hypotheses.yaml"
+    path.write_text(path.read_text().replace("format: 1\n", "format: 1\nhypotheeses: []\n", 1))
+    code, out, err = cli("runs", "list", "--root", str(workbench_dir), "--hypothesis", "wedge-confnd")
+    assert code == 2, (out, err)
+    assert err.startswith(f"Error: {path}:") and "unknown field 'hypotheeses'" in err, err
+    assert not (workbench_dir / "wb.duckdb").exists()
