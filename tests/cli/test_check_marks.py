@@ -73,3 +73,19 @@ def test_json_carries_the_mark_each_check_line_shows(seeded_root, cli):
         printed = [line.strip() for line in text.splitlines() if line.startswith("  [")]
         assert [f"[{c['mark']}] {c['name']}: {c['detail']}" for c in checks] == printed, command
         assert {c["name"]: c["mark"] for c in checks}["attrition"] == "FLAG"
+
+
+def test_the_reasoning_names_a_check_that_changed_the_verdict_as_failed(seeded_root, cli):
+    """The reasoning's sentence on a check says what its line's mark says: a guard that made the verdict invalid
+    ([FAIL]) read "Flagged — guard: ... This makes the result invalid.", the word FLAG keeps for a verdict that
+    stands."""
+    root, db = seeded_root
+    path = root / "hypotheses.yaml"
+    guard = "      - {metric: aborts, arm: treatment, equals: 0,"
+    assert guard in path.read_text()
+    path.write_text(path.read_text().replace(guard, "      - {metric: aborts, arm: treatment, at_least: 1,", 1))
+    code, out, err = cli("hypothesis", "analyze", "wedge-confound", "--db", db, "--root", str(root))
+    assert code == 0, err
+    assert out.splitlines()[0] == "wedge-confound: invalid" and _check_lines(out)["guard"] == "[FAIL]", out
+    assert "Failed — guard: aborts (treatment) >= 1: violated" in out and "Flagged — guard" not in out, out
+    assert "Flagged — attrition" in out, out

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.analysis import clustered, display, stats
 from workbench.analysis.data import RunData, completed_units, metric_value
 from workbench.analysis.predictions import _arm_effective, _fmt, pooled
+from workbench.analysis.results import Check
 from workbench.registry.experiment import Experiment
 
 if TYPE_CHECKING:
@@ -171,7 +172,8 @@ def reasoning_text(h: Hypothesis, exp: Experiment, result: Any, arms: dict[str, 
     for c in failed:
         effect = {"invalid": " This makes the result invalid.",
                   "inconclusive": " This makes the result inconclusive."}.get(c["effect"], "")
-        parts.append(f"Flagged — {c['name']}: {c['detail'].rstrip('.')}.{effect}")
+        said = "Failed" if Check.from_dict(c).mark(result.verdict) == "FAIL" else "Flagged"  # as its line's mark
+        parts.append(f"{said} — {c['name']}: {c['detail'].rstrip('.')}.{effect}")
     if unknown:
         parts.append("Not checkable: " + "; ".join(f"{c['name']} ({c['detail'].rstrip('.')})" for c in unknown) + ".")
     return " ".join(parts)
