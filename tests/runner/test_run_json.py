@@ -107,3 +107,21 @@ def test_on_a_terminal_the_live_bar_shows_progress_and_no_line_per_run(toy) -> N
     assert code == 0, shown[-2000:]
     assert "[1/2] run 1" not in shown and "[2/2] run 2" not in shown, shown
     assert "toy-fix on local: 2 of 2 run(s) ok; the runs took " in shown, shown
+
+
+def test_the_arms_of_the_result_leave_out_a_per_replicate_variable(toy, cli) -> None:
+    """A per-replicate variable (a workload seed) is drawn for every replicate; the result's arms gave it as its
+    default ("wseed": "7"), a value no run used. They leave it out, as `hypothesis show` does; each run has its own."""
+    from runner_kit import edit_profile, store_rows
+
+    edit_profile(toy.root, "  mode: {values:",
+                 "  wseed: {type: int, default: \"7\", per_replicate: true}\n  mode: {values:")
+    edit_profile(toy.root, 'workload: {command: "', 'workload: {command: "echo seed={{ wseed }}; ')
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--seed", "3", "--json",
+                         "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert code == 0, err
+    doc = json.loads(out)
+    assert all("wseed" not in arm["variables"] for arm in doc["arms"].values()), doc["arms"]
+    assert doc["arms"]["control"]["variables"]["fix"] == "off"
+    used = [json.loads(v)["wseed"] for (v,) in store_rows(toy.db, "SELECT variables_json FROM runs")]
+    assert len(used) == 2 and "7" not in used, used

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from workbench.analysis import display
+from workbench.registry.experiment import per_replicate_names
 from workbench.store.entities import RunRecord
 
 
@@ -94,6 +95,8 @@ class ExecutionResult:
 def _arms(state: Any, runs: list[RunRecord]) -> dict[str, ArmTotals]:
     p = state.prepared
     exp = p.experiment
+    # A per-replicate variable has a value per replicate (each run records its own), none per arm.
+    drawn = set(per_replicate_names(exp, p.hypothesis, p.overrides))
     arms: dict[str, ArmTotals] = {}
     for arm in p.arms:
         ok = [r for r in runs if r.arm == arm and r.status == "ok"]
@@ -113,7 +116,8 @@ def _arms(state: Any, runs: list[RunRecord]) -> dict[str, ArmTotals]:
                 totals[name] = (num / den) if (num is not None and den) else None
         # Planned runs of the arm that were made: an interrupted attempt that a resume redid is one run, not two.
         made = {r.order_index if r.order_index is not None else ("id", r.id) for r in runs if r.arm == arm}
-        arms[arm] = ArmTotals(p.assignments[arm], len(made), len(ok), metrics, totals)
+        variables = {k: v for k, v in p.assignments[arm].items() if k not in drawn}
+        arms[arm] = ArmTotals(variables, len(made), len(ok), metrics, totals)
     return arms
 
 
