@@ -23,6 +23,27 @@ def test_hypothesis_list_json_has_the_seed_lineage(cli):
     assert rows["wedge-confound"]["isolates"] == "nixl_abort_fix"
 
 
+
+def test_hypothesis_list_csv_and_tsv_leave_an_absent_parent_empty_as_lineage_does(cli):
+    # The table's "-" for no parent (or no isolated variable) was written into CSV and TSV too, where
+    # `wb lineage --format csv` leaves the cell empty: a script looking for the roots had to know both.
+    import io
+
+    code, out, err = cli("hypothesis", "list", "--format", "csv")
+    assert code == 0, err
+    rows = {r["id"]: r for r in csv.DictReader(io.StringIO(out))}
+    assert rows["hicache-bf16-race"]["parent"] == "" and rows["dead-code-dsaindexerpoolhost"]["isolates"] == ""
+    code, out, err = cli("lineage", "--format", "csv")
+    assert code == 0, err
+    assert {r["id"]: r["parent"] for r in csv.DictReader(io.StringIO(out))} == {i: r["parent"] for i, r in rows.items()}
+    code, out, err = cli("hypothesis", "list", "--format", "tsv")
+    assert code == 0, err
+    root = next(line.split("\t") for line in out.splitlines() if line.startswith("hicache-bf16-race\t"))
+    assert root[1] == ""
+    code, out, err = cli("hypothesis", "list")
+    assert code == 0, err
+    assert next(line for line in out.splitlines() if line.startswith("hicache-bf16-race ")).split()[1] == "-"
+
 def test_hypothesis_show_json(cli):
     code, out, _ = cli("hypothesis", "show", "wedge-confound", "--json")
     assert code == 0

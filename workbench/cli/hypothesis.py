@@ -26,9 +26,10 @@ def list_(db: DbOption = None, json_: JsonOption = False, root: RootOption = Non
     when it is exploratory (pooled by `analyze`, no controlled run yet) and lists verdicts under --set."""
     chosen = list_format(fmt, json_)
     rows = open_workbench(db, root).hypotheses()
+    none = "-" if chosen == "table" else None  # CSV and TSV leave the cell empty, as `wb lineage` does
     emit_rows(chosen, ["id", "parent", "kind", "isolates", "status", "note"],
-              [[r.hypothesis.id, r.hypothesis.parent or "-", r.hypothesis.kind, r.hypothesis.isolates or "-", r.status,
-                r.current.note()] for r in rows], items=[r.to_dict() for r in rows],
+              [[r.hypothesis.id, r.hypothesis.parent or none, r.hypothesis.kind, r.hypothesis.isolates or none,
+                r.status, r.current.note()] for r in rows], items=[r.to_dict() for r in rows],
               optional=("parent", "kind", "isolates"))  # on a narrow terminal; `wb lineage` draws the parents
 
 
