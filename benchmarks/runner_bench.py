@@ -1,6 +1,6 @@
-"""Benchmark: `wb hypothesis run wedge-confound` on pdsim with the default design (2 replicates, ABBA, the
-seed's repro size), against a baseline measured in the same run: the same four runs done by a plain
-bash script the way the seed did them (write the serve file, restart, curl health, repro, journal count).
+"""Benchmark: `wb hypothesis run wedge-confound` on pdsim with its own design (3 replicates per arm, ABBA, the
+seed's repro size), against a baseline measured in the same run: the same six runs, in the same order, done by
+a plain bash script the way the seed did them (write the serve file, restart, curl health, repro, journal count).
 
 Prints the command's wall time (goal <= 90 s on 2 cores), the runner's own overhead (wall time not
 spent in target commands or waits; goal <= 2%), the ratio to the baseline, and per-arm results.
