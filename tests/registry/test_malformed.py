@@ -126,6 +126,14 @@ CASES = [
      "  - id: hicache-bf16-race\n    parent: hicache-bf16-race\n",
      "(field hypotheses.1.id): duplicate hypothesis id 'hicache-bf16-race' (also at line ",
      "  - id: hicache-bf16-race"),
+    # target: belongs to a reachability prediction: on an A/B one it was taken silently, `show` then printed
+    # "calls to pkg.mod:Cls (treatment) <= 0.02" while the analysis judged the metric.
+    ("target-on-an-ab-prediction", H,
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02, target: \"pkg.mod:Cls\",\n"
+     "         why: \"if the wedge",
+     "(field hypotheses.1.predicts.0.target): target: names a probed code object, for a reachability hypothesis",
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02, target:"),
     ("isolates-not-a-variable", H, "    isolates: nixl_abort_fix\n", "    isolates: abort_fix\n",
      "isolated variable 'abort_fix'", "    isolates: abort_fix"),
     ("guard-unknown-metric", H, "      - {metric: aborts, arm: treatment, equals: 0,", "      - {metric: abort_count, arm: treatment, equals: 0,",

@@ -486,6 +486,9 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
                 raise doc.error("a reachability prediction names the probed target (target:)", loc)
             if h.probe and p.target not in h.probe.targets:
                 raise doc.error(f"target {p.target!r} is not among probe.targets", (*loc, "target"))
+        elif p.target is not None:
+            raise doc.error(f"target: names a probed code object, for a reachability hypothesis; {h.id!r} is of "
+                            f"kind {h.kind}", (*loc, "target"), hint="remove target: (the metric is what is judged)")
         elif p.metric not in exp.metrics:
             raise doc.error(f"prediction on metric {p.metric!r}, which experiment {exp.id!r} does not produce",
                             (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
