@@ -88,6 +88,16 @@ def test_show_gives_the_design_the_runs_will_follow(cli, workbench_dir: Path):
             "blocks abba; --sequential: at most 12 (design.max_replicates of the experiment)") in out, out
 
 
+def test_show_gives_one_replicate_in_the_singular(cli, workbench_dir: Path):
+    # "design: 1 replicates per arm" for a hypothesis run with one replicate.
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text()
+    assert text.count("    design: {replicates: 3}\n") == 1
+    path.write_text(text.replace("    design: {replicates: 3}\n", "    design: {replicates: 1}\n"))
+    code, out, err = cli("hypothesis", "show", "wedge-confound", "--root", str(workbench_dir))
+    assert code == 0, err
+    assert "  design: 1 replicate per arm (design.replicates of the hypothesis;" in out, out
+
 def test_show_gives_a_declared_or_held_seed_as_it_is(cli, workbench_dir: Path):
     path = workbench_dir / "hypotheses.yaml"
     text = path.read_text()

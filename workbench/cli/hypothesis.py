@@ -94,8 +94,10 @@ def _design_lines(d: HypothesisDetail) -> list[str]:
     if not d.design:
         return []
     g = d.design
-    return [f"design: {g['replicates']} replicates per arm (design.replicates of the {g['replicates_from']}; "
-            f"--replicates N overrides it), blocks {g['blocks']}; --sequential: at most {g['max_replicates']} (design.max_replicates of the {g['max_replicates_from']})"]
+    each = f"{g['replicates']} replicate{'' if g['replicates'] == 1 else 's'} per arm"
+    return [f"design: {each} (design.replicates of the {g['replicates_from']}; --replicates N overrides it), "
+            f"blocks {g['blocks']}; --sequential: at most {g['max_replicates']} (design.max_replicates of the "
+            f"{g['max_replicates_from']})"]
 
 
 @app.command("validate")
