@@ -134,6 +134,10 @@ CASES = [
      "         why: \"if the wedge",
      "(field hypotheses.1.predicts.0.target): target: names a probed code object, for a reachability hypothesis",
      "      - {metric: corruption_rate, arm: treatment, at_most: 0.02, target:"),
+    # An arm name that is no identifier was reported at the `arms:` line, not at the arm's own.
+    ("arm-name-with-a-space", H, "      treatment: {nixl_abort_fix: on}", "      \"treat ment\": {nixl_abort_fix: on}",
+     "(field hypotheses.1.arms.treat ment): arm name 'treat ment' is not an identifier (letters, digits and _",
+     "      \"treat ment\": {nixl_abort_fix: on}"),
     ("isolates-not-a-variable", H, "    isolates: nixl_abort_fix\n", "    isolates: abort_fix\n",
      "isolated variable 'abort_fix'", "    isolates: abort_fix"),
     ("guard-unknown-metric", H, "      - {metric: aborts, arm: treatment, equals: 0,", "      - {metric: abort_count, arm: treatment, equals: 0,",

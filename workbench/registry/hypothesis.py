@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from workbench.registry.common import (FormatOne, Ident, Index, Region, ReplicateBudget, Replicates, Seed, Strict,
                                        VarValue)
+
+
+def _arm_name(name: str) -> str:
+    if not name.isidentifier():
+        raise ValueError(f"arm name {name!r} is not an identifier (letters, digits and _, not starting with a digit)")
+    return name
+
+
+# A check on the key itself: its error is located at the arm's line, not at `arms:`.
+ArmName = Annotated[str, AfterValidator(_arm_name)]
 
 Status = Literal["open", "supported", "falsified", "inconclusive", "invalid"]
 Kind = Literal["ab", "reachability", "kernel", "config"]
@@ -95,7 +105,7 @@ class Hypothesis(Strict):
     experiment: Ident
     profile: str | None = None
     isolates: str | None = None
-    arms: dict[str, dict[str, VarValue]] = Field(default_factory=dict)
+    arms: dict[ArmName, dict[str, VarValue]] = Field(default_factory=dict)
     hold: dict[str, VarValue] = Field(default_factory=dict)
     predicts: list[Prediction] = Field(min_length=1)
     falsified_if: str = Field(default="", description="in words: the result that would falsify the claim")
@@ -111,14 +121,6 @@ class Hypothesis(Strict):
     def _assumption_text(cls, v: Any) -> Any:
         if isinstance(v, list):
             return [{"text": a} if isinstance(a, str) else a for a in v]
-        return v
-
-    @field_validator("arms")
-    @classmethod
-    def _arm_names(cls, v: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
-        for name in v:
-            if not name.isidentifier():
-                raise ValueError(f"arm name {name!r} is not an identifier")
         return v
 
     @model_validator(mode="after")

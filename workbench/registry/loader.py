@@ -112,6 +112,8 @@ def parse_model(model: type[M], doc: LocatedYaml) -> M:
         errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
         first = errors[0]
         loc = tuple(first["loc"])
+        if loc[-1:] == ("[key]",):  # pydantic's mark of a mapping key's own error: the key is the place
+            loc = loc[:-1]
         msg = _message(first)
         if first["type"] == "extra_forbidden":
             msg = f"unknown field {loc[-1]!r}"
