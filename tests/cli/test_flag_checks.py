@@ -69,6 +69,24 @@ def test_an_empty_item_in_fail_on_is_refused_naming_it(wb: Path, cli, value: str
     assert not (wb / "wb.duckdb").exists()
 
 
+@pytest.mark.parametrize("args,flag,value,item", [
+    (["kernel", "bench"], "--variants", "0,,1", "item 2"),
+    (["kernel", "bench"], "--variants", ",0", "item 1"),
+    (["kernel", "bench"], "--variants", "0, ,1", "item 2"),
+    (["kernel", "bench"], "--variants", ",", "item 1"),
+    (["hypothesis", "analyze", "wedge-confound"], "--fail-on", "falsified,,", "item 2"),
+])
+def test_an_empty_item_in_a_comma_list_flag_is_refused_naming_flag_and_item(wb: Path, cli, args: list[str],
+                                                                           flag: str, value: str, item: str):
+    """`wb kernel bench --variants "0,,1"` timed variants 0 and 1 as if the list were whole, and `--variants ","`
+    timed every variant: an item left empty (a list built from an unset variable) was dropped without a word.
+    Every comma-separated flag refuses it alike, before anything runs or any device is looked for."""
+    code, out, err = cli(*args, flag, value)
+    _refused(code, err, f"Error: {flag} {value!r}: {item} is empty\n")
+    assert out == "" and len(err.splitlines()) == 2, (out, err)
+    assert not (wb / "wb.duckdb").exists()
+
+
 def test_a_variable_set_twice_to_different_values_is_refused_naming_both(wb: Path, cli):
     code, _, err = cli("hypothesis", "run", "wedge-confound", "--set", "causal_model=seed",
                        "--set", "causal_model=wedge")

@@ -548,24 +548,30 @@ def _longest_word(text: str) -> int:
     return max((len(w) for w in text.split()), default=0)
 
 
+def comma_items(flag: str, value: str, hint: str) -> list[str]:
+    """The items of a comma-separated flag value, stripped; an empty one is bad input naming the flag and its place."""
+    from workbench.errors import BadInput
+
+    items = [v.strip() for v in value.split(",")]
+    if "" in items:
+        # `a,,b` or `$A,$B` with one variable unset: whatever that item was to add would be silently dropped.
+        raise BadInput(f"{flag} {value!r}: item {items.index('') + 1} is empty", hint=hint, where=flag)
+    return items
+
+
 def fail_on(value: str | None) -> frozenset[str]:
     """--fail-on's verdicts; an unknown one, or an empty item, is bad input (exit 2) before anything runs."""
     from workbench.errors import BadInput
 
     if value is None:
         return frozenset()
-    items = [v.strip().lower() for v in value.split(",")]
-    chosen = frozenset(v for v in items if v)
-    if not chosen:
+    if not value.replace(",", "").strip():
         # `--fail-on ""` (an unset CI variable, say) would gate on nothing while looking like a gate.
         raise BadInput(f"--fail-on {value!r} names no verdict",
                        hint="use a comma-separated subset of " + ",".join(VERDICTS) + ", or leave --fail-on out",
                        where="--fail-on")
-    if "" in items:
-        # `falsified,,` or `$A,$B` with one variable unset: the gate that variable was to add would be dropped.
-        raise BadInput(f"--fail-on {value!r}: item {items.index('') + 1} is empty",
-                       hint="use a comma-separated subset of " + ",".join(VERDICTS) + " with no empty item",
-                       where="--fail-on")
+    chosen = frozenset(v.lower() for v in comma_items(
+        "--fail-on", value, hint="use a comma-separated subset of " + ",".join(VERDICTS) + " with no empty item"))
     unknown = sorted(chosen - set(VERDICTS))
     if unknown:
         raise BadInput(f"--fail-on {value!r}: unknown verdict {', '.join(unknown)}",

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import typer
 
-from workbench.cli._common import check_seed, new_app, print_json
+from workbench.cli._common import check_seed, comma_items, new_app, print_json
 
 app = new_app("The index-K transfer kernel: check it byte for byte, benchmark it.")
 
@@ -66,12 +66,15 @@ def bench(
 
     if layers < 1:
         raise BadInput(f"--layers {layers}: a pool has 1 layer or more", hint="leave --layers out for 4")
+    chosen = None  # every variant
+    if variants.strip():
+        items = comma_items("--variants", variants, hint="e.g. --variants 0,1, or leave --variants out for all")
+        try:
+            chosen = [int(v) for v in items]
+        except ValueError:
+            raise BadInput(f"--variants {variants!r} is not a list of numbers",
+                           hint="e.g. --variants 0,1") from None
     require_torch("wb kernel bench")
-    try:
-        chosen = [int(v) for v in variants.split(",") if v.strip()] or None
-    except ValueError:
-        raise BadInput(f"--variants {variants!r} is not a list of numbers",
-                       hint="e.g. --variants 0,1") from None
     report = _with_status(json_out, lambda progress: Workbench.kernel_bench(quick=quick, variants=chosen,
                                                                             layers=layers, progress=progress))
     if json_out:
