@@ -34,6 +34,14 @@ if TYPE_CHECKING:
 FORMATS = ("html", "md")
 
 
+def report_format(fmt: str) -> str:
+    """`wb report --format`'s value in lower case, as the listings take theirs; an unknown one is bad input."""
+    if fmt.lower() not in FORMATS:
+        raise BadInput(f"--format {fmt!r} is not one of {', '.join(FORMATS)}",
+                       hint="use --format html (the site) or --format md (Markdown to stdout)", where="--format")
+    return fmt.lower()
+
+
 @dataclass(frozen=True)
 class HypothesisStatus:
     """A hypothesis with its current status and the verdict it rests on (analysis.status decides which)."""
@@ -445,9 +453,7 @@ class Workbench(StoredRuns):
 
     def report(self, *, out: str | Path | None = None, fmt: str = "html", hypothesis_id: str | None = None) -> ReportResult:
         """Build the site under `out` (default: reports/ in the workbench folder), or Markdown with fmt="md"."""
-        if fmt not in FORMATS:
-            raise BadInput(f"--format {fmt!r} is not one of {', '.join(FORMATS)}",
-                           hint="use --format html (the site) or --format md (Markdown to stdout)", where="--format")
+        fmt = report_format(fmt)
         if hypothesis_id is not None:
             self.registry.hypothesis(hypothesis_id)  # a clear error for an unknown id before any work
         with self.store(read_only=True) as store:

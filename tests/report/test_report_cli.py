@@ -72,6 +72,32 @@ def test_an_unknown_format_is_named_with_its_flag_and_the_values_taken(workbench
     assert not (workbench_dir / "wb.duckdb").exists() and not (workbench_dir / "reports").exists()
 
 
+def test_the_format_is_taken_in_any_case_as_the_listings_take_it(app: Any, seeded: dict[str, Any],
+                                                                  tmp_path: Path) -> None:
+    """`wb runs list --format TSV` is taken; `wb report --format HTML` said "--format 'HTML' is not one of html,
+    md", naming as unknown the very value it lists."""
+    res = CliRunner().invoke(app, ["report", "--format", "MD", "--hypothesis", "wedge-confound"], env=_env(seeded))
+    assert res.exit_code == 0 and res.output.startswith("### `wedge-confound` — falsified"), res.output
+    out = tmp_path / "site"
+    res = CliRunner().invoke(app, ["report", "--format", "Html", "--out", str(out), "--hypothesis", "wedge-confound"],
+                             env=_env(seeded))
+    assert res.exit_code == 0 and (out / "hypotheses" / "wedge-confound.html").is_file(), res.output
+    # Markdown in upper case is still Markdown: --out, the site's folder, is refused beside it.
+    res = CliRunner().invoke(app, ["report", "--format", "MD", "--out", str(tmp_path / "md")], env=_env(seeded))
+    assert res.exit_code == 2 and "--format md prints to stdout" in res.output, res.output
+
+
+def test_a_bad_format_outside_a_workbench_names_the_flag(tmp_path: Path, cli, monkeypatch) -> None:
+    """The flag is checked before the workbench is looked for: the bad --format, not the missing hypotheses.yaml."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    monkeypatch.delenv("WB_DB", raising=False)
+    code, out, err = cli("report", "--format", "pdf")
+    assert code == 2 and out == "" and "Traceback" not in err, (code, out, err)
+    assert err.splitlines()[0] == "Error: --format 'pdf' is not one of html, md", err
+    assert "hypotheses.yaml" not in err and not (tmp_path / "reports").exists(), err
+
+
 def test_an_out_folder_under_a_file_is_named_as_such(app: Any, seeded: dict[str, Any], tmp_path: Path) -> None:
     """--out under a plain file: the file is in the way, it is not a folder that is missing (the hint said to
     mkdir -p it, which fails)."""

@@ -41,6 +41,9 @@ def register(app: typer.Typer) -> None:
         json_: JsonOption = False,
     ) -> None:
         """Write the offline HTML site (board, hypotheses, runs, confounds, lineage), or a Markdown summary."""
+        from workbench.app import report_format
+
+        fmt = report_format(fmt)  # before the workbench is looked for: a bad flag is named as such
         if fmt == "md" and out is not None:  # taken silently, the Markdown file expected there was never made
             from workbench.errors import BadInput
 
