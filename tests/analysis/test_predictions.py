@@ -302,3 +302,26 @@ def test_a_median_near_or_above_1000_reads_with_all_its_integer_digits(store, wo
     assert "treatment gave a median of 1,000 (" in a.reasoning and " [999.6, 999.9])" in a.reasoning, a.reasoning
     assert "control gave a median of 12,346 (" in a.reasoning, a.reasoning
     assert " [12,345.6, 12,345.9])" in a.reasoning, a.reasoning
+
+
+def test_a_median_held_back_by_too_few_runs_says_where_its_range_lies(store, workbench_dir):
+    # Three runs of 999.6-999.9 s against "<= 1": the range lies wholly outside the region, yet the text said it
+    # "straddles the region", the words for an interval across a bound; what held the verdict back is the runs.
+    reg = registry_with(workbench_dir, abort_fix_hypothesis(
+        "slow", "The abort fix keeps the repro under a second per session.",
+        "{metric: wall_s, arm: treatment, at_most: 1}", "{metric: wall_s, arm: control, at_most: 1}"))
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store, hypothesis_id="slow")
+    for r, (t, c) in enumerate(zip((999.6, 999.7, 999.9), (0.2, 0.5, 0.7)), start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
+                outcomes={"leak": 0, "done": 80}, extra={"wall_s": t}, hypothesis_id="slow")
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 0, "done": 80}, extra={"wall_s": c}, hypothesis_id="slow")
+    a = analyze_stored(store, reg, "slow", execution_id=ex)
+    assert [p.outcome for p in a.predictions] == ["inconclusive", "inconclusive"] and a.verdict == "inconclusive"
+    assert "straddles" not in a.reasoning, a.reasoning
+    assert (" [999.6, 999.9]), entirely outside the predicted region <= 1, but 3 run(s) are too few to decide it (need "
+            ">= 6 ") in a.reasoning, a.reasoning
+    assert " [0.2, 0.7]), entirely inside the predicted region <= 1, but 3 run(s) are too few to decide it (" \
+        in a.reasoning, a.reasoning
+

@@ -482,6 +482,9 @@ def _judge_median(out: dict[str, Any], vals: list[float], region: regions.Region
     if m.warning:
         out["note"] = m.warning
         out["more_runs_needed"] = max(0, stats.min_samples(1 - alpha) - m.n)
+        held = regions.relation(m.interval, region) if m.interval else "straddles"
+        if held != "straddles":  # the range is clear of the region's bound: only the number of runs holds it back
+            out["few_runs_held"] = held
         return out
     out["outcome"] = regions.outcome(m.interval, region)
     return out

@@ -88,7 +88,7 @@ _OPTIONAL = ("k", "n", "runs", "unknown_runs", "interval_kind", "e_against", "e_
              "boschloo_p", "mann_whitney_p", "medians", "confidence", "more_runs_needed", "p_against_holm",
              "completed", "target", "by_process", "method", "method_reason", "n_effective", "design_effect",
              "dispersion", "exact", "drift_robust", "reachable", "exact_held",
-             "empty_interval")
+             "empty_interval", "few_runs_held")
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,9 @@ class Judgement:
     exact_held: str | None = None
     # A sequential rate whose looks' intervals have no rate in common (sequential.empty_interval).
     empty_interval: bool | None = None
+    # A median whose runs' range lies "outside" (or "inside") the region, inconclusive only because too few runs
+    # give that range the interval's confidence (stats.median_ci).
+    few_runs_held: str | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Judgement":

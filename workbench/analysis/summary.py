@@ -118,9 +118,15 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         tail = f"entirely outside the predicted region {j['region']} ({j['note']})"
     else:
         # Wilson's interval clear of the region's bound while the exact test does not agree (clustered.rate_outcome).
-        tail = f"entirely {j['exact_held']} the predicted region {j['region']} by Wilson's interval" \
-            if j.get("exact_held") else f"which cannot be judged against the region {j['region']}" \
-            if j.get("empty_interval") else f"which straddles the region {j['region']}"
+        if j.get("exact_held"):
+            tail = f"entirely {j['exact_held']} the predicted region {j['region']} by Wilson's interval"
+        elif j.get("few_runs_held"):  # a median's range clear of the bound, from too few runs (predictions)
+            tail = (f"entirely {j['few_runs_held']} the predicted region {j['region']}, but {j['runs']} run(s) are too "
+                    "few to decide it")
+        elif j.get("empty_interval"):
+            tail = f"which cannot be judged against the region {j['region']}"
+        else:
+            tail = f"which straddles the region {j['region']}"
         if j.get("note"):
             tail += f" ({j['note']})"
         if j.get("reachable") is False:
