@@ -348,3 +348,21 @@ def test_an_interval_widened_for_between_run_spread_says_so_in_text_json_and_htm
     assert f"control 56/320 = 17.5% [13.7%, 22.0%] Wilson 95% treatment 56/320 = 17.5% [13.5%, 22.4%] {label} " \
         in text, text
     assert f'"method": "{label}"' in text, text
+
+
+def test_a_sequential_interval_on_counts_divided_by_the_design_effect_says_so(store, registry):
+    # The same four replicates judged sequentially: the confidence sequence is taken on the counts divided by the
+    # runs' phi, yet it was labelled plainly "confidence sequence 95%", as if the pooled sessions had been
+    # independent draws (the fixed design's Wilson label says so since it was widened).
+    ex = add_execution(store, mode="sequential")
+    for r, (leaks, control) in enumerate(zip((10, 16, 12, 18), (15, 9, 16, 16)), start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": control, "done": 80 - control}, extra={"waiting_for_input": 9})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    label = "confidence sequence 95%, widened for between-run spread (phi = 1.15)"
+    (p,) = a.predictions
+    assert a.sequential and p.interval_kind == label, p.interval_kind
+    assert f"= 17.5% ({label} [" in a.reasoning, a.reasoning
+    assert a.to_dict()["predictions"][0]["interval_kind"] == label

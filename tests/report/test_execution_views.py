@@ -110,16 +110,20 @@ def test_aa_executions_are_listed_with_their_outcome_and_runs(modes: dict[str, A
     assert "A/A" not in lines[modes["seq"]["execution_id"]]
 
 
+# The sequential execution replays one workload in 2 runs: its counts were divided by that design effect.
+SEQ = "confidence sequence 95%, widened by the design effect 2"
+
+
 def test_a_sequential_page_says_which_interval_decided(modes: dict[str, Any]) -> None:
     # The verdict used the confidence sequence; the arm table's Wilson interval of the same count only describes.
     raw, md = modes["raw"], modes["md"]
     preds, charts = _section(raw, "predictions"), _section(raw, "charts")
-    assert "confidence sequence 95% (the interval the verdict used)" in preds, preds
+    assert f"{SEQ} (the interval the verdict used)" in preds, preds
     assert "Wilson 95%" in charts
     assert all("descriptive; the verdict used the confidence sequence" in cell
                for cell in re.findall(r"Wilson 95%[^|]*?\)", charts)), charts
     table = md.split("| metric |", 1)[1]
-    assert "confidence sequence 95% (the interval the verdict used)" in md
+    assert f"{SEQ} (the interval the verdict used)" in md
     assert re.search(r"Wilson 95%[^|]*descriptive; the verdict used the confidence sequence", table), table
 
 
@@ -127,7 +131,7 @@ def test_rates_read_as_percentages_on_the_page_and_in_markdown(modes: dict[str, 
     # The verdict's own text gives a rate as 17.5%: its interval, the runs table and the arm table read alike.
     raw, md = modes["raw"], modes["md"]
     for text in (_section(raw, "verdict"), md):
-        assert re.search(r"\d+/\d+ = \d+\.\d% \(confidence sequence 95% \\?\[\d+\.\d%, \d+\.\d%\\?\]", text), text
+        assert re.search(r"\d+/\d+ = \d+\.\d% \(" + re.escape(SEQ) + r" \\?\[\d+\.\d%, \d+\.\d%\\?\]", text), text
         assert not re.search(r"95% \\?\[0\.\d+, ", text), text
     runs = raw.split('<table class="runs">', 1)[1].split("</table>", 1)[0]
     col = [c for c in re.findall(r"<th[^>]*>([^<]+)</th>", runs)].index("corruption_rate")

@@ -222,9 +222,12 @@ def _no_rate(run: RunData, spec: Any, exp: Experiment) -> bool:
     return k is not None and n is not None and impossible_counts(k, n)
 
 
-def _seq_kind(family: int) -> str:
+def _seq_kind(family: int, e: Any, *phis: float | None) -> str:
+    """The confidence sequence's name, saying (as clustered.interval_label does for Wilson's) where the counts were
+    divided by the run-level divisor (clustered.divisor: the design effect, with Student's t on the runs' df)."""
     each = f" (each at {100 * (1 - stats.ALPHA / family):.3g}% for {family} predictions)" if family > 1 else ""
-    return "confidence sequence 95%" + each
+    t = "" if e.df is None else f" (t, {e.df} df)"
+    return "confidence sequence 95%" + t + each + clustered.widening(e.design_effect, *phis)
 
 
 def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Region, sequential: bool,
@@ -240,8 +243,8 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
         bet = not pool["replayed"]
         outcome, e_against, e_for = seq.judge_proportion(path, bounds, alpha=seq.ALPHA / family, run_bet=bet)
         out.update(interval=list(seq.e_interval(path, alpha=seq.ALPHA / family, run_bet=bet)),
-                   interval_kind=_seq_kind(family), outcome=outcome, e_against=e_against, e_for=e_for,
-                   looks=len(path), wilson=list(stats.wilson(k, n)))
+                   interval_kind=_seq_kind(family, e, e.dispersion.phi), outcome=outcome, e_against=e_against,
+                   e_for=e_for, looks=len(path), wilson=list(stats.wilson(k, n)))
         if seq.empty_interval(path, alpha=seq.ALPHA / family, run_bet=bet):
             out["empty_interval"] = True
             _add_note(out, "the looks' intervals have no rate in common (each rate was rejected at some look), so "
@@ -355,7 +358,8 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
     bounds = (region.lo, region.hi)
     if sequential:
         ci = seq.difference_sequence(path_a, path_b, alpha=seq.ALPHA / family)
-        out.update(interval=list(ci), interval_kind=_seq_kind(family), outcome=regions.outcome(ci, region),
+        out.update(interval=list(ci), interval_kind=_seq_kind(family, ea, *(o.dispersion.phi for o in own)),
+                   outcome=regions.outcome(ci, region),
                    looks=min(len(path_a), len(path_b)))
         _sequential_rules(out, budget, lambda: seq.difference_reachable(
             _replicate_counts(pa["per_run"]), _replicate_counts(pb["per_run"]), region, budget,
