@@ -209,9 +209,10 @@ def test_an_unusable_ca_file_is_named_before_touching_anything(toy, tmp_path, co
 
 
 def test_an_execution_that_stops_before_any_run_says_no_run_ended(toy, tmp_path, capfd):
-    """Stopped before its first run (here a ca_file that is not there; over ssh an unknown host key or a wrong
-    port), the summary read 'toy-fix on local: 0 of 2 run(s) ok; the runs took 0.0 s of real time', as if two
-    runs had been tried and failed."""
+    """Stopped by a failure before its first run (here a ca_file that is not there), the summary read 'toy-fix on
+    local: 0 of 2 run(s) ok; the runs took 0.0 s of real time', as if two runs had been tried and failed. (An ssh
+    host refused before anything changed, an unknown host key or a closed port, prints no summary line at all:
+    exit 2, tests/runner/test_ssh.py.)"""
     from workbench.errors import TargetError
 
     edit_profile(toy.root, "    target: {kind: local}", f"    target: {{kind: local, ca_file: {tmp_path / 'ca.pem'}}}")
