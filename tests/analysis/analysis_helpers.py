@@ -14,18 +14,21 @@ OUTCOMES = ("done", "leak", "error", "maxrounds", "no_tool")
 def add_run(store: Any, *, execution_id: int | None, arm: str | None, variables: dict[str, str],
             outcomes: dict[str, int] | None, replicate: int = 1, status: str = "ok", extra: dict[str, float] | None = None,
             version: int | None = 1, fingerprint: dict[str, Any] | None = None, config: str | None = None,
-            store_counts: bool = True, hypothesis_id: str = "wedge-confound") -> int:
-    """One run as the runner records it: units, the counts derived from them, and collected metrics."""
+            store_counts: bool = True, hypothesis_id: str = "wedge-confound",
+            reasons: dict[str, list[str]] | None = None) -> int:
+    """One run as the runner records it: units, the counts derived from them, and collected metrics. The units of
+    an outcome in `reasons` carry its messages in their `error` field, in turn."""
     from workbench.store import records
 
     with store.session() as session:
         return _add_run(session, execution_id=execution_id, arm=arm, variables=variables, outcomes=outcomes,
                         replicate=replicate, status=status, extra=extra, version=version, fingerprint=fingerprint,
-                        config=config, store_counts=store_counts, hypothesis_id=hypothesis_id)
+                        config=config, store_counts=store_counts, hypothesis_id=hypothesis_id,
+                        reasons=reasons or {})
 
 
 def _add_run(session: Any, *, execution_id, arm, variables, outcomes, replicate, status, extra, version, fingerprint,
-             config, store_counts, hypothesis_id) -> int:
+             config, store_counts, hypothesis_id, reasons) -> int:
     from workbench.store import records
 
     if config is None:
@@ -37,7 +40,8 @@ def _add_run(session: Any, *, execution_id, arm, variables, outcomes, replicate,
                              fingerprint=fingerprint if fingerprint is not None else {"wb_version": "wb 0.1.0"})
     metrics: dict[str, float] = dict(extra or {})
     if outcomes is not None:
-        units = [{"outcome": o, "rounds": 4} for o, n in outcomes.items() for _ in range(n)]
+        units = [{"outcome": o, "rounds": 4, **({"error": reasons[o][i % len(reasons[o])]} if o in reasons else {})}
+                 for o, n in outcomes.items() for i in range(n)]
         records.add_units(session, run_id=run.id, units=units)
         if store_counts:
             metrics["sessions"] = len(units)

@@ -9,7 +9,7 @@ import pytest
 from workbench.analysis import analyze_stored, record_verdict, sequential_decision
 from workbench.errors import BadInput
 
-from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
+from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run, registry_with
 
 
 def _checks(a):
@@ -99,6 +99,50 @@ def test_attrition_that_changes_the_answer_makes_it_inconclusive(store, registry
     assert att.passed is False and att.effect == "inconclusive"
     assert a.verdict == "inconclusive"
 
+
+_HICACHE_OFF = """
+  - id: hicache-off
+    parent: wedge-confound
+    claim: With bf16 and the abort fix, switching HiCache off removes the corruption.
+    experiment: agent-repro
+    isolates: hicache
+    arms: {control: {hicache: "on"}, treatment: {hicache: "off"}}
+    hold: {index_k_dtype: bf16, nixl_abort_fix: "on"}
+    predicts:
+      - {metric: corruption_rate, arm: treatment, at_most: 0.02}
+    requires:
+      - {metric: error, arm: treatment, equals: 0}
+"""
+
+
+def _oom(page):
+    return (f"http 503: KV page {page} has no memory behind it (pool configurator budgeted 716 B/token, "
+            "rows are 840 B/token)")
+
+
+def test_the_checks_quote_why_units_ended_in_error(store, workbench_dir):
+    """pdsim's bf16 arms with the abort fix end sessions in error through the pool configurator's sizing (HTTP 503,
+    no timeout, no WaitingForInput), and each such session says so in its `error` field; the guard and attrition
+    checks said only '48' and '48/80 units did not complete', so the user blamed load. They now quote the units'
+    messages, those that differ only in numbers counted as one."""
+    registry = registry_with(workbench_dir, _HICACHE_OFF)
+    ex = add_execution(store, hypothesis_id="hicache-off")
+    ctrl, treat = dict(CONTROL, nixl_abort_fix="on"), dict(CONTROL, nixl_abort_fix="on", hicache="off")
+    add_run(store, execution_id=ex, arm="control", variables=ctrl, hypothesis_id="hicache-off",
+            outcomes={"leak": 17, "done": 7, "maxrounds": 27, "error": 29}, extra={"waiting_for_input": 0},
+            reasons={"error": [_oom(2669)]})
+    add_run(store, execution_id=ex, arm="treatment", variables=treat, hypothesis_id="hicache-off",
+            outcomes={"done": 5, "maxrounds": 27, "error": 48}, extra={"waiting_for_input": 0},
+            reasons={"error": [_oom(2469), _oom(2636), _oom(2460), "timeout"]})
+    a = analyze_stored(store, registry, "hicache-off", execution_id=ex)
+    assert a.verdict == "invalid"
+    said = f'36 "{_oom(2460)}" (numbers vary), 12 "timeout"'
+    guard = _checks(a)["guard: error (treatment) == 0"]
+    assert guard.detail == f"violated in 1 run(s): run 2 (treatment): 48 (their error field: {said})"
+    att = _checks(a)["attrition"].detail
+    assert f'control: 29/80 units (36%) did not complete (their error field: 29 "{_oom(2669)}");' in att
+    assert f"treatment: 48/80 units (60%) did not complete (their error field: {said});" in att
+    assert "has no memory behind it" in a.reasoning
 
 def test_all_units_errored_and_zero_units(store, registry):
     ex = _fixed(store, treat={"error": 80})

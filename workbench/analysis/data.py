@@ -26,6 +26,7 @@ def run_query(exp: Experiment, *, execution_id: int | None = None, include_impor
                     outcome_field=exp.unit.outcome_field if exp.unit else "outcome",
                     completed=tuple(exp.unit.completed) if exp.unit else (),
                     outcomes=tuple(exp.unit.outcomes) if exp.unit else (), unit_filters=tuple(filters),
+                    reason_field=exp.unit.reason_field if exp.unit else None,
                     execution_id=execution_id, include_imported=include_imported, statuses=statuses)
 
 

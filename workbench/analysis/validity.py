@@ -210,13 +210,45 @@ def configs(texts: dict[str, str], arms: dict[str, list[RunData]], aa: bool,
                  + " | ".join(x.strip() for x in shown))
 
 
+REASONS_SHOWN = 3      # the commonest messages a check quotes
+REASON_CHARS = 160
+
+
+def _quoted(message: str) -> str:
+    """A unit's message on one line, cut to REASON_CHARS, in double quotes (it is the target's text, not wb's)."""
+    one = " ".join(message.split())
+    return '"' + (one if len(one) <= REASON_CHARS else one[:REASON_CHARS - 1] + "…") + '"'
+
+
+def lost_reasons(runs: list[RunData], exp: Experiment, outcome: str | None = None) -> str:
+    """' (their error field: 36 "http 503: ..." (numbers vary), 12 "timeout")': why the units of `runs` that
+    did not complete (those of `outcome` only, when given) ended, as their reason field says; '' when none said."""
+    tally: dict[str, list[Any]] = {}
+    for r in runs:
+        for o, message, n, vary in r.lost_reasons:
+            if outcome is not None and o != outcome:
+                continue
+            t = tally.setdefault(re.sub(r"[0-9]+", "#", message), [message, 0, vary])
+            t[1] += n
+            t[2] = t[2] or vary or t[0] != message
+            t[0] = min(t[0], message)
+    if not tally or exp.unit is None:
+        return ""
+    top = sorted(tally.values(), key=lambda t: (-t[1], t[0]))
+    said = [f"{n:g} {_quoted(message)}{' (numbers vary)' if vary else ''}"
+            for message, n, vary in top[:REASONS_SHOWN]]
+    rest = sum(t[1] for t in top[REASONS_SHOWN:])
+    more = f" and {rest:g} more in {len(top) - REASONS_SHOWN} other message(s)" if rest else ""
+    return f" (their {exp.unit.reason_field} field: {', '.join(said)}{more})"
+
+
 def guard(g: Any, arms: dict[str, list[RunData]], exp: Experiment, arm_names: list[str]) -> dict[str, Any]:
     """A guard holds when every run of its arm(s) recorded the metric and met the condition."""
     name = f"guard: {display.guard(g, exp)}"
     spec = exp.metrics.get(exp.repeated(g.metric))
     targets = [g.arm] if g.arm else arm_names
     lo, hi = g.bounds()
-    seen, bad, unknown = 0, [], []
+    seen, bad, unknown, bad_runs = 0, [], [], []
     for a in targets:
         for r in arms.get(a, []):
             if spec is not None and spec.kind == "proportion":
@@ -230,9 +262,14 @@ def guard(g: Any, arms: dict[str, list[RunData]], exp: Experiment, arm_names: li
             seen += 1
             if not (lo <= v <= hi):
                 bad.append(f"{r.name} ({a}): {display.value(exp, g.metric, v)}")
+                bad_runs.append(r)
     where = g.arm or "every arm"
     if bad:
-        return check(name, False, f"violated in {len(bad)} run(s): {', '.join(bad[:5])}"
+        # A guard on units of one outcome (error == 0) quotes what those units said: the cause, not just a count.
+        units = spec.units if spec is not None and spec.units else {}
+        outcome = units.get(exp.unit.outcome_field) if exp.unit is not None and len(units) == 1 else None
+        why = lost_reasons(bad_runs, exp, str(outcome)) if isinstance(outcome, (str, int)) else ""
+        return check(name, False, f"violated in {len(bad)} run(s): {', '.join(bad[:5])}{why}"
                      + (f" — {g.why}" if g.why else ""), "invalid")
     if seen == 0:
         return check(name, None, f"no run in {where} recorded {g.metric}: the guard cannot be checked", "inconclusive")
@@ -273,7 +310,7 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
                       "by_outcome": by_outcome, "runs_failed": len(failed.get(a, [])),
                       "runs_unknown": unknown}
         if share is not None and share > ATTRITION_FLAG:
-            flags.append(f"{a}: {lost:g}/{total:g} units ({share:.0%}) did not complete")
+            flags.append(f"{a}: {lost:g}/{total:g} units ({share:.0%}) did not complete{lost_reasons(runs, exp)}")
         if total > 0 and done == 0:
             flags.append(f"{a}: every unit was lost, so the arm measured nothing")
         if failed.get(a):

@@ -140,6 +140,17 @@ class UnitSpec(Strict):
     outcomes: list[str] = Field(default_factory=list)
     completed: list[str] = Field(default_factory=list,
                                  description="outcomes that count as completed (attrition check)")
+    reason_field: str | None = Field(default="error", description=(
+        "the unit field that says why a unit did not complete (an error message); the attrition and guard "
+        "checks quote its commonest messages. Units without it say nothing; null turns it off"))
+
+    @field_validator("reason_field")
+    @classmethod
+    def _reason_field_is_a_name(cls, v: str | None) -> str | None:
+        # The store reads it out of each unit's JSON by name.
+        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+            raise ValueError(f"{v!r} is not a field name (letters, digits and '_', not starting with a digit)")
+        return v
 
 
 class Design(Strict):

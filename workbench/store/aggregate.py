@@ -152,6 +152,27 @@ def _units(conn: Any, runs: dict[int, dict[str, Any]], q: RunQuery, sub: str, pa
                    unit_counts={m: int(v or 0) for m, v in zip(counted, rec[3 + len(outcomes):])})
 
 
+def _reasons(conn: Any, runs: dict[int, dict[str, Any]], q: RunQuery, sub: str, params: dict[str, Any]) -> None:
+    # Why units did not complete, grouped by the database per run, outcome and message shape (digits masked: room
+    # and page numbers would make every message its own), so a run with 10^5 errors still returns a few rows.
+    fname = q.reason_field
+    if not fname or not fname.isidentifier() or not q.completed:
+        return
+    col = (f"json_extract_string(data_json, '$.{fname}')" if conn.dialect.name == "duckdb"
+           else f"(CAST(data_json AS json) ->> '{fname}')")
+    rparams = dict(params)
+    rparams.update({f"c{i}": c for i, c in enumerate(q.completed)})
+    done = ", ".join(f":c{i}" for i in range(len(q.completed)))
+    sql = (f"SELECT run_id, outcome, MIN(r), MAX(r), COUNT(*) FROM (SELECT run_id, outcome, {col} AS r FROM units "
+           f"WHERE run_id IN ({sub}) AND (outcome IS NULL OR outcome NOT IN ({done}))) lost "
+           "WHERE r IS NOT NULL AND r <> '' GROUP BY run_id, outcome, regexp_replace(r, '[0-9]+', '#', 'g') "
+           "ORDER BY run_id, COUNT(*) DESC, MIN(r)")
+    for rec in fetch(conn, sql, rparams):
+        run = runs.get(int(rec[0]))
+        if run is not None:
+            run.setdefault("lost_reasons", []).append((rec[1], rec[2], int(rec[4]), rec[2] != rec[3]))
+
+
 def _probes(conn: Any, runs: dict[int, dict[str, Any]], sub: str, params: dict[str, Any]) -> None:
     for rec in fetch(conn, "SELECT run_id, process, pid, target, calls, resolved, state, detail FROM probe_counts "
                            f"WHERE run_id IN ({sub}) ORDER BY id", params):
@@ -172,9 +193,11 @@ def load_runs(conn: Any, q: RunQuery, *, with_probes: bool = False) -> list[RunD
     sub = f"SELECT id FROM runs WHERE {cond}"
     _metrics(conn, runs, q, sub, params)
     _units(conn, runs, q, sub, params)
+    _reasons(conn, runs, q, sub, params)
     if with_probes:
         _probes(conn, runs, sub, params)
-    return [RunData(**{**r, "probe_counts": tuple(r.get("probe_counts", ()))}) for r in runs.values()]
+    return [RunData(**{**r, "probe_counts": tuple(r.get("probe_counts", ())),
+                       "lost_reasons": tuple(r.get("lost_reasons", ()))}) for r in runs.values()]
 
 
 def rendered_configs(conn: Any, hashes: list[str]) -> dict[str, str]:

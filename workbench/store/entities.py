@@ -109,6 +109,7 @@ class RunQuery:
     outcome_field: str = "outcome"
     completed: tuple[str, ...] = ()
     outcomes: tuple[str, ...] = ()
+    reason_field: str | None = None
     unit_filters: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
     execution_id: int | None = None
     include_imported: bool = True
@@ -137,6 +138,9 @@ class RunData:
     units_completed: int = 0
     unit_counts: dict[str, int] = field(default_factory=dict)  # metric name -> units matching its filter
     outcomes: dict[str, int] = field(default_factory=dict)
+    # Why units did not complete, as their reason field says: (outcome, message, units, numbers vary), one entry
+    # per message shape (messages that differ only in their digits are one).
+    lost_reasons: tuple[tuple[str, str, int, bool], ...] = ()
     probe_counts: tuple[ProbeCountRecord, ...] = ()
 
     @property
