@@ -172,7 +172,7 @@ def test_a_sequential_shift_names_its_level_unrounded(store, reg_extra):
                 outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
         wall = analyze_stored(store, reg_extra, "diff-check", execution_id=ex).predictions[1]
         assert wall.interval_kind == "Hodges-Lehmann 99.8%"
-        assert r < 4 or "too few runs for a 99.8% interval of the shift" in wall.note
+        assert r < 4 or "too few for a 99.8% interval of the shift; need >= 8 per arm" in wall.note
 
 
 def test_wilson_outside_the_region_without_the_exact_test_is_inconclusive_and_says_why(store, registry):
@@ -325,3 +325,37 @@ def test_a_median_held_back_by_too_few_runs_says_where_its_range_lies(store, wor
     assert " [0.2, 0.7]), entirely inside the predicted region <= 1, but 3 run(s) are too few to decide it (" \
         in a.reasoning, a.reasoning
 
+
+
+def test_a_shift_with_too_few_runs_is_named_a_shift_and_says_why_it_has_no_interval(store, reg_extra):
+    # Two runs an arm give no 95% Hodges-Lehmann interval: the text read "treatment - control gave a median of -40
+    # (Hodges-Lehmann 95% no interval), which straddles the region <= 30", naming a shift between arms a median and
+    # an interval that does not exist as straddling the bound.
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store, hypothesis_id="diff-check")
+    for r in (1, 2):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0 + r}, hypothesis_id="diff-check")
+        add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
+                outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
+    a = analyze_stored(store, reg_extra, "diff-check", execution_id=ex)
+    assert a.predictions[1].interval is None and a.predictions[1].more_runs_needed == 2
+    assert "median" not in a.reasoning and "straddles" not in a.reasoning, a.reasoning
+    assert ("treatment - control gave a shift of -40 (Hodges-Lehmann estimate, no interval), which has no interval to "
+            "place against the region <= 30 (2 and 2 run(s) are too few for a 95% interval of the shift; need >= 4 "
+            "per arm); 2 more run(s) are needed.") in a.reasoning, a.reasoning
+    # Three runs against six do give an interval, wholly inside "<= 30", held back only by the three.
+    ex = add_execution(store, hypothesis_id="diff-check")
+    for r in range(1, 7):
+        if r <= 3:
+            add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
+                    outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0 + r}, hypothesis_id="diff-check")
+    a = analyze_stored(store, reg_extra, "diff-check", execution_id=ex)
+    wall = a.predictions[1]
+    assert wall.interval is not None and wall.outcome == "inconclusive" and wall.few_runs_held == "inside"
+    assert "straddles" not in a.reasoning.split("It predicted wall_s")[1], a.reasoning
+    assert ("treatment - control gave a shift of -41.5 (Hodges-Lehmann 95% [") in a.reasoning, a.reasoning
+    assert ("]), entirely inside the predicted region <= 30, but 3 and 6 run(s) are too few to decide it (need >= 4 "
+            "samples per arm") in a.reasoning, a.reasoning

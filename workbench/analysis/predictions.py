@@ -506,8 +506,16 @@ def _judge_shift(out: dict[str, Any], xa: list[float], xb: list[float], region: 
                p_against=stats.shift_pvalue(xa, xb, bounds, "outside"),
                p_for=stats.shift_pvalue(xa, xb, bounds, "inside"))
     if ci is None or warning:
-        out["note"] = warning or f"too few runs for a {_level(1 - alpha)} interval of the shift"
-        out["more_runs_needed"] = max(0, stats.MIN_SAMPLES_TEST - min(len(xa), len(xb)))
+        need = max(stats.MIN_SAMPLES_TEST, stats.shift_min_samples(alpha))
+        out["more_runs_needed"] = max(0, need - min(len(xa), len(xb)))
+        if ci is None:
+            out["note"] = (f"{len(xa)} and {len(xb)} run(s) are too few for a {_level(1 - alpha)} interval of the "
+                           f"shift; need >= {need} per arm")
+            return out
+        out["note"] = warning
+        held = regions.relation(ci, region)
+        if held != "straddles":  # the interval is clear of the region's bound: only the number of runs holds it back
+            out["few_runs_held"] = held
         return out
     out["outcome"] = regions.outcome(ci, region)
     return out

@@ -149,7 +149,8 @@ class Judgement:
     # A sequential rate whose looks' intervals have no rate in common (sequential.empty_interval).
     empty_interval: bool | None = None
     # A median whose runs' range lies "outside" (or "inside") the region, inconclusive only because too few runs
-    # give that range the interval's confidence (stats.median_ci).
+    # give that range the interval's confidence (stats.median_ci); or a shift whose interval does, from fewer runs in
+    # an arm than Mann-Whitney's test needs (stats.mann_whitney).
     few_runs_held: str | None = None
 
     @classmethod

@@ -413,6 +413,14 @@ def shift_ci(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> tu
     return est, (float(diffs[k - 1]), float(diffs[n * m - k]))
 
 
+def shift_min_samples(alpha: float = ALPHA) -> int:
+    """Fewest runs per arm (as many in each) for which `shift_ci` gives a (1 - alpha) interval (4 at 95%)."""
+    n = 1
+    while math.floor(n * n / 2 - norm_ppf(1 - alpha / 2) * math.sqrt(n * n * (2 * n + 1) / 12)) < 1:
+        n += 1
+    return n
+
+
 def sign_pvalue(values: Sequence[float], bounds: Interval, want: str) -> float:
     """p-value that inverts the order-statistic interval of the median (the sign test): p <= alpha exactly
     when the (1 - alpha) interval `median_ci` gives is `want` ('outside' / 'inside') the region."""

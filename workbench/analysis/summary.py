@@ -107,6 +107,10 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
             f"; Fisher p = {j['fisher_p']:.2g} over the pooled sessions, which takes them as independent"
         body = (f"{a} had {ka:g}/{na:g} and {b} {kb:g}/{nb:g}, a difference of {display.points(j['estimate'])} "
                 f"({j['interval_kind']} {display.points_interval(j['interval'], j['bounds'])}{fisher})")
+    elif isinstance(j.get("runs"), list):  # a Hodges-Lehmann shift between two arms (predictions._judge_shift)
+        kind = f"{j['interval_kind']} {_interval(j['interval'])}" if j["interval"] else \
+            "Hodges-Lehmann estimate, no interval"
+        body = f"{where} gave a shift of {_fmt(j['estimate'])} ({kind})"
     else:
         body = f"{where} gave a median of {_fmt(j['estimate'])} ({j.get('interval_kind', '')} {_interval(j['interval'])})"
     if j["outcome"] == "falsified":
@@ -120,9 +124,12 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         # Wilson's interval clear of the region's bound while the exact test does not agree (clustered.rate_outcome).
         if j.get("exact_held"):
             tail = f"entirely {j['exact_held']} the predicted region {j['region']} by Wilson's interval"
-        elif j.get("few_runs_held"):  # a median's range clear of the bound, from too few runs (predictions)
-            tail = (f"entirely {j['few_runs_held']} the predicted region {j['region']}, but {j['runs']} run(s) are too "
-                    "few to decide it")
+        elif j.get("few_runs_held"):  # a median's range or a shift's interval clear of the bound, from too few runs
+            runs = " and ".join(map(str, j["runs"])) if isinstance(j["runs"], list) else j["runs"]
+            tail = (f"entirely {j['few_runs_held']} the predicted region {j['region']}, but {runs} run(s) are too few "
+                    "to decide it")
+        elif isinstance(j.get("runs"), list) and not j["interval"]:  # a shift too few runs give no interval
+            tail = f"which has no interval to place against the region {j['region']}"
         elif j.get("empty_interval"):
             tail = f"which cannot be judged against the region {j['region']}"
         else:
