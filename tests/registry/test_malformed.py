@@ -236,6 +236,14 @@ CASES = [
     # fingerprint recorded it as set.
     ("ssh-env-not-a-shell-name", E, "      user: root\n    context:\n", "      user: root\n    env: {LOG-LEVEL: debug}\n    context:\n",
      "(field profiles.sglang-pd.env): env name 'LOG-LEVEL' is not a shell variable name", "    env: {LOG-LEVEL: debug}"),
+    # An ssh jump chain's hops are split on commas: an empty one ("a,,b", a trailing comma) was connected to as the
+    # host "" at run time.
+    ("ssh-jump-empty-hop", E, "      user: root\n    context:\n",
+     "      user: root\n      jump: bastion,,gw\n    context:\n",
+     "(field profiles.sglang-pd.target.jump): jump 'bastion,,gw': hop 2 is empty", "      jump: bastion,,gw"),
+    ("ssh-jump-trailing-comma", E, "      user: root\n    context:\n",
+     "      user: root\n      jump: 'bastion, '\n    context:\n",
+     "(field profiles.sglang-pd.target.jump): jump 'bastion, ': hop 2 is empty", "      jump: 'bastion, '"),
     # An empty config path was taken at run time for the current folder ('cannot read serve file .').
     ("config-path-empty", E, '      path: "{{ sim_dir }}/serve.sh"', '      path: ""',
      "(field profiles.sim.config.path): config.path is empty", '      path: ""'),

@@ -251,6 +251,17 @@ class TargetSpec(Strict):
                                 "verify URLs are checked against (on the machine running wb; default: those "
                                 "$SSL_CERT_FILE / $SSL_CERT_DIR name, else the public CAs)")
 
+    @field_validator("jump")
+    @classmethod
+    def _jump_hops(cls, jump: str | None) -> str | None:
+        # The runner connects hop by hop through the comma-separated chain: an empty hop was the host "".
+        if jump is not None:
+            for i, hop in enumerate(jump.split(","), start=1):
+                if not hop.strip():
+                    raise ValueError(f"jump {jump!r}: hop {i} is empty (give [user@]host[:port] hops separated by "
+                                     "commas, or leave jump out to connect directly)")
+        return jump
+
     @model_validator(mode="after")
     def _hosts(self) -> "TargetSpec":
         if self.kind == "ssh" and not self.hosts:
