@@ -202,6 +202,18 @@ def _configs(quick: bool):
     return tok if quick else tok + rest
 
 
+def chosen_variants(variants: list[int] | None, names: list[str]) -> list[int] | None:
+    """--variants' numbers, each one the built kernel has (`names`, by number): the kernel runs its default
+    variant for any other, which the bench would time under the number asked for."""
+    from workbench.errors import BadInput
+
+    for v in variants or ():
+        if not 0 <= v < len(names):
+            raise BadInput(f"--variants: {v} is not a variant of this kernel, which has 0 to {len(names) - 1}",
+                           hint="leave --variants out to time the usual set", where="--variants")
+    return variants
+
+
 def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers: int = 4,
               progress=None, token_rows_only: bool = False) -> BenchReport:
     """token_rows_only: the page_first token rows (the headline) at full size, no page rows."""
@@ -215,6 +227,7 @@ def run_bench(*, quick: bool = False, variants: list[int] | None = None, layers:
                           hint="run it on the GPU machine (see kernels/NOTES.md)")
     ext = build.load()
     names = list(ext.variants())
+    variants = chosen_variants(variants, names)
     dev_pool_bytes = (256 if quick else 1536) << 20
     host_pool_bytes = (128 if quick else 768) << 20
     env = dict(layers=layers, reps=5 if quick else 11, moved=(16 if quick else 128) << 20,

@@ -69,6 +69,32 @@ def test_bad_variants(cli):
     assert code == 2 and "--variants" in err
 
 
+@pytest.mark.parametrize("value, bad", [("-1", "-1"), ("0,-3", "-3")])
+def test_a_negative_variant_is_refused_before_the_device_is_looked_for(cli, value, bad):
+    # Passed on to the kernel, which ran its default variant for a number it does not have and the bench
+    # labelled that timing "v-1".
+    code, out, err = cli("kernel", "bench", "--quick", "--variants", value)
+    assert code == 2 and out == "", (code, out, err)
+    assert err.startswith(f"Error: --variants {value!r}: {bad} is not a variant number (they count from 0") \
+        and "Traceback" not in err, err
+    assert len(err.splitlines()) == 2, err
+
+
+def test_a_variant_the_built_kernel_lacks_is_refused_naming_its_range():
+    # Only the build knows how many variants the kernel has (kernels/cuda/transfer.cu): 99 of 25 was timed as
+    # "v99", the kernel's default variant under a number it does not have.
+    from wb_kernels.bench import chosen_variants
+
+    from workbench.errors import BadInput
+
+    names = [f"variant {i}" for i in range(25)]
+    assert chosen_variants([0, 24], names) == [0, 24] and chosen_variants(None, names) is None
+    with pytest.raises(BadInput) as exc:
+        chosen_variants([0, 99], names)
+    assert str(exc.value) == "--variants: 99 is not a variant of this kernel, which has 0 to 24"
+    assert exc.value.where == "--variants" and exc.value.exit_code == 2
+
+
 @pytest.mark.parametrize("impl", ["bogus", "CUDA", "cpu", ""])
 def test_an_unknown_impl_is_refused_before_any_case_runs(cli, impl):
     # A mistyped --impl ran the reference against the oracle and said PASS, as if the named kernel was checked.

@@ -74,6 +74,12 @@ def bench(
         except ValueError:
             raise BadInput(f"--variants {variants!r} is not a list of numbers",
                            hint="e.g. --variants 0,1") from None
+        negative = [v for v in chosen if v < 0]
+        if negative:  # the kernel ran its default for a number it lacks; how many it has is known once it is built
+            raise BadInput(f"--variants {variants!r}: {negative[0]} is not a variant number (they count from 0 to "
+                           "one less than the built kernel's count)",
+                           hint="e.g. --variants 0,1; the bench's output lists the variants by number",
+                           where="--variants")
     require_torch("wb kernel bench")
     report = _with_status(json_out, lambda progress: Workbench.kernel_bench(quick=quick, variants=chosen,
                                                                             layers=layers, progress=progress))
