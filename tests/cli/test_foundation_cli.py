@@ -44,6 +44,20 @@ def test_hypothesis_list_csv_and_tsv_leave_an_absent_parent_empty_as_lineage_doe
     assert code == 0, err
     assert next(line for line in out.splitlines() if line.startswith("hicache-bf16-race ")).split()[1] == "-"
 
+def test_hypothesis_list_of_an_empty_file_says_so_and_other_formats_keep_their_shape(tmp_path: Path, cli):
+    # `hypotheses: []` printed the table's header row alone, which reads as a listing that failed to fill.
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "hypotheses.yaml").write_text("format: 1\nhypotheses: []\n")
+    root = ["--root", str(tmp_path), "--db", str(tmp_path / "wb.duckdb")]
+    code, out, err = cli("hypothesis", "list", *root)
+    assert (code, out, err) == (0, f"No hypotheses in {tmp_path / 'hypotheses.yaml'}.\n", ""), (code, out, err)
+    assert cli("hypothesis", "list", "--format", "csv", *root)[:2] == (0, "id,parent,kind,isolates,status,note\n")
+    assert cli("hypothesis", "list", "--format", "tsv", *root)[:2] == (0, "id\tparent\tkind\tisolates\tstatus\tnote\n")
+    code, out, _ = cli("hypothesis", "list", "--json", *root)
+    assert code == 0 and json.loads(out)["items"] == [], out
+    assert not (tmp_path / "wb.duckdb").exists()
+
+
 def test_hypothesis_show_json(cli):
     code, out, _ = cli("hypothesis", "show", "wedge-confound", "--json")
     assert code == 0

@@ -25,7 +25,11 @@ def list_(db: DbOption = None, json_: JsonOption = False, root: RootOption = Non
     The status is the newest verdict of a controlled run under the hypothesis's own config; the note says
     when it is exploratory (pooled by `analyze`, no controlled run yet) and lists verdicts under --set."""
     chosen = list_format(fmt, json_)
-    rows = open_workbench(db, root).hypotheses()
+    wb = open_workbench(db, root)
+    rows = wb.hypotheses()
+    if not rows and chosen == "table":  # the other formats keep their shape: an empty list, a header
+        typer.echo(f"No hypotheses in {wb.registry.hypotheses_file}.")
+        return
     none = "-" if chosen == "table" else None  # CSV and TSV leave the cell empty, as `wb lineage` does
     emit_rows(chosen, ["id", "parent", "kind", "isolates", "status", "note"],
               [[r.hypothesis.id, r.hypothesis.parent or none, r.hypothesis.kind, r.hypothesis.isolates or none,

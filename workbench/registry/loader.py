@@ -147,13 +147,17 @@ class Registry:
         # `hypothesis show`, a report page, a bundle. Before the checks, whose errors quote a value.
         register_registry(self)
 
+    @property
+    def hypotheses_file(self) -> Path:
+        return self.root / HYPOTHESES_FILE
+
     def hypothesis(self, hid: str) -> Hypothesis:
         for h in self.hypotheses:
             if h.id == hid:
                 return h
         known = ", ".join(h.id for h in self.hypotheses) or "none"
-        raise BadInput(f"no hypothesis {hid!r} in {self.root / HYPOTHESES_FILE}", hint=f"known ids: {known}",
-                       where=str(self.root / HYPOTHESES_FILE))
+        raise BadInput(f"no hypothesis {hid!r} in {self.hypotheses_file}", hint=f"known ids: {known}",
+                       where=str(self.hypotheses_file))
 
     def experiment_for(self, h: Hypothesis) -> Experiment:
         return self.experiments[h.experiment]
