@@ -236,6 +236,12 @@ CASES = [
     # fingerprint recorded it as set.
     ("ssh-env-not-a-shell-name", E, "      user: root\n    context:\n", "      user: root\n    env: {LOG-LEVEL: debug}\n    context:\n",
      "(field profiles.sglang-pd.env): env name 'LOG-LEVEL' is not a shell variable name", "    env: {LOG-LEVEL: debug}"),
+    # A format this wb does not read was told as a wrong word ("must be one of 1, got 2"), not as a file from a
+    # newer wb.
+    ("hypotheses-format-2", H, "format: 1\n", "format: 2\n",
+     "(field format): this wb reads format 1 only, got 2; the file may come from a newer wb", "format: 2"),
+    ("experiment-format-0", E, "format: 1\n", "format: 0\n", "(field format): this wb reads format 1 only, got 0",
+     "format: 0"),
     # An ssh jump chain's hops are split on commas: an empty one ("a,,b", a trailing comma) was connected to as the
     # host "" at run time.
     ("ssh-jump-empty-hop", E, "      user: root\n    context:\n",

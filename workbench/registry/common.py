@@ -89,6 +89,14 @@ def _whole(value: Any) -> Any:
     return value
 
 
+def _format_one(value: Any) -> Any:
+    # A higher number is a file a newer wb wrote (or one written for it), not a mistyped word.
+    if _whole(value) != 1:
+        newer = "; the file may come from a newer wb: upgrade wb to read it" if value > 1 else ""
+        raise ValueError(f"this wb reads format 1 only, got {value}{newer}")
+    return value
+
+
 def _number(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"must be a number, got {shown(value)}")
@@ -105,7 +113,7 @@ def _flag(value: Any) -> Any:
 Int = Annotated[int, BeforeValidator(_whole)]
 Number = Annotated[float, BeforeValidator(_number)]
 Flag = Annotated[bool, BeforeValidator(_flag)]
-FormatOne = Annotated[Literal[1], BeforeValidator(_whole)]
+FormatOne = Annotated[Literal[1], BeforeValidator(_format_one)]
 
 
 def whole_in(low: int, high: int | None = None) -> Any:
