@@ -485,6 +485,25 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
                                 "the arms do not differ", (*at, "arms", arm, h.isolates))
             seen_values[value] = arm
     arm_names = set(h.arms) or {"probe"}
+    _check_predictions(exp, doc, at, h, arm_names)
+    for j, g in enumerate(h.requires):
+        loc = (*at, "requires", j)
+        if g.metric not in exp.metrics:
+            raise doc.error(f"guard on metric {g.metric!r}, which experiment {exp.id!r} does not produce",
+                            (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
+        _check_scale(exp, g.metric, g, False, doc, loc)
+        if g.arm is not None and g.arm not in arm_names:
+            raise doc.error(f"guard names arm {g.arm!r}; arms are {', '.join(sorted(arm_names))}", (*loc, "arm"))
+    known = {x.id for x in reg.hypotheses}
+    for k, a in enumerate(h.assumptions):
+        if a.tested_by is not None and a.tested_by not in known:
+            raise doc.error(f"assumption tested_by {a.tested_by!r} is not a hypothesis", (*at, "assumptions", k, "tested_by"))
+
+
+def _check_predictions(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: Hypothesis,
+                       arm_names: set[str]) -> None:
+    """Each prediction against the experiment: a metric it produces on a scale it can reach (or, for a
+    reachability hypothesis, a probed target), and arms the hypothesis has."""
     for j, p in enumerate(h.predicts):
         loc = (*at, "predicts", j)
         if h.kind == "reachability":
@@ -504,18 +523,6 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
             if a not in arm_names:
                 raise doc.error(f"prediction names arm {a!r}; arms are {', '.join(sorted(arm_names))}",
                                 (*loc, "arm" if p.arm else "difference"))
-    for j, g in enumerate(h.requires):
-        loc = (*at, "requires", j)
-        if g.metric not in exp.metrics:
-            raise doc.error(f"guard on metric {g.metric!r}, which experiment {exp.id!r} does not produce",
-                            (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
-        _check_scale(exp, g.metric, g, False, doc, loc)
-        if g.arm is not None and g.arm not in arm_names:
-            raise doc.error(f"guard names arm {g.arm!r}; arms are {', '.join(sorted(arm_names))}", (*loc, "arm"))
-    known = {x.id for x in reg.hypotheses}
-    for k, a in enumerate(h.assumptions):
-        if a.tested_by is not None and a.tested_by not in known:
-            raise doc.error(f"assumption tested_by {a.tested_by!r} is not a hypothesis", (*at, "assumptions", k, "tested_by"))
 
 
 def _check_scale(exp: Experiment, metric: str, region: Any, difference: bool, doc: LocatedYaml,
