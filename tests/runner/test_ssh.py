@@ -14,7 +14,7 @@ from workbench.errors import ConfigError
 from workbench.runner.lock import TargetRefused
 from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 
-from runner_kit import add_toy_ssh_profile  # noqa: E402
+from runner_kit import add_toy_ssh_profile, edit_profile  # noqa: E402
 
 STAGES = ["render", "check", "apply", "restart", "health", "workload", "collect"]
 
@@ -372,3 +372,42 @@ def test_a_daemon_a_finished_command_started_keeps_running(ssh_server):
     for pid in left:
         os.kill(pid, 9)
     assert len(left) == 1
+
+
+def test_a_name_whose_every_address_refuses_is_a_refused_host_exit_2(toy, ssh_server, cli, monkeypatch):
+    """A host name with two addresses (localhost as ::1 and 127.0.0.1), the port closed on both: asyncio raises
+    one plain OSError, 'Multiple exceptions: [Errno 111] ...', not ConnectionRefusedError, and the run ended
+    with exit 1 in asyncio's words. Every address refused the connection: the same refusal as one address's."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    name = "two-addresses.wb-test"
+    real_lookup = socket.getaddrinfo
+
+    def lookup(host, *args, **kw):
+        if host != name:
+            return real_lookup(host, *args, **kw)
+        return [info for addr in ("127.0.0.1", "127.0.0.2") for info in real_lookup(addr, *args, **kw)]
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+    add_toy_ssh_profile(toy, ssh_server, port=port)
+    edit_profile(toy.root, "hosts: [127.0.0.1]", f"hosts: [{name}]")
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--target", "ssh", "--db", toy.db, "--replicates", "1")
+    assert code == 2 and "Traceback" not in err and "Multiple exceptions" not in err, (code, out, err)
+    (error,) = [line for line in err.splitlines() if line.startswith("Error:")]
+    assert f"{name} refused the connection on port {port}" in error, err
+    assert ssh_server.commands == [] and toy.restarts() == [] and toy.conf.read_bytes() == toy.original
+
+
+def test_a_name_refused_on_one_address_only_is_not_a_refusal() -> None:
+    """Only a name each of whose addresses refused is a closed port: one unreachable address may pass."""
+    from workbench.runner.targets.ssh import _port_closed
+
+    both = "[Errno 111] Connect call failed ('::1', 22, 0, 0), [Errno 111] Connect call failed ('127.0.0.1', 22)"
+    assert _port_closed(OSError(f"Multiple exceptions: {both}"))
+    mixed = "[Errno 111] Connect call failed ('::1', 22, 0, 0), [Errno 101] Network is unreachable"
+    assert not _port_closed(OSError(f"Multiple exceptions: {mixed}"))
+    assert not _port_closed(OSError(f"Multiple exceptions: {both}, timed out"))

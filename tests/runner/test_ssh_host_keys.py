@@ -239,3 +239,44 @@ def test_a_printed_restore_command_survives_the_masking_of_what_wb_prints(ssh_se
                          env={**os.environ, "KV_API_TOKEN": "tok-'quoted'-value"})
     assert res.returncode == 0, (printed, res.stderr)
     assert res.stdout == "info|tok-'quoted'-value"
+
+
+@pytest.mark.parametrize("case", ["closed port", "unknown host key"])
+def test_a_refused_jump_host_is_named_with_the_port_it_was_dialled_on(toy, ssh_server, tmp_path, monkeypatch,
+                                                                     case):
+    """The profile's jump is an alias whose Port ~/.ssh/config gives (a jump written without :port): it is
+    dialled on that port, but a refusal named the deployment host's port, and the unknown-key hint filed the
+    key as [host]:THAT_PORT and scanned that port, which no line and no sshd of the jump host answers to."""
+    import socket
+
+    from sshserver import SshServer
+
+    jump = None
+    if case == "closed port":
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        jump_port = s.getsockname()[1]
+        s.close()
+    else:
+        jump = SshServer(tmp_path / "jump").start()  # its key is in no known_hosts file wb reads
+        jump.client_key = ssh_server.client_key
+        jump_port = jump.port
+    try:
+        add_toy_ssh_profile(toy, ssh_server)
+        edit_profile(toy.root, "connect_timeout_s: 3}", "connect_timeout_s: 3, jump: jumpbox}")
+        home = _home(tmp_path, monkeypatch, known_hosts=True)
+        (home / ".ssh" / "config").write_text(f"Host jumpbox\n  HostName 127.0.0.1\n  Port {jump_port}\n")
+        with pytest.raises(TargetRefused) as ei:
+            run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
+        told = ei.value.message + " " + (ei.value.hint or "")
+        assert str(ssh_server.port) not in told, told
+        if case == "closed port":
+            assert f"jump host jumpbox: 127.0.0.1 refused the connection on port {jump_port}" in told
+        else:
+            assert f"holds no host key for [127.0.0.1]:{jump_port}" in told
+            assert f"ssh-keyscan -p {jump_port} 127.0.0.1" in told
+            assert not jump.commands
+        assert not ssh_server.commands and toy.conf.read_bytes() == toy.original
+    finally:
+        if jump is not None:
+            jump.stop()

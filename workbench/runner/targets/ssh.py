@@ -9,7 +9,9 @@ SSH env requests, and a prefix would show every value, a token too, in the host'
 from __future__ import annotations
 
 import asyncio
+import errno
 import posixpath
+import re
 import shlex
 import time
 import uuid
@@ -102,7 +104,24 @@ def _refusal(exc: BaseException | None) -> bool:
     """Whether a connection failed because the host refused wb (or wb the host), not for a cause that may pass."""
     import asyncssh
 
-    return isinstance(exc, (asyncssh.HostKeyNotVerifiable, asyncssh.PermissionDenied, ConnectionRefusedError))
+    return isinstance(exc, (asyncssh.HostKeyNotVerifiable, asyncssh.PermissionDenied)) or _port_closed(exc)
+
+
+_MANY_FAILED = "Multiple exceptions: "  # asyncio, when every address of a name failed, not all in the same words
+_ONE_ATTEMPT = re.compile(r", (?=\[Errno -?\d+\] )")
+_REFUSED = re.compile(rf"\[Errno {errno.ECONNREFUSED}\] [^,()]*(\([^()]*\))?")  # "... Connect call failed (addr)"
+
+
+def _port_closed(exc: BaseException | None) -> bool:
+    """Whether every address dialled refused the connection. A name with several (localhost as ::1 and 127.0.0.1)
+    fails, when their errors' texts differ, as one plain OSError that keeps them only in its message, joined by
+    ', ' (asyncio.base_events.BaseEventLoop.create_connection): no errno, no __cause__."""
+    if isinstance(exc, ConnectionRefusedError):
+        return True
+    if type(exc) is not OSError or exc.errno is not None or not str(exc).startswith(_MANY_FAILED):
+        return False
+    attempts = _ONE_ATTEMPT.split(str(exc)[len(_MANY_FAILED):])
+    return all(_REFUSED.fullmatch(a) for a in attempts)
 
 
 def _parse_jump(jump: str) -> tuple[str, dict[str, Any]]:
@@ -271,14 +290,14 @@ class SshTarget(Target):
     def manual_copy(self, host: str, local_file: str, path: str) -> str:
         return shlex.join(["scp", *self._client_opts("-P", host), local_file, f"{self._dest(host)}:{path}"])
 
-    def _translate(self, host: str, exc: BaseException, *, where: str | None = None,
-                   port: int | None = None) -> TargetError:
+    def _translate(self, host: str, exc: BaseException, *, port: int | None, where: str | None = None) -> TargetError:
+        """`exc` from connecting to `host` on `port`, the port dialled as given (None: ~/.ssh/config's, else 22)."""
         import asyncssh
 
         where = where or self.describe(host)
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
             kh = self.known_hosts_file()  # as read: `~` is the runner's home, which sudo or $HOME may have moved
-            real, name, port = _key_host(host, port or self.spec.port)
+            real, name, port = _key_host(host, port)
             entry = name if port == 22 else f"[{name}]:{port}"  # as ssh writes a known_hosts line
             scan = f"ssh-keyscan -p {port} {real}"
             compare = "compare with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the host"
@@ -295,8 +314,8 @@ class SshTarget(Target):
         if isinstance(exc, asyncssh.PermissionDenied):
             return TargetError(f"{where} refused the login: {exc.reason}",
                                hint="check user, identity_file or the agent (ssh-add -l)")
-        if isinstance(exc, ConnectionRefusedError):
-            real, _, port = _key_host(host, port or self.spec.port)
+        if _port_closed(exc):
+            real, _, port = _key_host(host, port)
             return TargetError(f"cannot reach {where}: {real} refused the connection on port {port}",
                                hint="check the port (the profile's port:, or Port in ~/.ssh/config) and that sshd "
                                     "runs there")
@@ -335,7 +354,7 @@ class SshTarget(Target):
             conn = await asyncio.wait_for(asyncssh.connect(host, tunnel=tunnel, **opts),
                                           self.spec.connect_timeout_s + 5)
         except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
-            raise self._translate(host, exc) from exc
+            raise self._translate(host, exc, port=self.spec.port) from exc
         except asyncssh.ConfigParseError as exc:
             raise TargetError(f"cannot read the SSH client config: {exc}",
                               hint="wb reads ~/.ssh/config through asyncssh, which knows most of OpenSSH's "
