@@ -38,20 +38,33 @@ def test_report_judges_regions_exactly():
         "interval inside the predicted region"
 
 
-def test_chart_tooltips_give_a_large_median_every_integer_digit():
+def test_chart_tooltips_read_as_the_arm_table_does():
     # The tooltips formatted numbers in the page with ".4~g": a median interval of [11000.5, 13579] ms read
-    # "1.1e+4" to "1.358e+4" and a run of 1234567 ms "1.235e+6", beside a table reading "median 12345".
+    # "1.1e+4" to "1.358e+4" and a run of 1234567 ms "1.235e+6", beside a table reading "median 12345". Then they
+    # rounded everything from 1000 up to a whole number: a range of 12345.6 to 12345.9 read low '12346', high
+    # '12346' beside the table's [12345.6, 12345.9]. Tooltip and table now share one formatter.
     from workbench.report import charts
 
     point = charts.ArmPoint("control", 12345.0, 11000.5, 13579.0, "median 12345 (4 runs)", "range of 4 runs")
     small = charts.ArmPoint("treatment", 0.5, 0.12345, 0.98765, "median 0.5 (4 runs)", "range of 4 runs")
-    spec = charts.metric_spec(charts.MetricChart("ttft_ms", ["control", "treatment"], [point, small],
+    close = charts.ArmPoint("fix", 12345.75, 12345.6, 12345.9, "median 12345.8 (4 runs)", "range of 4 runs")
+    spec = charts.metric_spec(charts.MetricChart("ttft_ms", ["control", "treatment", "fix"], [point, small, close],
                                                  [charts.RunValue("control", 7, 1234567.0)]))
     charts.validate_spec(spec)
     tips = [t for layer in spec["layer"] for t in layer["encoding"].get("tooltip", [])]
     assert not [t for t in tips if "format" in t], tips  # the page's own number formatting would round them
     shown = {(name, row["arm"], t.get("title", t["field"])): row[t["field"]]
              for name, rows in spec["datasets"].items() for row in rows for t in tips if t["field"] in row}
-    assert (shown[("est", "control", "low")], shown[("est", "control", "high")]) == ("11000", "13579"), shown
+    for p in (point, small, close):
+        table = hypothesis_page._fmt_interval(p.lo, p.hi, False)
+        assert f"[{shown[('est', p.arm, 'low')]}, {shown[('est', p.arm, 'high')]}]" == table, (table, shown)
+    assert (shown[("est", "fix", "low")], shown[("est", "fix", "high")]) == ("12345.6", "12345.9"), shown
+    assert (shown[("est", "control", "low")], shown[("est", "control", "high")]) == ("11000.5", "13579"), shown
     assert shown[("runs", "control", "value")] == "1234567", shown
-    assert (shown[("est", "treatment", "low")], shown[("est", "treatment", "high")]) == ("0.1235", "0.9877"), shown
+
+    rate = charts.ArmPoint("control", 0.175, 0.107, 0.273, "14/80 = 17.5%", "Wilson 95%")
+    spec = charts.metric_spec(charts.MetricChart("leak", ["control"], [rate], [charts.RunValue("control", 3, 0.2)],
+                                                 is_rate=True))
+    (est,) = spec["datasets"]["est"]
+    assert f"[{est['lo_text']}, {est['hi_text']}]" == hypothesis_page._fmt_interval(0.107, 0.273, True), est
+    assert spec["datasets"]["runs"][0]["value_text"] == "20.0%", spec["datasets"]["runs"]

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from workbench.report.stats import fmt_value
+
 ARM_COLORS = ["#1f6feb", "#d9480f", "#2f9e44", "#9c36b5", "#e67700", "#0c8599"]
 
 
@@ -137,12 +139,6 @@ def _fill(node: Any, title: str, domain: list[float], fmt: str) -> Any:
     return node
 
 
-def _tip(x: float) -> str:
-    """A number as a tooltip shows it: four significant digits below 1000, every integer digit from there (the
-    page's own ".4~g" showed a median of 12345 ms as 1.235e+4)."""
-    return f"{x:.4g}" if abs(x) < 1000 else f"{x:.0f}"
-
-
 def metric_spec(chart: MetricChart, *, width: int = 240, height: int = 180) -> dict[str, Any]:
     """The Vega-Lite spec (a plain dict) of one metric-by-arm chart."""
     dlo, dhi = _domain(chart)
@@ -153,7 +149,12 @@ def metric_spec(chart: MetricChart, *, width: int = 240, height: int = 180) -> d
         for arm in ([b.arm] if b.arm else chart.arms):
             row = {"arm": arm, "lo": lo, "hi": hi, "region": f"{b.kind}: {b.text}", "kind": b.kind}
             (lines if lo == hi else bands).append(row)
-    runs = [{"arm": r.arm, "value": float(f"{r.value:.6g}"), "value_text": _tip(r.value), "run": f"run {r.run_id}"}
+    # A tooltip's number reads as the arm table's (report.stats.fmt_value): the page's own ".4~g" showed a median of
+    # 12345 ms as 1.235e+4, and a rounding of its own showed 12345.6 to 12345.9 as 12346 to 12346.
+    def tip(x: float) -> str:
+        return fmt_value(x, chart.is_rate)
+
+    runs = [{"arm": r.arm, "value": float(f"{r.value:.6g}"), "value_text": tip(r.value), "run": f"run {r.run_id}"}
             for r in chart.runs]
 
     def ok(x: float | None) -> bool:
@@ -164,8 +165,8 @@ def metric_spec(chart: MetricChart, *, width: int = 240, height: int = 180) -> d
     for p in chart.points:
         if ok(p.estimate):
             lo, hi = p.lo if ok(p.lo) else p.estimate, p.hi if ok(p.hi) else p.estimate
-            est.append({"arm": p.arm, "estimate": p.estimate, "lo": lo, "hi": hi, "lo_text": _tip(lo),
-                        "hi_text": _tip(hi), "label": p.label, "method": p.method})
+            est.append({"arm": p.arm, "estimate": p.estimate, "lo": lo, "hi": hi, "lo_text": tip(lo),
+                        "hi_text": tip(hi), "label": p.label, "method": p.method})
     skeleton = json.loads(_skeleton(tuple(chart.arms), bool(bands), bool(lines), bool(runs), bool(est),
                                     width, height))
     spec = _fill(skeleton, chart.metric, [dlo, dhi], ".0%" if chart.is_rate else "~s")
