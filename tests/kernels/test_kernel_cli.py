@@ -80,6 +80,25 @@ def test_a_negative_variant_is_refused_before_the_device_is_looked_for(cli, valu
     assert len(err.splitlines()) == 2, err
 
 
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_variants_value_is_refused_not_read_as_all(cli, value):
+    # `--variants "$V"` with V unset timed the usual set silently, as if --variants had been left out.
+    code, out, err = cli("kernel", "bench", "--quick", "--variants", value)
+    assert code == 2 and out == "", (code, out, err)
+    assert err.startswith(f"Error: --variants {value!r} names no variant") and "Traceback" not in err, err
+    assert len(err.splitlines()) == 2, err
+
+
+def test_the_variants_help_names_the_set_timed_without_it(cli):
+    # It said "(default all)", but without --variants the bench times a fixed subset of the kernel's variants.
+    from wb_kernels.bench import D2D_VARIANTS, HOST_VARIANTS
+
+    code, out, err = cli("kernel", "bench", "--help")
+    text = " ".join(out.split())
+    assert code == 0 and "default all" not in text, text
+    assert ",".join(map(str, D2D_VARIANTS)) in text and ",".join(map(str, HOST_VARIANTS)) in text, text
+
+
 def test_a_variant_the_built_kernel_lacks_is_refused_naming_its_range():
     # Only the build knows how many variants the kernel has (kernels/cuda/transfer.cu): 99 of 25 was timed as
     # "v99", the kernel's default variant under a number it does not have.
