@@ -50,6 +50,15 @@ def test_the_readme_says_what_a_refusal_records() -> None:
     assert "recorded as an execution with status `refused`" in text
 
 
+def test_the_readme_exit_table_gives_a_refused_ssh_host_as_exit_2() -> None:
+    # An ssh host that refuses wb before anything on it changed (its key unknown or changed, its port closed, the
+    # login refused) exits 2 and is kept on record as refused; the exit codes' table listed only a held target.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (row,) = [line for line in readme.splitlines() if line.startswith("| 2 |")]
+    for cause in ("an ssh host refused it", "host key unknown", "changed", "port closed", "login refused"):
+        assert cause in row, cause
+
+
 def test_a_busy_target_names_its_holder_as_the_store_shows_it(toy, cli) -> None:
     """The holder of the lock is an execution of this store: the Error names it by the id `wb report` and
     `wb runs list` show (and its hypothesis), as the Hint names the refused attempt, never by its uuid."""
