@@ -134,6 +134,13 @@ CASES = [
      "         why: \"if the wedge",
      "(field hypotheses.1.predicts.0.target): target: names a probed code object, for a reachability hypothesis",
      "      - {metric: corruption_rate, arm: treatment, at_most: 0.02, target:"),
+    # target: where metric: was meant, on an A/B prediction: the hint said "remove target: (the metric is what is
+    # judged)", which left a prediction on nothing.
+    ("target-instead-of-metric-on-an-ab-prediction", H,
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
+     "      - {target: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
+     "Hint: replace target: with metric: naming one of the experiment's metrics",
+     "      - {target: corruption_rate, arm: treatment, at_most: 0.02,"),
     # An arm name that is no identifier was reported at the `arms:` line, not at the arm's own.
     ("arm-name-with-a-space", H, "      treatment: {nixl_abort_fix: on}", "      \"treat ment\": {nixl_abort_fix: on}",
      "(field hypotheses.1.arms.treat ment): arm name 'treat ment' is not an identifier (letters, digits and _",

@@ -512,8 +512,12 @@ def _check_predictions(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h
             if h.probe and p.target not in h.probe.targets:
                 raise doc.error(f"target {p.target!r} is not among probe.targets", (*loc, "target"))
         elif p.target is not None:
+            # Without metric: (it defaults to a probe's "calls"), removing target: would leave a prediction on no
+            # metric of the experiment's: metric: was likely meant.
+            hint = "remove target: (the metric is what is judged)" if "metric" in p.model_fields_set else \
+                f"replace target: with metric: naming one of the experiment's metrics ({', '.join(exp.metrics)})"
             raise doc.error(f"target: names a probed code object, for a reachability hypothesis; {h.id!r} is of "
-                            f"kind {h.kind}", (*loc, "target"), hint="remove target: (the metric is what is judged)")
+                            f"kind {h.kind}", (*loc, "target"), hint=hint)
         elif p.metric not in exp.metrics:
             raise doc.error(f"prediction on metric {p.metric!r}, which experiment {exp.id!r} does not produce",
                             (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
