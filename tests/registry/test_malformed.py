@@ -221,6 +221,11 @@ CASES = [
      "      - {metric: aborts, arm: treatment, between: 0,",
      "(field hypotheses.1.requires.0.between): must be two numbers [low, high], got 0",
      "      - {metric: aborts, arm: treatment, between: 0,"),
+    # A quoted number was told "(text: write it without quotes)", but unquoted it is still one number, not two.
+    ("prediction-between-quoted-number", H, "      - {metric: corruption_rate, arm: control, at_most: 0.02,",
+     "      - {metric: corruption_rate, arm: control, between: '0.05',",
+     "(field hypotheses.0.predicts.1.between): must be two numbers [low, high], got '0.05' (text)",
+     "      - {metric: corruption_rate, arm: control, between: '0.05',"),
     ("hypothesis-design-boolean", H, "    hold: {index_k_dtype: bf16, nixl_abort_fix: on, geometry_fix: off}\n",
      "    hold: {index_k_dtype: bf16, nixl_abort_fix: on, geometry_fix: off}\n    design: {replicates: yes}\n",
      "design.replicates): must be a whole number, got true (a boolean)", "    design: {replicates: yes}"),

@@ -168,8 +168,10 @@ class Region(Strict):
         # pydantic tells a wrong shape in its own words ("Tuple should have at most 2 items after validation").
         if value is None or (isinstance(value, (list, tuple)) and len(value) == 2):
             return value
-        sized = isinstance(value, (list, tuple))
-        got = f"{len(value)} value{'s' if len(value) != 1 else ''}" if sized else shown(value)
+        if isinstance(value, (list, tuple)):
+            got = f"{len(value)} value{'s' if len(value) != 1 else ''}"
+        else:  # shown's "write it without quotes" would leave one number, still not two: text is only named
+            got = f"{value!r} (text)" if isinstance(value, str) else shown(value)
         raise ValueError(f"must be two numbers [low, high], got {got}")
 
     @model_validator(mode="after")
