@@ -315,6 +315,16 @@ def test_a_simulated_dispersion_p_value_is_never_zero_nor_called_exact(store, re
     assert "exact p" not in _checks(a)["drift"].detail and "simulated p = 0.0005" in _checks(a)["drift"].detail
 
 
+def _spread_a_little(store, ex: str) -> str:
+    """Four replicates a side whose leaks spread a little more than binomial (treatment phi 1.15)."""
+    for r, (leaks, control) in enumerate(zip((10, 16, 12, 18), (15, 9, 16, 16)), start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": control, "done": 80 - control}, extra={"waiting_for_input": 9})
+    return ex
+
+
 def test_an_interval_widened_for_between_run_spread_says_so_in_text_json_and_html(store, registry, tmp_path):
     # Four replicates 10, 16, 12, 18 of 80 spread a little more than binomial (phi 1.15, not significant): the
     # interval is Wilson's with the variance inflated by phi, yet the text, the JSON and the page called it
@@ -325,12 +335,7 @@ def test_an_interval_widened_for_between_run_spread_says_so_in_text_json_and_htm
     from workbench.analysis.stored import record_verdict
     from workbench.report import build_site
 
-    ex = add_execution(store)
-    for r, (leaks, control) in enumerate(zip((10, 16, 12, 18), (15, 9, 16, 16)), start=1):
-        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
-                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
-        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
-                outcomes={"leak": control, "done": 80 - control}, extra={"waiting_for_input": 9})
+    ex = _spread_a_little(store, add_execution(store))
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     label = "Wilson 95%, widened for between-run spread (phi = 1.15)"
     (p,) = a.predictions
@@ -354,12 +359,7 @@ def test_a_sequential_interval_on_counts_divided_by_the_design_effect_says_so(st
     # The same four replicates judged sequentially: the confidence sequence is taken on the counts divided by the
     # runs' phi, yet it was labelled plainly "confidence sequence 95%", as if the pooled sessions had been
     # independent draws (the fixed design's Wilson label says so since it was widened).
-    ex = add_execution(store, mode="sequential")
-    for r, (leaks, control) in enumerate(zip((10, 16, 12, 18), (15, 9, 16, 16)), start=1):
-        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
-                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
-        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
-                outcomes={"leak": control, "done": 80 - control}, extra={"waiting_for_input": 9})
+    ex = _spread_a_little(store, add_execution(store, mode="sequential"))
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     label = "confidence sequence 95%, widened for between-run spread (phi = 1.15)"
     (p,) = a.predictions

@@ -284,21 +284,28 @@ def test_fisher_p_beside_a_run_level_difference_says_it_takes_sessions_as_the_un
         a.reasoning
 
 
-def test_a_median_near_or_above_1000_reads_with_all_its_integer_digits(store, workbench_dir):
-    # Three significant digits wrote a median of 999.75 s as "1e+03", and the range 12345.6-12345.9 s as
-    # [12,346, 12,346]: ends that read alike. The median takes its interval's decimals: "a median of 12,346" beside
-    # [12,345.6, 12,345.9] printed an estimate outside its own interval.
+def _wall_seconds(store, workbench_dir, treatment: tuple, control: tuple):
+    """The analysis of "the abort fix keeps the repro under a second per session" (wall_s <= 1 in both arms) over
+    runs of the given wall seconds."""
     reg = registry_with(workbench_dir, abort_fix_hypothesis(
         "slow", "The abort fix keeps the repro under a second per session.",
         "{metric: wall_s, arm: treatment, at_most: 1}", "{metric: wall_s, arm: control, at_most: 1}"))
     treat = dict(CONTROL, nixl_abort_fix="on")
     ex = add_execution(store, hypothesis_id="slow")
-    for r, (t, c) in enumerate(zip((999.6, 999.7, 999.8, 999.9), (12345.6, 12345.7, 12345.8, 12345.9)), start=1):
+    for r, (t, c) in enumerate(zip(treatment, control), start=1):
         add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
                 outcomes={"leak": 0, "done": 80}, extra={"wall_s": t}, hypothesis_id="slow")
         add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
                 outcomes={"leak": 0, "done": 80}, extra={"wall_s": c}, hypothesis_id="slow")
     a = analyze_stored(store, reg, "slow", execution_id=ex)
+    return a
+
+
+def test_a_median_near_or_above_1000_reads_with_all_its_integer_digits(store, workbench_dir):
+    # Three significant digits wrote a median of 999.75 s as "1e+03", and the range 12345.6-12345.9 s as
+    # [12,346, 12,346]: ends that read alike. The median takes its interval's decimals: "a median of 12,346" beside
+    # [12,345.6, 12,345.9] printed an estimate outside its own interval.
+    a = _wall_seconds(store, workbench_dir, (999.6, 999.7, 999.8, 999.9), (12345.6, 12345.7, 12345.8, 12345.9))
     assert "e+0" not in a.reasoning, a.reasoning
     assert "treatment gave a median of 999.8 (" in a.reasoning and " [999.6, 999.9])" in a.reasoning, a.reasoning
     assert "control gave a median of 12,345.8 (" in a.reasoning, a.reasoning
@@ -308,17 +315,7 @@ def test_a_median_near_or_above_1000_reads_with_all_its_integer_digits(store, wo
 def test_a_median_held_back_by_too_few_runs_says_where_its_range_lies(store, workbench_dir):
     # Three runs of 999.6-999.9 s against "<= 1": the range lies wholly outside the region, yet the text said it
     # "straddles the region", the words for an interval across a bound; what held the verdict back is the runs.
-    reg = registry_with(workbench_dir, abort_fix_hypothesis(
-        "slow", "The abort fix keeps the repro under a second per session.",
-        "{metric: wall_s, arm: treatment, at_most: 1}", "{metric: wall_s, arm: control, at_most: 1}"))
-    treat = dict(CONTROL, nixl_abort_fix="on")
-    ex = add_execution(store, hypothesis_id="slow")
-    for r, (t, c) in enumerate(zip((999.6, 999.7, 999.9), (0.2, 0.5, 0.7)), start=1):
-        add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
-                outcomes={"leak": 0, "done": 80}, extra={"wall_s": t}, hypothesis_id="slow")
-        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                outcomes={"leak": 0, "done": 80}, extra={"wall_s": c}, hypothesis_id="slow")
-    a = analyze_stored(store, reg, "slow", execution_id=ex)
+    a = _wall_seconds(store, workbench_dir, (999.6, 999.7, 999.9), (0.2, 0.5, 0.7))
     assert [p.outcome for p in a.predictions] == ["inconclusive", "inconclusive"] and a.verdict == "inconclusive"
     assert "straddles" not in a.reasoning, a.reasoning
     assert (" [999.6, 999.9]), entirely outside the predicted region <= 1, but 3 run(s) are too few to decide it (need "
