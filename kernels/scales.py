@@ -84,7 +84,7 @@ SPLIT_VARIANT = 0
 # radix sort's small kernels cost the values less than the counting sort's atomics (run 14).
 ORDER_SORT = "count"
 # The page-order scale passes beside the value pass, on the high-priority side stream, rather
-# than after it (they touch other bytes of dst): fp8 3-5% faster from 64 MB, c4 from 256 MB
+# than after it (they touch other bytes of dst): fp8 2.6-5.5% faster from 64 MB, c4 from 256 MB
 # (NOTES.md run 14).
 ORDER_OVERLAP = True
 # Page order is for rows with a scale block and at most this many value bytes (fp8 128, c4 576).
