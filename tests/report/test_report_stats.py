@@ -42,7 +42,7 @@ def test_chart_tooltips_read_as_the_arm_table_does():
     # The tooltips formatted numbers in the page with ".4~g": a median interval of [11000.5, 13579] ms read
     # "1.1e+4" to "1.358e+4" and a run of 1234567 ms "1.235e+6", beside a table reading "median 12345". Then they
     # rounded everything from 1000 up to a whole number: a range of 12345.6 to 12345.9 read low '12346', high
-    # '12346' beside the table's [12345.6, 12345.9]. Tooltip and table now share one formatter.
+    # '12346' beside the table's [12345.6, 12345.9]. Tooltip and table now share one formatter, the verdict text's.
     from workbench.report import charts
 
     point = charts.ArmPoint("control", 12345.0, 11000.5, 13579.0, "median 12345 (4 runs)", "range of 4 runs")
@@ -58,8 +58,8 @@ def test_chart_tooltips_read_as_the_arm_table_does():
     for p in (point, small, close):
         table = hypothesis_page._fmt_interval(p.lo, p.hi, False)
         assert f"[{shown[('est', p.arm, 'low')]}, {shown[('est', p.arm, 'high')]}]" == table, (table, shown)
-    assert (shown[("est", "fix", "low")], shown[("est", "fix", "high")]) == ("12345.6", "12345.9"), shown
-    assert (shown[("est", "control", "low")], shown[("est", "control", "high")]) == ("11000.5", "13579"), shown
+    assert (shown[("est", "fix", "low")], shown[("est", "fix", "high")]) == ("12,345.6", "12,345.9"), shown
+    assert (shown[("est", "control", "low")], shown[("est", "control", "high")]) == ("11,000", "13,579"), shown
     assert shown[("runs", "control", "value")] == "1234567", shown
 
     rate = charts.ArmPoint("control", 0.175, 0.107, 0.273, "14/80 = 17.5%", "Wilson 95%")
@@ -68,3 +68,19 @@ def test_chart_tooltips_read_as_the_arm_table_does():
     (est,) = spec["datasets"]["est"]
     assert f"[{est['lo_text']}, {est['hi_text']}]" == hypothesis_page._fmt_interval(0.107, 0.273, True), est
     assert spec["datasets"]["runs"][0]["value_text"] == "20.0%", spec["datasets"]["runs"]
+
+
+def test_an_interval_whose_ends_round_alike_gets_the_digits_that_tell_them_apart():
+    # Three significant digits wrote a median interval of 0.12345 to 0.12349 as [0.123, 0.123] in the arm table, its
+    # chart tooltips and the median's label, where the verdict's text reads [0.12345, 0.12349]. They share its digits.
+    from workbench.analysis import display
+    from workbench.report import charts
+
+    values = [0.12345, 0.12346, 0.12347, 0.12348, 0.12349]
+    e = report_stats.median_interval(values)
+    assert (e.lo, e.hi) == (0.12345, 0.12349) and e.label == "median 0.12347 (range, n=5)", e
+    assert hypothesis_page._fmt_interval(e.lo, e.hi, False) == "[0.12345, 0.12349]" == display.interval((e.lo, e.hi))
+    spec = charts.metric_spec(charts.MetricChart("ttft_s", ["control"], [charts.ArmPoint(
+        "control", e.estimate, e.lo, e.hi, e.label, e.method)], [charts.RunValue("control", 1, 0.12345)]))
+    (est,) = spec["datasets"]["est"]
+    assert (est["lo_text"], est["hi_text"]) == ("0.12345", "0.12349"), est

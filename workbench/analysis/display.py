@@ -82,6 +82,44 @@ def points_interval(iv: Sequence[float] | None, near: Sequence[float] = ()) -> s
     return f"[{_apart(iv[0], near, _signed)}, {_apart(iv[1], near, _signed)}] points"
 
 
+def digits(iv: Sequence[float] | None) -> int:
+    """The significant digits an interval of values (no rate) is written with: three, every integer digit from 1000
+    on, and more where its ends would otherwise read alike: three decimals wrote 0.12-0.17 ms as [0.000, 0.000],
+    three significant digits 0.12345-0.12349 as [0.123, 0.123], whole numbers 12345.6-12345.9 as [12,346, 12,346]."""
+    if not iv or iv[0] == iv[1]:
+        return 3
+    for n in range(3, 10):
+        if number(iv[0], n) != number(iv[1], n):
+            return n
+    return 9
+
+
+def number(x: float, digits: int = 3) -> str:
+    """A value with `digits` significant digits below 1000 and every integer digit from there: 0.123, 12,346."""
+    if x == 0:
+        return "0"
+    return f"{x:.{digits}g}" if abs(x) < 999.5 else f"{x:,.{digits - 3}f}"
+
+
+def interval_ends(iv: Sequence[float]) -> tuple[str, str]:
+    """The two ends of an interval of values, each with the interval's `digits`."""
+    n = digits(iv)
+    return number(iv[0], n), number(iv[1], n)
+
+
+def interval(iv: Sequence[float] | None) -> str:
+    """An interval of values (no rate), its ends told apart: [0.12345, 0.12349]."""
+    if not iv:
+        return "no interval"
+    lo, hi = interval_ends(iv)
+    return f"[{lo}, {hi}]"
+
+
+def estimate(x: float, iv: Sequence[float] | None) -> str:
+    """An estimate with its interval's digits: a median of 12,346 read outside its own [12,345.6, 12,345.9]."""
+    return number(x, digits(iv))
+
+
 def noise_floor(x: float) -> str:
     """The largest difference an A/A check's interval allows, in percentage points: ±11.4 points."""
     return f"±{100 * abs(x):.1f} points"

@@ -56,35 +56,9 @@ def arm_summary(arm: str, runs: list[RunData], expected: dict[str, str], named: 
             "units": units, "metrics": metrics}
 
 
-def _digits(iv: Any) -> int:
-    """The significant digits an interval is written with (three, every integer digit from 1000 on; more where
-    its ends would otherwise read alike): three decimals wrote 0.12-0.17 ms as [0.000, 0.000], whole numbers
-    12345.6-12345.9 as [12,346, 12,346]."""
-    if not iv or iv[0] == iv[1]:
-        return 3
-    for digits in range(3, 10):
-        if _num(iv[0], digits) != _num(iv[1], digits):
-            return digits
-    return 9
-
-
-def _num(x: float, digits: int) -> str:
-    if x == 0:
-        return "0"
-    return f"{x:.{digits}g}" if abs(x) < 999.5 else f"{x:,.{digits - 3}f}"
-
-
-def _interval(iv: Any) -> str:
-    """An interval of values, written with `_digits` of its own."""
-    if not iv:
-        return "no interval"
-    digits = _digits(iv)
-    return f"[{_num(iv[0], digits)}, {_num(iv[1], digits)}]"
-
-
 def _estimate(x: float | None, iv: Any) -> str:
-    """An estimate with its interval's decimals: a median of "12,346" read outside its own [12,345.6, 12,345.9]."""
-    return _fmt(x) if x is None or math.isnan(x) or not iv else _num(x, _digits(iv))
+    """An estimate with its interval's digits (display.estimate); "?" for none."""
+    return _fmt(x) if x is None or math.isnan(x) or not iv else display.estimate(x, iv)
 
 
 def _evidence(j: dict[str, Any]) -> str:
@@ -121,12 +95,12 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         body = (f"{a} had {ka:g}/{na:g} and {b} {kb:g}/{nb:g}, a difference of {display.points(j['estimate'])} "
                 f"({j['interval_kind']} {display.points_interval(j['interval'], j['bounds'])}{fisher})")
     elif isinstance(j.get("runs"), list):  # a Hodges-Lehmann shift between two arms (predictions._judge_shift)
-        kind = f"{j['interval_kind']} {_interval(j['interval'])}" if j["interval"] else \
+        kind = f"{j['interval_kind']} {display.interval(j['interval'])}" if j["interval"] else \
             "Hodges-Lehmann estimate, no interval"
         body = f"{where} gave a shift of {_estimate(j['estimate'], j['interval'])} ({kind})"
     else:
         body = (f"{where} gave a median of {_estimate(j['estimate'], j['interval'])} "
-                f"({j.get('interval_kind', '')} {_interval(j['interval'])})")
+                f"({j.get('interval_kind', '')} {display.interval(j['interval'])})")
     if j["outcome"] == "falsified":
         tail = f"entirely outside the predicted region {j['region']}"
     elif j["outcome"] == "supported":

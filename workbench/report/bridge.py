@@ -24,7 +24,7 @@ def arm_metric(analysis: Analysis | None, arm: str, metric: str) -> dict[str, An
         # An analysis stored before arms carried the interval's name: what its design effect and phi say.
         method = e.interval_kind or "Wilson 95%" + clustered.widening(e.design_effect, e.dispersion)
     else:
-        label = f"median {fmt(e.estimate)} ({e.runs} runs)"
+        label = f"median {display.estimate(e.estimate, e.bounds) if e.bounds else fmt(e.estimate)} ({e.runs} runs)"
         if e.confidence is not None and e.warning:
             method = f"range of {e.runs} runs (covers the median with {e.confidence:.0%})"
         elif e.confidence is not None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from workbench.analysis import display
 from workbench.report.stats import fmt_value
 
 ARM_COLORS = ["#1f6feb", "#d9480f", "#2f9e44", "#9c36b5", "#e67700", "#0c8599"]
@@ -149,8 +150,9 @@ def metric_spec(chart: MetricChart, *, width: int = 240, height: int = 180) -> d
         for arm in ([b.arm] if b.arm else chart.arms):
             row = {"arm": arm, "lo": lo, "hi": hi, "region": f"{b.kind}: {b.text}", "kind": b.kind}
             (lines if lo == hi else bands).append(row)
-    # A tooltip's number reads as the arm table's (report.stats.fmt_value): the page's own ".4~g" showed a median of
-    # 12345 ms as 1.235e+4, and a rounding of its own showed 12345.6 to 12345.9 as 12346 to 12346.
+    # A tooltip's number reads as the arm table's (report.stats.fmt_value; an interval's ends with the digits that tell
+    # them apart, display.interval_ends): the page's own ".4~g" showed a median of 12345 ms as 1.235e+4, and a
+    # rounding of its own showed 12345.6 to 12345.9 as 12346 to 12346.
     def tip(x: float) -> str:
         return fmt_value(x, chart.is_rate)
 
@@ -165,8 +167,9 @@ def metric_spec(chart: MetricChart, *, width: int = 240, height: int = 180) -> d
     for p in chart.points:
         if ok(p.estimate):
             lo, hi = p.lo if ok(p.lo) else p.estimate, p.hi if ok(p.hi) else p.estimate
-            est.append({"arm": p.arm, "estimate": p.estimate, "lo": lo, "hi": hi, "lo_text": tip(lo),
-                        "hi_text": tip(hi), "label": p.label, "method": p.method})
+            lo_text, hi_text = (tip(lo), tip(hi)) if chart.is_rate else display.interval_ends((lo, hi))
+            est.append({"arm": p.arm, "estimate": p.estimate, "lo": lo, "hi": hi, "lo_text": lo_text,
+                        "hi_text": hi_text, "label": p.label, "method": p.method})
     skeleton = json.loads(_skeleton(tuple(chart.arms), bool(bands), bool(lines), bool(runs), bool(est),
                                     width, height))
     spec = _fill(skeleton, chart.metric, [dlo, dhi], ".0%" if chart.is_rate else "~s")

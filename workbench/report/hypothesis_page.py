@@ -150,7 +150,7 @@ def _relation(lo: float | None, hi: float | None, region: Any, kind: str | None)
 def _fmt_interval(lo: float | None, hi: float | None, rate: bool) -> str:
     if lo is None or hi is None:
         return ""
-    return display.rate_interval((lo, hi)) if rate else f"[{stats.fmt(lo)}, {stats.fmt(hi)}]"
+    return display.rate_interval((lo, hi)) if rate else display.interval((lo, hi))
 
 
 def _config_diffs(arm_names: list[str], runs: list[dict[str, Any]], execution: dict[str, Any] | None) -> list[DiffView]:
@@ -212,7 +212,8 @@ def _observed_from_analysis(src: Judgement, exp: Experiment | None, metric: str,
     if rate and isinstance(k, (list, tuple)):  # a difference of two rates: in percentage points
         text = display.points(est) + (" " + display.points_interval(src.interval) if src.interval else "")
     else:
-        text = f"{int(k)}/{int(n)} = {display.rate(est)}" if rate and isinstance(k, (int, float)) and n else stats.fmt(est)
+        value = display.estimate(est, src.interval) if src.interval and not rate else stats.fmt(est)
+        text = f"{int(k)}/{int(n)} = {display.rate(est)}" if rate and isinstance(k, (int, float)) and n else value
         if src.interval is not None:
             text += " " + _fmt_interval(src.interval[0], src.interval[1], rate)
     if src.interval is not None and src.interval_kind:

@@ -45,9 +45,10 @@ def median_interval(values: list[float]) -> Estimate:
         return Estimate(None, None, None, 0, "no data", "")
     m = median_ci(xs)
     lo, hi = m.interval or (None, None)
+    median = display.estimate(m.median, m.interval) if m.interval else fmt(m.median)
     if m.warning:
-        return Estimate(m.median, lo, hi, m.n, f"median {fmt(m.median)} (range, n={m.n})", "range")
-    return Estimate(m.median, lo, hi, m.n, f"median {fmt(m.median)} (n={m.n})", "median, 95% order-statistic")
+        return Estimate(m.median, lo, hi, m.n, f"median {median} (range, n={m.n})", "range")
+    return Estimate(m.median, lo, hi, m.n, f"median {median} (n={m.n})", "median, 95% order-statistic")
 
 
 def fmt(x: float | None) -> str:
