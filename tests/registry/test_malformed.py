@@ -141,6 +141,13 @@ CASES = [
      "      - {target: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
      "Hint: replace target: with metric: naming one of the experiment's metrics",
      "      - {target: corruption_rate, arm: treatment, at_most: 0.02,"),
+    # A prediction with neither metric: nor target: took metric's default, a probe's "calls", and was refused as a
+    # prediction on a metric the experiment does not produce, which it never named.
+    ("ab-prediction-without-metric", H,
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
+     "      - {arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
+     "(field hypotheses.1.predicts.0): a prediction names the metric it judges (metric:)",
+     "      - {arm: treatment, at_most: 0.02,"),
     # An arm name that is no identifier was reported at the `arms:` line, not at the arm's own.
     ("arm-name-with-a-space", H, "      treatment: {nixl_abort_fix: on}", "      \"treat ment\": {nixl_abort_fix: on}",
      "(field hypotheses.1.arms.treat ment): arm name 'treat ment' is not an identifier (letters, digits and _",

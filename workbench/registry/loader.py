@@ -518,6 +518,10 @@ def _check_predictions(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h
                 f"replace target: with metric: naming one of the experiment's metrics ({', '.join(exp.metrics)})"
             raise doc.error(f"target: names a probed code object, for a reachability hypothesis; {h.id!r} is of "
                             f"kind {h.kind}", (*loc, "target"), hint=hint)
+        elif "metric" not in p.model_fields_set:
+            # metric: defaults to a probe's "calls", which no experiment produces: it was left out, not chosen.
+            raise doc.error("a prediction names the metric it judges (metric:)", loc,
+                            hint=f"metrics: {', '.join(exp.metrics)}")
         elif p.metric not in exp.metrics:
             raise doc.error(f"prediction on metric {p.metric!r}, which experiment {exp.id!r} does not produce",
                             (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
