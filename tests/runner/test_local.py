@@ -299,3 +299,4 @@ def test_a_config_path_in_no_folder_or_naming_a_folder_is_refused_before_the_tar
     assert sorted(p.name for p in toy.conf.parent.iterdir()) == before and not folder.exists()
     assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
     assert store_rows(toy.db, "SELECT count(*) FROM runs")[0][0] == 0
+    assert store_rows(toy.db, "SELECT status FROM executions") == [("refused",)]  # on record, as the README says

@@ -50,6 +50,17 @@ def test_the_readme_says_what_a_refusal_records() -> None:
     assert "recorded as an execution with status `refused`" in text
 
 
+def test_the_readme_section_on_refusals_names_every_refusal_it_records() -> None:
+    # "A target held or left: what a refusal records" described a held target only, while an ssh host refused before
+    # anything on it changed, or a config.path folder missing on the host, is recorded as `refused` the same way.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("**A target held or left: what a refusal records.**")
+    section = " ".join(readme[start:readme.index("\n\n", start)].split())
+    for cause in ("is held", "an ssh host refused it before anything on it changed", "host key unknown",
+                  "port closed", "login refused", "config.path", "the host and port"):
+        assert cause in section, cause
+
+
 def test_the_readme_exit_table_gives_a_refused_ssh_host_as_exit_2() -> None:
     # An ssh host that refuses wb before anything on it changed (its key unknown or changed, its port closed, the
     # login refused) exits 2 and is kept on record as refused; the exit codes' table listed only a held target.

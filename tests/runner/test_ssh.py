@@ -106,6 +106,12 @@ def test_a_host_refused_before_anything_changed_is_exit_2_naming_host_port_and_c
     (error,) = [line for line in err.splitlines() if line.startswith("Error:")]
     assert f"{ssh_server.user}@127.0.0.1:{port}" in error and said in error, err
     assert ssh_server.commands == [] and toy.restarts() == [] and toy.conf.read_bytes() == toy.original
+    # Kept on record as the README's "what a refusal records" says: an execution `refused`, the cause its error.
+    from runner_kit import store_rows
+
+    ((status, recorded),) = store_rows(toy.db, "SELECT status, error FROM executions")
+    assert status == "refused" and said in recorded, (status, recorded)
+    assert "this attempt is recorded as execution 1, status refused" in err, err
 
 
 @pytest.mark.parametrize("key", ["missing", "not a key", "encrypted"])
