@@ -145,3 +145,19 @@ def test_open_with_no_browser_says_so_with_the_path(seeded: dict[str, Any], tmp_
     index = out / "index.html"
     assert index.is_file() and f"site: {index}" in res.stdout, res.stdout
     assert "no browser" in res.stderr and str(index) in res.stderr, res.stderr
+
+
+def test_the_arm_table_gives_a_per_replicate_variable_no_value_of_the_arms(app: Any, seeded: dict[str, Any],
+                                                                            tmp_path: Path) -> None:
+    # The hypothesis page's arm table gave the workload seed, drawn afresh for every replicate, the experiment's
+    # default in every arm ("seed 0 0"), a value no run used; each run's page gives its own.
+    import re
+
+    out = tmp_path / "site"
+    res = CliRunner().invoke(app, ["report", "--out", str(out), "--hypothesis", "wedge-confound"], env=_env(seeded))
+    assert res.exit_code == 0, res.output
+    page = (out / "hypotheses" / "wedge-confound.html").read_text()
+    arms = page[page.index('<section id="arms">'):page.index("</section>", page.index('<section id="arms">'))]
+    (row,) = re.findall(r"<tr[^>]*><td><code>seed</code>.*?</tr>", arms)
+    assert ">0<" not in row and row.count("per replicate") == 2, row
+    assert re.search(r"<td><code>hicache</code></td><td>on</td><td>on</td>", arms), arms

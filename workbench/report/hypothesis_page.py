@@ -197,6 +197,8 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+PER_REPLICATE = "per replicate (see each run)"
+
 # A sequential verdict judges a rate by its confidence sequence; the fixed-design interval of the same count, shown
 # by arm, only describes it. Each says which it is, so a reader seeing two ranges for one rate knows which decided.
 DECIDED = "the interval the verdict used"
@@ -321,11 +323,18 @@ def _run_labels(data: StoreData, experiment: str) -> dict[str, int]:
 
 
 def _arm_rows(h: Hypothesis, registry: Registry) -> list[ArmRow]:
-    """The full assignment of every arm, rows that differ marked."""
+    """The full assignment of every arm, rows that differ marked. A per-replicate variable that nothing fixes (a
+    workload seed) has no value per arm, only one per replicate (each run's page gives it): its default, which no
+    run used, is not shown."""
+    from workbench.registry.experiment import per_replicate_names
+
+    exp = registry.experiments.get(h.experiment)
+    drawn = set(per_replicate_names(exp, h, {})) if exp is not None else set()
     assignments: dict[str, dict[str, str]] = {}
     for arm in h.arm_names:
         try:
-            assignments[arm] = registry.arm_assignment(h, arm)
+            full = registry.arm_assignment(h, arm)
+            assignments[arm] = {k: PER_REPLICATE if k in drawn else v for k, v in full.items()}
         except BadInput:  # an experiment edited since; show the hypothesis' own values
             assignments[arm] = {**h.hold, **h.arms.get(arm, {})}
     variables = sorted({v for a in assignments.values() for v in a})
