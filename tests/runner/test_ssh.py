@@ -208,7 +208,8 @@ def test_a_health_url_with_credentials_is_polled_with_them_over_the_forward(toy,
         text = (toy.root / "experiments" / "toy.yaml").read_text()
         ssh_part = text[text.index("  ssh:\n"):]
         edit_profile(toy.root, ssh_part, ssh_part.replace(
-            '"http://127.0.0.1:{{ port }}/health"', f'"http://wb:h3alth-pass@127.0.0.1:{server.server_address[1]}/health"'))
+            '"http://127.0.0.1:{{ port }}/health"',
+            f'"http://wb:h3alth-pass@127.0.0.1:{server.server_address[1]}/health"'))
         s = _run(toy, replicates=1)
         assert [r["status"] for r in s["runs"]] == ["ok", "ok"], [r["error"] for r in s["runs"]]
         assert toy.conf.read_bytes() == toy.original
@@ -237,8 +238,8 @@ def test_jump_host(toy, ssh_server):
     """Through a jump host (here the same server, reached as user@127.0.0.1:port, forwarding to itself)."""
     add_toy_ssh_profile(toy, ssh_server)
     p = toy.root / "experiments" / "toy.yaml"
-    p.write_text(p.read_text().replace("connect_timeout_s: 3}",
-                                       f"connect_timeout_s: 3, jump: '{ssh_server.user}@127.0.0.1:{ssh_server.port}'}}"))
+    jump = f"{ssh_server.user}@127.0.0.1:{ssh_server.port}"
+    p.write_text(p.read_text().replace("connect_timeout_s: 3}", f"connect_timeout_s: 3, jump: '{jump}'}}"))
     s = _run(toy, replicates=1)
     assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
     assert len(ssh_server.conns) >= 2  # the jump connection and the tunnelled one
@@ -319,7 +320,8 @@ def _running(marker: str) -> list[int]:
 
 
 @pytest.mark.parametrize("env", [None, {"WB_PROBE": "it's set"}])
-@pytest.mark.parametrize("shape", ["sleep {t}", "sleep {t}; echo done", "sleep {t} | cat", "sleep {t} & sleep {t}; wait"])
+@pytest.mark.parametrize("shape", ["sleep {t}", "sleep {t}; echo done", "sleep {t} | cat",
+                                   "sleep {t} & sleep {t}; wait"])
 def test_a_command_stopped_by_its_timeout_leaves_nothing_running_on_the_host(ssh_server, shape, env):
     """OpenSSH without a terminal neither ends a command when its channel closes nor delivers a signal to a root
     session: a workload past its timeout (or stopped by Ctrl-C) ran on, loading the service during the next

@@ -70,7 +70,8 @@ def test_jump_host_from_ssh_config_is_verified_too(toy, ssh_server, tmp_path, mo
             f"  StrictHostKeyChecking no\n")
         with pytest.raises(TargetRefused) as ei:
             run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
-        assert f"refusing jump host {ssh_server.user}@127.0.0.1:{jump.port}: {ssh_server.known_hosts} holds no host key" in ei.value.message
+        assert (f"refusing jump host {ssh_server.user}@127.0.0.1:{jump.port}: {ssh_server.known_hosts} holds no "
+                "host key") in ei.value.message
         assert not ssh_server.commands and not jump.commands  # nothing ran through the unverified jump host
         assert toy.conf.read_bytes() == toy.original
     finally:

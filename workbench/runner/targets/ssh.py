@@ -154,7 +154,8 @@ class SshTarget(Target):
 
     def lock_file(self, options: Mapping[str, Any], config_path: str | None) -> str | None:
         # Without a config file, the remote work folder stands for the deployment.
-        return super().lock_file(options, config_path) or str(PurePosixPath(str(options.get("work_dir", "/tmp/wb-runs"))) / LOCK_NAME)
+        work_dir = PurePosixPath(str(options.get("work_dir", "/tmp/wb-runs")))
+        return super().lock_file(options, config_path) or str(work_dir / LOCK_NAME)
 
     def summary(self) -> str:
         return "ssh:" + ",".join(self.describe(h) for h in self.hosts)
