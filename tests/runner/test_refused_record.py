@@ -57,7 +57,8 @@ def test_the_readme_section_on_refusals_names_every_refusal_it_records() -> None
     start = readme.index("**A target held or left: what a refusal records.**")
     section = " ".join(readme[start:readme.index("\n\n", start)].split())
     for cause in ("is held", "an ssh host refused it before anything on it changed", "host key unknown",
-                  "port closed", "login refused", "config.path", "the host and port"):
+                  "port closed", "login refused", "config.path",
+                  "the host with the cause (and the port when it was closed)"):
         assert cause in section, cause
 
 
@@ -68,6 +69,12 @@ def test_the_readme_exit_table_gives_a_refused_ssh_host_as_exit_2() -> None:
     (row,) = [line for line in readme.splitlines() if line.startswith("| 2 |")]
     for cause in ("an ssh host refused it", "host key unknown", "changed", "port closed", "login refused"):
         assert cause in row, cause
+    # Only a closed port's Error names the port it was dialled on (a refused login or an unknown key on port 22
+    # names none); one behind a jump host is refused as well (tests/runner/test_ssh.py).
+    assert "the `Error:` names the host and port" not in row
+    assert "the `Error:` names the host, or the jump host, that refused and the cause, with the port when it " \
+           "was closed" in row
+    assert "port closed behind a jump host" in row
 
 
 def test_a_busy_target_names_its_holder_as_the_store_shows_it(toy, cli) -> None:

@@ -246,6 +246,27 @@ def test_jump_host(toy, ssh_server):
     assert toy.conf.read_bytes() == toy.original
 
 
+def test_a_closed_port_behind_a_jump_host_is_a_refused_host_exit_2(toy, ssh_server, cli, tmp_path, monkeypatch):
+    """The jump host reached, the deployment host's port closed: the jump answers the forward with a
+    ChannelOpenError ('Connection refused' from sshd), which ended the run with exit 1 as a failure while
+    running. Nothing on the host changed: the same refusal as a closed port dialled directly."""
+    import socket
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/config of the machine's
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    add_toy_ssh_profile(toy, ssh_server, port=port)
+    jump = f"{ssh_server.user}@127.0.0.1:{ssh_server.port}"
+    edit_profile(toy.root, "connect_timeout_s: 3}", f"connect_timeout_s: 3, jump: '{jump}'}}")
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--target", "ssh", "--db", toy.db, "--replicates", "1")
+    assert code == 2 and "Traceback" not in err, (code, out, err)
+    (error,) = [line for line in err.splitlines() if line.startswith("Error:")]
+    assert f"{ssh_server.user}@127.0.0.1:{port}: 127.0.0.1 refused the connection on port {port}" in error, err
+    assert "jump host" not in error, err
+    assert ssh_server.commands == [] and toy.restarts() == [] and toy.conf.read_bytes() == toy.original
+
 
 def test_symlinked_config_is_written_through_and_restored_over_sftp(toy, ssh_server):
     """The serve file is a link on the host: each arm lands in the file it points to, the link stays a link,
@@ -382,12 +403,13 @@ def test_a_daemon_a_finished_command_started_keeps_running(ssh_server):
     assert len(left) == 1
 
 
-def test_a_name_whose_every_address_refuses_is_a_refused_host_exit_2(toy, ssh_server, cli, monkeypatch):
+def test_a_name_whose_every_address_refuses_is_a_refused_host_exit_2(toy, ssh_server, cli, tmp_path, monkeypatch):
     """A host name with two addresses (localhost as ::1 and 127.0.0.1), the port closed on both: asyncio raises
     one plain OSError, 'Multiple exceptions: [Errno 111] ...', not ConnectionRefusedError, and the run ended
     with exit 1 in asyncio's words. Every address refused the connection: the same refusal as one address's."""
     import socket
 
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/config of the machine's
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -419,3 +441,15 @@ def test_a_name_refused_on_one_address_only_is_not_a_refusal() -> None:
     mixed = "[Errno 111] Connect call failed ('::1', 22, 0, 0), [Errno 101] Network is unreachable"
     assert not _port_closed(OSError(f"Multiple exceptions: {mixed}"))
     assert not _port_closed(OSError(f"Multiple exceptions: {both}, timed out"))
+
+
+def test_a_jump_hosts_refused_forward_is_a_closed_port_in_sshds_words_too() -> None:
+    """OpenSSH's sshd, as a jump host, answers a forward to a closed port with strerror's 'Connection refused';
+    a forward it could not open for another cause (a name it could not look up, a policy) is no closed port."""
+    import asyncssh
+
+    from workbench.runner.targets.ssh import _port_closed
+
+    assert _port_closed(asyncssh.ChannelOpenError(asyncssh.OPEN_CONNECT_FAILED, "Connection refused"))
+    assert not _port_closed(asyncssh.ChannelOpenError(asyncssh.OPEN_CONNECT_FAILED, "No route to host"))
+    assert not _port_closed(asyncssh.ChannelOpenError(asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED, "Connection refused"))

@@ -273,6 +273,7 @@ def test_a_refused_jump_host_is_named_with_the_port_it_was_dialled_on(toy, ssh_s
         assert str(ssh_server.port) not in told, told
         if case == "closed port":
             assert f"jump host jumpbox: 127.0.0.1 refused the connection on port {jump_port}" in told
+            assert "the profile's jump:" in ei.value.hint and "the profile's port:" not in ei.value.hint
         else:
             assert f"holds no host key for [127.0.0.1]:{jump_port}" in told
             assert f"ssh-keyscan -p {jump_port} 127.0.0.1" in told

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import os
 import posixpath
 import re
 import shlex
@@ -115,13 +116,26 @@ _REFUSED = re.compile(rf"\[Errno {errno.ECONNREFUSED}\] [^,()]*(\([^()]*\))?")  
 def _port_closed(exc: BaseException | None) -> bool:
     """Whether every address dialled refused the connection. A name with several (localhost as ::1 and 127.0.0.1)
     fails, when their errors' texts differ, as one plain OSError that keeps them only in its message, joined by
-    ', ' (asyncio.base_events.BaseEventLoop.create_connection): no errno, no __cause__."""
+    ', ' (asyncio.base_events.BaseEventLoop.create_connection): no errno, no __cause__. Behind a jump host, the
+    jump (reached) dials the port itself and answers the forward with a ChannelOpenError in its own words."""
+    import asyncssh
+
     if isinstance(exc, ConnectionRefusedError):
         return True
+    if isinstance(exc, asyncssh.ChannelOpenError):
+        # OpenSSH's sshd says strerror(ECONNREFUSED); an asyncssh server passes on asyncio's text
+        return exc.code == asyncssh.OPEN_CONNECT_FAILED and (
+            exc.reason == os.strerror(errno.ECONNREFUSED) or _every_attempt_refused(exc.reason))
     if type(exc) is not OSError or exc.errno is not None or not str(exc).startswith(_MANY_FAILED):
         return False
-    attempts = _ONE_ATTEMPT.split(str(exc)[len(_MANY_FAILED):])
-    return all(_REFUSED.fullmatch(a) for a in attempts)
+    return _every_attempt_refused(str(exc))
+
+
+def _every_attempt_refused(text: str) -> bool:
+    """Whether asyncio's text for a failed connect says every address refused it: one attempt's, or several."""
+    if text.startswith(_MANY_FAILED):
+        return all(_REFUSED.fullmatch(a) for a in _ONE_ATTEMPT.split(text[len(_MANY_FAILED):]))
+    return bool(_REFUSED.fullmatch(text))
 
 
 def _parse_jump(jump: str) -> tuple[str, dict[str, Any]]:
@@ -291,11 +305,12 @@ class SshTarget(Target):
     def manual_copy(self, host: str, local_file: str, path: str) -> str:
         return shlex.join(["scp", *self._client_opts("-P", host), local_file, f"{self._dest(host)}:{path}"])
 
-    def _translate(self, host: str, exc: BaseException, *, port: int | None, where: str | None = None) -> TargetError:
-        """`exc` from connecting to `host` on `port`, the port dialled as given (None: ~/.ssh/config's, else 22)."""
+    def _translate(self, host: str, exc: BaseException, *, port: int | None, jump: str | None = None) -> TargetError:
+        """`exc` from connecting to `host` on `port`, the port dialled as given (None: ~/.ssh/config's, else 22);
+        `jump`: the hop of a jump chain that `host` is, as written there."""
         import asyncssh
 
-        where = where or self.describe(host)
+        where = f"jump host {jump}" if jump else self.describe(host)
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
             kh = self.known_hosts_file()  # as read: `~` is the runner's home, which sudo or $HOME may have moved
             real, name, port = _key_host(host, port)
@@ -317,9 +332,10 @@ class SshTarget(Target):
                                hint="check user, identity_file or the agent (ssh-add -l)")
         if _port_closed(exc):
             real, _, port = _key_host(host, port)
+            setting = ("the profile's jump: as host:port, or ProxyJump or Port in ~/.ssh/config" if jump
+                       else "the profile's port:, or Port in ~/.ssh/config")
             return TargetError(f"cannot reach {where}: {real} refused the connection on port {port}",
-                               hint="check the port (the profile's port:, or Port in ~/.ssh/config) and that sshd "
-                                    "runs there")
+                               hint=f"check the port ({setting}) and that sshd runs there")
         if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
             return TargetError(f"{where} did not answer within {self.spec.connect_timeout_s:g} s",
                                hint="check the host name, port and network (ssh -v)")
@@ -383,7 +399,7 @@ class SshTarget(Target):
                 conn = await asyncio.wait_for(asyncssh.connect(jhost, tunnel=conn, **jopts),
                                               self.spec.connect_timeout_s + 5)
             except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
-                raise self._translate(jhost, exc, where=f"jump host {hop.strip()}", port=jopts.get("port")) from exc
+                raise self._translate(jhost, exc, jump=hop.strip(), port=jopts.get("port")) from exc
             hops.append(conn)
         return conn
 
