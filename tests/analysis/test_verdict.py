@@ -136,13 +136,76 @@ def test_the_checks_quote_why_units_ended_in_error(store, workbench_dir):
             reasons={"error": [_oom(2469), _oom(2636), _oom(2460), "timeout"]})
     a = analyze_stored(store, registry, "hicache-off", execution_id=ex)
     assert a.verdict == "invalid"
-    said = f'36 "{_oom(2460)}" (numbers vary), 12 "timeout"'
+    said = f'36 "{_oom(2460)}" (long numbers vary), 12 "timeout"'
     guard = _checks(a)["guard: error (treatment) == 0"]
     assert guard.detail == f"violated in 1 run(s): run 2 (treatment): 48 (their error field: {said})"
     att = _checks(a)["attrition"].detail
     assert f'control: 29/80 units (36%) did not complete (their error field: 29 "{_oom(2669)}");' in att
     assert f"treatment: 48/80 units (60%) did not complete (their error field: {said});" in att
     assert "has no memory behind it" in a.reasoning
+
+
+def _guard_on_errors(store, workbench_dir, reasons: list) -> str:
+    """The detail of hicache-off's error guard over one treatment run of 48 errored units, whose `error` fields
+    take `reasons` in turn."""
+    registry = registry_with(workbench_dir, _HICACHE_OFF)
+    ex = add_execution(store, hypothesis_id="hicache-off")
+    ctrl, treat = dict(CONTROL, nixl_abort_fix="on"), dict(CONTROL, nixl_abort_fix="on", hicache="off")
+    add_run(store, execution_id=ex, arm="control", variables=ctrl, hypothesis_id="hicache-off",
+            outcomes={"leak": 17, "done": 34, "maxrounds": 29}, extra={"waiting_for_input": 0})
+    add_run(store, execution_id=ex, arm="treatment", variables=treat, hypothesis_id="hicache-off",
+            outcomes={"done": 5, "maxrounds": 27, "error": 48}, extra={"waiting_for_input": 0},
+            reasons={"error": reasons})
+    a = analyze_stored(store, registry, "hicache-off", execution_id=ex)
+    return _checks(a)["guard: error (treatment) == 0"].detail
+
+
+def test_messages_that_differ_in_their_status_code_are_quoted_apart(store, workbench_dir):
+    """Every run of digits was masked when grouping the messages, so 'http 413: ...' and 'http 503: ...' were
+    one reason, quoted by the first with '(numbers vary)'. Only long numbers (ids, pages, ports) are masked."""
+    detail = _guard_on_errors(store, workbench_dir, ["http 413: request rejected", "http 503: request rejected",
+                                                     _oom(2469), _oom(2636)])
+    said = f'24 "{_oom(2469)}" (long numbers vary), 12 "http 413: request rejected", 12 "http 503: request rejected"'
+    assert detail == f"violated in 1 run(s): run 2 (treatment): 48 (their error field: {said})", detail
+
+
+@pytest.mark.parametrize("db", ["duckdb", "postgresql"])
+def test_only_a_text_in_the_reason_field_is_quoted_as_a_reason(request, tmp_path, workbench_dir, db):
+    """`error: 0`, `false` or an object in a unit's reason field was quoted as the reason "0", "false" or the
+    object's JSON text; only a string says why a unit ended."""
+    from workbench.store import open_store
+
+    url = request.getfixturevalue("pg_url") if db == "postgresql" else str(tmp_path / "wb.duckdb")
+    store = open_store(url, held=True)
+    try:
+        detail = _guard_on_errors(store, workbench_dir, [0, False, {"code": 7}, "timeout"])
+    finally:
+        store.dispose()
+    assert detail == 'violated in 1 run(s): run 2 (treatment): 48 (their error field: 12 "timeout")', detail
+
+
+def test_counts_of_a_million_units_are_written_in_full(registry):
+    """'1e+06 "timeout"', '4.5e+06/5.5e+06 units': the counts of units the attrition check quotes were written as
+    floats are."""
+    from workbench.analysis.validity import attrition
+    from workbench.store.entities import RunData
+
+    def run(total: int, lost: tuple = ()) -> RunData:
+        return RunData(id=1, label=None, arm="treatment", status="ok", source="run", execution_id=1,
+                       experiment_version=1, replicate=1, block=None, order_index=None, variables={},
+                       config_hash=None, fingerprint={}, units_total=total, units_completed=1_000_000,
+                       lost_reasons=lost)
+
+    reasons = (("error", "timeout", 1_000_000, False), ("error", "http 503: busy", 2_000_000, False),
+               ("error", "a", 1, False), ("error", "b", 1_500_000, False))
+    exp = registry.experiments["agent-repro"]
+    check, _ = attrition({"treatment": [run(5_500_001, reasons)]}, {}, exp, [])
+    assert check["detail"].startswith(
+        'treatment: 4,500,001/5,500,001 units (82%) did not complete (their error field: 2,000,000 "http 503: busy", '
+        '1,500,000 "b", 1,000,000 "timeout" and 1 more in 1 other message(s))'), check["detail"]
+    check, _ = attrition({"treatment": [run(1_000_000)]}, {}, exp, [])
+    assert check["detail"] == "treatment: 0/1,000,000 lost", check["detail"]
+
 
 def test_all_units_errored_and_zero_units(store, registry):
     ex = _fixed(store, treat={"error": 80})

@@ -13,6 +13,7 @@ from workbench.analysis import clustered, display, stats
 from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
 from workbench.registry.experiment import Experiment
 from workbench.secrets import MASK
+from workbench.store.entities import LONG_NUMBER
 
 if TYPE_CHECKING:
     from workbench.registry.hypothesis import Hypothesis
@@ -221,24 +222,25 @@ def _quoted(message: str) -> str:
 
 
 def lost_reasons(runs: list[RunData], exp: Experiment, outcome: str | None = None) -> str:
-    """' (their error field: 36 "http 503: ..." (numbers vary), 12 "timeout")': why the units of `runs` that
-    did not complete (those of `outcome` only, when given) ended, as their reason field says; '' when none said."""
+    """' (their error field: 36 "http 503: ..." (long numbers vary), 12 "timeout")': why the units of `runs` that
+    did not complete (those of `outcome` only, when given) ended, as their reason field says; '' when none said.
+    Messages that differ only in their long numbers (LONG_NUMBER: ids, pages, ports) are one."""
     tally: dict[str, list[Any]] = {}
     for r in runs:
         for o, message, n, vary in r.lost_reasons:
             if outcome is not None and o != outcome:
                 continue
-            t = tally.setdefault(re.sub(r"[0-9]+", "#", message), [message, 0, vary])
+            t = tally.setdefault(re.sub(LONG_NUMBER, "#", message), [message, 0, vary])
             t[1] += n
             t[2] = t[2] or vary or t[0] != message
             t[0] = min(t[0], message)
     if not tally or exp.unit is None:
         return ""
     top = sorted(tally.values(), key=lambda t: (-t[1], t[0]))
-    said = [f"{n:g} {_quoted(message)}{' (numbers vary)' if vary else ''}"
+    said = [f"{n:,} {_quoted(message)}{' (long numbers vary)' if vary else ''}"
             for message, n, vary in top[:REASONS_SHOWN]]
     rest = sum(t[1] for t in top[REASONS_SHOWN:])
-    more = f" and {rest:g} more in {len(top) - REASONS_SHOWN} other message(s)" if rest else ""
+    more = f" and {rest:,} more in {len(top) - REASONS_SHOWN} other message(s)" if rest else ""
     return f" (their {exp.unit.reason_field} field: {', '.join(said)}{more})"
 
 
@@ -310,7 +312,8 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
                       "by_outcome": by_outcome, "runs_failed": len(failed.get(a, [])),
                       "runs_unknown": unknown}
         if share is not None and share > ATTRITION_FLAG:
-            flags.append(f"{a}: {lost:g}/{total:g} units ({share:.0%}) did not complete{lost_reasons(runs, exp)}")
+            flags.append(f"{a}: {display.number(lost)}/{display.number(total)} units ({share:.0%}) did not complete"
+                         f"{lost_reasons(runs, exp)}")
         if total > 0 and done == 0:
             flags.append(f"{a}: every unit was lost, so the arm measured nothing")
         if failed.get(a):
@@ -334,8 +337,8 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
     if flags:
         return check("attrition", False, "; ".join(flags) + ". The outcome is the same over all units and over "
                      "completed units, so the verdict stands.", "none"), summary
-    return check("attrition", True, "; ".join(f"{a}: {per_arm[a]['lost']:g}/{per_arm[a]['units']:g} lost"
-                                             for a in known)), summary
+    kept = [f"{a}: {display.number(per_arm[a]['lost'])}/{display.number(per_arm[a]['units'])} lost" for a in known]
+    return check("attrition", True, "; ".join(kept)), summary
 
 
 def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:

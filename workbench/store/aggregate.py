@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from workbench.secrets import register_stored
-from workbench.store.entities import ProbeCountRecord, RunData, RunQuery
+from workbench.store.entities import LONG_NUMBER, ProbeCountRecord, RunData, RunQuery
 
 
 def _json(text: str | None) -> Any:
@@ -153,19 +153,22 @@ def _units(conn: Any, runs: dict[int, dict[str, Any]], q: RunQuery, sub: str, pa
 
 
 def _reasons(conn: Any, runs: dict[int, dict[str, Any]], q: RunQuery, sub: str, params: dict[str, Any]) -> None:
-    # Why units did not complete, grouped by the database per run, outcome and message shape (digits masked: room
-    # and page numbers would make every message its own), so a run with 10^5 errors still returns a few rows.
+    # Why units did not complete, grouped by the database per run, outcome and message shape (long numbers masked:
+    # ids and page numbers would make every message its own), so a run with 10^5 errors still returns a few rows.
+    # Only a string is a message: `error: 0`, `false` or an object would read as "0", "false" or JSON text.
     fname = q.reason_field
     if not fname or not fname.isidentifier() or not q.completed:
         return
-    col = (f"json_extract_string(data_json, '$.{fname}')" if conn.dialect.name == "duckdb"
-           else f"(CAST(data_json AS json) ->> '{fname}')")
+    col = (f"CASE WHEN json_type(data_json, '$.{fname}') = 'VARCHAR' "
+           f"THEN json_extract_string(data_json, '$.{fname}') END" if conn.dialect.name == "duckdb"
+           else f"CASE WHEN json_typeof(CAST(data_json AS json) -> '{fname}') = 'string' "
+                f"THEN CAST(data_json AS json) ->> '{fname}' END")
     rparams = dict(params)
     rparams.update({f"c{i}": c for i, c in enumerate(q.completed)})
     done = ", ".join(f":c{i}" for i in range(len(q.completed)))
     sql = (f"SELECT run_id, outcome, MIN(r), MAX(r), COUNT(*) FROM (SELECT run_id, outcome, {col} AS r FROM units "
            f"WHERE run_id IN ({sub}) AND (outcome IS NULL OR outcome NOT IN ({done}))) lost "
-           "WHERE r IS NOT NULL AND r <> '' GROUP BY run_id, outcome, regexp_replace(r, '[0-9]+', '#', 'g') "
+           f"WHERE r IS NOT NULL AND r <> '' GROUP BY run_id, outcome, regexp_replace(r, '{LONG_NUMBER}', '#', 'g') "
            "ORDER BY run_id, COUNT(*) DESC, MIN(r)")
     for rec in fetch(conn, sql, rparams):
         run = runs.get(int(rec[0]))

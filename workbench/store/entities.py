@@ -116,6 +116,11 @@ class RunQuery:
     statuses: tuple[str, ...] | None = None
 
 
+# A message's numbers of 4 digits or more (ids, page numbers, ports) vary between units that ended alike; shorter
+# ones (an HTTP status, a count of retries) tell causes apart. Masked where messages are grouped (SQL and Python).
+LONG_NUMBER = "[0-9]{4,}"
+
+
 @dataclass(frozen=True)
 class RunData:
     """A run as the analysis sees it: variables, declared metrics and unit aggregates (never unit rows)."""
@@ -139,7 +144,7 @@ class RunData:
     unit_counts: dict[str, int] = field(default_factory=dict)  # metric name -> units matching its filter
     outcomes: dict[str, int] = field(default_factory=dict)
     # Why units did not complete, as their reason field says: (outcome, message, units, numbers vary), one entry
-    # per message shape (messages that differ only in their digits are one).
+    # per message shape (messages that differ only in numbers of LONG_NUMBER's digits are one).
     lost_reasons: tuple[tuple[str, str, int, bool], ...] = ()
     probe_counts: tuple[ProbeCountRecord, ...] = ()
 
