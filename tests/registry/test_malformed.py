@@ -233,6 +233,11 @@ CASES = [
      "      - {metric: corruption_rate, arm: control, between: '0.05',",
      "(field hypotheses.0.predicts.1.between): must be two numbers [low, high], got '0.05' (text)",
      "      - {metric: corruption_rate, arm: control, between: '0.05',"),
+    # A quoted list of two numbers is the list, once written without its quotes.
+    ("prediction-between-quoted-list", H, "      - {metric: corruption_rate, arm: control, at_most: 0.02,",
+     "      - {metric: corruption_rate, arm: control, between: \"[0.01, 0.05]\",",
+     "(field hypotheses.0.predicts.1.between): must be two numbers [low, high], got '[0.01, 0.05]' (text: write it "
+     "without quotes)", "      - {metric: corruption_rate, arm: control, between: \"[0.01, 0.05]\","),
     ("hypothesis-design-boolean", H, "    hold: {index_k_dtype: bf16, nixl_abort_fix: on, geometry_fix: off}\n",
      "    hold: {index_k_dtype: bf16, nixl_abort_fix: on, geometry_fix: off}\n    design: {replicates: yes}\n",
      "design.replicates): must be a whole number, got true (a boolean)", "    design: {replicates: yes}"),

@@ -153,6 +153,17 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _two_numbers(text: str) -> bool:
+    """Whether `text` is a flow list of two numbers, as `[0.01, 0.05]` reads once its quotes are gone."""
+    inner = text.strip()
+    if not (inner.startswith("[") and inner.endswith("]")):
+        return False
+    try:
+        return len([float(part) for part in inner[1:-1].split(",")]) == 2
+    except ValueError:
+        return False
+
+
 class Region(Strict):
     """An interval of allowed values for a metric: at_least / at_most / equals / between."""
 
@@ -170,8 +181,10 @@ class Region(Strict):
             return value
         if isinstance(value, (list, tuple)):
             got = f"{len(value)} value{'s' if len(value) != 1 else ''}"
-        else:  # shown's "write it without quotes" would leave one number, still not two: text is only named
-            got = f"{value!r} (text)" if isinstance(value, str) else shown(value)
+        elif isinstance(value, str):  # unquoted, one number would still not be two: only a quoted list is told so
+            got = f"{value!r} (text{': write it without quotes' if _two_numbers(value) else ''})"
+        else:
+            got = shown(value)
         raise ValueError(f"must be two numbers [low, high], got {got}")
 
     @model_validator(mode="after")
