@@ -315,7 +315,7 @@ def test_a_simulated_dispersion_p_value_is_never_zero_nor_called_exact(store, re
     assert "exact p" not in _checks(a)["drift"].detail and "simulated p = 0.0005" in _checks(a)["drift"].detail
 
 
-def _spread_a_little(store, ex: str) -> str:
+def _spread_a_little(store, ex: int) -> int:
     """Four replicates a side whose leaks spread a little more than binomial (treatment phi 1.15)."""
     for r, (leaks, control) in enumerate(zip((10, 16, 12, 18), (15, 9, 16, 16)), start=1):
         add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,

@@ -297,8 +297,7 @@ def _wall_seconds(store, workbench_dir, treatment: tuple, control: tuple):
                 outcomes={"leak": 0, "done": 80}, extra={"wall_s": t}, hypothesis_id="slow")
         add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
                 outcomes={"leak": 0, "done": 80}, extra={"wall_s": c}, hypothesis_id="slow")
-    a = analyze_stored(store, reg, "slow", execution_id=ex)
-    return a
+    return analyze_stored(store, reg, "slow", execution_id=ex)
 
 
 def test_a_median_near_or_above_1000_reads_with_all_its_integer_digits(store, workbench_dir):
@@ -322,7 +321,6 @@ def test_a_median_held_back_by_too_few_runs_says_where_its_range_lies(store, wor
             ">= 6 ") in a.reasoning, a.reasoning
     assert " [0.2, 0.7]), entirely inside the predicted region <= 1, but 3 run(s) are too few to decide it (" \
         in a.reasoning, a.reasoning
-
 
 
 def test_a_shift_with_too_few_runs_is_named_a_shift_and_says_why_it_has_no_interval(store, reg_extra):

@@ -491,7 +491,6 @@ def test_a_guard_on_a_proportion_reads_in_percent(store, workbench_dir, cli, tmp
     assert "<li>corruption_rate (control) &gt;= 0.2 (20%)<" in page, page
 
 
-
 def test_more_units_needed_is_the_fewest_that_decide(store, registry):
     # 3/80 against <= 0.02: at this rate 342 units are the fewest that decide (Wilson's interval clears 0.02 from
     # 246 units, the exact binomial test agrees from 342), so 262 more. The search stopped once its bracket was a

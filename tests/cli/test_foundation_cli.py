@@ -44,6 +44,7 @@ def test_hypothesis_list_csv_and_tsv_leave_an_absent_parent_empty_as_lineage_doe
     assert code == 0, err
     assert next(line for line in out.splitlines() if line.startswith("hicache-bf16-race ")).split()[1] == "-"
 
+
 def test_hypothesis_list_of_an_empty_file_says_so_and_other_formats_keep_their_shape(tmp_path: Path, cli):
     # `hypotheses: []` printed the table's header row alone, which reads as a listing that failed to fill.
     (tmp_path / "experiments").mkdir()
@@ -111,6 +112,7 @@ def test_show_gives_one_replicate_in_the_singular(cli, workbench_dir: Path):
     code, out, err = cli("hypothesis", "show", "wedge-confound", "--root", str(workbench_dir))
     assert code == 0, err
     assert "  design: 1 replicate per arm (design.replicates of the hypothesis;" in out, out
+
 
 def test_show_gives_a_declared_or_held_seed_as_it_is(cli, workbench_dir: Path):
     path = workbench_dir / "hypotheses.yaml"
