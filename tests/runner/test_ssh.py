@@ -16,6 +16,16 @@ from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.pat
 
 from runner_kit import add_toy_ssh_profile, edit_profile  # noqa: E402
 
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on: bound, read, closed."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 STAGES = ["render", "check", "apply", "restart", "health", "workload", "collect"]
 
 
@@ -68,12 +78,7 @@ def test_host_key_mismatch_is_refused_with_how_to_verify(toy, ssh_server, tmp_pa
 
 
 def test_unreachable_host_fails_before_touching_anything(toy, ssh_server):
-    import socket
-
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    closed_port = s.getsockname()[1]
-    s.close()
+    closed_port = _closed_port()
     add_toy_ssh_profile(toy, ssh_server, port=closed_port)
     with pytest.raises(TargetRefused) as ei:
         _run(toy, replicates=1)
@@ -86,14 +91,9 @@ def test_a_host_refused_before_anything_changed_is_exit_2_naming_host_port_and_c
                                                                                      tmp_path, case):
     """A host whose key known_hosts does not hold, or whose port is closed, ended `wb hypothesis run` with exit 1,
     as a failure while running; nothing on the host had been touched: it is a refused target, exit 2."""
-    import socket
-
     port = ssh_server.port
     if case == "closed port":
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
+        port = _closed_port()
         add_toy_ssh_profile(toy, ssh_server, port=port)
         said = f"127.0.0.1 refused the connection on port {port}"
     else:
@@ -250,13 +250,8 @@ def test_a_closed_port_behind_a_jump_host_is_a_refused_host_exit_2(toy, ssh_serv
     """The jump host reached, the deployment host's port closed: the jump answers the forward with a
     ChannelOpenError ('Connection refused' from sshd), which ended the run with exit 1 as a failure while
     running. Nothing on the host changed: the same refusal as a closed port dialled directly."""
-    import socket
-
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/config of the machine's
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = _closed_port()
     add_toy_ssh_profile(toy, ssh_server, port=port)
     jump = f"{ssh_server.user}@127.0.0.1:{ssh_server.port}"
     edit_profile(toy.root, "connect_timeout_s: 3}", f"connect_timeout_s: 3, jump: '{jump}'}}")
@@ -410,10 +405,7 @@ def test_a_name_whose_every_address_refuses_is_a_refused_host_exit_2(toy, ssh_se
     import socket
 
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/config of the machine's
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = _closed_port()
     name = "two-addresses.wb-test"
     real_lookup = socket.getaddrinfo
 
