@@ -31,7 +31,8 @@ def pg_bindir() -> Path | None:
     return Path(initdb).parent if initdb else None
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, read, closed): for a server to take, or to dial as closed."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -102,7 +103,7 @@ def start_server() -> PgServer:
         raise FileNotFoundError("no PostgreSQL server binaries (apt-get install postgresql)")
     root = Path(tempfile.mkdtemp(prefix="wb-pg-"))
     os.chmod(root, 0o755)
-    server = PgServer(bindir=bindir, root=root / "pg", port=_free_port())
+    server = PgServer(bindir=bindir, root=root / "pg", port=free_port())
     try:
         server.start()
     except BaseException:

@@ -15,15 +15,7 @@ from workbench.runner.lock import TargetRefused
 from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 
 from runner_kit import add_toy_ssh_profile, edit_profile  # noqa: E402
-
-
-def _closed_port() -> int:
-    """A loopback port nothing listens on: bound, read, closed."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from pgserver import free_port as _closed_port  # noqa: E402  (tests/ is on sys.path)
 
 
 STAGES = ["render", "check", "apply", "restart", "health", "workload", "collect"]

@@ -248,16 +248,12 @@ def test_a_refused_jump_host_is_named_with_the_port_it_was_dialled_on(toy, ssh_s
     """The profile's jump is an alias whose Port ~/.ssh/config gives (a jump written without :port): it is
     dialled on that port, but a refusal named the deployment host's port, and the unknown-key hint filed the
     key as [host]:THAT_PORT and scanned that port, which no line and no sshd of the jump host answers to."""
-    import socket
-
+    from pgserver import free_port
     from sshserver import SshServer
 
     jump = None
     if case == "closed port":
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        jump_port = s.getsockname()[1]
-        s.close()
+        jump_port = free_port()
     else:
         jump = SshServer(tmp_path / "jump").start()  # its key is in no known_hosts file wb reads
         jump.client_key = ssh_server.client_key
