@@ -342,6 +342,29 @@ def test_a_bad_pair_file_exits_2_naming_file_and_line(root, tmp_path, edit, need
     assert "Traceback" not in res.output and not db.exists()
 
 
+@pytest.mark.parametrize("edit,flags", [
+    (("budget: 800", "budget: 0"), ["--budget", "500"]),
+    (("budget: 800", "target: nope"), ["--target", "sim"]),
+    (("budget: 800", "alpha: 2"), ["--alpha", "0.1"]),
+    (("metric: corruption_rate", "metric: wall_s"), ["--metric", "corruption_rate"]),
+    (("region: \">= 0.05\"", "region: above"), ["--region", ">= 0.05"]),
+    (("metric: corruption_rate\n", ""), ["--metric", "corruption_rate"]),
+    (("hicache: on", "hicache: maybe"), ["--bad", "hicache=on"]),
+    (("experiment: agent-repro", "experiment: nope"), ["--experiment", "agent-repro"]),
+], ids=["budget", "target", "alpha", "metric", "region", "missing-metric", "bad", "experiment"])
+def test_a_flag_replaces_a_wrong_value_of_the_pair_file_without_an_error(root, tmp_path, edit, flags):
+    """A flag given with --pair replaces the file's value, but the file's value was checked all the same: a wrong
+    one (or one missing) that the flag replaces ended the command at the file's line. The request goes on to the
+    next check, here the --parent given wrong on purpose, so that nothing runs."""
+    (tmp_path / "pair.yaml").write_text(PAIR.replace(*edit))
+    db = tmp_path / "store.duckdb"
+    res = CliRunner().invoke(app, ["isolate", "--pair", str(tmp_path / "pair.yaml"), *flags, "--parent", "nope",
+                                   "--root", str(root), "--db", str(db)])
+    assert res.exit_code == 2, res.output
+    assert "Error: --parent nope: " in res.output and "pair.yaml" not in res.output, res.output
+    assert "Traceback" not in res.output and not db.exists()
+
+
 def test_without_a_pair_every_flag_is_required(root, tmp_path):
     res = CliRunner().invoke(app, ["isolate", "--experiment", "agent-repro", "--good", "geometry_fix=on",
                                    "--root", str(root), "--db", str(tmp_path / "s.duckdb")])

@@ -97,7 +97,8 @@ def request(flags: dict[str, Any], pair: str | None, registry: Any) -> dict[str,
     from workbench.errors import BadInput
     from workbench.isolate.pair import load_pair
 
-    base = load_pair(pair, registry) if pair else {}
+    given = {("target" if k == "profile" else k): v for k, v in flags.items()}  # by the file's keys
+    base = load_pair(pair, registry, given) if pair else {}
     req = {**base, **{k: v for k, v in flags.items() if v is not None}}
     missing = [f"--{'target' if k == 'profile' else k}" for k in ("experiment", "good", "bad", "metric", "region")
                if not req.get(k)]

@@ -9,8 +9,8 @@
 
 A pair kept in the workbench next to the hypotheses can be re-run and reviewed like them. A flag
 given on the command line replaces the file's value for that key (--good and --bad replace the
-whole configuration). Every value is checked here against the experiment, so a mistake is an
-`Error:` naming the file and line, before anything runs.
+whole configuration): that value is neither required nor read. Every other value is checked here
+against the experiment, so a mistake is an `Error:` naming the file and line, before anything runs.
 """
 
 from __future__ import annotations
@@ -24,8 +24,11 @@ KEYS = ("experiment", "good", "bad", "metric", "region", "target", "budget", "al
 REQUIRED = ("experiment", "good", "bad", "metric", "region")
 
 
-def load_pair(path: str | Path, registry: Any) -> dict[str, Any]:
-    """The request the file declares, as `prepare_spec` keywords (good/bad as `var=value` lists)."""
+def load_pair(path: str | Path, registry: Any, flags: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The request the file declares, as `prepare_spec` keywords (good/bad as `var=value` lists). `flags`: the
+    values given on the command line, by the file's keys (target, not profile); a key one of them gives is
+    neither required nor read from the file, as the flag replaces it (a wrong value there is no error); the
+    file's good and bad are checked against --experiment's experiment when it is given."""
     from workbench.isolate.app import metric_problem
     from workbench.isolate.region import parse_region
     from workbench.registry.yamlio import load_located
@@ -37,35 +40,54 @@ def load_pair(path: str | Path, registry: Any) -> dict[str, Any]:
     for key in data:
         if key not in KEYS:
             raise doc.error(f"unknown key {key!r}", (key,), hint=f"keys: {', '.join(KEYS)}")
-    missing = [k for k in REQUIRED if k not in data]
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    data = {k: v for k, v in data.items() if k not in given}  # replaced by a flag: not read
+    missing = [k for k in REQUIRED if k not in data and k not in given]
     if missing:
         raise doc.error(f"missing {', '.join(missing)}", hint="a pair needs experiment, good, bad, metric and region")
     for key in ("experiment", "metric", "region"):  # text: a null or a list read as 'None' or "['x']"
-        if data[key] is None or data[key] == "":
+        if key in data and (data[key] is None or data[key] == ""):
             raise doc.error(f"{key} is empty", (key,))
-        if isinstance(data[key], (dict, list)):
+        if isinstance(data.get(key), (dict, list)):
             raise doc.error(f"{key} must be text, not {data[key]!r}", (key,))
+    exp = _experiment(doc, registry, data, given)
+    out: dict[str, Any] = {"experiment": exp.id}
+    for side in ("good", "bad"):
+        if side in data:
+            out[side] = _config(doc, exp, data[side], side)
+    defaults = dict(exp.defaults())
+    if "good" in out and "bad" in out and \
+            {**defaults, **_pairs(out["good"])} == {**defaults, **_pairs(out["bad"])}:
+        # The file's own mistake: named at its line, not as "--good and --bad".
+        raise doc.error("good and bad give the same configuration (unnamed variables take the experiment's "
+                        "defaults): nothing to isolate", ("bad",))
+    if "metric" in data:
+        out["metric"] = str(data["metric"])
+        problem = metric_problem(exp, out["metric"])
+        if problem:
+            raise doc.error(problem[0], ("metric",), hint=problem[1])
+    if "region" in data:
+        try:
+            parse_region(str(data["region"]), flag="region", proportion=True)
+        except BadInput as exc:
+            raise doc.error(exc.message, ("region",), hint=exc.hint) from None
+        out["region"] = str(data["region"])
+    return {**out, **_optional(doc, exp, data)}
+
+
+def _experiment(doc: Any, registry: Any, data: dict[str, Any], given: dict[str, Any]) -> Any:
+    """The experiment the file's values are checked against: --experiment's when given, else the file's."""
+    if "experiment" in given:
+        exp = registry.experiments.get(str(given["experiment"]))
+        if exp is None:
+            raise BadInput(f"--experiment {given['experiment']}: no experiments/{given['experiment']}.yaml",
+                           hint=f"experiments: {', '.join(sorted(registry.experiments)) or 'none'}")
+        return exp
     exp = registry.experiments.get(str(data["experiment"]))
     if exp is None:
         raise doc.error(f"experiment {data['experiment']!r} not found", ("experiment",),
                         hint=f"experiments: {', '.join(sorted(registry.experiments)) or 'none'}")
-    out: dict[str, Any] = {"experiment": exp.id, "metric": str(data["metric"])}
-    for side in ("good", "bad"):
-        out[side] = _config(doc, exp, data[side], side)
-    defaults = dict(exp.defaults())
-    if {**defaults, **_pairs(out["good"])} == {**defaults, **_pairs(out["bad"])}:
-        # The file's own mistake, whatever flags replace: named at its line, not as "--good and --bad".
-        raise doc.error("good and bad give the same configuration (unnamed variables take the experiment's "
-                        "defaults): nothing to isolate", ("bad",))
-    problem = metric_problem(exp, out["metric"])
-    if problem:
-        raise doc.error(problem[0], ("metric",), hint=problem[1])
-    try:
-        parse_region(str(data["region"]), flag="region", proportion=True)
-    except BadInput as exc:
-        raise doc.error(exc.message, ("region",), hint=exc.hint) from None
-    out["region"] = str(data["region"])
-    return {**out, **_optional(doc, exp, data)}
+    return exp
 
 
 def _optional(doc: Any, exp: Any, data: dict[str, Any]) -> dict[str, Any]:
