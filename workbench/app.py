@@ -7,7 +7,7 @@ store, call the library, and close what they opened. Nothing here prints.
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
@@ -357,7 +357,7 @@ class Workbench(StoredRuns):
 
             report = (Path(self.registry.root) / "reports" / MANIFEST).is_file()
         from workbench.analysis.stored import analyze_stored, record_verdict
-        from workbench.runner.execute import execute, prepare
+        from workbench.runner.execute import execute, prepare, stopped_before_start
 
         launch = None
         if options.resume and not self._store_exists(hint=RESUME_HINT):  # nothing to resume: do not create one
@@ -366,10 +366,13 @@ class Workbench(StoredRuns):
             _, path = resolve_url(self.settings.db, self.settings.db_from)
             raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume (no store at {path})",
                            hint=f"start one with: wb hypothesis run {hypothesis_id}")
-        if not options.resume:  # bad input stops here, before the store is created or the target touched
-            launch = prepare(self.registry, hypothesis_id, options, sim_dir=self.settings.sim_dir)
-        with self.store(held=False) as store:
-            launch = launch or prepare(self.registry, hypothesis_id, options, store=store, sim_dir=self.settings.sim_dir)
+        with ExitStack() as opened:
+            with stopped_before_start():  # a Ctrl-C until `execute` handles it says nothing ran or changed
+                if not options.resume:  # bad input stops here, before the store is created or the target touched
+                    launch = prepare(self.registry, hypothesis_id, options, sim_dir=self.settings.sim_dir)
+                store = opened.enter_context(self.store(held=False))
+                launch = launch or prepare(self.registry, hypothesis_id, options, store=store,
+                                           sim_dir=self.settings.sim_dir)
             done = execute(launch, store, show_progress=options.show_progress, artifacts=self.settings.artifacts,
                            fault=fault)
             t_run = time.monotonic()

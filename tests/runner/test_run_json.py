@@ -125,3 +125,34 @@ def test_the_arms_of_the_result_leave_out_a_per_replicate_variable(toy, cli) -> 
     assert doc["arms"]["control"]["variables"]["fix"] == "off"
     used = [json.loads(v)["wseed"] for (v,) in store_rows(toy.db, "SELECT variables_json FROM runs")]
     assert len(used) == 2 and "7" not in used, used
+
+
+def test_ctrl_c_before_the_first_run_says_the_target_was_not_touched(toy, tmp_path) -> None:
+    """Ctrl-C while the run was still being prepared (its config's local check working) printed only
+    "Interrupted.": the user could not tell whether the target had been touched. It says nothing ran, nothing was
+    recorded and the target is as it was."""
+    from runner_kit import edit_profile
+
+    marker = tmp_path / "checking"
+    edit_profile(toy.root, 'check: "bash -n {{ file }}"', f'check: "touch {marker} && sleep 60"')
+    err = tmp_path / "err"
+    with err.open("w") as e:
+        proc = subprocess.Popen([WB, "hypothesis", "run", "toy-fix", "--db", toy.db], stdout=subprocess.DEVNULL,
+                                stderr=e, env={**os.environ, "WB_ROOT": str(toy.root)}, cwd=toy.root)
+        try:
+            t0 = time.monotonic()
+            while not marker.exists():
+                assert proc.poll() is None, err.read_text()[-2000:]
+                assert time.monotonic() - t0 < 120, "the config check never started"
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    text = err.read_text()
+    assert code == 130, text[-2000:]
+    assert text.startswith("Error: interrupted before the first run: nothing was run or recorded, and the target "
+                           "was not touched\n"), text
+    assert "Traceback" not in text and not Path(toy.db).exists()
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == []

@@ -10,9 +10,10 @@ import asyncio
 import signal
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Protocol
 
 from workbench.errors import BadInput, RestoreFailed, RunFailure, WbError
 from workbench.registry.loader import Registry
@@ -64,6 +65,25 @@ class RunInterrupted(RunFailure):
         # the store, and the command that continues it: the CLI prints them, as text or in the JSON envelope.
         self.partial = partial
         self.resume = resume
+
+
+# What a stop before the loop takes the signals over leaves: said as a later stop says what it leaves.
+NOTHING_STARTED = "nothing was run or recorded, and the target was not touched"
+
+
+@contextmanager
+def stopped_before_start(what: str = NOTHING_STARTED) -> Iterator[None]:
+    """Ctrl-C (KeyboardInterrupt, or DuckDB's error for a query it ended) while an execution is still prepared
+    or opened, before `_main` handles the stop signals: RunInterrupted saying `what` state things are in (exit
+    130), not the bare "Interrupted." that left the user to guess whether the target was touched."""
+    from workbench.store.engine import interrupted_query
+
+    try:
+        yield
+    except (KeyboardInterrupt, Exception) as exc:
+        if isinstance(exc, WbError) or not interrupted_query(exc):
+            raise
+        raise RunInterrupted(f"interrupted before the first run: {what}", hint="") from None
 
 
 @dataclass
@@ -547,10 +567,12 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
         raise RunInterrupted("not started: the reader of wb's output is gone", hint="", signum=signal.SIGPIPE)
     art_root = artifacts_root(p.root, artifacts)
     unchecked = None
-    if launch.prior is not None and launch.prior.uuid:  # this runner, not the killed one, from here on
-        unchecked = _check_prior_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior)
-        note_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior.uuid)
-    execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior, launch.origin)
+    # Stopped while the execution is opened, its row may be written already: it is said only that nothing ran.
+    with stopped_before_start("no run was started, and the target was not touched"):
+        if launch.prior is not None and launch.prior.uuid:  # this runner, not the killed one, from here on
+            unchecked = _check_prior_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior)
+            note_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior.uuid)
+        execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior, launch.origin)
     exec_dir = art_root / f"execution-{exec_uuid}"
     note_runner(exec_dir, exec_uuid)  # `wb runs delete` reads it: see runner.lock.runner_gone
     with RunProgress(len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}",
