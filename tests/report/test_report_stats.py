@@ -60,7 +60,7 @@ def test_chart_tooltips_read_as_the_arm_table_does():
         assert f"[{shown[('est', p.arm, 'low')]}, {shown[('est', p.arm, 'high')]}]" == table, (table, shown)
     assert (shown[("est", "fix", "low")], shown[("est", "fix", "high")]) == ("12,345.6", "12,345.9"), shown
     assert (shown[("est", "control", "low")], shown[("est", "control", "high")]) == ("11,000", "13,579"), shown
-    assert shown[("runs", "control", "value")] == "1234567", shown
+    assert shown[("runs", "control", "value")] == "1,234,567", shown
 
     rate = charts.ArmPoint("control", 0.175, 0.107, 0.273, "14/80 = 17.5%", "Wilson 95%")
     spec = charts.metric_spec(charts.MetricChart("leak", ["control"], [rate], [charts.RunValue("control", 3, 0.2)],
@@ -84,3 +84,30 @@ def test_an_interval_whose_ends_round_alike_gets_the_digits_that_tell_them_apart
         "control", e.estimate, e.lo, e.hi, e.label, e.method)], [charts.RunValue("control", 1, 0.12345)]))
     (est,) = spec["datasets"]["est"]
     assert (est["lo_text"], est["hi_text"]) == ("0.12345", "0.12349"), est
+
+
+def test_a_small_rates_interval_reads_apart_in_the_arm_table_and_its_tooltips():
+    # A rate's interval of [0.00012, 0.00034] read "0.0%" to "0.0%" in the arm table and in the chart's tooltips,
+    # and its label gave a non-zero rate as 0.0%.
+    from workbench.report import charts
+
+    assert report_stats.proportion([(1, 8000)]).label == "1/8000 = 0.01%"
+    table = hypothesis_page._fmt_interval(0.00012, 0.00034, True)
+    assert table == "[0.01%, 0.03%]"
+    point = charts.ArmPoint("control", 0.0002, 0.00012, 0.00034, "2/10000 = 0.02%", "Wilson 95%")
+    spec = charts.metric_spec(charts.MetricChart("leak", ["control"], [point], [charts.RunValue("control", 3, 0.0001)],
+                                                 is_rate=True))
+    (est,) = spec["datasets"]["est"]
+    assert f"[{est['lo_text']}, {est['hi_text']}]" == table, est
+    assert spec["datasets"]["runs"][0]["value_text"] == "0.01%", spec["datasets"]["runs"]
+
+
+def test_a_single_value_reads_as_an_intervals_ends_do():
+    # A value in a table cell, a run's tooltip or a card had no thousands separators (230000, 1234.6) where the
+    # intervals beside it read [229,000, 231,000]: one rule for both, display.number.
+    from workbench.analysis import display
+
+    for x, text in ((230000.0, "230,000"), (230000, "230,000"), (1234.56, "1,235"), (0.12345, "0.123"), (5, "5"),
+                    (-12345.0, "-12,345"), (999.7, "1,000")):
+        assert report_stats.fmt(x) == text == display.number(x), (x, report_stats.fmt(x))
+    assert report_stats.fmt_value(230000.0, False) == "230,000" and report_stats.fmt(None) == "–"

@@ -38,30 +38,52 @@ def scale(kind: str | None, difference: bool = False) -> str | None:
 
 
 def rate(x: float) -> str:
-    """A rate in percent: 0.175 -> 17.5%."""
-    return f"{x:.1%}"
+    """A rate in percent: 0.175 -> 17.5%; one that is not 0 or 1 gets the decimals that keep it from reading as
+    either (0.00012 -> 0.01%, 0.99999 -> 99.999%)."""
+    return _apart(x, _RATE_ENDS, _percent)
 
 
-def _apart(x: float, near: Sequence[float], text: Any) -> str:
-    """`text(x, places)` at one decimal, or at as many more (up to five) as keep it from reading as a value in `near`
-    (a region's bounds) that it is not: a lower end of 0.0202 beside "<= 0.02 (2%)" reads 2.02%, not 2.0%."""
-    for places in range(1, 6):
+_RATE_ENDS = (0.0, 1.0)  # no rate short of these reads as them
+_MOST_PLACES = 8  # a rate of one in 10^10 still reads apart from 0
+
+
+def _apart(x: float, near: Sequence[float], text: Any, start: int = 1) -> str:
+    """`text(x, places)` at `start` decimals, or at as many more as keep it from reading as a value in `near` (a
+    region's bounds, 0) that it is not: a lower end of 0.0202 beside "<= 0.02 (2%)" reads 2.02%, not 2.0%."""
+    for places in range(start, max(start, _MOST_PLACES) + 1):
         out = text(x, places)
         if not any(b != x and math.isfinite(b) and text(b, places) == out for b in near):
             break
     return out
 
 
+def _ends(iv: Sequence[float], near: Sequence[float], text: Any) -> tuple[str, str]:
+    """An interval's two ends in `text`: at the decimals that tell them apart where one would read as the other
+    ([0.01%, 0.03%], not [0.0%, 0.0%]), each then kept apart from `near` as `_apart` keeps it."""
+    lo, hi = iv[0], iv[1]
+    start = 1
+    while start < _MOST_PLACES and lo != hi and text(lo, start) == text(hi, start):
+        start += 1
+    return _apart(lo, near, text, start), _apart(hi, near, text, start)
+
+
 def _percent(x: float, places: int) -> str:
     return f"{x:.{places}%}"
 
 
+def rate_ends(iv: Sequence[float], near: Sequence[float] = ()) -> tuple[str, str]:
+    """A rate's interval's two ends in percent, as `rate_interval` writes them (a chart's tooltips)."""
+    return _ends(iv, (*near, *_RATE_ENDS), _percent)
+
+
 def rate_interval(iv: Sequence[float] | None, near: Sequence[float] = ()) -> str:
-    """A rate's interval in percent, as the rate reads: [10.7%, 27.3%]; with the region's bounds `near`, an end
-    that would read as a bound it is not gets the decimals that tell them apart ([2.02%, 4.4%] beside <= 2%)."""
+    """A rate's interval in percent, as the rate reads: [10.7%, 27.3%]; ends that would read alike, or as a region's
+    bound in `near` (or 0) that they are not, get the decimals that tell them apart ([0.01%, 0.03%]; [2.02%, 4.4%]
+    beside <= 2%)."""
     if not iv:
         return "no interval"
-    return f"[{_apart(iv[0], near, _percent)}, {_apart(iv[1], near, _percent)}]"
+    lo, hi = rate_ends(iv, near)
+    return f"[{lo}, {hi}]"
 
 
 def _signed(x: float, places: int = 1) -> str:
@@ -70,16 +92,17 @@ def _signed(x: float, places: int = 1) -> str:
 
 
 def points(d: float) -> str:
-    """A difference of two rates in percentage points: 0.03 -> +3.0 points."""
-    return f"{_signed(d)} points"
+    """A difference of two rates in percentage points: 0.03 -> +3.0 points; one that is not 0 never reads 0.0."""
+    return f"{_apart(d, (0.0,), _signed)} points"
 
 
 def points_interval(iv: Sequence[float] | None, near: Sequence[float] = ()) -> str:
-    """A difference's interval in percentage points: [-1.2, +7.4] points; with the region's bounds `near`, as
-    `rate_interval` ([+0.03, +7.4] points beside <= 0, not [0.0, +7.4])."""
+    """A difference's interval in percentage points: [-1.2, +7.4] points; its ends told apart from each other, from
+    0 and from the region's bounds `near`, as `rate_interval`'s ([+0.03, +7.4] points beside <= 0, not [0.0, +7.4])."""
     if not iv:
         return "no interval"
-    return f"[{_apart(iv[0], near, _signed)}, {_apart(iv[1], near, _signed)}] points"
+    lo, hi = _ends(iv, (*near, 0.0), _signed)
+    return f"[{lo}, {hi}] points"
 
 
 def digits(iv: Sequence[float] | None) -> int:

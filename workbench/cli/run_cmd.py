@@ -16,12 +16,13 @@ if TYPE_CHECKING:
 
 
 def _total(v: float, proportion: bool) -> str:
-    """An arm's total: a proportion in percent, as the verdict below reads it; a count or a value as it is."""
+    """An arm's total: a proportion in percent, as the verdict below reads it; a count or a value as the report
+    writes one (1,234,567; 12.3)."""
     from workbench.analysis import display
 
     if proportion and math.isfinite(v):
         return display.rate(v)
-    return f"{v:.3f}" if isinstance(v, float) and not float(v).is_integer() else f"{v:g}"
+    return display.number(v)
 
 
 def summary_lines(r: "RunReport") -> list[str]:

@@ -151,8 +151,9 @@ def metric_spec(chart: MetricChart, *, width: int = 240, height: int = 180) -> d
             row = {"arm": arm, "lo": lo, "hi": hi, "region": f"{b.kind}: {b.text}", "kind": b.kind}
             (lines if lo == hi else bands).append(row)
     # A tooltip's number reads as the arm table's (report.stats.fmt_value; an interval's ends with the digits that tell
-    # them apart, display.interval_ends): the page's own ".4~g" showed a median of 12345 ms as 1.235e+4, and a
-    # rounding of its own showed 12345.6 to 12345.9 as 12346 to 12346.
+    # them apart, display.interval_ends or display.rate_ends): the page's own ".4~g" showed a median of 12345 ms as
+    # 1.235e+4, a rounding of its own showed 12345.6 to 12345.9 as 12346 to 12346, and a rate's [0.00012, 0.00034]
+    # read 0.0% to 0.0%.
     def tip(x: float) -> str:
         return fmt_value(x, chart.is_rate)
 
@@ -167,7 +168,7 @@ def metric_spec(chart: MetricChart, *, width: int = 240, height: int = 180) -> d
     for p in chart.points:
         if ok(p.estimate):
             lo, hi = p.lo if ok(p.lo) else p.estimate, p.hi if ok(p.hi) else p.estimate
-            lo_text, hi_text = (tip(lo), tip(hi)) if chart.is_rate else display.interval_ends((lo, hi))
+            lo_text, hi_text = display.rate_ends((lo, hi)) if chart.is_rate else display.interval_ends((lo, hi))
             est.append({"arm": p.arm, "estimate": p.estimate, "lo": lo, "hi": hi, "lo_text": lo_text,
                         "hi_text": hi_text, "label": p.label, "method": p.method})
     skeleton = json.loads(_skeleton(tuple(chart.arms), bool(bands), bool(lines), bool(runs), bool(est),

@@ -52,13 +52,10 @@ def median_interval(values: list[float]) -> Estimate:
 
 
 def fmt(x: float | None) -> str:
+    """A single value as an interval's ends are written (display.number): 0.123, 230,000; a dash for none."""
     if x is None:
         return "–"
-    if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
-        return str(int(x))
-    if abs(x) >= 100:
-        return f"{x:.1f}"
-    return f"{x:.3g}"
+    return display.number(x)
 
 
 def fmt_value(x: float | None, rate: bool) -> str:

@@ -1,0 +1,24 @@
+"""How a rate, a difference of rates and a value read wherever wb prints them (workbench.analysis.display)."""
+
+from __future__ import annotations
+
+from workbench.analysis import display
+
+
+def test_a_small_rate_never_reads_as_zero_and_an_intervals_ends_never_read_alike():
+    # One decimal of percent wrote 0.00012 as "0.0%" and an interval [0.00012, 0.00034] as [0.0%, 0.0%]: the ends
+    # were kept apart from a region's bounds only. They get the decimals that tell them apart, and no more.
+    assert display.rate(0.00012) == "0.01%" and display.rate(4e-7) == "0.00004%"
+    assert display.rate(0.99999) == "99.999%"  # short of 1, as 0.00012 is above 0
+    assert display.rate_interval((0.00012, 0.00034)) == "[0.01%, 0.03%]"
+    assert display.rate_interval((0.00012, 0.00014)) == "[0.012%, 0.014%]"
+    assert display.rate_interval((0.12341, 0.12344)) == "[12.341%, 12.344%]"
+    assert display.rate_interval((0.0, 0.00004)) == "[0.000%, 0.004%]"  # both ends at the decimals that part them
+    assert display.points(0.00012) == "+0.01 points"
+    assert display.points_interval((-0.00012, 0.00034)) == "[-0.01, +0.03] points"
+    # Ordinary rates, an exact 0 or 1, and an end kept apart from a region's bound read as they did.
+    assert display.rate(0.175) == "17.5%" and display.rate(0.0) == "0.0%" and display.rate(1.0) == "100.0%"
+    assert display.rate_interval((0.107, 0.273)) == "[10.7%, 27.3%]"
+    assert display.rate_interval((0.0202, 0.044), (0.02,)) == "[2.02%, 4.4%]"
+    assert display.points(0.0) == "0.0 points" and display.points_interval((0.0003, 0.074), (0.0,)) == \
+        "[+0.03, +7.4] points"
