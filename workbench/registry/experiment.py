@@ -144,11 +144,14 @@ class UnitSpec(Strict):
         "the unit field that says why a unit did not complete (an error message); the attrition and guard "
         "checks quote its commonest messages. Units without it say nothing; null turns it off"))
 
-    @field_validator("reason_field")
+    @field_validator("reason_field", mode="before")
     @classmethod
-    def _reason_field_is_a_name(cls, v: str | None) -> str | None:
-        # The store reads it out of each unit's JSON by name.
-        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+    def _reason_field_is_a_name(cls, v: Any) -> Any:
+        # The store reads it out of each unit's JSON by name. A number is told what a name is here: the generic
+        # "must be text: quote it" sent `reason_field: 5` to "5", which is no name either. A yes/no word goes on
+        # to the check that says to quote it (quoted, it is a name).
+        number = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if number or isinstance(v, str) and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
             raise ValueError(f"{v!r} is not a field name (letters, digits and '_', not starting with a digit)")
         return v
 
