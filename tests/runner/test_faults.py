@@ -407,7 +407,7 @@ def test_ctrl_c_between_isolate_probes_says_how_to_resume(toy, monkeypatch):
     from workbench.isolate.adapter import RunnerOracle
 
     search = ["isolate", "--experiment", "toy", "--good", "fix=on", "--bad", "fix=off", "--metric", "corruption_rate",
-              "--region", ">= 0.2", "--seed", "4", "--db", toy.db]
+              "--region", ">= 0.1", "--seed", "4", "--db", toy.db]
     real = RunnerOracle._look
 
     def interrupted(self, *args, **kwargs):

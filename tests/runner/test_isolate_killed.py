@@ -15,7 +15,7 @@ import time
 from runner_kit import edit_profile  # noqa: E402  (tests/runner is on sys.path)
 
 SEARCH = ["isolate", "--experiment", "toy", "--good", "fix=on", "--bad", "fix=off", "--metric", "corruption_rate",
-          "--region", ">= 0.2"]
+          "--region", ">= 0.1"]
 
 
 def test_a_search_killed_in_its_first_probe_is_resumed_and_restores_the_target(toy):
@@ -48,7 +48,7 @@ def test_a_search_killed_in_its_first_probe_is_resumed_and_restores_the_target(t
     # quoted; run as printed, it resumes the search.
     resume = fresh.stderr.split("resume it (", 1)[1].split(": it puts the original back first)", 1)[0]
     assert resume.startswith("wb isolate --experiment toy ") and resume.endswith(" --resume"), fresh.stderr
-    assert "--region '>= 0.2'" in resume and " --seed 1 " in resume and f" --db {toy.db} " in resume, resume
+    assert "--region '>= 0.1'" in resume and " --seed 1 " in resume and f" --db {toy.db} " in resume, resume
     hold.unlink()
     res = subprocess.run(wb[:3] + shlex.split(resume)[1:] + ["--json"], capture_output=True, text=True, timeout=600,
                          env=dict(os.environ))
