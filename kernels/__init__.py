@@ -28,7 +28,8 @@ synchronisation: a bad id (out of range, a destination named twice) is raised as
 by the next transfer() on that device or by `kernels.api.synchronize()`; the rows of the other
 ids of that call were copied (kernels/api.py says exactly what moved). The same id tensors
 handed again unchanged are copied to the host once, checked there, and then run unchecked as a
-validated plan (kernels/reuse.py). cpu ids are checked on the host before any byte moves. A caller that repeats one transfer can validate once with
+validated plan (kernels/reuse.py). cpu ids are checked on the host before any byte moves. A caller
+that repeats one transfer can validate once with
 `kernels.api.plan_transfer` and launch with `kernels.api.run_plan`. Torch is imported only
 when a function runs.
 """

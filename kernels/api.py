@@ -361,7 +361,8 @@ def _h2d(p: _Pools, src, dst, si, di, n: int) -> list:
     runs) and every alternative enqueued, gated on it: one launch in ORDERED_VARIANT for ids page
     by page (first, right after the choice: behind the blocks path it waited for that path's
     side stream, NOTES.md run 12), the touched pages' blocks (value pass, block pass on the side
-    stream, scale pass), and the default launch where the blocks would not always pay. Returns the checked launches' sequence numbers (the
+    stream, scale pass), and the default launch where the blocks would not always pay. Returns the
+    checked launches' sequence numbers (the
     one that runs reports). Ids handed again run as their plan once read (`_known`), which
     also sees runs of whole pages (the staged DMA path)."""
     marks, path, _ = device_path(p.ext, si, p.geo, p.s_shape, n, p.page_size, p.s_lim,

@@ -16,7 +16,8 @@ Headline rows have random ids on both sides ("rand"); "seq" rows have consecutiv
 host side (device to device: on the destination side), "partial" the prefixes of consecutive
 pages (a HiCache partial-page load), "sparse" (host to device, a quarter of the size) 32 random
 slots in each of few random host pages (1 page in 11-12 of the pool: the touched pages' scale
-blocks are few), the pairs in random order ("sparseP": page by page). The page-order gate (kernels.scales.PAGE_ORDER_MIN_BYTES) is timed around its
+blocks are few), the pairs in random order ("sparseP": page by page). The page-order gate
+(kernels.scales.PAGE_ORDER_MIN_BYTES) is timed around its
 crossover: fp8 random rows device to device in one launch against page order, on a plan.
 Times are medians of CUDA-event timings after warm-up; pools are several times the L2 so
 repeats do not measure the cache.
@@ -96,7 +97,8 @@ class BenchReport:
                 f"{r.geometry:13} {r.layout:11} {r.direction:4} {r.granularity:5} {r.order:7} "
                 f"{r.bytes / 1e6:6.1f} {c:7.1f} {r.default_gbs:7.1f} {100 * r.default_gbs / c:5.1f} "
                 f"{r.api_gbs:7.1f} {100 * r.api_gbs / c:5.1f} {r.api_gbs / r.default_gbs:5.2f} "
-                f"{r.api_new_gbs:7.1f} {r.api_new_gbs / r.default_gbs:5.2f} {r.checked_gbs:8.1f} {bg:7.1f} {bv:>3} {100 * bg / c:5.1f} "
+                f"{r.api_new_gbs:7.1f} {r.api_new_gbs / r.default_gbs:5.2f} {r.checked_gbs:8.1f} "
+                f"{bg:7.1f} {bv:>3} {100 * bg / c:5.1f} "
                 f"{r.baseline_gbs:6.1f}  {per}")
         if self.sweep:
             out.append("size sweep, device to device, random ids (GB/s; api/k = transfer() over "

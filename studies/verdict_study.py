@@ -130,12 +130,14 @@ def sequential_decision(ks: np.ndarray, replayed: bool = False) -> tuple[str, in
         if bet and seq.log_e_runs_above(list(ks[:t] / UNITS), BOUND) >= LOG_BET:
             return "falsified", t, futile
         K, N, e = _scaled_path(ks[:t], replayed=replayed)
-        falsify, support = (seq.log_e_above(K, N, BOUND) >= above).any(), (seq.log_e_below(K, N, BOUND) >= LOG_THRESHOLD).any()
+        falsify, support = ((seq.log_e_above(K, N, BOUND) >= above).any(),
+                            (seq.log_e_below(K, N, BOUND) >= LOG_THRESHOLD).any())
         if (falsify or support) and not _held(ks[:t], e):
             return ("falsified" if falsify else "supported"), t, futile
         if futile is None and not (falsify or support) and \
                 not seq.reachable([(k, UNITS) for k in ks[:t]], (0.0, BOUND), len(ks), run_bet=bet,
-                                  divisor=lambda k, _n: clustered.divisor(_effective(np.asarray(k), replayed), stats.ALPHA),
+                                  divisor=lambda k, _n: clustered.divisor(_effective(np.asarray(k), replayed),
+                                                                          stats.ALPHA),
                                   copies=replayed):
             futile = t
     return "inconclusive", len(ks), futile
@@ -176,7 +178,8 @@ def _cell(args: tuple[str, float, int, int]) -> dict[str, object]:
         bad += lib is not None and lib != seqd[i][0]
     return {"model": model, "p": p, "want": want, "fixed": fixed, "seq": _counts([d for d, _ in seqd]),
             "seq_units": float(np.mean([t for _, t in seqd])) * UNITS, "inconsistent": bad,
-            "seq_full": _counts([d for d, _, _ in full]), "seq_full_units": float(np.mean([t for _, t, _ in full])) * UNITS}
+            "seq_full": _counts([d for d, _, _ in full]),
+            "seq_full_units": float(np.mean([t for _, t, _ in full])) * UNITS}
 
 
 def _aa(args: tuple[str, float, int, int]) -> dict[str, object]:
@@ -231,7 +234,8 @@ def _counts(decisions: list[str]) -> dict[str, int]:
     return {v: decisions.count(v) for v in ("falsified", "supported", "inconclusive")}
 
 
-def _jobs(experiments: int, seed: int, quick: bool) -> tuple[list[tuple[str, float, int, int]], list[tuple[str, float, int, int]]]:
+def _jobs(experiments: int, seed: int,
+          quick: bool) -> tuple[list[tuple[str, float, int, int]], list[tuple[str, float, int, int]]]:
     cells, aa = [], []
     for mi, model in enumerate(MODELS):
         for ci, p in enumerate(CELLS):
@@ -318,7 +322,8 @@ def _model_rows(model: str, cells: list[dict], aas: list[dict], E: int) -> list[
     r_match = _matching_size(mine[SEED_EFFECT], E)
     note = (f"decides {','.join(f'{p:g}' for p in sorted(decided))} with {seq_units:.0f} units on average; fixed needs "
             f"{r_fix * UNITS if r_fix else '>' + str(BUDGET * UNITS)}; at 0.18 alone "
-            + (f"fixed-{r_match} matches its power" if r_match else f"no fixed design up to {BUDGET} matches its power"))
+            + (f"fixed-{r_match} matches its power" if r_match
+               else f"no fixed design up to {BUDGET} matches its power"))
     rows.append((model, "sequential", mine[BOUND]["seq"]["falsified"], max(a["sequential"] for a in aa),
                  mine[SEED_EFFECT]["seq"]["falsified"], mine[SEED_EFFECT]["seq_units"], mine[0.0]["seq_units"],
                  ratio, note, r_match))
@@ -342,12 +347,14 @@ def _textbook(cells: list[dict], E: int) -> list[str]:
            f"same power planned for every model): fixed-{r_plan} ({r_plan * UNITS} units) has power >= 0.90 at "
            f"{SEED_EFFECT} under every model (per model: " + ", ".join(f"{m} {r}" for m, r in per.items()) + ")."]
     out.append(f"  {'model':<23} | {'seq power':>9} | {'seq E[N] @0.18':>14} | {'/ fixed-' + str(r_plan):>10} | "
-               f"{'fixed-' + str(r_plan) + ' power':>14} | {'seq E[N] @0':>11} | {'fixed-' + str(r_plan) + ' supports 0':>19}")
+               f"{'fixed-' + str(r_plan) + ' power':>14} | {'seq E[N] @0':>11} | "
+               f"{'fixed-' + str(r_plan) + ' supports 0':>19}")
     ratios = []
     for m, mine in by_model.items():
         c18, c0 = mine[SEED_EFFECT], mine[0.0]
         ratios.append(c18["seq_units"] / (r_plan * UNITS))
-        out.append(f"  {m:<23} | {_right(c18, c18['seq']) / E:>9.3f} | {c18['seq_units']:>14.0f} | {ratios[-1]:>10.2f} | "
+        out.append(f"  {m:<23} | {_right(c18, c18['seq']) / E:>9.3f} | {c18['seq_units']:>14.0f} | "
+                   f"{ratios[-1]:>10.2f} | "
                    f"{_right(c18, c18['fixed'][r_plan]) / E:>14.3f} | {c0['seq_units']:>11.0f} | "
                    f"{_right(c0, c0['fixed'][r_plan]) / E:>19.3f}")
     out.append(f"  mean over the models {np.mean(ratios):.2f}, worst {max(ratios):.2f}")
@@ -385,7 +392,8 @@ def report(cells: list[dict], aas: list[dict], E: int, seconds: float) -> int:
               f"{cols[4]:>8} | {cols[5]:>9}" + (f"  {note}" if note else ""))
     print("\nfixed-2: the default design; fixed-R: the smallest fixed design with power >= 0.90 at 0.18; fixed 2..12: "
           "the worst false-falsification and A/A rates over every fixed size from 2 to 12. A/A: the worse of control "
-          f"rates {AA_RATES}. seq/fixed (the per-model oracle the goal's wording was read as): the sequential design's mean units over the cells it decides (right verdict "
+          f"rates {AA_RATES}. seq/fixed (the per-model oracle the goal's wording was read as): "
+          "the sequential design's mean units over the cells it decides (right verdict "
           ">= 90%) over the units of the smallest fixed design that decides all of them as often.")
     ok = True
     print("\nGoals (met: the point estimate; 'sure': the Wilson interval too):")

@@ -19,7 +19,8 @@ DEFAULT_LOCK_WAIT_S = 15.0
 
 @dataclass(frozen=True)
 class Settings:
-    db: str | None = None  # --db / $WB_DB: a DuckDB file or a SQLAlchemy URL (default wb.duckdb in the workbench folder)
+    # --db / $WB_DB: a DuckDB file or a SQLAlchemy URL (default wb.duckdb in the workbench folder)
+    db: str | None = None
     root: Path | None = None  # --root / $WB_ROOT: the workbench folder (default: found upward from the cwd)
     lock_wait_s: float = DEFAULT_LOCK_WAIT_S  # $WB_DB_LOCK_WAIT: how long a second writer waits for the store
     artifacts: Path | None = None  # $WB_ARTIFACTS: where run artifacts go (default .wb/artifacts)

@@ -12,7 +12,8 @@ OUTCOMES = ("done", "leak", "error", "maxrounds", "no_tool")
 
 
 def add_run(store: Any, *, execution_id: int | None, arm: str | None, variables: dict[str, str],
-            outcomes: dict[str, int] | None, replicate: int = 1, status: str = "ok", extra: dict[str, float] | None = None,
+            outcomes: dict[str, int] | None, replicate: int = 1, status: str = "ok",
+            extra: dict[str, float] | None = None,
             version: int | None = 1, fingerprint: dict[str, Any] | None = None, config: str | None = None,
             store_counts: bool = True, hypothesis_id: str = "wedge-confound",
             reasons: dict[str, list[str]] | None = None) -> int:
@@ -105,7 +106,8 @@ def alias_of_a_rate(workbench_dir):
     """wedge-confound's treatment prediction on leak_share, declared another name for corruption_rate."""
     exp = workbench_dir / "experiments" / "agent-repro.yaml"
     text = exp.read_text()
-    old = "  corruption_rate: {kind: proportion, numerator: leak, denominator: sessions, description: leak / sessions}\n"
+    old = ("  corruption_rate: {kind: proportion, numerator: leak, denominator: sessions, "
+           "description: leak / sessions}\n")
     assert old in text
     exp.write_text(text.replace(old, old + "  leak_share: {kind: continuous, same_as: corruption_rate}\n"))
     path = workbench_dir / "hypotheses.yaml"

@@ -63,7 +63,8 @@ def test_write_with_no_draft_to_append_says_so_and_leaves_the_file(workbench_dir
     before = (workbench_dir / "hypotheses.yaml").read_bytes()
     code, out, err = cli("confounds", "--write", "--root", str(workbench_dir), "--db", db)
     assert code == 0, err
-    assert out.rstrip().splitlines()[-1] == "--write: no finding proposes a hypothesis entry; hypotheses.yaml is unchanged."
+    assert out.rstrip().splitlines()[-1] == ("--write: no finding proposes a hypothesis entry; "
+                                             "hypotheses.yaml is unchanged.")
     assert (workbench_dir / "hypotheses.yaml").read_bytes() == before
 
 

@@ -17,6 +17,7 @@ from workbench.analysis.results import Analysis
 
 from analysis_helpers import CONTROL, TREATMENT, abort_fix_hypothesis, add_execution, add_run, registry_with
 
+
 def _registry(workbench_dir, region: str):
     return registry_with(workbench_dir, abort_fix_hypothesis(
         "zero-leaks", "With the abort fix no session leaks at all.",

@@ -8,6 +8,7 @@ from workbench.analysis import analyze_stored
 
 from analysis_helpers import CONTROL, abort_fix_hypothesis, add_execution, add_run, registry_with
 
+
 @pytest.fixture
 def reg_extra(workbench_dir):
     return registry_with(workbench_dir, abort_fix_hypothesis(

@@ -114,7 +114,8 @@ def test_confound_scan_flags_the_pre_fix_co_occurrence(seeded):
 
 def test_cli_confounds_and_analyze(seeded, cli, workbench_dir):
     _, _, db = seeded
-    code, out, _ = cli("confounds", "--hypothesis", "wedge-confound", "--db", db, "--root", str(workbench_dir), "--json")
+    code, out, _ = cli("confounds", "--hypothesis", "wedge-confound", "--db", db, "--root", str(workbench_dir),
+                       "--json")
     assert code == 0
     assert any(f["flagged"] and f["factor"] == "timeouts" for f in json.loads(out)["items"])
     code, out, err = cli("confounds", "--hypothesis", "no-such", "--db", db, "--root", str(workbench_dir))

@@ -68,7 +68,8 @@ def _views(cli, db, root) -> dict[str, str]:
     _, review_text, _ = cli("review", "list", HID, *common)
     _, review_csv, _ = cli("review", "list", "--format", "csv", *common)
     return {"review": review["status"], "review_note": review["status_note"], "review_text": review_text,
-            "review_csv": review_csv, "list": row["status"], "note": row.get("status_note"), "basis": row.get("status_basis"),
+            "review_csv": review_csv, "list": row["status"], "note": row.get("status_note"),
+            "basis": row.get("status_basis"),
             "show": re.search(r"status: (\w+)", show).group(1), "show_text": show,
             "md": md_row.split("|")[2].strip(), "board": column.group(1) if column else "",
             "page": re.search(r'<h1>[^<]*<span class="badge (\w+)">', page).group(1), "html": html}
@@ -166,7 +167,8 @@ def test_a_status_judged_on_predictions_edited_since_says_so_in_every_view(cli, 
 def test_the_edited_mark_offers_a_re_analysis_only_where_it_would_replace_the_status():
     from workbench.analysis.status import current_status
 
-    judged = {"predictions": [{"metric": "stale_rate", "bounds": [0.3, None], "describe": "stale_rate (treatment) >= 0.3"}]}
+    judged = {"predictions": [{"metric": "stale_rate", "bounds": [0.3, None],
+                               "describe": "stale_rate (treatment) >= 0.3"}]}
     now = [("stale_rate", 0.5, None, "stale_rate (treatment) >= 0.5")]
     controlled = VerdictRecord(id=1, hypothesis_id="h", execution_id=1, verdict="falsified", reasoning="", checks=[],
                                details=judged, created_at="2026-12-01T10:00:00+00:00")

@@ -24,8 +24,8 @@ def _fixed(session, *, treat, ctrl=None, reps=2, aborts=0, **kw):
         seed = {"seed": str(r)} if kw.get("own_seeds") else {}
         add_run(session, execution_id=ex, arm="control", variables={**CONTROL, **seed}, replicate=r,
                 outcomes=ctrl or {"leak": 12, "done": 60, "error": 8}, extra={"waiting_for_input": 30})
-        add_run(session, execution_id=ex, arm="treatment", variables={**kw.get("tvars", TREATMENT), **seed}, replicate=r,
-                outcomes=treat, extra={"waiting_for_input": aborts}, fingerprint=kw.get("tfp"))
+        add_run(session, execution_id=ex, arm="treatment", variables={**kw.get("tvars", TREATMENT), **seed},
+                replicate=r, outcomes=treat, extra={"waiting_for_input": aborts}, fingerprint=kw.get("tfp"))
     return ex
 
 
@@ -292,7 +292,8 @@ def test_aa_mode_reports_the_noise_floor(store, registry):
     assert iso.detail.startswith("A/A: both arms set nixl_abort_fix=off")
     ex = add_execution(store, mode="aa")  # an A/A whose second arm recorded another value is not an A/A
     for r in (1, 2):
-        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r, outcomes={"leak": 12, "done": 68})
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 12, "done": 68})
         add_run(store, execution_id=ex, arm="control_aa", variables=TREATMENT, replicate=r,
                 outcomes={"leak": 12, "done": 68})
     iso = _checks(analyze_stored(store, registry, "wedge-confound", execution_id=ex))["isolation"]
@@ -378,8 +379,8 @@ def test_rendered_configs_are_checked_per_execution(store, registry):
     assert _checks(a)["config"].passed is False and a.verdict == "invalid"
     ex = add_execution(store)
     for r, port in ((1, 1), (2, 2)):
-        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r, outcomes={"leak": 13, "done": 67},
-                extra={"waiting_for_input": 0}, config=f"fix=on\nport={port}\n")
+        add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                outcomes={"leak": 13, "done": 67}, extra={"waiting_for_input": 0}, config=f"fix=on\nport={port}\n")
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     assert _checks(a)["config"].effect == "inconclusive"
     # Two executions on different ports: each is consistent, so pooling them is fine.

@@ -152,7 +152,8 @@ def test_a_damaged_duckdb_file_still_says_restore_it(wb: Path, cli, tmp_path: Pa
 
 
 @pytest.mark.parametrize("args,said", [
-    (["hypothesis", "run", "wedge-confound", "--replicates", "abc"], "'--replicates': must be a whole number, got 'abc'"),
+    (["hypothesis", "run", "wedge-confound", "--replicates", "abc"],
+     "'--replicates': must be a whole number, got 'abc'"),
     (["hypothesis", "run", "wedge-confound", "--seed", "1.5"], "'--seed': must be a whole number, got '1.5'"),
     (["runs", "list", "--limit", "ten"], "'--limit': must be a whole number, got 'ten'"),
     (["isolate", "--alpha", "five%"], "'--alpha': must be a number, got 'five%'"),

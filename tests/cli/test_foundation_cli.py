@@ -23,7 +23,6 @@ def test_hypothesis_list_json_has_the_seed_lineage(cli):
     assert rows["wedge-confound"]["isolates"] == "nixl_abort_fix"
 
 
-
 def test_hypothesis_list_csv_and_tsv_leave_an_absent_parent_empty_as_lineage_does(cli):
     # The table's "-" for no parent (or no isolated variable) was written into CSV and TSV too, where
     # `wb lineage --format csv` leaves the cell empty: a script looking for the roots had to know both.
@@ -155,7 +154,8 @@ def test_import_evidence_gives_six_runs_with_the_csv_numbers(tmp_path: Path, see
         assert run["status"] == "historical" and run["source"] == "import"
         for col in ("index_k_dtype", "hicache", "nixl_abort_fix"):
             assert run["variables"][col] == row[col]
-        for col in ("sessions", "leak", "error", "done", "maxrounds", "no_tool", "timeouts", "waiting_for_input", "wall_s"):
+        for col in ("sessions", "leak", "error", "done", "maxrounds", "no_tool", "timeouts", "waiting_for_input",
+                    "wall_s"):
             if row[col] == "":
                 assert col not in run["metrics"], f"{row['run_id']}: blank {col} must stay unknown"
             else:

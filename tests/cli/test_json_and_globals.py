@@ -174,7 +174,8 @@ def test_a_claim_with_a_tab_or_a_line_break_keeps_one_row_a_line(workbench_dir: 
     text = path.read_text(encoding="utf-8")
     old = "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge."
     assert old in text
-    path.write_text(text.replace(old, '    claim: "a side effect\\tof the wedge,\\nsaid \\"twice\\""'), encoding="utf-8")
+    path.write_text(text.replace(old, '    claim: "a side effect\\tof the wedge,\\nsaid \\"twice\\""'),
+                    encoding="utf-8")
     root = ["--root", str(workbench_dir)]
     code, out, err = cli("lineage", "--format", "tsv", *root)
     assert code == 0, err

@@ -30,7 +30,8 @@ def _tour() -> list[str]:
 def _runs_of_a_hypothesis_run(store, overrides: dict[str, str] | None, replicates: int) -> list[int]:
     ex = add_execution(store, overrides=overrides)
     extra = overrides or {}
-    return [add_run(store, execution_id=ex, arm=arm, variables=vars_ | extra, replicate=r, outcomes={"leak": 1, "done": 79})
+    return [add_run(store, execution_id=ex, arm=arm, variables=vars_ | extra, replicate=r,
+                    outcomes={"leak": 1, "done": 79})
             for r in range(1, replicates + 1) for arm, vars_ in (("control", CONTROL), ("treatment", TREATMENT))]
 
 

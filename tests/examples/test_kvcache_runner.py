@@ -41,7 +41,8 @@ def test_restart_that_keeps_the_old_process_is_invalid(kv):
     old = _start(kv)
     # A restart script that kills the wrong pid: the new server cannot bind the port and dies, the old one serves.
     bad = kv.root / "bad-restart.sh"
-    bad.write_text('#!/bin/bash\nkill 999999 2>/dev/null\n"$3" "$(dirname "$0")/svc.py" serve "$1" &\necho $! > "$2.new"\n')
+    bad.write_text('#!/bin/bash\nkill 999999 2>/dev/null\n'
+                   '"$3" "$(dirname "$0")/svc.py" serve "$1" &\necho $! > "$2.new"\n')
     bad.chmod(0o755)
     kv.edit("{{ workbench_dir }}/restart.sh", "{{ workbench_dir }}/bad-restart.sh")
     summary = run_hypothesis("compression-stale", root=kv.root, db=kv.db, replicates=1, seed=1,
@@ -132,8 +133,10 @@ def test_metric_no_prediction_uses_fails_soft(kv, capfd):
 
 
 def test_metric_a_prediction_uses_still_invalidates_the_run(kv):
-    kv.edit("      wall_s: {regex: 'wall=(?P<value>[0-9.]+)s'}", "      wall_s: {regex: 'walltime=(?P<value>[0-9.]+)s'}")
-    kv.edit("      - {metric: errors, equals: 0,", "      - {metric: wall_s, at_most: 1000,", kv.root / "hypotheses.yaml")
+    kv.edit("      wall_s: {regex: 'wall=(?P<value>[0-9.]+)s'}",
+            "      wall_s: {regex: 'walltime=(?P<value>[0-9.]+)s'}")
+    kv.edit("      - {metric: errors, equals: 0,", "      - {metric: wall_s, at_most: 1000,",
+            kv.root / "hypotheses.yaml")
     summary = run_hypothesis("compression-stale", root=kv.root, db=kv.db, replicates=1, seed=1,
                              show_progress=False, build_report=False)
     assert {r["status"] for r in summary["runs"]} == {"invalid"}

@@ -320,7 +320,8 @@ def test_a_pair_declared_in_yaml_gives_the_same_request_as_the_flags(root, tmp_p
     (("budget: 800", "alpha: 2"), "pair.yaml:10 (field alpha): alpha 2 must lie in (0, 1)"),
     (("budget: 800", "target: nope"), "pair.yaml:10 (field target): experiment 'agent-repro' has no profile 'nope'"),
     (("budget: 800", "target: [sim]"), "pair.yaml:10 (field target): target must be a profile name"),
-    (("geometry_fix: off\n", "geometry_fix: off\n  seed: 5\n"), "pair.yaml:8 (field bad.seed): seed is a per-replicate"),
+    (("geometry_fix: off\n", "geometry_fix: off\n  seed: 5\n"),
+     "pair.yaml:8 (field bad.seed): seed is a per-replicate"),
     # These said "experiment 'agent-repro' has no metric 'None'" and "region 'None' is not a region".
     (("metric: corruption_rate", "metric:"), "pair.yaml:8 (field metric): metric is empty"),
     (("region: \">= 0.05\"", "region: ~"), "pair.yaml:9 (field region): region is empty"),
@@ -517,8 +518,9 @@ def test_a_search_killed_before_it_recorded_itself_is_found_from_its_probes(root
     with open_store(str(tmp_path / "s.duckdb")) as store:
         store.add_verdict(hypothesis_id=killed.probe_id(0), verdict="falsified", execution_id=None, reasoning="",
                           checks=[], hypothesis_sha256=None,
-                          details={"kind": "isolate-probe", "search": killed.search_id, "search_key": search_key(killed),
-                                   "request": {"index": 0}, "outcome": "passes", "k": 0, "n": 80})
+                          details={"kind": "isolate-probe", "search": killed.search_id,
+                                   "search_key": search_key(killed), "request": {"index": 0}, "outcome": "passes",
+                                   "k": 0, "n": 80})
         again = prepare_spec(reg, **flags)  # a fresh id and seed, as the command draws them
         spec, prior = find_attempt(store, again, seed_given=False, parent_given=False)
         assert (spec.search_id, spec.seed, prior.status) == (killed.search_id, killed.seed, "killed")
@@ -674,4 +676,5 @@ def test_a_profile_this_machine_cannot_use_is_refused_before_the_search_and_reco
             in res.output), res.output
     assert "resume" not in res.output and not db.exists(), res.output
     hint = _resume_hint(None, "wb isolate ... --resume", 0)
-    assert "decided so far" not in hint and hint == "no probe was decided yet; the search resumes with: wb isolate ... --resume"
+    assert "decided so far" not in hint and hint == ("no probe was decided yet; "
+                                                     "the search resumes with: wb isolate ... --resume")

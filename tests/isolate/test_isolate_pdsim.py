@@ -26,7 +26,8 @@ def _uninterrupted_search_records_each_probe_and_restores_the_target(bench) -> d
     exp = bench.root / "experiments" / "agent-repro.yaml"
     exp.write_text(exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 80 --rounds 2"))
     # abort fix on in both: the geometry alone separates good from bad (a one-change search, two probes).
-    out = subprocess.run([sys.executable, "-m", "workbench.cli.main", *SEARCH, "--seed", "7", "--json", "--db", bench.db],
+    out = subprocess.run([sys.executable, "-m", "workbench.cli.main", *SEARCH, "--seed", "7", "--json",
+                          "--db", bench.db],
                          capture_output=True, text=True, env=dict(os.environ), timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     rec = json.loads(out.stdout)
@@ -45,7 +46,8 @@ def _uninterrupted_search_records_each_probe_and_restores_the_target(bench) -> d
     try:
         for p in res["probes"]:
             hid = p["hypothesis_id"]
-            runs = con.execute("SELECT count(*) FROM runs WHERE hypothesis_id = ? AND status = 'ok'", [hid]).fetchone()[0]
+            runs = con.execute("SELECT count(*) FROM runs WHERE hypothesis_id = ? AND status = 'ok'",
+                               [hid]).fetchone()[0]
             assert runs == p["looks"] >= 1
             variables = con.execute("SELECT variables_json FROM runs WHERE hypothesis_id = ?", [hid]).fetchone()[0]
             assert json.loads(variables)["geometry_fix"] == p["config"]["geometry_fix"]
@@ -178,7 +180,8 @@ def test_an_interrupted_search_restores_and_gives_a_hint_that_works(bench):
     import time
 
     proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "isolate", "--experiment", "agent-repro",
-                             "--good", "geometry_fix=on nixl_abort_fix=on", "--bad", "geometry_fix=off nixl_abort_fix=on",
+                             "--good", "geometry_fix=on nixl_abort_fix=on",
+                             "--bad", "geometry_fix=off nixl_abort_fix=on",
                              "--metric", "corruption_rate", "--region", ">= 0.05", "--seed", "7", "--db", bench.db],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     t0 = time.monotonic()

@@ -16,7 +16,6 @@ from workbench.settings import Settings
 from workbench.store import open_store
 
 
-
 def test_a_probe_whose_sessions_are_mostly_lost_is_inconclusive_not_a_pass(bench):
     reg = load_registry(bench.root)
     spec = prepare_spec(reg, experiment="agent-repro", good=["index_k_dtype=fp8 nixl_abort_fix=on hicache=off"],

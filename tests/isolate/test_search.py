@@ -1,4 +1,5 @@
-"""The search on simulated oracles: exact answers with interactions, alpha and units bookkeeping, inconclusive probes."""
+"""The search on simulated oracles: exact answers with interactions, alpha and units bookkeeping,
+inconclusive probes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""End to end: `wb hypothesis run dead-code-dsaindexerpoolhost` on pdsim, with the shipped registry, stored and reported."""
+"""End to end: `wb hypothesis run dead-code-dsaindexerpoolhost` on pdsim, with the shipped registry, stored and
+reported."""
 
 from __future__ import annotations
 

@@ -70,7 +70,8 @@ def test_hicache_on_dead_class_never_built_live_pool_built_typo_unresolved(tmp_p
     assert procs, f"no pdsim process imported {HC}: {sorted({r['process'] for r in rows})}"
     total = {t: sum(r["calls"] for r in rows if r["target"] == t) for t in TARGETS}
     assert total[DEAD] == 0 and total[LIVE] >= 1 and total[MATCH] >= 8, total
-    assert all(r["final"] for r in rows if r["state"] == "instrumented"), "servers stopped by SIGTERM wrote final counts"
+    assert all(r["final"] for r in rows if r["state"] == "instrumented"), \
+        "servers stopped by SIGTERM wrote final counts"
     typo = [r for r in rows if r["target"] == TYPO]
     assert typo and not any(r["resolved"] for r in typo)
     assert any(r["state"] == "no_attribute" for r in typo)

@@ -32,4 +32,5 @@ def test_a_draft_entry_loads_back_as_written(tmp_path: Path, pad: int):
     h = hyps[0].model_dump(mode="json", exclude_defaults=True)
     assert (h["claim"], h["falsified_if"], h["predicts"][0]["why"]) == (
         entry["claim"], entry["falsified_if"], entry["predicts"][0]["why"])
-    assert max(len(line) for line in path.read_text().splitlines()) <= 120  # about the width asked for (100), as PyYAML breaks
+    # about the width asked for (100), as PyYAML breaks
+    assert max(len(line) for line in path.read_text().splitlines()) <= 120

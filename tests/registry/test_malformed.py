@@ -19,7 +19,8 @@ CASES = [
      "noticed at line", "      treatment: {hicache: on"),
     # A quote left open runs on to the next quote in the file, lines later, and the YAML breaks there: the error
     # names the line where the quote was opened.
-    ("yaml-unclosed-double-quote", H, "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.",
+    ("yaml-unclosed-double-quote", H,
+     "    claim: The HiCache+bf16 corruption is a side effect of the NIXL abort wedge.",
      "    claim: \"The abort fix removes it", "the \" at line", "    claim: \"The abort fix removes it"),
     ("yaml-unclosed-quote-experiment", E, '      path: "{{ sim_dir }}/serve.sh"', '      path: "{{ sim_dir }}/serve.sh',
      "is never closed", '      path: "{{ sim_dir }}/serve.sh'),
@@ -50,9 +51,11 @@ CASES = [
      "    assumptions: ['The wedge can corrupt surviving KV cache.\n      - {text: the fix removes every abort}']\n",
      "looks like a key", "    assumptions: ['The wedge"),
     ("yaml-quote-takes-in-keys-experiment", E,
-     "description: >-\n  C=80 concurrent agent sessions of 4 rounds each; a session whose tool call comes back as token salad\n"
+     "description: >-\n"
+     "  C=80 concurrent agent sessions of 4 rounds each; a session whose tool call comes back as token salad\n"
      "  is a leak. Aborts are the decode log's WaitingForInput lines during the run.\n",
-     'description: "C=80 concurrent agent sessions of 4 rounds each.\nversion: 2\n  Aborts are WaitingForInput lines."\n',
+     'description: "C=80 concurrent agent sessions of 4 rounds each.\n'
+     'version: 2\n  Aborts are WaitingForInput lines."\n',
      "the \" at line 6 (column 14)", 'description: "C=80'),
     # A plain value holding ": " is read as a new key, and one holding " #" loses the rest to a comment: the hint
     # gives the line with its value quoted (it said only "fix the YAML syntax").
@@ -61,7 +64,8 @@ CASES = [
      "    claim: the wedge: a race in the transfer layer (issue #12)",
      'Hint: quote the value: claim: "the wedge: a race in the transfer layer (issue #12)"',
      "    claim: the wedge: a race"),
-    ("yaml-comment-in-flow-value", E, "  hicache: {values: [on, off], default: on, description: hierarchical (host) prefix cache}",
+    ("yaml-comment-in-flow-value", E,
+     "  hicache: {values: [on, off], default: on, description: hierarchical (host) prefix cache}",
      "  hicache: {values: [on, off], default: on, description: cache #2 of the host}",
      'quote the value: description: "cache #2 of the host"', "  hicache: {values: [on, off], default: on"),
     ("yaml-comment-in-value-that-runs-on", H,
@@ -85,7 +89,8 @@ CASES = [
      "missing required field 'claim'", "  - id: wedge-confound"),
     ("unknown-parent", H, "    parent: hicache-bf16-race\n    claim: The HiCache+bf16",
      "    parent: no-such-root\n    claim: The HiCache+bf16", "parent 'no-such-root'", "    parent: no-such-root"),
-    ("cycle", H, "  - id: hicache-bf16-race\n", "  - id: hicache-bf16-race\n    parent: token-granular-geometry-deployment\n",
+    ("cycle", H, "  - id: hicache-bf16-race\n",
+     "  - id: hicache-bf16-race\n    parent: token-granular-geometry-deployment\n",
      # The loop is spelt out: it said "through 'hicache-bf16-race' (parents loop back via 'hicache-bf16-race')".
      "lineage cycle: hicache-bf16-race -> token-granular-geometry-deployment -> token-granular-geometry -> "
      "hicache-bf16-race (each the parent of the one before)", "    parent: token-granular-geometry-deployment"),
@@ -102,22 +107,34 @@ CASES = [
      "besides the isolated variable", "      treatment: {nixl_abort_fix: on, seed: 3}"),
     ("arms-do-not-differ", H, "      treatment: {nixl_abort_fix: on}", "      treatment: {nixl_abort_fix: off}",
      "the arms do not differ", "      treatment: {nixl_abort_fix: off}"),
-    ("unknown-variable", H, "    hold: {index_k_dtype: bf16, hicache: on}\n    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
-     "    hold: {index_k_dtype: bf16, hicache: on, kv_layout: paged}\n    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+    ("unknown-variable", H,
+     "    hold: {index_k_dtype: bf16, hicache: on}\n    predicts:\n"
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+     "    hold: {index_k_dtype: bf16, hicache: on, kv_layout: paged}\n    predicts:\n"
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
      "unknown variable 'kv_layout'", "    hold: {index_k_dtype: bf16, hicache: on, kv_layout: paged}"),
-    ("value-not-allowed", H, "    hold: {index_k_dtype: bf16, hicache: on}\n    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
-     "    hold: {index_k_dtype: fp16, hicache: on}\n    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+    ("value-not-allowed", H,
+     "    hold: {index_k_dtype: bf16, hicache: on}\n    predicts:\n"
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+     "    hold: {index_k_dtype: fp16, hicache: on}\n    predicts:\n"
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
      "'fp16' is not one of", "    hold: {index_k_dtype: fp16, hicache: on}"),
-    ("hold-overlaps-isolated", H, "    hold: {index_k_dtype: bf16, hicache: on}\n    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
-     "    hold: {index_k_dtype: bf16, hicache: on, nixl_abort_fix: on}\n    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+    ("hold-overlaps-isolated", H,
+     "    hold: {index_k_dtype: bf16, hicache: on}\n    predicts:\n"
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
+     "    hold: {index_k_dtype: bf16, hicache: on, nixl_abort_fix: on}\n    predicts:\n"
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
      "the variable this hypothesis isolates", "    hold: {index_k_dtype: bf16, hicache: on, nixl_abort_fix: on}"),
-    ("metric-not-produced", H, "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
+    ("metric-not-produced", H,
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
      "      - {metric: leak_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
-     "metric 'leak_rate', which experiment 'agent-repro' does not produce", "      - {metric: leak_rate, arm: treatment"),
+     "metric 'leak_rate', which experiment 'agent-repro' does not produce",
+     "      - {metric: leak_rate, arm: treatment"),
     ("unknown-arm", H, "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
      "      - {metric: corruption_rate, arm: treatmnt, at_most: 0.02,\n         why: \"if the wedge",
      "names arm 'treatmnt'", "      - {metric: corruption_rate, arm: treatmnt"),
-    ("empty-region", H, "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
+    ("empty-region", H,
+     "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
      "      - {metric: corruption_rate, arm: treatment, at_most: 0.02, at_least: 0.5,\n         why: \"if the wedge",
      "empty region", "      - {metric: corruption_rate, arm: treatment, at_most: 0.02, at_least: 0.5,"),
     # An entry copied from its parent with the id left as it was: the copy was refused as "its own parent",
@@ -154,7 +171,8 @@ CASES = [
      "      \"treat ment\": {nixl_abort_fix: on}"),
     ("isolates-not-a-variable", H, "    isolates: nixl_abort_fix\n", "    isolates: abort_fix\n",
      "isolated variable 'abort_fix'", "    isolates: abort_fix"),
-    ("guard-unknown-metric", H, "      - {metric: aborts, arm: treatment, equals: 0,", "      - {metric: abort_count, arm: treatment, equals: 0,",
+    ("guard-unknown-metric", H, "      - {metric: aborts, arm: treatment, equals: 0,",
+     "      - {metric: abort_count, arm: treatment, equals: 0,",
      "guard on metric 'abort_count'", "      - {metric: abort_count, arm: treatment, equals: 0,"),
     ("bad-id", H, "  - id: wedge-confound\n", "  - id: Wedge Confound\n", "not a valid id", "  - id: Wedge Confound"),
     ("template-unknown-name", E, "        hicache={{ hicache }}", "        hicache={{ hicahe }}",
@@ -258,8 +276,10 @@ CASES = [
      "(field design.blocks): must be one of 'abba', 'random' or 'alternate', got 'abab'", "  blocks: abab"),
     # Over SSH an env entry is exported by the remote shell: a name it cannot export was dropped there while the
     # fingerprint recorded it as set.
-    ("ssh-env-not-a-shell-name", E, "      user: root\n    context:\n", "      user: root\n    env: {LOG-LEVEL: debug}\n    context:\n",
-     "(field profiles.sglang-pd.env): env name 'LOG-LEVEL' is not a shell variable name", "    env: {LOG-LEVEL: debug}"),
+    ("ssh-env-not-a-shell-name", E, "      user: root\n    context:\n",
+     "      user: root\n    env: {LOG-LEVEL: debug}\n    context:\n",
+     "(field profiles.sglang-pd.env): env name 'LOG-LEVEL' is not a shell variable name",
+     "    env: {LOG-LEVEL: debug}"),
     # A format this wb does not read was told as a wrong word ("must be one of 1, got 2"), not as a file from a
     # newer wb.
     ("hypotheses-format-2", H, "format: 1\n", "format: 2\n",
@@ -285,7 +305,8 @@ CASES = [
     # A value of the wrong shape was told in pydantic's words, naming wb's own classes ("Input should be a valid
     # dictionary or instance of Prediction"); it says what the field takes and what it got.
     ("prediction-as-text", H, "    predicts:\n      - {metric: corruption_rate, arm: treatment, at_least: 0.05,",
-     "    predicts:\n      - corruption_rate >= 0.05\n      - {metric: corruption_rate, arm: treatment, at_least: 0.05,",
+     "    predicts:\n      - corruption_rate >= 0.05\n"
+     "      - {metric: corruption_rate, arm: treatment, at_least: 0.05,",
      "(field hypotheses.0.predicts.0): must be a mapping ({metric: ..., arm: ..., at_most: ...}), got the text "
      "'corruption_rate >= 0.05'", "      - corruption_rate >= 0.05"),
     ("hold-as-text", H, "    hold: {index_k_dtype: bf16, hicache: on}", "    hold: index_k_dtype=bf16",

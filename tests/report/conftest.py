@@ -14,7 +14,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth  # noqa: E402
 
 
-
 @pytest.fixture(scope="session")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """{root, db, registry, ids, store} for a workbench with the seed lineage and stored runs."""
@@ -93,7 +92,8 @@ def rich(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> dict[str
                 log_lines=[f"[decode] tool call: {synth.DSML_CALL}"])
             for hid, verdict in (("live-hostpool-control", "supported"), ("dead-code-hicache-off", "inconclusive"),
                                  ("token-granular-geometry", "invalid")):
-                records.add_verdict(session, hypothesis_id=hid, verdict=verdict, reasoning=f"the test store says {verdict}")
+                records.add_verdict(session, hypothesis_id=hid, verdict=verdict,
+                                    reasoning=f"the test store says {verdict}")
     finally:
         store.dispose()
     from workbench.settings import Settings

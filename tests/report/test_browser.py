@@ -276,7 +276,8 @@ def test_lineage_draws_parent_and_tested_by_edges_with_whole_labels(browser: Any
     v = Visit(browser, rich["out"])
     try:
         page = v.open(rich["site"]["lineage"])
-        drawn = page.eval_on_selector_all("svg.lineage path.edge", "els => els.map(e => [e.dataset.parent, e.dataset.child])")
+        drawn = page.eval_on_selector_all("svg.lineage path.edge",
+                                          "els => els.map(e => [e.dataset.parent, e.dataset.child])")
         assert {tuple(e) for e in drawn} == parents and len(drawn) == len(parents)
         drawn = page.eval_on_selector_all("svg.lineage path.tested",
                                           "els => els.map(e => [e.dataset.hypothesis, e.dataset.testedBy])")
@@ -304,7 +305,8 @@ def test_hypothesis_page_explains_checks_assumptions_and_metrics(browser: Any, r
         assert "flagged a problem that does not change it (attrition)" in page.locator(".checks-summary").inner_text()
         for i in range(page.locator("figure.chart-box").count()):
             fig = page.locator("figure.chart-box").nth(i)
-            assert fig.locator("table.mini th").nth(1).inner_text() == fig.locator("div.chart").get_attribute("data-metric")
+            assert (fig.locator("table.mini th").nth(1).inner_text()
+                    == fig.locator("div.chart").get_attribute("data-metric"))
         page = v.open(rich["site"]["hypotheses"]["hicache-bf16-race"])
         item = page.locator("#assumptions li", has_text="The wedge does not explain the corruption").inner_text()
         assert ("tested by wedge-confound, which claims “The HiCache+bf16 corruption is a side effect of the NIXL "
@@ -357,7 +359,8 @@ def test_dsml_bar_in_a_log_renders_with_a_font_that_has_it(browser: Any, rich: d
         pre = page.locator("pre.log", has_text="DSML")
         stack = pre.evaluate("e => getComputedStyle(e).fontFamily")
         assert any(f in stack for f in have), f"no font with U+FF5C in the stack {stack}"
-        page.evaluate("""() => { const pre = [...document.querySelectorAll('pre.log')].find(p => p.textContent.includes('DSML'));
+        page.evaluate("""() => {
+            const pre = [...document.querySelectorAll('pre.log')].find(p => p.textContent.includes('DSML'));
             pre.innerHTML = pre.innerHTML.replace(/｜/g, '<span class="bar-probe">｜</span>'); }""")
         cdp = v.context.new_cdp_session(page)
         doc = cdp.send("DOM.getDocument")

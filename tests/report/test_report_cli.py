@@ -125,7 +125,8 @@ def test_lineage_text_and_json(app: Any, seeded: dict[str, Any]) -> None:
             "assumption": "The wedge does not explain the corruption."} in graph["edges"]
     assert {e["kind"] for e in graph["edges"]} == {"parent", "tested_by"}
     nodes = {n["id"]: n for n in graph["nodes"]}
-    assert nodes["wedge-confound"]["status"] == "falsified" and nodes["token-granular-geometry-deployment"]["depth"] == 2
+    assert nodes["wedge-confound"]["status"] == "falsified" \
+        and nodes["token-granular-geometry-deployment"]["depth"] == 2
 
 
 def test_open_with_no_browser_says_so_with_the_path(seeded: dict[str, Any], tmp_path: Path) -> None:

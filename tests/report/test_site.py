@@ -416,7 +416,8 @@ def test_check_effects_recorded_by_analysis_are_worded(seeded: dict[str, Any]) -
     from workbench.report.hypothesis_page import _verdict_view
 
     stored = {"verdict": "inconclusive", "reasoning": "", "created_at": "2026-11-30", "execution_id": 1,
-              "checks": [{"name": "attrition", "passed": False, "detail": "control: all lost", "effect": "inconclusive"},
+              "checks": [{"name": "attrition", "passed": False, "detail": "control: all lost",
+                          "effect": "inconclusive"},
                          {"name": "drift", "passed": False, "detail": "replicates differ", "effect": "none"},
                          {"name": "isolation", "passed": True, "detail": "ok", "effect": "none"}]}
     view, _ = _verdict_view(stored, None)

@@ -128,7 +128,8 @@ _BAD_DEFLATE = _WHOLE[:20] + bytes(b ^ 0x55 for b in _WHOLE[20:60]) + _WHOLE[60:
     (gzip.compress(json.dumps({"x": 1}).encode()), "no wb_bundle key"),
     (gzip.compress(json.dumps({"wb_bundle": 99}).encode()), "format 99"),
     (gzip.compress(json.dumps({"wb_bundle": 1, "hypotheses": []}).encode()), "no 'registry' section"),
-], ids=["plain-text", "empty", "gzip-not-json", "truncated", "bad-crc", "bad-deflate", "no-key", "format-99", "no-registry"])
+], ids=["plain-text", "empty", "gzip-not-json", "truncated", "bad-crc", "bad-deflate", "no-key", "format-99",
+        "no-registry"])
 def test_damaged_bundles_are_bad_input(tmp_path: Path, content: bytes, fragment: str):
     """In words, not the gzip or json module's ("Not a gzipped file (b'pl')", "Expecting property name...")."""
     p = tmp_path / "bad.wbundle"
@@ -136,7 +137,8 @@ def test_damaged_bundles_are_bad_input(tmp_path: Path, content: bytes, fragment:
     with pytest.raises(BadInput) as ei:
         read(p)
     assert fragment in ei.value.message, ei.value.message
-    assert not any(raw in ei.value.message for raw in ("gzipped", "Expecting", "end-of-stream", "CRC", "char ", "Error -3")), \
+    assert not any(raw in ei.value.message
+                   for raw in ("gzipped", "Expecting", "end-of-stream", "CRC", "char ", "Error -3")), \
         ei.value.message
 
 
@@ -329,7 +331,8 @@ def test_a_rendered_config_holding_a_token_is_masked_on_import_export_and_show(w
     with duckdb.connect(older) as con:  # as a wb that did not mask it kept it
         con.execute("UPDATE runs SET rendered_config = ?", [config])
     out = workbench_dir / "older.wbundle"
-    code, _, err = cli("bundle", "export", "wedge-confound", "-o", str(out), "--db", older, "--root", str(workbench_dir))
+    code, _, err = cli("bundle", "export", "wedge-confound", "-o", str(out), "--db", older,
+                       "--root", str(workbench_dir))
     assert code == 0, err
     assert b"NotForAnyone1" not in gzip.decompress(out.read_bytes())
     code, shown, err = cli("runs", "show", "1", "--json", "--db", older, "--root", str(workbench_dir))

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from workbench.errors import BadInput
-from workbench.team.reviews import (APPROVED, AWAITING, CHANGES_REQUESTED, STALE, check_review_input, parent_changed_since,
-                               review_state, review_states)
+from workbench.team.reviews import (APPROVED, AWAITING, CHANGES_REQUESTED, STALE, check_review_input,
+                                    parent_changed_since, review_state, review_states)
 from workbench.store.entities import Evidence, EvidenceRun, ExecutionRecord, ReviewRecord, VerdictRecord
 
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)

@@ -50,7 +50,8 @@ def _with_note(toy):
     edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
                  "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n  note: {default: hello}\n")
     edit_profile(toy.root, "        mode={{ mode }}\n", "        mode={{ mode }}\n        note={{ note }}\n")
-    edit_profile(toy.root, '      check: "bash -n {{ file }}"\n', '      check: "bash -n {{ file }}"\n      format: bash\n')
+    edit_profile(toy.root, '      check: "bash -n {{ file }}"\n',
+                 '      check: "bash -n {{ file }}"\n      format: bash\n')
 
 
 def test_free_text_with_a_newline_is_refused_before_the_target(toy):

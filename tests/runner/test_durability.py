@@ -21,7 +21,6 @@ pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
 WB = [sys.executable, "-m", "workbench.cli.main"]
 
 
-
 def _start(toy, *extra: str, env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--json", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

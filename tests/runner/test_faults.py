@@ -327,7 +327,8 @@ def test_a_restart_that_fails_after_the_original_is_back_says_the_file_is_back(t
     from workbench.errors import RestoreFailed
 
     edit_profile(toy.root, 'restart: ["{{ python }} ', 'restart: ["grep -q operator {{ state }}/serve.conf && '
-                 "{ printf \\\"Traceback (most recent call last):\\\\n  self.server_bind()\\\\nOSError: in use\\\\n\\\" >&2; "
+                 "{ printf \\\"Traceback (most recent call last):\\\\n"
+                 "  self.server_bind()\\\\nOSError: in use\\\\n\\\" >&2; "
                  'exit 1; }; {{ python }} ')
     with pytest.raises(RestoreFailed) as ei:
         _run(toy, replicates=1)
@@ -429,7 +430,8 @@ def test_ctrl_c_between_isolate_probes_says_how_to_resume(toy, monkeypatch):
 
 @pytest.mark.parametrize("old, new, field", [
     ("http://127.0.0.1:{{ port }}/health", "http://127.0.0.1:9{{ port }}9/health", "health.urls"),
-    ("    units: {path:", '    verify: {url: "127.0.0.1:{{ port }}/config", contains: ["fix={{ fix }}"]}\n    units: {path:',
+    ("    units: {path:",
+     '    verify: {url: "127.0.0.1:{{ port }}/config", contains: ["fix={{ fix }}"]}\n    units: {path:',
      "verify.url"),
 ])
 def test_a_health_or_verify_url_that_cannot_be_asked_is_bad_input_at_its_line(toy, cli, old, new, field):

@@ -14,7 +14,6 @@ import pytest
 from runner_kit import run_hypothesis, store_rows  # noqa: E402  (tests/runner is on sys.path)
 
 
-
 def test_second_store_restores_its_own_snapshot_not_the_first_stores(toy):
     run_hypothesis("toy-fix", db=str(toy.root / "a.duckdb"), show_progress=False, seed=7, build_report=False)
     changed = b"# the operator changed it since\nfix=off\nmode=ok\nseed=7\n"

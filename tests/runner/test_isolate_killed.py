@@ -20,7 +20,8 @@ SEARCH = ["isolate", "--experiment", "toy", "--good", "fix=on", "--bad", "fix=of
 
 def test_a_search_killed_in_its_first_probe_is_resumed_and_restores_the_target(toy):
     # The workload waits while a file exists: the test holds the first probe's first run in its workload.
-    edit_profile(toy.root, 'workload: {command: "', f'workload: {{command: "while [ -e {toy.state}/hold ]; do sleep 0.05; done; ')
+    edit_profile(toy.root, 'workload: {command: "',
+                 f'workload: {{command: "while [ -e {toy.state}/hold ]; do sleep 0.05; done; ')
     edit_profile(toy.root, "timeout_s: 3}", "timeout_s: 600}")
     hold = toy.state / "hold"
     hold.touch()

@@ -10,7 +10,6 @@ import pytest
 from runner_kit import edit_profile, run_hypothesis, store_rows  # noqa: E402  (tests/runner is on sys.path)
 
 
-
 def test_records_both_arms_and_restores(toy):
     summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
     assert toy.conf.read_bytes() == toy.original
@@ -29,7 +28,8 @@ def test_records_both_arms_and_restores(toy):
     names = {n for (n,) in store_rows(toy.db, "SELECT name FROM metrics WHERE run_id = :r", r=rid)}
     assert names == {"sessions", "leak", "done", "waiting_for_input", "wall_s"}  # no proportions, no aliases
     (fp, rendered, chash, variables) = store_rows(
-        toy.db, "SELECT fingerprint_json, rendered_config, config_hash, variables_json FROM runs WHERE id = :r", r=rid)[0]
+        toy.db, "SELECT fingerprint_json, rendered_config, config_hash, variables_json FROM runs WHERE id = :r",
+        r=rid)[0]
     assert "s3cret-value" not in fp and json.loads(fp)["uname"] == "Linux"
     assert "fix=" in rendered and len(chash) == 64
     assert json.loads(variables)["mode"] == "ok"
@@ -80,7 +80,8 @@ def test_the_profile_env_is_rendered_for_each_run_with_its_own_arm(toy):
 
     edit_profile(toy.root, 'env: {SERVICE_API_TOKEN: "s3cret-value"}',
                  'env: {SERVICE_API_TOKEN: "s3cret-value", FIX_ENV: "fix={{ fix }}"}')
-    edit_profile(toy.root, 'restart {{ state }}"]', 'restart {{ state }}", "echo \\"$FIX_ENV\\" >> {{ state }}/env.log"]')
+    edit_profile(toy.root, 'restart {{ state }}"]',
+                 'restart {{ state }}", "echo \\"$FIX_ENV\\" >> {{ state }}/env.log"]')
     summary = run_hypothesis("toy-fix", db=toy.db, seed=7, replicates=1)
     assert [r["status"] for r in summary["runs"]] == ["ok", "ok"]
     order = [r["arm"] for r in sorted(summary["runs"], key=lambda r: r["order_index"])]

@@ -137,7 +137,8 @@ def test_fail_on_gates_the_verdict_and_the_summary_is_whole(toy):
         stop[verdict] = f"stopped early after {blocks} block(s): no verdict is reachable within the budget (futility)"
     if verdict in stop:
         assert re.search(rf"^{re.escape(stop[verdict])}$", out, re.M), out
-    t = re.search(r"^time: ([\d.]+) s of real time in all = target commands and waits ([\d.]+) s \+ runner ([\d.]+) s \+ "
+    t = re.search(r"^time: ([\d.]+) s of real time in all = target commands and waits ([\d.]+) s \+ "
+                  r"runner ([\d.]+) s \+ "
                   r"analysis ([\d.]+) s \+ report ([\d.]+) s$", out, re.M)
     assert t, out
     wall, *parts = map(float, t.groups())

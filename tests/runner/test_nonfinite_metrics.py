@@ -1,7 +1,8 @@
 """A metric or unit value that is no finite number (inf, nan, 1e999) on the toy local deployment.
 
 A metric read as one makes the run invalid naming the metric, as a value that is no number does; a unit field
-holding one is stored as null (as is a count of rounds beyond the rounds column). Either way every run is recorded and the serve file is put back."""
+holding one is stored as null (as is a count of rounds beyond the rounds column). Either way every run is recorded
+and the serve file is put back."""
 
 from __future__ import annotations
 

@@ -155,7 +155,8 @@ def test_resume_after_an_interruption_with_a_secret_in_a_template_line(toy):
     edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
                  "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
                  "  db_password: {secret: true, default: dflt-pass-777}\n")
-    edit_profile(toy.root, "        mode={{ mode }}\n", "        mode={{ mode }}\n        db_password={{ db_password }}\n")
+    edit_profile(toy.root, "        mode={{ mode }}\n",
+                 "        mode={{ mode }}\n        db_password={{ db_password }}\n")
     with pytest.raises(RunInterrupted):
         run_hypothesis("toy-fix", db=toy.db, replicates=1, fault=sigterm_at_workload(2))
     assert toy.conf.read_bytes() == toy.original
@@ -175,7 +176,8 @@ def test_a_secret_the_workload_prints_is_masked_in_the_kept_output_the_store_and
     edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
                  "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
                  "  db_password: {secret: true, default: changeme}\n")
-    edit_profile(toy.root, 'workload: {command: "', 'workload: {command: "echo leak {{ db_password }} $SERVICE_API_TOKEN; ')
+    edit_profile(toy.root, 'workload: {command: "',
+                 'workload: {command: "echo leak {{ db_password }} $SERVICE_API_TOKEN; ')
     res = CliRunner().invoke(app, ["hypothesis", "run", "toy-fix", "--db", toy.db, "--json", "--replicates", "1",
                                    "--set", f"db_password={PASSWORD}"])
     assert res.exit_code == 0, res.output

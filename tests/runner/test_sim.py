@@ -51,7 +51,8 @@ def test_seed_world_over_ssh_end_to_end(bench, ssh_server):
     head, _, ssh = text.partition("  sim-ssh:\n")
     ssh = (ssh.replace("hosts: [localhost]",
                        f"hosts: [127.0.0.1]\n      user: {ssh_server.user}\n      port: {ssh_server.port}\n"
-                       f"      known_hosts: {ssh_server.known_hosts}\n      identity_file: {ssh_server.client_key_path}")
+                       f"      known_hosts: {ssh_server.known_hosts}\n"
+                       f"      identity_file: {ssh_server.client_key_path}")
               .replace("sim_dir: /tmp/wb-sim", f"sim_dir: {bench.sim_dir}")
               .replace('prefill_port: "30000"', f'prefill_port: "{ports["prefill_port"]}"')
               .replace('decode_port: "30002"', f'decode_port: "{ports["decode_port"]}"'))

@@ -211,7 +211,8 @@ def test_a_sim_refusal_names_the_holder_as_the_runner_refusal_does(tmp_path, cli
                      "since 2026-12-01T09:00:00+00:00): `wb sim restart` would change the deployment under its "
                      "runs. Nothing was changed"), err
     assert hint.startswith("wait for it to finish, or stop it (Ctrl-C, or kill 4242 on gpu-box-7: it restores "
-                           "the target); if its runner is gone, resume it on gpu-box-7 (wb hypothesis run wedge-confound --resume: "
+                           "the target); if its runner is gone, resume it on gpu-box-7 "
+                           "(wb hypothesis run wedge-confound --resume: "
                            "it puts the original config back and frees the lock), or put the original "
                            "back by hand and remove "), hint
     assert str(lock) in hint and "e" * 32 not in err and sorted(p.name for p in sdir.iterdir()) == [lock.name]
@@ -220,7 +221,8 @@ def test_a_sim_refusal_names_the_holder_as_the_runner_refusal_does(tmp_path, cli
 def test_sim_commands_refuse_while_a_sim_ssh_run_holds_the_folder(tmp_path, cli):
     """`wb sim` checked only the lock the `sim` profile took (DIR/wb-target.lock, before it moved beside the serve
     file); the `sim-ssh` profile reaches the same folder over ssh and locks beside the serve file it rewrites, so a
-    local `wb sim restart` changed the deployment under its run. Each command that changes pdsim is refused while any profile's run holds the folder;
+    local `wb sim restart` changed the deployment under its run. Each command that changes pdsim is refused while
+    any profile's run holds the folder;
     the runner's own commands, which reach it over ssh (no child of the runner), pass by the holder they carry."""
     import socket
 

@@ -185,7 +185,6 @@ def test_restart_with_requests_in_flight(sim_dir):
     assert r.status_code == 200
 
 
-
 STOP_WHILE_SPAWNING = """
 import os, signal, sys
 from workbench.sim import control

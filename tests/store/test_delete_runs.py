@@ -207,7 +207,8 @@ def test_import_replace_removes_the_verdict_that_rested_on_the_replaced_row(cli,
     assert cli("hypothesis", "analyze", HID, *common)[0] == 0
     assert _status(cli, db, workbench_dir)["status"] == "falsified"
     fixed = tmp_path / "seed-fixed.csv"
-    fixed.write_text(seed_csv.read_text().replace(",80,4,300,2500,200,14,40,3,23,0,", ",80,4,300,2500,200,1,40,16,23,0,"))
+    fixed.write_text(seed_csv.read_text().replace(",80,4,300,2500,200,14,40,3,23,0,",
+                                                  ",80,4,300,2500,200,1,40,16,23,0,"))
     code, out, err = cli("import", "evidence", str(fixed), "--replace", "--json", *common)
     assert code == 0, err
     d = json.loads(out)
@@ -377,7 +378,8 @@ def test_import_replace_says_which_run_id_replaced_which(cli, db: str, workbench
     label = "post-bf16-hicache-postfix"
     old = {r["label"]: r["id"] for r in json.loads(out)["imported"]}[label]
     fixed = tmp_path / "seed-fixed.csv"
-    fixed.write_text(seed_csv.read_text().replace(",80,4,300,2500,200,14,40,3,23,0,", ",80,4,300,2500,200,1,40,16,23,0,"))
+    fixed.write_text(seed_csv.read_text().replace(",80,4,300,2500,200,14,40,3,23,0,",
+                                                  ",80,4,300,2500,200,1,40,16,23,0,"))
     code, out, err = cli("import", "evidence", str(fixed), "--replace", "--json", *common)
     assert code == 0, err
     d = json.loads(out)

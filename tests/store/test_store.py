@@ -222,7 +222,8 @@ def test_bulk_units_and_metrics_round_trip(tmp_path: Path):
             units = pd.DataFrame({"run_id": run.id, "idx": range(100_000),
                                   "outcome": [outcomes[i % 4] for i in range(100_000)], "rounds": 4,
                                   "duration_s": 1.5, "data_json": None})
-            n = records.bulk_insert(session, "units", units, ["run_id", "idx", "outcome", "rounds", "duration_s", "data_json"])
+            n = records.bulk_insert(session, "units", units,
+                                    ["run_id", "idx", "outcome", "rounds", "duration_s", "data_json"])
             records.add_metrics(session, run_id=run.id, metrics={"leak": 25_000, "sessions": 100_000, "wall_s": None},
                                 source="units")
             rid = run.id
@@ -234,7 +235,8 @@ def test_bulk_units_and_metrics_round_trip(tmp_path: Path):
             metrics = dict(session.connection().execute(
                 text("SELECT name, value FROM metrics WHERE run_id = :r"), {"r": rid}).all())
             assert metrics == {"leak": 25_000.0, "sessions": 100_000.0}  # unknown wall_s is absent, not 0
-            fp = session.connection().execute(text("SELECT fingerprint_json FROM runs WHERE id = :r"), {"r": rid}).scalar()
+            fp = session.connection().execute(text("SELECT fingerprint_json FROM runs WHERE id = :r"),
+                                              {"r": rid}).scalar()
         assert "hf_secret" not in fp and '"k"' not in fp and "abc" in fp
     finally:
         store.dispose()

@@ -1,4 +1,5 @@
-"""Analysis: honest verdicts from stored runs — exact tests and intervals, validity and confound checks, sequential stopping.
+"""Analysis: honest verdicts from stored runs — exact tests and intervals, validity and confound checks,
+sequential stopping.
 
 `analyze` is a pure function of a hypothesis, its experiment and typed runs; `analyze_stored` reads
 those runs from a store. The public API is imported lazily so that `import workbench.analysis`

@@ -55,7 +55,8 @@ def _rate(rs: list[RunData], occurred: dict[int, bool], counts: dict[int, tuple[
     return sum(occurred[r.id] for r in rs) / len(rs)
 
 
-def alias_findings(make: Callable[..., Any], registry: Registry, exp: Experiment, known: list[RunData], occurred: dict[int, bool],
+def alias_findings(make: Callable[..., Any], registry: Registry, exp: Experiment, known: list[RunData],
+                   occurred: dict[int, bool],
                    counts: dict[int, tuple[float, float | None]], outcome: str, what: str) -> list[Any]:
     """One finding per aliased pair of variables among the runs with a recorded outcome."""
     out = []

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from workbench.store.engine import Store
 
 
-
 @dataclass(frozen=True)
 class Finding:
     kind: str  # guard | variable | alias

@@ -55,7 +55,8 @@ def pooled(runs: list[RunData], metric: str, exp: Experiment, basis: str = "all"
         n += kn[1]
         used.append(r)
         per_run.append((r, kn[0], kn[1]))
-    return {"k": k, "n": n, "used": used, "unknown": unknown, "per_run": per_run, "replayed": replayed_workload(used, exp)}
+    return {"k": k, "n": n, "used": used, "unknown": unknown, "per_run": per_run,
+            "replayed": replayed_workload(used, exp)}
 
 
 def _wanted(estimate: float, bounds: tuple[float, float]) -> str | None:
@@ -117,7 +118,8 @@ def judge(pred: Any, arm: str | None, arms: dict[str, list[RunData]], exp: Exper
         bounds, display.scale(spec.kind if spec else None, bool(pred.difference)))
     out: dict[str, Any] = {"metric": pred.metric, "where": where, "region": region,
                            "bounds": [bounds[0], bounds[1]], "describe": f"{pred.metric} ({where}) {region}",
-                           "why": pred.why, "basis": basis, "estimate": None, "interval": None, "outcome": "inconclusive",
+                           "why": pred.why, "basis": basis, "estimate": None, "interval": None,
+                           "outcome": "inconclusive",
                            "p_against": None, "p_for": None, "more_units_needed": None, "note": ""}
     if spec is None:
         out["note"] = f"the experiment has no metric {pred.metric!r}"

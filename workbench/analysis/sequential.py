@@ -5,9 +5,10 @@ region's upper bound c, E = mean over alternatives p_j > c of L(p_j) / L(c) is a
 supermartingale for every p <= c, so by Ville's inequality P(E ever reaches 2/alpha) <= alpha / 2 however
 often one looks. Inverting both one-sided tests at alpha / 2 and intersecting over the looks gives a
 confidence sequence at 1 - alpha (the same 95% and the same two-sided convention as the fixed design's
-Wilson interval); a prediction is judged by where that interval lies, as in the fixed design. The support direction mixes over alternatives below c with half its weight on p = 0
-(the claim "removing the cause removes the symptom" predicts exactly zero). Differences between arms use per-arm beta-binomial
-confidence sequences at alpha/2 each (conservative, valid at every look).
+Wilson interval); a prediction is judged by where that interval lies, as in the fixed design. The support
+direction mixes over alternatives below c with half its weight on p = 0 (the claim "removing the cause removes
+the symptom" predicts exactly zero). Differences between arms use per-arm beta-binomial confidence sequences
+at alpha/2 each (conservative, valid at every look).
 
 With `run_bet` (runs with their own workloads) the lower side also bets on the runs' own rates: for
 H0 "every run's expected rate is <= c", prod_t (1 + lam (x_t - c)) over the per-run rates x_t in [0, 1]

@@ -1,4 +1,5 @@
-"""The statistics behind a verdict: Wilson, Newcombe, Fisher/Boschloo (and Fisher stratified), order-statistic medians, Mann-Whitney, Holm.
+"""The statistics behind a verdict: Wilson, Newcombe, Fisher/Boschloo (and Fisher stratified), order-statistic
+medians, Mann-Whitney, Holm.
 
 scipy does the arithmetic; this module fixes the conventions (95%, two-sided) and turns an interval
 method into the p-value of "the region is excluded" so intervals and p-values always agree.
@@ -157,9 +158,11 @@ def wilson_cc(k: float, n: float, alpha: float = ALPHA) -> Interval:
         return (0.0, 1.0)
     z, p = norm_isf(alpha / 2), k / n
     lo = 0.0 if k <= 0 else \
-        (2 * n * p + z * z - 1 - z * math.sqrt(max(0.0, z * z - 2 - 1 / n + 4 * p * (n * (1 - p) + 1)))) / (2 * (n + z * z))
+        (2 * n * p + z * z - 1 - z * math.sqrt(max(0.0, z * z - 2 - 1 / n + 4 * p * (n * (1 - p) + 1)))) \
+        / (2 * (n + z * z))
     hi = 1.0 if k >= n else \
-        (2 * n * p + z * z + 1 + z * math.sqrt(max(0.0, z * z + 2 - 1 / n + 4 * p * (n * (1 - p) - 1)))) / (2 * (n + z * z))
+        (2 * n * p + z * z + 1 + z * math.sqrt(max(0.0, z * z + 2 - 1 / n + 4 * p * (n * (1 - p) - 1)))) \
+        / (2 * (n + z * z))
     return (max(0.0, min(lo, p)), min(1.0, max(hi, p)))
 
 

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from workbench.registry.hypothesis import Hypothesis
 
 
-
 def arm_summary(arm: str, runs: list[RunData], expected: dict[str, str], named: set[str],
                 exp: Experiment) -> dict[str, Any]:
     units = 0.0

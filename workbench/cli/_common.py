@@ -2,8 +2,9 @@
 
 Output conventions (README "Output for scripts"): `--json` prints one envelope per command,
 `{"wb": JSON_VERSION, "command": "runs list", "ok": true, ...}` (a dict result's keys beside those, a list
-result under "items"; "ok": false and "error" when the command fails, see `_envelope`); listings take `--format table|json|csv|tsv`; a table piped elsewhere than a
-terminal is plain aligned text with every value whole; NO_COLOR is honoured; a closed pipe ends quietly.
+result under "items"; "ok": false and "error" when the command fails, see `_envelope`); listings take
+`--format table|json|csv|tsv`; a table piped elsewhere than a terminal is plain aligned text with every value
+whole; NO_COLOR is honoured; a closed pipe ends quietly.
 
 A command adopts them by: building its app with `new_app` (error boundary, closed pipe, plain help off a
 terminal); taking `DbOption`/`RootOption` and `open_workbench(db, root)`; `JsonOption` + `print_json(result)`
@@ -431,7 +432,8 @@ def check_seed(seed: int | None, flag: str = "--seed") -> int | None:
 from typing import Annotated, Optional  # noqa: E402
 
 DbOption = Annotated[Optional[str], typer.Option(
-    "--db", envvar="WB_DB", help="Store: a DuckDB file path or a SQLAlchemy URL (default wb.duckdb in the workbench folder).")]
+    "--db", envvar="WB_DB",
+    help="Store: a DuckDB file path or a SQLAlchemy URL (default wb.duckdb in the workbench folder).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as versioned JSON ({\"wb\": 1, ...}).")]
 FormatOption = Annotated[Optional[str], typer.Option(
     "--format", help="table, json, csv or tsv (table: whole values when piped).", metavar="FORMAT")]

@@ -19,7 +19,8 @@ def register(app: typer.Typer) -> None:
     def confounds(hypothesis: Annotated[Optional[str], typer.Option(
                       "--hypothesis", help="Only the outcomes this hypothesis predicts.")] = None,
                   write: Annotated[bool, typer.Option(
-                      "--write", help="Append each proposed separating experiment to hypotheses.yaml as a draft.")] = False,
+                      "--write",
+                      help="Append each proposed separating experiment to hypotheses.yaml as a draft.")] = False,
                   db: DbOption = None, json_: JsonOption = False, root: RootOption = None,
                   fmt: FormatOption = None) -> None:
         """Scan stored runs for confounds: variables and guard metrics associated with the outcome, and

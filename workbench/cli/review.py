@@ -62,8 +62,8 @@ def register(app: typer.Typer) -> None:
                    metavar="HYPOTHESIS | list [HYPOTHESIS]",
                    help="The hypothesis to review, or `list` (optionally with a hypothesis) to show reviews.")] = None,
                approve: Annotated[bool, typer.Option("--approve", help="Approve the current verdict.")] = False,
-               request_changes: Annotated[bool, typer.Option("--request-changes",
-                                                             help="Ask for changes before the verdict counts.")] = False,
+               request_changes: Annotated[bool, typer.Option(
+                   "--request-changes", help="Ask for changes before the verdict counts.")] = False,
                comment: Annotated[bool, typer.Option("--comment", help="Comment without deciding.")] = False,
                message: Annotated[Optional[str], typer.Option("-m", "--message", help="The review's text.")] = None,
                as_: Annotated[Optional[str], typer.Option(
@@ -78,7 +78,8 @@ def register(app: typer.Typer) -> None:
 
         A review binds to the current verdict's evidence (runs, configs, analysis version); a later
         verdict on other evidence makes it stale. States: awaiting review, approved, changes requested,
-        stale, nothing to review (no verdict yet). An approval by a person who ran the evidence is recorded and marked self-approved."""
+        stale, nothing to review (no verdict yet). An approval by a person who ran the evidence is recorded and
+        marked self-approved."""
         from workbench.errors import BadInput
 
         args = list(args or [])

@@ -65,8 +65,9 @@ def summary_lines(r: "RunReport") -> list[str]:
         lines.append(f"verdict: none ({r.analysis_error})")
     t = r.timing
     if t:
-        lines.append(f"time: {t['wall_s']:.1f} s of real time in all = target commands and waits {t['target_s']:.1f} s + runner "
-                     f"{t['runner_s']:.2f} s + analysis {t['analysis_s']:.2f} s + report {t['report_s']:.2f} s")
+        lines.append(f"time: {t['wall_s']:.1f} s of real time in all = target commands and waits "
+                     f"{t['target_s']:.1f} s + runner {t['runner_s']:.2f} s + analysis {t['analysis_s']:.2f} s "
+                     f"+ report {t['report_s']:.2f} s")
     lines.append(f"report: {r.report}" if r.report else "report: not rebuilt (wb report builds the site)")
     return lines
 
@@ -99,7 +100,8 @@ def register(hypothesis_app: typer.Typer) -> None:
             sequential: Annotated[bool, typer.Option(
                 "--sequential", help="Stop as soon as an always-valid test decides, or when no verdict can be "
                 "reached within the budget (design.max_replicates).")] = False,
-            aa: Annotated[bool, typer.Option("--aa", help="Run the control arm against itself (checks the harness).")] = False,
+            aa: Annotated[bool, typer.Option(
+                "--aa", help="Run the control arm against itself (checks the harness).")] = False,
             set_: Annotated[Optional[list[str]], typer.Option(
                 "--set", help="var=value: override a held variable in every arm (repeatable).")] = None,
             resume: Annotated[bool, typer.Option("--resume", help="Continue the last interrupted execution.")] = False,

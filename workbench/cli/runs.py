@@ -35,7 +35,8 @@ def _run_ids(values: list[str], after: str = "; nothing was deleted") -> list[in
 
 @app.command("list")
 def list_(db: DbOption = None, json_: JsonOption = False,
-          hypothesis: Annotated[Optional[str], typer.Option("--hypothesis", help="Only runs of this hypothesis.")] = None,
+          hypothesis: Annotated[Optional[str], typer.Option(
+              "--hypothesis", help="Only runs of this hypothesis.")] = None,
           limit: Annotated[Optional[int], typer.Option(help="Only the last N runs.")] = None,
           root: RootOption = None, fmt: FormatOption = None) -> None:
     """List runs with their arm, status and metrics."""

@@ -168,7 +168,8 @@ class RunnerOracle:
                                reasoning=f"{h.id} ({req.question}) {result.outcome}: {result.reasoning}", checks=[],
                                details={"kind": "isolate-probe", "search": self.spec.search_id,
                                         "search_key": search_key(self.spec),
-                                        "request": plain_request(req), "outcome": result.outcome, "k": look.k, "n": look.n,
+                                        "request": plain_request(req), "outcome": result.outcome,
+                                        "k": look.k, "n": look.n,
                                         "looks": look.looks, "e_fail": look.e_fail, "e_pass": look.e_pass},
                                hypothesis_sha256=None)
         return self._done(req, result)

@@ -217,7 +217,8 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
             raise
         _record_partial(spec, oracle, store, prior)
         raise RunInterrupted("wb isolate was interrupted between its probes; the target is as it was before them",
-                             hint=_resume_hint(None, resume_command(spec, settings, write), len(oracle.results))) from None
+                             hint=_resume_hint(None, resume_command(spec, settings, write),
+                                               len(oracle.results))) from None
     record = search_record(spec, result, prior=prior)
     record_search(store, spec, record)
     written, refused = _write(Path(registry.root), generated_hypotheses(spec, result)) if write else (None, None)

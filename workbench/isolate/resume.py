@@ -52,7 +52,8 @@ def differences(spec: "IsolateSpec", record: dict[str, Any], *, seed_given: bool
     differ("--target", spec.profile, record.get("profile"))
     differ("--metric", spec.metric, record.get("metric"))
     differ("--region", describe(spec.region), stored_text(record.get("region")))
-    for flag, now, then in (("--good", spec.good, record.get("good") or {}), ("--bad", spec.bad, record.get("bad") or {})):
+    for flag, now, then in (("--good", spec.good, record.get("good") or {}),
+                            ("--bad", spec.bad, record.get("bad") or {})):
         out += [f"{flag} {shown(v, _show(now.get(v)))} (it used {shlex.quote(_show(then.get(v)))})"
                 for v in dict.fromkeys([*now, *then]) if now.get(v) != then.get(v)]
     if "hold" in record and dict(spec.hold) != record["hold"]:

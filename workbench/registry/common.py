@@ -171,7 +171,8 @@ class Region(Strict):
     at_least: Number | None = Field(default=None, allow_inf_nan=False)
     at_most: Number | None = Field(default=None, allow_inf_nan=False)
     equals: Number | None = Field(default=None, allow_inf_nan=False)
-    between: tuple[Annotated[Number, Field(allow_inf_nan=False)], Annotated[Number, Field(allow_inf_nan=False)]] | None = None
+    between: tuple[Annotated[Number, Field(allow_inf_nan=False)],
+                   Annotated[Number, Field(allow_inf_nan=False)]] | None = None
 
     @field_validator("between", mode="before")
     @classmethod

@@ -300,7 +300,8 @@ class Profile(Strict):
     units: UnitsSource | None = None
     collect: dict[str, Extractor] = Field(default_factory=dict)
     fingerprint: dict[str, str] = Field(default_factory=dict)
-    artifacts: dict[str, str] = Field(default_factory=dict, description="name -> path on the target, fetched after each run")
+    artifacts: dict[str, str] = Field(default_factory=dict,
+                                      description="name -> path on the target, fetched after each run")
     options: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
     @field_validator("env")

@@ -37,4 +37,5 @@ def read_user_text(path: str | Path, *, encoding: str = "utf-8") -> str:
         # Decoded whole, so the error's offset is into the file's own bytes (less a BOM, which holds no newline).
         line = exc.object.count(b"\n", 0, exc.start) + 1
         raise ConfigError(f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} on this line)", file=file, line=line,
-                          hint="save it as UTF-8 (a spreadsheet: CSV UTF-8); a binary file is not one wb reads") from None
+                          hint="save it as UTF-8 (a spreadsheet: CSV UTF-8); "
+                               "a binary file is not one wb reads") from None

@@ -64,7 +64,8 @@ def _message(error: Any) -> str:
         return f"must be text, got {shown(error['input'])}: quote it (\"{error['input']}\") if it is a name"
     if error["type"] == "literal_error" and "expected" in (error.get("ctx") or {}):
         given = error["input"]
-        return f"must be one of {error['ctx']['expected']}, got {repr(given) if isinstance(given, str) else shown(given)}"
+        return (f"must be one of {error['ctx']['expected']}, "
+                f"got {repr(given) if isinstance(given, str) else shown(given)}")
     if error["type"] in _BOUNDS or error["type"] == "finite_number":
         given = error.get("input")
         if error["type"] == "finite_number" or (isinstance(given, float) and given != given):  # nan is in no bound
@@ -277,7 +278,8 @@ def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
             if attr != "same_as" and exp.metrics[ref].kind != "count":
                 raise doc.error(f"{attr} {ref!r} of proportion {name!r} must be a count", ("metrics", name, attr))
         if m.units is not None and exp.unit is None:
-            raise doc.error(f"metric {name!r} counts units but the experiment declares no unit", ("metrics", name, "units"))
+            raise doc.error(f"metric {name!r} counts units but the experiment declares no unit",
+                            ("metrics", name, "units"))
     _check_aliases(exp, doc)
     _check_outcomes(exp, doc)
     if exp.default_profile not in exp.profiles:
@@ -497,7 +499,8 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
     known = {x.id for x in reg.hypotheses}
     for k, a in enumerate(h.assumptions):
         if a.tested_by is not None and a.tested_by not in known:
-            raise doc.error(f"assumption tested_by {a.tested_by!r} is not a hypothesis", (*at, "assumptions", k, "tested_by"))
+            raise doc.error(f"assumption tested_by {a.tested_by!r} is not a hypothesis",
+                            (*at, "assumptions", k, "tested_by"))
 
 
 def _check_predictions(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: Hypothesis,

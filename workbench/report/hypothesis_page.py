@@ -125,7 +125,8 @@ def _beside(p: Any, exp: Experiment | None) -> str:
 def _region_bands(h: Hypothesis, metric: str, exp: Experiment | None) -> list[charts.RegionBand]:
     out = []
     for p in h.predicts:
-        if (p.metric == metric and not p.target and p.difference is None) or (p.target and metric == f"calls:{p.target}"):
+        if (p.metric == metric and not p.target and p.difference is None) \
+                or (p.target and metric == f"calls:{p.target}"):
             lo, hi = p.region.bounds()
             out.append(charts.RegionBand(p.arm, lo, hi, "predicted", p.region.describe() + _beside(p, exp)))
     for g in h.requires:
@@ -414,8 +415,8 @@ def _observed(p: Any, exp: Experiment | None, arm_names: list[str], totals: dict
     return observed, relation
 
 
-def _predictions(h: Hypothesis, exp: Experiment | None, data: StoreData, analysis: Analysis | None, arm_names: list[str],
-                 totals: dict[str, list[int]], estimates: dict[tuple[str, str], dict[str, Any]],
+def _predictions(h: Hypothesis, exp: Experiment | None, data: StoreData, analysis: Analysis | None,
+                 arm_names: list[str], totals: dict[str, list[int]], estimates: dict[tuple[str, str], dict[str, Any]],
                  desc: dict[str, str]) -> list[PredictionView]:
     a_preds = bridge.predictions(analysis)
     stored = Analysis.from_dict((data.verdicts.get(h.id) or {}).get("details") or {})
@@ -469,7 +470,6 @@ def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], by_arm: di
                    r["id"] in in_evidence,
                    [stats.fmt_value(run_metric(exp, r, m), display.is_proportion(exp, m)) for m in metric_columns])
             for r in shown]
-
 
 
 def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None, analysis_note: str,

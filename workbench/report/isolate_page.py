@@ -85,8 +85,10 @@ def _view(st: Any, runs_of: dict[int, list[int]]) -> SearchView:
                   f"possibly needed {_set(res.get('upper', []))}")
     budget = f" of {res['budget']:g}" if res.get("budget") else ""
     return SearchView(st.search_id, st.root_id, st.created_at or "", str(res.get("status", "?")), answer,
-                      str(res.get("explanation", "")), f"{rec.get('metric')} fails when {stored_text(rec.get('region'))}",
-                      _set(f"{c}: {shlex.quote(str(good.get(c)))} → {shlex.quote(str(bad.get(c)))}" for c in rec.get("changes", [])),
+                      str(res.get("explanation", "")),
+                      f"{rec.get('metric')} fails when {stored_text(rec.get('region'))}",
+                      _set(f"{c}: {shlex.quote(str(good.get(c)))} → {shlex.quote(str(bad.get(c)))}"
+                           for c in rec.get("changes", [])),
                       f"{res.get('units', 0):g}{budget}", f"{res.get('alpha_spent', 0):.3g} of {res.get('alpha', 0):g}",
                       _rows(rec, runs_of), resume_line(rec) or "")
 

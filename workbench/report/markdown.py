@@ -12,7 +12,6 @@ if TYPE_CHECKING:
     from workbench.store.engine import Store
 
 
-
 # Characters that make Markdown inline syntax anywhere in a line (emphasis, code, links, tables, strike,
 # backslash escapes); `_` only where it can open or close emphasis (not inside a word: corruption_rate).
 _INLINE = re.compile(r"[\\`*\[\]|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")

@@ -127,8 +127,8 @@ def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: A
                copied: set[str] | None = None, files_dir: Path | None = None,
                rates: dict[str, set[str]] | None = None) -> dict[Any, str]:
     """One page per run, linked to its neighbours of the same hypothesis; `descriptions`: experiment id ->
-    what each of its metrics measures; `rates`: experiment id -> its proportions; `copied` gets the site path of each artifact file the pages link to;
-    `files_dir` is where the artifact copies are written (default `out`)."""
+    what each of its metrics measures; `rates`: experiment id -> its proportions; `copied` gets the site path of
+    each artifact file the pages link to; `files_dir` is where the artifact copies are written (default `out`)."""
     written: dict[Any, str] = {}
     by_hyp: dict[Any, list[int]] = {}
     for rid, r in data.runs.items():
@@ -237,7 +237,8 @@ def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: s
         written.append(out / names[i])
     result["runs_list"] = str(out / "runs.html")
     result["confounds"] = str(render("confounds.html.j2",
-                                     pages.confounds(findings, confound_note, known, set(data.runs), page("Confounds", "confounds")),
+                                     pages.confounds(findings, confound_note, known, set(data.runs),
+                                                     page("Confounds", "confounds")),
                                      out / "confounds.html"))
     result["lineage"] = str(render("lineage.html.j2",
                                    pages.lineage_context(registry, data, statuses, page("Lineage", "lineage")),

@@ -1,7 +1,8 @@
 """The experiment loop: plan, snapshot the target, run blocks (hosts in parallel), record, always restore.
 
 Ctrl-C, SIGTERM and SIGHUP (a closed terminal, a dropped ssh session) cancel the loop; the run in flight is
-recorded `interrupted`, the target is restored in `finally`, and `--resume` later continues the same execution without redoing finished runs.
+recorded `interrupted`, the target is restored in `finally`, and `--resume` later continues the same execution
+without redoing finished runs.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from workbench.store.engine import Store
 if TYPE_CHECKING:
     from workbench.runner.lock import TargetLock
 from workbench.store.entities import ExecutionRecord
-
 
 
 class Stopping(Protocol):
@@ -436,7 +436,8 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
 
     if state.restore_error:
         status = "failed" if status == "done" else status
-    msg = None if error is None else (error.message if isinstance(error, WbError) else f"{type(error).__name__}: {error}")
+    msg = None if error is None else (error.message if isinstance(error, WbError)
+                                      else f"{type(error).__name__}: {error}")
     if state.restore_error:
         msg = (msg + "\n" if msg else "") + state.restore_error
     patient(lambda: state.store.update_execution(state.execution_id, status=status, ended_at=utcnow(), error=msg))

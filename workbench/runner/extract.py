@@ -157,7 +157,8 @@ def unit_aggregate(name: str, units: list[dict[str, Any]], field: str, aggregate
     for u in units:
         v = u.get(field, 0) or 0
         if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise ExtractError(f"metric {name!r}: unit field {field!r} is {v!r}, not a number", str(u)[:300], "the unit")
+            raise ExtractError(f"metric {name!r}: unit field {field!r} is {v!r}, not a number", str(u)[:300],
+                               "the unit")
         if not _finite(v):
             raise ExtractError(f"metric {name!r}: unit field {field!r} is {v!r}, not a finite number",
                                str(u)[:300], "the unit")

@@ -30,7 +30,8 @@ class Harness:
     artifacts_root: Path
     remote_work: str | None  # per-run folders on the target; None: the local artifact folder
     on_stage: Callable[[PlannedRun, str], None] = lambda pr, st: None
-    fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None  # awaited as each stage begins (tests inject faults)
+    # awaited as each stage begins (tests inject faults)
+    fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None
     probe_targets: list[str] = field(default_factory=list)
     restart_timeout_s: float = 300.0
     warn: Callable[[str], None] = lambda text: None

@@ -23,7 +23,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Awaitable, Callable, Collection
 
 from workbench.errors import RunFailure, TargetError
-from workbench.runner.targets.base import HOLDER_ENV, LOCK_NAME, Target  # noqa: F401 (HOLDER_ENV, LOCK_NAME: part of this module's interface)
+# HOLDER_ENV, LOCK_NAME: part of this module's interface
+from workbench.runner.targets.base import HOLDER_ENV, LOCK_NAME, Target  # noqa: F401
 
 ACQUIRED = "WB-LOCK-ACQUIRED"
 

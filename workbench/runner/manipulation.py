@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from workbench.runner.render import render_command, render_text
 
+
 def ports_of(urls: list[str]) -> list[int]:
     out = []
     for u in urls:

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from workbench.registry.loader import Registry
 
 
-
 @dataclass
 class Prepared:
     registry: Registry
@@ -126,7 +125,8 @@ def preview_values(p: Prepared, arm: str, context: dict[str, str], host: str = "
     from workbench.runner.lifecycle import builtins
 
     fake = Harness(root=p.root, experiment=p.experiment, hypothesis=p.hypothesis, profile_name=p.profile_name,
-                   profile=p.profile, target=None, context=context, env={}, config_template=None,  # type: ignore[arg-type]
+                   profile=p.profile,
+                   target=None, context=context, env={}, config_template=None,  # type: ignore[arg-type]
                    artifacts_root=p.root, remote_work=None)
     start = datetime(2000, 1, 1, tzinfo=timezone.utc)
     from workbench.registry.experiment import per_replicate_names

@@ -121,7 +121,8 @@ def _refuse_anothers(root: Any, prior: "ExecutionRecord") -> None:
     if me.name.strip().casefold() == prior.user_name.strip().casefold():
         return
     where = f" on {prior.host}" if prior.host else ""
-    raise BadInput(f"--resume: execution {prior.id} of {prior.hypothesis_id!r} was started by {prior.user_name}{where}; "
+    raise BadInput(f"--resume: execution {prior.id} of {prior.hypothesis_id!r} was started by "
+                   f"{prior.user_name}{where}; "
                    f"you are {me.describe()}, and the runs a resume adds would be recorded as theirs. Nothing was run",
                    hint=f"ask {prior.user_name} to resume it, or start your own execution: "
                         f"wb hypothesis run {prior.hypothesis_id}")

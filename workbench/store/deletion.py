@@ -34,11 +34,13 @@ def plan(session: Session, run_ids: Iterable[int], runner_gone: RunnerGone | Non
     found = {r.id for r in runs}
     executions = {r.execution_id for r in runs if r.execution_id is not None}
     uuids = {r.uuid for r in runs if r.uuid}
-    running = {e.id for e in session.exec(select(Execution).where(Execution.id.in_(executions),  # type: ignore[union-attr]
-                                                                  Execution.status == "running")).all()
+    running = {e.id
+               for e in session.exec(select(Execution).where(Execution.id.in_(executions),  # type: ignore[union-attr]
+                                                             Execution.status == "running")).all()
                if not (runner_gone and e.uuid and runner_gone(e.uuid))} if executions else set()
     left = {e for e in executions
-            if not session.exec(select(Run.id).where(Run.execution_id == e, Run.id.not_in(wanted))).first()}  # type: ignore[union-attr]
+            if not session.exec(select(Run.id).where(Run.execution_id == e,
+                                                     Run.id.not_in(wanted))).first()}  # type: ignore[union-attr]
     # A run without a uuid (an old store) cannot be named by evidence: its execution's verdicts go with it.
     unnamed = {r.execution_id for r in runs if not r.uuid and r.execution_id is not None}
     verdicts = [v for v in session.exec(select(Verdict)).all()
@@ -87,12 +89,15 @@ def _orphan_blobs(session: Session, run_ids: list[int]) -> list[str]:
     """Hashes of the artifact contents only these runs refer to."""
     if not run_ids:
         return []
-    shas = set(session.exec(select(Artifact.sha256).where(Artifact.run_id.in_(run_ids))).all())  # type: ignore[attr-defined]
+    shas = set(session.exec(
+        select(Artifact.sha256).where(Artifact.run_id.in_(run_ids))).all())  # type: ignore[attr-defined]
     if not shas:
         return []
-    kept = set(session.exec(select(Artifact.sha256).where(Artifact.sha256.in_(shas),  # type: ignore[attr-defined]
-                                                          Artifact.run_id.not_in(run_ids))).all())  # type: ignore[attr-defined]
-    stored = set(session.exec(select(ArtifactBlob.sha256).where(ArtifactBlob.sha256.in_(shas))).all())  # type: ignore[attr-defined]
+    kept = set(session.exec(
+        select(Artifact.sha256).where(Artifact.sha256.in_(shas),  # type: ignore[attr-defined]
+                                      Artifact.run_id.not_in(run_ids))).all())  # type: ignore[attr-defined]
+    stored = set(session.exec(
+        select(ArtifactBlob.sha256).where(ArtifactBlob.sha256.in_(shas))).all())  # type: ignore[attr-defined]
     return sorted((shas - kept) & stored)
 
 

@@ -255,7 +255,10 @@ class StoreReads:
                                     rendered_config=r.rendered_config, artifacts=tuple(arts.get(r.id, ())),
                                     units=units.get(r.id, {}), probe_counts=tuple(probes.get(r.id, ())))
                          for r in s.exec(select(Run).order_by(Run.id)).all())  # type: ignore[arg-type]
-            verdicts = tuple(verdict_record(v) for v in s.exec(select(Verdict).order_by(Verdict.id)).all())  # type: ignore[arg-type]
-            executions = tuple(execution_record(e) for e in s.exec(select(Execution).order_by(Execution.id)).all())  # type: ignore[arg-type]
-            reviews = tuple(review_record(r) for r in s.exec(select(Review).order_by(Review.id)).all())  # type: ignore[arg-type]
+            verdicts = tuple(verdict_record(v)
+                             for v in s.exec(select(Verdict).order_by(Verdict.id)).all())  # type: ignore[arg-type]
+            executions = tuple(execution_record(e) for e in
+                               s.exec(select(Execution).order_by(Execution.id)).all())  # type: ignore[arg-type]
+            reviews = tuple(review_record(r)
+                            for r in s.exec(select(Review).order_by(Review.id)).all())  # type: ignore[arg-type]
         return StoreContents(runs=runs, verdicts=verdicts, executions=executions, reviews=reviews)

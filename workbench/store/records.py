@@ -32,6 +32,7 @@ def new_key() -> str:
     """A globally unique key for a row that may travel to other stores (bundles)."""
     return uuidlib.uuid4().hex
 
+
 def redact_secrets(mapping: dict[str, Any] | None) -> dict[str, Any] | None:
     """Drop the value of every entry whose name looks like a secret (…TOKEN, …KEY, …PASSWORD)."""
     if mapping is None:
@@ -122,7 +123,8 @@ def snapshot_hypothesis(session: Session, *, hypothesis_id: str, body: dict[str,
                                                   recorded_at=utcnow()))
 
 
-def snapshot_experiment(session: Session, *, experiment_id: str, version: int, body: dict[str, Any]) -> ExperimentSnapshot:
+def snapshot_experiment(session: Session, *, experiment_id: str, version: int,
+                        body: dict[str, Any]) -> ExperimentSnapshot:
     """The experiment as declared, keyed by its content; its profiles' secret-named entries are kept masked (a
     token written into a config template or a context value), as the flush hook masks the secrets declared."""
     sha = sha256_text(jsonx.dumps(body) or "{}")
@@ -306,7 +308,8 @@ def add_units(session: Session, *, run_id: int, units: Iterable[dict[str, Any]],
     for i, u in enumerate(units):
         dur = u.get("duration_s", u.get("wall_s", u.get("elapsed_s")))
         rounds = u.get("rounds")
-        rows.append({"run_id": run_id, "idx": i, "outcome": None if u.get(outcome_field) is None else str(u.get(outcome_field)),
+        rows.append({"run_id": run_id, "idx": i,
+                     "outcome": None if u.get(outcome_field) is None else str(u.get(outcome_field)),
                      "rounds": int(rounds) if _finite(rounds) and abs(rounds) < 2**31 else None,
                      "duration_s": float(dur) if _finite(dur) else None,
                      "data_json": jsonx.dumps(u)})

@@ -191,7 +191,8 @@ def _evidence(session: Any, run_ids: list[int], analysis_version: str) -> Any:
     rows = session.exec(select(Run.uuid, Run.config_hash, Run.execution_id)
                         .where(Run.id.in_(run_ids))).all() if run_ids else []  # type: ignore[union-attr]
     exec_ids = sorted({e for _, _, e in rows if e is not None})
-    exec_keys = session.exec(select(Execution.uuid).where(Execution.id.in_(exec_ids))).all() if exec_ids else []  # type: ignore[union-attr]
+    exec_keys = session.exec(
+        select(Execution.uuid).where(Execution.id.in_(exec_ids))).all() if exec_ids else []  # type: ignore[union-attr]
     return Evidence(tuple(str(k) for k in exec_keys), tuple(EvidenceRun(str(u), h) for u, h, _ in rows),
                     analysis_version)
 
@@ -245,7 +246,8 @@ class StoreBundles:
             return {}
         out: dict[str, bytes] = {}
         with self.session() as s:
-            for blob in s.exec(select(ArtifactBlob).where(ArtifactBlob.sha256.in_(wanted))).all():  # type: ignore[attr-defined]
+            for blob in s.exec(
+                    select(ArtifactBlob).where(ArtifactBlob.sha256.in_(wanted))).all():  # type: ignore[attr-defined]
                 try:
                     data = zlib.decompress(bytes(blob.data)) if blob.compression == "zlib" else None
                 except zlib.error:

@@ -88,7 +88,8 @@ class ReviewState:
                             for r in self.reviews]}
 
 
-def verdict_runners(verdicts: Iterable[VerdictRecord], executions: Iterable[ExecutionRecord]) -> dict[int, frozenset[str]]:
+def verdict_runners(verdicts: Iterable[VerdictRecord],
+                    executions: Iterable[ExecutionRecord]) -> dict[int, frozenset[str]]:
     """verdict id -> the names recorded as running the executions it rests on (its evidence's executions, and
     the execution it was recorded for); verdicts with none recorded are left out."""
     executions = list(executions)

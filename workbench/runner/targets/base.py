@@ -234,7 +234,8 @@ class Target(abc.ABC):
         """Undo `setup` after the restore; returns a warning text when that failed."""
         return None
 
-    async def run_arm(self, variables: dict[str, str], replicate: int) -> tuple[dict[str, float], dict[str, Any]] | None:
+    async def run_arm(self, variables: dict[str, str],
+                      replicate: int) -> tuple[dict[str, float], dict[str, Any]] | None:
         """Run one arm in process: (metrics, fingerprint additions); None: run the profile's workload command."""
         return None
 

@@ -135,7 +135,8 @@ class SimTarget(LocalTarget):
         raise TargetBusy(f"pdsim in {self.sim_dir} reads its serve file from {in_use} (named by wb sim up --config), "
                          f"but the profile writes each arm into {serve_file}: no arm would reach the servers. "
                          "Nothing was run",
-                         hint=f"to run on that config, make it the serve file: cp {q(str(in_use))} {q(str(serve_file))} "
+                         hint=f"to run on that config, make it the serve file: "
+                              f"cp {q(str(in_use))} {q(str(serve_file))} "
                               f"&& wb sim up --dir {q(str(self.sim_dir))} --config {q(str(serve_file))}; "
                               "or give another sim folder ($WB_SIM_DIR)")
 
