@@ -117,7 +117,8 @@ class RunReport:
         from workbench.analysis.results import marked_checks
 
         a = self.analysis
-        return {**self.execution.to_dict(), "verdict": a.verdict if a else None, "reasoning": a.reasoning if a else None,
+        return {**self.execution.to_dict(), "verdict": a.verdict if a else None,
+                "reasoning": a.reasoning if a else None,
                 "checks": marked_checks(a.checks, a.verdict) if a else [], "analysis_error": self.analysis_error,
                 "report": self.report, "report_error": self.report_error,
                 "command_timing": self.timing}  # "timing" stays the experiment loop's
@@ -288,7 +289,8 @@ class Workbench(StoredRuns):
         if not self._store_exists():
             return current_statuses(declared, [], {})
         with self.store(read_only=True) as store:
-            return stored_statuses(store, declared, {h.id: prediction_keys(h, self.registry.experiments) for h in self.registry.hypotheses})
+            return stored_statuses(store, declared, {h.id: prediction_keys(h, self.registry.experiments)
+                                                     for h in self.registry.hypotheses})
 
     def _secrets_if_readable(self) -> None:
         """Register the secrets the workbench's files declare now (the registry does as it loads), so that a text
@@ -454,7 +456,8 @@ class Workbench(StoredRuns):
         return build_site(store, self.registry, Path(out) if out is not None else Path(self.registry.root) / "reports",
                           artifacts=self.settings.artifacts, default=out is None)
 
-    def report(self, *, out: str | Path | None = None, fmt: str = "html", hypothesis_id: str | None = None) -> ReportResult:
+    def report(self, *, out: str | Path | None = None, fmt: str = "html",
+               hypothesis_id: str | None = None) -> ReportResult:
         """Build the site under `out` (default: reports/ in the workbench folder), or Markdown with fmt="md"."""
         fmt = report_format(fmt)
         if hypothesis_id is not None:
@@ -467,7 +470,8 @@ class Workbench(StoredRuns):
                         else board_markdown(store, self.registry))
                 return ReportResult("md", markdown=text)
             site = self._site(store, out)
-        return ReportResult("html", site=site, page=site["hypotheses"][hypothesis_id] if hypothesis_id else site["index"])
+        return ReportResult("html", site=site,
+                            page=site["hypotheses"][hypothesis_id] if hypothesis_id else site["index"])
 
     def lineage(self) -> list[LineageNode]:
         """The hypotheses in registry order, each with its status and depth below its root."""
