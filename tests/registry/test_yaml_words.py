@@ -40,7 +40,7 @@ hypotheses:
       treatment: {cache: yes}
     hold: {verbose: True}
     predicts:
-      - {metric: sessions, arm: treatment, at_least: 0}
+      - {metric: sessions, arm: treatment, at_least: 1}
 """
 
 

@@ -493,7 +493,7 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
         if g.metric not in exp.metrics:
             raise doc.error(f"guard on metric {g.metric!r}, which experiment {exp.id!r} does not produce",
                             (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
-        _check_scale(exp, g.metric, g, False, doc, loc)
+        _check_scale(exp.metrics[g.metric].kind, f"metric {g.metric!r}", g, False, doc, loc, guard=True)
         if g.arm is not None and g.arm not in arm_names:
             raise doc.error(f"guard names arm {g.arm!r}; arms are {', '.join(sorted(arm_names))}", (*loc, "arm"))
     known = {x.id for x in reg.hypotheses}
@@ -514,6 +514,7 @@ def _check_predictions(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h
                 raise doc.error("a reachability prediction names the probed target (target:)", loc)
             if h.probe and p.target not in h.probe.targets:
                 raise doc.error(f"target {p.target!r} is not among probe.targets", (*loc, "target"))
+            _check_scale("count", f"calls to {p.target}", p, p.difference is not None, doc, loc)
         elif p.target is not None:
             # Without metric: (it defaults to a probe's "calls"), removing target: would leave a prediction on no
             # metric of the experiment's: metric: was likely meant.
@@ -529,18 +530,20 @@ def _check_predictions(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h
             raise doc.error(f"prediction on metric {p.metric!r}, which experiment {exp.id!r} does not produce",
                             (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
         else:
-            _check_scale(exp, p.metric, p, p.difference is not None, doc, loc)
+            kind = exp.metrics[p.metric].kind
+            _check_scale(kind, f"metric {p.metric!r}", p, p.difference is not None, doc, loc)
         for a in ([p.arm] if p.arm else []) + list(p.difference or ()):
             if a not in arm_names:
                 raise doc.error(f"prediction names arm {a!r}; arms are {', '.join(sorted(arm_names))}",
                                 (*loc, "arm" if p.arm else "difference"))
 
 
-def _check_scale(exp: Experiment, metric: str, region: Any, difference: bool, doc: LocatedYaml,
-                 loc: tuple[Any, ...]) -> None:
+def _check_scale(kind: str, what_on: str, region: Any, difference: bool, doc: LocatedYaml, loc: tuple[Any, ...],
+                 guard: bool = False) -> None:
     """A bound a metric can never reach is a mistake (`at_least: 30` on a rate meant 30%): a proportion lies in
-    [0, 1] (a difference of two in [-1, 1]) and a count is never below 0 (a difference of counts may be)."""
-    kind = exp.metrics[metric].kind
+    [0, 1] (a difference of two in [-1, 1]) and a count is never below 0 (a difference of counts may be). A region
+    holding every value the metric can take (`at_least: 0` on a count) could never be falsified, nor a guard
+    violated. A continuous metric, or a difference of counts, has no natural range: nothing is checked."""
     if kind == "proportion":
         lo, hi, what = (-1.0, 1.0, "a difference of proportions") if difference else (0.0, 1.0, "a proportion")
     elif kind == "count" and not difference:
@@ -552,8 +555,32 @@ def _check_scale(exp: Experiment, metric: str, region: Any, difference: bool, do
         for bound in value if isinstance(value, tuple) else [value]:
             if bound is not None and not lo <= bound <= hi:
                 scale = f"[{lo:g}, {hi:g}]" if hi != float("inf") else f">= {lo:g}"
-                raise doc.error(f"{key} {bound:g} on metric {metric!r}: {what} lies in {scale}", (*loc, key),
+                raise doc.error(f"{key} {bound:g} on {what_on}: {what} lies in {scale}", (*loc, key),
                                 hint="write a rate as a fraction (0.3 for 30%)" if kind == "proportion" else None)
+    low, high = region.bounds()
+    if low <= lo and high >= hi:
+        given = [k for k in ("at_least", "at_most", "between") if getattr(region, k) is not None]
+        written = " and ".join(f"{k}: {_written(getattr(region, k))}" for k in given)
+        verb = "hold" if len(given) > 1 else "holds"
+        never = "this guard can never be violated" if guard else "this prediction can never be falsified"
+        raise doc.error(f"{written} on {what_on} {verb} every {what.removeprefix('a ')}: {never}",
+                        (*loc, given[0]), hint=_BOUNDED_AWAY[what])
+
+
+# What to write instead of a region that holds every value, by what the metric is.
+_BOUNDED_AWAY = {
+    "a proportion": "bound it away from 0 or from 1, e.g. at_least: 0.05 (a rate of 5% or more) or at_most: 0.02",
+    "a difference of proportions": "bound it away from -1 or from 1, e.g. at_least: 0.05 (the first arm's rate at "
+                                   "least 5 points above the second's) or at_most: 0",
+    "a count": "bound it away from 0, e.g. at_least: 1 (one or more) or equals: 0 (none)",
+}
+
+
+def _written(value: Any) -> str:
+    """A bound as written in the file: 0, 0.05, [0, 1]."""
+    if isinstance(value, tuple):
+        return f"[{', '.join(_written(v) for v in value)}]"
+    return f"{value:g}"
 
 
 def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
