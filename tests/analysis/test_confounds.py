@@ -87,3 +87,11 @@ def test_before_any_run_is_recorded_it_scans_nothing_as_on_an_empty_store(workbe
     code, _, err = cli("confounds", "--root", str(workbench_dir), "--db", str(workbench_dir / "typo.duckdb"))
     assert code == 2 and err.startswith(f"Error: no store at {workbench_dir / 'typo.duckdb'} (--db)"), err
     assert not store.exists() and not (workbench_dir / "typo.duckdb").exists()
+
+
+def test_a_drafts_threshold_lies_above_the_clean_rate_at_the_decimals_that_allow_it():
+    # The draft's `at_least` was the midpoint floored to 2 decimals: 0 between 0 and 0.9%, which no rate falsifies.
+    from workbench.analysis.aliasing import _between
+
+    assert _between(0.0, 0.94) == 0.47 and _between(0.28, 0.30) == 0.29 and _between(0.0, 0.009) == 0.004
+    assert _between(0.0, 0.00002) == 0.00001 and _between(0.5, 0.5 + 1e-12) is None

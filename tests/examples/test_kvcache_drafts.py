@@ -60,3 +60,24 @@ def test_a_bare_list_gets_the_draft(kv, cli):
     code, _, err = cli("hypothesis", "validate", "--root", str(kv.root))
     assert code == 0, err
     assert [h["id"] for h in yaml.safe_load(path.read_text())] == ["compression-stale", DRAFT]
+
+
+def _rare(kv, stale: str) -> None:
+    """The history with `stale` clients of each deploy's reading stale, of 1,000: a rare outcome."""
+    path = kv.root / "history.csv"
+    lines = path.read_text().splitlines()
+    rows = [lines[0]] + [",".join(f[:4] + ["1000", stale if f[2] == "on" else "0"] + f[6:])
+                         for f in (line.split(",", 8) for line in lines[1:])]
+    path.write_text("\n".join(rows) + "\n")
+
+
+def test_a_draft_for_a_rare_outcome_predicts_a_threshold_above_0_and_validates(kv, cli):
+    # Aliased rates of 0 and 0.9% drafted `at_least: 0` (the midpoint floored to 2 decimals), a prediction no rate
+    # can falsify: the registry refused wb's own draft and --write failed.
+    _rare(kv, "9")
+    code, out, err = _write_drafts(kv, cli)
+    assert code == 0, (out, err)
+    assert _ids(kv, cli) == ["compression-stale", DRAFT]
+    (draft,) = [h for h in yaml.safe_load((kv.root / "hypotheses.yaml").read_text())["hypotheses"] if h["id"] == DRAFT]
+    assert draft["predicts"][0]["at_least"] == 0.004, draft
+    assert "stays below 0.004 with" in draft["falsified_if"], draft

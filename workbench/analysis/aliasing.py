@@ -121,7 +121,11 @@ def propose(registry: Registry, exp: Experiment, pair: tuple[str, str], runs: li
                 "text": f"Registered hypotheses already separate them: run {names}."}
     var, other = choice
     hold = {other: low[other], **_common_others(runs, pair)}
-    threshold = math.floor(100 * (lo + hi) / 2) / 100
+    threshold = _between(lo, hi)
+    if threshold is None:
+        return {"toggle": var, "from": low[var], "to": high[var], "hold": hold, "registered_as": None,
+                "entry": None, "text": f"No draft: {outcome} read {lo:.3g} with both at the clean values and "
+                f"{hi:.3g} with both changed, too close for a threshold between them to tell the two apart."}
     hid = f"{var.replace('_', '-')}-apart-from-{other.replace('_', '-')}"
     entry = {
         "id": hid,
@@ -132,7 +136,8 @@ def propose(registry: Registry, exp: Experiment, pair: tuple[str, str], runs: li
         "hold": hold,
         "predicts": [{"metric": outcome, "arm": "treatment", "at_least": threshold,
                       "why": f"aliased runs: {lo:.2g} with both at the clean values, {hi:.2g} with both changed"}],
-        "falsified_if": f"{outcome} stays below {threshold:g} with {var}={high[var]} and {other}={low[other]}.",
+        "falsified_if": f"{outcome} stays below {f'{threshold:.8f}'.rstrip('0')} with {var}={high[var]} and "
+                        f"{other}={low[other]}.",
     }
     text = (f"Separate them: toggle {var} ({low[var]} -> {high[var]}) while holding "
             + ", ".join(f"{k}={v}" for k, v in hold.items()) + f"; measure {outcome} in both arms"
@@ -140,6 +145,18 @@ def propose(registry: Registry, exp: Experiment, pair: tuple[str, str], runs: li
             + ". Paste the entry below into hypotheses.yaml, or run `wb confounds --write`.")
     return {"toggle": var, "from": low[var], "to": high[var], "hold": hold, "registered_as": None,
             "entry": entry, "entry_yaml": entry_yaml(entry), "text": text}
+
+
+def _between(lo: float, hi: float) -> float | None:
+    """The threshold a draft predicts: the two rates' midpoint floored to 2 decimals (0.47 between 0 and 0.94),
+    or to as many more as keep it above `lo` (0.004 between 0 and 0.009: at 2 decimals it was 0, a prediction
+    no rate can falsify, which the registry refuses); None where 8 decimals cannot put one between them."""
+    for places in range(2, 9):
+        scale = 10 ** places
+        threshold = math.floor(round(scale * (lo + hi) / 2, 6)) / scale  # 100 * 0.29 is 28.999999999999996
+        if lo < threshold <= hi:
+            return threshold
+    return None
 
 
 def _common_others(runs: list[RunData], pair: tuple[str, str]) -> dict[str, str]:
