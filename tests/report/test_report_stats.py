@@ -102,12 +102,19 @@ def test_a_small_rates_interval_reads_apart_in_the_arm_table_and_its_tooltips():
     assert spec["datasets"]["runs"][0]["value_text"] == "0.01%", spec["datasets"]["runs"]
 
 
-def test_a_single_value_reads_as_an_intervals_ends_do():
+def test_a_recorded_value_keeps_its_digits_and_an_estimate_reads_as_an_intervals_ends_do():
     # A value in a table cell, a run's tooltip or a card had no thousands separators (230000, 1234.6) where the
-    # intervals beside it read [229,000, 231,000]: one rule for both, display.number.
+    # intervals beside it read [229,000, 231,000]. Then every single value took display.number's three significant
+    # digits: a run's wall_s of 346.3 read 346 (as one of 346.4 did) and 1234.56 read 1,235. A recorded value keeps
+    # its digits, thousands separated; an estimate without an interval keeps three significant digits.
     from workbench.analysis import display
+    from workbench.report import charts
 
-    for x, text in ((230000.0, "230,000"), (230000, "230,000"), (1234.56, "1,235"), (0.12345, "0.123"), (5, "5"),
-                    (-12345.0, "-12,345"), (999.7, "1,000")):
-        assert report_stats.fmt(x) == text == display.number(x), (x, report_stats.fmt(x))
+    for x, text in ((230000.0, "230,000"), (230000, "230,000"), (1234.56, "1,234.56"), (0.12345, "0.12345"),
+                    (5, "5"), (-12345.0, "-12,345"), (999.7, "999.7"), (346.3, "346.3"), (1234567.0, "1,234,567")):
+        assert report_stats.fmt(x) == text == display.recorded(x), (x, report_stats.fmt(x))
     assert report_stats.fmt_value(230000.0, False) == "230,000" and report_stats.fmt(None) == "–"
+    assert report_stats.fmt_value(346.3, False) != report_stats.fmt_value(346.4, False)
+    spec = charts.metric_spec(charts.MetricChart("wall_s", ["control"], [], [charts.RunValue("control", 6, 1234.56)]))
+    assert spec["datasets"]["runs"][0]["value_text"] == "1,234.56", spec["datasets"]["runs"]
+    assert display.number(1234.56) == "1,235" and display.number(0.12345) == "0.123"

@@ -7,6 +7,7 @@ Only how numbers are shown: nothing here changes a statistic.
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from typing import Any, Sequence
 
 PERCENT = "percent"  # a rate: 17.5%
@@ -122,6 +123,20 @@ def number(x: float, digits: int = 3) -> str:
     if x == 0:
         return "0"
     return f"{x:.{digits}g}" if abs(x) < 999.5 else f"{x:,.{digits - 3}f}"
+
+
+def recorded(x: float) -> str:
+    """A value as it was recorded, every digit it carries (to a float's 15) and thousands separated: 346.3, 1,234.56,
+    1,234,567, 0.00012. `number`'s three significant digits are for estimates and intervals: they read a run's wall
+    time of 346.3 s as 346, the same as one of 346.4."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return f"{x:,}"
+    if not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    d = Decimal(f"{x:.15g}")  # 15 digits: a sum's 0.30000000000000004 reads 0.3
+    return f"{d:,f}" if -9 <= d.adjusted() < 21 else f"{x:.15g}"
 
 
 def interval_ends(iv: Sequence[float]) -> tuple[str, str]:

@@ -9,7 +9,6 @@ from typing import Any, Mapping
 
 from workbench.analysis import clustered, display
 from workbench.analysis.results import Analysis, Check, Judgement
-from workbench.report.stats import fmt
 
 
 def arm_metric(analysis: Analysis | None, arm: str, metric: str) -> dict[str, Any] | None:
@@ -24,7 +23,8 @@ def arm_metric(analysis: Analysis | None, arm: str, metric: str) -> dict[str, An
         # An analysis stored before arms carried the interval's name: what its design effect and phi say.
         method = e.interval_kind or "Wilson 95%" + clustered.widening(e.design_effect, e.dispersion)
     else:
-        label = f"median {display.estimate(e.estimate, e.bounds) if e.bounds else fmt(e.estimate)} ({e.runs} runs)"
+        median = display.estimate(e.estimate, e.bounds) if e.bounds else display.number(e.estimate)
+        label = f"median {median} ({e.runs} runs)"
         if e.confidence is not None and e.warning:
             method = f"range of {e.runs} runs (covers the median with {e.confidence:.0%})"
         elif e.confidence is not None:

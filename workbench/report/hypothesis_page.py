@@ -215,7 +215,7 @@ def _observed_from_analysis(src: Judgement, exp: Experiment | None, metric: str,
     if rate and isinstance(k, (list, tuple)):  # a difference of two rates: in percentage points
         text = display.points(est) + (" " + display.points_interval(src.interval) if src.interval else "")
     else:
-        value = display.estimate(est, src.interval) if src.interval and not rate else stats.fmt(est)
+        value = display.estimate(est, src.interval) if src.interval and not rate else display.number(est)
         text = f"{int(k)}/{int(n)} = {display.rate(est)}" if rate and isinstance(k, (int, float)) and n else value
         if src.interval is not None:
             text += " " + _fmt_interval(src.interval[0], src.interval[1], rate)
@@ -403,7 +403,8 @@ def _observed(p: Any, exp: Experiment | None, arm_names: list[str], totals: dict
         a, b = (estimates.get((p.difference[0], p.metric)), estimates.get((p.difference[1], p.metric)))
         if a and b and a["estimate"] is not None and b["estimate"] is not None:
             d = a["estimate"] - b["estimate"]
-            observed = f"{display.points(d) if display.is_proportion(exp, p.metric) else stats.fmt(d)} (point estimate)"
+            shown = display.points(d) if display.is_proportion(exp, p.metric) else display.number(d)
+            observed = f"{shown} (point estimate)"
     else:
         for arm in ([p.arm] if p.arm else arm_names):
             e = estimates.get((arm, p.metric))

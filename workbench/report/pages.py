@@ -85,10 +85,10 @@ def _predicted_number(h: Hypothesis, analysis: Analysis | None) -> str:
     k, n = src.k, src.n
     where = src.where or p.arm or ""
     if p.target:
-        return f"{p.target.split(':')[-1]}: {stats.fmt(est)} calls"
+        return f"{p.target.split(':')[-1]}: {display.number(est)} calls"
     if isinstance(k, (list, tuple)):  # a difference of two arms' rates
         return f"{p.metric} ({where}): {display.points(est)}"
-    value = f"{int(k)}/{int(n)} = {display.rate(est)}" if isinstance(k, (int, float)) and n else stats.fmt(est)
+    value = f"{int(k)}/{int(n)} = {display.rate(est)}" if isinstance(k, (int, float)) and n else display.number(est)
     return f"{p.metric} ({where}): {value}"
 
 
@@ -151,7 +151,8 @@ def _text(v: Any) -> str:
 
 
 def _cell(v: Any) -> str:
-    return stats.fmt(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _text(v)
+    """A finding table's cell: a count, or a rate the scan computed (an estimate: three significant digits)."""
+    return display.number(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _text(v)
 
 
 # The keys of a finding's table that hold its rows, each a mapping of mappings: a variable's counts per value,

@@ -45,22 +45,24 @@ def median_interval(values: list[float]) -> Estimate:
         return Estimate(None, None, None, 0, "no data", "")
     m = median_ci(xs)
     lo, hi = m.interval or (None, None)
-    median = display.estimate(m.median, m.interval) if m.interval else fmt(m.median)
+    median = display.estimate(m.median, m.interval) if m.interval else display.number(m.median)
     if m.warning:
         return Estimate(m.median, lo, hi, m.n, f"median {median} (range, n={m.n})", "range")
     return Estimate(m.median, lo, hi, m.n, f"median {median} (n={m.n})", "median, 95% order-statistic")
 
 
 def fmt(x: float | None) -> str:
-    """A single value as an interval's ends are written (display.number): 0.123, 230,000; a dash for none."""
+    """A recorded value (a run's metric in the run page, the runs list, a hypothesis's runs table, a run's tooltip)
+    with every digit it was recorded with (display.recorded): 346.3, 1,234.56, 230,000; a dash for none. An
+    estimate reads as an interval's ends do instead (display.number, display.estimate)."""
     if x is None:
         return "–"
-    return display.number(x)
+    return display.recorded(x)
 
 
 def fmt_value(x: float | None, rate: bool) -> str:
-    """A metric's value in a table cell: a rate (a proportion) in percent, as the verdict's text gives it; a
-    value not recorded as an empty cell."""
+    """A run's metric in a table cell or tooltip: a rate (a proportion) in percent, as the verdict's text gives it,
+    any other as recorded (`fmt`); a value not recorded as an empty cell."""
     if x is None:
         return ""
     return display.rate(x) if rate and math.isfinite(x) else fmt(x)
