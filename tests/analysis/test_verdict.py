@@ -68,6 +68,14 @@ def test_guard_violation_makes_it_invalid(store, registry):
     assert _checks(a)["guard: aborts (treatment) == 0"].passed is False
 
 
+def test_a_guard_violations_value_reads_with_every_digit_it_was_recorded_with(store, registry):
+    # The violation's value was written f"{x:g}": a run that recorded 1234567 aborts read "1.23457e+06".
+    ex = _fixed(store, treat={"leak": 13, "done": 67}, aborts=1234567)
+    detail = _checks(analyze_stored(store, registry, "wedge-confound", execution_id=ex))[
+        "guard: aborts (treatment) == 0"].detail
+    assert detail.startswith("violated in 2 run(s): ") and "(treatment): 1,234,567" in detail, detail
+
+
 def test_unrecorded_guard_is_not_a_pass(store, registry):
     ex = add_execution(store)
     for arm, v in (("control", CONTROL), ("treatment", TREATMENT)):

@@ -15,8 +15,9 @@ POINTS = "points"  # a difference of two rates: +3.0 points
 
 
 def value(exp: Any, metric: str, x: float) -> str:
-    """One value of `metric` as wb prints it: a proportion's in percent (17.5%), any other as it is (3)."""
-    return rate(x) if is_proportion(exp, metric) and math.isfinite(x) else f"{x:g}"
+    """One run's value of `metric` as wb prints it: a proportion's in percent (17.5%), any other as recorded (3,
+    346.3, 1,234,567; not 1.23457e+06)."""
+    return rate(x) if is_proportion(exp, metric) and math.isfinite(x) else recorded(x)
 
 
 def guard(g: Any, exp: Any) -> str:
@@ -40,32 +41,40 @@ def scale(kind: str | None, difference: bool = False) -> str | None:
 
 def rate(x: float) -> str:
     """A rate in percent: 0.175 -> 17.5%; one that is not 0 or 1 gets the decimals that keep it from reading as
-    either (0.00012 -> 0.01%, 0.99999 -> 99.999%)."""
-    return _apart(x, _RATE_ENDS, _percent)
+    either (0.00012 -> 0.01%, 0.99999 -> 99.999%), and beyond the last of them reads as lying within one of its
+    steps of the end (1e-12 -> <0.00000001%, 1 - 1e-11 -> >99.99999999%)."""
+    return _apart(x, _RATE_ENDS, _percent, ends=_RATE_ENDS)
 
 
 _RATE_ENDS = (0.0, 1.0)  # no rate short of these reads as them
 _MOST_PLACES = 8  # a rate of one in 10^10 still reads apart from 0
 
 
-def _apart(x: float, near: Sequence[float], text: Any, start: int = 1) -> str:
+def _apart(x: float, near: Sequence[float], text: Any, start: int = 1, ends: Sequence[float] = ()) -> str:
     """`text(x, places)` at `start` decimals, or at as many more as keep it from reading as a value in `near` (a
-    region's bounds, 0) that it is not: a lower end of 0.0202 beside "<= 0.02 (2%)" reads 2.02%, not 2.0%."""
+    region's bounds, 0) that it is not: a lower end of 0.0202 beside "<= 0.02 (2%)" reads 2.02%, not 2.0%. One that
+    still reads as such a value at _MOST_PLACES says on which side of it it lies (>2.00000000%, >0.00000000 points);
+    next to one of the scale's `ends` (a rate's 0 and 1), as lying within the last decimal of it (<0.00000001%)."""
     for places in range(start, max(start, _MOST_PLACES) + 1):
         out = text(x, places)
-        if not any(b != x and math.isfinite(b) and text(b, places) == out for b in near):
-            break
-    return out
+        alike = [b for b in near if b != x and math.isfinite(b) and text(b, places) == out]
+        if not alike:
+            return out
+    b = alike[0]
+    if b in ends:  # both texts show 100 * x: the last decimal is 10^-(places + 2) of x
+        step = 10.0 ** -(places + 2)
+        return f"<{text(b + step, places)}" if x > b else f">{text(b - step, places)}"
+    return f">{out}" if x > b else f"<{out}"
 
 
-def _ends(iv: Sequence[float], near: Sequence[float], text: Any) -> tuple[str, str]:
+def _ends(iv: Sequence[float], near: Sequence[float], text: Any, ends: Sequence[float] = ()) -> tuple[str, str]:
     """An interval's two ends in `text`: at the decimals that tell them apart where one would read as the other
     ([0.01%, 0.03%], not [0.0%, 0.0%]), each then kept apart from `near` as `_apart` keeps it."""
     lo, hi = iv[0], iv[1]
     start = 1
     while start < _MOST_PLACES and lo != hi and text(lo, start) == text(hi, start):
         start += 1
-    return _apart(lo, near, text, start), _apart(hi, near, text, start)
+    return _apart(lo, near, text, start, ends), _apart(hi, near, text, start, ends)
 
 
 def _percent(x: float, places: int) -> str:
@@ -74,7 +83,7 @@ def _percent(x: float, places: int) -> str:
 
 def rate_ends(iv: Sequence[float], near: Sequence[float] = ()) -> tuple[str, str]:
     """A rate's interval's two ends in percent, as `rate_interval` writes them (a chart's tooltips)."""
-    return _ends(iv, (*near, *_RATE_ENDS), _percent)
+    return _ends(iv, (*near, *_RATE_ENDS), _percent, _RATE_ENDS)
 
 
 def rate_interval(iv: Sequence[float] | None, near: Sequence[float] = ()) -> str:
@@ -159,8 +168,13 @@ def estimate(x: float, iv: Sequence[float] | None) -> str:
 
 
 def noise_floor(x: float) -> str:
-    """The largest difference an A/A check's interval allows, in percentage points: ±11.4 points."""
-    return f"±{100 * abs(x):.1f} points"
+    """The largest difference an A/A check's interval allows, in percentage points: ±11.4 points; one that is not 0
+    gets the decimals that keep it from reading ±0.0 (±0.04 points), as a difference in `points` does."""
+    return f"±{_apart(abs(x), (0.0,), _unsigned, ends=(0.0,))} points"
+
+
+def _unsigned(x: float, places: int) -> str:
+    return f"{100 * x:.{places}f}"
 
 
 def _bound(x: float, how: str) -> str:
