@@ -53,7 +53,7 @@ def list_(db: DbOption = None, json_: JsonOption = False,
     emit_rows(chosen, ["id", "label", "hypothesis", "arm", "status", "variables", "metrics"],
               [[r.id, r.label or "", r.hypothesis_id or "", r.arm or "", r.status,
                 " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())),
-                " ".join(f"{k}={v:g}" for k, v in sorted(r.metrics.items()))] for r in rows],
+                " ".join(f"{k}={v:.15g}" for k, v in sorted(r.metrics.items()))] for r in rows],
               items=[r.to_dict(detail=False) for r in rows],
               optional=("metrics", "variables", "label"))  # on a narrow terminal; `wb runs show ID` gives them all
 
@@ -71,7 +71,7 @@ def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption 
         if getattr(r, key) is not None:
             typer.echo(f"{key}: {getattr(r, key)}")
     typer.echo("variables: " + " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())))
-    typer.echo("metrics: " + " ".join(f"{k}={v:g}" for k, v in sorted(r.metrics.items())))
+    typer.echo("metrics: " + " ".join(f"{k}={v:.15g}" for k, v in sorted(r.metrics.items())))
     by_outcome = " ".join(f"{k}={n}" for k, n in sorted(r.units.items()))
     typer.echo(f"units: {r.units_total}" + (f" ({by_outcome})" if by_outcome else ""))
     if r.fingerprint:
