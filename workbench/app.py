@@ -359,17 +359,22 @@ class Workbench(StoredRuns):
 
             report = (Path(self.registry.root) / "reports" / MANIFEST).is_file()
         from workbench.analysis.stored import analyze_stored, record_verdict
-        from workbench.runner.execute import execute, prepare, stopped_before_start
+        from workbench.runner.execute import execute, prepare
+        from workbench.runner.stopping import signals_held, stopped_before_start
 
-        launch = None
-        if options.resume and not self._store_exists(hint=RESUME_HINT):  # nothing to resume: do not create one
+        launch, resume = None, None
+        if options.resume:
+            from workbench.runner.takeover import resume_command_at
             from workbench.store import resolve_url
 
-            _, path = resolve_url(self.settings.db, self.settings.db_from)
-            raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume (no store at {path})",
-                           hint=f"start one with: wb hypothesis run {hypothesis_id}")
+            exists = self._store_exists(hint=RESUME_HINT)
+            url, path = resolve_url(self.settings.db, self.settings.db_from)
+            if not exists:  # nothing to resume: do not create one
+                raise BadInput(f"no interrupted execution of {hypothesis_id!r} to resume (no store at {path})",
+                               hint=f"start one with: wb hypothesis run {hypothesis_id}")
+            resume = resume_command_at(url, path, self.registry.root, hypothesis_id)
         with ExitStack() as opened:
-            with stopped_before_start():  # a Ctrl-C until `execute` handles it says nothing ran or changed
+            with stopped_before_start(resume):  # a Ctrl-C until `execute` handles it: what is as it was, how to go on
                 if not options.resume:  # bad input stops here, before the store is created or the target touched
                     launch = prepare(self.registry, hypothesis_id, options, sim_dir=self.settings.sim_dir)
                 store = opened.enter_context(self.store(held=False))
@@ -379,7 +384,7 @@ class Workbench(StoredRuns):
                            fault=fault)
             t_run = time.monotonic()
             analysis, error = None, None
-            with _signals_held():  # a Ctrl-C now waits the second it takes to record the verdict of the runs
+            with signals_held():  # a Ctrl-C now waits the second it takes to record the verdict of the runs
                 try:
                     analysis = analyze_stored(store, self.registry, hypothesis_id, execution_id=done.execution_id)
                     record_verdict(store, analysis, execution_id=done.execution_id)
@@ -651,26 +656,3 @@ def _no_evidence(h: Any, registry: Any) -> NoEvidence:
     which = f" (no stored run of experiment {exp.id} matches its arms)" if exp is not None else ""
     return NoEvidence(f"no runs of {h.id} to analyze{which}; nothing was recorded",
                       hint=f"run it (wb hypothesis run {h.id}) or import evidence (wb import evidence FILE.csv)")
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold Ctrl-C, SIGTERM and SIGHUP back while the body runs (they are delivered when it ends): the verdict
-    of an execution whose runs all ended is recorded, not lost to a stop in the moment between."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():  # only the main thread handles signals
-        yield
-        return
-    received: list[int] = []
-    before = {sig: signal.signal(sig, lambda signum, _frame: received.append(signum))
-              for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in before.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-        if received:
-            signal.raise_signal(received[0])  # to the handler it would have reached
-

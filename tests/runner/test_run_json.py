@@ -156,3 +156,110 @@ def test_ctrl_c_before_the_first_run_says_the_target_was_not_touched(toy, tmp_pa
                            "was not touched\n"), text
     assert "Traceback" not in text and not Path(toy.db).exists()
     assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
+
+
+def _interrupt_the_check(toy, tmp_path: Path, marker: Path, *flags: str) -> tuple[int, str, str]:
+    """`wb hypothesis run toy-fix FLAGS`, SIGINT once its config check has written `marker`: (exit code, stdout,
+    stderr)."""
+    out, err = tmp_path / "out", tmp_path / "err"
+    marker.unlink(missing_ok=True)
+    with out.open("w") as o, err.open("w") as e:
+        proc = subprocess.Popen([WB, "hypothesis", "run", "toy-fix", "--db", toy.db, *flags], stdout=o, stderr=e,
+                                env={**os.environ, "WB_ROOT": str(toy.root)}, cwd=toy.root)
+        try:
+            t0 = time.monotonic()
+            while not marker.exists():
+                assert proc.poll() is None, err.read_text()[-2000:]
+                assert time.monotonic() - t0 < 120, "the config check never started"
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    return code, out.read_text(), err.read_text()
+
+
+def test_ctrl_c_while_a_resume_is_prepared_keeps_the_execution_and_says_how_to_continue(toy, tmp_path) -> None:
+    """A Ctrl-C while a --resume was still prepared (its config's check working) said "nothing was run or recorded,
+    and the target was not touched", with no hint: the store holds the interrupted execution's runs, it is still
+    resumable, and a runner killed earlier may have left its config on the target. It says the resume was not
+    started, the execution is as it was, and how to continue it; --json gives the interrupted envelope."""
+    from runner_kit import edit_profile, store_rows
+
+    gate, marker = tmp_path / "gate", tmp_path / "checking"
+    edit_profile(toy.root, 'check: "bash -n {{ file }}"',
+                 f'check: "bash -n {{{{ file }}}} && if [ -e {gate} ]; then touch {marker}; sleep 60; fi"')
+    code, _, _, err = _interrupt_at_second_run(toy, tmp_path)
+    assert code == 130, err[-2000:]
+    before = store_rows(toy.db, "SELECT id, status, ended_at, error FROM executions")
+    assert [r[1] for r in before] == ["interrupted"], before
+    gate.write_text("")
+    resume = f"wb hypothesis run toy-fix --resume --db {toy.db}"
+    code, out, err = _interrupt_the_check(toy, tmp_path, marker, "--resume")
+    assert code == 130, err
+    assert err == ("Error: interrupted before the resume started: the interrupted execution is as it was, its "
+                   f"recorded runs kept\nHint: continue with: {resume}\n"), err
+    assert out == ""
+    code, out, err = _interrupt_the_check(toy, tmp_path, marker, "--resume", "--json")
+    assert code == 130, err
+    doc = json.loads(out)
+    assert (doc["ok"], doc["status"], doc["resume"]) == (False, "interrupted", resume), doc
+    assert doc["error"]["hint"] == f"continue with: {resume}" and doc["error"]["exit_code"] == 130, doc
+    assert doc["error"]["message"].startswith("interrupted before the resume started"), doc
+    assert store_rows(toy.db, "SELECT id, status, ended_at, error FROM executions") == before
+    assert len(store_rows(toy.db, "SELECT id FROM runs")) == 2
+
+
+def test_ctrl_c_before_the_first_run_with_json_gives_the_interrupted_envelope(toy, tmp_path) -> None:
+    """With --json, a Ctrl-C before the first run gave an error whose hint was "" and no status: the envelope has
+    the keys an interrupted run's has, "status": "interrupted", "resume": null (nothing to resume), hint null."""
+    from runner_kit import edit_profile
+
+    marker = tmp_path / "checking"
+    edit_profile(toy.root, 'check: "bash -n {{ file }}"', f'check: "touch {marker} && sleep 60"')
+    code, out, err = _interrupt_the_check(toy, tmp_path, marker, "--json")
+    assert code == 130, err
+    doc = json.loads(out)
+    assert (doc["ok"], doc["status"], doc["resume"]) == (False, "interrupted", None), doc
+    assert doc["error"]["hint"] is None and doc["error"]["exit_code"] == 130, doc
+    assert not Path(toy.db).exists()
+
+
+def _ctrl_c_once_opened(monkeypatch) -> None:
+    """A Ctrl-C that lands the moment the execution's row is written (the window before the loop takes the stop
+    signals over)."""
+    import workbench.runner.execute as execute_mod
+
+    real = execute_mod._open_execution
+
+    def opened_then_ctrl_c(*args, **kwargs):
+        out = real(*args, **kwargs)
+        signal.raise_signal(signal.SIGINT)
+        return out
+
+    monkeypatch.setattr(execute_mod, "_open_execution", opened_then_ctrl_c)
+
+
+def test_ctrl_c_once_the_execution_is_opened_records_it_interrupted(toy, cli, monkeypatch) -> None:
+    """A Ctrl-C just after the execution's row was written left it "running" for good (and a resume's had its
+    error wiped): the row ends interrupted, as a later stop leaves it, with the command that continues it; a
+    resume stopped there keeps the error the execution had."""
+    from runner_kit import store_rows
+
+    _ctrl_c_once_opened(monkeypatch)
+    monkeypatch.chdir(toy.root)
+    env = {"WB_ROOT": str(toy.root)}
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--json", "--db", toy.db, env=env)
+    assert code == 130, err
+    rows = store_rows(toy.db, "SELECT id, status, ended_at IS NULL, error FROM executions")
+    assert [r[:3] for r in rows] == [(1, "interrupted", False)] and rows[0][3], rows
+    resume = f"wb hypothesis run toy-fix --resume --db {toy.db}"
+    doc = json.loads(out)
+    assert (doc["ok"], doc["status"], doc["resume"]) == (False, "interrupted", resume), doc
+    assert doc["error"]["hint"] == f"continue with: {resume}", doc
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--resume", "--db", toy.db, env=env)
+    assert code == 130, err
+    assert f"Hint: continue with: {resume}" in err, err
+    assert store_rows(toy.db, "SELECT id, status, ended_at IS NULL, error FROM executions") == rows
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == []

@@ -78,7 +78,9 @@ def show_interrupted(exc: "RunInterrupted", json_: bool) -> None:
     "interrupted" and the command that resumes it (the boundary adds "ok": false and the error)."""
     from workbench.app import RunReport
 
-    if exc.partial is None:
+    if exc.partial is None:  # stopped before the first run: what the envelope of a later stop says, no runs
+        if json_:
+            print_json({"status": "interrupted", "resume": exc.resume})
         return
     if json_:
         print_json({**RunReport(exc.partial, None, "interrupted").to_dict(), "status": "interrupted",

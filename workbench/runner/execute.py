@@ -11,12 +11,12 @@ import asyncio
 import signal
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Protocol
 
-from workbench.errors import BadInput, RestoreFailed, RunFailure, WbError
+from workbench.errors import BadInput, RestoreFailed, WbError
 from workbench.registry.loader import Registry
 from workbench.registry.timeouts import timeouts
 from workbench.runner.harness import Harness
@@ -30,6 +30,7 @@ from workbench.runner.progress import RunProgress
 from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
 from workbench.runner.restore import Snapshot, discard_snapshots, restore_host
+from workbench.runner.stopping import RunInterrupted, not_started, signals_held
 from workbench.runner.summary import ExecutionResult, result
 from workbench.runner.takeover import FINISHED, ended_runs, resume_command, take_target
 from workbench.runner.targets.base import Target
@@ -49,41 +50,6 @@ class Stopping(Protocol):
 
 # A caller's own stopping rule for a sequential execution: (store, execution id) -> stop or go on.
 StopRule = Callable[[Store, int], Stopping]
-
-
-class RunInterrupted(RunFailure):
-    """The experiment was stopped by Ctrl-C, SIGTERM or SIGHUP, or by its output's reader going away (as SIGPIPE;
-    the target was restored). It exits 128 + the signal's number, as a shell reports a process the signal
-    ended: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP, 141 for SIGPIPE."""
-
-    def __init__(self, message: str, *, hint: str | None = None, signum: int = signal.SIGINT,
-                 partial: "ExecutionResult | None" = None, resume: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.signum = int(signum)
-        self.exit_code = 128 + self.signum
-        # What the execution recorded before the stop (its id, seed, runs and per-arm counts), read back from
-        # the store, and the command that continues it: the CLI prints them, as text or in the JSON envelope.
-        self.partial = partial
-        self.resume = resume
-
-
-# What a stop before the loop takes the signals over leaves: said as a later stop says what it leaves.
-NOTHING_STARTED = "nothing was run or recorded, and the target was not touched"
-
-
-@contextmanager
-def stopped_before_start(what: str = NOTHING_STARTED) -> Iterator[None]:
-    """Ctrl-C (KeyboardInterrupt, or DuckDB's error for a query it ended) while an execution is still prepared
-    or opened, before `_main` handles the stop signals: RunInterrupted saying `what` state things are in (exit
-    130), not the bare "Interrupted." that left the user to guess whether the target was touched."""
-    from workbench.store.engine import interrupted_query
-
-    try:
-        yield
-    except (KeyboardInterrupt, Exception) as exc:
-        if isinstance(exc, WbError) or not interrupted_query(exc):
-            raise
-        raise RunInterrupted(f"interrupted before the first run: {what}", hint="") from None
 
 
 @dataclass
@@ -408,6 +374,38 @@ def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
     return execution_id, exec_uuid, set()
 
 
+@contextmanager
+def _stopped_while_opening(store: Store, launch: "Launch") -> Iterator[list[int]]:
+    """Ctrl-C (or DuckDB's error for a query it ended) from the execution's opening until the loop takes the stop
+    signals over. Before its row is written it is `not_started`. Once written (its id appended to the list this
+    yields) the row ends interrupted, as a later stop leaves it: a resumed one with the error and end it had, not
+    "running" with its error wiped; and the stop says how to continue it."""
+    from datetime import datetime
+
+    from workbench.store.engine import interrupted_query
+    from workbench.store.models import utcnow
+
+    opened: list[int] = []
+    try:
+        yield opened
+    except (KeyboardInterrupt, Exception) as exc:
+        if isinstance(exc, WbError) or not interrupted_query(exc):
+            raise
+        p, prior = launch.prepared, launch.prior
+        if opened:
+            error, ended = ("interrupted", None) if prior is None else (prior.error, prior.ended_at)
+            at = datetime.fromisoformat(ended) if ended else utcnow()
+            with signals_held():  # a second Ctrl-C waits for the record
+                patient(lambda: store.update_execution(opened[0], status="interrupted", ended_at=at, error=error))
+        if prior is None and not opened:
+            raise not_started() from None
+        command = resume_command(store, p.root, p.hypothesis.id)
+        if prior is not None:
+            raise not_started(command) from None
+        raise RunInterrupted(f"interrupted before the first run of execution {opened[0]}: no run was started, and "
+                             "the target was not touched", hint=f"continue with: {command}", resume=command) from None
+
+
 def _loop(state: State, target: Target) -> tuple[str, BaseException | None]:
     """Run the plan; (execution status, the error that ended it). The target is restored either way."""
     from workbench.runner.lock import TargetRefused
@@ -568,25 +566,30 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
         raise RunInterrupted("not started: the reader of wb's output is gone", hint="", signum=signal.SIGPIPE)
     art_root = artifacts_root(p.root, artifacts)
     unchecked = None
-    # Stopped while the execution is opened, its row may be written already: it is said only that nothing ran.
-    with stopped_before_start("no run was started, and the target was not touched"):
-        if launch.prior is not None and launch.prior.uuid:  # this runner, not the killed one, from here on
-            unchecked = _check_prior_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior)
-            note_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior.uuid)
-        execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior, launch.origin)
-    exec_dir = art_root / f"execution-{exec_uuid}"
-    note_runner(exec_dir, exec_uuid)  # `wb runs delete` reads it: see runner.lock.runner_gone
-    with RunProgress(len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}",
-                     sequential=p.mode == "sequential", where=tgt.where) as progress:
-        if launch.prior is not None:
-            progress.seed(ended_runs(store, execution_id))
-        if unchecked:
-            progress.log(unchecked)
-        state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
-                      exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
-                      target_desc=tgt.summary(), where=tgt.where, recorder=Recorder(store, p, execution_id, exec_dir),
-                      execution_uuid=exec_uuid, resumed=launch.prior is not None, decide=decide,
-                      origin=launch.origin or ((launch.prior.plan or {}).get("origin") if launch.prior else None))
+    with ExitStack() as stack:
+        with _stopped_while_opening(store, launch) as opened:  # until the loop takes the stop signals over
+            if launch.prior is not None and launch.prior.uuid:  # this runner, not the killed one, from here on
+                unchecked = _check_prior_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior)
+                note_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior.uuid)
+            with signals_held():  # the row written and its id known together: a stop finds one or the other
+                execution_id, exec_uuid, done = _open_execution(store, p, plan, tgt.summary(), launch.prior,
+                                                                launch.origin)
+                opened.append(execution_id)
+            exec_dir = art_root / f"execution-{exec_uuid}"
+            note_runner(exec_dir, exec_uuid)  # `wb runs delete` reads it: see runner.lock.runner_gone
+            progress = stack.enter_context(RunProgress(
+                len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}",
+                sequential=p.mode == "sequential", where=tgt.where))
+            if launch.prior is not None:
+                progress.seed(ended_runs(store, execution_id))
+            if unchecked:
+                progress.log(unchecked)
+            state = State(prepared=p, store=store, execution_id=execution_id, plan=plan, done=done,
+                          exec_dir=exec_dir, artifacts_root=art_root, progress=progress, fault=fault,
+                          target_desc=tgt.summary(), where=tgt.where,
+                          recorder=Recorder(store, p, execution_id, exec_dir), execution_uuid=exec_uuid,
+                          resumed=launch.prior is not None, decide=decide,
+                          origin=launch.origin or ((launch.prior.plan or {}).get("origin") if launch.prior else None))
         status, error = _loop(state, tgt)
         try:  # a finished run may be deleted while the runner runs: count what the store holds
             progress.settle(ended_runs(store, execution_id))

@@ -121,13 +121,18 @@ def _resume_of(state: "State", hypothesis_id: str, origin: dict[str, Any] | None
 def resume_command(store: Store, root: Path | str, hid: str) -> str:
     """The command that resumes the execution, with the store it is in (it named no store: run elsewhere, it
     read the default one and found nothing to resume) and the workbench when this folder is not in it."""
+    return resume_command_at(store.url, store.path, root, hid)
+
+
+def resume_command_at(url: str, path: Path | None, root: Path | str, hid: str) -> str:
+    """`resume_command` for the store at `url` (`path`, a DuckDB file's), before it is opened."""
     from workbench.store.engine import url_has_password
 
     args = ["wb", "hypothesis", "run", hid, "--resume"]
-    if store.path is not None:
-        args += ["--db", str(store.path)]
-    elif not url_has_password(store.url):
-        args += ["--db", store.url]
+    if path is not None:
+        args += ["--db", str(path)]
+    elif not url_has_password(url):
+        args += ["--db", url]
     root = Path(root).resolve()
     if not Path.cwd().resolve().is_relative_to(root):
         args += ["--root", str(root)]
