@@ -1,15 +1,17 @@
 """Line layout the Python sources keep: no line over 120 characters, two blank lines around top-level
-functions and classes, never three in a row. A plain text scan, so it stays cheap."""
+functions and classes, never three in a row. A text scan, told by `tokenize` which lines lie inside strings."""
 
 from __future__ import annotations
 
-import re
+import io
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_LINE = 120
-TRIPLE_QUOTE = re.compile(r'"""|\'\'\'')
 TOP_LEVEL_DEF = ("def ", "async def ", "class ", "@")
+# Python 3.12 splits an f-string into tokens: its start and end, in place of one STRING.
+FSTRING_START, FSTRING_END = getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "FSTRING_END", None)
 
 
 def sources() -> list[Path]:
@@ -17,28 +19,35 @@ def sources() -> list[Path]:
     return sorted(paths + list((ROOT / "kernels").glob("*.py")))
 
 
-def quote_after(line: str, quote: str | None) -> str | None:
-    """The triple quote still open at the end of `line`, given the one open at its start."""
-    for m in TRIPLE_QUOTE.finditer(line):
-        if quote is None:
-            quote = m.group()
-        elif m.group() == quote:
-            quote = None
-    return quote
+def string_lines(text: str) -> set[int]:
+    """The lines that begin inside a string opened on an earlier line (its closing line too). Tokenize knows every
+    quoting (a triple quote inside an ordinary string or a comment, a prefix); counting quote marks did not."""
+    inside: set[int] = set()
+    opened: list[int] = []
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.STRING:
+            inside.update(range(tok.start[0] + 1, tok.end[0] + 1))
+        elif tok.type == FSTRING_START:
+            opened.append(tok.start[0])
+        elif tok.type == FSTRING_END:
+            inside.update(range(opened.pop() + 1, tok.end[0] + 1))
+    return inside
 
 
 def layout_faults(where: str, text: str) -> list[str]:
     faults: list[str] = []
-    quote = None            # the triple quote a string opened on an earlier line is waiting for
+    try:
+        strings = string_lines(text)  # lines that begin inside a string: its text, not the code's layout
+    except (tokenize.TokenError, SyntaxError) as exc:
+        return [f"{where}: not read as Python: {exc}"]
     runs: list[int] = []    # blank-line runs since the last line of code (a comment does not end the gap)
     blank = 0
     seen_code = after_def = after_decorator = False
-    for no, line in enumerate(text.splitlines(), 1):
+    for no, line in enumerate(io.StringIO(text), 1):  # numbered as tokenize numbers them (a form feed ends none)
+        line = line.rstrip("\r\n")
         if len(line) > MAX_LINE:
             faults.append(f"{where}:{no}: {len(line)} characters")
-        in_string, stripped = quote is not None, line.strip()
-        if in_string or not stripped.startswith("#"):  # a quote in a comment opens no string
-            quote = quote_after(line, quote)
+        in_string, stripped = no in strings, line.strip()
         if in_string and stripped:
             runs, blank = [], 0
         if in_string:
@@ -73,3 +82,13 @@ def test_the_scan_tells_each_fault_and_reads_past_strings():
                                            "m.py:8: 3 blank lines before it",
                                            "m.py:15: 0 blank lines before it, 2 expected",
                                            "m.py:24: 126 characters"]
+
+
+def test_a_triple_quote_inside_an_ordinary_string_opens_no_string():
+    """Counting quote marks took the triple quote in r'\"\"\"' for a string's start and skipped every line after it
+    (64 lines of this very file) until another one; tokenize knows where each string begins and ends."""
+    code = 'x = 1\nP = r\'"""\'\ndef f():\n    pass\ny = 2\n'
+    assert layout_faults("x", code) == ["x:3: 0 blank lines before it, 2 expected",
+                                        "x:5: 0 blank lines before it, 2 expected"]
+    code = 'S = """a\n\n\n\nb"""\nT = f"""{S}\n\n\n\n"""\n\n\ndef g():\n    return \'\'\'\n' + "x" * 130 + "\n'''\n"
+    assert layout_faults("s", code) == ["s:15: 130 characters"]
