@@ -21,12 +21,26 @@ WB = [sys.executable, "-m", "workbench.cli.main"]
 REPRO = "{{ wb }} sim repro --dir {{ sim_dir }} --sessions 80 --rounds 4"
 
 
-def _workload(bench, before: str, sessions: str = "--sessions 24 --rounds 2") -> None:
-    """Run `before` (a shell command) ahead of a smaller repro in each run's workload."""
+def _workload(bench, before: str) -> None:
+    """Run `before` (a shell command) ahead of a smaller repro in each run's workload: what these tests check does
+    not depend on its size."""
     exp = bench.root / "experiments" / "agent-repro.yaml"
     text = exp.read_text()
     assert REPRO in text
-    exp.write_text(text.replace(REPRO, before + " && {{ wb }} sim repro --dir {{ sim_dir }} " + sessions, 1))
+    exp.write_text(text.replace(REPRO, before + " && {{ wb }} sim repro --dir {{ sim_dir }} --sessions 8 --rounds 1",
+                                1))
+
+
+def _sim(*args: str):
+    """`wb sim ARGS` run in this process (its refusal is the command's, not the process boundary's): the result's
+    exit_code and stderr. An exception it did not turn into an Error (a traceback from the CLI) fails here."""
+    from typer.testing import CliRunner
+
+    from workbench.cli.main import app
+
+    res = CliRunner().invoke(app, ["sim", *args])
+    assert res.exception is None or isinstance(res.exception, SystemExit), (args, res.exception, res.output)
+    return res
 
 
 def _wait(cond, proc: subprocess.Popen, what: str, limit_s: float = 300) -> None:
@@ -85,8 +99,8 @@ def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
         serve, pids = bench.serve(), {u: s.pid for u, s in control.status(bench.sim_dir).units.items()}
         for cmd in (["up", "--set", "nixl_abort_fix=off"], ["restart"], ["down"], ["repro", "--sessions", "2"],
                     ["bench", "-c", "1"]):
-            res = subprocess.run(WB + ["sim", *cmd], capture_output=True, text=True, timeout=120)
-            assert res.returncode == 2, (cmd, res.stdout, res.stderr)
+            res = _sim(*cmd)
+            assert res.exit_code == 2, (cmd, res.stdout, res.stderr)
             first = res.stderr.splitlines()[0]
             assert first.startswith(f"Error: pdsim in {bench.sim_dir} is in use by execution 1 of wedge-confound "
                                     f"(pid {a.pid} on {holder['host']}, since {holder['since']})"), first
@@ -102,8 +116,8 @@ def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
         assert res.output.startswith("Error: target local is in use by execution 1 of wedge-confound (pid "), res.output
         assert bench.serve() == serve
         for cmd in (["status"], ["journal", "--unit", "decode"]):
-            res = subprocess.run(WB + ["sim", *cmd], capture_output=True, text=True, timeout=120)
-            assert "in use by" not in res.stderr and res.returncode in (0, 1), (cmd, res.stderr)
+            res = _sim(*cmd)
+            assert "in use by" not in res.stderr and res.exit_code in (0, 1), (cmd, res.stderr)
         go.touch()
         out, err = a.communicate(timeout=600)
     finally:
@@ -115,7 +129,7 @@ def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
     assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
     assert bench.serve() == bench.original and not lock.exists()
     # Free again once the run ended: the same command works.
-    assert subprocess.run(WB + ["sim", "down"], capture_output=True, timeout=120).returncode == 0
+    assert _sim("down").exit_code == 0
 
 
 @pytest.mark.parametrize("change", ["set", "restart"])
@@ -170,7 +184,7 @@ def test_a_runner_killed_mid_run_keeps_pdsim_for_its_resume(bench):
     import signal
 
     go = bench.root / "go"
-    _workload(bench, f"for i in $(seq 3000); do [ -e {go} ] && break; sleep 0.1; done", "--sessions 8 --rounds 1")
+    _workload(bench, f"for i in $(seq 3000); do [ -e {go} ] && break; sleep 0.1; done")
     a, lock, holder = _held_run(bench, stdout=subprocess.DEVNULL)
     try:
         a.send_signal(signal.SIGKILL)
@@ -183,8 +197,8 @@ def test_a_runner_killed_mid_run_keeps_pdsim_for_its_resume(bench):
     assert left != bench.original
     pids = {u: s.pid for u, s in control.status(bench.sim_dir).units.items()}
     for cmd in (["up", "--set", "nixl_abort_fix=off"], ["restart"]):
-        res = subprocess.run(WB + ["sim", *cmd], capture_output=True, text=True, timeout=120)
-        assert res.returncode == 2, (cmd, res.stdout, res.stderr)
+        res = _sim(*cmd)
+        assert res.exit_code == 2, (cmd, res.stdout, res.stderr)
         errors = [line for line in res.stderr.splitlines() if line.startswith("Error:")]
         assert len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
         assert errors[0].startswith(f"Error: pdsim in {bench.sim_dir} was left changed by execution 1 of "
@@ -193,15 +207,14 @@ def test_a_runner_killed_mid_run_keeps_pdsim_for_its_resume(bench):
         assert holder["resume"] in res.stderr, res.stderr
         assert bench.serve() == left
         assert {u: s.pid for u, s in control.status(bench.sim_dir).units.items()} == pids
-    res = subprocess.run(WB + ["sim", "status"], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0 and "Error" not in res.stderr, res.stderr
-    res = subprocess.run(WB + ["sim", "down"], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
+    res = _sim("status")
+    assert res.exit_code == 0 and "Error" not in res.stderr, res.stderr
+    res = _sim("down")
+    assert res.exit_code == 0, res.stderr
     assert holder["resume"] in res.stderr, res.stderr  # it says what still restores the serve file
     assert control.status(bench.sim_dir).state == "down" and bench.serve() == left and lock.exists()
     go.touch()
     resumed = subprocess.run(WB + shlex.split(holder["resume"])[1:], capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert bench.serve() == bench.original and not lock.exists()
-    assert subprocess.run(WB + ["sim", "up", "--set", "nixl_abort_fix=off"], capture_output=True,
-                          timeout=120).returncode == 0
+    assert _sim("up", "--set", "nixl_abort_fix=off").exit_code == 0
