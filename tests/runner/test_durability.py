@@ -228,6 +228,19 @@ def test_resume_while_the_runner_is_alive_is_refused_and_touches_nothing(toy):
     assert toy.conf.read_bytes() == toy.original
 
 
+def _run_here(*args: str):
+    """`wb hypothesis run ARGS` in this process (the runners killed here are other processes; these run to the end,
+    so one interpreter's imports serve them all): the result's exit_code, stdout and stderr. An exception the CLI
+    did not turn into an Error (a traceback) fails here."""
+    from typer.testing import CliRunner
+
+    from workbench.cli.main import app
+
+    res = CliRunner().invoke(app, ["hypothesis", "run", *args])
+    assert res.exception is None or isinstance(res.exception, SystemExit), (args, res.exception, res.output[-2000:])
+    return res
+
+
 def test_a_new_run_after_kill_9_refuses_the_config_the_dead_runner_left(toy):
     """kill -9 mid-run leaves the target lock of a dead runner and an arm's config in the file. A new
     execution used to take the lock over silently and snapshot that arm's config as "the original", so its
@@ -239,18 +252,16 @@ def test_a_new_run_after_kill_9_refuses_the_config_the_dead_runner_left(toy):
     os.killpg(pgid, signal.SIGKILL)
     left = toy.conf.read_bytes()
     assert left != toy.original  # an arm's config, still in place
-    fresh = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--replicates", "1"],
-                           capture_output=True, text=True, timeout=300)
-    assert fresh.returncode != 0, fresh.stdout
+    fresh = _run_here("toy-fix", "--db", toy.db, "--replicates", "1")
+    assert fresh.exit_code != 0, fresh.stdout
     assert "Traceback" not in fresh.stderr
     (error,) = [line for line in fresh.stderr.splitlines() if line.startswith("Error:")]
     assert "died before restoring" in error and str(toy.conf) in error, fresh.stderr
     assert "wb hypothesis run toy-fix --resume" in fresh.stderr, fresh.stderr
     assert toy.conf.read_bytes() == left  # nothing touched
     flag.unlink()
-    resumed = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--resume"],
-                             capture_output=True, text=True, timeout=300)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    resumed = _run_here("toy-fix", "--db", toy.db, "--resume")
+    assert resumed.exit_code == 0, resumed.stderr[-2000:]
     assert toy.conf.read_bytes() == toy.original
     # A runner killed after its restore (the file is the original, the lock still there) is taken over.
     proc = _start(toy, "--replicates", "1")
@@ -258,9 +269,8 @@ def test_a_new_run_after_kill_9_refuses_the_config_the_dead_runner_left(toy):
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
     toy.conf.write_bytes(toy.original)
-    again = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--replicates", "1"],
-                           capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0, again.stderr[-2000:]
+    again = _run_here("toy-fix", "--db", toy.db, "--replicates", "1")
+    assert again.exit_code == 0, again.stderr[-2000:]
     assert toy.conf.read_bytes() == toy.original
 
 
