@@ -137,8 +137,13 @@ def test_kill_9_mid_run_then_resume_leaves_pdsim_as_it_was(bench):
     import time
 
     # What is killed and resumed here does not depend on the workload's size: a smaller repro than the seed's.
+    # Each workload waits for the file `go` first, so the one the killed runner left is still running when the
+    # resume starts (a repro that ended on its own would pass the check below without any stop).
+    go = bench.root / "go"
     exp = bench.root / "experiments" / "agent-repro.yaml"
-    exp.write_text(exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 24 --rounds 2", 1))
+    exp.write_text(exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 8 --rounds 1", 1)
+                   .replace("{{ wb }} sim repro", f"for i in $(seq 3000); do [ -e {go} ] && break; sleep 0.1; done && "
+                            "{{ wb }} sim repro", 1))
     cmd = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "wedge-confound", "--replicates", "1",
            "--db", bench.db]
     a = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
@@ -163,12 +168,33 @@ def test_kill_9_mid_run_then_resume_leaves_pdsim_as_it_was(bench):
     a.send_signal(signal.SIGKILL)
     a.wait(30)
     assert control.status(bench.sim_dir).state != "down"  # the killed runner's pdsim is still up
-    res = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, env=dict(os.environ), timeout=600)
-    assert res.returncode == 0, res.stderr[-2000:]
+    stat = Path(f"/proc/{orphan}/stat")
+
+    def gone() -> bool:
+        try:
+            return stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+
+    assert not gone()  # the orphan waits for `go`: only the resume can end it
+    res = subprocess.Popen(cmd + ["--resume"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           env=dict(os.environ))
+    try:
+        t0 = time.monotonic()
+        while not gone():  # the resume stops it before its own runs, whose workloads wait for `go` too
+            assert res.poll() is None, res.communicate()[1][-2000:]
+            assert time.monotonic() - t0 < 240
+            time.sleep(0.1)
+        go.touch()
+        _, err = res.communicate(timeout=600)
+    finally:
+        go.touch()
+        if res.poll() is None:
+            res.kill()
+    assert res.returncode == 0, err[-2000:]
     assert bench.serve() == bench.original
     assert control.status(bench.sim_dir).state == "down"
-    stat = Path(f"/proc/{orphan}/stat")
-    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    assert gone()
 
 
 def test_sigterm_then_resume_restarts_pdsim_on_the_ports_it_had(bench):
