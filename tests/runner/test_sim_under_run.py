@@ -59,8 +59,9 @@ def _held_run(bench, *flags: str, stdout=subprocess.PIPE) -> tuple[subprocess.Po
                          env=dict(os.environ))
     lock = sim_lock(bench.sim_dir)
     try:
-        _wait(lambda: lock.exists() and control.status(bench.sim_dir, debug=False).state == "healthy"
-              and list((bench.root / ".wb" / "artifacts").glob("execution-*/run-*/stdout.txt")), a, "first workload")
+        # The status (two HTTP requests) is asked last, once the workload has started: not at every poll before.
+        _wait(lambda: lock.exists() and list((bench.root / ".wb" / "artifacts").glob("execution-*/run-*/stdout.txt"))
+              and control.status(bench.sim_dir, debug=False).state == "healthy", a, "first workload")
         return a, lock, json.loads(lock.read_text())
     except BaseException:
         a.kill()
