@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -80,6 +82,16 @@ def shown(value: Any) -> str:
             return f"{value!r} (text)"
         return f"{value!r} (text: write it without quotes)"
     return repr(value)
+
+
+def did_you_mean(word: str, names: Iterable[str], listing: str | None = None) -> str | None:
+    """The hint for a name not found among `names`: the closest one ("did you mean 'x'?"), then `listing` (the
+    names there are, as `metrics: a, b`) in brackets; None when there is neither."""
+    close = difflib.get_close_matches(str(word), [str(n) for n in names], n=1)
+    guess = f"did you mean {close[0]!r}?" if close else None
+    if guess and listing:
+        return f"{guess} ({listing})"
+    return guess or listing
 
 
 def _whole(value: Any) -> Any:

@@ -69,7 +69,7 @@ class VariableSpec(Strict):
                              "values are single-line text")
         if self.values is not None and value not in self.values:
             allowed = f"{len(self.values)} allowed values (not shown: the variable is secret)" if self.secret \
-                else str(self.values)
+                else ", ".join(self.values)
             raise ValueError(f"{shown} is not one of {allowed}")
         if self.type == "int":
             try:

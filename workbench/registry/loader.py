@@ -5,16 +5,16 @@ Every problem becomes a ConfigError naming the file, the line and the field; not
 
 from __future__ import annotations
 
-import difflib
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from types import UnionType
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from workbench.errors import BadInput, ConfigError
-from workbench.registry.common import put_back_words, shown, unshared
+from workbench.registry.common import did_you_mean, put_back_words, shown, unshared
 from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment
 from workbench.registry.profile_checks import check_profile, verify_templates
 from workbench.registry.hypothesis import Hypothesis, HypothesesFile
@@ -115,20 +115,59 @@ def parse_model(model: type[M], doc: LocatedYaml) -> M:
         loc = tuple(first["loc"])
         if loc[-1:] == ("[key]",):  # pydantic's mark of a mapping key's own error: the key is the place
             loc = loc[:-1]
-        msg = _message(first)
+        msg, hint = _message(first), None
         if first["type"] == "extra_forbidden":
             msg = f"unknown field {loc[-1]!r}"
             missing = [e["loc"][-1] for e in errors if e["type"] == "missing" and tuple(e["loc"][:-1]) == loc[:-1]]
-            close = difflib.get_close_matches(str(loc[-1]), [str(m) for m in missing], n=1)
-            if close:
-                msg += f" (did you mean {close[0]!r}?)"
+            # A missing field is the likeliest meant; else one the entry could have and does not give.
+            hint = did_you_mean(str(loc[-1]), missing) or did_you_mean(str(loc[-1]), _unset_fields(model, doc, loc))
         elif first["type"] == "missing":
             msg = f"missing required field {loc[-1]!r}"
             loc = loc[:-1] + (loc[-1],)
         elif isinstance(first.get("input"), bool):
             msg, loc = _boolean_for_text(errors, doc) or (msg, loc)
-        more = f" ({len(errors) - 1} more problem(s) after this one)" if len(errors) > 1 else ""
-        raise doc.error(msg + more, loc if first["type"] != "missing" else loc[:-1]) from None
+        more = ""
+        if len(errors) == 2:
+            more = " (1 more problem after this one: fix this one and run again to see it)"
+        elif len(errors) > 2:
+            more = f" ({len(errors) - 1} more problems after this one: fix this one and run again to see the next)"
+        raise doc.error(msg + more, loc if first["type"] != "missing" else loc[:-1], hint=hint) from None
+
+
+def _unset_fields(model: type[BaseModel], doc: LocatedYaml, loc: tuple[Any, ...]) -> list[str]:
+    """The fields of the model an unknown field at `loc` stands in, less those the entry gives: found by walking
+    `model`'s annotations along `loc` (a list's index, a mapping's key, a model's field)."""
+    tp: Any = model
+    for key in loc[:-1]:
+        tp = _step(tp, key)
+        if tp is None:
+            return []
+    entry = doc.data
+    for key in loc[:-1]:
+        entry = entry[key] if isinstance(entry, (dict, list)) else None
+    given = set(entry) if isinstance(entry, dict) else set()
+    models = [m for m in _union_members(tp) if isinstance(m, type) and issubclass(m, BaseModel)]
+    return [f for m in models for f in m.model_fields if f not in given]
+
+
+def _union_members(tp: Any) -> tuple[Any, ...]:
+    while get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    if get_origin(tp) in (Union, UnionType):
+        return tuple(m for member in get_args(tp) for m in _union_members(member))
+    return (tp,)
+
+
+def _step(tp: Any, key: Any) -> Any:
+    """The annotation one step inside `tp` at `key`, or None where `key` leads nowhere known."""
+    for member in _union_members(tp):
+        if isinstance(member, type) and issubclass(member, BaseModel) and key in member.model_fields:
+            return member.model_fields[key].annotation
+        if get_origin(member) is list and isinstance(key, int):
+            return get_args(member)[0]
+        if get_origin(member) is dict:
+            return get_args(member)[1]
+    return None
 
 
 @dataclass
@@ -157,7 +196,8 @@ class Registry:
             if h.id == hid:
                 return h
         known = ", ".join(h.id for h in self.hypotheses) or "none"
-        raise BadInput(f"no hypothesis {hid!r} in {self.hypotheses_file}", hint=f"known ids: {known}",
+        raise BadInput(f"no hypothesis {hid!r} in {self.hypotheses_file}",
+                       hint=did_you_mean(hid, (h.id for h in self.hypotheses), f"known ids: {known}"),
                        where=str(self.hypotheses_file))
 
     def experiment_for(self, h: Hypothesis) -> Experiment:
@@ -177,7 +217,7 @@ class Registry:
         for name, value in (overrides or {}).items():
             if name not in exp.variables:
                 raise BadInput(f"--set {name}: experiment {exp.id!r} has no variable {name!r}",
-                               hint=f"variables: {', '.join(exp.variables)}")
+                               hint=did_you_mean(name, exp.variables, f"variables: {', '.join(exp.variables)}"))
             if name == h.isolates:
                 raise BadInput(f"--set {name}: {name!r} is the variable {h.id!r} isolates; it differs by arm",
                                hint="--set overrides held variables for every arm")
@@ -274,7 +314,8 @@ def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
             if ref is None:
                 continue
             if ref not in exp.metrics:
-                raise doc.error(f"metric {name!r} refers to unknown metric {ref!r}", ("metrics", name, attr))
+                raise doc.error(f"metric {name!r} refers to unknown metric {ref!r}", ("metrics", name, attr),
+                                hint=_metric_hint(ref, exp))
             if attr != "same_as" and exp.metrics[ref].kind != "count":
                 raise doc.error(f"{attr} {ref!r} of proportion {name!r} must be a count", ("metrics", name, attr))
         if m.units is not None and exp.unit is None:
@@ -283,13 +324,15 @@ def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
     _check_aliases(exp, doc)
     _check_outcomes(exp, doc)
     if exp.default_profile not in exp.profiles:
-        raise doc.error(f"default_profile {exp.default_profile!r} is not among the profiles {list(exp.profiles)}",
-                        ("default_profile",))
+        raise doc.error(f"default_profile {exp.default_profile!r} is not among the profiles "
+                        f"{', '.join(exp.profiles)}", ("default_profile",),
+                        hint=did_you_mean(exp.default_profile, exp.profiles))
     for pname, prof in exp.profiles.items():
         for mname in prof.collect:
             if mname not in exp.metrics:
                 raise doc.error(f"profile {pname!r} collects {mname!r}, which is not a declared metric",
-                                ("profiles", pname, "collect", mname), hint=f"metrics: {', '.join(exp.metrics)}")
+                                ("profiles", pname, "collect", mname),
+                                hint=_metric_hint(mname, exp))
             if exp.metrics[mname].derived:
                 raise doc.error(f"metric {mname!r} is derived; it cannot also be collected",
                                 ("profiles", pname, "collect", mname))
@@ -326,8 +369,8 @@ def _check_outcomes(exp: Experiment, doc: LocatedYaml) -> None:
 
 
 def _close(word: str, choices: list[str]) -> str | None:
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f"did you mean {close[0]!r}? (or add {word!r} to unit.outcomes)" if close else \
+    guess = did_you_mean(word, choices)
+    return f"{guess} (or add {word!r} to unit.outcomes)" if guess else \
         f"add {word!r} to unit.outcomes if units can end that way"
 
 
@@ -415,7 +458,8 @@ def check_hypotheses(reg: Registry) -> None:
     for i, h in enumerate(reg.hypotheses):
         if h.id in ids:
             first = doc.line_of(("hypotheses", ids[h.id], "id"))
-            raise doc.error(f"duplicate hypothesis id {h.id!r} (also at line {first})", ("hypotheses", i, "id"))
+            raise doc.error(f"duplicate hypothesis id {h.id!r} (also at line {first})", ("hypotheses", i, "id"),
+                            hint="give each hypothesis its own id (a child names its parent by id)")
         ids[h.id] = i
     for i, h in enumerate(reg.hypotheses):
         at = ("hypotheses", i)
@@ -423,7 +467,8 @@ def check_hypotheses(reg: Registry) -> None:
         if h.parent == h.id:
             raise doc.error("a hypothesis cannot be its own parent", (*at, "parent"))
         if h.parent is not None and h.parent not in ids:
-            raise doc.error(f"parent {h.parent!r} of {h.id!r} is not a hypothesis in this file", (*at, "parent"))
+            raise doc.error(f"parent {h.parent!r} of {h.id!r} is not a hypothesis in this file", (*at, "parent"),
+                            hint=_id_hint(h.parent, list(ids)))
         _check_against_experiment(reg, doc, i, h)
     # Lineage must be a tree: walk each chain of parents, bounded by the number of hypotheses.
     parent_of = {h.id: h.parent for h in reg.hypotheses}
@@ -445,16 +490,17 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
     exp = reg.experiments.get(h.experiment)
     if exp is None:
         raise doc.error(f"experiment {h.experiment!r} not found (no {EXPERIMENTS_DIR}/{h.experiment}.yaml)",
-                        (*at, "experiment"), hint=f"experiments: {', '.join(sorted(reg.experiments)) or 'none'}")
+                        (*at, "experiment"), hint=did_you_mean(h.experiment, reg.experiments,
+                                                               f"experiments: {', '.join(sorted(reg.experiments))}"))
     if h.profile is not None and h.profile not in exp.profiles:
         raise doc.error(f"profile {h.profile!r} is not a profile of experiment {exp.id!r}", (*at, "profile"),
-                        hint=f"profiles: {', '.join(exp.profiles)}")
+                        hint=did_you_mean(h.profile, exp.profiles, f"profiles: {', '.join(exp.profiles)}"))
 
     def check_value(name: str, value: str, loc: tuple[Any, ...]) -> None:
         spec = exp.variables.get(name)
         if spec is None:
             raise doc.error(f"unknown variable {name!r} (experiment {exp.id!r} declares "
-                            f"{', '.join(exp.variables)})", loc)
+                            f"{', '.join(exp.variables)})", loc, hint=did_you_mean(name, exp.variables))
         try:
             spec.check(value)
         except ValueError as exc:
@@ -462,11 +508,13 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
 
     if h.isolates is not None and h.isolates not in exp.variables:
         raise doc.error(f"isolated variable {h.isolates!r} is not a variable of experiment {exp.id!r}",
-                        (*at, "isolates"), hint=f"variables: {', '.join(exp.variables)}")
+                        (*at, "isolates"),
+                        hint=did_you_mean(h.isolates, exp.variables, f"variables: {', '.join(exp.variables)}"))
     for name, value in h.hold.items():
         check_value(name, value, (*at, "hold", name))
         if name == h.isolates:
-            raise doc.error(f"hold fixes {name!r}, the variable this hypothesis isolates", (*at, "hold", name))
+            raise doc.error(f"hold fixes {name!r}, the variable this hypothesis isolates", (*at, "hold", name),
+                            hint=f"remove {name} from hold: the arms set it, one value each")
     seen_values: dict[str, str] = {}
     for arm, assignment in h.arms.items():
         for name, value in assignment.items():
@@ -492,15 +540,25 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
         loc = (*at, "requires", j)
         if g.metric not in exp.metrics:
             raise doc.error(f"guard on metric {g.metric!r}, which experiment {exp.id!r} does not produce",
-                            (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
+                            (*loc, "metric"), hint=_metric_hint(g.metric, exp))
         _check_scale(exp.metrics[g.metric].kind, f"metric {g.metric!r}", g, False, doc, loc, guard=True)
         if g.arm is not None and g.arm not in arm_names:
-            raise doc.error(f"guard names arm {g.arm!r}; arms are {', '.join(sorted(arm_names))}", (*loc, "arm"))
-    known = {x.id for x in reg.hypotheses}
+            raise doc.error(f"guard names arm {g.arm!r}; arms are {', '.join(sorted(arm_names))}", (*loc, "arm"),
+                            hint=did_you_mean(g.arm, arm_names))
+    known = [x.id for x in reg.hypotheses]
     for k, a in enumerate(h.assumptions):
         if a.tested_by is not None and a.tested_by not in known:
             raise doc.error(f"assumption tested_by {a.tested_by!r} is not a hypothesis",
-                            (*at, "assumptions", k, "tested_by"))
+                            (*at, "assumptions", k, "tested_by"), hint=_id_hint(a.tested_by, known))
+
+
+def _metric_hint(name: str, exp: Experiment) -> str | None:
+    return did_you_mean(name, exp.metrics, f"metrics: {', '.join(exp.metrics)}")
+
+
+def _id_hint(hid: str, ids: list[str]) -> str | None:
+    """The id meant, or the ids there are when they are few enough to read."""
+    return did_you_mean(hid, ids) or (f"hypotheses: {', '.join(ids)}" if len(ids) <= 12 else None)
 
 
 def _check_predictions(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: Hypothesis,
@@ -513,7 +571,8 @@ def _check_predictions(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h
             if p.target is None:
                 raise doc.error("a reachability prediction names the probed target (target:)", loc)
             if h.probe and p.target not in h.probe.targets:
-                raise doc.error(f"target {p.target!r} is not among probe.targets", (*loc, "target"))
+                raise doc.error(f"target {p.target!r} is not among probe.targets", (*loc, "target"),
+                            hint=did_you_mean(p.target, h.probe.targets))
             _check_scale("count", f"calls to {p.target}", p, p.difference is not None, doc, loc)
         elif p.target is not None:
             # Without metric: (it defaults to a probe's "calls"), removing target: would leave a prediction on no
@@ -528,14 +587,14 @@ def _check_predictions(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h
                             hint=f"metrics: {', '.join(exp.metrics)}")
         elif p.metric not in exp.metrics:
             raise doc.error(f"prediction on metric {p.metric!r}, which experiment {exp.id!r} does not produce",
-                            (*loc, "metric"), hint=f"metrics: {', '.join(exp.metrics)}")
+                            (*loc, "metric"), hint=_metric_hint(p.metric, exp))
         else:
             kind = exp.metrics[p.metric].kind
             _check_scale(kind, f"metric {p.metric!r}", p, p.difference is not None, doc, loc)
         for a in ([p.arm] if p.arm else []) + list(p.difference or ()):
             if a not in arm_names:
                 raise doc.error(f"prediction names arm {a!r}; arms are {', '.join(sorted(arm_names))}",
-                                (*loc, "arm" if p.arm else "difference"))
+                                (*loc, "arm" if p.arm else "difference"), hint=did_you_mean(a, arm_names))
 
 
 def _check_scale(kind: str, what_on: str, region: Any, difference: bool, doc: LocatedYaml, loc: tuple[Any, ...],
