@@ -72,6 +72,30 @@ def test_piped_listings_keep_whole_values(wbenv):
     assert len(claim) > 80 and got.stdout == f"hicache-bf16-race  [open]  {claim}\n", got.stdout
 
 
+def test_lineage_draws_a_tree_that_fits_the_terminal(wbenv):
+    # Every child was drawn with `└─`, siblings that are not last included, and at 80 columns the lines ran to
+    # 99-127 characters though claims were cut with `…`: now `├─` for a sibling with more below it, `│` carrying
+    # its parent's line past it, and on a terminal each claim is cut to the terminal's width (never in a pipe).
+    import re
+
+    tree = ["hicache-bf16-race",
+            "├─ wedge-confound",
+            "├─ dead-code-dsaindexerpoolhost",
+            "│  ├─ live-hostpool-control",
+            "│  └─ dead-code-hicache-off",
+            "└─ token-granular-geometry",
+            "   └─ token-granular-geometry-deployment"]
+    got = sh('"$WB" lineage', wbenv)
+    assert got.returncode == 0, got.stderr
+    assert [line.split("  [")[0] for line in got.stdout.splitlines()] == tree, got.stdout
+    assert "…" not in got.stdout
+    shown = in_a_terminal(["lineage"], {**wbenv, "COLUMNS": "80", "NO_COLOR": "1"}, timeout_s=60).decode()
+    lines = [re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", line) for line in shown.splitlines()]
+    assert [line.split("  [")[0] for line in lines] == tree, shown
+    assert all(re.search(r"  \[[a-z]+\]  \S", line) for line in lines), shown  # the status whole, a claim after it
+    assert max(len(line) for line in lines) <= 80 and sum(line.endswith("…") for line in lines) >= 5, shown
+
+
 def test_tsv_and_csv_cut_and_parse(wbenv):
     got = sh('"$WB" runs list --format tsv | cut -f2', wbenv)
     assert got.returncode == 0, got.stderr

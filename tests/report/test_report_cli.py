@@ -116,8 +116,8 @@ def test_lineage_text_and_json(app: Any, seeded: dict[str, Any]) -> None:
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     assert lines[0].startswith("hicache-bf16-race  [open]")
-    assert any(ln.startswith("  └─ wedge-confound  [falsified]") for ln in lines)
-    assert any(ln.startswith("    └─ token-granular-geometry-deployment  [open]") for ln in lines)
+    assert any(ln.startswith("├─ wedge-confound  [falsified]") for ln in lines)
+    assert any(ln.startswith("   └─ token-granular-geometry-deployment  [open]") for ln in lines)
     res = CliRunner().invoke(app, ["lineage", "--json"], env=_env(seeded))
     graph = json.loads(res.output)
     assert {"kind": "parent", "parent": "hicache-bf16-race", "child": "wedge-confound"} in graph["edges"]

@@ -481,6 +481,13 @@ def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[A
         table(columns, rows, optional=optional)
 
 
+def terminal_width() -> int:
+    """The terminal's width in columns, as a table takes it (rich reads $COLUMNS, then the terminal itself)."""
+    from rich.console import Console
+
+    return Console().width
+
+
 def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *,
           optional: tuple[str, ...] = ()) -> None:
     """A rich table on a terminal; elsewhere plain columns, two spaces apart, no value cut or folded

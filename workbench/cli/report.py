@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format,
-                                   open_workbench, print_json)
+from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, is_tty, list_format,
+                                   open_workbench, print_json, terminal_width)
 
 if TYPE_CHECKING:
     from workbench.app import LineageNode
@@ -89,35 +89,45 @@ def register(app: typer.Typer) -> None:
             # envelope's version is 1, so scripts written against it keep working (see JSON_VERSION).
             print_json({"items": rows, "nodes": rows, "edges": wb.lineage_edges()})
         elif chosen == "tree":
-            typer.echo(lineage_text(nodes))
+            typer.echo(lineage_text(nodes, width=terminal_width() if is_tty() else None))
         else:
             emit_rows(chosen, ["id", "parent", "depth", "status", "claim"],
                       [[n.status.hypothesis.id, n.status.hypothesis.parent or "", n.depth, n.status.status,
                         n.status.hypothesis.claim] for n in nodes])
 
 
-def lineage_text(nodes: list["LineageNode"], *, cut: bool | None = None) -> str:
-    """The DAG as an indented tree, one hypothesis a line: `id  [status]  claim`. A claim is cut to fit a line
-    on a terminal (`cut`: default, whether stdout is one), never in a pipe: piped values are whole."""
-    from workbench.cli._common import is_tty
-
-    cut = is_tty() if cut is None else cut
+def lineage_text(nodes: list["LineageNode"], *, width: int | None = None) -> str:
+    """The DAG as a tree, one hypothesis a line: `id  [status]  claim`, a child under its parent with `├─` (more
+    siblings below it, `│` carrying the parent's line past it) or `└─` (the last). `width`: a terminal's, to
+    which each claim is cut (an id and a status never are: where they alone do not fit, the line runs on);
+    None, in a pipe: nothing is cut."""
     ids = {n.status.hypothesis.id for n in nodes}
     children: dict[str | None, list["LineageNode"]] = {}
     for n in nodes:
         parent = n.status.hypothesis.parent
         children.setdefault(parent if parent in ids else None, []).append(n)
     lines: list[str] = []
-    stack = [(n, 0) for n in reversed(children.get(None, []))]
+    # (node, what the lines above it carry down, its own branch); a root has no branch.
+    stack: list[tuple["LineageNode", str, str]] = [(n, "", "") for n in reversed(children.get(None, []))]
     seen: set[str] = set()
     while stack:
-        n, d = stack.pop()
+        n, lead, branch = stack.pop()
         h = n.status.hypothesis
         if h.id in seen:
             continue
         seen.add(h.id)
+        head = f"{lead}{branch}{h.id}  [{n.status.status}]"
         claim = " ".join(h.claim.replace("\t", " ").splitlines())  # one hypothesis a line, as in a piped listing
-        claim = claim if len(claim) <= 70 or not cut else claim[:69] + "…"
-        lines.append(f"{'  ' * d}{'└─ ' if d else ''}{h.id}  [{n.status.status}]  {claim}")
-        stack.extend((c, d + 1) for c in reversed(children.get(h.id, [])))
+        lines.append(f"{head}  {_cut(claim, None if width is None else width - len(head) - 2)}".rstrip())
+        below = lead + {"": "", "├─ ": "│  ", "└─ ": "   "}[branch]
+        kids = [c for c in children.get(h.id, []) if c.status.hypothesis.id not in seen]
+        branches = ["├─ "] * (len(kids) - 1) + ["└─ "]
+        stack.extend((c, below, b) for c, b in reversed(list(zip(kids, branches))))
     return "\n".join(lines)
+
+
+def _cut(text: str, room: int | None) -> str:
+    """`text` in `room` characters, cut with `…` (None: whole; too little room for a word's start: left out)."""
+    if room is None or len(text) <= room:
+        return text
+    return text[:room - 1].rstrip() + "…" if room >= 4 else ""
