@@ -4,20 +4,16 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_the_seed_evidences_wall_time_reads_as_recorded_on_the_run_pages(tmp_path: Path, cli, monkeypatch) -> None:
+def test_the_seed_evidences_wall_time_reads_as_recorded_on_the_run_pages(tmp_path: Path, cli, monkeypatch,
+                                                                        workbench_dir: Path) -> None:
     # The run page, the runs list and the hypothesis page's runs table read wall_s 346.3 as "346" (display.number's
     # three significant digits) beside the page's own quote "wall=346.3s": 346.3 and 346.4 read alike.
-    root = tmp_path / "wbroot"
-    root.mkdir()
-    shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
-    shutil.copytree(REPO / "experiments", root / "experiments")
-    monkeypatch.setenv("WB_ROOT", str(root))
+    monkeypatch.setenv("WB_ROOT", str(workbench_dir))
     monkeypatch.setenv("WB_DB", str(tmp_path / "wb.duckdb"))
     site = tmp_path / "site"
     for args in (("import", "evidence", str(REPO / "evidence" / "seed-runs.csv")), ("report", "--out", str(site))):
