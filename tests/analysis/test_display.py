@@ -42,3 +42,10 @@ def test_a_value_and_a_noise_floor_read_as_the_rest_do():
     assert display.noise_floor(0.0004) == "±0.04 points" and display.noise_floor(0.114) == "±11.4 points"
     assert display.noise_floor(-0.00002) == "±0.002 points" and display.noise_floor(0.0) == "±0.0 points"
     assert display.noise_floor(1e-12) == "±<0.00000001 points"
+
+
+def test_a_p_value_never_reads_0():
+    # `:.2g` wrote a p-value that underflowed a float as "0" (Fisher p = 0 over 12,000 sessions a run).
+    assert display.p_value(0.0) == "< 1e-300" and display.p_is(0.0) == "< 1e-300"
+    assert display.p_value(2.7e-36) == "2.7e-36" and display.p_is(2.7e-36) == "= 2.7e-36"
+    assert display.p_value(1.0) == "1" and display.p_value(0.0123) == "0.012"

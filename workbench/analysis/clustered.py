@@ -41,6 +41,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Sequence
 
+from workbench.analysis import display
+
 # The screen that decides whether an excess of spread is significant: below this p, over-dispersion is
 # judged with Student's t on the runs' degrees of freedom (and counts against exchangeable runs in the
 # drift check); above it, an excess over binomial still inflates the variance, at the normal quantile.
@@ -147,7 +149,7 @@ def _null_tails(ks: tuple[int, ...], ns: tuple[int, ...], x2: float) -> tuple[fl
 
 def p_text(d: "Dispersion", p: float) -> str:
     """A dispersion p-value as the text gives it: 'exact p' over two runs, 'simulated p' beyond."""
-    return f"{'exact' if d.runs == 2 else 'simulated'} p = {p:.2g}"
+    return f"{'exact' if d.runs == 2 else 'simulated'} p {display.p_is(p)}"
 
 
 def dispersion(ks: Sequence[float], ns: Sequence[float]) -> Dispersion:
@@ -214,7 +216,7 @@ def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool = False) 
                          f"binomial): variance inflated by phi (design effect {deff_text(d.phi)})", d)
     return Effective(k, n, k, n, 1.0, "binomial", None,
                      f"the {d.runs} runs' spread matches binomial within {UNDER_TOL:.0%} (phi = {d.phi:.2g}; "
-                     f"p = {d.p_over:.2g} over, {d.p_under:.2g} under): pooled binomial", d)
+                     f"p = {display.p_value(d.p_over)} over, {display.p_value(d.p_under)} under): pooled binomial", d)
 
 
 def deff_text(deff: float) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from workbench.analysis import stats
+from workbench.analysis import display, stats
 
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment
@@ -143,14 +143,15 @@ def _message(var: str, used: list[RunData], per: dict[str, dict[str, Any]], by: 
                        for v, pv in per.items())
     where = f"stratified by {', '.join(by)}" if by else "in one stratum"
     result = (f"{test} test {where} (the other variables and the experiment version held within each): "
-              f"p = {p:.2g} over runs" if p is not None else
+              f"p {display.p_is(p)} over runs" if p is not None else
               "within strata holding the other variables and the experiment version")
     if effect.get("units_p") is not None:
-        result += f", {effect['units_p']:.2g} over units"
+        result += f", {display.p_value(effect['units_p'])} over units"
     if p is not None and comparisons > 1:
-        result += (f" (Bonferroni-adjusted over {comparisons} comparisons: {min(1.0, p * comparisons):.2g} over runs"
-                   + (f", {effect['units_p_adjusted']:.2g} over units" if effect.get("units_p") is not None else "")
-                   + ")")
+        units = effect.get("units_p_adjusted") if effect.get("units_p") is not None else None
+        result += (f" (Bonferroni-adjusted over {comparisons} comparisons: "
+                   f"{display.p_value(min(1.0, p * comparisons))} over runs"
+                   + (f", {display.p_value(units)} over units" if units is not None else "") + ")")
     return (f"pooled, {pooled} over the {len(used)} run(s) that can test it ("
             + ", ".join(r.name for r in used[:8]) + (", ..." if len(used) > 8 else "") + "); "
             + (f"{detail}; " if detail else "") + result)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from workbench.analysis import stats
+from workbench.analysis import display, stats
 from workbench.analysis.aliasing import alias_findings
 from workbench.analysis.conditioning import variable_findings
 from workbench.analysis.data import USABLE_STATUSES, RunData, metric_value, run_query
@@ -267,7 +267,7 @@ def _guard_apart(label: str, what: str, table: list[list[int]], p: float | None)
         return (f"; {label} also occurred in {table[0][1]} run(s) without {what}, so it is not specific; "
                 f"no run without {label} exists to compare.")
     return (f"; {label} also occurred in {table[0][1]} run(s) without {what}, and {what} occurred in "
-            f"{table[1][0]} of {table[1][0] + table[1][1]} run(s) without {label} (Fisher p = {p:.2g}).")
+            f"{table[1][0]} of {table[1][0] + table[1][1]} run(s) without {label} (Fisher p {display.p_is(p)}).")
 
 
 def _note_aliased(f: Finding, aliases: list[Finding]) -> Finding:

@@ -197,3 +197,17 @@ def beside_region(bounds: tuple[Any, Any], how: str | None) -> str:
     text = " to ".join(_bound(b, how) for b in ends)
     return f" ({text} points)" if how == POINTS else f" ({text})"
 
+
+P_FLOOR = 1e-300  # a p-value below this underflowed (or nearly) a float: it is small, never 0
+
+
+def p_value(p: float) -> str:
+    """A p-value with two significant digits, e-notation once small (0.012, 2.7e-36); one that underflowed to 0
+    reads < 1e-300: a p-value is never 0."""
+    return f"< {P_FLOOR:.0e}" if 0 <= p < P_FLOOR else f"{p:.2g}"
+
+
+def p_is(p: float) -> str:
+    """What follows "p" in a sentence: "= 0.012", or "< 1e-300" for one that underflowed (`p_value`)."""
+    text = p_value(p)
+    return text if text.startswith("<") else f"= {text}"

@@ -279,7 +279,7 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
         side = "p_against" if out["exact_held"] == "outside" else "p_for"
         test = "exact binomial test on the same counts" if e.design_effect == 1 else \
             "binomial test on the effective counts"
-        _add_note(out, f"but the {test} does not agree: {out['exact']}, two-sided p = {out[side]:.2g}; too few "
+        _add_note(out, f"but the {test} does not agree: {out['exact']}, two-sided p {display.p_is(out[side])}; too few "
                        "events to decide")
     if out["outcome"] == "inconclusive" and e.df is not None and not sequential:
         # Runs as the unit (t on the runs' degrees of freedom): more units inside these runs narrow
@@ -326,7 +326,7 @@ def _exact_text(k: float, n: float, bounds: tuple[float, float]) -> str | None:
 
     def tail(c: float, upper: bool) -> str:
         op = ">=" if upper else "<="
-        return f"P(X {op} {_fmt(k)} | n = {_fmt(n)}, p = {_fmt(c)}) = {stats.binomial_tail(k, n, c, upper):.2g}"
+        return f"P(X {op} {_fmt(k)} | n = {_fmt(n)}, p = {_fmt(c)}) {display.p_is(stats.binomial_tail(k, n, c, upper))}"
 
     if k / n > hi:
         return tail(hi, True)

@@ -91,6 +91,10 @@ _OPTIONAL = ("k", "n", "runs", "unknown_runs", "interval_kind", "e_against", "e_
              "empty_interval", "few_runs_held")
 
 
+# What a judgement over completed units only carries beside the one over all units.
+COMPLETED_KEYS = ("k", "n", "estimate", "interval", "interval_kind", "outcome", "note")
+
+
 @dataclass(frozen=True)
 class Judgement:
     """One prediction judged: the estimate, its interval, and where it lies against the predicted region."""
@@ -177,7 +181,7 @@ class Judgement:
                 del out[key]
         if self.completed is not None:
             out["completed"] = {k: v for k, v in self.completed.to_dict().items()
-                                if k in ("k", "n", "estimate", "interval", "outcome", "note")}
+                                if k in COMPLETED_KEYS}
         return json_safe(out)
 
 

@@ -72,7 +72,7 @@ def _evidence(j: dict[str, Any]) -> str:
     if j.get("exact"):
         return f" ({j['exact']})"
     p = j.get("p_against") if j["outcome"] == "falsified" else j.get("p_for")
-    return f" (p = {p:.2g})" if p is not None and p < 0.05 else ""
+    return f" (p {display.p_is(p)})" if p is not None and p < 0.05 else ""
 
 
 def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolates: str | None) -> str:
@@ -89,8 +89,8 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         (ka, kb), (na, nb) = j["k"], j["n"]
         a, b = where.split(" - ")
         # Fisher's test pools the sessions: beside a run-level interval it says so, or it reads as the evidence.
-        fisher = f", Fisher p = {j['fisher_p']:.2g}" if j.get("method") != "run-level" else \
-            f"; Fisher p = {j['fisher_p']:.2g} over the pooled sessions, which takes them as independent"
+        fisher = f", Fisher p {display.p_is(j['fisher_p'])}" if j.get("method") != "run-level" else \
+            f"; Fisher p {display.p_is(j['fisher_p'])} over the pooled sessions, which takes them as independent"
         body = (f"{a} had {ka:g}/{na:g} and {b} {kb:g}/{nb:g}, a difference of {display.points(j['estimate'])} "
                 f"({j['interval_kind']} {display.points_interval(j['interval'], j['bounds'])}{fisher})")
     elif isinstance(j.get("runs"), list):  # a Hodges-Lehmann shift between two arms (predictions._judge_shift)
@@ -137,8 +137,10 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
     extra = f" Runs as the unit: {j['method_reason']}." if j.get("method_reason") else ""
     comp = j.get("completed")
     if comp and comp.get("n") and comp["n"] != j.get("n"):
+        # Its interval is widened as the main one is: named as the main one's is, it reads as what it is.
+        kind = f"{comp['interval_kind']} " if comp.get("interval_kind") else ""
         extra += (f" Over completed units only it is {comp['k']:g}/{comp['n']:g} = {display.rate(comp['estimate'])} "
-                  f"{display.rate_interval(comp['interval'], j['bounds'])}, {comp['outcome']}.")
+                  f"({kind}{display.rate_interval(comp['interval'], j['bounds'])}), {comp['outcome']}.")
     return f"It predicted {j['describe']}; {body}, {tail}{ptxt}.{extra}"
 
 
@@ -150,8 +152,9 @@ def reasoning_text(h: Hypothesis, exp: Experiment, result: Any, arms: dict[str, 
         for m, v in result.aa.items():
             (ka, na), (kb, nb) = v["control"], v["control_aa"]
             parts.append(f"A/A execution: the control arm ran twice; {m} was {ka:g}/{na:g} and {kb:g}/{nb:g}, a "
-                         f"difference interval of {display.points_interval(v['difference_interval'])} (Fisher p = "
-                         f"{v['fisher_p']:.2g}), so the noise floor is {display.noise_floor(v['noise_floor'])}"
+                         f"difference interval of {display.points_interval(v['difference_interval'])} (Fisher p "
+                         f"{display.p_is(v['fisher_p'])}), so the noise floor is "
+                         f"{display.noise_floor(v['noise_floor'])}"
                          + ("; that interval excludes 0 between identical arms: a false alarm." if v["false_alarm"]
                             else "; no false alarm."))
         if not result.predictions:

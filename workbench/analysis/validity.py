@@ -278,7 +278,9 @@ def guard(g: Any, arms: dict[str, list[RunData]], exp: Experiment, arm_names: li
     if unknown:
         return check(name, None, f"held in {seen} run(s), but {len(unknown)} run(s) did not record {g.metric} "
                      f"({', '.join(unknown[:4])})", "inconclusive")
-    return check(name, True, f"held in all {seen} run(s) of {where}")
+    if seen == 1:  # "held in all 1 run(s)" claimed more than one run can hold
+        return check(name, True, f"held in the one run of {g.arm}" if g.arm else "held in the one run")
+    return check(name, True, f"held in all {seen} runs of {where}")
 
 
 def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], exp: Experiment,
@@ -325,7 +327,7 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
         p_between = stats.fisher(int(per_arm[a]["lost"]), int(per_arm[a]["units"]),
                                  int(per_arm[b]["lost"]), int(per_arm[b]["units"]))
         if p_between < stats.ALPHA:
-            flags.append(f"attrition differs between {a} and {b} (Fisher p = {p_between:.2g})")
+            flags.append(f"attrition differs between {a} and {b} (Fisher p {display.p_is(p_between)})")
     summary = {"arms": per_arm, "between_arms_p": p_between, "flags": flags}
     if not known:
         return check("attrition", None, "no arm recorded how many units completed"), summary
@@ -376,7 +378,7 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -
                 flagged.append(f"{m} in {a} varies between replicates more than chance allows (dispersion "
                                f"{d.phi:.2g}, {clustered.p_text(d, d.p_over)} over {len(rows)} runs: {counts})")
                 if held:
-                    trends.append(f"{m} in {a} trends over replicate order (Kendall p = {p_trend:.2g})"
+                    trends.append(f"{m} in {a} trends over replicate order (Kendall p {display.p_is(p_trend)})"
                                   if p_trend < DRIFT_P else f"{m} in {a}: {len(rows)} runs are too few to rule "
                                   f"out a trend (Kendall's test needs {clustered.TREND_MIN_RUNS})")
             elif d.p_under < DRIFT_P:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
-from workbench.analysis import stats, validity
+from workbench.analysis import display, stats, validity
 from workbench.analysis.data import USABLE_STATUSES, RunData
 from workbench.analysis.predictions import combine_outcomes, judge
 from workbench.analysis.reachability import judge_reachability
-from workbench.analysis.results import VERDICTS, Analysis, ArmSummary, Check, Judgement
+from workbench.analysis.results import COMPLETED_KEYS, VERDICTS, Analysis, ArmSummary, Check, Judgement
 from workbench.analysis.summary import arm_summary, reasoning_text
 from workbench.registry.experiment import Experiment
 from workbench.registry.hypothesis import Hypothesis
@@ -230,7 +230,7 @@ def _predictions(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list
         spec = exp.metrics.get(exp.repeated(p.metric))
         if spec is not None and spec.kind == "proportion" and exp.unit is not None and exp.unit.completed:
             jc = judge(p, a, arms, exp, basis="completed", sequential=d.sequential, family=family, looks=budget)
-            j["completed"] = {k: jc.get(k) for k in ("k", "n", "estimate", "interval", "outcome", "note")}
+            j["completed"] = {k: jc.get(k) for k in COMPLETED_KEYS}
             if jc["outcome"] != j["outcome"] and jc.get("n"):
                 disagree.append(f"{j['describe']} ({j['outcome']} over all units, {jc['outcome']} over completed)")
             elif jc["outcome"] != j["outcome"] and j["outcome"] != "inconclusive" and not jc.get("n"):
@@ -246,7 +246,8 @@ def _predictions(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list
             if j["outcome"] == "falsified" and adj >= stats.ALPHA:
                 j["outcome"] = "inconclusive"
                 j["note"] = (j["note"] + " " if j["note"] else "") + \
-                    f"outside its region, but not after Holm correction over {family} predictions (p = {adj:.2g})"
+                    (f"outside its region, but not after Holm correction over {family} predictions "
+                     f"(p {display.p_is(adj)})")
     missing = [j["describe"] + ": " + j["note"] for j in d.predictions if j["estimate"] is None]
     if missing:
         d.checks.append(validity.check("metrics recorded", False, "; ".join(missing), "inconclusive"))

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from workbench.analysis import display
 from workbench.cli._common import DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format, open_workbench
 
 if TYPE_CHECKING:
@@ -50,12 +51,18 @@ def _p(p: float | None) -> str:
 
 
 def _p_text(f: Finding) -> str:
-    """The test's p-value, and the Bonferroni-adjusted one the flag is judged on when there were several."""
+    """The test's p-value, and the Bonferroni-adjusted one the flag is judged on when there were several. A variable
+    is flagged on its p over runs or over units: both are named, or a flag over units read as one on "p = 1"."""
     if f.p is None:
         return ""
-    adjusted = (f"; Bonferroni-adjusted over {f.comparisons} comparisons: {f.p_adjusted:.2g}"
-                if f.comparisons > 1 else "")
-    return f" ({f.test or 'Fisher exact'} p = {f.p:.2g}{adjusted})"
+    units, units_adjusted = f.effect.get("units_p"), f.effect.get("units_p_adjusted")
+    over = (" over runs", f", {display.p_value(units)} over units") if units is not None else ("", "")
+    adjusted = ""
+    if f.comparisons > 1:
+        p_adjusted = display.p_value(f.p_adjusted) if f.p_adjusted is not None else ""
+        adjusted = (f"; Bonferroni-adjusted over {f.comparisons} comparisons: {p_adjusted}{over[0]}"
+                    + (f", {display.p_value(units_adjusted)} over units" if units_adjusted is not None else ""))
+    return f" ({f.test or 'Fisher exact'} p {display.p_is(f.p)}{over[0]}{over[1]}{adjusted})"
 
 
 def _echo_finding(f: Finding) -> None:

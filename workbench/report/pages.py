@@ -175,6 +175,8 @@ def _table(table: Any) -> tuple[list[str], list[tuple[str, list[str]]], list[str
             cells.update({str(k): v for k, v in val.items() if isinstance(v, dict)})
         elif key == "runs" and isinstance(val, list):
             runs = [str(x) for x in val]
+        elif isinstance(val, list) and all(isinstance(x, str) for x in val):  # the strata's names, in words
+            scalars.append((str(key).replace("_", " "), "; ".join(val) or "—"))
         else:
             scalars.append((str(key).replace("_", " "), _text(val)))
     for val in cells.values():
@@ -254,8 +256,7 @@ def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
     rows += _p_rows(f.pop("p", None), f.pop("test", None), f.pop("comparisons", 1), f.pop("p_adjusted", None))
     effect = f.pop("effect", None)
     if isinstance(effect, dict):
-        rows += [(str(k).replace("_", " "), f"{v:.3g}" if isinstance(v, float) else _text(v))
-                 for k, v in effect.items() if v is not None]
+        rows += [(str(k).replace("_", " "), _effect(str(k), v)) for k, v in effect.items() if v is not None]
     rows += [(str(k), _text(v)) for k, v in f.items() if v not in (None, "", [], {})]
     no_proposal = NO_PROPOSAL if flagged and not (proposal_text or proposal_rows) else ""
     return FindingView(title, kind, flagged, detail, rows, columns, trows, _run_links(run_names, runs),
@@ -265,13 +266,29 @@ def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
                        else "No recorded variable separates them yet")
 
 
+# A finding's effects that are differences of two rates (they read in points, as a difference does in the verdict's
+# text) and those that are p-values (never 0: display.p_value).
+POINTS_EFFECTS = ("risk_difference", "units_rate_difference")
+P_EFFECTS = ("units_p", "units_p_adjusted")
+
+
+def _effect(key: str, v: Any) -> str:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if key in POINTS_EFFECTS:
+            return display.points(v)
+        if key in P_EFFECTS:
+            return display.p_value(v)
+        return display.number(v) if isinstance(v, float) else str(v)
+    return _text(v)
+
+
 def _p_rows(p: Any, test: Any, comparisons: Any, adjusted: Any) -> list[tuple[str, str]]:
     """The test's p-value over runs, and where it was the smallest of several, the count and the adjusted p."""
     if not isinstance(p, (int, float)):
         return []
-    rows = [(f"{test or 'Fisher exact'} p (runs)", f"{p:.2g}")]
+    rows = [(f"{test or 'Fisher exact'} p (runs)", display.p_value(p))]
     if isinstance(comparisons, int) and comparisons > 1 and isinstance(adjusted, (int, float)):
-        rows += [("comparisons", str(comparisons)), ("p adjusted (Bonferroni, runs)", f"{adjusted:.2g}")]
+        rows += [("comparisons", str(comparisons)), ("p adjusted (Bonferroni, runs)", display.p_value(adjusted))]
     return rows
 
 

@@ -1,0 +1,91 @@
+"""How `wb confounds` and the confound page word a variable's finding: a p-value that underflows, the p that
+flagged it, its rate differences in points and its strata in words."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from analysis_helpers import kv_workbench
+
+HEADER = "run_id,compression,batch_writes,clients,stale,errors"
+# Every run read stale values (over runs: 2/2 against 2/2, p = 1), but 12,100 of 24,000 clients with compression
+# on against 22 of 24,000 with it off: over units Fisher's p underflows a float.
+BIG = [HEADER, "a1,on,off,12000,6000,0", "a2,on,off,12000,6100,0", "c1,off,off,12000,10,0", "c2,off,off,12000,12,0"]
+# 48/240 against 51/240 clients: a units rate difference of 1.25 points.
+SMALL = [HEADER, "a1,on,off,120,24,0", "a2,on,off,120,24,0", "c1,off,off,120,25,0", "c2,off,off,120,26,0"]
+
+
+def _imported(tmp_path: Path, cli, monkeypatch, rows: list[str]) -> Path:
+    root = kv_workbench(tmp_path, rows, "on, off")
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    monkeypatch.delenv("WB_DB", raising=False)
+    code, _, err = cli("import", "evidence", "s.csv")
+    assert code == 0, err
+    return root
+
+
+@pytest.fixture
+def big(tmp_path: Path, cli, monkeypatch) -> Path:
+    return _imported(tmp_path, cli, monkeypatch, BIG)
+
+
+def _compression(cli) -> dict:
+    code, out, err = cli("confounds", "--json")
+    assert code == 0, err
+    return {(f["kind"], f["factor"]): f for f in json.loads(out)["items"]}[("variable", "compression")]
+
+
+def _article(cli, tmp_path: Path) -> str:
+    code, _, err = cli("report", "--out", str(tmp_path / "site"))
+    assert code == 0, err
+    page = (tmp_path / "site" / "confounds.html").read_text()
+    return html.unescape(next(a for a in page.split("<article") if "compression and stale_rate" in a))
+
+
+def _row(article: str, name: str) -> str:
+    found = re.search(rf"<td>{re.escape(name)}</td><td><code class=\"wrap\">(.*?)</code>", article)
+    assert found, f"no row {name!r} in {article}"
+    return found.group(1)
+
+
+def test_an_underflowed_p_over_units_never_reads_0_and_the_headline_names_the_p_that_flagged_it(big, cli):
+    comp = _compression(cli)
+    assert comp["flagged"] and comp["p"] == 1.0 and comp["effect"]["units_p"] == 0.0  # flagged over units alone
+    code, out, _ = cli("confounds")
+    assert code == 0
+    lines = out.splitlines()
+    i = next(i for i, ln in enumerate(lines) if "vs variable compression" in ln)
+    head, message = lines[i], lines[i + 1]
+    # The headline read "(Fisher exact p = 1)": the p over runs, while the finding was flagged over units.
+    assert head.startswith("FLAG ") and head.endswith("(Fisher exact p = 1 over runs, < 1e-300 over units)"), head
+    assert "p = 1 over runs, < 1e-300 over units." in message, message
+    assert re.search(r"\b0 over units", out) is None, out
+    code, out, _ = cli("confounds", "--format", "tsv")
+    head, *rows = out.splitlines()
+    row = next(r.split("\t") for r in rows if "\tvariable\tcompression\t" in r)
+    assert row[5] == "1"
+
+
+def test_the_confound_page_gives_an_underflowed_p_and_its_differences_as_the_text_does(big, cli, tmp_path):
+    article = _article(cli, tmp_path)
+    assert _row(article, "units p") == "< 1e-300" and _row(article, "units p adjusted") == "< 1e-300"
+    assert _row(article, "Fisher exact p (runs)") == "1"
+    assert re.fullmatch(r"[+-]50\.3 points", _row(article, "units rate difference"))
+    assert _row(article, "risk difference") == "0.0 points"
+    # One stratum, named in words (it read the JSON list ["all runs"]).
+    assert _row(article, "strata") == "all runs"
+
+
+def test_a_small_units_rate_difference_reads_in_points(tmp_path, cli, monkeypatch):
+    _imported(tmp_path, cli, monkeypatch, SMALL)
+    comp = _compression(cli)
+    diff = comp["effect"]["units_rate_difference"]
+    assert abs(diff) == pytest.approx(0.0125)
+    # It read -0.0 (0.0125 with too few digits), where every other difference of rates reads in points.
+    assert _row(_article(cli, tmp_path), "units rate difference") == ("-" if diff < 0 else "+") + "1.2 points"
