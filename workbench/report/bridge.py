@@ -22,6 +22,9 @@ def arm_metric(analysis: Analysis | None, arm: str, metric: str) -> dict[str, An
         label = f"{int(e.k or 0)}/{int(e.n or 0)} = {display.rate(e.estimate)}"
         # An analysis stored before arms carried the interval's name: what its design effect and phi say.
         method = e.interval_kind or "Wilson 95%" + clustered.widening(e.design_effect, e.dispersion)
+    elif e.runs == 1:  # one value: no median, range or coverage to claim ("[210, 210] range of 1 runs ... 0%")
+        return {"estimate": e.estimate, "lo": None, "hi": None, "n": e.n, "k": e.k,
+                "label": f"one run: {display.recorded(e.estimate)}", "method": "one run"}
     else:
         median = display.estimate(e.estimate, e.bounds) if e.bounds else display.number(e.estimate)
         label = f"median {median} ({e.runs} runs)"

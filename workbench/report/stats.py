@@ -43,6 +43,8 @@ def median_interval(values: list[float]) -> Estimate:
     xs = [v for v in values if v is not None and not math.isnan(v)]
     if not xs:
         return Estimate(None, None, None, 0, "no data", "")
+    if len(xs) == 1:  # one value: no median, range or coverage to claim
+        return Estimate(xs[0], None, None, 1, f"one run: {display.recorded(xs[0])}", "one run")
     m = median_ci(xs)
     lo, hi = m.interval or (None, None)
     median = display.estimate(m.median, m.interval) if m.interval else display.number(m.median)
