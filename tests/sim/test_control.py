@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import time
@@ -459,3 +460,12 @@ def test_a_serve_file_named_by_an_earlier_config_and_gone_since_says_so(tmp_path
         assert first == f"Error: serve file {gone} does not exist (named by an earlier wb sim up --config)", err
         assert hint == f"Hint: name an existing one: wb sim up --dir {sdir} --config FILE", err
     assert sorted(p.name for p in sdir.iterdir()) == ["config_path"]
+
+
+def test_status_of_a_unit_never_started_prints_no_python_none(sim_dir, cli):
+    """A unit with no pid file read "prefill  down  pid=None port=None health=None (no pid file)": Python's None is
+    no value wb knows; a missing one reads "-"."""
+    code, out, err = cli("sim", "status", "--dir", str(sim_dir))
+    assert code == 3, err
+    assert "None" not in out, out
+    assert re.search(r"^  prefill +down +pid=- port=- health=- \(no pid file\)$", out, re.M), out

@@ -101,7 +101,9 @@ def _show(st, as_json: bool) -> None:
     typer.echo(f"pdsim: {st.state}   dir={st.dir}   config={st.config_path}")
     for u in st.units.values():
         extra = f" ({u.detail})" if u.detail else ""
-        typer.echo(f"  {u.unit:<8} {u.state:<9} pid={u.pid} port={u.port} health={u.health}{extra}")
+        shown = " ".join(f"{k}={'-' if v is None else v}" for k, v in (("pid", u.pid), ("port", u.port),
+                                                                          ("health", u.health)))
+        typer.echo(f"  {u.unit:<8} {u.state:<9} {shown}{extra}")  # a value not known reads "-", never None
     if st.config:
         typer.echo("  " + " ".join(f"{k}={v}" for k, v in st.config.items()))
 
