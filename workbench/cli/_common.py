@@ -31,6 +31,19 @@ if TYPE_CHECKING:
     from workbench.app import Workbench
 
 
+def when(stamp: str | None) -> str:
+    """A stored time as the text outputs give it: to the second, with its offset (2026-12-06T03:43:50+00:00), every
+    one alike (the store keeps microseconds where the clock gave them). The JSON outputs keep it exact."""
+    from datetime import datetime
+
+    if not stamp:
+        return "-"
+    try:
+        return datetime.fromisoformat(stamp).isoformat(timespec="seconds")
+    except ValueError:  # not a time wb wrote: as stored
+        return stamp
+
+
 def _report(exc: WbError) -> None:
     err = typer.get_text_stream("stderr")
     err.write(f"Error: {exc.message}\n")

@@ -9,7 +9,7 @@ import typer
 
 from workbench.cli._common import (DbOption, FailOnOption, FormatOption, JsonOption, RootOption, emit_rows,
                                    exit_on_verdict, fail_on, list_format, new_app, open_workbench, print_json,
-                                   reader_may_leave)
+                                   reader_may_leave, when)
 
 if TYPE_CHECKING:
     from workbench.analysis.status import CurrentStatus
@@ -75,7 +75,7 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
         return
     from workbench.analysis.results import Check
 
-    typer.echo(f"verdict: {v.verdict} ({v.created_at})")
+    typer.echo(f"verdict: {v.verdict} ({when(v.created_at)})")
     typer.echo(v.reasoning or "")
     for c in v.checks:
         typer.echo(f"  [{Check.from_dict(c).mark(v.verdict)}] {c.get('name')}: {c.get('detail', '')}")

@@ -8,7 +8,7 @@ import typer
 
 from workbench.cli import _envelope
 from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format,
-                                   open_workbench, print_json)
+                                   open_workbench, print_json, when)
 
 
 def _decision(approve: bool, request_changes: bool, comment: bool) -> str:
@@ -49,7 +49,7 @@ def _print_states(states) -> None:
             mark = (" (self-approved)" if st.self_review(r) else "") + \
                 (" (stale)" if st.stale(r) else "")
             saw = f" on {r.verdict_seen}" if r.verdict_seen else ""
-            typer.echo(f"  {r.created_at}  {r.author}: {r.decision}{saw}{mark}")
+            typer.echo(f"  {when(r.created_at)}  {r.author}: {r.decision}{saw}{mark}")
             for line in r.body.splitlines():
                 typer.echo(f"    {line}")
 

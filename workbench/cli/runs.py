@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format, new_app,
-                                   open_workbench, print_json)
+                                   open_workbench, print_json, when)
 
 if TYPE_CHECKING:
     from workbench.store.entities import RunDeletion
@@ -69,7 +69,7 @@ def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption 
     for key in ("id", "label", "hypothesis_id", "experiment_id", "arm", "replicate", "status", "stage", "host",
                 "target", "started_at", "ended_at", "config_hash", "error"):
         if getattr(r, key) is not None:
-            typer.echo(f"{key}: {getattr(r, key)}")
+            typer.echo(f"{key}: {when(getattr(r, key)) if key.endswith('_at') else getattr(r, key)}")
     typer.echo("variables: " + " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())))
     typer.echo("metrics: " + " ".join(f"{k}={v:.15g}" for k, v in sorted(r.metrics.items())))
     by_outcome = " ".join(f"{k}={n}" for k, n in sorted(r.units.items()))
