@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from workbench.cli import _envelope
+from workbench.cli import _envelope, _startup
 from workbench.errors import WbError
 
 if TYPE_CHECKING:
@@ -113,6 +113,14 @@ class WbGroup(TyperGroup):
             _in_context(exc, ctx)
             raise
 
+    def make_context(self, *args: Any, **kwargs: Any):  # type: ignore[override]
+        """A Ctrl-C while the flags are parsed, before `invoke`'s boundary: told as that boundary tells one (typer
+        turned it into a silent exit 130)."""
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise typer.Exit(interrupted()) from None
+
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:  # type: ignore[override]
         """As click's standalone mode, but a mistake the parser finds (an unknown option, a missing argument, a
         value of the wrong type) is one `Error:` line and a `Hint:` with the usage, as wb's own errors are,
@@ -123,9 +131,13 @@ class WbGroup(TyperGroup):
         if not standalone_mode:
             return super().main(*args, standalone_mode=False, **kwargs)
         argv = kwargs.get("args") if "args" in kwargs else (args[0] if args else None)
-        _envelope.begin(wanted=_envelope.json_in_argv(list(sys.argv[1:] if argv is None else argv)))
+        argv = list(sys.argv[1:] if argv is None else argv)
+        _envelope.begin(wanted=_envelope.json_in_argv(argv))
         try:
+            _startup.begin(argv)
             rv = super().main(*args, standalone_mode=False, **kwargs)
+        except KeyboardInterrupt:  # one held while the commands were imported
+            sys.exit(interrupted())
         except NoArgsIsHelpError as exc:  # a group given no command: its help
             exc.show()
             sys.exit(exc.exit_code)
@@ -138,6 +150,7 @@ class WbGroup(TyperGroup):
             sys.exit(1)
         finally:
             _envelope.end()
+            _startup.end()
         sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
 
     def invoke(self, ctx):  # type: ignore[override]
@@ -176,10 +189,25 @@ class WbGroup(TyperGroup):
                     _envelope.emit(_envelope.error_of(exc, 1) | {"kind": "bug", "message": f"a bug in wb: "
                                                                  f"{type(exc).__name__}: {exc}"})
                     raise
-                sys.stderr.write("Interrupted.\n")
-                _envelope.emit({"message": "interrupted", "hint": None, "where": None, "exit_code": 130,
-                                "kind": "KeyboardInterrupt"})
-                raise typer.Exit(130) from None
+                raise typer.Exit(interrupted()) from None
+
+
+def interrupted() -> int:
+    """Tell a Ctrl-C no command handled itself; its exit code (130). One in the first moments of `wb hypothesis
+    run`, before its execution opened, says what the run's own early stop says: nothing was run or recorded, and
+    the target was not touched, with the envelope's "status" and "resume" (README); any other is "Interrupted."."""
+    from workbench.runner.stopping import stopped_in_start_window
+
+    early = stopped_in_start_window()
+    if early is None:
+        sys.stderr.write("Interrupted.\n")
+        _envelope.emit({"message": "interrupted", "hint": None, "where": None, "exit_code": 130,
+                        "kind": "KeyboardInterrupt"})
+        return 130
+    _report(early)
+    _envelope.add(status="interrupted", resume=early.resume)
+    _emit_unless_gone(_envelope.error_of(early, early.exit_code), command="hypothesis run")
+    return early.exit_code
 
 
 def _in_context(exc: BaseException, ctx: Any) -> None:

@@ -5,11 +5,15 @@ Command modules import nothing heavy at module level, so `wb --help` stays fast.
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from workbench.cli import _startup
 
-import typer
+_startup.hold()  # a Ctrl-C while the commands below are imported is told once `main` runs, not as a traceback
 
-from workbench.cli._common import JsonOption, RootOption, new_app, open_workbench, print_json
+from typing import Annotated, Optional  # noqa: E402
+
+import typer  # noqa: E402
+
+from workbench.cli._common import JsonOption, RootOption, new_app, open_workbench, print_json  # noqa: E402
 
 app = new_app("wb: hypothesis-driven debugging of ML inference deployments.", completion=True)
 
@@ -65,17 +69,30 @@ def _register() -> None:
 
 
 _register()
+_startup.let_go()  # imported by a test or a script too, which keeps its own Ctrl-C: `main` raises one held here
 
 
 def main() -> None:
     import sys
 
+    from workbench.cli import _envelope
+    from workbench.cli._common import interrupted
     from workbench.cli.completion import handle
 
-    code = handle(sys.argv[1:])
-    if code is not None:
-        raise SystemExit(code)
-    app()
+    argv = sys.argv[1:]
+    try:
+        _startup.begin(argv)
+        code = handle(argv)
+        if code is not None:
+            raise SystemExit(code)
+        app()  # typer builds the command tree before wb's boundary (`WbGroup.main`) runs
+    except KeyboardInterrupt:
+        _envelope.begin(wanted=_envelope.json_in_argv(argv))
+        try:
+            raise SystemExit(interrupted()) from None
+        finally:
+            _envelope.end()
+            _startup.end()
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from workbench.runner.progress import RunProgress
 from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
 from workbench.runner.restore import Snapshot, discard_snapshots, restore_host
-from workbench.runner.stopping import RunInterrupted, not_started, signals_held
+from workbench.runner.stopping import RunInterrupted, close_start_window, not_started, signals_held
 from workbench.runner.summary import ExecutionResult, result
 from workbench.runner.takeover import FINISHED, ended_runs, resume_command, take_target
 from workbench.runner.targets.base import Target
@@ -386,6 +386,7 @@ def _stopped_while_opening(store: Store, launch: "Launch") -> Iterator[list[int]
     from workbench.store.models import utcnow
 
     opened: list[int] = []
+    close_start_window()  # a stop is this block's to tell from here (the command's first moments are over)
     try:
         yield opened
     except (KeyboardInterrupt, Exception) as exc:

@@ -1,5 +1,6 @@
 """How an execution is stopped: the error a stop raises, what a stop before the loop takes the stop signals over
-says (a fresh run's or a resume's), and signals held back while a record is written whole."""
+says (a fresh run's or a resume's, from the command's first moment on), and signals held back while a record is
+written whole."""
 
 from __future__ import annotations
 
@@ -41,6 +42,30 @@ def not_started(resume: str | None = None) -> RunInterrupted:
         return RunInterrupted(f"interrupted before the first run: {NOTHING_STARTED}")
     return RunInterrupted("interrupted before the resume started: the interrupted execution is as it was, its "
                           "recorded runs kept", hint=f"continue with: {resume}", resume=resume)
+
+
+# The first moments of `wb hypothesis run` (its flags parsed, the registry read, the modules it needs imported),
+# before `stopped_before_start` and then the execution's opening take a stop over: the CLI opens this window as the
+# command starts, the execution's opening closes it, and a Ctrl-C the CLI's boundary meets in it is `not_started`.
+_start_window: dict[str, object] = {"open": False, "resume": None}
+
+
+def open_start_window(resume: str | None = None) -> None:
+    """A Ctrl-C from now until the execution's opening stops a run before it started (`resume`: the command that
+    continues the execution a --resume names, as typed)."""
+    _start_window.update(open=True, resume=resume)
+
+
+def close_start_window() -> None:
+    _start_window.update(open=False, resume=None)
+
+
+def stopped_in_start_window() -> RunInterrupted | None:
+    """What a Ctrl-C says now: `not_started` while the start window is open, else None (the caller's own words)."""
+    if not _start_window["open"]:
+        return None
+    resume = _start_window["resume"]
+    return not_started(resume if isinstance(resume, str) else None)
 
 
 @contextmanager

@@ -1,0 +1,114 @@
+"""A Ctrl-C in the first moments of `wb hypothesis run` (its modules imported, its flags parsed, the registry read)
+says what the README documents: nothing was run or recorded, the target was not touched; with --json the interrupted
+envelope. It printed a bare "Interrupted." (or a traceback, or nothing) there."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+NOT_STARTED = ("Error: interrupted before the first run: nothing was run or recorded, and the target was not "
+               "touched\n")
+
+
+def _interrupt() -> None:
+    raise KeyboardInterrupt  # what Python raises for a SIGINT in the main thread
+
+
+def _untouched(toy) -> None:
+    assert not Path(toy.db).exists()
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
+
+
+def test_ctrl_c_while_the_registry_is_read_says_nothing_was_run(toy, cli, monkeypatch) -> None:
+    import workbench.registry
+
+    monkeypatch.setattr(workbench.registry, "load_registry", lambda *a, **k: _interrupt())
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert (code, out, err) == (130, "", NOT_STARTED)
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--json", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert code == 130 and err == NOT_STARTED
+    doc = json.loads(out)
+    assert doc["ok"] is False and doc["command"] == "hypothesis run"
+    assert doc["status"] == "interrupted" and doc["resume"] is None
+    assert doc["error"]["kind"] == "RunInterrupted" and doc["error"]["exit_code"] == 130
+    assert doc["error"]["message"].startswith("interrupted before the first run: nothing was run or recorded")
+    _untouched(toy)
+
+
+def test_ctrl_c_while_the_flags_are_parsed_says_nothing_was_run(toy, cli, monkeypatch) -> None:
+    from workbench.cli._common import WbGroup
+
+    monkeypatch.setattr(WbGroup, "parse_args", lambda self, ctx, args: _interrupt())
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--json", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert code == 130 and err == NOT_STARTED
+    doc = json.loads(out)
+    assert doc["status"] == "interrupted" and doc["resume"] is None and doc["ok"] is False
+    _untouched(toy)
+
+
+def test_ctrl_c_before_a_resume_parsed_its_flags_says_how_to_continue(toy, cli, monkeypatch) -> None:
+    from workbench.cli._common import WbGroup
+
+    monkeypatch.setattr(WbGroup, "parse_args", lambda self, ctx, args: _interrupt())
+    code, _, err = cli("hypothesis", "run", "toy-fix", "--resume", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert code == 130
+    assert err.startswith("Error: interrupted before the resume started: the interrupted execution is as it was"), err
+    assert err.endswith(f"Hint: continue with: wb hypothesis run toy-fix --resume --db {toy.db}\n"), err
+
+
+def test_another_command_interrupted_early_is_still_plainly_interrupted(toy, cli, monkeypatch) -> None:
+    from workbench.cli._common import WbGroup
+
+    monkeypatch.setattr(WbGroup, "parse_args", lambda self, ctx, args: _interrupt())
+    code, out, err = cli("runs", "list", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert (code, err) == (130, "Interrupted.\n")
+
+
+def test_ctrl_c_while_wb_is_imported_says_nothing_was_run(toy) -> None:
+    """A real process: the SIGINT arrives while `workbench.cli.main` imports its commands (it raised inside the
+    import, a traceback before any boundary ran)."""
+    script = (
+        "import os, signal, sys\n"
+        "class Finder:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'workbench.cli.run_cmd':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Finder())\n"
+        f"sys.argv = ['wb', 'hypothesis', 'run', 'toy-fix', '--json', '--db', {toy.db!r}]\n"
+        "from workbench.cli.main import main\n"
+        "main()\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "WB_ROOT": str(toy.root)}, cwd=toy.root)
+    assert (proc.returncode, proc.stderr) == (130, NOT_STARTED), proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    assert doc["status"] == "interrupted" and doc["resume"] is None and doc["ok"] is False
+    _untouched(toy)
+
+
+def test_a_ctrl_c_after_the_runs_does_not_claim_nothing_ran(toy, cli, monkeypatch) -> None:
+    """The first moments end when the execution opens: a Ctrl-C while the site is rebuilt after the runs is no stop
+    "before the first run"."""
+    from workbench.app import Workbench
+
+    monkeypatch.setattr(Workbench, "_site", lambda self, store: _interrupt())
+    code, _, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--report", "--db", toy.db,
+                       env={"WB_ROOT": str(toy.root)})
+    assert code == 130 and "before the first run" not in err, err
+    assert err.endswith("Interrupted.\n"), err
+
+
+@pytest.mark.parametrize("argv, runs", [
+    (["hypothesis", "run", "h"], True), (["--root", "hypothesis", "--db", "x", "hypothesis", "run", "h"], True),
+    (["--root=r", "hypothesis", "run"], True), (["hypothesis", "show", "run"], False), (["runs", "list"], False),
+    (["--", "hypothesis", "run"], False)])
+def test_which_command_lines_run_an_execution(argv, runs) -> None:
+    from workbench.cli._startup import runs_an_execution
+
+    assert runs_an_execution(argv) is runs
