@@ -12,6 +12,7 @@ from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOptio
 
 if TYPE_CHECKING:
     from workbench.app import RunReport
+    from workbench.runner.summary import ArmTotals
     from workbench.runner.execute import RunInterrupted
 
 
@@ -23,6 +24,15 @@ def _total(v: float, proportion: bool) -> str:
     if proportion and math.isfinite(v):
         return display.rate(v)
     return display.number(v)
+
+
+def _arm_runs(a: "ArmTotals", *, sequential: bool) -> str:
+    """An arm's runs: "runs ok 3/4" (ok of those made); a stopped execution says how many of the arm's planned runs
+    began ("0 of 1, none began", not "0/0"). A sequential plan is a budget, often not all spent: not said there."""
+    if a.runs == 0 and a.planned:
+        return f"runs ok 0 of {a.planned}, none began"
+    text = f"runs ok {a.runs_ok}/{a.runs}"
+    return text + (f" ({a.runs} of {a.planned} planned began)" if a.runs < a.planned and not sequential else "")
 
 
 def summary_lines(r: "RunReport") -> list[str]:
@@ -50,7 +60,7 @@ def summary_lines(r: "RunReport") -> list[str]:
         changed = [ln for ln in diff.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
         lines.append(f"config diff {pair}: " + (" | ".join(changed) if changed else "none"))
     for arm, a in e.arms.items():
-        parts = [f"runs ok {a.runs_ok}/{a.runs}"]
+        parts = [_arm_runs(a, sequential=e.mode == "sequential")]
         for name, v in a.totals.items():
             if v is not None:
                 parts.append(f"{name}={_total(v, name in e.proportions)}")

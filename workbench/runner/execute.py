@@ -77,6 +77,10 @@ class State:
     decide: StopRule | None = None  # replaces the hypothesis's own sequential test (see `execute`)
     stopping: bool = False  # a stop signal came: the restore does not wait for health afterwards
     restored: bool = False  # every host's restore was done: its snapshot is needed no more
+    began: bool = False  # a run of this attempt started: it may have written its arm's config
+    untouched: bool = False  # no run began and wb started nothing: the target was left alone, no restore needed
+    restore_notes: list[str] = field(default_factory=list)  # what the restore did, host by host, then the teardown
+    restore_line: str | None = None  # those notes as one line (`_restore_line`): the result's `restore`
     # Who started the execution on whose behalf (`RunOptions.origin`; a resume's, else the one its plan kept): a
     # probe's names its search and the command that resumes that search, which the target lock records.
     origin: dict[str, Any] | None = None
@@ -113,6 +117,7 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
         if pr.order_index in state.done:
             continue
         variables = {**p.assignments[pr.arm], **pr.values}
+        state.began = True
         run_id = await rec.start(pr)
         state.run_ids.append(run_id)
         position = min(len(state.done) + 1, len(state.plan.runs))
@@ -197,10 +202,13 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
         values = preview_values(p, p.arms[0], context, host)
         urls = [render_text(u, values) for u in p.profile.health.urls] if p.profile.health else []
 
+        health: list[str] = []
+
         async def healthy(_host: str = host, urls: list[str] = urls) -> None:
             if not urls or started_here:
                 return
             if state.stopping:
+                health.append("not waited for healthy (stopped by a signal)")
                 # Stopped by a signal: a supervisor's SIGKILL may follow soon. The config is back and the
                 # service restarted; its health is for the user to look at, not a reason to linger.
                 state.progress.log(f"not waiting for {target.describe(_host)} to report healthy after the restore "
@@ -208,6 +216,7 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
             else:
                 hp = p.profile.health
                 problem = await wait_healthy(target, _host, urls, hp.attempts, hp.interval_s, hp.timeout_s)
+                health.append("not healthy (see the warning above)" if problem else "healthy")
                 if problem:
                     state.progress.log(f"warning: after restoring, {target.describe(_host)}: {problem}")
         secrets = {n: str(values[n]) for n, spec in p.experiment.variables.items()
@@ -215,6 +224,8 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
         try:
             await restore_host(target, snap, restart, env=env, restart_timeout=timeouts(p.profile.options).restart_s,
                                do_restart=not started_here and bool(restart), after=healthy, secrets=secrets)
+            state.restore_notes.append(_restored(target, snap, len(restart) if not started_here else 0, health,
+                                                 several=len(snaps) > 1))
         except RestoreFailed as exc:
             problems.append(exc)
             state.restore_failed.add(host)
@@ -223,6 +234,47 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
         state.restore_error = msg
     else:
         state.restored = True
+
+
+def _restored(target: Target, snap: Snapshot, restarts: int, health: list[str], *, several: bool) -> str:
+    """What one host's restore did, in a few words: "/srv/serve.conf put back byte for byte, restarted (1
+    command), healthy"."""
+    where = f"{target.describe(snap.host)}: " if several else ""
+    what = (f"{snap.path} removed (it did not exist before)" if snap.data is None
+            else f"{snap.path} put back byte for byte")
+    if restarts:
+        what += f", restarted ({restarts} command{'s' if restarts > 1 else ''})"
+    return where + what + "".join(f", {h}" for h in health)
+
+
+async def _teardown(state: State, target: Target) -> None:
+    """Stop the deployment wb started for the execution (pdsim), and note it beside the restore."""
+    try:
+        ours, state.untouched = target.started_here, _untouched(state, target)
+        problem = await target.teardown()
+        if problem:
+            state.progress.log(f"warning: {problem}")
+        elif ours:
+            state.restore_notes.append(f"{target.where('local')} stopped (it was down before)")
+    except WbError as exc:  # the restore already happened; stopping our own pdsim is best effort
+        state.progress.log(f"warning: stopping the deployment failed: {exc.message}")
+
+
+def _untouched(state: State, target: Target) -> bool:
+    """No run of this attempt began and wb started no deployment: nothing on the target was changed. (A resume's
+    target may hold the arm a killed runner left: it is restored.)"""
+    return not (state.began or state.resumed or target.started_here)
+
+
+def _restore_line(state: State) -> str | None:
+    """What the restore did, in one line: "restored: /srv/serve.conf put back byte for byte, restarted (1 command),
+    healthy"; "the target was not touched (no run began): nothing to restore"; None where nothing was snapshotted
+    (the target unreachable, or one with no config file) or the restore failed (its error says what to do)."""
+    if state.untouched:
+        return "the target was not touched (no run began): nothing to restore"
+    if state.restore_error or not state.restore_notes:
+        return None
+    return "restored: " + "; ".join(state.restore_notes)
 
 
 # The signals that stop an execution the way Ctrl-C does: the run in flight is interrupted, the target restored.
@@ -282,15 +334,14 @@ async def _main(state: State, target: Target) -> None:
                         restart_timeout_s=timeouts(p.profile.options).restart_s, warn=state.progress.log)
             await _run_plan(state, h)
         finally:
-            if snaps:
+            if snaps and _untouched(state, target):
+                # Nothing was written, restarted or started: putting the original back and restarting the service
+                # would be the first change to it.
+                state.restored = True
+            elif snaps:
                 await _restore(state, target, snaps, context, env)
     finally:
-        try:
-            problem = await target.teardown()
-            if problem:
-                state.progress.log(f"warning: {problem}")
-        except WbError as exc:  # the restore already happened; stopping our own pdsim is best effort
-            state.progress.log(f"warning: stopping the deployment failed: {exc.message}")
+        await _teardown(state, target)
         if lock is not None:
             await lock.release(restore_failed=state.restore_failed)
         if state.restored:  # after the lock's release: a runner killed before it leaves the snapshot to check
@@ -448,7 +499,8 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
         hid = state.prepared.hypothesis.id
         command = resume_command(state.store, state.prepared.root, hid)
         # The count is the progress line's own (the same runs, the same words), so the two never disagree.
-        raise RunInterrupted(f"interrupted after {state.progress.count_text()}; the target was restored",
+        left = "not touched" if state.untouched else "restored"
+        raise RunInterrupted(f"interrupted after {state.progress.count_text()}; the target was {left}",
                              hint=f"continue with: {command}", signum=getattr(error, "signum", signal.SIGINT),
                              partial=_recorded(state), resume=command)
     if status == "refused" and isinstance(error, WbError):
@@ -592,6 +644,7 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
                           resumed=launch.prior is not None, decide=decide,
                           origin=launch.origin or ((launch.prior.plan or {}).get("origin") if launch.prior else None))
         status, error = _loop(state, tgt)
+        progress.restored = state.restore_line = _restore_line(state)  # said after the progress's last line
         try:  # a finished run may be deleted while the runner runs: count what the store holds
             progress.settle(ended_runs(store, execution_id))
         except WbError:

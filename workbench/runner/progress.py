@@ -84,6 +84,7 @@ class RunProgress:
         self.sequential = sequential
         self.enabled = enabled
         self.title = title
+        self.restored: str | None = None  # what the target's restore did (execute sets it): the line after the last
         self.t0 = time.monotonic()
         self._console: Any = None  # stderr's console while enabled; the live bar draws on it on a terminal
         self._progress: Any = None
@@ -140,8 +141,10 @@ class RunProgress:
         if not self.ended and not self.deleted:  # stopped before any run ended (the target unreachable, a signal)
             self._line(f"{self.title}: no run ended ({'at most ' if self.sequential else ''}{self.total} planned)"
                        f"{stopped}; it stopped after {took:.1f} s")
-            return
-        self._line(f"{self.title}: {self.count_text()}{stopped}; the runs took {took:.1f} s of real time")
+        else:
+            self._line(f"{self.title}: {self.count_text()}{stopped}; the runs took {took:.1f} s of real time")
+        if self.restored:
+            self._line(self.restored)
 
     def count_text(self) -> str:
         """How many planned runs ended and how: "3 of 4 run(s) ok, 1 failed", "0 of 4 run(s) ok, 4 invalid",

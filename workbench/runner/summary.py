@@ -32,8 +32,14 @@ class RunSummary:
         first = self.error.splitlines()[0] if self.error else ""
         if first.startswith("[") and "] " in first:
             stage, reason = first[1:].split("] ", 1)
-            return f"{self.status} during its {stage} stage" + (f": {reason}" if reason.strip() else "")
-        return self.status + (f": {first}" if first.strip() else "")
+            said = f": {reason}" if _says_more(reason, self.status) else ""
+            return f"{self.status} during its {stage} stage{said}"
+        return self.status + (f": {first}" if _says_more(first, self.status) else "")
+
+
+def _says_more(reason: str, status: str) -> bool:
+    """A reason worth showing after the status: not empty, and not the status again ("interrupted: interrupted")."""
+    return bool(reason.strip()) and reason.strip() != status
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,7 @@ class ArmTotals:
     runs_ok: int
     metrics: dict[str, dict[str, Any]]  # name -> {"n": runs with a value, "values": [...]}
     totals: dict[str, float | None]  # counts summed over ok runs; proportions as their ratio
+    planned: int = 0  # the arm's runs in the plan (a sequential execution's: its budget)
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,9 @@ class ExecutionResult:
     ran_by: dict[str, Any] = field(default_factory=dict)
     # The metrics the experiment declares proportions: their totals are rates, shown in percent.
     proportions: tuple[str, ...] = ()
+    # What the target's restore did, the line stderr's progress ends with ("restored: /srv/serve.conf put back byte
+    # for byte, restarted (1 command), healthy"); None where nothing was restored (see execute._restore_line).
+    restore: str | None = None
 
     @property
     def failed_runs(self) -> list[RunSummary]:
@@ -117,7 +127,8 @@ def _arms(state: Any, runs: list[RunRecord]) -> dict[str, ArmTotals]:
         # Planned runs of the arm that were made: an interrupted attempt that a resume redid is one run, not two.
         made = {r.order_index if r.order_index is not None else ("id", r.id) for r in runs if r.arm == arm}
         variables = {k: v for k, v in p.assignments[arm].items() if k not in drawn}
-        arms[arm] = ArmTotals(variables, len(made), len(ok), metrics, totals)
+        planned = sum(1 for r in state.plan.runs if r.arm == arm)
+        arms[arm] = ArmTotals(variables, len(made), len(ok), metrics, totals, planned)
     return arms
 
 
@@ -145,7 +156,8 @@ def _result(state: Any) -> ExecutionResult:
                    for r in runs),
         stopped_early=None, timing={k: round(v, 3) for k, v in state.timing.items()},
         runs_deleted=len(set(state.done) - {r.order_index for r in runs}), ran_by=_ran_by(state),
-        proportions=tuple(n for n in p.experiment.metrics if display.is_proportion(p.experiment, n)))
+        proportions=tuple(n for n in p.experiment.metrics if display.is_proportion(p.experiment, n)),
+        restore=state.restore_line)
     return replace(res, stopped_early=_why_stopped(state.stop_reason, res))
 
 
