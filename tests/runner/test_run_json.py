@@ -135,22 +135,7 @@ def test_ctrl_c_before_the_first_run_says_the_target_was_not_touched(toy, tmp_pa
 
     marker = tmp_path / "checking"
     edit_profile(toy.root, 'check: "bash -n {{ file }}"', f'check: "touch {marker} && sleep 60"')
-    err = tmp_path / "err"
-    with err.open("w") as e:
-        proc = subprocess.Popen([WB, "hypothesis", "run", "toy-fix", "--db", toy.db], stdout=subprocess.DEVNULL,
-                                stderr=e, env={**os.environ, "WB_ROOT": str(toy.root)}, cwd=toy.root)
-        try:
-            t0 = time.monotonic()
-            while not marker.exists():
-                assert proc.poll() is None, err.read_text()[-2000:]
-                assert time.monotonic() - t0 < 120, "the config check never started"
-                time.sleep(0.05)
-            proc.send_signal(signal.SIGINT)
-            code = proc.wait(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    text = err.read_text()
+    code, _, text = _interrupt_the_check(toy, tmp_path, marker)
     assert code == 130, text[-2000:]
     assert text.startswith("Error: interrupted before the first run: nothing was run or recorded, and the target "
                            "was not touched\n"), text
