@@ -131,8 +131,9 @@ def test_two_concurrent_runs_on_pdsim_one_is_refused_none_mislabelled(bench):
 
 
 def test_kill_9_mid_run_then_resume_leaves_pdsim_as_it_was(bench):
-    """The runner started pdsim and was killed mid-workload: --resume stops the orphaned `sim repro`, adopts
-    the pdsim its execution started, finishes the plan, exits 0, and leaves serve.sh and pdsim as before."""
+    """The runner started pdsim and was killed mid-workload: --resume stops the orphaned workload (here still
+    waiting to start its `sim repro`), adopts the pdsim its execution started, finishes the plan, exits 0, and
+    leaves serve.sh and pdsim as before."""
     import signal
     import time
 
