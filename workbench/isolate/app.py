@@ -17,6 +17,7 @@ from workbench.isolate.records import ROOT_VERDICT, append_to_registry, record_s
 from workbench.isolate.region import parse_region
 from workbench.isolate.resume import check_unchanged, find_attempt, resume_command
 from workbench.isolate.search import SearchResult, isolate
+from workbench.registry.common import did_you_mean
 from workbench.settings import Settings
 
 if TYPE_CHECKING:
@@ -35,11 +36,18 @@ def metric_problem(exp: Any, metric: str) -> tuple[str, str] | None:
     """Why `metric` cannot be searched on (message, hint), or None: it must be a proportion of `exp`."""
     spec_m = exp.metrics.get(metric)
     if spec_m is None:
-        return f"experiment {exp.id!r} has no metric {metric!r}", f"metrics: {', '.join(exp.metrics)}"
+        return (f"experiment {exp.id!r} has no metric {metric!r}",
+                did_you_mean(metric, exp.metrics, f"metrics: {', '.join(exp.metrics)}"))
     if spec_m.kind != "proportion":
         return (f"{metric!r} is a {spec_m.kind} metric; wb isolate tests a proportion per probe",
                 _proportions_hint(exp))
     return None
+
+
+def experiment_hint(registry: Any, experiment: str) -> str | None:
+    """The hint for an experiment id not among `registry`'s: the closest id, and the ids there are."""
+    names = sorted(registry.experiments)
+    return did_you_mean(experiment, names, f"experiments: {', '.join(names) or 'none'}")
 
 
 def _proportions_hint(exp: Any) -> str:
@@ -56,10 +64,10 @@ def prepare_spec(registry: Any, *, experiment: str, good: list[str], bad: list[s
     exp = registry.experiments.get(experiment)
     if exp is None:
         raise BadInput(f"--experiment {experiment}: no experiments/{experiment}.yaml",
-                       hint=f"experiments: {', '.join(sorted(registry.experiments)) or 'none'}")
+                       hint=experiment_hint(registry, experiment))
     if profile is not None and profile not in exp.profiles:
         raise BadInput(f"--target {profile}: experiment {experiment!r} has no profile {profile!r}",
-                       hint=f"profiles: {', '.join(exp.profiles)}")
+                       hint=did_you_mean(profile, exp.profiles, f"profiles: {', '.join(exp.profiles)}"))
     problem = metric_problem(exp, metric)
     if problem:
         raise BadInput(f"--metric {metric}: {problem[0]}", hint=problem[1])
@@ -114,7 +122,7 @@ def _assignments(exp: Any, values: dict[str, str], flag: str) -> dict[str, str]:
     for name, value in values.items():
         if name not in exp.variables:
             raise BadInput(f"{flag} {name}: experiment {exp.id!r} has no variable {name!r}",
-                           hint=f"variables: {', '.join(exp.variables)}")
+                           hint=did_you_mean(name, exp.variables, f"variables: {', '.join(exp.variables)}"))
         if exp.variables[name].per_replicate:
             raise BadInput(f"{flag} {name}={value}: {PER_REPLICATE.format(name=name)}")
         try:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import BadInput
+from workbench.registry.common import did_you_mean
 
 KEYS = ("experiment", "good", "bad", "metric", "region", "target", "budget", "alpha")
 REQUIRED = ("experiment", "good", "bad", "metric", "region")
@@ -39,7 +40,7 @@ def load_pair(path: str | Path, registry: Any, flags: dict[str, Any] | None = No
         raise doc.error("expected a mapping with experiment, good, bad, metric and region")
     for key in data:
         if key not in KEYS:
-            raise doc.error(f"unknown key {key!r}", (key,), hint=f"keys: {', '.join(KEYS)}")
+            raise doc.error(f"unknown key {key!r}", (key,), hint=did_you_mean(key, KEYS, f"keys: {', '.join(KEYS)}"))
     given = {k: v for k, v in (flags or {}).items() if v is not None}
     data = {k: v for k, v in data.items() if k not in given}  # replaced by a flag: not read
     missing = [k for k in REQUIRED if k not in data and k not in given]
@@ -77,16 +78,18 @@ def load_pair(path: str | Path, registry: Any, flags: dict[str, Any] | None = No
 
 def _experiment(doc: Any, registry: Any, data: dict[str, Any], given: dict[str, Any]) -> Any:
     """The experiment the file's values are checked against: --experiment's when given, else the file's."""
+    from workbench.isolate.app import experiment_hint
+
     if "experiment" in given:
         exp = registry.experiments.get(str(given["experiment"]))
         if exp is None:
             raise BadInput(f"--experiment {given['experiment']}: no experiments/{given['experiment']}.yaml",
-                           hint=f"experiments: {', '.join(sorted(registry.experiments)) or 'none'}")
+                           hint=experiment_hint(registry, str(given["experiment"])))
         return exp
     exp = registry.experiments.get(str(data["experiment"]))
     if exp is None:
         raise doc.error(f"experiment {data['experiment']!r} not found", ("experiment",),
-                        hint=f"experiments: {', '.join(sorted(registry.experiments)) or 'none'}")
+                        hint=experiment_hint(registry, str(data["experiment"])))
     return exp
 
 
@@ -101,7 +104,7 @@ def _optional(doc: Any, exp: Any, data: dict[str, Any]) -> dict[str, Any]:
                             hint=f"profiles: {', '.join(exp.profiles)}")
         if target not in exp.profiles:
             raise doc.error(f"experiment {exp.id!r} has no profile {target!r}", ("target",),
-                            hint=f"profiles: {', '.join(exp.profiles)}")
+                            hint=did_you_mean(target, exp.profiles, f"profiles: {', '.join(exp.profiles)}"))
         out["profile"] = target
     for key in ("budget", "alpha"):
         if key in data:
@@ -132,7 +135,7 @@ def _config(doc: Any, exp: Any, value: Any, side: str) -> list[str]:
         where = (side, name)
         if name not in exp.variables:
             raise doc.error(f"experiment {exp.id!r} has no variable {name!r}", where,
-                            hint=f"variables: {', '.join(exp.variables)}")
+                            hint=did_you_mean(name, exp.variables, f"variables: {', '.join(exp.variables)}"))
         if exp.variables[name].per_replicate:
             from workbench.isolate.app import PER_REPLICATE
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
+from workbench.registry.common import did_you_mean
 from workbench.runner.plan import PlannedRun
 from workbench.runner.render import config_diff, render_command, render_text
 
@@ -69,7 +70,7 @@ def resolve(registry: Registry, hypothesis_id: str, *, profile: str | None, repl
     pname = profile or h.profile or exp.default_profile
     if pname not in exp.profiles:
         raise BadInput(f"--target {pname}: experiment {exp.id!r} has no profile {pname!r}",
-                       hint=f"profiles: {', '.join(exp.profiles)}")
+                       hint=did_you_mean(pname, exp.profiles, f"profiles: {', '.join(exp.profiles)}"))
     if sequential and aa:
         raise BadInput("--sequential and --aa do not combine", hint="an A/A run checks the harness at a fixed size")
     if profile is not None and not profile.strip():
