@@ -37,8 +37,11 @@ FORMATS = ("html", "md")
 def report_format(fmt: str) -> str:
     """`wb report --format`'s value in lower case, as the listings take theirs; an unknown one is bad input."""
     if fmt.lower() not in FORMATS:
+        from workbench.registry.common import did_you_mean
+
         raise BadInput(f"--format {fmt!r} is not one of {', '.join(FORMATS)}",
-                       hint="use --format html (the site) or --format md (Markdown to stdout)", where="--format")
+                       hint=did_you_mean(fmt.lower(), FORMATS)
+                       or "use --format html (the site) or --format md (Markdown to stdout)", where="--format")
     return fmt.lower()
 
 

@@ -92,11 +92,14 @@ class StoredRuns:
                 raise
             except BadInput:
                 return rows
-            if hypothesis_id not in {h.id for h in registry.hypotheses}:
+            ids = [h.id for h in registry.hypotheses]
+            if hypothesis_id not in ids:
+                from workbench.registry.common import did_you_mean
+
                 raise BadInput(f"--hypothesis {hypothesis_id!r}: no hypothesis {hypothesis_id!r} in "
                                f"{Path(registry.root) / 'hypotheses.yaml'}, and no stored run of it",
                                where="--hypothesis",
-                               hint=f"known ids: {', '.join(h.id for h in registry.hypotheses)}")
+                               hint=did_you_mean(hypothesis_id, ids, f"known ids: {', '.join(ids)}"))
         return rows
 
     def run_record(self, run_id: int) -> "RunRecord":
@@ -169,8 +172,11 @@ class StoredRuns:
             experiment = pick_for(self.registry, path).id
         exp = self.registry.experiments.get(experiment)
         if exp is None:
+            from workbench.registry.common import did_you_mean
+
             raise BadInput(f"--experiment {experiment}: no experiment {experiment!r}",
-                           hint=f"experiments: {', '.join(sorted(self.registry.experiments))}")
+                           hint=did_you_mean(experiment, sorted(self.registry.experiments),
+                                             f"experiments: {', '.join(sorted(self.registry.experiments))}"))
         rows = [ImportedRun(**row) for row in parse_evidence(path, exp)]
         plans: list[tuple[dict[str, list[tuple[int, ImportedRun]]], "ImportPlan"]] = []
 

@@ -497,8 +497,10 @@ def list_format(fmt: str | None, as_json: bool = False) -> str:
         raise BadInput(f"--json and --format {fmt}: give one", hint="--json is --format json", where="--format")
     chosen = "json" if as_json else (fmt or "table").lower()
     if chosen not in LIST_FORMATS:
-        raise BadInput(f"--format {fmt!r} is not one of {', '.join(LIST_FORMATS)}", hint="e.g. --format tsv",
-                       where="--format")
+        from workbench.registry.common import did_you_mean
+
+        raise BadInput(f"--format {fmt!r} is not one of {', '.join(LIST_FORMATS)}",
+                       hint=did_you_mean(chosen, LIST_FORMATS) or "e.g. --format tsv", where="--format")
     return chosen
 
 
@@ -624,8 +626,11 @@ def fail_on(value: str | None) -> frozenset[str]:
         "--fail-on", value, hint="use a comma-separated subset of " + ",".join(VERDICTS) + " with no empty item"))
     unknown = sorted(chosen - set(VERDICTS))
     if unknown:
+        from workbench.registry.common import did_you_mean
+
         raise BadInput(f"--fail-on {value!r}: unknown verdict {', '.join(unknown)}",
-                       hint="use a comma-separated subset of " + ",".join(VERDICTS), where="--fail-on")
+                       hint=did_you_mean(unknown[0], VERDICTS, "use a comma-separated subset of " + ",".join(VERDICTS)),
+                       where="--fail-on")
     return chosen
 
 

@@ -36,8 +36,11 @@ def check(
     from workbench.optional import require_torch
 
     if impl not in IMPLS:
+        from workbench.registry.common import did_you_mean
+
         # Any other word checked the reference and said PASS, as if the implementation named had been checked.
-        raise BadInput(f"--impl {impl!r} is not one of {', '.join(IMPLS)}", hint="e.g. --impl cuda on a GPU machine")
+        raise BadInput(f"--impl {impl!r} is not one of {', '.join(IMPLS)}",
+                       hint=did_you_mean(impl, IMPLS) or "e.g. --impl cuda on a GPU machine")
     check_seed(seed)
     require_torch("wb kernel check")
 

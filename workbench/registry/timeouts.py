@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.registry.common import did_you_mean
+
 # options key -> default seconds
 TIMEOUT_DEFAULTS = {
     "restart_timeout_s": 300.0,      # each restart command, in a run and in the final restore
@@ -52,7 +54,7 @@ def unknown_option(options: dict[str, Any], kind: str) -> tuple[str, str, str] |
     for key in options:
         if key not in names:
             return (key, f"unknown option {key!r}: a {kind} target does not read it",
-                    f"the options a {kind} target reads: {', '.join(names)}")
+                    did_you_mean(key, names, f"the options a {kind} target reads: {', '.join(names)}") or "")
     return None
 
 

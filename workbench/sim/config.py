@@ -59,8 +59,10 @@ def normalize(name: str, value: Any, *, where: str = "") -> str:
     """Check one variable's value and return its canonical text; BadInput names `where`."""
     prefix = f"{where}: " if where else ""
     if name not in VARIABLES:
+        from workbench.registry.common import did_you_mean
+
         raise BadInput(f"{prefix}unknown variable {name!r}",
-                       hint="known variables: " + ", ".join(VARIABLES))
+                       hint=did_you_mean(name, VARIABLES, "known variables: " + ", ".join(VARIABLES)))
     spec = VARIABLES[name]
     text = str(value).strip()
     if isinstance(spec, tuple):

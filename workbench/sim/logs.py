@@ -128,7 +128,10 @@ def read_journal(state_dir: Path, unit: str, since: datetime | None = None) -> I
     from workbench.sim.clock import sim_time_at
 
     if unit not in UNITS:
-        raise BadInput(f"unknown unit {unit!r}", hint="one of: " + ", ".join(UNITS), where="--unit")
+        from workbench.registry.common import did_you_mean
+
+        raise BadInput(f"--unit {unit}: unknown unit {unit!r}",
+                       hint=did_you_mean(unit, UNITS, "one of: " + ", ".join(UNITS)), where="--unit")
     path = log_path(state_dir, unit)
     if not path.exists():
         return
