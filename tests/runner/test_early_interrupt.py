@@ -52,14 +52,39 @@ def test_ctrl_c_while_the_flags_are_parsed_says_nothing_was_run(toy, cli, monkey
     _untouched(toy)
 
 
+RESUME_NOT_STARTED = ("Error: interrupted before the resume started: nothing was run or recorded, and any "
+                      "interrupted execution is as it was, its recorded runs kept\n")
+
+
 def test_ctrl_c_before_a_resume_parsed_its_flags_says_how_to_continue(toy, cli, monkeypatch) -> None:
+    """The hint is the resume command wb's own stop gives (`resume_command_at`): no --json, the store's absolute
+    path for a relative --db, the flags given before the command as its own."""
     from workbench.cli._common import WbGroup
 
     monkeypatch.setattr(WbGroup, "parse_args", lambda self, ctx, args: _interrupt())
+    monkeypatch.chdir(toy.root)
     code, _, err = cli("hypothesis", "run", "toy-fix", "--resume", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
-    assert code == 130
-    assert err.startswith("Error: interrupted before the resume started: the interrupted execution is as it was"), err
-    assert err.endswith(f"Hint: continue with: wb hypothesis run toy-fix --resume --db {toy.db}\n"), err
+    assert (code, err) == (130, RESUME_NOT_STARTED + f"Hint: continue with: wb hypothesis run toy-fix --resume "
+                                                     f"--db {toy.db}\n")
+    code, out, err = cli("--db", "rel.duckdb", "hypothesis", "run", "--seed", "7", "toy-fix", "--json", "--resume",
+                         env={"WB_ROOT": str(toy.root)})
+    resume = f"wb hypothesis run toy-fix --resume --db {toy.root.resolve() / 'rel.duckdb'}"
+    assert (code, err) == (130, RESUME_NOT_STARTED + f"Hint: continue with: {resume}\n")
+    assert json.loads(out)["resume"] == resume
+
+
+def test_ctrl_c_before_a_resume_never_shows_the_stores_password(toy, cli, monkeypatch) -> None:
+    """A --db whose URL carries a password is left out of the hint, as wb's own stop leaves it out (it printed the
+    command line as typed, the password in clear, and --json in it)."""
+    from workbench.cli._common import WbGroup
+
+    monkeypatch.setattr(WbGroup, "parse_args", lambda self, ctx, args: _interrupt())
+    monkeypatch.chdir(toy.root)
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--resume", "--json", "--db",
+                         "postgresql://alice:s3cret@db.invalid/wb", env={"WB_ROOT": str(toy.root)})
+    assert (code, err) == (130, RESUME_NOT_STARTED + "Hint: continue with: wb hypothesis run toy-fix --resume\n")
+    doc = json.loads(out)
+    assert doc["resume"] == "wb hypothesis run toy-fix --resume" and "s3cret" not in out, doc
 
 
 def test_another_command_interrupted_early_is_still_plainly_interrupted(toy, cli, monkeypatch) -> None:

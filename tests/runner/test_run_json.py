@@ -183,8 +183,8 @@ def test_ctrl_c_while_a_resume_is_prepared_keeps_the_execution_and_says_how_to_c
     resume = f"wb hypothesis run toy-fix --resume --db {toy.db}"
     code, out, err = _interrupt_the_check(toy, tmp_path, marker, "--resume")
     assert code == 130, err
-    assert err == ("Error: interrupted before the resume started: the interrupted execution is as it was, its "
-                   f"recorded runs kept\nHint: continue with: {resume}\n"), err
+    assert err == ("Error: interrupted before the resume started: nothing was run or recorded, and any interrupted "
+                   f"execution is as it was, its recorded runs kept\nHint: continue with: {resume}\n"), err
     assert out == ""
     code, out, err = _interrupt_the_check(toy, tmp_path, marker, "--resume", "--json")
     assert code == 130, err

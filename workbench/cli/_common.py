@@ -134,7 +134,7 @@ class WbGroup(TyperGroup):
         argv = list(sys.argv[1:] if argv is None else argv)
         _envelope.begin(wanted=_envelope.json_in_argv(argv))
         try:
-            _startup.begin(argv)
+            _startup.begin(argv, lambda: self)
             rv = super().main(*args, standalone_mode=False, **kwargs)
         except KeyboardInterrupt:  # one held while the commands were imported
             sys.exit(interrupted())
@@ -196,6 +196,11 @@ def interrupted() -> int:
     """Tell a Ctrl-C no command handled itself; its exit code (130). One in the first moments of `wb hypothesis
     run`, before its execution opened, says what the run's own early stop says: nothing was run or recorded, and
     the target was not touched, with the envelope's "status" and "resume" (README); any other is "Interrupted."."""
+    with _redacted_output():  # outside a command's own boundary too (a Ctrl-C before it ran)
+        return _tell_interrupted()
+
+
+def _tell_interrupted() -> int:
     from workbench.runner.stopping import stopped_in_start_window
 
     early = stopped_in_start_window()

@@ -4,10 +4,10 @@ first line runs, is left to Python."""
 
 from __future__ import annotations
 
-import shlex
 import signal
 import threading
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 _held: list[int] = []
 _before: list[Any] = []
@@ -42,21 +42,63 @@ def runs_an_execution(argv: list[str]) -> bool:
     return words == ["hypothesis", "run"]
 
 
-def begin(argv: list[str]) -> None:
+def begin(argv: list[str], cli: Callable[[], Any]) -> None:
     """A command line starts: for `wb hypothesis run`, a Ctrl-C from here until its execution opens says that
-    nothing was run or recorded (a --resume's: how to continue, with the command as typed); a Ctrl-C held while
-    the modules were imported is raised now, to be told so."""
+    nothing was run or recorded (a --resume's: how to continue, as `resume_command` gives it); a Ctrl-C held while
+    the modules were imported is raised now, to be told so. `cli` gives wb's command tree (click's)."""
     from workbench.runner.stopping import close_start_window, open_start_window
 
     let_go()
     if runs_an_execution(argv):
         resume = "--resume" in (argv[:argv.index("--")] if "--" in argv else argv)
-        open_start_window("wb " + shlex.join(argv) if resume else None)
+        open_start_window((lambda: resume_command(argv, cli())) if resume else None)
     else:
         close_start_window()
     if _held:
         _held.clear()
         raise KeyboardInterrupt
+
+
+def resume_command(argv: list[str], cli: Any) -> str | None:
+    """The command that continues the execution `wb ... hypothesis run ID --resume ...` names, as the run's own
+    stop gives it (`takeover.resume_command_at`): no --json, no other flag, an absolute --db (none that carries a
+    password), --root where the current folder is outside the workbench. None where the line names no ID."""
+    from workbench.errors import BadInput
+    from workbench.registry.loader import find_root
+    from workbench.runner.takeover import resume_command_at
+    from workbench.store.engine import DEFAULT_DB, resolve_url
+
+    params = _run_params(argv, cli)
+    if not params.get("hypothesis_id"):
+        return None
+    root = params.get("root")
+    try:
+        root = Path(root).expanduser() if root else find_root()
+    except BadInput:
+        root = Path.cwd()
+    db = params.get("db") or str(root / DEFAULT_DB)
+    try:
+        url, path = resolve_url(db)
+    except BadInput:  # the resume will say what is wrong with it
+        url, path = db, None if "://" in db else Path(db).expanduser().resolve()
+    return resume_command_at(url, path, root, str(params["hypothesis_id"]))
+
+
+def _run_params(argv: list[str], cli: Any) -> dict[str, Any]:
+    """`hypothesis run`'s parameters in the raw arguments, its parser's way (--db and --root from $WB_DB and
+    $WB_ROOT too; given before the command, as its own, as `_hand_down_global_flags` places them)."""
+    before, words, tokens = [], 0, iter(argv)
+    for t in tokens:
+        if t in ("--root", "--db"):
+            before += [t, next(tokens, "")]
+        elif t.startswith(("--root=", "--db=")):
+            before.append(t)
+        elif not t.startswith("-"):
+            words += 1
+            if words == 2:
+                break
+    run = cli.commands["hypothesis"].commands["run"]  # type: ignore[attr-defined]
+    return run.make_context("run", [*before, *tokens], resilient_parsing=True).params
 
 
 def end() -> None:

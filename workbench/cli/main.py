@@ -81,7 +81,7 @@ def main() -> None:
 
     argv = sys.argv[1:]
     try:
-        _startup.begin(argv)
+        _startup.begin(argv, lambda: typer.main.get_command(app))
         code = handle(argv)
         if code is not None:
             raise SystemExit(code)

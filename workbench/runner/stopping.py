@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import signal
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from workbench.errors import RunFailure, WbError
 
@@ -40,8 +40,9 @@ def not_started(resume: str | None = None) -> RunInterrupted:
     of the target, which a runner killed earlier may have left holding its config (the resume would restore it)."""
     if resume is None:
         return RunInterrupted(f"interrupted before the first run: {NOTHING_STARTED}")
-    return RunInterrupted("interrupted before the resume started: the interrupted execution is as it was, its "
-                          "recorded runs kept", hint=f"continue with: {resume}", resume=resume)
+    return RunInterrupted("interrupted before the resume started: nothing was run or recorded, and any interrupted "
+                          "execution is as it was, its recorded runs kept", hint=f"continue with: {resume}",
+                          resume=resume)
 
 
 # The first moments of `wb hypothesis run` (its flags parsed, the registry read, the modules it needs imported),
@@ -50,9 +51,9 @@ def not_started(resume: str | None = None) -> RunInterrupted:
 _start_window: dict[str, object] = {"open": False, "resume": None}
 
 
-def open_start_window(resume: str | None = None) -> None:
-    """A Ctrl-C from now until the execution's opening stops a run before it started (`resume`: the command that
-    continues the execution a --resume names, as typed)."""
+def open_start_window(resume: "Callable[[], str | None] | None" = None) -> None:
+    """A Ctrl-C from now until the execution's opening stops a run before it started (`resume`: what gives the
+    command that continues the execution a --resume names, asked only when a stop is told)."""
     _start_window.update(open=True, resume=resume)
 
 
@@ -65,7 +66,7 @@ def stopped_in_start_window() -> RunInterrupted | None:
     if not _start_window["open"]:
         return None
     resume = _start_window["resume"]
-    return not_started(resume if isinstance(resume, str) else None)
+    return not_started(resume() if callable(resume) else None)
 
 
 @contextmanager
