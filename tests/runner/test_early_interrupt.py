@@ -95,26 +95,60 @@ def test_another_command_interrupted_early_is_still_plainly_interrupted(toy, cli
     assert (code, err) == (130, "Interrupted.\n")
 
 
+def _importing(then: str, *, fail: bool = False) -> str:
+    """A script whose first import of `workbench.cli.run_cmd` (by `workbench.cli.main`) gets a SIGINT, or fails."""
+    act = "raise ImportError('no run_cmd')" if fail else "os.kill(os.getpid(), signal.SIGINT)"
+    return ("import os, signal, sys\n"
+            "class Finder:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'workbench.cli.run_cmd':\n"
+            "            sys.meta_path.remove(self)\n"
+            f"            {act}\n"
+            "        return None\n"
+            "sys.meta_path.insert(0, Finder())\n" + then)
+
+
 def test_ctrl_c_while_wb_is_imported_says_nothing_was_run(toy) -> None:
-    """A real process: the SIGINT arrives while `workbench.cli.main` imports its commands (it raised inside the
+    """A real process: the SIGINT arrives while the `wb` console script imports the commands (it raised inside the
     import, a traceback before any boundary ran)."""
-    script = (
-        "import os, signal, sys\n"
-        "class Finder:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'workbench.cli.run_cmd':\n"
-        "            os.kill(os.getpid(), signal.SIGINT)\n"
-        "        return None\n"
-        "sys.meta_path.insert(0, Finder())\n"
-        f"sys.argv = ['wb', 'hypothesis', 'run', 'toy-fix', '--json', '--db', {toy.db!r}]\n"
-        "from workbench.cli.main import main\n"
-        "main()\n")
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert project["project"]["scripts"]["wb"] == "workbench.cli.console:main"
+    script = _importing(f"sys.argv = ['wb', 'hypothesis', 'run', 'toy-fix', '--json', '--db', {toy.db!r}]\n"
+                        "from workbench.cli.console import main\n"
+                        "main()\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "WB_ROOT": str(toy.root)}, cwd=toy.root)
     assert (proc.returncode, proc.stderr) == (130, NOT_STARTED), proc.stderr[-2000:]
     doc = json.loads(proc.stdout)
     assert doc["status"] == "interrupted" and doc["resume"] is None and doc["ok"] is False
     _untouched(toy)
+
+
+def test_a_program_importing_the_cli_keeps_its_ctrl_c() -> None:
+    """Only the `wb` console script holds a Ctrl-C while the commands are imported: a program importing the CLI (a
+    test with typer's CliRunner, a script) gets its KeyboardInterrupt there, not at its next, unrelated, call."""
+    script = _importing("try:\n"
+                        "    from workbench.cli.main import app\n"
+                        "    print('imported')\n"
+                        "except KeyboardInterrupt:\n"
+                        "    print('interrupted', signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+                        "    from workbench.cli.main import app\n"
+                        "from typer.testing import CliRunner\n"
+                        "print(CliRunner().invoke(app, ['--version']).exit_code)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, "interrupted True\n0\n"), proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("then", ["from workbench.cli.main import main\n",
+                                  "from workbench.cli.console import main\nmain()\n"])
+def test_a_failed_import_leaves_ctrl_c_as_it_was(then) -> None:
+    """An import of the commands that fails leaves Python's own Ctrl-C handler in place, not the one holding it."""
+    script = _importing(f"try:\n    {then.replace(chr(10), chr(10) + '    ').rstrip()}\nexcept ImportError:\n"
+                        "    print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n", fail=True)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, "True\n"), proc.stderr[-2000:]
 
 
 def test_a_ctrl_c_after_the_runs_does_not_claim_nothing_ran(toy, cli, monkeypatch) -> None:

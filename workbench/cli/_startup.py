@@ -1,6 +1,6 @@
-"""A Ctrl-C in a command's first moments: held while wb's modules are imported, then told as the command would tell
-it (`wb hypothesis run`: nothing was run or recorded, README). Only the interpreter's own start-up, before wb's
-first line runs, is left to Python."""
+"""A Ctrl-C in a command's first moments: held while the `wb` script imports wb's modules (`console.main`), then
+told as the command would tell it (`wb hypothesis run`: nothing was run or recorded, README). Only the interpreter's
+own start-up, before wb's first line runs, is left to Python."""
 
 from __future__ import annotations
 

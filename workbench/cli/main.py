@@ -1,19 +1,16 @@
-"""Entry point of the `wb` console script: joins one typer app per command group.
+"""The `wb` command line: joins one typer app per command group (`console.main` is the script's entry point).
 
 Command modules import nothing heavy at module level, so `wb --help` stays fast.
 """
 
 from __future__ import annotations
 
+from typing import Annotated, Optional
+
+import typer
+
 from workbench.cli import _startup
-
-_startup.hold()  # a Ctrl-C while the commands below are imported is told once `main` runs, not as a traceback
-
-from typing import Annotated, Optional  # noqa: E402
-
-import typer  # noqa: E402
-
-from workbench.cli._common import JsonOption, RootOption, new_app, open_workbench, print_json  # noqa: E402
+from workbench.cli._common import JsonOption, RootOption, new_app, open_workbench, print_json
 
 app = new_app("wb: hypothesis-driven debugging of ML inference deployments.", completion=True)
 
@@ -69,7 +66,6 @@ def _register() -> None:
 
 
 _register()
-_startup.let_go()  # imported by a test or a script too, which keeps its own Ctrl-C: `main` raises one held here
 
 
 def main() -> None:
