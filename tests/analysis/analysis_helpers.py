@@ -102,6 +102,34 @@ def kv_workbench(tmp_path: Path, rows: list[str], values: str) -> Path:
     return root
 
 
+def kv_imported(tmp_path: Path, cli: Any, monkeypatch: Any, rows: list[str], values: str) -> Path:
+    """`kv_workbench`, entered (the working directory, no WB_ROOT / WB_DB) with its s.csv imported by the CLI."""
+    root = kv_workbench(tmp_path, rows, values)
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    monkeypatch.delenv("WB_DB", raising=False)
+    code, _, err = cli("import", "evidence", "s.csv")
+    assert code == 0, err
+    return root
+
+
+def analyzed_seed(tmp_path: Path, workbench_dir: Path, seed_csv: Path, hypothesis_id: str = "wedge-confound") -> Any:
+    """The seed's evidence imported into a store of its own and `hypothesis_id` analysed over it."""
+    from workbench.analysis import analyze_stored
+    from workbench.app import Workbench
+    from workbench.registry import load_registry
+    from workbench.settings import Settings
+    from workbench.store import open_store
+
+    db = str(tmp_path / "seed.duckdb")
+    Workbench.open(Settings(db=db, root=workbench_dir)).import_evidence(seed_csv)
+    store = open_store(db)
+    try:
+        return analyze_stored(store, load_registry(workbench_dir), hypothesis_id)
+    finally:
+        store.dispose()
+
+
 def alias_of_a_rate(workbench_dir):
     """wedge-confound's treatment prediction on leak_share, declared another name for corruption_rate."""
     exp = workbench_dir / "experiments" / "agent-repro.yaml"

@@ -12,7 +12,7 @@ import pytest
 
 from workbench.analysis import stats
 
-from analysis_helpers import kv_workbench
+from analysis_helpers import kv_imported
 
 # compression takes three values, two of them named like the scan's own keys. Every `runs` run read stale
 # values, no run of the two others did: 6/6 against 0/12 runs, one stratum (batch_writes held off).
@@ -23,13 +23,7 @@ ROWS = ["run_id,compression,batch_writes,clients,stale,errors"] \
 
 @pytest.fixture
 def kv(tmp_path: Path, cli, monkeypatch) -> Path:
-    root = kv_workbench(tmp_path, ROWS, "on, off, runs, strata")
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("WB_ROOT", raising=False)
-    monkeypatch.delenv("WB_DB", raising=False)
-    code, _, err = cli("import", "evidence", "s.csv")
-    assert code == 0, err
-    return root
+    return kv_imported(tmp_path, cli, monkeypatch, ROWS, "on, off, runs, strata")
 
 
 def _compression(cli) -> dict:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis_helpers import kv_workbench
+from analysis_helpers import kv_imported
 
 HEADER = "run_id,compression,batch_writes,clients,stale,errors"
 # Every run read stale values (over runs: 2/2 against 2/2, p = 1), but 12,100 of 24,000 clients with compression
@@ -21,13 +21,7 @@ SMALL = [HEADER, "a1,on,off,120,24,0", "a2,on,off,120,24,0", "c1,off,off,120,25,
 
 
 def _imported(tmp_path: Path, cli, monkeypatch, rows: list[str]) -> Path:
-    root = kv_workbench(tmp_path, rows, "on, off")
-    monkeypatch.chdir(root)
-    monkeypatch.delenv("WB_ROOT", raising=False)
-    monkeypatch.delenv("WB_DB", raising=False)
-    code, _, err = cli("import", "evidence", "s.csv")
-    assert code == 0, err
-    return root
+    return kv_imported(tmp_path, cli, monkeypatch, rows, "on, off")
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 
 from workbench.analysis import analyze_stored, record_verdict, scan_confounds
 
-from analysis_helpers import alias_of_a_rate
+from analysis_helpers import alias_of_a_rate, analyzed_seed
 
 
 @pytest.fixture
@@ -57,19 +57,8 @@ def test_a_prediction_on_another_name_for_the_rate_is_judged_as_the_rate(tmp_pat
     # leak_share is declared same_as corruption_rate. It was judged as a continuous metric whose per-run values
     # it could not find, so 14 leaks in 80 sessions against "<= 0.02" came out inconclusive ("no run in arm
     # treatment recorded leak_share") instead of falsified.
-    from workbench.app import Workbench
-    from workbench.registry import load_registry
-    from workbench.settings import Settings
-    from workbench.store import open_store
-
     alias_of_a_rate(workbench_dir)
-    db = str(tmp_path / "seed.duckdb")
-    Workbench.open(Settings(db=db, root=workbench_dir)).import_evidence(seed_csv)
-    store = open_store(db)
-    try:
-        a = analyze_stored(store, load_registry(workbench_dir), "wedge-confound")
-    finally:
-        store.dispose()
+    a = analyzed_seed(tmp_path, workbench_dir, seed_csv)
     assert a.verdict == "falsified", a.reasoning
     (pred,) = a.predictions
     assert (pred.k, pred.n) == (14, 80) and pred.outcome == "falsified"

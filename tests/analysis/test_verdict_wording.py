@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from workbench.analysis import analyze_stored
 
-from analysis_helpers import abort_fix_hypothesis, registry_with
+from analysis_helpers import abort_fix_hypothesis, analyzed_seed, registry_with
 
 HEADER = "run_id,index_k_dtype,hicache,nixl_abort_fix,sessions,leak,error,done,maxrounds,no_tool,waiting_for_input"
 
@@ -58,18 +58,7 @@ def test_the_completed_units_interval_says_it_was_widened_as_the_main_one_does(t
 
 
 def test_a_guard_over_one_run_says_one_run(tmp_path, workbench_dir, seed_csv):
-    from workbench.app import Workbench
-    from workbench.registry import load_registry
-    from workbench.settings import Settings
-    from workbench.store import open_store
-
-    db = str(tmp_path / "seed.duckdb")
-    Workbench.open(Settings(db=db, root=workbench_dir)).import_evidence(seed_csv)
-    store = open_store(db)
-    try:
-        a = analyze_stored(store, load_registry(workbench_dir), "wedge-confound")
-    finally:
-        store.dispose()
+    a = analyzed_seed(tmp_path, workbench_dir, seed_csv)
     guard = next(c for c in a.checks if c.name.startswith("guard: aborts"))
     assert guard.detail == "held in the one run of treatment", guard.detail
     assert "run(s)" not in guard.detail

@@ -4,29 +4,27 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from datetime import datetime, timezone
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 TO_THE_SECOND = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"
 
 
-def _workbench(tmp_path: Path, monkeypatch) -> Path:
-    root = tmp_path / "wbroot"
-    root.mkdir()
-    shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
-    shutil.copytree(REPO / "experiments", root / "experiments")
-    monkeypatch.setenv("WB_ROOT", str(root))
+@pytest.fixture
+def db(tmp_path: Path, workbench_dir: Path, monkeypatch) -> Path:
+    """The shipped workbench (WB_ROOT) and an empty store (WB_DB)."""
+    monkeypatch.setenv("WB_ROOT", str(workbench_dir))
     monkeypatch.setenv("WB_DB", str(tmp_path / "wb.duckdb"))
     return tmp_path / "wb.duckdb"
 
 
-def test_runs_show_gives_start_and_end_to_the_second(tmp_path: Path, cli, monkeypatch) -> None:
+def test_runs_show_gives_start_and_end_to_the_second(cli, db: Path) -> None:
     # started_at read "...03:43:41+00:00" and ended_at "...03:43:50.164360+00:00" on the next line.
     from workbench.store import open_store, records
 
-    db = _workbench(tmp_path, monkeypatch)
     store = open_store(str(db))
     try:
         with store.session() as session:
@@ -45,9 +43,8 @@ def test_runs_show_gives_start_and_end_to_the_second(tmp_path: Path, cli, monkey
     assert "03:43:50.164360" in json.dumps(json.loads(out))  # the JSON keeps the stored time exact
 
 
-def test_hypothesis_show_gives_the_verdicts_time_to_the_second(tmp_path: Path, cli, monkeypatch) -> None:
+def test_hypothesis_show_gives_the_verdicts_time_to_the_second(cli, db: Path) -> None:
     # "verdict: falsified (2026-12-06T03:44:29.276112+00:00)"
-    _workbench(tmp_path, monkeypatch)
     for args in (("import", "evidence", str(REPO / "evidence" / "seed-runs.csv")),
                  ("hypothesis", "analyze", "wedge-confound")):
         code, _, err = cli(*args)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import re
-import shutil
 from pathlib import Path
 
 from workbench.report import stats
@@ -13,14 +12,11 @@ from workbench.report import stats
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_a_metric_of_one_run_reads_as_its_value_without_a_range(tmp_path: Path, cli, monkeypatch) -> None:
+def test_a_metric_of_one_run_reads_as_its_value_without_a_range(tmp_path: Path, cli, monkeypatch,
+                                                                 workbench_dir: Path) -> None:
     # wedge-confound's treatment arm is the seed's one post-fix run: its page read "median 0 (1 runs)" with
     # "[0, 0] range of 1 runs (covers the median with 0%)".
-    root = tmp_path / "wbroot"
-    root.mkdir()
-    shutil.copy(REPO / "hypotheses.yaml", root / "hypotheses.yaml")
-    shutil.copytree(REPO / "experiments", root / "experiments")
-    monkeypatch.setenv("WB_ROOT", str(root))
+    monkeypatch.setenv("WB_ROOT", str(workbench_dir))
     monkeypatch.setenv("WB_DB", str(tmp_path / "wb.duckdb"))
     site = tmp_path / "site"
     for args in (("import", "evidence", str(REPO / "evidence" / "seed-runs.csv")),
