@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 
-import workbench.runner.execute as execute_mod
+import pytest
 
 
 def _first_run_interrupts(toy) -> None:
@@ -32,21 +32,27 @@ def test_an_arm_whose_run_never_began_says_so_and_the_reason_is_not_the_status_a
     assert toy.conf.read_bytes() == toy.original
 
 
-def test_a_stop_before_any_run_leaves_the_target_alone_and_says_it_was_not_touched(toy, cli, monkeypatch) -> None:
-    """Stopped once the target was locked and its config snapshotted, before the first run: nothing was written,
-    so nothing is put back and the service is not restarted; it said "the target was restored"."""
-    take = execute_mod.take_target
+def _stopped_once_the_target_is_taken(monkeypatch) -> None:
+    """The next run is stopped (the SIGINT a Ctrl-C sends) in the target's setup, the first step after it locked the
+    target and snapshotted its config, before its first run. (Stopped inside `take_target`, it never returns the
+    lock and the snapshots: nothing would be restored or released whatever the runner decides.)"""
+    from workbench.runner.targets.local import LocalTarget
 
-    async def taken_then_stopped(*args, **kwargs):
+    async def stopped(self, serve_file, env):
         import asyncio
         import signal
 
-        got = await take(*args, **kwargs)
         os.kill(os.getpid(), signal.SIGINT)
         await asyncio.sleep(5)  # the handler cancels this task before the sleep ends
-        return got
+        return {}
 
-    monkeypatch.setattr(execute_mod, "take_target", taken_then_stopped)
+    monkeypatch.setattr(LocalTarget, "setup", stopped)
+
+
+def test_a_stop_before_any_run_leaves_the_target_alone_and_says_it_was_not_touched(toy, cli, monkeypatch) -> None:
+    """Stopped once the target was locked and its config snapshotted, before the first run: nothing was written,
+    so nothing is put back and the service is not restarted; it said "the target was restored"."""
+    _stopped_once_the_target_is_taken(monkeypatch)
     code, out, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db,
                          env={"WB_ROOT": str(toy.root)})
     assert code == 130, err
@@ -55,6 +61,35 @@ def test_a_stop_before_any_run_leaves_the_target_alone_and_says_it_was_not_touch
     assert "Error: interrupted after 0 of 2 run(s) ok; the target was not touched\n" in err, err
     assert "the target was not touched (no run began): nothing to restore\n" in err, err
     assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
+
+
+def test_a_stop_before_any_run_after_taking_over_a_failed_restores_lock_still_restarts(toy, cli, monkeypatch) -> None:
+    """A restore put the original back but its restart failed (RESTORE INCOMPLETE, the lock left marked): the
+    service may still run an arm's config. The next run takes the lock over (the config is the original) and is
+    stopped before its first run: it skipped the restart as if the target was untouched, and deleted the lock
+    with its mark. It restores as before: the service is restarted on the original."""
+    from runner_kit import edit_profile, run_hypothesis
+
+    from workbench.errors import RestoreFailed
+
+    fails = toy.state / "restart-fails"  # while it exists, a restart on the original config fails
+    edit_profile(toy.root, 'restart: ["{{ python }} ',
+                 'restart: ["test ! -e {{ state }}/restart-fails || ! grep -q operator {{ state }}/serve.conf && '
+                 '{{ python }} ')
+    fails.touch()
+    with pytest.raises(RestoreFailed) as ei:
+        run_hypothesis("toy-fix", db=toy.db, replicates=1)
+    assert ei.value.message.startswith("RESTORE INCOMPLETE"), ei.value.message
+    fails.unlink()
+    restarts = len(toy.restarts())
+    _stopped_once_the_target_is_taken(monkeypatch)
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db,
+                         env={"WB_ROOT": str(toy.root)})
+    assert code == 130, err
+    assert "taking over the lock of" in err, err
+    assert "not touched" not in err, err
+    assert f"restored: {toy.conf} put back byte for byte, restarted (1 command)" in err, err
+    assert len(toy.restarts()) == restarts + 1 and toy.conf.read_bytes() == toy.original
 
 
 def test_a_finished_run_says_what_the_restore_did(toy, cli) -> None:

@@ -79,6 +79,9 @@ class State:
     restored: bool = False  # every host's restore was done: its snapshot is needed no more
     began: bool = False  # a run of this attempt started: it may have written its arm's config
     untouched: bool = False  # no run began and wb started nothing: the target was left alone, no restore needed
+    # The lock was taken over from another execution (its runner died, or its restore failed): the service may still
+    # run an arm's config though the file holds the original, so the restore restarts it even if no run began.
+    took_over: bool = False
     restore_notes: list[str] = field(default_factory=list)  # what the restore did, host by host, then the teardown
     restore_line: str | None = None  # those notes as one line (`_restore_line`): the result's `restore`
     # Who started the execution on whose behalf (`RunOptions.origin`; a resume's, else the one its plan kept): a
@@ -262,8 +265,9 @@ async def _teardown(state: State, target: Target) -> None:
 
 def _untouched(state: State, target: Target) -> bool:
     """No run of this attempt began and wb started no deployment: nothing on the target was changed. (A resume's
-    target may hold the arm a killed runner left: it is restored.)"""
-    return not (state.began or state.resumed or target.started_here)
+    target may hold the arm a killed runner left, and one whose lock was taken over may run the arm its dead
+    runner wrote, or its failed restore did not restart away from: both are restored.)"""
+    return not (state.began or state.resumed or state.took_over or target.started_here)
 
 
 def _restore_line(state: State) -> str | None:

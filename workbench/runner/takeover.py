@@ -154,6 +154,7 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
     folder = state.artifacts_root / f"execution-{holder.execution}"
     why = await left_as_saved(target, host, folder, holder.execution)
     if why is None:
+        state.took_over = True  # the service was maybe never restarted on that original: the restore restarts it
         state.progress.log(f"taking over the lock of {holder.name or f'execution {holder.execution}'}: "
                            + ("the restore that failed in it has been made good: the config is the original it saved"
                               if holder.restore_failed else
