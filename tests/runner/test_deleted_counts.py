@@ -78,6 +78,9 @@ def test_a_run_deleted_while_its_execution_runs_is_counted_as_deleted(toy, as_js
     else:
         (order,) = [ln for ln in out.splitlines() if ln.startswith("order: ")]
         assert order.endswith("(3 of 4 planned; 1 deleted after it ended)"), order
+        # Every planned run began: the arm whose run was deleted read "runs ok 1/1 (1 of 2 planned began)".
+        arms = [ln.split(None, 1)[1].split("  ")[0] for ln in out.splitlines() if "runs ok" in ln]
+        assert sorted(arms) == ["runs ok 1/1", "runs ok 2/2"] and "began" not in out, out
         assert "4 of 4" not in out + err
     assert toy.conf.read_bytes() == toy.original
 

@@ -63,6 +63,17 @@ def test_a_stop_before_any_run_leaves_the_target_alone_and_says_it_was_not_touch
     assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
 
 
+def test_a_sequential_arm_that_never_began_does_not_give_the_budget_as_planned(toy, cli, monkeypatch) -> None:
+    """A sequential plan is a budget, not the runs meant to be made: an arm none of whose runs began read "runs ok
+    0 of 3, none began", the budget given as if planned."""
+    _stopped_once_the_target_is_taken(monkeypatch)
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--sequential", "--replicates", "3", "--db", toy.db,
+                         env={"WB_ROOT": str(toy.root)})
+    assert code == 130, err
+    arms = [line for line in out.splitlines() if "runs ok" in line]
+    assert len(arms) == 2 and all(line.split(None, 1)[1] == "runs ok 0, none began" for line in arms), out
+
+
 def test_a_stop_before_any_run_after_taking_over_a_failed_restores_lock_still_restarts(toy, cli, monkeypatch) -> None:
     """A restore put the original back but its restart failed (RESTORE INCOMPLETE, the lock left marked): the
     service may still run an arm's config. The next run takes the lock over (the config is the original) and is

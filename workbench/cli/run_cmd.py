@@ -28,11 +28,13 @@ def _total(v: float, proportion: bool) -> str:
 
 def _arm_runs(a: "ArmTotals", *, sequential: bool) -> str:
     """An arm's runs: "runs ok 3/4" (ok of those made); a stopped execution says how many of the arm's planned runs
-    began ("0 of 1, none began", not "0/0"). A sequential plan is a budget, often not all spent: not said there."""
-    if a.runs == 0 and a.planned:
-        return f"runs ok 0 of {a.planned}, none began"
+    began ("0 of 1, none began", not "0/0"), a run deleted since counted as begun. A sequential plan is a budget,
+    often not all spent: not said there ("runs ok 0, none began")."""
+    began = a.runs + a.deleted
+    if began == 0 and a.planned:
+        return "runs ok 0, none began" if sequential else f"runs ok 0 of {a.planned}, none began"
     text = f"runs ok {a.runs_ok}/{a.runs}"
-    return text + (f" ({a.runs} of {a.planned} planned began)" if a.runs < a.planned and not sequential else "")
+    return text + (f" ({began} of {a.planned} planned began)" if began < a.planned and not sequential else "")
 
 
 def summary_lines(r: "RunReport") -> list[str]:

@@ -50,6 +50,7 @@ class ArmTotals:
     metrics: dict[str, dict[str, Any]]  # name -> {"n": runs with a value, "values": [...]}
     totals: dict[str, float | None]  # counts summed over ok runs; proportions as their ratio
     planned: int = 0  # the arm's runs in the plan (a sequential execution's: its budget)
+    deleted: int = 0  # the arm's planned runs that ended and were deleted since (`wb runs delete`): not in `runs`
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ def _arms(state: Any, runs: list[RunRecord]) -> dict[str, ArmTotals]:
     # A per-replicate variable has a value per replicate (each run records its own), none per arm.
     drawn = set(per_replicate_names(exp, p.hypothesis, p.overrides))
     arms: dict[str, ArmTotals] = {}
+    gone = set(state.done) - {r.order_index for r in runs}  # ended, then deleted (ExecutionResult.runs_deleted)
     for arm in p.arms:
         ok = [r for r in runs if r.arm == arm and r.status == "ok"]
         metrics: dict[str, Any] = {}
@@ -128,7 +130,8 @@ def _arms(state: Any, runs: list[RunRecord]) -> dict[str, ArmTotals]:
         made = {r.order_index if r.order_index is not None else ("id", r.id) for r in runs if r.arm == arm}
         variables = {k: v for k, v in p.assignments[arm].items() if k not in drawn}
         planned = sum(1 for r in state.plan.runs if r.arm == arm)
-        arms[arm] = ArmTotals(variables, len(made), len(ok), metrics, totals, planned)
+        deleted = sum(1 for r in state.plan.runs if r.arm == arm and r.order_index in gone)
+        arms[arm] = ArmTotals(variables, len(made), len(ok), metrics, totals, planned, deleted)
     return arms
 
 
