@@ -83,3 +83,28 @@ def test_a_small_units_rate_difference_reads_in_points(tmp_path, cli, monkeypatc
     assert abs(diff) == pytest.approx(0.0125)
     # It read -0.0 (0.0125 with too few digits), where every other difference of rates reads in points.
     assert _row(_article(cli, tmp_path), "units rate difference") == ("-" if diff < 0 else "+") + "1.2 points"
+
+
+def test_an_underflowed_p_over_runs_in_a_table_or_csv_never_reads_0(tmp_path, cli, monkeypatch):
+    """`--format table|csv|tsv` wrote the p over runs with `:.3g`: one that underflowed a float read "0". The table
+    reads "< 1e-300" as the text does; csv and tsv keep a number a script can parse, the bound 1e-300."""
+    # 600 runs with compression on, every one reading stale values, against 600 with it off, none: Fisher's p over
+    # runs, 1 / C(1200, 600), underflows a float.
+    rows = [HEADER] + [f"a{i},on,off,10,5,0" for i in range(600)] + [f"c{i},off,off,10,0,0" for i in range(600)]
+    _imported(tmp_path, cli, monkeypatch, rows)
+    assert _compression(cli)["p"] == 0.0
+    code, out, err = cli("confounds", "--format", "table")
+    assert code == 0, err
+    head = out.splitlines()[0]
+    row = next(ln for ln in out.splitlines() if " compression " in ln)
+    columns = {name: row[head.index(f" {name} ") + 1:head.index(f" {after}")].strip()
+               for name, after in (("p", "comparisons"), ("p_adjusted", "message"))}
+    assert columns == {"p": "< 1e-300", "p_adjusted": "< 1e-300"}, out
+    for fmt, sep in (("csv", ","), ("tsv", "\t")):
+        code, out, err = cli("confounds", "--format", fmt)
+        assert code == 0, err
+        head, *lines = out.splitlines()
+        names = head.split(sep)
+        row = next(dict(zip(names, ln.split(sep))) for ln in lines if f"{sep}compression{sep}" in ln)
+        assert row["p"] == "1e-300" and row["p_adjusted"] == "1e-300", (fmt, row)
+

@@ -34,8 +34,7 @@ def register(app: typer.Typer) -> None:
         if chosen != "text":
             emit_rows(chosen, ["flag", "experiment", "outcome", "kind", "factor", "p", "comparisons", "p_adjusted",
                                "message"],
-                      [["FLAG" if f.flagged else "", f.experiment, f.outcome, f.kind, f.factor, _p(f.p),
-                        "" if f.p is None else str(f.comparisons), _p(f.p_adjusted), f.message] for f in findings],
+                      [_row(f, chosen) for f in findings],
                       items=[f.to_dict() for f in findings])
             return
         if not findings:
@@ -46,8 +45,19 @@ def register(app: typer.Typer) -> None:
             typer.echo("--write: no finding proposes a hypothesis entry; hypotheses.yaml is unchanged.")
 
 
-def _p(p: float | None) -> str:
-    return "" if p is None else f"{p:.3g}"
+def _row(f: Finding, fmt: str) -> list[str]:
+    return ["FLAG" if f.flagged else "", f.experiment, f.outcome, f.kind, f.factor, _p(f.p, fmt),
+            "" if f.p is None else str(f.comparisons), _p(f.p_adjusted, fmt), f.message]
+
+
+def _p(p: float | None, fmt: str) -> str:
+    """A p-value in a row. One that underflowed a float (Fisher's p over thousands of units or runs) is never 0:
+    the table reads "< 1e-300" as the text does; csv and tsv give the bound 1e-300, a number a script parses."""
+    if p is None:
+        return ""
+    if 0 <= p < display.P_FLOOR:
+        return display.p_value(p) if fmt == "table" else f"{display.P_FLOOR:.0e}"
+    return f"{p:.3g}"
 
 
 def _p_text(f: Finding) -> str:
