@@ -33,6 +33,20 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"root": root, "db": db, "registry": registry, "ids": ids, "base": base}
 
 
+@pytest.fixture
+def seed_site(tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch, workbench_dir: Path) -> Path:
+    """The shipped workbench (WB_ROOT, WB_DB) with the seed's evidence imported through the CLI, wedge-confound
+    analysed, and the site built: the site's folder."""
+    monkeypatch.setenv("WB_ROOT", str(workbench_dir))
+    monkeypatch.setenv("WB_DB", str(tmp_path / "wb.duckdb"))
+    site = tmp_path / "site"
+    for args in (("import", "evidence", str(Path(__file__).resolve().parents[2] / "evidence" / "seed-runs.csv")),
+                 ("hypothesis", "analyze", "wedge-confound"), ("report", "--out", str(site))):
+        code, _, err = cli(*args)
+        assert code == 0, err
+    return site
+
+
 @pytest.fixture(scope="session")
 def cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the chart runtime is cached during the tests (never the user's ~/.cache)."""

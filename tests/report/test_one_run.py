@@ -9,20 +9,11 @@ from pathlib import Path
 
 from workbench.report import stats
 
-REPO = Path(__file__).resolve().parents[2]
 
-
-def test_a_metric_of_one_run_reads_as_its_value_without_a_range(tmp_path: Path, cli, monkeypatch,
-                                                                 workbench_dir: Path) -> None:
+def test_a_metric_of_one_run_reads_as_its_value_without_a_range(seed_site: Path) -> None:
     # wedge-confound's treatment arm is the seed's one post-fix run: its page read "median 0 (1 runs)" with
     # "[0, 0] range of 1 runs (covers the median with 0%)".
-    monkeypatch.setenv("WB_ROOT", str(workbench_dir))
-    monkeypatch.setenv("WB_DB", str(tmp_path / "wb.duckdb"))
-    site = tmp_path / "site"
-    for args in (("import", "evidence", str(REPO / "evidence" / "seed-runs.csv")),
-                 ("hypothesis", "analyze", "wedge-confound"), ("report", "--out", str(site))):
-        code, out, err = cli(*args)
-        assert code == 0, err
+    site = seed_site
     page = html.unescape((site / "hypotheses" / "wedge-confound.html").read_text())
     assert "1 runs" not in page and "covers the median with 0%" not in page
     row = re.search(r"<th><code>wall_s</code></th>.*?<td>treatment</td><td>([^<]*)</td><td class=\"muted\">([^<]*)<",

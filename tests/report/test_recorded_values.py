@@ -6,19 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
 
-
-def test_the_seed_evidences_wall_time_reads_as_recorded_on_the_run_pages(tmp_path: Path, cli, monkeypatch,
-                                                                        workbench_dir: Path) -> None:
+def test_the_seed_evidences_wall_time_reads_as_recorded_on_the_run_pages(seed_site: Path, cli) -> None:
     # The run page, the runs list and the hypothesis page's runs table read wall_s 346.3 as "346" (display.number's
     # three significant digits) beside the page's own quote "wall=346.3s": 346.3 and 346.4 read alike.
-    monkeypatch.setenv("WB_ROOT", str(workbench_dir))
-    monkeypatch.setenv("WB_DB", str(tmp_path / "wb.duckdb"))
-    site = tmp_path / "site"
-    for args in (("import", "evidence", str(REPO / "evidence" / "seed-runs.csv")), ("report", "--out", str(site))):
-        code, out, err = cli(*args)
-        assert code == 0, err
+    site = seed_site
     code, out, err = cli("runs", "show", "6")
     assert code == 0 and "wall_s=346.3" in out, (out, err)
     run = (site / "runs" / "6.html").read_text()
