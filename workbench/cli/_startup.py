@@ -63,20 +63,22 @@ def resume_command(argv: list[str], cli: Any) -> str | None:
     """The command that continues the execution `wb ... hypothesis run ID --resume ...` names, as the run's own
     stop gives it (`takeover.resume_command_at`): no --json, no other flag, an absolute --db (none that carries a
     password), --root where the current folder is outside the workbench. None where the line names no ID."""
+    from workbench.app import Workbench
     from workbench.errors import BadInput
     from workbench.registry.loader import find_root
     from workbench.runner.takeover import resume_command_at
-    from workbench.store.engine import DEFAULT_DB, resolve_url
+    from workbench.settings import Settings
+    from workbench.store.engine import resolve_url
 
     params = _run_params(argv, cli)
     if not params.get("hypothesis_id"):
         return None
-    root = params.get("root")
+    given = Path(params["root"]).expanduser() if params.get("root") else None
+    db = str(Workbench(Settings(db=params.get("db") or None, root=given)).settings.db)  # the app's default store
     try:
-        root = Path(root).expanduser() if root else find_root()
+        root = given or find_root()
     except BadInput:
         root = Path.cwd()
-    db = params.get("db") or str(root / DEFAULT_DB)
     try:
         url, path = resolve_url(db)
     except BadInput:  # the resume will say what is wrong with it
