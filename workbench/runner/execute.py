@@ -30,7 +30,7 @@ from workbench.runner.progress import RunProgress
 from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
 from workbench.runner.restore import Snapshot, discard_snapshots, restore_host
-from workbench.runner.stopping import RunInterrupted, close_start_window, not_started, signals_held
+from workbench.runner.stopping import RunInterrupted, close_start_window, is_a_stop, not_started, signals_held
 from workbench.runner.summary import ExecutionResult, result
 from workbench.runner.takeover import FINISHED, ended_runs, resume_command, take_target
 from workbench.runner.targets.base import Target
@@ -437,7 +437,6 @@ def _stopped_while_opening(store: Store, launch: "Launch") -> Iterator[list[int]
     "running" with its error wiped; and the stop says how to continue it."""
     from datetime import datetime
 
-    from workbench.store.engine import interrupted_query
     from workbench.store.models import utcnow
 
     opened: list[int] = []
@@ -445,7 +444,7 @@ def _stopped_while_opening(store: Store, launch: "Launch") -> Iterator[list[int]
     try:
         yield opened
     except (KeyboardInterrupt, Exception) as exc:
-        if isinstance(exc, WbError) or not interrupted_query(exc):
+        if not is_a_stop(exc):
             raise
         p, prior = launch.prepared, launch.prior
         if opened:

@@ -74,14 +74,19 @@ def stopped_before_start(resume: str | None = None) -> Iterator[None]:
     """Ctrl-C (KeyboardInterrupt, or DuckDB's error for a query it ended) while an execution is still prepared,
     before anything is recorded: `not_started` (exit 130), not the bare "Interrupted." that left the user to
     guess what state things are in. `resume` is the command that continues the execution a --resume names."""
-    from workbench.store.engine import interrupted_query
-
     try:
         yield
     except (KeyboardInterrupt, Exception) as exc:
-        if isinstance(exc, WbError) or not interrupted_query(exc):
+        if not is_a_stop(exc):
             raise
         raise not_started(resume) from None
+
+
+def is_a_stop(exc: BaseException) -> bool:
+    """Whether `exc` is a Ctrl-C: a KeyboardInterrupt, or DuckDB's error for a query it ended (not a wb error)."""
+    from workbench.store.engine import interrupted_query
+
+    return not isinstance(exc, WbError) and interrupted_query(exc)
 
 
 @contextmanager
