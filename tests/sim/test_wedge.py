@@ -125,3 +125,26 @@ def test_journal_since_a_wall_time_counts_only_the_next_run(sim_dir):
     assert all(logs._stamp(line) > last_stamp for line in run2)   # nothing of the first run
     assert _wfi(sim_dir, t2) == 0
     assert _wfi(sim_dir, t1) == first                        # the first run's lines are all there
+
+
+def test_the_pool_configurator_fix_sizes_the_pool_by_the_real_rows(sim_dir):
+    """The seed's pool_configurator bug, and its fix as a variable: without it the configurator budgets bf16
+    index-K rows at the fp8 size (40 pages, 34 backed by memory), so the big prompt is admitted into pages
+    without memory, its room fails, and the ABORT that cleans up kills prefill's bootstrap thread (no abort
+    fix here). With `pool_configurator_fix=on` the pool holds only backed pages: the same prompt is refused at
+    admission (HTTP 413), nothing is written where no memory is, no ABORT is sent and prefill stays healthy."""
+    st = control.up(sim_dir, config=write_serve(sim_dir, decode_pool_mb=SMALL_POOL_MB, nixl_abort_fix="off",
+                                                pool_configurator_fix="on"))
+    pool = st.units["decode"].debug["pool"]
+    assert pool["logical_pages"] == pool["physical_pages"] == 34
+    port = st.units["decode"].port
+    t0 = datetime.now(timezone.utc)
+    r = httpx.post(f"http://127.0.0.1:{port}/generate", timeout=30, json={
+        "input_ids": dp.filler_tokens(1, 1799).tolist() + [dp.turn_token(1, 1)], "max_tokens": 2500})
+    assert (r.status_code, r.json()["error"]) == (413, "request needs 38 pages; the pool has 34")
+    decode = "\n".join(logs.read_journal(sim_dir, "decode", t0))
+    assert "no memory behind it" not in decode and "sent ABORT" not in decode
+    st = control.status(sim_dir)
+    assert st.units["prefill"].state == "healthy" and st.units["prefill"].debug["bootstrap_alive"] is True
+    assert _post(port, 100, timeout=30, tag=2) == 200
+    assert _wfi(sim_dir, t0) == 0

@@ -22,14 +22,16 @@ class RoomFailed(Exception):
 
 
 class DecodeKVPool:
-    """Token pages for KV + index-K rows, sized by the (dtype-blind) pool configurator."""
+    """Token pages for KV + index-K rows, sized by the pool configurator: dtype-blind (the seed's bug) unless
+    `configurator_fix`."""
 
-    def __init__(self, budget_mb: float, index_k_dtype: str, clock: Clock) -> None:
+    def __init__(self, budget_mb: float, index_k_dtype: str, clock: Clock, configurator_fix: bool = False) -> None:
         budget = int(budget_mb * 1e6)
         self.clock = clock
         self.idx_bytes = dp.idx_bytes(index_k_dtype)
-        # The pool configurator's bug: it always budgets index-K at the fp8 row size.
-        self.logical_pages = budget // (PAGE * (dp.KV_BYTES + dp.idx_bytes("fp8")))
+        # The pool configurator's bug: it budgets index-K at the fp8 row size, whatever the dtype.
+        self.budget_row_bytes = dp.KV_BYTES + dp.idx_bytes(index_k_dtype if configurator_fix else "fp8")
+        self.logical_pages = budget // (PAGE * self.budget_row_bytes)
         self.physical_pages = budget // (PAGE * (dp.KV_BYTES + self.idx_bytes))
         n = self.physical_pages * PAGE
         self.kv = np.zeros((n, dp.KV_BYTES), dtype=np.uint8)

@@ -26,6 +26,9 @@ VARIABLES: dict[str, tuple[str, ...] | type] = {
     "nixl_abort_fix": _ON,
     "geometry_fix": _ON,
     "indexer_host_pool_fix": _ON,
+    # The seed's confirmed pool_configurator bug: the decode pool's token capacity is budgeted with the fp8
+    # index-K row whatever the dtype (over-commit under bf16). "on" budgets the real row size.
+    "pool_configurator_fix": _ON,
     "causal_model": ("seed", "wedge"),
     "seed": int,
     # Accepted so older serve files still parse; it has no effect: pdsim runs on simulated time
@@ -43,6 +46,7 @@ DEFAULTS: dict[str, str] = {
     "nixl_abort_fix": "off",
     "geometry_fix": "off",
     "indexer_host_pool_fix": "off",
+    "pool_configurator_fix": "off",
     "causal_model": "seed",
     "seed": "0",
     "time_scale": "0.02",
@@ -150,6 +154,7 @@ class ServeConfig:
     nixl_abort_fix: bool
     geometry_fix: bool
     indexer_host_pool_fix: bool
+    pool_configurator_fix: bool
     causal_model: str
     seed: int
     time_scale: float
@@ -164,6 +169,7 @@ class ServeConfig:
             index_k_dtype=v["index_k_dtype"], hicache=v["hicache"] == "on",
             nixl_abort_fix=v["nixl_abort_fix"] == "on", geometry_fix=v["geometry_fix"] == "on",
             indexer_host_pool_fix=v["indexer_host_pool_fix"] == "on",
+            pool_configurator_fix=v["pool_configurator_fix"] == "on",
             causal_model=v["causal_model"], seed=int(v["seed"]),
             time_scale=float(v["time_scale"]), prefill_port=int(v["prefill_port"]),
             decode_port=int(v["decode_port"]), decode_pool_mb=float(v["decode_pool_mb"]))

@@ -14,7 +14,8 @@ under load bf16 rooms get pages beyond the physical arena; the first write of a 
 such a page fails, the transfer is retried once in a new room, and if that fails too the
 request gets HTTP 503 at once. Decode tells prefill to drop each failed room with an ABORT
 message, sent ABORT_FLUSH_S later. No client timed out or cancelled, nothing waited in
-WaitingForInput. fp8 is sized right and only queues for pages. Without the abort fix that
+WaitingForInput. fp8 is sized right and only queues for pages, as is bf16 with `pool_configurator_fix=on`
+(a request larger than the whole pool is then refused at admission). Without the abort fix that
 cleanup ABORT is what kills prefill's bootstrap thread: the wedge, after which every request
 waits in WaitingForInput until its client times out.
 
@@ -100,7 +101,8 @@ class DecodeServer:
 
     # --- lifecycle -------------------------------------------------------------------------
     async def on_startup(self, app: web.Application) -> None:
-        self.pool = DecodeKVPool(self.cfg.decode_pool_mb, self.cfg.index_k_dtype, self.clock)
+        self.pool = DecodeKVPool(self.cfg.decode_pool_mb, self.cfg.index_k_dtype, self.clock,
+                                 configurator_fix=self.cfg.pool_configurator_fix)
         self.sched = Scheduler(self.clock)
         self.tc = TransferClient(self.log, self.clock, self._on_frame)
         await self.tc.start()
@@ -108,7 +110,7 @@ class DecodeServer:
                                           connector=aiohttp.TCPConnector(limit=0))
         self.log.info("KV pool: %d pages by the configurator (%d B/token assumed), %d backed "
                       "by memory (%d B/token)", self.pool.logical_pages,
-                      dp.KV_BYTES + dp.idx_bytes("fp8"), self.pool.physical_pages,
+                      self.pool.budget_row_bytes, self.pool.physical_pages,
                       dp.KV_BYTES + self.pool.idx_bytes)
 
     async def on_cleanup(self, app: web.Application) -> None:
@@ -138,7 +140,7 @@ class DecodeServer:
                 self.counters["stale_writes"] += 1
             if r is not None and not ok and r.failed is None and not r.complete:
                 r.failed = (f"KV page {page} has no memory behind it (pool configurator budgeted "
-                            f"{dp.KV_BYTES + dp.idx_bytes('fp8')} B/token, rows are "
+                            f"{self.pool.budget_row_bytes} B/token, rows are "
                             f"{dp.KV_BYTES + self.pool.idx_bytes} B/token)")
                 r.event.set()
             if not ok:
