@@ -80,6 +80,7 @@ def test_lineage_draws_a_tree_that_fits_the_terminal(wbenv):
 
     tree = ["hicache-bf16-race",
             "├─ wedge-confound",
+            "│  └─ pool-configurator-overcommit",
             "├─ dead-code-dsaindexerpoolhost",
             "│  ├─ live-hostpool-control",
             "│  └─ dead-code-hicache-off",

@@ -180,8 +180,8 @@ def test_a_claim_with_a_tab_or_a_line_break_keeps_one_row_a_line(workbench_dir: 
     code, out, err = cli("lineage", "--format", "tsv", *root)
     assert code == 0, err
     rows = out.splitlines()
-    assert len(rows) == 8 and {len(r.split("\t")) for r in rows} == {5}, out
+    assert len(rows) == 9 and {len(r.split("\t")) for r in rows} == {5}, out
     assert 'wedge-confound\thicache-bf16-race\t1\topen\ta side effect of the wedge, said "twice"' in rows, out
     code, out, err = cli("lineage", *root)
-    assert code == 0 and len(out.splitlines()) == 7, out
+    assert code == 0 and len(out.splitlines()) == 8, out
     assert '├─ wedge-confound  [open]  a side effect of the wedge, said "twice"' in out.splitlines(), out

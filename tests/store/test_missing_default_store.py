@@ -75,7 +75,7 @@ def test_the_report_is_built_from_the_yaml_with_every_hypothesis_open(workbench_
     assert (site / "index.html").is_file() and (site / "hypotheses" / "wedge-confound.html").is_file()
     code, out, err = cli("report", "--format", "md", "--root", str(workbench_dir))
     rows = [line for line in out.splitlines() if line.startswith("| `")]
-    assert code == 0 and len(rows) == 7 and all("| open |" in r for r in rows), out
+    assert code == 0 and len(rows) == 8 and all("| open |" in r for r in rows), out
     assert not (workbench_dir / "wb.duckdb").exists() and not (workbench_dir / "wb.duckdb.wal").exists()
 
 

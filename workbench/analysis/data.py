@@ -11,7 +11,8 @@ from __future__ import annotations
 from workbench.registry.experiment import Experiment, MetricSpec
 from workbench.store.entities import USABLE_STATUSES, RunData, RunQuery
 
-__all__ = ["USABLE_STATUSES", "RunData", "run_query", "metric_value", "proportion_counts", "completed_units"]
+__all__ = ["USABLE_STATUSES", "RunData", "run_query", "metric_value", "proportion_counts", "completed_units",
+           "counts_lost_units"]
 
 
 def run_query(exp: Experiment, *, execution_id: int | None = None, include_imported: bool = True,
@@ -61,6 +62,16 @@ def impossible_counts(k: float, n: float) -> bool:
     """A numerator above its denominator, or below 0: the run measured no rate. wb's collect stage makes such a
     run invalid, but a store may hold one an older wb recorded, and the analysis leaves it out rather than fail."""
     return k < 0 or k > n
+
+
+def counts_lost_units(spec: MetricSpec, exp: Experiment) -> bool:
+    """Whether a proportion's numerator counts only units that did not complete (errored sessions of all
+    sessions): over completed units such a rate has no reading, since none of them is in its numerator."""
+    num = exp.metrics.get(exp.repeated(spec.numerator)) if spec.numerator else None
+    if exp.unit is None or num is None or not num.units or exp.unit.outcome_field not in num.units:
+        return False
+    wanted = num.units[exp.unit.outcome_field]
+    return all(str(v) not in exp.unit.completed for v in (wanted if isinstance(wanted, list) else [wanted]))
 
 
 def completed_units(run: RunData, exp: Experiment) -> tuple[float, float] | None:

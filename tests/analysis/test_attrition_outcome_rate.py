@@ -1,0 +1,41 @@
+"""A rate of a non-completed outcome (error_rate: errored sessions / sessions) under the attrition check.
+
+The check re-judges every proportion over completed units only. For a rate whose numerator is a completed outcome
+(leaks) that is the reading without the lost units; for error_rate it put the errored sessions over the sessions
+that completed (67/93 = 72% when no completed session errored), and a disagreement between that number and the
+real one made a sound verdict inconclusive."""
+
+from __future__ import annotations
+
+from workbench.analysis import analyze_stored
+
+from analysis_helpers import CONTROL, add_execution, add_run
+
+HID = "pool-configurator-overcommit"
+HELD = dict(CONTROL, nixl_abort_fix="on")
+
+
+def _execution(store, reps: int) -> int:
+    ex = add_execution(store, hypothesis_id=HID)
+    for r in range(1, reps + 1):
+        seed = {"seed": str(r)}
+        add_run(store, execution_id=ex, arm="control", variables={**HELD, "pool_configurator_fix": "off", **seed},
+                replicate=r, hypothesis_id=HID, outcomes={"leak": 15, "done": 10, "maxrounds": 22, "error": 33},
+                extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="treatment", variables={**HELD, "pool_configurator_fix": "on", **seed},
+                replicate=r, hypothesis_id=HID, outcomes={"leak": 15, "done": 10, "maxrounds": 55},
+                extra={"waiting_for_input": 0})
+    return ex
+
+
+def test_a_rate_of_lost_units_has_no_reading_over_completed_units(store, registry):
+    a = analyze_stored(store, registry, HID, execution_id=_execution(store, reps=5))
+    errors = [p for p in a.predictions if p.metric == "error_rate"]
+    assert [(p.where, p.outcome) for p in errors] == [("control", "supported"), ("treatment", "supported")]
+    assert all(p.completed is None for p in errors)
+    leaks = next(p for p in a.predictions if p.metric == "corruption_rate")
+    assert leaks.completed is not None and (leaks.completed.k, leaks.completed.n) == (75, 400)
+    attrition = next(c for c in a.checks if c.name == "attrition")
+    assert "error_rate" not in attrition.detail and "verdict stands" in attrition.detail
+    assert a.verdict == "supported", a.reasoning
+    assert "Over completed units only it is 165/" not in a.reasoning
