@@ -22,10 +22,15 @@ def test_run_listings_write_a_recorded_value_whole(cli, workbench_dir, tmp_path)
                    "big,bf16,on,on,1234567,3,0,1234.5678\n")
     db = str(tmp_path / "big.duckdb")
     assert cli("import", "evidence", str(csv), "--db", db, "--root", str(workbench_dir))[0] == 0
-    for fmt in ("table", "csv", "tsv"):
+    code, out, err = cli("runs", "list", "--format", "table", "--db", db)
+    assert code == 0, err
+    assert "sessions=1234567" in out and "wall_s=1234.5678" in out and "e+06" not in out, out
+    for fmt, sep in (("csv", ","), ("tsv", "\t")):  # a column per metric
         code, out, err = cli("runs", "list", "--format", fmt, "--db", db)
         assert code == 0, err
-        assert "sessions=1234567" in out and "wall_s=1234.5678" in out and "e+06" not in out, (fmt, out)
+        header, row = (line.split(sep) for line in out.splitlines())
+        got = dict(zip(header, row))
+        assert (got["metric.sessions"], got["metric.wall_s"]) == ("1234567", "1234.5678"), (fmt, out)
     code, out, err = cli("runs", "show", "1", "--db", db)
     assert code == 0, err
     assert "sessions=1234567" in out and "wall_s=1234.5678" in out and "e+06" not in out, out

@@ -19,3 +19,19 @@ def test_the_seed_evidences_wall_time_reads_as_recorded_on_the_run_pages(seed_si
     assert cells == ["346.3"], cells
     listed = (site / "runs.html").read_text()
     assert re.search(r">\s*346\.3\s*<", listed) and not re.search(r">\s*346\s*<", listed), "runs list: wall_s 346"
+
+
+def test_counted_values_read_back_as_integers_without_a_workbench(seeded, cli, monkeypatch, tmp_path: Path) -> None:
+    """A value the runner counted (units of an outcome, calls a probe saw) is a whole number however the store is
+    read: `wb runs show --json --db FILE` with no workbench gave "sessions": 80.0."""
+    import json
+
+    monkeypatch.delenv("WB_ROOT", raising=False)
+    monkeypatch.delenv("WB_DB", raising=False)
+    monkeypatch.chdir(tmp_path)
+    run_id = seeded["ids"]["wedge"]["run_ids"][0]
+    code, out, err = cli("runs", "show", str(run_id), "--json", "--db", str(seeded["db"]))
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["metrics"]["sessions"] == 80 and '"sessions": 80,' in out, out
+    assert isinstance(doc["metrics"]["wall_s"], float) and doc["derived_metrics_note"], doc

@@ -11,7 +11,8 @@ from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOptio
                                    open_workbench, print_json, when)
 
 if TYPE_CHECKING:
-    from workbench.store.entities import RunDeletion
+    from workbench.analysis.run_metrics import RunMetrics
+    from workbench.store.entities import RunDeletion, RunRecord
 
 app = new_app("Runs recorded in the store.")
 
@@ -46,32 +47,57 @@ def list_(db: DbOption = None, json_: JsonOption = False,
     if limit is not None and limit < 1:  # 0 listed no run at all, as if the store held none
         raise BadInput(f"--limit: must be at least 1, got {limit}",
                        hint="--limit N lists the last N runs; leave it out to list every run")
-    rows = open_workbench(db, root).runs(hypothesis_id=hypothesis, limit=limit)
+    wb = open_workbench(db, root)
+    rows = wb.runs(hypothesis_id=hypothesis, limit=limit)
     if not rows and chosen == "table":  # the other formats keep their shape: an empty list, a header
         typer.echo(f"No runs{f' of {hypothesis}' if hypothesis else ''} recorded yet.")
+        return
+    shown = wb.run_metrics(rows)
+    if chosen in ("csv", "tsv"):
+        emit_rows(chosen, *_spreadsheet(rows, shown))
         return
     emit_rows(chosen, ["id", "label", "hypothesis", "arm", "status", "variables", "metrics"],
               [[r.id, r.label or "", r.hypothesis_id or "", r.arm or "", r.status,
                 " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())),
                 " ".join(f"{k}={v:.15g}" for k, v in sorted(r.metrics.items()))] for r in rows],
-              items=[r.to_dict(detail=False) for r in rows],
+              items=[{**r.to_dict(detail=False), **m.to_dict()} for r, m in zip(rows, shown)],
               optional=("metrics", "variables", "label"))  # on a narrow terminal; `wb runs show ID` gives them all
+
+
+def _spreadsheet(rows: list["RunRecord"], shown: list["RunMetrics"]) -> tuple[list[str], list[list[object]]]:
+    """A column per variable (`var.NAME`), per measured metric (`metric.NAME`) and per derived one
+    (`derived.NAME`): the union over the runs, each group by name; a run without the value has an empty cell."""
+    variables = sorted({k for r in rows for k in r.variables})
+    measured = sorted({k for m in shown for k in m.measured})
+    derived = sorted({k for m in shown for k in m.derived})
+    columns = ["id", "label", "hypothesis", "arm", "status", *(f"var.{k}" for k in variables),
+               *(f"metric.{k}" for k in measured), *(f"derived.{k}" for k in derived)]
+    return columns, [[r.id, r.label, r.hypothesis_id, r.arm, r.status, *(r.variables.get(k) for k in variables),
+                      *(m.measured.get(k) for k in measured), *(m.derived.get(k) for k in derived)]
+                     for r, m in zip(rows, shown)]
 
 
 @app.command("show")
 def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption = None, json_: JsonOption = False,
          root: RootOption = None) -> None:
     """Show one run: variables, metrics, units, artifacts, fingerprint, rendered config."""
-    r = open_workbench(db, root).run_record(_run_ids([run_id], after="")[0])
+    wb = open_workbench(db, root)
+    r = wb.run_record(_run_ids([run_id], after="")[0])
+    (m,) = wb.run_metrics([r])
     if json_:
-        print_json(r.to_dict())
+        print_json({**r.to_dict(), **m.to_dict()})
         return
     for key in ("id", "label", "hypothesis_id", "experiment_id", "arm", "replicate", "status", "stage", "host",
                 "target", "started_at", "ended_at", "config_hash", "error"):
         if getattr(r, key) is not None:
             typer.echo(f"{key}: {when(getattr(r, key)) if key.endswith('_at') else getattr(r, key)}")
     typer.echo("variables: " + " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())))
-    typer.echo("metrics: " + " ".join(f"{k}={v:.15g}" for k, v in sorted(r.metrics.items())))
+    typer.echo("metrics: " + " ".join(f"{k}={v:.15g}" for k, v in sorted(m.measured.items())))
+    if m.note is not None:
+        typer.echo(f"derived metrics: unknown ({m.note})")
+    else:
+        typer.echo(f"derived metrics (by {m.experiment}'s definitions, not measured): "
+                   + (" ".join(f"{k}={v:.15g}" for k, v in sorted(m.derived.items())) or "none from these values"))
     by_outcome = " ".join(f"{k}={n}" for k, n in sorted(r.units.items()))
     typer.echo(f"units: {r.units_total}" + (f" ({by_outcome})" if by_outcome else ""))
     if r.fingerprint:

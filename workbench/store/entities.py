@@ -72,7 +72,7 @@ class RunRecord:
     config_hash: str | None
     provenance: str | None
     error: str | None
-    metrics: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, int | float] = field(default_factory=dict)  # a counted value (units, probe) as an int
     fingerprint: dict[str, Any] = field(default_factory=dict)
     rendered_config: str | None = None
     artifacts: tuple[ArtifactRecord, ...] = ()
@@ -138,7 +138,7 @@ class RunData:
     variables: dict[str, str]
     config_hash: str | None
     fingerprint: dict[str, Any]
-    metrics: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, int | float] = field(default_factory=dict)  # a counted value (units, probe) as an int
     units_total: int = 0
     units_completed: int = 0
     unit_counts: dict[str, int] = field(default_factory=dict)  # metric name -> units matching its filter

@@ -20,7 +20,17 @@ def stored_variables(text: str | None) -> dict[str, Any]:
     return variables
 
 
-def run_record(run: Any, metrics: dict[str, float] | None = None, **detail: Any) -> RunRecord:
+# Metric sources whose values were counted (units of an outcome, calls a probe saw): whole numbers when stored.
+_COUNTED = ("units", "probe")
+
+
+def stored_number(metric: Any) -> int | float:
+    """A metrics row's value: an integer where it was stored from a count (the column is a double either way)."""
+    counted = metric.source in _COUNTED and float(metric.value).is_integer()
+    return int(metric.value) if counted else metric.value
+
+
+def run_record(run: Any, metrics: dict[str, int | float] | None = None, **detail: Any) -> RunRecord:
     if detail.get("rendered_config") is not None:  # a row kept before its secret-named entries were masked
         from workbench.store.records import masked_config
 
@@ -115,11 +125,11 @@ class StoreReads:
             rows = list(s.exec(q.order_by(Run.id)).all())  # type: ignore[arg-type]
             if limit is not None:
                 rows = rows[-limit:] if limit > 0 else []  # rows[-0:] is every row
-            metrics: dict[int, dict[str, float]] = defaultdict(dict)
+            metrics: dict[int, dict[str, int | float]] = defaultdict(dict)
             ids = [r.id for r in rows]
             if ids:
                 for m in s.exec(select(Metric).where(Metric.run_id.in_(ids))).all():  # type: ignore[attr-defined]
-                    metrics[m.run_id][m.name] = m.value
+                    metrics[m.run_id][m.name] = stored_number(m)
             return [run_record(r, metrics.get(r.id)) for r in rows]
 
     def run(self, run_id: int) -> RunRecord | None:
@@ -133,7 +143,7 @@ class StoreReads:
             run = s.get(Run, run_id)
             if run is None:
                 return None
-            metrics = {m.name: m.value for m in s.exec(select(Metric).where(Metric.run_id == run_id)).all()}
+            metrics = {m.name: stored_number(m) for m in s.exec(select(Metric).where(Metric.run_id == run_id)).all()}
             units = s.exec(select(Unit.outcome, func.count()).where(Unit.run_id == run_id)
                            .group_by(Unit.outcome).order_by(Unit.outcome)).all()
             return run_record(

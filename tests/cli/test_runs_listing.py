@@ -1,0 +1,110 @@
+"""`wb runs list` and `wb runs show` for scripts and spreadsheets: a column per variable and per metric, derived
+metrics shown apart from measured ones, counts as whole numbers."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def seeded(tmp_path: Path, workbench_dir: Path, seed_csv: Path, cli, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shipped workbench with the seed's evidence imported (runs 1-6, of experiment agent-repro): the store."""
+    db = tmp_path / "wb.duckdb"
+    monkeypatch.setenv("WB_ROOT", str(workbench_dir))
+    monkeypatch.setenv("WB_DB", str(db))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli("import", "evidence", str(seed_csv))
+    assert code == 0, err
+    return db
+
+
+VARIABLES = ["var.hicache", "var.index_k_dtype", "var.nixl_abort_fix"]
+MEASURED = ["metric.done", "metric.error", "metric.leak", "metric.maxrounds", "metric.no_tool", "metric.sessions",
+            "metric.timeouts", "metric.waiting_for_input", "metric.wall_s"]
+DERIVED = ["derived.aborts", "derived.corruption_rate"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+def test_runs_list_csv_has_one_column_per_variable_and_metric(seeded: Path, cli, fmt: str) -> None:
+    """All of a run's variables were one cell and all its metrics another ("hicache=on index_k_dtype=bf16 ..."):
+    a spreadsheet could not sort or sum them."""
+    code, out, err = cli("runs", "list", "--format", fmt)
+    assert code == 0, err
+    rows = list(csv.reader(io.StringIO(out), delimiter="," if fmt == "csv" else "\t"))
+    assert rows[0] == ["id", "label", "hypothesis", "arm", "status", *VARIABLES, *MEASURED, *DERIVED], rows[0]
+    got = {r[0]: dict(zip(rows[0], r)) for r in rows[1:]}
+    assert sorted(got) == ["1", "2", "3", "4", "5", "6"]
+    six, one = got["6"], got["1"]
+    assert (six["var.nixl_abort_fix"], six["metric.leak"], six["metric.sessions"], six["metric.wall_s"]) == \
+        ("on", "14", "80", "346.3"), six
+    assert six["derived.corruption_rate"] == "0.175" and six["derived.aborts"] == "0", six
+    # a run that lacks a metric has an empty cell, never 0; wall_s is real-valued and keeps its decimals
+    assert (one["metric.leak"], one["metric.sessions"], one["metric.wall_s"], one["derived.corruption_rate"]) == \
+        ("0", "", "302.0", ""), one
+
+
+def test_runs_list_csv_quotes_a_value_with_a_comma(seeded: Path, cli, workbench_dir: Path, tmp_path: Path) -> None:
+    """A label or a variable with a comma stays one cell (the csv module quotes it)."""
+    path = tmp_path / "more.csv"
+    path.write_text("run_id,index_k_dtype,hicache,nixl_abort_fix,leak,sessions\n\"a, b\",bf16,on,off,2,40\n")
+    code, _, err = cli("import", "evidence", str(path))
+    assert code == 0, err
+    code, out, err = cli("runs", "list", "--format", "csv")
+    assert code == 0, err
+    (row,) = [r for r in csv.DictReader(io.StringIO(out)) if r["label"] == "a, b"]
+    assert (row["metric.leak"], row["metric.sessions"], row["derived.corruption_rate"]) == ("2", "40", "0.05")
+
+
+def test_runs_show_gives_derived_metrics_marked_as_derived(seeded: Path, cli) -> None:
+    """corruption_rate (leak / sessions) and aborts (same as waiting_for_input) appeared nowhere: not in the text,
+    not in --json. They are shown apart from the measured metrics, never among them."""
+    code, out, err = cli("runs", "show", "6")
+    assert code == 0, err
+    lines = out.splitlines()
+    measured = next(line for line in lines if line.startswith("metrics: "))
+    assert "corruption_rate" not in measured and "aborts" not in measured, measured
+    (derived,) = [line for line in lines if line.startswith("derived metrics")]
+    assert derived == "derived metrics (by agent-repro's definitions, not measured): aborts=0 " \
+                      "corruption_rate=0.175", derived
+    code, out, err = cli("runs", "show", "6", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert "corruption_rate" not in doc["metrics"] and doc["derived_metrics"] == {"aborts": 0, "corruption_rate": 0.175}
+    assert doc["derived_metrics_note"] is None
+    code, out, err = cli("runs", "list", "--json")
+    assert code == 0, err
+    items = {i["id"]: i for i in json.loads(out)["items"]}
+    assert items[6]["derived_metrics"] == {"aborts": 0, "corruption_rate": 0.175}
+    assert items[1]["derived_metrics"] == {} and "corruption_rate" not in items[6]["metrics"]
+
+
+def test_derived_metrics_without_the_experiment_say_so(seeded: Path, cli, monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    """A store read with no workbench (--db alone) has no metric definitions: wb says the derived metrics are
+    unknown and why, rather than print none as if there were none."""
+    monkeypatch.delenv("WB_ROOT")
+    monkeypatch.delenv("WB_DB")
+    code, out, err = cli("runs", "show", "6", "--db", str(seeded))
+    assert code == 0, err
+    (derived,) = [line for line in out.splitlines() if line.startswith("derived metrics")]
+    assert derived.startswith("derived metrics: unknown (") and "agent-repro" in derived, derived
+    code, out, err = cli("runs", "show", "6", "--json", "--db", str(seeded))
+    doc = json.loads(out)
+    assert doc["derived_metrics"] == {} and "agent-repro" in doc["derived_metrics_note"], doc
+    code, out, err = cli("runs", "list", "--format", "csv", "--db", str(seeded))
+    assert code == 0 and out.splitlines()[0].endswith("metric.wall_s"), out  # no derived column: nothing derived
+
+
+def test_json_gives_counts_as_whole_numbers(seeded: Path, cli) -> None:
+    """--json wrote "leak": 14.0 and "sessions": 80.0; a count is an integer, a real-valued metric stays a float."""
+    for args in (["runs", "show", "6", "--json"], ["runs", "list", "--json"]):
+        code, out, err = cli(*args)
+        assert code == 0, err
+        assert '"leak": 14,' in out and '"sessions": 80,' in out and '"wall_s": 346.3' in out, out
+        assert '"wall_s": 302.0' in out or args[1] == "show", out  # continuous: 302 is a float
+        assert ".0," not in out.replace('"wall_s": 302.0,', ""), out

@@ -1,0 +1,73 @@
+"""One stored run's metrics as `wb runs list|show` give them: what was measured (a count as a whole number)
+apart from what its experiment derives from it (proportions, `same_as` aliases), which is never stored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping
+
+from workbench.analysis.data import impossible_counts
+
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+    from workbench.store.entities import RunRecord
+
+Number = int | float
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    """`measured`: the stored values; `derived`: those the experiment's definitions give from them (a rate
+    whose counts are missing, zero or impossible is absent). `note` says why nothing could be derived (no
+    experiment to define the metrics); None when the definitions were applied."""
+
+    run_id: int
+    measured: dict[str, Number]
+    derived: dict[str, Number] = field(default_factory=dict)
+    experiment: str | None = None  # whose definitions derived them
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """The keys a run's JSON gives them under (`metrics` holds only what was measured)."""
+        return {"metrics": dict(self.measured), "derived_metrics": dict(self.derived),
+                "derived_metrics_note": self.note}
+
+
+def run_metrics(run: "RunRecord", exp: "Experiment | None", note: str | None = None) -> RunMetrics:
+    """`run`'s metrics by `exp`'s definitions; without `exp`, the stored values as they are and `note` (why)."""
+    if exp is None:
+        return RunMetrics(run.id, dict(run.metrics), note=note)
+    measured = {k: _typed(exp, k, v) for k, v in run.metrics.items()}
+    derived: dict[str, Number] = {}
+    for name, spec in exp.metrics.items():
+        if name not in measured and (spec.kind == "proportion" or spec.same_as is not None):
+            value = _derive(exp, measured, name)
+            if value is not None:
+                derived[name] = value
+    return RunMetrics(run.id, measured, derived, exp.id)
+
+
+def _typed(exp: "Experiment", name: str, value: Number) -> Number:
+    """A count by its definition is an integer (the store keeps every number as a double), any other declared
+    metric a float; an undeclared one as the store gave it."""
+    spec = exp.metrics.get(name)
+    if spec is None:
+        return value
+    return int(value) if spec.kind == "count" and float(value).is_integer() else float(value)
+
+
+def _derive(exp: "Experiment", measured: Mapping[str, Number], name: str, depth: int = 0) -> Number | None:
+    if name in measured:
+        return measured[name]
+    spec = exp.metrics.get(name)
+    if spec is None or depth > 8:  # the loader refuses alias loops; the bound only keeps a bug from recursing
+        return None
+    if spec.same_as is not None:
+        return _derive(exp, measured, spec.same_as, depth + 1)
+    if spec.kind == "proportion":
+        k = _derive(exp, measured, spec.numerator or "", depth + 1)
+        n = _derive(exp, measured, spec.denominator or "", depth + 1)
+        if k is None or not n or impossible_counts(k, n):
+            return None
+        return k / n
+    return None
