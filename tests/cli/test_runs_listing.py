@@ -26,7 +26,7 @@ def seeded(tmp_path: Path, workbench_dir: Path, seed_csv: Path, cli, monkeypatch
 VARIABLES = ["var.hicache", "var.index_k_dtype", "var.nixl_abort_fix"]
 MEASURED = ["metric.done", "metric.error", "metric.leak", "metric.maxrounds", "metric.no_tool", "metric.sessions",
             "metric.timeouts", "metric.waiting_for_input", "metric.wall_s"]
-DERIVED = ["derived.aborts", "derived.corruption_rate"]
+DERIVED = ["derived.aborts", "derived.corruption_rate", "derived.error_rate"]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "tsv"])
@@ -70,16 +70,17 @@ def test_runs_show_gives_derived_metrics_marked_as_derived(seeded: Path, cli) ->
     assert "corruption_rate" not in measured and "aborts" not in measured, measured
     (derived,) = [line for line in lines if line.startswith("derived metrics")]
     assert derived == "derived metrics (by agent-repro's definitions, not measured): aborts=0 " \
-                      "corruption_rate=0.175", derived
+                      "corruption_rate=0.175 error_rate=0.5", derived
     code, out, err = cli("runs", "show", "6", "--json")
     assert code == 0, err
     doc = json.loads(out)
-    assert "corruption_rate" not in doc["metrics"] and doc["derived_metrics"] == {"aborts": 0, "corruption_rate": 0.175}
+    assert "corruption_rate" not in doc["metrics"] and doc["derived_metrics"] == {"aborts": 0, "corruption_rate": 0.175,
+                                                                                     "error_rate": 0.5}
     assert doc["derived_metrics_note"] is None
     code, out, err = cli("runs", "list", "--json")
     assert code == 0, err
     items = {i["id"]: i for i in json.loads(out)["items"]}
-    assert items[6]["derived_metrics"] == {"aborts": 0, "corruption_rate": 0.175}
+    assert items[6]["derived_metrics"] == {"aborts": 0, "corruption_rate": 0.175, "error_rate": 0.5}
     assert items[1]["derived_metrics"] == {} and "corruption_rate" not in items[6]["metrics"]
 
 

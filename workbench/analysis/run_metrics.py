@@ -41,7 +41,7 @@ def run_metrics(run: "RunRecord", exp: "Experiment | None", note: str | None = N
     derived: dict[str, Number] = {}
     for name, spec in exp.metrics.items():
         if name not in measured and (spec.kind == "proportion" or spec.same_as is not None):
-            value = _derive(exp, measured, name)
+            value = derived_value(exp, measured, name)
             if value is not None:
                 derived[name] = value
     return RunMetrics(run.id, measured, derived, exp.id)
@@ -56,17 +56,20 @@ def _typed(exp: "Experiment", name: str, value: Number) -> Number:
     return int(value) if spec.kind == "count" and float(value).is_integer() else float(value)
 
 
-def _derive(exp: "Experiment", measured: Mapping[str, Number], name: str, depth: int = 0) -> Number | None:
+def derived_value(exp: "Experiment", measured: Mapping[str, Number], name: str, depth: int = 0) -> Number | None:
+    """`name`'s value from a run's stored values: stored, else derived as `exp` declares it (an alias's metric, a
+    proportion's numerator over its denominator); None when a value it needs is missing, or the counts are no rate
+    (a zero or smaller denominator). The runs listing and the site read derived values through this one rule."""
     if name in measured:
         return measured[name]
     spec = exp.metrics.get(name)
     if spec is None or depth > 8:  # the loader refuses alias loops; the bound only keeps a bug from recursing
         return None
     if spec.same_as is not None:
-        return _derive(exp, measured, spec.same_as, depth + 1)
+        return derived_value(exp, measured, spec.same_as, depth + 1)
     if spec.kind == "proportion":
-        k = _derive(exp, measured, spec.numerator or "", depth + 1)
-        n = _derive(exp, measured, spec.denominator or "", depth + 1)
+        k = derived_value(exp, measured, spec.numerator or "", depth + 1)
+        n = derived_value(exp, measured, spec.denominator or "", depth + 1)
         if k is None or not n or impossible_counts(k, n):
             return None
         return k / n

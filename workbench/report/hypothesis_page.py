@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.analysis import display
 from workbench.analysis.results import Analysis, Judgement
 from workbench.analysis.results import Check as AnalysisCheck
+from workbench.analysis.run_metrics import derived_value
 from workbench.errors import BadInput
 from workbench.report import bridge, charts, stats
 from workbench.report.context import (ArmRow, AssumptionView, AttritionRow, ChartView, Check, DiffView,
@@ -62,24 +63,14 @@ def metric_descriptions(exp: Experiment | None) -> dict[str, str]:
     return {name: " ".join(m.description.split()) for name, m in exp.metrics.items() if m.description.strip()}
 
 
-def run_metric(exp: Experiment | None, run: dict[str, Any], metric: str, _depth: int = 0) -> float | None:
-    """A run's value of `metric`: stored, or derived as the experiment declares (same_as, numerator/denominator).
-
-    The runner stores what it collects; proportions and aliases are derived when read.
-    """
+def run_metric(exp: Experiment | None, run: dict[str, Any], metric: str) -> float | None:
+    """A run's value of `metric`: stored, or derived as the experiment declares (same_as, numerator/denominator),
+    by the rule `wb runs show` derives it with. The runner stores what it collects; proportions and aliases are
+    derived when read."""
     value = run["metrics"].get(metric)
-    if value is not None or exp is None or _depth > 4:
+    if value is not None or exp is None:
         return value
-    spec = exp.metrics.get(metric)
-    if spec is None:
-        return None
-    if spec.same_as:
-        return run_metric(exp, run, spec.same_as, _depth + 1)
-    if spec.kind == "proportion":
-        k = run_metric(exp, run, spec.numerator, _depth + 1)
-        n = run_metric(exp, run, spec.denominator, _depth + 1)
-        return k / n if k is not None and n else None
-    return None
+    return derived_value(exp, run["metrics"], metric)
 
 
 def metric_order(h: Hypothesis, exp: Experiment | None, runs: list[dict[str, Any]]) -> list[str]:
