@@ -104,6 +104,11 @@ def rich(tmp_path_factory: pytest.TempPathFactory, cache_home: Path) -> dict[str
                 session, registry, "token-granular-geometry-deployment", art_dir=logs, replicates=1,
                 leak_rate={"control": 0.3, "treatment": 0.3}, seed=9,
                 log_lines=[f"[decode] tool call: {synth.DSML_CALL}"])
+            # The over-commit as its run shows it: errors in the control arm only, leaks in both.
+            ids["overcommit"] = synth.add_ab_execution(
+                session, registry, "pool-configurator-overcommit", art_dir=logs, replicates=1,
+                errors={"control": 30}, leak_rate={"control": 0.2, "treatment": 0.2}, seed=11, verdict="inconclusive",
+                reasoning="one replicate: 0/80 errors cannot support error_rate <= 0.02")
             for hid, verdict in (("live-hostpool-control", "supported"), ("dead-code-hicache-off", "inconclusive"),
                                  ("token-granular-geometry", "invalid")):
                 records.add_verdict(session, hypothesis_id=hid, verdict=verdict,

@@ -225,7 +225,7 @@ def test_board_with_five_states_fits_one_screen(browser: Any, rich: dict[str, An
         assert len(cols) == 5 and "status-invalid" in cols[-1][0]
         boxes = page.eval_on_selector_all(".board .column", "els => els.map(e => e.getBoundingClientRect().toJSON())")
         assert len({round(b["top"]) for b in boxes}) == 1, "the columns wrap onto a second row"
-        assert all(b["right"] <= 1280 and b["bottom"] <= 800 for b in boxes), boxes
+        assert all(b["right"] <= 1280 and b["bottom"] <= 800 for b in boxes), [(b["bottom"], b["right"]) for b in boxes]
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
         _shot(page, "board-1280.png")
         assert not v.errors and not v.outside
