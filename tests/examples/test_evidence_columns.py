@@ -63,7 +63,12 @@ def test_without_experiment_the_closest_one_is_named(kv, cli):
     # a misspelt column is named with the column it is closest to (it was named with an experiment only)
     bad.write_text("run_id,compression,batch_writes,stael\nx,on,on,3\n")
     code, _, err = cli("import", "evidence", str(bad), "--root", str(kv.root), "--db", kv.db)
-    assert code == 2 and "did you mean: stael -> stale?" in err, err
+    assert code == 2 and "Hint: did you mean 'stale'? (kv-load columns: variables:" in err, err
+    # and the same words, column by column, for several (the format of every other name mistyped)
+    bad.write_text("run_id,compresion,batch_writes,stael\nx,on,on,3\n")
+    code, _, err = cli("import", "evidence", str(bad), "--root", str(kv.root), "--db", kv.db)
+    assert code == 2 and "Hint: compresion: did you mean 'compression'?; stael: did you mean 'stale'?; kv-load " \
+        "columns: variables:" in err, err
 
 
 def test_schema_describes_the_evidence_csv(kv, cli, monkeypatch):

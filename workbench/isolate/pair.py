@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import BadInput
-from workbench.registry.common import did_you_mean
+from workbench.registry.common import did_you_mean, hint_of
 
 KEYS = ("experiment", "good", "bad", "metric", "region", "target", "budget", "alpha")
 REQUIRED = ("experiment", "good", "bad", "metric", "region")
@@ -143,7 +143,7 @@ def _config(doc: Any, exp: Any, value: Any, side: str) -> list[str]:
         try:
             text = exp.variables[name].check(var_value(doc.booleans.get(where, raw)))  # a bare yes: its word
         except ValueError as exc:
-            raise doc.error(str(exc), where) from None
+            raise doc.error(str(exc), where, hint=hint_of(exc)) from None
         item = f"{name}={text}"
         try:  # what --good and --bad can say, so that the resume command can say it too
             carried = text and parse_assignments([item], side) == {name: text}

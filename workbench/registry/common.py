@@ -94,6 +94,19 @@ def did_you_mean(word: str, names: Iterable[str], listing: str | None = None) ->
     return guess or listing
 
 
+class NotAmong(ValueError):
+    """A value that is not among the few a field or a variable takes; `hint` is the one likely meant."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def hint_of(exc: BaseException) -> str | None:
+    """The hint a ValueError of a check carries (a NotAmong's value meant), or None."""
+    return getattr(exc, "hint", None)
+
+
 def _whole(value: Any) -> Any:
     # pydantic's lax mode reads true as 1, "3" as 3 and 12.0 as 12: each a mistake in a hand-written file.
     if isinstance(value, bool) or not isinstance(value, int):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.errors import BadInput
+from workbench.registry.common import hint_of
 from workbench.registry.evidence_columns import REPORTED_PREFIX, EvidenceColumns, evidence_columns, pick_experiment
 
 MAX_NUMBER = 1e12  # a count or a duration beyond this is a typo or an overflow, never a measurement
@@ -92,7 +93,7 @@ def parse_evidence(path: Path, exp: Experiment) -> list[dict[str, Any]]:
     unknown = cols.unknown(header)
     if unknown:
         raise BadInput(f"{path}:1: unknown column(s) {', '.join(unknown)} for experiment {exp.id!r}",
-                       hint=f"{exp.id} columns: {cols.listing()}")
+                       hint=cols.hint(unknown))
     rows = []
     labels: dict[str, int] = {}
     sha = hashlib.sha256(text.encode()).hexdigest()
@@ -225,7 +226,7 @@ def _row(rec: dict[str, str], cols: EvidenceColumns, exp: Experiment, where: str
         try:
             exp.variables[col].check(cell)
         except ValueError as exc:
-            raise BadInput(f"{where}: column {col!r}: {exc}") from None
+            raise BadInput(f"{where}: column {col!r}: {exc}", hint=hint_of(exc)) from None
         vars_[col] = cell
     metrics: dict[str, float | int] = {}
     for col in cols.integer_metrics + cols.float_metrics:

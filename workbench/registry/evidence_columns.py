@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
+from workbench.registry.common import did_you_mean
 
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment
@@ -54,6 +55,15 @@ class EvidenceColumns:
         parts.append(f"bookkeeping: {', '.join(BOOKKEEPING)}, {REPORTED_PREFIX}*")
         return "; ".join(parts)
 
+    def hint(self, unknown: list[str]) -> str:
+        """For unknown columns: the column each was likely meant to be, then the experiment's columns."""
+        listing = f"{self.experiment} columns: {self.listing()}"
+        known = sorted(self.known())
+        if len(unknown) == 1:
+            return did_you_mean(unknown[0], known, listing) or listing
+        guesses = [f"{c}: {guess}" for c in unknown if (guess := did_you_mean(c, known))]
+        return "; ".join([*guesses, listing])
+
 
 def evidence_columns(exp: Experiment) -> EvidenceColumns:
     ints, floats, all_units = [], [], []
@@ -77,16 +87,11 @@ def pick_experiment(registry: Registry, header: list[str], where: str) -> Experi
                        hint="name one with --experiment ID")
     if not registry.experiments:
         raise BadInput(f"{where}: this workbench declares no experiment", hint="add experiments/ID.yaml first")
-    import difflib
-
     best = min(registry.experiments.values(), key=lambda e: len(evidence_columns(e).unknown(header)))
     cols = evidence_columns(best)
     unknown = cols.unknown(header)
-    known = sorted(cols.known())
-    guesses = [f"{c} -> {close[0]}" for c in unknown if (close := difflib.get_close_matches(c, known, n=1))]
     raise BadInput(f"{where}:1: unknown column(s) {', '.join(unknown)} (no experiment has them; the closest "
-                   f"experiment is {best.id!r}" + (f"; did you mean: {', '.join(guesses)}?" if guesses else "") + ")",
-                   hint=f"{best.id} columns: {cols.listing()}")
+                   f"experiment is {best.id!r})", hint=cols.hint(unknown))
 
 
 def csv_format(registry: Registry | None = None) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from workbench.registry.common import (Flag, FormatOne, Ident, Int, Number, Port, ReplicateBudget, Replicates, Seed,
-                                       Strict, VarValue, control_char)
+from workbench.registry.common import (Flag, FormatOne, Ident, Int, NotAmong, Number, Port, ReplicateBudget,
+                                       Replicates, Seed, Strict, VarValue, control_char, did_you_mean)
 from workbench.secrets import MASK
 
 # Names every template may use besides the experiment's variables and a profile's `context`.
@@ -70,7 +70,8 @@ class VariableSpec(Strict):
         if self.values is not None and value not in self.values:
             allowed = f"{len(self.values)} allowed values (not shown: the variable is secret)" if self.secret \
                 else ", ".join(self.values)
-            raise ValueError(f"{shown} is not one of {allowed}")
+            raise NotAmong(f"{shown} is not one of {allowed}",
+                           hint=None if self.secret else did_you_mean(value, self.values))
         if self.type == "int":
             try:
                 int(value)

@@ -6,6 +6,7 @@ Every problem becomes a ConfigError naming the file, the line and the field; not
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import UnionType
@@ -14,7 +15,7 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from workbench.errors import BadInput, ConfigError
-from workbench.registry.common import did_you_mean, put_back_words, shown, unshared
+from workbench.registry.common import did_you_mean, hint_of, put_back_words, shown, unshared
 from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment
 from workbench.registry.profile_checks import check_profile, verify_templates
 from workbench.registry.hypothesis import Hypothesis, HypothesesFile
@@ -80,6 +81,15 @@ def _message(error: Any) -> str:
     return _clean(error["msg"])
 
 
+def _word_meant(error: Any) -> str | None:
+    """The hint for a value not among the words a field takes (a mistyped `kind: cuont`, or a variable's value
+    checked by a validator): the word likely meant, as a mistyped name is told."""
+    ctx = error.get("ctx") or {}
+    if error["type"] == "literal_error" and isinstance(error.get("input"), str):
+        return did_you_mean(error["input"], re.findall(r"'((?:[^'\\]|\\.)*)'", str(ctx.get("expected", ""))))
+    return hint_of(ctx["error"]) if isinstance(ctx.get("error"), BaseException) else None
+
+
 # The shape of an entry, shown where a value of another shape was given: pydantic named the class instead.
 _MAPPING_EXAMPLES = {"Prediction": "{metric: ..., arm: ..., at_most: ...}", "Guard": "{metric: ..., equals: ...}"}
 
@@ -126,6 +136,8 @@ def parse_model(model: type[M], doc: LocatedYaml) -> M:
             loc = loc[:-1] + (loc[-1],)
         elif isinstance(first.get("input"), bool):
             msg, loc = _boolean_for_text(errors, doc) or (msg, loc)
+        else:
+            hint = _word_meant(first)
         more = ""
         if len(errors) == 2:
             more = " (1 more problem after this one: fix this one and run again to see it)"
@@ -224,7 +236,7 @@ class Registry:
             try:
                 values[name] = exp.variables[name].check(value)
             except ValueError as exc:
-                raise BadInput(f"--set {name}: {exc}") from None
+                raise BadInput(f"--set {name}: {exc}", hint=hint_of(exc)) from None
         values.update(h.arms.get(arm, {}))
         return values
 
@@ -504,7 +516,7 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
         try:
             spec.check(value)
         except ValueError as exc:
-            raise doc.error(f"variable {name!r}: {exc}", loc) from None
+            raise doc.error(f"variable {name!r}: {exc}", loc, hint=hint_of(exc)) from None
 
     if h.isolates is not None and h.isolates not in exp.variables:
         raise doc.error(f"isolated variable {h.isolates!r} is not a variable of experiment {exp.id!r}",

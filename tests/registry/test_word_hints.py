@@ -1,0 +1,37 @@
+"""A word mistyped where a field takes one of a few words is told the word meant, as a mistyped name is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+H = "hypotheses.yaml"
+
+
+def _edit(root: Path, *changes: tuple[str, str], file: str = H) -> Path:
+    path = root / file
+    text = path.read_text(encoding="utf-8")
+    for old, new in changes:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_mistyped_variable_value_is_told_the_value_meant(workbench_dir: Path, cli):
+    _edit(workbench_dir, ("hold: {index_k_dtype: bf16, hicache: on}", "hold: {index_k_dtype: bf61, hicache: on}"))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 2 and "'bf61' is not one of fp8, bf16" in err, err
+    assert "Hint: did you mean 'bf16'?" in err, err
+
+
+def test_a_mistyped_word_of_a_field_is_told_the_word_meant(workbench_dir: Path, cli):
+    _edit(workbench_dir, ("leak: {kind: count,", "leak: {kind: cuont,"), file="experiments/agent-repro.yaml")
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 2 and "must be one of 'count', 'proportion' or 'continuous', got 'cuont'" in err, err
+    assert "Hint: did you mean 'count'?" in err, err
+
+
+def test_a_mistyped_hypothesis_kind_is_told_the_kind_meant(workbench_dir: Path, cli):
+    _edit(workbench_dir, ("    kind: reachability\n", "    kind: reachabilty\n"))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 2 and "Hint: did you mean 'reachability'?" in err, err
