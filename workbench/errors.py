@@ -13,6 +13,7 @@ __all__ = [
     "WbError",
     "BadInput",
     "ConfigError",
+    "ConfigErrors",
     "NoEvidence",
     "StoreError",
     "StoreLocked",
@@ -77,6 +78,29 @@ class ConfigError(BadInput):
         self.file = file
         self.line = line
         self.field = field
+
+
+class ConfigErrors(BadInput):
+    """Every problem `wb hypothesis validate` found in the registry files, in file order (`problems`: each a
+    ConfigError, or the BadInput of a file that cannot be read). `stopped`: the last one leaves what follows it
+    unchecked (YAML that does not parse, an entry that is not a mapping). Message, hint and where are the first's."""
+
+    def __init__(self, problems: list[BadInput], *, stopped: bool = False, waiting: bool = False) -> None:
+        first = problems[0]
+        super().__init__(first.message, hint=first.hint, where=first.where)
+        self.problems = problems
+        self.stopped = stopped
+        self.waiting = waiting  # some entry was not checked against its experiment: more may show once fixed
+
+    def summary(self) -> str:
+        n = len(self.problems)
+        found = f"{n} problem{'' if n == 1 else 's'} found"
+        if self.stopped:
+            return f"{found}; checking stopped at the last one: what follows it is checked once it is fixed"
+        if self.waiting:
+            return (f"{found}; more may show once they are fixed (a hypothesis with a problem in its fields or in "
+                    "its experiment's file is not yet checked against that experiment)")
+        return found
 
 
 class StoreError(WbError):

@@ -25,7 +25,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from workbench.cli import _envelope, _startup
-from workbench.errors import WbError
+from workbench.errors import ConfigErrors, WbError
 
 if TYPE_CHECKING:
     from workbench.app import Workbench
@@ -45,10 +45,14 @@ def when(stamp: str | None) -> str:
 
 
 def _report(exc: WbError) -> None:
+    """The `Error:` line and `Hint:` of an error; of each problem in turn, then how many, for several at once."""
     err = typer.get_text_stream("stderr")
-    err.write(f"Error: {exc.message}\n")
-    if exc.hint:
-        err.write(f"Hint: {exc.hint}\n")
+    for one in exc.problems if isinstance(exc, ConfigErrors) else [exc]:
+        err.write(f"Error: {one.message}\n")
+        if one.hint:
+            err.write(f"Hint: {one.hint}\n")
+    if isinstance(exc, ConfigErrors):
+        err.write(f"{exc.summary()}\n")
     err.flush()
 
 

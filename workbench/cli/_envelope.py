@@ -114,9 +114,15 @@ def discard() -> None:
 
 def error_of(exc: BaseException, exit_code: int) -> dict[str, Any]:
     """The error object of an envelope: message, hint, where (file:line or the flag, when known), exit code and
-    kind (the exception's class)."""
-    return {"message": getattr(exc, "message", None) or str(exc), "hint": getattr(exc, "hint", None),
-            "where": getattr(exc, "where", None), "exit_code": exit_code, "kind": type(exc).__name__}
+    kind (the exception's class); for several problems found at once (`ConfigErrors`), the first's, and each of
+    them under "problems"."""
+    out = {"message": getattr(exc, "message", None) or str(exc), "hint": getattr(exc, "hint", None),
+           "where": getattr(exc, "where", None), "exit_code": exit_code, "kind": type(exc).__name__}
+    problems = getattr(exc, "problems", None)
+    if problems is not None:
+        out["problems"] = [{"message": p.message, "hint": p.hint, "where": p.where} for p in problems]
+        out["stopped"] = getattr(exc, "stopped", False)
+    return out
 
 
 def _print(doc: dict[str, Any]) -> None:

@@ -107,7 +107,10 @@ def _design_lines(d: HypothesisDetail) -> list[str]:
 @app.command("validate")
 def validate(files: Annotated[Optional[list[Path]], typer.Argument(metavar="FILE")] = None,
              root: RootOption = None, json_: JsonOption = False) -> None:
-    """Validate hypotheses.yaml and experiments/*.yaml (or the named files); exit 2 on the first problem."""
+    """Validate hypotheses.yaml and experiments/*.yaml (or the named files); exit 2 naming every problem found.
+
+    Each problem is its own `Error:` line, in file order, then how many there are. YAML that does not parse, or
+    an entry that is not a mapping, stops the checking there."""
     from workbench.registry import validate_files
     from workbench.settings import given_root
 

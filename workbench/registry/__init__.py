@@ -2,8 +2,8 @@
 
 from workbench.registry.experiment import Experiment, MetricSpec, Profile
 from workbench.registry.hypothesis import Guard, Hypothesis, Prediction
-from workbench.registry.loader import (Registry, find_root, load_experiment, load_hypotheses, load_registry,
-                                       validate_files)
+from workbench.registry.loader import Registry, find_root, load_experiment, load_hypotheses, load_registry
+from workbench.registry.validate import validate_files
 
 __all__ = [
     "Experiment", "MetricSpec", "Profile", "Guard", "Hypothesis", "Prediction", "Registry", "find_root",

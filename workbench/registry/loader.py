@@ -1,6 +1,7 @@
 """Loading a workbench folder: parse each file against its schema, then check files against each other.
 
-Every problem becomes a ConfigError naming the file, the line and the field; nothing runs after one.
+Every problem becomes a ConfigError naming the file, the line and the field; nothing runs after one
+(`wb hypothesis validate` lists them all: workbench/registry/validate.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from workbench.errors import BadInput, ConfigError
 from workbench.registry.common import did_you_mean, hint_of, put_back_words, shown, unshared
 from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment
+from workbench.registry.problems import Found
 from workbench.registry.profile_checks import check_profile, verify_templates
 from workbench.registry.hypothesis import Hypothesis, HypothesesFile
 from workbench.registry.yamlio import LocatedYaml, load_located
@@ -112,38 +114,63 @@ _BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("above", "
 
 def parse_model(model: type[M], doc: LocatedYaml) -> M:
     """Validate `doc` against `model`; the first error becomes a ConfigError at its line."""
+    parsed, errors = validated(model, doc)
+    if parsed is not None:
+        return parsed
+    # An unknown field first: it is usually the typo behind a "missing" one (claims: for claim:).
+    errors = sorted(errors, key=lambda e: e["type"] != "extra_forbidden")
+    more = ""
+    if len(errors) == 2:
+        more = " (1 more problem after this one: wb hypothesis validate lists them all)"
+    elif len(errors) > 2:
+        more = f" ({len(errors) - 1} more problems after this one: wb hypothesis validate lists them all)"
+    raise _problem(model, doc, errors[0], errors, more) from None
+
+
+def validated(model: type[M], doc: LocatedYaml) -> tuple[M | None, list[Any]]:
+    """`doc` validated as `model`, or None and pydantic's errors."""
     if doc.data is None:
         raise doc.error("the file is empty")
     doc.data = unshared(doc.data)  # an anchor's aliases are one object: the words go back place by place
     put_back_words(model, doc.data, doc.booleans)
     try:
-        return model.model_validate(doc.data)
+        return model.model_validate(doc.data), []
     except ValidationError as exc:
-        # An unknown field first: it is usually the typo behind a "missing" one (claims: for claim:).
-        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-        first = errors[0]
-        loc = tuple(first["loc"])
-        if loc[-1:] == ("[key]",):  # pydantic's mark of a mapping key's own error: the key is the place
-            loc = loc[:-1]
-        msg, hint = _message(first), None
-        if first["type"] == "extra_forbidden":
-            msg = f"unknown field {loc[-1]!r}"
-            missing = [e["loc"][-1] for e in errors if e["type"] == "missing" and tuple(e["loc"][:-1]) == loc[:-1]]
-            # A missing field is the likeliest meant; else one the entry could have and does not give.
-            hint = did_you_mean(str(loc[-1]), missing) or did_you_mean(str(loc[-1]), _unset_fields(model, doc, loc))
-        elif first["type"] == "missing":
-            msg = f"missing required field {loc[-1]!r}"
-            loc = loc[:-1] + (loc[-1],)
-        elif isinstance(first.get("input"), bool):
-            msg, loc = _boolean_for_text(errors, doc) or (msg, loc)
-        else:
-            hint = _word_meant(first)
-        more = ""
-        if len(errors) == 2:
-            more = " (1 more problem after this one: fix this one and run again to see it)"
-        elif len(errors) > 2:
-            more = f" ({len(errors) - 1} more problems after this one: fix this one and run again to see the next)"
-        raise doc.error(msg + more, loc if first["type"] != "missing" else loc[:-1], hint=hint) from None
+        return None, exc.errors()
+
+
+def _problem(model: type[BaseModel], doc: LocatedYaml, error: Any, errors: list[Any], more: str = "") -> ConfigError:
+    """One of pydantic's `errors` in wb's words, at its line."""
+    loc = tuple(error["loc"])
+    if loc[-1:] == ("[key]",):  # pydantic's mark of a mapping key's own error: the key is the place
+        loc = loc[:-1]
+    msg, hint = _message(error), None
+    if error["type"] == "extra_forbidden":
+        msg = f"unknown field {loc[-1]!r}"
+        # A missing field is the likeliest meant; else one the entry could have and does not give.
+        hint = did_you_mean(str(loc[-1]), _missing_beside(error, errors)) or \
+            did_you_mean(str(loc[-1]), _unset_fields(model, doc, loc))
+    elif error["type"] == "missing":
+        msg, loc = f"missing required field {loc[-1]!r}", loc[:-1]
+    elif isinstance(error.get("input"), bool):
+        msg, loc = _boolean_for_text([error], doc) or (msg, loc)
+    else:
+        hint = _word_meant(error)
+    return doc.error(msg + more, loc, hint=hint)
+
+
+def _missing_beside(error: Any, errors: list[Any]) -> list[str]:
+    """The required fields missing from the mapping where `error` stands."""
+    return [e["loc"][-1] for e in errors if e["type"] == "missing" and tuple(e["loc"][:-1]) == tuple(error["loc"][:-1])]
+
+
+def all_problems(model: type[BaseModel], doc: LocatedYaml, errors: list[Any]) -> list[ConfigError]:
+    """Each of pydantic's `errors` as a problem of its own, but a missing field an unknown one beside it was
+    likely meant to be (`claims:` for `claim:`): told once, as the unknown field's hint."""
+    told = {(tuple(e["loc"][:-1]), name) for e in errors if e["type"] == "extra_forbidden"
+            for name in _missing_beside(e, errors) if did_you_mean(str(e["loc"][-1]), [name])}
+    return [_problem(model, doc, e, errors) for e in errors
+            if not (e["type"] == "missing" and (tuple(e["loc"][:-1]), e["loc"][-1]) in told)]
 
 
 def _unset_fields(model: type[BaseModel], doc: LocatedYaml, loc: tuple[Any, ...]) -> list[str]:
@@ -257,19 +284,23 @@ def find_root(start: str | Path | None = None, root_from: str = "--root") -> Pat
 def load_experiment(path: str | Path) -> tuple[Experiment, LocatedYaml]:
     doc = load_located(path)
     exp = parse_model(Experiment, doc)
-    _check_experiment(exp, doc, Path(path))
+    check_experiment(exp, doc, Path(path))
     return exp, doc
 
 
 def load_hypotheses(path: str | Path, *, text: str | None = None) -> tuple[list[Hypothesis], LocatedYaml]:
     """The hypotheses of `path` (or of `text`, reported as `path`)."""
-    doc = load_located(path, text=text)
+    doc = as_format_one(load_located(path, text=text))
+    parsed = parse_model(HypothesesFile, doc)
+    return parsed.hypotheses, doc
+
+
+def as_format_one(doc: LocatedYaml) -> LocatedYaml:
     if isinstance(doc.data, list):  # a bare list is accepted as format 1
         doc.data = {"hypotheses": doc.data}
         doc.lines = {(("hypotheses",) + k): v for k, v in doc.lines.items()}
         doc.booleans = {(("hypotheses",) + k): v for k, v in doc.booleans.items()}
-    parsed = parse_model(HypothesesFile, doc)
-    return parsed.hypotheses, doc
+    return doc
 
 
 def check_root(root: Path, root_from: str = "--root") -> None:
@@ -316,7 +347,7 @@ def _check_aliases(exp: Experiment, doc: LocatedYaml) -> None:
                 break  # a loop further down the chain, reported at a metric of its own
 
 
-def _check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
+def check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
     if exp.id != path.stem:
         raise doc.error(f"id {exp.id!r} does not match the file name {path.name!r}", ("id",),
                         hint=f"name the file {exp.id}.yaml or change the id")
@@ -464,28 +495,45 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
 
 
 def check_hypotheses(reg: Registry) -> None:
+    check_entries(reg, list(enumerate(reg.hypotheses)), Found())
+
+
+def check_entries(reg: Registry, placed: list[tuple[int, Hypothesis]], found: Found,
+                   known: list[str] | None = None, unchecked: frozenset[str] = frozenset()) -> None:
+    """The hypotheses `placed` (each with its index in the file) against each other and their experiments.
+    `known`: every id the file gives (an entry that failed its schema has one too); `unchecked`: experiments
+    whose own file failed, which no hypothesis is checked against."""
     doc = reg.hypotheses_doc
     assert doc is not None
+    known = list(dict.fromkeys(known if known is not None else [h.id for _, h in placed]))
     ids: dict[str, int] = {}
-    for i, h in enumerate(reg.hypotheses):
-        if h.id in ids:
-            first = doc.line_of(("hypotheses", ids[h.id], "id"))
-            raise doc.error(f"duplicate hypothesis id {h.id!r} (also at line {first})", ("hypotheses", i, "id"),
-                            hint="give each hypothesis its own id (a child names its parent by id)")
-        ids[h.id] = i
-    for i, h in enumerate(reg.hypotheses):
+    for i, h in placed:
+        with found.apart():
+            if h.id in ids:
+                first = doc.line_of(("hypotheses", ids[h.id], "id"))
+                raise doc.error(f"duplicate hypothesis id {h.id!r} (also at line {first})", ("hypotheses", i, "id"),
+                                hint="give each hypothesis its own id (a child names its parent by id)")
+        ids.setdefault(h.id, i)
+    for i, h in placed:
         at = ("hypotheses", i)
-        # After the ids are known unique: an entry copied from its parent, id unchanged, is a duplicate id.
-        if h.parent == h.id:
-            raise doc.error("a hypothesis cannot be its own parent", (*at, "parent"))
-        if h.parent is not None and h.parent not in ids:
-            raise doc.error(f"parent {h.parent!r} of {h.id!r} is not a hypothesis in this file", (*at, "parent"),
-                            hint=_id_hint(h.parent, list(ids)))
-        _check_against_experiment(reg, doc, i, h)
-    # Lineage must be a tree: walk each chain of parents, bounded by the number of hypotheses.
-    parent_of = {h.id: h.parent for h in reg.hypotheses}
-    index = {h.id: i for i, h in enumerate(reg.hypotheses)}
-    for h in reg.hypotheses:
+        with found.apart():
+            # After the ids are known unique: an entry copied from its parent, id unchanged, is a duplicate id.
+            if h.parent == h.id:
+                raise doc.error("a hypothesis cannot be its own parent", (*at, "parent"))
+            if h.parent is not None and h.parent not in known:
+                raise doc.error(f"parent {h.parent!r} of {h.id!r} is not a hypothesis in this file", (*at, "parent"),
+                                hint=_id_hint(h.parent, known))
+            if h.experiment not in unchecked:
+                _check_against_experiment(reg, doc, i, h, known)
+    with found.apart():
+        _check_lineage(doc, placed)
+
+
+def _check_lineage(doc: LocatedYaml, placed: list[tuple[int, Hypothesis]]) -> None:
+    """Lineage must be a tree: walk each chain of parents, bounded by the number of hypotheses."""
+    parent_of = {h.id: h.parent for _, h in placed}
+    index = {h.id: i for i, h in placed}
+    for _, h in placed:
         path = [h.id]
         cur = h.parent
         while cur is not None:
@@ -497,7 +545,7 @@ def check_hypotheses(reg: Registry) -> None:
             cur = parent_of.get(cur)
 
 
-def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypothesis) -> None:
+def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypothesis, known: list[str]) -> None:
     at = ("hypotheses", i)
     exp = reg.experiments.get(h.experiment)
     if exp is None:
@@ -557,7 +605,6 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
         if g.arm is not None and g.arm not in arm_names:
             raise doc.error(f"guard names arm {g.arm!r}; arms are {', '.join(sorted(arm_names))}", (*loc, "arm"),
                             hint=did_you_mean(g.arm, arm_names))
-    known = [x.id for x in reg.hypotheses]
     for k, a in enumerate(h.assumptions):
         if a.tested_by is not None and a.tested_by not in known:
             raise doc.error(f"assumption tested_by {a.tested_by!r} is not a hypothesis",
@@ -652,36 +699,3 @@ def _written(value: Any) -> str:
     if isinstance(value, tuple):
         return f"[{', '.join(_written(v) for v in value)}]"
     return f"{value:g}"
-
-
-def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
-    """Validate named files (or the whole workbench when none); returns one line per file checked."""
-    if not paths:
-        reg = load_registry(root)
-        return [f"{reg.root / HYPOTHESES_FILE}: {_count(len(reg.hypotheses), 'hypothesis', 'hypotheses')} ok"] + [
-            f"{reg.experiment_path(e)}: ok" for e in sorted(reg.experiments)]
-    out = []
-    hyp_files = []
-    for p in paths:
-        data = load_located(p).data
-        # An experiment file is a mapping with profiles; a hypotheses file is a list or has `hypotheses:`.
-        if isinstance(data, dict) and "profiles" in data and "hypotheses" not in data:
-            load_experiment(p)
-            out.append(f"{p}: ok")
-        else:
-            hyp_files.append(p)
-    for p in hyp_files:
-        base = p.resolve().parent
-        reg_root = base if (base / EXPERIMENTS_DIR).is_dir() else (root or base)
-        hyps, hdoc = load_hypotheses(p)
-        experiments: dict[str, Experiment] = {}
-        for ep in sorted((reg_root / EXPERIMENTS_DIR).glob("*.yaml")):
-            exp, _ = load_experiment(ep)
-            experiments[exp.id] = exp
-        check_hypotheses(Registry(reg_root, hyps, experiments, hdoc))
-        out.append(f"{p}: {_count(len(hyps), 'hypothesis', 'hypotheses')} ok")
-    return out
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"

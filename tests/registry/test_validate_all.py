@@ -1,0 +1,86 @@
+"""`wb hypothesis validate` lists every problem of the registry files at once, as a linter does; a command that
+uses the registry still stops at the first."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+H = "hypotheses.yaml"
+
+
+def _edit(root: Path, *changes: tuple[str, str], file: str = H) -> Path:
+    path = root / file
+    text = path.read_text(encoding="utf-8")
+    for old, new in changes:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _line(path: Path, fragment: str) -> int:
+    return next(i for i, t in enumerate(path.read_text().splitlines(), 1) if fragment in t)
+
+
+def _digests(root: Path) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_validate_names_three_independent_mistakes_in_three_entries(workbench_dir: Path, cli):
+    # A held variable mistyped (a check against the experiment), an unknown field (the schema), a parent mistyped
+    # (a check across entries): each in its own entry, none hiding another.
+    path = _edit(workbench_dir,
+                 ("hold: {index_k_dtype: bf16, nixl_abort_fix: on, geometry_fix: off}",
+                  "hold: {index_k_dtyp: bf16, nixl_abort_fix: on, geometry_fix: off}"),
+                 ("    falsified_if: Corruption persists in the treatment arm with zero aborts.\n",
+                  "    falsified_iff: Corruption persists in the treatment arm with zero aborts.\n"),
+                 ("  - id: live-hostpool-control\n    parent: dead-code-dsaindexerpoolhost",
+                  "  - id: live-hostpool-control\n    parent: dead-code-dsaindexerpoolhots"))
+    before = _digests(workbench_dir)
+    code, out, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 2 and "Traceback" not in err, (code, err)
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    lines = [_line(path, "index_k_dtyp:"), _line(path, "falsified_iff:"), _line(path, "dsaindexerpoolhots")]
+    assert [re.match(rf"Error: {re.escape(str(path))}:(\d+)", e).group(1) for e in errors] == list(map(str, lines)), err
+    assert "unknown variable 'index_k_dtyp'" in errors[0] and "unknown field 'falsified_iff'" in errors[1], err
+    assert "parent 'dead-code-dsaindexerpoolhots'" in errors[2], err
+    assert err.rstrip("\n").splitlines()[-1].startswith("3 problems"), err
+    assert "run again" not in err, err
+    assert out == "" and _digests(workbench_dir) == before
+
+
+def test_validate_stops_at_an_entry_that_is_not_a_mapping_and_says_so(workbench_dir: Path, cli):
+    path = _edit(workbench_dir,
+                 ("hold: {index_k_dtype: bf16, nixl_abort_fix: on, geometry_fix: off}",
+                  "hold: {index_k_dtyp: bf16, nixl_abort_fix: on, geometry_fix: off}"),
+                 ("  - id: dead-code-dsaindexerpoolhost\n",
+                  "  - just a sentence\n  - id: dead-code-dsaindexerpoolhost\n"),
+                 ("  - id: live-hostpool-control\n    parent: dead-code-dsaindexerpoolhost",
+                  "  - id: live-hostpool-control\n    parent: dead-code-dsaindexerpoolhots"))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 2 and "Traceback" not in err, (code, err)
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert len(errors) == 2, err
+    assert f"{path}:{_line(path, 'index_k_dtyp:')}" in errors[0], err
+    assert f"{path}:{_line(path, 'just a sentence')}" in errors[1] and "mapping" in errors[1], err
+    assert "stopped" in err.rstrip("\n").splitlines()[-1], err
+
+
+def test_a_run_still_stops_at_the_first_problem(workbench_dir: Path, cli):
+    _edit(workbench_dir,
+          ("hold: {index_k_dtype: bf16, nixl_abort_fix: on, geometry_fix: off}",
+           "hold: {index_k_dtyp: bf16, nixl_abort_fix: on, geometry_fix: off}"),
+          ("    falsified_if: Corruption persists in the treatment arm with zero aborts.\n",
+           "    falsified_iff: Corruption persists in the treatment arm with zero aborts.\n"))
+    code, _, err = cli("hypothesis", "show", "wedge-confound", "--root", str(workbench_dir))
+    assert code == 2 and len([ln for ln in err.splitlines() if ln.startswith("Error: ")]) == 1, err
+
+
+def test_a_broken_experiment_file_is_told_once_not_in_every_hypothesis_on_it(workbench_dir: Path, cli):
+    exp = _edit(workbench_dir, ("leak: {kind: count,", "leak: {kind: cuont,"), file="experiments/agent-repro.yaml")
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and len(errors) == 1 and f"{exp}:{_line(exp, 'cuont')}" in errors[0], err
+    assert err.rstrip("\n").splitlines()[-1].startswith("1 problem found; more may show once they are fixed"), err

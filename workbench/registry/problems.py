@@ -1,0 +1,47 @@
+"""The problems a check of the registry files finds: raised at the first (every command that loads the registry),
+or collected, file by file, for `wb hypothesis validate` to list them all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from workbench.errors import BadInput, ConfigError, ConfigErrors
+
+if TYPE_CHECKING:
+    from workbench.registry.experiment import Experiment
+
+
+class Found:
+    """The problems found so far. Checks run `with found.apart():` one at a time; a problem ends the check it
+    stands in, and the next runs. Strict (every command but validate): the first problem is raised at once."""
+
+    def __init__(self, *, collect: bool = False) -> None:
+        self.collect = collect
+        self.problems: list[BadInput] = []
+        self.stopped = False
+        self.waiting = False  # an entry was left unchecked against its experiment
+        self.experiments: dict[Path, Experiment | None] = {}  # each experiment file checked once, by its path
+
+    @contextmanager
+    def apart(self) -> Iterator[None]:
+        try:
+            yield
+        except ConfigError as exc:
+            if not self.collect:
+                raise
+            self.problems.append(exc)
+
+    def stop(self, exc: BadInput) -> None:
+        """A problem after which nothing later can be checked."""
+        self.problems.append(exc)
+        self.stopped = True
+
+    def raise_any(self) -> None:
+        if not self.problems:
+            return
+        files = list(dict.fromkeys(getattr(p, "file", "") for p in self.problems))
+        ordered = sorted(self.problems, key=lambda p: (files.index(getattr(p, "file", "")), getattr(p, "line", 0) or 0))
+        raise ConfigErrors(ordered, stopped=self.stopped, waiting=self.waiting)

@@ -1,0 +1,121 @@
+"""`wb hypothesis validate`: every problem of the registry files at once, in file order, as a linter lists them
+(a command that loads the registry stops at the first)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbench.errors import BadInput
+from workbench.registry.experiment import Experiment
+from workbench.registry.hypothesis import HypothesesFile, Hypothesis
+from workbench.registry.loader import (EXPERIMENTS_DIR, HYPOTHESES_FILE, Registry, all_problems, as_format_one,
+                                       check_entries, check_experiment, check_root, find_root, validated)
+from workbench.registry.problems import Found
+from workbench.registry.yamlio import LocatedYaml, load_located
+
+
+def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
+    """Validate named files (or the whole workbench when none); returns one line per file checked. Every problem
+    found is raised at once (ConfigErrors), in file order."""
+    found = Found(collect=True)
+    if not paths:
+        root_path = root if root is not None else find_root()
+        if root is not None:
+            check_root(root_path)
+        paths = [*_experiment_paths(root_path), root_path / HYPOTHESES_FILE]
+    out: list[str] = []
+    for p in paths:
+        doc = _read(p, found)
+        if doc is None:
+            break
+        # An experiment file is a mapping with profiles; a hypotheses file is a list or has `hypotheses:`.
+        if isinstance(doc.data, dict) and "profiles" in doc.data and "hypotheses" not in doc.data:
+            found.experiments[p.resolve()] = exp = _experiment_of(doc, found)
+            if exp is not None:
+                out.append(f"{p}: ok")
+            continue
+        base = p.resolve().parent
+        reg_root = base if (base / EXPERIMENTS_DIR).is_dir() else (root or base)
+        count = _validate_hypotheses(doc, reg_root, found)
+        if count is not None:
+            out.append(f"{p}: {_count(count, 'hypothesis', 'hypotheses')} ok")
+        if found.stopped:
+            break
+    found.raise_any()
+    return out
+
+
+def _experiment_paths(root: Path) -> list[Path]:
+    exp_dir = root / EXPERIMENTS_DIR
+    return sorted(exp_dir.glob("*.yaml")) if exp_dir.is_dir() else []
+
+
+def _read(path: Path, found: Found) -> LocatedYaml | None:
+    """The file's YAML, or None when it cannot be read or parsed: nothing after it is checked."""
+    try:
+        return load_located(path)
+    except BadInput as exc:
+        found.stop(exc)
+        return None
+
+
+def _experiment_of(doc: LocatedYaml, found: Found) -> Experiment | None:
+    """The experiment of `doc`, or None with its problems found (every schema problem, then the first of the
+    checks across its own fields)."""
+    if doc.data is None:
+        found.problems.append(doc.error("the file is empty"))
+        return None
+    parsed, errors = validated(Experiment, doc)
+    found.problems += all_problems(Experiment, doc, errors)
+    if parsed is None:
+        return None
+    with found.apart():
+        check_experiment(parsed, doc, Path(doc.file))
+        return parsed
+    return None
+
+
+def _validate_hypotheses(doc: LocatedYaml, reg_root: Path, found: Found) -> int | None:
+    """The number of hypotheses in `doc`, or None with their problems found: every schema problem of every
+    entry, then the checks of the entries that passed it, each entry's first. An entry that is not a mapping
+    stops it there."""
+    experiments: dict[str, Experiment] = {}
+    failed: set[str] = set()
+    for path in _experiment_paths(reg_root):
+        if path.resolve() not in found.experiments:
+            exp_doc = _read(path, found)
+            found.experiments[path.resolve()] = _experiment_of(exp_doc, found) if exp_doc is not None else None
+        exp = found.experiments[path.resolve()]
+        if exp is None:
+            failed.add(path.stem)
+        else:
+            experiments[exp.id] = exp
+    if found.stopped:
+        return None
+    before = len(found.problems)
+    doc = as_format_one(doc)
+    if doc.data is None:
+        found.problems.append(doc.error("the file is empty"))
+        return None
+    parsed, errors = validated(HypothesesFile, doc)
+    entries = doc.data.get("hypotheses") if isinstance(doc.data, dict) else None
+    entries = entries if isinstance(entries, list) else []
+    found.problems += all_problems(HypothesesFile, doc, errors)
+    # An entry that is not a mapping (a line indented wrong, most often): what follows it means something else
+    # than was meant, and the entries after it are not checked.
+    odd = next((i for i, e in enumerate(entries) if not isinstance(e, dict)), len(entries))
+    broken = {e["loc"][1] for e in errors if e["loc"][:1] == ("hypotheses",) and len(e["loc"]) > 1}
+    placed = [(i, Hypothesis.model_validate(e)) for i, e in enumerate(entries[:odd]) if i not in broken]
+    known = [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
+    reg = Registry(reg_root, [h for _, h in placed], experiments, doc)
+    check_entries(reg, placed, found, known, frozenset(failed))
+    found.waiting |= bool(broken) or any(h.experiment in failed for _, h in placed)
+    if odd < len(entries):
+        cut = doc.line_of(("hypotheses", odd)) or 0
+        found.problems[before:] = [p for p in found.problems[before:] if (getattr(p, "line", 0) or 0) <= cut]
+        found.stopped = True
+    return len(entries) if len(found.problems) == before and parsed is not None else None
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
