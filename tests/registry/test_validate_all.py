@@ -84,3 +84,15 @@ def test_a_broken_experiment_file_is_told_once_not_in_every_hypothesis_on_it(wor
     errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
     assert code == 2 and len(errors) == 1 and f"{exp}:{_line(exp, 'cuont')}" in errors[0], err
     assert err.rstrip("\n").splitlines()[-1].startswith("1 problem found; more may show once they are fixed"), err
+
+
+def test_mistakes_in_separate_parts_of_one_entry_are_each_told(workbench_dir: Path, cli):
+    # A held variable, a prediction's arm and a guard's metric: three parts of one entry, checked apart.
+    path = _edit(workbench_dir, ("hold: {index_k_dtype: bf16, hicache: on}", "hold: {index_k_dtyp: bf16, hicache: on}"),
+                 ("arm: treatment, at_most: 0.02,", "arm: treatmnet, at_most: 0.02,"),
+                 ("{metric: aborts, arm: treatment, equals: 0,", "{metric: abort, arm: treatment, equals: 0,"))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    lines = [_line(path, "index_k_dtyp:"), _line(path, "treatmnet"), _line(path, "metric: abort,")]
+    assert code == 2 and len(errors) == 3, err
+    assert all(f"{path}:{n}" in e for n, e in zip(lines, errors)), err

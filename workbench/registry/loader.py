@@ -524,7 +524,7 @@ def check_entries(reg: Registry, placed: list[tuple[int, Hypothesis]], found: Fo
                 raise doc.error(f"parent {h.parent!r} of {h.id!r} is not a hypothesis in this file", (*at, "parent"),
                                 hint=_id_hint(h.parent, known))
             if h.experiment not in unchecked:
-                _check_against_experiment(reg, doc, i, h, known)
+                _check_against_experiment(reg, doc, i, h, known, found)
     with found.apart():
         _check_lineage(doc, placed)
 
@@ -545,16 +545,37 @@ def _check_lineage(doc: LocatedYaml, placed: list[tuple[int, Hypothesis]]) -> No
             cur = parent_of.get(cur)
 
 
-def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypothesis, known: list[str]) -> None:
+def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypothesis, known: list[str],
+                              found: Found) -> None:
+    """The entry against its experiment: its profile, its variables, its predictions, its guards and what tests
+    its assumptions, each part apart (validate tells a problem in each)."""
     at = ("hypotheses", i)
     exp = reg.experiments.get(h.experiment)
     if exp is None:
         raise doc.error(f"experiment {h.experiment!r} not found (no {EXPERIMENTS_DIR}/{h.experiment}.yaml)",
                         (*at, "experiment"), hint=did_you_mean(h.experiment, reg.experiments,
                                                                f"experiments: {', '.join(sorted(reg.experiments))}"))
-    if h.profile is not None and h.profile not in exp.profiles:
-        raise doc.error(f"profile {h.profile!r} is not a profile of experiment {exp.id!r}", (*at, "profile"),
-                        hint=did_you_mean(h.profile, exp.profiles, f"profiles: {', '.join(exp.profiles)}"))
+    with found.apart():
+        if h.profile is not None and h.profile not in exp.profiles:
+            raise doc.error(f"profile {h.profile!r} is not a profile of experiment {exp.id!r}", (*at, "profile"),
+                            hint=did_you_mean(h.profile, exp.profiles, f"profiles: {', '.join(exp.profiles)}"))
+    with found.apart():
+        _check_variables(exp, doc, at, h)
+    arm_names = set(h.arms) or {"probe"}
+    with found.apart():
+        _check_predictions(exp, doc, at, h, arm_names)
+    with found.apart():
+        _check_guards(exp, doc, at, h, arm_names)
+    with found.apart():
+        for k, a in enumerate(h.assumptions):
+            if a.tested_by is not None and a.tested_by not in known:
+                raise doc.error(f"assumption tested_by {a.tested_by!r} is not a hypothesis",
+                                (*at, "assumptions", k, "tested_by"), hint=_id_hint(a.tested_by, known))
+
+
+def _check_variables(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: Hypothesis) -> None:
+    """What the entry holds and what its arms set: declared variables, allowed values, arms that differ in the
+    isolated variable alone."""
 
     def check_value(name: str, value: str, loc: tuple[Any, ...]) -> None:
         spec = exp.variables.get(name)
@@ -594,8 +615,10 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
                 raise doc.error(f"arms {seen_values[value]!r} and {arm!r} both set {h.isolates}={value}: "
                                 "the arms do not differ", (*at, "arms", arm, h.isolates))
             seen_values[value] = arm
-    arm_names = set(h.arms) or {"probe"}
-    _check_predictions(exp, doc, at, h, arm_names)
+
+
+def _check_guards(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: Hypothesis, arm_names: set[str]) -> None:
+    """Each guard: a metric the experiment produces, a bound it can break, an arm the hypothesis has."""
     for j, g in enumerate(h.requires):
         loc = (*at, "requires", j)
         if g.metric not in exp.metrics:
@@ -605,10 +628,6 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
         if g.arm is not None and g.arm not in arm_names:
             raise doc.error(f"guard names arm {g.arm!r}; arms are {', '.join(sorted(arm_names))}", (*loc, "arm"),
                             hint=did_you_mean(g.arm, arm_names))
-    for k, a in enumerate(h.assumptions):
-        if a.tested_by is not None and a.tested_by not in known:
-            raise doc.error(f"assumption tested_by {a.tested_by!r} is not a hypothesis",
-                            (*at, "assumptions", k, "tested_by"), hint=_id_hint(a.tested_by, known))
 
 
 def _metric_hint(name: str, exp: Experiment) -> str | None:
