@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 WB = str(Path(sys.executable).with_name("wb"))
 
 
@@ -248,3 +250,49 @@ def test_ctrl_c_once_the_execution_is_opened_records_it_interrupted(toy, cli, mo
     assert f"Hint: continue with: {resume}" in err, err
     assert store_rows(toy.db, "SELECT id, status, ended_at IS NULL, error FROM executions") == rows
     assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
+
+
+@pytest.fixture
+def guarded_stop_signals():
+    """SIGTERM and SIGHUP that reach the process's own handler fail the test instead of ending the test process
+    (their default): what wb leaves to the default is the failure here."""
+    def reached(signum, _frame):
+        raise AssertionError(f"{signal.Signals(signum).name} reached the process's own handler")
+
+    before = {sig: signal.signal(sig, reached) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    yield
+    for sig, handler in before.items():
+        signal.signal(sig, handler)
+
+
+@pytest.mark.parametrize("where", ["_open_execution", "note_runner"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_once_the_execution_is_opened_records_it_interrupted(toy, cli, monkeypatch, sig, where,
+                                                                              guarded_stop_signals) -> None:
+    """SIGTERM or SIGHUP the moment the execution's row was written (held while it was written, or just after)
+    went to its default handler, which ended the process and left the row "running". It is told as a Ctrl-C there
+    is: the row ends interrupted, the target untouched, the command that continues it said, exit 128 + signal."""
+    import workbench.runner.execute as execute_mod
+    from runner_kit import store_rows
+
+    real = getattr(execute_mod, where)
+
+    def then_signalled(*args, **kwargs):
+        out = real(*args, **kwargs)
+        signal.raise_signal(sig)
+        return out
+
+    monkeypatch.setattr(execute_mod, where, then_signalled)
+    monkeypatch.chdir(toy.root)
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--json", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert code == 128 + sig, err
+    rows = store_rows(toy.db, "SELECT id, status, ended_at IS NULL, error FROM executions")
+    assert [r[:3] for r in rows] == [(1, "interrupted", False)] and rows[0][3], rows
+    resume = f"wb hypothesis run toy-fix --resume --db {toy.db}"
+    assert err == ("Error: interrupted before the first run of execution 1: no run was started, and the target was "
+                   f"not touched\nHint: continue with: {resume}\n"), err
+    doc = json.loads(out)
+    assert (doc["ok"], doc["status"], doc["resume"]) == (False, "interrupted", resume), doc
+    assert doc["error"]["exit_code"] == 128 + sig, doc
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
+    assert signal.getsignal(sig) is not signal.SIG_DFL  # the caller's own handler is back

@@ -30,7 +30,8 @@ from workbench.runner.progress import RunProgress
 from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
 from workbench.runner.restore import Snapshot, discard_snapshots, restore_host
-from workbench.runner.stopping import RunInterrupted, close_start_window, is_a_stop, not_started, signals_held
+from workbench.runner.stopping import (RunInterrupted, close_start_window, is_a_stop, not_started, signals_held,
+                                      stop_signals_raised, stop_signum)
 from workbench.runner.summary import ExecutionResult, result
 from workbench.runner.takeover import FINISHED, ended_runs, resume_command, take_target
 from workbench.runner.targets.base import Target
@@ -431,10 +432,11 @@ def _open_execution(store: Store, p: Prepared, plan: Plan, target_desc: str,
 
 @contextmanager
 def _stopped_while_opening(store: Store, launch: "Launch") -> Iterator[list[int]]:
-    """Ctrl-C (or DuckDB's error for a query it ended) from the execution's opening until the loop takes the stop
-    signals over. Before its row is written it is `not_started`. Once written (its id appended to the list this
-    yields) the row ends interrupted, as a later stop leaves it: a resumed one with the error and end it had, not
-    "running" with its error wiped; and the stop says how to continue it."""
+    """Ctrl-C (or DuckDB's error for a query it ended), SIGTERM or SIGHUP (`stop_signals_raised`) from the
+    execution's opening until the loop takes the stop signals over. Before its row is written it is `not_started`.
+    Once written (its id appended to the list this yields) the row ends interrupted, as a later stop leaves it: a
+    resumed one with the error and end it had, not "running" with its error wiped; and the stop says how to
+    continue it. It exits 128 + the signal's number."""
     from datetime import datetime
 
     from workbench.store.models import utcnow
@@ -446,19 +448,20 @@ def _stopped_while_opening(store: Store, launch: "Launch") -> Iterator[list[int]
     except (KeyboardInterrupt, Exception) as exc:
         if not is_a_stop(exc):
             raise
-        p, prior = launch.prepared, launch.prior
+        p, prior, signum = launch.prepared, launch.prior, stop_signum(exc)
         if opened:
             error, ended = ("interrupted", None) if prior is None else (prior.error, prior.ended_at)
             at = datetime.fromisoformat(ended) if ended else utcnow()
-            with signals_held():  # a second Ctrl-C waits for the record
+            with signals_held():  # a second stop waits for the record
                 patient(lambda: store.update_execution(opened[0], status="interrupted", ended_at=at, error=error))
         if prior is None and not opened:
-            raise not_started() from None
+            raise not_started(signum=signum) from None
         command = resume_command(store, p.root, p.hypothesis.id)
         if prior is not None:
-            raise not_started(command) from None
+            raise not_started(command, signum) from None
         raise RunInterrupted(f"interrupted before the first run of execution {opened[0]}: no run was started, and "
-                             "the target was not touched", hint=f"continue with: {command}", resume=command) from None
+                             "the target was not touched", hint=f"continue with: {command}", signum=signum,
+                             resume=command) from None
 
 
 def _loop(state: State, target: Target) -> tuple[str, BaseException | None]:
@@ -623,6 +626,7 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
     art_root = artifacts_root(p.root, artifacts)
     unchecked = None
     with ExitStack() as stack:
+        stack.enter_context(stop_signals_raised())  # SIGTERM and SIGHUP as Ctrl-C until the loop takes them over
         with _stopped_while_opening(store, launch) as opened:  # until the loop takes the stop signals over
             if launch.prior is not None and launch.prior.uuid:  # this runner, not the killed one, from here on
                 unchecked = _check_prior_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior)

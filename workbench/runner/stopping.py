@@ -8,7 +8,7 @@ import signal
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from workbench.errors import RunFailure, WbError
+from workbench.errors import RunFailure, WbError, in_chain
 
 if TYPE_CHECKING:
     from workbench.runner.summary import ExecutionResult
@@ -34,15 +34,58 @@ class RunInterrupted(RunFailure):
 NOTHING_STARTED = "nothing was run or recorded, and the target was not touched"
 
 
-def not_started(resume: str | None = None) -> RunInterrupted:
+def not_started(resume: str | None = None, signum: int = signal.SIGINT) -> RunInterrupted:
     """A stop before the first run. A fresh run's recorded nothing and touched nothing (no hint: nothing to
     resume). A resume's leaves the execution as it was, runs kept, and says how to continue it; it says nothing
     of the target, which a runner killed earlier may have left holding its config (the resume would restore it)."""
     if resume is None:
-        return RunInterrupted(f"interrupted before the first run: {NOTHING_STARTED}")
+        return RunInterrupted(f"interrupted before the first run: {NOTHING_STARTED}", signum=signum)
     return RunInterrupted("interrupted before the resume started: nothing was run or recorded, and any interrupted "
                           "execution is as it was, its recorded runs kept", hint=f"continue with: {resume}",
-                          resume=resume)
+                          signum=signum, resume=resume)
+
+
+class StopSignal(KeyboardInterrupt):
+    """SIGTERM or SIGHUP raised as Ctrl-C raises KeyboardInterrupt (`stop_signals_raised`), with its number: a
+    stop before the loop catches it as it catches a Ctrl-C (`is_a_stop`) and exits 128 + the number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = int(signum)
+
+
+def stop_signum(exc: BaseException) -> int:
+    """The signal a stop (`is_a_stop`) came from: SIGTERM or SIGHUP for a `StopSignal` in its chain, else SIGINT."""
+    found = in_chain(exc, (StopSignal,))
+    return found.signum if isinstance(found, StopSignal) else signal.SIGINT
+
+
+@contextmanager
+def stop_signals_raised() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise `StopSignal` while the body runs, where Ctrl-C raises KeyboardInterrupt: from an
+    execution's opening until its loop takes the stop signals over (and gives them back) they are told as a Ctrl-C
+    is, not left to their default, which ended the process with the execution's row "running". The handlers the
+    body found are put back after it; a signal the process ignores (nohup's SIGHUP) stays ignored."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():  # only the main thread handles signals
+        yield
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        if signum == signal.SIGHUP:  # the terminal is gone: what is still said goes nowhere instead of failing
+            from workbench.runner.progress import to_devnull
+
+            to_devnull(ttys_only=True)
+        raise StopSignal(signum)
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)
+              if signal.getsignal(sig) is not signal.SIG_IGN}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 # The first moments of `wb hypothesis run` (its flags parsed, the registry read, the modules it needs imported),
@@ -83,7 +126,8 @@ def stopped_before_start(resume: str | None = None) -> Iterator[None]:
 
 
 def is_a_stop(exc: BaseException) -> bool:
-    """Whether `exc` is a Ctrl-C: a KeyboardInterrupt, or DuckDB's error for a query it ended (not a wb error)."""
+    """Whether `exc` is a Ctrl-C: a KeyboardInterrupt (a `StopSignal` too), or DuckDB's error for a query it ended
+    (not a wb error)."""
     from workbench.store.engine import interrupted_query
 
     return not isinstance(exc, WbError) and interrupted_query(exc)
