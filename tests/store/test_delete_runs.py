@@ -57,12 +57,14 @@ def _store(db: str) -> Any:
 
 
 def _execution_with_verdict(db: str, word: str = "falsified", shared_log: bytes | None = None) -> tuple[int, list[int]]:
-    """An A/B execution of wedge-confound (2 runs per arm, each with an artifact) and its controlled verdict."""
+    """An A/B execution of wedge-confound (2 runs per arm, each with an artifact) that ended, and its controlled
+    verdict."""
     from workbench.store import records
 
     store = _store(db)
     try:
         ex = add_execution(store)
+        store.update_execution(ex, status="done")  # ended: no runner writes into it any more
         ids = [add_run(store, execution_id=ex, arm=arm, variables=v, replicate=r, outcomes={"leak": 5, "done": 35})
                for r in (1, 2) for arm, v in (("control", CONTROL), ("treatment", TREATMENT))]
         with store.session() as s:
@@ -260,6 +262,23 @@ def test_a_run_of_an_execution_still_running_is_refused(cli, workbench_dir: Path
     assert _rows(db, [done, live])["runs"] == 2
     code, _, err = cli("runs", "delete", str(done), "--yes", "--db", db)  # a finished run of it may go
     assert code == 0, err
+
+
+def test_deleting_every_finished_run_of_an_execution_still_running_keeps_the_execution(cli, workbench_dir: Path,
+                                                                                       tmp_path: Path):
+    # Its runner still writes its later runs and its end into the execution's row: deleting the execution as
+    # "left with no run" made that runner fail at its end with a KeyError traceback, its summary unwritten.
+    db = str(tmp_path / "wb.duckdb")
+    store = _store(db)
+    try:
+        ex = add_execution(store)  # an execution opens as "running"
+        done = add_run(store, execution_id=ex, arm="control", variables=CONTROL, outcomes={"done": 40})
+    finally:
+        store.dispose()
+    code, out, err = cli("runs", "delete", str(done), "--yes", "--db", db)
+    assert code == 0, err
+    assert "deleted execution" not in out, out
+    assert (_rows(db, [done])["runs"], _rows(db, [done])["executions"]) == (0, 1)
 
 
 def _resumed_execution_with_verdict(db: str, workbench_dir: Path) -> tuple[int, int, list[int], int]:

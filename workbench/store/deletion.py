@@ -28,7 +28,7 @@ RunnerGone = Callable[[str], bool]  # an execution's UUID -> whether its runner 
 def plan(session: Session, run_ids: Iterable[int], runner_gone: RunnerGone | None = None) -> RunDeletion:
     """What deleting `run_ids` removes; nothing is changed. A pending or running run of an execution still
     marked running is in flight, unless `runner_gone` (asked for those executions only) proves its runner
-    gone."""
+    gone; such an execution is kept when its last run goes."""
     wanted = sorted(set(run_ids))
     runs = session.exec(select(Run).where(Run.id.in_(wanted))).all() if wanted else []  # type: ignore[union-attr]
     found = {r.id for r in runs}
@@ -38,7 +38,8 @@ def plan(session: Session, run_ids: Iterable[int], runner_gone: RunnerGone | Non
                for e in session.exec(select(Execution).where(Execution.id.in_(executions),  # type: ignore[union-attr]
                                                              Execution.status == "running")).all()
                if not (runner_gone and e.uuid and runner_gone(e.uuid))} if executions else set()
-    left = {e for e in executions
+    # An execution left with no run goes, unless its runner may still write its later runs and its end into it.
+    left = {e for e in executions - running
             if not session.exec(select(Run.id).where(Run.execution_id == e,
                                                      Run.id.not_in(wanted))).first()}  # type: ignore[union-attr]
     # A run without a uuid (an old store) cannot be named by evidence: its execution's verdicts go with it.
