@@ -72,6 +72,28 @@ def test_a_sequential_arm_that_never_began_does_not_give_the_budget_as_planned(t
     assert code == 130, err
     arms = [line for line in out.splitlines() if "runs ok" in line]
     assert len(arms) == 2 and all(line.split(None, 1)[1] == "runs ok 0, none began" for line in arms), out
+    # The order line gave the budget as planned too ("(0 of 6 planned)"); it says what the progress line says.
+    assert "order: no run began  (at most 6 planned)\n" in out, out
+
+
+def test_an_execution_whose_runs_were_all_deleted_does_not_say_none_began(toy, cli, monkeypatch) -> None:
+    """Every run ended, then was deleted while the execution still ran (`wb runs delete`): the order line read "no
+    run began  (0 of 2 planned; 2 deleted after they ended)", as if nothing ran. It says none is kept, and why."""
+    import workbench.runner.execute as execute_mod
+
+    real = execute_mod._loop
+
+    def loop_then_delete(state, target):
+        out = real(state, target)
+        gone = state.store.delete_runs([r.id for r in state.store.runs(execution_id=state.execution_id)])
+        assert len(gone.runs) == 2, gone
+        return out
+
+    monkeypatch.setattr(execute_mod, "_loop", loop_then_delete)
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db,
+                         env={"WB_ROOT": str(toy.root)})
+    assert "order: no run kept  (2 of 2 planned ended; 2 deleted after they ended)\n" in out, out
+    assert "0 of 2" not in out and "began" not in out, out
 
 
 def test_a_stop_before_any_run_after_taking_over_a_failed_restores_lock_still_restarts(toy, cli, monkeypatch) -> None:

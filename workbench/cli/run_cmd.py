@@ -12,7 +12,7 @@ from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOptio
 
 if TYPE_CHECKING:
     from workbench.app import RunReport
-    from workbench.runner.summary import ArmTotals
+    from workbench.runner.summary import ArmTotals, ExecutionResult
     from workbench.runner.execute import RunInterrupted
 
 
@@ -37,6 +37,33 @@ def _arm_runs(a: "ArmTotals", *, sequential: bool) -> str:
     return text + (f" ({began} of {a.planned} planned began)" if began < a.planned and not sequential else "")
 
 
+def _order_line(e: "ExecutionResult") -> str:
+    """The planned runs made, in plan order: a sequential execution that stopped early lists fewer than planned (its
+    plan a budget: "at most 6 planned" where none began). A run interrupted and redone by --resume is one planned
+    run (its attempts are noted apart). Where none is listed it says whether none began or all ended and were
+    deleted since, never "0 of 6" for runs that were made."""
+    slots: dict[object, object] = {}
+    for run in sorted(e.runs, key=lambda run: run.id):
+        slots[run.order_index if run.order_index is not None else ("id", run.id)] = run
+    ran = sorted(slots.values(), key=lambda run: (run.block or 0, run.order_index or 0, run.id))
+    made, planned = len(ran) + e.runs_deleted, len(e.order)
+    budget = f"at most {planned}" if e.mode == "sequential" else str(planned)
+    if ran:
+        notes = [f"{len(ran)} of {planned} planned"] if len(ran) != planned else []
+    elif made:  # every run made ended and was deleted since
+        notes = [f"{made} of {budget} planned ended"]
+    else:
+        notes = [f"{budget} planned" if e.mode == "sequential" else f"0 of {planned} planned"]
+    if e.runs_deleted:  # ended, then deleted by `wb runs delete` while the execution ran
+        notes.append(f"{e.runs_deleted} deleted after it ended" if e.runs_deleted == 1 else
+                     f"{e.runs_deleted} deleted after they ended")
+    if len(e.runs) > len(ran):
+        notes.append(f"{len(e.runs) - len(ran)} interrupted attempt(s) redone by --resume")
+    order = " ".join(f"{run.arm}@{run.where or run.host}" for run in ran) or ("no run kept" if made else
+                                                                            "no run began")
+    return f"order: {order}" + (f"  ({'; '.join(notes)})" if notes else "")
+
+
 def summary_lines(r: "RunReport") -> list[str]:
     """The human summary of an execution and its verdict."""
     e = r.execution
@@ -44,20 +71,7 @@ def summary_lines(r: "RunReport") -> list[str]:
              f"seed {e.seed}"]
     if e.overrides:
         lines.append("overrides: " + ", ".join(f"{k}={v}" for k, v in e.overrides.items()))
-    # The planned runs actually made, in plan order: a sequential execution that stopped early lists fewer than
-    # planned. A run interrupted and redone by --resume is one planned run (its attempts are noted apart).
-    slots: dict[object, object] = {}
-    for run in sorted(e.runs, key=lambda run: run.id):
-        slots[run.order_index if run.order_index is not None else ("id", run.id)] = run
-    ran = sorted(slots.values(), key=lambda run: (run.block or 0, run.order_index or 0, run.id))
-    notes = [f"{len(ran)} of {len(e.order)} planned"] if len(ran) != len(e.order) else []
-    if e.runs_deleted:  # ended, then deleted by `wb runs delete` while the execution ran
-        notes.append(f"{e.runs_deleted} deleted after it ended" if e.runs_deleted == 1 else
-                     f"{e.runs_deleted} deleted after they ended")
-    if len(e.runs) > len(ran):
-        notes.append(f"{len(e.runs) - len(ran)} interrupted attempt(s) redone by --resume")
-    order = " ".join(f"{run.arm}@{run.where or run.host}" for run in ran) or "no run began"  # stopped before one
-    lines.append(f"order: {order}" + (f"  ({'; '.join(notes)})" if notes else ""))
+    lines.append(_order_line(e))
     for pair, diff in e.config_diff.items():
         changed = [ln for ln in diff.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
         lines.append(f"config diff {pair}: " + (" | ".join(changed) if changed else "none"))
