@@ -50,7 +50,8 @@ def _row(article: str, name: str) -> str:
 
 def test_an_underflowed_p_over_units_never_reads_0_and_the_headline_names_the_p_that_flagged_it(big, cli):
     comp = _compression(cli)
-    assert comp["flagged"] and comp["p"] == 1.0 and comp["effect"]["units_p"] == 0.0  # flagged over units alone
+    # Flagged over units alone (its p over units underflowed a float: JSON gives the bound, see the last test).
+    assert comp["flagged"] and comp["p"] == 1.0 and comp["effect"]["units_p"] == 1e-300
     code, out, _ = cli("confounds")
     assert code == 0
     lines = out.splitlines()
@@ -92,7 +93,8 @@ def test_an_underflowed_p_over_runs_in_a_table_or_csv_never_reads_0(tmp_path, cl
     # runs, 1 / C(1200, 600), underflows a float.
     rows = [HEADER] + [f"a{i},on,off,10,5,0" for i in range(600)] + [f"c{i},off,off,10,0,0" for i in range(600)]
     _imported(tmp_path, cli, monkeypatch, rows)
-    assert _compression(cli)["p"] == 0.0
+    finding = _compression(cli)  # --json: the same bound, a number (it wrote 0.0)
+    assert (finding["p"], finding["p_adjusted"]) == (1e-300, 1e-300), finding
     code, out, err = cli("confounds", "--format", "table")
     assert code == 0, err
     head = out.splitlines()[0]
@@ -108,3 +110,10 @@ def test_an_underflowed_p_over_runs_in_a_table_or_csv_never_reads_0(tmp_path, cl
         row = next(dict(zip(names, ln.split(sep))) for ln in lines if f"{sep}compression{sep}" in ln)
         assert row["p"] == "1e-300" and row["p_adjusted"] == "1e-300", (fmt, row)
 
+
+def test_an_underflowed_p_in_json_is_the_bound_never_0(big, cli):
+    """`--json` wrote a p-value that underflowed a float as 0.0, a p no test gives: it is the bound 1e-300, as in
+    csv and tsv (README), over units here; a p that did not underflow is written as it is."""
+    finding = _compression(cli)
+    assert finding["effect"]["units_p"] == 1e-300 and finding["effect"]["units_p_adjusted"] == 1e-300, finding
+    assert finding["p"] == 1.0 and finding["p_adjusted"] == 1.0, finding

@@ -27,9 +27,11 @@ def _analysis(tmp_path, workbench_dir, rows: list[str], hid: str, registry=None)
         store.dispose()
 
 
-def test_a_fisher_p_that_underflows_reads_below_1e_300_not_0(tmp_path, workbench_dir):
+def test_a_fisher_p_that_underflows_reads_below_1e_300_not_0(tmp_path, workbench_dir, cli):
     # 12,000 sessions a run, half of them leaking without the fix and none with it: Fisher's p underflows a float
-    # and the text read "(Fisher p = 0)". A p-value is never 0.
+    # and the text read "(Fisher p = 0)"; --json wrote 0.0. A p-value is never 0: JSON carries the bound 1e-300.
+    import json
+
     reg = registry_with(workbench_dir, abort_fix_hypothesis(
         "diff-big", "The abort fix lowers corruption.", "{metric: corruption_rate, difference: [control, treatment], "
         "at_least: 0.05}"))
@@ -40,6 +42,11 @@ def test_a_fisher_p_that_underflows_reads_below_1e_300_not_0(tmp_path, workbench
     assert pred.fisher_p == 0.0  # the float underflowed; the text must not say so
     assert "Fisher p < 1e-300" in a.reasoning, a.reasoning
     assert "p = 0)" not in a.reasoning and "p = 0 " not in a.reasoning, a.reasoning
+    code, out, err = cli("hypothesis", "analyze", "diff-big", "--json", "--db", str(tmp_path / "w.duckdb"),
+                         "--root", str(workbench_dir))
+    assert code == 0, err
+    (pred,) = json.loads(out)["predictions"]
+    assert pred["fisher_p"] == 1e-300, pred
 
 
 def test_the_completed_units_interval_says_it_was_widened_as_the_main_one_does(tmp_path, workbench_dir):

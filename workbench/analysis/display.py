@@ -207,6 +207,32 @@ def p_value(p: float) -> str:
     return f"< {P_FLOOR:.0e}" if 0 <= p < P_FLOOR else f"{p:.2g}"
 
 
+# The keys under which wb's JSON gives a p-value (a verdict's predictions and checks, a confound finding). A key a
+# user named (a metric, an outcome, a variable's value) is never taken for one: what a `USER_NAMED` key holds (its
+# keys are such names, or counts) is left as it is.
+P_KEYS = frozenset({"p", "p_adjusted", "units_p", "units_p_adjusted", "fisher_p", "boschloo_p", "mann_whitney_p",
+                    "p_for", "p_against", "p_against_holm", "p_over", "p_under", "p_trend", "between_arms_p"})
+USER_NAMED = frozenset({"totals", "metrics", "variables", "assignments", "overrides", "units", "by_outcome",
+                        "fingerprint", "table", "values", "combinations"})
+
+
+def p_number(p: float) -> float:
+    """A p-value as a number for scripts (JSON, CSV, TSV): one that underflowed a float is the bound 1e-300, never 0
+    (read a p of 1e-300 as "at most 1e-300"); any other is itself."""
+    return P_FLOOR if 0 <= p < P_FLOOR else p
+
+
+def p_numbers(doc: Any) -> Any:
+    """A copy of the JSON-like `doc` with every p-value (a number under a `P_KEYS` key) as `p_number` gives it."""
+    if isinstance(doc, dict):
+        return {k: (v if k in USER_NAMED else
+                    p_number(v) if k in P_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool) else
+                    p_numbers(v)) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [p_numbers(v) for v in doc]
+    return doc
+
+
 def p_is(p: float) -> str:
     """What follows "p" in a sentence: "= 0.012", or "< 1e-300" for one that underflowed (`p_value`)."""
     text = p_value(p)

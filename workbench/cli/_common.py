@@ -438,7 +438,11 @@ def command_name() -> str:
 
 def print_json(obj: Any, command: str | None = None) -> None:
     """The command's envelope (`_envelope`): held for the error boundary, which prints it once the outcome is
-    known (`"ok"`, and the error when it failed); printed at once when no boundary runs."""
+    known (`"ok"`, and the error when it failed); printed at once when no boundary runs. A p-value that underflowed
+    a float is the bound 1e-300 in it, never 0 (`display.p_numbers`)."""
+    from workbench.analysis.display import p_numbers
+
+    obj = p_numbers(obj)
     name = command if command is not None else command_name()
     if not _envelope.hold(name, obj):
         _envelope.print_now(name, obj)

@@ -52,12 +52,13 @@ def _row(f: Finding, fmt: str) -> list[str]:
 
 def _p(p: float | None, fmt: str) -> str:
     """A p-value in a row. One that underflowed a float (Fisher's p over thousands of units or runs) is never 0:
-    the table reads "< 1e-300" as the text does; csv and tsv give the bound 1e-300, a number a script parses."""
+    the table reads "< 1e-300" as the text does; csv and tsv give the bound 1e-300, a number a script parses (as
+    JSON does: `display.p_number`)."""
     if p is None:
         return ""
-    if 0 <= p < display.P_FLOOR:
-        return display.p_value(p) if fmt == "table" else f"{display.P_FLOOR:.0e}"
-    return f"{p:.3g}"
+    if fmt == "table" and 0 <= p < display.P_FLOOR:
+        return display.p_value(p)
+    return f"{display.p_number(p):.3g}"
 
 
 def _p_text(f: Finding) -> str:
