@@ -108,31 +108,81 @@ def _refusal(exc: BaseException | None) -> bool:
     return isinstance(exc, (asyncssh.HostKeyNotVerifiable, asyncssh.PermissionDenied)) or _port_closed(exc)
 
 
-_MANY_FAILED = "Multiple exceptions: "  # asyncio, when every address of a name failed, not all in the same words
+# What an asyncssh jump host answers a forward every address of whose name failed with: asyncio's text, all it has.
+_MANY_FAILED = "Multiple exceptions: "
 _ONE_ATTEMPT = re.compile(r", (?=\[Errno -?\d+\] )")
 _REFUSED = re.compile(rf"\[Errno {errno.ECONNREFUSED}\] [^,()]*(\([^()]*\))?")  # "... Connect call failed (addr)"
 
 
+class Unreachable(OSError):
+    """Every address of a name failed to connect, each with its own error (`attempts`)."""
+
+    def __init__(self, attempts: list[OSError]) -> None:
+        super().__init__("; ".join(str(a) for a in attempts))
+        self.attempts = tuple(attempts)
+
+
+class _Dialer:
+    """asyncssh's tunnel interface over plain TCP, for a host wb reaches directly: each address of the name is
+    dialled in turn, as asyncio's create_connection does, but a failure keeps every attempt's error (`Unreachable`),
+    where asyncio (3.11) joins errors whose texts differ into one OSError that keeps only their words."""
+
+    def __init__(self, family: int = 0) -> None:
+        self.family = family
+
+    async def create_connection(self, session_factory: Callable[[], Any], host: str, port: int) -> tuple[Any, Any]:
+        import socket
+
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(host, port, family=self.family, type=socket.SOCK_STREAM)
+        attempts: list[OSError] = []
+        for family, kind, proto, _, address in infos:
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setblocking(False)
+                await loop.sock_connect(sock, address)
+            except OSError as exc:
+                sock.close()
+                attempts.append(exc)
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            return await loop.create_connection(session_factory, sock=sock)
+        if not attempts:
+            raise OSError(f"no address found for {host}")
+        raise attempts[0] if len(attempts) == 1 else Unreachable(attempts)
+
+
+def _direct(host: str, opts: dict[str, Any]) -> _Dialer | None:
+    """How wb dials `host` itself (`_Dialer`, in the AddressFamily ~/.ssh/config gives it); None where the config
+    reaches it through a ProxyCommand or from a BindAddress, left to asyncssh."""
+    import asyncssh
+
+    o = asyncssh.SSHClientConnectionOptions(host=host, config=(), **opts)
+    return None if o.proxy_command or o.local_addr else _Dialer(o.family)
+
+
 def _port_closed(exc: BaseException | None) -> bool:
-    """Whether every address dialled refused the connection. A name with several (localhost as ::1 and 127.0.0.1)
-    fails, when their errors' texts differ, as one plain OSError that keeps them only in its message, joined by
-    ', ' (asyncio.base_events.BaseEventLoop.create_connection): no errno, no __cause__. Behind a jump host, the
-    jump (reached) dials the port itself and answers the forward with a ChannelOpenError in its own words."""
+    """Whether every address dialled refused the connection, from the errors themselves: a ConnectionRefusedError,
+    or an `Unreachable` each of whose attempts is one. Behind a jump host, the jump (reached) dials the port itself
+    and answers the forward with a ChannelOpenError in its own words, all that crosses the wire."""
     import asyncssh
 
     if isinstance(exc, ConnectionRefusedError):
         return True
+    if isinstance(exc, Unreachable):
+        return all(isinstance(a, ConnectionRefusedError) for a in exc.attempts)
     if isinstance(exc, asyncssh.ChannelOpenError):
         # OpenSSH's sshd says strerror(ECONNREFUSED); an asyncssh server passes on asyncio's text
         return exc.code == asyncssh.OPEN_CONNECT_FAILED and (
             exc.reason == os.strerror(errno.ECONNREFUSED) or _every_attempt_refused(exc.reason))
-    if type(exc) is not OSError or exc.errno is not None or not str(exc).startswith(_MANY_FAILED):
-        return False
-    return _every_attempt_refused(str(exc))
+    return False
 
 
 def _every_attempt_refused(text: str) -> bool:
-    """Whether asyncio's text for a failed connect says every address refused it: one attempt's, or several."""
+    """Whether asyncio's text for a failed connect (a jump host's answer) says every address refused it: one
+    attempt's, or several."""
     if text.startswith(_MANY_FAILED):
         return all(_REFUSED.fullmatch(a) for a in _ONE_ATTEMPT.split(text[len(_MANY_FAILED):]))
     return bool(_REFUSED.fullmatch(text))
@@ -367,7 +417,7 @@ class SshTarget(Target):
             # A jump host, the profile's or one ~/.ssh/config names, is connected to here with the same
             # known_hosts: left to asyncssh, a config's jump is reached with the config's own checking.
             chain = self.spec.jump or _config_jump(host, opts)
-            tunnel = await self._tunnel(chain, opts, hops, 0) if chain else None
+            tunnel = await self._tunnel(chain, opts, hops, 0) if chain else _direct(host, opts)
             conn = await asyncio.wait_for(asyncssh.connect(host, tunnel=tunnel, **opts),
                                           self.spec.connect_timeout_s + 5)
         except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
@@ -396,7 +446,7 @@ class SshTarget(Target):
                 first = _config_jump(jhost, jopts)
                 conn = await self._tunnel(first, opts, hops, depth + 1) if first else None
             try:
-                conn = await asyncio.wait_for(asyncssh.connect(jhost, tunnel=conn, **jopts),
+                conn = await asyncio.wait_for(asyncssh.connect(jhost, tunnel=conn or _direct(jhost, jopts), **jopts),
                                               self.spec.connect_timeout_s + 5)
             except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
                 raise self._translate(jhost, exc, jump=hop.strip(), port=jopts.get("port")) from exc
