@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from pathlib import Path
 
+import pytest
+
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
+from workbench.runner.execute import RunInterrupted
 from workbench.runner.targets.sim import SimTarget
 from workbench.sim import control
 from workbench.sim.config import render_serve_file
@@ -52,3 +58,23 @@ def test_a_pdsim_serving_in_its_folder_is_used_and_left_serving(tmp_path: Path):
         assert control.status(here).state == "healthy"  # the operator's pdsim stays up
     finally:
         control.down(here)
+
+
+def test_a_run_starts_no_pdsim_on_the_original_serve_file_before_its_first_arm(bench):
+    """A runner that found pdsim down started it on the original serve file (its ports rewritten into it) only for
+    the first run's restart to stop it and start it again on the first arm's: two servers started and stopped
+    for nothing in every such execution. The first run's restart starts pdsim: before it, the serve file is the
+    original and pdsim is down; stopped there, the serve file stays the original and nothing is left serving."""
+    seen: dict[str, object] = {}
+
+    async def fault(stage, pr):
+        if stage == "render" and not seen:
+            seen.update(state=control.status(bench.sim_dir).state, serve=bench.serve())
+            os.kill(os.getpid(), signal.SIGINT)
+            await asyncio.sleep(5)  # the handler cancels this task before the sleep ends
+
+    with pytest.raises(RunInterrupted):
+        run_hypothesis("wedge-confound", db=bench.db, replicates=1, seed=7, fault=fault)
+    assert seen == {"state": "down", "serve": bench.original}
+    assert bench.serve() == bench.original
+    assert control.status(bench.sim_dir).state == "down"

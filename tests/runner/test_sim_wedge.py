@@ -41,6 +41,9 @@ def test_wedge_world_via_cli_starts_and_stops_its_own_pdsim(bench):
     s = json.loads(out.stdout)
     assert bench.serve() == bench.original
     assert control.status(bench.sim_dir).state == "down"  # started for the experiment, stopped after it
+    # Started by each run's restart on its arm's serve file, and never on the original one before the first run.
+    starts = (bench.sim_dir / "logs" / "prefill.log").read_text(encoding="utf-8").count(" starting: ")
+    assert starts == len(s["runs"]), (starts, len(s["runs"]))
     assert s["overrides"] == {"causal_model": "wedge"}
     assert {a["variables"]["causal_model"] for a in s["arms"].values()} == {"wedge"}
     assert {"hypothesis", "experiment", "target", "arms", "runs", "verdict", "reasoning", "checks"} <= set(s)

@@ -100,7 +100,7 @@ def make_target(p: Prepared, sim_dir: Path | None = None) -> Target:
     builders: dict[str, Callable[[], Target]] = {
         "ssh": lambda: SshTarget(p.profile.target),
         "sim": lambda: SimTarget(sim_dir=default_sim_dir(p.root, p.profile.options, sim_dir),
-                                 options=dict(p.profile.options)),
+                                 options=dict(p.profile.options), runs_restart=bool(p.profile.restart)),
         "kernel": lambda: KernelTarget(dict(p.profile.options)),
         "local": lambda: LocalTarget(p.profile.target.hosts or None, p.profile.target.ca_file),
     }
