@@ -75,3 +75,11 @@ def given_root(root: str | Path | None, source: str = "--root") -> str | Path | 
 def giving_root(source: str) -> str:
     """How a user names the workbench folder, in a hint, where `source` is how this caller names settings."""
     return "root=DIR (or $WB_ROOT)" if source == "root=" else "--root DIR (or $WB_ROOT)"
+
+
+def colour_system(environ: Mapping[str, str] | None = None) -> str | None:
+    """The colour system every rich console of wb is given: "auto" (rich's choice: styles on a terminal only), or
+    None, which writes no style at all, under a non-empty NO_COLOR (https://no-color.org). Rich's own reading of
+    NO_COLOR drops the colours but still writes bold, dim and italic."""
+    env = os.environ if environ is None else environ
+    return None if env.get("NO_COLOR") else "auto"

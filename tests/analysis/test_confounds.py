@@ -47,11 +47,11 @@ def test_a_guard_that_also_occurs_without_the_outcome_is_worded_by_which_runs_ex
     timeouts = findings[("guard", "timeouts")]
     assert timeouts.p is not None
     assert "no run without timeouts exists" not in timeouts.message
-    assert ("timeouts also occurred in 1 run(s) without leak, and leak occurred in 0 of 3 run(s) without "
+    assert ("timeouts also occurred in 1 run without leak, and leak occurred in 0 of 3 runs without "
             "timeouts (Fisher p = 0.14)") in timeouts.message
     error = findings[("guard", "error")]
     assert error.p is None
-    assert ("error also occurred in 4 run(s) without leak, so it is not specific; no run without error "
+    assert ("error also occurred in 4 runs without leak, so it is not specific; no run without error "
             "exists to compare") in error.message
 
 

@@ -347,8 +347,8 @@ def test_an_interval_widened_for_between_run_spread_says_so_in_text_json_and_htm
     record_verdict(store, a, execution_id=ex)
     page = build_site(store, registry, tmp_path / "site")["hypotheses"]["wedge-confound"]
     text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", open(page, encoding="utf-8").read())).split())
-    assert f"17.5% ({label} [13.5%, 22.4%]; 4 run(s))" in text, text  # the verdict's reasoning
-    assert f"56/320 = 17.5% [13.5%, 22.4%] {label}; 4 run(s) falsified" in text, text  # the prediction
+    assert f"17.5% ({label} [13.5%, 22.4%]; 4 runs)" in text, text  # the verdict's reasoning
+    assert f"56/320 = 17.5% [13.5%, 22.4%] {label}; 4 runs falsified" in text, text  # the prediction
     # The arm table (and the chart's tooltip beside it): the widened arm says so, the binomial one stays plain.
     assert f"control 56/320 = 17.5% [13.7%, 22.0%] Wilson 95% treatment 56/320 = 17.5% [13.5%, 22.4%] {label} " \
         in text, text

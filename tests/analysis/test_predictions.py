@@ -188,7 +188,7 @@ def test_wilson_outside_the_region_without_the_exact_test_is_inconclusive_and_sa
     (p,) = a.predictions
     assert p.outcome == "inconclusive" and a.verdict == "inconclusive", (p.outcome, a.verdict)
     assert p.interval[0] > 0.02 and 0.08 < p.p_against < 0.09, (p.interval, p.p_against)
-    assert ("7/160 = 4.4% (Wilson 95% [2.1%, 8.8%]; 1 run(s)), entirely outside the predicted region <= 0.02 (2%) by "
+    assert ("7/160 = 4.4% (Wilson 95% [2.1%, 8.8%]; 1 run), entirely outside the predicted region <= 0.02 (2%) by "
             "Wilson's interval (but the exact binomial test on the same counts does not agree: exact binomial "
             "P(X >= 7 | n = 160, p = 0.02) = 0.043, two-sided p = 0.086; too few events to decide); about ") \
         in a.reasoning, a.reasoning
@@ -223,7 +223,7 @@ def test_an_interval_end_near_a_bound_does_not_read_as_the_bound(store, registry
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     (p,) = a.predictions
     assert p.outcome == "falsified" and 0.02 < p.interval[0] < 0.0205
-    assert "(Wilson 95% [2.04%, 3.0%]; 1 run(s)), entirely outside the predicted region <= 0.02 (2%)" in a.reasoning, \
+    assert "(Wilson 95% [2.04%, 3.0%]; 1 run), entirely outside the predicted region <= 0.02 (2%)" in a.reasoning, \
         a.reasoning
 
 
@@ -256,7 +256,7 @@ def test_a_run_level_difference_asks_for_runs_at_the_level_that_decides(store, w
     assert p.outcome == "inconclusive"
     assert p.interval_kind == "Newcombe 95% (t, 3 df), widened for between-run spread (phi = 9.54)", p.interval_kind
     assert p.more_runs_needed, a.reasoning
-    assert "more run(s) of this size" in a.reasoning and "more units at this rate would decide it" not in a.reasoning
+    assert "more runs of this size" in a.reasoning and "more units at this rate would decide it" not in a.reasoning
     f, (na, nb) = (4 + p.more_runs_needed) / 4, p.n_effective
     ka, kb = 26 / p.design_effect, 1 / p.design_effect
     ci = stats.newcombe(ka * f, na * f, kb * f, nb * f, clustered.level_alpha(stats.ALPHA, 3 + p.more_runs_needed))
@@ -318,9 +318,9 @@ def test_a_median_held_back_by_too_few_runs_says_where_its_range_lies(store, wor
     a = _wall_seconds(store, workbench_dir, (999.6, 999.7, 999.9), (0.2, 0.5, 0.7))
     assert [p.outcome for p in a.predictions] == ["inconclusive", "inconclusive"] and a.verdict == "inconclusive"
     assert "straddles" not in a.reasoning, a.reasoning
-    assert (" [999.6, 999.9]), entirely outside the predicted region <= 1, but 3 run(s) are too few to decide it (need "
+    assert (" [999.6, 999.9]), entirely outside the predicted region <= 1, but 3 runs are too few to decide it (need "
             ">= 6 ") in a.reasoning, a.reasoning
-    assert " [0.2, 0.7]), entirely inside the predicted region <= 1, but 3 run(s) are too few to decide it (" \
+    assert " [0.2, 0.7]), entirely inside the predicted region <= 1, but 3 runs are too few to decide it (" \
         in a.reasoning, a.reasoning
 
 
@@ -339,8 +339,8 @@ def test_a_shift_with_too_few_runs_is_named_a_shift_and_says_why_it_has_no_inter
     assert a.predictions[1].interval is None and a.predictions[1].more_runs_needed == 2
     assert "median" not in a.reasoning and "straddles" not in a.reasoning, a.reasoning
     assert ("treatment - control gave a shift of -40 (Hodges-Lehmann estimate, no interval), which has no interval to "
-            "place against the region <= 30 (2 and 2 run(s) are too few for a 95% interval of the shift; need >= 4 "
-            "per arm); 2 more run(s) are needed.") in a.reasoning, a.reasoning
+            "place against the region <= 30 (2 and 2 runs are too few for a 95% interval of the shift; need >= 4 "
+            "per arm); 2 more runs are needed.") in a.reasoning, a.reasoning
     # Three runs against six do give an interval, wholly inside "<= 30", held back only by the three.
     ex = add_execution(store, hypothesis_id="diff-check")
     for r in range(1, 7):
@@ -354,5 +354,5 @@ def test_a_shift_with_too_few_runs_is_named_a_shift_and_says_why_it_has_no_inter
     assert wall.interval is not None and wall.outcome == "inconclusive" and wall.few_runs_held == "inside"
     assert "straddles" not in a.reasoning.split("It predicted wall_s")[1], a.reasoning
     assert ("treatment - control gave a shift of -41.5 (Hodges-Lehmann 95% [") in a.reasoning, a.reasoning
-    assert ("]), entirely inside the predicted region <= 30, but 3 and 6 run(s) are too few to decide it (need >= 4 "
+    assert ("]), entirely inside the predicted region <= 30, but 3 and 6 runs are too few to decide it (need >= 4 "
             "samples per arm") in a.reasoning, a.reasoning

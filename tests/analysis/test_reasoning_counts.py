@@ -22,7 +22,7 @@ def test_pooled_executions_count_every_run_and_effective_counts_are_named(store,
             add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT | seed, replicate=r,
                     outcomes={"done": 80})
     text = analyze_stored(store, registry, "wedge-confound").reasoning
-    assert "0/320" in text and "4 run(s)" in text, text
+    assert "0/320" in text and "4 runs" in text, text
     no_events = re.search(r"(\d+) runs with no events", text)
     assert no_events is not None and no_events.group(1) == "4", text
 

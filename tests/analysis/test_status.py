@@ -215,7 +215,7 @@ def test_an_execution_that_measured_nothing_is_invalid_and_does_not_replace_the_
             add_run(store, execution_id=broken, arm=arm, variables=v, outcomes=None, status="failed")
         a = analyze_stored(store, load_registry(root), HID, execution_id=broken)
         assert a.verdict == "invalid", a.reasoning
-        assert "No usable run" in a.reasoning and "2 run(s) failed" in a.reasoning
+        assert "No usable run" in a.reasoning and "2 runs failed" in a.reasoning
         record_verdict(store, a)
     finally:
         store.dispose()
@@ -281,5 +281,5 @@ def test_the_page_reads_an_alias_of_a_proportion_in_percent(cli, workbench_dir, 
     page = (tmp_path / "site" / "hypotheses" / f"{HID}.html").read_text()
     assert page.count(">[10.7%, 27.3%] Wilson 95%<") == 2 and "[0.107, 0.273]" not in page, page
     # The prediction row: judged as the rate it names (it was judged as a median that no run recorded).
-    assert ("<td>leak_share (treatment) &lt;= 0.02 (2%)</td><td>14/80 = 17.5% [10.7%, 27.3%] Wilson 95%; 1 run(s)</td>"
+    assert ("<td>leak_share (treatment) &lt;= 0.02 (2%)</td><td>14/80 = 17.5% [10.7%, 27.3%] Wilson 95%; 1 run</td>"
             "<td>falsified</td>") in page, page

@@ -73,7 +73,7 @@ def test_a_guard_violations_value_reads_with_every_digit_it_was_recorded_with(st
     ex = _fixed(store, treat={"leak": 13, "done": 67}, aborts=1234567)
     detail = _checks(analyze_stored(store, registry, "wedge-confound", execution_id=ex))[
         "guard: aborts (treatment) == 0"].detail
-    assert detail.startswith("violated in 2 run(s): ") and "(treatment): 1,234,567" in detail, detail
+    assert detail.startswith("violated in 2 runs: ") and "(treatment): 1,234,567" in detail, detail
 
 
 def test_unrecorded_guard_is_not_a_pass(store, registry):
@@ -146,7 +146,7 @@ def test_the_checks_quote_why_units_ended_in_error(store, workbench_dir):
     assert a.verdict == "invalid"
     said = f'36 "{_oom(2460)}" (long numbers vary), 12 "timeout"'
     guard = _checks(a)["guard: error (treatment) == 0"]
-    assert guard.detail == f"violated in 1 run(s): run 2 (treatment): 48 (their error field: {said})"
+    assert guard.detail == f"violated in 1 run: run 2 (treatment): 48 (their error field: {said})"
     att = _checks(a)["attrition"].detail
     assert f'control: 29/80 units (36%) did not complete (their error field: 29 "{_oom(2669)}");' in att
     assert f"treatment: 48/80 units (60%) did not complete (their error field: {said});" in att
@@ -174,7 +174,7 @@ def test_messages_that_differ_in_their_status_code_are_quoted_apart(store, workb
     detail = _guard_on_errors(store, workbench_dir, ["http 413: request rejected", "http 503: request rejected",
                                                      _oom(2469), _oom(2636)])
     said = f'24 "{_oom(2469)}" (long numbers vary), 12 "http 413: request rejected", 12 "http 503: request rejected"'
-    assert detail == f"violated in 1 run(s): run 2 (treatment): 48 (their error field: {said})", detail
+    assert detail == f"violated in 1 run: run 2 (treatment): 48 (their error field: {said})", detail
 
 
 @pytest.mark.parametrize("db", ["duckdb", "postgresql"])
@@ -189,7 +189,7 @@ def test_only_a_text_in_the_reason_field_is_quoted_as_a_reason(request, tmp_path
         detail = _guard_on_errors(store, workbench_dir, [0, False, {"code": 7}, "timeout"])
     finally:
         store.dispose()
-    assert detail == 'violated in 1 run(s): run 2 (treatment): 48 (their error field: 12 "timeout")', detail
+    assert detail == 'violated in 1 run: run 2 (treatment): 48 (their error field: 12 "timeout")', detail
 
 
 def test_counts_of_a_million_units_are_written_in_full(registry):
@@ -210,7 +210,7 @@ def test_counts_of_a_million_units_are_written_in_full(registry):
     check, _ = attrition({"treatment": [run(5_500_001, reasons)]}, {}, exp, [])
     assert check["detail"].startswith(
         'treatment: 4,500,001/5,500,001 units (82%) did not complete (their error field: 2,000,000 "http 503: busy", '
-        '1,500,000 "b", 1,000,000 "timeout" and 1 more in 1 other message(s))'), check["detail"]
+        '1,500,000 "b", 1,000,000 "timeout" and 1 more in 1 other message)'), check["detail"]
     check, _ = attrition({"treatment": [run(1_000_000)]}, {}, exp, [])
     assert check["detail"] == "treatment: 0/1,000,000 lost", check["detail"]
 
@@ -428,7 +428,7 @@ def test_more_units_needed_counts_whole_runs_when_runs_are_the_unit(store, regis
         return ci[0] > 0.02 and stats.binomial_pvalue(k, n, (0.0, 0.02), "outside") < stats.ALPHA
 
     assert clears(2 + more) and not clears(1 + more)
-    assert f"about {more} more run(s) of this size ({80 * more:,} units)" in a.reasoning, a.reasoning
+    assert f"about {more} more runs of this size ({80 * more:,} units)" in a.reasoning, a.reasoning
 
 
 def test_an_interrupted_attempt_that_resume_redid_is_not_attrition(store, registry):
@@ -466,7 +466,7 @@ def test_an_arm_without_runs_is_not_a_passed_data_or_isolation_check(store, regi
                 outcomes={"leak": 13, "done": 60, "maxrounds": 7}, extra={"waiting_for_input": 0})
     a = analyze_stored(store, registry, "wedge-confound")
     c = _checks(a)
-    assert c["data"].passed is None and "control: 0 run(s)" in c["data"].detail, c["data"]
+    assert c["data"].passed is None and "control: 0 runs" in c["data"].detail, c["data"]
     assert c["isolation"].passed is None and "control" in c["isolation"].detail, c["isolation"]
     assert a.verdict == "falsified", a.reasoning     # 26/160 on the treatment alone still decides
 
@@ -486,7 +486,7 @@ def test_a_guard_on_a_proportion_reads_in_percent(store, workbench_dir, cli, tmp
     a = analyze_stored(store, load_registry(workbench_dir), "wedge-confound", execution_id=ex)
     guard = _checks(a)["guard: corruption_rate (control) >= 0.2 (20%)"]
     assert guard.passed is False and a.verdict == "invalid"
-    assert guard.detail.startswith("violated in 2 run(s): "), guard.detail
+    assert guard.detail.startswith("violated in 2 runs: "), guard.detail
     assert guard.detail.count("(control): 15.0%") == 2 and "0.15" not in guard.detail, guard.detail
     store.dispose()  # the CLI opens the store itself
     code, out, _ = cli("hypothesis", "show", "wedge-confound", "--root", str(workbench_dir),

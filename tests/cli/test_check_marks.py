@@ -18,8 +18,11 @@ def seeded_root(workbench_dir: Path, seed_csv: Path, cli) -> tuple[Path, str]:
     return workbench_dir, db
 
 
+MARKS = ("  [pass] ", "  [FAIL] ", "  [FLAG] ", "  [n/a] ")  # a prediction's line gives its outcome instead
+
+
 def _check_lines(out: str) -> dict[str, str]:
-    lines = [line.strip() for line in out.splitlines() if line.startswith("  [")]
+    lines = [line.strip() for line in out.splitlines() if line.startswith(MARKS)]
     return {line.split("] ", 1)[1].split(":", 1)[0]: line.split("]", 1)[0] + "]" for line in lines}
 
 
@@ -70,7 +73,7 @@ def test_json_carries_the_mark_each_check_line_shows(seeded_root, cli):
         code, out, err = cli("hypothesis", command, "wedge-confound", "--json", *where)
         assert code == 0, err
         checks = json.loads(out)["checks"]
-        printed = [line.strip() for line in text.splitlines() if line.startswith("  [")]
+        printed = [line.strip() for line in text.splitlines() if line.startswith(MARKS)]
         assert [f"[{c['mark']}] {c['name']}: {c['detail']}" for c in checks] == printed, command
         assert {c["name"]: c["mark"] for c in checks}["attrition"] == "FLAG"
 
@@ -78,7 +81,10 @@ def test_json_carries_the_mark_each_check_line_shows(seeded_root, cli):
 def test_the_reasoning_names_a_check_that_changed_the_verdict_as_failed(seeded_root, cli):
     """The reasoning's sentence on a check says what its line's mark says: a guard that made the verdict invalid
     ([FAIL]) read "Flagged — guard: ... This makes the result invalid.", the word FLAG keeps for a verdict that
-    stands."""
+    stands. The text prints the reasoning a line per check: the guard's line is marked FAIL and says what it did to
+    the verdict; the stored reasoning (--json) keeps the sentences."""
+    import json
+
     root, db = seeded_root
     path = root / "hypotheses.yaml"
     guard = "      - {metric: aborts, arm: treatment, equals: 0,"
@@ -87,5 +93,12 @@ def test_the_reasoning_names_a_check_that_changed_the_verdict_as_failed(seeded_r
     code, out, err = cli("hypothesis", "analyze", "wedge-confound", "--db", db, "--root", str(root))
     assert code == 0, err
     assert out.splitlines()[0] == "wedge-confound: invalid" and _check_lines(out)["guard"] == "[FAIL]", out
-    assert "Failed — guard: aborts (treatment) >= 1: violated" in out and "Flagged — guard" not in out, out
-    assert "Flagged — attrition" in out, out
+    assert _check_lines(out)["attrition"] == "[FLAG]", out
+    guard = next(line for line in out.splitlines() if line.startswith("  [FAIL] guard: aborts (treatment) >= 1: "))
+    assert "violated" in guard and guard.endswith(" (this makes the result invalid)"), guard
+    code, doc, err = cli("hypothesis", "analyze", "wedge-confound", "--json", "--no-record", "--db", db,
+                         "--root", str(root))
+    assert code == 0, err
+    reasoning = json.loads(doc)["reasoning"]
+    assert "Failed — guard: aborts (treatment) >= 1: violated" in reasoning and "Flagged — guard" not in reasoning
+    assert "Flagged — attrition" in reasoning, reasoning

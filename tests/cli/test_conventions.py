@@ -211,6 +211,19 @@ def test_no_color_is_honoured(wbenv):
     assert b"hypothesis" in plain and not color.search(plain)
 
 
+@pytest.mark.parametrize("args", [["--help"], ["hypothesis", "list"]])
+def test_no_color_leaves_out_bold_and_dim_too(wbenv, args):
+    """Any non-empty NO_COLOR turns off every style (https://no-color.org), not only the colours: the help and a
+    table on a terminal were still written bold and dim. Without it the same terminal is styled (the check can fail)."""
+    import re
+
+    style = re.compile(rb"\x1b\[[0-9;]*m")
+    styled = _in_a_terminal(args, {**wbenv, "TERM": "xterm-256color"})
+    assert style.search(styled), styled[:200]
+    plain = _in_a_terminal(args, {**wbenv, "TERM": "xterm-256color", "NO_COLOR": "1"})
+    assert b"hypothes" in plain and not style.search(plain), style.findall(plain)
+
+
 def test_shell_completion_installs(tmp_path, wbenv):
     env = {**wbenv, "HOME": str(tmp_path), "SHELL": "/bin/bash"}
     shown = subprocess.run([WB, "--show-completion", "bash"], capture_output=True, text=True, env=env, timeout=60)

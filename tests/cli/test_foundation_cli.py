@@ -192,7 +192,7 @@ def test_bad_evidence_rows_write_nothing(tmp_path: Path, seed_csv: Path, cli):
         "not-a-number": (text.replace(",346.3,", ",fast,"), "column 'wall_s' holds 'fast'"),
         "bad-variable": (text.replace("pre-fp8-hicache,before abort fix,fp8", "pre-fp8-hicache,before abort fix,fp16"),
                          "column 'index_k_dtype'"),
-        "unknown-column": (text.replace("run_id,phase", "run_id,phaze", 1), "unknown column(s) phaze"),
+        "unknown-column": (text.replace("run_id,phase", "run_id,phaze", 1), "unknown column phaze"),
         "repeated-id": (text + text.splitlines()[1] + "\n", "repeats line 2"),
     }
     for name, (content, words) in cases.items():

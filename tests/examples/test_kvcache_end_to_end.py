@@ -14,7 +14,7 @@ def test_history_aliasing_separating_run_and_both_verdicts(kv, cli):
     original_conf = (kv.root / "kv.conf").read_bytes()
     code, out, err = cli("import", "evidence", str(kv.root / "history.csv"), "--root", str(kv.root), "--db", kv.db)
     assert code == 0, err
-    assert "imported 6 run(s)" in out and "experiment kv-load" in out
+    assert "imported 6 runs" in out and "experiment kv-load" in out
 
     code, out, err = cli("confounds", "--root", str(kv.root), "--db", kv.db, "--write")
     assert code == 0, err

@@ -44,7 +44,7 @@ def test_a_probe_whose_runs_all_fail_stops_the_search_and_the_search_resumes(ben
     assert out.returncode == 1, out.stderr[-3000:]
     assert "Traceback" not in out.stderr
     [error] = [line for line in out.stderr.splitlines() if line.startswith("Error:")]
-    assert error.startswith("Error: wb isolate probe 1 (good with {geometry_fix=off}): its 2 run(s) failed, "
+    assert error.startswith("Error: wb isolate probe 1 (good with {geometry_fix=off}): its 2 runs failed, "
                             "so it decided nothing; the search stopped there. First: run "), error
     assert error.endswith("workload exited 3: repro script not found"), error
     hint = out.stderr.split("resumes with: ", 1)[1].strip().splitlines()[0]

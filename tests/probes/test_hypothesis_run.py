@@ -34,7 +34,7 @@ def test_dead_code_hypothesis_is_falsified_stored_and_reported(tmp_path: Path):
     assert r.returncode == 0, f"{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     out = json.loads(r.stdout)
     assert out["verdict"] == "falsified", out["reasoning"]
-    assert "DSAIndexerPoolHost: 0 call(s)" in out["reasoning"]
+    assert "DSAIndexerPoolHost: 0 calls" in out["reasoning"]
     assert "positive control DeepSeekV4PagedHostPool was hit in every run" in out["reasoning"]
 
     with open_store(str(db), read_only=True) as store:

@@ -176,7 +176,7 @@ CASES = [
      "guard on metric 'abort_count'", "      - {metric: abort_count, arm: treatment, equals: 0,"),
     ("bad-id", H, "  - id: wedge-confound\n", "  - id: Wedge Confound\n", "not a valid id", "  - id: Wedge Confound"),
     ("template-unknown-name", E, "        hicache={{ hicache }}", "        hicache={{ hicahe }}",
-     "unknown name(s) hicahe", "        hicache={{ hicahe }}"),
+     "unknown name hicahe", "        hicache={{ hicahe }}"),
     ("bad-regex", E, "      sim_s: {regex: 'wall=(?P<value>[0-9.]+)s'}\n    fingerprint:\n      wb_version",
      "      sim_s: {regex: 'wall=(?P<value>[0-9.+)s'}\n    fingerprint:\n      wb_version", "invalid regex",
      "      sim_s: {regex: 'wall=(?P<value>[0-9.+)s'}"),

@@ -189,9 +189,9 @@ def test_markdown_marks_a_check_that_could_not_be_made_n_a(wb):
                     outcomes={"leak": 5, "done": 35})
     finally:
         store.dispose()
-    assert "[n/a] data: control: 0 run(s)" in wb["run"]("hypothesis", "analyze", HID)
+    assert "[n/a] data: control: 0 runs" in wb["run"]("hypothesis", "analyze", HID)
     md = wb["run"]("report", "--format", "md", "--hypothesis", HID)
-    assert re.search(r"^- \[ \] data \*\*\(n/a; [^)]+\)\*\*: control: 0 run\(s\)", md, re.M), md
+    assert re.search(r"^- \[ \] data \*\*\(n/a; [^)]+\)\*\*: control: 0 runs\b", md, re.M), md
     assert re.search(r"^- \[ \] guard: aborts \(treatment\) == 0 \*\*\(n/a; makes the verdict inconclusive\)\*\*",
                      md, re.M), md
     assert re.search(r"^- \[x\] fingerprint: ", md, re.M)

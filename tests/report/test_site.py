@@ -115,7 +115,7 @@ def test_probe_counts_per_process_and_target(site: dict[str, Any], seeded: dict[
     cells = [re.sub(r"<[^>]+>", " ", r).split() for r in rows]
     assert ["run", "9", "workbench.sim.hicache:DSAIndexerPoolHost", "prefill", "1000", "0", "yes"] in cells
     assert ["run", "10", "workbench.sim.hicache:DeepSeekV4PagedHostPool", "decode", "2001", "3", "yes"] in cells
-    assert "<strong>0</strong> calls in 4 process(es)" in page
+    assert "<strong>0</strong> calls in 4 processes" in page
     run_page = Path(site["runs"][seeded["ids"]["probe"][0]]).read_text(encoding="utf-8")
     assert run_page.count("workbench.sim.hicache:DSAIndexerPoolHost") == 2 and "prefill" in run_page
 
@@ -424,7 +424,7 @@ def test_check_effects_recorded_by_analysis_are_worded(seeded: dict[str, Any]) -
     assert [(c.mark, c.meaning) for c in view.checks] == [
         ("FAIL", "makes the verdict inconclusive"), ("FLAG", "does not change the verdict: inconclusive stands"),
         ("pass", "")]
-    assert view.checks_summary == ("1 of 3 checks passed; 1 check(s) changed the verdict (attrition); "
+    assert view.checks_summary == ("1 of 3 checks passed; 1 check changed the verdict (attrition); "
                                    "1 flagged a problem that does not change it (drift).")
 
 

@@ -38,8 +38,8 @@ def test_interrupted_counts_agree_and_sigterm_exits_143(toy, capfd):
     with pytest.raises(RunInterrupted) as ei:
         _run(toy, replicates=1, seed=3, show_progress=True, fault=_signal_at_run(2))
     err = _stderr(capfd)
-    assert "toy-fix on local: 1 of 2 run(s) ok, interrupted; the runs took" in err, err
-    assert ei.value.message.startswith("interrupted after 1 of 2 run(s) ok;"), ei.value.message
+    assert "toy-fix on local: 1 of 2 runs ok, interrupted after " in err, err
+    assert ei.value.message.startswith("interrupted after 1 of 2 runs ok;"), ei.value.message
     assert ei.value.exit_code == 143
     assert toy.conf.read_bytes() == toy.original
 
@@ -47,7 +47,7 @@ def test_interrupted_counts_agree_and_sigterm_exits_143(toy, capfd):
 def test_sigint_exits_130(toy):
     with pytest.raises(RunInterrupted) as ei:
         _run(toy, replicates=1, seed=3, show_progress=False, fault=_signal_at_run(1, signal.SIGINT))
-    assert ei.value.exit_code == 130 and ei.value.message.startswith("interrupted after 0 of 2 run(s) ok;")
+    assert ei.value.exit_code == 130 and ei.value.message.startswith("interrupted after 0 of 2 runs ok;")
     assert toy.conf.read_bytes() == toy.original
 
 
@@ -55,7 +55,7 @@ def test_runs_that_all_failed_are_not_called_finished(toy, capfd):
     s = _run(toy, replicates=2, sets={"mode": "fail"}, show_progress=True)
     assert {r["status"] for r in s["runs"]} == {"failed"}
     err = _stderr(capfd)
-    assert "toy-fix on local: 0 of 4 run(s) ok, 4 failed; the runs took" in err, err
+    assert "toy-fix on local: 0 of 4 runs ok, 4 failed restored: " in err, err
     assert "finished" not in err
 
 
@@ -70,17 +70,18 @@ def test_a_resumed_execution_counts_each_planned_run_once(toy):
     wb = Workbench.open(Settings.from_env(db=toy.db, root=toy.root))
     report = wb.run("toy-fix", RunOptions(resume=True, show_progress=False), report=False)
     assert len(report.execution.runs) == 5  # the interrupted attempt stays recorded
-    lines = summary_lines(report)
+    lines = summary_lines(report, wb.registry.hypothesis("toy-fix"))
     order = next(line for line in lines if line.startswith("order: "))
     assert len(order.split("  (")[0].split()) == 1 + 4, order
-    assert "of 4 planned" not in order and "1 interrupted attempt(s) redone by --resume" in order, order
+    assert "of 4 planned" not in order and "1 interrupted attempt redone by --resume" in order, order
     arms = [line for line in lines if "runs ok" in line]
     assert all("runs ok 2/2" in line for line in arms), arms
     # corruption_rate is a proportion: it reads in percent, as the verdict below it does (it read 0.300); counts stay.
     control, treatment = (next(line for line in arms if line.strip().startswith(a)) for a in ("control", "treatment"))
     assert "corruption_rate=30.0%" in control and "sessions=20" in control, control
     assert "corruption_rate=0.0%" in treatment and "leak=0" in treatment, treatment
-    assert "It predicted corruption_rate (treatment) <= 0.02 (2%);" in " ".join(lines), lines
+    assert "] predicts corruption_rate (treatment) <= 0.02 (2%); the treatment arm (fix=on) had 0/20 = 0.0%" \
+        in " ".join(lines), lines
 
 
 def _run_lines(capfd) -> list[str]:

@@ -27,7 +27,7 @@ def test_an_arm_whose_run_never_began_says_so_and_the_reason_is_not_the_status_a
     assert sorted(arms.values()) == ["runs ok 0 of 1, none began", "runs ok 0/1"], out
     first = next(arm for arm, text in arms.items() if text == "runs ok 0/1")
     assert f"  run 1 ({first} r0) interrupted during its workload stage\n" in out, out
-    assert "Error: interrupted after 0 of 2 run(s) ok; the target was restored" in err, err
+    assert "Error: interrupted after 0 of 2 runs ok; the target was restored" in err, err
     assert f"restored: {toy.conf} put back byte for byte, restarted (1 command)" in err, err
     assert toy.conf.read_bytes() == toy.original
 
@@ -58,7 +58,7 @@ def test_a_stop_before_any_run_leaves_the_target_alone_and_says_it_was_not_touch
     assert code == 130, err
     assert "order: no run began  (0 of 2 planned)" in out, out
     assert out.count("runs ok 0 of 1, none began") == 2, out
-    assert "Error: interrupted after 0 of 2 run(s) ok; the target was not touched\n" in err, err
+    assert "Error: interrupted after 0 of 2 runs ok; the target was not touched\n" in err, err
     assert "the target was not touched (no run began): nothing to restore\n" in err, err
     assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
 

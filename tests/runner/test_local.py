@@ -221,7 +221,7 @@ def test_an_execution_that_stops_before_any_run_says_no_run_ended(toy, tmp_path,
         run_hypothesis("toy-fix", db=toy.db, replicates=1, show_progress=True)
     err = " ".join(capfd.readouterr().err.split())
     assert "toy-fix on local: no run ended (2 planned); it stopped after " in err, err
-    assert "run(s) ok" not in err and "the runs took" not in err, err
+    assert "runs ok" not in err and "the runs took" not in err, err
 
 
 def test_a_site_that_cannot_be_rebuilt_after_the_runs_says_they_are_recorded(toy, cli):

@@ -101,5 +101,5 @@ def test_a_run_refused_after_a_kill_where_the_config_was_no_file_says_to_remove_
     # The next run takes the target (the toy service cannot restart without a config file, so its closing restart
     # fails, loudly: not wb's concern here) and leaves the config as it was: no file.
     out = subprocess.run(new_run, env=env, capture_output=True, text=True, timeout=600)
-    assert "was left by" not in out.stderr and "2 of 2 run(s) ok" in out.stderr, out.stderr
+    assert "was left by" not in out.stderr and "2 of 2 runs ok" in out.stderr, out.stderr
     assert not toy.conf.exists()

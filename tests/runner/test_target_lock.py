@@ -72,7 +72,7 @@ def test_a_refused_run_prints_its_error_alone_and_exits_2(toy):
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert lines[0].startswith("Error: target local is in use by execution "), res.stderr
     assert all(line.startswith("Hint:") or line.startswith(" ") for line in lines[1:]), res.stderr
-    assert "run(s)" not in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert "runs ok" not in res.stderr and "Traceback" not in res.stderr, res.stderr
     assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
 
 

@@ -343,7 +343,7 @@ def test_a_pid_file_of_another_shape_names_no_server(sim_dir, cli, text):
     assert code == 3 and "Traceback" not in err, err  # down
     assert "decode   down" in out and "unreadable pid file" in out, out
     code, out, err = cli("sim", "down", "--dir", str(sim_dir))
-    assert (code, out.strip()) == (0, "stopped 0 process(es)"), err
+    assert (code, out.strip()) == (0, "stopped 0 processes"), err
     assert not (sim_dir / "run" / "decode.json").exists()
 
 
@@ -361,7 +361,7 @@ def test_a_copied_state_folder_does_not_take_the_original_deployment_for_its_own
     assert code == 3 and "pdsim: down" in out, out + err
     assert f"serves pdsim in {sim_dir}" in out, out
     code, out, err = cli("sim", "down", "--dir", str(copy))
-    assert (code, out.strip()) == (0, "stopped 0 process(es)"), out + err
+    assert (code, out.strip()) == (0, "stopped 0 processes"), out + err
     assert all(pid_alive(p) for p in pids)
     assert control.status(sim_dir).state == "healthy"
     assert sorted(control.down(sim_dir)) == pids

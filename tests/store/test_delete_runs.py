@@ -376,7 +376,7 @@ def test_declining_at_the_prompt_deletes_nothing_and_exits_0(workbench_dir: Path
     assert no.exit_code == 0, no.stderr
     assert no.stdout == "Nothing deleted.\n", no.stdout
     assert f"status of {HID} would be: falsified -> supported" in no.stderr  # shown before the question
-    assert no.stderr.index("would be") < no.stderr.index("Delete 1 run(s)?")
+    assert no.stderr.index("would be") < no.stderr.index("Delete 1 run?")
     assert _rows(db, ids)["runs"] == 4
     no = CliRunner().invoke(app, args + ["--json"], input="")  # end of input: declined too
     assert no.exit_code == 0 and json.loads(no.stdout)["deleted"] == [], no.stdout
@@ -384,7 +384,7 @@ def test_declining_at_the_prompt_deletes_nothing_and_exits_0(workbench_dir: Path
     assert yes.exit_code == 0, yes.stderr
     d = json.loads(yes.stdout)  # the whole of stdout: the prompt stays on stderr
     assert yes.stdout.startswith("{") and [r["id"] for r in d["deleted"]] == [ids[1]], yes.stdout
-    assert "Delete 1 run(s)? [y/N]: " in yes.stderr and ex
+    assert "Delete 1 run? [y/N]: " in yes.stderr and ex
 
 
 def test_import_replace_says_which_run_id_replaced_which(cli, db: str, workbench_dir: Path, seed_csv: Path,

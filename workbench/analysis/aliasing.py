@@ -15,6 +15,7 @@ from collections import Counter
 from itertools import combinations
 from typing import TYPE_CHECKING, Any, Callable
 
+from workbench.analysis import display
 from workbench.registry.drafts import entry_yaml
 
 if TYPE_CHECKING:
@@ -73,14 +74,15 @@ def alias_findings(make: Callable[..., Any], registry: Registry, exp: Experiment
         combos = Counter(pairs)
         rates = {c: _rate([r for r in both if (r.variables[a], r.variables[b]) == c], occurred, counts)
                  for c in combos}
-        seen = "; ".join(f"{a}={x} with {b}={y}: {n} run(s), {what} rate {rates[(x, y)]:.2g}"
+        seen = "; ".join(f"{a}={x} with {b}={y}: {display.count(n, 'run')}, {what} rate {rates[(x, y)]:.2g}"
                          for (x, y), n in sorted(combos.items()))
         if perfect:
-            msg = (f"{a} and {b} are perfectly aliased: they never varied independently in {len(both)} run(s) "
-                   f"of {exp.id}, so this history cannot tell which one goes with {what} ({seen}).")
+            msg = (f"{a} and {b} are perfectly aliased: they never varied independently in "
+                   f"{display.count(len(both), 'run')} of {exp.id}, so this history cannot tell which one goes with "
+                   f"{what} ({seen}).")
         else:
             msg = (f"{a} and {b} are partially aliased (Cramér's V {v:.2f}): they moved together in most of "
-                   f"{len(both)} run(s) of {exp.id}, so the history barely separates them ({seen}).")
+                   f"{display.count(len(both), 'run')} of {exp.id}, so the history barely separates them ({seen}).")
         prop = propose(registry, exp, (a, b), both, rates, outcome)
         table = {"combinations": {f"{a}={x}, {b}={y}": {"runs": n, f"{what} rate": rates[(x, y)]}
                                   for (x, y), n in combos.items()},

@@ -51,8 +51,9 @@ def variable_findings(make: Callable[..., Any], exp: Experiment, known: list[Run
             continue
         used = informative_runs(known, var)
         if not used:
+            with_it = display.count(len([r for r in known if var in r.variables]), "run")
             msg = (f"{var} never varied with the other variables and the experiment version held "
-                   f"({len([r for r in known if var in r.variables])} run(s)): this history cannot test it alone.")
+                   f"({with_it}): this history cannot test it alone.")
             out.append(make("variable", var, outcome, exp.id, False, msg, {"values": {}, "strata": [], "runs": []},
                             None, {}, None))
             continue
@@ -152,7 +153,7 @@ def _message(var: str, used: list[RunData], per: dict[str, dict[str, Any]], by: 
         result += (f" (Bonferroni-adjusted over {comparisons} comparisons: "
                    f"{display.p_value(min(1.0, p * comparisons))} over runs"
                    + (f", {display.p_value(units)} over units" if units is not None else "") + ")")
-    return (f"pooled, {pooled} over the {len(used)} run(s) that can test it ("
+    return (f"pooled, {pooled} over the {display.count(len(used), 'run')} that can test it ("
             + ", ".join(r.name for r in used[:8]) + (", ..." if len(used) > 8 else "") + "); "
             + (f"{detail}; " if detail else "") + result)
 

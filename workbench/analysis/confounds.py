@@ -147,7 +147,8 @@ def _propose(registry: Registry, exp: Experiment, guard_names: list[str], outcom
     text = f"Toggle {var}{arrow} while holding {_kv(hold) or 'everything else'}; record {g} and {outcome} in both arms"
     if registered:
         h = registry.hypothesis(registered)
-        text += (f", under the guard(s) of hypothesis {registered} ({'; '.join(x.describe() for x in h.requires)}). "
+        guards = "guards" if len(h.requires) > 1 else "guard"
+        text += (f", under the {guards} of hypothesis {registered} ({'; '.join(x.describe() for x in h.requires)}). "
                  f"If {outcome} persists in the arm without {g}, {g} does not explain it. This is hypothesis "
                  f"{registered}.")
     else:
@@ -234,7 +235,7 @@ def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outc
                "outcome_without_guard": table[1][0], "no_outcome_without_guard": table[1][1],
                "runs": [r.name for r in both]}
         if apart:
-            msg = (f"{what} occurred without {label} in {len(apart)} run(s) ("
+            msg = (f"{what} occurred without {label} in {display.count(len(apart), 'run')} ("
                    + "; ".join(f"{r.name}: {what}={counts[r.id][0]:g}, {label}=0" for r in apart[:SHOWN_RUNS])
                    + _more(apart) + f"): {label} is not necessary for {what}.")
             out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect, test=_FISHER))
@@ -249,7 +250,7 @@ def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outc
             prop = _propose(registry, exp, names, outcome, co, runs, g_known, scanned)
             out.append(Finding("guard", label, outcome, exp.id, True, msg, tab, p, effect, prop, _FISHER))
         else:
-            msg = f"{what} did not occur in any run where {label} was recorded ({len(both)} run(s))."
+            msg = f"{what} did not occur in any run where {label} was recorded ({display.count(len(both), 'run')})."
             out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect, test=_FISHER))
     variables = variable_findings(Finding, exp, known, occurred, counts, outcome, what, tested_by or {})
     aliases = alias_findings(Finding, registry, exp, known, occurred, counts, outcome, what)
@@ -264,10 +265,11 @@ def _guard_apart(label: str, what: str, table: list[list[int]], p: float | None)
     if not table[0][1]:
         return "."
     if p is None:
-        return (f"; {label} also occurred in {table[0][1]} run(s) without {what}, so it is not specific; "
-                f"no run without {label} exists to compare.")
-    return (f"; {label} also occurred in {table[0][1]} run(s) without {what}, and {what} occurred in "
-            f"{table[1][0]} of {table[1][0] + table[1][1]} run(s) without {label} (Fisher p {display.p_is(p)}).")
+        return (f"; {label} also occurred in {display.count(table[0][1], 'run')} without {what}, so it is not "
+                f"specific; no run without {label} exists to compare.")
+    return (f"; {label} also occurred in {display.count(table[0][1], 'run')} without {what}, and {what} occurred in "
+            f"{table[1][0]} of {display.count(table[1][0] + table[1][1], 'run')} without {label} "
+            f"(Fisher p {display.p_is(p)}).")
 
 
 def _note_aliased(f: Finding, aliases: list[Finding]) -> Finding:

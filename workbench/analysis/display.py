@@ -39,6 +39,25 @@ def scale(kind: str | None, difference: bool = False) -> str | None:
     return POINTS if difference else PERCENT
 
 
+def count(n: float, noun: str, plural: str | None = None) -> str:
+    """A count with its noun in number: "1 run", "3 runs", "0 runs", "1,200 units" ("run(s)" read as unsure)."""
+    shown = f"{int(n):,}" if float(n).is_integer() else f"{n:,g}"
+    return f"{shown} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def adding_up(total: float, parts: Sequence[float], places: int = 2) -> tuple[str, list[str]]:
+    """`total` and its `parts` at `places` decimals, the parts rounded so that what is shown adds up to the total
+    shown (largest remainders: 0.333 + 0.333 + 0.334 = 1.00, not 0.33 + 0.33 + 0.33)."""
+    scale_ = 10 ** places
+    whole = round(total * scale_)
+    floors = [math.floor(round(p * scale_, 6)) for p in parts]  # 0.29 * 100 is 28.999...: 29 hundredths
+    short = whole - sum(floors)  # hundredths the floors leave out (or, past a total rounded down, put in)
+    order = sorted(range(len(parts)), key=lambda i: parts[i] * scale_ - floors[i], reverse=short > 0)
+    for n in range(abs(short)):
+        floors[order[n % len(order)]] += 1 if short > 0 else -1
+    return f"{whole / scale_:.{places}f}", [f"{f / scale_:.{places}f}" for f in floors]
+
+
 def rate(x: float) -> str:
     """A rate in percent: 0.175 -> 17.5%; one that is not 0 or 1 gets the decimals that keep it from reading as
     either (0.00012 -> 0.01%, 0.99999 -> 99.999%), and beyond the last of them reads as lying within one of its

@@ -511,7 +511,7 @@ def _judge_shift(out: dict[str, Any], xa: list[float], xb: list[float], region: 
         need = max(stats.MIN_SAMPLES_TEST, stats.shift_min_samples(alpha))
         out["more_runs_needed"] = max(0, need - min(len(xa), len(xb)))
         if ci is None:
-            out["note"] = (f"{len(xa)} and {len(xb)} run(s) are too few for a {_level(1 - alpha)} interval of the "
+            out["note"] = (f"{len(xa)} and {len(xb)} runs are too few for a {_level(1 - alpha)} interval of the "
                            f"shift; need >= {need} per arm")
             return out
         out["note"] = warning

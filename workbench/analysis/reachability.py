@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, Sequence
 
+from workbench.analysis import display
 from workbench.analysis.predictions import combine_outcomes
 from workbench.analysis.results import Analysis, Check, Judgement
 from workbench.registry.hypothesis import Hypothesis, Prediction
@@ -84,7 +85,7 @@ class _Judging:
         hits = {p: c for p, c in self.counts[target]["by_process"].items() if c > 0}
         if not hits:
             n_procs = len({(r.id, row.pid) for r in self.valid for row in r.probe_counts})
-            return f"in all {n_procs} probed process(es)"
+            return f"in all {display.count(n_procs, 'probed process', 'probed processes')}"
         return "in " + ", ".join(f"{_label(p)}: {c}" for p, c in hits.items())
 
 
@@ -95,26 +96,27 @@ def judge_reachability(hypothesis: Hypothesis, runs: Sequence[ProbedRun]) -> Ana
         st.check("probe targets", False, "the hypothesis names no probe target", "invalid")
         return st.result("invalid", "A reachability hypothesis must name the code to probe (probe.targets).")
     skipped = ", ".join(f"#{r.id} ({r.status})" for r in st.excluded)
-    st.check("valid runs", bool(st.valid), f"{len(st.valid)} of {len(runs)} run(s) completed ok"
+    st.check("valid runs", bool(st.valid), f"{len(st.valid)} of {display.count(len(runs), 'run')} completed ok"
              + (f"; excluded: {skipped}" if st.excluded else ""))
     st.counts = tally(st.valid, st.targets)
     if not st.valid:
         return st.result("inconclusive", "No run completed ok, so there are no counts to judge; run the hypothesis "
                                           "(again) and check why the runs failed.")
     silent = [r.id for r in st.valid if not r.probe_counts]
+    named = ("runs " if len(silent) > 1 else "run ") + ", ".join(f"#{i}" for i in silent)
     st.check("probe reported", not silent,
              "every run has counts from the probed processes" if not silent else
-             f"run(s) {', '.join(f'#{i}' for i in silent)} have no probe counts at all: the probe was not injected "
+             f"{named} {'have' if len(silent) > 1 else 'has'} no probe counts at all: the probe was not injected "
              "or no process wrote its counts")
     if silent:
-        return st.result("inconclusive", f"No probe counts were recorded for run(s) "
-                         f"{', '.join(f'#{i}' for i in silent)}: the probe did not report, so zero calls cannot be "
-                         "told from a missing probe. Check that the deployment's restart received the probe "
-                         "environment (PYTHONPATH, WB_PROBE_*).")
+        return st.result("inconclusive", f"No probe counts were recorded for {named}: the probe did not report, so "
+                         "zero calls cannot be told from a missing probe. Check that the deployment's restart "
+                         "received the probe environment (PYTHONPATH, WB_PROBE_*).")
     unresolved = _resolution(st)
     if unresolved:
-        return st.result("invalid", "Target(s) name no existing code object, so their count is not a measurement: "
-                         + "; ".join(unresolved) + ". Fix the target (package.module:Qualified.name).")
+        said = ("Targets name no existing code objects, so their counts are not measurements: " if len(unresolved) > 1
+                else "A target names no existing code object, so its count is not a measurement: ")
+        return st.result("invalid", said + "; ".join(unresolved) + ". Fix the target (package.module:Qualified.name).")
     control_ok, control_note = _control(st)
     outcomes, reasons = [], []
     for pred, target in zip(st.h.predicts, st.pred_targets):
@@ -130,9 +132,9 @@ def _resolution(st: _Judging) -> list[str]:
         entry = st.counts[t]
         ok = bool(entry["resolved"])
         n = entry["reporting_processes"]
-        why = "; ".join(entry["details"]) or (f"unresolved in all {n} process report(s)" if n else
+        why = "; ".join(entry["details"]) or (f"unresolved in all {display.count(n, 'process report')}" if n else
                                              "no process reported it")
-        st.check(f"resolves: {t}", ok, f"instrumented or found in {n} process report(s)"
+        st.check(f"resolves: {t}", ok, f"instrumented or found in {display.count(n, 'process report')}"
                  if ok else f"names no existing code object: {why}", "invalid")
         if not ok:
             unresolved.append(f"{t} ({why})")
@@ -148,7 +150,7 @@ def _control(st: _Judging) -> tuple[bool, str]:
     missed = [rid for rid, n in per_run.items() if n <= 0]
     note = (f"the positive control {_short(st.control)} was hit in every run "
             f"({', '.join(f'#{k}: {v}' for k, v in per_run.items())}; {st.where(st.control)})" if not missed else
-            f"the positive control {_short(st.control)} was not hit in run(s) "
+            f"the positive control {_short(st.control)} was not hit in run{'s' if len(missed) > 1 else ''} "
             f"{', '.join(f'#{k}' for k in missed)}: the workload did not exercise the surrounding path")
     st.check("positive control", not missed, note)
     return not missed, note
@@ -162,7 +164,7 @@ def _judge_one(st: _Judging, pred: Prediction, target: str, control_ok: bool, co
     # whatever the control did; a conclusion resting on few or no calls needs the control.
     by_hits = (inside and lo > 0 and hi == float("inf")) or (not inside and n > hi)
     what = f"calls to {_short(target)} {pred.region.describe()}"
-    seen = f"{n} call(s) over {len(st.valid)} run(s) {st.where(target)}"
+    seen = f"{display.count(n, 'call')} over {display.count(len(st.valid), 'run')} {st.where(target)}"
     if by_hits or control_ok:
         outcome = "supported" if inside else "falsified"
         st.check(f"prediction: {what}", inside, f"observed {seen}", "none")
@@ -171,8 +173,10 @@ def _judge_one(st: _Judging, pred: Prediction, target: str, control_ok: bool, co
     else:
         outcome = "inconclusive"
         st.check(f"prediction: {what}", False, f"observed {seen}; undecidable: {control_note}")
-        reason = (f"{_short(target)}: {seen}, but {control_note}, so {n} call(s) says nothing about reachability; "
-                  "rerun with a workload that reaches the path (e.g. with the feature that uses it enabled)")
+        says = "says" if n == 1 else "say"
+        reason = (f"{_short(target)}: {seen}, but {control_note}, so {display.count(n, 'call')} {says} nothing about "
+                  "reachability; rerun with a workload that reaches the path (e.g. with the feature that uses it "
+                  "enabled)")
     st.judgements.append(Judgement(
         metric=f"calls:{target}", target=target, where="every process", region=pred.region.describe(),
         bounds=(lo, hi), describe=what, why=pred.why or "", basis="all", estimate=n, interval=None,

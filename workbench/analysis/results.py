@@ -76,6 +76,12 @@ class Check:
             return "FAIL"
         return "FLAG" if self.effect == "none" or verdict in ("supported", "falsified") else "FAIL"
 
+    def line(self, verdict: str) -> str:
+        """The check's line under `verdict`: "[mark] name: detail", and what a check that changed it did."""
+        did = f" (this makes the result {self.effect})" if self.mark(verdict) == "FAIL" and \
+            self.effect in CHANGES_VERDICT else ""
+        return f"[{self.mark(verdict)}] {self.name}: {self.detail}{did}"
+
 
 def marked_checks(checks: Iterable[Check], verdict: str) -> list[dict[str, Any]]:
     """Checks as the JSON views give them: each with the mark its line shows under `verdict` (the stored

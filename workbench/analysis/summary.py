@@ -1,4 +1,5 @@
-"""Per-arm summaries of every metric, and the one-paragraph reasoning in plain words that CLI and reports show."""
+"""Per-arm summaries of every metric, and the verdict's reasoning in plain words: one paragraph as stored (the
+reports show it) and a line per prediction and check as the CLI prints it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.analysis import clustered, display, stats
 from workbench.analysis.data import RunData, completed_units, metric_value
 from workbench.analysis.predictions import _arm_effective, _fmt, pooled
-from workbench.analysis.results import Check
+from workbench.analysis.results import Analysis, Check
 from workbench.registry.experiment import Experiment
 
 if TYPE_CHECKING:
@@ -75,16 +76,18 @@ def _evidence(j: dict[str, Any]) -> str:
     return f" (p {display.p_is(p)})" if p is not None and p < 0.05 else ""
 
 
-def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolates: str | None) -> str:
+def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolates: str | None) -> str:
+    """What the runs gave for a prediction, against its region, and on which unit: what follows "It predicted
+    {describe}" in the reasoning and "predicts {describe}" on the prediction's line."""
     where = j["where"]
     if j["estimate"] is None:
-        return f"It predicted {j['describe']}, which cannot be judged: {j['note']}."
+        return f", which cannot be judged: {j['note']}."
     if isinstance(j.get("k"), float) and j.get("n"):
         arm = arms_summary.get(where, {})
         var = arm.get("variables", {}).get(isolates) if isolates else None
         label = f"the {where} arm" + (f" ({isolates}={var})" if var else "")
         body = (f"{label} had {j['k']:g}/{j['n']:g} = {display.rate(j['estimate'])} ({j['interval_kind']} "
-                f"{display.rate_interval(j['interval'], j['bounds'])}; {j.get('runs', 0)} run(s))")
+                f"{display.rate_interval(j['interval'], j['bounds'])}; {display.count(j.get('runs', 0), 'run')})")
     elif isinstance(j.get("k"), list):
         (ka, kb), (na, nb) = j["k"], j["n"]
         a, b = where.split(" - ")
@@ -113,8 +116,9 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
             tail = f"entirely {j['exact_held']} the predicted region {j['region']} by Wilson's interval"
         elif j.get("few_runs_held"):  # a median's range or a shift's interval clear of the bound, from too few runs
             runs = " and ".join(map(str, j["runs"])) if isinstance(j["runs"], list) else j["runs"]
-            tail = (f"entirely {j['few_runs_held']} the predicted region {j['region']}, but {runs} run(s) are too few "
-                    "to decide it")
+            are = "run is" if runs == 1 else "runs are"
+            tail = (f"entirely {j['few_runs_held']} the predicted region {j['region']}, but {runs} {are} too few to "
+                    "decide it")
         elif isinstance(j.get("runs"), list) and not j["interval"]:  # a shift too few runs give no interval
             tail = f"which has no interval to place against the region {j['region']}"
         elif j.get("empty_interval"):
@@ -127,12 +131,14 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
             tail += ("; no verdict is reachable within the sequential budget, even were the remaining replicates "
                      "to come in at either end of its 99% (Wilson) interval (futility)")
         elif j.get("more_units_needed") and j.get("more_runs_needed"):
-            tail += (f"; about {j['more_runs_needed']} more run(s) of this size ({j['more_units_needed']:,} units) at "
-                     "this rate and spread would decide it (with the runs as the unit, only more runs narrow it)")
+            tail += (f"; about {display.count(j['more_runs_needed'], 'more run')} of this size "
+                     f"({j['more_units_needed']:,} units) at this rate and spread would decide it (with the runs as "
+                     "the unit, only more runs narrow it)")
         elif j.get("more_units_needed"):
             tail += f"; about {j['more_units_needed']:,} more units at this rate would decide it"
         elif j.get("more_runs_needed"):
-            tail += f"; {j['more_runs_needed']} more run(s) are needed"
+            more = j["more_runs_needed"]
+            tail += f"; {display.count(more, 'more run')} {'is' if more == 1 else 'are'} needed"
     ptxt = _evidence(j)
     extra = f" Runs as the unit: {j['method_reason']}." if j.get("method_reason") else ""
     comp = j.get("completed")
@@ -141,13 +147,15 @@ def _prediction_sentence(j: dict[str, Any], arms_summary: dict[str, Any], isolat
         kind = f"{comp['interval_kind']} " if comp.get("interval_kind") else ""
         extra += (f" Over completed units only it is {comp['k']:g}/{comp['n']:g} = {display.rate(comp['estimate'])} "
                   f"({kind}{display.rate_interval(comp['interval'], j['bounds'])}), {comp['outcome']}.")
-    return f"It predicted {j['describe']}; {body}, {tail}{ptxt}.{extra}"
+    return f"; {body}, {tail}{ptxt}.{extra}"
 
 
-def reasoning_text(h: Hypothesis, exp: Experiment, result: Any, arms: dict[str, list[RunData]]) -> str:
-    parts = [f"{h.id} is {result.verdict}."]
+def _opening(h: Hypothesis, result: Any) -> list[str]:
+    """The sentences before the predictions: a sequential judgement, an A/A execution's noise floor."""
+    parts = []
     if result.sequential:
-        parts.append(f"Judged sequentially (always-valid tests, {result.replicates} replicate(s) so far).")
+        parts.append(f"Judged sequentially (always-valid tests, {display.count(result.replicates, 'replicate')} "
+                     "so far).")
     if result.mode == "aa" and result.aa is not None:
         for m, v in result.aa.items():
             (ka, na), (kb, nb) = v["control"], v["control_aa"]
@@ -159,14 +167,27 @@ def reasoning_text(h: Hypothesis, exp: Experiment, result: Any, arms: dict[str, 
                             else "; no false alarm."))
         if not result.predictions:
             parts.append("It measures the harness, not the claim, so the claim stays undecided.")
-    for j in result.predictions:
-        parts.append(_prediction_sentence(j, result.arms, h.isolates))
-    # Arms whose predicted metric stayed unknown are named, so nobody reads a silence as a zero.
-    for a, summ in result.arms.items():
+    return parts
+
+
+def _unknown(h: Hypothesis, arms: dict[str, Any]) -> list[str]:
+    """Arms whose predicted metric stayed unknown are named, so nobody reads a silence as a zero."""
+    parts = []
+    for a, summ in arms.items():
         for m in sorted({p.metric for p in h.predicts}):
             info = summ.get("metrics", {}).get(m)
             if info and info.get("runs") == 0 and info.get("unknown_runs"):
-                parts.append(f"In {a}, {m} is unknown ({info['unknown_runs']} run(s) did not record what it needs).")
+                parts.append(f"In {a}, {m} is unknown ({display.count(info['unknown_runs'], 'run')} did not record "
+                             "what it needs).")
+    return parts
+
+
+def reasoning_text(h: Hypothesis, exp: Experiment, result: Any, arms: dict[str, list[RunData]]) -> str:
+    """The verdict in one paragraph, as stored with it and given by `--json` (`verdict_lines` prints it a line each)."""
+    parts = [f"{h.id} is {result.verdict}.", *_opening(h, result)]
+    for j in result.predictions:
+        parts.append(f"It predicted {j['describe']}{_prediction_finding(j, result.arms, h.isolates)}")
+    parts += _unknown(h, result.arms)
     held = [c for c in result.checks if c["passed"] is True and c["name"] != "data"]
     failed = [c for c in result.checks if c["passed"] is False]
     unknown = [c for c in result.checks if c["passed"] is None]
@@ -180,3 +201,24 @@ def reasoning_text(h: Hypothesis, exp: Experiment, result: Any, arms: dict[str, 
     if unknown:
         parts.append("Not checkable: " + "; ".join(f"{c['name']} ({c['detail'].rstrip('.')})" for c in unknown) + ".")
     return " ".join(parts)
+
+
+def verdict_lines(h: Hypothesis, analysis: Analysis) -> list[str]:
+    """The verdict under its headline, a line each, as `hypothesis run`, `show` and `analyze` print it: the
+    reasoning's facts (sequential or A/A, each prediction with its figures and method, an unknown metric), then one
+    line per check with its mark. An analysis without judged predictions (reachability, no runs, an isolate probe)
+    gives its reasoning as written, after its opening "ID is VERDICT."."""
+    if not analysis.predictions and not (analysis.mode == "aa" and analysis.aa is not None):
+        said = analysis.reasoning.removeprefix(f"{analysis.hypothesis_id} is {analysis.verdict}.").strip()
+        lines = [said] if said and all(said != c.detail for c in analysis.checks) else []  # no runs: the data check
+    else:
+        # The judgements and arm summaries as stored: a fresh analysis reads as its stored copy will (`show`). An
+        # unbounded side of a region is stored as null: only its finite bounds are read apart from.
+        d = analysis.to_dict()
+        for j in d["predictions"]:
+            j["bounds"] = [b for b in j["bounds"] if b is not None]
+        lines = _opening(h, analysis)
+        lines += [f"[{j['outcome']}] predicts {j['describe']}{_prediction_finding(j, d['arms'], h.isolates)}"
+                  for j in d["predictions"]]
+        lines += _unknown(h, d["arms"])
+    return [f"  {line}" for line in lines] + [f"  {c.line(analysis.verdict)}" for c in analysis.checks]

@@ -147,7 +147,7 @@ def fingerprints(arms: dict[str, list[RunData]]) -> dict[str, Any]:
             same.append(key)
     if differ:
         return check("fingerprint", False, "environment differs between arms: " + "; ".join(differ[:4]), "invalid")
-    detail = (f"{len(same)} fingerprint value(s) identical across arms ({', '.join(same[:5])})" if same
+    detail = (f"{display.count(len(same), 'fingerprint value')} identical across arms ({', '.join(same[:5])})" if same
               else "no fingerprint value was recorded in every arm")
     if partial:
         detail += f"; not comparable (recorded in some arms only): {', '.join(partial[:5])}"
@@ -207,8 +207,8 @@ def configs(texts: dict[str, str], arms: dict[str, list[RunData]], aa: bool,
         return check("config", True if aa else None, "one rendered config per arm" if aa else
                      "rendered configs recorded for one arm only")
     shown = diffs[0]
-    return check("config", True, f"one rendered config per arm in each of {len(by_exec)} execution(s); they differ in: "
-                 + " | ".join(x.strip() for x in shown))
+    return check("config", True, f"one rendered config per arm in each of {display.count(len(by_exec), 'execution')}; "
+                 "they differ in: " + " | ".join(x.strip() for x in shown))
 
 
 REASONS_SHOWN = 3      # the commonest messages a check quotes
@@ -240,7 +240,7 @@ def lost_reasons(runs: list[RunData], exp: Experiment, outcome: str | None = Non
     said = [f"{n:,} {_quoted(message)}{' (long numbers vary)' if vary else ''}"
             for message, n, vary in top[:REASONS_SHOWN]]
     rest = sum(t[1] for t in top[REASONS_SHOWN:])
-    more = f" and {rest:,} more in {len(top) - REASONS_SHOWN} other message(s)" if rest else ""
+    more = f" and {rest:,} more in {display.count(len(top) - REASONS_SHOWN, 'other message')}" if rest else ""
     return f" (their {exp.unit.reason_field} field: {', '.join(said)}{more})"
 
 
@@ -271,13 +271,13 @@ def guard(g: Any, arms: dict[str, list[RunData]], exp: Experiment, arm_names: li
         units = spec.units if spec is not None and spec.units else {}
         outcome = units.get(exp.unit.outcome_field) if exp.unit is not None and len(units) == 1 else None
         why = lost_reasons(bad_runs, exp, str(outcome)) if isinstance(outcome, (str, int)) else ""
-        return check(name, False, f"violated in {len(bad)} run(s): {', '.join(bad[:5])}{why}"
+        return check(name, False, f"violated in {display.count(len(bad), 'run')}: {', '.join(bad[:5])}{why}"
                      + (f" — {g.why}" if g.why else ""), "invalid")
     if seen == 0:
         return check(name, None, f"no run in {where} recorded {g.metric}: the guard cannot be checked", "inconclusive")
     if unknown:
-        return check(name, None, f"held in {seen} run(s), but {len(unknown)} run(s) did not record {g.metric} "
-                     f"({', '.join(unknown[:4])})", "inconclusive")
+        return check(name, None, f"held in {display.count(seen, 'run')}, but {display.count(len(unknown), 'run')} did "
+                     f"not record {g.metric} ({', '.join(unknown[:4])})", "inconclusive")
     if seen == 1:  # "held in all 1 run(s)" claimed more than one run can hold
         return check(name, True, f"held in the one run of {g.arm}" if g.arm else "held in the one run")
     return check(name, True, f"held in all {seen} runs of {where}")
@@ -319,7 +319,8 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
         if total > 0 and done == 0:
             flags.append(f"{a}: every unit was lost, so the arm measured nothing")
         if failed.get(a):
-            flags.append(f"{a}: {len(failed[a])} run(s) failed and were left out")
+            were = "was" if len(failed[a]) == 1 else "were"
+            flags.append(f"{a}: {display.count(len(failed[a]), 'run')} failed and {were} left out")
     known = [a for a in per_arm if per_arm[a]["units"] > 0]
     p_between = None
     if len(known) >= 2:
@@ -396,7 +397,7 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -
                      "proportions only"), out
     if not tested:
         return check("drift", None, "fewer than two replicates per arm: drift not measurable"), out
-    return check("drift", True, f"replicates spread as independent samples do ({tested} test(s), all "
+    return check("drift", True, f"replicates spread as independent samples do ({display.count(tested, 'test')}, all "
                  f"p >= {DRIFT_P} in both directions)"), out
 
 

@@ -109,8 +109,9 @@ def _assign(d: _Draft, h: Hypothesis, exp: Experiment, runs: Sequence[RunData],
                      if not (r.status == "interrupted" and (r.execution_id, r.replicate) in redone)]
     if version_skipped:
         d.checks.append(validity.check("experiment version", None,
-                                       f"left out {len(version_skipped)} run(s) made by another version of "
-                                       f"{exp.id} (this is v{exp.version}): {', '.join(version_skipped[:5])}"))
+                                       f"left out {display.count(len(version_skipped), 'run')} made by another "
+                                       f"version of {exp.id} (this is v{exp.version}): "
+                                       f"{', '.join(version_skipped[:5])}"))
     return arms, failed
 
 
@@ -149,7 +150,7 @@ def analyze(hypothesis: Hypothesis, experiment: Experiment, runs: Sequence[RunDa
     if not any(arms[a] for a in names):
         why = (f"No usable run of experiment {exp.id} matches the arms of {h.id}"
                + (f" in execution {execution_id}" if execution_id is not None else "")
-               + (f" ({sum(len(v) for v in failed.values())} run(s) failed)" if any(failed.values()) else "")
+               + (f" ({display.count(sum(map(len, failed.values())), 'run')} failed)" if any(failed.values()) else "")
                + ". Run it (wb hypothesis run " + h.id + ") or import evidence first.")
         # Runs that ran and could not measure make the result invalid (the apparatus failed); no run at all
         # is no data yet.
@@ -192,7 +193,7 @@ def _validity(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[Ru
               assignments: Mapping[str, Mapping[str, str]], configs: Mapping[str, str],
               per_replicate: frozenset[str]) -> bool:
     """The checks on how the runs were made; True when the execution is an A/A one only."""
-    counts = ", ".join(f"{a}: {len(arms[a])} run(s)" for a in assignments)
+    counts = ", ".join(f"{a}: {display.count(len(arms[a]), 'run')}" for a in assignments)
     empty = [a for a in assignments if not arms[a] and (d.mode != "aa" or a in ("control", "control_aa"))]
     # An arm without runs: what compares the arms cannot be checked (a prediction on another arm still can).
     d.checks.append(validity.check("data", None, f"{counts}; no run matches arm {', '.join(empty)}") if empty

@@ -26,6 +26,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from workbench.cli import _envelope, _startup
 from workbench.errors import ConfigErrors, WbError
+from workbench.settings import colour_system
 
 if TYPE_CHECKING:
     from workbench.app import Workbench
@@ -136,6 +137,7 @@ class WbGroup(TyperGroup):
             return super().main(*args, standalone_mode=False, **kwargs)
         argv = kwargs.get("args") if "args" in kwargs else (args[0] if args else None)
         argv = list(sys.argv[1:] if argv is None else argv)
+        _help_styles()
         _envelope.begin(wanted=_envelope.json_in_argv(argv))
         try:
             _startup.begin(argv, lambda: self)
@@ -405,6 +407,15 @@ class WbCommand(TyperCommand):
         return pieces
 
 
+def _help_styles() -> None:
+    """typer's rich help and usage errors draw on a console of its own, styled by a setting of its module: it gets
+    wb's colour system (none at all under NO_COLOR, as wb's own consoles). The module is imported only for that."""
+    if colour_system() is None or "typer.rich_utils" in sys.modules:
+        from typer import rich_utils
+
+        rich_utils.COLOR_SYSTEM = colour_system()  # type: ignore[assignment]
+
+
 class WbTyper(typer.Typer):
     """A command group whose commands are `WbCommand`s unless one asks for another class."""
 
@@ -568,7 +579,7 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *
     # WORD_FOLD. Where even that does not fit the terminal, the line runs on.
     widths = [max([len(c)] + [len(r[i]) if c in WHOLE_COLUMNS else min(WORD_FOLD, _longest_word(r[i]))
                               for r in cells]) for i, c in enumerate(columns)]
-    console = Console()
+    console = Console(color_system=colour_system())
     shown = _columns_that_fit(columns, widths, optional, console.width)
     left_out = [c for c in columns if c not in shown]
     t = Table(title=title, show_lines=False, caption_justify="left",
@@ -581,7 +592,7 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *
         t.add_row(*(Text(v) for v, c in zip(r, columns) if c in shown))  # plain text: a bracket is not markup
     least = sum(w + 3 for w, c in zip(widths, columns) if c in shown)  # each column's padding and its rule
     if least + 1 > console.width:
-        console = Console(width=least + 1)
+        console = Console(width=least + 1, color_system=colour_system())
     console.print(t)
 
 

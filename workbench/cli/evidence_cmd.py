@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from workbench.analysis import display
 from workbench.cli._common import DbOption, JsonOption, RootOption, new_app, open_workbench, print_json
 
 app = new_app("Import evidence gathered outside wb.")
@@ -30,7 +31,7 @@ def evidence(file: Annotated[Path, typer.Argument(metavar="FILE.csv")], db: DbOp
         print_json(result.to_dict())
         return
     new = len(result.imported) - len(result.replaced)
-    typer.echo(f"imported {new} run(s) from {result.file} as experiment {result.experiment}"
+    typer.echo(f"imported {display.count(new, 'run')} from {result.file} as experiment {result.experiment}"
                + (f"; replaced {len(result.replaced)}" if result.replaced else "")
                + (f"; skipped {len(result.skipped)} already imported" if result.skipped else ""))
     for r in result.replaced_runs:

@@ -73,12 +73,15 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
     if v is None:
         typer.echo("verdict: none yet (wb hypothesis run " + h.id + ")")
         return
-    from workbench.analysis.results import Check
+    from workbench.analysis.results import Analysis
+    from workbench.analysis.summary import verdict_lines
 
     typer.echo(f"verdict: {v.verdict} ({when(v.created_at)})")
-    typer.echo(v.reasoning or "")
-    for c in v.checks:
-        typer.echo(f"  [{Check.from_dict(c).mark(v.verdict)}] {c.get('name')}: {c.get('detail', '')}")
+    # The stored analysis, with the verdict, reasoning and checks stored beside it (an isolate probe's has no more).
+    stored = Analysis.from_dict({**(v.details or {}), "hypothesis_id": v.hypothesis_id, "verdict": v.verdict,
+                                 "reasoning": v.reasoning or "", "checks": v.checks})
+    for line in verdict_lines(h, stored):
+        typer.echo(line)
 
 
 def _seed_lines(d: HypothesisDetail) -> list[str]:
@@ -141,11 +144,12 @@ def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbO
         print_json(result.to_dict() | {"checks": marked_checks(result.checks, result.verdict)}
                    | ({"recorded_as": "exploratory", **status.to_dict()} if status else {}))
     else:
+        from workbench.analysis.summary import verdict_lines
+
         with reader_may_leave():  # `| head -1` reads the verdict; --fail-on below still sets the exit code
             typer.echo(f"{hypothesis_id}: {result.verdict}")
-            typer.echo(result.reasoning)
-            for c in result.checks:
-                typer.echo(f"  [{c.mark(result.verdict)}] {c.name}: {c.detail}")
+            for line in verdict_lines(wb.registry.hypothesis(hypothesis_id), result):
+                typer.echo(line)
             if status is not None:
                 typer.echo(_exploratory_line(hypothesis_id, status))
     exit_on_verdict(result.verdict, failing)

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from workbench.analysis import display
 from workbench.cli._common import DbOption, JsonOption, RootOption, check_seed, open_workbench, print_json
 from workbench.errors import RunFailure
 
@@ -79,7 +80,8 @@ def _fail_if_failed(out: Any) -> None:
     problems, where, hints = [], None, []
     failed = out.failed_runs
     if failed:
-        problems.append(f"{sum(failed.values())} run(s) did not finish ok, in probe(s) "
+        probes = "probes" if len(failed) > 1 else "probe"
+        problems.append(f"{display.count(sum(failed.values()), 'run')} did not finish ok, in {probes} "
                         + ", ".join(f"p{i} ({n})" for i, n in failed.items())
                         + " (see the run errors above or `wb runs show ID`)")
     refused = out.write_refused
@@ -142,5 +144,5 @@ def search_lines(record: dict[str, Any]) -> list[str]:
     lines.append(f"why: {r['explanation']}")
     budget = f" of {r['budget']:g}" if r.get("budget") else ""
     lines.append(f"units: {r['units']:g}{budget}; alpha spent {r['alpha_spent']:.3g} of {r['alpha']:g}; "
-                 f"{len(r['probes'])} probe(s)")
+                 + display.count(len(r["probes"]), "probe"))
     return lines

@@ -19,7 +19,9 @@ def _with_status(json_out: bool, work: Callable[[Callable[[str], None] | None], 
         return work(None)
     from rich.console import Console
 
-    with Console(stderr=True).status("starting") as status:
+    from workbench.settings import colour_system
+
+    with Console(stderr=True, color_system=colour_system()).status("starting") as status:
         return work(status.update)
 
 

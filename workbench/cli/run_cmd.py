@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from workbench.analysis import display
 from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOption, check_seed, exit_on_verdict,
                                    fail_on, open_workbench, parse_sets, print_json, reader_may_leave)
 
 if TYPE_CHECKING:
     from workbench.app import RunReport
+    from workbench.registry.hypothesis import Hypothesis
     from workbench.runner.summary import ArmTotals, ExecutionResult
     from workbench.runner.execute import RunInterrupted
 
@@ -19,8 +21,6 @@ if TYPE_CHECKING:
 def _total(v: float, proportion: bool) -> str:
     """An arm's total: a proportion in percent, as the verdict below reads it; a count or a value as the report
     writes one (1,234,567; 12.3)."""
-    from workbench.analysis import display
-
     if proportion and math.isfinite(v):
         return display.rate(v)
     return display.number(v)
@@ -58,14 +58,15 @@ def _order_line(e: "ExecutionResult") -> str:
         notes.append(f"{e.runs_deleted} deleted after it ended" if e.runs_deleted == 1 else
                      f"{e.runs_deleted} deleted after they ended")
     if len(e.runs) > len(ran):
-        notes.append(f"{len(e.runs) - len(ran)} interrupted attempt(s) redone by --resume")
+        notes.append(f"{display.count(len(e.runs) - len(ran), 'interrupted attempt')} redone by --resume")
     order = " ".join(f"{run.arm}@{run.where or run.host}" for run in ran) or ("no run kept" if made else
                                                                             "no run began")
     return f"order: {order}" + (f"  ({'; '.join(notes)})" if notes else "")
 
 
-def summary_lines(r: "RunReport") -> list[str]:
-    """The human summary of an execution and its verdict."""
+def summary_lines(r: "RunReport", h: "Hypothesis | None" = None) -> list[str]:
+    """The human summary of an execution and its verdict: a headline with `h`'s claim, then a line per prediction
+    and check (verdict_lines). `h` is needed only where `r` has a verdict (an interrupted execution has none)."""
     e = r.execution
     lines = [f"{e.hypothesis} on {e.target} (profile {e.profile}), execution {e.execution_id}, mode {e.mode}, "
              f"seed {e.seed}"]
@@ -85,17 +86,27 @@ def summary_lines(r: "RunReport") -> list[str]:
         lines.append(f"  run {run.id} ({run.arm} r{run.replicate}) {run.ending()}")
     if e.stopped_early:
         lines.append(e.stopped_early)
-    if r.analysis is not None:
-        lines += [f"verdict: {r.analysis.verdict}", r.analysis.reasoning]
-    else:
+    if r.analysis is None:
         lines.append(f"verdict: none ({r.analysis_error})")
-    t = r.timing
-    if t:
-        lines.append(f"time: {t['wall_s']:.1f} s of real time in all = target commands and waits "
-                     f"{t['target_s']:.1f} s + runner {t['runner_s']:.2f} s + analysis {t['analysis_s']:.2f} s "
-                     f"+ report {t['report_s']:.2f} s")
+    else:
+        from workbench.analysis.summary import verdict_lines
+
+        assert h is not None, "a verdict is shown with its hypothesis's claim"
+        lines += [f"verdict: {r.analysis.verdict} (claim: {h.claim})", *verdict_lines(h, r.analysis)]
+    if r.timing:
+        lines.append(_time_line(r.timing))
     lines.append(f"report: {r.report}" if r.report else "report: not rebuilt (wb report builds the site)")
     return lines
+
+
+def _time_line(t: dict[str, float]) -> str:
+    """The command's wall time and its parts, each to the hundredth and rounded to add up to it (the only time
+    printed: the progress line on stderr gives counts)."""
+    names = {"target_s": "target commands and waits", "runner_s": "runner", "analysis_s": "analysis",
+             "report_s": "report"}
+    total, parts = display.adding_up(t["wall_s"], [t[k] for k in names])
+    return (f"time: {total} s, the wall time of the whole command = "
+            + " + ".join(f"{what} {part} s" for what, part in zip(names.values(), parts)))
 
 
 def show_interrupted(exc: "RunInterrupted", json_: bool) -> None:
@@ -149,8 +160,9 @@ def register(hypothesis_app: typer.Typer) -> None:
         failing = fail_on(fail_on_)
         options = RunOptions(target=target, replicates=replicates, sets=parse_sets(set_), sequential=sequential,
                              aa=aa, resume=resume, seed=check_seed(seed))
+        wb = open_workbench(db, root)
         try:
-            result = open_workbench(db, root).run(hypothesis_id, options, report=report)
+            result = wb.run(hypothesis_id, options, report=report)
         except RunInterrupted as exc:
             show_interrupted(exc, json_)
             raise
@@ -158,7 +170,7 @@ def register(hypothesis_app: typer.Typer) -> None:
             print_json(result.to_dict())
         else:
             with reader_may_leave():  # the failed-run and --fail-on exits below still stand
-                for line in summary_lines(result):
+                for line in summary_lines(result, wb.registry.hypothesis(hypothesis_id)):
                     typer.echo(line)
         from workbench.errors import RunFailure
 
@@ -170,6 +182,7 @@ def register(hypothesis_app: typer.Typer) -> None:
         bad = result.execution.failed_runs
         if bad:
             # Recorded and restored, but some runs measured nothing: a failure while running (exit 1).
-            raise RunFailure(f"{len(bad)} of {result.execution.planned_runs} planned run(s) did not finish ok "
+            planned = display.count(result.execution.planned_runs, "planned run")
+            raise RunFailure(f"{len(bad)} of {planned} did not finish ok "
                              "(see the run errors above or `wb runs show ID`)")
         exit_on_verdict(result.analysis.verdict if result.analysis else None, failing)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from workbench.analysis import display
 from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format, new_app,
                                    open_workbench, print_json, when)
 
@@ -131,7 +132,7 @@ def _describe(d: "RunDeletion") -> list[str]:
     lines += [v.describe("it rests on a deleted run") for v in d.verdicts]
     lines += [f"execution {e} (no run left)" for e in d.executions]
     if d.blobs:
-        lines.append(f"{d.blobs} stored artifact content(s) no remaining run refers to")
+        lines.append(f"{display.count(d.blobs, 'stored artifact content')} no remaining run refers to")
     return lines
 
 
@@ -206,7 +207,7 @@ def delete(run_ids: Annotated[list[str], typer.Argument(metavar="RUN_ID", help="
         err = typer.get_text_stream("stderr")
         err.write("".join(f"would delete {line}\n" for line in _describe(plan)))
         err.write("".join(f"{line}\n" for line in _status_lines(changes, planned=True)))
-        if not _confirm(f"Delete {len(plan.runs)} run(s)?"):
+        if not _confirm(f"Delete {display.count(len(plan.runs), 'run')}?"):
             # Declining is an answer, not an error: nothing happened, as asked (exit 0).
             typer.echo("Nothing deleted.", err=json_)
             if json_:

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from workbench.analysis import display
 from workbench.cli._common import JsonOption, _pipe_closed, new_app, parse_sets, print_json
 
 app = new_app("The embedded prefill/decode deployment (pdsim): wb's default target.")
@@ -62,7 +63,8 @@ def down(dir: Optional[str] = DirOpt, json_: JsonOption = False) -> None:
     if json_:
         print_json({"stopped": list(pids)})
         return
-    typer.echo(f"stopped {len(pids)} process(es)" + (f": {' '.join(map(str, pids))}" if pids else ""))
+    typer.echo(f"stopped {display.count(len(pids), 'process', 'processes')}"
+               + (f": {' '.join(map(str, pids))}" if pids else ""))
 
 
 @app.command()

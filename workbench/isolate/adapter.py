@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from workbench.analysis import display
 from workbench.isolate.assignments import shown_set
 from workbench.isolate.decision import Look, cumulative_path, decide
 from workbench.isolate.search import ProbeRequest, ProbeResult
@@ -181,7 +182,8 @@ class RunnerOracle:
         runs = self.store.runs(execution_id=execution_id)
         first = next(r for r in runs if r.status in FAILED_STATUSES)
         config = f"good with {shown_set(self.spec.bad, req.applied)}" if req.applied else "the good config"
-        count = f"its {failed} run(s)" if failed == len(runs) else f"{failed} of its {len(runs)} run(s)"
+        count = f"its {display.count(failed, 'run')}" if failed == len(runs) else \
+            f"{failed} of its {display.count(len(runs), 'run')}"
         stage = f" ({first.stage} stage)" if first.stage else ""
         return RunFailure(f"wb isolate probe {req.index} ({config}): {count} failed, so it decided nothing; the "
                           f"search stopped there. First: run {first.id}{stage}: {first.error or first.status}",
@@ -279,7 +281,8 @@ class RunnerOracle:
         look = judge(every_unit, completed, bounds, req.alpha, req.max_units)
         if failed >= MAX_FAILED_RUNS and not look.stop:
             # Runs that measure nothing would never spend the units: stop, and say why the probe is open.
-            return replace(look, stop=True, reasoning=f"{look.reasoning}; stopped after {failed} failed run(s)")
+            return replace(look, stop=True,
+                           reasoning=f"{look.reasoning}; stopped after {display.count(failed, 'failed run')}")
         return look
 
 

@@ -44,7 +44,7 @@ def decide(path: list[tuple[float, float]], bounds: tuple[float, float], alpha: 
     rate = f"{k:g}/{n:g} = {display.rate(k / n)}"
     if outcome != "inconclusive":
         e = e_for if outcome == "fails" else e_against
-        why = f"{rate}; e-value {e:.3g} >= 2/alpha = {2 / alpha:.3g} after {len(path)} look(s)"
+        why = f"{rate}; e-value {e:.3g} >= 2/alpha = {2 / alpha:.3g} after {display.count(len(path), 'look')}"
         return Look(outcome, True, k, n, len(path), e_for, e_against, why)
     spent = n >= max_units
     why = (f"{rate}; neither e-value (fails {e_for:.3g}, passes {e_against:.3g}) reached 2/alpha = "

@@ -114,7 +114,8 @@ def append_to_registry(root: Path, hypotheses: list[Any]) -> Path:
     known = {h.id for h in current.hypotheses}
     clash = [h.id for h in hypotheses if h.id in known]
     if clash:
-        raise BadInput(f"{path}: hypothesis id(s) {', '.join(clash)} already present", hint="nothing was written")
+        ids = "ids" if len(clash) > 1 else "id"
+        raise BadInput(f"{path}: hypothesis {ids} {', '.join(clash)} already present", hint="nothing was written")
     new = text.rstrip("\n") + "\n\n" + registry_block(hypotheses)
     try:
         hyps, doc = load_hypotheses(path, text=new)

@@ -43,6 +43,8 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
+from workbench.analysis import display
+
 STATUSES = ("decided", "inconclusive", "no-failure")
 METHOD = "leave-one-out from the smallest failing config, good-side settling"
 
@@ -266,8 +268,9 @@ def factorial(changes: list[str], oracle: Oracle, *, alpha: float = 0.05, budget
     minimal = [f for f, o in out.items() if o == "fails" and all(out[g] == "passes" for g in out if g < f)]
     open_ = sum(o == "inconclusive" for o in out.values())
     if len(minimal) != 1:
-        return _finish(s, "inconclusive", None, [], list(changes), f"{len(minimal)} minimal failing cell(s) with "
-                       f"every subset passing, {open_} inconclusive cell(s)")
+        return _finish(s, "inconclusive", None, [], list(changes),
+                       f"{display.count(len(minimal), 'minimal failing cell')} with every subset passing, "
+                       f"{display.count(open_, 'inconclusive cell')}")
     m = tuple(c for c in changes if c in minimal[0])
     return _finish(s, "decided", m, list(m), list(m), f"the one failing cell whose every subset passes "
-                   f"({open_} inconclusive cell(s) elsewhere)")
+                   f"({display.count(open_, 'inconclusive cell')} elsewhere)")

@@ -92,7 +92,8 @@ def parse_evidence(path: Path, exp: Experiment) -> list[dict[str, Any]]:
     cols = evidence_columns(exp)
     unknown = cols.unknown(header)
     if unknown:
-        raise BadInput(f"{path}:1: unknown column(s) {', '.join(unknown)} for experiment {exp.id!r}",
+        columns = "columns" if len(unknown) > 1 else "column"
+        raise BadInput(f"{path}:1: unknown {columns} {', '.join(unknown)} for experiment {exp.id!r}",
                        hint=cols.hint(unknown))
     rows = []
     labels: dict[str, int] = {}

@@ -90,7 +90,8 @@ def pick_experiment(registry: Registry, header: list[str], where: str) -> Experi
     best = min(registry.experiments.values(), key=lambda e: len(evidence_columns(e).unknown(header)))
     cols = evidence_columns(best)
     unknown = cols.unknown(header)
-    raise BadInput(f"{where}:1: unknown column(s) {', '.join(unknown)} (no experiment has them; the closest "
+    columns, them = ("columns", "them") if len(unknown) > 1 else ("column", "it")
+    raise BadInput(f"{where}:1: unknown {columns} {', '.join(unknown)} (no experiment has {them}; the closest "
                    f"experiment is {best.id!r})", hint=cols.hint(unknown))
 
 

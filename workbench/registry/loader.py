@@ -488,7 +488,8 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
                 if any(name in tline for name in unknown):
                     line += 1 + i
                     break
-        raise ConfigError(f"template uses unknown name(s) {', '.join(unknown)}", file=doc.file, line=line,
+        names = "names" if len(unknown) > 1 else "name"
+        raise ConfigError(f"template uses unknown {names} {', '.join(unknown)}", file=doc.file, line=line,
                           field=".".join(map(str, loc)),
                         hint="use a declared variable, a profile context key, or a built-in "
                              f"({', '.join(sorted(BUILTIN_TEMPLATE_NAMES))})")

@@ -215,7 +215,7 @@ def _observed_from_analysis(src: Judgement, exp: Experiment | None, metric: str,
     if src.by_process:
         text += " (" + ", ".join(f"{_short(str(k), 40)}: {v}" for k, v in src.by_process.items()) + ")"
     if src.runs:
-        text += f"; {src.runs} run(s)"
+        text += f"; {display.count(src.runs, 'run')}"
     return text
 
 
@@ -241,7 +241,7 @@ def _checks_summary(checks: list[Check]) -> str:
     noted = [c.name for c in checks if c.mark == "FLAG"]
     parts = []
     if changed:
-        parts.append(f"{len(changed)} check(s) changed the verdict ({', '.join(changed)})")
+        parts.append(f"{display.count(len(changed), 'check')} changed the verdict ({', '.join(changed)})")
     if noted:
         parts.append(f"{len(noted)} flagged a problem that does not change it ({', '.join(noted)})")
     passed = sum(1 for c in checks if c.mark == "pass")

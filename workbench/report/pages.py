@@ -60,11 +60,11 @@ def key_number(h: Hypothesis, registry: Registry, data: StoreData, analysis: Ana
     p = h.predicts[0]
     if p.target:
         calls = sum(pc["calls"] for r in runs for pc in data.probes.get(r["id"], []) if pc["target"] == p.target)
-        return f"{p.target.split(':')[-1]}: {calls} calls in {len(runs)} run(s)"
+        return f"{p.target.split(':')[-1]}: {display.count(calls, 'call')} in {display.count(len(runs), 'run')}"
     exp = registry.experiments.get(h.experiment)
     arm = p.arm or (p.difference[0] if p.difference else (h.arm_names[-1] if h.arm_names else None))
     e = hypothesis_page.arm_estimate(exp, p.metric, [r for r in runs if (r["arm"] or "probe") == arm])
-    return f"{p.metric} ({arm}): {e.label}" if e.estimate is not None else f"{len(runs)} run(s)"
+    return f"{p.metric} ({arm}): {e.label}" if e.estimate is not None else display.count(len(runs), "run")
 
 
 def _stored_analysis(data: StoreData, hid: str) -> Analysis | None:

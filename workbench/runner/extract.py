@@ -11,6 +11,8 @@ import math
 import re
 from typing import Any
 
+from workbench.analysis import display
+
 
 class ExtractError(Exception):
     """A metric could not be read; the run is invalid. `excerpt` shows what was searched, `label` names it."""
@@ -101,9 +103,10 @@ def undeclared_outcomes_warning(units: list[dict[str, Any]], unit_spec: Any, whe
             counts[key] = counts.get(key, 0) + 1
     if not counts:
         return None
-    found = ", ".join(f"{name!r} ({n} unit(s))" for name, n in sorted(counts.items()))
-    return (f"warning: {where}: {sum(counts.values())} of {len(units)} unit(s) have a {field} that unit.outcomes "
-            f"does not declare: {found}; declared: {', '.join(unit_spec.outcomes)}")
+    found = ", ".join(f"{name!r} ({display.count(n, 'unit')})" for name, n in sorted(counts.items()))
+    odd = sum(counts.values())
+    return (f"warning: {where}: {odd} of {display.count(len(units), 'unit')} {'has' if odd == 1 else 'have'} a {field} "
+            f"that unit.outcomes does not declare: {found}; declared: {', '.join(unit_spec.outcomes)}")
 
 
 # The words YAML 1.1 reads as booleans (a filter keeps the word written; `put_back_words`).
@@ -164,6 +167,6 @@ def unit_aggregate(name: str, units: list[dict[str, Any]], field: str, aggregate
                                str(u)[:300], "the unit")
         total += (1 if v else 0) if aggregate == "nonzero" else v
     if not _finite(total):
-        raise ExtractError(f"metric {name!r}: the sum of unit field {field!r} over {len(units)} unit(s) is "
-                           f"{total!r}, not a finite number")
+        raise ExtractError(f"metric {name!r}: the sum of unit field {field!r} over {display.count(len(units), 'unit')} "
+                           f"is {total!r}, not a finite number")
     return int(total) if kind == "int" else float(total)

@@ -6,6 +6,7 @@ import os
 import time
 from typing import Any, Callable
 
+from workbench.analysis import display
 from workbench.runner.plan import PlannedRun
 
 # The reader of wb's output went away (`wb ... 2>&1 | head -5`). As a shell's SIGPIPE ends the writer, it
@@ -69,7 +70,9 @@ def _stderr_console(console_cls: Any) -> Any:
             self.quiet = True
             _lost_output()
 
-    return _Console(stderr=True, soft_wrap=not terminal)
+    from workbench.settings import colour_system
+
+    return _Console(stderr=True, soft_wrap=not terminal, color_system=colour_system())
 
 
 class RunProgress:
@@ -141,17 +144,17 @@ class RunProgress:
         if not self.ended and not self.deleted:  # stopped before any run ended (the target unreachable, a signal)
             self._line(f"{self.title}: no run ended ({'at most ' if self.sequential else ''}{self.total} planned)"
                        f"{stopped}; it stopped after {took:.1f} s")
-        else:
-            self._line(f"{self.title}: {self.count_text()}{stopped}; the runs took {took:.1f} s of real time")
+        else:  # the time of a whole execution is the summary's (`time: ...`); an interrupted one prints none
+            self._line(f"{self.title}: {self.count_text()}" + (f", interrupted after {took:.1f} s" if stopped else ""))
         if self.restored:
             self._line(self.restored)
 
     def count_text(self) -> str:
-        """How many planned runs ended and how: "3 of 4 run(s) ok, 1 failed", "0 of 4 run(s) ok, 4 invalid",
-        "3 of 4 run(s) ok, 1 deleted"."""
+        """How many planned runs ended and how: "3 of 4 runs ok, 1 failed", "0 of 4 runs ok, 4 invalid",
+        "3 of 4 runs ok, 1 deleted", "1 run ok (sequential, at most 6)"."""
         by = {st: sum(1 for v in self.ended.values() if v == st) for st in ("ok", "failed", "invalid")}
-        text = (f"{by['ok']} run(s) ok (sequential, at most {self.total})" if self.sequential
-                else f"{by['ok']} of {self.total} run(s) ok")
+        text = (f"{display.count(by['ok'], 'run')} ok (sequential, at most {self.total})" if self.sequential
+                else f"{by['ok']} of {display.count(self.total, 'run')} ok")
         text += "".join(f", {by[st]} {st}" for st in ("failed", "invalid") if by[st])
         return text + (f", {self.deleted} deleted" if self.deleted else "")
 

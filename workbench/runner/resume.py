@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
+from workbench.analysis import display
 from workbench.errors import BadInput
 
 if TYPE_CHECKING:
@@ -137,7 +138,8 @@ def _refuse_other_flags(prior: "ExecutionRecord", plan: "Plan", given: dict[str,
         if value is None or value is False or value == recorded.get(flag, value):
             continue
         shown = flag if value is True else f"{flag} {value}"
-        was = {"--target": f"on profile {prior.profile!r}", "--replicates": f"with {plan.replicates} replicate(s)",
+        was = {"--target": f"on profile {prior.profile!r}",
+               "--replicates": f"with {display.count(plan.replicates, 'replicate')}",
                "--seed": f"with seed {plan.seed}"}.get(flag, f"in {prior.mode} mode")
         raise BadInput(f"{shown}: --resume continues execution {prior.id} as it was started, {was}",
                        hint=f"drop {flag} to resume it, or start a fresh execution with it (without --resume)")

@@ -180,9 +180,10 @@ def _why_stopped(reason: str | None, res: ExecutionResult) -> str | None:
         return None
     blocks = len({run.block for run in res.runs})
     if reason.startswith(BUDGET_SPENT):
-        return f"budget spent: {blocks} block(s) without a decision"
+        return f"budget spent: {display.count(blocks, 'block')} without a decision"
     if reason.startswith(FUTILE):
-        return f"stopped early after {blocks} block(s): no verdict is reachable within the budget (futility)"
+        return (f"stopped early after {display.count(blocks, 'block')}: no verdict is reachable within the budget "
+                "(futility)")
     if res.planned_runs < len(res.order):
-        return f"stopped early after {blocks} block(s): the sequential test decided"
+        return f"stopped early after {display.count(blocks, 'block')}: the sequential test decided"
     return f"the sequential test decided at the last block of the budget ({blocks})"

@@ -524,7 +524,8 @@ def status(dir: str | Path | None = None, *, debug: bool = True) -> SimStatus:
                 u.state, u.detail = "wedged", "bootstrap thread is dead; /health still 200"
             if unit == "decode" and dbg and dbg.get("stuck"):
                 u.state = "wedged"
-                u.detail = f"{dbg['stuck']} request(s) stuck in WaitingForInput; /health still 200"
+                requests = "request" if dbg["stuck"] == 1 else "requests"
+                u.detail = f"{dbg['stuck']} {requests} stuck in WaitingForInput; /health still 200"
         units[unit] = u
     return SimStatus(dir=str(sdir), config_path=str(cfg_file), config=values, units=units)
 

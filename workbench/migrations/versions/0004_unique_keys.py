@@ -41,7 +41,7 @@ def _refuse(found: list[tuple[str, str, list[int]]]) -> None:
 
     store = context.config.attributes.get('store_name', 'the store')
     table, key, ids = found[0]
-    more = f" (and {len(found) - 1} more duplicated key(s))" if len(found) > 1 else ""
+    more = f" (and {len(found) - 1} more duplicated key{'s' if len(found) > 2 else ''})" if len(found) > 1 else ""
     fixes = "; ".join(f"UPDATE {t} SET uuid = '{uuidlib.uuid4().hex}' WHERE id = {i}"
                       for t, _, same in found[:_SHOWN] for i in same[1:])
     raise BadInput(f"{store}: {len(ids)} rows of {table} (ids {', '.join(map(str, ids))}) have the same uuid {key}"

@@ -1,0 +1,89 @@
+"""What `wb hypothesis run` prints at the end: the verdict as a headline and a line per prediction and check (the
+lines `hypothesis show` prints), the command's time as one sum whose parts add up, counts in plain English."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+SGR = re.compile(rb"\x1b\[[0-9;]*m")  # a style: colour, bold, dim, italic (cursor moves are not styles)
+
+
+def _run(toy, cli) -> tuple[str, str]:
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--seed", "3", "--db", toy.db,
+                         env={"WB_ROOT": str(toy.root)})
+    assert code == 0, out + err
+    return out, err
+
+
+def _after(lines: list[str], start: str, stop: tuple[str, ...] = ()) -> list[str]:
+    """The lines after the first that starts with `start`, up to one that starts with any of `stop`."""
+    i = next(n for n, line in enumerate(lines) if line.startswith(start))
+    rest = lines[i + 1:]
+    return rest[:next((n for n, line in enumerate(rest) if line.startswith(stop)), len(rest))] if stop else rest
+
+
+def test_the_verdict_is_a_headline_then_the_lines_hypothesis_show_prints(toy, cli) -> None:
+    """It was one paragraph of about 1,900 characters; `show` gave the same checks a line each."""
+    out, _ = _run(toy, cli)
+    lines = out.splitlines()
+    assert "verdict: inconclusive (claim: The fix removes the leaks.)" in lines, out
+    body = _after(lines, "verdict: ", ("time: ", "report: "))
+    # The prediction's line keeps every figure the paragraph gave: the counts, the rate, the interval and its kind,
+    # where it lies, what would decide it, and which unit the interval takes and why.
+    predicted = [line for line in body if line.startswith("  [inconclusive] predicts corruption_rate (treatment)")]
+    assert len(predicted) == 1, out
+    for fact in ("the treatment arm (fix=on) had 0/10 = 0.0%", "(Wilson 95% [0.0%, 27.8%]; 1 run)",
+                 "which straddles the region <= 0.02 (2%)", "about 179 more units at this rate would decide it",
+                 "Runs as the unit: one run: between-run variation cannot be measured, so its units are taken as "
+                 "independent."):
+        assert fact in predicted[0], predicted[0]
+    assert all(len(line) < 400 for line in body) and "Checks held" not in out, out
+    code, shown_json, err = cli("hypothesis", "show", "toy-fix", "--json", "--db", toy.db)
+    assert code == 0, err
+    checks = json.loads(shown_json)["checks"]
+    assert [f"  [{c['mark']}] {c['name']}: {c['detail']}" for c in checks] == body[1:], out
+    assert {c["name"] for c in checks} >= {"data", "isolation", "fingerprint", "config", "attrition", "drift"}
+    # One renderer: `show` prints the same lines under its own headline.
+    code, shown, err = cli("hypothesis", "show", "toy-fix", "--db", toy.db)
+    assert code == 0, err
+    assert _after(shown.splitlines(), "verdict: ") == body, shown
+
+
+def test_the_time_line_is_one_sum_whose_parts_add_up_and_stderr_gives_no_second_figure(toy, cli) -> None:
+    """stderr's "the runs took 56.2 s of real time" stood beside stdout's "58.2 s = ... 54.7 s + runner 3.15 s":
+    two figures for one thing, and parts rounded apart that did not add up to the total shown."""
+    out, err = _run(toy, cli)
+    t = re.search(r"^time: ([\d.]+) s, the wall time of the whole command = target commands and waits ([\d.]+) s "
+                  r"\+ runner ([\d.]+) s \+ analysis ([\d.]+) s \+ report ([\d.]+) s$", out, re.M)
+    assert t, out
+    total, *parts = (round(float(x) * 100) for x in t.groups())  # in hundredths: every figure has two decimals
+    assert all(re.fullmatch(r"\d+\.\d\d", x) for x in t.groups()), t.group(0)
+    assert sum(parts) == total, t.group(0)
+    assert "of real time" not in err and " s of " not in err.splitlines()[-2], err
+    assert "toy-fix on local: 2 of 2 runs ok" in err, err
+
+
+def test_counts_are_singular_or_plural_never_s_in_brackets(toy, cli) -> None:
+    out, err = _run(toy, cli)
+    assert "(s)" not in out + err, out + err
+    assert "control: 1 run, treatment: 1 run" in out, out
+
+
+def test_no_color_leaves_out_every_style_on_a_terminal(toy) -> None:
+    """NO_COLOR (https://no-color.org) dropped the colours, not bold and dim: the progress bar on a terminal still
+    styled its text. Without NO_COLOR the same terminal is styled, so the check can fail."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+    from terminal_kit import run_in_a_terminal
+
+    env = {**os.environ, "WB_ROOT": str(toy.root), "TERM": "xterm-256color", "COLUMNS": "100"}
+    env.pop("NO_COLOR", None)
+    args = ["hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db]
+    code, styled = run_in_a_terminal(args, env, on="stderr", timeout_s=240)
+    assert code == 0 and SGR.search(styled), styled[-2000:]
+    code, plain = run_in_a_terminal(args, {**env, "NO_COLOR": "1"}, on="stderr", timeout_s=240)
+    assert code == 0 and not SGR.search(plain), SGR.findall(plain)
+    assert b"2 of 2 runs ok" in plain, plain[-2000:]
