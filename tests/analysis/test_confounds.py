@@ -15,7 +15,7 @@ def test_wedge_world_pattern_is_flagged_with_a_data_driven_proposal(store, regis
                 outcomes={"leak": 9, "error": 40, "done": 31}, extra={"waiting_for_input": 50, "timeouts": 40})
         add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
                 outcomes={"done": 80}, extra={"waiting_for_input": 0, "timeouts": 0})
-    findings = {(f.kind, f.factor): f for f in scan_confounds(store, registry)}
+    findings = {(f.kind, f.factor): f for f in scan_confounds(store, registry) if f.outcome == "corruption_rate"}
     aborts = findings[("guard", "aborts (= waiting_for_input)")]
     assert aborts.flagged and aborts.p is not None and aborts.p < 0.01  # 5 vs 5 runs: 2/252
     assert aborts.effect["risk_difference"] == 1.0
@@ -26,6 +26,18 @@ def test_wedge_world_pattern_is_flagged_with_a_data_driven_proposal(store, regis
     fix = findings[("variable", "nixl_abort_fix")]
     assert fix.flagged and fix.effect["units_p"] < 1e-6
     assert fix.table["values"]["off"]["units_k"] == 45 and fix.table["values"]["off"]["units_n"] == 400
+
+
+def test_a_rate_is_never_scanned_against_its_own_counts(store, registry):
+    """error_rate (error / sessions) was scanned against the guard `error`, its own numerator, and flagged: "error
+    and error are confounded in these runs". A guard that is a rate's numerator or denominator is no factor of it."""
+    ex = add_execution(store)
+    for r in range(1, 4):
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 9, "error": 40, "done": 31}, extra={"waiting_for_input": 0, "timeouts": 0})
+    scanned = [(f.outcome, f.kind, f.factor) for f in scan_confounds(store, registry)]
+    assert ("error_rate", "guard", "timeouts") in scanned and ("corruption_rate", "guard", "error") in scanned
+    assert ("error_rate", "guard", "error") not in scanned, scanned
 
 
 def test_scan_of_an_empty_store_finds_nothing(store, registry):
@@ -43,7 +55,7 @@ def test_a_guard_that_also_occurs_without_the_outcome_is_worded_by_which_runs_ex
                 outcomes={"error": 10, "done": 70}, extra={"timeouts": 0})
     add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=4,
             outcomes={"error": 40, "done": 40}, extra={"timeouts": 30})
-    findings = {(f.kind, f.factor): f for f in scan_confounds(store, registry)}
+    findings = {(f.kind, f.factor): f for f in scan_confounds(store, registry) if f.outcome == "corruption_rate"}
     timeouts = findings[("guard", "timeouts")]
     assert timeouts.p is not None
     assert "no run without timeouts exists" not in timeouts.message

@@ -59,7 +59,8 @@ def _views(cli, db, root) -> dict[str, str]:
     code, _, err = cli("report", "--out", str(root / "site"), *common)
     assert code == 0, err
     html = (root / "site" / "index.html").read_text()
-    column = re.search(r'<section class="column status-(\w+)">(?:(?!</section>).)*?<a href="hypotheses/'
+    # The column of HID's own card (its title's link), not of a child's card that names it as parent.
+    column = re.search(r'<section class="column status-(\w+)">(?:(?!</section>).)*?<h3><a href="hypotheses/'
                        + HID + r'\.html"', html, re.S)
     page = (root / "site" / "hypotheses" / f"{HID}.html").read_text()
     code, out, err = cli("review", "list", HID, "--json", *common)

@@ -216,7 +216,10 @@ def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outc
     known = [r for r in runs if r.id in occurred]
     out: list[Finding] = []
     what = spec.numerator or outcome
+    own = {exp.repeated(m) for m in (spec.numerator, spec.denominator) if m}  # the rate's counts: no factor of it
     for base, names in _guard_aliases(exp):
+        if exp.repeated(base) in own:
+            continue
         label = names[0] if len(names) == 1 else f"{names[-1]} (= {base})" if base in names else names[0]
         g_known = {}
         for r in runs:

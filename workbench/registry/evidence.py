@@ -235,8 +235,8 @@ def _row(rec: dict[str, str], cols: EvidenceColumns, exp: Experiment, where: str
         if cell:
             metrics[col] = _number(cell, integer=col in cols.integer_metrics, signed=col in cols.float_metrics,
                                    where=where, column=col)
+    _check_unit_counts(exp, metrics, where)  # first: a count of units above all units is the plainer reading
     _check_fractions(exp, metrics, where)
-    _check_unit_counts(exp, metrics, where)
     workload = {c: _setting(rec[c].strip(), where=where, column=c)
                 for c in cols.workload if (rec.get(c) or "").strip()}
     for col in cols.all_units:  # the number of units is also the size of the workload
