@@ -96,3 +96,22 @@ def test_mistakes_in_separate_parts_of_one_entry_are_each_told(workbench_dir: Pa
     lines = [_line(path, "index_k_dtyp:"), _line(path, "treatmnet"), _line(path, "metric: abort,")]
     assert code == 2 and len(errors) == 3, err
     assert all(f"{path}:{n}" in e for n, e in zip(lines, errors)), err
+
+
+def test_an_experiment_file_without_profiles_is_checked_as_an_experiment(workbench_dir: Path, cli):
+    # `profils:` for `profiles:`: the file is still an experiment (it sits in experiments/), told once, not read as a
+    # hypotheses file with every experiment field "unknown".
+    exp = _edit(workbench_dir, ("\nprofiles:", "\nprofils:"), file="experiments/kernel-geometry.yaml")
+    for args in (("--root", str(workbench_dir)), (str(exp),)):
+        code, _, err = cli("hypothesis", "validate", *args)
+        errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+        assert code == 2 and len(errors) == 1, err
+        assert f"{exp}:{_line(exp, 'profils:')}" in errors[0] and "unknown field 'profils'" in errors[0], err
+        assert "Hint: did you mean 'profiles'?" in err, err
+
+
+def test_an_empty_experiment_file_is_told_once(workbench_dir: Path, cli):
+    (workbench_dir / "experiments" / "empty.yaml").write_text("", encoding="utf-8")
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and errors == [f"Error: {workbench_dir / 'experiments' / 'empty.yaml'}:1: the file is empty"], err

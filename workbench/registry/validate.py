@@ -28,8 +28,7 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
         doc = _read(p, found)
         if doc is None:
             break
-        # An experiment file is a mapping with profiles; a hypotheses file is a list or has `hypotheses:`.
-        if isinstance(doc.data, dict) and "profiles" in doc.data and "hypotheses" not in doc.data:
+        if _is_experiment(p, doc):
             found.experiments[p.resolve()] = exp = _experiment_of(doc, found)
             if exp is not None:
                 out.append(f"{p}: ok")
@@ -43,6 +42,16 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
             break
     found.raise_any()
     return out
+
+
+def _is_experiment(path: Path, doc: LocatedYaml) -> bool:
+    """Whether `path` is an experiment file: one in an experiments/ folder (whatever it holds: empty, or with
+    `profiles:` mistyped, it is still told as the experiment it is), else a mapping without `hypotheses:` that gives
+    an experiment's `id:` or `profiles:` (a hypotheses file is a list or has `hypotheses:`)."""
+    if path.resolve().parent.name == EXPERIMENTS_DIR:
+        return True
+    data = doc.data
+    return isinstance(data, dict) and "hypotheses" not in data and ("profiles" in data or "id" in data)
 
 
 def _experiment_paths(root: Path) -> list[Path]:
