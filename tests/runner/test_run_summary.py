@@ -87,3 +87,25 @@ def test_no_color_leaves_out_every_style_on_a_terminal(toy) -> None:
     code, plain = run_in_a_terminal(args, {**env, "NO_COLOR": "1"}, on="stderr", timeout_s=240)
     assert code == 0 and not SGR.search(plain), SGR.findall(plain)
     assert b"2 of 2 runs ok" in plain, plain[-2000:]
+
+
+def _execution(mode: str, made: int, planned: int):
+    from workbench.runner.summary import ExecutionResult, RunSummary
+
+    runs = tuple(RunSummary(id=i + 1, arm=("control", "treatment")[i % 2], replicate=i // 2, block=i // 2,
+                            order_index=i, host="local", status="ok", error=None) for i in range(made))
+    return ExecutionResult(hypothesis="toy-fix", experiment="toy", experiment_version=1, profile="local",
+                           target="local", execution_id=1, mode=mode, seed=3, blocks="abba", overrides={},
+                           order=("control", "treatment") * (planned // 2), config_diff={}, arms={}, runs=runs,
+                           stopped_early=None, timing={})
+
+
+def test_the_order_line_of_a_sequential_stop_gives_its_plan_as_a_budget() -> None:
+    """A sequential execution stopped after 4 of a budget of 8 read "(4 of 8 planned)", as if 4 runs were missing;
+    the progress line and a stop before any run say "at most 8". A fixed plan keeps "4 of 8 planned"."""
+    from workbench.cli.run_cmd import _order_line
+
+    assert _order_line(_execution("sequential", 4, 8)) == (
+        "order: control@local treatment@local control@local treatment@local  (4 of at most 8 planned)")
+    assert _order_line(_execution("fixed", 4, 8)).endswith("  (4 of 8 planned)")
+    assert _order_line(_execution("sequential", 8, 8)).endswith("treatment@local")  # the budget spent: no note

@@ -39,9 +39,9 @@ def _arm_runs(a: "ArmTotals", *, sequential: bool) -> str:
 
 def _order_line(e: "ExecutionResult") -> str:
     """The planned runs made, in plan order: a sequential execution that stopped early lists fewer than planned (its
-    plan a budget: "at most 6 planned" where none began). A run interrupted and redone by --resume is one planned
-    run (its attempts are noted apart). Where none is listed it says whether none began or all ended and were
-    deleted since, never "0 of 6" for runs that were made."""
+    plan a budget: "2 of at most 6 planned", "at most 6 planned" where none began). A run interrupted and redone by
+    --resume is one planned run (its attempts are noted apart). Where none is listed it says whether none began or
+    all ended and were deleted since, never "0 of 6" for runs that were made."""
     slots: dict[object, object] = {}
     for run in sorted(e.runs, key=lambda run: run.id):
         slots[run.order_index if run.order_index is not None else ("id", run.id)] = run
@@ -49,7 +49,7 @@ def _order_line(e: "ExecutionResult") -> str:
     made, planned = len(ran) + e.runs_deleted, len(e.order)
     budget = f"at most {planned}" if e.mode == "sequential" else str(planned)
     if ran:
-        notes = [f"{len(ran)} of {planned} planned"] if len(ran) != planned else []
+        notes = [f"{len(ran)} of {budget} planned"] if len(ran) != planned else []
     elif made:  # every run made ended and was deleted since
         notes = [f"{made} of {budget} planned ended"]
     else:
