@@ -121,3 +121,17 @@ def test_the_analysis_reads_probe_counts_from_the_store(store):
     (pred,) = r.predictions
     assert (pred.metric, pred.estimate, pred.outcome) == (f"calls:{DEAD}", 0, "falsified")
     assert all(c.effect == "none" for c in r.checks if c.passed)
+
+
+def test_the_verdict_lines_of_a_reachability_verdict_give_its_reasoning_as_written(store):
+    """`hypothesis run/show/analyze` print `verdict_lines`: a reachability judgement was read as a median
+    ("every process gave a median of 0 ( no interval)") instead of its calls over runs and its control."""
+    from workbench.analysis.summary import verdict_lines
+
+    runs = stored_runs(store, [("ok", {"prefill": {DEAD: 0, LIVE: 0}, "decode": {DEAD: 0, LIVE: 3}})])
+    h = hypothesis()
+    r = judge_reachability(h, runs)
+    lines = verdict_lines(h, r)
+    assert lines[0] == f"  {r.reasoning}" and "0 calls over 1 run" in lines[0], lines
+    assert lines[1:] == [f"  {c.line(r.verdict)}" for c in r.checks], lines
+    assert "median" not in "\n".join(lines), lines

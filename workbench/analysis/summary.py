@@ -208,7 +208,9 @@ def verdict_lines(h: Hypothesis, analysis: Analysis) -> list[str]:
     reasoning's facts (sequential or A/A, each prediction with its figures and method, an unknown metric), then one
     line per check with its mark. An analysis without judged predictions (reachability, no runs, an isolate probe)
     gives its reasoning as written, after its opening "ID is VERDICT."."""
-    if not analysis.predictions and not (analysis.mode == "aa" and analysis.aa is not None):
+    # A reachability judgement counts calls, not a metric's estimate: its reasoning says them in its own words.
+    judged = analysis.predictions and h.kind != "reachability"
+    if not judged and not (analysis.mode == "aa" and analysis.aa is not None):
         said = analysis.reasoning.removeprefix(f"{analysis.hypothesis_id} is {analysis.verdict}.").strip()
         lines = [said] if said and all(said != c.detail for c in analysis.checks) else []  # no runs: the data check
     else:
