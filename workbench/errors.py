@@ -98,7 +98,8 @@ class ConfigErrors(BadInput):
         if self.stopped:
             return f"{found}; checking stopped at the last one: what follows it is checked once it is fixed"
         if self.waiting:
-            return (f"{found}; more may show once they are fixed (a hypothesis with a problem in its fields or in "
+            fixed = "it is" if n == 1 else "they are"
+            return (f"{found}; more may show once {fixed} fixed (a hypothesis with a problem in its fields or in "
                     "its experiment's file is not yet checked against that experiment)")
         return found
 

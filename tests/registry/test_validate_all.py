@@ -4,6 +4,7 @@ uses the registry still stops at the first."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -83,7 +84,12 @@ def test_a_broken_experiment_file_is_told_once_not_in_every_hypothesis_on_it(wor
     code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
     errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
     assert code == 2 and len(errors) == 1 and f"{exp}:{_line(exp, 'cuont')}" in errors[0], err
-    assert err.rstrip("\n").splitlines()[-1].startswith("1 problem found; more may show once they are fixed"), err
+    assert err.rstrip("\n").splitlines()[-1].startswith("1 problem found; more may show once it is fixed"), err
+    # --json says it too: a script can tell a clean pass of the rest from checks still waiting on this problem.
+    code, out, _ = cli("hypothesis", "validate", "--root", str(workbench_dir), "--json")
+    error = json.loads(out)["error"]
+    assert code == 2 and (error["stopped"], error["waiting"]) == (False, True), error
+    assert error["summary"] == err.rstrip("\n").splitlines()[-1], error
 
 
 def test_mistakes_in_separate_parts_of_one_entry_are_each_told(workbench_dir: Path, cli):

@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.errors import ConfigErrors
+
 JSON_VERSION = 1  # bump when a key of an envelope changes meaning or goes away; new keys do not bump it
 
 
@@ -114,14 +116,13 @@ def discard() -> None:
 
 def error_of(exc: BaseException, exit_code: int) -> dict[str, Any]:
     """The error object of an envelope: message, hint, where (file:line or the flag, when known), exit code and
-    kind (the exception's class); for several problems found at once (`ConfigErrors`), the first's, and each of
-    them under "problems"."""
+    kind (the exception's class); for several problems found at once (`ConfigErrors`), the first's, each of them
+    under "problems", whether checking stopped or more may show once they are fixed, and the count line."""
     out = {"message": getattr(exc, "message", None) or str(exc), "hint": getattr(exc, "hint", None),
            "where": getattr(exc, "where", None), "exit_code": exit_code, "kind": type(exc).__name__}
-    problems = getattr(exc, "problems", None)
-    if problems is not None:
-        out["problems"] = [{"message": p.message, "hint": p.hint, "where": p.where} for p in problems]
-        out["stopped"] = getattr(exc, "stopped", False)
+    if isinstance(exc, ConfigErrors):
+        out["problems"] = [{"message": p.message, "hint": p.hint, "where": p.where} for p in exc.problems]
+        out.update(stopped=exc.stopped, waiting=exc.waiting, summary=exc.summary())
     return out
 
 
