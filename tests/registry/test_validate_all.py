@@ -121,3 +121,11 @@ def test_an_empty_experiment_file_is_told_once(workbench_dir: Path, cli):
     code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
     errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
     assert code == 2 and errors == [f"Error: {workbench_dir / 'experiments' / 'empty.yaml'}:1: the file is empty"], err
+
+
+def test_a_file_named_twice_is_checked_once(workbench_dir: Path, cli):
+    path = _edit(workbench_dir, ("hold: {index_k_dtype: bf16, nixl_abort_fix: on, geometry_fix: off}",
+                                 "hold: {index_k_dtyp: bf16, nixl_abort_fix: on, geometry_fix: off}"))
+    code, _, err = cli("hypothesis", "validate", str(path), str(workbench_dir / ".." / "wbroot" / H))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and len(errors) == 1 and err.rstrip("\n").endswith("1 problem found"), err

@@ -24,7 +24,7 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
             check_root(root_path)
         paths = [*_experiment_paths(root_path), root_path / HYPOTHESES_FILE]
     out: list[str] = []
-    for p in paths:
+    for p in _each_once(paths):
         doc = _read(p, found)
         if doc is None:
             break
@@ -42,6 +42,14 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
             break
     found.raise_any()
     return out
+
+
+def _each_once(paths: list[Path]) -> list[Path]:
+    """The files named, one named twice (or by two spellings of its path) once, where first named."""
+    seen: dict[Path, Path] = {}
+    for p in paths:
+        seen.setdefault(p.resolve(), p)
+    return list(seen.values())
 
 
 def _is_experiment(path: Path, doc: LocatedYaml) -> bool:
