@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-UNSURE = re.compile(r"[A-Za-z]\((?:s|es|ies)\)")
+# After a letter, or opening a string: a noun built apart ("run" + "(s)", f"{noun}(s)") reads the same when printed.
+UNSURE = re.compile(r"(?:^|[A-Za-z])\((?:s|es|ies)\)")
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -43,3 +44,10 @@ def test_no_template_says_one():
 def test_the_scan_finds_one(tmp_path):
     (tmp_path / "m.py").write_text('"""Says "1 run(s)" in a docstring."""\nx = f"{n} run(s) ok"\n', encoding="utf-8")
     assert [line.split(": ", 1)[0] for line in unsure_counts(tmp_path)] == ["m.py:2"]
+
+
+def test_the_scan_finds_one_built_in_pieces(tmp_path):
+    # The bracket as a string of its own, joined to the noun: what is printed is "3 run(s)" all the same.
+    (tmp_path / "m.py").write_text('a = "run" + "(s)"\nb = f"{n} {noun}(es) left"\nc = f"{n} run{\'(s)\'}"\n'
+                                   'd = "f(x) and g(y)"\n', encoding="utf-8")
+    assert [line.split(": ", 1)[0] for line in unsure_counts(tmp_path)] == ["m.py:1", "m.py:2", "m.py:3"]
