@@ -82,8 +82,9 @@ class ConfigError(BadInput):
 
 class ConfigErrors(BadInput):
     """Every problem `wb hypothesis validate` found in the registry files, in file order (`problems`: each a
-    ConfigError, or the BadInput of a file that cannot be read). `stopped`: the last one leaves what follows it
-    unchecked (YAML that does not parse, an entry that is not a mapping). Message, hint and where are the first's."""
+    ConfigError, or the BadInput of a file that cannot be read). `stopped`: one of them leaves what follows it in
+    its file unchecked (YAML that does not parse, an entry that is not a mapping). Message, hint and where are the
+    first's."""
 
     def __init__(self, problems: list[BadInput], *, stopped: bool = False, waiting: bool = False) -> None:
         first = problems[0]
@@ -96,7 +97,8 @@ class ConfigErrors(BadInput):
         n = len(self.problems)
         found = f"{n} problem{'' if n == 1 else 's'} found"
         if self.stopped:
-            return f"{found}; checking stopped at the last one: what follows it is checked once it is fixed"
+            return (f"{found}; a file that cannot be read or parsed, or an entry that is not a mapping, stops the "
+                    "checking of its file there: what follows is checked once it is fixed")
         if self.waiting:
             fixed = "it is" if n == 1 else "they are"
             return (f"{found}; more may show once {fixed} fixed (a hypothesis with a problem in its fields or in "

@@ -66,7 +66,7 @@ def test_validate_stops_at_an_entry_that_is_not_a_mapping_and_says_so(workbench_
     assert len(errors) == 2, err
     assert f"{path}:{_line(path, 'index_k_dtyp:')}" in errors[0], err
     assert f"{path}:{_line(path, 'just a sentence')}" in errors[1] and "mapping" in errors[1], err
-    assert "stopped" in err.rstrip("\n").splitlines()[-1], err
+    assert "stops the checking of its file there" in err.rstrip("\n").splitlines()[-1], err
 
 
 def test_a_run_still_stops_at_the_first_problem(workbench_dir: Path, cli):
@@ -129,3 +129,21 @@ def test_a_file_named_twice_is_checked_once(workbench_dir: Path, cli):
     code, _, err = cli("hypothesis", "validate", str(path), str(workbench_dir / ".." / "wbroot" / H))
     errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
     assert code == 2 and len(errors) == 1 and err.rstrip("\n").endswith("1 problem found"), err
+
+
+def test_yaml_that_does_not_parse_stops_its_own_file_not_the_files_after_it(workbench_dir: Path, cli):
+    # kernel-geometry.yaml does not parse: agent-repro's hypotheses are still checked against agent-repro, and the
+    # one on kernel-geometry waits for its file.
+    exp = _edit(workbench_dir, ("variables:\n", "variables: [\n"), file="experiments/kernel-geometry.yaml")
+    path = _edit(workbench_dir, ("hold: {index_k_dtype: bf16, nixl_abort_fix: on, geometry_fix: off}",
+                                 "hold: {index_k_dtyp: bf16, nixl_abort_fix: on, geometry_fix: off}"))
+    code, out, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and len(errors) == 2, err
+    assert errors[0].startswith(f"Error: {exp}:") and "invalid YAML" in errors[0], err
+    assert errors[1].startswith(f"Error: {path}:{_line(path, 'index_k_dtyp:')}"), err
+    assert err.rstrip("\n").splitlines()[-1].startswith("2 problems found; a file that cannot be read or parsed"), err
+    # Named files likewise: one that is not there stops nothing but itself.
+    code, _, err = cli("hypothesis", "validate", str(workbench_dir / "nope.yaml"), str(path))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and len(errors) == 3 and "nope.yaml: file not found" in errors[0], err

@@ -113,7 +113,7 @@ def validate(files: Annotated[Optional[list[Path]], typer.Argument(metavar="FILE
     """Validate hypotheses.yaml and experiments/*.yaml (or the named files); exit 2 naming every problem found.
 
     Each problem is its own `Error:` line, in file order, then how many there are. YAML that does not parse, or
-    an entry that is not a mapping, stops the checking there."""
+    an entry that is not a mapping, stops the checking of its file there; the other files are checked."""
     from workbench.registry import validate_files
     from workbench.settings import given_root
 

@@ -35,7 +35,7 @@ class Found:
             self.problems.append(exc)
 
     def stop(self, exc: BadInput) -> None:
-        """A problem after which nothing later can be checked."""
+        """A problem after which nothing later in its file can be checked (the other files still are)."""
         self.problems.append(exc)
         self.stopped = True
 

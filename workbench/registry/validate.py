@@ -26,8 +26,10 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
     out: list[str] = []
     for p in _each_once(paths):
         doc = _read(p, found)
-        if doc is None:
-            break
+        if doc is None:  # nothing of it is checked; the files after it are
+            if p.resolve().parent.name == EXPERIMENTS_DIR:
+                found.experiments[p.resolve()] = None  # told once: its hypotheses wait for it
+            continue
         if _is_experiment(p, doc):
             found.experiments[p.resolve()] = exp = _experiment_of(doc, found)
             if exp is not None:
@@ -38,8 +40,6 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
         count = _validate_hypotheses(doc, reg_root, found)
         if count is not None:
             out.append(f"{p}: {_count(count, 'hypothesis', 'hypotheses')} ok")
-        if found.stopped:
-            break
     found.raise_any()
     return out
 
@@ -68,7 +68,7 @@ def _experiment_paths(root: Path) -> list[Path]:
 
 
 def _read(path: Path, found: Found) -> LocatedYaml | None:
-    """The file's YAML, or None when it cannot be read or parsed: nothing after it is checked."""
+    """The file's YAML, or None when it cannot be read or parsed: nothing in it is checked."""
     try:
         return load_located(path)
     except BadInput as exc:
@@ -107,8 +107,6 @@ def _validate_hypotheses(doc: LocatedYaml, reg_root: Path, found: Found) -> int 
             failed.add(path.stem)
         else:
             experiments[exp.id] = exp
-    if found.stopped:
-        return None
     before = len(found.problems)
     doc = as_format_one(doc)
     if doc.data is None:
