@@ -147,3 +147,13 @@ def test_yaml_that_does_not_parse_stops_its_own_file_not_the_files_after_it(work
     code, _, err = cli("hypothesis", "validate", str(workbench_dir / "nope.yaml"), str(path))
     errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
     assert code == 2 and len(errors) == 3 and "nope.yaml: file not found" in errors[0], err
+
+
+def test_an_experiment_file_a_named_hypotheses_file_uses_is_told_by_a_path_beside_the_one_named(
+        workbench_dir: Path, cli, monkeypatch):
+    # `wb hypothesis validate hypotheses.yaml` told its experiment file's problem at an absolute path
+    # (/home/.../experiments/agent-repro.yaml) where the whole workbench's validate says experiments/agent-repro.yaml.
+    exp = _edit(workbench_dir, ("leak: {kind: count,", "leak: {kind: cuont,"), file="experiments/agent-repro.yaml")
+    monkeypatch.chdir(workbench_dir)
+    code, _, err = cli("hypothesis", "validate", H)
+    assert code == 2 and f"Error: experiments/agent-repro.yaml:{_line(exp, 'cuont')} " in err, err

@@ -35,7 +35,7 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
             if exp is not None:
                 out.append(f"{p}: ok")
             continue
-        base = p.resolve().parent
+        base = p.parent  # as named: its experiment files are told by paths beside it
         reg_root = base if (base / EXPERIMENTS_DIR).is_dir() else (root or base)
         count = _validate_hypotheses(doc, reg_root, found)
         if count is not None:
