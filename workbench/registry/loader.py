@@ -117,14 +117,15 @@ def parse_model(model: type[M], doc: LocatedYaml) -> M:
     parsed, errors = validated(model, doc)
     if parsed is not None:
         return parsed
-    # An unknown field first: it is usually the typo behind a "missing" one (claims: for claim:).
-    errors = sorted(errors, key=lambda e: e["type"] != "extra_forbidden")
+    # An unknown field first: it is usually the typo behind a "missing" one (claims: for claim:). The problems
+    # announced after it are those validate lists (`_told`).
+    told = sorted(_told(errors), key=lambda e: e["type"] != "extra_forbidden")
     more = ""
-    if len(errors) == 2:
+    if len(told) == 2:
         more = " (1 more problem after this one: wb hypothesis validate lists them all)"
-    elif len(errors) > 2:
-        more = f" ({len(errors) - 1} more problems after this one: wb hypothesis validate lists them all)"
-    raise _problem(model, doc, errors[0], errors, more) from None
+    elif len(told) > 2:
+        more = f" ({len(told) - 1} more problems after this one: wb hypothesis validate lists them all)"
+    raise _problem(model, doc, told[0], errors, more) from None
 
 
 def validated(model: type[M], doc: LocatedYaml) -> tuple[M | None, list[Any]]:
@@ -167,10 +168,14 @@ def _missing_beside(error: Any, errors: list[Any]) -> list[str]:
 def all_problems(model: type[BaseModel], doc: LocatedYaml, errors: list[Any]) -> list[ConfigError]:
     """Each of pydantic's `errors` as a problem of its own, but a missing field an unknown one beside it was
     likely meant to be (`claims:` for `claim:`): told once, as the unknown field's hint."""
-    told = {(tuple(e["loc"][:-1]), name) for e in errors if e["type"] == "extra_forbidden"
-            for name in _missing_beside(e, errors) if did_you_mean(str(e["loc"][-1]), [name])}
-    return [_problem(model, doc, e, errors) for e in errors
-            if not (e["type"] == "missing" and (tuple(e["loc"][:-1]), e["loc"][-1]) in told)]
+    return [_problem(model, doc, e, errors) for e in _told(errors)]
+
+
+def _told(errors: list[Any]) -> list[Any]:
+    """pydantic's `errors` less each missing field an unknown one beside it was likely meant to be (its hint)."""
+    hinted = {(tuple(e["loc"][:-1]), name) for e in errors if e["type"] == "extra_forbidden"
+              for name in _missing_beside(e, errors) if did_you_mean(str(e["loc"][-1]), [name])}
+    return [e for e in errors if not (e["type"] == "missing" and (tuple(e["loc"][:-1]), e["loc"][-1]) in hinted)]
 
 
 def _unset_fields(model: type[BaseModel], doc: LocatedYaml, loc: tuple[Any, ...]) -> list[str]:
