@@ -171,3 +171,15 @@ def test_the_more_problems_a_command_announces_are_those_validate_lists(workbenc
                           "    falsified_iff: Corruption persists in the treatment arm with zero aborts.\n"))
     code, _, err = cli("hypothesis", "show", "wedge-confound", "--root", str(workbench_dir))
     assert code == 2 and "(1 more problem after this one: wb hypothesis validate lists them all)" in err, err
+
+
+def test_an_experiment_file_named_after_the_hypotheses_that_use_it_is_told_once(workbench_dir: Path, cli):
+    exp = _edit(workbench_dir, ("leak: {kind: count,", "leak: {kind: cuont,"), file="experiments/agent-repro.yaml")
+    code, _, err = cli("hypothesis", "validate", str(workbench_dir / H), str(exp))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and len(errors) == 1 and "got 'cuont'" in errors[0], err
+    broken = workbench_dir / "experiments" / "broken.yaml"
+    broken.write_text("id: [\n", encoding="utf-8")
+    code, _, err = cli("hypothesis", "validate", str(workbench_dir / H), str(broken))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and len([e for e in errors if "broken.yaml" in e]) == 1, err

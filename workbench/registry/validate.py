@@ -25,6 +25,9 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
         paths = [*_experiment_paths(root_path), root_path / HYPOTHESES_FILE]
     out: list[str] = []
     for p in _each_once(paths):
+        if p.resolve() in found.experiments:  # checked, its problems told, for a hypotheses file named before it
+            out += [f"{p}: ok"] if found.experiments[p.resolve()] is not None else []
+            continue
         doc = _read(p, found)
         if doc is None:  # nothing of it is checked; the files after it are
             if p.resolve().parent.name == EXPERIMENTS_DIR:
