@@ -35,3 +35,14 @@ def test_a_mistyped_hypothesis_kind_is_told_the_kind_meant(workbench_dir: Path, 
     _edit(workbench_dir, ("    kind: reachability\n", "    kind: reachabilty\n"))
     code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
     assert code == 2 and "Hint: did you mean 'reachability'?" in err, err
+
+
+def test_a_mistyped_value_of_a_secret_variable_is_not_told_the_value_meant(workbench_dir: Path, cli):
+    # The hint would print the secret it guessed ("did you mean 'hunter2'?").
+    _edit(workbench_dir, ("variables:\n", "variables:\n  token: {secret: true, values: [hunter2, opensesame], "
+                                          "default: hunter2}\n"), file="experiments/agent-repro.yaml")
+    _edit(workbench_dir, ("hold: {index_k_dtype: bf16, hicache: on}", "hold: {index_k_dtype: bf16, hicache: on, "
+                                                                     "token: hunter3}"))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 2 and "token" in err and "not shown: the variable is secret" in err, err
+    assert "hunter" not in err and "Hint: did you mean" not in err, err
