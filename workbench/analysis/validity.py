@@ -147,10 +147,10 @@ def fingerprints(arms: dict[str, list[RunData]]) -> dict[str, Any]:
             same.append(key)
     if differ:
         return check("fingerprint", False, "environment differs between arms: " + "; ".join(differ[:4]), "invalid")
-    detail = (f"{display.count(len(same), 'fingerprint value')} identical across arms ({', '.join(same[:5])})" if same
+    detail = (f"{display.count(len(same), 'fingerprint value')} identical across arms ({_named(same)})" if same
               else "no fingerprint value was recorded in every arm")
     if partial:
-        detail += f"; not comparable (recorded in some arms only): {', '.join(partial[:5])}"
+        detail += f"; not comparable (recorded in some arms only): {_named(partial)}"
         return check("fingerprint", True if same else None, detail + ".")
     return check("fingerprint", True, detail + ".")
 
@@ -207,8 +207,15 @@ def configs(texts: dict[str, str], arms: dict[str, list[RunData]], aa: bool,
         return check("config", True if aa else None, "one rendered config per arm" if aa else
                      "rendered configs recorded for one arm only")
     shown = diffs[0]
-    return check("config", True, f"one rendered config per arm in each of {display.count(len(by_exec), 'execution')}; "
-                 "they differ in: " + " | ".join(x.strip() for x in shown))
+    where = "the one execution" if len(by_exec) == 1 else f"each of {len(by_exec)} executions"
+    return check("config", True, f"one rendered config per arm in {where}; they differ in: "
+                 + " | ".join(x.strip() for x in shown))
+
+
+def _named(names: list[str], shown: int = 5) -> str:
+    """The first `shown` names, and how many more: every name counted is named or counted."""
+    rest = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {rest} more" if rest > 0 else "")
 
 
 REASONS_SHOWN = 3      # the commonest messages a check quotes
