@@ -39,3 +39,24 @@ def test_a_rate_of_lost_units_has_no_reading_over_completed_units(store, registr
     assert "error_rate" not in attrition.detail and "verdict stands" in attrition.detail
     assert a.verdict == "supported", a.reasoning
     assert "Over completed units only it is 165/" not in a.reasoning
+
+
+def test_a_rate_counting_some_lost_units_has_no_reading_over_completed_units(store, workbench_dir):
+    """A numerator whose outcomes mix lost ones with completed ones (error or leak) was re-judged over completed
+    units: errored sessions over sessions that completed, a rate above 1 (48/47) that made the analysis
+    fail with a traceback (numpy: ngood + nbad < nsample)."""
+    from workbench.registry import load_registry
+
+    exp = workbench_dir / "experiments" / "agent-repro.yaml"
+    old = "  error_rate: {kind: proportion, numerator: error, denominator: sessions, description: error / sessions}\n"
+    assert old in exp.read_text()
+    added = ("  failed_or_leaked: {kind: count, units: {outcome: [error, leak]}}\n"
+             "  failure_rate: {kind: proportion, numerator: failed_or_leaked, denominator: sessions}\n")
+    exp.write_text(exp.read_text().replace(old, old + added))
+    hyp = workbench_dir / "hypotheses.yaml"
+    old = "{metric: error_rate, arm: control, at_least: 0.1,"
+    assert old in hyp.read_text()
+    hyp.write_text(hyp.read_text().replace(old, "{metric: failure_rate, arm: control, at_least: 0.1,"))
+    a = analyze_stored(store, load_registry(workbench_dir), HID, execution_id=_execution(store, reps=5))
+    (failures,) = [p for p in a.predictions if p.metric == "failure_rate"]
+    assert (failures.k, failures.n, failures.completed) == (240, 400, None), failures

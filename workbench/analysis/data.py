@@ -65,13 +65,14 @@ def impossible_counts(k: float, n: float) -> bool:
 
 
 def counts_lost_units(spec: MetricSpec, exp: Experiment) -> bool:
-    """Whether a proportion's numerator counts only units that did not complete (errored sessions of all
-    sessions): over completed units such a rate has no reading, since none of them is in its numerator."""
+    """Whether a proportion's numerator counts units that did not complete (errored sessions of all sessions),
+    alone or among completed ones: over completed units such a rate has no reading, since its numerator holds
+    units the denominator leaves out (a rate above 1 where most of them were lost)."""
     num = exp.metrics.get(exp.repeated(spec.numerator)) if spec.numerator else None
     if exp.unit is None or num is None or not num.units or exp.unit.outcome_field not in num.units:
         return False
     wanted = num.units[exp.unit.outcome_field]
-    return all(str(v) not in exp.unit.completed for v in (wanted if isinstance(wanted, list) else [wanted]))
+    return any(str(v) not in exp.unit.completed for v in (wanted if isinstance(wanted, list) else [wanted]))
 
 
 def completed_units(run: RunData, exp: Experiment) -> tuple[float, float] | None:
