@@ -36,7 +36,8 @@ def test_runs_list_csv_has_one_column_per_variable_and_metric(seeded: Path, cli,
     code, out, err = cli("runs", "list", "--format", fmt)
     assert code == 0, err
     rows = list(csv.reader(io.StringIO(out), delimiter="," if fmt == "csv" else "\t"))
-    assert rows[0] == ["id", "label", "hypothesis", "arm", "status", *VARIABLES, *MEASURED, *DERIVED], rows[0]
+    assert rows[0] == ["id", "label", "hypothesis", "arm", "status", "experiment", *VARIABLES, *MEASURED, *DERIVED], \
+        rows[0]
     got = {r[0]: dict(zip(rows[0], r)) for r in rows[1:]}
     assert sorted(got) == ["1", "2", "3", "4", "5", "6"]
     six, one = got["6"], got["1"]
@@ -46,6 +47,23 @@ def test_runs_list_csv_has_one_column_per_variable_and_metric(seeded: Path, cli,
     # a run that lacks a metric has an empty cell, never 0; wall_s is real-valued and keeps its decimals
     assert (one["metric.leak"], one["metric.sessions"], one["metric.wall_s"], one["derived.corruption_rate"]) == \
         ("0", "", "302.0", ""), one
+
+
+def test_runs_list_csv_names_each_runs_experiment(seeded: Path, cli, workbench_dir: Path) -> None:
+    """Runs of two experiments share one header (the union of their columns; wall_s is in both): without a column
+    naming its experiment a row could not be told apart, nor which definitions gave its derived values."""
+    kvcache = Path(__file__).resolve().parents[2] / "examples" / "kvcache"
+    (workbench_dir / "experiments" / "kv-load.yaml").write_text((kvcache / "experiments" / "kv-load.yaml").read_text())
+    code, _, err = cli("import", "evidence", str(kvcache / "history.csv"))
+    assert code == 0, err
+    for fmt, sep in (("csv", ","), ("tsv", "\t")):
+        code, out, err = cli("runs", "list", "--format", fmt)
+        assert code == 0, err
+        rows = list(csv.DictReader(io.StringIO(out), delimiter=sep))
+        got = {r["label"]: (r["experiment"], r["metric.wall_s"], r["derived.stale_rate"]) for r in rows}
+        assert got["post-bf16-hicache-postfix"] == ("agent-repro", "346.3", ""), got
+        assert got["deploy-1"] == ("kv-load", "1.9", "0.88"), got
+        assert out.splitlines()[0].startswith(sep.join(["id", "label", "hypothesis", "arm", "status", "experiment"]))
 
 
 def test_runs_list_csv_quotes_a_value_with_a_comma(seeded: Path, cli, workbench_dir: Path, tmp_path: Path) -> None:

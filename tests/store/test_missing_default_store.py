@@ -61,7 +61,7 @@ def test_the_listings_say_no_runs_in_their_usual_shape(workbench_dir: Path, cli,
         0, "No runs of wedge-confound recorded yet.\n", "")
     code, out, _ = cli("runs", "list", "--json", *root)
     assert code == 0 and json.loads(out)["items"] == []
-    header = "id\tlabel\thypothesis\tarm\tstatus\n"  # a column per variable and metric: none without runs
+    header = "id\tlabel\thypothesis\tarm\tstatus\texperiment\n"  # a column per variable and metric: none without runs
     assert cli("runs", "list", "--format", "tsv", *root) == (0, header, "")
     assert cli("confounds", *root) == (0, "No runs with a recorded outcome to scan.\n", "")
     assert not (workbench_dir / "wb.duckdb").exists()

@@ -67,13 +67,15 @@ def list_(db: DbOption = None, json_: JsonOption = False,
 
 def _spreadsheet(rows: list["RunRecord"], shown: list["RunMetrics"]) -> tuple[list[str], list[list[object]]]:
     """A column per variable (`var.NAME`), per measured metric (`metric.NAME`) and per derived one
-    (`derived.NAME`): the union over the runs, each group by name; a run without the value has an empty cell."""
+    (`derived.NAME`): the union over the runs, each group by name; a run without the value has an empty cell.
+    `experiment` names whose definitions a row's values follow (runs of several experiments share the header)."""
     variables = sorted({k for r in rows for k in r.variables})
     measured = sorted({k for m in shown for k in m.measured})
     derived = sorted({k for m in shown for k in m.derived})
-    columns = ["id", "label", "hypothesis", "arm", "status", *(f"var.{k}" for k in variables),
+    columns = ["id", "label", "hypothesis", "arm", "status", "experiment", *(f"var.{k}" for k in variables),
                *(f"metric.{k}" for k in measured), *(f"derived.{k}" for k in derived)]
-    return columns, [[r.id, r.label, r.hypothesis_id, r.arm, r.status, *(r.variables.get(k) for k in variables),
+    return columns, [[r.id, r.label, r.hypothesis_id, r.arm, r.status, r.experiment_id,
+                      *(r.variables.get(k) for k in variables),
                       *(m.measured.get(k) for k in measured), *(m.derived.get(k) for k in derived)]
                      for r, m in zip(rows, shown)]
 
