@@ -12,7 +12,7 @@ from workbench.registry.experiment import Experiment, MetricSpec
 from workbench.store.entities import USABLE_STATUSES, RunData, RunQuery
 
 __all__ = ["USABLE_STATUSES", "RunData", "run_query", "metric_value", "proportion_counts", "completed_units",
-           "counts_lost_units"]
+           "counts_lost_units", "has_completed_reading"]
 
 
 def run_query(exp: Experiment, *, execution_id: int | None = None, include_imported: bool = True,
@@ -73,6 +73,13 @@ def counts_lost_units(spec: MetricSpec, exp: Experiment) -> bool:
         return False
     wanted = num.units[exp.unit.outcome_field]
     return any(str(v) not in exp.unit.completed for v in (wanted if isinstance(wanted, list) else [wanted]))
+
+
+def has_completed_reading(spec: MetricSpec, exp: Experiment) -> bool:
+    """Whether a rate is read over completed units too (the attrition check, an isolate probe's look): a
+    proportion of an experiment that declares which outcomes complete, unless its numerator counts lost units."""
+    return (spec.kind == "proportion" and exp.unit is not None and bool(exp.unit.completed)
+            and not counts_lost_units(spec, exp))
 
 
 def completed_units(run: RunData, exp: Experiment) -> tuple[float, float] | None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from workbench.analysis import display, stats, validity
-from workbench.analysis.data import USABLE_STATUSES, RunData, counts_lost_units
+from workbench.analysis.data import USABLE_STATUSES, RunData, has_completed_reading
 from workbench.analysis.predictions import combine_outcomes, judge
 from workbench.analysis.reachability import judge_reachability
 from workbench.analysis.results import COMPLETED_KEYS, VERDICTS, Analysis, ArmSummary, Check, Judgement
@@ -230,8 +230,7 @@ def _predictions(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list
         j = judge(p, a, arms, exp, sequential=d.sequential, family=family, looks=budget)
         spec = exp.metrics.get(exp.repeated(p.metric))
         # Over completed units only: the reading without the lost units, for a rate that can have one.
-        if spec is not None and spec.kind == "proportion" and exp.unit is not None and exp.unit.completed \
-                and not counts_lost_units(spec, exp):
+        if spec is not None and has_completed_reading(spec, exp):
             jc = judge(p, a, arms, exp, basis="completed", sequential=d.sequential, family=family, looks=budget)
             j["completed"] = {k: jc.get(k) for k in COMPLETED_KEYS}
             if jc["outcome"] != j["outcome"] and jc.get("n"):

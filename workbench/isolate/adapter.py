@@ -268,7 +268,7 @@ class RunnerOracle:
         return sum(r.status in FAILED_STATUSES for r in self._runs(store, execution_id))
 
     def _look(self, store: "Store", execution_id: int, req: ProbeRequest) -> Look:
-        from workbench.analysis.data import USABLE_STATUSES
+        from workbench.analysis.data import USABLE_STATUSES, has_completed_reading
         from workbench.analysis.predictions import pooled
 
         exp = self.registry.experiments[self.spec.experiment]
@@ -277,7 +277,9 @@ class RunnerOracle:
         failed = sum(r.status in FAILED_STATUSES for r in every)
         bounds = self.spec.region.bounds()
         every_unit = cumulative_path(pooled(runs, self.spec.metric, exp)["per_run"])
-        completed = cumulative_path(pooled(runs, self.spec.metric, exp, basis="completed")["per_run"])
+        # A rate of lost units (error_rate) has no reading over the completed ones: all units are its only one.
+        completed = (cumulative_path(pooled(runs, self.spec.metric, exp, basis="completed")["per_run"])
+                     if has_completed_reading(exp.metrics[exp.repeated(self.spec.metric)], exp) else every_unit)
         look = judge(every_unit, completed, bounds, req.alpha, req.max_units)
         if failed >= MAX_FAILED_RUNS and not look.stop:
             # Runs that measure nothing would never spend the units: stop, and say why the probe is open.
