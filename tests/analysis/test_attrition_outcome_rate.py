@@ -60,3 +60,21 @@ def test_a_rate_counting_some_lost_units_has_no_reading_over_completed_units(sto
     a = analyze_stored(store, load_registry(workbench_dir), HID, execution_id=_execution(store, reps=5))
     (failures,) = [p for p in a.predictions if p.metric == "failure_rate"]
     assert (failures.k, failures.n, failures.completed) == (240, 400, None), failures
+
+
+def test_attrition_claims_no_comparison_when_no_prediction_has_a_completed_reading(store, workbench_dir):
+    """With error_rate its only predictions, nothing was judged over completed units, yet the flagged attrition
+    check said "The outcome is the same over all units and over completed units", a comparison never made."""
+    from workbench.registry import load_registry
+
+    hyp = workbench_dir / "hypotheses.yaml"
+    old = ('      - {metric: corruption_rate, arm: treatment, at_least: 0.05,\n'
+           '         why: "over-commit fails sessions; it does not corrupt the ones that complete"}\n')
+    assert old in hyp.read_text()
+    hyp.write_text(hyp.read_text().replace(old, ""))
+    a = analyze_stored(store, load_registry(workbench_dir), HID, execution_id=_execution(store, reps=5))
+    assert [p.metric for p in a.predictions] == ["error_rate", "error_rate"]
+    attrition = next(c for c in a.checks if c.name == "attrition")
+    assert "same over all units and over completed units" not in attrition.detail, attrition.detail
+    assert attrition.detail.endswith(". No prediction is read over completed units only (error_rate counts the "
+                                     "lost units themselves), so the verdict stands."), attrition.detail

@@ -7,7 +7,7 @@ effect says what it does to the verdict when it did not pass: "invalid", "inconc
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from workbench.analysis import clustered, display, stats
 from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
@@ -291,8 +291,11 @@ def guard(g: Any, arms: dict[str, list[RunData]], exp: Experiment, arm_names: li
 
 
 def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], exp: Experiment,
-              basis_disagrees: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Units lost (not completed) per arm, runs that failed, and whether the outcome depends on the basis."""
+              basis_disagrees: list[str], compared: bool = True,
+              lost_rates: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Units lost (not completed) per arm, runs that failed, and whether the outcome depends on the basis.
+    `compared`: whether any prediction was judged over completed units too; `lost_rates`: the predicted rates
+    that count lost units (no reading over completed ones)."""
     per_arm: dict[str, Any] = {}
     flags: list[str] = []
     for a, runs in arms.items():
@@ -344,6 +347,11 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
     if basis_disagrees:
         return check("attrition", False, "; ".join(flags) + ". Over completed units the verdict would differ for: "
                      + ", ".join(basis_disagrees), "inconclusive"), summary
+    if flags and not compared:
+        why = (f" ({', '.join(lost_rates)} {'counts' if len(lost_rates) == 1 else 'count'} the lost units themselves)"
+               if lost_rates else "")
+        return check("attrition", False, "; ".join(flags) + f". No prediction is read over completed units only{why}, "
+                     "so the verdict stands.", "none"), summary
     if flags:
         return check("attrition", False, "; ".join(flags) + ". The outcome is the same over all units and over "
                      "completed units, so the verdict stands.", "none"), summary

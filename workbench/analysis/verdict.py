@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from workbench.analysis import display, stats, validity
-from workbench.analysis.data import USABLE_STATUSES, RunData, has_completed_reading
+from workbench.analysis.data import USABLE_STATUSES, RunData, counts_lost_units, has_completed_reading
 from workbench.analysis.predictions import combine_outcomes, judge
 from workbench.analysis.reachability import judge_reachability
 from workbench.analysis.results import COMPLETED_KEYS, VERDICTS, Analysis, ArmSummary, Check, Judgement
@@ -260,7 +260,11 @@ def _quality(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[Run
              failed: dict[str, list[RunData]], disagree: list[str]) -> None:
     """Attrition, drift between replicates and (for A/A executions) the noise floor."""
     metrics = sorted({p.metric for p in h.predicts})
-    att_check, d.attrition = validity.attrition(arms, failed, exp, disagree)
+    specs = {p.metric: exp.metrics.get(exp.repeated(p.metric)) for p in h.predicts}
+    compared = any(s is not None and has_completed_reading(s, exp) for s in specs.values())
+    lost_rates = sorted(m for m, s in specs.items() if s is not None and s.kind == "proportion"
+                        and counts_lost_units(s, exp))
+    att_check, d.attrition = validity.attrition(arms, failed, exp, disagree, compared, lost_rates)
     d.checks.append(att_check)
     drift_check, d.drift = validity.drift(arms, exp, metrics)
     d.checks.append(drift_check)
