@@ -78,3 +78,30 @@ def test_attrition_claims_no_comparison_when_no_prediction_has_a_completed_readi
     assert "same over all units and over completed units" not in attrition.detail, attrition.detail
     assert attrition.detail.endswith(". No prediction is read over completed units only (error_rate counts the "
                                      "lost units themselves), so the verdict stands."), attrition.detail
+
+
+def test_a_rate_whose_numerator_filters_on_another_field_has_no_completed_reading(store, workbench_dir):
+    """A numerator counted by a unit field other than the outcome (sessions whose error says HTTP 503) takes units
+    of any outcome, lost ones too: over completed units it read 60 errors a run over 20 completed sessions, and
+    the analysis failed with a traceback (numpy: ngood + nbad < nsample)."""
+    from workbench.registry import load_registry
+
+    exp = workbench_dir / "experiments" / "agent-repro.yaml"
+    old = "  error_rate: {kind: proportion, numerator: error, denominator: sessions, description: error / sessions}\n"
+    assert old in exp.read_text()
+    added = ("  http503: {kind: count, units: {error: HTTP 503}}\n"
+             "  http503_rate: {kind: proportion, numerator: http503, denominator: sessions}\n")
+    exp.write_text(exp.read_text().replace(old, old + added))
+    hyp = workbench_dir / "hypotheses.yaml"
+    old = "{metric: error_rate, arm: control, at_least: 0.1,"
+    assert old in hyp.read_text()
+    hyp.write_text(hyp.read_text().replace(old, "{metric: http503_rate, arm: control, at_least: 0.1,"))
+    ex = add_execution(store, hypothesis_id=HID)
+    for r in range(1, 4):
+        variables = {**HELD, "pool_configurator_fix": "off", "seed": str(r)}
+        add_run(store, execution_id=ex, arm="control", variables=variables,
+                replicate=r, hypothesis_id=HID, outcomes={"leak": 10, "done": 10, "error": 60},
+                extra={"waiting_for_input": 0}, reasons={"error": ["HTTP 503"]})
+    a = analyze_stored(store, load_registry(workbench_dir), HID, execution_id=ex)
+    (rate,) = [p for p in a.predictions if p.metric == "http503_rate"]
+    assert (rate.k, rate.n, rate.completed) == (180, 240, None), rate

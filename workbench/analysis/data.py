@@ -66,11 +66,14 @@ def impossible_counts(k: float, n: float) -> bool:
 
 def counts_lost_units(spec: MetricSpec, exp: Experiment) -> bool:
     """Whether a proportion's numerator counts units that did not complete (errored sessions of all sessions),
-    alone or among completed ones: over completed units such a rate has no reading, since its numerator holds
-    units the denominator leaves out (a rate above 1 where most of them were lost)."""
+    alone or among completed ones, or units of any outcome (a filter on another field, such as the error's text):
+    over completed units such a rate has no reading, since its numerator holds units the denominator leaves out
+    (a rate above 1 where most of them were lost). A numerator not counted from units is taken as it is."""
     num = exp.metrics.get(exp.repeated(spec.numerator)) if spec.numerator else None
-    if exp.unit is None or num is None or not num.units or exp.unit.outcome_field not in num.units:
+    if exp.unit is None or num is None or num.units is None:
         return False
+    if exp.unit.outcome_field not in num.units:
+        return True
     wanted = num.units[exp.unit.outcome_field]
     return any(str(v) not in exp.unit.completed for v in (wanted if isinstance(wanted, list) else [wanted]))
 
