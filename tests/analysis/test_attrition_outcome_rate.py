@@ -105,3 +105,29 @@ def test_a_rate_whose_numerator_filters_on_another_field_has_no_completed_readin
     a = analyze_stored(store, load_registry(workbench_dir), HID, execution_id=ex)
     (rate,) = [p for p in a.predictions if p.metric == "http503_rate"]
     assert (rate.k, rate.n, rate.completed) == (180, 240, None), rate
+
+
+def test_a_rate_whose_collected_numerator_outnumbers_the_completed_units_has_no_completed_reading(store,
+                                                                                                 workbench_dir):
+    """timeouts is collected, not counted from units, so its definition cannot say which units it counts; a run
+    with 60 timeouts and 20 completed sessions shows it counts lost ones. Over completed units that read 60/20,
+    and the analysis failed with a traceback (numpy: ngood + nbad < nsample)."""
+    from workbench.registry import load_registry
+
+    exp = workbench_dir / "experiments" / "agent-repro.yaml"
+    old = "  error_rate: {kind: proportion, numerator: error, denominator: sessions, description: error / sessions}\n"
+    assert old in exp.read_text()
+    added = "  timeout_rate: {kind: proportion, numerator: timeouts, denominator: sessions}\n"
+    exp.write_text(exp.read_text().replace(old, old + added))
+    hyp = workbench_dir / "hypotheses.yaml"
+    old = "{metric: error_rate, arm: control, at_least: 0.1,"
+    assert old in hyp.read_text()
+    hyp.write_text(hyp.read_text().replace(old, "{metric: timeout_rate, arm: control, at_least: 0.1,"))
+    ex = add_execution(store, hypothesis_id=HID)
+    for r in range(1, 4):
+        variables = {**HELD, "pool_configurator_fix": "off", "seed": str(r)}
+        add_run(store, execution_id=ex, arm="control", variables=variables, replicate=r, hypothesis_id=HID,
+                outcomes={"leak": 10, "done": 10, "error": 60}, extra={"waiting_for_input": 0, "timeouts": 60})
+    a = analyze_stored(store, load_registry(workbench_dir), HID, execution_id=ex)
+    (rate,) = [p for p in a.predictions if p.metric == "timeout_rate"]
+    assert (rate.k, rate.n, rate.completed) == (180, 240, None), rate

@@ -8,6 +8,8 @@ recorded stays None.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from workbench.registry.experiment import Experiment, MetricSpec
 from workbench.store.entities import USABLE_STATUSES, RunData, RunQuery
 
@@ -78,11 +80,18 @@ def counts_lost_units(spec: MetricSpec, exp: Experiment) -> bool:
     return any(str(v) not in exp.unit.completed for v in (wanted if isinstance(wanted, list) else [wanted]))
 
 
-def has_completed_reading(spec: MetricSpec, exp: Experiment) -> bool:
+def has_completed_reading(spec: MetricSpec, exp: Experiment, runs: Iterable[RunData] = ()) -> bool:
     """Whether a rate is read over completed units too (the attrition check, an isolate probe's look): a
-    proportion of an experiment that declares which outcomes complete, unless its numerator counts lost units."""
-    return (spec.kind == "proportion" and exp.unit is not None and bool(exp.unit.completed)
-            and not counts_lost_units(spec, exp))
+    proportion of an experiment that declares which outcomes complete, unless its numerator counts lost units,
+    by its definition or, for a count not taken from units (a collected `timeouts`), by one of `runs` counting
+    more than the units it completed."""
+    if spec.kind != "proportion" or exp.unit is None or not exp.unit.completed or counts_lost_units(spec, exp):
+        return False
+    for run in runs:
+        kn, cu = proportion_counts(run, spec, exp), completed_units(run, exp)
+        if kn is not None and cu is not None and kn[0] > cu[1]:
+            return False
+    return True
 
 
 def completed_units(run: RunData, exp: Experiment) -> tuple[float, float] | None:

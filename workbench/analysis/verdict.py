@@ -230,7 +230,7 @@ def _predictions(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list
         j = judge(p, a, arms, exp, sequential=d.sequential, family=family, looks=budget)
         spec = exp.metrics.get(exp.repeated(p.metric))
         # Over completed units only: the reading without the lost units, for a rate that can have one.
-        if spec is not None and has_completed_reading(spec, exp):
+        if spec is not None and has_completed_reading(spec, exp, (r for a in arms.values() for r in a)):
             jc = judge(p, a, arms, exp, basis="completed", sequential=d.sequential, family=family, looks=budget)
             j["completed"] = {k: jc.get(k) for k in COMPLETED_KEYS}
             if jc["outcome"] != j["outcome"] and jc.get("n"):
@@ -261,7 +261,8 @@ def _quality(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[Run
     """Attrition, drift between replicates and (for A/A executions) the noise floor."""
     metrics = sorted({p.metric for p in h.predicts})
     specs = {p.metric: exp.metrics.get(exp.repeated(p.metric)) for p in h.predicts}
-    compared = any(s is not None and has_completed_reading(s, exp) for s in specs.values())
+    compared = any(s is not None and has_completed_reading(s, exp, (r for a in arms.values() for r in a))
+                   for s in specs.values())
     lost_rates = sorted(m for m, s in specs.items() if s is not None and s.kind == "proportion"
                         and counts_lost_units(s, exp))
     att_check, d.attrition = validity.attrition(arms, failed, exp, disagree, compared, lost_rates)

@@ -279,7 +279,7 @@ class RunnerOracle:
         every_unit = cumulative_path(pooled(runs, self.spec.metric, exp)["per_run"])
         # A rate of lost units (error_rate) has no reading over the completed ones: all units are its only one.
         completed = (cumulative_path(pooled(runs, self.spec.metric, exp, basis="completed")["per_run"])
-                     if has_completed_reading(exp.metrics[exp.repeated(self.spec.metric)], exp) else every_unit)
+                     if has_completed_reading(exp.metrics[exp.repeated(self.spec.metric)], exp, runs) else every_unit)
         look = judge(every_unit, completed, bounds, req.alpha, req.max_units)
         if failed >= MAX_FAILED_RUNS and not look.stop:
             # Runs that measure nothing would never spend the units: stop, and say why the probe is open.
