@@ -178,3 +178,25 @@ def test_a_negative_count_or_part_of_a_proportion_is_refused_at_its_cell(kv, cli
         assert err.startswith("Error: ") and f"{h}:3" in err and f"column {column!r} is negative" in err, err
         assert "Traceback" not in err
         assert not Path(kv.db).exists(), "a refused input must not create the store"
+
+
+def test_a_derived_metric_given_as_a_column_is_named_as_derived(workbench_dir, tmp_path, cli):
+    """A CSV with an error_rate column said "unknown column error_rate (no experiment has it ...)", though
+    agent-repro declares error_rate: it is derived (error / sessions), never imported, and the hint says what to
+    give instead."""
+    csv = tmp_path / "runs.csv"
+    csv.write_text("run_id,index_k_dtype,hicache,nixl_abort_fix,sessions,error,error_rate\nr1,bf16,on,on,80,40,0.5\n")
+    code, out, err = cli("import", "evidence", str(csv), "--root", str(workbench_dir), "--db", str(tmp_path / "w.db"))
+    assert code == 2 and out == "", (code, out, err)
+    first, hint = err.splitlines()[:2]
+    assert "no experiment has it" not in first, first
+    assert first == (f"Error: {csv}:1: column error_rate is derived by experiment 'agent-repro' "
+                     "(error_rate = error / sessions), never imported"), first
+    assert hint == "Hint: give error, sessions instead, or keep the figure as text in reported_error_rate", hint
+    exp = load_registry(workbench_dir).experiments["agent-repro"]
+    try:
+        parse_evidence(csv, exp)
+    except Exception as exc:  # the same words with --experiment agent-repro
+        assert "derived by experiment 'agent-repro'" in str(exc), exc
+    else:
+        raise AssertionError("a derived metric's column was accepted")

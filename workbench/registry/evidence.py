@@ -91,6 +91,8 @@ def parse_evidence(path: Path, exp: Experiment) -> list[dict[str, Any]]:
     text, reader, header = _read(path)
     cols = evidence_columns(exp)
     unknown = cols.unknown(header)
+    if (problem := cols.derived_problem(unknown)) is not None:
+        raise BadInput(f"{path}:1: {problem[0]}", hint=problem[1])
     if unknown:
         columns = "columns" if len(unknown) > 1 else "column"
         raise BadInput(f"{path}:1: unknown {columns} {', '.join(unknown)} for experiment {exp.id!r}",

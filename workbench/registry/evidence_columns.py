@@ -38,6 +38,8 @@ class EvidenceColumns:
     float_metrics: tuple[str, ...]
     workload: tuple[str, ...]
     all_units: tuple[str, ...]  # count metrics that count every unit: also the run's workload size
+    # metrics the experiment derives (proportions, same_as aliases), never a column: name -> (how, what to give)
+    derived: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
     def known(self) -> set[str]:
         return set(self.variables) | set(self.integer_metrics) | set(self.float_metrics) | set(self.workload) \
@@ -55,6 +57,18 @@ class EvidenceColumns:
         parts.append(f"bookkeeping: {', '.join(BOOKKEEPING)}, {REPORTED_PREFIX}*")
         return "; ".join(parts)
 
+    def derived_problem(self, unknown: list[str]) -> tuple[str, str] | None:
+        """(what is wrong, what to do) when every unknown column is a metric the experiment derives."""
+        how = {name: (formula, inputs) for name, formula, inputs in self.derived}
+        if not unknown or any(c not in how for c in unknown):
+            return None
+        columns, are = ("columns", "are") if len(unknown) > 1 else ("column", "is")
+        said = "; ".join(f"{c} {how[c][0]}" for c in unknown)
+        give = sorted({i for c in unknown for i in how[c][1]})
+        kept = ", ".join(f"{REPORTED_PREFIX}{c}" for c in unknown)
+        return (f"{columns} {', '.join(unknown)} {are} derived by experiment {self.experiment!r} ({said}), never "
+                f"imported", f"give {', '.join(give)} instead, or keep the figure as text in {kept}")
+
     def hint(self, unknown: list[str]) -> str:
         """For unknown columns: the column each was likely meant to be, then the experiment's columns."""
         listing = f"{self.experiment} columns: {self.listing()}"
@@ -66,15 +80,20 @@ class EvidenceColumns:
 
 
 def evidence_columns(exp: Experiment) -> EvidenceColumns:
-    ints, floats, all_units = [], [], []
+    ints, floats, all_units, derived = [], [], [], []
     for name, spec in exp.metrics.items():
-        if spec.kind == "proportion" or spec.same_as is not None:
+        if spec.same_as is not None:
+            derived.append((name, f"= {spec.same_as}", (exp.repeated(name),)))
+            continue
+        if spec.kind == "proportion":
+            derived.append((name, f"= {spec.numerator} / {spec.denominator}",
+                            (exp.repeated(spec.numerator or ""), exp.repeated(spec.denominator or ""))))
             continue
         (ints if spec.kind == "count" else floats).append(name)
         if spec.units == {}:
             all_units.append(name)
     return EvidenceColumns(exp.id, tuple(exp.variables), tuple(ints), tuple(floats),
-                           tuple(exp.workload_parameters), tuple(all_units))
+                           tuple(exp.workload_parameters), tuple(all_units), tuple(derived))
 
 
 def pick_experiment(registry: Registry, header: list[str], where: str) -> Experiment:
@@ -90,6 +109,8 @@ def pick_experiment(registry: Registry, header: list[str], where: str) -> Experi
     best = min(registry.experiments.values(), key=lambda e: len(evidence_columns(e).unknown(header)))
     cols = evidence_columns(best)
     unknown = cols.unknown(header)
+    if (problem := cols.derived_problem(unknown)) is not None:
+        raise BadInput(f"{where}:1: {problem[0]}", hint=problem[1])
     columns, them = ("columns", "them") if len(unknown) > 1 else ("column", "it")
     raise BadInput(f"{where}:1: unknown {columns} {', '.join(unknown)} (no experiment has {them}; the closest "
                    f"experiment is {best.id!r})", hint=cols.hint(unknown))
