@@ -200,3 +200,16 @@ def test_a_derived_metric_given_as_a_column_is_named_as_derived(workbench_dir, t
         assert "derived by experiment 'agent-repro'" in str(exc), exc
     else:
         raise AssertionError("a derived metric's column was accepted")
+
+
+def test_a_derived_metric_beside_an_unknown_column_is_not_called_unknown(workbench_dir, tmp_path, cli):
+    """With a mistyped column beside corruption_rate, both were "unknown columns (no experiment has them)"."""
+    csv = tmp_path / "runs.csv"
+    csv.write_text("run_id,index_k_dtype,hicache,nixl_abort_fix,sessions,leak,corruption_rate,lek\n"
+                   "r1,bf16,on,on,80,14,0.175,3\n")
+    code, _, err = cli("import", "evidence", str(csv), "--root", str(workbench_dir), "--db", str(tmp_path / "w.db"))
+    first, hint = err.splitlines()[:2]
+    assert code == 2 and first == (f"Error: {csv}:1: unknown column lek (no experiment has it; the closest "
+                                   "experiment is 'agent-repro')"), first
+    assert hint.startswith("Hint: lek: did you mean 'leak'?; corruption_rate is derived (corruption_rate = leak / "
+                           "sessions), never imported: give leak, sessions instead"), hint

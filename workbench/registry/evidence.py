@@ -94,9 +94,8 @@ def parse_evidence(path: Path, exp: Experiment) -> list[dict[str, Any]]:
     if (problem := cols.derived_problem(unknown)) is not None:
         raise BadInput(f"{path}:1: {problem[0]}", hint=problem[1])
     if unknown:
-        columns = "columns" if len(unknown) > 1 else "column"
-        raise BadInput(f"{path}:1: unknown {columns} {', '.join(unknown)} for experiment {exp.id!r}",
-                       hint=cols.hint(unknown))
+        what, hint = cols.refusal(unknown)
+        raise BadInput(f"{path}:1: {what} for experiment {exp.id!r}", hint=hint)
     rows = []
     labels: dict[str, int] = {}
     sha = hashlib.sha256(text.encode()).hexdigest()

@@ -69,14 +69,24 @@ class EvidenceColumns:
         return (f"{columns} {', '.join(unknown)} {are} derived by experiment {self.experiment!r} ({said}), never "
                 f"imported", f"give {', '.join(give)} instead, or keep the figure as text in {kept}")
 
-    def hint(self, unknown: list[str]) -> str:
-        """For unknown columns: the column each was likely meant to be, then the experiment's columns."""
+    def refusal(self, unknown: list[str]) -> tuple[str, str]:
+        """(what is wrong, the hint) for columns this experiment does not take (`unknown`, as `unknown` gives them)
+        when some are not metrics it derives (see `derived_problem`): those derived are named so in the hint."""
+        how = {name: (formula, inputs) for name, formula, inputs in self.derived}
+        others = [c for c in unknown if c not in how]
+        notes = [f"{c} is derived ({c} {how[c][0]}), never imported: give {', '.join(how[c][1])} instead"
+                 for c in unknown if c in how]
+        columns = "columns" if len(others) > 1 else "column"
+        return f"unknown {columns} {', '.join(others)}", self.hint(others, notes)
+
+    def hint(self, unknown: list[str], notes: list[str] | None = None) -> str:
+        """For unknown columns: the column each was likely meant to be, `notes`, then the experiment's columns."""
         listing = f"{self.experiment} columns: {self.listing()}"
         known = sorted(self.known())
-        if len(unknown) == 1:
+        if len(unknown) == 1 and not notes:
             return did_you_mean(unknown[0], known, listing) or listing
         guesses = [f"{c}: {guess}" for c in unknown if (guess := did_you_mean(c, known))]
-        return "; ".join([*guesses, listing])
+        return "; ".join([*guesses, *(notes or []), listing])
 
 
 def evidence_columns(exp: Experiment) -> EvidenceColumns:
@@ -111,9 +121,10 @@ def pick_experiment(registry: Registry, header: list[str], where: str) -> Experi
     unknown = cols.unknown(header)
     if (problem := cols.derived_problem(unknown)) is not None:
         raise BadInput(f"{where}:1: {problem[0]}", hint=problem[1])
-    columns, them = ("columns", "them") if len(unknown) > 1 else ("column", "it")
-    raise BadInput(f"{where}:1: unknown {columns} {', '.join(unknown)} (no experiment has {them}; the closest "
-                   f"experiment is {best.id!r})", hint=cols.hint(unknown))
+    what, hint = cols.refusal(unknown)
+    them = "them" if what.startswith("unknown columns") else "it"
+    raise BadInput(f"{where}:1: {what} (no experiment has {them}; the closest experiment is {best.id!r})",
+                   hint=hint)
 
 
 def csv_format(registry: Registry | None = None) -> dict[str, Any]:
