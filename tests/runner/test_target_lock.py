@@ -165,3 +165,36 @@ def test_a_lock_taken_over_is_named_as_the_store_names_its_execution(toy, capfd)
     err = capfd.readouterr().err
     assert f"taking over the lock of execution 3 of toy-fix: its runner (pid {dead.pid}) is gone" in err, err
     assert "f" * 32 not in err, err
+
+
+def test_a_stop_landing_as_the_lock_is_written_leaves_no_lock(tmp_path):
+    """A Ctrl-C about a second into `wb hypothesis run` (pdsim) could land after the shell had written the lock
+    file and before wb had read that it had: the lock was not counted as held, so nothing released it, and every
+    later run was refused as if a dead runner had left the target changed (with nothing to restore). A stop
+    there now removes the lock when it holds this execution's own text, and never another's."""
+    import asyncio
+
+    from workbench.runner.lock import TargetLock
+    from workbench.runner.targets.local import LocalTarget
+
+    class StoppedAsTheLockIsWritten(LocalTarget):
+        stopped = False
+
+        async def run(self, host, command, **kw):
+            res = await super().run(host, command, **kw)
+            if "set -C" in command and not self.stopped:  # the lock's create: it ran, then the signal's cancel
+                self.stopped = True
+                raise asyncio.CancelledError
+            return res
+
+    path = tmp_path / f".serve.conf.{LOCK_NAME}"
+    target = StoppedAsTheLockIsWritten()
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(TargetLock(target, {"local": str(path)}, "e" * 32).acquire())
+    assert target.stopped and not path.exists()
+    other = _holder(os.getpid())  # another execution's lock, met the same way, stays
+    path.write_text(other + "\n")
+    target.stopped = False
+    with pytest.raises(TargetBusy):
+        asyncio.run(TargetLock(LocalTarget(), {"local": str(path)}, "e" * 32).acquire())
+    assert path.read_text() == other + "\n"

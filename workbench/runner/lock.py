@@ -231,13 +231,19 @@ class TargetLock:
                               timeout=60)
 
     async def acquire(self) -> None:
-        """Take every host's lock, or release what was taken and raise TargetBusy."""
+        """Take every host's lock, or release what was taken and raise TargetBusy. A stop (a signal's cancel)
+        can land after the shell wrote a host's lock and before wb read that it had: that host's lock is removed
+        too, where it holds this execution's text (never another's)."""
+        trying = None
         try:
             for host, path in self.paths.items():
+                trying = host
                 await self._acquire_one(host, path)
             self.target.holder = self.me.execution
         except BaseException:
             await self.release()
+            if trying is not None:
+                await self._remove_mine(trying)
             raise
 
     async def _acquire_one(self, host: str, path: str) -> None:
@@ -273,15 +279,23 @@ class TargetLock:
             q = shlex.quote(self.paths[host])
             if host in restore_failed:
                 left = shlex.quote(replace(self.me, restore_failed=True).text())
-                cmd = f'[ "$(cat {q} 2>/dev/null)" = {mine} ] && printf \'%s\\n\' {left} > {q}; true'
+                await self._run_quietly(host, f'[ "$(cat {q} 2>/dev/null)" = {mine} ] && '
+                                              f'printf \'%s\\n\' {left} > {q}; true')
             else:
-                cmd = f'[ "$(cat {q} 2>/dev/null)" = {mine} ] && rm -f {q}; true'
-            try:
-                await self.target.run(host, cmd, timeout=60)
-            except (TargetError, OSError):
-                pass
+                await self._remove_mine(host)
             self.held.remove(host)
         self.target.holder = None
+
+    async def _remove_mine(self, host: str) -> None:
+        """Remove `host`'s lock file if it holds this execution's text; best effort, never raises."""
+        q, mine = shlex.quote(self.paths[host]), shlex.quote(self.me.text())
+        await self._run_quietly(host, f'[ "$(cat {q} 2>/dev/null)" = {mine} ] && rm -f {q}; true')
+
+    async def _run_quietly(self, host: str, cmd: str) -> None:
+        try:
+            await self.target.run(host, cmd, timeout=60)
+        except (TargetError, OSError):
+            pass
 
 
 def _ancestors() -> set[int]:
