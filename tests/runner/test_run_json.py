@@ -260,7 +260,7 @@ def guarded_stop_signals():
         raise AssertionError(f"{signal.Signals(signum).name} reached the process's own handler")
 
     before = {sig: signal.signal(sig, reached) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    yield
+    yield reached
     for sig, handler in before.items():
         signal.signal(sig, handler)
 
@@ -295,4 +295,5 @@ def test_sigterm_or_sighup_once_the_execution_is_opened_records_it_interrupted(t
     assert (doc["ok"], doc["status"], doc["resume"]) == (False, "interrupted", resume), doc
     assert doc["error"]["exit_code"] == 128 + sig, doc
     assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
-    assert signal.getsignal(sig) is not signal.SIG_DFL  # the caller's own handler is back
+    assert signal.getsignal(sig) is guarded_stop_signals  # the caller's own handler is back
+
