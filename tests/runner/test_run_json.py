@@ -297,3 +297,28 @@ def test_sigterm_or_sighup_once_the_execution_is_opened_records_it_interrupted(t
     assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
     assert signal.getsignal(sig) is guarded_stop_signals  # the caller's own handler is back
 
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_stop_before_the_loop_takes_the_signals_says_the_target_was_not_touched(toy, cli, monkeypatch, sig,
+                                                                                  guarded_stop_signals) -> None:
+    """SIGTERM or SIGHUP after the execution was opened but before the run loop took the stop signals over (the
+    loop starting) ended it before the loop's teardown said what it left: "the target was restored" of a target
+    nothing touched, and the row's error "StopSignal: SIGTERM" (a Ctrl-C's "KeyboardInterrupt: "). Each stop says
+    the target was not touched, as a Ctrl-C the loop caught does, and is recorded "interrupted"."""
+    import workbench.runner.execute as execute_mod
+    from runner_kit import store_rows
+
+    real = execute_mod._main
+
+    async def signalled_first(state, target):
+        signal.raise_signal(sig)
+        return await real(state, target)
+
+    monkeypatch.setattr(execute_mod, "_main", signalled_first)
+    monkeypatch.chdir(toy.root)
+    code, _, err = cli("hypothesis", "run", "toy-fix", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert code == 128 + sig, err
+    assert ("the target was not touched (no run began): nothing to restore\n"
+            "Error: interrupted after 0 of 4 runs ok; the target was not touched\n") in err, err
+    assert store_rows(toy.db, "SELECT status, error FROM executions") == [("interrupted", "interrupted")]
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == []

@@ -79,7 +79,9 @@ class State:
     stopping: bool = False  # a stop signal came: the restore does not wait for health afterwards
     restored: bool = False  # every host's restore was done: its snapshot is needed no more
     began: bool = False  # a run of this attempt started: it may have written its arm's config
-    untouched: bool = False  # no run began and wb started nothing: the target was left alone, no restore needed
+    # No run began and wb started nothing: the target was left alone, no restore needed. The teardown says; until it
+    # ran (a stop before the loop took the stop signals over) nothing was touched.
+    untouched: bool = True
     # The lock was taken over from another execution (its runner died, or its restore failed): the service may still
     # run an arm's config though the file holds the original, so the restore restarts it even if no run began.
     took_over: bool = False
@@ -493,6 +495,7 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
     if state.restore_error:
         status = "failed" if status == "done" else status
     msg = None if error is None else (error.message if isinstance(error, WbError)
+                                      else "interrupted" if isinstance(error, KeyboardInterrupt)  # a StopSignal too
                                       else f"{type(error).__name__}: {error}")
     if state.restore_error:
         msg = (msg + "\n" if msg else "") + state.restore_error
