@@ -322,3 +322,33 @@ def test_a_stop_before_the_loop_takes_the_signals_says_the_target_was_not_touche
             "Error: interrupted after 0 of 4 runs ok; the target was not touched\n") in err, err
     assert store_rows(toy.db, "SELECT status, error FROM executions") == [("interrupted", "interrupted")]
     assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stop_after_the_loop_gave_the_signals_back_waits_for_the_executions_record(toy, cli, monkeypatch, sig,
+                                                                                    guarded_stop_signals) -> None:
+    """The loop, giving the stop signals back, left each at its default (asyncio's remove_signal_handler) until the
+    execution's end was recorded: a SIGTERM there ended the process, a Ctrl-C gave "Interrupted.", both with the
+    row "running" though every run had ended and the target was restored. It is held until the record is written,
+    then reaches the handler it would have reached: the caller's own for SIGTERM, KeyboardInterrupt for Ctrl-C."""
+    import workbench.runner.execute as execute_mod
+    from runner_kit import store_rows
+
+    real, found, reached = execute_mod._restore_line, [], []
+
+    def signalled_then(state):
+        found.append(signal.getsignal(sig))
+        if found[0] not in (signal.SIG_DFL, signal.SIG_IGN, None):  # the default would end the test process
+            signal.raise_signal(sig)
+        return real(state)
+
+    monkeypatch.setattr(execute_mod, "_restore_line", signalled_then)
+    monkeypatch.chdir(toy.root)
+    signal.signal(signal.SIGTERM, lambda signum, _frame: reached.append(signum))  # the fixture puts its own back
+    code, _, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db,
+                       env={"WB_ROOT": str(toy.root)})
+    assert found[0] not in (signal.SIG_DFL, signal.SIG_IGN, None), found
+    assert store_rows(toy.db, "SELECT status, ended_at IS NULL FROM executions") == [("done", False)]
+    assert (code, reached) == ((130, []) if sig == signal.SIGINT else (0, [signal.SIGTERM])), err
+    assert toy.conf.read_bytes() == toy.original
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -30,8 +30,8 @@ from workbench.runner.progress import RunProgress
 from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
 from workbench.runner.restore import Snapshot, discard_snapshots, restore_host
-from workbench.runner.stopping import (RunInterrupted, close_start_window, is_a_stop, not_started, signals_held,
-                                      stop_signals_raised, stop_signum)
+from workbench.runner.stopping import (STOP_SIGNALS, HeldStops, RunInterrupted, close_start_window, is_a_stop,
+                                      not_started, signals_held, stop_signals_raised, stop_signum)
 from workbench.runner.summary import ExecutionResult, result
 from workbench.runner.takeover import FINISHED, ended_runs, resume_command, take_target
 from workbench.runner.targets.base import Target
@@ -90,6 +90,8 @@ class State:
     # Who started the execution on whose behalf (`RunOptions.origin`; a resume's, else the one its plan kept): a
     # probe's names its search and the command that resumes that search, which the target lock records.
     origin: dict[str, Any] | None = None
+    # The stop signals once the loop gives them back, held until the execution's end is recorded (`execute`).
+    stops: HeldStops = field(default_factory=HeldStops)
 
 
 def make_target(p: Prepared, sim_dir: Path | None = None) -> Target:
@@ -284,8 +286,11 @@ def _restore_line(state: State) -> str | None:
     return "restored: " + "; ".join(state.restore_notes)
 
 
-# The signals that stop an execution the way Ctrl-C does: the run in flight is interrupted, the target restored.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+def _remove_handler(loop: asyncio.AbstractEventLoop, sig: int) -> None:
+    try:
+        loop.remove_signal_handler(sig)
+    except (NotImplementedError, RuntimeError):
+        pass
 
 
 def _leave_terminal() -> None:
@@ -355,11 +360,7 @@ async def _main(state: State, target: Target) -> None:
             discard_snapshots(state.exec_dir)
         await target.close()
         progress_mod.on_output_gone = None
-        for sig in STOP_SIGNALS:
-            try:
-                loop.remove_signal_handler(sig)
-            except (NotImplementedError, RuntimeError):
-                pass
+        state.stops.give_back(lambda sig: _remove_handler(loop, sig))  # held until the end is recorded
         wall = time.monotonic() - t0
         busy = max(target.clock.target_s.values(), default=0.0)
         state.timing = {"wall_s": wall, "target_s": busy, "overhead_s": max(wall - busy, 0.0),
@@ -613,23 +614,14 @@ def _check_prior_runner(folder: Path, prior: ExecutionRecord) -> str | None:
             "If it does, stop it: two runners on one target overwrite each other's config.")
 
 
-def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifacts: Path | None = None,
-            fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None,
-            decide: StopRule | None = None) -> ExecutionResult:
-    """Run a prepared execution end to end: record every run, always restore the target.
-
-    `artifacts` is the artifacts folder (default .wb/artifacts in the workbench); `fault` is awaited as
-    each stage of each run begins (tests inject faults through it); `decide`, for a sequential
-    execution, replaces the hypothesis's own stopping rule after each block (`wb isolate` decides each
-    probe with its own share of alpha and units).
-    """
+def _opened_and_run(launch: Launch, store: Store, stops: HeldStops, art_root: Path, *, show_progress: bool,
+                    fault: Callable[[str, PlannedRun], Awaitable[None]] | None,
+                    decide: StopRule | None) -> tuple[State, str, BaseException | None]:
+    """The execution opened (or the one resumed reopened), its plan run and the target restored: (its state, its
+    status, the error that ended it), for `_close` to record while the stop signals are still held (`stops`)."""
     p, plan, tgt = launch.prepared, launch.plan, launch.target
-    if progress_mod.output_gone():  # an earlier execution of this process lost its reader: start none
-        raise RunInterrupted("not started: the reader of wb's output is gone", hint="", signum=signal.SIGPIPE)
-    art_root = artifacts_root(p.root, artifacts)
     unchecked = None
     with ExitStack() as stack:
-        stack.enter_context(stop_signals_raised())  # SIGTERM and SIGHUP as Ctrl-C until the loop takes them over
         with _stopped_while_opening(store, launch) as opened:  # until the loop takes the stop signals over
             if launch.prior is not None and launch.prior.uuid:  # this runner, not the killed one, from here on
                 unchecked = _check_prior_runner(art_root / f"execution-{launch.prior.uuid}", launch.prior)
@@ -652,12 +644,36 @@ def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifac
                           target_desc=tgt.summary(), where=tgt.where,
                           recorder=Recorder(store, p, execution_id, exec_dir), execution_uuid=exec_uuid,
                           resumed=launch.prior is not None, decide=decide,
-                          origin=launch.origin or ((launch.prior.plan or {}).get("origin") if launch.prior else None))
+                          origin=launch.origin or ((launch.prior.plan or {}).get("origin") if launch.prior else None),
+                          stops=stops)
         status, error = _loop(state, tgt)
+        stops.hold()  # the loop gives them back held; a stop before it took them over left them to `stops` here
         progress.restored = state.restore_line = _restore_line(state)  # said after the progress's last line
         try:  # a finished run may be deleted while the runner runs: count what the store holds
             progress.settle(ended_runs(store, execution_id))
         except WbError:
             pass  # the runner's own counts stand; recording how the execution ended matters more
-    _close(state, status, error)
+    return state, status, error
+
+
+def execute(launch: Launch, store: Store, *, show_progress: bool = True, artifacts: Path | None = None,
+            fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None,
+            decide: StopRule | None = None) -> ExecutionResult:
+    """Run a prepared execution end to end: record every run, always restore the target.
+
+    `artifacts` is the artifacts folder (default .wb/artifacts in the workbench); `fault` is awaited as
+    each stage of each run begins (tests inject faults through it); `decide`, for a sequential
+    execution, replaces the hypothesis's own stopping rule after each block (`wb isolate` decides each
+    probe with its own share of alpha and units).
+    """
+    p = launch.prepared
+    if progress_mod.output_gone():  # an earlier execution of this process lost its reader: start none
+        raise RunInterrupted("not started: the reader of wb's output is gone", hint="", signum=signal.SIGPIPE)
+    art_root = artifacts_root(p.root, artifacts)
+    # SIGTERM and SIGHUP as Ctrl-C until the loop takes the stop signals over; held once it gives them back, until
+    # the execution's end is recorded.
+    with stop_signals_raised() as stops:
+        state, status, error = _opened_and_run(launch, store, stops, art_root, show_progress=show_progress,
+                                               fault=fault, decide=decide)
+        _close(state, status, error)
     return result(state)

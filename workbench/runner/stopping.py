@@ -60,16 +60,59 @@ def stop_signum(exc: BaseException) -> int:
     return found.signum if isinstance(found, StopSignal) else signal.SIGINT
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class HeldStops:
+    """The stop signals from where an execution's loop gives them back until the window of `stop_signals_raised`
+    closes (the execution's end recorded): held, then delivered to the handler each would have reached. asyncio's
+    loop, removing its handlers, leaves each at its default: SIGTERM ended the process there and Ctrl-C raised
+    anywhere, the row left "running" though the runs had ended and the target was restored."""
+
+    def __init__(self, active: bool = False, ignored: frozenset[int] = frozenset()) -> None:
+        self.active = active  # only the main thread handles signals
+        self.ignored = ignored  # ignored by the process before (nohup's SIGHUP): they stay ignored
+        self.held = False
+        self.received: list[int] = []
+
+    def _hold(self, signum: int, _frame: object) -> None:
+        self.received.append(signum)
+
+    def give_back(self, remove: Callable[[int], object]) -> None:
+        """`remove` the loop's handler of each stop signal, and hold those signals from then on: the swap is made
+        with them blocked, so none meets the default in between."""
+        if not self.active:
+            for sig in STOP_SIGNALS:
+                remove(sig)
+            return
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            for sig in STOP_SIGNALS:
+                remove(sig)
+                signal.signal(sig, signal.SIG_IGN if sig in self.ignored else self._hold)
+            self.held = True
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+    def hold(self) -> None:
+        """Hold the stop signals from now where the loop did not (it stopped before taking them over)."""
+        if self.active and not self.held:
+            self.give_back(lambda _sig: None)
+
+
 @contextmanager
-def stop_signals_raised() -> Iterator[None]:
+def stop_signals_raised() -> Iterator[HeldStops]:
     """SIGTERM and SIGHUP raise `StopSignal` while the body runs, where Ctrl-C raises KeyboardInterrupt: from an
-    execution's opening until its loop takes the stop signals over (and gives them back) they are told as a Ctrl-C
-    is, not left to their default, which ended the process with the execution's row "running". The handlers the
-    body found are put back after it; a signal the process ignores (nohup's SIGHUP) stays ignored."""
+    execution's opening until its loop takes the stop signals over they are told as a Ctrl-C is, not left to their
+    default, which ended the process with the execution's row "running". From where the loop gives them back
+    (`HeldStops.give_back`) they are held until the body ends. The handlers the body found are put back after it,
+    then the first signal held is delivered: a Ctrl-C only after a body that ended well (one that raised, a stop
+    among them, already ends the command, with what its error says); a signal the process ignores (nohup's
+    SIGHUP) stays ignored."""
     import threading
 
-    if threading.current_thread() is not threading.main_thread():  # only the main thread handles signals
-        yield
+    if threading.current_thread() is not threading.main_thread():
+        yield HeldStops()
         return
 
     def stop(signum: int, _frame: object) -> None:
@@ -79,13 +122,21 @@ def stop_signals_raised() -> Iterator[None]:
             to_devnull(ttys_only=True)
         raise StopSignal(signum)
 
-    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)
-              if signal.getsignal(sig) is not signal.SIG_IGN}
+    found = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if found[sig] is not signal.SIG_IGN:
+            signal.signal(sig, stop)
+    stops = HeldStops(active=True, ignored=frozenset(sig for sig, h in found.items() if h is signal.SIG_IGN))
+    ended_well = False
     try:
-        yield
+        yield stops
+        ended_well = True
     finally:
-        for sig, handler in before.items():
+        for sig, handler in found.items():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        held = [sig for sig in stops.received if ended_well or sig != signal.SIGINT]
+        if held:
+            signal.raise_signal(held[0])  # to the handler it would have reached
 
 
 # The first moments of `wb hypothesis run` (its flags parsed, the registry read, the modules it needs imported),
