@@ -284,3 +284,22 @@ def test_sighup_restores_the_target_as_sigterm_does(toy):
     assert toy.conf.read_bytes() == toy.original
     _until(lambda: not _alive(pgid), limit_s=30)
     flag.unlink()
+
+
+def test_a_runner_started_under_nohup_runs_on_through_sighup(toy):
+    """`nohup wb hypothesis run ...` asks the run to outlive the terminal: SIGHUP is ignored when wb starts. The
+    run loop took SIGHUP over all the same, so closing the terminal stopped the execution (exit 129) in the middle
+    of its runs. A stop signal the process ignores stays ignored: the runs go on and the execution ends well."""
+    flag, workload = _slow_workload(toy)
+    edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
+    proc = subprocess.Popen(["nohup", *WB, "hypothesis", "run", "toy-fix", "--db", toy.db, "--json",
+                             "--replicates", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _until(lambda: bool(workload()), proc)
+        proc.send_signal(signal.SIGHUP)  # pending before the workload can end: the loop meets it first
+    finally:
+        flag.unlink()
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    assert [r["status"] for r in json.loads(out)["runs"]] == ["ok", "ok"], out
+    assert toy.conf.read_bytes() == toy.original

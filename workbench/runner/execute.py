@@ -316,6 +316,8 @@ async def _main(state: State, target: Target) -> None:
             state.progress.log("restoring the target; wait for it (or press Ctrl-C again: it is not skipped)")
 
     for sig in STOP_SIGNALS:
+        if signal.getsignal(sig) is signal.SIG_IGN:  # nohup's SIGHUP: the run was asked to outlive the terminal
+            continue
         try:
             loop.add_signal_handler(sig, on_signal, sig)
         except (NotImplementedError, RuntimeError):
