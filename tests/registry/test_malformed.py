@@ -328,6 +328,11 @@ CASES = [
     ("ssh-jump-trailing-comma", E, "      user: root\n    context:\n",
      "      user: root\n      jump: 'bastion, '\n    context:\n",
      "(field profiles.sglang-pd.target.jump): jump 'bastion, ': hop 2 is empty", "      jump: 'bastion, '"),
+    # A hop's port out of range was dialled modulo 65536 (getaddrinfo's wrap): bastion:70000 reached port 4464.
+    ("ssh-jump-port-out-of-range", E, "      user: root\n    context:\n",
+     "      user: root\n      jump: root@bastion:70000\n    context:\n",
+     "(field profiles.sglang-pd.target.jump): jump 'root@bastion:70000': hop 1's port 70000 is not 1-65535",
+     "      jump: root@bastion:70000"),
     # An empty config path was taken at run time for the current folder ('cannot read serve file .').
     ("config-path-empty", E, '      path: "{{ sim_dir }}/serve.sh"', '      path: ""',
      "(field profiles.sim.config.path): config.path is empty", '      path: ""'),
