@@ -451,6 +451,27 @@ def test_a_closed_port_is_told_by_each_addresss_own_error_not_by_a_message(monke
     assert not _port_closed(OSError(f"Multiple exceptions: {both}"))
 
 
+def test_a_port_out_of_range_is_not_dialled_modulo_65536() -> None:
+    """A port from ~/.ssh/config (asyncssh takes `Port 70000` as it is) was resolved by getaddrinfo, which wraps
+    it: port 70000 reached port 4464. It is a failed connect naming the port, which says what to check."""
+    import socket
+
+    from workbench.runner.targets.ssh import SshTarget, _Dialer
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        wrapped = server.getsockname()[1] + 65536
+
+        async def go() -> None:
+            await _Dialer().create_connection(asyncio.Protocol, "127.0.0.1", wrapped)
+
+        with pytest.raises(OSError) as failed:
+            asyncio.run(go())
+    spec = type("Spec", (), {"hosts": ["gpu1"], "ca_file": None, "user": None, "port": None, "connect_timeout_s": 5})
+    err = SshTarget(spec)._translate("gpu1", failed.value, port=None)
+    assert err.message == f"cannot reach gpu1: port {wrapped} is not 1-65535", err.message
+    assert "~/.ssh/config" in (err.hint or "")
+
+
 def test_a_jump_hosts_refused_forward_is_a_closed_port_in_sshds_words_too() -> None:
     """OpenSSH's sshd, as a jump host, answers a forward to a closed port with strerror's 'Connection refused';
     a forward it could not open for another cause (a name it could not look up, a policy) is no closed port."""

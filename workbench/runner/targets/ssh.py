@@ -133,6 +133,8 @@ class _Dialer:
     async def create_connection(self, session_factory: Callable[[], Any], host: str, port: int) -> tuple[Any, Any]:
         import socket
 
+        if not 1 <= port <= 65535:  # getaddrinfo would take it modulo 65536: Port 70000 dialled port 4464
+            raise OSError(errno.EINVAL, f"port {port} is not 1-65535")
         loop = asyncio.get_running_loop()
         infos = await loop.getaddrinfo(host, port, family=self.family, type=socket.SOCK_STREAM)
         attempts: list[OSError] = []
