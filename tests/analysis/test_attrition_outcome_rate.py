@@ -28,6 +28,22 @@ def _execution(store, reps: int) -> int:
     return ex
 
 
+def _control_predicts(workbench_dir, metric: str, added: str):
+    """The registry of `workbench_dir` with `added` metric lines in agent-repro and HID's control-arm prediction
+    made on `metric` instead of error_rate."""
+    from workbench.registry import load_registry
+
+    exp = workbench_dir / "experiments" / "agent-repro.yaml"
+    old = "  error_rate: {kind: proportion, numerator: error, denominator: sessions, description: error / sessions}\n"
+    assert old in exp.read_text()
+    exp.write_text(exp.read_text().replace(old, old + added))
+    hyp = workbench_dir / "hypotheses.yaml"
+    old = "{metric: error_rate, arm: control, at_least: 0.1,"
+    assert old in hyp.read_text()
+    hyp.write_text(hyp.read_text().replace(old, f"{{metric: {metric}, arm: control, at_least: 0.1,"))
+    return load_registry(workbench_dir)
+
+
 def test_a_rate_of_lost_units_has_no_reading_over_completed_units(store, registry):
     a = analyze_stored(store, registry, HID, execution_id=_execution(store, reps=5))
     errors = [p for p in a.predictions if p.metric == "error_rate"]
@@ -45,19 +61,10 @@ def test_a_rate_counting_some_lost_units_has_no_reading_over_completed_units(sto
     """A numerator whose outcomes mix lost ones with completed ones (error or leak) was re-judged over completed
     units: errored sessions over sessions that completed, a rate above 1 (48/47) that made the analysis
     fail with a traceback (numpy: ngood + nbad < nsample)."""
-    from workbench.registry import load_registry
-
-    exp = workbench_dir / "experiments" / "agent-repro.yaml"
-    old = "  error_rate: {kind: proportion, numerator: error, denominator: sessions, description: error / sessions}\n"
-    assert old in exp.read_text()
-    added = ("  failed_or_leaked: {kind: count, units: {outcome: [error, leak]}}\n"
-             "  failure_rate: {kind: proportion, numerator: failed_or_leaked, denominator: sessions}\n")
-    exp.write_text(exp.read_text().replace(old, old + added))
-    hyp = workbench_dir / "hypotheses.yaml"
-    old = "{metric: error_rate, arm: control, at_least: 0.1,"
-    assert old in hyp.read_text()
-    hyp.write_text(hyp.read_text().replace(old, "{metric: failure_rate, arm: control, at_least: 0.1,"))
-    a = analyze_stored(store, load_registry(workbench_dir), HID, execution_id=_execution(store, reps=5))
+    registry = _control_predicts(workbench_dir, "failure_rate", (
+        "  failed_or_leaked: {kind: count, units: {outcome: [error, leak]}}\n"
+        "  failure_rate: {kind: proportion, numerator: failed_or_leaked, denominator: sessions}\n"))
+    a = analyze_stored(store, registry, HID, execution_id=_execution(store, reps=5))
     (failures,) = [p for p in a.predictions if p.metric == "failure_rate"]
     assert (failures.k, failures.n, failures.completed) == (240, 400, None), failures
 
@@ -84,25 +91,16 @@ def test_a_rate_whose_numerator_filters_on_another_field_has_no_completed_readin
     """A numerator counted by a unit field other than the outcome (sessions whose error says HTTP 503) takes units
     of any outcome, lost ones too: over completed units it read 60 errors a run over 20 completed sessions, and
     the analysis failed with a traceback (numpy: ngood + nbad < nsample)."""
-    from workbench.registry import load_registry
-
-    exp = workbench_dir / "experiments" / "agent-repro.yaml"
-    old = "  error_rate: {kind: proportion, numerator: error, denominator: sessions, description: error / sessions}\n"
-    assert old in exp.read_text()
-    added = ("  http503: {kind: count, units: {error: HTTP 503}}\n"
-             "  http503_rate: {kind: proportion, numerator: http503, denominator: sessions}\n")
-    exp.write_text(exp.read_text().replace(old, old + added))
-    hyp = workbench_dir / "hypotheses.yaml"
-    old = "{metric: error_rate, arm: control, at_least: 0.1,"
-    assert old in hyp.read_text()
-    hyp.write_text(hyp.read_text().replace(old, "{metric: http503_rate, arm: control, at_least: 0.1,"))
+    registry = _control_predicts(workbench_dir, "http503_rate", (
+        "  http503: {kind: count, units: {error: HTTP 503}}\n"
+        "  http503_rate: {kind: proportion, numerator: http503, denominator: sessions}\n"))
     ex = add_execution(store, hypothesis_id=HID)
     for r in range(1, 4):
         variables = {**HELD, "pool_configurator_fix": "off", "seed": str(r)}
         add_run(store, execution_id=ex, arm="control", variables=variables,
                 replicate=r, hypothesis_id=HID, outcomes={"leak": 10, "done": 10, "error": 60},
                 extra={"waiting_for_input": 0}, reasons={"error": ["HTTP 503"]})
-    a = analyze_stored(store, load_registry(workbench_dir), HID, execution_id=ex)
+    a = analyze_stored(store, registry, HID, execution_id=ex)
     (rate,) = [p for p in a.predictions if p.metric == "http503_rate"]
     assert (rate.k, rate.n, rate.completed) == (180, 240, None), rate
 
@@ -112,22 +110,13 @@ def test_a_rate_whose_collected_numerator_outnumbers_the_completed_units_has_no_
     """timeouts is collected, not counted from units, so its definition cannot say which units it counts; a run
     with 60 timeouts and 20 completed sessions shows it counts lost ones. Over completed units that read 60/20,
     and the analysis failed with a traceback (numpy: ngood + nbad < nsample)."""
-    from workbench.registry import load_registry
-
-    exp = workbench_dir / "experiments" / "agent-repro.yaml"
-    old = "  error_rate: {kind: proportion, numerator: error, denominator: sessions, description: error / sessions}\n"
-    assert old in exp.read_text()
-    added = "  timeout_rate: {kind: proportion, numerator: timeouts, denominator: sessions}\n"
-    exp.write_text(exp.read_text().replace(old, old + added))
-    hyp = workbench_dir / "hypotheses.yaml"
-    old = "{metric: error_rate, arm: control, at_least: 0.1,"
-    assert old in hyp.read_text()
-    hyp.write_text(hyp.read_text().replace(old, "{metric: timeout_rate, arm: control, at_least: 0.1,"))
+    registry = _control_predicts(workbench_dir, "timeout_rate",
+                                 "  timeout_rate: {kind: proportion, numerator: timeouts, denominator: sessions}\n")
     ex = add_execution(store, hypothesis_id=HID)
     for r in range(1, 4):
         variables = {**HELD, "pool_configurator_fix": "off", "seed": str(r)}
         add_run(store, execution_id=ex, arm="control", variables=variables, replicate=r, hypothesis_id=HID,
                 outcomes={"leak": 10, "done": 10, "error": 60}, extra={"waiting_for_input": 0, "timeouts": 60})
-    a = analyze_stored(store, load_registry(workbench_dir), HID, execution_id=ex)
+    a = analyze_stored(store, registry, HID, execution_id=ex)
     (rate,) = [p for p in a.predictions if p.metric == "timeout_rate"]
     assert (rate.k, rate.n, rate.completed) == (180, 240, None), rate
