@@ -236,3 +236,42 @@ def test_review_list_csv_names_no_decider_for_a_stale_review_as_text_and_json_do
     assert cli("review", "list", "wedge-confound", *flags)[1].startswith("wedge-confound: stale  [verdict ")
     row = csv_row()
     assert (row["state"], row["decided_by"], row["self_approved"]) == ("stale", "", "False"), row
+
+
+def test_every_view_shows_the_review_state_review_list_shows(workbench_dir, cli, tmp_path):
+    # `wb report --format md` said "awaiting review" for hypotheses with no verdict while `wb review list` said
+    # "nothing to review"; the board and the lineage graph showed no state for them at all.
+    import json
+    import re
+
+    from workbench.store import open_store, records
+
+    db = tmp_path / "wb.duckdb"
+    store = open_store(str(db))
+    try:
+        with store.session() as session:
+            v = records.add_verdict(session, hypothesis_id="wedge-confound", verdict="falsified", reasoning="r")
+            records.add_review(session, hypothesis_id="wedge-confound", author="kim", decision="approve", body="ok",
+                               verdict_id=v.id)
+            records.add_verdict(session, hypothesis_id="hicache-bf16-race", verdict="supported", reasoning="r")
+    finally:
+        store.dispose()
+    flags = ["--root", str(workbench_dir), "--db", str(db)]
+    want = {"wedge-confound": "approved", "hicache-bf16-race": "awaiting review",
+            "pool-configurator-overcommit": "nothing to review"}
+    items = {i["hypothesis_id"]: i["state"] for i in json.loads(cli("review", "list", "--json", *flags)[1])["items"]}
+    code, md, err = cli("report", "--format", "md", *flags)
+    assert code == 0, err
+    site = tmp_path / "site"
+    assert cli("report", "--out", str(site), *flags)[0] == 0
+    board = (site / "index.html").read_text()
+    lineage = (site / "lineage.html").read_text()
+    for hid, state in want.items():
+        assert items[hid] == state
+        assert re.search(rf"\| `{hid}` \|.*\| {state} \|$", md, re.M), md
+        page = (site / "hypotheses" / f"{hid}.html").read_text()
+        assert f'class="review-state"><span class="rstate {state.replace(" ", "-")}">{state}</span>' in page
+        card = board[board.index(f'<h3><a href="hypotheses/{hid}.html"'):]
+        card = card[:card.index("</article>")]
+        assert f'class="rstate {state.replace(" ", "-")}">{state}<' in card, card
+        assert re.search(rf'data-review="{state}"/>\s*<text[^>]*>{re.escape(hid)}<', lineage), hid

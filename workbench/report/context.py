@@ -42,7 +42,7 @@ class Card:
     date: str
     parent: str | None
     runs: int
-    review: str = ""          # awaiting review | approved | changes requested | stale
+    review: str = ""          # awaiting review | approved | changes requested | stale | nothing to review
     review_note: str = ""     # "parent changed: re-review" when it applies
     status_note: str = ""     # exploratory, verdicts under --set overrides (analysis.status)
 
@@ -223,7 +223,7 @@ class HypothesisContext:
     metric_columns: list[str]
     runs: list[RunRow]
     reviews: list[ReviewView]
-    review_state: str = "awaiting review"
+    review_state: str = ""  # team.reviews' state, as wb review list shows it
     review_note: str = ""
     executions: list[ExecutionView] = field(default_factory=list)
     status_note: str = ""  # exploratory, verdicts under --set overrides (analysis.status)

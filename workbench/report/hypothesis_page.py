@@ -511,7 +511,7 @@ def _review_fields(h: Hypothesis, data: StoreData) -> dict[str, Any]:
                         state.stale(r), state.self_review(r))
              for r in (state.reviews if state else ())]
     execs = sorted((e for e in data.executions.values() if e["hypothesis_id"] == h.id), key=lambda e: e["id"])
-    return {"reviews": views, "review_state": state.state if state else "awaiting review",
+    return {"reviews": views, "review_state": state.state if state else "",
             "review_note": _review_note(state),
             "executions": [_execution_view(e, data) for e in execs]}
 

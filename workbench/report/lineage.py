@@ -12,7 +12,7 @@ from typing import Any
 
 STATUS_COLORS = {"open": "#868e96", "supported": "#2f9e44", "falsified": "#e03131",
                  "inconclusive": "#f08c00", "invalid": "#7048e8"}
-# A node's outline shows its review state (no outline: awaiting review).
+# A node's outline shows its review state (no outline: awaiting review, nothing to review).
 REVIEW_COLORS = {"approved": "#1d6b2d", "changes requested": "#c92a2a", "stale": "#d99a00"}
 NODE_W, NODE_H, COL_GAP, ROW_H, PAD = 230, 40, 60, 52, 16
 # Advance widths (px) of a bold 12 px label in DejaVu Sans Bold, the widest common sans, by character class:
@@ -32,7 +32,7 @@ class LineageInput:
     claim: str = ""
     verdict_at: str | None = None
     tested_by: tuple[str, ...] = ()  # hypotheses that test one of this hypothesis' assumptions
-    review: str = ""  # awaiting review | approved | changes requested | stale ("" when not known)
+    review: str = ""  # team.reviews' state (awaiting review, approved, ...; "" when not known)
 
 
 @dataclass(frozen=True)

@@ -161,7 +161,7 @@ def board_markdown(store: Store, registry: Registry) -> str:
     out = ["| hypothesis | status | key number | date | review |", "| --- | --- | --- | --- | --- |"]
     for col in idx.columns:
         for c in col.cards:
-            review = (c.review or "awaiting review") + (f" ({c.review_note})" if c.review_note else "")
+            review = (c.review or "–") + (f" ({c.review_note})" if c.review_note else "")
             status = c.status + (f" ({c.status_note})" if c.status_note else "")
             out.append(f"| {md_code(c.id, cell=True)} | {md_text(status)} | {md_text(c.key_number)} | "
                        f"{md_text(c.date or '–')} | {md_text(review)} |")

@@ -93,9 +93,10 @@ def _predicted_number(h: Hypothesis, analysis: Analysis | None) -> str:
 
 
 def _card_review(data: StoreData, hid: str) -> dict[str, str]:
+    """The review state as `wb review list` gives it (team.reviews.review_state), "nothing to review" included."""
     state = data.review_states.get(hid)
-    if state is None or (state.current_verdict is None and not state.reviews):
-        return {}  # nothing to review yet
+    if state is None:
+        return {}  # the store data was loaded without review states
     notes = (["self-approved"] if state.self_approved() else []) + \
         (["parent changed: re-review"] if state.parent_changed else [])
     return {"review": state.state, "review_note": "; ".join(notes)}
