@@ -114,7 +114,7 @@ class StoredRuns:
     def run_metrics(self, runs: list["RunRecord"]) -> list["RunMetrics"]:
         """Each run's measured metrics (counts as integers) and those its experiment derives, by the definitions
         this workbench declares; where it declares none for the run, the stored values and a note saying why."""
-        from workbench.analysis.run_metrics import run_metrics
+        from workbench.analysis.run_metrics import definitions, run_metrics
 
         try:
             experiments, unread = self.registry.experiments, None
@@ -122,19 +122,8 @@ class StoredRuns:
             experiments, unread = {}, exc
         out = []
         for r in runs:
-            exp = experiments.get(r.experiment_id) if r.experiment_id else None
-            if exp is not None and r.experiment_version is not None and r.experiment_version != exp.version:
-                exp, note = None, (f"run {r.id} is of {r.experiment_id} v{r.experiment_version}; this workbench "
-                                   f"declares v{experiments[r.experiment_id].version}, whose definitions may differ")
-            elif r.experiment_id is None:
-                note = f"run {r.id} records no experiment to define them"
-            elif isinstance(unread, ConfigError):
-                note = f"the workbench's files do not load, at {unread.where}: wb hypothesis validate says why"
-            elif unread is not None:
-                note = f"read without a workbench (--root DIR): {r.experiment_id}'s definitions are not known"
-            else:
-                note = f"this workbench declares no experiment {r.experiment_id!r} to define them"
-            out.append(run_metrics(r, exp, None if exp is not None else note))
+            exp, note = definitions(r.id, r.experiment_id, r.experiment_version, experiments, unread)
+            out.append(run_metrics(r, exp, note))
         return out
 
     def run_deletion(self, run_ids: list[int]) -> tuple["RunDeletion", StatusChanges]:

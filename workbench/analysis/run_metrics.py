@@ -35,16 +35,44 @@ class RunMetrics:
 
 def run_metrics(run: "RunRecord", exp: "Experiment | None", note: str | None = None) -> RunMetrics:
     """`run`'s metrics by `exp`'s definitions; without `exp`, the stored values as they are and `note` (why)."""
+    return metrics_of(run.id, run.metrics, exp, note)
+
+
+def definitions(run_id: int, experiment_id: str | None, experiment_version: int | None,
+                experiments: Mapping[str, "Experiment"], unread: Exception | None = None
+                ) -> tuple["Experiment | None", str | None]:
+    """(the experiment whose definitions derive a run's metrics, None) or (None, why none does). `unread`: why
+    the workbench's experiments could not be read (a ConfigError: its files do not load; else no workbench)."""
+    from workbench.errors import ConfigError
+
+    exp = experiments.get(experiment_id) if experiment_id else None
+    if exp is not None and experiment_version is not None and experiment_version != exp.version:
+        return None, (f"run {run_id} is of {experiment_id} v{experiment_version}; this workbench "
+                      f"declares v{exp.version}, whose definitions may differ")
+    if exp is not None:
+        return exp, None
+    if experiment_id is None:
+        return None, f"run {run_id} records no experiment to define them"
+    if isinstance(unread, ConfigError):
+        return None, f"the workbench's files do not load, at {unread.where}: wb hypothesis validate says why"
+    if unread is not None:
+        return None, f"read without a workbench (--root DIR): {experiment_id}'s definitions are not known"
+    return None, f"this workbench declares no experiment {experiment_id!r} to define them"
+
+
+def metrics_of(run_id: int, stored: Mapping[str, Number], exp: "Experiment | None",
+               note: str | None = None) -> RunMetrics:
+    """A run's `stored` metrics by `exp`'s definitions; without `exp`, as they are and `note` (why)."""
     if exp is None:
-        return RunMetrics(run.id, dict(run.metrics), note=note)
-    measured = {k: _typed(exp, k, v) for k, v in run.metrics.items()}
+        return RunMetrics(run_id, dict(stored), note=note)
+    measured = {k: _typed(exp, k, v) for k, v in stored.items()}
     derived: dict[str, Number] = {}
     for name, spec in exp.metrics.items():
         if name not in measured and (spec.kind == "proportion" or spec.same_as is not None):
             value = derived_value(exp, measured, name)
             if value is not None:
                 derived[name] = value
-    return RunMetrics(run.id, measured, derived, exp.id)
+    return RunMetrics(run_id, measured, derived, exp.id)
 
 
 def _typed(exp: "Experiment", name: str, value: Number) -> Number:

@@ -260,6 +260,12 @@ class RunContext:
     prev: Link | None
     next: Link | None
     provenance: list[tuple[str, str]] = field(default_factory=list)  # imported evidence: where it came from
+    # What the experiment derives from the measured values (analysis.run_metrics, as `wb runs show` gives it),
+    # never shown as measured: (name, value, what it measures); `derived_by` the experiment whose definitions
+    # derived them, or `derived_note` why none could.
+    derived: list[tuple[str, str, str]] = field(default_factory=list)
+    derived_by: str | None = None
+    derived_note: str | None = None
 
 
 @dataclass

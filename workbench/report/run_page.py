@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+from workbench.analysis.run_metrics import RunMetrics
 from workbench.report import stats
 from workbench.report.context import ArtifactView, Link, Page, ProbeRow, RunContext
 from workbench.report.data import StoreData
@@ -184,9 +185,11 @@ def provenance(text: str | None) -> list[tuple[str, str]]:
 def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots: list[Path],
           prev_id: int | None, next_id: int | None, hypothesis_known: bool,
           blobs: Callable[[list[str]], dict[str, bytes]] | None = None,
-          descriptions: dict[str, str] | None = None, rates: set[str] | None = None) -> RunContext:
+          descriptions: dict[str, str] | None = None, rates: set[str] | None = None,
+          shown: RunMetrics | None = None) -> RunContext:
     """The run page; `descriptions` says what each metric of the run's experiment measures; `rates` names its
-    proportions, shown in percent as every other page shows them."""
+    proportions, shown in percent as every other page shows them; `shown`: the run's metrics as `wb runs show`
+    gives them, whose derived ones are listed apart from the measured."""
     rid = run["id"]
     ex = data.executions.get(run["execution_id"]) if run["execution_id"] is not None else None
     # A hypothesis without a page (a wb isolate probe's, or one taken out of hypotheses.yaml) is named, unlinked.
@@ -225,4 +228,7 @@ def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots
         artifacts=artifacts(rid, data.artifacts.get(rid, []), out_dir, roots, blobs),
         rendered_config=run.get("rendered_config"), error=run["error"], provenance=provenance(run["provenance"]),
         prev=Link(f"{prev_id}.html", f"run {prev_id}") if prev_id is not None else None,
-        next=Link(f"{next_id}.html", f"run {next_id}") if next_id is not None else None)
+        next=Link(f"{next_id}.html", f"run {next_id}") if next_id is not None else None,
+        derived=[(k, stats.fmt_value(v, k in (rates or set())), (descriptions or {}).get(k, ""))
+                 for k, v in sorted(shown.derived.items())] if shown else [],
+        derived_by=shown.experiment if shown else None, derived_note=shown.note if shown else None)

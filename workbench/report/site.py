@@ -125,21 +125,25 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
 def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: Any, render: Any,
                blobs: Any = None, descriptions: dict[str, dict[str, str]] | None = None,
                copied: set[str] | None = None, files_dir: Path | None = None,
-               rates: dict[str, set[str]] | None = None) -> dict[Any, str]:
+               rates: dict[str, set[str]] | None = None, experiments: Any = None) -> dict[Any, str]:
     """One page per run, linked to its neighbours of the same hypothesis; `descriptions`: experiment id ->
     what each of its metrics measures; `rates`: experiment id -> its proportions; `copied` gets the site path of
-    each artifact file the pages link to; `files_dir` is where the artifact copies are written (default `out`)."""
+    each artifact file the pages link to; `files_dir` is where the artifact copies are written (default `out`);
+    `experiments` (id -> Experiment) derive each run's metrics as `wb runs show` does."""
+    from workbench.analysis.run_metrics import definitions, metrics_of
+
     written: dict[Any, str] = {}
     by_hyp: dict[Any, list[int]] = {}
     for rid, r in data.runs.items():
         by_hyp.setdefault(r["hypothesis_id"], []).append(rid)
     for ids in by_hyp.values():
         for i, rid in enumerate(ids):
-            ctx = run_page.build(data.runs[rid], data, page(f"run {rid}", "runs", "../"), files_dir or out, roots,
+            run = data.runs[rid]
+            exp, note = definitions(rid, run["experiment_id"], run["experiment_version"], experiments or {})
+            ctx = run_page.build(run, data, page(f"run {rid}", "runs", "../"), files_dir or out, roots,
                                  ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
-                                 data.runs[rid]["hypothesis_id"] in known, blobs,
-                                 (descriptions or {}).get(data.runs[rid]["experiment_id"]),
-                                 (rates or {}).get(data.runs[rid]["experiment_id"]))
+                                 run["hypothesis_id"] in known, blobs, (descriptions or {}).get(run["experiment_id"]),
+                                 (rates or {}).get(run["experiment_id"]), metrics_of(rid, run["metrics"], exp, note))
             if copied is not None:
                 copied.update(a.href.removeprefix("../") for a in ctx.artifacts if a.href)
             written[rid] = str(render("run.html.j2", ctx, out / "runs" / f"{rid}.html"))
@@ -223,7 +227,7 @@ def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: s
     rates = {eid: {m for m in e.metrics if display.is_proportion(e, m)} for eid, e in registry.experiments.items()}
     copied: set[str] = set()
     result["runs"] = _run_pages(data, known, roots, out, page, render, store.artifact_contents, descriptions,
-                                copied, stage, rates)
+                                copied, stage, rates, registry.experiments)
 
     run_ids = sorted(data.runs, reverse=True)
     chunks = [run_ids[i:i + RUNS_PER_LIST_PAGE] for i in range(0, len(run_ids), RUNS_PER_LIST_PAGE)] or [[]]

@@ -1,0 +1,50 @@
+"""A run page shows the metrics its experiment derives (as `wb runs show` does): apart from the measured ones,
+marked derived, escaped."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+
+def _part(page: str, start: str, end: str) -> str:
+    at = page.index(start)
+    return page[at:page.index(end, at)]
+
+
+def test_a_run_page_shows_derived_metrics_apart_and_marked(workbench_dir: Path, cli, tmp_path: Path) -> None:
+    # The run page listed only what was measured: corruption_rate and error_rate, which `wb runs show` gives
+    # "by agent-repro's definitions, not measured", were nowhere on it.
+    from workbench.store import open_store, records
+
+    exp = workbench_dir / "experiments" / "agent-repro.yaml"
+    exp.write_text(exp.read_text().replace("description: error / sessions", 'description: "error <i>/</i> sessions"'))
+    db = tmp_path / "wb.duckdb"
+    store = open_store(str(db))
+    try:
+        with store.session() as session:
+            ours = records.create_run(session, experiment_id="agent-repro", experiment_version=1, variables={},
+                                      status="ok")
+            records.add_metrics(session, run_id=ours.id, source="units",
+                                metrics={"sessions": 80, "leak": 8, "error": 4, "wall_s": 21.5})
+            other = records.create_run(session, experiment_id="<b>gone</b>", experiment_version=1, variables={},
+                                       status="ok")
+            records.add_metrics(session, run_id=other.id, source="units", metrics={"sessions": 80, "leak": 8})
+            ids = ours.id, other.id
+    finally:
+        store.dispose()
+    site = tmp_path / "site"
+    code, _, err = cli("report", "--out", str(site), "--root", str(workbench_dir), "--db", str(db))
+    assert code == 0, err
+    page = (site / "runs" / f"{ids[0]}.html").read_text()
+    measured = _part(page, '<section id="metrics">', '<div id="derived-metrics">')
+    derived = _part(page, '<div id="derived-metrics">', "</div>")
+    assert "corruption_rate" not in measured and "error_rate" not in measured and "wall_s" in measured
+    assert "by agent-repro's definitions, not measured" in derived
+    rows = dict(re.findall(r"<td><code>(\w+)</code></td><td class=\"num\">([^<]*)</td>", derived))
+    assert rows == {"corruption_rate": "10.0%", "error_rate": "5.0%"}, derived
+    assert "error &lt;i&gt;/&lt;/i&gt; sessions" in derived and "<i>" not in page
+    unknown = _part((site / "runs" / f"{ids[1]}.html").read_text(), '<div id="derived-metrics">', "</div>")
+    assert "<b>" not in unknown and "&lt;b&gt;gone&lt;/b&gt;" in unknown, unknown
+    assert "unknown" in html.unescape(unknown)
