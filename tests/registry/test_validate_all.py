@@ -183,3 +183,30 @@ def test_an_experiment_file_named_after_the_hypotheses_that_use_it_is_told_once(
     code, _, err = cli("hypothesis", "validate", str(workbench_dir / H), str(broken))
     errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
     assert code == 2 and len([e for e in errors if "broken.yaml" in e]) == 1, err
+
+
+def test_each_arm_and_held_variable_of_one_entry_is_told(workbench_dir: Path, cli):
+    # `hold: {index_k_dtype: bf61}` hid the arms' mistakes, and the control arm's hid the treatment arm's: the
+    # first problem of an entry's variables ended their check.
+    path = _edit(workbench_dir,
+                 ("hold: {index_k_dtype: bf16, hicache: on}", "hold: {index_k_dtype: bf61, hicache: on}"),
+                 ("      control: {nixl_abort_fix: off}\n      treatment: {nixl_abort_fix: on}",
+                  "      control: {nixl_abort_fix: of}\n      treatment: {nixl_abort_fix: onn}"))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    lines = [_line(path, "nixl_abort_fix: of}"), _line(path, "nixl_abort_fix: onn}"), _line(path, "bf61")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 3, err
+    assert [f"{path}:{n} " in e for n, e in zip(lines, errors)] == [True] * 3, err  # in file order
+    assert "'of'" in errors[0] and "'onn'" in errors[1] and "'bf61'" in errors[2], err
+
+
+def test_each_cross_field_problem_of_an_experiment_file_is_told(workbench_dir: Path, cli):
+    # A proportion over an unknown metric hid a default_profile naming no profile: only the first of an experiment
+    # file's checks across its fields was told.
+    exp = _edit(workbench_dir, ("numerator: error, denominator: sessions", "numerator: eror, denominator: sessions"),
+                ("default_profile: sim", "default_profile: simm"), file="experiments/agent-repro.yaml")
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 2, err
+    assert f"{exp}:{_line(exp, 'eror')} " in errors[0] and "unknown metric 'eror'" in errors[0], err
+    assert f"{exp}:{_line(exp, 'simm')} " in errors[1] and "default_profile 'simm'" in errors[1], err

@@ -17,10 +17,10 @@ from pydantic import BaseModel, ValidationError
 
 from workbench.errors import BadInput, ConfigError
 from workbench.registry.common import did_you_mean, hint_of, put_back_words, shown, unshared
-from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment
+from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment, Profile
 from workbench.registry.problems import Found
 from workbench.registry.profile_checks import check_profile, verify_templates
-from workbench.registry.hypothesis import Hypothesis, HypothesesFile
+from workbench.registry.hypothesis import Hypothesis, HypothesesFile, Prediction
 from workbench.registry.yamlio import LocatedYaml, load_located
 
 M = TypeVar("M", bound=BaseModel)
@@ -343,7 +343,7 @@ def _check_aliases(exp: Experiment, doc: LocatedYaml) -> None:
     """Every same_as chain ends at a metric that carries values: a loop of aliases names none."""
     for name in exp.metrics:
         chain = [name]
-        while (ref := exp.metrics[chain[-1]].same_as) is not None:
+        while (ref := exp.metrics[chain[-1]].same_as) is not None and ref in exp.metrics:
             chain.append(ref)
             if ref == name:
                 raise doc.error(f"same_as loop: {' -> '.join(chain)} (each another name for the next)",
@@ -352,31 +352,51 @@ def _check_aliases(exp: Experiment, doc: LocatedYaml) -> None:
                 break  # a loop further down the chain, reported at a metric of its own
 
 
-def check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
-    if exp.id != path.stem:
-        raise doc.error(f"id {exp.id!r} does not match the file name {path.name!r}", ("id",),
-                        hint=f"name the file {exp.id}.yaml or change the id")
+def check_experiment(exp: Experiment, doc: LocatedYaml, path: Path, found: Found | None = None) -> None:
+    """The experiment's fields against each other: each check apart, so `found` collecting (validate) gets every
+    problem; strict (the default), the first is raised."""
+    found = found if found is not None else Found()
+    with found.apart():
+        if exp.id != path.stem:
+            raise doc.error(f"id {exp.id!r} does not match the file name {path.name!r}", ("id",),
+                            hint=f"name the file {exp.id}.yaml or change the id")
+    _check_metric_references(exp, doc, found)
+    with found.apart():
+        _check_aliases(exp, doc)
+    _check_outcomes(exp, doc, found)
+    with found.apart():
+        if exp.default_profile not in exp.profiles:
+            raise doc.error(f"default_profile {exp.default_profile!r} is not among the profiles "
+                            f"{', '.join(exp.profiles)}", ("default_profile",),
+                            hint=did_you_mean(exp.default_profile, exp.profiles))
+    for pname, prof in exp.profiles.items():
+        _check_experiment_profile(exp, pname, prof, doc, path, found)
+
+
+def _check_metric_references(exp: Experiment, doc: LocatedYaml, found: Found) -> None:
+    """Each metric's numerator, denominator and alias name a metric (a count for a proportion's parts)."""
     for name, m in exp.metrics.items():
         for attr in ("numerator", "denominator", "same_as"):
             ref = getattr(m, attr)
             if ref is None:
                 continue
-            if ref not in exp.metrics:
-                raise doc.error(f"metric {name!r} refers to unknown metric {ref!r}", ("metrics", name, attr),
-                                hint=_metric_hint(ref, exp))
-            if attr != "same_as" and exp.metrics[ref].kind != "count":
-                raise doc.error(f"{attr} {ref!r} of proportion {name!r} must be a count", ("metrics", name, attr))
-        if m.units is not None and exp.unit is None:
-            raise doc.error(f"metric {name!r} counts units but the experiment declares no unit",
-                            ("metrics", name, "units"))
-    _check_aliases(exp, doc)
-    _check_outcomes(exp, doc)
-    if exp.default_profile not in exp.profiles:
-        raise doc.error(f"default_profile {exp.default_profile!r} is not among the profiles "
-                        f"{', '.join(exp.profiles)}", ("default_profile",),
-                        hint=did_you_mean(exp.default_profile, exp.profiles))
-    for pname, prof in exp.profiles.items():
-        for mname in prof.collect:
+            with found.apart():
+                if ref not in exp.metrics:
+                    raise doc.error(f"metric {name!r} refers to unknown metric {ref!r}", ("metrics", name, attr),
+                                    hint=_metric_hint(ref, exp))
+                if attr != "same_as" and exp.metrics[ref].kind != "count":
+                    raise doc.error(f"{attr} {ref!r} of proportion {name!r} must be a count", ("metrics", name, attr))
+        with found.apart():
+            if m.units is not None and exp.unit is None:
+                raise doc.error(f"metric {name!r} counts units but the experiment declares no unit",
+                                ("metrics", name, "units"))
+
+
+def _check_experiment_profile(exp: Experiment, pname: str, prof: Profile, doc: LocatedYaml, path: Path,
+                              found: Found) -> None:
+    """One profile: what it collects, its own fields (profile_checks), its config templates."""
+    for mname in prof.collect:
+        with found.apart():
             if mname not in exp.metrics:
                 raise doc.error(f"profile {pname!r} collects {mname!r}, which is not a declared metric",
                                 ("profiles", pname, "collect", mname),
@@ -384,17 +404,21 @@ def check_experiment(exp: Experiment, doc: LocatedYaml, path: Path) -> None:
             if exp.metrics[mname].derived:
                 raise doc.error(f"metric {mname!r} is derived; it cannot also be collected",
                                 ("profiles", pname, "collect", mname))
+    with found.apart():
         check_profile(exp, pname, prof, doc)
-        allowed = set(exp.variables) | set(prof.context) | BUILTIN_TEMPLATE_NAMES
+    allowed = set(exp.variables) | set(prof.context) | BUILTIN_TEMPLATE_NAMES
+    templates: list[tuple[tuple[Any, ...], str]] = []
+    with found.apart():
         try:
             templates = _templates(prof, path.parent)
         except _TemplateFileError as exc:
             raise doc.error(str(exc), ("profiles", pname, "config", "template_file")) from None
-        for loc, text in templates:
+    for loc, text in templates:
+        with found.apart():
             _check_template(text, allowed, doc, ("profiles", pname, *loc))
 
 
-def _check_outcomes(exp: Experiment, doc: LocatedYaml) -> None:
+def _check_outcomes(exp: Experiment, doc: LocatedYaml, found: Found) -> None:
     """Outcome names used by `unit.completed` and by metrics' unit filters must be declared outcomes: a typo
     (`stael` for `stale`) would otherwise count nothing, silently, and turn the verdict around."""
     unit = exp.unit
@@ -402,18 +426,20 @@ def _check_outcomes(exp: Experiment, doc: LocatedYaml) -> None:
         return  # no declared list to check against: any outcome a units file holds is counted as written
     declared = ", ".join(unit.outcomes)
     for i, outcome in enumerate(unit.completed):
-        if outcome not in unit.outcomes:
-            raise doc.error(f"unit.completed names {outcome!r}, which is not among unit.outcomes ({declared})",
-                            ("unit", "completed", i), hint=_close(outcome, unit.outcomes))
+        with found.apart():
+            if outcome not in unit.outcomes:
+                raise doc.error(f"unit.completed names {outcome!r}, which is not among unit.outcomes ({declared})",
+                                ("unit", "completed", i), hint=_close(outcome, unit.outcomes))
     for name, m in exp.metrics.items():
         if not m.units or unit.outcome_field not in m.units:
             continue
         wanted = m.units[unit.outcome_field]
         for outcome in wanted if isinstance(wanted, list) else [wanted]:
-            if outcome not in unit.outcomes:
-                raise doc.error(f"metric {name!r} counts units with {unit.outcome_field}={outcome!r}, which is not "
-                                f"among unit.outcomes ({declared})", ("metrics", name, "units", unit.outcome_field),
-                                hint=_close(outcome, unit.outcomes))
+            with found.apart():
+                if outcome not in unit.outcomes:
+                    raise doc.error(f"metric {name!r} counts units with {unit.outcome_field}={outcome!r}, which is "
+                                    f"not among unit.outcomes ({declared})",
+                                    ("metrics", name, "units", unit.outcome_field), hint=_close(outcome, unit.outcomes))
 
 
 def _close(word: str, choices: list[str]) -> str | None:
@@ -554,7 +580,7 @@ def _check_lineage(doc: LocatedYaml, placed: list[tuple[int, Hypothesis]]) -> No
 def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypothesis, known: list[str],
                               found: Found) -> None:
     """The entry against its experiment: its profile, its variables, its predictions, its guards and what tests
-    its assumptions, each part apart (validate tells a problem in each)."""
+    its assumptions, each part (each held variable, arm, prediction, guard) apart: validate tells each problem."""
     at = ("hypotheses", i)
     exp = reg.experiments.get(h.experiment)
     if exp is None:
@@ -565,23 +591,21 @@ def _check_against_experiment(reg: Registry, doc: LocatedYaml, i: int, h: Hypoth
         if h.profile is not None and h.profile not in exp.profiles:
             raise doc.error(f"profile {h.profile!r} is not a profile of experiment {exp.id!r}", (*at, "profile"),
                             hint=did_you_mean(h.profile, exp.profiles, f"profiles: {', '.join(exp.profiles)}"))
-    with found.apart():
-        _check_variables(exp, doc, at, h)
+    _check_variables(exp, doc, at, h, found)
     arm_names = set(h.arms) or {"probe"}
-    with found.apart():
-        _check_predictions(exp, doc, at, h, arm_names)
-    with found.apart():
-        _check_guards(exp, doc, at, h, arm_names)
-    with found.apart():
-        for k, a in enumerate(h.assumptions):
+    _check_predictions(exp, doc, at, h, arm_names, found)
+    _check_guards(exp, doc, at, h, arm_names, found)
+    for k, a in enumerate(h.assumptions):
+        with found.apart():
             if a.tested_by is not None and a.tested_by not in known:
                 raise doc.error(f"assumption tested_by {a.tested_by!r} is not a hypothesis",
                                 (*at, "assumptions", k, "tested_by"), hint=_id_hint(a.tested_by, known))
 
 
-def _check_variables(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: Hypothesis) -> None:
+def _check_variables(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: Hypothesis, found: Found) -> None:
     """What the entry holds and what its arms set: declared variables, allowed values, arms that differ in the
-    isolated variable alone."""
+    isolated variable alone. Each held variable and each arm's variable is checked apart; an isolated variable the
+    experiment lacks is told once, not again in every arm measured against it."""
 
     def check_value(name: str, value: str, loc: tuple[Any, ...]) -> None:
         spec = exp.variables.get(name)
@@ -593,47 +617,63 @@ def _check_variables(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: 
         except ValueError as exc:
             raise doc.error(f"variable {name!r}: {exc}", loc, hint=hint_of(exc)) from None
 
-    if h.isolates is not None and h.isolates not in exp.variables:
-        raise doc.error(f"isolated variable {h.isolates!r} is not a variable of experiment {exp.id!r}",
-                        (*at, "isolates"),
-                        hint=did_you_mean(h.isolates, exp.variables, f"variables: {', '.join(exp.variables)}"))
+    isolates = h.isolates
+    with found.apart():
+        if isolates is not None and isolates not in exp.variables:
+            isolates = None
+            raise doc.error(f"isolated variable {h.isolates!r} is not a variable of experiment {exp.id!r}",
+                            (*at, "isolates"),
+                            hint=did_you_mean(h.isolates, exp.variables, f"variables: {', '.join(exp.variables)}"))
     for name, value in h.hold.items():
-        check_value(name, value, (*at, "hold", name))
-        if name == h.isolates:
-            raise doc.error(f"hold fixes {name!r}, the variable this hypothesis isolates", (*at, "hold", name),
-                            hint=f"remove {name} from hold: the arms set it, one value each")
+        with found.apart():
+            check_value(name, value, (*at, "hold", name))
+            if name == h.isolates:
+                raise doc.error(f"hold fixes {name!r}, the variable this hypothesis isolates", (*at, "hold", name),
+                                hint=f"remove {name} from hold: the arms set it, one value each")
     seen_values: dict[str, str] = {}
     for arm, assignment in h.arms.items():
         for name, value in assignment.items():
-            check_value(name, value, (*at, "arms", arm, name))
-            if name in h.hold:
-                raise doc.error(f"arm {arm!r} sets {name!r}, which hold also fixes", (*at, "arms", arm, name),
-                                hint="a variable is either held or varied, not both")
-            if h.isolates is not None and name != h.isolates:
-                raise doc.error(f"arm {arm!r} sets {name!r} besides the isolated variable {h.isolates!r}: "
-                                "arms may differ only in the isolated variable", (*at, "arms", arm, name),
-                                hint=f"move {name} to hold, or isolate it in a hypothesis of its own")
-        if h.isolates is not None:
-            if h.isolates not in assignment:
-                raise doc.error(f"arm {arm!r} does not set the isolated variable {h.isolates!r}", (*at, "arms", arm))
-            value = assignment[h.isolates]
-            if value in seen_values:
-                raise doc.error(f"arms {seen_values[value]!r} and {arm!r} both set {h.isolates}={value}: "
-                                "the arms do not differ", (*at, "arms", arm, h.isolates))
-            seen_values[value] = arm
+            with found.apart():
+                _check_arm_value(doc, at, h, isolates, arm, name, value, check_value)
+        if isolates is not None:
+            with found.apart():
+                if isolates not in assignment:
+                    raise doc.error(f"arm {arm!r} does not set the isolated variable {isolates!r}", (*at, "arms", arm))
+                value = assignment[isolates]
+                if value in seen_values:
+                    raise doc.error(f"arms {seen_values[value]!r} and {arm!r} both set {isolates}={value}: "
+                                    "the arms do not differ", (*at, "arms", arm, isolates))
+                seen_values[value] = arm
 
 
-def _check_guards(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: Hypothesis, arm_names: set[str]) -> None:
-    """Each guard: a metric the experiment produces, a bound it can break, an arm the hypothesis has."""
+def _check_arm_value(doc: LocatedYaml, at: tuple[Any, ...], h: Hypothesis, isolates: str | None, arm: str,
+                     name: str, value: str, check_value: Any) -> None:
+    """One variable an arm sets: a declared one with an allowed value, not held, and the isolated one."""
+    loc = (*at, "arms", arm, name)
+    check_value(name, value, loc)
+    if name in h.hold:
+        raise doc.error(f"arm {arm!r} sets {name!r}, which hold also fixes", loc,
+                        hint="a variable is either held or varied, not both")
+    if isolates is not None and name != isolates:
+        raise doc.error(f"arm {arm!r} sets {name!r} besides the isolated variable {isolates!r}: "
+                        "arms may differ only in the isolated variable", loc,
+                        hint=f"move {name} to hold, or isolate it in a hypothesis of its own")
+
+
+def _check_guards(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: Hypothesis, arm_names: set[str],
+                  found: Found) -> None:
+    """Each guard, apart: a metric the experiment produces, a bound it can break, an arm the hypothesis has."""
     for j, g in enumerate(h.requires):
         loc = (*at, "requires", j)
-        if g.metric not in exp.metrics:
-            raise doc.error(f"guard on metric {g.metric!r}, which experiment {exp.id!r} does not produce",
-                            (*loc, "metric"), hint=_metric_hint(g.metric, exp))
-        _check_scale(exp.metrics[g.metric].kind, f"metric {g.metric!r}", g, False, doc, loc, guard=True)
-        if g.arm is not None and g.arm not in arm_names:
-            raise doc.error(f"guard names arm {g.arm!r}; arms are {', '.join(sorted(arm_names))}", (*loc, "arm"),
-                            hint=did_you_mean(g.arm, arm_names))
+        with found.apart():
+            if g.metric not in exp.metrics:
+                raise doc.error(f"guard on metric {g.metric!r}, which experiment {exp.id!r} does not produce",
+                                (*loc, "metric"), hint=_metric_hint(g.metric, exp))
+            _check_scale(exp.metrics[g.metric].kind, f"metric {g.metric!r}", g, False, doc, loc, guard=True)
+        with found.apart():
+            if g.arm is not None and g.arm not in arm_names:
+                raise doc.error(f"guard names arm {g.arm!r}; arms are {', '.join(sorted(arm_names))}", (*loc, "arm"),
+                                hint=did_you_mean(g.arm, arm_names))
 
 
 def _metric_hint(name: str, exp: Experiment) -> str | None:
@@ -646,39 +686,47 @@ def _id_hint(hid: str, ids: list[str]) -> str | None:
 
 
 def _check_predictions(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: Hypothesis,
-                       arm_names: set[str]) -> None:
-    """Each prediction against the experiment: a metric it produces on a scale it can reach (or, for a
+                       arm_names: set[str], found: Found) -> None:
+    """Each prediction against the experiment, apart: a metric it produces on a scale it can reach (or, for a
     reachability hypothesis, a probed target), and arms the hypothesis has."""
     for j, p in enumerate(h.predicts):
         loc = (*at, "predicts", j)
-        if h.kind == "reachability":
-            if p.target is None:
-                raise doc.error("a reachability prediction names the probed target (target:)", loc)
-            if h.probe and p.target not in h.probe.targets:
-                raise doc.error(f"target {p.target!r} is not among probe.targets", (*loc, "target"),
-                            hint=did_you_mean(p.target, h.probe.targets))
-            _check_scale("count", f"calls to {p.target}", p, p.difference is not None, doc, loc)
-        elif p.target is not None:
-            # Without metric: (it defaults to a probe's "calls"), removing target: would leave a prediction on no
-            # metric of the experiment's: metric: was likely meant.
-            hint = "remove target: (the metric is what is judged)" if "metric" in p.model_fields_set else \
-                f"replace target: with metric: naming one of the experiment's metrics ({', '.join(exp.metrics)})"
-            raise doc.error(f"target: names a probed code object, for a reachability hypothesis; {h.id!r} is of "
-                            f"kind {h.kind}", (*loc, "target"), hint=hint)
-        elif "metric" not in p.model_fields_set:
-            # metric: defaults to a probe's "calls", which no experiment produces: it was left out, not chosen.
-            raise doc.error("a prediction names the metric it judges (metric:)", loc,
-                            hint=f"metrics: {', '.join(exp.metrics)}")
-        elif p.metric not in exp.metrics:
-            raise doc.error(f"prediction on metric {p.metric!r}, which experiment {exp.id!r} does not produce",
-                            (*loc, "metric"), hint=_metric_hint(p.metric, exp))
-        else:
-            kind = exp.metrics[p.metric].kind
-            _check_scale(kind, f"metric {p.metric!r}", p, p.difference is not None, doc, loc)
+        with found.apart():
+            _check_prediction_metric(exp, doc, loc, h, p)
         for a in ([p.arm] if p.arm else []) + list(p.difference or ()):
-            if a not in arm_names:
-                raise doc.error(f"prediction names arm {a!r}; arms are {', '.join(sorted(arm_names))}",
-                                (*loc, "arm" if p.arm else "difference"), hint=did_you_mean(a, arm_names))
+            with found.apart():
+                if a not in arm_names:
+                    raise doc.error(f"prediction names arm {a!r}; arms are {', '.join(sorted(arm_names))}",
+                                    (*loc, "arm" if p.arm else "difference"), hint=did_you_mean(a, arm_names))
+
+
+def _check_prediction_metric(exp: Experiment, doc: LocatedYaml, loc: tuple[Any, ...], h: Hypothesis,
+                             p: Prediction) -> None:
+    """What one prediction judges: a metric of the experiment on a scale it can reach, or a probed target."""
+    if h.kind == "reachability":
+        if p.target is None:
+            raise doc.error("a reachability prediction names the probed target (target:)", loc)
+        if h.probe and p.target not in h.probe.targets:
+            raise doc.error(f"target {p.target!r} is not among probe.targets", (*loc, "target"),
+                            hint=did_you_mean(p.target, h.probe.targets))
+        _check_scale("count", f"calls to {p.target}", p, p.difference is not None, doc, loc)
+    elif p.target is not None:
+        # Without metric: (it defaults to a probe's "calls"), removing target: would leave a prediction on no
+        # metric of the experiment's: metric: was likely meant.
+        hint = "remove target: (the metric is what is judged)" if "metric" in p.model_fields_set else \
+            f"replace target: with metric: naming one of the experiment's metrics ({', '.join(exp.metrics)})"
+        raise doc.error(f"target: names a probed code object, for a reachability hypothesis; {h.id!r} is of "
+                        f"kind {h.kind}", (*loc, "target"), hint=hint)
+    elif "metric" not in p.model_fields_set:
+        # metric: defaults to a probe's "calls", which no experiment produces: it was left out, not chosen.
+        raise doc.error("a prediction names the metric it judges (metric:)", loc,
+                        hint=f"metrics: {', '.join(exp.metrics)}")
+    elif p.metric not in exp.metrics:
+        raise doc.error(f"prediction on metric {p.metric!r}, which experiment {exp.id!r} does not produce",
+                        (*loc, "metric"), hint=_metric_hint(p.metric, exp))
+    else:
+        kind = exp.metrics[p.metric].kind
+        _check_scale(kind, f"metric {p.metric!r}", p, p.difference is not None, doc, loc)
 
 
 def _check_scale(kind: str, what_on: str, region: Any, difference: bool, doc: LocatedYaml, loc: tuple[Any, ...],

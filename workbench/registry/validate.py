@@ -80,7 +80,7 @@ def _read(path: Path, found: Found) -> LocatedYaml | None:
 
 
 def _experiment_of(doc: LocatedYaml, found: Found) -> Experiment | None:
-    """The experiment of `doc`, or None with its problems found (every schema problem, then the first of the
+    """The experiment of `doc`, or None with its problems found (every schema problem, then every problem of the
     checks across its own fields)."""
     if doc.data is None:
         found.problems.append(doc.error("the file is empty"))
@@ -89,15 +89,14 @@ def _experiment_of(doc: LocatedYaml, found: Found) -> Experiment | None:
     found.problems += all_problems(Experiment, doc, errors)
     if parsed is None:
         return None
-    with found.apart():
-        check_experiment(parsed, doc, Path(doc.file))
-        return parsed
-    return None
+    before = len(found.problems)
+    check_experiment(parsed, doc, Path(doc.file), found)
+    return parsed if len(found.problems) == before else None
 
 
 def _validate_hypotheses(doc: LocatedYaml, reg_root: Path, found: Found) -> int | None:
     """The number of hypotheses in `doc`, or None with their problems found: every schema problem of every
-    entry, then the checks of the entries that passed it, each entry's first. An entry that is not a mapping
+    entry, then every problem the checks of the entries that passed it find. An entry that is not a mapping
     stops it there."""
     experiments: dict[str, Experiment] = {}
     failed: set[str] = set()
