@@ -4,17 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-H = "hypotheses.yaml"
-
-
-def _edit(root: Path, *changes: tuple[str, str], file: str = H) -> Path:
-    path = root / file
-    text = path.read_text(encoding="utf-8")
-    for old, new in changes:
-        assert old in text, old
-        text = text.replace(old, new, 1)
-    path.write_text(text, encoding="utf-8")
-    return path
+from registry_kit import H
+from registry_kit import edit as _edit
 
 
 def test_a_mistyped_variable_value_is_told_the_value_meant(workbench_dir: Path, cli):
