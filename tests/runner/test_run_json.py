@@ -352,3 +352,49 @@ def test_a_stop_after_the_loop_gave_the_signals_back_waits_for_the_executions_re
     assert (code, reached) == ((130, []) if sig == signal.SIGINT else (0, [signal.SIGTERM])), err
     assert toy.conf.read_bytes() == toy.original
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stop_while_the_event_loop_is_made_says_only_that_it_was_interrupted(toy, cli, monkeypatch, sig,
+                                                                               guarded_stop_signals) -> None:
+    """A stop landing while asyncio made the run loop's event loop (after `_main`'s coroutine was made, before the
+    loop ran it) ended with Python's internals on stderr: "RuntimeWarning: coroutine '_main' was never awaited"
+    and, from the half-made loop's `__del__`, "AttributeError: '_UnixSelectorEventLoop' object has no attribute
+    '_signal_handlers'". The loop is made whole first; the stop then says what a stop before the loop says."""
+    import asyncio.selector_events
+    import gc
+    import warnings
+
+    import workbench.runner.execute as execute_mod
+    from runner_kit import store_rows
+
+    real_open, opened, unraisable = execute_mod._open_execution, [], []
+    real_pipe = asyncio.selector_events.BaseSelectorEventLoop._make_self_pipe
+
+    def open_execution(*args, **kwargs):
+        out = real_open(*args, **kwargs)
+        opened.append(True)
+        return out
+
+    def pipe_then_signalled(self):
+        real_pipe(self)
+        if opened and len(opened) == 1:  # the first event loop made once the execution is opened: the run loop's
+            opened.append(True)
+            signal.raise_signal(sig)
+
+    monkeypatch.setattr(execute_mod, "_open_execution", open_execution)
+    monkeypatch.setattr(asyncio.selector_events.BaseSelectorEventLoop, "_make_self_pipe", pipe_then_signalled)
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    monkeypatch.chdir(toy.root)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, _, err = cli("hypothesis", "run", "toy-fix", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+        gc.collect()
+    assert len(opened) == 2, "the stop was not injected"
+    assert code == 128 + sig, err
+    assert err.endswith("Error: interrupted after 0 of 4 runs ok; the target was not touched\n"
+                        f"Hint: continue with: wb hypothesis run toy-fix --resume --db {toy.db}\n"), err
+    assert [f"{u.exc_type.__name__}: {u.exc_value}" for u in unraisable] == []
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+    assert store_rows(toy.db, "SELECT status, error FROM executions") == [("interrupted", "interrupted")]
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == []

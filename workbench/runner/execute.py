@@ -469,12 +469,33 @@ def _stopped_while_opening(store: Store, launch: "Launch") -> Iterator[list[int]
                              resume=command) from None
 
 
+def _run_main(state: State, target: Target) -> None:
+    """`asyncio.run(_main(state, target))`, leaving no moment where a stop ends in Python's internals on stderr. The
+    event loop and `_main`'s coroutine are made with the stop signals held: one landing while the loop was half made
+    left it to fail in its `__del__` ("no attribute '_signal_handlers'") and the coroutine never awaited. A coroutine
+    the loop never ran is closed; the signals are given back held before the loop is closed, as `_main` gives them."""
+    runner, loop, main = asyncio.Runner(), None, None
+    try:
+        with signals_held():  # a stop meanwhile is raised here, once the loop is whole
+            loop = runner.get_loop()
+            main = _main(state, target)
+        runner.run(main)
+    finally:
+        try:
+            if loop is not None:
+                state.stops.give_back(lambda sig: _remove_handler(loop, sig))
+            runner.close()
+        finally:
+            if main is not None:
+                main.close()  # a no-op for one the loop ran to its end
+
+
 def _loop(state: State, target: Target) -> tuple[str, BaseException | None]:
     """Run the plan; (execution status, the error that ended it). The target is restored either way."""
     from workbench.runner.lock import TargetRefused
 
     try:
-        asyncio.run(_main(state, target))
+        _run_main(state, target)
     except (RunInterrupted, KeyboardInterrupt) as exc:
         return "interrupted", exc
     except TargetRefused as exc:
