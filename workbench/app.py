@@ -353,14 +353,11 @@ class Workbench(StoredRuns):
             fault: "Callable[[str, PlannedRun], Awaitable[None]] | None" = None) -> RunReport:
         """Run the experiment, then decide from its runs and record the verdict.
 
-        The site is rebuilt when `report` is True, or (None) when the workbench already has one to keep
-        current: a user who never built a site does not pay for one after every run.
+        The site is rebuilt when `report` is True, or (None) when the workbench has one to keep current as the
+        runs end (one `wb report` built while they ran too): a user who never built a site does not pay for one
+        after every run.
         """
         t0 = time.monotonic()
-        if report is None:
-            from workbench.report import MANIFEST
-
-            report = (Path(self.registry.root) / "reports" / MANIFEST).is_file()
         from workbench.analysis.stored import analyze_stored, record_verdict
         from workbench.runner.execute import execute, prepare
         from workbench.runner.stopping import signals_held, stopped_before_start
@@ -395,6 +392,10 @@ class Workbench(StoredRuns):
                     error = exc.message
             t_analysis = time.monotonic()
             page, report_error = None, None
+            if report is None:  # decided now, not as the run started: a site built meanwhile is kept current too
+                from workbench.report import MANIFEST
+
+                report = (Path(self.registry.root) / "reports" / MANIFEST).is_file()
             if report:
                 try:
                     page = self._site(store)["hypotheses"].get(hypothesis_id)

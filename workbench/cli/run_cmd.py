@@ -148,7 +148,8 @@ def register(hypothesis_app: typer.Typer) -> None:
                 "Execution seed, 0-2147483647: the arm order and each replicate's per-replicate values "
                 "(drawn when absent; recorded)."))] = None,
             report: Annotated[Optional[bool], typer.Option(
-                "--report/--no-report", help="Rebuild the site afterwards (default: when reports/ holds one).")] = None,
+                "--report/--no-report",
+                help="Rebuild the site afterwards (default: when reports/ holds one as the runs end).")] = None,
             db: DbOption = None, json_: JsonOption = False, root: RootOption = None,
             fail_on_: FailOnOption = None) -> None:
         """Run ID's experiment: arms in randomized blocks, every run recorded, the target always restored.
