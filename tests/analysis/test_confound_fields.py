@@ -66,7 +66,7 @@ def test_text_and_tsv_name_the_raw_and_the_adjusted_p(kv, cli):
     code, out, _ = cli("confounds", "--format", "tsv")
     head, *rows = out.splitlines()
     assert head.split("\t") == ["flag", "experiment", "outcome", "kind", "factor", "p", "comparisons", "p_adjusted",
-                                "message"]
+                                "message", "proposal"]
     row = next(r.split("\t") for r in rows if "\tvariable\tcompression\t" in r)
     assert row[6] == "3" and float(row[7]) == pytest.approx(3 * raw, rel=1e-2)
 

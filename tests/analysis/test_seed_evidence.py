@@ -118,3 +118,28 @@ def test_cli_analyze_prints_the_seed_verdict(seeded, cli, workbench_dir):
     d = json.loads(out)
     assert d["verdict"] == "falsified" and d["reasoning"].startswith("wedge-confound is falsified")
     assert any(c["name"] == "attrition" and c["passed"] is False for c in d["checks"])
+
+
+def test_csv_and_tsv_carry_the_proposed_experiment(seeded, cli, workbench_dir):
+    """The text gives a flagged guard's "Proposed experiment" and JSON its `proposal`; `--format csv|tsv` left it
+    out. Both end with a `proposal` column (empty where a finding proposes none), csv quoting it."""
+    import csv
+    import io
+
+    _, _, db = seeded
+    args = ("confounds", "--db", db, "--root", str(workbench_dir))
+    code, out, _ = cli(*args, "--json")
+    assert code == 0
+    proposals = {(f["outcome"], f["kind"], f["factor"]): (f["proposal"] or {}).get("text") or ""
+                 for f in json.loads(out)["items"]}
+    assert any("," in text for text in proposals.values()), proposals
+    code, out, _ = cli(*args, "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert {(r["outcome"], r["kind"], r["factor"]): r["proposal"] for r in rows} == proposals
+    code, out, _ = cli(*args, "--format", "tsv")
+    assert code == 0
+    header, *lines = [line.split("\t") for line in out.splitlines()]
+    assert header[-1] == "proposal" and all(len(cells) == len(header) for cells in lines)
+    assert {(c[2], c[3], c[4]): c[-1] for c in lines} == proposals
+

@@ -107,7 +107,7 @@ def test_tsv_and_csv_cut_and_parse(wbenv):
     assert {r["id"]: r["depth"] for r in rows}["token-granular-geometry-deployment"] == "2"
     got = sh('"$WB" confounds --format tsv | head -1', wbenv)
     assert got.stdout.rstrip("\n").split("\t") == ["flag", "experiment", "outcome", "kind", "factor", "p",
-                                                    "comparisons", "p_adjusted", "message"]
+                                                    "comparisons", "p_adjusted", "message", "proposal"]
     bad = sh('"$WB" runs list --format xml', wbenv)
     assert bad.returncode == 2 and "Error: --format 'xml' is not one of table, json, csv, tsv" in bad.stderr
 

@@ -32,8 +32,10 @@ def register(app: typer.Typer) -> None:
         findings = sorted(open_workbench(db, root).confounds(hypothesis, write=write),
                           key=lambda f: (not f.flagged, f.kind, f.factor))
         if chosen != "text":
+            # csv and tsv carry the proposed experiment as their last column; the table keeps to the findings
+            proposal = ["proposal"] if chosen in ("csv", "tsv") else []
             emit_rows(chosen, ["flag", "experiment", "outcome", "kind", "factor", "p", "comparisons", "p_adjusted",
-                               "message"],
+                               "message", *proposal],
                       [_row(f, chosen) for f in findings],
                       items=[f.to_dict() for f in findings])
             return
@@ -46,8 +48,11 @@ def register(app: typer.Typer) -> None:
 
 
 def _row(f: Finding, fmt: str) -> list[str]:
-    return ["FLAG" if f.flagged else "", f.experiment, f.outcome, f.kind, f.factor, _p(f.p, fmt),
-            "" if f.p is None else str(f.comparisons), _p(f.p_adjusted, fmt), f.message]
+    row = ["FLAG" if f.flagged else "", f.experiment, f.outcome, f.kind, f.factor, _p(f.p, fmt),
+           "" if f.p is None else str(f.comparisons), _p(f.p_adjusted, fmt), f.message]
+    if fmt in ("csv", "tsv"):  # the text's "Proposed experiment", JSON's proposal text
+        row.append(str((f.proposal or {}).get("text") or ""))
+    return row
 
 
 def _p(p: float | None, fmt: str) -> str:
