@@ -143,3 +143,29 @@ def test_csv_and_tsv_carry_the_proposed_experiment(seeded, cli, workbench_dir):
     assert header[-1] == "proposal" and all(len(cells) == len(header) for cells in lines)
     assert {(c[2], c[3], c[4]): c[-1] for c in lines} == proposals
 
+
+def test_a_hypothesis_predicting_the_guards_rate_falls_proposes_its_variable(seeded, workbench_dir):
+    """On the seed's evidence error co-occurs with leak, and the scan said "No recorded variable is known to remove
+    error" though pool-configurator-overcommit predicts error_rate falls from >= 0.1 (control) to <= 0.02 with
+    pool_configurator_fix on (treatment), holding what those runs held: that variable is proposed, with the
+    hypothesis named. A prediction that does not claim the rate falls is no such knowledge."""
+    from workbench.registry import load_registry
+
+    store, reg, _ = seeded
+    error = next(f for f in scan_confounds(store, reg) if f.kind == "guard" and f.factor == "error")
+    prop = error.proposal
+    assert error.flagged and (prop["toggle"], prop["from"], prop["to"], prop["registered_as"]) == (
+        "pool_configurator_fix", "off", "on", "pool-configurator-overcommit"), prop
+    assert prop["text"].startswith("Toggle pool_configurator_fix (off -> on) while holding hicache=on, "
+                                   "index_k_dtype=bf16, nixl_abort_fix=on; record error and corruption_rate"), prop
+    assert "error_rate (treatment) <= 0.02" in prop["why"], prop
+    timeouts = next(f for f in scan_confounds(store, reg) if f.kind == "guard" and f.factor == "timeouts")
+    assert timeouts.proposal["toggle"] is None  # no hypothesis claims a variable removes timeouts
+    yaml_path = workbench_dir / "hypotheses.yaml"
+    text = yaml_path.read_text()
+    falls = "      - {metric: error_rate, arm: treatment, at_most: 0.02,"
+    assert falls in text
+    yaml_path.write_text(text.replace(falls, "      - {metric: error_rate, arm: treatment, at_most: 0.2,"))
+    error = next(f for f in scan_confounds(store, load_registry(workbench_dir))
+                 if f.kind == "guard" and f.factor == "error")
+    assert error.proposal["toggle"] is None, error.proposal  # <= 0.2 is not below the control's >= 0.1

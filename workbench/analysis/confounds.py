@@ -133,6 +133,16 @@ def _propose(registry: Registry, exp: Experiment, guard_names: list[str], outcom
             candidates.append((h.isolates, f"hypothesis {h.id} isolates it under "
                                + ", ".join(g.describe() for g in h.requires)))
         registered = registered or h.id
+    # 3) registry: a hypothesis predicting that its treatment makes the guard's own rate fall (error_rate of error)
+    # claims its variable removes the guard, where the runs had that variable at its control value
+    arms: dict[str, tuple[str, str]] = {}
+    claims: dict[str, str] = {}
+    for h, var, frm, to, claim in _predicted_removals(registry, exp, guard_names, co_runs, hold):
+        if registered is None and (not candidates or candidates[0][0] == var):
+            registered, claims[var] = h.id, f"{claim} with {var}={to}"
+        if var not in [c[0] for c in candidates]:
+            candidates.append((var, f"hypothesis {h.id} predicts {claim} with {var}={to}"))
+            arms[var] = (frm, to)
     if not candidates:
         return {"toggle": None, "hold": hold, "registered_as": None,
                 "text": f"No recorded variable is known to remove {guard_names[-1]}: add one that does (a fix, a "
@@ -140,7 +150,7 @@ def _propose(registry: Registry, exp: Experiment, guard_names: list[str], outcom
     var, why = candidates[0]
     frm = hold.get(var)
     values = list(exp.variables[var].values or []) if var in exp.variables else []
-    to = next((v for v in values if v != frm), None) if frm else None
+    frm, to = arms.get(var) or (frm, next((v for v in values if v != frm), None) if frm else None)
     hold = {k: v for k, v in hold.items() if k != var}
     arrow = f" ({frm} -> {to})" if frm and to else ""
     g = guard_names[-1]
@@ -150,11 +160,45 @@ def _propose(registry: Registry, exp: Experiment, guard_names: list[str], outcom
         guards = "guards" if len(h.requires) > 1 else "guard"
         text += (f", under the {guards} of hypothesis {registered} ({'; '.join(x.describe() for x in h.requires)}). "
                  f"If {outcome} persists in the arm without {g}, {g} does not explain it. This is hypothesis "
-                 f"{registered}.")
+                 f"{registered}" + (f", which predicts {claims[var]}." if var in claims else "."))
     else:
         text += (f", requiring {g} == 0 in the arm where it should be gone. If {outcome} persists there, {g} does "
                  "not explain it.")
     return {"toggle": var, "from": frm, "to": to, "why": why, "hold": hold, "registered_as": registered, "text": text}
+
+
+def _predicted_removals(registry: Registry, exp: Experiment, guard_names: list[str], co_runs: list[RunData],
+                        hold: dict[str, str]) -> list[tuple[Any, str, str, str, str]]:
+    """(hypothesis, variable, control value, treatment value, its prediction) for each hypothesis on `exp` that
+    isolates a variable and predicts a rate of the guard (`error_rate`, whose numerator is `error`) in an arm that
+    changes it below what it predicts in control (or a difference from control below 0): a claim that the change
+    removes the guard. Only where its holds agree with the values the co-occurring runs held, and those runs had
+    the variable at the control value (recorded, or unrecorded in all of them and its default)."""
+    guards = {exp.repeated(g) for g in guard_names}
+    found = []
+    for h in registry.hypotheses:
+        var = h.isolates
+        if h.experiment != exp.id or var is None or var not in exp.variables:
+            continue
+        if any(hold.get(k, str(v)) != str(v) for k, v in h.hold.items()):
+            continue
+        control = h.arms.get("control", {}).get(var)
+        unrecorded = all(var not in r.variables for r in co_runs)
+        had = exp.variables[var].default if unrecorded else hold.get(var)
+        if control is None or had is None or str(had) != str(control):
+            continue
+        rates = [p for p in h.predicts if (spec := exp.metrics.get(exp.repeated(p.metric))) is not None
+                 and spec.kind == "proportion" and spec.numerator and exp.repeated(spec.numerator) in guards]
+        floor = max((p.region.bounds()[0] for p in rates if p.arm == "control"), default=float("-inf"))
+        for p in rates:
+            arm = p.arm or (p.difference[0] if p.difference and p.difference[1] == "control" else None)
+            to = h.arms.get(arm, {}).get(var) if arm and arm != "control" else None
+            if to is None or str(to) == str(control):
+                continue
+            if p.region.bounds()[1] < (floor if p.arm else 0):
+                found.append((h, var, str(control), str(to), p.describe()))
+                break
+    return found
 
 
 def _kv(d: dict[str, str]) -> str:
