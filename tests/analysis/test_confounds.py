@@ -107,3 +107,21 @@ def test_a_drafts_threshold_lies_above_the_clean_rate_at_the_decimals_that_allow
 
     assert _between(0.0, 0.94) == 0.47 and _between(0.28, 0.30) == 0.29 and _between(0.0, 0.009) == 0.004
     assert _between(0.0, 0.00002) == 0.00001 and _between(0.5, 0.5 + 1e-12) is None
+
+
+def test_a_proposal_names_only_a_hypothesis_that_toggles_the_proposed_variable(store, registry):
+    """The data's separating variable (index_k_dtype: aborts only under bf16) came first, yet the proposal's text
+    ended "This is hypothesis wedge-confound", which toggles nixl_abort_fix: a hypothesis is named only where it
+    isolates the variable the proposal toggles."""
+    ex = add_execution(store)
+    held = dict(CONTROL, nixl_abort_fix="off")
+    for r in range(1, 4):
+        add_run(store, execution_id=ex, arm="control", variables=held, replicate=r,
+                outcomes={"leak": 9, "done": 71}, extra={"waiting_for_input": 50})
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(held, index_k_dtype="fp8"), replicate=r,
+                outcomes={"done": 80}, extra={"waiting_for_input": 0})
+    (aborts,) = [f for f in scan_confounds(store, registry)
+                 if f.outcome == "corruption_rate" and f.factor == "aborts (= waiting_for_input)"]
+    assert aborts.proposal["toggle"] == "index_k_dtype", aborts.proposal
+    assert aborts.proposal["registered_as"] is None and "This is hypothesis" not in aborts.proposal["text"], \
+        aborts.proposal["text"]

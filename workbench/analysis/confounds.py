@@ -114,7 +114,7 @@ def _propose(registry: Registry, exp: Experiment, guard_names: list[str], outcom
             candidates.append((var, "its value separates runs with and without " + guard_names[-1]))
     # 2) registry: a hypothesis isolating a variable under a guard on this metric (or the hypothesis being
     # scanned, whose own design is the separating experiment it proposes), holding what the runs held
-    registered = None
+    by_var: dict[str, str] = {}  # variable -> the first hypothesis isolating it that the proposal can name
     for h in registry.hypotheses:
         if h.experiment != exp.id or not h.isolates or h.isolates not in hold or not h.requires:
             continue
@@ -132,14 +132,14 @@ def _propose(registry: Registry, exp: Experiment, guard_names: list[str], outcom
         if h.isolates not in [c[0] for c in candidates]:
             candidates.append((h.isolates, f"hypothesis {h.id} isolates it under "
                                + ", ".join(g.describe() for g in h.requires)))
-        registered = registered or h.id
+        by_var.setdefault(h.isolates, h.id)
     # 3) registry: a hypothesis predicting that its treatment makes the guard's own rate fall (error_rate of error)
     # claims its variable removes the guard, where the runs had that variable at its control value
     arms: dict[str, tuple[str, str]] = {}
     claims: dict[str, str] = {}
     for h, var, frm, to, claim in _predicted_removals(registry, exp, guard_names, co_runs, hold):
-        if registered is None and (not candidates or candidates[0][0] == var):
-            registered, claims[var] = h.id, f"{claim} with {var}={to}"
+        if var not in by_var:
+            by_var[var], claims[var] = h.id, f"{claim} with {var}={to}"
         if var not in [c[0] for c in candidates]:
             candidates.append((var, f"hypothesis {h.id} predicts {claim} with {var}={to}"))
             arms[var] = (frm, to)
@@ -148,6 +148,7 @@ def _propose(registry: Registry, exp: Experiment, guard_names: list[str], outcom
                 "text": f"No recorded variable is known to remove {guard_names[-1]}: add one that does (a fix, a "
                         f"setting) and toggle it while holding {_kv(hold)}, measuring {outcome}."}
     var, why = candidates[0]
+    registered = by_var.get(var)  # a hypothesis is named only where it toggles the variable proposed
     frm = hold.get(var)
     values = list(exp.variables[var].values or []) if var in exp.variables else []
     frm, to = arms.get(var) or (frm, next((v for v in values if v != frm), None) if frm else None)
@@ -158,8 +159,9 @@ def _propose(registry: Registry, exp: Experiment, guard_names: list[str], outcom
     if registered:
         h = registry.hypothesis(registered)
         guards = "guards" if len(h.requires) > 1 else "guard"
-        text += (f", under the {guards} of hypothesis {registered} ({'; '.join(x.describe() for x in h.requires)}). "
-                 f"If {outcome} persists in the arm without {g}, {g} does not explain it. This is hypothesis "
+        under = f", under the {guards} of hypothesis {registered} ({'; '.join(x.describe() for x in h.requires)})" \
+            if h.requires else ""
+        text += (f"{under}. If {outcome} persists in the arm without {g}, {g} does not explain it. This is hypothesis "
                  f"{registered}" + (f", which predicts {claims[var]}." if var in claims else "."))
     else:
         text += (f", requiring {g} == 0 in the arm where it should be gone. If {outcome} persists there, {g} does "
