@@ -424,7 +424,7 @@ def test_a_closed_port_is_told_by_each_addresss_own_error_not_by_a_message(monke
     import errno
     import socket
 
-    from workbench.runner.targets.ssh import Unreachable, _Dialer, _port_closed
+    from workbench.runner.targets.ssh_dial import Unreachable, _Dialer, port_closed
 
     name, real_lookup = "two-addresses.wb-test", socket.getaddrinfo
 
@@ -440,15 +440,15 @@ def test_a_closed_port_is_told_by_each_addresss_own_error_not_by_a_message(monke
             with pytest.raises(Unreachable) as refused:
                 await _Dialer().create_connection(asyncio.Protocol, name, closed)
             assert [type(a) for a in refused.value.attempts] == [ConnectionRefusedError] * 2, refused.value
-            assert _port_closed(refused.value)
+            assert port_closed(refused.value)
             transport, _ = await _Dialer().create_connection(asyncio.Protocol, "127.0.0.1", server.getsockname()[1])
             transport.close()
 
         asyncio.run(go())
-    assert not _port_closed(Unreachable([ConnectionRefusedError(errno.ECONNREFUSED, "Connect call failed"),
-                                         OSError(errno.ENETUNREACH, "Network is unreachable")]))
+    assert not port_closed(Unreachable([ConnectionRefusedError(errno.ECONNREFUSED, "Connect call failed"),
+                                        OSError(errno.ENETUNREACH, "Network is unreachable")]))
     both = "[Errno 111] Connect call failed ('::1', 22, 0, 0), [Errno 111] Connect call failed ('127.0.0.1', 22)"
-    assert not _port_closed(OSError(f"Multiple exceptions: {both}"))
+    assert not port_closed(OSError(f"Multiple exceptions: {both}"))
 
 
 def test_a_port_out_of_range_is_not_dialled_modulo_65536() -> None:
@@ -456,7 +456,8 @@ def test_a_port_out_of_range_is_not_dialled_modulo_65536() -> None:
     it: port 70000 reached port 4464. It is a failed connect naming the port, which says what to check."""
     import socket
 
-    from workbench.runner.targets.ssh import SshTarget, _Dialer
+    from workbench.runner.targets.ssh import SshTarget
+    from workbench.runner.targets.ssh_dial import _Dialer
 
     with socket.create_server(("127.0.0.1", 0)) as server:
         wrapped = server.getsockname()[1] + 65536
@@ -477,8 +478,8 @@ def test_a_jump_hosts_refused_forward_is_a_closed_port_in_sshds_words_too() -> N
     a forward it could not open for another cause (a name it could not look up, a policy) is no closed port."""
     import asyncssh
 
-    from workbench.runner.targets.ssh import _port_closed
+    from workbench.runner.targets.ssh_dial import port_closed
 
-    assert _port_closed(asyncssh.ChannelOpenError(asyncssh.OPEN_CONNECT_FAILED, "Connection refused"))
-    assert not _port_closed(asyncssh.ChannelOpenError(asyncssh.OPEN_CONNECT_FAILED, "No route to host"))
-    assert not _port_closed(asyncssh.ChannelOpenError(asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED, "Connection refused"))
+    assert port_closed(asyncssh.ChannelOpenError(asyncssh.OPEN_CONNECT_FAILED, "Connection refused"))
+    assert not port_closed(asyncssh.ChannelOpenError(asyncssh.OPEN_CONNECT_FAILED, "No route to host"))
+    assert not port_closed(asyncssh.ChannelOpenError(asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED, "Connection refused"))

@@ -264,7 +264,7 @@ class TargetSpec(Strict):
                 if not hop.strip():
                     raise ValueError(f"jump {jump!r}: hop {i} is empty (give [user@]host[:port] hops separated by "
                                      "commas, or leave jump out to connect directly)")
-                port = hop.strip().rpartition("@")[2].rpartition(":")[2]  # as the runner reads it (_parse_jump)
+                port = hop.strip().rpartition("@")[2].rpartition(":")[2]  # as the runner reads it (parse_jump)
                 if ":" in hop and port.isdigit() and not 1 <= int(port) <= 65535:
                     raise ValueError(f"jump {jump!r}: hop {i}'s port {port} is not 1-65535")
         return jump

@@ -9,199 +9,24 @@ SSH env requests, and a prefix would show every value, a token too, in the host'
 from __future__ import annotations
 
 import asyncio
-import errno
-import os
-import posixpath
-import re
 import shlex
 import time
 import uuid
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, Callable, Mapping
+from typing import IO, Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from workbench.errors import TargetError
 from workbench.runner.daemon import remote_exited
 from workbench.runner.targets.base import HOLDER_ENV, LOCK_NAME, CmdResult, Target, supervise
 from workbench.runner.targets.files import replace_file
+from workbench.runner.targets.ssh_dial import MAX_JUMP_DEPTH, config_jump, direct, parse_jump, port_closed, refusal
+from workbench.runner.targets.ssh_known_hosts import key_host, port_exact
+from workbench.runner.targets.ssh_sftp import SftpFiles, through_links
+from workbench.runner.targets.ssh_shell import ENV_FROM_INPUT, EXPORT_SED, env_input, in_own_group
 
 RECONNECT_ATTEMPTS = 5
 RECONNECT_DELAY_S = 1.0
-KILL_GRACE_S = 3.0
-
-
-ENV_FROM_INPUT = 'eval "$(cat)"; '  # the command's prefix when its environment comes on its input
-
-
-# A restore by hand's export line for NAME, made by whichever shell the command is pasted into (dash has no
-# printf %q): the pasting shell expands the word (a quoted value, or a "$NAME" reference to a secret), and sed
-# quotes the result in '...' for the host's shell, whatever that is (bash's %q wrote $'...', which dash cannot
-# read); a newline in the value stays inside the quotes. The name is printed apart from the quoted value: what wb
-# prints is masked, and `NAME='...` with a NAME like KV_API_TOKEN has a secret's shape (the sed program was masked).
-_EXPORT_SED = r'''sed "s/'/'\\\\''/g;1s/^/'/;\$s/\$/'/"'''
-
-
-def _env_script(env: dict[str, str]) -> bytes:
-    return ("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + "\n").encode()
-
-
-def _env_input(env: dict[str, str]) -> bytes:
-    """What a command's input starts with when it has an environment: the export lines' length, then them."""
-    script = _env_script(env)
-    return f"{len(script)}\n".encode() + script
-
-
-# A command as the host's shell gets it. OpenSSH without a terminal ends no command when its channel closes, and
-# refuses a signal to a root session ("session signalling requires privilege separation"): a workload past its
-# timeout, or stopped by Ctrl-C, ran on and loaded the service through the next arm's run. So the command runs in a
-# process group of its own (setsid, under the login shell that would have run it) with /dev/null as its input,
-# while a watcher reads the channel's input, which wb never ends: the channel closing (wb stops the command, wb
-# dies, the link drops) ends the input, and the watcher stops the group, TERM then KILL. A command that ends by
-# itself stops the watcher first, so what it started in the background (a restart's `nohup server &`) runs on.
-# The environment, when there is one, comes first on the input: its byte count on a line, then the export lines.
-_READ_ENV = 'IFS= read -r wb_n && wb_env=$(head -c "$wb_n") && eval "$wb_env" || exit 125; '
-_IN_GROUP = (
-    'if command -v setsid >/dev/null 2>&1; then exec 3<&0; '
-    'setsid "${SHELL:-/bin/sh}" -c "$wb_cmd" </dev/null 3<&- & wb_pid=$!; '
-    '( while IFS= read -r wb_l; do :; done; trap "" TERM; kill -TERM -- "-$wb_pid" 2>/dev/null; '
-    f'sleep {KILL_GRACE_S:g}; kill -KILL -- "-$wb_pid" 2>/dev/null ) <&3 >/dev/null 2>&1 & wb_watch=$!; exec 3<&-; '
-    """trap 'kill -TERM -- "-$wb_pid" 2>/dev/null' HUP INT TERM; """
-    'wait "$wb_pid"; wb_rc=$?; while kill -0 "$wb_pid" 2>/dev/null; do wait "$wb_pid"; wb_rc=$?; done; '
-    'kill "$wb_watch" 2>/dev/null; exit "$wb_rc"; '
-    'else exec "${SHELL:-/bin/sh}" -c "$wb_cmd" </dev/null; fi')
-
-
-def in_own_group(command: str, with_env: bool) -> str:
-    """`command` wrapped to run in a process group of its own that the channel's closing stops (see above)."""
-    return (_READ_ENV if with_env else "") + f"wb_cmd={shlex.quote(command)}; " + _IN_GROUP
-
-
-MAX_JUMP_DEPTH = 8  # jump hosts reached through jump hosts ~/.ssh/config names, at most this deep
-
-
-def _config_jump(host: str, opts: dict[str, Any]) -> str | None:
-    """The ProxyJump ~/.ssh/config gives `host` (None: none, or `ProxyJump none`)."""
-    import asyncssh
-
-    found = asyncssh.SSHClientConnectionOptions(host=host, config=(), **opts).tunnel
-    return found if isinstance(found, str) and found else None
-
-
-def _key_host(host: str, port: int | None) -> tuple[str, str, int]:
-    """Where a host's key is read from and filed under in known_hosts: its HostName (as ~/.ssh/config gives
-    it), the name its key goes by (the config's HostKeyAlias, else that HostName) and its port (the profile's,
-    else the config's, else 22). An alias from ~/.ssh/config is not what ssh-keyscan or ssh-keygen -R take."""
-    import asyncssh
-
-    try:
-        o = asyncssh.SSHClientConnectionOptions(host=host, port=port or (), config=(), known_hosts=None)
-        real = o.host or host
-        return real, o.host_key_alias or real, int(o.port or 22)
-    except Exception:  # a message is being written: the config's own error comes with the connection
-        return host, host, port or 22
-
-
-def _refusal(exc: BaseException | None) -> bool:
-    """Whether a connection failed because the host refused wb (or wb the host), not for a cause that may pass."""
-    import asyncssh
-
-    return isinstance(exc, (asyncssh.HostKeyNotVerifiable, asyncssh.PermissionDenied)) or _port_closed(exc)
-
-
-# What an asyncssh jump host answers a forward every address of whose name failed with: asyncio's text, all it has.
-_MANY_FAILED = "Multiple exceptions: "
-_ONE_ATTEMPT = re.compile(r", (?=\[Errno -?\d+\] )")
-_REFUSED = re.compile(rf"\[Errno {errno.ECONNREFUSED}\] [^,()]*(\([^()]*\))?")  # "... Connect call failed (addr)"
-
-
-class Unreachable(OSError):
-    """Every address of a name failed to connect, each with its own error (`attempts`)."""
-
-    def __init__(self, attempts: list[OSError]) -> None:
-        super().__init__("; ".join(str(a) for a in attempts))
-        self.attempts = tuple(attempts)
-
-
-class _Dialer:
-    """asyncssh's tunnel interface over plain TCP, for a host wb reaches directly: each address of the name is
-    dialled in turn, as asyncio's create_connection does, but a failure keeps every attempt's error (`Unreachable`),
-    where asyncio (3.11) joins errors whose texts differ into one OSError that keeps only their words."""
-
-    def __init__(self, family: int = 0) -> None:
-        self.family = family
-
-    async def create_connection(self, session_factory: Callable[[], Any], host: str, port: int) -> tuple[Any, Any]:
-        import socket
-
-        if not 1 <= port <= 65535:  # getaddrinfo would take it modulo 65536: Port 70000 dialled port 4464
-            raise OSError(errno.EINVAL, f"port {port} is not 1-65535")
-        loop = asyncio.get_running_loop()
-        infos = await loop.getaddrinfo(host, port, family=self.family, type=socket.SOCK_STREAM)
-        attempts: list[OSError] = []
-        for family, kind, proto, _, address in infos:
-            sock = socket.socket(family, kind, proto)
-            try:
-                sock.setblocking(False)
-                await loop.sock_connect(sock, address)
-            except OSError as exc:
-                sock.close()
-                attempts.append(exc)
-                continue
-            except BaseException:
-                sock.close()
-                raise
-            return await loop.create_connection(session_factory, sock=sock)
-        if not attempts:
-            raise OSError(f"no address found for {host}")
-        raise attempts[0] if len(attempts) == 1 else Unreachable(attempts)
-
-
-def _direct(host: str, opts: dict[str, Any]) -> _Dialer | None:
-    """How wb dials `host` itself (`_Dialer`, in the AddressFamily ~/.ssh/config gives it); None where the config
-    reaches it through a ProxyCommand or from a BindAddress, left to asyncssh."""
-    import asyncssh
-
-    o = asyncssh.SSHClientConnectionOptions(host=host, config=(), **opts)
-    return None if o.proxy_command or o.local_addr else _Dialer(o.family)
-
-
-def _port_closed(exc: BaseException | None) -> bool:
-    """Whether every address dialled refused the connection, from the errors themselves: a ConnectionRefusedError,
-    or an `Unreachable` each of whose attempts is one. Behind a jump host, the jump (reached) dials the port itself
-    and answers the forward with a ChannelOpenError in its own words, all that crosses the wire."""
-    import asyncssh
-
-    if isinstance(exc, ConnectionRefusedError):
-        return True
-    if isinstance(exc, Unreachable):
-        return all(isinstance(a, ConnectionRefusedError) for a in exc.attempts)
-    if isinstance(exc, asyncssh.ChannelOpenError):
-        # OpenSSH's sshd says strerror(ECONNREFUSED); an asyncssh server passes on asyncio's text
-        return exc.code == asyncssh.OPEN_CONNECT_FAILED and (
-            exc.reason == os.strerror(errno.ECONNREFUSED) or _every_attempt_refused(exc.reason))
-    return False
-
-
-def _every_attempt_refused(text: str) -> bool:
-    """Whether asyncio's text for a failed connect (a jump host's answer) says every address refused it: one
-    attempt's, or several."""
-    if text.startswith(_MANY_FAILED):
-        return all(_REFUSED.fullmatch(a) for a in _ONE_ATTEMPT.split(text[len(_MANY_FAILED):]))
-    return bool(_REFUSED.fullmatch(text))
-
-
-def _parse_jump(jump: str) -> tuple[str, dict[str, Any]]:
-    """`[user@]host[:port]` (as in ssh -J); a bare alias is resolved through ~/.ssh/config by asyncssh."""
-    opts: dict[str, Any] = {}
-    user, sep, rest = jump.rpartition("@")
-    if sep:
-        opts["username"] = user
-    host, sep, port = rest.rpartition(":")
-    if sep and port.isdigit():
-        opts["port"] = int(port)
-    else:
-        host = rest
-    return host, opts
 
 
 class SshTarget(Target):
@@ -315,7 +140,7 @@ class SshTarget(Target):
         if self.spec.jump:
             return self.spec.jump
         try:
-            return _config_jump(host, {k: v for k, v in self._options().items() if k in ("username", "port")})
+            return config_jump(host, {k: v for k, v in self._options().items() if k in ("username", "port")})
         except Exception:  # instructions are printed whatever the config holds; ssh then reads it itself
             return None
 
@@ -325,7 +150,7 @@ class SshTarget(Target):
         A hop's own ProxyCommand is inside the next one's, its % tokens doubled so that they reach it unexpanded."""
         proxy = None
         for hop in chain.split(","):
-            jhost, jopts = _parse_jump(hop.strip())
+            jhost, jopts = parse_jump(hop.strip())
             argv = ["ssh", *self._checks()]
             if proxy:
                 argv += ["-o", "ProxyCommand=" + proxy.replace("%", "%%")]
@@ -351,7 +176,7 @@ class SshTarget(Target):
         ssh = shlex.join(self._ssh_argv(host))
         if not env:
             return ssh + " " + shlex.quote(command)
-        exports = " ".join(f"printf 'export %s=' {k}; printf '%s\\n' {w} | {_EXPORT_SED};" for k, w in env.items())
+        exports = " ".join(f"printf 'export %s=' {k}; printf '%s\\n' {w} | {EXPORT_SED};" for k, w in env.items())
         return f"{{ {exports} }} | {ssh} {shlex.quote(ENV_FROM_INPUT + command)}"
 
     def manual_copy(self, host: str, local_file: str, path: str) -> str:
@@ -365,7 +190,7 @@ class SshTarget(Target):
         where = f"jump host {jump}" if jump else self.describe(host)
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
             kh = self.known_hosts_file()  # as read: `~` is the runner's home, which sudo or $HOME may have moved
-            real, name, port = _key_host(host, port)
+            real, name, port = key_host(host, port)
             entry = name if port == 22 else f"[{name}]:{port}"  # as ssh writes a known_hosts line
             scan = f"ssh-keyscan -p {port} {real}"
             compare = "compare with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the host"
@@ -382,8 +207,8 @@ class SshTarget(Target):
         if isinstance(exc, asyncssh.PermissionDenied):
             return TargetError(f"{where} refused the login: {exc.reason}",
                                hint="check user, identity_file or the agent (ssh-add -l)")
-        if _port_closed(exc):
-            real, _, port = _key_host(host, port)
+        if port_closed(exc):
+            real, _, port = key_host(host, port)
             setting = ("the profile's jump: as host:port, or ProxyJump or Port in ~/.ssh/config" if jump
                        else "the profile's port:, or Port in ~/.ssh/config")
             return TargetError(f"cannot reach {where}: {real} refused the connection on port {port}",
@@ -418,8 +243,8 @@ class SshTarget(Target):
         try:
             # A jump host, the profile's or one ~/.ssh/config names, is connected to here with the same
             # known_hosts: left to asyncssh, a config's jump is reached with the config's own checking.
-            chain = self.spec.jump or _config_jump(host, opts)
-            tunnel = await self._tunnel(chain, opts, hops, 0) if chain else _direct(host, opts)
+            chain = self.spec.jump or config_jump(host, opts)
+            tunnel = await self._tunnel(chain, opts, hops, 0) if chain else direct(host, opts)
             conn = await asyncio.wait_for(asyncssh.connect(host, tunnel=tunnel, **opts),
                                           self.spec.connect_timeout_s + 5)
         except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
@@ -440,15 +265,15 @@ class SshTarget(Target):
                               "~/.ssh/config?)")
         conn = None
         for hop in chain.split(","):
-            jhost, jopts = _parse_jump(hop.strip())
+            jhost, jopts = parse_jump(hop.strip())
             for key in ("known_hosts", "client_keys", "connect_timeout", "keepalive_interval"):
                 if key in opts:
                     jopts.setdefault(key, opts[key])
             if conn is None:
-                first = _config_jump(jhost, jopts)
+                first = config_jump(jhost, jopts)
                 conn = await self._tunnel(first, opts, hops, depth + 1) if first else None
             try:
-                conn = await asyncio.wait_for(asyncssh.connect(jhost, tunnel=conn or _direct(jhost, jopts), **jopts),
+                conn = await asyncio.wait_for(asyncssh.connect(jhost, tunnel=conn or direct(jhost, jopts), **jopts),
                                               self.spec.connect_timeout_s + 5)
             except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
                 raise self._translate(jhost, exc, jump=hop.strip(), port=jopts.get("port")) from exc
@@ -482,7 +307,7 @@ class SshTarget(Target):
         try:
             await asyncio.gather(*(self._conn(h) for h in self.hosts))
         except TargetError as exc:
-            if not _refusal(exc.__cause__):
+            if not refusal(exc.__cause__):
                 raise  # a timeout or a lookup that failed may pass: a failure while running, as before
             raise TargetRefused(exc.message, hint=exc.hint) from exc
 
@@ -538,7 +363,7 @@ class SshTarget(Target):
         async def go(conn: Any) -> CmdResult:
             proc = await conn.create_process(full, encoding=None)  # its input stays open: see in_own_group
             if env:
-                proc.stdin.write(_env_input(env))
+                proc.stdin.write(env_input(env))
 
             async def stop() -> None:
                 self._stop(proc)
@@ -588,8 +413,8 @@ class SshTarget(Target):
     async def write_file(self, host: str, path: str, data: bytes, mode: int) -> None:
         async def go(conn: Any) -> None:
             async with conn.start_sftp_client() as sftp:
-                real = await _through_links(sftp, path)
-                await replace_file(_SftpFiles(sftp), real, f"{real}.wb-tmp", data, mode)
+                real = await through_links(sftp, path)
+                await replace_file(SftpFiles(sftp), real, f"{real}.wb-tmp", data, mode)
 
         await self._sftp(host, f"writing {path}", go)
 
@@ -599,7 +424,7 @@ class SshTarget(Target):
         async def go(conn: Any) -> None:
             async with conn.start_sftp_client() as sftp:
                 try:
-                    await sftp.remove(await _through_links(sftp, path))
+                    await sftp.remove(await through_links(sftp, path))
                 except asyncssh.SFTPNoSuchFile:
                     pass
 
@@ -701,94 +526,3 @@ class SshTarget(Target):
         local = f"127.0.0.1:{fwd.get_port()}"
         return urlunsplit((parts.scheme, f"{userinfo}@{local}" if userinfo else local, parts.path or "/",
                            parts.query, ""))
-
-
-def port_exact(known_hosts: str) -> Callable[[str, str, int | None], tuple]:
-    """known_hosts matched as OpenSSH matches it: a host on another port than 22 by its `[host]:port` lines
-    only. asyncssh falls back to the host's port-22 lines when none names the port, so one machine's key
-    would vouch for another's sshd on the same address (a container's on a mapped port). Read at each
-    connection, as a file name given to asyncssh would be."""
-    def match(host: str, addr: str, port: int | None) -> tuple:
-        import asyncssh
-
-        kh = asyncssh.read_known_hosts(known_hosts)
-        if not port or port == 22:
-            return kh.match(host, addr, None)
-        # With no port, asyncssh matches a name as given and tries nothing else; the address (a line filed by
-        # the IP the name resolved to) is matched the same way, as a name, and its keys join the host's.
-        found = [kh.match(f"[{name}]:{port}", "", None) for name in (host, addr) if name]
-        return tuple([x for f in found for x in f[i]] for i in range(7))
-
-    return match
-
-
-MAX_LINKS = 40  # as the kernel's own limit on a chain of symlinks (ELOOP)
-
-
-async def _through_links(sftp: Any, path: str) -> str:
-    """The file `path` stands for on the host, following a chain of symlinks (as the local target does): an
-    arm's config is written into the file a link points to, so the link stays a link. Resolved here, step by
-    step with lstat/readlink, since SFTP's realpath need not follow links and a dangling one must resolve too."""
-    import asyncssh
-
-    for _ in range(MAX_LINKS):
-        try:
-            attrs = await sftp.lstat(path)
-        except asyncssh.SFTPNoSuchFile:
-            return path
-        if attrs.type != asyncssh.FILEXFER_TYPE_SYMLINK:
-            return path
-        dest = await sftp.readlink(path)
-        path = posixpath.normpath(posixpath.join(posixpath.dirname(path), dest))
-    raise TargetError(f"{path}: more than {MAX_LINKS} symlinks in a chain")
-
-
-class _SftpFiles:
-    """`FileOps` over one SFTP session (see `targets.files`)."""
-
-    def __init__(self, sftp: Any) -> None:
-        self.sftp = sftp
-
-    async def remove(self, path: str) -> None:
-        import asyncssh
-
-        try:
-            await self.sftp.lstat(path)
-            await self.sftp.remove(path)
-        except asyncssh.SFTPNoSuchFile:
-            pass
-
-    async def create(self, path: str, data: bytes, mode: int) -> None:
-        import asyncssh
-
-        async with self.sftp.open(path, "xb", asyncssh.SFTPAttrs(permissions=mode & 0o7777)) as f:
-            await f.write(data)
-        await self.sftp.chmod(path, mode)  # the create's mode passed through the server's umask
-
-    async def owner(self, path: str) -> tuple[int, int] | None:
-        import asyncssh
-
-        try:
-            attrs = await self.sftp.lstat(path)
-        except asyncssh.SFTPNoSuchFile:
-            return None
-        return None if attrs.uid is None or attrs.gid is None else (attrs.uid, attrs.gid)
-
-    async def chown(self, path: str, uid: int, gid: int) -> bool:
-        import asyncssh
-
-        try:
-            await self.sftp.chown(path, uid, gid)
-        except (asyncssh.SFTPPermissionDenied, asyncssh.SFTPFailure):
-            return False
-        return True
-
-    async def rename(self, src: str, dst: str) -> None:
-        import asyncssh
-
-        try:
-            await self.sftp.posix_rename(src, dst)
-        except asyncssh.SFTPOpUnsupported:
-            if await self.sftp.exists(dst):
-                await self.sftp.remove(dst)
-            await self.sftp.rename(src, dst)
