@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from workbench.analysis.status import CurrentStatus
     from workbench.isolate.app import IsolateOutcome
     from workbench.registry.hypothesis import Hypothesis
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
     from workbench.runner.execute import RunOptions
     from workbench.runner.plan import PlannedRun
     from workbench.runner.summary import ExecutionResult

@@ -14,7 +14,7 @@ from workbench.errors import BadInput, ConfigError
 if TYPE_CHECKING:
     from workbench.analysis.run_metrics import RunMetrics
     from workbench.analysis.status import CurrentStatus
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
     from workbench.settings import Settings
     from workbench.store.engine import Store
     from workbench.store.entities import RunDeletion, RunRecord

@@ -10,7 +10,9 @@ import pytest
 
 from workbench.registry.evidence import parse_evidence
 from workbench.registry import load_registry
-from workbench.registry.loader import check_hypotheses, load_experiment, load_hypotheses, Registry
+from workbench.registry.folder import Registry
+from workbench.registry.hypothesis_checks import check_hypotheses
+from workbench.registry.loader import load_experiment, load_hypotheses
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "own-service.md"

@@ -470,7 +470,7 @@ def test_a_bare_word_a_literal_field_takes_is_told_to_be_quoted(tmp_path: Path, 
     from pydantic import BaseModel, ConfigDict
 
     from workbench.errors import ConfigError
-    from workbench.registry.loader import parse_model
+    from workbench.registry.schema_errors import parse_model
     from workbench.registry.yamlio import load_located
 
     class Switch(BaseModel):

@@ -20,7 +20,7 @@ from workbench.registry.drafts import entry_yaml
 
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
     from workbench.store.entities import RunData
 
 PARTIAL_V = 0.7

@@ -18,7 +18,7 @@ from workbench.analysis.results import json_safe
 
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
     from workbench.store.engine import Store
 
 

@@ -17,7 +17,7 @@ from workbench.registry.hypothesis import Hypothesis
 from workbench.store import holding
 
 if TYPE_CHECKING:
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
     from workbench.store.engine import Store
 
 

@@ -35,7 +35,7 @@ from workbench.settings import Settings
 
 if TYPE_CHECKING:
     from workbench.isolate.attempt import PriorAttempt
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
     from workbench.store.engine import Store
 
 VERDICT_OF = {"fails": "supported", "passes": "falsified", "inconclusive": "inconclusive"}

@@ -21,7 +21,7 @@ from workbench.registry.common import did_you_mean, hint_of
 from workbench.settings import Settings
 
 if TYPE_CHECKING:
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
     from workbench.store.engine import Store
 
 DEFAULT_BUDGET = 4000.0
@@ -236,7 +236,7 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
 def _write(root: Path, hypotheses: list[Any]) -> tuple[str | None, WriteRefused | None]:
     """--write, once the search is recorded: a refusal leaves the file as it was and the search recorded, and
     is returned (not raised as bad input: the probes ran) with the YAML to append by hand once the file is fixed."""
-    from workbench.registry.loader import HYPOTHESES_FILE
+    from workbench.registry.folder import HYPOTHESES_FILE
 
     try:
         return str(append_to_registry(root, hypotheses)), None

@@ -106,7 +106,9 @@ def append_to_registry(root: Path, hypotheses: list[Any]) -> Path:
     problem is a ConfigError naming hypotheses.yaml and its line, and the file is then left as it was."""
     import os
 
-    from workbench.registry.loader import HYPOTHESES_FILE, Registry, check_hypotheses, load_hypotheses, load_registry
+    from workbench.registry.folder import HYPOTHESES_FILE, Registry
+    from workbench.registry.hypothesis_checks import check_hypotheses
+    from workbench.registry.loader import load_hypotheses, load_registry
 
     path = Path(root) / HYPOTHESES_FILE
     text = path.read_text(encoding="utf-8")

@@ -28,7 +28,7 @@ from workbench.isolate.attempt import DecidedProbe, PriorAttempt
 if TYPE_CHECKING:
     from workbench.isolate.adapter import IsolateSpec
     from workbench.isolate.records import StoredSearch
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
     from workbench.settings import Settings
     from workbench.store.engine import Store
 

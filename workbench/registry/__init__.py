@@ -2,7 +2,8 @@
 
 from workbench.registry.experiment import Experiment, MetricSpec, Profile
 from workbench.registry.hypothesis import Guard, Hypothesis, Prediction
-from workbench.registry.loader import Registry, find_root, load_experiment, load_hypotheses, load_registry
+from workbench.registry.folder import Registry
+from workbench.registry.loader import find_root, load_experiment, load_hypotheses, load_registry
 from workbench.registry.validate import validate_files
 
 __all__ = [

@@ -17,7 +17,9 @@ from workbench.errors import BadInput
 
 def append_drafts(root: Path, entries: list[tuple[dict[str, Any], str]]) -> list[str]:
     """Append each (entry, why) whose id is new; returns the ids written."""
-    from workbench.registry.loader import HYPOTHESES_FILE, check_hypotheses, load_registry
+    from workbench.registry.folder import HYPOTHESES_FILE
+    from workbench.registry.hypothesis_checks import check_hypotheses
+    from workbench.registry.loader import load_registry
 
     reg = load_registry(root)
     path = root / HYPOTHESES_FILE
@@ -76,7 +78,8 @@ def _hypotheses_node(node: Any, path: Path) -> Any:
 
 
 def _check(root: Path, path: Path, text: str, reg: Any, check_hypotheses: Any) -> None:
-    from workbench.registry.loader import Registry, load_hypotheses
+    from workbench.registry.folder import Registry
+    from workbench.registry.loader import load_hypotheses
 
     try:
         # Inside the try: a line number of the would-be text means nothing to the user.

@@ -24,7 +24,7 @@ _NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(i
 
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
 
 
 def _number(text: str, *, integer: bool, where: str, column: str, signed: bool = False) -> float | int:

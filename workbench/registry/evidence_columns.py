@@ -19,7 +19,7 @@ from workbench.registry.common import did_you_mean
 
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
 
 BOOKKEEPING = {
     "run_id": "required: a unique label of the run (the source's name for it)",

@@ -7,10 +7,13 @@ from pathlib import Path
 
 from workbench.errors import BadInput
 from workbench.registry.experiment import Experiment
+from workbench.registry.experiment_checks import check_experiment
+from workbench.registry.folder import EXPERIMENTS_DIR, HYPOTHESES_FILE, Registry
 from workbench.registry.hypothesis import HypothesesFile, Hypothesis
-from workbench.registry.loader import (EXPERIMENTS_DIR, HYPOTHESES_FILE, Registry, all_problems, as_format_one,
-                                       check_entries, check_experiment, check_root, find_root, validated)
+from workbench.registry.hypothesis_checks import check_entries
+from workbench.registry.loader import as_format_one, check_root, find_root
 from workbench.registry.problems import Found
+from workbench.registry.schema_errors import all_problems, validated
 from workbench.registry.yamlio import LocatedYaml, load_located
 
 

@@ -21,7 +21,7 @@ from workbench.report.data import StoreData
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment
     from workbench.registry.hypothesis import Hypothesis
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
 
 
 EVIDENCE_STATUSES = {"ok", "done", "historical"}

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.report.context import HypothesisContext, Page
 
 if TYPE_CHECKING:
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
     from workbench.store.engine import Store
 
 

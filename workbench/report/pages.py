@@ -13,7 +13,7 @@ from workbench.report.data import StoreData
 
 if TYPE_CHECKING:
     from workbench.registry.hypothesis import Hypothesis
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
 
 
 COLUMN_TITLES = {"open": "Open", "supported": "Supported", "falsified": "Falsified",

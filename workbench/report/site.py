@@ -16,7 +16,7 @@ from typing import Any
 from workbench.analysis import display
 from workbench.analysis.results import Analysis
 from workbench.errors import BadInput
-from workbench.registry.loader import Registry
+from workbench.registry.folder import Registry
 from workbench.report import MANIFEST, assets, hypothesis_page, isolate_page, pages, run_page
 from workbench.report.context import Page
 from workbench.report.data import StoreData

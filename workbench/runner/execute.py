@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Protocol
 
 from workbench.errors import BadInput, RestoreFailed, WbError
-from workbench.registry.loader import Registry
+from workbench.registry.folder import Registry
 from workbench.registry.timeouts import timeouts
 from workbench.runner.harness import Harness
 from workbench.runner.lifecycle import execute_run, wait_healthy

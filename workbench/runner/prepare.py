@@ -20,7 +20,7 @@ from workbench.runner.render import config_diff, render_command, render_text
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment, Profile
     from workbench.registry.hypothesis import Hypothesis
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
 
 
 @dataclass

@@ -19,7 +19,7 @@ from workbench.analysis import display
 from workbench.errors import BadInput
 
 if TYPE_CHECKING:
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
     from workbench.runner.plan import Plan
     from workbench.runner.prepare import Prepared
     from workbench.store.engine import Store

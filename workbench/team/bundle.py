@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.errors import BadInput
 
 if TYPE_CHECKING:
-    from workbench.registry.loader import Registry
+    from workbench.registry.folder import Registry
     from workbench.store.engine import Store
 
 BUNDLE_FORMAT = 1

@@ -1,0 +1,207 @@
+"""An experiment file's fields checked against each other: metric references and aliases, unit outcomes, the
+default profile, each profile's collected metrics, fields and config templates."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import ConfigError
+from workbench.registry.common import did_you_mean
+from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment, Profile
+from workbench.registry.problems import Found
+from workbench.registry.profile_checks import check_profile, verify_templates
+from workbench.registry.yamlio import LocatedYaml
+
+
+def _check_aliases(exp: Experiment, doc: LocatedYaml) -> None:
+    """Every same_as chain ends at a metric that carries values: a loop of aliases names none."""
+    for name in exp.metrics:
+        chain = [name]
+        while (ref := exp.metrics[chain[-1]].same_as) is not None and ref in exp.metrics:
+            chain.append(ref)
+            if ref == name:
+                raise doc.error(f"same_as loop: {' -> '.join(chain)} (each another name for the next)",
+                                ("metrics", name, "same_as"))
+            if chain.count(ref) > 1:
+                break  # a loop further down the chain, reported at a metric of its own
+
+
+def check_experiment(exp: Experiment, doc: LocatedYaml, path: Path, found: Found | None = None) -> None:
+    """The experiment's fields against each other: each check apart, so `found` collecting (validate) gets every
+    problem; strict (the default), the first is raised."""
+    found = found if found is not None else Found()
+    with found.apart():
+        if exp.id != path.stem:
+            raise doc.error(f"id {exp.id!r} does not match the file name {path.name!r}", ("id",),
+                            hint=f"name the file {exp.id}.yaml or change the id")
+    _check_metric_references(exp, doc, found)
+    with found.apart():
+        _check_aliases(exp, doc)
+    _check_outcomes(exp, doc, found)
+    with found.apart():
+        if exp.default_profile not in exp.profiles:
+            raise doc.error(f"default_profile {exp.default_profile!r} is not among the profiles "
+                            f"{', '.join(exp.profiles)}", ("default_profile",),
+                            hint=did_you_mean(exp.default_profile, exp.profiles))
+    for pname, prof in exp.profiles.items():
+        _check_experiment_profile(exp, pname, prof, doc, path, found)
+
+
+def _check_metric_references(exp: Experiment, doc: LocatedYaml, found: Found) -> None:
+    """Each metric's numerator, denominator and alias name a metric (a count for a proportion's parts)."""
+    for name, m in exp.metrics.items():
+        for attr in ("numerator", "denominator", "same_as"):
+            ref = getattr(m, attr)
+            if ref is None:
+                continue
+            with found.apart():
+                if ref not in exp.metrics:
+                    raise doc.error(f"metric {name!r} refers to unknown metric {ref!r}", ("metrics", name, attr),
+                                    hint=metric_hint(ref, exp))
+                if attr != "same_as" and exp.metrics[ref].kind != "count":
+                    raise doc.error(f"{attr} {ref!r} of proportion {name!r} must be a count", ("metrics", name, attr))
+        with found.apart():
+            if m.units is not None and exp.unit is None:
+                raise doc.error(f"metric {name!r} counts units but the experiment declares no unit",
+                                ("metrics", name, "units"))
+
+
+def _check_experiment_profile(exp: Experiment, pname: str, prof: Profile, doc: LocatedYaml, path: Path,
+                              found: Found) -> None:
+    """One profile: what it collects, its own fields (profile_checks), its config templates."""
+    for mname in prof.collect:
+        with found.apart():
+            if mname not in exp.metrics:
+                raise doc.error(f"profile {pname!r} collects {mname!r}, which is not a declared metric",
+                                ("profiles", pname, "collect", mname),
+                                hint=metric_hint(mname, exp))
+            if exp.metrics[mname].derived:
+                raise doc.error(f"metric {mname!r} is derived; it cannot also be collected",
+                                ("profiles", pname, "collect", mname))
+    with found.apart():
+        check_profile(exp, pname, prof, doc)
+    allowed = set(exp.variables) | set(prof.context) | BUILTIN_TEMPLATE_NAMES
+    templates: list[tuple[tuple[Any, ...], str]] = []
+    with found.apart():
+        try:
+            templates = _templates(prof, path.parent)
+        except _TemplateFileError as exc:
+            raise doc.error(str(exc), ("profiles", pname, "config", "template_file")) from None
+    for loc, text in templates:
+        with found.apart():
+            _check_template(text, allowed, doc, ("profiles", pname, *loc))
+
+
+def _check_outcomes(exp: Experiment, doc: LocatedYaml, found: Found) -> None:
+    """Outcome names used by `unit.completed` and by metrics' unit filters must be declared outcomes: a typo
+    (`stael` for `stale`) would otherwise count nothing, silently, and turn the verdict around."""
+    unit = exp.unit
+    if unit is None or not unit.outcomes:
+        return  # no declared list to check against: any outcome a units file holds is counted as written
+    declared = ", ".join(unit.outcomes)
+    for i, outcome in enumerate(unit.completed):
+        with found.apart():
+            if outcome not in unit.outcomes:
+                raise doc.error(f"unit.completed names {outcome!r}, which is not among unit.outcomes ({declared})",
+                                ("unit", "completed", i), hint=_close(outcome, unit.outcomes))
+    for name, m in exp.metrics.items():
+        if not m.units or unit.outcome_field not in m.units:
+            continue
+        wanted = m.units[unit.outcome_field]
+        for outcome in wanted if isinstance(wanted, list) else [wanted]:
+            with found.apart():
+                if outcome not in unit.outcomes:
+                    raise doc.error(f"metric {name!r} counts units with {unit.outcome_field}={outcome!r}, which is "
+                                    f"not among unit.outcomes ({declared})",
+                                    ("metrics", name, "units", unit.outcome_field), hint=_close(outcome, unit.outcomes))
+
+
+def metric_hint(name: str, exp: Experiment) -> str | None:
+    return did_you_mean(name, exp.metrics, f"metrics: {', '.join(exp.metrics)}")
+
+
+def _close(word: str, choices: list[str]) -> str | None:
+    guess = did_you_mean(word, choices)
+    return f"{guess} (or add {word!r} to unit.outcomes)" if guess else \
+        f"add {word!r} to unit.outcomes if units can end that way"
+
+
+class _TemplateFileError(Exception):
+    """A profile's template_file cannot be read; reported at that field's line."""
+
+
+def _templates(prof: Any, exp_dir: Path) -> list[tuple[tuple[Any, ...], str]]:
+    out: list[tuple[tuple[Any, ...], str]] = []
+    if prof.config is not None:
+        out.append((("config", "path"), prof.config.path))
+        if prof.config.template is not None:
+            out.append((("config", "template"), prof.config.template))
+        if prof.config.template_file is not None:
+            tf = exp_dir / prof.config.template_file
+            try:
+                out.append((("config", "template_file"), tf.read_text(encoding="utf-8")))
+            except OSError as exc:
+                raise _TemplateFileError(f"template_file {str(tf)!r} cannot be read: {exc.strerror}") from None
+        if prof.config.check:
+            out.append((("config", "check"), prof.config.check))
+    for i, cmd in enumerate(prof.restart):
+        out.append((("restart", i), cmd))
+    if prof.health is not None:
+        for i, url in enumerate(prof.health.urls):
+            out.append((("health", "urls", i), url))
+    if prof.workload is not None:
+        out.append((("workload", "command"), prof.workload.command))
+    if prof.units is not None:
+        out.append((("units", "path"), prof.units.path))
+    for name, ex in prof.collect.items():
+        if ex.command:
+            out.append((("collect", name, "command"), ex.command))
+    out.extend(verify_templates(prof))
+    for name, cmd in prof.fingerprint.items():
+        out.append((("fingerprint", name), cmd))
+    for name, p in prof.artifacts.items():
+        out.append((("artifacts", name), p))
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _template_names(text: str) -> tuple[frozenset[str], str | None, int | None]:
+    """The names a template uses, or its syntax error (message, line): parsed and compiled once per text in a
+    process (a registry is loaded again and again by a long-lived caller)."""
+    import jinja2
+    from jinja2 import meta
+
+    env = jinja2.Environment()
+    env.filters.update(q=str, raw=str)  # the renderer's own filters (runner.render)
+    try:
+        ast = env.parse(text)
+        env.compile(ast)  # an unknown filter or test is found when compiling, not when parsing
+    except jinja2.TemplateSyntaxError as exc:
+        return frozenset(), exc.message, exc.lineno
+    return frozenset(meta.find_undeclared_variables(ast)), None, None
+
+
+def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[Any, ...]) -> None:
+    names, syntax_error, error_line = _template_names(text)
+    if syntax_error is not None:
+        base = doc.line_of(loc) or 0
+        line = base + (error_line or 1) if "\n" in text else base
+        raise ConfigError(f"template syntax error: {syntax_error}", file=doc.file, line=line,
+                          field=".".join(map(str, loc))) from None
+    unknown = sorted(names - allowed)
+    if unknown:
+        line = doc.line_of(loc)
+        if "\n" in text and line is not None:
+            # A block scalar starts on the line after its key: point at the line using the name.
+            for i, tline in enumerate(text.splitlines()):
+                if any(name in tline for name in unknown):
+                    line += 1 + i
+                    break
+        names = "names" if len(unknown) > 1 else "name"
+        raise ConfigError(f"template uses unknown {names} {', '.join(unknown)}", file=doc.file, line=line,
+                          field=".".join(map(str, loc)),
+                        hint="use a declared variable, a profile context key, or a built-in "
+                             f"({', '.join(sorted(BUILTIN_TEMPLATE_NAMES))})")
+
