@@ -102,6 +102,15 @@ class HypothesisDetail(HypothesisStatus):
         return out
 
 
+def command_timing(wall_s: float, **parts: float) -> dict[str, float]:
+    """The command's wall time and its parts to the millisecond, rounded as the text's `time:` line rounds them
+    (display.adding_up): what JSON gives adds up to its wall time as the text does."""
+    from workbench.analysis import display
+
+    total, shown = display.adding_up(wall_s, list(parts.values()), places=3)
+    return {"wall_s": float(total), **{k: float(v) for k, v in zip(parts, shown)}}
+
+
 @dataclass(frozen=True)
 class RunReport:
     """`wb hypothesis run`: the execution, its analysis (None when it could not run: `analysis_error`
@@ -112,7 +121,7 @@ class RunReport:
     analysis_error: str | None = None
     report: str | None = None
     # Seconds of the whole call: wall_s = target_s + runner_s + analysis_s + report_s (runner_s is the rest:
-    # planning, the store, restoring).
+    # planning, the store, restoring); the JSON's one `timing` (an interrupted execution has none: {}).
     timing: dict[str, float] = field(default_factory=dict)
     report_error: str | None = None  # why the site asked for was not rebuilt (the runs are recorded all the same)
 
@@ -120,11 +129,11 @@ class RunReport:
         from workbench.analysis.results import marked_checks
 
         a = self.analysis
+        # One timing, the command's (the text's `time:` line), in place of the experiment loop's.
         return {**self.execution.to_dict(), "verdict": a.verdict if a else None,
                 "reasoning": a.reasoning if a else None,
                 "checks": marked_checks(a.checks, a.verdict) if a else [], "analysis_error": self.analysis_error,
-                "report": self.report, "report_error": self.report_error,
-                "command_timing": self.timing}  # "timing" stays the experiment loop's
+                "report": self.report, "report_error": self.report_error, "timing": self.timing}
 
 
 @dataclass(frozen=True)
@@ -403,9 +412,9 @@ class Workbench(StoredRuns):
                     report_error = exc.message
         t_end = time.monotonic()
         target_s = min(float(done.timing.get("target_s", 0.0)), t_run - t0)
-        timing = {"wall_s": t_end - t0, "target_s": target_s, "runner_s": t_run - t0 - target_s,
-                  "analysis_s": t_analysis - t_run, "report_s": t_end - t_analysis}
-        return RunReport(done, analysis, error, page, {k: round(v, 3) for k, v in timing.items()}, report_error)
+        return RunReport(done, analysis, error, page, command_timing(
+            t_end - t0, target_s=target_s, runner_s=t_run - t0 - target_s, analysis_s=t_analysis - t_run,
+            report_s=t_end - t_analysis), report_error)
 
     def isolate(self, *, experiment: str, good: list[str], bad: list[str], metric: str, region: str,
                 profile: str | None = None, budget: float | None = None, alpha: float = 0.05,

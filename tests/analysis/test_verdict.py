@@ -148,8 +148,8 @@ def test_the_checks_quote_why_units_ended_in_error(store, workbench_dir):
     guard = _checks(a)["guard: error (treatment) == 0"]
     assert guard.detail == f"violated in 1 run: run 2 (treatment): 48 (their error field: {said})"
     att = _checks(a)["attrition"].detail
-    assert f'control: 29/80 units (36%) did not complete (their error field: 29 "{_oom(2669)}");' in att
-    assert f"treatment: 48/80 units (60%) did not complete (their error field: {said});" in att
+    assert f'control: 29/80 units (36.2%) did not complete (their error field: 29 "{_oom(2669)}");' in att
+    assert f"treatment: 48/80 units (60.0%) did not complete (their error field: {said});" in att
     assert "has no memory behind it" in a.reasoning
 
 
@@ -209,7 +209,7 @@ def test_counts_of_a_million_units_are_written_in_full(registry):
     exp = registry.experiments["agent-repro"]
     check, _ = attrition({"treatment": [run(5_500_001, reasons)]}, {}, exp, [])
     assert check["detail"].startswith(
-        'treatment: 4,500,001/5,500,001 units (82%) did not complete (their error field: 2,000,000 "http 503: busy", '
+        'treatment: 4,500,001/5,500,001 units (81.8%) did not complete (their error field: 2,000,000 "http 503: busy", '
         '1,500,000 "b", 1,000,000 "timeout" and 1 more in 1 other message)'), check["detail"]
     check, _ = attrition({"treatment": [run(1_000_000)]}, {}, exp, [])
     assert check["detail"] == "treatment: 0/1,000,000 lost", check["detail"]

@@ -160,7 +160,7 @@ def test_import_evidence_gives_six_runs_with_the_csv_numbers(tmp_path: Path, see
                 assert col not in run["metrics"], f"{row['run_id']}: blank {col} must stay unknown"
             else:
                 assert run["metrics"][col] == float(row[col])
-        assert json.loads(run["provenance"])["quote"] == row["source_quote"]
+        assert run["provenance"]["quote"] == row["source_quote"]
     post = runs["post-bf16-hicache-postfix"]["metrics"]
     assert (post["leak"], post["sessions"], post["error"], post["waiting_for_input"]) == (14, 80, 40, 0)
     # Its workload settings read as the CSV wrote them (they read rounds=4.0 max_tokens=2500.0).

@@ -127,3 +127,32 @@ def test_json_gives_counts_as_whole_numbers(seeded: Path, cli) -> None:
         assert '"leak": 14,' in out and '"sessions": 80,' in out and '"wall_s": 346.3' in out, out
         assert '"wall_s": 302.0' in out or args[1] == "show", out  # continuous: 302 is a float
         assert ".0," not in out.replace('"wall_s": 302.0,', ""), out
+
+
+def test_provenance_is_an_object_in_the_json(seeded: Path, cli) -> None:
+    """An imported run's provenance was a JSON string inside the JSON: scripts decoded it twice."""
+    code, out, err = cli("runs", "list", "--json")
+    assert code == 0, err
+    first = json.loads(out)["items"][0]
+    assert first["provenance"]["file"] == "seed-runs.csv" and first["provenance"]["line"] == 2, first
+    code, out, err = cli("runs", "show", "1", "--json")
+    assert code == 0, err
+    assert json.loads(out)["provenance"]["line"] == 2
+    code, out, err = cli("runs", "show", "1")
+    assert code == 0, err
+    assert "provenance: file=seed-runs.csv line=2 " in out, out
+
+
+def test_runs_show_says_what_was_not_recorded(seeded: Path, cli) -> None:
+    """Run 4 has no metric and no fingerprint value: it printed an empty `metrics:` and `fingerprint:` line. Run 1 has
+    leak but no sessions: the derived line said only "none from these values"."""
+    code, out, err = cli("runs", "show", "4")
+    assert code == 0, err
+    assert "metrics: none recorded\n" in out and "fingerprint: none recorded\n" in out, out
+    code, out, err = cli("runs", "show", "1")
+    assert code == 0, err
+    assert not [ln for ln in out.splitlines() if ln.rstrip().endswith(":")], out
+    derived = next(ln for ln in out.splitlines() if ln.startswith("derived metrics"))
+    assert "corruption_rate needs sessions" in derived and "not recorded" in derived, derived
+    code, out, err = cli("runs", "show", "1", "--json")
+    assert json.loads(out)["derived_metrics_missing"]["corruption_rate"] == ["sessions"], out

@@ -98,9 +98,15 @@ def _run_lines(capfd) -> list[str]:
 
 
 def test_an_interrupted_run_is_one_clear_line_naming_its_stage(toy, capfd):
-    with pytest.raises(RunInterrupted):
+    from workbench.app import RunReport
+    from workbench.cli.run_cmd import summary_lines
+
+    with pytest.raises(RunInterrupted) as ei:
         _run(toy, replicates=1, seed=3, show_progress=True, fault=_signal_at_run(2))
-    (line,) = [ln for ln in _run_lines(capfd) if "interrupted" in ln]
+    # The summary that follows an interrupt says it; the progress on stderr does not say it a second time.
+    assert not [ln for ln in _run_lines(capfd) if "interrupted" in ln]
+    summary = summary_lines(RunReport(ei.value.partial, None, "interrupted"))
+    (line,) = [ln.strip() for ln in summary if ln.startswith("  run ") and "interrupted" in ln]
     assert line.endswith("interrupted during its workload stage"), line
     assert "  " not in line and line.count("interrupted") == 1, line
 

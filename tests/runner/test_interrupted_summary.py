@@ -1,5 +1,6 @@
-"""What `wb hypothesis run` says about the runs and the target once it ends: an arm none of whose runs began is "0 of
-1, none began" (it read "runs ok 0/0"), an interrupted run's reason is not the status again, a stop before any run
+"""What `wb hypothesis run` says about the runs and the target once it ends: an arm none of whose runs began is "runs
+ok 0/0 (0 of 1 planned began)", in the shape of the other arms' "runs ok 0/1" (it read "runs ok 0/0" alone, then "runs
+ok 0 of 1, none began" beside "0/1"), an interrupted run's reason is not the status again, a stop before any run
 says the target was not touched (and touches it not: no restart), and every execution ends with one line saying
 what the restore did (--json: "restore")."""
 
@@ -24,9 +25,11 @@ def test_an_arm_whose_run_never_began_says_so_and_the_reason_is_not_the_status_a
                          env={"WB_ROOT": str(toy.root)})
     assert code == 130, err
     arms = {line.split()[0]: line.split(None, 1)[1] for line in out.splitlines() if "runs ok" in line}
-    assert sorted(arms.values()) == ["runs ok 0 of 1, none began", "runs ok 0/1"], out
+    assert sorted(arms.values()) == ["runs ok 0/0 (0 of 1 planned began)", "runs ok 0/1"], out
     first = next(arm for arm, text in arms.items() if text == "runs ok 0/1")
     assert f"  run 1 ({first} r0) interrupted during its workload stage\n" in out, out
+    # Said once: the summary that follows an interrupt lists the run; the progress on stderr did too.
+    assert (out + err).count("run 1 (") == 1, (out, err)
     assert "Error: interrupted after 0 of 2 runs ok; the target was restored" in err, err
     assert f"restored: {toy.conf} put back byte for byte, restarted (1 command)" in err, err
     assert toy.conf.read_bytes() == toy.original
@@ -57,7 +60,7 @@ def test_a_stop_before_any_run_leaves_the_target_alone_and_says_it_was_not_touch
                          env={"WB_ROOT": str(toy.root)})
     assert code == 130, err
     assert "order: no run began  (0 of 2 planned)" in out, out
-    assert out.count("runs ok 0 of 1, none began") == 2, out
+    assert out.count("runs ok 0/0 (0 of 1 planned began)") == 2, out
     assert "Error: interrupted after 0 of 2 runs ok; the target was not touched\n" in err, err
     assert "the target was not touched (no run began): nothing to restore\n" in err, err
     assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
@@ -65,13 +68,13 @@ def test_a_stop_before_any_run_leaves_the_target_alone_and_says_it_was_not_touch
 
 def test_a_sequential_arm_that_never_began_does_not_give_the_budget_as_planned(toy, cli, monkeypatch) -> None:
     """A sequential plan is a budget, not the runs meant to be made: an arm none of whose runs began read "runs ok
-    0 of 3, none began", the budget given as if planned."""
+    0 of 3, none began", the budget given as if planned: it reads "runs ok 0/0 (none began)"."""
     _stopped_once_the_target_is_taken(monkeypatch)
     code, out, err = cli("hypothesis", "run", "toy-fix", "--sequential", "--replicates", "3", "--db", toy.db,
                          env={"WB_ROOT": str(toy.root)})
     assert code == 130, err
     arms = [line for line in out.splitlines() if "runs ok" in line]
-    assert len(arms) == 2 and all(line.split(None, 1)[1] == "runs ok 0, none began" for line in arms), out
+    assert len(arms) == 2 and all(line.split(None, 1)[1] == "runs ok 0/0 (none began)" for line in arms), out
     # The order line gave the budget as planned too ("(0 of 6 planned)"); it says what the progress line says.
     assert "order: no run began  (at most 6 planned)\n" in out, out
 

@@ -153,6 +153,12 @@ def number(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}" if abs(x) < 999.5 else f"{x:,.{digits - 3}f}"
 
 
+def keyed(x: float, digits: int = 3) -> str:
+    """`number` for the value of a key=value pair: no thousands separator (1425, not 1,425), which would split the
+    value for grep and awk. Tables and prose keep theirs."""
+    return number(x, digits).replace(",", "")
+
+
 def recorded(x: float) -> str:
     """A value as it was recorded, every digit it carries (to a float's 15) and thousands separated: 346.3, 1,234.56,
     1,234,567, 0.00012. `number`'s three significant digits are for estimates and intervals: they read a run's wall

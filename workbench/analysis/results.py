@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable
 
+from workbench.store import jsonx
+
 VERDICTS = ("supported", "falsified", "inconclusive", "invalid")
 
 
@@ -182,6 +184,7 @@ class Judgement:
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["k"], out["n"] = jsonx.whole(self.k), jsonx.whole(self.n)  # units counted
         for key in _OPTIONAL:
             if out[key] is None:
                 del out[key]
@@ -234,8 +237,10 @@ class ArmEstimate:
         return cls(**{"kind": "count", "runs": 0, **d})
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe({f.name: getattr(self, f.name) for f in fields(self)
-                          if getattr(self, f.name) is not None or f.name in ("kind", "runs", "unknown_runs")})
+        out = {f.name: getattr(self, f.name) for f in fields(self)
+               if getattr(self, f.name) is not None or f.name in ("kind", "runs", "unknown_runs")}
+        counted = ("k", "n") + (("median", "interval", "total") if self.kind == "count" else ())
+        return json_safe({k: jsonx.whole(v) if k in counted else v for k, v in out.items()})
 
 
 @dataclass(frozen=True)
@@ -251,7 +256,7 @@ class ArmSummary:
                    {m: ArmEstimate.from_dict(v) for m, v in (d.get("metrics") or {}).items()})
 
     def to_dict(self) -> dict[str, Any]:
-        return {"variables": self.variables, "runs": self.runs, "units": self.units,
+        return {"variables": self.variables, "runs": self.runs, "units": jsonx.whole(self.units),
                 "metrics": {m: e.to_dict() for m, e in self.metrics.items()}}
 
 

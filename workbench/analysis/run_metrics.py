@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
 from workbench.analysis.data import impossible_counts
+from workbench.store import jsonx
 
 if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment
@@ -26,11 +27,14 @@ class RunMetrics:
     derived: dict[str, Number] = field(default_factory=dict)
     experiment: str | None = None  # whose definitions derived them
     note: str | None = None
+    # A derivable metric that could not be derived: the stored values it needs that are missing (empty where all are
+    # there and their counts are no rate).
+    missing: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
         """The keys a run's JSON gives them under (`metrics` holds only what was measured)."""
         return {"metrics": dict(self.measured), "derived_metrics": dict(self.derived),
-                "derived_metrics_note": self.note}
+                "derived_metrics_note": self.note, "derived_metrics_missing": dict(self.missing)}
 
 
 def run_metrics(run: "RunRecord", exp: "Experiment | None", note: str | None = None) -> RunMetrics:
@@ -65,23 +69,39 @@ def metrics_of(run_id: int, stored: Mapping[str, Number], exp: "Experiment | Non
     """A run's `stored` metrics by `exp`'s definitions; without `exp`, as they are and `note` (why)."""
     if exp is None:
         return RunMetrics(run_id, dict(stored), note=note)
-    measured = {k: _typed(exp, k, v) for k, v in stored.items()}
+    measured = {k: typed(exp, k, v) for k, v in stored.items()}
     derived: dict[str, Number] = {}
+    missing: dict[str, list[str]] = {}
     for name, spec in exp.metrics.items():
         if name not in measured and (spec.kind == "proportion" or spec.same_as is not None):
             value = derived_value(exp, measured, name)
             if value is not None:
                 derived[name] = value
-    return RunMetrics(run_id, measured, derived, exp.id)
+            else:
+                missing[name] = sorted(set(_lacking(exp, measured, name)))
+    return RunMetrics(run_id, measured, derived, exp.id, missing=missing)
 
 
-def _typed(exp: "Experiment", name: str, value: Number) -> Number:
+def _lacking(exp: "Experiment", measured: Mapping[str, Number], name: str, depth: int = 0) -> list[str]:
+    """The stored values `name` is derived from (derived_value's rule) that `measured` lacks."""
+    spec = exp.metrics.get(name)
+    if name in measured or depth > 8:
+        return []
+    if spec is None or (spec.same_as is None and spec.kind != "proportion"):
+        return [name]
+    if spec.same_as is not None:
+        return _lacking(exp, measured, spec.same_as, depth + 1)
+    return [*_lacking(exp, measured, spec.numerator or "", depth + 1),
+            *_lacking(exp, measured, spec.denominator or "", depth + 1)]
+
+
+def typed(exp: "Experiment", name: str, value: Number) -> Number:
     """A count by its definition is an integer (the store keeps every number as a double), any other declared
     metric a float; an undeclared one as the store gave it."""
     spec = exp.metrics.get(name)
     if spec is None:
         return value
-    return int(value) if spec.kind == "count" and float(value).is_integer() else float(value)
+    return jsonx.whole(float(value)) if spec.kind == "count" else float(value)
 
 
 def derived_value(exp: "Experiment", measured: Mapping[str, Number], name: str, depth: int = 0) -> Number | None:

@@ -82,7 +82,7 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
     where = j["where"]
     if j["estimate"] is None:
         return f", which cannot be judged: {j['note']}."
-    if isinstance(j.get("k"), float) and j.get("n"):
+    if isinstance(j.get("k"), (int, float)) and j.get("n"):
         arm = arms_summary.get(where, {})
         var = arm.get("variables", {}).get(isolates) if isolates else None
         label = f"the {where} arm" + (f" ({isolates}={var})" if var else "")

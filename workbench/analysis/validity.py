@@ -13,6 +13,7 @@ from workbench.analysis import clustered, display, stats
 from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
 from workbench.registry.experiment import Experiment
 from workbench.secrets import MASK
+from workbench.store import jsonx
 from workbench.store.entities import LONG_NUMBER
 
 if TYPE_CHECKING:
@@ -320,12 +321,12 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
                         by_outcome[o] = by_outcome.get(o, 0) + v
         lost = total - done
         share = lost / total if total > 0 else None
-        per_arm[a] = {"units": total, "completed": done, "lost": lost, "lost_share": share,
-                      "by_outcome": by_outcome, "runs_failed": len(failed.get(a, [])),
-                      "runs_unknown": unknown}
+        per_arm[a] = {"units": jsonx.whole(total), "completed": jsonx.whole(done), "lost": jsonx.whole(lost),
+                      "lost_share": share, "by_outcome": jsonx.whole(by_outcome),
+                      "runs_failed": len(failed.get(a, [])), "runs_unknown": unknown}
         if share is not None and share > ATTRITION_FLAG:
-            flags.append(f"{a}: {display.number(lost)}/{display.number(total)} units ({share:.0%}) did not complete"
-                         f"{lost_reasons(runs, exp)}")
+            flags.append(f"{a}: {display.number(lost)}/{display.number(total)} units ({display.rate(share)}) did not "
+                         f"complete{lost_reasons(runs, exp)}")
         if total > 0 and done == 0:
             flags.append(f"{a}: every unit was lost, so the arm measured nothing")
         if failed.get(a):

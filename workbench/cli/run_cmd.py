@@ -19,21 +19,21 @@ if TYPE_CHECKING:
 
 
 def _total(v: float, proportion: bool) -> str:
-    """An arm's total: a proportion in percent, as the verdict below reads it; a count or a value as the report
-    writes one (1,234,567; 12.3)."""
+    """An arm's total, the value of a name=value pair: a proportion in percent, as the verdict below reads it; a
+    count or a value with the report's digits and no thousands separator (1234567; 12.3)."""
     if proportion and math.isfinite(v):
         return display.rate(v)
-    return display.number(v)
+    return display.keyed(v)
 
 
 def _arm_runs(a: "ArmTotals", *, sequential: bool) -> str:
-    """An arm's runs: "runs ok 3/4" (ok of those made); a stopped execution says how many of the arm's planned runs
-    began ("0 of 1, none began", not "0/0"), a run deleted since counted as begun. A sequential plan is a budget,
-    often not all spent: not said there ("runs ok 0, none began")."""
+    """An arm's runs, in one shape: "runs ok 3/4" (ok of those made); a stopped execution adds how many of the arm's
+    planned runs began ("runs ok 0/0 (0 of 1 planned began)"), a run deleted since counted as begun. A sequential
+    plan is a budget, often not all spent: not said there ("runs ok 0/0 (none began)")."""
     began = a.runs + a.deleted
-    if began == 0 and a.planned:
-        return "runs ok 0, none began" if sequential else f"runs ok 0 of {a.planned}, none began"
     text = f"runs ok {a.runs_ok}/{a.runs}"
+    if began == 0 and a.planned and sequential:
+        return text + " (none began)"
     return text + (f" ({began} of {a.planned} planned began)" if began < a.planned and not sequential else "")
 
 

@@ -95,24 +95,44 @@ def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption 
         if getattr(r, key) is not None:
             typer.echo(f"{key}: {when(getattr(r, key)) if key.endswith('_at') else getattr(r, key)}")
     typer.echo("variables: " + " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())))
-    typer.echo("metrics: " + " ".join(f"{k}={v:.15g}" for k, v in sorted(m.measured.items())))
+    typer.echo("metrics: " + (" ".join(f"{k}={v:.15g}" for k, v in sorted(m.measured.items())) or NONE))
     if m.note is not None:
         typer.echo(f"derived metrics: unknown ({m.note})")
     else:
-        typer.echo(f"derived metrics (by {m.experiment}'s definitions, not measured): "
-                   + (" ".join(f"{k}={v:.15g}" for k, v in sorted(m.derived.items())) or "none from these values"))
+        typer.echo(f"derived metrics (by {m.experiment}'s definitions, not measured): " + _derived(m))
     by_outcome = " ".join(f"{k}={n}" for k, n in sorted(r.units.items()))
     typer.echo(f"units: {r.units_total}" + (f" ({by_outcome})" if by_outcome else ""))
-    if r.fingerprint:
-        typer.echo("fingerprint: " + " ".join(f"{k}={v}" for k, v in sorted(_flat(r.fingerprint))))
+    typer.echo("fingerprint: " + (" ".join(f"{k}={v}" for k, v in sorted(_flat(r.fingerprint))) or NONE))
     for a in r.artifacts:
         typer.echo(f"artifact {a.name}: {a.path} ({a.size_bytes} B, sha256 {a.sha256[:12]})")
     if r.provenance:
-        typer.echo(f"provenance: {r.provenance}")
+        typer.echo("provenance: " + " ".join(f"{k}={_plain(v)}" for k, v in r.provenance.items()))
     if r.rendered_config is not None:
         typer.echo("rendered config:")
         for line in r.rendered_config.splitlines():
             typer.echo(f"    {line}")
+
+
+NONE = "none recorded"  # a line of `wb runs show` with no value: said, never left empty
+
+
+def _derived(m: "RunMetrics") -> str:
+    """The derived values, then each derivable one that is not with the stored values it needs and lacks
+    ("corruption_rate needs sessions, not recorded")."""
+    shown = " ".join(f"{k}={v:.15g}" for k, v in sorted(m.derived.items()))
+    lacking = "; ".join(f"{k} needs {' and '.join(need)}, not recorded" if need else f"{k}: its counts give no rate"
+                        for k, need in sorted(m.missing.items()))
+    if not shown:
+        return "none from these values" + (f" ({lacking})" if lacking else "")
+    return shown + (f" (none for {lacking})" if lacking else "")
+
+
+def _plain(value: object) -> str:
+    """A value of a key=value pair: as it is where it holds no space, else as a JSON string (quoted)."""
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if text and not any(c.isspace() for c in text) and '"' not in text else json.dumps(text)
 
 
 def _flat(values: dict, prefix: str = "") -> list[tuple[str, object]]:

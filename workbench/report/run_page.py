@@ -166,18 +166,12 @@ def artifacts(run_id: int, arts: list[dict[str, Any]], out_dir: Path, roots: lis
     return views
 
 
-def provenance(text: str | None) -> list[tuple[str, str]]:
-    """An imported run's provenance (stored as JSON: file, sha256, line, quote…) as rows of a table."""
+def provenance(value: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """An imported run's provenance (file, sha256, line, quote…) as rows of a table."""
     import json
 
-    if not text:
+    if not value:
         return []
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return [("source", text)]
-    if not isinstance(value, dict):
-        return [("source", str(value))]
     return [(str(k).replace("_", " "), v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str))
             for k, v in value.items() if v not in (None, "", [], {})]
 

@@ -150,7 +150,7 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
                 state.done.add(pr.order_index)
             state.outcomes.append((run_id, pr, out))
             state.progress.finished(pr.order_index, out.status, pr, run_id)
-            if out.status != "ok":
+            if out.status not in ("ok", "interrupted"):  # an interrupted run: the summary that follows lists it
                 state.progress.log(f"run {run_id} ({pr.arm} r{pr.replicate}) {out.describe()}")
         await rec.settle()  # the run is in the store before the next one starts
 

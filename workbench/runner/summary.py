@@ -9,7 +9,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from workbench.analysis import display
+from workbench.analysis.run_metrics import typed
 from workbench.registry.experiment import per_replicate_names
+from workbench.store import jsonx
 from workbench.store.entities import RunRecord
 
 
@@ -114,12 +116,12 @@ def _arms(state: Any, runs: list[RunRecord]) -> dict[str, ArmTotals]:
         ok = [r for r in runs if r.arm == arm and r.status == "ok"]
         metrics: dict[str, Any] = {}
         for name in sorted({k for r in ok for k in r.metrics}):
-            values = [r.metrics[name] for r in ok if name in r.metrics]
+            values = [typed(exp, name, r.metrics[name]) for r in ok if name in r.metrics]
             metrics[name] = {"n": len(values), "values": values}
         totals: dict[str, float | None] = {}
         for name, spec in exp.metrics.items():
             if spec.kind == "count" and spec.same_as is None and name in metrics:
-                totals[name] = sum(metrics[name]["values"])
+                totals[name] = jsonx.whole(sum(metrics[name]["values"]))
         for name, spec in exp.metrics.items():
             if spec.same_as is not None and spec.same_as in totals:
                 totals[name] = totals[spec.same_as]

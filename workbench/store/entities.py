@@ -70,7 +70,7 @@ class RunRecord:
     ended_at: str | None
     variables: dict[str, Any]
     config_hash: str | None
-    provenance: str | None
+    provenance: dict[str, Any] | None  # an imported run's: where its values came from
     error: str | None
     metrics: dict[str, int | float] = field(default_factory=dict)  # a counted value (units, probe) as an int
     fingerprint: dict[str, Any] = field(default_factory=dict)

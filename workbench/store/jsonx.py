@@ -28,6 +28,19 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def whole(value: Any) -> Any:
+    """A count as every JSON output writes it: an int where it is a whole number (the store keeps every number as
+    a double, and sums of them stay doubles), else as it is. The one rule for a count of units, a metric of kind
+    count and the totals and medians of one; other numbers keep their type."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(whole(v) for v in value)
+    if isinstance(value, dict):
+        return {k: whole(v) for k, v in value.items()}
+    return value
+
+
 def loads(text: str | None, default: Any = None) -> Any:
     if text is None or text == "":
         return default

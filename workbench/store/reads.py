@@ -26,8 +26,19 @@ _COUNTED = ("units", "probe")
 
 def stored_number(metric: Any) -> int | float:
     """A metrics row's value: an integer where it was stored from a count (the column is a double either way)."""
-    counted = metric.source in _COUNTED and float(metric.value).is_integer()
-    return int(metric.value) if counted else metric.value
+    return jsonx.whole(metric.value) if metric.source in _COUNTED else metric.value
+
+
+def stored_provenance(text: str | None) -> dict[str, Any] | None:
+    """An imported run's provenance (file, line, sha256, quote...) as the object it was stored as; text that is no
+    JSON object (written by hand into a store) as {"source": text}; None for a run wb made."""
+    if not text:
+        return None
+    try:
+        value = jsonx.loads(text)
+    except ValueError:
+        value = text
+    return value if isinstance(value, dict) else {"source": value}
 
 
 def run_record(run: Any, metrics: dict[str, int | float] | None = None, **detail: Any) -> RunRecord:
@@ -41,7 +52,8 @@ def run_record(run: Any, metrics: dict[str, int | float] | None = None, **detail
         replicate=run.replicate, order_index=run.order_index, block=run.block, host=run.host, target=run.target,
         status=run.status, stage=run.stage, phase=run.phase, started_at=iso(run.started_at),
         ended_at=iso(run.ended_at), variables=stored_variables(run.variables_json), config_hash=run.config_hash,
-        provenance=run.provenance, error=run.error, metrics=dict(metrics or {}), uuid=run.uuid, **detail)
+        provenance=stored_provenance(run.provenance), error=run.error, metrics=dict(metrics or {}), uuid=run.uuid,
+        **detail)
 
 
 def imported_runs(session: Any, experiment_id: str) -> dict[str, list[tuple[int, ImportedRun]]]:
