@@ -124,7 +124,7 @@ def _derived(m: "RunMetrics") -> str:
                         for k, need in sorted(m.missing.items()))
     if not shown:
         return "none from these values" + (f" ({lacking})" if lacking else "")
-    return shown + (f" (none for {lacking})" if lacking else "")
+    return shown + (f" (not derived: {lacking})" if lacking else "")
 
 
 def _plain(value: object) -> str:
