@@ -390,7 +390,9 @@ def test_lineage_layout_survives_a_parent_cycle() -> None:
 
 
 def test_confound_report_shows_the_separating_experiment(tmp_path: Path) -> None:
-    """Pre-fix shape of the seed: every corrupt run also wedged, so the scan flags aborts and proposes a split."""
+    """Pre-fix shape of the seed: every corrupt run also wedged, so the scan flags aborts and proposes a split; the
+    proposal toggles the variable that separates the runs (nixl_abort_fix) and names the hypothesis that toggles it.
+    (A proposal used to name any hypothesis guarding aborts, one toggling another variable too.)"""
     from workbench.registry import load_registry
     from workbench.report import build_site
     from workbench.store import open_store
@@ -399,8 +401,8 @@ def test_confound_report_shows_the_separating_experiment(tmp_path: Path) -> None
     store = open_store(str(tmp_path / "wb.duckdb"))
     try:
         with store.session() as s:
-            synth.add_ab_execution(s, reg, "hicache-bf16-race", art_dir=tmp_path / "logs", replicates=3, seed=1,
-                                   leak_rate={"control": 0.0, "treatment": 0.15}, aborts={"treatment": 70})
+            synth.add_ab_execution(s, reg, "wedge-confound", art_dir=tmp_path / "logs", replicates=3, seed=1,
+                                   leak_rate={"control": 0.15, "treatment": 0.0}, aborts={"control": 70})
         result = build_site(store, reg, tmp_path / "site")
     finally:
         store.dispose()
@@ -409,7 +411,8 @@ def test_confound_report_shows_the_separating_experiment(tmp_path: Path) -> None
     assert first.startswith(" flagged") and "aborts" in first.split("</h2>")[0]
     assert "Proposed separating experiment" in first and "are confounded in these runs" in first
     assert '<td>with aborts (= waiting_for_input)</td><td class="num">3</td><td class="num">0</td>' in first
-    assert re.search(r'Registered as <a href="hypotheses/[a-z0-9-]+\.html">', first)
+    assert "Toggle nixl_abort_fix (off -&gt; on)" in first, first
+    assert 'Registered as <a href="hypotheses/wedge-confound.html">' in first, first
 
 
 def test_check_effects_recorded_by_analysis_are_worded(seeded: dict[str, Any]) -> None:
