@@ -25,3 +25,19 @@ def test_six_identical_fingerprint_values_are_five_named_and_one_more(store, reg
                                      "torch and 1 more)."), checks["fingerprint"]
     assert checks["config"].startswith("one rendered config per arm in the one execution; they differ in: "), \
         checks["config"]
+
+
+def test_a_pooled_analysis_names_the_executions_it_pooled(store, registry):
+    """'pooled over 2 executions' named none of them: a user whose other hypothesis's runs matched an arm could
+    not tell which were taken in. The executions are named by id, as `wb runs list` and `hypothesis show` give them."""
+    ids = []
+    for _ in range(2):
+        ex = add_execution(store)
+        ids.append(ex)
+        for r in (1, 2):
+            add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                    outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 30})
+            add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
+                    outcomes={"leak": 13, "done": 67}, extra={"waiting_for_input": 0})
+    checks = {c.name: c.detail for c in analyze_stored(store, registry, "wedge-confound").checks}
+    assert checks["looks"].startswith(f"pooled over 2 executions ({ids[0]}, {ids[1]}): exploratory."), checks["looks"]

@@ -488,7 +488,8 @@ def looks(runs: list[RunData], execution_id: int | None) -> dict[str, Any] | Non
     sources = len(executions) + (1 if imported else 0)
     if sources <= 1:
         return None
-    what = f"{len(executions)} executions" + (" and imported evidence" if imported else "")
+    named = _named([str(e) for e in sorted(executions)], shown=8)
+    what = f"{display.count(len(executions), 'execution')} ({named})" + (" and imported evidence" if imported else "")
     return check("looks", False, f"pooled over {what}: exploratory. Each stored execution is another look at the "
                  "same question, and pooling them after the fact is not corrected for those looks; the "
                  "confirmatory verdict is the one each execution recorded when it ran", "none")
