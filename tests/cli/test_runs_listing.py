@@ -149,6 +149,7 @@ def test_runs_show_says_what_was_not_recorded(seeded: Path, cli) -> None:
     code, out, err = cli("runs", "show", "4")
     assert code == 0, err
     assert "metrics: none recorded\n" in out and "fingerprint: none recorded\n" in out, out
+    assert "units: none recorded\n" in out, out  # an imported run records no units: not "units: 0"
     code, out, err = cli("runs", "show", "1")
     assert code == 0, err
     assert not [ln for ln in out.splitlines() if ln.rstrip().endswith(":")], out

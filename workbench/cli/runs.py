@@ -101,7 +101,8 @@ def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption 
     else:
         typer.echo(f"derived metrics (by {m.experiment}'s definitions, not measured): " + _derived(m))
     by_outcome = " ".join(f"{k}={n}" for k, n in sorted(r.units.items()))
-    typer.echo(f"units: {r.units_total}" + (f" ({by_outcome})" if by_outcome else ""))
+    typer.echo(f"units: {r.units_total}" + (f" ({by_outcome})" if by_outcome else "") if r.units_total else
+               f"units: {NONE}")  # no unit rows (imported evidence, or a workload that wrote none): not "0"
     typer.echo("fingerprint: " + (" ".join(f"{k}={v}" for k, v in sorted(_flat(r.fingerprint))) or NONE))
     for a in r.artifacts:
         typer.echo(f"artifact {a.name}: {a.path} ({a.size_bytes} B, sha256 {a.sha256[:12]})")
