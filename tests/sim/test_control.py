@@ -80,6 +80,31 @@ def test_kill_9_of_one_server_is_reported_and_down_cleans_up(sim_dir):
     assert not pid_alive(other)
 
 
+def test_a_restart_waits_for_its_own_servers_ports_to_be_released(sim_dir, monkeypatch):
+    """A restart with requests in flight failed now and then on a busy machine with "port N (decode) is already in
+    use": the old server's port was not yet released when the new one was checked. A restart waits for its own
+    ports (bounded) before it calls them taken; `up` on a port someone else holds still refuses at once."""
+    import threading
+
+    st = control.up(sim_dir, config=write_serve(sim_dir))
+    port = st.units["decode"].port
+    real_down = control.down
+    held = []
+
+    def down_slowly(*args, **kw):  # the old decode's port still bound for a moment after its process is gone
+        stopped = real_down(*args, **kw)
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", port))
+        busy.listen(1)
+        held.append(busy)
+        threading.Timer(0.5, busy.close).start()
+        return stopped
+
+    monkeypatch.setattr(control, "down", down_slowly)
+    st = control.restart(sim_dir)
+    assert held and st.units["decode"].port == port and st.state == "healthy"
+
+
 def test_port_in_use_is_a_clear_error(sim_dir):
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))

@@ -35,6 +35,7 @@ __all__ = ["state_dir", "config_path", "up", "down", "restart", "status", "SimSt
 
 # Health can take a while on a loaded machine (the prefill imports torch): a slow start is not a failure.
 HEALTH_TIMEOUT_S = 60.0
+PORT_RELEASE_S = 5.0  # how long a restart waits for the ports its stopped servers held
 STOP_TIMEOUT_S = 5.0
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -412,12 +413,17 @@ def _serve_config(source: str | Path, values: dict[str, str]) -> ServeConfig:
     return cfg
 
 
-def _start(sdir: Path, cfg_file: Path, values: dict[str, str], timeout: float) -> SimStatus:
+def _start(sdir: Path, cfg_file: Path, values: dict[str, str], timeout: float, release_s: float = 0.0) -> SimStatus:
+    """Start both servers on the serve file's ports; `release_s`: how long a port may take to come free (a restart
+    waits for its own servers' ports, which the kernel can release a moment after their processes are gone)."""
     cfg = _serve_config(cfg_file, values)
+    deadline = time.monotonic() + release_s
     for unit, port in (("prefill", cfg.prefill_port), ("decode", cfg.decode_port)):
-        if not port_free(port):
-            raise SimError(f"port {port} ({unit}) is already in use on 127.0.0.1",
-                           hint=f"stop whatever listens there, or set {unit}_port in {cfg_file}")
+        while not port_free(port):
+            if time.monotonic() >= deadline:
+                raise SimError(f"port {port} ({unit}) is already in use on 127.0.0.1",
+                               hint=f"stop whatever listens there, or set {unit}_port in {cfg_file}")
+            time.sleep(0.05)
     clock.reset(sdir)              # a fresh start: no participants, time moves on by >= 1 s
     for unit in UNITS:
         _spawn(sdir, unit, cfg_file, values)
@@ -491,7 +497,7 @@ def restart(dir: str | Path | None = None, *, timeout: float = HEALTH_TIMEOUT_S)
     values = _read_in_use(sdir, cfg_file)
     _serve_config(cfg_file, values)  # a serve file it cannot start from is refused while the servers still run
     down(sdir)
-    return _start(sdir, cfg_file, values, timeout)
+    return _start(sdir, cfg_file, values, timeout, release_s=PORT_RELEASE_S)
 
 
 def status(dir: str | Path | None = None, *, debug: bool = True) -> SimStatus:
