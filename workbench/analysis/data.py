@@ -8,7 +8,7 @@ recorded stays None.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from workbench.registry.experiment import Experiment, MetricSpec
 from workbench.store.entities import USABLE_STATUSES, RunData, RunQuery
@@ -35,26 +35,42 @@ def run_query(exp: Experiment, *, execution_id: int | None = None, include_impor
 
 # ----------------------------------------------------------------------------- metric definitions
 
-def metric_value(run: RunData, name: str, exp: Experiment, _depth: int = 0) -> float | None:
+def metric_value(run: RunData, name: str, exp: Experiment) -> float | None:
     """A count or continuous metric of one run: stored, else derived by the experiment's definition."""
-    if name in run.metrics:
-        return run.metrics[name]
+    return stored_value(run.metrics, name, exp, run.unit_counts if run.units_total > 0 else None)
+
+
+def stored_value(values: Mapping[str, float], name: str, exp: Experiment,
+                 units: Mapping[str, float] | None = None, _depth: int = 0) -> float | None:
+    """`name`'s value among a run's stored `values`: stored, else its alias's (same_as), else its count among the
+    run's `units` counts (where it recorded units); None when none of them has it. A proportion is not derived
+    here (`rate_counts` gives its counts)."""
+    if name in values:
+        return values[name]
     spec = exp.metrics.get(name)
-    if spec is None or _depth > 8:
+    if spec is None or _depth > 8:  # the loader refuses alias loops; the bound only keeps a bug from recursing
         return None
     if spec.same_as is not None:
-        return metric_value(run, spec.same_as, exp, _depth + 1)
-    if spec.units is not None and run.units_total > 0 and name in run.unit_counts:
-        return float(run.unit_counts[name])
+        return stored_value(values, spec.same_as, exp, units, _depth + 1)
+    if spec.units is not None and units and name in units:
+        return float(units[name])
     return None
 
 
 def proportion_counts(run: RunData, spec: MetricSpec, exp: Experiment) -> tuple[float, float] | None:
     """(numerator, denominator) of a proportion for one run, or None when either is unknown or the pair is no
     rate (`impossible_counts`)."""
+    return rate_counts(run.metrics, spec, exp, run.unit_counts if run.units_total > 0 else None)
+
+
+def rate_counts(values: Mapping[str, float], spec: MetricSpec, exp: Experiment,
+                units: Mapping[str, float] | None = None) -> tuple[float, float] | None:
+    """(numerator, denominator) of the proportion `spec` from a run's stored `values` (and `units` counts), or None
+    when either is unknown or the pair is no rate (`impossible_counts`). The analysis, the runs listing and the
+    site read a rate's counts through this one rule."""
     assert spec.numerator is not None and spec.denominator is not None
-    k = metric_value(run, spec.numerator, exp)
-    n = metric_value(run, spec.denominator, exp)
+    k = stored_value(values, spec.numerator, exp, units)
+    n = stored_value(values, spec.denominator, exp, units)
     if k is None or n is None or impossible_counts(k, n):
         return None
     return (k, n)

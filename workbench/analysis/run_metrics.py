@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
-from workbench.analysis.data import impossible_counts
+from workbench.analysis.data import rate_counts, stored_value
 from workbench.store import jsonx
 
 if TYPE_CHECKING:
@@ -104,21 +104,13 @@ def typed(exp: "Experiment", name: str, value: Number) -> Number:
     return jsonx.whole(float(value)) if spec.kind == "count" else float(value)
 
 
-def derived_value(exp: "Experiment", measured: Mapping[str, Number], name: str, depth: int = 0) -> Number | None:
+def derived_value(exp: "Experiment", measured: Mapping[str, Number], name: str) -> Number | None:
     """`name`'s value from a run's stored values: stored, else derived as `exp` declares it (an alias's metric, a
-    proportion's numerator over its denominator); None when a value it needs is missing, or the counts are no rate
-    (a zero or smaller denominator). The runs listing and the site read derived values through this one rule."""
-    if name in measured:
-        return measured[name]
-    spec = exp.metrics.get(name)
-    if spec is None or depth > 8:  # the loader refuses alias loops; the bound only keeps a bug from recursing
-        return None
-    if spec.same_as is not None:
-        return derived_value(exp, measured, spec.same_as, depth + 1)
-    if spec.kind == "proportion":
-        k = derived_value(exp, measured, spec.numerator or "", depth + 1)
-        n = derived_value(exp, measured, spec.denominator or "", depth + 1)
-        if k is None or not n or impossible_counts(k, n):
-            return None
-        return k / n
-    return None
+    proportion's numerator over its denominator, by the analysis' `data.stored_value` and `data.rate_counts`); None
+    when a value it needs is missing, or the counts are no rate (a zero denominator included). The runs listing and
+    the site read derived values through this one rule."""
+    spec = exp.metrics.get(exp.repeated(name))
+    if name in measured or spec is None or spec.kind != "proportion" or exp.repeated(name) in measured:
+        return stored_value(measured, name, exp)
+    counts = rate_counts(measured, spec, exp)
+    return None if counts is None or not counts[1] else counts[0] / counts[1]
