@@ -570,7 +570,8 @@ class Workbench(StoredRuns):
         return list(review_states({h.id: h.parent for h in hyps}, verdicts, reviews, overrides_of=overrides,
                                   statuses=statuses, executions=executions).values())
 
-    def bundle_export(self, hypothesis_ids: list[str], out: str | Path) -> "BundleSummary":
+    def bundle_export(self, hypothesis_ids: list[str], out: str | Path, *,
+                      sign_with: str | Path | None = None) -> "BundleSummary":
         from workbench import __version__
         from workbench.team.bundle import export
         from workbench.team.identity import current_person
@@ -578,18 +579,27 @@ class Workbench(StoredRuns):
         person = current_person(Path(self.registry.root))
         with self.store(read_only=True) as store:
             return export(store, self.registry, list(hypothesis_ids), Path(out), created_by=person.name,
-                          wb_version=__version__)
+                          wb_version=__version__, sign_with=Path(sign_with) if sign_with is not None else None)
 
-    def bundle_import(self, path: str | Path) -> "BundleSummary":
-        from workbench.team.bundle import check_importable, import_, read
+    def bundle_import(self, path: str | Path, *, signers: str | Path | None = None) -> "BundleSummary":
+        """Merge the bundle at `path`; with `signers` (an allowed-signers file) only when its `.sig` verifies, and
+        the bytes verified are the bytes merged."""
+        from dataclasses import replace
 
-        doc = read(Path(path))  # a damaged file: bad input before the store opens
+        from workbench.team.bundle import check_importable, import_, packed_bytes, read
+        from workbench.team.signing import signature_path, verify
+
+        packed = packed_bytes(Path(path))
+        signer = verify(packed, Path(path), Path(signers)) if signers is not None else None
+        doc = read(Path(path), packed)  # a damaged file: bad input before the store opens
         # A bundle this workbench cannot take is refused before the store is opened. Damaged rows are found
         # only while merging: an empty store's schema is made in the merge's transaction, so a refusal leaves
         # an empty PostgreSQL database empty, and a DuckDB file this refusal would have created is removed.
         check_importable(self.registry, doc, Path(path))
         with self._no_new_store_on_bad_input(), self.store(deferred_schema=True) as store:
-            return import_(store, self.registry, Path(path), doc=doc)
+            summary = import_(store, self.registry, Path(path), doc=doc)
+        sig = signature_path(Path(path))
+        return replace(summary, signature=str(sig) if sig.is_file() else None, signed_by=signer)
 
     # ------------------------------------------------------------------ the store's schema
     def db_upgrade(self) -> tuple[str, str | None, str]:

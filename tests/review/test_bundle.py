@@ -422,3 +422,102 @@ def test_an_artifact_whose_content_is_not_its_sha256_is_refused_and_the_true_one
         assert store.export_rows(["wedge-confound"])["artifact_blobs"] != []
     finally:
         store.dispose()
+
+
+def _keys(tmp_path: Path, *names: str) -> dict[str, Path]:
+    """A fresh ed25519 key pair per name (real ssh-keygen), and an allowed-signers file trusting the first."""
+    import subprocess
+
+    keys = {}
+    for name in names:
+        key = tmp_path / f"id_{name}"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(key)], check=True)
+        keys[name] = key
+    public = keys[names[0]].with_suffix(".pub").read_text().split()[:2]
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f"{names[0]}@example.com {' '.join(public)}\n")
+    keys["allowed"] = allowed
+    return keys
+
+
+def test_a_signed_bundle_imports_with_its_signer_named(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path):
+    """A bundle named who made it but anyone could write that name: --sign signs it with an SSH key, and
+    --signers imports it only when the signature verifies by a trusted key, saying whose."""
+    keys = _keys(tmp_path, "ada")
+    a = _seeded_store(workbench_dir, seed_csv, cli)
+    out, b, flags = workbench_dir / "w.wbundle", str(workbench_dir / "b.duckdb"), ["--root", str(workbench_dir)]
+    code, said, err = cli("bundle", "export", "wedge-confound", "-o", str(out), "--sign", str(keys["ada"]),
+                          "--db", a, *flags)
+    assert code == 0, err
+    assert said.rstrip().endswith(f"signed: {out}.sig)"), said
+    assert Path(f"{out}.sig").read_text().startswith("-----BEGIN SSH SIGNATURE-----")
+    code, said, err = cli("bundle", "import", str(out), "--signers", str(keys["allowed"]), "--db", b, "--json",
+                          *flags)
+    assert code == 0, err
+    doc = json.loads(said)
+    assert doc["signed_by"]["principal"] == "ada@example.com" and doc["signed_by"]["key"].startswith("ED25519 key ")
+    assert doc["added"]["verdicts"] == 1
+
+
+def _sign(data: Path, key: Path, namespace: str = "wb-bundle") -> None:
+    import subprocess
+
+    with open(data, "rb") as f:
+        sig = subprocess.run(["ssh-keygen", "-Y", "sign", "-n", namespace, "-f", str(key)], stdin=f,
+                             capture_output=True, check=True).stdout
+    Path(f"{data}.sig").write_bytes(sig)
+
+
+@pytest.mark.parametrize("case, fragment", [
+    ("edited after signing", "does not verify"),
+    ("signed by an untrusted key", "not a signature by a key of"),
+    ("signed for git, not for a bundle", "does not verify"),
+    ("no signature", "is not signed"),
+    ("a signature that is no signature", "not a signature by a key of"),
+])
+def test_a_bundle_whose_signature_fails_is_refused_and_nothing_is_written(workbench_dir: Path, seed_csv: Path,
+                                                                            cli, tmp_path: Path, case: str,
+                                                                            fragment: str):
+    keys = _keys(tmp_path, "ada", "mallory")
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    if case == "edited after signing":
+        _sign(bundle, keys["ada"])
+        edited = _edited(bundle, lambda doc: _first(doc, "verdicts").update(verdict="supported"))
+        bundle.write_bytes(edited.read_bytes())
+    elif case == "signed by an untrusted key":
+        _sign(bundle, keys["mallory"])
+    elif case == "signed for git, not for a bundle":
+        _sign(bundle, keys["ada"], namespace="git")
+    elif case == "a signature that is no signature":
+        Path(f"{bundle}.sig").write_text("-----BEGIN SSH SIGNATURE-----\nnonsense\n")
+    db = workbench_dir / "b.duckdb"
+    _refused(cli, "bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
+             "--root", str(workbench_dir), fragment=fragment)
+    assert not db.exists()
+
+
+def test_signing_with_a_missing_key_writes_nothing(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path):
+    a = _seeded_store(workbench_dir, seed_csv, cli)
+    out = workbench_dir / "w.wbundle"
+    _refused(cli, "bundle", "export", "wedge-confound", "-o", str(out), "--sign", str(tmp_path / "nokey"), "--db", a,
+             "--root", str(workbench_dir), fragment="--sign")
+    assert not out.exists() and not Path(f"{out}.sig").exists()
+    code, _, err = cli("bundle", "import", str(_bundle(workbench_dir, seed_csv, cli)), "--signers",
+                       str(tmp_path / "none"), "--db", str(workbench_dir / "b.duckdb"), "--root", str(workbench_dir))
+    assert code == 2 and "--signers" in err and not (workbench_dir / "b.duckdb").exists(), err
+
+
+def test_an_unsigned_export_drops_the_stale_signature_and_an_unchecked_one_is_said(workbench_dir: Path,
+                                                                                   seed_csv: Path, cli,
+                                                                                   tmp_path: Path):
+    """A signature beside a bundle exported again unsigned signed the file it replaced: it goes. One beside a
+    bundle imported without --signers was not checked, and the import says so."""
+    keys = _keys(tmp_path, "ada")
+    a = _seeded_store(workbench_dir, seed_csv, cli)
+    out, flags = workbench_dir / "w.wbundle", ["--db", a, "--root", str(workbench_dir)]
+    assert cli("bundle", "export", "wedge-confound", "-o", str(out), "--sign", str(keys["ada"]), *flags)[0] == 0
+    code, said, err = cli("bundle", "import", str(out), "--db", str(workbench_dir / "b.duckdb"),
+                          "--root", str(workbench_dir))
+    assert code == 0 and f"its signature {out}.sig was not checked" in said, (said, err)
+    assert cli("bundle", "export", "wedge-confound", "-o", str(out), *flags)[0] == 0
+    assert out.exists() and not Path(f"{out}.sig").exists()

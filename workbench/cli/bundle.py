@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -24,19 +24,33 @@ def _count(n: int, key: str) -> str:
 def _say(verb: str, summary) -> None:
     names = ", ".join(summary.hypotheses)
     if verb == "imported" and not any(summary.added.values()):
-        typer.echo(f"nothing new in {summary.path}: the store holds every row of it ({names})")
+        typer.echo(f"nothing new in {summary.path}{_signed(verb, summary)}: the store holds every row of it ({names})")
         return
     counts = ", ".join(_count(n, k) for k, n in summary.added.items())
-    typer.echo(f"{verb} {names}: {counts} ({summary.path})")
+    typer.echo(f"{verb} {names}: {counts} ({summary.path}{_signed(verb, summary)})")
+
+
+def _signed(verb: str, summary) -> str:
+    """What is known of the bundle's signature: written, verified (by whom), or lying beside it unchecked."""
+    if summary.signed_by is not None:
+        return f", signed by {summary.signed_by}"
+    if summary.signature is None:
+        return ""
+    if verb == "exported":
+        return f", signed: {summary.signature}"
+    return f"; its signature {summary.signature} was not checked: give --signers FILE"
 
 
 @app.command("export")
 def export(hypotheses: Annotated[list[str], typer.Argument(metavar="HYPOTHESIS")],
            out: Annotated[Path, typer.Option("-o", "--out", help="The bundle file to write.")],
+           sign: Annotated[Optional[Path], typer.Option(
+               "--sign", metavar="KEY",
+               help="Sign the bundle with this SSH key (ssh-keygen -Y, namespace wb-bundle) into FILE.sig.")] = None,
            db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
     """Write one portable file: the hypotheses and experiments as they were, executions, runs, units,
     metrics, artifacts, verdicts and reviews."""
-    summary = open_workbench(db, root).bundle_export(hypotheses, out)
+    summary = open_workbench(db, root).bundle_export(hypotheses, out, sign_with=sign)
     if json_:
         print_json(summary.to_dict())
     else:
@@ -44,10 +58,13 @@ def export(hypotheses: Annotated[list[str], typer.Argument(metavar="HYPOTHESIS")
 
 
 @app.command("import")
-def import_(file: Annotated[Path, typer.Argument(metavar="FILE")], db: DbOption = None, json_: JsonOption = False,
-            root: RootOption = None) -> None:
+def import_(file: Annotated[Path, typer.Argument(metavar="FILE")],
+            signers: Annotated[Optional[Path], typer.Option(
+                "--signers", metavar="ALLOWED",
+                help="Import only if FILE.sig verifies by a key of this allowed-signers file (ssh-keygen(1)).")] = None,
+            db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
     """Merge a bundle into the store (idempotent; refused when its registry conflicts with this one)."""
-    summary = open_workbench(db, root).bundle_import(file)
+    summary = open_workbench(db, root).bundle_import(file, signers=signers)
     if json_:
         print_json(summary.to_dict())
     else:

@@ -11,6 +11,7 @@ different test — since the imported verdicts would then be shown under a claim
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import shlex
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
+from workbench.team.signing import Signer, check_key, sign, signature_path
 
 if TYPE_CHECKING:
     from workbench.registry.folder import Registry
@@ -38,9 +40,12 @@ class BundleSummary:
     path: str
     hypotheses: tuple[str, ...]
     added: dict[str, int]
+    signature: str | None = None  # the signature file export wrote, or the one import found beside the bundle
+    signed_by: Signer | None = None  # whose key it verified as (import with --signers); None: not checked
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "hypotheses": list(self.hypotheses), "added": dict(self.added)}
+        return {"path": self.path, "hypotheses": list(self.hypotheses), "added": dict(self.added),
+                "signature": self.signature, "signed_by": self.signed_by.to_dict() if self.signed_by else None}
 
 
 def _definitions(registry: "Registry", ids: list[str]) -> dict[str, Any]:
@@ -62,12 +67,15 @@ def _declared(definition: Any) -> dict[str, Any]:
 
 
 def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out: Path, *,
-           created_by: str, wb_version: str) -> BundleSummary:
-    """Write the bundle of `hypothesis_ids` to `out` (atomically: a temp file renamed into place)."""
+           created_by: str, wb_version: str, sign_with: Path | None = None) -> BundleSummary:
+    """Write the bundle of `hypothesis_ids` to `out` (atomically: a temp file renamed into place), signed by the
+    SSH key `sign_with` into `out`.sig when one is given."""
     if not hypothesis_ids:
         raise BadInput("name at least one hypothesis to export", hint="wb bundle export HYPOTHESIS... -o FILE")
     for hid in hypothesis_ids:
         registry.hypothesis(hid)  # an unknown id is bad input before anything is read
+    if sign_with is not None:
+        check_key(Path(sign_with))
     doc = {"wb_bundle": BUNDLE_FORMAT, "wb_version": wb_version, "created_by": created_by,
            "created_at": datetime.now(timezone.utc).isoformat(), "hypotheses": list(hypothesis_ids),
            "registry": _definitions(registry, hypothesis_ids), "store": _stored_rows(store, hypothesis_ids)}
@@ -77,16 +85,28 @@ def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out:
     if not out.parent.is_dir():  # as cp and tar do: a mistyped folder is an error, not a tree to create
         raise BadInput(f"-o {out}: the folder {out.parent} does not exist",
                        hint=f"create it first: mkdir -p {shlex.quote(str(out.parent))}")
-    fd, tmp = tempfile.mkstemp(prefix=".wbundle-", dir=out.parent)
+    packed = gzip.compress(json.dumps(doc, sort_keys=True).encode("utf-8"), mtime=0)
+    signature = sign(packed, Path(sign_with)) if sign_with is not None else None
+    sig = signature_path(out)
+    if signature is not None:  # the signature first: a stop between the two leaves one that fails, never passes
+        _write_atomically(sig, signature)
+    else:
+        sig.unlink(missing_ok=True)  # it signed the file this one replaces
+    _write_atomically(out, packed)
+    counts = {k: len(doc["store"][k]) for k in ("executions", "runs", "verdicts", "reviews", "artifact_blobs")}
+    return BundleSummary(str(out), tuple(hypothesis_ids), counts, str(sig) if signature is not None else None)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """`data` into `path` by a temp file renamed into place: a reader sees the old file or the whole new one."""
+    fd, tmp = tempfile.mkstemp(prefix=".wbundle-", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
-            gz.write(json.dumps(doc, sort_keys=True).encode("utf-8"))
-        os.replace(tmp, out)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    counts = {k: len(doc["store"][k]) for k in ("executions", "runs", "verdicts", "reviews", "artifact_blobs")}
-    return BundleSummary(str(out), tuple(hypothesis_ids), counts)
 
 
 def _stored_rows(store: "Store", hypothesis_ids: list[str]) -> dict[str, Any]:
@@ -136,25 +156,39 @@ def _redacted_blobs(rows: dict[str, Any]) -> dict[str, Any]:
     return {**rows, "artifact_blobs": list(blobs.values()), "artifacts": arts}
 
 
-def _unpacked(path: Path) -> bytes:
-    """The gzip-compressed content of `path` (at most one byte past the limit); what the gzip and zlib modules
-    say about a file that is not one (each in its own words and exception class) is said once, in wb's."""
+def packed_bytes(path: Path) -> bytes:
+    """The bytes of the bundle file at `path`, as signed and as imported (read once: what is verified is what is
+    merged); a folder, a missing or unreadable file, or one past the size limit is bad input at `path`."""
+    path = Path(path)
+    if path.is_dir():
+        raise BadInput(f"{path} is a folder, not a bundle file", where=str(path), hint="wb bundle export writes one")
+    if not path.is_file():
+        raise BadInput(f"no bundle file at {path}", where=str(path), hint="wb bundle export writes one")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BUNDLE_BYTES + 1)
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror or exc}", where=str(path)) from exc
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BadInput(f"{path} is larger than {MAX_BUNDLE_BYTES} bytes", where=str(path),
+                       hint="export fewer hypotheses")
+    return data
+
+
+def _unpacked(path: Path, packed: bytes) -> bytes:
+    """The gzip-compressed content `packed` of `path` (at most one byte past the limit); what the gzip and zlib
+    modules say about a file that is not one (each in its own words and exception class) is said once, in wb's."""
     import zlib
 
     def refused(why: str) -> BadInput:
         return BadInput(f"{path} is not a wb bundle ({why})", hint="wb bundle export writes one")
 
-    try:
-        with open(path, "rb") as f:
-            head = f.read(2)
-    except OSError as exc:
-        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if not head:
+    if not packed:
         raise refused("the file is empty: cut short in a copy or a download?")
-    if head != b"\x1f\x8b":
+    if packed[:2] != b"\x1f\x8b":
         raise refused("not gzip-compressed: a bundle starts with the bytes 1f 8b")
     try:
-        with gzip.open(path, "rb") as gz:
+        with gzip.GzipFile(fileobj=io.BytesIO(packed), mode="rb") as gz:
             return gz.read(MAX_BUNDLE_BYTES + 1)
     except EOFError as exc:
         raise refused("it ends early: cut short in a copy or a download?") from exc
@@ -162,21 +196,18 @@ def _unpacked(path: Path) -> bytes:
         raise refused("its compressed data is damaged") from exc
 
 
-def read(path: Path) -> dict[str, Any]:
-    """A bundle's document; anything that is not a readable bundle of a known format is bad input, at `path`."""
+def read(path: Path, packed: bytes | None = None) -> dict[str, Any]:
+    """A bundle's document (of the file's bytes `packed` when already read); anything that is not a readable
+    bundle of a known format is bad input, at `path`."""
     try:
-        return _document(Path(path))
+        return _document(Path(path), packed_bytes(path) if packed is None else packed)
     except BadInput as exc:
         exc.where = exc.where or str(path)
         raise
 
 
-def _document(path: Path) -> dict[str, Any]:
-    if path.is_dir():
-        raise BadInput(f"{path} is a folder, not a bundle file", hint="wb bundle export writes one")
-    if not path.is_file():
-        raise BadInput(f"no bundle file at {path}", hint="wb bundle export writes one")
-    data = _unpacked(path)
+def _document(path: Path, packed: bytes) -> dict[str, Any]:
+    data = _unpacked(path, packed)
     if len(data) > MAX_BUNDLE_BYTES:
         raise BadInput(f"{path} unpacks to more than {MAX_BUNDLE_BYTES} bytes", hint="export fewer hypotheses")
     try:

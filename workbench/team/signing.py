@@ -1,0 +1,109 @@
+"""Bundle signatures: OpenSSH signatures (`ssh-keygen -Y`, OpenSSH 8.2 or newer) over a bundle file's bytes.
+
+A bundle names who made it (`created_by`), but anyone can write a name, and a bundle edited after export
+imports like any other. `wb bundle export --sign KEY` signs the file with an SSH key the team already has,
+in the namespace `wb-bundle` (a signature made for git commits or a login cannot be passed off as one of a
+bundle), into `FILE.sig` beside it. `wb bundle import FILE --signers ALLOWED` imports it only when `FILE.sig`
+verifies against an allowed-signers file (ssh-keygen(1), "ALLOWED SIGNERS": one `principal key` line per
+teammate), and says whose key it was. The bytes verified are the bytes imported: the file is read once.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.errors import BadInput
+
+NAMESPACE = "wb-bundle"
+VERIFY_TIMEOUT_S = 60.0  # verification asks nothing of the user; signing may ask a key's passphrase (no limit)
+
+
+@dataclass(frozen=True)
+class Signer:
+    """Whose key signed a bundle: the principal of the allowed-signers line that holds it, and the key as
+    ssh-keygen names it (`ED25519 key SHA256:...`)."""
+
+    principal: str
+    key: str
+
+    def __str__(self) -> str:
+        return f"{self.principal} with {self.key}" if self.key else self.principal
+
+    def to_dict(self) -> dict[str, str]:
+        return {"principal": self.principal, "key": self.key}
+
+
+def signature_path(bundle: Path) -> Path:
+    """Where a bundle's signature lies: `FILE.sig` beside `FILE`, as `ssh-keygen -Y sign FILE` writes it."""
+    return bundle.with_name(bundle.name + ".sig")
+
+
+def _keygen(args: list[str], *, data: bytes | None, flag: str, timeout: float | None) -> "subprocess.CompletedProcess":
+    exe = shutil.which("ssh-keygen")
+    if exe is None:
+        raise BadInput(f"{flag}: signatures need ssh-keygen (OpenSSH 8.2 or newer), which is not on PATH",
+                       where=flag, hint="install the OpenSSH client")
+    return subprocess.run([exe, *args], input=data, capture_output=True, timeout=timeout, check=False)
+
+
+def _said(proc: "subprocess.CompletedProcess") -> str:
+    """ssh-keygen's own reason, its last line (earlier ones say what it was doing)."""
+    lines = [ln.strip() for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else f"ssh-keygen exited {proc.returncode}"
+
+
+def check_key(key: Path) -> None:
+    """A signing key that is not a readable file is bad input at `--sign`, before anything is exported."""
+    if not key.is_file():
+        raise BadInput(f"--sign {key}: no key file there", where="--sign",
+                       hint="give a private SSH key (e.g. ~/.ssh/id_ed25519), or a public key whose private half "
+                            "ssh-agent holds")
+
+
+def sign(data: bytes, key: Path) -> bytes:
+    """The armored SSH signature of `data` by `key` (a private key, or a public key whose private half an agent
+    holds; a passphrase is asked on the terminal, as ssh-keygen asks it)."""
+    check_key(key)
+    proc = _keygen(["-Y", "sign", "-n", NAMESPACE, "-f", str(key)], data=data, flag="--sign", timeout=None)
+    if proc.returncode != 0 or not proc.stdout.startswith(b"-----BEGIN SSH SIGNATURE-----"):
+        raise BadInput(f"--sign {key}: ssh-keygen could not sign with it ({_said(proc)}); nothing was exported",
+                       where="--sign", hint="is it a private SSH key (or its public key, with the key in ssh-agent)?")
+    return proc.stdout
+
+
+def verify(data: bytes, bundle: Path, signers: Path) -> Signer:
+    """Whose key in the allowed-signers file `signers` signed `data` (the bytes of `bundle`), by `bundle`'s
+    `.sig` in the namespace `wb-bundle`; bad input (naming what failed) when it is not one of them."""
+    if not signers.is_file():
+        raise BadInput(f"--signers {signers}: no allowed-signers file there", where="--signers",
+                       hint="one line per teammate: 'ada@example.com ssh-ed25519 AAAA...' (ssh-keygen(1), "
+                            "ALLOWED SIGNERS)")
+    sig = signature_path(bundle)
+    if not sig.is_file():
+        raise BadInput(f"{bundle} is not signed (no {sig}); nothing was imported", where=str(bundle),
+                       hint="ask for a bundle exported with --sign KEY, or import without --signers to take it "
+                            "unsigned")
+    find = _keygen(["-Y", "find-principals", "-s", str(sig), "-f", str(signers)], data=None, flag="--signers",
+                   timeout=VERIFY_TIMEOUT_S)
+    if find.returncode != 0:
+        raise BadInput(f"{sig}: not a signature by a key of {signers} ({_said(find)}); nothing was imported",
+                       where=str(sig), hint="add the sender's public key to the allowed-signers file, if you trust it")
+    reasons = []
+    for principal in find.stdout.decode("utf-8", "replace").split():
+        proc = _keygen(["-Y", "verify", "-f", str(signers), "-I", principal, "-n", NAMESPACE, "-s", str(sig)],
+                       data=data, flag="--signers", timeout=VERIFY_TIMEOUT_S)
+        if proc.returncode == 0:
+            return Signer(principal, _key_named(proc.stdout.decode("utf-8", "replace")))
+        reasons.append(_said(proc))
+    raise BadInput(f"{sig} does not verify {bundle}: the file changed after it was signed, or the signature is "
+                   f"another file's or not a bundle's ({'; '.join(dict.fromkeys(reasons))}); nothing was imported",
+                   where=str(bundle), hint="ask the sender to export and sign it again")
+
+
+def _key_named(said: str) -> str:
+    """`ED25519 key SHA256:...` out of ssh-keygen's 'Good "wb-bundle" signature for P with ED25519 key SHA256:...'."""
+    _, sep, key = said.strip().rpartition(" with ")
+    return key.strip() if sep else ""
