@@ -340,7 +340,7 @@ def test_a_shift_with_too_few_runs_is_named_a_shift_and_says_why_it_has_no_inter
     assert "median" not in a.reasoning and "straddles" not in a.reasoning, a.reasoning
     assert ("treatment - control gave a shift of -40 (Hodges-Lehmann estimate, no interval), which has no interval to "
             "place against the region <= 30 (2 and 2 runs are too few for a 95% interval of the shift; need >= 4 "
-            "per arm); 2 more runs are needed.") in a.reasoning, a.reasoning
+            "per arm); 2 more runs in each arm are needed.") in a.reasoning, a.reasoning
     # Three runs against six do give an interval, wholly inside "<= 30", held back only by the three.
     ex = add_execution(store, hypothesis_id="diff-check")
     for r in range(1, 7):
@@ -356,3 +356,26 @@ def test_a_shift_with_too_few_runs_is_named_a_shift_and_says_why_it_has_no_inter
     assert ("treatment - control gave a shift of -41.5 (Hodges-Lehmann 95% [") in a.reasoning, a.reasoning
     assert ("]), entirely inside the predicted region <= 30, but 3 and 6 runs are too few to decide it (need >= 4 "
             "samples per arm") in a.reasoning, a.reasoning
+
+
+def test_a_shift_held_by_an_arm_with_few_runs_asks_for_the_runs_this_allocation_needs(store, reg_extra):
+    # Sequentially (alpha / 6 a look for a budget of 3 and two predictions) a shift needs 6 runs a side when the arms
+    # are equal, and the advice read "3 more runs are needed" for 3 treatment runs beside 20 control ones: it took the
+    # smaller arm's count to that equal-arms number. With 20 control runs one more run in each arm gives the interval
+    # and the 4 runs a side Mann-Whitney asks for.
+    from workbench.analysis import stats
+
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store, hypothesis_id="diff-check", mode="sequential")
+    for r in range(1, 21):
+        if r <= 3:
+            add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
+                    outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0 + r}, hypothesis_id="diff-check")
+    a = analyze_stored(store, reg_extra, "diff-check", execution_id=ex, budget=3)
+    wall = a.predictions[1]
+    assert wall.outcome == "inconclusive" and wall.runs == [3, 20]
+    assert stats.shift_ci([0.0] * 4, [1.0] * 21, alpha=0.05 / 6)[1] is not None
+    assert wall.more_runs_needed == 1, a.reasoning
+    assert "; 1 more run in each arm is needed" in a.reasoning, a.reasoning

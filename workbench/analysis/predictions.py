@@ -509,7 +509,7 @@ def _judge_shift(out: dict[str, Any], xa: list[float], xb: list[float], region: 
                p_for=stats.shift_pvalue(xa, xb, bounds, "inside"))
     if ci is None or warning:
         need = max(stats.MIN_SAMPLES_TEST, stats.shift_min_samples(alpha))
-        out["more_runs_needed"] = max(0, need - min(len(xa), len(xb)))
+        out["more_runs_needed"] = stats.shift_runs_needed(len(xa), len(xb), alpha)
         if ci is None:
             out["note"] = (f"{len(xa)} and {len(xb)} runs are too few for a {_level(1 - alpha)} interval of the "
                            f"shift; need >= {need} per arm")

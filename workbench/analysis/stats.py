@@ -424,6 +424,22 @@ def shift_min_samples(alpha: float = ALPHA) -> int:
     return n
 
 
+def shift_runs_needed(n: int, m: int, alpha: float = ALPHA, limit: int = 10_000) -> int:
+    """More runs in each arm (one each a replicate, as the runner adds them) after which arms of n and m runs give
+    `shift_ci` a (1 - alpha) interval and Mann-Whitney its MIN_SAMPLES_TEST per arm: for the arms as they are, not
+    as if both had the fewer (a larger arm narrows the interval too)."""
+
+    def enough(more: int) -> bool:
+        a, b = n + more, m + more
+        z = norm_ppf(1 - alpha / 2)
+        return min(a, b) >= MIN_SAMPLES_TEST and math.floor(a * b / 2 - z * math.sqrt(a * b * (a + b + 1) / 12)) >= 1
+
+    more = 0
+    while not enough(more) and more < limit:
+        more += 1
+    return more
+
+
 def sign_pvalue(values: Sequence[float], bounds: Interval, want: str) -> float:
     """p-value that inverts the order-statistic interval of the median (the sign test): p <= alpha exactly
     when the (1 - alpha) interval `median_ci` gives is `want` ('outside' / 'inside') the region."""

@@ -138,7 +138,9 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
             tail += f"; about {j['more_units_needed']:,} more units at this rate would decide it"
         elif j.get("more_runs_needed"):
             more = j["more_runs_needed"]
-            tail += f"; {display.count(more, 'more run')} {'is' if more == 1 else 'are'} needed"
+            # A shift's runs are per arm (a pair): the estimate adds that many to each arm as it stands.
+            each = " in each arm" if isinstance(j.get("runs"), list) else ""
+            tail += f"; {display.count(more, 'more run')}{each} {'is' if more == 1 else 'are'} needed"
     ptxt = _evidence(j)
     extra = f" Runs as the unit: {j['method_reason']}." if j.get("method_reason") else ""
     comp = j.get("completed")
