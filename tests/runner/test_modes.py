@@ -58,6 +58,13 @@ def test_progress_of_a_sequential_execution_names_its_budget_as_a_cap(toy, capsy
     ran = len(s["runs"])
     err = capsys.readouterr().err
     assert f"toy-fix on local: {ran} run{'s' * (ran != 1)} ok (sequential, at most 6)\n" in err, err
+    # After each look (a block of one run an arm) one line says where the test stands: the look, the most left, and
+    # the prediction's counts, running interval and what would decide it.
+    looks = [line for line in err.splitlines() if line.startswith("look ")]
+    assert len(looks) == ran // 2, err
+    assert looks[0].startswith("look 1 of at most 3 (up to 2 more): corruption_rate (treatment) <= 0.02 (2%): "
+                               "control "), err
+    assert "running interval [" in looks[0] and looks[-1].startswith(f"look {ran // 2} of at most 3 ("), err
     _run(toy, replicates=1, show_progress=True)
     assert "toy-fix on local: 2 of 2 runs ok\n" in capsys.readouterr().err
 

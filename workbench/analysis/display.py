@@ -209,6 +209,11 @@ def _bound(x: float, how: str) -> str:
     return "0" if v == 0 else f"{v:+g}"
 
 
+def region_bound(x: float, how: str) -> str:
+    """One bound of a region in the terms `beside_region` writes it: 2%, +5 points."""
+    return _bound(x, how) + (" points" if how == POINTS else "")
+
+
 def beside_region(bounds: tuple[Any, Any], how: str | None) -> str:
     """What follows a region as written ("<= 0.02") so it reads in the terms of the values beside it: " (2%)",
     " (10% to 20%)", " (+5 points)", " (-5 to +5 points)"; "" for a metric that is no proportion."""

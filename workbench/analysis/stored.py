@@ -5,10 +5,11 @@ This is the one place where analysis meets the store; `verdict.analyze` itself s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from workbench.analysis.data import run_query
+from workbench.analysis.looks import SequentialLook, sequential_look
 from workbench.analysis.results import ANALYSIS_VERSION, Analysis
 from workbench.analysis.verdict import analyze, arm_names
 from workbench.errors import BadInput
@@ -102,6 +103,7 @@ class SequentialDecision:
     replicates: int = 0
     max_replicates: int = 0
     futile: bool = False  # stopped because no verdict is reachable within the budget (sequential.reachable)
+    look: SequentialLook | None = None  # where each prediction stands at this look (the runner's progress line)
 
 
 def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str, *, execution_id: int,
@@ -119,6 +121,13 @@ def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str
     budget = max_replicates or (h.design.max_replicates if h.design and h.design.max_replicates else None) \
         or exp.design.max_replicates
     a = analyze_stored(store, registry, hypothesis_id, execution_id=execution_id, sequential=True, budget=budget)
+    decision = _decision(a, budget)
+    return replace(decision, look=sequential_look(a, budget, stop=decision.stop, verdict=decision.verdict,
+                                                  futile=decision.futile))
+
+
+def _decision(a: Analysis, budget: int) -> SequentialDecision:
+    """Stop or go on after the analysis `a` of the runs so far (`sequential_decision`)."""
     reps = a.replicates
     if a.verdict in ("supported", "falsified", "invalid"):
         return SequentialDecision(True, a.verdict, a.reasoning, reps, budget)

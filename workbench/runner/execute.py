@@ -191,8 +191,10 @@ def _sequential_decision(state: State) -> Stopping:
     if state.decide is not None:
         return state.decide(state.store, state.execution_id)
     p = state.prepared
-    return sequential_decision(state.store, p.registry, p.hypothesis.id, execution_id=state.execution_id,
-                               max_replicates=p.max_replicates)
+    decision = sequential_decision(state.store, p.registry, p.hypothesis.id, execution_id=state.execution_id,
+                                   max_replicates=p.max_replicates)
+    state.progress.looked(decision.look)
+    return decision
 
 
 def _restart_commands(p: Prepared, context: dict[str, str], host: str) -> list[str]:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from workbench.analysis import display
 from workbench.runner.plan import PlannedRun
+
+if TYPE_CHECKING:
+    from workbench.analysis.looks import SequentialLook
 
 # The reader of wb's output went away (`wb ... 2>&1 | head -5`). As a shell's SIGPIPE ends the writer, it
 # stops the experiment: what is still written goes to /dev/null (the restore must not fail half-way on it),
@@ -180,6 +183,12 @@ class RunProgress:
             what = " ".join([f"run {run_id}"] * (run_id is not None)
                             + [f"{pr.arm} r{pr.replicate} on {self.where(pr.host)}"] * (pr is not None)) or "a run"
             self._line(f"[{self.done}{of}{self.total}] {what}: {status} ({time.monotonic() - self.t0:.1f} s elapsed)")
+
+    def looked(self, look: "SequentialLook | None") -> None:
+        """A sequential execution judged its runs so far: one line saying the look, the most that remain and where
+        each prediction stands (on a terminal above the live bar, which rich keeps at the bottom)."""
+        if self._console is not None and look is not None:
+            self._line(look.line())
 
     def _line(self, text: str) -> None:
         _written(lambda: self._console.print(text, markup=False, highlight=False))

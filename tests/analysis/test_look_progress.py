@@ -1,0 +1,75 @@
+"""What a sequential execution says after each look: the look, the most that remain, and per prediction where its
+interval lies against the region and what would decide it (the runner prints `SequentialLook.line()`)."""
+
+from __future__ import annotations
+
+from workbench.analysis import sequential_decision
+
+from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
+
+
+def _replicate(store, ex, r, leaks):
+    add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+            outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10})
+    add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+            outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+
+
+def test_each_look_says_how_far_the_running_interval_is_from_deciding(store, registry):
+    ex = add_execution(store, mode="sequential")
+    _replicate(store, ex, 1, 0)
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+    look = d.look
+    assert (look.look, look.max_looks, look.stop) == (1, 12, False)
+    (p,) = look.predictions
+    assert p.counts == (("control", 12, 80), ("treatment", 0, 80)) and p.outcome == "inconclusive"
+    assert p.interval[0] == 0 and p.interval[1] > 0.02 and p.waits
+    line = look.line()
+    assert "\n" not in line
+    assert line.startswith("look 1 of at most 12 (up to 11 more): corruption_rate (treatment) <= 0.02 (2%): "
+                           "control 12/80, treatment 0/80, running interval [0.0%, "), line
+    assert line.endswith(": supported once its upper end falls to 2% (no verdict before look 2)"), line
+
+
+def test_a_look_that_decides_says_so_and_that_the_execution_stops(store, registry):
+    ex = add_execution(store, mode="sequential")
+    for r in (1, 2):
+        _replicate(store, ex, r, 14)
+        d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+    look = d.look
+    assert look.stop and look.verdict == "falsified" and look.look == 2
+    (p,) = look.predictions
+    assert p.outcome == "falsified" and p.interval[0] > 0.02
+    line = look.line()
+    assert line.startswith("look 2 of at most 12 (stopping: falsified): corruption_rate (treatment) <= 0.02 (2%): "
+                           "control 24/160, treatment 28/160, running interval ["), line
+    assert line.endswith("]: wholly outside the region: falsified"), line
+
+
+def test_a_rate_above_the_region_says_which_end_must_leave_it(store, registry):
+    ex = add_execution(store, mode="sequential", plan={"max_replicates": 24})
+    for r, leaks in enumerate((2, 1, 3), start=1):
+        _replicate(store, ex, r, leaks)
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex, max_replicates=24)
+    (p,) = d.look.predictions
+    assert not d.stop and p.outcome == "inconclusive" and p.interval[0] < 0.02 < p.estimate
+    assert ": falsified once its lower end is above 2%" in d.look.line(), d.look.line()
+
+
+def test_a_shift_between_arms_shows_its_own_interval_or_the_runs_that_give_one(store, workbench_dir):
+    from analysis_helpers import abort_fix_hypothesis, registry_with
+
+    reg = registry_with(workbench_dir, abort_fix_hypothesis(
+        "slow-check", "The abort fix does not slow the repro down.",
+        "{metric: wall_s, difference: [treatment, control], at_most: 30}"))
+    ex = add_execution(store, mode="sequential", hypothesis_id="slow-check")
+    for r in (1, 2):
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"done": 80}, extra={"wall_s": 340.0 + r}, hypothesis_id="slow-check")
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"done": 80}, extra={"wall_s": 300.0 + r}, hypothesis_id="slow-check")
+    d = sequential_decision(store, reg, "slow-check", execution_id=ex, max_replicates=12)
+    (p,) = d.look.predictions
+    assert p.interval is None and p.counts == () and p.scale is None
+    assert d.look.line().endswith("wall_s (treatment - control) <= 30: estimate -40, no interval yet: "
+                                  f"{p.more_runs} more runs in each arm give one"), d.look.line()

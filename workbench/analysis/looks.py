@@ -1,0 +1,139 @@
+"""Where a sequential execution stands after one look (a replicate block judged): per prediction its counts, its
+interval and what would decide it, as the runner's progress prints it, one line a look."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from workbench.analysis import display
+
+if TYPE_CHECKING:
+    from workbench.analysis.results import Analysis, Judgement
+
+
+@dataclass(frozen=True)
+class PredictionAtLook:
+    """One prediction at a look. `counts`: (arm, k, n) of its proportion in every arm that has it; `running`: the
+    interval is a confidence sequence's running intersection (a rate or a difference of rates), else the look's own
+    interval at its share of alpha (a median or a shift); `waits`: decided by its interval, but no sequential verdict
+    comes before the second look (sequential.MIN_LOOKS)."""
+
+    describe: str
+    scale: str | None  # display.PERCENT, display.POINTS, or None for values as recorded
+    counts: tuple[tuple[str, float, float], ...]
+    estimate: float | None
+    interval: tuple[float, float] | None
+    interval_kind: str | None
+    bounds: tuple[float, float]
+    outcome: str
+    running: bool
+    waits: bool = False
+    reachable: bool | None = None
+    empty: bool = False
+    more_units: int | None = None
+    more_runs: int | None = None
+
+    def text(self) -> str:
+        shown = ", ".join(f"{arm} {k:g}/{n:g}" for arm, k, n in self.counts)
+        if not shown and self.estimate is not None:
+            shown = f"estimate {display.estimate(self.estimate, self.interval)}"
+        where = "running interval" if self.running else f"{self.interval_kind} interval"
+        body = f"{self.describe}: {shown}, {where} {self._interval()}" if self.interval else \
+            f"{self.describe}: {shown}, no interval yet"
+        return f"{body}: {self._state()}"
+
+    def _interval(self) -> str:
+        if self.scale == display.PERCENT:
+            return display.rate_interval(self.interval, self.bounds)
+        if self.scale == display.POINTS:
+            return display.points_interval(self.interval, self.bounds)
+        return display.interval(self.interval)
+
+    def _value(self, x: float) -> str:
+        return display.number(x) if self.scale is None else display.region_bound(x, self.scale)
+
+    def _state(self) -> str:
+        if self.outcome in ("falsified", "supported"):
+            return f"wholly {'outside' if self.outcome == 'falsified' else 'inside'} the region: {self.outcome}"
+        if self.empty:
+            return "the looks' intervals have no rate in common, so no look decides it"
+        if self.interval is None:
+            return f"{display.count(self.more_runs, 'more run')} in each arm give one" if self.more_runs else \
+                "too few runs for one"
+        state = self._needs()
+        if self.reachable is False:
+            return state + ", out of reach within the budget (futility)"
+        if self.waits:
+            return state + " (no verdict before look 2)"
+        if self.more_units:
+            return state + f", about {self.more_units:,} more units at this rate"
+        if self.more_runs:
+            return state + f", about {display.count(self.more_runs, 'more run')}"
+        return state
+
+    def _needs(self) -> str:
+        """Which end of the interval has to pass which bound for a verdict: the one the estimate points at
+        (falsified when the interval lies wholly outside the region, supported when wholly inside)."""
+        lo, hi = self.bounds
+        a, b = self.interval or (-math.inf, math.inf)
+        x = self.estimate if self.estimate is not None else (a + b) / 2
+        if x > hi:
+            return f"falsified once its lower end is above {self._value(hi)}"
+        if x < lo:
+            return f"falsified once its upper end is below {self._value(lo)}"
+        ends = ([f"its lower end reaches {self._value(lo)}"] if a < lo else []) + \
+            ([f"its upper end falls to {self._value(hi)}"] if b > hi else [])
+        return "supported once " + " and ".join(ends) if ends else "inside the region"
+
+
+@dataclass(frozen=True)
+class SequentialLook:
+    """A sequential execution after look `look` of at most `max_looks`: whether it stops, with which verdict."""
+
+    look: int
+    max_looks: int
+    stop: bool
+    verdict: str
+    futile: bool
+    predictions: tuple[PredictionAtLook, ...]
+
+    def line(self) -> str:
+        """One line: "look 2 of at most 12 (up to 10 more): corruption_rate (treatment) <= 0.02 (2%): control
+        24/160, treatment 3/160, running interval [0.0%, 6.2%]: supported once its upper end falls to 2%"."""
+        if self.stop:
+            how = f"stopping: {self.verdict}" + (", futility" if self.futile else "")
+        else:
+            how = f"up to {max(0, self.max_looks - self.look)} more"
+        return f"look {self.look} of at most {self.max_looks} ({how}): " + \
+            " | ".join(p.text() for p in self.predictions)
+
+
+def _bound(x: float | None, default: float) -> float:
+    return default if x is None else float(x)
+
+
+def prediction_at_look(j: "Judgement", analysis: "Analysis") -> PredictionAtLook:
+    """`j` as a look shows it, with the counts of its metric in every arm of `analysis`."""
+    from workbench.analysis.sequential import MIN_LOOKS
+
+    arms = j.where.split(" - ") if j.where and " - " in j.where else []
+    proportion = j.k is not None and j.n is not None
+    counts = tuple((arm, s.metrics[j.metric].k, s.metrics[j.metric].n) for arm, s in analysis.arms.items()
+                   if j.metric in s.metrics and s.metrics[j.metric].k is not None and s.metrics[j.metric].n) \
+        if proportion else ()
+    scale = (display.POINTS if arms else display.PERCENT) if proportion else None
+    return PredictionAtLook(
+        describe=j.describe, scale=scale, counts=counts, estimate=j.estimate,
+        interval=None if j.interval is None else (float(j.interval[0]), float(j.interval[1])),
+        interval_kind=j.interval_kind, bounds=(_bound(j.bounds[0], -math.inf), _bound(j.bounds[1], math.inf)),
+        outcome=j.outcome, running=proportion, waits=proportion and (j.looks or 0) < MIN_LOOKS,
+        reachable=j.reachable, empty=bool(j.empty_interval), more_units=j.more_units_needed if proportion else None,
+        more_runs=j.more_runs_needed)
+
+
+def sequential_look(analysis: "Analysis", max_looks: int, *, stop: bool, verdict: str,
+                    futile: bool = False) -> SequentialLook:
+    return SequentialLook(analysis.replicates, max_looks, stop, verdict, futile,
+                          tuple(prediction_at_look(j, analysis) for j in analysis.predictions))
