@@ -379,3 +379,34 @@ def test_a_shift_held_by_an_arm_with_few_runs_asks_for_the_runs_this_allocation_
     assert stats.shift_ci([0.0] * 4, [1.0] * 21, alpha=0.05 / 6)[1] is not None
     assert wall.more_runs_needed == 1, a.reasoning
     assert "; 1 more run in each arm is needed" in a.reasoning, a.reasoning
+
+
+def test_a_run_level_difference_over_unequal_arms_asks_for_runs_each_arm_adds(store, workbench_dir):
+    # Six control runs beside three treatment ones. The estimate scaled both arms by one factor, as if each had the
+    # fewer arm's runs (or the more): a replicate adds one run to each arm, so the arm of three grows by a third a
+    # run and the arm of six by a sixth. The runs it asks for must clear the region when each arm grows so.
+    from workbench.analysis import clustered, stats
+
+    reg = registry_with(workbench_dir, abort_fix_hypothesis(
+        "no-gain", "The abort fix does not lower corruption.",
+        "{metric: corruption_rate, difference: [control, treatment], at_most: 0}"))
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store, hypothesis_id="no-gain")
+    for r, c in enumerate([0, 0, 12, 14, 0, 13], start=1):
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": c, "done": 80 - c}, extra={"waiting_for_input": 0}, hypothesis_id="no-gain")
+    for r, t in enumerate([1, 0, 0], start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(treat, seed=str(r)), replicate=r,
+                outcomes={"leak": t, "done": 80 - t}, extra={"waiting_for_input": 0}, hypothesis_id="no-gain")
+    a = analyze_stored(store, reg, "no-gain", execution_id=ex)
+    (p,) = a.predictions
+    assert p.outcome == "inconclusive" and p.method == "run-level" and p.more_runs_needed, a.reasoning
+    (ka, kb), (na, nb) = (39 / p.design_effect, 1 / p.design_effect), p.n_effective
+    df = int(p.interval_kind.split("(t, ")[1].split(" df")[0])
+
+    def clears(more):
+        fa, fb = (6 + more) / 6, (3 + more) / 3
+        return stats.newcombe(ka * fa, na * fa, kb * fb, nb * fb, clustered.level_alpha(stats.ALPHA, df + more))[0] > 0
+
+    assert clears(p.more_runs_needed) and not clears(p.more_runs_needed - 1), (p.more_runs_needed, a.reasoning)
+    assert f"about {p.more_runs_needed} more runs of this size in each arm (" in a.reasoning, a.reasoning

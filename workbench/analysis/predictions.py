@@ -382,10 +382,11 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
                    p_for=stats.interval_pvalue(ci_at, bounds, "inside"))
     if out["outcome"] == "inconclusive" and not sequential and ea.df is not None:
         # Runs as the unit (t on the runs' degrees of freedom): in whole runs, as for one arm's rate.
-        runs = ea.df + 1
+        runs = (len(_replicate_counts(pa["per_run"])), len(_replicate_counts(pb["per_run"])))
         more = runs_needed_diff(ea, eb, runs, bounds)
         out["more_runs_needed"] = more
-        out["more_units_needed"] = None if more is None else int(math.ceil(more * max(na, nb) / runs))
+        # Units in each arm: the larger of the two arms' mean run sizes times the runs.
+        out["more_units_needed"] = None if more is None else int(math.ceil(more * max(na / runs[0], nb / runs[1])))
     elif out["outcome"] == "inconclusive" and not sequential:  # a fixed Newcombe interval's estimate
         per_arm = units_needed_diff(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, bounds)
         out["more_units_needed"] = None if per_arm is None else \
@@ -393,23 +394,26 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
     return out
 
 
-def runs_needed_diff(ea: Any, eb: Any, runs: int, bounds: tuple[float, float], limit: int = 10_000) -> int | None:
-    """`runs_needed_arm` for a difference of two arms' rates: more runs per arm (both arms scaled alike) after
-    which the run-level Newcombe interval (Student's t level on runs - 1 df) would clear the region."""
-    if runs <= 0 or ea.n_eff <= 0 or eb.n_eff <= 0:
+def runs_needed_diff(ea: Any, eb: Any, runs: tuple[int, int], bounds: tuple[float, float],
+                     limit: int = 10_000) -> int | None:
+    """`runs_needed_arm` for a difference of two arms' rates: more runs in each arm (a replicate adds one to each,
+    of that arm's mean size: arms of 6 and 3 runs grow by a sixth and a third) after which the run-level Newcombe
+    interval (Student's t on the joint df plus the runs added) would clear the region."""
+    ra, rb = runs
+    if min(ra, rb) <= 0 or ea.n_eff <= 0 or eb.n_eff <= 0:
         return None
     want = _wanted(ea.k_eff / ea.n_eff - eb.k_eff / eb.n_eff, bounds)
     if want is None:
         return None
+    df = ea.df if ea.df is not None else min(ra, rb) - 1
 
-    def ok(total: int) -> bool:
-        f = total / runs
-        ci = stats.newcombe(ea.k_eff * f, ea.n_eff * f, eb.k_eff * f, eb.n_eff * f,
-                            clustered.level_alpha(stats.ALPHA, total - 1))
+    def ok(more: int) -> bool:
+        fa, fb = (ra + more) / ra, (rb + more) / rb
+        ci = stats.newcombe(ea.k_eff * fa, ea.n_eff * fa, eb.k_eff * fb, eb.n_eff * fb,
+                            clustered.level_alpha(stats.ALPHA, df + more))
         return stats.relation(ci, bounds) == want
 
-    total = stats.search_smallest(runs, lambda t: ok(math.ceil(t)), limit=limit)
-    return None if total is None else total - runs
+    return stats.search_smallest(1, lambda t: ok(math.ceil(t)), limit=limit)
 
 
 def _arm_divisor(replayed: bool) -> Any:

@@ -131,9 +131,10 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
             tail += ("; no verdict is reachable within the sequential budget, even were the remaining replicates "
                      "to come in at either end of its 99% (Wilson) interval (futility)")
         elif j.get("more_units_needed") and j.get("more_runs_needed"):
-            tail += (f"; about {display.count(j['more_runs_needed'], 'more run')} of this size "
-                     f"({j['more_units_needed']:,} units) at this rate and spread would decide it (with the runs as "
-                     "the unit, only more runs narrow it)")
+            each = (" in each arm", " each") if isinstance(j.get("k"), list) else ("", "")
+            tail += (f"; about {display.count(j['more_runs_needed'], 'more run')} of this size{each[0]} "
+                     f"({j['more_units_needed']:,} units{each[1]}) at this rate and spread would decide it (with the "
+                     "runs as the unit, only more runs narrow it)")
         elif j.get("more_units_needed"):
             tail += f"; about {j['more_units_needed']:,} more units at this rate would decide it"
         elif j.get("more_runs_needed"):
