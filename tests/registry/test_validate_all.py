@@ -201,3 +201,61 @@ def test_each_cross_field_problem_of_an_experiment_file_is_told(workbench_dir: P
     assert code == 2 and "Traceback" not in err and len(errors) == 2, err
     assert f"{exp}:{_line(exp, 'eror')} " in errors[0] and "unknown metric 'eror'" in errors[0], err
     assert f"{exp}:{_line(exp, 'simm')} " in errors[1] and "default_profile 'simm'" in errors[1], err
+
+
+def test_each_unknown_name_of_one_template_is_told_at_its_own_line(workbench_dir: Path, cli):
+    # Two mistyped names in the sim profile's serve-script template were told as one problem at the first's line:
+    # the second's line was never named.
+    exp = _edit(workbench_dir, ("hicache={{ hicache }}", "hicache={{ hicach }}"), ("seed={{ seed }}", "seed={{ sed }}"),
+                file="experiments/agent-repro.yaml")
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 2, err
+    assert f"{exp}:{_line(exp, 'hicache={{ hicach }}')} " in errors[0] and "unknown name hicach" in errors[0], err
+    assert f"{exp}:{_line(exp, 'seed={{ sed }}')} " in errors[1] and "unknown name sed" in errors[1], err
+    assert err.rstrip("\n").splitlines()[-1].startswith("2 problems found"), err
+
+
+def test_each_bad_field_of_one_profile_is_told(workbench_dir: Path, cli):
+    # A context key wb sets itself hid a second one, and an unknown option hid another and a bad timeout: only the
+    # first problem of a profile's own fields was told.
+    exp = _edit(workbench_dir, ('    context: {prefill_port: "30000", decode_port: "30002"}\n',
+                                '    context:\n      run_id: x\n      prefill_port: "30000"\n      arm: y\n'
+                                '      decode_port: "30002"\n    options:\n      restart_timeot_s: 5\n'
+                                '      check_timeout_s: -1\n      lock_pth: /tmp/x\n'),
+                file="experiments/agent-repro.yaml")
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    lines = [_line(exp, "run_id: x"), _line(exp, "arm: y"), _line(exp, "restart_timeot_s"),
+             _line(exp, "check_timeout_s: -1"), _line(exp, "lock_pth")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 5, err
+    assert [f"{exp}:{n} " in e for n, e in zip(lines, errors)] == [True] * 5, err
+    assert "'run_id'" in errors[0] and "'arm'" in errors[1] and "'restart_timeot_s'" in errors[2], err
+    assert "check_timeout_s" in errors[3] and "'lock_pth'" in errors[4], err
+
+
+def test_each_lineage_cycle_is_told_once(workbench_dir: Path, cli):
+    # Two separate parent loops: only the first was told.
+    path = _edit(workbench_dir, ("    parent: hicache-bf16-race", "    parent: pool-configurator-overcommit"),
+                 ("  - id: dead-code-dsaindexerpoolhost\n    parent: hicache-bf16-race",
+                  "  - id: dead-code-dsaindexerpoolhost\n    parent: live-hostpool-control"))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 2, err
+    assert all("lineage cycle" in e for e in errors), err
+    assert "wedge-confound -> pool-configurator-overcommit -> wedge-confound" in errors[0], err
+    assert "dead-code-dsaindexerpoolhost -> live-hostpool-control -> dead-code-dsaindexerpoolhost" in errors[1], err
+    assert err.rstrip("\n").splitlines()[-1].startswith("2 problems found"), err
+
+
+def test_an_unknown_name_in_a_template_file_is_told_at_its_line_in_that_file(workbench_dir: Path, cli):
+    # The name's line in the .j2 file was added to the line of the experiment's `template_file:` key: the error
+    # pointed at an unrelated line of the experiment file.
+    j2 = _edit(workbench_dir, ("{{ prefill_port }}", "{{ prefill_portx }}"),
+               file="experiments/templates/serve_dsv4_prefill.sh.j2")
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 1, err
+    assert errors[0].startswith(f"Error: {j2}:{_line(j2, 'prefill_portx')} "), err
+    assert "(field profiles.sglang-pd.config.template_file)" in errors[0], err
+    assert "unknown name prefill_portx" in errors[0], err

@@ -4,6 +4,7 @@ default profile, each profile's collected metrics, fields and config templates."
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +81,7 @@ def _check_experiment_profile(exp: Experiment, pname: str, prof: Profile, doc: L
             if exp.metrics[mname].derived:
                 raise doc.error(f"metric {mname!r} is derived; it cannot also be collected",
                                 ("profiles", pname, "collect", mname))
-    with found.apart():
-        check_profile(exp, pname, prof, doc)
+    check_profile(exp, pname, prof, doc, found)
     allowed = set(exp.variables) | set(prof.context) | BUILTIN_TEMPLATE_NAMES
     templates: list[tuple[tuple[Any, ...], str]] = []
     with found.apart():
@@ -89,9 +89,10 @@ def _check_experiment_profile(exp: Experiment, pname: str, prof: Profile, doc: L
             templates = _templates(prof, path.parent)
         except _TemplateFileError as exc:
             raise doc.error(str(exc), ("profiles", pname, "config", "template_file")) from None
+    template_file = path.parent / prof.config.template_file if prof.config and prof.config.template_file else None
     for loc, text in templates:
-        with found.apart():
-            _check_template(text, allowed, doc, ("profiles", pname, *loc))
+        source = template_file if loc == ("config", "template_file") else None
+        _check_template(text, allowed, doc, ("profiles", pname, *loc), found, source)
 
 
 def _check_outcomes(exp: Experiment, doc: LocatedYaml, found: Found) -> None:
@@ -183,25 +184,33 @@ def _template_names(text: str) -> tuple[frozenset[str], str | None, int | None]:
     return frozenset(meta.find_undeclared_variables(ast)), None, None
 
 
-def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[Any, ...]) -> None:
+def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[Any, ...], found: Found,
+                    source: Path | None = None) -> None:
+    """The template's syntax, else each unknown name it uses apart, at the line using it: in `source`, the file the
+    text was read from, else in the experiment file."""
     names, syntax_error, error_line = _template_names(text)
+    file, field = (str(source) if source is not None else doc.file), ".".join(map(str, loc))
     if syntax_error is not None:
-        base = doc.line_of(loc) or 0
-        line = base + (error_line or 1) if "\n" in text else base
-        raise ConfigError(f"template syntax error: {syntax_error}", file=doc.file, line=line,
-                          field=".".join(map(str, loc))) from None
-    unknown = sorted(names - allowed)
-    if unknown:
-        line = doc.line_of(loc)
-        if "\n" in text and line is not None:
-            # A block scalar starts on the line after its key: point at the line using the name.
-            for i, tline in enumerate(text.splitlines()):
-                if any(name in tline for name in unknown):
-                    line += 1 + i
-                    break
-        names = "names" if len(unknown) > 1 else "name"
-        raise ConfigError(f"template uses unknown {names} {', '.join(unknown)}", file=doc.file, line=line,
-                          field=".".join(map(str, loc)),
-                        hint="use a declared variable, a profile context key, or a built-in "
-                             f"({', '.join(sorted(BUILTIN_TEMPLATE_NAMES))})")
+        with found.apart():
+            raise ConfigError(f"template syntax error: {syntax_error}", file=file, field=field,
+                              line=_line_in(text, doc, loc, source, (error_line or 1) - 1) or 0)
+        return
+    for name in sorted(names - allowed):
+        word = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+        at = next((i for i, t in enumerate(text.splitlines()) if word.search(t)), None)
+        line = _line_in(text, doc, loc, source, at)
+        with found.apart():
+            raise ConfigError(f"template uses unknown name {name}", file=file, line=line, field=field,
+                              hint="use a declared variable, a profile context key, or a built-in "
+                                   f"({', '.join(sorted(BUILTIN_TEMPLATE_NAMES))})")
 
+
+def _line_in(text: str, doc: LocatedYaml, loc: tuple[Any, ...], source: Path | None, at: int | None) -> int | None:
+    """The line of the template's line `at` (0-based; None: the template's own): in its file, or in the experiment
+    file, where a block scalar starts on the line after its key and a one-line template is on its key's line."""
+    if source is not None:
+        return 1 + (at or 0)
+    base = doc.line_of(loc)
+    if base is None or at is None or "\n" not in text:
+        return base
+    return base + 1 + at

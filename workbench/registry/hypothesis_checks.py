@@ -45,22 +45,27 @@ def check_entries(reg: Registry, placed: list[tuple[int, Hypothesis]], found: Fo
                                 hint=_id_hint(h.parent, known))
             if h.experiment not in unchecked:
                 _check_against_experiment(reg, doc, i, h, known, found)
-    with found.apart():
-        _check_lineage(doc, placed)
+    _check_lineage(doc, placed, found)
 
 
-def _check_lineage(doc: LocatedYaml, placed: list[tuple[int, Hypothesis]]) -> None:
-    """Lineage must be a tree: walk each chain of parents, bounded by the number of hypotheses."""
+def _check_lineage(doc: LocatedYaml, placed: list[tuple[int, Hypothesis]], found: Found) -> None:
+    """Lineage must be a tree: walk each chain of parents, bounded by the number of hypotheses. Each loop is told
+    once, from the first hypothesis (in file order) whose chain reaches it."""
     parent_of = {h.id: h.parent for _, h in placed}
     index = {h.id: i for i, h in placed}
+    told: set[frozenset[str]] = set()
     for _, h in placed:
         path = [h.id]
         cur = h.parent
         while cur is not None:
             if cur in path:  # the loop, named from the hypothesis where it closes
                 loop = path[path.index(cur):] + [cur]
-                raise doc.error(f"lineage cycle: {' -> '.join(loop)} (each the parent of the one before)",
-                                ("hypotheses", index[cur], "parent"))
+                if frozenset(loop) not in told:
+                    told.add(frozenset(loop))
+                    with found.apart():
+                        raise doc.error(f"lineage cycle: {' -> '.join(loop)} (each the parent of the one before)",
+                                        ("hypotheses", index[cur], "parent"))
+                break
             path.append(cur)
             cur = parent_of.get(cur)
 

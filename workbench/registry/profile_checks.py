@@ -7,32 +7,38 @@ import re
 from typing import Any
 
 from workbench.registry.experiment import RESERVED_TEMPLATE_NAMES, Experiment, Profile
+from workbench.registry.problems import Found
 from workbench.registry.yamlio import LocatedYaml
 
 
-def check_profile(exp: Experiment, pname: str, prof: Profile, doc: LocatedYaml) -> None:
-    """ConfigError at the offending line, or nothing."""
-    from workbench.registry.timeouts import check_options, unknown_option
+def check_profile(exp: Experiment, pname: str, prof: Profile, doc: LocatedYaml, found: Found) -> None:
+    """Each field apart (each context key, each option): `found` collecting (validate) gets every problem; strict,
+    the first is raised."""
+    from workbench.registry.timeouts import option_problems, unknown_options
 
     for key in prof.context:
-        loc = ("profiles", pname, "context", key)
-        if key in RESERVED_TEMPLATE_NAMES:
-            raise doc.error(f"context key {key!r} is a name wb sets itself for every run; yours would be "
-                            "replaced silently", loc,
-                            hint=f"rename it (e.g. {key}_bin or my_{key}); reserved names: "
-                                 f"{', '.join(sorted(RESERVED_TEMPLATE_NAMES))}")
-        if key in exp.variables:
-            raise doc.error(f"context key {key!r} is also a variable of experiment {exp.id!r}: it would "
-                            "override the arm's value", loc, hint="remove it from context or rename it")
-    _check_config_path(pname, prof, doc)
-    unknown = unknown_option(prof.options, prof.target.kind)
-    if unknown:
-        key, message, hint = unknown
-        raise doc.error(message, ("profiles", pname, "options", key), hint=hint)
-    problem = check_options(prof.options)
-    if problem:
+        with found.apart():
+            _check_context_key(exp, key, ("profiles", pname, "context", key), doc)
+    with found.apart():
+        _check_config_path(pname, prof, doc)
+    for key, message, hint in unknown_options(prof.options, prof.target.kind):
+        with found.apart():
+            raise doc.error(message, ("profiles", pname, "options", key), hint=hint)
+    for problem in option_problems(prof.options):
         key = problem.split()[0].removeprefix("options.")
-        raise doc.error(problem, ("profiles", pname, "options", key))
+        with found.apart():
+            raise doc.error(problem, ("profiles", pname, "options", key))
+
+
+def _check_context_key(exp: Experiment, key: str, loc: tuple[Any, ...], doc: LocatedYaml) -> None:
+    if key in RESERVED_TEMPLATE_NAMES:
+        raise doc.error(f"context key {key!r} is a name wb sets itself for every run; yours would be "
+                        "replaced silently", loc,
+                        hint=f"rename it (e.g. {key}_bin or my_{key}); reserved names: "
+                             f"{', '.join(sorted(RESERVED_TEMPLATE_NAMES))}")
+    if key in exp.variables:
+        raise doc.error(f"context key {key!r} is also a variable of experiment {exp.id!r}: it would "
+                        "override the arm's value", loc, hint="remove it from context or rename it")
 
 
 _REFERENCE = re.compile(r"\{\{\s*(\w+)\s*\}\}")

@@ -44,28 +44,27 @@ _READ_BY_KIND = {
 }
 
 
-def unknown_option(options: dict[str, Any], kind: str) -> tuple[str, str, str] | None:
-    """(key, message, hint) for the first option a `kind` target never reads (a misspelt timeout would
-    otherwise leave its default in force without a word), or None."""
+def unknown_options(options: dict[str, Any], kind: str) -> list[tuple[str, str, str]]:
+    """(key, message, hint) for each option a `kind` target never reads (a misspelt timeout would otherwise leave
+    its default in force without a word)."""
     known = _READ_BY_KIND.get(kind)
     if known is None:
-        return None
+        return []
     names = (*TIMEOUT_DEFAULTS, *known)
-    for key in options:
-        if key not in names:
-            return (key, f"unknown option {key!r}: a {kind} target does not read it",
-                    did_you_mean(key, names, f"the options a {kind} target reads: {', '.join(names)}") or "")
-    return None
+    return [(key, f"unknown option {key!r}: a {kind} target does not read it",
+             did_you_mean(key, names, f"the options a {kind} target reads: {', '.join(names)}") or "")
+            for key in options if key not in names]
 
 
-def check_options(options: dict[str, Any]) -> str | None:
-    """What is wrong with a profile's timeout options, or None."""
+def option_problems(options: dict[str, Any]) -> list[str]:
+    """What is wrong with each of a profile's timeout options (and check_restart), in that order."""
+    out: list[str] = []
     for key in TIMEOUT_DEFAULTS:
         if key not in options:
             continue
         value = options[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 7 * 24 * 3600:
-            return f"options.{key} must be a number of seconds above 0, got {value!r}"
+            out.append(f"options.{key} must be a number of seconds above 0, got {value!r}")
     if "check_restart" in options and not isinstance(options["check_restart"], bool):
-        return f"options.check_restart must be true or false, got {options['check_restart']!r}"
-    return None
+        out.append(f"options.check_restart must be true or false, got {options['check_restart']!r}")
+    return out
