@@ -1,4 +1,4 @@
-"""Counts in what wb writes read in number ("1 run", "3 runs"; display.count), never "run(s)": every string the code
+"""Counts in what wb writes read in number ("1 run", "3 runs"; plurals.count), never "run(s)": every string the code
 builds is scanned (docstrings and comments, which quote the old wording, are not output)."""
 
 from __future__ import annotations

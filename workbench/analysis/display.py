@@ -10,6 +10,8 @@ import math
 from decimal import Decimal
 from typing import Any, Sequence
 
+from workbench.plurals import count  # re-exported: callers write display.count
+
 PERCENT = "percent"  # a rate: 17.5%
 POINTS = "points"  # a difference of two rates: +3.0 points
 
@@ -37,12 +39,6 @@ def scale(kind: str | None, difference: bool = False) -> str | None:
     if kind != "proportion":
         return None
     return POINTS if difference else PERCENT
-
-
-def count(n: float, noun: str, plural: str | None = None) -> str:
-    """A count with its noun in number: "1 run", "3 runs", "0 runs", "1,200 units" ("run(s)" read as unsure)."""
-    shown = f"{int(n):,}" if float(n).is_integer() else f"{n:,g}"
-    return f"{shown} {noun if n == 1 else (plural or noun + 's')}"
 
 
 def adding_up(total: float, parts: Sequence[float], places: int = 2) -> tuple[str, list[str]]:

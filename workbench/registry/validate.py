@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from workbench import plurals
 from workbench.errors import BadInput
 from workbench.registry.experiment import Experiment
 from workbench.registry.experiment_checks import check_experiment
@@ -45,7 +46,7 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
         reg_root = base if (base / EXPERIMENTS_DIR).is_dir() else (root or base)
         count = _validate_hypotheses(doc, reg_root, found)
         if count is not None:
-            out.append(f"{p}: {_count(count, 'hypothesis', 'hypotheses')} ok")
+            out.append(f"{p}: {plurals.count(count, 'hypothesis', 'hypotheses')} ok")
     found.raise_any()
     return out
 
@@ -135,7 +136,3 @@ def _validate_hypotheses(doc: LocatedYaml, reg_root: Path, found: Found) -> int 
         found.problems[before:] = [p for p in found.problems[before:] if (getattr(p, "line", 0) or 0) <= cut]
         found.stopped = True
     return len(entries) if len(found.problems) == before and parsed is not None else None
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
