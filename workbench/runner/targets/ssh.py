@@ -9,7 +9,6 @@ SSH env requests, and a prefix would show every value, a token too, in the host'
 from __future__ import annotations
 
 import asyncio
-import shlex
 import time
 import uuid
 from pathlib import Path, PurePosixPath
@@ -19,17 +18,18 @@ from urllib.parse import urlsplit, urlunsplit
 from workbench.errors import TargetError
 from workbench.runner.daemon import remote_exited
 from workbench.runner.targets.base import HOLDER_ENV, LOCK_NAME, CmdResult, Target, supervise
-from workbench.runner.targets.files import replace_file
-from workbench.runner.targets.ssh_dial import MAX_JUMP_DEPTH, config_jump, direct, parse_jump, port_closed, refusal
-from workbench.runner.targets.ssh_known_hosts import key_host, port_exact
-from workbench.runner.targets.ssh_sftp import SftpFiles, through_links
-from workbench.runner.targets.ssh_shell import ENV_FROM_INPUT, EXPORT_SED, env_input, in_own_group
+from workbench.runner.targets.ssh_dial import MAX_JUMP_DEPTH, config_jump, direct, parse_jump, refusal
+from workbench.runner.targets.ssh_errors import SshErrors
+from workbench.runner.targets.ssh_files import SshFiles
+from workbench.runner.targets.ssh_known_hosts import port_exact
+from workbench.runner.targets.ssh_printed import PrintedSsh
+from workbench.runner.targets.ssh_shell import env_input, in_own_group
 
 RECONNECT_ATTEMPTS = 5
 RECONNECT_DELAY_S = 1.0
 
 
-class SshTarget(Target):
+class SshTarget(SshErrors, PrintedSsh, SshFiles, Target):
     kind = "ssh"
 
     def __init__(self, spec: Any) -> None:
@@ -70,166 +70,10 @@ class SshTarget(Target):
     def known_hosts_file(self) -> str:
         return str(Path(self.spec.known_hosts or "~/.ssh/known_hosts").expanduser())
 
-    def check_local(self) -> None:
-        """The known_hosts file and the key file, before any connection: a missing, unreadable or undecodable
-        one is named as such (a known_hosts file that is no text ended in a UnicodeDecodeError traceback)."""
-        self._check_known_hosts()
-        self._check_identity()
-
-    def _check_known_hosts(self) -> None:
-        import asyncssh
-
-        kh = self.known_hosts_file()
-        port = self.spec.port or 22
-        hint = (f"fetch the key on a trusted path (`ssh-keyscan -p {port} HOST`), compare its fingerprint with "
-                f"the host's own, then add it to {kh} (or set known_hosts: in the profile's target)")
-        if not Path(kh).exists():
-            raise TargetError(
-                f"the known_hosts file {kh} does not exist: wb verifies every SSH host key and has none to check "
-                f"{', '.join(self.describe(h) for h in self.hosts)} against", hint=hint, setting="known_hosts")
-        if not Path(kh).is_file():
-            raise TargetError(f"the known_hosts file {kh} is not a file", hint=hint, setting="known_hosts")
-        try:
-            asyncssh.read_known_hosts(kh)
-        except (OSError, ValueError) as exc:  # unreadable, or no text (UnicodeDecodeError)
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise TargetError(f"cannot read the known_hosts file {kh}: {reason}", hint=hint,
-                              setting="known_hosts") from None
-
-    def _check_identity(self) -> None:
-        """The profile's key file, loaded once before any connection: a missing file, or one that is no key or
-        needs a passphrase, is named as such (asyncssh's error named neither the file nor the key)."""
-        import asyncssh
-
-        if not self.spec.identity_file:
-            return
-        path = Path(self.spec.identity_file).expanduser()
-        if not path.is_file():
-            raise TargetError(f"the identity_file {path} does not exist", setting="identity_file",
-                              hint="set identity_file: in the profile's target to your private key, or leave it "
-                                   "out to use the agent and ~/.ssh's default keys")
-        try:
-            asyncssh.read_private_key(str(path))
-        except (asyncssh.KeyImportError, OSError) as exc:
-            raise TargetError(f"cannot use the identity_file {path}: {exc}", setting="identity_file",
-                              hint="wb asks for no passphrase: load the key into the agent (ssh-add) and leave "
-                                   "identity_file out, or name an unencrypted private key") from None
-
     def describe(self, host: str) -> str:
         user = f"{self.spec.user}@" if self.spec.user else ""
         port = f":{self.spec.port}" if self.spec.port else ""
         return f"{user}{host}{port}"
-
-    def _client_opts(self, port_flag: str, host: str) -> list[str]:
-        """Options that ssh and scp spell alike (the port flag differs: -p for ssh, -P for scp)."""
-        argv = []
-        if self.spec.port:
-            argv += [port_flag, str(self.spec.port)]
-        argv += self._checks()
-        chain = self._printed_jump(host)
-        if chain:
-            argv += ["-o", "ProxyCommand=" + self._proxy(chain)]
-        return argv
-
-    def _checks(self) -> list[str]:
-        # The printed commands verify host keys as wb does, whatever the operator's ssh config says.
-        argv = ["-i", self.spec.identity_file] if self.spec.identity_file else []
-        return argv + ["-o", f"UserKnownHostsFile={self.known_hosts_file()}", "-o", "StrictHostKeyChecking=yes"]
-
-    def _printed_jump(self, host: str) -> str | None:
-        if self.spec.jump:
-            return self.spec.jump
-        try:
-            return config_jump(host, {k: v for k, v in self._options().items() if k in ("username", "port")})
-        except Exception:  # instructions are printed whatever the config holds; ssh then reads it itself
-            return None
-
-    def _proxy(self, chain: str) -> str:
-        """OpenSSH's ProxyCommand reaching %h:%p through each hop of a jump chain, every hop checked as the
-        printed command itself is (ssh -J checks a jump host as ~/.ssh/config says, against its own known_hosts).
-        A hop's own ProxyCommand is inside the next one's, its % tokens doubled so that they reach it unexpanded."""
-        proxy = None
-        for hop in chain.split(","):
-            jhost, jopts = parse_jump(hop.strip())
-            argv = ["ssh", *self._checks()]
-            if proxy:
-                argv += ["-o", "ProxyCommand=" + proxy.replace("%", "%%")]
-            if "port" in jopts:
-                argv += ["-p", str(jopts["port"])]
-            if "username" in jopts:
-                argv += ["-l", jopts["username"]]
-            proxy = shlex.join([*argv, "-W", "[%h]:%p", jhost])
-        return proxy or ""
-
-    def _dest(self, host: str) -> str:
-        return f"{self.spec.user}@{host}" if self.spec.user else host
-
-    def _ssh_argv(self, host: str) -> list[str]:
-        return ["ssh", *self._client_opts("-p", host), self._dest(host)]
-
-    def manual_command(self, host: str, command: str, env: Mapping[str, str] | None = None) -> str:
-        """The ssh command line; `env` goes on the input as export lines, as for wb's own commands (each value
-        quoted by the pasting shell, through printf and sed as any POSIX shell has them, so a "$NAME" reference
-        is never on the host's command line). It
-        is read to its end (`eval "$(cat)"`), not as `in_own_group` reads it: a pasted command's input ends at
-        once, which would stop the group a watcher of it guards."""
-        ssh = shlex.join(self._ssh_argv(host))
-        if not env:
-            return ssh + " " + shlex.quote(command)
-        exports = " ".join(f"printf 'export %s=' {k}; printf '%s\\n' {w} | {EXPORT_SED};" for k, w in env.items())
-        return f"{{ {exports} }} | {ssh} {shlex.quote(ENV_FROM_INPUT + command)}"
-
-    def manual_copy(self, host: str, local_file: str, path: str) -> str:
-        return shlex.join(["scp", *self._client_opts("-P", host), local_file, f"{self._dest(host)}:{path}"])
-
-    def _translate(self, host: str, exc: BaseException, *, port: int | None, jump: str | None = None) -> TargetError:
-        """`exc` from connecting to `host` on `port`, the port dialled as given (None: ~/.ssh/config's, else 22);
-        `jump`: the hop of a jump chain that `host` is, as written there."""
-        import asyncssh
-
-        where = f"jump host {jump}" if jump else self.describe(host)
-        if isinstance(exc, asyncssh.HostKeyNotVerifiable):
-            kh = self.known_hosts_file()  # as read: `~` is the runner's home, which sudo or $HOME may have moved
-            real, name, port = key_host(host, port)
-            entry = name if port == 22 else f"[{name}]:{port}"  # as ssh writes a known_hosts line
-            scan = f"ssh-keyscan -p {port} {real}"
-            compare = "compare with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the host"
-            if not self._known(name, port):
-                return TargetError(
-                    f"refusing {where}: {kh} holds no host key for {entry}",
-                    hint=(f"fetch its key on a trusted path (`{scan} > key.txt`), {compare} against "
-                          f"`ssh-keygen -lf key.txt`, then append key.txt to {kh}"))
-            return TargetError(
-                f"refusing {where}: its host key does not match {kh} ({exc.reason})",
-                hint=(f"verify the key out of band: `{scan} | ssh-keygen -lf -` on a trusted path and {compare}; "
-                      f"only if it legitimately changed, run `ssh-keygen -R '{entry}' -f {kh}` and add the "
-                      f"verified key"))
-        if isinstance(exc, asyncssh.PermissionDenied):
-            return TargetError(f"{where} refused the login: {exc.reason}",
-                               hint="check user, identity_file or the agent (ssh-add -l)")
-        if port_closed(exc):
-            real, _, port = key_host(host, port)
-            setting = ("the profile's jump: as host:port, or ProxyJump or Port in ~/.ssh/config" if jump
-                       else "the profile's port:, or Port in ~/.ssh/config")
-            return TargetError(f"cannot reach {where}: {real} refused the connection on port {port}",
-                               hint=f"check the port ({setting}) and that sshd runs there")
-        if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
-            return TargetError(f"{where} did not answer within {self.spec.connect_timeout_s:g} s",
-                               hint="check the host name, port and network (ssh -v)")
-        if isinstance(exc, OSError):
-            return TargetError(f"cannot reach {where}: {exc.strerror or exc}",
-                               hint="check the host name, port, ~/.ssh/config and that sshd runs there")
-        if isinstance(exc, asyncssh.Error):
-            return TargetError(f"SSH to {where} failed: {exc.reason}")
-        return TargetError(f"SSH to {where} failed: {exc}")
-
-    def _known(self, name: str, port: int) -> bool:
-        """Whether the known_hosts file holds any host key (or CA) for `name` on `port`."""
-        try:
-            found = port_exact(self.known_hosts_file())(name, "", port)
-        except (OSError, ValueError):
-            return True  # unreadable here: say no more than that the key does not match
-        return bool(found[0] or found[1])
 
     async def _connect(self, host: str) -> Any:
         import asyncssh
@@ -393,107 +237,6 @@ class SshTarget(Target):
                 action()
             except Exception:
                 pass
-
-    # ------------------------------------------------------------------ files
-    async def read_file(self, host: str, path: str) -> tuple[bytes, int] | None:
-        import asyncssh
-
-        async def go(conn: Any) -> tuple[bytes, int] | None:
-            async with conn.start_sftp_client() as sftp:
-                try:
-                    attrs = await sftp.stat(path)
-                    async with sftp.open(path, "rb") as f:
-                        data = await f.read()
-                except asyncssh.SFTPNoSuchFile:
-                    return None
-                return data, (attrs.permissions or 0o644) & 0o7777
-
-        return await self._sftp(host, f"reading {path}", go)
-
-    async def write_file(self, host: str, path: str, data: bytes, mode: int) -> None:
-        async def go(conn: Any) -> None:
-            async with conn.start_sftp_client() as sftp:
-                real = await through_links(sftp, path)
-                await replace_file(SftpFiles(sftp), real, f"{real}.wb-tmp", data, mode)
-
-        await self._sftp(host, f"writing {path}", go)
-
-    async def remove_file(self, host: str, path: str) -> None:
-        import asyncssh
-
-        async def go(conn: Any) -> None:
-            async with conn.start_sftp_client() as sftp:
-                try:
-                    await sftp.remove(await through_links(sftp, path))
-                except asyncssh.SFTPNoSuchFile:
-                    pass
-
-        await self._sftp(host, f"removing {path}", go)
-
-    async def fetch(self, host: str, path: str, local_path: Path) -> bool:
-        import asyncssh
-
-        async def go(conn: Any) -> bool:
-            local_path.parent.mkdir(parents=True, exist_ok=True)
-            async with conn.start_sftp_client() as sftp:
-                try:
-                    await sftp.get(path, str(local_path))
-                except asyncssh.SFTPNoSuchFile:
-                    return False
-            return True
-
-        return await self._sftp(host, f"fetching {path}", go)
-
-    async def mkdir(self, host: str, path: str) -> None:
-        async def go(conn: Any) -> None:
-            async with conn.start_sftp_client() as sftp:
-                await sftp.makedirs(path, exist_ok=True)
-
-        await self._sftp(host, f"creating {path}", go)
-
-    async def put_files(self, host: str, base: str, files: dict[str, bytes]) -> None:
-        async def go(conn: Any) -> None:
-            async with conn.start_sftp_client() as sftp:
-                for rel, data in files.items():
-                    dest = f"{base}/{rel}"
-                    await sftp.makedirs(dest.rsplit("/", 1)[0], exist_ok=True)
-                    async with sftp.open(dest, "wb") as f:
-                        await f.write(data)
-
-        await self._sftp(host, f"uploading to {base}", go)
-
-    async def fetch_dir(self, host: str, path: str, local_dir: Path) -> int:
-        import asyncssh
-
-        async def go(conn: Any) -> int:
-            local_dir.mkdir(parents=True, exist_ok=True)
-            async with conn.start_sftp_client() as sftp:
-                try:
-                    names = await sftp.listdir(path)
-                except asyncssh.SFTPNoSuchFile:
-                    return 0
-                n = 0
-                for name in names:
-                    if name in (".", ".."):
-                        continue
-                    await sftp.get(f"{path}/{name}", str(local_dir / name))
-                    n += 1
-                return n
-
-        return await self._sftp(host, f"fetching {path}", go)
-
-    async def _sftp(self, host: str, what: str, fn):
-        import asyncssh
-
-        t0 = time.monotonic()
-        try:
-            return await self._call(host, what, fn)
-        except asyncssh.SFTPError as exc:
-            raise TargetError(f"{what} on {self.describe(host)} failed: {exc.reason}") from exc
-        except OSError as exc:
-            raise TargetError(f"{what} on {self.describe(host)} failed: {exc}") from exc
-        finally:
-            self.clock.add(host, time.monotonic() - t0)
 
     # ------------------------------------------------------------------ health over a forward
     async def _fetch(self, host: str, url: str, timeout: float) -> Any:

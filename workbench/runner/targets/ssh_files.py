@@ -1,0 +1,116 @@
+"""The ssh target's file operations, each over an SFTP session of the host's connection: read, write (a replace
+that keeps a symlink a link), remove, fetch and upload; a failure names the file and the host."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import TargetError
+from workbench.runner.targets.files import replace_file
+from workbench.runner.targets.ssh_sftp import SftpFiles, through_links
+
+
+class SshFiles:
+    """Part of SshTarget (its `_call`, `describe` and `clock`)."""
+
+    async def read_file(self, host: str, path: str) -> tuple[bytes, int] | None:
+        import asyncssh
+
+        async def go(conn: Any) -> tuple[bytes, int] | None:
+            async with conn.start_sftp_client() as sftp:
+                try:
+                    attrs = await sftp.stat(path)
+                    async with sftp.open(path, "rb") as f:
+                        data = await f.read()
+                except asyncssh.SFTPNoSuchFile:
+                    return None
+                return data, (attrs.permissions or 0o644) & 0o7777
+
+        return await self._sftp(host, f"reading {path}", go)
+
+    async def write_file(self, host: str, path: str, data: bytes, mode: int) -> None:
+        async def go(conn: Any) -> None:
+            async with conn.start_sftp_client() as sftp:
+                real = await through_links(sftp, path)
+                await replace_file(SftpFiles(sftp), real, f"{real}.wb-tmp", data, mode)
+
+        await self._sftp(host, f"writing {path}", go)
+
+    async def remove_file(self, host: str, path: str) -> None:
+        import asyncssh
+
+        async def go(conn: Any) -> None:
+            async with conn.start_sftp_client() as sftp:
+                try:
+                    await sftp.remove(await through_links(sftp, path))
+                except asyncssh.SFTPNoSuchFile:
+                    pass
+
+        await self._sftp(host, f"removing {path}", go)
+
+    async def fetch(self, host: str, path: str, local_path: Path) -> bool:
+        import asyncssh
+
+        async def go(conn: Any) -> bool:
+            local_path.parent.mkdir(parents=True, exist_ok=True)
+            async with conn.start_sftp_client() as sftp:
+                try:
+                    await sftp.get(path, str(local_path))
+                except asyncssh.SFTPNoSuchFile:
+                    return False
+            return True
+
+        return await self._sftp(host, f"fetching {path}", go)
+
+    async def mkdir(self, host: str, path: str) -> None:
+        async def go(conn: Any) -> None:
+            async with conn.start_sftp_client() as sftp:
+                await sftp.makedirs(path, exist_ok=True)
+
+        await self._sftp(host, f"creating {path}", go)
+
+    async def put_files(self, host: str, base: str, files: dict[str, bytes]) -> None:
+        async def go(conn: Any) -> None:
+            async with conn.start_sftp_client() as sftp:
+                for rel, data in files.items():
+                    dest = f"{base}/{rel}"
+                    await sftp.makedirs(dest.rsplit("/", 1)[0], exist_ok=True)
+                    async with sftp.open(dest, "wb") as f:
+                        await f.write(data)
+
+        await self._sftp(host, f"uploading to {base}", go)
+
+    async def fetch_dir(self, host: str, path: str, local_dir: Path) -> int:
+        import asyncssh
+
+        async def go(conn: Any) -> int:
+            local_dir.mkdir(parents=True, exist_ok=True)
+            async with conn.start_sftp_client() as sftp:
+                try:
+                    names = await sftp.listdir(path)
+                except asyncssh.SFTPNoSuchFile:
+                    return 0
+                n = 0
+                for name in names:
+                    if name in (".", ".."):
+                        continue
+                    await sftp.get(f"{path}/{name}", str(local_dir / name))
+                    n += 1
+                return n
+
+        return await self._sftp(host, f"fetching {path}", go)
+
+    async def _sftp(self, host: str, what: str, fn):
+        import asyncssh
+
+        t0 = time.monotonic()
+        try:
+            return await self._call(host, what, fn)
+        except asyncssh.SFTPError as exc:
+            raise TargetError(f"{what} on {self.describe(host)} failed: {exc.reason}") from exc
+        except OSError as exc:
+            raise TargetError(f"{what} on {self.describe(host)} failed: {exc}") from exc
+        finally:
+            self.clock.add(host, time.monotonic() - t0)
