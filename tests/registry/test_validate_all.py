@@ -259,3 +259,16 @@ def test_an_unknown_name_in_a_template_file_is_told_at_its_line_in_that_file(wor
     assert errors[0].startswith(f"Error: {j2}:{_line(j2, 'prefill_portx')} "), err
     assert "(field profiles.sglang-pd.config.template_file)" in errors[0], err
     assert "unknown name prefill_portx" in errors[0], err
+
+
+def test_each_same_as_loop_is_told_once(workbench_dir: Path, cli):
+    # Two separate loops of aliases among an experiment's metrics: only the first was told.
+    exp = _edit(workbench_dir, ("  sim_s: {kind: continuous,",
+                                "  a1: {kind: count, same_as: a2}\n  a2: {kind: count, same_as: a1}\n"
+                                "  b1: {kind: count, same_as: b2}\n  b2: {kind: count, same_as: b1}\n"
+                                "  sim_s: {kind: continuous,"), file="experiments/agent-repro.yaml")
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 2, err
+    assert f"{exp}:{_line(exp, 'a1: {')} " in errors[0] and "same_as loop: a1 -> a2 -> a1" in errors[0], err
+    assert f"{exp}:{_line(exp, 'b1: {')} " in errors[1] and "same_as loop: b1 -> b2 -> b1" in errors[1], err

@@ -16,15 +16,21 @@ from workbench.registry.profile_checks import check_profile, verify_templates
 from workbench.registry.yamlio import LocatedYaml
 
 
-def _check_aliases(exp: Experiment, doc: LocatedYaml) -> None:
-    """Every same_as chain ends at a metric that carries values: a loop of aliases names none."""
+def _check_aliases(exp: Experiment, doc: LocatedYaml, found: Found) -> None:
+    """Every same_as chain ends at a metric that carries values: a loop of aliases names none. Each loop is told
+    once, at the first of its metrics."""
+    told: set[frozenset[str]] = set()
     for name in exp.metrics:
         chain = [name]
         while (ref := exp.metrics[chain[-1]].same_as) is not None and ref in exp.metrics:
             chain.append(ref)
             if ref == name:
-                raise doc.error(f"same_as loop: {' -> '.join(chain)} (each another name for the next)",
-                                ("metrics", name, "same_as"))
+                if frozenset(chain) not in told:
+                    told.add(frozenset(chain))
+                    with found.apart():
+                        raise doc.error(f"same_as loop: {' -> '.join(chain)} (each another name for the next)",
+                                        ("metrics", name, "same_as"))
+                break
             if chain.count(ref) > 1:
                 break  # a loop further down the chain, reported at a metric of its own
 
@@ -38,8 +44,7 @@ def check_experiment(exp: Experiment, doc: LocatedYaml, path: Path, found: Found
             raise doc.error(f"id {exp.id!r} does not match the file name {path.name!r}", ("id",),
                             hint=f"name the file {exp.id}.yaml or change the id")
     _check_metric_references(exp, doc, found)
-    with found.apart():
-        _check_aliases(exp, doc)
+    _check_aliases(exp, doc, found)
     _check_outcomes(exp, doc, found)
     with found.apart():
         if exp.default_profile not in exp.profiles:
