@@ -272,3 +272,17 @@ def test_each_same_as_loop_is_told_once(workbench_dir: Path, cli):
     assert code == 2 and "Traceback" not in err and len(errors) == 2, err
     assert f"{exp}:{_line(exp, 'a1: {')} " in errors[0] and "same_as loop: a1 -> a2 -> a1" in errors[0], err
     assert f"{exp}:{_line(exp, 'b1: {')} " in errors[1] and "same_as loop: b1 -> b2 -> b1" in errors[1], err
+
+
+def test_a_parent_mistyped_does_not_hide_its_entry_s_other_problems(workbench_dir: Path, cli):
+    # The parent's check and the entry's checks against its experiment stood in one check: a mistyped parent
+    # ended it, and the held variable mistyped in the same entry was never told.
+    path = _edit(workbench_dir, ("  - id: live-hostpool-control\n    parent: dead-code-dsaindexerpoolhost",
+                                 "  - id: live-hostpool-control\n    parent: dead-code-dsaindexerpoolhots"),
+                 ("    hold: {index_k_dtype: bf16, hicache: on}\n    probe:",
+                  "    hold: {index_k_dtyp: bf16, hicache: on}\n    probe:"))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 2, err
+    assert f"{path}:{_line(path, 'poolhots')} " in errors[0] and "parent 'dead-code-dsaindexerpoolhots'" in errors[0]
+    assert f"{path}:{_line(path, 'index_k_dtyp:')} " in errors[1] and "unknown variable 'index_k_dtyp'" in errors[1]

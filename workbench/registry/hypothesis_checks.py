@@ -43,7 +43,8 @@ def check_entries(reg: Registry, placed: list[tuple[int, Hypothesis]], found: Fo
             if h.parent is not None and h.parent not in known:
                 raise doc.error(f"parent {h.parent!r} of {h.id!r} is not a hypothesis in this file", (*at, "parent"),
                                 hint=_id_hint(h.parent, known))
-            if h.experiment not in unchecked:
+        if h.experiment not in unchecked:
+            with found.apart():
                 _check_against_experiment(reg, doc, i, h, known, found)
     _check_lineage(doc, placed, found)
 
