@@ -48,3 +48,37 @@ def test_a_run_page_shows_derived_metrics_apart_and_marked(workbench_dir: Path, 
     unknown = _part((site / "runs" / f"{ids[1]}.html").read_text(), '<div id="derived-metrics">', "</div>")
     assert "<b>" not in unknown and "&lt;b&gt;gone&lt;/b&gt;" in unknown, unknown
     assert "unknown" in html.unescape(unknown)
+
+
+def test_the_runs_page_shows_derived_metrics_marked(workbench_dir: Path, cli, tmp_path: Path) -> None:
+    # runs.html showed stored values only: a run that stored leak/sessions had an empty corruption_rate cell there
+    # while its run page and `wb runs list` gave 10%.
+    from workbench.store import open_store, records
+
+    db = tmp_path / "wb.duckdb"
+    store = open_store(str(db))
+    try:
+        with store.session() as session:
+            counted = records.create_run(session, experiment_id="agent-repro", experiment_version=1, variables={},
+                                         status="ok")
+            records.add_metrics(session, run_id=counted.id, source="units", metrics={"sessions": 80, "leak": 8})
+            stored = records.create_run(session, experiment_id="agent-repro", experiment_version=1, variables={},
+                                        status="ok")
+            records.add_metrics(session, run_id=stored.id, source="import", metrics={"corruption_rate": 0.25})
+            ids = counted.id, stored.id
+    finally:
+        store.dispose()
+    site = tmp_path / "site"
+    code, _, err = cli("report", "--out", str(site), "--root", str(workbench_dir), "--db", str(db))
+    assert code == 0, err
+    page = (site / "runs.html").read_text()
+    head = _part(page, "<thead>", "</thead>")
+    assert "corruption_rate" in head, head
+    column = re.findall(r"<th[^>]*>([^<]*)</th>", head).index("corruption_rate")
+    cells = {}
+    for rid, row in re.findall(r"<tr><td><a href=\"runs/(\d+)\.html\">(.*?)</tr>", page):
+        cells[int(rid)] = re.findall(r"<td[^>]*>(.*?)</td>", row)[column - 1]
+    counted_cell, stored_cell = cells[ids[0]], cells[ids[1]]
+    assert counted_cell.startswith("10.0%") and "derived" in counted_cell, counted_cell
+    assert stored_cell == "25.0%", stored_cell
+    assert "by agent-repro's definitions, not measured" in page

@@ -143,6 +143,8 @@ class RunRow:
     execution_id: int | None
     in_evidence: bool
     metrics: list[str]
+    # per metric cell: the experiment whose definitions derived its value ('' where it was measured)
+    derived_by: list[str] = field(default_factory=list)
 
 
 @dataclass

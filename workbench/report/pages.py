@@ -104,39 +104,50 @@ def _card_review(data: StoreData, hid: str) -> dict[str, str]:
 
 def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page,
               descriptions: dict[str, dict[str, str]] | None = None,
-              rates: dict[str, set[str]] | None = None) -> RunsContext:
+              rates: dict[str, set[str]] | None = None, experiments: dict[str, Any] | None = None) -> RunsContext:
     """A page of the runs list; `descriptions` (experiment id -> metric -> what it measures) titles the columns;
-    `rates` (experiment id -> its proportions) are shown in percent, as every other page shows them."""
+    `rates` (experiment id -> its proportions) are shown in percent, as every other page shows them;
+    `experiments` (id -> Experiment) derive each run's metrics as its run page and `wb runs list` do."""
+    from workbench.analysis.run_metrics import definitions, metrics_of
+
+    shown = {}
+    for rid in run_ids:
+        r = data.runs[rid]
+        exp, note = definitions(rid, r["experiment_id"], r["experiment_version"], experiments or {})
+        shown[rid] = metrics_of(rid, r["metrics"], exp, note)
     cols = ["corruption_rate", "aborts", "wall_s"]
-    present = {m for rid in run_ids for m in data.runs[rid]["metrics"]}
+    present = {m for rid in run_ids for m in [*data.runs[rid]["metrics"], *shown[rid].derived]}
     cols = [c for c in cols if c in present] or sorted(present)[:3]
     rows = []
     for rid in run_ids:
         r = data.runs[rid]
         hid = r["hypothesis_id"]
+        own = (rates or {}).get(r["experiment_id"], set())
         rows.append((RunRow(rid, f"runs/{rid}.html", r["arm"] or "", "" if r["replicate"] is None
                             else str(r["replicate"]), r["status"], (r["started_at"] or "")[:16], r["execution_id"],
-                            False, [_value(r, c, (rates or {}).get(r["experiment_id"], set())) for c in cols]),
+                            False, [_value(r, shown[rid].derived, c, own) for c in cols],
+                            [(shown[rid].experiment or "") if c in shown[rid].derived else "" for c in cols]),
                      Link(f"hypotheses/{hid}.html", hid) if hid in known else hid))
     return RunsContext(page, cols, rows, _column_descriptions(cols, [data.runs[rid] for rid in run_ids],
-                                                              descriptions or {}))
+                                                              descriptions or {}, shown))
 
 
-def _value(run: dict[str, Any], metric: str, rates: set[str]) -> str:
-    """A run's metric in its cell: a proportion in percent; '' where the run did not record it."""
-    if metric not in run["metrics"]:
+def _value(run: dict[str, Any], derived: dict[str, Any], metric: str, rates: set[str]) -> str:
+    """A run's metric in its cell, measured or else `derived`: a proportion in percent; '' where it has neither."""
+    if metric not in run["metrics"] and metric not in derived:
         return ""
-    v = run["metrics"][metric]
+    v = run["metrics"][metric] if metric in run["metrics"] else derived[metric]
     return stats.fmt_value(v, True) if metric in rates and v is not None else stats.fmt(v)
 
 
-def _column_descriptions(cols: list[str], runs: list[dict[str, Any]],
-                         descriptions: dict[str, dict[str, str]]) -> dict[str, str]:
-    """What each column measures; where the page's experiments describe one name differently, each says its own."""
+def _column_descriptions(cols: list[str], runs: list[dict[str, Any]], descriptions: dict[str, dict[str, str]],
+                         shown: dict[int, Any]) -> dict[str, str]:
+    """What each column measures; where the page's experiments describe one name differently, each says its own.
+    `shown` (run id -> RunMetrics): a run whose value of the column is derived has it too."""
     out = {}
     for c in cols:
-        said = {e: descriptions.get(e, {}).get(c) for e in sorted({str(r["experiment_id"]) for r in runs
-                                                                     if c in r["metrics"]})}
+        have = {str(r["experiment_id"]) for r in runs if c in r["metrics"] or c in shown[r["id"]].derived}
+        said = {e: descriptions.get(e, {}).get(c) for e in sorted(have)}
         words = sorted({d for d in said.values() if d})
         out[c] = words[0] if len(words) == 1 else "; ".join(f"{e}: {d}" for e, d in said.items() if d)
     return {c: d for c, d in out.items() if d}

@@ -234,7 +234,8 @@ def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: s
     names = ["runs.html"] + [f"runs-{i + 1}.html" for i in range(1, len(chunks))]
     for i, chunk in enumerate(chunks):
         ctx = pages.runs_list(data, known, chunk, page("Runs" + (f" ({i + 1}/{len(chunks)})" if len(chunks) > 1
-                                                                  else ""), "runs"), descriptions, rates)
+                                                                  else ""), "runs"), descriptions, rates,
+                                 registry.experiments)
         ctx_pages = [(n, n == names[i]) for n in names] if len(chunks) > 1 else []
         put(out / names[i], redact_text(env.get_template("runs.html.j2").render(ctx=ctx, pager=ctx_pages),
                                         mask="&lt;redacted&gt;"))
