@@ -157,3 +157,21 @@ def test_runs_show_says_what_was_not_recorded(seeded: Path, cli) -> None:
     assert "corruption_rate needs sessions" in derived and "not recorded" in derived, derived
     code, out, err = cli("runs", "show", "1", "--json")
     assert json.loads(out)["derived_metrics_missing"]["corruption_rate"] == ["sessions"], out
+
+
+def test_a_table_leaves_out_columns_empty_in_every_row(seeded: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The imported evidence has no hypothesis and no arm: `wb runs list` kept both columns, empty in every row, and
+    on an 80-column terminal left out the variables and metrics it had room for instead. CSV keeps every column."""
+    code, out, err = cli("runs", "list")
+    assert code == 0, err
+    assert out.splitlines()[0].split() == ["id", "label", "status", "variables", "metrics"], out
+    code, out, err = cli("hypothesis", "list")
+    assert code == 0, err
+    assert "note" not in out.splitlines()[0].split() and "status" in out.splitlines()[0].split(), out
+    code, out, err = cli("runs", "list", "--format", "csv")
+    assert code == 0 and out.splitlines()[0].startswith("id,label,hypothesis,arm,status,"), out
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, out, err = cli("runs", "list", env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if " id " in line)
+    assert [c.strip() for c in header.strip("┃│ ").split("┃")] == ["id", "label", "status", "variables"], out

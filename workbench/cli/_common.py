@@ -562,8 +562,13 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *
 
     On a terminal too narrow for every column, the columns named in `optional` (the least needed first) are
     left out, as few as make the rest fit, and a line under the table names them; piped output and the
-    other formats keep every column."""
+    other formats keep every column, whatever the width.
+
+    A column empty in every row (no run has a label, no hypothesis a note) is left out here, on a terminal or
+    not: it says nothing and takes the width of its name. CSV, TSV and JSON keep it (their columns are fixed)."""
     cells = [["" if v is None else str(v).replace("\n", " ") for v in r] for r in rows]
+    kept = [i for i in range(len(columns)) if i == 0 or not cells or any(r[i] for r in cells)]
+    columns, cells = [columns[i] for i in kept], [[r[i] for i in kept] for r in cells]
     if not is_tty():
         widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
         if title:
