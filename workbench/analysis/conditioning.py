@@ -122,26 +122,28 @@ def _mh_difference(tables: list[tuple[float, ...]]) -> float | None:
     return num / den if den else None
 
 
-def _stratum_text(labels: tuple[str, str], groups: list[tuple[str, list[RunData]]], runs_t, units_t,
-                  what: str) -> str:
+def _counts(label: str, k: float, n: float, units: tuple[float, float] | None) -> str:
+    """One value's counts in a message, pooled or within a stratum: "hicache=on 1/2 runs (14/160 units)". A group's
+    values are joined with ", ", groups (strata) and clauses with "; "."""
+    return f"{label} {k:g}/{n:g} runs" + (f" ({units[0]:g}/{units[1]:g} units)" if units else "")
+
+
+def _stratum_text(labels: tuple[str, str], groups: list[tuple[str, list[RunData]]], runs_t, units_t) -> str:
     parts = []
     for i, (name, _) in enumerate(groups[:4]):
         k1, n1, k2, n2 = runs_t[i]
         u = units_t[i] if units_t else None
-        side = [f"{label} {k:g}/{n:g} runs" + (f" ({uk:g}/{un:g} units)" if u else "")
-                for label, k, n, uk, un in ((labels[0], k1, n1, *(u[:2] if u else (0, 0))),
-                                            (labels[1], k2, n2, *(u[2:] if u else (0, 0))))]
-        parts.append(f"{name}: " + ", ".join(side))
+        parts.append(f"{name}: " + ", ".join([_counts(labels[0], k1, n1, u[:2] if u else None),
+                                              _counts(labels[1], k2, n2, u[2:] if u else None)]))
     more = f"; +{len(groups) - 4} more strata" if len(groups) > 4 else ""
-    return f"with {what} within each stratum (" + "; ".join(parts) + more + ")"
+    return "within each stratum (" + "; ".join(parts) + more + ")"
 
 
 def _message(var: str, used: list[RunData], per: dict[str, dict[str, Any]], by: list[str], detail: str,
              test: str | None, p: float | None, comparisons: int, effect: dict[str, Any], what: str) -> str:
     """The pooled counts (for orientation), each stratum's counts, and the stratified test's result."""
-    pooled = ", ".join(f"{var}={v}: {pv['runs_with_outcome']}/{pv['runs']} runs with {what}"
-                       + (f" ({pv['units_k']:g}/{pv['units_n']:g} units)" if pv["units_n"] else "")
-                       for v, pv in per.items())
+    pooled = ", ".join(_counts(f"{var}={v}", pv["runs_with_outcome"], pv["runs"],
+                               (pv["units_k"], pv["units_n"]) if pv["units_n"] else None) for v, pv in per.items())
     where = f"stratified by {', '.join(by)}" if by else "in one stratum"
     result = (f"{test} test {where} (the other variables and the experiment version held within each): "
               f"p {display.p_is(p)} over runs" if p is not None else
@@ -153,8 +155,8 @@ def _message(var: str, used: list[RunData], per: dict[str, dict[str, Any]], by: 
         result += (f" (Bonferroni-adjusted over {comparisons} comparisons: "
                    f"{display.p_value(min(1.0, p * comparisons))} over runs"
                    + (f", {display.p_value(units)} over units" if units is not None else "") + ")")
-    return (f"pooled, {pooled} over the {display.count(len(used), 'run')} that can test it ("
-            + ", ".join(r.name for r in used[:8]) + (", ..." if len(used) > 8 else "") + "); "
+    return (f"runs with {what}, pooled over the {display.count(len(used), 'run')} that can test it ("
+            + ", ".join(r.name for r in used[:8]) + (", ..." if len(used) > 8 else "") + f"): {pooled}; "
             + (f"{detail}; " if detail else "") + result)
 
 
@@ -191,7 +193,7 @@ def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list
     by, groups = _strata_of(var, used)
     test = STRATIFIED_TEST if len(groups) > 1 else "Fisher exact"
     p, comparisons, effect, tables, labels = _contrast(var, list(per), groups, occurred, counts)
-    detail = _stratum_text(labels, groups, *tables, what) if len(groups) > 1 else ""  # one: the pooled counts
+    detail = _stratum_text(labels, groups, *tables) if len(groups) > 1 else ""  # one: the pooled counts
     if comparisons > 1:
         detail = (f"{labels[0]} against the other values, the value that differs most (judged on p-values "
                   f"times {comparisons}: Bonferroni over its {comparisons} values)" + (f"; {detail}" if detail else ""))

@@ -1,0 +1,26 @@
+"""`wb confounds` as a table on the shipped evidence (README's tour): one format for the counts in a message."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+
+def test_a_variables_counts_read_as_its_strata_do(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path) -> None:
+    # A variable's message gave its pooled counts as "pooled, nixl_abort_fix=off: 1/1 runs with leak,
+    # nixl_abort_fix=on: 1/1 runs with leak (14/80 units) over the 2 runs ...": ", " both between the values and
+    # around the clause, and "VALUE: k/n runs" where each stratum said "VALUE k/n runs" and a guard's runs were
+    # joined with "; ". One format now: a group's values "VALUE k/n runs" joined with ", ", groups and clauses "; ".
+    flags = ["--root", str(workbench_dir), "--db", str(tmp_path / "wb.duckdb")]
+    assert cli("import", "evidence", str(seed_csv), *flags)[0] == 0
+    code, out, err = cli("confounds", "--format", "csv", *flags)
+    assert code == 0, err
+    messages = {(r["kind"], r["factor"]): r["message"] for r in csv.DictReader(io.StringIO(out))}
+    assert messages[("variable", "nixl_abort_fix")].startswith(
+        "runs with leak, pooled over the 2 runs that can test it (pre-bf16-hicache, post-bf16-hicache-postfix): "
+        "nixl_abort_fix=off 1/1 runs, nixl_abort_fix=on 1/1 runs (14/80 units); Fisher exact test in one stratum "), \
+        messages[("variable", "nixl_abort_fix")]
+    for (kind, _), text in messages.items():
+        assert not re.search(r"\w=\w+: \d+/\d+ runs", text) and "pooled, " not in text, text
