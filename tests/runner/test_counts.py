@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 
 import pytest
@@ -90,7 +91,7 @@ def _run_lines(capfd) -> list[str]:
     ends = (" toy-fix on local", " not waiting for ")  # what the runner prints next: its summary, the restore
     out = []
     for part in text.split("run ")[1:]:
-        if "(control r" in part or "(treatment r" in part:
+        if re.match(r"\d+ \(?(control|treatment) r", part):
             for end in ends:
                 part = part.split(end)[0]
             out.append(("run " + part).strip())
@@ -134,6 +135,20 @@ def test_no_run_line_or_summary_line_has_a_doubled_space_after_its_status(toy, c
     assert "workload exited 3" in text, text
     assert not re.search(r"(failed|invalid|interrupted):  ", text), text
     assert not re.search(r"(failed|invalid|interrupted): \[", text), text
+
+
+def test_a_failed_run_is_named_once_with_all_it_ended_with(toy, cli):
+    """A failed run was named three times: its progress line ("[1/2] run 1 treatment r0 on local: failed (1.3 s
+    elapsed)"), the error under it, and the summary on stdout repeating that error. One line now says it all."""
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--set", "mode=fail", "--replicates", "1", "--seed", "3",
+                         "--db", toy.db, env={"WB_ROOT": str(toy.root), "COLUMNS": "400"})
+    assert code == 1, err
+    for run_id in (1, 2):
+        named = [ln for ln in (out + err).splitlines() if re.search(rf"\brun {run_id}\b", ln)]
+        assert len(named) == 1, out + err
+        assert re.fullmatch(rf"\[\d/2\] run {run_id} (control|treatment) r0 on local: failed during its workload "
+                            r"stage: workload exited 3: boom \([\d.]+ s elapsed\)", named[0]), named[0]
+    assert "(see the run errors above or `wb runs show ID`)" in err, err
 
 
 def test_a_signal_while_a_runs_row_is_created_leaves_no_pending_run(toy, monkeypatch):

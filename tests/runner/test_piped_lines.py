@@ -26,7 +26,9 @@ def test_run_end_and_failure_lines_are_whole_when_written_to_a_file(toy, tmp_pat
     lines = text.splitlines()
     ends = [ln for ln in lines if ln.startswith(f"toy-fix on {LONG}: ")]
     assert ends == [f"toy-fix on {LONG}: 0 of 2 runs ok, 2 failed"], text
-    failed = [ln for ln in lines if ln.startswith("run ") and ln.endswith("workload exited 3: boom")]
+    # a failed run's progress line says how it ended: "[1/2] run 1 control r0 on local: failed during its ..."
+    failed = [ln for ln in lines if ln.startswith("[") and "workload exited 3: boom (" in ln
+              and ln.endswith(" s elapsed)")]
     assert len(failed) == 2, text
     # Off a terminal the progress is plain lines: no blank line that rich's live display left as it closed.
     assert "" not in lines, text

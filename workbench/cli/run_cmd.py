@@ -82,8 +82,9 @@ def summary_lines(r: "RunReport", h: "Hypothesis | None" = None) -> list[str]:
             if v is not None:
                 parts.append(f"{name}={_total(v, name in e.proportions)}")
         lines.append(f"  {arm:<12} " + "  ".join(parts))
-    for run in e.failed_runs:
-        lines.append(f"  run {run.id} ({run.arm} r{run.replicate}) {run.ending()}")
+    for run in e.failed_runs:  # those stderr's progress named as they ended are not named again
+        if run.id not in e.told:
+            lines.append(f"  run {run.id} ({run.arm} r{run.replicate}) {run.ending()}")
     if e.stopped_early:
         lines.append(e.stopped_early)
     if r.analysis is None:

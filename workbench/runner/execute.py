@@ -149,9 +149,9 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
             if out.status in FINISHED:
                 state.done.add(pr.order_index)
             state.outcomes.append((run_id, pr, out))
-            state.progress.finished(pr.order_index, out.status, pr, run_id)
-            if out.status not in ("ok", "interrupted"):  # an interrupted run: the summary that follows lists it
-                state.progress.log(f"run {run_id} ({pr.arm} r{pr.replicate}) {out.describe()}")
+            # How a run that did not end ok ended is said once, on its progress line; an interrupted run's in the
+            # summary that follows.
+            state.progress.finished(pr.order_index, out.status, pr, run_id, out.describe())
         await rec.settle()  # the run is in the store before the next one starts
 
 

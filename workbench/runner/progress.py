@@ -101,6 +101,7 @@ class RunProgress:
         self.deleted = 0  # planned runs that ended and were deleted since (`wb runs delete` beside the runner)
         self.interrupted = False
         self.refused = False  # the target was busy and nothing ran: the error says it all, no counts
+        self.told: set[int] = set()  # runs that did not end ok whose ending a line here gave (finished)
 
     @property
     def done(self) -> int:
@@ -167,22 +168,32 @@ class RunProgress:
             self._progress.update(self._task, description=(
                 f"run {position}{of}{self.total}  arm={pr.arm} r{pr.replicate} host={self.where(pr.host)}  [{stage}]"))
 
-    def finished(self, order_index: int, status: str, pr: PlannedRun | None = None, run_id: int | None = None) -> None:
-        """A run ended with `status`; an interrupted one is not counted (it is redone by a resume).
+    def finished(self, order_index: int, status: str, pr: PlannedRun | None = None, run_id: int | None = None,
+                 ending: str | None = None) -> None:
+        """A run ended with `status`; an interrupted one is not counted (it is redone by a resume). `ending`: how a
+        run that did not end ok ended ("failed during its workload stage: …", PlannedRun's outcome.describe()).
 
         Off a terminal there is no live bar (rich redraws one in place only on a terminal), so that a log or a CI
-        job does not see minutes of silence, each ended run gets one line instead."""
+        job does not see minutes of silence, each ended run gets one line instead. A run that did not end ok gets
+        that line on a terminal too, above the bar: the one place it is named, with how it ended (`told`; the
+        summary on stdout leaves it out)."""
         if status == "interrupted":
             self.interrupted = True
             return
         self.ended[order_index] = status
         if self._progress is not None:
             self._progress.update(self._task, completed=self.done)
-        elif self._console is not None:
-            of = " of at most " if self.sequential else "/"
-            what = " ".join([f"run {run_id}"] * (run_id is not None)
-                            + [f"{pr.arm} r{pr.replicate} on {self.where(pr.host)}"] * (pr is not None)) or "a run"
-            self._line(f"[{self.done}{of}{self.total}] {what}: {status} ({time.monotonic() - self.t0:.1f} s elapsed)")
+        if self._console is None or (self._progress is not None and status == "ok"):
+            return
+        from workbench.secrets import redact_text
+
+        of = " of at most " if self.sequential else "/"
+        what = " ".join([f"run {run_id}"] * (run_id is not None)
+                        + [f"{pr.arm} r{pr.replicate} on {self.where(pr.host)}"] * (pr is not None)) or "a run"
+        said = redact_text(ending) if ending and status != "ok" else status
+        self._line(f"[{self.done}{of}{self.total}] {what}: {said} ({time.monotonic() - self.t0:.1f} s elapsed)")
+        if status != "ok" and run_id is not None:
+            self.told.add(run_id)
 
     def looked(self, look: "SequentialLook | None") -> None:
         """A sequential execution judged its runs so far: one line saying the look, the most that remain and where

@@ -82,6 +82,9 @@ class ExecutionResult:
     # What the target's restore did, the line stderr's progress ends with ("restored: /srv/serve.conf put back byte
     # for byte, restarted (1 command), healthy"); None where nothing was restored (see execute._restore_line).
     restore: str | None = None
+    # The failed runs whose ending stderr's progress gave as each ended (RunProgress.told): the summary does not name
+    # them again. Not in the JSON: a script reads each run's status and error.
+    told: tuple[int, ...] = ()
 
     @property
     def failed_runs(self) -> list[RunSummary]:
@@ -102,6 +105,7 @@ class ExecutionResult:
         d = asdict(self)
         d["order"] = list(self.order)
         d["proportions"] = list(self.proportions)
+        del d["told"]
         return d
 
 
@@ -162,7 +166,7 @@ def _result(state: Any) -> ExecutionResult:
         stopped_early=None, timing={k: round(v, 3) for k, v in state.timing.items()},
         runs_deleted=len(set(state.done) - {r.order_index for r in runs}), ran_by=_ran_by(state),
         proportions=tuple(n for n in p.experiment.metrics if display.is_proportion(p.experiment, n)),
-        restore=state.restore_line)
+        restore=state.restore_line, told=tuple(sorted(state.progress.told)))
     return replace(res, stopped_early=_why_stopped(state.stop_reason, res))
 
 
