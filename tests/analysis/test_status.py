@@ -284,3 +284,56 @@ def test_the_page_reads_an_alias_of_a_proportion_in_percent(cli, workbench_dir, 
     # The prediction row: judged as the rate it names (it was judged as a median that no run recorded).
     assert ("<td>leak_share (treatment) &lt;= 0.02 (2%)</td><td>14/80 = 17.5% [10.7%, 27.3%] Wilson 95%; 1 run</td>"
             "<td>falsified</td>") in page, page
+
+
+def _analyzed_execution(db, root, replicates: int, treatment: dict[str, int]) -> int:
+    """An execution of HID with `replicates` replicates per arm, analysed and recorded as `wb hypothesis run` does."""
+    from workbench.analysis.stored import analyze_stored, record_verdict
+    from workbench.registry import load_registry
+    from workbench.store import open_store
+
+    store = open_store(str(db))
+    try:
+        ex = add_execution(store)
+        for r in range(1, replicates + 1):
+            add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                    outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 30})
+            add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r, outcomes=treatment,
+                    extra={"waiting_for_input": 0})
+        record_verdict(store, analyze_stored(store, load_registry(root), HID, execution_id=ex), execution_id=ex)
+        return ex
+    finally:
+        store.dispose()
+
+
+def test_a_smoke_run_after_a_full_one_is_listed_beside_the_status_not_as_it(cli, workbench_dir, tmp_path):
+    """A one-replicate smoke run made after the planned three-replicate run took the status: the newest controlled
+    run won whatever its size. A run with fewer replicates than the hypothesis plans is shown as such and sets the
+    status only while no run met the plan; a review of the full run's verdict stays current."""
+    db, root = tmp_path / "wb.duckdb", workbench_dir
+    common = ("--db", str(db), "--root", str(root))
+    _analyzed_execution(db, root, 3, {"leak": 13, "done": 67})
+    assert cli("review", HID, "--approve", "-m", "reproduced", "--as", "ada", *common)[0] == 0
+    smoke = _analyzed_execution(db, root, 1, {"done": 80})
+    code, out, err = cli("hypothesis", "list", "--json", *common)
+    assert code == 0, err
+    row = next(i for i in json.loads(out)["items"] if i["id"] == HID)
+    assert (row["status"], row["status_basis"]) == ("falsified", "controlled"), row
+    assert row["status_note"] == f"execution {smoke} (smoke: 1 of 3 planned replicates): inconclusive, not the status"
+    _, show, _ = cli("hypothesis", "show", HID, *common)
+    assert "status: falsified" in show and "(smoke: 1 of 3 planned replicates)" in show, show
+    code, out, _ = cli("review", "list", HID, "--json", *common)
+    item = json.loads(out)["items"][0]
+    assert item["state"] == "approved" and item["current_verdict"]["verdict"] == "falsified", item
+
+
+def test_a_smoke_run_alone_sets_the_status_marked_so(cli, workbench_dir, tmp_path):
+    db, root = tmp_path / "wb.duckdb", workbench_dir
+    _analyzed_execution(db, root, 1, {"leak": 13, "done": 67})
+    code, out, err = cli("hypothesis", "list", "--json", "--db", str(db), "--root", str(root))
+    assert code == 0, err
+    row = next(i for i in json.loads(out)["items"] if i["id"] == HID)
+    assert row["status_basis"] == "controlled" and row["status"] != "open", row
+    assert row["status_note"].startswith("smoke: 1 of 3 planned replicates"), row
+    _, show, _ = cli("hypothesis", "show", HID, "--db", str(db), "--root", str(root))
+    assert "  Smoke run: 1 of 3 planned replicates; it sets the status only while no run of the planned size" in show

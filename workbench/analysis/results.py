@@ -282,6 +282,9 @@ class Analysis:
     hypothesis_sha256: str | None = None
     counts: dict[str, Any] = field(default_factory=dict)  # reachability: probe calls per target
     run_ids: tuple[int, ...] = ()  # every stored run the analysis read: what its verdict rests on
+    # The replicates the hypothesis's design plans for a fixed execution (0: none to compare, as for a pooled,
+    # sequential or A/A analysis): a verdict on fewer is a smoke run, shown as one (analysis.status).
+    planned_replicates: int = 0
 
     def check(self, name: str) -> Check | None:
         return next((c for c in self.checks if c.name == name), None)
@@ -297,7 +300,7 @@ class Analysis:
                    execution_id=d.get("execution_id"), mode=str(d.get("mode") or "pooled"),
                    sequential=bool(d.get("sequential")), replicates=int(d.get("replicates") or 0),
                    runs=dict(d.get("runs") or {}), excluded=tuple(d.get("excluded") or ()),
-                   counts=dict(d.get("counts") or {}))
+                   counts=dict(d.get("counts") or {}), planned_replicates=int(d.get("planned_replicates") or 0))
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe({"hypothesis_id": self.hypothesis_id, "execution_id": self.execution_id, "mode": self.mode,
@@ -305,4 +308,5 @@ class Analysis:
                           "checks": self.checks, "predictions": self.predictions, "arms": self.arms,
                           "attrition": self.attrition, "drift": self.drift, "aa": self.aa,
                           "replicates": self.replicates, "runs": self.runs, "excluded": self.excluded,
-                          **({"counts": self.counts} if self.counts else {})})
+                          **({"counts": self.counts} if self.counts else {}),
+                          **({"planned_replicates": self.planned_replicates} if self.planned_replicates else {})})

@@ -5,6 +5,10 @@ the status from `current_status`, so they cannot disagree. The rule, and why:
 
 - A verdict of a controlled execution (`wb hypothesis run`) under the hypothesis's own configuration
   sets the status; the newest one wins.
+- A smoke run (a fixed execution with fewer replicates than the hypothesis's design plans, as `--replicates 1`
+  makes) is controlled but underpowered: it sets the status only while no controlled run met the plan, and is
+  marked so ("smoke: 1 of 5 planned replicates"). One newer than the status is shown beside it, never as it, nor
+  does it make a review of the status stale. A sequential execution stops when it decides: it is never a smoke run.
 - A pooled verdict (`wb hypothesis analyze`: every stored run, imported evidence included) is
   *exploratory*: it sets the status only while no controlled verdict exists, and is shown marked so.
   Re-analysing the same runs must not overturn a controlled result, nor make a review of it stale.
@@ -59,6 +63,25 @@ def role(v: "VerdictRecord", overrides_of: Overrides) -> str:
     return OVERRIDE if overrides_of.get(v.execution_id) else CONTROLLED
 
 
+def smoke_text(v: "VerdictRecord") -> str:
+    """'smoke: 1 of 5 planned replicates' for a verdict on fewer replicates than its hypothesis planned, else ''."""
+    d = v.details or {}
+    try:
+        planned, got = int(d.get("planned_replicates") or 0), int(d.get("replicates") or 0)
+    except (TypeError, ValueError):
+        return ""
+    return f"smoke: {got} of {planned} planned replicates" if 0 < got < planned else ""
+
+
+def _rank(v: "VerdictRecord", overrides_of: Overrides) -> int:
+    """How strongly a verdict may hold the status: a controlled run that met the plan (3) over a smoke run (2) over
+    a pooled analysis (1); A/A and override verdicts never (0)."""
+    kind = role(v, overrides_of)
+    if kind == CONTROLLED:
+        return 2 if smoke_text(v) else 3
+    return 1 if kind == EXPLORATORY else 0
+
+
 def overrides_text(overrides: Mapping[str, Any]) -> str:
     return "under --set " + ", ".join(f"{k}={val}" for k, val in sorted(overrides.items()))
 
@@ -90,12 +113,13 @@ class CurrentStatus:
     under_overrides: tuple[OverrideVerdict, ...] = ()
     edited_since: str = ""  # the predictions changed since the verdict was given: what it judged and what now
     set_aside: str = ""  # a newer verdict that came out invalid, which the status does not rest on
+    smoke: str = ""  # the status's verdict is a smoke run's, or a newer smoke run's verdict the status does not rest on
 
     def notes(self) -> list[str]:
         """The marks shown beside the status wherever it is shown, one per thing to say."""
         parts = [EXPLORATORY_NOTE] if self.exploratory else []
         parts += [o.describe() for o in self.under_overrides]
-        return parts + [n for n in (self.edited_since, self.set_aside) if n]
+        return parts + [n for n in (self.smoke, self.edited_since, self.set_aside) if n]
 
     def note(self) -> str:
         """The marks on one line ('' when there is nothing to say)."""
@@ -115,17 +139,33 @@ def status_timeline(verdicts: Iterable["VerdictRecord"], overrides_of: Overrides
     """The verdicts that held the status of one hypothesis, in the order they took it (its last is current).
 
     Review staleness and the parent-changed mark read this, so a verdict that never set the status (A/A,
-    overrides, an exploratory one after a controlled one) never makes a review stale."""
+    overrides, an exploratory one after a controlled one, a smoke run after one that met the plan) never makes a
+    review stale."""
     out: list[VerdictRecord] = []
-    controlled = False
+    best = 0
     for v in sorted(verdicts, key=verdict_order):
-        kind = role(v, overrides_of)
+        rank = _rank(v, overrides_of)
         if out and v.verdict == INVALID:
             continue  # it could not test the claim: it says nothing about it (`_set_aside` marks it)
-        if kind == CONTROLLED or (kind == EXPLORATORY and not controlled):
-            controlled = controlled or kind == CONTROLLED
+        if rank and rank >= best:
+            best = rank
             out.append(v)
     return out
+
+
+def _smoke_beside(verdicts: Sequence["VerdictRecord"], overrides_of: Overrides, current: "VerdictRecord | None") -> str:
+    """Words for the status's own smoke run, else for the newest smoke run newer than the status's verdict (which it
+    does not rest on: a run that met the plan holds it); '' when there is neither."""
+    if current is None:
+        return ""
+    if smoke_text(current):
+        return smoke_text(current)
+    newer = [v for v in verdicts if v.verdict != INVALID and verdict_order(v) > verdict_order(current)
+             and role(v, overrides_of) == CONTROLLED and smoke_text(v)]
+    if not newer:
+        return ""
+    v = max(newer, key=verdict_order)
+    return f"execution {v.execution_id} ({smoke_text(v)}): {v.verdict}, not the status"
 
 
 def _set_aside(verdicts: Sequence["VerdictRecord"], overrides_of: Overrides, current: "VerdictRecord | None") -> str:
@@ -197,7 +237,7 @@ def current_status(declared: str, verdicts: Iterable["VerdictRecord"], overrides
     exploratory = current is not None and role(current, overrides_of) == EXPLORATORY
     return CurrentStatus(current.verdict if current else declared, current, exploratory,
                          tuple(newest[k] for k in sorted(newest)), _edited_since(current, predicts, exploratory),
-                         _set_aside(mine, overrides_of, current))
+                         _set_aside(mine, overrides_of, current), _smoke_beside(mine, overrides_of, current))
 
 
 def current_statuses(declared: Mapping[str, str], verdicts: Iterable["VerdictRecord"], overrides_of: Overrides,

@@ -66,10 +66,14 @@ def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, 
     runs = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=bool(include_imported)),
                                with_probes=h.kind == "reachability")
     configs = store.rendered_configs(sorted({r.config_hash for r in runs if r.config_hash}))
-    return analyze(h, exp, runs, assignments=arm_assignments(registry, h, mode, overrides), configs=configs,
-                   execution_id=execution_id, mode=mode,
-                   sequential=mode == "sequential" if sequential is None else bool(sequential),
-                   per_replicate=frozenset(per_replicate_names(exp, h, overrides or {})), budget=budget)
+    result = analyze(h, exp, runs, assignments=arm_assignments(registry, h, mode, overrides), configs=configs,
+                     execution_id=execution_id, mode=mode,
+                     sequential=mode == "sequential" if sequential is None else bool(sequential),
+                     per_replicate=frozenset(per_replicate_names(exp, h, overrides or {})), budget=budget)
+    if mode != "fixed" or result.sequential:  # a sequential execution stops when it decides: no size to fall short of
+        return result
+    planned = (h.design.replicates if h.design and h.design.replicates else None) or exp.design.replicates
+    return replace(result, planned_replicates=planned)
 
 
 def _recorded_budget(plan: object) -> int | None:

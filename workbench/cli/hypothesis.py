@@ -22,8 +22,9 @@ app = new_app("Hypotheses: list, show, validate, analyze and run them.")
 def list_(db: DbOption = None, json_: JsonOption = False, root: RootOption = None, fmt: FormatOption = None) -> None:
     """List the hypotheses with their parent and status.
 
-    The status is the newest verdict of a controlled run under the hypothesis's own config; the note says
-    when it is exploratory (pooled by `analyze`, no controlled run yet) and lists verdicts under --set."""
+    The status is the newest verdict of a controlled run under the hypothesis's own config (a smoke run, with fewer
+    replicates than planned, only while no run of the planned size has one); the note says when it is exploratory
+    (pooled by `analyze`, no controlled run yet) or a smoke run, and lists verdicts under --set."""
     chosen = list_format(fmt, json_)
     wb = open_workbench(db, root)
     rows = wb.hypotheses()
