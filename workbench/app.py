@@ -343,15 +343,16 @@ class Workbench(StoredRuns):
         return HypothesisDetail(h, self._statuses()[h.id], arms, tuple(c.id for c in reg.children(h.id)), metrics,
                                 drawn, seed, seed_from, _design(h, exp), percent)
 
-    def analyze(self, hypothesis_id: str, *, record: bool = True) -> "Analysis":
-        """Decide from the runs already stored (imported evidence included); store the verdict when `record`."""
+    def analyze(self, hypothesis_id: str, *, record: bool = True, any_hypothesis: bool = False) -> "Analysis":
+        """Decide from the runs already stored (the hypothesis's own, imported evidence included; with
+        `any_hypothesis` other hypotheses' runs of the same configurations too); store the verdict when `record`."""
         from workbench.analysis.stored import analyze_stored, record_verdict
 
         h = self.registry.hypothesis(hypothesis_id)  # bad id -> exit 2 before the store is touched
         if not self._store_exists():  # no store holds no runs: none is created to record nothing
             raise _no_evidence(h, self.registry)
         with self.store(read_only=not record) as store:
-            result = analyze_stored(store, self.registry, hypothesis_id)
+            result = analyze_stored(store, self.registry, hypothesis_id, any_hypothesis=any_hypothesis)
             if not result.run_ids:  # no evidence is no verdict: an "inconclusive" from nothing would be the status
                 raise _no_evidence(h, self.registry)
             if record:
@@ -678,4 +679,5 @@ def _no_evidence(h: Any, registry: Any) -> NoEvidence:
     exp = registry.experiments.get(h.experiment)
     which = f" (no stored run of experiment {exp.id} matches its arms)" if exp is not None else ""
     return NoEvidence(f"no runs of {h.id} to analyze{which}; nothing was recorded",
-                      hint=f"run it (wb hypothesis run {h.id}) or import evidence (wb import evidence FILE.csv)")
+                      hint=f"run it (wb hypothesis run {h.id}) or import evidence (wb import evidence FILE.csv); "
+                           "--any-hypothesis also pools other hypotheses' runs of its arms' configurations")

@@ -3,6 +3,8 @@ among the rest, and one execution reads as one."""
 
 from __future__ import annotations
 
+import json
+
 from workbench.analysis import analyze_stored
 
 from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
@@ -40,4 +42,53 @@ def test_a_pooled_analysis_names_the_executions_it_pooled(store, registry):
             add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
                     outcomes={"leak": 13, "done": 67}, extra={"waiting_for_input": 0})
     checks = {c.name: c.detail for c in analyze_stored(store, registry, "wedge-confound").checks}
-    assert checks["looks"].startswith(f"pooled over 2 executions ({ids[0]}, {ids[1]}): exploratory."), checks["looks"]
+    assert checks["looks"].startswith(f"pooled over 2 executions ({ids[0]}, {ids[1]} of wedge-confound): "
+                                      "exploratory."), checks["looks"]
+
+
+def _pooled_store(store) -> tuple[int, int]:
+    """An execution of wedge-confound and one of another hypothesis whose arms are the same two configurations."""
+    ids = []
+    for hid in ("wedge-confound", "pool-configurator-overcommit"):
+        ex = add_execution(store, hypothesis_id=hid)
+        ids.append(ex)
+        for r in (1, 2):
+            add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r, hypothesis_id=hid,
+                    outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 30})
+            add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r, hypothesis_id=hid,
+                    outcomes={"leak": 13, "done": 67}, extra={"waiting_for_input": 0})
+    return ids[0], ids[1]
+
+
+def test_a_pooled_analysis_reads_its_own_hypothesis_runs_unless_told_otherwise(store, registry):
+    """Another hypothesis's runs were pooled into wedge-confound's verdict because their variables matched an arm:
+    its runs answered another question. They are pooled only when asked (`--any-hypothesis`), and the check then
+    names which executions of which hypotheses went in."""
+    own, other = _pooled_store(store)
+    mine = analyze_stored(store, registry, "wedge-confound")
+    assert {r.execution_id for r in store.runs() if r.id in mine.run_ids} == {own}
+    assert mine.check("looks") is None  # one execution: one look
+    every = analyze_stored(store, registry, "wedge-confound", any_hypothesis=True)
+    assert {r.execution_id for r in store.runs() if r.id in every.run_ids} == {own, other}
+    assert every.check("looks").detail.startswith(
+        f"pooled over 2 executions ({own} of wedge-confound; {other} of pool-configurator-overcommit): exploratory.")
+
+
+def test_analyze_pools_other_hypotheses_runs_only_with_any_hypothesis(cli, workbench_dir, tmp_path):
+    from workbench.store import open_store
+
+    db = tmp_path / "pooled.duckdb"
+    s = open_store(str(db))
+    try:
+        own, other = _pooled_store(s)
+    finally:
+        s.dispose()
+    common = ("wedge-confound", "--no-record", "--db", str(db), "--root", str(workbench_dir))
+    code, out, err = cli("hypothesis", "analyze", *common)
+    assert code == 0, err
+    assert "pooled over" not in out and "pool-configurator-overcommit" not in out, out
+    code, out, err = cli("hypothesis", "analyze", *common, "--any-hypothesis")
+    assert code == 0, err
+    assert f"pooled over 2 executions ({own} of wedge-confound; {other} of pool-configurator-overcommit)" in out, out
+    code, out, err = cli("hypothesis", "analyze", *common, "--any-hypothesis", "--json")
+    assert json.loads(out)["any_hypothesis"] is True

@@ -259,15 +259,17 @@ def test_failed_runs_are_attrition_not_evidence(store, registry):
 
 
 def test_pooled_analysis_matches_arms_by_recorded_variables(store, registry):
-    # Runs of another hypothesis whose variables match an arm count; a geometry-fixed run does not.
+    # With --any-hypothesis, runs of another hypothesis whose variables match an arm count; a geometry-fixed run
+    # does not. Without it they answered another question and are not pooled.
     ex = add_execution(store, hypothesis_id="hicache-bf16-race")
     add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, outcomes={"leak": 14, "done": 66},
             extra={"waiting_for_input": 0}, hypothesis_id="hicache-bf16-race")
     add_run(store, execution_id=ex, arm="x", variables=dict(TREATMENT, geometry_fix="on"),
             outcomes={"done": 80}, extra={"waiting_for_input": 0}, hypothesis_id="x")
-    a = analyze_stored(store, registry, "wedge-confound")
+    a = analyze_stored(store, registry, "wedge-confound", any_hypothesis=True)
     assert a.runs["treatment"] and len(a.runs["treatment"]) == 1
     assert a.verdict == "falsified"
+    assert not analyze_stored(store, registry, "wedge-confound").run_ids
 
 
 def test_overrides_of_the_execution_are_honoured(store, registry):

@@ -18,8 +18,9 @@ __all__ = ["USABLE_STATUSES", "RunData", "run_query", "metric_value", "proportio
 
 
 def run_query(exp: Experiment, *, execution_id: int | None = None, include_imported: bool = True,
-              statuses: tuple[str, ...] | None = None) -> RunQuery:
-    """What to read for `exp`: its declared metrics, unit outcomes and unit-counted metric filters."""
+              statuses: tuple[str, ...] | None = None, hypothesis_id: str | None = None) -> RunQuery:
+    """What to read for `exp`: its declared metrics, unit outcomes and unit-counted metric filters; with
+    `hypothesis_id`, only the runs of that hypothesis's executions (and imported evidence, where included)."""
     filters = []
     for name, spec in exp.metrics.items():
         if spec.units is not None:
@@ -30,7 +31,8 @@ def run_query(exp: Experiment, *, execution_id: int | None = None, include_impor
                     completed=tuple(exp.unit.completed) if exp.unit else (),
                     outcomes=tuple(exp.unit.outcomes) if exp.unit else (), unit_filters=tuple(filters),
                     reason_field=exp.unit.reason_field if exp.unit else None,
-                    execution_id=execution_id, include_imported=include_imported, statuses=statuses)
+                    execution_id=execution_id, include_imported=include_imported, statuses=statuses,
+                    hypothesis_id=hypothesis_id)
 
 
 # ----------------------------------------------------------------------------- metric definitions

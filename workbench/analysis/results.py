@@ -285,6 +285,7 @@ class Analysis:
     # The replicates the hypothesis's design plans for a fixed execution (0: none to compare, as for a pooled,
     # sequential or A/A analysis): a verdict on fewer is a smoke run, shown as one (analysis.status).
     planned_replicates: int = 0
+    any_hypothesis: bool = False  # a pooled analysis that read other hypotheses' runs too (--any-hypothesis)
 
     def check(self, name: str) -> Check | None:
         return next((c for c in self.checks if c.name == name), None)
@@ -300,7 +301,8 @@ class Analysis:
                    execution_id=d.get("execution_id"), mode=str(d.get("mode") or "pooled"),
                    sequential=bool(d.get("sequential")), replicates=int(d.get("replicates") or 0),
                    runs=dict(d.get("runs") or {}), excluded=tuple(d.get("excluded") or ()),
-                   counts=dict(d.get("counts") or {}), planned_replicates=int(d.get("planned_replicates") or 0))
+                   counts=dict(d.get("counts") or {}), planned_replicates=int(d.get("planned_replicates") or 0),
+                   any_hypothesis=d.get("any_hypothesis") is True)
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe({"hypothesis_id": self.hypothesis_id, "execution_id": self.execution_id, "mode": self.mode,
@@ -309,4 +311,5 @@ class Analysis:
                           "attrition": self.attrition, "drift": self.drift, "aa": self.aa,
                           "replicates": self.replicates, "runs": self.runs, "excluded": self.excluded,
                           **({"counts": self.counts} if self.counts else {}),
-                          **({"planned_replicates": self.planned_replicates} if self.planned_replicates else {})})
+                          **({"planned_replicates": self.planned_replicates} if self.planned_replicates else {}),
+                          **({"any_hypothesis": True} if self.any_hypothesis else {})})

@@ -9,7 +9,7 @@ the status from `current_status`, so they cannot disagree. The rule, and why:
   makes) is controlled but underpowered: it sets the status only while no controlled run met the plan, and is
   marked so ("smoke: 1 of 5 planned replicates"). One newer than the status is shown beside it, never as it, nor
   does it make a review of the status stale. A sequential execution stops when it decides: it is never a smoke run.
-- A pooled verdict (`wb hypothesis analyze`: every stored run, imported evidence included) is
+- A pooled verdict (`wb hypothesis analyze`: the hypothesis's stored runs, imported evidence included) is
   *exploratory*: it sets the status only while no controlled verdict exists, and is shown marked so.
   Re-analysing the same runs must not overturn a controlled result, nor make a review of it stale.
 - An A/A execution (`--aa`) checks the apparatus (the noise floor); it is evidence neither for nor

@@ -39,15 +39,17 @@ def arm_assignments(registry: "Registry", h: Hypothesis, mode: str,
 @holding
 def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, execution_id: int | None = None,
                    include_imported: bool | None = None, sequential: bool | None = None,
-                   overrides: dict[str, str] | None = None, budget: int | None = None) -> Analysis:
+                   overrides: dict[str, str] | None = None, budget: int | None = None,
+                   any_hypothesis: bool = False) -> Analysis:
     """Decide `hypothesis_id` from the runs in `store`.
 
-    Without `execution_id` every stored run of the experiment whose recorded variables match an arm
-    is used, imported evidence included. With it, that execution's runs (by their arm label), and
-    imported evidence only when `include_imported=True` is passed. `sequential` defaults to the
-    execution's mode; sequential executions are judged by always-valid tests. `budget` (most replicates)
-    defaults to the one the execution recorded in its plan (`--sequential --replicates N` sets it), else
-    the design's: futility and the median tests' alpha per look are spent over it.
+    Without `execution_id` every stored run of the hypothesis's executions whose recorded variables match an
+    arm is used, imported evidence included; with `any_hypothesis`, also the runs other hypotheses' executions
+    made in those configurations (their runs answered another question: only when asked). With `execution_id`,
+    that execution's runs (by their arm label), and imported evidence only when `include_imported=True` is passed.
+    `sequential` defaults to the execution's mode; sequential executions are judged by always-valid tests.
+    `budget` (most replicates) defaults to the one the execution recorded in its plan (`--sequential
+    --replicates N` sets it), else the design's: futility and the median tests' alpha per look are spent over it.
     """
     h = registry.hypothesis(hypothesis_id)
     exp = registry.experiment_for(h)
@@ -63,13 +65,16 @@ def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, 
         overrides = execution.overrides
     if budget is None and execution is not None:
         budget = _recorded_budget(execution.plan)
-    runs = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=bool(include_imported)),
-                               with_probes=h.kind == "reachability")
+    own = None if execution is not None or any_hypothesis else h.id
+    runs = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=bool(include_imported),
+                                         hypothesis_id=own), with_probes=h.kind == "reachability")
     configs = store.rendered_configs(sorted({r.config_hash for r in runs if r.config_hash}))
     result = analyze(h, exp, runs, assignments=arm_assignments(registry, h, mode, overrides), configs=configs,
                      execution_id=execution_id, mode=mode,
                      sequential=mode == "sequential" if sequential is None else bool(sequential),
                      per_replicate=frozenset(per_replicate_names(exp, h, overrides or {})), budget=budget)
+    if own is None and execution is None:
+        return replace(result, any_hypothesis=True)
     if mode != "fixed" or result.sequential:  # a sequential execution stops when it decides: no size to fall short of
         return result
     planned = (h.design.replicates if h.design and h.design.replicates else None) or exp.design.replicates

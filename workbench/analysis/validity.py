@@ -488,7 +488,11 @@ def looks(runs: list[RunData], execution_id: int | None) -> dict[str, Any] | Non
     sources = len(executions) + (1 if imported else 0)
     if sources <= 1:
         return None
-    named = _named([str(e) for e in sorted(executions)], shown=8)
+    by_hyp: dict[str, list[int]] = {}
+    for e, hid in sorted({(r.execution_id, r.hypothesis_id or "no hypothesis") for r in runs
+                          if r.execution_id is not None}):
+        by_hyp.setdefault(hid, []).append(e)
+    named = "; ".join(f"{_named([str(e) for e in es], shown=8)} of {hid}" for hid, es in by_hyp.items())
     what = f"{display.count(len(executions), 'execution')} ({named})" + (" and imported evidence" if imported else "")
     return check("looks", False, f"pooled over {what}: exploratory. Each stored execution is another look at the "
                  "same question, and pooling them after the fact is not corrected for those looks; the "

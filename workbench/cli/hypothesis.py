@@ -130,14 +130,18 @@ def validate(files: Annotated[Optional[list[Path]], typer.Argument(metavar="FILE
 def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOption = None,
             json_: JsonOption = False, root: RootOption = None,
             record: Annotated[bool, typer.Option(help="Store the verdict.")] = True,
+            any_hypothesis: Annotated[bool, typer.Option(
+                "--any-hypothesis", help="Also pool other hypotheses' runs whose variables match an arm.")] = False,
             fail_on_: FailOnOption = None) -> None:
-    """Decide a verdict from the runs already stored (imported evidence included).
+    """Decide a verdict from the runs already stored (this hypothesis's, imported evidence included).
 
-    The verdict pools every stored run after the fact: it is recorded as exploratory, and it becomes the
-    status only while the hypothesis has no verdict of a controlled run (`wb hypothesis run`)."""
+    The verdict pools the hypothesis's stored runs after the fact (with --any-hypothesis, every stored run
+    whose variables match an arm, whichever hypothesis ran it; the looks check names the executions of each
+    hypothesis pooled): it is recorded as exploratory, and it becomes the status only while the hypothesis has
+    no verdict of a controlled run (`wb hypothesis run`)."""
     failing = fail_on(fail_on_)
     wb = open_workbench(db, root)
-    result = wb.analyze(hypothesis_id, record=record)
+    result = wb.analyze(hypothesis_id, record=record, any_hypothesis=any_hypothesis)
     status = wb.hypothesis(hypothesis_id).current if record else None
     if json_:
         from workbench.analysis.results import marked_checks

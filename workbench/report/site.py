@@ -114,8 +114,10 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
     for h in registry.hypotheses:
         if h.id in wanted and (data.runs_by_hypothesis.get(h.id) or h.id in data.verdicts):
             try:
-                analyses[h.id] = (analyze_stored(store, registry, h.id,
-                                                 execution_id=(data.verdicts.get(h.id) or {}).get("execution_id")), "")
+                shown = data.verdicts.get(h.id) or {}  # re-read as it was decided: a pooled one over the same runs
+                analyses[h.id] = (analyze_stored(store, registry, h.id, execution_id=shown.get("execution_id"),
+                                                 any_hypothesis=(shown.get("details") or {}).get("any_hypothesis")
+                                                 is True), "")
             except BadInput as exc:
                 analyses[h.id] = (None, f"analysis could not run: {exc.message}")
     findings = [f.to_dict() for f in scan_confounds(store, registry)] if confounds else None

@@ -62,6 +62,9 @@ def _where(q: RunQuery, params: dict[str, Any]) -> str:
         params["x"] = q.execution_id
     elif not q.include_imported:
         where.append("source <> 'import'")
+    if q.hypothesis_id is not None:
+        where.append("(hypothesis_id = :h OR source = 'import')" if q.include_imported else "hypothesis_id = :h")
+        params["h"] = q.hypothesis_id
     if q.statuses is not None:
         where.append("status IN (" + ", ".join(f":s{i}" for i in range(len(q.statuses))) + ")")
         params.update({f"s{i}": s for i, s in enumerate(q.statuses)})
@@ -70,8 +73,8 @@ def _where(q: RunQuery, params: dict[str, Any]) -> str:
 
 def _base_rows(conn: Any, cond: str, params: dict[str, Any]) -> dict[int, dict[str, Any]]:
     rows = fetch(conn, "SELECT id, label, arm, status, source, execution_id, experiment_version, replicate, block, "
-                       f"order_index, variables_json, config_hash, fingerprint_json FROM runs WHERE {cond} ORDER BY id",
-                 params)
+                       "order_index, variables_json, config_hash, fingerprint_json, hypothesis_id "
+                       f"FROM runs WHERE {cond} ORDER BY id", params)
     parsed: dict[str, Any] = {}  # runs of one arm share their JSON text: parse each text once
 
     def once(txt: str | None, variables: bool) -> Any:
@@ -86,7 +89,7 @@ def _base_rows(conn: Any, cond: str, params: dict[str, Any]) -> dict[int, dict[s
     return {int(r[0]): {"id": int(r[0]), "label": r[1], "arm": r[2], "status": r[3], "source": r[4],
                         "execution_id": r[5], "experiment_version": r[6], "replicate": r[7], "block": r[8],
                         "order_index": r[9], "variables": once(r[10], True), "config_hash": r[11],
-                        "fingerprint": once(r[12], False)}
+                        "fingerprint": once(r[12], False), "hypothesis_id": r[13]}
             for r in rows}
 
 

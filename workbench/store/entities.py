@@ -114,6 +114,7 @@ class RunQuery:
     execution_id: int | None = None
     include_imported: bool = True
     statuses: tuple[str, ...] | None = None
+    hypothesis_id: str | None = None  # only this hypothesis's runs (imported evidence belongs to none)
 
 
 # A message's numbers of 4 digits or more (ids, page numbers, ports) vary between units that ended alike; shorter
@@ -147,6 +148,7 @@ class RunData:
     # per message shape (messages that differ only in numbers of LONG_NUMBER's digits are one).
     lost_reasons: tuple[tuple[str, str, int, bool], ...] = ()
     probe_counts: tuple[ProbeCountRecord, ...] = ()
+    hypothesis_id: str | None = None  # the hypothesis whose execution made it (None: imported)
 
     @property
     def name(self) -> str:
