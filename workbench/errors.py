@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from workbench.plurals import count
+
 __all__ = [
     "WbError",
     "BadInput",
@@ -95,7 +97,7 @@ class ConfigErrors(BadInput):
 
     def summary(self) -> str:
         n = len(self.problems)
-        found = f"{n} problem{'' if n == 1 else 's'} found"
+        found = f"{count(n, 'problem')} found"
         if self.stopped:
             return (f"{found}; a file that cannot be read or parsed, or an entry that is not a mapping, stops the "
                     "checking of its file there: what follows is checked once it is fixed")

@@ -10,6 +10,7 @@ import typer
 from workbench.cli._common import (DbOption, FailOnOption, FormatOption, JsonOption, RootOption, emit_rows,
                                    exit_on_verdict, fail_on, list_format, new_app, open_workbench, print_json,
                                    reader_may_leave, when)
+from workbench.plurals import count
 
 if TYPE_CHECKING:
     from workbench.analysis.status import CurrentStatus
@@ -102,7 +103,7 @@ def _design_lines(d: HypothesisDetail) -> list[str]:
     if not d.design:
         return []
     g = d.design
-    each = f"{g['replicates']} replicate{'' if g['replicates'] == 1 else 's'} per arm"
+    each = f"{count(g['replicates'], 'replicate')} per arm"
     return [f"design: {each} (design.replicates of the {g['replicates_from']}; --replicates N overrides it), "
             f"blocks {g['blocks']}; --sequential: at most {g['max_replicates']} (design.max_replicates of the "
             f"{g['max_replicates_from']})"]

@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from workbench.plurals import count
+
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,79}$")
 
 # The range of a plan's seed: what `new_seed` draws (workbench/runner/plan.py) and what the per-replicate
@@ -206,7 +208,7 @@ class Region(Strict):
         if value is None or (isinstance(value, (list, tuple)) and len(value) == 2):
             return value
         if isinstance(value, (list, tuple)):
-            got = f"{len(value)} value{'s' if len(value) != 1 else ''}"
+            got = count(len(value), 'value')
         elif isinstance(value, str):  # unquoted, one number would still not be two: only a quoted list is told so
             got = f"{value!r} (text{': write it without quotes' if _two_numbers(value) else ''})"
         else:
