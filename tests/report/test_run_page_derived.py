@@ -82,3 +82,30 @@ def test_the_runs_page_shows_derived_metrics_marked(workbench_dir: Path, cli, tm
     assert counted_cell.startswith("10.0%") and "derived" in counted_cell, counted_cell
     assert stored_cell == "25.0%", stored_cell
     assert "by agent-repro's definitions, not measured" in page
+
+
+def test_the_hypothesis_pages_runs_table_marks_derived_values(workbench_dir: Path, cli, tmp_path: Path) -> None:
+    # The hypothesis page's runs table derived corruption_rate from leak/sessions but showed it as if measured,
+    # where the runs page and the run pages mark it derived.
+    from workbench.store import open_store, records
+
+    db = tmp_path / "wb.duckdb"
+    store = open_store(str(db))
+    try:
+        with store.session() as session:
+            run = records.create_run(session, experiment_id="agent-repro", experiment_version=1, variables={},
+                                     hypothesis_id="wedge-confound", arm="treatment", status="ok")
+            records.add_metrics(session, run_id=run.id, source="units", metrics={"sessions": 80, "leak": 8})
+            rid = run.id
+    finally:
+        store.dispose()
+    site = tmp_path / "site"
+    code, _, err = cli("report", "--out", str(site), "--root", str(workbench_dir), "--db", str(db))
+    assert code == 0, err
+    page = (site / "hypotheses" / "wedge-confound.html").read_text()
+    row = re.search(rf'<tr><td><a href="\.\./runs/{rid}\.html">(.*?)</tr>', page)
+    assert row is not None, page
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))
+    derived = [c for c in cells if "derived" in c]
+    assert derived and derived[0].startswith("10.0%"), cells
+    assert any(c in ("80", "8") for c in cells), cells  # the measured counts stay unmarked

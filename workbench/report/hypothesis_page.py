@@ -460,8 +460,17 @@ def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], by_arm: di
                    "" if r["replicate"] is None
                    else str(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
                    r["id"] in in_evidence,
-                   [stats.fmt_value(run_metric(exp, r, m), display.is_proportion(exp, m)) for m in metric_columns])
+                   [stats.fmt_value(run_metric(exp, r, m), display.is_proportion(exp, m)) for m in metric_columns],
+                   [_derived_by(exp, r, m) for m in metric_columns])
             for r in shown]
+
+
+def _derived_by(exp: Experiment | None, run: dict[str, Any], metric: str) -> str:
+    """The experiment whose definitions derived the run's `metric` ('' where it was measured or is missing), so the
+    runs table marks a derived value as the runs page and the run pages do."""
+    if exp is None or run["metrics"].get(metric) is not None or run_metric(exp, run, metric) is None:
+        return ""
+    return exp.id
 
 
 def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None, analysis_note: str,
