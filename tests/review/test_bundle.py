@@ -521,3 +521,73 @@ def test_an_unsigned_export_drops_the_stale_signature_and_an_unchecked_one_is_sa
     assert code == 0 and f"its signature {out}.sig was not checked" in said, (said, err)
     assert cli("bundle", "export", "wedge-confound", "-o", str(out), *flags)[0] == 0
     assert out.exists() and not Path(f"{out}.sig").exists()
+
+
+def test_a_principal_with_a_space_verifies(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path):
+    """ssh-keygen prints one principal a line, and an allowed-signers principal may hold a space (quoted):
+    split on whitespace, a good signature by a trusted key was refused as 'the file changed'."""
+    keys = _keys(tmp_path, "ada")
+    public = keys["ada"].with_suffix(".pub").read_text().split()[:2]
+    keys["allowed"].write_text(f"\"ada lovelace@example.com\" {' '.join(public)}\n")
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    _sign(bundle, keys["ada"])
+    code, said, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--json",
+                          "--db", str(workbench_dir / "b.duckdb"), "--root", str(workbench_dir))
+    assert code == 0, err
+    assert json.loads(said)["signed_by"]["principal"] == "ada lovelace@example.com"
+
+
+@pytest.mark.parametrize("case, fragment", [
+    ("a folder", "not a regular file"),
+    ("a fifo", "not a regular file"),
+    ("huge", "larger than"),
+])
+def test_a_signature_that_is_no_small_file_is_refused_before_ssh_keygen_reads_it(workbench_dir: Path,
+                                                                                 seed_csv: Path, cli,
+                                                                                 tmp_path: Path, case: str,
+                                                                                 fragment: str):
+    """ssh-keygen read a FILE.sig of any size (a 2 GB one: minutes of CPU, then a traceback at the timeout), and
+    a FIFO or folder there was said to be 'no FILE.sig'. The signature is read once, bounded, by wb."""
+    import os
+
+    keys = _keys(tmp_path, "ada")
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    sig = Path(f"{bundle}.sig")
+    if case == "a folder":
+        sig.mkdir()
+    elif case == "a fifo":
+        os.mkfifo(sig)
+    else:
+        with open(sig, "wb") as f:
+            f.truncate(2 * 1024**3)  # sparse: no disk used
+    db = workbench_dir / "b.duckdb"
+    _refused(cli, "bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
+             "--root", str(workbench_dir), fragment=fragment)
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("keygen", ["#!/bin/sh\nexec sleep 30\n", "not a program\n"], ids=["hangs", "cannot-run"])
+def test_an_ssh_keygen_that_hangs_or_cannot_run_is_an_error_not_a_traceback(workbench_dir: Path, seed_csv: Path,
+                                                                           cli, tmp_path: Path, monkeypatch,
+                                                                           keygen: str):
+    import workbench.team.signing as signing
+
+    keys = _keys(tmp_path, "ada")
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    _sign(bundle, keys["ada"])
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ssh-keygen").write_text(keygen)
+    (fake / "ssh-keygen").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:/usr/bin:/bin")
+    monkeypatch.setattr(signing, "VERIFY_TIMEOUT_S", 0.3)
+    db = workbench_dir / "b.duckdb"
+    _refused(cli, "bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
+             "--root", str(workbench_dir), fragment="ssh-keygen")
+    assert not db.exists()
+    if keygen.startswith("not"):  # signing has no time limit (a passphrase may be asked): only the one that fails
+        _refused(cli, "bundle", "export", "wedge-confound", "-o", str(workbench_dir / "n.wbundle"), "--sign",
+                 str(keys["ada"]), "--db", _seeded_store(workbench_dir, seed_csv, cli),
+                 "--root", str(workbench_dir), fragment="ssh-keygen")
+        assert not (workbench_dir / "n.wbundle").exists()
+

@@ -10,8 +10,11 @@ teammate), and says whose key it was. The bytes verified are the bytes imported:
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from workbench.errors import BadInput
 
 NAMESPACE = "wb-bundle"
 VERIFY_TIMEOUT_S = 60.0  # verification asks nothing of the user; signing may ask a key's passphrase (no limit)
+MAX_SIGNATURE_BYTES = 64 * 1024  # an armored signature: a few hundred bytes (an RSA key's, a certificate's: a few KB)
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,14 @@ def _keygen(args: list[str], *, data: bytes | None, flag: str, timeout: float | 
     if exe is None:
         raise BadInput(f"{flag}: signatures need ssh-keygen (OpenSSH 8.2 or newer), which is not on PATH",
                        where=flag, hint="install the OpenSSH client")
-    return subprocess.run([exe, *args], input=data, capture_output=True, timeout=timeout, check=False)
+    try:
+        return subprocess.run([exe, *args], input=data, capture_output=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise BadInput(f"{flag}: ssh-keygen ({exe}) did not finish in {timeout:g} s", where=flag,
+                       hint="is it OpenSSH's ssh-keygen (8.2 or newer)?") from exc
+    except OSError as exc:
+        raise BadInput(f"{flag}: cannot run ssh-keygen ({exe}): {exc.strerror or exc}", where=flag,
+                       hint="install the OpenSSH client") from exc
 
 
 def _said(proc: "subprocess.CompletedProcess") -> str:
@@ -82,25 +93,57 @@ def verify(data: bytes, bundle: Path, signers: Path) -> Signer:
                        hint="one line per teammate: 'ada@example.com ssh-ed25519 AAAA...' (ssh-keygen(1), "
                             "ALLOWED SIGNERS)")
     sig = signature_path(bundle)
-    if not sig.is_file():
-        raise BadInput(f"{bundle} is not signed (no {sig}); nothing was imported", where=str(bundle),
-                       hint="ask for a bundle exported with --sign KEY, or import without --signers to take it "
-                            "unsigned")
-    find = _keygen(["-Y", "find-principals", "-s", str(sig), "-f", str(signers)], data=None, flag="--signers",
-                   timeout=VERIFY_TIMEOUT_S)
-    if find.returncode != 0:
-        raise BadInput(f"{sig}: not a signature by a key of {signers} ({_said(find)}); nothing was imported",
-                       where=str(sig), hint="add the sender's public key to the allowed-signers file, if you trust it")
-    reasons = []
-    for principal in find.stdout.decode("utf-8", "replace").split():
-        proc = _keygen(["-Y", "verify", "-f", str(signers), "-I", principal, "-n", NAMESPACE, "-s", str(sig)],
-                       data=data, flag="--signers", timeout=VERIFY_TIMEOUT_S)
-        if proc.returncode == 0:
-            return Signer(principal, _key_named(proc.stdout.decode("utf-8", "replace")))
-        reasons.append(_said(proc))
+    armored = _signature_bytes(sig, bundle)
+    # ssh-keygen reads the signature from wb's private copy: both of its runs see the bytes wb checked, whatever
+    # happens to FILE.sig meanwhile
+    with tempfile.TemporaryDirectory(prefix="wb-sig-") as private:
+        copy = Path(private) / "bundle.sig"
+        copy.write_bytes(armored)
+        find = _keygen(["-Y", "find-principals", "-s", str(copy), "-f", str(signers)], data=None,
+                       flag="--signers", timeout=VERIFY_TIMEOUT_S)
+        if find.returncode != 0:
+            raise BadInput(f"{sig}: not a signature by a key of {signers} ({_said(find)}); nothing was imported",
+                           where=str(sig),
+                           hint="add the sender's public key to the allowed-signers file, if you trust it")
+        reasons = []
+        # one principal a line, as the allowed-signers file spells it (a quoted one may hold a space)
+        for principal in dict.fromkeys(filter(None, find.stdout.decode("utf-8", "replace").splitlines())):
+            proc = _keygen(["-Y", "verify", "-f", str(signers), "-I", principal, "-n", NAMESPACE, "-s", str(copy)],
+                           data=data, flag="--signers", timeout=VERIFY_TIMEOUT_S)
+            if proc.returncode == 0:
+                return Signer(principal, _key_named(proc.stdout.decode("utf-8", "replace")))
+            reasons.append(_said(proc))
     raise BadInput(f"{sig} does not verify {bundle}: the file changed after it was signed, or the signature is "
                    f"another file's or not a bundle's ({'; '.join(dict.fromkeys(reasons))}); nothing was imported",
                    where=str(bundle), hint="ask the sender to export and sign it again")
+
+
+def _signature_bytes(sig: Path, bundle: Path) -> bytes:
+    """The bytes of `sig`, read once and bounded: missing, not a regular file (a folder, a FIFO, a device), too
+    large or unreadable is bad input, before ssh-keygen reads anything."""
+    try:
+        fd = os.open(sig, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO does not block the open
+    except FileNotFoundError:
+        raise BadInput(f"{bundle} is not signed (no {sig}); nothing was imported", where=str(bundle),
+                       hint="ask for a bundle exported with --sign KEY, or import without --signers to take it "
+                            "unsigned") from None
+    except OSError as exc:
+        raise BadInput(f"cannot read {sig}: {exc.strerror or exc}; nothing was imported", where=str(sig)) from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise BadInput(f"{sig} is not a regular file, so not a signature; nothing was imported", where=str(sig),
+                           hint="ask the sender for the FILE.sig that wb bundle export --sign wrote")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            armored = f.read(MAX_SIGNATURE_BYTES + 1)
+    except OSError as exc:
+        raise BadInput(f"cannot read {sig}: {exc.strerror or exc}; nothing was imported", where=str(sig)) from exc
+    finally:
+        os.close(fd)
+    if len(armored) > MAX_SIGNATURE_BYTES:
+        raise BadInput(f"{sig} is larger than {MAX_SIGNATURE_BYTES} bytes, so not a signature; nothing was imported",
+                       where=str(sig), hint="ask the sender for the FILE.sig that wb bundle export --sign wrote")
+    return armored
 
 
 def _key_named(said: str) -> str:
