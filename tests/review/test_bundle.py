@@ -591,3 +591,15 @@ def test_an_ssh_keygen_that_hangs_or_cannot_run_is_an_error_not_a_traceback(work
                  "--root", str(workbench_dir), fragment="ssh-keygen")
         assert not (workbench_dir / "n.wbundle").exists()
 
+
+def test_a_folder_where_the_signature_goes_is_an_error_and_nothing_is_exported(workbench_dir: Path,
+                                                                              seed_csv: Path, cli,
+                                                                              tmp_path: Path):
+    keys = _keys(tmp_path, "ada")
+    a = _seeded_store(workbench_dir, seed_csv, cli)
+    out = workbench_dir / "w.wbundle"
+    Path(f"{out}.sig").mkdir()
+    for sign in (["--sign", str(keys["ada"])], []):
+        _refused(cli, "bundle", "export", "wedge-confound", "-o", str(out), *sign, "--db", a,
+                 "--root", str(workbench_dir), fragment=f"{out}.sig")
+        assert not out.exists() and Path(f"{out}.sig").is_dir()

@@ -85,9 +85,12 @@ def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out:
     if not out.parent.is_dir():  # as cp and tar do: a mistyped folder is an error, not a tree to create
         raise BadInput(f"-o {out}: the folder {out.parent} does not exist",
                        hint=f"create it first: mkdir -p {shlex.quote(str(out.parent))}")
+    sig = signature_path(out)
+    if sig.is_dir():  # neither replaced by a signature nor removed as a stale one: refused before anything is written
+        raise BadInput(f"-o {out}: {sig}, where its signature goes, is a folder", where="-o",
+                       hint="give another file name, or move that folder")
     packed = gzip.compress(json.dumps(doc, sort_keys=True).encode("utf-8"), mtime=0)
     signature = sign(packed, Path(sign_with)) if sign_with is not None else None
-    sig = signature_path(out)
     if signature is not None:  # the signature first: a stop between the two leaves one that fails, never passes
         _write_atomically(sig, signature)
     else:
