@@ -603,3 +603,24 @@ def test_a_folder_where_the_signature_goes_is_an_error_and_nothing_is_exported(w
         _refused(cli, "bundle", "export", "wedge-confound", "-o", str(out), *sign, "--db", a,
                  "--root", str(workbench_dir), fragment=f"{out}.sig")
         assert not out.exists() and Path(f"{out}.sig").is_dir()
+
+
+@pytest.mark.parametrize("case, reason", [
+    ("edited after signing", "incorrect signature"),
+    ("signed for git, not for a bundle", "namespace does not match"),
+])
+def test_a_signature_that_does_not_verify_says_ssh_keygens_reason(workbench_dir: Path, seed_csv: Path, cli,
+                                                                   tmp_path: Path, case: str, reason: str):
+    """ssh-keygen -Y verify says why on one line and 'Could not verify signature.' after it: the error quoted
+    the last line, the same for a file edited after signing and a signature made for git."""
+    keys = _keys(tmp_path, "ada")
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    if case == "edited after signing":
+        _sign(bundle, keys["ada"])
+        bundle.write_bytes(_edited(bundle, lambda doc: _first(doc, "verdicts").update(verdict="supported"))
+                           .read_bytes())
+    else:
+        _sign(bundle, keys["ada"], namespace="git")
+    code, _, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]),
+                       "--db", str(workbench_dir / "b.duckdb"), "--root", str(workbench_dir))
+    assert code == 2 and "does not verify" in err and reason in err, err
