@@ -624,3 +624,22 @@ def test_a_signature_that_does_not_verify_says_ssh_keygens_reason(workbench_dir:
     code, _, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]),
                        "--db", str(workbench_dir / "b.duckdb"), "--root", str(workbench_dir))
     assert code == 2 and "does not verify" in err and reason in err, err
+
+
+def test_a_passphrase_key_signs_without_a_terminal_from_standard_input(workbench_dir: Path, seed_csv: Path, cli,
+                                                                        tmp_path: Path):
+    """ssh-keygen read the bundle's bytes, piped to its stdin, as the key's passphrase when there was no terminal:
+    the signature failed with "incorrect passphrase". It signs a private copy now, and stdin stays the user's."""
+    import subprocess
+    import sys
+
+    key = tmp_path / "id_ada"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "s3cret pass", "-C", "ada", "-f", str(key)],
+                   check=True)
+    db = _seeded_store(workbench_dir, seed_csv, cli)
+    out = workbench_dir / "w.wbundle"
+    wb = [sys.executable, "-m", "workbench.cli.main", "bundle", "export", "wedge-confound", "-o", str(out),
+          "--sign", str(key), "--db", db, "--root", str(workbench_dir)]
+    done = subprocess.run(wb, input=b"s3cret pass\n", capture_output=True, timeout=120, start_new_session=True)
+    assert done.returncode == 0, done.stderr
+    assert Path(f"{out}.sig").read_bytes().startswith(b"-----BEGIN SSH SIGNATURE-----")

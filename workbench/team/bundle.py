@@ -91,11 +91,14 @@ def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out:
                        hint="give another file name, or move that folder")
     packed = gzip.compress(json.dumps(doc, sort_keys=True).encode("utf-8"), mtime=0)
     signature = sign(packed, Path(sign_with)) if sign_with is not None else None
-    if signature is not None:  # the signature first: a stop between the two leaves one that fails, never passes
+    # A stop between the two writes leaves a signature that fails beside the file, never one that passes: signed,
+    # the new signature goes first; unsigned, the old one (of the file this one replaces) goes after the new file,
+    # so a failed write keeps the old file and its signature as they were
+    if signature is not None:
         _write_atomically(sig, signature)
-    else:
-        sig.unlink(missing_ok=True)  # it signed the file this one replaces
     _write_atomically(out, packed)
+    if signature is None:
+        sig.unlink(missing_ok=True)
     counts = {k: len(doc["store"][k]) for k in ("executions", "runs", "verdicts", "reviews", "artifact_blobs")}
     return BundleSummary(str(out), tuple(hypothesis_ids), counts, str(sig) if signature is not None else None)
 

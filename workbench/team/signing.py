@@ -45,13 +45,16 @@ def signature_path(bundle: Path) -> Path:
     return bundle.with_name(bundle.name + ".sig")
 
 
-def _keygen(args: list[str], *, data: bytes | None, flag: str, timeout: float | None) -> "subprocess.CompletedProcess":
+def _keygen(args: list[str], *, data: bytes | None, flag: str, timeout: float | None,
+            stdin_inherited: bool = False) -> "subprocess.CompletedProcess":
+    """ssh-keygen run with `args`, `data` on its stdin (none: /dev/null, or wb's own stdin if `stdin_inherited`)."""
     exe = shutil.which("ssh-keygen")
     if exe is None:
         raise BadInput(f"{flag}: signatures need ssh-keygen (OpenSSH 8.2 or newer), which is not on PATH",
                        where=flag, hint="install the OpenSSH client")
     try:
-        return subprocess.run([exe, *args], input=data, capture_output=True, timeout=timeout, check=False)
+        stdin = {} if data is not None or stdin_inherited else {"stdin": subprocess.DEVNULL}
+        return subprocess.run([exe, *args], input=data, capture_output=True, timeout=timeout, check=False, **stdin)
     except subprocess.TimeoutExpired as exc:
         raise BadInput(f"{flag}: ssh-keygen ({exe}) did not finish in {timeout:g} s", where=flag,
                        hint="is it OpenSSH's ssh-keygen (8.2 or newer)?") from exc
@@ -78,11 +81,19 @@ def sign(data: bytes, key: Path) -> bytes:
     """The armored SSH signature of `data` by `key` (a private key, or a public key whose private half an agent
     holds; a passphrase is asked on the terminal, as ssh-keygen asks it)."""
     check_key(key)
-    proc = _keygen(["-Y", "sign", "-n", NAMESPACE, "-f", str(key)], data=data, flag="--sign", timeout=None)
-    if proc.returncode != 0 or not proc.stdout.startswith(b"-----BEGIN SSH SIGNATURE-----"):
+    # ssh-keygen signs a private copy of the bytes, not its stdin: stdin stays the user's, where ssh-keygen reads a
+    # key's passphrase when there is no terminal (it would read the bundle's bytes as one)
+    with tempfile.TemporaryDirectory(prefix="wb-sign-") as private:
+        copy = Path(private) / "bundle"
+        copy.write_bytes(data)
+        proc = _keygen(["-Y", "sign", "-n", NAMESPACE, "-f", str(key), str(copy)], data=None, flag="--sign",
+                       timeout=None, stdin_inherited=True)
+        armored = copy.with_name("bundle.sig")
+        signature = armored.read_bytes() if proc.returncode == 0 and armored.is_file() else b""
+    if not signature.startswith(b"-----BEGIN SSH SIGNATURE-----"):
         raise BadInput(f"--sign {key}: ssh-keygen could not sign with it ({_said(proc)}); nothing was exported",
                        where="--sign", hint="is it a private SSH key (or its public key, with the key in ssh-agent)?")
-    return proc.stdout
+    return signature
 
 
 def verify(data: bytes, bundle: Path, signers: Path) -> Signer:
