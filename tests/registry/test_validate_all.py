@@ -286,3 +286,21 @@ def test_a_parent_mistyped_does_not_hide_its_entry_s_other_problems(workbench_di
     assert code == 2 and "Traceback" not in err and len(errors) == 2, err
     assert f"{path}:{_line(path, 'poolhots')} " in errors[0] and "parent 'dead-code-dsaindexerpoolhots'" in errors[0]
     assert f"{path}:{_line(path, 'index_k_dtyp:')} " in errors[1] and "unknown variable 'index_k_dtyp'" in errors[1]
+
+
+def test_an_unknown_name_in_a_kernel_option_is_told_at_its_line(workbench_dir: Path, cli):
+    # A kernel profile's options are templates filled when a run starts; `{{ geometry_fixx }}` passed validate and
+    # failed only in the run.
+    path = workbench_dir / "experiments" / "kernel-geometry.yaml"
+    text = path.read_text()
+    assert 'geometry_fix: "{{ geometry_fix }}"' in text
+    path.write_text(text.replace('geometry_fix: "{{ geometry_fix }}"', 'geometry_fix: "{{ geometry_fixx }}"'))
+    code, out, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 2 and "Traceback" not in err, (code, err)
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert len(errors) == 1 and f"{path}:{_line(path, 'geometry_fixx')}" in errors[0], err
+    assert "unknown name geometry_fixx" in errors[0] and "filled with the experiment's variables" in err, err
+    # a built-in name is no kernel argument: the call is filled with the run's variables alone
+    path.write_text(text.replace('geometry_fix: "{{ geometry_fix }}"', 'geometry_fix: "{{ run_dir }}"'))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 2 and "unknown name run_dir" in err, err

@@ -97,6 +97,10 @@ def _check_experiment_profile(exp: Experiment, pname: str, prof: Profile, doc: L
     template_file = path.parent / prof.config.template_file if prof.config and prof.config.template_file else None
     for loc, text in templates:
         source = template_file if loc == ("config", "template_file") else None
+        if loc[0] == "options":  # a kernel call's arguments are filled with the run's variables alone
+            hint = f"a kernel option is filled with the experiment's variables ({', '.join(exp.variables)})"
+            _check_template(text, set(exp.variables), doc, ("profiles", pname, *loc), found, hint=hint)
+            continue
         _check_template(text, allowed, doc, ("profiles", pname, *loc), found, source)
 
 
@@ -169,6 +173,9 @@ def _templates(prof: Any, exp_dir: Path) -> list[tuple[tuple[Any, ...], str]]:
         out.append((("fingerprint", name), cmd))
     for name, p in prof.artifacts.items():
         out.append((("artifacts", name), p))
+    for name, value in prof.options.items():  # a kernel call's keyword arguments are templates, filled per run
+        if isinstance(value, str):
+            out.append((("options", name), value))
     return out
 
 
@@ -190,7 +197,7 @@ def _template_names(text: str) -> tuple[frozenset[str], str | None, int | None]:
 
 
 def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[Any, ...], found: Found,
-                    source: Path | None = None) -> None:
+                    source: Path | None = None, hint: str | None = None) -> None:
     """The template's syntax, else each unknown name it uses apart, at the line using it: in `source`, the file the
     text was read from, else in the experiment file."""
     names, syntax_error, error_line = _template_names(text)
@@ -206,8 +213,8 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
         line = _line_in(text, doc, loc, source, at)
         with found.apart():
             raise ConfigError(f"template uses unknown name {name}", file=file, line=line, field=field,
-                              hint="use a declared variable, a profile context key, or a built-in "
-                                   f"({', '.join(sorted(BUILTIN_TEMPLATE_NAMES))})")
+                              hint=hint or "use a declared variable, a profile context key, or a built-in "
+                                           f"({', '.join(sorted(BUILTIN_TEMPLATE_NAMES))})")
 
 
 def _line_in(text: str, doc: LocatedYaml, loc: tuple[Any, ...], source: Path | None, at: int | None) -> int | None:
