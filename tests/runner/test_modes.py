@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -101,34 +98,30 @@ def test_kernel_target_records_geometry_metrics(monkeypatch, tmp_path):
     assert s["arms"]["control"]["totals"]["corrupted_tokens"] > 0
 
 
-def test_cli_exit_codes(toy):
-    env = dict(os.environ, WB_ROOT=str(toy.root))
-    base = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix", "--db", toy.db]
-    bad = subprocess.run(base + ["--set", "nosuch=1"], capture_output=True, text=True, env=env, timeout=60)
-    assert bad.returncode == 2 and "Error:" in bad.stderr
-    failing = subprocess.run(base + ["--set", "mode=unhealthy", "--replicates", "1", "--json"],
-                             capture_output=True, text=True, env=env, timeout=120)
-    assert failing.returncode == 1
-    assert {r["status"] for r in json.loads(failing.stdout)["runs"]} == {"failed"}
-    assert "health never green" in failing.stdout + failing.stderr
+def test_cli_exit_codes(toy, cli):
+    # In process (`cli`): the same command tree and error boundary as the console script, without its imports.
+    base = ["hypothesis", "run", "toy-fix", "--db", toy.db]
+    code, _, err = cli(*base, "--set", "nosuch=1")
+    assert code == 2 and "Error:" in err
+    code, out, err = cli(*base, "--set", "mode=unhealthy", "--replicates", "1", "--json")
+    assert code == 1
+    assert {r["status"] for r in json.loads(out)["runs"]} == {"failed"}
+    assert "health never green" in out + err
     assert toy.conf.read_bytes() == toy.original  # (exit 0 on success: tests/runner/test_sim.py)
 
 
-def test_fail_on_gates_the_verdict_and_the_summary_is_whole(toy):
+def test_fail_on_gates_the_verdict_and_the_summary_is_whole(toy, cli):
     """--fail-on: exit 3 when the verdict is in the set, 0 when not, 2 for a verdict wb does not have. The
     summary's order line names only the runs made (a sequential stop makes fewer than planned), and the
     printed wall time is the sum of target, runner, analysis and report."""
     import re
 
-    env = dict(os.environ, WB_ROOT=str(toy.root))
-    base = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix", "--db", toy.db]
-    bad = subprocess.run(base + ["--fail-on", "falsified,wrong"], capture_output=True, text=True, env=env, timeout=60)
-    assert bad.returncode == 2 and "Error: --fail-on 'falsified,wrong': unknown verdict wrong" in bad.stderr
-    assert "Traceback" not in bad.stderr
-    first = subprocess.run(base + ["--sequential", "--replicates", "3", "--seed", "3"],
-                           capture_output=True, text=True, env=env, timeout=300)
-    assert first.returncode == 0, first.stdout + first.stderr
-    out = first.stdout
+    base = ["hypothesis", "run", "toy-fix", "--db", toy.db]  # in process (`cli`), as in test_cli_exit_codes
+    code, _, err = cli(*base, "--fail-on", "falsified,wrong")
+    assert code == 2 and "Error: --fail-on 'falsified,wrong': unknown verdict wrong" in err
+    assert "Traceback" not in err
+    code, out, err = cli(*base, "--sequential", "--replicates", "3", "--seed", "3")
+    assert code == 0, out + err
     verdict = re.search(r"^verdict: (\w+) \(claim: ", out, re.M).group(1)
     made = sum(int(n) for n in re.findall(r"runs ok \d+/(\d+)", out))
     order = re.search(r"^order: (.*)$", out, re.M).group(1)
@@ -152,15 +145,13 @@ def test_fail_on_gates_the_verdict_and_the_summary_is_whole(toy):
     wall, *parts = (round(float(x) * 100) for x in t.groups())
     assert wall == sum(parts)  # in hundredths, as shown: the parts add up to the total
     others = ",".join(v for v in ("supported", "falsified", "inconclusive", "invalid") if v != verdict)
-    gated = subprocess.run(base + ["--replicates", "1", "--json", "--fail-on", verdict], capture_output=True,
-                           text=True, env=env, timeout=300)
-    d = json.loads(gated.stdout)
+    code, gated, err = cli(*base, "--replicates", "1", "--json", "--fail-on", verdict)
+    d = json.loads(gated)
     assert (d["wb"], d["command"]) == (1, "hypothesis run")
-    assert gated.returncode == (3 if d["verdict"] == verdict else 0), gated.stderr
+    assert code == (3 if d["verdict"] == verdict else 0), err
     assert "command_timing" not in d
     assert set(d["timing"]) == {"wall_s", "target_s", "runner_s", "analysis_s", "report_s"}
-    passed = subprocess.run(base + ["--replicates", "1", "--fail-on", others], capture_output=True, text=True,
-                            env=env, timeout=300)
-    v2 = re.search(r"^verdict: (\w+) \(claim: ", passed.stdout, re.M).group(1)
-    assert passed.returncode == (3 if v2 in others.split(",") else 0)
+    code, passed, _ = cli(*base, "--replicates", "1", "--fail-on", others)
+    v2 = re.search(r"^verdict: (\w+) \(claim: ", passed, re.M).group(1)
+    assert code == (3 if v2 in others.split(",") else 0)
     assert toy.conf.read_bytes() == toy.original
