@@ -30,18 +30,18 @@ def _killed_mid_run(toy) -> None:
     assert toy.conf.read_bytes() != toy.original
 
 
-def _resume(toy) -> tuple[int, str]:
-    out = subprocess.run([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix", "--resume",
-                          "--db", toy.db], env=dict(os.environ, PYTHONPATH=str(toy.root), WB_ROOT=str(toy.root)),
-                         capture_output=True, text=True, timeout=600)
-    return out.returncode, out.stderr
+def _resume(toy, cli) -> tuple[int, str]:
+    """`wb hypothesis run toy-fix --resume` in process (`cli`: the command tree and error boundary of the console
+    script, without its imports); the killed runner was a process of its own."""
+    code, _, err = cli("hypothesis", "run", "toy-fix", "--resume", "--db", toy.db)
+    return code, err
 
 
 def _hint_line(err: str, starts: str) -> str:
     return next(line.strip() for line in err.splitlines() if line.strip().startswith(starts))
 
 
-def test_a_resume_does_not_put_the_saved_original_over_a_config_written_since(toy):
+def test_a_resume_does_not_put_the_saved_original_over_a_config_written_since(toy, cli):
     _killed_mid_run(toy)
     lock = config_lock_file(str(toy.conf))
     # The operator does what the refusal of a new run says: the original back by hand, the lock removed; then
@@ -49,7 +49,7 @@ def test_a_resume_does_not_put_the_saved_original_over_a_config_written_since(to
     toy.conf.write_bytes(toy.original)
     os.unlink(lock)
     toy.conf.write_bytes(NEW_BASELINE)
-    code, err = _resume(toy)
+    code, err = _resume(toy, cli)
     assert code == 2, err
     assert err.startswith(f"Error: the config {toy.conf} on local is not the original execution 1 of toy-fix"), err
     assert "written since" in err and "Traceback" not in err, err
@@ -58,48 +58,46 @@ def test_a_resume_does_not_put_the_saved_original_over_a_config_written_since(to
     # The hint's way on when the config as it is now is the one to keep: the saved original is dropped, and the
     # resume takes the config afresh and leaves it so.
     subprocess.run(_hint_line(err, "rm -f "), shell=True, check=True)
-    code, err = _resume(toy)
+    code, err = _resume(toy, cli)
     assert code == 0, err
     assert toy.conf.read_bytes() == NEW_BASELINE
 
 
-def test_a_resume_after_the_lock_alone_was_removed_is_refused_until_the_original_is_back(toy):
+def test_a_resume_after_the_lock_alone_was_removed_is_refused_until_the_original_is_back(toy, cli):
     """Removed without putting the original back: the config is what the killed run wrote, which a resume must not
     take for the original, nor can it tell it from a config chosen since. It refuses; the hint's copy puts the
     saved original back, and the resume then ends with it."""
     _killed_mid_run(toy)
     left = toy.conf.read_bytes()
     os.unlink(config_lock_file(str(toy.conf)))
-    code, err = _resume(toy)
+    code, err = _resume(toy, cli)
     assert code == 2 and "written since" in err, err
     assert toy.conf.read_bytes() == left
     copy = _hint_line(err, "cp ")
     assert shlex.split(copy)[-1] == str(toy.conf)
     subprocess.run(copy, shell=True, check=True)
-    code, err = _resume(toy)
+    code, err = _resume(toy, cli)
     assert code == 0, err
     assert toy.conf.read_bytes() == toy.original
 
 
-def test_a_run_refused_after_a_kill_where_the_config_was_no_file_says_to_remove_it(toy):
+def test_a_run_refused_after_a_kill_where_the_config_was_no_file_says_to_remove_it(toy, cli):
     """The config did not exist before the killed run: its original is no file. The refusal of the next run must
     not name a saved copy that does not exist (following it failed with `cp: cannot stat`); it says to remove the
     file, and that way on works."""
     toy.conf.unlink()
     _killed_mid_run(toy)
     assert toy.conf.exists()
-    env = dict(os.environ, PYTHONPATH=str(toy.root), WB_ROOT=str(toy.root))
-    new_run = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix", "--db", toy.db,
-               "--replicates", "1"]
-    out = subprocess.run(new_run, env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 2, out.stderr
-    assert "original-" not in out.stderr and "did not exist" in out.stderr, out.stderr
-    rm = _hint_line(out.stderr.replace("(", "\n").replace(")", "\n"), "rm -f ")
+    new_run = ["hypothesis", "run", "toy-fix", "--db", toy.db, "--replicates", "1"]
+    code, _, err = cli(*new_run)
+    assert code == 2, err
+    assert "original-" not in err and "did not exist" in err, err
+    rm = _hint_line(err.replace("(", "\n").replace(")", "\n"), "rm -f ")
     assert shlex.split(rm) == ["rm", "-f", str(toy.conf)], rm
     subprocess.run(rm, shell=True, check=True)
     os.unlink(config_lock_file(str(toy.conf)))
     # The next run takes the target (the toy service cannot restart without a config file, so its closing restart
     # fails, loudly: not wb's concern here) and leaves the config as it was: no file.
-    out = subprocess.run(new_run, env=env, capture_output=True, text=True, timeout=600)
-    assert "was left by" not in out.stderr and "2 of 2 runs ok" in out.stderr, out.stderr
+    _, _, err = cli(*new_run)
+    assert "was left by" not in err and "2 of 2 runs ok" in err, err
     assert not toy.conf.exists()
