@@ -58,14 +58,13 @@ def _ok_runs(toy) -> list[tuple]:
 
 
 @pytest.mark.parametrize("as_json", [False, True])
-def test_a_run_deleted_while_its_execution_runs_is_counted_as_deleted(toy, as_json: bool):
+def test_a_run_deleted_while_its_execution_runs_is_counted_as_deleted(toy, cli, as_json: bool):
     proc, flag = _run_held_after_the_first(toy, *(["--json"] if as_json else []))
     try:
         _store_when_waiting(toy, lambda: bool(_ok_runs(toy)), proc)
         ((first,),) = _ok_runs(toy)
-        res = subprocess.run(WB + ["runs", "delete", str(first), "--yes", "--db", toy.db], capture_output=True,
-                             text=True, timeout=120)
-        assert res.returncode == 0, res.stderr[-2000:]
+        code, _, err = cli("runs", "delete", str(first), "--yes", "--db", toy.db)  # in process, beside the runner's
+        assert code == 0, err[-2000:]
     finally:
         flag.unlink()
     out, err = proc.communicate(timeout=300)
@@ -85,7 +84,7 @@ def test_a_run_deleted_while_its_execution_runs_is_counted_as_deleted(toy, as_js
     assert toy.conf.read_bytes() == toy.original
 
 
-def test_deleting_the_attempt_a_resume_redid_keeps_the_execution_verdict(toy):
+def test_deleting_the_attempt_a_resume_redid_keeps_the_execution_verdict(toy, cli):
     # A runner killed mid-run leaves its run interrupted; --resume redoes that planned run and records the
     # verdict on the execution, reading the redone run, not the attempt. The attempt is history: deleting it
     # must leave the verdict and the status (it once took both, by "any run of the execution").
@@ -107,20 +106,19 @@ def test_deleting_the_attempt_a_resume_redid_keeps_the_execution_verdict(toy):
         proc.communicate(timeout=30)
     once.unlink()
     flag.unlink()
-    res = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--resume", "--db", toy.db, "--no-report", "--json"],
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
-    execution = json.loads(res.stdout)["execution_id"]
+    # The resume, the deletion and the listings run in process (`cli`): the killed runner was the process of its own.
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--resume", "--db", toy.db, "--no-report", "--json")
+    assert code == 0, err[-2000:]
+    execution = json.loads(out)["execution_id"]
     ((attempt,),) = _rows_with(toy, "interrupted")
     verdicts = store_rows(toy.db, "SELECT id, verdict FROM verdicts WHERE execution_id = :e", e=execution)
     assert len(verdicts) == 1, verdicts
-    status = _status(toy)
-    res = subprocess.run(WB + ["runs", "delete", str(attempt), "--yes", "--json", "--db", toy.db],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr[-2000:]
-    d = json.loads(res.stdout)
+    status = _status(toy, cli)
+    code, out, err = cli("runs", "delete", str(attempt), "--yes", "--json", "--db", toy.db)
+    assert code == 0, err[-2000:]
+    d = json.loads(out)
     assert [r["id"] for r in d["deleted"]] == [attempt] and d["verdicts_deleted"] == [], d
-    assert d["status_changes"] == {} and _status(toy) == status
+    assert d["status_changes"] == {} and _status(toy, cli) == status
     assert store_rows(toy.db, "SELECT id, verdict FROM verdicts") == verdicts
 
 
@@ -133,9 +131,8 @@ def _rows_with(toy, status: str) -> list[tuple]:
         return []
 
 
-def _status(toy) -> tuple[str, str]:
-    res = subprocess.run(WB + ["hypothesis", "list", "--json", "--db", toy.db], capture_output=True, text=True,
-                         timeout=120)
-    assert res.returncode == 0, res.stderr
-    (row,) = [i for i in json.loads(res.stdout)["items"] if i["id"] == "toy-fix"]
+def _status(toy, cli) -> tuple[str, str]:
+    code, out, err = cli("hypothesis", "list", "--json", "--db", toy.db)
+    assert code == 0, err
+    (row,) = [i for i in json.loads(out)["items"] if i["id"] == "toy-fix"]
     return row["status"], row["status_basis"]
