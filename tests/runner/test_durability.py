@@ -80,9 +80,8 @@ def test_kill_9_after_a_run_ended_then_resume_keeps_that_run(toy):
         conn.close()
     assert toy.conf.read_bytes() != toy.original
     (journaled,) = [json.loads(p.read_text()) for p in _journal(toy)]
-    res = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--resume", "--json"],
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
+    res = _run_here("toy-fix", "--db", toy.db, "--resume", "--json")
+    assert res.exit_code == 0, res.stderr[-2000:]
     assert toy.conf.read_bytes() == toy.original
     runs = {r["id"]: r for r in json.loads(res.stdout)["runs"]}
     assert runs[journaled["run_id"]]["status"] == "ok"  # written from the journal, not redone
@@ -145,9 +144,9 @@ def _slow_workload(toy) -> tuple[Path, callable]:
     return flag, workload
 
 
-def _delete(toy, *ids: int) -> subprocess.CompletedProcess:
-    return subprocess.run(WB + ["runs", "delete", *map(str, ids), "--yes", "--db", toy.db, "--json"],
-                          capture_output=True, text=True, timeout=120)
+def _delete(toy, *ids: int):
+    """`wb runs delete IDS` in this process (the runner whose runs it deletes is another): see `_wb_here`."""
+    return _wb_here("runs", "delete", *map(str, ids), "--yes", "--db", toy.db, "--json")
 
 
 def _held_runner(toy) -> tuple[subprocess.Popen, int, Path]:
@@ -176,7 +175,7 @@ def test_runs_of_a_killed_runner_can_be_deleted_and_a_live_runners_cannot(toy):
         assert len(running) == 1, running
         live = running[0][0]
         res = _delete(toy, live)
-        assert res.returncode == 2 and f"run {live} is running" in res.stderr, res.stderr
+        assert res.exit_code == 2 and f"run {live} is running" in res.stderr, res.stderr
         assert "Traceback" not in res.stderr
         assert proc.poll() is None, "the runner must still be alive for the refusal to mean anything"
         proc.send_signal(signal.SIGKILL)
@@ -189,7 +188,7 @@ def test_runs_of_a_killed_runner_can_be_deleted_and_a_live_runners_cannot(toy):
         assert store_rows(toy.db, f"SELECT status FROM runs WHERE id = {live}") == [("running",)]
         assert store_rows(toy.db, "SELECT status FROM executions") == [("running",)]
         res = _delete(toy, live)
-        assert res.returncode == 0, res.stderr[-2000:]
+        assert res.exit_code == 0, res.stderr[-2000:]
         assert [r["id"] for r in json.loads(res.stdout)["deleted"]] == [live]
         assert store_rows(toy.db, f"SELECT count(*) FROM runs WHERE id = {live}") == [(0,)]
     finally:
@@ -210,9 +209,8 @@ def test_resume_while_the_runner_is_alive_is_refused_and_touches_nothing(toy):
         # the workload started. Wait for it, so that the rows compared below move only if the resume moves them.
         _until(lambda: ("pending",) in store_rows(toy.db, "SELECT status FROM runs"), proc)
         before = store_rows(toy.db, "SELECT id, status FROM runs ORDER BY id")
-        res = subprocess.run(WB + ["hypothesis", "run", "toy-fix", "--resume", "--db", toy.db],
-                             capture_output=True, text=True, timeout=120)
-        assert res.returncode == 2, res.stderr[-2000:]
+        res = _run_here("toy-fix", "--resume", "--db", toy.db)
+        assert res.exit_code == 2, res.stderr[-2000:]
         assert "still running" in res.stderr and f"pid {proc.pid}" in res.stderr, res.stderr
         assert "Traceback" not in res.stderr
         assert _alive(pgid) and proc.poll() is None          # its workload was not stopped as an orphan
@@ -228,17 +226,22 @@ def test_resume_while_the_runner_is_alive_is_refused_and_touches_nothing(toy):
     assert toy.conf.read_bytes() == toy.original
 
 
-def _run_here(*args: str):
-    """`wb hypothesis run ARGS` in this process (the runners killed here are other processes; these run to the end,
-    so one interpreter's imports serve them all): the result's exit_code, stdout and stderr. An exception the CLI
-    did not turn into an Error (a traceback) fails here."""
+def _wb_here(*args: str):
+    """`wb ARGS` in this process (the runners killed here are other processes; these run to the end, so one
+    interpreter's imports serve them all): the result's exit_code, stdout and stderr. An exception the CLI did not
+    turn into an Error (a traceback) fails here."""
     from typer.testing import CliRunner
 
     from workbench.cli.main import app
 
-    res = CliRunner().invoke(app, ["hypothesis", "run", *args])
+    res = CliRunner().invoke(app, list(args))
     assert res.exception is None or isinstance(res.exception, SystemExit), (args, res.exception, res.output[-2000:])
     return res
+
+
+def _run_here(*args: str):
+    """`wb hypothesis run ARGS` in this process: see `_wb_here`."""
+    return _wb_here("hypothesis", "run", *args)
 
 
 def test_a_new_run_after_kill_9_refuses_the_config_the_dead_runner_left(toy):
