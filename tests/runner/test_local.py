@@ -46,29 +46,25 @@ def test_records_both_arms_and_restores(toy):
                                      for c in summary["checks"]), summary["checks"]
 
 
-def test_a_successful_run_records_no_error(toy):
+def test_a_successful_run_records_no_error(toy, cli):
     """An ok run carries no error: not in the summary, `wb runs show`, its --json, nor on its report page."""
-    import subprocess
-    import sys
-
     summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, replicates=1)
     assert [(r["status"], r["error"]) for r in summary["runs"]] == [("ok", None)] * 2
     assert store_rows(toy.db, "SELECT count(*) FROM runs WHERE error IS NOT NULL")[0][0] == 0
     rid = summary["runs"][0]["id"]
-    wb = [sys.executable, "-m", "workbench.cli.main", "runs", "show", str(rid), "--db", toy.db]
-    shown = subprocess.run(wb, capture_output=True, text=True, timeout=60)
-    assert shown.returncode == 0, shown.stderr
-    assert "status: ok" in shown.stdout and "error" not in shown.stdout and "interrupted" not in shown.stdout
+    wb = ["runs", "show", str(rid), "--db", toy.db]  # wb in process (`cli`): the console script's command tree
+    code, shown, err = cli(*wb)
+    assert code == 0, err
+    assert "status: ok" in shown and "error" not in shown and "interrupted" not in shown
     # What its help promises: the fingerprint and the rendered config too (they were in --json alone), and the
     # units per outcome as words, not a Python dict.
-    assert "fingerprint: " in shown.stdout and "uname=Linux" in shown.stdout, shown.stdout
-    assert "rendered config:\n    # toy serve file\n    fix=" in shown.stdout, shown.stdout
-    assert "{" not in shown.stdout.split("units: ", 1)[1].splitlines()[0], shown.stdout
-    as_json = subprocess.run(wb + ["--json"], capture_output=True, text=True, timeout=60)
-    assert json.loads(as_json.stdout)["error"] is None
-    built = subprocess.run([sys.executable, "-m", "workbench.cli.main", "report", "--db", toy.db],
-                           capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr
+    assert "fingerprint: " in shown and "uname=Linux" in shown, shown
+    assert "rendered config:\n    # toy serve file\n    fix=" in shown, shown
+    assert "{" not in shown.split("units: ", 1)[1].splitlines()[0], shown
+    _, as_json, _ = cli(*wb, "--json")
+    assert json.loads(as_json)["error"] is None
+    code, _, err = cli("report", "--db", toy.db)
+    assert code == 0, err
     page = (toy.root / "reports" / "runs" / f"{rid}.html").read_text(encoding="utf-8")
     assert "<h3>Error</h3>" not in page and "interrupted" not in page
 
