@@ -19,18 +19,18 @@ SEARCH = ["isolate", "--experiment", "agent-repro", "--good", "geometry_fix=on n
           "--alpha", "0.2", "--budget", "480"]
 
 
-def _uninterrupted_search_records_each_probe_and_restores_the_target(bench) -> dict:
+def _uninterrupted_search_records_each_probe_and_restores_the_target(bench, cli) -> dict:
     registry_before = (bench.root / "hypotheses.yaml").read_bytes()
     # Half the seed's rounds: the search still decides in one run per probe (the geometry bug leaks from
     # the second round), in less than half the time of 80 x 4 (this test records, it does not calibrate).
     exp = bench.root / "experiments" / "agent-repro.yaml"
     exp.write_text(exp.read_text().replace("--sessions 80 --rounds 4", "--sessions 80 --rounds 2"))
     # abort fix on in both: the geometry alone separates good from bad (a one-change search, two probes).
-    out = subprocess.run([sys.executable, "-m", "workbench.cli.main", *SEARCH, "--seed", "7", "--json",
-                          "--db", bench.db],
-                         capture_output=True, text=True, env=dict(os.environ), timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    rec = json.loads(out.stdout)
+    # wb in process (`cli`: the console script's command tree, without its imports); the stopped search below is
+    # a process of its own.
+    code, out, err = cli(*SEARCH, "--seed", "7", "--json", "--db", bench.db)
+    assert code == 0, err[-3000:]
+    rec = json.loads(out)
     assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
     assert control.status(bench.sim_dir).state == "down"
     assert (bench.root / "hypotheses.yaml").read_bytes() == registry_before  # no --write: the YAML is untouched
@@ -64,9 +64,8 @@ def _uninterrupted_search_records_each_probe_and_restores_the_target(bench) -> d
     finally:
         con.close()
 
-    site = subprocess.run([sys.executable, "-m", "workbench.cli.main", "report", "--db", bench.db],
-                          capture_output=True, text=True, env=dict(os.environ), timeout=600)
-    assert site.returncode == 0, site.stderr[-2000:]
+    code, _, err = cli("report", "--db", bench.db)
+    assert code == 0, err[-2000:]
     page = (bench.root / "reports" / "isolate.html").read_text()
     assert rec["search_id"] in page and "geometry_fix" in page
     return res
@@ -112,14 +111,14 @@ def _stop_in_second_probe(bench, args: list[str]) -> subprocess.CompletedProcess
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def test_isolate_on_pdsim_records_each_probe_restores_and_resumes_a_stopped_search(bench):
+def test_isolate_on_pdsim_records_each_probe_restores_and_resumes_a_stopped_search(bench, cli):
     """The search runs whole first (each probe recorded, the target restored): that is the reference. A
     stopped search used to say "wb isolate has no --resume: run the same command again to search afresh":
     every decided probe ran again. Resumed, probe 0 is read back from the store (no new run), probe 1 continues
     its own execution, and the answer is the uninterrupted search's, probe for probe."""
     import shlex
 
-    expected = _uninterrupted_search_records_each_probe_and_restores_the_target(bench)
+    expected = _uninterrupted_search_records_each_probe_and_restores_the_target(bench, cli)
     exp = bench.root / "experiments" / "agent-repro.yaml"
     bench.db = str(bench.root / "stopped.duckdb")  # the same search again, from scratch, in a store of its own
     stopped = _stop_in_second_probe(bench, [*SEARCH, "--seed", "7", "--db", bench.db])
@@ -135,16 +134,15 @@ def test_isolate_on_pdsim_records_each_probe_restores_and_resumes_a_stopped_sear
 
     edited = exp.read_text()
     exp.write_text(edited.replace("--sessions 80 --rounds 2", "--sessions 80 --rounds 3"))
-    refused = subprocess.run(_wb(*command[1:]), capture_output=True, text=True, env=dict(os.environ), timeout=600)
-    assert refused.returncode == 2, refused.stderr[-3000:]
-    assert "Error: --resume: probe 0 of search" in refused.stderr and "changed since" in refused.stderr
+    code, _, refused = cli(*command[1:])
+    assert code == 2, refused[-3000:]
+    assert "Error: --resume: probe 0 of search" in refused and "changed since" in refused
     assert _probe_runs(bench.db) == before  # refused before anything ran
     exp.write_text(edited)
 
-    resumed = subprocess.run(_wb(*command[1:], "--json"), capture_output=True, text=True, env=dict(os.environ),
-                             timeout=600)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    rec = json.loads(resumed.stdout)
+    code, out, err = cli(*command[1:], "--json")
+    assert code == 0, err[-3000:]
+    rec = json.loads(out)
     assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
     assert control.status(bench.sim_dir).state == "down"
     after = _probe_runs(bench.db)
@@ -168,8 +166,8 @@ def test_isolate_on_pdsim_records_each_probe_restores_and_resumes_a_stopped_sear
         f"1 probe read back from stored runs (p0: execution {p0_execution}), 1 probe continued where it stopped "
         f"(p1: execution {rec['resume']['continued'][0]['execution_id']})"), said
 
-    again = subprocess.run(_wb(*command[1:]), capture_output=True, text=True, env=dict(os.environ), timeout=600)
-    assert again.returncode == 2 and "already finished (decided)" in again.stderr, again.stderr[-2000:]
+    code, _, err = cli(*command[1:])
+    assert code == 2 and "already finished (decided)" in err, err[-2000:]
 
 
 def test_an_interrupted_search_restores_and_gives_a_hint_that_works(bench):
