@@ -5,12 +5,10 @@ test_isolate_pdsim.py so the two long searches run beside its others."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
 import pytest
 
-from test_isolate_pdsim import SEARCH, _probe_runs, _wb  # noqa: E402  (tests/isolate is on sys.path)
+from test_isolate_pdsim import SEARCH, _probe_runs  # noqa: E402  (tests/isolate is on sys.path)
 from workbench.sim import control
 
 pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
@@ -26,7 +24,7 @@ def _guard_the_workload(bench, guard: str) -> None:
     exp.write_text(edited)
 
 
-def test_a_probe_whose_runs_all_fail_stops_the_search_and_the_search_resumes(bench):
+def test_a_probe_whose_runs_all_fail_stops_the_search_and_the_search_resumes(bench, cli):
     """A probe whose every run failed (here the workload exits 3 on the bad config while a flag file exists: the
     repro script gone from the host) stopped undecided after two failed runs, and the search went on to the next
     probe as if the config were merely undecided: it spent the rest of the budget around a hole and answered
@@ -39,15 +37,15 @@ def test_a_probe_whose_runs_all_fail_stops_the_search_and_the_search_resumes(ben
     broken.write_text("")
     _guard_the_workload(bench, f"if [ {{{{ geometry_fix }}}} = off ] && [ -e {broken} ]; then "
                                "echo 'repro script not found' >&2; exit 3; fi; ")
-    out = subprocess.run(_wb(*SEARCH, "--seed", "7", "--db", bench.db), capture_output=True, text=True,
-                         env=dict(os.environ), timeout=600)
-    assert out.returncode == 1, out.stderr[-3000:]
-    assert "Traceback" not in out.stderr
-    [error] = [line for line in out.stderr.splitlines() if line.startswith("Error:")]
+    # wb in process (`cli`: the console script's command tree and error boundary, without its imports).
+    code, _, err = cli(*SEARCH, "--seed", "7", "--db", bench.db)
+    assert code == 1, err[-3000:]
+    assert "Traceback" not in err
+    [error] = [line for line in err.splitlines() if line.startswith("Error:")]
     assert error.startswith("Error: wb isolate probe 1 (good with {geometry_fix=off}): its 2 runs failed, "
                             "so it decided nothing; the search stopped there. First: run "), error
     assert error.endswith("workload exited 3: repro script not found"), error
-    hint = out.stderr.split("resumes with: ", 1)[1].strip().splitlines()[0]
+    hint = err.split("resumes with: ", 1)[1].strip().splitlines()[0]
     command = shlex.split(hint)
     assert command[:2] == ["wb", "isolate"] and command[-1] == "--resume" and "--seed 7" in hint, hint
     assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
@@ -69,10 +67,9 @@ def test_a_probe_whose_runs_all_fail_stops_the_search_and_the_search_resumes(ben
     assert st.record["pending"]["index"] == 1 and probe_verdicts == []  # p1 is not taken for decided
 
     broken.unlink()  # the cause is gone: the same search resumes, p0 read back, p1 run again
-    resumed = subprocess.run(_wb(*command[1:], "--json"), capture_output=True, text=True, env=dict(os.environ),
-                             timeout=600)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    rec = json.loads(resumed.stdout)
+    code, out, err = cli(*command[1:], "--json")
+    assert code == 0, err[-3000:]
+    rec = json.loads(out)
     assert [x["probe"] for x in rec["resume"]["reused"]] == [0], rec["resume"]
     assert (rec["result"]["status"], rec["result"]["minimal"]) == ("decided", ["geometry_fix"])
     after = _probe_runs(bench.db)
@@ -81,7 +78,7 @@ def test_a_probe_whose_runs_all_fail_stops_the_search_and_the_search_resumes(ben
     assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
 
 
-def test_a_search_that_ends_with_failed_runs_gives_json_with_ok_false_and_the_reason(bench):
+def test_a_search_that_ends_with_failed_runs_gives_json_with_ok_false_and_the_reason(bench, cli):
     """A probe that lost one run and still decided lets the search finish, exit 1, the probes with failed runs
     named on stderr; with --json the envelope said only "exit 1: see the Error line on stderr" (the reason was
     printed, not noted): it now carries that line as its error, beside the search's record."""
@@ -92,10 +89,9 @@ def test_a_search_that_ends_with_failed_runs_gives_json_with_ok_false_and_the_re
     # --seed 11: p1's second run (the first not lost) leaks 18/80, so p1 decides on it, as a probe that lost one
     # run and still decided. At --seed 7 its next runs leaked less: p1 spent its share of the budget (four more
     # runs) and ended inconclusive.
-    out = subprocess.run(_wb(*SEARCH, "--seed", "11", "--db", bench.db, "--json"), capture_output=True, text=True,
-                         env=dict(os.environ), timeout=600)
-    assert out.returncode == 1, out.stderr[-3000:]
-    doc = json.loads(out.stdout)
+    code, out, err = cli(*SEARCH, "--seed", "11", "--db", bench.db, "--json")  # in process, as above
+    assert code == 1, err[-3000:]
+    doc = json.loads(out)
     assert doc["ok"] is False and doc["error"]["exit_code"] == 1, doc.get("error")
     assert "did not finish ok" in doc["error"]["message"] and "p1 (1)" in doc["error"]["message"], doc["error"]
     assert doc["result"]["status"] == "decided" and doc["result"]["changes"] == ["geometry_fix"]
