@@ -304,3 +304,16 @@ def test_an_unknown_name_in_a_kernel_option_is_told_at_its_line(workbench_dir: P
     path.write_text(text.replace('geometry_fix: "{{ geometry_fix }}"', 'geometry_fix: "{{ run_dir }}"'))
     code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
     assert code == 2 and "unknown name run_dir" in err, err
+
+
+def test_a_hypothesis_that_is_its_own_parent_is_told_once(workbench_dir: Path, cli):
+    # "a hypothesis cannot be its own parent" was followed, at the same line, by "lineage cycle: X -> X": one
+    # mistake counted and told as two.
+    path = _edit(workbench_dir, ("  - id: live-hostpool-control\n    parent: dead-code-dsaindexerpoolhost",
+                                 "  - id: live-hostpool-control\n    parent: live-hostpool-control"))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 1, err
+    assert f"{path}:{_line(path, 'parent: live-hostpool-control')} " in errors[0], err
+    assert "cannot be its own parent" in errors[0], err
+    assert err.rstrip("\n").splitlines()[-1].startswith("1 problem found"), err

@@ -51,13 +51,14 @@ def check_entries(reg: Registry, placed: list[tuple[int, Hypothesis]], found: Fo
 
 def _check_lineage(doc: LocatedYaml, placed: list[tuple[int, Hypothesis]], found: Found) -> None:
     """Lineage must be a tree: walk each chain of parents, bounded by the number of hypotheses. Each loop is told
-    once, from the first hypothesis (in file order) whose chain reaches it."""
-    parent_of = {h.id: h.parent for _, h in placed}
+    once, from the first hypothesis (in file order) whose chain reaches it. A hypothesis named its own parent is
+    told by check_entries, not again here as a loop of one."""
+    parent_of = {h.id: h.parent for _, h in placed if h.parent != h.id}
     index = {h.id: i for i, h in placed}
     told: set[frozenset[str]] = set()
     for _, h in placed:
         path = [h.id]
-        cur = h.parent
+        cur = h.parent if h.parent != h.id else None
         while cur is not None:
             if cur in path:  # the loop, named from the hypothesis where it closes
                 loop = path[path.index(cur):] + [cur]
