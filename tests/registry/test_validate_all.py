@@ -317,3 +317,15 @@ def test_a_hypothesis_that_is_its_own_parent_is_told_once(workbench_dir: Path, c
     assert f"{path}:{_line(path, 'parent: live-hostpool-control')} " in errors[0], err
     assert "cannot be its own parent" in errors[0], err
     assert err.rstrip("\n").splitlines()[-1].startswith("1 problem found"), err
+
+
+def test_an_unknown_name_is_told_where_the_template_uses_it_not_where_its_word_first_appears(workbench_dir: Path,
+                                                                                            cli):
+    # The line was the first of the template holding the name as a word: "pdsim" in the script's comment line
+    # ("# pdsim serve script, rendered by wb") was named instead of the line that uses {{ pdsim }}.
+    exp = _edit(workbench_dir, ("seed={{ seed }}", "seed={{ pdsim }}"), file="experiments/agent-repro.yaml")
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 1, err
+    assert errors[0].startswith(f"Error: {exp}:{_line(exp, 'seed={{ pdsim }}')} "), err
+    assert "unknown name pdsim" in errors[0], err

@@ -4,7 +4,6 @@ default profile, each profile's collected metrics, fields and config templates."
 from __future__ import annotations
 
 import functools
-import re
 from pathlib import Path
 from typing import Any
 
@@ -180,11 +179,12 @@ def _templates(prof: Any, exp_dir: Path) -> list[tuple[tuple[Any, ...], str]]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _template_names(text: str) -> tuple[frozenset[str], str | None, int | None]:
-    """The names a template uses, or its syntax error (message, line): parsed and compiled once per text in a
-    process (a registry is loaded again and again by a long-lived caller)."""
+def _template_names(text: str) -> tuple[dict[str, int], str | None, int | None]:
+    """The names a template uses, each with the line (1-based, in the template) of its first use, or its syntax
+    error (message, line): parsed and compiled once per text in a process (a registry is loaded again and again by
+    a long-lived caller)."""
     import jinja2
-    from jinja2 import meta
+    from jinja2 import meta, nodes
 
     env = jinja2.Environment()
     env.filters.update(q=str, raw=str)  # the renderer's own filters (runner.render)
@@ -192,8 +192,13 @@ def _template_names(text: str) -> tuple[frozenset[str], str | None, int | None]:
         ast = env.parse(text)
         env.compile(ast)  # an unknown filter or test is found when compiling, not when parsing
     except jinja2.TemplateSyntaxError as exc:
-        return frozenset(), exc.message, exc.lineno
-    return frozenset(meta.find_undeclared_variables(ast)), None, None
+        return {}, exc.message, exc.lineno
+    names = meta.find_undeclared_variables(ast)
+    first: dict[str, int] = {}
+    for node in ast.find_all(nodes.Name):
+        if node.name in names and node.ctx == "load":
+            first[node.name] = min(first.get(node.name, node.lineno), node.lineno)
+    return {n: first.get(n, 1) for n in names}, None, None
 
 
 def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[Any, ...], found: Found,
@@ -207,10 +212,8 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
             raise ConfigError(f"template syntax error: {syntax_error}", file=file, field=field,
                               line=_line_in(text, doc, loc, source, (error_line or 1) - 1) or 0)
         return
-    for name in sorted(names - allowed):
-        word = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
-        at = next((i for i, t in enumerate(text.splitlines()) if word.search(t)), None)
-        line = _line_in(text, doc, loc, source, at)
+    for name in sorted(set(names) - allowed):
+        line = _line_in(text, doc, loc, source, names[name] - 1)  # where the template uses it, not a word alike
         with found.apart():
             raise ConfigError(f"template uses unknown name {name}", file=file, line=line, field=field,
                               hint=hint or "use a declared variable, a profile context key, or a built-in "
