@@ -3,6 +3,7 @@ rich's console folded them at 80 columns ("...interrupted in \\n26.4 s"), so a g
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -65,3 +66,26 @@ def test_a_reader_gone_mid_run_stops_it_as_sigpipe_would_and_the_target_is_resto
     assert status == "interrupted"
     runs = store_rows(toy.db, "SELECT status FROM runs")
     assert len(runs) < 4, runs  # it stopped: not every planned run was made
+
+
+def test_a_failed_runs_ending_stays_in_the_summary_when_stdout_is_read_apart(toy, tmp_path):
+    """`wb hypothesis run ... > summary.txt`: the summary on stdout left out every failed run whose progress line
+    on stderr had said how it ended, so the file kept for the record said nothing of why the runs failed. With
+    stdout and stderr apart the summary names each; written to one place, the progress line alone does."""
+    hyp = toy.root / "hypotheses.yaml"
+    hyp.write_text(hyp.read_text().replace("hold: {mode: ok}", "hold: {mode: fail}"))
+    argv = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix", "--db", toy.db,
+            "--replicates", "1"]
+    out, err, both = tmp_path / "out.txt", tmp_path / "err.txt", tmp_path / "both.txt"
+    with out.open("w") as fo, err.open("w") as fe:
+        done = subprocess.run([*argv, "--seed", "7"], stdout=fo, stderr=fe, timeout=300, env=_env())
+    assert done.returncode == 1, err.read_text()
+    said = [ln for ln in out.read_text().splitlines() if ln.startswith("  run ")]
+    assert len(said) == 2 and all(ln.endswith("failed during its workload stage: workload exited 3: boom")
+                                  for ln in said), out.read_text()
+    with both.open("w") as f:
+        assert subprocess.run([*argv, "--seed", "8"], stdout=f, stderr=f, timeout=300, env=_env()).returncode == 1
+    text = both.read_text()
+    for run_id in (3, 4):
+        named = [ln for ln in text.splitlines() if re.search(rf"\brun {run_id}\b", ln)]
+        assert len(named) == 1 and "workload exited 3: boom (" in named[0], text

@@ -309,6 +309,16 @@ def is_tty() -> bool:
         return False
 
 
+def stderr_beside_stdout() -> bool:
+    """Whether stderr lands where stdout does (one terminal, one file, one pipe: `2>&1`), so that a line the
+    progress wrote on stderr is read with the summary; False where either is not a file (captured in-process)."""
+    try:
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (AttributeError, ValueError, OSError):
+        return False
+    return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)
+
+
 _WORD = re.compile(r"[A-Za-z0-9_.-]+")
 
 

@@ -9,7 +9,8 @@ import typer
 
 from workbench.analysis import display
 from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOption, check_seed, exit_on_verdict,
-                                   fail_on, open_workbench, parse_sets, print_json, reader_may_leave)
+                                   fail_on, open_workbench, parse_sets, print_json, reader_may_leave,
+                                   stderr_beside_stdout)
 
 if TYPE_CHECKING:
     from workbench.app import RunReport
@@ -82,8 +83,11 @@ def summary_lines(r: "RunReport", h: "Hypothesis | None" = None) -> list[str]:
             if v is not None:
                 parts.append(f"{name}={_total(v, name in e.proportions)}")
         lines.append(f"  {arm:<12} " + "  ".join(parts))
-    for run in e.failed_runs:  # those stderr's progress named as they ended are not named again
-        if run.id not in e.told:
+    # A failed run whose ending stderr's progress gave is not named again where that line is read with this
+    # summary; where stdout is read apart (`> summary.txt`), the summary names each.
+    told = set(e.told) if stderr_beside_stdout() else set()
+    for run in e.failed_runs:
+        if run.id not in told:
             lines.append(f"  run {run.id} ({run.arm} r{run.replicate}) {run.ending()}")
     if e.stopped_early:
         lines.append(e.stopped_early)
