@@ -24,3 +24,22 @@ def test_a_variables_counts_read_as_its_strata_do(workbench_dir: Path, seed_csv:
         messages[("variable", "nixl_abort_fix")]
     for (kind, _), text in messages.items():
         assert not re.search(r"\w=\w+: \d+/\d+ runs", text) and "pooled, " not in text, text
+
+
+def test_a_values_counts_are_whole_numbers_with_separators(workbench_dir: Path, seed_csv: Path, cli,
+                                                           tmp_path: Path) -> None:
+    # The counts were written with '{:g}': 1,425,000 units read "1.425e+06" (six digits at most, then an
+    # exponent), and 1,425 read "1425" where prose keeps its thousands separator.
+    evidence = tmp_path / "seed-runs.csv"
+    text = seed_csv.read_text()
+    assert "after abort fix,bf16,on,on,80,4,300,2500,200,14," in text
+    evidence.write_text(text.replace("after abort fix,bf16,on,on,80,4,300,2500,200,14,",
+                                     "after abort fix,bf16,on,on,1425000,4,300,2500,200,1400001,"))
+    flags = ["--root", str(workbench_dir), "--db", str(tmp_path / "wb.duckdb")]
+    assert cli("import", "evidence", str(evidence), *flags)[0] == 0
+    code, out, err = cli("confounds", "--format", "csv", *flags)
+    assert code == 0, err
+    message = {(r["kind"], r["factor"]): r["message"] for r in csv.DictReader(io.StringIO(out))}[
+        ("variable", "nixl_abort_fix")]
+    assert "nixl_abort_fix=on 1/1 runs (1,400,001/1,425,000 units)" in message, message
+    assert "e+0" not in message, message

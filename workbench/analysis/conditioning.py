@@ -125,7 +125,8 @@ def _mh_difference(tables: list[tuple[float, ...]]) -> float | None:
 def _counts(label: str, k: float, n: float, units: tuple[float, float] | None) -> str:
     """One value's counts in a message, pooled or within a stratum: "hicache=on 1/2 runs (14/160 units)". A group's
     values are joined with ", ", groups (strata) and clauses with "; "."""
-    return f"{label} {k:g}/{n:g} runs" + (f" ({units[0]:g}/{units[1]:g} units)" if units else "")
+    shown = display.recorded  # every digit, thousands separated: '{:g}' read 1,400,001 units as 1.4e+06
+    return f"{label} {shown(k)}/{shown(n)} runs" + (f" ({shown(units[0])}/{shown(units[1])} units)" if units else "")
 
 
 def _stratum_text(labels: tuple[str, str], groups: list[tuple[str, list[RunData]]], runs_t, units_t) -> str:
