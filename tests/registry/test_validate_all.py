@@ -329,3 +329,20 @@ def test_an_unknown_name_is_told_where_the_template_uses_it_not_where_its_word_f
     assert code == 2 and "Traceback" not in err and len(errors) == 1, err
     assert errors[0].startswith(f"Error: {exp}:{_line(exp, 'seed={{ pdsim }}')} "), err
     assert "unknown name pdsim" in errors[0], err
+
+
+def test_a_template_file_two_profiles_share_is_told_once_naming_both(workbench_dir: Path, cli):
+    # Each profile checks the file it renders: a name mistyped in a template_file two profiles use was told twice
+    # at the same FILE:LINE, once per profile, and counted as 2 problems.
+    exp = workbench_dir / "experiments" / "agent-repro.yaml"
+    text = exp.read_text()
+    start, end = text.index("  sglang-pd:\n"), text.index("  sim-ssh:\n")
+    exp.write_text(text[:end] + text[start:end].replace("  sglang-pd:\n", "  sglang-pd2:\n", 1) + text[end:])
+    j2 = _edit(workbench_dir, ("{{ prefill_port }}", "{{ prefill_portx }}"),
+               file="experiments/templates/serve_dsv4_prefill.sh.j2")
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 1, err
+    assert errors[0] == (f"Error: {j2}:{_line(j2, 'prefill_portx')} (field profiles.sglang-pd.config.template_file, "
+                         "profiles.sglang-pd2.config.template_file): template uses unknown name prefill_portx"), err
+    assert err.rstrip("\n").splitlines()[-1].startswith("1 problem found"), err

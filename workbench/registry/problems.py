@@ -42,6 +42,29 @@ class Found:
     def raise_any(self) -> None:
         if not self.problems:
             return
-        files = list(dict.fromkeys(getattr(p, "file", "") for p in self.problems))
-        ordered = sorted(self.problems, key=lambda p: (files.index(getattr(p, "file", "")), getattr(p, "line", 0) or 0))
+        problems = _merged(self.problems)
+        files = list(dict.fromkeys(getattr(p, "file", "") for p in problems))
+        ordered = sorted(problems, key=lambda p: (files.index(getattr(p, "file", "")), getattr(p, "line", 0) or 0))
         raise ConfigErrors(ordered, stopped=self.stopped, waiting=self.waiting)
+
+
+def _merged(problems: list[BadInput]) -> list[BadInput]:
+    """One problem found through several fields at one FILE:LINE (a template_file two profiles render) is told
+    once, naming each field: fixing that line fixes them all."""
+    said: dict[tuple[str, int | None, str, str | None], list[ConfigError]] = {}
+    out: list[BadInput] = []
+    for p in problems:
+        if not isinstance(p, ConfigError) or not p.field:
+            out.append(p)
+            continue
+        text = p.message.removeprefix(f"{p.where} (field {p.field}): ")
+        key = (p.file, p.line, text, p.hint)
+        if key not in said:
+            said[key] = []
+            out.append(p)
+        said[key].append(p)
+    for (file, line, text, hint), same in said.items():
+        if len(same) > 1:
+            fields = ", ".join(dict.fromkeys(q.field or "" for q in same))
+            out[out.index(same[0])] = ConfigError(text, file=file, line=line, field=fields, hint=hint)
+    return out
