@@ -346,3 +346,15 @@ def test_a_template_file_two_profiles_share_is_told_once_naming_both(workbench_d
     assert errors[0] == (f"Error: {j2}:{_line(j2, 'prefill_portx')} (field profiles.sglang-pd.config.template_file, "
                          "profiles.sglang-pd2.config.template_file): template uses unknown name prefill_portx"), err
     assert err.rstrip("\n").splitlines()[-1].startswith("1 problem found"), err
+
+
+def test_an_unknown_name_in_a_folded_command_is_told_at_its_own_line(workbench_dir: Path, cli):
+    # A folded block (`command: >-`) reads as one line of text: a name mistyped on its second line was told at the
+    # `command:` key's line, and two on different lines at the same one.
+    exp = _edit(workbench_dir, ("{{ wb }} sim repro --dir {{ sim_dir }}", "{{ wb }} sim repro --dir {{ sim_dri }}"),
+                ("--jsonl {{ units_path }}", "--jsonl {{ units_pth }}"), file="experiments/agent-repro.yaml")
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 2, err
+    assert errors[0].startswith(f"Error: {exp}:{_line(exp, 'sim_dri')} "), err
+    assert errors[1].startswith(f"Error: {exp}:{_line(exp, 'units_pth')} ") and "units_pth" in errors[1], err

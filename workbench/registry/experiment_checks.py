@@ -4,6 +4,7 @@ default profile, each profile's collected metrics, fields and config templates."
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +215,9 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
         return
     for name in sorted(set(names) - allowed):
         line = _line_in(text, doc, loc, source, names[name] - 1)  # where the template uses it, not a word alike
+        if source is None:  # a value folded from several lines reads as one: its line is found in the source
+            used = re.compile(r"\{[{%](?:(?![}%]\}).)*?(?<![\w.])" + re.escape(name) + r"(?!\w)")
+            line = doc.folded_line(loc, used) or line
         with found.apart():
             raise ConfigError(f"template uses unknown name {name}", file=file, line=line, field=field,
                               hint=hint or "use a declared variable, a profile context key, or a built-in "

@@ -19,11 +19,19 @@ class LocatedYaml:
     read as booleans (`no`, `off`, `yes`…) as they were written, so a variable value keeps its word and an error
     can show the value to quote."""
 
-    def __init__(self, data: Any, lines: dict[Loc, int], file: str, booleans: dict[Loc, str] | None = None) -> None:
+    def __init__(self, data: Any, lines: dict[Loc, int], file: str, booleans: dict[Loc, str] | None = None,
+                 folded: dict[Loc, tuple[int, list[str]]] | None = None) -> None:
         self.data = data
         self.lines = lines
         self.file = file
         self.booleans = booleans or {}
+        # A value folded from several source lines into one (`>` or plain): its first line and its source lines.
+        self.folded = folded or {}
+
+    def folded_line(self, loc: Loc, pattern: re.Pattern[str]) -> int | None:
+        """The line of folded value `loc` whose source matches `pattern`, or None (not folded, or no such line)."""
+        first, source = self.folded.get(tuple(loc), (0, []))
+        return next((first + i for i, text in enumerate(source) if pattern.search(text)), None)
 
     def line_of(self, loc: Loc) -> int | None:
         """The line of `loc`, or of its nearest located ancestor."""
@@ -71,9 +79,10 @@ def _too_many(file: str, line: int, aliased: bool) -> ConfigError:
 
 def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[Loc, int], file: str,
           booleans: dict[Loc, str], quoted: list[tuple[yaml.ScalarNode, Loc]],
-          worded: list[tuple[yaml.ScalarNode, Loc]]) -> None:
-    """Record the line of every key and item, the words read as booleans, the quoted scalars that span lines and
-    the plain (unquoted) values of several words; iterative, and bounded in depth and in nodes visited."""
+          worded: list[tuple[yaml.ScalarNode, Loc]], folded: list[tuple[yaml.ScalarNode, Loc]]) -> None:
+    """Record the line of every key and item, the words read as booleans, the quoted scalars that span lines, the
+    plain (unquoted) values of several words and the values folded from several lines; iterative, and bounded in
+    depth and in nodes visited."""
     stack: list[tuple[yaml.Node, Loc]] = [(root, root_loc)]
     visited = 0
     collections: set[int] = set()  # an alias is the node it names, met again
@@ -96,6 +105,9 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[L
             quoted.append((node, loc))
         if isinstance(node, yaml.ScalarNode) and not node.style and _WORDS.search(node.value):
             worded.append((node, loc))
+        if isinstance(node, yaml.ScalarNode) and node.style in (">", None) \
+                and node.end_mark.line > node.start_mark.line:
+            folded.append((node, loc))
         if isinstance(node, yaml.ScalarNode) and _CONTROL.search(node.value or ""):
             bad = _CONTROL.search(node.value).group()
             raise ConfigError(f"a value holds the control character {bad!r}", file=file, line=line,
@@ -336,8 +348,9 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
             booleans: dict[Loc, str] = {}
             quoted: list[tuple[yaml.ScalarNode, Loc]] = []
             worded: list[tuple[yaml.ScalarNode, Loc]] = []
+            folded: list[tuple[yaml.ScalarNode, Loc]] = []
             if node is not None:
-                _walk(loader, node, (), lines, file, booleans, quoted, worded)
+                _walk(loader, node, (), lines, file, booleans, quoted, worded, folded)
                 _refuse_swallowed_keys(quoted, lines, text, file)
                 _refuse_cut_by_comments(worded, text, file)
                 data = loader.construct_document(node)
@@ -362,4 +375,7 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
         raise ConfigError(f"invalid YAML: {exc}", file=file) from exc
     except RecursionError:
         raise _too_deep(file) from None
-    return LocatedYaml(data, lines, file, booleans)
+    source = text.splitlines()
+    # A block's end mark is the next token's start, at column 0 of the line after it: that line is not the value's.
+    spans = {loc: (n.start_mark.line, n.end_mark.line + (n.end_mark.column > 0)) for n, loc in folded}
+    return LocatedYaml(data, lines, file, booleans, {loc: (a + 1, source[a:b]) for loc, (a, b) in spans.items()})
