@@ -358,3 +358,13 @@ def test_an_unknown_name_in_a_folded_command_is_told_at_its_own_line(workbench_d
     assert code == 2 and "Traceback" not in err and len(errors) == 2, err
     assert errors[0].startswith(f"Error: {exp}:{_line(exp, 'sim_dri')} "), err
     assert errors[1].startswith(f"Error: {exp}:{_line(exp, 'units_pth')} ") and "units_pth" in errors[1], err
+
+
+def test_the_count_of_problems_reads_as_the_count_of_hypotheses_does(workbench_dir: Path, cli):
+    # "N problems found" kept a plural rule of its own beside plurals.count, which `N hypotheses ok` uses: 1,000
+    # hypotheses read with their separator, 1200 problems without.
+    path = workbench_dir / H
+    path.write_text(path.read_text() + "".join(f"  - id: extra-{i}\n    claimm: x\n" for i in range(400)))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    assert re.match(r"\d,\d{3} problems found", err.rstrip("\n").splitlines()[-1]), err[-500:]
