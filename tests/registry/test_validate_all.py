@@ -368,3 +368,13 @@ def test_the_count_of_problems_reads_as_the_count_of_hypotheses_does(workbench_d
     code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
     assert code == 2 and "Traceback" not in err, err[-2000:]
     assert re.match(r"\d,\d{3} problems found", err.rstrip("\n").splitlines()[-1]), err[-500:]
+
+
+def test_two_entries_on_one_line_lacking_one_field_are_two_problems(workbench_dir: Path, cli):
+    # Only a shared file's problem (a template_file) is told once for every field that finds it: two entries of a
+    # flow list, each missing its claim, are two problems at one line, not one.
+    (workbench_dir / H).write_text("hypotheses: [{id: a, experiment: agent-repro}, {id: b, experiment: agent-repro}]\n")
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ") and "'claim'" in ln]
+    assert code == 2 and "Traceback" not in err, err
+    assert [re.search(r"\(field ([^)]*)\)", e).group(1) for e in errors] == ["hypotheses.0", "hypotheses.1"], err

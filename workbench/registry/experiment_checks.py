@@ -11,7 +11,7 @@ from typing import Any
 from workbench.errors import ConfigError
 from workbench.registry.common import did_you_mean
 from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment, Profile
-from workbench.registry.problems import Found
+from workbench.registry.problems import Found, SharedFileError
 from workbench.registry.profile_checks import check_profile, verify_templates
 from workbench.registry.yamlio import LocatedYaml
 
@@ -208,10 +208,11 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
     text was read from, else in the experiment file."""
     names, syntax_error, error_line = _template_names(text)
     file, field = (str(source) if source is not None else doc.file), ".".join(map(str, loc))
+    error = ConfigError if source is None else SharedFileError  # a template_file: each profile using it finds it
     if syntax_error is not None:
         with found.apart():
-            raise ConfigError(f"template syntax error: {syntax_error}", file=file, field=field,
-                              line=_line_in(text, doc, loc, source, (error_line or 1) - 1) or 0)
+            raise error(f"template syntax error: {syntax_error}", file=file, field=field,
+                        line=_line_in(text, doc, loc, source, (error_line or 1) - 1) or 0)
         return
     for name in sorted(set(names) - allowed):
         line = _line_in(text, doc, loc, source, names[name] - 1)  # where the template uses it, not a word alike
@@ -219,9 +220,9 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
             used = re.compile(r"\{[{%](?:(?![}%]\}).)*?(?<![\w.])" + re.escape(name) + r"(?!\w)")
             line = doc.folded_line(loc, used) or line
         with found.apart():
-            raise ConfigError(f"template uses unknown name {name}", file=file, line=line, field=field,
-                              hint=hint or "use a declared variable, a profile context key, or a built-in "
-                                           f"({', '.join(sorted(BUILTIN_TEMPLATE_NAMES))})")
+            raise error(f"template uses unknown name {name}", file=file, line=line, field=field,
+                        hint=hint or "use a declared variable, a profile context key, or a built-in "
+                                     f"({', '.join(sorted(BUILTIN_TEMPLATE_NAMES))})")
 
 
 def _line_in(text: str, doc: LocatedYaml, loc: tuple[Any, ...], source: Path | None, at: int | None) -> int | None:

@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     from workbench.registry.experiment import Experiment
 
 
+class SharedFileError(ConfigError):
+    """A problem in a file that several fields use (a template_file two profiles render): found through each,
+    told once, naming each field (raise_any)."""
+
+
 class Found:
     """The problems found so far. Checks run `with found.apart():` one at a time; a problem ends the check it
     stands in, and the next runs. Strict (every command but validate): the first problem is raised at once."""
@@ -49,12 +54,12 @@ class Found:
 
 
 def _merged(problems: list[BadInput]) -> list[BadInput]:
-    """One problem found through several fields at one FILE:LINE (a template_file two profiles render) is told
-    once, naming each field: fixing that line fixes them all."""
+    """One problem of a shared file found through several fields at one FILE:LINE is told once, naming each field:
+    fixing that line fixes them all."""
     said: dict[tuple[str, int | None, str, str | None], list[ConfigError]] = {}
     out: list[BadInput] = []
     for p in problems:
-        if not isinstance(p, ConfigError) or not p.field:
+        if not isinstance(p, SharedFileError) or not p.field:
             out.append(p)
             continue
         text = p.message.removeprefix(f"{p.where} (field {p.field}): ")
@@ -66,5 +71,5 @@ def _merged(problems: list[BadInput]) -> list[BadInput]:
     for (file, line, text, hint), same in said.items():
         if len(same) > 1:
             fields = ", ".join(dict.fromkeys(q.field or "" for q in same))
-            out[out.index(same[0])] = ConfigError(text, file=file, line=line, field=fields, hint=hint)
+            out[out.index(same[0])] = SharedFileError(text, file=file, line=line, field=fields, hint=hint)
     return out
