@@ -169,6 +169,11 @@ def recorded(x: float) -> str:
     return f"{d:,f}" if -9 <= d.adjusted() < 21 else f"{x:.15g}"
 
 
+def fraction(k: float, n: float) -> str:
+    """A count of a total as recorded: "14/80", "1,400,001/1,425,000" ('{:g}' read it 1.4e+06/1.425e+06)."""
+    return f"{recorded(k)}/{recorded(n)}"
+
+
 def interval_ends(iv: Sequence[float]) -> tuple[str, str]:
     """The two ends of an interval of values, each with the interval's `digits`."""
     n = digits(iv)

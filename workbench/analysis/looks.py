@@ -36,7 +36,7 @@ class PredictionAtLook:
     more_runs: int | None = None
 
     def text(self) -> str:
-        shown = ", ".join(f"{arm} {k:g}/{n:g}" for arm, k, n in self.counts)
+        shown = ", ".join(f"{arm} {display.fraction(k, n)}" for arm, k, n in self.counts)
         if not shown and self.estimate is not None:
             shown = f"estimate {display.estimate(self.estimate, self.interval)}"
         where = "running interval" if self.running else f"{self.interval_kind} interval"

@@ -197,8 +197,10 @@ def _judge_proportion(pred: Any, out: dict[str, Any], needed: list[str], arms: d
     region = regions.Region(bounds[0], bounds[1],
                             regions.Support.REAL if pred.difference else regions.Support.PROPORTION)
     pools = {a: pooled(arms[a], pred.metric, exp, basis) for a in needed}
-    bad = [f"{r.name} ({spec.numerator} {metric_value(r, spec.numerator, exp):g} of {spec.denominator} "
-           f"{metric_value(r, spec.denominator, exp):g})" for a in needed for r in arms[a] if _no_rate(r, spec, exp)]
+    shown = display.recorded
+    bad = [f"{r.name} ({spec.numerator} {shown(metric_value(r, spec.numerator, exp))} of {spec.denominator} "
+           f"{shown(metric_value(r, spec.denominator, exp))})"
+           for a in needed for r in arms[a] if _no_rate(r, spec, exp)]
     left_out = f"left out, as no rate: {', '.join(bad)}" if bad else ""
     for a, pool in pools.items():
         if pool["n"] <= 0:

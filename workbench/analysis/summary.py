@@ -86,7 +86,7 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
         arm = arms_summary.get(where, {})
         var = arm.get("variables", {}).get(isolates) if isolates else None
         label = f"the {where} arm" + (f" ({isolates}={var})" if var else "")
-        body = (f"{label} had {j['k']:g}/{j['n']:g} = {display.rate(j['estimate'])} ({j['interval_kind']} "
+        body = (f"{label} had {display.fraction(j['k'], j['n'])} = {display.rate(j['estimate'])} ({j['interval_kind']} "
                 f"{display.rate_interval(j['interval'], j['bounds'])}; {display.count(j.get('runs', 0), 'run')})")
     elif isinstance(j.get("k"), list):
         (ka, kb), (na, nb) = j["k"], j["n"]
@@ -94,8 +94,9 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
         # Fisher's test pools the sessions: beside a run-level interval it says so, or it reads as the evidence.
         fisher = f", Fisher p {display.p_is(j['fisher_p'])}" if j.get("method") != "run-level" else \
             f"; Fisher p {display.p_is(j['fisher_p'])} over the pooled sessions, which takes them as independent"
-        body = (f"{a} had {ka:g}/{na:g} and {b} {kb:g}/{nb:g}, a difference of {display.points(j['estimate'])} "
-                f"({j['interval_kind']} {display.points_interval(j['interval'], j['bounds'])}{fisher})")
+        body = (f"{a} had {display.fraction(ka, na)} and {b} {display.fraction(kb, nb)}, a difference of "
+                f"{display.points(j['estimate'])} ({j['interval_kind']} "
+                f"{display.points_interval(j['interval'], j['bounds'])}{fisher})")
     elif isinstance(j.get("runs"), list):  # a Hodges-Lehmann shift between two arms (predictions._judge_shift)
         kind = f"{j['interval_kind']} {display.interval(j['interval'])}" if j["interval"] else \
             "Hodges-Lehmann estimate, no interval"
@@ -148,8 +149,9 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
     if comp and comp.get("n") and comp["n"] != j.get("n"):
         # Its interval is widened as the main one is: named as the main one's is, it reads as what it is.
         kind = f"{comp['interval_kind']} " if comp.get("interval_kind") else ""
-        extra += (f" Over completed units only it is {comp['k']:g}/{comp['n']:g} = {display.rate(comp['estimate'])} "
-                  f"({kind}{display.rate_interval(comp['interval'], j['bounds'])}), {comp['outcome']}.")
+        extra += (f" Over completed units only it is {display.fraction(comp['k'], comp['n'])} = "
+                  f"{display.rate(comp['estimate'])} ({kind}{display.rate_interval(comp['interval'], j['bounds'])}), "
+                  f"{comp['outcome']}.")
     return f"; {body}, {tail}{ptxt}.{extra}"
 
 
@@ -165,8 +167,9 @@ def _opening(h: Hypothesis, result: Any) -> list[str]:
     if result.mode == "aa" and result.aa is not None:
         for m, v in result.aa.items():
             (ka, na), (kb, nb) = v["control"], v["control_aa"]
-            parts.append(f"A/A execution: the control arm ran twice; {m} was {ka:g}/{na:g} and {kb:g}/{nb:g}, a "
-                         f"difference interval of {display.points_interval(v['difference_interval'])} (Fisher p "
+            parts.append(f"A/A execution: the control arm ran twice; {m} was {display.fraction(ka, na)} and "
+                         f"{display.fraction(kb, nb)}, a difference interval of "
+                         f"{display.points_interval(v['difference_interval'])} (Fisher p "
                          f"{display.p_is(v['fisher_p'])}), so the noise floor is "
                          f"{display.noise_floor(v['noise_floor'])}"
                          + ("; that interval excludes 0 between identical arms: a false alarm." if v["false_alarm"]

@@ -389,7 +389,7 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -
             held, p_trend = clustered.drift_holds(d, rates)
             out.setdefault(a, {})[m] = {"p": d.p_over, "p_over": d.p_over, "p_under": d.p_under, "phi": d.phi,
                                         "p_trend": p_trend, "runs": len(rows), "rates": rates}
-            counts = ", ".join(f"{k:g}/{n:g}" for _, k, n in rows[:6]) + (f" and {len(rows) - 6} more"
+            counts = ", ".join(f"{display.fraction(k, n)}" for _, k, n in rows[:6]) + (f" and {len(rows) - 6} more"
                                                                          if len(rows) > 6 else "")
             if d.p_over < DRIFT_P:
                 flagged.append(f"{m} in {a} varies between replicates more than chance allows (dispersion "
@@ -465,8 +465,8 @@ def aa_noise(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]
         out[m] = {"control": [pa["k"], pa["n"]], "control_aa": [pb["k"], pb["n"]], "difference_interval": list(ci),
                   "noise_floor": max(abs(ci[0]), abs(ci[1])), "fisher_p": p, "false_alarm": alarm}
         if alarm:
-            alarms.append(f"{m}: {pa['k']:g}/{pa['n']:g} vs {pb['k']:g}/{pb['n']:g}, difference interval "
-                          f"{display.points_interval(ci)} excludes 0")
+            alarms.append(f"{m}: {display.fraction(pa['k'], pa['n'])} vs {display.fraction(pb['k'], pb['n'])}, "
+                          f"difference interval {display.points_interval(ci)} excludes 0")
     if not out:
         return check("a/a", None, "no proportion recorded in both control copies", "inconclusive"), out
     if alarms:
