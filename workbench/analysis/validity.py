@@ -7,7 +7,7 @@ effect says what it does to the verdict when it did not pass: "invalid", "inconc
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from workbench.analysis import clustered, display, stats
 from workbench.analysis.data import RunData, completed_units, metric_value, proportion_counts
@@ -360,7 +360,8 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
     return check("attrition", True, "; ".join(kept)), summary
 
 
-def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str],
+          read: Mapping[str, set[str]] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Replicates of one arm should spread as independent samples do: Pearson's dispersion over runs, per
     proportion, with tests in both directions (exact over two runs, simulated beyond). More spread than
     chance is a between-run effect or drift; less is pseudo-replication (replicates that repeated the same
@@ -369,9 +370,11 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -
     replicate order, or too few runs to rule a trend out; drift is the target changing under the experiment, which no
     interval repairs. Exchangeable spread (runs that differ without order) is what the run-level
     interval is for; holding every over-dispersed arm back made a between-run ICC of 0.1 undecidable
-    at any number of replicates."""
+    at any number of replicates. Possible drift holds the verdict only where a prediction reads it: `read` maps a
+    metric to the arms its predictions read (None: every arm); an arm no prediction reads is reported, not held
+    (its runs are not the evidence, and an arm that is keeps its own test)."""
     out: dict[str, Any] = {}
-    flagged, trends = [], []
+    flagged, trends, unread = [], [], []
     tested = proportions = 0
     for m in metrics:
         spec = exp.metrics.get(exp.repeated(m))
@@ -395,17 +398,21 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str]) -
                 flagged.append(f"{m} in {a} varies between replicates more than chance allows (dispersion "
                                f"{d.phi:.2g}, {clustered.p_text(d, d.p_over)} over {len(rows)} runs: {counts})")
                 if held:
-                    trends.append(f"{m} in {a} trends over replicate order (Kendall p {display.p_is(p_trend)})"
-                                  if p_trend < DRIFT_P else f"{m} in {a}: {len(rows)} runs are too few to rule "
-                                  f"out a trend (Kendall's test needs {clustered.TREND_MIN_RUNS})")
+                    why = (f"{m} in {a} trends over replicate order (Kendall p {display.p_is(p_trend)})"
+                           if p_trend < DRIFT_P else f"{m} in {a}: {len(rows)} runs are too few to rule "
+                           f"out a trend (Kendall's test needs {clustered.TREND_MIN_RUNS})")
+                    (trends if read is None or a in read.get(m, set()) else unread).append((why, m, a))
             elif d.p_under < DRIFT_P:
                 flagged.append(f"{m} in {a} varies between replicates less than chance allows (dispersion "
                                f"{d.phi:.2g}, {clustered.p_text(d, d.p_under)} over {len(rows)} runs: {counts}): "
                                "pseudo-replication, the replicates look like repeats of the same sessions")
     if flagged:
-        why = (" " + "; ".join(trends) + ": possible drift, which no interval repairs," + _DRIFT_WAITS) \
-            if trends else " No trend over replicate order: the spread is between runs, which the run-level " \
-            "interval carries."
+        why = (" " + "; ".join(w for w, _, _ in trends) + ": possible drift, which no interval repairs,"
+               + _DRIFT_WAITS) if trends else "" if unread else \
+            " No trend over replicate order: the spread is between runs, which the run-level interval carries."
+        if unread:
+            why += " " + "; ".join(f"{w}, but no prediction reads {m} in {a}" for w, m, a in unread) + \
+                ": possible drift there holds no verdict."
         return check("drift", False, "; ".join(flagged) + ". The intervals count runs, not sessions, as the unit."
                      + why, "inconclusive" if trends else "none"), out
     if not proportions:

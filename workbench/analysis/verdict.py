@@ -267,11 +267,22 @@ def _quality(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[Run
                         and counts_lost_units(s, exp))
     att_check, d.attrition = validity.attrition(arms, failed, exp, disagree, compared, lost_rates)
     d.checks.append(att_check)
-    drift_check, d.drift = validity.drift(arms, exp, metrics)
+    # an A/A execution's noise floor reads both control copies, whatever arm the predictions name
+    drift_check, d.drift = validity.drift(arms, exp, metrics, None if d.mode == "aa" else _arms_read(h, arms))
     d.checks.append(drift_check)
     if d.mode == "aa":
         aa_check, d.aa = validity.aa_noise(arms, exp, metrics, d.sequential)
         d.checks.append(aa_check)
+
+
+def _arms_read(h: Hypothesis, arms: Mapping[str, Any]) -> dict[str, set[str]]:
+    """metric -> the arms its predictions read: one arm, both arms of a difference, every arm for a prediction
+    that names none."""
+    read: dict[str, set[str]] = {}
+    for p in h.predicts:
+        read.setdefault(p.metric, set()).update(
+            p.difference if p.difference else (p.arm,) if p.arm is not None else tuple(arms))
+    return read
 
 
 def _reachability(d: _Draft, h: Hypothesis, arms: dict[str, list[RunData]],
