@@ -73,3 +73,22 @@ def test_a_shift_between_arms_shows_its_own_interval_or_the_runs_that_give_one(s
     assert p.interval is None and p.counts == () and p.scale is None
     assert d.look.line().endswith("wall_s (treatment - control) <= 30: estimate -40, no interval yet: "
                                   f"{p.more_runs} more runs in each arm give one"), d.look.line()
+
+
+def test_a_prediction_decided_under_a_verdict_a_check_holds_does_not_read_as_decided(store, registry):
+    # The treatment's replicates ran different rendered configs: the config check holds the verdict inconclusive,
+    # so the execution goes on although the prediction's interval is wholly outside its region. The line must not
+    # call the prediction falsified while the execution runs another block.
+    ex = add_execution(store, mode="sequential")
+    for r in (1, 2):
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10})
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"leak": 14, "done": 66}, extra={"waiting_for_input": 0},
+                config=("# build alpha\n", "# build beta\n")[r - 1])
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+    (p,) = d.look.predictions
+    assert not d.stop and d.verdict == "inconclusive" and p.outcome == "falsified", d.reasoning
+    line = d.look.line()
+    assert line.startswith("look 2 of at most 12 (up to 10 more): "), line
+    assert line.endswith("]: wholly outside the region, but the config check holds the verdict inconclusive"), line

@@ -18,7 +18,8 @@ class PredictionAtLook:
     """One prediction at a look. `counts`: (arm, k, n) of its proportion in every arm that has it; `running`: the
     interval is a confidence sequence's running intersection (a rate or a difference of rates), else the look's own
     interval at its share of alpha (a median or a shift); `waits`: decided by its interval, but no sequential verdict
-    comes before the second look (sequential.MIN_LOOKS)."""
+    comes before the second look (sequential.MIN_LOOKS); `held`: decided by its interval, but failed checks make the
+    verdict another ("the config check holds the verdict inconclusive")."""
 
     describe: str
     scale: str | None  # display.PERCENT, display.POINTS, or None for values as recorded
@@ -34,6 +35,7 @@ class PredictionAtLook:
     empty: bool = False
     more_units: int | None = None
     more_runs: int | None = None
+    held: str = ""
 
     def text(self) -> str:
         shown = ", ".join(f"{arm} {display.fraction(k, n)}" for arm, k, n in self.counts)
@@ -56,7 +58,8 @@ class PredictionAtLook:
 
     def _state(self) -> str:
         if self.outcome in ("falsified", "supported"):
-            return f"wholly {'outside' if self.outcome == 'falsified' else 'inside'} the region: {self.outcome}"
+            where = f"wholly {'outside' if self.outcome == 'falsified' else 'inside'} the region"
+            return f"{where}, but {self.held}" if self.held else f"{where}: {self.outcome}"
         if self.empty:
             return "the looks' intervals have no rate in common, so no look decides it"
         if self.interval is None:
@@ -114,6 +117,20 @@ def _bound(x: float | None, default: float) -> float:
     return default if x is None else float(x)
 
 
+def _held(outcome: str, analysis: "Analysis") -> str:
+    """Why a prediction decided by its interval does not decide the verdict: the failed checks whose effect the
+    verdict took ('' when none does, as when another prediction's outcome is the verdict)."""
+    if outcome not in ("falsified", "supported") or analysis.verdict not in ("inconclusive", "invalid"):
+        return ""
+    names = [c.name for c in analysis.checks if c.passed is not True and c.effect == analysis.verdict]
+    if not names:
+        return ""
+    verb = "hold" if analysis.verdict == "inconclusive" else "make"
+    which = f"the {names[0]} check {verb}s" if len(names) == 1 else \
+        f"the {', '.join(names[:-1])} and {names[-1]} checks {verb}"
+    return f"{which} the verdict {analysis.verdict}"
+
+
 def prediction_at_look(j: "Judgement", analysis: "Analysis") -> PredictionAtLook:
     """`j` as a look shows it, with the counts of its metric in every arm of `analysis`."""
     from workbench.analysis.sequential import MIN_LOOKS
@@ -130,7 +147,7 @@ def prediction_at_look(j: "Judgement", analysis: "Analysis") -> PredictionAtLook
         interval_kind=j.interval_kind, bounds=(_bound(j.bounds[0], -math.inf), _bound(j.bounds[1], math.inf)),
         outcome=j.outcome, running=proportion, waits=proportion and (j.looks or 0) < MIN_LOOKS,
         reachable=j.reachable, empty=bool(j.empty_interval), more_units=j.more_units_needed if proportion else None,
-        more_runs=j.more_runs_needed)
+        more_runs=j.more_runs_needed, held=_held(j.outcome, analysis))
 
 
 def sequential_look(analysis: "Analysis", max_looks: int, *, stop: bool, verdict: str,
