@@ -92,3 +92,14 @@ def test_a_prediction_decided_under_a_verdict_a_check_holds_does_not_read_as_dec
     line = d.look.line()
     assert line.startswith("look 2 of at most 12 (up to 10 more): "), line
     assert line.endswith("]: wholly outside the region, but the config check holds the verdict inconclusive"), line
+
+
+def test_a_first_look_already_outside_the_region_says_it_waits_not_that_it_must_get_there(store, registry):
+    # At look 1 no sequential verdict is given. A running interval already wholly above the region read "falsified
+    # once its lower end is above 2%", as if the lower end still had to get there.
+    ex = add_execution(store, mode="sequential")
+    _replicate(store, ex, 1, 40)
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+    (p,) = d.look.predictions
+    assert not d.stop and p.outcome == "inconclusive" and p.waits and p.interval[0] > 0.02, d.look.line()
+    assert d.look.line().endswith("]: wholly outside the region (no verdict before look 2)"), d.look.line()

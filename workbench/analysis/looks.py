@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from workbench.analysis import display
+from workbench.analysis import display, regions
 
 if TYPE_CHECKING:
     from workbench.analysis.results import Analysis, Judgement
@@ -81,6 +81,10 @@ class PredictionAtLook:
         (falsified when the interval lies wholly outside the region, supported when wholly inside)."""
         lo, hi = self.bounds
         a, b = self.interval or (-math.inf, math.inf)
+        # Already clear of a bound (held back by the look count or the runs a test needs): it has nowhere to go.
+        where = regions.relation((a, b), regions.Region(lo, hi))
+        if where != "straddles":
+            return f"wholly {where} the region"
         x = self.estimate if self.estimate is not None else (a + b) / 2
         if x > hi:
             return f"falsified once its lower end is above {self._value(hi)}"
@@ -88,7 +92,7 @@ class PredictionAtLook:
             return f"falsified once its upper end is below {self._value(lo)}"
         ends = ([f"its lower end reaches {self._value(lo)}"] if a < lo else []) + \
             ([f"its upper end falls to {self._value(hi)}"] if b > hi else [])
-        return "supported once " + " and ".join(ends) if ends else "inside the region"
+        return "supported once " + " and ".join(ends) if ends else "wholly inside the region"
 
 
 @dataclass(frozen=True)
