@@ -92,3 +92,20 @@ def test_analyze_pools_other_hypotheses_runs_only_with_any_hypothesis(cli, workb
     assert f"pooled over 2 executions ({own} of wedge-confound; {other} of pool-configurator-overcommit)" in out, out
     code, out, err = cli("hypothesis", "analyze", *common, "--any-hypothesis", "--json")
     assert json.loads(out)["any_hypothesis"] is True
+
+
+def test_the_site_rereads_a_pooled_verdict_over_the_runs_it_rested_on_also_one_recorded_before_the_flag(
+        store, registry):
+    """A pooled verdict recorded before `any_hypothesis` was written down pooled other hypotheses' runs too: the
+    site's fresh analysis must read the runs its evidence names, not the hypothesis's own only."""
+    from dataclasses import replace
+
+    from workbench.analysis import record_verdict
+    from workbench.report.site import gather
+
+    _pooled_store(store)
+    every = analyze_stored(store, registry, "wedge-confound", any_hypothesis=True)
+    record_verdict(store, replace(every, any_hypothesis=False))  # as a verdict of an older wb reads
+    _, analyses, _, _ = gather(store, registry, ["wedge-confound"], confounds=False)
+    shown, _ = analyses["wedge-confound"]
+    assert set(shown.run_ids) == set(every.run_ids), (shown.run_ids, every.run_ids)

@@ -49,6 +49,18 @@ def evidence_runs(data: StoreData, hid: str) -> tuple[list[dict[str, Any]], int 
     return [r for r in runs if r["execution_id"] == chosen], chosen
 
 
+def pooled_other_hypotheses(data: StoreData, hid: str) -> bool:
+    """Whether the status's verdict is a pooled one that read other hypotheses' runs (`analyze --any-hypothesis`):
+    as it records, or, for a verdict recorded before it did, as its evidence shows (a run of another hypothesis)."""
+    verdict = data.verdicts.get(hid) or {}
+    if verdict.get("execution_id") is not None:
+        return False
+    if (verdict.get("details") or {}).get("any_hypothesis") is True:
+        return True
+    named = _evidence_uuids(verdict)
+    return any(r["uuid"] in named and r["hypothesis_id"] not in (None, hid) for r in data.runs.values())
+
+
 def _evidence_uuids(verdict: dict[str, Any] | None) -> set[str]:
     """The run keys a stored verdict's evidence names ([uuid, content digest] pairs)."""
     evidence = (verdict or {}).get("evidence")

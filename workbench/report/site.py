@@ -116,8 +116,8 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
             try:
                 shown = data.verdicts.get(h.id) or {}  # re-read as it was decided: a pooled one over the same runs
                 analyses[h.id] = (analyze_stored(store, registry, h.id, execution_id=shown.get("execution_id"),
-                                                 any_hypothesis=(shown.get("details") or {}).get("any_hypothesis")
-                                                 is True), "")
+                                                 any_hypothesis=hypothesis_page.pooled_other_hypotheses(data, h.id)),
+                                  "")
             except BadInput as exc:
                 analyses[h.id] = (None, f"analysis could not run: {exc.message}")
     findings = [f.to_dict() for f in scan_confounds(store, registry)] if confounds else None
