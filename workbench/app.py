@@ -350,11 +350,11 @@ class Workbench(StoredRuns):
 
         h = self.registry.hypothesis(hypothesis_id)  # bad id -> exit 2 before the store is touched
         if not self._store_exists():  # no store holds no runs: none is created to record nothing
-            raise _no_evidence(h, self.registry)
+            raise _no_evidence(h, self.registry, any_hypothesis)
         with self.store(read_only=not record) as store:
             result = analyze_stored(store, self.registry, hypothesis_id, any_hypothesis=any_hypothesis)
             if not result.run_ids:  # no evidence is no verdict: an "inconclusive" from nothing would be the status
-                raise _no_evidence(h, self.registry)
+                raise _no_evidence(h, self.registry, any_hypothesis)
             if record:
                 record_verdict(store, result)
         return result
@@ -675,9 +675,12 @@ def _design(h: Any, exp: Any) -> dict[str, Any]:
             "max_replicates": out["max_replicates"], "max_replicates_from": out["max_replicates_from"]}
 
 
-def _no_evidence(h: Any, registry: Any) -> NoEvidence:
+def _no_evidence(h: Any, registry: Any, any_hypothesis: bool) -> NoEvidence:
+    """Nothing to analyze, saying which runs were looked at; --any-hypothesis is offered only where not given."""
     exp = registry.experiments.get(h.experiment)
-    which = f" (no stored run of experiment {exp.id} matches its arms)" if exp is not None else ""
+    looked = "stored run" if any_hypothesis else "run of its own and no imported run"
+    which = f" (no {looked} of experiment {exp.id} matches its arms)" if exp is not None else ""
+    wider = "" if any_hypothesis else \
+        "; --any-hypothesis also pools other hypotheses' runs of its arms' configurations"
     return NoEvidence(f"no runs of {h.id} to analyze{which}; nothing was recorded",
-                      hint=f"run it (wb hypothesis run {h.id}) or import evidence (wb import evidence FILE.csv); "
-                           "--any-hypothesis also pools other hypotheses' runs of its arms' configurations")
+                      hint=f"run it (wb hypothesis run {h.id}) or import evidence (wb import evidence FILE.csv){wider}")

@@ -109,3 +109,26 @@ def test_the_site_rereads_a_pooled_verdict_over_the_runs_it_rested_on_also_one_r
     _, analyses, _, _ = gather(store, registry, ["wedge-confound"], confounds=False)
     shown, _ = analyses["wedge-confound"]
     assert set(shown.run_ids) == set(every.run_ids), (shown.run_ids, every.run_ids)
+
+
+def test_with_no_runs_of_its_own_the_error_says_which_runs_it_looked_at(cli, workbench_dir, tmp_path):
+    # Another hypothesis's runs match wedge-confound's arms: "no stored run matches its arms" was untrue; and where
+    # --any-hypothesis was given already, the hint must not offer it again.
+    from workbench.store import open_store
+
+    db = tmp_path / "other.duckdb"
+    s = open_store(str(db))
+    try:
+        ex = add_execution(s, hypothesis_id="pool-configurator-overcommit")
+        add_run(s, execution_id=ex, arm="control", variables=CONTROL, hypothesis_id="pool-configurator-overcommit",
+                outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 30})
+    finally:
+        s.dispose()
+    common = ("--db", str(db), "--root", str(workbench_dir), "--no-record")
+    code, out, err = cli("hypothesis", "analyze", "wedge-confound", *common)
+    assert code == 2 and err.startswith("Error: no runs of wedge-confound to analyze (no run of its own and no "
+                                        "imported run of experiment agent-repro matches its arms)"), err
+    assert "--any-hypothesis also pools" in err, err
+    code, out, err = cli("hypothesis", "analyze", "token-granular-geometry-deployment", *common, "--any-hypothesis")
+    assert code == 2 and "(no stored run of experiment " in err, err
+    assert "--any-hypothesis" not in err, err
