@@ -410,3 +410,18 @@ def test_a_run_level_difference_over_unequal_arms_asks_for_runs_each_arm_adds(st
 
     assert clears(p.more_runs_needed) and not clears(p.more_runs_needed - 1), (p.more_runs_needed, a.reasoning)
     assert f"about {p.more_runs_needed} more runs of this size in each arm (" in a.reasoning, a.reasoning
+
+
+def test_the_runs_a_shift_asks_for_are_the_fewest_that_give_its_interval_and_test():
+    # Against the interval itself: adding that many runs to each arm gives shift_ci an interval and both arms the
+    # runs Mann-Whitney asks for, and one fewer does not (an empty arm included).
+    from workbench.analysis import stats
+
+    def enough(n, m, alpha):
+        return min(n, m) >= stats.MIN_SAMPLES_TEST and stats.shift_ci([0.0] * n, [1.0] * m, alpha)[1] is not None
+
+    for alpha in (0.05, 0.05 / 6, 0.001):
+        for n, m in ((0, 0), (0, 9), (3, 20), (2, 2), (5, 5), (1, 40), (12, 3)):
+            more = stats.shift_runs_needed(n, m, alpha)
+            assert enough(n + more, m + more, alpha), (alpha, n, m, more)
+            assert more == 0 or not enough(n + more - 1, m + more - 1, alpha), (alpha, n, m, more)

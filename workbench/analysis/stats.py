@@ -410,32 +410,32 @@ def shift_ci(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> tu
         return None, None
     diffs = np.sort(np.subtract.outer(np.asarray(a, float), np.asarray(b, float)).ravel())
     est = float(np.median(diffs))
-    k = int(math.floor(n * m / 2 - norm_ppf(1 - alpha / 2) * math.sqrt(n * m * (n + m + 1) / 12)))
+    k = _shift_rank(n, m, alpha)
     if k < 1:
         return est, None
     return est, (float(diffs[k - 1]), float(diffs[n * m - k]))
 
 
+def _shift_rank(n: int, m: int, alpha: float) -> int:
+    """The rank among the n * m pairwise differences of `shift_ci`'s lower end (normal approximation to
+    Mann-Whitney's null distribution): below 1, the samples are too few for a (1 - alpha) interval."""
+    return int(math.floor(n * m / 2 - norm_ppf(1 - alpha / 2) * math.sqrt(n * m * (n + m + 1) / 12)))
+
+
 def shift_min_samples(alpha: float = ALPHA) -> int:
     """Fewest runs per arm (as many in each) for which `shift_ci` gives a (1 - alpha) interval (4 at 95%)."""
     n = 1
-    while math.floor(n * n / 2 - norm_ppf(1 - alpha / 2) * math.sqrt(n * n * (2 * n + 1) / 12)) < 1:
+    while _shift_rank(n, n, alpha) < 1:
         n += 1
     return n
 
 
-def shift_runs_needed(n: int, m: int, alpha: float = ALPHA, limit: int = 10_000) -> int:
+def shift_runs_needed(n: int, m: int, alpha: float = ALPHA) -> int:
     """More runs in each arm (one each a replicate, as the runner adds them) after which arms of n and m runs give
     `shift_ci` a (1 - alpha) interval and Mann-Whitney its MIN_SAMPLES_TEST per arm: for the arms as they are, not
-    as if both had the fewer (a larger arm narrows the interval too)."""
-
-    def enough(more: int) -> bool:
-        a, b = n + more, m + more
-        z = norm_ppf(1 - alpha / 2)
-        return min(a, b) >= MIN_SAMPLES_TEST and math.floor(a * b / 2 - z * math.sqrt(a * b * (a + b + 1) / 12)) >= 1
-
-    more = 0
-    while not enough(more) and more < limit:
+    as if both had the fewer (a larger arm narrows the interval too). Adding runs always gets there."""
+    more = max(0, MIN_SAMPLES_TEST - min(n, m))
+    while _shift_rank(n + more, m + more, alpha) < 1:
         more += 1
     return more
 
