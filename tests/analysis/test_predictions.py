@@ -425,3 +425,22 @@ def test_the_runs_a_shift_asks_for_are_the_fewest_that_give_its_interval_and_tes
             more = stats.shift_runs_needed(n, m, alpha)
             assert enough(n + more, m + more, alpha), (alpha, n, m, more)
             assert more == 0 or not enough(n + more - 1, m + more - 1, alpha), (alpha, n, m, more)
+
+
+def test_the_units_a_difference_of_rates_asks_for_are_per_arm(store, workbench_dir):
+    # A fixed Newcombe interval's estimate is of the units each arm adds (units_needed_diff is per arm), as the
+    # run-level estimate says "(N units each)": the reasoning must say so, not read as a total.
+    reg = registry_with(workbench_dir, abort_fix_hypothesis(
+        "no-gain", "The abort fix does not lower corruption.",
+        "{metric: corruption_rate, difference: [control, treatment], at_most: 0}"))
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store, hypothesis_id="no-gain")
+    add_run(store, execution_id=ex, arm="control", variables=CONTROL, outcomes={"leak": 4, "done": 76},
+            extra={"waiting_for_input": 0}, hypothesis_id="no-gain")
+    add_run(store, execution_id=ex, arm="treatment", variables=treat, outcomes={"leak": 1, "done": 79},
+            extra={"waiting_for_input": 0}, hypothesis_id="no-gain")
+    a = analyze_stored(store, reg, "no-gain", execution_id=ex)
+    (p,) = a.predictions
+    assert p.outcome == "inconclusive" and p.more_units_needed and not p.more_runs_needed, a.reasoning
+    assert f"; about {p.more_units_needed:,} more units in each arm at this rate would decide it" in a.reasoning, \
+        a.reasoning

@@ -128,20 +128,19 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
             tail = f"which straddles the region {j['region']}"
         if j.get("note"):
             tail += f" ({j['note']})"
+        # A difference's estimates (runs, units) are per arm: each arm grows by them.
+        each = " in each arm" if " - " in str(j.get("where") or "") else ""
         if j.get("reachable") is False:
             tail += ("; no verdict is reachable within the sequential budget, even were the remaining replicates "
                      "to come in at either end of its 99% (Wilson) interval (futility)")
         elif j.get("more_units_needed") and j.get("more_runs_needed"):
-            each = (" in each arm", " each") if isinstance(j.get("k"), list) else ("", "")
-            tail += (f"; about {display.count(j['more_runs_needed'], 'more run')} of this size{each[0]} "
-                     f"({j['more_units_needed']:,} units{each[1]}) at this rate and spread would decide it (with the "
-                     "runs as the unit, only more runs narrow it)")
+            tail += (f"; about {display.count(j['more_runs_needed'], 'more run')} of this size{each} "
+                     f"({j['more_units_needed']:,} units{' each' * bool(each)}) at this rate and spread would decide "
+                     "it (with the runs as the unit, only more runs narrow it)")
         elif j.get("more_units_needed"):
-            tail += f"; about {j['more_units_needed']:,} more units at this rate would decide it"
+            tail += f"; about {j['more_units_needed']:,} more units{each} at this rate would decide it"
         elif j.get("more_runs_needed"):
             more = j["more_runs_needed"]
-            # A shift's runs are per arm (a pair): the estimate adds that many to each arm as it stands.
-            each = " in each arm" if isinstance(j.get("runs"), list) else ""
             tail += f"; {display.count(more, 'more run')}{each} {'is' if more == 1 else 'are'} needed"
     ptxt = _evidence(j)
     extra = f" Runs as the unit: {j['method_reason']}." if j.get("method_reason") else ""
