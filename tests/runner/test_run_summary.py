@@ -45,7 +45,11 @@ def test_the_verdict_is_a_headline_then_the_lines_hypothesis_show_prints(toy, cl
     code, shown_json, err = cli("hypothesis", "show", "toy-fix", "--json", "--db", toy.db)
     assert code == 0, err
     checks = json.loads(shown_json)["checks"]
-    assert [f"  [{c['mark']}] {c['name']}: {c['detail']}" for c in checks] == body[1:], out
+    # One replicate of the two the toy plans: a smoke run, said first; then the prediction, then the checks.
+    assert body[0] == ("  Smoke run: 1 of 2 planned replicates; it sets the status only while no run of the planned "
+                       "size has a verdict."), out
+    assert body[1] == predicted[0], out
+    assert [f"  [{c['mark']}] {c['name']}: {c['detail']}" for c in checks] == body[2:], out
     assert {c["name"] for c in checks} >= {"data", "isolation", "fingerprint", "config", "attrition", "drift"}
     # One renderer: `show` prints the same lines under its own headline.
     code, shown, err = cli("hypothesis", "show", "toy-fix", "--db", toy.db)
