@@ -444,3 +444,21 @@ def test_the_units_a_difference_of_rates_asks_for_are_per_arm(store, workbench_d
     assert p.outcome == "inconclusive" and p.more_units_needed and not p.more_runs_needed, a.reasoning
     assert f"; about {p.more_units_needed:,} more units in each arm at this rate would decide it" in a.reasoning, \
         a.reasoning
+
+
+def test_a_shift_without_an_interval_over_unequal_arms_names_the_runs_that_give_one(store, reg_extra):
+    # 2 treatment runs beside 20 control ones, judged at alpha / 6: the note gave the equal-arms minimum ("need >= 6
+    # per arm") beside "2 more runs in each arm are needed", which leave the treatment with 4.
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store, hypothesis_id="diff-check", mode="sequential")
+    for r in range(1, 21):
+        if r <= 2:
+            add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
+                    outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0 + r}, hypothesis_id="diff-check")
+    a = analyze_stored(store, reg_extra, "diff-check", execution_id=ex, budget=3)
+    wall = a.predictions[1]
+    assert wall.interval is None and wall.runs == [2, 20] and wall.more_runs_needed == 2, a.reasoning
+    assert ("(2 and 20 runs are too few for a 99.2% interval of the shift; 4 and 22 would give one); 2 more runs in "
+            "each arm are needed") in a.reasoning, a.reasoning

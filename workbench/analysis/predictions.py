@@ -514,11 +514,13 @@ def _judge_shift(out: dict[str, Any], xa: list[float], xb: list[float], region: 
                p_against=stats.shift_pvalue(xa, xb, bounds, "outside"),
                p_for=stats.shift_pvalue(xa, xb, bounds, "inside"))
     if ci is None or warning:
-        need = max(stats.MIN_SAMPLES_TEST, stats.shift_min_samples(alpha))
-        out["more_runs_needed"] = stats.shift_runs_needed(len(xa), len(xb), alpha)
+        more = out["more_runs_needed"] = stats.shift_runs_needed(len(xa), len(xb), alpha)
         if ci is None:
+            # What the runs asked for reach, for these arms (the equal-arms minimum would overstate a larger arm's).
+            need = f"need >= {len(xa) + more} per arm" if len(xa) == len(xb) else \
+                f"{len(xa) + more} and {len(xb) + more} would give one"
             out["note"] = (f"{len(xa)} and {len(xb)} runs are too few for a {_level(1 - alpha)} interval of the "
-                           f"shift; need >= {need} per arm")
+                           f"shift; {need}")
             return out
         out["note"] = warning
         held = regions.relation(ci, region)

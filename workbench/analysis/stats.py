@@ -422,14 +422,6 @@ def _shift_rank(n: int, m: int, alpha: float) -> int:
     return int(math.floor(n * m / 2 - norm_ppf(1 - alpha / 2) * math.sqrt(n * m * (n + m + 1) / 12)))
 
 
-def shift_min_samples(alpha: float = ALPHA) -> int:
-    """Fewest runs per arm (as many in each) for which `shift_ci` gives a (1 - alpha) interval (4 at 95%)."""
-    n = 1
-    while _shift_rank(n, n, alpha) < 1:
-        n += 1
-    return n
-
-
 def shift_runs_needed(n: int, m: int, alpha: float = ALPHA) -> int:
     """More runs in each arm (one each a replicate, as the runner adds them) after which arms of n and m runs give
     `shift_ci` a (1 - alpha) interval and Mann-Whitney its MIN_SAMPLES_TEST per arm: for the arms as they are, not
