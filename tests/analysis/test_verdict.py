@@ -517,3 +517,16 @@ def test_more_units_needed_is_the_fewest_that_decide(store, registry):
     ex = _fixed(store, treat={"leak": 3, "done": 77}, reps=1)
     (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex).predictions
     assert p.outcome == "inconclusive" and p.more_units_needed == 262, p.more_units_needed
+
+
+def test_a_short_run_under_overrides_is_not_called_a_smoke_run_that_may_set_the_status(store, registry):
+    # A verdict under --set never sets the status, so "Smoke run: ...; it sets the status only while no run of the
+    # planned size has a verdict" told its reader something untrue.
+    wedge_c, wedge_t = dict(CONTROL, causal_model="wedge"), dict(TREATMENT, causal_model="wedge")
+    ex = add_execution(store, overrides={"causal_model": "wedge"})
+    add_run(store, execution_id=ex, arm="control", variables=wedge_c, outcomes={"leak": 10, "done": 70},
+            extra={"waiting_for_input": 20})
+    add_run(store, execution_id=ex, arm="treatment", variables=wedge_t, outcomes={"done": 80},
+            extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    assert a.replicates == 1 and "Smoke run" not in a.reasoning and not a.planned_replicates, a.reasoning

@@ -75,7 +75,9 @@ def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, 
                      per_replicate=frozenset(per_replicate_names(exp, h, overrides or {})), budget=budget)
     if own is None and execution is None:
         return replace(result, any_hypothesis=True)
-    if mode != "fixed" or result.sequential:  # a sequential execution stops when it decides: no size to fall short of
+    # A sequential execution stops when it decides: no size to fall short of. One under --set never sets the status,
+    # which is all a smoke run's mark is about.
+    if mode != "fixed" or result.sequential or overrides:
         return result
     planned = (h.design.replicates if h.design and h.design.replicates else None) or exp.design.replicates
     return replace(result, planned_replicates=planned)
