@@ -260,6 +260,12 @@ class ArmSummary:
                 "metrics": {m: e.to_dict() for m, e in self.metrics.items()}}
 
 
+def smoke_words(replicates: int, planned: int) -> str:
+    """'1 of 3 planned replicates' where a fixed execution ran fewer replicates than planned (a smoke run), else ''
+    (0 planned: nothing to fall short of). The one rule the status and the reasoning both read."""
+    return f"{replicates} of {planned} planned replicates" if 0 < replicates < planned else ""
+
+
 @dataclass(frozen=True)
 class Analysis:
     """The verdict on one hypothesis and everything it rests on."""
@@ -289,6 +295,11 @@ class Analysis:
 
     def check(self, name: str) -> Check | None:
         return next((c for c in self.checks if c.name == name), None)
+
+    @property
+    def smoke(self) -> str:
+        """'1 of 3 planned replicates' for a smoke run (fewer replicates than planned), else ''."""
+        return smoke_words(self.replicates, self.planned_replicates)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Analysis":

@@ -65,12 +65,14 @@ def role(v: "VerdictRecord", overrides_of: Overrides) -> str:
 
 def smoke_text(v: "VerdictRecord") -> str:
     """'smoke: 1 of 5 planned replicates' for a verdict on fewer replicates than its hypothesis planned, else ''."""
+    from workbench.analysis.results import smoke_words
+
     d = v.details or {}
     try:
-        planned, got = int(d.get("planned_replicates") or 0), int(d.get("replicates") or 0)
+        words = smoke_words(int(d.get("replicates") or 0), int(d.get("planned_replicates") or 0))
     except (TypeError, ValueError):
         return ""
-    return f"smoke: {got} of {planned} planned replicates" if 0 < got < planned else ""
+    return f"smoke: {words}" if words else ""
 
 
 def _rank(v: "VerdictRecord", overrides_of: Overrides) -> int:

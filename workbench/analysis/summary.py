@@ -157,9 +157,9 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
 def _opening(h: Hypothesis, result: Any) -> list[str]:
     """The sentences before the predictions: a sequential judgement, an A/A execution's noise floor."""
     parts = []
-    if 0 < result.replicates < getattr(result, "planned_replicates", 0):
-        parts.append(f"Smoke run: {result.replicates} of {result.planned_replicates} planned replicates; it sets the "
-                     "status only while no run of the planned size has a verdict.")
+    smoke = getattr(result, "smoke", "")  # the stored paragraph is written from a draft, before the plan is known
+    if smoke:
+        parts.append(f"Smoke run: {smoke}; it sets the status only while no run of the planned size has a verdict.")
     if result.sequential:
         parts.append(f"Judged sequentially (always-valid tests, {display.count(result.replicates, 'replicate')} "
                      "so far).")
