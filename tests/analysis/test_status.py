@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 from workbench.analysis.status import current_status
 from workbench.store.entities import VerdictRecord
@@ -337,3 +338,13 @@ def test_a_smoke_run_alone_sets_the_status_marked_so(cli, workbench_dir, tmp_pat
     assert row["status_note"].startswith("smoke: 1 of 3 planned replicates"), row
     _, show, _ = cli("hypothesis", "show", HID, "--db", str(db), "--root", str(root))
     assert "  Smoke run: 1 of 3 planned replicates; it sets the status only while no run of the planned size" in show
+
+
+def test_a_smoke_run_is_the_status_over_a_planned_run_that_came_out_invalid():
+    # An invalid verdict is the status only where nothing else is: a planned run that could not test the claim
+    # outranked a later smoke run that could, and the status stayed "invalid".
+    planned = replace(_v(1, "invalid", 1), details={"mode": "fixed", "replicates": 3, "planned_replicates": 3})
+    smoke = replace(_v(2, "falsified", 2), details={"mode": "fixed", "replicates": 1, "planned_replicates": 3})
+    st = current_status("open", [planned, smoke], {1: {}, 2: {}})
+    assert (st.status, st.verdict.id) == ("falsified", 2), st
+    assert st.notes() == ["smoke: 1 of 3 planned replicates"], st.notes()

@@ -150,7 +150,9 @@ def status_timeline(verdicts: Iterable["VerdictRecord"], overrides_of: Overrides
         if out and v.verdict == INVALID:
             continue  # it could not test the claim: it says nothing about it (`_set_aside` marks it)
         if rank and rank >= best:
-            best = rank
+            # One that could not test the claim holds the status only until a controlled run that could, of any
+            # size: it ranks no higher than a smoke run (2).
+            best = min(rank, 2) if v.verdict == INVALID else rank
             out.append(v)
     return out
 
