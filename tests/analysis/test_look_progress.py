@@ -103,3 +103,21 @@ def test_a_first_look_already_outside_the_region_says_it_waits_not_that_it_must_
     (p,) = d.look.predictions
     assert not d.stop and p.outcome == "inconclusive" and p.waits and p.interval[0] > 0.02, d.look.line()
     assert d.look.line().endswith("]: wholly outside the region (no verdict before look 2)"), d.look.line()
+
+
+def test_a_look_stopped_invalid_does_not_call_its_prediction_falsified(store, registry):
+    # The arms ran different builds: the fingerprint check makes the verdict invalid and the execution stops, with
+    # the prediction's interval wholly outside its region. The line names the check, not a falsification.
+    ex = add_execution(store, mode="sequential")
+    for r in (1, 2):
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10})
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"leak": 14, "done": 66}, extra={"waiting_for_input": 0},
+                fingerprint={"wb_version": "wb 0.2.0"})
+    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+    (p,) = d.look.predictions
+    assert d.stop and d.verdict == "invalid" and p.outcome == "falsified", d.reasoning
+    line = d.look.line()
+    assert line.startswith("look 2 of at most 12 (stopping: invalid): "), line
+    assert line.endswith("]: wholly outside the region, but the fingerprint check makes the verdict invalid"), line
