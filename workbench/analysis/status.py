@@ -6,9 +6,10 @@ the status from `current_status`, so they cannot disagree. The rule, and why:
 - A verdict of a controlled execution (`wb hypothesis run`) under the hypothesis's own configuration
   sets the status; the newest one wins.
 - A smoke run (a fixed execution with fewer replicates than the hypothesis's design plans, as `--replicates 1`
-  makes) is controlled but underpowered: it sets the status only while no controlled run met the plan, and is
-  marked so ("smoke: 1 of 5 planned replicates"). One newer than the status is shown beside it, never as it, nor
-  does it make a review of the status stale. A sequential execution stops when it decides: it is never a smoke run.
+  makes) is controlled but underpowered: it sets the status only while no controlled run met the plan with a
+  verdict other than invalid, and is marked so ("smoke: 1 of 5 planned replicates"). One newer than the status
+  is shown beside it, never as it, nor does it make a review of the status stale. A sequential execution stops
+  when it decides: it is never a smoke run.
 - A pooled verdict (`wb hypothesis analyze`: the hypothesis's stored runs, imported evidence included) is
   *exploratory*: it sets the status only while no controlled verdict exists, and is shown marked so.
   Re-analysing the same runs must not overturn a controlled result, nor make a review of it stale.
