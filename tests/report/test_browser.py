@@ -377,15 +377,15 @@ LONG_WORD = "x" * 400
 LONG_SENTENCE = " ".join(["the transfer aborts the wedge leaves, counted from its WaitingForInput lines"] * 8)
 
 
-@pytest.mark.parametrize("viewport", [(1280, 900), (390, 844)])
-def test_a_long_metric_description_wraps_inside_its_chart_card(browser: Any, tmp_path: Path,
-                                                               viewport: tuple[int, int]) -> None:
-    """A 400-character word and a long sentence as descriptions: each chart card stays as wide as its chart
-    and table (the text wraps under them), nothing in it overflows, and the page never scrolls sideways."""
+@pytest.fixture(scope="module")
+def long_site(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A site whose agent-repro metrics carry a 400-character word and a long sentence as descriptions; built once
+    and only read by the tests (one per viewport)."""
     from workbench.registry import load_registry
     from workbench.report import build_site
     from workbench.store import open_store
 
+    tmp_path = tmp_path_factory.mktemp("long-description")
     root = synth.copy_workbench(tmp_path / "wb")
     exp = root / "experiments" / "agent-repro.yaml"
     text = exp.read_text(encoding="utf-8")
@@ -404,7 +404,16 @@ def test_a_long_metric_description_wraps_inside_its_chart_card(browser: Any, tmp
         result = build_site(store, reg, tmp_path / "site")
     finally:
         store.dispose()
-    v = Visit(browser, tmp_path / "site", viewport=viewport)
+    return {"out": tmp_path / "site", "site": result}
+
+
+@pytest.mark.parametrize("viewport", [(1280, 900), (390, 844)])
+def test_a_long_metric_description_wraps_inside_its_chart_card(browser: Any, long_site: dict[str, Any],
+                                                               viewport: tuple[int, int]) -> None:
+    """A 400-character word and a long sentence as descriptions: each chart card stays as wide as its chart
+    and table (the text wraps under them), nothing in it overflows, and the page never scrolls sideways."""
+    result = long_site["site"]
+    v = Visit(browser, long_site["out"], viewport=viewport)
     try:
         page = v.open(result["hypotheses"]["wedge-confound"])
         cards = page.evaluate("""[...document.querySelectorAll('figure.chart-box')].map(f => ({
