@@ -34,7 +34,7 @@ def _report():
         r = resource.getrusage(resource.RUSAGE_SELF)
         with open(os.environ["WB_SUITE_CPU_LOG"], "a") as f:
             f.write(json.dumps({"argv": " ".join(sys.argv)[:300], "cpu": r.ru_utime + r.ru_stime,
-                                "torch": "torch" in sys.modules,
+                                "torch": "torch" in sys.modules, "pytest": "_pytest.main" in sys.modules,
                                 "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]}) + "\\n")
     except Exception:
         pass
@@ -58,18 +58,23 @@ def pytest_runtest_protocol(item, nextitem):
 '''
 
 
-def kind(argv: str) -> str:
-    """A process's kind: a pdsim server, a `wb` command (its first two words), a pytest worker, or other."""
+def kind(argv: str, pytest: bool = False) -> str:
+    """A process's kind: a pytest process (the main one or an xdist worker, whose argv is a bare `-c`; told by having
+    loaded pytest, not by its argv, since a test's children name paths under pytest-of-USER), a pdsim server, a `wb`
+    command (its first two words), a `python -c` helper, or another script (its file's name and first argument)."""
+    if pytest:
+        return "pytest (main and workers)"
     m = re.search(r"workbench[./]sim[./](prefill|decode)", argv)
     if m:
         return f"pdsim {m.group(1)} server"
     m = re.search(r"(?:workbench[./]cli[./]main(?:\.py)?|/wb)\s+(--version|[a-z-]+)(?:\s+([a-z-]+))?", argv)
     if m:
         return " ".join(w for w in ("wb", m.group(1), m.group(2) if m.group(1) != "--version" else None) if w)
-    if "pytest" in argv or "execnet" in argv:
-        return "pytest (main and workers)"
     if argv.startswith("-c"):  # a `python -c` child: a test's helper, a profile's command, a stress loop
         return "python " + " ".join(argv.split())[:60]
+    words = argv.split()
+    if words and words[0].endswith(".py"):  # a script, e.g. the toy service's `toy.py restart STATE`
+        return " ".join(["python", Path(words[0]).name, *words[1:2]])
     return "other python"
 
 
@@ -99,7 +104,7 @@ def report(wall: float, summary: str, procs: list[dict], tests: list[dict], top:
           "machine means CPU-bound)")
     cpu, count, torch = collections.Counter(), collections.Counter(), collections.Counter()
     for p in procs:
-        k = kind(p["argv"])
+        k = kind(p["argv"], p.get("pytest", False))
         cpu[k] += p["cpu"]
         count[k] += 1
         torch[k] += p["torch"]
@@ -120,7 +125,7 @@ def report(wall: float, summary: str, procs: list[dict], tests: list[dict], top:
         print(f"  {s:8.1f}  {f}")
     spawned, torch_files = collections.Counter(), collections.Counter()
     for p in procs:
-        if p.get("test") and kind(p["argv"]) != "pytest (main and workers)":
+        if p.get("test") and not p.get("pytest", False):
             spawned[p["test"].split("::")[0]] += p["cpu"]
             torch_files[p["test"].split("::")[0]] += p["torch"]
     print("\nCPU of the processes started under each test file (s; pdsim's servers and wb commands included, "
