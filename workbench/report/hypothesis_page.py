@@ -501,7 +501,7 @@ def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis
     predictions = _predictions(h, exp, data, analysis, arm_names, totals, estimates, desc)
     verdict, vnote = _verdict_view(data.verdicts.get(h.id), analysis)
     attrition, outcomes = _attrition(exp, data, arm_names, by_arm)
-    metric_columns = metric_order(h, exp, runs)[:MAX_METRIC_COLUMNS]
+    metric_columns = metric_order(h, exp, all_runs)[:MAX_METRIC_COLUMNS]  # the runs table shows all_runs
     assumptions = _assumptions(h, registry, status_of)
     execution = data.executions.get(ex_id) if ex_id is not None else None
     notes = "; ".join(n for n in (analysis_note, vnote) if n)
