@@ -347,6 +347,7 @@ class Workbench(StoredRuns):
         """Decide from the runs already stored (the hypothesis's own, imported evidence included; with
         `any_hypothesis` other hypotheses' runs of the same configurations too); store the verdict when `record`."""
         from workbench.analysis.stored import analyze_stored, record_verdict
+        from workbench.analysis.verdict import unread_arms
 
         h = self.registry.hypothesis(hypothesis_id)  # bad id -> exit 2 before the store is touched
         if not self._store_exists():  # no store holds no runs: none is created to record nothing
@@ -355,6 +356,9 @@ class Workbench(StoredRuns):
             result = analyze_stored(store, self.registry, hypothesis_id, any_hypothesis=any_hypothesis)
             if not result.run_ids:  # no evidence is no verdict: an "inconclusive" from nothing would be the status
                 raise _no_evidence(h, self.registry, any_hypothesis)
+            empty = unread_arms(h, result.runs)
+            if empty and record:  # runs of one arm alone, which no prediction reads: the same
+                raise _no_evidence(h, self.registry, any_hypothesis, empty)
             if record:
                 record_verdict(store, result)
         return result
@@ -675,11 +679,16 @@ def _design(h: Any, exp: Any) -> dict[str, Any]:
             "max_replicates": out["max_replicates"], "max_replicates_from": out["max_replicates_from"]}
 
 
-def _no_evidence(h: Any, registry: Any, any_hypothesis: bool) -> NoEvidence:
-    """Nothing to analyze, saying which runs were looked at; --any-hypothesis is offered only where not given."""
+def _no_evidence(h: Any, registry: Any, any_hypothesis: bool, empty: Sequence[str] = ()) -> NoEvidence:
+    """Nothing to analyze (or, `empty`, nothing for what it predicts), saying which runs were looked at;
+    --any-hypothesis is offered only where not given."""
     exp = registry.experiments.get(h.experiment)
     looked = "stored run" if any_hypothesis else "run of its own and no imported run"
     which = f" (no {looked} of experiment {exp.id} matches its arms)" if exp is not None else ""
+    if empty:
+        return NoEvidence(f"no {looked} of {h.id} matches arm {', '.join(empty)}, which every prediction reads: "
+                          "nothing to decide, nothing was recorded",
+                          hint=f"run it (wb hypothesis run {h.id}); --no-record shows the analysis of the runs found")
     wider = "" if any_hypothesis else \
         "; --any-hypothesis also pools other hypotheses' runs of its arms' configurations"
     return NoEvidence(f"no runs of {h.id} to analyze{which}; nothing was recorded",

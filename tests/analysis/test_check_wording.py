@@ -132,3 +132,27 @@ def test_with_no_runs_of_its_own_the_error_says_which_runs_it_looked_at(cli, wor
     code, out, err = cli("hypothesis", "analyze", "token-granular-geometry-deployment", *common, "--any-hypothesis")
     assert code == 2 and "(no stored run of experiment " in err, err
     assert "--any-hypothesis" not in err, err
+
+
+def test_runs_of_an_arm_no_prediction_reads_record_no_verdict(cli, workbench_dir, tmp_path):
+    # `analyze --any-hypothesis` on pool-configurator-overcommit's control runs alone for wedge-confound (its
+    # treatment arm has none) recorded "inconclusive", which became wedge-confound's status: a verdict from nothing
+    # it predicts. It is refused as no evidence; --no-record still shows the analysis.
+    from workbench.store import open_store
+
+    db = tmp_path / "other.duckdb"
+    s = open_store(str(db))
+    try:
+        ex = add_execution(s)
+        add_run(s, execution_id=ex, arm="control", variables=CONTROL, outcomes={"leak": 12, "done": 68},
+                extra={"waiting_for_input": 30})
+    finally:
+        s.dispose()
+    common = ("--db", str(db), "--root", str(workbench_dir))
+    code, out, err = cli("hypothesis", "analyze", "wedge-confound", *common)
+    assert code == 2 and "matches arm treatment, which every prediction reads" in err, (out, err)
+    assert "nothing was recorded" in err and "Traceback" not in err, err
+    code, out, err = cli("hypothesis", "show", "wedge-confound", "--json", *common)
+    assert code == 0 and json.loads(out)["status"] in ("open", "declared"), out
+    code, out, err = cli("hypothesis", "analyze", "wedge-confound", "--no-record", *common)
+    assert code == 0 and out.startswith("wedge-confound: inconclusive"), (out, err)

@@ -8,7 +8,7 @@ zero units, all units lost all become an "inconclusive" or "invalid" verdict who
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from workbench.analysis import display, stats, validity
 from workbench.analysis.data import USABLE_STATUSES, RunData, counts_lost_units, has_completed_reading
@@ -268,21 +268,33 @@ def _quality(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[Run
     att_check, d.attrition = validity.attrition(arms, failed, exp, disagree, compared, lost_rates)
     d.checks.append(att_check)
     # an A/A execution's noise floor reads both control copies, whatever arm the predictions name
-    drift_check, d.drift = validity.drift(arms, exp, metrics, None if d.mode == "aa" else _arms_read(h, arms))
+    drift_check, d.drift = validity.drift(arms, exp, metrics, None if d.mode == "aa" else arms_read(h, arms))
     d.checks.append(drift_check)
     if d.mode == "aa":
         aa_check, d.aa = validity.aa_noise(arms, exp, metrics, d.sequential)
         d.checks.append(aa_check)
 
 
-def _arms_read(h: Hypothesis, arms: Mapping[str, Any]) -> dict[str, set[str]]:
-    """metric -> the arms its predictions read: one arm, both arms of a difference, every arm for a prediction
-    that names none."""
+def _reads(p: Any, arms: Iterable[str]) -> set[str]:
+    """The arms a prediction reads: its one arm, both arms of its difference, every arm where it names none."""
+    return set(p.difference) if p.difference else {p.arm} if p.arm is not None else set(arms)
+
+
+def arms_read(h: Hypothesis, arms: Iterable[str]) -> dict[str, set[str]]:
+    """metric -> the arms its predictions read."""
     read: dict[str, set[str]] = {}
     for p in h.predicts:
-        read.setdefault(p.metric, set()).update(
-            p.difference if p.difference else (p.arm,) if p.arm is not None else tuple(arms))
+        read.setdefault(p.metric, set()).update(_reads(p, arms))
     return read
+
+
+def unread_arms(h: Hypothesis, runs: Mapping[str, Any]) -> list[str] | None:
+    """The arms without runs when every prediction reads one of them (nothing it predicts has evidence), else
+    None: an analysis of such runs decides nothing, and a verdict recorded from it would be the status."""
+    empty = {a for a in h.arm_names if not runs.get(a)}
+    if not h.predicts or not empty or not all(_reads(p, h.arm_names) & empty for p in h.predicts):
+        return None
+    return sorted(empty)
 
 
 def _reachability(d: _Draft, h: Hypothesis, arms: dict[str, list[RunData]],
