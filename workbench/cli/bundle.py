@@ -24,7 +24,7 @@ def _count(n: int, key: str) -> str:
 def _say(verb: str, summary) -> None:
     names = ", ".join(summary.hypotheses)
     if verb == "imported" and not any(summary.added.values()):
-        typer.echo(f"nothing new in {summary.path}{_signed(verb, summary)}: the store holds every row of it ({names})")
+        typer.echo(f"nothing new in {summary.path}: the store holds every row of it ({names}{_signed(verb, summary)})")
         return
     counts = ", ".join(_count(n, k) for k, n in summary.added.items())
     typer.echo(f"{verb} {names}: {counts} ({summary.path}{_signed(verb, summary)})")
@@ -35,7 +35,8 @@ def _signed(verb: str, summary) -> str:
     if summary.signed_by is not None:
         return f", signed by {summary.signed_by}"
     if summary.signature is None:
-        return ""
+        return f"; the old {summary.removed_signature}, which signed the file replaced, was removed" \
+            if summary.removed_signature else ""
     if verb == "exported":
         return f", signed: {summary.signature}"
     return f"; its signature {summary.signature} was not checked: give --signers FILE"

@@ -42,10 +42,12 @@ class BundleSummary:
     added: dict[str, int]
     signature: str | None = None  # the signature file export wrote, or the one import found beside the bundle
     signed_by: Signer | None = None  # whose key it verified as (import with --signers); None: not checked
+    removed_signature: str | None = None  # an unsigned export removed this stale signature of the file it replaced
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "hypotheses": list(self.hypotheses), "added": dict(self.added),
-                "signature": self.signature, "signed_by": self.signed_by.to_dict() if self.signed_by else None}
+                "signature": self.signature, "signed_by": self.signed_by.to_dict() if self.signed_by else None,
+                "removed_signature": self.removed_signature}
 
 
 def _definitions(registry: "Registry", ids: list[str]) -> dict[str, Any]:
@@ -97,10 +99,12 @@ def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out:
     if signature is not None:
         _write_atomically(sig, signature)
     _write_atomically(out, packed)
-    if signature is None:
+    stale = signature is None and sig.exists()
+    if stale:
         sig.unlink(missing_ok=True)
     counts = {k: len(doc["store"][k]) for k in ("executions", "runs", "verdicts", "reviews", "artifact_blobs")}
-    return BundleSummary(str(out), tuple(hypothesis_ids), counts, str(sig) if signature is not None else None)
+    return BundleSummary(str(out), tuple(hypothesis_ids), counts, str(sig) if signature is not None else None,
+                         removed_signature=str(sig) if stale else None)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -92,7 +92,9 @@ def sign(data: bytes, key: Path) -> bytes:
         signature = armored.read_bytes() if proc.returncode == 0 and armored.is_file() else b""
     if not signature.startswith(b"-----BEGIN SSH SIGNATURE-----"):
         raise BadInput(f"--sign {key}: ssh-keygen could not sign with it ({_said(proc)}); nothing was exported",
-                       where="--sign", hint="is it a private SSH key (or its public key, with the key in ssh-agent)?")
+                       where="--sign", hint="is it a private SSH key (or its public key, with the key in "
+                                            "ssh-agent: ssh-add KEY)? A key's passphrase is asked on the terminal, "
+                                            "or read from standard input")
     return signature
 
 
