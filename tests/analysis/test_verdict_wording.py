@@ -77,3 +77,22 @@ def test_a_guard_over_several_runs_counts_them(tmp_path, workbench_dir):
     a = _analysis(tmp_path, workbench_dir, rows, "wedge-confound")
     guard = next(c for c in a.checks if c.name.startswith("guard: aborts"))
     assert guard.detail == f"held in all {seen} runs of treatment", guard.detail
+
+
+def test_a_guard_on_every_arm_counts_the_runs_of_each(workbench_dir):
+    # "held in all 12 runs of every arm" read as 12 runs in each arm, where each arm had 6.
+    from workbench.analysis import validity
+    from workbench.registry import load_registry
+    from workbench.store.entities import RunData
+
+    reg = load_registry(workbench_dir)
+    exp = reg.experiments["agent-repro"]
+    (guard,) = reg.hypothesis("pool-configurator-overcommit").requires  # aborts == 0 in every arm
+    def run(arm: str, i: int) -> RunData:
+        return RunData(id=i, label=None, arm=arm, status="ok", source="run", execution_id=1, experiment_version=1,
+                       replicate=i, block=None, order_index=None, variables={}, config_hash=None, fingerprint={},
+                       metrics={"aborts": 0.0})
+
+    runs = {a: [run(a, i) for i in range(n)] for a, n in (("control", 6), ("treatment", 5))}
+    c = validity.guard(guard, runs, exp, ["control", "treatment"])
+    assert c["detail"] == "held in every run (6 of control, 5 of treatment)", c
