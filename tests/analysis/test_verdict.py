@@ -51,6 +51,9 @@ def test_zero_corruption_needs_enough_units(store, registry):
     assert p.outcome == "inconclusive" and 170 <= p.more_units_needed <= 180
     assert p.method == "run-level" and abs(p.design_effect - 1.79) < 1e-9
     assert "more units" in a.reasoning
+    # in runs too, which is what --replicates takes: 170-180 units are 3 more runs of 80 (three more reach 5 runs,
+    # the first count that supports, below)
+    assert p.more_runs_needed == 3 and "(3 more runs of this size)" in a.reasoning, a.reasoning
     ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, reps=4, own_seeds=True)
     assert analyze_stored(store, registry, "wedge-confound", execution_id=ex).verdict == "inconclusive"
     ex = _fixed(store, treat={"done": 75, "maxrounds": 5}, reps=5, own_seeds=True)

@@ -71,7 +71,8 @@ class PredictionAtLook:
         if self.waits:
             return state + " (no verdict before look 2)"
         if self.more_units:
-            return state + f", about {self.more_units:,} more units at this rate"
+            runs = f" ({display.count(self.more_runs, 'more run')} of each arm)" if self.more_runs else ""
+            return state + f", about {self.more_units:,} more units at this rate{runs}"
         if self.more_runs:
             return state + f", about {display.count(self.more_runs, 'more run')}"
         return state

@@ -289,6 +289,7 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
         more = runs_needed_arm(e, len(pool["used"]), (region.lo, region.hi))
         out["more_runs_needed"] = more
         out["more_units_needed"] = None if more is None else int(math.ceil(more * n / len(pool["used"])))
+        out["runs_narrow_only"] = True
     elif out["outcome"] == "inconclusive" and sequential and out.get("empty_interval"):
         pass  # no projection: the intersection stays empty, and the note says so
     elif out["outcome"] == "inconclusive" and sequential:
@@ -296,9 +297,12 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
         more = seq.more_looks(_replicate_counts(pool["per_run"]), bounds, alpha=seq.ALPHA / family,
                               run_bet=not pool["replayed"], divisor=_arm_divisor(pool["replayed"]))
         out["more_units_needed"] = None if more is None else int(math.ceil(more * n / len(path)))
+        out["more_runs_needed"] = more  # looks: one more run of each arm a look
     elif out["outcome"] == "inconclusive":
         total = units_needed_arm(e.k_eff, e.n_eff, (region.lo, region.hi))
         out["more_units_needed"] = None if total is None else max(0, int(math.ceil(total * e.design_effect - n)))
+        if out["more_units_needed"] and pool["used"]:  # the same units in runs of this arm's mean size
+            out["more_runs_needed"] = int(math.ceil(out["more_units_needed"] / (n / len(pool["used"]))))
     return out
 
 
@@ -389,6 +393,7 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
         out["more_runs_needed"] = more
         # Units in each arm: the larger of the two arms' mean run sizes times the runs.
         out["more_units_needed"] = None if more is None else int(math.ceil(more * max(na / runs[0], nb / runs[1])))
+        out["runs_narrow_only"] = True
     elif out["outcome"] == "inconclusive" and not sequential:  # a fixed Newcombe interval's estimate
         per_arm = units_needed_diff(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, bounds)
         out["more_units_needed"] = None if per_arm is None else \

@@ -133,12 +133,14 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
         if j.get("reachable") is False:
             tail += ("; no verdict is reachable within the sequential budget, even were the remaining replicates "
                      "to come in at either end of its 99% (Wilson) interval (futility)")
-        elif j.get("more_units_needed") and j.get("more_runs_needed"):
+        elif j.get("more_units_needed") and j.get("more_runs_needed") and j.get("runs_narrow_only"):
             tail += (f"; about {display.count(j['more_runs_needed'], 'more run')} of this size{each} "
                      f"({j['more_units_needed']:,} units{' each' * bool(each)}) at this rate and spread would decide "
                      "it (with the runs as the unit, only more runs narrow it)")
         elif j.get("more_units_needed"):
-            tail += f"; about {j['more_units_needed']:,} more units{each} at this rate would decide it"
+            runs = f" ({display.count(j['more_runs_needed'], 'more run')} of this size)" \
+                if j.get("more_runs_needed") else ""
+            tail += f"; about {j['more_units_needed']:,} more units{each} at this rate would decide it{runs}"
         elif j.get("more_runs_needed"):
             more = j["more_runs_needed"]
             tail += f"; {display.count(more, 'more run')}{each} {'is' if more == 1 else 'are'} needed"
