@@ -368,28 +368,27 @@ def test_a_sequential_interval_on_counts_divided_by_the_design_effect_says_so(st
     assert a.to_dict()["predictions"][0]["interval_kind"] == label
 
 
-def test_possible_drift_in_an_arm_no_prediction_reads_does_not_hold_the_verdict(store, registry):
-    # The README's main job came out inconclusive on one seed: control 20/80, 7/80, 6/80 (over-dispersed, too few
-    # runs to rule a trend out) held the verdict, though wedge-confound predicts the treatment arm alone (40/240,
-    # 13-20 leaks a run). A drifting arm holds the predictions that read it; here none does.
+def _leaks_by_replicate(store, registry, leaks):
+    """wedge-confound over one replicate per (control, treatment) leak pair of 80 sessions, each with its own seed."""
     ex = add_execution(store)
-    for r, (ctl, trt) in enumerate(((20, 20), (7, 10), (6, 10)), start=1):
+    for r, (ctl, trt) in enumerate(leaks, start=1):
         add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
                 outcomes={"leak": ctl, "done": 80 - ctl}, extra={"waiting_for_input": 10})
         add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
                 outcomes={"leak": trt, "done": 80 - trt}, extra={"waiting_for_input": 0})
-    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    return analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+
+
+def test_possible_drift_in_an_arm_no_prediction_reads_does_not_hold_the_verdict(store, registry):
+    # The README's main job came out inconclusive on one seed: control 20/80, 7/80, 6/80 (over-dispersed, too few
+    # runs to rule a trend out) held the verdict, though wedge-confound predicts the treatment arm alone (40/240,
+    # 13-20 leaks a run). A drifting arm holds the predictions that read it; here none does.
+    a = _leaks_by_replicate(store, registry, ((20, 20), (7, 10), (6, 10)))
     drift = _checks(a)["drift"]
     assert a.verdict == "falsified", a.reasoning
     assert drift.passed is False and drift.effect == "none", drift.detail
     assert "corruption_rate in control varies between replicates more than chance allows" in drift.detail
     assert "no prediction reads corruption_rate in control" in drift.detail, drift.detail
     # The same spread in the arm the prediction reads still holds it.
-    ex = add_execution(store)
-    for r, (ctl, trt) in enumerate(((10, 20), (10, 7), (10, 6)), start=1):
-        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
-                outcomes={"leak": ctl, "done": 80 - ctl}, extra={"waiting_for_input": 10})
-        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
-                outcomes={"leak": trt, "done": 80 - trt}, extra={"waiting_for_input": 0})
-    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    a = _leaks_by_replicate(store, registry, ((10, 20), (10, 7), (10, 6)))
     assert a.verdict == "inconclusive" and _checks(a)["drift"].effect == "inconclusive", a.reasoning

@@ -75,18 +75,23 @@ def test_a_shift_between_arms_shows_its_own_interval_or_the_runs_that_give_one(s
                                   f"{p.more_runs} more runs in each arm give one"), d.look.line()
 
 
-def test_a_prediction_decided_under_a_verdict_a_check_holds_does_not_read_as_decided(store, registry):
-    # The treatment's replicates ran different rendered configs: the config check holds the verdict inconclusive,
-    # so the execution goes on although the prediction's interval is wholly outside its region. The line must not
-    # call the prediction falsified while the execution runs another block.
+def _two_looks(store, registry, treated):
+    """wedge-confound sequentially over two replicates, 12/80 control and 14/80 treatment leaks each, the treatment's
+    runs given `treated(replicate)` too (a config, a fingerprint)."""
     ex = add_execution(store, mode="sequential")
     for r in (1, 2):
         add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
                 outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10})
         add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
-                outcomes={"leak": 14, "done": 66}, extra={"waiting_for_input": 0},
-                config=("# build alpha\n", "# build beta\n")[r - 1])
-    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+                outcomes={"leak": 14, "done": 66}, extra={"waiting_for_input": 0}, **treated(r))
+    return sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+
+
+def test_a_prediction_decided_under_a_verdict_a_check_holds_does_not_read_as_decided(store, registry):
+    # The treatment's replicates ran different rendered configs: the config check holds the verdict inconclusive,
+    # so the execution goes on although the prediction's interval is wholly outside its region. The line must not
+    # call the prediction falsified while the execution runs another block.
+    d = _two_looks(store, registry, lambda r: {"config": ("# build alpha\n", "# build beta\n")[r - 1]})
     (p,) = d.look.predictions
     assert not d.stop and d.verdict == "inconclusive" and p.outcome == "falsified", d.reasoning
     line = d.look.line()
@@ -108,14 +113,7 @@ def test_a_first_look_already_outside_the_region_says_it_waits_not_that_it_must_
 def test_a_look_stopped_invalid_does_not_call_its_prediction_falsified(store, registry):
     # The arms ran different builds: the fingerprint check makes the verdict invalid and the execution stops, with
     # the prediction's interval wholly outside its region. The line names the check, not a falsification.
-    ex = add_execution(store, mode="sequential")
-    for r in (1, 2):
-        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
-                outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10})
-        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
-                outcomes={"leak": 14, "done": 66}, extra={"waiting_for_input": 0},
-                fingerprint={"wb_version": "wb 0.2.0"})
-    d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
+    d = _two_looks(store, registry, lambda r: {"fingerprint": {"wb_version": "wb 0.2.0"}})
     (p,) = d.look.predictions
     assert d.stop and d.verdict == "invalid" and p.outcome == "falsified", d.reasoning
     line = d.look.line()

@@ -358,6 +358,20 @@ def test_a_shift_with_too_few_runs_is_named_a_shift_and_says_why_it_has_no_inter
             "samples per arm") in a.reasoning, a.reasoning
 
 
+def _unequal_arms(store, reg_extra, treated: int):
+    """diff-check sequentially (alpha / 6 a look: a budget of 3, two predictions) over `treated` treatment runs beside
+    20 control ones."""
+    treat = dict(CONTROL, nixl_abort_fix="on")
+    ex = add_execution(store, hypothesis_id="diff-check", mode="sequential")
+    for r in range(1, 21):
+        if r <= treated:
+            add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
+                    outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0 + r}, hypothesis_id="diff-check")
+    return analyze_stored(store, reg_extra, "diff-check", execution_id=ex, budget=3)
+
+
 def test_a_shift_held_by_an_arm_with_few_runs_asks_for_the_runs_this_allocation_needs(store, reg_extra):
     # Sequentially (alpha / 6 a look for a budget of 3 and two predictions) a shift needs 6 runs a side when the arms
     # are equal, and the advice read "3 more runs are needed" for 3 treatment runs beside 20 control ones: it took the
@@ -365,15 +379,7 @@ def test_a_shift_held_by_an_arm_with_few_runs_asks_for_the_runs_this_allocation_
     # and the 4 runs a side Mann-Whitney asks for.
     from workbench.analysis import stats
 
-    treat = dict(CONTROL, nixl_abort_fix="on")
-    ex = add_execution(store, hypothesis_id="diff-check", mode="sequential")
-    for r in range(1, 21):
-        if r <= 3:
-            add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
-                    outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
-        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0 + r}, hypothesis_id="diff-check")
-    a = analyze_stored(store, reg_extra, "diff-check", execution_id=ex, budget=3)
+    a = _unequal_arms(store, reg_extra, 3)
     wall = a.predictions[1]
     assert wall.outcome == "inconclusive" and wall.runs == [3, 20]
     assert stats.shift_ci([0.0] * 4, [1.0] * 21, alpha=0.05 / 6)[1] is not None
@@ -449,15 +455,7 @@ def test_the_units_a_difference_of_rates_asks_for_are_per_arm(store, workbench_d
 def test_a_shift_without_an_interval_over_unequal_arms_names_the_runs_that_give_one(store, reg_extra):
     # 2 treatment runs beside 20 control ones, judged at alpha / 6: the note gave the equal-arms minimum ("need >= 6
     # per arm") beside "2 more runs in each arm are needed", which leave the treatment with 4.
-    treat = dict(CONTROL, nixl_abort_fix="on")
-    ex = add_execution(store, hypothesis_id="diff-check", mode="sequential")
-    for r in range(1, 21):
-        if r <= 2:
-            add_run(store, execution_id=ex, arm="treatment", variables=treat, replicate=r,
-                    outcomes={"leak": 1, "done": 79}, extra={"wall_s": 300.0 + r}, hypothesis_id="diff-check")
-        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
-                outcomes={"leak": 14, "done": 66}, extra={"wall_s": 340.0 + r}, hypothesis_id="diff-check")
-    a = analyze_stored(store, reg_extra, "diff-check", execution_id=ex, budget=3)
+    a = _unequal_arms(store, reg_extra, 2)
     wall = a.predictions[1]
     assert wall.interval is None and wall.runs == [2, 20] and wall.more_runs_needed == 2, a.reasoning
     assert ("(2 and 20 runs are too few for a 99.2% interval of the shift; 4 and 22 would give one); 2 more runs in "
