@@ -300,6 +300,7 @@ def test_an_unknown_name_in_a_kernel_option_is_told_at_its_line(workbench_dir: P
     errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
     assert len(errors) == 1 and f"{path}:{_line(path, 'geometry_fixx')}" in errors[0], err
     assert "unknown name geometry_fixx" in errors[0] and "filled with the experiment's variables" in err, err
+    assert "Hint: did you mean 'geometry_fix'?" in err, err  # the closest name it may use
     # a built-in name is no kernel argument: the call is filled with the run's variables alone
     path.write_text(text.replace('geometry_fix: "{{ geometry_fix }}"', 'geometry_fix: "{{ run_dir }}"'))
     code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))

@@ -220,9 +220,11 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
             used = re.compile(r"\{[{%](?:(?![}%]\}).)*?(?<![\w.])" + re.escape(name) + r"(?!\w)")
             line = doc.folded_line(loc, used) or line
         with found.apart():
+            close = did_you_mean(name, sorted(allowed))
             raise error(f"template uses unknown name {name}", file=file, line=line, field=field,
-                        hint=hint or "use a declared variable, a profile context key, or a built-in "
-                                     f"({', '.join(sorted(BUILTIN_TEMPLATE_NAMES))})")
+                        hint=(f"{close} " if close else "") + (
+                            hint or "use a declared variable, a profile context key, or a built-in "
+                                    f"({', '.join(sorted(BUILTIN_TEMPLATE_NAMES))})"))
 
 
 def _line_in(text: str, doc: LocatedYaml, loc: tuple[Any, ...], source: Path | None, at: int | None) -> int | None:
