@@ -336,6 +336,9 @@ def test_a_smoke_run_alone_sets_the_status_marked_so(cli, workbench_dir, tmp_pat
     row = next(i for i in json.loads(out)["items"] if i["id"] == HID)
     assert row["status_basis"] == "controlled" and row["status"] != "open", row
     assert row["status_note"].startswith("smoke: 1 of 3 planned replicates"), row
+    assert row["status_smoke"] is True, row  # a script reads it without parsing the note
+    code, out, err = cli("hypothesis", "analyze", HID, "--no-record", "--json", "--db", str(db), "--root", str(root))
+    assert code == 0 and "smoke" not in json.loads(out), out  # a pooled analysis is no smoke run
     _, show, _ = cli("hypothesis", "show", HID, "--db", str(db), "--root", str(root))
     assert "  Smoke run: 1 of 3 planned replicates; it sets the status only while no run of the planned size" in show
 

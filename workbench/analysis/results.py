@@ -323,4 +323,5 @@ class Analysis:
                           "replicates": self.replicates, "runs": self.runs, "excluded": self.excluded,
                           **({"counts": self.counts} if self.counts else {}),
                           **({"planned_replicates": self.planned_replicates} if self.planned_replicates else {}),
+                          **({"smoke": self.smoke} if self.smoke else {}),
                           **({"any_hypothesis": True} if self.any_hypothesis else {})})

@@ -130,6 +130,8 @@ class CurrentStatus:
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "status_basis": self.basis, "status_note": self.note(),
+                # the status rests on a smoke run (fewer replicates than planned): a script needs no prose for it
+                "status_smoke": bool(self.verdict is not None and smoke_text(self.verdict)),
                 "verdicts_under_overrides": [o.to_dict() for o in self.under_overrides]}
 
     @property
