@@ -109,3 +109,27 @@ def test_the_hypothesis_pages_runs_table_marks_derived_values(workbench_dir: Pat
     derived = [c for c in cells if "derived" in c]
     assert derived and derived[0].startswith("10.0%"), cells
     assert any(c in ("80", "8") for c in cells), cells  # the measured counts stay unmarked
+
+
+def test_a_run_page_names_what_a_derivable_metric_lacks(workbench_dir: Path, cli, tmp_path: Path) -> None:
+    # An imported run with leaks but no sessions: the page read "none from these values" where `wb runs show` names
+    # what is missing ("corruption_rate needs sessions, not recorded").
+    from workbench.store import open_store, records
+
+    db = tmp_path / "wb.duckdb"
+    store = open_store(str(db))
+    try:
+        with store.session() as session:
+            run = records.create_run(session, experiment_id="agent-repro", experiment_version=1, variables={},
+                                     status="ok")
+            records.add_metrics(session, run_id=run.id, source="import", metrics={"leak": 8})
+            rid = run.id
+    finally:
+        store.dispose()
+    site = tmp_path / "site"
+    code, _, err = cli("report", "--out", str(site), "--root", str(workbench_dir), "--db", str(db))
+    assert code == 0, err
+    derived = _part((site / "runs" / f"{rid}.html").read_text(), '<div id="derived-metrics">', "</div>")
+    assert "none from these values" in derived and "corruption_rate needs sessions, not recorded" in derived, derived
+    code, out, _ = cli("runs", "show", str(rid), "--root", str(workbench_dir), "--db", str(db))
+    assert "corruption_rate needs sessions, not recorded" in out, out  # the one rule, as the CLI says it

@@ -31,6 +31,11 @@ class RunMetrics:
     # there and their counts are no rate).
     missing: dict[str, list[str]] = field(default_factory=dict)
 
+    def lacking(self) -> list[str]:
+        """Each derivable metric that is not, with what it lacks: "corruption_rate needs sessions, not recorded"."""
+        return [f"{k} needs {' and '.join(need)}, not recorded" if need else f"{k}: its counts give no rate"
+                for k, need in sorted(self.missing.items())]
+
     def to_dict(self) -> dict[str, object]:
         """The keys a run's JSON gives them under (`metrics` holds only what was measured)."""
         return {"metrics": dict(self.measured), "derived_metrics": dict(self.derived),

@@ -121,8 +121,7 @@ def _derived(m: "RunMetrics") -> str:
     """The derived values, then each derivable one that is not with the stored values it needs and lacks
     ("corruption_rate needs sessions, not recorded")."""
     shown = " ".join(f"{k}={v:.15g}" for k, v in sorted(m.derived.items()))
-    lacking = "; ".join(f"{k} needs {' and '.join(need)}, not recorded" if need else f"{k}: its counts give no rate"
-                        for k, need in sorted(m.missing.items()))
+    lacking = "; ".join(m.lacking())
     if not shown:
         return "none from these values" + (f" ({lacking})" if lacking else "")
     return shown + (f" (not derived: {lacking})" if lacking else "")

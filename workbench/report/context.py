@@ -268,6 +268,7 @@ class RunContext:
     derived: list[tuple[str, str, str]] = field(default_factory=list)
     derived_by: str | None = None
     derived_note: str | None = None
+    derived_lacking: list[str] = field(default_factory=list)  # what each derivable metric that is not lacks
 
 
 @dataclass
