@@ -536,3 +536,23 @@ def test_a_short_run_under_overrides_is_not_called_a_smoke_run_that_may_set_the_
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
     lines = verdict_lines(registry.hypothesis("wedge-confound"), a)
     assert a.replicates == 1 and not any("Smoke run" in line for line in lines), lines
+
+
+def test_the_printed_lines_say_only_more_runs_narrow_a_run_level_interval(store, registry):
+    # The reasoning and the lines `hypothesis analyze` and `show` print (from the stored judgement) must agree: a
+    # run-level interval is narrowed only by more runs, which the stored judgement has to carry to say so.
+    from workbench.analysis.results import Analysis
+    from workbench.analysis.summary import verdict_lines
+
+    ex = add_execution(store)
+    for r, treat in ((1, {"done": 80}), (2, {"leak": 28, "done": 52})):
+        add_run(store, execution_id=ex, arm="control", variables={**CONTROL, "seed": str(r)}, replicate=r,
+                outcomes={"leak": 12, "done": 60, "error": 8}, extra={"waiting_for_input": 30})
+        add_run(store, execution_id=ex, arm="treatment", variables={**TREATMENT, "seed": str(r)}, replicate=r,
+                outcomes=treat, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    assert "only more runs narrow it" in a.reasoning, a.reasoning
+    h = registry.hypothesis("wedge-confound")
+    for shown in (a, Analysis.from_dict(json.loads(json.dumps(a.to_dict())))):
+        text = "\n".join(verdict_lines(h, shown))
+        assert "only more runs narrow it" in text and "more units at this rate" not in text, text

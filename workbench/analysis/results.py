@@ -96,7 +96,7 @@ _OPTIONAL = ("k", "n", "runs", "unknown_runs", "interval_kind", "e_against", "e_
              "boschloo_p", "mann_whitney_p", "medians", "confidence", "more_runs_needed", "p_against_holm",
              "completed", "target", "by_process", "method", "method_reason", "n_effective", "design_effect",
              "dispersion", "exact", "drift_robust", "reachable", "exact_held",
-             "empty_interval", "few_runs_held")
+             "empty_interval", "few_runs_held", "runs_narrow_only")
 
 
 # What a judgement over completed units only carries beside the one over all units.
@@ -164,6 +164,9 @@ class Judgement:
     # give that range the interval's confidence (stats.median_ci); or a shift whose interval does, from fewer runs in
     # an arm than Mann-Whitney's test needs (stats.mann_whitney).
     few_runs_held: str | None = None
+    # An inconclusive rate (or difference) judged with the runs as the unit (t on the runs' df): more units inside
+    # these runs narrow nothing, so what would decide it is counted in runs (more_runs_needed) first.
+    runs_narrow_only: bool | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Judgement":
