@@ -356,7 +356,7 @@ class Workbench(StoredRuns):
             result = analyze_stored(store, self.registry, hypothesis_id, any_hypothesis=any_hypothesis)
             if not result.run_ids:  # no evidence is no verdict: an "inconclusive" from nothing would be the status
                 raise _no_evidence(h, self.registry, any_hypothesis)
-            empty = unread_arms(h, result.runs)
+            empty = unread_arms(h, result)
             if empty and record:  # runs of one arm alone, which no prediction reads: the same
                 raise _no_evidence(h, self.registry, any_hypothesis, empty)
             if record:

@@ -156,3 +156,48 @@ def test_runs_of_an_arm_no_prediction_reads_record_no_verdict(cli, workbench_dir
     assert code == 0 and json.loads(out)["status"] in ("open", "declared"), out
     code, out, err = cli("hypothesis", "analyze", "wedge-confound", "--no-record", *common)
     assert code == 0 and out.startswith("wedge-confound: inconclusive"), (out, err)
+
+
+def _one_arm_store(tmp_path, *, treatment_status=None, hypothesis_id="wedge-confound"):
+    from workbench.store import open_store
+
+    db = tmp_path / "arms.duckdb"
+    s = open_store(str(db))
+    try:
+        ex = add_execution(s, hypothesis_id=hypothesis_id)
+        for r in (1, 2):
+            add_run(s, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                    outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 30}, hypothesis_id=hypothesis_id)
+            if treatment_status:
+                add_run(s, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                        outcomes=None, status=treatment_status, hypothesis_id=hypothesis_id)
+    finally:
+        s.dispose()
+    return db
+
+
+def test_a_prediction_on_every_arm_is_decided_by_the_arms_that_have_runs(cli, workbench_dir, tmp_path):
+    # A prediction that names no arm is judged in each arm: the control's 24/160 leaks are evidence on "<= 2% in
+    # every arm" (falsified there) though the treatment has no run, so the analysis is recorded, not refused.
+    from analysis_helpers import abort_fix_hypothesis, registry_with
+
+    registry_with(workbench_dir, abort_fix_hypothesis("low-everywhere", "No arm leaks more than 2%.",
+                                                      "{metric: corruption_rate, at_most: 0.02}"))
+    db = _one_arm_store(tmp_path, hypothesis_id="low-everywhere")
+    common = ("--db", str(db), "--root", str(workbench_dir))
+    code, out, err = cli("hypothesis", "analyze", "low-everywhere", *common)
+    assert code == 0 and "[falsified] predicts corruption_rate (control) <= 0.02" in out, (out, err)
+    verdict = out.split("\n", 1)[0].removeprefix("low-everywhere: ")
+    code, out, err = cli("hypothesis", "show", "low-everywhere", "--json", *common)
+    assert json.loads(out)["status"] == verdict, (verdict, out)
+
+
+def test_failed_runs_of_the_predicted_arm_are_runs_that_match_it(cli, workbench_dir, tmp_path):
+    # Every treatment run failed: runs matched the arm the prediction reads, so the analysis is recorded (what the
+    # failed runs make of it), not refused as "no run matches arm treatment".
+    db = _one_arm_store(tmp_path, treatment_status="failed")
+    common = ("--db", str(db), "--root", str(workbench_dir))
+    code, out, err = cli("hypothesis", "analyze", "wedge-confound", *common)
+    assert code == 0 and "matches arm treatment" not in err, (out, err)
+    code, out, err = cli("hypothesis", "show", "wedge-confound", "--json", *common)
+    assert json.loads(out)["status"] not in ("open", "declared"), out

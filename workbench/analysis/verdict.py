@@ -288,11 +288,21 @@ def arms_read(h: Hypothesis, arms: Iterable[str]) -> dict[str, set[str]]:
     return read
 
 
-def unread_arms(h: Hypothesis, runs: Mapping[str, Any]) -> list[str] | None:
-    """The arms without runs when every prediction reads one of them (nothing it predicts has evidence), else
-    None: an analysis of such runs decides nothing, and a verdict recorded from it would be the status."""
-    empty = {a for a in h.arm_names if not runs.get(a)}
-    if not h.predicts or not empty or not all(_reads(p, h.arm_names) & empty for p in h.predicts):
+def unread_arms(h: Hypothesis, analysis: Analysis) -> list[str] | None:
+    """The arms no run matched when no prediction has evidence (its one arm, either arm of its difference, or every
+    arm of one that names none has no run), else None: an analysis of such runs decides nothing, and a verdict
+    recorded from it would be the status. A failed run matched its arm (attrition speaks for it); where no run is
+    usable, the data check does."""
+    if not any(analysis.runs.values()):
+        return None
+    failed = analysis.attrition.get("arms", {})
+    empty = {a for a in h.arm_names if not analysis.runs.get(a) and not failed.get(a, {}).get("runs_failed")}
+
+    def unread(p: Any) -> bool:
+        reads = _reads(p, h.arm_names)
+        return reads <= empty if p.arm is None and not p.difference else bool(reads & empty)
+
+    if not h.predicts or not empty or not all(unread(p) for p in h.predicts):
         return None
     return sorted(empty)
 
