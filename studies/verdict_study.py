@@ -12,7 +12,8 @@ five models of how sessions depend on each other:
 
 Every decision goes through workbench.analysis as `analyze` makes it: run-level effective counts
 (analysis.clustered: replayed replicates count as one run, over-dispersion widens with Student's t),
-the drift check holding a verdict only for possible drift (clustered.drift_holds), the fixed Wilson
+the drift check holding a verdict only for possible drift (clustered.drift_holds) in an arm a prediction reads
+(here the treatment arm alone, the only arm a verdict is simulated on), the fixed Wilson
 interval judged by analysis.regions, the sequential e-value tests from the second replicate on (the
 lower side split between the binomial test and the bet on run rates, which the drift check does not
 hold: sequential.log_e_runs_above; no bet on replayed workloads); the A/A
@@ -95,8 +96,8 @@ def _effective(ks: np.ndarray, replayed: bool = False) -> clustered.Effective:
 
 
 def _held(ks: np.ndarray, e: clustered.Effective) -> bool:
-    """The drift check holds the verdict (validity.drift): over-dispersed runs that trend over replicate order,
-    or too few to rule a trend out."""
+    """The drift check holds the verdict (validity.drift): over-dispersed runs of the predicted arm that trend over
+    replicate order, or too few to rule a trend out (an arm no prediction reads holds none)."""
     return clustered.drift_holds(e.dispersion, list(ks / UNITS))[0]
 
 
