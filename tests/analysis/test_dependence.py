@@ -392,3 +392,22 @@ def test_possible_drift_in_an_arm_no_prediction_reads_does_not_hold_the_verdict(
     # The same spread in the arm the prediction reads still holds it.
     a = _leaks_by_replicate(store, registry, ((10, 20), (10, 7), (10, 6)))
     assert a.verdict == "inconclusive" and _checks(a)["drift"].effect == "inconclusive", a.reasoning
+
+
+def test_a_drifting_arm_no_prediction_reads_keeps_the_no_trend_words_for_the_arm_one_does(store, registry):
+    # The treatment's runs spread without order (no trend over six replicates: the run-level interval carries it)
+    # while the control, which no prediction reads, trends. The detail said only the control's part, leaving the
+    # treatment's over-dispersion without the words that say why it holds nothing.
+    ex = add_execution(store)
+    for r, (ctl, trt) in enumerate(((2, 1), (6, 12), (10, 1), (14, 12), (18, 1), (22, 12)), start=1):
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": ctl, "done": 80 - ctl}, extra={"waiting_for_input": 10})
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"leak": trt, "done": 80 - trt}, extra={"waiting_for_input": 0})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    drift = _checks(a)["drift"]
+    assert drift.passed is False and drift.effect == "none", drift.detail
+    assert "corruption_rate in treatment varies between replicates more than chance allows" in drift.detail
+    assert "corruption_rate in control trends over replicate order" in drift.detail, drift.detail
+    assert "no prediction reads corruption_rate in control" in drift.detail, drift.detail
+    assert "No trend over replicate order in the arms a prediction reads: the spread is between runs" in drift.detail

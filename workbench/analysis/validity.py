@@ -411,9 +411,11 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str],
                                f"{d.phi:.2g}, {clustered.p_text(d, d.p_under)} over {len(rows)} runs: {counts}): "
                                "pseudo-replication, the replicates look like repeats of the same sessions")
     if flagged:
+        # an arm that varies without trend (or too little) is said so beside one no prediction reads that drifts
+        steady = f" No trend over replicate order{' in the arms a prediction reads' * bool(unread)}: the spread is " \
+            "between runs, which the run-level interval carries." if len(flagged) > len(unread) else ""
         why = (" " + "; ".join(w for w, _, _ in trends) + ": possible drift, which no interval repairs,"
-               + _DRIFT_WAITS) if trends else "" if unread else \
-            " No trend over replicate order: the spread is between runs, which the run-level interval carries."
+               + _DRIFT_WAITS) if trends else steady
         if unread:
             why += " " + "; ".join(f"{w}, but no prediction reads {m} in {a}" for w, m, a in unread) + \
                 ": possible drift there holds no verdict."
