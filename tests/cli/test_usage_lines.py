@@ -185,3 +185,13 @@ def test_an_option_given_without_its_value_gets_the_usage_hint_as_every_usage_er
     code, out, err = cli("review", "wedge-confound", "--approve", "-m", "x", "--json", "--as")
     e = json.loads(out)["error"]
     assert code == 2 and e["where"] == "--as" and e["hint"].startswith("usage: wb review "), e
+
+
+def test_the_root_help_lists_the_commands_in_the_order_of_the_work(cli):
+    # `schema` came first (it was registered first), so the list read as random.
+    code, out, _ = cli("--help")
+    assert code == 0, out
+    listed = [ln.split()[0] for ln in out.split("Commands:", 1)[1].splitlines() if ln.startswith("  ") and ln.split()]
+    assert listed[:3] == ["hypothesis", "runs", "report"] and listed[-1] == "schema", listed
+    assert sorted(listed) == sorted(["hypothesis", "runs", "report", "confounds", "isolate", "review", "lineage",
+                                     "bundle", "import", "sim", "kernel", "db", "schema"]), listed

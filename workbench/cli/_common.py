@@ -102,6 +102,12 @@ def _emit_unless_gone(*args: Any, **kwargs: Any) -> None:
         _envelope.emit(*args, **kwargs)
 
 
+# `wb --help` lists the root's commands as the work goes: state and run hypotheses, read the runs, report, look for
+# confounds and minimal changes, review, share; then the simulated deployment, the kernel and the store.
+COMMAND_ORDER = ("hypothesis", "runs", "report", "confounds", "isolate", "review", "lineage", "bundle", "import",
+                 "sim", "kernel", "db", "schema")
+
+
 class WbGroup(TyperGroup):
     """Turns a `WbError` raised by any command into its message, hint and exit code; its own options show
     what their values are, as every command's do (`option_metavar`). What any command prints, its error
@@ -110,6 +116,12 @@ class WbGroup(TyperGroup):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _name_option_values(self.params)
+
+    def list_commands(self, ctx):  # type: ignore[override]
+        """The commands in the order of the work (COMMAND_ORDER), not of their registration (which put `schema`
+        first); a group's own subcommands keep theirs."""
+        rank = {name: i for i, name in enumerate(COMMAND_ORDER)}
+        return sorted(super().list_commands(ctx), key=lambda name: rank.get(name, len(rank)))
 
     def parse_args(self, ctx, args):  # type: ignore[override]
         try:
@@ -396,6 +408,12 @@ class WbCommand(TyperCommand):
         _envelope.want(any(params.get(n) is True for n in ("json_", "as_json", "json_out"))
                        or (isinstance(fmt, str) and fmt.lower() == "json"), command_name())
         return super().invoke(ctx)
+
+    def list_commands(self, ctx):  # type: ignore[override]
+        """The commands in the order of the work (COMMAND_ORDER), not of their registration (which put `schema`
+        first); a group's own subcommands keep theirs."""
+        rank = {name: i for i, name in enumerate(COMMAND_ORDER)}
+        return sorted(super().list_commands(ctx), key=lambda name: rank.get(name, len(rank)))
 
     def parse_args(self, ctx, args):  # type: ignore[override]
         try:
