@@ -50,27 +50,34 @@ def test_a_run_page_shows_derived_metrics_apart_and_marked(workbench_dir: Path, 
     assert "unknown" in html.unescape(unknown)
 
 
-def test_the_runs_page_shows_derived_metrics_marked(workbench_dir: Path, cli, tmp_path: Path) -> None:
-    # runs.html showed stored values only: a run that stored leak/sessions had an empty corruption_rate cell there
-    # while its run page and `wb runs list` gave 10%.
+def _site(workbench_dir: Path, cli, tmp_path: Path, *runs: tuple[dict, str, dict]) -> tuple[Path, list[int]]:
+    """A store holding `runs` (each: create_run's fields beyond agent-repro v1's, the metrics' source, the metrics)
+    and the site `wb report` builds of it; the site's folder and the runs' ids."""
     from workbench.store import open_store, records
 
     db = tmp_path / "wb.duckdb"
     store = open_store(str(db))
     try:
         with store.session() as session:
-            counted = records.create_run(session, experiment_id="agent-repro", experiment_version=1, variables={},
-                                         status="ok")
-            records.add_metrics(session, run_id=counted.id, source="units", metrics={"sessions": 80, "leak": 8})
-            stored = records.create_run(session, experiment_id="agent-repro", experiment_version=1, variables={},
-                                        status="ok")
-            records.add_metrics(session, run_id=stored.id, source="import", metrics={"corruption_rate": 0.25})
-            ids = counted.id, stored.id
+            ids = []
+            for fields, source, metrics in runs:
+                run = records.create_run(session, experiment_id="agent-repro", experiment_version=1, variables={},
+                                         status="ok", **fields)
+                records.add_metrics(session, run_id=run.id, source=source, metrics=metrics)
+                ids.append(run.id)
     finally:
         store.dispose()
     site = tmp_path / "site"
     code, _, err = cli("report", "--out", str(site), "--root", str(workbench_dir), "--db", str(db))
     assert code == 0, err
+    return site, ids
+
+
+def test_the_runs_page_shows_derived_metrics_marked(workbench_dir: Path, cli, tmp_path: Path) -> None:
+    # runs.html showed stored values only: a run that stored leak/sessions had an empty corruption_rate cell there
+    # while its run page and `wb runs list` gave 10%.
+    site, ids = _site(workbench_dir, cli, tmp_path, ({}, "units", {"sessions": 80, "leak": 8}),
+                      ({}, "import", {"corruption_rate": 0.25}))
     page = (site / "runs.html").read_text()
     head = _part(page, "<thead>", "</thead>")
     assert "corruption_rate" in head, head
@@ -87,21 +94,8 @@ def test_the_runs_page_shows_derived_metrics_marked(workbench_dir: Path, cli, tm
 def test_the_hypothesis_pages_runs_table_marks_derived_values(workbench_dir: Path, cli, tmp_path: Path) -> None:
     # The hypothesis page's runs table derived corruption_rate from leak/sessions but showed it as if measured,
     # where the runs page and the run pages mark it derived.
-    from workbench.store import open_store, records
-
-    db = tmp_path / "wb.duckdb"
-    store = open_store(str(db))
-    try:
-        with store.session() as session:
-            run = records.create_run(session, experiment_id="agent-repro", experiment_version=1, variables={},
-                                     hypothesis_id="wedge-confound", arm="treatment", status="ok")
-            records.add_metrics(session, run_id=run.id, source="units", metrics={"sessions": 80, "leak": 8})
-            rid = run.id
-    finally:
-        store.dispose()
-    site = tmp_path / "site"
-    code, _, err = cli("report", "--out", str(site), "--root", str(workbench_dir), "--db", str(db))
-    assert code == 0, err
+    site, (rid,) = _site(workbench_dir, cli, tmp_path, ({"hypothesis_id": "wedge-confound", "arm": "treatment"},
+                                                        "units", {"sessions": 80, "leak": 8}))
     page = (site / "hypotheses" / "wedge-confound.html").read_text()
     row = re.search(rf'<tr><td><a href="\.\./runs/{rid}\.html">(.*?)</tr>', page)
     assert row is not None, page
@@ -114,22 +108,8 @@ def test_the_hypothesis_pages_runs_table_marks_derived_values(workbench_dir: Pat
 def test_a_run_page_names_what_a_derivable_metric_lacks(workbench_dir: Path, cli, tmp_path: Path) -> None:
     # An imported run with leaks but no sessions: the page read "none from these values" where `wb runs show` names
     # what is missing ("corruption_rate needs sessions, not recorded").
-    from workbench.store import open_store, records
-
-    db = tmp_path / "wb.duckdb"
-    store = open_store(str(db))
-    try:
-        with store.session() as session:
-            run = records.create_run(session, experiment_id="agent-repro", experiment_version=1, variables={},
-                                     status="ok")
-            records.add_metrics(session, run_id=run.id, source="import", metrics={"leak": 8})
-            rid = run.id
-    finally:
-        store.dispose()
-    site = tmp_path / "site"
-    code, _, err = cli("report", "--out", str(site), "--root", str(workbench_dir), "--db", str(db))
-    assert code == 0, err
+    site, (rid,) = _site(workbench_dir, cli, tmp_path, ({}, "import", {"leak": 8}))
     derived = _part((site / "runs" / f"{rid}.html").read_text(), '<div id="derived-metrics">', "</div>")
     assert "none from these values" in derived and "corruption_rate needs sessions, not recorded" in derived, derived
-    code, out, _ = cli("runs", "show", str(rid), "--root", str(workbench_dir), "--db", str(db))
+    code, out, _ = cli("runs", "show", str(rid), "--root", str(workbench_dir), "--db", str(tmp_path / "wb.duckdb"))
     assert "corruption_rate needs sessions, not recorded" in out, out  # the one rule, as the CLI says it
