@@ -414,13 +414,7 @@ def test_more_units_needed_counts_whole_runs_when_runs_are_the_unit(store, regis
     fewer does not."""
     from workbench.analysis import clustered, stats
 
-    ex = add_execution(store)
-    for r, treat in ((1, {"done": 80}), (2, {"leak": 28, "done": 52})):
-        add_run(store, execution_id=ex, arm="control", variables={**CONTROL, "seed": str(r)}, replicate=r,
-                outcomes={"leak": 12, "done": 60, "error": 8}, extra={"waiting_for_input": 30})
-        add_run(store, execution_id=ex, arm="treatment", variables={**TREATMENT, "seed": str(r)}, replicate=r,
-                outcomes=treat, extra={"waiting_for_input": 0})
-    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    a = _runs_that_disagree(store, registry)
     p = a.predictions[0]
     assert p.outcome == "inconclusive" and (p.k, p.n) == (28, 160) and p.interval[0] < 0.02 < p.interval[1]
     more = p.more_runs_needed
@@ -538,19 +532,24 @@ def test_a_short_run_under_overrides_is_not_called_a_smoke_run_that_may_set_the_
     assert a.replicates == 1 and not any("Smoke run" in line for line in lines), lines
 
 
-def test_the_printed_lines_say_only_more_runs_narrow_a_run_level_interval(store, registry):
-    # The reasoning and the lines `hypothesis analyze` and `show` print (from the stored judgement) must agree: a
-    # run-level interval is narrowed only by more runs, which the stored judgement has to carry to say so.
-    from workbench.analysis.results import Analysis
-    from workbench.analysis.summary import verdict_lines
-
+def _runs_that_disagree(store, registry):
+    """wedge-confound over two replicates whose treatment runs disagree: 0/80 and 28/80 leaks."""
     ex = add_execution(store)
     for r, treat in ((1, {"done": 80}), (2, {"leak": 28, "done": 52})):
         add_run(store, execution_id=ex, arm="control", variables={**CONTROL, "seed": str(r)}, replicate=r,
                 outcomes={"leak": 12, "done": 60, "error": 8}, extra={"waiting_for_input": 30})
         add_run(store, execution_id=ex, arm="treatment", variables={**TREATMENT, "seed": str(r)}, replicate=r,
                 outcomes=treat, extra={"waiting_for_input": 0})
-    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    return analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+
+
+def test_the_printed_lines_say_only_more_runs_narrow_a_run_level_interval(store, registry):
+    # The reasoning and the lines `hypothesis analyze` and `show` print (from the stored judgement) must agree: a
+    # run-level interval is narrowed only by more runs, which the stored judgement has to carry to say so.
+    from workbench.analysis.results import Analysis
+    from workbench.analysis.summary import verdict_lines
+
+    a = _runs_that_disagree(store, registry)
     assert "only more runs narrow it" in a.reasoning, a.reasoning
     h = registry.hypothesis("wedge-confound")
     for shown in (a, Analysis.from_dict(json.loads(json.dumps(a.to_dict())))):
