@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from workbench.analysis import display, regions
 
+from workbench.analysis.results import difference_arms
+
 if TYPE_CHECKING:
     from workbench.analysis.results import Analysis, Judgement
 
@@ -140,7 +142,7 @@ def prediction_at_look(j: "Judgement", analysis: "Analysis") -> PredictionAtLook
     """`j` as a look shows it, with the counts of its metric in every arm of `analysis`."""
     from workbench.analysis.sequential import MIN_LOOKS
 
-    arms = j.where.split(" - ") if j.where and " - " in j.where else []
+    arms = difference_arms(j.where)
     proportion = j.k is not None and j.n is not None
     counts = tuple((arm, s.metrics[j.metric].k, s.metrics[j.metric].n) for arm, s in analysis.arms.items()
                    if j.metric in s.metrics and s.metrics[j.metric].k is not None and s.metrics[j.metric].n) \

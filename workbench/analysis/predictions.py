@@ -13,6 +13,7 @@ from workbench.analysis import clustered, display, regions
 from workbench.analysis import sequential as seq
 from workbench.analysis import stats
 from workbench.analysis.data import RunData, completed_units, impossible_counts, metric_value, proportion_counts
+from workbench.analysis.results import difference_arms
 from workbench.registry.experiment import Experiment
 
 OUTCOME_OF = regions.OUTCOME_OF
@@ -355,7 +356,7 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
     (path_a, ea), (path_b, eb) = _effective_path(pa["per_run"], ea), _effective_path(pb["per_run"], eb)
     e = ea
     _method(out, e)
-    names = out["where"].split(" - ")
+    names = difference_arms(out["where"])
     reason = "; ".join(f"{a}: {o.reason}" for a, o in zip(names, own))
     if any((o.design_effect, o.df) != (ea.design_effect, ea.df) for o in own):
         df = "" if ea.df is None else f" and the fewer degrees of freedom ({ea.df})"

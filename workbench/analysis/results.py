@@ -103,6 +103,12 @@ _OPTIONAL = ("k", "n", "runs", "unknown_runs", "interval_kind", "e_against", "e_
 COMPLETED_KEYS = ("k", "n", "estimate", "interval", "interval_kind", "outcome", "note")
 
 
+def difference_arms(where: str | None) -> list[str]:
+    """The two arms of a difference's `where` ("control - treatment", as predictions.judge writes it), or [] where
+    it names one arm."""
+    return where.split(" - ") if where and " - " in where else []
+
+
 @dataclass(frozen=True)
 class Judgement:
     """One prediction judged: the estimate, its interval, and where it lies against the predicted region."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.analysis import clustered, display, stats
 from workbench.analysis.data import RunData, completed_units, metric_value
 from workbench.analysis.predictions import _arm_effective, _fmt, pooled
-from workbench.analysis.results import Analysis, Check
+from workbench.analysis.results import Analysis, Check, difference_arms
 from workbench.registry.experiment import Experiment
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
         if j.get("note"):
             tail += f" ({j['note']})"
         # A difference's estimates (runs, units) are per arm: each arm grows by them.
-        each = " in each arm" if " - " in str(j.get("where") or "") else ""
+        each = " in each arm" if difference_arms(j.get("where")) else ""
         if j.get("reachable") is False:
             tail += ("; no verdict is reachable within the sequential budget, even were the remaining replicates "
                      "to come in at either end of its 99% (Wilson) interval (futility)")

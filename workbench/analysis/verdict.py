@@ -275,16 +275,11 @@ def _quality(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[Run
         d.checks.append(aa_check)
 
 
-def _reads(p: Any, arms: Iterable[str]) -> set[str]:
-    """The arms a prediction reads: its one arm, both arms of its difference, every arm where it names none."""
-    return set(p.difference) if p.difference else {p.arm} if p.arm is not None else set(arms)
-
-
 def arms_read(h: Hypothesis, arms: Iterable[str]) -> dict[str, set[str]]:
     """metric -> the arms its predictions read."""
     read: dict[str, set[str]] = {}
     for p in h.predicts:
-        read.setdefault(p.metric, set()).update(_reads(p, arms))
+        read.setdefault(p.metric, set()).update(p.reads(arms))
     return read
 
 
@@ -299,7 +294,7 @@ def unread_arms(h: Hypothesis, analysis: Analysis) -> list[str] | None:
     empty = {a for a in h.arm_names if not analysis.runs.get(a) and not failed.get(a, {}).get("runs_failed")}
 
     def unread(p: Any) -> bool:
-        reads = _reads(p, h.arm_names)
+        reads = p.reads(h.arm_names)
         return reads <= empty if p.arm is None and not p.difference else bool(reads & empty)
 
     if not h.predicts or not empty or not all(unread(p) for p in h.predicts):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
@@ -43,6 +44,10 @@ class Prediction(Region):
     @property
     def region(self) -> Region:
         return Region(at_least=self.at_least, at_most=self.at_most, equals=self.equals, between=self.between)
+
+    def reads(self, arm_names: Iterable[str]) -> set[str]:
+        """The arms it reads: its one arm, both arms of its difference, every arm where it names none."""
+        return set(self.difference) if self.difference else {self.arm} if self.arm is not None else set(arm_names)
 
     def describe(self) -> str:
         where = f"{self.difference[0]} - {self.difference[1]}" if self.difference else (self.arm or "every arm")
