@@ -290,7 +290,7 @@ def guard(g: Any, arms: dict[str, list[RunData]], exp: Experiment, arm_names: li
         return check(name, True, f"held in the one run of {g.arm}" if g.arm else "held in the one run")
     if g.arm:
         return check(name, True, f"held in all {seen} runs of {g.arm}" if seen > 2 else f"held in both runs of {g.arm}")
-    per_arm = {a: sum(1 for r in arms.get(a, [])) for a in targets}
+    per_arm = {a: len(arms.get(a, [])) for a in targets}
     each = ", ".join(f"{n} of {a}" for a, n in per_arm.items() if n)
     return check(name, True, f"held in every run ({each})")
 
