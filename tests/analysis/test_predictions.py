@@ -227,12 +227,17 @@ def test_an_interval_end_near_a_bound_does_not_read_as_the_bound(store, registry
         a.reasoning
 
 
+def _no_gain_registry(workbench_dir):
+    """The registry with no-gain: corruption_rate (control - treatment) <= 0, the abort fix lowering nothing."""
+    return registry_with(workbench_dir, abort_fix_hypothesis(
+        "no-gain", "The abort fix does not lower corruption.",
+        "{metric: corruption_rate, difference: [control, treatment], at_most: 0}"))
+
+
 def _no_gain(store, workbench_dir):
     """A difference claim (control - treatment <= 0) over four runs a side: control 0, 0, 12, 14 leaks of 80
     (over-dispersed: run-level, Student's t on 3 df), treatment 1 of 320."""
-    reg = registry_with(workbench_dir, abort_fix_hypothesis(
-        "no-gain", "The abort fix does not lower corruption.",
-        "{metric: corruption_rate, difference: [control, treatment], at_most: 0}"))
+    reg = _no_gain_registry(workbench_dir)
     treat = dict(CONTROL, nixl_abort_fix="on")
     ex = add_execution(store, hypothesis_id="no-gain")
     for r, (c, t) in enumerate([(0, 0), (0, 0), (12, 1), (14, 0)], start=1):
@@ -393,9 +398,7 @@ def test_a_run_level_difference_over_unequal_arms_asks_for_runs_each_arm_adds(st
     # run and the arm of six by a sixth. The runs it asks for must clear the region when each arm grows so.
     from workbench.analysis import clustered, stats
 
-    reg = registry_with(workbench_dir, abort_fix_hypothesis(
-        "no-gain", "The abort fix does not lower corruption.",
-        "{metric: corruption_rate, difference: [control, treatment], at_most: 0}"))
+    reg = _no_gain_registry(workbench_dir)
     treat = dict(CONTROL, nixl_abort_fix="on")
     ex = add_execution(store, hypothesis_id="no-gain")
     for r, c in enumerate([0, 0, 12, 14, 0, 13], start=1):
@@ -436,9 +439,7 @@ def test_the_runs_a_shift_asks_for_are_the_fewest_that_give_its_interval_and_tes
 def test_the_units_a_difference_of_rates_asks_for_are_per_arm(store, workbench_dir):
     # A fixed Newcombe interval's estimate is of the units each arm adds (units_needed_diff is per arm), as the
     # run-level estimate says "(N units each)": the reasoning must say so, not read as a total.
-    reg = registry_with(workbench_dir, abort_fix_hypothesis(
-        "no-gain", "The abort fix does not lower corruption.",
-        "{metric: corruption_rate, difference: [control, treatment], at_most: 0}"))
+    reg = _no_gain_registry(workbench_dir)
     treat = dict(CONTROL, nixl_abort_fix="on")
     ex = add_execution(store, hypothesis_id="no-gain")
     add_run(store, execution_id=ex, arm="control", variables=CONTROL, outcomes={"leak": 4, "done": 76},
