@@ -52,6 +52,14 @@ def _add_run(session: Any, *, execution_id, arm, variables, outcomes, replicate,
     return run.id
 
 
+def add_replicate(store: Any, ex: int, r: int, leaks: int) -> None:
+    """One replicate of wedge-confound with its own seed: control 12/80 leaks, treatment `leaks`/80."""
+    add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+            outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10})
+    add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+            outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+
+
 def add_execution(store: Any, *, mode: str = "fixed", overrides: dict[str, str] | None = None,
                   hypothesis_id: str = "wedge-confound", plan: Any = None) -> int:
     from workbench.store import records

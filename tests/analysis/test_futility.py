@@ -14,7 +14,8 @@ import pytest
 from workbench.analysis import analyze_stored, sequential_decision
 from workbench.analysis import sequential as seq
 
-from analysis_helpers import CONTROL, TREATMENT, abort_fix_hypothesis, add_execution, add_run, registry_with
+from analysis_helpers import (CONTROL, TREATMENT, abort_fix_hypothesis, add_execution, add_replicate, add_run,
+                              registry_with)
 
 BOUNDARY = (1, 3, 0, 2, 3, 1, 0, 4)   # leaks per run of 80: 0.022 on average, the region's edge
 
@@ -78,19 +79,12 @@ def test_reachable_agrees_with_the_interval_on_the_projected_path():
         assert regions.outcome(seq.e_interval(path, run_bet=True), region) == want, leaks
 
 
-def _replicate(store, ex, r, leaks):
-    add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
-            outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10})
-    add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
-            outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
-
-
 def test_a_sequential_execution_at_the_boundary_stops_for_futility(store, registry):
     # The reproduction: before, every replicate up to the budget of 12 answered "run another block".
     ex = add_execution(store, mode="sequential")
     stops = []
     for r, leaks in enumerate(BOUNDARY, start=1):
-        _replicate(store, ex, r, leaks)
+        add_replicate(store, ex, r, leaks)
         d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
         stops.append(d.stop)
         if d.stop:
@@ -108,7 +102,7 @@ def test_event_free_runs_are_never_stopped_for_futility(store, registry):
     # cut it short at 2, 3 or 4.
     ex = add_execution(store, mode="sequential")
     for r in range(1, 6):
-        _replicate(store, ex, r, 0)
+        add_replicate(store, ex, r, 0)
         d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
         assert d.stop is (r == 5) and not d.futile, (r, d.reasoning)
     assert d.verdict == "supported"
@@ -119,7 +113,7 @@ def test_the_reasoning_and_the_stored_verdict_say_futility(store, registry):
 
     ex = add_execution(store, mode="sequential")
     for r, leaks in enumerate(BOUNDARY[:5], start=1):
-        _replicate(store, ex, r, leaks)
+        add_replicate(store, ex, r, leaks)
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
     assert "no verdict is reachable within the sequential budget" in a.reasoning
     assert "more units at this rate would decide it" not in a.reasoning
@@ -136,7 +130,7 @@ def test_futility_judges_the_executions_own_budget(store, registry):
     # "after 5 of at most 24 replicates".
     ex = add_execution(store, mode="sequential", plan={"max_replicates": 24})
     for r, leaks in enumerate(BOUNDARY[:5], start=1):
-        _replicate(store, ex, r, leaks)
+        add_replicate(store, ex, r, leaks)
     d = sequential_decision(store, registry, "wedge-confound", execution_id=ex, max_replicates=24)
     assert not d.stop and not d.futile, d.reasoning
     (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True).predictions
@@ -148,7 +142,7 @@ def test_a_spent_budget_is_not_called_futility(store, registry):
     # would claim an early stop that never happened: the budget is spent, and `reachable` is left unset.
     ex = add_execution(store, mode="sequential")
     for r, leaks in enumerate(BOUNDARY + (1, 2, 1, 2), start=1):
-        _replicate(store, ex, r, leaks)
+        add_replicate(store, ex, r, leaks)
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
     (p,) = a.predictions
     assert p.outcome == "inconclusive" and p.reachable is None
@@ -161,7 +155,7 @@ def test_the_futility_stop_says_which_interval(store, registry):
     # The projection takes the ends of a 99% Wilson interval (FUTILITY_ALPHA), not the 95% sequence shown.
     ex = add_execution(store, mode="sequential")
     for r, leaks in enumerate(BOUNDARY[:5], start=1):
-        _replicate(store, ex, r, leaks)
+        add_replicate(store, ex, r, leaks)
     d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
     assert d.futile
     assert "99%" in d.reasoning and "current 95% interval" not in d.reasoning
@@ -284,7 +278,7 @@ def test_futility_waits_for_the_second_replicate_as_verdicts_do(store, registry)
     # analysis stopped a budget of 2 after its first run (2 leaks of 80: unreachable on the binomial).
     assert seq.reachable(_runs((2,)), (0.0, 0.02), 2, run_bet=True) is False
     ex = add_execution(store, mode="sequential", plan={"max_replicates": 2})
-    _replicate(store, ex, 1, 2)
+    add_replicate(store, ex, 1, 2)
     d = sequential_decision(store, registry, "wedge-confound", execution_id=ex, max_replicates=2)
     assert not d.stop and not d.futile, d.reasoning
     (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True).predictions
@@ -300,7 +294,7 @@ def reg_diff(workbench_dir):
         "{metric: corruption_rate, difference: [control, treatment], at_least: 0.05}"))
 
 
-def _diff_replicate(store, ex, r, control_leaks, treatment_leaks):
+def _diffadd_replicate(store, ex, r, control_leaks, treatment_leaks):
     treat = dict(CONTROL, nixl_abort_fix="on")
     add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
             outcomes={"leak": control_leaks, "done": 80 - control_leaks}, hypothesis_id="diff-seq")
@@ -308,15 +302,15 @@ def _diff_replicate(store, ex, r, control_leaks, treatment_leaks):
             outcomes={"leak": treatment_leaks, "done": 80 - treatment_leaks}, hypothesis_id="diff-seq")
 
 
-def test_a_sequential_difference_waits_for_the_second_replicate(store, reg_diff):
+def test_a_sequential_difference_waits_for_the_secondadd_replicate(store, reg_diff):
     # 40 of 80 against 0 of 80 clears "control - treatment >= 0.05" on one run; a sequential verdict on
     # a rate waits for replicate 2, and so must one on a difference of rates (before: supported at 1).
     ex = add_execution(store, mode="sequential", hypothesis_id="diff-seq")
-    _diff_replicate(store, ex, 1, 40, 0)
+    _diffadd_replicate(store, ex, 1, 40, 0)
     (p,) = analyze_stored(store, reg_diff, "diff-seq", execution_id=ex, sequential=True).predictions
     assert p.outcome == "inconclusive" and "waits for replicate 2" in p.note
     assert p.reachable is None
-    _diff_replicate(store, ex, 2, 38, 0)
+    _diffadd_replicate(store, ex, 2, 38, 0)
     (p,) = analyze_stored(store, reg_diff, "diff-seq", execution_id=ex, sequential=True).predictions
     assert p.outcome == "supported"
 
@@ -327,7 +321,7 @@ def test_a_difference_at_its_region_edge_stops_for_futility(store, reg_diff):
     ex = add_execution(store, mode="sequential", hypothesis_id="diff-seq")
     stops = []
     for r in range(1, 13):
-        _diff_replicate(store, ex, r, (6, 5, 7, 6)[r % 4], (2, 1, 2, 3)[r % 4])
+        _diffadd_replicate(store, ex, r, (6, 5, 7, 6)[r % 4], (2, 1, 2, 3)[r % 4])
         d = sequential_decision(store, reg_diff, "diff-seq", execution_id=ex)
         stops.append(d.stop)
         if d.stop:
@@ -374,7 +368,7 @@ def test_a_sequential_difference_gives_no_fixed_design_estimate_of_more_units(st
     # units an arm, and the sequential reasoning said so; the confidence sequences are far wider than that.
     ex = add_execution(store, mode="sequential", hypothesis_id="diff-seq")
     for r, (c, t) in enumerate(((12, 3), (11, 4)), start=1):
-        _diff_replicate(store, ex, r, c, t)
+        _diffadd_replicate(store, ex, r, c, t)
     a = analyze_stored(store, reg_diff, "diff-seq", execution_id=ex, sequential=True)
     (p,) = a.predictions
     assert p.outcome == "inconclusive" and p.more_units_needed is None, p.more_units_needed

@@ -5,19 +5,12 @@ from __future__ import annotations
 
 from workbench.analysis import sequential_decision
 
-from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
-
-
-def _replicate(store, ex, r, leaks):
-    add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
-            outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10})
-    add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
-            outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+from analysis_helpers import CONTROL, TREATMENT, add_execution, add_replicate, add_run
 
 
 def test_each_look_says_how_far_the_running_interval_is_from_deciding(store, registry):
     ex = add_execution(store, mode="sequential")
-    _replicate(store, ex, 1, 0)
+    add_replicate(store, ex, 1, 0)
     d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
     look = d.look
     assert (look.look, look.max_looks, look.stop) == (1, 12, False)
@@ -34,7 +27,7 @@ def test_each_look_says_how_far_the_running_interval_is_from_deciding(store, reg
 def test_a_look_that_decides_says_so_and_that_the_execution_stops(store, registry):
     ex = add_execution(store, mode="sequential")
     for r in (1, 2):
-        _replicate(store, ex, r, 14)
+        add_replicate(store, ex, r, 14)
         d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
     look = d.look
     assert look.stop and look.verdict == "falsified" and look.look == 2
@@ -49,7 +42,7 @@ def test_a_look_that_decides_says_so_and_that_the_execution_stops(store, registr
 def test_a_rate_above_the_region_says_which_end_must_leave_it(store, registry):
     ex = add_execution(store, mode="sequential", plan={"max_replicates": 24})
     for r, leaks in enumerate((2, 1, 3), start=1):
-        _replicate(store, ex, r, leaks)
+        add_replicate(store, ex, r, leaks)
     d = sequential_decision(store, registry, "wedge-confound", execution_id=ex, max_replicates=24)
     (p,) = d.look.predictions
     assert not d.stop and p.outcome == "inconclusive" and p.interval[0] < 0.02 < p.estimate
@@ -103,7 +96,7 @@ def test_a_first_look_already_outside_the_region_says_it_waits_not_that_it_must_
     # At look 1 no sequential verdict is given. A running interval already wholly above the region read "falsified
     # once its lower end is above 2%", as if the lower end still had to get there.
     ex = add_execution(store, mode="sequential")
-    _replicate(store, ex, 1, 40)
+    add_replicate(store, ex, 1, 40)
     d = sequential_decision(store, registry, "wedge-confound", execution_id=ex)
     (p,) = d.look.predictions
     assert not d.stop and p.outcome == "inconclusive" and p.waits and p.interval[0] > 0.02, d.look.line()
