@@ -409,12 +409,6 @@ class WbCommand(TyperCommand):
                        or (isinstance(fmt, str) and fmt.lower() == "json"), command_name())
         return super().invoke(ctx)
 
-    def list_commands(self, ctx):  # type: ignore[override]
-        """The commands in the order of the work (COMMAND_ORDER), not of their registration (which put `schema`
-        first); a group's own subcommands keep theirs."""
-        rank = {name: i for i, name in enumerate(COMMAND_ORDER)}
-        return sorted(super().list_commands(ctx), key=lambda name: rank.get(name, len(rank)))
-
     def parse_args(self, ctx, args):  # type: ignore[override]
         try:
             return super().parse_args(ctx, args)
