@@ -3,12 +3,12 @@ default profile, each profile's collected metrics, fields and config templates."
 
 from __future__ import annotations
 
-import functools
 import re
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import ConfigError
+from workbench.registry import template_scan
 from workbench.registry.common import did_you_mean
 from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment, Profile
 from workbench.registry.problems import Found, SharedFileError
@@ -179,43 +179,23 @@ def _templates(prof: Any, exp_dir: Path) -> list[tuple[tuple[Any, ...], str]]:
     return out
 
 
-@functools.lru_cache(maxsize=1024)
-def _template_names(text: str) -> tuple[dict[str, int], str | None, int | None]:
-    """The names a template uses, each with the line (1-based, in the template) of its first use, or its syntax
-    error (message, line): parsed and compiled once per text in a process (a registry is loaded again and again by
-    a long-lived caller)."""
-    import jinja2
-    from jinja2 import meta, nodes
-
-    env = jinja2.Environment()
-    env.filters.update(q=str, raw=str)  # the renderer's own filters (runner.render)
-    try:
-        ast = env.parse(text)
-        env.compile(ast)  # an unknown filter or test is found when compiling, not when parsing
-    except jinja2.TemplateSyntaxError as exc:
-        return {}, exc.message, exc.lineno
-    names = meta.find_undeclared_variables(ast)
-    first: dict[str, int] = {}
-    for node in ast.find_all(nodes.Name):
-        if node.name in names and node.ctx == "load":
-            first[node.name] = min(first.get(node.name, node.lineno), node.lineno)
-    return {n: first.get(n, 1) for n in names}, None, None
-
-
 def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[Any, ...], found: Found,
                     source: Path | None = None, hint: str | None = None) -> None:
-    """The template's syntax, else each unknown name it uses apart, at the line using it: in `source`, the file the
-    text was read from, else in the experiment file."""
-    names, syntax_error, error_line = _template_names(text)
+    """The template's first syntax error, at the line its broken tag starts, and each unknown name it uses apart
+    (those of the rest of a template with a syntax error too), at the line using it: in `source`, the file the text
+    was read from, else in the experiment file."""
+    scanned = template_scan.scan(text)
     file, field = (str(source) if source is not None else doc.file), ".".join(map(str, loc))
     error = ConfigError if source is None else SharedFileError  # a template_file: each profile using it finds it
-    if syntax_error is not None:
+    if scanned.error is not None:
+        line = _line_in(text, doc, loc, source, (scanned.error_line or 1) - 1)
+        if source is None and scanned.error_at is not None:  # a folded value: the line its broken tag opens on
+            opener = text[scanned.error_at:scanned.error_at + 2]
+            line = doc.folded_nth_line(loc, opener, text.count(opener, 0, scanned.error_at)) or line
         with found.apart():
-            raise error(f"template syntax error: {syntax_error}", file=file, field=field,
-                        line=_line_in(text, doc, loc, source, (error_line or 1) - 1) or 0)
-        return
-    for name in sorted(set(names) - allowed):
-        line = _line_in(text, doc, loc, source, names[name] - 1)  # where the template uses it, not a word alike
+            raise error(f"template syntax error: {scanned.error}", file=file, field=field, line=line or 0)
+    for name in sorted(set(scanned.names) - allowed):
+        line = _line_in(text, doc, loc, source, scanned.names[name] - 1)  # where the template uses it
         if source is None:  # a value folded from several lines reads as one: its line is found in the source
             used = re.compile(r"\{[{%](?:(?![}%]\}).)*?(?<![\w.])" + re.escape(name) + r"(?!\w)")
             line = doc.folded_line(loc, used) or line

@@ -33,6 +33,15 @@ class LocatedYaml:
         first, source = self.folded.get(tuple(loc), (0, []))
         return next((first + i for i, text in enumerate(source) if pattern.search(text)), None)
 
+    def folded_nth_line(self, loc: Loc, needle: str, n: int) -> int | None:
+        """The line of folded value `loc` whose source holds its `n`-th (0-based) `needle`, or None."""
+        first, source = self.folded.get(tuple(loc), (0, []))
+        for i, text in enumerate(source):
+            n -= text.count(needle)
+            if n < 0:
+                return first + i
+        return None
+
     def line_of(self, loc: Loc) -> int | None:
         """The line of `loc`, or of its nearest located ancestor."""
         loc = tuple(loc)

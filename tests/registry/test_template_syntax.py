@@ -1,0 +1,63 @@
+"""A template's syntax error is told where the broken tag starts, and the rest of the template is still checked
+for unknown names (Jinja stops at its first error)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from registry_kit import edit as _edit
+
+EXP = "experiments/agent-repro.yaml"
+J2 = "experiments/templates/serve_dsv4_prefill.sh.j2"
+
+
+def _line(path: Path, fragment: str) -> int:
+    return next(i for i, t in enumerate(path.read_text().splitlines(), 1) if fragment in t)
+
+
+def _errors(cli, root: Path) -> list[str]:
+    code, _, err = cli("hypothesis", "validate", "--root", str(root))
+    assert code == 2 and "Traceback" not in err, err
+    return [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+
+
+def test_an_unclosed_expression_in_a_block_template_hides_no_unknown_name_below_it(workbench_dir: Path, cli):
+    # Jinja noticed the unclosed `{{ hicache` on the next line and stopped there: the error named the line after
+    # it, and `{{ sed }}` further down was told only once the syntax was fixed.
+    exp = _edit(workbench_dir, ("hicache={{ hicache }}", "hicache={{ hicache"), ("seed={{ seed }}", "seed={{ sed }}"),
+                file=EXP)
+    errors = _errors(cli, workbench_dir)
+    assert len(errors) == 2, errors
+    assert errors[0].startswith(f"Error: {exp}:{_line(exp, 'hicache={{ hicache')} "), errors
+    assert "template syntax error" in errors[0], errors
+    assert errors[1].startswith(f"Error: {exp}:{_line(exp, 'seed={{ sed }}')} ") and "unknown name sed" in errors[1]
+
+
+def test_an_unclosed_expression_in_a_folded_command_is_told_at_its_own_line(workbench_dir: Path, cli):
+    # A folded command reads as one line: the syntax error was told at the `command: >-` key, and the name
+    # mistyped on the block's next line not at all.
+    exp = _edit(workbench_dir, ("--dir {{ sim_dir }} --sessions", "--dir {{ sim_dir --sessions"),
+                ("--jsonl {{ units_path }}", "--jsonl {{ units_pth }}"), file=EXP)
+    errors = _errors(cli, workbench_dir)
+    assert len(errors) == 2, errors
+    assert errors[0].startswith(f"Error: {exp}:{_line(exp, '{{ sim_dir --sessions')} "), errors
+    assert "(field profiles.sim.workload.command)" in errors[0] and "template syntax error" in errors[0], errors
+    assert errors[1].startswith(f"Error: {exp}:{_line(exp, 'units_pth')} ") and "unknown name units_pth" in errors[1]
+
+
+def test_an_unclosed_expression_in_a_template_file_is_told_where_it_opens(workbench_dir: Path, cli):
+    j2 = _edit(workbench_dir, ("INDEX_K_DTYPE={{ index_k_dtype }}", "INDEX_K_DTYPE={{ index_k_dtype"),
+               ("{{ prefill_port }}", "{{ prefill_portx }}"), file=J2)
+    errors = _errors(cli, workbench_dir)
+    assert len(errors) == 2, errors
+    assert errors[0].startswith(f"Error: {j2}:{_line(j2, '{{ index_k_dtype')} "), errors
+    assert errors[1].startswith(f"Error: {j2}:{_line(j2, 'prefill_portx')} ") and "prefill_portx" in errors[1]
+
+
+def test_a_block_left_open_is_told_at_its_tag_and_hides_no_unknown_name(workbench_dir: Path, cli):
+    # `{% if %}` without its endif was told at the template's last line, and nothing else in the file.
+    j2 = _edit(workbench_dir, ("{%- endif %}\n", ""), ("{{ prefill_port }}", "{{ prefill_portx }}"), file=J2)
+    errors = _errors(cli, workbench_dir)
+    assert len(errors) == 2, errors
+    assert errors[0].startswith(f"Error: {j2}:{_line(j2, 'prefill_portx')} ") and "prefill_portx" in errors[0]
+    assert errors[1].startswith(f"Error: {j2}:{_line(j2, '{%- if hicache')} ") and "'if'" in errors[1], errors
