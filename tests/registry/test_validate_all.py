@@ -379,3 +379,23 @@ def test_two_entries_on_one_line_lacking_one_field_are_two_problems(workbench_di
     errors = [ln for ln in err.splitlines() if ln.startswith("Error: ") and "'claim'" in ln]
     assert code == 2 and "Traceback" not in err, err
     assert [re.search(r"\(field ([^)]*)\)", e).group(1) for e in errors] == ["hypotheses.0", "hypotheses.1"], err
+
+
+def test_validate_json_gives_each_file_checked_with_its_count_as_a_number(workbench_dir: Path, cli):
+    # `files` held only the text's sentences ("hypotheses.yaml: 1,008 hypotheses ok"): a script had to parse a
+    # number with a thousands separator out of prose.
+    path = workbench_dir / H
+    path.write_text(path.read_text() + "".join(
+        f"  - id: extra-{i}\n    claim: x\n    experiment: agent-repro\n    isolates: hicache\n"
+        "    arms: {control: {hicache: off}, treatment: {hicache: on}}\n"
+        "    predicts: [{metric: corruption_rate, arm: treatment, at_least: 0.05}]\n" for i in range(1000)))
+    code, out, err = cli("hypothesis", "validate", "--root", str(workbench_dir), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    exp_dir = workbench_dir / "experiments"
+    assert d["checked"] == [{"file": str(exp_dir / "agent-repro.yaml"), "kind": "experiment", "hypotheses": None},
+                            {"file": str(exp_dir / "kernel-geometry.yaml"), "kind": "experiment", "hypotheses": None},
+                            {"file": str(path), "kind": "hypotheses", "hypotheses": 1008}], d
+    assert d["files"][-1] == f"{path}: 1,008 hypotheses ok", d  # the text's lines, as first shipped
+    code, out, _ = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert out.splitlines() == d["files"], out

@@ -119,9 +119,11 @@ def validate(files: Annotated[Optional[list[Path]], typer.Argument(metavar="FILE
     from workbench.registry import validate_files
     from workbench.settings import given_root
 
-    lines = validate_files(list(files or []), Path(root) if given_root(root) else None)
-    if json_:
-        print_json({"ok": True, "files": lines})
+    checked = validate_files(list(files or []), Path(root) if given_root(root) else None)
+    lines = [f"{c.file}: " + ("ok" if c.hypotheses is None else f"{count(c.hypotheses, 'hypothesis', 'hypotheses')} ok")
+             for c in checked]
+    if json_:  # `files`, the text's lines, stays while `wb` is 1; `checked` gives each file's count as a number
+        print_json({"ok": True, "files": lines, "checked": [c.to_dict() for c in checked]})
         return
     for line in lines:
         typer.echo(line)

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from workbench import plurals
 from workbench.errors import BadInput
 from workbench.registry.experiment import Experiment
 from workbench.registry.experiment_checks import check_experiment
@@ -18,8 +19,19 @@ from workbench.registry.schema_errors import all_problems, validated
 from workbench.registry.yamlio import LocatedYaml, load_located
 
 
-def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
-    """Validate named files (or the whole workbench when none); returns one line per file checked. Every problem
+@dataclass(frozen=True)
+class Checked:
+    """A file found without a problem: an experiment file, or a hypotheses file with its number of hypotheses."""
+    file: Path
+    kind: str  # "experiment" or "hypotheses"
+    hypotheses: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": str(self.file), "kind": self.kind, "hypotheses": self.hypotheses}
+
+
+def validate_files(paths: list[Path], root: Path | None = None) -> list[Checked]:
+    """Validate named files (or the whole workbench when none); returns each file checked, in order. Every problem
     found is raised at once (ConfigErrors), in file order."""
     found = Found(collect=True)
     if not paths:
@@ -27,10 +39,10 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
         if root is not None:
             check_root(root_path)
         paths = [*_experiment_paths(root_path), root_path / HYPOTHESES_FILE]
-    out: list[str] = []
+    out: list[Checked] = []
     for p in _each_once(paths):
         if p.resolve() in found.experiments:  # checked, its problems told, for a hypotheses file named before it
-            out += [f"{p}: ok"] if found.experiments[p.resolve()] is not None else []
+            out += [Checked(p, "experiment")] if found.experiments[p.resolve()] is not None else []
             continue
         doc = _read(p, found)
         if doc is None:  # nothing of it is checked; the files after it are
@@ -40,13 +52,13 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[str]:
         if _is_experiment(p, doc):
             found.experiments[p.resolve()] = exp = _experiment_of(doc, found)
             if exp is not None:
-                out.append(f"{p}: ok")
+                out.append(Checked(p, "experiment"))
             continue
         base = p.parent  # as named: its experiment files are told by paths beside it
         reg_root = base if (base / EXPERIMENTS_DIR).is_dir() else (root or base)
         count = _validate_hypotheses(doc, reg_root, found)
         if count is not None:
-            out.append(f"{p}: {plurals.count(count, 'hypothesis', 'hypotheses')} ok")
+            out.append(Checked(p, "hypotheses", count))
     found.raise_any()
     return out
 
