@@ -113,3 +113,23 @@ def test_a_run_page_names_what_a_derivable_metric_lacks(workbench_dir: Path, cli
     assert "none from these values" in derived and "corruption_rate needs sessions, not recorded" in derived, derived
     code, out, _ = cli("runs", "show", str(rid), "--root", str(workbench_dir), "--db", str(tmp_path / "wb.duckdb"))
     assert "corruption_rate needs sessions, not recorded" in out, out  # the one rule, as the CLI says it
+
+
+def test_a_run_of_an_older_experiment_version_is_derived_by_one_rule_on_every_page(workbench_dir: Path, cli,
+                                                                                   tmp_path: Path) -> None:
+    # The hypothesis page derived a past run's corruption_rate with the experiment as it is now (v2), while the
+    # runs page and the run's own page, by the version the run recorded (v1), derived none: one run, two values.
+    exp = workbench_dir / "experiments" / "agent-repro.yaml"
+    exp.write_text(exp.read_text().replace("\nversion: 1\n", "\nversion: 2\n", 1))
+    site, (rid,) = _site(workbench_dir, cli, tmp_path, ({"hypothesis_id": "wedge-confound", "arm": "treatment"},
+                                                        "units", {"sessions": 80, "leak": 8}))
+    run_page = _part((site / "runs" / f"{rid}.html").read_text(), '<div id="derived-metrics">', "</div>")
+    assert "10.0%" not in run_page and "v1" in run_page and "v2" in run_page, run_page
+    runs_row = re.search(rf'<tr><td><a href="runs/{rid}\.html">(.*?)</tr>', (site / "runs.html").read_text())
+    assert runs_row is not None and "10.0%" not in runs_row.group(1), runs_row
+    page = (site / "hypotheses" / "wedge-confound.html").read_text()
+    row = re.search(rf'<tr><td><a href="\.\./runs/{rid}\.html">(.*?)</tr>', page)
+    assert row is not None, page
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))
+    assert not any("10.0%" in c or "derived" in c for c in cells), cells
+    assert any(c in ("80", "8") for c in cells), cells  # what the run measured is still shown

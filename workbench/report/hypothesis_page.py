@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.analysis import display
 from workbench.analysis.results import Analysis, Judgement
 from workbench.analysis.results import Check as AnalysisCheck
-from workbench.analysis.run_metrics import derived_value
+from workbench.analysis.run_metrics import definitions, derived_value
 from workbench.errors import BadInput
 from workbench.report import bridge, charts, stats
 from workbench.report.context import (ArmRow, AssumptionView, AttritionRow, ChartView, Check, DiffView,
@@ -77,12 +77,14 @@ def metric_descriptions(exp: Experiment | None) -> dict[str, str]:
 
 def run_metric(exp: Experiment | None, run: dict[str, Any], metric: str) -> float | None:
     """A run's value of `metric`: stored, or derived as the experiment declares (same_as, numerator/denominator),
-    by the rule `wb runs show` derives it with. The runner stores what it collects; proportions and aliases are
-    derived when read."""
+    by the rule `wb runs show`, the runs page and the run pages derive it with: only by the experiment and version
+    the run recorded (a past run of another version is shown as measured). The runner stores what it collects;
+    proportions and aliases are derived when read."""
     value = run["metrics"].get(metric)
     if value is not None or exp is None:
         return value
-    return derived_value(exp, run["metrics"], metric)
+    defined_by, _ = definitions(run["id"], run["experiment_id"], run["experiment_version"], {exp.id: exp})
+    return derived_value(exp, run["metrics"], metric) if defined_by is exp else None
 
 
 def metric_order(h: Hypothesis, exp: Experiment | None, runs: list[dict[str, Any]]) -> list[str]:
