@@ -3,6 +3,7 @@ line where the broken tag starts, and the names of the rest of the template (Jin
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass, field
@@ -70,8 +71,12 @@ def _open_block(text: str, tags: list[_Tag], name: str) -> _Tag | None:
 def _broken(text: str, line: int) -> list[_Tag]:
     """The tags Jinja's error at `line` may be in: an unclosed tag that reaches the line (Jinja tells where it
     noticed, a line or more later), else the tags on it."""
-    tags = _tags(text)
-    spans = [t for t in tags if _line(text, t.start) <= line <= _line(text, max(t.start, t.end - 1))]
+    breaks = [m.start() for m in re.finditer("\n", text)]
+
+    def line_of(at: int) -> int:
+        return bisect.bisect_left(breaks, at) + 1
+
+    spans = [t for t in _tags(text) if line_of(t.start) <= line <= line_of(max(t.start, t.end - 1))]
     return [t for t in spans if not t.closed][:1] or spans
 
 
