@@ -43,3 +43,31 @@ def test_a_values_counts_are_whole_numbers_with_separators(workbench_dir: Path, 
         ("variable", "nixl_abort_fix")]
     assert "nixl_abort_fix=on 1/1 runs (1,400,001/1,425,000 units)" in message, message
     assert "e+0" not in message, message
+
+
+def test_the_table_fits_an_80_column_terminal(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path,
+                                              monkeypatch) -> None:
+    # At COLUMNS=80 the table was drawn 135 columns wide (the terminal wrapped every line of it) with each finding's
+    # message folded into a 26-character column: up to 15 lines of two or three words a finding. Each message now
+    # reads under its row, across the table's width, and the table fits the terminal.
+    flags = ["--root", str(workbench_dir), "--db", str(tmp_path / "wb.duckdb")]
+    assert cli("import", "evidence", str(seed_csv), *flags)[0] == 0
+    code, out, err = cli("confounds", "--format", "csv", *flags)
+    assert code == 0, err
+    findings = list(csv.DictReader(io.StringIO(out)))
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, out, err = cli("confounds", "--format", "table", *flags, env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert code == 0, err
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80, out
+    text = [line.strip("│┃ ").rstrip() for line in lines]
+    for f in findings:
+        words = [w for w in (f["flag"], f["outcome"], f["kind"], *f["factor"].split()) if w]
+        (row,) = [i for i, line in enumerate(text) if line.split()[:len(words)] == words]
+        below = []
+        for line in text[row + 1:]:
+            if not line.strip("─┼├┤└┴┘ "):
+                break
+            below.append(line)
+        assert " ".join(below) == f["message"], (below, f["message"])
+        assert all(len(line) >= 50 for line in below[:-1]), below

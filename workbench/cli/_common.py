@@ -551,10 +551,11 @@ def list_format(fmt: str | None, as_json: bool = False) -> str:
 
 
 def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[Any] | None = None,
-              command: str | None = None, optional: tuple[str, ...] = ()) -> None:
+              command: str | None = None, optional: tuple[str, ...] = (), below: str | None = None) -> None:
     """A listing in the chosen format. JSON prints `items` (the full records) when given, else one object a row;
     `command` names the envelope's command where the parser's path does not (`review list` is one command
-    whose first argument is `list`); `optional`: columns a narrow terminal may leave out (see `table`)."""
+    whose first argument is `list`); `optional`: columns a narrow terminal may leave out, `below`: a column of
+    prose a terminal shows under its row (see `table`)."""
     if fmt == "json":
         print_json(items if items is not None else [dict(zip(columns, r)) for r in rows], command)
     elif fmt == "csv":
@@ -567,7 +568,7 @@ def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[A
         for r in [columns, *rows]:
             typer.echo("\t".join(re.sub(r"[\t\r\n]", " ", "" if v is None else str(v)) for v in r))
     else:
-        table(columns, rows, optional=optional)
+        table(columns, rows, optional=optional, below=below)
 
 
 def terminal_width() -> int:
@@ -578,7 +579,7 @@ def terminal_width() -> int:
 
 
 def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *,
-          optional: tuple[str, ...] = ()) -> None:
+          optional: tuple[str, ...] = (), below: str | None = None) -> None:
     """A rich table on a terminal; elsewhere plain columns, two spaces apart, no value cut or folded
     (`wb runs list | grep wedge-confound` finds whole rows).
 
@@ -587,7 +588,10 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *
     other formats keep every column, whatever the width.
 
     A column empty in every row (no run has a label, no hypothesis a note) is left out here, on a terminal or
-    not: it says nothing and takes the width of its name. CSV, TSV and JSON keep it (their columns are fixed)."""
+    not: it says nothing and takes the width of its name. CSV, TSV and JSON keep it (their columns are fixed).
+
+    `below` names a column of prose (a finding's message): on a terminal each row's text of it goes under the row,
+    across the table's width, rather than into a column of its own, where it folded to a word or two a line."""
     cells = [["" if v is None else str(v).replace("\n", " ") for v in r] for r in rows]
     kept = [i for i in range(len(columns)) if i == 0 or not cells or any(r[i] for r in cells)]
     columns, cells = [columns[i] for i in kept], [[r[i] for i in kept] for r in cells]
@@ -597,6 +601,9 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *
             typer.echo(title)
         for r in [columns] + cells:
             typer.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+        return
+    if below in columns:
+        _rows_with_text_below(columns, cells, title, optional, below)
         return
     from rich.console import Console
     from rich.table import Table
@@ -620,6 +627,43 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *
     least = sum(w + 3 for w, c in zip(widths, columns) if c in shown)  # each column's padding and its rule
     if least + 1 > console.width:
         console = Console(width=least + 1, color_system=colour_system())
+    console.print(t)
+
+
+def _rows_with_text_below(columns: list[str], cells: list[list[str]], title: str | None, optional: tuple[str, ...],
+                          below: str) -> None:
+    """`table` on a terminal with the `below` column's text under each row: the other columns whole, two spaces
+    apart (optional ones left out as there, to fit), a rule between rows, the text across the table's width."""
+    from rich.console import Console, Group
+    from rich.table import Table
+    from rich.text import Text
+
+    at = columns.index(below)
+    names = columns[:at] + columns[at + 1:]
+    rest = [r[:at] + r[at + 1:] for r in cells]
+    widths = [max([len(c)] + [len(r[i]) for r in rest]) for i, c in enumerate(names)]
+    console = Console(color_system=colour_system())
+    # A column here takes its width and a gap of 2; the box 4 in all: the need `_columns_that_fit` counts, less 1.
+    shown = _columns_that_fit(names, [w - 1 for w in widths], optional, console.width - 1)
+    keep = [i for i, c in enumerate(names) if c in shown]
+    left_out = [c for c in names if c not in shown]
+
+    def line(values: list[str]) -> Table:
+        grid = Table.grid(padding=(0, 2))
+        for i in keep:
+            grid.add_column(width=widths[i], no_wrap=True)
+        grid.add_row(*(Text(values[i]) for i in keep))  # plain text: a bracket is not markup
+        return grid
+
+    t = Table(title=title, show_lines=True, caption_justify="left",
+              caption=f"not shown at this width: {', '.join(left_out)} (--format tsv shows every column)"
+              if left_out else None)
+    t.add_column(Group(line(names), Text(below, style="italic")))
+    for r, text in zip(rest, (r[at] for r in cells)):
+        t.add_row(Group(line(r), Text(text)) if text else line(r))
+    least = sum(widths[i] + 2 for i in keep) + 2
+    if least > console.width:  # the columns kept do not fit even so: the line runs on
+        console = Console(width=least, color_system=colour_system())
     console.print(t)
 
 

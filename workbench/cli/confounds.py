@@ -37,7 +37,8 @@ def register(app: typer.Typer) -> None:
             emit_rows(chosen, ["flag", "experiment", "outcome", "kind", "factor", "p", "comparisons", "p_adjusted",
                                "message", *proposal],
                       [_row(f, chosen) for f in findings],
-                      items=[f.to_dict() for f in findings])
+                      items=[f.to_dict() for f in findings], below="message",
+                      optional=("comparisons", "experiment", "p"))  # on a narrow terminal, least needed first
             return
         if not findings:
             typer.echo("No runs with a recorded outcome to scan.")
