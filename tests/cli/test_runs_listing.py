@@ -175,3 +175,37 @@ def test_a_table_leaves_out_columns_empty_in_every_row(seeded: Path, cli, monkey
     assert code == 0, err
     header = next(line for line in out.splitlines() if " id " in line)
     assert [c.strip() for c in header.strip("┃│ ").split("┃")] == ["id", "label", "status", "variables"], out
+
+
+def _cells(out: str) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """A piped table's lines above its header, and each row's cells by column (cut at the header's names)."""
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("id "))
+    header = lines[at]
+    names = header.split()
+    starts = [header.index(f" {n} ") + 1 if i else 0 for i, n in enumerate(names[:-1])] + [header.rindex(names[-1])]
+    rows = {}
+    for line in lines[at + 1:]:
+        cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], None])]
+        rows[cells[0]] = dict(zip(names, cells))
+    return lines[:at], rows
+
+
+def test_runs_list_table_gives_variables_common_to_every_row_once(seeded: Path, cli) -> None:
+    """Each row's variables cell repeated every variable, though in a typical store most are the same in every run
+    listed: the table gives those once, above it, and each row the ones that tell it apart. CSV, TSV and JSON keep
+    every variable in every row."""
+    code, out, err = cli("runs", "list", "--limit", "2")
+    assert code == 0, err
+    above, rows = _cells(out)
+    assert above == ["all rows: hicache=on, index_k_dtype=bf16"], out
+    assert (rows["5"]["variables"], rows["6"]["variables"]) == ("nixl_abort_fix=off", "nixl_abort_fix=on"), out
+    code, out, err = cli("runs", "list", "--limit", "2", "--format", "tsv")
+    assert code == 0, err
+    assert [r["var.hicache"] for r in csv.DictReader(io.StringIO(out), delimiter="\t")] == ["on", "on"], out
+    code, out, err = cli("runs", "list", "--limit", "2", "--json")
+    assert [i["variables"]["index_k_dtype"] for i in json.loads(out)["items"]] == ["bf16", "bf16"], out
+    code, out, err = cli("runs", "list")  # every variable varies over the six runs: none is set apart
+    assert code == 0, err
+    above, rows = _cells(out)
+    assert above == [] and rows["6"]["variables"] == "hicache=on index_k_dtype=bf16 nixl_abort_fix=on", out

@@ -57,12 +57,24 @@ def list_(db: DbOption = None, json_: JsonOption = False,
     if chosen in ("csv", "tsv"):
         emit_rows(chosen, *_spreadsheet(rows, shown))
         return
+    common = _common_variables(rows) if chosen == "table" else {}
+    if common:
+        typer.echo("all rows: " + ", ".join(f"{k}={v}" for k, v in sorted(common.items())))
     emit_rows(chosen, ["id", "label", "hypothesis", "arm", "status", "variables", "metrics"],
               [[r.id, r.label or "", r.hypothesis_id or "", r.arm or "", r.status,
-                " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())),
+                " ".join(f"{k}={v}" for k, v in sorted(r.variables.items()) if k not in common),
                 " ".join(f"{k}={v:.15g}" for k, v in sorted(r.metrics.items()))] for r in rows],
               items=[{**r.to_dict(detail=False), **m.to_dict()} for r, m in zip(rows, shown)],
               optional=("metrics", "variables", "label"))  # on a narrow terminal; `wb runs show ID` gives them all
+
+
+def _common_variables(rows: list["RunRecord"]) -> dict[str, object]:
+    """The variables with one value in every run of `rows` (of two or more): the table gives them once, above it,
+    and each row those that tell it apart (in a typical store most are the same in every run listed)."""
+    if len(rows) < 2:
+        return {}
+    first, *rest = rows
+    return {k: v for k, v in first.variables.items() if all(k in r.variables and r.variables[k] == v for r in rest)}
 
 
 def _spreadsheet(rows: list["RunRecord"], shown: list["RunMetrics"]) -> tuple[list[str], list[list[object]]]:
