@@ -335,4 +335,4 @@ def test_a_terminal_table_never_breaks_an_id_or_a_status(wbenv, listing, whole, 
     if listing == ["hypothesis", "list"]:
         assert "not shown at this width: parent" in shown and "--format tsv shows every column" in shown, shown
     if listing == ["runs", "list"]:
-        assert "not shown at this width: metrics (--format tsv" in shown and "variables" in shown, shown
+        assert "not shown at this width: metrics, derived (--format tsv" in shown and "variables" in shown, shown

@@ -164,7 +164,7 @@ def test_a_table_leaves_out_columns_empty_in_every_row(seeded: Path, cli, monkey
     on an 80-column terminal left out the variables and metrics it had room for instead. CSV keeps every column."""
     code, out, err = cli("runs", "list")
     assert code == 0, err
-    assert out.splitlines()[0].split() == ["id", "label", "status", "variables", "metrics"], out
+    assert out.splitlines()[0].split() == ["id", "label", "status", "variables", "metrics", "derived"], out
     code, out, err = cli("hypothesis", "list")
     assert code == 0, err
     assert "note" not in out.splitlines()[0].split() and "status" in out.splitlines()[0].split(), out
@@ -209,3 +209,14 @@ def test_runs_list_table_gives_variables_common_to_every_row_once(seeded: Path, 
     assert code == 0, err
     above, rows = _cells(out)
     assert above == [] and rows["6"]["variables"] == "hicache=on index_k_dtype=bf16 nixl_abort_fix=on", out
+
+
+def test_runs_list_table_gives_derived_metrics_marked_as_derived(seeded: Path, cli) -> None:
+    """The table showed the stored metrics only: run 6's corruption_rate (leak / sessions), which `wb runs show`,
+    the CSV's derived.* columns and the JSON give, was missing. It has a column of its own, `derived`, apart from
+    the measured metrics."""
+    code, out, err = cli("runs", "list")
+    assert code == 0, err
+    _, rows = _cells(out)
+    assert rows["6"]["derived"] == "aborts=0 corruption_rate=0.175 error_rate=0.5", out
+    assert "corruption_rate" not in rows["6"]["metrics"] and rows["1"]["derived"] == "", out

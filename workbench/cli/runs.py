@@ -60,12 +60,14 @@ def list_(db: DbOption = None, json_: JsonOption = False,
     common = _common_variables(rows) if chosen == "table" else {}
     if common:
         typer.echo("all rows: " + ", ".join(f"{k}={v}" for k, v in sorted(common.items())))
-    emit_rows(chosen, ["id", "label", "hypothesis", "arm", "status", "variables", "metrics"],
+    # `derived`: what the run's experiment derives from the stored values (never stored), apart from them
+    emit_rows(chosen, ["id", "label", "hypothesis", "arm", "status", "variables", "metrics", "derived"],
               [[r.id, r.label or "", r.hypothesis_id or "", r.arm or "", r.status,
                 " ".join(f"{k}={v}" for k, v in sorted(r.variables.items()) if k not in common),
-                " ".join(f"{k}={v:.15g}" for k, v in sorted(r.metrics.items()))] for r in rows],
+                " ".join(f"{k}={v:.15g}" for k, v in sorted(r.metrics.items())),
+                " ".join(f"{k}={v:.15g}" for k, v in sorted(m.derived.items()))] for r, m in zip(rows, shown)],
               items=[{**r.to_dict(detail=False), **m.to_dict()} for r, m in zip(rows, shown)],
-              optional=("metrics", "variables", "label"))  # on a narrow terminal; `wb runs show ID` gives them all
+              optional=("derived", "metrics", "variables", "label"))  # on a narrow terminal; `wb runs show ID` too
 
 
 def _common_variables(rows: list["RunRecord"]) -> dict[str, object]:
