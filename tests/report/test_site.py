@@ -265,6 +265,24 @@ def test_a_run_of_a_hypothesis_without_a_page_names_it(seeded: dict[str, Any], t
     assert "hypotheses/iso-0123456789-p0.html" not in page
 
 
+def test_the_runs_page_names_imported_runs_by_their_labels(seed_site: Path, cli) -> None:
+    """Imported evidence has no hypothesis and no arm: its rows on runs.html were a bare id, where `wb runs list`
+    names each by the label it was imported with (post-bf16-hicache-postfix)."""
+    import csv
+    import io
+
+    code, out, err = cli("runs", "list", "--format", "tsv")
+    assert code == 0, err
+    labels = {r["id"]: r["label"] for r in csv.DictReader(io.StringIO(out), delimiter="\t")}
+    assert labels["6"] == "post-bf16-hicache-postfix", labels
+    page = (seed_site / "runs.html").read_text(encoding="utf-8")
+    head = re.findall(r"<th[^>]*>([^<]*)</th>", page[page.index("<thead>"):page.index("</thead>")])
+    assert head[:2] == ["run", "label"], head
+    shown = {rid: html.unescape(label) for rid, label in
+             re.findall(r'<tr><td><a href="runs/(\d+)\.html">\d+</a></td><td>([^<]*)</td>', page)}
+    assert shown == labels, shown
+
+
 def test_a_build_stopped_by_ctrl_c_leaves_the_previous_site_whole(seeded: dict[str, Any], tmp_path: Path,
                                                                    cache_home: Path) -> None:
     """Ctrl-C as the first file of a new build lands: the site folder is the previous build, file for file (pages

@@ -145,6 +145,7 @@ class RunRow:
     metrics: list[str]
     # per metric cell: the experiment whose definitions derived its value ('' where it was measured)
     derived_by: list[str] = field(default_factory=list)
+    label: str = ""  # an imported run's label, as `wb runs list` names it
 
 
 @dataclass
@@ -277,6 +278,7 @@ class RunsContext:
     metric_columns: list[str]
     runs: list[tuple[RunRow, Link | str | None]]  # the run's hypothesis: its page, or its id where it has none
     metric_descriptions: dict[str, str] = field(default_factory=dict)  # column -> what it measures
+    labelled: bool = False  # a run of the page has a label: the page has a label column
 
 
 @dataclass

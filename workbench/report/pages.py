@@ -126,10 +126,12 @@ def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page,
         rows.append((RunRow(rid, f"runs/{rid}.html", r["arm"] or "", "" if r["replicate"] is None
                             else str(r["replicate"]), r["status"], (r["started_at"] or "")[:16], r["execution_id"],
                             False, [_value(r, shown[rid].derived, c, own) for c in cols],
-                            [(shown[rid].experiment or "") if c in shown[rid].derived else "" for c in cols]),
+                            [(shown[rid].experiment or "") if c in shown[rid].derived else "" for c in cols],
+                            r["label"] or ""),
                      Link(f"hypotheses/{hid}.html", hid) if hid in known else hid))
     return RunsContext(page, cols, rows, _column_descriptions(cols, [data.runs[rid] for rid in run_ids],
-                                                              descriptions or {}, shown))
+                                                              descriptions or {}, shown),
+                       labelled=any(row.label for row, _ in rows))
 
 
 def _value(run: dict[str, Any], derived: dict[str, Any], metric: str, rates: set[str]) -> str:
