@@ -648,3 +648,58 @@ def test_a_passphrase_key_signs_without_a_terminal_from_standard_input(workbench
     done = subprocess.run(wb, input=b"s3cret pass\n", capture_output=True, timeout=120, start_new_session=True)
     assert done.returncode == 0, done.stderr
     assert Path(f"{out}.sig").read_bytes().startswith(b"-----BEGIN SSH SIGNATURE-----")
+
+
+@pytest.mark.parametrize("line, said", [
+    ("garbage line here", "invalid key"),
+    ("ada@example.com {blob}", "missing key"),
+    ("ada@example.com ssh-ed25519 {truncated}", "invalid key"),
+], ids=["garbage", "no-key-type", "truncated-base64"])
+def test_a_malformed_allowed_signers_file_is_said_to_be_malformed_with_its_line(workbench_dir: Path, seed_csv: Path,
+                                                                               cli, tmp_path: Path, line: str,
+                                                                               said: str):
+    """ssh-keygen skips a line it cannot read, then says "No principal matched": the import was refused as if the
+    signer were untrusted, though the file that should trust it is broken."""
+    keys = _keys(tmp_path, "ada")
+    blob = keys["ada"].with_suffix(".pub").read_text().split()[1]
+    keys["allowed"].write_text("# the team\n" + line.format(blob=blob, truncated=blob[:25]) + "\n")
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    _sign(bundle, keys["ada"])
+    db = workbench_dir / "b.duckdb"
+    code, out, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
+                         "--root", str(workbench_dir))
+    assert code == 2 and err.startswith("Error: ") and "Traceback" not in err, (out, err)
+    assert "malformed" in err and f"{keys['allowed']}:2: {said}" in err and "No principal matched" not in err, err
+    assert not db.exists()
+
+
+def test_a_key_allowed_for_bundles_on_a_later_line_than_one_for_git_verifies(workbench_dir: Path, seed_csv: Path,
+                                                                             cli, tmp_path: Path):
+    """ssh-keygen's find-principals names only the first line holding the key: a git-only line above the line that
+    allows it for bundles had the import refused."""
+    keys = _keys(tmp_path, "ada")
+    public = " ".join(keys["ada"].with_suffix(".pub").read_text().split()[:2])
+    keys["allowed"].write_text(f'ada@git namespaces="git" {public}\n'
+                               f'ada@example.com namespaces="wb-bundle" {public}\n')
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    _sign(bundle, keys["ada"])
+    code, said, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--json",
+                          "--db", str(workbench_dir / "b.duckdb"), "--root", str(workbench_dir))
+    assert code == 0, err
+    assert json.loads(said)["signed_by"]["principal"] == "ada@example.com"
+
+
+def test_a_key_allowed_only_for_git_is_refused_saying_what_to_change(workbench_dir: Path, seed_csv: Path, cli,
+                                                                     tmp_path: Path):
+    keys = _keys(tmp_path, "ada")
+    public = " ".join(keys["ada"].with_suffix(".pub").read_text().split()[:2])
+    keys["allowed"].write_text(f'ada@example.com namespaces="git" {public}\n')
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    _sign(bundle, keys["ada"])
+    db = workbench_dir / "b.duckdb"
+    _refused(cli, "bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
+             "--root", str(workbench_dir), fragment=f'{keys["allowed"]}:1')
+    code, _, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
+                       "--root", str(workbench_dir))
+    assert 'namespaces="wb-bundle"' in err and "not for wb-bundle" in err, err
+    assert not db.exists()

@@ -23,6 +23,7 @@ from workbench.errors import BadInput
 NAMESPACE = "wb-bundle"
 VERIFY_TIMEOUT_S = 60.0  # verification asks nothing of the user; signing may ask a key's passphrase (no limit)
 MAX_SIGNATURE_BYTES = 64 * 1024  # an armored signature: a few hundred bytes (an RSA key's, a certificate's: a few KB)
+MAX_ALLOWED_SIGNERS_BYTES = 16 * 1024 ** 2  # one line per key: about 100 bytes (an RSA key's: 600)
 
 
 @dataclass(frozen=True)
@@ -107,28 +108,96 @@ def verify(data: bytes, bundle: Path, signers: Path) -> Signer:
                             "ALLOWED SIGNERS)")
     sig = signature_path(bundle)
     armored = _signature_bytes(sig, bundle)
-    # ssh-keygen reads the signature from wb's private copy: both of its runs see the bytes wb checked, whatever
-    # happens to FILE.sig meanwhile
+    lines = _allowed_lines(signers)
+    # ssh-keygen reads wb's private copies of the signature and of the allowed signers: each of its runs sees the
+    # bytes wb read, whatever happens to the files meanwhile, and a line can be set aside in the copy
     with tempfile.TemporaryDirectory(prefix="wb-sig-") as private:
-        copy = Path(private) / "bundle.sig"
+        copy, allowed = Path(private) / "bundle.sig", Path(private) / "allowed_signers"
         copy.write_bytes(armored)
-        find = _keygen(["-Y", "find-principals", "-s", str(copy), "-f", str(signers)], data=None,
-                       flag="--signers", timeout=VERIFY_TIMEOUT_S)
-        if find.returncode != 0:
-            raise BadInput(f"{sig}: not a signature by a key of {signers} ({_said(find)}); nothing was imported",
-                           where=str(sig),
-                           hint="add the sender's public key to the allowed-signers file, if you trust it")
-        reasons = []
-        # one principal a line, as the allowed-signers file spells it (a quoted one may hold a space)
-        for principal in dict.fromkeys(filter(None, find.stdout.decode("utf-8", "replace").splitlines())):
-            proc = _keygen(["-Y", "verify", "-f", str(signers), "-I", principal, "-n", NAMESPACE, "-s", str(copy)],
-                           data=data, flag="--signers", timeout=VERIFY_TIMEOUT_S)
-            if proc.returncode == 0:
-                return Signer(principal, _key_named(proc.stdout.decode("utf-8", "replace")))
-            reasons.append(_said(proc))
-    raise BadInput(f"{sig} does not verify {bundle}: the file changed after it was signed, or the signature is "
-                   f"another file's or not a bundle's ({'; '.join(dict.fromkeys(reasons))}); nothing was imported",
-                   where=str(bundle), hint="ask the sender to export and sign it again")
+        aside: dict[int, str] = {}  # line number -> why ssh-keygen refused that line for this signature
+        while True:
+            allowed.write_bytes(b"\n".join(b"" if n in aside else ln for n, ln in enumerate(lines, 1)))
+            find = _keygen(["-Y", "find-principals", "-s", str(copy), "-f", str(allowed)], data=None,
+                           flag="--signers", timeout=VERIFY_TIMEOUT_S)
+            unreadable = _lines_said(find, allowed)
+            if find.returncode != 0:
+                break
+            signer, reasons, refused = _verify_found(find, data, copy, allowed)
+            if signer is not None:
+                return signer
+            # find-principals names only the first line holding the key: a line that allows it for git only hides
+            # a later one that allows it for bundles, so the refused lines are set aside and the key looked up again
+            refused = {n: why for n, why in refused.items() if n not in unreadable and n not in aside}
+            if not refused:
+                said = "; ".join(dict.fromkeys(r.replace(str(allowed), str(signers)) for r in reasons))
+                raise BadInput(f"{sig} does not verify {bundle}: the file changed after it was signed, or the "
+                               f"signature is another file's or not a bundle's ({said}); nothing was imported",
+                               where=str(bundle), hint="ask the sender to export and sign it again")
+            aside.update(refused)
+    raise _not_allowed(sig, signers, aside, unreadable, _said(find))
+
+
+def _allowed_lines(signers: Path) -> list[bytes]:
+    """The lines of the allowed-signers file, read once and bounded (as ssh-keygen splits them: at newlines)."""
+    try:
+        with open(signers, "rb") as f:
+            text = f.read(MAX_ALLOWED_SIGNERS_BYTES + 1)
+    except OSError as exc:
+        raise BadInput(f"--signers {signers}: cannot read it: {exc.strerror or exc}", where="--signers") from exc
+    if len(text) > MAX_ALLOWED_SIGNERS_BYTES:
+        raise BadInput(f"--signers {signers} is larger than {MAX_ALLOWED_SIGNERS_BYTES} bytes, so not an "
+                       "allowed-signers file", where="--signers")
+    return text.split(b"\n")
+
+
+def _lines_said(proc: "subprocess.CompletedProcess", allowed: Path) -> dict[int, str]:
+    """What ssh-keygen said of a line of the allowed-signers file `allowed` ('FILE:LINE: why'), by line number."""
+    prefix = f"{allowed}:"
+    out: dict[int, str] = {}
+    for line in proc.stderr.decode("utf-8", "replace").splitlines():
+        number, sep, why = line.removeprefix(prefix).partition(": ")
+        if line.startswith(prefix) and sep and number.isdigit():
+            out.setdefault(int(number), why.strip()[:200])
+    return out
+
+
+def _verify_found(find: "subprocess.CompletedProcess", data: bytes, copy: Path,
+                  allowed: Path) -> tuple[Signer | None, list[str], dict[int, str]]:
+    """The signer among the principals find-principals named, or (None, ssh-keygen's reasons, what it said of
+    each line it refused)."""
+    reasons, refused = [], {}
+    # one principal a line, as the allowed-signers file spells it (a quoted one may hold a space)
+    for principal in dict.fromkeys(filter(None, find.stdout.decode("utf-8", "replace").splitlines())):
+        proc = _keygen(["-Y", "verify", "-f", str(allowed), "-I", principal, "-n", NAMESPACE, "-s", str(copy)],
+                       data=data, flag="--signers", timeout=VERIFY_TIMEOUT_S)
+        if proc.returncode == 0:
+            return Signer(principal, _key_named(proc.stdout.decode("utf-8", "replace"))), [], {}
+        reasons.append(_said(proc))
+        refused.update(_lines_said(proc, allowed))
+    return None, reasons, refused
+
+
+def _not_allowed(sig: Path, signers: Path, aside: dict[int, str], unreadable: dict[int, str],
+                 said: str) -> BadInput:
+    """Why no line of `signers` allows the key that signed `sig`: each line that holds it was refused for a bundle
+    (`aside`: for git only, expired), the file has lines ssh-keygen cannot read (`unreadable`), or it is not there."""
+    def lines(found: dict[int, str]) -> str:
+        return "; ".join(f"{signers}:{n}: {why}" for n, why in sorted(found.items()))
+
+    if aside:
+        broken = f"; and ssh-keygen cannot read {lines(unreadable)}" if unreadable else ""
+        return BadInput(f"{sig}: the key that signed it is in {signers}, but not for wb-bundle signatures "
+                        f"({lines(aside)}{broken}); nothing was imported", where=f"{signers}:{min(aside)}",
+                        hint='allow it for bundles: add wb-bundle to that line\'s namespaces="..." list, or add a '
+                             'line for the key with namespaces="wb-bundle" (ssh-keygen(1), ALLOWED SIGNERS)')
+    if unreadable:
+        return BadInput(f"--signers {signers}: the allowed-signers file is malformed: ssh-keygen cannot read "
+                        f"{lines(unreadable)}, and no line it can read holds the key that signed {sig}; nothing was "
+                        "imported", where=f"{signers}:{min(unreadable)}",
+                        hint="each line: PRINCIPALS [OPTIONS] KEY-TYPE BASE64-KEY, e.g. 'ada@example.com ssh-ed25519 "
+                             "AAAA...' as the key's .pub file gives it (ssh-keygen(1), ALLOWED SIGNERS)")
+    return BadInput(f"{sig}: not a signature by a key of {signers} ({said}); nothing was imported", where=str(sig),
+                    hint="add the sender's public key to the allowed-signers file, if you trust it")
 
 
 def _signature_bytes(sig: Path, bundle: Path) -> bytes:
