@@ -703,3 +703,26 @@ def test_a_key_allowed_only_for_git_is_refused_saying_what_to_change(workbench_d
                        "--root", str(workbench_dir))
     assert 'namespaces="wb-bundle"' in err and "not for wb-bundle" in err, err
     assert not db.exists()
+
+
+def test_bundle_files_get_the_mode_a_plain_write_gives(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path):
+    """A bundle is written to be shared, by a temp file renamed into place: it and its signature kept the temp file's
+    mode, 0600, whatever the umask. A new file gets 0666 less the umask; one replaced keeps its own mode."""
+    import os
+    import stat
+
+    keys = _keys(tmp_path, "ada")
+    a = _seeded_store(workbench_dir, seed_csv, cli)
+    out = workbench_dir / "w.wbundle"
+    old = os.umask(0o022)
+    try:
+        assert cli("bundle", "export", "wedge-confound", "-o", str(out), "--sign", str(keys["ada"]), "--db", a,
+                   "--root", str(workbench_dir))[0] == 0
+        assert [stat.S_IMODE(p.stat().st_mode) for p in (out, Path(f"{out}.sig"))] == [0o644, 0o644]
+        out.chmod(0o640)
+        code, _, err = cli("bundle", "export", "wedge-confound", "-o", str(out), "--db", a,
+                           "--root", str(workbench_dir))
+        assert code == 0, err
+        assert stat.S_IMODE(out.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)

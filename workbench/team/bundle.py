@@ -15,6 +15,7 @@ import io
 import json
 import os
 import shlex
+import stat
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -108,15 +109,28 @@ def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    """`data` into `path` by a temp file renamed into place: a reader sees the old file or the whole new one."""
+    """`data` into `path` by a temp file renamed into place: a reader sees the old file or the whole new one. It
+    gets the mode a plain write gives (a file replaced keeps its own, a new one 0666 less the umask), not the temp
+    file's 0600: a bundle is written to be shared."""
     fd, tmp = tempfile.mkstemp(prefix=".wbundle-", dir=path.parent)
     try:
+        os.fchmod(fd, _plain_mode(path))
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _plain_mode(path: Path) -> int:
+    """The permission bits `open(path, "w")` would leave: those of the file there, or 0666 less the umask."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0o022)  # the only way to read it; set straight back
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def _stored_rows(store: "Store", hypothesis_ids: list[str]) -> dict[str, Any]:
