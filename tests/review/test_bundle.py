@@ -726,3 +726,28 @@ def test_bundle_files_get_the_mode_a_plain_write_gives(workbench_dir: Path, seed
         assert stat.S_IMODE(out.stat().st_mode) == 0o640
     finally:
         os.umask(old)
+
+
+def test_an_export_of_an_execution_still_running_says_so(workbench_dir: Path, seed_csv: Path, cli):
+    """An execution exported while it ran (no end recorded) carries only the runs made so far: the export said
+    nothing. It warns on stderr, naming the execution, and --json lists it."""
+    from workbench.store import records
+
+    a = _seeded_store(workbench_dir, seed_csv, cli)
+    store = open_store(a)
+    try:
+        with store.session() as session:
+            ex = records.create_execution(session, hypothesis_id="wedge-confound", experiment_id="agent-repro",
+                                          experiment_version=1, profile="sim", target="sim", mode="fixed")
+            ex_id, ex_uuid = ex.id, ex.uuid
+    finally:
+        store.dispose()
+    out, flags = workbench_dir / "w.wbundle", ["--db", a, "--root", str(workbench_dir)]
+    code, said, err = cli("bundle", "export", "wedge-confound", "-o", str(out), *flags)
+    assert code == 0 and said.startswith("exported wedge-confound"), (said, err)
+    assert err.startswith(f"Warning: execution {ex_id} of wedge-confound was still running"), err
+    assert "incomplete" in err and err.count("\n") == 1, err
+    code, said, err = cli("bundle", "export", "wedge-confound", "-o", str(out), "--json", *flags)
+    assert code == 0, err
+    running = json.loads(said)["running_executions"]
+    assert [(e["id"], e["uuid"], e["hypothesis"]) for e in running] == [(ex_id, ex_uuid, "wedge-confound")]
