@@ -202,11 +202,51 @@ def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list
     units = effect.get("units_p_adjusted")
     flagged = adjusted < stats.ALPHA or (units is not None and units < stats.ALPHA)
     msg = _message(var, used, per, by if len(groups) > 1 else [], detail, test, p, comparisons, effect, what)
-    tests = sorted({tested_by[r.id] for r in used if r.id in tested_by})
-    if tests:
-        msg += f"; tested in controlled runs of hypothesis {', '.join(tests)}"
-        if not flagged:
-            msg += f", which found no association with {what}"
-    msg += "."
+    first = labels[0].removeprefix(f"{var}=")
+    msg += _tested_text(var, first, groups, occurred, counts, tested_by, what, comparisons, bool(flagged)) + "."
     table = {"values": per, "strata": [g[0] for g in groups], "runs": [r.name for r in used]}
     return make("variable", var, outcome, exp.id, bool(flagged), msg, table, p, effect, None, test, comparisons)
+
+
+def _tested_text(var: str, first: str, groups: list[tuple[str, list[RunData]]], occurred: dict[int, bool],
+                 counts: Counts, tested_by: dict[int, str], what: str, comparisons: int, flagged: bool) -> str:
+    """"; tested in controlled runs of hypothesis H, ...": what each hypothesis's own runs show, stratum by stratum.
+    A hypothesis run under other settings too (a --set causal_model=wedge) has runs in several strata: one
+    "found no association" for all of them read beside a stratum whose runs showed one."""
+    hyps = sorted({h for _, rs in groups for r in rs if (h := tested_by.get(r.id)) is not None})
+    said = []
+    for h in hyps:
+        shown, none = [], []
+        for name, rs in groups:
+            mine = [r for r in rs if tested_by.get(r.id) == h]
+            if mine:
+                found = _association(var, first, mine, occurred, counts, comparisons)
+                (shown if found else none).append(f"{name} ({found})" if found else name)
+        if shown:
+            said.append(f"hypothesis {h}, whose runs show an association with {what}{_where(shown, groups)}"
+                        + (f", and none{_where(none, groups)}" if none else ""))
+        elif flagged:  # beside a flag, "found no association" would read as the finding's own result
+            said.append(f"hypothesis {h}")
+        else:
+            said.append(f"hypothesis {h}, which found no association with {what}{_where(none, groups)}")
+    return f"; tested in controlled runs of {'; of '.join(said)}" if said else ""
+
+
+def _where(names: list[str], groups: list[tuple[str, list[RunData]]]) -> str:
+    """" where STRATUM or where STRATUM": the settings a clause is true under (nothing when there is one stratum)."""
+    return "" if len(groups) == 1 else " where " + " or where ".join(names)
+
+
+def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, bool], counts: Counts,
+                 comparisons: int) -> str:
+    """"Fisher p = ... over units" where `runs` (one stratum's) show `var`=`first` moving with the outcome (judged as
+    the finding is: over runs, or over units where every run has them, Bonferroni over `comparisons`), else ""."""
+    sides = [[r for r in runs if r.variables[var] == first], [r for r in runs if r.variables[var] != first]]
+    if not all(sides):
+        return ""
+    tests = {"runs": stats.fisher(*(x for side in sides for x in (sum(occurred[r.id] for r in side), len(side))))}
+    if all(counts[r.id][1] is not None for r in runs):
+        tests["units"] = stats.fisher(*(int(x) for side in sides for x in (sum(counts[r.id][0] for r in side),
+                                                                           sum(counts[r.id][1] or 0 for r in side))))
+    over, p = min(tests.items(), key=lambda kv: kv[1])
+    return f"Fisher p {display.p_is(p)} over {over}" if p * comparisons < stats.ALPHA else ""
