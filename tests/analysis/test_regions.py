@@ -127,6 +127,28 @@ def test_runs_needed_counts_until_the_exact_test_agrees_too():
     assert clustered.rate_outcome(bigger, region)[0] == "falsified"
 
 
+def test_runs_needed_between_the_last_doubling_and_the_limit_is_found():
+    """Runs of 5, 12, 20 events in 1000 (t on 2 df) against <= 0.01249 need 8,927 more runs, under the 10,000-run
+    limit: the search doubled 3 -> 6 -> ... -> 6,144 -> 12,288, past the limit, and answered None instead of
+    bisecting below it. Checked against every count of runs, one by one."""
+    from workbench.analysis import clustered
+    from workbench.analysis.predictions import runs_needed_arm
+
+    e = clustered.effective([5, 12, 20], [1000, 1000, 1000])
+    region = regions.Region(-math.inf, 0.01249, PROP)
+
+    def decided(more: int) -> bool:
+        f = (3 + more) / 3
+        bigger = clustered.Effective(e.k * f, e.n * f, e.k_eff * f, e.n_eff * f, e.design_effect, e.method,
+                                     3 + more - 1, e.reason, e.dispersion)
+        return clustered.rate_outcome(bigger, region)[0] != "inconclusive"
+
+    assert e.df == 2 and not decided(0)
+    brute = next(m for m in range(1, 10_000 - 3 + 1) if decided(m))
+    assert 8_192 < 3 + brute < 10_000
+    assert runs_needed_arm(e, 3, (-math.inf, 0.01249)) == brute
+
+
 def test_every_edge_case_the_audit_found_is_now_straddling():
     bad = []
     for n in range(1, 3001):

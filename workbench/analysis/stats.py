@@ -464,13 +464,16 @@ def shift_pvalue(a: Sequence[float], b: Sequence[float], bounds: Interval, want:
 
 def search_smallest(start: float, ok: Callable[[float], bool], integer: bool = True, limit: float = 1e7) -> Any:
     """The smallest value from `start` (an integer where `integer`) for which `ok` holds, found by doubling then
-    bisection, assuming `ok` stays true once true; None where nothing up to `limit` does."""
+    bisection, assuming `ok` stays true once true; None where nothing up to `limit` does (for a real value, a
+    factor of `start`)."""
+    cap = limit if integer else limit / max(start, 1.0)
     hi = max(start, 1.0)
-    while not ok(hi):
-        hi *= 2
-        if hi > (limit if integer else limit / max(start, 1.0)):
-            return None
     lo = hi / 2 if hi > start else start
+    while not ok(hi):
+        if hi >= cap:
+            return None
+        # The last doubling stops at the limit, so a value between it and the limit is bisected, not given up on.
+        lo, hi = hi, min(hi * 2, cap)
     for _ in range(40):
         if hi - lo <= (1 if integer else 1e-3):
             break
