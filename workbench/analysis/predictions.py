@@ -488,8 +488,12 @@ def _judge_median(out: dict[str, Any], vals: list[float], region: regions.Region
     every run counts 0, so one positive run refutes it exactly (p = 0)."""
     bounds = (region.lo, region.hi)
     m = stats.median_ci(vals, level=1 - alpha)
+    # Too few runs for an order-statistic interval at the level: said so, beside the runs' range (one run has none),
+    # never as an interval at a lower level ("order statistics (0%)" for one run).
+    few = f"too few runs for a {_level(1 - alpha)} interval" + ("; range" if m.interval else "")
     out.update(estimate=m.median, interval=list(m.interval) if m.interval else None, runs=m.n,
-               interval_kind=f"order statistics ({_level(m.confidence)})", confidence=m.confidence,
+               interval_kind=few if m.warning else f"order statistics ({_level(m.confidence)})",
+               confidence=m.confidence,
                p_against=stats.sign_pvalue(vals, bounds, "outside"), p_for=stats.sign_pvalue(vals, bounds, "inside"))
     positive = [v for v in vals if v > 0]
     if region.support is regions.Support.COUNT and region.at_floor() and positive:
@@ -500,7 +504,7 @@ def _judge_median(out: dict[str, Any], vals: list[float], region: regions.Region
     if m.warning:
         out["note"] = m.warning
         out["more_runs_needed"] = max(0, stats.min_samples(1 - alpha) - m.n)
-        held = regions.relation(m.interval, region) if m.interval else "straddles"
+        held = regions.relation((min(vals), max(vals)), region)
         if held != "straddles":  # the range is clear of the region's bound: only the number of runs holds it back
             out["few_runs_held"] = held
         return out

@@ -376,10 +376,11 @@ def median_ci(values: Sequence[float], level: float = 1 - ALPHA) -> MedianSummar
     cover = [1 - 2 * c for c in half_binomial_cdfs(n, n // 2)]
     ok = [j for j, c in enumerate(cover) if c >= level]
     if not ok:
+        need = f"need >= {min_samples(level)} samples for a confidence interval at level {level:.3g}"
+        if n == 1:  # one value has no range, and its "coverage" (0%) claims nothing
+            return MedianSummary(n, med, None, 0.0, f"{need} (one sample has no range)")
         c = 1 - 2 * 0.5 ** n
-        return MedianSummary(n, med, (xs[0], xs[-1]), c,
-                             f"need >= {min_samples(level)} samples for confidence interval at level {level:.3g} "
-                             f"(the range of {n} covers the median with {c:.0%})")
+        return MedianSummary(n, med, (xs[0], xs[-1]), c, f"{need} (the range of {n} covers the median with {c:.0%})")
     j = ok[-1]
     return MedianSummary(n, med, (xs[j], xs[n - 1 - j]), cover[j], None)
 

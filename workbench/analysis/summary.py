@@ -102,8 +102,9 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
             "Hodges-Lehmann estimate, no interval"
         body = f"{where} gave a shift of {_estimate(j['estimate'], j['interval'])} ({kind})"
     else:
-        body = (f"{where} gave a median of {_estimate(j['estimate'], j['interval'])} "
-                f"({j.get('interval_kind', '')} {display.interval(j['interval'])})")
+        kind = j.get("interval_kind") or ""
+        shown = f"{kind} {display.interval(j['interval'])}" if j["interval"] else kind  # one run: no interval
+        body = f"{where} gave a median of {_estimate(j['estimate'], j['interval'])} ({shown})"
     if j["outcome"] == "falsified":
         tail = f"entirely outside the predicted region {j['region']}"
     elif j["outcome"] == "supported":

@@ -226,6 +226,8 @@ def _observed_from_analysis(src: Judgement, exp: Experiment | None, metric: str,
             text += " " + _fmt_interval(src.interval[0], src.interval[1], rate)
     if src.interval is not None and src.interval_kind:
         text += f" {src.interval_kind}" + (f" ({DECIDED})" if sequential else "")
+    elif src.interval_kind:  # no interval to name: what kept it away (one run of a median)
+        text += f" ({src.interval_kind})"
     if src.by_process:
         text += " (" + ", ".join(f"{_short(str(k), 40)}: {v}" for k, v in src.by_process.items()) + ")"
     if src.runs:
