@@ -461,3 +461,40 @@ def test_a_shift_without_an_interval_over_unequal_arms_names_the_runs_that_give_
     assert wall.interval is None and wall.runs == [2, 20] and wall.more_runs_needed == 2, a.reasoning
     assert ("(2 and 20 runs are too few for a 99.2% interval of the shift; 4 and 22 would give one); 2 more runs in "
             "each arm are needed") in a.reasoning, a.reasoning
+
+
+def _unequal_sizes(store, workbench_dir, control: list[int], treatment: list[int]):
+    """no-gain over control runs of 80 units (`control` leaks each) and treatment runs of 40 (`treatment` leaks)."""
+    reg = _no_gain_registry(workbench_dir)
+    ex = add_execution(store, hypothesis_id="no-gain")
+    for arm, leaks, size in (("control", control, 80), ("treatment", treatment, 40)):
+        variables = dict(CONTROL, nixl_abort_fix="off" if arm == "control" else "on")
+        for r, c in enumerate(leaks, start=1):
+            add_run(store, execution_id=ex, arm=arm, variables=dict(variables, seed=str(r)), replicate=r,
+                    outcomes={"leak": c, "done": size - c}, extra={"waiting_for_input": 0}, hypothesis_id="no-gain")
+    a = analyze_stored(store, reg, "no-gain", execution_id=ex)
+    (p,) = a.predictions
+    return a, p
+
+
+def test_the_units_more_runs_add_are_each_arms_own(store, workbench_dir):
+    # Runs of 80 units beside runs of 40: a replicate adds one run to each, 80 units to the control arm and 40 to the
+    # treatment arm. It read "(N units each)" with N the larger arm's, twice the treatment arm's.
+    a, p = _unequal_sizes(store, workbench_dir, [0, 0, 12, 14], [1, 0, 0, 0])
+    assert p.outcome == "inconclusive" and p.runs_narrow_only and p.more_runs_needed, a.reasoning
+    more = p.more_runs_needed
+    assert tuple(p.more_units_by_arm) == (80 * more, 40 * more), p.more_units_by_arm
+    assert (f"about {more} more runs of this size in each arm ({80 * more:,} units in control and {40 * more:,} in "
+            "treatment)") in a.reasoning, a.reasoning
+    assert "units each" not in a.reasoning, a.reasoning
+
+
+def test_the_units_a_newcombe_estimate_asks_for_are_each_arms_own(store, workbench_dir):
+    # One run of 80 beside one of 40, scaled alike until the interval clears: each arm adds its own share, not the
+    # larger arm's count "in each arm".
+    a, p = _unequal_sizes(store, workbench_dir, [4], [1])
+    assert p.outcome == "inconclusive" and not p.runs_narrow_only and p.more_units_needed, a.reasoning
+    ua, ub = p.more_units_by_arm
+    assert abs((80 + ua) / (40 + ub) - 2) < 0.05 and ua == p.more_units_needed, (ua, ub)
+    said = f"; about {ua:,} more units in control and {ub:,} in treatment at this rate would decide it"
+    assert said in a.reasoning, a.reasoning

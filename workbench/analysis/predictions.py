@@ -86,8 +86,10 @@ def _rate_decides(k: float, n: float, bounds: tuple[float, float], want: str, le
         stats.binomial_pvalue(k, n, bounds, want) < stats.ALPHA
 
 
-def units_needed_diff(ka: float, na: float, kb: float, nb: float, bounds: tuple[float, float]) -> int | None:
-    """Units per arm (scaling both arms alike) at which the Newcombe interval would clear the region."""
+def units_needed_diff(ka: float, na: float, kb: float, nb: float,
+                      bounds: tuple[float, float]) -> tuple[int, int] | None:
+    """Units in each arm (scaling both arms alike, so each keeps its share) at which the Newcombe interval would
+    clear the region."""
     if na <= 0 or nb <= 0:
         return None
     want = _wanted(ka / na - kb / nb, bounds)
@@ -98,7 +100,7 @@ def units_needed_diff(ka: float, na: float, kb: float, nb: float, bounds: tuple[
         return stats.relation(stats.newcombe(ka * f, na * f, kb * f, nb * f), bounds) == want
 
     f = stats.search_smallest(1.0, ok, integer=False)
-    return None if f is None else int(math.ceil(f * max(na, nb)))
+    return None if f is None else (int(math.ceil(f * na)), int(math.ceil(f * nb)))
 
 
 # ----------------------------------------------------------------------------- one prediction
@@ -392,14 +394,21 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
         runs = (len(_replicate_counts(pa["per_run"])), len(_replicate_counts(pb["per_run"])))
         more = runs_needed_diff(ea, eb, runs, bounds)
         out["more_runs_needed"] = more
-        # Units in each arm: the larger of the two arms' mean run sizes times the runs.
-        out["more_units_needed"] = None if more is None else int(math.ceil(more * max(na / runs[0], nb / runs[1])))
+        # The units those runs add to each arm, at that arm's own mean run size.
+        if more is not None:
+            _more_units(out, (int(math.ceil(more * na / runs[0])), int(math.ceil(more * nb / runs[1]))))
         out["runs_narrow_only"] = True
     elif out["outcome"] == "inconclusive" and not sequential:  # a fixed Newcombe interval's estimate
         per_arm = units_needed_diff(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, bounds)
-        out["more_units_needed"] = None if per_arm is None else \
-            max(0, int(math.ceil(per_arm * e.design_effect)) - int(max(na, nb)))
+        if per_arm is not None:
+            _more_units(out, tuple(max(0, int(math.ceil(u * e.design_effect)) - int(n))  # type: ignore[arg-type]
+                                   for u, n in zip(per_arm, (na, nb))))
     return out
+
+
+def _more_units(out: dict[str, Any], by_arm: tuple[int, int]) -> None:
+    """A difference's more units: each arm's (in `where`'s order), and the larger as `more_units_needed`."""
+    out.update(more_units_by_arm=list(by_arm), more_units_needed=max(by_arm))
 
 
 def runs_needed_diff(ea: Any, eb: Any, runs: tuple[int, int], bounds: tuple[float, float],

@@ -96,7 +96,7 @@ _OPTIONAL = ("k", "n", "runs", "unknown_runs", "interval_kind", "e_against", "e_
              "boschloo_p", "mann_whitney_p", "medians", "confidence", "more_runs_needed", "p_against_holm",
              "completed", "target", "by_process", "method", "method_reason", "n_effective", "design_effect",
              "dispersion", "exact", "drift_robust", "reachable", "exact_held",
-             "empty_interval", "few_runs_held", "runs_narrow_only")
+             "empty_interval", "few_runs_held", "runs_narrow_only", "more_units_by_arm")
 
 
 # What a judgement over completed units only carries beside the one over all units.
@@ -173,6 +173,9 @@ class Judgement:
     # An inconclusive rate (or difference) judged with the runs as the unit (t on the runs' df): more units inside
     # these runs narrow nothing, so what would decide it is counted in runs (more_runs_needed) first.
     runs_narrow_only: bool | None = None
+    # A difference's more units in each of its two arms (in `where`'s order): a replicate adds one run of each arm's
+    # own mean size, so arms of unequal runs grow by unequal units; `more_units_needed` is the larger.
+    more_units_by_arm: tuple[int, int] | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Judgement":
@@ -184,6 +187,7 @@ class Judgement:
         merged["interval"] = _pair(merged["interval"])
         merged["wilson"] = _pair(merged.get("wilson"))
         merged["medians"] = _pair(merged.get("medians"))
+        merged["more_units_by_arm"] = _pair(merged.get("more_units_by_arm"))
         for key in ("k", "n", "n_effective"):
             if isinstance(merged.get(key), list):
                 merged[key] = tuple(merged[key])

@@ -136,12 +136,12 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
                      "to come in at either end of its 99% (Wilson) interval (futility)")
         elif j.get("more_units_needed") and j.get("more_runs_needed") and j.get("runs_narrow_only"):
             tail += (f"; about {display.count(j['more_runs_needed'], 'more run')} of this size{each} "
-                     f"({j['more_units_needed']:,} units{' each' * bool(each)}) at this rate and spread would decide "
+                     f"({more_units_text(j, 'units', ' each')}) at this rate and spread would decide "
                      "it (with the runs as the unit, only more runs narrow it)")
         elif j.get("more_units_needed"):
             runs = f" ({display.count(j['more_runs_needed'], 'more run')} of this size)" \
                 if j.get("more_runs_needed") else ""
-            tail += f"; about {j['more_units_needed']:,} more units{each} at this rate would decide it{runs}"
+            tail += f"; about {more_units_text(j, 'more units', each)} at this rate would decide it{runs}"
         elif j.get("more_runs_needed"):
             more = j["more_runs_needed"]
             tail += f"; {display.count(more, 'more run')}{each} {'is' if more == 1 else 'are'} needed"
@@ -155,6 +155,15 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
                   f"{display.rate(comp['estimate'])} ({kind}{display.rate_interval(comp['interval'], j['bounds'])}), "
                   f"{comp['outcome']}.")
     return f"; {body}, {tail}{ptxt}.{extra}"
+
+
+def more_units_text(j: dict[str, Any], word: str, each: str) -> str:
+    """The units a prediction asks for: a difference's in each of its arms, named where they differ (runs of
+    unequal sizes grow their arms unequally), else the one count with `each` after it for a difference."""
+    arms, by_arm = difference_arms(j.get("where")), j.get("more_units_by_arm")
+    if arms and by_arm and by_arm[0] != by_arm[1]:
+        return f"{by_arm[0]:,} {word} in {arms[0]} and {by_arm[1]:,} in {arms[1]}"
+    return f"{j['more_units_needed']:,} {word}" + (each if arms else "")
 
 
 def _opening(h: Hypothesis, result: Any) -> list[str]:
