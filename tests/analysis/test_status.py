@@ -351,3 +351,45 @@ def test_a_smoke_run_is_the_status_over_a_planned_run_that_came_out_invalid():
     st = current_status("open", [planned, smoke], {1: {}, 2: {}})
     assert (st.status, st.verdict.id) == ("falsified", 2), st
     assert st.notes() == ["smoke: 1 of 3 planned replicates"], st.notes()
+
+
+def _execution_without_a_recorded_plan(db, root, replicates: int, treatment: dict[str, int]) -> int:
+    """An execution of HID as a wb that did not yet record planned_replicates left it: the hypothesis and the
+    experiment kept with the execution, as `wb hypothesis run` keeps them, and a verdict that names no plan."""
+    from workbench.analysis.stored import analyze_stored, record_verdict
+    from workbench.registry import load_registry
+    from workbench.store import open_store
+
+    reg = load_registry(root)
+    h = reg.hypothesis(HID)
+    exp = reg.experiment_for(h)
+    store = open_store(str(db))
+    try:
+        ex = store.start_execution(
+            hypothesis_id=HID, hypothesis_body=h.model_dump(mode="json"), experiment_id=exp.id,
+            experiment_version=exp.version, experiment_body=exp.model_dump(mode="json"), profile="sim", target="sim",
+            mode="fixed", plan=None, overrides={}, config_diff=None, wb_version="0.0")
+        for r in range(1, replicates + 1):
+            add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=r,
+                    outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 30})
+            add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r, outcomes=treatment,
+                    extra={"waiting_for_input": 0})
+        a = analyze_stored(store, reg, HID, execution_id=ex)
+        record_verdict(store, replace(a, planned_replicates=0), execution_id=ex)
+        return ex
+    finally:
+        store.dispose()
+
+
+def test_a_smoke_run_stored_before_its_plan_was_recorded_is_still_one(cli, workbench_dir, tmp_path):
+    """Verdicts stored before a verdict recorded the replicates its design planned: a one-replicate run after the
+    planned three-replicate one counted as meeting the plan and took the status. The plan is read from the design
+    the execution recorded when it started."""
+    db, root = tmp_path / "wb.duckdb", workbench_dir
+    _execution_without_a_recorded_plan(db, root, 3, {"leak": 13, "done": 67})
+    smoke = _execution_without_a_recorded_plan(db, root, 1, {"done": 80})
+    code, out, err = cli("hypothesis", "list", "--json", "--db", str(db), "--root", str(root))
+    assert code == 0, err
+    row = next(i for i in json.loads(out)["items"] if i["id"] == HID)
+    assert (row["status"], row["status_smoke"]) == ("falsified", False), row
+    assert row["status_note"] == f"execution {smoke} (smoke: 1 of 3 planned replicates): inconclusive, not the status"

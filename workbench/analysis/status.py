@@ -9,7 +9,9 @@ the status from `current_status`, so they cannot disagree. The rule, and why:
   makes) is controlled but underpowered: it sets the status only while no controlled run met the plan with a
   verdict other than invalid, and is marked so ("smoke: 1 of 5 planned replicates"). One newer than the status
   is shown beside it, never as it, nor does it make a review of the status stale. A sequential execution stops
-  when it decides: it is never a smoke run.
+  when it decides: it is never a smoke run. A verdict stored before verdicts recorded the plan takes it from the
+  design its execution kept when it started (store.reads.with_recorded_plans), so an old smoke run cannot displace
+  a run of the planned size; only where the execution kept no definition is its plan unknown, and counted as met.
 - A pooled verdict (`wb hypothesis analyze`: the hypothesis's stored runs, imported evidence included) is
   *exploratory*: it sets the status only while no controlled verdict exists, and is shown marked so.
   Re-analysing the same runs must not overturn a controlled result, nor make a review of it stale.

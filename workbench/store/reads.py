@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any, Iterator
 
 from workbench.store import jsonx
@@ -97,6 +98,43 @@ def verdict_record(v: Any) -> VerdictRecord:
                          details=jsonx.loads(v.details_json, {}) or {}, created_at=iso(v.created_at),
                          hypothesis_sha256=v.hypothesis_sha256, uuid=v.uuid, evidence_digest=v.evidence_digest,
                          analysis_version=v.analysis_version, evidence=jsonx.loads(v.evidence_json, {}) or {})
+
+
+def _design_replicates(body: str | None) -> int | None:
+    """design.replicates of a kept hypothesis or experiment definition (None: it plans none, or none was kept)."""
+    design = (jsonx.loads(body, {}) or {}).get("design") if body else None
+    n = design.get("replicates") if isinstance(design, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+
+def _unplanned(v: VerdictRecord) -> bool:
+    """A fixed execution's verdict stored before verdicts recorded the replicates their design planned."""
+    d = v.details
+    return v.execution_id is not None and d.get("mode") == "fixed" and not d.get("sequential") \
+        and "planned_replicates" not in d
+
+
+def with_recorded_plans(session: Any, verdicts: list[VerdictRecord]) -> list[VerdictRecord]:
+    """`verdicts`, each stored before verdicts recorded their plan given the replicates the design its execution
+    kept when it started planned (the hypothesis's, else its experiment's), as `analysis.stored` records it now:
+    a smoke run stored then is still one (analysis.status). An execution under --set overrides has no plan to fall
+    short of, and one that kept no definition leaves its verdict as it is: an unknown plan counts as met."""
+    from sqlmodel import select
+
+    from workbench.store.models import Execution, ExperimentSnapshot, HypothesisSnapshot
+
+    ids = {v.execution_id for v in verdicts if _unplanned(v)}
+    if not ids:
+        return verdicts
+    rows = session.exec(select(Execution.id, Execution.overrides_json, HypothesisSnapshot.body_json,
+                               ExperimentSnapshot.body_json)
+                        .where(Execution.id.in_(ids))  # type: ignore[union-attr]
+                        .outerjoin(HypothesisSnapshot, HypothesisSnapshot.id == Execution.hypothesis_snapshot_id)
+                        .outerjoin(ExperimentSnapshot, ExperimentSnapshot.id == Execution.experiment_snapshot_id))
+    planned = {ex_id: _design_replicates(h) or _design_replicates(e)
+               for ex_id, overrides, h, e in rows.all() if not jsonx.loads(overrides, {})}
+    return [replace(v, details={**v.details, "planned_replicates": planned[v.execution_id]})
+            if _unplanned(v) and planned.get(v.execution_id) else v for v in verdicts]
 
 
 def review_record(r: Any) -> ReviewRecord:
@@ -222,7 +260,8 @@ class StoreReads:
             q = q.where(Verdict.hypothesis_id.startswith(prefix, autoescape=True))  # type: ignore[attr-defined]
         with self.session() as s:
             rows = list(s.exec(q.order_by(Verdict.id)).all())  # type: ignore[arg-type]
-        return (verdict_record(v) for v in rows)
+            records = with_recorded_plans(s, [verdict_record(v) for v in rows])
+        return iter(records)
 
     def latest_verdicts(self, *, hypothesis_id: str | None = None) -> dict[str, VerdictRecord]:
         """The newest verdict of each hypothesis, A/A (noise-floor) verdicts left out."""
@@ -277,8 +316,8 @@ class StoreReads:
                                     rendered_config=r.rendered_config, artifacts=tuple(arts.get(r.id, ())),
                                     units=units.get(r.id, {}), probe_counts=tuple(probes.get(r.id, ())))
                          for r in s.exec(select(Run).order_by(Run.id)).all())  # type: ignore[arg-type]
-            verdicts = tuple(verdict_record(v)
-                             for v in s.exec(select(Verdict).order_by(Verdict.id)).all())  # type: ignore[arg-type]
+            verdicts = tuple(with_recorded_plans(s, [verdict_record(v) for v in s.exec(
+                select(Verdict).order_by(Verdict.id)).all()]))  # type: ignore[arg-type]
             executions = tuple(execution_record(e) for e in
                                s.exec(select(Execution).order_by(Execution.id)).all())  # type: ignore[arg-type]
             reviews = tuple(review_record(r)
