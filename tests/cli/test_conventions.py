@@ -314,8 +314,8 @@ def test_a_terminal_table_never_breaks_an_id_or_a_status(wbenv, listing, whole, 
     # ids and statuses must stay whole on one line (other columns wrap, or the line runs on).
     # It then ran to 128 columns, so the terminal wrapped every line: a column it can do without (the parent,
     # which `wb lineage` draws) is left out, and a line under the table says so. `wb runs list` ran to 109
-    # columns: its variables and metrics (`wb runs show` gives both) are left out the same way. Its hypothesis and
-    # arm columns, empty for every imported run, are left out first, which makes room for the variables.
+    # columns: its metrics, what a user lists runs for, read under each row instead. Its hypothesis and
+    # arm columns, empty for every imported run, are left out.
     import csv
     import io
     import re
@@ -335,4 +335,5 @@ def test_a_terminal_table_never_breaks_an_id_or_a_status(wbenv, listing, whole, 
     if listing == ["hypothesis", "list"]:
         assert "not shown at this width: parent" in shown and "--format tsv shows every column" in shown, shown
     if listing == ["runs", "list"]:
-        assert "not shown at this width: metrics, derived (--format tsv" in shown and "variables" in shown, shown
+        # its metrics (and, when none fits, its variables) read under each row, named, rather than left out
+        assert "metrics: " in shown and "variables" in shown and "not shown at this width" not in shown, shown

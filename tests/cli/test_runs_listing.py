@@ -174,7 +174,7 @@ def test_a_table_leaves_out_columns_empty_in_every_row(seeded: Path, cli, monkey
     code, out, err = cli("runs", "list", env={"COLUMNS": "80", "NO_COLOR": "1"})
     assert code == 0, err
     header = next(line for line in out.splitlines() if " id " in line)
-    assert [c.strip() for c in header.strip("┃│ ").split("┃")] == ["id", "label", "status", "variables"], out
+    assert header.split("┃")[1].split() == ["id", "label", "status"], out
 
 
 def _cells(out: str) -> tuple[list[str], dict[str, dict[str, str]]]:
@@ -220,3 +220,49 @@ def test_runs_list_table_gives_derived_metrics_marked_as_derived(seeded: Path, c
     _, rows = _cells(out)
     assert rows["6"]["derived"] == "aborts=0 corruption_rate=0.175 error_rate=0.5", out
     assert "corruption_rate" not in rows["6"]["metrics"] and rows["1"]["derived"] == "", out
+
+
+def _under_each_row(out: str) -> dict[str, list[str]]:
+    """A terminal table drawn with text under its rows: each row's first cell -> the items under the row (a line
+    `NAME: ...` starts an item, a line without it goes on the one before)."""
+    rows: dict[str, list[str]] = {}
+    block: list[str] = []
+    for line in out[out.index("┡"):].splitlines()[1:]:
+        if line.startswith("│"):
+            block.append(line.strip("│ ").rstrip())
+        elif block:  # a rule between rows, or the table's end
+            first, *under = block
+            items = rows.setdefault(first.split()[0], [])
+            for u in under:
+                if ":" in u.split()[0]:
+                    items.append(u)
+                else:
+                    items[-1] += " " + u
+            block = []
+    return rows
+
+
+def test_runs_list_on_an_80_column_terminal_gives_each_rows_metrics_under_it(seeded: Path, cli,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns the table left out the metrics and the derived metrics ("not shown at this width: metrics,
+    derived"), the values a user lists runs for. They now read under each row, across the table's width, the
+    derived ones marked so; a wide terminal keeps them in columns, and TSV is unchanged."""
+    code, out, err = cli("runs", "list", "--format", "tsv")
+    assert code == 0, err
+    tsv = {r["id"]: r for r in csv.DictReader(io.StringIO(out), delimiter="\t")}
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, out, err = cli("runs", "list", env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    assert not [line for line in out.splitlines() if line.startswith("not shown") and "metrics" in line], out
+    under = _under_each_row(out)
+    six = [name for name in MEASURED if tsv["6"][name]]
+    assert under["6"][-2:] == [
+        "metrics: " + " ".join(f"{n.split('.', 1)[1]}={float(tsv['6'][n]):.15g}" for n in six),
+        "derived: aborts=0 corruption_rate=0.175 error_rate=0.5"], out
+    assert under["1"][-1] == "metrics: leak=0 wall_s=302", out
+    assert under["4"] == ["variables: hicache=on index_k_dtype=fp8 nixl_abort_fix=off"], out  # no metric recorded
+    code, out, err = cli("runs", "list", env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if " id " in line)
+    assert [c.strip() for c in header.strip("┃│ ").split("┃")][-2:] == ["metrics", "derived"], out

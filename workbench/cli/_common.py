@@ -551,11 +551,13 @@ def list_format(fmt: str | None, as_json: bool = False) -> str:
 
 
 def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[Any] | None = None,
-              command: str | None = None, optional: tuple[str, ...] = (), below: str | None = None) -> None:
+              command: str | None = None, optional: tuple[str, ...] = (), below: str | None = None,
+              under: tuple[str, ...] = ()) -> None:
     """A listing in the chosen format. JSON prints `items` (the full records) when given, else one object a row;
     `command` names the envelope's command where the parser's path does not (`review list` is one command
     whose first argument is `list`); `optional`: columns a narrow terminal may leave out, `below`: a column of
-    prose a terminal shows under its row (see `table`)."""
+    prose a terminal shows under its row, `under`: optional columns it shows there rather than leave out (see
+    `table`)."""
     if fmt == "json":
         print_json(items if items is not None else [dict(zip(columns, r)) for r in rows], command)
     elif fmt == "csv":
@@ -568,7 +570,7 @@ def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[A
         for r in [columns, *rows]:
             typer.echo("\t".join(re.sub(r"[\t\r\n]", " ", "" if v is None else str(v)) for v in r))
     else:
-        table(columns, rows, optional=optional, below=below)
+        table(columns, rows, optional=optional, below=below, under=under)
 
 
 def terminal_width() -> int:
@@ -579,7 +581,7 @@ def terminal_width() -> int:
 
 
 def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *,
-          optional: tuple[str, ...] = (), below: str | None = None) -> None:
+          optional: tuple[str, ...] = (), below: str | None = None, under: tuple[str, ...] = ()) -> None:
     """A rich table on a terminal; elsewhere plain columns, two spaces apart, no value cut or folded
     (`wb runs list | grep wedge-confound` finds whole rows).
 
@@ -591,7 +593,10 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *
     not: it says nothing and takes the width of its name. CSV, TSV and JSON keep it (their columns are fixed).
 
     `below` names a column of prose (a finding's message): on a terminal each row's text of it goes under the row,
-    across the table's width, rather than into a column of its own, where it folded to a word or two a line."""
+    across the table's width, rather than into a column of its own, where it folded to a word or two a line.
+    `under` names optional columns that a terminal without room for them shows there too, each row's value on a
+    line of its own after the column's name (`metrics: leak=14 sessions=80`), rather than leave out: the values a
+    reader came for (a run's metrics) or one that cannot be folded to fit (a confound's factor)."""
     cells = [["" if v is None else str(v).replace("\n", " ") for v in r] for r in rows]
     kept = [i for i in range(len(columns)) if i == 0 or not cells or any(r[i] for r in cells)]
     columns, cells = [columns[i] for i in kept], [[r[i] for i in kept] for r in cells]
@@ -601,9 +606,6 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *
             typer.echo(title)
         for r in [columns] + cells:
             typer.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
-        return
-    if below in columns:
-        _rows_with_text_below(columns, cells, title, optional, below)
         return
     from rich.console import Console
     from rich.table import Table
@@ -616,6 +618,9 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *
     console = Console(color_system=colour_system())
     shown = _columns_that_fit(columns, widths, optional, console.width)
     left_out = [c for c in columns if c not in shown]
+    if below in columns or set(left_out) & set(under):
+        _rows_with_text_below(columns, cells, title, optional, below, under)
+        return
     t = Table(title=title, show_lines=False, caption_justify="left",
               caption=f"not shown at this width: {', '.join(left_out)} (--format tsv shows every column)"
               if left_out else None)
@@ -631,14 +636,15 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *
 
 
 def _rows_with_text_below(columns: list[str], cells: list[list[str]], title: str | None, optional: tuple[str, ...],
-                          below: str) -> None:
-    """`table` on a terminal with the `below` column's text under each row: the other columns whole, two spaces
-    apart (optional ones left out as there, to fit), a rule between rows, the text across the table's width."""
+                          below: str | None, under: tuple[str, ...]) -> None:
+    """`table` on a terminal with text under each row: the columns of the row whole, two spaces apart (optional ones
+    left out as there, to fit), a rule between rows; under the row, across the table's width, the `under` columns
+    it has no room for, each named, then the `below` column's text."""
     from rich.console import Console, Group
     from rich.table import Table
     from rich.text import Text
 
-    at = columns.index(below)
+    at = columns.index(below) if below in columns else len(columns)
     names = columns[:at] + columns[at + 1:]
     rest = [r[:at] + r[at + 1:] for r in cells]
     widths = [max([len(c)] + [len(r[i]) for r in rest]) for i, c in enumerate(names)]
@@ -646,7 +652,8 @@ def _rows_with_text_below(columns: list[str], cells: list[list[str]], title: str
     # A column here takes its width and a gap of 2; the box 4 in all: the need `_columns_that_fit` counts, less 1.
     shown = _columns_that_fit(names, [w - 1 for w in widths], optional, console.width - 1)
     keep = [i for i, c in enumerate(names) if c in shown]
-    left_out = [c for c in names if c not in shown]
+    moved = [i for i, c in enumerate(names) if c not in shown and c in under]
+    left_out = [c for c in names if c not in shown and c not in under]
 
     def line(values: list[str]) -> Table:
         grid = Table.grid(padding=(0, 2))
@@ -658,9 +665,11 @@ def _rows_with_text_below(columns: list[str], cells: list[list[str]], title: str
     t = Table(title=title, show_lines=True, caption_justify="left",
               caption=f"not shown at this width: {', '.join(left_out)} (--format tsv shows every column)"
               if left_out else None)
-    t.add_column(Group(line(names), Text(below, style="italic")))
-    for r, text in zip(rest, (r[at] for r in cells)):
-        t.add_row(Group(line(r), Text(text)) if text else line(r))
+    t.add_column(Group(line(names), Text(below, style="italic")) if below in columns else line(names))
+    for r, full in zip(rest, cells):
+        texts = [Text.assemble((f"{names[i]}: ", "italic"), r[i]) for i in moved if r[i]]
+        texts += [Text(full[at])] if below in columns and full[at] else []
+        t.add_row(Group(line(r), *texts) if texts else line(r))
     least = sum(widths[i] + 2 for i in keep) + 2
     if least > console.width:  # the columns kept do not fit even so: the line runs on
         console = Console(width=least, color_system=colour_system())

@@ -67,7 +67,8 @@ def list_(db: DbOption = None, json_: JsonOption = False,
                 " ".join(f"{k}={v:.15g}" for k, v in sorted(r.metrics.items())),
                 " ".join(f"{k}={v:.15g}" for k, v in sorted(m.derived.items()))] for r, m in zip(rows, shown)],
               items=[{**r.to_dict(detail=False), **m.to_dict()} for r, m in zip(rows, shown)],
-              optional=("derived", "metrics", "variables", "label"))  # on a narrow terminal; `wb runs show ID` too
+              # on a narrow terminal, least needed first; the values read under each row rather than be left out
+              optional=("derived", "metrics", "variables", "label"), under=("variables", "metrics", "derived"))
 
 
 def _common_variables(rows: list["RunRecord"]) -> dict[str, object]:
