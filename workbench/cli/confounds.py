@@ -38,7 +38,8 @@ def register(app: typer.Typer) -> None:
                                "message", *proposal],
                       [_row(f, chosen) for f in findings],
                       items=[f.to_dict() for f in findings], below="message",
-                      optional=("comparisons", "experiment", "p"))  # on a narrow terminal, least needed first
+                      # on a narrow terminal, least needed first; a factor too wide for the row reads under it
+                      optional=("comparisons", "experiment", "p", "factor"), under=("factor",))
             return
         if not findings:
             typer.echo("No runs with a recorded outcome to scan.")
