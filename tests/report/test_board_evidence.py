@@ -172,7 +172,8 @@ def test_lineage_and_runs_table_name_the_arm_the_analysis_put_each_imported_run_
     assert re.findall(r">(\d+)</a>", arms["control"]) == ["2", "5"]
     assert re.findall(r">(\d+)</a>", arms["treatment"]) == ["6"]
     page = (wb["site"] / "hypotheses" / f"{HID}.html").read_text()
-    rows = dict(re.findall(r'<tr><td><a href="\.\./runs/(\d+)\.html">\d+</a></td><td>[^<]*</td><td>(\w*)</td>', page))
+    rows = dict(re.findall(r'<tr><td><a href="\.\./runs/(\d+)\.html">\d+</a></td>'  # then the label, the execution
+                           r'<td>[^<]*</td><td>[^<]*</td><td>(\w*)</td>', page))
     assert rows == {"2": "control", "5": "control", "6": "treatment"}, rows
 
 

@@ -283,6 +283,25 @@ def test_the_runs_page_names_imported_runs_by_their_labels(seed_site: Path, cli)
     assert shown == labels, shown
 
 
+def test_a_hypothesis_page_names_its_imported_runs_by_their_labels(seed_site: Path, cli) -> None:
+    """wedge-confound's analysis pools the imported evidence, whose runs have a label but no hypothesis: its page's
+    runs table gave each a bare id, where runs.html and `wb runs list` name it by its label."""
+    import csv
+    import io
+
+    code, out, err = cli("runs", "list", "--format", "tsv")
+    assert code == 0, err
+    labels = {r["id"]: r["label"] for r in csv.DictReader(io.StringIO(out), delimiter="\t")}
+    page = (seed_site / "hypotheses" / "wedge-confound.html").read_text(encoding="utf-8")
+    runs = page[page.index('<section id="runs">'):]
+    runs = runs[:runs.index("</table>")]
+    head = re.findall(r"<th[^>]*>([^<]*)</th>", runs[runs.index("<thead>"):runs.index("</thead>")])
+    assert head[:2] == ["run", "label"], head
+    shown = {rid: html.unescape(label) for rid, label in
+             re.findall(r'<tr><td><a href="\.\./runs/(\d+)\.html">\d+</a></td><td>([^<]*)</td>', runs)}
+    assert shown and shown == {rid: labels[rid] for rid in shown}, shown
+
+
 def test_a_build_stopped_by_ctrl_c_leaves_the_previous_site_whole(seeded: dict[str, Any], tmp_path: Path,
                                                                    cache_home: Path) -> None:
     """Ctrl-C as the first file of a new build lands: the site folder is the previous build, file for file (pages

@@ -6,7 +6,7 @@ Templates only loop and print (autoescaped); they never compute numbers, build l
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from workbench.report.lineage import LineageGraph
 
@@ -148,6 +148,12 @@ class RunRow:
     label: str = ""  # an imported run's label, as `wb runs list` names it
 
 
+def runs_labelled(rows: Iterable[RunRow]) -> bool:
+    """A table of runs has a label column when a run of it has a label (imported evidence), on the runs page and on
+    a hypothesis page alike; a table of runs without labels keeps its columns."""
+    return any(r.label for r in rows)
+
+
 @dataclass
 class ProbeRow:
     target: str
@@ -232,6 +238,10 @@ class HypothesisContext:
     status_note: str = ""  # exploratory, verdicts under --set overrides (analysis.status)
     metric_descriptions: dict[str, str] = field(default_factory=dict)  # name -> what it measures (the experiment's)
 
+    @property
+    def runs_labelled(self) -> bool:
+        return runs_labelled(self.runs)
+
 
 @dataclass
 class ArtifactView:
@@ -278,7 +288,10 @@ class RunsContext:
     metric_columns: list[str]
     runs: list[tuple[RunRow, Link | str | None]]  # the run's hypothesis: its page, or its id where it has none
     metric_descriptions: dict[str, str] = field(default_factory=dict)  # column -> what it measures
-    labelled: bool = False  # a run of the page has a label: the page has a label column
+
+    @property
+    def labelled(self) -> bool:
+        return runs_labelled(row for row, _ in self.runs)
 
 
 @dataclass

@@ -478,7 +478,7 @@ def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], by_arm: di
                    else str(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
                    r["id"] in in_evidence,
                    [stats.fmt_value(run_metric(exp, r, m), display.is_proportion(exp, m)) for m in metric_columns],
-                   [_derived_by(exp, r, m) for m in metric_columns])
+                   [_derived_by(exp, r, m) for m in metric_columns], r["label"] or "")
             for r in shown]
 
 

@@ -130,8 +130,7 @@ def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page,
                             r["label"] or ""),
                      Link(f"hypotheses/{hid}.html", hid) if hid in known else hid))
     return RunsContext(page, cols, rows, _column_descriptions(cols, [data.runs[rid] for rid in run_ids],
-                                                              descriptions or {}, shown),
-                       labelled=any(row.label for row, _ in rows))
+                                                              descriptions or {}, shown))
 
 
 def _value(run: dict[str, Any], derived: dict[str, Any], metric: str, rates: set[str]) -> str:
