@@ -655,9 +655,8 @@ def test_a_passphrase_key_signs_without_a_terminal_from_standard_input(workbench
     ("ada@example.com {blob}", "missing key"),
     ("ada@example.com ssh-ed25519 {truncated}", "invalid key"),
 ], ids=["garbage", "no-key-type", "truncated-base64"])
-def test_a_malformed_allowed_signers_file_is_said_to_be_malformed_with_its_line(workbench_dir: Path, seed_csv: Path,
-                                                                               cli, tmp_path: Path, line: str,
-                                                                               said: str):
+def test_a_malformed_allowed_signers_line_is_named(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path,
+                                                   line: str, said: str):
     """ssh-keygen skips a line it cannot read, then says "No principal matched": the import was refused as if the
     signer were untrusted, though the file that should trust it is broken."""
     keys = _keys(tmp_path, "ada")
@@ -669,7 +668,7 @@ def test_a_malformed_allowed_signers_file_is_said_to_be_malformed_with_its_line(
     code, out, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
                          "--root", str(workbench_dir))
     assert code == 2 and err.startswith("Error: ") and "Traceback" not in err, (out, err)
-    assert "malformed" in err and f"{keys['allowed']}:2: {said}" in err and "No principal matched" not in err, err
+    assert f"ssh-keygen refused {keys['allowed']}:2: {said}" in err and "No principal matched" not in err, err
     assert not db.exists()
 
 
@@ -751,3 +750,45 @@ def test_an_export_of_an_execution_still_running_says_so(workbench_dir: Path, se
     assert code == 0, err
     running = json.loads(said)["running_executions"]
     assert [(e["id"], e["uuid"], e["hypothesis"]) for e in running] == [(ex_id, ex_uuid, "wedge-confound")]
+
+
+def test_an_expired_allowed_signers_line_is_named_as_expired_not_as_malformed(workbench_dir: Path, seed_csv: Path,
+                                                                              cli, tmp_path: Path):
+    """A line past its valid-before holds the key, and ssh-keygen reads it: the refusal called the file malformed
+    and said no line it can read holds the key."""
+    keys = _keys(tmp_path, "ada")
+    public = " ".join(keys["ada"].with_suffix(".pub").read_text().split()[:2])
+    keys["allowed"].write_text(f'ada@example.com valid-before="20200101" {public}\n')
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    _sign(bundle, keys["ada"])
+    db = workbench_dir / "b.duckdb"
+    _refused(cli, "bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
+             "--root", str(workbench_dir), fragment=f'{keys["allowed"]}:1: key has expired')
+    code, _, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
+                       "--root", str(workbench_dir))
+    assert "malformed" not in err and "cannot read" not in err and "no line it can read" not in err, err
+    assert "valid-before" in err, err
+    assert not db.exists()
+
+
+def test_a_key_on_many_lines_refused_for_bundles_is_looked_up_a_bounded_number_of_times(
+        workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path, monkeypatch):
+    """Each lookup set aside one principal's lines: a file holding the key under N git-only principals ran ssh-keygen
+    2N times (hours for 100k lines), and the refusal listed every line."""
+    from workbench.team import signing
+
+    keys = _keys(tmp_path, "ada")
+    public = " ".join(keys["ada"].with_suffix(".pub").read_text().split()[:2])
+    keys["allowed"].write_text("".join(f'p{i}@example.com namespaces="git" {public}\n' for i in range(60)))
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    _sign(bundle, keys["ada"])
+    runs = []
+    real = signing._keygen
+    monkeypatch.setattr(signing, "_keygen", lambda args, **kw: runs.append(args) or real(args, **kw))
+    db = workbench_dir / "b.duckdb"
+    code, out, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
+                         "--root", str(workbench_dir))
+    assert code == 2 and err.startswith("Error: ") and "not for wb-bundle" in err, (out, err)
+    assert len(runs) <= 2 * signing.MAX_LOOKUPS, len(runs)
+    assert err.count(f"{keys['allowed']}:") <= 6 and "more" in err and len(err) < 2000, err
+    assert not db.exists()

@@ -24,6 +24,8 @@ NAMESPACE = "wb-bundle"
 VERIFY_TIMEOUT_S = 60.0  # verification asks nothing of the user; signing may ask a key's passphrase (no limit)
 MAX_SIGNATURE_BYTES = 64 * 1024  # an armored signature: a few hundred bytes (an RSA key's, a certificate's: a few KB)
 MAX_ALLOWED_SIGNERS_BYTES = 16 * 1024 ** 2  # one line per key: about 100 bytes (an RSA key's: 600)
+MAX_LOOKUPS = 16  # find-principals runs for one signature: each sets aside the lines of the principals it named
+MAX_LINES_SAID = 5  # lines of the allowed-signers file an error names
 
 
 @dataclass(frozen=True)
@@ -115,13 +117,13 @@ def verify(data: bytes, bundle: Path, signers: Path) -> Signer:
         copy, allowed = Path(private) / "bundle.sig", Path(private) / "allowed_signers"
         copy.write_bytes(armored)
         aside: dict[int, str] = {}  # line number -> why ssh-keygen refused that line for this signature
-        while True:
+        for _ in range(MAX_LOOKUPS):
             allowed.write_bytes(b"\n".join(b"" if n in aside else ln for n, ln in enumerate(lines, 1)))
             find = _keygen(["-Y", "find-principals", "-s", str(copy), "-f", str(allowed)], data=None,
                            flag="--signers", timeout=VERIFY_TIMEOUT_S)
             unreadable = _lines_said(find, allowed)
             if find.returncode != 0:
-                break
+                raise _not_allowed(sig, signers, aside, unreadable, _said(find))
             signer, reasons, refused = _verify_found(find, data, copy, allowed)
             if signer is not None:
                 return signer
@@ -134,7 +136,8 @@ def verify(data: bytes, bundle: Path, signers: Path) -> Signer:
                                f"signature is another file's or not a bundle's ({said}); nothing was imported",
                                where=str(bundle), hint="ask the sender to export and sign it again")
             aside.update(refused)
-    raise _not_allowed(sig, signers, aside, unreadable, _said(find))
+    # a file can hold the key under any number of principals: each lookup runs ssh-keygen over the whole file
+    raise _not_allowed(sig, signers, aside, {}, "", stopped=True)
 
 
 def _allowed_lines(signers: Path) -> list[bytes]:
@@ -177,25 +180,34 @@ def _verify_found(find: "subprocess.CompletedProcess", data: bytes, copy: Path,
     return None, reasons, refused
 
 
-def _not_allowed(sig: Path, signers: Path, aside: dict[int, str], unreadable: dict[int, str],
-                 said: str) -> BadInput:
+def _not_allowed(sig: Path, signers: Path, aside: dict[int, str], unreadable: dict[int, str], said: str,
+                 stopped: bool = False) -> BadInput:
     """Why no line of `signers` allows the key that signed `sig`: each line that holds it was refused for a bundle
-    (`aside`: for git only, expired), the file has lines ssh-keygen cannot read (`unreadable`), or it is not there."""
+    (`aside`: for git only, expired), ssh-keygen refused other lines (`unreadable`: unreadable, or expired ones
+    holding the key: its messages alone tell them apart), or the key is not there. `stopped`: wb stopped looking
+    after MAX_LOOKUPS lookups."""
     def lines(found: dict[int, str]) -> str:
-        return "; ".join(f"{signers}:{n}: {why}" for n, why in sorted(found.items()))
+        named = [f"{signers}:{n}: {why}" for n, why in sorted(found.items())]
+        more = f"; and {len(named) - MAX_LINES_SAID} more lines" if len(named) > MAX_LINES_SAID else ""
+        return "; ".join(named[:MAX_LINES_SAID]) + more
 
     if aside:
-        broken = f"; and ssh-keygen cannot read {lines(unreadable)}" if unreadable else ""
-        return BadInput(f"{sig}: the key that signed it is in {signers}, but not for wb-bundle signatures "
-                        f"({lines(aside)}{broken}); nothing was imported", where=f"{signers}:{min(aside)}",
+        others = f"; ssh-keygen also refused {lines(unreadable)}" if unreadable else ""
+        where = (f"; wb stopped after {MAX_LOOKUPS} lookups of the key, each finding it under other principals"
+                 if stopped else "")
+        return BadInput(f"{sig}: the key that signed it is in {signers}, but not for wb-bundle signatures: "
+                        f"ssh-keygen refused {lines(aside)}{others}{where}; nothing was imported",
+                        where=f"{signers}:{min(aside)}",
                         hint='allow it for bundles: add wb-bundle to that line\'s namespaces="..." list, or add a '
-                             'line for the key with namespaces="wb-bundle" (ssh-keygen(1), ALLOWED SIGNERS)')
+                             'line for the key with namespaces="wb-bundle", near the top of the file; a line past '
+                             'its valid-before allows its key no longer (ssh-keygen(1), ALLOWED SIGNERS)')
     if unreadable:
-        return BadInput(f"--signers {signers}: the allowed-signers file is malformed: ssh-keygen cannot read "
-                        f"{lines(unreadable)}, and no line it can read holds the key that signed {sig}; nothing was "
-                        "imported", where=f"{signers}:{min(unreadable)}",
-                        hint="each line: PRINCIPALS [OPTIONS] KEY-TYPE BASE64-KEY, e.g. 'ada@example.com ssh-ed25519 "
-                             "AAAA...' as the key's .pub file gives it (ssh-keygen(1), ALLOWED SIGNERS)")
+        return BadInput(f"--signers {signers}: ssh-keygen refused {lines(unreadable)}, and no other line of the "
+                        f"allowed-signers file holds the key that signed {sig}; nothing was imported",
+                        where=f"{signers}:{min(unreadable)}",
+                        hint="fix or remove the lines named. Each line: PRINCIPALS [OPTIONS] KEY-TYPE BASE64-KEY, "
+                             "e.g. 'ada@example.com ssh-ed25519 AAAA...' as the key's .pub file gives it; a line "
+                             "past its valid-before allows its key no longer (ssh-keygen(1), ALLOWED SIGNERS)")
     return BadInput(f"{sig}: not a signature by a key of {signers} ({said}); nothing was imported", where=str(sig),
                     hint="add the sender's public key to the allowed-signers file, if you trust it")
 
