@@ -792,3 +792,31 @@ def test_a_key_on_many_lines_refused_for_bundles_is_looked_up_a_bounded_number_o
     assert len(runs) <= 2 * signing.MAX_LOOKUPS, len(runs)
     assert err.count(f"{keys['allowed']}:") <= 6 and "more" in err and len(err) < 2000, err
     assert not db.exists()
+
+
+def test_a_new_bundle_file_reads_the_umask_without_setting_it(workbench_dir: Path, seed_csv: Path, cli,
+                                                              monkeypatch):
+    """The umask was read by setting it and setting it back: another thread creating a file meanwhile got 0o022.
+    Linux tells it in /proc/self/status; the umask is set only where nothing tells it."""
+    import os
+    import stat
+
+    from workbench.team import bundle
+
+    if not Path("/proc/self/status").read_text().count("Umask:"):
+        pytest.skip("no Umask: line in /proc/self/status")
+    a = _seeded_store(workbench_dir, seed_csv, cli)
+    out = workbench_dir / "u.wbundle"
+    old = os.umask(0o027)
+    try:
+        def umask(mask: int) -> int:
+            raise AssertionError(f"os.umask({mask:o}) called")
+
+        monkeypatch.setattr(bundle.os, "umask", umask)
+        code, _, err = cli("bundle", "export", "wedge-confound", "-o", str(out), "--db", a,
+                           "--root", str(workbench_dir))
+        monkeypatch.undo()
+        assert code == 0, err
+        assert stat.S_IMODE(out.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)

@@ -143,9 +143,22 @@ def _plain_mode(path: Path) -> int:
     try:
         return stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
-        umask = os.umask(0o022)  # the only way to read it; set straight back
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask, read where Linux tells it (4.7 or newer); elsewhere by setting it and setting it back,
+    a moment in which a file another thread creates gets 0o022."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
 
 
 def _stored_rows(store: "Store", hypothesis_ids: list[str]) -> dict[str, Any]:
