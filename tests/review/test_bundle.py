@@ -748,8 +748,9 @@ def test_an_export_of_an_execution_still_running_says_so(workbench_dir: Path, se
     assert "incomplete" in err and err.count("\n") == 1, err
     code, said, err = cli("bundle", "export", "wedge-confound", "-o", str(out), "--json", *flags)
     assert code == 0, err
-    running = json.loads(said)["running_executions"]
-    assert [(e["id"], e["uuid"], e["hypothesis"]) for e in running] == [(ex_id, ex_uuid, "wedge-confound")]
+    running = json.loads(said)["unfinished_executions"]
+    assert [(e["id"], e["uuid"], e["hypothesis"], e["status"]) for e in running] == [
+        (ex_id, ex_uuid, "wedge-confound", "running")]
 
 
 def test_an_expired_allowed_signers_line_is_named_as_expired_not_as_malformed(workbench_dir: Path, seed_csv: Path,
@@ -820,3 +821,33 @@ def test_a_new_bundle_file_reads_the_umask_without_setting_it(workbench_dir: Pat
         assert stat.S_IMODE(out.stat().st_mode) == 0o640
     finally:
         os.umask(old)
+
+
+@pytest.mark.parametrize("status", ["interrupted", "failed"])
+def test_an_export_of_an_execution_that_stopped_unfinished_says_so(workbench_dir: Path, seed_csv: Path, cli,
+                                                                  status: str):
+    """An interrupted or failed execution holds only the runs made before it stopped, and a --resume finishes it
+    (a later bundle then completes it on import), as one still running: the export warned of the running one only."""
+    from datetime import datetime, timezone
+
+    from workbench.store import records
+
+    a = _seeded_store(workbench_dir, seed_csv, cli)
+    store = open_store(a)
+    try:
+        with store.session() as session:
+            ex = records.create_execution(session, hypothesis_id="wedge-confound", experiment_id="agent-repro",
+                                          experiment_version=1, profile="sim", target="sim", mode="fixed")
+            ex_id, ex_uuid = ex.id, ex.uuid
+        store.update_execution(ex_id, status=status, ended_at=datetime.now(timezone.utc), error=status)
+    finally:
+        store.dispose()
+    out, flags = workbench_dir / "w.wbundle", ["--db", a, "--root", str(workbench_dir)]
+    code, said, err = cli("bundle", "export", "wedge-confound", "-o", str(out), *flags)
+    assert code == 0 and said.startswith("exported wedge-confound"), (said, err)
+    assert err.startswith(f"Warning: execution {ex_id} of wedge-confound {status}"), err
+    assert "incomplete" in err and "--resume" in err and err.count("\n") == 1, err
+    code, said, err = cli("bundle", "export", "wedge-confound", "-o", str(out), "--json", *flags)
+    assert code == 0, err
+    unfinished = json.loads(said)["unfinished_executions"]
+    assert [(e["id"], e["uuid"], e["status"]) for e in unfinished] == [(ex_id, ex_uuid, status)]

@@ -52,11 +52,15 @@ def export(hypotheses: Annotated[list[str], typer.Argument(metavar="HYPOTHESIS")
     """Write one portable file: the hypotheses and experiments as they were, executions, runs, units,
     metrics, artifacts, verdicts and reviews."""
     summary = open_workbench(db, root).bundle_export(hypotheses, out, sign_with=sign)
-    for e in summary.running_executions:
-        started = f" (started {e['started_at']}, no end recorded)" if e["started_at"] else " (no end recorded)"
-        typer.echo(f"Warning: execution {e['id']} of {e['hypothesis']} was still running{started}: the bundle holds "
-                   "only the runs it had made, so they are incomplete; export again once it ends (importing the new "
-                   "bundle completes it)", err=True)
+    for e in summary.unfinished_executions:
+        started = f" (started {e['started_at']})" if e["started_at"] else ""
+        if e["status"] == "running":
+            state, then = f"was still running{started}, no end recorded", "once it ends"
+        else:
+            state, then = f"{e['status']}{started}", "once a --resume has finished it"
+        typer.echo(f"Warning: execution {e['id']} of {e['hypothesis']} {state}: the bundle holds only the runs it "
+                   f"had made, so they are incomplete; export again {then} (importing the new bundle completes it)",
+                   err=True)
     if json_:
         print_json(summary.to_dict())
     else:

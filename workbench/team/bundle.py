@@ -44,14 +44,15 @@ class BundleSummary:
     signature: str | None = None  # the signature file export wrote, or the one import found beside the bundle
     signed_by: Signer | None = None  # whose key it verified as (import with --signers); None: not checked
     removed_signature: str | None = None  # an unsigned export removed this stale signature of the file it replaced
-    # Executions an export carries that were still running (no end recorded): their runs are the ones made so far.
-    running_executions: tuple[dict[str, Any], ...] = ()
+    # Executions an export carries that had not finished (running, or interrupted or failed: a --resume finishes
+    # them): their runs are the ones made so far.
+    unfinished_executions: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "hypotheses": list(self.hypotheses), "added": dict(self.added),
                 "signature": self.signature, "signed_by": self.signed_by.to_dict() if self.signed_by else None,
                 "removed_signature": self.removed_signature,
-                "running_executions": [dict(e) for e in self.running_executions]}
+                "unfinished_executions": [dict(e) for e in self.unfinished_executions]}
 
 
 def _definitions(registry: "Registry", ids: list[str]) -> dict[str, Any]:
@@ -109,18 +110,22 @@ def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out:
     counts = {k: len(doc["store"][k]) for k in ("executions", "runs", "verdicts", "reviews", "artifact_blobs")}
     return BundleSummary(str(out), tuple(hypothesis_ids), counts, str(sig) if signature is not None else None,
                          removed_signature=str(sig) if stale else None,
-                         running_executions=_running(store, doc["store"]["executions"]))
+                         unfinished_executions=_unfinished(store, doc["store"]["executions"]))
 
 
-def _running(store: "Store", executions: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
-    """The executions among a bundle's rows still running as it was written (their runs are those made so far):
-    the id this store gives each, its uuid, its hypothesis and when it started. An export of one is not refused:
-    an import of a later bundle takes the ended execution and the rest of its runs."""
-    running = {e["uuid"] for e in executions if e.get("status") == "running"}
-    if not running:
+UNFINISHED = ("running", "interrupted", "failed")  # an execution's statuses whose runs are not all made yet
+
+
+def _unfinished(store: "Store", executions: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """The executions among a bundle's rows not finished as it was written (their runs are those made so far):
+    still running, or interrupted or failed (a --resume finishes one). The id this store gives each, its uuid, its
+    hypothesis, its status and when it started. An export of one is not refused: an import of a later bundle takes
+    the finished execution and the rest of its runs."""
+    unfinished = {e["uuid"] for e in executions if e.get("status") in UNFINISHED}
+    if not unfinished:
         return ()
-    return tuple({"id": e.id, "uuid": e.uuid, "hypothesis": e.hypothesis_id, "started_at": e.started_at}
-                 for e in store.executions() if e.uuid in running)
+    return tuple({"id": e.id, "uuid": e.uuid, "hypothesis": e.hypothesis_id, "status": e.status,
+                  "started_at": e.started_at} for e in store.executions() if e.uuid in unfinished)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
