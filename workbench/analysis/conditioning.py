@@ -80,19 +80,43 @@ def _strata_of(var: str, used: list[RunData]) -> tuple[list[str], list[tuple[str
     """What the strata of `used` differ in, and the strata, each named by its values of those (the other
     variables and the experiment version; 'all runs' when there is one stratum)."""
     groups = list(strata(used, var).items())
+    versions, differ = _stratum_keys(var, used)
+    named = [(", ".join(_stratum_parts(rs[0], versions, differ)) or "all runs", rs) for _, rs in groups]
+    return (["experiment version"] if versions else []) + differ, sorted(named, key=lambda g: g[0])
+
+
+def _stratum_keys(var: str, used: list[RunData]) -> tuple[bool, list[str]]:
+    """Whether the runs' experiment versions differ, and the other variables whose values differ among them."""
     others = sorted({v for r in used for v in r.variables} - {var})
     differ = [n for n in others if len({r.variables.get(n, "?") for r in used}) > 1]
-    versions = len({r.experiment_version for r in used}) > 1
-    named = []
-    for _, rs in groups:
-        r0 = rs[0]
-        # Imported evidence carries no experiment version, and a run may not record every variable: say so
-        # in words (a page must never print a raw None or a placeholder).
-        version = "no experiment version" if r0.experiment_version is None else f"version {r0.experiment_version}"
-        parts = ([version] if versions else []) + [f"{n}={r0.variables[n]}" if n in r0.variables
-                                                   else f"{n} not recorded" for n in differ]
-        named.append((", ".join(parts) or "all runs", rs))
-    return (["experiment version"] if versions else []) + differ, sorted(named, key=lambda g: g[0])
+    return len({r.experiment_version for r in used}) > 1, differ
+
+
+def _stratum_parts(r0: RunData, versions: bool, differ: list[str]) -> list[str]:
+    """A stratum's values of what strata differ in, as its name lists them ("version 1", "causal_model=wedge")."""
+    # Imported evidence carries no experiment version, and a run may not record every variable: say so in words
+    # (a page must never print a raw None or a placeholder).
+    version = "no experiment version" if r0.experiment_version is None else f"version {r0.experiment_version}"
+    return ([version] if versions else []) + [f"{n}={r0.variables[n]}" if n in r0.variables else f"{n} not recorded"
+                                              for n in differ]
+
+
+def _separating_names(var: str, groups: list[tuple[str, list[RunData]]], shown: list[str]) -> dict[str, str]:
+    """The strata named `shown`, each named by only the variables that tell the strata shown from every other
+    stratum (a full name lists all that differ between any two: with imported evidence, each variable it lacks).
+    Variables are taken in their order, the experiment version last (a variable's value says more)."""
+    versions, differ = _stratum_keys(var, [r for _, rs in groups for r in rs])
+    parts = {name: _stratum_parts(rs[0], versions, differ) for name, rs in groups}
+    order = list(range(int(versions), int(versions) + len(differ))) + ([0] if versions else [])
+    pairs = [(a, b) for a in dict.fromkeys(shown) for b in parts if b != a]
+    kept: list[int] = []
+    for i in order:
+        told = [(a, b) for a, b in pairs if any(parts[a][j] != parts[b][j] for j in kept)]
+        if len(told) == len(pairs):
+            break
+        if any(parts[a][i] != parts[b][i] for a, b in pairs if (a, b) not in told):
+            kept.append(i)
+    return {name: ", ".join(parts[name][j] for j in sorted(kept)) or name for name in shown}
 
 
 def _stratum_tables(var: str, first: str, groups: list[tuple[str, list[RunData]]], occurred: dict[int, bool],
@@ -214,14 +238,16 @@ def _tested_text(var: str, first: str, groups: list[tuple[str, list[RunData]]], 
     A hypothesis run under other settings too (a --set causal_model=wedge) has runs in several strata: one
     "found no association" for all of them read beside a stratum whose runs showed one."""
     hyps = sorted({h for _, rs in groups for r in rs if (h := tested_by.get(r.id)) is not None})
+    found: dict[str, list[tuple[str, str]]] = {}  # hypothesis -> (stratum, "Fisher p ..." or "") of its runs
+    for h in hyps:
+        for name, rs in groups:
+            if mine := [r for r in rs if tested_by.get(r.id) == h]:
+                found.setdefault(h, []).append((name, _association(var, first, mine, occurred, counts, comparisons)))
+    short = _separating_names(var, groups, [name for h in hyps for name, _ in found[h]]) if len(groups) > 1 else {}
     said = []
     for h in hyps:
-        shown, none = [], []
-        for name, rs in groups:
-            mine = [r for r in rs if tested_by.get(r.id) == h]
-            if mine:
-                found = _association(var, first, mine, occurred, counts, comparisons)
-                (shown if found else none).append(f"{name} ({found})" if found else name)
+        shown = [f"{short.get(name, name)} ({p})" for name, p in found[h] if p]
+        none = [short.get(name, name) for name, p in found[h] if not p]
         if shown:
             said.append(f"hypothesis {h}, whose runs show an association with {what}{_where(shown, groups)}"
                         + (f", and none{_where(none, groups)}" if none else ""))
