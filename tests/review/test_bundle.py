@@ -851,3 +851,19 @@ def test_an_export_of_an_execution_that_stopped_unfinished_says_so(workbench_dir
     assert code == 0, err
     unfinished = json.loads(said)["unfinished_executions"]
     assert [(e["id"], e["uuid"], e["status"]) for e in unfinished] == [(ex_id, ex_uuid, status)]
+
+
+def test_a_replaced_bundle_file_keeps_its_permission_bits_but_not_setuid(workbench_dir: Path, seed_csv: Path, cli):
+    """A file replaced kept every mode bit, set-user-ID and set-group-ID too, which a plain write by its owner clears
+    (not by root): a bundle written over a setuid file stayed setuid."""
+    import stat
+
+    a = _seeded_store(workbench_dir, seed_csv, cli)
+    out = workbench_dir / "s.wbundle"
+    out.write_bytes(b"old")
+    out.chmod(0o6750)
+    if stat.S_IMODE(out.stat().st_mode) != 0o6750:
+        pytest.skip("this file system does not keep set-user-ID bits")
+    code, _, err = cli("bundle", "export", "wedge-confound", "-o", str(out), "--db", a, "--root", str(workbench_dir))
+    assert code == 0, err
+    assert stat.S_IMODE(out.stat().st_mode) == 0o750

@@ -144,9 +144,10 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 def _plain_mode(path: Path) -> int:
-    """The permission bits `open(path, "w")` would leave: those of the file there, or 0666 less the umask."""
+    """The permission bits `open(path, "w")` would leave: those of the file there, or 0666 less the umask. Never
+    set-user-ID, set-group-ID or sticky: a bundle is data, and a write by its owner (not root) clears them."""
     try:
-        return stat.S_IMODE(os.stat(path).st_mode)
+        return stat.S_IMODE(os.stat(path).st_mode) & 0o777
     except FileNotFoundError:
         return 0o666 & ~_umask()
 
