@@ -195,3 +195,32 @@ def test_a_hypothesis_clause_names_a_stratum_by_the_variables_that_separate_it(w
     assert re.fullmatch(r"hypothesis wedge-confound, whose runs show an association with leak where "
                         r"causal_model=wedge \(Fisher p = \S+ over units\), and none where causal_model=seed\.",
                         tested), f["message"]
+
+
+def test_a_hypothesis_whose_runs_hold_the_variable_at_one_value_is_not_said_to_have_tested_it(workbench_dir: Path,
+                                                                                             cli, tmp_path: Path):
+    """Another hypothesis's runs, all with nixl_abort_fix=on, lie in the stratum the finding tests: its runs cannot
+    tell the two values apart, yet the finding said it "found no association with leak"."""
+    from workbench.store import open_store
+
+    from analysis_helpers import TREATMENT
+
+    db = str(tmp_path / "wb.duckdb")
+    store = open_store(db)
+    try:
+        ex = add_execution(store)
+        for r in range(1, 4):
+            for (arm, vars_), k in zip((("control", CONTROL), ("treatment", TREATMENT)), (12, 0)):
+                add_run(store, execution_id=ex, arm=arm, variables=dict(vars_, seed=str(r)), replicate=r,
+                        outcomes={"leak": k, "done": 80 - k})
+        other = add_execution(store, hypothesis_id="pool-configurator-overcommit")
+        for r in range(1, 3):
+            add_run(store, execution_id=other, arm="control", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                    outcomes={"leak": 0, "done": 80}, hypothesis_id="pool-configurator-overcommit")
+    finally:
+        store.dispose()
+    code, out, err = cli("confounds", "--json", "--db", db, "--root", str(workbench_dir))
+    assert code == 0, err
+    f = next(f for f in json.loads(out)["items"]
+             if f["kind"] == "variable" and f["factor"] == "nixl_abort_fix" and f["outcome"] == "corruption_rate")
+    assert "wedge-confound" in f["message"] and "pool-configurator-overcommit" not in f["message"], f["message"]

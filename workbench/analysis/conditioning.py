@@ -236,13 +236,15 @@ def _tested_text(var: str, first: str, groups: list[tuple[str, list[RunData]]], 
                  counts: Counts, tested_by: dict[int, str], what: str, comparisons: int, flagged: bool) -> str:
     """"; tested in controlled runs of hypothesis H, ...": what each hypothesis's own runs show, stratum by stratum.
     A hypothesis run under other settings too (a --set causal_model=wedge) has runs in several strata: one
-    "found no association" for all of them read beside a stratum whose runs showed one."""
-    hyps = sorted({h for _, rs in groups for r in rs if (h := tested_by.get(r.id)) is not None})
+    "found no association" for all of them read beside a stratum whose runs showed one. A stratum where a
+    hypothesis's runs hold `var` at one value is no test of it; a hypothesis with no other is not named."""
     found: dict[str, list[tuple[str, str]]] = {}  # hypothesis -> (stratum, "Fisher p ..." or "") of its runs
-    for h in hyps:
+    for h in sorted({h for _, rs in groups for r in rs if (h := tested_by.get(r.id)) is not None}):
         for name, rs in groups:
-            if mine := [r for r in rs if tested_by.get(r.id) == h]:
-                found.setdefault(h, []).append((name, _association(var, first, mine, occurred, counts, comparisons)))
+            mine = [r for r in rs if tested_by.get(r.id) == h]
+            if (shows := _association(var, first, mine, occurred, counts, comparisons)) is not None:
+                found.setdefault(h, []).append((name, shows))
+    hyps = list(found)
     short = _separating_names(var, groups, [name for h in hyps for name, _ in found[h]]) if len(groups) > 1 else {}
     said = []
     for h in hyps:
@@ -264,12 +266,13 @@ def _where(names: list[str], groups: list[tuple[str, list[RunData]]]) -> str:
 
 
 def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, bool], counts: Counts,
-                 comparisons: int) -> str:
+                 comparisons: int) -> str | None:
     """"Fisher p = ... over units" where `runs` (one stratum's) show `var`=`first` moving with the outcome (judged as
-    the finding is: over runs, or over units where every run has them, Bonferroni over `comparisons`), else ""."""
+    the finding is: over runs, or over units where every run has them, Bonferroni over `comparisons`), else "";
+    None where they cannot: none of them, or all on one side."""
     sides = [[r for r in runs if r.variables[var] == first], [r for r in runs if r.variables[var] != first]]
     if not all(sides):
-        return ""
+        return None
     tests = {"runs": stats.fisher(*(x for side in sides for x in (sum(occurred[r.id] for r in side), len(side))))}
     if all(counts[r.id][1] is not None for r in runs):
         tests["units"] = stats.fisher(*(int(x) for side in sides for x in (sum(counts[r.id][0] for r in side),
