@@ -7,12 +7,17 @@ import bisect
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 _CLOSERS = {"{{": "}}", "{%": "%}", "{#": "#}"}
 _OPENER = re.compile(r"\{[{%#]")
+_INSIDE = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\{[{%#]|[%}]\}|[(\[{)\]}]""", re.S)
+_RAW = re.compile(r"\{%[-+]?\s*raw\s*[-+]?%\}")
+_ENDRAW = re.compile(r"\{%[-+]?\s*endraw\s*[-+]?%\}")
 _BLOCK = re.compile(r"\{%[-+]?\s*(end)?(\w+)")
-_INNERMOST = re.compile(r"innermost block that needs to be closed is '(\w+)'")
+_NEEDS_CLOSING = r".*innermost block that needs to be closed is '(\w+)'"
+_ENDED = re.compile(r"^Unexpected end of template\." + _NEEDS_CLOSING, re.S)
+_STRAY_END = re.compile(r"^Encountered unknown tag 'end(\w+)'\." + _NEEDS_CLOSING, re.S)
 _MAX_REPAIRS = 20  # tags cut out of a broken template before its names are given up
 
 
@@ -34,50 +39,103 @@ class _Tag:
 
 
 def _tags(text: str) -> list[_Tag]:
-    """Each tag of `text` as delimited, without parsing it: one whose closer does not come before the next tag
-    opens (or before the end) is unclosed, and ends where that tag opens. A comment holds anything to its end."""
+    """Each tag of `text` as Jinja's lexer delimits it, without parsing it: a string or a bracket inside a tag
+    holds a closer (`{{ "a}}b" }}`, `{{ {"a": {"b": 1}} }}`), a comment holds anything to its `#}` and a raw
+    block's text holds no tag. A tag whose closer does not come before the next tag opens (or the end) is unclosed,
+    and ends where that tag opens: Jinja notices it there at the latest."""
     out: list[_Tag] = []
     pos = 0
     while (m := _OPENER.search(text, pos)) is not None:
-        end = text.find(_CLOSERS[m.group()], m.end())
-        following = _OPENER.search(text, m.end()) if m.group() != "{#" else None
-        if end >= 0 and (following is None or end < following.start()):
-            out.append(_Tag(m.start(), end + 2, True))
-            pos = end + 2
+        if m.group() == "{#":
+            end = text.find("#}", m.end())
+            tag = _Tag(m.start(), end + 2, True) if end >= 0 else _Tag(m.start(), len(text), False)
         else:
-            pos = following.start() if following is not None else len(text)
-            out.append(_Tag(m.start(), pos, False))
+            tag = _tag(text, m.start(), _CLOSERS[m.group()])
+        if tag.closed and (raw := _RAW.match(text, tag.start, tag.end)) is not None and raw.end() == tag.end:
+            endraw = _ENDRAW.search(text, tag.end)  # the raw text between holds no tag
+            tag = _Tag(tag.start, endraw.end(), True) if endraw is not None else _Tag(tag.start, len(text), False)
+        out.append(tag)
+        pos = tag.end
     return out
+
+
+def _tag(text: str, start: int, closer: str) -> _Tag:
+    """The `{{` or `{%` tag opening at `start`: it ends at its closer outside strings and brackets, as Jinja's lexer
+    ends it, or is unclosed where the next tag opens."""
+    depth = 0
+    pos = start + 2
+    while (m := _INSIDE.search(text, pos)) is not None:
+        token, pos = m.group(), m.end()
+        if token[0] in "'\"":
+            continue
+        if token in _CLOSERS:
+            return _Tag(start, m.start(), False)
+        if len(token) == 2 and depth > 0:  # a closer inside brackets is an operator: `}}` closes two brackets
+            depth -= token[0] == "}"
+            pos = m.start() + 1
+        elif len(token) == 2:
+            if token == closer:
+                return _Tag(start, m.end(), True)
+        elif token in "([{":
+            depth += 1
+        else:
+            depth = max(depth - 1, 0)
+    return _Tag(start, len(text), False)
 
 
 def _line(text: str, at: int) -> int:
     return text.count("\n", 0, at) + 1
 
 
-def _open_block(text: str, tags: list[_Tag], name: str) -> _Tag | None:
-    """The innermost `{% name %}` tag its end tag never closes."""
+def _lines(text: str) -> Callable[[int], int]:
+    """The line (1-based) of an offset in `text`, from one list of its line breaks: asked for every tag."""
+    breaks = [m.start() for m in re.finditer("\n", text)]
+    return lambda at: bisect.bisect_left(breaks, at) + 1
+
+
+def _left_open(text: str, tags: list[_Tag], message: str, line: int) -> tuple[str, _Tag, int] | None:
+    """The block Jinja's error tells is left open, as (its name, its tag, where its end tag is missing): at the
+    template's end, or before an end tag of a block around it (`{% endfor %}` after an `{% if %}` lacking its
+    endif). None where no such block is found (a stray end tag is itself the broken tag)."""
+    if (ended := _ENDED.search(message)) is not None:
+        name, stack = ended.group(1), _open_blocks(text, tags)
+        at = len(text)
+    elif (stray := _STRAY_END.search(message)) is not None:
+        end, line_of = ("end", stray.group(1)), _lines(text)
+        end_tag = next((t for t in tags if t.closed and line_of(t.start) == line
+                        and (m := _BLOCK.match(text, t.start)) is not None and m.groups() == end), None)
+        if end_tag is None:
+            return None
+        name, at = stray.group(2), end_tag.start
+        stack = _open_blocks(text, [t for t in tags if t.start < at])
+        around = [i for i, (block, _) in enumerate(stack) if block == stray.group(1)]
+        stack = stack[around[-1] + 1:] if around else []  # the end tag closes a block around the one left open
+    else:
+        return None
+    tag = next((tag for block, tag in reversed(stack) if block == name), None)
+    return (name, tag, at) if tag is not None else None
+
+
+def _open_blocks(text: str, tags: list[_Tag]) -> list[tuple[str, _Tag]]:
+    """The block tags of `tags` their end tags do not close, outermost first."""
     stack: list[tuple[str, _Tag]] = []
     for tag in tags:
         m = _BLOCK.match(text, tag.start) if tag.closed else None
-        if m is None:
+        if m is None or m.group(2) == "raw":  # a raw block is one tag, its endraw within it
             continue
         if m.group(1) is None:
             stack.append((m.group(2), tag))
         elif any(block == m.group(2) for block, _ in stack):  # tags without an end (`set`, `else`) go with it
             del stack[max(i for i, (block, _) in enumerate(stack) if block == m.group(2)):]
-    return next((tag for block, tag in reversed(stack) if block == name), None)
+    return stack
 
 
-def _broken(text: str, line: int) -> list[_Tag]:
-    """The tags Jinja's error at `line` may be in: an unclosed tag that reaches the line (Jinja tells where it
-    noticed, a line or more later), else the tags on it."""
-    breaks = [m.start() for m in re.finditer("\n", text)]
-
-    def line_of(at: int) -> int:
-        return bisect.bisect_left(breaks, at) + 1
-
-    spans = [t for t in _tags(text) if line_of(t.start) <= line <= line_of(max(t.start, t.end - 1))]
-    return [t for t in spans if not t.closed][:1] or spans
+def _broken(text: str, tags: list[_Tag], line: int) -> list[_Tag]:
+    """The tags Jinja's error at `line` may be in: the first unclosed tag opening on or before the line (Jinja reads
+    on past it, and notices where the next tag opens or later), else the tags on the line."""
+    line_of = _lines(text)
+    unclosed = [t for t in tags if not t.closed and line_of(t.start) <= line][:1]
+    return unclosed or [t for t in tags if line_of(t.start) <= line <= line_of(max(t.start, t.end - 1))]
 
 
 def _blanked(text: str, tags: list[_Tag]) -> str:
@@ -125,16 +183,17 @@ def scan(text: str) -> TemplateScan:
         if exc is None:
             return TemplateScan(_first_uses(ast), *(first or (None, None, None)))
         line, message = exc.lineno or 1, exc.message or ""
-        innermost = _INNERMOST.search(message)  # a block left open: Jinja tells the end of the template
-        opened = _open_block(text, _tags(text), innermost.group(1)) if innermost is not None else None
-        broken = [opened] if opened is not None else _broken(text, line)
+        tags = _tags(text)
+        opened = _left_open(text, tags, message, line)
+        broken = [opened[1]] if opened is not None else _broken(text, tags, line)
         tag = _cut(env, text, line, broken) if broken else None
         if first is None:  # told where the broken tag starts, not where Jinja noticed (a line later, the end)
             first = (message, line, None) if tag is None else (message, _line(text, tag.start), tag.start)
         if tag is None:
             break
-        if opened is not None and innermost is not None:  # closed at the end: a loop's variable stays declared
-            text += "{% end" + innermost.group(1) + " %}"
+        if opened is not None:  # its end tag put where it lacks, on the same line: a loop's variable stays declared
+            name, _, at = opened
+            text = text[:at] + "{% end" + name + " %}" + text[at:]
         else:
             text = _blanked(text, [tag])
     assert first is not None
