@@ -61,3 +61,22 @@ def test_a_block_left_open_is_told_at_its_tag_and_hides_no_unknown_name(workbenc
     assert len(errors) == 2, errors
     assert errors[0].startswith(f"Error: {j2}:{_line(j2, 'prefill_portx')} ") and "prefill_portx" in errors[0]
     assert errors[1].startswith(f"Error: {j2}:{_line(j2, '{%- if hicache')} ") and "'if'" in errors[1], errors
+
+
+def test_a_profile_env_value_is_checked_as_the_template_it_is(workbench_dir: Path, cli):
+    # `env` values are rendered at the start of a run, but validate never read them: `{{ hicache` passed as ok and
+    # `wb hypothesis run` stopped with "template: template error: unexpected end of template", naming no file,
+    # line or field; a built-in (not among the values an env value is filled with) passed too.
+    exp = _edit(workbench_dir, ("    target: {kind: sim}\n",
+                                '    target: {kind: sim}\n    env:\n      SIM_TAG: "{{ hicache"\n'
+                                '      SIM_RUN: "r{{ run_id }}"\n      SIM_PORT: "{{ prefill_port }}-{{ seed }}"\n'),
+                file=EXP)
+    errors = _errors(cli, workbench_dir)
+    assert len(errors) == 2, errors
+    assert errors[0].startswith(f"Error: {exp}:{_line(exp, 'SIM_TAG')} ") and "template syntax error" in errors[0]
+    assert "(field profiles.sim.env.SIM_TAG)" in errors[0], errors
+    assert errors[1].startswith(f"Error: {exp}:{_line(exp, 'SIM_RUN')} ") and "unknown name run_id" in errors[1]
+    code, _, err = cli("hypothesis", "run", "wedge-confound", "--root", str(workbench_dir), "--replicates", "1",
+                       "--db", str(workbench_dir / "wb.duckdb"))
+    assert code == 2 and "Traceback" not in err, err
+    assert f"Error: {exp}:{_line(exp, 'SIM_TAG')} " in err and "template syntax error" in err, err

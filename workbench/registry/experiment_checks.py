@@ -101,6 +101,12 @@ def _check_experiment_profile(exp: Experiment, pname: str, prof: Profile, doc: L
             hint = f"a kernel option is filled with the experiment's variables ({', '.join(exp.variables)})"
             _check_template(text, set(exp.variables), doc, ("profiles", pname, *loc), found, hint=hint)
             continue
+        if loc[0] == "env":  # filled before the target is open: no built-in, no context the target adds
+            names = [*exp.variables, *prof.context]
+            hint = f"an env value is filled with the experiment's variables and the profile's context " \
+                   f"({', '.join(names)})"
+            _check_template(text, set(names), doc, ("profiles", pname, *loc), found, hint=hint)
+            continue
         _check_template(text, allowed, doc, ("profiles", pname, *loc), found, source)
 
 
@@ -173,6 +179,8 @@ def _templates(prof: Any, exp_dir: Path) -> list[tuple[tuple[Any, ...], str]]:
         out.append((("fingerprint", name), cmd))
     for name, p in prof.artifacts.items():
         out.append((("artifacts", name), p))
+    for name, value in prof.env.items():  # rendered as a run starts, with the variables and the context alone
+        out.append((("env", name), value))
     for name, value in prof.options.items():  # a kernel call's keyword arguments are templates, filled per run
         if isinstance(value, str):
             out.append((("options", name), value))

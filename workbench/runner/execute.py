@@ -328,7 +328,8 @@ async def _main(state: State, target: Target) -> None:
     progress_mod.on_output_gone = lambda: loop.call_soon_threadsafe(on_signal, signal.SIGPIPE)
     t0 = time.monotonic()
     context = dict(p.profile.context)
-    env = {k: render_text(v, {**p.assignments[p.arms[0]], **context}) for k, v in p.profile.env.items()}
+    env = {k: render_text(v, {**p.assignments[p.arms[0]], **context}, where=f"env.{k}")
+           for k, v in p.profile.env.items()}
     from workbench.secrets import register, secret_env
 
     register(values=secret_env(env).values())
