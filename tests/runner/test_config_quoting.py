@@ -12,6 +12,7 @@ from runner_kit import edit_profile
 from workbench.errors import BadInput
 from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 from workbench.runner.quoting import render_config
+from workbench.runner.render import render_command, render_text
 
 EVIL = "x; touch PWNED #"
 
@@ -79,3 +80,15 @@ def test_shell_metacharacters_land_quoted_in_a_bash_config(toy):
     assert f"note='{EVIL}'" in rendered
     subprocess.run(["bash", "-c", rendered], cwd=toy.state, check=True)
     assert not (toy.state / "PWNED").exists()
+
+
+@pytest.mark.parametrize("render", [lambda t: render_text(t, {}, where="config.path"),
+                                    lambda t: render_command(t, {}, where="config.path"),
+                                    lambda t: render_config(t, {}, "bash", where="config.path")])
+def test_a_template_syntax_error_is_told_at_the_line_validate_tells(render):
+    # The renderers told Jinja's message alone ("template error: TemplateSyntaxError: expected token 'end of print
+    # statement', got 'b'"): no line, where validate tells the line the unclosed `{{ x` starts on (2; Jinja's is 3).
+    with pytest.raises(BadInput) as caught:
+        render("a\n{{ x\nb\n{{ y }}\n")
+    assert str(caught.value) == "config.path: line 2 of the template: template syntax error: " \
+                                "expected token 'end of print statement', got 'b'", str(caught.value)

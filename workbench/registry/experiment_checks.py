@@ -195,13 +195,13 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
     scanned = template_scan.scan(text)
     file, field = (str(source) if source is not None else doc.file), ".".join(map(str, loc))
     error = ConfigError if source is None else SharedFileError  # a template_file: each profile using it finds it
-    if scanned.error is not None:
+    if scanned.problem is not None:
         line = _line_in(text, doc, loc, source, (scanned.error_line or 1) - 1)
         if source is None and scanned.error_at is not None:  # a folded value: the line its broken tag opens on
             opener = text[scanned.error_at:scanned.error_at + 2]
             line = doc.folded_nth_line(loc, opener, text.count(opener, 0, scanned.error_at)) or line
         with found.apart():
-            raise error(f"template syntax error: {scanned.error}", file=file, field=field, line=line or 0)
+            raise error(scanned.problem, file=file, field=field, line=line or 0)
     for name in sorted(set(scanned.names) - allowed):
         line = _line_in(text, doc, loc, source, scanned.names[name] - 1)  # where the template uses it
         if source is None:  # a value folded from several lines reads as one: its line is found in the source

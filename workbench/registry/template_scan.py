@@ -30,6 +30,15 @@ class TemplateScan:
     error_line: int | None = None
     error_at: int | None = None
 
+    @property
+    def problem(self) -> str | None:
+        """The syntax error as wb tells it, everywhere (validate at the file's line, a renderer at the template's)."""
+        return None if self.error is None else f"template syntax error: {self.error}"
+
+    def where(self) -> str:
+        """The syntax error's line in the template, as a renderer (which knows no file) tells it."""
+        return f"line {self.error_line or 1} of the template: {self.problem}"
+
 
 @dataclass(frozen=True)
 class _Tag:

@@ -79,8 +79,12 @@ def render_config(text: str, values: dict[str, Any], fmt: str, *, where: str = "
     """Render a config template with every value quoted for `fmt`; an unquotable value is bad input."""
     import jinja2
 
+    from workbench.runner.render import template_syntax_error
+
     try:
         return _env(fmt).from_string(text).render(**values)
+    except jinja2.TemplateSyntaxError:
+        raise template_syntax_error(text, where) from None
     except _Unsafe as exc:
         raise BadInput(f"{where}: a value cannot be written into a {fmt} file: {exc}",
                        hint="values may not contain newlines or other control characters") from None

@@ -54,11 +54,22 @@ def render(text: str, values: dict[str, Any], *, shell: bool, where: str = "temp
 
     try:
         return _compile(text, shell).render(**values)
+    except jinja2.TemplateSyntaxError:
+        raise template_syntax_error(text, where) from None
     except jinja2.UndefinedError as exc:
         raise BadInput(f"{where}: {exc.message}",
                        hint="use a declared variable, a profile context key or a built-in name") from None
     except jinja2.TemplateError as exc:
         raise BadInput(f"{where}: template error: {exc}") from None
+
+
+def template_syntax_error(text: str, where: str) -> BadInput:
+    """A template's syntax error at the line `wb hypothesis validate` tells (the broken tag's, not the one Jinja
+    noticed it on): the experiment is checked on loading, so this is a template changed since."""
+    from workbench.registry import template_scan
+
+    return BadInput(f"{where}: {template_scan.scan(text).where()}",
+                    hint="`wb hypothesis validate` tells each problem of the experiment and its template files")
 
 
 def render_command(text: str, values: dict[str, Any], *, where: str = "command") -> str:
