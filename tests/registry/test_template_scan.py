@@ -142,6 +142,8 @@ def test_a_broken_tag_is_told_at_its_own_line(seeds: range) -> None:
     ("{% for i in xs %}\n{% if i %}\n{{ i }}\n{% endfor %}\n", 2),  # the if left open, not the endfor
     ("{% if x %}\n{% endfor %}\n{% endif %}\n", 2),          # a stray end tag is itself the broken tag
     ("a\n{% raw %}\nx\n", 2),
+    ("{% set a %}\nx\n{% set b = 1 %}\n", 1),           # a `set` with `=` is one tag, not a block left open
+    ("{% for i in x %}\n{% set a %}\n{% set b = 1 %}\n{% endfor %}\n", 2),
 ])
 def test_the_line_of_the_broken_tag(text: str, line: int) -> None:
     assert scan(text).error_line == line, scan(text)

@@ -14,6 +14,7 @@ _OPENER = re.compile(r"\{[{%#]")
 _INSIDE = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\{[{%#]|[%}]\}|[(\[{)\]}]""", re.S)
 _RAW = re.compile(r"\{%[-+]?\s*raw\s*[-+]?%\}")
 _ENDRAW = re.compile(r"\{%[-+]?\s*endraw\s*[-+]?%\}")
+_SET_TO = re.compile(r"\{%[-+]?\s*set\s+[\w\s,.()]+=")
 _BLOCK = re.compile(r"\{%[-+]?\s*(end)?(\w+)")
 _NEEDS_CLOSING = r".*innermost block that needs to be closed is '(\w+)'"
 _ENDED = re.compile(r"^Unexpected end of template\." + _NEEDS_CLOSING, re.S)
@@ -131,6 +132,8 @@ def _open_blocks(text: str, tags: list[_Tag]) -> list[tuple[str, _Tag]]:
     for tag in tags:
         m = _BLOCK.match(text, tag.start) if tag.closed else None
         if m is None or m.group(2) == "raw":  # a raw block is one tag, its endraw within it
+            continue
+        if _SET_TO.match(text, tag.start):  # `{% set a = 1 %}` is one tag; `{% set a %}` opens a block
             continue
         if m.group(1) is None:
             stack.append((m.group(2), tag))
