@@ -4,6 +4,7 @@ and each name at the line Jinja uses it on; a template with one broken tag gets 
 from __future__ import annotations
 
 import random
+import re
 
 import jinja2
 import pytest
@@ -95,24 +96,23 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def _jinja_names(text: str) -> dict[str, int]:
-    from jinja2 import meta, nodes
-
-    ast = _env().parse(text)
-    undeclared = meta.find_undeclared_variables(ast)
-    first: dict[str, int] = {}
-    for node in ast.find_all(nodes.Name):
-        if node.name in undeclared and node.ctx == "load":
-            first.setdefault(node.name, node.lineno)
-    return first
+def _names(t: _Template) -> dict[str, int]:
+    """The names the template uses undeclared (each `vN` a piece wrote, not a `{% set %}` name nor a loop's), each
+    at the first line using it."""
+    lines = t.text().splitlines()
+    found = {n: next((i for i, line in enumerate(lines, 1) if re.search(rf"\b{n}\b", line)), None)
+             for n in (f"v{i}" for i in range(t.names))}
+    return {n: line for n, line in found.items() if line is not None}
 
 
 @pytest.mark.parametrize("seeds", [range(0, 150), range(150, 300)])
 def test_a_template_jinja_parses_gets_no_syntax_error_and_each_name_at_its_line(seeds: range) -> None:
+    # A name set inside an `{% if %}` and used there was told unknown (Jinja's meta counts it undeclared), though
+    # the template renders: the experiment did not load.
     for seed in seeds:
-        text = _Template(seed).text()
-        got = scan(text)
-        assert got.error is None and got.names == _jinja_names(text), (seed, text, got)
+        t = _Template(seed)
+        got = scan(t.text())
+        assert got.error is None and got.names == _names(t), (seed, t.text(), got)
 
 
 @pytest.mark.parametrize("seeds", [range(0, 150), range(150, 300)])

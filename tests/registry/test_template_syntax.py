@@ -80,3 +80,13 @@ def test_a_profile_env_value_is_checked_as_the_template_it_is(workbench_dir: Pat
                        "--db", str(workbench_dir / "wb.duckdb"))
     assert code == 2 and "Traceback" not in err, err
     assert f"Error: {exp}:{_line(exp, 'SIM_TAG')} " in err and "template syntax error" in err, err
+
+
+def test_a_name_set_and_used_inside_an_if_is_not_unknown(workbench_dir: Path, cli):
+    # Jinja's meta counts `tag` undeclared here though the template renders: validate told "unknown name tag" and
+    # the experiment did not load. A name used before anything sets it is still told.
+    added = '{% if hicache == "on" %}{% set tag = "hc" %}tag={{ tag }}{% endif %}{{ later }}{% set later = 1 %}'
+    exp = _edit(workbench_dir, ("seed={{ seed }}", added + "\n        seed={{ seed }}"), file=EXP)
+    errors = _errors(cli, workbench_dir)
+    assert len(errors) == 1 and errors[0].startswith(f"Error: {exp}:{_line(exp, '{% set tag')} "), errors
+    assert "unknown name later" in errors[0], errors

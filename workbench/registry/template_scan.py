@@ -213,11 +213,17 @@ def scan(text: str) -> TemplateScan:
 
 
 def _first_uses(ast: Any) -> dict[str, int]:
+    """The names the template uses undeclared, each at the line of its first use. Jinja's meta counts a name set
+    inside an `{% if %}` undeclared even where that branch uses it after setting it (the template renders): a name
+    is told only where a use comes before the template sets it."""
     from jinja2 import meta, nodes
 
-    names = meta.find_undeclared_variables(ast)
+    undeclared = meta.find_undeclared_variables(ast)
     first: dict[str, int] = {}
-    for node in ast.find_all(nodes.Name):
-        if node.name in names and node.ctx == "load":
+    stored: set[str] = set()
+    for node in ast.find_all(nodes.Name):  # in the template's order
+        if node.ctx != "load":
+            stored.add(node.name)
+        elif node.name in undeclared and node.name not in stored:
             first[node.name] = min(first.get(node.name, node.lineno), node.lineno)
-    return {n: first.get(n, 1) for n in names}
+    return first
