@@ -90,3 +90,17 @@ def test_a_name_set_and_used_inside_an_if_is_not_unknown(workbench_dir: Path, cl
     errors = _errors(cli, workbench_dir)
     assert len(errors) == 1 and errors[0].startswith(f"Error: {exp}:{_line(exp, '{% set tag')} "), errors
     assert "unknown name later" in errors[0], errors
+
+
+def test_a_name_in_a_folded_command_is_told_at_the_line_whose_tag_uses_it(workbench_dir: Path, cli):
+    # The line was found by a pattern that read a string as a use (`{{ "units_pth" ~ "" }}`, a line early) and
+    # stopped at a `}}` inside a string (`{{ "a}}" ~ units_pth }}` was not found: told at the `command:` key).
+    cases = (('{{ "units_pth" ~ "" }}', "{{ units_pth }}"), ('{{ "}}" ~ 80 }}', '{{ "a}}" ~ units_pth }}'))
+    for first, second in cases:
+        exp = _edit(workbench_dir, ("--sessions 80 --rounds", f"--sessions {first} --rounds"),
+                    ("--jsonl {{ units_path }}", f"--jsonl {second}"), file=EXP)
+        errors = _errors(cli, workbench_dir)
+        assert len(errors) == 1 and "unknown name units_pth" in errors[0], errors
+        assert errors[0].startswith(f"Error: {exp}:{_line(exp, '--jsonl')} "), (first, second, errors)
+        _edit(workbench_dir, (f"--sessions {first} --rounds", "--sessions 80 --rounds"),
+              (f"--jsonl {second}", "--jsonl {{ units_path }}"), file=EXP)

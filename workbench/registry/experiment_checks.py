@@ -3,7 +3,6 @@ default profile, each profile's collected metrics, fields and config templates."
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -197,22 +196,29 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
     error = ConfigError if source is None else SharedFileError  # a template_file: each profile using it finds it
     if scanned.problem is not None:
         line = _line_in(text, doc, loc, source, (scanned.error_line or 1) - 1)
-        if source is None and scanned.error_at is not None:  # a folded value: the line its broken tag opens on
-            opener = text[scanned.error_at:scanned.error_at + 2]
-            line = doc.folded_nth_line(loc, opener, text.count(opener, 0, scanned.error_at)) or line
+        if source is None:  # a folded value: the line its broken tag opens on
+            line = _folded_line(text, doc, loc, scanned.error_at) or line
         with found.apart():
             raise error(scanned.problem, file=file, field=field, line=line or 0)
     for name in sorted(set(scanned.names) - allowed):
         line = _line_in(text, doc, loc, source, scanned.names[name] - 1)  # where the template uses it
-        if source is None:  # a value folded from several lines reads as one: its line is found in the source
-            used = re.compile(r"\{[{%](?:(?![}%]\}).)*?(?<![\w.])" + re.escape(name) + r"(?!\w)")
-            line = doc.folded_line(loc, used) or line
+        if source is None:  # a folded value: the line the first tag using it opens on
+            line = _folded_line(text, doc, loc, template_scan.first_tag_using(text, name)) or line
         with found.apart():
             close = did_you_mean(name, sorted(allowed))
             raise error(f"template uses unknown name {name}", file=file, line=line, field=field,
                         hint=(f"{close} " if close else "") + (
                             hint or "use a declared variable, a profile context key, or a built-in "
                                     f"({', '.join(sorted(BUILTIN_TEMPLATE_NAMES))})"))
+
+
+def _folded_line(text: str, doc: LocatedYaml, loc: tuple[Any, ...], at: int | None) -> int | None:
+    """The source line of a value folded from several lines (which reads as one) holding the tag opening at `at`:
+    found by counting that tag's opener, which folding leaves as it was. None where `loc` is not folded."""
+    if at is None:
+        return None
+    opener = text[at:at + 2]
+    return doc.folded_nth_line(loc, opener, text.count(opener, 0, at))
 
 
 def _line_in(text: str, doc: LocatedYaml, loc: tuple[Any, ...], source: Path | None, at: int | None) -> int | None:

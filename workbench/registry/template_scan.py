@@ -11,7 +11,8 @@ from typing import Any, Callable
 
 _CLOSERS = {"{{": "}}", "{%": "%}", "{#": "#}"}
 _OPENER = re.compile(r"\{[{%#]")
-_INSIDE = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\{[{%#]|[%}]\}|[(\[{)\]}]""", re.S)
+_STRING = re.compile(r"'(?:[^'\\]|\\.)*'" r'|"(?:[^"\\]|\\.)*"', re.S)  # as Jinja's lexer reads one
+_INSIDE = re.compile(_STRING.pattern + r"|\{[{%#]|[%}]\}|[(\[{)\]}]", re.S)  # a string, an opener, a closer, a bracket
 _RAW = re.compile(r"\{%[-+]?\s*raw\s*[-+]?%\}")
 _ENDRAW = re.compile(r"\{%[-+]?\s*endraw\s*[-+]?%\}")
 _SET_TO = re.compile(r"\{%[-+]?\s*set\s+[\w\s,.()]+=")
@@ -91,6 +92,18 @@ def _tag(text: str, start: int, closer: str) -> _Tag:
         else:
             depth = max(depth - 1, 0)
     return _Tag(start, len(text), False)
+
+
+def first_tag_using(text: str, name: str) -> int | None:
+    """The offset of the first tag of `text` using `name` outside its strings (a tag as Jinja's lexer delimits it),
+    or None: where a value folded into one line uses the name, whose source line Jinja cannot tell."""
+    word = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+    for tag in _tags(text):
+        if text.startswith("{#", tag.start) or _RAW.match(text, tag.start):
+            continue
+        if word.search(_STRING.sub(" ", text[tag.start:tag.end])):
+            return tag.start
+    return None
 
 
 def _line(text: str, at: int) -> int:

@@ -28,11 +28,6 @@ class LocatedYaml:
         # A value folded from several source lines into one (`>` or plain): its first line and its source lines.
         self.folded = folded or {}
 
-    def folded_line(self, loc: Loc, pattern: re.Pattern[str]) -> int | None:
-        """The line of folded value `loc` whose source matches `pattern`, or None (not folded, or no such line)."""
-        first, source = self.folded.get(tuple(loc), (0, []))
-        return next((first + i for i, text in enumerate(source) if pattern.search(text)), None)
-
     def folded_nth_line(self, loc: Loc, needle: str, n: int) -> int | None:
         """The line of folded value `loc` whose source holds its `n`-th (0-based) `needle`, or None."""
         first, source = self.folded.get(tuple(loc), (0, []))
