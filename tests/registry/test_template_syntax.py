@@ -104,3 +104,12 @@ def test_a_name_in_a_folded_command_is_told_at_the_line_whose_tag_uses_it(workbe
         assert errors[0].startswith(f"Error: {exp}:{_line(exp, '--jsonl')} "), (first, second, errors)
         _edit(workbench_dir, (f"--sessions {first} --rounds", "--sessions 80 --rounds"),
               (f"--jsonl {second}", "--jsonl {{ units_path }}"), file=EXP)
+
+
+def test_a_template_file_that_is_not_utf8_text_is_one_error(workbench_dir: Path, cli):
+    # Only an OSError was caught: a .j2 file saved in another encoding gave a UnicodeDecodeError traceback.
+    (workbench_dir / J2).write_bytes(b"\xff\xfeINDEX={{ index_k_dtype }}\n")
+    exp = workbench_dir / EXP
+    errors = _errors(cli, workbench_dir)
+    assert len(errors) == 1 and errors[0].startswith(f"Error: {exp}:{_line(exp, 'template_file:')} "), errors
+    assert "cannot be read: not UTF-8 text" in errors[0], errors

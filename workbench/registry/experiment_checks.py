@@ -147,6 +147,16 @@ class _TemplateFileError(Exception):
     """A profile's template_file cannot be read; reported at that field's line."""
 
 
+def read_template_file(path: Path) -> tuple[str | None, str | None]:
+    """(a template_file's text, None), or (None, why it cannot be read): a file saved in another encoding too."""
+    try:
+        return path.read_text(encoding="utf-8"), None
+    except OSError as exc:
+        return None, exc.strerror or str(exc)
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 text (byte {exc.start})"
+
+
 def _templates(prof: Any, exp_dir: Path) -> list[tuple[tuple[Any, ...], str]]:
     out: list[tuple[tuple[Any, ...], str]] = []
     if prof.config is not None:
@@ -155,10 +165,10 @@ def _templates(prof: Any, exp_dir: Path) -> list[tuple[tuple[Any, ...], str]]:
             out.append((("config", "template"), prof.config.template))
         if prof.config.template_file is not None:
             tf = exp_dir / prof.config.template_file
-            try:
-                out.append((("config", "template_file"), tf.read_text(encoding="utf-8")))
-            except OSError as exc:
-                raise _TemplateFileError(f"template_file {str(tf)!r} cannot be read: {exc.strerror}") from None
+            text, why = read_template_file(tf)
+            if text is None:
+                raise _TemplateFileError(f"template_file {str(tf)!r} cannot be read: {why}")
+            out.append((("config", "template_file"), text))
         if prof.config.check:
             out.append((("config", "check"), prof.config.check))
     for i, cmd in enumerate(prof.restart):

@@ -105,11 +105,12 @@ def resolve(registry: Registry, hypothesis_id: str, *, profile: str | None, repl
         if prof.config.template is not None:
             template = prof.config.template
         else:
+            from workbench.registry.experiment_checks import read_template_file
+
             tf = registry.experiment_path(exp.id).parent / str(prof.config.template_file)
-            try:
-                template = tf.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise BadInput(f"cannot read template_file {tf}: {exc.strerror}") from None
+            template, why = read_template_file(tf)
+            if template is None:
+                raise BadInput(f"template_file {str(tf)!r} cannot be read: {why}")
     probe_targets: list[str] = []
     if h.kind == "reachability" and h.probe is not None:
         probe_targets = list(h.probe.targets)
