@@ -22,9 +22,42 @@ WB = [sys.executable, "-m", "workbench.cli.main"]
 
 
 def _start(toy, *extra: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--json", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+    """A runner as started from a terminal, whatever this process ignores: under `nohup pytest` SIGHUP is ignored,
+    a started program inherits that, and wb honours it (the run outlives the terminal), so a test that hung the
+    runner up waited out its whole timeout. A handled signal is at its default in a started program. A runner
+    that hangs dumps its threads' stacks on SIGABRT (`_ended`)."""
+    ignored = signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGHUP, _hung_up_meanwhile)
+    try:
+        return subprocess.Popen(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--json", *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONFAULTHANDLER": "1", **(env or {})})
+    finally:
+        if ignored:
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def _hung_up_meanwhile(_signum, _frame) -> None:
+    pass  # this process ignored SIGHUP: it still does
+
+
+def _ended(proc: subprocess.Popen, timeout: float = 300) -> tuple[str, str]:
+    """`proc.communicate(timeout)`; a runner still running after it fails the test with where it is stuck: its
+    signal dispositions (a stop signal blocked or ignored is never seen), then, on SIGABRT, its threads' stacks
+    (faulthandler) and what it wrote to stderr."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            sig = "".join(line for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines(True)
+                          if line.startswith("Sig"))
+        except OSError as exc:
+            sig = f"(its status could not be read: {exc})"
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=60)
+        raise AssertionError(f"the runner (pid {proc.pid}) still ran after {timeout:g} s; its signal masks:\n"
+                             f"{sig}its stderr, with its stacks:\n{err[-8000:]}") from None
 
 
 def _until(cond, proc: subprocess.Popen | None = None, limit_s: float = 120) -> None:
@@ -282,10 +315,14 @@ def test_sighup_restores_the_target_as_sigterm_does(toy):
     leaving the arm's config in place and the workload running."""
     proc, pgid, flag = _held_runner(toy)
     proc.send_signal(signal.SIGHUP)
-    out, err = proc.communicate(timeout=300)
+    try:
+        out, err = _ended(proc)
+    except AssertionError:
+        flag.unlink()  # its workload, left behind, ends
+        raise
     assert proc.returncode == 128 + signal.SIGHUP, err[-2000:]
     assert toy.conf.read_bytes() == toy.original
-    _until(lambda: not _alive(pgid), limit_s=30)
+    _until(lambda: not _alive(pgid), limit_s=30)  # the runner stopped it: the flag still holds it
     flag.unlink()
 
 
