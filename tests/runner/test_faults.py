@@ -366,6 +366,29 @@ def test_a_signal_does_not_wait_out_the_health_check_after_the_restore(toy):
     assert "not waiting for" in err and "health" in err, err[-1500:]
 
 
+def test_a_stop_signal_during_the_restore_does_not_cut_it_short(toy, monkeypatch):
+    """Every run ended and the restore began; a SIGTERM then cancelled the loop's task inside the restore: the last
+    arm's config stayed in the file, the service was never restarted on the original, and the stop said "the target
+    was restored". The restore now runs to its end (not waiting for health, as after any stop), then the stop is
+    told: exit 143, the original back, restarted once more."""
+    import workbench.runner.execute as execute_mod
+
+    real = execute_mod._restore
+
+    async def signalled_first(state, *args):
+        signal.raise_signal(signal.SIGTERM)
+        while not state.stopping:  # until the loop's handler has taken it
+            await asyncio.sleep(0)
+        await real(state, *args)
+
+    monkeypatch.setattr(execute_mod, "_restore", signalled_first)
+    with pytest.raises(RunInterrupted) as ei:
+        _run(toy, replicates=1)
+    assert toy.conf.read_bytes() == toy.original
+    assert len(toy.restarts()) == 3  # one per run, and the restore's
+    assert ei.value.exit_code == 143 and "the target was restored" in ei.value.message, ei.value.message
+
+
 def test_a_bad_units_file_is_shown_under_its_own_name(toy):
     """What is shown under the error is the units file's line, labelled with its path, not "output excerpt"."""
     (toy.state / "bad-units.jsonl").write_text('{"session": 0, "outcome": "done"}\nsession 1: done\n')

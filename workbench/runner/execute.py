@@ -306,12 +306,15 @@ async def _main(state: State, target: Target) -> None:
     loop = asyncio.get_running_loop()
     me = asyncio.current_task()
     signalled: list[int] = []
+    # The restore and the teardown began: a stop no longer cancels this task (one that came first was told by its
+    # cancellation; one that comes now would cut the restore short, leaving an arm's config in place).
+    winding_down: list[bool] = []
 
     def on_signal(sig: int) -> None:
         state.stopping = True
         if sig == signal.SIGHUP:
             _leave_terminal()
-        if not signalled and me is not None:
+        if not signalled and not winding_down and me is not None:
             me.cancel()
         signalled.append(sig)
         if len(signalled) > 1:
@@ -351,6 +354,7 @@ async def _main(state: State, target: Target) -> None:
                         restart_timeout_s=timeouts(p.profile.options).restart_s, warn=state.progress.log)
             await _run_plan(state, h)
         finally:
+            winding_down.append(True)
             if snaps and _untouched(state, target):
                 # Nothing was written, restarted or started: putting the original back and restarting the service
                 # would be the first change to it.
@@ -358,6 +362,7 @@ async def _main(state: State, target: Target) -> None:
             elif snaps:
                 await _restore(state, target, snaps, context, env)
     finally:
+        winding_down.append(True)
         await _teardown(state, target)
         if lock is not None:
             await lock.release(restore_failed=state.restore_failed)
