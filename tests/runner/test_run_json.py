@@ -324,6 +324,30 @@ def test_a_stop_before_the_loop_takes_the_signals_says_the_target_was_not_touche
     assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_stop_between_the_opening_and_the_loop_records_the_execution_interrupted(toy, cli, monkeypatch, sig,
+                                                                                   guarded_stop_signals) -> None:
+    """A stop after the execution's opening ended and before the loop's own handling of a stop began escaped both:
+    the command ended with the execution's row left "running". It is told as one during the opening is."""
+    import workbench.runner.execute as execute_mod
+    from runner_kit import store_rows
+
+    real = execute_mod._loop
+
+    def signalled_first(state, target):
+        signal.raise_signal(sig)
+        return real(state, target)
+
+    monkeypatch.setattr(execute_mod, "_loop", signalled_first)
+    monkeypatch.chdir(toy.root)
+    code, _, err = cli("hypothesis", "run", "toy-fix", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert code == 128 + sig, err
+    assert "Error: interrupted before the first run of execution 1: no run was started, and the target was not " \
+           "touched\n" in err, err
+    assert [r[0] for r in store_rows(toy.db, "SELECT status FROM executions")] == ["interrupted"]
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_stop_after_the_loop_gave_the_signals_back_waits_for_the_executions_record(toy, cli, monkeypatch, sig,
                                                                                     guarded_stop_signals) -> None:

@@ -677,7 +677,9 @@ def _opened_and_run(launch: Launch, store: Store, stops: HeldStops, art_root: Pa
                           resumed=launch.prior is not None, decide=decide,
                           origin=launch.origin or ((launch.prior.plan or {}).get("origin") if launch.prior else None),
                           stops=stops)
-        status, error = _loop(state, tgt)
+            # Inside the block: a stop before the loop's own `try` is this block's to record, not left to escape
+            # with the row "running". The loop catches every stop after it.
+            status, error = _loop(state, tgt)
         stops.hold()  # the loop gives them back held; a stop before it took them over left them to `stops` here
         progress.restored = state.restore_line = _restore_line(state)  # said after the progress's last line
         try:  # a finished run may be deleted while the runner runs: count what the store holds
