@@ -47,6 +47,21 @@ def test_health_never_green_fails_runs_and_restores(toy):
     assert "toy restarted with mode=unhealthy" in text and "restart[0]" in text and "exit 0" in text
 
 
+def test_a_restart_that_brings_nothing_up_says_so_in_the_first_failure(toy):
+    """A restart that exits 0 but starts nothing (a profile's restart that never starts the service): each run
+    failed "health never green ... (URL -> no answer) following restart[0] `...`", leaving the user to open
+    restart.txt to learn how the restart ended. The failure says it plainly, with the restart's exit and output."""
+    edit_profile(toy.root, 'restart: ["{{ python }} ', 'restart: ["echo no unit named serve >&2; true", "true; #')
+    edit_profile(toy.root, 'health: {urls: ["http://127.0.0.1:{{ port }}/health"], attempts: 4',
+                 'health: {urls: ["http://127.0.0.1:1/health"], attempts: 2')
+    s = _run(toy, replicates=1)
+    err = s["runs"][0]["error"]
+    assert "nothing answered: the restart did not bring the service up" in err, err
+    assert "restart[0] `echo no unit named serve >&2; true` (exited 0: no unit named serve)" in err, err
+    assert "restart[1] `true; #" in err and "(exited 0, printing nothing)" in err, err
+    assert toy.conf.read_bytes() == toy.original
+
+
 def test_workload_timeout_kills_and_restores(toy):
     t0 = time.monotonic()
     s = _run(toy, sets={"mode": "slow"}, replicates=1)

@@ -27,6 +27,7 @@ from workbench.runner.harness import Harness
 from workbench.runner.outcome import RunOutcome, StageFailed
 from workbench.runner.plan import PlannedRun
 from workbench.runner.render import Raw, render_command, render_text
+from workbench.runner.restore import one_line
 from workbench.runner.targets.base import Target
 
 STAGES = ("render", "check", "apply", "restart", "health", "verify", "workload", "collect", "record")
@@ -192,12 +193,15 @@ async def _render(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, 
 async def _restart(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict[str, str], out: RunOutcome,
                    art: Path) -> list[str]:
     """Run the restart steps; each one's output is kept in the run's artifact restart.txt, since a service
-    that then never turns healthy is diagnosed from it. The steps as run, for the health stage's message."""
+    that then never turns healthy is diagnosed from it. The steps as run, each with how it ended and the end of
+    its output, for the health stage's message."""
     steps: list[str] = []
     for i, cmd_t in enumerate(h.profile.restart):
         cmd = render_command(cmd_t, values, where=f"restart[{i}]")
         res = await h.target.run(pr.host, cmd, env=env, timeout=h.restart_timeout_s)
-        steps.append(f"restart[{i}] `{cmd if len(cmd) <= 160 else cmd[:160] + '…'}`")
+        said = res.excerpt(200)
+        steps.append(f"restart[{i}] `{cmd if len(cmd) <= 160 else cmd[:160] + '…'}` (exited {res.rc}"
+                     + (f": {one_line(said)})" if said else ", printing nothing)"))
         _keep_restart_output(out, art, f"restart[{i}]", res)
         _warn_held_open(h, cmd_t, cmd, res)
         if not res.ok:
@@ -239,10 +243,12 @@ async def _verify(h: Harness, pr: PlannedRun, values: dict[str, Any], env: dict[
 async def _health(h: Harness, pr: PlannedRun, values: dict[str, Any], restarted: list[str]) -> None:
     hp = h.profile.health
     if hp is not None:
-        problem = await wait_healthy(h.target, pr.host, _health_urls(h, values), hp.attempts, hp.interval_s,
-                                     hp.timeout_s)
+        urls = _health_urls(h, values)
+        problem = await wait_healthy(h.target, pr.host, urls, hp.attempts, hp.interval_s, hp.timeout_s)
         if problem and restarted:
             run = values.get("run_id")
+            if problem.count("-> no answer") == len(urls):  # not one URL answered (wait_healthy's words)
+                problem += "; nothing answered: the restart did not bring the service up"
             problem += (f" following {', '.join(restarted)}; its output is in the artifact restart.txt of run {run} "
                         f"(wb runs show {run})")
         if problem:
