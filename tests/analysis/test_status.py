@@ -353,7 +353,8 @@ def test_a_smoke_run_is_the_status_over_a_planned_run_that_came_out_invalid():
     assert st.notes() == ["smoke: 1 of 3 planned replicates"], st.notes()
 
 
-def _execution_without_a_recorded_plan(db, root, replicates: int, treatment: dict[str, int]) -> int:
+def _execution_without_a_recorded_plan(db, root, replicates: int, treatment: dict[str, int],
+                                       drop: tuple[str, ...] = ()) -> int:
     """An execution of HID as a wb that did not yet record planned_replicates left it: the hypothesis and the
     experiment kept with the execution, as `wb hypothesis run` keeps them, and a verdict that names no plan."""
     from workbench.analysis.stored import analyze_stored, record_verdict
@@ -375,7 +376,12 @@ def _execution_without_a_recorded_plan(db, root, replicates: int, treatment: dic
             add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r, outcomes=treatment,
                     extra={"waiting_for_input": 0})
         a = analyze_stored(store, reg, HID, execution_id=ex)
-        record_verdict(store, replace(a, planned_replicates=0), execution_id=ex)
+        if drop:  # a verdict older still: details without these keys
+            d = {k: v for k, v in replace(a, planned_replicates=0).to_dict().items() if k not in drop}
+            store.add_verdict(hypothesis_id=HID, verdict=a.verdict, reasoning=a.reasoning, checks=d["checks"],
+                              details=d, execution_id=ex, hypothesis_sha256=None, evidence_run_ids=a.run_ids)
+        else:
+            record_verdict(store, replace(a, planned_replicates=0), execution_id=ex)
         return ex
     finally:
         store.dispose()
@@ -388,6 +394,19 @@ def test_a_smoke_run_stored_before_its_plan_was_recorded_is_still_one(cli, workb
     db, root = tmp_path / "wb.duckdb", workbench_dir
     _execution_without_a_recorded_plan(db, root, 3, {"leak": 13, "done": 67})
     smoke = _execution_without_a_recorded_plan(db, root, 1, {"done": 80})
+    code, out, err = cli("hypothesis", "list", "--json", "--db", str(db), "--root", str(root))
+    assert code == 0, err
+    row = next(i for i in json.loads(out)["items"] if i["id"] == HID)
+    assert (row["status"], row["status_smoke"]) == ("falsified", False), row
+    assert row["status_note"] == f"execution {smoke} (smoke: 1 of 3 planned replicates): inconclusive, not the status"
+
+
+def test_an_old_smoke_run_whose_details_name_no_mode_is_still_one(cli, workbench_dir, tmp_path):
+    """The execution, not the verdict's details, says it was fixed: a verdict whose details name no mode (nor a
+    sequential flag) took the status as a run that met the plan."""
+    db, root = tmp_path / "wb.duckdb", workbench_dir
+    _execution_without_a_recorded_plan(db, root, 3, {"leak": 13, "done": 67}, drop=("mode", "sequential"))
+    smoke = _execution_without_a_recorded_plan(db, root, 1, {"done": 80}, drop=("mode", "sequential"))
     code, out, err = cli("hypothesis", "list", "--json", "--db", str(db), "--root", str(root))
     assert code == 0, err
     row = next(i for i in json.loads(out)["items"] if i["id"] == HID)

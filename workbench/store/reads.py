@@ -108,17 +108,16 @@ def _design_replicates(body: str | None) -> int | None:
 
 
 def _unplanned(v: VerdictRecord) -> bool:
-    """A fixed execution's verdict stored before verdicts recorded the replicates their design planned."""
-    d = v.details
-    return v.execution_id is not None and d.get("mode") == "fixed" and not d.get("sequential") \
-        and "planned_replicates" not in d
+    """An execution's verdict stored before verdicts recorded the replicates their design planned."""
+    return v.execution_id is not None and "planned_replicates" not in v.details
 
 
 def with_recorded_plans(session: Any, verdicts: list[VerdictRecord]) -> list[VerdictRecord]:
-    """`verdicts`, each stored before verdicts recorded their plan given the replicates the design its execution
-    kept when it started planned (the hypothesis's, else its experiment's), as `analysis.stored` records it now:
-    a smoke run stored then is still one (analysis.status). An execution under --set overrides has no plan to fall
-    short of, and one that kept no definition leaves its verdict as it is: an unknown plan counts as met."""
+    """`verdicts`, each of a fixed execution (as the execution's row says: old details may name no mode) stored
+    before verdicts recorded their plan given the replicates the design its execution kept when it started planned
+    (the hypothesis's, else its experiment's), as `analysis.stored` records it now: a smoke run stored then is still
+    one (analysis.status reads it through results.smoke_words). An execution under --set overrides has no plan to
+    fall short of, and one that kept no definition leaves its verdict as it is: an unknown plan counts as met."""
     from sqlmodel import select
 
     from workbench.store.models import Execution, ExperimentSnapshot, HypothesisSnapshot
@@ -126,13 +125,13 @@ def with_recorded_plans(session: Any, verdicts: list[VerdictRecord]) -> list[Ver
     ids = {v.execution_id for v in verdicts if _unplanned(v)}
     if not ids:
         return verdicts
-    rows = session.exec(select(Execution.id, Execution.overrides_json, HypothesisSnapshot.body_json,
+    rows = session.exec(select(Execution.id, Execution.mode, Execution.overrides_json, HypothesisSnapshot.body_json,
                                ExperimentSnapshot.body_json)
                         .where(Execution.id.in_(ids))  # type: ignore[union-attr]
                         .outerjoin(HypothesisSnapshot, HypothesisSnapshot.id == Execution.hypothesis_snapshot_id)
                         .outerjoin(ExperimentSnapshot, ExperimentSnapshot.id == Execution.experiment_snapshot_id))
     planned = {ex_id: _design_replicates(h) or _design_replicates(e)
-               for ex_id, overrides, h, e in rows.all() if not jsonx.loads(overrides, {})}
+               for ex_id, mode, overrides, h, e in rows.all() if mode == "fixed" and not jsonx.loads(overrides, {})}
     return [replace(v, details={**v.details, "planned_replicates": planned[v.execution_id]})
             if _unplanned(v) and planned.get(v.execution_id) else v for v in verdicts]
 
