@@ -11,6 +11,8 @@ import json
 import re
 from dataclasses import replace
 
+import pytest
+
 from workbench.analysis.status import current_status
 from workbench.store.entities import VerdictRecord
 
@@ -401,10 +403,12 @@ def test_a_smoke_run_stored_before_its_plan_was_recorded_is_still_one(cli, workb
     assert row["status_note"] == f"execution {smoke} (smoke: 1 of 3 planned replicates): inconclusive, not the status"
 
 
-def test_an_old_smoke_run_whose_details_name_no_mode_is_still_one(cli, workbench_dir, tmp_path):
+@pytest.mark.parametrize("backend", ["duckdb", "postgresql"])
+def test_an_old_smoke_run_whose_details_name_no_mode_is_still_one(cli, workbench_dir, tmp_path, request, backend):
     """The execution, not the verdict's details, says it was fixed: a verdict whose details name no mode (nor a
-    sequential flag) took the status as a run that met the plan."""
-    db, root = tmp_path / "wb.duckdb", workbench_dir
+    sequential flag) took the status as a run that met the plan. A team store reads it alike."""
+    db = tmp_path / "wb.duckdb" if backend == "duckdb" else request.getfixturevalue("pg_url")
+    root = workbench_dir
     _execution_without_a_recorded_plan(db, root, 3, {"leak": 13, "done": 67}, drop=("mode", "sequential"))
     smoke = _execution_without_a_recorded_plan(db, root, 1, {"done": 80}, drop=("mode", "sequential"))
     code, out, err = cli("hypothesis", "list", "--json", "--db", str(db), "--root", str(root))
