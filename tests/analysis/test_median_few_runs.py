@@ -43,3 +43,14 @@ def test_a_few_runs_give_a_range_not_an_interval_at_the_level(store, workbench_d
     site = _observed_from_analysis(j, exp, "wall_s")
     for shown in (a.reasoning, json.dumps(a.to_dict()), site):
         assert TOO_FEW in shown and "order statistics (75%)" not in shown, shown
+
+
+def test_a_few_runs_range_reads_as_a_range_where_the_interval_comes_first(store, workbench_dir) -> None:
+    # The name was written to stand before the interval ("too few runs for a 95% interval; range [341, 343]"): the
+    # hypothesis page and the Markdown summary put the interval first, and read "[341, 343] too few runs for a 95%
+    # interval; range", a dangling "range" after the values it names.
+    a, j, exp = _judged(store, workbench_dir, 3)
+    site = _observed_from_analysis(j, exp, "wall_s")
+    assert "[341, 343] range (too few runs for a 95% interval)" in site, site
+    assert "median of 342 (range (too few runs for a 95% interval) [341, 343])" in a.reasoning, a.reasoning
+    assert "; range" not in site + a.reasoning, (site, a.reasoning)

@@ -497,9 +497,11 @@ def _judge_median(out: dict[str, Any], vals: list[float], region: regions.Region
     every run counts 0, so one positive run refutes it exactly (p = 0)."""
     bounds = (region.lo, region.hi)
     m = stats.median_ci(vals, level=1 - alpha)
-    # Too few runs for an order-statistic interval at the level: said so, beside the runs' range (one run has none),
-    # never as an interval at a lower level ("order statistics (0%)" for one run).
-    few = f"too few runs for a {_level(1 - alpha)} interval" + ("; range" if m.interval else "")
+    # Too few runs for an order-statistic interval at the level: said so, naming the runs' range (one run has none),
+    # never as an interval at a lower level ("order statistics (0%)" for one run). The name reads before the
+    # interval (the verdict's text) and after it (the hypothesis page) alike.
+    few = f"too few runs for a {_level(1 - alpha)} interval"
+    few = f"range ({few})" if m.interval else few
     out.update(estimate=m.median, interval=list(m.interval) if m.interval else None, runs=m.n,
                interval_kind=few if m.warning else f"order statistics ({_level(m.confidence)})",
                confidence=m.confidence,
