@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from workbench.analysis import analyze_stored
+from workbench.analysis import analyze_stored, stats
 from workbench.report.hypothesis_page import _observed_from_analysis
 
 from analysis_helpers import CONTROL, abort_fix_hypothesis, add_execution, add_run, registry_with
@@ -54,3 +54,16 @@ def test_a_few_runs_range_reads_as_a_range_where_the_interval_comes_first(store,
     assert "[341, 343] range (too few runs for a 95% interval)" in site, site
     assert "median of 342 (range (too few runs for a 95% interval) [341, 343])" in a.reasoning, a.reasoning
     assert "; range" not in site + a.reasoning, (site, a.reasoning)
+
+
+def test_one_run_claims_no_coverage_either(store, workbench_dir) -> None:
+    # With no interval, the JSON still gave "confidence": 0.0, the prediction's and the arm's: a coverage of 0% that
+    # the text and the note had stopped claiming.
+    a, j, _ = _judged(store, workbench_dir, 1)
+    data = a.to_dict()
+    (pred,) = data["predictions"]
+    arm = data["arms"]["treatment"]["metrics"]["wall_s"]
+    assert pred["interval"] is None and "confidence" not in pred, pred
+    assert "interval" not in arm and "confidence" not in arm, arm
+    # A few runs' range keeps the coverage it has: the note names it.
+    assert stats.median_ci([341.0, 342.0, 343.0]).confidence == 0.75

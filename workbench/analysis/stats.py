@@ -360,7 +360,7 @@ class MedianSummary:
     n: int
     median: float | None
     interval: Interval | None
-    confidence: float
+    confidence: float | None  # the interval's coverage; None for one value, which has no interval to cover with
     warning: str | None
 
 
@@ -378,7 +378,7 @@ def median_ci(values: Sequence[float], level: float = 1 - ALPHA) -> MedianSummar
     if not ok:
         need = f"need >= {min_samples(level)} samples for a confidence interval at level {level:.3g}"
         if n == 1:  # one value has no range, and its "coverage" (0%) claims nothing
-            return MedianSummary(n, med, None, 0.0, f"{need} (one sample has no range)")
+            return MedianSummary(n, med, None, None, f"{need} (one sample has no range)")
         c = 1 - 2 * 0.5 ** n
         return MedianSummary(n, med, (xs[0], xs[-1]), c, f"{need} (the range of {n} covers the median with {c:.0%})")
     j = ok[-1]
