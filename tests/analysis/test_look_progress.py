@@ -112,3 +112,20 @@ def test_a_look_stopped_invalid_does_not_call_its_prediction_falsified(store, re
     line = d.look.line()
     assert line.startswith("look 2 of at most 12 (stopping: invalid): "), line
     assert line.endswith("]: wholly outside the region, but the fingerprint check makes the verdict invalid"), line
+
+
+def test_a_difference_at_a_look_names_each_arms_more_units():
+    # A difference's more units are each arm's own (more_units_by_arm): a look line read only the larger count,
+    # "about 400 more units", for arms that grow by 400 and by 200.
+    from workbench.analysis.looks import prediction_at_look
+    from workbench.analysis.results import Analysis, Judgement
+
+    j = Judgement(metric="corruption_rate", where="control - treatment", region="<= 0.02", bounds=(-1.0, 0.02),
+                  describe="corruption_rate (control - treatment) <= 0.02", why="", basis="all", estimate=0.05,
+                  interval=(-0.01, 0.11), outcome="inconclusive", k=(12, 3), n=(80, 40), looks=3,
+                  more_units_needed=400, more_units_by_arm=(400, 200), more_runs_needed=5)
+    line = prediction_at_look(j, Analysis("h", "inconclusive", "", predictions=(j,))).text()
+    assert "about 400 more units in control and 200 in treatment at this rate (5 more runs of each arm)" in line, line
+    even = prediction_at_look(j.__class__(**{**j.__dict__, "more_units_by_arm": (400, 400)}),
+                              Analysis("h", "inconclusive", "")).text()
+    assert "about 400 more units in each arm at this rate" in even, even

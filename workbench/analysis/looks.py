@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from workbench.analysis import display, regions
 
-from workbench.analysis.results import difference_arms
+from workbench.analysis.results import difference_arms, more_units_words
 
 if TYPE_CHECKING:
     from workbench.analysis.results import Analysis, Judgement
@@ -36,6 +36,8 @@ class PredictionAtLook:
     reachable: bool | None = None
     empty: bool = False
     more_units: int | None = None
+    more_units_by_arm: tuple[int, int] | None = None  # a difference's, each arm's own (Judgement.more_units_by_arm)
+    where: str | None = None
     more_runs: int | None = None
     held: str = ""
 
@@ -74,7 +76,8 @@ class PredictionAtLook:
             return state + " (no verdict before look 2)"
         if self.more_units:
             runs = f" ({display.count(self.more_runs, 'more run')} of each arm)" if self.more_runs else ""
-            return state + f", about {self.more_units:,} more units at this rate{runs}"
+            units = more_units_words(self.where, self.more_units, self.more_units_by_arm, "more units", " in each arm")
+            return state + f", about {units} at this rate{runs}"
         if self.more_runs:
             return state + f", about {display.count(self.more_runs, 'more run')}"
         return state
@@ -154,6 +157,7 @@ def prediction_at_look(j: "Judgement", analysis: "Analysis") -> PredictionAtLook
         interval_kind=j.interval_kind, bounds=(_bound(j.bounds[0], -math.inf), _bound(j.bounds[1], math.inf)),
         outcome=j.outcome, running=proportion, waits=proportion and (j.looks or 0) < MIN_LOOKS,
         reachable=j.reachable, empty=bool(j.empty_interval), more_units=j.more_units_needed if proportion else None,
+        more_units_by_arm=j.more_units_by_arm if proportion else None, where=j.where,
         more_runs=j.more_runs_needed, held=_held(j.outcome, analysis))
 
 

@@ -109,6 +109,17 @@ def difference_arms(where: str | None) -> list[str]:
     return where.split(" - ") if where and " - " in where else []
 
 
+def more_units_words(where: str | None, needed: int, by_arm: tuple[int, int] | list[int] | None, word: str,
+                     each: str) -> str:
+    """The units a prediction asks for: a difference's in each of its arms (`by_arm`, in `where`'s order), named
+    where they differ (runs of unequal sizes grow their arms unequally), else the one count with `each` after it for
+    a difference. The verdict's text, the hypothesis page and a sequential look all read it."""
+    arms = difference_arms(where)
+    if arms and by_arm and by_arm[0] != by_arm[1]:
+        return f"{by_arm[0]:,} {word} in {arms[0]} and {by_arm[1]:,} in {arms[1]}"
+    return f"{needed:,} {word}" + (each if arms else "")
+
+
 @dataclass(frozen=True)
 class Judgement:
     """One prediction judged: the estimate, its interval, and where it lies against the predicted region."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.analysis import clustered, display, stats
 from workbench.analysis.data import RunData, completed_units, metric_value
 from workbench.analysis.predictions import _arm_effective, _fmt, pooled
-from workbench.analysis.results import Analysis, Check, difference_arms
+from workbench.analysis.results import Analysis, Check, difference_arms, more_units_words
 from workbench.registry.experiment import Experiment
 
 if TYPE_CHECKING:
@@ -158,12 +158,8 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
 
 
 def more_units_text(j: dict[str, Any], word: str, each: str) -> str:
-    """The units a prediction asks for: a difference's in each of its arms, named where they differ (runs of
-    unequal sizes grow their arms unequally), else the one count with `each` after it for a difference."""
-    arms, by_arm = difference_arms(j.get("where")), j.get("more_units_by_arm")
-    if arms and by_arm and by_arm[0] != by_arm[1]:
-        return f"{by_arm[0]:,} {word} in {arms[0]} and {by_arm[1]:,} in {arms[1]}"
-    return f"{j['more_units_needed']:,} {word}" + (each if arms else "")
+    """`results.more_units_words` of a judgement as a dict."""
+    return more_units_words(j.get("where"), j["more_units_needed"], j.get("more_units_by_arm"), word, each)
 
 
 def _opening(h: Hypothesis, result: Any) -> list[str]:

@@ -8,10 +8,9 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import display
-from workbench.analysis.results import Analysis, Judgement
+from workbench.analysis.results import Analysis, Judgement, more_units_words
 from workbench.analysis.results import Check as AnalysisCheck
 from workbench.analysis.run_metrics import definitions, derived_value
-from workbench.analysis.summary import more_units_text
 from workbench.errors import BadInput
 from workbench.report import bridge, charts, stats
 from workbench.report.context import (ArmRow, AssumptionView, AttritionRow, ChartView, Check, DiffView,
@@ -440,7 +439,9 @@ def _predictions(h: Hypothesis, exp: Experiment | None, data: StoreData, analysi
         if src is not None and src.reachable is False:
             outcome += " (no verdict is reachable within the sequential budget)"
         elif src is not None and src.more_units_needed:
-            outcome += f" (about {more_units_text(src.to_dict(), 'more units', ' in each arm')} would decide it)"
+            units = more_units_words(src.where, src.more_units_needed, src.more_units_by_arm, "more units",
+                                     " in each arm")
+            outcome += f" (about {units} would decide it)"
         metric = "" if p.target else p.metric
         out.append(PredictionView(prediction_text(p, exp), p.why, observed.rstrip("; "), outcome, metric,
                                   desc.get(metric, "")))
