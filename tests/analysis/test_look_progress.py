@@ -129,3 +129,21 @@ def test_a_difference_at_a_look_names_each_arms_more_units():
     even = prediction_at_look(j.__class__(**{**j.__dict__, "more_units_by_arm": (400, 400)}),
                               Analysis("h", "inconclusive", "")).text()
     assert "about 400 more units in each arm at this rate" in even, even
+
+
+def test_a_median_over_too_few_runs_reads_as_a_range_at_a_look(store, workbench_dir):
+    # The look line put " interval" after the median's name: "range (too few runs for a 99.6% interval) interval
+    # [301, 302]", which calls the range an interval after saying it is none.
+    from analysis_helpers import abort_fix_hypothesis, registry_with
+
+    reg = registry_with(workbench_dir, abort_fix_hypothesis(
+        "wall-one", "The abort fix keeps the repro under 400 s.", "{metric: wall_s, arm: treatment, at_most: 400}"))
+    ex = add_execution(store, mode="sequential", hypothesis_id="wall-one")
+    for r in (1, 2):
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"done": 80}, extra={"wall_s": 340.0 + r}, hypothesis_id="wall-one")
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"done": 80}, extra={"wall_s": 300.0 + r}, hypothesis_id="wall-one")
+    line = sequential_decision(store, reg, "wall-one", execution_id=ex, max_replicates=12).look.line()
+    assert "wall_s (treatment) <= 400: estimate 302, range (too few runs for a 99.6% interval) [301, 302]: " \
+        "wholly inside the region" in line, line

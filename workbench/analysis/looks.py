@@ -45,7 +45,9 @@ class PredictionAtLook:
         shown = ", ".join(f"{arm} {display.fraction(k, n)}" for arm, k, n in self.counts)
         if not shown and self.estimate is not None:
             shown = f"estimate {display.estimate(self.estimate, self.interval)}"
-        where = "running interval" if self.running else f"{self.interval_kind} interval"
+        kind = self.interval_kind or ""
+        # A name that says what it is ("range (too few runs for a 95% interval)") takes no " interval" after it.
+        where = "running interval" if self.running else kind if "interval" in kind else f"{kind} interval"
         body = f"{self.describe}: {shown}, {where} {self._interval()}" if self.interval else \
             f"{self.describe}: {shown}, no interval yet"
         return f"{body}: {self._state()}"
