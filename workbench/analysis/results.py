@@ -109,6 +109,11 @@ def difference_arms(where: str | None) -> list[str]:
     return where.split(" - ") if where and " - " in where else []
 
 
+# A Hodges-Lehmann shift whose arms have too few runs for an interval of it (predictions._judge_shift), as the
+# verdict's text and the hypothesis page name it.
+SHIFT_WITHOUT_INTERVAL = "Hodges-Lehmann estimate, no interval"
+
+
 def more_units_words(where: str | None, needed: int, by_arm: tuple[int, int] | list[int] | None, word: str,
                      each: str) -> str:
     """The units a prediction asks for: a difference's in each of its arms (`by_arm`, in `where`'s order), named

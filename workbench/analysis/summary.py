@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.analysis import clustered, display, stats
 from workbench.analysis.data import RunData, completed_units, metric_value
 from workbench.analysis.predictions import _arm_effective, _fmt, pooled
-from workbench.analysis.results import Analysis, Check, difference_arms, more_units_words
+from workbench.analysis.results import SHIFT_WITHOUT_INTERVAL, Analysis, Check, difference_arms, more_units_words
 from workbench.registry.experiment import Experiment
 
 if TYPE_CHECKING:
@@ -98,8 +98,7 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
                 f"{display.points(j['estimate'])} ({j['interval_kind']} "
                 f"{display.points_interval(j['interval'], j['bounds'])}{fisher})")
     elif isinstance(j.get("runs"), list):  # a Hodges-Lehmann shift between two arms (predictions._judge_shift)
-        kind = f"{j['interval_kind']} {display.interval(j['interval'])}" if j["interval"] else \
-            "Hodges-Lehmann estimate, no interval"
+        kind = f"{j['interval_kind']} {display.interval(j['interval'])}" if j["interval"] else SHIFT_WITHOUT_INTERVAL
         body = f"{where} gave a shift of {_estimate(j['estimate'], j['interval'])} ({kind})"
     else:
         kind = j.get("interval_kind") or ""

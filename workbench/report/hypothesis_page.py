@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import display
-from workbench.analysis.results import Analysis, Judgement, more_units_words
+from workbench.analysis.results import SHIFT_WITHOUT_INTERVAL, Analysis, Judgement, more_units_words
 from workbench.analysis.results import Check as AnalysisCheck
 from workbench.analysis.run_metrics import definitions, derived_value
 from workbench.errors import BadInput
@@ -226,11 +226,16 @@ def _observed_from_analysis(src: Judgement, exp: Experiment | None, metric: str,
             text += " " + _fmt_interval(src.interval[0], src.interval[1], rate)
     if src.interval is not None and src.interval_kind:
         text += f" {src.interval_kind}" + (f" ({DECIDED})" if sequential else "")
-    elif src.interval_kind:  # no interval to name: what kept it away (one run of a median)
+    shift = isinstance(src.runs, (list, tuple))  # a shift between two arms: its runs are one count per arm
+    if src.interval is None and shift:
+        text += f" ({SHIFT_WITHOUT_INTERVAL})"
+    elif src.interval is None and src.interval_kind:  # no interval to name: what kept it away (one run of a median)
         text += f" ({src.interval_kind})"
     if src.by_process:
         text += " (" + ", ".join(f"{_short(str(k), 40)}: {v}" for k, v in src.by_process.items()) + ")"
-    if src.runs:
+    if shift:
+        text += f"; {' and '.join(map(str, src.runs))} runs"  # type: ignore[arg-type]
+    elif src.runs:
         text += f"; {display.count(src.runs, 'run')}"
     return text
 
