@@ -7,7 +7,7 @@ import bisect
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 _CLOSERS = {"{{": "}}", "{%": "%}", "{#": "#}"}
 _OPENER = re.compile(r"\{[{%#]")
@@ -21,6 +21,7 @@ _NEEDS_CLOSING = r".*innermost block that needs to be closed is '(\w+)'"
 _ENDED = re.compile(r"^Unexpected end of template\." + _NEEDS_CLOSING, re.S)
 _STRAY_END = re.compile(r"^Encountered unknown tag 'end(\w+)'\." + _NEEDS_CLOSING, re.S)
 _MAX_REPAIRS = 20  # tags cut out of a broken template before its names are given up
+_BASH_LENGTH = re.compile(r"\$\{#[^}\n]{0,60}\}")  # bash's `${#arr[@]}`, as an error shows it
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,11 @@ def _tags(text: str) -> list[_Tag]:
     holds a closer (`{{ "a}}b" }}`, `{{ {"a": {"b": 1}} }}`), a comment holds anything to its `#}` and a raw
     block's text holds no tag. A tag whose closer does not come before the next tag opens (or the end) is unclosed,
     and ends where that tag opens: Jinja notices it there at the latest."""
-    out: list[_Tag] = []
-    pos = 0
+    return list(_each_tag(text))
+
+
+def _each_tag(text: str, pos: int = 0) -> Iterator[_Tag]:
+    """The tags of `text` (as `_tags` tells them) from `pos` on, one at a time."""
     while (m := _OPENER.search(text, pos)) is not None:
         if m.group() == "{#":
             end = text.find("#}", m.end())
@@ -65,9 +69,8 @@ def _tags(text: str) -> list[_Tag]:
         if tag.closed and (raw := _RAW.match(text, tag.start, tag.end)) is not None and raw.end() == tag.end:
             endraw = _ENDRAW.search(text, tag.end)  # the raw text between holds no tag
             tag = _Tag(tag.start, endraw.end(), True) if endraw is not None else _Tag(tag.start, len(text), False)
-        out.append(tag)
+        yield tag
         pos = tag.end
-    return out
 
 
 def _tag(text: str, start: int, closer: str) -> _Tag:
@@ -94,10 +97,32 @@ def _tag(text: str, start: int, closer: str) -> _Tag:
     return _Tag(start, len(text), False)
 
 
+def _bash_lengths(text: str) -> tuple[str, list[int]]:
+    """`text` with the `{#` of each bash `${#...}` (a length) blanked, and where each opens: Jinja reads it as a
+    comment's start, and drops the text up to the next `#}` (or fails, with none). One inside a tag's string, a
+    comment or a raw block is text."""
+    found: list[int] = []
+    pos = 0
+    while (at := next((t.start for t in _each_tag(text, pos)
+                       if text.startswith("{#", t.start) and text[t.start - 1:t.start] == "$"), None)) is not None:
+        found.append(at)
+        pos = at + 2  # read on as if its `{#` were blanked: a later `${#` the first would have swallowed is told
+    return _blanked(text, [_Tag(at, at + 2, True) for at in found]), found
+
+
+def _bash_length_error(text: str, at: int) -> tuple[str, int, int]:
+    """The bash length whose `{#` opens at `at`, as (the error, its line, `at`) in `scan`'s first error."""
+    m = _BASH_LENGTH.match(text, at - 1)
+    written = m.group() if m is not None else "${#...}"
+    return (f"bash's `{written}` reads as the start of a Jinja comment (`{{#` up to the next `#}}`): write it "
+            f"`{{% raw %}}{written}{{% endraw %}}`", _line(text, at), at)
+
+
 def first_tag_using(text: str, name: str) -> int | None:
     """The offset of the first tag of `text` using `name` outside its strings (a tag as Jinja's lexer delimits it),
     or None: where a value folded into one line uses the name, whose source line Jinja cannot tell."""
     word = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+    text, _ = _bash_lengths(text)  # scanned with them blanked: what follows one is read for names
     for tag in _tags(text):
         if text.startswith("{#", tag.start) or _RAW.match(text, tag.start):
             continue
@@ -197,16 +222,20 @@ def _cut(env: Any, text: str, line: int, broken: list[_Tag]) -> _Tag:
 def scan(text: str) -> TemplateScan:
     """`text`'s names and first syntax error, parsed and compiled once per text in a process (a registry is loaded
     again and again by a long-lived caller). A tag Jinja cannot read is cut out and the rest parsed again, so a
-    name mistyped below a syntax error is told with it, not after it is fixed."""
+    name mistyped below a syntax error is told with it, not after it is fixed. A bash length (`${#arr[@]}`) is an
+    error Jinja does not see (it reads a comment), told unless a syntax error comes before it."""
     import jinja2
 
     env = jinja2.Environment()
     env.filters.update(q=str, raw=str)  # the renderer's own filters (runner.render)
+    blanked, lengths = _bash_lengths(text)
+    bash = _bash_length_error(text, lengths[0]) if lengths else None
+    text = blanked
     first: tuple[str, int, int | None] | None = None
     for _ in range(_MAX_REPAIRS):
         ast, exc = _parse(env, text)
         if exc is None:
-            return TemplateScan(_first_uses(ast), *(first or (None, None, None)))
+            return TemplateScan(_first_uses(ast), *(_earlier(first, bash) or (None, None, None)))
         line, message = exc.lineno or 1, exc.message or ""
         tags = _tags(text)
         opened = _left_open(text, tags, message, line)
@@ -222,7 +251,16 @@ def scan(text: str) -> TemplateScan:
         else:
             text = _blanked(text, [tag])
     assert first is not None
-    return TemplateScan({}, *first)
+    return TemplateScan({}, *(_earlier(first, bash) or first))
+
+
+def _earlier(first: tuple[str, int, int | None] | None,
+             bash: tuple[str, int, int] | None) -> tuple[str, int, int | None] | None:
+    """Of Jinja's first syntax error and the first bash length, the one on the earlier line (the bash length on the
+    same line): the error `scan` tells."""
+    if first is None or bash is None:
+        return first or bash
+    return first if first[1] < bash[1] else bash
 
 
 def _first_uses(ast: Any) -> dict[str, int]:
