@@ -113,3 +113,16 @@ def test_a_template_file_that_is_not_utf8_text_is_one_error(workbench_dir: Path,
     errors = _errors(cli, workbench_dir)
     assert len(errors) == 1 and errors[0].startswith(f"Error: {exp}:{_line(exp, 'template_file:')} "), errors
     assert "cannot be read: not UTF-8 text" in errors[0], errors
+
+
+def test_a_name_in_a_double_quoted_value_with_escaped_newlines_is_told_at_its_own_line(workbench_dir: Path, cli):
+    # A `\n` escape makes the value's text several lines though the source holds it on one: it was located as a
+    # block value is (its key's line + 1 + the template's line), two lines below the key, in the next entry.
+    cases = ('"{{ wb }} --version\\necho {{ sim_dr }}"',  # on one line: the key's
+             '"{{ wb }} --version\\n\n        echo {{ sim_dr }}"')  # over two: the line using it
+    for value in cases:
+        exp = _edit(workbench_dir, ('wb_version: "{{ wb }} --version"', f"wb_version: {value}"), file=EXP)
+        errors = _errors(cli, workbench_dir)
+        assert len(errors) == 1 and "unknown name sim_dr" in errors[0], errors
+        assert errors[0].startswith(f"Error: {exp}:{_line(exp, 'sim_dr')} "), (value, errors)
+        _edit(workbench_dir, (f"wb_version: {value}", 'wb_version: "{{ wb }} --version"'), file=EXP)

@@ -205,13 +205,13 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
     file, field = (str(source) if source is not None else doc.file), ".".join(map(str, loc))
     error = ConfigError if source is None else SharedFileError  # a template_file: each profile using it finds it
     if scanned.problem is not None:
-        line = _line_in(text, doc, loc, source, (scanned.error_line or 1) - 1)
+        line = _line_in(doc, loc, source, (scanned.error_line or 1) - 1)
         if source is None:  # a folded value: the line its broken tag opens on
             line = _folded_line(text, doc, loc, scanned.error_at) or line
         with found.apart():
             raise error(scanned.problem, file=file, field=field, line=line or 0)
     for name in sorted(set(scanned.names) - allowed):
-        line = _line_in(text, doc, loc, source, scanned.names[name] - 1)  # where the template uses it
+        line = _line_in(doc, loc, source, scanned.names[name] - 1)  # where the template uses it
         if source is None:  # a folded value: the line the first tag using it opens on
             line = _folded_line(text, doc, loc, template_scan.first_tag_using(text, name)) or line
         with found.apart():
@@ -231,12 +231,10 @@ def _folded_line(text: str, doc: LocatedYaml, loc: tuple[Any, ...], at: int | No
     return doc.folded_nth_line(loc, opener, text.count(opener, 0, at))
 
 
-def _line_in(text: str, doc: LocatedYaml, loc: tuple[Any, ...], source: Path | None, at: int | None) -> int | None:
+def _line_in(doc: LocatedYaml, loc: tuple[Any, ...], source: Path | None, at: int | None) -> int | None:
     """The line of the template's line `at` (0-based; None: the template's own): in its file, or in the experiment
-    file, where a block scalar starts on the line after its key and a one-line template is on its key's line."""
+    file, where a block scalar's text starts on the line after its key and any other value on its key's line (a
+    quoted value's `\\n` breaks no line of the file)."""
     if source is not None:
         return 1 + (at or 0)
-    base = doc.line_of(loc)
-    if base is None or at is None or "\n" not in text:
-        return base
-    return base + 1 + at
+    return doc.line_of(loc) if at is None else doc.text_line(loc, at)

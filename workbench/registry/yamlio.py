@@ -20,13 +20,16 @@ class LocatedYaml:
     can show the value to quote."""
 
     def __init__(self, data: Any, lines: dict[Loc, int], file: str, booleans: dict[Loc, str] | None = None,
-                 folded: dict[Loc, tuple[int, list[str]]] | None = None) -> None:
+                 folded: dict[Loc, tuple[int, list[str]]] | None = None,
+                 blocks: dict[Loc, int] | None = None) -> None:
         self.data = data
         self.lines = lines
         self.file = file
         self.booleans = booleans or {}
-        # A value folded from several source lines into one (`>` or plain): its first line and its source lines.
+        # A value folded from several source lines (`>`, plain or quoted): its first line and its source lines.
         self.folded = folded or {}
+        # A block value's (`|` or `>`) first line of text: the value's own line holds only its indicator.
+        self.blocks = blocks or {}
 
     def folded_nth_line(self, loc: Loc, needle: str, n: int) -> int | None:
         """The line of folded value `loc` whose source holds its `n`-th (0-based) `needle`, or None."""
@@ -36,6 +39,12 @@ class LocatedYaml:
             if n < 0:
                 return first + i
         return None
+
+    def text_line(self, loc: Loc, n: int) -> int | None:
+        """The line of line `n` (0-based) of the text of value `loc`: counted from a block value's first line of
+        text; any other value's text starts on its own line, and a quoted one's escaped `\\n` breaks no line."""
+        first = self.blocks.get(tuple(loc))
+        return first + n if first is not None else self.line_of(loc)
 
     def line_of(self, loc: Loc) -> int | None:
         """The line of `loc`, or of its nearest located ancestor."""
@@ -83,9 +92,9 @@ def _too_many(file: str, line: int, aliased: bool) -> ConfigError:
 
 def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[Loc, int], file: str,
           booleans: dict[Loc, str], quoted: list[tuple[yaml.ScalarNode, Loc]],
-          worded: list[tuple[yaml.ScalarNode, Loc]], folded: list[tuple[yaml.ScalarNode, Loc]]) -> None:
+          worded: list[tuple[yaml.ScalarNode, Loc]], spanning: list[tuple[yaml.ScalarNode, Loc]]) -> None:
     """Record the line of every key and item, the words read as booleans, the quoted scalars that span lines, the
-    plain (unquoted) values of several words and the values folded from several lines; iterative, and bounded in
+    plain (unquoted) values of several words and the values of several source lines; iterative, and bounded in
     depth and in nodes visited."""
     stack: list[tuple[yaml.Node, Loc]] = [(root, root_loc)]
     visited = 0
@@ -109,9 +118,8 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[L
             quoted.append((node, loc))
         if isinstance(node, yaml.ScalarNode) and not node.style and _WORDS.search(node.value):
             worded.append((node, loc))
-        if isinstance(node, yaml.ScalarNode) and node.style in (">", None) \
-                and node.end_mark.line > node.start_mark.line:
-            folded.append((node, loc))
+        if isinstance(node, yaml.ScalarNode) and node.end_mark.line > node.start_mark.line:
+            spanning.append((node, loc))
         if isinstance(node, yaml.ScalarNode) and _CONTROL.search(node.value or ""):
             bad = _CONTROL.search(node.value).group()
             raise ConfigError(f"a value holds the control character {bad!r}", file=file, line=line,
@@ -352,9 +360,9 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
             booleans: dict[Loc, str] = {}
             quoted: list[tuple[yaml.ScalarNode, Loc]] = []
             worded: list[tuple[yaml.ScalarNode, Loc]] = []
-            folded: list[tuple[yaml.ScalarNode, Loc]] = []
+            spanning: list[tuple[yaml.ScalarNode, Loc]] = []
             if node is not None:
-                _walk(loader, node, (), lines, file, booleans, quoted, worded, folded)
+                _walk(loader, node, (), lines, file, booleans, quoted, worded, spanning)
                 _refuse_swallowed_keys(quoted, lines, text, file)
                 _refuse_cut_by_comments(worded, text, file)
                 data = loader.construct_document(node)
@@ -380,6 +388,15 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
     except RecursionError:
         raise _too_deep(file) from None
     source = text.splitlines()
-    # A block's end mark is the next token's start, at column 0 of the line after it: that line is not the value's.
-    spans = {loc: (n.start_mark.line, n.end_mark.line + (n.end_mark.column > 0)) for n, loc in folded}
-    return LocatedYaml(data, lines, file, booleans, {loc: (a + 1, source[a:b]) for loc, (a, b) in spans.items()})
+    folded = {loc: (n.start_mark.line + 1, _source_of(n, source)) for n, loc in spanning if n.style != "|"}
+    blocks = {loc: n.start_mark.line + 2 for n, loc in spanning if n.style in ("|", ">")}
+    return LocatedYaml(data, lines, file, booleans, folded, blocks)
+
+
+def _source_of(node: yaml.ScalarNode, source: list[str]) -> list[str]:
+    """The source lines of a value over several, cut at its start and end (a flow mapping holds others beside it).
+    A block's end mark is the next token's start, at column 0 of the line after it: that line holds none of it."""
+    start, end = node.start_mark, node.end_mark
+    rows = source[start.line:end.line] + [source[end.line][:end.column]] if end.line < len(source) \
+        else source[start.line:]
+    return [rows[0][start.column:], *rows[1:]]
