@@ -107,3 +107,43 @@ def test_a_run_refused_after_a_kill_where_the_config_was_no_file_says_to_remove_
     _, _, err = cli(*new_run)
     assert "was left by" not in err and "2 of 2 runs ok" in err, err
     assert not toy.conf.exists()
+
+
+def _sigterm_first(real):
+    """`real` (an async step of taking the target), preceded by a SIGTERM to this process that the runner's loop has
+    taken in (`state.stopping`) before the step goes on."""
+    import asyncio
+    import signal
+
+    async def stopped(state, *args):
+        signal.raise_signal(signal.SIGTERM)
+        while not state.stopping:
+            await asyncio.sleep(0)
+        return await real(state, *args)
+
+    return stopped
+
+
+def test_a_resume_stopped_while_it_takes_the_target_restores_it_or_says_it_did_not(toy, cli, monkeypatch):
+    """A `--resume` stopped before its first run said "the target was restored" (a resume is never "untouched"),
+    though no restore ran. Stopped before it held the target, it says the target was not restored and how to restore
+    it. Stopped while it took it (the lock held, the original loaded), it gave the lock up with the killed run's
+    config in place, which made the next resume refuse ("written since"); the stop now waits for the snapshot, and
+    the restore runs."""
+    import workbench.runner.takeover as takeover_mod
+
+    _killed_mid_run(toy)
+    left, lock = toy.conf.read_bytes(), config_lock_file(str(toy.conf))
+    folders, originals = takeover_mod.check_config_folders, takeover_mod.check_saved_originals
+    monkeypatch.setattr(takeover_mod, "check_config_folders", _sigterm_first(folders))
+    code, err = _resume(toy, cli)
+    assert code == 143, err
+    assert "; the target was not restored: the stop came before this runner had taken it" in err, err
+    assert "Hint: restore it by continuing: wb hypothesis run toy-fix --resume --db " in err, err
+    assert toy.conf.read_bytes() == left and os.path.exists(lock)  # as the killed runner left it
+    monkeypatch.setattr(takeover_mod, "check_config_folders", folders)
+    monkeypatch.setattr(takeover_mod, "check_saved_originals", _sigterm_first(originals))
+    code, err = _resume(toy, cli)
+    assert code == 143, err
+    assert "; the target was restored\n" in err and f"restored: {toy.conf} put back byte for byte" in err, err
+    assert toy.conf.read_bytes() == toy.original and not os.path.exists(lock)

@@ -33,7 +33,7 @@ from workbench.runner.restore import Snapshot, discard_snapshots, restore_host
 from workbench.runner.stopping import (STOP_SIGNALS, HeldStops, RunInterrupted, close_start_window, is_a_stop,
                                       not_started, signals_held, stop_signals_raised, stop_signum)
 from workbench.runner.summary import ExecutionResult, result
-from workbench.runner.takeover import FINISHED, ended_runs, resume_command, take_target
+from workbench.runner.takeover import FINISHED, config_paths, ended_runs, resume_command, take_target
 from workbench.runner.targets.base import Target
 from workbench.store.engine import Store
 
@@ -82,6 +82,9 @@ class State:
     # No run began and wb started nothing: the target was left alone, no restore needed. The teardown says; until it
     # ran (a stop before the loop took the stop signals over) nothing was touched.
     untouched: bool = True
+    # The target's lock was held and its snapshot taken: from then on it is restored. A stop before (a resume's
+    # included, whose target may hold the config its killed runner left) leaves it as it was, not restored.
+    taken: bool = False
     # The lock was taken over from another execution (its runner died, or its restore failed): the service may still
     # run an arm's config though the file holds the original, so the restore restarts it even if no run began.
     took_over: bool = False
@@ -301,20 +304,37 @@ def _leave_terminal() -> None:
     progress_mod.to_devnull(ttys_only=True)
 
 
+async def _set_up_and_run(state: State, target: Target, snaps: dict[str, Snapshot], context: dict[str, str],
+                          env: dict[str, str]) -> None:
+    """Set the target up (pdsim started where wb starts it), then run the plan."""
+    p = state.prepared
+    serve = Path(next(iter(snaps.values())).path) if snaps else Path(context.get("sim_dir", ".")) / "serve.sh"
+    context.update(await target.setup(serve, env))
+    remote_work = target.work_root(p.profile.options)
+    h = Harness(root=p.root, experiment=p.experiment, hypothesis=p.hypothesis, profile_name=p.profile_name,
+                profile=p.profile, target=target, context=context, env=env,
+                config_template=p.config_template, artifacts_root=state.exec_dir, remote_work=remote_work,
+                fault=state.fault, probe_targets=p.probe_targets,
+                restart_timeout_s=timeouts(p.profile.options).restart_s, warn=state.progress.log)
+    await _run_plan(state, h)
+
+
 async def _main(state: State, target: Target) -> None:
     p = state.prepared
     loop = asyncio.get_running_loop()
     me = asyncio.current_task()
     signalled: list[int] = []
-    # The restore and the teardown began: a stop no longer cancels this task (one that came first was told by its
-    # cancellation; one that comes now would cut the restore short, leaving an arm's config in place).
-    winding_down: list[bool] = []
+    # Where a stop does not cancel this task. "taking": from the lock to the snapshot, cut short, a resume left its
+    # target with the config its killed runner wrote and no lock (the next resume was refused); the stop waits for
+    # the snapshot, then the restore runs. "winding down": the restore and the teardown began (a stop that came
+    # first was told by its cancellation; one that comes now would cut the restore short, an arm's config left).
+    uncut: set[str] = set()
 
     def on_signal(sig: int) -> None:
         state.stopping = True
         if sig == signal.SIGHUP:
             _leave_terminal()
-        if not signalled and not winding_down and me is not None:
+        if not signalled and not uncut and me is not None:
             me.cancel()
         signalled.append(sig)
         if len(signalled) > 1:
@@ -342,19 +362,18 @@ async def _main(state: State, target: Target) -> None:
         target.check_tls()
         await target.open()
         context.update(target.context())
-        lock, snaps = await take_target(state, target, context)
-        try:  # from the snapshot on, the target is restored whatever happens (a signal while pdsim starts too)
-            serve = Path(next(iter(snaps.values())).path) if snaps else Path(context.get("sim_dir", ".")) / "serve.sh"
-            context.update(await target.setup(serve, env))
-            remote_work = target.work_root(p.profile.options)
-            h = Harness(root=p.root, experiment=p.experiment, hypothesis=p.hypothesis, profile_name=p.profile_name,
-                        profile=p.profile, target=target, context=context, env=env,
-                        config_template=p.config_template, artifacts_root=state.exec_dir, remote_work=remote_work,
-                        fault=state.fault, probe_targets=p.probe_targets,
-                        restart_timeout_s=timeouts(p.profile.options).restart_s, warn=state.progress.log)
-            await _run_plan(state, h)
+        paths = await config_paths(state, target, context)
+        uncut.add("taking")
+        try:
+            lock, snaps = await take_target(state, target, paths)
+            state.taken = True
         finally:
-            winding_down.append(True)
+            uncut.discard("taking")
+        try:  # from the snapshot on, the target is restored whatever happens (a signal while pdsim starts too)
+            if not signalled:  # one while the target was taken: no run starts, the restore follows
+                await _set_up_and_run(state, target, snaps, context, env)
+        finally:
+            uncut.add("winding down")
             if snaps and _untouched(state, target):
                 # Nothing was written, restarted or started: putting the original back and restarting the service
                 # would be the first change to it.
@@ -362,7 +381,7 @@ async def _main(state: State, target: Target) -> None:
             elif snaps:
                 await _restore(state, target, snaps, context, env)
     finally:
-        winding_down.append(True)
+        uncut.add("winding down")
         await _teardown(state, target)
         if lock is not None:
             await lock.release(restore_failed=state.restore_failed)
@@ -540,9 +559,16 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
         hid = state.prepared.hypothesis.id
         command = resume_command(state.store, state.prepared.root, hid)
         # The count is the progress line's own (the same runs, the same words), so the two never disagree.
-        left = "not touched" if state.untouched else "restored"
+        left, hint = "restored", f"continue with: {command}"
+        if state.untouched:
+            left = "not touched"
+        elif not state.taken:  # a resume stopped before it held the target: what its killed runner left stays
+            left = ("not restored: the stop came before this runner had taken it, and it may still hold the config "
+                    "the stopped execution's runner left")
+            hint = (f"restore it by continuing: {command} (the original is put back when it ends, or when it is "
+                    "stopped once it has taken the target)")
         raise RunInterrupted(f"interrupted after {state.progress.count_text()}; the target was {left}",
-                             hint=f"continue with: {command}", signum=getattr(error, "signum", signal.SIGINT),
+                             hint=hint, signum=getattr(error, "signum", signal.SIGINT),
                              partial=_recorded(state), resume=command)
     if status == "refused" and isinstance(error, WbError):
         # Kept for the record (who was kept off which target, by which execution, when); said here, since a

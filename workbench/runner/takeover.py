@@ -26,11 +26,8 @@ if TYPE_CHECKING:
 State = Any
 
 
-async def take_target(state: "State", target: Target, context: dict[str, str]
-                      ) -> tuple["TargetLock", dict[str, Snapshot]]:
-    """Lock the target (before anything on it changes; held until after the restore), settle what a killed
-    runner left when resuming, then snapshot the config files. The lock is returned before a failure here
-    can leave it held: the caller releases it."""
+async def config_paths(state: "State", target: Target, context: dict[str, str]) -> dict[str, str]:
+    """Each host's config file, checked before anything on the target is locked or touched."""
     p = state.prepared
     paths = ({host: preview_values(p, p.arms[0], context, host)["path"] for host in state.plan.hosts}
              if p.profile.config is not None else {})
@@ -38,6 +35,15 @@ async def take_target(state: "State", target: Target, context: dict[str, str]
         target.check_config_path(path)
     if p.profile.target.kind in ("local", "ssh"):  # pdsim's serve file is in the folder wb made for it
         await check_config_folders(state, target, paths)
+    return paths
+
+
+async def take_target(state: "State", target: Target, paths: dict[str, str]
+                      ) -> tuple["TargetLock", dict[str, Snapshot]]:
+    """Lock the target (before anything on it changes; held until after the restore), settle what a killed
+    runner left when resuming, then snapshot the config files (`paths`, as `config_paths` gives them). The lock
+    is returned before a failure here can leave it held: the caller releases it."""
+    p = state.prepared
     lock = target_lock(target, state, paths)
     await lock.acquire()
     try:
