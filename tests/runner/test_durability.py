@@ -21,21 +21,30 @@ pytestmark = pytest.mark.slow  # end to end: runs first (tests/conftest.py)
 WB = [sys.executable, "-m", "workbench.cli.main"]
 
 
-def _start(toy, *extra: str, env: dict | None = None) -> subprocess.Popen:
+def _start(toy, *extra: str, env: dict | None = None, blocked: bool = False) -> subprocess.Popen:
     """A runner as started from a terminal, whatever this process ignores: under `nohup pytest` SIGHUP is ignored,
     a started program inherits that, and wb honours it (the run outlives the terminal), so a test that hung the
     runner up waited out its whole timeout. A handled signal is at its default in a started program. A runner
-    that hangs dumps its threads' stacks on SIGABRT (`_ended`)."""
+    that hangs dumps its threads' stacks on SIGABRT (`_ended`). `blocked`: it starts with the stop signals blocked
+    (a mask is kept across exec)."""
     ignored = signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     if ignored:
         signal.signal(signal.SIGHUP, _hung_up_meanwhile)
     try:
         return subprocess.Popen(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--json", *extra],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "PYTHONFAULTHANDLER": "1", **(env or {})})
+                                env={**os.environ, "PYTHONFAULTHANDLER": "1", **(env or {})},
+                                preexec_fn=_block_stop_signals if blocked else None)
     finally:
         if ignored:
             signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _block_stop_signals() -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
 
 
 def _hung_up_meanwhile(_signum, _frame) -> None:
@@ -182,13 +191,13 @@ def _delete(toy, *ids: int):
     return _wb_here("runs", "delete", *map(str, ids), "--yes", "--db", toy.db, "--json")
 
 
-def _held_runner(toy) -> tuple[subprocess.Popen, int, Path]:
+def _held_runner(toy, *, blocked: bool = False) -> tuple[subprocess.Popen, int, Path]:
     """A runner held in its first run's workload (until the returned flag file goes): the process, the
     workload's process group, the flag. The toy's workload would time out after 3 s and end its run (on a
-    loaded machine before the test looks); here the run ends only with the flag."""
+    loaded machine before the test looks); here the run ends only with the flag. `blocked`: see `_start`."""
     flag, workload = _slow_workload(toy)
     edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
-    proc = _start(toy)
+    proc = _start(toy, blocked=blocked)
     try:
         _until(lambda: bool(workload()), proc)
     except BaseException:
@@ -324,6 +333,26 @@ def test_sighup_restores_the_target_as_sigterm_does(toy):
     assert toy.conf.read_bytes() == toy.original
     _until(lambda: not _alive(pgid), limit_s=30)  # the runner stopped it: the flag still holds it
     flag.unlink()
+
+
+def test_a_runner_started_with_the_stop_signals_blocked_restores_on_sigterm(toy):
+    """A runner that inherited SIGTERM, SIGHUP and SIGINT blocked (a parent's mask is kept across exec) never saw
+    them: a `kill` could not make it restore the target, and it ran on with the arm's config in place. It lets
+    them through as its execution opens."""
+    proc, pgid, flag = _held_runner(toy, blocked=True)
+    try:
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        mask = int(next(line for line in status.splitlines() if line.startswith("SigBlk:")).split()[1], 16)
+        assert [sig.name for sig in STOPS if mask & (1 << (sig - 1))] == [], status
+        proc.send_signal(signal.SIGTERM)
+        out, err = _ended(proc)
+    finally:
+        flag.unlink(missing_ok=True)  # its workload, if left behind, ends
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "the target was restored" in err and toy.conf.read_bytes() == toy.original, err[-2000:]
 
 
 def test_a_runner_started_under_nohup_runs_on_through_sighup(toy):

@@ -31,7 +31,8 @@ from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
 from workbench.runner.restore import Snapshot, discard_snapshots, restore_host
 from workbench.runner.stopping import (STOP_SIGNALS, HeldStops, RunInterrupted, close_start_window, is_a_stop,
-                                      not_started, signals_held, stop_signals_raised, stop_signum)
+                                      not_started, signals_held, stop_signals_raised, stop_signum,
+                                      unblock_stops)
 from workbench.runner.summary import ExecutionResult, result
 from workbench.runner.takeover import FINISHED, config_paths, ended_runs, resume_command, take_target
 from workbench.runner.targets.base import Target
@@ -476,6 +477,7 @@ def _stopped_while_opening(store: Store, launch: "Launch") -> Iterator[list[int]
     opened: list[int] = []
     close_start_window()  # a stop is this block's to tell from here (the command's first moments are over)
     try:
+        unblock_stops()  # one the process inherited blocked is seen from here (one pending is told as it lands)
         yield opened
     except (KeyboardInterrupt, Exception) as exc:
         if not is_a_stop(exc):

@@ -63,6 +63,18 @@ def stop_signum(exc: BaseException) -> int:
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+def unblock_stops() -> None:
+    """Let the stop signals through where the process inherited them blocked (a mask is kept across exec: a
+    supervisor's, a parent's section that held them when it started wb): blocked, neither Ctrl-C nor a `kill`
+    could make the runner restore the target. One left pending meanwhile is delivered now. A stop signal the process
+    ignores (nohup's SIGHUP) is left as it is: ignored, it stays so."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread():  # only the main thread handles signals
+        signal.pthread_sigmask(signal.SIG_UNBLOCK,
+                               [sig for sig in STOP_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN])
+
+
 class HeldStops:
     """The stop signals from where an execution's loop gives them back until the window of `stop_signals_raised`
     closes (the execution's end recorded): held, then delivered to the handler each would have reached. asyncio's
