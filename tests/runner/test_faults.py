@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from workbench.errors import BadInput
+from workbench.errors import BadInput, RunFailure
 from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 from workbench.runner.execute import RunInterrupted
 from workbench.store import open_store
 
-from runner_kit import edit_profile  # noqa: E402  (tests/runner is on sys.path)
+from runner_kit import edit_profile, store_rows  # noqa: E402  (tests/runner is on sys.path)
 
 
 def _run(toy, **kw):
@@ -32,12 +32,26 @@ def _runs(toy):
 
 
 def test_health_never_green_fails_runs_and_restores(toy):
-    s = _run(toy, sets={"mode": "unhealthy"}, replicates=1)
-    assert {r["status"] for r in s["runs"]} == {"failed"}
-    assert all("health never green after 4 attempts" in r["error"] for r in s["runs"])
+    """A deployment that never turns healthy in any arm failed all the planned runs one by one, each after the full
+    health wait. Once the first run of each arm has failed before its workload (and none got that far), the
+    execution stops, failed, naming the first failure; the rest of the plan is not spent and the target is
+    restored."""
+    with pytest.raises(RunFailure) as ei:
+        _run(toy, sets={"mode": "unhealthy"}, replicates=2)
+    runs = sorted(_runs(toy), key=lambda r: r.id)
+    assert [r.status for r in runs] == ["failed", "failed"]  # of 4 planned
+    assert all("health never green after 4 attempts" in r.error for r in runs)
+    msg = ei.value.message
+    assert msg.startswith("stopped after 2 of 4 planned runs: the first run of each of its 2 arms failed before its "
+                          "workload and no run got that far, so the rest would fail the same way; "
+                          f"run {runs[0].id} ({runs[0].arm} r0) failed during its health stage: health never green "
+                          "after 4 attempts"), msg
+    assert f"wb runs show {runs[0].id}" in ei.value.hint, ei.value.hint
+    assert store_rows(toy.db, "SELECT status FROM executions") == [("failed",)]
     assert toy.conf.read_bytes() == toy.original
+    assert len(toy.restarts()) == 3  # one per run, and the restore's
     # The error names the restart it waited on and where that restart's output is kept.
-    run = s["runs"][0]
+    run = {"id": runs[0].id, "error": runs[0].error}
     assert "following restart[0] `" in run["error"] and "toy.py restart " in run["error"], run["error"]
     assert f"restart.txt of run {run['id']} (wb runs show {run['id']})" in run["error"], run["error"]
     with open_store(toy.db, read_only=True) as store:
@@ -45,6 +59,16 @@ def test_health_never_green_fails_runs_and_restores(toy):
     assert "restart" in kept, sorted(kept)
     text = Path(kept["restart"].path).read_text(encoding="utf-8")
     assert "toy restarted with mode=unhealthy" in text and "restart[0]" in text and "exit 0" in text
+
+
+def test_an_arm_that_breaks_the_service_while_the_other_works_runs_its_whole_plan(toy):
+    """The treatment's config keeps the service from turning healthy while the control's does not: evidence about
+    the arm, not a broken deployment. Every planned run is made, as before."""
+    edit_profile(toy.root, "mode={{ mode }}", "mode={{ 'unhealthy' if fix == 'on' else mode }}")
+    s = _run(toy, replicates=2)
+    by_arm = {arm: sorted(r["status"] for r in s["runs"] if r["arm"] == arm) for arm in ("control", "treatment")}
+    assert by_arm == {"control": ["ok", "ok"], "treatment": ["failed", "failed"]}, by_arm
+    assert toy.conf.read_bytes() == toy.original
 
 
 def test_a_restart_that_brings_nothing_up_says_so_in_the_first_failure(toy):

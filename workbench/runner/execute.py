@@ -30,6 +30,7 @@ from workbench.runner.progress import RunProgress
 from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
 from workbench.runner.restore import Snapshot, discard_snapshots, restore_host
+from workbench.runner.setup_failed import setup_failed_everywhere
 from workbench.runner.stopping import (STOP_SIGNALS, HeldStops, RunInterrupted, close_start_window, is_a_stop,
                                       not_started, signals_held, stop_signals_raised, stop_signum,
                                       unblock_stops)
@@ -157,6 +158,9 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
             # summary that follows.
             state.progress.finished(pr.order_index, out.status, pr, run_id, out.describe())
         await rec.settle()  # the run is in the store before the next one starts
+        broken = setup_failed_everywhere(state)
+        if broken is not None:  # the deployment comes up in no arm: the rest of the plan would fail the same way
+            raise broken
 
 
 async def _run_plan(state: State, h: Harness) -> None:
