@@ -454,3 +454,28 @@ def test_a_short_evidence_digest_is_refused_with_the_current_digest_as_its_hint(
     assert code == 2 and "Error:" in err and "Traceback" not in err, (out, err)
     assert f"--evidence {now[:10]}" in err and "80c2f3b49b" not in err, err
     assert json.loads(wb("review", "list", "toy-fix", "--json"))["items"][0]["reviews"] == []
+
+
+def test_an_independent_approval_keeps_a_later_self_approval_from_marking_the_state(toy, cli):
+    """grace (who ran nothing) approved, then ada, who ran it, approved too: the state rested on ada's approval
+    (the latest) and every view said "approved (self-approved)" though a second person had looked. The state is
+    approved by grace; only ada's own review is marked."""
+    import csv
+    import io
+    import json
+
+    wb = _wb_as_ada(toy, cli)
+    wb("hypothesis", "run", "toy-fix", "--replicates", "1")
+    wb("review", "toy-fix", "--approve", "-m", "looked at it", "--as", "grace")
+    wb("review", "toy-fix", "--approve", "-m", "mine, and it holds")
+    text = wb("review", "list", "toy-fix")
+    assert "toy-fix: approved  [" in text and "toy-fix: approved (self-approved)" not in text, text
+    assert "(self-approved)" in text.split("ada: approve", 1)[1].splitlines()[0], text
+    state = json.loads(wb("review", "list", "toy-fix", "--json"))["items"][0]
+    assert state["self_approved"] is False and [r["self_review"] for r in state["reviews"]] == [False, True]
+    row = next(csv.DictReader(io.StringIO(wb("review", "list", "toy-fix", "--format", "csv"))))
+    assert (row["self_approved"], row["decided_by"]) == ("False", "grace"), row
+    wb("report")
+    page = (toy.root / "reports" / "hypotheses" / "toy-fix.html").read_text()
+    assert 'class="badge self-approved"' in page and "approved by who ran it" not in page
+    assert "self-approved" not in (toy.root / "reports" / "index.html").read_text()

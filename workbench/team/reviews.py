@@ -11,7 +11,8 @@ exist, none on the current evidence), nothing to review (no verdict and no decis
 change the state.
 
 An approval by someone who ran an execution the verdict rests on is a self-approval: allowed (a team of one
-needs it) but marked wherever reviews are shown, since no second person looked at the evidence.
+needs it) but marked wherever reviews are shown, since no second person looked at the evidence. The state
+itself is self-approved only when no approval on the current evidence is by someone who ran none of it.
 """
 
 from __future__ import annotations
@@ -71,8 +72,7 @@ class ReviewState:
 
     def self_review(self, review: ReviewRecord) -> bool:
         """An approval by a person who ran an execution under the verdict approved."""
-        ran = self.runners_of.get(review.verdict_id) if review.verdict_id is not None else None
-        return review.decision == "approve" and bool(ran) and review.author.casefold() in {n.casefold() for n in ran}
+        return review.decision == "approve" and _by_a_runner(review, self.runners_of)
 
     def self_approved(self) -> bool:
         """The approval the state rests on is a self-approval."""
@@ -112,6 +112,19 @@ def verdict_history(hypothesis_id: str, verdicts: Iterable[VerdictRecord],
     return status_timeline((v for v in verdicts if v.hypothesis_id == hypothesis_id), overrides_of or {})
 
 
+def _by_a_runner(review: ReviewRecord, runners_of: Mapping[int, frozenset[str]]) -> bool:
+    """The review's author ran an execution under the verdict it was written on."""
+    ran = runners_of.get(review.verdict_id) if review.verdict_id is not None else None
+    return bool(ran) and review.author.casefold() in {n.casefold() for n in ran}
+
+
+def _deciding_approval(approvals: list[ReviewRecord], runners_of: Mapping[int, frozenset[str]]) -> ReviewRecord:
+    """The approval an approved state rests on: the latest by someone who ran none of the evidence, where there is
+    one, so a self-approval after a colleague's marks that review only, not the state."""
+    independent = [r for r in approvals if not _by_a_runner(r, runners_of)]
+    return max(independent or approvals, key=_when)
+
+
 def review_state(hypothesis_id: str, verdicts: Iterable[VerdictRecord], reviews: Iterable[ReviewRecord], *,
                  parent_changed: bool = False, overrides_of: Overrides | None = None,
                  runners_of: Mapping[int, frozenset[str]] | None = None) -> ReviewState:
@@ -126,7 +139,8 @@ def review_state(hypothesis_id: str, verdicts: Iterable[VerdictRecord], reviews:
         # request for changes holds the state until its author approves, whoever approves meanwhile.
         latest = {r.author.strip().casefold(): r for r in on_current}
         open_requests = [r for r in latest.values() if r.decision != "approve"]
-        last = max(open_requests, key=_when) if open_requests else on_current[-1]
+        last = max(open_requests, key=_when) if open_requests else _deciding_approval(list(latest.values()),
+                                                                                     runners_of or {})
         state = CHANGES_REQUESTED if open_requests else APPROVED
     elif decisions:
         # Decisions on evidence since replaced: the state rests on none of them, so none is the deciding one.
