@@ -91,3 +91,44 @@ def test_a_busy_target_names_its_holder_as_the_store_shows_it(toy, cli) -> None:
     assert "Error: target local is in use by execution 1 of toy-fix (pid " in err, err
     assert uuid not in err, err
     assert "this attempt is recorded as execution 2, status refused" in err, err
+
+
+def test_a_holder_in_another_store_is_named_with_its_store(toy, cli, pg_url: str) -> None:
+    """ada's run on the team store held the target; bob's run on a DuckDB file was refused with "in use by
+    execution 1 of toy-fix" and "(this attempt is recorded as execution 1 ...)": two executions of two stores, one
+    number. The holder is named with its store (its password masked), in the Error and on the refused execution's
+    page."""
+    import html
+    import time
+
+    from runner_kit import edit_profile
+
+    team = pg_url.replace("postgres@", "postgres:s3cret@")
+    go = toy.state / "go"
+    edit_profile(toy.root, 'workload: {command: "{{ python }}',
+                 f'workload: {{command: "while [ ! -e {go} ]; do sleep 0.05; done; {{{{ python }}}}')
+    edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
+    assert cli("db", "upgrade", "--db", team)[0] == 0
+    lock = toy.state / f".serve.conf.{LOCK_NAME}"
+    env = {**os.environ, "WB_ROOT": str(toy.root), "WB_USER": "ada"}
+    ada = subprocess.Popen([WB, "hypothesis", "run", "toy-fix", "--replicates", "1", "--db", team], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not lock.exists():
+            assert ada.poll() is None, ada.communicate()[1][-2000:]
+            time.sleep(0.05)
+        assert "s3cret" not in lock.read_text()
+        res = subprocess.run([WB, "hypothesis", "run", "toy-fix", "--db", toy.db], capture_output=True, text=True,
+                             env={**env, "WB_USER": "bob"}, timeout=300)
+    finally:
+        go.touch()
+        ada.communicate(timeout=300)
+    assert res.returncode == 2, res.stderr[-2000:]
+    first = res.stderr.splitlines()[0]
+    shown = "postgresql+psycopg://postgres:<redacted>@127.0.0.1:"
+    assert first.startswith("Error: target local is in use by execution 1 of toy-fix in the store " + shown), first
+    assert "s3cret" not in res.stderr and "this attempt is recorded as execution 1, status refused" in res.stderr
+    assert cli("report", "--db", toy.db)[0] == 0
+    page = (toy.root / "reports" / "hypotheses" / "toy-fix.html").read_text()
+    assert "refused: target local is in use by execution 1 of toy-fix in the store " + html.escape(shown) in page
+    assert "s3cret" not in page

@@ -104,7 +104,8 @@ def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
             assert res.exit_code == 2, (cmd, res.stdout, res.stderr)
             first = res.stderr.splitlines()[0]
             assert first.startswith(f"Error: pdsim in {bench.sim_dir} is in use by execution 1 of wedge-confound "
-                                    f"(pid {a.pid} on {holder['host']}, since {holder['since']})"), first
+                                    f"in the store {bench.db} (pid {a.pid} on {holder['host']}, "
+                                    f"since {holder['since']})"), first
             assert f"({holder['resume']}: it puts the original config back" in res.stderr, res.stderr
             assert f"`wb sim {cmd[0]}`" in first and "Traceback" not in res.stderr, res.stderr
             assert bench.serve() == serve
@@ -203,7 +204,8 @@ def test_a_runner_killed_mid_run_keeps_pdsim_for_its_resume(bench):
         errors = [line for line in res.stderr.splitlines() if line.startswith("Error:")]
         assert len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
         assert errors[0].startswith(f"Error: pdsim in {bench.sim_dir} was left changed by execution 1 of "
-                                    f"wedge-confound, whose runner (pid {a.pid}") and "killed" in errors[0], errors
+                                    f"wedge-confound in the store {bench.db}, whose runner (pid {a.pid}") \
+            and "killed" in errors[0], errors
         assert f"`wb sim {cmd[0]}`" in errors[0], errors
         assert holder["resume"] in res.stderr, res.stderr
         assert bench.serve() == left

@@ -200,6 +200,7 @@ class ExecutionView:
     aa_outcome: str = ""  # an A/A execution's check: no false alarm (the noise floor) or the false alarm
     runs: list[Link] = field(default_factory=list)  # its runs (the first few)
     n_runs: int = 0
+    why: str = ""  # a refused execution's cause: who held the target, or what refused it
 
 
 @dataclass

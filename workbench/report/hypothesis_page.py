@@ -585,4 +585,9 @@ def _execution_view(e: dict[str, Any], data: StoreData) -> ExecutionView:
                          user, e.get("host") or "not recorded", rev or "not recorded", e.get("wb_version") or "",
                          _aa_outcome(data, e) if e.get("mode") == "aa" else "",
                          [Link(f"../runs/{rid}.html", str(rid)) for rid in run_ids[:MAX_EXECUTION_RUN_LINKS]],
-                         len(run_ids))
+                         len(run_ids), _refused_why(e))
+
+
+def _refused_why(e: dict[str, Any]) -> str:
+    """Why an execution was refused (its recorded error's first line: the holder of the target, and its store)."""
+    return (e.get("error") or "").strip().split("\n", 1)[0] if e.get("status") == "refused" else ""

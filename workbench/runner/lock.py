@@ -84,19 +84,24 @@ class Holder:
     # The execution's folder on the runner's machine, where it keeps the original config it saved: `wb sim` tells
     # from it whether a dead runner left pdsim changed (`runner.targets.sim.refuse_while_in_use`).
     folder: str = ""
+    # The store that holds the execution, as wb names it (a DuckDB file's path, a server's URL with its password
+    # masked): `name` numbers the execution in that store, and a command refused on another store, which numbers
+    # its own executions from 1 too, says which one.
+    store: str = ""
 
     @classmethod
-    def me(cls, execution: str, what: str = "", *, name: str = "", resume: str = "", folder: str = "") -> "Holder":
+    def me(cls, execution: str, what: str = "", *, name: str = "", resume: str = "", folder: str = "",
+           store: str = "") -> "Holder":
         pid = os.getpid()
         return cls(execution, socket.gethostname(), pid, process_start(pid),
                    datetime.now(timezone.utc).isoformat(timespec="seconds"), what=what, name=name, resume=resume,
-                   folder=folder)
+                   folder=folder, store=store)
 
     def text(self) -> str:
         d = dict(self.__dict__)
         if not d["restore_failed"]:  # an ordinary lock reads as before the mark existed
             del d["restore_failed"]
-        for key in ("what", "name", "resume", "folder"):
+        for key in ("what", "name", "resume", "folder", "store"):
             if not d[key]:
                 del d[key]
         return json.dumps(d, sort_keys=True)
@@ -104,9 +109,14 @@ class Holder:
     def label(self, known: str | None = None) -> str:
         """The execution as messages name it: `known`, the name the store gives it (`execution 3 of
         wedge-confound`, its id as `wb report` and `wb runs` show it), else the name its runner recorded; a lock of
-        an older wb holds neither, and the uuid and what it runs name it."""
+        an older wb holds neither, and the uuid and what it runs name it. A name its runner recorded comes with the
+        store that holds it, where the lock says: a store's numbers mean nothing in another."""
         what = f", {self.what}" if self.what else ""
-        return known or self.name or f"execution {self.execution}{what}"
+        if known:
+            return known
+        if self.name:
+            return f"{self.name} in the store {self.store}" if self.store else self.name
+        return f"execution {self.execution}{what}"
 
     def owner(self, known: str | None = None) -> str:
         """The owner as messages name it: execution (`label`), pid, host and since when."""
@@ -132,7 +142,7 @@ class Holder:
             d = json.loads(text)
             return cls(str(d["execution"]), str(d["host"]), int(d["pid"]), d.get("pid_start"), str(d["since"]),
                        d.get("restore_failed") is True, str(d.get("what") or ""), str(d.get("name") or ""),
-                       str(d.get("resume") or ""), str(d.get("folder") or ""))
+                       str(d.get("resume") or ""), str(d.get("folder") or ""), str(d.get("store") or ""))
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
@@ -201,10 +211,10 @@ class TargetLock:
     def __init__(self, target: Target, paths: dict[str, str], execution: str,
                  left_by_dead: Callable[[str, str, Holder], Awaitable[None]] | None = None, what: str = "",
                  known: Callable[[str], str | None] | None = None, *, name: str = "", resume: str = "",
-                 folder: str = "") -> None:
+                 folder: str = "", store: str = "") -> None:
         self.target = target
         self.paths = paths
-        self.me = Holder.me(execution, what, name=name, resume=resume, folder=folder)
+        self.me = Holder.me(execution, what, name=name, resume=resume, folder=folder, store=store)
         self.held: list[str] = []
         # (host, lock path, the dead holder) -> raises when what that holder's runner left cannot be taken over
         self.left_by_dead = left_by_dead

@@ -87,6 +87,7 @@ async def check_config_folders(state: "State", target: Target, paths: dict[str, 
 
 def target_lock(target: Target, state: "State", paths: dict[str, str]) -> "TargetLock":
     from workbench.runner.lock import TargetLock, lock_path
+    from workbench.secrets import redact_text
 
     opts = dict(state.prepared.profile.options)
     where = {h: lock_path(target, h, paths.get(h), opts) for h in state.plan.hosts}
@@ -105,7 +106,7 @@ def target_lock(target: Target, state: "State", paths: dict[str, str]) -> "Targe
     resume = _resume_of(state, hyp.id, origin)
     return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead,
                       f"hypothesis {hyp.id}", known, name=f"execution {state.execution_id} of {hyp.id}",
-                      resume=resume, folder=str(state.exec_dir))
+                      resume=resume, folder=str(state.exec_dir), store=redact_text(state.store.name))
 
 
 def _resume_of(state: "State", hypothesis_id: str, origin: dict[str, Any] | None = None) -> str:
