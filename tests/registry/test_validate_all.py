@@ -399,3 +399,16 @@ def test_validate_json_gives_each_file_checked_with_its_count_as_a_number(workbe
     assert d["files"][-1] == f"{path}: 1,008 hypotheses ok", d  # the text's lines, as first shipped
     code, out, _ = cli("hypothesis", "validate", "--root", str(workbench_dir))
     assert out.splitlines() == d["files"], out
+
+
+def test_a_template_error_does_not_hide_a_hypothesis_naming_an_undeclared_variable(workbench_dir: Path, cli):
+    # A template of agent-repro broken, and a hypothesis on it isolating `nixl_abort_fx`: validate told the template
+    # alone ("more may show once it is fixed"). The variables an experiment declares stand apart from its templates:
+    # the hypotheses are checked against them in the same pass.
+    exp = _edit(workbench_dir, ("hicache={{ hicache }}", "hicache={{ hicache }"), file="experiments/agent-repro.yaml")
+    hyp = _edit(workbench_dir, ("    isolates: nixl_abort_fix\n", "    isolates: nixl_abort_fx\n"))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and "Traceback" not in err, err
+    assert any(f"{exp}:" in e for e in errors), err
+    assert any(f"{hyp}:{_line(hyp, 'nixl_abort_fx')}" in e and "nixl_abort_fx" in e for e in errors), err

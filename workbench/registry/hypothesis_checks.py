@@ -3,7 +3,7 @@ that is a tree, held and varied variables, predictions, guards, and what tests e
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from workbench.registry.common import did_you_mean, hint_of
 from workbench.registry.experiment import Experiment
@@ -19,10 +19,12 @@ def check_hypotheses(reg: Registry) -> None:
 
 
 def check_entries(reg: Registry, placed: list[tuple[int, Hypothesis]], found: Found,
-                   known: list[str] | None = None, unchecked: frozenset[str] = frozenset()) -> None:
+                   known: list[str] | None = None, unchecked: frozenset[str] = frozenset(),
+                   declared: Mapping[str, Experiment] | None = None) -> None:
     """The hypotheses `placed` (each with its index in the file) against each other and their experiments.
     `known`: every id the file gives (an entry that failed its schema has one too); `unchecked`: experiments
-    whose own file failed, which no hypothesis is checked against."""
+    whose own file failed, which no hypothesis is checked against but for the variables `declared` (name -> such
+    an experiment whose schema passed) gives: a broken template says nothing about them."""
     doc = reg.hypotheses_doc
     assert doc is not None
     known = list(dict.fromkeys(known if known is not None else [h.id for _, h in placed]))
@@ -46,6 +48,8 @@ def check_entries(reg: Registry, placed: list[tuple[int, Hypothesis]], found: Fo
         if h.experiment not in unchecked:
             with found.apart():
                 _check_against_experiment(reg, doc, i, h, known, found)
+        elif h.experiment in (declared or {}):
+            _check_variables((declared or {})[h.experiment], doc, at, h, found)
     _check_lineage(doc, placed, found)
 
 

@@ -29,6 +29,9 @@ class Found:
         self.stopped = False
         self.waiting = False  # an entry was left unchecked against its experiment
         self.experiments: dict[Path, Experiment | None] = {}  # each experiment file checked once, by its path
+        # Each experiment file whose schema passed, by its path, though its own checks (a template, a metric) failed:
+        # the variables it declares stand apart from those, and hypotheses are checked against them.
+        self.declared: dict[Path, Experiment] = {}
 
     @contextmanager
     def apart(self) -> Iterator[None]:

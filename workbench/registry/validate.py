@@ -105,6 +105,7 @@ def _experiment_of(doc: LocatedYaml, found: Found) -> Experiment | None:
     found.problems += all_problems(Experiment, doc, errors)
     if parsed is None:
         return None
+    found.declared[Path(doc.file).resolve()] = parsed
     before = len(found.problems)
     check_experiment(parsed, doc, Path(doc.file), found)
     return parsed if len(found.problems) == before else None
@@ -116,6 +117,7 @@ def _validate_hypotheses(doc: LocatedYaml, reg_root: Path, found: Found) -> int 
     stops it there."""
     experiments: dict[str, Experiment] = {}
     failed: set[str] = set()
+    declared: dict[str, Experiment] = {}  # a failed experiment's variables, where its schema passed
     for path in _experiment_paths(reg_root):
         if path.resolve() not in found.experiments:
             exp_doc = _read(path, found)
@@ -123,6 +125,8 @@ def _validate_hypotheses(doc: LocatedYaml, reg_root: Path, found: Found) -> int 
         exp = found.experiments[path.resolve()]
         if exp is None:
             failed.add(path.stem)
+            if path.resolve() in found.declared:
+                declared[path.stem] = found.declared[path.resolve()]
         else:
             experiments[exp.id] = exp
     before = len(found.problems)
@@ -141,7 +145,7 @@ def _validate_hypotheses(doc: LocatedYaml, reg_root: Path, found: Found) -> int 
     placed = [(i, Hypothesis.model_validate(e)) for i, e in enumerate(entries[:odd]) if i not in broken]
     known = [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
     reg = Registry(reg_root, [h for _, h in placed], experiments, doc)
-    check_entries(reg, placed, found, known, frozenset(failed))
+    check_entries(reg, placed, found, known, frozenset(failed), declared)
     found.waiting |= bool(broken) or any(h.experiment in failed for _, h in placed)
     if odd < len(entries):
         cut = doc.line_of(("hypotheses", odd)) or 0
