@@ -412,3 +412,15 @@ def test_a_template_error_does_not_hide_a_hypothesis_naming_an_undeclared_variab
     assert code == 2 and "Traceback" not in err, err
     assert any(f"{exp}:" in e for e in errors), err
     assert any(f"{hyp}:{_line(hyp, 'nixl_abort_fx')}" in e and "nixl_abort_fx" in e for e in errors), err
+
+
+def test_a_template_file_named_to_validate_is_told_as_one(workbench_dir: Path, cli):
+    # `wb hypothesis validate experiments/templates/x.sh.j2` read the bash template as YAML: "invalid YAML: did not
+    # find expected <document start>". It is a template file: validate checks it through the experiment naming it.
+    template = workbench_dir / "experiments" / "templates" / "serve_dsv4_prefill.sh.j2"
+    code, _, err = cli("hypothesis", "validate", str(template), "--root", str(workbench_dir))
+    (first, *rest) = err.splitlines()
+    assert code == 2 and "Traceback" not in err and "invalid YAML" not in err, err
+    assert first.startswith(f"Error: {template}: a template file, not a hypotheses or experiment file"), first
+    assert "experiments/agent-repro.yaml (profile sglang-pd)" in first, first
+    assert "Hint: wb hypothesis validate " in err and str(workbench_dir / "experiments" / "agent-repro.yaml") in err

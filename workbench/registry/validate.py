@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import BadInput
+from workbench.errors import BadInput, ConfigError
 from workbench.registry.experiment import Experiment
 from workbench.registry.experiment_checks import check_experiment
 from workbench.registry.folder import EXPERIMENTS_DIR, HYPOTHESES_FILE, Registry
@@ -34,6 +34,7 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[Checked]
     """Validate named files (or the whole workbench when none); returns each file checked, in order. Every problem
     found is raised at once (ConfigErrors), in file order."""
     found = Found(collect=True)
+    named = bool(paths)  # a file the user named may be a template file; the workbench's own are not
     if not paths:
         root_path = root if root is not None else find_root()
         if root is not None:
@@ -43,6 +44,10 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[Checked]
     for p in _each_once(paths):
         if p.resolve() in found.experiments:  # checked, its problems told, for a hypotheses file named before it
             out += [Checked(p, "experiment")] if found.experiments[p.resolve()] is not None else []
+            continue
+        template = _template_file_problem(p, root) if named else None
+        if template is not None:
+            found.problems.append(template)
             continue
         doc = _read(p, found)
         if doc is None:  # nothing of it is checked; the files after it are
@@ -60,6 +65,50 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[Checked]
         if count is not None:
             out.append(Checked(p, "hypotheses", count))
     found.raise_any()
+    return out
+
+
+TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2")
+
+
+def _template_file_problem(path: Path, root: Path | None) -> ConfigError | None:
+    """A template file named to validate (read as YAML it failed with "did not find expected <document start>"): it
+    is checked through the experiment whose profile names it as `config.template_file`; None for any other file."""
+    naming = _naming_experiments(path, root)
+    if not naming and path.suffix not in TEMPLATE_SUFFIXES:
+        return None
+    if naming:
+        where = "; ".join(f"{exp} (profile {', '.join(profiles)})" for exp, profiles in naming.items())
+        return ConfigError(f"a template file, not a hypotheses or experiment file: validate checks it through the "
+                           f"experiment that names it: {where}", file=str(path),
+                           hint="wb hypothesis validate " + " ".join(str(exp) for exp in naming))
+    return ConfigError("a template file, not a hypotheses or experiment file, and no experiment names it as a "
+                       "profile's config.template_file", file=str(path),
+                       hint="name it in an experiment's profile (config: {template_file: templates/NAME}) and "
+                            "validate that experiment")
+
+
+def _naming_experiments(path: Path, root: Path | None) -> dict[Path, list[str]]:
+    """Each experiment file (of the experiments/ folder above `path`, else of `root`) whose profiles name `path` as
+    their config.template_file -> those profiles."""
+    import yaml
+
+    exp_dir = next((d for d in path.resolve().parents if d.name == EXPERIMENTS_DIR), None)
+    exp_dir = exp_dir or (root / EXPERIMENTS_DIR if root is not None else None)
+    out: dict[Path, list[str]] = {}
+    for exp in _experiment_paths(exp_dir.parent.resolve()) if exp_dir is not None else []:
+        try:
+            data = yaml.safe_load(exp.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        profiles = data.get("profiles") if isinstance(data, dict) else None
+        for name, prof in (profiles or {}).items() if isinstance(profiles, dict) else ():
+            config = prof.get("config") if isinstance(prof, dict) else None
+            named = config.get("template_file") if isinstance(config, dict) else None
+            if isinstance(named, str) and (exp.parent / named).resolve() == path.resolve():
+                # As the user's own path reads: relative to the current folder where it lies in it.
+                shown = exp.relative_to(Path.cwd()) if exp.is_relative_to(Path.cwd()) else exp
+                out.setdefault(shown, []).append(str(name))
     return out
 
 
