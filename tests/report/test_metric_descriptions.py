@@ -98,3 +98,23 @@ def test_descriptions_are_escaped_in_html_and_markdown(tmp_path: Path) -> None:
     assert "<b onmouseover" not in md and "&lt;b onmouseover" in md
     row = next(line for line in md.splitlines() if line.startswith("| corruption_rate | "))
     assert row.endswith("\\| sessions second line |"), row  # the cell stays one cell on one line
+
+
+def test_a_metric_without_description_says_how_to_give_one_once(cli, workbench_dir: Path) -> None:
+    # `metric corrupt_rate (proportion): (no description)`, and neither the README nor docs/own-service.md said how
+    # to give one. The first such line now names the field; the docs, where metrics are explained, show it.
+    exp = workbench_dir / "experiments" / "agent-repro.yaml"
+    text = exp.read_text()
+    for old in (", description: leak / sessions}",
+                ", guard: true, description: the transfer aborts the wedge leaves (its WaitingForInput lines)}"):
+        assert old in text, old
+        text = text.replace(old, ", guard: true}" if "guard" in old else "}")
+    exp.write_text(text)
+    code, out, err = cli("hypothesis", "show", "wedge-confound", "--root", str(workbench_dir))
+    assert code == 0, err
+    lines = [ln for ln in out.splitlines() if ln.startswith("  metric ")]
+    assert lines[0] == ("  metric corruption_rate (proportion): (no description: give the metric a `description:` "
+                        "in experiments/agent-repro.yaml)"), lines
+    assert lines[1] == "  metric aborts (count): (no description)", lines
+    docs = Path(__file__).resolve().parents[2] / "docs" / "own-service.md"
+    assert "description: share of clients that read a stale value" in docs.read_text()

@@ -68,8 +68,12 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
     for g in h.requires:
         kind = "proportion" if g.metric in d.percent else None
         typer.echo(f"  requires: {g.describe()}" + display.beside_region(g.bounds(), display.scale(kind)))
+    # The first metric without a description says where one goes; the others just say there is none.
+    how = f"(no description: give the metric a `description:` in experiments/{h.experiment}.yaml)"
     for name, m in d.metrics.items():
-        typer.echo(f"  metric {name} ({m['kind']}): {' '.join(m['description'].split()) or '(no description)'}")
+        said = " ".join(m["description"].split())
+        typer.echo(f"  metric {name} ({m['kind']}): {said or how}")
+        how = how if said else "(no description)"
     for a in h.assumptions:
         typer.echo(f"  assumes: {a.text}" + (f"  (tested by {a.tested_by})" if a.tested_by else ""))
     if v is None:
