@@ -275,3 +275,13 @@ def test_every_view_shows_the_review_state_review_list_shows(workbench_dir, cli,
         card = card[:card.index("</article>")]
         assert f'class="rstate {state.replace(" ", "-")}">{state}<' in card, card
         assert re.search(rf'data-review="{state}"/>\s*<text[^>]*>{re.escape(hid)}<', lineage), hid
+
+
+def test_a_review_without_a_decision_hints_with_the_hypothesis_named(workbench_dir, cli, tmp_path):
+    # `wb review toy-fix -m x` (no --approve ...) hinted `e.g. wb review wedge-confound --approve ...`, a hypothesis
+    # the user's workbench may not hold: the hint uses the one named.
+    flags = ["--root", str(workbench_dir), "--db", str(tmp_path / "wb.duckdb")]
+    code, _, err = cli("review", "hicache-bf16-race", "-m", "x", *flags)
+    assert code == 2 and "Traceback" not in err, err
+    assert err.splitlines()[0] == "Error: give exactly one of --approve, --request-changes, --comment", err
+    assert "Hint: e.g. wb review hicache-bf16-race --approve -m " in err and "wedge-confound" not in err, err

@@ -11,14 +11,18 @@ from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOptio
                                    open_workbench, print_json, when)
 
 
-def _decision(approve: bool, request_changes: bool, comment: bool) -> str:
+def _decision(approve: bool, request_changes: bool, comment: bool, hypothesis_id: str) -> str:
+    """The one decision flag given; the hint's example reviews `hypothesis_id`, the hypothesis the user named (a
+    seed hypothesis may not be in their workbench)."""
+    import shlex
+
     from workbench.errors import BadInput
 
     chosen = [name for name, on in (("approve", approve), ("request-changes", request_changes),
                                     ("comment", comment)) if on]
     if len(chosen) != 1:
         raise BadInput("give exactly one of --approve, --request-changes, --comment",
-                       hint='e.g. wb review wedge-confound --approve -m "reproduced on our cluster"')
+                       hint=f'e.g. wb review {shlex.quote(hypothesis_id)} --approve -m "reproduced on our cluster"')
     return chosen[0]
 
 
@@ -106,8 +110,8 @@ def register(app: typer.Typer) -> None:
             raise BadInput("name one hypothesis to review", hint='wb review HYPOTHESIS --approve -m "TEXT"')
         if message is None:
             raise BadInput("a review needs a message (-m TEXT)", hint='for example: -m "reproduced; verdict stands"')
-        r = wb.review(args[0], decision=_decision(approve, request_changes, comment), body=message, as_name=as_,
-                      evidence=evidence)
+        decision = _decision(approve, request_changes, comment, args[0])
+        r = wb.review(args[0], decision=decision, body=message, as_name=as_, evidence=evidence)
         if json_:
             print_json(r.to_dict())
             return
