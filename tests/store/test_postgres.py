@@ -121,11 +121,21 @@ def test_two_upgrades_of_a_fresh_store_at_once_both_succeed(pg_url: str, tmp_pat
     go = tmp_path / "go"
     script = ("import sys, time, pathlib\n"
               "from workbench.store import upgrade\n"
+              "pathlib.Path(sys.argv[3]).touch()\n"  # imported: ready
               "while not pathlib.Path(sys.argv[2]).exists(): time.sleep(0.01)\n"  # all start together
               "upgrade(sys.argv[1])\n")
-    procs = [subprocess.Popen([sys.executable, "-c", script, pg_url, str(go)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
-    time.sleep(3)  # each has imported wb and waits
+    ready = [tmp_path / f"ready-{i}" for i in range(3)]
+    procs = [subprocess.Popen([sys.executable, "-c", script, pg_url, str(go), str(r)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for r in ready]
+    deadline = time.monotonic() + 120
+    try:
+        while not all(r.exists() for r in ready):  # each has imported wb and waits (a fixed 3 s guessed at that)
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs), [p.poll() for p in procs]
+            time.sleep(0.02)
+    except BaseException:
+        for p in procs:
+            p.kill()
+        raise
     go.touch()
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], [err[-1500:] for _, err in outs]
