@@ -610,7 +610,7 @@ class Workbench(StoredRuns):
     def db_upgrade(self) -> tuple[str, str | None, str]:
         from workbench.store import upgrade
 
-        return upgrade(self.settings.db, self.settings.db_from)
+        return upgrade(self.settings.db, self.settings.db_from, lock_wait_s=self.settings.lock_wait_s)
 
     def db_current(self) -> Revision:
         from workbench.store import resolve_url

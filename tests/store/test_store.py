@@ -153,6 +153,7 @@ def test_a_locked_store_is_one_error_naming_the_file_and_the_holder_exit_2(tmp_p
             assert first.startswith(f"Error: the store {path} is locked by another process (PID {holder.pid}"), first
             assert [line for line in err.splitlines() if line.startswith("Error:")] == [first], err
             assert "nothing was read or written" in err, err
+            assert "(waited 0.5 s)" in err, err  # the setting's wait: `db upgrade` waited the default 15 s
     finally:
         holder.kill()
         holder.wait(timeout=10)

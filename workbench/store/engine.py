@@ -526,12 +526,13 @@ def _folder_exists(path: Path, source: str) -> None:
                             "at a file in an existing folder")
 
 
-def upgrade(db: str | None = None, source: str = FLAG) -> tuple[str, str | None, str]:
+def upgrade(db: str | None = None, source: str = FLAG, *,
+            lock_wait_s: float = LOCK_WAIT_S) -> tuple[str, str | None, str]:
     """Bring the store to the head revision; returns (store name, old revision, new revision)."""
     url, path = resolve_url(db, source)
     if path is not None:
         _folder_exists(path, source)
-    store = Store(url, path, read_only=False, source=source, given=db)
+    store = Store(url, path, read_only=False, lock_wait_s=lock_wait_s, source=source, given=db)
     try:
         if store.is_duckdb:
             return (store.name, *_upgrade_by_steps(store))
