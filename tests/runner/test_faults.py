@@ -507,3 +507,35 @@ def test_a_health_or_verify_url_that_cannot_be_asked_is_bad_input_at_its_line(to
     assert f"toy.yaml:" in line and f"(field profiles.local.{field}" in line, line
     assert toy.restarts() == [] and toy.conf.read_bytes() == toy.original
     assert not os.path.exists(toy.db)
+
+
+def test_a_restore_that_hangs_is_abandoned_by_stopping_it_again_and_a_resume_restores(toy, monkeypatch):
+    """Since a stop no longer cuts the restore short, nothing did: a restore that hung (a restart that never
+    returns) could only be ended by SIGKILL. A second stop during the restore now abandons it, as a kill would
+    leave it: the lock and the saved original are kept, the stop says the target was not restored and how to
+    restore it, and that resume does."""
+    import workbench.runner.execute as execute_mod
+    from workbench.runner.targets.base import config_lock_file
+
+    real = execute_mod._restore
+
+    async def hangs(state, *args):
+        signal.raise_signal(signal.SIGTERM)  # the first stop: the restore goes on
+        while not state.stopping:
+            await asyncio.sleep(0)
+        signal.raise_signal(signal.SIGTERM)  # the second: it is abandoned
+        await asyncio.sleep(20)  # the restore's hang, cut short by the abandonment
+        await real(state, *args)
+
+    monkeypatch.setattr(execute_mod, "_restore", hangs)
+    with pytest.raises(RunInterrupted) as ei:
+        _run(toy, replicates=1)
+    msg = ei.value.message
+    assert ei.value.exit_code == 143 and "the target was not restored: its restore was abandoned" in msg, msg
+    assert "continuing: wb hypothesis run toy-fix --resume" in ei.value.hint, ei.value.hint
+    assert toy.conf.read_bytes() != toy.original and os.path.exists(config_lock_file(str(toy.conf)))
+    assert store_rows(toy.db, "SELECT status, error FROM executions") == [
+        ("interrupted", "interrupted; the restore was abandoned: the target may still hold an arm's config")]
+    monkeypatch.setattr(execute_mod, "_restore", real)
+    _run(toy, resume=True)
+    assert toy.conf.read_bytes() == toy.original and not os.path.exists(config_lock_file(str(toy.conf)))

@@ -87,6 +87,9 @@ class State:
     # The target's lock was held and its snapshot taken: from then on it is restored. A stop before (a resume's
     # included, whose target may hold the config its killed runner left) leaves it as it was, not restored.
     taken: bool = False
+    # Stopped again while the restore ran (one that hangs, say): it was given up, as a kill would leave it, its lock and
+    # saved original kept for the resume that restores the target.
+    abandoned: bool = False
     # The lock was taken over from another execution (its runner died, or its restore failed): the service may still
     # run an arm's config though the file holds the original, so the restore restarts it even if no run began.
     took_over: bool = False
@@ -291,7 +294,7 @@ def _restore_line(state: State) -> str | None:
     (the target unreachable, or one with no config file) or the restore failed (its error says what to do)."""
     if state.untouched:
         return "the target was not touched (no run began): nothing to restore"
-    if state.restore_error or not state.restore_notes:
+    if state.restore_error or state.abandoned or not state.restore_notes:
         return None
     return "restored: " + "; ".join(state.restore_notes)
 
@@ -324,26 +327,47 @@ async def _set_up_and_run(state: State, target: Target, snaps: dict[str, Snapsho
     await _run_plan(state, h)
 
 
-async def _main(state: State, target: Target) -> None:
-    p = state.prepared
-    loop = asyncio.get_running_loop()
-    me = asyncio.current_task()
-    signalled: list[int] = []
-    # Where a stop does not cancel this task. "taking": from the lock to the snapshot, cut short, a resume left its
-    # target with the config its killed runner wrote and no lock (the next resume was refused); the stop waits for
-    # the snapshot, then the restore runs. "winding down": the restore and the teardown began (a stop that came
-    # first was told by its cancellation; one that comes now would cut the restore short, an arm's config left).
-    uncut: set[str] = set()
+@dataclass
+class _OnStop:
+    """The loop's handler of a stop signal. The first cancels the loop's task, except where a stop does not cut it
+    ("taking": from the lock to the snapshot, cut short, a resume left its target with the config its killed runner
+    wrote and no lock, and the next resume was refused; the stop waits for the snapshot, then the restore runs.
+    "winding down": the restore and the teardown began; one cut short would leave an arm's config). While winding
+    down, a second stop abandons the restore (one that hangs must have a way out), leaving what a kill leaves."""
 
-    def on_signal(sig: int) -> None:
+    state: State
+    task: "asyncio.Task[Any] | None"
+    signalled: list[int] = field(default_factory=list)
+    uncut: set[str] = field(default_factory=set)
+    late: list[int] = field(default_factory=list)  # the stops while winding down
+
+    def __call__(self, sig: int) -> None:
+        state = self.state
         state.stopping = True
         if sig == signal.SIGHUP:
             _leave_terminal()
-        if not signalled and not uncut and me is not None:
-            me.cancel()
-        signalled.append(sig)
-        if len(signalled) > 1:
-            state.progress.log("restoring the target; wait for it (or press Ctrl-C again: it is not skipped)")
+        if not self.signalled and not self.uncut and self.task is not None:
+            self.task.cancel()
+        elif "winding down" in self.uncut and sig in STOP_SIGNALS:
+            self.late.append(sig)
+        self.signalled.append(sig)
+        if len(self.late) > 1 and not state.abandoned and self.task is not None:
+            state.abandoned, state.untouched = True, False
+            state.progress.log("abandoning the restore: the target may keep an arm's config, and its lock is left "
+                               "for the resume that restores it")
+            self.task.cancel()
+        elif self.late and not state.abandoned:
+            state.progress.log("restoring the target; wait for it, or stop wb once more to abandon the restore (the "
+                               "target may then keep an arm's config)")
+        elif len(self.signalled) > 1:
+            state.progress.log("restoring the target; wait for it")
+
+
+async def _main(state: State, target: Target) -> None:
+    p = state.prepared
+    loop = asyncio.get_running_loop()
+    on_signal = _OnStop(state, asyncio.current_task())
+    signalled, uncut = on_signal.signalled, on_signal.uncut
 
     for sig in STOP_SIGNALS:
         if signal.getsignal(sig) is signal.SIG_IGN:  # nohup's SIGHUP: the run was asked to outlive the terminal
@@ -387,9 +411,14 @@ async def _main(state: State, target: Target) -> None:
                 await _restore(state, target, snaps, context, env)
     finally:
         uncut.add("winding down")
-        await _teardown(state, target)
-        if lock is not None:
-            await lock.release(restore_failed=state.restore_failed)
+        try:
+            if not state.abandoned:  # abandoned: left as a kill leaves it (its deployment, its lock)
+                await _teardown(state, target)
+                if lock is not None:
+                    await lock.release(restore_failed=state.restore_failed)
+        except asyncio.CancelledError:
+            if not state.abandoned:
+                raise
         if state.restored:  # after the lock's release: a runner killed before it leaves the snapshot to check
             discard_snapshots(state.exec_dir)
         await target.close()
@@ -556,6 +585,8 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
                                       else f"{type(error).__name__}: {error}")
     if state.restore_error:
         msg = (msg + "\n" if msg else "") + state.restore_error
+    if state.abandoned:
+        msg = f"{msg or 'interrupted'}; the restore was abandoned: the target may still hold an arm's config"
     patient(lambda: state.store.update_execution(state.execution_id, status=status, ended_at=utcnow(), error=msg))
     if state.restore_error:
         lines = state.restore_error.splitlines()
@@ -566,7 +597,11 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
         command = resume_command(state.store, state.prepared.root, hid)
         # The count is the progress line's own (the same runs, the same words), so the two never disagree.
         left, hint = "restored", f"continue with: {command}"
-        if state.untouched:
+        if state.abandoned:
+            left = ("not restored: its restore was abandoned (stopped again while it ran), and it may still hold an "
+                    "arm's config")
+            hint = f"restore it by continuing: {command} (it puts the original back as it ends)"
+        elif state.untouched:
             left = "not touched"
         elif not state.taken:  # a resume stopped before it held the target: what its killed runner left stays
             left = ("not restored: the stop came before this runner had taken it, and it may still hold the config "
