@@ -539,3 +539,57 @@ def test_a_restore_that_hangs_is_abandoned_by_stopping_it_again_and_a_resume_res
     monkeypatch.setattr(execute_mod, "_restore", real)
     _run(toy, resume=True)
     assert toy.conf.read_bytes() == toy.original and not os.path.exists(config_lock_file(str(toy.conf)))
+
+
+def test_a_host_that_never_comes_up_does_not_stop_another_host_that_does(toy):
+    """Hosts run their blocks side by side. One host's block failed its health check in both arms while the other
+    host's first run was still in its workload, and the execution stopped as if the deployment came up nowhere,
+    cutting the working host's run short. That host's runs are now waited for: its runs are made, the broken
+    host's fail, and the execution ends as any with failed runs."""
+    from workbench.runner.outcome import StageFailed
+
+    _two_hosts(toy)
+
+    async def fault(stage, pr):
+        if pr.host == "h1" and stage == "health":
+            raise StageFailed("failed", "health never green (h1 is broken)")
+        if pr.host == "h2" and stage == "workload":
+            while sum(getattr(t.get_coro(), "__name__", "") == "_run_block" for t in asyncio.all_tasks()) > 1:
+                await asyncio.sleep(0.01)  # until h1's block has ended
+
+    s = _run(toy, replicates=2, seed=9, fault=fault)
+    by_host = {h: sorted(r["status"] for r in s["runs"] if r["host"] == h) for h in ("h1", "h2")}
+    assert by_host == {"h1": ["failed", "failed"], "h2": ["ok", "ok"]}, by_host
+    for h in ("h1", "h2"):
+        assert (toy.state / h / "serve.conf").read_bytes() == f"# {h}'s own file\nfix=off\nmode=ok\n".encode()
+
+
+def test_a_deployment_that_comes_up_on_no_host_stops_once_every_host_failed_every_arm(toy):
+    """The stop of a deployment that comes up nowhere still holds with several hosts, once each has failed each arm."""
+    from workbench.runner.outcome import StageFailed
+
+    _two_hosts(toy)
+
+    async def fault(stage, pr):
+        if stage == "health":
+            raise StageFailed("failed", f"health never green ({pr.host} is broken)")
+
+    with pytest.raises(RunFailure) as ei:
+        _run(toy, replicates=4, seed=9, fault=fault)
+    assert ei.value.message.startswith("stopped after 4 of 8 planned runs: the first run of each of its 2 arms on "
+                                       "each of its 2 hosts failed before its workload"), ei.value.message
+    assert sorted(r.host for r in _runs(toy)) == ["h1", "h1", "h2", "h2"]
+
+
+def _two_hosts(toy) -> None:
+    """The toy on two local hosts, h1 and h2, each with its own config file and state."""
+    edit_profile(toy.root, "target: {kind: local}", "target: {kind: local, hosts: [h1, h2]}")
+    edit_profile(toy.root, 'path: "{{ state }}/serve.conf"', 'path: "{{ state }}/{{ host }}/serve.conf"')
+    edit_profile(toy.root, "TOY restart {{ state }}".replace("TOY", str(toy.state / "toy.py")),
+                 f"{toy.state / 'toy.py'} restart {{{{ state }}}}/{{{{ host }}}}")
+    edit_profile(toy.root, "TOY work {{ state }}".replace("TOY", str(toy.state / "toy.py")),
+                 f"{toy.state / 'toy.py'} work {{{{ state }}}}/{{{{ host }}}}")
+    edit_profile(toy.root, 'command: "cat {{ state }}/aborts.txt"', 'command: "cat {{ state }}/{{ host }}/aborts.txt"')
+    for h in ("h1", "h2"):
+        (toy.state / h).mkdir()
+        (toy.state / h / "serve.conf").write_bytes(f"# {h}'s own file\nfix=off\nmode=ok\n".encode())
