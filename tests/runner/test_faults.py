@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -593,3 +594,37 @@ def _two_hosts(toy) -> None:
     for h in ("h1", "h2"):
         (toy.state / h).mkdir()
         (toy.state / h / "serve.conf").write_bytes(f"# {h}'s own file\nfix=off\nmode=ok\n".encode())
+
+
+def test_a_teardown_abandoned_after_the_restore_keeps_the_saved_original_its_lock_needs(toy, monkeypatch):
+    """Abandoned in the teardown (the restore done, the lock kept as a kill leaves it), the runner still removed
+    the saved original, which is what lets a later run take that lock over: the next run was refused ("its saved
+    original is not in ..."). The saved original now stays with the lock, and the next run takes the lock over."""
+    import workbench.runner.execute as execute_mod
+    from workbench.runner.targets.base import config_lock_file
+
+    real = execute_mod._teardown
+
+    async def hangs(state, *args):
+        for _ in range(2):  # a stop, then the one that abandons
+            signal.raise_signal(signal.SIGTERM)
+            while not state.stopping:
+                await asyncio.sleep(0)
+        await asyncio.sleep(20)  # the teardown's hang, cut short by the abandonment
+        await real(state, *args)
+
+    monkeypatch.setattr(execute_mod, "_teardown", hangs)
+    with pytest.raises(RunInterrupted) as ei:
+        _run(toy, replicates=1)
+    assert "its restore was abandoned" in ei.value.message, ei.value.message
+    assert os.path.exists(config_lock_file(str(toy.conf)))
+    assert list((toy.root / ".wb" / "artifacts").glob("execution-*/snapshot.json")), "the saved original is gone"
+    lock = config_lock_file(str(toy.conf))
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()
+    held = json.loads(Path(lock).read_text())
+    Path(lock).write_text(json.dumps({**held, "pid": gone.pid, "pid_start": None}) + "\n")  # its runner ended
+    monkeypatch.setattr(execute_mod, "_teardown", real)
+    s = _run(toy, replicates=1)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    assert toy.conf.read_bytes() == toy.original and not os.path.exists(config_lock_file(str(toy.conf)))

@@ -419,7 +419,8 @@ async def _main(state: State, target: Target) -> None:
         except asyncio.CancelledError:
             if not state.abandoned:
                 raise
-        if state.restored:  # after the lock's release: a runner killed before it leaves the snapshot to check
+        # After the lock's release: a runner killed before (or abandoned: its lock kept) leaves the snapshot to check.
+        if state.restored and not state.abandoned:
             discard_snapshots(state.exec_dir)
         await target.close()
         progress_mod.on_output_gone = None
