@@ -147,3 +147,44 @@ def test_a_resume_stopped_while_it_takes_the_target_restores_it_or_says_it_did_n
     assert code == 143, err
     assert "; the target was restored\n" in err and f"restored: {toy.conf} put back byte for byte" in err, err
     assert toy.conf.read_bytes() == toy.original and not os.path.exists(lock)
+
+
+def test_a_stop_while_a_resume_takes_the_target_says_what_it_waits_for(toy, cli, monkeypatch):
+    """A stop while the resume took the target (which it does not cut short) said nothing until the restore: the
+    user saw no sign that it was heard. It now says that the taking goes on and the restore follows."""
+    import workbench.runner.takeover as takeover_mod
+
+    _killed_mid_run(toy)
+    monkeypatch.setattr(takeover_mod, "check_saved_originals", _sigterm_first(takeover_mod.check_saved_originals))
+    code, err = _resume(toy, cli)
+    assert code == 143, err
+    said = [line for line in err.splitlines() if line.startswith("taking the target")]
+    assert said == ["taking the target first (its lock, what the stopped runner left, the saved original); the "
+                    "restore follows"], err
+    assert toy.conf.read_bytes() == toy.original
+
+
+def test_a_stop_while_a_new_execution_takes_the_target_says_it_then_stops(toy, cli, monkeypatch):
+    """The same for a new execution: its taking goes on, then it stops with the target untouched."""
+    import workbench.runner.takeover as takeover_mod
+
+    monkeypatch.setattr(takeover_mod, "take_snapshots", _sigterm_first_of(takeover_mod.take_snapshots))
+    code, _, err = cli("hypothesis", "run", "toy-fix", "--db", toy.db)
+    assert code == 143, err
+    assert [line for line in err.splitlines() if line.startswith("taking the target")] == [
+        "taking the target first (its lock, the saved original); then wb stops"], err
+    assert "the target was not touched" in err and toy.conf.read_bytes() == toy.original and toy.restarts() == []
+
+
+def _sigterm_first_of(real):
+    """`_sigterm_first` for `take_snapshots(target, ...)`, which is not handed the loop's state."""
+    import asyncio
+    import signal
+
+    async def stopped(*args, **kw):
+        signal.raise_signal(signal.SIGTERM)
+        for _ in range(1000):  # the loop's handler runs at one of these turns of the loop
+            await asyncio.sleep(0)
+        return await real(*args, **kw)
+
+    return stopped

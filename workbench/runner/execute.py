@@ -359,6 +359,10 @@ class _OnStop:
         elif self.late and not state.abandoned:
             state.progress.log("restoring the target; wait for it, or stop wb once more to abandon the restore (the "
                                "target may then keep an arm's config)")
+        elif "taking" in self.uncut:  # not cut short: said, or the stop would seem unheard until the restore
+            state.progress.log("taking the target first (its lock, what the stopped runner left, the saved "
+                               "original); the restore follows" if state.resumed else
+                               "taking the target first (its lock, the saved original); then wb stops")
         elif len(self.signalled) > 1:
             state.progress.log("restoring the target; wait for it")
 
