@@ -176,9 +176,10 @@ def _one_arm_store(tmp_path, *, treatment_status=None, hypothesis_id="wedge-conf
     return db
 
 
-def test_a_prediction_on_every_arm_is_decided_by_the_arms_that_have_runs(cli, workbench_dir, tmp_path):
+def test_a_prediction_on_every_arm_is_judged_in_the_arms_that_have_runs(cli, workbench_dir, tmp_path):
     # A prediction that names no arm is judged in each arm: the control's 24/160 leaks are evidence on "<= 2% in
-    # every arm" (falsified there) though the treatment has no run, so the analysis is recorded, not refused.
+    # every arm" (falsified there) though the treatment has no run, so the analysis is recorded, not refused. The
+    # verdict waits for the arm the design has and no run matched: inconclusive, as the data check says.
     from analysis_helpers import abort_fix_hypothesis, registry_with
 
     registry_with(workbench_dir, abort_fix_hypothesis("low-everywhere", "No arm leaks more than 2%.",
@@ -188,6 +189,7 @@ def test_a_prediction_on_every_arm_is_decided_by_the_arms_that_have_runs(cli, wo
     code, out, err = cli("hypothesis", "analyze", "low-everywhere", *common)
     assert code == 0 and "[falsified] predicts corruption_rate (control) <= 0.02" in out, (out, err)
     verdict = out.split("\n", 1)[0].removeprefix("low-everywhere: ")
+    assert verdict == "inconclusive" and "; no run matches arm treatment: the design was not run" in out, out
     code, out, err = cli("hypothesis", "show", "low-everywhere", "--json", *common)
     assert json.loads(out)["status"] == verdict, (verdict, out)
 

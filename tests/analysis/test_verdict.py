@@ -271,7 +271,8 @@ def test_pooled_analysis_matches_arms_by_recorded_variables(store, registry):
             outcomes={"done": 80}, extra={"waiting_for_input": 0}, hypothesis_id="x")
     a = analyze_stored(store, registry, "wedge-confound", any_hypothesis=True)
     assert a.runs["treatment"] and len(a.runs["treatment"]) == 1
-    assert a.verdict == "falsified"
+    # judged on the matched treatment run; with no control run the design was not run, so no verdict stands
+    assert [j.outcome for j in a.predictions] == ["falsified"] and a.verdict == "inconclusive", a.reasoning
     assert not analyze_stored(store, registry, "wedge-confound").run_ids
 
 
@@ -458,16 +459,19 @@ def test_an_interrupted_attempt_that_resume_redid_is_not_attrition(store, regist
 def test_an_arm_without_runs_is_not_a_passed_data_or_isolation_check(store, registry):
     """Runs of the treatment's variables only (pooled from another hypothesis's execution): the data check
     said `[pass] data: control: 0 run(s), treatment: 2 run(s)` and isolation `[pass] arms differ only in …`
-    with one arm to look at. Neither can be checked; the prediction on the treatment is still judged."""
+    with one arm to look at. Isolation cannot be checked; the prediction on the treatment is still judged, and the
+    data check holds the verdict: with no control run the design was not run, so no verdict rests on one arm."""
     ex = add_execution(store)
     for r in (1, 2):
         add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
                 outcomes={"leak": 13, "done": 60, "maxrounds": 7}, extra={"waiting_for_input": 0})
     a = analyze_stored(store, registry, "wedge-confound")
     c = _checks(a)
-    assert c["data"].passed is None and "control: 0 runs" in c["data"].detail, c["data"]
+    assert c["data"].passed is False and c["data"].effect == "inconclusive", c["data"]
+    assert "control: 0 runs" in c["data"].detail and "no run matches arm control" in c["data"].detail, c["data"]
     assert c["isolation"].passed is None and "control" in c["isolation"].detail, c["isolation"]
-    assert a.verdict == "falsified", a.reasoning     # 26/160 on the treatment alone still decides
+    assert [j.outcome for j in a.predictions] == ["falsified"], a.reasoning  # 26/160 on the treatment alone
+    assert a.verdict == "inconclusive", a.reasoning
 
 
 def test_a_guard_on_a_proportion_reads_in_percent(store, workbench_dir, cli, tmp_path):

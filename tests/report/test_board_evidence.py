@@ -185,21 +185,21 @@ def test_markdown_marks_a_check_that_could_not_be_made_n_a(wb):
     store = open_store(wb["db"])
     try:
         ex = add_execution(store)
-        for r in (1, 2):  # no control run: the data check cannot be made
+        for r in (1, 2):  # no control run: the isolation check cannot be made
             add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, replicate=r,
                     outcomes={"leak": 5, "done": 35})
     finally:
         store.dispose()
-    assert "[n/a] data: control: 0 runs" in wb["run"]("hypothesis", "analyze", HID)
+    assert "[n/a] isolation: only arm treatment has runs" in wb["run"]("hypothesis", "analyze", HID)
     md = wb["run"]("report", "--format", "md", "--hypothesis", HID)
-    assert re.search(r"^- \[ \] data \*\*\(n/a; [^)]+\)\*\*: control: 0 runs\b", md, re.M), md
+    assert re.search(r"^- \[ \] isolation \*\*\(n/a; [^)]+\)\*\*: only arm treatment has runs\b", md, re.M), md
     assert re.search(r"^- \[ \] guard: aborts \(treatment\) == 0 \*\*\(n/a; makes the verdict inconclusive\)\*\*",
                      md, re.M), md
     assert re.search(r"^- \[x\] fingerprint: ", md, re.M)
     html = _html_board(wb)
     assert html[HID]["status"] == "inconclusive"
     page = (wb["site"] / "hypotheses" / f"{HID}.html").read_text()
-    assert re.search(r'<td class="mark">n/a</td><td>data</td>', page)
+    assert re.search(r'<td class="mark">n/a</td><td>isolation</td>', page)
 
 
 def test_an_imported_runs_page_names_its_experiment_without_an_empty_version(wb):

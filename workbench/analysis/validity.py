@@ -32,6 +32,48 @@ def check(name: str, passed: bool | None, detail: str, effect: str = "none") -> 
     return {"name": name, "passed": passed, "detail": detail, "effect": effect if passed is not True else "none"}
 
 
+def data(arms: Mapping[str, list[RunData]], failed: Mapping[str, list[RunData]],
+         design: Sequence[str]) -> dict[str, Any]:
+    """The runs per arm. An arm of the design (`design`) with no completed run means the design was not run: what
+    compares the arms cannot be checked, and a verdict read from the other arms alone is not one the design can give.
+    One rule with the analysis of no usable run at all: runs that ran and could not measure (failed, invalid,
+    interrupted) make the result invalid, no run at all leaves it inconclusive (no data yet)."""
+    counts = ", ".join(f"{a}: {display.count(len(arms[a]), 'run')}" for a in arms)
+    empty = [a for a in design if not arms[a]]
+    if not empty:
+        return check("data", True, counts)
+    said = "; ".join(_unrun(a, failed.get(a, [])) for a in empty)
+    others = "the other arm" if len(design) - len(empty) == 1 else "the other arms"
+    return check("data", False, f"{counts}; {said}: the design was not run as planned, so no verdict rests on "
+                 f"{others} alone", "invalid" if any(failed.get(a) for a in empty) else "inconclusive")
+
+
+def _unrun(arm: str, runs: list[RunData]) -> str:
+    """Why `arm` has no completed run: none matched it, or its runs (`runs`) ended without one, and the first's
+    failure."""
+    if not runs:
+        return f"no run matches arm {arm}"
+    runs = sorted(runs, key=lambda r: r.id)
+    statuses = sorted({r.status for r in runs})
+    ended = "failed" if statuses == ["failed"] else "ended " + " or ".join(statuses)
+    also = f"; also {_named([r.name for r in runs[1:]])}" if len(runs) > 1 else ""
+    return (f"no run of arm {arm} completed: its {display.count(len(runs), 'run')} {ended} "
+            f"({run_failure(runs[0])}{also})")
+
+
+def run_failure(r: RunData) -> str:
+    """How a run that did not end ok ended, from its stored error ("[stage] reason"): "run 2 failed during its
+    health stage: health never green ...", the reason on one line and cut to REASON_CHARS."""
+    first = " ".join((r.error or "").split())
+    m = re.match(r"\[([\w-]+)\] ?(.*)", first)
+    stage, reason = (m.group(1), m.group(2)) if m else (None, first)
+    text = f"{r.name} {r.status}" + (f" during its {stage} stage" if stage else "")
+    if not reason or reason == r.status:
+        return text
+    return f"{text}: " + (reason if len(reason) <= REASON_CHARS
+                          else f"{reason[:REASON_CHARS - 1]}… (wb runs show {r.id} gives it whole)")
+
+
 def _set(values: set[str]) -> str:
     return "{" + ", ".join(sorted(values)) + "}"
 
@@ -335,7 +377,8 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
             flags.append(f"{a}: every unit was lost, so the arm measured nothing")
         if failed.get(a):
             were = "was" if len(failed[a]) == 1 else "were"
-            flags.append(f"{a}: {display.count(len(failed[a]), 'run')} failed and {were} left out")
+            flags.append(f"{a}: {display.count(len(failed[a]), 'run')} failed and {were} left out"
+                         + ("" if runs else ": the arm has no completed run, so it measured nothing"))
     known = [a for a in per_arm if per_arm[a]["units"] > 0]
     p_between = None
     if len(known) >= 2:
@@ -345,6 +388,8 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
         if p_between < stats.ALPHA:
             flags.append(f"attrition differs between {a} and {b} (Fisher p {display.p_is(p_between)})")
     summary = {"arms": per_arm, "between_arms_p": p_between, "flags": flags}
+    if any(failed.get(a) and not runs for a, runs in arms.items()):  # no comparison of bases over an empty arm
+        return check("attrition", False, "; ".join(flags), "invalid"), summary
     if not known:
         return check("attrition", None, "no arm recorded how many units completed"), summary
     if any(per_arm[a]["units"] > 0 and per_arm[a]["completed"] == 0 for a in known):

@@ -158,7 +158,7 @@ def analyze(hypothesis: Hypothesis, experiment: Experiment, runs: Sequence[RunDa
         d.checks.append(validity.check("data", False, why, word))
         d.verdict, d.reasoning = word, f"{h.id} is {word}. {why}"
         return d.freeze()
-    aa_only = _validity(d, h, exp, arms, assignments, configs or {}, per_replicate)
+    aa_only = _validity(d, h, exp, arms, failed, assignments, configs or {}, per_replicate)
     disagree = _predictions(d, h, exp, arms, aa_only, budget)
     _quality(d, h, exp, arms, failed, disagree)
     verdict = combine_outcomes([j["outcome"] for j in d.predictions])
@@ -190,14 +190,13 @@ def _drift_hold_released(d: _Draft, verdict: str) -> None:
 
 
 def _validity(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[RunData]],
-              assignments: Mapping[str, Mapping[str, str]], configs: Mapping[str, str],
-              per_replicate: frozenset[str]) -> bool:
+              failed: dict[str, list[RunData]], assignments: Mapping[str, Mapping[str, str]],
+              configs: Mapping[str, str], per_replicate: frozenset[str]) -> bool:
     """The checks on how the runs were made; True when the execution is an A/A one only."""
-    counts = ", ".join(f"{a}: {display.count(len(arms[a]), 'run')}" for a in assignments)
-    empty = [a for a in assignments if not arms[a] and (d.mode != "aa" or a in ("control", "control_aa"))]
-    # An arm without runs: what compares the arms cannot be checked (a prediction on another arm still can).
-    d.checks.append(validity.check("data", None, f"{counts}; no run matches arm {', '.join(empty)}") if empty
-                    else validity.check("data", True, counts))
+    # The arms the execution was to run (an A/A one runs the control twice): one without a completed run holds
+    # the verdict, whatever arm the predictions read (each prediction is still judged in the arms that have runs).
+    design = [a for a in assignments if d.mode != "aa" or a in ("control", "control_aa")]
+    d.checks.append(validity.data(arms, failed, design))
     d.checks.append(validity.isolation(h, arms, {a: dict(v) for a, v in assignments.items()},
                                        by_arm_name=d.execution_id is not None, per_replicate=per_replicate))
     looks = validity.looks([r for rs in arms.values() for r in rs], d.execution_id)

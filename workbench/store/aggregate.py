@@ -73,7 +73,7 @@ def _where(q: RunQuery, params: dict[str, Any]) -> str:
 
 def _base_rows(conn: Any, cond: str, params: dict[str, Any]) -> dict[int, dict[str, Any]]:
     rows = fetch(conn, "SELECT id, label, arm, status, source, execution_id, experiment_version, replicate, block, "
-                       "order_index, variables_json, config_hash, fingerprint_json, hypothesis_id "
+                       "order_index, variables_json, config_hash, fingerprint_json, hypothesis_id, error "
                        f"FROM runs WHERE {cond} ORDER BY id", params)
     parsed: dict[str, Any] = {}  # runs of one arm share their JSON text: parse each text once
 
@@ -89,7 +89,7 @@ def _base_rows(conn: Any, cond: str, params: dict[str, Any]) -> dict[int, dict[s
     return {int(r[0]): {"id": int(r[0]), "label": r[1], "arm": r[2], "status": r[3], "source": r[4],
                         "execution_id": r[5], "experiment_version": r[6], "replicate": r[7], "block": r[8],
                         "order_index": r[9], "variables": once(r[10], True), "config_hash": r[11],
-                        "fingerprint": once(r[12], False), "hypothesis_id": r[13]}
+                        "fingerprint": once(r[12], False), "hypothesis_id": r[13], "error": r[14]}
             for r in rows}
 
 

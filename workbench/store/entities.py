@@ -149,6 +149,7 @@ class RunData:
     lost_reasons: tuple[tuple[str, str, int, bool], ...] = ()
     probe_counts: tuple[ProbeCountRecord, ...] = ()
     hypothesis_id: str | None = None  # the hypothesis whose execution made it (None: imported)
+    error: str | None = None  # why a run that did not end ok ended ("[health] health never green ...")
 
     @property
     def name(self) -> str:
