@@ -237,39 +237,63 @@ def _tested_text(var: str, first: str, groups: list[tuple[str, list[RunData]]], 
     """"; tested in controlled runs of hypothesis H, ...": what each hypothesis's own runs show, stratum by stratum.
     A hypothesis run under other settings too (a --set causal_model=wedge) has runs in several strata: one
     "found no association" for all of them read beside a stratum whose runs showed one. A stratum where a
-    hypothesis's runs hold `var` at one value is no test of it; a hypothesis with no other is not named."""
-    found: dict[str, list[tuple[str, str]]] = {}  # hypothesis -> (stratum, "Fisher p ..." or "") of its runs
+    hypothesis's runs hold `var` at one value is no test of it; a hypothesis with no other is not named. Only an
+    execution whose arms differ in `var` is a controlled test of it: where every execution held `var` at one value
+    (it changed between executions, as --set does) the comparison is said to be across executions."""
+    found: dict[tuple[str, bool], list[tuple[str, str, bool]]] = {}  # (hypothesis, controlled) -> (stratum, p, shows)
     for h in sorted({h for _, rs in groups for r in rs if (h := tested_by.get(r.id)) is not None}):
         for name, rs in groups:
             mine = [r for r in rs if tested_by.get(r.id) == h]
-            if (shows := _association(var, first, mine, occurred, counts, comparisons)) is not None:
-                found.setdefault(h, []).append((name, shows))
-    hyps = list(found)
-    short = _separating_names(var, groups, [name for h in hyps for name, _ in found[h]]) if len(groups) > 1 else {}
-    said = []
-    for h in hyps:
-        shown = [f"{short.get(name, name)} ({p})" for name, p in found[h] if p]
-        none = [short.get(name, name) for name, p in found[h] if not p]
-        if shown:
-            said.append(f"hypothesis {h}, whose runs show an association with {what}{_where(shown, groups)}"
-                        + (f", and none{_where(none, groups)}" if none else ""))
-        elif flagged:  # beside a flag, "found no association" would read as the finding's own result
-            said.append(f"hypothesis {h}")
-        else:
-            said.append(f"hypothesis {h}, which found no association with {what}{_where(none, groups)}")
-    return f"; tested in controlled runs of {'; of '.join(said)}" if said else ""
+            within = _within_executions(var, mine)
+            if (shows := _association(var, first, within or mine, occurred, counts, comparisons)) is not None:
+                found.setdefault((h, bool(within)), []).append((name, *shows))
+    names = [name for items in found.values() for name, _, _ in items]
+    short = _separating_names(var, groups, names) if len(groups) > 1 else {}
+    said = {True: [], False: []}  # type: dict[bool, list[str]]
+    for (h, controlled), items in found.items():
+        apart = "" if controlled else f" (no execution's arms differed in {var})"
+        said[controlled].append(f"hypothesis {h}{apart}, " + _clause([(short.get(n, n), p, shows)
+                                                                      for n, p, shows in items], groups, what, flagged))
+    return (f"; tested in controlled runs of {'; of '.join(said[True])}" if said[True] else "") + \
+        (f"; compared only across executions of {'; of '.join(said[False])}" if said[False] else "")
 
 
-def _where(names: list[str], groups: list[tuple[str, list[RunData]]]) -> str:
-    """" where STRATUM or where STRATUM": the settings a clause is true under (nothing when there is one stratum)."""
-    return "" if len(groups) == 1 else " where " + " or where ".join(names)
+def _clause(items: list[tuple[str, str, bool]], groups: list[tuple[str, list[RunData]]], what: str,
+            flagged: bool) -> str:
+    """What one hypothesis's runs show, from (stratum, "Fisher p ...", association shown) per stratum: each
+    association with its p-value; beside a flag, where they show none, that they show none on their own ("found no
+    association" would read as the finding's own result), with the p-value that says so."""
+    shown = [(name, p) for name, p, shows in items if shows]
+    none = [(name, p) for name, p, shows in items if not shows]
+    if shown:
+        return (f"whose runs show an association with {what}{_where(shown, groups)}"
+                + (f", and none{_where([(n, '') for n, _ in none], groups)}" if none else ""))
+    if flagged:
+        return f"whose runs on their own show no association with {what}{_where(none, groups)}"
+    return f"which found no association with {what}{_where([(n, '') for n, _ in none], groups)}"
+
+
+def _where(named: list[tuple[str, str]], groups: list[tuple[str, list[RunData]]]) -> str:
+    """" where STRATUM (p) or where STRATUM (p)": the settings a clause is true under (none when there is one stratum),
+    each with its p-value where one is given."""
+    if len(groups) == 1:
+        return "".join(f" ({p})" for _, p in named if p)
+    return " where " + " or where ".join(name + (f" ({p})" if p else "") for name, p in named)
+
+
+def _within_executions(var: str, runs: list[RunData]) -> list[RunData]:
+    """The runs of executions whose own runs (among `runs`) differ in `var`: the controlled tests of it."""
+    values: dict[int | None, set[str]] = {}
+    for r in runs:
+        values.setdefault(r.execution_id, set()).add(r.variables[var])
+    return [r for r in runs if r.execution_id is not None and len(values[r.execution_id]) > 1]
 
 
 def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, bool], counts: Counts,
-                 comparisons: int) -> str | None:
-    """"Fisher p = ... over units" where `runs` (one stratum's) show `var`=`first` moving with the outcome (judged as
-    the finding is: over runs, or over units where every run has them, Bonferroni over `comparisons`), else "";
-    None where they cannot: none of them, or all on one side."""
+                 comparisons: int) -> tuple[str, bool] | None:
+    """("Fisher p = ... over units", whether `runs` (one stratum's) show `var`=`first` moving with the outcome), judged
+    as the finding is: over runs, or over units where every run has them, Bonferroni over `comparisons`; None where
+    they cannot: none of them, or all on one side."""
     sides = [[r for r in runs if r.variables[var] == first], [r for r in runs if r.variables[var] != first]]
     if not all(sides):
         return None
@@ -278,4 +302,4 @@ def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, 
         tests["units"] = stats.fisher(*(int(x) for side in sides for x in (sum(counts[r.id][0] for r in side),
                                                                            sum(counts[r.id][1] or 0 for r in side))))
     over, p = min(tests.items(), key=lambda kv: kv[1])
-    return f"Fisher p {display.p_is(p)} over {over}" if p * comparisons < stats.ALPHA else ""
+    return f"Fisher p {display.p_is(p)} over {over}", p * comparisons < stats.ALPHA
