@@ -294,6 +294,32 @@ def lost_reasons(runs: list[RunData], exp: Experiment, outcome: str | None = Non
     return f" (their {exp.unit.reason_field} field: {', '.join(said)}{more})"
 
 
+def _lost_said(runs: list[RunData], exp: Experiment, unknown: list[str]) -> str:
+    """Where an arm's lost units come from: the messages of their reason field (`lost_reasons`), the units of runs
+    that record no message (imported evidence records counts, not units), and the runs that record no unit count
+    at all, whose units the count leaves out."""
+    parts = [lost_reasons(runs, exp).strip().removeprefix("(").removesuffix(")")]
+    if parts[0]:  # where no unit says why, nothing is said of any: the count stands alone, as before
+        for r in runs:
+            cu = completed_units(r, exp)
+            silent = (cu[0] - cu[1] - sum(n for _, _, n, _ in r.lost_reasons)) if cu is not None else 0
+            if silent > 0:
+                kind = "imported run" if r.source == "import" else "run"
+                said = f"which records no {exp.unit.reason_field if exp.unit else 'reason'} per unit"
+                parts.append(f"{display.number(silent)} in {kind} {r.name}, {said}")
+    said = "; ".join(p for p in parts + [_counted_over(runs, unknown)] if p)
+    return f" ({said})" if said else ""
+
+
+def _counted_over(runs: list[RunData], unknown: list[str]) -> str:
+    """"over 3 of the arm's 5 runs: 2 imported runs record no unit count": the runs a unit count leaves out."""
+    if not unknown:
+        return ""
+    imported = all(r.source == "import" for r in runs if r.name in unknown)
+    return (f"over {len(runs) - len(unknown)} of the arm's {display.count(len(runs), 'run')}: {len(unknown)} "
+            f"{'imported ' if imported else ''}{'run records' if len(unknown) == 1 else 'runs record'} no unit count")
+
+
 def guard(g: Any, arms: dict[str, list[RunData]], exp: Experiment, arm_names: list[str]) -> dict[str, Any]:
     """A guard holds when every run of its arm(s) recorded the metric and met the condition."""
     name = f"guard: {display.guard(g, exp)}"
@@ -372,7 +398,7 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
                       "runs_failed": len(failed.get(a, [])), "runs_unknown": unknown}
         if share is not None and share > ATTRITION_FLAG:
             flags.append(f"{a}: {display.number(lost)}/{display.number(total)} units ({display.rate(share)}) did not "
-                         f"complete{lost_reasons(runs, exp)}")
+                         f"complete{_lost_said(runs, exp, unknown)}")
         if total > 0 and done == 0:
             flags.append(f"{a}: every unit was lost, so the arm measured nothing")
         if failed.get(a):
@@ -405,7 +431,8 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
     if flags:
         return check("attrition", False, "; ".join(flags) + ". The outcome is the same over all units and over "
                      "completed units, so the verdict stands.", "none"), summary
-    kept = [f"{a}: {display.number(per_arm[a]['lost'])}/{display.number(per_arm[a]['units'])} lost" for a in known]
+    kept = [f"{a}: {display.number(per_arm[a]['lost'])}/{display.number(per_arm[a]['units'])} lost"
+            + (f" ({over})" if (over := _counted_over(arms[a], per_arm[a]["runs_unknown"])) else "") for a in known]
     return check("attrition", True, "; ".join(kept)), summary
 
 
