@@ -233,3 +233,42 @@ def test_who_ran_what_names_the_executions_set_values(wb):
     assert rows == [("1", "fixed"), ("2", "fixed, --set causal_model=wedge")], rows
     md = wb["run"]("report", "--format", "md", "--hypothesis", HID)
     assert "- execution 2 (fixed, --set causal_model=wedge, " in md and "- execution 1 (fixed, " in md, md
+
+
+def test_who_ran_what_marks_a_smoke_execution(wb):
+    """An execution of fewer replicates than the design plans (`--replicates 1`) was listed as a plain "fixed" one in
+    "Who ran what", though its verdict is a smoke run's, as `--set` is marked there."""
+    from workbench.analysis import analyze_stored
+    from workbench.analysis.stored import record_verdict
+    from workbench.registry import load_registry
+    from workbench.store import open_store
+
+    store = open_store(wb["db"])
+    try:
+        ex = add_execution(store)
+        for arm, values in (("control", CONTROL), ("treatment", TREATMENT)):
+            add_run(store, execution_id=ex, arm=arm, variables=values, replicate=1, outcomes={"leak": 1, "done": 79})
+        record_verdict(store, analyze_stored(store, load_registry(wb["root"]), HID, execution_id=ex), execution_id=ex)
+    finally:
+        store.dispose()
+    wb["run"]("report", "--out", str(wb["site"]))
+    page = (wb["site"] / "hypotheses" / f"{HID}.html").read_text()
+    table = re.search(r'<table class="executions">(.*?)</table>', page, re.S).group(1)
+    rows = re.findall(r"<tr><td>(\d+)</td><td>([^<]*)</td>", table)
+    assert rows == [("1", "fixed, --replicates 1 (smoke: 1 of 3 planned replicates)")], rows
+    md = wb["run"]("report", "--format", "md", "--hypothesis", HID)
+    assert "- execution 1 (fixed, --replicates 1 (smoke: 1 of 3 planned replicates), " in md, md
+
+
+def test_a_card_whose_first_run_is_under_way_does_not_say_no_runs_yet(wb):
+    """During a first run the board's card read "no runs yet" beside "1 run"."""
+    from workbench.store import open_store
+
+    store = open_store(wb["db"])
+    try:
+        ex = add_execution(store)
+        add_run(store, execution_id=ex, arm="control", variables=CONTROL, replicate=1, outcomes=None, status="running")
+    finally:
+        store.dispose()
+    card = _html_board(wb)[HID]
+    assert card["runs"] == "1" and card["key"] == "no run ended ok yet", card

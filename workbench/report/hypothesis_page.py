@@ -570,6 +570,23 @@ def _aa_outcome(data: StoreData, e: dict[str, Any]) -> str:
     return "no A/A check recorded" if verdicts else "no verdict recorded (wb hypothesis run --resume finishes it)"
 
 
+def _smoke_mark(data: StoreData, e: dict[str, Any]) -> str:
+    """", --replicates 1 (smoke: 1 of 3 planned replicates)" for an execution whose newest verdict is a smoke run's
+    (fewer replicates than its design planned: the status's rule, analysis.status), else ''."""
+    from workbench.analysis.results import smoke_words
+
+    verdicts = [v for v in data.verdict_history.get(e["hypothesis_id"], []) if v.get("execution_id") == e["id"]]
+    if e.get("mode") != "fixed" or not verdicts:  # a sequential run stops when it decides: never a smoke run
+        return ""
+    d = max(verdicts, key=lambda v: v["id"]).get("details") or {}
+    try:
+        replicates, planned = int(d.get("replicates") or 0), int(d.get("planned_replicates") or 0)
+    except (TypeError, ValueError):
+        return ""
+    words = smoke_words(replicates, planned)
+    return f", --replicates {replicates} (smoke: {words})" if words else ""
+
+
 def _execution_view(e: dict[str, Any], data: StoreData) -> ExecutionView:
     rev = (e.get("git_revision") or "")[:10]
     if rev and e.get("git_dirty"):
@@ -580,6 +597,7 @@ def _execution_view(e: dict[str, Any], data: StoreData) -> ExecutionView:
     mode = AA_MODE if e.get("mode") == "aa" else e.get("mode") or ""
     sets = " ".join(f"--set {k}={v}" for k, v in sorted((e.get("overrides") or {}).items()))
     mode = f"{mode}, {sets}" if sets else mode  # runs under --set measured another config than the hypothesis's
+    mode += _smoke_mark(data, e)
     run_ids = sorted(rid for rid, r in data.runs.items() if r["execution_id"] == e["id"])
     return ExecutionView(e["id"], mode, e.get("status") or "", (e.get("started_at") or "")[:19],
                          user, e.get("host") or "not recorded", rev or "not recorded", e.get("wb_version") or "",

@@ -55,8 +55,8 @@ def key_number(h: Hypothesis, registry: Registry, data: StoreData, analysis: Ana
         if text:
             return text
     runs, _ = hypothesis_page.evidence_runs(data, h.id)
-    if not runs:
-        return "no runs yet"
+    if not runs:  # beside the card's count of runs: one under way, or failed, is a run
+        return "no run ended ok yet" if data.runs_by_hypothesis.get(h.id) else "no runs yet"
     p = h.predicts[0]
     if p.target:
         calls = sum(pc["calls"] for r in runs for pc in data.probes.get(r["id"], []) if pc["target"] == p.target)
