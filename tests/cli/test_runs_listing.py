@@ -191,24 +191,53 @@ def _cells(out: str) -> tuple[list[str], dict[str, dict[str, str]]]:
     return lines[:at], rows
 
 
-def test_runs_list_table_gives_variables_common_to_every_row_once(seeded: Path, cli) -> None:
+def _terminal_rows(out: str) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """A terminal table's lines above its box, and each row's cells by column (a table wide enough for one line a
+    row)."""
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("┏"))
+    names = [c.strip() for c in lines[at + 1].strip("┃").split("┃")]
+    rows = {}
+    for line in lines[at + 3:]:
+        if line.startswith("│"):
+            cells = [c.strip() for c in line.strip("│").split("│")]
+            rows[cells[0]] = dict(zip(names, cells))
+    return lines[:at], rows
+
+
+def test_runs_list_table_gives_variables_common_to_every_row_once(seeded: Path, cli,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Each row's variables cell repeated every variable, though in a typical store most are the same in every run
-    listed: the table gives those once, above it, and each row the ones that tell it apart. CSV, TSV and JSON keep
-    every variable in every row."""
-    code, out, err = cli("runs", "list", "--limit", "2")
-    assert code == 0, err
-    above, rows = _cells(out)
-    assert above == ["all rows: hicache=on, index_k_dtype=bf16"], out
-    assert (rows["5"]["variables"], rows["6"]["variables"]) == ("nixl_abort_fix=off", "nixl_abort_fix=on"), out
+    listed: a terminal's table gives those once, above it, and each row the ones that tell it apart. CSV, TSV, JSON
+    and the piped table keep every variable in every row."""
     code, out, err = cli("runs", "list", "--limit", "2", "--format", "tsv")
     assert code == 0, err
     assert [r["var.hicache"] for r in csv.DictReader(io.StringIO(out), delimiter="\t")] == ["on", "on"], out
     code, out, err = cli("runs", "list", "--limit", "2", "--json")
     assert [i["variables"]["index_k_dtype"] for i in json.loads(out)["items"]] == ["bf16", "bf16"], out
-    code, out, err = cli("runs", "list")  # every variable varies over the six runs: none is set apart
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, out, err = cli("runs", "list", "--limit", "2", env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert code == 0, err
+    above, rows = _terminal_rows(out)
+    assert above == ["all rows: hicache=on, index_k_dtype=bf16"], out
+    assert (rows["5"]["variables"], rows["6"]["variables"]) == ("nixl_abort_fix=off", "nixl_abort_fix=on"), out
+    code, out, err = cli("runs", "list", env={"COLUMNS": "200", "NO_COLOR": "1"})  # every variable varies over six
+    assert code == 0, err
+    above, rows = _terminal_rows(out)
+    assert above == [] and rows["6"]["variables"] == "hicache=on index_k_dtype=bf16 nixl_abort_fix=on", out
+
+
+def test_piped_runs_list_is_one_header_line_then_whole_rows(seeded: Path, cli) -> None:
+    """Piped, the table printed the variables common to every row on a line of its own above the header (`all rows:
+    hicache=on, ...`), so `wb runs list | tail -n +2` kept the header and `awk 'NR>1'` read it as a run; and each row
+    left those variables out. Piped output is plain columns, one header line, every variable in every row."""
+    code, out, err = cli("runs", "list", "--limit", "2")
     assert code == 0, err
     above, rows = _cells(out)
-    assert above == [] and rows["6"]["variables"] == "hicache=on index_k_dtype=bf16 nixl_abort_fix=on", out
+    assert above == [] and out.splitlines()[0].split()[0] == "id", out
+    assert (rows["5"]["variables"], rows["6"]["variables"]) == ("hicache=on index_k_dtype=bf16 nixl_abort_fix=off",
+                                                                "hicache=on index_k_dtype=bf16 nixl_abort_fix=on"), out
+    assert "all rows" not in out + err, (out, err)
 
 
 def test_runs_list_table_gives_derived_metrics_marked_as_derived(seeded: Path, cli) -> None:

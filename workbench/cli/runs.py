@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from workbench.analysis import display
+from workbench.cli import _common
 from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format, new_app,
                                    open_workbench, print_json, when)
 
@@ -57,7 +58,8 @@ def list_(db: DbOption = None, json_: JsonOption = False,
     if chosen in ("csv", "tsv"):
         emit_rows(chosen, *_spreadsheet(rows, shown))
         return
-    common = _common_variables(rows) if chosen == "table" else {}
+    # On a terminal only: piped, the table is one header line and rows that each hold every variable (awk 'NR>1')
+    common = _common_variables(rows) if chosen == "table" and _common.is_tty() else {}
     if common:
         typer.echo("all rows: " + ", ".join(f"{k}={v}" for k, v in sorted(common.items())))
     # `derived`: what the run's experiment derives from the stored values (never stored), apart from them
