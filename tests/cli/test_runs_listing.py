@@ -288,10 +288,38 @@ def test_runs_list_on_an_80_column_terminal_gives_each_rows_metrics_under_it(see
     six = [name for name in MEASURED if tsv["6"][name]]
     assert under["6"][-2:] == [
         "metrics: " + " ".join(f"{n.split('.', 1)[1]}={float(tsv['6'][n]):.15g}" for n in six),
-        "derived: aborts=0 corruption_rate=0.175 error_rate=0.5"], out
+        "derived: aborts=0 corruption_rate=17.5% error_rate=50.0%"], out
     assert under["1"][-1] == "metrics: leak=0 wall_s=302", out
     assert under["4"] == ["variables: hicache=on index_k_dtype=fp8 nixl_abort_fix=off"], out  # no metric recorded
     code, out, err = cli("runs", "list", env={"COLUMNS": "200", "NO_COLOR": "1"})
     assert code == 0, err
     header = next(line for line in out.splitlines() if " id " in line)
     assert [c.strip() for c in header.strip("┃│ ").split("┃")][-2:] == ["metrics", "derived"], out
+
+
+def test_a_terminal_table_gives_numbers_for_reading(seeded: Path, cli, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal's table gave every digit a float holds (`corruption_rate=0.966666666666667`, where the run's
+    summary says 96.7%) and a rate of 0 as `0`. It now gives numbers by one rule: a rate in percent as the summaries
+    give it, any other value to at most 4 significant digits. TSV and JSON keep every digit."""
+    path = tmp_path / "more.csv"
+    path.write_text("run_id,index_k_dtype,hicache,nixl_abort_fix,leak,sessions,wall_s\n"
+                    "salad,bf16,on,off,29,30,12.3456789\nclean,bf16,on,off,0,30,10.0\n")
+    code, _, err = cli("import", "evidence", str(path))
+    assert code == 0, err
+    code, out, err = cli("runs", "list", "--format", "tsv")
+    assert code == 0, err
+    tsv = {r["label"]: r for r in csv.DictReader(io.StringIO(out), delimiter="\t")}
+    assert (tsv["salad"]["derived.corruption_rate"], tsv["salad"]["metric.wall_s"]) == \
+        ("0.9666666666666667", "12.3456789"), out
+    assert (tsv["clean"]["derived.corruption_rate"], tsv["clean"]["metric.wall_s"]) == ("0.0", "10.0"), out
+    code, out, err = cli("runs", "list", "--json")
+    assert [i["derived_metrics"]["corruption_rate"] for i in json.loads(out)["items"][-2:]] == [29 / 30, 0.0], out
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, out, err = cli("runs", "list", env={"COLUMNS": "250", "NO_COLOR": "1"})
+    assert code == 0, err
+    _, rows = _terminal_rows(out)
+    assert (rows["7"]["metrics"], rows["7"]["derived"]) == \
+        ("leak=29 sessions=30 wall_s=12.35", "corruption_rate=96.7%"), out
+    assert (rows["8"]["metrics"], rows["8"]["derived"]) == ("leak=0 sessions=30 wall_s=10", "corruption_rate=0.0%"), out
+    assert rows["6"]["derived"] == "aborts=0 corruption_rate=17.5% error_rate=50.0%", out

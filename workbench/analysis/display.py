@@ -169,6 +169,18 @@ def recorded(x: float) -> str:
     return f"{d:,f}" if -9 <= d.adjusted() < 21 else f"{x:.15g}"
 
 
+def glance(x: float, proportion: bool = False) -> str:
+    """A value as a terminal's table gives it, to read at a glance: a proportion in percent as the summaries give it
+    (96.7%, 0.0%), a whole number whole (80), any other to at most 4 significant digits, every integer digit from
+    1000 on and no thousands separator, which would split a key=value pair (12.35, 0.001235, 346.3, 12346). CSV,
+    TSV and JSON keep every digit."""
+    if proportion and math.isfinite(x):
+        return rate(x)
+    if isinstance(x, int) or not math.isfinite(x):
+        return str(x)
+    return f"{x:.0f}" if abs(x) >= 999.5 else f"{x:.4g}"
+
+
 def fraction(k: float, n: float) -> str:
     """A count of a total as recorded: "14/80", "1,400,001/1,425,000" ('{:g}' read it 1.4e+06/1.425e+06)."""
     return f"{recorded(k)}/{recorded(n)}"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
 from workbench.analysis.data import rate_counts, stored_value
+from workbench.analysis.display import glance, is_proportion
 from workbench.store import jsonx
 
 if TYPE_CHECKING:
@@ -30,11 +31,17 @@ class RunMetrics:
     # A derivable metric that could not be derived: the stored values it needs that are missing (empty where all are
     # there and their counts are no rate).
     missing: dict[str, list[str]] = field(default_factory=dict)
+    # The metrics (measured or derived) the definitions declare proportions: a table for reading gives them in percent.
+    proportions: frozenset[str] = frozenset()
 
     def lacking(self) -> list[str]:
         """Each derivable metric that is not, with what it lacks: "corruption_rate needs sessions, not recorded"."""
         return [f"{k} needs {' and '.join(need)}, not recorded" if need else f"{k}: its counts give no rate"
                 for k, need in sorted(self.missing.items())]
+
+    def read(self, values: Mapping[str, Number]) -> str:
+        """`values` (its measured or its derived ones) as `name=value` pairs for reading: `display.glance`."""
+        return " ".join(f"{k}={glance(v, k in self.proportions)}" for k, v in sorted(values.items()))
 
     def to_dict(self) -> dict[str, object]:
         """The keys a run's JSON gives them under (`metrics` holds only what was measured)."""
@@ -84,7 +91,8 @@ def metrics_of(run_id: int, stored: Mapping[str, Number], exp: "Experiment | Non
                 derived[name] = value
             else:
                 missing[name] = sorted(set(_lacking(exp, measured, name)))
-    return RunMetrics(run_id, measured, derived, exp.id, missing=missing)
+    rates = frozenset(k for k in [*measured, *derived] if is_proportion(exp, k))
+    return RunMetrics(run_id, measured, derived, exp.id, missing=missing, proportions=rates)
 
 
 def _lacking(exp: "Experiment", measured: Mapping[str, Number], name: str, depth: int = 0) -> list[str]:

@@ -62,15 +62,21 @@ def list_(db: DbOption = None, json_: JsonOption = False,
     common = _common_variables(rows) if chosen == "table" and _common.is_tty() else {}
     if common:
         typer.echo("all rows: " + ", ".join(f"{k}={v}" for k, v in sorted(common.items())))
-    # `derived`: what the run's experiment derives from the stored values (never stored), apart from them
+    # `derived`: what the run's experiment derives from the stored values (never stored), apart from them. A
+    # terminal's numbers are for reading (a rate in percent); piped, every digit
+    pairs = _pairs if chosen != "table" or not _common.is_tty() else (lambda m, values: m.read(values))
     emit_rows(chosen, ["id", "label", "hypothesis", "arm", "status", "variables", "metrics", "derived"],
               [[r.id, r.label or "", r.hypothesis_id or "", r.arm or "", r.status,
                 " ".join(f"{k}={v}" for k, v in sorted(r.variables.items()) if k not in common),
-                " ".join(f"{k}={v:.15g}" for k, v in sorted(r.metrics.items())),
-                " ".join(f"{k}={v:.15g}" for k, v in sorted(m.derived.items()))] for r, m in zip(rows, shown)],
+                pairs(m, r.metrics), pairs(m, m.derived)] for r, m in zip(rows, shown)],
               items=[{**r.to_dict(detail=False), **m.to_dict()} for r, m in zip(rows, shown)],
               # on a narrow terminal, least needed first; the values read under each row rather than be left out
               optional=("derived", "metrics", "variables", "label"), under=("variables", "metrics", "derived"))
+
+
+def _pairs(_: "RunMetrics", values: dict[str, float]) -> str:
+    """Metrics as `name=value` pairs with every digit a float carries (to 15)."""
+    return " ".join(f"{k}={v:.15g}" for k, v in sorted(values.items()))
 
 
 def _common_variables(rows: list["RunRecord"]) -> dict[str, object]:
