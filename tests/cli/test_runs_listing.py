@@ -6,9 +6,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
 
 
 @pytest.fixture
@@ -323,3 +326,51 @@ def test_a_terminal_table_gives_numbers_for_reading(seeded: Path, cli, tmp_path:
         ("leak=29 sessions=30 wall_s=12.35", "corruption_rate=96.7%"), out
     assert (rows["8"]["metrics"], rows["8"]["derived"]) == ("leak=0 sessions=30 wall_s=10", "corruption_rate=0.0%"), out
     assert rows["6"]["derived"] == "aborts=0 corruption_rate=17.5% error_rate=50.0%", out
+
+
+@pytest.fixture
+def mixed(seeded: Path) -> Path:
+    """The seeded store with 22 runs of wedge-confound as wb records them (a hypothesis and an arm, no label) after
+    the 6 imported ones (a label, no hypothesis nor arm)."""
+    from analysis_helpers import add_execution, add_replicate
+
+    from workbench.store import open_store
+
+    store = open_store(str(seeded), held=True)
+    try:
+        ex = add_execution(store)
+        for r in range(1, 12):
+            add_replicate(store, ex, r, 0)
+    finally:
+        store.dispose()
+    return seeded
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_a_narrow_table_tells_imported_runs_apart(mixed: Path, cli, monkeypatch: pytest.MonkeyPatch,
+                                                  width: int) -> None:
+    """At 60 columns the label was left out ("not shown at this width: label"), so the imported runs read `1` to `6`
+    with a blank hypothesis and arm beside `historical`, not to be told apart; at 80 the label column, empty in 22 of
+    the 28 rows, took its width in every row. A label most rows lack goes under its row, as the variables do."""
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, out, err = cli("runs", "list", env={"COLUMNS": str(width), "NO_COLOR": "1"})
+    assert code == 0, err
+    assert max(len(line) for line in out.splitlines()) <= width, out
+    header = next(line for line in out.splitlines() if " id " in line)
+    assert header.strip("┃ ").split()[:4] == ["id", "hypothesis", "arm", "status"], out
+    under = _under_each_row(out)
+    assert under["1"][0] == "label: pre-fp8-hicache" and under["6"][0] == "label: post-bf16-hicache-postfix", out
+    assert not [u for u in under["7"] if u.startswith("label")], out
+    assert "not shown" not in out, out
+
+
+def test_the_note_under_a_narrow_table_wraps_between_words(seeded: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The line naming the columns left out wrapped at the table's width, padded with spaces to it (`(--format tsv
+    shows    ` / `every column)`): it wraps at the terminal's width, between words, with no padding."""
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, out, err = cli("hypothesis", "list", env={"COLUMNS": "45", "NO_COLOR": "1"})
+    assert code == 0, err
+    lines = out.splitlines()
+    note = lines[next(i for i, line in enumerate(lines) if line.startswith("└")) + 1:]
+    assert " ".join(note) == "not shown at this width: parent, kind, isolates (--format tsv shows every column)", out
+    assert all(line == line.strip() and len(line) <= 45 for line in note), note

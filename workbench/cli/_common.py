@@ -573,6 +573,18 @@ def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[A
         table(columns, rows, optional=optional, below=below, under=under)
 
 
+def echo_wrapped(text: str, indent: str = "") -> None:
+    """A line of prose: on a terminal wrapped between words at its width, later lines indented by `indent` (a word
+    wider than the line runs on, never broken); piped, one line whatever its length, for grep."""
+    import textwrap
+
+    if not is_tty():
+        typer.echo(text)
+        return
+    typer.echo("\n".join(textwrap.wrap(text, terminal_width(), subsequent_indent=indent, break_long_words=False,
+                                       break_on_hyphens=False)) or text)
+
+
 def terminal_width() -> int:
     """The terminal's width in columns, as a table takes it (rich reads $COLUMNS, then the terminal itself)."""
     from rich.console import Console
@@ -616,14 +628,13 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *
     widths = [max([len(c)] + [len(r[i]) if c in WHOLE_COLUMNS else min(WORD_FOLD, _longest_word(r[i]))
                               for r in cells]) for i, c in enumerate(columns)]
     console = Console(color_system=colour_system())
-    shown = _columns_that_fit(columns, widths, optional, console.width)
+    sparse = _sparse(columns, cells, optional, under)
+    shown = _columns_that_fit(columns, widths, optional, console.width, sparse)
     left_out = [c for c in columns if c not in shown]
     if below in columns or set(left_out) & set(under):
-        _rows_with_text_below(columns, cells, title, optional, below, under)
+        _rows_with_text_below(columns, cells, title, optional, below, under, sparse)
         return
-    t = Table(title=title, show_lines=False, caption_justify="left",
-              caption=f"not shown at this width: {', '.join(left_out)} (--format tsv shows every column)"
-              if left_out else None)
+    t = Table(title=title, show_lines=False)
     for i, c in enumerate(columns):
         if c in shown:
             t.add_column(c, overflow="fold", no_wrap=c in WHOLE_COLUMNS, min_width=widths[i])
@@ -633,10 +644,26 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None, *
     if least + 1 > console.width:
         console = Console(width=least + 1, color_system=colour_system())
     console.print(t)
+    _left_out_note(left_out)
+
+
+def _left_out_note(left_out: list[str]) -> None:
+    """The line under a table naming the columns it left out: wrapped between words at the terminal's width, not
+    the table's (a caption wrapped there, padded with spaces to it)."""
+    if left_out:
+        echo_wrapped(f"not shown at this width: {', '.join(left_out)} (--format tsv shows every column)")
+
+
+def _sparse(columns: list[str], cells: list[list[str]], optional: tuple[str, ...],
+            under: tuple[str, ...]) -> tuple[str, ...]:
+    """The `under` columns most rows leave empty: on a terminal too narrow for every column they go under their rows
+    first, and stay there (the label of a few imported runs among a hypothesis' runs took its width in every row)."""
+    filled = {c: sum(1 for r in cells if r[i]) for i, c in enumerate(columns)}
+    return tuple(c for c in optional if c in under and 2 * filled.get(c, 0) < len(cells))
 
 
 def _rows_with_text_below(columns: list[str], cells: list[list[str]], title: str | None, optional: tuple[str, ...],
-                          below: str | None, under: tuple[str, ...]) -> None:
+                          below: str | None, under: tuple[str, ...], sparse: tuple[str, ...] = ()) -> None:
     """`table` on a terminal with text under each row: the columns of the row whole, two spaces apart (optional ones
     left out as there, to fit), a rule between rows; under the row, across the table's width, the `under` columns
     it has no room for, each named, then the `below` column's text."""
@@ -650,7 +677,7 @@ def _rows_with_text_below(columns: list[str], cells: list[list[str]], title: str
     widths = [max([len(c)] + [len(r[i]) for r in rest]) for i, c in enumerate(names)]
     console = Console(color_system=colour_system())
     # A column here takes its width and a gap of 2; the box 4 in all: the need `_columns_that_fit` counts, less 1.
-    shown = _columns_that_fit(names, [w - 1 for w in widths], optional, console.width - 1)
+    shown = _columns_that_fit(names, [w - 1 for w in widths], optional, console.width - 1, sparse)
     keep = [i for i, c in enumerate(names) if c in shown]
     moved = [i for i, c in enumerate(names) if c not in shown and c in under]
     left_out = [c for c in names if c not in shown and c not in under]
@@ -662,9 +689,7 @@ def _rows_with_text_below(columns: list[str], cells: list[list[str]], title: str
         grid.add_row(*(Text(values[i]) for i in keep))  # plain text: a bracket is not markup
         return grid
 
-    t = Table(title=title, show_lines=True, caption_justify="left",
-              caption=f"not shown at this width: {', '.join(left_out)} (--format tsv shows every column)"
-              if left_out else None)
+    t = Table(title=title, show_lines=True)
     t.add_column(Group(line(names), Text(below, style="italic")) if below in columns else line(names))
     for r, full in zip(rest, cells):
         texts = [Text.assemble((f"{names[i]}: ", "italic"), r[i]) for i in moved if r[i]]
@@ -674,22 +699,24 @@ def _rows_with_text_below(columns: list[str], cells: list[list[str]], title: str
     if least > console.width:  # the columns kept do not fit even so: the line runs on
         console = Console(width=least, color_system=colour_system())
     console.print(t)
+    _left_out_note(left_out)
 
 
-def _columns_that_fit(columns: list[str], widths: list[int], optional: tuple[str, ...], width: int) -> set[str]:
-    """The columns to show in `width`: the optional ones are left out, least needed first, until the rest
-    fit; then each left out, most needed first, comes back if it still fits."""
+def _columns_that_fit(columns: list[str], widths: list[int], optional: tuple[str, ...], width: int,
+                      sparse: tuple[str, ...] = ()) -> set[str]:
+    """The columns to show in `width`: the optional ones are left out, the `sparse` ones then the rest least needed
+    first, until the rest fit; then each left out but a sparse one, most needed first, comes back if it still fits."""
     need = dict(zip(columns, (w + 3 for w in widths)))
     shown = set(columns)
     dropped: list[str] = []
-    for c in optional:
+    for c in (*sparse, *(c for c in optional if c not in sparse)):
         if sum(need[s] for s in shown) + 1 <= width:
             break
         if c in shown:
             shown.discard(c)
             dropped.append(c)
     for c in reversed(dropped):
-        if sum(need[s] for s in shown) + need[c] + 1 <= width:
+        if c not in sparse and sum(need[s] for s in shown) + need[c] + 1 <= width:
             shown.add(c)
     return shown
 

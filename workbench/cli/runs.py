@@ -70,8 +70,9 @@ def list_(db: DbOption = None, json_: JsonOption = False,
                 " ".join(f"{k}={v}" for k, v in sorted(r.variables.items()) if k not in common),
                 pairs(m, r.metrics), pairs(m, m.derived)] for r, m in zip(rows, shown)],
               items=[{**r.to_dict(detail=False), **m.to_dict()} for r, m in zip(rows, shown)],
-              # on a narrow terminal, least needed first; the values read under each row rather than be left out
-              optional=("derived", "metrics", "variables", "label"), under=("variables", "metrics", "derived"))
+              # on a narrow terminal, least needed first (a label most rows lack before them: `table`); the values
+              # read under each row rather than be left out, the label too (an imported run has no hypothesis nor arm)
+              optional=("derived", "metrics", "variables", "label"), under=("label", "variables", "metrics", "derived"))
 
 
 def _pairs(_: "RunMetrics", values: dict[str, float]) -> str:
