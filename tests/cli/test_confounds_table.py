@@ -100,3 +100,25 @@ def test_the_table_fits_a_60_column_terminal(workbench_dir: Path, seed_csv: Path
                 break
             below.append(line)
         assert " ".join(below) == f["message"], (below, f["message"])
+
+
+def test_the_default_text_fits_a_terminal_and_the_readme_says_so(workbench_dir: Path, seed_csv: Path, cli,
+                                                                  tmp_path: Path, monkeypatch) -> None:
+    # With no flags `wb confounds` printed its findings as text lines of up to 400 characters on an 80-column
+    # terminal, which broke them inside words, though the README said "On a terminal, listings are tables". The text
+    # (with each proposed experiment, which the table leaves out) stays the default, the README says so, and on a
+    # terminal each paragraph wraps between words at its width, indented under its finding. Piped, each is one line.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "`confounds` prints a paragraph a finding by default" in " ".join(readme.split()), "README"
+    flags = ["--root", str(workbench_dir), "--db", str(tmp_path / "wb.duckdb")]
+    assert cli("import", "evidence", str(seed_csv), *flags)[0] == 0
+    code, piped, err = cli("confounds", *flags)
+    assert code == 0, err
+    assert max(len(line) for line in piped.splitlines()) > 200, piped  # one line an item, for grep
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, out, err = cli("confounds", *flags, env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert code == 0, err
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80, out
+    assert all(line.startswith(("FLAG [", "     ")) for line in lines), out  # later lines indented as the first
+    assert out.split() == piped.split(), out  # the same words, none broken

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from workbench.analysis import display
-from workbench.cli._common import DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format, open_workbench
+from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, echo_wrapped, emit_rows, list_format,
+                                   open_workbench)
 
 if TYPE_CHECKING:
     from workbench.analysis.confounds import Finding
@@ -49,6 +50,9 @@ def register(app: typer.Typer) -> None:
             typer.echo("--write: no finding proposes a hypothesis entry; hypotheses.yaml is unchanged.")
 
 
+INDENT = " " * 5  # a finding's lines after its first, under its `[experiment]`
+
+
 def _row(f: Finding, fmt: str) -> list[str]:
     row = ["FLAG" if f.flagged else "", f.experiment, f.outcome, f.kind, f.factor, _p(f.p, fmt),
            "" if f.p is None else str(f.comparisons), _p(f.p_adjusted, fmt), f.message]
@@ -84,17 +88,20 @@ def _p_text(f: Finding) -> str:
 
 
 def _echo_finding(f: Finding) -> None:
+    """A finding's paragraph: on a terminal each line wraps between words, indented under the finding; piped, each is
+    one line (`echo_wrapped`). The hypothesis entry is YAML, printed as it is."""
     mark = "FLAG" if f.flagged else "    "
     p = _p_text(f)
-    typer.echo(f"{mark} [{f.experiment}] {f.outcome} vs {f.kind} {f.factor}{p}")
-    typer.echo(f"     {f.message}")
+    echo_wrapped(f"{mark} [{f.experiment}] {f.outcome} vs {f.kind} {f.factor}{p}", INDENT)
+    echo_wrapped(f"{INDENT}{f.message}", INDENT)
     used = f.table.get("runs") if f.kind in ("alias", "variable") else None
     if used:
-        typer.echo(f"     runs used: {', '.join(used[:12])}" + (f" (+{len(used) - 12} more)" if len(used) > 12 else ""))
+        echo_wrapped(f"{INDENT}runs used: {', '.join(used[:12])}" + (f" (+{len(used) - 12} more)" if len(used) > 12
+                                                                       else ""), INDENT)
     if f.proposal:
-        typer.echo(f"     Proposed experiment: {f.proposal['text']}")
+        echo_wrapped(f"{INDENT}Proposed experiment: {f.proposal['text']}", INDENT)
         if f.proposal.get("entry_yaml"):
             state = f.proposal.get("written")
-            typer.echo("     " + ("Appended to hypotheses.yaml as a draft:" if state else
-                                  "Already in hypotheses.yaml:" if state is False else "Hypothesis entry:"))
+            typer.echo(INDENT + ("Appended to hypotheses.yaml as a draft:" if state else
+                                 "Already in hypotheses.yaml:" if state is False else "Hypothesis entry:"))
             typer.echo(f.proposal["entry_yaml"].rstrip("\n"))
