@@ -18,10 +18,11 @@ def in_a_terminal(args: list[str], env: dict[str, str], *, timeout_s: float = 12
 
 def run_in_a_terminal(args: list[str], env: dict[str, str], *, on: str = "stdout",
                       timeout_s: float = 120) -> tuple[int, bytes]:
-    """`wb ARGS` with a pseudo-terminal as its stdout, or its stderr (`on`); the other goes nowhere: the exit
-    status and what it wrote to the terminal, read until it closed it."""
+    """`wb ARGS` with a pseudo-terminal as its stdout, or its stderr (`on`), or both (`on="both"`, as a user's shell
+    runs it); the other goes nowhere: the exit status and what it wrote to the terminal, read until it closed it."""
     master, slave = pty.openpty()
-    streams = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, on: slave}
+    streams = {"stdout": slave, "stderr": slave} if on == "both" else \
+        {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, on: slave}
     proc = subprocess.Popen([WB, *args], env=env, **streams)
     os.close(slave)
     chunks = []

@@ -678,3 +678,47 @@ def test_a_profile_this_machine_cannot_use_is_refused_before_the_search_and_reco
     hint = _resume_hint(None, "wb isolate ... --resume", 0)
     assert "decided so far" not in hint and hint == ("no probe was decided yet; "
                                                      "the search resumes with: wb isolate ... --resume")
+
+
+def test_on_a_terminal_the_result_wraps_between_words_and_names_the_probe_shown(root, tmp_path, monkeypatch):
+    """At 80 columns `wb isolate` printed lines of 114 to 324 characters, which the terminal broke inside words
+    (`INCON` / `CLUSIVE`, `0/1` / `60`); its answer's "why" said the cure was "shown by a passing probe that contains
+    bad without them" without naming the probe. On a terminal each line wraps between words at its width, indented
+    under its start; piped, each is one line (grep); the why names the probe (p0)."""
+    from workbench.isolate import app as iso_app
+    from workbench.isolate.search import ProbeResult
+
+    def probe(self, req):  # scripted: no target; the config fails when both hicache and geometry_fix are applied
+        fails = {"hicache", "geometry_fix"} <= set(req.applied)
+        res = ProbeResult("fails" if fails else "passes", 80 if fails else 0, 160, 160, 2, "scripted")
+        self.results.append((req, res))
+        return res
+
+    monkeypatch.setattr(iso_app.RunnerOracle, "probe", probe)
+    args = ["isolate", "--experiment", "agent-repro", "--good", "hicache=off", "--good", "geometry_fix=on",
+            "--good", "nixl_abort_fix=on", "--bad", "hicache=on", "--bad", "geometry_fix=off", "--bad",
+            "nixl_abort_fix=off", "--metric", "corruption_rate", "--region", ">= 0.05", "--seed", "3",
+            "--root", str(root)]
+    piped = CliRunner().invoke(app, [*args, "--db", str(tmp_path / "a.duckdb")])
+    assert piped.exit_code == 0, piped.output
+    assert re.search(r"\n  p0 \[leave-one-out\] good \+ \{nixl_abort_fix, geometry_fix\}: passes ", piped.stdout), \
+        piped.stdout
+    why = next(line for line in piped.stdout.splitlines() if line.startswith("why: "))
+    assert why.endswith("removing them from bad cures it (shown by p0, a passing probe that contains bad without "
+                        "them)"), why
+    assert max(len(line) for line in piped.stdout.splitlines()) > 100, piped.stdout  # one line an item
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    shown = CliRunner().invoke(app, [*args, "--db", str(tmp_path / "b.duckdb")], env={"COLUMNS": "80"})
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, shown.stdout
+    (a, b) = (re.match(r"search (\w+) ", out).group(1) for out in (piped.stdout, shown.stdout))
+    assert shown.stdout.replace(b, a).split() == piped.stdout.split(), shown.stdout  # the same words, none broken
+    item = re.compile(r"(search |p\d+ \[|minimal set: |why: |units: )")
+    at = 0  # the indent of the item a line goes on
+    for line in lines:
+        lead = len(line) - len(line.lstrip())
+        if item.match(line.lstrip()):
+            at = lead
+        else:  # a line wrapped: indented under its item's start
+            assert lead >= at + 2, lines

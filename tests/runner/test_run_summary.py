@@ -113,3 +113,29 @@ def test_the_order_line_of_a_sequential_stop_gives_its_plan_as_a_budget() -> Non
         "order: control@local treatment@local control@local treatment@local  (4 of at most 8 planned)")
     assert _order_line(_execution("fixed", 4, 8)).endswith("  (4 of 8 planned)")
     assert _order_line(_execution("sequential", 8, 8)).endswith("treatment@local")  # the budget spent: no note
+
+
+def test_on_a_terminal_the_restore_and_the_summary_wrap_between_phrases(toy) -> None:
+    """On a terminal the `restored:` line broke inside its parentheses (`restarted (1` / `command), healthy`; after a
+    Ctrl-C, `pdsim stopped (it was down` / `before)`), and the summary's lines ran past the terminal's width for it
+    to break inside words. Both wrap at its width between words, a parenthesis kept whole where it fits, the lines
+    after the first indented."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+    from terminal_kit import run_in_a_terminal
+
+    hypotheses = toy.root / "hypotheses.yaml"
+    claim = "The fix removes the leaks" + ", whichever session leaked and however often" * 4 + "."
+    hypotheses.write_text(hypotheses.read_text().replace("claim: The fix removes the leaks.", f"claim: {claim}"))
+    restored = f"restored: {toy.conf} put back byte for byte, restarted (1 command), healthy"
+    width = restored.index("(1 command)") + 5  # room for `(1` but not for `command),` on the line
+    code, raw = run_in_a_terminal(["hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db],
+                                  {**os.environ, "WB_ROOT": str(toy.root), "COLUMNS": str(width), "NO_COLOR": "1"},
+                                  on="both", timeout_s=240)
+    shown = raw.decode(errors="replace").replace("\r\n", "\n")
+    assert code == 0, shown[-2000:]
+    lines = shown[shown.index("toy-fix on local: 2 of 2 runs ok\n"):].splitlines()[1:]
+    assert lines[:2] == [restored[:restored.index(" (1 command)")], "  (1 command), healthy"], lines
+    assert all(len(line) <= width or " " not in line.strip() for line in lines), lines
+    assert all(line == line.rstrip() for line in lines), lines
+    at = next(i for i, line in enumerate(lines) if line.startswith("verdict: "))  # longer than the terminal
+    assert lines[at + 1].startswith("  ") and claim.split()[-1] in lines[at + 1] + lines[at + 2], lines

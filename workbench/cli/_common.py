@@ -573,16 +573,16 @@ def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[A
         table(columns, rows, optional=optional, below=below, under=under)
 
 
-def echo_wrapped(text: str, indent: str = "") -> None:
-    """A line of prose: on a terminal wrapped between words at its width, later lines indented by `indent` (a word
-    wider than the line runs on, never broken); piped, one line whatever its length, for grep."""
-    import textwrap
+def echo_wrapped(text: str, indent: str | None = None) -> None:
+    """A line of prose or of a summary: on a terminal wrapped between words at its width (`wrapping.wrap`: later lines
+    indented by `indent`, by default two more than the text's own); piped, one line whatever its length, for grep."""
+    from workbench.wrapping import wrap
 
     if not is_tty():
         typer.echo(text)
         return
-    typer.echo("\n".join(textwrap.wrap(text, terminal_width(), subsequent_indent=indent, break_long_words=False,
-                                       break_on_hyphens=False)) or text)
+    width = terminal_width()
+    typer.echo("\n".join(out for line in text.split("\n") for out in wrap(line, width, indent)))
 
 
 def terminal_width() -> int:
@@ -651,7 +651,7 @@ def _left_out_note(left_out: list[str]) -> None:
     """The line under a table naming the columns it left out: wrapped between words at the terminal's width, not
     the table's (a caption wrapped there, padded with spaces to it)."""
     if left_out:
-        echo_wrapped(f"not shown at this width: {', '.join(left_out)} (--format tsv shows every column)")
+        echo_wrapped(f"not shown at this width: {', '.join(left_out)} (--format tsv shows every column)", indent="")
 
 
 def _sparse(columns: list[str], cells: list[list[str]], optional: tuple[str, ...],

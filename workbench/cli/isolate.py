@@ -7,7 +7,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from workbench.analysis import display
-from workbench.cli._common import DbOption, JsonOption, RootOption, check_seed, open_workbench, print_json
+from workbench.cli._common import (DbOption, JsonOption, RootOption, check_seed, echo_wrapped, open_workbench,
+                                   print_json)
 from workbench.errors import RunFailure
 
 MARK = {"fails": "FAILS", "passes": "passes", "inconclusive": "INCONCLUSIVE"}
@@ -63,7 +64,7 @@ def register(app: typer.Typer) -> None:
                         "unwritten": refused.yaml if refused else None})
         else:
             for line in search_lines(out.record):
-                typer.echo(line)
+                echo_wrapped(line)  # on a terminal between words, at its width; piped, a line an item (grep)
             if out.written:
                 typer.echo(f"appended {len(out.result.probes) + 1} generated hypotheses to {out.written}")
             if refused:

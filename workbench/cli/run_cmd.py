@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from workbench.analysis import display
-from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOption, check_seed, exit_on_verdict,
-                                   fail_on, open_workbench, parse_sets, print_json, reader_may_leave,
+from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOption, check_seed, echo_wrapped,
+                                   exit_on_verdict, fail_on, open_workbench, parse_sets, print_json, reader_may_leave,
                                    stderr_beside_stdout)
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def show_interrupted(exc: "RunInterrupted", json_: bool) -> None:
         return
     for line in summary_lines(RunReport(exc.partial, None, "interrupted before the planned runs were made")):
         if not line.startswith("report: "):
-            typer.echo(line)
+            echo_wrapped(line)
 
 
 def register(hypothesis_app: typer.Typer) -> None:
@@ -177,7 +177,7 @@ def register(hypothesis_app: typer.Typer) -> None:
         else:
             with reader_may_leave():  # the failed-run and --fail-on exits below still stand
                 for line in summary_lines(result, wb.registry.hypothesis(hypothesis_id)):
-                    typer.echo(line)
+                    echo_wrapped(line)  # on a terminal between words, at its width; piped, a line an item
         from workbench.errors import RunFailure
 
         # Raised after the result is printed: the boundary writes the `Error:` line, and with --json the one

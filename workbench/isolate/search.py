@@ -228,8 +228,10 @@ def _decided(s: _Search, minimal: list[str], failing: Probe, a_probe: float, why
     if not minimal:
         return _finish(s, "decided", (), [], [], "the good config itself fails: nothing needs isolating")
     rest = frozenset(s.changes) - set(minimal)
-    if any(p.result.outcome == "passes" and rest <= frozenset(p.request.applied) for p in s.probes):
-        cures, note = True, "removing them from bad cures it (shown by a passing probe that contains bad without them)"
+    shown = next((p for p in s.probes if p.result.outcome == "passes" and rest <= frozenset(p.request.applied)), None)
+    if shown is not None:
+        cures, note = True, (f"removing them from bad cures it (shown by p{shown.request.index}, a passing probe that "
+                             "contains bad without them)")
     else:
         p = s.run(rest, "cure", f"does bad without {_fmt(minimal)} still fail?", failing.request.index, a_probe, 1)
         outcome = p.result.outcome if p is not None else "inconclusive"

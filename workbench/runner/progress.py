@@ -202,6 +202,10 @@ class RunProgress:
             self._line(look.line())
 
     def _line(self, text: str) -> None:
+        if self._console.is_terminal:  # between words, a parenthesis kept whole: rich broke `(it was down` / `before)`
+            from workbench.wrapping import wrap
+
+            text = "\n".join(out for line in text.split("\n") for out in wrap(line, self._console.width))
         _written(lambda: self._console.print(text, markup=False, highlight=False))
 
     def log(self, text: str) -> None:
