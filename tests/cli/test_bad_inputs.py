@@ -3,8 +3,9 @@ with one `Error:` naming the file:line or the flag, no traceback, and the store 
 
 A case is data: `args` (with {root}, {db}, {csv}, {out} filled in), optional `edit` (replace text in a copied
 workbench file), `write` (create a file: `text`, or `chunk` repeated `count` times between `prefix` and
-`suffix`), `store: true` (start from a store holding the seed evidence), `expect` (a fragment of the message)
-and `where` (a regular expression the message must match: a file:line, a flag, a column).
+`suffix`), `store: true` (start from a store holding the seed evidence), `expect` (a fragment of the message),
+`absent` (fragments it must not hold) and `where` (a regular expression the message must match: a file:line, a
+flag, a column).
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def _check(case: dict, code: int, err: str, ctx: dict[str, str]) -> None:
     assert code == 2, (code, err)
     assert err.startswith("Error: "), err
     assert _fill(case["expect"], ctx) in err, err
+    for words in case.get("absent", []):  # what the message must no longer say
+        assert _fill(words, ctx) not in err, (words, err)
     if case.get("where"):
         assert re.search(_fill(case["where"], ctx), err), (case["where"], err)
 

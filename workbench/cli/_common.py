@@ -245,8 +245,10 @@ def _in_context(exc: BaseException, ctx: Any) -> None:
 def _usage_error(exc: Any) -> None:
     """A mistake the parser found: one `Error:` line and a `Hint:` with the usage; with --json the envelope too,
     naming the flag at fault as `where` when the parser knows it."""
-    from typer._click.exceptions import UsageError
+    from typer._click.exceptions import NoSuchOption, UsageError
 
+    if isinstance(exc, NoSuchOption) and exc.possibilities:
+        exc.possibilities = close_options(exc.option_name, exc.possibilities)
     err = typer.get_text_stream("stderr")
     err.write(f"Error: {exc.format_message()}\n")
     ctx = exc.ctx if isinstance(exc, UsageError) else None
@@ -262,6 +264,15 @@ def _usage_error(exc: Any) -> None:
     command = " ".join(ctx.command_path.split()[1:]) if ctx is not None else ""
     _emit_unless_gone({"message": exc.format_message(), "hint": hint, "where": where, "exit_code": exc.exit_code,
                        "kind": "UsageError"}, command=command)
+
+
+def close_options(given: str, options: Any) -> list[str]:
+    """The `options` whose names are close to the unknown option `given`, compared without their dashes: click
+    compares them with the dashes, so `--db` was offered `--dir` ("--d" alike), `--dri` still is."""
+    import difflib
+
+    name = given.lstrip("-")
+    return [o for o in options if difflib.get_close_matches(name, [o.lstrip("-")], n=1)]
 
 
 GLOBAL_FLAGS = ("root", "db")  # accepted before the subcommand too: `wb --root DIR --db FILE runs list`

@@ -98,16 +98,30 @@ def _fail_if_failed(out: Any) -> None:
 def request(flags: dict[str, Any], pair: str | None, registry: Any) -> dict[str, Any]:
     """The search's request: the --pair file's values (if any), each replaced by a flag given."""
     from workbench.errors import BadInput
-    from workbench.isolate.pair import load_pair
 
     given = {("target" if k == "profile" else k): v for k, v in flags.items()}  # by the file's keys
-    base = load_pair(pair, registry, given) if pair else {}
+    base = _pair_file(pair, registry, given) if pair else {}
     req = {**base, **{k: v for k, v in flags.items() if v is not None}}
     missing = [f"--{'target' if k == 'profile' else k}" for k in ("experiment", "good", "bad", "metric", "region")
                if not req.get(k)]
     if missing:
         raise BadInput(f"missing {', '.join(missing)}", hint="give the flags, or a --pair file that declares them")
     return {k: v for k, v in req.items() if v is not None}
+
+
+def _pair_file(pair: str, registry: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """The --pair file's request; a problem with the file as a whole (not found, a folder, unreadable) names the
+    flag, as "/missing.yaml: file not found" alone did not say where the path came from. One at a line of the file
+    is told at its file:line."""
+    from workbench.errors import BadInput, ConfigError
+    from workbench.isolate.pair import load_pair
+
+    try:
+        return load_pair(pair, registry, given)
+    except ConfigError as exc:
+        if exc.line is not None or exc.file != str(pair):
+            raise
+        raise BadInput(f"--pair {exc.message}", hint=exc.hint, where="--pair") from None
 
 
 def _set(xs: Any) -> str:

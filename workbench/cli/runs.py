@@ -30,8 +30,10 @@ def _run_ids(values: list[str], after: str = "; nothing was deleted") -> list[in
     for v in values:
         if not (v.isascii() and v.isdigit() and 1 <= int(v) <= _MAX_ID):
             shown = (v if len(v) <= 24 else v[:20] + "…") if v.isprintable() else repr(v)
-            raise BadInput(f"RUN_ID {shown}: not a run id (a whole number from 1)",
-                           hint="wb runs list shows the run ids" + after)
+            # a whole number past the stores' ids is out of range, not "not a whole number"
+            why = (f"out of range (a run id is a whole number from 1 to {_MAX_ID})"
+                   if v.isascii() and v.isdigit() and int(v) > _MAX_ID else "not a run id (a whole number from 1)")
+            raise BadInput(f"RUN_ID {shown}: {why}", hint="wb runs list shows the run ids" + after)
         ids.append(int(v))
     return ids
 

@@ -57,6 +57,12 @@ def check_root(root: Path, root_from: str = "--root") -> None:
     """BadInput unless the workbench folder `root_from` (`--root`, `$WB_ROOT`, `root=`) names holds hypotheses.yaml."""
     from workbench.settings import giving_root
 
+    if root.is_file():  # "no hypotheses.yaml in FILE" read as if a folder had been searched
+        named = f"{root_from} {root}" if root_from.startswith("-") else f"{root} ({root_from})"
+        hint = (f"give the folder that holds it: {root.parent}" if root.name == HYPOTHESES_FILE else
+                f"name a folder that holds {HYPOTHESES_FILE} with {giving_root(root_from)}")
+        raise BadInput(f"{named} is a file, not a folder: {root_from} names the workbench folder, the one that "
+                       f"holds {HYPOTHESES_FILE}", where=root_from, hint=hint)
     if not (root / HYPOTHESES_FILE).exists():
         raise BadInput(f"no {HYPOTHESES_FILE} in {root} (the workbench folder {root_from} names)",
                        where=root_from, hint=f"name a folder that holds hypotheses.yaml with {giving_root(root_from)},"
