@@ -111,6 +111,22 @@ class StoredRuns:
             raise BadInput(f"no run {run_id} in the store", hint="wb runs list shows the run ids")
         return run
 
+    def artifact_spans(self, run: "RunRecord") -> dict[str, dict[str, Any]]:
+        """What each cut log artifact of `run` covers ({name: {source, from_byte, to_byte, whole, note}}), from
+        its artifact log_spans; {} for a run whose files were fetched whole (or that kept no such record)."""
+        import json
+
+        shas = [a.sha256 for a in run.artifacts if a.name == "log_spans"]
+        if not shas:
+            return {}
+        with self.store(read_only=True) as store:
+            content = store.artifact_contents(shas).get(shas[0])
+        try:
+            spans = json.loads(content) if content is not None else {}
+        except ValueError:
+            return {}
+        return spans if isinstance(spans, dict) else {}
+
     def run_metrics(self, runs: list["RunRecord"]) -> list["RunMetrics"]:
         """Each run's measured metrics (counts as integers) and those its experiment derives, by the definitions
         this workbench declares; where it declares none for the run, the stored values and a note saying why."""

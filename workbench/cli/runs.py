@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -106,6 +106,14 @@ def _spreadsheet(rows: list["RunRecord"], shown: list["RunMetrics"]) -> tuple[li
                      for r, m in zip(rows, shown)]
 
 
+def _span(span: Any) -> str:
+    """What a cut log artifact covers, as its listing line ends: "; bytes A-B of SOURCE (why)"."""
+    from workbench.runner.collect import describe_span
+
+    text = describe_span(span)
+    return f"; {text}" if text else ""
+
+
 @app.command("show")
 def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption = None, json_: JsonOption = False,
          root: RootOption = None) -> None:
@@ -113,8 +121,9 @@ def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption 
     wb = open_workbench(db, root)
     r = wb.run_record(_run_ids([run_id], after="")[0])
     (m,) = wb.run_metrics([r])
+    spans = wb.artifact_spans(r)
     if json_:
-        print_json({**r.to_dict(), **m.to_dict()})
+        print_json({**r.to_dict(), **m.to_dict(), "artifact_spans": spans})
         return
     for key in ("id", "label", "hypothesis_id", "experiment_id", "arm", "replicate", "status", "stage", "host",
                 "target", "started_at", "ended_at", "config_hash", "error"):
@@ -131,7 +140,7 @@ def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption 
                f"units: {NONE}")  # no unit rows (imported evidence, or a workload that wrote none): not "0"
     typer.echo("fingerprint: " + (" ".join(f"{k}={v}" for k, v in sorted(_flat(r.fingerprint))) or NONE))
     for a in r.artifacts:
-        typer.echo(f"artifact {a.name}: {a.path} ({a.size_bytes} B, sha256 {a.sha256[:12]})")
+        typer.echo(f"artifact {a.name}: {a.path} ({a.size_bytes} B, sha256 {a.sha256[:12]})" + _span(spans.get(a.name)))
     if r.provenance:
         typer.echo("provenance: " + " ".join(f"{k}={_plain(v)}" for k, v in r.provenance.items()))
     if r.rendered_config is not None:

@@ -163,7 +163,35 @@ def artifacts(run_id: int, arts: list[dict[str, Any]], out_dir: Path, roots: lis
         elif truncated:
             note = note or "shown cut to its first and last lines; open the file for all of it"
         views.append(ArtifactView(a["name"], _size(size), a["sha256"][:12], href, preview, truncated, note))
-    return views
+    return _with_spans(views, arts, kept, roots)
+
+
+def _with_spans(views: list[ArtifactView], arts: list[dict[str, Any]], kept: dict[str, bytes],
+                roots: list[Path]) -> list[ArtifactView]:
+    """Each cut log's note says which bytes of which file it holds (the run's artifact log_spans)."""
+    import dataclasses
+    import json
+
+    from workbench.runner.collect import describe_span
+
+    rows = [a for a in arts if a["name"] == "log_spans"]
+    if not rows:
+        return views
+    content = kept.get(rows[0]["sha256"])
+    if content is None:
+        src = _resolve(rows[0]["path"], roots)
+        content = src.read_bytes() if src is not None and _sha256(src) == rows[0]["sha256"] else None
+    try:
+        spans = json.loads(content) if content is not None else {}
+    except ValueError:
+        return views
+    if not isinstance(spans, dict):
+        return views
+    out = []
+    for v in views:
+        text = describe_span(spans.get(v.name))
+        out.append(dataclasses.replace(v, note=f"{text}; {v.note}" if text and v.note else text or v.note))
+    return out
 
 
 def provenance(value: dict[str, Any] | None) -> list[tuple[str, str]]:

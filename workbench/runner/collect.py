@@ -4,6 +4,7 @@ probes; and, however the run ended, the profile's declared files fetched beside 
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,13 +119,58 @@ async def _collect_probes(h: "Harness", pr: PlannedRun, values: dict[str, Any], 
         out.metric_sources[f"calls:{t}"] = "probe"
 
 
+async def note_log_starts(h: "Harness", pr: PlannedRun, values: dict[str, Any], out: RunOutcome) -> None:
+    """Each declared file's size as the run starts (before its restart): a deployment's log grows across runs and
+    executions, and the run's artifact is only what was written after this byte. Called before the render stage
+    (with the context only) and after it (for a path that names a variable); a file noted once stays noted."""
+    for name, path_t in h.profile.artifacts.items():
+        if name in out.log_starts:
+            continue
+        try:
+            path = render_text(path_t, values, where=f"artifacts.{name}")
+            size = await h.target.file_size(pr.host, path)
+        except (TargetError, WbError, OSError):
+            continue
+        if size is not None:
+            out.log_starts[name] = size
+
+
 async def fetch_artifacts(h: "Harness", pr: PlannedRun, values: dict[str, Any], out: RunOutcome, art: Path) -> None:
-    """Copy the profile's declared files (logs) next to stdout/stderr; a missing one is skipped, not fatal."""
+    """Copy the profile's declared files (logs) next to stdout/stderr, each from the byte it had reached when the
+    run started; a missing one is skipped, not fatal. What each copy covers goes into the artifact log_spans."""
+    spans: dict[str, dict[str, Any]] = {}
     for name, path_t in h.profile.artifacts.items():
         try:
             path = render_text(path_t, values, where=f"artifacts.{name}")
             local = art / f"{name}{Path(path).suffix or '.txt'}"
-            if await h.target.fetch(pr.host, path, local):
+            start = out.log_starts.get(name, 0)
+            end = await h.target.file_size(pr.host, path) if start else None
+            cut = start if end is not None and end >= start else 0
+            if await h.target.fetch(pr.host, path, local, offset=cut):
                 out.artifacts[name] = local
+                if start:
+                    spans[name] = _span(path, start, cut, local.stat().st_size)
         except (TargetError, WbError, OSError):
             continue
+    if spans:
+        (art / "log_spans.json").write_text(json.dumps(spans, indent=1, sort_keys=True), encoding="utf-8")
+        out.artifacts["log_spans"] = art / "log_spans.json"
+
+
+def _span(path: str, start: int, cut: int, size: int) -> dict[str, Any]:
+    """What one fetched file covers: bytes [from_byte, to_byte) of `source`, or the whole file and why."""
+    if cut:
+        return {"source": path, "from_byte": cut, "to_byte": cut + size, "whole": False,
+                "note": "the part written since the run started (before its restart)"}
+    return {"source": path, "from_byte": 0, "to_byte": size, "whole": True,
+            "note": f"whole file: it was shorter at the run's end than the {start} B it held at the run's start "
+                    "(rotated or truncated during the run), so its part could not be told apart"}
+
+
+def describe_span(span: Any) -> str:
+    """What a fetched file covers, for a listing: "bytes A-B of SOURCE (why)", or why it is whole; "" for none."""
+    if not isinstance(span, dict) or "source" not in span:
+        return ""
+    if span.get("whole"):
+        return str(span.get("note") or "whole file")
+    return f"bytes {span.get('from_byte')}-{span.get('to_byte')} of {span['source']} ({span.get('note', '')})"

@@ -21,7 +21,7 @@ from typing import Any
 from workbench.errors import TargetError, WbError
 from workbench.registry.timeouts import timeouts
 from workbench.runner import manipulation
-from workbench.runner.collect import collect, fetch_artifacts
+from workbench.runner.collect import collect, fetch_artifacts, note_log_starts
 from workbench.runner.daemon import HELD_OPEN_WARNING, failure_reason
 from workbench.runner.harness import Harness
 from workbench.runner.outcome import RunOutcome, StageFailed
@@ -289,6 +289,7 @@ async def _stages(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, 
                   out: RunOutcome, art: Path, clock: _Stages, values: dict[str, Any]) -> None:
     await clock.enter("render")
     env, rendered = await _render(h, pr, run_id, variables, run_dir, out, values)
+    await note_log_starts(h, pr, values, out)
     await clock.enter("check")
     if rendered is not None:
         problem = await local_check(h, rendered, values)
@@ -327,6 +328,7 @@ async def execute_run(h: Harness, pr: PlannedRun, run_id: int, variables: dict[s
     values: dict[str, Any] = {}
     clock = _Stages(h, pr, out)
     try:
+        await note_log_starts(h, pr, {"run_dir": run_dir, "work_dir": run_dir, **h.context}, out)
         await _stages(h, pr, run_id, variables, run_dir, out, art, clock, values)
         out.status = "ok"
     except StageFailed as exc:

@@ -22,6 +22,7 @@ class RunOutcome:
     missing: dict[str, str] = field(default_factory=dict)  # metrics no prediction needs that could not be read
     units: list[dict[str, Any]] = field(default_factory=list)
     artifacts: dict[str, Path] = field(default_factory=dict)
+    log_starts: dict[str, int] = field(default_factory=dict)  # declared file -> its size as the run began
     probe_counts: list[dict[str, Any]] = field(default_factory=list)
     started_at: datetime | None = None
     ended_at: datetime | None = None

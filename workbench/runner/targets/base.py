@@ -119,8 +119,12 @@ class Target(abc.ABC):
         """Remove the file when it exists."""
 
     @abc.abstractmethod
-    async def fetch(self, host: str, path: str, local_path: Path) -> bool:
-        """Copy a file from the host; False when it does not exist."""
+    async def fetch(self, host: str, path: str, local_path: Path, offset: int = 0) -> bool:
+        """Copy a file from the host, from byte `offset` on; False when it does not exist."""
+
+    @abc.abstractmethod
+    async def file_size(self, host: str, path: str) -> int | None:
+        """The file's size in bytes (after following links); None when it does not exist."""
 
     @abc.abstractmethod
     async def mkdir(self, host: str, path: str) -> None:

@@ -179,14 +179,26 @@ class LocalTarget(Target):
         except OSError as exc:
             raise TargetError(f"cannot remove {path}: {exc.strerror}") from exc
 
-    async def fetch(self, host: str, path: str, local_path: Path) -> bool:
+    async def fetch(self, host: str, path: str, local_path: Path, offset: int = 0) -> bool:
         src = Path(path)
         if not src.is_file():
             return False
         local_path.parent.mkdir(parents=True, exist_ok=True)
-        if src.resolve() != local_path.resolve():
+        if src.resolve() == local_path.resolve():
+            return True
+        if not offset:
             shutil.copyfile(src, local_path)
+            return True
+        with open(src, "rb") as fsrc, open(local_path, "wb") as fdst:
+            fsrc.seek(offset)
+            shutil.copyfileobj(fsrc, fdst)
         return True
+
+    async def file_size(self, host: str, path: str) -> int | None:
+        try:
+            return Path(path).stat().st_size
+        except (FileNotFoundError, NotADirectoryError):
+            return None
 
     async def mkdir(self, host: str, path: str) -> None:
         Path(path).mkdir(parents=True, exist_ok=True)

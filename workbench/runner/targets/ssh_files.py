@@ -50,19 +50,38 @@ class SshFiles:
 
         await self._sftp(host, f"removing {path}", go)
 
-    async def fetch(self, host: str, path: str, local_path: Path) -> bool:
+    async def fetch(self, host: str, path: str, local_path: Path, offset: int = 0) -> bool:
         import asyncssh
 
         async def go(conn: Any) -> bool:
             local_path.parent.mkdir(parents=True, exist_ok=True)
             async with conn.start_sftp_client() as sftp:
                 try:
-                    await sftp.get(path, str(local_path))
+                    if not offset:
+                        await sftp.get(path, str(local_path))
+                        return True
+                    async with sftp.open(path, "rb") as f:
+                        await f.seek(offset)
+                        with open(local_path, "wb") as dst:
+                            while chunk := await f.read(1 << 20):
+                                dst.write(chunk)
                 except asyncssh.SFTPNoSuchFile:
                     return False
             return True
 
         return await self._sftp(host, f"fetching {path}", go)
+
+    async def file_size(self, host: str, path: str) -> int | None:
+        import asyncssh
+
+        async def go(conn: Any) -> int | None:
+            async with conn.start_sftp_client() as sftp:
+                try:
+                    return (await sftp.stat(path)).size
+                except asyncssh.SFTPNoSuchFile:
+                    return None
+
+        return await self._sftp(host, f"reading the size of {path}", go)
 
     async def mkdir(self, host: str, path: str) -> None:
         async def go(conn: Any) -> None:
