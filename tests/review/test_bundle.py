@@ -672,6 +672,46 @@ def test_a_malformed_allowed_signers_line_is_named(workbench_dir: Path, seed_csv
     assert not db.exists()
 
 
+@pytest.mark.parametrize("line, said", [
+    ("garbage", "missing key"),
+    ('ada@old bogusopt="x" {public}', "bad options: unknown key option"),
+    ("bob@example.com ssh-ed25519 {truncated}", "invalid key"),
+], ids=["garbage", "unknown-option", "truncated-key"])
+def test_a_line_ssh_keygen_cannot_read_refuses_the_import_though_another_line_holds_the_key(
+        workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path, line: str, said: str):
+    """ssh-keygen skips a line it cannot read: the import went on with exit 0 and no word when another line held
+    the key, though the file does not say what its author meant (a teammate's key, a restriction, lost)."""
+    keys = _keys(tmp_path, "ada")
+    public = " ".join(keys["ada"].with_suffix(".pub").read_text().split()[:2])
+    bad = line.format(public=public, truncated=public.split()[1][:25])
+    keys["allowed"].write_text(f"# the team\n{bad}\nada@example.com {public}\n")
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    _sign(bundle, keys["ada"])
+    db = workbench_dir / "b.duckdb"
+    args = ["bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
+            "--root", str(workbench_dir)]
+    _refused(cli, *args, fragment=f"ssh-keygen cannot read {keys['allowed']}:2: {said}")
+    code, out, err = cli(*args, "--json")
+    assert code == 2 and f"{keys['allowed']}:2: {said}" in out + err, (out, err)
+    assert not db.exists()
+
+
+def test_blank_comment_and_expired_lines_beside_the_key_are_no_reason_to_refuse(workbench_dir: Path,
+                                                                               seed_csv: Path, cli, tmp_path: Path):
+    """ssh-keygen 9.2 says "missing key" of an empty line, and names an expired line holding the key: neither is a
+    line it cannot read, and a later line allows the key."""
+    keys = _keys(tmp_path, "ada")
+    public = " ".join(keys["ada"].with_suffix(".pub").read_text().split()[:2])
+    keys["allowed"].write_text(f"# the team\n\n   \nada@old valid-before=\"20200101\" {public}\n\n"
+                               f"ada@example.com {public}\n\n")
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    _sign(bundle, keys["ada"])
+    code, said, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--json",
+                          "--db", str(workbench_dir / "b.duckdb"), "--root", str(workbench_dir))
+    assert code == 0, err
+    assert json.loads(said)["signed_by"]["principal"] == "ada@example.com"
+
+
 def test_a_key_allowed_for_bundles_on_a_later_line_than_one_for_git_verifies(workbench_dir: Path, seed_csv: Path,
                                                                              cli, tmp_path: Path):
     """ssh-keygen's find-principals names only the first line holding the key: a git-only line above the line that
@@ -701,6 +741,8 @@ def test_a_key_allowed_only_for_git_is_refused_saying_what_to_change(workbench_d
     code, _, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
                        "--root", str(workbench_dir))
     assert 'namespaces="wb-bundle"' in err and "not for wb-bundle" in err, err
+    # the line is readable: ssh-keygen refused it for this namespace, and said nothing else of the file
+    assert "missing key" not in err and "cannot read" not in err and "also refused" not in err, err
     assert not db.exists()
 
 

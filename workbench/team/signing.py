@@ -118,14 +118,16 @@ def verify(data: bytes, bundle: Path, signers: Path) -> Signer:
         copy.write_bytes(armored)
         aside: dict[int, str] = {}  # line number -> why ssh-keygen refused that line for this signature
         for _ in range(MAX_LOOKUPS):
-            allowed.write_bytes(b"\n".join(b"" if n in aside else ln for n, ln in enumerate(lines, 1)))
+            # a line set aside becomes a comment: ssh-keygen (9.2) says "missing key" of an empty line
+            allowed.write_bytes(b"\n".join(b"#" if n in aside else ln for n, ln in enumerate(lines, 1)))
             find = _keygen(["-Y", "find-principals", "-s", str(copy), "-f", str(allowed)], data=None,
                            flag="--signers", timeout=VERIFY_TIMEOUT_S)
-            unreadable = _lines_said(find, allowed)
+            unreadable = _lines_said(find, allowed, lines)
             if find.returncode != 0:
                 raise _not_allowed(sig, signers, aside, unreadable, _said(find))
-            signer, reasons, refused = _verify_found(find, data, copy, allowed)
+            signer, reasons, refused = _verify_found(find, data, copy, allowed, lines)
             if signer is not None:
+                _refuse_unreadable(signers, signer, unreadable)
                 return signer
             # find-principals names only the first line holding the key: a line that allows it for git only hides
             # a later one that allows it for bundles, so the refused lines are set aside and the key looked up again
@@ -153,19 +155,43 @@ def _allowed_lines(signers: Path) -> list[bytes]:
     return text.split(b"\n")
 
 
-def _lines_said(proc: "subprocess.CompletedProcess", allowed: Path) -> dict[int, str]:
-    """What ssh-keygen said of a line of the allowed-signers file `allowed` ('FILE:LINE: why'), by line number."""
+def _lines_said(proc: "subprocess.CompletedProcess", allowed: Path, lines: list[bytes]) -> dict[int, str]:
+    """What ssh-keygen said of a line of the allowed-signers file `allowed` ('FILE:LINE: why'), by line number; not
+    of a blank line or a comment (`lines`, the file's), which it skips but for its "missing key" of an empty one."""
     prefix = f"{allowed}:"
     out: dict[int, str] = {}
     for line in proc.stderr.decode("utf-8", "replace").splitlines():
         number, sep, why = line.removeprefix(prefix).partition(": ")
-        if line.startswith(prefix) and sep and number.isdigit():
-            out.setdefault(int(number), why.strip()[:200])
+        if line.startswith(prefix) and sep and number.isdigit() and 0 < int(number) <= len(lines):
+            text = lines[int(number) - 1].strip()
+            if text and not text.startswith(b"#"):
+                out.setdefault(int(number), why.strip()[:200])
     return out
 
 
-def _verify_found(find: "subprocess.CompletedProcess", data: bytes, copy: Path,
-                  allowed: Path) -> tuple[Signer | None, list[str], dict[int, str]]:
+# What ssh-keygen says of a line it read but that does not allow the key now (expired, not yet valid, another
+# namespace); anything else it says of a line means it could not read it.
+READ_BUT_REFUSED = ("key has expired", "key is not yet valid", "key is not permitted")
+
+
+def _refuse_unreadable(signers: Path, signer: Signer, said: dict[int, str]) -> None:
+    """Refuse an import whose allowed-signers file has lines ssh-keygen could not read (and skipped), though
+    another line allowed the key: the file does not say what its author meant (a key, a restriction, lost)."""
+    unreadable = {n: why for n, why in said.items() if not why.startswith(READ_BUT_REFUSED)}
+    if not unreadable:
+        return
+    named = [f"{signers}:{n}: {why}" for n, why in sorted(unreadable.items())]
+    more = f"; and {len(named) - MAX_LINES_SAID} more lines" if len(named) > MAX_LINES_SAID else ""
+    raise BadInput(f"--signers {signers}: ssh-keygen cannot read {'; '.join(named[:MAX_LINES_SAID])}{more}; the "
+                   f"signature verified by {signer}, but a file with lines ssh-keygen skips may not trust what its "
+                   "author meant it to; nothing was imported", where=f"{signers}:{min(unreadable)}",
+                   hint="fix or remove the lines named (or comment them out with #). Each line: PRINCIPALS "
+                        "[OPTIONS] KEY-TYPE BASE64-KEY, as the key's .pub file gives it (ssh-keygen(1), ALLOWED "
+                        "SIGNERS)")
+
+
+def _verify_found(find: "subprocess.CompletedProcess", data: bytes, copy: Path, allowed: Path,
+                  lines: list[bytes]) -> tuple[Signer | None, list[str], dict[int, str]]:
     """The signer among the principals find-principals named, or (None, ssh-keygen's reasons, what it said of
     each line it refused)."""
     reasons, refused = [], {}
@@ -176,7 +202,7 @@ def _verify_found(find: "subprocess.CompletedProcess", data: bytes, copy: Path,
         if proc.returncode == 0:
             return Signer(principal, _key_named(proc.stdout.decode("utf-8", "replace"))), [], {}
         reasons.append(_said(proc))
-        refused.update(_lines_said(proc, allowed))
+        refused.update(_lines_said(proc, allowed, lines))
     return None, reasons, refused
 
 
