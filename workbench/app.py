@@ -124,6 +124,7 @@ class RunReport:
     # planning, the store, restoring); the JSON's one `timing` (an interrupted execution has none: {}).
     timing: dict[str, float] = field(default_factory=dict)
     report_error: str | None = None  # why the site asked for was not rebuilt (the runs are recorded all the same)
+    report_note: str | None = None  # the site was left (built from another store), or replaced one from another
 
     def to_dict(self) -> dict[str, Any]:
         from workbench.analysis.results import marked_checks
@@ -133,7 +134,8 @@ class RunReport:
         return {**self.execution.to_dict(), "verdict": a.verdict if a else None,
                 "reasoning": a.reasoning if a else None,
                 "checks": marked_checks(a.checks, a.verdict) if a else [], "analysis_error": self.analysis_error,
-                "report": self.report, "report_error": self.report_error, "timing": self.timing}
+                "report": self.report, "report_error": self.report_error, "report_note": self.report_note,
+                "timing": self.timing}
 
 
 @dataclass(frozen=True)
@@ -405,21 +407,37 @@ class Workbench(StoredRuns):
                 except WbError as exc:  # the runs are recorded; say why there is no verdict
                     error = exc.message
             t_analysis = time.monotonic()
-            page, report_error = None, None
-            if report is None:  # decided now, not as the run started: a site built meanwhile is kept current too
-                from workbench.report import MANIFEST
-
-                report = (Path(self.registry.root) / "reports" / MANIFEST).is_file()
-            if report:
-                try:
-                    page = self._site(store)["hypotheses"].get(hypothesis_id)
-                except WbError as exc:  # the runs and the verdict are recorded: say so beside why the site is not
-                    report_error = exc.message
+            page, report_error, report_note = self._run_site(store, hypothesis_id, report)
         t_end = time.monotonic()
         target_s = min(float(done.timing.get("target_s", 0.0)), t_run - t0)
         return RunReport(done, analysis, error, page, command_timing(
             t_end - t0, target_s=target_s, runner_s=t_run - t0 - target_s, analysis_s=t_analysis - t_run,
-            report_s=t_end - t_analysis), report_error)
+            report_s=t_end - t_analysis), report_error, report_note)
+
+    def _run_site(self, store: "Store", hypothesis_id: str,
+                  report: bool | None) -> tuple[str | None, str | None, str | None]:
+        """The site after a run: (hypothesis page, why it was not rebuilt, a note). `report` None: rebuild reports/
+        when it holds a site, decided now (a site built meanwhile is kept current too), but never replace one
+        built from another store (a team's, say): a side effect of a run must not swap what the site shows."""
+        from workbench.report import MANIFEST
+        from workbench.report.site import built_from
+
+        folder = Path(self.registry.root) / "reports"
+        if report is None:
+            report = (folder / MANIFEST).is_file()
+            other = built_from(folder)
+            if report and other is not None and other != store.name:
+                return None, None, (f"not rebuilt: {folder} was built from the store {other}, not this run's store "
+                                    f"{store.name} (wb report rebuilds it from the store --db names)")
+        if not report:
+            return None, None, None
+        try:
+            site = self._site(store)
+        except WbError as exc:  # the runs and the verdict are recorded: say so beside why the site is not
+            return None, exc.message, None
+        replaced = site.get("replaced_store")
+        return (site["hypotheses"].get(hypothesis_id), None,
+                f"replaced a site built from the store {replaced}" if replaced else None)
 
     def isolate(self, *, experiment: str, good: list[str], bad: list[str], metric: str, region: str,
                 profile: str | None = None, budget: float | None = None, alpha: float = 0.05,

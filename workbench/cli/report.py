@@ -55,6 +55,10 @@ def register(app: typer.Typer) -> None:
             raise BadInput("--open: --format md prints to stdout; --open opens the HTML site",
                            hint="leave out --format md to build the site and open it")
         result = open_workbench(db, root).report(out=out, fmt=fmt, hypothesis_id=hypothesis)
+        replaced = (result.site or {}).get("replaced_store")
+        if replaced:  # on stderr, with --json too: the site's other readers were looking at another store
+            typer.echo(f"Warning: {Path(result.site['index']).parent} was built from the store {replaced}; it now "
+                       f"shows the store {result.site['store']}", err=True)
         if json_:
             print_json({"format": result.format, "markdown": result.markdown, "page": result.page,
                         "site": result.site})
@@ -63,7 +67,7 @@ def register(app: typer.Typer) -> None:
             return
         else:
             typer.echo(f"site: {result.site['index']} ({len(result.site['hypotheses'])} hypotheses, "
-                       f"{len(result.site['runs'])} runs)")
+                       f"{len(result.site['runs'])} runs, from the store {result.site['store']})")
             if hypothesis:
                 typer.echo(f"hypothesis page: {result.page}")
         if open_ and result.format == "html":

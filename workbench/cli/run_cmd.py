@@ -100,7 +100,12 @@ def summary_lines(r: "RunReport", h: "Hypothesis | None" = None) -> list[str]:
         lines += [f"verdict: {r.analysis.verdict} (claim: {h.claim})", *verdict_lines(h, r.analysis)]
     if r.timing:
         lines.append(_time_line(r.timing))
-    lines.append(f"report: {r.report}" if r.report else "report: not rebuilt (wb report builds the site)")
+    if r.report_note and not r.report:
+        lines.append(f"report: {r.report_note}")
+    elif r.report:
+        lines.append(f"report: {r.report}" + (f" ({r.report_note})" if r.report_note else ""))
+    else:
+        lines.append("report: not rebuilt (wb report builds the site)")
     return lines
 
 

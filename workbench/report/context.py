@@ -28,6 +28,7 @@ class Page:
     section: str
     generated_at: str
     has_charts: bool = False
+    store: str = ""  # the store the site was built from (a DuckDB path, or a server URL without its password)
 
 
 @dataclass

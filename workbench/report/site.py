@@ -211,7 +211,7 @@ def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: s
         return path
 
     def page(title: str, section: str, root: str = "", charts: bool = False) -> Page:
-        return Page(title=title, root=root, section=section, generated_at=now, has_charts=charts)
+        return Page(title=title, root=root, section=section, generated_at=now, has_charts=charts, store=store.name)
 
     statuses = pages.status_of(registry, data)
     known = {h.id for h in registry.hypotheses}
@@ -258,11 +258,24 @@ def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: s
 
     # The artifact copies this build's run pages link to: a deleted run's copies go with its page.
     files = {str(p.relative_to(out)) for p in written + asset_paths} | {f for f in copied if (stage / f).is_file()}
-    _publish(out, stage, files, previous, now)
+    before = built_from(out)
+    _publish(out, stage, files, previous, now, store.name)
+    result["store"] = store.name
+    result["replaced_store"] = before if before is not None and before != store.name else None
     return result
 
 
-def _publish(out: Path, stage: Path, files: set[str], previous: set[str], now: str) -> None:
+def built_from(out: Path) -> str | None:
+    """The store the site in `out` was built from, as its manifest names it; None when there is no site there or
+    it does not say (a site built before wb named it)."""
+    try:
+        store = json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("store")
+    except (ValueError, OSError, AttributeError):
+        return None
+    return store if isinstance(store, str) else None
+
+
+def _publish(out: Path, stage: Path, files: set[str], previous: set[str], now: str, store: str) -> None:
     """Move the staged build into `out`, remove what the previous build wrote and this one did not (a deleted
     run's page and artifact copies), then write the manifest that names this build's files."""
     for staged in sorted(p for p in stage.rglob("*") if p.is_file()):
@@ -278,4 +291,5 @@ def _publish(out: Path, stage: Path, files: set[str], previous: set[str], now: s
         for folder in artifacts_dir.iterdir():
             if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
                 folder.rmdir()
-    _write(out / MANIFEST, json.dumps({"format": 1, "generated_at": now, "files": sorted(files)}, indent=0))
+    _write(out / MANIFEST, json.dumps({"format": 1, "generated_at": now, "store": store, "files": sorted(files)},
+                                      indent=0))

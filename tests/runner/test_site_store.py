@@ -1,0 +1,61 @@
+"""The reports/ site names the store it was built from, and a run's automatic rebuild does not silently replace a
+site built from another store (a team's PostgreSQL store, here another DuckDB file)."""
+
+from __future__ import annotations
+
+import json
+
+from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
+
+
+def test_a_runs_automatic_report_leaves_a_site_built_from_another_store(toy, cli):
+    team = str(toy.root / "team.duckdb")
+    run_hypothesis("toy-fix", db=team, replicates=1, build_report=False)
+    env = {"WB_ROOT": str(toy.root)}
+    code, out, err = cli("report", "--db", team, env=env)
+    assert code == 0 and not err, (out, err)
+    site = toy.root / "reports"
+    pages = [site / "index.html", site / "runs.html", site / "runs" / "1.html", site / "hypotheses" / "toy-fix.html"]
+    for page in pages:
+        assert f"store {team}" in page.read_text(), page
+    assert json.loads((site / ".wb-site.json").read_text())["store"] == team
+
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db, env=env)
+    assert code == 0, (out, err)
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("report: ")]
+    assert "not rebuilt" in line and team in line and toy.db in line, line
+    assert f"store {team}" in (site / "index.html").read_text()  # left as it was
+
+    code, out, err = cli("report", "--db", toy.db, env=env)
+    assert code == 0, (out, err)
+    assert err.startswith("Warning: ") and f"built from the store {team}" in err and toy.db in err, err
+    for page in pages:
+        assert f"store {toy.db}" in page.read_text() and team not in page.read_text(), page
+
+
+def test_a_run_asked_for_its_report_replaces_the_other_stores_site_and_says_so(toy, cli):
+    team = str(toy.root / "team.duckdb")
+    run_hypothesis("toy-fix", db=team, replicates=1, build_report=False)
+    env = {"WB_ROOT": str(toy.root)}
+    assert cli("report", "--db", team, env=env)[0] == 0
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--report", "--db", toy.db, "--json",
+                         env=env)
+    assert code == 0, (out, err)
+    doc = json.loads(out)
+    assert doc["report"] and team in doc["report_note"] and "replaced" in doc["report_note"], doc["report_note"]
+    assert f"store {toy.db}" in (toy.root / "reports" / "index.html").read_text()
+
+
+def test_a_site_from_a_postgresql_store_names_its_url_without_the_password(toy, cli, pg_url):
+    url = pg_url.replace("postgres@", "postgres:hunter2@")  # the test server trusts every local login
+    run_hypothesis("toy-fix", db=url, replicates=1, build_report=False)
+    env = {"WB_ROOT": str(toy.root)}
+    code, out, err = cli("report", "--db", url, env=env)
+    assert code == 0, (out, err)
+    server = url.split("@", 1)[1]  # the password is masked (***, or <redacted> as every page masks a URL's)
+    site = toy.root / "reports"
+    for page in (site / "index.html", site / "runs" / "1.html", site / ".wb-site.json"):
+        text = page.read_text()
+        assert "from store postgresql+psycopg://postgres:" in text or page.suffix == ".json", page
+        assert f"@{server}" in text and "hunter2" not in text, (page, text[text.find("generated"):][:200])
+    assert "hunter2" not in out + err and f"@{server}" in out
