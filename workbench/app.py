@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from workbench.runner.summary import ExecutionResult
     from workbench.store.engine import Store
     from workbench.team.bundle import BundleSummary
+    from workbench.team.carried import Carried
     from workbench.team.reviews import ReviewState
     from workbench.store.entities import ReviewRecord, VerdictRecord
 
@@ -623,6 +624,17 @@ class Workbench(StoredRuns):
             summary = import_(store, self.registry, Path(path), doc=doc)
         sig = signature_path(Path(path))
         return replace(summary, signature=str(sig) if sig.is_file() else None, signed_by=signer)
+
+    def bundle_show(self, path: str | Path, *, extract: str | Path | None = None) -> "Carried":
+        """What the bundle at `path` carries and how its definitions compare with this workbench's; with
+        `extract`, its hypotheses and experiments written into that new folder. Opens no store."""
+        from workbench.team.bundle import read
+        from workbench.team.carried import carried
+        from workbench.team.carried import extract as write_out
+
+        doc = read(Path(path))
+        shown = carried(self.registry, doc, Path(path))
+        return write_out(doc, Path(extract), shown) if extract is not None else shown
 
     # ------------------------------------------------------------------ the store's schema
     def db_upgrade(self) -> tuple[str, str | None, str]:

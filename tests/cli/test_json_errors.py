@@ -46,6 +46,7 @@ BAD = {
     "kernel bench": (["kernel", "bench", "--layers", "0"], 2, "--layers"),
     "bundle export": (["bundle", "export", "nope", "--out", "TMP/b.wbz"], 2, "ROOT/hypotheses.yaml"),
     "bundle import": (["bundle", "import", "TMP/none.wbz"], 2, "TMP/none.wbz"),
+    "bundle show": (["bundle", "show", "TMP/none.wbz"], 2, "TMP/none.wbz"),
 }
 
 

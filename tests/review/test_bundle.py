@@ -909,3 +909,56 @@ def test_a_replaced_bundle_file_keeps_its_permission_bits_but_not_setuid(workben
     code, _, err = cli("bundle", "export", "wedge-confound", "-o", str(out), "--db", a, "--root", str(workbench_dir))
     assert code == 0, err
     assert stat.S_IMODE(out.stat().st_mode) == 0o750
+
+
+def _empty_workbench(tmp_path: Path) -> Path:
+    """A teammate's new workbench: no hypotheses, no experiments."""
+    root = tmp_path / "teammate"
+    (root / "experiments").mkdir(parents=True)
+    (root / "hypotheses.yaml").write_text("format: 1\nhypotheses: []\n")
+    return root
+
+
+def test_bundle_show_says_what_a_bundle_carries_and_what_this_workbench_lacks(workbench_dir: Path, seed_csv: Path,
+                                                                              cli, tmp_path: Path):
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    root = _empty_workbench(tmp_path)
+    code, out, err = cli("bundle", "show", str(bundle), "--root", str(root))
+    assert code == 0, err
+    assert "hypothesis wedge-confound: not defined in this workbench" in out, out
+    assert "experiment agent-repro version 1: not defined in this workbench" in out, out
+    assert "runs: 3" in out, out
+    code, out, err = cli("bundle", "show", str(bundle), "--root", str(workbench_dir), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["hypotheses"] == [{"id": "wedge-confound", "experiment": "agent-repro", "here": "same",
+                                  "claim": doc["hypotheses"][0]["claim"]}], doc["hypotheses"]
+
+
+def test_bundle_show_extract_seeds_an_empty_workbench(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path):
+    """A bundle carries the hypotheses and experiments as they were, but an empty workbench refused it and no
+    command wrote them out: --extract DIR writes them into a new folder the bundle then imports into."""
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    root = _empty_workbench(tmp_path)
+    code, out, err = cli("bundle", "import", str(bundle), "--root", str(root), "--db", str(root / "wb.duckdb"))
+    assert code == 2 and "does not define" in err, (out, err)
+    seeded = tmp_path / "seeded"
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(seeded), "--root", str(root))
+    assert code == 0, err
+    assert (seeded / "hypotheses.yaml").is_file() and (seeded / "experiments" / "agent-repro.yaml").is_file()
+    assert "sglang-pd" in out and "templates/serve_dsv4_prefill.sh.j2" in out, out  # a template it does not carry
+    code, out, err = cli("bundle", "import", str(bundle), "--root", str(seeded), "--db", str(seeded / "wb.duckdb"))
+    assert code == 0, err
+    code, out, err = cli("hypothesis", "show", "wedge-confound", "--root", str(seeded), "--db",
+                         str(seeded / "wb.duckdb"))
+    assert code == 0 and "falsified" in out, (out, err)
+
+
+def test_bundle_show_extract_never_writes_into_a_folder_that_holds_files(workbench_dir: Path, seed_csv: Path, cli,
+                                                                          tmp_path: Path):
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    root = _empty_workbench(tmp_path)
+    before = (root / "hypotheses.yaml").read_text()
+    _refused(cli, "bundle", "show", str(bundle), "--extract", str(root), "--root", str(root),
+             fragment=f"--extract {root}")
+    assert (root / "hypotheses.yaml").read_text() == before and list((root / "experiments").iterdir()) == []

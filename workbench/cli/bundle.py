@@ -79,3 +79,32 @@ def import_(file: Annotated[Path, typer.Argument(metavar="FILE")],
         print_json(summary.to_dict())
     else:
         _say("imported", summary)
+
+
+@app.command("show")
+def show(file: Annotated[Path, typer.Argument(metavar="FILE")],
+         extract: Annotated[Optional[Path], typer.Option(
+             "--extract", metavar="DIR",
+             help="Write the bundle's hypotheses and experiments into this new folder (never over a file).")] = None,
+         json_: JsonOption = False, root: RootOption = None) -> None:
+    """Say what a bundle carries (who made it, its hypotheses and experiments, how many rows) and which of its
+    definitions this workbench lacks; --extract DIR writes them out, for a workbench to take the bundle."""
+    c = open_workbench(None, root).bundle_show(file, extract=extract)
+    if json_:
+        print_json(c.to_dict())
+        return
+    typer.echo(f"bundle {c.path}: made by {c.created_by or '?'} at {c.created_at or '?'} with wb {c.wb_version or '?'}")
+    words = {"same": "the same here", "differs": "defined differently here", "absent": "not defined in this workbench"}
+    for h in c.hypotheses:
+        typer.echo(f"hypothesis {h['id']}: {words.get(h['here'], h['here'])} (experiment {h['experiment']}; "
+                   f"claim: {h['claim']})")
+    for e in c.experiments:
+        typer.echo(f"experiment {e['id']} version {e['version']}: {words.get(e['here'], e['here'])}")
+    typer.echo("; ".join(f"{k.replace('_', ' ')}: {n}" for k, n in c.rows.items()))
+    for w in c.written:
+        typer.echo(f"wrote {w}")
+    for why in c.left_out:
+        typer.echo(f"left out {why}")
+    if c.written:
+        typer.echo(f"next: wb bundle import {file} --root {Path(c.written[0]).parent} (or copy the definitions you "
+                   "want into your workbench first)")
