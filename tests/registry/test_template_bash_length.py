@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from registry_kit import edit as _edit
+from registry_kit import line_of as _line
+from registry_kit import validate_errors as _errors
 
 from workbench.registry.template_scan import scan
 from workbench.runner.render import render_command, render_text
@@ -13,16 +15,6 @@ from workbench.runner.render import render_command, render_text
 EXP = "experiments/agent-repro.yaml"
 J2 = "experiments/templates/serve_dsv4_prefill.sh.j2"
 RAW = "{% raw %}${#arr[@]}{% endraw %}"
-
-
-def _line(path: Path, fragment: str) -> int:
-    return next(i for i, t in enumerate(path.read_text().splitlines(), 1) if fragment in t)
-
-
-def _errors(cli, root: Path) -> list[str]:
-    code, _, err = cli("hypothesis", "validate", "--root", str(root))
-    assert code == 2 and "Traceback" not in err, err
-    return [ln for ln in err.splitlines() if ln.startswith("Error: ")]
 
 
 def _told_as_bash(error: str, written: str) -> bool:

@@ -6,19 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from registry_kit import edit as _edit
+from registry_kit import line_of as _line
+from registry_kit import validate_errors as _errors
 
 EXP = "experiments/agent-repro.yaml"
 J2 = "experiments/templates/serve_dsv4_prefill.sh.j2"
-
-
-def _line(path: Path, fragment: str) -> int:
-    return next(i for i, t in enumerate(path.read_text().splitlines(), 1) if fragment in t)
-
-
-def _errors(cli, root: Path) -> list[str]:
-    code, _, err = cli("hypothesis", "validate", "--root", str(root))
-    assert code == 2 and "Traceback" not in err, err
-    return [ln for ln in err.splitlines() if ln.startswith("Error: ")]
 
 
 def test_an_unclosed_expression_in_a_block_template_hides_no_unknown_name_below_it(workbench_dir: Path, cli):

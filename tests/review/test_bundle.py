@@ -49,6 +49,16 @@ def _rows(db: str) -> dict:
         store.dispose()
 
 
+def _signed_import(workbench_dir: Path, seed_csv: Path, cli, keys: dict[str, Path]) -> str:
+    """Export a bundle, sign it with ada's key, import it against keys["allowed"]: the principal it names."""
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    _sign(bundle, keys["ada"])
+    code, said, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--json",
+                          "--db", str(workbench_dir / "b.duckdb"), "--root", str(workbench_dir))
+    assert code == 0, err
+    return json.loads(said)["signed_by"]["principal"]
+
+
 def test_round_trip_between_duckdb_stores_is_idempotent(workbench_dir: Path, seed_csv: Path, cli):
     a = _seeded_store(workbench_dir, seed_csv, cli)
     reg = load_registry(workbench_dir)
@@ -534,12 +544,7 @@ def test_a_principal_with_a_space_verifies(workbench_dir: Path, seed_csv: Path, 
     keys = _keys(tmp_path, "ada")
     public = keys["ada"].with_suffix(".pub").read_text().split()[:2]
     keys["allowed"].write_text(f"\"ada lovelace@example.com\" {' '.join(public)}\n")
-    bundle = _bundle(workbench_dir, seed_csv, cli)
-    _sign(bundle, keys["ada"])
-    code, said, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--json",
-                          "--db", str(workbench_dir / "b.duckdb"), "--root", str(workbench_dir))
-    assert code == 0, err
-    assert json.loads(said)["signed_by"]["principal"] == "ada lovelace@example.com"
+    assert _signed_import(workbench_dir, seed_csv, cli, keys) == "ada lovelace@example.com"
 
 
 @pytest.mark.parametrize("case, fragment", [
@@ -704,12 +709,7 @@ def test_blank_comment_and_expired_lines_beside_the_key_are_no_reason_to_refuse(
     public = " ".join(keys["ada"].with_suffix(".pub").read_text().split()[:2])
     keys["allowed"].write_text(f"# the team\n\n   \nada@old valid-before=\"20200101\" {public}\n\n"
                                f"ada@example.com {public}\n\n")
-    bundle = _bundle(workbench_dir, seed_csv, cli)
-    _sign(bundle, keys["ada"])
-    code, said, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--json",
-                          "--db", str(workbench_dir / "b.duckdb"), "--root", str(workbench_dir))
-    assert code == 0, err
-    assert json.loads(said)["signed_by"]["principal"] == "ada@example.com"
+    assert _signed_import(workbench_dir, seed_csv, cli, keys) == "ada@example.com"
 
 
 def test_a_key_allowed_for_bundles_on_a_later_line_than_one_for_git_verifies(workbench_dir: Path, seed_csv: Path,
@@ -720,12 +720,7 @@ def test_a_key_allowed_for_bundles_on_a_later_line_than_one_for_git_verifies(wor
     public = " ".join(keys["ada"].with_suffix(".pub").read_text().split()[:2])
     keys["allowed"].write_text(f'ada@git namespaces="git" {public}\n'
                                f'ada@example.com namespaces="wb-bundle" {public}\n')
-    bundle = _bundle(workbench_dir, seed_csv, cli)
-    _sign(bundle, keys["ada"])
-    code, said, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--json",
-                          "--db", str(workbench_dir / "b.duckdb"), "--root", str(workbench_dir))
-    assert code == 0, err
-    assert json.loads(said)["signed_by"]["principal"] == "ada@example.com"
+    assert _signed_import(workbench_dir, seed_csv, cli, keys) == "ada@example.com"
 
 
 def test_a_key_allowed_only_for_git_is_refused_saying_what_to_change(workbench_dir: Path, seed_csv: Path, cli,
