@@ -171,10 +171,12 @@ def _bundle(workbench_dir: Path, seed_csv: Path, cli) -> Path:
     return out
 
 
-def _refused(cli, *args: str, fragment: str) -> None:
+def _refused(cli, *args: str, fragment: str) -> str:
+    """Run a command that must be refused (exit 2, one Error naming `fragment`): its stderr."""
     code, out, err = cli(*args)
     assert code == 2, (out, err)
     assert err.startswith("Error: ") and fragment in err and "Traceback" not in err, err
+    return err
 
 
 def test_bundle_import_outside_a_workbench_creates_no_store(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path):
@@ -731,10 +733,8 @@ def test_a_key_allowed_only_for_git_is_refused_saying_what_to_change(workbench_d
     bundle = _bundle(workbench_dir, seed_csv, cli)
     _sign(bundle, keys["ada"])
     db = workbench_dir / "b.duckdb"
-    _refused(cli, "bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
-             "--root", str(workbench_dir), fragment=f'{keys["allowed"]}:1')
-    code, _, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
-                       "--root", str(workbench_dir))
+    err = _refused(cli, "bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
+                   "--root", str(workbench_dir), fragment=f'{keys["allowed"]}:1')
     assert 'namespaces="wb-bundle"' in err and "not for wb-bundle" in err, err
     # the line is readable: ssh-keygen refused it for this namespace, and said nothing else of the file
     assert "missing key" not in err and "cannot read" not in err and "also refused" not in err, err
@@ -800,10 +800,8 @@ def test_an_expired_allowed_signers_line_is_named_as_expired_not_as_malformed(wo
     bundle = _bundle(workbench_dir, seed_csv, cli)
     _sign(bundle, keys["ada"])
     db = workbench_dir / "b.duckdb"
-    _refused(cli, "bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
-             "--root", str(workbench_dir), fragment=f'{keys["allowed"]}:1: key has expired')
-    code, _, err = cli("bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
-                       "--root", str(workbench_dir))
+    err = _refused(cli, "bundle", "import", str(bundle), "--signers", str(keys["allowed"]), "--db", str(db),
+                   "--root", str(workbench_dir), fragment=f'{keys["allowed"]}:1: key has expired')
     assert "malformed" not in err and "cannot read" not in err and "no line it can read" not in err, err
     assert "valid-before" in err, err
     assert not db.exists()
