@@ -260,8 +260,9 @@ def _first(doc: dict, kind: str) -> dict:
     (lambda d: _first(d, "runs").update(uuid=None), "has no uuid"),
     (lambda d: _first(d, "runs").update(execution="no-such-execution"), "does not hold"),
     (lambda d: _first(d, "runs").pop("status"), "has no status"),
+    (lambda d: d["sources"].update(templates=["x"]), "'sources' is not the text of its files"),
 ], ids=["hypotheses-null", "registry-empty", "metric-text", "review-author-null", "run-uuid-null",
-        "run-unknown-execution", "run-status-missing"])
+        "run-unknown-execution", "run-status-missing", "sources-list"])
 def test_a_damaged_bundle_is_refused_whole_and_writes_nothing(workbench_dir: Path, seed_csv: Path, cli, edit,
                                                               fragment: str):
     """Each of these imported every row and then crashed with a traceback (hypotheses: null), crashed in the
@@ -939,7 +940,6 @@ def test_bundle_show_extract_seeds_an_empty_workbench(workbench_dir: Path, seed_
     code, out, err = cli("bundle", "show", str(bundle), "--extract", str(seeded), "--root", str(root))
     assert code == 0, err
     assert (seeded / "hypotheses.yaml").is_file() and (seeded / "experiments" / "agent-repro.yaml").is_file()
-    assert "sglang-pd" in out and "templates/serve_dsv4_prefill.sh.j2" in out, out  # a template it does not carry
     code, out, err = cli("bundle", "import", str(bundle), "--root", str(seeded), "--db", str(seeded / "wb.duckdb"))
     assert code == 0, err
     code, out, err = cli("hypothesis", "show", "wedge-confound", "--root", str(seeded), "--db",
@@ -955,3 +955,63 @@ def test_bundle_show_extract_never_writes_into_a_folder_that_holds_files(workben
     _refused(cli, "bundle", "show", str(bundle), "--extract", str(root), "--root", str(root),
              fragment=f"--extract {root}")
     assert (root / "hypotheses.yaml").read_text() == before and list((root / "experiments").iterdir()) == []
+
+
+def test_bundle_show_extract_writes_the_template_files_and_the_text_as_written(workbench_dir: Path, seed_csv: Path,
+                                                                              cli, tmp_path: Path):
+    """--extract left out every profile rendered from a template file (the bundle did not carry it) and wrote the
+    definitions from parsed data, every comment lost. The bundle now carries the files' text, secrets masked."""
+    exp = workbench_dir / "experiments" / "agent-repro.yaml"
+    exp.write_text(exp.read_text().replace("  sim-ssh:\n", "  sim-ssh:\n    # HF_TOKEN: hf_NotInTheBundle1\n", 1))
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    seeded = tmp_path / "seeded"
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(seeded), "--root", str(workbench_dir))
+    assert code == 0, err
+    template = seeded / "experiments" / "templates" / "serve_dsv4_prefill.sh.j2"
+    assert template.read_text() == (workbench_dir / "experiments" / "templates" / template.name).read_text()
+    written = (seeded / "experiments" / "agent-repro.yaml").read_text()
+    assert written == exp.read_text().replace("hf_NotInTheBundle1", "<redacted>"), written
+    assert "sglang-pd" not in out and "parsed data" not in out, out
+    hypotheses = (seeded / "hypotheses.yaml").read_text()
+    assert "# Three replicates per arm, not the experiment's two" in hypotheses, hypotheses  # a comment inside it
+    assert "parent: null  # hicache-bf16-race: not in the bundle" in hypotheses, hypotheses
+    code, out, err = cli("hypothesis", "validate", "--root", str(seeded))
+    assert code == 0, (out, err)
+    code, out, err = cli("hypothesis", "show", "wedge-confound", "--root", str(seeded))
+    assert code == 0 and "wedge-confound" in out, (out, err)
+    code, out, err = cli("bundle", "import", str(bundle), "--root", str(seeded), "--db", str(seeded / "wb.duckdb"))
+    assert code == 0, err  # the text written out is the test the bundle's verdicts are of
+
+
+def test_bundle_show_extract_of_an_older_bundle_says_what_it_wrote_from_parsed_data(workbench_dir: Path,
+                                                                                   seed_csv: Path, cli,
+                                                                                   tmp_path: Path):
+    """A bundle of an older wb carries no text (nor template files): still read (the format is the same), its
+    definitions written from parsed data, and the listing says so rather than drop the comments silently."""
+    bundle = _edited(_bundle(workbench_dir, seed_csv, cli), lambda d: d.pop("sources", None))
+    seeded = tmp_path / "seeded"
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(seeded), "--root", str(workbench_dir))
+    assert code == 0, err
+    assert "written from parsed data, its comments lost: hypothesis wedge-confound: the bundle carries no text" \
+        in out, out
+    assert "written from parsed data, its comments lost: experiment agent-repro" in out, out
+    assert "left out experiment agent-repro profile sglang-pd" in out, out
+    code, out, err = cli("hypothesis", "validate", "--root", str(seeded))
+    assert code == 0, (out, err)
+
+
+def test_bundle_show_extract_writes_no_template_file_outside_the_folder(workbench_dir: Path, seed_csv: Path, cli,
+                                                                        tmp_path: Path):
+    """A bundle is anyone's file: a template_file named `../../x` would be written outside the folder --extract
+    names. It is not written, and its profile is left out, said so."""
+    def escape(doc: dict) -> None:
+        prof = doc["registry"]["experiments"]["agent-repro"]["profiles"]["sglang-pd"]
+        prof["config"]["template_file"] = "../../outside.j2"
+        doc["sources"]["templates"] = {"../../outside.j2": "x"}
+
+    bundle = _edited(_bundle(workbench_dir, seed_csv, cli), escape)
+    seeded = tmp_path / "seeded"
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(seeded), "--root", str(workbench_dir))
+    assert code == 0, err
+    assert not (tmp_path / "outside.j2").exists() and "template file ../../outside.j2: it lies outside" in out, out
+    assert "left out experiment agent-repro profile sglang-pd" in out, out

@@ -105,6 +105,8 @@ def show(file: Annotated[Path, typer.Argument(metavar="FILE")],
         typer.echo(f"wrote {w}")
     for why in c.left_out:
         typer.echo(f"left out {why}")
+    for why in c.parsed:
+        typer.echo(f"written from parsed data, its comments lost: {why}")
     if c.written:
         typer.echo(f"next: wb bundle import {file} --root {Path(c.written[0]).parent} (or copy the definitions you "
                    "want into your workbench first)")

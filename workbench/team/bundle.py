@@ -1,7 +1,8 @@
 """Bundles: one portable file with hypotheses and all the evidence their verdicts rest on.
 
-`export` writes the hypotheses and experiments as they were (registry snapshots), their executions,
-runs, units, metrics, artifact contents, verdicts and reviews, as gzip-compressed JSON with a format
+`export` writes the hypotheses and experiments as they were (registry snapshots) and the text of the files they
+come from (`sources`: the entries and experiment files as written, the template files their profiles render), their
+executions, runs, units, metrics, artifact contents, verdicts and reviews, as gzip-compressed JSON with a format
 version. `import_` merges a bundle into any store: idempotently (rows travel by global key), with
 fresh row ids, in one transaction (nothing half-written on error), and it refuses a bundle whose
 hypotheses or experiments conflict with the workbench's own registry — the same id meaning a
@@ -24,11 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
 from workbench.team.signing import Signer, check_key, sign, signature_path
+from workbench.team.sources import collect
 
 if TYPE_CHECKING:
     from workbench.registry.folder import Registry
     from workbench.store.engine import Store
 
+# The format changes only where a reader of the one before would misread a bundle; a section it can ignore (such
+# as `sources`, which a bundle of an older wb lacks) keeps it, so bundles go between wb versions both ways.
 BUNDLE_FORMAT = 1
 MAX_BUNDLE_BYTES = 2 * 1024 ** 3  # uncompressed; a larger file is refused, not read into memory
 # What makes two hypotheses (or experiments) the same test; descriptions and assumptions may differ.
@@ -86,6 +90,7 @@ def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out:
     doc = {"wb_bundle": BUNDLE_FORMAT, "wb_version": wb_version, "created_by": created_by,
            "created_at": datetime.now(timezone.utc).isoformat(), "hypotheses": list(hypothesis_ids),
            "registry": _definitions(registry, hypothesis_ids), "store": _stored_rows(store, hypothesis_ids)}
+    doc["sources"] = collect(registry, list(hypothesis_ids), list(doc["registry"]["experiments"]))
     out = Path(out)
     if out.is_dir():
         raise BadInput(f"-o {out} is a folder", hint="give a file name, e.g. -o wedge.wbundle")
@@ -304,6 +309,11 @@ def _check_shape(doc: dict[str, Any], path: Path) -> None:
         raise damaged(f"no definition of {', '.join(missing)} in its registry section")
     if not isinstance(doc["store"], dict):
         raise damaged("'store' is not a set of rows")
+    sources = doc.get("sources", {})  # absent from a bundle of an older wb
+    if not isinstance(sources, dict) or not all(
+            isinstance(texts, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in texts.items())
+            for texts in sources.values()):
+        raise damaged("'sources' is not the text of its files by name")
 
 
 def conflicts(registry: "Registry", doc: dict[str, Any]) -> list[str]:

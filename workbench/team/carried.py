@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
 from workbench.team.bundle import HYPOTHESIS_KEYS, EXPERIMENT_KEYS, _declared
+from workbench.team.sources import indented, parsed_entry, without_parent
 
 if TYPE_CHECKING:
     from workbench.registry.folder import Registry
@@ -19,7 +20,8 @@ ROW_KINDS = ("executions", "runs", "verdicts", "reviews", "artifact_blobs")
 @dataclass(frozen=True)
 class Carried:
     """A bundle's header, its definitions (each with how this workbench's of the same id compares: same,
-    differs, absent), its row counts, and the files `--extract` wrote (with the profiles it left out)."""
+    differs, absent), its row counts, and the files `--extract` wrote (with the profiles it left out, and the
+    definitions it wrote from parsed data: their comments are lost)."""
 
     path: str
     created_by: str
@@ -30,11 +32,12 @@ class Carried:
     rows: dict[str, int]
     written: list[str] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
+    parsed: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "created_by": self.created_by, "created_at": self.created_at,
                 "wb_version": self.wb_version, "hypotheses": self.hypotheses, "experiments": self.experiments,
-                "rows": self.rows, "written": self.written, "left_out": self.left_out}
+                "rows": self.rows, "written": self.written, "left_out": self.left_out, "parsed": self.parsed}
 
 
 def _here(local: Any, body: dict[str, Any], keys: tuple[str, ...]) -> str:
@@ -63,9 +66,10 @@ def carried(registry: "Registry", doc: dict[str, Any], path: Path) -> Carried:
 
 
 def extract(doc: dict[str, Any], out: Path, shown: Carried) -> Carried:
-    """Write the bundle's definitions into the new folder `out` (hypotheses.yaml, experiments/ID.yaml); refused
-    when `out` holds anything (a user's file is never overwritten). A profile whose config names a template_file
-    is left out: the bundle carries the definitions, not the template files beside them."""
+    """Write the bundle's definitions into the new folder `out` (hypotheses.yaml, experiments/ID.yaml and the template
+    files their profiles render); refused when `out` holds anything (a user's file is never overwritten). Each is
+    written as the text the bundle carries (comments kept) where it has it, else from its parsed data (a bundle of an
+    older wb), which `parsed` names. A profile whose template file the bundle lacks is left out."""
     import yaml
 
     out = Path(out)
@@ -75,40 +79,79 @@ def extract(doc: dict[str, Any], out: Path, shown: Carried) -> Carried:
                        hint="name a new folder, then copy what you want from it into your workbench")
     if not out.parent.is_dir():
         raise BadInput(f"--extract {out}: the folder {out.parent} does not exist", where="--extract")
+    sources = doc.get("sources") or {}
     left_out: list[str] = []
-    experiments = {eid: _runnable(eid, dict(body), left_out) for eid, body in doc["registry"]["experiments"].items()}
+    parsed: list[str] = []
     (out / "experiments").mkdir(parents=True, exist_ok=True)
-    written = []
-    hyps = _linked(doc["registry"]["hypotheses"], left_out)
-    (out / "hypotheses.yaml").write_text(yaml.safe_dump({"format": 1, "hypotheses": hyps}, sort_keys=False))
-    written.append(str(out / "hypotheses.yaml"))
-    for eid, body in experiments.items():
+    written = [_write(out / "hypotheses.yaml", "format: 1\nhypotheses:\n" + "\n".join(
+        indented(e) for e in _entries(doc["registry"]["hypotheses"], sources.get("hypotheses") or {}, left_out,
+                                      parsed)))]
+    templates = _templates(doc["registry"]["experiments"], sources.get("templates") or {}, out, left_out)
+    written += [str(p) for p in templates.values()]
+    for eid, body in doc["registry"]["experiments"].items():
         target = out / "experiments" / f"{eid}.yaml"
-        target.write_text(yaml.safe_dump({"format": 1, **body}, sort_keys=False))
-        written.append(str(target))
-    return Carried(**{**shown.__dict__, "written": written, "left_out": left_out})
+        text = (sources.get("experiments") or {}).get(eid)
+        kept = _runnable(eid, dict(body), set(templates), left_out)
+        if text is None or set(kept["profiles"]) != set(body.get("profiles") or {}):
+            parsed.append(f"experiment {eid}: " + ("the bundle carries no text of it" if text is None
+                                                    else "a profile of it is left out"))
+            text = yaml.safe_dump({"format": 1, **kept}, sort_keys=False)
+        written.append(_write(target, text))
+    return Carried(**{**shown.__dict__, "written": written, "left_out": left_out, "parsed": parsed})
 
 
-def _linked(hypotheses: dict[str, Any], left_out: list[str]) -> list[dict[str, Any]]:
-    """The hypotheses, without a parent link to one the bundle does not carry (noted in `left_out`)."""
+def _write(path: Path, text: str) -> str:
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def _entries(hypotheses: dict[str, Any], texts: dict[str, str], left_out: list[str],
+             parsed: list[str]) -> list[str]:
+    """Each hypothesis's entry: its text as written, else its parsed data (noted in `parsed`); without a parent
+    link to one the bundle does not carry (noted in `left_out`)."""
     out = []
     for hid, body in hypotheses.items():
-        body = dict(body)
+        text = texts.get(hid)
         parent = body.get("parent")
         if parent is not None and parent not in hypotheses:
-            del body["parent"]
+            body = {k: v for k, v in body.items() if k != "parent"}
+            text = without_parent(text) if text is not None else None
             left_out.append(f"hypothesis {hid}: its parent {parent} is not in the bundle (the link)")
-        out.append(body)
+        if text is None:
+            parsed.append(f"hypothesis {hid}: the bundle carries no text of it")
+            text = parsed_entry(body)
+        out.append(text)
     return out
 
 
-def _runnable(eid: str, body: dict[str, Any], left_out: list[str]) -> dict[str, Any]:
-    """The experiment without the profiles whose template file the bundle does not carry (noted in `left_out`)."""
+def _templates(experiments: dict[str, Any], texts: dict[str, str], out: Path, left_out: list[str]) -> dict[str, Path]:
+    """Write the template files the bundle carries that its experiments' profiles name, beside the experiment files
+    as the profiles name them; {template_file: path written}. One whose name leads out of `out` is not written."""
+    folder, root = out / "experiments", out.resolve()
+    written: dict[str, Path] = {}
+    for name in sorted({t for body in experiments.values() for t in _template_files(body)} & set(texts)):
+        path = folder / name
+        if not path.resolve().is_relative_to(root / "experiments"):
+            left_out.append(f"template file {name}: it lies outside the workbench folder")
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(texts[name], encoding="utf-8")
+        written[name] = path
+    return written
+
+
+def _template_files(experiment: dict[str, Any]) -> list[str]:
+    return [t for prof in (experiment.get("profiles") or {}).values()
+            if isinstance(t := ((prof or {}).get("config") or {}).get("template_file"), str)]
+
+
+def _runnable(eid: str, body: dict[str, Any], templates: set[str], left_out: list[str]) -> dict[str, Any]:
+    """The experiment without the profiles whose template file was not written (noted in `left_out`)."""
     body.pop("format", None)
     profiles = dict(body.get("profiles") or {})
     for name, prof in list(profiles.items()):
         template = ((prof or {}).get("config") or {}).get("template_file")
-        if template:
+        if template and template not in templates:
             del profiles[name]
             left_out.append(f"experiment {eid} profile {name}: its config's template_file {template} is not in "
                             "the bundle")
