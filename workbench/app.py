@@ -421,7 +421,7 @@ class Workbench(StoredRuns):
         when it holds a site, decided now (a site built meanwhile is kept current too), but never replace one
         built from another store (a team's, say): a side effect of a run must not swap what the site shows."""
         from workbench.report import MANIFEST
-        from workbench.report.site import built_from
+        from workbench.report.site import built_from, names_no_store
 
         folder = Path(self.registry.root) / "reports"
         if report is None:
@@ -430,6 +430,10 @@ class Workbench(StoredRuns):
             if report and other is not None and other != store.name:
                 return None, None, (f"not rebuilt: {folder} was built from the store {other}, not this run's store "
                                     f"{store.name} (wb report rebuilds it from the store --db names)")
+            if report and names_no_store(folder):
+                return None, None, (f"not rebuilt: {folder} names no store it was built from (an older wb built "
+                                    f"it), maybe another than this run's store {store.name} (wb report, or "
+                                    "--report, rebuilds it from the store --db names)")
         if not report:
             return None, None, None
         try:
@@ -437,8 +441,9 @@ class Workbench(StoredRuns):
         except WbError as exc:  # the runs and the verdict are recorded: say so beside why the site is not
             return None, exc.message, None
         replaced = site.get("replaced_store")
-        return (site["hypotheses"].get(hypothesis_id), None,
-                f"replaced a site built from the store {replaced}" if replaced else None)
+        note = (f"replaced a site built from the store {replaced}" if replaced else
+                "replaced a site that named no store it was built from" if site.get("replaced_unnamed") else None)
+        return site["hypotheses"].get(hypothesis_id), None, note
 
     def isolate(self, *, experiment: str, good: list[str], bad: list[str], metric: str, region: str,
                 profile: str | None = None, budget: float | None = None, alpha: float = 0.05,

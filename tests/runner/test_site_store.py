@@ -59,3 +59,28 @@ def test_a_site_from_a_postgresql_store_names_its_url_without_the_password(toy, 
         assert "from store postgresql+psycopg://postgres:" in text or page.suffix == ".json", page
         assert f"@{server}" in text and "hunter2" not in text, (page, text[text.find("generated"):][:200])
     assert "hunter2" not in out + err and f"@{server}" in out
+
+
+def test_a_site_that_names_no_store_is_kept_by_a_run_and_replaced_by_wb_report_with_a_warning(toy, cli):
+    """A site an older wb built names no store: which store it shows is not known. A run's automatic rebuild
+    replaced it without a word (as if it were this store's); now the run leaves it and says so, and `wb report`
+    (or --report) replaces it, saying in one line that it named none."""
+    run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=True)
+    env = {"WB_ROOT": str(toy.root)}
+    site = toy.root / "reports"
+    manifest = json.loads((site / ".wb-site.json").read_text())
+    del manifest["store"]  # as an older wb wrote it
+    (site / ".wb-site.json").write_text(json.dumps(manifest))
+    before = (site / "index.html").read_text()
+
+    doc = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=None)
+    assert doc["report"] is None and "names no store" in doc["report_note"], doc["report_note"]
+    assert (site / "index.html").read_text() == before
+
+    doc = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=True)
+    assert doc["report"] and doc["report_note"] == "replaced a site that named no store it was built from", doc
+    (site / ".wb-site.json").write_text(json.dumps(manifest))
+    code, out, err = cli("report", "--db", toy.db, env=env)
+    assert code == 0, (out, err)
+    assert err.startswith("Warning: ") and len(err.splitlines()) == 1 and "named no store" in err, err
+    assert json.loads((site / ".wb-site.json").read_text())["store"] == toy.db

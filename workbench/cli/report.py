@@ -59,6 +59,9 @@ def register(app: typer.Typer) -> None:
         if replaced:  # on stderr, with --json too: the site's other readers were looking at another store
             typer.echo(f"Warning: {Path(result.site['index']).parent} was built from the store {replaced}; it now "
                        f"shows the store {result.site['store']}", err=True)
+        elif (result.site or {}).get("replaced_unnamed"):
+            typer.echo(f"Warning: {Path(result.site['index']).parent} named no store it was built from (an older wb "
+                       f"built it); it now shows the store {result.site['store']}", err=True)
         if json_:
             print_json({"format": result.format, "markdown": result.markdown, "page": result.page,
                         "site": result.site})

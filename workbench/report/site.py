@@ -258,10 +258,11 @@ def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: s
 
     # The artifact copies this build's run pages link to: a deleted run's copies go with its page.
     files = {str(p.relative_to(out)) for p in written + asset_paths} | {f for f in copied if (stage / f).is_file()}
-    before = built_from(out)
+    before, unnamed = built_from(out), names_no_store(out)
     _publish(out, stage, files, previous, now, store.name)
     result["store"] = store.name
     result["replaced_store"] = before if before is not None and before != store.name else None
+    result["replaced_unnamed"] = unnamed  # a site that named no store: which one it showed is not known
     return result
 
 
@@ -273,6 +274,12 @@ def built_from(out: Path) -> str | None:
     except (ValueError, OSError, AttributeError):
         return None
     return store if isinstance(store, str) else None
+
+
+def names_no_store(out: Path) -> bool:
+    """Whether `out` holds a site whose manifest names no store (an older wb built it, or the manifest is damaged):
+    it may show another store than the one a rebuild reads, so it is replaced only when asked, and said so."""
+    return (out / MANIFEST).is_file() and built_from(out) is None
 
 
 def _publish(out: Path, stage: Path, files: set[str], previous: set[str], now: str, store: str) -> None:
