@@ -198,3 +198,34 @@ def test_a_stop_landing_as_the_lock_is_written_leaves_no_lock(tmp_path):
     with pytest.raises(TargetBusy):
         asyncio.run(TargetLock(LocalTarget(), {"local": str(path)}, "e" * 32).acquire())
     assert path.read_text() == other + "\n"
+
+
+@pytest.mark.parametrize("elsewhere", [True, False], ids=["another-machine", "this-machine"])
+def test_wb_sim_judges_a_lock_dead_only_where_its_runners_pid_means_something(tmp_path, cli, elsewhere):
+    """`wb sim` runs on the host whose pdsim it drives and reads the lock there, which a runner on another machine
+    took over ssh: a pid on another machine cannot be checked, so that lock is live. A host name alone did not tell
+    the machines apart (two hosts, or a container and its host, may share one): the lock of a runner elsewhere with
+    this host's name, its pid not running here, read as a dead runner's, and `wb sim down` stopped pdsim under it.
+    The lock records the pid's namespace and the kernel's boot; a dead runner's lock of this machine is stale as
+    before."""
+    import socket
+
+    from workbench.runner.targets.sim import sim_lock
+
+    space = "another-boot/pid:[1]"
+    if not elsewhere:
+        from workbench.runner.lock import pid_space
+
+        space = pid_space()
+    sim = tmp_path / "sim"
+    sim.mkdir()
+    holder = {"execution": "f" * 32, "host": socket.gethostname(), "pid": 2 ** 22 + 1, "pid_start": "1",
+              "since": "2026-12-01T09:00:00+00:00", "pid_space": space}
+    lock = sim_lock(sim)
+    lock.write_text(json.dumps(holder, sort_keys=True) + "\n")
+    code, out, err = cli("sim", "down", "--dir", str(sim))
+    if elsewhere:
+        assert code == 2 and err.startswith(f"Error: pdsim in {sim} is in use by execution f"), (code, out, err)
+        assert lock.read_text() == json.dumps(holder, sort_keys=True) + "\n"
+    else:  # a dead runner here, its original not saved: down stops the servers and keeps the lock for a resume
+        assert code == 0 and "killed before it restored it" in err, (code, out, err)

@@ -3,8 +3,8 @@
 Two experiments on one deployment would overwrite each other's config between a restart and a
 measurement and store runs under the wrong arm. The lock file is created with the shell's noclobber
 (an O_EXCL create, on this machine or over SSH alike) and holds who owns it: the execution's UUID,
-the runner's host, pid, the pid's start time and when it was taken. A lock whose owner ran on this
-machine and is gone (or whose pid now belongs to another process) is stale: it is taken over once the
+the runner's host, pid, the pid's start time, the pid space (`pid_space`) and when it was taken. A lock whose owner
+ran on this machine and is gone (or whose pid now belongs to another process) is stale: it is taken over once the
 caller has checked what the dead owner left (`left_by_dead`: its config file must be the original it saved,
 else the new execution would snapshot an arm's config as "the original"). A lock of the same execution (a
 resume after kill -9) is taken over too, unless its owner still runs here.
@@ -53,6 +53,18 @@ def process_start(pid: int) -> str | None:
         return None
 
 
+def pid_space() -> str:
+    """The kernel's boot and the pid namespace this process's pids are numbered in: a pid names one process only
+    within them. Host names do not tell machines apart (two hosts, or a container and the host it runs on, may
+    share one); a lock's pid is checked only where this is the same. Empty where /proc does not say."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot = f.read().strip()
+        return f"{boot}/{os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return ""
+
+
 def pid_alive(pid: int, start: str | None) -> bool:
     try:
         os.kill(pid, 0)
@@ -88,6 +100,8 @@ class Holder:
     # masked): `name` numbers the execution in that store, and a command refused on another store, which numbers
     # its own executions from 1 too, says which one.
     store: str = ""
+    # Where `pid` means something (`pid_space`); a lock of an older wb holds none, and its host name alone is taken.
+    pid_space: str = ""
 
     @classmethod
     def me(cls, execution: str, what: str = "", *, name: str = "", resume: str = "", folder: str = "",
@@ -95,13 +109,13 @@ class Holder:
         pid = os.getpid()
         return cls(execution, socket.gethostname(), pid, process_start(pid),
                    datetime.now(timezone.utc).isoformat(timespec="seconds"), what=what, name=name, resume=resume,
-                   folder=folder, store=store)
+                   folder=folder, store=store, pid_space=pid_space())
 
     def text(self) -> str:
         d = dict(self.__dict__)
         if not d["restore_failed"]:  # an ordinary lock reads as before the mark existed
             del d["restore_failed"]
-        for key in ("what", "name", "resume", "folder", "store"):
+        for key in ("what", "name", "resume", "folder", "store", "pid_space"):
             if not d[key]:
                 del d[key]
         return json.dumps(d, sort_keys=True)
@@ -142,14 +156,20 @@ class Holder:
             d = json.loads(text)
             return cls(str(d["execution"]), str(d["host"]), int(d["pid"]), d.get("pid_start"), str(d["since"]),
                        d.get("restore_failed") is True, str(d.get("what") or ""), str(d.get("name") or ""),
-                       str(d.get("resume") or ""), str(d.get("folder") or ""), str(d.get("store") or ""))
+                       str(d.get("resume") or ""), str(d.get("folder") or ""), str(d.get("store") or ""),
+                       str(d.get("pid_space") or ""))
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
+    def here(self) -> bool:
+        """Whether the owner ran where this process's pids are its pids: this host name and, where the lock records
+        it, this pid space (another machine or container of the same name is elsewhere)."""
+        return self.host == socket.gethostname() and (not self.pid_space or self.pid_space == pid_space())
+
     def stale(self) -> bool:
-        """True when the owner no longer holds the target: its restore failed, or it ran on this machine and is
+        """True when the owner no longer holds the target: its restore failed, or it ran here (`here`) and is
         gone; an owner elsewhere cannot be checked."""
-        return self.restore_failed or (self.host == socket.gethostname() and not pid_alive(self.pid, self.pid_start))
+        return self.restore_failed or (self.here() and not pid_alive(self.pid, self.pid_start))
 
 
 RUNNER_NOTE = "runner.json"
@@ -185,7 +205,7 @@ def runner_alive(folder: Path, execution: str) -> "Holder | None":
     """The runner of `execution` when it provably still runs in another process on this machine; None when
     it is gone or cannot be checked (no note, another host)."""
     holder = _noted_runner(folder, execution)
-    if holder is None or holder.host != socket.gethostname() or holder.pid == os.getpid() or holder.stale():
+    if holder is None or not holder.here() or holder.pid == os.getpid() or holder.stale():
         return None
     return holder
 
@@ -194,7 +214,7 @@ def runner_elsewhere(folder: Path, execution: str) -> "Holder | None":
     """The runner of `execution` when its note names another machine: whether it still runs cannot be told
     from here (its pid means nothing on this host)."""
     holder = _noted_runner(folder, execution)
-    return holder if holder is not None and holder.host != socket.gethostname() else None
+    return holder if holder is not None and not holder.here() else None
 
 
 def lock_path(target: Target, host: str, config_path: str | None, options: dict[str, Any]) -> str | None:
@@ -267,7 +287,7 @@ class TargetLock:
                 await asyncio.sleep(0.5)  # an owner between its create and its write: look again
                 continue
             mine = holder is not None and holder.execution == self.me.execution and (
-                holder.host != self.me.host or holder.pid == self.me.pid)  # a resume after kill -9 elsewhere
+                not holder.here() or holder.pid == self.me.pid)  # a resume after kill -9 elsewhere
             if holder is None or holder.stale() or mine:
                 if holder is not None and holder.execution != self.me.execution and self.left_by_dead is not None:
                     await self.left_by_dead(host, path, holder)
@@ -334,7 +354,7 @@ def _read_holder(path: Path) -> "tuple[Holder, str] | None":
     holder = Holder.parse(text)
     if holder is None:
         return None
-    if holder.host == socket.gethostname() and holder.pid in _ancestors():
+    if holder.here() and holder.pid in _ancestors():
         return None
     if os.environ.get(HOLDER_ENV) == holder.execution:
         return None

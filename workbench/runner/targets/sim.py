@@ -218,7 +218,12 @@ def refuse_while_in_use(sim_dir: str | Path | None, command: str) -> str | None:
     A lock whose runner was killed (or whose restore failed) before it put pdsim's serve file back refuses too
     (`_left_changed`): a change made now would be overwritten by that run's resume, or make the resume refuse.
     `down` alone passes (stopping the servers changes neither the serve file nor what the resume restores): the
-    returned note says what still restores it. A stale lock whose runner left the original in place is removed."""
+    returned note says what still restores it. A stale lock whose runner left the original in place is removed.
+
+    The lock is checked where it lies, also for a run on another machine: `wb sim` drives the pdsim of the machine
+    it runs on, and a runner takes that pdsim's lock in its folder there, over ssh too. A holder that ran elsewhere
+    (`Holder.here`: another host, or one of this name with other pids) is never judged gone from here, so a user's
+    `wb sim` on an ssh host neither breaks a remote run's lock nor stops pdsim under it."""
     from workbench.runner.lock import TargetBusy, live_holder
     from workbench.sim.control import state_dir
 
