@@ -1015,3 +1015,15 @@ def test_bundle_show_extract_writes_no_template_file_outside_the_folder(workbenc
     assert code == 0, err
     assert not (tmp_path / "outside.j2").exists() and "template file ../../outside.j2: it lies outside" in out, out
     assert "left out experiment agent-repro profile sglang-pd" in out, out
+
+
+def test_each_hypothesis_entry_is_carried_as_written_or_not_at_all():
+    """The text of each entry: the comments above it and inside it, up to its last value; an entry that reads as
+    something else alone (an alias of another entry's anchor) is not carried as text (its parsed data is)."""
+    from workbench.team.sources import entries
+
+    text = ("format: 1\nhypotheses:\n  # about a\n  - id: a\n    hold: &held {hicache: on}\n    notes: |\n"
+            "      # a line of the notes\n\n  - {id: b, claim: x}\n  - id: c\n    hold: *held\n# the end\n")
+    assert entries(text) == {"a": "# about a\n- id: a\n  hold: &held {hicache: on}\n  notes: |\n"
+                                  "    # a line of the notes\n",
+                             "b": "- {id: b, claim: x}\n"}

@@ -112,13 +112,15 @@ def _entries(hypotheses: dict[str, Any], texts: dict[str, str], left_out: list[s
     out = []
     for hid, body in hypotheses.items():
         text = texts.get(hid)
+        why = "the bundle carries no text of it"
         parent = body.get("parent")
         if parent is not None and parent not in hypotheses:
             body = {k: v for k, v in body.items() if k != "parent"}
-            text = without_parent(text) if text is not None else None
+            if text is not None:
+                text, why = without_parent(text), "its text's parent could not be set to null"
             left_out.append(f"hypothesis {hid}: its parent {parent} is not in the bundle (the link)")
         if text is None:
-            parsed.append(f"hypothesis {hid}: the bundle carries no text of it")
+            parsed.append(f"hypothesis {hid}: {why}")
             text = parsed_entry(body)
         out.append(text)
     return out

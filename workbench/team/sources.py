@@ -65,20 +65,23 @@ def _masked(text: str) -> str:
 def entries(text: str) -> dict[str, str]:
     """Each hypothesis entry of the hypotheses.yaml `text`, by id, as written: the comment lines right above its
     `-`, then its lines up to its last value, moved to column 0. Comments above an entry describe it; those after the
-    last one belong to none. Nothing for a file whose list is not a block sequence (one written `[...]`)."""
+    last one belong to none. Nothing for a file whose list is not a block sequence (one written `[...]`), and no
+    entry that means something else alone (an alias of an anchor outside it)."""
     import yaml
 
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
     except yaml.YAMLError:
         return {}
     seq, floor = _sequence(root)
     if seq is None:
         return {}
+    values = data["hypotheses"] if isinstance(data, dict) else data
     lines = text.splitlines()
     column = seq.start_mark.column
     out: dict[str, str] = {}
-    for item in seq.value:
+    for item, value in zip(seq.value, values):
         start = item.start_mark.line
         while start > floor and _between(lines[start - 1]):
             start -= 1
@@ -90,8 +93,20 @@ def entries(text: str) -> dict[str, str]:
         body = [line[min(column, len(line) - len(line.lstrip(" "))):] for line in lines[start:end + 1]]
         while body and not body[0].strip():
             body.pop(0)
-        out[hid.value] = "\n".join(body) + "\n"
+        entry = "\n".join(body) + "\n"
+        if _alone(entry) == [value]:
+            out[hid.value] = entry
     return out
+
+
+def _alone(entry: str) -> Any:
+    """What an entry's text means read on its own; None where it cannot be read so."""
+    import yaml
+
+    try:
+        return yaml.safe_load(entry)
+    except yaml.YAMLError:
+        return None
 
 
 def _sequence(root: "yaml.Node | None") -> "tuple[yaml.SequenceNode | None, int]":
