@@ -134,7 +134,7 @@ def _templates(experiments: dict[str, Any], texts: dict[str, str], out: Path, le
     for name in sorted({t for body in experiments.values() for t in _template_files(body)} & set(texts)):
         path = folder / name
         if not path.resolve().is_relative_to(root / "experiments"):
-            left_out.append(f"template file {name}: it lies outside the workbench folder")
+            left_out.append(f"template file {name}: it lies outside the experiments folder")
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(texts[name], encoding="utf-8")
