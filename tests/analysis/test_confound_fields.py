@@ -50,7 +50,7 @@ def test_p_of_three_values_is_raw_with_its_comparisons_and_adjusted_value(kv, cl
     assert comp["comparisons"] == 3
     assert comp["p_adjusted"] == pytest.approx(3 * raw, rel=1e-6)
     assert comp["effect"]["units_p_adjusted"] == pytest.approx(3 * comp["effect"]["units_p"], rel=1e-6)
-    assert comp["flagged"]
+    assert comp["across_executions"] and not comp["flagged"]  # imported runs: no execution compared them
     # A guard is one comparison: its adjusted p is its p.
     guard = [f for f in json.loads(cli("confounds", "--json")[1])["items"] if f["kind"] == "guard"]
     assert all(g["comparisons"] == 1 and g["p_adjusted"] == g["p"] for g in guard)

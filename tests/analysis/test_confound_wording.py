@@ -51,15 +51,15 @@ def _row(article: str, name: str) -> str:
 def test_an_underflowed_p_over_units_never_reads_0_and_the_headline_names_the_p_that_flagged_it(big, cli):
     comp = _compression(cli)
     # Flagged over units alone (its p over units underflowed a float: JSON gives the bound, see the last test).
-    assert comp["flagged"] and comp["p"] == 1.0 and comp["effect"]["units_p"] == 1e-300
+    assert comp["across_executions"] and comp["p"] == 1.0 and comp["effect"]["units_p"] == 1e-300
     code, out, _ = cli("confounds")
     assert code == 0
     lines = out.splitlines()
     i = next(i for i, ln in enumerate(lines) if "vs variable compression" in ln)
     head, message = lines[i], lines[i + 1]
     # The headline read "(Fisher exact p = 1)": the p over runs, while the finding was flagged over units.
-    assert head.startswith("FLAG ") and head.endswith("(Fisher exact p = 1 over runs, < 1e-300 over units)"), head
-    assert "p = 1 over runs, < 1e-300 over units." in message, message
+    assert head.startswith("DIFF ") and head.endswith("(Fisher exact p = 1 over runs, < 1e-300 over units)"), head
+    assert "p = 1 over runs, < 1e-300 over units; " in message, message
     assert re.search(r"\b0 over units", out) is None, out
     code, out, _ = cli("confounds", "--format", "tsv")
     head, *rows = out.splitlines()
@@ -75,6 +75,10 @@ def test_the_confound_page_gives_an_underflowed_p_and_its_differences_as_the_tex
     assert _row(article, "risk difference") == "0.0 points"
     # One stratum, named in words (it read the JSON list ["all runs"]).
     assert _row(article, "strata") == "all runs"
+    # Imported runs belong to no execution: a difference across executions, badged as such (not "flagged", and no
+    # row of its own).
+    assert '<span class="badge inconclusive">across executions</span>' in article and "flagged</span>" not in article
+    assert "across_executions" not in article
 
 
 def test_a_small_units_rate_difference_reads_in_points(tmp_path, cli, monkeypatch):

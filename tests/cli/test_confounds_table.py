@@ -120,5 +120,6 @@ def test_the_default_text_fits_a_terminal_and_the_readme_says_so(workbench_dir: 
     assert code == 0, err
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 80, out
-    assert all(line.startswith(("FLAG [", "     ")) for line in lines), out  # later lines indented as the first
+    # later lines indented as the first
+    assert all(line.startswith(("FLAG [", "DIFF [", "     ")) for line in lines), out
     assert out.split() == piped.split(), out  # the same words, none broken

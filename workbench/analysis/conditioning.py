@@ -4,7 +4,9 @@ A variable's association with the outcome is judged only within strata of runs t
 other recorded variable and on the experiment version: pooling across them would credit one setting
 with what another did (two settings always switched together) or with a harness change. A variable
 that never varied inside any stratum is said to be untested by this history, not flagged; the
-aliasing scan (aliasing.py) says which variable it moved with.
+aliasing scan (aliasing.py) says which variable it moved with. The flag itself is judged within
+executions (an execution's arms differ in the variable alone); an association seen only across
+executions or imported runs is reported as a difference across executions.
 """
 
 from __future__ import annotations
@@ -171,18 +173,31 @@ def _message(var: str, used: list[RunData], per: dict[str, dict[str, Any]], by: 
                                (pv["units_k"], pv["units_n"]) if pv["units_n"] else None) for v, pv in per.items())
     where = f"stratified by {', '.join(by)}" if by else "in one stratum"
     result = (f"{test} test {where} (the other variables and the experiment version held within each): "
-              f"p {display.p_is(p)} over runs" if p is not None else
+              + _p_values(p, comparisons, effect) if p is not None else
               "within strata holding the other variables and the experiment version")
+    return (f"runs with {what}, pooled over the {display.count(len(used), 'run')} that can test it ("
+            + ", ".join(r.name for r in used[:8]) + (", ..." if len(used) > 8 else "") + f"): {pooled}; "
+            + (f"{detail}; " if detail else "") + result)
+
+
+def _p_values(p: float, comparisons: int, effect: dict[str, Any]) -> str:
+    """"p = ... over runs, ... over units", with the Bonferroni-adjusted values where there were several comparisons."""
+    result = f"p {display.p_is(p)} over runs"
     if effect.get("units_p") is not None:
         result += f", {display.p_value(effect['units_p'])} over units"
-    if p is not None and comparisons > 1:
+    if comparisons > 1:
         units = effect.get("units_p_adjusted") if effect.get("units_p") is not None else None
         result += (f" (Bonferroni-adjusted over {comparisons} comparisons: "
                    f"{display.p_value(min(1.0, p * comparisons))} over runs"
                    + (f", {display.p_value(units)} over units" if units is not None else "") + ")")
-    return (f"runs with {what}, pooled over the {display.count(len(used), 'run')} that can test it ("
-            + ", ".join(r.name for r in used[:8]) + (", ..." if len(used) > 8 else "") + f"): {pooled}; "
-            + (f"{detail}; " if detail else "") + result)
+    return result
+
+
+def _significant(p: float, comparisons: int, effect: dict[str, Any]) -> bool:
+    """Whether a contrast shows an association: its p over runs, or over units where every run has them, below ALPHA
+    after Bonferroni over its comparisons."""
+    units = effect.get("units_p_adjusted")
+    return min(1.0, p * comparisons) < stats.ALPHA or (units is not None and units < stats.ALPHA)
 
 
 def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]]], occurred: dict[int, bool],
@@ -213,7 +228,12 @@ def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list
                  counts: Counts, outcome: str, what: str, tested_by: dict[int, str]) -> Any:
     """A variable judged within strata of runs that agree on everything else: pooling the strata into one
     table would let a variable that mostly sat in the clean stratum look protective (Simpson's paradox),
-    so the strata's tables are combined by the exact conditional test instead, the run being the unit."""
+    so the strata's tables are combined by the exact conditional test instead, the run being the unit.
+
+    The flag is judged as the clauses are worded, within executions, each a stratum: only an execution's arms
+    differ in `var` alone. Where `var` moved with the outcome only across executions (or imported runs, which
+    belong to none), anything else that changed between them (time, host, workload, harness) could explain it:
+    the finding is a difference across executions, told apart from a flag."""
     per = _per_value(var, used, occurred, counts)
     by, groups = _strata_of(var, used)
     test = STRATIFIED_TEST if len(groups) > 1 else "Fisher exact"
@@ -222,14 +242,62 @@ def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list
     if comparisons > 1:
         detail = (f"{labels[0]} against the other values, the value that differs most (judged on p-values "
                   f"times {comparisons}: Bonferroni over its {comparisons} values)" + (f"; {detail}" if detail else ""))
-    adjusted = min(1.0, p * comparisons)
-    units = effect.get("units_p_adjusted")
-    flagged = adjusted < stats.ALPHA or (units is not None and units < stats.ALPHA)
     msg = _message(var, used, per, by if len(groups) > 1 else [], detail, test, p, comparisons, effect, what)
+    executions = _execution_groups(var, groups)
+    within = None
+    if executions:
+        values = sorted({r.variables[var] for _, rs in executions for r in rs})
+        within = _contrast(var, values, executions, occurred, counts)[:3]
+        msg += _within_text(var, executions, *within)
+    flagged = within is not None and _significant(*within)
+    across = not flagged and _significant(p, comparisons, effect)
+    if across:
+        imported = " (imported runs belong to none)" if any(r.execution_id is None for r in used) else ""
+        msg += ("; so this is " if within else f"; no execution's arms differed in {var}{imported}, so this is ") \
+            + ACROSS
+    elif within is not None:  # the test the finding is judged on
+        p, comparisons, effect = within
+        test = f"{_within_test(executions)} within " + ("one execution" if _count(executions) == 1 else "executions")
     first = labels[0].removeprefix(f"{var}=")
-    msg += _tested_text(var, first, groups, occurred, counts, tested_by, what, comparisons, bool(flagged)) + "."
+    msg += _tested_text(var, first, groups, occurred, counts, tested_by, what, comparisons, flagged or across) + "."
     table = {"values": per, "strata": [g[0] for g in groups], "runs": [r.name for r in used]}
-    return make("variable", var, outcome, exp.id, bool(flagged), msg, table, p, effect, None, test, comparisons)
+    return make("variable", var, outcome, exp.id, flagged, msg, table, p, effect, None, test, comparisons,
+                across_executions=across)
+
+
+# What a finding says of a variable that moved with the outcome only across executions.
+ACROSS = ("a difference across executions, which anything else that changed between them could explain, not a "
+          "controlled confound")
+
+
+def _execution_groups(var: str, groups: list[tuple[str, list[RunData]]]) -> list[tuple[str, list[RunData]]]:
+    """Per stratum, the runs of each execution whose own runs differ in `var` (the controlled tests of it), each
+    group under its stratum's name."""
+    out = []
+    for name, rs in groups:
+        within = _within_executions(var, rs)
+        for ex in sorted({r.execution_id for r in within if r.execution_id is not None}):
+            out.append((name, [r for r in within if r.execution_id == ex]))
+    return out
+
+
+def _count(executions: list[tuple[str, list[RunData]]]) -> int:
+    return len({r.execution_id for _, rs in executions for r in rs})
+
+
+def _within_test(executions: list[tuple[str, list[RunData]]]) -> str:
+    return STRATIFIED_TEST if len(executions) > 1 else "Fisher exact"
+
+
+def _within_text(var: str, executions: list[tuple[str, list[RunData]]], p: float, comparisons: int,
+                 effect: dict[str, Any]) -> str:
+    """"; within the 2 executions whose arms differed in VAR (each a stratum): TEST p = ...": the test the flag is
+    judged on."""
+    n = _count(executions)
+    which = "the one execution" if n == 1 else f"the {n} executions"
+    each = " (each a stratum)" if len(executions) > 1 else ""
+    return (f"; within {which} whose arms differed in {var}{each}: {_within_test(executions)} "
+            + _p_values(p, comparisons, effect))
 
 
 def _tested_text(var: str, first: str, groups: list[tuple[str, list[RunData]]], occurred: dict[int, bool],

@@ -37,11 +37,15 @@ class Finding:
     effect: dict[str, Any] = field(default_factory=dict)
     proposal: dict[str, Any] | None = None
     # Fisher's exact test on one 2x2 table, or its stratified exact form when a variable is judged within
-    # several strata of the other variables.
+    # several strata of the other variables or, "within executions", each execution a stratum.
     test: str | None = None
     # How many tests `p` is the smallest of (a variable of 3+ values: each value against the rest); the flag
     # is judged on `p_adjusted`, min(1, p * comparisons) (Bonferroni).
     comparisons: int = 1
+    # A variable that moved with the outcome only across executions (or imported runs), never within one: told apart
+    # from a flag (anything else that changed between executions could explain it). `p` is then the pooled test's;
+    # otherwise a variable's flag and `p` are those of its test within executions, where an execution varied it.
+    across_executions: bool = False
 
     @property
     def p_adjusted(self) -> float | None:

@@ -28,10 +28,14 @@ def register(app: typer.Typer) -> None:
         """Scan stored runs for confounds: variables and guard metrics associated with the outcome, and
         variables that never varied independently (aliasing), with the experiment that would separate them.
 
+        FLAG marks an association seen within executions (or a guard that always went with the outcome); DIFF a
+        variable that moved with the outcome only across executions, which anything else that changed between
+        them could explain.
+
         The default text is one finding a paragraph; --format table|csv|tsv gives one a row."""
         chosen = list_format(fmt, json_) if (fmt or json_) else "text"
         findings = sorted(open_workbench(db, root).confounds(hypothesis, write=write),
-                          key=lambda f: (not f.flagged, f.kind, f.factor))
+                          key=lambda f: (not f.flagged, not f.across_executions, f.kind, f.factor))
         if chosen != "text":
             # csv and tsv carry the proposed experiment as their last column; the table keeps to the findings
             proposal = ["proposal"] if chosen in ("csv", "tsv") else []
@@ -54,11 +58,17 @@ INDENT = " " * 5  # a finding's lines after its first, under its `[experiment]`
 
 
 def _row(f: Finding, fmt: str) -> list[str]:
-    row = ["FLAG" if f.flagged else "", f.experiment, f.outcome, f.kind, f.factor, _p(f.p, fmt),
+    row = [_mark(f), f.experiment, f.outcome, f.kind, f.factor, _p(f.p, fmt),
            "" if f.p is None else str(f.comparisons), _p(f.p_adjusted, fmt), f.message]
     if fmt in ("csv", "tsv"):  # the text's "Proposed experiment", JSON's proposal text
         row.append(str((f.proposal or {}).get("text") or ""))
     return row
+
+
+def _mark(f: Finding) -> str:
+    """FLAG: an association within executions (or a guard always with the outcome); DIFF: one seen only across
+    executions; nothing otherwise."""
+    return "FLAG" if f.flagged else "DIFF" if f.across_executions else ""
 
 
 def _p(p: float | None, fmt: str) -> str:
@@ -90,7 +100,7 @@ def _p_text(f: Finding) -> str:
 def _echo_finding(f: Finding) -> None:
     """A finding's paragraph: on a terminal each line wraps between words, indented under the finding; piped, each is
     one line (`echo_wrapped`). The hypothesis entry is YAML, printed as it is."""
-    mark = "FLAG" if f.flagged else "    "
+    mark = _mark(f) or "    "
     p = _p_text(f)
     echo_wrapped(f"{mark} [{f.experiment}] {f.outcome} vs {f.kind} {f.factor}{p}", INDENT)
     echo_wrapped(f"{INDENT}{f.message}", INDENT)

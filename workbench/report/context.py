@@ -301,6 +301,7 @@ class FindingView:
     title: str
     kind: str
     flagged: bool
+    across: bool  # a variable that moved with the outcome only across executions
     detail: str
     rows: list[tuple[str, str]]
     table_columns: list[str]

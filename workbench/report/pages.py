@@ -252,6 +252,7 @@ def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
     outcome = f.pop("outcome", None)
     kind = str(f.pop("kind", "") or "")
     flagged = bool(f.pop("flagged", False))
+    across = bool(f.pop("across_executions", False))
     title = str(f.pop("title", "") or (f"{factor} and {outcome}" if factor and outcome else factor or "finding"))
     detail = str(f.pop("message", "") or f.pop("detail", "") or f.pop("description", ""))
     proposal: Any = None
@@ -272,7 +273,7 @@ def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
         rows += [(str(k).replace("_", " "), _effect(str(k), v)) for k, v in effect.items() if v is not None]
     rows += [(str(k), _text(v)) for k, v in f.items() if v not in (None, "", [], {})]
     no_proposal = NO_PROPOSAL if flagged and not (proposal_text or proposal_rows) else ""
-    return FindingView(title, kind, flagged, detail, rows, columns, trows, _run_links(run_names, runs),
+    return FindingView(title, kind, flagged, across, detail, rows, columns, trows, _run_links(run_names, runs),
                        proposal_text, proposal_rows, registered,
                        [Link(f"hypotheses/{h}.html", h) for h in hids if isinstance(h, str) and h in known],
                        no_proposal, "Proposed separating experiment" if any(k == "toggle" for k, _ in proposal_rows)
@@ -307,7 +308,8 @@ def _p_rows(p: Any, test: Any, comparisons: Any, adjusted: Any) -> list[tuple[st
 
 def confounds(findings: list[dict[str, Any]] | None, note: str, known: set[str], runs: set[int],
               page: Page) -> ConfoundContext:
-    views = [_finding(f, known, runs) for f in sorted(findings or [], key=lambda f: not f.get("flagged"))]
+    views = [_finding(f, known, runs) for f in sorted(findings or [], key=lambda f: (not f.get("flagged"),
+                                                                                      not f.get("across_executions")))]
     return ConfoundContext(page, findings is not None, note, views)
 
 

@@ -1,0 +1,107 @@
+"""The confound scan's flag is decided as its clauses are worded: a variable is flagged where it moves with the
+outcome within executions (the runs of one execution compared, each execution a stratum); one that moved with it
+only across executions (or imported runs) is told apart as a difference across executions. The flag holds its
+level on seeded data with no confound."""
+
+from __future__ import annotations
+
+import random
+
+from workbench.analysis import scan_confounds, stats
+from workbench.analysis.conditioning import variable_findings
+from workbench.analysis.confounds import Finding
+from workbench.store.entities import RunData
+
+from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
+
+
+def _variable(findings: list[Finding], var: str) -> Finding:
+    return next(f for f in findings if f.kind == "variable" and f.factor == var and f.outcome == "corruption_rate")
+
+
+def test_a_variable_changed_only_between_executions_is_a_difference_not_a_flag(store, registry):
+    """The README tour: wedge-confound as designed (causal_model=seed, the abort fix changes nothing) and under
+    --set causal_model=wedge (the fix removes every leak). causal_model changed only between the two executions,
+    yet the pooled test flagged it as a confound. The abort fix, toggled within both, is flagged on the test
+    within executions."""
+    for overrides, leaks in ((None, (12, 12)), ({"causal_model": "wedge"}, (12, 0))):
+        ex = add_execution(store, overrides=overrides)
+        for r in range(1, 4):
+            for (arm, variables), k in zip((("control", CONTROL), ("treatment", TREATMENT)), leaks):
+                add_run(store, execution_id=ex, arm=arm, replicate=r, variables=dict(variables, **(overrides or {})),
+                        outcomes={"leak": k, "done": 80 - k})
+    findings = scan_confounds(store, registry)
+    model = _variable(findings, "causal_model")
+    assert not model.flagged and model.across_executions, model.message
+    assert "a difference across executions" in model.message and "not a controlled confound" in model.message
+    fix = _variable(findings, "nixl_abort_fix")
+    assert fix.flagged and not fix.across_executions, fix.message
+    # Each execution a stratum: 36/240 against 36/240 units, then 36/240 against 0/240.
+    assert fix.test == "exact conditional CMH within executions"
+    assert fix.effect["units_p"] == stats.stratified_exact([(36, 240, 36, 240), (36, 240, 0, 240)])
+    assert "within the 2 executions whose arms differed in nixl_abort_fix" in fix.message
+
+
+def test_a_controlled_variable_is_not_flagged_for_what_other_executions_differ_in(store, registry):
+    """wedge-confound's arms leaked alike (12/80 each), and another hypothesis's execution, holding the abort fix on
+    under the same settings, leaked none: pooled, the fix looked protective and was flagged; within the one
+    execution that toggled it, it changed nothing."""
+    ex = add_execution(store)
+    other = add_execution(store, hypothesis_id="pool-configurator-overcommit")
+    for r in range(1, 4):
+        for arm, variables in (("control", CONTROL), ("treatment", TREATMENT)):
+            add_run(store, execution_id=ex, arm=arm, replicate=r, variables=variables,
+                    outcomes={"leak": 12, "done": 68})
+        add_run(store, execution_id=other, arm="control", replicate=r, variables=TREATMENT,
+                outcomes={"done": 80}, hypothesis_id="pool-configurator-overcommit")
+    fix = _variable(scan_confounds(store, registry), "nixl_abort_fix")
+    assert not fix.flagged and fix.across_executions, fix.message
+    assert fix.p is not None and fix.effect["units_p"] < 0.05  # the pooled test that says so
+    assert "within the one execution whose arms differed in nixl_abort_fix" in fix.message
+
+
+def _run(i: int, execution: int, variables: dict[str, str]) -> RunData:
+    return RunData(id=i, label=None, arm=None, status="ok", source="run", execution_id=execution,
+                   experiment_version=1, replicate=1, block=None, order_index=None, variables=variables,
+                   config_hash=None, fingerprint={})
+
+
+def _null_history(rng: random.Random, loads: int) -> tuple[list[RunData], dict[int, bool], dict, dict[int, str]]:
+    """One history with no confound: `loads` executions of one hypothesis, each under its own `load` (as --set gives)
+    and toggling `fix` over 2 runs an arm. Each execution has its own leak rate (executions differ, as they do in
+    time and host), each run 80 sessions of it; neither variable changes it."""
+    runs, counts = [], {}
+    for e in range(loads):
+        rate = rng.uniform(0.05, 0.3)
+        for fix in ("off", "on", "off", "on"):
+            run = _run(len(runs) + 1, e + 1, {"fix": fix, "load": str(e)})
+            runs.append(run)
+            counts[run.id] = (float(sum(rng.random() < rate for _ in range(80))), 80.0)
+    return runs, {i: k > 0 for i, (k, _) in counts.items()}, counts, {r.id: "h" for r in runs}
+
+
+def _null_findings(registry, seed: int, histories: int, loads: int) -> list[dict[str, Finding]]:
+    rng, exp = random.Random(seed), registry.experiments["agent-repro"]
+    out = []
+    for _ in range(histories):
+        runs, occurred, counts, tested_by = _null_history(rng, loads)
+        found = variable_findings(Finding, exp, runs, occurred, counts, "corruption_rate", "leak", tested_by)
+        out.append({f.factor: f for f in found})
+    return out
+
+
+def _most_by_chance(histories: int) -> float:
+    """The most flags of `histories` null histories a test of level ALPHA gives, bar a 1-in-1000 chance."""
+    from scipy.stats import binom
+
+    return float(binom.ppf(0.999, histories, stats.ALPHA))
+
+
+def test_no_confound_is_flagged_no_more_than_alpha_of_the_time(registry):
+    """Seeded histories with no confound: `fix` (toggled within each execution) and `load` (changed only between
+    them) have no effect, but executions differ. Pooled over units across executions, `load` was flagged in most."""
+    found = _null_findings(registry, 20261206, 100, 2)
+    for var in ("fix", "load"):
+        flags = sum(f[var].flagged for f in found)
+        assert flags <= _most_by_chance(len(found)), (var, flags, next(f[var].message for f in found
+                                                                       if f[var].flagged))
