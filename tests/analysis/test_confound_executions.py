@@ -1,13 +1,15 @@
 """The confound scan's flag is decided as its clauses are worded: a variable is flagged where it moves with the
 outcome within executions (the runs of one execution compared, each execution a stratum); one that moved with it
-only across executions (or imported runs) is told apart as a difference across executions. The flag holds its
-level on seeded data with no confound."""
+only across executions (or imported runs) is told apart as a difference across executions. A hypothesis's
+per-stratum clauses are Holm-adjusted over its strata. Each rule holds its level on seeded data with no
+effect."""
 
 from __future__ import annotations
 
 import random
+import re
 
-from workbench.analysis import scan_confounds, stats
+from workbench.analysis import display, scan_confounds, stats
 from workbench.analysis.conditioning import variable_findings
 from workbench.analysis.confounds import Finding
 from workbench.store.entities import RunData
@@ -105,3 +107,23 @@ def test_no_confound_is_flagged_no_more_than_alpha_of_the_time(registry):
         flags = sum(f[var].flagged for f in found)
         assert flags <= _most_by_chance(len(found)), (var, flags, next(f[var].message for f in found
                                                                        if f[var].flagged))
+
+
+def test_a_hypothesis_clauses_are_holm_adjusted_over_its_strata(registry):
+    """One hypothesis run under 6 settings of `load`, its arms alike in each: each stratum's clause was judged at
+    alpha, so with 6 strata one said "show an association" in about a quarter of seeded histories with no effect.
+    Where one stratum does show it, its p-value is the adjusted one and the clause says over how many strata."""
+    found = _null_findings(registry, 7, 100, 6)
+    said = [f["fix"].message for f in found if "whose runs show an association" in f["fix"].message]
+    assert len(said) <= _most_by_chance(len(found)), (len(said), said[:1])
+    runs, occurred, counts, tested_by = _null_history(random.Random(1), 6)
+    for r in runs:
+        if r.execution_id == 1 and r.variables["fix"] == "on":  # the fix removes every leak under load=0
+            counts[r.id], occurred[r.id] = (0.0, 80.0), False
+    off = [counts[r.id][0] for r in runs if r.execution_id == 1 and r.variables["fix"] == "off"]
+    fix = variable_findings(Finding, registry.experiments["agent-repro"], runs, occurred, counts,
+                            "corruption_rate", "leak", tested_by)[0]
+    assert fix.factor == "fix"
+    p = 6 * stats.fisher(int(sum(off)), 160, 0, 160)  # the smallest of 6: Holm multiplies it by 6
+    assert (f"whose runs show an association with leak where load=0 (Fisher p {display.p_is(p)} over units, "
+            "Holm-adjusted over 6 strata)") in fix.message, fix.message

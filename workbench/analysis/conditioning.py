@@ -307,14 +307,22 @@ def _tested_text(var: str, first: str, groups: list[tuple[str, list[RunData]]], 
     "found no association" for all of them read beside a stratum whose runs showed one. A stratum where a
     hypothesis's runs hold `var` at one value is no test of it; a hypothesis with no other is not named. Only an
     execution whose arms differ in `var` is a controlled test of it: where every execution held `var` at one value
-    (it changed between executions, as --set does) the comparison is said to be across executions."""
+    (it changed between executions, as --set does) the comparison is said to be across executions. A hypothesis's
+    strata are each a test: their p-values are Holm-adjusted over them, or one of many strata would show an
+    association by chance."""
     found: dict[tuple[str, bool], list[tuple[str, str, bool]]] = {}  # (hypothesis, controlled) -> (stratum, p, shows)
     for h in sorted({h for _, rs in groups for r in rs if (h := tested_by.get(r.id)) is not None}):
+        tests = []  # (stratum, controlled, over, p)
         for name, rs in groups:
             mine = [r for r in rs if tested_by.get(r.id) == h]
             within = _within_executions(var, mine)
-            if (shows := _association(var, first, within or mine, occurred, counts, comparisons)) is not None:
-                found.setdefault((h, bool(within)), []).append((name, *shows))
+            if (shows := _association(var, first, within or mine, occurred, counts)) is not None:
+                tests.append((name, bool(within), *shows))
+        adjusted = stats.holm([p for *_, p in tests])
+        holm = f", Holm-adjusted over {len(tests)} strata" if len(tests) > 1 else ""
+        for (name, controlled, over, _), p in zip(tests, adjusted):
+            found.setdefault((h, controlled), []).append(
+                (name, f"Fisher p {display.p_is(p)} over {over}{holm}", p * comparisons < stats.ALPHA))
     names = [name for items in found.values() for name, _, _ in items]
     short = _separating_names(var, groups, names) if len(groups) > 1 else {}
     said = {True: [], False: []}  # type: dict[bool, list[str]]
@@ -357,11 +365,11 @@ def _within_executions(var: str, runs: list[RunData]) -> list[RunData]:
     return [r for r in runs if r.execution_id is not None and len(values[r.execution_id]) > 1]
 
 
-def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, bool], counts: Counts,
-                 comparisons: int) -> tuple[str, bool] | None:
-    """("Fisher p = ... over units", whether `runs` (one stratum's) show `var`=`first` moving with the outcome), judged
-    as the finding is: over runs, or over units where every run has them, Bonferroni over `comparisons`; None where
-    they cannot: none of them, or all on one side."""
+def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, bool],
+                 counts: Counts) -> tuple[str, float] | None:
+    """("units", p): Fisher's test of `var`=`first` against the other values over `runs` (one stratum's), over runs or
+    over units where every run has them, whichever is smaller, as the finding is judged; None where they cannot
+    test it: none of them, or all on one side."""
     sides = [[r for r in runs if r.variables[var] == first], [r for r in runs if r.variables[var] != first]]
     if not all(sides):
         return None
@@ -369,5 +377,4 @@ def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, 
     if all(counts[r.id][1] is not None for r in runs):
         tests["units"] = stats.fisher(*(int(x) for side in sides for x in (sum(counts[r.id][0] for r in side),
                                                                            sum(counts[r.id][1] or 0 for r in side))))
-    over, p = min(tests.items(), key=lambda kv: kv[1])
-    return f"Fisher p {display.p_is(p)} over {over}", p * comparisons < stats.ALPHA
+    return min(tests.items(), key=lambda kv: kv[1])
