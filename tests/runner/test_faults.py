@@ -519,6 +519,7 @@ def test_a_restore_that_hangs_is_abandoned_by_stopping_it_again_and_a_resume_res
     from workbench.runner.targets.base import config_lock_file
 
     real = execute_mod._restore
+    monkeypatch.setattr(execute_mod, "ABANDON_GRACE_S", 0.0)  # the restore is "hung" from its first moment
 
     async def hangs(state, *args):
         signal.raise_signal(signal.SIGTERM)  # the first stop: the restore goes on
@@ -604,6 +605,7 @@ def test_a_teardown_abandoned_after_the_restore_keeps_the_saved_original_its_loc
     from workbench.runner.targets.base import config_lock_file
 
     real = execute_mod._teardown
+    monkeypatch.setattr(execute_mod, "ABANDON_GRACE_S", 0.0)  # the teardown is "hung" from its first moment
 
     async def hangs(state, *args):
         for _ in range(2):  # a stop, then the one that abandons
@@ -628,3 +630,67 @@ def test_a_teardown_abandoned_after_the_restore_keeps_the_saved_original_its_loc
     s = _run(toy, replicates=1)
     assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
     assert toy.conf.read_bytes() == toy.original and not os.path.exists(config_lock_file(str(toy.conf)))
+
+
+def _stopped_twice(then):
+    """An async step of the runner (any arguments) that SIGTERMs this process twice, each taken in by the loop's
+    handler before the next, then awaits `then()`: a stop and at once another, as a double Ctrl-C gives."""
+
+    async def step(*args, **kw):
+        for _ in range(2):
+            signal.raise_signal(signal.SIGTERM)
+            for _ in range(1000):  # the loop's handler runs at one of these turns of the loop
+                await asyncio.sleep(0)
+        return await then(*args, **kw)
+
+    return step
+
+
+def test_a_second_stop_while_the_target_is_taken_abandons_the_taking(toy, monkeypatch):
+    """A stop does not cut taking the target short (its lock, the saved original); one that hung there (a lock or a
+    config read over ssh that never returns) ignored every later stop as well: only SIGKILL ended it. A second stop
+    now abandons the taking, as a kill would leave it: the config unchanged, the lock maybe left, and the stop says
+    so, how to free the lock, and records the execution interrupted; the resume it names then runs."""
+    import workbench.runner.execute as execute_mod
+    import workbench.runner.takeover as takeover_mod
+    from workbench.runner.targets.base import config_lock_file
+
+    monkeypatch.setattr(execute_mod, "ABANDON_GRACE_S", 0.0)
+
+    async def hang(*args, **kw):
+        await asyncio.sleep(5)  # cut short by the abandonment; without it the taking went on past this
+        raise AssertionError("the taking was not abandoned")
+
+    real = takeover_mod.take_snapshots
+    monkeypatch.setattr(takeover_mod, "take_snapshots", _stopped_twice(hang))
+    with pytest.raises(RunInterrupted) as ei:
+        _run(toy, replicates=1)
+    msg, hint, lock = ei.value.message, ei.value.hint or "", config_lock_file(str(toy.conf))
+    assert ei.value.exit_code == 143, msg
+    assert msg.startswith("interrupted after 0 of 2 runs") and "taking it was abandoned" in msg, msg
+    assert "its config was not changed" in msg and f"its lock {lock} on local may still be held" in msg, msg
+    assert "continue with: wb hypothesis run toy-fix --resume" in hint and f"remove {lock} on local" in hint, hint
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == [] and os.path.exists(lock)
+    [(status, error)] = store_rows(toy.db, "SELECT status, error FROM executions")
+    assert status == "interrupted" and "taking the target was abandoned" in error, error
+    monkeypatch.setattr(takeover_mod, "take_snapshots", real)
+    assert [r["status"] for r in _run(toy, resume=True)["runs"]] == ["ok", "ok"]
+    assert toy.conf.read_bytes() == toy.original and not os.path.exists(lock)
+
+
+def test_a_double_stop_as_the_restore_begins_does_not_abandon_it(toy, monkeypatch, capfd):
+    """Two stops at once as the restore began (a key's bounce, an impatient double Ctrl-C) abandoned it, leaving the
+    last arm's config in place. A stop abandons the restore only once it has run `ABANDON_GRACE_S`; before that it
+    is told that the restore goes on, and it does."""
+    import workbench.runner.execute as execute_mod
+
+    monkeypatch.setattr(execute_mod, "ABANDON_GRACE_S", 600.0)  # far beyond this restore on a loaded machine
+    monkeypatch.setattr(execute_mod, "_restore", _stopped_twice(execute_mod._restore))
+    with pytest.raises(RunInterrupted) as ei:
+        _run(toy, replicates=1, show_progress=True)
+    assert ei.value.exit_code == 143 and "the target was restored" in ei.value.message, ei.value.message
+    assert toy.conf.read_bytes() == toy.original and len(toy.restarts()) == 3  # one per run, and the restore's
+    said = [line for line in capfd.readouterr().err.splitlines() if "restor" in line]
+    assert said.count("still restoring the target: stop again to abandon the restore (the target may then keep an "
+                      "arm's config)") == 2, said
+    assert not any("abandoning" in line for line in said), said

@@ -87,9 +87,12 @@ class State:
     # The target's lock was held and its snapshot taken: from then on it is restored. A stop before (a resume's
     # included, whose target may hold the config its killed runner left) leaves it as it was, not restored.
     taken: bool = False
-    # Stopped again while the restore ran (one that hangs, say): it was given up, as a kill would leave it, its lock and
-    # saved original kept for the resume that restores the target.
-    abandoned: bool = False
+    # Stopped again while the target was taken or restored (a lock, a snapshot or a restore that hangs, say): what was
+    # given up, "taking" or "restore", as a kill would leave it, its lock and saved original kept for the resume that
+    # restores the target; None while nothing was.
+    abandoned: str | None = None
+    # Each host's lock file, as messages name it ("PATH on HOST"): said when the taking is abandoned.
+    lock_files: list[str] = field(default_factory=list)
     # The lock was taken over from another execution (its runner died, or its restore failed): the service may still
     # run an arm's config though the file holds the original, so the restore restarts it even if no run began.
     took_over: bool = False
@@ -327,44 +330,77 @@ async def _set_up_and_run(state: State, target: Target, snaps: dict[str, Snapsho
     await _run_plan(state, h)
 
 
+# A second stop abandons what a stop does not cut short (taking the target, its restore) only once that has run this
+# long: two stops within it are a key's bounce or an impatient double Ctrl-C, not a decision to leave the target
+# changed or locked, while a lock, a snapshot or a restore that hangs has hung for longer than this by the time
+# anyone stops wb again.
+ABANDON_GRACE_S = 3.0
+
+
 @dataclass
 class _OnStop:
-    """The loop's handler of a stop signal. The first cancels the loop's task, except where a stop does not cut it
+    """The loop's handler of a stop signal. The first cancels the loop's task, except in a phase a stop does not cut
     ("taking": from the lock to the snapshot, cut short, a resume left its target with the config its killed runner
     wrote and no lock, and the next resume was refused; the stop waits for the snapshot, then the restore runs.
-    "winding down": the restore and the teardown began; one cut short would leave an arm's config). While winding
-    down, a second stop abandons the restore (one that hangs must have a way out), leaving what a kill leaves."""
+    "winding down": the restore and the teardown began; one cut short would leave an arm's config). In such a phase
+    a second stop, once the phase has run `ABANDON_GRACE_S`, abandons it (one that hangs must have a way out),
+    leaving what a kill leaves; one before is told that the phase goes on."""
 
     state: State
     task: "asyncio.Task[Any] | None"
     signalled: list[int] = field(default_factory=list)
     uncut: set[str] = field(default_factory=set)
-    late: list[int] = field(default_factory=list)  # the stops while winding down
+    late: list[int] = field(default_factory=list)  # the stops within the phase not cut short
+    began: float = 0.0  # when that phase began (time.monotonic)
+
+    def enter(self, phase: str) -> None:
+        """Begin a phase a stop does not cut short ("taking", "winding down"); its stops are counted afresh."""
+        if phase not in self.uncut:
+            self.uncut.add(phase)
+            self.late.clear()
+            self.began = time.monotonic()
 
     def __call__(self, sig: int) -> None:
         state = self.state
         state.stopping = True
         if sig == signal.SIGHUP:
             _leave_terminal()
-        if not self.signalled and not self.uncut and self.task is not None:
+        phase = "winding down" if "winding down" in self.uncut else "taking" if "taking" in self.uncut else None
+        if not self.signalled and phase is None and self.task is not None:
             self.task.cancel()
-        elif "winding down" in self.uncut and sig in STOP_SIGNALS:
+        elif phase is not None and sig in STOP_SIGNALS:
             self.late.append(sig)
         self.signalled.append(sig)
-        if len(self.late) > 1 and not state.abandoned and self.task is not None:
-            state.abandoned, state.untouched = True, False
-            state.progress.log("abandoning the restore: the target may keep an arm's config, and its lock is left "
-                               "for the resume that restores it")
-            self.task.cancel()
-        elif self.late and not state.abandoned:
-            state.progress.log("restoring the target; wait for it, or stop wb once more to abandon the restore (the "
-                               "target may then keep an arm's config)")
-        elif "taking" in self.uncut:  # not cut short: said, or the stop would seem unheard until the restore
+        if state.abandoned:
+            return
+        if phase is not None and len(self.late) > 1 and time.monotonic() - self.began >= ABANDON_GRACE_S:
+            self._abandon(phase)
+        elif phase == "winding down" and self.late:
+            state.progress.log("still restoring the target: stop again to abandon the restore (the target may then "
+                               "keep an arm's config)")
+        elif phase == "taking" and len(self.late) > 1:
+            state.progress.log("still taking the target: stop again to abandon it (its lock may then be left)")
+        elif phase == "taking":  # not cut short: said, or the stop would seem unheard until the restore
             state.progress.log("taking the target first (its lock, what the stopped runner left, the saved "
                                "original); the restore follows" if state.resumed else
                                "taking the target first (its lock, the saved original); then wb stops")
         elif len(self.signalled) > 1:
             state.progress.log("restoring the target; wait for it")
+
+    def _abandon(self, phase: str) -> None:
+        """Give the phase up, as a kill would leave it: no restore, no teardown, the lock and the saved original
+        kept for the resume that restores the target (`_close` says so)."""
+        state = self.state
+        state.abandoned, state.untouched = "taking" if phase == "taking" else "restore", False
+        if phase == "taking":
+            state.progress.log("abandoning the taking of the target: " + (
+                "it may keep the config the stopped runner left" if state.resumed else "its config was not changed")
+                + ", and its lock may be left (the error says how to free it)")
+        else:
+            state.progress.log("abandoning the restore: the target may keep an arm's config, and its lock is left "
+                               "for the resume that restores it")
+        if self.task is not None:
+            self.task.cancel()
 
 
 async def _main(state: State, target: Target) -> None:
@@ -396,7 +432,7 @@ async def _main(state: State, target: Target) -> None:
         await target.open()
         context.update(target.context())
         paths = await config_paths(state, target, context)
-        uncut.add("taking")
+        on_signal.enter("taking")
         try:
             lock, snaps = await take_target(state, target, paths)
             state.taken = True
@@ -406,7 +442,7 @@ async def _main(state: State, target: Target) -> None:
             if not signalled:  # one while the target was taken: no run starts, the restore follows
                 await _set_up_and_run(state, target, snaps, context, env)
         finally:
-            uncut.add("winding down")
+            on_signal.enter("winding down")
             if snaps and _untouched(state, target):
                 # Nothing was written, restarted or started: putting the original back and restarting the service
                 # would be the first change to it.
@@ -414,7 +450,7 @@ async def _main(state: State, target: Target) -> None:
             elif snaps:
                 await _restore(state, target, snaps, context, env)
     finally:
-        uncut.add("winding down")
+        on_signal.enter("winding down")
         try:
             if not state.abandoned:  # abandoned: left as a kill leaves it (its deployment, its lock)
                 await _teardown(state, target)
@@ -590,22 +626,19 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
                                       else f"{type(error).__name__}: {error}")
     if state.restore_error:
         msg = (msg + "\n" if msg else "") + state.restore_error
+    command = resume_command(state.store, state.prepared.root, state.prepared.hypothesis.id)
     if state.abandoned:
-        msg = f"{msg or 'interrupted'}; the restore was abandoned: the target may still hold an arm's config"
+        msg = f"{msg or 'interrupted'}; {_abandoned(state, command)[2]}"
     patient(lambda: state.store.update_execution(state.execution_id, status=status, ended_at=utcnow(), error=msg))
     if state.restore_error:
         lines = state.restore_error.splitlines()
         # A host's hint is indented under its message in the record; the first one follows "Hint: " itself.
         raise RestoreFailed(lines[0], hint="\n".join(lines[1:]).lstrip())
     if isinstance(error, (RunInterrupted, KeyboardInterrupt)):
-        hid = state.prepared.hypothesis.id
-        command = resume_command(state.store, state.prepared.root, hid)
         # The count is the progress line's own (the same runs, the same words), so the two never disagree.
         left, hint = "restored", f"continue with: {command}"
         if state.abandoned:
-            left = ("not restored: its restore was abandoned (stopped again while it ran), and it may still hold an "
-                    "arm's config")
-            hint = f"restore it by continuing: {command} (it puts the original back as it ends)"
+            left, hint, _ = _abandoned(state, command)
         elif state.untouched:
             left = "not touched"
         elif not state.taken:  # a resume stopped before it held the target: what its killed runner left stays
@@ -624,6 +657,27 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
         error.hint = f"{error.hint}\n{note}" if error.hint else note.strip()
     if error is not None:
         raise error
+
+
+def _abandoned(state: State, command: str) -> tuple[str, str, str]:
+    """What the phase a second stop abandoned (`State.abandoned`) left, as a kill leaves it: (the target's state as
+    the stop says it, the hint, what the execution's recorded error adds). `command` resumes the execution."""
+    if state.abandoned == "restore":
+        return ("not restored: its restore was abandoned (stopped again while it ran), and it may still hold an arm's "
+                "config", f"restore it by continuing: {command} (it puts the original back as it ends)",
+                "the restore was abandoned: the target may still hold an arm's config")
+    locks = ", ".join(state.lock_files)
+    lock = f"its lock {locks} may still be held by this execution" if locks else "it holds no lock of wb's"
+    if state.resumed:  # the config its killed runner left may still be there: only the resume restores it
+        return (f"not restored: taking it was abandoned (stopped again while this runner took it); it may still hold "
+                f"the config the stopped execution's runner left, and {lock}",
+                f"restore it by continuing: {command} (it takes the lock over and puts the original back as it ends)",
+                f"taking the target was abandoned: it may still hold the config the stopped runner left, and {lock}")
+    return (f"not changed: taking it was abandoned (stopped again while wb took it) before any run began; its config "
+            f"was not changed, and {lock}",
+            f"continue with: {command} (it takes the lock over, runs what is left and restores the target)"
+            + (f", or remove {locks}: no run began, so the config is the original" if locks else ""),
+            f"taking the target was abandoned: its config was not changed, and {lock}")
 
 
 def _recorded(state: State) -> ExecutionResult | None:

@@ -231,7 +231,7 @@ class TargetLock:
     def __init__(self, target: Target, paths: dict[str, str], execution: str,
                  left_by_dead: Callable[[str, str, Holder], Awaitable[None]] | None = None, what: str = "",
                  known: Callable[[str], str | None] | None = None, *, name: str = "", resume: str = "",
-                 folder: str = "", store: str = "") -> None:
+                 folder: str = "", store: str = "", abandoned: Callable[[], bool] = lambda: False) -> None:
         self.target = target
         self.paths = paths
         self.me = Holder.me(execution, what, name=name, resume=resume, folder=folder, store=store)
@@ -242,6 +242,8 @@ class TargetLock:
         self.taken_from_self: set[str] = set()
         # an execution's uuid -> its name in the store ("execution 3 of wedge-confound"), None when not there
         self.known = known
+        # whether the taking was abandoned (a second stop): nothing more is sent to a target that may not answer
+        self.abandoned = abandoned
 
     async def _try(self, host: str, path: str) -> str | None:
         """None when acquired; else the current holder's text."""
@@ -263,7 +265,8 @@ class TargetLock:
     async def acquire(self) -> None:
         """Take every host's lock, or release what was taken and raise TargetBusy. A stop (a signal's cancel)
         can land after the shell wrote a host's lock and before wb read that it had: that host's lock is removed
-        too, where it holds this execution's text (never another's)."""
+        too, where it holds this execution's text (never another's). An abandoned taking (`abandoned`) leaves the
+        locks as a kill would: the target it hung on may not answer the removal either."""
         trying = None
         try:
             for host, path in self.paths.items():
@@ -271,6 +274,8 @@ class TargetLock:
                 await self._acquire_one(host, path)
             self.target.holder = self.me.execution
         except BaseException:
+            if self.abandoned():
+                raise
             await self.release()
             if trying is not None:
                 await self._remove_mine(trying)

@@ -45,6 +45,7 @@ async def take_target(state: "State", target: Target, paths: dict[str, str]
     is returned before a failure here can leave it held: the caller releases it."""
     p = state.prepared
     lock = target_lock(target, state, paths)
+    state.lock_files = [f"{path} on {target.describe(host)}" for host, path in lock.paths.items()]
     await lock.acquire()
     try:
         if state.resumed:
@@ -53,7 +54,8 @@ async def take_target(state: "State", target: Target, paths: dict[str, str]
         target.keep_notes(state.exec_dir)
         snaps = await take_snapshots(target, paths, state.exec_dir, owner=state.execution_uuid) if paths else {}
     except BaseException:
-        await lock.release()
+        if not state.abandoned:  # abandoned (a second stop): left as a kill leaves it, the target maybe unreachable
+            await lock.release()
         raise
     for host, snap in snaps.items():  # a mistyped path: each arm written where the service never reads it
         if snap.data is None and p.profile.target.kind in ("local", "ssh"):  # pdsim's is made when wb starts it
@@ -106,7 +108,8 @@ def target_lock(target: Target, state: "State", paths: dict[str, str]) -> "Targe
     resume = _resume_of(state, hyp.id, origin)
     return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead,
                       f"hypothesis {hyp.id}", known, name=f"execution {state.execution_id} of {hyp.id}",
-                      resume=resume, folder=str(state.exec_dir), store=redact_text(state.store.name))
+                      resume=resume, folder=str(state.exec_dir), store=redact_text(state.store.name),
+                      abandoned=lambda: bool(state.abandoned))
 
 
 def _resume_of(state: "State", hypothesis_id: str, origin: dict[str, Any] | None = None) -> str:
