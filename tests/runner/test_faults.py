@@ -694,3 +694,37 @@ def test_a_double_stop_as_the_restore_begins_does_not_abandon_it(toy, monkeypatc
     assert said.count("still restoring the target: stop again to abandon the restore (the target may then keep an "
                       "arm's config)") == 2, said
     assert not any("abandoning" in line for line in said), said
+
+
+def test_a_restore_failed_on_one_host_and_abandoned_on_another_says_both(toy, monkeypatch):
+    """h1's restore failed (its commands to restore it by hand said), then h2's hung and a second stop abandoned it:
+    the stop said only that the restore was abandoned, and h1's failure and its commands were lost to the user and
+    to the record. Each now reaches both, the commands whole."""
+    import workbench.runner.execute as execute_mod
+    from workbench.errors import RestoreFailed
+
+    _two_hosts(toy)
+    monkeypatch.setattr(execute_mod, "ABANDON_GRACE_S", 0.0)
+
+    async def hang(*args, **kw):
+        await asyncio.sleep(5)  # cut short by the abandonment
+        raise AssertionError("the restore was not abandoned")
+
+    hangs = _stopped_twice(hang)
+
+    async def restore_host(target, snap, *args, **kw):
+        if snap.host == "h1":
+            raise RestoreFailed("RESTORE FAILED on h1: the disk is full", hint="restore it by hand now:\ncp A B")
+        await hangs()
+
+    monkeypatch.setattr(execute_mod, "restore_host", restore_host)
+    with pytest.raises(RunInterrupted) as ei:
+        _run(toy, replicates=1, seed=9)
+    msg, hint = ei.value.message, ei.value.hint or ""
+    assert ei.value.exit_code == 143 and "the target was not restored: its restore was abandoned" in msg, msg
+    assert "RESTORE FAILED on h1: the disk is full\n  restore it by hand now:\ncp A B\n" in hint, hint
+    assert "restore it by continuing: wb hypothesis run toy-fix --resume" in hint, hint
+    [(status, error)] = store_rows(toy.db, "SELECT status, error FROM executions")
+    assert status == "interrupted", status
+    assert error.startswith("interrupted; the restore was abandoned: the target may still hold an arm's config\n"), error
+    assert error.endswith("RESTORE FAILED on h1: the disk is full\n  restore it by hand now:\ncp A B"), error

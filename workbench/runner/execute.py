@@ -220,7 +220,6 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
                    env: dict[str, str]) -> None:
     p = state.prepared
     started_here = target.started_here
-    problems: list[RestoreFailed] = []
     for host, snap in snaps.items():
         restart = _restart_commands(p, context, host)
         values = preview_values(p, p.arms[0], context, host)
@@ -251,13 +250,11 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
             state.restore_notes.append(_restored(target, snap, len(restart) if not started_here else 0, health,
                                                  several=len(snaps) > 1))
         except RestoreFailed as exc:
-            problems.append(exc)
+            # Kept at once, each host's after the last: a second stop may abandon the hosts after this one.
+            said = f"{exc.message}\n  {exc.hint}"
+            state.restore_error = f"{state.restore_error}\n{said}" if state.restore_error else said
             state.restore_failed.add(host)
-    if problems:
-        msg = "\n".join(f"{e.message}\n  {e.hint}" for e in problems)
-        state.restore_error = msg
-    else:
-        state.restored = True
+    state.restored = not state.restore_failed
 
 
 def _restored(target: Target, snap: Snapshot, restarts: int, health: list[str], *, several: bool) -> str:
@@ -624,13 +621,13 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
     msg = None if error is None else (error.message if isinstance(error, WbError)
                                       else "interrupted" if isinstance(error, KeyboardInterrupt)  # a StopSignal too
                                       else f"{type(error).__name__}: {error}")
+    command = resume_command(state.store, state.prepared.root, state.prepared.hypothesis.id)
+    if state.abandoned:  # before the restore's errors, whose last line is a command to paste whole
+        msg = f"{msg or 'interrupted'}; {_abandoned(state, command)[2]}"
     if state.restore_error:
         msg = (msg + "\n" if msg else "") + state.restore_error
-    command = resume_command(state.store, state.prepared.root, state.prepared.hypothesis.id)
-    if state.abandoned:
-        msg = f"{msg or 'interrupted'}; {_abandoned(state, command)[2]}"
     patient(lambda: state.store.update_execution(state.execution_id, status=status, ended_at=utcnow(), error=msg))
-    if state.restore_error:
+    if state.restore_error and not state.abandoned:  # abandoned: the stop below says both
         lines = state.restore_error.splitlines()
         # A host's hint is indented under its message in the record; the first one follows "Hint: " itself.
         raise RestoreFailed(lines[0], hint="\n".join(lines[1:]).lstrip())
@@ -639,6 +636,8 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
         left, hint = "restored", f"continue with: {command}"
         if state.abandoned:
             left, hint, _ = _abandoned(state, command)
+            if state.restore_error:  # the hosts whose restore failed before the stop abandoned the others'
+                hint = f"{state.restore_error}\n{hint}"
         elif state.untouched:
             left = "not touched"
         elif not state.taken:  # a resume stopped before it held the target: what its killed runner left stays
