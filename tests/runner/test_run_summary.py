@@ -139,3 +139,17 @@ def test_on_a_terminal_the_restore_and_the_summary_wrap_between_phrases(toy) -> 
     assert all(line == line.rstrip() for line in lines), lines
     at = next(i for i, line in enumerate(lines) if line.startswith("verdict: "))  # longer than the terminal
     assert lines[at + 1].startswith("  ") and claim.split()[-1] in lines[at + 1] + lines[at + 2], lines
+
+
+def test_replicates_are_shown_counted_from_1_and_kept_from_0(toy, cli) -> None:
+    """A one-replicate execution showed its runs as "control r0" (progress, `wb runs show`), where people count the
+    first replicate as 1. What is shown counts from 1; the store and the JSON keep the plan's index from 0 (each
+    per-replicate value is drawn from it)."""
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--seed", "3", "--db", toy.db,
+                         env={"WB_ROOT": str(toy.root)})
+    assert code == 0, out + err
+    assert re.search(r"\] run 1 (control|treatment) r1 on local: ok \(", err) and " r0 " not in err, err
+    code, out, _ = cli("runs", "show", "1", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert code == 0 and "\nreplicate: r1\n" in out, out
+    code, out, _ = cli("runs", "show", "1", "--db", toy.db, "--json", env={"WB_ROOT": str(toy.root)})
+    assert code == 0 and json.loads(out)["replicate"] == 0, out

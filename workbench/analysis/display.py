@@ -16,6 +16,13 @@ PERCENT = "percent"  # a rate: 17.5%
 POINTS = "points"  # a difference of two rates: +3.0 points
 
 
+def replicate(index: int | None) -> str:
+    """A run's replicate as people count them, from 1: "r1" for the plan's first. The store, the JSON and the
+    per-replicate values keep the plan's index from 0 (each value is drawn from it: renumbering would change them
+    for every stored execution); only what is shown counts from 1. None (an imported run): nothing."""
+    return "" if index is None else f"r{index + 1}"
+
+
 def value(exp: Any, metric: str, x: float) -> str:
     """One run's value of `metric` as wb prints it: a proportion's in percent (17.5%), any other as recorded (3,
     346.3, 1,234,567; not 1.23457e+06)."""

@@ -88,7 +88,7 @@ def summary_lines(r: "RunReport", h: "Hypothesis | None" = None) -> list[str]:
     told = set(e.told) if stderr_beside_stdout() else set()
     for run in e.failed_runs:
         if run.id not in told:
-            lines.append(f"  run {run.id} ({run.arm} r{run.replicate}) {run.ending()}")
+            lines.append(f"  run {run.id} ({run.arm} {display.replicate(run.replicate)}) {run.ending()}")
     if e.stopped_early:
         lines.append(e.stopped_early)
     if r.analysis is None:

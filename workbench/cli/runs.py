@@ -128,7 +128,9 @@ def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption 
     for key in ("id", "label", "hypothesis_id", "experiment_id", "arm", "replicate", "status", "stage", "host",
                 "target", "started_at", "ended_at", "config_hash", "error"):
         if getattr(r, key) is not None:
-            typer.echo(f"{key}: {when(getattr(r, key)) if key.endswith('_at') else getattr(r, key)}")
+            shown = (when(getattr(r, key)) if key.endswith("_at") else display.replicate(r.replicate)
+                     if key == "replicate" else getattr(r, key))
+            typer.echo(f"{key}: {shown}")
     typer.echo("variables: " + " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())))
     typer.echo("metrics: " + (" ".join(f"{k}={v:.15g}" for k, v in sorted(m.measured.items())) or NONE))
     if m.note is not None:

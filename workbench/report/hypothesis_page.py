@@ -480,8 +480,7 @@ def _run_rows(exp: Experiment | None, all_runs: list[dict[str, Any]], by_arm: di
     in_evidence = set(arm_of)
     shown = sorted(all_runs, key=lambda r: r["id"], reverse=True)[:MAX_RUN_ROWS]
     return [RunRow(r["id"], f"../runs/{r['id']}.html", r["arm"] or arm_of.get(r["id"], ""),
-                   "" if r["replicate"] is None
-                   else str(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
+                   display.replicate(r["replicate"]), r["status"], (r["started_at"] or "")[:19], r["execution_id"],
                    r["id"] in in_evidence,
                    [stats.fmt_value(run_metric(exp, r, m), display.is_proportion(exp, m)) for m in metric_columns],
                    [_derived_by(exp, r, m) for m in metric_columns], r["label"] or "")

@@ -123,8 +123,8 @@ def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page,
         r = data.runs[rid]
         hid = r["hypothesis_id"]
         own = (rates or {}).get(r["experiment_id"], set())
-        rows.append((RunRow(rid, f"runs/{rid}.html", r["arm"] or "", "" if r["replicate"] is None
-                            else str(r["replicate"]), r["status"], (r["started_at"] or "")[:16], r["execution_id"],
+        rows.append((RunRow(rid, f"runs/{rid}.html", r["arm"] or "", display.replicate(r["replicate"]), r["status"],
+                            (r["started_at"] or "")[:16], r["execution_id"],
                             False, [_value(r, shown[rid].derived, c, own) for c in cols],
                             [(shown[rid].experiment or "") if c in shown[rid].derived else "" for c in cols],
                             r["label"] or ""),

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+from workbench.analysis import display
 from workbench.analysis.run_metrics import RunMetrics
 from workbench.report import stats
 from workbench.report.context import ArtifactView, Link, Page, ProbeRow, RunContext
@@ -218,7 +219,7 @@ def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots
     hid = run["hypothesis_id"]
     unlisted = f"{hid} (not in hypotheses.yaml)" if hid and not hypothesis_known else ""
     meta = [("hypothesis", unlisted), ("status", run["status"]), ("source", run["source"]), ("arm", run["arm"] or ""),
-            ("replicate", "" if run["replicate"] is None else str(run["replicate"])),
+            ("replicate", display.replicate(run["replicate"])),
             ("block / order", f"{'' if run['block'] is None else run['block']} / "
                               f"{'' if run['order_index'] is None else run['order_index']}"),
             ("execution", f"{run['execution_id']} ({ex['mode']}, {ex['status']}, profile {ex['profile']})"

@@ -166,7 +166,8 @@ class RunProgress:
         if self._progress is not None:
             of = " of at most " if self.sequential else "/"
             self._progress.update(self._task, description=(
-                f"run {position}{of}{self.total}  arm={pr.arm} r{pr.replicate} host={self.where(pr.host)}  [{stage}]"))
+                f"run {position}{of}{self.total}  arm={pr.arm} {display.replicate(pr.replicate)} "
+                f"host={self.where(pr.host)}  [{stage}]"))
 
     def finished(self, order_index: int, status: str, pr: PlannedRun | None = None, run_id: int | None = None,
                  ending: str | None = None) -> None:
@@ -188,8 +189,8 @@ class RunProgress:
         from workbench.secrets import redact_text
 
         of = " of at most " if self.sequential else "/"
-        what = " ".join([f"run {run_id}"] * (run_id is not None)
-                        + [f"{pr.arm} r{pr.replicate} on {self.where(pr.host)}"] * (pr is not None)) or "a run"
+        named = f"{pr.arm} {display.replicate(pr.replicate)} on {self.where(pr.host)}" if pr is not None else ""
+        what = " ".join([f"run {run_id}"] * (run_id is not None) + [named] * bool(named)) or "a run"
         said = redact_text(ending) if ending and status != "ok" else status
         self._line(f"[{self.done}{of}{self.total}] {what}: {said} ({time.monotonic() - self.t0:.1f} s elapsed)")
         if status != "ok" and run_id is not None:

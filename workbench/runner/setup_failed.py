@@ -56,6 +56,6 @@ def setup_failed_everywhere(state: "State") -> RunFailure | None:
     return RunFailure(
         f"stopped after {len(made)} of {planned}: the first run of {every} "
         f"failed before its workload and no run got that far, so the rest would fail the same way; run {run_id} "
-        f"({pr.arm} r{pr.replicate}) {out.describe()}",
+        f"({pr.arm} {display.replicate(pr.replicate)}) {out.describe()}",
         hint=f"see `wb runs show {run_id}`; fix the deployment, then run the hypothesis again (a fresh execution: "
              "--resume would keep these failed runs)")
