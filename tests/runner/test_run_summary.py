@@ -71,10 +71,18 @@ def test_the_time_line_is_one_sum_whose_parts_add_up_and_stderr_gives_no_second_
     assert "toy-fix on local: 2 of 2 runs ok" in err, err
 
 
-def test_counts_are_singular_or_plural_never_s_in_brackets(toy, cli) -> None:
+def test_counts_are_singular_or_plural_never_s_in_brackets_and_replicates_count_from_1(toy, cli) -> None:
+    """Replicates were shown as stored, "control r0" for the first (progress, `wb runs show`), where people count
+    from 1. What is shown counts from 1; the store and the JSON keep the plan's index from 0 (each per-replicate
+    value is drawn from it)."""
     out, err = _run(toy, cli)
     assert "(s)" not in out + err, out + err
     assert "control: 1 run, treatment: 1 run" in out, out
+    assert re.search(r"\] run 1 (control|treatment) r1 on local: ok \(", err) and " r0 " not in err, err
+    code, out, _ = cli("runs", "show", "1", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert code == 0 and "\nreplicate: r1\n" in out, out
+    code, out, _ = cli("runs", "show", "1", "--db", toy.db, "--json", env={"WB_ROOT": str(toy.root)})
+    assert code == 0 and json.loads(out)["replicate"] == 0, out
 
 
 def test_no_color_leaves_out_every_style_on_a_terminal(toy) -> None:
@@ -140,16 +148,3 @@ def test_on_a_terminal_the_restore_and_the_summary_wrap_between_phrases(toy) -> 
     at = next(i for i, line in enumerate(lines) if line.startswith("verdict: "))  # longer than the terminal
     assert lines[at + 1].startswith("  ") and claim.split()[-1] in lines[at + 1] + lines[at + 2], lines
 
-
-def test_replicates_are_shown_counted_from_1_and_kept_from_0(toy, cli) -> None:
-    """A one-replicate execution showed its runs as "control r0" (progress, `wb runs show`), where people count the
-    first replicate as 1. What is shown counts from 1; the store and the JSON keep the plan's index from 0 (each
-    per-replicate value is drawn from it)."""
-    code, out, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--seed", "3", "--db", toy.db,
-                         env={"WB_ROOT": str(toy.root)})
-    assert code == 0, out + err
-    assert re.search(r"\] run 1 (control|treatment) r1 on local: ok \(", err) and " r0 " not in err, err
-    code, out, _ = cli("runs", "show", "1", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
-    assert code == 0 and "\nreplicate: r1\n" in out, out
-    code, out, _ = cli("runs", "show", "1", "--db", toy.db, "--json", env={"WB_ROOT": str(toy.root)})
-    assert code == 0 and json.loads(out)["replicate"] == 0, out
