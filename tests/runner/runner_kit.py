@@ -75,3 +75,19 @@ def sigterm_at_workload(n: int):
 
     return fault
 
+
+def stopped_twice(then):
+    """An async step of the runner (any arguments) that SIGTERMs this process twice, each taken in by the loop's
+    handler before the next, then awaits `then(...)` with its arguments: a stop and at once another, as a double
+    Ctrl-C gives. A second stop that abandons the step cancels it before `then`."""
+    import asyncio
+    import signal
+
+    async def step(*args: Any, **kw: Any) -> Any:
+        for _ in range(2):
+            signal.raise_signal(signal.SIGTERM)
+            for _ in range(1000):  # the loop's handler runs at one of these turns of the loop
+                await asyncio.sleep(0)
+        return await then(*args, **kw)
+
+    return step

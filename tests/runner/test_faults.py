@@ -18,7 +18,7 @@ from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.pat
 from workbench.runner.execute import RunInterrupted
 from workbench.store import open_store
 
-from runner_kit import edit_profile, store_rows  # noqa: E402  (tests/runner is on sys.path)
+from runner_kit import edit_profile, stopped_twice, store_rows  # noqa: E402  (tests/runner is on sys.path)
 
 
 def _run(toy, **kw):
@@ -632,20 +632,6 @@ def test_a_teardown_abandoned_after_the_restore_keeps_the_saved_original_its_loc
     assert toy.conf.read_bytes() == toy.original and not os.path.exists(config_lock_file(str(toy.conf)))
 
 
-def _stopped_twice(then):
-    """An async step of the runner (any arguments) that SIGTERMs this process twice, each taken in by the loop's
-    handler before the next, then awaits `then()`: a stop and at once another, as a double Ctrl-C gives."""
-
-    async def step(*args, **kw):
-        for _ in range(2):
-            signal.raise_signal(signal.SIGTERM)
-            for _ in range(1000):  # the loop's handler runs at one of these turns of the loop
-                await asyncio.sleep(0)
-        return await then(*args, **kw)
-
-    return step
-
-
 def test_a_second_stop_while_the_target_is_taken_abandons_the_taking(toy, monkeypatch):
     """A stop does not cut taking the target short (its lock, the saved original); one that hung there (a lock or a
     config read over ssh that never returns) ignored every later stop as well: only SIGKILL ended it. A second stop
@@ -662,7 +648,7 @@ def test_a_second_stop_while_the_target_is_taken_abandons_the_taking(toy, monkey
         raise AssertionError("the taking was not abandoned")
 
     real = takeover_mod.take_snapshots
-    monkeypatch.setattr(takeover_mod, "take_snapshots", _stopped_twice(hang))
+    monkeypatch.setattr(takeover_mod, "take_snapshots", stopped_twice(hang))
     with pytest.raises(RunInterrupted) as ei:
         _run(toy, replicates=1)
     msg, hint, lock = ei.value.message, ei.value.hint or "", config_lock_file(str(toy.conf))
@@ -685,7 +671,7 @@ def test_a_double_stop_as_the_restore_begins_does_not_abandon_it(toy, monkeypatc
     import workbench.runner.execute as execute_mod
 
     monkeypatch.setattr(execute_mod, "ABANDON_GRACE_S", 600.0)  # far beyond this restore on a loaded machine
-    monkeypatch.setattr(execute_mod, "_restore", _stopped_twice(execute_mod._restore))
+    monkeypatch.setattr(execute_mod, "_restore", stopped_twice(execute_mod._restore))
     with pytest.raises(RunInterrupted) as ei:
         _run(toy, replicates=1, show_progress=True)
     assert ei.value.exit_code == 143 and "the target was restored" in ei.value.message, ei.value.message
@@ -710,7 +696,7 @@ def test_a_restore_failed_on_one_host_and_abandoned_on_another_says_both(toy, mo
         await asyncio.sleep(5)  # cut short by the abandonment
         raise AssertionError("the restore was not abandoned")
 
-    hangs = _stopped_twice(hang)
+    hangs = stopped_twice(hang)
 
     async def restore_host(target, snap, *args, **kw):
         if snap.host == "h1":

@@ -127,10 +127,12 @@ def _sigterm_first(real):
 def test_a_resume_stopped_while_it_takes_the_target_restores_it_or_says_it_did_not(toy, cli, monkeypatch):
     """A `--resume` stopped before its first run said "the target was restored" (a resume is never "untouched"),
     though no restore ran. Stopped before it held the target, it says the target was not restored and how to restore
-    it. Stopped while it took it (the lock held, the original loaded), it gave the lock up with the killed run's
-    config in place, which made the next resume refuse ("written since"); the stop now waits for the snapshot, and
-    the restore runs."""
+    it; the same where a second stop abandoned the taking, naming the lock it may have left. Stopped while it took it
+    (the lock held, the original loaded), it gave the lock up with the killed run's config in place, which made the
+    next resume refuse ("written since"); the stop now waits for the snapshot, and the restore runs."""
+    import workbench.runner.execute as execute_mod
     import workbench.runner.takeover as takeover_mod
+    from runner_kit import stopped_twice
 
     _killed_mid_run(toy)
     left, lock = toy.conf.read_bytes(), config_lock_file(str(toy.conf))
@@ -142,6 +144,18 @@ def test_a_resume_stopped_while_it_takes_the_target_restores_it_or_says_it_did_n
     assert "Hint: restore it by continuing: wb hypothesis run toy-fix --resume --db " in err, err
     assert toy.conf.read_bytes() == left and os.path.exists(lock)  # as the killed runner left it
     monkeypatch.setattr(takeover_mod, "check_config_folders", folders)
+    # Stopped again while it takes the target (a hung read of the saved original, say): the taking is abandoned, as
+    # a kill leaves it, and the stop says what may still be there.
+    monkeypatch.setattr(execute_mod, "ABANDON_GRACE_S", 0.0)
+    monkeypatch.setattr(takeover_mod, "check_saved_originals", stopped_twice(originals))
+    code, err = _resume(toy, cli)
+    assert code == 143, err
+    said = next(line for line in err.splitlines() if line.startswith("Error: "))
+    assert "the target was not restored: taking it was abandoned" in said, said
+    assert "it may still hold the config the stopped execution's runner left" in said, said
+    assert f"its lock {lock} on local may still be held by this execution" in said, said
+    assert "Hint: restore it by continuing: wb hypothesis run toy-fix --resume --db " in err, err
+    assert toy.conf.read_bytes() == left and os.path.exists(lock)
     monkeypatch.setattr(takeover_mod, "check_saved_originals", _sigterm_first(originals))
     code, err = _resume(toy, cli)
     assert code == 143, err
