@@ -196,6 +196,10 @@ class Workbench(StoredRuns):
     app_runs.StoredRuns)."""
 
     def __init__(self, settings: Settings) -> None:
+        if settings.root is not None:  # a file is no workbench, even for a command that reads only a named store
+            from workbench.registry.loader import check_root_not_file
+
+            check_root_not_file(Path(settings.root).expanduser(), settings.root_from)
         # No --db, $WB_DB or db=: the workbench's own wb.duckdb, which errors about it do not pin on a flag.
         self.default_db = settings.db is None
         self.settings = settings if settings.db is not None else replace(settings, db=str(_default_store(settings)))

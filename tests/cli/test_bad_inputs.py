@@ -157,3 +157,28 @@ def test_a_path_in_a_folder_that_does_not_exist_is_refused_not_created(args, fla
     assert code == 2 and err.startswith("Error: ") and "Traceback" not in err, (code, err)
     assert f"{missing}" in err.splitlines()[0] and flag in err, err
     assert not (tmp_path / "nodir").exists()
+
+
+@pytest.mark.parametrize("args,named", [
+    (["runs", "list", "--db", "{db}"], "$WB_ROOT"),
+    (["runs", "list", "--db", "{db}", "--root", "{notes}"], "--root"),
+    (["review", "list", "--db", "{db}"], "$WB_ROOT"),
+    (["db", "current", "--db", "{db}"], "$WB_ROOT"),
+    (["sim", "status"], "$WB_ROOT"),
+], ids=["runs-list", "runs-list-flag", "review-list", "db-current", "sim-status"])
+def test_a_root_naming_a_file_is_refused_whatever_the_command(args, named, tmp_path, cli, monkeypatch):
+    """$WB_ROOT (or --root) naming a file was read past wherever a store was named (`runs list --db S` listed S's
+    runs) and `wb sim` looked for pdsim inside it: one error naming it, as without --db."""
+    db = tmp_path / "s.duckdb"
+    code, _, err = cli("db", "upgrade", "--db", str(db))
+    assert code == 0, err
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a workbench\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WB_DB", raising=False)
+    monkeypatch.delenv("WB_SIM_DIR", raising=False)
+    monkeypatch.setenv("WB_ROOT", str(notes))
+    code, out, err = cli(*[a.replace("{db}", str(db)).replace("{notes}", str(notes)) for a in args])
+    assert (code, out) == (2, ""), (code, out, err)
+    said = f"{notes} ($WB_ROOT)" if named == "$WB_ROOT" else f"--root {notes}"
+    assert err.startswith(f"Error: {said} is a file, not a folder") and "Traceback" not in err, err

@@ -57,16 +57,24 @@ def check_root(root: Path, root_from: str = "--root") -> None:
     """BadInput unless the workbench folder `root_from` (`--root`, `$WB_ROOT`, `root=`) names holds hypotheses.yaml."""
     from workbench.settings import giving_root
 
+    check_root_not_file(root, root_from)
+    if not (root / HYPOTHESES_FILE).exists():
+        raise BadInput(f"no {HYPOTHESES_FILE} in {root} (the workbench folder {root_from} names)",
+                       where=root_from, hint=f"name a folder that holds hypotheses.yaml with {giving_root(root_from)},"
+                                             " or run wb from inside one")
+
+
+def check_root_not_file(root: Path, root_from: str = "--root") -> None:
+    """BadInput when the workbench folder `root_from` names is a file: never a workbench, whatever the command (one
+    given a store by --db reads no hypotheses.yaml, and `wb sim` looks for pdsim's folder in it)."""
+    from workbench.settings import giving_root
+
     if root.is_file():  # "no hypotheses.yaml in FILE" read as if a folder had been searched
         named = f"{root_from} {root}" if root_from.startswith("-") else f"{root} ({root_from})"
         hint = (f"give the folder that holds it: {root.parent}" if root.name == HYPOTHESES_FILE else
                 f"name a folder that holds {HYPOTHESES_FILE} with {giving_root(root_from)}")
         raise BadInput(f"{named} is a file, not a folder: {root_from} names the workbench folder, the one that "
                        f"holds {HYPOTHESES_FILE}", where=root_from, hint=hint)
-    if not (root / HYPOTHESES_FILE).exists():
-        raise BadInput(f"no {HYPOTHESES_FILE} in {root} (the workbench folder {root_from} names)",
-                       where=root_from, hint=f"name a folder that holds hypotheses.yaml with {giving_root(root_from)},"
-                                             " or run wb from inside one")
 
 
 def load_registry(root: str | Path | None = None, root_from: str = "--root") -> Registry:

@@ -55,6 +55,9 @@ def state_dir(path: str | Path | None = None, *, create: bool = False) -> Path:
     here = Path.cwd().resolve()
     root = os.environ.get("WB_ROOT")
     if root:
+        from workbench.registry.loader import check_root_not_file
+
+        check_root_not_file(Path(root).expanduser(), "$WB_ROOT")
         return (Path(root).expanduser() / ".wb" / "sim").resolve()
     for d in (here, *here.parents):
         if (d / "hypotheses.yaml").is_file():
