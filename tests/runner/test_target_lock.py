@@ -61,6 +61,23 @@ def test_a_lock_names_its_holder_as_the_user_knows_it_and_how_to_resume_it(toy):
     assert str(_lock_file(toy)) in hint and toy.conf.read_bytes() == toy.original and toy.restarts() == []
 
 
+def test_a_lock_records_its_users_login_and_a_refusal_names_it(toy):
+    """Who to ask about a busy target is a person: the lock records the runner's login name (not its store, whose
+    URL may hold a password), and a refusal names it beside the pid and host."""
+    import getpass
+
+    from workbench.runner.lock import Holder
+
+    assert json.loads(Holder.me("e" * 32, store="postgresql://ada:***@db/wb").text())["user"] == getpass.getuser()
+    holder = {"execution": "f" * 32, "host": "gpu-box-7", "pid": 4242, "pid_start": "1", "user": "ada",
+              "since": "2026-12-01T09:00:00+00:00", "name": "execution 3 of toy-fix"}
+    _lock_file(toy).write_text(json.dumps(holder, sort_keys=True) + "\n")
+    with pytest.raises(TargetBusy) as ei:
+        run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
+    assert str(ei.value) == ("target local is in use by execution 3 of toy-fix (pid 4242 of user ada on gpu-box-7, "
+                             "since 2026-12-01T09:00:00+00:00)"), str(ei.value)
+
+
 def test_a_refused_run_prints_its_error_alone_and_exits_2(toy):
     """Refused for a busy target, nothing ran: the one `Error:` and its hint, exit 2, and no run counts
     ("0 of 4 run(s) ok" read as if four runs had been tried)."""

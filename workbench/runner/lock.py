@@ -3,7 +3,7 @@
 Two experiments on one deployment would overwrite each other's config between a restart and a
 measurement and store runs under the wrong arm. The lock file is created with the shell's noclobber
 (an O_EXCL create, on this machine or over SSH alike) and holds who owns it: the execution's UUID,
-the runner's host, pid, the pid's start time, the pid space (`pid_space`) and when it was taken. A lock whose owner
+the runner's host, pid, the pid's start time, the pid space (`pid_space`), its login name and when it was taken. A lock whose owner
 ran on this machine and is gone (or whose pid now belongs to another process) is stale: it is taken over once the
 caller has checked what the dead owner left (`left_by_dead`: its config file must be the original it saved,
 else the new execution would snapshot an arm's config as "the original"). A lock of the same execution (a
@@ -76,6 +76,16 @@ def pid_alive(pid: int, start: str | None) -> bool:
     return start is None or now is None or now == start
 
 
+def login_name() -> str:
+    """This process's login name ($LOGNAME, $USER…, else the password database), "" when none can be found."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no such variable and a uid with no passwd entry (a bare container)
+        return ""
+
+
 @dataclass
 class Holder:
     execution: str
@@ -102,6 +112,8 @@ class Holder:
     store: str = ""
     # Where `pid` means something (`pid_space`); a lock of an older wb holds none, and its host name alone is taken.
     pid_space: str = ""
+    # The runner's login name, so a refusal says whom to ask; no lock of an older wb holds it.
+    user: str = ""
 
     @classmethod
     def me(cls, execution: str, what: str = "", *, name: str = "", resume: str = "", folder: str = "",
@@ -109,13 +121,13 @@ class Holder:
         pid = os.getpid()
         return cls(execution, socket.gethostname(), pid, process_start(pid),
                    datetime.now(timezone.utc).isoformat(timespec="seconds"), what=what, name=name, resume=resume,
-                   folder=folder, store=store, pid_space=pid_space())
+                   folder=folder, store=store, pid_space=pid_space(), user=login_name())
 
     def text(self) -> str:
         d = dict(self.__dict__)
         if not d["restore_failed"]:  # an ordinary lock reads as before the mark existed
             del d["restore_failed"]
-        for key in ("what", "name", "resume", "folder", "store", "pid_space"):
+        for key in ("what", "name", "resume", "folder", "store", "pid_space", "user"):
             if not d[key]:
                 del d[key]
         return json.dumps(d, sort_keys=True)
@@ -133,8 +145,10 @@ class Holder:
         return f"execution {self.execution}{what}"
 
     def owner(self, known: str | None = None) -> str:
-        """The owner as messages name it: execution (`label`), pid, host and since when."""
-        return f"{self.label(known)} (pid {self.pid} on {self.host}, since {self.since})"
+        """The owner as messages name it: execution (`label`), pid, its user where the lock says, host and since
+        when."""
+        user = f" of user {self.user}" if self.user else ""
+        return f"{self.label(known)} (pid {self.pid}{user} on {self.host}, since {self.since})"
 
     def resume_command(self) -> str:
         """The command that resumes the owner's execution, as its runner recorded it (complete: its store, its
@@ -157,7 +171,7 @@ class Holder:
             return cls(str(d["execution"]), str(d["host"]), int(d["pid"]), d.get("pid_start"), str(d["since"]),
                        d.get("restore_failed") is True, str(d.get("what") or ""), str(d.get("name") or ""),
                        str(d.get("resume") or ""), str(d.get("folder") or ""), str(d.get("store") or ""),
-                       str(d.get("pid_space") or ""))
+                       str(d.get("pid_space") or ""), str(d.get("user") or ""))
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
