@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from workbench.cli._common import (DbOption, FailOnOption, FormatOption, JsonOption, RootOption, emit_rows,
-                                   exit_on_verdict, fail_on, list_format, new_app, open_workbench, print_json,
-                                   reader_may_leave, when)
+from workbench.cli._common import (DbOption, FailOnOption, FormatOption, JsonOption, RootOption, echo_wrapped,
+                                   emit_rows, exit_on_verdict, fail_on, list_format, new_app, open_workbench,
+                                   print_json, reader_may_leave, when)
 from workbench.plurals import count
 
 if TYPE_CHECKING:
@@ -42,52 +42,54 @@ def list_(db: DbOption = None, json_: JsonOption = False, root: RootOption = Non
 @app.command("show")
 def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOption = None,
          json_: JsonOption = False, root: RootOption = None) -> None:
-    """Show one hypothesis: claim, arms, predictions, guards, assumptions and the latest verdict."""
+    """Show one hypothesis: claim, arms, predictions, guards, assumptions and the latest verdict.
+
+    On a terminal each line wraps between words at its width; piped, each item is one line (grep)."""
     d = open_workbench(db, root).hypothesis(hypothesis_id)
     if json_:
         print_json(d.to_dict())
         return
     h, v = d.hypothesis, d.verdict
-    typer.echo(f"{h.id}  [{h.kind}]  status: {d.status}")
+    echo_wrapped(f"{h.id}  [{h.kind}]  status: {d.status}")
     for line in d.current.notes():
-        typer.echo(f"  ({line})")
+        echo_wrapped(f"  ({line})")
     if h.parent:
-        typer.echo(f"parent: {h.parent}")
-    typer.echo(f"claim: {h.claim}")
-    typer.echo(f"experiment: {h.experiment}   isolates: {h.isolates or '-'}")
+        echo_wrapped(f"parent: {h.parent}")
+    echo_wrapped(f"claim: {h.claim}")
+    echo_wrapped(f"experiment: {h.experiment}   isolates: {h.isolates or '-'}")
     for arm, values in d.arms.items():
-        typer.echo(f"  arm {arm}: " + ", ".join(f"{k}={val}" for k, val in values.items()))
+        echo_wrapped(f"  arm {arm}: " + ", ".join(f"{k}={val}" for k, val in values.items()))
     for line in _seed_lines(d) + _design_lines(d):
-        typer.echo(f"  {line}")
+        echo_wrapped(f"  {line}")
     from workbench.analysis import display
 
     for p in h.predicts:
         kind = "proportion" if not p.target and p.metric in d.percent else None
-        typer.echo(f"  predicts: {p.describe()}"
-                   + display.beside_region(p.region.bounds(), display.scale(kind, bool(p.difference))))
+        echo_wrapped(f"  predicts: {p.describe()}"
+                     + display.beside_region(p.region.bounds(), display.scale(kind, bool(p.difference))))
     for g in h.requires:
         kind = "proportion" if g.metric in d.percent else None
-        typer.echo(f"  requires: {g.describe()}" + display.beside_region(g.bounds(), display.scale(kind)))
+        echo_wrapped(f"  requires: {g.describe()}" + display.beside_region(g.bounds(), display.scale(kind)))
     # The first metric without a description says where one goes; the others just say there is none.
     how = f"(no description: give the metric a `description:` in experiments/{h.experiment}.yaml)"
     for name, m in d.metrics.items():
         said = " ".join(m["description"].split())
-        typer.echo(f"  metric {name} ({m['kind']}): {said or how}")
+        echo_wrapped(f"  metric {name} ({m['kind']}): {said or how}")
         how = how if said else "(no description)"
     for a in h.assumptions:
-        typer.echo(f"  assumes: {a.text}" + (f"  (tested by {a.tested_by})" if a.tested_by else ""))
+        echo_wrapped(f"  assumes: {a.text}" + (f"  (tested by {a.tested_by})" if a.tested_by else ""))
     if v is None:
-        typer.echo("verdict: none yet (wb hypothesis run " + h.id + ")")
+        echo_wrapped("verdict: none yet (wb hypothesis run " + h.id + ")")
         return
     from workbench.analysis.results import Analysis
     from workbench.analysis.summary import verdict_lines
 
-    typer.echo(f"verdict: {v.verdict} ({when(v.created_at)})")
+    echo_wrapped(f"verdict: {v.verdict} ({when(v.created_at)})")
     # The stored analysis, with the verdict, reasoning and checks stored beside it (an isolate probe's has no more).
     stored = Analysis.from_dict({**(v.details or {}), "hypothesis_id": v.hypothesis_id, "verdict": v.verdict,
                                  "reasoning": v.reasoning or "", "checks": v.checks})
     for line in verdict_lines(h, stored):
-        typer.echo(line)
+        echo_wrapped(line)
 
 
 def _seed_lines(d: HypothesisDetail) -> list[str]:
@@ -159,11 +161,11 @@ def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbO
         from workbench.analysis.summary import verdict_lines
 
         with reader_may_leave():  # `| head -1` reads the verdict; --fail-on below still sets the exit code
-            typer.echo(f"{hypothesis_id}: {result.verdict}")
+            echo_wrapped(f"{hypothesis_id}: {result.verdict}")
             for line in verdict_lines(wb.registry.hypothesis(hypothesis_id), result):
-                typer.echo(line)
+                echo_wrapped(line)  # on a terminal between words, at its width; piped, a line an item (grep)
             if status is not None:
-                typer.echo(_exploratory_line(hypothesis_id, status))
+                echo_wrapped(_exploratory_line(hypothesis_id, status))
     exit_on_verdict(result.verdict, failing)
 
 
