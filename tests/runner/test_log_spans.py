@@ -1,12 +1,17 @@
-"""A run's log artifact holds that run's part of the log only: a log the deployment appends to across runs (and
-executions) is cut at the byte it had reached when the run started, and the listing says which bytes it covers."""
+"""A run's log artifact holds the span of the log its log metrics count: from the workload's start (after the
+restart and health checks, where `run_start` is taken) until the metrics were collected, cut out of a log the
+deployment appends to across runs and executions; a log rotated during the run is copied from the new file's start,
+never cut at the old one's byte. The listing says which bytes it covers."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from runner_kit import add_toy_ssh_profile, run_hypothesis, store_rows  # noqa: E402  (tests/runner is on sys.path)
+import pytest
+from runner_kit import add_toy_ssh_profile, edit_profile, run_hypothesis, store_rows  # noqa: E402  (on sys.path)
+
+COUNT = 'waiting_for_input: {command: "cat {{ state }}/aborts.txt", parse: int}'
 
 
 def _artifact(db: str, run_id: int, name: str) -> Path:
@@ -14,61 +19,87 @@ def _artifact(db: str, run_id: int, name: str) -> Path:
     return Path(path)
 
 
-def _earlier_execution_wrote(toy) -> int:
-    """The restarts log as a long-lived deployment's log is: lines from before this execution. Its size."""
-    log = toy.state / "restarts.log"
-    log.write_text("".join(f'{{"earlier": {i}}}\n' for i in range(50)))
+def _service_log(toy, *, after_count: str = "echo counted") -> int:
+    """The toy's service log declared as an artifact, with lines from before this execution (a long-lived
+    deployment's log); the metric command writes to it after counting (`after_count`). Its size."""
+    edit_profile(toy.root, '      restarts: "{{ state }}/restarts.log"\n',
+                 '      restarts: "{{ state }}/restarts.log"\n      service: "{{ state }}/service.log"\n')
+    edit_profile(toy.root, COUNT,
+                 COUNT.replace('aborts.txt"', f'aborts.txt; {after_count} >> {{{{ state }}}}/service.log"'))
+    log = toy.state / "service.log"
+    log.write_text("".join(f"earlier {i}\n" for i in range(50)))
     return log.stat().st_size
 
 
-def _check_each_run_holds_its_own_restart(toy, runs: list[dict], before: int, cli) -> None:
-    full = (toy.state / "restarts.log").read_text().splitlines()
-    assert len(full) >= 50 + len(runs)  # and the restore's restart after the last run
-    for i, r in enumerate(runs):
-        lines = _artifact(toy.db, r["id"], "restarts").read_text().splitlines()
-        assert lines == [full[50 + i]], (r["id"], lines[:3])
-        code, out, err = cli("runs", "show", str(r["id"]), "--db", toy.db)
-        assert code == 0, err
-        (line,) = [ln for ln in out.splitlines() if ln.startswith("artifact restarts:")]
-        start = before + sum(len(x) + 1 for x in full[50:50 + i])
-        assert f"bytes {start}-{start + len(full[50 + i]) + 1} of {toy.state / 'restarts.log'}" in line, line
+def _span_line(cli, db: str, run_id: int, name: str) -> str:
+    code, out, err = cli("runs", "show", str(run_id), "--db", db)
+    assert code == 0, err
+    (line,) = [ln for ln in out.splitlines() if ln.startswith(f"artifact {name}:")]
+    return line
+
+
+def _check_each_run_holds_its_workloads_span(toy, runs: list[dict], cli) -> None:
+    full = (toy.state / "service.log").read_text().splitlines(keepends=True)
+    works = [i for i, line in enumerate(full) if line.startswith("work ")]
+    assert len(works) == len(runs) and all(full[i - 1].startswith("restart ") for i in works), full
+    for r, i in zip(runs, works):
+        assert _artifact(toy.db, r["id"], "service").read_text() == full[i], r["id"]  # no restart, no "counted"
+        assert full[i + 1] == "counted\n"  # what the metric command wrote after it counted
+        start = sum(len(line) for line in full[:i])
+        line = _span_line(cli, toy.db, r["id"], "service")
+        assert f"bytes {start}-{start + len(full[i])} of {toy.state / 'service.log'} (written from the workload's " \
+               "start until its metrics were collected" in line, line
         code, out, err = cli("runs", "show", str(r["id"]), "--db", toy.db, "--json")
         spans = json.loads(out)["artifact_spans"]
-        assert spans["restarts"]["from_byte"] == start and spans["restarts"]["source"].endswith("restarts.log")
+        assert spans["service"]["from_byte"] == start and spans["service"]["source"].endswith("service.log")
 
 
-def test_a_log_appended_to_across_runs_is_cut_to_each_runs_part(toy, cli):
-    before = _earlier_execution_wrote(toy)
-    s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False)
+def test_a_runs_log_is_the_span_its_log_metrics_count_and_its_page_says_so(toy, cli):
+    """The copy began at the run's start, before the restart, while a count `--since {{ run_start }}` begins at
+    the workload: the restart's lines were in the copy and in no count. It went on past the count, too."""
+    before = _service_log(toy)
+    s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=True)
     assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
-    _check_each_run_holds_its_own_restart(toy, s["runs"], before, cli)
+    _check_each_run_holds_its_workloads_span(toy, s["runs"], cli)
+    first_restart = (toy.state / "service.log").read_text().splitlines(keepends=True)[50]
+    page = (toy.root / "reports" / "runs" / f"{s['runs'][0]['id']}.html").read_text()
+    assert f"bytes {before + len(first_restart)}-" in page, page
+    assert "written from the workload&#39;s start until its metrics were collected" in page, page
 
 
 def test_a_log_fetched_over_ssh_is_cut_the_same_way(toy, ssh_server, cli):
+    _service_log(toy)
     add_toy_ssh_profile(toy, ssh_server)
-    before = _earlier_execution_wrote(toy)
     s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False, target="ssh")
     assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
-    _check_each_run_holds_its_own_restart(toy, s["runs"], before, cli)
+    _check_each_run_holds_its_workloads_span(toy, s["runs"], cli)
 
 
-def test_a_log_shorter_than_at_the_runs_start_is_kept_whole_and_said_so(toy, cli):
-    """A log rotated (or truncated) during the run: the bytes before the start offset are gone, so the whole
-    file the run left is kept, and the listing says why it is not cut."""
-    _earlier_execution_wrote(toy)
+ROTATIONS = {
+    # logrotate's default: the log renamed away and a new one begun, here regrown past the old one's start byte
+    "renamed": ('        (state / "service.log").rename(state / "service.log.1")\n'
+                '        (state / "service.log").write_text("".join(f"regrown {i}\\n" for i in range(200)))\n',
+                "true", "".join(f"regrown {i}\n" for i in range(200))),
+    # copytruncate: the same file emptied, found shorter as the metrics are collected, regrown after the count
+    "truncated": ('        (state / "service.log").write_text("truncated\\n")\n',
+                  "seq 1000 | sed s/^/regrown-later-/", "truncated\n"),
+}
+
+
+@pytest.mark.parametrize("how", ROTATIONS)
+def test_a_log_rotated_and_regrown_is_copied_from_the_new_files_start(toy, cli, how):
+    """A log rotated during the run and grown past the byte it had reached at the span's start was cut there,
+    in the middle of another file: the copy is now the new file from its byte 0, and the listing says why."""
+    rotate, after_count, expected = ROTATIONS[how]
+    before = _service_log(toy, after_count=after_count)
     toy_py = toy.state / "toy.py"
-    rotate = '        (state / "restarts.log").write_text("rotated\\n")\n'
-    toy_py.write_text(toy_py.read_text().replace('    if cmd == "work":\n', '    if cmd == "work":\n' + rotate))
+    text = toy_py.read_text()
+    work = '            f.write(f"work fix={c.get(\'fix\')}\\n")\n'
+    assert work in text
+    toy_py.write_text(text.replace(work, work + rotate))
     s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False)
     r = s["runs"][0]
-    assert _artifact(toy.db, r["id"], "restarts").read_text() == "rotated\n"
-    code, out, err = cli("runs", "show", str(r["id"]), "--db", toy.db)
-    (line,) = [ln for ln in out.splitlines() if ln.startswith("artifact restarts:")]
-    assert "whole file" in line and "shorter" in line, line
-
-
-def test_the_run_page_says_which_bytes_of_the_log_it_shows(toy):
-    before = _earlier_execution_wrote(toy)
-    s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=True)
-    page = (toy.root / "reports" / "runs" / f"{s['runs'][0]['id']}.html").read_text()
-    assert f"bytes {before}-" in page and "the part written since the run started" in page
+    assert r["status"] == "ok" and (toy.state / "service.log").stat().st_size > before
+    assert _artifact(toy.db, r["id"], "service").read_text() == expected
+    line = _span_line(cli, toy.db, r["id"], "service")
+    assert f"bytes 0-{len(expected)} of {toy.state / 'service.log'} (the log was rotated during the run" in line, line

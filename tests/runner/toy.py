@@ -1,4 +1,5 @@
-"""A toy deployment for runner tests: `restart` records a restart, `work` reads the serve file and reports units.
+"""A toy deployment for runner tests: `restart` records a restart, `work` reads the serve file and reports units;
+both log a line to service.log.
 
 serve.conf lines: fix=on|off, mode=ok|unhealthy|slow|noextract|fail. With fix=off three of ten units leak.
 """
@@ -24,11 +25,15 @@ def main() -> int:
     if cmd == "restart":
         with open(state / "restarts.log", "a") as f:
             f.write(json.dumps(c, sort_keys=True) + "\n")
+        with open(state / "service.log", "a") as f:  # the service's own log, as a journal holds it
+            f.write(f"restart fix={c.get('fix')}\n")
         print(f"toy restarted with mode={c.get('mode', 'ok')}")
         return 0
     if cmd == "work":
         units = Path(sys.argv[3])
         mode = c.get("mode", "ok")
+        with open(state / "service.log", "a") as f:
+            f.write(f"work fix={c.get('fix')}\n")
         if mode == "slow":
             time.sleep(30)
         (state / "aborts.txt").write_text("0\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from workbench.runner.soft_metrics import missing_warning, needed_metrics
 
 if TYPE_CHECKING:
     from workbench.runner.harness import Harness
+    from workbench.runner.targets.base import FileStat
 
 
 async def collect(h: "Harness", pr: PlannedRun, values: dict[str, Any], env: dict[str, str], result: Any,
@@ -119,37 +121,74 @@ async def _collect_probes(h: "Harness", pr: PlannedRun, values: dict[str, Any], 
         out.metric_sources[f"calls:{t}"] = "probe"
 
 
-async def note_log_starts(h: "Harness", pr: PlannedRun, values: dict[str, Any], out: RunOutcome) -> None:
-    """Each declared file's size as the run starts (before its restart): a deployment's log grows across runs and
-    executions, and the run's artifact is only what was written after this byte. Called before the render stage
-    (with the context only) and after it (for a path that names a variable); a file noted once stays noted."""
+async def _log_stats(h: "Harness", pr: PlannedRun, values: dict[str, Any]) -> dict[str, "FileStat"]:
+    """Where each declared file stands now; one whose path cannot be rendered yet, or that is missing or cannot be
+    read, is left out."""
+    stats: dict[str, FileStat] = {}
     for name, path_t in h.profile.artifacts.items():
-        if name in out.log_starts:
-            continue
         try:
-            path = render_text(path_t, values, where=f"artifacts.{name}")
-            size = await h.target.file_size(pr.host, path)
+            stat = await h.target.file_stat(pr.host, render_text(path_t, values, where=f"artifacts.{name}"))
         except (TargetError, WbError, OSError):
             continue
-        if size is not None:
-            out.log_starts[name] = size
+        if stat is not None:
+            stats[name] = stat
+    return stats
+
+
+async def note_log_starts(h: "Harness", pr: PlannedRun, values: dict[str, Any], out: RunOutcome) -> None:
+    """Each declared file as the run starts (before its restart): a deployment's log grows across runs and
+    executions, and a run that ends before its workload keeps only what was written after this byte. Called before
+    the render stage (with the context only) and after it (for a path that names a variable); a file noted once
+    stays noted."""
+    for name, stat in (await _log_stats(h, pr, values)).items():
+        out.log_starts.setdefault(name, stat)
+
+
+async def note_workload_starts(h: "Harness", pr: PlannedRun, values: dict[str, Any], out: RunOutcome) -> None:
+    """Each declared file as the workload starts, just before `run_start` is taken for the metrics: a log metric
+    counts from there (none of the restart's lines), so the run's copy of the log starts there too."""
+    out.log_starts = await _log_stats(h, pr, values)
+    out.log_starts_at = "workload"
+
+
+async def note_log_ends(h: "Harness", pr: PlannedRun, values: dict[str, Any], out: RunOutcome) -> None:
+    """Each declared file as the metrics are collected, where a count of it ends, and so where its copy ends. One
+    shorter than at its start, or another file, was rotated: its copy cannot be cut at the start's byte."""
+    out.log_ends = await _log_stats(h, pr, values)
+    for name, stat in out.log_ends.items():
+        if name in out.log_starts and stat.replaced_since(out.log_starts[name]):
+            out.log_rotated.add(name)
 
 
 async def fetch_artifacts(h: "Harness", pr: PlannedRun, values: dict[str, Any], out: RunOutcome, art: Path) -> None:
-    """Copy the profile's declared files (logs) next to stdout/stderr, each from the byte it had reached when the
-    run started; a missing one is skipped, not fatal. What each copy covers goes into the artifact log_spans."""
+    """Copy the profile's declared files (logs) next to stdout/stderr, each the span its run's metrics counted
+    (`note_workload_starts` to `note_log_ends`); a missing one is skipped, not fatal. What each copy covers goes
+    into the artifact log_spans."""
     spans: dict[str, dict[str, Any]] = {}
     for name, path_t in h.profile.artifacts.items():
         try:
             path = render_text(path_t, values, where=f"artifacts.{name}")
             local = art / f"{name}{Path(path).suffix or '.txt'}"
-            start = out.log_starts.get(name, 0)
-            end = await h.target.file_size(pr.host, path) if start else None
-            cut = start if end is not None and end >= start else 0
-            if await h.target.fetch(pr.host, path, local, offset=cut):
-                out.artifacts[name] = local
-                if start:
-                    spans[name] = _span(path, start, cut, local.stat().st_size)
+            start = out.log_starts.get(name)
+            if start is None:  # not there as the span began: all of it is the run's
+                if await h.target.fetch(pr.host, path, local):
+                    out.artifacts[name] = local
+                continue
+            now = await h.target.file_stat(pr.host, path)
+            if now is None:
+                continue
+            rotated = name in out.log_rotated or now.replaced_since(start)
+            end = out.log_ends.get(name)
+            cut = 0 if rotated else start.size
+            stop = end.size if end is not None and not now.replaced_since(end) else now.size
+            if not await h.target.fetch(pr.host, path, local, offset=cut):
+                continue
+            if local.stat().st_size > stop - cut:  # what the log gained after the count is no part of its span
+                os.truncate(local, max(0, stop - cut))
+            out.artifacts[name] = local
+            if cut or rotated:
+                at = "collected" if end is not None else out.log_starts_at
+                spans[name] = _span(path, cut, local.stat().st_size, start, at, rotated)
         except (TargetError, WbError, OSError):
             continue
     if spans:
@@ -157,18 +196,27 @@ async def fetch_artifacts(h: "Harness", pr: PlannedRun, values: dict[str, Any], 
         out.artifacts["log_spans"] = art / "log_spans.json"
 
 
-def _span(path: str, start: int, cut: int, size: int) -> dict[str, Any]:
-    """What one fetched file covers: bytes [from_byte, to_byte) of `source`, or the whole file and why."""
-    if cut:
-        return {"source": path, "from_byte": cut, "to_byte": cut + size, "whole": False,
-                "note": "the part written since the run started (before its restart)"}
-    return {"source": path, "from_byte": 0, "to_byte": size, "whole": True,
-            "note": f"whole file: it was shorter at the run's end than the {start} B it held at the run's start "
-                    "(rotated or truncated during the run), so its part could not be told apart"}
+SPAN_NOTES = {  # where a copy's span began and ended, as `fetch_artifacts` tells it
+    "collected": "written from the workload's start until its metrics were collected, the span a log metric "
+                 "counts (the restart's lines are not in it)",
+    "workload": "written since the workload started (the run ended before its metrics were collected)",
+    "run": "written since the run started (before its restart): the run ended before its workload",
+}
+
+
+def _span(path: str, cut: int, size: int, start: "FileStat", at: str, rotated: bool) -> dict[str, Any]:
+    """What one fetched file covers: bytes [from_byte, to_byte) of `source`, and why those."""
+    note = SPAN_NOTES[at]
+    if rotated:
+        note = (f"the log was rotated during the run (found shorter than the {start.size} B it held as its span "
+                "began, or replaced by another file): the new file from its start; the old file's part is not kept")
+    return {"source": path, "from_byte": cut, "to_byte": cut + size, "whole": False, "rotated": rotated,
+            "note": note}
 
 
 def describe_span(span: Any) -> str:
-    """What a fetched file covers, for a listing: "bytes A-B of SOURCE (why)", or why it is whole; "" for none."""
+    """What a fetched file covers, for a listing: "bytes A-B of SOURCE (why)", or why it is whole (a span an older
+    wb recorded); "" for none."""
     if not isinstance(span, dict) or "source" not in span:
         return ""
     if span.get("whole"):

@@ -21,7 +21,8 @@ from typing import Any
 from workbench.errors import TargetError, WbError
 from workbench.registry.timeouts import timeouts
 from workbench.runner import manipulation
-from workbench.runner.collect import collect, fetch_artifacts, note_log_starts
+from workbench.runner.collect import (collect, fetch_artifacts, note_log_ends, note_log_starts,
+                                      note_workload_starts)
 from workbench.runner.daemon import HELD_OPEN_WARNING, failure_reason
 from workbench.runner.harness import Harness
 from workbench.runner.outcome import RunOutcome, StageFailed
@@ -258,6 +259,7 @@ async def _health(h: Harness, pr: PlannedRun, values: dict[str, Any], restarted:
 async def _workload(h: Harness, pr: PlannedRun, variables: dict[str, str], values: dict[str, Any],
                     env: dict[str, str], out: RunOutcome, art: Path) -> Any:
     """Run the arm in process (a target that can) or the profile's workload command; its CmdResult or None."""
+    await note_workload_starts(h, pr, values, out)  # before run_start: a log's copy holds all a count of it does
     values.update(_measure_start(datetime.now(timezone.utc)))
     in_process = await h.target.run_arm(variables, pr.replicate)
     if in_process is not None:
@@ -309,6 +311,7 @@ async def _stages(h: Harness, pr: PlannedRun, run_id: int, variables: dict[str, 
     identity = await h.target.deployment_identity(pr.host)
     result = await _workload(h, pr, variables, values, env, out, art)
     await clock.enter("collect")
+    await note_log_ends(h, pr, values, out)
     await collect(h, pr, values, env, result, out, art)
     changed = await manipulation.changed_under_run(h, pr.host, values, rendered, identity)
     if changed:  # after collect: its metrics stay with the run for diagnosis, but the run is no evidence

@@ -6,7 +6,10 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench.runner.targets.base import FileStat
 
 
 @dataclass
@@ -22,7 +25,13 @@ class RunOutcome:
     missing: dict[str, str] = field(default_factory=dict)  # metrics no prediction needs that could not be read
     units: list[dict[str, Any]] = field(default_factory=list)
     artifacts: dict[str, Path] = field(default_factory=dict)
-    log_starts: dict[str, int] = field(default_factory=dict)  # declared file -> its size as the run began
+    # Declared files (logs): where each stood as its span began (`log_starts_at`: the run's start, before its
+    # restart, until the workload starts), where it stood as the metrics were collected, and those a check found
+    # rotated (collect.py).
+    log_starts: dict[str, "FileStat"] = field(default_factory=dict)
+    log_starts_at: str = "run"
+    log_ends: dict[str, "FileStat"] = field(default_factory=dict)
+    log_rotated: set[str] = field(default_factory=set)
     probe_counts: list[dict[str, Any]] = field(default_factory=list)
     started_at: datetime | None = None
     ended_at: datetime | None = None

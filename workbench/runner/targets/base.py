@@ -40,6 +40,20 @@ class CmdResult:
         return text if len(text) <= limit else "…" + text[-limit:]
 
 
+@dataclass(frozen=True)
+class FileStat:
+    """A file as a log span checks it: its size, and which file it is (device and inode) where the target can
+    tell, since a log rotated by a rename and regrown past a run's start has a size that alone looks fine."""
+
+    size: int
+    identity: str | None = None
+
+    def replaced_since(self, before: "FileStat") -> bool:
+        """Whether this is not the file `before` described, grown: shorter than it was, or another file."""
+        known = self.identity is not None and before.identity is not None
+        return self.size < before.size or (known and self.identity != before.identity)
+
+
 @dataclass
 class Clock:
     """Seconds spent inside target commands and waits, per host (the rest of the wall time is the runner's)."""
@@ -123,8 +137,8 @@ class Target(abc.ABC):
         """Copy a file from the host, from byte `offset` on; False when it does not exist."""
 
     @abc.abstractmethod
-    async def file_size(self, host: str, path: str) -> int | None:
-        """The file's size in bytes (after following links); None when it does not exist."""
+    async def file_stat(self, host: str, path: str) -> FileStat | None:
+        """The file's size and identity (after following links); None when it does not exist."""
 
     @abc.abstractmethod
     async def mkdir(self, host: str, path: str) -> None:

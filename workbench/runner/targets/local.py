@@ -12,7 +12,7 @@ from typing import IO
 
 from workbench.errors import TargetError
 from workbench.runner.daemon import Capture, holds_output
-from workbench.runner.targets.base import CmdResult, Target
+from workbench.runner.targets.base import CmdResult, FileStat, Target
 from workbench.runner.targets.files import replace_file
 
 KILL_GRACE_S = 3.0
@@ -194,11 +194,12 @@ class LocalTarget(Target):
             shutil.copyfileobj(fsrc, fdst)
         return True
 
-    async def file_size(self, host: str, path: str) -> int | None:
+    async def file_stat(self, host: str, path: str) -> FileStat | None:
         try:
-            return Path(path).stat().st_size
+            st = Path(path).stat()
         except (FileNotFoundError, NotADirectoryError):
             return None
+        return FileStat(st.st_size, f"{st.st_dev}:{st.st_ino}")
 
     async def mkdir(self, host: str, path: str) -> None:
         Path(path).mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import TargetError
+from workbench.runner.targets.base import FileStat
 from workbench.runner.targets.files import replace_file
 from workbench.runner.targets.ssh_sftp import SftpFiles, through_links
 
@@ -71,13 +72,15 @@ class SshFiles:
 
         return await self._sftp(host, f"fetching {path}", go)
 
-    async def file_size(self, host: str, path: str) -> int | None:
+    async def file_stat(self, host: str, path: str) -> FileStat | None:
+        """Its size alone: SFTP's attributes carry no inode, so a log span over SSH tells a rotation by the file
+        turning shorter than it was."""
         import asyncssh
 
-        async def go(conn: Any) -> int | None:
+        async def go(conn: Any) -> FileStat | None:
             async with conn.start_sftp_client() as sftp:
                 try:
-                    return (await sftp.stat(path)).size
+                    return FileStat((await sftp.stat(path)).size or 0)
                 except asyncssh.SFTPNoSuchFile:
                     return None
 
