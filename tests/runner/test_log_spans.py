@@ -86,18 +86,21 @@ ROTATIONS = {
 }
 
 
-@pytest.mark.parametrize("how", ROTATIONS)
-def test_a_log_rotated_and_regrown_is_copied_from_the_new_files_start(toy, cli, how):
+@pytest.mark.parametrize("how,target", [("renamed", "local"), ("truncated", "local"), ("renamed", "ssh")])
+def test_a_log_rotated_and_regrown_is_copied_from_the_new_files_start(toy, cli, how, target, request):
     """A log rotated during the run and grown past the byte it had reached at the span's start was cut there,
-    in the middle of another file: the copy is now the new file from its byte 0, and the listing says why."""
+    in the middle of another file: the copy is now the new file from its byte 0, and the listing says why. Over
+    SSH too, where SFTP tells no inode (the host's `stat` does): the loopback server, as the test above."""
     rotate, after_count, expected = ROTATIONS[how]
     before = _service_log(toy, after_count=after_count)
+    if target == "ssh":
+        add_toy_ssh_profile(toy, request.getfixturevalue("ssh_server"))
     toy_py = toy.state / "toy.py"
     text = toy_py.read_text()
     work = '            f.write(f"work fix={c.get(\'fix\')}\\n")\n'
     assert work in text
     toy_py.write_text(text.replace(work, work + rotate))
-    s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False)
+    s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False, target=target)
     r = s["runs"][0]
     assert r["status"] == "ok" and (toy.state / "service.log").stat().st_size > before
     assert _artifact(toy.db, r["id"], "service").read_text() == expected

@@ -13,8 +13,11 @@ from workbench.runner.targets.files import replace_file
 from workbench.runner.targets.ssh_sftp import SftpFiles, through_links
 
 
+STAT_TIMEOUT_S = 30.0  # one `stat` of a declared log; a host that slow fails the check, not the run
+
+
 class SshFiles:
-    """Part of SshTarget (its `_call`, `describe` and `clock`)."""
+    """Part of SshTarget (its `_call`, `run`, `describe` and `clock`)."""
 
     async def read_file(self, host: str, path: str) -> tuple[bytes, int] | None:
         import asyncssh
@@ -73,8 +76,18 @@ class SshFiles:
         return await self._sftp(host, f"fetching {path}", go)
 
     async def file_stat(self, host: str, path: str) -> FileStat | None:
-        """Its size alone: SFTP's attributes carry no inode, so a log span over SSH tells a rotation by the file
-        turning shorter than it was."""
+        """Its size and, from the host's `stat` (GNU or BusyBox), its device and inode, which SFTP's attributes do
+        not carry: a log rotated by a rename is then told as another file. A host without such a `stat` gives the
+        size alone, over SFTP (a rotation shows there only as a file shorter than it was)."""
+        import shlex
+
+        res = await self.run(host, f"stat -L -c '%s %d:%i' -- {shlex.quote(path)}", timeout=STAT_TIMEOUT_S)
+        size, _, identity = res.stdout.strip().partition(" ")
+        if res.ok and size.isdigit() and identity:
+            return FileStat(int(size), identity)
+        return await self._sftp_size(host, path)
+
+    async def _sftp_size(self, host: str, path: str) -> FileStat | None:
         import asyncssh
 
         async def go(conn: Any) -> FileStat | None:
