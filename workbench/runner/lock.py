@@ -3,11 +3,11 @@
 Two experiments on one deployment would overwrite each other's config between a restart and a
 measurement and store runs under the wrong arm. The lock file is created with the shell's noclobber
 (an O_EXCL create, on this machine or over SSH alike) and holds who owns it: the execution's UUID,
-the runner's host, pid, the pid's start time, the pid space (`pid_space`), its login name and when it was taken. A lock whose owner
-ran on this machine and is gone (or whose pid now belongs to another process) is stale: it is taken over once the
-caller has checked what the dead owner left (`left_by_dead`: its config file must be the original it saved,
-else the new execution would snapshot an arm's config as "the original"). A lock of the same execution (a
-resume after kill -9) is taken over too, unless its owner still runs here.
+the runner's host, pid, the pid's start time, the pid space (`pid_space`), its login name and when it was
+taken. A lock whose owner ran on this machine and is gone (or whose pid now belongs to another process) is stale:
+it is taken over once the caller has checked what the dead owner left (`left_by_dead`: its config file must be
+the original it saved, else the new execution would snapshot an arm's config as "the original"). A lock of the
+same execution (a resume after kill -9) is taken over too, unless its owner still runs here.
 """
 
 from __future__ import annotations
