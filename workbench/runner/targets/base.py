@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import functools
+import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -367,14 +369,13 @@ def tls_context(ca_file: str | None) -> Any:
                                "service's certificate, or leave it out to trust those SSL_CERT_FILE names, else "
                                "the public CAs")
     try:
-        return ssl.create_default_context(cafile=str(path))
+        return _loaded_context(str(path), None, _stamp(str(path)))
     except (ssl.SSLError, OSError, ValueError) as exc:
         raise TargetError(f"cannot use the ca_file {path}: {exc}",
                           hint="ca_file: names a PEM file holding one or more CA certificates") from None
 
 
 def _env_tls_context() -> Any:
-    import os
     import ssl
 
     cafile, capath = os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None
@@ -386,7 +387,26 @@ def _env_tls_context() -> Any:
                               hint=f"set {name} to the CA certificates https health URLs are to be checked against, "
                                    "unset it to trust the public CAs, or name them in the profile's target.ca_file")
     try:
-        return ssl.create_default_context(cafile=cafile, capath=capath)
+        return _loaded_context(cafile, capath, _stamp(cafile) + _stamp(capath))
     except (ssl.SSLError, OSError, ValueError) as exc:
         raise TargetError(f"cannot use SSL_CERT_FILE={cafile}: {exc}",
                           hint="SSL_CERT_FILE names a PEM file holding one or more CA certificates") from None
+
+
+def _stamp(path: str | None) -> tuple[int, int]:
+    """What tells a CA file or folder changed since its certificates were loaded: its mtime and size."""
+    if path is None:
+        return (0, 0)
+    st = os.stat(path)
+    return (st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _loaded_context(cafile: str | None, capath: str | None, stamp: tuple[int, ...]) -> Any:
+    """A TLS context trusting `cafile` / `capath`, loaded once per process while they are unchanged (`stamp`):
+    loading a system CA bundle is ~40 ms of CPU, and every execution checks it before touching the target (a
+    long-lived caller runs many). The context is only read by the clients that use it; a load that fails is not
+    kept, so it fails again, and a file changed since is loaded again."""
+    import ssl
+
+    return ssl.create_default_context(cafile=cafile, capath=capath)
