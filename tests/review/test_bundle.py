@@ -1027,3 +1027,57 @@ def test_each_hypothesis_entry_is_carried_as_written_or_not_at_all():
     assert entries(text) == {"a": "# about a\n- id: a\n  hold: &held {hicache: on}\n  notes: |\n"
                                   "    # a line of the notes\n",
                              "b": "- {id: b, claim: x}\n"}
+
+
+@pytest.mark.parametrize("eid", ["../../outside", "templates/x", ".hidden", "Upper"])
+def test_a_bundle_whose_experiment_id_is_no_id_is_refused_and_extract_writes_nothing(workbench_dir: Path,
+                                                                                     seed_csv: Path, cli,
+                                                                                     tmp_path: Path, eid: str):
+    """A bundle is anyone's file: an experiment id `../../outside` was written by --extract as
+    `experiments/../../outside.yaml`, outside the folder it names. An id the registry would refuse is damage."""
+    def rename(doc: dict) -> None:
+        doc["registry"]["experiments"][eid] = doc["registry"]["experiments"]["agent-repro"]
+
+    bundle = _edited(_bundle(workbench_dir, seed_csv, cli), rename)
+    seeded = tmp_path / "a" / "b" / "seeded"
+    seeded.parent.mkdir(parents=True)
+    _refused(cli, "bundle", "show", str(bundle), "--extract", str(seeded), "--root", str(workbench_dir),
+             fragment="not an id")
+    assert not seeded.exists() and list((tmp_path / "a").rglob("*.yaml")) == []
+
+
+def test_a_bundle_whose_experiment_is_no_mapping_is_refused(workbench_dir: Path, seed_csv: Path, cli):
+    bundle = _edited(_bundle(workbench_dir, seed_csv, cli),
+                     lambda d: d["registry"]["experiments"].update({"other": "text"}))
+    _refused(cli, "bundle", "show", str(bundle), "--root", str(workbench_dir), fragment="other")
+
+
+@pytest.mark.parametrize("names", [["agent-repro.yaml"], ["."], [""], ["a\x00b"], ["t", "t/x.j2"],
+                                   ["templates/../agent-repro.yaml"], ["x" * 300]],
+                         ids=["an-experiment-file", "the-folder", "empty", "nul", "a-template-s-folder",
+                              "an-experiment-file-by-dots", "too-long"])
+def test_bundle_show_extract_writes_no_template_file_over_another_file(workbench_dir: Path, seed_csv: Path, cli,
+                                                                       tmp_path: Path, names: list[str]):
+    """A template path equal to an experiment file was written, then the experiment over it (each said "wrote"); one
+    naming the folder, another template's folder, or no file at all crashed with a traceback. Such a template is
+    left out, its profile with it, and said so; the experiment file is the experiment's."""
+    def clash(doc: dict) -> None:
+        profiles = doc["registry"]["experiments"]["agent-repro"]["profiles"]
+        for i, name in enumerate(names):
+            prof = json.loads(json.dumps(profiles["sglang-pd"]))
+            prof["config"]["template_file"] = name
+            profiles[f"p{i}"] = prof
+            doc["sources"]["templates"][name] = "PLANTED"
+
+    bundle = _edited(_bundle(workbench_dir, seed_csv, cli), clash)
+    seeded = tmp_path / "seeded"
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(seeded), "--root", str(workbench_dir))
+    assert code == 0 and "Traceback" not in err, (out, err)
+    assert "left out experiment agent-repro profile p0" in out or "left out experiment agent-repro profile p1" in out
+    assert "PLANTED" not in (seeded / "experiments" / "agent-repro.yaml").read_text()
+    written = [line for line in out.splitlines() if line.startswith("wrote ")]
+    assert len(written) == len(set(written)), out
+    assert all(p.is_relative_to(seeded) for p in tmp_path.rglob("*") if p.name != "wbroot"
+               and not p.is_relative_to(workbench_dir)), list(tmp_path.rglob("*"))
+    code, out, err = cli("hypothesis", "validate", "--root", str(seeded))
+    assert code == 0, (out, err)

@@ -296,6 +296,8 @@ def _document(path: Path, packed: bytes) -> dict[str, Any]:
 def _check_shape(doc: dict[str, Any], path: Path) -> None:
     """The sections a bundle's import relies on, as export writes them: a list of hypothesis ids, each with
     its definition in the registry section (which the conflict check compares), and the store's rows."""
+    from workbench.registry.common import ID_RE  # the registry's rule: an id names files (experiments/ID.yaml)
+
     def damaged(why: str) -> BadInput:
         return BadInput(f"{path}: the bundle is damaged ({why}); nothing was imported", hint="export it again")
 
@@ -307,6 +309,13 @@ def _check_shape(doc: dict[str, Any], path: Path) -> None:
     missing = [h for h in ids if not isinstance(reg["hypotheses"].get(h), dict)]
     if missing:
         raise damaged(f"no definition of {', '.join(missing)} in its registry section")
+    for kind, one in (("hypotheses", "hypothesis"), ("experiments", "experiment")):
+        bad = next((i for i in reg[kind] if not ID_RE.match(i)), None)
+        if bad is not None:
+            raise damaged(f"its registry section names the {one} {bad!r}, which is not an id")
+        shapeless = next((i for i, body in reg[kind].items() if not isinstance(body, dict)), None)
+        if shapeless is not None:
+            raise damaged(f"the definition of {shapeless} in its registry section is not a mapping")
     if not isinstance(doc["store"], dict):
         raise damaged("'store' is not a set of rows")
     sources = doc.get("sources", {})  # absent from a bundle of an older wb

@@ -128,16 +128,34 @@ def _entries(hypotheses: dict[str, Any], texts: dict[str, str], left_out: list[s
 
 def _templates(experiments: dict[str, Any], texts: dict[str, str], out: Path, left_out: list[str]) -> dict[str, Path]:
     """Write the template files the bundle carries that its experiments' profiles name, beside the experiment files
-    as the profiles name them; {template_file: path written}. One whose name leads out of `out` is not written."""
-    folder, root = out / "experiments", out.resolve()
+    as the profiles name them; {template_file: path written}. Not written (a bundle is anyone's file): one whose name
+    leads out of `out`'s experiments folder or names no file in it, and one whose path is that of another file
+    written (an experiment file, an earlier template) or of a folder of one, or lies below one."""
+    folder, root = out / "experiments", (out / "experiments").resolve()
+    taken = {(folder / f"{eid}.yaml").resolve() for eid in experiments} | {(out / "hypotheses.yaml").resolve()}
     written: dict[str, Path] = {}
     for name in sorted({t for body in experiments.values() for t in _template_files(body)} & set(texts)):
         path = folder / name
-        if not path.resolve().is_relative_to(root / "experiments"):
+        full = path.resolve() if "\x00" not in name else root  # a NUL is in no file name
+        if not full.is_relative_to(root):
             left_out.append(f"template file {name}: it lies outside the experiments folder")
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(texts[name], encoding="utf-8")
+        if full == root:
+            left_out.append(f"template file {name!r}: it names no file in the experiments folder")
+            continue
+        other = next((p for p in sorted(taken) if p == full or p.is_relative_to(full) or full.is_relative_to(p)),
+                     None)
+        if other is not None:
+            left_out.append(f"template file {name}: its path is that of {other.relative_to(out.resolve())} also "
+                            "written, or of a folder of it, or lies below it")
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(texts[name], encoding="utf-8")
+        except OSError as exc:
+            left_out.append(f"template file {name}: it cannot be written ({exc.strerror or exc})")
+            continue
+        taken.add(full)
         written[name] = path
     return written
 
@@ -153,7 +171,7 @@ def _runnable(eid: str, body: dict[str, Any], templates: set[str], left_out: lis
     profiles = dict(body.get("profiles") or {})
     for name, prof in list(profiles.items()):
         template = ((prof or {}).get("config") or {}).get("template_file")
-        if template and template not in templates:
+        if template is not None and template not in templates:
             del profiles[name]
             left_out.append(f"experiment {eid} profile {name}: its config's template_file {template} is not in "
                             "the bundle")
