@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from workbench import __version__
 from workbench.team.bundle import export, import_, read
@@ -1081,3 +1082,26 @@ def test_bundle_show_extract_writes_no_template_file_over_another_file(workbench
                and not p.is_relative_to(workbench_dir)), list(tmp_path.rglob("*"))
     code, out, err = cli("hypothesis", "validate", "--root", str(seeded))
     assert code == 0, (out, err)
+
+
+@pytest.mark.parametrize("entry", ["- id: injected\n  parent: hicache-bf16-race\n  claim: planted\n",
+                                   "- id: wedge-confound\n  parent: hicache-bf16-race\n  claim: planted\n...\n"],
+                         ids=["another-id", "reads-otherwise-in-the-file"])
+def test_bundle_show_extract_writes_a_carried_text_only_where_it_is_the_definition_of_its_id(
+        workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path, entry: str):
+    """The text a bundle carries for wedge-confound or agent-repro was written out whatever it held: another
+    hypothesis (or two), another experiment. A text that is not the entry (or file) of its id, alone or in the file
+    written, is written from the bundle's parsed definition instead, said so."""
+    def forge(doc: dict) -> None:
+        doc["sources"]["hypotheses"]["wedge-confound"] = entry
+        doc["sources"]["experiments"]["agent-repro"] = "format: 1\nid: planted\nversion: 1\n"
+
+    bundle = _edited(_bundle(workbench_dir, seed_csv, cli), forge)
+    seeded = tmp_path / "seeded"
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(seeded), "--root", str(workbench_dir))
+    assert code == 0, err
+    hypotheses = yaml.safe_load((seeded / "hypotheses.yaml").read_text())["hypotheses"]
+    assert [h["id"] for h in hypotheses] == ["wedge-confound"], hypotheses
+    assert yaml.safe_load((seeded / "experiments" / "agent-repro.yaml").read_text())["id"] == "agent-repro"
+    assert "written from parsed data, its comments lost: hypothesis wedge-confound" in out, out
+    assert "written from parsed data, its comments lost: experiment agent-repro" in out, out

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
 from workbench.team.bundle import HYPOTHESIS_KEYS, EXPERIMENT_KEYS, _declared
-from workbench.team.sources import indented, parsed_entry, without_parent
+from workbench.team.sources import defines, indented, parsed_entry, without_parent
 
 if TYPE_CHECKING:
     from workbench.registry.folder import Registry
@@ -83,18 +83,19 @@ def extract(doc: dict[str, Any], out: Path, shown: Carried) -> Carried:
     left_out: list[str] = []
     parsed: list[str] = []
     (out / "experiments").mkdir(parents=True, exist_ok=True)
-    written = [_write(out / "hypotheses.yaml", "format: 1\nhypotheses:\n" + "\n".join(
-        indented(e) for e in _entries(doc["registry"]["hypotheses"], sources.get("hypotheses") or {}, left_out,
-                                      parsed)))]
+    written = [_write(out / "hypotheses.yaml", _hypotheses_file(doc["registry"]["hypotheses"],
+                                                               sources.get("hypotheses") or {}, left_out, parsed))]
     templates = _templates(doc["registry"]["experiments"], sources.get("templates") or {}, out, left_out)
     written += [str(p) for p in templates.values()]
     for eid, body in doc["registry"]["experiments"].items():
         target = out / "experiments" / f"{eid}.yaml"
         text = (sources.get("experiments") or {}).get(eid)
         kept = _runnable(eid, dict(body), set(templates), left_out)
-        if text is None or set(kept["profiles"]) != set(body.get("profiles") or {}):
-            parsed.append(f"experiment {eid}: " + ("the bundle carries no text of it" if text is None
-                                                    else "a profile of it is left out"))
+        why = "the bundle carries no text of it" if text is None else \
+            f"its text in the bundle is not the file of {eid}" if not defines(text, "experiment", eid) else \
+            "a profile of it is left out" if set(kept["profiles"]) != set(body.get("profiles") or {}) else None
+        if why is not None:
+            parsed.append(f"experiment {eid}: {why}")
             text = yaml.safe_dump({"format": 1, **kept}, sort_keys=False)
         written.append(_write(target, text))
     return Carried(**{**shown.__dict__, "written": written, "left_out": left_out, "parsed": parsed})
@@ -105,6 +106,27 @@ def _write(path: Path, text: str) -> str:
     return str(path)
 
 
+def _hypotheses_file(hypotheses: dict[str, Any], texts: dict[str, str], left_out: list[str],
+                     parsed: list[str]) -> str:
+    """hypotheses.yaml of the entries (`_entries`); of their parsed data alone where the texts, each the entry of
+    its id alone, do not read so together (a bundle is anyone's file)."""
+    import yaml
+
+    notes: list[str] = []
+    lost: list[str] = []
+    text = "format: 1\nhypotheses:\n" + "\n".join(indented(e) for e in _entries(hypotheses, texts, lost, notes))
+    try:
+        ids = [h.get("id") for h in yaml.safe_load(text)["hypotheses"]]
+    except (yaml.YAMLError, TypeError, KeyError, AttributeError):
+        ids = None
+    if ids != list(hypotheses):
+        notes, lost = [f"hypothesis {hid}: the texts the bundle carries do not read together" for hid in hypotheses], []
+        text = "format: 1\nhypotheses:\n" + "\n".join(indented(e) for e in _entries(hypotheses, {}, lost, []))
+    left_out.extend(lost)
+    parsed.extend(notes)
+    return text
+
+
 def _entries(hypotheses: dict[str, Any], texts: dict[str, str], left_out: list[str],
              parsed: list[str]) -> list[str]:
     """Each hypothesis's entry: its text as written, else its parsed data (noted in `parsed`); without a parent
@@ -113,6 +135,8 @@ def _entries(hypotheses: dict[str, Any], texts: dict[str, str], left_out: list[s
     for hid, body in hypotheses.items():
         text = texts.get(hid)
         why = "the bundle carries no text of it"
+        if text is not None and not defines(text, "hypothesis", hid):
+            text, why = None, f"its text in the bundle is not the entry of {hid}"
         parent = body.get("parent")
         if parent is not None and parent not in hypotheses:
             body = {k: v for k, v in body.items() if k != "parent"}

@@ -109,6 +109,15 @@ def _alone(entry: str) -> Any:
         return None
 
 
+def defines(text: str, kind: str, oid: str) -> bool:
+    """Whether a carried text is the definition of `oid` alone: a hypothesis entry (a one-item list) or an
+    experiment file (a mapping) whose id is `oid`. A bundle is anyone's file; its text may hold something else."""
+    data = _alone(text)
+    if kind == "hypothesis":
+        data = data[0] if isinstance(data, list) and len(data) == 1 else None
+    return isinstance(data, dict) and data.get("id") == oid
+
+
 def _sequence(root: "yaml.Node | None") -> "tuple[yaml.SequenceNode | None, int]":
     """The block sequence of hypotheses in a composed file (`hypotheses:`, or the bare list of format 1) and the
     first line an entry's comments may start on (after the `hypotheses:` key; a bare list's comments above its
