@@ -1105,3 +1105,21 @@ def test_bundle_show_extract_writes_a_carried_text_only_where_it_is_the_definiti
     assert yaml.safe_load((seeded / "experiments" / "agent-repro.yaml").read_text())["id"] == "agent-repro"
     assert "written from parsed data, its comments lost: hypothesis wedge-confound" in out, out
     assert "written from parsed data, its comments lost: experiment agent-repro" in out, out
+
+
+def test_bundle_show_extract_of_a_bundle_holding_a_secret_writes_it_masked(workbench_dir: Path, seed_csv: Path, cli,
+                                                                          tmp_path: Path):
+    """A bundle of a wb older than its masking holds a token as it was written (its text too, if edited so):
+    --extract wrote it into the new folder, from where it is copied into a workbench and committed. Each file is
+    written masked as export masks it."""
+    def raw(doc: dict) -> None:
+        doc["registry"]["experiments"]["agent-repro"]["profiles"]["sim"]["env"] = {"HF_TOKEN": "hf_RawOldBundle1"}
+        doc["sources"]["templates"]["templates/serve_dsv4_prefill.sh.j2"] += "export HF_TOKEN=hf_RawOldBundle2\n"
+        del doc["sources"]["experiments"]["agent-repro"]  # written from its parsed data
+
+    bundle = _edited(_bundle(workbench_dir, seed_csv, cli), raw)
+    seeded = tmp_path / "seeded"
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(seeded), "--root", str(workbench_dir))
+    assert code == 0, err
+    texts = {p: p.read_text() for p in seeded.rglob("*") if p.is_file()}
+    assert not [p for p, t in texts.items() if "hf_RawOldBundle" in t], texts.keys()

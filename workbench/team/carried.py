@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
 from workbench.team.bundle import HYPOTHESIS_KEYS, EXPERIMENT_KEYS, _declared
-from workbench.team.sources import defines, indented, parsed_entry, without_parent
+from workbench.team.sources import defines, indented, masked, parsed_entry, without_parent
 
 if TYPE_CHECKING:
     from workbench.registry.folder import Registry
@@ -102,7 +102,8 @@ def extract(doc: dict[str, Any], out: Path, shown: Carried) -> Carried:
 
 
 def _write(path: Path, text: str) -> str:
-    path.write_text(text, encoding="utf-8")
+    """Write `text` masked as export masks it: a bundle of a wb older than its masking holds a token as written."""
+    path.write_text(masked(text), encoding="utf-8")
     return str(path)
 
 
@@ -175,7 +176,7 @@ def _templates(experiments: dict[str, Any], texts: dict[str, str], out: Path, le
             continue
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(texts[name], encoding="utf-8")
+            _write(path, texts[name])
         except OSError as exc:
             left_out.append(f"template file {name}: it cannot be written ({exc.strerror or exc})")
             continue

@@ -28,7 +28,7 @@ def collect(registry: "Registry", hypothesis_ids: list[str], experiment_ids: lis
     text = _read(Path(hfile))
     if text is not None:
         found = entries(text)
-        hypotheses = {h: _masked(found[h]) for h in hypothesis_ids if h in found}
+        hypotheses = {h: masked(found[h]) for h in hypothesis_ids if h in found}
     experiments: dict[str, str] = {}
     templates: dict[str, str] = {}
     for eid in experiment_ids:
@@ -36,14 +36,14 @@ def collect(registry: "Registry", hypothesis_ids: list[str], experiment_ids: lis
         path = Path(doc.file) if doc is not None else registry.experiment_path(eid)
         text = _read(path)
         if text is not None:
-            experiments[eid] = _masked(text)
+            experiments[eid] = masked(text)
         for prof in registry.experiments[eid].profiles.values():
             name = prof.config.template_file if prof.config is not None else None
             if name is None or name in templates:
                 continue
             template, _ = read_template_file(path.parent / name)
             if template is not None:
-                templates[name] = _masked(template)
+                templates[name] = masked(template)
     return {"hypotheses": hypotheses, "experiments": experiments, "templates": templates}
 
 
@@ -54,7 +54,7 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _masked(text: str) -> str:
+def masked(text: str) -> str:
     """`text` with its secrets masked as a bundle's definitions mask them: the registered values (`redact`) and the
     entries named like a secret (`mask_profiles`: a token written into a template or a context value)."""
     from workbench.secrets import mask_entries, redact_text
