@@ -1123,3 +1123,38 @@ def test_bundle_show_extract_of_a_bundle_holding_a_secret_writes_it_masked(workb
     assert code == 0, err
     texts = {p: p.read_text() for p in seeded.rglob("*") if p.is_file()}
     assert not [p for p, t in texts.items() if "hf_RawOldBundle" in t], texts.keys()
+
+
+def test_a_bundle_carries_no_text_its_masking_changed_the_meaning_of(workbench_dir: Path, seed_csv: Path, cli,
+                                                                     tmp_path: Path):
+    """Export masked each file's text by the names of its entries, more widely than the definitions are masked: a
+    variable named like a secret (kv_token_layout) had its declaration masked, `kv_token_layout: <redacted> [...`,
+    and --extract wrote an experiment file no wb reads. A text whose masking changed what it says (beyond what the
+    definitions mask) is not carried; --extract writes the definition."""
+    exp = workbench_dir / "experiments" / "agent-repro.yaml"
+    exp.write_text(exp.read_text().replace(
+        "variables:\n", "variables:\n  kv_token_layout: {values: [paged, flat], default: paged, description: x}\n", 1))
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    assert "agent-repro" not in json.loads(gzip.decompress(bundle.read_bytes()))["sources"]["experiments"]
+    seeded = tmp_path / "seeded"
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(seeded), "--root", str(workbench_dir))
+    assert code == 0, err
+    code, out, err = cli("hypothesis", "validate", "--root", str(seeded))
+    assert code == 0, (out, err)
+
+
+def test_bundle_show_extract_masks_a_secret_as_the_definitions_do_not_a_variable_named_like_one(
+        workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path):
+    """A hypothesis holding a variable named like a secret (`token_mode: fast`) is no secret: its definition keeps
+    the value. Masking each written file by its entries' names wrote `token_mode: <redacted>` into a hypothesis
+    written from parsed data, which no longer meant the bundle's."""
+    def held(doc: dict) -> None:
+        doc["registry"]["hypotheses"]["wedge-confound"]["hold"]["token_mode"] = "fast"
+        del doc["sources"]["hypotheses"]["wedge-confound"]
+
+    bundle = _edited(_bundle(workbench_dir, seed_csv, cli), held)
+    seeded = tmp_path / "seeded"
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(seeded), "--root", str(workbench_dir))
+    assert code == 0, err
+    entry = yaml.safe_load((seeded / "hypotheses.yaml").read_text())["hypotheses"][0]
+    assert entry["hold"]["token_mode"] == "fast", entry

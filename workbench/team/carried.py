@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
 from workbench.team.bundle import HYPOTHESIS_KEYS, EXPERIMENT_KEYS, _declared
-from workbench.team.sources import defines, indented, masked, parsed_entry, without_parent
+from workbench.team.sources import defines, indented, masked, masked_as_defined, parsed_entry, without_parent
 
 if TYPE_CHECKING:
     from workbench.registry.folder import Registry
@@ -72,6 +72,8 @@ def extract(doc: dict[str, Any], out: Path, shown: Carried) -> Carried:
     older wb), which `parsed` names. A profile whose template file the bundle lacks is left out."""
     import yaml
 
+    from workbench.secrets import mask_profiles, redact
+
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BadInput(f"--extract {out}: {'it holds files' if out.is_dir() else 'it is a file'}; the bundle's "
@@ -90,9 +92,10 @@ def extract(doc: dict[str, Any], out: Path, shown: Carried) -> Carried:
     for eid, body in doc["registry"]["experiments"].items():
         target = out / "experiments" / f"{eid}.yaml"
         text = (sources.get("experiments") or {}).get(eid)
-        kept = _runnable(eid, dict(body), set(templates), left_out)
+        kept = _runnable(eid, mask_profiles(redact(dict(body))), set(templates), left_out)
         why = "the bundle carries no text of it" if text is None else \
             f"its text in the bundle is not the file of {eid}" if not defines(text, "experiment", eid) else \
+            "its text, masked, would say something else" if (text := masked_as_defined(text, "profiles")) is None else \
             "a profile of it is left out" if set(kept["profiles"]) != set(body.get("profiles") or {}) else None
         if why is not None:
             parsed.append(f"experiment {eid}: {why}")
@@ -102,8 +105,7 @@ def extract(doc: dict[str, Any], out: Path, shown: Carried) -> Carried:
 
 
 def _write(path: Path, text: str) -> str:
-    """Write `text` masked as export masks it: a bundle of a wb older than its masking holds a token as written."""
-    path.write_text(masked(text), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     return str(path)
 
 
@@ -131,13 +133,18 @@ def _hypotheses_file(hypotheses: dict[str, Any], texts: dict[str, str], left_out
 def _entries(hypotheses: dict[str, Any], texts: dict[str, str], left_out: list[str],
              parsed: list[str]) -> list[str]:
     """Each hypothesis's entry: its text as written, else its parsed data (noted in `parsed`); without a parent
-    link to one the bundle does not carry (noted in `left_out`)."""
+    link to one the bundle does not carry (noted in `left_out`). Each masked as export masks it: a bundle of a wb
+    older than its masking holds a token as written."""
+    from workbench.secrets import redact
+
     out = []
     for hid, body in hypotheses.items():
         text = texts.get(hid)
         why = "the bundle carries no text of it"
         if text is not None and not defines(text, "hypothesis", hid):
             text, why = None, f"its text in the bundle is not the entry of {hid}"
+        elif text is not None and (text := masked_as_defined(text, None)) is None:
+            why = "its text, masked, would say something else"
         parent = body.get("parent")
         if parent is not None and parent not in hypotheses:
             body = {k: v for k, v in body.items() if k != "parent"}
@@ -146,7 +153,7 @@ def _entries(hypotheses: dict[str, Any], texts: dict[str, str], left_out: list[s
             left_out.append(f"hypothesis {hid}: its parent {parent} is not in the bundle (the link)")
         if text is None:
             parsed.append(f"hypothesis {hid}: {why}")
-            text = parsed_entry(body)
+            text = parsed_entry(redact(body))
         out.append(text)
     return out
 
@@ -176,7 +183,7 @@ def _templates(experiments: dict[str, Any], texts: dict[str, str], out: Path, le
             continue
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            _write(path, texts[name])
+            _write(path, masked(texts[name]))
         except OSError as exc:
             left_out.append(f"template file {name}: it cannot be written ({exc.strerror or exc})")
             continue

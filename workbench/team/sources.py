@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 def collect(registry: "Registry", hypothesis_ids: list[str], experiment_ids: list[str]) -> dict[str, dict[str, str]]:
     """{"hypotheses": {id: entry}, "experiments": {id: file text}, "templates": {template_file: text}}: what of
     the workbench's files the definitions of `hypothesis_ids` and `experiment_ids` come from. A file that cannot
-    be read now is left out (its definition is still carried, parsed)."""
+    be read now, or whose masked text would say something else than its definition (`masked_as_defined`), is left
+    out (its definition is still carried, parsed)."""
     from workbench.registry.experiment_checks import read_template_file
 
     hypotheses: dict[str, str] = {}
@@ -28,15 +29,16 @@ def collect(registry: "Registry", hypothesis_ids: list[str], experiment_ids: lis
     text = _read(Path(hfile))
     if text is not None:
         found = entries(text)
-        hypotheses = {h: masked(found[h]) for h in hypothesis_ids if h in found}
+        hypotheses = {h: m for h in hypothesis_ids
+                      if h in found and (m := masked_as_defined(found[h], None)) is not None}
     experiments: dict[str, str] = {}
     templates: dict[str, str] = {}
     for eid in experiment_ids:
         doc = registry.experiment_docs.get(eid)
         path = Path(doc.file) if doc is not None else registry.experiment_path(eid)
         text = _read(path)
-        if text is not None:
-            experiments[eid] = masked(text)
+        if text is not None and (m := masked_as_defined(text, "profiles")) is not None:
+            experiments[eid] = m
         for prof in registry.experiments[eid].profiles.values():
             name = prof.config.template_file if prof.config is not None else None
             if name is None or name in templates:
@@ -52,6 +54,25 @@ def _read(path: Path) -> str | None:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def masked_as_defined(text: str, masked_key: str | None) -> str | None:
+    """`text` masked (`masked`) where that changed nothing it says beyond what the definitions mask (a registered
+    value; in an experiment, its profiles' secret-named entries): else None, and the definition alone is carried.
+    Masking text by an entry's name is wider (a variable named like a secret, `kv_token_layout: {values: ...}`, is
+    masked too, into YAML no wb reads)."""
+    import yaml
+
+    from workbench.secrets import mask_named, redact_text
+
+    out = masked(text)
+    try:
+        meant, said = yaml.safe_load(redact_text(text)), yaml.safe_load(out)
+    except yaml.YAMLError:
+        return None
+    if masked_key is not None and isinstance(meant, dict) and masked_key in meant:
+        meant = {**meant, masked_key: mask_named(meant[masked_key])}
+    return out if said == meant else None
 
 
 def masked(text: str) -> str:
