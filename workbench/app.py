@@ -436,8 +436,8 @@ class Workbench(StoredRuns):
                                     f"{store.name} (wb report rebuilds it from the store --db names)")
             if report and names_no_store(folder):
                 return None, None, (f"not rebuilt: {folder} names no store it was built from (an older wb built "
-                                    f"it), maybe another than this run's store {store.name} (wb report, or "
-                                    "--report, rebuilds it from the store --db names)")
+                                    f"it, or its manifest is damaged), maybe another than this run's store "
+                                    f"{store.name} (wb report, or --report, rebuilds it from the store --db names)")
         if not report:
             return None, None, None
         try:

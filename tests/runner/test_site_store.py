@@ -84,3 +84,6 @@ def test_a_site_that_names_no_store_is_kept_by_a_run_and_replaced_by_wb_report_w
     assert code == 0, (out, err)
     assert err.startswith("Warning: ") and len(err.splitlines()) == 1 and "named no store" in err, err
     assert json.loads((site / ".wb-site.json").read_text())["store"] == toy.db
+    (site / ".wb-site.json").write_text("{damaged")  # no older wb's: the warning does not say only that one built it
+    code, out, err = cli("report", "--db", toy.db, env=env)
+    assert code == 0 and "or its manifest is damaged" in err, (out, err)

@@ -61,7 +61,8 @@ def register(app: typer.Typer) -> None:
                        f"shows the store {result.site['store']}", err=True)
         elif (result.site or {}).get("replaced_unnamed"):
             typer.echo(f"Warning: {Path(result.site['index']).parent} named no store it was built from (an older wb "
-                       f"built it); it now shows the store {result.site['store']}", err=True)
+                       f"built it, or its manifest is damaged); it now shows the store {result.site['store']}",
+                       err=True)
         if json_:
             print_json({"format": result.format, "markdown": result.markdown, "page": result.page,
                         "site": result.site})
