@@ -1158,3 +1158,20 @@ def test_bundle_show_extract_masks_a_secret_as_the_definitions_do_not_a_variable
     assert code == 0, err
     entry = yaml.safe_load((seeded / "hypotheses.yaml").read_text())["hypotheses"][0]
     assert entry["hold"]["token_mode"] == "fast", entry
+
+
+@pytest.mark.parametrize("profiles", [["sim"], {"sim": "text"}, {"sim": {"config": "text"}}],
+                         ids=["a-list", "a-profile-of-text", "a-config-of-text"])
+def test_bundle_show_extract_of_shapeless_profiles_writes_them_without_a_traceback(workbench_dir: Path,
+                                                                                  seed_csv: Path, cli,
+                                                                                  tmp_path: Path, profiles):
+    """An edited bundle's experiment with profiles that are no mapping of mappings crashed --extract with a
+    traceback. What it carries is written (the registry then says what is wrong with it)."""
+    def edit(doc: dict) -> None:
+        doc["registry"]["experiments"]["agent-repro"]["profiles"] = profiles
+        del doc["sources"]["experiments"]["agent-repro"]
+
+    bundle = _edited(_bundle(workbench_dir, seed_csv, cli), edit)
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(tmp_path / "seeded"), "--root",
+                         str(workbench_dir))
+    assert code == 0 and (tmp_path / "seeded" / "experiments" / "agent-repro.yaml").is_file(), (out, err)

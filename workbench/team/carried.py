@@ -96,12 +96,16 @@ def extract(doc: dict[str, Any], out: Path, shown: Carried) -> Carried:
         why = "the bundle carries no text of it" if text is None else \
             f"its text in the bundle is not the file of {eid}" if not defines(text, "experiment", eid) else \
             "its text, masked, would say something else" if (text := masked_as_defined(text, "profiles")) is None else \
-            "a profile of it is left out" if set(kept["profiles"]) != set(body.get("profiles") or {}) else None
+            "a profile of it is left out" if _names(kept.get("profiles")) != _names(body.get("profiles")) else None
         if why is not None:
             parsed.append(f"experiment {eid}: {why}")
             text = yaml.safe_dump({"format": 1, **kept}, sort_keys=False)
         written.append(_write(target, text))
     return Carried(**{**shown.__dict__, "written": written, "left_out": left_out, "parsed": parsed})
+
+
+def _names(profiles: Any) -> Any:
+    return set(profiles) if isinstance(profiles, dict) else profiles
 
 
 def _write(path: Path, text: str) -> str:
@@ -193,16 +197,26 @@ def _templates(experiments: dict[str, Any], texts: dict[str, str], out: Path, le
 
 
 def _template_files(experiment: dict[str, Any]) -> list[str]:
-    return [t for prof in (experiment.get("profiles") or {}).values()
-            if isinstance(t := ((prof or {}).get("config") or {}).get("template_file"), str)]
+    profiles = experiment.get("profiles")
+    return [t for prof in profiles.values() if isinstance(t := _template_of(prof), str)] \
+        if isinstance(profiles, dict) else []
+
+
+def _template_of(profile: Any) -> Any:
+    """A profile's config.template_file; None where an edited bundle's profile or config is no mapping (written as
+    it is: the registry says what is wrong with it)."""
+    config = profile.get("config") if isinstance(profile, dict) else None
+    return config.get("template_file") if isinstance(config, dict) else None
 
 
 def _runnable(eid: str, body: dict[str, Any], templates: set[str], left_out: list[str]) -> dict[str, Any]:
     """The experiment without the profiles whose template file was not written (noted in `left_out`)."""
     body.pop("format", None)
+    if not isinstance(body.get("profiles") or {}, dict):
+        return body
     profiles = dict(body.get("profiles") or {})
     for name, prof in list(profiles.items()):
-        template = ((prof or {}).get("config") or {}).get("template_file")
+        template = _template_of(prof)
         if template is not None and template not in templates:
             del profiles[name]
             left_out.append(f"experiment {eid} profile {name}: its config's template_file {template} is not in "
