@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -91,10 +92,17 @@ def _probe_runs(db: str) -> dict[str, list[tuple[int, str]]]:
     return out
 
 
-def _stop_in_second_probe(bench, args: list[str]) -> subprocess.CompletedProcess:
-    """Run `wb isolate`, SIGINT it once the second probe's config (the bad one) is in place: probe 0 decided."""
+def _stop_in_second_probe(bench, args: list[str]) -> tuple[subprocess.CompletedProcess, dict, object]:
+    """Run `wb isolate`, SIGINT it once the second probe's config (the bad one) is in place: probe 0 decided.
+    Before the signal, the lock's record is read and `wb sim restart` is tried (in this process: its refusal is
+    the command's); returned beside the stopped search."""
     import signal
     import time
+
+    from typer.testing import CliRunner
+
+    from workbench.cli.main import app
+    from workbench.runner.targets.sim import sim_lock
 
     proc = subprocess.Popen(_wb(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     seen_good, t0 = False, time.monotonic()
@@ -106,28 +114,45 @@ def _stop_in_second_probe(bench, args: list[str]) -> subprocess.CompletedProcess
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         assert time.monotonic() - t0 < 400
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=300)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    try:
+        held = json.loads(sim_lock(bench.sim_dir).read_text())
+        refused = CliRunner().invoke(app, ["sim", "restart"])
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), held, refused
 
 
 def test_isolate_on_pdsim_records_each_probe_restores_and_resumes_a_stopped_search(bench, cli):
     """The search runs whole first (each probe recorded, the target restored): that is the reference. A
     stopped search used to say "wb isolate has no --resume: run the same command again to search afresh":
     every decided probe ran again. Resumed, probe 0 is read back from the store (no new run), probe 1 continues
-    its own execution, and the answer is the uninterrupted search's, probe for probe."""
+    its own execution, and the answer is the uninterrupted search's, probe for probe.
+
+    Ctrl-C in a probe used to end with "continue with: wb hypothesis run iso-…-p1 --resume", a hypothesis that
+    exists only inside the search ("no hypothesis 'iso-…'"), and a command refused meanwhile gave "wb isolate
+    --resume with the flags of search …", not a command to run: the hint (and the lock's record) now names the
+    command that resumes this very search."""
     import shlex
 
     expected = _uninterrupted_search_records_each_probe_and_restores_the_target(bench, cli)
     exp = bench.root / "experiments" / "agent-repro.yaml"
     bench.db = str(bench.root / "stopped.duckdb")  # the same search again, from scratch, in a store of its own
-    stopped = _stop_in_second_probe(bench, [*SEARCH, "--seed", "7", "--db", bench.db])
+    stopped, held, refused = _stop_in_second_probe(bench, [*SEARCH, "--seed", "7", "--db", bench.db])
+    assert refused.exit_code == 2 and f"is in use by {held['name']}" in refused.stderr, refused.stderr
+    assert re.fullmatch(r"execution [0-9]+ of iso-.*-p1", held["name"]), held
+    assert f"({held['resume']}: it puts the original config back" in refused.stderr, refused.stderr
     assert stopped.returncode == 130, stopped.stderr[-3000:]
     assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
     assert "Traceback" not in stopped.stderr and "search afresh" not in stopped.stderr, stopped.stderr[-2000:]
+    assert "wb hypothesis run" not in stopped.stderr, stopped.stderr[-2000:]
+    assert "Error: wb isolate probe 1 interrupted after" in stopped.stderr, stopped.stderr[-2000:]
     hint = stopped.stderr.split("resumes with: ", 1)[1].strip().splitlines()[0]
     command = shlex.split(hint)
     assert command[:2] == ["wb", "isolate"] and command[-1] == "--resume" and "--seed 7" in hint, hint
+    assert hint.startswith("wb isolate --experiment agent-repro ") and "--seed 7 " in hint, hint
+    assert f"--db {bench.db} " in hint, hint
+    assert held["resume"] == hint  # the lock's record holds the very command, each value quoted
     before = _probe_runs(bench.db)
     [p0] = [h for h in before if h.endswith("-p0")]
     assert before[p0] and all(s == "ok" for _, s in before[p0]), before
@@ -170,43 +195,7 @@ def test_isolate_on_pdsim_records_each_probe_restores_and_resumes_a_stopped_sear
     assert code == 2 and "already finished (decided)" in err, err[-2000:]
 
 
-def test_an_interrupted_search_restores_and_gives_a_hint_that_works(bench):
-    """Ctrl-C in a probe used to end with "continue with: wb hypothesis run iso-…-p0 --resume", a hypothesis
-    that exists only inside the search ("no hypothesis 'iso-…'"), then with "wb isolate has no --resume: run the
-    same command again to search afresh". The hint now names the command that resumes this very search."""
-    import signal
-    import time
-
-    proc = subprocess.Popen([sys.executable, "-m", "workbench.cli.main", "isolate", "--experiment", "agent-repro",
-                             "--good", "geometry_fix=on nixl_abort_fix=on",
-                             "--bad", "geometry_fix=off nixl_abort_fix=on",
-                             "--metric", "corruption_rate", "--region", ">= 0.05", "--seed", "7", "--db", bench.db],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
-    t0 = time.monotonic()
-    while (bench.sim_dir / "serve.sh").read_bytes() == bench.original:  # the first probe's config is in place
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        assert time.monotonic() - t0 < 300
-        time.sleep(0.1)
-    # A command refused meanwhile gave "wb isolate --resume with the flags of search …", not a command to run.
-    from workbench.runner.targets.sim import sim_lock
-
-    held = json.loads(sim_lock(bench.sim_dir).read_text())
-    refused = subprocess.run(_wb("sim", "restart"), capture_output=True, text=True, env=dict(os.environ), timeout=120)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=300)
-    assert refused.returncode == 2 and "is in use by execution 1 of iso-" in refused.stderr, refused.stderr
-    assert f"({held['resume']}: it puts the original config back" in refused.stderr, refused.stderr
-    assert proc.returncode == 130, err[-3000:]
-    assert (bench.sim_dir / "serve.sh").read_text() == bench.original.decode(), err[-3000:]
-    assert "Traceback" not in err and "wb hypothesis run" not in err, err[-2000:]
-    assert "Error: wb isolate probe 0 interrupted after" in err, err[-2000:]
-    hint = err.split("resumes with: ", 1)[1].strip()
-    assert hint.startswith("wb isolate --experiment agent-repro ") and hint.endswith(" --resume"), hint
-    assert "--seed 7 " in hint and f"--db {bench.db} " in hint, hint
-    assert held["resume"] == hint  # the lock's record holds the very command, each value quoted
-
-
-def test_a_pdsim_reading_another_serve_file_is_refused_and_left_alone(bench, tmp_path):
+def test_a_pdsim_reading_another_serve_file_is_refused_and_left_alone(bench, cli, tmp_path):
     """pdsim started with `wb sim up --config FILE` reads FILE at every restart, not the serve file the profile
     writes each arm into: the search rewrote FILE's ports, stopped the deployment, never applied an arm (every
     probe ran FILE's fp8 config) and answered 'no failure to isolate: the bad config does not fail'. It is
@@ -218,12 +207,11 @@ def test_a_pdsim_reading_another_serve_file_is_refused_and_left_alone(bench, tmp
     before = own.read_bytes()
     st = control.up(bench.sim_dir, config=own)
     pids = sorted(u.pid for u in st.units.values())
-    out = subprocess.run(_wb(*SEARCH, "--seed", "7", "--db", bench.db), capture_output=True, text=True,
-                         env=dict(os.environ), timeout=600)
-    assert out.returncode == 2, out.stderr[-3000:]
-    assert "Traceback" not in out.stderr
-    assert f"pdsim in {bench.sim_dir} reads its serve file from {own}" in out.stderr, out.stderr[-2000:]
-    assert f"writes each arm into {bench.sim_dir / 'serve.sh'}" in out.stderr, out.stderr[-2000:]
+    code, _, err = cli(*SEARCH, "--seed", "7", "--db", bench.db)  # in process: the refusal is the command's
+    assert code == 2, err[-3000:]
+    assert "Traceback" not in err
+    assert f"pdsim in {bench.sim_dir} reads its serve file from {own}" in err, err[-2000:]
+    assert f"writes each arm into {bench.sim_dir / 'serve.sh'}" in err, err[-2000:]
     assert own.read_bytes() == before and (bench.sim_dir / "serve.sh").read_bytes() == bench.original
     after = control.status(bench.sim_dir)
     assert after.state == "healthy" and sorted(u.pid for u in after.units.values()) == pids
