@@ -135,7 +135,7 @@ def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
 
 
 @pytest.mark.parametrize("change", ["set", "restart"])
-def test_a_run_whose_pdsim_changed_under_it_is_invalid(bench, change):
+def test_a_run_whose_pdsim_changed_under_it_is_invalid(bench, cli, change):
     """The serve file rewritten (`wb sim up --set nixl_abort_fix=off`) or the servers restarted during the
     workload: the treatment measured the control's config (or a fresh deployment), and was recorded as evidence
     (two identical arms, a verdict with isolation passing). Here the workload itself does it, as the runner's
@@ -145,10 +145,11 @@ def test_a_run_whose_pdsim_changed_under_it_is_invalid(bench, change):
                              else "restart --dir {{ sim_dir }}")
     # Only the treatment is disturbed: with --set the control's config is already off (no change, no restart).
     _workload(bench, "{ [ {{ arm }} = control ] || " + sim + " >/dev/null; }")
-    res = subprocess.run(WB + ["hypothesis", "run", "wedge-confound", "--replicates", "1", "--seed", "3", "--json",
-                               "--db", bench.db], capture_output=True, text=True, timeout=600)
-    assert res.returncode == 1, res.stderr[-2000:]
-    s = json.loads(res.stdout)
+    # wb in this process (`cli`): the run's record and exit code are the command's, not a process boundary's.
+    code, out, err = cli("hypothesis", "run", "wedge-confound", "--replicates", "1", "--seed", "3", "--json",
+                         "--db", bench.db)
+    assert code == 1, err[-2000:]
+    s = json.loads(out)
     runs = {r["arm"]: r for r in s["runs"]}
     assert runs["control"]["status"] == "ok", runs["control"]
     assert runs["treatment"]["status"] == "invalid", runs["treatment"]
@@ -175,7 +176,7 @@ def _stop_orphans(bench) -> None:
                 pass
 
 
-def test_a_runner_killed_mid_run_keeps_pdsim_for_its_resume(bench):
+def test_a_runner_killed_mid_run_keeps_pdsim_for_its_resume(bench, cli):
     """kill -9 of the runner mid-run leaves an arm's serve file in pdsim and a lock whose holder is dead. `wb sim
     up --set nixl_abort_fix=off` and `wb sim restart` took that lock for free: they rewrote the serve file the
     resume would then put back over (or refuse on). They refuse, exit 2, with one Error that says a killed run
@@ -217,7 +218,8 @@ def test_a_runner_killed_mid_run_keeps_pdsim_for_its_resume(bench):
     assert holder["resume"] in res.stderr, res.stderr  # it says what still restores the serve file
     assert control.status(bench.sim_dir).state == "down" and bench.serve() == left and lock.exists()
     go.touch()
-    resumed = subprocess.run(WB + shlex.split(holder["resume"])[1:], capture_output=True, text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    # The printed command, run in this process (`cli`: the console script's command tree) as `wb` would run it.
+    code, _, err = cli(*shlex.split(holder["resume"])[1:])
+    assert code == 0, err[-2000:]
     assert bench.serve() == bench.original and not lock.exists()
     assert _sim("up", "--set", "nixl_abort_fix=off").exit_code == 0
