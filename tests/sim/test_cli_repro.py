@@ -11,6 +11,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
 from workbench.sim import control, repro
 
 from pdsim_kit import pid_alive, write_serve
@@ -26,6 +28,17 @@ def wb(*args: str, env=None) -> subprocess.CompletedProcess:
     e["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), e.get("PYTHONPATH", "")) if p)
     return subprocess.run([sys.executable, "-m", "workbench.cli.main", "sim", *args],
                           capture_output=True, text=True, env=e, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def fixed_sim(tmp_path_factory):
+    """One running pdsim (nixl_abort_fix=on) for the tests that only bench it, run a short repro on it or are
+    refused by it: none of them changes its config, and each asserts nothing of the others' requests."""
+    d = tmp_path_factory.mktemp("fixed") / "sim"
+    d.mkdir()
+    control.up(d, config=write_serve(d, nixl_abort_fix="on"))
+    yield d
+    control.down(d)
 
 
 def _loads_torch(pid: int) -> bool:
@@ -79,9 +92,8 @@ def test_cli_bad_input_exit_code(sim_dir):
     assert r.returncode == 2
 
 
-def test_throughput_check(sim_dir):
-    control.up(sim_dir, config=write_serve(sim_dir, nixl_abort_fix="on"))
-    one, many = repro.run_bench(sim_dir, concurrency=(1, 32), tokens=256)
+def test_throughput_check(fixed_sim):
+    one, many = repro.run_bench(fixed_sim, concurrency=(1, 32), tokens=256)
     # the batching model: ~52 tok/s alone, ~445 at C=32 on the seed's clock (end to end, so a
     # little less: prefill and the transfer are in the wall time too)
     assert 30 < one.tok_per_s < 60
@@ -121,35 +133,35 @@ def test_dsaindexerpoolhost_is_never_constructed_under_the_repro(sim_dir, tmp_pa
     assert names.count("DSAIndexerPoolHost") == 0                 # the fix's class: dead code
 
 
-def test_a_jsonl_path_that_cannot_be_a_file_is_refused_before_the_repro_runs(sim_dir):
+def test_a_jsonl_path_that_cannot_be_a_file_is_refused_before_the_repro_runs(fixed_sim, cli):
     """--jsonl naming a folder, or a path under a file, ended in IsADirectoryError or FileExistsError, and only
     after the whole repro had run."""
-    control.up(sim_dir, config=write_serve(sim_dir, nixl_abort_fix="on"))
+    sim_dir = fixed_sim
     (sim_dir / "afile").write_text("x\n")
     for jl, said in ((sim_dir, f"--jsonl {sim_dir} is a folder"),
                      (sim_dir / "afile" / "s.jsonl", f"--jsonl {sim_dir / 'afile' / 's.jsonl'}: {sim_dir / 'afile'} "
                                                      "is a file, not a folder")):
-        r = wb("repro", "--dir", str(sim_dir), "--sessions", "4", "--rounds", "1", "--jsonl", str(jl))
-        assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
-        assert r.stderr.startswith(f"Error: {said}") and "Traceback" not in r.stderr, r.stderr
+        code, out, err = cli("sim", "repro", "--dir", str(sim_dir), "--sessions", "4", "--rounds", "1", "--jsonl",
+                             str(jl))
+        assert code == 2 and out == "", (code, out, err)
+        assert err.startswith(f"Error: {said}") and "Traceback" not in err, err
     assert (sim_dir / "afile").read_text() == "x\n"
 
 
-def test_bench_and_repro_numbers_out_of_range_are_refused_before_any_request(sim_dir):
+def test_bench_and_repro_numbers_out_of_range_are_refused_before_any_request(fixed_sim, cli):
     """bench --tokens -5 or -c -1 reached the deployment (exit 1: 'bench request failed', or a 503 after 660
     simulated seconds), --tokens 0 measured 0 tok/s, and repro --timeout nan passed the check 'timeout > 0' (on a
     wedged deployment no request ever timed out)."""
-    control.up(sim_dir, config=write_serve(sim_dir, nixl_abort_fix="on"))
     for args, said in ((["bench", "--tokens", "-5"], "--tokens -5"), (["bench", "--tokens", "0"], "--tokens 0"),
                        (["bench", "-c", "-1"], "--concurrency -1"),
                        (["bench", "-c", "32", "-c", "0"], "--concurrency 0"),
                        (["repro", "--sessions", "2", "--rounds", "1", "--timeout", "nan"], "timeout > 0")):
-        r = wb(*args, "--dir", str(sim_dir))
-        assert r.returncode == 2 and r.stdout == "", (args, r.returncode, r.stdout, r.stderr)
-        assert r.stderr.startswith("Error: ") and said in r.stderr and "Traceback" not in r.stderr, r.stderr
+        code, out, err = cli("sim", *args, "--dir", str(fixed_sim))
+        assert code == 2 and out == "", (args, code, out, err)
+        assert err.startswith("Error: ") and said in err and "Traceback" not in err, err
 
 
-def test_repro_and_bench_on_a_stopped_deployment_are_refused_naming_it_and_how_to_start_it(tmp_path):
+def test_repro_and_bench_on_a_stopped_deployment_are_refused_naming_it_and_how_to_start_it(tmp_path, cli):
     """A deployment brought down (or never started) is a state the user fixes before anything can run, as a
     target another execution holds is: exit 2, one Error line naming the folder, and the command that starts
     it, quoted for the shell (it was exit 1, a failure while running, though nothing ran)."""
@@ -158,29 +170,28 @@ def test_repro_and_bench_on_a_stopped_deployment_are_refused_naming_it_and_how_t
     sdir = tmp_path / "my sim"
     sdir.mkdir()
     try:
-        r = wb("up", "--dir", str(sdir), "--config", str(write_serve(sdir)))
-        assert r.returncode == 0, r.stderr
+        code, out, err = cli("sim", "up", "--dir", str(sdir), "--config", str(write_serve(sdir)))
+        assert code == 0, err
     finally:
         control.down(sdir)
     jl = tmp_path / "units.jsonl"
     for args in (("repro", "--sessions", "2", "--jsonl", str(jl)), ("bench",)):
-        r = wb(*args, "--dir", str(sdir))
-        assert r.returncode == 2, (args, r.stdout, r.stderr)
-        assert r.stderr.startswith(f"Error: pdsim in {sdir} is not running"), r.stderr
-        assert f"wb sim up --dir {shlex.quote(str(sdir))}" in r.stderr, r.stderr
-        assert "Traceback" not in r.stderr and not jl.exists()
+        code, out, err = cli("sim", *args, "--dir", str(sdir))
+        assert code == 2, (args, out, err)
+        assert err.startswith(f"Error: pdsim in {sdir} is not running"), err
+        assert f"wb sim up --dir {shlex.quote(str(sdir))}" in err, err
+        assert "Traceback" not in err and not jl.exists()
 
 
-def test_the_shipped_pdsim_profiles_keep_real_and_simulated_time_apart(sim_dir):
+def test_the_shipped_pdsim_profiles_keep_real_and_simulated_time_apart(fixed_sim):
     """`wall_s` on pdsim read the repro's `wall=`, its simulated duration (213.5 s for a run of ~10 s), under a
     name that means real time on a real deployment: now `wall_s` is real seconds on every profile and the
     simulated duration is `sim_s`."""
     from workbench.registry import load_registry
     from workbench.runner.extract import from_regex
 
-    control.up(sim_dir, config=write_serve(sim_dir, nixl_abort_fix="on"))
     lines: list[str] = []
-    res = repro.run_repro(sim_dir, sessions=6, rounds=2, tag="t", out=lines.append)
+    res = repro.run_repro(fixed_sim, sessions=6, rounds=2, tag="t", out=lines.append)
     out = "\n".join(lines)
     assert WALL.match(lines[-2]) and CORR.match(lines[-1]), lines  # the seed's two lines stay last
     exp = load_registry(REPO).experiments["agent-repro"]
