@@ -7,9 +7,13 @@ from pdsim_kit import start_wedged, write_serve
 from workbench.sim import control
 
 
-def test_status_exit_code_tells_healthy_wedged_and_down(sim_dir, cli):
+def test_status_exit_code_tells_healthy_wedged_and_down_and_bench_on_the_wedge_names_the_restart(sim_dir, cli):
     """It printed `pdsim: wedged ... (bootstrap thread is dead; /health still 200)` and exited 0, as for a
-    healthy deployment and a stopped one: now 0 healthy, 1 wedged (or unhealthy, degraded), 3 down; --json too."""
+    healthy deployment and a stopped one: now 0 healthy, 1 wedged (or unhealthy, degraded), 3 down; --json too.
+
+    After `wb sim repro` wedged pdsim, `wb sim bench` said `Error: bench request failed: ok 503 {'error': 'no KV
+    for room 277 after 660s', ...}`: "ok 503" read as a contradiction and nothing said that a restart recovers.
+    (One wedged deployment serves both: bench's request changes no state status reads.)"""
     code, out, err = cli("sim", "status", "--dir", str(sim_dir))
     assert (code, out.split()[:2]) == (3, ["pdsim:", "down"]), out + err
     control.up(sim_dir, config=write_serve(sim_dir))
@@ -20,15 +24,6 @@ def test_status_exit_code_tells_healthy_wedged_and_down(sim_dir, cli):
     for args in ((), ("--json",)):
         code, out, err = cli("sim", "status", "--dir", str(sim_dir), *args)
         assert code == 1 and "wedged" in out and "Traceback" not in err, out + err
-    control.down(sim_dir)
-    code, out, err = cli("sim", "status", "--dir", str(sim_dir), "--json")
-    assert code == 3 and '"down"' in out, out + err
-
-
-def test_bench_on_a_wedged_deployment_names_the_answer_and_the_restart(sim_dir, cli):
-    """After `wb sim repro` wedged pdsim, `wb sim bench` said `Error: bench request failed: ok 503 {'error': 'no KV
-    for room 277 after 660s', ...}`: "ok 503" read as a contradiction and nothing said that a restart recovers."""
-    assert start_wedged(sim_dir).state == "wedged"
     code, out, err = cli("sim", "bench", "--dir", str(sim_dir), "-c", "1", "--tokens", "8")
     assert code == 1 and "Traceback" not in err, err
     first, hint = err.splitlines()[0], err.split("Hint:", 1)[-1]
@@ -37,6 +32,11 @@ def test_bench_on_a_wedged_deployment_names_the_answer_and_the_restart(sim_dir, 
     assert "ok 503" not in err and "{" not in first, err
     assert "pdsim is wedged (prefill: bootstrap thread is dead" in hint, err
     assert f"wb sim restart --dir {sim_dir}" in hint, err
+    code, out, err = cli("sim", "status", "--dir", str(sim_dir))
+    assert code == 1 and "wedged" in out, out + err                     # still wedged after the bench
+    control.down(sim_dir)
+    code, out, err = cli("sim", "status", "--dir", str(sim_dir), "--json")
+    assert code == 3 and '"down"' in out, out + err
 
 
 def test_status_keeps_its_exit_code_when_the_reader_goes_away(tmp_path):
