@@ -21,7 +21,9 @@ VALUES = {"causal_model": "wedge", "nixl_abort_fix": "off", "decode_pool_mb": 30
 
 def _outcomes(sim_dir) -> tuple[list[tuple], int]:
     t0 = datetime.now(timezone.utc)
-    res = repro.run_repro(sim_dir, sessions=24, rounds=4, tag="det")
+    # 16 sessions: seed 3 still times out, leaks and wedges (27 WaitingForInput lines), asserted below; the
+    # stressors run as long as the loaded run does, so each session less is CPU saved twice.
+    res = repro.run_repro(sim_dir, sessions=16, rounds=4, tag="det")
     wfi = sum(1 for line in logs.read_journal(sim_dir, "decode", t0)
               if "waitingforinput" in line.lower())
     rows = sorted((s.session, s.outcome, s.rounds, s.error, s.timings["wall_s"],
