@@ -19,13 +19,19 @@ from workbench.sim.config import read_serve_file
 from pdsim_kit import free_port, pid_alive, write_serve
 
 
-def test_up_status_down_leaves_no_process(sim_dir):
+def test_up_status_down_leaves_no_process_and_children_inherit_the_environment(sim_dir, monkeypatch):
+    monkeypatch.setenv("PDSIM_PROBE_MARK", "x42")
     cfg = write_serve(sim_dir)
     t0 = time.monotonic()
     st = control.up(sim_dir, config=cfg)
     assert time.monotonic() - t0 < 15
     assert st.state == "healthy"
     pids = [u.pid for u in st.units.values()]
+    for u in st.units.values():
+        env = open(f"/proc/{u.pid}/environ", "rb").read().split(b"\0")
+        assert b"PDSIM_PROBE_MARK=x42" in env
+        # They make no TLS connection: their trust store is empty (the system's CA bundle costs each start ~70 ms).
+        assert f"SSL_CERT_FILE={os.devnull}".encode() in env
     for u in st.units.values():
         assert httpx.get(f"http://127.0.0.1:{u.port}/health", timeout=2).status_code == 200
     assert all(pid_alive(p) for p in pids)
@@ -34,16 +40,6 @@ def test_up_status_down_leaves_no_process(sim_dir):
     assert sorted(stopped) == sorted(pids)
     assert not any(pid_alive(p) for p in pids)
     assert control.status(sim_dir).state == "down"
-
-
-def test_children_inherit_the_environment(sim_dir, monkeypatch):
-    monkeypatch.setenv("PDSIM_PROBE_MARK", "x42")
-    st = control.up(sim_dir, config=write_serve(sim_dir))
-    for u in st.units.values():
-        env = open(f"/proc/{u.pid}/environ", "rb").read().split(b"\0")
-        assert b"PDSIM_PROBE_MARK=x42" in env
-        # They make no TLS connection: their trust store is empty (the system's CA bundle costs each start ~70 ms).
-        assert f"SSL_CERT_FILE={os.devnull}".encode() in env
 
 
 def test_set_writes_the_serve_file_and_restart_rereads_it(sim_dir):
@@ -372,14 +368,44 @@ def test_a_pid_file_of_another_shape_names_no_server(sim_dir, cli, text):
     assert not (sim_dir / "run" / "decode.json").exists()
 
 
-def test_a_copied_state_folder_does_not_take_the_original_deployment_for_its_own(sim_dir, tmp_path, cli):
-    """A state folder copied while its pdsim ran (cp -r .wb/sim elsewhere) holds pid files naming the original's
+def test_bad_input_to_restart_or_up_and_a_copied_state_folder_leave_the_running_servers_alone(sim_dir, tmp_path,
+                                                                                                  cli):
+    """Three ways a running deployment was taken down or taken over, checked on one deployment (each leaves it
+    running with the same servers, which the next one checks again).
+
+    `wb sim restart` after an edit that broke the serve file stopped both servers, then refused the file
+    (exit 2): bad input had taken the deployment down. The file is now read first; the servers keep running.
+
+    `wb sim up --config FILE` on running servers of other values stopped them (`down`), then refused FILE
+    for naming one port twice: bad input took the deployment down, as restart once did.
+
+    A state folder copied while its pdsim ran (cp -r .wb/sim elsewhere) holds pid files naming the original's
     live servers: `wb sim status` of the copy said healthy, and `wb sim down` of the copy stopped the original's
     deployment. A pdsim server serves the folder it runs in: the copy's pid files now name no server of its own."""
     import shutil
 
-    st = control.up(sim_dir, config=write_serve(sim_dir))
-    pids = sorted(u.pid for u in st.units.values())
+    cfg = write_serve(sim_dir)
+    pids = sorted(u.pid for u in control.up(sim_dir, config=cfg).units.values())
+    before, ports = cfg.read_text(), read_serve_file(cfg)
+    # restart: a broken serve file is refused while the servers run
+    one_port = before.replace(f"decode_port={ports['decode_port']}", f"decode_port={ports['prefill_port']}")
+    for broken, said in ((before.replace("hicache=on", "hicache=maybe"), "hicache='maybe' is not one of"),
+                         (one_port, "prefill_port and decode_port are both")):
+        cfg.write_text(broken)
+        code, out, err = cli("sim", "restart", "--dir", str(sim_dir))
+        assert code == 2 and err.startswith(f"Error: {cfg}:") and said in err, (code, out, err)
+        assert "Traceback" not in err and cfg.read_text() == broken
+        st = control.status(sim_dir)
+        assert st.state == "healthy" and sorted(u.pid for u in st.units.values()) == pids
+    cfg.write_text(before)
+    # up --config: a serve file naming one port twice is refused while the servers run
+    other = sim_dir.parent / "one-port.sh"
+    other.write_text(one_port)
+    code, out, err = cli("sim", "up", "--dir", str(sim_dir), "--config", str(other))
+    assert code == 2 and "prefill_port and decode_port are both" in err and "Traceback" not in err, (code, out, err)
+    st = control.status(sim_dir)
+    assert st.state == "healthy" and sorted(u.pid for u in st.units.values()) == pids
+    # a copy of the running state folder
     copy = tmp_path / "copy"
     shutil.copytree(sim_dir, copy)
     code, out, err = cli("sim", "status", "--dir", str(copy))
@@ -424,38 +450,6 @@ def test_a_copied_state_folder_reads_and_writes_its_own_serve_file(sim_dir, tmp_
         assert cfg.read_bytes() == original
     finally:
         control.down(copy)
-
-
-def test_restart_refuses_a_bad_serve_file_before_stopping_the_running_servers(sim_dir, cli):
-    """`wb sim restart` after an edit that broke the serve file stopped both servers, then refused the file
-    (exit 2): bad input had taken the deployment down. The file is now read first; the servers keep running."""
-    cfg = write_serve(sim_dir)
-    pids = sorted(u.pid for u in control.up(sim_dir, config=cfg).units.values())
-    before, ports = cfg.read_text(), read_serve_file(cfg)
-    one_port = before.replace(f"decode_port={ports['decode_port']}", f"decode_port={ports['prefill_port']}")
-    for broken, said in ((before.replace("hicache=on", "hicache=maybe"), "hicache='maybe' is not one of"),
-                         (one_port, "prefill_port and decode_port are both")):
-        cfg.write_text(broken)
-        code, out, err = cli("sim", "restart", "--dir", str(sim_dir))
-        assert code == 2 and err.startswith(f"Error: {cfg}:") and said in err, (code, out, err)
-        assert "Traceback" not in err and cfg.read_text() == broken
-        st = control.status(sim_dir)
-        assert st.state == "healthy" and sorted(u.pid for u in st.units.values()) == pids
-
-
-def test_up_refuses_a_serve_file_with_one_port_twice_before_stopping_the_running_servers(sim_dir, cli):
-    """`wb sim up --config FILE` on running servers of other values stopped them (`down`), then refused FILE
-    for naming one port twice: bad input took the deployment down, as restart once did."""
-    cfg = write_serve(sim_dir)
-    pids = sorted(u.pid for u in control.up(sim_dir, config=cfg).units.values())
-    ports = read_serve_file(cfg)
-    other = sim_dir.parent / "one-port.sh"
-    other.write_text(cfg.read_text().replace(f"decode_port={ports['decode_port']}",
-                                             f"decode_port={ports['prefill_port']}"))
-    code, out, err = cli("sim", "up", "--dir", str(sim_dir), "--config", str(other))
-    assert code == 2 and "prefill_port and decode_port are both" in err and "Traceback" not in err, (code, out, err)
-    st = control.status(sim_dir)
-    assert st.state == "healthy" and sorted(u.pid for u in st.units.values()) == pids
 
 
 def test_a_config_that_names_no_serve_file_is_refused_naming_the_flag(tmp_path, cli):
