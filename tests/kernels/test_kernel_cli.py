@@ -143,3 +143,18 @@ def test_impl_cuda_without_a_device_names_the_flag(cli):
     assert code == 2, (code, out, err)
     e = json.loads(out)["error"]
     assert e["where"] == "--impl" and e["message"].startswith("no CUDA device here"), e
+
+
+def test_mismatched_bytes_counts_every_differing_byte_and_none_of_an_equal_copy():
+    # The check counts a case's bad bytes with it (compared whole first, counted only on a mismatch).
+    import torch
+    from wb_kernels.check import mismatched_bytes
+
+    want = torch.arange(4 * 3 * 50, dtype=torch.int64).remainder(251).to(torch.uint8).reshape(4, 3, 50)
+    got = want.clone()
+    assert mismatched_bytes(got, want) == 0
+    got[0, 0, 0] ^= 0xFF
+    got[3, 2, 10:20] += 1
+    assert mismatched_bytes(got, want) == 11 == mismatched_bytes(want, got)
+    assert mismatched_bytes(want[:2], want[:2].clone()) == 0
+    assert mismatched_bytes(torch.zeros(0, dtype=torch.uint8), torch.zeros(0, dtype=torch.uint8)) == 0
