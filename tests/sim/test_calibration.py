@@ -27,8 +27,9 @@ def deployment(tmp_path_factory):
     cfg = d / "serve.sh"
     prefill = free_port()
     ports = {"prefill_port": prefill, "decode_port": free_port(avoid=(prefill,))}
+    # Not started here: every test writes its own config and restarts, which starts the first (a start of the
+    # default config first would only be stopped again unused).
     cfg.write_text(render_serve_file({**ports, "seed": SEED}))
-    control.up(d, config=cfg)
     yield d, cfg, ports
     control.down(d)
 
