@@ -124,15 +124,16 @@ def test_huge_counts_take_seconds_and_agree_with_scipy(tmp_path, workbench_dir):
     csv.write_text("run_id,index_k_dtype,hicache,nixl_abort_fix,sessions,leak,waiting_for_input\n"
                    "t1,bf16,on,on,1000000,50000,0\nt2,bf16,on,on,1000000,50300,0\n")
     db = str(tmp_path / "huge.duckdb")
-    env = {k: v for k, v in os.environ.items() if k not in ("WB_DB", "WB_ROOT")}
+    # In-process, as test_runs_of_a_billion_units_or_more_are_analysed: what is timed here is the analysis, not a
+    # process (test_the_seed_verdict_is_decided_without_scipy_stats_or_statsmodels runs wb as one).
+    from workbench.cli.main import app
+    from typer.testing import CliRunner
 
-    def wb(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "workbench.cli.main", *args, "--db", db], cwd=workbench_dir,
-                              env=env, capture_output=True, text=True, timeout=120)
-
-    assert wb("import", "evidence", str(csv)).returncode == 0
-    out = wb("hypothesis", "analyze", "wedge-confound", "--json")
-    assert out.returncode == 0, out.stderr
+    runner = CliRunner()
+    assert runner.invoke(app, ["import", "evidence", str(csv), "--root", str(workbench_dir), "--db", db]).exit_code == 0
+    out = runner.invoke(app, ["hypothesis", "analyze", "wedge-confound", "--json", "--root", str(workbench_dir),
+                              "--db", db])
+    assert out.exit_code == 0, out.output
     # treatment runs alone: the prediction is judged (falsified); the verdict waits for a control run
     doc = json.loads(out.stdout)
     assert [j["outcome"] for j in doc["predictions"]] == ["falsified"] and doc["verdict"] == "inconclusive", doc
