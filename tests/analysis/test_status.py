@@ -21,6 +21,15 @@ from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run, alias_o
 HID = "wedge-confound"
 
 
+@pytest.fixture(autouse=True)
+def _migrated_store(tmp_path, _empty_store):
+    """tmp_path/wb.duckdb, the store most tests here fill, starts as a copy of the session's migrated empty store,
+    as the `store` fixture's does: the same file wb makes on first use, without migrating it again per test."""
+    import shutil
+
+    shutil.copy(_empty_store, tmp_path / "wb.duckdb")
+
+
 def _record(db, word: str, execution_id: int | None, mode: str = "fixed") -> None:
     from workbench.store import open_store
 
