@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 
 import pytest
 
@@ -42,15 +40,15 @@ def _counts(toy) -> tuple[int, int]:
     return store_rows(toy.db, "SELECT count(*) FROM runs")[0][0], len(toy.restarts())
 
 
-def test_resume_after_a_changed_hold_is_refused_through_the_cli(toy):
+def test_resume_after_a_changed_definition_is_refused_until_it_is_undone_and_a_changed_claim_goes_on(toy, cli):
+    """Each change is refused in turn, changing nothing, on one interrupted execution (a refusal leaves it as it
+    was: asserted after each), then resumed once the definition is back, with only its prose changed."""
     _interrupted(toy)
+    # A changed hold, through the CLI (in process, `cli`: the console script's command tree and error boundary).
     _edit_hypotheses(toy, "hold: {mode: ok}", "hold: {mode: slow}")
     before = _counts(toy)
-    cli = subprocess.run([sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix", "--resume",
-                          "--db", toy.db], env=dict(os.environ, WB_ROOT=str(toy.root)),
-                         capture_output=True, text=True, timeout=120)
-    assert cli.returncode == 2, cli.stderr
-    err = cli.stderr
+    code, _, err = cli("hypothesis", "run", "toy-fix", "--resume", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert code == 2, err
     assert err.startswith("Error: --resume: execution 1 of 'toy-fix' was started with another definition") and \
         "Traceback" not in err, err
     assert "arm control: mode 'ok' -> 'slow'" in err and "hypothesis hold.mode 'ok' -> 'slow'" in err, err
@@ -59,12 +57,7 @@ def test_resume_after_a_changed_hold_is_refused_through_the_cli(toy):
     (status,) = store_rows(toy.db, "SELECT status FROM executions")[0]
     assert status == "interrupted"  # still resumable once the edit is undone
     _edit_hypotheses(toy, "hold: {mode: slow}", "hold: {mode: ok}")
-    s = run_hypothesis("toy-fix", db=toy.db, resume=True)
-    assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]
-
-
-def test_resume_after_a_changed_prediction_or_template_is_refused(toy):
-    _interrupted(toy)
+    # A changed prediction, then a changed template.
     _edit_hypotheses(toy, "at_most: 0.02", "at_most: 0.05")
     with pytest.raises(BadInput) as ei:
         run_hypothesis("toy-fix", db=toy.db, resume=True)
@@ -75,49 +68,39 @@ def test_resume_after_a_changed_prediction_or_template_is_refused(toy):
         run_hypothesis("toy-fix", db=toy.db, resume=True)
     msg = ei.value.message
     assert "the rendered config of arm control" in msg and "experiment profiles.local.config.template changed" in msg
-
-
-def test_resume_after_a_changed_claim_goes_on(toy):
-    _interrupted(toy)
+    assert _counts(toy) == before and toy.conf.read_bytes() == toy.original
+    edit_profile(toy.root, "# toy serve file, edited", "# toy serve file")
+    # A changed claim (prose) goes on.
     _edit_hypotheses(toy, "claim: The fix removes the leaks.", "claim: The fix removes every leak.")
     s = run_hypothesis("toy-fix", db=toy.db, resume=True)
     assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]
 
 
-def test_resume_of_an_experiment_with_a_secret_variable_goes_on(toy):
-    # The store keeps the experiment with the secret's values masked inside its variable's spec; the
-    # comparison once masked the whole spec instead and refused every resume: "variables.db_password changed".
-    edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
-                 "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n"
-                 "  db_password: {secret: true, default: changeme-please}\n")
-    edit_profile(toy.root, "        mode={{ mode }}\n", "        mode={{ mode }}\n        password={{ db_password }}\n")
-    _interrupted(toy)
-    s = run_hypothesis("toy-fix", db=toy.db, resume=True)
-    assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]
-
-
-@pytest.mark.parametrize("flags, named", [
+FLAGS = [
     ({"target": "elsewhere"}, "--target elsewhere"),
     ({"replicates": 4}, "--replicates 4"),
     ({"seed": 4}, "--seed 4"),
     ({"sequential": True}, "--sequential"),
     ({"aa": True}, "--aa"),
-])
-def test_resume_refuses_a_flag_that_would_change_the_execution(toy, flags, named):
+]
+
+
+def test_resume_refuses_a_flag_that_would_change_the_execution_and_accepts_those_it_was_started_with(toy, capfd):
     # The interrupted execution goes on with its own profile, plan and mode: a flag asking for another one
-    # was once dropped without a word (resumed on the recorded profile, with the recorded replicates).
+    # was once dropped without a word (resumed on the recorded profile, with the recorded replicates). Each flag is
+    # refused in turn on one interrupted execution (a refusal changes nothing: asserted after each).
     _interrupted(toy)
     before = _counts(toy)
-    with pytest.raises(BadInput) as ei:
-        run_hypothesis("toy-fix", db=toy.db, resume=True, **flags)
-    assert ei.value.message.startswith(f"{named}: --resume continues execution 1"), ei.value.message
-    assert _counts(toy) == before and toy.conf.read_bytes() == toy.original
-
-
-def test_resume_accepts_the_flags_the_execution_was_started_with(toy):
-    _interrupted(toy)
-    s = run_hypothesis("toy-fix", db=toy.db, resume=True, target="local", replicates=1, seed=3)
+    for flags, named in FLAGS:
+        with pytest.raises(BadInput) as ei:
+            run_hypothesis("toy-fix", db=toy.db, resume=True, **flags)
+        assert ei.value.message.startswith(f"{named}: --resume continues execution 1"), (named, ei.value.message)
+        assert _counts(toy) == before and toy.conf.read_bytes() == toy.original
+    # The flags it was started with are accepted; an execution started here says nothing of other hosts.
+    capfd.readouterr()
+    s = run_hypothesis("toy-fix", db=toy.db, resume=True, target="local", replicates=1, seed=3, show_progress=True)
     assert sorted(r["order_index"] for r in s["runs"] if r["status"] == "ok") == [0, 1]
+    assert "could not be checked" not in capfd.readouterr().err
 
 
 def test_resume_of_an_execution_started_on_another_host_warns_that_its_runner_was_not_checked(toy, capfd):
@@ -136,13 +119,6 @@ def test_resume_of_an_execution_started_on_another_host_warns_that_its_runner_wa
     assert ("warning: execution 1 of toy-fix was started by a runner on gpu-box-7 (pid 4242, since "
             f"{holder['since']}); whether it still runs could not be checked from here") in err, err
     assert toy.conf.read_bytes() == toy.original
-
-
-def test_resume_of_an_execution_started_here_says_nothing_of_other_hosts(toy, capfd):
-    _interrupted(toy)
-    capfd.readouterr()
-    run_hypothesis("toy-fix", db=toy.db, resume=True, show_progress=True)
-    assert "could not be checked" not in capfd.readouterr().err
 
 
 def test_resume_of_an_execution_started_with_a_secret_set_asks_for_it_again(toy):
