@@ -10,7 +10,8 @@ import pytest
 from runner_kit import edit_profile, run_hypothesis, store_rows  # noqa: E402  (tests/runner is on sys.path)
 
 
-def test_records_both_arms_and_restores(toy):
+def test_records_both_arms_and_restores_and_a_successful_run_records_no_error(toy, cli):
+    """The plain toy run (the second half: `_records_no_error`, on the same execution: it only reads it)."""
     summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
     assert toy.conf.read_bytes() == toy.original
     assert [r["status"] for r in summary["runs"]] == ["ok"] * 4
@@ -44,12 +45,12 @@ def test_records_both_arms_and_restores(toy):
 
     assert summary["checks"] and all(c["mark"] == Check.from_dict(c).mark(summary["verdict"])
                                      for c in summary["checks"]), summary["checks"]
+    _records_no_error(toy, cli, summary)
 
 
-def test_a_successful_run_records_no_error(toy, cli):
+def _records_no_error(toy, cli, summary: dict) -> None:
     """An ok run carries no error: not in the summary, `wb runs show`, its --json, nor on its report page."""
-    summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, replicates=1)
-    assert [(r["status"], r["error"]) for r in summary["runs"]] == [("ok", None)] * 2
+    assert [(r["status"], r["error"]) for r in summary["runs"]] == [("ok", None)] * 4
     assert store_rows(toy.db, "SELECT count(*) FROM runs WHERE error IS NOT NULL")[0][0] == 0
     rid = summary["runs"][0]["id"]
     wb = ["runs", "show", str(rid), "--db", toy.db]  # wb in process (`cli`): the console script's command tree
