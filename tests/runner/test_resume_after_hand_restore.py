@@ -129,7 +129,7 @@ def test_a_resume_stopped_while_it_takes_the_target_restores_it_or_says_it_did_n
     though no restore ran. Stopped before it held the target, it says the target was not restored and how to restore
     it; the same where a second stop abandoned the taking, naming the lock it may have left. Stopped while it took it
     (the lock held, the original loaded), it gave the lock up with the killed run's config in place, which made the
-    next resume refuse ("written since"); the stop now waits for the snapshot, and the restore runs."""
+    next resume refuse ("written since"); the stop now waits for the snapshot, says so, and the restore runs."""
     import workbench.runner.execute as execute_mod
     import workbench.runner.takeover as takeover_mod
     from runner_kit import stopped_twice
@@ -156,30 +156,21 @@ def test_a_resume_stopped_while_it_takes_the_target_restores_it_or_says_it_did_n
     assert f"its lock {lock} on local may still be held by this execution" in said, said
     assert "Hint: restore it by continuing: wb hypothesis run toy-fix --resume --db " in err, err
     assert toy.conf.read_bytes() == left and os.path.exists(lock)
+    # Stopped while it takes the target: it says that the taking goes on and the restore follows (a stop there said
+    # nothing until the restore: the user saw no sign that it was heard), then restores.
     monkeypatch.setattr(takeover_mod, "check_saved_originals", _sigterm_first(originals))
-    code, err = _resume(toy, cli)
-    assert code == 143, err
-    assert "; the target was restored\n" in err and f"restored: {toy.conf} put back byte for byte" in err, err
-    assert toy.conf.read_bytes() == toy.original and not os.path.exists(lock)
-
-
-def test_a_stop_while_a_resume_takes_the_target_says_what_it_waits_for(toy, cli, monkeypatch):
-    """A stop while the resume took the target (which it does not cut short) said nothing until the restore: the
-    user saw no sign that it was heard. It now says that the taking goes on and the restore follows."""
-    import workbench.runner.takeover as takeover_mod
-
-    _killed_mid_run(toy)
-    monkeypatch.setattr(takeover_mod, "check_saved_originals", _sigterm_first(takeover_mod.check_saved_originals))
     code, err = _resume(toy, cli)
     assert code == 143, err
     said = [line for line in err.splitlines() if line.startswith("taking the target")]
     assert said == ["taking the target first (its lock, what the stopped runner left, the saved original); the "
                     "restore follows"], err
-    assert toy.conf.read_bytes() == toy.original
+    assert "; the target was restored\n" in err and f"restored: {toy.conf} put back byte for byte" in err, err
+    assert toy.conf.read_bytes() == toy.original and not os.path.exists(lock)
 
 
 def test_a_stop_while_a_new_execution_takes_the_target_says_it_then_stops(toy, cli, monkeypatch):
-    """The same for a new execution: its taking goes on, then it stops with the target untouched."""
+    """A stop while a new execution takes the target (as while a resume takes it: the test above): its taking goes
+    on, then it stops with the target untouched."""
     import workbench.runner.takeover as takeover_mod
 
     monkeypatch.setattr(takeover_mod, "take_snapshots", _sigterm_first_of(takeover_mod.take_snapshots))
