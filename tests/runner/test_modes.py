@@ -34,8 +34,8 @@ def test_aa_runs_control_twice_under_two_names(toy):
     assert toy.conf.read_bytes() == toy.original
 
 
-def test_sequential_stops_within_budget(toy):
-    s = _run(toy, sequential=True, replicates=3)
+def test_sequential_stops_within_budget_and_its_progress_names_the_budget_as_a_cap(toy, capsys):
+    s = _run(toy, sequential=True, replicates=3, show_progress=True)
     assert s["mode"] == "sequential"
     n_blocks = len({r["block"] for r in s["runs"]})
     assert 1 <= n_blocks <= 3
@@ -46,12 +46,8 @@ def test_sequential_stops_within_budget(toy):
             s["stopped_early"]
     assert all(r["status"] == "ok" for r in s["runs"])  # no placeholder rows left behind
     assert toy.conf.read_bytes() == toy.original
-
-
-def test_progress_of_a_sequential_execution_names_its_budget_as_a_cap(toy, capsys):
     # The plan of a sequential execution is its budget: "2 of 6 run(s) finished" read as a failure to run
     # four; the closing line says how many ran and the most that could have.
-    s = _run(toy, sequential=True, replicates=3, show_progress=True)
     ran = len(s["runs"])
     err = capsys.readouterr().err
     assert f"toy-fix on local: {ran} run{'s' * (ran != 1)} ok (sequential, at most 6)\n" in err, err
