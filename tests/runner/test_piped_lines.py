@@ -13,6 +13,8 @@ LONG = "local-profile-whose-name-alone-runs-past-the-eighty-columns-a-console-as
 
 
 def test_run_end_and_failure_lines_are_whole_when_written_to_a_file(toy, tmp_path):
+    """Also: with stdout and stderr in one file, each failed run is named once, by its progress line (the summary
+    names it again only where stdout is read apart: test_a_failed_runs_ending_stays_in_the_summary_...)."""
     edit_profile(toy.root, "  local:\n", f"  {LONG}:\n")
     edit_profile(toy.root, "default_profile: local", f"default_profile: {LONG}")
     hyp = toy.root / "hypotheses.yaml"
@@ -33,6 +35,9 @@ def test_run_end_and_failure_lines_are_whole_when_written_to_a_file(toy, tmp_pat
     assert len(failed) == 2, text
     # Off a terminal the progress is plain lines: no blank line that rich's live display left as it closed.
     assert "" not in lines, text
+    for run_id in (1, 2):
+        named = [ln for ln in lines if re.search(rf"\brun {run_id}\b", ln)]
+        assert len(named) == 1 and "workload exited 3: boom (" in named[0], text
 
 
 def _env() -> dict[str, str]:
@@ -71,21 +76,16 @@ def test_a_reader_gone_mid_run_stops_it_as_sigpipe_would_and_the_target_is_resto
 def test_a_failed_runs_ending_stays_in_the_summary_when_stdout_is_read_apart(toy, tmp_path):
     """`wb hypothesis run ... > summary.txt`: the summary on stdout left out every failed run whose progress line
     on stderr had said how it ended, so the file kept for the record said nothing of why the runs failed. With
-    stdout and stderr apart the summary names each; written to one place, the progress line alone does."""
+    stdout and stderr apart the summary names each; written to one place, the progress line alone does (that
+    case: test_run_end_and_failure_lines_are_whole_when_written_to_a_file)."""
     hyp = toy.root / "hypotheses.yaml"
     hyp.write_text(hyp.read_text().replace("hold: {mode: ok}", "hold: {mode: fail}"))
     argv = [sys.executable, "-m", "workbench.cli.main", "hypothesis", "run", "toy-fix", "--db", toy.db,
             "--replicates", "1"]
-    out, err, both = tmp_path / "out.txt", tmp_path / "err.txt", tmp_path / "both.txt"
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
     with out.open("w") as fo, err.open("w") as fe:
         done = subprocess.run([*argv, "--seed", "7"], stdout=fo, stderr=fe, timeout=300, env=_env())
     assert done.returncode == 1, err.read_text()
     said = [ln for ln in out.read_text().splitlines() if ln.startswith("  run ")]
     assert len(said) == 2 and all(ln.endswith("failed during its workload stage: workload exited 3: boom")
                                   for ln in said), out.read_text()
-    with both.open("w") as f:
-        assert subprocess.run([*argv, "--seed", "8"], stdout=f, stderr=f, timeout=300, env=_env()).returncode == 1
-    text = both.read_text()
-    for run_id in (3, 4):
-        named = [ln for ln in text.splitlines() if re.search(rf"\brun {run_id}\b", ln)]
-        assert len(named) == 1 and "workload exited 3: boom (" in named[0], text
