@@ -27,27 +27,33 @@ def _predict_wall_s(toy) -> None:
         "    requires:\n", "      - {metric: wall_s, arm: treatment, at_most: 100}\n    requires:\n", 1))
 
 
-def _units_rounds(toy, value: str) -> None:
-    """Every unit's `rounds` is written as `value`, as the JSON text of the units file."""
-    _toy_prints(toy, '"rounds": 4}) + ', f'"rounds": 4}}).replace(" 4}}", " {value}}}") + ')
+def _units_rounds(toy, *values: str) -> None:
+    """Every unit's `rounds` is written as one of `values` (the units take them in turn), as the JSON text of the
+    units file."""
+    _toy_prints(toy, '"rounds": 4}) + ', f'"rounds": 4}}).replace(" 4}}", " " + {list(values)!r}[i % {len(values)}] '
+                f'+ "}}") + ')
 
 
-@pytest.mark.parametrize("source,value", [("regex", "inf"), ("regex", "nan"), ("regex", "-Infinity"),
-                                          ("command", "1e999"), ("command", "nan")])
-def test_a_metric_read_as_no_finite_number_makes_the_run_invalid_naming_it(toy, source, value):
+# Each arm's runs read their own value: the two runs of an execution try two (every value is tried in one arm).
+@pytest.mark.parametrize("source,control,treatment", [("regex", "inf", "nan"), ("regex", "-Infinity", "-Infinity"),
+                                                      ("command", "1e999", "nan")])
+def test_a_metric_read_as_no_finite_number_makes_the_run_invalid_naming_it(toy, source, control, treatment):
+    values = {"control": control, "treatment": treatment}
     if source == "regex":
         _predict_wall_s(toy)
         edit_profile(toy.root, WALL_REGEX, "wall_s: {regex: 'wall=(?P<value>\\S+)s'}")
-        _toy_prints(toy, 'print(f"wall=0.05s', f'print(f"wall={value}s')
+        _toy_prints(toy, 'print(f"wall=0.05s',
+                    f'print(f"wall={{ {{\'off\': {control!r}, \'on\': {treatment!r}}}[c.get(\'fix\')] }}s')
         name = "wall_s"
     else:
-        edit_profile(toy.root, "cat {{ state }}/aborts.txt", f"echo {value}")
+        edit_profile(toy.root, "cat {{ state }}/aborts.txt",
+                     f"echo {{{{ '{control}' if fix == 'off' else '{treatment}' }}}}")
         name = "waiting_for_input"
     summary = run_hypothesis("toy-fix", db=toy.db, seed=7, replicates=1)
     assert [r["status"] for r in summary["runs"]] == ["invalid", "invalid"], summary["runs"]
     for run in summary["runs"]:
         assert f"metric {name!r}: " in run["error"] and "not a finite number" in run["error"], run["error"]
-        assert repr(value) in run["error"], run["error"]
+        assert repr(values[run["arm"]]) in run["error"], (run["arm"], run["error"])
     assert store_rows(toy.db, "SELECT status, count(*) FROM runs GROUP BY status") == [("invalid", 2)]
     assert store_rows(toy.db, "SELECT count(*) FROM metrics WHERE name = :n", n=name) == [(0,)]
     assert toy.conf.read_bytes() == toy.original
@@ -62,9 +68,8 @@ def test_a_soft_metric_read_as_inf_is_left_out_and_the_run_counts(toy):
     assert store_rows(toy.db, "SELECT count(*) FROM metrics WHERE name = 'leak'") == [(2,)]
 
 
-@pytest.mark.parametrize("value", ["1e999", "NaN", "-Infinity"])
-def test_a_unit_field_that_is_no_finite_number_is_stored_as_null(toy, value):
-    _units_rounds(toy, value)
+def test_a_unit_field_that_is_no_finite_number_is_stored_as_null(toy):
+    _units_rounds(toy, "1e999", "NaN", "-Infinity")  # each in some units of each run
     summary = run_hypothesis("toy-fix", db=toy.db, seed=7, replicates=1)
     assert [r["status"] for r in summary["runs"]] == ["ok", "ok"], summary["runs"]
     assert summary["arms"]["control"]["totals"]["leak"] == 3
