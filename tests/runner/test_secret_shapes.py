@@ -134,8 +134,6 @@ def test_a_config_diff_stored_before_a_secret_was_declared_is_shown_masked(toy):
     separator before the name, and a diff line starts with its `-` or `+` (on the page, after a tag). The runs'
     own rendered configs (`wb runs show`, run pages) are masked by the name as they are shown."""
     import re
-    import subprocess
-    import sys
 
     old_a, old_b = "Old-Pass-111x", "New-Pass-222y"
     edit_profile(toy.root, "  mode: {values: [ok, unhealthy, slow, noextract, fail], default: ok}\n",
@@ -152,10 +150,12 @@ def test_a_config_diff_stored_before_a_secret_was_declared_is_shown_masked(toy):
 
     edit_profile(toy.root, f"  dbpass: {{default: {old_a}}}\n", "  dbpass: {secret: true, default: rotated-0}\n")
     hyp.write_text(hyp.read_text().replace(old_a, "rotated-1").replace(old_b, "rotated-2"))
-    secrets.clear()  # a later process: it knows the secrets declared now, not the old values
-    built = subprocess.run([sys.executable, "-m", "workbench.cli.main", "report", "--db", toy.db],
-                           capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stderr
+    # A later process knows the secrets declared now, not the old values: with the registered ones forgotten, each
+    # command below (in process, as the neighbouring tests run wb) registers what the files declare now, as a new
+    # process of its own would; the commands are not about a process of their own.
+    secrets.clear()
+    built = CliRunner().invoke(app, ["report", "--db", toy.db])
+    assert built.exit_code == 0, built.output
 
     page = (toy.root / "reports" / "hypotheses" / "toy-rotate.html").read_text()
     diffs = "".join(re.findall(r'<pre class="diff">.*?</pre>', page, re.S))
@@ -171,19 +171,16 @@ def test_a_config_diff_stored_before_a_secret_was_declared_is_shown_masked(toy):
     for p in (toy.root / "reports").rglob("*"):
         if p.is_file():
             assert old_a.encode() not in p.read_bytes() and old_b.encode() not in p.read_bytes(), p
-    show = subprocess.run([sys.executable, "-m", "workbench.cli.main", "runs", "show", "1", "--json", "--db", toy.db],
-                          capture_output=True, text=True, timeout=300)
-    assert show.returncode == 0, show.stderr
+    show = CliRunner().invoke(app, ["runs", "show", "1", "--json", "--db", toy.db])
+    assert show.exit_code == 0, show.output
     assert "dbpass=<redacted>" in json.loads(show.stdout)["rendered_config"]
     assert old_a not in show.stdout and old_b not in show.stdout
-    listing = subprocess.run([sys.executable, "-m", "workbench.cli.main", "runs", "list", "--db", toy.db],
-                             capture_output=True, text=True, timeout=300)
-    assert listing.returncode == 0, listing.stderr
+    listing = CliRunner().invoke(app, ["runs", "list", "--db", toy.db])
+    assert listing.exit_code == 0, listing.output
     assert "dbpass=<redacted>" in listing.stdout and old_a not in listing.stdout and old_b not in listing.stdout
     bundle = toy.root / "rotate.wbz"
-    exported = subprocess.run([sys.executable, "-m", "workbench.cli.main", "bundle", "export", "toy-rotate", "-o",
-                               str(bundle), "--db", toy.db], capture_output=True, text=True, timeout=300)
-    assert exported.returncode == 0, exported.stderr
+    exported = CliRunner().invoke(app, ["bundle", "export", "toy-rotate", "-o", str(bundle), "--db", toy.db])
+    assert exported.exit_code == 0, exported.output
     import gzip
 
     content = gzip.decompress(bundle.read_bytes())  # a bundle is gzip-compressed JSON
@@ -205,9 +202,7 @@ def test_a_config_diff_stored_before_a_secret_was_declared_is_shown_masked(toy):
         assert a["sha256"] in blobs and hashlib.sha256(blobs[a["sha256"]]).hexdigest() == a["sha256"], a
         assert a["size_bytes"] == len(blobs[a["sha256"]]), a
     fresh = toy.root / "fresh.duckdb"
-    imported = subprocess.run([sys.executable, "-m", "workbench.cli.main", "bundle", "import", str(bundle), "--db",
-                               str(fresh)], capture_output=True, text=True, timeout=300)
-    assert imported.returncode == 0, imported.stderr
-    shown = subprocess.run([sys.executable, "-m", "workbench.cli.main", "runs", "show", "1", "--db", str(fresh)],
-                           capture_output=True, text=True, timeout=300)
-    assert shown.returncode == 0 and "artifact" in shown.stdout, shown.stderr
+    imported = CliRunner().invoke(app, ["bundle", "import", str(bundle), "--db", str(fresh)])
+    assert imported.exit_code == 0, imported.output
+    shown = CliRunner().invoke(app, ["runs", "show", "1", "--db", str(fresh)])
+    assert shown.exit_code == 0 and "artifact" in shown.stdout, shown.output
