@@ -14,24 +14,22 @@ import pytest
 from runner_kit import run_hypothesis, store_rows  # noqa: E402  (tests/runner is on sys.path)
 
 
-def test_second_store_restores_its_own_snapshot_not_the_first_stores(toy):
-    run_hypothesis("toy-fix", db=str(toy.root / "a.duckdb"), show_progress=False, seed=7, build_report=False)
-    changed = b"# the operator changed it since\nfix=off\nmode=ok\nseed=7\n"
-    toy.conf.write_bytes(changed)
-    run_hypothesis("toy-fix", db=str(toy.root / "b.duckdb"), show_progress=False, seed=7, build_report=False)
-    assert toy.conf.read_bytes() == changed
-
-
-def test_artifacts_of_one_store_survive_a_run_into_another(toy):
-    db_a = str(toy.root / "a.duckdb")
-    run_hypothesis("toy-fix", db=db_a, show_progress=False, seed=7, build_report=False)
+def test_a_second_store_restores_its_own_snapshot_and_leaves_the_firsts_artifacts(toy):
+    """Two stores in one folder, one after the other: the second restores the config it found (its own snapshot,
+    not the first store's), and the first store's artifacts survive the second's runs, which keep their own. One
+    replicate each: neither depends on how many runs an execution makes."""
+    db_a, db_b = str(toy.root / "a.duckdb"), str(toy.root / "b.duckdb")
+    run_hypothesis("toy-fix", db=db_a, show_progress=False, seed=7, replicates=1, build_report=False)
     before = store_rows(db_a, "SELECT path, sha256 FROM artifacts")
     assert len(before) >= 8
-    run_hypothesis("toy-fix", db=str(toy.root / "b.duckdb"), show_progress=False, seed=3, build_report=False)
+    changed = b"# the operator changed it since\nfix=off\nmode=ok\nseed=7\n"
+    toy.conf.write_bytes(changed)
+    run_hypothesis("toy-fix", db=db_b, show_progress=False, seed=3, replicates=1, build_report=False)
+    assert toy.conf.read_bytes() == changed
     for path, sha in before:
         assert hashlib.sha256(Path(path).read_bytes()).hexdigest() == sha, path
-    paths_b = {p for (p,) in store_rows(str(toy.root / "b.duckdb"), "SELECT path FROM artifacts")}
-    assert not paths_b & {p for p, _ in before}
+    paths_b = {p for (p,) in store_rows(db_b, "SELECT path FROM artifacts")}
+    assert paths_b and not paths_b & {p for p, _ in before}
 
 
 def test_execution_records_its_uuid_and_its_folder_uses_it(toy):
@@ -41,7 +39,7 @@ def test_execution_records_its_uuid_and_its_folder_uses_it(toy):
         if stage == "workload" and not metas:
             metas.extend(json.loads(p.read_text()) for p in (toy.root / ".wb" / "artifacts").glob("*/snapshot.json"))
 
-    run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False, fault=look)
+    run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, replicates=1, build_report=False, fault=look)
     (uid,) = store_rows(toy.db, "SELECT uuid FROM executions")[0]
     assert len(uid) == 32
     folder = toy.root / ".wb" / "artifacts" / f"execution-{uid}"
