@@ -97,7 +97,8 @@ def test_deleting_the_attempt_a_resume_redid_keeps_the_execution_verdict(toy, cl
                  f'workload: {{command: "if [ -e {once} ]; then touch {toy.state}/waiting; while [ -e {flag} ]; do '
                  f'sleep 0.2; done; fi; {{{{ python }}}}')
     edit_profile(toy.root, 'units_path }}", timeout_s: 3}', 'units_path }}", timeout_s: 600}')
-    proc = subprocess.Popen(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--no-report"],
+    # One replicate: the attempt and its redoing are the first run's; how many runs follow it changes nothing here.
+    proc = subprocess.Popen(WB + ["hypothesis", "run", "toy-fix", "--db", toy.db, "--no-report", "--replicates", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         _store_when_waiting(toy, lambda: bool(_rows_with(toy, "running")), proc)
