@@ -72,20 +72,6 @@ def _interrupt_at_second_run(toy, tmp_path: Path, *flags: str) -> tuple[int, str
     return code, out.read_text(), before, err.read_text()
 
 
-def test_an_interrupted_run_prints_what_it_recorded_and_a_line_per_ended_run(toy, tmp_path) -> None:
-    code, out, before, err = _interrupt_at_second_run(toy, tmp_path)
-    assert code == 130, err[-2000:]
-    # Off a terminal, the first run's line was there while the second one worked, not only at the end.
-    assert "[1/2] run 1 control r1 on local: ok (" in before, before
-    assert "Error: interrupted after 1 of 2 runs ok; the target was restored" in err
-    assert out.startswith("toy-fix on local (profile local), execution 1, mode fixed, seed 5\n"), out
-    assert "  control      runs ok 1/1  sessions=10  leak=3" in out and "  treatment    runs ok 0/1" in out, out
-    assert "run 2 (treatment r1) interrupted during its workload stage" in out, out
-    assert "verdict: none (interrupted before the planned runs were made)" in out, out
-    assert "Traceback" not in err
-    assert toy.conf.read_bytes() == toy.original
-
-
 def test_an_interrupted_run_with_json_prints_an_envelope_with_its_status_and_resume_command(toy, tmp_path) -> None:
     code, out, _, err = _interrupt_at_second_run(toy, tmp_path, "--json")
     assert code == 130, err[-2000:]
@@ -96,19 +82,6 @@ def test_an_interrupted_run_with_json_prints_an_envelope_with_its_status_and_res
     assert sum(a["runs_ok"] for a in doc["arms"].values()) == 1
     assert doc["error"]["exit_code"] == 130 and doc["error"]["hint"] == f"continue with: {doc['resume']}"
     assert doc["error"]["message"].startswith("interrupted after 1 of 2 runs ok")
-
-
-def test_on_a_terminal_the_live_bar_shows_progress_and_no_line_per_run(toy) -> None:
-    """The per-run lines are for logs and pipes; a terminal has the bar, redrawn in place, then one line."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-    from terminal_kit import run_in_a_terminal
-
-    code, raw = run_in_a_terminal(["hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db],
-                                  {**os.environ, "WB_ROOT": str(toy.root)}, on="stderr", timeout_s=240)
-    shown = raw.decode(errors="replace")
-    assert code == 0, shown[-2000:]
-    assert "[1/2] run 1" not in shown and "[2/2] run 2" not in shown, shown
-    assert "toy-fix on local: 2 of 2 runs ok\r\n" in shown, shown
 
 
 def test_the_arms_of_the_result_leave_out_a_per_replicate_variable(toy, cli) -> None:
@@ -167,8 +140,12 @@ def _interrupt_the_check(toy, tmp_path: Path, marker: Path, *flags: str) -> tupl
     return code, out.read_text(), err.read_text()
 
 
-def test_ctrl_c_while_a_resume_is_prepared_keeps_the_execution_and_says_how_to_continue(toy, tmp_path) -> None:
-    """A Ctrl-C while a --resume was still prepared (its config's check working) said "nothing was run or recorded,
+def test_an_interrupted_run_prints_what_it_recorded_and_ctrl_c_while_its_resume_is_prepared_keeps_it(toy,
+                                                                                                   tmp_path) -> None:
+    """An execution interrupted in its second run prints what it recorded and a line per ended run (off a terminal,
+    the first run's line was there while the second one worked, not only at the end).
+
+    A Ctrl-C while a --resume of it was still prepared (its config's check working) said "nothing was run or recorded,
     and the target was not touched", with no hint: the store holds the interrupted execution's runs, it is still
     resumable, and a runner killed earlier may have left its config on the target. It says the resume was not
     started, the execution is as it was, and how to continue it; --json gives the interrupted envelope."""
@@ -177,8 +154,19 @@ def test_ctrl_c_while_a_resume_is_prepared_keeps_the_execution_and_says_how_to_c
     gate, marker = tmp_path / "gate", tmp_path / "checking"
     edit_profile(toy.root, 'check: "bash -n {{ file }}"',
                  f'check: "bash -n {{{{ file }}}} && if [ -e {gate} ]; then touch {marker}; sleep 60; fi"')
-    code, _, _, err = _interrupt_at_second_run(toy, tmp_path)
+    # The check's edit changes nothing before the gate exists: the execution runs and is interrupted as any.
+    code, out, before_signal, err = _interrupt_at_second_run(toy, tmp_path)
     assert code == 130, err[-2000:]
+    assert "[1/2] run 1 control r1 on local: ok (" in before_signal, before_signal
+    assert "Error: interrupted after 1 of 2 runs ok; the target was restored" in err
+    assert out.startswith("toy-fix on local (profile local), execution 1, mode fixed, seed 5\n"), out
+    assert "  control      runs ok 1/1  sessions=10  leak=3" in out and "  treatment    runs ok 0/1" in out, out
+    assert "run 2 (treatment r1) interrupted during its workload stage" in out, out
+    assert "verdict: none (interrupted before the planned runs were made)" in out, out
+    assert "Traceback" not in err
+    assert toy.conf.read_bytes() == toy.original
+    hint = next(line for line in err.splitlines() if line.startswith("Hint: continue with: "))  # the store named
+    assert "--resume" in hint and f"--db {toy.db}" in hint, hint
     before = store_rows(toy.db, "SELECT id, status, ended_at, error FROM executions")
     assert [r[1] for r in before] == ["interrupted"], before
     gate.write_text("")

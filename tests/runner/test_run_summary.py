@@ -26,9 +26,11 @@ def _after(lines: list[str], start: str, stop: tuple[str, ...] = ()) -> list[str
     return rest[:next((n for n, line in enumerate(rest) if line.startswith(stop)), len(rest))] if stop else rest
 
 
-def test_the_verdict_is_a_headline_then_the_lines_hypothesis_show_prints(toy, cli) -> None:
-    """It was one paragraph of about 1,900 characters; `show` gave the same checks a line each."""
-    out, _ = _run(toy, cli)
+def test_the_verdict_is_a_headline_the_time_line_one_sum_and_counts_are_singular_or_plural(toy, cli) -> None:
+    """It was one paragraph of about 1,900 characters; `show` gave the same checks a line each. The same run's
+    output is read by `_time_line_is_one_sum_whose_parts_add_up` and `_counts_are_singular_or_plural` below (one
+    run serves all three tests that were: each only reads it)."""
+    out, run_err = _run(toy, cli)
     lines = out.splitlines()
     assert "verdict: inconclusive (claim: The fix removes the leaks.)" in lines, out
     body = _after(lines, "verdict: ", ("time: ", "report: "))
@@ -55,12 +57,14 @@ def test_the_verdict_is_a_headline_then_the_lines_hypothesis_show_prints(toy, cl
     code, shown, err = cli("hypothesis", "show", "toy-fix", "--db", toy.db)
     assert code == 0, err
     assert _after(shown.splitlines(), "verdict: ") == body, shown
+    _time_line_is_one_sum_whose_parts_add_up(out, run_err)
+    _counts_are_singular_or_plural(toy, cli, out, run_err)
 
 
-def test_the_time_line_is_one_sum_whose_parts_add_up_and_stderr_gives_no_second_figure(toy, cli) -> None:
-    """stderr's "the runs took 56.2 s of real time" stood beside stdout's "58.2 s = ... 54.7 s + runner 3.15 s":
-    two figures for one thing, and parts rounded apart that did not add up to the total shown."""
-    out, err = _run(toy, cli)
+def _time_line_is_one_sum_whose_parts_add_up(out: str, err: str) -> None:
+    """The time line is one sum whose parts add up, and stderr gives no second figure: stderr's "the runs took
+    56.2 s of real time" stood beside stdout's "58.2 s = ... 54.7 s + runner 3.15 s": two figures for one thing,
+    and parts rounded apart that did not add up to the total shown."""
     t = re.search(r"^time: ([\d.]+) s, the wall time of the whole command = target commands and waits ([\d.]+) s "
                   r"\+ runner ([\d.]+) s \+ analysis ([\d.]+) s \+ report ([\d.]+) s$", out, re.M)
     assert t, out
@@ -71,11 +75,10 @@ def test_the_time_line_is_one_sum_whose_parts_add_up_and_stderr_gives_no_second_
     assert "toy-fix on local: 2 of 2 runs ok" in err, err
 
 
-def test_counts_are_singular_or_plural_never_s_in_brackets_and_replicates_count_from_1(toy, cli) -> None:
-    """Replicates were shown as stored, "control r0" for the first (progress, `wb runs show`), where people count
-    from 1. What is shown counts from 1; the store and the JSON keep the plan's index from 0 (each per-replicate
-    value is drawn from it)."""
-    out, err = _run(toy, cli)
+def _counts_are_singular_or_plural(toy, cli, out: str, err: str) -> None:
+    """Counts are singular or plural, never "(s)", and replicates count from 1. Replicates were shown as stored,
+    "control r0" for the first (progress, `wb runs show`), where people count from 1. What is shown counts from 1;
+    the store and the JSON keep the plan's index from 0 (each per-replicate value is drawn from it)."""
     assert "(s)" not in out + err, out + err
     assert "control: 1 run, treatment: 1 run" in out, out
     assert re.search(r"\] run 1 (control|treatment) r1 on local: ok \(", err) and " r0 " not in err, err
@@ -83,22 +86,6 @@ def test_counts_are_singular_or_plural_never_s_in_brackets_and_replicates_count_
     assert code == 0 and "\nreplicate: r1\n" in out, out
     code, out, _ = cli("runs", "show", "1", "--db", toy.db, "--json", env={"WB_ROOT": str(toy.root)})
     assert code == 0 and json.loads(out)["replicate"] == 0, out
-
-
-def test_no_color_leaves_out_every_style_on_a_terminal(toy) -> None:
-    """NO_COLOR (https://no-color.org) dropped the colours, not bold and dim: the progress bar on a terminal still
-    styled its text. Without NO_COLOR the same terminal is styled, so the check can fail."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-    from terminal_kit import run_in_a_terminal
-
-    env = {**os.environ, "WB_ROOT": str(toy.root), "TERM": "xterm-256color", "COLUMNS": "100"}
-    env.pop("NO_COLOR", None)
-    args = ["hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db]
-    code, styled = run_in_a_terminal(args, env, on="stderr", timeout_s=240)
-    assert code == 0 and SGR.search(styled), styled[-2000:]
-    code, plain = run_in_a_terminal(args, {**env, "NO_COLOR": "1"}, on="stderr", timeout_s=240)
-    assert code == 0 and not SGR.search(plain), SGR.findall(plain)
-    assert b"2 of 2 runs ok" in plain, plain[-2000:]
 
 
 def _execution(mode: str, made: int, planned: int):
@@ -123,11 +110,16 @@ def test_the_order_line_of_a_sequential_stop_gives_its_plan_as_a_budget() -> Non
     assert _order_line(_execution("sequential", 8, 8)).endswith("treatment@local")  # the budget spent: no note
 
 
-def test_on_a_terminal_the_restore_and_the_summary_wrap_between_phrases(toy) -> None:
-    """On a terminal the `restored:` line broke inside its parentheses (`restarted (1` / `command), healthy`; after a
+def test_on_a_terminal_no_color_leaves_out_every_style_and_the_restore_and_the_summary_wrap_between_phrases(
+        toy) -> None:
+    """NO_COLOR (https://no-color.org) dropped the colours, not bold and dim: the progress bar on a terminal still
+    styled its text. Without NO_COLOR the same terminal is styled, so the check can fail.
+
+    On a terminal the `restored:` line broke inside its parentheses (`restarted (1` / `command), healthy`; after a
     Ctrl-C, `pdsim stopped (it was down` / `before)`), and the summary's lines ran past the terminal's width for it
     to break inside words. Both wrap at its width between words, a parenthesis kept whole where it fits, the lines
-    after the first indented."""
+    after the first indented (read on the run under NO_COLOR, whose lines hold no style to skip). The progress is
+    the live bar, with no line per run."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
     from terminal_kit import run_in_a_terminal
 
@@ -136,15 +128,19 @@ def test_on_a_terminal_the_restore_and_the_summary_wrap_between_phrases(toy) -> 
     hypotheses.write_text(hypotheses.read_text().replace("claim: The fix removes the leaks.", f"claim: {claim}"))
     restored = f"restored: {toy.conf} put back byte for byte, restarted (1 command), healthy"
     width = restored.index("(1 command)") + 5  # room for `(1` but not for `command),` on the line
-    code, raw = run_in_a_terminal(["hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db],
-                                  {**os.environ, "WB_ROOT": str(toy.root), "COLUMNS": str(width), "NO_COLOR": "1"},
-                                  on="both", timeout_s=240)
+    env = {**os.environ, "WB_ROOT": str(toy.root), "TERM": "xterm-256color", "COLUMNS": str(width)}
+    env.pop("NO_COLOR", None)
+    args = ["hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db]
+    code, styled = run_in_a_terminal(args, env, on="both", timeout_s=240)
+    assert code == 0 and SGR.search(styled), styled[-2000:]
+    code, raw = run_in_a_terminal(args, {**env, "NO_COLOR": "1"}, on="both", timeout_s=240)
+    assert code == 0 and not SGR.search(raw), SGR.findall(raw)
     shown = raw.decode(errors="replace").replace("\r\n", "\n")
-    assert code == 0, shown[-2000:]
+    # The per-run lines are for logs and pipes; a terminal has the bar, redrawn in place, then one line.
+    assert "[1/2] run 1" not in shown and "[2/2] run 2" not in shown, shown
     lines = shown[shown.index("toy-fix on local: 2 of 2 runs ok\n"):].splitlines()[1:]
     assert lines[:2] == [restored[:restored.index(" (1 command)")], "  (1 command), healthy"], lines
     assert all(len(line) <= width or " " not in line.strip() for line in lines), lines
     assert all(line == line.rstrip() for line in lines), lines
     at = next(i for i, line in enumerate(lines) if line.startswith("verdict: "))  # longer than the terminal
     assert lines[at + 1].startswith("  ") and claim.split()[-1] in lines[at + 1] + lines[at + 2], lines
-
