@@ -19,10 +19,6 @@ def _run(toy, **kw):
     return run_hypothesis("toy-fix", db=toy.db, **kw)
 
 
-def _stderr(capfd) -> str:
-    return " ".join(capfd.readouterr().err.split())  # rich wraps long lines
-
-
 def _signal_at_run(n: int, sig: int = signal.SIGTERM):
     seen = {"n": 0}
 
@@ -35,14 +31,26 @@ def _signal_at_run(n: int, sig: int = signal.SIGTERM):
     return fault
 
 
-def test_interrupted_counts_agree_and_sigterm_exits_143(toy, capfd):
+def test_interrupted_counts_agree_and_sigterm_exits_143_and_the_interrupted_run_is_one_clear_line(toy, capfd):
+    """One execution stopped by SIGTERM in its second run's workload: the counts printed agree, the exit code is
+    143, and the interrupted run is one clear line naming its stage, in the summary alone."""
+    from workbench.app import RunReport
+    from workbench.cli.run_cmd import summary_lines
+
     with pytest.raises(RunInterrupted) as ei:
         _run(toy, replicates=1, seed=3, show_progress=True, fault=_signal_at_run(2))
-    err = _stderr(capfd)
+    text = capfd.readouterr().err
+    err = " ".join(text.split())  # rich wraps long lines
     assert "toy-fix on local: 1 of 2 runs ok, interrupted after " in err, err
     assert ei.value.message.startswith("interrupted after 1 of 2 runs ok;"), ei.value.message
     assert ei.value.exit_code == 143
     assert toy.conf.read_bytes() == toy.original
+    # The summary that follows an interrupt says it; the progress on stderr does not say it a second time.
+    assert not [ln for ln in _run_lines(text) if "interrupted" in ln]
+    summary = summary_lines(RunReport(ei.value.partial, None, "interrupted"))
+    (line,) = [ln.strip() for ln in summary if ln.startswith("  run ") and "interrupted" in ln]
+    assert line.endswith("interrupted during its workload stage"), line
+    assert "  " not in line and line.count("interrupted") == 1, line
 
 
 def test_sigint_exits_130(toy):
@@ -52,25 +60,36 @@ def test_sigint_exits_130(toy):
     assert toy.conf.read_bytes() == toy.original
 
 
-def test_runs_that_all_failed_are_not_called_finished(toy, capfd):
-    s = _run(toy, replicates=2, sets={"mode": "fail"}, show_progress=True)
-    assert {r["status"] for r in s["runs"]} == {"failed"}
-    err = _stderr(capfd)
-    assert "toy-fix on local: 0 of 4 runs ok, 4 failed restored: " in err, err
-    assert "finished" not in err
-
-
-def test_a_resumed_execution_counts_each_planned_run_once(toy):
+def test_a_resumed_execution_counts_each_planned_run_once_and_does_not_redo_finished_runs(toy):
+    """Interrupted in its third run (the second block), the execution's first two runs are finished: the resume
+    must not run them again, and what it prints counts each planned run once."""
     from workbench.app import Workbench
     from workbench.cli.run_cmd import summary_lines
+    from workbench.errors import BadInput
     from workbench.runner.execute import RunOptions
     from workbench.settings import Settings
+    from workbench.store import open_store
 
     with pytest.raises(RunInterrupted):
         _run(toy, replicates=2, seed=3, show_progress=False, fault=_signal_at_run(3))
+    assert toy.conf.read_bytes() == toy.original
+    with open_store(toy.db, read_only=True) as store:
+        finished = {(r.id, r.order_index) for r in store.runs() if r.status == "ok"}
+    assert len(finished) == 2
+    before = len(toy.restarts())
     wb = Workbench.open(Settings.from_env(db=toy.db, root=toy.root))
     report = wb.run("toy-fix", RunOptions(resume=True, show_progress=False), report=False)
     assert len(report.execution.runs) == 5  # the interrupted attempt stays recorded
+    s = report.to_dict()
+    statuses = [r["status"] for r in s["runs"]]
+    assert statuses.count("ok") == 4 and statuses.count("interrupted") == 1
+    # The finished runs are the same rows, untouched; the resumed execution is the interrupted one.
+    assert finished <= {(r["id"], r["order_index"]) for r in s["runs"] if r["status"] == "ok"}
+    assert len({r["order_index"] for r in s["runs"] if r["status"] == "ok"}) == 4
+    with open_store(toy.db, read_only=True) as store:
+        assert [e.status for e in store.executions()] == ["done"]
+    # two runs left to do: two restarts for the runs plus one for the restore
+    assert len(toy.restarts()) - before == 3
     lines = summary_lines(report, wb.registry.hypothesis("toy-fix"))
     order = next(line for line in lines if line.startswith("order: "))
     assert len(order.split("  (")[0].split()) == 1 + 4, order
@@ -83,11 +102,13 @@ def test_a_resumed_execution_counts_each_planned_run_once(toy):
     assert "corruption_rate=0.0%" in treatment and "leak=0" in treatment, treatment
     assert "] predicts corruption_rate (treatment) <= 0.02 (2%); the treatment arm (fix=on) had 0/20 = 0.0%" \
         in " ".join(lines), lines
+    with pytest.raises(BadInput):
+        _run(toy, resume=True)  # nothing left to resume
 
 
-def _run_lines(capfd) -> list[str]:
-    """The lines the runner printed about single runs (rich may wrap a long one: joined back)."""
-    text = " ".join(capfd.readouterr().err.split())
+def _run_lines(err: str) -> list[str]:
+    """The lines the runner printed on stderr (`err`) about single runs (rich may wrap a long one: joined back)."""
+    text = " ".join(err.split())
     ends = (" toy-fix on local", " not waiting for ")  # what the runner prints next: its summary, the restore
     out = []
     for part in text.split("run ")[1:]:
@@ -98,53 +119,38 @@ def _run_lines(capfd) -> list[str]:
     return out
 
 
-def test_an_interrupted_run_is_one_clear_line_naming_its_stage(toy, capfd):
-    from workbench.app import RunReport
-    from workbench.cli.run_cmd import summary_lines
-
-    with pytest.raises(RunInterrupted) as ei:
-        _run(toy, replicates=1, seed=3, show_progress=True, fault=_signal_at_run(2))
-    # The summary that follows an interrupt says it; the progress on stderr does not say it a second time.
-    assert not [ln for ln in _run_lines(capfd) if "interrupted" in ln]
-    summary = summary_lines(RunReport(ei.value.partial, None, "interrupted"))
-    (line,) = [ln.strip() for ln in summary if ln.startswith("  run ") and "interrupted" in ln]
-    assert line.endswith("interrupted during its workload stage"), line
-    assert "  " not in line and line.count("interrupted") == 1, line
-
-
-def test_a_failed_run_line_keeps_its_stage_and_brackets_in_the_output(toy, capfd):
+def test_a_failed_run_line_keeps_its_stage_and_brackets_and_runs_that_all_failed_are_not_called_finished(toy,
+                                                                                                          capfd):
     # The workload's own output may hold brackets: printed as they are, never read as console markup.
     toy_py = toy.state / "toy.py"
     toy_py.write_text(toy_py.read_text().replace('print("boom"', 'print("boom [/bold] [red]x[/red]"'))
     s = _run(toy, replicates=1, seed=3, show_progress=True, sets={"mode": "fail"})
     assert {r["status"] for r in s["runs"]} == {"failed"}
-    lines = [ln for ln in _run_lines(capfd) if "failed" in ln]
+    text = capfd.readouterr().err
+    # Every run failed: the closing line counts them failed, never "finished" (its wording does not depend on how
+    # many runs failed: one replicate).
+    err = " ".join(text.split())  # rich wraps long lines
+    assert "toy-fix on local: 0 of 2 runs ok, 2 failed restored: " in err, err
+    assert "finished" not in err
+    lines = [ln for ln in _run_lines(text) if "failed" in ln]
     assert len(lines) == 2, lines
     for line in lines:
         assert "failed during its workload stage: workload exited 3: boom [/bold] [red]x[/red]" in line, line
 
 
-def test_no_run_line_or_summary_line_has_a_doubled_space_after_its_status(toy, cli):
-    """ "failed:  workload …" once printed the status, then the stored "[stage] …" error after a blank."""
-    import re
-
-    code, out, err = cli("hypothesis", "run", "toy-fix", "--set", "mode=fail", "--replicates", "1", "--db", toy.db,
-                         env={"WB_ROOT": str(toy.root), "COLUMNS": "400"})
+def test_a_failed_run_is_named_once_with_all_it_ended_with_and_no_doubled_space(toy, cli):
+    """A failed run was named three times: its progress line ("[1/2] run 1 treatment r1 on local: failed (1.3 s
+    elapsed)"), the error under it, and the summary on stdout repeating that error. One line on stderr now says it
+    all; the summary names it again only where stdout is read apart from stderr (as here, captured in-process; one
+    place for both: test_piped_lines). No run line or summary line has a doubled space after its status ("failed:
+    workload …" once printed the status, then the stored "[stage] …" error after a blank)."""
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--set", "mode=fail", "--replicates", "1", "--seed", "3",
+                         "--db", toy.db, env={"WB_ROOT": str(toy.root), "COLUMNS": "400"})
     assert code == 1, err
     text = out + err
     assert "workload exited 3" in text, text
     assert not re.search(r"(failed|invalid|interrupted):  ", text), text
     assert not re.search(r"(failed|invalid|interrupted): \[", text), text
-
-
-def test_a_failed_run_is_named_once_with_all_it_ended_with(toy, cli):
-    """A failed run was named three times: its progress line ("[1/2] run 1 treatment r1 on local: failed (1.3 s
-    elapsed)"), the error under it, and the summary on stdout repeating that error. One line on stderr now says it
-    all; the summary names it again only where stdout is read apart from stderr (as here, captured in-process; one
-    place for both: test_piped_lines)."""
-    code, out, err = cli("hypothesis", "run", "toy-fix", "--set", "mode=fail", "--replicates", "1", "--seed", "3",
-                         "--db", toy.db, env={"WB_ROOT": str(toy.root), "COLUMNS": "400"})
-    assert code == 1, err
     for run_id in (1, 2):
         named = [ln for ln in err.splitlines() if re.search(rf"\brun {run_id}\b", ln)]
         assert len(named) == 1, err
