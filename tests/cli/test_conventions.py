@@ -56,6 +56,8 @@ def wbenv(tmp_path: Path, seeded: Path) -> dict[str, str]:
 
 
 def test_piped_listings_keep_whole_values(wbenv):
+    """`wb lineage` through a pipe is checked in test_lineage_draws_a_tree_that_fits_the_terminal (one process
+    serves both)."""
     got = sh('"$WB" runs list | grep post-bf16-hicache-postfix', wbenv)
     assert got.returncode == 0, got.stderr
     (row,) = got.stdout.splitlines()
@@ -65,14 +67,9 @@ def test_piped_listings_keep_whole_values(wbenv):
     assert got.stdout.split()[:5] == ["wedge-confound", "hicache-bf16-race", "ab", "nixl_abort_fix", "falsified"]
     # the note column: this status comes from `analyze` pooling the imported evidence, so it is exploratory
     assert got.stdout.split()[5] == "exploratory:" and len(got.stdout.splitlines()) == 1
-    # the lineage tree too: a claim is cut to fit a terminal, never in a pipe
-    got = sh('"$WB" lineage | grep "^hicache-bf16-race "', wbenv)
-    shown = sh('"$WB" hypothesis show hicache-bf16-race --json', wbenv)
-    claim = json.loads(shown.stdout)["claim"]
-    assert len(claim) > 80 and got.stdout == f"hicache-bf16-race  [open]  {claim}\n", got.stdout
 
 
-def test_lineage_draws_a_tree_that_fits_the_terminal(wbenv):
+def test_lineage_draws_a_tree_that_fits_the_terminal(wbenv, cli):
     # Every child was drawn with `└─`, siblings that are not last included, and at 80 columns the lines ran to
     # 99-127 characters though claims were cut with `…`: now `├─` for a sibling with more below it, `│` carrying
     # its parent's line past it, and on a terminal each claim is cut to the terminal's width (never in a pipe).
@@ -90,6 +87,11 @@ def test_lineage_draws_a_tree_that_fits_the_terminal(wbenv):
     assert got.returncode == 0, got.stderr
     assert [line.split("  [")[0] for line in got.stdout.splitlines()] == tree, got.stdout
     assert "…" not in got.stdout
+    # the lineage tree in a pipe: a claim is cut to fit a terminal, never in a pipe (the claim read in process)
+    code, out, err = cli("hypothesis", "show", "hicache-bf16-race", "--json", env=wbenv)
+    claim = json.loads(out)["claim"]
+    assert len(claim) > 80 and [line for line in got.stdout.splitlines() if line.startswith("hicache-bf16-race ")] \
+        == [f"hicache-bf16-race  [open]  {claim}"], got.stdout
     shown = in_a_terminal(["lineage"], {**wbenv, "COLUMNS": "80", "NO_COLOR": "1"}, timeout_s=60).decode()
     lines = [re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", line) for line in shown.splitlines()]
     assert [line.split("  [")[0] for line in lines] == tree, shown
@@ -97,19 +99,22 @@ def test_lineage_draws_a_tree_that_fits_the_terminal(wbenv):
     assert max(len(line) for line in lines) <= 80 and sum(line.endswith("…") for line in lines) >= 5, shown
 
 
-def test_tsv_and_csv_cut_and_parse(wbenv):
+def test_tsv_and_csv_cut_and_parse(wbenv, cli):
+    """One listing through `cut` in a real pipe; the other formats and the refusal are wb's own code, read in
+    process (a closed pipe after a header line is test_closed_pipe_ends_quietly_with_exit_0's)."""
     got = sh('"$WB" runs list --format tsv | cut -f2', wbenv)
     assert got.returncode == 0, got.stderr
     assert got.stdout.splitlines()[0] == "label" and "post-bf16-hicache-postfix" in got.stdout.splitlines()
-    got = sh('"$WB" lineage --format csv', wbenv)
-    rows = list(csv.DictReader(io.StringIO(got.stdout)))
+    code, out, err = cli("lineage", "--format", "csv", env=wbenv)
+    rows = list(csv.DictReader(io.StringIO(out)))
     assert {r["id"]: r["status"] for r in rows}["wedge-confound"] == "falsified"
     assert {r["id"]: r["depth"] for r in rows}["token-granular-geometry-deployment"] == "2"
-    got = sh('"$WB" confounds --format tsv | head -1', wbenv)
-    assert got.stdout.rstrip("\n").split("\t") == ["flag", "experiment", "outcome", "kind", "factor", "p",
-                                                    "comparisons", "p_adjusted", "message", "proposal"]
-    bad = sh('"$WB" runs list --format xml', wbenv)
-    assert bad.returncode == 2 and "Error: --format 'xml' is not one of table, json, csv, tsv" in bad.stderr
+    code, out, err = cli("confounds", "--format", "tsv", env=wbenv)
+    assert code == 0, err
+    assert out.splitlines()[0].split("\t") == ["flag", "experiment", "outcome", "kind", "factor", "p",
+                                               "comparisons", "p_adjusted", "message", "proposal"]
+    code, out, err = cli("runs", "list", "--format", "xml", env=wbenv)
+    assert code == 2 and "Error: --format 'xml' is not one of table, json, csv, tsv" in err
 
 
 def test_closed_pipe_ends_quietly_with_exit_0(wbenv):
@@ -188,27 +193,19 @@ def test_root_and_db_flags_reach_every_reading_command(wbenv, tmp_path, cli, mon
     assert not (tmp_path / "wb.duckdb").exists()
 
 
-def test_fail_on_turns_a_verdict_into_exit_3(wbenv):
-    base = '"$WB" hypothesis analyze wedge-confound --no-record'
-    assert sh(f"{base} --fail-on falsified,invalid", wbenv).returncode == 3
-    assert sh(f"{base} --fail-on invalid,inconclusive", wbenv).returncode == 0
-    bad = sh(f"{base} --fail-on falsifed", wbenv)
-    assert bad.returncode == 2 and "Error: --fail-on 'falsifed': unknown verdict falsifed" in bad.stderr
+def test_fail_on_turns_a_verdict_into_exit_3(wbenv, cli):
+    """In process: the gate is wb's code; a real process ending in 3 under a pipe is
+    test_a_closed_pipe_keeps_the_exit_code_a_failure_or_a_fail_on_gate_sets's."""
+    base = ["hypothesis", "analyze", "wedge-confound", "--no-record"]
+    assert cli(*base, "--fail-on", "falsified,invalid", env=wbenv)[0] == 3
+    assert cli(*base, "--fail-on", "invalid,inconclusive", env=wbenv)[0] == 0
+    code, out, err = cli(*base, "--fail-on", "falsifed", env=wbenv)
+    assert code == 2 and "Error: --fail-on 'falsifed': unknown verdict falsifed" in err
 
 
 def _in_a_terminal(args: list[str], env: dict[str, str]) -> bytes:
     """Run wb with a pseudo-terminal as stdout (rich then colours), returning what it wrote."""
     return in_a_terminal(args, {**env, "COLUMNS": "100"}, timeout_s=60)
-
-
-def test_no_color_is_honoured(wbenv):
-    import re
-
-    color = re.compile(rb"\x1b\[(?:[0-9;]*;)?(?:3[0-7]|9[0-7]|38;)")
-    coloured = _in_a_terminal(["--help"], {**wbenv, "TERM": "xterm-256color"})
-    assert color.search(coloured), coloured[:200]  # the check can fail: a terminal gets colour by default
-    plain = _in_a_terminal(["--help"], {**wbenv, "TERM": "xterm-256color", "NO_COLOR": "1"})
-    assert b"hypothesis" in plain and not color.search(plain)
 
 
 @pytest.mark.parametrize("args", [["--help"], ["hypothesis", "list"]])
@@ -222,25 +219,25 @@ def test_no_color_leaves_out_bold_and_dim_too(wbenv, args):
     assert style.search(styled), styled[:200]
     plain = _in_a_terminal(args, {**wbenv, "TERM": "xterm-256color", "NO_COLOR": "1"})
     assert b"hypothes" in plain and not style.search(plain), style.findall(plain)
+    if args == ["--help"]:  # NO_COLOR is honoured: the same two terminals (was test_no_color_is_honoured)
+        color = re.compile(rb"\x1b\[(?:[0-9;]*;)?(?:3[0-7]|9[0-7]|38;)")
+        assert color.search(styled), styled[:200]  # the check can fail: a terminal gets colour by default
+        assert b"hypothesis" in plain and not color.search(plain)
 
 
-def test_shell_completion_installs(tmp_path, wbenv):
+def test_shell_completion_installs_with_the_shell_named_not_the_parent_process(tmp_path, wbenv):
+    """One install serves what test_shell_completion_installs and
+    test_completion_uses_the_shell_named_not_the_parent_process each asserted: it is written and sourced."""
     env = {**wbenv, "HOME": str(tmp_path), "SHELL": "/bin/bash"}
     shown = subprocess.run([WB, "--show-completion", "bash"], capture_output=True, text=True, env=env, timeout=60)
     assert shown.returncode == 0 and "_WB_COMPLETE" in shown.stdout
-    done = subprocess.run([WB, "--install-completion", "bash"], capture_output=True, text=True, env=env, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert "_WB_COMPLETE" in (tmp_path / ".bash_completions" / "wb.sh").read_text()
-    assert ".bash_completions/wb.sh" in (tmp_path / ".bashrc").read_text()
-
-
-def test_completion_uses_the_shell_named_not_the_parent_process(tmp_path, wbenv):
     # Run from sh (as a script or CI would), typer's flag ignored "bash" and failed: "Shell sh is not supported".
     env = {**wbenv, "HOME": str(tmp_path)}
     done = subprocess.run(["sh", "-c", f"'{WB}' --install-completion bash"], capture_output=True, text=True,
                           env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "_WB_COMPLETE" in (tmp_path / ".bash_completions" / "wb.sh").read_text()
+    assert ".bash_completions/wb.sh" in (tmp_path / ".bashrc").read_text()
     shown = subprocess.run(["sh", "-c", f"'{WB}' --show-completion zsh"], capture_output=True, text=True,
                            env=env, timeout=60)
     assert shown.returncode == 0 and shown.stdout.startswith("#compdef wb")
@@ -249,16 +246,15 @@ def test_completion_uses_the_shell_named_not_the_parent_process(tmp_path, wbenv)
     assert "Traceback" not in bad.stderr
 
 
-def test_validate_says_one_hypothesis_in_the_singular(tmp_path, workbench_dir):
+def test_validate_says_one_hypothesis_in_the_singular(tmp_path, workbench_dir, cli):
     one = tmp_path / "one.yaml"
     text = (workbench_dir / "hypotheses.yaml").read_text()
     head, _, _ = text.partition("\n  - id: wedge-confound")
     one.write_text(head.replace("tested_by: wedge-confound", "").replace(
         "tested_by: dead-code-dsaindexerpoolhost", "") + "\n")
-    proc = subprocess.run([WB, "hypothesis", "validate", str(one), "--root", str(workbench_dir)],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == f"{one}: 1 hypothesis ok"
+    code, out, err = cli("hypothesis", "validate", str(one), "--root", str(workbench_dir))  # wb's wording: in process
+    assert code == 0, err
+    assert out.strip() == f"{one}: 1 hypothesis ok"
 
 
 @pytest.mark.parametrize("args", [["import", "evidence"], ["hypothesis", "validate"]], ids=" ".join)
@@ -309,7 +305,7 @@ def test_ctrl_c_in_a_command_of_a_group_says_interrupted_once_and_exits_130(tmp_
     (["runs", "list"], ["id", "label", "hypothesis", "arm", "status"], True),
     (["review", "list"], ["hypothesis", "state", "verdict"], True),
 ])
-def test_a_terminal_table_never_breaks_an_id_or_a_status(wbenv, listing, whole, fits):
+def test_a_terminal_table_never_breaks_an_id_or_a_status(wbenv, cli, listing, whole, fits):
     # On an 80-column terminal `wb hypothesis list` showed `hicache-bf` / `16-race` and `inconclusi` / `ve`:
     # ids and statuses must stay whole on one line (other columns wrap, or the line runs on).
     # It then ran to 128 columns, so the terminal wrapped every line: a column it can do without (the parent,
@@ -320,9 +316,9 @@ def test_a_terminal_table_never_breaks_an_id_or_a_status(wbenv, listing, whole, 
     import io
     import re
 
-    got = sh(f'"$WB" {" ".join(listing)} --format csv', wbenv)
-    assert got.returncode == 0, got.stderr
-    rows = list(csv.DictReader(io.StringIO(got.stdout)))
+    code, out, err = cli(*listing, "--format", "csv", env=wbenv)  # the values to look for, read in process
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
     values = {r[c] for r in rows for c in whole if r.get(c) not in (None, "", "-")}  # "-": no parent
     assert any(len(v) > 12 for v in values), values  # long enough that a squeezed column would fold one
     shown = in_a_terminal(listing, {**wbenv, "COLUMNS": "80", "NO_COLOR": "1"}, timeout_s=60).decode()
