@@ -33,17 +33,42 @@ def test_every_command_takes_json(name: str, cmd) -> None:
     assert "--json" in opts, f"wb {name} has no --json"
 
 
+@pytest.fixture(scope="module")
+def _seeded_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A workbench with the seed's evidence imported and wedge-confound analyzed into store.duckdb, built once per
+    module (19 tests each imported and analyzed it anew); each test gets a copy (see `seeded`)."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    repo = Path(__file__).resolve().parents[2]
+    root = tmp_path_factory.mktemp("seeded") / "wbroot"
+    root.mkdir()
+    shutil.copy(repo / "hypotheses.yaml", root / "hypotheses.yaml")
+    shutil.copytree(repo / "experiments", root / "experiments")
+    db = str(root / "store.duckdb")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("WB_DB", raising=False)
+        mp.delenv("WB_ROOT", raising=False)
+        mp.chdir(root.parent)
+        for args in (["import", "evidence", str(repo / "evidence" / "seed-runs.csv")],
+                     ["hypothesis", "analyze", "wedge-confound"]):
+            done = CliRunner().invoke(app, [*args, "--db", db, "--root", str(root)], catch_exceptions=False)
+            assert done.exit_code == 0, done.stderr
+    return root
+
+
 @pytest.fixture
-def seeded(workbench_dir: Path, seed_csv: Path, cli, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def seeded(_seeded_once: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A private copy of the seeded workbench and its store (a test may write to it), found by the flags only."""
+    import shutil
+
+    workbench_dir = tmp_path / "wbroot"
+    shutil.copytree(_seeded_once, workbench_dir)
     monkeypatch.delenv("WB_DB", raising=False)
     monkeypatch.delenv("WB_ROOT", raising=False)
     monkeypatch.chdir(workbench_dir.parent)  # not inside the workbench: only the flags find it
-    db = str(workbench_dir / "store.duckdb")
-    code, _, err = cli("import", "evidence", str(seed_csv), "--db", db, "--root", str(workbench_dir))
-    assert code == 0, err
-    code, _, err = cli("hypothesis", "analyze", "wedge-confound", "--db", db, "--root", str(workbench_dir))
-    assert code == 0, err
-    return {"root": str(workbench_dir), "db": db}
+    return {"root": str(workbench_dir), "db": str(workbench_dir / "store.duckdb")}
 
 
 def test_lineage_json_lists_its_rows_under_items_as_every_listing(seeded, cli) -> None:
