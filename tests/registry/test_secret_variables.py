@@ -4,17 +4,13 @@ report site and its Markdown, and a bundle put `<redacted>` in its place."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import html
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-WB = [sys.executable, "-m", "workbench.cli.main"]
 
 DEFAULT = "DefaultPw9876"  # the experiment's default of a secret variable
 HELD = "Held&Key\"55'<55>"  # a hypothesis holds a secret variable at this value; HTML, JSON and shells escape it
@@ -74,13 +70,30 @@ hypotheses:
 IDS = ("fix-held", "key-isolated")
 
 
+def _invoke(root: Path, *args: str) -> tuple[int, str, str]:
+    """`wb ARGS` in process, from `root`, as a process of its own would start it: no secret registered before
+    it (what an earlier command registered would mask a value this one failed to), no WB_ROOT or WB_DB.
+    Its exit code, stdout and stderr. (Each was a process of its own: 16 of them, a tenth of a minute of CPU.)"""
+    from typer.testing import CliRunner
+
+    from workbench import secrets
+    from workbench.cli.main import app
+
+    secrets.clear()
+    try:
+        with contextlib.chdir(root):
+            done = CliRunner().invoke(app, list(args), env={"WB_ROOT": None, "WB_DB": None},
+                                      catch_exceptions=False)
+    finally:
+        secrets.clear()
+    return done.exit_code, done.stdout, done.stderr
+
+
 def wb(root: Path, *args: str) -> str:
-    """`wb ARGS` in a process of its own (nothing registered before it starts); its stdout and stderr."""
-    env = {k: v for k, v in os.environ.items() if k not in ("WB_ROOT", "WB_DB")}
-    done = subprocess.run([*WB, *args, "--root", str(root)], capture_output=True, text=True, env=env, cwd=root,
-                          timeout=300)
-    assert done.returncode == 0, (args, done.stdout[-3000:], done.stderr[-3000:])
-    return done.stdout + done.stderr
+    """`wb ARGS --root ROOT` (see `_invoke`); its stdout and stderr, asserting exit 0."""
+    code, out, err = _invoke(root, *args, "--root", str(root))
+    assert code == 0, (args, out[-3000:], err[-3000:])
+    return out + err
 
 
 def assert_hidden(text: str, where: str) -> None:
@@ -149,24 +162,20 @@ def test_an_invalid_secret_default_is_reported_without_its_value(root: Path, spe
     error named the value (and the allowed values, as secret as it) in the clear."""
     exp = root / "experiments" / "keyed.yaml"
     exp.write_text(EXPERIMENT.replace(f"{{secret: true, default: {DEFAULT}}}", spec, 1))
-    env = {k: v for k, v in os.environ.items() if k not in ("WB_ROOT", "WB_DB")}
-    done = subprocess.run([*WB, "hypothesis", "list", "--root", str(root)], capture_output=True, text=True, env=env,
-                          cwd=root, timeout=300)
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith("Error:") and "Traceback" not in done.stderr, done.stderr
-    assert "keyed.yaml:6" in done.stderr and "db_password" in done.stderr and "<redacted>" in done.stderr, done.stderr
+    code, _, stderr = _invoke(root, "hypothesis", "list", "--root", str(root))
+    assert code == 2, stderr
+    assert stderr.startswith("Error:") and "Traceback" not in stderr, stderr
+    assert "keyed.yaml:6" in stderr and "db_password" in stderr and "<redacted>" in stderr, stderr
     for value in ("DefaultPw9876", "AllowedPw1111", "AllowedPw2222", "98769876"):
-        assert value not in done.stderr, done.stderr
+        assert value not in stderr, stderr
 
 
 def test_an_invalid_set_value_of_a_secret_variable_is_reported_without_it(root: Path):
-    env = {k: v for k, v in os.environ.items() if k not in ("WB_ROOT", "WB_DB")}
     exp = root / "experiments" / "keyed.yaml"
     exp.write_text(EXPERIMENT.replace(f"{{secret: true, default: {DEFAULT}}}",
                                       f"{{secret: true, type: int, default: '1234'}}", 1))
-    done = subprocess.run([*WB, "hypothesis", "run", "fix-held", "--set", "db_password=SetPw5555", "--root",
-                           str(root), "--db", str(root / "wb.duckdb")], capture_output=True, text=True, env=env,
-                          cwd=root, timeout=300)
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith("Error:") and "--set" in done.stderr and "db_password" in done.stderr, done.stderr
-    assert "SetPw5555" not in done.stderr, done.stderr
+    code, _, stderr = _invoke(root, "hypothesis", "run", "fix-held", "--set", "db_password=SetPw5555", "--root",
+                              str(root), "--db", str(root / "wb.duckdb"))
+    assert code == 2, stderr
+    assert stderr.startswith("Error:") and "--set" in stderr and "db_password" in stderr, stderr
+    assert "SetPw5555" not in stderr, stderr
