@@ -27,31 +27,39 @@ def _run(toy, **kw):
     return run_hypothesis("toy-fix", db=toy.db, target="ssh", **kw)
 
 
-def test_toy_over_ssh_records_and_restores(toy, ssh_server):
-    add_toy_ssh_profile(toy, ssh_server)
-    s = _run(toy, replicates=1)
-    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
-    assert s["arms"]["control"]["totals"]["leak"] == 3 and s["arms"]["treatment"]["totals"]["leak"] == 0
-    assert s["target"].startswith("ssh:") and s["runs"][0]["host"] == "127.0.0.1"
-    assert toy.conf.read_bytes() == toy.original
-
-
-def test_env_reaches_remote_commands_without_showing_in_their_command_line(toy, ssh_server):
-    """The profile's env (a token here) is exported to every command, but sent on the command's input: a
-    command line is the remote shell's argv, which every user of the host sees in `ps` while it runs."""
+def test_toy_over_ssh_records_and_restores_its_env_unseen_and_no_file_at_the_temporary_name_written_through(
+        toy, ssh_server):
+    """One run over SSH proves three things (each was a test with a run of its own):
+    - it records both arms and restores the target;
+    - the profile's env (a token here) is exported to every command, but sent on the command's input: a
+      command line is the remote shell's argv, which every user of the host sees in `ps` while it runs;
+    - something at serve.conf.wb-tmp before the run (a link someone planted there, or a leftover of a killed
+      write): wb writes a fresh file of its own, so the link's target is untouched and serve.conf stays a file
+      (the arm went through the link into its target, the link was renamed over serve.conf, and the restore then
+      wrote the original into that target too, leaving serve.conf a link)."""
     import json
 
     from runner_kit import edit_profile, store_rows
 
+    victim = toy.state / "victim.txt"
+    victim.write_text("not wb's\n")
+    (toy.state / "serve.conf.wb-tmp").symlink_to(victim)
     add_toy_ssh_profile(toy, ssh_server)
     edit_profile(toy.root, 'uname: "uname -s"\n',
                  'uname: "uname -s"\n      env_check: \'printf %s "$SERVICE_API_TOKEN" | wc -c\'\n')
     s = _run(toy, replicates=1)
     assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
+    assert s["arms"]["control"]["totals"]["leak"] == 3 and s["arms"]["treatment"]["totals"]["leak"] == 0
+    assert s["target"].startswith("ssh:") and s["runs"][0]["host"] == "127.0.0.1"
+    assert toy.conf.read_bytes() == toy.original
+    # the env: never on a command line, yet seen by the command
     assert ssh_server.commands and not [c for c in ssh_server.commands if "s3cret-value" in c]
     (fp,) = store_rows(toy.db, "SELECT fingerprint_json FROM runs WHERE id = :r", r=s["runs"][0]["id"])[0]
     assert json.loads(fp)["env_check"] == str(len("s3cret-value"))  # the token itself is masked there
-    assert toy.conf.read_bytes() == toy.original
+    # the planted temporary name
+    assert victim.read_text() == "not wb's\n"
+    assert not toy.conf.is_symlink()
+    assert not (toy.state / "serve.conf.wb-tmp").exists()
 
 
 def test_host_key_mismatch_is_refused_with_how_to_verify(toy, ssh_server, tmp_path):
@@ -208,22 +216,6 @@ def test_a_health_url_with_credentials_is_polled_with_them_over_the_forward(toy,
     finally:
         server.shutdown()
         server.server_close()
-
-
-def test_a_file_already_at_the_temporary_name_is_never_written_through(toy, ssh_server):
-    """Something at serve.conf.wb-tmp before the run (a link someone planted there, or a leftover of a killed
-    write): wb writes a fresh file of its own, so the link's target is untouched and serve.conf stays a file
-    (the arm went through the link into its target, the link was renamed over serve.conf, and the restore then
-    wrote the original into that target too, leaving serve.conf a link)."""
-    victim = toy.state / "victim.txt"
-    victim.write_text("not wb's\n")
-    (toy.state / "serve.conf.wb-tmp").symlink_to(victim)
-    add_toy_ssh_profile(toy, ssh_server)
-    s = _run(toy, replicates=1)
-    assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
-    assert victim.read_text() == "not wb's\n"
-    assert not toy.conf.is_symlink() and toy.conf.read_bytes() == toy.original
-    assert not (toy.state / "serve.conf.wb-tmp").exists()
 
 
 def test_jump_host(toy, ssh_server):
