@@ -408,6 +408,14 @@ def test_an_approval_pinned_to_the_evidence_read_is_refused_once_the_verdict_mov
     wb = _wb_as_ada(toy, cli)
     wb("hypothesis", "run", "toy-fix", "--replicates", "1")
     read = json.loads(wb("review", "list", "toy-fix", "--json"))["items"][0]["current_verdict"]["evidence_digest"]
+    # A short digest (was test_a_short_evidence_digest_is_refused_with_the_current_digest_as_its_hint, on a run
+    # of its own): `--evidence 2c48` (too short to pin anything) was refused with a fixed example digest in the
+    # hint, 80c2f3b49b, which is no verdict's: the hint now names the digest the current verdict rests on.
+    code, out, err = cli("review", "toy-fix", "--approve", "-m", "holds", "--as", "grace", "--evidence", read[:4],
+                         "--db", toy.db, env={"WB_ROOT": str(toy.root)})
+    assert code == 2 and "Error:" in err and "Traceback" not in err, (out, err)
+    assert f"--evidence {read[:10]}" in err and "80c2f3b49b" not in err, err
+    assert json.loads(wb("review", "list", "toy-fix", "--json"))["items"][0]["reviews"] == []
     wb("hypothesis", "run", "toy-fix", "--replicates", "1")
     code, out, err = cli("review", "toy-fix", "--approve", "-m", "holds", "--as", "grace", "--evidence", read[:10],
                          "--db", toy.db, env={"WB_ROOT": str(toy.root)})
@@ -439,21 +447,6 @@ def test_a_refused_bundle_import_leaves_an_empty_postgresql_database_empty(toy, 
         assert inspect(engine).get_table_names() == []
     finally:
         engine.dispose()
-
-
-def test_a_short_evidence_digest_is_refused_with_the_current_digest_as_its_hint(toy, cli):
-    """`--evidence 2c48` (too short to pin anything) was refused with a fixed example digest in the hint,
-    80c2f3b49b, which is no verdict's: the hint now names the digest the current verdict rests on."""
-    import json
-
-    wb = _wb_as_ada(toy, cli)
-    wb("hypothesis", "run", "toy-fix", "--replicates", "1")
-    now = json.loads(wb("review", "list", "toy-fix", "--json"))["items"][0]["current_verdict"]["evidence_digest"]
-    code, out, err = cli("review", "toy-fix", "--approve", "-m", "holds", "--as", "grace", "--evidence", now[:4],
-                         "--db", toy.db, env={"WB_ROOT": str(toy.root)})
-    assert code == 2 and "Error:" in err and "Traceback" not in err, (out, err)
-    assert f"--evidence {now[:10]}" in err and "80c2f3b49b" not in err, err
-    assert json.loads(wb("review", "list", "toy-fix", "--json"))["items"][0]["reviews"] == []
 
 
 def test_an_independent_approval_keeps_a_later_self_approval_from_marking_the_state(toy, cli):
