@@ -196,7 +196,7 @@ class Target(abc.ABC):
         return host
 
     def where(self, host: str) -> str:
-        """Where a run on `host` is shown beside its arm ("control@gpu-1", "control r1 on gpu-1"): the host. Only
+        """Where a run on `host` is shown beside its arm ("control@gpu-1", "control r0 on gpu-1"): the host. Only
         shown: the run keeps `host` as the plan gave it."""
         return host
 
