@@ -139,7 +139,7 @@ def test_a_failed_run_line_keeps_its_stage_and_brackets_and_runs_that_all_failed
 
 
 def test_a_failed_run_is_named_once_with_all_it_ended_with_and_no_doubled_space(toy, cli):
-    """A failed run was named three times: its progress line ("[1/2] run 1 treatment r1 on local: failed (1.3 s
+    """A failed run was named three times: its progress line ("[1/2] run 1 treatment r0 on local: failed (1.3 s
     elapsed)"), the error under it, and the summary on stdout repeating that error. One line on stderr now says it
     all; the summary names it again only where stdout is read apart from stderr (as here, captured in-process; one
     place for both: test_piped_lines). No run line or summary line has a doubled space after its status ("failed:
@@ -154,7 +154,7 @@ def test_a_failed_run_is_named_once_with_all_it_ended_with_and_no_doubled_space(
     for run_id in (1, 2):
         named = [ln for ln in err.splitlines() if re.search(rf"\brun {run_id}\b", ln)]
         assert len(named) == 1, err
-        assert re.fullmatch(rf"\[\d/2\] run {run_id} (control|treatment) r1 on local: failed during its workload "
+        assert re.fullmatch(rf"\[\d/2\] run {run_id} (control|treatment) r0 on local: failed during its workload "
                             r"stage: workload exited 3: boom \([\d.]+ s elapsed\)", named[0]), named[0]
         apart = [ln for ln in out.splitlines() if re.search(rf"\brun {run_id}\b", ln)]
         assert len(apart) == 1 and apart[0].endswith("failed during its workload stage: workload exited 3: boom"), out
@@ -163,7 +163,7 @@ def test_a_failed_run_is_named_once_with_all_it_ended_with_and_no_doubled_space(
 
 def test_a_signal_while_a_runs_row_is_created_leaves_no_pending_run(toy, monkeypatch):
     """Ctrl-C while the first run's row was being written (an SSH target's first run, just connected) left that
-    row `pending` for good: the summary said "run 1 (control r1) pending" and `wb runs list` kept a run that
+    row `pending` for good: the summary said "run 1 (control r0) pending" and `wb runs list` kept a run that
     neither ran nor was interrupted. A row the interrupted execution created but never started now goes, as a
     row created ahead does."""
     import threading

@@ -45,7 +45,7 @@ def test_health_never_green_fails_runs_and_restores(toy):
     msg = ei.value.message
     assert msg.startswith("stopped after 2 of 4 planned runs: the first run of each of its 2 arms failed before its "
                           "workload and no run got that far, so the rest would fail the same way; "
-                          f"run {runs[0].id} ({runs[0].arm} r1) failed during its health stage: health never green "
+                          f"run {runs[0].id} ({runs[0].arm} r0) failed during its health stage: health never green "
                           "after 4 attempts"), msg
     assert f"wb runs show {runs[0].id}" in ei.value.hint, ei.value.hint
     assert store_rows(toy.db, "SELECT status FROM executions") == [("failed",)]

@@ -27,7 +27,7 @@ def test_an_arm_whose_run_never_began_says_so_and_the_reason_is_not_the_status_a
     arms = {line.split()[0]: line.split(None, 1)[1] for line in out.splitlines() if "runs ok" in line}
     assert sorted(arms.values()) == ["runs ok 0/0 (0 of 1 planned began)", "runs ok 0/1"], out
     first = next(arm for arm, text in arms.items() if text == "runs ok 0/1")
-    assert f"  run 1 ({first} r1) interrupted during its workload stage\n" in out, out
+    assert f"  run 1 ({first} r0) interrupted during its workload stage\n" in out, out
     # Said once: the summary that follows an interrupt lists the run; the progress on stderr did too.
     assert (out + err).count("run 1 (") == 1, (out, err)
     assert "Error: interrupted after 0 of 2 runs ok; the target was restored" in err, err

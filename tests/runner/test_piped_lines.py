@@ -29,7 +29,7 @@ def test_run_end_and_failure_lines_are_whole_when_written_to_a_file(toy, tmp_pat
     lines = text.splitlines()
     ends = [ln for ln in lines if ln.startswith(f"toy-fix on {LONG}: ")]
     assert ends == [f"toy-fix on {LONG}: 0 of 2 runs ok, 2 failed"], text
-    # a failed run's progress line says how it ended: "[1/2] run 1 control r1 on local: failed during its ..."
+    # a failed run's progress line says how it ended: "[1/2] run 1 control r0 on local: failed during its ..."
     failed = [ln for ln in lines if ln.startswith("[") and "workload exited 3: boom (" in ln
               and ln.endswith(" s elapsed)")]
     assert len(failed) == 2, text

@@ -157,11 +157,11 @@ def test_an_interrupted_run_prints_what_it_recorded_and_ctrl_c_while_its_resume_
     # The check's edit changes nothing before the gate exists: the execution runs and is interrupted as any.
     code, out, before_signal, err = _interrupt_at_second_run(toy, tmp_path)
     assert code == 130, err[-2000:]
-    assert "[1/2] run 1 control r1 on local: ok (" in before_signal, before_signal
+    assert "[1/2] run 1 control r0 on local: ok (" in before_signal, before_signal
     assert "Error: interrupted after 1 of 2 runs ok; the target was restored" in err
     assert out.startswith("toy-fix on local (profile local), execution 1, mode fixed, seed 5\n"), out
     assert "  control      runs ok 1/1  sessions=10  leak=3" in out and "  treatment    runs ok 0/1" in out, out
-    assert "run 2 (treatment r1) interrupted during its workload stage" in out, out
+    assert "run 2 (treatment r0) interrupted during its workload stage" in out, out
     assert "verdict: none (interrupted before the planned runs were made)" in out, out
     assert "Traceback" not in err
     assert toy.conf.read_bytes() == toy.original

@@ -76,14 +76,14 @@ def _time_line_is_one_sum_whose_parts_add_up(out: str, err: str) -> None:
 
 
 def _counts_are_singular_or_plural(toy, cli, out: str, err: str) -> None:
-    """Counts are singular or plural, never "(s)", and replicates count from 1. Replicates were shown as stored,
-    "control r0" for the first (progress, `wb runs show`), where people count from 1. What is shown counts from 1;
-    the store and the JSON keep the plan's index from 0 (each per-replicate value is drawn from it)."""
+    """Counts are singular or plural, never "(s)", and a replicate is one number wherever it appears: the progress
+    line, `wb runs show` and the JSON all count from 0, as the experiment's templates get it (`{{ replicate }}`,
+    which a workload puts in its own tags): shown from 1, run "r1" was the workload's "r0"."""
     assert "(s)" not in out + err, out + err
     assert "control: 1 run, treatment: 1 run" in out, out
-    assert re.search(r"\] run 1 (control|treatment) r1 on local: ok \(", err) and " r0 " not in err, err
+    assert re.search(r"\] run 1 (control|treatment) r0 on local: ok \(", err) and " r1 " not in err, err
     code, out, _ = cli("runs", "show", "1", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
-    assert code == 0 and "\nreplicate: r1\n" in out, out
+    assert code == 0 and "\nreplicate: r0\n" in out, out
     code, out, _ = cli("runs", "show", "1", "--db", toy.db, "--json", env={"WB_ROOT": str(toy.root)})
     assert code == 0 and json.loads(out)["replicate"] == 0, out
 

@@ -34,7 +34,7 @@ def test_a_busy_pdsim_is_refused_by_its_name(bench):
 
 
 def test_a_run_on_pdsim_is_shown_on_pdsim_while_its_host_stays_local(tmp_path, capsys):
-    """The progress line and the summary's order read "control r1 on local", "control@local" for a run of the
+    """The progress line and the summary's order read "control r0 on local", "control@local" for a run of the
     embedded deployment; they name pdsim, while the stored host stays the sim target's one host, `local`
     (a resume compares it). A local profile's runs are shown on their host as before."""
     from workbench.app import RunReport
@@ -52,7 +52,7 @@ def test_a_run_on_pdsim_is_shown_on_pdsim_while_its_host_stays_local(tmp_path, c
     with RunProgress(2, enabled=True, title="wedge-confound on sim", where=target.where) as progress:
         progress.finished(0, "ok", pr, 1)
     err = capsys.readouterr().err
-    assert "[1/2] run 1 control r1 on pdsim: ok (" in err and "on local" not in err, err
+    assert "[1/2] run 1 control r0 on pdsim: ok (" in err and "on local" not in err, err
     runs = tuple(RunSummary(i + 1, arm, 0, 0, i, "local", "ok", None, where="pdsim")
                  for i, arm in enumerate(["control", "treatment"]))
     e = ExecutionResult(hypothesis="wedge-confound", experiment="agent-repro", experiment_version=1, profile="sim",

@@ -58,4 +58,4 @@ def test_wedge_world_via_cli_starts_and_stops_its_own_pdsim(bench):
     # host stays "local", the sim target's one host, which a resume compares.
     assert s["order"] and all(o.endswith("@pdsim") for o in s["order"]), s["order"]
     assert {r["host"] for r in s["runs"]} == {"local"} and {r["where"] for r in s["runs"]} == {"pdsim"}
-    assert " control r1 on pdsim: ok (" in out.stderr and " on local" not in out.stderr, out.stderr[-2000:]
+    assert " control r0 on pdsim: ok (" in out.stderr and " on local" not in out.stderr, out.stderr[-2000:]

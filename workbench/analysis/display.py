@@ -17,10 +17,11 @@ POINTS = "points"  # a difference of two rates: +3.0 points
 
 
 def replicate(index: int | None) -> str:
-    """A run's replicate as people count them, from 1: "r1" for the plan's first. The store, the JSON and the
-    per-replicate values keep the plan's index from 0 (each value is drawn from it: renumbering would change them
-    for every stored execution); only what is shown counts from 1. None (an imported run): nothing."""
-    return "" if index is None else f"r{index + 1}"
+    """A run's replicate as shown: "r0" for the plan's first, the number the experiment's templates get as
+    `{{ replicate }}` (a workload's own tags and logs say `r0` too), the store and the JSON keep, and each
+    per-replicate value is drawn from. One count everywhere: shown from 1, run "r1" would be the workload's
+    "r0". None (an imported run): nothing."""
+    return "" if index is None else f"r{index}"
 
 
 def value(exp: Any, metric: str, x: float) -> str:
