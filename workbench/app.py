@@ -642,8 +642,20 @@ class Workbench(StoredRuns):
         from workbench.team.carried import extract as write_out
 
         doc = read(Path(path))
-        shown = carried(self.registry, doc, Path(path))
+        shown = carried(self._registry_if_any(), doc, Path(path))
         return write_out(doc, Path(extract), shown) if extract is not None else shown
+
+    def _registry_if_any(self) -> "Registry | None":
+        """This workbench's registry; None where wb runs outside any workbench and no --root names one (a bundle is
+        read, and extracted, by a teammate who has none yet)."""
+        if self.settings.root is None:
+            from workbench.registry.loader import find_root
+
+            try:
+                find_root(root_from=self.settings.root_from)
+            except BadInput:
+                return None
+        return self.registry
 
     # ------------------------------------------------------------------ the store's schema
     def db_upgrade(self) -> tuple[str, str | None, str]:

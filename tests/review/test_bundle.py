@@ -973,6 +973,35 @@ def test_bundle_show_extract_seeds_an_empty_workbench(workbench_dir: Path, seed_
     assert code == 0 and "falsified" in out, (out, err)
 
 
+def test_bundle_show_and_extract_work_outside_any_workbench(workbench_dir: Path, seed_csv: Path, cli,
+                                                            tmp_path: Path, monkeypatch):
+    """A teammate with no workbench yet reads a bundle and starts from it: neither needs a hypotheses.yaml (they
+    said "no hypotheses.yaml in ... or any folder above it"); a definition is compared with none."""
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    nowhere = tmp_path / "nowhere"
+    nowhere.mkdir()
+    monkeypatch.chdir(nowhere)
+    code, out, err = cli("bundle", "show", str(bundle))
+    assert code == 0, err
+    assert "hypothesis wedge-confound: no workbench here to compare with" in out, out
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(nowhere / "seeded"))
+    assert code == 0, err
+    assert (nowhere / "seeded" / "hypotheses.yaml").is_file(), out
+    assert list(nowhere.iterdir()) == [nowhere / "seeded"]  # no store made
+
+
+def test_extract_says_only_the_parent_link_was_left_out(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path):
+    """The hypothesis is written (with parent: null); only its link to a parent the bundle lacks is dropped, where
+    the listing said the hypothesis was left out."""
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(tmp_path / "seeded"), "--root",
+                         str(workbench_dir))
+    assert code == 0, err
+    assert "left out hypothesis wedge-confound:" not in out, out
+    assert ("left out the link of hypothesis wedge-confound to its parent hicache-bf16-race, which is not in the "
+            "bundle (written with parent: null)") in out, out
+
+
 def test_bundle_show_extract_never_writes_into_a_folder_that_holds_files(workbench_dir: Path, seed_csv: Path, cli,
                                                                           tmp_path: Path):
     bundle = _bundle(workbench_dir, seed_csv, cli)

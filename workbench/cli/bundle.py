@@ -94,7 +94,8 @@ def show(file: Annotated[Path, typer.Argument(metavar="FILE")],
         print_json(c.to_dict())
         return
     typer.echo(f"bundle {c.path}: made by {c.created_by or '?'} at {c.created_at or '?'} with wb {c.wb_version or '?'}")
-    words = {"same": "the same here", "differs": "defined differently here", "absent": "not defined in this workbench"}
+    words = {"same": "the same here", "differs": "defined differently here", "absent": "not defined in this workbench",
+             "no workbench": "no workbench here to compare with"}
     for h in c.hypotheses:
         typer.echo(f"hypothesis {h['id']}: {words.get(h['here'], h['here'])} (experiment {h['experiment']}; "
                    f"claim: {h['claim']})")

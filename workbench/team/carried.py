@@ -40,23 +40,29 @@ class Carried:
                 "rows": self.rows, "written": self.written, "left_out": self.left_out, "parsed": self.parsed}
 
 
-def _here(local: Any, body: dict[str, Any], keys: tuple[str, ...]) -> str:
+def _here(local: Any, body: dict[str, Any], keys: tuple[str, ...], *, workbench: bool = True) -> str:
+    if not workbench:
+        return "no workbench"
     if local is None:
         return "absent"
     mine = _declared(local)
     return "same" if all(mine.get(k) == body.get(k) for k in keys) else "differs"
 
 
-def carried(registry: "Registry", doc: dict[str, Any], path: Path) -> Carried:
+def carried(registry: "Registry | None", doc: dict[str, Any], path: Path) -> Carried:
+    """The bundle's header, definitions and row counts; each definition compared with `registry`'s, or "no
+    workbench" where there is none to compare with (wb run outside any workbench)."""
     reg = doc["registry"]
-    local_h = {h.id: h for h in registry.hypotheses}
-    hyps = [{"id": hid, "experiment": body.get("experiment"), "here": _here(local_h.get(hid), body, HYPOTHESIS_KEYS),
+    here_too = registry is not None
+    local_h = {h.id: h for h in registry.hypotheses} if registry is not None else {}
+    hyps = [{"id": hid, "experiment": body.get("experiment"),
+             "here": _here(local_h.get(hid), body, HYPOTHESIS_KEYS, workbench=here_too),
              "claim": body.get("claim")} for hid, body in reg["hypotheses"].items()]
     exps = []
     for eid, body in reg["experiments"].items():
-        mine = registry.experiments.get(eid)
+        mine = registry.experiments.get(eid) if registry is not None else None
         same_version = mine if mine is not None and mine.version == body.get("version") else None
-        here = "absent" if mine is None else (_here(same_version, body, EXPERIMENT_KEYS) if same_version
+        here = "no workbench" if not here_too else "absent" if mine is None else (_here(same_version, body, EXPERIMENT_KEYS) if same_version
                                               else f"version {mine.version} here")
         exps.append({"id": eid, "version": body.get("version"), "here": here})
     store = doc.get("store") if isinstance(doc.get("store"), dict) else {}
@@ -154,7 +160,8 @@ def _entries(hypotheses: dict[str, Any], texts: dict[str, str], left_out: list[s
             body = {k: v for k, v in body.items() if k != "parent"}
             if text is not None:
                 text, why = without_parent(text), "its text's parent could not be set to null"
-            left_out.append(f"hypothesis {hid}: its parent {parent} is not in the bundle (the link)")
+            left_out.append(f"the link of hypothesis {hid} to its parent {parent}, which is not in the bundle "
+                            "(written with parent: null)")
         if text is None:
             parsed.append(f"hypothesis {hid}: {why}")
             text = parsed_entry(redact(body))
