@@ -127,3 +127,18 @@ def test_a_hypothesis_clauses_are_holm_adjusted_over_its_strata(registry):
     p = 6 * stats.fisher(int(sum(off)), 160, 0, 160)  # the smallest of 6: Holm multiplies it by 6
     assert (f"whose runs show an association with leak where load=0 (Fisher p {display.p_is(p)} over units, "
             "Holm-adjusted over 6 strata)") in fix.message, fix.message
+
+
+def test_a_flag_judged_over_units_shows_the_p_over_units(store, registry):
+    """A flag decided over units (every run has them) showed the p over runs beside it: `FLAG ... nixl_abort_fix 1`
+    in the table, where an unflagged row showed 0.0378. The p (and p_adjusted) a finding gives is the one its flag
+    is judged on, and it says what that test counts."""
+    ex = add_execution(store, overrides={"causal_model": "wedge"})
+    for r in range(1, 3):
+        for (arm, variables), k in zip((("control", CONTROL), ("treatment", TREATMENT)), (12, 1)):
+            add_run(store, execution_id=ex, arm=arm, replicate=r, variables=dict(variables, causal_model="wedge"),
+                    outcomes={"leak": k, "done": 80 - k})
+    fix = _variable(scan_confounds(store, registry), "nixl_abort_fix")
+    assert fix.flagged, fix.message
+    assert fix.effect["runs_p"] == 1.0  # every run leaked, in both arms
+    assert fix.p == fix.effect["units_p"] < 0.05 and fix.p_counts == "units" and fix.p_adjusted < 0.05

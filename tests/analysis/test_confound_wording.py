@@ -51,7 +51,9 @@ def _row(article: str, name: str) -> str:
 def test_an_underflowed_p_over_units_never_reads_0_and_the_headline_names_the_p_that_flagged_it(big, cli):
     comp = _compression(cli)
     # Flagged over units alone (its p over units underflowed a float: JSON gives the bound, see the last test).
-    assert comp["across_executions"] and comp["p"] == 1.0 and comp["effect"]["units_p"] == 1e-300
+    assert comp["across_executions"] and comp["effect"]["runs_p"] == 1.0 and comp["effect"]["units_p"] == 1e-300
+    # its p is the one over units, which decided it (the table showed "1", the p over runs, beside the mark)
+    assert comp["p"] == 1e-300 and comp["p_counts"] == "units"
     code, out, _ = cli("confounds")
     assert code == 0
     lines = out.splitlines()
@@ -64,13 +66,13 @@ def test_an_underflowed_p_over_units_never_reads_0_and_the_headline_names_the_p_
     code, out, _ = cli("confounds", "--format", "tsv")
     head, *rows = out.splitlines()
     row = next(r.split("\t") for r in rows if "\tvariable\tcompression\t" in r)
-    assert row[5] == "1"
+    assert row[5] == "1e-300"
 
 
 def test_the_confound_page_gives_an_underflowed_p_and_its_differences_as_the_text_does(big, cli, tmp_path):
     article = _article(cli, tmp_path)
     assert _row(article, "units p") == "< 1e-300" and _row(article, "units p adjusted") == "< 1e-300"
-    assert _row(article, "Fisher exact p (runs)") == "1"
+    assert _row(article, "Fisher exact p (units)") == "< 1e-300" and _row(article, "runs p") == "1"
     assert re.fullmatch(r"[+-]50\.3 points", _row(article, "units rate difference"))
     assert _row(article, "risk difference") == "0.0 points"
     # One stratum, named in words (it read the JSON list ["all runs"]).
@@ -120,4 +122,5 @@ def test_an_underflowed_p_in_json_is_the_bound_never_0(big, cli):
     csv and tsv (README), over units here; a p that did not underflow is written as it is."""
     finding = _compression(cli)
     assert finding["effect"]["units_p"] == 1e-300 and finding["effect"]["units_p_adjusted"] == 1e-300, finding
-    assert finding["p"] == 1.0 and finding["p_adjusted"] == 1.0, finding
+    assert finding["p"] == 1e-300 and finding["p_adjusted"] == 1e-300, finding  # over units, as it is judged
+    assert finding["effect"]["runs_p"] == 1.0, finding

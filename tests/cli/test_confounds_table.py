@@ -123,3 +123,17 @@ def test_the_default_text_fits_a_terminal_and_the_readme_says_so(workbench_dir: 
     # later lines indented as the first
     assert all(line.startswith(("FLAG [", "DIFF [", "     ")) for line in lines), out
     assert out.split() == piped.split(), out  # the same words, none broken
+
+
+def test_a_table_on_a_terminal_says_what_its_marks_mean(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path,
+                                                        monkeypatch) -> None:
+    # FLAG and DIFF were explained only in --help and docs/own-service.md; the table, on a terminal, says it in a line.
+    flags = ["--root", str(workbench_dir), "--db", str(tmp_path / "wb.duckdb")]
+    assert cli("import", "evidence", str(seed_csv), *flags)[0] == 0
+    code, piped, err = cli("confounds", "--format", "table", *flags)
+    assert code == 0 and "DIFF:" not in piped, err
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, out, err = cli("confounds", "--format", "table", *flags, env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert code == 0, err
+    legend = out.rstrip("\n").splitlines()[-1]
+    assert legend.startswith("FLAG: moved with the outcome within executions") and "DIFF: only across" in legend, out

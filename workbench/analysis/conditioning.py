@@ -218,7 +218,7 @@ def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]
     scale = len(values) if len(values) > 2 else 1
     effect: dict[str, Any] = {"risk_difference": _mh_difference(runs_t)}
     if units_t:
-        effect.update(units_rate_difference=_mh_difference(units_t), units_p=p_units,
+        effect.update(units_rate_difference=_mh_difference(units_t), runs_p=p_runs, units_p=p_units,
                       units_p_adjusted=min(1.0, scale * p_units))
     other = f"{var}={values[1]}" if len(values) == 2 else f"{var} other than {first}"
     return p_runs, scale, effect, (runs_t, units_t), (f"{var}={first}", other)
@@ -258,11 +258,16 @@ def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list
     elif within is not None:  # the test the finding is judged on
         p, comparisons, effect = within
         test = f"{_within_test(executions)} within " + ("one execution" if _count(executions) == 1 else "executions")
+    over = "runs"
+    if effect.get("units_p") is not None and effect["units_p"] < p:
+        # the flag (or the difference) is judged on the smaller of the two: the p shown is that one, or a flag over
+        # units read beside "p = 1" over runs
+        p, over = effect["units_p"], "units"
     first = labels[0].removeprefix(f"{var}=")
     msg += _tested_text(var, first, groups, occurred, counts, tested_by, what, comparisons, flagged or across) + "."
     table = {"values": per, "strata": [g[0] for g in groups], "runs": [r.name for r in used]}
     return make("variable", var, outcome, exp.id, flagged, msg, table, p, effect, None, test, comparisons,
-                across_executions=across)
+                across_executions=across, p_counts=over)
 
 
 # What a finding says of a variable that moved with the outcome only across executions.

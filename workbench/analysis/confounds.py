@@ -33,7 +33,7 @@ class Finding:
     # A guard's 2x2 counts; a variable's counts per value under "values" and an alias's per combination under
     # "combinations" (their own keys: a value may be named like any other key), the strata and "runs" used.
     table: dict[str, Any] = field(default_factory=dict)
-    p: float | None = None  # the p-value of `test` over runs, as the test gives it
+    p: float | None = None  # the p-value of `test` the flag is judged on, as the test gives it, over `p_counts`
     effect: dict[str, Any] = field(default_factory=dict)
     proposal: dict[str, Any] | None = None
     # Fisher's exact test on one 2x2 table, or its stratified exact form when a variable is judged within
@@ -46,6 +46,9 @@ class Finding:
     # from a flag (anything else that changed between executions could explain it). `p` is then the pooled test's;
     # otherwise a variable's flag and `p` are those of its test within executions, where an execution varied it.
     across_executions: bool = False
+    # What `p` counts: "runs", or "units" where a variable's test over units (every run has them) is the one its flag
+    # is judged on (its adjusted p the smaller); both are in `effect` (`runs_p`, `units_p`) where both were tested.
+    p_counts: str = "runs"
 
     @property
     def p_adjusted(self) -> float | None:

@@ -261,8 +261,9 @@ def p_value(p: float) -> str:
 # The keys under which wb's JSON gives a p-value (a verdict's predictions and checks, a confound finding). A key a
 # user named (a metric, an outcome, a variable's value) is never taken for one: what a `USER_NAMED` key holds (its
 # keys are such names, or counts) is left as it is.
-P_KEYS = frozenset({"p", "p_adjusted", "units_p", "units_p_adjusted", "fisher_p", "boschloo_p", "mann_whitney_p",
-                    "p_for", "p_against", "p_against_holm", "p_over", "p_under", "p_trend", "between_arms_p"})
+P_KEYS = frozenset({"p", "p_adjusted", "runs_p", "units_p", "units_p_adjusted", "fisher_p", "boschloo_p",
+                    "mann_whitney_p", "p_for", "p_against", "p_against_holm", "p_over", "p_under", "p_trend",
+                    "between_arms_p"})
 USER_NAMED = frozenset({"totals", "metrics", "variables", "assignments", "overrides", "units", "by_outcome",
                         "fingerprint", "table", "values", "combinations"})
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from workbench.analysis import display
+from workbench.cli import _common
 from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, echo_wrapped, emit_rows, list_format,
                                    open_workbench)
 
@@ -45,6 +46,8 @@ def register(app: typer.Typer) -> None:
                       items=[f.to_dict() for f in findings], below="message",
                       # on a narrow terminal, least needed first; a factor too wide for the row reads under it
                       optional=("comparisons", "experiment", "p", "factor"), under=("factor",))
+            if chosen == "table" and findings and _common.is_tty():  # piped, the table is data alone
+                echo_wrapped(LEGEND)
             return
         if not findings:
             typer.echo("No runs with a recorded outcome to scan.")
@@ -53,6 +56,10 @@ def register(app: typer.Typer) -> None:
         if write and not any(f.proposal and f.proposal.get("entry_yaml") for f in findings):
             typer.echo("--write: no finding proposes a hypothesis entry; hypotheses.yaml is unchanged.")
 
+
+# The marks, under a table on a terminal (the text output words each finding whole; --help says the same).
+LEGEND = ("FLAG: moved with the outcome within executions (a guard: always went with it); DIFF: only across "
+          "executions, not a controlled confound; p: the test the mark is judged on (over runs or units)")
 
 INDENT = " " * 5  # a finding's lines after its first, under its `[experiment]`
 
@@ -88,13 +95,15 @@ def _p_text(f: Finding) -> str:
     if f.p is None:
         return ""
     units, units_adjusted = f.effect.get("units_p"), f.effect.get("units_p_adjusted")
+    runs = f.effect.get("runs_p", f.p) if f.p_counts == "units" else f.p  # `p` is the one the flag is judged on
     over = (" over runs", f", {display.p_value(units)} over units") if units is not None else ("", "")
     adjusted = ""
     if f.comparisons > 1:
-        p_adjusted = display.p_value(f.p_adjusted) if f.p_adjusted is not None else ""
-        adjusted = (f"; Bonferroni-adjusted over {f.comparisons} comparisons: {p_adjusted}{over[0]}"
-                    + (f", {display.p_value(units_adjusted)} over units" if units_adjusted is not None else ""))
-    return f" ({f.test or 'Fisher exact'} p {display.p_is(f.p)}{over[0]}{over[1]}{adjusted})"
+        runs_adjusted = min(1.0, runs * f.comparisons)
+        adjusted = (f"; Bonferroni-adjusted over {f.comparisons} comparisons: {display.p_value(runs_adjusted)}"
+                    f"{over[0]}" + (f", {display.p_value(units_adjusted)} over units" if units_adjusted is not None
+                                    else ""))
+    return f" ({f.test or 'Fisher exact'} p {display.p_is(runs)}{over[0]}{over[1]}{adjusted})"
 
 
 def _echo_finding(f: Finding) -> None:

@@ -267,7 +267,8 @@ def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
     if outcome:
         rows.append(("outcome", str(outcome)))
     rows += scalars
-    rows += _p_rows(f.pop("p", None), f.pop("test", None), f.pop("comparisons", 1), f.pop("p_adjusted", None))
+    rows += _p_rows(f.pop("p", None), f.pop("test", None), f.pop("comparisons", 1), f.pop("p_adjusted", None),
+                    str(f.pop("p_counts", None) or "runs"))
     effect = f.pop("effect", None)
     if isinstance(effect, dict):
         rows += [(str(k).replace("_", " "), _effect(str(k), v)) for k, v in effect.items() if v is not None]
@@ -283,7 +284,7 @@ def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
 # A finding's effects that are differences of two rates (they read in points, as a difference does in the verdict's
 # text) and those that are p-values (never 0: display.p_value).
 POINTS_EFFECTS = ("risk_difference", "units_rate_difference")
-P_EFFECTS = ("units_p", "units_p_adjusted")
+P_EFFECTS = ("runs_p", "units_p", "units_p_adjusted")
 
 
 def _effect(key: str, v: Any) -> str:
@@ -296,13 +297,14 @@ def _effect(key: str, v: Any) -> str:
     return _text(v)
 
 
-def _p_rows(p: Any, test: Any, comparisons: Any, adjusted: Any) -> list[tuple[str, str]]:
-    """The test's p-value over runs, and where it was the smallest of several, the count and the adjusted p."""
+def _p_rows(p: Any, test: Any, comparisons: Any, adjusted: Any, counts: str = "runs") -> list[tuple[str, str]]:
+    """The p-value the flag is judged on (over runs or units, `counts`), and where it was the smallest of several,
+    the count and the adjusted p."""
     if not isinstance(p, (int, float)):
         return []
-    rows = [(f"{test or 'Fisher exact'} p (runs)", display.p_value(p))]
+    rows = [(f"{test or 'Fisher exact'} p ({counts})", display.p_value(p))]
     if isinstance(comparisons, int) and comparisons > 1 and isinstance(adjusted, (int, float)):
-        rows += [("comparisons", str(comparisons)), ("p adjusted (Bonferroni, runs)", display.p_value(adjusted))]
+        rows += [("comparisons", str(comparisons)), (f"p adjusted (Bonferroni, {counts})", display.p_value(adjusted))]
     return rows
 
 

@@ -62,8 +62,8 @@ def carried(registry: "Registry | None", doc: dict[str, Any], path: Path) -> Car
     for eid, body in reg["experiments"].items():
         mine = registry.experiments.get(eid) if registry is not None else None
         same_version = mine if mine is not None and mine.version == body.get("version") else None
-        here = "no workbench" if not here_too else "absent" if mine is None else (_here(same_version, body, EXPERIMENT_KEYS) if same_version
-                                              else f"version {mine.version} here")
+        here = ("no workbench" if not here_too else "absent" if mine is None else
+                _here(same_version, body, EXPERIMENT_KEYS) if same_version else f"version {mine.version} here")
         exps.append({"id": eid, "version": body.get("version"), "here": here})
     store = doc.get("store") if isinstance(doc.get("store"), dict) else {}
     return Carried(str(path), str(doc.get("created_by", "")), str(doc.get("created_at", "")),
