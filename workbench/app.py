@@ -225,6 +225,8 @@ class Workbench(StoredRuns):
         with the first write, and not at all when that write is refused (see `open_store`)."""
         from workbench.store import open_store
 
+        if read_only:
+            self._url_to_read()
         if read_only and self._own_store() and not self._store_exists():
             # The workbench's own wb.duckdb before anything was recorded (a fresh checkout): a read sees no runs, as
             # in an empty store, and creates none. A missing store a flag or $WB_DB names is a mistyped path, which
@@ -251,6 +253,17 @@ class Workbench(StoredRuns):
                         held=held, deferred_schema=deferred_schema, source=self.settings.db_from,
                         default=self.default_db) as store:
             yield store
+
+    def _url_to_read(self) -> tuple[str, Path | None]:
+        """The store's URL and path, for a read: a file that is no store is refused with a read's hint (a read
+        creates no store, so "a new file name" is no way out)."""
+        from workbench.store import resolve_url
+        from workbench.store.engine import NotAStore
+
+        try:
+            return resolve_url(self.settings.db, self.settings.db_from)
+        except NotAStore as exc:
+            raise exc.for_read() from None
 
     def _store_exists(self, *, hint: str | None = None) -> bool:
         """Whether the store is there, for a read. A missing store that --db or $WB_DB names is a mistyped path,
@@ -664,10 +677,9 @@ class Workbench(StoredRuns):
         return upgrade(self.settings.db, self.settings.db_from, lock_wait_s=self.settings.lock_wait_s)
 
     def db_current(self) -> Revision:
-        from workbench.store import resolve_url
         from workbench.store.engine import Store, head_revision, newer_revision, no_store
 
-        url, path = resolve_url(self.settings.db, self.settings.db_from)
+        url, path = self._url_to_read()
         if path is not None and not path.exists():
             raise no_store(path, self.settings.db_from, hint=f"create it with: wb db upgrade --db {path}",
                            default=self.default_db)

@@ -112,6 +112,19 @@ def test_corrupt_file_gives_a_clear_error_and_is_left_untouched(tmp_path: Path, 
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 
+def test_a_file_that_is_no_store_gets_a_reads_hint_from_a_read_and_a_writes_from_a_write(tmp_path: Path, cli,
+                                                                                        workbench_dir: Path):
+    """`wb runs list --db hypotheses.yaml` hinted "point --db at ... a new file name (wb creates it)", which a read
+    never does (README): a read's hint names a store that exists; a write's still offers a new file name."""
+    yaml_file = workbench_dir / "hypotheses.yaml"
+    code, _, err = cli("runs", "list", "--db", str(yaml_file), "--root", str(workbench_dir))
+    assert code == 2 and f"--db {yaml_file} is not a DuckDB database file" in err, err
+    assert "wb creates it" not in err and "Hint: " in err and "a read creates none" in err, err
+    code, _, err = cli("import", "evidence", str(Path(__file__).parents[2] / "evidence" / "seed-runs.csv"),
+                       "--db", str(yaml_file), "--root", str(workbench_dir))
+    assert code == 2 and "a new file name (wb creates it)" in err, err
+
+
 def test_missing_store_for_a_read_is_bad_input_and_not_created(tmp_path: Path, cli, workbench_dir, monkeypatch):
     path = tmp_path / "typo.duckdb"
     code, _, err = cli("runs", "list", "--db", str(path))

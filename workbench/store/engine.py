@@ -99,9 +99,23 @@ def _check_duckdb_file(path: Path, source: str) -> None:
                        hint=f"check the file's permissions, or point {source} at another file") from None
     if head[8:12] != DUCKDB_MAGIC:
         what = "is empty" if not head else "is not a DuckDB database file"
-        raise BadInput(f"{naming(source, path)} {what}" + (", not a DuckDB database file" if not head else ""),
-                       where=source, hint=f"point {source} at a wb store, or at a new file name (wb creates it); "
-                            f"wb did not touch {path.name}")
+        raise NotAStore(f"{naming(source, path)} {what}" + (", not a DuckDB database file" if not head else ""),
+                        where=source, hint=f"point {source} at a wb store, or at a new file name (wb creates it); "
+                             f"wb did not touch {path.name}", path=path, source=source)
+
+
+class NotAStore(BadInput):
+    """--db (or $WB_DB) names a file that is no DuckDB database. Its hint is a write's (a new file name is created);
+    a read, which never creates a store, gives `for_read`'s."""
+
+    def __init__(self, message: str, *, hint: str, where: str, path: Path, source: str) -> None:
+        super().__init__(message, hint=hint, where=where)
+        self.path, self.source = path, source
+
+    def for_read(self) -> BadInput:
+        return BadInput(self.message, where=self.where,
+                        hint=f"point {self.source} at a wb store that exists (a read creates none), or leave it out "
+                             f"for the workbench's own; wb did not touch {self.path.name}")
 
 
 SCHEMES = ("duckdb", "postgresql", "postgres")
