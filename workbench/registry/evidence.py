@@ -82,13 +82,14 @@ def _check_text(path: Path, text: str) -> None:
 
 def pick_for(registry: Registry, path: Path) -> Experiment:
     """The experiment an evidence file belongs to, from its header (when --experiment is not given)."""
-    return pick_experiment(registry, _read(path)[2], str(path))
+    exps = list(registry.experiments.values())
+    return pick_experiment(registry, _read(path, exps[0] if len(exps) == 1 else None)[2], str(path))
 
 
 def parse_evidence(path: Path, exp: Experiment) -> list[dict[str, Any]]:
     """Rows of the CSV as {label, phase, variables, metrics, workload, provenance}; BadInput on any problem.
     The columns are `exp`'s (see workbench/registry/evidence_columns.py)."""
-    text, reader, header = _read(path)
+    text, reader, header = _read(path, exp)
     cols = evidence_columns(exp)
     unknown = cols.unknown(header)
     if (problem := cols.derived_problem(unknown)) is not None:
@@ -121,7 +122,9 @@ def parse_evidence(path: Path, exp: Experiment) -> list[dict[str, Any]]:
     return rows
 
 
-def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
+def _read(path: Path, exp: Experiment | None = None) -> tuple[str, csv.DictReader, list[str]]:
+    """The file's text, a reader of its rows and its header; `exp`, where known, is whose columns a file that is
+    no evidence CSV is told to name."""
     from workbench.registry.files import read_user_text
 
     try:
@@ -133,6 +136,16 @@ def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
     # also ended them at a form feed or U+2028 inside a cell, which cut its row in two and blamed the next line.
     reader = csv.DictReader(io.StringIO(text.replace("\r\n", "\n").replace("\r", "\n"), newline=""))
     header = reader.fieldnames or []
+    if not text.strip():
+        raise BadInput(f"{path}:1: the file is empty", hint="the first line names the columns (run_id, ...), "
+                       "each line after it is one run")
+    if "run_id" not in (name.strip() for name in header):
+        # Before the names are checked one by one: a YAML file or a note read as CSV is no header with a bad name.
+        _refuse_other_separator(path, header)
+        first_line = text.lstrip("\ufeff").split("\n", 1)[0].strip()
+        shown = first_line if len(first_line) <= 60 else first_line[:57] + "..."
+        raise BadInput(f"{path}:1: not an evidence CSV: its first line ({shown!r}) is no header naming a run_id "
+                       "column", hint=_header_needed(exp))
     first: dict[str, int] = {}
     for i, name in enumerate(header, 1):
         # Said here, by position: the unknown-column message showed these as nothing, or as the very name they miss.
@@ -146,14 +159,15 @@ def _read(path: Path) -> tuple[str, csv.DictReader, list[str]]:
             raise BadInput(f"{path}:1: column {name!r} appears twice in the header (columns {first[name]} and {i})",
                            hint="keep one of them, or rename the other to a column of the experiment")
         first[name] = i
-    if not text.strip():
-        raise BadInput(f"{path}:1: the file is empty", hint="the first line names the columns (run_id, ...), "
-                       "each line after it is one run")
-    if "run_id" not in header:
-        _refuse_other_separator(path, header)
-        raise BadInput(f"{path}:1: no run_id column (header: {', '.join(header)})",
-                       hint="the first line must name the columns; run_id identifies each run")
     return text, reader, list(header)
+
+
+def _header_needed(exp: Experiment | None) -> str:
+    """The header an evidence CSV opens with: of `exp` where known, else where to read each experiment's."""
+    head = "an evidence CSV's first line names its columns, comma-separated: run_id (each run's label), then "
+    if exp is None:
+        return head + "an experiment's variables, metrics and workload parameters (wb schema lists each experiment's)"
+    return head + f"columns of experiment {exp.id} ({evidence_columns(exp).listing()})"
 
 
 def _refuse_other_separator(path: Path, header: list[str]) -> None:
