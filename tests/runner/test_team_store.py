@@ -166,7 +166,10 @@ def test_bundle_moves_duckdb_to_postgresql_to_duckdb_with_the_same_pages(toy, cl
     for name in a:
         assert a[name] == pg[name] == b[name], name
     run_page = next(v for k, v in pg.items() if k.startswith("runs/"))
-    assert "not found at" not in run_page and "&#34;fix&#34;: &#34;" in run_page   # the artifact came from the store
+    # the artifacts came from the store (the teammate's folder has none of the files): the restart's output and the
+    # units, shown; none "not found under the artifact root"
+    assert "not found under" not in run_page, run_page
+    assert "toy restarted with mode=" in run_page and "&#34;outcome&#34;: &#34;done&#34;" in run_page, run_page
 
 
 def test_a_self_approval_is_allowed_and_marked_everywhere_reviews_show(toy, cli):
