@@ -45,10 +45,16 @@ class VariableSpec(Strict):
     @classmethod
     def _single_line_values(cls, values: list[str] | None) -> list[str] | None:
         # An allowed value no default, arm or --set could ever take (each refuses a control character).
+        seen: dict[str, int] = {}
         for i, value in enumerate(values or []):
             bad = control_char(str(value))
             if bad:
                 raise ValueError(f"value {i + 1} of the list contains a {bad}: values are single-line text")
+            # A repeat is a typo (one meant another value) or a paste: either way the list is not what was meant.
+            if str(value) in seen:
+                raise ValueError(f"value {i + 1} of the list ({value!r}) repeats value {seen[str(value)]}: each "
+                                 "allowed value is listed once")
+            seen[str(value)] = i + 1
         return values
 
     @model_validator(mode="after")
