@@ -193,11 +193,17 @@ def _p_values(p: float, comparisons: int, effect: dict[str, Any]) -> str:
     return result
 
 
+def _deciding(p: float, effect: dict[str, Any]) -> tuple[float, str]:
+    """The p a contrast is judged on and what it counts: over units where every run has them and that p is the
+    smaller, else over runs (`p`). Both are scaled by the same comparisons, so the smaller raw p decides."""
+    units = effect.get("units_p")
+    return (units, "units") if units is not None and units < p else (p, "runs")
+
+
 def _significant(p: float, comparisons: int, effect: dict[str, Any]) -> bool:
-    """Whether a contrast shows an association: its p over runs, or over units where every run has them, below ALPHA
-    after Bonferroni over its comparisons."""
-    units = effect.get("units_p_adjusted")
-    return min(1.0, p * comparisons) < stats.ALPHA or (units is not None and units < stats.ALPHA)
+    """Whether a contrast shows an association: its deciding p (`_deciding`) below ALPHA after Bonferroni over its
+    comparisons."""
+    return min(1.0, _deciding(p, effect)[0] * comparisons) < stats.ALPHA
 
 
 def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]]], occurred: dict[int, bool],
@@ -258,11 +264,8 @@ def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list
     elif within is not None:  # the test the finding is judged on
         p, comparisons, effect = within
         test = f"{_within_test(executions)} within " + ("one execution" if _count(executions) == 1 else "executions")
-    over = "runs"
-    if effect.get("units_p") is not None and effect["units_p"] < p:
-        # the flag (or the difference) is judged on the smaller of the two: the p shown is that one, or a flag over
-        # units read beside "p = 1" over runs
-        p, over = effect["units_p"], "units"
+    # the p shown is the one the flag (or the difference) is judged on, or a flag over units reads beside "p = 1"
+    p, over = _deciding(p, effect)
     first = labels[0].removeprefix(f"{var}=")
     msg += _tested_text(var, first, groups, occurred, counts, tested_by, what, comparisons, flagged or across) + "."
     table = {"values": per, "strata": [g[0] for g in groups], "runs": [r.name for r in used]}
