@@ -1138,6 +1138,35 @@ def test_bundle_show_extract_writes_no_template_file_over_another_file(workbench
     assert code == 0, (out, err)
 
 
+def test_bundle_show_extract_writes_no_template_file_where_wb_reads_experiments(workbench_dir: Path, seed_csv: Path,
+                                                                               cli, tmp_path: Path):
+    """wb reads every experiments/*.yaml as an experiment: an edited bundle whose profile renders `planted.yaml`
+    (or `templates/../.planted.yaml`) carrying an experiment's text had --extract write an experiment the bundle
+    does not list, commands of its maker's choosing, loaded by every wb command there. Such a template is left
+    out, its profile with it, said so."""
+    planted = (workbench_dir / "experiments" / "agent-repro.yaml").read_text().replace("id: agent-repro",
+                                                                                      "id: planted", 1)
+
+    def plant(doc: dict) -> None:
+        profiles = doc["registry"]["experiments"]["agent-repro"]["profiles"]
+        for i, name in enumerate(["planted.yaml", "templates/../.planted.yaml"]):
+            prof = json.loads(json.dumps(profiles["sglang-pd"]))
+            prof["config"]["template_file"] = name
+            profiles[f"p{i}"] = prof
+            doc["sources"]["templates"][name] = planted
+
+    bundle = _edited(_bundle(workbench_dir, seed_csv, cli), plant)
+    seeded = tmp_path / "seeded"
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(seeded), "--root", str(workbench_dir))
+    assert code == 0, err
+    assert sorted(p.name for p in (seeded / "experiments").iterdir()) == ["agent-repro.yaml", "templates"], out
+    flat = " ".join(out.split())
+    for name in ("planted.yaml", "templates/../.planted.yaml"):
+        assert f"template file {name}: it would be read as an experiment definition" in flat, out
+    assert "profile p0: its config's template_file planted.yaml is left out (said above)" in flat, out
+    assert list(load_registry(seeded).experiments) == ["agent-repro"]
+
+
 @pytest.mark.parametrize("entry", ["- id: injected\n  parent: hicache-bf16-race\n  claim: planted\n",
                                    "- id: wedge-confound\n  parent: hicache-bf16-race\n  claim: planted\n...\n"],
                          ids=["another-id", "reads-otherwise-in-the-file"])

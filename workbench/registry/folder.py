@@ -13,6 +13,13 @@ from workbench.registry.yamlio import LocatedYaml
 
 HYPOTHESES_FILE = "hypotheses.yaml"
 EXPERIMENTS_DIR = "experiments"
+# Every file at the top of experiments/ that this matches is read as an experiment definition.
+EXPERIMENT_FILES = "*.yaml"
+
+
+def experiment_files(exp_dir: Path) -> list[Path]:
+    """The experiment definitions of the experiments folder `exp_dir`, in name order."""
+    return sorted(exp_dir.glob(EXPERIMENT_FILES)) if exp_dir.is_dir() else []
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pathlib import Path
 from workbench.errors import BadInput
 from workbench.registry.experiment import Experiment
 from workbench.registry.experiment_checks import check_experiment
-from workbench.registry.folder import EXPERIMENTS_DIR, HYPOTHESES_FILE, Registry
+from workbench.registry.folder import EXPERIMENTS_DIR, HYPOTHESES_FILE, Registry, experiment_files
 from workbench.registry.hypothesis import Hypothesis, HypothesesFile
 from workbench.registry.hypothesis_checks import check_hypotheses
 from workbench.registry.schema_errors import parse_model
@@ -86,7 +86,7 @@ def load_registry(root: str | Path | None = None, root_from: str = "--root") -> 
     experiments: dict[str, Experiment] = {}
     docs: dict[str, LocatedYaml] = {}
     exp_dir = root_path / EXPERIMENTS_DIR
-    for path in sorted(exp_dir.glob("*.yaml")) if exp_dir.is_dir() else []:
+    for path in experiment_files(exp_dir):
         exp, doc = load_experiment(path)
         experiments[exp.id] = exp
         docs[exp.id] = doc

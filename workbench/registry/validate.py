@@ -10,7 +10,7 @@ from typing import Any
 from workbench.errors import BadInput, ConfigError
 from workbench.registry.experiment import Experiment
 from workbench.registry.experiment_checks import check_experiment
-from workbench.registry.folder import EXPERIMENTS_DIR, HYPOTHESES_FILE, Registry
+from workbench.registry.folder import EXPERIMENTS_DIR, HYPOTHESES_FILE, Registry, experiment_files
 from workbench.registry.hypothesis import HypothesesFile, Hypothesis
 from workbench.registry.hypothesis_checks import check_entries
 from workbench.registry.loader import as_format_one, check_root, find_root
@@ -131,8 +131,7 @@ def _is_experiment(path: Path, doc: LocatedYaml) -> bool:
 
 
 def _experiment_paths(root: Path) -> list[Path]:
-    exp_dir = root / EXPERIMENTS_DIR
-    return sorted(exp_dir.glob("*.yaml")) if exp_dir.is_dir() else []
+    return experiment_files(root / EXPERIMENTS_DIR)
 
 
 def _read(path: Path, found: Found) -> LocatedYaml | None:

@@ -98,7 +98,8 @@ def extract(doc: dict[str, Any], out: Path, shown: Carried) -> Carried:
     for eid, body in doc["registry"]["experiments"].items():
         target = out / "experiments" / f"{eid}.yaml"
         text = (sources.get("experiments") or {}).get(eid)
-        kept = _runnable(eid, mask_profiles(redact(dict(body))), set(templates), left_out)
+        kept = _runnable(eid, mask_profiles(redact(dict(body))), set(templates), set(sources.get("templates") or {}),
+                         left_out)
         why = "the bundle carries no text of it" if text is None else \
             f"its text in the bundle is not the file of {eid}" if not defines(text, "experiment", eid) else \
             "its text, masked, would say something else" if (text := masked_as_defined(text, "profiles")) is None else \
@@ -172,8 +173,12 @@ def _entries(hypotheses: dict[str, Any], texts: dict[str, str], left_out: list[s
 def _templates(experiments: dict[str, Any], texts: dict[str, str], out: Path, left_out: list[str]) -> dict[str, Path]:
     """Write the template files the bundle carries that its experiments' profiles name, beside the experiment files
     as the profiles name them; {template_file: path written}. Not written (a bundle is anyone's file): one whose name
-    leads out of `out`'s experiments folder or names no file in it, and one whose path is that of another file
-    written (an experiment file, an earlier template) or of a folder of one, or lies below one."""
+    leads out of `out`'s experiments folder or names no file in it; one at the folder's top named as wb's experiment
+    files are (`planted.yaml`: wb would load it as an experiment the bundle does not list); and one whose path is
+    that of another file written (an experiment file, an earlier template) or of a folder of one, or lies below
+    one."""
+    from workbench.registry.folder import EXPERIMENT_FILES
+
     folder, root = out / "experiments", (out / "experiments").resolve()
     taken = {(folder / f"{eid}.yaml").resolve() for eid in experiments} | {(out / "hypotheses.yaml").resolve()}
     written: dict[str, Path] = {}
@@ -185,6 +190,10 @@ def _templates(experiments: dict[str, Any], texts: dict[str, str], out: Path, le
             continue
         if full == root:
             left_out.append(f"template file {name!r}: it names no file in the experiments folder")
+            continue
+        if full.parent == root and full.match(EXPERIMENT_FILES):
+            left_out.append(f"template file {name}: it would be read as an experiment definition (wb loads every "
+                            f"{EXPERIMENT_FILES} at the top of the experiments folder as one)")
             continue
         other = next((p for p in sorted(taken) if p == full or p.is_relative_to(full) or full.is_relative_to(p)),
                      None)
@@ -216,8 +225,10 @@ def _template_of(profile: Any) -> Any:
     return config.get("template_file") if isinstance(config, dict) else None
 
 
-def _runnable(eid: str, body: dict[str, Any], templates: set[str], left_out: list[str]) -> dict[str, Any]:
-    """The experiment without the profiles whose template file was not written (noted in `left_out`)."""
+def _runnable(eid: str, body: dict[str, Any], templates: set[str], carried: set[str],
+              left_out: list[str]) -> dict[str, Any]:
+    """The experiment without the profiles whose template file was not written (noted in `left_out`): the bundle
+    does not carry it, or carries it but `_templates` left it out (and said why)."""
     body.pop("format", None)
     if not isinstance(body.get("profiles") or {}, dict):
         return body
@@ -226,8 +237,8 @@ def _runnable(eid: str, body: dict[str, Any], templates: set[str], left_out: lis
         template = _template_of(prof)
         if template is not None and template not in templates:
             del profiles[name]
-            left_out.append(f"experiment {eid} profile {name}: its config's template_file {template} is not in "
-                            "the bundle")
+            why = "is left out (said above)" if template in carried else "is not in the bundle"
+            left_out.append(f"experiment {eid} profile {name}: its config's template_file {template} {why}")
     body["profiles"] = profiles
     if body.get("default_profile") not in profiles:
         body.pop("default_profile", None)
