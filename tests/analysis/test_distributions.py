@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +117,52 @@ def test_the_seed_verdict_is_decided_without_scipy_stats_or_statsmodels(tmp_path
     assert "14/80" in result["reasoning"] and "P(X >= 14 | n = 80, p = 0.02) = 7.2e-10" in result["reasoning"]
 
 
+# The huge-count paths take 1-3 s of CPU here. The quadratic laws they replaced took a quarter of an hour for two
+# runs of 10^6 units (and held tens of GB of big integers): were they back, the test would wait for CI's own limit
+# and say nothing of why. These bounds assert no speed: they turn a hang into a failure that says so. The CPU
+# bound does not move with the machine's load (other processes' CPU is not the test's); the wall bound, far above
+# it, catches a block that waits rather than computes.
+HANG_CPU_S, HANG_WALL_S = 30, 120
+
+
+class _Hung(BaseException):
+    """Raised by a bound's timer: a BaseException, so no `except Exception` on the way swallows it."""
+
+
+@contextmanager
+def _fails_if_hung(what: str, cpu_s: float = HANG_CPU_S, wall_s: float = HANG_WALL_S):
+    """Fail, saying `what` hung, when the block is still running after `cpu_s` of this process's CPU or `wall_s`
+    of wall time. A signal, not a thread or a process: the block's Python code (the big-integer loops of a
+    quadratic law) is interrupted between two of its steps, the interrupt raised again every second where
+    something caught it, and the test stays in process (a wb process would cost its import, ~1 s of CPU)."""
+    passed: list[str] = []
+
+    def interrupt(signum, frame):
+        passed.append(f"{cpu_s:g} s of CPU" if signum == signal.SIGPROF else f"{wall_s:g} s of wall time")
+        raise _Hung(f"{what} hung")
+
+    def failure() -> BaseException:
+        return pytest.fail.Exception(f"{what} hung: still running after {passed[0]}, where it takes 1-3 s of CPU "
+                                     "(the quadratic laws took a quarter of an hour at 10^6 units)", pytrace=False)
+
+    timers = ((signal.SIGPROF, signal.ITIMER_PROF, cpu_s), (signal.SIGALRM, signal.ITIMER_REAL, wall_s))
+    previous = {signum: signal.signal(signum, interrupt) for signum, _, _ in timers}
+    for _, timer, seconds in timers:
+        signal.setitimer(timer, seconds, 1.0)
+    try:
+        yield
+    except BaseException:
+        if passed:   # whatever was raised on the way out (CliRunner keeps an exception and exits 1)
+            raise failure() from None
+        raise
+    finally:
+        for signum, timer, _ in timers:
+            signal.setitimer(timer, 0)
+            signal.signal(signum, previous[signum])
+    if passed:
+        raise failure()
+
+
 def test_huge_counts_take_seconds_and_agree_with_scipy(tmp_path, workbench_dir):
     # Units by the million (tokens, bytes): the laws were built from exact big integers, quadratic in the
     # total, so two runs of 10^6 sessions took a quarter of an hour in the two-run dispersion test alone.
@@ -130,9 +178,16 @@ def test_huge_counts_take_seconds_and_agree_with_scipy(tmp_path, workbench_dir):
     from typer.testing import CliRunner
 
     runner = CliRunner()
-    assert runner.invoke(app, ["import", "evidence", str(csv), "--root", str(workbench_dir), "--db", db]).exit_code == 0
-    out = runner.invoke(app, ["hypothesis", "analyze", "wedge-confound", "--json", "--root", str(workbench_dir),
-                              "--db", db])
+    tables = ((50_000, 10 ** 6, 50_300, 10 ** 6), (50_000, 10 ** 6, 51_000, 10 ** 6),
+              (5 * 10 ** 7, 10 ** 9, 5 * 10 ** 7 + 9_000, 10 ** 9), (3, 10 ** 6, 9, 10 ** 6))
+    with _fails_if_hung("wb import + analyze of two runs of 10^6 units, and the laws at 10^6 and 10^9 units"):
+        imported = runner.invoke(app, ["import", "evidence", str(csv), "--root", str(workbench_dir), "--db", db])
+        out = runner.invoke(app, ["hypothesis", "analyze", "wedge-confound", "--json", "--root", str(workbench_dir),
+                                  "--db", db])
+        d = clustered.dispersion([50_000, 50_300], [10 ** 6, 10 ** 6])
+        fishers = [stats.fisher(*table) for table in tables]
+        low, got = stats.hypergeom_pmf(2 * 10 ** 9, 10 ** 8, 10 ** 9)
+    assert imported.exit_code == 0, imported.output
     assert out.exit_code == 0, out.output
     # treatment runs alone: the prediction is judged (falsified); the verdict waits for a control run
     doc = json.loads(out.stdout)
@@ -141,13 +196,9 @@ def test_huge_counts_take_seconds_and_agree_with_scipy(tmp_path, workbench_dir):
     a, scale = np.arange(48_000, 52_301), 10 ** 6 * 0.05015 * 0.94985   # 100 300 events in 2 * 10^6 units
     x2, observed = 2 * (a - 50_150) ** 2 / scale, 2 * 150 ** 2 / scale
     pmf = ss.hypergeom.pmf(a, 2 * 10 ** 6, 100_300, 10 ** 6)
-    d = clustered.dispersion([50_000, 50_300], [10 ** 6, 10 ** 6])
     assert d.p_over == pytest.approx(pmf[x2 >= observed - 1e-9].sum(), rel=1e-6)
-    for k1, n1, k2, n2 in ((50_000, 10 ** 6, 50_300, 10 ** 6), (50_000, 10 ** 6, 51_000, 10 ** 6),
-                           (5 * 10 ** 7, 10 ** 9, 5 * 10 ** 7 + 9_000, 10 ** 9), (3, 10 ** 6, 9, 10 ** 6)):
-        assert stats.fisher(k1, n1, k2, n2) == \
-            pytest.approx(ss.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue, rel=1e-6)
-    low, got = stats.hypergeom_pmf(2 * 10 ** 9, 10 ** 8, 10 ** 9)
+    for (k1, n1, k2, n2), p in zip(tables, fishers):
+        assert p == pytest.approx(ss.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue, rel=1e-6)
     ref = ss.hypergeom.pmf(np.arange(low, low + len(got)), 2 * 10 ** 9, 10 ** 8, 10 ** 9)
     assert sum(got) == pytest.approx(1.0)
     # numpy's comparison: pytest.approx walks the 362 000 values one by one in Python (3 s of CPU)
@@ -167,13 +218,16 @@ def test_runs_of_a_billion_units_or_more_are_analysed(tmp_path, workbench_dir):
         f"t{i},bf16,on,on,1000000000,{k},0\n" for i, k in enumerate((50_000_000, 50_004_000, 49_999_000))))
     db = str(tmp_path / "huge.duckdb")
     runner = CliRunner()
-    assert runner.invoke(app, ["import", "evidence", str(csv), "--root", str(workbench_dir), "--db", db]).exit_code == 0
-    out = runner.invoke(app, ["hypothesis", "analyze", "wedge-confound", "--json", "--root", str(workbench_dir),
-                              "--db", db])
+    counts = ((50_000_000, 50_004_000, 49_999_000), (50_000_000, 50_001_000, 49_999_500), (9, 2, 4))
+    with _fails_if_hung("wb import + analyze of three runs of 10^9 units, and their dispersion"):
+        imported = runner.invoke(app, ["import", "evidence", str(csv), "--root", str(workbench_dir), "--db", db])
+        out = runner.invoke(app, ["hypothesis", "analyze", "wedge-confound", "--json", "--root", str(workbench_dir),
+                                  "--db", db])
+        dispersions = [clustered.dispersion(ks, [10 ** 9] * 3) for ks in counts]
+    assert imported.exit_code == 0, imported.output
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)  # treatment runs alone: the prediction is judged, the verdict waits for a control
     assert [j["outcome"] for j in doc["predictions"]] == ["falsified"] and doc["verdict"] == "inconclusive", doc
     # Counts this large are chi-square's (R - 1 df) to within the simulation's error.
-    for ks in ((50_000_000, 50_004_000, 49_999_000), (50_000_000, 50_001_000, 49_999_500), (9, 2, 4)):
-        d = clustered.dispersion(ks, [10 ** 9] * 3)
+    for d in dispersions:
         assert d.p_over == pytest.approx(float(ss.chi2.sf(2 * d.phi, 2)), abs=0.04)
