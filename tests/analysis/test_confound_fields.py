@@ -1,6 +1,7 @@
 """What the confound scan hands out names itself: a variable's values sit under their own key (a value
 literally named `runs` or `strata` keeps its counts), and the p-value of a variable of three or more values
-is given raw, with the number of comparisons and the Bonferroni-adjusted value the flag is judged on."""
+is given raw, with the number of comparisons (each value against the rest, over runs and over units) and the
+Bonferroni-adjusted value the flag is judged on."""
 
 from __future__ import annotations
 
@@ -47,8 +48,8 @@ def test_p_of_three_values_is_raw_with_its_comparisons_and_adjusted_value(kv, cl
     raw = stats.fisher(6, 6, 0, 12)
     assert "fisher_p" not in comp
     assert comp["effect"]["runs_p"] == pytest.approx(raw, rel=1e-6)
-    assert comp["comparisons"] == 3
-    assert comp["effect"]["units_p_adjusted"] == pytest.approx(3 * comp["effect"]["units_p"], rel=1e-6)
+    assert comp["comparisons"] == 6  # 3 values, each tested over runs and over units
+    assert comp["effect"]["units_p_adjusted"] == pytest.approx(6 * comp["effect"]["units_p"], rel=1e-6)
     # p and p_adjusted are the test's it is judged on: over units here, the smaller
     assert comp["p_counts"] == "units" and comp["p"] == comp["effect"]["units_p"]
     assert comp["p_adjusted"] == comp["effect"]["units_p_adjusted"]
@@ -64,14 +65,14 @@ def test_text_and_tsv_name_the_raw_and_the_adjusted_p(kv, cli):
     line = next(ln for ln in out.splitlines() if "vs variable compression" in ln)
     raw = stats.fisher(6, 6, 0, 12)
     assert f"Fisher exact p = {raw:.2g}" in line
-    assert f"Bonferroni-adjusted over 3 comparisons: {3 * raw:.2g}" in line
+    assert f"Bonferroni-adjusted over 6 comparisons, 3 values each over runs and units: {6 * raw:.2g}" in line
     code, out, _ = cli("confounds", "--format", "tsv")
     head, *rows = out.splitlines()
     assert head.split("\t") == ["flag", "experiment", "outcome", "kind", "factor", "p", "comparisons", "p_adjusted",
                                 "message", "proposal"]
     row = next(r.split("\t") for r in rows if "\tvariable\tcompression\t" in r)
     units = _compression(cli)["effect"]["units_p_adjusted"]  # the p it is judged on
-    assert row[6] == "3" and float(row[7]) == pytest.approx(units, rel=1e-2)
+    assert row[6] == "6" and float(row[7]) == pytest.approx(units, rel=1e-2)
 
 
 def test_html_shows_every_value_row_and_the_adjusted_p(kv, cli, tmp_path):
@@ -91,5 +92,5 @@ def test_html_shows_every_value_row_and_the_adjusted_p(kv, cli, tmp_path):
     raw = stats.fisher(6, 6, 0, 12)
     assert f"<td>runs p</td><td><code class=\"wrap\">{raw:.2g}</code>" in article
     assert "<td>Fisher exact p (units)</td>" in article  # the p it is judged on
-    assert "<td>comparisons</td><td><code class=\"wrap\">3</code>" in article
+    assert "<td>comparisons</td><td><code class=\"wrap\">6</code>" in article
     assert "<td>p adjusted (Bonferroni, units)</td>" in article

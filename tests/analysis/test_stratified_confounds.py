@@ -112,11 +112,12 @@ def test_a_variable_of_three_values_is_tested_each_value_against_the_rest(tmp_pa
     assert code == 0, err
     comp = {(f["kind"], f["factor"]): f for f in json.loads(out)["items"]}[("variable", "compression")]
     assert comp["across_executions"], comp["message"]  # imported runs: a difference across executions
-    # lz4 against the rest: 6/6 vs 0/12 runs, Fisher p = 1/C(18, 6) = 5.4e-5, times 3 values (Bonferroni).
-    assert comp["effect"]["runs_p"] == pytest.approx(stats.fisher(6, 6, 0, 12), rel=1e-6) and comp["comparisons"] == 3
+    # lz4 against the rest: 6/6 vs 0/12 runs, Fisher p = 1/C(18, 6) = 5.4e-5, times 3 values each tested over runs
+    # and over units (Bonferroni).
+    assert comp["effect"]["runs_p"] == pytest.approx(stats.fisher(6, 6, 0, 12), rel=1e-6) and comp["comparisons"] == 6
     assert comp["p_adjusted"] == comp["effect"]["units_p_adjusted"]  # the smaller, over units: the one it is judged on
     assert "compression=lz4 against the other values" in comp["message"]
-    assert "Bonferroni over its 3 values" in comp["message"]
+    assert "Bonferroni over its 3 values, each over runs and over units" in comp["message"]
     assert comp["effect"]["risk_difference"] == pytest.approx(1.0)
 
 

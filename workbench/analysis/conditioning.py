@@ -187,22 +187,32 @@ def _p_values(p: float, comparisons: int, effect: dict[str, Any]) -> str:
         result += f", {display.p_value(effect['units_p'])} over units"
     if comparisons > 1:
         units = effect.get("units_p_adjusted") if effect.get("units_p") is not None else None
-        result += (f" (Bonferroni-adjusted over {comparisons} comparisons: "
+        result += (f" (Bonferroni-adjusted over {comparisons_named(comparisons, units is not None)}: "
                    f"{display.p_value(min(1.0, p * comparisons))} over runs"
                    + (f", {display.p_value(units)} over units" if units is not None else "") + ")")
     return result
 
 
+def comparisons_named(comparisons: int, units: bool) -> str:
+    """"2 comparisons, runs and units": what a contrast's comparisons are, where it was tested over units too."""
+    if not units:
+        return f"{comparisons} comparisons"
+    if comparisons == 2:
+        return "2 comparisons, runs and units"
+    return f"{comparisons} comparisons, {comparisons // 2} values each over runs and units"
+
+
 def _deciding(p: float, effect: dict[str, Any]) -> tuple[float, str]:
     """The p a contrast is judged on and what it counts: over units where every run has them and that p is the
-    smaller, else over runs (`p`). Both are scaled by the same comparisons, so the smaller raw p decides."""
+    smaller, else over runs (`p`). Both are scaled by the same comparisons, which count the two tests where both
+    were run (`_contrast`), so the smaller raw p decides and the choice is paid for."""
     units = effect.get("units_p")
     return (units, "units") if units is not None and units < p else (p, "runs")
 
 
 def _significant(p: float, comparisons: int, effect: dict[str, Any]) -> bool:
     """Whether a contrast shows an association: its deciding p (`_deciding`) below ALPHA after Bonferroni over its
-    comparisons."""
+    comparisons (its values and, where every run has units, the two tests over runs and over units)."""
     return min(1.0, _deciding(p, effect)[0] * comparisons) < stats.ALPHA
 
 
@@ -211,7 +221,12 @@ def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]
     """The stratified test of `var`: its two values against each other, or, with more, each value against
     the rest, keeping the smallest p-value and the number of comparisons it was chosen from (the flag is
     judged on p times that number, Bonferroni: a variable of many values gets no more chances to be flagged
-    than one of two). (raw p over runs, comparisons, effect, the strata's tables, labels)."""
+    than one of two). Where every run has units, each contrast is tested over runs and over units and the
+    smaller p decides (`_deciding`): two tests, so the comparisons double. Judged on the smaller of two p at
+    ALPHA, a variable with no effect was flagged more often than ALPHA; Bonferroni over the two holds the level
+    whatever their correlation (the two tests count the same runs and mostly agree, so the false-alarm rate lies
+    between ALPHA / 2 and ALPHA: studies/confound_false_alarms.py measures it). (raw p over runs, comparisons,
+    effect, the strata's tables, labels)."""
     best: tuple[float, float, str, Any, Any] | None = None
     for v in values[:1] if len(values) == 2 else values:
         runs_t, units_t = _stratum_tables(var, v, groups, occurred, counts)
@@ -221,13 +236,18 @@ def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]
             best = (p_runs, p_units, v, runs_t, units_t)
     assert best is not None
     p_runs, p_units, first, runs_t, units_t = best
-    scale = len(values) if len(values) > 2 else 1
+    scale = _value_scale(values) * (2 if units_t else 1)
     effect: dict[str, Any] = {"risk_difference": _mh_difference(runs_t)}
     if units_t:
         effect.update(units_rate_difference=_mh_difference(units_t), runs_p=p_runs, units_p=p_units,
                       units_p_adjusted=min(1.0, scale * p_units))
     other = f"{var}={values[1]}" if len(values) == 2 else f"{var} other than {first}"
     return p_runs, scale, effect, (runs_t, units_t), (f"{var}={first}", other)
+
+
+def _value_scale(values: list[str]) -> int:
+    """The contrasts a variable's values give: one for two values, each value against the rest for more."""
+    return len(values) if len(values) > 2 else 1
 
 
 def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list[RunData], occurred: dict[int, bool],
@@ -245,9 +265,11 @@ def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list
     test = STRATIFIED_TEST if len(groups) > 1 else "Fisher exact"
     p, comparisons, effect, tables, labels = _contrast(var, list(per), groups, occurred, counts)
     detail = _stratum_text(labels, groups, *tables) if len(groups) > 1 else ""  # one: the pooled counts
-    if comparisons > 1:
+    if len(per) > 2:
+        units = ", each over runs and over units" if tables[1] else ""
         detail = (f"{labels[0]} against the other values, the value that differs most (judged on p-values "
-                  f"times {comparisons}: Bonferroni over its {comparisons} values)" + (f"; {detail}" if detail else ""))
+                  f"times {comparisons}: Bonferroni over its {len(per)} values{units})"
+                  + (f"; {detail}" if detail else ""))
     msg = _message(var, used, per, by if len(groups) > 1 else [], detail, test, p, comparisons, effect, what)
     executions = _execution_groups(var, groups)
     within = None
@@ -267,7 +289,8 @@ def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list
     # the p shown is the one the flag (or the difference) is judged on, or a flag over units reads beside "p = 1"
     p, over = _deciding(p, effect)
     first = labels[0].removeprefix(f"{var}=")
-    msg += _tested_text(var, first, groups, occurred, counts, tested_by, what, comparisons, flagged or across) + "."
+    msg += _tested_text(var, first, groups, occurred, counts, tested_by, what, _value_scale(list(per)),
+                        flagged or across) + "."
     table = {"values": per, "strata": [g[0] for g in groups], "runs": [r.name for r in used]}
     return make("variable", var, outcome, exp.id, flagged, msg, table, p, effect, None, test, comparisons,
                 across_executions=across, p_counts=over)
@@ -309,7 +332,7 @@ def _within_text(var: str, executions: list[tuple[str, list[RunData]]], p: float
 
 
 def _tested_text(var: str, first: str, groups: list[tuple[str, list[RunData]]], occurred: dict[int, bool],
-                 counts: Counts, tested_by: dict[int, str], what: str, comparisons: int, flagged: bool) -> str:
+                 counts: Counts, tested_by: dict[int, str], what: str, values: int, flagged: bool) -> str:
     """"; tested in controlled runs of hypothesis H, ...": what each hypothesis's own runs show, stratum by stratum.
     A hypothesis run under other settings too (a --set causal_model=wedge) has runs in several strata: one
     "found no association" for all of them read beside a stratum whose runs showed one. A stratum where a
@@ -317,7 +340,8 @@ def _tested_text(var: str, first: str, groups: list[tuple[str, list[RunData]]], 
     execution whose arms differ in `var` is a controlled test of it: where every execution held `var` at one value
     (it changed between executions, as --set does) the comparison is said to be across executions. A hypothesis's
     strata are each a test: their p-values are Holm-adjusted over them, or one of many strata would show an
-    association by chance."""
+    association by chance. Each stratum's p already pays for its choice of runs or units (`_association`); it is
+    judged on its Holm-adjusted p times the contrasts the variable's `values` give."""
     found: dict[tuple[str, bool], list[tuple[str, str, bool]]] = {}  # (hypothesis, controlled) -> (stratum, p, shows)
     for h in sorted({h for _, rs in groups for r in rs if (h := tested_by.get(r.id)) is not None}):
         tests = []  # (stratum, controlled, over, p)
@@ -330,7 +354,7 @@ def _tested_text(var: str, first: str, groups: list[tuple[str, list[RunData]]], 
         holm = f", Holm-adjusted over {len(tests)} strata" if len(tests) > 1 else ""
         for (name, controlled, over, _), p in zip(tests, adjusted):
             found.setdefault((h, controlled), []).append(
-                (name, f"Fisher p {display.p_is(p)} over {over}{holm}", p * comparisons < stats.ALPHA))
+                (name, f"Fisher p {display.p_is(p)} over {over}{holm}", p * values < stats.ALPHA))
     names = [name for items in found.values() for name, _, _ in items]
     short = _separating_names(var, groups, names) if len(groups) > 1 else {}
     said = {True: [], False: []}  # type: dict[bool, list[str]]
@@ -376,8 +400,8 @@ def _within_executions(var: str, runs: list[RunData]) -> list[RunData]:
 def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, bool],
                  counts: Counts) -> tuple[str, float] | None:
     """("units", p): Fisher's test of `var`=`first` against the other values over `runs` (one stratum's), over runs or
-    over units where every run has them, whichever is smaller, as the finding is judged; None where they cannot
-    test it: none of them, or all on one side."""
+    over units where every run has them, whichever is smaller, as the finding is judged: doubled for that choice
+    (Bonferroni over the two, as `_contrast`); None where they cannot test it: none of them, or all on one side."""
     sides = [[r for r in runs if r.variables[var] == first], [r for r in runs if r.variables[var] != first]]
     if not all(sides):
         return None
@@ -385,4 +409,5 @@ def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, 
     if all(counts[r.id][1] is not None for r in runs):
         tests["units"] = stats.fisher(*(int(x) for side in sides for x in (sum(counts[r.id][0] for r in side),
                                                                            sum(counts[r.id][1] or 0 for r in side))))
-    return min(tests.items(), key=lambda kv: kv[1])
+    over, p = min(tests.items(), key=lambda kv: kv[1])
+    return over, min(1.0, p * len(tests))

@@ -39,8 +39,9 @@ class Finding:
     # Fisher's exact test on one 2x2 table, or its stratified exact form when a variable is judged within
     # several strata of the other variables or, "within executions", each execution a stratum.
     test: str | None = None
-    # How many tests `p` is the smallest of (a variable of 3+ values: each value against the rest); the flag
-    # is judged on `p_adjusted`, min(1, p * comparisons) (Bonferroni).
+    # How many tests `p` is the smallest of (a variable of 3+ values: each value against the rest; each of them
+    # over runs and over units, where every run has units); the flag is judged on `p_adjusted`,
+    # min(1, p * comparisons) (Bonferroni).
     comparisons: int = 1
     # A variable that moved with the outcome only across executions (or imported runs), never within one: told apart
     # from a flag (anything else that changed between executions could explain it). `p` is then the pooled test's;
