@@ -166,3 +166,56 @@ def test_choosing_the_smaller_of_the_p_over_runs_and_over_units_is_paid_for(regi
            f"{display.p_value(2 * units)} over units" in fix.message, fix.message
     # the hypothesis's own clause pays for the same choice
     assert f"which found no association with leak" in fix.message and "show an association" not in fix.message
+
+
+ABORTS = "aborts (= waiting_for_input)"
+
+
+def _guard(findings: list[Finding]) -> Finding:
+    return next(f for f in findings if f.kind == "guard" and f.factor == ABORTS and f.outcome == "corruption_rate")
+
+
+def test_a_guard_is_judged_within_executions_not_cleared_by_another(store, registry):
+    """wedge-confound's execution removed the aborts and the leaks together (control 12/80 leaks with aborts,
+    treatment none of either): its runs cannot tell the two apart. Another hypothesis's execution leaked without
+    aborts, and pooled, that run said "aborts is not necessary for leak" and cleared the guard: a comparison
+    across executions, which anything else that changed between them could explain. The guard is flagged on the
+    execution that confounds them, the other execution's runs said to be across executions."""
+    ex = add_execution(store)
+    other = add_execution(store, hypothesis_id="pool-configurator-overcommit")
+    for r in range(1, 3):
+        add_run(store, execution_id=ex, arm="control", replicate=r, variables=CONTROL,
+                outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10})
+        add_run(store, execution_id=ex, arm="treatment", replicate=r, variables=TREATMENT,
+                outcomes={"done": 80}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=other, arm="control", replicate=r, variables=TREATMENT,
+                outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 0},
+                hypothesis_id="pool-configurator-overcommit")
+    aborts = _guard(scan_confounds(store, registry))
+    assert aborts.flagged and not aborts.across_executions, aborts.message
+    assert "In every run with leak of the execution where it occurred only with aborts" in aborts.message
+    assert (f"leak occurred without {ABORTS} only in another execution (2 runs: run 3, run 6), which anything "
+            "else that changed between them could explain") in aborts.message, aborts.message
+    # the comparison with runs without aborts is the one within the execution: 2/2 against 0/2 runs
+    assert aborts.test == "Fisher exact within one execution" and aborts.p == stats.fisher(2, 2, 0, 2)
+
+
+def test_a_guard_compared_only_across_executions_says_so(store, registry):
+    """Both arms of wedge-confound's execution wedged and leaked; another execution had neither. Pooled, "leak
+    occurred in 0 of 2 runs without aborts (Fisher p = 0.17)" read as a comparison within the runs; no execution
+    had runs without aborts to compare with: the runs stay confounded, and the comparison is said to be across
+    executions."""
+    ex = add_execution(store)
+    other = add_execution(store, hypothesis_id="pool-configurator-overcommit")
+    for r in range(1, 3):
+        for arm, variables in (("control", CONTROL), ("treatment", TREATMENT)):
+            add_run(store, execution_id=ex, arm=arm, replicate=r, variables=variables,
+                    outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10})
+        add_run(store, execution_id=other, arm="control", replicate=r, variables=TREATMENT,
+                outcomes={"done": 80}, extra={"waiting_for_input": 0}, hypothesis_id="pool-configurator-overcommit")
+    aborts = _guard(scan_confounds(store, registry))
+    assert aborts.flagged, aborts.message
+    assert aborts.test == "Fisher exact across executions" and aborts.p == stats.fisher(4, 4, 0, 2)
+    assert (f"leak occurred in 0 of 2 runs without {ABORTS}, all in other executions (Fisher p "
+            f"{display.p_is(stats.fisher(4, 4, 0, 2))} across executions, which anything else that changed "
+            "between them could explain)") in aborts.message, aborts.message

@@ -60,7 +60,7 @@ def test_a_guard_that_also_occurs_without_the_outcome_is_worded_by_which_runs_ex
     assert timeouts.p is not None
     assert "no run without timeouts exists" not in timeouts.message
     assert ("timeouts also occurred in 1 run without leak, and leak occurred in 0 of 3 runs without "
-            "timeouts (Fisher p = 0.14)") in timeouts.message
+            "timeouts of the execution that had and lacked it (Fisher p = 0.14)") in timeouts.message
     error = findings[("guard", "error")]
     assert error.p is None
     assert ("error also occurred in 4 runs without leak, so it is not specific; no run without error "

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import display, stats
 from workbench.analysis.aliasing import alias_findings
-from workbench.analysis.conditioning import variable_findings
+from workbench.analysis.conditioning import STRATIFIED_TEST, Counts, variable_findings
 from workbench.analysis.data import USABLE_STATUSES, RunData, metric_value, run_query
 from workbench.analysis.results import json_safe
 
@@ -281,34 +281,9 @@ def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outc
             if v is not None:
                 g_known[r.id] = v
         both = [r for r in known if r.id in g_known]
-        if not both:
-            continue
-        rows = [(g_known[r.id] > 0, occurred[r.id]) for r in both]
-        table, p, effect = _two_by_two(rows)
-        with_y = [r for r in both if occurred[r.id]]
-        co = [r for r in with_y if g_known[r.id] > 0]
-        apart = [r for r in with_y if g_known[r.id] == 0]
-        tab = {"outcome_with_guard": table[0][0], "no_outcome_with_guard": table[0][1],
-               "outcome_without_guard": table[1][0], "no_outcome_without_guard": table[1][1],
-               "runs": [r.name for r in both]}
-        if apart:
-            msg = (f"{what} occurred without {label} in {display.count(len(apart), 'run')} ("
-                   + "; ".join(f"{r.name}: {what}={counts[r.id][0]:g}, {label}=0" for r in apart[:SHOWN_RUNS])
-                   + _more(apart) + f"): {label} is not necessary for {what}.")
-            out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect, test=_FISHER))
-        elif co:
-            stratum = _common_values(co)
-            msg = (f"In every run with {what} where {label} was recorded ({len(co)} of {len(with_y)}"
-                   + (f", all with {_kv(stratum)}" if stratum else "") + "), "
-                   f"{label} also occurred (" + "; ".join(f"{r.name}: {what}={counts[r.id][0]:g}, "
-                                                         f"{label}={g_known[r.id]:g}" for r in co[:SHOWN_RUNS])
-                   + _more(co) + f"). {what} and {label} are confounded in these runs"
-                   + _guard_apart(label, what, table, p))
-            prop = _propose(registry, exp, names, outcome, co, runs, g_known, scanned)
-            out.append(Finding("guard", label, outcome, exp.id, True, msg, tab, p, effect, prop, _FISHER))
-        else:
-            msg = f"{what} did not occur in any run where {label} was recorded ({display.count(len(both), 'run')})."
-            out.append(Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect, test=_FISHER))
+        if both:
+            out.append(_guard_finding(registry, exp, (label, names), outcome, what, both, runs, occurred, counts,
+                                      g_known, scanned))
     variables = variable_findings(Finding, exp, known, occurred, counts, outcome, what, tested_by or {})
     aliases = alias_findings(Finding, registry, exp, known, occurred, counts, outcome, what)
     out.extend(_note_aliased(f, aliases) for f in variables)
@@ -316,17 +291,103 @@ def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outc
     return out
 
 
-def _guard_apart(label: str, what: str, table: list[list[int]], p: float | None) -> str:
-    """The end of a guard finding whose guard also occurred without the outcome: the comparison with the runs
-    without the guard where there are some (p is None exactly when there are none)."""
-    if not table[0][1]:
-        return "."
-    if p is None:
-        return (f"; {label} also occurred in {display.count(table[0][1], 'run')} without {what}, so it is not "
-                f"specific; no run without {label} exists to compare.")
-    return (f"; {label} also occurred in {display.count(table[0][1], 'run')} without {what}, and {what} occurred in "
-            f"{table[1][0]} of {display.count(table[1][0] + table[1][1], 'run')} without {label} "
-            f"(Fisher p {display.p_is(p)}).")
+def _groups(runs: list[RunData]) -> list[list[RunData]]:
+    """The runs of each execution; an imported run, which belongs to none, on its own."""
+    out: dict[tuple[str, int], list[RunData]] = {}
+    for r in runs:
+        out.setdefault(("execution", r.execution_id) if r.execution_id is not None else ("run", r.id), []).append(r)
+    return list(out.values())
+
+
+def _guard_finding(registry: Registry, exp: Experiment, guard: tuple[str, list[str]], outcome: str, what: str,
+                   both: list[RunData], runs: list[RunData], occurred: dict[int, bool], counts: Counts,
+                   g_known: dict[int, float], scanned: str | None) -> Finding:
+    """A guard judged as a variable is, within executions. Its flag says the outcome and the guard cannot be told
+    apart in some execution's runs: the outcome occurred there, always with the guard. A run where the outcome
+    occurred without it says so only for its own execution: from another, anything else that changed between them
+    (time, host, workload, settings) could explain it, so it is said to be across executions, not taken to clear
+    the guard. The comparison with runs without the guard is made within the executions whose runs had and lacked
+    it (each a stratum); where only other executions lacked it, that comparison is said to be across executions."""
+    label, names = guard
+    within = [rs for rs in _groups(both) if any(occurred[r.id] for r in rs)]
+    confounded = [rs for rs in within if all(g_known[r.id] > 0 for r in rs if occurred[r.id])]
+    with_y = [r for r in both if occurred[r.id]]
+    co = [r for rs in confounded for r in rs if occurred[r.id]]
+    apart = [r for r in with_y if g_known[r.id] == 0]
+    table, pooled, effect = _two_by_two([(g_known[r.id] > 0, occurred[r.id]) for r in both])
+    p, test, contrast = _guard_contrast(label, what, both, occurred, g_known, table, pooled)
+    tab = {"outcome_with_guard": table[0][0], "no_outcome_with_guard": table[0][1],
+           "outcome_without_guard": table[1][0], "no_outcome_without_guard": table[1][1],
+           "runs": [r.name for r in both]}
+    if not co:
+        if apart:
+            msg = (f"{what} occurred without {label} in {display.count(len(apart), 'run')} ("
+                   + "; ".join(f"{r.name}: {what}={counts[r.id][0]:g}, {label}=0" for r in apart[:SHOWN_RUNS])
+                   + _more(apart) + f"): {label} is not necessary for {what}.")
+        else:
+            msg = f"{what} did not occur in any run where {label} was recorded ({display.count(len(both), 'run')})."
+        return Finding("guard", label, outcome, exp.id, False, msg, tab, p, effect, test=test)
+    stratum = _common_values(co)
+    # With a run elsewhere where the outcome occurred without the guard, the runs meant are those of the executions
+    # that confound them.
+    where = f" of {_which(confounded)} where it occurred only with {label}" if apart else ""
+    msg = (f"In every run with {what}{where}"
+           + (f" ({len(co)} of the {len(with_y)} runs with {what} where {label} was recorded" if apart else
+              f" where {label} was recorded ({len(co)} of {len(with_y)}")
+           + (f", all with {_kv(stratum)}" if stratum else "") + "), "
+           f"{label} also occurred (" + "; ".join(f"{r.name}: {what}={counts[r.id][0]:g}, "
+                                                 f"{label}={g_known[r.id]:g}" for r in co[:SHOWN_RUNS])
+           + _more(co) + f"). {what} and {label} are confounded in these runs" + contrast)
+    if apart:
+        msg = (msg[:-1] + f"; {what} occurred without {label} only in {_which(_groups(apart), other=True)} ("
+               f"{display.count(len(apart), 'run')}: {', '.join(r.name for r in apart[:SHOWN_RUNS])}"
+               + _more(apart) + "), which anything else that changed between them could explain.")
+    prop = _propose(registry, exp, names, outcome, co, runs, g_known, scanned)
+    return Finding("guard", label, outcome, exp.id, True, msg, tab, p, effect, prop, test)
+
+
+def _guard_contrast(label: str, what: str, both: list[RunData], occurred: dict[int, bool], g_known: dict[int, float],
+                    table: list[list[int]], pooled: float | None) -> tuple[float | None, str, str]:
+    """(p, test, the end of a flagged guard's message): the outcome with the guard against without it, over runs,
+    within the executions whose runs had and lacked it (each a stratum); where none did, over all runs, a
+    comparison across executions (imported runs belong to none)."""
+    tables = []
+    for rs in _groups(both):
+        sides = [[r for r in rs if g_known[r.id] > 0], [r for r in rs if g_known[r.id] == 0]]
+        if rs[0].execution_id is not None and all(sides):
+            tables.append(tuple(x for side in sides for x in (sum(occurred[r.id] for r in side), len(side))))
+    also = f"; {label} also occurred in {display.count(table[0][1], 'run')} without {what}" if table[0][1] else ""
+    lead = f"{also}, and " if also else "; "
+    if tables:
+        k, n = sum(t[2] for t in tables), sum(t[3] for t in tables)
+        one = len(tables) == 1
+        p = stats.fisher(*tables[0]) if one else stats.stratified_exact(tables)
+        return p, f"{_FISHER} within one execution" if one else f"{STRATIFIED_TEST} within executions", (
+            f"{lead}{what} occurred in {k} of {display.count(n, 'run')} without {label} of the "
+            + ("execution that had and lacked it (Fisher" if one else
+               f"{len(tables)} executions that had and lacked it, each a stratum ({STRATIFIED_TEST}")
+            + f" p {display.p_is(p)}).")
+    if pooled is None:
+        return None, _FISHER, (f"{also}, so it is not specific; no run without {label} exists to compare."
+                               if also else ".")
+    return pooled, f"{_FISHER} across executions", (
+        f"{lead}{what} occurred in {table[1][0]} of {display.count(table[1][0] + table[1][1], 'run')} without "
+        f"{label}, all in other executions (Fisher p {display.p_is(pooled)} across executions, which anything else "
+        "that changed between them could explain).")
+
+
+def _which(groups: list[list[RunData]], *, other: bool = False) -> str:
+    """Groups of runs (`_groups`) in words: "the execution", "the 2 executions and an imported run", or with
+    `other`, "another execution", "other executions and imported runs"."""
+    n = sum(rs[0].execution_id is not None for rs in groups)
+    imported = len(groups) - n
+    words = []
+    if n:
+        words.append(("another execution" if other else "the execution") if n == 1 else
+                     f"{'other' if other else f'the {n}'} executions")
+    if imported:
+        words.append(("an imported run" if imported == 1 else "imported runs") + " (which belong to none)")
+    return " and ".join(words)
 
 
 def _note_aliased(f: Finding, aliases: list[Finding]) -> Finding:

@@ -29,9 +29,9 @@ def register(app: typer.Typer) -> None:
         """Scan stored runs for confounds: variables and guard metrics associated with the outcome, and
         variables that never varied independently (aliasing), with the experiment that would separate them.
 
-        FLAG marks an association seen within executions (or a guard that always went with the outcome); DIFF a
-        variable that moved with the outcome only across executions, which anything else that changed between
-        them could explain.
+        FLAG marks an association seen within executions (or a guard that always went with the outcome in an
+        execution); DIFF a variable that moved with the outcome only across executions, which anything else
+        that changed between them could explain.
 
         The default text is one finding a paragraph; --format table|csv|tsv gives one a row."""
         chosen = list_format(fmt, json_) if (fmt or json_) else "text"
@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
 
 
 # The marks, under a table on a terminal (the text output words each finding whole; --help says the same).
-LEGEND = ("FLAG: moved with the outcome within executions (a guard: always went with it); DIFF: only across "
+LEGEND = ("FLAG: moved with the outcome within executions (a guard: always went with it in one); DIFF: only across "
           "executions, not a controlled confound; p: the test the mark is judged on (over runs or units)")
 
 INDENT = " " * 5  # a finding's lines after its first, under its `[experiment]`
@@ -73,7 +73,7 @@ def _row(f: Finding, fmt: str) -> list[str]:
 
 
 def _mark(f: Finding) -> str:
-    """FLAG: an association within executions (or a guard always with the outcome); DIFF: one seen only across
+    """FLAG: an association within executions (or a guard always with the outcome in one); DIFF: one seen only across
     executions; nothing otherwise."""
     return "FLAG" if f.flagged else "DIFF" if f.across_executions else ""
 
