@@ -10,6 +10,7 @@ import random
 import re
 
 from workbench.analysis import display, scan_confounds, stats
+from workbench.analysis.aliasing import alias_findings
 from workbench.analysis.conditioning import variable_findings
 from workbench.analysis.confounds import Finding
 from workbench.store.entities import RunData
@@ -219,3 +220,39 @@ def test_a_guard_compared_only_across_executions_says_so(store, registry):
     assert (f"leak occurred in 0 of 2 runs without {ABORTS}, all in other executions (Fisher p "
             f"{display.p_is(stats.fisher(4, 4, 0, 2))} across executions, which anything else that changed "
             "between them could explain)") in aborts.message, aborts.message
+
+
+def _aliases(registry, runs: list[RunData], leaks: dict[int, int]) -> list[Finding]:
+    counts = {r.id: (float(leaks[r.id]), 80.0) for r in runs}
+    return alias_findings(Finding, registry, registry.experiments["agent-repro"], runs,
+                          {i: k > 0 for i, (k, _) in counts.items()}, counts, "corruption_rate", "leak")
+
+
+def test_variables_that_changed_together_only_between_executions_are_a_difference_not_a_flag(registry):
+    """Two executions toggling the abort fix, the second under --set causal_model=wedge --set hicache=off: pooled,
+    causal_model and hicache were flagged as aliased, though no execution's runs moved them together. Which of them
+    (or what else changed between the executions) goes with the leaks is a difference across executions."""
+    runs = [_run(i + 1, 1 + i // 4, {"causal_model": model, "hicache": cache, "nixl_abort_fix": fix})
+            for i, (model, cache, fix) in enumerate([("seed", "on", "off"), ("seed", "on", "on")] * 2
+                                                    + [("wedge", "off", "off"), ("wedge", "off", "on")] * 2)]
+    (alias,) = _aliases(registry, runs, {r.id: 12 if r.variables["hicache"] == "on" else 0 for r in runs})
+    assert alias.factor == "causal_model ~ hicache" and alias.effect["perfect"]
+    assert not alias.flagged and alias.across_executions, alias.message
+    assert alias.message.endswith("; no execution's runs moved them together, so this is a difference across "
+                                  "executions, which anything else that changed between them could explain, not a "
+                                  "controlled confound."), alias.message
+    assert alias.proposal["toggle"] is not None  # the separating experiment is still proposed
+
+
+def test_variables_aliased_within_an_execution_are_flagged_though_the_history_separates_them(registry):
+    """One execution's runs switched hicache and index_k_dtype together; other executions varied them apart, so
+    pooled they were not aliased (Cramér's V 0) and nothing was said, though that execution's own comparison cannot
+    tell which of the two it measured."""
+    pairs = [("on", "bf16"), ("off", "fp8")] * 2 + [("on", "fp8"), ("off", "bf16")] * 2
+    runs = [_run(i + 1, 1 if i < 4 else i, {"hicache": cache, "index_k_dtype": dtype})
+            for i, (cache, dtype) in enumerate(pairs)]
+    (alias,) = _aliases(registry, runs, {r.id: 12 if r.id in (1, 3) else 0 for r in runs})
+    assert alias.factor == "hicache ~ index_k_dtype" and alias.flagged and not alias.across_executions
+    assert alias.message.startswith("hicache and index_k_dtype are perfectly aliased within execution 1: its 4 runs "
+                                    "never varied them independently"), alias.message
+    assert alias.table["runs"] == ["run 1", "run 2", "run 3", "run 4"]

@@ -16,6 +16,7 @@ from itertools import combinations
 from typing import TYPE_CHECKING, Any, Callable
 
 from workbench.analysis import display
+from workbench.analysis.conditioning import ACROSS
 from workbench.registry.drafts import entry_yaml
 
 if TYPE_CHECKING:
@@ -56,40 +57,82 @@ def _rate(rs: list[RunData], occurred: dict[int, bool], counts: dict[int, tuple[
     return sum(occurred[r.id] for r in rs) / len(rs)
 
 
+def _aliased(runs: list[RunData], a: str, b: str) -> tuple[bool, float] | None:
+    """(perfect, Cramér's V) where `a` and `b` each took two values or more over `runs` and moved together (one to
+    one, or V >= PARTIAL_V); None otherwise."""
+    pairs = [(r.variables[a], r.variables[b]) for r in runs]
+    if len({p[0] for p in pairs}) < 2 or len({p[1] for p in pairs}) < 2:
+        return None
+    perfect, v = _one_to_one(pairs), cramers_v(pairs)
+    return (perfect, v) if perfect or v >= PARTIAL_V else None
+
+
+def _within(runs: list[RunData], a: str, b: str) -> list[tuple[int, list[RunData], tuple[bool, float]]]:
+    """(execution, its runs, (perfect, V)) for each execution whose own runs moved `a` and `b` together: the ones
+    whose comparison cannot tell the two apart."""
+    out = []
+    for ex in sorted({r.execution_id for r in runs if r.execution_id is not None}):
+        mine = [r for r in runs if r.execution_id == ex]
+        if (found := _aliased(mine, a, b)) is not None:
+            out.append((ex, mine, found))
+    return out
+
+
 def alias_findings(make: Callable[..., Any], registry: Registry, exp: Experiment, known: list[RunData],
                    occurred: dict[int, bool],
                    counts: dict[int, tuple[float, float | None]], outcome: str, what: str) -> list[Any]:
-    """One finding per aliased pair of variables among the runs with a recorded outcome."""
+    """One finding per aliased pair of variables among the runs with a recorded outcome, judged as a variable is,
+    within executions: a pair some execution's runs moved together is flagged (that execution's comparison
+    cannot tell which of the two it measured), even where other executions separate them; a pair that moved
+    together only across executions (or imported runs, which belong to none) is a difference across executions,
+    which anything else that changed between them could explain, told apart from a flag."""
     out = []
     names = sorted({v for r in known for v in r.variables})
     for a, b in combinations(names, 2):
         both = [r for r in known if a in r.variables and b in r.variables]
-        pairs = [(r.variables[a], r.variables[b]) for r in both]
-        if len({p[0] for p in pairs}) < 2 or len({p[1] for p in pairs}) < 2:
+        pooled = _aliased(both, a, b)
+        within = _within(both, a, b)
+        if pooled is None and not within:
             continue
-        perfect = _one_to_one(pairs)
-        v = cramers_v(pairs)
-        if not perfect and v < PARTIAL_V:
-            continue
-        combos = Counter(pairs)
-        rates = {c: _rate([r for r in both if (r.variables[a], r.variables[b]) == c], occurred, counts)
+        used = [r for _, rs, _ in within for r in rs] if within else both
+        perfect, v = (all(f[0] for _, _, f in within), min(f[1] for _, _, f in within)) if within else pooled
+        combos = Counter((r.variables[a], r.variables[b]) for r in used)
+        rates = {c: _rate([r for r in used if (r.variables[a], r.variables[b]) == c], occurred, counts)
                  for c in combos}
         seen = "; ".join(f"{a}={x} with {b}={y}: {display.count(n, 'run')}, {what} rate {rates[(x, y)]:.2g}"
                          for (x, y), n in sorted(combos.items()))
-        if perfect:
+        if within:
+            msg = _within_message(a, b, within, perfect, v, what, seen)
+        elif perfect:
             msg = (f"{a} and {b} are perfectly aliased: they never varied independently in "
                    f"{display.count(len(both), 'run')} of {exp.id}, so this history cannot tell which one goes with "
-                   f"{what} ({seen}).")
+                   f"{what} ({seen})")
         else:
             msg = (f"{a} and {b} are partially aliased (Cramér's V {v:.2f}): they moved together in most of "
-                   f"{display.count(len(both), 'run')} of {exp.id}, so the history barely separates them ({seen}).")
-        prop = propose(registry, exp, (a, b), both, rates, outcome)
+                   f"{display.count(len(both), 'run')} of {exp.id}, so the history barely separates them ({seen})")
+        if not within:
+            msg += f"; no execution's runs moved them together, so this is {ACROSS}"
+        prop = propose(registry, exp, (a, b), used, rates, outcome)
         table = {"combinations": {f"{a}={x}, {b}={y}": {"runs": n, f"{what} rate": rates[(x, y)]}
                                   for (x, y), n in combos.items()},
-                 "runs": [r.name for r in both]}
-        out.append(make("alias", f"{a} ~ {b}", outcome, exp.id, True, msg, table, None,
-                        {"cramers_v": v, "perfect": perfect}, prop))
+                 "runs": [r.name for r in used]}
+        out.append(make("alias", f"{a} ~ {b}", outcome, exp.id, bool(within), msg + ".", table, None,
+                        {"cramers_v": v, "perfect": perfect}, prop, across_executions=not within))
     return out
+
+
+def _within_message(a: str, b: str, within: list[tuple[int, list[RunData], tuple[bool, float]]], perfect: bool,
+                    v: float, what: str, seen: str) -> str:
+    """"A and B are perfectly aliased within execution 3: its 4 runs never varied them independently, ..."."""
+    n = sum(len(rs) for _, rs, _ in within)
+    its = "its" if len(within) == 1 else "their"
+    where = (f"execution {within[0][0]}: its" if len(within) == 1 else
+             "executions " + ", ".join(str(ex) for ex, _, _ in within[:-1]) + f" and {within[-1][0]}: their")
+    if perfect:
+        return (f"{a} and {b} are perfectly aliased within {where} {display.count(n, 'run')} never varied them "
+                f"independently, so {its} comparison cannot tell which one goes with {what} ({seen})")
+    return (f"{a} and {b} are partially aliased within {where} {display.count(n, 'run')} (Cramér's V {v:.2f}) moved "
+            f"them together in most, so {its} comparison barely separates them ({seen})")
 
 
 def _registered(registry: Registry, exp: Experiment, var: str, other: str, other_value: str) -> str | None:

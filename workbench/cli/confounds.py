@@ -30,8 +30,8 @@ def register(app: typer.Typer) -> None:
         variables that never varied independently (aliasing), with the experiment that would separate them.
 
         FLAG marks an association seen within executions (or a guard that always went with the outcome in an
-        execution); DIFF a variable that moved with the outcome only across executions, which anything else
-        that changed between them could explain.
+        execution); DIFF a variable that moved with the outcome, or two variables that moved together, only
+        across executions, which anything else that changed between them could explain.
 
         The default text is one finding a paragraph; --format table|csv|tsv gives one a row."""
         chosen = list_format(fmt, json_) if (fmt or json_) else "text"
