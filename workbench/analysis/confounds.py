@@ -315,7 +315,7 @@ def _guard_finding(registry: Registry, exp: Experiment, guard: tuple[str, list[s
     co = [r for rs in confounded for r in rs if occurred[r.id]]
     apart = [r for r in with_y if g_known[r.id] == 0]
     table, pooled, effect = _two_by_two([(g_known[r.id] > 0, occurred[r.id]) for r in both])
-    p, test, contrast = _guard_contrast(label, what, both, occurred, g_known, table, pooled)
+    p, test, contrast = _guard_contrast(label, what, both, occurred, g_known, table, pooled, said=bool(apart))
     tab = {"outcome_with_guard": table[0][0], "no_outcome_with_guard": table[0][1],
            "outcome_without_guard": table[1][0], "no_outcome_without_guard": table[1][1],
            "runs": [r.name for r in both]}
@@ -339,18 +339,20 @@ def _guard_finding(registry: Registry, exp: Experiment, guard: tuple[str, list[s
                                                  f"{label}={g_known[r.id]:g}" for r in co[:SHOWN_RUNS])
            + _more(co) + f"). {what} and {label} are confounded in these runs" + contrast)
     if apart:
+        imported = "; imported runs belong to no execution" if any(r.execution_id is None for r in apart) else ""
         msg = (msg[:-1] + f"; {what} occurred without {label} only in {_which(_groups(apart), other=True)} ("
                f"{display.count(len(apart), 'run')}: {', '.join(r.name for r in apart[:SHOWN_RUNS])}"
-               + _more(apart) + "), which anything else that changed between them could explain.")
+               + _more(apart) + f"{imported}), which anything else that changed between them could explain.")
     prop = _propose(registry, exp, names, outcome, co, runs, g_known, scanned)
     return Finding("guard", label, outcome, exp.id, True, msg, tab, p, effect, prop, test)
 
 
 def _guard_contrast(label: str, what: str, both: list[RunData], occurred: dict[int, bool], g_known: dict[int, float],
-                    table: list[list[int]], pooled: float | None) -> tuple[float | None, str, str]:
+                    table: list[list[int]], pooled: float | None, *, said: bool) -> tuple[float | None, str, str]:
     """(p, test, the end of a flagged guard's message): the outcome with the guard against without it, over runs,
     within the executions whose runs had and lacked it (each a stratum); where none did, over all runs, a
-    comparison across executions (imported runs belong to none)."""
+    comparison across executions (imported runs belong to none), which the message words only where it has not
+    `said` already that the outcome occurred without the guard elsewhere."""
     tables = []
     for rs in _groups(both):
         sides = [[r for r in rs if g_known[r.id] > 0], [r for r in rs if g_known[r.id] == 0]]
@@ -370,15 +372,18 @@ def _guard_contrast(label: str, what: str, both: list[RunData], occurred: dict[i
     if pooled is None:
         return None, _FISHER, (f"{also}, so it is not specific; no run without {label} exists to compare."
                                if also else ".")
+    if said:
+        return pooled, f"{_FISHER} across executions", f"{also}."
+    elsewhere = "other executions" + (" or imported runs" if any(r.execution_id is None for r in both) else "")
     return pooled, f"{_FISHER} across executions", (
         f"{lead}{what} occurred in {table[1][0]} of {display.count(table[1][0] + table[1][1], 'run')} without "
-        f"{label}, all in other executions (Fisher p {display.p_is(pooled)} across executions, which anything else "
+        f"{label}, all in {elsewhere} (Fisher p {display.p_is(pooled)} across executions, which anything else "
         "that changed between them could explain).")
 
 
 def _which(groups: list[list[RunData]], *, other: bool = False) -> str:
     """Groups of runs (`_groups`) in words: "the execution", "the 2 executions and an imported run", or with
-    `other`, "another execution", "other executions and imported runs"."""
+    `other`, "another execution", "other executions and other imported runs"."""
     n = sum(rs[0].execution_id is not None for rs in groups)
     imported = len(groups) - n
     words = []
@@ -386,7 +391,7 @@ def _which(groups: list[list[RunData]], *, other: bool = False) -> str:
         words.append(("another execution" if other else "the execution") if n == 1 else
                      f"{'other' if other else f'the {n}'} executions")
     if imported:
-        words.append(("an imported run" if imported == 1 else "imported runs") + " (which belong to none)")
+        words.append("an imported run" if imported == 1 else f"{'other' if other else f'the {imported}'} imported runs")
     return " and ".join(words)
 
 
