@@ -128,7 +128,7 @@ def test_a_hypothesis_clauses_are_holm_adjusted_over_its_strata(registry):
     # over units, the smaller of its two p (doubled for that choice); the smallest of 6: Holm multiplies it by 6
     p = 6 * 2 * stats.fisher(int(sum(off)), 160, 0, 160)
     assert (f"whose runs show an association with leak where load=0 (Fisher p {display.p_is(p)} over units, "
-            "Holm-adjusted over 6 strata)") in fix.message, fix.message
+            "doubled as the smaller of runs and units, Holm-adjusted over 6 strata)") in fix.message, fix.message
 
 
 def test_a_flag_judged_over_units_shows_the_p_over_units(store, registry):

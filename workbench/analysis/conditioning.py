@@ -401,7 +401,8 @@ def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, 
                  counts: Counts) -> tuple[str, float] | None:
     """("units", p): Fisher's test of `var`=`first` against the other values over `runs` (one stratum's), over runs or
     over units where every run has them, whichever is smaller, as the finding is judged: doubled for that choice
-    (Bonferroni over the two, as `_contrast`); None where they cannot test it: none of them, or all on one side."""
+    (Bonferroni over the two, as `_contrast`, and said after what it counts); None where they cannot test it:
+    none of them, or all on one side."""
     sides = [[r for r in runs if r.variables[var] == first], [r for r in runs if r.variables[var] != first]]
     if not all(sides):
         return None
@@ -410,4 +411,5 @@ def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, 
         tests["units"] = stats.fisher(*(int(x) for side in sides for x in (sum(counts[r.id][0] for r in side),
                                                                            sum(counts[r.id][1] or 0 for r in side))))
     over, p = min(tests.items(), key=lambda kv: kv[1])
-    return over, min(1.0, p * len(tests))
+    p = min(1.0, p * len(tests))
+    return over + (", doubled as the smaller of runs and units" if len(tests) > 1 and p < 1 else ""), p
