@@ -139,10 +139,9 @@ async def _run_block(state: State, h: Harness, runs: list[PlannedRun]) -> None:
         state.began = True
         run_id = await rec.start(pr)
         state.run_ids.append(run_id)
-        position = min(len(state.done) + 1, len(state.plan.runs))
 
-        def on_stage(r: PlannedRun, st: str, _pos: int = position) -> None:
-            state.progress.stage(r, st, _pos)
+        def on_stage(r: PlannedRun, st: str, run_id: int = run_id) -> None:
+            state.progress.stage(r, st, run_id)
             if st == "workload":
                 nxt = _next_on_host(state, r)
                 # Sequential mode may stop after this block: only a run of the same block is certain to follow.

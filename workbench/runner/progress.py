@@ -1,4 +1,5 @@
-"""Progress of an experiment on stderr (rich): run k of n, arm, stage, elapsed and ETA."""
+"""Progress of an experiment on stderr (rich): the run in progress by its run id, arm and stage; runs ended of
+those planned, elapsed time and ETA."""
 
 from __future__ import annotations
 
@@ -125,15 +126,13 @@ class RunProgress:
 
             self._console = _stderr_console(Console)
         if self._console is not None and self._console.is_terminal:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
+            from rich.progress import Progress
 
             # Only on a terminal: off one the live display draws nothing until it closes, and then a blank line.
-            self._progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                                      TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                                      console=self._console, transient=True)
+            self._progress = Progress(_RunLine(self.sequential), console=self._console, transient=True)
             _written(self._progress.__enter__)
-            self._task = self._progress.add_task(self.title, total=self.total, completed=self.done)
+            self._task = self._progress.add_task(self.title, total=self.total, completed=self.done,
+                                                 forms=(self.title,))
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -162,12 +161,15 @@ class RunProgress:
         text += "".join(f", {by[st]} {st}" for st in ("failed", "invalid") if by[st])
         return text + (f", {self.deleted} deleted" if self.deleted else "")
 
-    def stage(self, pr: PlannedRun, stage: str, position: int) -> None:
+    def stage(self, pr: PlannedRun, stage: str, run_id: int) -> None:
+        """The live bar names the run in progress as its ended line will (`finished`): by the store's run id,
+        which `wb runs show` takes, its arm, replicate and host, then the stage. The bar's count says how many
+        ended; a narrow terminal drops the host, then the arm, before the count and the times (`_RunLine`)."""
         if self._progress is not None:
-            of = " of at most " if self.sequential else "/"
-            self._progress.update(self._task, description=(
-                f"run {position}{of}{self.total}  arm={pr.arm} {display.replicate(pr.replicate)} "
-                f"host={self.where(pr.host)}  [{stage}]"))
+            named = f"run {run_id} {pr.arm} {display.replicate(pr.replicate)}"
+            self._progress.update(self._task, description=f"{named} on {self.where(pr.host)} [{stage}]",
+                                  forms=(f"{named} on {self.where(pr.host)} [{stage}]", f"{named} [{stage}]",
+                                         f"run {run_id} [{stage}]"))
 
     def finished(self, order_index: int, status: str, pr: PlannedRun | None = None, run_id: int | None = None,
                  ending: str | None = None) -> None:
@@ -220,3 +222,71 @@ class RunProgress:
             import sys
 
             _written(lambda: (sys.stderr.write(text + "\n"), sys.stderr.flush()))
+
+
+class _RunLine:
+    """The live bar's one column: a run's description, a bar, the runs ended of those planned, the elapsed time
+    and the ETA, fitted to the terminal's width when drawn. The count and the times are always whole; the
+    description takes the longest of its forms (task field `forms`, longest first) that leaves room for a bar,
+    else for none, else the shortest cut with an ellipsis; the bar takes what is left, at most 40 columns.
+    (Rich's own columns cut whichever was widest: at 80 columns the count and times became "0:00:…".)"""
+
+    BAR_MIN, BAR_MAX = 10, 40
+
+    def __init__(self, sequential: bool) -> None:
+        self.sequential = sequential
+
+    def get_table_column(self) -> Any:
+        from rich.table import Column
+
+        return Column(no_wrap=True)
+
+    def __call__(self, task: Any) -> Any:
+        return _FittedLine(task, self)
+
+    def tail(self, task: Any) -> list[Any]:
+        """The count, the elapsed time and the ETA, as rich's columns draw them ("3/16" or "3 of at most 16": a
+        sequential execution's plan is its budget)."""
+        from rich.progress import MofNCompleteColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.text import Text
+
+        count = Text(f"{int(task.completed)} of at most {int(task.total)}", style="progress.download") \
+            if self.sequential else MofNCompleteColumn().render(task)
+        return [count, TimeElapsedColumn().render(task), Text("ETA"), TimeRemainingColumn().render(task)]
+
+
+class _FittedLine:
+    """One task's line at the width it is drawn at (`_RunLine`)."""
+
+    def __init__(self, task: Any, column: _RunLine) -> None:
+        self.task, self.column = task, column
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        return Measurement(1, options.max_width)
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.cells import cell_len
+        from rich.progress import BarColumn
+        from rich.table import Column, Table
+        from rich.text import Text
+
+        tail = self.column.tail(self.task)
+        room = options.max_width - sum(t.cell_len + 1 for t in tail)  # each with the space before it
+        forms = self.task.fields.get("forms") or (self.task.description,)
+        with_bar = [f for f in forms if cell_len(f) + 1 + _RunLine.BAR_MIN <= room]
+        alone = [f for f in forms if cell_len(f) <= room]
+        text = (with_bar or alone or [forms[-1]])[0]
+        shown = min(cell_len(text), max(room, 1))
+        bar = min(_RunLine.BAR_MAX, room - shown - 1)
+        cells: list[Any] = [Text(text)]  # plain: a host or an arm may hold brackets, not markup
+        columns = [Column(width=shown, no_wrap=True, overflow="ellipsis")]
+        if bar >= _RunLine.BAR_MIN:
+            cells.append(BarColumn(bar_width=bar).render(self.task))
+            columns.append(Column(width=bar, no_wrap=True))
+        cells += tail
+        columns += [Column(no_wrap=True) for _ in tail]
+        grid = Table.grid(*columns, padding=(0, 1))
+        grid.add_row(*cells)
+        yield grid
