@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from workbench.analysis import display, regions
 
@@ -40,6 +40,7 @@ class PredictionAtLook:
     where: str | None = None
     more_runs: int | None = None
     held: str = ""
+    held_by: tuple[str, ...] = ()  # the checks that hold it (`held`)
 
     def text(self) -> str:
         shown = ", ".join(f"{arm} {display.fraction(k, n)}" for arm, k, n in self.counts)
@@ -58,9 +59,6 @@ class PredictionAtLook:
         if self.scale == display.POINTS:
             return display.points_interval(self.interval, self.bounds)
         return display.interval(self.interval)
-
-    def _value(self, x: float) -> str:
-        return display.number(x) if self.scale is None else display.region_bound(x, self.scale)
 
     def _state(self) -> str:
         if self.outcome in ("falsified", "supported"):
@@ -85,22 +83,31 @@ class PredictionAtLook:
         return state
 
     def _needs(self) -> str:
-        """Which end of the interval has to pass which bound for a verdict: the one the estimate points at
-        (falsified when the interval lies wholly outside the region, supported when wholly inside)."""
-        lo, hi = self.bounds
-        a, b = self.interval or (-math.inf, math.inf)
-        # Already clear of a bound (held back by the look count or the runs a test needs): it has nowhere to go.
-        where = regions.relation((a, b), regions.Region(lo, hi))
-        if where != "straddles":
-            return f"wholly {where} the region"
-        x = self.estimate if self.estimate is not None else (a + b) / 2
-        if x > hi:
-            return f"falsified once its lower end is above {self._value(hi)}"
-        if x < lo:
-            return f"falsified once its upper end is below {self._value(lo)}"
-        ends = ([f"its lower end reaches {self._value(lo)}"] if a < lo else []) + \
-            ([f"its upper end falls to {self._value(hi)}"] if b > hi else [])
-        return "supported once " + " and ".join(ends) if ends else "wholly inside the region"
+        return to_decide(self.interval, self.estimate, self.bounds, self.scale)
+
+
+def to_decide(interval: tuple[float, float] | None, estimate: float | None, bounds: tuple[float, float],
+              scale: str | None) -> str:
+    """Which end of an interval has to pass which bound for a verdict: the one the estimate points at
+    (falsified when the interval lies wholly outside the region, supported when wholly inside)."""
+    lo, hi = bounds
+    a, b = interval or (-math.inf, math.inf)
+
+    def value(x: float) -> str:
+        return display.number(x) if scale is None else display.region_bound(x, scale)
+
+    # Already clear of a bound (held back by the look count or the runs a test needs): it has nowhere to go.
+    where = regions.relation((a, b), regions.Region(lo, hi))
+    if where != "straddles":
+        return f"wholly {where} the region"
+    x = estimate if estimate is not None else (a + b) / 2
+    if x > hi:
+        return f"falsified once its lower end is above {value(hi)}"
+    if x < lo:
+        return f"falsified once its upper end is below {value(lo)}"
+    ends = ([f"its lower end reaches {value(lo)}"] if a < lo else []) + \
+        ([f"its upper end falls to {value(hi)}"] if b > hi else [])
+    return "supported once " + " and ".join(ends) if ends else "wholly inside the region"
 
 
 @dataclass(frozen=True)
@@ -124,23 +131,63 @@ class SequentialLook:
         return f"look {self.look} of at most {self.max_looks} ({how}): " + \
             " | ".join(p.text() for p in self.predictions)
 
+    def held_by(self, check: str) -> bool:
+        """Whether the check named `check` holds back a prediction its interval decided at this look."""
+        return any(check in p.held_by for p in self.predictions)
+
 
 def _bound(x: float | None, default: float) -> float:
     return default if x is None else float(x)
 
 
-def _held(outcome: str, analysis: "Analysis") -> str:
-    """Why a prediction decided by its interval does not decide the verdict: the failed checks whose effect the
-    verdict took ('' when none does, as when another prediction's outcome is the verdict)."""
+def _holding(outcome: str, analysis: "Analysis") -> list[str]:
+    """The failed checks whose effect the verdict took, where a prediction's interval decided it ([] when none
+    does, as when another prediction's outcome is the verdict)."""
     if outcome not in ("falsified", "supported") or analysis.verdict not in ("inconclusive", "invalid"):
-        return ""
-    names = [c.name for c in analysis.checks if c.passed is not True and c.effect == analysis.verdict]
+        return []
+    return [c.name for c in analysis.checks if c.passed is not True and c.effect == analysis.verdict]
+
+
+def _held(j: "Judgement", analysis: "Analysis", scale: str | None) -> str:
+    """Why a prediction decided by its interval does not decide the verdict: "the attrition check holds the
+    verdict inconclusive", and where attrition holds it, what the completed units alone say and need."""
+    names = _holding(j.outcome, analysis)
     if not names:
         return ""
     verb = "hold" if analysis.verdict == "inconclusive" else "make"
     which = f"the {names[0]} check {verb}s" if len(names) == 1 else \
         f"the {', '.join(names[:-1])} and {names[-1]} checks {verb}"
-    return f"{which} the verdict {analysis.verdict}"
+    c = j.completed
+    why = ""
+    if "attrition" in names and c is not None and c.outcome != j.outcome:
+        lost = [f"{arm} lost {display.fraction(a['lost'], a['units'])} units"
+                for arm in (difference_arms(j.where) or [j.where])
+                if (a := analysis.attrition.get("arms", {}).get(arm)) and a.get("lost")]
+        why = ": " + completed_reading(c.k, c.n, c.estimate, c.interval, _bounds(j), scale) + \
+            (f" ({', '.join(lost)})" if lost else "")
+    return f"{which} the verdict {analysis.verdict}{why}"
+
+
+def _bounds(j: "Judgement") -> tuple[float, float]:
+    return _bound(j.bounds[0], -math.inf), _bound(j.bounds[1], math.inf)
+
+
+def completed_reading(k: object, n: object, estimate: float | None, interval: Sequence[float] | None,
+                      bounds: tuple[float, float], scale: str | None) -> str:
+    """A prediction read over completed units only, and what would decide it there: "over completed units only
+    it is 0/158 = 0.0% (interval [0.0%, 2.9%]), supported once its upper end falls to 2%" (the attrition check
+    holds a verdict until this reading decides as the one over all units did)."""
+    if estimate is None or interval is None:
+        return "no completed unit reads it, so it cannot decide over completed units"
+    iv = (float(interval[0]), float(interval[1]))
+    if scale == display.PERCENT:
+        counts = f"{display.fraction(k, n)} = " if isinstance(k, (int, float)) and isinstance(n, (int, float)) else ""
+        shown = f"{counts}{display.rate(estimate)} (interval {display.rate_interval(iv, bounds)})"
+    elif scale == display.POINTS:
+        shown = f"{display.points(estimate)} (interval {display.points_interval(iv, bounds)})"
+    else:
+        shown = display.estimate(estimate, iv)
+    return f"over completed units only it is {shown}, {to_decide(iv, estimate, bounds, scale)}"
 
 
 def prediction_at_look(j: "Judgement", analysis: "Analysis") -> PredictionAtLook:
@@ -156,11 +203,12 @@ def prediction_at_look(j: "Judgement", analysis: "Analysis") -> PredictionAtLook
     return PredictionAtLook(
         describe=j.describe, scale=scale, counts=counts, estimate=j.estimate,
         interval=None if j.interval is None else (float(j.interval[0]), float(j.interval[1])),
-        interval_kind=j.interval_kind, bounds=(_bound(j.bounds[0], -math.inf), _bound(j.bounds[1], math.inf)),
+        interval_kind=j.interval_kind, bounds=_bounds(j),
         outcome=j.outcome, running=proportion, waits=proportion and (j.looks or 0) < MIN_LOOKS,
         reachable=j.reachable, empty=bool(j.empty_interval), more_units=j.more_units_needed if proportion else None,
         more_units_by_arm=j.more_units_by_arm if proportion else None, where=j.where,
-        more_runs=j.more_runs_needed, held=_held(j.outcome, analysis))
+        more_runs=j.more_runs_needed, held=_held(j, analysis, scale),
+        held_by=tuple(_holding(j.outcome, analysis)))
 
 
 def sequential_look(analysis: "Analysis", max_looks: int, *, stop: bool, verdict: str,

@@ -365,10 +365,11 @@ def guard(g: Any, arms: dict[str, list[RunData]], exp: Experiment, arm_names: li
 
 def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], exp: Experiment,
               basis_disagrees: list[str], compared: bool = True,
-              lost_rates: Sequence[str] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
+              lost_rates: Sequence[str] = (), *, holds: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """Units lost (not completed) per arm, runs that failed, and whether the outcome depends on the basis.
     `compared`: whether any prediction was judged over completed units too; `lost_rates`: the predicted rates
-    that count lost units (no reading over completed ones)."""
+    that count lost units (no reading over completed ones); `holds`: a prediction the units as a whole decided is
+    not decided so over the completed ones (`basis_disagrees` says each), so this check is what holds the verdict."""
     per_arm: dict[str, Any] = {}
     flags: list[str] = []
     for a, runs in arms.items():
@@ -422,7 +423,7 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
         return check("attrition", False, "; ".join(flags), "inconclusive"), summary
     if basis_disagrees:
         return check("attrition", False, "; ".join(flags) + ". Over completed units the verdict would differ for: "
-                     + ", ".join(basis_disagrees), "inconclusive"), summary
+                     + ", ".join(basis_disagrees) + (_what_decides(per_arm) if holds else ""), "inconclusive"), summary
     if flags and not compared:
         why = (f" ({', '.join(lost_rates)} {'counts' if len(lost_rates) == 1 else 'count'} the lost units themselves)"
                if lost_rates else "")
@@ -434,6 +435,18 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
     kept = [f"{a}: {display.number(per_arm[a]['lost'])}/{display.number(per_arm[a]['units'])} lost"
             + (f" ({over})" if (over := _counted_over(arms[a], per_arm[a]["runs_unknown"])) else "") for a in known]
     return check("attrition", True, "; ".join(kept)), summary
+
+
+def _what_decides(per_arm: dict[str, Any]) -> str:
+    """What lets a verdict the attrition check holds decide: the completed units deciding as all units did, which
+    more replicates or fewer lost units give. An arm's lost units are named here where no flag did (at most
+    ATTRITION_FLAG of them)."""
+    unflagged = [f"{a} lost {display.number(s['lost'])} of its {display.number(s['units'])} units"
+                 for a, s in per_arm.items() if s["lost"] and (s["lost_share"] or 0) <= ATTRITION_FLAG]
+    return (". Attrition holds the verdict inconclusive until the completed units decide as all units did"
+            + (f" ({'; '.join(unflagged)})" if unflagged else "") + ": more replicates add completed units "
+            "(--replicates; a sequential execution goes on to its budget), and fewer lost units make more of each run "
+            "count")
 
 
 def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str],

@@ -7,11 +7,13 @@ zero units, all units lost all become an "inconclusive" or "invalid" verdict who
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from workbench.analysis import display, stats, validity
 from workbench.analysis.data import USABLE_STATUSES, RunData, counts_lost_units, has_completed_reading
+from workbench.analysis.looks import completed_reading
 from workbench.analysis.predictions import combine_outcomes, judge
 from workbench.analysis.reachability import judge_reachability
 from workbench.analysis.results import COMPLETED_KEYS, VERDICTS, Analysis, ArmSummary, Check, Judgement
@@ -233,7 +235,8 @@ def _predictions(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list
             jc = judge(p, a, arms, exp, basis="completed", sequential=d.sequential, family=family, looks=budget)
             j["completed"] = {k: jc.get(k) for k in COMPLETED_KEYS}
             if jc["outcome"] != j["outcome"] and jc.get("n"):
-                disagree.append(f"{j['describe']} ({j['outcome']} over all units, {jc['outcome']} over completed)")
+                disagree.append(f"{j['describe']} ({j['outcome']} over all units, {jc['outcome']} over completed"
+                                + (f"; {_completed_needs(j, jc)})" if j["outcome"] != "inconclusive" else ")"))
             elif jc["outcome"] != j["outcome"] and j["outcome"] != "inconclusive" and not jc.get("n"):
                 disagree.append(f"{j['describe']} (no completed units)")
         d.predictions.append(j)
@@ -255,6 +258,16 @@ def _predictions(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list
     return disagree
 
 
+def _completed_needs(j: dict[str, Any], jc: dict[str, Any]) -> str:
+    """What the completed units alone say of a prediction the units as a whole decided, and what would decide it
+    there (looks.completed_reading): while they disagree, the attrition check holds the verdict."""
+    lo, hi = j["bounds"]
+    bounds = (-math.inf if lo is None else float(lo), math.inf if hi is None else float(hi))
+    proportion = jc.get("k") is not None and jc.get("n") is not None
+    scale = (display.POINTS if " - " in (j.get("where") or "") else display.PERCENT) if proportion else None
+    return completed_reading(jc.get("k"), jc.get("n"), jc.get("estimate"), jc.get("interval"), bounds, scale)
+
+
 def _quality(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[RunData]],
              failed: dict[str, list[RunData]], disagree: list[str]) -> None:
     """Attrition, drift between replicates and (for A/A executions) the noise floor."""
@@ -264,7 +277,11 @@ def _quality(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[Run
                    for s in specs.values())
     lost_rates = sorted(m for m, s in specs.items() if s is not None and s.kind == "proportion"
                         and counts_lost_units(s, exp))
-    att_check, d.attrition = validity.attrition(arms, failed, exp, disagree, compared, lost_rates)
+    # A prediction the units as a whole decided while the completed ones alone do not (or decide otherwise): the
+    # attrition check is what holds the verdict, and says what would let it decide.
+    holds = any(j.get("completed") and j["completed"]["outcome"] != j["outcome"] and j["completed"].get("n")
+                and j["outcome"] != "inconclusive" for j in d.predictions)
+    att_check, d.attrition = validity.attrition(arms, failed, exp, disagree, compared, lost_rates, holds=holds)
     d.checks.append(att_check)
     # an A/A execution's noise floor reads both control copies, whatever arm the predictions name
     drift_check, d.drift = validity.drift(arms, exp, metrics, None if d.mode == "aa" else arms_read(h, arms))

@@ -1,0 +1,51 @@
+"""A sequential execution whose verdict the attrition check holds: the units as a whole decide the prediction, the
+completed units alone do not yet. The look only said "the attrition check holds the verdict inconclusive", and
+nothing said what must change; once the completed units decided too, the check's flag ("the verdict stands") is
+right, and the runner's stop line says which looks it held (tests/runner/test_run_summary.py)."""
+
+from __future__ import annotations
+
+from workbench.analysis import analyze_stored, sequential_decision
+
+from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
+
+HID = "wedge-confound"
+
+
+def _replicates(store, ex: int, first: int, last: int) -> None:
+    """Control 12/80 leaks; the treatment none, but 48 of its 80 sessions fail (the over-commit's 503s)."""
+    for r in range(first, last + 1):
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10, "aborts": 3})
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"done": 32, "error": 48}, extra={"waiting_for_input": 0, "aborts": 0})
+
+
+def test_a_verdict_the_attrition_check_holds_says_what_would_let_it_decide(store, registry):
+    ex = add_execution(store, mode="sequential")
+    _replicates(store, ex, 1, 5)
+    d = sequential_decision(store, registry, HID, execution_id=ex)
+    assert not d.stop and d.look.held_by("attrition"), d.reasoning
+    # 0/400 decides "<= 2%"; the 160 completed sessions alone not yet: the look says by how far, and who lost what.
+    assert d.look.line().endswith(
+        "wholly inside the region, but the attrition check holds the verdict inconclusive: over completed units "
+        "only it is 0/160 = 0.0% (interval [0.0%, 3.1%]), supported once its upper end falls to 2% (treatment lost "
+        "240/400 units)"), d.look.line()
+    # The reasoning (stored with the verdict; `wb hypothesis run` prints its checks a line each) says it too.
+    a = analyze_stored(store, registry, HID, execution_id=ex)
+    (attrition,) = [c for c in a.checks if c.name == "attrition"]
+    assert a.verdict == "inconclusive" and attrition.mark(a.verdict) == "FAIL"
+    assert attrition.detail.startswith("treatment: 240/400 units (60.0%) did not complete"), attrition.detail
+    assert attrition.detail.endswith(
+        "(supported over all units, inconclusive over completed; over completed units only it is 0/160 = 0.0% "
+        "(interval [0.0%, 3.1%]), supported once its upper end falls to 2%). Attrition holds the verdict "
+        "inconclusive until the completed units decide as all units did: more replicates add completed units "
+        "(--replicates; a sequential execution goes on to its budget), and fewer lost units make more of each run "
+        "count"), attrition.detail
+    assert f"Failed — attrition: {attrition.detail}. This makes the result inconclusive." in a.reasoning
+    # Three replicates on, the completed units decide too: the verdict stands, and the check is a flag again.
+    _replicates(store, ex, 6, 8)
+    d = sequential_decision(store, registry, HID, execution_id=ex)
+    assert d.stop and d.verdict == "supported" and not d.look.held_by("attrition"), d.reasoning
+    assert "Flagged — attrition: treatment: 384/640 units (60.0%) did not complete" in d.reasoning, d.reasoning
+    assert "so the verdict stands." in d.reasoning and "holds the verdict" not in d.reasoning, d.reasoning
