@@ -144,3 +144,22 @@ def test_on_a_terminal_no_color_leaves_out_every_style_and_the_restore_and_the_s
     assert all(line == line.rstrip() for line in lines), lines
     at = next(i for i, line in enumerate(lines) if line.startswith("verdict: "))  # longer than the terminal
     assert lines[at + 1].startswith("  ") and claim.split()[-1] in lines[at + 1] + lines[at + 2], lines
+
+
+def test_the_stop_line_names_the_looks_the_attrition_check_held() -> None:
+    """A sequential execution ran three blocks more because the attrition check held a verdict the units as a whole
+    had reached (the completed ones alone had not); its verdict then stood, and its check read `[FLAG] ... the verdict
+    stands`: nothing said that attrition was why it ran on. Where it still holds the verdict, the check's line says
+    what would decide it."""
+    from workbench.analysis.stored import BUDGET_SPENT
+    from workbench.runner.summary import _why_stopped
+
+    e = _execution("sequential", 16, 24)
+    assert _why_stopped("wedge-confound is supported.", e, [5, 6, 7]) == (
+        "stopped early after 8 blocks: the sequential test decided; the attrition check held the verdict at looks 5 "
+        "to 7, until the completed units alone decided as all units did")
+    assert _why_stopped("wedge-confound is supported.", e, []) == \
+        "stopped early after 8 blocks: the sequential test decided"
+    assert _why_stopped(f"{BUDGET_SPENT} 8 replicates is spent", e, [6, 8]) == (
+        "budget spent: 8 blocks without a decision; the attrition check held the verdict at looks 6, 8 (its line "
+        "below says what would decide it)")

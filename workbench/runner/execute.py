@@ -71,6 +71,7 @@ class State:
     restore_error: str | None = None
     restore_failed: set[str] = field(default_factory=set)  # hosts whose restore failed: their lock is left marked
     stop_reason: str | None = None
+    attrition_held: list[int] = field(default_factory=list)  # the looks the attrition check held (stop line)
     target_desc: str = ""
     where: Callable[[str], str] = str  # a run's host as shown (Target.where)
     timing: dict[str, float] = field(default_factory=dict)
@@ -207,6 +208,8 @@ def _sequential_decision(state: State) -> Stopping:
     decision = sequential_decision(state.store, p.registry, p.hypothesis.id, execution_id=state.execution_id,
                                    max_replicates=p.max_replicates)
     state.progress.looked(decision.look)
+    if decision.look is not None and decision.look.held_by("attrition"):
+        state.attrition_held.append(decision.look.look)
     return decision
 
 

@@ -6,7 +6,7 @@ The runner records and restores; whether to analyse and report is the applicatio
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, Sequence
 
 from workbench.analysis import display
 from workbench.analysis.run_metrics import typed
@@ -167,7 +167,7 @@ def _result(state: Any) -> ExecutionResult:
         runs_deleted=len(set(state.done) - {r.order_index for r in runs}), ran_by=_ran_by(state),
         proportions=tuple(n for n in p.experiment.metrics if display.is_proportion(p.experiment, n)),
         restore=state.restore_line, told=tuple(sorted(state.progress.told)))
-    return replace(res, stopped_early=_why_stopped(state.stop_reason, res))
+    return replace(res, stopped_early=_why_stopped(state.stop_reason, res, state.attrition_held))
 
 
 def _ran_by(state: Any) -> dict[str, Any]:
@@ -178,18 +178,31 @@ def _ran_by(state: Any) -> dict[str, Any]:
             "git_revision": rec.git_revision, "git_dirty": rec.git_dirty, "wb_version": rec.wb_version}
 
 
-def _why_stopped(reason: str | None, res: ExecutionResult) -> str | None:
-    """Why a sequential execution stopped where it did, in a line (the verdict's reasoning says the rest)."""
+def _why_stopped(reason: str | None, res: ExecutionResult, attrition_held: Sequence[int] = ()) -> str | None:
+    """Why a sequential execution stopped where it did, in a line (the verdict's reasoning says the rest), and the
+    looks at which the attrition check held a verdict the units as a whole had reached: the verdict shown may
+    stand by the last look, but those looks are why the execution ran on."""
     from workbench.analysis.stored import BUDGET_SPENT, FUTILE
 
     if reason is None:
         return None
     blocks = len({run.block for run in res.runs})
     if reason.startswith(BUDGET_SPENT):
-        return f"budget spent: {display.count(blocks, 'block')} without a decision"
-    if reason.startswith(FUTILE):
-        return (f"stopped early after {display.count(blocks, 'block')}: no verdict is reachable within the budget "
+        line = f"budget spent: {display.count(blocks, 'block')} without a decision"
+    elif reason.startswith(FUTILE):
+        line = (f"stopped early after {display.count(blocks, 'block')}: no verdict is reachable within the budget "
                 "(futility)")
-    if res.planned_runs < len(res.order):
-        return f"stopped early after {display.count(blocks, 'block')}: the sequential test decided"
-    return f"the sequential test decided at the last block of the budget ({blocks})"
+    elif res.planned_runs < len(res.order):
+        line = f"stopped early after {display.count(blocks, 'block')}: the sequential test decided"
+    else:
+        line = f"the sequential test decided at the last block of the budget ({blocks})"
+    if not attrition_held:
+        return line
+    looks = sorted(attrition_held)
+    said = f"look {looks[0]}" if len(looks) == 1 else f"looks {looks[0]} to {looks[-1]}" \
+        if looks == list(range(looks[0], looks[-1] + 1)) else "looks " + ", ".join(map(str, looks))
+    if looks[-1] >= blocks:  # it holds the verdict still: the check's line says what would let it decide
+        return f"{line}; the attrition check held the verdict at {said} (its line below says what would decide it)"
+    decided = not reason.startswith((BUDGET_SPENT, FUTILE))
+    return f"{line}; the attrition check held the verdict at {said}" + \
+        (", until the completed units alone decided as all units did" if decided else "")
