@@ -45,6 +45,10 @@ class WbError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def parts(self) -> list["WbError"]:
+        """The problems this error reports, each told with its own `Error:` line and `Hint:`: itself, for most."""
+        return [self]
+
 
 class BadInput(WbError):
     """The user's input (a file, an argument, a value) is wrong; nothing was run or written. Without a `where`,
@@ -95,6 +99,9 @@ class ConfigErrors(BadInput):
         self.stopped = stopped
         self.waiting = waiting  # some entry was not checked against its experiment: more may show once fixed
 
+    def parts(self) -> list[WbError]:
+        return list(self.problems)
+
     def summary(self) -> str:
         n = len(self.problems)
         found = f"{count(n, 'problem')} found"
@@ -139,7 +146,20 @@ class RunFailure(WbError):
 
 
 class RestoreFailed(RunFailure):
-    """The target's original configuration could not be restored: the user must act by hand."""
+    """The target's original configuration could not be restored: the user must act by hand. `failures`: each
+    host's own, where several hosts' restores failed (message and hint are the first's)."""
+
+    def __init__(self, message: str, *, hint: str | None = None, where: str | None = None,
+                 failures: list["RestoreFailed"] | None = None) -> None:
+        super().__init__(message, hint=hint, where=where)
+        self.failures = failures or []
+
+    def parts(self) -> list[WbError]:
+        return list(self.failures) or [self]
+
+    def record(self) -> str:
+        """As the execution's recorded error keeps it: each host's message with its hint indented under it."""
+        return "\n".join(f"{p.message}\n  {p.hint}" if p.hint else p.message for p in self.parts())
 
 
 class KernelError(BadInput):

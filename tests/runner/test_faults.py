@@ -650,3 +650,36 @@ def test_a_restore_failed_on_one_host_and_abandoned_on_another_says_both(toy, mo
     abandoned = "interrupted; the restore was abandoned: the target may still hold an arm's config\n"
     assert error.startswith(abandoned), error
     assert error.endswith("RESTORE FAILED on h1: the disk is full\n  restore it by hand now:\ncp A B"), error
+
+
+def test_two_hosts_whose_restores_both_fail_are_told_each_with_its_own_hint(tmp_path, capsys):
+    """Both hosts' restores failed (none abandoned): the error was the first host's message with every line after
+    it for a hint, so h2's "RESTORE FAILED" line and its commands read as part of h1's `Hint:`. Each failure is now
+    its own `Error:` line with its own `Hint:` (the commands that restore that host), in --json too, and the record
+    keeps both blocks."""
+    from workbench.cli._common import _report
+    from workbench.cli._envelope import error_of
+    from workbench.errors import RestoreFailed
+    from workbench.runner.restore import Snapshot, restore_host, restores_failed
+    from workbench.runner.targets.local import LocalTarget
+
+    target, failures = LocalTarget(["h1", "h2"]), []
+    for host in ("h1", "h2"):
+        (tmp_path / host).write_text("a file where the config's folder should be\n")
+        snap = Snapshot(host, str(tmp_path / host / "serve.conf"), b"fix=off\n", 0o644, tmp_path / f"{host}.orig")
+        with pytest.raises(RestoreFailed) as ei:
+            asyncio.run(restore_host(target, snap, [f"echo restart {host}"], env=None, restart_timeout=5))
+        failures.append(ei.value)
+    error = restores_failed(failures)
+    _report(error)
+    err = capsys.readouterr().err
+    blocks = err.split("Error: ")[1:]
+    assert len(blocks) == 2, err
+    for host, block in zip(("h1", "h2"), blocks):
+        message, hint = block.split("\nHint: ")
+        assert message.startswith(f"RESTORE FAILED on {host}: {tmp_path / host / 'serve.conf'} may still hold"), err
+        assert hint.startswith("restore it by hand now:\n") and f"{host}.orig" in hint, err
+        assert f"echo restart {host}" in hint and "RESTORE FAILED" not in hint, err
+    assert [p["message"].split(":")[0] for p in error_of(error, 1)["problems"]] == [
+        "RESTORE FAILED on h1", "RESTORE FAILED on h2"]
+    assert error.record().count("RESTORE FAILED") == 2 and error.record().startswith("RESTORE FAILED on h1"), error

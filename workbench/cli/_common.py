@@ -48,7 +48,7 @@ def when(stamp: str | None) -> str:
 def _report(exc: WbError) -> None:
     """The `Error:` line and `Hint:` of an error; of each problem in turn, then how many, for several at once."""
     err = typer.get_text_stream("stderr")
-    for one in exc.problems if isinstance(exc, ConfigErrors) else [exc]:
+    for one in exc.parts():
         err.write(f"Error: {one.message}\n")
         if one.hint:
             err.write(f"Hint: {one.hint}\n")

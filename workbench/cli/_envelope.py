@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.errors import ConfigErrors
+from workbench.errors import ConfigErrors, WbError
 
 JSON_VERSION = 1  # bump when a key of an envelope changes meaning or goes away; new keys do not bump it
 
@@ -120,8 +120,10 @@ def error_of(exc: BaseException, exit_code: int) -> dict[str, Any]:
     under "problems", whether checking stopped or more may show once they are fixed, and the count line."""
     out = {"message": getattr(exc, "message", None) or str(exc), "hint": getattr(exc, "hint", None),
            "where": getattr(exc, "where", None), "exit_code": exit_code, "kind": type(exc).__name__}
+    parts = exc.parts() if isinstance(exc, WbError) else []
+    if isinstance(exc, ConfigErrors) or len(parts) > 1:  # several hosts' failed restores too (RestoreFailed)
+        out["problems"] = [{"message": p.message, "hint": p.hint, "where": p.where} for p in parts]
     if isinstance(exc, ConfigErrors):
-        out["problems"] = [{"message": p.message, "hint": p.hint, "where": p.where} for p in exc.problems]
         out.update(stopped=exc.stopped, waiting=exc.waiting, summary=exc.summary())
     return out
 

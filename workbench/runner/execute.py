@@ -29,7 +29,7 @@ from workbench.runner import progress as progress_mod
 from workbench.runner.progress import RunProgress
 from workbench.runner.record import Recorder, patient
 from workbench.runner.render import render_command, render_text
-from workbench.runner.restore import Snapshot, discard_snapshots, restore_host
+from workbench.runner.restore import Snapshot, discard_snapshots, restore_host, restores_failed
 from workbench.runner.setup_failed import setup_failed_everywhere
 from workbench.runner.stopping import (STOP_SIGNALS, HeldStops, RunInterrupted, close_start_window, is_a_stop,
                                       not_started, signals_held, stop_signals_raised, stop_signum,
@@ -68,7 +68,8 @@ class State:
     fault: Callable[[str, PlannedRun], Awaitable[None]] | None = None
     run_ids: list[int] = field(default_factory=list)
     outcomes: list[tuple[int, PlannedRun, RunOutcome]] = field(default_factory=list)
-    restore_error: str | None = None
+    # Each host's failed restore, in the order tried (`restores_failed` tells them, one block a host).
+    restore_failures: list[RestoreFailed] = field(default_factory=list)
     restore_failed: set[str] = field(default_factory=set)  # hosts whose restore failed: their lock is left marked
     stop_reason: str | None = None
     attrition_held: list[int] = field(default_factory=list)  # the looks the attrition check held (stop line)
@@ -253,8 +254,7 @@ async def _restore(state: State, target: Target, snaps: dict[str, Snapshot], con
                                                  several=len(snaps) > 1))
         except RestoreFailed as exc:
             # Kept at once, each host's after the last: a second stop may abandon the hosts after this one.
-            said = f"{exc.message}\n  {exc.hint}"
-            state.restore_error = f"{state.restore_error}\n{said}" if state.restore_error else said
+            state.restore_failures.append(exc)
             state.restore_failed.add(host)
     state.restored = not state.restore_failed
 
@@ -296,7 +296,7 @@ def _restore_line(state: State) -> str | None:
     (the target unreachable, or one with no config file) or the restore failed (its error says what to do)."""
     if state.untouched:
         return "the target was not touched (no run began): nothing to restore"
-    if state.restore_error or state.abandoned or not state.restore_notes:
+    if state.restore_failures or state.abandoned or not state.restore_notes:
         return None
     return "restored: " + "; ".join(state.restore_notes)
 
@@ -618,7 +618,9 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
     as RunInterrupted, and anything else (a bug) unchanged, with its traceback."""
     from workbench.store.models import utcnow
 
-    if state.restore_error:
+    failed = restores_failed(state.restore_failures) if state.restore_failures else None
+    restore_error = failed.record() if failed else None
+    if restore_error:
         status = "failed" if status == "done" else status
     msg = None if error is None else (error.message if isinstance(error, WbError)
                                       else "interrupted" if isinstance(error, KeyboardInterrupt)  # a StopSignal too
@@ -626,20 +628,18 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
     command = resume_command(state.store, state.prepared.root, state.prepared.hypothesis.id)
     if state.abandoned:  # before the restore's errors, whose last line is a command to paste whole
         msg = f"{msg or 'interrupted'}; {_abandoned(state, command)[2]}"
-    if state.restore_error:
-        msg = (msg + "\n" if msg else "") + state.restore_error
+    if restore_error:
+        msg = (msg + "\n" if msg else "") + restore_error
     patient(lambda: state.store.update_execution(state.execution_id, status=status, ended_at=utcnow(), error=msg))
-    if state.restore_error and not state.abandoned:  # abandoned: the stop below says both
-        lines = state.restore_error.splitlines()
-        # A host's hint is indented under its message in the record; the first one follows "Hint: " itself.
-        raise RestoreFailed(lines[0], hint="\n".join(lines[1:]).lstrip())
+    if failed and not state.abandoned:  # abandoned: the stop below says both
+        raise failed  # each host's failure its own `Error:` line and `Hint:`
     if isinstance(error, (RunInterrupted, KeyboardInterrupt)):
         # The count is the progress line's own (the same runs, the same words), so the two never disagree.
         left, hint = "restored", f"continue with: {command}"
         if state.abandoned:
             left, hint, _ = _abandoned(state, command)
-            if state.restore_error:  # the hosts whose restore failed before the stop abandoned the others'
-                hint = f"{state.restore_error}\n{hint}"
+            if restore_error:  # the hosts whose restore failed before the stop abandoned the others'
+                hint = f"{restore_error}\n{hint}"
         elif state.untouched:
             left = "not touched"
         elif not state.taken:  # a resume stopped before it held the target: what its killed runner left stays

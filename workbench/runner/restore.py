@@ -255,6 +255,14 @@ async def restore_host(target: Target, snap: Snapshot, restart: list[str], *, en
                                  secrets=secrets))
 
 
+def restores_failed(failures: list[RestoreFailed]) -> RestoreFailed:
+    """The error of an execution whose restore failed on each host of `failures` (in order): each host's failure
+    is told on its own, with its own commands to restore that host by hand."""
+    if len(failures) == 1:
+        return failures[0]
+    return RestoreFailed(failures[0].message, hint=failures[0].hint, failures=list(failures))
+
+
 def one_line(text: str) -> str:
     """A command's output inside a message of one line (its lines joined by ' / ')."""
     return " / ".join(line.strip() for line in text.splitlines() if line.strip())
