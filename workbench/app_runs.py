@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from workbench.registry.folder import Registry
     from workbench.settings import Settings
     from workbench.store.engine import Store
-    from workbench.store.entities import RunDeletion, RunRecord
+    from workbench.store.entities import ExecutionRecord, RunDeletion, RunRecord
 
 
 @dataclass
@@ -110,6 +110,14 @@ class StoredRuns:
         if run is None:
             raise BadInput(f"no run {run_id} in the store", hint="wb runs list shows the run ids")
         return run
+
+    def run_execution(self, run: "RunRecord") -> "ExecutionRecord | None":
+        """The execution that made `run` (how it ended: its status, and what its recorded error says the target
+        may have been left with); None for an imported run, or one whose execution is not in the store."""
+        if run.execution_id is None:
+            return None
+        with self.store(read_only=True) as store:
+            return store.execution(run.execution_id)
 
     def artifact_spans(self, run: "RunRecord") -> dict[str, dict[str, Any]]:
         """What each cut log artifact of `run` covers ({name: {source, from_byte, to_byte, whole, note}}), from

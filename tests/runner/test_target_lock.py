@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from runner_kit import add_toy_ssh_profile, edit_profile
+from runner_kit import add_toy_ssh_profile, edit_profile, store_rows
 
 from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 from workbench.runner.lock import LOCK_NAME, TargetBusy
@@ -246,3 +246,33 @@ def test_wb_sim_judges_a_lock_dead_only_where_its_runners_pid_means_something(tm
         assert lock.read_text() == json.dumps(holder, sort_keys=True) + "\n"
     else:  # a dead runner here, its original not saved: down stops the servers and keeps the lock for a resume
         assert code == 0 and "killed before it restored it" in err, (code, out, err)
+
+
+def test_a_lock_that_cannot_be_removed_is_recorded_and_said_with_the_restore(toy, tmp_path, monkeypatch, cli):
+    """The lock's removal as the execution ended failed, and nothing said so (a best-effort `rm; true`): the
+    execution was recorded done, its restore line said the target was restored, and the next run was refused by
+    a lock nobody had been told about. The failure is now recorded with the execution and said beside the restore
+    (`restore`, the line stderr ends with) and by `wb runs show`, with the command that removes it. The `rm`
+    refusing the lock stands for a lock file this runner may not remove (tests may run as root, whom a folder's
+    mode does not stop)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "rm").write_text('#!/bin/sh\ncase "$*" in *wb-target.lock*)\n'
+                               '  echo "rm: cannot remove: Operation not permitted" >&2; exit 1;;\n'
+                               'esac\nexec /bin/rm "$@"\n')
+    (bindir / "rm").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False)
+    assert [r["status"] for r in s["runs"]] == ["ok", "ok"] and toy.conf.read_bytes() == toy.original
+    assert _lock_file(toy).exists()
+    said = (f"its lock {_lock_file(toy)} was NOT released (rm: cannot remove: Operation not permitted): the "
+            f"target may be left locked, refusing the next run; once no run of wb is on it, remove it: rm -f "
+            f"{_lock_file(toy)}")
+    assert s["restore"].startswith("restored: ") and s["restore"].endswith(f"; {said}"), s["restore"]
+    [(status, error)] = store_rows(toy.db, "SELECT status, error FROM executions")
+    assert status == "done" and error == said, (status, error)
+    run = str(s["runs"][0]["id"])
+    code, out, err = cli("runs", "show", run, "--db", toy.db)  # where a run's evidence is read later
+    assert code == 0 and f"execution: {s['execution_id']} (done)\nexecution error:\n    {said}\n" in out, (out, err)
+    code, out, err = cli("runs", "show", run, "--db", toy.db, "--json")
+    assert json.loads(out)["execution"] == {"id": s["execution_id"], "status": "done", "error": said}, out

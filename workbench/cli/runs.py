@@ -117,13 +117,17 @@ def _span(span: Any) -> str:
 @app.command("show")
 def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption = None, json_: JsonOption = False,
          root: RootOption = None) -> None:
-    """Show one run: variables, metrics, units, artifacts, fingerprint, rendered config."""
+    """Show one run: how its execution ended, variables, metrics, units, artifacts, fingerprint, rendered config."""
     wb = open_workbench(db, root)
     r = wb.run_record(_run_ids([run_id], after="")[0])
     (m,) = wb.run_metrics([r])
     spans = wb.artifact_spans(r)
+    ex = wb.run_execution(r)
+    # How the run's execution ended: its recorded error says what the target may have been left with (a failed
+    # restore, its lock not released, a deployment wb started and could not stop).
+    execution = None if ex is None else {"id": ex.id, "status": ex.status, "error": ex.error}
     if json_:
-        print_json({**r.to_dict(), **m.to_dict(), "artifact_spans": spans})
+        print_json({**r.to_dict(), **m.to_dict(), "artifact_spans": spans, "execution": execution})
         return
     for key in ("id", "label", "hypothesis_id", "experiment_id", "arm", "replicate", "status", "stage", "host",
                 "target", "started_at", "ended_at", "config_hash", "error"):
@@ -131,6 +135,12 @@ def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption 
             shown = (when(getattr(r, key)) if key.endswith("_at") else display.replicate(r.replicate)
                      if key == "replicate" else getattr(r, key))
             typer.echo(f"{key}: {shown}")
+    if ex is not None:
+        typer.echo(f"execution: {ex.id} ({ex.status})")
+        if ex.error:
+            typer.echo("execution error:")
+            for line in ex.error.splitlines():
+                typer.echo(f"    {line}")
     typer.echo("variables: " + " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())))
     typer.echo("metrics: " + (" ".join(f"{k}={v:.15g}" for k, v in sorted(m.measured.items())) or NONE))
     if m.note is not None:

@@ -99,6 +99,9 @@ class State:
     # run an arm's config though the file holds the original, so the restore restarts it even if no run began.
     took_over: bool = False
     restore_notes: list[str] = field(default_factory=list)  # what the restore did, host by host, then the teardown
+    # What the execution's end could not undo (its pdsim not stopped, a host's lock not removed): said after the
+    # restore's notes and recorded with the execution, since the target may be left running or locked.
+    left: list[str] = field(default_factory=list)
     restore_line: str | None = None  # those notes as one line (`_restore_line`): the result's `restore`
     # Who started the execution on whose behalf (`RunOptions.origin`; a resume's, else the one its plan kept): a
     # probe's names its search and the command that resumes that search, which the target lock records.
@@ -277,10 +280,32 @@ async def _teardown(state: State, target: Target) -> None:
         problem = await target.teardown()
         if problem:
             state.progress.log(f"warning: {problem}")
+            state.left.append(_not_stopped(target, problem))
         elif ours:
             state.restore_notes.append(f"{target.where('local')} stopped (it was down before)")
     except WbError as exc:  # the restore already happened; stopping our own pdsim is best effort
         state.progress.log(f"warning: stopping the deployment failed: {exc.message}")
+        state.left.append(_not_stopped(target, exc.message))
+
+
+def _not_stopped(target: Target, why: str) -> str:
+    """The note of a deployment wb started and could not stop."""
+    from workbench.runner.restore import one_line
+
+    return (f"{target.where('local')} was NOT stopped ({one_line(why)}): it may still be running, though it was down "
+            "before the execution; stop it by hand once the cause is fixed")
+
+
+def _locks_kept(state: State, target: Target, lock: "TargetLock", kept: dict[str, str]) -> None:
+    """Note each host whose lock `TargetLock.release` could not remove: the next run on it is refused."""
+    import shlex
+
+    for host, why in kept.items():
+        path = lock.paths[host]
+        where = f"{target.describe(host)}: " if len(lock.paths) > 1 else ""
+        remove = target.manual_command(host, f"rm -f {shlex.quote(path)}")
+        state.left.append(f"{where}its lock {path} was NOT released ({why}): the target may be left locked, "
+                          f"refusing the next run; once no run of wb is on it, remove it: {remove}")
 
 
 def _untouched(state: State, target: Target) -> bool:
@@ -295,10 +320,10 @@ def _restore_line(state: State) -> str | None:
     healthy"; "the target was not touched (no run began): nothing to restore"; None where nothing was snapshotted
     (the target unreachable, or one with no config file) or the restore failed (its error says what to do)."""
     if state.untouched:
-        return "the target was not touched (no run began): nothing to restore"
+        return "; ".join(["the target was not touched (no run began): nothing to restore", *state.left])
     if state.restore_failures or state.abandoned or not state.restore_notes:
-        return None
-    return "restored: " + "; ".join(state.restore_notes)
+        return "; ".join(state.left) or None  # the restore's error says the rest
+    return "restored: " + "; ".join(state.restore_notes + state.left)
 
 
 def _remove_handler(loop: asyncio.AbstractEventLoop, sig: int) -> None:
@@ -454,7 +479,7 @@ async def _main(state: State, target: Target) -> None:
             if not state.abandoned:  # abandoned: left as a kill leaves it (its deployment, its lock)
                 await _teardown(state, target)
                 if lock is not None:
-                    await lock.release(restore_failed=state.restore_failed)
+                    _locks_kept(state, target, lock, await lock.release(restore_failed=state.restore_failed))
         except asyncio.CancelledError:
             if not state.abandoned:
                 raise
@@ -630,6 +655,8 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
         msg = f"{msg or 'interrupted'}; {_abandoned(state, command)[2]}"
     if restore_error:
         msg = (msg + "\n" if msg else "") + restore_error
+    if state.left:  # the target may be left running or locked: the record says so, whatever the status
+        msg = "\n".join([*([msg] if msg else []), *state.left])
     patient(lambda: state.store.update_execution(state.execution_id, status=status, ended_at=utcnow(), error=msg))
     if failed and not state.abandoned:  # abandoned: the stop below says both
         raise failed  # each host's failure its own `Error:` line and `Hint:`

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Awaitable, Callable, Collection
 
 from workbench.errors import RunFailure, TargetError
+from workbench.runner.restore import one_line
 # HOLDER_ENV, LOCK_NAME: part of this module's interface
 from workbench.runner.targets.base import HOLDER_ENV, LOCK_NAME, Target  # noqa: F401
 
@@ -320,10 +321,12 @@ class TargetLock:
                              hint=holder.busy_hint(f"{path} on {where}"))
         raise TargetBusy(f"could not take the lock {path} on {self.target.describe(host)} (it kept changing)")
 
-    async def release(self, *, restore_failed: Collection[str] = ()) -> None:
-        """Remove the locks this execution holds (never another's); best effort, never raises. The lock of a host
-        in `restore_failed` is left, marked so (see `Holder.restore_failed`)."""
+    async def release(self, *, restore_failed: Collection[str] = ()) -> dict[str, str]:
+        """Remove the locks this execution holds (never another's); never raises. The lock of a host in
+        `restore_failed` is left, marked so (see `Holder.restore_failed`). Returns, host by host, why a lock
+        that still holds this execution's text could not be removed (the target is left locked)."""
         mine = shlex.quote(self.me.text())
+        kept: dict[str, str] = {}
         for host in list(self.held):
             q = shlex.quote(self.paths[host])
             if host in restore_failed:
@@ -331,20 +334,28 @@ class TargetLock:
                 await self._run_quietly(host, f'[ "$(cat {q} 2>/dev/null)" = {mine} ] && '
                                               f'printf \'%s\\n\' {left} > {q}; true')
             else:
-                await self._remove_mine(host)
+                why = await self._remove_mine(host, checked=True)
+                if why is not None:
+                    kept[host] = why
             self.held.remove(host)
         self.target.holder = None
+        return kept
 
-    async def _remove_mine(self, host: str) -> None:
-        """Remove `host`'s lock file if it holds this execution's text; best effort, never raises."""
+    async def _remove_mine(self, host: str, *, checked: bool = False) -> str | None:
+        """Remove `host`'s lock file if it holds this execution's text; never raises. `checked`: why it still holds
+        that text afterwards (the removal failed, or the host did not answer), None once it does not."""
         q, mine = shlex.quote(self.paths[host]), shlex.quote(self.me.text())
-        await self._run_quietly(host, f'[ "$(cat {q} 2>/dev/null)" = {mine} ] && rm -f {q}; true')
+        # Checked, the command fails only while the file still holds this execution's text.
+        after = f'[ "$(cat {q} 2>/dev/null)" != {mine} ]' if checked else "true"
+        return await self._run_quietly(host, f'[ "$(cat {q} 2>/dev/null)" = {mine} ] && rm -f {q}; {after}')
 
-    async def _run_quietly(self, host: str, cmd: str) -> None:
+    async def _run_quietly(self, host: str, cmd: str) -> str | None:
+        """Run `cmd` on `host`; why it failed (its output, or the target's error), None when it did not."""
         try:
-            await self.target.run(host, cmd, timeout=60)
-        except (TargetError, OSError):
-            pass
+            res = await self.target.run(host, cmd, timeout=60)
+        except (TargetError, OSError) as exc:
+            return str(exc) or type(exc).__name__
+        return None if res.ok else (one_line(res.excerpt(300)) or f"exit {res.rc}")
 
 
 def _ancestors() -> set[int]:
