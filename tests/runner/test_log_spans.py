@@ -5,6 +5,7 @@ never cut at the old one's byte. The listing says which bytes it covers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -80,9 +81,12 @@ ROTATIONS = {
     "renamed": ('        (state / "service.log").rename(state / "service.log.1")\n'
                 '        (state / "service.log").write_text("".join(f"regrown {i}\\n" for i in range(200)))\n',
                 "true", "".join(f"regrown {i}\n" for i in range(200))),
-    # copytruncate: the same file emptied, found shorter as the metrics are collected, regrown after the count
-    "truncated": ('        (state / "service.log").write_text("truncated\\n")\n',
-                  "seq 1000 | sed s/^/regrown-later-/", "truncated\n"),
+    # copytruncate: the same file emptied and regrown past the old start byte before the count (only its bytes
+    # before that byte tell it from the old log grown), regrown further after the count
+    "truncated": ('        with open(state / "service.log", "r+") as log:\n'
+                  '            log.truncate(0)\n'
+                  '            log.write("".join(f"regrown {i}\\n" for i in range(200)))\n',
+                  "seq 1000 | sed s/^/regrown-later-/", "".join(f"regrown {i}\n" for i in range(200))),
 }
 
 
@@ -106,3 +110,49 @@ def test_a_log_rotated_and_regrown_is_copied_from_the_new_files_start(toy, cli, 
     assert _artifact(toy.db, r["id"], "service").read_text() == expected
     line = _span_line(cli, toy.db, r["id"], "service")
     assert f"bytes 0-{len(expected)} of {toy.state / 'service.log'} (the log was rotated during the run" in line, line
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_a_log_truncated_in_place_and_regrown_past_the_start_is_told_as_a_rotation(tmp_path, kind, request):
+    """copytruncate, then more lines than the log held at the span's start, all between two checks: the same file
+    (device and inode), larger than at the start, so it passed as the old log grown and its copy was cut at the
+    start's byte, in the middle of the new file. The bytes just before the start offset are fingerprinted as the
+    span begins and again at each check (at the same offset): changed, the file was replaced. Over SSH too, by the
+    host's own commands, with a path that needs quoting for its shell."""
+    from workbench.runner.targets.local import LocalTarget
+
+    log = tmp_path / "it's a log" / "service.log"
+    log.parent.mkdir()
+    log.write_text("".join(f"earlier {i}\n" for i in range(50)))
+    if kind == "ssh":
+        from workbench.registry.experiment import TargetSpec
+        from workbench.runner.targets.ssh import SshTarget
+
+        server = request.getfixturevalue("ssh_server")
+        target, host = SshTarget(TargetSpec(kind="ssh", hosts=["127.0.0.1"], user=server.user, port=server.port,
+                                            known_hosts=str(server.known_hosts),
+                                            identity_file=str(server.client_key_path))), "127.0.0.1"
+    else:
+        target, host = LocalTarget(), "local"
+
+    async def checks():
+        await target.open()
+        try:
+            start = await target.file_stat(host, str(log))
+            with log.open("a") as f:
+                f.write("work fix=on\n")
+            grown = await target.file_stat(host, str(log), at=start.size)
+            with log.open("r+") as f:  # in place: the same inode, as copytruncate leaves it
+                f.truncate(0)
+                f.write("".join(f"regrown {i}\n" for i in range(200)))
+            regrown = await target.file_stat(host, str(log), at=start.size)
+            log.write_text("short\n")
+            shorter = await target.file_stat(host, str(log), at=start.size)
+            return start, grown, regrown, shorter
+        finally:
+            await target.close()
+
+    start, grown, regrown, shorter = asyncio.run(checks())
+    assert grown.size > start.size and not grown.replaced_since(start), (start, grown)
+    assert regrown.size > start.size and regrown.identity == start.identity, (start, regrown)
+    assert regrown.replaced_since(start) and shorter.replaced_since(start), (start, regrown)

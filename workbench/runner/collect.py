@@ -121,13 +121,16 @@ async def _collect_probes(h: "Harness", pr: PlannedRun, values: dict[str, Any], 
         out.metric_sources[f"calls:{t}"] = "probe"
 
 
-async def _log_stats(h: "Harness", pr: PlannedRun, values: dict[str, Any]) -> dict[str, "FileStat"]:
+async def _log_stats(h: "Harness", pr: PlannedRun, values: dict[str, Any],
+                     since: dict[str, "FileStat"] | None = None) -> dict[str, "FileStat"]:
     """Where each declared file stands now; one whose path cannot be rendered yet, or that is missing or cannot be
-    read, is left out."""
+    read, is left out. A file in `since` (its span's start) is fingerprinted at that start's size, to be compared
+    with it (`FileStat.replaced_since`)."""
     stats: dict[str, FileStat] = {}
     for name, path_t in h.profile.artifacts.items():
         try:
-            stat = await h.target.file_stat(pr.host, render_text(path_t, values, where=f"artifacts.{name}"))
+            at = since[name].size if since and name in since else None
+            stat = await h.target.file_stat(pr.host, render_text(path_t, values, where=f"artifacts.{name}"), at=at)
         except (TargetError, WbError, OSError):
             continue
         if stat is not None:
@@ -153,8 +156,9 @@ async def note_workload_starts(h: "Harness", pr: PlannedRun, values: dict[str, A
 
 async def note_log_ends(h: "Harness", pr: PlannedRun, values: dict[str, Any], out: RunOutcome) -> None:
     """Each declared file as the metrics are collected, where a count of it ends, and so where its copy ends. One
-    shorter than at its start, or another file, was rotated: its copy cannot be cut at the start's byte."""
-    out.log_ends = await _log_stats(h, pr, values)
+    shorter than at its start, another file, or one whose bytes before the start's byte changed (truncated in place
+    and regrown past it) was rotated: its copy cannot be cut at the start's byte."""
+    out.log_ends = await _log_stats(h, pr, values, since=out.log_starts)
     for name, stat in out.log_ends.items():
         if name in out.log_starts and stat.replaced_since(out.log_starts[name]):
             out.log_rotated.add(name)
@@ -174,7 +178,7 @@ async def fetch_artifacts(h: "Harness", pr: PlannedRun, values: dict[str, Any], 
                 if await h.target.fetch(pr.host, path, local):
                     out.artifacts[name] = local
                 continue
-            now = await h.target.file_stat(pr.host, path)
+            now = await h.target.file_stat(pr.host, path, at=start.size)
             if now is None:
                 continue
             rotated = name in out.log_rotated or now.replaced_since(start)
@@ -209,7 +213,8 @@ def _span(path: str, cut: int, size: int, start: "FileStat", at: str, rotated: b
     note = SPAN_NOTES[at]
     if rotated:
         note = (f"the log was rotated during the run (found shorter than the {start.size} B it held as its span "
-                "began, or replaced by another file): the new file from its start; the old file's part is not kept")
+                "began, replaced by another file, or other bytes before that point: truncated in place and "
+                "regrown): the new file from its start; the old file's part is not kept")
     return {"source": path, "from_byte": cut, "to_byte": cut + size, "whole": False, "rotated": rotated,
             "note": note}
 

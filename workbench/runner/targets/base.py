@@ -42,18 +42,38 @@ class CmdResult:
         return text if len(text) <= limit else "…" + text[-limit:]
 
 
+# How many bytes before a log span's start are fingerprinted (`FileStat.tail`): enough to hold a few log lines,
+# whose times and counters tell an old log from a new one regrown past the same byte.
+TAIL_BYTES = 256
+
+
 @dataclass(frozen=True)
 class FileStat:
-    """A file as a log span checks it: its size, and which file it is (device and inode) where the target can
-    tell, since a log rotated by a rename and regrown past a run's start has a size that alone looks fine."""
+    """A file as a log span checks it: its size, which file it is (device and inode) where the target can tell,
+    since a log rotated by a rename and regrown past a run's start has a size that alone looks fine, and a
+    fingerprint of the bytes just before byte `tail_at` where it can read them, since a log truncated in place
+    (copytruncate) and regrown past that byte is the same file, larger."""
 
     size: int
     identity: str | None = None
+    tail: str | None = None  # sha256 of the up to TAIL_BYTES bytes before byte `tail_at` (`tail_fingerprint`)
+    tail_at: int | None = None
 
     def replaced_since(self, before: "FileStat") -> bool:
-        """Whether this is not the file `before` described, grown: shorter than it was, or another file."""
+        """Whether this is not the file `before` described, grown: shorter than it was, another file, or other
+        bytes before the offset both fingerprinted (a check takes it at the start's size: `file_stat(at=)`)."""
         known = self.identity is not None and before.identity is not None
-        return self.size < before.size or (known and self.identity != before.identity)
+        if self.size < before.size or (known and self.identity != before.identity):
+            return True
+        compared = self.tail is not None and before.tail is not None and self.tail_at == before.tail_at
+        return compared and self.tail != before.tail
+
+
+def tail_fingerprint(data: bytes) -> str:
+    """`FileStat.tail` of the bytes read before its offset (at most TAIL_BYTES of them)."""
+    import hashlib
+
+    return hashlib.sha256(data[-TAIL_BYTES:]).hexdigest()
 
 
 @dataclass
@@ -139,8 +159,10 @@ class Target(abc.ABC):
         """Copy a file from the host, from byte `offset` on; False when it does not exist."""
 
     @abc.abstractmethod
-    async def file_stat(self, host: str, path: str) -> FileStat | None:
-        """The file's size and identity (after following links); None when it does not exist."""
+    async def file_stat(self, host: str, path: str, at: int | None = None) -> FileStat | None:
+        """The file's size and identity (after following links), and the fingerprint of its bytes before byte `at`
+        (default: its size; none past its end or where the target cannot read them); None when it does not
+        exist."""
 
     @abc.abstractmethod
     async def mkdir(self, host: str, path: str) -> None:

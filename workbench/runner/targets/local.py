@@ -6,13 +6,14 @@ import asyncio
 import os
 import shutil
 import signal
+import stat
 import time
 from pathlib import Path
 from typing import IO
 
 from workbench.errors import TargetError
 from workbench.runner.daemon import Capture, holds_output
-from workbench.runner.targets.base import CmdResult, FileStat, Target
+from workbench.runner.targets.base import TAIL_BYTES, CmdResult, FileStat, Target, tail_fingerprint
 from workbench.runner.targets.files import replace_file
 
 KILL_GRACE_S = 3.0
@@ -194,12 +195,23 @@ class LocalTarget(Target):
             shutil.copyfileobj(fsrc, fdst)
         return True
 
-    async def file_stat(self, host: str, path: str) -> FileStat | None:
+    async def file_stat(self, host: str, path: str, at: int | None = None) -> FileStat | None:
         try:
             st = Path(path).stat()
         except (FileNotFoundError, NotADirectoryError):
             return None
-        return FileStat(st.st_size, f"{st.st_dev}:{st.st_ino}")
+        end = st.st_size if at is None else at
+        tail = None
+        if stat.S_ISREG(st.st_mode) and 0 < end <= st.st_size:  # never opened: a FIFO, a device
+            try:
+                with open(path, "rb") as f:
+                    st = os.fstat(f.fileno())  # the file read: size and identity of the same one
+                    if end <= st.st_size:
+                        f.seek(max(0, end - TAIL_BYTES))
+                        tail = tail_fingerprint(f.read(min(end, TAIL_BYTES)))
+            except OSError:  # unreadable here: its size and identity still tell a rotation
+                pass
+        return FileStat(st.st_size, f"{st.st_dev}:{st.st_ino}", tail, end if tail is not None else None)
 
     async def mkdir(self, host: str, path: str) -> None:
         Path(path).mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import TargetError
-from workbench.runner.targets.base import FileStat
+from workbench.runner.targets.base import TAIL_BYTES, FileStat, tail_fingerprint
 from workbench.runner.targets.files import replace_file
 from workbench.runner.targets.ssh_sftp import SftpFiles, through_links
 
@@ -75,16 +75,29 @@ class SshFiles:
 
         return await self._sftp(host, f"fetching {path}", go)
 
-    async def file_stat(self, host: str, path: str) -> FileStat | None:
+    async def file_stat(self, host: str, path: str, at: int | None = None) -> FileStat | None:
         """Its size and, from the host's `stat` (GNU or BusyBox), its device and inode, which SFTP's attributes do
-        not carry: a log rotated by a rename is then told as another file. A host without such a `stat` gives the
-        size alone, over SFTP (a rotation shows there only as a file shorter than it was)."""
+        not carry: a log rotated by a rename is then told as another file. Then, for a regular file, its bytes
+        before `at` (default: the size `stat` gave) as hex, by `head -c`, `tail -c` and `od`, fingerprinted
+        here: a log truncated in place and regrown is then told too. A host without such a `stat` gives the size
+        alone, over SFTP (a rotation shows there only as a file shorter than it was)."""
         import shlex
 
-        res = await self.run(host, f"stat -L -c '%s %d:%i' -- {shlex.quote(path)}", timeout=STAT_TIMEOUT_S)
-        size, _, identity = res.stdout.strip().partition(" ")
+        q = shlex.quote(path)
+        end = shlex.quote(str(at)) if at is not None else '"$size"'
+        res = await self.run(host, f"s=$(stat -L -c '%s %d:%i' -- {q}) || exit 1; printf '%s\\n' \"$s\"; "
+                                   f"size=${{s%% *}}; n={end}; if [ -f {q} ] && [ 0 -lt \"$n\" ] && "
+                                   f"[ \"$n\" -le \"$size\" ]; then head -c \"$n\" -- {q} | tail -c {TAIL_BYTES} | "
+                                   "od -An -v -tx1; fi 2>/dev/null; true", timeout=STAT_TIMEOUT_S)
+        first, _, rest = res.stdout.partition("\n")
+        size, _, identity = first.strip().partition(" ")
         if res.ok and size.isdigit() and identity:
-            return FileStat(int(size), identity)
+            try:
+                read = bytes.fromhex("".join(rest.split()))
+            except ValueError:  # not od's output: no fingerprint, as from a host without these commands
+                read = b""
+            tail = tail_fingerprint(read) if read else None
+            return FileStat(int(size), identity, tail, (int(size) if at is None else at) if tail else None)
         return await self._sftp_size(host, path)
 
     async def _sftp_size(self, host: str, path: str) -> FileStat | None:
