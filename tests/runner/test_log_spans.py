@@ -50,9 +50,12 @@ def _check_each_run_holds_its_workloads_span(toy, runs: list[dict], cli) -> None
         line = _span_line(cli, toy.db, r["id"], "service")
         assert f"bytes {start}-{start + len(full[i])} of {toy.state / 'service.log'} (written from the workload's " \
                "start until its metrics were collected" in line, line
+        # What the collect commands wrote is out of the span, and said: a count that read the log then saw it.
+        assert "; 8 B were written to it while the collect commands ran, after this span's end" in line, line
         code, out, err = cli("runs", "show", str(r["id"]), "--db", toy.db, "--json")
         spans = json.loads(out)["artifact_spans"]
         assert spans["service"]["from_byte"] == start and spans["service"]["source"].endswith("service.log")
+        assert spans["service"]["written_while_collecting"] == len("counted\n"), spans
 
 
 def test_a_runs_log_is_the_span_its_log_metrics_count_and_its_page_says_so(toy, cli):

@@ -39,6 +39,8 @@ async def collect(h: "Harness", pr: PlannedRun, values: dict[str, Any], env: dic
                     raise
                 out.missing[name] = str(exc)
                 h.warn(missing_warning(name, out.missing[name]))
+        if h.profile.artifacts and any(ex.command is not None for ex in prof.collect.values()):
+            out.log_collected = await _log_stats(h, pr, values, since=out.log_starts)
         if prof.units is not None:
             upath = render_text(prof.units.path, values, where="units.path")
             local = art / "units.jsonl"
@@ -155,7 +157,13 @@ async def note_workload_starts(h: "Harness", pr: PlannedRun, values: dict[str, A
 
 
 async def note_log_ends(h: "Harness", pr: PlannedRun, values: dict[str, Any], out: RunOutcome) -> None:
-    """Each declared file as the metrics are collected, where a count of it ends, and so where its copy ends. One
+    """Each declared file as the metrics are collected, where a count of it ends, and so where its copy ends.
+
+    Taken before the collect commands, not after: a count reads the log at some moment while its command runs,
+    which no mark taken outside it can match. Taken after them, the copy would hold what the commands themselves
+    log and whatever comes during the ones after the count, lines no count saw; taken before, only what was
+    written while the commands ran is in doubt, and the collect stage notes it once they have run (the span says
+    how many bytes: `fetch_artifacts`). One
     shorter than at its start, another file, or one whose bytes before the start's byte changed (truncated in place
     and regrown past it) was rotated: its copy cannot be cut at the start's byte."""
     out.log_ends = await _log_stats(h, pr, values, since=out.log_starts)
@@ -190,9 +198,13 @@ async def fetch_artifacts(h: "Harness", pr: PlannedRun, values: dict[str, Any], 
             if local.stat().st_size > stop - cut:  # what the log gained after the count is no part of its span
                 os.truncate(local, max(0, stop - cut))
             out.artifacts[name] = local
+            after = out.log_collected.get(name)
+            # Written while the collect commands ran: a count that read the log then may include it.
+            during = after.size - stop if after is not None and end is not None and not after.replaced_since(end) \
+                and stop == end.size else 0
             if cut or rotated:
                 at = "collected" if end is not None else out.log_starts_at
-                spans[name] = _span(path, cut, local.stat().st_size, start, at, rotated)
+                spans[name] = _span(path, cut, local.stat().st_size, start, at, rotated, max(during, 0))
         except (TargetError, WbError, OSError):
             continue
     if spans:
@@ -208,15 +220,21 @@ SPAN_NOTES = {  # where a copy's span began and ended, as `fetch_artifacts` tell
 }
 
 
-def _span(path: str, cut: int, size: int, start: "FileStat", at: str, rotated: bool) -> dict[str, Any]:
-    """What one fetched file covers: bytes [from_byte, to_byte) of `source`, and why those."""
+def _span(path: str, cut: int, size: int, start: "FileStat", at: str, rotated: bool,
+          during: int = 0) -> dict[str, Any]:
+    """What one fetched file covers: bytes [from_byte, to_byte) of `source`, and why those; `during`: the bytes
+    written to it while the collect commands ran, after the span's end."""
     note = SPAN_NOTES[at]
     if rotated:
         note = (f"the log was rotated during the run (found shorter than the {start.size} B it held as its span "
                 "began, replaced by another file, or other bytes before that point: truncated in place and "
                 "regrown): the new file from its start; the old file's part is not kept")
-    return {"source": path, "from_byte": cut, "to_byte": cut + size, "whole": False, "rotated": rotated,
-            "note": note}
+    span = {"source": path, "from_byte": cut, "to_byte": cut + size, "whole": False, "rotated": rotated}
+    if during:
+        note += (f"; {during} B were written to it while the collect commands ran, after this span's end: a count "
+                 "that read the log then may include them")
+        span["written_while_collecting"] = during
+    return {**span, "note": note}
 
 
 def describe_span(span: Any) -> str:

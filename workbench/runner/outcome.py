@@ -26,11 +26,12 @@ class RunOutcome:
     units: list[dict[str, Any]] = field(default_factory=list)
     artifacts: dict[str, Path] = field(default_factory=dict)
     # Declared files (logs): where each stood as its span began (`log_starts_at`: the run's start, before its
-    # restart, until the workload starts), where it stood as the metrics were collected, and those a check found
-    # rotated (collect.py).
+    # restart, until the workload starts), where it stood as the metrics were collected (the span's end) and once
+    # the collect commands had run, and those a check found rotated (collect.py).
     log_starts: dict[str, "FileStat"] = field(default_factory=dict)
     log_starts_at: str = "run"
     log_ends: dict[str, "FileStat"] = field(default_factory=dict)
+    log_collected: dict[str, "FileStat"] = field(default_factory=dict)
     log_rotated: set[str] = field(default_factory=set)
     probe_counts: list[dict[str, Any]] = field(default_factory=list)
     started_at: datetime | None = None
