@@ -683,3 +683,26 @@ def test_two_hosts_whose_restores_both_fail_are_told_each_with_its_own_hint(tmp_
     assert [p["message"].split(":")[0] for p in error_of(error, 1)["problems"]] == [
         "RESTORE FAILED on h1", "RESTORE FAILED on h2"]
     assert error.record().count("RESTORE FAILED") == 2 and error.record().startswith("RESTORE FAILED on h1"), error
+
+
+def test_a_pdsim_that_would_not_stop_is_said_with_the_restore_and_recorded(tmp_path, monkeypatch):
+    """wb started pdsim for the execution and its `wb sim down` failed: only a progress warning said so, and the
+    record read as if the deployment had been stopped. It is now a note of what the end left (`State.left`): on the
+    restore line and in the execution's recorded error (`_close` writes `left`). The stop fails as a real command
+    does: `wb sim down` in the place of a shell command that exits 1."""
+    import workbench.runner.execute as execute_mod
+    import workbench.runner.targets.sim as sim_mod
+    from workbench.runner.progress import RunProgress
+
+    monkeypatch.setattr(sim_mod, "wb_command", lambda: "echo 'the pdsim servers did not exit' >&2; exit 1; :")
+    target = sim_mod.SimTarget(sim_dir=tmp_path / "sim", options={})
+    target.started_here = True  # as `setup` leaves it when it started pdsim
+    state = execute_mod.State(prepared=None, store=None, execution_id=1, plan=None, done=set(), exec_dir=tmp_path,
+                              artifacts_root=tmp_path, progress=RunProgress(0, enabled=False, title="t"))
+    state.restore_notes.append("…/serve.sh removed (it did not exist before)")
+    asyncio.run(execute_mod._teardown(state, target))
+    [left] = state.left
+    assert left.startswith("pdsim was NOT stopped (`echo 'the pdsim servers did not exit' >&2; exit 1; : sim down "
+                           f"--dir {tmp_path / 'sim'}` failed: the pdsim servers did not exit): it may still be "
+                           "running, though it was down before the execution"), left
+    assert execute_mod._restore_line(state) == f"restored: …/serve.sh removed (it did not exist before); {left}"
