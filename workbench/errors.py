@@ -147,7 +147,8 @@ class RunFailure(WbError):
 
 class RestoreFailed(RunFailure):
     """The target's original configuration could not be restored: the user must act by hand. `failures`: each
-    host's own, where several hosts' restores failed (message and hint are the first's)."""
+    host's own, where several hosts' restores failed, each told with its own hint (the message is the first's; the
+    hint, none of a host's, is what a caller adds after them: `wb isolate` says how to resume)."""
 
     def __init__(self, message: str, *, hint: str | None = None, where: str | None = None,
                  failures: list["RestoreFailed"] | None = None) -> None:

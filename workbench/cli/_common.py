@@ -48,10 +48,13 @@ def when(stamp: str | None) -> str:
 def _report(exc: WbError) -> None:
     """The `Error:` line and `Hint:` of an error; of each problem in turn, then how many, for several at once."""
     err = typer.get_text_stream("stderr")
-    for one in exc.parts():
+    parts = exc.parts()
+    for one in parts:
         err.write(f"Error: {one.message}\n")
         if one.hint:
             err.write(f"Hint: {one.hint}\n")
+    if len(parts) > 1 and exc.hint and all(exc.hint != one.hint for one in parts):  # the whole's own, after them
+        err.write(f"Hint: {exc.hint}\n")
     if isinstance(exc, ConfigErrors):
         err.write(f"{exc.summary()}\n")
     err.flush()

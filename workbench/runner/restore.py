@@ -260,7 +260,7 @@ def restores_failed(failures: list[RestoreFailed]) -> RestoreFailed:
     is told on its own, with its own commands to restore that host by hand."""
     if len(failures) == 1:
         return failures[0]
-    return RestoreFailed(failures[0].message, hint=failures[0].hint, failures=list(failures))
+    return RestoreFailed(failures[0].message, failures=list(failures))
 
 
 def one_line(text: str) -> str:
