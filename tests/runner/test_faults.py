@@ -652,7 +652,7 @@ def test_a_restore_failed_on_one_host_and_abandoned_on_another_says_both(toy, mo
     assert error.endswith("RESTORE FAILED on h1: the disk is full\n  restore it by hand now:\ncp A B"), error
 
 
-def test_two_hosts_whose_restores_both_fail_are_told_each_with_its_own_hint(tmp_path, capsys):
+def test_two_hosts_whose_restores_both_fail_are_told_each_with_its_own_hint(tmp_path, capsys, monkeypatch):
     """Both hosts' restores failed (none abandoned): the error was the first host's message with every line after
     it for a hint, so h2's "RESTORE FAILED" line and its commands read as part of h1's `Hint:`. Each failure is now
     its own `Error:` line with its own `Hint:` (the commands that restore that host), in --json too, and the record
@@ -685,6 +685,17 @@ def test_two_hosts_whose_restores_both_fail_are_told_each_with_its_own_hint(tmp_
     assert [p["message"].split(":")[0] for p in error_of(error, 1)["problems"]] == [
         "RESTORE FAILED on h1", "RESTORE FAILED on h2"]
     assert error.record().count("RESTORE FAILED") == 2 and error.record().startswith("RESTORE FAILED on h1"), error
+    import workbench.cli._common as common
+
+    monkeypatch.setattr(common, "_stderr_width", lambda: 80)  # stderr an 80-column terminal
+    _report(error)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(":")[0] for line in lines if line.startswith(("Error:", "Hint:"))] == ["Error", "Hint"] * 2 + \
+        ["Hint"], lines
+    # Prose between words at 80 columns (a path longer than a line runs on); the commands to paste kept whole.
+    assert all(len(line) <= 80 or " " not in line.strip() or line.startswith(("cp ", "echo "))
+               for line in lines), lines
+    assert any(line.startswith("  ") for line in lines), lines
 
 
 def test_a_pdsim_that_would_not_stop_is_said_with_the_restore_and_recorded(tmp_path, monkeypatch):

@@ -46,15 +46,25 @@ def when(stamp: str | None) -> str:
 
 
 def _report(exc: WbError) -> None:
-    """The `Error:` line and `Hint:` of an error; of each problem in turn, then how many, for several at once."""
+    """The `Error:` line and `Hint:` of an error; of each problem in turn, then how many, for several at once. On a
+    terminal the `Error:` line and a hint's first line are wrapped at its width as prose is; a hint's later lines
+    (commands to paste, as a failed restore's) are kept whole."""
+    from workbench.wrapping import wrap
+
     err = typer.get_text_stream("stderr")
+    width = _stderr_width()
+
+    def said(line: str) -> str:
+        return "\n".join(wrap(line, width, "  ")) if width else line
+
     parts = exc.parts()
-    for one in parts:
-        err.write(f"Error: {one.message}\n")
-        if one.hint:
-            err.write(f"Hint: {one.hint}\n")
-    if len(parts) > 1 and exc.hint and all(exc.hint != one.hint for one in parts):  # the whole's own, after them
-        err.write(f"Hint: {exc.hint}\n")
+    own = exc.hint if len(parts) > 1 and exc.hint and all(exc.hint != p.hint for p in parts) else None
+    for hint, message in [*((one.hint, one.message) for one in parts), *([(own, None)] if own else [])]:
+        if message is not None:
+            err.write(said(f"Error: {message}") + "\n")
+        if hint:  # the whole's own (`own`) after its parts'
+            first, _, rest = hint.partition("\n")
+            err.write(said(f"Hint: {first}") + (f"\n{rest}" if rest else "") + "\n")
     if isinstance(exc, ConfigErrors):
         err.write(f"{exc.summary()}\n")
     err.flush()
@@ -597,6 +607,14 @@ def echo_wrapped(text: str, indent: str | None = None) -> None:
         return
     width = terminal_width()
     typer.echo("\n".join(out for line in text.split("\n") for out in wrap(line, width, indent)))
+
+
+def _stderr_width() -> int | None:
+    """The width errors are wrapped at: the terminal's when stderr is one, else None (a file, a pipe: one line)."""
+    try:
+        return terminal_width() if sys.stderr.isatty() else None
+    except (AttributeError, ValueError):
+        return None
 
 
 def terminal_width() -> int:
