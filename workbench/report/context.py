@@ -282,6 +282,9 @@ class RunContext:
     derived_by: str | None = None
     derived_note: str | None = None
     derived_lacking: list[str] = field(default_factory=list)  # what each derivable metric that is not lacks
+    # The run's execution's recorded error, as `wb runs show` gives it: a failed restore, a lock not released, a
+    # deployment wb started and could not stop (the target may have been left so).
+    execution_error: str | None = None
 
 
 @dataclass

@@ -255,4 +255,4 @@ def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots
         derived=[(k, stats.fmt_value(v, k in (rates or set())), (descriptions or {}).get(k, ""))
                  for k, v in sorted(shown.derived.items())] if shown else [],
         derived_by=shown.experiment if shown else None, derived_note=shown.note if shown else None,
-        derived_lacking=shown.lacking() if shown else [])
+        derived_lacking=shown.lacking() if shown else [], execution_error=ex.get("error") if ex else None)
