@@ -317,8 +317,9 @@ def _untouched(state: State, target: Target) -> bool:
 
 def _restore_line(state: State) -> str | None:
     """What the restore did, in one line: "restored: /srv/serve.conf put back byte for byte, restarted (1 command),
-    healthy"; "the target was not touched (no run began): nothing to restore"; None where nothing was snapshotted
-    (the target unreachable, or one with no config file) or the restore failed (its error says what to do)."""
+    healthy"; "the target was not touched (no run began): nothing to restore"; then what the end left (`State.left`:
+    a lock not released, a pdsim not stopped). Only that, or None, where nothing was snapshotted (the target
+    unreachable, or one with no config file) or the restore failed (its error says what to do)."""
     if state.untouched:
         return "; ".join(["the target was not touched (no run began): nothing to restore", *state.left])
     if state.restore_failures or state.abandoned or not state.restore_notes:
