@@ -105,6 +105,26 @@ def test_runs_show_gives_derived_metrics_marked_as_derived(seeded: Path, cli) ->
     assert items[1]["derived_metrics"] == {} and "corruption_rate" not in items[6]["metrics"]
 
 
+def test_runs_show_on_a_terminal_wraps_and_reads_as_runs_list(seeded: Path, cli,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """On an 80-column terminal `wb runs show` printed its fingerprint, derived and provenance lines whole (up to 233
+    characters, broken by the terminal inside words), and a rate as 0.175 where `wb runs list` shows 17.5%. On a
+    terminal it now wraps between words, as the other commands do, and gives values as the listing does; piped, one
+    line an item with every digit (above)."""
+    code, piped, err = cli("runs", "show", "6")
+    assert code == 0, err
+    assert max(len(line) for line in piped.splitlines()) > 150, piped
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, shown, err = cli("runs", "show", "6", env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert code == 0, err
+    assert max(len(line) for line in shown.splitlines()) <= 80, shown
+    assert len(shown.splitlines()) > len(piped.splitlines()), shown
+    assert "derived metrics (by agent-repro's definitions, not measured): aborts=0 corruption_rate=17.5% " \
+           "error_rate=50.0%" in " ".join(shown.split()), shown
+    code, listed, err = cli("runs", "list", env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert "derived: aborts=0 corruption_rate=17.5% error_rate=50.0%" in listed, listed  # the same value alike
+
+
 def test_derived_metrics_without_the_experiment_say_so(seeded: Path, cli, monkeypatch: pytest.MonkeyPatch,
                                                         tmp_path: Path) -> None:
     """A store read with no workbench (--db alone) has no metric definitions: wb says the derived metrics are

@@ -58,13 +58,24 @@ def _check_each_run_holds_its_workloads_span(toy, runs: list[dict], cli) -> None
         assert spans["service"]["written_while_collecting"] == len("counted\n"), spans
 
 
-def test_a_runs_log_is_the_span_its_log_metrics_count_and_its_page_says_so(toy, cli):
+def test_a_runs_log_is_the_span_its_log_metrics_count_and_its_page_says_so(toy, cli, monkeypatch):
     """The copy began at the run's start, before the restart, while a count `--since {{ run_start }}` begins at
     the workload: the restart's lines were in the copy and in no count. It went on past the count, too."""
     before = _service_log(toy)
     s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=True)
     assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
     _check_each_run_holds_its_workloads_span(toy, s["runs"], cli)
+    # On an 80-column terminal the artifact line (its path, size, hash and span) ran on whole, past 200 characters:
+    # it wraps between words there, as every line of `wb runs show` does; piped it stays one line (above).
+    piped = _span_line(cli, toy.db, s["runs"][0]["id"], "service")
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, out, err = cli("runs", "show", str(s["runs"][0]["id"]), "--db", toy.db, env={"COLUMNS": "80"})
+    assert code == 0 and len(piped) > 80, (err, piped)
+    at = out.index("artifact service:")
+    shown = out[at:].split("\nartifact ")[0].split("\nprovenance:")[0].splitlines()
+    # a word wider than the terminal (the artifact's path under pytest's tmp folder) runs on, never broken
+    assert len(shown) > 1 and all(len(line) <= 80 for line in out.splitlines() if len(line.split()) > 1), out
+    assert " ".join(" ".join(shown).split()) == " ".join(piped.split()), (shown, piped)
     first_restart = (toy.state / "service.log").read_text().splitlines(keepends=True)[50]
     page = (toy.root / "reports" / "runs" / f"{s['runs'][0]['id']}.html").read_text()
     assert f"bytes {before + len(first_restart)}-" in page, page

@@ -345,6 +345,13 @@ def is_tty() -> bool:
         return False
 
 
+def stderr_is_tty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def stderr_beside_stdout() -> bool:
     """Whether stderr lands where stdout does (one terminal, one file, one pipe: `2>&1`), so that a line the
     progress wrote on stderr is read with the summary; False where either is not a file (captured in-process)."""
@@ -597,16 +604,17 @@ def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[A
         table(columns, rows, optional=optional, below=below, under=under)
 
 
-def echo_wrapped(text: str, indent: str | None = None) -> None:
+def echo_wrapped(text: str, indent: str | None = None, *, err: bool = False) -> None:
     """A line of prose or of a summary: on a terminal wrapped between words at its width (`wrapping.wrap`: later lines
-    indented by `indent`, by default two more than the text's own); piped, one line whatever its length, for grep."""
+    indented by `indent`, by default two more than the text's own); piped, one line whatever its length, for grep.
+    `err`: on stderr (a warning), wrapped where stderr is a terminal."""
     from workbench.wrapping import wrap
 
-    if not is_tty():
-        typer.echo(text)
+    if not (stderr_is_tty() if err else is_tty()):
+        typer.echo(text, err=err)
         return
     width = terminal_width()
-    typer.echo("\n".join(out for line in text.split("\n") for out in wrap(line, width, indent)))
+    typer.echo("\n".join(out for line in text.split("\n") for out in wrap(line, width, indent)), err=err)
 
 
 def _stderr_width() -> int | None:

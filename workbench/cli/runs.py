@@ -9,8 +9,8 @@ import typer
 
 from workbench.analysis import display
 from workbench.cli import _common
-from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format, new_app,
-                                   open_workbench, print_json, when)
+from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, echo_wrapped, emit_rows, list_format,
+                                   new_app, open_workbench, print_json, when)
 
 if TYPE_CHECKING:
     from workbench.analysis.run_metrics import RunMetrics
@@ -129,45 +129,50 @@ def show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID")], db: DbOption 
     if json_:
         print_json({**r.to_dict(), **m.to_dict(), "artifact_spans": spans, "execution": execution})
         return
+    # On a terminal each line wraps between words at its width and a value reads as `wb runs list` gives it (a rate
+    # in percent); piped, one line an item with every digit, for grep and scripts.
+    terminal = _common.is_tty()
+    pairs = (lambda values: m.read(values)) if terminal else (lambda values: _pairs(m, values))
     for key in ("id", "label", "hypothesis_id", "experiment_id", "arm", "replicate", "status", "stage", "host",
                 "target", "started_at", "ended_at", "config_hash", "error"):
         if getattr(r, key) is not None:
             shown = (when(getattr(r, key)) if key.endswith("_at") else display.replicate(r.replicate)
                      if key == "replicate" else getattr(r, key))
-            typer.echo(f"{key}: {shown}")
+            echo_wrapped(f"{key}: {shown}")
     if ex is not None:
-        typer.echo(f"execution: {ex.id} ({ex.status})")
+        echo_wrapped(f"execution: {ex.id} ({ex.status})")
         if ex.error:
             typer.echo("execution error:")
-            for line in ex.error.splitlines():
+            for line in ex.error.splitlines():  # as recorded: its commands are pasted whole, never wrapped
                 typer.echo(f"    {line}")
-    typer.echo("variables: " + " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())))
-    typer.echo("metrics: " + (" ".join(f"{k}={v:.15g}" for k, v in sorted(m.measured.items())) or NONE))
+    echo_wrapped("variables: " + " ".join(f"{k}={v}" for k, v in sorted(r.variables.items())))
+    echo_wrapped("metrics: " + (pairs(m.measured) or NONE))
     if m.note is not None:
-        typer.echo(f"derived metrics: unknown ({m.note})")
+        echo_wrapped(f"derived metrics: unknown ({m.note})")
     else:
-        typer.echo(f"derived metrics (by {m.experiment}'s definitions, not measured): " + _derived(m))
+        echo_wrapped(f"derived metrics (by {m.experiment}'s definitions, not measured): " + _derived(m, pairs))
     by_outcome = " ".join(f"{k}={n}" for k, n in sorted(r.units.items()))
-    typer.echo(f"units: {r.units_total}" + (f" ({by_outcome})" if by_outcome else "") if r.units_total else
-               f"units: {NONE}")  # no unit rows (imported evidence, or a workload that wrote none): not "0"
-    typer.echo("fingerprint: " + (" ".join(f"{k}={v}" for k, v in sorted(_flat(r.fingerprint))) or NONE))
+    echo_wrapped(f"units: {r.units_total}" + (f" ({by_outcome})" if by_outcome else "") if r.units_total else
+                 f"units: {NONE}")  # no unit rows (imported evidence, or a workload that wrote none): not "0"
+    echo_wrapped("fingerprint: " + (" ".join(f"{k}={v}" for k, v in sorted(_flat(r.fingerprint))) or NONE))
     for a in r.artifacts:
-        typer.echo(f"artifact {a.name}: {a.path} ({a.size_bytes} B, sha256 {a.sha256[:12]})" + _span(spans.get(a.name)))
+        echo_wrapped(f"artifact {a.name}: {a.path} ({a.size_bytes} B, sha256 {a.sha256[:12]})"
+                     + _span(spans.get(a.name)))
     if r.provenance:
-        typer.echo("provenance: " + " ".join(f"{k}={_plain(v)}" for k, v in r.provenance.items()))
+        echo_wrapped("provenance: " + " ".join(f"{k}={_plain(v)}" for k, v in r.provenance.items()))
     if r.rendered_config is not None:
         typer.echo("rendered config:")
-        for line in r.rendered_config.splitlines():
+        for line in r.rendered_config.splitlines():  # the file as the target got it: never wrapped
             typer.echo(f"    {line}")
 
 
 NONE = "none recorded"  # a line of `wb runs show` with no value: said, never left empty
 
 
-def _derived(m: "RunMetrics") -> str:
-    """The derived values, then each derivable one that is not with the stored values it needs and lacks
-    ("corruption_rate needs sessions, not recorded")."""
-    shown = " ".join(f"{k}={v:.15g}" for k, v in sorted(m.derived.items()))
+def _derived(m: "RunMetrics", pairs: Any) -> str:
+    """The derived values as `pairs` gives them, then each derivable one that is not with the stored values it
+    needs and lacks ("corruption_rate needs sessions, not recorded")."""
+    shown = pairs(m.derived)
     lacking = "; ".join(m.lacking())
     if not shown:
         return "none from these values" + (f" ({lacking})" if lacking else "")
