@@ -72,7 +72,7 @@ def test_piped_listings_keep_whole_values(wbenv):
 def test_lineage_draws_a_tree_that_fits_the_terminal(wbenv, cli):
     # Every child was drawn with `└─`, siblings that are not last included, and at 80 columns the lines ran to
     # 99-127 characters though claims were cut with `…`: now `├─` for a sibling with more below it, `│` carrying
-    # its parent's line past it, and on a terminal each claim is cut to the terminal's width (never in a pipe).
+    # its parent's line past it, and on a terminal each claim wraps at the terminal's width (never in a pipe).
     import re
 
     tree = ["hicache-bf16-race",
@@ -92,11 +92,17 @@ def test_lineage_draws_a_tree_that_fits_the_terminal(wbenv, cli):
     claim = json.loads(out)["claim"]
     assert len(claim) > 80 and [line for line in got.stdout.splitlines() if line.startswith("hicache-bf16-race ")] \
         == [f"hicache-bf16-race  [open]  {claim}"], got.stdout
+    # On a terminal each claim was cut to the width with `…`, where every other line of the CLI wraps: it wraps
+    # between words now, its later lines under the tree's lines carried down, and every word of it is shown.
     shown = in_a_terminal(["lineage"], {**wbenv, "COLUMNS": "80", "NO_COLOR": "1"}, timeout_s=60).decode()
-    lines = [re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", line) for line in shown.splitlines()]
-    assert [line.split("  [")[0] for line in lines] == tree, shown
-    assert all(re.search(r"  \[[a-z]+\]  \S", line) for line in lines), shown  # the status whole, a claim after it
-    assert max(len(line) for line in lines) <= 80 and sum(line.endswith("…") for line in lines) >= 5, shown
+    lines = [re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", line).rstrip("\r") for line in shown.splitlines()]
+    heads = [line for line in lines if re.search(r"  \[[a-z]+\]  \S", line)]  # the status whole, a claim after it
+    assert [line.split("  [")[0] for line in heads] == tree and len(lines) > len(heads), shown
+    assert max(len(line) for line in lines) <= 80 and "…" not in shown, shown
+    guides = {"│", "├─", "└─"}
+    assert [w for w in " ".join(lines).split() if w not in guides] == \
+        [w for w in got.stdout.split() if w not in guides], shown
+    assert all(line.startswith(("│ ", "   ")) for line in lines if line not in heads), shown  # under the tree
 
 
 def test_tsv_and_csv_cut_and_parse(wbenv, cli):

@@ -791,7 +791,7 @@ def test_bundle_files_get_the_mode_a_plain_write_gives(workbench_dir: Path, seed
         os.umask(old)
 
 
-def test_an_export_of_an_execution_still_running_says_so(workbench_dir: Path, seed_csv: Path, cli):
+def test_an_export_of_an_execution_still_running_says_so(workbench_dir: Path, seed_csv: Path, cli, monkeypatch):
     """An execution exported while it ran (no end recorded) carries only the runs made so far: the export said
     nothing. It warns on stderr, naming the execution, and --json lists it."""
     from workbench.store import records
@@ -810,6 +810,11 @@ def test_an_export_of_an_execution_still_running_says_so(workbench_dir: Path, se
     assert code == 0 and said.startswith("exported wedge-confound"), (said, err)
     assert err.startswith(f"Warning: execution {ex_id} of wedge-confound was still running"), err
     assert "incomplete" in err and err.count("\n") == 1, err
+    # On a terminal the warning ran on whole (over 200 characters): it wraps between words, as the CLI's lines do.
+    monkeypatch.setattr("workbench.cli._common.stderr_is_tty", lambda: True)
+    code, _, shown = cli("bundle", "export", "wedge-confound", "-o", str(out), *flags, env={"COLUMNS": "80"})
+    assert code == 0 and shown.split() == err.split() and shown.count("\n") > 1, shown
+    assert max(len(line) for line in shown.splitlines()) <= 80, shown
     code, said, err = cli("bundle", "export", "wedge-confound", "-o", str(out), "--json", *flags)
     assert code == 0, err
     running = json.loads(said)["unfinished_executions"]
@@ -940,7 +945,7 @@ def _empty_workbench(tmp_path: Path) -> Path:
 
 
 def test_bundle_show_says_what_a_bundle_carries_and_what_this_workbench_lacks(workbench_dir: Path, seed_csv: Path,
-                                                                              cli, tmp_path: Path):
+                                                                              cli, tmp_path: Path, monkeypatch):
     bundle = _bundle(workbench_dir, seed_csv, cli)
     root = _empty_workbench(tmp_path)
     code, out, err = cli("bundle", "show", str(bundle), "--root", str(root))
@@ -948,6 +953,14 @@ def test_bundle_show_says_what_a_bundle_carries_and_what_this_workbench_lacks(wo
     assert "hypothesis wedge-confound: not defined in this workbench" in out, out
     assert "experiment agent-repro version 1: not defined in this workbench" in out, out
     assert "runs: 3" in out, out
+    # On an 80-column terminal its lines ran on whole (a hypothesis with its claim, over 120 characters): they
+    # wrap between words there, as the CLI's other lines do; piped, one line an item (above).
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, shown, err = cli("bundle", "show", str(bundle), "--root", str(root), env={"COLUMNS": "80"})
+    assert code == 0 and shown.split() == out.split(), shown
+    assert max(len(line) for line in out.splitlines()) > 80, out
+    assert all(len(line) <= 80 for line in shown.splitlines() if len(line.split()) > 1), shown  # a path runs on
+    monkeypatch.undo()
     code, out, err = cli("bundle", "show", str(bundle), "--root", str(workbench_dir), "--json")
     assert code == 0, err
     doc = json.loads(out)

@@ -155,7 +155,7 @@ def test_a_hypothesis_with_no_verdict_is_not_awaiting_review(workbench_dir, seed
     assert items["wedge-confound"]["state"] == "awaiting review"
 
 
-def test_review_list_marks_a_stale_comment_as_json_does(workbench_dir, seed_csv, cli, tmp_path):
+def test_review_list_marks_a_stale_comment_as_json_does(workbench_dir, seed_csv, cli, tmp_path, monkeypatch):
     # The table marked a stale approval "(stale)" but not a comment on the same superseded evidence, while
     # --json said "stale": true for both.
     import json
@@ -164,8 +164,10 @@ def test_review_list_marks_a_stale_comment_as_json_does(workbench_dir, seed_csv,
     flags = ["--root", str(workbench_dir), "--db", db]
     assert cli("import", "evidence", str(seed_csv), *flags)[0] == 0
     assert cli("hypothesis", "analyze", "wedge-confound", *flags)[0] == 0
-    for decision in ("--comment", "--approve"):
-        assert cli("review", "wedge-confound", decision, "-m", "seen", "--as", "ada", *flags)[0] == 0
+    said = ("Looked at the six runs: the post-fix run has zero aborts and 14 of 80 sessions leaked, so the wedge is "
+            "not what corrupts")
+    for decision, text in (("--comment", said), ("--approve", "seen")):
+        assert cli("review", "wedge-confound", decision, "-m", text, "--as", "ada", *flags)[0] == 0
     rows = cli("runs", "list", "--format", "tsv", *flags)[1].splitlines()
     control = next(row.split("\t")[0] for row in rows if "\tpre-ab-bf16\t" in row)  # one of two control runs
     assert cli("runs", "delete", control, "--yes", *flags)[0] == 0
@@ -176,6 +178,14 @@ def test_review_list_marks_a_stale_comment_as_json_does(workbench_dir, seed_csv,
     assert code == 0, err
     marked = [line for line in out.splitlines() if line.startswith("  ") and "ada: " in line]
     assert len(marked) == 2 and all(line.endswith(" (stale)") for line in marked), out
+    assert f"\n    {said}\n" in out, out  # piped: a line an item
+    # On an 80-column terminal the review's text and the status notes ran on whole: they wrap between words there,
+    # the text's later lines under its first, as the CLI's other lines do.
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, shown, err = cli("review", "list", "wedge-confound", *flags, env={"COLUMNS": "80"})
+    assert code == 0 and shown.split() == out.split(), shown
+    assert max(len(line) for line in shown.splitlines()) <= 80 and "\n    sessions leaked, " in shown, shown
+    monkeypatch.undo()
     # The site's hypothesis page marks both too: it left the comment's "stale" badge out, as the table did.
     import re
 

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from workbench.cli._common import DbOption, JsonOption, RootOption, new_app, open_workbench, print_json
+from workbench.cli._common import (DbOption, JsonOption, RootOption, echo_wrapped, new_app, open_workbench,
+                                   print_json, when)
 
 app = new_app("Move hypotheses with their evidence, verdicts and reviews between stores.")
 
@@ -24,10 +25,11 @@ def _count(n: int, key: str) -> str:
 def _say(verb: str, summary) -> None:
     names = ", ".join(summary.hypotheses)
     if verb == "imported" and not any(summary.added.values()):
-        typer.echo(f"nothing new in {summary.path}: the store holds every row of it ({names}{_signed(verb, summary)})")
+        echo_wrapped(f"nothing new in {summary.path}: the store holds every row of it "
+                     f"({names}{_signed(verb, summary)})")
         return
     counts = ", ".join(_count(n, k) for k, n in summary.added.items())
-    typer.echo(f"{verb} {names}: {counts} ({summary.path}{_signed(verb, summary)})")
+    echo_wrapped(f"{verb} {names}: {counts} ({summary.path}{_signed(verb, summary)})")
 
 
 def _signed(verb: str, summary) -> str:
@@ -58,9 +60,9 @@ def export(hypotheses: Annotated[list[str], typer.Argument(metavar="HYPOTHESIS")
             state, then = f"was still running{started}, no end recorded", "once it ends"
         else:
             state, then = f"{e['status']}{started}", "once a --resume has finished it"
-        typer.echo(f"Warning: execution {e['id']} of {e['hypothesis']} {state}: the bundle holds only the runs it "
-                   f"had made, so they are incomplete; export again {then} (importing the new bundle completes it)",
-                   err=True)
+        echo_wrapped(f"Warning: execution {e['id']} of {e['hypothesis']} {state}: the bundle holds only the runs it "
+                     f"had made, so they are incomplete; export again {then} (importing the new bundle completes it)",
+                     err=True)
     if json_:
         print_json(summary.to_dict())
     else:
@@ -93,21 +95,22 @@ def show(file: Annotated[Path, typer.Argument(metavar="FILE")],
     if json_:
         print_json(c.to_dict())
         return
-    typer.echo(f"bundle {c.path}: made by {c.created_by or '?'} at {c.created_at or '?'} with wb {c.wb_version or '?'}")
+    echo_wrapped(f"bundle {c.path}: made by {c.created_by or '?'} at {when(c.created_at) if c.created_at else '?'} "
+                 f"with wb {c.wb_version or '?'}")
     words = {"same": "the same here", "differs": "defined differently here", "absent": "not defined in this workbench",
              "no workbench": "no workbench here to compare with"}
     for h in c.hypotheses:
-        typer.echo(f"hypothesis {h['id']}: {words.get(h['here'], h['here'])} (experiment {h['experiment']}; "
-                   f"claim: {h['claim']})")
+        echo_wrapped(f"hypothesis {h['id']}: {words.get(h['here'], h['here'])} (experiment {h['experiment']}; "
+                     f"claim: {h['claim']})")
     for e in c.experiments:
-        typer.echo(f"experiment {e['id']} version {e['version']}: {words.get(e['here'], e['here'])}")
-    typer.echo("; ".join(f"{k.replace('_', ' ')}: {n}" for k, n in c.rows.items()))
+        echo_wrapped(f"experiment {e['id']} version {e['version']}: {words.get(e['here'], e['here'])}")
+    echo_wrapped("; ".join(f"{k.replace('_', ' ')}: {n}" for k, n in c.rows.items()))
     for w in c.written:
-        typer.echo(f"wrote {w}")
+        echo_wrapped(f"wrote {w}")
     for why in c.left_out:
-        typer.echo(f"left out {why}")
+        echo_wrapped(f"left out {why}")
     for why in c.parsed:
-        typer.echo(f"written from parsed data, its comments lost: {why}")
+        echo_wrapped(f"written from parsed data, its comments lost: {why}")
     if c.written:
-        typer.echo(f"next: wb bundle import {file} --root {Path(c.written[0]).parent} (or copy the definitions you "
-                   "want into your workbench first)")
+        echo_wrapped(f"next: wb bundle import {file} --root {Path(c.written[0]).parent} (or copy the definitions you "
+                     "want into your workbench first)")

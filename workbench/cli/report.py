@@ -106,9 +106,10 @@ def register(app: typer.Typer) -> None:
 
 def lineage_text(nodes: list["LineageNode"], *, width: int | None = None) -> str:
     """The DAG as a tree, one hypothesis a line: `id  [status]  claim`, a child under its parent with `├─` (more
-    siblings below it, `│` carrying the parent's line past it) or `└─` (the last). `width`: a terminal's, to
-    which each claim is cut (an id and a status never are: where they alone do not fit, the line runs on);
-    None, in a pipe: nothing is cut."""
+    siblings below it, `│` carrying the parent's line past it) or `└─` (the last). `width`: a terminal's, at which
+    each claim wraps between words, as every line of the CLI does on a terminal, its later lines indented under the
+    tree's lines carried down (an id and a status are never broken: where they alone do not fit, the line runs on);
+    None, in a pipe: one hypothesis a line, whatever its length."""
     ids = {n.status.hypothesis.id for n in nodes}
     children: dict[str | None, list["LineageNode"]] = {}
     for n in nodes:
@@ -124,18 +125,26 @@ def lineage_text(nodes: list["LineageNode"], *, width: int | None = None) -> str
         if h.id in seen:
             continue
         seen.add(h.id)
-        head = f"{lead}{branch}{h.id}  [{n.status.status}]"
-        claim = " ".join(h.claim.replace("\t", " ").splitlines())  # one hypothesis a line, as in a piped listing
-        lines.append(f"{head}  {_cut(claim, None if width is None else width - len(head) - 2)}".rstrip())
         below = lead + {"": "", "├─ ": "│  ", "└─ ": "   "}[branch]
         kids = [c for c in children.get(h.id, []) if c.status.hypothesis.id not in seen]
+        head = f"{lead}{branch}{h.id}  [{n.status.status}]"
+        claim = " ".join(h.claim.replace("\t", " ").splitlines())  # one hypothesis a line, as in a piped listing
+        lines += _node_lines(head, claim, width, below + ("│  " if kids else "   ") + "  ")
         branches = ["├─ "] * (len(kids) - 1) + ["└─ "]
         stack.extend((c, below, b) for c, b in reversed(list(zip(kids, branches))))
     return "\n".join(lines)
 
 
-def _cut(text: str, room: int | None) -> str:
-    """`text` in `room` characters, cut with `…` (None: whole; too little room for a word's start: left out)."""
-    if room is None or len(text) <= room:
-        return text
-    return text[:room - 1].rstrip() + "…" if room >= 4 else ""
+_KEEP = "\x00"  # stands for a space of the head while its line is wrapped: `wrap` never breaks there
+
+
+def _node_lines(head: str, claim: str, width: int | None, indent: str) -> list[str]:
+    """A hypothesis' line (`head  claim`): whole in a pipe; on a terminal wrapped between the claim's words at
+    `width`, each later line starting with `indent`, the head kept whole on the first."""
+    from workbench.wrapping import wrap
+
+    if width is None:
+        return [f"{head}  {claim}".rstrip()]
+    first, rest = head[:len(head) - len(head.lstrip())], head.lstrip()  # a tree's guides are not its words
+    kept = first + rest.replace(" ", _KEEP)
+    return [line.replace(_KEEP, " ") for line in wrap(f"{kept}  {claim}".rstrip(), width, indent)]

@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 import typer
 
 from workbench.cli import _envelope
-from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, list_format,
-                                   open_workbench, print_json, when)
+from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, echo_wrapped, emit_rows,
+                                   list_format, open_workbench, print_json, when)
 
 
 def _decision(approve: bool, request_changes: bool, comment: bool, hypothesis_id: str) -> str:
@@ -40,22 +40,24 @@ def _emit_states(states, fmt: str) -> None:
 
 
 def _print_states(states) -> None:
+    """Each hypothesis's review state, its status notes and its reviews; on a terminal each line wraps between words
+    at its width (a later line two further in than its own), piped one line an item."""
     for st in states:
         cur = st.current_verdict
         if cur is None and not st.reviews:
-            typer.echo(f"{st.hypothesis_id}: {st.label()} (no verdict yet)")
+            echo_wrapped(f"{st.hypothesis_id}: {st.label()} (no verdict yet)")
         else:
             seen = f"verdict {cur.verdict} ({(cur.evidence_digest or '')[:10] or 'no digest'})" if cur else "no verdict"
-            typer.echo(f"{st.hypothesis_id}: {st.label()}  [{seen}]")
+            echo_wrapped(f"{st.hypothesis_id}: {st.label()}  [{seen}]")
         for line in st.status.notes() if st.status else []:  # as `wb hypothesis show` prints them
-            typer.echo(f"  ({line})")
+            echo_wrapped(f"  ({line})")
         for r in st.reviews:
             mark = (" (self-approved)" if st.self_review(r) else "") + \
                 (" (stale)" if st.stale(r) else "")
             saw = f" on {r.verdict_seen}" if r.verdict_seen else ""
-            typer.echo(f"  {when(r.created_at)}  {r.author}: {r.decision}{saw}{mark}")
-            for line in r.body.splitlines():
-                typer.echo(f"    {line}")
+            echo_wrapped(f"  {when(r.created_at)}  {r.author}: {r.decision}{saw}{mark}")
+            for line in r.body.splitlines():  # the reviewer's text: a line wrapped goes on under its own start
+                echo_wrapped(f"    {line}", indent="    " + line[:len(line) - len(line.lstrip(" "))])
 
 
 def register(app: typer.Typer) -> None:
@@ -116,4 +118,4 @@ def register(app: typer.Typer) -> None:
             print_json(r.to_dict())
             return
         on = f" on verdict {r.verdict_seen} (evidence {(r.evidence_digest or '')[:10]})" if r.verdict_seen else ""
-        typer.echo(f"{r.decision} by {r.author} (from {r.author_source}){on} recorded for {r.hypothesis_id}")
+        echo_wrapped(f"{r.decision} by {r.author} (from {r.author_source}){on} recorded for {r.hypothesis_id}")
