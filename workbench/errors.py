@@ -74,12 +74,13 @@ class NoEvidence(BadInput):
 
 
 class ConfigError(BadInput):
-    """A hypotheses/experiment file failed validation. `where` is `file:line` and `field` the path."""
+    """A hypotheses/experiment file failed validation. `where` is `file:line` and `field` what stands there, as
+    `registry.yamlio.field_name` says it ("hypothesis wedge-confound, field arms.control.hicache")."""
 
     def __init__(self, message: str, *, file: str, line: int | None = None,
                  field: str | None = None, hint: str | None = None) -> None:
         where = f"{file}:{line}" if line else file
-        loc = f" (field {field})" if field else ""
+        loc = f" ({field})" if field else ""
         super().__init__(f"{where}{loc}: {message}", hint=hint, where=where)
         self.file = file
         self.line = line

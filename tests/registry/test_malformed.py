@@ -141,7 +141,7 @@ CASES = [
     # which sent the reader to a parent line that is right.
     ("copied-entry-keeps-the-parents-id", H, "  - id: wedge-confound\n    parent: hicache-bf16-race\n",
      "  - id: hicache-bf16-race\n    parent: hicache-bf16-race\n",
-     "(field hypotheses.1.id): duplicate hypothesis id 'hicache-bf16-race' (also at line ",
+     "(hypothesis hicache-bf16-race, field id): duplicate hypothesis id 'hicache-bf16-race' (also at line ",
      "  - id: hicache-bf16-race"),
     # target: belongs to a reachability prediction: on an A/B one it was taken silently, `show` then printed
     # "calls to pkg.mod:Cls (treatment) <= 0.02" while the analysis judged the metric.
@@ -149,7 +149,8 @@ CASES = [
      "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
      "      - {metric: corruption_rate, arm: treatment, at_most: 0.02, target: \"pkg.mod:Cls\",\n"
      "         why: \"if the wedge",
-     "(field hypotheses.1.predicts.0.target): target: names a probed code object, for a reachability hypothesis",
+     "(hypothesis wedge-confound, prediction 1, field target): target: names a probed code object, for a "
+     "reachability hypothesis",
      "      - {metric: corruption_rate, arm: treatment, at_most: 0.02, target:"),
     # target: where metric: was meant, on an A/B prediction: the hint said "remove target: (the metric is what is
     # judged)", which left a prediction on nothing.
@@ -163,11 +164,12 @@ CASES = [
     ("ab-prediction-without-metric", H,
      "      - {metric: corruption_rate, arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
      "      - {arm: treatment, at_most: 0.02,\n         why: \"if the wedge",
-     "(field hypotheses.1.predicts.0): a prediction names the metric it judges (metric:)",
+     "(hypothesis wedge-confound, prediction 1): a prediction names the metric it judges (metric:)",
      "      - {arm: treatment, at_most: 0.02,"),
     # An arm name that is no identifier was reported at the `arms:` line, not at the arm's own.
     ("arm-name-with-a-space", H, "      treatment: {nixl_abort_fix: on}", "      \"treat ment\": {nixl_abort_fix: on}",
-     "(field hypotheses.1.arms.treat ment): arm name 'treat ment' is not an identifier (letters, digits and _",
+     "(hypothesis wedge-confound, field arms.treat ment): arm name 'treat ment' is not an identifier (letters, "
+     "digits and _",
      "      \"treat ment\": {nixl_abort_fix: on}"),
     ("isolates-not-a-variable", H, "    isolates: nixl_abort_fix\n", "    isolates: abort_fix\n",
      "isolated variable 'abort_fix'", "    isolates: abort_fix"),
@@ -270,25 +272,26 @@ CASES = [
     # a valid tuple").
     ("prediction-between-three", H, "      - {metric: corruption_rate, arm: control, at_most: 0.02,",
      "      - {metric: corruption_rate, arm: control, between: [0, 0.01, 0.02],",
-     "(field hypotheses.0.predicts.1.between): must be two numbers [low, high], got 3 values",
+     "(hypothesis hicache-bf16-race, prediction 2, field between): must be two numbers [low, high], got 3 values",
      "      - {metric: corruption_rate, arm: control, between: [0, 0.01, 0.02],"),
     ("prediction-between-one", H, "      - {metric: corruption_rate, arm: control, at_most: 0.02,",
      "      - {metric: corruption_rate, arm: control, between: [0.02],",
-     "(field hypotheses.0.predicts.1.between): must be two numbers [low, high], got 1 value",
+     "(hypothesis hicache-bf16-race, prediction 2, field between): must be two numbers [low, high], got 1 value",
      "      - {metric: corruption_rate, arm: control, between: [0.02],"),
     ("guard-between-number", H, "      - {metric: aborts, arm: treatment, equals: 0,",
      "      - {metric: aborts, arm: treatment, between: 0,",
-     "(field hypotheses.1.requires.0.between): must be two numbers [low, high], got 0",
+     "(hypothesis wedge-confound, guard 1, field between): must be two numbers [low, high], got 0",
      "      - {metric: aborts, arm: treatment, between: 0,"),
     # A quoted number was told "(text: write it without quotes)", but unquoted it is still one number, not two.
     ("prediction-between-quoted-number", H, "      - {metric: corruption_rate, arm: control, at_most: 0.02,",
      "      - {metric: corruption_rate, arm: control, between: '0.05',",
-     "(field hypotheses.0.predicts.1.between): must be two numbers [low, high], got '0.05' (text)",
+     "(hypothesis hicache-bf16-race, prediction 2, field between): must be two numbers [low, high], got '0.05' (text)",
      "      - {metric: corruption_rate, arm: control, between: '0.05',"),
     # A quoted list of two numbers is the list, once written without its quotes.
     ("prediction-between-quoted-list", H, "      - {metric: corruption_rate, arm: control, at_most: 0.02,",
      "      - {metric: corruption_rate, arm: control, between: \"[0.01, 0.05]\",",
-     "(field hypotheses.0.predicts.1.between): must be two numbers [low, high], got '[0.01, 0.05]' (text: write it "
+     "(hypothesis hicache-bf16-race, prediction 2, field between): must be two numbers [low, high], got "
+     "'[0.01, 0.05]' (text: write it "
      "without quotes)", "      - {metric: corruption_rate, arm: control, between: \"[0.01, 0.05]\","),
     ("hypothesis-design-boolean", H, "    hold: {index_k_dtype: bf16, nixl_abort_fix: on, geometry_fix: off}\n",
      "    hold: {index_k_dtype: bf16, nixl_abort_fix: on, geometry_fix: off}\n    design: {replicates: yes}\n",
@@ -346,14 +349,15 @@ CASES = [
     ("prediction-as-text", H, "    predicts:\n      - {metric: corruption_rate, arm: treatment, at_least: 0.05,",
      "    predicts:\n      - corruption_rate >= 0.05\n"
      "      - {metric: corruption_rate, arm: treatment, at_least: 0.05,",
-     "(field hypotheses.0.predicts.0): must be a mapping ({metric: ..., arm: ..., at_most: ...}), got the text "
+     "(hypothesis hicache-bf16-race, prediction 1): must be a mapping ({metric: ..., arm: ..., at_most: ...}), "
+     "got the text "
      "'corruption_rate >= 0.05'", "      - corruption_rate >= 0.05"),
     ("hold-as-text", H, "    hold: {index_k_dtype: bf16, hicache: on}", "    hold: index_k_dtype=bf16",
-     "(field hypotheses.1.hold): must be a mapping (name: value), got the text 'index_k_dtype=bf16'",
+     "(hypothesis wedge-confound, field hold): must be a mapping (name: value), got the text 'index_k_dtype=bf16'",
      "    hold: index_k_dtype=bf16"),
     ("predicts-as-mapping", H, "    predicts:\n      - {metric: corruption_rate, arm: treatment, at_most: 0.02,",
      "    predicts:\n        {metric: corruption_rate, arm: treatment, at_most: 0.02,",
-     "(field hypotheses.1.predicts): must be a list (- item lines, or [a, b]), got a mapping",
+     "(hypothesis wedge-confound, field predicts): must be a list (- item lines, or [a, b]), got a mapping",
      "    predicts:"),
     # YAML indents with spaces only: a tab said "found character that cannot start any token", naming no tab.
     ("yaml-tab-indent", H, "    falsified_if: Corruption persists in the treatment arm with zero aborts.",
@@ -558,11 +562,11 @@ def test_the_quoting_hint_quotes_the_value_as_yaml_reads_it_back(line: str, quot
 
 
 @pytest.mark.parametrize("text,field,kept", [
-    ("claim: the rate drops #2 of the fixes\n", "claim", "the rate drops #2 of the fixes"),
-    ("steps:\n  - run foo --tag x #1\n", "steps.0", "run foo --tag x #1"),
+    ("claim: the rate drops #2 of the fixes\n", "field claim", "the rate drops #2 of the fixes"),
+    ("steps:\n  - run foo --tag x #1\n", "steps item 1", "run foo --tag x #1"),
     # A value that runs on is cut on its last line.
-    ("claim: the rate drops\n  when the fix is on #2\n", "claim", "the rate drops when the fix is on #2"),
-    ("claim: the rate drops  # see the fixes\n", "claim", "the rate drops  # see the fixes"),
+    ("claim: the rate drops\n  when the fix is on #2\n", "field claim", "the rate drops when the fix is on #2"),
+    ("claim: the rate drops  # see the fixes\n", "field claim", "the rate drops  # see the fixes"),
 ])
 def test_a_comment_that_cuts_a_plain_value_of_words_is_refused(text: str, field: str, kept: str):
     from workbench.errors import ConfigError
@@ -576,7 +580,7 @@ def test_a_comment_that_cuts_a_plain_value_of_words_is_refused(text: str, field:
     assert "put the comment on a line of its own" in (err.hint or ""), err.hint
     quoted = err.hint.split("quote the value: ", 1)[1].split(" (", 1)[0]
     data = yamlio.load_located("x.yaml", text=quoted + "\n").data
-    assert data in ({field: kept}, [kept]), (quoted, data)
+    assert data in ({field.removeprefix("field "): kept}, [kept]), (quoted, data)
 
 
 @pytest.mark.parametrize("text", [

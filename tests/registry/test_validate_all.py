@@ -378,7 +378,7 @@ def test_two_entries_on_one_line_lacking_one_field_are_two_problems(workbench_di
     code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
     errors = [ln for ln in err.splitlines() if ln.startswith("Error: ") and "'claim'" in ln]
     assert code == 2 and "Traceback" not in err, err
-    assert [re.search(r"\(field ([^)]*)\)", e).group(1) for e in errors] == ["hypotheses.0", "hypotheses.1"], err
+    assert [re.search(r"\(([^)]*)\)", e).group(1) for e in errors] == ["hypothesis a", "hypothesis b"], err
 
 
 def test_validate_json_gives_each_file_checked_with_its_count_as_a_number(workbench_dir: Path, cli):

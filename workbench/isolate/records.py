@@ -126,7 +126,7 @@ def append_to_registry(root: Path, hypotheses: list[Any]) -> Path:
         if exc.line is None or exc.line <= text.count("\n") + 1:
             raise
         # In the appended part, which is not in the file: its line would point past the file's end.
-        field = f" (field {exc.field})" if exc.field else ""
+        field = f" ({exc.field})" if exc.field else ""
         said = exc.message.removeprefix(f"{exc.where}{field}: ")
         raise ConfigError(f"the generated hypotheses would not validate: {said}", file=exc.file, field=exc.field,
                           hint=exc.hint) from exc

@@ -12,7 +12,7 @@ from workbench.registry.common import did_you_mean
 from workbench.registry.experiment import BUILTIN_TEMPLATE_NAMES, Experiment, Profile
 from workbench.registry.problems import Found, SharedFileError
 from workbench.registry.profile_checks import check_profile, verify_templates
-from workbench.registry.yamlio import LocatedYaml
+from workbench.registry.yamlio import LocatedYaml, field_name
 
 
 def _check_aliases(exp: Experiment, doc: LocatedYaml, found: Found) -> None:
@@ -202,7 +202,7 @@ def _check_template(text: str, allowed: set[str], doc: LocatedYaml, loc: tuple[A
     (those of the rest of a template with a syntax error too), at the line using it: in `source`, the file the text
     was read from, else in the experiment file."""
     scanned = template_scan.scan(text)
-    file, field = (str(source) if source is not None else doc.file), ".".join(map(str, loc))
+    file, field = (str(source) if source is not None else doc.file), field_name(loc, doc.data)
     error = ConfigError if source is None else SharedFileError  # a template_file: each profile using it finds it
     if scanned.problem is not None:
         line = _line_in(doc, loc, source, (scanned.error_line or 1) - 1)

@@ -134,7 +134,10 @@ def _check_variables(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: 
         for name, value in assignment.items():
             with found.apart():
                 _check_arm_value(doc, at, h, isolates, arm, name, value, check_value)
-        if isolates is not None:
+        # An arm setting an unknown variable and not the isolated one most likely misspelt it (told above, with
+        # the name meant): its missing the isolated variable follows from that typo and is not told again.
+        typo = any(name not in exp.variables for name in assignment)
+        if isolates is not None and not (typo and isolates not in assignment):
             with found.apart():
                 if isolates not in assignment:
                     raise doc.error(f"arm {arm!r} does not set the isolated variable {isolates!r}", (*at, "arms", arm))

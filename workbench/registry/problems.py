@@ -65,7 +65,7 @@ def _merged(problems: list[BadInput]) -> list[BadInput]:
         if not isinstance(p, SharedFileError) or not p.field:
             out.append(p)
             continue
-        text = p.message.removeprefix(f"{p.where} (field {p.field}): ")
+        text = p.message.removeprefix(f"{p.where} ({p.field}): ")
         key = (p.file, p.line, text, p.hint)
         if key not in said:
             said[key] = []
@@ -73,6 +73,7 @@ def _merged(problems: list[BadInput]) -> list[BadInput]:
         said[key].append(p)
     for (file, line, text, hint), same in said.items():
         if len(same) > 1:
-            fields = ", ".join(dict.fromkeys(q.field or "" for q in same))
+            # "field a, b": each names a field of the same file, the word said once
+            fields = "field " + ", ".join(dict.fromkeys((q.field or "").removeprefix("field ") for q in same))
             out[out.index(same[0])] = SharedFileError(text, file=file, line=line, field=fields, hint=hint)
     return out

@@ -56,8 +56,40 @@ class LocatedYaml:
         return self.lines.get((), 1)
 
     def error(self, message: str, loc: Loc = (), *, hint: str | None = None) -> ConfigError:
-        field = ".".join(str(p) for p in loc) or None
-        return ConfigError(message, file=self.file, line=self.line_of(loc), field=field, hint=hint)
+        return ConfigError(message, file=self.file, line=self.line_of(loc), field=field_name(loc, self.data), hint=hint)
+
+
+# What an item of a list is called where the registry's vocabulary has a word for it (an item of another list is
+# "NAME item N").
+_ITEMS = {"hypotheses": "hypothesis", "predicts": "prediction", "requires": "guard", "assumptions": "assumption"}
+
+
+def field_name(loc: Loc, data: Any = None) -> str | None:
+    """Where `loc` stands, as an error names it beside its file:line: a hypothesis by its id (from `data`, the parsed
+    file, where the entry gives one), an item of a list by its place counted from 1 as a reader counts ("prediction
+    2"), then the key path within it ("field arms.control.hicache"). pydantic's and YAML's paths count from 0
+    (`hypotheses.1.predicts.0.arm`): a reader took `hypotheses.1` for the first hypothesis."""
+    parts: list[str] = []
+    keys: list[str] = []
+    node = data
+    for p in loc:
+        if isinstance(p, int) and not isinstance(p, bool):
+            item = node[p] if isinstance(node, list) and 0 <= p < len(node) else None
+            named = item.get("id") if isinstance(item, dict) and keys == ["hypotheses"] and not parts else None
+            if isinstance(named, str) and named.strip() and named.isprintable():
+                parts.append(f"hypothesis {named}")
+            elif len(keys) == 1 and keys[0] in _ITEMS:
+                parts.append(f"{_ITEMS[keys[0]]} {p + 1}")
+            else:
+                parts.append(f"{'.'.join(keys) or 'the list'} item {p + 1}")
+            keys = []
+            node = item
+            continue
+        keys.append(str(p))
+        node = node.get(p) if isinstance(node, dict) else None
+    if keys:
+        parts.append(f"field {'.'.join(keys)}")
+    return ", ".join(parts) or None
 
 
 def _scalar_key(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
@@ -123,7 +155,7 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[L
         if isinstance(node, yaml.ScalarNode) and _CONTROL.search(node.value or ""):
             bad = _CONTROL.search(node.value).group()
             raise ConfigError(f"a value holds the control character {bad!r}", file=file, line=line,
-                              field=".".join(str(p) for p in loc) or None,
+                              field=field_name(loc),
                               hint="registry text is printable; remove the character")
         if isinstance(node, yaml.MappingNode):
             seen: dict[Any, int] = {}
@@ -131,7 +163,7 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[L
                 key = _norm_key(_scalar_key(loader, key_node))
                 kline = key_node.start_mark.line + 1
                 if key in seen:
-                    field = ".".join(str(p) for p in (*loc, key))
+                    field = field_name((*loc, key))
                     raise ConfigError(f"duplicate key {key!r} (first at line {seen[key]})",
                                       file=file, line=kline, field=field)
                 seen[key] = kline
@@ -192,7 +224,7 @@ def _refuse_swallowed_keys(quoted: list[tuple[yaml.ScalarNode, Loc]], lines: dic
             f"the {q} at line {start.line + 1} (column {start.column + 1}) is closed only at line {end.line + 1} "
             f"(column {end.column}): its text takes in line {n + 1} ({source_lines[n].strip()!r}), which looks like "
             "a key of the file, not text: a quote left open?", file=file, line=start.line + 1,
-            field=".".join(str(p) for p in loc) or None,
+            field=field_name(loc),
             hint=f"close the {q} on line {start.line + 1}; text of several lines that must hold such a line goes "
                  f"in a block scalar ({name}: >-)")
 
@@ -215,7 +247,7 @@ def _refuse_cut_by_comments(worded: list[tuple[yaml.ScalarNode, Loc]], text: str
         shown = f"{loc[-1]}: {whole}" if loc and isinstance(loc[-1], str) else f"- {whole}"
         raise ConfigError(f'the text after " #" ({comment}) would be dropped as a comment: the value would read '
                           f'"{node.value}"', file=file, line=end.line + 1,
-                          field=".".join(str(p) for p in loc) or None,
+                          field=field_name(loc),
                           hint=f"quote the value: {shown} (or, if that text is a note, put the comment on a line "
                                "of its own)")
 
