@@ -167,7 +167,7 @@ def test_a_bug_keeps_its_traceback_and_the_envelope_says_so(store, workbench_dir
 
 
 def test_the_console_script_prints_the_envelope_for_a_parser_error_and_a_wb_error(store, workbench_dir) -> None:
-    for args, message in ((["runs", "list", "--limit", "abc"], "must be a whole number"),
+    for args, message in ((["runs", "list", "--limit", "abc"], "--limit abc: not a whole number"),
                           (["hypothesis", "show", "nope"], "no hypothesis 'nope'")):
         proc = subprocess.run([WB, *args, "--json", "--db", str(store), "--root", str(workbench_dir)],
                               capture_output=True, text=True, timeout=120)

@@ -69,8 +69,8 @@ def test_bad_region_is_bad_input(text):
     (("--experiment", "nope"), "--experiment nope"),
     (("--target", "nope"), "--target nope"),
     (("--bad", "geometry_fix=on"), "same configuration"),
-    (("--budget", "nan"), "--budget nan: must be positive"),
-    (("--budget", "0"), "--budget 0: must be positive"),
+    (("--budget", "nan"), "--budget nan: not a number"),
+    (("--budget", "0"), "--budget 0: out of range"),
     (("--parent", "nope"), "--parent nope: no hypothesis 'nope' in "),  # it did not name the flag
     # A region holding every proportion: every config 'failed', and the search spent its first probes on pdsim
     # to say 'the good config itself fails: nothing needs isolating'.

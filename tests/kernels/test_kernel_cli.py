@@ -85,7 +85,7 @@ def test_an_empty_variants_value_is_refused_not_read_as_all(cli, value):
     # `--variants "$V"` with V unset timed the usual set silently, as if --variants had been left out.
     code, out, err = cli("kernel", "bench", "--quick", "--variants", value)
     assert code == 2 and out == "", (code, out, err)
-    assert err.startswith(f"Error: --variants {value!r} names no variant") and "Traceback" not in err, err
+    assert err.startswith(f"Error: --variants {value!r}: names no variant") and "Traceback" not in err, err
     assert len(err.splitlines()) == 2, err
 
 

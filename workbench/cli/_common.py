@@ -381,6 +381,19 @@ _CONVERSION_WORDS = {"int_parsing": "must be a whole number", "int_from_float": 
                      "float_parsing": "must be a number", "bool_parsing": "must be true or false"}
 
 
+def _command_of(ctx: Any) -> str:
+    """The command as typed after `wb` ("runs list"), from its context."""
+    return " ".join(ctx.command_path.split()[1:])
+
+
+def _given(exc: typer.BadParameter) -> Any:
+    """The value typer could not convert, as given."""
+    from pydantic import ValidationError
+
+    cause = exc.__cause__
+    return cause.errors()[0].get("input") if isinstance(cause, ValidationError) and cause.errors() else None
+
+
 def _in_wb_words(exc: typer.BadParameter) -> None:
     """A flag value typer could not convert (`--replicates abc`): the message names what it must be and what
     was given; any other BadParameter keeps its own message."""
@@ -434,16 +447,25 @@ class WbCommand(TyperCommand):
         _name_option_values(self.params)
 
     def invoke(self, ctx):  # type: ignore[override]
+        from workbench.cli import _numbers
+
         params = ctx.params
         fmt = params.get("fmt")
         _envelope.want(any(params.get(n) is True for n in ("json_", "as_json", "json_out"))
                        or (isinstance(fmt, str) and fmt.lower() == "json"), command_name())
+        _numbers.check(_command_of(ctx), self.params, params)  # before the command does anything
         return super().invoke(ctx)
 
     def parse_args(self, ctx, args):  # type: ignore[override]
         try:
             return super().parse_args(ctx, args)
         except typer.BadParameter as exc:
+            from workbench.cli import _numbers
+
+            refused = _numbers.not_read(_command_of(ctx), exc.param, _given(exc))
+            if refused is not None:  # a numeric flag: said as a value out of its range is
+                _envelope.named(_command_of(ctx))  # the parser's context is still the group's ("runs")
+                raise refused from None
             _in_wb_words(exc)
             raise
         except Exception as exc:
@@ -532,19 +554,6 @@ def parse_sets(values: list[str] | None) -> dict[str, str]:
                            hint=f"keep one --set {name}=...", where="--set")
         out[name] = value
     return out
-
-
-def check_seed(seed: int | None, flag: str = "--seed") -> int | None:
-    """A seed flag's value, refused (naming the flag) outside SEED_MIN..SEED_MAX, the range `design.seed`
-    has in the YAML files."""
-    from workbench.errors import BadInput
-    from workbench.registry.common import SEED_MAX, SEED_MIN
-
-    if seed is not None and not SEED_MIN <= seed <= SEED_MAX:
-        shown = str(seed) if len(str(seed)) <= 24 else str(seed)[:20] + "…"
-        raise BadInput(f"{flag} {shown} is out of range: give {SEED_MIN} to {SEED_MAX}",
-                       hint=f"leave {flag} out to draw one; the seed used is printed and recorded", where=flag)
-    return seed
 
 
 from typing import Annotated, Optional  # noqa: E402

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from workbench.analysis import display
-from workbench.cli._common import (DbOption, JsonOption, RootOption, check_seed, echo_wrapped, open_workbench,
+from workbench.cli._common import (DbOption, JsonOption, RootOption, echo_wrapped, open_workbench,
                                    print_json)
 from workbench.errors import RunFailure
 
@@ -52,7 +52,6 @@ def register(app: typer.Typer) -> None:
         always-valid sequential test; alpha is spent across probes so the whole search errs at most
         --alpha. An inconclusive probe is reported, and the answer then says what stays open.
         """
-        check_seed(seed)
         wb = open_workbench(db, root)
         flags = {"experiment": experiment, "good": good, "bad": bad, "metric": metric, "region": region,
                  "profile": target, "budget": budget, "alpha": alpha}

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import typer
 
-from workbench.cli._common import check_seed, comma_items, new_app, print_json
+from workbench.cli._common import comma_items, new_app, print_json
 
 app = new_app("The index-K transfer kernel: check it byte for byte, benchmark it.")
 
@@ -43,7 +43,6 @@ def check(
         # Any other word checked the reference and said PASS, as if the implementation named had been checked.
         raise BadInput(f"--impl {impl!r} is not one of {', '.join(IMPLS)}",
                        hint=did_you_mean(impl, IMPLS) or "e.g. --impl cuda on a GPU machine")
-    check_seed(seed)
     require_torch("wb kernel check")
 
     report = _with_status(json_out, lambda progress: Workbench.kernel_check(impl=impl, seed=seed, quick=quick,
@@ -71,20 +70,19 @@ def bench(
     from workbench.errors import BadInput
     from workbench.optional import require_torch
 
-    if layers < 1:
-        raise BadInput(f"--layers {layers}: a pool has 1 layer or more", hint="leave --layers out for 4")
     chosen = None  # the usual set (kernels/bench.py D2D_VARIANTS, HOST_VARIANTS)
     if variants is not None:
         if not variants.strip():  # `--variants "$V"` with V unset would time the usual set as if it were asked for
-            raise BadInput(f"--variants {variants!r} names no variant",
+            raise BadInput(f"--variants {variants!r}: names no variant",
                            hint="e.g. --variants 0,1, or leave --variants out for the usual set", where="--variants")
         items = comma_items("--variants", variants, hint="e.g. --variants 0,1, or leave --variants out for the usual "
                                                          "set")
         try:
             chosen = [int(v) for v in items]
         except ValueError:
-            raise BadInput(f"--variants {variants!r} is not a list of numbers",
-                           hint="e.g. --variants 0,1") from None
+            raise BadInput(f"--variants {variants!r}: not a list of whole numbers",
+                           hint="give variant numbers from 0, comma-separated, e.g. --variants 0,1; leave --variants "
+                                "out for the usual set", where="--variants") from None
         negative = [v for v in chosen if v < 0]
         if negative:  # the kernel ran its default for a number it lacks; how many it has is known once it is built
             raise BadInput(f"--variants {variants!r}: {negative[0]} is not a variant number (they count from 0 to "

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from workbench.analysis import display
-from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOption, check_seed, echo_wrapped,
+from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOption, echo_wrapped,
                                    exit_on_verdict, fail_on, open_workbench, parse_sets, print_json, reader_may_leave,
                                    stderr_beside_stdout)
 
@@ -170,7 +170,7 @@ def register(hypothesis_app: typer.Typer) -> None:
 
         failing = fail_on(fail_on_)
         options = RunOptions(target=target, replicates=replicates, sets=parse_sets(set_), sequential=sequential,
-                             aa=aa, resume=resume, seed=check_seed(seed))
+                             aa=aa, resume=resume, seed=seed)
         wb = open_workbench(db, root)
         try:
             result = wb.run(hypothesis_id, options, report=report)

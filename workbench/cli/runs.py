@@ -45,12 +45,7 @@ def list_(db: DbOption = None, json_: JsonOption = False,
           limit: Annotated[Optional[int], typer.Option(help="Only the last N runs.")] = None,
           root: RootOption = None, fmt: FormatOption = None) -> None:
     """List runs with their arm, status and metrics."""
-    from workbench.errors import BadInput
-
-    chosen = list_format(fmt, json_)
-    if limit is not None and limit < 1:  # 0 listed no run at all, as if the store held none
-        raise BadInput(f"--limit: must be at least 1, got {limit}",
-                       hint="--limit N lists the last N runs; leave it out to list every run")
+    chosen = list_format(fmt, json_)  # --limit below 1 (0 listed no run at all): refused by the CLI's _numbers
     wb = open_workbench(db, root)
     rows = wb.runs(hypothesis_id=hypothesis, limit=limit)
     if not rows and chosen == "table":  # the other formats keep their shape: an empty list, a header

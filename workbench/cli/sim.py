@@ -15,19 +15,12 @@ app = new_app("The embedded prefill/decode deployment (pdsim): wb's default targ
 
 
 def _timeout(value: float | None) -> float:
-    """--timeout of up and restart, seconds above 0 (inf waits as long as it takes): nan never ran out while
-    the servers stayed unhealthy, and 0 or less started them only to stop them again with exit 1."""
-    import math
-
-    from workbench.errors import BadInput
+    """--timeout of up and restart, seconds above 0 (inf waits as long as it takes), as the CLI's _numbers checks
+    it: nan never ran out while the servers stayed unhealthy, and 0 or less started them only to stop them again
+    with exit 1."""
     from workbench.sim import control
 
-    if value is None:
-        return control.HEALTH_TIMEOUT_S
-    if math.isnan(value) or value <= 0:
-        raise BadInput(f"--timeout {value:g} is not a number of seconds above 0",
-                       hint=f"leave --timeout out to wait up to {control.HEALTH_TIMEOUT_S:g} s")
-    return value
+    return control.HEALTH_TIMEOUT_S if value is None else value
 
 
 DirOpt = typer.Option(None, "--dir", help="State dir (default $WB_SIM_DIR, else the workbench's .wb/sim, as "

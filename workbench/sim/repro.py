@@ -253,17 +253,22 @@ def _check_jsonl(path: Path) -> None:
             return
 
 
+def least_ctx() -> int:
+    """The shortest first prompt a session can hold: two blocks of cue tokens and two more."""
+    return 2 * dp.CUE_PARTS + 2
+
+
 def run_repro(dir: str | Path | None = None, *, sessions: int = 80, rounds: int = 4,
               ctx: int = 300, max_tokens: int = 2500, timeout: float = 200.0, tag: str = "",
               jsonl: str | Path | None = None,
               out: Callable[[str], None] | None = None) -> ReproResult:
     """Run the harness against the running deployment; `timeout` is in simulated seconds."""
-    least_ctx = 2 * dp.CUE_PARTS + 2
+    least = least_ctx()
     bad = [f"--{flag} {value:g}" if isinstance(value, float) else f"--{flag} {value}" for flag, value, ok in (
-        ("sessions", sessions, sessions >= 1), ("rounds", rounds, rounds >= 1), ("ctx", ctx, ctx >= least_ctx),
+        ("sessions", sessions, sessions >= 1), ("rounds", rounds, rounds >= 1), ("ctx", ctx, ctx >= least),
         ("max-tokens", max_tokens, max_tokens >= 1), ("timeout", timeout, timeout > 0)) if not ok]  # nan too
     if bad:  # each flag out of range named first, as bench does
-        raise BadInput(f"{', '.join(bad)}: repro needs --sessions >= 1, --rounds >= 1, --ctx >= {least_ctx}, "
+        raise BadInput(f"{', '.join(bad)}: repro needs --sessions >= 1, --rounds >= 1, --ctx >= {least}, "
                        "--max-tokens >= 1 and --timeout > 0")
     if jsonl:
         _check_jsonl(Path(jsonl))
