@@ -61,7 +61,7 @@ def test_a_site_from_a_postgresql_store_names_its_url_without_the_password(toy, 
     assert "hunter2" not in out + err and f"@{server}" in out
 
 
-def test_a_site_that_names_no_store_is_kept_by_a_run_and_replaced_by_wb_report_with_a_warning(toy, cli):
+def test_a_site_that_names_no_store_is_kept_by_a_run_and_replaced_by_wb_report_with_a_warning(toy, cli, monkeypatch):
     """A site an older wb built names no store: which store it shows is not known. A run's automatic rebuild
     replaced it without a word (as if it were this store's); now the run leaves it and says so, and `wb report`
     (or --report) replaces it, saying in one line that it named none."""
@@ -85,5 +85,8 @@ def test_a_site_that_names_no_store_is_kept_by_a_run_and_replaced_by_wb_report_w
     assert err.startswith("Warning: ") and len(err.splitlines()) == 1 and "named no store" in err, err
     assert json.loads((site / ".wb-site.json").read_text())["store"] == toy.db
     (site / ".wb-site.json").write_text("{damaged")  # no older wb's: the warning does not say only that one built it
-    code, out, err = cli("report", "--db", toy.db, env=env)
-    assert code == 0 and "or its manifest is damaged" in err, (out, err)
+    # ... and on a terminal it wraps between words, as every warning of the CLI does (it ran on past 200 characters)
+    monkeypatch.setattr("workbench.cli._common.stderr_is_tty", lambda: True)
+    code, out, err = cli("report", "--db", toy.db, env={**env, "COLUMNS": "80"})
+    assert code == 0 and "or its manifest is damaged" in " ".join(err.split()), (out, err)
+    assert len(err.splitlines()) > 1 and all(len(ln) <= 80 for ln in err.splitlines() if len(ln.split()) > 1), err

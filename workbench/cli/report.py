@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, emit_rows, is_tty, list_format,
-                                   open_workbench, print_json, terminal_width)
+from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, echo_wrapped, emit_rows, is_tty,
+                                   list_format, open_workbench, print_json, terminal_width)
 
 if TYPE_CHECKING:
     from workbench.app import LineageNode
@@ -57,12 +57,12 @@ def register(app: typer.Typer) -> None:
         result = open_workbench(db, root).report(out=out, fmt=fmt, hypothesis_id=hypothesis)
         replaced = (result.site or {}).get("replaced_store")
         if replaced:  # on stderr, with --json too: the site's other readers were looking at another store
-            typer.echo(f"Warning: {Path(result.site['index']).parent} was built from the store {replaced}; it now "
-                       f"shows the store {result.site['store']}", err=True)
+            echo_wrapped(f"Warning: {Path(result.site['index']).parent} was built from the store {replaced}; it now "
+                         f"shows the store {result.site['store']}", err=True)
         elif (result.site or {}).get("replaced_unnamed"):
-            typer.echo(f"Warning: {Path(result.site['index']).parent} named no store it was built from (an older wb "
-                       f"built it, or its manifest is damaged); it now shows the store {result.site['store']}",
-                       err=True)
+            echo_wrapped(f"Warning: {Path(result.site['index']).parent} named no store it was built from (an older wb "
+                         f"built it, or its manifest is damaged); it now shows the store {result.site['store']}",
+                         err=True)
         if json_:
             print_json({"format": result.format, "markdown": result.markdown, "page": result.page,
                         "site": result.site})
