@@ -113,7 +113,7 @@ def test_an_option_the_target_does_not_read_is_refused_at_its_line(kv, options, 
     with pytest.raises(ConfigError) as exc:
         load_registry(kv.root)
     e = exc.value
-    assert e.field == f"profiles.local.options.{key}" and e.line is not None, e.message
+    assert e.field == f"field profiles.local.options.{key}" and e.line is not None, e.message
     assert f"unknown option {key!r}" in e.message and "restart_timeout_s" in (e.hint or ""), (e.message, e.hint)
 
 

@@ -131,7 +131,7 @@ def test_an_unusable_identity_file_is_named_before_touching_anything(toy, ssh_se
     with pytest.raises(ConfigError) as ei:  # bad input at the profile's key, exit 2: nothing is recorded
         _run(toy, replicates=1)
     assert f"identity_file {path}" in ei.value.message and "cannot reach" not in ei.value.message
-    assert ei.value.field == "profiles.ssh.target.identity_file" and ei.value.exit_code == 2
+    assert ei.value.field == "field profiles.ssh.target.identity_file" and ei.value.exit_code == 2
     if key == "missing":
         assert "does not exist" in ei.value.message
     assert ssh_server.commands == [] and toy.restarts() == [] and toy.conf.read_bytes() == toy.original

@@ -49,7 +49,7 @@ def test_missing_known_hosts_file_is_named_not_cannot_reach(toy, ssh_server, tmp
         run_hypothesis("toy-fix", db=toy.db, target="ssh", show_progress=False, build_report=False)
     assert f"known_hosts file {home}/.ssh/known_hosts does not exist" in exc.value.message
     assert "cannot reach" not in exc.value.message
-    assert exc.value.field == "profiles.ssh.target" and exc.value.exit_code == 2
+    assert exc.value.field == "field profiles.ssh.target" and exc.value.exit_code == 2
     assert not ssh_server.commands and not Path(toy.db).exists()
 
 
