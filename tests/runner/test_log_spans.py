@@ -170,3 +170,37 @@ def test_a_log_truncated_in_place_and_regrown_past_the_start_is_told_as_a_rotati
     assert grown.size > start.size and not grown.replaced_since(start), (start, grown)
     assert regrown.size > start.size and regrown.identity == start.identity, (start, regrown)
     assert regrown.replaced_since(start) and shorter.replaced_since(start), (start, regrown)
+
+
+def test_an_ssh_hosts_fingerprint_seeks_to_its_bytes_and_does_not_read_the_log_from_its_start(tmp_path, request,
+                                                                                              monkeypatch):
+    """The bytes before a span's start were read over ssh by `head -c START | tail -c 256`, every byte of the log
+    up to the start at each check: a log of many GB took longer than the check's timeout, and the check fell back
+    to SFTP's size alone, losing the file's identity and fingerprint. Here a sparse log of 1 TiB, read from its
+    start, could never be fingerprinted within the check's timeout."""
+    from workbench.registry.experiment import TargetSpec
+    from workbench.runner.targets import ssh_files
+    from workbench.runner.targets.ssh import SshTarget
+
+    monkeypatch.setattr(ssh_files, "STAT_TIMEOUT_S", 10.0)
+    log = tmp_path / "huge.log"
+    with log.open("wb") as f:
+        f.truncate(1 << 40)
+        f.seek((1 << 40) - 6)
+        f.write(b"tail!\n")
+    server = request.getfixturevalue("ssh_server")
+    target = SshTarget(TargetSpec(kind="ssh", hosts=["127.0.0.1"], user=server.user, port=server.port,
+                                  known_hosts=str(server.known_hosts), identity_file=str(server.client_key_path)))
+
+    async def check():
+        await target.open()
+        try:
+            return await target.file_stat("127.0.0.1", str(log))
+        finally:
+            await target.close()
+
+    from workbench.runner.targets.base import tail_fingerprint
+
+    stat = asyncio.run(check())
+    assert stat is not None and stat.size == 1 << 40 and stat.identity is not None, stat
+    assert stat.tail == tail_fingerprint(b"\0" * 250 + b"tail!\n") and stat.tail_at == 1 << 40, stat

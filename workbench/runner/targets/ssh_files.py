@@ -78,17 +78,19 @@ class SshFiles:
     async def file_stat(self, host: str, path: str, at: int | None = None) -> FileStat | None:
         """Its size and, from the host's `stat` (GNU or BusyBox), its device and inode, which SFTP's attributes do
         not carry: a log rotated by a rename is then told as another file. Then, for a regular file, its bytes
-        before `at` (default: the size `stat` gave) as hex, by `head -c`, `tail -c` and `od`, fingerprinted
-        here: a log truncated in place and regrown is then told too. A host without such a `stat` gives the size
-        alone, over SFTP (a rotation shows there only as a file shorter than it was)."""
+        before `at` (default: the size `stat` gave) as hex, by `dd` (which seeks to them: a log of many GB is not
+        read from its start at each check) and `od`, fingerprinted here: a log truncated in place and regrown is
+        then told too. A host without such a `stat` gives the size alone, over SFTP (a rotation shows there only as
+        a file shorter than it was)."""
         import shlex
 
         q = shlex.quote(path)
         end = shlex.quote(str(at)) if at is not None else '"$size"'
         res = await self.run(host, f"s=$(stat -L -c '%s %d:%i' -- {q}) || exit 1; printf '%s\\n' \"$s\"; "
                                    f"size=${{s%% *}}; n={end}; if [ -f {q} ] && [ 0 -lt \"$n\" ] && "
-                                   f"[ \"$n\" -le \"$size\" ]; then head -c \"$n\" -- {q} | tail -c {TAIL_BYTES} | "
-                                   "od -An -v -tx1; fi 2>/dev/null; true", timeout=STAT_TIMEOUT_S)
+                                   f"[ \"$n\" -le \"$size\" ]; then k=$((n < {TAIL_BYTES} ? n : {TAIL_BYTES})); "
+                                   f"dd if={q} bs=1 skip=$((n - k)) count=\"$k\" | od -An -v -tx1; "
+                                   "fi 2>/dev/null; true", timeout=STAT_TIMEOUT_S)
         first, _, rest = res.stdout.partition("\n")
         size, _, identity = first.strip().partition(" ")
         if res.ok and size.isdigit() and identity:
