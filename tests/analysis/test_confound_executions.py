@@ -201,6 +201,21 @@ def test_a_guard_is_judged_within_executions_not_cleared_by_another(store, regis
     assert aborts.test == "Fisher exact within one execution" and aborts.p == stats.fisher(2, 2, 0, 2)
 
 
+def test_imported_runs_are_judged_together_so_one_does_not_flag_a_guard_the_others_clear(store, registry):
+    """The seed's story as imported evidence: before the abort fix a run leaked and wedged; after it, runs leaked
+    with no aborts. Each imported run was its own group, so the one run with both was "confounded" by itself and
+    the guard flagged (proposing the abort fix the later runs had already tried), where the pooled history said
+    aborts is not necessary for leak. Imported runs belong to no execution and are judged together, as before."""
+    add_run(store, execution_id=None, arm=None, variables=CONTROL, outcomes={"leak": 10, "done": 70},
+            extra={"waiting_for_input": 5})
+    for _ in range(3):
+        add_run(store, execution_id=None, arm=None, variables=TREATMENT, outcomes={"leak": 12, "done": 68},
+                extra={"waiting_for_input": 0})
+    aborts = _guard(scan_confounds(store, registry))
+    assert not aborts.flagged, aborts.message
+    assert aborts.message.startswith(f"leak occurred without {ABORTS} in 3 runs"), aborts.message
+
+
 def test_a_guard_compared_only_across_executions_says_so(store, registry):
     """Both arms of wedge-confound's execution wedged and leaked; another execution had neither. Pooled, "leak
     occurred in 0 of 2 runs without aborts (Fisher p = 0.17)" read as a comparison within the runs; no execution

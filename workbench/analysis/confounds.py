@@ -292,10 +292,12 @@ def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outc
 
 
 def _groups(runs: list[RunData]) -> list[list[RunData]]:
-    """The runs of each execution; an imported run, which belongs to none, on its own."""
+    """The runs of each execution, then the imported runs, which belong to none, together: as a history of imported
+    runs was judged before executions were told apart (one imported run with the outcome and the guard does not
+    confound them where others had the outcome without it)."""
     out: dict[tuple[str, int], list[RunData]] = {}
     for r in runs:
-        out.setdefault(("execution", r.execution_id) if r.execution_id is not None else ("run", r.id), []).append(r)
+        out.setdefault(("execution", r.execution_id) if r.execution_id is not None else ("imported", 0), []).append(r)
     return list(out.values())
 
 
@@ -385,7 +387,7 @@ def _which(groups: list[list[RunData]], *, other: bool = False) -> str:
     """Groups of runs (`_groups`) in words: "the execution", "the 2 executions and an imported run", or with
     `other`, "another execution", "other executions and other imported runs"."""
     n = sum(rs[0].execution_id is not None for rs in groups)
-    imported = len(groups) - n
+    imported = sum(len(rs) for rs in groups if rs[0].execution_id is None)
     words = []
     if n:
         words.append(("another execution" if other else "the execution") if n == 1 else
