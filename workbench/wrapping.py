@@ -13,14 +13,15 @@ _WORD = re.compile(r"\S+\s*")  # a word and the spaces after it (two apart stay 
 def wrap(text: str, width: int, indent: str | None = None) -> list[str]:
     """`text` as lines of at most `width` characters, broken only between words: a phrase in parentheses or braces
     that fits on a line is kept on one ("(it was down before)", "{hicache, geometry_fix}"), a word wider than a line
-    runs on, never broken.
+    runs on, never broken, and so does a command to paste after a colon ("continue with: wb hypothesis run ...": see
+    _COMMAND).
     The lines after the first start with `indent` (default: the text's own indent and two spaces more, so a wrapped
     line reads as going on the one above); no line ends in a space."""
     lead = text[:len(text) - len(text.lstrip(" "))]
     indent = lead + "  " if indent is None else indent
     lines: list[str] = []
     line = lead
-    queue = _phrases(_WORD.findall(text))
+    queue = _phrases(_WORD.findall(_commands_kept(text)))
     while queue:
         unit = queue.pop(0)
         shown = unit.rstrip()
@@ -33,7 +34,32 @@ def wrap(text: str, width: int, indent: str | None = None) -> list[str]:
         lines.append(line.rstrip())
         line = indent + unit
     lines.append(line.rstrip())
-    return lines
+    return [line.replace(_KEPT, " ") for line in lines]
+
+
+# A command to paste after a colon ("continue with: wb hypothesis run ... --resume"): pasted from two lines, each
+# would run as a command of its own. It is one unit, its spaces held by _KEPT while the text is wrapped, up to a
+# phrase in parentheses after it, outside quotes (" (it takes the lock over)"), or the line's end.
+_COMMAND = re.compile(r"(?<=: )wb (?:bundle|confounds|db|hypothesis|import|isolate|kernel|lineage|report|review|runs|"
+                      r"schema|sim)\b[^\n]*")
+_KEPT = "\x01"
+
+
+def _commands_kept(text: str) -> str:
+    found = _COMMAND.search(text)
+    if found is None:
+        return text
+    command, quote = found.group(), None
+    for i, c in enumerate(command):
+        if quote is not None:
+            quote = None if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif command.startswith(" (", i):
+            command = command[:i]
+            break
+    start, end = found.start(), found.start() + len(command)
+    return text[:start] + command.replace(" ", _KEPT) + _commands_kept(text[end:])
 
 
 def _phrases(words: list[str]) -> list[str]:

@@ -34,3 +34,19 @@ def test_piped_the_hint_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(common, "_stderr_width", lambda: None)
     common._report(RunFailure("stopped", hint=f"continue with: {RESUME}"))
     assert capsys.readouterr().err.splitlines() == ["Error: stopped", f"Hint: continue with: {RESUME}"]
+
+
+def test_a_command_to_paste_in_any_wrapped_line_is_kept_whole_and_the_prose_after_it_wraps():
+    """`wb bundle show --extract`'s "next: wb bundle import FILE --root DIR (or copy ...)" went through the same
+    wrap (echo_wrapped) and was broken between the command's words on a terminal. A command after a colon is one
+    unit up to a phrase in parentheses after it (outside its quotes) or the line's end."""
+    from workbench.wrapping import wrap
+
+    command = "wb bundle import /home/someone/bundles/wedge-confound.wbbundle --root /home/someone/extracted/wedge"
+    lines = wrap(f"next: {command} (or copy the definitions you want into your workbench first)", 80)
+    assert lines == ["next:", f"  {command}", "  (or copy the definitions you want into your workbench first)"], lines
+    quoted = "wb hypothesis run h --db '/srv/a (b)/wb.duckdb'"
+    lines = wrap(f"restore it by continuing: {quoted} (it puts the original back as it ends)", 60)
+    assert lines[1] == f"  {quoted}" and lines[2:] == ["  (it puts the original back as it ends)"], lines
+    # "wb" as a word of prose is no command: "... the value the run used: wb does not show secrets)"
+    assert wrap("the run used: wb does not show secrets", 20) == ["the run used: wb", "  does not show", "  secrets"]

@@ -45,16 +45,11 @@ def when(stamp: str | None) -> str:
         return stamp
 
 
-# Where a hint's line turns to a command to paste ("continue with: wb hypothesis run ... --resume"), which a wrap
-# must not break: pasted, each of its lines would run as a command of its own.
-_PASTED = re.compile(r": (?=wb )")
-
-
 def _report(exc: WbError) -> None:
     """The `Error:` line and `Hint:` of an error; of each problem in turn, then how many, for several at once. On a
-    terminal the `Error:` line and a hint's first line are wrapped at its width as prose is; a command to paste that
-    ends a hint's first line (`continue with: wb ...`), and a hint's later lines (commands to paste, as a failed
-    restore's), are kept whole."""
+    terminal the `Error:` line and a hint's first line are wrapped at its width as prose is, a command to paste in
+    it (`continue with: wb ...`) kept whole (`wrapping.wrap`); a hint's later lines (commands to paste, as a failed
+    restore's) are kept whole."""
     from workbench.wrapping import wrap
 
     err = typer.get_text_stream("stderr")
@@ -63,18 +58,6 @@ def _report(exc: WbError) -> None:
     def said(line: str) -> str:
         return "\n".join(wrap(line, width, "  ")) if width else line
 
-    def hinted(first: str) -> str:
-        """A hint's first line: its prose wrapped, a command to paste after its ": " (`continue with: wb ...`) kept
-        whole, on the prose's last line where it fits, else on its own."""
-        at = _PASTED.search(first)
-        if not width or at is None:
-            return said(f"Hint: {first}")
-        lines = wrap(f"Hint: {first[:at.start() + 1]}", width, "  ")
-        command = first[at.start() + 2:]
-        if len(lines[-1]) + 1 + len(command) <= width:
-            return "\n".join([*lines[:-1], f"{lines[-1]} {command}"])
-        return "\n".join([*lines, f"  {command}"])
-
     parts = exc.parts()
     own = exc.hint if len(parts) > 1 and exc.hint and all(exc.hint != p.hint for p in parts) else None
     for hint, message in [*((one.hint, one.message) for one in parts), *([(own, None)] if own else [])]:
@@ -82,7 +65,7 @@ def _report(exc: WbError) -> None:
             err.write(said(f"Error: {message}") + "\n")
         if hint:  # the whole's own (`own`) after its parts'
             first, _, rest = hint.partition("\n")
-            err.write(hinted(first) + (f"\n{rest}" if rest else "") + "\n")
+            err.write(said(f"Hint: {first}") + (f"\n{rest}" if rest else "") + "\n")
     if isinstance(exc, ConfigErrors):
         err.write(f"{exc.summary()}\n")
     err.flush()
