@@ -986,6 +986,20 @@ def test_bundle_show_extract_seeds_an_empty_workbench(workbench_dir: Path, seed_
     assert code == 0 and "falsified" in out, (out, err)
 
 
+def test_bundle_shows_next_command_quotes_its_paths(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path):
+    """`next: wb bundle import FILE --root DIR` is a command to paste: a folder with a space in its name made it
+    two words of the shell's (`--root /tmp/my` and a stray `seeded`)."""
+    import shlex
+
+    bundle = _bundle(workbench_dir, seed_csv, cli)
+    seeded = tmp_path / "my seeded"
+    code, out, err = cli("bundle", "show", str(bundle), "--extract", str(seeded))
+    assert code == 0, err
+    line = next(line for line in out.splitlines() if line.startswith("next: "))
+    assert shlex.split(line.removeprefix("next: ").split(" (or copy")[0]) == [
+        "wb", "bundle", "import", str(bundle), "--root", str(seeded)], line
+
+
 def test_bundle_show_and_extract_work_outside_any_workbench(workbench_dir: Path, seed_csv: Path, cli,
                                                             tmp_path: Path, monkeypatch):
     """A teammate with no workbench yet reads a bundle and starts from it: neither needs a hypotheses.yaml (they

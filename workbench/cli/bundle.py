@@ -112,5 +112,8 @@ def show(file: Annotated[Path, typer.Argument(metavar="FILE")],
     for why in c.parsed:
         echo_wrapped(f"written from parsed data, its comments lost: {why}")
     if c.written:
-        echo_wrapped(f"next: wb bundle import {file} --root {Path(c.written[0]).parent} (or copy the definitions you "
-                     "want into your workbench first)")
+        import shlex
+
+        root = Path(c.written[0]).parent  # a command to paste: each path quoted for the shell
+        echo_wrapped(f"next: wb bundle import {shlex.quote(str(file))} --root {shlex.quote(str(root))} (or copy the "
+                     "definitions you want into your workbench first)")
