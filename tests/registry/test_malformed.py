@@ -611,3 +611,12 @@ def test_a_duplicate_id_names_the_line_of_the_first(workbench_dir: Path, cli):
     code, _, err = cli("hypothesis", "validate", str(path))
     assert code == 2
     assert f"duplicate hypothesis id 'wedge-confound' (also at line {first})" in err, err
+
+
+def test_a_mappings_whole_number_key_is_named_as_a_key_not_a_list_item():
+    """`hold: {5: on}`: the error's place read "hold item 6", as if the key 5 were the sixth item of a list."""
+    from workbench.registry.yamlio import field_name
+
+    data = {"hypotheses": [{"id": "h1", "hold": {5: "on"}, "predicts": [{"metric": "m"}]}]}
+    assert field_name(("hypotheses", 0, "hold", 5), data) == "hypothesis h1, field hold.5"
+    assert field_name(("hypotheses", 0, "predicts", 0, "metric"), data) == "hypothesis h1, prediction 1, field metric"

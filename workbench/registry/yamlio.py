@@ -73,7 +73,9 @@ def field_name(loc: Loc, data: Any = None) -> str | None:
     keys: list[str] = []
     node = data
     for p in loc:
-        if isinstance(p, int) and not isinstance(p, bool):
+        # A whole number is a list's index only where the node is no mapping: a mapping's key may be one too
+        # (`hold: {5: on}`, the key 5, not a sixth item).
+        if isinstance(p, int) and not isinstance(p, bool) and not isinstance(node, dict):
             item = node[p] if isinstance(node, list) and 0 <= p < len(node) else None
             named = item.get("id") if isinstance(item, dict) and keys == ["hypotheses"] and not parts else None
             if isinstance(named, str) and named.strip() and named.isprintable():
