@@ -37,11 +37,12 @@ def wrap(text: str, width: int, indent: str | None = None) -> list[str]:
     return [line.replace(_KEPT, " ") for line in lines]
 
 
-# A command to paste after a colon ("continue with: wb hypothesis run ... --resume"): pasted from two lines, each
-# would run as a command of its own. It is one unit, its spaces held by _KEPT while the text is wrapped, up to a
-# phrase in parentheses after it, outside quotes (" (it takes the lock over)"), or the line's end.
-_COMMAND = re.compile(r"(?<=: )wb (?:bundle|confounds|db|hypothesis|import|isolate|kernel|lineage|report|review|runs|"
-                      r"schema|sim)\b[^\n]*")
+# A command to paste after a colon ("continue with: wb hypothesis run ... --resume", a lock's "remove it: rm -f
+# PATH" or the ssh line that runs that on its host): pasted from two lines, each would run as a command of its own.
+# It is one unit, its spaces held by _KEPT while the text is wrapped, up to a phrase in parentheses after it or the
+# next clause ("; "), outside quotes, or the line's end.
+_COMMAND = re.compile(r"(?<=: )(?:wb (?:bundle|confounds|db|hypothesis|import|isolate|kernel|lineage|report|review|"
+                      r"runs|schema|sim)\b|ssh |rm -f )[^\n]*")
 _KEPT = "\x01"
 
 
@@ -55,7 +56,7 @@ def _commands_kept(text: str) -> str:
             quote = None if c == quote else quote
         elif c in "'\"":
             quote = c
-        elif command.startswith(" (", i):
+        elif command.startswith((" (", "; "), i):
             command = command[:i]
             break
     start, end = found.start(), found.start() + len(command)

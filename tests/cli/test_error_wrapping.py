@@ -50,3 +50,20 @@ def test_a_command_to_paste_in_any_wrapped_line_is_kept_whole_and_the_prose_afte
     assert lines[1] == f"  {quoted}" and lines[2:] == ["  (it puts the original back as it ends)"], lines
     # "wb" as a word of prose is no command: "... the value the run used: wb does not show secrets)"
     assert wrap("the run used: wb does not show secrets", 20) == ["the run used: wb", "  does not show", "  secrets"]
+
+
+def test_the_restore_lines_command_that_removes_a_kept_lock_is_kept_whole():
+    """The restore line (stderr's last, wrapped on a terminal by the progress) ends with what the end left: a lock
+    not released, "remove it: ssh ... 'rm -f PATH'". It was broken between `ssh -p 2222` and the rest."""
+    from workbench.wrapping import wrap
+
+    remove = "ssh -p 2222 deploy@gpu-node-7 'rm -f /srv/deploy/state/wb-target.lock'"
+    line = ("restored: /srv/deploy/serve.conf put back byte for byte, restarted (1 command), healthy; its lock "
+            "/srv/deploy/state/wb-target.lock was NOT released (rm: cannot remove: Operation not permitted): the "
+            f"target may be left locked, refusing the next run; once no run of wb is on it, remove it: {remove}")
+    lines = wrap(line, 80)
+    assert lines[-1] == f"  {remove}" and all(len(x) <= 80 for x in lines), lines
+    # a local lock's own command ends where the next host's clause begins
+    lines = wrap("h1: ... remove it: rm -f /srv/some/long/path/wb-target.lock; h2: its lock /c was NOT released", 40)
+    assert lines == ["h1: ... remove it:", "  rm -f /srv/some/long/path/wb-target.lock;",
+                     "  h2: its lock /c was NOT released"], lines
