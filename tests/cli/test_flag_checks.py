@@ -292,3 +292,15 @@ def test_a_bound_of_a_variable_is_written_whole(wb: Path, cli, value: str, said:
     code, _, err = cli("hypothesis", "run", "wedge-confound", "--set", f"seed={value}")
     _refused(code, err, "--set seed", said)
     assert not (wb / "wb.duckdb").exists()
+
+
+def test_a_numeric_flag_is_checked_whatever_name_the_program_was_started_by(wb: Path):
+    """The table was looked up by the command path less its first word: started as `python -m workbench.cli`
+    (a name of several words), `runs list` was looked up as `-m workbench.cli runs list`, no flag was checked,
+    and `--limit 0` listed nothing as if the store held no run."""
+    from typer.testing import CliRunner
+
+    from workbench.cli.main import app
+
+    result = CliRunner().invoke(app, ["runs", "list", "--limit", "0"], prog_name="python -m workbench.cli")
+    assert result.exit_code == 2 and result.stderr.startswith("Error: --limit 0: out of range"), result.stderr

@@ -383,8 +383,14 @@ _CONVERSION_WORDS = {"int_parsing": "must be a whole number", "int_from_float": 
 
 
 def _command_of(ctx: Any) -> str:
-    """The command as typed after `wb` ("runs list"), from its context."""
-    return " ".join(ctx.command_path.split()[1:])
+    """The command as typed after `wb` ("runs list"), from its context's chain of names: not the command path less
+    its first word, which misses every command where the program was started by a name of several words
+    (`python -m workbench.cli`), leaving every numeric flag unchecked."""
+    names: list[str] = []
+    while ctx.parent is not None:
+        names.append(ctx.info_name)
+        ctx = ctx.parent
+    return " ".join(reversed(names))
 
 
 def _given(exc: typer.BadParameter) -> Any:
