@@ -67,3 +67,23 @@ def test_the_restore_lines_command_that_removes_a_kept_lock_is_kept_whole():
     lines = wrap("h1: ... remove it: rm -f /srv/some/long/path/wb-target.lock; h2: its lock /c was NOT released", 40)
     assert lines == ["h1: ... remove it:", "  rm -f /srv/some/long/path/wb-target.lock;",
                      "  h2: its lock /c was NOT released"], lines
+
+
+def test_errors_wrap_at_the_width_of_the_terminal_stderr_is_on(monkeypatch):
+    """The width was the one rich gives stdout: with stdout piped (`wb ... | less`, a script capturing it) an
+    error on a 60-column terminal was wrapped at 80, or at whatever $COLUMNS said of another terminal."""
+    import fcntl
+    import os
+    import struct
+    import sys
+    import termios
+
+    main, side = os.openpty()
+    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 60, 0, 0))
+    with open(side, "w", closefd=True) as tty:
+        monkeypatch.setattr(sys, "stderr", tty)
+        monkeypatch.delenv("COLUMNS", raising=False)
+        try:
+            assert common._stderr_width() == 60
+        finally:
+            os.close(main)

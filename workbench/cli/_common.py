@@ -634,11 +634,17 @@ def echo_wrapped(text: str, indent: str | None = None, *, err: bool = False) -> 
 
 
 def _stderr_width() -> int | None:
-    """The width errors are wrapped at: the terminal's when stderr is one, else None (a file, a pipe: one line)."""
-    try:
-        return terminal_width() if sys.stderr.isatty() else None
-    except (AttributeError, ValueError):
+    """The width errors are wrapped at: the terminal's when stderr is one, else None (a file, a pipe: one line).
+    Measured on stderr's own terminal ($COLUMNS first, as for tables): stdout may be piped, or on another."""
+    if not stderr_is_tty():
         return None
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns or terminal_width()
+    except (AttributeError, OSError, ValueError):  # no descriptor of its own (a test's capture): as tables take it
+        return terminal_width()
 
 
 def terminal_width() -> int:
