@@ -161,5 +161,7 @@ def test_the_stop_line_names_the_looks_the_attrition_check_held() -> None:
     assert _why_stopped("wedge-confound is supported.", e, []) == \
         "stopped early after 8 blocks: the sequential test decided"
     assert _why_stopped(f"{BUDGET_SPENT} 8 replicates is spent", e, [6, 8]) == (
-        "budget spent: 8 blocks without a decision; the attrition check held the verdict at looks 6, 8 (its line "
-        "below says what would decide it)")
+        "budget spent: 8 blocks without a decision; the attrition check held the verdict at looks 6 and 8 (its "
+        "line below says what would decide it)")
+    assert "looks 5 and 6," in _why_stopped("wedge-confound is supported.", e, [5, 6])
+    assert _why_stopped(f"{BUDGET_SPENT} 8 replicates is spent", e, [2, 4, 5]).endswith("at looks 2, 4 and 5")

@@ -200,7 +200,8 @@ def _why_stopped(reason: str | None, res: ExecutionResult, attrition_held: Seque
         return line
     looks = sorted(attrition_held)
     said = f"look {looks[0]}" if len(looks) == 1 else f"looks {looks[0]} to {looks[-1]}" \
-        if looks == list(range(looks[0], looks[-1] + 1)) else "looks " + ", ".join(map(str, looks))
+        if len(looks) > 2 and looks == list(range(looks[0], looks[-1] + 1)) else \
+        "looks " + ", ".join(map(str, looks[:-1])) + f" and {looks[-1]}"
     if looks[-1] >= blocks:  # it holds the verdict still: the check's line says what would let it decide
         return f"{line}; the attrition check held the verdict at {said} (its line below says what would decide it)"
     decided = not reason.startswith((BUDGET_SPENT, FUTILE))
