@@ -14,7 +14,7 @@ from rich.text import Text
 from workbench.runner.plan import PlannedRun
 from workbench.runner.progress import RunProgress
 
-TAIL = re.compile(r"(\d+/16|\d+ of at most 16) \d+:\d\d:\d\d ETA (-:--:--|\d+:\d\d:\d\d)$")
+TAIL = re.compile(r"(\d+/16|\d+ of at most 16) \d+:\d\d:\d\d ETA after run 4$")
 
 
 def _drawn(progress: RunProgress) -> str:
@@ -32,7 +32,7 @@ def test_the_count_and_times_stay_whole_at_a_narrow_terminal(monkeypatch, capsys
     monkeypatch.setenv("COLUMNS", str(width))
     pr = PlannedRun(arm="treatment", replicate=3, block=0, order_index=7, host="local", values={})
     with RunProgress(16, enabled=True, title="wedge-confound on sim", sequential=sequential,
-                     where=lambda host: "pdsim") as progress:
+                     where=lambda host: "pdsim", short_title="wedge-confound") as progress:
         progress.seed({0: "ok", 1: "ok", 2: "ok"})
         assert progress._console.width == width
         lines = [_drawn(progress)]
@@ -42,7 +42,8 @@ def test_the_count_and_times_stay_whole_at_a_narrow_terminal(monkeypatch, capsys
     for line in lines:
         assert len(line) <= width and "…" not in line, line
         assert TAIL.search(line), line
-    assert lines[0].startswith("wedge-confound on sim "), lines[0]
+    # Before a run ends the title; at 60 columns the hypothesis alone, as the bar takes the room left.
+    assert lines[0].startswith("wedge-confound on sim " if width == 80 else "wedge-confound "), lines[0]
     # The run in progress by its run id; at 80 columns with its arm, replicate and host, at 60 as much as fits.
     said = lines[1][:lines[1].index(" 3")]
     if width == 80 and not sequential:
@@ -52,3 +53,77 @@ def test_the_count_and_times_stay_whole_at_a_narrow_terminal(monkeypatch, capsys
     # The line of the run that ended names the same run, by the same number.
     err = " ".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", capsys.readouterr().err).split())  # wrapped at the width
     assert "run 41 treatment r3 on pdsim: failed during its workload stage: boom" in err, err
+
+
+def _drawn_at(progress: RunProgress, width: int) -> str:
+    out = Console(file=io.StringIO(), width=width, force_terminal=True)
+    out.print(progress._progress.get_renderable())
+    (line,) = Text.from_ansi(out.file.getvalue()).plain.splitlines()
+    return line.rstrip()
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("sequential", [False, True])
+def test_the_eta_is_the_mean_run_times_the_runs_left_and_never_blank(monkeypatch, sequential):
+    # Rich's own ETA is a speed over its last 30 s: with runs of 15-25 s it went blank ("-:--:--") while a run
+    # was in progress and jumped between runs. wb's is the mean duration of the runs ended here times the runs
+    # left, less what the run in progress has had; in sequential mode the plan is a budget, so at most that.
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "80")
+    clock = _Clock()
+    pr = PlannedRun(arm="control", replicate=0, block=0, order_index=0, host="local", values={})
+    bound = "≤ " if sequential else ""
+    seen = []
+    with RunProgress(4, enabled=True, title="t", sequential=sequential, where=lambda host: "pdsim",
+                     clock=clock) as progress:
+        def eta() -> str:
+            line = _drawn_at(progress, 80)
+            seen.append(line)
+            return line[line.index(" ETA ") + 5:]
+        assert eta() == "after run 1"
+        progress.stage(pr, "render", 37)
+        clock.now += 10
+        progress.stage(pr, "workload", 37)
+        assert eta() == "after run 1"
+        clock.now += 10
+        progress.finished(0, "ok", pr, 37)  # one run of 20 s ended, 3 left
+        assert eta() == f"{bound}0:01:00"
+        progress.stage(pr, "render", 38)
+        clock.now += 5
+        assert eta() == f"{bound}0:00:55"
+        clock.now += 25  # past the mean: the run in progress is taken to end now, not to have negative time left
+        assert eta() == f"{bound}0:00:40"
+        progress.finished(1, "failed", pr, 38, "failed during its workload stage: boom")  # 20 s and 30 s
+        assert eta() == f"{bound}0:00:50"
+        assert re.search(r" 0:00:50 ETA ", seen[-1]), seen[-1]  # the elapsed time on the same clock
+        progress.stage(pr, "render", 39)
+        clock.now += 3
+        progress.finished(2, "interrupted", pr, 39)  # not counted: a resume redoes it
+        assert eta() == f"{bound}0:00:50"
+
+
+def test_the_description_keeps_its_form_from_stage_to_stage(monkeypatch):
+    # It chose a form per stage: at 60 columns "run 37 control r0 [check]", then "run 37 [workload]", the arm gone
+    # for the longest stage. The form is chosen for the longest stage name, so only the stage changes.
+    from workbench.runner.lifecycle import STAGES
+
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    pr = PlannedRun(arm="control", replicate=0, block=0, order_index=0, host="local", values={})
+    with RunProgress(6, enabled=True, title="t", sequential=True, where=lambda host: "pdsim") as progress:
+        for width in range(56, 101):  # from the narrowest that shows "run 37 [workload]" whole
+            lines = []
+            for stage in STAGES:
+                progress.stage(pr, stage, 37)
+                line = _drawn_at(progress, width)
+                lines.append(line)
+                assert f"[{stage}]" in line, line
+            assert len({line.split(" [")[0] for line in lines}) == 1, (width, lines)
+            # The bar stays where it is (the description column is as wide whatever the stage).
+            assert len({line.find(" of at most ") for line in lines}) == 1, (width, lines)

@@ -820,7 +820,8 @@ def _opened_and_run(launch: Launch, store: Store, stops: HeldStops, art_root: Pa
             note_runner(exec_dir, exec_uuid)  # `wb runs delete` reads it: see runner.lock.runner_gone
             progress = stack.enter_context(RunProgress(
                 len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}",
-                sequential=p.mode == "sequential", where=tgt.where))
+                short_title=p.hypothesis.id, sequential=p.mode == "sequential", where=tgt.where,
+                lanes=len(plan.hosts)))
             if launch.prior is not None:
                 progress.seed(ended_runs(store, execution_id))
             if unchecked:

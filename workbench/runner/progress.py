@@ -3,11 +3,14 @@ those planned, elapsed time and ETA."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable
 
 from workbench.analysis import display
+from workbench.runner.lifecycle import STAGES
 from workbench.runner.plan import PlannedRun
 
 if TYPE_CHECKING:
@@ -84,15 +87,21 @@ class RunProgress:
     `--json` piped into a file still shows it on stderr."""
 
     def __init__(self, total: int, *, enabled: bool, title: str, sequential: bool = False,
-                 where: Callable[[str], str] = str) -> None:
+                 where: Callable[[str], str] = str, short_title: str | None = None, lanes: int = 1,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         # A sequential execution's plan is its budget (design.max_replicates blocks), not what will run.
         self.total = total
         self.where = where  # a run's host as shown (Target.where: pdsim for the sim target's one host)
         self.sequential = sequential
         self.enabled = enabled
         self.title = title
+        self.short_title = short_title  # the bar's title where the whole one leaves no room (the hypothesis alone)
         self.restored: str | None = None  # what the target's restore did (execute sets it): the line after the last
-        self.t0 = time.monotonic()
+        self.lanes = lanes  # runs in progress at once (one per host)
+        self.clock = clock  # the elapsed time's and the ETA's (tests drive it)
+        self.t0 = clock()
+        self.began: dict[int, float] = {}  # run id -> when its first stage began, for the runs in progress
+        self.took: list[float] = []  # how long each run that ended here took (a resume's earlier runs: unknown)
         self._console: Any = None  # stderr's console while enabled; the live bar draws on it on a terminal
         self._progress: Any = None
         self._task: Any = None
@@ -129,10 +138,11 @@ class RunProgress:
             from rich.progress import Progress
 
             # Only on a terminal: off one the live display draws nothing until it closes, and then a blank line.
-            self._progress = Progress(_RunLine(self.sequential), console=self._console, transient=True)
+            self._progress = Progress(_RunLine(self.sequential, self.remaining), console=self._console,
+                                      transient=True, get_time=self.clock)
             _written(self._progress.__enter__)
             self._task = self._progress.add_task(self.title, total=self.total, completed=self.done,
-                                                 forms=(self.title,))
+                                                 forms=(self.title,) + ((self.short_title,) * bool(self.short_title)))
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -143,7 +153,7 @@ class RunProgress:
         if self._console is None or self.refused:
             return
         stopped = ", interrupted" if self.interrupted else ""
-        took = time.monotonic() - self.t0
+        took = self.clock() - self.t0
         if not self.ended and not self.deleted:  # stopped before any run ended (the target unreachable, a signal)
             self._line(f"{self.title}: no run ended ({'at most ' if self.sequential else ''}{self.total} planned)"
                        f"{stopped}; it stopped after {took:.1f} s")
@@ -164,12 +174,32 @@ class RunProgress:
     def stage(self, pr: PlannedRun, stage: str, run_id: int) -> None:
         """The live bar names the run in progress as its ended line will (`finished`): by the store's run id,
         which `wb runs show` takes, its arm, replicate and host, then the stage. The bar's count says how many
-        ended; a narrow terminal drops the host, then the arm, before the count and the times (`_RunLine`)."""
+        ended; a narrow terminal drops the host, then the arm, before the count and the times (`_RunLine`). Which
+        of them fit is judged for the longest stage name (`fits`), so they do not come and go from stage to stage."""
+        self.began.setdefault(run_id, self.clock())
         if self._progress is not None:
             named = f"run {run_id} {pr.arm} {display.replicate(pr.replicate)}"
-            self._progress.update(self._task, description=f"{named} on {self.where(pr.host)} [{stage}]",
-                                  forms=(f"{named} on {self.where(pr.host)} [{stage}]", f"{named} [{stage}]",
-                                         f"run {run_id} [{stage}]"))
+
+            def forms(st: str) -> tuple[str, ...]:
+                return f"{named} on {self.where(pr.host)} [{st}]", f"{named} [{st}]", f"run {run_id} [{st}]"
+
+            self._progress.update(self._task, description=forms(stage)[0], forms=forms(stage),
+                                  fits=forms(max(STAGES, key=len)))
+
+    def remaining(self) -> str:
+        """The ETA as the bar shows it after "ETA": the mean time of the runs that ended here times the runs left,
+        less what the runs in progress have had (each taken to end now once past the mean), over the hosts that
+        run at once. Steady, where rich's speed over its last 30 s went blank ("-:--:--") and jumped with runs of
+        15-25 s. Before a run ended here, which run's end gives it ("after run 1"); in sequential mode "≤ 0:04:03",
+        since the plan is a budget and the execution may stop at any look."""
+        if not self.took:
+            return f"after run {self.done + 1}"
+        mean = sum(self.took) / len(self.took)
+        left = max(self.total - self.done, 0)
+        now = self.clock()
+        work = mean * left - sum(min(now - t, mean) for t in self.began.values())
+        eta = str(timedelta(seconds=math.ceil(max(work, 0.0) / max(min(self.lanes, left), 1))))
+        return f"≤ {eta}" if self.sequential else eta
 
     def finished(self, order_index: int, status: str, pr: PlannedRun | None = None, run_id: int | None = None,
                  ending: str | None = None) -> None:
@@ -180,9 +210,12 @@ class RunProgress:
         job does not see minutes of silence, each ended run gets one line instead. A run that did not end ok gets
         that line on a terminal too, above the bar: the one place it is named, with how it ended (`told`; the
         summary on stdout leaves it out)."""
+        began = self.began.pop(run_id, None) if run_id is not None else None
         if status == "interrupted":
             self.interrupted = True
             return
+        if began is not None:
+            self.took.append(self.clock() - began)
         self.ended[order_index] = status
         if self._progress is not None:
             self._progress.update(self._task, completed=self.done)
@@ -194,7 +227,7 @@ class RunProgress:
         named = f"{pr.arm} {display.replicate(pr.replicate)} on {self.where(pr.host)}" if pr is not None else ""
         what = " ".join([f"run {run_id}"] * (run_id is not None) + [named] * bool(named)) or "a run"
         said = redact_text(ending) if ending and status != "ok" else status
-        self._line(f"[{self.done}{of}{self.total}] {what}: {said} ({time.monotonic() - self.t0:.1f} s elapsed)")
+        self._line(f"[{self.done}{of}{self.total}] {what}: {said} ({self.clock() - self.t0:.1f} s elapsed)")
         if status != "ok" and run_id is not None:
             self.told.add(run_id)
 
@@ -228,13 +261,15 @@ class _RunLine:
     """The live bar's one column: a run's description, a bar, the runs ended of those planned, the elapsed time
     and the ETA, fitted to the terminal's width when drawn. The count and the times are always whole; the
     description takes the longest of its forms (task field `forms`, longest first) that leaves room for a bar,
-    else for none, else the shortest cut with an ellipsis; the bar takes what is left, at most 40 columns.
+    else for none, else the shortest cut with an ellipsis, judged by the form as wide as it can grow (field `fits`:
+    the same with the longest stage name) and given that width; the bar takes what is left, at most 40 columns.
     (Rich's own columns cut whichever was widest: at 80 columns the count and times became "0:00:…".)"""
 
     BAR_MIN, BAR_MAX = 10, 40
 
-    def __init__(self, sequential: bool) -> None:
+    def __init__(self, sequential: bool, remaining: Callable[[], str]) -> None:
         self.sequential = sequential
+        self.remaining = remaining  # RunProgress.remaining
 
     def get_table_column(self) -> Any:
         from rich.table import Column
@@ -245,14 +280,15 @@ class _RunLine:
         return _FittedLine(task, self)
 
     def tail(self, task: Any) -> list[Any]:
-        """The count, the elapsed time and the ETA, as rich's columns draw them ("3/16" or "3 of at most 16": a
-        sequential execution's plan is its budget)."""
-        from rich.progress import MofNCompleteColumn, TimeElapsedColumn, TimeRemainingColumn
+        """The count, the elapsed time and the ETA, in rich's styles ("3/16" or "3 of at most 16": a sequential
+        execution's plan is its budget)."""
+        from rich.progress import MofNCompleteColumn, TimeElapsedColumn
         from rich.text import Text
 
         count = Text(f"{int(task.completed)} of at most {int(task.total)}", style="progress.download") \
             if self.sequential else MofNCompleteColumn().render(task)
-        return [count, TimeElapsedColumn().render(task), Text("ETA"), TimeRemainingColumn().render(task)]
+        eta = Text(self.remaining(), style="progress.remaining")
+        return [count, TimeElapsedColumn().render(task), Text("ETA"), eta]
 
 
 class _FittedLine:
@@ -275,10 +311,12 @@ class _FittedLine:
         tail = self.column.tail(self.task)
         room = options.max_width - sum(t.cell_len + 1 for t in tail)  # each with the space before it
         forms = self.task.fields.get("forms") or (self.task.description,)
-        with_bar = [f for f in forms if cell_len(f) + 1 + _RunLine.BAR_MIN <= room]
-        alone = [f for f in forms if cell_len(f) <= room]
-        text = (with_bar or alone or [forms[-1]])[0]
-        shown = min(cell_len(text), max(room, 1))
+        fits = self.task.fields.get("fits") or forms
+        with_bar = [i for i, f in enumerate(fits) if cell_len(f) + 1 + _RunLine.BAR_MIN <= room]
+        alone = [i for i, f in enumerate(fits) if cell_len(f) <= room]
+        i = (with_bar or alone or [len(forms) - 1])[0]
+        text = forms[i]
+        shown = min(cell_len(fits[i]), max(room, 1))
         bar = min(_RunLine.BAR_MAX, room - shown - 1)
         cells: list[Any] = [Text(text)]  # plain: a host or an arm may hold brackets, not markup
         columns = [Column(width=shown, no_wrap=True, overflow="ellipsis")]
