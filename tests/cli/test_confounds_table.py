@@ -45,36 +45,11 @@ def test_a_values_counts_are_whole_numbers_with_separators(workbench_dir: Path, 
     assert "e+0" not in message, message
 
 
-def test_the_table_fits_an_80_column_terminal(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path,
-                                              monkeypatch) -> None:
+def test_the_table_fits_an_80_and_a_60_column_terminal(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path,
+                                                       monkeypatch) -> None:
     # At COLUMNS=80 the table was drawn 135 columns wide (the terminal wrapped every line of it) with each finding's
     # message folded into a 26-character column: up to 15 lines of two or three words a finding. Each message now
     # reads under its row, across the table's width, and the table fits the terminal.
-    flags = ["--root", str(workbench_dir), "--db", str(tmp_path / "wb.duckdb")]
-    assert cli("import", "evidence", str(seed_csv), *flags)[0] == 0
-    code, out, err = cli("confounds", "--format", "csv", *flags)
-    assert code == 0, err
-    findings = list(csv.DictReader(io.StringIO(out)))
-    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
-    code, out, err = cli("confounds", "--format", "table", *flags, env={"COLUMNS": "80", "NO_COLOR": "1"})
-    assert code == 0, err
-    lines = out.splitlines()
-    assert max(len(line) for line in lines) <= 80, out
-    text = [line.strip("│┃ ").rstrip() for line in lines]
-    for f in findings:
-        words = [w for w in (f["flag"], f["outcome"], f["kind"], *f["factor"].split()) if w]
-        (row,) = [i for i, line in enumerate(text) if line.split()[:len(words)] == words]
-        below = []
-        for line in text[row + 1:]:
-            if not line.strip("─┼├┤└┴┘ "):
-                break
-            below.append(line)
-        assert " ".join(below) == f["message"], (below, f["message"])
-        assert all(len(line) >= 50 for line in below[:-1]), below
-
-
-def test_the_table_fits_a_60_column_terminal(workbench_dir: Path, seed_csv: Path, cli, tmp_path: Path,
-                                            monkeypatch) -> None:
     # Below 77 columns the table ran on past the terminal even with its optional columns left out: the factor,
     # `aborts (= waiting_for_input)`, is 28 wide. Where the row has no room for it, the factor reads under the row,
     # named, before the message; no finding's factor is left out.
@@ -84,22 +59,25 @@ def test_the_table_fits_a_60_column_terminal(workbench_dir: Path, seed_csv: Path
     assert code == 0, err
     findings = list(csv.DictReader(io.StringIO(out)))
     monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
-    code, out, err = cli("confounds", "--format", "table", *flags, env={"COLUMNS": "60", "NO_COLOR": "1"})
-    assert code == 0, err
-    lines = out.splitlines()
-    assert max(len(line) for line in lines) <= 60, out
-    assert not [line for line in lines if line.startswith("not shown") and "factor" in line], out
-    text = [line.strip("│┃ ").rstrip() for line in lines]
-    for f in findings:
-        words = [w for w in (f["flag"], f["outcome"], f["kind"]) if w]
-        (row,) = [i for i, line in enumerate(text) if line.split()[:len(words)] == words and
-                  text[i + 1].split()[:len(f["factor"].split()) + 1] == ["factor:", *f["factor"].split()]]
-        below = []
-        for line in text[row + 2:]:
-            if not line.strip("─┼├┤└┴┘ "):
-                break
-            below.append(line)
-        assert " ".join(below) == f["message"], (below, f["message"])
+    for width in (80, 60):
+        code, out, err = cli("confounds", "--format", "table", *flags, env={"COLUMNS": str(width), "NO_COLOR": "1"})
+        assert code == 0, err
+        lines = out.splitlines()
+        assert max(len(line) for line in lines) <= width, out
+        assert not [line for line in lines if line.startswith("not shown") and "factor" in line], out
+        text = [line.strip("│┃ ").rstrip() for line in lines]
+        for f in findings:
+            words = [w for w in (f["flag"], f["outcome"], f["kind"]) if w]
+            (row,) = [i for i, line in enumerate(text)  # at 80 with the experiment, at 60 without
+                      if [w for w in line.split() if w != f["experiment"]][:len(words)] == words and
+                      text[i + 1].split()[:len(f["factor"].split()) + 1] == ["factor:", *f["factor"].split()]]
+            below = []
+            for line in text[row + 2:]:
+                if not line.strip("─┼├┤└┴┘ "):
+                    break
+                below.append(line)
+            assert " ".join(below) == f["message"], (below, f["message"])
+            assert all(len(line) >= width - 30 for line in below[:-1]), below
 
 
 def test_the_default_text_fits_a_terminal_and_the_readme_says_so(workbench_dir: Path, seed_csv: Path, cli,
@@ -133,7 +111,24 @@ def test_a_table_on_a_terminal_says_what_its_marks_mean(workbench_dir: Path, see
     code, piped, err = cli("confounds", "--format", "table", *flags)
     assert code == 0 and "DIFF:" not in piped, err
     monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
-    code, out, err = cli("confounds", "--format", "table", *flags, env={"COLUMNS": "200", "NO_COLOR": "1"})
-    assert code == 0, err
-    legend = out.rstrip("\n").splitlines()[-1]
-    assert legend.startswith("FLAG: moved with the outcome within executions") and "DIFF: only across" in legend, out
+    # A wider terminal never shows fewer columns (at 80 it left out the experiment that 70 showed: the factor took
+    # the row's room there, and read under the row at 70), and the legend explains only columns shown (it explained
+    # "p" where the table left p out).
+    columns = {"flag", "experiment", "outcome", "kind", "factor", "p", "comparisons", "p_adjusted"}
+    before: set[str] = set()
+    for width in (50, 60, 70, 80, 90, 100, 120, 200):
+        code, out, err = cli("confounds", "--format", "table", *flags, env={"COLUMNS": str(width), "NO_COLOR": "1"})
+        assert code == 0, err
+        lines = out.rstrip("\n").splitlines()
+        header = lines[1].strip("┃ ").split()
+        shown = set(header) | ({"factor"} if any(line.strip("│ ").startswith("factor: ") for line in lines) else set())
+        assert shown <= columns and before <= shown, (width, before, out)
+        note = " ".join(" ".join(lines).split("not shown at this width: ")[1:]).split(" (--format")[0]
+        assert set(note.split(", ")) - {""} == columns - shown, (width, out)
+        legend = " ".join(" ".join(lines[[i for i, line in enumerate(lines) if line.startswith("FLAG: ")][-1]:])
+                          .split())
+        assert legend.startswith("FLAG: moved with the outcome within executions") and "DIFF: only across" in legend
+        explained = set(re.findall(r"(?:^|; )([a-z_]+): ", legend))
+        assert explained <= shown, (width, explained, out)
+        before = shown
+    assert before == columns, out

@@ -44,10 +44,12 @@ def register(app: typer.Typer) -> None:
                                "message", *proposal],
                       [_row(f, chosen) for f in findings],
                       items=[f.to_dict() for f in findings], below="message",
-                      # on a narrow terminal, least needed first; a factor too wide for the row reads under it
-                      optional=("comparisons", "experiment", "p", "factor"), under=("factor",))
+                      # On a narrow terminal the factor reads under its row first: nothing is lost by it, and a
+                      # column it made room for stays at every wider width (it held the row's room at 80 columns,
+                      # leaving out the experiment and p that 70 showed). Then the least needed are left out.
+                      optional=("factor", "comparisons", "experiment", "p"), under=("factor",))
             if chosen == "table" and findings and _common.is_tty():  # piped, the table is data alone
-                echo_wrapped(LEGEND)
+                echo_wrapped(LEGEND + (P_LEGEND if any(f.p is not None for f in findings) else ""))
             return
         if not findings:
             typer.echo("No runs with a recorded outcome to scan.")
@@ -59,7 +61,10 @@ def register(app: typer.Typer) -> None:
 
 # The marks, under a table on a terminal (the text output words each finding whole; --help says the same).
 LEGEND = ("FLAG: moved with the outcome within executions (a guard: always went with it in one); DIFF: only across "
-          "executions, not a controlled confound; p: the test the mark is judged on (over runs or units)")
+          "executions, not a controlled confound")
+# p_adjusted is never left out for width (p may be): the legend names no column the table does not show.
+P_LEGEND = ("; p_adjusted: the test's p times its comparisons, at most 1 (Bonferroni), on which the mark is judged "
+            "(over runs or units)")
 
 INDENT = " " * 5  # a finding's lines after its first, under its `[experiment]`
 
