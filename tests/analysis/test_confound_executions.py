@@ -128,7 +128,8 @@ def test_a_hypothesis_clauses_are_holm_adjusted_over_its_strata(registry):
     # over units, the smaller of its two p (doubled for that choice); the smallest of 6: Holm multiplies it by 6
     p = 6 * 2 * stats.fisher(int(sum(off)), 160, 0, 160)
     assert (f"whose runs show an association with leak where load=0 (Fisher p {display.p_is(p)} over units, "
-            "doubled as the smaller of runs and units, Holm-adjusted over 6 strata)") in fix.message, fix.message
+            "doubled since the smaller of the p over runs and over units was taken, Holm-adjusted over 6 strata)") \
+        in fix.message, fix.message
 
 
 def test_a_flag_judged_over_units_shows_the_p_over_units(store, registry):
@@ -214,6 +215,29 @@ def test_imported_runs_are_judged_together_so_one_does_not_flag_a_guard_the_othe
     aborts = _guard(scan_confounds(store, registry))
     assert not aborts.flagged, aborts.message
     assert aborts.message.startswith(f"leak occurred without {ABORTS} in 3 runs"), aborts.message
+
+
+def test_a_guard_names_the_imported_run_where_the_outcome_occurred_without_it(store, registry):
+    """"leak occurred without aborts only in other executions and an imported run (7 runs: run 1, run 4, run 5,
+    run 23; and 3 more)": the imported run was among the runs counted, never named. Where the list is cut, the
+    imported runs are named after it, apart from the executions' runs."""
+    ex = add_execution(store)
+    add_run(store, execution_id=ex, arm="control", variables=CONTROL, outcomes={"leak": 12, "done": 68},
+            extra={"waiting_for_input": 10})
+    add_run(store, execution_id=ex, arm="treatment", variables=TREATMENT, outcomes={"done": 80},
+            extra={"waiting_for_input": 0})
+    other = add_execution(store, hypothesis_id="pool-configurator-overcommit")
+    executed = [add_run(store, execution_id=other, arm="control", replicate=r, variables=TREATMENT,
+                        outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 0},
+                        hypothesis_id="pool-configurator-overcommit") for r in range(1, 6)]
+    imported = add_run(store, execution_id=None, arm=None, variables=TREATMENT, outcomes={"leak": 14, "done": 66},
+                       extra={"waiting_for_input": 0})
+    aborts = _guard(scan_confounds(store, registry))
+    assert aborts.flagged, aborts.message
+    shown = ", ".join(f"run {i}" for i in executed[:4])
+    assert (f"leak occurred without {ABORTS} only in another execution and an imported run (6 runs: {shown}; and 1 "
+            f"more; imported, of no execution: run {imported}), which anything else that "
+            "changed between them could explain") in aborts.message, aborts.message
 
 
 def test_a_guard_compared_only_across_executions_says_so(store, registry):

@@ -412,4 +412,5 @@ def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, 
                                                                            sum(counts[r.id][1] or 0 for r in side))))
     over, p = min(tests.items(), key=lambda kv: kv[1])
     p = min(1.0, p * len(tests))
-    return over + (", doubled as the smaller of runs and units" if len(tests) > 1 and p < 1 else ""), p
+    doubled = ", doubled since the smaller of the p over runs and over units was taken"
+    return over + (doubled if len(tests) > 1 and p < 1 else ""), p

@@ -341,12 +341,23 @@ def _guard_finding(registry: Registry, exp: Experiment, guard: tuple[str, list[s
                                                  f"{label}={g_known[r.id]:g}" for r in co[:SHOWN_RUNS])
            + _more(co) + f"). {what} and {label} are confounded in these runs" + contrast)
     if apart:
-        imported = "; imported runs belong to no execution" if any(r.execution_id is None for r in apart) else ""
         msg = (msg[:-1] + f"; {what} occurred without {label} only in {_which(_groups(apart), other=True)} ("
-               f"{display.count(len(apart), 'run')}: {', '.join(r.name for r in apart[:SHOWN_RUNS])}"
-               + _more(apart) + f"{imported}), which anything else that changed between them could explain.")
+               f"{display.count(len(apart), 'run')}: {_named_apart(apart)}), which anything else that changed "
+               "between them could explain.")
     prop = _propose(registry, exp, names, outcome, co, runs, g_known, scanned)
     return Finding("guard", label, outcome, exp.id, True, msg, tab, p, effect, prop, test)
+
+
+def _named_apart(runs: list[RunData]) -> str:
+    """The runs of other executions, then the imported ones, each list cut at SHOWN_RUNS: an imported run counted
+    among "other executions and an imported run" was left unnamed where the list was cut before it."""
+    executed = [r for r in runs if r.execution_id is not None]
+    imported = [r for r in runs if r.execution_id is None]
+    parts = [", ".join(r.name for r in executed[:SHOWN_RUNS]) + _more(executed)] if executed else []
+    if imported:
+        parts.append("imported, of no execution: " + ", ".join(r.name for r in imported[:SHOWN_RUNS])
+                     + _more(imported))
+    return "; ".join(parts)
 
 
 def _guard_contrast(label: str, what: str, both: list[RunData], occurred: dict[int, bool], g_known: dict[int, float],
