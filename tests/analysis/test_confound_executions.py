@@ -170,6 +170,32 @@ def test_choosing_the_smaller_of_the_p_over_runs_and_over_units_is_paid_for(regi
     assert f"which found no association with leak" in fix.message and "show an association" not in fix.message
 
 
+def test_a_hypothesis_clause_over_several_executions_is_the_test_within_them(registry):
+    """A variable toggled within two executions of one hypothesis: the test within executions (each a stratum) gave
+    p 2.3e-05 doubled for the choice of runs or units, and the hypothesis's clause, a Fisher test pooled over the
+    same runs, gave 2.4e-05: the one p read as two numbers (0.0027 and 0.0028 in the field). The clause tests the
+    executions it spans each as a stratum, as the finding does: one number, given once rounded."""
+    runs, counts = [], {}
+    for i, (execution, fix, leak) in enumerate(((1, "off", 8), (1, "on", 0), (2, "off", 12), (2, "on", 1))):
+        runs.append(_run(i + 1, execution, {"fix": fix}))
+        counts[i + 1] = (float(leak), 80.0)
+    occurred = {i: c[0] > 0 for i, c in counts.items()}
+    fix = variable_findings(Finding, registry.experiments["agent-repro"], runs, occurred, counts, "corruption_rate",
+                            "leak", {r.id: "h" for r in runs})[0]
+    doubled = display.p_value(2 * stats.stratified_exact([(8, 80, 0, 80), (12, 80, 1, 80)]))
+    assert f"runs and units: 1 over runs, {doubled} over units)" in fix.message, fix.message
+    assert (f"tested in controlled runs of hypothesis h, whose runs show an association with leak (exact conditional "
+            f"CMH p = {doubled} over units, doubled since") in fix.message, fix.message
+    # The pooled test and the test within executions each gave p 1.2e-05 over units, adjusted 2.4e-05 and 2.3e-05:
+    # one p read as two roundings. A p is given with the digits that make its adjusted value read as its multiple.
+    pairs = re.findall(r"p = (\S+) over runs, (\S+) over units \(Bonferroni-adjusted over (\d) comparisons, runs "
+                       r"and units: (\S+) over runs, (\S+) over units\)", fix.message)
+    assert len(pairs) == 2 and pairs[0][1] != pairs[1][1], fix.message
+    for runs_p, units_p, k, runs_adjusted, units_adjusted in pairs:
+        for raw, adjusted in ((runs_p, runs_adjusted), (units_p, units_adjusted)):
+            assert display.p_value(min(1.0, int(k) * float(raw))) == adjusted, (raw, adjusted, fix.message)
+
+
 ABORTS = "aborts (= waiting_for_input)"
 
 

@@ -252,10 +252,22 @@ def beside_region(bounds: tuple[Any, Any], how: str | None) -> str:
 P_FLOOR = 1e-300  # a p-value below this underflowed (or nearly) a float: it is small, never 0
 
 
-def p_value(p: float) -> str:
+def p_value(p: float, times: int = 1) -> str:
     """A p-value with two significant digits, e-notation once small (0.012, 2.7e-36); one that underflowed to 0
-    reads < 1e-300: a p-value is never 0."""
-    return f"< {P_FLOOR:.0e}" if 0 <= p < P_FLOOR else f"{p:.2g}"
+    reads < 1e-300: a p-value is never 0. `times`: the p is shown beside its Bonferroni-adjusted value,
+    min(1, times * p), and takes a digit or two more where that value would not read as its multiple: p 0.00137
+    adjusted over 2 reads "0.00137" and "0.0027", where "0.0014" and "0.0027" read as two roundings of one number
+    (another test's 0.00139 read "0.0014" and "0.0028")."""
+    if 0 <= p < P_FLOOR:
+        return f"< {P_FLOOR:.0e}"
+    text = f"{p:.2g}"
+    if times > 1:
+        adjusted = p_value(min(1.0, times * p))
+        for digits in (2, 3, 4):
+            text = f"{p:.{digits}g}"
+            if p_value(min(1.0, times * float(text))) == adjusted:
+                break
+    return text
 
 
 # The keys under which wb's JSON gives a p-value (a verdict's predictions and checks, a confound finding). A key a
@@ -285,7 +297,7 @@ def p_numbers(doc: Any) -> Any:
     return doc
 
 
-def p_is(p: float) -> str:
+def p_is(p: float, times: int = 1) -> str:
     """What follows "p" in a sentence: "= 0.012", or "< 1e-300" for one that underflowed (`p_value`)."""
-    text = p_value(p)
+    text = p_value(p, times)
     return text if text.startswith("<") else f"= {text}"

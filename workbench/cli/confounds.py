@@ -103,7 +103,7 @@ def _p_text(f: Finding) -> str:
         return ""
     units, units_adjusted = f.effect.get("units_p"), f.effect.get("units_p_adjusted")
     runs = f.effect.get("runs_p", f.p) if f.p_counts == "units" else f.p  # `p` is the one the flag is judged on
-    over = (" over runs", f", {display.p_value(units)} over units") if units is not None else ("", "")
+    over = (" over runs", f", {display.p_value(units, f.comparisons)} over units") if units is not None else ("", "")
     adjusted = ""
     if f.comparisons > 1:
         runs_adjusted = min(1.0, runs * f.comparisons)
@@ -111,7 +111,7 @@ def _p_text(f: Finding) -> str:
                     f"{display.p_value(runs_adjusted)}"
                     f"{over[0]}" + (f", {display.p_value(units_adjusted)} over units" if units_adjusted is not None
                                     else ""))
-    return f" ({f.test or 'Fisher exact'} p {display.p_is(runs)}{over[0]}{over[1]}{adjusted})"
+    return f" ({f.test or 'Fisher exact'} p {display.p_is(runs, f.comparisons)}{over[0]}{over[1]}{adjusted})"
 
 
 def _echo_finding(f: Finding) -> None:

@@ -302,8 +302,9 @@ def _p_rows(p: Any, test: Any, comparisons: Any, adjusted: Any, counts: str = "r
     the count and the adjusted p."""
     if not isinstance(p, (int, float)):
         return []
-    rows = [(f"{test or 'Fisher exact'} p ({counts})", display.p_value(p))]
-    if isinstance(comparisons, int) and comparisons > 1 and isinstance(adjusted, (int, float)):
+    several = isinstance(comparisons, int) and comparisons > 1
+    rows = [(f"{test or 'Fisher exact'} p ({counts})", display.p_value(p, comparisons if several else 1))]
+    if several and isinstance(adjusted, (int, float)):
         rows += [("comparisons", str(comparisons)), (f"p adjusted (Bonferroni, {counts})", display.p_value(adjusted))]
     return rows
 
