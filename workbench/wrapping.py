@@ -1,4 +1,5 @@
-"""How a line of prose is wrapped to a terminal's width: between words, a bracketed phrase kept whole where it fits.
+"""How a line of prose is wrapped to a terminal's width: between words, a bracketed phrase kept whole where it fits,
+a command to paste never broken.
 
 Only for a terminal: piped, each item stays one line, for grep (the callers decide).
 """
@@ -9,30 +10,50 @@ import re
 
 _WORD = re.compile(r"\S+\s*")  # a word and the spaces after it (two apart stay two apart within a line)
 
+# wb's commands (the CLI's COMMAND_ORDER): "wb" before one of them starts a command to paste, not prose ("wb reads").
+WB_COMMANDS = frozenset({"hypothesis", "runs", "report", "confounds", "isolate", "review", "lineage", "bundle",
+                         "import", "sim", "kernel", "db", "schema"})
+# A comparison between two words: kept with both ("n = 111", "92/325 = 28.3%", "P(X >= 15.3").
+_OPERATORS = frozenset({"=", "==", "!=", "<", ">", "<=", ">=", "≤", "≥", "≈", "±"})
+_BACKTICKED = re.compile(r"`[^`\n]+`")
+
+_commands: set[str] = set()  # the commands `keep_whole` was given, kept whole wherever a text shows them
+
+
+def keep_whole(text: str) -> str:
+    """`text`, a shell command a message gives to paste (`wb hypothesis run ID --resume --db PATH`, `rm -f PATH`, an
+    ssh line), as it is; `wrap` keeps it whole on one line wherever it shows it, running past the width where it is
+    longer: half of it pasted runs something else (`--db` with no value). A `wb COMMAND ...` written out in a message,
+    and a phrase in backticks, are found without it."""
+    if " " in text.strip():
+        _commands.add(text.strip())
+    return text
+
 
 def wrap(text: str, width: int, indent: str | None = None) -> list[str]:
     """`text` as lines of at most `width` characters, broken only between words: a phrase in parentheses or braces
-    that fits on a line is kept on one ("(it was down before)", "{hicache, geometry_fix}"), a word wider than a line
-    runs on, never broken, and so does a command to paste after a colon ("continue with: wb hypothesis run ...": see
-    _COMMAND).
+    that fits on a line is kept on one ("(it was down before)", "{hicache, geometry_fix}"), as is one within it where
+    the outer does not fit, and a comparison ("14/80 = 18%"); a command to paste (one wb built, see `keep_whole`;
+    one written out, `_written_commands`; one after a colon, `_COMMAND`) and a word wider than a line run on, never
+    broken.
     The lines after the first start with `indent` (default: the text's own indent and two spaces more, so a wrapped
     line reads as going on the one above); no line ends in a space."""
     lead = text[:len(text) - len(text.lstrip(" "))]
     indent = lead + "  " if indent is None else indent
     lines: list[str] = []
     line = lead
-    queue = _phrases(_WORD.findall(_commands_kept(text)))
+    queue = _phrases(_atoms(_commands_kept(text)))
     while queue:
         unit = queue.pop(0)
-        shown = unit.rstrip()
-        if " " in shown and len(indent) + len(shown) > width:  # too wide for any line: by its words
-            queue[:0] = _WORD.findall(unit)
+        shown = "".join(unit).rstrip()
+        if len(unit) > 1 and len(indent) + len(shown) > width:  # too wide for any line: its opening, then within
+            queue[:0] = [unit[:1], *_phrases(unit[1:])]
             continue
         if len(line) + len(shown) <= width or not line.strip():
-            line += unit
+            line += "".join(unit)
             continue
         lines.append(line.rstrip())
-        line = indent + unit
+        line = indent + "".join(unit)
     lines.append(line.rstrip())
     return [line.replace(_KEPT, " ") for line in lines]
 
@@ -63,14 +84,64 @@ def _commands_kept(text: str) -> str:
     return text[:start] + command.replace(" ", _KEPT) + _commands_kept(text[end:])
 
 
-def _phrases(words: list[str]) -> list[str]:
-    """`words` with each phrase in parentheses or braces joined into one unit (the words from a `(` to its `)`)."""
-    out: list[str] = []
-    depth = 0
-    for w in words:
-        if depth > 0:
-            out[-1] += w
+def _atoms(text: str) -> list[str]:
+    """`text` as the pieces no line break goes into: each word with the spaces after it, except that a command to
+    paste, a phrase in backticks and a comparison are each one piece."""
+    words = [m.span() for m in _WORD.finditer(text)]
+    spans = [(m.start(), m.end()) for m in _BACKTICKED.finditer(text)]
+    for cmd in _commands:
+        at = text.find(cmd)
+        while at >= 0:
+            spans.append((at, at + len(cmd)))
+            at = text.find(cmd, at + len(cmd))
+    spans += _written_commands(text, words)
+    for i, (s, e) in enumerate(words):
+        if text[s:e].strip() in _OPERATORS and 0 < i < len(words) - 1:
+            spans.append((words[i - 1][0], words[i + 1][0] + 1))
+    atoms: list[str] = []
+    for k, (s, e) in enumerate(words):
+        if k and any(ss < s < se for ss, se in spans):  # inside a piece that began before this word
+            atoms[-1] += text[s:e]
         else:
-            out.append(w)
-        depth = max(0, depth + w.count("(") + w.count("{") - w.count(")") - w.count("}"))
+            atoms.append(text[s:e])
+    return atoms
+
+
+def _written_commands(text: str, words: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Where `text` writes out a wb command (`wb hypothesis run ID --resume`, "(wb db upgrade)"): from its `wb` to
+    the word that ends it with `:`, `;`, `,` or `)`, to before a word that opens a parenthesis, or to the end; a
+    quoted argument ("-m 'two words'") is one of its words, whatever it holds."""
+    out = []
+    tokens = [text[s:e].strip() for s, e in words]
+    i = 0
+    while i < len(tokens) - 1:
+        if tokens[i].lstrip("(") != "wb" or tokens[i + 1].rstrip(":;,)") not in WB_COMMANDS:
+            i += 1
+            continue
+        start, j, quote = words[i][0], i, None
+        while j < len(tokens):
+            if j > i and quote is None and tokens[j].startswith("("):
+                j -= 1
+                break
+            for ch in tokens[j]:
+                quote = (None if ch == quote else quote) if quote else (ch if ch in "'\"" else None)
+            if j > i and quote is None and tokens[j][-1] in ":;,)":
+                break
+            j += 1
+        j = min(j, len(tokens) - 1)
+        out.append((start, words[j][0] + len(tokens[j])))
+        i = j + 1
+    return out
+
+
+def _phrases(atoms: list[str]) -> list[list[str]]:
+    """`atoms` with each phrase in parentheses or braces joined into one unit (the atoms from a `(` to its `)`)."""
+    out: list[list[str]] = []
+    depth = 0
+    for a in atoms:
+        if depth > 0:
+            out[-1].append(a)
+        else:
+            out.append([a])
+        depth = max(0, depth + a.count("(") + a.count("{") - a.count(")") - a.count("}"))
     return out

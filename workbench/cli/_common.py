@@ -47,16 +47,15 @@ def when(stamp: str | None) -> str:
 
 def _report(exc: WbError) -> None:
     """The `Error:` line and `Hint:` of an error; of each problem in turn, then how many, for several at once. On a
-    terminal the `Error:` line and a hint's first line are wrapped at its width as prose is, a command to paste in
-    it (`continue with: wb ...`) kept whole (`wrapping.wrap`); a hint's later lines (commands to paste, as a failed
-    restore's) are kept whole."""
+    terminal each line is wrapped at its width as prose is, a hint's later lines too (under their own indent); a
+    command to paste in any of them (a resume, a failed restore's) is kept whole (`wrapping.wrap`)."""
     from workbench.wrapping import wrap
 
     err = typer.get_text_stream("stderr")
     width = _stderr_width()
 
-    def said(line: str) -> str:
-        return "\n".join(wrap(line, width, "  ")) if width else line
+    def said(line: str, indent: str | None = "  ") -> str:
+        return "\n".join(wrap(line, width, indent)) if width else line
 
     parts = exc.parts()
     own = exc.hint if len(parts) > 1 and exc.hint and all(exc.hint != p.hint for p in parts) else None
@@ -65,7 +64,8 @@ def _report(exc: WbError) -> None:
             err.write(said(f"Error: {message}") + "\n")
         if hint:  # the whole's own (`own`) after its parts'
             first, _, rest = hint.partition("\n")
-            err.write(said(f"Hint: {first}") + (f"\n{rest}" if rest else "") + "\n")
+            later = "".join(f"\n{said(line, None if line.startswith(' ') else '  ')}" for line in rest.split("\n"))
+            err.write(said(f"Hint: {first}") + (later if rest else "") + "\n")
     if isinstance(exc, ConfigErrors):
         err.write(f"{exc.summary()}\n")
     err.flush()

@@ -24,6 +24,7 @@ from workbench.errors import BadInput
 from workbench.store.engine import url_has_password
 from workbench.isolate.assignments import shown, shown_set
 from workbench.isolate.attempt import DecidedProbe, PriorAttempt
+from workbench.wrapping import keep_whole
 
 if TYPE_CHECKING:
     from workbench.isolate.adapter import IsolateSpec
@@ -193,7 +194,7 @@ def resume_command(spec: "IsolateSpec", settings: "Settings | None" = None, writ
     args += _where(settings)
     if write:
         args.append("--write")
-    return " ".join(shlex.quote(a) for a in [*args, "--resume"])
+    return keep_whole(" ".join(shlex.quote(a) for a in [*args, "--resume"]))
 
 
 def _where(settings: "Settings | None") -> list[str]:

@@ -300,10 +300,12 @@ def _locks_kept(state: State, target: Target, lock: "TargetLock", kept: dict[str
     """Note each host whose lock `TargetLock.release` could not remove: the next run on it is refused."""
     import shlex
 
+    from workbench.wrapping import keep_whole
+
     for host, why in kept.items():
         path = lock.paths[host]
         where = f"{target.describe(host)}: " if len(lock.paths) > 1 else ""
-        remove = target.manual_command(host, f"rm -f {shlex.quote(path)}")
+        remove = keep_whole(target.manual_command(host, f"rm -f {shlex.quote(path)}"))
         state.left.append(f"{where}its lock {path} was NOT released ({why}): the target may be left locked, "
                           f"refusing the next run; once no run of wb is on it, remove it: {remove}")
 

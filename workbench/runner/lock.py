@@ -155,7 +155,9 @@ class Holder:
         """The command that resumes the owner's execution, as its runner recorded it (complete: its store, its
         workbench, a search's flags); a lock of an older wb holds none, and the hypothesis it runs fills it."""
         hypothesis = self.what.removeprefix("hypothesis ") if self.what.startswith("hypothesis ") else "ID"
-        return self.resume or f"wb hypothesis run {hypothesis} --resume"
+        from workbench.wrapping import keep_whole
+
+        return keep_whole(self.resume or f"wb hypothesis run {hypothesis} --resume")
 
     def busy_hint(self, lock: str) -> str:
         """What to do about a target this owner holds, in the same words wherever it is refused (`wb hypothesis run`,

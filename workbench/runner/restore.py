@@ -21,6 +21,7 @@ from typing import Any, Awaitable, Callable
 from workbench.errors import RestoreFailed, RunFailure, TargetError
 from workbench.runner.daemon import failure_reason
 from workbench.runner.targets.base import Target
+from workbench.wrapping import keep_whole
 
 RESTORE_ATTEMPTS = 4
 
@@ -157,8 +158,8 @@ def put_back_command(target: Target, snap: Snapshot) -> str:
     """The shell command that puts `snap`'s original back by hand: a copy of the saved file, or, where there was
     no file, the removal of the one written since."""
     if snap.data is None:
-        return target.manual_command(snap.host, f"rm -f {shlex.quote(snap.path)}")
-    return target.manual_copy(snap.host, str(snap.local_copy), snap.path)
+        return keep_whole(target.manual_command(snap.host, f"rm -f {shlex.quote(snap.path)}"))
+    return keep_whole(target.manual_copy(snap.host, str(snap.local_copy), snap.path))
 
 
 def manual_instructions(target: Target, snap: Snapshot, restart: list[str], lead: str, *,
@@ -183,7 +184,7 @@ def manual_instructions(target: Target, snap: Snapshot, restart: list[str], lead
             if found and name not in words:
                 words[name] = f'"${name}"'
                 hidden.append(name)
-        lines.append(target.manual_command(snap.host, cmd, env=words))
+        lines.append(keep_whole(target.manual_command(snap.host, cmd, env=words)))
     if hidden:
         lead += (f" (first set {', '.join(hidden)} in this shell to the value"
                  f"{'s' if len(hidden) > 1 else ''} the run used: wb does not show secrets)")

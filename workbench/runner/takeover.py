@@ -18,6 +18,7 @@ from workbench.runner.restore import Snapshot, put_back_command, saved_snapshots
 from workbench.runner.targets.base import Target
 from workbench.store.engine import Store
 from workbench.store.writes import FINISHED
+from workbench.wrapping import keep_whole
 
 if TYPE_CHECKING:
     from workbench.runner.lock import Holder, TargetLock
@@ -146,7 +147,7 @@ def resume_command_at(url: str, path: Path | None, root: Path | str, hid: str) -
     root = Path(root).resolve()
     if not Path.cwd().resolve().is_relative_to(root):
         args += ["--root", str(root)]
-    return shlex.join(args)
+    return keep_whole(shlex.join(args))
 
 
 def _known(state: "State", uuid: str) -> Any:
@@ -224,8 +225,9 @@ def _changed_since_hint(target: Target, changed: list[Snapshot], kept_arm: list[
                      + ", ".join(target.describe(s.host) for s in kept_arm) + " still holds the stopped run's config)")
     else:
         q = shlex.quote(str(folder))
+        drop = keep_whole(f"rm -f {q}/snapshot.json {q}/original-*")
         lines += ["if it is what the service is to keep from now on, drop the saved originals, then resume (the "
-                  "configs are read afresh as the originals):", f"  rm -f {q}/snapshot.json {q}/original-*"]
+                  "configs are read afresh as the originals):", f"  {drop}"]
     return "\n".join(lines)
 
 

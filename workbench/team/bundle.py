@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.errors import BadInput
 from workbench.team.signing import Signer, check_key, sign, signature_path
 from workbench.team.sources import collect
+from workbench.wrapping import keep_whole
 
 if TYPE_CHECKING:
     from workbench.registry.folder import Registry
@@ -96,7 +97,7 @@ def export(store: "Store", registry: "Registry", hypothesis_ids: list[str], out:
         raise BadInput(f"-o {out} is a folder", hint="give a file name, e.g. -o wedge.wbundle")
     if not out.parent.is_dir():  # as cp and tar do: a mistyped folder is an error, not a tree to create
         raise BadInput(f"-o {out}: the folder {out.parent} does not exist",
-                       hint=f"create it first: mkdir -p {shlex.quote(str(out.parent))}")
+                       hint=f"create it first: {keep_whole(f'mkdir -p {shlex.quote(str(out.parent))}')}")
     sig = signature_path(out)
     if sig.is_dir():  # neither replaced by a signature nor removed as a stale one: refused before anything is written
         raise BadInput(f"-o {out}: {sig}, where its signature goes, is a folder", where="-o",

@@ -1,0 +1,58 @@
+"""A command a message gives to paste is never broken by the wrapping at a terminal's width; the prose around it is,
+a hint's later lines too, and a phrase or a comparison that fits on a line stays on one (workbench/wrapping.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import workbench.cli._common as common
+from workbench.errors import BadInput, RunFailure
+from workbench.runner.lock import Holder
+from workbench.runner.takeover import resume_command_at
+from workbench.wrapping import WB_COMMANDS, wrap
+
+
+def test_a_command_in_a_hint_stays_whole_on_one_line_and_the_prose_wraps(tmp_path: Path, capsys,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns `continue with: wb hypothesis run wedge-confound --resume --db` ended a line and the store's path
+    began the next: pasted, `--db` had no value. The refusal of a held target said the same command in parentheses,
+    broken alike, and its later line (the attempt's record) ran to 104 characters, not wrapped."""
+    db = tmp_path / "newuser" / "ex" / "wb.duckdb"
+    resume = resume_command_at(f"duckdb:///{db}", db, Path.cwd(), "wedge-confound")
+    # The lock's own command, as another process wrote it: none of this one's.
+    theirs = resume.replace("/newuser/", "/olduser/")
+    holder = Holder.parse(json.dumps({"execution": "e1", "host": "gpu-1", "pid": 4242, "since": "2026-12-06T19:00:00",
+                                      "what": "hypothesis wedge-confound", "resume": theirs}))
+    assert holder is not None
+    busy = (f"{holder.busy_hint('/tmp/newuser/ex/sim/wb.lock')}\n  (this attempt is recorded as execution 9, status "
+            "refused: no run, no verdict; --resume passes over it)")
+    monkeypatch.setattr(common, "_stderr_width", lambda: 80)
+    common._report(RunFailure("interrupted after 3 of 8 runs; the target was restored",
+                              hint=f"continue with: {resume}"))
+    common._report(BadInput("target pdsim is in use by execution 8 of wedge-confound", hint=busy))
+    common._report(BadInput("no store", hint=f"create it with: wb db upgrade --db {db}"))
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert sum(resume in line for line in lines) == 1 and sum(theirs in line for line in lines) == 1, err
+    assert any(line.endswith(f"wb db upgrade --db {db}") for line in lines), err
+    assert all(len(line) <= 80 or line.lstrip(" (").startswith("wb ") for line in lines), err
+    assert "  (this attempt is recorded as execution 9, status refused: no run, no verdict;" in lines, err
+    assert "    --resume passes over it)" in lines, err
+
+
+def test_a_phrase_within_a_phrase_and_a_comparison_stay_on_one_line() -> None:
+    """A phrase in parentheses too wide for a line was broken anywhere between its words, a phrase within it too
+    (`P(X >=` / `15.3 | n = 111, p = 0.02)`), and `92/325` ended a line whose next began `= 28.3%`."""
+    text = ("the upper bound lies beyond the predicted region (at most 2%; binomial tail P(X >= 15.3 | n = 111, "
+            "p = 0.02) = 0.0001, against the region)")
+    lines = wrap(text, 80, "  ")
+    assert any("P(X >= 15.3 | n = 111, p = 0.02) = 0.0001," in line for line in lines), lines
+    assert all(len(line) <= 80 for line in lines), lines
+    lines = wrap("corruption over all units of the post-fix run, errors counted as clean: 92/325 = 28.3%", 80, "  ")
+    assert lines[-1].strip() == "92/325 = 28.3%", lines
+    assert wrap("wb reads ~/.ssh/config through asyncssh, which knows most options", 36)[0] == \
+        "wb reads ~/.ssh/config through", "prose that starts with wb is not a command"
+    assert WB_COMMANDS == set(common.COMMAND_ORDER)
