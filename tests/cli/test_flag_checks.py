@@ -172,6 +172,8 @@ NUMBER_CASES = [
     ("isolate", [], "--alpha", "five%", "not a number", "give a number between 0 and 1, both excluded"),
     ("isolate", [], "--alpha", "2", "out of range", "give a number between 0 and 1, both excluded"),
     ("isolate", [], "--alpha", "0", "out of range", "leave --alpha out for 0.05"),
+    # Read as 0 (a float underflows), it was said as 0: the value is shown as typed.
+    ("isolate", [], "--alpha", "1e-400", "out of range", "leave --alpha out for 0.05"),
     ("isolate", [], "--seed", "x", "not a whole number", "give a whole number from 0 to 2147483647"),
     ("isolate", [], "--seed", "-3", "out of range", "give a whole number from 0 to 2147483647"),
     ("kernel check", [], "--seed", "x", "not a whole number", "give a whole number from 0 to 2147483647"),

@@ -443,6 +443,9 @@ def _name_option_values(params: list[Any]) -> None:
             param.display_type_rich = lambda ctx: None
 
 
+_TYPED = "wb.typed"  # the context's note of each numeric flag's values as typed (`_numbers.typed`)
+
+
 class WbCommand(TyperCommand):
     """Every wb command: its usage line names arguments the usual way (see `argument_usage`), for the plain
     and the rich help and for typer's own usage errors alike, which all read `collect_usage_pieces`; each
@@ -460,10 +463,13 @@ class WbCommand(TyperCommand):
         fmt = params.get("fmt")
         _envelope.want(any(params.get(n) is True for n in ("json_", "as_json", "json_out"))
                        or (isinstance(fmt, str) and fmt.lower() == "json"), command_name())
-        _numbers.check(_command_of(ctx), self.params, params)  # before the command does anything
+        _numbers.check(_command_of(ctx), self.params, params, ctx.meta.get(_TYPED, {}))  # before the command works
         return super().invoke(ctx)
 
     def parse_args(self, ctx, args):  # type: ignore[override]
+        from workbench.cli import _numbers
+
+        ctx.meta[_TYPED] = _numbers.typed(self.params, args)
         try:
             return super().parse_args(ctx, args)
         except typer.BadParameter as exc:

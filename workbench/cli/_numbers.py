@@ -159,16 +159,37 @@ def not_read(command: str, param: Any, given: Any) -> BadInput | None:
     return BadInput(f"{flag} {shown(given)}: not {kind}", hint=what.hint(), where=flag)
 
 
-def check(command: str, params: list[Any], values: dict[str, Any]) -> None:
+def typed(params: list[Any], args: list[str]) -> dict[str, list[str]]:
+    """Each numeric option's values as the command line gives them (`--alpha 1e-400`, `--limit=5`), by the
+    parameter's name, in their order: a value read (1e-400 as 0) is said as typed."""
+    out: dict[str, list[str]] = {}
+    for param in params:
+        if numeric(param) is None:
+            continue
+        for i, arg in enumerate(args):
+            if arg == "--":
+                break
+            if arg in param.opts and i + 1 < len(args):
+                out.setdefault(param.name, []).append(args[i + 1])
+            elif arg.startswith("--") and arg.partition("=")[0] in param.opts and "=" in arg:
+                out.setdefault(param.name, []).append(arg.partition("=")[2])
+    return out
+
+
+def check(command: str, params: list[Any], values: dict[str, Any],
+          given: dict[str, list[str]] | None = None) -> None:
     """Each numeric flag's value read, against what it accepts (a list's each item): the first that does not fit
-    raises BadInput."""
+    raises BadInput, showing the value as `given` has it typed (`typed`) where it does."""
     for param in params:
         value = values.get(param.name)
         found = accepts(command, param) if value is not None else None
         if found is None:
             continue
         flag, what = found
-        for v in value if isinstance(value, (list, tuple)) else [value]:
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        texts = (given or {}).get(param.name, [])
+        for i, v in enumerate(items):
             if not what.fits(v):
                 problem = "not a number" if isinstance(v, float) and math.isnan(v) else "out of range"
-                raise BadInput(f"{flag} {shown(v)}: {problem}", hint=what.hint(), where=flag)
+                as_typed = shown(texts[i]) if len(texts) == len(items) else shown(v)
+                raise BadInput(f"{flag} {as_typed}: {problem}", hint=what.hint(), where=flag)
