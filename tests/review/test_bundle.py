@@ -810,6 +810,8 @@ def test_an_export_of_an_execution_still_running_says_so(workbench_dir: Path, se
     assert code == 0 and said.startswith("exported wedge-confound"), (said, err)
     assert err.startswith(f"Warning: execution {ex_id} of wedge-confound was still running"), err
     assert "incomplete" in err and err.count("\n") == 1, err
+    # When it started, to the second as every time shown (it gave the microseconds).
+    assert re.search(r" \(started \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\+00:00)?\), no end", err), err
     # On a terminal the warning ran on whole (over 200 characters): it wraps between words, as the CLI's lines do.
     monkeypatch.setattr("workbench.cli._common.stderr_is_tty", lambda: True)
     code, _, shown = cli("bundle", "export", "wedge-confound", "-o", str(out), *flags, env={"COLUMNS": "80"})

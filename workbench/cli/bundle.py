@@ -55,7 +55,7 @@ def export(hypotheses: Annotated[list[str], typer.Argument(metavar="HYPOTHESIS")
     metrics, artifacts, verdicts and reviews."""
     summary = open_workbench(db, root).bundle_export(hypotheses, out, sign_with=sign)
     for e in summary.unfinished_executions:
-        started = f" (started {e['started_at']})" if e["started_at"] else ""
+        started = f" (started {when(e['started_at'])})" if e["started_at"] else ""
         if e["status"] == "running":
             state, then = f"was still running{started}, no end recorded", "once it ends"
         else:
