@@ -244,6 +244,10 @@ def test_runs_list_table_gives_variables_common_to_every_row_once(seeded: Path, 
     above, rows = _terminal_rows(out)
     assert above == ["all rows: hicache=on, index_k_dtype=bf16"], out
     assert (rows["5"]["variables"], rows["6"]["variables"]) == ("nixl_abort_fix=off", "nixl_abort_fix=on"), out
+    # A narrower terminal: the line wraps between its items (it ran on, 147 characters with five variables).
+    code, out, err = cli("runs", "list", "--limit", "2", env={"COLUMNS": "32", "NO_COLOR": "1"})
+    above = out.split("┏")[0].splitlines()
+    assert code == 0 and above == ["all rows: hicache=on,", "  index_k_dtype=bf16"], out
     code, out, err = cli("runs", "list", env={"COLUMNS": "200", "NO_COLOR": "1"})  # every variable varies over six
     assert code == 0, err
     above, rows = _terminal_rows(out)

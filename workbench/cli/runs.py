@@ -58,7 +58,7 @@ def list_(db: DbOption = None, json_: JsonOption = False,
     # On a terminal only: piped, the table is one header line and rows that each hold every variable (awk 'NR>1')
     common = _common_variables(rows) if chosen == "table" and _common.is_tty() else {}
     if common:
-        typer.echo("all rows: " + ", ".join(f"{k}={v}" for k, v in sorted(common.items())))
+        echo_wrapped("all rows: " + ", ".join(f"{k}={v}" for k, v in sorted(common.items())))
     # `derived`: what the run's experiment derives from the stored values (never stored), apart from them. A
     # terminal's numbers are for reading (a rate in percent); piped, every digit
     pairs = _pairs if chosen != "table" or not _common.is_tty() else (lambda m, values: m.read(values))
