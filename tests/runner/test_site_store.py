@@ -8,7 +8,7 @@ import json
 from runner_kit import run_hypothesis  # noqa: E402  (tests/runner is on sys.path)
 
 
-def test_a_runs_automatic_report_leaves_a_site_built_from_another_store(toy, cli):
+def test_a_runs_automatic_report_leaves_a_site_built_from_another_store(toy, cli, monkeypatch):
     team = str(toy.root / "team.duckdb")
     run_hypothesis("toy-fix", db=team, replicates=1, build_report=False)
     env = {"WB_ROOT": str(toy.root)}
@@ -26,9 +26,14 @@ def test_a_runs_automatic_report_leaves_a_site_built_from_another_store(toy, cli
     assert "not rebuilt" in line and team in line and toy.db in line, line
     assert f"store {team}" in (site / "index.html").read_text()  # left as it was
 
-    code, out, err = cli("report", "--db", toy.db, env=env)
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)  # stdout a terminal of 60 columns
+    code, out, err = cli("report", "--db", toy.db, env={**env, "COLUMNS": "60"})
     assert code == 0, (out, err)
     assert err.startswith("Warning: ") and f"built from the store {team}" in err and toy.db in err, err
+    # The site's line wraps between words there (it ran on past 80 columns); a path wider than a line runs on.
+    lines = out.splitlines()
+    assert " ".join(out.split()).startswith(f"site: {site / 'index.html'} (1 hypothesis, 2 runs, "), out
+    assert len(lines) > 1 and all(len(ln) <= 60 or " " not in ln.strip() for ln in lines), out
     for page in pages:
         assert f"store {toy.db}" in page.read_text() and team not in page.read_text(), page
 

@@ -298,7 +298,8 @@ def test_deleting_a_redone_interrupted_attempt_keeps_the_verdict_it_did_not_rest
     assert ex
 
 
-def test_dry_run_lists_what_would_go_with_the_status_change_and_deletes_nothing(cli, db: str, workbench_dir: Path):
+def test_dry_run_lists_what_would_go_with_the_status_change_and_deletes_nothing(cli, db: str, workbench_dir: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch):
     first, _ = _execution_with_verdict(db, "supported")
     second, ids = _execution_with_verdict(db, "falsified")
     common = ("--db", db, "--root", str(workbench_dir))
@@ -310,6 +311,13 @@ def test_dry_run_lists_what_would_go_with_the_status_change_and_deletes_nothing(
     assert f"status of {HID} would be: falsified -> supported" in out
     assert "nothing deleted (--dry-run)" in out.lower()
     assert _rows(db, ids) == before
+    # On a terminal each line wraps between words at its width (they ran to 96 characters); piped, one line each.
+    piped = out
+    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
+    code, out, err = cli("runs", "delete", str(ids[0]), "--dry-run", *common, env={"COLUMNS": "50"})
+    assert code == 0 and out.split() == piped.split() and len(out.splitlines()) > len(piped.splitlines()), out
+    assert all(len(line) <= 50 for line in out.splitlines()), out
+    monkeypatch.undo()
     code, out, err = cli("runs", "delete", *map(str, ids), "--dry-run", "--json", *common)
     assert code == 0, err
     d = json.loads(out)

@@ -9,6 +9,7 @@ import typer
 
 from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, echo_wrapped, emit_rows, is_tty,
                                    list_format, open_workbench, print_json, terminal_width)
+from workbench.plurals import count
 
 if TYPE_CHECKING:
     from workbench.app import LineageNode
@@ -70,8 +71,9 @@ def register(app: typer.Typer) -> None:
             typer.echo(result.markdown, nl=False)
             return
         else:
-            typer.echo(f"site: {result.site['index']} ({len(result.site['hypotheses'])} hypotheses, "
-                       f"{len(result.site['runs'])} runs, from the store {result.site['store']})")
+            hypotheses = count(len(result.site["hypotheses"]), "hypothesis", "hypotheses")
+            echo_wrapped(f"site: {result.site['index']} ({hypotheses}, {count(len(result.site['runs']), 'run')}, "
+                         f"from the store {result.site['store']})")
             if hypothesis:
                 typer.echo(f"hypothesis page: {result.page}")
         if open_ and result.format == "html":

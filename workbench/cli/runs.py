@@ -224,10 +224,10 @@ def _emit(d: "RunDeletion", changes: dict[str, tuple[str, str]], json_: bool, *,
                     "dry_run": dry_run, "declined": declined})
         return
     word = "would delete" if dry_run else "deleted"
-    for line in _describe(d):
-        typer.echo(f"{word} {line}")
+    for line in _describe(d):  # on a terminal each wrapped between words; piped, one line each
+        echo_wrapped(f"{word} {line}")
     for line in _status_lines(changes, planned=dry_run):
-        typer.echo(line)
+        echo_wrapped(line)
     if dry_run:
         typer.echo("Nothing deleted (--dry-run).")
 
