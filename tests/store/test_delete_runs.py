@@ -181,6 +181,11 @@ def test_at_a_terminal_it_shows_what_goes_and_asks(cli, workbench_dir: Path, tmp
     assert f"would delete run {ids[1]} (execution {ex}, {HID}, ok)" in no.stderr
     assert f"would delete verdict 1 of {HID} (falsified, execution {ex})" in no.stderr
     assert _rows(db, ids)["runs"] == 4
+    # On a terminal of 50 columns the lines before the question wrap between words (they ran on, as piped).
+    monkeypatch.setattr("workbench.cli._common.stderr_is_tty", lambda: True)
+    narrow = CliRunner().invoke(app, args, input="n\n", env={"COLUMNS": "50"})
+    assert narrow.stderr.split() == no.stderr.split() and narrow.stderr.count("\n") > no.stderr.count("\n"), narrow
+    assert all(len(line) <= 50 for line in narrow.stderr.splitlines()[:-1]), narrow.stderr
     yes = CliRunner().invoke(app, args, input="y\n")
     assert yes.exit_code == 0, yes.stderr
     assert f"deleted run {ids[1]}" in yes.stdout and _rows(db, ids)["runs"] == 3

@@ -273,9 +273,8 @@ def delete(run_ids: Annotated[list[str], typer.Argument(metavar="RUN_ID", help="
         if not _interactive():
             raise BadInput("wb runs delete asks before deleting, and there is no terminal to ask on",
                            hint="add --yes to delete without asking, or --dry-run to see what would go", where="--yes")
-        err = typer.get_text_stream("stderr")
-        err.write("".join(f"would delete {line}\n" for line in _describe(plan)))
-        err.write("".join(f"{line}\n" for line in _status_lines(changes, planned=True)))
+        for line in [*(f"would delete {line}" for line in _describe(plan)), *_status_lines(changes, planned=True)]:
+            echo_wrapped(line, err=True)
         if not _confirm(f"Delete {display.count(len(plan.runs), 'run')}?"):
             # Declining is an answer, not an error: nothing happened, as asked (exit 0).
             typer.echo("Nothing deleted.", err=json_)
