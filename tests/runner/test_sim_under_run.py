@@ -176,7 +176,7 @@ def _stop_orphans(bench) -> None:
                 pass
 
 
-def test_a_runner_killed_mid_run_keeps_pdsim_for_its_resume(bench, cli):
+def test_a_runner_killed_mid_run_keeps_pdsim_for_its_resume(bench, cli, monkeypatch: pytest.MonkeyPatch):
     """kill -9 of the runner mid-run leaves an arm's serve file in pdsim and a lock whose holder is dead. `wb sim
     up --set nixl_abort_fix=off` and `wb sim restart` took that lock for free: they rewrote the serve file the
     resume would then put back over (or refuse on). They refuse, exit 2, with one Error that says a killed run
@@ -213,9 +213,17 @@ def test_a_runner_killed_mid_run_keeps_pdsim_for_its_resume(bench, cli):
         assert {u: s.pid for u, s in control.status(bench.sim_dir).units.items()} == pids
     res = _sim("status")
     assert res.exit_code == 0 and "Error" not in res.stderr, res.stderr
-    res = _sim("down")
+    with monkeypatch.context() as m:  # stderr a terminal of 80 columns
+        m.setattr("workbench.cli._common.stderr_is_tty", lambda: True)
+        m.setenv("COLUMNS", "80")
+        res = _sim("down")
     assert res.exit_code == 0, res.stderr
-    assert holder["resume"] in res.stderr, res.stderr  # it says what still restores the serve file
+    # It says what still restores the serve file: the command whole on one line (the note ran on, one line), the
+    # prose around it wrapped between words.
+    note = res.stderr.splitlines()
+    assert len(note) > 2 and any(holder["resume"] in line for line in note), res.stderr
+    assert all(len(line) <= 80 or " " not in line.strip() or holder["resume"] in line
+               or line.lstrip().startswith("(cp ") for line in note), res.stderr  # a path, a command: whole
     assert control.status(bench.sim_dir).state == "down" and bench.serve() == left and lock.exists()
     go.touch()
     # The printed command, run in this process (`cli`: the console script's command tree) as `wb` would run it.

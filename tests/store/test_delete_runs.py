@@ -318,11 +318,11 @@ def test_dry_run_lists_what_would_go_with_the_status_change_and_deletes_nothing(
     assert _rows(db, ids) == before
     # On a terminal each line wraps between words at its width (they ran to 96 characters); piped, one line each.
     piped = out
-    monkeypatch.setattr("workbench.cli._common.is_tty", lambda: True)
-    code, out, err = cli("runs", "delete", str(ids[0]), "--dry-run", *common, env={"COLUMNS": "50"})
+    with monkeypatch.context() as m:
+        m.setattr("workbench.cli._common.is_tty", lambda: True)
+        code, out, err = cli("runs", "delete", str(ids[0]), "--dry-run", *common, env={"COLUMNS": "50"})
     assert code == 0 and out.split() == piped.split() and len(out.splitlines()) > len(piped.splitlines()), out
     assert all(len(line) <= 50 for line in out.splitlines()), out
-    monkeypatch.undo()
     code, out, err = cli("runs", "delete", *map(str, ids), "--dry-run", "--json", *common)
     assert code == 0, err
     d = json.loads(out)

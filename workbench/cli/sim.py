@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from workbench.analysis import display
-from workbench.cli._common import JsonOption, _pipe_closed, new_app, parse_sets, print_json
+from workbench.cli._common import JsonOption, _pipe_closed, echo_wrapped, new_app, parse_sets, print_json
 
 app = new_app("The embedded prefill/decode deployment (pdsim): wb's default target.")
 
@@ -52,7 +52,7 @@ def down(dir: Optional[str] = DirOpt, json_: JsonOption = False) -> None:
     left = refuse_while_in_use(dir, "down")  # a killed run's change to the serve file: kept for its resume
     pids = control.down(dir)
     if left:
-        typer.echo(f"Note: {left}", err=True)
+        echo_wrapped(f"Note: {left}", err=True)  # on a terminal wrapped between words, its commands whole
     if json_:
         print_json({"stopped": list(pids)})
         return
