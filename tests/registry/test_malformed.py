@@ -611,6 +611,13 @@ def test_a_duplicate_id_names_the_line_of_the_first(workbench_dir: Path, cli):
     code, _, err = cli("hypothesis", "validate", str(path))
     assert code == 2
     assert f"duplicate hypothesis id 'wedge-confound' (also at line {first})" in err, err
+    # The duplicate was a child of the entry whose id it took ("parent: wedge-confound"): it was also told "a
+    # hypothesis cannot be its own parent", a second error that followed only from the id.
+    path.write_text(text.replace("  - id: pool-configurator-overcommit", "  - id: wedge-confound", 1))
+    code, _, err = cli("hypothesis", "validate", str(path))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and len(errors) == 1, err
+    assert f"duplicate hypothesis id 'wedge-confound' (also at line {first})" in errors[0], err
 
 
 def test_a_mappings_whole_number_key_is_named_as_a_key_not_a_list_item():

@@ -29,9 +29,11 @@ def check_entries(reg: Registry, placed: list[tuple[int, Hypothesis]], found: Fo
     assert doc is not None
     known = list(dict.fromkeys(known if known is not None else [h.id for _, h in placed]))
     ids: dict[str, int] = {}
+    duplicates: set[int] = set()
     for i, h in placed:
         with found.apart():
             if h.id in ids:
+                duplicates.add(i)
                 first = doc.line_of(("hypotheses", ids[h.id], "id"))
                 raise doc.error(f"duplicate hypothesis id {h.id!r} (also at line {first})", ("hypotheses", i, "id"),
                                 hint="give each hypothesis its own id (a child names its parent by id)")
@@ -39,8 +41,9 @@ def check_entries(reg: Registry, placed: list[tuple[int, Hypothesis]], found: Fo
     for i, h in placed:
         at = ("hypotheses", i)
         with found.apart():
-            # After the ids are known unique: an entry copied from its parent, id unchanged, is a duplicate id.
-            if h.parent == h.id:
+            # An entry copied from its parent, id unchanged, or a child given its parent's id, is told as a duplicate
+            # id above: that it now names itself as parent follows from the id and is not told again.
+            if h.parent == h.id and i not in duplicates:
                 raise doc.error("a hypothesis cannot be its own parent", (*at, "parent"))
             if h.parent is not None and h.parent not in known:
                 raise doc.error(f"parent {h.parent!r} of {h.id!r} is not a hypothesis in this file", (*at, "parent"),
