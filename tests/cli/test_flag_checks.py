@@ -163,7 +163,9 @@ NUMBER_CASES = [
     ("runs list", [], "--limit", "0", "out of range", "give a whole number of 1 or more"),
     ("runs list", [], "--limit", "-1", "out of range", "leave --limit out to list every run"),
     ("hypothesis run", HYP, "--replicates", "abc", "not a whole number", "give a whole number from 1 to 10000"),
-    ("hypothesis run", HYP, "--replicates", "0", "out of range", "give a whole number from 1 to 10000"),
+    # Its hint ended "leave --replicates out for the design's", the phrase left dangling.
+    ("hypothesis run", HYP, "--replicates", "0", "out of range",
+     "leave --replicates out for the number the design sets (the hypothesis's, else its experiment's)"),
     ("hypothesis run", HYP, "--replicates", "10001", "out of range", "give a whole number from 1 to 10000"),
     ("hypothesis run", HYP, "--seed", "1.5", "not a whole number", "give a whole number from 0 to 2147483647"),
     ("hypothesis run", HYP, "--seed", "-5", "out of range", "give a whole number from 0 to 2147483647"),

@@ -69,7 +69,8 @@ def _replicates() -> Accepts:
     from workbench.runner.prepare import MAX_REPLICATES
 
     return Accepts(True, 1, most=MAX_REPLICATES, means="blocks of runs of every arm",
-                   left_out="leave --replicates out for the design's")
+                   left_out="leave --replicates out for the number the design sets (the "
+                             "hypothesis's, else its experiment's)")
 
 
 def _least_ctx() -> float:
