@@ -17,7 +17,7 @@ from workbench.isolate.records import ROOT_VERDICT, append_to_registry, record_s
 from workbench.isolate.region import parse_region
 from workbench.isolate.resume import check_unchanged, find_attempt, resume_command
 from workbench.isolate.search import SearchResult, isolate
-from workbench.registry.common import did_you_mean, hint_of
+from workbench.registry.common import did_you_mean, given_value_hint
 from workbench.settings import Settings
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ def _assignments(exp: Any, values: dict[str, str], flag: str) -> dict[str, str]:
         try:
             out[name] = exp.variables[name].check(value)
         except ValueError as exc:
-            raise BadInput(f"{flag} {name}={value}: {exc}", hint=hint_of(exc)) from None
+            raise BadInput(f"{flag} {name}={value}: {exc}", hint=given_value_hint(exc, f"{flag} {name}")) from None
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -96,17 +96,33 @@ def did_you_mean(word: str, names: Iterable[str], listing: str | None = None) ->
     return guess or listing
 
 
-class NotAmong(ValueError):
-    """A value that is not among the few a field or a variable takes; `hint` is the one likely meant."""
+class Hinted(ValueError):
+    """A check's ValueError that says what to write instead (`hint`), told as the error's Hint."""
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
 
 
+class NotAmong(Hinted):
+    """A value that is not among the few a field or a variable takes; `hint` is the one likely meant, `values`
+    those it takes where they may be shown."""
+
+    def __init__(self, message: str, *, hint: str | None = None, values: Sequence[str] = ()) -> None:
+        super().__init__(message, hint=hint)
+        self.values = tuple(values)
+
+
 def hint_of(exc: BaseException) -> str | None:
     """The hint a ValueError of a check carries (a NotAmong's value meant), or None."""
     return getattr(exc, "hint", None)
+
+
+def given_value_hint(exc: BaseException, given_as: str) -> str | None:
+    """The hint for a value given on the command line as `given_as=VALUE` (`--set hicache`) that a check refused:
+    the value meant, else, for a value among none of a few, one of them in the form given (the error lists all)."""
+    values = getattr(exc, "values", ())
+    return hint_of(exc) or (f"e.g. {given_as}={values[0]}" if values else None)
 
 
 def _whole(value: Any) -> Any:
@@ -128,6 +144,7 @@ def _number(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"must be a number, got {shown(value)}")
     return value
+
 
 
 def _flag(value: Any) -> Any:

@@ -77,7 +77,8 @@ class VariableSpec(Strict):
             allowed = f"{len(self.values)} allowed values (not shown: the variable is secret)" if self.secret \
                 else ", ".join(self.values)
             raise NotAmong(f"{shown} is not one of {allowed}",
-                           hint=None if self.secret else did_you_mean(value, self.values))
+                           hint=None if self.secret else did_you_mean(value, self.values),
+                           values=() if self.secret else self.values)
         if self.type == "int":
             try:
                 int(value)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.errors import BadInput
-from workbench.registry.common import did_you_mean, hint_of
+from workbench.registry.common import did_you_mean, given_value_hint
 from workbench.registry.experiment import Experiment
 from workbench.registry.hypothesis import Hypothesis
 from workbench.registry.yamlio import LocatedYaml
@@ -76,6 +76,6 @@ class Registry:
             try:
                 values[name] = exp.variables[name].check(value)
             except ValueError as exc:
-                raise BadInput(f"--set {name}: {exc}", hint=hint_of(exc)) from None
+                raise BadInput(f"--set {name}: {exc}", hint=given_value_hint(exc, f"--set {name}")) from None
         values.update(h.arms.get(arm, {}))
         return values

@@ -74,7 +74,11 @@ def normalize(name: str, value: Any, *, where: str = "") -> str:
         if spec == _ON:
             low = _SYNONYMS.get(low, low)
         if low not in spec:
-            raise BadInput(f"{prefix}{name}={text!r} is not one of {', '.join(spec)}")
+            from workbench.registry.common import did_you_mean
+
+            given_as = where if where.startswith("--set ") else name
+            raise BadInput(f"{prefix}{name}={text!r} is not one of {', '.join(spec)}",
+                           hint=did_you_mean(low, spec) or f"e.g. {given_as}={spec[0]}")
         return low
     try:
         num = spec(text)
