@@ -37,3 +37,12 @@ def test_a_mistyped_value_of_a_secret_variable_is_not_told_the_value_meant(workb
     code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
     assert code == 2 and "token" in err and "not shown: the variable is secret" in err, err
     assert "hunter" not in err and "Hint: did you mean" not in err, err
+
+
+def test_a_rate_written_as_a_percentage_is_told_the_fraction(workbench_dir: Path, cli):
+    # "at_most: 2%" was told "must be a number, got '2%' (text)" and nothing of what to write instead.
+    _edit(workbench_dir, ("{metric: corruption_rate, arm: treatment, at_most: 0.02,",
+                          "{metric: corruption_rate, arm: treatment, at_most: 2.5%,"))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 2 and "must be a number, got '2.5%' (text)" in err, err
+    assert "Hint: write 2.5% as a fraction: 0.025" in err, err

@@ -142,9 +142,16 @@ def _format_one(value: Any) -> Any:
 
 def _number(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"must be a number, got {shown(value)}")
+        raise Hinted(f"must be a number, got {shown(value)}", hint=_percent_hint(value))
     return value
 
+
+def _percent_hint(value: Any) -> str | None:
+    """`2%` where a number goes: a rate is a fraction (0.02)."""
+    text = value.strip() if isinstance(value, str) else ""
+    if not re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+) ?%", text):
+        return None
+    return f"write {text} as a fraction: {float(text[:-1]) / 100:g}"
 
 
 def _flag(value: Any) -> Any:
