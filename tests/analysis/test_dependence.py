@@ -46,6 +46,22 @@ def test_binomial_looking_replicates_of_one_seed_count_as_one_run(store, registr
     assert p.interval == pytest.approx(stats.wilson(14, 80))
 
 
+def test_runs_that_agree_exactly_are_not_said_to_have_replayed_sessions_when_their_seeds_differ(store, registry):
+    # Two replicates with their own workload seeds, 16/80 each (phi = 0): the interval is kept wide as for copies,
+    # but the reason said "Replicates that replayed the same sessions agree like this" of runs whose recorded
+    # seeds (1 and 2) show they replayed nothing.
+    (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=_treatment_runs(store, (16, 16))).predictions
+    assert p.design_effect == 2, p.method_reason
+    assert "the 2 runs agree exactly (phi = 0" in p.method_reason, p.method_reason
+    assert "each ran its own workload (its own seed)" in p.method_reason, p.method_reason
+    assert "replayed the same sessions agree" not in p.method_reason, p.method_reason
+    # Where nothing recorded says whether the runs replayed one workload, that reading is offered as a possibility.
+    unknown = clustered.effective([16, 12], [80, 80]).reason
+    assert "agree more closely than independent samples would" in unknown, unknown
+    assert "Runs that replayed the same sessions would agree like this" in unknown, unknown
+    assert "own workload" not in clustered.effective([0, 0], [80, 80]).reason
+
+
 # ----------------------------------------------------------------------------- drift versus between-run spread
 
 def test_drift_holds_only_a_trend_or_too_few_runs_to_rule_one_out():

@@ -58,7 +58,15 @@ def test_a_tail_at_effective_counts_is_not_called_exact_and_copies_are_explained
     assert "binomial tail P(X >= 7.96 | n = 82.2" in text and "not an exact test" in text, text
     shown = set(re.findall(r"design effect (\d+(?:\.\d+)?)", text))
     assert shown == {"3.89"}, (shown, text)
-    assert "cannot tell such copies from chance agreement" in text and "widens the interval" in text, text
+    # Each run had its own seed: the sentence said "Replicates that replayed the same sessions agree like this".
+    assert "each ran its own workload (its own seed), so no sessions were replayed, but 4 runs cannot tell chance " \
+           "agreement from a dependence" in text and "widens the interval" in text, text
+    # The control's 9/80 four times is flagged by the drift check, which said "pseudo-replication, the replicates
+    # look like repeats of the same sessions" of runs whose seeds show they were not.
+    assert "varies between replicates less than chance allows" in text, text
+    assert "repeats of the same sessions" not in text and "pseudo-replication" not in text, text
+    assert "each replicate ran its own workload (its own seed): chance agreement, or runs that depend on each " \
+           "other in a way their seeds do not show" in text, text
 
 
 def test_whole_counts_keep_the_exact_binomial(store, registry):

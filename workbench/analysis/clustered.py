@@ -164,14 +164,16 @@ def dispersion(ks: Sequence[float], ns: Sequence[float]) -> Dispersion:
     return Dispersion(len(rows), x2 / (len(rows) - 1), min(1.0, p_over), min(1.0, p_under))
 
 
-def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool = False) -> Effective:
+def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool | None = None) -> Effective:
     """The arm's counts as the interval should see them, and why (see the module's docstring).
 
-    `replayed`: the runs replayed one workload (a per-replicate seed held at one value). They then count
-    as one run (design effect R), whatever their measured agreement: copies of the same sessions
+    `replayed`: True when the runs replayed one workload (a per-replicate seed held at one value). They then
+    count as one run (design effect R), whatever their measured agreement: copies of the same sessions
     correlate by an unknown rho <= 1, whose design effect 1 + (R - 1) rho is at most R, and an estimate
     of rho from a few runs is too noisy to lean on (the study measured 13% false supports at the
-    boundary under rho = 0.9 when the design effect came from phi)."""
+    boundary under rho = 0.9 when the design effect came from phi). False when the recorded seeds show each
+    run had its own workload, None when nothing recorded tells: the interval is the same either way, the
+    reason says only what the runs show."""
     k, n = float(sum(ks)), float(sum(ns))
     d = dispersion(ks, ns)
     if d.runs <= 1:
@@ -187,8 +189,9 @@ def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool = False) 
                          f"(design effect {deff_text(deff)})", d)
     if d.phi is None:
         deff = 1 + (n / d.runs - 1) * ICC_FLOOR
+        own = ", each with its own workload" if replayed is False else ""
         return Effective(k, n, k / deff, n / deff, deff, "run-level", None,
-                         f"{d.runs} runs with {'no' if k == 0 else 'only'} events, each with its own workload: "
+                         f"{d.runs} runs with {'no' if k == 0 else 'only'} events{own}: "
                          f"they cannot show how much runs differ, so an intra-run correlation of {ICC_FLOOR:g} "
                          f"is assumed (design effect {deff_text(deff)})", d)
     if over:
@@ -199,14 +202,20 @@ def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool = False) 
     if d.phi < 1 - UNDER_TOL:
         # Agreement closer than binomial is never rewarded: it is read as copying, whatever its p-value,
         # because two or three replicates cannot tell chance agreement from replayed sessions.
+        # The reason says what the recorded seeds show: runs with their own seeds replayed nothing, so their
+        # agreement is chance or a dependence the seeds do not show; only where nothing tells is replaying offered.
         deff = 1 + (d.runs - 1) * (1 - d.phi)
+        agree = "agree exactly" if d.phi == 0 else "agree more closely than independent samples would on average"
+        why = (f"; each ran its own workload (its own seed), so no sessions were replayed, but {d.runs} runs "
+               "cannot tell chance agreement from a dependence between runs that their seeds do not show"
+               if replayed is False else
+               f". Runs that replayed the same sessions would agree like this, and {d.runs} runs cannot tell "
+               "such copies from chance agreement")
         return Effective(k, n, k / deff, n / deff, deff, "run-level", None,
-                         f"the {d.runs} runs agree more closely than independent samples would on average "
-                         f"(phi = {d.phi:.2g}, {p_text(d, d.p_under)}). Replicates that replayed the same "
-                         f"sessions agree like this, and {d.runs} runs cannot tell such copies from chance "
-                         f"agreement, so wb takes the cautious reading: the replicates are counted as partly "
-                         f"copies of each other (correlation 1 - phi), which widens the interval rather than "
-                         f"narrowing it (design effect {deff_text(deff)})", d)
+                         f"the {d.runs} runs {agree} (phi = {d.phi:.2g}, {p_text(d, d.p_under)}){why}, so wb "
+                         f"takes the cautious reading: the replicates are counted as partly copies of each other "
+                         f"(correlation 1 - phi), which widens the interval rather than narrowing it (design "
+                         f"effect {deff_text(deff)})", d)
     if d.phi > 1 + UNDER_TOL:
         # More spread than binomial but not significantly so: few runs cannot show the spread is binomial, so the
         # variance is inflated by the estimate anyway (normal quantile: it is no significant finding).

@@ -156,25 +156,36 @@ def _replicate_counts(per_run: list[tuple[RunData, float, float]]) -> list[tuple
     return [(k, n) for k, n in by_rep.values()]
 
 
-def replayed_workload(runs: list[RunData], exp: Experiment) -> bool:
-    """The replicates replayed one workload: every per-replicate variable the experiment declares (a
+def replayed_workload(runs: list[RunData], exp: Experiment) -> bool | None:
+    """True when the replicates replayed one workload: every per-replicate variable the experiment declares (a
     workload seed) took one recorded value across two or more replicates (`--set seed=N`, or evidence
-    made before seeds were drawn per replicate)."""
+    made before seeds were drawn per replicate). False when the recorded values show each replicate its own
+    workload; None when nothing recorded tells (no such variable, a value unrecorded, a value shared by some)."""
     names = [n for n, spec in exp.variables.items() if spec.per_replicate]
     reps = {r.replicate for r in runs if r.replicate is not None}
     if not names or len(reps) < 2:
-        return False
+        return None
     values = {tuple(r.variables.get(n) for n in names) for r in runs}
-    return len(values) == 1 and None not in next(iter(values))
+    if any(None in v for v in values):
+        return None
+    if len(values) == 1:
+        return True
+    # Keyed as _replicate_counts keys a replicate: one workload each, none shared with another replicate.
+    by_rep: dict[Any, set[tuple[Any, ...]]] = {}
+    for r in runs:
+        key = (r.execution_id, r.replicate) if r.replicate is not None else ("run", r.id)
+        by_rep.setdefault(key, set()).add(tuple(r.variables.get(n) for n in names))
+    own = all(len(v) == 1 for v in by_rep.values()) and len(set().union(*by_rep.values())) == len(by_rep)
+    return False if own else None
 
 
-def _arm_effective(per_run: list[tuple[RunData, float, float]], replayed: bool = False) -> Any:
+def _arm_effective(per_run: list[tuple[RunData, float, float]], replayed: bool | None = None) -> Any:
     reps = _replicate_counts(per_run)
     return clustered.effective([k for k, _ in reps], [n for _, n in reps], replayed)
 
 
 def _effective_path(per_run: list[tuple[RunData, float, float]], e: Any = None,
-                    replayed: bool = False) -> tuple[list[tuple[float, float]], Any]:
+                    replayed: bool | None = None) -> tuple[list[tuple[float, float]], Any]:
     """Cumulative (k, n) after each replicate, divided by the run-level divisor estimated from all of
     them (clustered.divisor, from `e` when given), and the arm's effective counts."""
     reps = _replicate_counts(per_run)
@@ -433,7 +444,7 @@ def runs_needed_diff(ea: Any, eb: Any, runs: tuple[int, int], bounds: tuple[floa
     return stats.search_smallest(1, lambda t: ok(math.ceil(t)), limit=limit)
 
 
-def _arm_divisor(replayed: bool) -> Any:
+def _arm_divisor(replayed: bool | None) -> Any:
     return lambda ks, ns: clustered.divisor(clustered.effective(ks, ns, replayed), stats.ALPHA)
 
 

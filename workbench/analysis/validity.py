@@ -462,6 +462,8 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str],
     at any number of replicates. Possible drift holds the verdict only where a prediction reads it: `read` maps a
     metric to the arms its predictions read (None: every arm); an arm no prediction reads is reported, not held
     (its runs are not the evidence, and an arm that is keeps its own test)."""
+    from workbench.analysis.predictions import replayed_workload
+
     out: dict[str, Any] = {}
     flagged, trends, unread = [], [], []
     tested = proportions = 0
@@ -494,7 +496,7 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str],
             elif d.p_under < DRIFT_P:
                 flagged.append(f"{m} in {a} varies between replicates less than chance allows (dispersion "
                                f"{d.phi:.2g}, {clustered.p_text(d, d.p_under)} over {len(rows)} runs: {counts}): "
-                               "pseudo-replication, the replicates look like repeats of the same sessions")
+                               + _too_close(replayed_workload([r for r, _, _ in rows], exp)))
     if flagged:
         # an arm that varies without trend (or too little) is said so beside one no prediction reads that drifts
         steady = f" No trend over replicate order{' in the arms a prediction reads' * bool(unread)}: the spread is " \
@@ -516,6 +518,16 @@ def drift(arms: dict[str, list[RunData]], exp: Experiment, metrics: list[str],
 
 
 _DRIFT_WAITS = " so the verdict waits."
+
+
+def _too_close(replayed: bool | None) -> str:
+    """What runs that agree more closely than chance allows are, as far as their recorded seeds tell."""
+    if replayed:
+        return "pseudo-replication, the replicates replayed one workload (one seed): repeats of the same sessions"
+    if replayed is False:
+        return ("each replicate ran its own workload (its own seed): chance agreement, or runs that depend on each "
+                "other in a way their seeds do not show")
+    return "pseudo-replication, the replicates look like repeats of the same sessions"
 
 
 def release_drift_hold(c: dict[str, Any], robust: list[str], verdict: str) -> None:
