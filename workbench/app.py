@@ -20,9 +20,11 @@ if TYPE_CHECKING:
     from workbench.analysis.confounds import Finding
     from workbench.analysis.results import Analysis
     from workbench.analysis.status import CurrentStatus
+    from workbench.errors import ConfigErrors
     from workbench.isolate.app import IsolateOutcome
     from workbench.registry.hypothesis import Hypothesis
     from workbench.registry.folder import Registry
+    from workbench.registry.validate import Apart
     from workbench.runner.execute import RunOptions
     from workbench.runner.plan import PlannedRun
     from workbench.runner.summary import ExecutionResult
@@ -204,6 +206,7 @@ class Workbench(StoredRuns):
         self.default_db = settings.db is None
         self.settings = settings if settings.db is not None else replace(settings, db=str(_default_store(settings)))
         self._registry: "Registry | None" = None
+        self._apart_read: "Apart | None" = None
 
     @classmethod
     def open(cls, settings: Settings | None = None) -> "Workbench":
@@ -346,6 +349,22 @@ class Workbench(StoredRuns):
         statuses = self._statuses()
         return [HypothesisStatus(h, statuses[h.id]) for h in self.registry.hypotheses]
 
+    def hypotheses_apart(self) -> "tuple[list[HypothesisStatus], ConfigErrors | None]":
+        """`hypotheses`, less the entries with a problem of their own, and those entries' problems (None where
+        none has one): one mistyped entry does not hide the others."""
+        apart = self._apart()
+        return self.hypotheses(), apart.problems()
+
+    def _apart(self) -> "Apart":
+        """The registry with its broken hypothesis entries set apart (registry.validate.load_apart), kept as the
+        registry every later use of this object reads."""
+        if self._apart_read is None:
+            from workbench.registry.validate import load_apart
+
+            self._apart_read = load_apart(self.settings.root, self.settings.root_from)
+            self._registry = self._apart_read.registry
+        return self._apart_read
+
     def hypothesis(self, hypothesis_id: str) -> HypothesisDetail:
         from workbench.analysis import display
         from workbench.registry.experiment import per_replicate_names
@@ -397,6 +416,9 @@ class Workbench(StoredRuns):
         from workbench.runner.stopping import signals_held, stopped_before_start
 
         launch, resume = None, None
+        # An entry with a problem of its own stops only the hypotheses of its lineage: any other runs, and every
+        # later read of the registry in this run (the plan, the verdict) sees the entries without problems.
+        self._apart().check_lineage(hypothesis_id)
         if options.resume:
             from workbench.runner.takeover import resume_command_at
             from workbench.store import resolve_url
@@ -441,6 +463,12 @@ class Workbench(StoredRuns):
         from workbench.report.site import built_from, names_no_store
 
         folder = Path(self.registry.root) / "reports"
+        broken = self._apart().broken
+        if report is not False and broken and (report or (folder / MANIFEST).is_file()):
+            # A site from the entries without problems would drop the others' pages from it.
+            ids = ", ".join(repr(b.id) for b in broken if b.id) or "an entry"
+            return None, None, (f"not rebuilt: {self.registry.hypotheses_file} has a problem in {ids} (wb "
+                                "hypothesis validate lists every problem; wb report rebuilds the site once fixed)")
         if report is None:
             report = (folder / MANIFEST).is_file()
             other = built_from(folder)

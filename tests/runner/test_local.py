@@ -10,6 +10,15 @@ import pytest
 from runner_kit import edit_profile, run_hypothesis, store_rows  # noqa: E402  (tests/runner is on sys.path)
 
 
+# A child of toy-fix with a typo of its own, and its child, valid itself.
+BROKEN_CHILDREN = ("  - id: toy-child\n    parent: toy-fix\n    claim: c\n    experiment: toy\n"
+                   "    kind: reachability\n    probe: {targets: ['m:C']}\n"
+                   "    predicts: [{target: 'm:C', at_least: 1}]\n    falsifed_if: typo\n"
+                   "  - id: toy-grandchild\n    parent: toy-child\n    claim: g\n    experiment: toy\n"
+                   "    kind: reachability\n    probe: {targets: ['m:C']}\n"
+                   "    predicts: [{target: 'm:C', at_least: 1}]\n")
+
+
 def test_records_both_arms_and_restores_and_a_successful_run_records_no_error(toy, cli):
     """The plain toy run (the second half: `_records_no_error`, on the same execution: it only reads it)."""
     summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
@@ -102,8 +111,14 @@ def test_a_file_already_at_the_temporary_name_is_never_written_through(toy):
     victim = toy.state / "victim.txt"
     victim.write_text("not wb's\n")
     (toy.state / ".serve.conf.wb-tmp").symlink_to(victim)
-    summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, replicates=1, build_report=False)
+    # Here too, a child with a typo of its own: it stopped the run of every hypothesis; it now stops its lineage
+    # alone, and the site is not rebuilt from a registry that lacks it.
+    hyp = toy.root / "hypotheses.yaml"
+    hyp.write_text(hyp.read_text() + BROKEN_CHILDREN)
+    summary = run_hypothesis("toy-fix", db=toy.db, show_progress=False, replicates=1, build_report=True)
     assert [r["status"] for r in summary["runs"]] == ["ok", "ok"]
+    assert summary["report_note"].startswith(f"not rebuilt: {hyp} has a problem in 'toy-child'"), summary
+    assert not (toy.root / "reports").exists()
     assert victim.read_text() == "not wb's\n"
     assert not toy.conf.is_symlink() and toy.conf.read_bytes() == toy.original
     assert not (toy.state / ".serve.conf.wb-tmp").is_symlink() and not (toy.state / ".serve.conf.wb-tmp").exists()
@@ -298,3 +313,22 @@ def test_a_config_path_in_no_folder_or_naming_a_folder_is_refused_before_the_tar
     assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
     assert store_rows(toy.db, "SELECT count(*) FROM runs")[0][0] == 0
     assert store_rows(toy.db, "SELECT status FROM executions") == [("refused",)]  # on record, as the README says
+
+
+def test_an_entry_with_a_problem_stops_only_its_own_lineage(toy, cli):
+    """A typo in one hypothesis stopped `hypothesis list` and the run of any other (exit 2). The list now shows the
+    entries without problems and tells the broken one's after it (exit 2); a hypothesis whose lineage holds the
+    broken entry is refused before anything is written (the run of another: test_a_file_already_at_the_...)."""
+    hyp = toy.root / "hypotheses.yaml"
+    hyp.write_text(hyp.read_text() + BROKEN_CHILDREN)
+    code, out, err = cli("hypothesis", "list", "--db", toy.db)
+    assert code == 2 and "Traceback" not in err, (code, out, err)
+    assert [ln.split()[0] for ln in out.splitlines()[1:]] == ["toy-fix", "toy-grandchild"], out
+    assert f"Error: {hyp}:" in err and "(hypothesis toy-child, field falsifed_if): unknown field" in err, err
+    code, out, _ = cli("hypothesis", "list", "--db", toy.db, "--json")
+    listed = json.loads(out)
+    assert code == 2 and listed["ok"] is False and "toy-child" in listed["error"]["message"], out
+    assert [i["id"] for i in listed["items"]] == ["toy-fix", "toy-grandchild"], out
+    code, out, err = cli("hypothesis", "run", "toy-grandchild", "--db", toy.db)
+    assert code == 2 and "(hypothesis toy-child, field falsifed_if)" in err and out == "", (code, out, err)
+    assert not os.path.exists(toy.db)

@@ -1,7 +1,8 @@
 """Loading a workbench folder: parse each file against its schema, then check files against each other.
 
 Every problem becomes a ConfigError naming the file, the line and the field; nothing runs after one
-(`wb hypothesis validate` lists them all: workbench/registry/validate.py).
+(`wb hypothesis validate` lists them all: workbench/registry/validate.py, whose `load_apart` sets apart a
+hypothesis entry with a problem of its own, for `hypothesis list` and the run of a hypothesis outside its lineage).
 """
 
 from __future__ import annotations

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import BadInput, ConfigError
+from workbench.errors import BadInput, ConfigError, ConfigErrors
 from workbench.registry.experiment import Experiment
 from workbench.registry.experiment_checks import check_experiment
 from workbench.registry.folder import EXPERIMENTS_DIR, HYPOTHESES_FILE, Registry, experiment_files
 from workbench.registry.hypothesis import HypothesesFile, Hypothesis
 from workbench.registry.hypothesis_checks import check_entries
-from workbench.registry.loader import as_format_one, check_root, find_root
+from workbench.registry.loader import as_format_one, check_root, find_root, load_experiment, load_registry
 from workbench.registry.problems import Found
 from workbench.registry.schema_errors import all_problems, validated
 from workbench.registry.yamlio import LocatedYaml, load_located
@@ -200,3 +200,87 @@ def _validate_hypotheses(doc: LocatedYaml, reg_root: Path, found: Found) -> int 
         found.problems[before:] = [p for p in found.problems[before:] if (getattr(p, "line", 0) or 0) <= cut]
         found.stopped = True
     return len(entries) if len(found.problems) == before and parsed is not None else None
+
+
+@dataclass(frozen=True)
+class BrokenEntry:
+    """An entry of hypotheses.yaml with problems of its own: its id (None where it gives none) and each problem."""
+    id: str | None
+    problems: tuple[BadInput, ...]
+
+
+@dataclass(frozen=True)
+class Apart:
+    """The workbench with each hypothesis entry that has a problem of its own set apart: `registry` holds the
+    others, `parents` each id the file gives to the parent it names (an entry set apart included)."""
+    registry: Registry
+    broken: tuple[BrokenEntry, ...] = ()
+    parents: tuple[tuple[str, str | None], ...] = ()
+
+    def problems(self) -> ConfigErrors | None:
+        """Every problem of the entries set apart, as a command that stops on them raises them; None when none."""
+        found = [p for b in self.broken for p in b.problems]
+        return ConfigErrors(found) if found else None
+
+    def check_lineage(self, hid: str) -> None:
+        """Raise the problems of `hid`'s own entry or of an entry of its lineage (its parent, theirs, ...) set
+        apart: a hypothesis runs only when it and every ancestor were checked."""
+        parent_of = dict(reversed(self.parents))  # the first entry of an id, as the registry's lookup finds it
+        broken = {b.id: b for b in self.broken if b.id is not None}
+        seen: list[str] = []
+        cur: str | None = hid
+        while cur is not None and cur not in seen:
+            if cur in broken:
+                raise ConfigErrors(list(broken[cur].problems))
+            seen.append(cur)
+            cur = parent_of.get(cur)
+
+
+def load_apart(root: str | Path | None = None, root_from: str = "--root") -> Apart:
+    """The workbench as `load_registry` reads it, but with each hypothesis entry that has a problem of its own set
+    apart, for a command that can go on without it (`hypothesis list`; `hypothesis run` of a hypothesis whose
+    lineage has none). A problem that is no one entry's (a file that does not parse, an entry that is not a
+    mapping, an experiment file's, a field of the file's own) is raised as every command raises it."""
+    try:
+        return Apart(load_registry(root, root_from))
+    except ConfigError as exc:
+        first = exc
+    root_path = Path(root) if root is not None else find_root(root_from=root_from)
+    hyp_file = root_path / HYPOTHESES_FILE
+    if Path(first.file).resolve() != hyp_file.resolve():
+        raise first
+    experiments: dict[str, Experiment] = {}
+    docs: dict[str, LocatedYaml] = {}
+    for path in _experiment_paths(root_path):  # they passed: the loader reads them before hypotheses.yaml
+        exp, exp_doc = load_experiment(path)
+        experiments[exp.id], docs[exp.id] = exp, exp_doc
+    doc = as_format_one(load_located(hyp_file))
+    if doc.data is None:
+        raise first
+    _, errors = validated(HypothesesFile, doc)
+    entries = doc.data.get("hypotheses") if isinstance(doc.data, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise first
+    found = Found(collect=True)
+    found.problems += all_problems(HypothesesFile, doc, errors)
+    failed = {e["loc"][1] for e in errors if e["loc"][:1] == ("hypotheses",) and len(e["loc"]) > 1}
+    placed = [(i, Hypothesis.model_validate(e)) for i, e in enumerate(entries) if i not in failed]
+    ids = [e.get("id") if isinstance(e.get("id"), str) else None for e in entries]
+    check_entries(Registry(root_path, [h for _, h in placed], experiments, doc, docs), placed, found,
+                  [i for i in ids if i is not None])
+    # Each problem to the entry whose lines hold it; one that stands in no entry is the whole file's.
+    starts = [doc.line_of(("hypotheses", i)) or 0 for i in range(len(entries))]
+    by_entry: dict[int, list[BadInput]] = {}
+    for p in found.problems:
+        line = getattr(p, "line", None)
+        held = [i for i, s in enumerate(starts) if line is not None and 0 < s <= line]
+        if not held or not (getattr(p, "field", None) or "").startswith("hypothesis"):
+            raise first
+        by_entry.setdefault(held[-1], []).append(p)
+    if not by_entry:
+        raise first
+    good = [h for i, h in placed if i not in by_entry]
+    parents = tuple((i, e.get("parent") if isinstance(e.get("parent"), str) else None)
+                    for i, e in zip(ids, entries) if i is not None)
+    return Apart(Registry(root_path, good, experiments, doc, docs),
+                 tuple(BrokenEntry(ids[i], tuple(ps)) for i, ps in sorted(by_entry.items())), parents)
