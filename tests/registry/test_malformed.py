@@ -618,6 +618,12 @@ def test_a_duplicate_id_names_the_line_of_the_first(workbench_dir: Path, cli):
     errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
     assert code == 2 and len(errors) == 1, err
     assert f"duplicate hypothesis id 'wedge-confound' (also at line {first})" in errors[0], err
+    # A descendant given the root's id: its parent's chain leads back to the root's id, and was told as a lineage
+    # cycle, a third error at the next line (the second, a tested_by naming the old id, is the rename's own).
+    path.write_text(text.replace("  - id: token-granular-geometry-deployment", "  - id: hicache-bf16-race", 1))
+    code, _, err = cli("hypothesis", "validate", str(path))
+    assert code == 2 and "duplicate hypothesis id 'hicache-bf16-race' (also at line 6)" in err, err
+    assert "lineage cycle" not in err, err
 
 
 def test_a_mappings_whole_number_key_is_named_as_a_key_not_a_list_item():

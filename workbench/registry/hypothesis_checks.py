@@ -53,13 +53,14 @@ def check_entries(reg: Registry, placed: list[tuple[int, Hypothesis]], found: Fo
                 _check_against_experiment(reg, doc, i, h, known, found)
         elif h.experiment in (declared or {}):
             _check_variables((declared or {})[h.experiment], doc, at, h, found)
-    _check_lineage(doc, placed, found)
+    _check_lineage(doc, [(i, h) for i, h in placed if i not in duplicates], found)
 
 
 def _check_lineage(doc: LocatedYaml, placed: list[tuple[int, Hypothesis]], found: Found) -> None:
     """Lineage must be a tree: walk each chain of parents, bounded by the number of hypotheses. Each loop is told
     once, from the first hypothesis (in file order) whose chain reaches it. A hypothesis named its own parent is
-    told by check_entries, not again here as a loop of one."""
+    told by check_entries, not again here as a loop of one; nor is a loop through an entry whose id is a duplicate
+    (not in `placed`): its parent is not the parent of the id's first entry, a loop only the duplicate makes."""
     parent_of = {h.id: h.parent for _, h in placed if h.parent != h.id}
     index = {h.id: i for i, h in placed}
     told: set[frozenset[str]] = set()
