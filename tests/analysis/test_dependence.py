@@ -46,15 +46,27 @@ def test_binomial_looking_replicates_of_one_seed_count_as_one_run(store, registr
     assert p.interval == pytest.approx(stats.wilson(14, 80))
 
 
-def test_runs_that_agree_exactly_are_not_said_to_have_replayed_sessions_when_their_seeds_differ(store, registry):
+def test_runs_that_agree_exactly_are_not_said_to_have_replayed_sessions_when_their_seeds_differ(registry):
     # Two replicates with their own workload seeds, 16/80 each (phi = 0): the interval is kept wide as for copies,
     # but the reason said "Replicates that replayed the same sessions agree like this" of runs whose recorded
     # seeds (1 and 2) show they replayed nothing.
-    (p,) = analyze_stored(store, registry, "wedge-confound", execution_id=_treatment_runs(store, (16, 16))).predictions
-    assert p.design_effect == 2, p.method_reason
-    assert "the 2 runs agree exactly (phi = 0" in p.method_reason, p.method_reason
-    assert "each ran its own workload (its own seed)" in p.method_reason, p.method_reason
-    assert "replayed the same sessions agree" not in p.method_reason, p.method_reason
+    from workbench.analysis.predictions import replayed_workload
+    from workbench.store.entities import RunData
+
+    def runs(*seeds):
+        return [RunData(id=i, label=None, arm="treatment", status="ok", source="run", execution_id=1,
+                        experiment_version=1, replicate=i, block=None, order_index=None,
+                        variables={} if s is None else {"seed": s}, config_hash=None, fingerprint={})
+                for i, s in enumerate(seeds, start=1)]
+
+    exp = registry.experiments["agent-repro"]
+    assert [replayed_workload(runs(*seeds), exp) for seeds in (("1", "2"), ("5", "5"), ("1", None), ("1", "1", "2"))] \
+        == [False, True, None, None]
+    own = clustered.effective([16, 16], [80, 80], replayed=False)
+    assert own.design_effect == 2, own.reason
+    assert "the 2 runs agree exactly (phi = 0" in own.reason, own.reason
+    assert "each ran its own workload (its own seed), so no sessions were replayed" in own.reason, own.reason
+    assert "replayed the same sessions agree" not in own.reason, own.reason
     # Where nothing recorded says whether the runs replayed one workload, that reading is offered as a possibility.
     unknown = clustered.effective([16, 12], [80, 80]).reason
     assert "agree more closely than independent samples would" in unknown, unknown
