@@ -169,7 +169,8 @@ NUMBER_CASES = [
     ("hypothesis run", HYP, "--replicates", "10001", "out of range", "give a whole number from 1 to 10000"),
     ("hypothesis run", HYP, "--seed", "1.5", "not a whole number", "give a whole number from 0 to 2147483647"),
     ("hypothesis run", HYP, "--seed", "-5", "out of range", "give a whole number from 0 to 2147483647"),
-    ("isolate", [], "--budget", "lots", "not a number", "give a number above 0 (units for the whole search)"),
+    ("isolate", [], "--budget", "lots", "not a number",
+     "give a number above 0 (units for the whole search; inf for no limit)"),
     ("isolate", [], "--budget", "0", "out of range", "give a number above 0"),
     ("isolate", [], "--alpha", "five%", "not a number", "give a number between 0 and 1, both excluded"),
     ("isolate", [], "--alpha", "2", "out of range", "give a number between 0 and 1, both excluded"),
@@ -240,6 +241,13 @@ def test_the_table_of_numeric_flags_is_every_numeric_flag_of_the_cli():
     assert found == declared, (found - declared, declared - found)
     tested = {(c, "--concurrency" if f == "-c" else f) for c, _, f, *_ in NUMBER_CASES}
     assert tested == declared, declared - tested
+    # A flag that takes inf (a number with no upper bound) says so: `isolate --budget inf` ran with no limit while
+    # its hint said only "a number above 0".
+    for command, flags in _numbers.FLAGS.items():
+        for flag, what in flags.items():
+            what = what() if callable(what) else what
+            takes_inf = not what.whole and what.fits(float("inf"))
+            assert takes_inf == ("inf" in what.hint()), (command, flag, what.hint())
 
 
 def test_runs_list_limit_is_the_last_n_runs_and_at_least_one(wb: Path, cli, seed_csv: Path):
