@@ -17,7 +17,10 @@ WB_COMMANDS = frozenset({"hypothesis", "runs", "report", "confounds", "isolate",
 _OPERATORS = frozenset({"=", "==", "!=", "<", ">", "<=", ">=", "≤", "≥", "≈", "±"})
 _BACKTICKED = re.compile(r"`[^`\n]+`")
 
-_commands: set[str] = set()  # the commands `keep_whole` was given, kept whole wherever a text shows them
+# The commands `keep_whole` was given, kept whole wherever a text shows them: the latest _KEPT_AT_MOST, oldest out
+# first, so a long process (a search's many executions, a test session) neither grows it nor slows each wrap by it.
+_commands: dict[str, None] = {}
+_KEPT_AT_MOST = 256
 
 
 def keep_whole(text: str) -> str:
@@ -26,7 +29,10 @@ def keep_whole(text: str) -> str:
     longer: half of it pasted runs something else (`--db` with no value). A `wb COMMAND ...` written out in a message,
     and a phrase in backticks, are found without it."""
     if " " in text.strip():
-        _commands.add(text.strip())
+        _commands.pop(text.strip(), None)
+        _commands[text.strip()] = None
+        while len(_commands) > _KEPT_AT_MOST:
+            del _commands[next(iter(_commands))]
     return text
 
 
@@ -42,12 +48,12 @@ def wrap(text: str, width: int, indent: str | None = None) -> list[str]:
     indent = lead + "  " if indent is None else indent
     lines: list[str] = []
     line = lead
-    queue = _phrases(_atoms(_commands_kept(text)))
+    queue = _phrases(_atoms(_commands_kept(text)))[::-1]  # the next unit last: popped in linear time
     while queue:
-        unit = queue.pop(0)
+        unit = queue.pop()
         shown = "".join(unit).rstrip()
         if len(unit) > 1 and len(indent) + len(shown) > width:  # too wide for any line: its opening, then within
-            queue[:0] = [unit[:1], *_phrases(unit[1:])]
+            queue += [unit[:1], *_phrases(unit[1:])][::-1]
             continue
         if len(line) + len(shown) <= width or not line.strip():
             line += "".join(unit)
@@ -68,20 +74,21 @@ _KEPT = "\x01"
 
 
 def _commands_kept(text: str) -> str:
-    found = _COMMAND.search(text)
-    if found is None:
-        return text
-    command, quote = found.group(), None
-    for i, c in enumerate(command):
-        if quote is not None:
-            quote = None if c == quote else quote
-        elif c in "'\"":
-            quote = c
-        elif command.startswith((" (", "; "), i):
-            command = command[:i]
-            break
-    start, end = found.start(), found.start() + len(command)
-    return text[:start] + command.replace(" ", _KEPT) + _commands_kept(text[end:])
+    out: list[str] = []
+    at = 0
+    while (found := _COMMAND.search(text, at)) is not None:
+        command, quote = found.group(), None
+        for i, c in enumerate(command):
+            if quote is not None:
+                quote = None if c == quote else quote
+            elif c in "'\"":
+                quote = c
+            elif command.startswith((" (", "; "), i):
+                command = command[:i]
+                break
+        out += [text[at:found.start()], command.replace(" ", _KEPT)]
+        at = found.start() + len(command)
+    return "".join(out) + text[at:]
 
 
 def _atoms(text: str) -> list[str]:
@@ -98,9 +105,17 @@ def _atoms(text: str) -> list[str]:
     for i, (s, e) in enumerate(words):
         if text[s:e].strip() in _OPERATORS and 0 < i < len(words) - 1:
             spans.append((words[i - 1][0], words[i + 1][0] + 1))
+    # How many pieces cover each position past their first: a word starting where one does is inside it.
+    inside = [0] * (len(text) + 1)
+    for ss, se in spans:
+        if se > ss + 1:
+            inside[ss + 1] += 1
+            inside[se] -= 1
+    for k in range(1, len(inside)):
+        inside[k] += inside[k - 1]
     atoms: list[str] = []
     for k, (s, e) in enumerate(words):
-        if k and any(ss < s < se for ss, se in spans):  # inside a piece that began before this word
+        if k and inside[s] > 0:  # inside a piece that began before this word
             atoms[-1] += text[s:e]
         else:
             atoms.append(text[s:e])
