@@ -77,3 +77,16 @@ def test_a_long_text_wraps_in_linear_time_and_keep_whole_remembers_a_bounded_num
         wrapping.keep_whole(f"rm -f /tmp/held-{i}.lock")
     assert len(wrapping._commands) <= 256
     assert wrap("then remove it by hand with rm -f /tmp/held-999.lock", 40)[-1] == "  rm -f /tmp/held-999.lock"
+
+
+def test_prose_after_a_command_written_in_a_hint_wraps(tmp_path: Path) -> None:
+    """A `wb COMMAND ...` written out runs to a word that ends in `:`, `;`, `,` or `)`: the prose after one in a hint
+    ran on with it, one piece ('wb bundle export --sign wrote', 'wb review list H shows the digest to review'), past
+    a narrow terminal's width. The hints put the command in backticks, which end it."""
+    from workbench.team.signing import _signature_bytes
+
+    with pytest.raises(BadInput) as caught:
+        _signature_bytes(tmp_path, tmp_path / "b.wbundle")  # a folder, not a signature
+    hint = caught.value.hint
+    assert hint is not None and "`wb bundle export --sign`" in hint
+    assert wrap(hint, 36) == ["ask the sender for the FILE.sig that", "  `wb bundle export --sign` wrote"]

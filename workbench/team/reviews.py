@@ -203,7 +203,7 @@ def check_evidence(hypothesis_id: str, given: str, current: VerdictRecord | None
         if not any(d and d.startswith(given) for d in earlier):
             raise BadInput(f"--evidence {given}: no verdict of {hypothesis_id} rests on that evidence (a mistyped "
                            f"digest, or another hypothesis's?); its current verdict rests on {now}. Nothing was "
-                           "recorded", hint=f"wb review list {hypothesis_id} shows the digest to review")
+                           "recorded", hint=f"`wb review list {hypothesis_id}` shows the digest to review")
         raise BadInput(f"--evidence {given}: the current verdict of {hypothesis_id} rests on {now}, not on the "
                        "evidence given; it changed since it was read (new runs?). Nothing was recorded",
                        hint=f"read it again (wb review list {hypothesis_id}) and review what it rests on now")

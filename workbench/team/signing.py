@@ -253,7 +253,7 @@ def _signature_bytes(sig: Path, bundle: Path) -> bytes:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise BadInput(f"{sig} is not a regular file, so not a signature; nothing was imported", where=str(sig),
-                           hint="ask the sender for the FILE.sig that wb bundle export --sign wrote")
+                           hint="ask the sender for the FILE.sig that `wb bundle export --sign` wrote")
         with os.fdopen(fd, "rb", closefd=False) as f:
             armored = f.read(MAX_SIGNATURE_BYTES + 1)
     except OSError as exc:
@@ -262,7 +262,7 @@ def _signature_bytes(sig: Path, bundle: Path) -> bytes:
         os.close(fd)
     if len(armored) > MAX_SIGNATURE_BYTES:
         raise BadInput(f"{sig} is larger than {MAX_SIGNATURE_BYTES} bytes, so not a signature; nothing was imported",
-                       where=str(sig), hint="ask the sender for the FILE.sig that wb bundle export --sign wrote")
+                       where=str(sig), hint="ask the sender for the FILE.sig that `wb bundle export --sign` wrote")
     return armored
 
 
