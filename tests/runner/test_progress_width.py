@@ -127,3 +127,34 @@ def test_the_description_keeps_its_form_from_stage_to_stage(monkeypatch):
             assert len({line.split(" [")[0] for line in lines}) == 1, (width, lines)
             # The bar stays where it is (the description column is as wide whatever the stage).
             assert len({line.find(" of at most ") for line in lines}) == 1, (width, lines)
+
+
+def test_the_eta_of_several_hosts_counts_the_blocks_that_run_at_once():
+    """The runs left over the hosts: 3 blocks of 2 runs on 2 hosts run blocks 0 and 1 at once, then block 2 alone
+    (execute._run_blocks), yet its last 2 runs of 10 s were told 0:00:10 (the hosts halved them) and the 4 runs
+    left after the first two 0:00:20 (30 s were left)."""
+    clock = _Clock()
+    blocks = ((0, 1), (2, 3), (4, 5))
+    progress = RunProgress(6, enabled=False, title="t", lanes=2, blocks=blocks, clock=clock)
+
+    def run(order: int, run_id: int) -> PlannedRun:
+        pr = PlannedRun(arm="control", replicate=order // 2, block=order // 2, order_index=order, host="h",
+                        values={})
+        progress.stage(pr, "render", run_id)
+        return pr
+
+    first = [run(0, 1), run(2, 3)]
+    clock.now += 10
+    for pr, rid in zip(first, (1, 3)):
+        progress.finished(pr.order_index, "ok", pr, rid)
+    assert progress.remaining() == "0:00:30"  # the second runs of blocks 0 and 1, then block 2's two
+    second = [run(1, 2), run(3, 4)]
+    clock.now += 4
+    assert progress.remaining() == "0:00:26"
+    clock.now += 6
+    for pr, rid in zip(second, (2, 4)):
+        progress.finished(pr.order_index, "ok", pr, rid)
+    assert progress.remaining() == "0:00:20"  # block 2 alone: two runs on one host
+    run(4, 5)
+    clock.now += 3
+    assert progress.remaining() == "0:00:17"

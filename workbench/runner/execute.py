@@ -820,10 +820,12 @@ def _opened_and_run(launch: Launch, store: Store, stops: HeldStops, art_root: Pa
                 opened.append(execution_id)
             exec_dir = art_root / f"execution-{exec_uuid}"
             note_runner(exec_dir, exec_uuid)  # `wb runs delete` reads it: see runner.lock.runner_gone
+            blocks = tuple(tuple(r.order_index for r in plan.block_runs(b))
+                           for b in sorted({r.block for r in plan.runs}))  # as _run_blocks runs them
             progress = stack.enter_context(RunProgress(
                 len(plan.runs), enabled=show_progress, title=f"{p.hypothesis.id} on {p.profile_name}",
                 short_title=p.hypothesis.id, sequential=p.mode == "sequential", where=tgt.where,
-                lanes=len(plan.hosts)))
+                lanes=len(plan.hosts), blocks=blocks))
             if launch.prior is not None:
                 progress.seed(ended_runs(store, execution_id))
             if unchecked:

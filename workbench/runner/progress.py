@@ -88,7 +88,7 @@ class RunProgress:
 
     def __init__(self, total: int, *, enabled: bool, title: str, sequential: bool = False,
                  where: Callable[[str], str] = str, short_title: str | None = None, lanes: int = 1,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 blocks: tuple[tuple[int, ...], ...] = (), clock: Callable[[], float] = time.monotonic) -> None:
         # A sequential execution's plan is its budget (design.max_replicates blocks), not what will run.
         self.total = total
         self.where = where  # a run's host as shown (Target.where: pdsim for the sim target's one host)
@@ -98,9 +98,13 @@ class RunProgress:
         self.short_title = short_title  # the bar's title where the whole one leaves no room (the hypothesis alone)
         self.restored: str | None = None  # what the target's restore did (execute sets it): the line after the last
         self.lanes = lanes  # runs in progress at once (one per host)
+        # Each block's runs (order indexes), in the plan's order: `lanes` blocks run at once, the next `lanes` once
+        # all of them ended (execute._run_blocks), so a block left alone at the end has one host, not `lanes`.
+        self.blocks = blocks
         self.clock = clock  # the elapsed time's and the ETA's (tests drive it)
         self.t0 = clock()
         self.began: dict[int, float] = {}  # run id -> when its first stage began, for the runs in progress
+        self.running: dict[int, int] = {}  # run id -> its order index, for the runs in progress
         self.took: list[float] = []  # how long each run that ended here took (a resume's earlier runs: unknown)
         self._console: Any = None  # stderr's console while enabled; the live bar draws on it on a terminal
         self._progress: Any = None
@@ -177,6 +181,7 @@ class RunProgress:
         ended; a narrow terminal drops the host, then the arm, before the count and the times (`_RunLine`). Which
         of them fit is judged for the longest stage name (`fits`), so they do not come and go from stage to stage."""
         self.began.setdefault(run_id, self.clock())
+        self.running[run_id] = pr.order_index
         if self._progress is not None:
             named = f"run {run_id} {pr.arm} {display.replicate(pr.replicate)}"
 
@@ -187,18 +192,25 @@ class RunProgress:
                                   fits=forms(max(STAGES, key=len)))
 
     def remaining(self) -> str:
-        """The ETA as the bar shows it after "ETA": the mean time of the runs that ended here times the runs left,
-        less what the runs in progress have had (each taken to end now once past the mean), over the hosts that
-        run at once. Steady, where rich's speed over its last 30 s went blank ("-:--:--") and jumped with runs of
+        """The ETA as the bar shows it after "ETA": the mean time of the runs that ended here for each run left,
+        less what the runs in progress have had (each taken to end now once past the mean), the blocks that run at
+        once (one a host) each group as long as its longest block (`blocks`; without them, the runs left over the
+        hosts). Steady, where rich's speed over its last 30 s went blank ("-:--:--") and jumped with runs of
         15-25 s. Before a run ended here, which run's end gives it ("after run 1"); in sequential mode "≤ 0:04:03",
         since the plan is a budget and the execution may stop at any look."""
         if not self.took:
             return f"after run {self.done + 1}"
         mean = sum(self.took) / len(self.took)
-        left = max(self.total - self.done, 0)
         now = self.clock()
-        work = mean * left - sum(min(now - t, mean) for t in self.began.values())
-        eta = str(timedelta(seconds=math.ceil(max(work, 0.0) / max(min(self.lanes, left), 1))))
+        if self.blocks:  # each group of `lanes` blocks takes as long as its longest block's runs left
+            had = {self.running[r]: min(now - t, mean) for r, t in self.began.items() if r in self.running}
+            lanes = max(self.lanes, 1)
+            work = sum(max(sum(mean - had.get(i, 0.0) for i in block if i not in self.ended) for block in group)
+                       for group in (self.blocks[k:k + lanes] for k in range(0, len(self.blocks), lanes)))
+        else:
+            left = max(self.total - self.done, 0)
+            work = (mean * left - sum(min(now - t, mean) for t in self.began.values())) / max(min(self.lanes, left), 1)
+        eta = str(timedelta(seconds=math.ceil(max(work, 0.0))))
         return f"≤ {eta}" if self.sequential else eta
 
     def finished(self, order_index: int, status: str, pr: PlannedRun | None = None, run_id: int | None = None,
@@ -211,6 +223,8 @@ class RunProgress:
         that line on a terminal too, above the bar: the one place it is named, with how it ended (`told`; the
         summary on stdout leaves it out)."""
         began = self.began.pop(run_id, None) if run_id is not None else None
+        if run_id is not None:
+            self.running.pop(run_id, None)
         if status == "interrupted":
             self.interrupted = True
             return
