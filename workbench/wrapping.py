@@ -124,8 +124,9 @@ def _atoms(text: str) -> list[str]:
 
 def _written_commands(text: str, words: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Where `text` writes out a wb command (`wb hypothesis run ID --resume`, "(wb db upgrade)"): from its `wb` to
-    the word that ends it with `:`, `;`, `,` or `)`, to before a word that opens a parenthesis, or to the end; a
-    quoted argument ("-m 'two words'") is one of its words, whatever it holds."""
+    the word that ends it with `:`, `;`, `,` or `)`, or a sentence's `.`, `?` or `!` (not a word of dots alone: `.`
+    for a folder, `...` for flags left out), to before a word that opens a parenthesis, or to the end; a quoted
+    argument ("-m 'two words'") is one of its words, whatever it holds."""
     out = []
     tokens = [text[s:e].strip() for s, e in words]
     i = 0
@@ -140,7 +141,7 @@ def _written_commands(text: str, words: list[tuple[int, int]]) -> list[tuple[int
                 break
             for ch in tokens[j]:
                 quote = (None if ch == quote else quote) if quote else (ch if ch in "'\"" else None)
-            if j > i and quote is None and tokens[j][-1] in ":;,)":
+            if j > i and quote is None and (tokens[j][-1] in ":;,)" or tokens[j][-1] in ".?!" and tokens[j].strip(".")):
                 break
             j += 1
         j = min(j, len(tokens) - 1)

@@ -90,3 +90,16 @@ def test_prose_after_a_command_written_in_a_hint_wraps(tmp_path: Path) -> None:
     hint = caught.value.hint
     assert hint is not None and "`wb bundle export --sign`" in hint
     assert wrap(hint, 36) == ["ask the sender for the FILE.sig that", "  `wb bundle export --sign` wrote"]
+
+
+def test_a_command_written_out_ends_with_its_sentence() -> None:
+    """A `wb COMMAND ...` written out ran to a word ending in `:`, `;`, `,` or `)` only: one that ended its sentence
+    took the next sentence with it ('(see wb runs show 5). Then fix the deployment ...' was one piece of 80
+    characters at 40 columns). A folder's `.` and the `...` of flags left out are still its words."""
+    lines = wrap("nothing was recorded (see wb runs show 5). Then fix the deployment and run it again", 40)
+    assert all(len(line) <= 40 for line in lines), lines
+    lines = wrap("the store is older than this wb: run wb db upgrade. Then run the hypothesis again", 40)
+    assert all(len(line) <= 40 for line in lines) and "wb db upgrade." in " ".join(lines), lines
+    assert "  wb sim up --dir . --config /srv/serve.conf" in wrap("run wb sim up --dir . --config /srv/serve.conf", 30)
+    lines = wrap("resume with wb isolate ... --resume --db /a/b.duckdb", 30)
+    assert "  wb isolate ... --resume --db /a/b.duckdb" in lines
