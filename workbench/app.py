@@ -467,14 +467,14 @@ class Workbench(StoredRuns):
         if report is not False and broken and (report or (folder / MANIFEST).is_file()):
             # A site from the entries without problems would drop the others' pages from it.
             ids = ", ".join(repr(b.id) for b in broken if b.id) or "an entry"
-            return None, None, (f"not rebuilt: {self.registry.hypotheses_file} has a problem in {ids} (wb "
-                                "hypothesis validate lists every problem; wb report rebuilds the site once fixed)")
+            return None, None, (f"not rebuilt: {self.registry.hypotheses_file} has a problem in {ids} (every "
+                                "problem: wb hypothesis validate; once fixed, to rebuild the site: wb report)")
         if report is None:
             report = (folder / MANIFEST).is_file()
             other = built_from(folder)
             if report and other is not None and other != store.name:
                 return None, None, (f"not rebuilt: {folder} was built from the store {other}, not this run's store "
-                                    f"{store.name} (wb report rebuilds it from the store --db names)")
+                                    f"{store.name} (to rebuild it from the store --db names: wb report)")
             if report and names_no_store(folder):
                 return None, None, (f"not rebuilt: {folder} names no store it was built from (an older wb built "
                                     f"it, or its manifest is damaged), maybe another than this run's store "

@@ -54,7 +54,7 @@ def _no_missing(deletion: "RunDeletion") -> "RunDeletion":
     if deletion.missing:
         ids = ", ".join(str(i) for i in deletion.missing)
         raise BadInput(f"no run {ids} in the store" if len(deletion.missing) == 1 else f"no runs {ids} in the store",
-                       hint="wb runs list shows the run ids; nothing was deleted")
+                       hint="to see the run ids: wb runs list; nothing was deleted")
     if deletion.in_flight:
         r = deletion.in_flight[0]
         raise BadInput(f"run {r.id} is {r.status} in execution {r.execution_id} of {r.hypothesis_id}, which has not "
@@ -108,7 +108,7 @@ class StoredRuns:
         with self.store(read_only=True) as store:
             run = store.run(run_id)
         if run is None:
-            raise BadInput(f"no run {run_id} in the store", hint="wb runs list shows the run ids")
+            raise BadInput(f"no run {run_id} in the store", hint="to see the run ids: wb runs list")
         return run
 
     def run_execution(self, run: "RunRecord") -> "ExecutionRecord | None":

@@ -103,3 +103,17 @@ def test_a_command_written_out_ends_with_its_sentence() -> None:
     assert "  wb sim up --dir . --config /srv/serve.conf" in wrap("run wb sim up --dir . --config /srv/serve.conf", 30)
     lines = wrap("resume with wb isolate ... --resume --db /a/b.duckdb", 30)
     assert "  wb isolate ... --resume --db /a/b.duckdb" in lines
+
+
+def test_hints_that_name_a_command_say_it_after_a_colon_so_the_prose_wraps():
+    """'wb runs list shows the run ids; nothing was deleted': a wb command written out runs to a word that ends a
+    clause, so the prose after it was taken for the command's arguments and kept on one line past the width. The
+    command goes after a colon, at the end of its clause."""
+    from workbench.cli.runs import _run_ids
+    from workbench.wrapping import wrap
+
+    with pytest.raises(BadInput) as refused:
+        _run_ids(["abc"])
+    hint = refused.value.hint
+    assert hint == "to see the run ids: wb runs list; nothing was deleted"
+    assert all(len(line) <= 30 for line in wrap(hint, 30)), wrap(hint, 30)

@@ -57,7 +57,7 @@ def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, 
     if execution_id is not None:
         execution = store.execution(execution_id)
         if execution is None:
-            raise BadInput(f"no execution {execution_id} in the store", hint="wb runs list shows the executions")
+            raise BadInput(f"no execution {execution_id} in the store", hint="to see the executions: wb runs list")
     mode = execution.mode if execution is not None else "pooled"
     if include_imported is None:
         include_imported = execution is None

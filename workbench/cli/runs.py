@@ -33,7 +33,7 @@ def _run_ids(values: list[str], after: str = "; nothing was deleted") -> list[in
             # a whole number past the stores' ids is out of range, not "not a whole number"
             why = (f"out of range (a run id is a whole number from 1 to {_MAX_ID})"
                    if v.isascii() and v.isdigit() and int(v) > _MAX_ID else "not a run id (a whole number from 1)")
-            raise BadInput(f"RUN_ID {shown}: {why}", hint="wb runs list shows the run ids" + after)
+            raise BadInput(f"RUN_ID {shown}: {why}", hint="to see the run ids: wb runs list" + after)
         ids.append(int(v))
     return ids
 

@@ -224,7 +224,7 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
         if not interrupted_query(exc):
             raise
         _record_partial(spec, oracle, store, prior)
-        raise RunInterrupted("wb isolate was interrupted between its probes; the target is as it was before them",
+        raise RunInterrupted("the search was interrupted between its probes; the target is as it was before them",
                              hint=_resume_hint(None, resume_command(spec, settings, write),
                                                len(oracle.results))) from None
     record = search_record(spec, result, prior=prior)
