@@ -182,15 +182,26 @@ def _message(var: str, used: list[RunData], per: dict[str, dict[str, Any]], by: 
 
 def _p_values(p: float, comparisons: int, effect: dict[str, Any]) -> str:
     """"p = ... over runs, ... over units", with the Bonferroni-adjusted values where there were several comparisons."""
-    result = f"p {display.p_is(p, comparisons)} over runs"
-    if effect.get("units_p") is not None:
-        result += f", {display.p_value(effect['units_p'], comparisons)} over units"
-    if comparisons > 1:
-        units = effect.get("units_p_adjusted") if effect.get("units_p") is not None else None
-        result += (f" (Bonferroni-adjusted over {comparisons_named(comparisons, units is not None)}: "
-                   f"{display.p_value(min(1.0, p * comparisons))} over runs"
-                   + (f", {display.p_value(units)} over units" if units is not None else "") + ")")
-    return result
+    said, adjusted = p_values(p, comparisons, effect, runs_named=True)
+    return said + (f" ({adjusted})" if adjusted else "")
+
+
+def p_values(p: float, comparisons: int, effect: dict[str, Any], *, runs_named: bool) -> tuple[str, str]:
+    """("p = R over runs, U over units", "Bonferroni-adjusted over N comparisons, runs and units: RA over runs, UA over
+    units"): a contrast's raw p over runs (`p`) and, where `effect` has them, over units, then their adjusted values
+    where there were several comparisons ("" otherwise). The finding's message and `wb confounds` each word them
+    so. "over runs" is said where the p over units is, or with `runs_named`."""
+    units = effect.get("units_p")
+    over = " over runs" if runs_named or units is not None else ""
+    said = f"p {display.p_is(p, comparisons)}{over}"
+    if units is not None:
+        said += f", {display.p_value(units, comparisons)} over units"
+    if comparisons <= 1:
+        return said, ""
+    units_adjusted = effect.get("units_p_adjusted") if units is not None else None
+    return said, (f"Bonferroni-adjusted over {comparisons_named(comparisons, units_adjusted is not None)}: "
+                  f"{display.p_value(stats.bonferroni(p, comparisons))}{over}"
+                  + (f", {display.p_value(units_adjusted)} over units" if units_adjusted is not None else ""))
 
 
 def comparisons_named(comparisons: int, units: bool) -> str:
@@ -213,7 +224,7 @@ def _deciding(p: float, effect: dict[str, Any]) -> tuple[float, str]:
 def _significant(p: float, comparisons: int, effect: dict[str, Any]) -> bool:
     """Whether a contrast shows an association: its deciding p (`_deciding`) below ALPHA after Bonferroni over its
     comparisons (its values and, where every run has units, the two tests over runs and over units)."""
-    return min(1.0, _deciding(p, effect)[0] * comparisons) < stats.ALPHA
+    return stats.bonferroni(_deciding(p, effect)[0], comparisons) < stats.ALPHA
 
 
 def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]]], occurred: dict[int, bool],
@@ -240,7 +251,7 @@ def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]
     effect: dict[str, Any] = {"risk_difference": _mh_difference(runs_t)}
     if units_t:
         effect.update(units_rate_difference=_mh_difference(units_t), runs_p=p_runs, units_p=p_units,
-                      units_p_adjusted=min(1.0, scale * p_units))
+                      units_p_adjusted=stats.bonferroni(p_units, scale))
     other = f"{var}={values[1]}" if len(values) == 2 else f"{var} other than {first}"
     return p_runs, scale, effect, (runs_t, units_t), (f"{var}={first}", other)
 
@@ -427,6 +438,6 @@ def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, 
 
     tests = {"runs": test(by_runs), **({"units": test(by_units)} if units else {})}
     over, p = min(tests.items(), key=lambda kv: kv[1])
-    p = min(1.0, p * len(tests))
+    p = stats.bonferroni(p, len(tests))
     doubled = ", doubled since the smaller of the p over runs and over units was taken"
     return "Fisher" if len(by_runs) == 1 else STRATIFIED_TEST, over + (doubled if len(tests) > 1 and p < 1 else ""), p

@@ -53,7 +53,7 @@ class Finding:
 
     @property
     def p_adjusted(self) -> float | None:
-        return None if self.p is None else min(1.0, self.p * self.comparisons)
+        return None if self.p is None else stats.bonferroni(self.p, self.comparisons)
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe({**asdict(self), "p_adjusted": self.p_adjusted})

@@ -235,6 +235,11 @@ def boschloo(k1: int, n1: int, k2: int, n2: int) -> float | None:
     return float(boschloo_exact([[k1, k2], [n1 - k1, n2 - k2]], alternative="two-sided", n=16).pvalue)
 
 
+def bonferroni(p: float, comparisons: int) -> float:
+    """`p` adjusted for the `comparisons` it was chosen from: min(1, p * comparisons)."""
+    return min(1.0, p * comparisons)
+
+
 def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm step-down adjusted p-values (family-wise error control over several predictions)."""
     if not pvalues:

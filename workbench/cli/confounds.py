@@ -97,21 +97,13 @@ def _p(p: float | None, fmt: str) -> str:
 def _p_text(f: Finding) -> str:
     """The test's p-value, and the Bonferroni-adjusted one the flag is judged on when there were several. A variable
     is flagged on its p over runs or over units: both are named, or a flag over units read as one on "p = 1"."""
-    from workbench.analysis.conditioning import comparisons_named
+    from workbench.analysis.conditioning import p_values
 
     if f.p is None:
         return ""
-    units, units_adjusted = f.effect.get("units_p"), f.effect.get("units_p_adjusted")
     runs = f.effect.get("runs_p", f.p) if f.p_counts == "units" else f.p  # `p` is the one the flag is judged on
-    over = (" over runs", f", {display.p_value(units, f.comparisons)} over units") if units is not None else ("", "")
-    adjusted = ""
-    if f.comparisons > 1:
-        runs_adjusted = min(1.0, runs * f.comparisons)
-        adjusted = (f"; Bonferroni-adjusted over {comparisons_named(f.comparisons, units is not None)}: "
-                    f"{display.p_value(runs_adjusted)}"
-                    f"{over[0]}" + (f", {display.p_value(units_adjusted)} over units" if units_adjusted is not None
-                                    else ""))
-    return f" ({f.test or 'Fisher exact'} p {display.p_is(runs, f.comparisons)}{over[0]}{over[1]}{adjusted})"
+    said, adjusted = p_values(runs, f.comparisons, f.effect, runs_named=False)
+    return f" ({f.test or 'Fisher exact'} {said}" + (f"; {adjusted}" if adjusted else "") + ")"
 
 
 def _echo_finding(f: Finding) -> None:
