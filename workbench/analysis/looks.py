@@ -163,13 +163,19 @@ def _held(j: "Judgement", analysis: "Analysis", scale: str | None) -> str:
         lost = [f"{arm} lost {display.fraction(a['lost'], a['units'])} units"
                 for arm in (difference_arms(j.where) or [j.where])
                 if (a := analysis.attrition.get("arms", {}).get(arm)) and a.get("lost")]
-        why = ": " + completed_reading(c.k, c.n, c.estimate, c.interval, _bounds(j), scale) + \
+        why = ": " + completed_reading(c.k, c.n, c.estimate, c.interval, region_bounds(j.bounds), scale) + \
             (f" ({', '.join(lost)})" if lost else "")
     return f"{which} the verdict {analysis.verdict}{why}"
 
 
-def _bounds(j: "Judgement") -> tuple[float, float]:
-    return _bound(j.bounds[0], -math.inf), _bound(j.bounds[1], math.inf)
+def region_bounds(bounds: Sequence[float | None]) -> tuple[float, float]:
+    """A prediction's region as two numbers: an open end (None) is infinite."""
+    return _bound(bounds[0], -math.inf), _bound(bounds[1], math.inf)
+
+
+def reading_scale(where: str | None, proportion: bool) -> str | None:
+    """How a prediction's numbers read: a rate's in percent, a difference of rates in points, others as numbers."""
+    return (display.POINTS if difference_arms(where) else display.PERCENT) if proportion else None
 
 
 def completed_reading(k: object, n: object, estimate: float | None, interval: Sequence[float] | None,
@@ -194,16 +200,15 @@ def prediction_at_look(j: "Judgement", analysis: "Analysis") -> PredictionAtLook
     """`j` as a look shows it, with the counts of its metric in every arm of `analysis`."""
     from workbench.analysis.sequential import MIN_LOOKS
 
-    arms = difference_arms(j.where)
     proportion = j.k is not None and j.n is not None
     counts = tuple((arm, s.metrics[j.metric].k, s.metrics[j.metric].n) for arm, s in analysis.arms.items()
                    if j.metric in s.metrics and s.metrics[j.metric].k is not None and s.metrics[j.metric].n) \
         if proportion else ()
-    scale = (display.POINTS if arms else display.PERCENT) if proportion else None
+    scale = reading_scale(j.where, proportion)
     return PredictionAtLook(
         describe=j.describe, scale=scale, counts=counts, estimate=j.estimate,
         interval=None if j.interval is None else (float(j.interval[0]), float(j.interval[1])),
-        interval_kind=j.interval_kind, bounds=_bounds(j),
+        interval_kind=j.interval_kind, bounds=region_bounds(j.bounds),
         outcome=j.outcome, running=proportion, waits=proportion and (j.looks or 0) < MIN_LOOKS,
         reachable=j.reachable, empty=bool(j.empty_interval), more_units=j.more_units_needed if proportion else None,
         more_units_by_arm=j.more_units_by_arm if proportion else None, where=j.where,

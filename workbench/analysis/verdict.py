@@ -7,13 +7,12 @@ zero units, all units lost all become an "inconclusive" or "invalid" verdict who
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from workbench.analysis import display, stats, validity
 from workbench.analysis.data import USABLE_STATUSES, RunData, counts_lost_units, has_completed_reading
-from workbench.analysis.looks import completed_reading
+from workbench.analysis.looks import completed_reading, reading_scale, region_bounds
 from workbench.analysis.predictions import combine_outcomes, judge
 from workbench.analysis.reachability import judge_reachability
 from workbench.analysis.results import COMPLETED_KEYS, VERDICTS, Analysis, ArmSummary, Check, Judgement
@@ -261,11 +260,9 @@ def _predictions(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list
 def _completed_needs(j: dict[str, Any], jc: dict[str, Any]) -> str:
     """What the completed units alone say of a prediction the units as a whole decided, and what would decide it
     there (looks.completed_reading): while they disagree, the attrition check holds the verdict."""
-    lo, hi = j["bounds"]
-    bounds = (-math.inf if lo is None else float(lo), math.inf if hi is None else float(hi))
-    proportion = jc.get("k") is not None and jc.get("n") is not None
-    scale = (display.POINTS if " - " in (j.get("where") or "") else display.PERCENT) if proportion else None
-    return completed_reading(jc.get("k"), jc.get("n"), jc.get("estimate"), jc.get("interval"), bounds, scale)
+    scale = reading_scale(j.get("where"), jc.get("k") is not None and jc.get("n") is not None)
+    return completed_reading(jc.get("k"), jc.get("n"), jc.get("estimate"), jc.get("interval"),
+                             region_bounds(j["bounds"]), scale)
 
 
 def _quality(d: _Draft, h: Hypothesis, exp: Experiment, arms: dict[str, list[RunData]],
