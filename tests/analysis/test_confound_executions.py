@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import replace
 
 from workbench.analysis import display, scan_confounds, stats
 from workbench.analysis.aliasing import alias_findings
 from workbench.analysis.conditioning import variable_findings
-from workbench.analysis.confounds import Finding
+from workbench.analysis.confounds import Finding, _scan_outcome
 from workbench.store.entities import RunData
 
 from analysis_helpers import CONTROL, TREATMENT, add_execution, add_run
@@ -241,6 +242,21 @@ def test_imported_runs_are_judged_together_so_one_does_not_flag_a_guard_the_othe
     aborts = _guard(scan_confounds(store, registry))
     assert not aborts.flagged, aborts.message
     assert aborts.message.startswith(f"leak occurred without {ABORTS} in 3 runs"), aborts.message
+
+
+def test_a_guard_names_an_executions_runs_before_the_imported_ones_whatever_was_stored_first(registry):
+    """The seed's evidence imported first, then wedge-confound run: the imported run and the execution's control both
+    leaked only with aborts. The runs of each execution, then the imported runs, are the groups a guard is judged in
+    (as `by_execution` gives them to variables and aliases too, and as the message words them); they came in the
+    order stored, so the imported run was named first."""
+    # (execution, variables, leak, aborts), in the order stored
+    stored = [(None, CONTROL, 10, 5), (1, CONTROL, 12, 10), (1, TREATMENT, 0, 0)]
+    runs = [replace(_run(i + 1, ex, variables), metrics={"leak": leak, "sessions": 80, "waiting_for_input": aborts})
+            for i, (ex, variables, leak, aborts) in enumerate(stored)]
+    aborts = _guard(_scan_outcome(registry, registry.experiments["agent-repro"], runs, "corruption_rate"))
+    assert aborts.flagged, aborts.message
+    assert f"{ABORTS} also occurred (run 2: leak=12, {ABORTS}=10; run 1: leak=10, {ABORTS}=5)" in aborts.message, \
+        aborts.message
 
 
 def test_a_guard_names_the_imported_run_where_the_outcome_occurred_without_it(store, registry):

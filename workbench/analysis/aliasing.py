@@ -16,7 +16,7 @@ from itertools import combinations
 from typing import TYPE_CHECKING, Any, Callable
 
 from workbench.analysis import display
-from workbench.analysis.conditioning import ACROSS
+from workbench.analysis.conditioning import ACROSS, by_execution
 from workbench.registry.drafts import entry_yaml
 
 if TYPE_CHECKING:
@@ -70,12 +70,8 @@ def _aliased(runs: list[RunData], a: str, b: str) -> tuple[bool, float] | None:
 def _within(runs: list[RunData], a: str, b: str) -> list[tuple[int, list[RunData], tuple[bool, float]]]:
     """(execution, its runs, (perfect, V)) for each execution whose own runs moved `a` and `b` together: the ones
     whose comparison cannot tell the two apart."""
-    out = []
-    for ex in sorted({r.execution_id for r in runs if r.execution_id is not None}):
-        mine = [r for r in runs if r.execution_id == ex]
-        if (found := _aliased(mine, a, b)) is not None:
-            out.append((ex, mine, found))
-    return out
+    return [(mine[0].execution_id, mine, found) for mine in by_execution(runs, imported=False)
+            if (found := _aliased(mine, a, b)) is not None]
 
 
 def alias_findings(make: Callable[..., Any], registry: Registry, exp: Experiment, known: list[RunData],

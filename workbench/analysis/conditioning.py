@@ -315,12 +315,26 @@ ACROSS = ("a difference across executions, which anything else that changed betw
 def _execution_groups(var: str, groups: list[tuple[str, list[RunData]]]) -> list[tuple[str, list[RunData]]]:
     """Per stratum, the runs of each execution whose own runs differ in `var` (the controlled tests of it), each
     group under its stratum's name."""
-    out = []
-    for name, rs in groups:
-        within = _within_executions(var, rs)
-        for ex in sorted({r.execution_id for r in within if r.execution_id is not None}):
-            out.append((name, [r for r in within if r.execution_id == ex]))
-    return out
+    return [(name, rs) for name, stratum in groups for rs in by_execution(stratum, imported=False) if _varied(var, rs)]
+
+
+def by_execution(runs: list[RunData], *, imported: bool) -> list[list[RunData]]:
+    """The runs of each execution (by its id, each in the order of `runs`), then, with `imported`, the imported
+    runs together as one group. The confound scan's one rule for imported runs, which belong to no execution:
+    they are never a controlled comparison, so a variable's or an alias's flag, and a guard's comparison with runs
+    without it, read executions alone (`imported=False`; what imported runs show is a difference across
+    executions). Whether the outcome occurred only with a guard is read in each run itself, so there the imported
+    runs are one history, judged together (`imported=True`): one of them with both does not flag a guard the
+    others had the outcome without."""
+    out: dict[int, list[RunData]] = {}
+    for r in runs:
+        out.setdefault(r.execution_id, []).append(r)  # type: ignore[arg-type]
+    none = out.pop(None, [])  # type: ignore[call-overload]
+    return [out[ex] for ex in sorted(out)] + ([none] if imported and none else [])
+
+
+def _varied(var: str, runs: list[RunData]) -> bool:
+    return len({r.variables[var] for r in runs}) > 1
 
 
 def _count(executions: list[tuple[str, list[RunData]]]) -> int:
@@ -359,7 +373,7 @@ def _tested_text(var: str, first: str, groups: list[tuple[str, list[RunData]]], 
         for name, rs in groups:
             mine = [r for r in rs if tested_by.get(r.id) == h]
             within = _within_executions(var, mine)
-            shows = _association(var, first, within or mine, occurred, counts, by_execution=bool(within))
+            shows = _association(var, first, within or mine, occurred, counts, each_execution=bool(within))
             if shows is not None:
                 tests.append((name, bool(within), *shows))
         adjusted = stats.holm([p for *_, p in tests])
@@ -403,26 +417,21 @@ def _where(named: list[tuple[str, str]], groups: list[tuple[str, list[RunData]]]
 
 def _within_executions(var: str, runs: list[RunData]) -> list[RunData]:
     """The runs of executions whose own runs (among `runs`) differ in `var`: the controlled tests of it."""
-    values: dict[int | None, set[str]] = {}
-    for r in runs:
-        values.setdefault(r.execution_id, set()).add(r.variables[var])
-    return [r for r in runs if r.execution_id is not None and len(values[r.execution_id]) > 1]
+    varied = {rs[0].execution_id for rs in by_execution(runs, imported=False) if _varied(var, rs)}
+    return [r for r in runs if r.execution_id in varied]
 
 
 def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, bool], counts: Counts, *,
-                 by_execution: bool) -> tuple[str, str, float] | None:
+                 each_execution: bool) -> tuple[str, str, float] | None:
     """(test, "units", p): the test of `var`=`first` against the other values over `runs` (one stratum's), over runs
     or over units where every run has them, whichever is smaller, as the finding is judged: doubled for that choice
     (Bonferroni over the two, as `_contrast`, and said after what it counts); None where they cannot test it:
-    none of them, or all on one side. `by_execution`: runs of executions that each toggled `var`, each execution
+    none of them, or all on one side. `each_execution`: runs of executions that each toggled `var`, each execution
     a stratum, as the finding's test within executions takes them (pooled by Fisher, the same runs gave that test's
     p as another number: 2.4e-05 beside its 2.3e-05)."""
-    groups: dict[int | None, list[RunData]] = {}
-    for r in runs:
-        groups.setdefault(r.execution_id if by_execution else None, []).append(r)
     by_runs, by_units = [], []
     units = all(counts[r.id][1] is not None for r in runs)
-    for rs in groups.values():
+    for rs in by_execution(runs, imported=False) if each_execution else [runs]:
         sides = [[r for r in rs if r.variables[var] == first], [r for r in rs if r.variables[var] != first]]
         if not all(sides):
             continue

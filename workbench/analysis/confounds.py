@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.analysis import display, stats
 from workbench.analysis.aliasing import alias_findings
-from workbench.analysis.conditioning import STRATIFIED_TEST, Counts, variable_findings
+from workbench.analysis.conditioning import STRATIFIED_TEST, Counts, by_execution, variable_findings
 from workbench.analysis.data import USABLE_STATUSES, RunData, metric_value, run_query
 from workbench.analysis.results import json_safe
 
@@ -291,16 +291,6 @@ def _scan_outcome(registry: Registry, exp: Experiment, runs: list[RunData], outc
     return out
 
 
-def _groups(runs: list[RunData]) -> list[list[RunData]]:
-    """The runs of each execution, then the imported runs, which belong to none, together: as a history of imported
-    runs was judged before executions were told apart (one imported run with the outcome and the guard does not
-    confound them where others had the outcome without it)."""
-    out: dict[tuple[str, int], list[RunData]] = {}
-    for r in runs:
-        out.setdefault(("execution", r.execution_id) if r.execution_id is not None else ("imported", 0), []).append(r)
-    return list(out.values())
-
-
 def _guard_finding(registry: Registry, exp: Experiment, guard: tuple[str, list[str]], outcome: str, what: str,
                    both: list[RunData], runs: list[RunData], occurred: dict[int, bool], counts: Counts,
                    g_known: dict[int, float], scanned: str | None) -> Finding:
@@ -311,7 +301,7 @@ def _guard_finding(registry: Registry, exp: Experiment, guard: tuple[str, list[s
     the guard. The comparison with runs without the guard is made within the executions whose runs had and lacked
     it (each a stratum); where only other executions lacked it, that comparison is said to be across executions."""
     label, names = guard
-    within = [rs for rs in _groups(both) if any(occurred[r.id] for r in rs)]
+    within = [rs for rs in by_execution(both, imported=True) if any(occurred[r.id] for r in rs)]
     confounded = [rs for rs in within if all(g_known[r.id] > 0 for r in rs if occurred[r.id])]
     with_y = [r for r in both if occurred[r.id]]
     co = [r for rs in confounded for r in rs if occurred[r.id]]
@@ -341,7 +331,8 @@ def _guard_finding(registry: Registry, exp: Experiment, guard: tuple[str, list[s
                                                  f"{label}={g_known[r.id]:g}" for r in co[:SHOWN_RUNS])
            + _more(co) + f"). {what} and {label} are confounded in these runs" + contrast)
     if apart:
-        msg = (msg[:-1] + f"; {what} occurred without {label} only in {_which(_groups(apart), other=True)} ("
+        elsewhere = _which(by_execution(apart, imported=True), other=True)
+        msg = (msg[:-1] + f"; {what} occurred without {label} only in {elsewhere} ("
                f"{display.count(len(apart), 'run')}: {_named_apart(apart)}), which anything else that changed "
                "between them could explain.")
     prop = _propose(registry, exp, names, outcome, co, runs, g_known, scanned)
@@ -367,9 +358,9 @@ def _guard_contrast(label: str, what: str, both: list[RunData], occurred: dict[i
     comparison across executions (imported runs belong to none), which the message words only where it has not
     `said` already that the outcome occurred without the guard elsewhere."""
     tables = []
-    for rs in _groups(both):
+    for rs in by_execution(both, imported=False):
         sides = [[r for r in rs if g_known[r.id] > 0], [r for r in rs if g_known[r.id] == 0]]
-        if rs[0].execution_id is not None and all(sides):
+        if all(sides):
             tables.append(tuple(x for side in sides for x in (sum(occurred[r.id] for r in side), len(side))))
     also = f"; {label} also occurred in {display.count(table[0][1], 'run')} without {what}" if table[0][1] else ""
     lead = f"{also}, and " if also else "; "
@@ -395,7 +386,7 @@ def _guard_contrast(label: str, what: str, both: list[RunData], occurred: dict[i
 
 
 def _which(groups: list[list[RunData]], *, other: bool = False) -> str:
-    """Groups of runs (`_groups`) in words: "the execution", "the 2 executions and an imported run", or with
+    """Groups of runs (`by_execution`) in words: "the execution", "the 2 executions and an imported run", or with
     `other`, "another execution", "other executions and other imported runs"."""
     n = sum(rs[0].execution_id is not None for rs in groups)
     imported = sum(len(rs) for rs in groups if rs[0].execution_id is None)
