@@ -563,7 +563,7 @@ def test_the_quoting_hint_quotes_the_value_as_yaml_reads_it_back(line: str, quot
 
 @pytest.mark.parametrize("text,field,kept", [
     ("claim: the rate drops #2 of the fixes\n", "field claim", "the rate drops #2 of the fixes"),
-    ("steps:\n  - run foo --tag x #1\n", "steps item 1", "run foo --tag x #1"),
+    ("steps:\n  - run foo --tag x #1\n", "field steps item 1", "run foo --tag x #1"),
     # A value that runs on is cut on its last line.
     ("claim: the rate drops\n  when the fix is on #2\n", "field claim", "the rate drops when the fix is on #2"),
     ("claim: the rate drops  # see the fixes\n", "field claim", "the rate drops  # see the fixes"),
@@ -633,3 +633,16 @@ def test_a_mappings_whole_number_key_is_named_as_a_key_not_a_list_item():
     data = {"hypotheses": [{"id": "h1", "hold": {5: "on"}, "predicts": [{"metric": "m"}]}]}
     assert field_name(("hypotheses", 0, "hold", 5), data) == "hypothesis h1, field hold.5"
     assert field_name(("hypotheses", 0, "predicts", 0, "metric"), data) == "hypothesis h1, prediction 1, field metric"
+
+
+@pytest.mark.parametrize("head,indent", [("", ""), ("format: 1\nhypotheses:\n", "  ")])
+def test_a_duplicate_whole_number_key_is_named_by_its_hypothesis_and_key_path(tmp_path: Path, cli, head, indent):
+    # YAML's own checks named the place without the parsed file: the key 5 of `hold` read as a sixth list item,
+    # and the entry as "the list item 1" (bare list) or "hypothesis 1", not by its id as every later check names it.
+    path = tmp_path / "hypotheses.yaml"
+    path.write_text(head + "".join(indent + ln + "\n" for ln in ("- id: h1", "  claim: x", "  hold: {5: on, 5: off}")))
+    code, _, err = cli("hypothesis", "validate", str(path))
+    assert code == 2 and "Traceback" not in err, err
+    line = len(path.read_text().splitlines())
+    assert err.startswith(f"Error: {path}:{line} (hypothesis h1, field hold.5): duplicate key 5 (first at line "
+                          f"{line})\n"), err

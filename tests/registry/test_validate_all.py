@@ -349,6 +349,20 @@ def test_a_template_file_two_profiles_share_is_told_once_naming_both(workbench_d
     assert err.rstrip("\n").splitlines()[-1].startswith("1 problem found"), err
 
 
+def test_a_shared_files_places_are_joined_as_each_reads_alone():
+    # Merging put "field " before every place, whatever it began with: "field hypothesis a, field x, ...".
+    from workbench.registry.problems import SharedFileError, _merged
+
+    def told(*fields: str) -> str | None:
+        merged = _merged([SharedFileError("bad", file="t.j2", line=3, field=f) for f in fields])
+        assert len(merged) == 1, merged
+        return merged[0].field
+
+    assert told("field a.template_file", "field b.template_file") == "field a.template_file, b.template_file"
+    assert told("field a.restart item 1", "field b.restart item 2") == "field a.restart item 1, b.restart item 2"
+    assert told("hypothesis h, field x", "field b.y") == "hypothesis h, field x; field b.y"
+
+
 def test_an_unknown_name_in_a_folded_command_is_told_at_its_own_line(workbench_dir: Path, cli):
     # A folded block (`command: >-`) reads as one line of text: a name mistyped on its second line was told at the
     # `command:` key's line, and two on different lines at the same one.
@@ -359,6 +373,19 @@ def test_an_unknown_name_in_a_folded_command_is_told_at_its_own_line(workbench_d
     assert code == 2 and "Traceback" not in err and len(errors) == 2, err
     assert errors[0].startswith(f"Error: {exp}:{_line(exp, 'sim_dri')} "), err
     assert errors[1].startswith(f"Error: {exp}:{_line(exp, 'units_pth')} ") and "units_pth" in errors[1], err
+
+
+def test_an_item_of_a_list_the_registry_has_no_word_for_is_named_as_a_field(workbench_dir: Path, cli):
+    # A place names a key path after the word "field" ("field arms.control.hicache"): an item of `restart` read
+    # "(profiles.sim.restart item 1)", a key path without it, and a shared file's places joined under one "field".
+    exp = _edit(workbench_dir, ('restart: ["{{ wb }} sim restart --dir {{ sim_dir }}"]',
+                                'restart: ["{{ wb }} sim restart --dir {{ sim_dri }}"]'),
+                file="experiments/agent-repro.yaml")
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and "Traceback" not in err and len(errors) == 1, err
+    assert errors[0] == (f"Error: {exp}:{_line(exp, 'sim_dri')} (field profiles.sim.restart item 1): template uses "
+                         "unknown name sim_dri"), err
 
 
 def test_the_count_of_problems_reads_as_the_count_of_hypotheses_does(workbench_dir: Path, cli):

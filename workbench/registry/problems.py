@@ -73,7 +73,10 @@ def _merged(problems: list[BadInput]) -> list[BadInput]:
         said[key].append(p)
     for (file, line, text, hint), same in said.items():
         if len(same) > 1:
-            # "field a, b": each names a field of the same file, the word said once
-            fields = "field " + ", ".join(dict.fromkeys((q.field or "").removeprefix("field ") for q in same))
+            # "field a, b": the word said once where each place is a key path alone; places of several parts
+            # ("hypothesis h, field x") are kept whole, one from the next by "; "
+            places = list(dict.fromkeys(q.field or "" for q in same))
+            paths = all(f.startswith("field ") and ", " not in f for f in places)
+            fields = "field " + ", ".join(f.removeprefix("field ") for f in places) if paths else "; ".join(places)
             out[out.index(same[0])] = SharedFileError(text, file=file, line=line, field=fields, hint=hint)
     return out

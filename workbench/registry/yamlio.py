@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -65,10 +65,12 @@ _ITEMS = {"hypotheses": "hypothesis", "predicts": "prediction", "requires": "gua
 
 
 def field_name(loc: Loc, data: Any = None) -> str | None:
-    """Where `loc` stands, as an error names it beside its file:line: a hypothesis by its id (from `data`, the parsed
-    file, where the entry gives one), an item of a list by its place counted from 1 as a reader counts ("prediction
-    2"), then the key path within it ("field arms.control.hicache"). pydantic's and YAML's paths count from 0
-    (`hypotheses.1.predicts.0.arm`): a reader took `hypotheses.1` for the first hypothesis."""
+    """Where `loc` stands, as an error names it beside its file:line, one way wherever it is found: a hypothesis
+    by its id (from `data`, the parsed file, where the entry gives one), an item of a list by its place counted
+    from 1 as a reader counts ("prediction 2"), and a key path after the word "field" ("field arms.control.hicache",
+    "field profiles.sim.restart item 1"). pydantic's and YAML's paths count from 0 (`hypotheses.1.predicts.0.arm`):
+    a reader took `hypotheses.1` for the first hypothesis. A bare list at the top of a file is the list of
+    hypotheses (the loader reads it as format 1)."""
     parts: list[str] = []
     keys: list[str] = []
     node = data
@@ -77,13 +79,18 @@ def field_name(loc: Loc, data: Any = None) -> str | None:
         # (`hold: {5: on}`, the key 5, not a sixth item).
         if isinstance(p, int) and not isinstance(p, bool) and not isinstance(node, dict):
             item = node[p] if isinstance(node, list) and 0 <= p < len(node) else None
-            named = item.get("id") if isinstance(item, dict) and keys == ["hypotheses"] and not parts else None
+            hypotheses = not parts and keys in ([], ["hypotheses"])
+            named = item.get("id") if isinstance(item, dict) and hypotheses else None
             if isinstance(named, str) and named.strip() and named.isprintable():
                 parts.append(f"hypothesis {named}")
+            elif hypotheses:
+                parts.append(f"hypothesis {p + 1}")
             elif len(keys) == 1 and keys[0] in _ITEMS:
                 parts.append(f"{_ITEMS[keys[0]]} {p + 1}")
-            else:
-                parts.append(f"{'.'.join(keys) or 'the list'} item {p + 1}")
+            elif keys:
+                parts.append(f"field {'.'.join(keys)} item {p + 1}")
+            else:  # a list in a list
+                parts.append(f"item {p + 1}")
             keys = []
             node = item
             continue
@@ -124,13 +131,25 @@ def _too_many(file: str, line: int, aliased: bool) -> ConfigError:
                             "experiments")
 
 
+class _Problem(NamedTuple):
+    """A problem the YAML's own checks found, before the file is parsed into data: the place it names is said
+    from that data (`field_name`), so it reads as the same place found by any later check."""
+
+    message: str
+    line: int
+    loc: Loc
+    hint: str | None = None
+
+
 def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[Loc, int], file: str,
           booleans: dict[Loc, str], quoted: list[tuple[yaml.ScalarNode, Loc]],
-          worded: list[tuple[yaml.ScalarNode, Loc]], spanning: list[tuple[yaml.ScalarNode, Loc]]) -> None:
+          worded: list[tuple[yaml.ScalarNode, Loc]], spanning: list[tuple[yaml.ScalarNode, Loc]]) -> _Problem | None:
     """Record the line of every key and item, the words read as booleans, the quoted scalars that span lines, the
     plain (unquoted) values of several words and the values of several source lines; iterative, and bounded in
-    depth and in nodes visited."""
+    depth and in nodes visited. Returns the first duplicate key or control character met: the walk goes on to the
+    end, so the file is known to be bounded before it is parsed to name that problem's place."""
     stack: list[tuple[yaml.Node, Loc]] = [(root, root_loc)]
+    problem: _Problem | None = None
     visited = 0
     collections: set[int] = set()  # an alias is the node it names, met again
     aliased = False
@@ -156,19 +175,18 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[L
             spanning.append((node, loc))
         if isinstance(node, yaml.ScalarNode) and _CONTROL.search(node.value or ""):
             bad = _CONTROL.search(node.value).group()
-            raise ConfigError(f"a value holds the control character {bad!r}", file=file, line=line,
-                              field=field_name(loc),
-                              hint="registry text is printable; remove the character")
+            problem = problem or _Problem(f"a value holds the control character {bad!r}", line, loc,
+                                          "registry text is printable; remove the character")
         if isinstance(node, yaml.MappingNode):
             seen: dict[Any, int] = {}
             for key_node, value_node in node.value:
                 key = _norm_key(_scalar_key(loader, key_node))
                 kline = key_node.start_mark.line + 1
                 if key in seen:
-                    field = field_name((*loc, key))
-                    raise ConfigError(f"duplicate key {key!r} (first at line {seen[key]})",
-                                      file=file, line=kline, field=field)
-                seen[key] = kline
+                    problem = problem or _Problem(f"duplicate key {key!r} (first at line {seen[key]})", kline,
+                                                  (*loc, key))
+                else:
+                    seen[key] = kline
                 lines[(*loc, key)] = kline
                 if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _BOOL_TAG:
                     # A bare yes/no/on/off key is a boolean too: pydantic names it (loc, bool, "[key]").
@@ -179,6 +197,7 @@ def _walk(loader: yaml.SafeLoader, root: yaml.Node, root_loc: Loc, lines: dict[L
             for i, item in enumerate(node.value):
                 lines[(*loc, i)] = item.start_mark.line + 1
                 stack.append((item, (*loc, i)))
+    return problem
 
 
 def _norm_key(key: Any) -> Any:
@@ -207,13 +226,12 @@ def _swallowed_line(node: yaml.ScalarNode, source_lines: list[str], keys: set[st
     return None
 
 
-def _refuse_swallowed_keys(quoted: list[tuple[yaml.ScalarNode, Loc]], lines: dict[Loc, int], text: str,
-                           file: str) -> None:
+def _swallowed_keys(quoted: list[tuple[yaml.ScalarNode, Loc]], lines: dict[Loc, int], text: str) -> _Problem | None:
     """A quote left open that a later quote closes without breaking the YAML takes the lines between as its
     text, and the file loads with the wrong values. A quoted text of several lines is refused, at the quote that
     opened it, when a line it takes in reads as one of the file's keys (or a `- {` item); prose still loads."""
     if not quoted:
-        return
+        return None
     keys = {str(loc[-1]) for loc in lines if loc and isinstance(loc[-1], str)} | _schema_keys()
     source_lines = _BREAK.split(text)
     for node, loc in sorted(quoted, key=lambda q: (q[0].start_mark.line, q[0].start_mark.column)):
@@ -222,22 +240,22 @@ def _refuse_swallowed_keys(quoted: list[tuple[yaml.ScalarNode, Loc]], lines: dic
             continue
         start, end, q = node.start_mark, node.end_mark, node.style
         name = loc[-1] if loc and isinstance(loc[-1], str) else "key"
-        raise ConfigError(
+        return _Problem(
             f"the {q} at line {start.line + 1} (column {start.column + 1}) is closed only at line {end.line + 1} "
             f"(column {end.column}): its text takes in line {n + 1} ({source_lines[n].strip()!r}), which looks like "
-            "a key of the file, not text: a quote left open?", file=file, line=start.line + 1,
-            field=field_name(loc),
-            hint=f"close the {q} on line {start.line + 1}; text of several lines that must hold such a line goes "
-                 f"in a block scalar ({name}: >-)")
+            "a key of the file, not text: a quote left open?", start.line + 1, loc,
+            f"close the {q} on line {start.line + 1}; text of several lines that must hold such a line goes in a "
+            f"block scalar ({name}: >-)")
+    return None
 
 
-def _refuse_cut_by_comments(worded: list[tuple[yaml.ScalarNode, Loc]], text: str, file: str) -> None:
+def _cut_by_comments(worded: list[tuple[yaml.ScalarNode, Loc]], text: str) -> _Problem | None:
     """A plain value of several words ends where " #" begins a comment, and the rest of its line is dropped:
     `claim: the rate drops #2 of the fixes` loads as "the rate drops" without a word. Where the parser ended such
     a value and a comment follows it on its line, the file is refused with the value quoted in the hint. A comment
     after a number, a single word, a flow collection or a quoted value reads as a comment and still loads."""
     if not worded:
-        return
+        return None
     rows = _BREAK.split(text)
     for node, loc in sorted(worded, key=lambda w: (w[0].end_mark.line, w[0].end_mark.column)):
         end = node.end_mark
@@ -247,11 +265,11 @@ def _refuse_cut_by_comments(worded: list[tuple[yaml.ScalarNode, Loc]], text: str
             continue
         whole = _quoted(node.value + rest)
         shown = f"{loc[-1]}: {whole}" if loc and isinstance(loc[-1], str) else f"- {whole}"
-        raise ConfigError(f'the text after " #" ({comment}) would be dropped as a comment: the value would read '
-                          f'"{node.value}"', file=file, line=end.line + 1,
-                          field=field_name(loc),
-                          hint=f"quote the value: {shown} (or, if that text is a note, put the comment on a line "
-                               "of its own)")
+        return _Problem(f'the text after " #" ({comment}) would be dropped as a comment: the value would read '
+                        f'"{node.value}"', end.line + 1, loc,
+                        f"quote the value: {shown} (or, if that text is a note, put the comment on a line of its "
+                        "own)")
+    return None
 
 
 @functools.cache
@@ -396,9 +414,11 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
             worded: list[tuple[yaml.ScalarNode, Loc]] = []
             spanning: list[tuple[yaml.ScalarNode, Loc]] = []
             if node is not None:
-                _walk(loader, node, (), lines, file, booleans, quoted, worded, spanning)
-                _refuse_swallowed_keys(quoted, lines, text, file)
-                _refuse_cut_by_comments(worded, text, file)
+                problem = _walk(loader, node, (), lines, file, booleans, quoted, worded, spanning) or \
+                    _swallowed_keys(quoted, lines, text) or _cut_by_comments(worded, text)
+                if problem is not None:
+                    raise ConfigError(problem.message, file=file, line=problem.line, hint=problem.hint,
+                                      field=field_name(problem.loc, _data_or_none(loader, node)))
                 data = loader.construct_document(node)
             else:
                 data = None
@@ -425,6 +445,15 @@ def load_located(path: str | Path, *, text: str | None = None) -> LocatedYaml:
     folded = {loc: (n.start_mark.line + 1, _source_of(n, source)) for n, loc in spanning if n.style != "|"}
     blocks = {loc: n.start_mark.line + 2 for n, loc in spanning if n.style in ("|", ">")}
     return LocatedYaml(data, lines, file, booleans, folded, blocks)
+
+
+def _data_or_none(loader: yaml.CSafeLoader, node: yaml.Node) -> Any:
+    """The data of a document whose YAML parses but that is refused, for naming the refused value's place; None
+    where it cannot be built (a key that is a list): the place is then named from the path alone."""
+    try:
+        return loader.construct_document(node)
+    except yaml.YAMLError:
+        return None
 
 
 def _source_of(node: yaml.ScalarNode, source: list[str]) -> list[str]:
