@@ -49,3 +49,12 @@ def test_a_verdict_the_attrition_check_holds_says_what_would_let_it_decide(store
     assert d.stop and d.verdict == "supported" and not d.look.held_by("attrition"), d.reasoning
     assert "Flagged — attrition: treatment: 384/640 units (60.0%) did not complete" in d.reasoning, d.reasoning
     assert "so the verdict stands." in d.reasoning and "holds the verdict" not in d.reasoning, d.reasoning
+    # A resumed execution makes each look of its killed runner again, over the runs up to that look's replicate
+    # only: the look over every stored run (an interrupted attempt of the next replicate counted as a failed run and
+    # as a replicate) gave each earlier look as the last, and the stop line named only the resumed runner's looks.
+    add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed="9"), replicate=9,
+            outcomes=None, status="interrupted")
+    d = sequential_decision(store, registry, HID, execution_id=ex, through_replicate=5)
+    assert (d.look.look, d.stop) == (5, False) and d.look.held_by("attrition"), d.reasoning
+    assert "failed" not in d.reasoning, d.reasoning
+

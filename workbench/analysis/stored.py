@@ -40,7 +40,7 @@ def arm_assignments(registry: "Registry", h: Hypothesis, mode: str,
 def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, execution_id: int | None = None,
                    include_imported: bool | None = None, sequential: bool | None = None,
                    overrides: dict[str, str] | None = None, budget: int | None = None,
-                   any_hypothesis: bool = False) -> Analysis:
+                   any_hypothesis: bool = False, through_replicate: int | None = None) -> Analysis:
     """Decide `hypothesis_id` from the runs in `store`.
 
     Without `execution_id` every stored run of the hypothesis's executions whose recorded variables match an
@@ -50,6 +50,7 @@ def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, 
     `sequential` defaults to the execution's mode; sequential executions are judged by always-valid tests.
     `budget` (most replicates) defaults to the one the execution recorded in its plan (`--sequential
     --replicates N` sets it), else the design's: futility and the median tests' alpha per look are spent over it.
+    `through_replicate`: only the runs of the replicates up to it (a sequential look after that replicate's block).
     """
     h = registry.hypothesis(hypothesis_id)
     exp = registry.experiment_for(h)
@@ -68,6 +69,8 @@ def analyze_stored(store: "Store", registry: "Registry", hypothesis_id: str, *, 
     own = None if execution is not None or any_hypothesis else h.id
     runs = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=bool(include_imported),
                                          hypothesis_id=own), with_probes=h.kind == "reachability")
+    if through_replicate is not None:
+        runs = [r for r in runs if r.replicate is None or r.replicate <= through_replicate]
     configs = store.rendered_configs(sorted({r.config_hash for r in runs if r.config_hash}))
     result = analyze(h, exp, runs, assignments=arm_assignments(registry, h, mode, overrides), configs=configs,
                      execution_id=execution_id, mode=mode,
@@ -118,8 +121,10 @@ class SequentialDecision:
 
 
 def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str, *, execution_id: int,
-                        max_replicates: int | None = None) -> SequentialDecision:
-    """Decide after a replicate block of a `--sequential` execution whether to stop.
+                        max_replicates: int | None = None, through_replicate: int | None = None) -> SequentialDecision:
+    """Decide after a replicate block of a `--sequential` execution whether to stop: the look over the runs of the
+    replicates up to `through_replicate` (default all), as the runner made it after that block. A look is decided
+    from the stored runs alone, so a resumed execution makes each look of its killed runner again, the same.
 
     Stops when the always-valid tests decide (supported / falsified), when a validity check makes
     more data pointless (invalid), when the budget (design.max_replicates) is spent, or for futility:
@@ -131,7 +136,8 @@ def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str
     exp = registry.experiment_for(h)
     budget = max_replicates or (h.design.max_replicates if h.design and h.design.max_replicates else None) \
         or exp.design.max_replicates
-    a = analyze_stored(store, registry, hypothesis_id, execution_id=execution_id, sequential=True, budget=budget)
+    a = analyze_stored(store, registry, hypothesis_id, execution_id=execution_id, sequential=True, budget=budget,
+                       through_replicate=through_replicate)
     decision = _decision(a, budget)
     return replace(decision, look=sequential_look(a, budget, stop=decision.stop, verdict=decision.verdict,
                                                   futile=decision.futile))

@@ -197,20 +197,22 @@ async def _run_blocks(state: State, h: Harness) -> None:
             raise
         if p.mode == "sequential" and all(r.order_index in state.done for r in plan.runs if r.block in chunk):
             await state.recorder.flush()
-            decision = _sequential_decision(state)
+            # Over the runs up to this chunk: a resumed execution walks the chunks its killed runner had run, and
+            # makes their looks again as they were, not each over every stored run.
+            decision = _sequential_decision(state, max(r.replicate for r in plan.runs if r.block in chunk))
             if decision.stop:
                 state.stop_reason = decision.reasoning
                 return
 
 
-def _sequential_decision(state: State) -> Stopping:
+def _sequential_decision(state: State, through_replicate: int) -> Stopping:
     from workbench.analysis.stored import sequential_decision
 
     if state.decide is not None:
         return state.decide(state.store, state.execution_id)
     p = state.prepared
     decision = sequential_decision(state.store, p.registry, p.hypothesis.id, execution_id=state.execution_id,
-                                   max_replicates=p.max_replicates)
+                                   max_replicates=p.max_replicates, through_replicate=through_replicate)
     state.progress.looked(decision.look)
     if decision.look is not None and decision.look.held_by("attrition"):
         state.attrition_held.append(decision.look.look)
