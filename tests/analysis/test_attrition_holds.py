@@ -58,3 +58,15 @@ def test_a_verdict_the_attrition_check_holds_says_what_would_let_it_decide(store
     assert (d.look.look, d.stop) == (5, False) and d.look.held_by("attrition"), d.reasoning
     assert "failed" not in d.reasoning, d.reasoning
 
+
+def test_an_attrition_check_that_makes_the_verdict_invalid_is_told_so_not_as_holding_it(store, registry):
+    # The treatment's every run failed: the attrition check makes the verdict invalid, and the execution stops. The
+    # runner counted that look among those the check "held", and the stop line said the sequential test decided.
+    ex = add_execution(store, mode="sequential")
+    for r in (1, 2):
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": 12, "done": 68}, extra={"waiting_for_input": 10, "aborts": 3})
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes=None, status="failed")
+    d = sequential_decision(store, registry, HID, execution_id=ex)
+    assert d.stop and d.verdict == "invalid" and d.invalid_by == ("data", "attrition"), (d.invalid_by, d.reasoning)

@@ -165,3 +165,10 @@ def test_the_stop_line_names_the_looks_the_attrition_check_held() -> None:
         "line below says what would decide it)")
     assert "looks 5 and 6," in _why_stopped("wedge-confound is supported.", e, [5, 6])
     assert _why_stopped(f"{BUDGET_SPENT} 8 replicates is spent", e, [2, 4, 5]).endswith("at looks 2, 4 and 5")
+    # A check that made the verdict invalid stopped the execution: it did not hold the verdict, and no test decided.
+    assert _why_stopped("wedge-confound is invalid.", e, [5, 6], invalid_by=("attrition",)) == (
+        "stopped early after 8 blocks: the attrition check made the verdict invalid (its line below says why); the "
+        "attrition check held the verdict at looks 5 and 6")
+    assert _why_stopped("wedge-confound is invalid.", e, [], invalid_by=("data", "attrition")) == \
+        "stopped early after 8 blocks: the data and attrition checks made the verdict invalid (their lines below " \
+        "say why)"

@@ -118,6 +118,7 @@ class SequentialDecision:
     max_replicates: int = 0
     futile: bool = False  # stopped because no verdict is reachable within the budget (sequential.reachable)
     look: SequentialLook | None = None  # where each prediction stands at this look (the runner's progress line)
+    invalid_by: tuple[str, ...] = ()  # an invalid verdict's: the failed checks that made it so (the stop line)
 
 
 def sequential_decision(store: "Store", registry: "Registry", hypothesis_id: str, *, execution_id: int,
@@ -147,7 +148,9 @@ def _decision(a: Analysis, budget: int) -> SequentialDecision:
     """Stop or go on after the analysis `a` of the runs so far (`sequential_decision`)."""
     reps = a.replicates
     if a.verdict in ("supported", "falsified", "invalid"):
-        return SequentialDecision(True, a.verdict, a.reasoning, reps, budget)
+        invalid_by = tuple(c.name for c in a.checks if c.passed is not True and c.effect == "invalid")
+        return SequentialDecision(True, a.verdict, a.reasoning, reps, budget,
+                                  invalid_by=invalid_by if a.verdict == "invalid" else ())
     if reps >= budget:
         return SequentialDecision(True, "inconclusive",
                                   f"{BUDGET_SPENT} {budget} replicates is spent without a decision. " + a.reasoning,

@@ -73,6 +73,7 @@ class State:
     restore_failed: set[str] = field(default_factory=set)  # hosts whose restore failed: their lock is left marked
     stop_reason: str | None = None
     attrition_held: list[int] = field(default_factory=list)  # the looks the attrition check held (stop line)
+    invalid_by: tuple[str, ...] | None = None  # the stop's verdict is invalid: the checks that made it so
     target_desc: str = ""
     where: Callable[[str], str] = str  # a run's host as shown (Target.where)
     timing: dict[str, float] = field(default_factory=dict)
@@ -214,7 +215,9 @@ def _sequential_decision(state: State, through_replicate: int) -> Stopping:
     decision = sequential_decision(state.store, p.registry, p.hypothesis.id, execution_id=state.execution_id,
                                    max_replicates=p.max_replicates, through_replicate=through_replicate)
     state.progress.looked(decision.look)
-    if decision.look is not None and decision.look.held_by("attrition"):
+    if decision.stop and decision.verdict == "invalid":  # no check held it: one made it invalid, and it stops
+        state.invalid_by = decision.invalid_by
+    elif decision.look is not None and decision.look.held_by("attrition"):
         state.attrition_held.append(decision.look.look)
     return decision
 

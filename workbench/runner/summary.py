@@ -167,7 +167,8 @@ def _result(state: Any) -> ExecutionResult:
         runs_deleted=len(set(state.done) - {r.order_index for r in runs}), ran_by=_ran_by(state),
         proportions=tuple(n for n in p.experiment.metrics if display.is_proportion(p.experiment, n)),
         restore=state.restore_line, told=tuple(sorted(state.progress.told)))
-    return replace(res, stopped_early=_why_stopped(state.stop_reason, res, state.attrition_held))
+    return replace(res, stopped_early=_why_stopped(state.stop_reason, res, state.attrition_held,
+                                                   invalid_by=state.invalid_by))
 
 
 def _ran_by(state: Any) -> dict[str, Any]:
@@ -178,10 +179,12 @@ def _ran_by(state: Any) -> dict[str, Any]:
             "git_revision": rec.git_revision, "git_dirty": rec.git_dirty, "wb_version": rec.wb_version}
 
 
-def _why_stopped(reason: str | None, res: ExecutionResult, attrition_held: Sequence[int] = ()) -> str | None:
+def _why_stopped(reason: str | None, res: ExecutionResult, attrition_held: Sequence[int] = (), *,
+                 invalid_by: Sequence[str] | None = None) -> str | None:
     """Why a sequential execution stopped where it did, in a line (the verdict's reasoning says the rest), and the
     looks at which the attrition check held a verdict the units as a whole had reached: the verdict shown may
-    stand by the last look, but those looks are why the execution ran on."""
+    stand by the last look, but those looks are why the execution ran on. `invalid_by`: the verdict it stopped at
+    is invalid, made so by these checks (a check makes a verdict invalid, it does not hold it; no test decided)."""
     from workbench.analysis.stored import BUDGET_SPENT, FUTILE
 
     if reason is None:
@@ -192,6 +195,14 @@ def _why_stopped(reason: str | None, res: ExecutionResult, attrition_held: Seque
     elif reason.startswith(FUTILE):
         line = (f"stopped early after {display.count(blocks, 'block')}: no verdict is reachable within the budget "
                 "(futility)")
+    elif invalid_by is not None:
+        names = list(invalid_by)
+        made = f"the {names[0]} check made" if len(names) == 1 else \
+            f"the {', '.join(names[:-1])} and {names[-1]} checks made" if names else "a validity check made"
+        said = "their lines below say" if len(names) > 1 else "its line below says" if names else \
+            "the checks below say"
+        line = (f"stopped early after {display.count(blocks, 'block')}" if res.planned_runs < len(res.order) else
+                f"stopped at the last block of the budget ({blocks})") + f": {made} the verdict invalid ({said} why)"
     elif res.planned_runs < len(res.order):
         line = f"stopped early after {display.count(blocks, 'block')}: the sequential test decided"
     else:
@@ -204,6 +215,6 @@ def _why_stopped(reason: str | None, res: ExecutionResult, attrition_held: Seque
         "looks " + ", ".join(map(str, looks[:-1])) + f" and {looks[-1]}"
     if looks[-1] >= blocks:  # it holds the verdict still: the check's line says what would let it decide
         return f"{line}; the attrition check held the verdict at {said} (its line below says what would decide it)"
-    decided = not reason.startswith((BUDGET_SPENT, FUTILE))
+    decided = not reason.startswith((BUDGET_SPENT, FUTILE)) and invalid_by is None
     return f"{line}; the attrition check held the verdict at {said}" + \
         (", until the completed units alone decided as all units did" if decided else "")
