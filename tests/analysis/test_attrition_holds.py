@@ -59,6 +59,40 @@ def test_a_verdict_the_attrition_check_holds_says_what_would_let_it_decide(store
     assert "failed" not in d.reasoning, d.reasoning
 
 
+def test_a_resumed_runner_makes_the_looks_of_the_blocks_already_run_again_as_they_were(store, registry):
+    # A resumed runner walks the blocks its killed runner had run (every run done, none to make) and looks after
+    # each: each look was made over every stored run, the interrupted attempt of the next block counted as a failed
+    # run and a replicate, so every look was told as the last ("look 6", five times) and the looks the attrition
+    # check held, which the stop line names, were wrong. `_run_blocks` is called as the resume does, on a plan whose
+    # blocks are all done.
+    import asyncio
+    from types import SimpleNamespace
+
+    from workbench.runner.execute import _run_blocks
+    from workbench.runner.plan import make_plan
+
+    ex = add_execution(store, mode="sequential")
+    _replicates(store, ex, 0, 4)
+    add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed="5"), replicate=5,
+            outcomes=None, status="interrupted")
+    plan = make_plan(["control", "treatment"], 5, seed=1)
+    looked: list = []
+
+    async def flush() -> None:
+        pass
+
+    state = SimpleNamespace(
+        prepared=SimpleNamespace(mode="sequential", registry=registry, hypothesis=registry.hypothesis(HID),
+                                 max_replicates=12),
+        plan=plan, done={r.order_index for r in plan.runs}, recorder=SimpleNamespace(flush=flush),
+        progress=SimpleNamespace(looked=looked.append), store=store, execution_id=ex, decide=None,
+        attrition_held=[], invalid_by=None, stop_reason=None)
+    asyncio.run(_run_blocks(state, None))
+    assert [look.look for look in looked] == [1, 2, 3, 4, 5], [look.line() for look in looked]
+    assert state.attrition_held == [look.look for look in looked if look.held_by("attrition")] and \
+        5 in state.attrition_held, state.attrition_held
+
+
 def test_an_attrition_check_that_makes_the_verdict_invalid_is_told_so_not_as_holding_it(store, registry):
     # The treatment's every run failed: the attrition check makes the verdict invalid, and the execution stops. The
     # runner counted that look among those the check "held", and the stop line said the sequential test decided.

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import re
-import signal
 from collections import Counter
 from pathlib import Path
 
@@ -25,28 +21,6 @@ def _run(toy, **kw):
     kw.setdefault("show_progress", False)
     kw.setdefault("build_report", False)
     return run_hypothesis("toy-fix", db=toy.db, **kw)
-
-
-async def _sigterm_at_third_workload(stage, pr, seen={"n": 0}):  # noqa: B006  (one test uses it)
-    if stage == "workload":
-        seen["n"] += 1
-        if seen["n"] == 3:
-            os.kill(os.getpid(), signal.SIGTERM)
-            await asyncio.sleep(5)
-
-
-def test_a_resumed_sequential_execution_makes_its_killed_runners_looks_again_as_they_were(toy, capsys):
-    """The resumed runner looks again after each block its killed runner had run, but each look was made over every
-    stored run: the interrupted attempt of the next block counted as a failed run and as a replicate, so look 1
-    was told as "look 2", and the looks the attrition check held were those of the resumed runner alone."""
-    from workbench.runner.execute import RunInterrupted
-
-    with pytest.raises(RunInterrupted):
-        _run(toy, sequential=True, replicates=3, seed=3, show_progress=True, fault=_sigterm_at_third_workload)
-    assert re.findall(r"^look (\d+) of", capsys.readouterr().err, re.M) == ["1"]
-    s = _run(toy, resume=True, show_progress=True)
-    looks = re.findall(r"^look (\d+) of", capsys.readouterr().err, re.M)
-    assert looks == [str(n) for n in range(1, len({r["block"] for r in s["runs"]}) + 1)], looks
 
 
 def test_aa_runs_control_twice_under_two_names(toy):
