@@ -415,7 +415,7 @@ def test_ctrl_c_between_isolate_probes_says_how_to_resume(toy, monkeypatch):
     monkeypatch.setattr(RunnerOracle, "_look", interrupted)
     res = CliRunner().invoke(app, search)
     assert res.exit_code == 130, res.output
-    assert "Error: wb isolate was interrupted" in res.stderr and "Traceback" not in res.output
+    assert "Error: the search was interrupted" in res.stderr and "Traceback" not in res.output
     assert "--resume" in res.stderr.split("Hint:", 1)[1] and f"--db {toy.db}" in res.stderr
     assert toy.conf.read_bytes() == toy.original
     monkeypatch.setattr(RunnerOracle, "_look", real)
