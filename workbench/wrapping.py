@@ -16,6 +16,11 @@ WB_COMMANDS = frozenset({"hypothesis", "runs", "report", "confounds", "isolate",
 # A comparison between two words: kept with both ("n = 111", "92/325 = 28.3%", "P(X >= 15.3").
 _OPERATORS = frozenset({"=", "==", "!=", "<", ">", "<=", ">=", "≤", "≥", "≈", "±"})
 _BACKTICKED = re.compile(r"`[^`\n]+`")
+# A number and the unit word after it ("0.24 s", "512 KiB", "3 x"), and a word the number after it completes ("run 1",
+# "for 200", "after 0.7 s"): a line break between them left "analysis 0.24" / "s + report".
+_NUMBER = re.compile(r"[(\[~≈≤≥<>±+-]*\d[\d,.]*")
+_UNITS = frozenset({"s", "ms", "%", "B", "KiB", "MiB", "GiB", "x"})
+_BEFORE_NUMBER = frozenset({"run", "for", "after"})
 
 # The commands `keep_whole` was given, kept whole wherever a text shows them: the latest _KEPT_AT_MOST, oldest out
 # first, so a long process (a search's many executions, a test session) neither grows it nor slows each wrap by it.
@@ -105,6 +110,8 @@ def _atoms(text: str) -> list[str]:
     for i, (s, e) in enumerate(words):
         if text[s:e].strip() in _OPERATORS and 0 < i < len(words) - 1:
             spans.append((words[i - 1][0], words[i + 1][0] + 1))
+        if i < len(words) - 1 and _with_next(text[s:e].strip(), text[slice(*words[i + 1])].strip()):
+            spans.append((s, words[i + 1][0] + 1))
     # How many pieces cover each position past their first: a word starting where one does is inside it.
     inside = [0] * (len(text) + 1)
     for ss, se in spans:
@@ -120,6 +127,14 @@ def _atoms(text: str) -> list[str]:
         else:
             atoms.append(text[s:e])
     return atoms
+
+
+def _with_next(word: str, following: str) -> bool:
+    """Whether `word` and the word after it are one piece: a number and its unit ("0.24 s", the unit ending a clause
+    too: "40 ms,"), or "run", "for" or "after" and the number it is followed by ("(run 1:", "for 200")."""
+    if _NUMBER.fullmatch(word):
+        return following.rstrip(",;:.)]") in _UNITS
+    return word.lstrip("(").lower() in _BEFORE_NUMBER and _NUMBER.fullmatch(following.rstrip(",;:.)]%")) is not None
 
 
 def _written_commands(text: str, words: list[tuple[int, int]]) -> list[tuple[int, int]]:

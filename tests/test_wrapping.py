@@ -1,0 +1,32 @@
+"""Prose wrapped at a terminal's width (`wrapping.wrap`): a number stays with what belongs to it."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.wrapping import wrap
+
+
+@pytest.mark.parametrize("text, width, kept", [
+    # A number and its unit: "analysis 0.24" / "s + report 0.02 s" at 60 columns.
+    ("time: 12.3 s (runs 10.0 s, analysis 0.24 s + report 0.02 s, and the site written for", 40, "0.24 s"),
+    ("the workload moved 512 KiB then 3 MiB in 40 ms, 2.5x the control arm's bytes", 44, "40 ms,"),
+    ("the workload moved 512 KiB then 3 MiB in 40 ms, 2.5x the control arm's bytes", 34, "3 MiB"),
+    ("the decode server's copy ran 3 x slower than the one before the patch", 30, "3 x"),
+    # A count or a duration with the word it goes with: "leave --timeout out for" / "200".
+    ("Error: the workload timed out; leave --timeout out for 200 s or raise it", 56, "for 200 s"),
+    ("wedge-confound on sim: no run ended (at most 24 planned); it stopped after 0.7 s", 76, "after 0.7 s"),
+    ("confounds: aborts goes with leaks in every run here (run 1: leak=14, aborts=3; run 2: leak=9)", 31,
+     "(run 1:"),
+])
+def test_a_number_stays_with_its_unit_and_the_word_before_it(text, width, kept):
+    lines = wrap(text, width)
+    assert all(len(line) <= width for line in lines), lines
+    assert any(kept in line for line in lines), lines
+    assert " ".join(" ".join(lines).split()) == " ".join(text.split())
+
+
+def test_a_number_without_a_unit_still_breaks_where_it_must():
+    # "s" as a word of prose after a number that is no measure stays a break like any other; a number alone is a word
+    lines = wrap("the run took 3 attempts and 12 more were left over from the batch", 20)
+    assert lines == ["the run took 3", "  attempts and 12", "  more were left", "  over from the", "  batch"], lines
