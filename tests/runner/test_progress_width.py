@@ -74,12 +74,14 @@ class _Clock:
 def test_the_eta_is_the_mean_run_times_the_runs_left_and_never_blank(monkeypatch, sequential):
     # Rich's own ETA is a speed over its last 30 s: with runs of 15-25 s it went blank ("-:--:--") while a run
     # was in progress and jumped between runs. wb's is the mean duration of the runs ended here times the runs
-    # left, less what the run in progress has had; in sequential mode the plan is a budget, so at most that.
+    # left, less what the run in progress has had. In sequential mode the plan is a budget: the ETA is of its whole,
+    # the longest the execution may take, and an estimate as the other ("~"): it read "≤", a bound, yet a run longer
+    # than the mean moved its end past what it said before (268 -> 287 -> 306 s), as here from 80 s to 100 s.
     monkeypatch.setenv("FORCE_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "80")
     clock = _Clock()
     pr = PlannedRun(arm="control", replicate=0, block=0, order_index=0, host="local", values={})
-    bound = "≤ " if sequential else ""
+    bound = "~ " if sequential else ""
     seen = []
     with RunProgress(4, enabled=True, title="t", sequential=sequential, where=lambda host: "pdsim",
                      clock=clock) as progress:

@@ -196,8 +196,10 @@ class RunProgress:
         less what the runs in progress have had (each taken to end now once past the mean), the blocks that run at
         once (one a host) each group as long as its longest block (`blocks`; without them, the runs left over the
         hosts). Steady, where rich's speed over its last 30 s went blank ("-:--:--") and jumped with runs of
-        15-25 s. Before a run ended here, which run's end gives it ("after run 1"); in sequential mode "≤ 0:04:03",
-        since the plan is a budget and the execution may stop at any look."""
+        15-25 s. Before a run ended here, which run's end gives it ("after run 1"). In sequential mode it is of the
+        whole budget, the most the execution may run (it may stop at any look), and marked as an estimate, "~ 0:04:03":
+        it read "≤", yet a run longer than the mean moves it past what it said before, and no bound from the runs so far
+        holds (the next run may be the first to time out)."""
         if not self.took:
             return f"after run {self.done + 1}"
         mean = sum(self.took) / len(self.took)
@@ -211,7 +213,7 @@ class RunProgress:
             left = max(self.total - self.done, 0)
             work = (mean * left - sum(min(now - t, mean) for t in self.began.values())) / max(min(self.lanes, left), 1)
         eta = str(timedelta(seconds=math.ceil(max(work, 0.0))))
-        return f"≤ {eta}" if self.sequential else eta
+        return f"~ {eta}" if self.sequential else eta
 
     def finished(self, order_index: int, status: str, pr: PlannedRun | None = None, run_id: int | None = None,
                  ending: str | None = None) -> None:
