@@ -14,7 +14,7 @@ from rich.text import Text
 from workbench.runner.plan import PlannedRun
 from workbench.runner.progress import RunProgress
 
-TAIL = re.compile(r"(\d+/16|\d+ of at most 16) \d+:\d\d:\d\d ETA after run 4$")
+TAIL = re.compile(r"(\d+/16|\d+ of at most 16|\d+/≤16) \d+:\d\d:\d\d ETA after run 4$")
 
 
 def _drawn(progress: RunProgress) -> str:
@@ -160,3 +160,28 @@ def test_the_eta_of_several_hosts_counts_the_blocks_that_run_at_once():
     run(4, 5)
     clock.now += 3
     assert progress.remaining() == "0:00:17"
+
+
+@pytest.mark.parametrize("sequential", [False, True])
+def test_a_bar_shows_at_60_columns_in_both_modes(monkeypatch, sequential):
+    # At 60 columns a sequential execution drew no bar: "run 44 [workload] 15 of at most 24 0:03:13 ETA ≤ 0:01:35"
+    # and blanks, where a fixed one drew one. The count gives way first ("15/≤24"), so a bar of 10 cells or more fits.
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "60")
+    clock = _Clock()
+    with RunProgress(24, enabled=True, title="wedge-confound on sim", sequential=sequential,
+                     where=lambda host: "pdsim", short_title="wedge-confound", clock=clock) as progress:
+        progress.seed({i: "ok" for i in range(14)})
+        pr = PlannedRun(arm="treatment", replicate=7, block=7, order_index=14, host="local", values={})
+        progress.stage(pr, "workload", 43)
+        clock.now += 13
+        progress.finished(14, "ok", pr, 43)
+        progress.stage(PlannedRun(arm="control", replicate=7, block=7, order_index=15, host="local", values={}),
+                       "workload", 44)
+        clock.now += 180
+        line = _drawn_at(progress, 60)
+    assert len(line) <= 60 and "…" not in line, line
+    assert line.startswith("run 44 ") and "[workload]" in line, line
+    assert sum(line.count(c) for c in "━╸╺") >= 10, line
+    count = "15/≤24" if sequential else "15/24"
+    assert line.endswith(f" {count} 0:03:13 ETA {'~ ' if sequential else ''}0:01:44"), line

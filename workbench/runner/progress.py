@@ -278,7 +278,8 @@ class _RunLine:
     and the ETA, fitted to the terminal's width when drawn. The count and the times are always whole; the
     description takes the longest of its forms (task field `forms`, longest first) that leaves room for a bar,
     else for none, else the shortest cut with an ellipsis, judged by the form as wide as it can grow (field `fits`:
-    the same with the longest stage name) and given that width; the bar takes what is left, at most 40 columns.
+    the same with the longest stage name) and given that width; the bar takes what is left, at most 40 columns. A
+    sequential count's words ("of at most") give way to "3/≤16" before the bar does.
     (Rich's own columns cut whichever was widest: at 80 columns the count and times became "0:00:…".)"""
 
     BAR_MIN, BAR_MAX = 10, 40
@@ -295,13 +296,14 @@ class _RunLine:
     def __call__(self, task: Any) -> Any:
         return _FittedLine(task, self)
 
-    def tail(self, task: Any) -> list[Any]:
+    def tail(self, task: Any, short: bool = False) -> list[Any]:
         """The count, the elapsed time and the ETA, in rich's styles ("3/16" or "3 of at most 16": a sequential
-        execution's plan is its budget)."""
+        execution's plan is its budget; `short`, "3/≤16", where the words leave no room for a bar)."""
         from rich.progress import MofNCompleteColumn, TimeElapsedColumn
         from rich.text import Text
 
-        count = Text(f"{int(task.completed)} of at most {int(task.total)}", style="progress.download") \
+        done, total = int(task.completed), int(task.total)
+        count = Text(f"{done}/≤{total}" if short else f"{done} of at most {total}", style="progress.download") \
             if self.sequential else MofNCompleteColumn().render(task)
         eta = Text(self.remaining(), style="progress.remaining")
         return [count, TimeElapsedColumn().render(task), Text("ETA"), eta]
@@ -324,11 +326,15 @@ class _FittedLine:
         from rich.table import Column, Table
         from rich.text import Text
 
-        tail = self.column.tail(self.task)
-        room = options.max_width - sum(t.cell_len + 1 for t in tail)  # each with the space before it
         forms = self.task.fields.get("forms") or (self.task.description,)
         fits = self.task.fields.get("fits") or forms
-        with_bar = [i for i, f in enumerate(fits) if cell_len(f) + 1 + _RunLine.BAR_MIN <= room]
+        # The count's words give way before the bar does: "3 of at most 16", where no form leaves a bar room, "3/≤16".
+        for short in (False, True):
+            tail = self.column.tail(self.task, short)
+            room = options.max_width - sum(t.cell_len + 1 for t in tail)  # each with the space before it
+            with_bar = [i for i, f in enumerate(fits) if cell_len(f) + 1 + _RunLine.BAR_MIN <= room]
+            if with_bar or not self.column.sequential:
+                break
         alone = [i for i, f in enumerate(fits) if cell_len(f) <= room]
         i = (with_bar or alone or [len(forms) - 1])[0]
         text = forms[i]
