@@ -46,7 +46,8 @@ def wrap(text: str, width: int, indent: str | None = None) -> list[str]:
     that fits on a line is kept on one ("(it was down before)", "{hicache, geometry_fix}"), as is one within it where
     the outer does not fit, and a comparison ("14/80 = 18%"); a command to paste (one wb built, see `keep_whole`;
     one written out, `_written_commands`; one after a colon, `_COMMAND`) and a word wider than a line run on, never
-    broken.
+    broken. A command wb built or one after a colon starts a line where it does not fit on the current one, and the
+    text after it starts the next: a copy to the command's end takes nothing else along.
     The lines after the first start with `indent` (default: the text's own indent and two spaces more, so a wrapped
     line reads as going on the one above); no line ends in a space."""
     lead = text[:len(text) - len(text.lstrip(" "))]
@@ -57,14 +58,18 @@ def wrap(text: str, width: int, indent: str | None = None) -> list[str]:
     while queue:
         unit = queue.pop()
         shown = "".join(unit).rstrip()
-        if len(unit) > 1 and len(indent) + len(shown) > width:  # too wide for any line: its opening, then within
+        pasted = any(_KEPT in a for a in unit)
+        if len(unit) > 1 and (pasted or len(indent) + len(shown) > width):  # too wide, or a command within: split
             queue += [unit[:1], *_phrases(unit[1:])][::-1]
             continue
         if len(line) + len(shown) <= width or not line.strip():
             line += "".join(unit)
-            continue
-        lines.append(line.rstrip())
-        line = indent + "".join(unit)
+        else:
+            lines.append(line.rstrip())
+            line = indent + "".join(unit)
+        if pasted and queue:  # a copy to the command's end takes nothing after it along
+            lines.append(line.rstrip())
+            line = indent
     lines.append(line.rstrip())
     return [line.replace(_KEPT, " ") for line in lines]
 
@@ -79,6 +84,9 @@ _KEPT = "\x01"
 
 
 def _commands_kept(text: str) -> str:
+    for cmd in _commands:  # a command `keep_whole` was given: one word, told from prose by its _KEPT
+        if cmd in text:
+            text = text.replace(cmd, cmd.replace(" ", _KEPT))
     out: list[str] = []
     at = 0
     while (found := _COMMAND.search(text, at)) is not None:
@@ -101,11 +109,6 @@ def _atoms(text: str) -> list[str]:
     paste, a phrase in backticks and a comparison are each one piece."""
     words = [m.span() for m in _WORD.finditer(text)]
     spans = [(m.start(), m.end()) for m in _BACKTICKED.finditer(text)]
-    for cmd in _commands:
-        at = text.find(cmd)
-        while at >= 0:
-            spans.append((at, at + len(cmd)))
-            at = text.find(cmd, at + len(cmd))
     spans += _written_commands(text, words)
     for i, (s, e) in enumerate(words):
         if text[s:e].strip() in _OPERATORS and 0 < i < len(words) - 1:

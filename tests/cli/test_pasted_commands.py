@@ -117,3 +117,19 @@ def test_hints_that_name_a_command_say_it_after_a_colon_so_the_prose_wraps():
     hint = refused.value.hint
     assert hint == "to see the run ids: wb runs list; nothing was deleted"
     assert all(len(line) <= 30 for line in wrap(hint, 30)), wrap(hint, 30)
+
+
+def test_a_command_to_paste_ends_its_line_with_nothing_after_it() -> None:
+    """A command kept whole shared its line with the prose after it ('... --db /x/wb.duckdb (it finishes'), so a
+    copy to the command's end took the prose along. A kept command starts a line where it does not fit on the
+    current one, and the text after it starts the next."""
+    from workbench.wrapping import keep_whole
+
+    cmd = keep_whole("wb hypothesis run wedge-confound --resume --db /tmp/x/ws/wb.duckdb")
+    for width in (80, 60):
+        lines = wrap(f"restore it with the command that resumes that run, {cmd} and it finishes the run's "
+                     "remaining runs and frees the lock", width)
+        assert any(line.endswith(cmd) for line in lines), lines
+        rm = keep_whole("rm -f /tmp/x/ws/.wb/sim/serve.sh")
+        lines = wrap(f"put the original back by hand with {rm} and the next wb command then frees the lock", width)
+        assert any(line.endswith(rm) for line in lines) and all(len(line) <= width for line in lines), lines
