@@ -133,3 +133,68 @@ def test_a_command_to_paste_ends_its_line_with_nothing_after_it() -> None:
         rm = keep_whole("rm -f /tmp/x/ws/.wb/sim/serve.sh")
         lines = wrap(f"put the original back by hand with {rm} and the next wb command then frees the lock", width)
         assert any(line.endswith(rm) for line in lines) and all(len(line) <= width for line in lines), lines
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_each_command_a_refusal_gives_to_paste_is_alone_on_its_line(tmp_path: Path, capsys, width: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns the commands of a held or left target's refusal, and of `wb sim down`'s note, shared their line
+    with what followed: '(wb hypothesis run wedge-confound --resume --db /tmp/x/ws/wb.duckdb: it', '...wb.duckdb
+    (it', '(rm -f /tmp/x/ws/.wb/sim/serve.sh: the next wb'; copied to the command's end, `--db` got the path with
+    a colon, and `rm -f` removed nothing. Each command now ends its line, with nothing before it but the indent."""
+    import asyncio
+    import os
+    import socket
+
+    from workbench.runner.lock import Holder, TargetBusy, pid_space
+    from workbench.runner.restore import take_snapshots
+    from workbench.runner.targets.base import config_lock_file
+    from workbench.runner.targets.local import LocalTarget
+    from workbench.runner.targets.sim import refuse_while_in_use
+    from workbench.runner.takeover import _put_back_by_hand, _restore_by_hand
+
+    ws = tmp_path / "x" / "ws"
+    sdir, folder = ws / ".wb" / "sim", ws / "execution-e1"
+    sdir.mkdir(parents=True)
+    serve, lock = sdir / "serve.sh", Path(config_lock_file(str(sdir / "serve.sh")))
+    resume = resume_command_at(f"duckdb:///{ws / 'wb.duckdb'}", ws / "wb.duckdb", ws, "wedge-confound")
+    serve.write_text("nixl_abort_fix=off\n")
+    [snap] = asyncio.run(take_snapshots(LocalTarget(), {"local": str(serve)}, folder, owner="e" * 32)).values()
+    [written] = asyncio.run(take_snapshots(LocalTarget(), {"local": str(ws / "new.conf")}, ws / "e2",
+                                           owner="f" * 32)).values()
+    serve.write_text("nixl_abort_fix=on\n")  # the arm's config, left by the runner killed
+    gone = next(pid for pid in range(4_000_000, 4_100_000) if not os.path.exists(f"/proc/{pid}"))
+    holder = {"execution": "e" * 32, "host": socket.gethostname(), "pid": gone, "pid_start": "never",
+              "since": "2026-12-06T19:00:00", "what": "hypothesis wedge-confound", "resume": resume,
+              "folder": str(folder), "pid_space": pid_space()}
+    held = Holder.parse(json.dumps({**holder, "host": "gpu-1"}))
+    assert held is not None
+    errors = [BadInput("target pdsim is in use", hint=held.busy_hint(str(lock))),
+              BadInput("target local was left", hint="resume it, which puts the original back first:\n  "
+                       f"{resume}\nor {_put_back_by_hand(LocalTarget(), snap, str(lock))}"),
+              BadInput("left", hint=_put_back_by_hand(LocalTarget(), written, str(lock))),
+              BadInput("restore failed", hint=_restore_by_hand(LocalTarget(), "local", folder, "e" * 32, str(lock)))]
+    lock.write_text(json.dumps(holder))  # killed (kill -9): its pid is gone
+    with pytest.raises(TargetBusy) as refused:
+        refuse_while_in_use(sdir, "restart")
+    errors.append(refused.value)
+    note = refuse_while_in_use(sdir, "down")
+    assert note is not None
+    lock.write_text(json.dumps({**holder, "host": "gpu-1"}))  # a live runner elsewhere
+    with pytest.raises(TargetBusy) as refused:
+        refuse_while_in_use(sdir, "up")
+    errors.append(refused.value)
+    monkeypatch.setattr(common, "_stderr_width", lambda: width)
+    monkeypatch.setattr(common, "stderr_is_tty", lambda: True)
+    monkeypatch.setattr(common, "terminal_width", lambda: width)
+    for error in errors:
+        common._report(error)
+    common.echo_wrapped(f"Note: {note}", err=True)
+    lines = capsys.readouterr().err.splitlines()
+    rm, cp = f"rm -f {ws / 'new.conf'}", f"cp {snap.local_copy} {serve}"
+    for cmd, times in ((resume, 5), (cp, 4), (rm, 1)):
+        assert sum(cmd in line for line in lines) == times and all(
+            line.strip() == cmd for line in lines if cmd in line), (cmd, lines)
+    # Prose between words (a path wider than a line runs on); a command runs on, on its own line.
+    assert all(len(line) <= width or line.strip() in (resume, cp, rm) or " " not in line.strip()
+               for line in lines), lines

@@ -48,7 +48,7 @@ def test_a_search_killed_in_its_first_probe_is_resumed_and_restores_the_target(t
     assert "wb hypothesis run iso-" not in fresh, fresh
     # The complete command, every flag the search was started with (--db, --seed 1: not the refused one's 2),
     # quoted; run as printed, it resumes the search.
-    resume = fresh.split("resume it (", 1)[1].split(": it puts the original back first)", 1)[0]
+    resume = fresh.split("resume it, which puts the original back first:\n  ", 1)[1].split("\n", 1)[0]
     assert resume.startswith("wb isolate --experiment toy ") and resume.endswith(" --resume"), fresh
     assert "--region '>= 0.1'" in resume and " --seed 1 " in resume and f" --db {toy.db} " in resume, resume
     hold.unlink()

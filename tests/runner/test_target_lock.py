@@ -54,10 +54,9 @@ def test_a_lock_names_its_holder_as_the_user_knows_it_and_how_to_resume_it(toy):
                              "2026-12-01T09:00:00+00:00)"), str(ei.value)
     hint = ei.value.hint or ""
     assert hint.startswith("wait for it to finish, or stop it (Ctrl-C, or kill 4242 on gpu-box-7: it restores "
-                           "the target); if its runner is gone, resume it on gpu-box-7 "
-                           "(wb hypothesis run toy-fix --resume: "
-                           "it puts the original config back and frees the lock), or put the original "
-                           "back by hand and remove "), hint
+                           "the target); or put the original back by hand and remove "), hint
+    assert ("; if its runner is gone, resume it on gpu-box-7, which puts the original config back and frees the "
+            "lock:\n  wb hypothesis run toy-fix --resume\n") in hint, hint
     assert str(_lock_file(toy)) in hint and toy.conf.read_bytes() == toy.original and toy.restarts() == []
 
 

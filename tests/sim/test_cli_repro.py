@@ -223,10 +223,9 @@ def test_a_sim_refusal_names_the_holder_as_the_runner_refusal_does(tmp_path, cli
                      "since 2026-12-01T09:00:00+00:00): `wb sim restart` would change the deployment under its "
                      "runs. Nothing was changed"), err
     assert hint.startswith("wait for it to finish, or stop it (Ctrl-C, or kill 4242 on gpu-box-7: it restores "
-                           "the target); if its runner is gone, resume it on gpu-box-7 "
-                           "(wb hypothesis run wedge-confound --resume: "
-                           "it puts the original config back and frees the lock), or put the original "
-                           "back by hand and remove "), hint
+                           "the target); or put the original back by hand and remove "), hint
+    assert ("; if its runner is gone, resume it on gpu-box-7, which puts the original config back and frees the "
+            "lock:\n  wb hypothesis run wedge-confound --resume\n") in hint, hint
     assert str(lock) in hint and "e" * 32 not in err and sorted(p.name for p in sdir.iterdir()) == [lock.name]
 
 

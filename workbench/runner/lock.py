@@ -162,10 +162,11 @@ class Holder:
     def busy_hint(self, lock: str) -> str:
         """What to do about a target this owner holds, in the same words wherever it is refused (`wb hypothesis run`,
         `wb isolate`, `wb sim`): wait or stop it; where its runner is gone (which only its host can tell), resume
-        it; else put the original back by hand and remove `lock`."""
+        it; else put the original back by hand and remove `lock`. The command ends the text, on a line of its own:
+        copied to its end it takes nothing else along."""
         return (f"wait for it to finish, or stop it (Ctrl-C, or kill {self.pid} on {self.host}: it restores the "
-                f"target); if its runner is gone, resume it on {self.host} ({self.resume_command()}: it puts the "
-                f"original config back and frees the lock), or put the original back by hand and remove {lock}")
+                f"target); or put the original back by hand and remove {lock}; if its runner is gone, resume it on "
+                f"{self.host}, which puts the original config back and frees the lock:\n  {self.resume_command()}")
 
     @classmethod
     def parse(cls, text: str) -> "Holder | None":

@@ -184,8 +184,8 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
     raise TargetBusy(
         f"target {target.describe(host)} was left by {which}, whose runner (pid {holder.pid} on {holder.host}, "
         f"since {holder.since}) died before restoring it: {why}",
-        hint=f"resume it ({resume}: it puts the original back first), or "
-             f"{_put_back_by_hand(target, saved_snapshots(folder, holder.execution).get(host))} and remove {lock_file}")
+        hint=f"resume it, which puts the original back first:\n  {resume}\nor "
+             f"{_put_back_by_hand(target, saved_snapshots(folder, holder.execution).get(host), lock_file)}")
 
 
 async def check_saved_originals(state: "State", target: Target, paths: dict[str, str], locked: set[str]) -> None:
@@ -243,21 +243,30 @@ def _holder_resume(state: "State", known: Any, holder: "Holder") -> str:
     return holder.resume or "wb hypothesis run ID --resume against the store that holds it"
 
 
-def _put_back_by_hand(target: Target, snap: Snapshot | None) -> str:
+def _put_back_by_hand(target: Target, snap: Snapshot | None, lock_file: str) -> str:
+    """Put the original back by hand and remove `lock_file`; the command that puts it back last, on a line of its
+    own (a copy to its end takes nothing else along)."""
     if snap is None:
-        return "put the original config back by hand"
+        return f"put the original config back by hand and remove {lock_file}"
     if snap.data is None:
-        return f"remove the config it wrote, which did not exist before ({put_back_command(target, snap)})"
-    return f"put the original back ({put_back_command(target, snap)})"
+        return (f"remove the config it wrote, which did not exist before, and {lock_file}; the config with:\n"
+                f"  {put_back_command(target, snap)}")
+    return (f"put the original back by hand and remove {lock_file}; the original with:\n"
+            f"  {put_back_command(target, snap)}")
 
 
 def _restore_by_hand(target: Target, host: str, folder: Any, owner: str, lock_file: str) -> str:
     """What to do about a target whose restore failed: put the original back, then run again (the lock, left so
-    that no run takes the arm's config for the original, is then taken over)."""
-    how = _put_back_by_hand(target, saved_snapshots(folder, owner).get(host))
+    that no run takes the arm's config for the original, is then taken over). The command that puts it back last,
+    on a line of its own."""
+    snap = saved_snapshots(folder, owner).get(host)
+    how = ("put the original config back by hand" if snap is None else
+           "remove the config it wrote, which did not exist before," if snap.data is None else "put the original back")
+    told = ("" if snap is None else
+            f"\nto {'remove it' if snap.data is None else 'put it back'}:\n  {put_back_command(target, snap)}")
     return (f"{how} and restart the service, as the failed run printed; then run again: wb takes the lock over "
             f"once the config is the original (removing {lock_file} instead would make the config as it is now "
-            "the original of every later run)")
+            f"the original of every later run){told}")
 
 
 def _recover(state: "State") -> None:

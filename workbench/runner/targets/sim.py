@@ -233,16 +233,16 @@ def refuse_while_in_use(sim_dir: str | Path | None, command: str) -> str | None:
         lock, holder = held[0]
         raise TargetBusy(f"pdsim in {sdir} is in use by {holder.owner()}: `wb sim {command}` would change the "
                          "deployment under its runs. Nothing was changed",
-                         hint=f"{holder.busy_hint(shlex.quote(str(lock)))}. `wb sim status` and `wb sim journal` "
-                              "work meanwhile")
+                         hint=f"{holder.busy_hint(shlex.quote(str(lock)))}\n(`wb sim status` and `wb sim journal` "
+                              "work meanwhile)")
     left = _left_changed(sdir)
     if left is None:
         return None
     what, hint = left
     if command != "down":
         raise TargetBusy(f"{what}. `wb sim {command}` would change it. Nothing was changed",
-                         hint=f"{hint}. `wb sim status` and `wb sim journal` work meanwhile")
-    return f"{what}. The serve file, the lock and the saved original are kept: {hint}"
+                         hint=f"{hint}\n(`wb sim status` and `wb sim journal` work meanwhile)")
+    return f"{what}. The serve file, the lock and the saved original are kept; {hint}"
 
 
 def _left_changed(sdir: Path) -> tuple[str, str] | None:
@@ -266,13 +266,14 @@ def _left_changed(sdir: Path) -> tuple[str, str] | None:
                else "was killed before it restored it")
         what = (f"pdsim in {sdir} was left changed by {holder.label()}, whose runner (pid {holder.pid} on "
                 f"{holder.host}, since {holder.since}) {how}: {why}")
-        by_hand = (f"put the original back by hand ({by_hand}: the next wb command then frees the lock)" if by_hand
-                   else f"if the serve file is as it should be, remove {shlex.quote(str(lock))}")
+        # Each command to paste ends the text or its line (a copy to its end takes nothing else along).
+        by_hand = (f"put the original back by hand (the next wb command then frees the lock):\n  {by_hand}"
+                   if by_hand else f"if the serve file is as it should be, remove {shlex.quote(str(lock))}")
         if holder.restore_failed:  # its execution ended: there is no run to resume
             return what, by_hand
-        return what, (f"restore it with the command that resumes that run: {holder.resume_command()} (it finishes "
-                      "the run's remaining runs, or stops at once on Ctrl-C, then puts the original serve file back "
-                      f"and frees the lock); or {by_hand}")
+        return what, ("restore it with the command that resumes that run (it finishes the run's remaining runs, or "
+                      "stops at once on Ctrl-C, then puts the original serve file back and frees the lock):\n  "
+                      f"{holder.resume_command()}\nor {by_hand}")
     return None
 
 
