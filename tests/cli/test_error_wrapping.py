@@ -87,3 +87,21 @@ def test_errors_wrap_at_the_width_of_the_terminal_stderr_is_on(monkeypatch):
             assert common._stderr_width() == 60
         finally:
             os.close(main)
+
+
+def test_validates_count_line_wraps_on_a_terminal_and_is_one_line_piped(monkeypatch, capsys):
+    """`wb hypothesis validate`'s last line ('1 problem found; more may show once it is fixed (...)', 155
+    characters) was written as it was on a terminal too, past its width."""
+    from workbench.errors import BadInput, ConfigErrors
+
+    error = ConfigErrors([BadInput("hypotheses.yaml:3: field isolates: unknown variable x")], waiting=True)
+    summary = error.summary()
+    assert len(summary) > 80
+    monkeypatch.setattr(common, "_stderr_width", lambda: 80)
+    common._report(error)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[1] == "1 problem found; more may show once it is fixed (a hypothesis with a problem in", lines
+    assert all(len(line) <= 80 for line in lines) and " ".join(s.strip() for s in lines[1:]) == summary, lines
+    monkeypatch.setattr(common, "_stderr_width", lambda: None)
+    common._report(error)
+    assert capsys.readouterr().err.splitlines()[1:] == [summary]

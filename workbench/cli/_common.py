@@ -67,7 +67,7 @@ def _report(exc: WbError) -> None:
             later = "".join(f"\n{said(line, None if line.startswith(' ') else '  ')}" for line in rest.split("\n"))
             err.write(said(f"Hint: {first}") + (later if rest else "") + "\n")
     if isinstance(exc, ConfigErrors):
-        err.write(f"{exc.summary()}\n")
+        err.write(said(exc.summary()) + "\n")
     err.flush()
 
 
