@@ -221,9 +221,9 @@ def test_a_runner_killed_mid_run_keeps_pdsim_for_its_resume(bench, cli, monkeypa
     # It says what still restores the serve file: the command whole on one line (the note ran on, one line), the
     # prose around it wrapped between words.
     note = res.stderr.splitlines()
-    assert len(note) > 2 and any(holder["resume"] in line for line in note), res.stderr
+    assert len(note) > 2 and any(line.strip() == holder["resume"] for line in note), res.stderr
     assert all(len(line) <= 80 or " " not in line.strip() or holder["resume"] in line
-               or line.lstrip().startswith("(cp ") for line in note), res.stderr  # a path, a command: whole
+               or line.lstrip().startswith("cp ") for line in note), res.stderr  # a path, a command: whole
     assert control.status(bench.sim_dir).state == "down" and bench.serve() == left and lock.exists()
     go.touch()
     # The printed command, run in this process (`cli`: the console script's command tree) as `wb` would run it.
