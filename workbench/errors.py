@@ -93,12 +93,14 @@ class ConfigErrors(BadInput):
     its file unchecked (YAML that does not parse, an entry that is not a mapping). Message, hint and where are the
     first's."""
 
-    def __init__(self, problems: list[BadInput], *, stopped: bool = False, waiting: bool = False) -> None:
+    def __init__(self, problems: list[BadInput], *, stopped: bool = False, waiting: bool = False,
+                 refused: str | None = None) -> None:
         first = problems[0]
         super().__init__(first.message, hint=first.hint, where=first.where)
         self.problems = problems
         self.stopped = stopped
         self.waiting = waiting  # some entry was not checked against its experiment: more may show once fixed
+        self.refused = refused  # what these problems stop (a run of a hypothesis whose lineage holds them)
 
     def parts(self) -> list[WbError]:
         return list(self.problems)
@@ -106,6 +108,8 @@ class ConfigErrors(BadInput):
     def summary(self) -> str:
         n = len(self.problems)
         found = f"{count(n, 'problem')} found"
+        if self.refused:
+            return f"{found}; {self.refused}"
         if self.stopped:
             return (f"{found}; a file that cannot be read or parsed, or an entry that is not a mapping, stops the "
                     "checking of its file there: what follows is checked once it is fixed")

@@ -331,4 +331,8 @@ def test_an_entry_with_a_problem_stops_only_its_own_lineage(toy, cli):
     assert [i["id"] for i in listed["items"]] == ["toy-fix", "toy-grandchild"], out
     code, out, err = cli("hypothesis", "run", "toy-grandchild", "--db", toy.db)
     assert code == 2 and "(hypothesis toy-child, field falsifed_if)" in err and out == "", (code, out, err)
+    # The parent's problem is told as what refuses the run, its hint kept.
+    assert "Hint: did you mean 'falsified_if'?" in err, err
+    assert err.endswith("1 problem found; hypothesis 'toy-grandchild' is not run until it is fixed: its parent "
+                        "'toy-child' has it\n"), err
     assert not os.path.exists(toy.db)

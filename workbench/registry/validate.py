@@ -231,7 +231,13 @@ class Apart:
         cur: str | None = hid
         while cur is not None and cur not in seen:
             if cur in broken:
-                raise ConfigErrors(list(broken[cur].problems))
+                problems = list(broken[cur].problems)
+                if cur == hid:
+                    raise ConfigErrors(problems)
+                whose = f"its parent {cur!r}" if len(seen) == 1 else f"{cur!r}, an ancestor (parent of {seen[-1]!r}),"
+                them = "it is" if len(problems) == 1 else "they are"
+                raise ConfigErrors(problems, refused=f"hypothesis {hid!r} is not run until {them} fixed: {whose} "
+                                                     f"has {'it' if len(problems) == 1 else 'them'}")
             seen.append(cur)
             cur = parent_of.get(cur)
 
