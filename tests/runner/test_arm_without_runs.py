@@ -37,7 +37,7 @@ def test_an_arm_whose_runs_all_failed_leaves_no_verdict_standing(toy, cli):
     assert data.endswith("(this makes the result invalid)"), data
     attrition = next(line for line in out.splitlines() if "] attrition:" in line)
     assert "over all units and over completed units" not in attrition and "stands" not in attrition, attrition
-    assert "treatment: 1 run failed and was left out: the arm has no completed run" in attrition, attrition
+    assert "treatment: 1 failed run was left out: the arm has no completed run" in attrition, attrition
     code, out, err = cli("hypothesis", "show", "toy-crash", "--json", "--db", toy.db)
     assert code == 0 and json.loads(out)["status"] == "invalid", (out, err)
     code, out, err = cli("hypothesis", "analyze", "toy-crash", "--no-record", "--db", toy.db)

@@ -61,6 +61,17 @@ def _unrun(arm: str, runs: list[RunData]) -> str:
             f"({run_failure(runs[0])}{also})")
 
 
+def _not_completed(runs: list[RunData]) -> str:
+    """Runs that did not complete, counted by how they ended as `wb runs show` gives it: "1 failed run was",
+    "2 interrupted runs were", "1 failed run and 1 interrupted run were"."""
+    by_status: dict[str, int] = {}
+    for r in runs:
+        by_status[r.status] = by_status.get(r.status, 0) + 1
+    said = [display.count(n, f"{status} run") for status, n in by_status.items()]
+    told = said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+    return f"{told} {'was' if len(runs) == 1 else 'were'}"
+
+
 def run_failure(r: RunData) -> str:
     """How a run that did not end ok ended, from its stored error ("[stage] reason"): "run 2 failed during its
     health stage: health never green ...", the reason on one line and cut to REASON_CHARS."""
@@ -403,8 +414,7 @@ def attrition(arms: dict[str, list[RunData]], failed: dict[str, list[RunData]], 
         if total > 0 and done == 0:
             flags.append(f"{a}: every unit was lost, so the arm measured nothing")
         if failed.get(a):
-            were = "was" if len(failed[a]) == 1 else "were"
-            flags.append(f"{a}: {display.count(len(failed[a]), 'run')} failed and {were} left out"
+            flags.append(f"{a}: {_not_completed(failed[a])} left out"
                          + ("" if runs else ": the arm has no completed run, so it measured nothing"))
     known = [a for a in per_arm if per_arm[a]["units"] > 0]
     p_between = None
