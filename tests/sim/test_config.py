@@ -9,7 +9,7 @@ import pytest
 
 from workbench.errors import BadInput
 from workbench.sim.config import (DEFAULTS, VARIABLES, ServeConfig, parse_serve_text,
-                                  read_serve_file, render_serve_file)
+                                  read_serve_file, render_serve_file, with_overrides)
 
 
 def test_defaults_cover_every_variable_and_are_valid():
@@ -61,6 +61,18 @@ def test_bad_serve_file_names_file_and_line(tmp_path, text, line, words):
     assert f"{path}:{line}" in str(err.value)
     assert words in str(err.value)
     assert err.value.exit_code == 2
+
+
+@pytest.mark.parametrize("name, value, said", [
+    ("hicache", "maybe", "--set hicache: 'maybe' is not one of on, off"),
+    ("time_scale", "fast", "--set time_scale: 'fast' is not a number"),
+])
+def test_a_bad_set_names_the_variable_once(name, value, said):
+    """`wb sim up --set hicache=maybe` said `--set hicache: hicache='maybe' ...`, the name twice; it now reads as
+    `hypothesis run` says it."""
+    with pytest.raises(BadInput) as err:
+        with_overrides(DEFAULTS, {name: value})
+    assert err.value.message == said and err.value.exit_code == 2
 
 
 def test_missing_file_is_bad_input(tmp_path):

@@ -69,6 +69,9 @@ def normalize(name: str, value: Any, *, where: str = "") -> str:
                        hint=did_you_mean(name, VARIABLES, "known variables: " + ", ".join(VARIABLES)))
     spec = VARIABLES[name]
     text = str(value).strip()
+    # `--set hicache: 'maybe' ...` as `hypothesis run` says it: where the flag names the variable, it is not
+    # named again; a serve file's line (file:3) is not a name, so there it is.
+    said = repr(text) if where == f"--set {name}" else f"{name}={text!r}"
     if isinstance(spec, tuple):
         low = text.lower()
         if spec == _ON:
@@ -77,20 +80,20 @@ def normalize(name: str, value: Any, *, where: str = "") -> str:
             from workbench.registry.common import did_you_mean
 
             given_as = where if where.startswith("--set ") else name
-            raise BadInput(f"{prefix}{name}={text!r} is not one of {', '.join(spec)}",
+            raise BadInput(f"{prefix}{said} is not one of {', '.join(spec)}",
                            hint=did_you_mean(low, spec) or f"e.g. {given_as}={spec[0]}")
         return low
     try:
         num = spec(text)
     except ValueError:
-        raise BadInput(f"{prefix}{name}={text!r} is not a{'n int' if spec is int else ' number'}") \
+        raise BadInput(f"{prefix}{said} is not a{'n int' if spec is int else ' number'}") \
             from None
     if spec is float and not (num > 0 and num < 1e6):
-        raise BadInput(f"{prefix}{name}={text!r} must be a positive number")
+        raise BadInput(f"{prefix}{said} must be a positive number")
     if name == "seed" and num < 0:
-        raise BadInput(f"{prefix}seed={text!r} must be >= 0")
+        raise BadInput(f"{prefix}{said} must be >= 0")
     if name.endswith("_port") and not 1 <= num <= 65535:
-        raise BadInput(f"{prefix}{name}={text!r} is not a TCP port (1-65535)")
+        raise BadInput(f"{prefix}{said} is not a TCP port (1-65535)")
     return str(num)
 
 
