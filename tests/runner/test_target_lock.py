@@ -217,7 +217,8 @@ def test_a_stop_landing_as_the_lock_is_written_leaves_no_lock(tmp_path):
 
 
 @pytest.mark.parametrize("elsewhere", [True, False], ids=["another-machine", "this-machine"])
-def test_wb_sim_judges_a_lock_dead_only_where_its_runners_pid_means_something(tmp_path, cli, elsewhere):
+def test_wb_sim_judges_a_lock_dead_only_where_its_runners_pid_means_something(tmp_path, cli, elsewhere,
+                                                                             monkeypatch):
     """`wb sim` runs on the host whose pdsim it drives and reads the lock there, which a runner on another machine
     took over ssh: a pid on another machine cannot be checked, so that lock is live. A host name alone did not tell
     the machines apart (two hosts, or a container and its host, may share one): the lock of a runner elsewhere with
@@ -245,6 +246,19 @@ def test_wb_sim_judges_a_lock_dead_only_where_its_runners_pid_means_something(tm
         assert lock.read_text() == json.dumps(holder, sort_keys=True) + "\n"
     else:  # a dead runner here, its original not saved: down stops the servers and keeps the lock for a resume
         assert code == 0 and "killed before it restored it" in err, (code, out, err)
+        # Put back by hand, the lock is freed by the commands that check it (through _left_changed), not by any wb
+        # command (`wb sim status` left it): the note names them.
+        from workbench.runner.targets import sim as sim_target
+
+        monkeypatch.setattr(sim_target, "_not_original", lambda holder: ("serve.sh was changed", "rm -f serve.sh"))
+        _, by_hand = sim_target._left_changed(sim)
+        assert by_hand.endswith("put the original back by hand (rm -f serve.sh: then the next wb sim up, down, "
+                                "restart, repro or bench frees the lock; wb sim status and journal only read)"), by_hand
+        monkeypatch.setattr(sim_target, "_not_original", lambda holder: (None, None))  # and it was put back
+        _, _, err = cli("sim", "status", "--dir", str(sim))
+        assert lock.exists(), err
+        _, _, err = cli("sim", "repro", "--dir", str(sim))  # refused all the same: pdsim is down
+        assert not lock.exists(), err
 
 
 def test_a_lock_that_cannot_be_removed_is_recorded_and_said_with_the_restore(toy, tmp_path, monkeypatch, cli):

@@ -267,7 +267,8 @@ def _left_changed(sdir: Path) -> tuple[str, str] | None:
         what = (f"pdsim in {sdir} was left changed by {holder.label()}, whose runner (pid {holder.pid} on "
                 f"{holder.host}, since {holder.since}) {how}: {why}")
         # Each command to paste ends the text or its line (a copy to its end takes nothing else along).
-        by_hand = (f"put the original back by hand (the next wb command then frees the lock):\n  {by_hand}"
+        by_hand = (f"put the original back by hand (then the next wb sim up, down, restart, repro or bench frees the "
+                   f"lock; wb sim status and journal only read):\n  {by_hand}"
                    if by_hand else f"if the serve file is as it should be, remove {shlex.quote(str(lock))}")
         if holder.restore_failed:  # its execution ended: there is no run to resume
             return what, by_hand
