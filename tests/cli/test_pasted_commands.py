@@ -4,6 +4,7 @@ a hint's later lines too, and a phrase or a comparison that fits on a line stays
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,17 @@ def test_each_command_a_refusal_gives_to_paste_is_alone_on_its_line(tmp_path: Pa
     # Prose between words (a path wider than a line runs on); a command runs on, on its own line.
     assert all(len(line) <= width or line.strip() in (resume, cp, rm) or " " not in line.strip()
                for line in lines), lines
+
+
+def test_the_resume_command_names_the_workbench_wherever_it_is_pasted(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Given from inside the workbench the resume command named no --root, though its --db was absolute: pasted from
+    another folder it failed (`no hypotheses.yaml in /tmp`). It names the workbench's absolute folder always, quoted
+    for the shell."""
+    root = tmp_path / "my bench"
+    (root / "sub").mkdir(parents=True)
+    db = root / "wb.duckdb"
+    monkeypatch.chdir(root / "sub")
+    resume = resume_command_at(f"duckdb:///{db}", db, "..", "wedge-confound")
+    assert resume == f"wb hypothesis run wedge-confound --resume --db '{db}' --root '{root}'", resume
+    assert shlex.split(resume)[-4:] == ["--db", str(db), "--root", str(root)], resume

@@ -69,10 +69,10 @@ def test_ctrl_c_before_a_resume_parsed_its_flags_says_how_to_continue(toy, cli, 
     monkeypatch.chdir(toy.root)
     code, _, err = cli("hypothesis", "run", "toy-fix", "--resume", "--db", toy.db, env={"WB_ROOT": str(toy.root)})
     assert (code, err) == (130, RESUME_NOT_STARTED + f"Hint: continue with: wb hypothesis run toy-fix --resume "
-                                                     f"--db {toy.db}\n")
+                                                     f"--db {toy.db} --root {toy.root.resolve()}\n")
     code, out, err = cli("--db", "rel.duckdb", "hypothesis", "run", "--seed", "7", "toy-fix", "--json", "--resume",
                          env={"WB_ROOT": str(toy.root)})
-    resume = f"wb hypothesis run toy-fix --resume --db {toy.root.resolve() / 'rel.duckdb'}"
+    resume = f"wb hypothesis run toy-fix --resume --db {toy.root.resolve() / 'rel.duckdb'} --root {toy.root.resolve()}"
     assert (code, err) == (130, RESUME_NOT_STARTED + f"Hint: continue with: {resume}\n")
     assert json.loads(out)["resume"] == resume
 
@@ -86,9 +86,10 @@ def test_ctrl_c_before_a_resume_never_shows_the_stores_password(toy, cli, monkey
     monkeypatch.chdir(toy.root)
     code, out, err = cli("hypothesis", "run", "toy-fix", "--resume", "--json", "--db",
                          "postgresql://alice:s3cret@db.invalid/wb", env={"WB_ROOT": str(toy.root)})
-    assert (code, err) == (130, RESUME_NOT_STARTED + "Hint: continue with: wb hypothesis run toy-fix --resume\n")
+    resume = f"wb hypothesis run toy-fix --resume --root {toy.root.resolve()}"
+    assert (code, err) == (130, RESUME_NOT_STARTED + f"Hint: continue with: {resume}\n")
     doc = json.loads(out)
-    assert doc["resume"] == "wb hypothesis run toy-fix --resume" and "s3cret" not in out, doc
+    assert doc["resume"] == resume and "s3cret" not in out, doc
 
 
 def test_another_command_interrupted_early_is_still_plainly_interrupted(toy, cli, monkeypatch) -> None:

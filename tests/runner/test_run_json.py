@@ -77,7 +77,7 @@ def test_an_interrupted_run_with_json_prints_an_envelope_with_its_status_and_res
     assert code == 130, err[-2000:]
     doc = json.loads(out)
     assert (doc["ok"], doc["status"], doc["execution_id"], doc["seed"]) == (False, "interrupted", 1, 5), doc
-    assert doc["resume"] == f"wb hypothesis run toy-fix --resume --db {toy.db}"
+    assert doc["resume"] == f"wb hypothesis run toy-fix --resume --db {toy.db} --root {toy.root.resolve()}"
     assert sorted(r["status"] for r in doc["runs"]) == ["interrupted", "ok"]
     assert sum(a["runs_ok"] for a in doc["arms"].values()) == 1
     assert doc["error"]["exit_code"] == 130 and doc["error"]["hint"] == f"continue with: {doc['resume']}"
@@ -170,7 +170,7 @@ def test_an_interrupted_run_prints_what_it_recorded_and_ctrl_c_while_its_resume_
     before = store_rows(toy.db, "SELECT id, status, ended_at, error FROM executions")
     assert [r[1] for r in before] == ["interrupted"], before
     gate.write_text("")
-    resume = f"wb hypothesis run toy-fix --resume --db {toy.db}"
+    resume = f"wb hypothesis run toy-fix --resume --db {toy.db} --root {toy.root.resolve()}"
     code, out, err = _interrupt_the_check(toy, tmp_path, marker, "--resume")
     assert code == 130, err
     assert err == ("Error: interrupted before the resume started: nothing was run or recorded, and any interrupted "
@@ -229,7 +229,7 @@ def test_ctrl_c_once_the_execution_is_opened_records_it_interrupted(toy, cli, mo
     assert code == 130, err
     rows = store_rows(toy.db, "SELECT id, status, ended_at IS NULL, error FROM executions")
     assert [r[:3] for r in rows] == [(1, "interrupted", False)] and rows[0][3], rows
-    resume = f"wb hypothesis run toy-fix --resume --db {toy.db}"
+    resume = f"wb hypothesis run toy-fix --resume --db {toy.db} --root {toy.root.resolve()}"
     doc = json.loads(out)
     assert (doc["ok"], doc["status"], doc["resume"]) == (False, "interrupted", resume), doc
     assert doc["error"]["hint"] == f"continue with: {resume}", doc
@@ -276,7 +276,7 @@ def test_sigterm_or_sighup_once_the_execution_is_opened_records_it_interrupted(t
     assert code == 128 + sig, err
     rows = store_rows(toy.db, "SELECT id, status, ended_at IS NULL, error FROM executions")
     assert [r[:3] for r in rows] == [(1, "interrupted", False)] and rows[0][3], rows
-    resume = f"wb hypothesis run toy-fix --resume --db {toy.db}"
+    resume = f"wb hypothesis run toy-fix --resume --db {toy.db} --root {toy.root.resolve()}"
     assert err == ("Error: interrupted before the first run of execution 1: no run was started, and the target was "
                    f"not touched\nHint: continue with: {resume}\n"), err
     doc = json.loads(out)
@@ -405,7 +405,8 @@ def test_a_stop_while_the_event_loop_is_made_says_only_that_it_was_interrupted(t
     assert len(opened) == 2, "the stop was not injected"
     assert code == 128 + sig, err
     assert err.endswith("Error: interrupted after 0 of 4 runs ok; the target was not touched\n"
-                        f"Hint: continue with: wb hypothesis run toy-fix --resume --db {toy.db}\n"), err
+                        f"Hint: continue with: wb hypothesis run toy-fix --resume --db {toy.db} "
+                        f"--root {toy.root.resolve()}\n"), err
     assert [f"{u.exc_type.__name__}: {u.exc_value}" for u in unraisable] == []
     assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
     assert store_rows(toy.db, "SELECT status, error FROM executions") == [("interrupted", "interrupted")]

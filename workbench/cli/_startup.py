@@ -62,7 +62,7 @@ def begin(argv: list[str], cli: Callable[[], Any]) -> None:
 def resume_command(argv: list[str], cli: Any) -> str | None:
     """The command that continues the execution `wb ... hypothesis run ID --resume ...` names, as the run's own
     stop gives it (`takeover.resume_command_at`): no --json, no other flag, an absolute --db (none that carries a
-    password), --root where the current folder is outside the workbench. None where the line names no ID."""
+    password), the workbench's absolute --root. None where the line names no ID."""
     from workbench.app import Workbench
     from workbench.errors import BadInput
     from workbench.registry.loader import find_root

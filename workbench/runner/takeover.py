@@ -131,7 +131,8 @@ def _resume_of(state: "State", hypothesis_id: str, origin: dict[str, Any] | None
 
 def resume_command(store: Store, root: Path | str, hid: str) -> str:
     """The command that resumes the execution, with the store it is in (it named no store: run elsewhere, it
-    read the default one and found nothing to resume) and the workbench when this folder is not in it."""
+    read the default one and found nothing to resume) and the workbench's absolute folder (--root), so that it
+    works pasted in any folder."""
     return resume_command_at(store.url, store.path, root, hid)
 
 
@@ -144,9 +145,8 @@ def resume_command_at(url: str, path: Path | None, root: Path | str, hid: str) -
         args += ["--db", str(path)]
     elif not url_has_password(url):
         args += ["--db", url]
-    root = Path(root).resolve()
-    if not Path.cwd().resolve().is_relative_to(root):
-        args += ["--root", str(root)]
+    # Always the workbench's absolute --root, as the --db is absolute: the command works pasted in any folder.
+    args += ["--root", str(Path(root).resolve())]
     return keep_whole(shlex.join(args))
 
 
