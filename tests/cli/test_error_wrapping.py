@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import workbench.cli._common as common
-from workbench.errors import RunFailure
+from workbench.errors import BadInput, ConfigErrors, RunFailure
 
 RESUME = ("wb hypothesis run wedge-confound --resume --root /home/someone/projects/deploy-debugging "
           "--db /home/someone/projects/deploy-debugging/wb.duckdb")
@@ -28,6 +28,18 @@ def test_a_short_resume_command_stays_on_the_hints_line_and_prose_still_wraps(mo
     lines = capsys.readouterr().err.splitlines()
     assert all(len(line) <= 80 for line in lines) and len(lines) == 3, lines
     assert lines[-1].endswith("resumes with: wb isolate --resume 3"), lines
+
+
+def test_the_count_line_of_several_problems_wraps_as_the_lines_above_it(monkeypatch, capsys):
+    """The line after the problems (`1 problem found; ...`) was written whole, past the terminal's width, where the
+    `Error:` lines above it wrap; a hypothesis refused for its parent's problem makes it long."""
+    monkeypatch.setattr(common, "_stderr_width", lambda: 80)
+    refused = ("hypothesis 'token-granular-geometry-deployment' is not run until it is fixed: its parent "
+               "'token-granular-geometry' has it")
+    common._report(ConfigErrors([BadInput("unknown field 'clam'", hint="did you mean 'claim'?")], refused=refused))
+    lines = capsys.readouterr().err.splitlines()
+    assert all(len(line) <= 80 for line in lines) and len(lines) == 4, lines
+    assert " ".join(line.strip() for line in lines[2:]) == f"1 problem found; {refused}", lines
 
 
 def test_piped_the_hint_is_one_line(monkeypatch, capsys):
