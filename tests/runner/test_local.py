@@ -335,4 +335,10 @@ def test_an_entry_with_a_problem_stops_only_its_own_lineage(toy, cli):
     assert "Hint: did you mean 'falsified_if'?" in err, err
     assert err.endswith("1 problem found; hypothesis 'toy-grandchild' is not run until it is fixed: its parent "
                         "'toy-child' has it\n"), err
+    hyp.write_text(hyp.read_text() + "  - id: toy-great\n    parent: toy-grandchild\n    claim: g\n"
+                   "    experiment: toy\n    kind: reachability\n    probe: {targets: ['m:C']}\n"
+                   "    predicts: [{target: 'm:C', at_least: 1}]\n")
+    code, out, err = cli("hypothesis", "run", "toy-great", "--db", toy.db)
+    assert code == 2 and err.endswith("1 problem found; hypothesis 'toy-great' is not run until it is fixed: "
+                                      "'toy-child', an ancestor (parent of 'toy-grandchild'), has it\n"), err
     assert not os.path.exists(toy.db)
