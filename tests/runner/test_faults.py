@@ -235,7 +235,7 @@ def test_after_a_failed_restore_the_next_run_says_so_and_waits_for_the_original(
     assert "whose restore failed" in res.output and "died" not in res.output, res.output
     assert toy.conf.read_text() == "fix=on\nmode=ok\n" and len(toy.restarts()) == restarts  # untouched
     hint = res.output[res.output.index("Hint: "):]
-    copy = hint[hint.index("(cp ") + 1:hint.index(")", hint.index("(cp "))]
+    copy = next(line.strip() for line in hint.splitlines() if line.strip().startswith("cp "))  # a line of its own
     subprocess.run(copy, shell=True, check=True)
     s = _run(toy, replicates=1)
     assert [r["status"] for r in s["runs"]] == ["ok", "ok"]
