@@ -78,8 +78,7 @@ def wrap(text: str, width: int, indent: str | None = None) -> list[str]:
 # PATH" or the ssh line that runs that on its host): pasted from two lines, each would run as a command of its own.
 # It is one unit, its spaces held by _KEPT while the text is wrapped, up to a phrase in parentheses after it or the
 # next clause ("; "), outside quotes, or the line's end.
-_COMMAND = re.compile(r"(?<=: )(?:wb (?:bundle|confounds|db|hypothesis|import|isolate|kernel|lineage|report|review|"
-                      r"runs|schema|sim)\b|ssh |rm -f )[^\n]*")
+_COMMAND = re.compile(r"(?<=: )(?:wb (?:" + "|".join(sorted(WB_COMMANDS)) + r")\b|ssh |rm -f )[^\n]*")
 _KEPT = "\x01"
 
 

@@ -57,6 +57,10 @@ def test_a_phrase_within_a_phrase_and_a_comparison_stay_on_one_line() -> None:
     assert wrap("wb reads ~/.ssh/config through asyncssh, which knows most options", 36)[0] == \
         "wb reads ~/.ssh/config through", "prose that starts with wb is not a command"
     assert WB_COMMANDS == set(common.COMMAND_ORDER)
+    # A command after a colon is found for every one of wb's commands (the pattern once listed them by hand).
+    from workbench.wrapping import _COMMAND
+
+    assert all(_COMMAND.search(f"to see it: wb {c} --json") for c in common.COMMAND_ORDER)
 
 
 def test_a_long_text_wraps_in_linear_time_and_keep_whole_remembers_a_bounded_number() -> None:
