@@ -97,6 +97,11 @@ def test_errors_wrap_at_the_width_of_the_terminal_stderr_is_on(monkeypatch):
         monkeypatch.delenv("COLUMNS", raising=False)
         try:
             assert common._stderr_width() == 60
+            # A warning on stderr (`echo_wrapped(..., err=True)`) too: it took stdout's width.
+            common.echo_wrapped("warning: " + "the site was built from another store than this one, " * 2, err=True)
+            tty.flush()
+            lines = os.read(main, 4096).decode().splitlines()
+            assert len(lines) > 1 and all(len(line) <= 60 for line in lines), lines
         finally:
             os.close(main)
 

@@ -629,13 +629,13 @@ def emit_rows(fmt: str, columns: list[str], rows: list[list[Any]], items: list[A
 def echo_wrapped(text: str, indent: str | None = None, *, err: bool = False) -> None:
     """A line of prose or of a summary: on a terminal wrapped between words at its width (`wrapping.wrap`: later lines
     indented by `indent`, by default two more than the text's own); piped, one line whatever its length, for grep.
-    `err`: on stderr (a warning), wrapped where stderr is a terminal."""
+    `err`: on stderr (a warning), wrapped where stderr is a terminal, at its width (`_stderr_width`, as errors)."""
     from workbench.wrapping import wrap
 
-    if not (stderr_is_tty() if err else is_tty()):
+    width = _stderr_width() if err else terminal_width() if is_tty() else None
+    if width is None:
         typer.echo(text, err=err)
         return
-    width = terminal_width()
     typer.echo("\n".join(out for line in text.split("\n") for out in wrap(line, width, indent)), err=err)
 
 
