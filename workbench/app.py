@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from workbench.registry.hypothesis import Hypothesis
     from workbench.registry.folder import Registry
     from workbench.registry.validate import Apart
+    from workbench.report.context import LeftOut
     from workbench.runner.execute import RunOptions
     from workbench.runner.plan import PlannedRun
     from workbench.runner.summary import ExecutionResult
@@ -365,11 +366,25 @@ class Workbench(StoredRuns):
             self._registry = self._apart_read.registry
         return self._apart_read
 
+    def _intact(self, hypothesis_id: str | None = None) -> "Registry":
+        """The registry without its broken entries, for a read that goes on without them (show, analyze, lineage,
+        confounds, report, review list; `left_out` says which were left out); `hypothesis_id`, asked for by id,
+        is bad input when its own entry is one of them."""
+        apart = self._apart()
+        if hypothesis_id is not None:
+            apart.check_own(hypothesis_id)
+        return apart.registry
+
+    def left_out(self) -> "Apart | None":
+        """The registry as a read that left out broken entries found it (None when it read the registry whole, or
+        no entry was left out)."""
+        return self._apart_read if self._apart_read is not None and self._apart_read.broken else None
+
     def hypothesis(self, hypothesis_id: str) -> HypothesisDetail:
         from workbench.analysis import display
         from workbench.registry.experiment import per_replicate_names
 
-        reg = self.registry
+        reg = self._intact(hypothesis_id)
         h = reg.hypothesis(hypothesis_id)
         exp = reg.experiments.get(h.experiment)
         named = [p.metric for p in h.predicts if not p.target] + [g.metric for g in h.requires]
@@ -388,7 +403,7 @@ class Workbench(StoredRuns):
         from workbench.analysis.stored import analyze_stored, record_verdict
         from workbench.analysis.verdict import unread_arms
 
-        h = self.registry.hypothesis(hypothesis_id)  # bad id -> exit 2 before the store is touched
+        h = self._intact(hypothesis_id).hypothesis(hypothesis_id)  # bad id -> exit 2 before the store is touched
         if not self._store_exists():  # no store holds no runs: none is created to record nothing
             raise _no_evidence(h, self.registry, any_hypothesis)
         with self.store(read_only=not record) as store:
@@ -523,6 +538,8 @@ class Workbench(StoredRuns):
         to hypotheses.yaml as a draft; its proposal then says whether it was written (False: already there)."""
         from workbench.analysis.confounds import scan_confounds
 
+        if not write:  # --write appends to hypotheses.yaml: only to a file whose every entry passed
+            self._intact(hypothesis_id)
         if hypothesis_id is not None:
             self.registry.hypothesis(hypothesis_id)  # an unknown id is bad input before the store is touched
         with self.store(read_only=True) as store:
@@ -546,12 +563,20 @@ class Workbench(StoredRuns):
         from workbench.report import build_site
 
         return build_site(store, self.registry, Path(out) if out is not None else Path(self.registry.root) / "reports",
-                          artifacts=self.settings.artifacts, default=out is None)
+                          artifacts=self.settings.artifacts, default=out is None, left_out=self._left_out_pages())
+
+    def _left_out_pages(self) -> "tuple[LeftOut, ...]":
+        """The entries a read of the registry left out, as the site and the Markdown name them."""
+        from workbench.report.context import LeftOut
+
+        broken = self._apart_read.broken if self._apart_read is not None else ()
+        return tuple(LeftOut(b.id, tuple(p.message for p in b.problems)) for b in broken)
 
     def report(self, *, out: str | Path | None = None, fmt: str = "html",
                hypothesis_id: str | None = None) -> ReportResult:
         """Build the site under `out` (default: reports/ in the workbench folder), or Markdown with fmt="md"."""
         fmt = report_format(fmt)
+        self._intact(hypothesis_id)
         if hypothesis_id is not None:
             self.registry.hypothesis(hypothesis_id)  # a clear error for an unknown id before any work
         with self.store(read_only=True) as store:
@@ -559,14 +584,16 @@ class Workbench(StoredRuns):
                 from workbench.report.markdown import board_markdown, hypothesis_markdown
 
                 text = (hypothesis_markdown(store, self.registry, hypothesis_id) if hypothesis_id
-                        else board_markdown(store, self.registry))
+                        else board_markdown(store, self.registry, self._left_out_pages()))
                 return ReportResult("md", markdown=text)
             site = self._site(store, out)
         return ReportResult("html", site=site,
                             page=site["hypotheses"][hypothesis_id] if hypothesis_id else site["index"])
 
     def lineage(self) -> list[LineageNode]:
-        """The hypotheses in registry order, each with its status and depth below its root."""
+        """The hypotheses in registry order, each with its status and depth below its root (an entry with a problem
+        of its own left out: `left_out`)."""
+        self._intact()
         statuses = self.hypotheses()
         parent = {s.hypothesis.id: s.hypothesis.parent for s in statuses}
         nodes = []
@@ -582,7 +609,7 @@ class Workbench(StoredRuns):
         """Parent edges and an assumption's `tested_by` edges, as `wb lineage --json` prints them."""
         from workbench.report.lineage import registry_edges
 
-        return registry_edges(self.registry.hypotheses)
+        return registry_edges(self._intact().hypotheses)
 
     # ------------------------------------------------------------------ team review
     def review(self, hypothesis_id: str, *, decision: str, body: str, as_name: str | None = None,
@@ -632,7 +659,8 @@ class Workbench(StoredRuns):
 
         from workbench.analysis.status import current_statuses, overrides_by_execution, prediction_keys
 
-        hyps = [self.registry.hypothesis(hypothesis_id)] if hypothesis_id else list(self.registry.hypotheses)
+        reg = self._intact(hypothesis_id)
+        hyps = [reg.hypothesis(hypothesis_id)] if hypothesis_id else list(reg.hypotheses)
         verdicts, reviews, executions = [], [], []
         if self._store_exists():
             with self.store(read_only=True) as store:

@@ -45,7 +45,7 @@ def when(stamp: str | None) -> str:
         return stamp
 
 
-def _report(exc: WbError) -> None:
+def _report(exc: WbError, label: str = "Error") -> None:
     """The `Error:` line and `Hint:` of an error; of each problem in turn, then how many, for several at once. On a
     terminal each line is wrapped at its width as prose is, a hint's later lines too (under their own indent); a
     command to paste in any of them (a resume, a failed restore's) is kept whole (`wrapping.wrap`)."""
@@ -61,7 +61,7 @@ def _report(exc: WbError) -> None:
     own = exc.hint if len(parts) > 1 and exc.hint and all(exc.hint != p.hint for p in parts) else None
     for hint, message in [*((one.hint, one.message) for one in parts), *([(own, None)] if own else [])]:
         if message is not None:
-            err.write(said(f"Error: {message}") + "\n")
+            err.write(said(f"{label}: {message}") + "\n")
         if hint:  # the whole's own (`own`) after its parts'
             first, _, rest = hint.partition("\n")
             later = "".join(f"\n{said(line, None if line.startswith(' ') else '  ')}" for line in rest.split("\n"))
@@ -69,6 +69,22 @@ def _report(exc: WbError) -> None:
     if isinstance(exc, ConfigErrors):
         err.write(said(exc.summary()) + "\n")
     err.flush()
+
+
+@contextmanager
+def telling_left_out(wb: "Workbench", asked: str | None = None) -> Iterator[None]:
+    """A command that reads the registry without its broken entries (`Workbench.left_out`): after it, their problems
+    on stderr as `wb hypothesis list` tells them, each a `Warning:` line, and the entries under "broken" in the
+    --json envelope. `asked`, the entry asked for by id, is told as the command's error, not warned about again."""
+    try:
+        yield
+    finally:
+        apart = wb.left_out()
+        if apart is not None:
+            _envelope.add(broken=apart.to_dicts())
+            warning = apart.left_out(asked)
+            if warning is not None:
+                _report(warning, label="Warning")
 
 
 @contextmanager

@@ -9,7 +9,7 @@ import typer
 from workbench.analysis import display
 from workbench.cli import _common
 from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, echo_wrapped, emit_rows, list_format,
-                                   open_workbench)
+                                   open_workbench, telling_left_out)
 
 if TYPE_CHECKING:
     from workbench.analysis.confounds import Finding
@@ -35,8 +35,10 @@ def register(app: typer.Typer) -> None:
 
         The default text is one finding a paragraph; --format table|csv|tsv gives one a row."""
         chosen = list_format(fmt, json_) if (fmt or json_) else "text"
-        findings = sorted(open_workbench(db, root).confounds(hypothesis, write=write),
-                          key=lambda f: (not f.flagged, not f.across_executions, f.kind, f.factor))
+        wb = open_workbench(db, root)
+        with telling_left_out(wb, hypothesis):
+            findings = sorted(wb.confounds(hypothesis, write=write),
+                              key=lambda f: (not f.flagged, not f.across_executions, f.kind, f.factor))
         if chosen != "text":
             # csv and tsv carry the proposed experiment as their last column; the table keeps to the findings
             proposal = ["proposal"] if chosen in ("csv", "tsv") else []

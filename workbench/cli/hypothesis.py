@@ -9,7 +9,7 @@ import typer
 
 from workbench.cli._common import (DbOption, FailOnOption, FormatOption, JsonOption, RootOption, echo_wrapped,
                                    emit_rows, exit_on_verdict, fail_on, list_format, new_app, open_workbench,
-                                   print_json, reader_may_leave, when)
+                                   print_json, reader_may_leave, telling_left_out, when)
 from workbench.plurals import count
 
 if TYPE_CHECKING:
@@ -50,7 +50,9 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
     """Show one hypothesis: claim, arms, predictions, guards, assumptions and the latest verdict.
 
     On a terminal each line wraps between words at its width; piped, each item is one line (grep)."""
-    d = open_workbench(db, root).hypothesis(hypothesis_id)
+    wb = open_workbench(db, root)
+    with telling_left_out(wb, hypothesis_id):
+        d = wb.hypothesis(hypothesis_id)
     if json_:
         print_json(d.to_dict())
         return
@@ -155,7 +157,8 @@ def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbO
     no verdict of a controlled run (`wb hypothesis run`)."""
     failing = fail_on(fail_on_)
     wb = open_workbench(db, root)
-    result = wb.analyze(hypothesis_id, record=record, any_hypothesis=any_hypothesis)
+    with telling_left_out(wb, hypothesis_id):
+        result = wb.analyze(hypothesis_id, record=record, any_hypothesis=any_hypothesis)
     status = wb.hypothesis(hypothesis_id).current if record else None
     if json_:
         from workbench.analysis.results import marked_checks

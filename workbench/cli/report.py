@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, echo_wrapped, emit_rows, is_tty,
-                                   list_format, open_workbench, print_json, terminal_width)
+                                   list_format, open_workbench, print_json, telling_left_out, terminal_width)
 from workbench.plurals import count
 
 if TYPE_CHECKING:
@@ -55,7 +55,9 @@ def register(app: typer.Typer) -> None:
 
             raise BadInput("--open: --format md prints to stdout; --open opens the HTML site",
                            hint="leave out --format md to build the site and open it")
-        result = open_workbench(db, root).report(out=out, fmt=fmt, hypothesis_id=hypothesis)
+        wb = open_workbench(db, root)
+        with telling_left_out(wb, hypothesis):
+            result = wb.report(out=out, fmt=fmt, hypothesis_id=hypothesis)
         replaced = (result.site or {}).get("replaced_store")
         if replaced:  # on stderr, with --json too: the site's other readers were looking at another store
             echo_wrapped(f"Warning: {Path(result.site['index']).parent} was built from the store {replaced}; it now "
@@ -92,7 +94,8 @@ def register(app: typer.Typer) -> None:
         json) the hypotheses under "items", as every listing, and the graph's "edges" beside them."""
         chosen = list_format(fmt, as_json) if (fmt or as_json) else "tree"
         wb = open_workbench(db, root)
-        nodes = wb.lineage()
+        with telling_left_out(wb):
+            nodes = wb.lineage()
         if chosen == "json":
             rows = [n.to_dict() for n in nodes]
             # "nodes" is the name wb: 1 first shipped these rows under; it stays (the same list) while the
@@ -111,7 +114,8 @@ def lineage_text(nodes: list["LineageNode"], *, width: int | None = None) -> str
     siblings below it, `│` carrying the parent's line past it) or `└─` (the last). `width`: a terminal's, at which
     each claim wraps between words, as every line of the CLI does on a terminal, its later lines indented under the
     tree's lines carried down (an id and a status are never broken: where they alone do not fit, the line runs on);
-    None, in a pipe: one hypothesis a line, whatever its length."""
+    None, in a pipe: one hypothesis a line, whatever its length. A child whose parent is not among `nodes` (its entry
+    left out for a problem of its own) stands as a root, its parent named."""
     ids = {n.status.hypothesis.id for n in nodes}
     children: dict[str | None, list["LineageNode"]] = {}
     for n in nodes:
@@ -130,6 +134,8 @@ def lineage_text(nodes: list["LineageNode"], *, width: int | None = None) -> str
         below = lead + {"": "", "├─ ": "│  ", "└─ ": "   "}[branch]
         kids = [c for c in children.get(h.id, []) if c.status.hypothesis.id not in seen]
         head = f"{lead}{branch}{h.id}  [{n.status.status}]"
+        if h.parent is not None and h.parent not in ids:  # its parent's entry has a problem of its own
+            head += f"  (its parent {h.parent} is left out)"
         claim = " ".join(h.claim.replace("\t", " ").splitlines())  # one hypothesis a line, as in a piped listing
         lines += _node_lines(head, claim, width, below + ("│  " if kids else "   ") + "  ")
         branches = ["├─ "] * (len(kids) - 1) + ["└─ "]

@@ -8,7 +8,7 @@ import typer
 
 from workbench.cli import _envelope
 from workbench.cli._common import (DbOption, FormatOption, JsonOption, RootOption, echo_wrapped, emit_rows,
-                                   list_format, open_workbench, print_json, when)
+                                   list_format, open_workbench, print_json, telling_left_out, when)
 
 
 def _decision(approve: bool, request_changes: bool, comment: bool, hypothesis_id: str) -> str:
@@ -106,7 +106,9 @@ def register(app: typer.Typer) -> None:
         if args and args[0] == "list":
             if len(args) > 2:
                 raise BadInput("wb review list takes at most one hypothesis", hint="wb review list [HYPOTHESIS]")
-            _emit_states(wb.review_states(args[1] if len(args) == 2 else None), list_format(fmt, json_))
+            with telling_left_out(wb, args[1] if len(args) == 2 else None):
+                states = wb.review_states(args[1] if len(args) == 2 else None)
+            _emit_states(states, list_format(fmt, json_))
             return
         if len(args) != 1:
             raise BadInput("name one hypothesis to review", hint='wb review HYPOTHESIS --approve -m "TEXT"')

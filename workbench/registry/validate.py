@@ -222,6 +222,31 @@ class Apart:
         found = [p for b in self.broken for p in b.problems]
         return ConfigErrors(found) if found else None
 
+    def check_own(self, hid: str) -> None:
+        """Raise the problems of `hid`'s own entry when it is set apart: asked for by id, it is bad input."""
+        own = [p for b in self.broken if b.id == hid for p in b.problems]
+        if own:
+            raise ConfigErrors(own)
+
+    def left_out(self, asked: str | None = None) -> "ConfigErrors | None":
+        """The problems of the entries set apart, `asked` (told as an error of its own) not among them; None when
+        none is left. Its summary says which entries a command that goes on without them leaves out."""
+        kept = [b for b in self.broken if asked is None or b.id != asked]
+        found = [p for b in kept for p in b.problems]
+        if not found:
+            return None
+        ids = [repr(b.id) for b in kept if b.id is not None]
+        nameless = len(kept) - len(ids)
+        named = ", ".join(ids + (["an entry without an id"] if nameless == 1 else
+                                 [f"{nameless} entries without an id"] if nameless else []))
+        which = "the entry" if len(kept) == 1 else "the entries"
+        return ConfigErrors(found, refused=f"left out: {which} {named} (every problem: wb hypothesis validate)")
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """Each entry set apart with its problems, as a --json output carries them."""
+        return [{"id": b.id, "problems": [{"message": p.message, "hint": p.hint, "where": p.where}
+                                          for p in b.problems]} for b in self.broken]
+
     def check_lineage(self, hid: str) -> None:
         """Raise the problems of `hid`'s own entry or of an entry of its lineage (its parent, theirs, ...) set
         apart: a hypothesis runs only when it and every ancestor were checked."""

@@ -46,6 +46,7 @@ class Card:
     review: str = ""          # awaiting review | approved | changes requested | stale | nothing to review
     review_note: str = ""     # "parent changed: re-review" when it applies
     status_note: str = ""     # exploratory, verdicts under --set overrides (analysis.status)
+    parent_page: bool = True  # the parent has a page (an entry with a problem of its own has none: left out)
 
 
 @dataclass
@@ -55,6 +56,14 @@ class Column:
     cards: list[Card]
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """An entry of hypotheses.yaml the site was built without (a problem of its own): its id (None where it gives
+    none) and each problem as `wb hypothesis validate` words it."""
+    id: str | None
+    problems: tuple[str, ...]
+
+
 @dataclass
 class IndexContext:
     page: Page
@@ -62,6 +71,7 @@ class IndexContext:
     n_hypotheses: int
     n_runs: int
     n_verdicts: int
+    left_out: tuple[LeftOut, ...] = ()
 
 
 @dataclass

@@ -294,7 +294,9 @@ def _verdict_view(stored: dict[str, Any] | None, analysis: Analysis | None) -> t
 
 def _assumptions(h: Hypothesis, registry: Registry, status_of: dict[str, str]) -> list[AssumptionView]:
     claims = {x.id: x.claim for x in registry.hypotheses}
-    return [AssumptionView(a.text, Link(f"{a.tested_by}.html", a.tested_by) if a.tested_by else None,
+    # A hypothesis left out (an entry with a problem of its own) has no page to link to.
+    return [AssumptionView(a.text, Link(f"{a.tested_by}.html" if a.tested_by in claims else "", a.tested_by)
+                           if a.tested_by else None,
                            status_of.get(a.tested_by) if a.tested_by else None, claims.get(a.tested_by or "", ""))
             for a in h.assumptions]
 
@@ -521,7 +523,9 @@ def build(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis
     return HypothesisContext(
         page=page, id=h.id, claim=h.claim, notes=h.notes, kind=h.kind, status=status_of.get(h.id, h.status),
         experiment=h.experiment,
-        parent=Link(f"{h.parent}.html", h.parent) if h.parent else None,
+        # A parent left out (an entry with a problem of its own) has no page to link to.
+        parent=Link(f"{h.parent}.html" if any(p.id == h.parent for p in registry.hypotheses) else "",
+                    h.parent) if h.parent else None,
         children=[Link(f"{c.id}.html", c.id) for c in registry.children(h.id)],
         isolates=h.isolates, hold=sorted(h.hold.items()), arm_names=list(h.arm_names), arm_rows=_arm_rows(h, registry),
         config_diffs=_config_diffs(arm_names, runs, execution), predictions=predictions,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from workbench.report.context import HypothesisContext, Page
+from workbench.report.context import HypothesisContext, LeftOut, Page
 
 if TYPE_CHECKING:
     from workbench.registry.folder import Registry
@@ -147,8 +147,9 @@ def hypothesis_markdown(store: Store, registry: Registry, hypothesis_id: str) ->
     return render(ctx)
 
 
-def board_markdown(store: Store, registry: Registry) -> str:
-    """Markdown table of every hypothesis with its status, key number and date."""
+def board_markdown(store: Store, registry: Registry, left_out: tuple[LeftOut, ...] = ()) -> str:
+    """Markdown table of every hypothesis with its status, key number and date; under it, each entry of
+    hypotheses.yaml left out for a problem of its own (`left_out`), with its problems."""
     from datetime import datetime, timezone
 
     from workbench.report import pages
@@ -165,4 +166,8 @@ def board_markdown(store: Store, registry: Registry) -> str:
             status = c.status + (f" ({c.status_note})" if c.status_note else "")
             out.append(f"| {md_code(c.id, cell=True)} | {md_text(status)} | {md_text(c.key_number)} | "
                        f"{md_text(c.date or '–')} | {md_text(review)} |")
+    if left_out:
+        out += ["", "Left out (a problem of its own; every problem: `wb hypothesis validate`):", ""]
+        out += [f"- {md_code(e.id) if e.id is not None else 'an entry without an id'}: "
+                + "; ".join(md_text(p) for p in e.problems) for e in left_out]
     return "\n".join(out) + "\n"

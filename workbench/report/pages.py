@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 from workbench.analysis import display
 from workbench.analysis.results import Analysis
 from workbench.report import bridge, hypothesis_page, lineage, stats
-from workbench.report.context import (Card, Column, ConfoundContext, FindingView, IndexContext, LineageContext, Link,
-                                      Page, RestsOn, RunRow, RunsContext)
+from workbench.report.context import (Card, Column, ConfoundContext, FindingView, IndexContext, LeftOut, LineageContext,
+                                      Link, Page, RestsOn, RunRow, RunsContext)
 from workbench.report.data import StoreData
 
 if TYPE_CHECKING:
@@ -29,8 +29,9 @@ def status_of(registry: Registry, data: StoreData) -> dict[str, str]:
 
 
 def index(registry: Registry, data: StoreData, statuses: dict[str, str], page: Page,
-          analyses: dict[str, Any] | None = None) -> IndexContext:
+          analyses: dict[str, Any] | None = None, left_out: tuple[LeftOut, ...] = ()) -> IndexContext:
     cards: dict[str, list[Card]] = {s: [] for s in COLUMN_TITLES}
+    ids = {h.id for h in registry.hypotheses}
     for h in registry.hypotheses:
         v = data.verdicts.get(h.id)
         st = statuses[h.id] if statuses[h.id] in cards else "open"
@@ -42,9 +43,10 @@ def index(registry: Registry, data: StoreData, statuses: dict[str, str], page: P
                               verdict=v["verdict"] if v else None,
                               key_number=key_number(h, registry, data, (analyses or {}).get(h.id, (None,))[0]),
                               date=((v or {}).get("created_at") or last_run or "")[:10], parent=h.parent,
-                              runs=len(runs), status_note=data.status_note(h.id), **_card_review(data, h.id)))
+                              runs=len(runs), status_note=data.status_note(h.id), **_card_review(data, h.id),
+                              parent_page=h.parent in ids))
     columns = [Column(s, COLUMN_TITLES[s], cards[s]) for s in COLUMN_TITLES if s != "invalid" or cards[s]]
-    return IndexContext(page, columns, len(registry.hypotheses), len(data.runs), len(data.verdicts))
+    return IndexContext(page, columns, len(registry.hypotheses), len(data.runs), len(data.verdicts), left_out)
 
 
 def key_number(h: Hypothesis, registry: Registry, data: StoreData, analysis: Analysis | None = None) -> str:

@@ -18,7 +18,7 @@ from workbench.analysis.results import Analysis
 from workbench.errors import BadInput
 from workbench.registry.folder import Registry
 from workbench.report import MANIFEST, assets, hypothesis_page, isolate_page, pages, run_page
-from workbench.report.context import Page
+from workbench.report.context import LeftOut, Page
 from workbench.report.data import StoreData
 from workbench.store.engine import Store, holding
 
@@ -170,11 +170,13 @@ def _prepare_out_dir(out: Path, label: str) -> tuple[set[str], Path]:
 
 @holding  # every page reads the store
 def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generated_at: datetime | None = None,
-               artifacts: Path | None = None, default: bool = False) -> dict[str, Any]:
+               artifacts: Path | None = None, default: bool = False,
+               left_out: tuple[LeftOut, ...] = ()) -> dict[str, Any]:
     """Write the whole site under `out_dir`; returns {"index", "hypotheses": {id: path}, "runs": {id: path},
     "lineage", "confounds", "runs_list", "assets", "pages"} with absolute paths. `artifacts` is the artifact
     root the runner wrote to (default .wb/artifacts): run pages embed only artifacts found under it. `default`:
-    `out_dir` is the workbench's own reports/ folder, which no --out named (a message names it so)."""
+    `out_dir` is the workbench's own reports/ folder, which no --out named (a message names it so). `left_out`: the
+    entries of hypotheses.yaml `registry` lacks (a problem of their own), which the index names with their problems."""
     out = Path(out_dir).expanduser().resolve()
     label = f"the site folder {out_dir}" if default else f"--out {out_dir}"
     try:
@@ -183,7 +185,7 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
         raise BadInput(f"{label}: the folder cannot be made or written to ({e.strerror})",
                        hint="pass --out a folder you can write to") from None
     try:
-        return _build(store, registry, out, stage, previous, generated_at, artifacts)
+        return _build(store, registry, out, stage, previous, generated_at, artifacts, left_out)
     finally:
         import shutil
 
@@ -191,7 +193,7 @@ def build_site(store: Store, registry: Registry, out_dir: str | Path, *, generat
 
 
 def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: set[str],
-           generated_at: datetime | None, artifacts: Path | None) -> dict[str, Any]:
+           generated_at: datetime | None, artifacts: Path | None, left_out: tuple[LeftOut, ...]) -> dict[str, Any]:
     now = (generated_at or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
     data, analyses, findings, confound_note = gather(store, registry)
 
@@ -217,7 +219,7 @@ def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: s
     known = {h.id for h in registry.hypotheses}
     result: dict[str, Any] = {"hypotheses": {}, "runs": {}}
     result["index"] = str(render("index.html.j2", pages.index(registry, data, statuses, page("Hypotheses", "board"),
-                                             analyses),
+                                                              analyses, left_out),
                                  out / "index.html"))
     for h in registry.hypotheses:
         analysis, note = analyses.get(h.id, (None, ""))
