@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from workbench.errors import BadInput, ConfigError
+from workbench.errors import BadInput, ConfigError, ConfigErrors
 
 if TYPE_CHECKING:
     from workbench.analysis.run_metrics import RunMetrics
@@ -89,7 +89,7 @@ class StoredRuns:
             # workbench whose file does not load says why (a typo there is no answer about the id).
             try:
                 registry = self.registry
-            except ConfigError:
+            except (ConfigError, ConfigErrors):
                 raise
             except BadInput:
                 return rows

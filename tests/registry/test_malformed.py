@@ -626,6 +626,32 @@ def test_a_duplicate_id_names_the_line_of_the_first(workbench_dir: Path, cli):
     assert "lineage cycle" not in err, err
 
 
+def test_a_duplicate_id_that_also_fails_its_schema_is_told_both_at_once(workbench_dir: Path, cli):
+    """An entry giving an id already given, with a mistyped field too, was told its schema problem alone (the
+    duplicate check saw only entries that passed the schema): the duplicate showed once that was fixed. Both are
+    told at once, each at its line, by validate, by a command that sets the entry apart (list) and by the loader
+    every other command stops on."""
+    from workbench.errors import ConfigErrors
+    from workbench.registry import load_registry
+
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text()
+    first = text.splitlines().index("  - id: wedge-confound") + 1
+    text = text.replace("  - id: dead-code-hicache-off\n", "  - id: wedge-confound\n    falsifed_if: x\n")
+    path.write_text(text)
+    at = text.splitlines().index("    falsifed_if: x")  # the duplicate id's line, 1-based; the typo's is the next
+    dup = f"{path}:{at} (hypothesis wedge-confound, field id): duplicate hypothesis id 'wedge-confound' (also at " \
+          f"line {first})"
+    typo = f"{path}:{at + 1} (hypothesis wedge-confound, field falsifed_if): unknown field 'falsifed_if'"
+    for command in (("hypothesis", "validate"), ("hypothesis", "list")):
+        code, _, err = cli(*command, "--root", str(workbench_dir))
+        errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+        assert code == 2 and errors == [f"Error: {dup}", f"Error: {typo}"], (command, err)
+    with pytest.raises(ConfigErrors) as told:
+        load_registry(workbench_dir)
+    assert [p.message for p in told.value.problems] == [dup, typo], told.value.problems
+
+
 def test_a_mappings_whole_number_key_is_named_as_a_key_not_a_list_item():
     """`hold: {5: on}`: the error's place read "hold item 6", as if the key 5 were the sixth item of a list."""
     from workbench.registry.yamlio import field_name

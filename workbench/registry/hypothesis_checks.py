@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from workbench.errors import ConfigError
 from workbench.registry.common import did_you_mean, hint_of
 from workbench.registry.experiment import Experiment
 from workbench.registry.experiment_checks import metric_hint
@@ -18,26 +19,48 @@ def check_hypotheses(reg: Registry) -> None:
     check_entries(reg, list(enumerate(reg.hypotheses)), Found())
 
 
+def entry_ids(doc: LocatedYaml) -> list[tuple[int, str]]:
+    """Each entry's index and the id it gives, for every entry up to the first that is not a mapping (what follows
+    it means something else than was meant), an entry that fails its schema included."""
+    entries = doc.data.get("hypotheses") if isinstance(doc.data, dict) else None
+    out: list[tuple[int, str]] = []
+    for i, e in enumerate(entries if isinstance(entries, list) else []):
+        if not isinstance(e, dict):
+            break
+        if isinstance(e.get("id"), str):
+            out.append((i, e["id"]))
+    return out
+
+
+def duplicate_ids(doc: LocatedYaml, ids_at: list[tuple[int, str]]) -> list[tuple[int, ConfigError]]:
+    """Each entry of `ids_at` (index, id) whose id an entry before it gives, with its problem, in file order."""
+    first_at: dict[str, int] = {}
+    out: list[tuple[int, ConfigError]] = []
+    for i, hid in ids_at:
+        if hid in first_at:
+            first = doc.line_of(("hypotheses", first_at[hid], "id"))
+            out.append((i, doc.error(f"duplicate hypothesis id {hid!r} (also at line {first})", ("hypotheses", i, "id"),
+                                     hint="give each hypothesis its own id (a child names its parent by id)")))
+        first_at.setdefault(hid, i)
+    return out
+
+
 def check_entries(reg: Registry, placed: list[tuple[int, Hypothesis]], found: Found,
                    known: list[str] | None = None, unchecked: frozenset[str] = frozenset(),
                    declared: Mapping[str, Experiment] | None = None) -> None:
     """The hypotheses `placed` (each with its index in the file) against each other and their experiments.
     `known`: every id the file gives (an entry that failed its schema has one too); `unchecked`: experiments
     whose own file failed, which no hypothesis is checked against but for the variables `declared` (name -> such
-    an experiment whose schema passed) gives: a broken template says nothing about them."""
+    an experiment whose schema passed) gives: a broken template says nothing about them. A duplicate id is told
+    of every entry of the file, one that failed its schema too: beside that problem, not after it is fixed."""
     doc = reg.hypotheses_doc
     assert doc is not None
     known = list(dict.fromkeys(known if known is not None else [h.id for _, h in placed]))
-    ids: dict[str, int] = {}
     duplicates: set[int] = set()
-    for i, h in placed:
+    for i, problem in duplicate_ids(doc, entry_ids(doc)):
+        duplicates.add(i)
         with found.apart():
-            if h.id in ids:
-                duplicates.add(i)
-                first = doc.line_of(("hypotheses", ids[h.id], "id"))
-                raise doc.error(f"duplicate hypothesis id {h.id!r} (also at line {first})", ("hypotheses", i, "id"),
-                                hint="give each hypothesis its own id (a child names its parent by id)")
-        ids.setdefault(h.id, i)
+            raise problem
     for i, h in placed:
         at = ("hypotheses", i)
         with found.apart():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.errors import BadInput
+from workbench.errors import BadInput, ConfigError, ConfigErrors
 from workbench.registry.experiment import Experiment
 from workbench.registry.experiment_checks import check_experiment
 from workbench.registry.folder import EXPERIMENTS_DIR, HYPOTHESES_FILE, Registry, experiment_files
@@ -42,7 +42,17 @@ def load_experiment(path: str | Path) -> tuple[Experiment, LocatedYaml]:
 def load_hypotheses(path: str | Path, *, text: str | None = None) -> tuple[list[Hypothesis], LocatedYaml]:
     """The hypotheses of `path` (or of `text`, reported as `path`)."""
     doc = as_format_one(load_located(path, text=text))
-    parsed = parse_model(HypothesesFile, doc)
+    try:
+        parsed = parse_model(HypothesesFile, doc)
+    except ConfigError as exc:
+        # An id given twice is told beside the schema's first problem, not once that is fixed (a duplicate entry
+        # with a mistyped field: fix one, re-run, meet the other).
+        from workbench.registry.hypothesis_checks import duplicate_ids, entry_ids
+
+        duplicates = [p for _, p in duplicate_ids(doc, entry_ids(doc))]
+        if not duplicates:
+            raise
+        raise ConfigErrors(sorted([exc, *duplicates], key=lambda p: p.line or 0)) from None
     return parsed.hypotheses, doc
 
 

@@ -274,11 +274,12 @@ def load_apart(root: str | Path | None = None, root_from: str = "--root") -> Apa
     mapping, an experiment file's, a field of the file's own) is raised as every command raises it."""
     try:
         return Apart(load_registry(root, root_from))
-    except ConfigError as exc:
+    except (ConfigError, ConfigErrors) as exc:  # several: a duplicate id beside a schema problem
         first = exc
     root_path = Path(root) if root is not None else find_root(root_from=root_from)
     hyp_file = root_path / HYPOTHESES_FILE
-    if Path(first.file).resolve() != hyp_file.resolve():
+    files = {Path(getattr(p, "file", "")).resolve() for p in first.parts()}
+    if files != {hyp_file.resolve()}:
         raise first
     experiments: dict[str, Experiment] = {}
     docs: dict[str, LocatedYaml] = {}
@@ -314,4 +315,5 @@ def load_apart(root: str | Path | None = None, root_from: str = "--root") -> Apa
     parents = tuple((i, e.get("parent") if isinstance(e.get("parent"), str) else None)
                     for i, e in zip(ids, entries) if i is not None)
     return Apart(Registry(root_path, good, experiments, doc, docs),
-                 tuple(BrokenEntry(ids[i], tuple(ps)) for i, ps in sorted(by_entry.items())), parents)
+                 tuple(BrokenEntry(ids[i], tuple(sorted(ps, key=lambda p: getattr(p, "line", 0) or 0)))
+                       for i, ps in sorted(by_entry.items())), parents)
