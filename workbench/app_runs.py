@@ -95,12 +95,12 @@ class StoredRuns:
                 return rows
             ids = [h.id for h in registry.hypotheses]
             if hypothesis_id not in ids:
-                from workbench.registry.common import did_you_mean
+                from workbench.registry.common import id_meant
 
                 raise BadInput(f"--hypothesis {hypothesis_id!r}: no hypothesis {hypothesis_id!r} in "
                                f"{Path(registry.root) / 'hypotheses.yaml'}, and no stored run of it",
                                where="--hypothesis",
-                               hint=did_you_mean(hypothesis_id, ids, f"known ids: {', '.join(ids)}"))
+                               hint=id_meant(hypothesis_id, ids, f"known ids: {', '.join(ids)}"))
         return rows
 
     def run_record(self, run_id: int) -> "RunRecord":

@@ -75,6 +75,10 @@ def test_a_broken_entry_is_left_out_and_said_and_asked_for_is_bad_input(name, br
         assert (out_dir / "hypotheses" / f"{ASKED}.html").is_file()
     if name == "report md":
         assert f"`{BROKEN}`: {hyp}:{line}" in out, out
+    if name == "hypothesis show":  # the broken entry's id mistyped: it is still the id meant
+        code, _, err = cli("hypothesis", "show", "hicache-bf16-rase", "--root", str(broken_root))
+        assert code == 2 and f"Hint: did you mean '{BROKEN}'? (known ids: {ASKED}," in err, err
+        assert f"left out for a problem of its own: {BROKEN})" in err, err
     if bad is None:
         return
     code, out, err = cli(*[a.format(out=out_dir / "bad") for a in bad], "--root", str(broken_root))

@@ -46,3 +46,39 @@ def test_a_rate_written_as_a_percentage_is_told_the_fraction(workbench_dir: Path
     code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
     assert code == 2 and "must be a number, got '2.5%' (text)" in err, err
     assert "Hint: write 2.5% as a fraction: 0.025" in err, err
+
+
+# A hypothesis id typed close to one: each was told no id meant where difflib's ratio over the whole id fell short
+# (a case, the id's first word, a word of it, that word mistyped: "clam" for an id beginning "claim-").
+ID_TYPOS = {
+    "wegde-confound": ["wedge-confound"],  # two letters swapped
+    "wedge-confund": ["wedge-confound"],  # a letter missing
+    "wedge_confound": ["wedge-confound"],  # _ for -
+    "WEDGE-CONFOUND": ["wedge-confound"],  # the case
+    "wedge": ["wedge-confound"],  # its first word
+    "Pool": ["pool-configurator-overcommit"],
+    "hicahce": ["hicache-bf16-race"],  # its first word mistyped
+    "geometry": ["token-granular-geometry", "token-granular-geometry-deployment"],  # a word of two ids
+}
+
+
+def test_an_id_close_to_one_is_told_the_id_meant(workbench_dir: Path, cli):
+    """Every command that takes an id looks it up in the registry (show, analyze, run, review, report
+    --hypothesis, confounds --hypothesis); a parent or a tested_by is told the same hint."""
+    import pytest
+
+    from workbench.errors import BadInput
+    from workbench.registry import load_registry
+
+    reg = load_registry(workbench_dir)
+    for typed, meant in ID_TYPOS.items():
+        with pytest.raises(BadInput) as told:
+            reg.hypothesis(typed)
+        said = "did you mean " + " or ".join(repr(m) for m in meant) + "?"
+        assert (told.value.hint or "").startswith(said), (typed, told.value.hint)
+    for command in (("hypothesis", "run", "WEDGE"), ("review", "WEDGE", "--comment", "-m", "x")):
+        code, _, err = cli(*command, "--root", str(workbench_dir))
+        assert code == 2 and "Hint: did you mean 'wedge-confound'?" in err, (command, err)
+    _edit(workbench_dir, ("    parent: wedge-confound\n", "    parent: wedge\n"))
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    assert code == 2 and "Hint: did you mean 'wedge-confound'?" in err, err

@@ -96,6 +96,38 @@ def did_you_mean(word: str, names: Iterable[str], listing: str | None = None) ->
     return guess or listing
 
 
+def id_meant(word: str, ids: Iterable[str], listing: str | None = None) -> str | None:
+    """`did_you_mean` for a hypothesis id, looser: an id is long and made of words, and one typed from memory is
+    often its case changed, `_` for `-`, its first word or another word of it, that word mistyped ("clam" for an id
+    beginning "claim-"), where the ratio over the whole id falls short. An id the word begins is meant before one
+    it stands inside; several ids that it fits alike are all named (at most three)."""
+    ids = list(dict.fromkeys(str(i) for i in ids))
+    norm = {_id_form(i): i for i in reversed(ids)}  # the first id of a form, as the registry's lookup finds it
+    close = difflib.get_close_matches(word, ids, n=1) or \
+        [norm[c] for c in difflib.get_close_matches(_id_form(word), list(norm), n=1)]
+    if not close:
+        typed = _id_form(word)
+        scores = {i: max((difflib.SequenceMatcher(None, typed, part).ratio(), first) for part, first in _id_parts(i))
+                  for i in ids}
+        best = max(scores.values(), default=(0.0, False))
+        if len(typed) >= 3 and best[0] >= 0.8:
+            close = [i for i in ids if scores[i] == best][:3]
+    guess = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else None
+    if guess and listing:
+        return f"{guess} ({listing})"
+    return guess or listing
+
+
+def _id_form(word: str) -> str:
+    return str(word).casefold().replace("_", "-")
+
+
+def _id_parts(hid: str) -> list[tuple[str, bool]]:
+    """An id's words and the runs of words it begins with (`a-b-c`: a, b, c, a-b), each with whether it begins it."""
+    words = _id_form(hid).split("-")
+    return [(w, k == 0) for k, w in enumerate(words)] + [("-".join(words[:n]), True) for n in range(2, len(words))]
+
+
 class Hinted(ValueError):
     """A check's ValueError that says what to write instead (`hint`), told as the error's Hint."""
 

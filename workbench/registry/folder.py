@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.errors import BadInput
-from workbench.registry.common import did_you_mean, given_value_hint
+from workbench.registry.common import did_you_mean, given_value_hint, id_meant
 from workbench.registry.experiment import Experiment
 from workbench.registry.hypothesis import Hypothesis
 from workbench.registry.yamlio import LocatedYaml
@@ -31,6 +31,9 @@ class Registry:
     experiments: dict[str, Experiment]
     hypotheses_doc: LocatedYaml | None = None
     experiment_docs: dict[str, LocatedYaml] = field(default_factory=dict)
+    # The ids of entries a read set apart for a problem of their own (validate.load_apart): not in `hypotheses`,
+    # still ids a mistyped one may mean.
+    left_out: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from workbench.secrets import register_registry
@@ -48,8 +51,10 @@ class Registry:
             if h.id == hid:
                 return h
         known = ", ".join(h.id for h in self.hypotheses) or "none"
+        if self.left_out:
+            known += f"; left out for a problem of its own: {', '.join(self.left_out)}"
         raise BadInput(f"no hypothesis {hid!r} in {self.hypotheses_file}",
-                       hint=did_you_mean(hid, (h.id for h in self.hypotheses), f"known ids: {known}"),
+                       hint=id_meant(hid, [*(h.id for h in self.hypotheses), *self.left_out], f"known ids: {known}"),
                        where=str(self.hypotheses_file))
 
     def experiment_for(self, h: Hypothesis) -> Experiment:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from workbench.errors import ConfigError
-from workbench.registry.common import did_you_mean, hint_of
+from workbench.registry.common import did_you_mean, hint_of, id_meant
 from workbench.registry.experiment import Experiment
 from workbench.registry.experiment_checks import metric_hint
 from workbench.registry.folder import EXPERIMENTS_DIR, Registry
@@ -207,7 +207,7 @@ def _check_guards(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: Hyp
 
 def _id_hint(hid: str, ids: list[str]) -> str | None:
     """The id meant, or the ids there are when they are few enough to read."""
-    return did_you_mean(hid, ids) or (f"hypotheses: {', '.join(ids)}" if len(ids) <= 12 else None)
+    return id_meant(hid, ids) or (f"hypotheses: {', '.join(ids)}" if len(ids) <= 12 else None)
 
 
 def _check_predictions(exp: Experiment, doc: LocatedYaml, at: tuple[Any, ...], h: Hypothesis,

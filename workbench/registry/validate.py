@@ -314,6 +314,8 @@ def load_apart(root: str | Path | None = None, root_from: str = "--root") -> Apa
     good = [h for i, h in placed if i not in by_entry]
     parents = tuple((i, e.get("parent") if isinstance(e.get("parent"), str) else None)
                     for i, e in zip(ids, entries) if i is not None)
-    return Apart(Registry(root_path, good, experiments, doc, docs),
+    kept = {h.id for h in good}  # an id given twice, its first entry whole, is not left out
+    left_out = tuple(dict.fromkeys(ids[i] for i in sorted(by_entry) if ids[i] is not None and ids[i] not in kept))
+    return Apart(Registry(root_path, good, experiments, doc, docs, left_out),
                  tuple(BrokenEntry(ids[i], tuple(sorted(ps, key=lambda p: getattr(p, "line", 0) or 0)))
                        for i, ps in sorted(by_entry.items())), parents)
