@@ -71,6 +71,8 @@ def test_a_broken_entry_is_left_out_and_said_and_asked_for_is_bad_input(name, br
     if name == "report":
         page = (out_dir / "index.html").read_text()
         assert f"child of {BROKEN} (left out)" in page and "falsifed&lt;b&gt;" in page and "<b>" not in page
+        lineage = (out_dir / "lineage.html").read_text()
+        assert f'The parent of <a href="hypotheses/{ASKED}.html">{ASKED}</a>, {BROKEN}, is left out' in lineage
         assert not (out_dir / "hypotheses" / f"{BROKEN}.html").exists()
         assert (out_dir / "hypotheses" / f"{ASKED}.html").is_file()
     if name == "report md":

@@ -354,3 +354,5 @@ class LineageContext:
     page: Page
     graph: LineageGraph
     rests_on: list[RestsOn] = field(default_factory=list)
+    # (child, parent) where the parent's entry was left out for a problem of its own: the child stands as a root
+    parents_left_out: list[tuple[str, str]] = field(default_factory=list)

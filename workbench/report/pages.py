@@ -361,4 +361,6 @@ def lineage_context(registry: Registry, data: StoreData, statuses: dict[str, str
             experiment=(f"{ex['experiment_id']} v{ex['experiment_version']}" if ex else h.experiment),
             runs_by_arm=sorted(by_arm.items()), configs=sorted(configs), revisions=list(revisions),
             snapshot=(v.get("hypothesis_sha256") or "")[:12]))
-    return LineageContext(page, graph, rests)
+    ids = {h.id for h in registry.hypotheses}
+    return LineageContext(page, graph, rests, [(h.id, h.parent) for h in registry.hypotheses
+                                               if h.parent is not None and h.parent not in ids])
