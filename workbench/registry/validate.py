@@ -235,7 +235,9 @@ class Apart:
         found = [p for b in kept for p in b.problems]
         if not found:
             return None
-        ids = [repr(b.id) for b in kept if b.id is not None]
+        whole = {h.id for h in self.registry.hypotheses}  # an id given twice: the entry left out is named by its line
+        ids = [repr(b.id) + (f" at line {getattr(b.problems[0], 'line', None)}" if b.id in whole else "")
+               for b in kept if b.id is not None]
         nameless = len(kept) - len(ids)
         named = ", ".join(ids + (["an entry without an id"] if nameless == 1 else
                                  [f"{nameless} entries without an id"] if nameless else []))
