@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from workbench.analysis import display
 from workbench.isolate.assignments import shown_set
@@ -221,13 +221,9 @@ class RunnerOracle:
 
         reg = replace(self.registry, hypotheses=[*self.registry.hypotheses, *self.hypotheses])
         launch, how = self._launch(reg, h, req)
-
-        def stop_rule(store: "Store", execution_id: int) -> Look:
-            return self._look(store, execution_id, req)
-
         try:
             done = execute(launch, self.store, show_progress=self.show_progress, artifacts=self.settings.artifacts,
-                           decide=stop_rule)
+                           decide=self.stop_rule(req))
         except RunInterrupted as exc:
             # The runner's hint names the probe's own hypothesis, which exists only inside this search.
             # `run_isolate` adds the command that resumes the whole search.
@@ -239,6 +235,16 @@ class RunnerOracle:
         except WbError:
             pass  # the probe's own verdict follows; the runs are recorded either way
         return int(done.execution_id), how
+
+    def stop_rule(self, req: ProbeRequest) -> Callable[["Store", int, int], Look]:
+        """The probe's stopping rule as the runner asks it after each replicate block (`runner.execute.StopRule`):
+        over the runs through that block's replicate, so a resumed execution makes its killed runner's looks again
+        as they were, not each over the runs stored after it."""
+
+        def rule(store: "Store", execution_id: int, through_replicate: int) -> Look:
+            return self._look(store, execution_id, req, through_replicate)
+
+        return rule
 
     def _launch(self, reg: "Registry", h: Any, req: ProbeRequest) -> tuple[Any, str]:
         """The probe's execution, prepared: the earlier attempt's, continued by the runner's `--resume` when
@@ -256,23 +262,27 @@ class RunnerOracle:
                           seed=self.spec.probe_seed(req.index), show_progress=self.show_progress, origin=origin)
         return prepare(reg, h.id, opts, sim_dir=self.settings.sim_dir), "ran"
 
-    def _runs(self, store: "Store", execution_id: int) -> list[Any]:
+    def _runs(self, store: "Store", execution_id: int, through_replicate: int | None = None) -> list[Any]:
+        """The probe's runs; with `through_replicate`, those of the replicates up to it (a look after its block)."""
         from workbench.analysis.data import run_query
 
         exp = self.registry.experiments[self.spec.experiment]
-        return store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=False))
+        runs = store.analysis_runs(run_query(exp, execution_id=execution_id, include_imported=False))
+        if through_replicate is None:
+            return runs
+        return [r for r in runs if r.replicate is None or r.replicate <= through_replicate]
 
     def _failed_runs(self, store: "Store", execution_id: int) -> int:
         """The probe's runs that ended without measuring (runs cut short by a stop are run again when the
         execution resumes: only finished ones count as failed)."""
         return sum(r.status in FAILED_STATUSES for r in self._runs(store, execution_id))
 
-    def _look(self, store: "Store", execution_id: int, req: ProbeRequest) -> Look:
+    def _look(self, store: "Store", execution_id: int, req: ProbeRequest, through_replicate: int | None = None) -> Look:
         from workbench.analysis.data import USABLE_STATUSES, has_completed_reading
         from workbench.analysis.predictions import pooled
 
         exp = self.registry.experiments[self.spec.experiment]
-        every = self._runs(store, execution_id)
+        every = self._runs(store, execution_id, through_replicate)
         runs = [r for r in every if r.status in USABLE_STATUSES]
         failed = sum(r.status in FAILED_STATUSES for r in every)
         bounds = self.spec.region.bounds()

@@ -51,8 +51,10 @@ class Stopping(Protocol):
     reasoning: str
 
 
-# A caller's own stopping rule for a sequential execution: (store, execution id) -> stop or go on.
-StopRule = Callable[[Store, int], Stopping]
+# A caller's own stopping rule for a sequential execution: (store, execution id, the replicate whose block was just
+# run) -> stop or go on. It judges the runs through that replicate: a resumed execution looks again after each block
+# its killed runner had run, with the runs of later blocks already stored.
+StopRule = Callable[[Store, int, int], Stopping]
 
 
 @dataclass
@@ -210,7 +212,7 @@ def _sequential_decision(state: State, through_replicate: int) -> Stopping:
     from workbench.analysis.stored import sequential_decision
 
     if state.decide is not None:
-        return state.decide(state.store, state.execution_id)
+        return state.decide(state.store, state.execution_id, through_replicate)
     p = state.prepared
     decision = sequential_decision(state.store, p.registry, p.hypothesis.id, execution_id=state.execution_id,
                                    max_replicates=p.max_replicates, through_replicate=through_replicate)
