@@ -290,3 +290,36 @@ def test_a_lock_that_cannot_be_removed_is_recorded_and_said_with_the_restore(toy
     assert code == 0 and f"execution: {s['execution_id']} (done)\nexecution error:\n    {said}\n" in out, (out, err)
     code, out, err = cli("runs", "show", run, "--db", toy.db, "--json")
     assert json.loads(out)["execution"] == {"id": s["execution_id"], "status": "done", "error": said}, out
+
+
+def test_a_lock_left_by_a_failed_taking_is_said_with_the_error_and_recorded(toy, tmp_path, monkeypatch, cli):
+    """The lock written, the snapshot of the config failed (here a link that loops), and the lock's release that
+    followed failed too (`rm` refused, as in the test above): only the snapshot's error was said and recorded, and
+    the next run was refused by a lock nobody had been told about. Now the lock left is said as after runs (the
+    restore's line; without progress, the error's hint) and recorded with the execution, after the error."""
+    from workbench.errors import TargetError
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "rm").write_text('#!/bin/sh\ncase "$*" in *wb-target.lock*)\n'
+                               '  echo "rm: cannot remove: Operation not permitted" >&2; exit 1;;\n'
+                               'esac\nexec /bin/rm "$@"\n')
+    (bindir / "rm").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    toy.conf.unlink()
+    toy.conf.symlink_to(toy.conf.name)  # a link to itself: reading it fails once the lock is written
+    said = (f"its lock {_lock_file(toy)} was NOT released (rm: cannot remove: Operation not permitted): the "
+            f"target may be left locked, refusing the next run; once no run of wb is on it, remove it: rm -f "
+            f"{_lock_file(toy)}")
+    with pytest.raises(TargetError, match="^cannot read .*serve.conf: Too many levels of symbolic links$") as ei:
+        run_hypothesis("toy-fix", db=toy.db, replicates=1)  # no progress: the hint says it
+    assert ei.value.hint is not None and ei.value.hint.endswith(said), ei.value.hint
+    assert _lock_file(toy).exists()
+    _lock_file(toy).unlink()
+    code, out, err = cli("hypothesis", "run", "toy-fix", "--replicates", "1", "--db", toy.db)
+    assert code == 1 and "Traceback" not in err, (code, out, err)
+    assert ("the target was not touched (no run began): nothing to restore; " + said) in " ".join(err.split()), err
+    assert err.rstrip().splitlines()[-1].startswith("Error: cannot read "), err
+    assert _lock_file(toy).exists()
+    for status, error in store_rows(toy.db, "SELECT status, error FROM executions"):
+        assert status == "failed" and error.startswith("cannot read ") and error.endswith(f"\n{said}"), error

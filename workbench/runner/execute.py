@@ -35,7 +35,8 @@ from workbench.runner.stopping import (STOP_SIGNALS, HeldStops, RunInterrupted, 
                                       not_started, signals_held, stop_signals_raised, stop_signum,
                                       unblock_stops)
 from workbench.runner.summary import ExecutionResult, result
-from workbench.runner.takeover import FINISHED, config_paths, ended_runs, resume_command, take_target
+from workbench.runner.takeover import (FINISHED, config_paths, ended_runs, locks_kept, resume_command,
+                                      take_target)
 from workbench.runner.targets.base import Target
 from workbench.store.engine import Store
 
@@ -303,20 +304,6 @@ def _not_stopped(target: Target, why: str) -> str:
             "before the execution; stop it by hand once the cause is fixed")
 
 
-def _locks_kept(state: State, target: Target, lock: "TargetLock", kept: dict[str, str]) -> None:
-    """Note each host whose lock `TargetLock.release` could not remove: the next run on it is refused."""
-    import shlex
-
-    from workbench.wrapping import keep_whole
-
-    for host, why in kept.items():
-        path = lock.paths[host]
-        where = f"{target.describe(host)}: " if len(lock.paths) > 1 else ""
-        remove = keep_whole(target.manual_command(host, f"rm -f {shlex.quote(path)}"))
-        state.left.append(f"{where}its lock {path} was NOT released ({why}): the target may be left locked, "
-                          f"refusing the next run; once no run of wb is on it, remove it: {remove}")
-
-
 def _untouched(state: State, target: Target) -> bool:
     """No run of this attempt began and wb started no deployment: nothing on the target was changed. (A resume's
     target may hold the arm a killed runner left, and one whose lock was taken over may run the arm its dead
@@ -489,7 +476,7 @@ async def _main(state: State, target: Target) -> None:
             if not state.abandoned:  # abandoned: left as a kill leaves it (its deployment, its lock)
                 await _teardown(state, target)
                 if lock is not None:
-                    _locks_kept(state, target, lock, await lock.release(restore_failed=state.restore_failed))
+                    locks_kept(state, target, lock, await lock.release(restore_failed=state.restore_failed))
         except asyncio.CancelledError:
             if not state.abandoned:
                 raise
@@ -694,6 +681,9 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
                 "verdict; --resume passes over it)")
         error.hint = f"{error.hint}\n{note}" if error.hint else note.strip()
     if error is not None:
+        if state.left and isinstance(error, WbError) and not state.progress.said_restored:
+            # What the end left (a lock not released) is said by the restore's line; without one, by the error.
+            error.hint = "\n".join([*([error.hint] if error.hint else []), *state.left])
         raise error
 
 

@@ -262,6 +262,9 @@ class TargetLock:
         self.known = known
         # whether the taking was abandoned (a second stop): nothing more is sent to a target that may not answer
         self.abandoned = abandoned
+        # host -> why its lock, still this execution's, could not be removed by any release so far (`acquire`'s own
+        # release after a failure included, whose caller sees only that failure)
+        self.unreleased: dict[str, str] = {}
 
     async def _try(self, host: str, path: str) -> str | None:
         """None when acquired; else the current holder's text."""
@@ -296,7 +299,9 @@ class TargetLock:
                 raise
             await self.release()
             if trying is not None:
-                await self._remove_mine(trying)
+                why = await self._remove_mine(trying, checked=True)
+                if why is not None:
+                    self.unreleased[trying] = why
             raise
 
     async def _acquire_one(self, host: str, path: str) -> None:
@@ -342,6 +347,7 @@ class TargetLock:
                     kept[host] = why
             self.held.remove(host)
         self.target.holder = None
+        self.unreleased.update(kept)
         return kept
 
     async def _remove_mine(self, host: str, *, checked: bool = False) -> str | None:

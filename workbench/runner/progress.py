@@ -97,6 +97,7 @@ class RunProgress:
         self.title = title
         self.short_title = short_title  # the bar's title where the whole one leaves no room (the hypothesis alone)
         self.restored: str | None = None  # what the target's restore did (execute sets it): the line after the last
+        self.said_restored = False  # that line was written (progress on, and the run not refused)
         self.lanes = lanes  # runs in progress at once (one per host)
         # Each block's runs (order indexes), in the plan's order: `lanes` blocks run at once, the next `lanes` once
         # all of them ended (execute._run_blocks), so a block left alone at the end has one host, not `lanes`.
@@ -165,6 +166,7 @@ class RunProgress:
             self._line(f"{self.title}: {self.count_text()}" + (f", interrupted after {took:.1f} s" if stopped else ""))
         if self.restored:
             self._line(self.restored)
+            self.said_restored = True
 
     def count_text(self) -> str:
         """How many planned runs ended and how: "3 of 4 runs ok, 1 failed", "0 of 4 runs ok, 4 invalid",

@@ -47,8 +47,8 @@ async def take_target(state: "State", target: Target, paths: dict[str, str]
     p = state.prepared
     lock = target_lock(target, state, paths)
     state.lock_files = [f"{path} on {target.describe(host)}" for host, path in lock.paths.items()]
-    await lock.acquire()
     try:
+        await lock.acquire()  # on a failure, it releases what it took itself
         if state.resumed:
             await asyncio.to_thread(_recover, state)
             await check_saved_originals(state, target, paths, lock.taken_from_self)
@@ -57,6 +57,8 @@ async def take_target(state: "State", target: Target, paths: dict[str, str]
     except BaseException:
         if not state.abandoned:  # abandoned (a second stop): left as a kill leaves it, the target maybe unreachable
             await lock.release()
+        # A lock the release could not remove is said beside the error that stopped the taking, as after runs.
+        locks_kept(state, target, lock, lock.unreleased)
         raise
     for host, snap in snaps.items():  # a mistyped path: each arm written where the service never reads it
         if snap.data is None and p.profile.target.kind in ("local", "ssh"):  # pdsim's is made when wb starts it
@@ -64,6 +66,17 @@ async def take_target(state: "State", target: Target, paths: dict[str, str]
                                "run writes its arm's config there and the restore removes it; if the service reads "
                                "its config from another file, every arm measures it unchanged (fix config.path)")
     return lock, snaps
+
+
+def locks_kept(state: "State", target: Target, lock: "TargetLock", kept: dict[str, str]) -> None:
+    """Note each host whose lock `TargetLock.release` could not remove (`State.left`: said after the restore's notes
+    and recorded with the execution): the next run on it is refused."""
+    for host, why in kept.items():
+        path = lock.paths[host]
+        where = f"{target.describe(host)}: " if len(lock.paths) > 1 else ""
+        remove = keep_whole(target.manual_command(host, f"rm -f {shlex.quote(path)}"))
+        state.left.append(f"{where}its lock {path} was NOT released ({why}): the target may be left locked, "
+                          f"refusing the next run; once no run of wb is on it, remove it: {remove}")
 
 
 async def check_config_folders(state: "State", target: Target, paths: dict[str, str]) -> None:
