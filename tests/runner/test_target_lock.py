@@ -262,6 +262,35 @@ def test_wb_sim_judges_a_lock_dead_only_where_its_runners_pid_means_something(tm
         assert not lock.exists(), err
 
 
+def test_a_runner_killed_outright_is_seen_dead_at_once_though_not_yet_waited_for(tmp_path, cli):
+    """A runner killed with SIGKILL stays in the process table until its parent waits for it (a zombie: for good
+    under a parent that never does), and `kill(pid, 0)` succeeded on it: the next `wb sim down` read its lock as a
+    live runner's and refused (exit 2, "in use by"). /proc tells the zombie from a live process."""
+    import signal
+    import socket
+
+    from workbench.runner.lock import pid_space, process_start
+    from workbench.runner.targets.sim import sim_lock
+
+    sim = tmp_path / "sim"
+    sim.mkdir()
+    runner = subprocess.Popen(["sleep", "600"])  # the runner: a child of this process, which does not wait for it
+    try:
+        holder = {"execution": "f" * 32, "host": socket.gethostname(), "pid": runner.pid,
+                  "pid_start": process_start(runner.pid), "since": "2026-12-01T09:00:00+00:00",
+                  "pid_space": pid_space()}
+        sim_lock(sim).write_text(json.dumps(holder, sort_keys=True) + "\n")
+        code, _, err = cli("sim", "down", "--dir", str(sim))
+        assert code == 2 and err.startswith(f"Error: pdsim in {sim} is in use by execution f"), (code, err)
+        os.kill(runner.pid, signal.SIGKILL)
+        os.waitid(os.P_PID, runner.pid, os.WEXITED | os.WNOWAIT)  # it ended, and is left a zombie: not waited for
+        code, out, err = cli("sim", "down", "--dir", str(sim))
+        assert code == 0 and "killed before it restored it" in err, (code, out, err)
+    finally:
+        runner.kill()
+        runner.wait()
+
+
 def test_a_lock_that_cannot_be_removed_is_recorded_and_said_with_the_restore(toy, tmp_path, monkeypatch, cli):
     """The lock's removal as the execution ended failed, and nothing said so (a best-effort `rm; true`): the
     execution was recorded done, its restore line said the target was restored, and the next run was refused by
