@@ -111,6 +111,37 @@ def test_the_eta_is_the_mean_run_times_the_runs_left_and_never_blank(monkeypatch
         assert eta() == f"{bound}0:00:50"
 
 
+def test_the_eta_counts_the_gaps_between_runs_and_leaves_out_runs_that_failed_at_once():
+    """The mean was of each run's own stages: what came between two runs (the store's settle, a sequential look,
+    the next run's start) was left out, so 20 s runs begun every 30 s were told 20 s each, and a run that failed
+    at once (1 s) halved the mean. A run's time is now from its start to the next run's start on its host (its end,
+    until then); a run that did not end ok within half the mean of those that did is left out, one that ran long
+    (a timeout) counts."""
+    clock = _Clock()
+    progress = RunProgress(5, enabled=False, title="t", clock=clock)
+
+    def start(order: int, run_id: int) -> PlannedRun:
+        pr = PlannedRun(arm="control", replicate=order, block=order, order_index=order, host="local", values={})
+        progress.stage(pr, "render", run_id)
+        return pr
+
+    first = start(0, 1)
+    clock.now += 20
+    progress.finished(0, "ok", first, 1)
+    assert progress.remaining() == "0:01:20"  # 4 runs left at 20 s: what follows it is not known yet
+    clock.now += 10  # the store's settle and the next run's start
+    second = start(1, 2)
+    assert progress.remaining() == "0:02:00"  # 30 s a run, from one start to the next
+    clock.now += 1
+    progress.finished(1, "failed", second, 2, "failed during its restart stage: boom")
+    assert progress.remaining() == "0:01:30"  # failed at once: not a run's time (the mean read 10.5 s)
+    clock.now += 2
+    third = start(2, 3)
+    clock.now += 40
+    progress.finished(2, "failed", third, 3, "failed during its workload stage: timed out")
+    assert progress.remaining() == "0:01:10"  # a run that timed out took a run's time and more: (30 + 40) / 2 each
+
+
 def test_the_description_keeps_its_form_from_stage_to_stage(monkeypatch):
     # It chose a form per stage: at 60 columns "run 37 control r0 [check]", then "run 37 [workload]", the arm gone
     # for the longest stage. The form is chosen for the longest stage name, so only the stage changes.

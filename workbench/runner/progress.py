@@ -82,6 +82,10 @@ def _stderr_console(console_cls: Any) -> Any:
     return _Console(stderr=True, soft_wrap=not terminal, color_system=colour_system())
 
 
+# A run that did not end ok within this share of the mean time of those that did failed at once: the ETA leaves it out.
+FAILED_FAST = 0.5
+
+
 class RunProgress:
     """A rich progress bar on a terminal, one plain line per ended run off one, nothing when disabled (tests);
     `--json` piped into a file still shows it on stderr."""
@@ -106,7 +110,12 @@ class RunProgress:
         self.t0 = clock()
         self.began: dict[int, float] = {}  # run id -> when its first stage began, for the runs in progress
         self.running: dict[int, int] = {}  # run id -> its order index, for the runs in progress
-        self.took: list[float] = []  # how long each run that ended here took (a resume's earlier runs: unknown)
+        # Run id -> how long each run that ended here took (a resume's earlier runs: unknown), from its start to the
+        # next run's start on its host, so what comes between runs counts (the store's settle, a sequential look);
+        # until the next one starts, to its end.
+        self.took: dict[int, float] = {}
+        self.took_ok: set[int] = set()  # those of them that ended ok
+        self._last_on: dict[str, tuple[int, float]] = {}  # host -> (run id, start) of the last run that ended there
         self._console: Any = None  # stderr's console while enabled; the live bar draws on it on a terminal
         self._progress: Any = None
         self._task: Any = None
@@ -182,7 +191,11 @@ class RunProgress:
         which `wb runs show` takes, its arm, replicate and host, then the stage. The bar's count says how many
         ended; a narrow terminal drops the host, then the arm, before the count and the times (`_RunLine`). Which
         of them fit is judged for the longest stage name (`fits`), so they do not come and go from stage to stage."""
-        self.began.setdefault(run_id, self.clock())
+        if run_id not in self.began:
+            self.began[run_id] = now = self.clock()
+            before = self._last_on.pop(pr.host, None)
+            if before is not None:  # the run before it on this host took until this one began
+                self.took[before[0]] = now - before[1]
         self.running[run_id] = pr.order_index
         if self._progress is not None:
             named = f"run {run_id} {pr.arm} {display.replicate(pr.replicate)}"
@@ -194,7 +207,7 @@ class RunProgress:
                                   fits=forms(max(STAGES, key=len)))
 
     def remaining(self) -> str:
-        """The ETA as the bar shows it after "ETA": the mean time of the runs that ended here for each run left,
+        """The ETA as the bar shows it after "ETA": the time a run takes here (`run_time`) for each run left,
         less what the runs in progress have had (each taken to end now once past the mean), the blocks that run at
         once (one a host) each group as long as its longest block (`blocks`; without them, the runs left over the
         hosts). Steady, where rich's speed over its last 30 s went blank ("-:--:--") and jumped with runs of
@@ -202,9 +215,9 @@ class RunProgress:
         whole budget, the most the execution may run (it may stop at any look), and marked as an estimate, "~ 0:04:03":
         it read "≤", yet a run longer than the mean moves it past what it said before, and no bound from the runs so far
         holds (the next run may be the first to time out)."""
-        if not self.took:
+        mean = self.run_time()
+        if mean is None:
             return f"after run {self.done + 1}"
-        mean = sum(self.took) / len(self.took)
         now = self.clock()
         if self.blocks:  # each group of `lanes` blocks takes as long as its longest block's runs left
             had = {self.running[r]: min(now - t, mean) for r, t in self.began.items() if r in self.running}
@@ -216,6 +229,16 @@ class RunProgress:
             work = (mean * left - sum(min(now - t, mean) for t in self.began.values())) / max(min(self.lanes, left), 1)
         eta = str(timedelta(seconds=math.ceil(max(work, 0.0))))
         return f"~ {eta}" if self.sequential else eta
+
+    def run_time(self) -> float | None:
+        """The time a run takes here, for the ETA: the mean of the runs that ended here (`took`: each from its start
+        to the next one's start), leaving out a run that did not end ok within half the mean of those that did (it
+        failed before doing a run's work, and would pull the mean down); one that took longer (a timeout) counts.
+        None before a run ended here."""
+        ok = [t for r, t in self.took.items() if r in self.took_ok]
+        floor = FAILED_FAST * sum(ok) / len(ok) if ok else 0.0
+        counted = [t for r, t in self.took.items() if r in self.took_ok or t >= floor]
+        return sum(counted) / len(counted) if counted else None
 
     def finished(self, order_index: int, status: str, pr: PlannedRun | None = None, run_id: int | None = None,
                  ending: str | None = None) -> None:
@@ -232,8 +255,11 @@ class RunProgress:
         if status == "interrupted":
             self.interrupted = True
             return
-        if began is not None:
-            self.took.append(self.clock() - began)
+        if began is not None and run_id is not None:
+            self.took[run_id] = self.clock() - began
+            if status == "ok":
+                self.took_ok.add(run_id)
+            self._last_on[pr.host if pr is not None else ""] = (run_id, began)
         self.ended[order_index] = status
         if self._progress is not None:
             self._progress.update(self._task, completed=self.done)
