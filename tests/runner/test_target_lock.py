@@ -352,3 +352,16 @@ def test_a_lock_left_by_a_failed_taking_is_said_with_the_error_and_recorded(toy,
     assert _lock_file(toy).exists()
     for status, error in store_rows(toy.db, "SELECT status, error FROM executions"):
         assert status == "failed" and error.startswith("cannot read ") and error.endswith(f"\n{said}"), error
+    # Stopped (Ctrl-C) as the config is read: the hint says the lock left, then the command that resumes, last.
+    from workbench.runner.execute import RunInterrupted
+    from workbench.runner.targets.local import LocalTarget
+
+    async def stopped(self, host, path):
+        raise KeyboardInterrupt
+
+    _lock_file(toy).unlink()
+    monkeypatch.setattr(LocalTarget, "read_file", stopped)
+    with pytest.raises(RunInterrupted) as ei:
+        run_hypothesis("toy-fix", db=toy.db, replicates=1)
+    hint = ei.value.hint or ""
+    assert hint.startswith(f"{said}\ncontinue with: wb hypothesis run toy-fix --resume "), hint

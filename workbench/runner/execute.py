@@ -671,6 +671,8 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
                     "the stopped execution's runner left")
             hint = (f"restore it by continuing: {command} (the original is put back when it ends, or when it is "
                     "stopped once it has taken the target)")
+        if state.left and not state.progress.said_restored:  # what the end left, unsaid; the command stays last
+            hint = "\n".join([*state.left, hint])
         raise RunInterrupted(f"interrupted after {state.progress.count_text()}; the target was {left}",
                              hint=hint, signum=getattr(error, "signum", signal.SIGINT),
                              partial=_recorded(state), resume=command)
