@@ -29,8 +29,10 @@ def test_replayed_runs_with_events_count_as_one_run():
     assert e.dispersion.phi == pytest.approx(0.2064516129)
     assert e.design_effect == 2 and e.n_eff == 80 and e.k_eff == 2.5 and e.df is None
     assert "one replayed workload" in e.reason
-    # The same counts from two workload seeds are independent samples: the under-dispersion rule applies.
-    assert clustered.effective([3, 2], [80, 80]).design_effect == pytest.approx(1 + (1 - 0.2064516129))
+    # The same counts from two workload seeds are independent samples: the under-dispersion rule applies, and two
+    # runs of 80 take at least the few-runs floor (an intra-run correlation of 0.02: 2.58).
+    own = clustered.effective([3, 2], [80, 80])
+    assert f"(design effect {1 + (1 - 0.2064516129):.3g})" in own.reason and own.design_effect == pytest.approx(2.58)
 
 
 def test_binomial_looking_replicates_of_one_seed_count_as_one_run(store, registry):
@@ -241,7 +243,35 @@ def test_event_free_runs_assume_the_icc_floor_rather_than_binomial():
     # own rule (one run's evidence) and arms whose runs had events.
     assert clustered.effective([0], [80]).design_effect == 1
     assert clustered.effective([0, 0, 0], [80, 80, 80], replayed=True).design_effect == 3
-    assert clustered.effective([2, 5, 2], [80, 80, 80]).method == "binomial"  # phi 1.04
+    assert clustered.effective([1, 1, 2, 4], [80] * 4).method == "binomial"  # phi 1.03
+
+
+def test_two_or_three_runs_that_look_binomial_assume_a_small_intra_run_correlation():
+    # Under a beta-binomial ICC of 0.05 (true rate 0.05, runs of 80) the interval covered 85% / 86% with
+    # 2 / 3 runs (studies/rate_coverage.py), because phi on one or two degrees of freedom so often looks
+    # binomial or closer: 3 and 5 of 80 give phi 0.53, and counted as a design effect of 1.47.
+    e = clustered.effective([3, 5], [80, 80])
+    floor = 1 + 79 * clustered.FEW_RUNS_ICC
+    assert e.dispersion.phi == pytest.approx(0.5263, abs=1e-4)
+    assert e.design_effect == pytest.approx(floor) == pytest.approx(2.58)
+    assert e.method == "run-level" and e.df is None and e.n_eff == pytest.approx(160 / 2.58)
+    assert "an intra-run correlation of 0.02 is assumed at least (design effect 2.58)" in e.reason
+    assert clustered.rate_interval(e) == pytest.approx(stats.wilson(8 / 2.58, 160 / 2.58))
+    # Three runs whose spread matches binomial (phi 1.04), and two a little more (phi 1.34): the same floor.
+    same = clustered.effective([2, 5, 2], [80] * 3)
+    assert same.design_effect == pytest.approx(2.58) and "pooled binomial" not in same.reason
+    assert clustered.effective([2, 5], [80, 80]).design_effect == pytest.approx(2.58)
+    # Not below it: four runs keep their own estimate, a significant excess keeps phi and Student's t, replayed
+    # copies count as one run, and one run stays binomial (the seed's 14/80, still falsified).
+    assert clustered.effective([1, 1, 2, 4], [80] * 4).design_effect == 1
+    assert clustered.effective([0, 12], [80, 80]).df == 1
+    assert clustered.effective([2, 5], [80, 80], replayed=True).design_effect == 2
+    # Nor where the runs' spread rules it out: two runs of 10^6 units 0.03% apart would be a design effect of
+    # 20 000 (P(chi^2_1 <= 0.945 / 20 000) = 0.005), and two that agree exactly keep the copies' reading (2).
+    assert clustered.effective([50_000, 50_300], [10 ** 6] * 2).design_effect == pytest.approx(1.055, abs=1e-3)
+    assert clustered.effective([4, 4], [80, 80]).design_effect == 2
+    seed = clustered.effective([14], [80])
+    assert seed.design_effect == 1 and clustered.rate_interval(seed)[0] > 0.1
 
 
 def test_event_free_arm_needs_five_runs_of_80_in_both_modes():

@@ -9,6 +9,7 @@ tests' error bounds hold unchanged; the price is power, measured by the study.""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from workbench.analysis import analyze_stored, sequential_decision
@@ -348,8 +349,9 @@ def test_a_clear_difference_stays_reachable():
 
 def test_a_sequential_estimate_of_more_units_is_the_sequential_intervals(store, registry):
     # 1 leak in 160 against "<= 0.02": the fixed design's Wilson interval would clear 0.02 after 239 more
-    # units, and the sequential reasoning said so, but its confidence sequence is wider: at this rate it
-    # clears 0.02 at 11 replicates of 80, 720 more units.
+    # units, and the sequential reasoning said so, but its confidence sequence is wider: at this rate, on
+    # the divisor of the runs so far (two runs of 80: the few-runs floor, design effect 2.58; 720 more units
+    # before it), it clears 0.02 at 27 replicates of 80, 2000 more units.
     ex = add_execution(store, mode="sequential")
     for r, leaks in enumerate((1, 0), start=1):
         add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
@@ -359,9 +361,11 @@ def test_a_sequential_estimate_of_more_units_is_the_sequential_intervals(store, 
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
     (p,) = a.predictions
     assert p.outcome == "inconclusive" and p.reachable is True
-    assert p.more_units_needed == 720 and "about 720 more units at this rate would decide it" in a.reasoning
-    path = [(i / 160 * 80, 80.0 * i) for i in range(1, 12)]
-    assert seq.e_interval(path[:10], run_bet=True)[1] > 0.02 > seq.e_interval(path, run_bet=True)[1]
+    assert p.more_units_needed == 2000 and "about 2,000 more units at this rate would decide it" in a.reasoning
+    # The projected path: half a leak a replicate in whole leaks (numpy rounds half to even), divided by 2.58.
+    leaks = [1.0, 1.0] + [1 + float(np.round(0.5 * i)) for i in range(1, 26)]
+    path = [(k / 2.58, 80 * (t + 1) / 2.58) for t, k in enumerate(leaks)]
+    assert seq.e_interval(path[:26], run_bet=True)[1] > 0.02 > seq.e_interval(path, run_bet=True)[1]
 
 
 def test_a_sequential_difference_gives_no_fixed_design_estimate_of_more_units(store, reg_diff):

@@ -16,7 +16,10 @@ says whether it departs from 1 in either direction:
   tell chance agreement from copying, and counting a copy twice is the error that costs verdicts;
 - a spread more than 5% above binomial that is not significant inflates the variance by phi as well, at the
   normal quantile: few runs cannot show that the spread is binomial, so only phi within 5% of 1 (or below
-  it, as above) keeps the pooled binomial.
+  it, as above) keeps the pooled binomial;
+- with two or three runs none of these estimates is trusted to be large enough (phi on one or two degrees
+  of freedom misses a real between-run spread often): the design effect is at least that of a small
+  intra-run correlation (FEW_RUNS_ICC).
 
 Runs that saw no event at all (or only events) show no spread whatever the between-run variation, so
 an arm of two or more such runs assumes a small intra-run correlation (ICC_FLOOR) rather than none.
@@ -60,6 +63,16 @@ UNDER_TOL = 0.05
 # 0 two replicates in either mode (3 -> 5 runs of 80, 2 -> 4 of 120); a larger floor puts it past the
 # budgets in use (0.03: 9 runs of 80 sequentially, 8 of 120 against the wedge world's 6).
 ICC_FLOOR = 0.01
+# The intra-run correlation assumed at least for an arm of 2..FEW_RUNS runs not known to replay one workload, whose
+# spread was not significantly more than binomial: Pearson's phi on one or two degrees of freedom underestimates
+# a between-run spread so often that the interval covered a true rate of 0.05 in 85% / 86% of experiments with
+# 2 / 3 runs of 80 at an ICC of 0.05 (77% / 82% at 0.1), where 95% was promised; with this floor 93% / 95%
+# (86% / 91%), and at an ICC of 0.02 96% / 98% (studies/rate_coverage.py). 0.01 (ICC_FLOOR's value) gave 92% in
+# both at 0.05 (a prototype, 600 experiments a cell); the price of 0.02: studies/results/verdict_study.txt.
+FEW_RUNS = 3
+FEW_RUNS_ICC = 0.02
+# ... unless Pearson's X^2 is this improbably small for that design effect (chi^2 on R - 1 df scaled by it).
+FLOOR_RULED_OUT_P = 0.01
 
 
 @dataclass(frozen=True)
@@ -211,21 +224,47 @@ def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool | None = 
                if replayed is False else
                f". Runs that replayed the same sessions would agree like this, and {d.runs} runs cannot tell "
                "such copies from chance agreement")
-        return Effective(k, n, k / deff, n / deff, deff, "run-level", None,
-                         f"the {d.runs} runs {agree} (phi = {d.phi:.2g}, {p_text(d, d.p_under)}){why}, so wb "
-                         f"takes the cautious reading: the replicates are counted as partly copies of each other "
-                         f"(correlation 1 - phi), which widens the interval rather than narrowing it (design "
-                         f"effect {deff_text(deff)})", d)
+        return _few_runs_floor(Effective(k, n, k / deff, n / deff, deff, "run-level", None,
+                                         f"the {d.runs} runs {agree} (phi = {d.phi:.2g}, {p_text(d, d.p_under)}){why}, "
+                                         f"so wb takes the cautious reading: the replicates are counted as partly "
+                                         f"copies of each other (correlation 1 - phi), which widens the interval "
+                                         f"rather than narrowing it (design effect {deff_text(deff)})", d))
     if d.phi > 1 + UNDER_TOL:
         # More spread than binomial but not significantly so: few runs cannot show the spread is binomial, so the
         # variance is inflated by the estimate anyway (normal quantile: it is no significant finding).
-        return Effective(k, n, k / d.phi, n / d.phi, d.phi, "run-level", None,
-                         f"the {d.runs} runs spread a little more than binomial (phi = {d.phi:.2g}, "
-                         f"{p_text(d, d.p_over)}: not significant, but {d.runs} runs cannot show the spread is "
-                         f"binomial): variance inflated by phi (design effect {deff_text(d.phi)})", d)
-    return Effective(k, n, k, n, 1.0, "binomial", None,
-                     f"the {d.runs} runs' spread matches binomial within {UNDER_TOL:.0%} (phi = {d.phi:.2g}; "
-                     f"p = {display.p_value(d.p_over)} over, {display.p_value(d.p_under)} under): pooled binomial", d)
+        return _few_runs_floor(Effective(k, n, k / d.phi, n / d.phi, d.phi, "run-level", None,
+                                         f"the {d.runs} runs spread a little more than binomial (phi = {d.phi:.2g}, "
+                                         f"{p_text(d, d.p_over)}: not significant, but {d.runs} runs cannot show the "
+                                         f"spread is binomial): variance inflated by phi (design effect "
+                                         f"{deff_text(d.phi)})", d))
+    matches = (f"the {d.runs} runs' spread matches binomial within {UNDER_TOL:.0%} (phi = {d.phi:.2g}; "
+               f"p = {display.p_value(d.p_over)} over, {display.p_value(d.p_under)} under)")
+    floored = _few_runs_floor(Effective(k, n, k, n, 1.0, "binomial", None, matches, d))
+    return floored if floored.design_effect > 1 else replace(floored, reason=f"{matches}: pooled binomial")
+
+
+def _few_runs_floor(e: Effective) -> Effective:
+    """An arm of 2..FEW_RUNS runs not known to replay one workload, whose spread was not significantly more than
+    binomial: its design effect is at least that of an intra-run correlation of FEW_RUNS_ICC (see the constant),
+    unless the runs' own spread rules that out (runs of 10^6 units that agree to 0.03% cannot share an ICC of
+    0.02: it would be a design effect of 20 000)."""
+    runs, phi = e.dispersion.runs, e.dispersion.phi
+    if not 2 <= runs <= FEW_RUNS or phi is None:
+        return e
+    floor = 1 + (e.n / runs - 1) * FEW_RUNS_ICC
+    if e.design_effect >= floor or _spread_below(phi * (runs - 1) / floor, runs - 1) < FLOOR_RULED_OUT_P:
+        return e
+    return replace(e, k_eff=e.k / floor, n_eff=e.n / floor, design_effect=floor, method="run-level",
+                   reason=f"{e.reason}; but {runs} runs cannot rule out a between-run spread much larger than "
+                          f"they show, so an intra-run correlation of {FEW_RUNS_ICC:g} is assumed at least "
+                          f"(design effect {deff_text(floor)})")
+
+
+def _spread_below(x: float, df: int) -> float:
+    """P(chi^2 on df <= x): Pearson's X^2 over the floor's design effect, as the floor predicts it."""
+    from scipy.special import gammainc
+
+    return float(gammainc(df / 2, x / 2))
 
 
 def deff_text(deff: float) -> str:
