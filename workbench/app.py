@@ -482,18 +482,19 @@ class Workbench(StoredRuns):
         if report is not False and broken and (report or (folder / MANIFEST).is_file()):
             # A site from the entries without problems would drop the others' pages from it.
             ids = ", ".join(repr(b.id) for b in broken if b.id) or "an entry"
-            return None, None, (f"not rebuilt: {self.registry.hypotheses_file} has a problem in {ids} (every "
-                                "problem: wb hypothesis validate; once fixed, to rebuild the site: wb report)")
+            return None, None, (f"not rebuilt: {self.registry.hypotheses_file} has a problem in {ids}; every "
+                                "problem: wb hypothesis validate; once fixed, to rebuild the site: wb report")
         if report is None:
             report = (folder / MANIFEST).is_file()
             other = built_from(folder)
             if report and other is not None and other != store.name:
                 return None, None, (f"not rebuilt: {folder} was built from the store {other}, not this run's store "
-                                    f"{store.name} (to rebuild it from the store --db names: wb report)")
+                                    f"{store.name}; to rebuild it from the store --db names: wb report")
             if report and names_no_store(folder):
                 return None, None, (f"not rebuilt: {folder} names no store it was built from (an older wb built "
                                     f"it, or its manifest is damaged), maybe another than this run's store "
-                                    f"{store.name} (wb report, or --report, rebuilds it from the store --db names)")
+                                    f"{store.name}; to rebuild it from the store --db names, give --report or "
+                                    "run: wb report")
         if not report:
             return None, None, None
         try:
@@ -626,7 +627,7 @@ class Workbench(StoredRuns):
         verdict_id = verdict.id if verdict is not None else None
         if decision != "comment" and verdict_id is None:
             raise BadInput(f"{hypothesis_id} has no verdict to {decision.replace('-', ' ')} yet",
-                           hint=f"run it first (wb hypothesis run {hypothesis_id}), or leave a --comment")
+                           hint=f"leave a --comment, or run it first: wb hypothesis run {hypothesis_id}")
         if evidence is not None:
             check_evidence(hypothesis_id, evidence, verdict, self._evidence_digests(hypothesis_id))
         with self.store() as store:
@@ -807,8 +808,9 @@ def _no_evidence(h: Any, registry: Any, any_hypothesis: bool, empty: Sequence[st
     if empty:
         return NoEvidence(f"no {looked} of {h.id} matches arm {', '.join(empty)}, which every prediction reads: "
                           "nothing to decide, nothing was recorded",
-                          hint=f"run it (wb hypothesis run {h.id}); --no-record shows the analysis of the runs found")
+                          hint=f"--no-record shows the analysis of the runs found; to run it: wb hypothesis run {h.id}")
     wider = "" if any_hypothesis else \
         "; --any-hypothesis also pools other hypotheses' runs of its arms' configurations"
     return NoEvidence(f"no runs of {h.id} to analyze{which}; nothing was recorded",
-                      hint=f"run it (wb hypothesis run {h.id}) or import evidence (wb import evidence FILE.csv){wider}")
+                      hint=f"to run it: wb hypothesis run {h.id}; to import evidence: wb import evidence "
+                           f"FILE.csv{wider}")

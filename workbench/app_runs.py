@@ -59,8 +59,8 @@ def _no_missing(deletion: "RunDeletion") -> "RunDeletion":
         r = deletion.in_flight[0]
         raise BadInput(f"run {r.id} is {r.status} in execution {r.execution_id} of {r.hypothesis_id}, which has not "
                        "ended: its runner may still write it", hint="let the execution end; a runner killed on this "
-                       "machine is seen as gone and its runs may then be deleted (one elsewhere: settle it with "
-                       f"wb hypothesis run {r.hypothesis_id} --resume there first); nothing was deleted")
+                       "machine is seen as gone and its runs may then be deleted; nothing was deleted; one killed "
+                       f"elsewhere is settled there first with: wb hypothesis run {r.hypothesis_id} --resume")
     return deletion
 
 

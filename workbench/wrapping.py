@@ -6,7 +6,9 @@ Only for a terminal: piped, each item stays one line, for grep (the callers deci
 
 from __future__ import annotations
 
+import bisect
 import re
+from typing import NamedTuple
 
 _WORD = re.compile(r"\S+\s*")  # a word and the spaces after it (two apart stay two apart within a line)
 
@@ -45,51 +47,64 @@ def wrap(text: str, width: int, indent: str | None = None) -> list[str]:
     """`text` as lines of at most `width` characters, broken only between words: a phrase in parentheses or braces
     that fits on a line is kept on one ("(it was down before)", "{hicache, geometry_fix}"), as is one within it where
     the outer does not fit, and a comparison ("14/80 = 18%"); a command to paste (one wb built, see `keep_whole`;
-    one written out, `_written_commands`; one after a colon, `_COMMAND`) and a word wider than a line run on, never
-    broken. A command wb built or one after a colon starts a line where it does not fit on the current one, and the
-    text after it starts the next: a copy to the command's end takes nothing else along.
+    one after a colon, `_COMMAND`; one written out, `_written_commands`) and a word wider than a line run on, never
+    broken. A command to paste starts a line where it does not fit on the current one, and ends its line: a copy to
+    the command's end takes nothing else along. The punctuation that ends its clause (`.`, `,`, `;`, `:`, `?`, `!`)
+    is left out there, the line's end says as much; a `)` after it starts the next line, with the text after it.
     The lines after the first start with `indent` (default: the text's own indent and two spaces more, so a wrapped
-    line reads as going on the one above); no line ends in a space."""
+    line reads as going on the one above); no line ends in a space. Every other character comes out as it went in."""
     lead = text[:len(text) - len(text.lstrip(" "))]
     indent = lead + "  " if indent is None else indent
     lines: list[str] = []
     line = lead
-    queue = _phrases(_atoms(_commands_kept(text)))[::-1]  # the next unit last: popped in linear time
+    queue = _phrases(_atoms(text))[::-1]  # the next unit last: popped in linear time
     while queue:
         unit = queue.pop()
-        shown = "".join(unit).rstrip()
-        pasted = any(_KEPT in a for a in unit)
+        shown = "".join(a.text for a in unit).rstrip()
+        pasted = any(a.pasted for a in unit)
         if len(unit) > 1 and (pasted or len(indent) + len(shown) > width):  # too wide, or a command within: split
             queue += [unit[:1], *_phrases(unit[1:])][::-1]
             continue
         if len(line) + len(shown) <= width or not line.strip():
-            line += "".join(unit)
+            line += "".join(a.text for a in unit)
         else:
             lines.append(line.rstrip())
-            line = indent + "".join(unit)
+            line = indent + "".join(a.text for a in unit)
         if pasted and queue:  # a copy to the command's end takes nothing after it along
             lines.append(line.rstrip())
             line = indent
     lines.append(line.rstrip())
-    return [line.replace(_KEPT, " ") for line in lines]
+    return lines
+
+
+class _Atom(NamedTuple):
+    """A piece no line break goes into; `pasted`: a command to paste, which ends its line."""
+
+    text: str
+    pasted: bool = False
 
 
 # A command to paste after a colon ("continue with: wb hypothesis run ... --resume", a lock's "remove it: rm -f
 # PATH" or the ssh line that runs that on its host): pasted from two lines, each would run as a command of its own.
-# It is one unit, its spaces held by _KEPT while the text is wrapped, up to a phrase in parentheses after it or the
-# next clause ("; "), outside quotes, or the line's end.
+# It is one piece up to a phrase in parentheses after it or the next clause ("; "), outside quotes, or the line's end.
 _COMMAND = re.compile(r"(?<=: )(?:wb (?:" + "|".join(sorted(WB_COMMANDS)) + r")\b|ssh |rm -f )[^\n]*")
-_KEPT = "\x01"
+_CLAUSE_END = ".,;:?!"  # after a command: left out where it ends its line
 
 
-def _commands_kept(text: str) -> str:
-    for cmd in _commands:  # a command `keep_whole` was given: one word, told from prose by its _KEPT
-        if cmd in text:
-            text = text.replace(cmd, cmd.replace(" ", _KEPT))
-    out: list[str] = []
-    at = 0
-    while (found := _COMMAND.search(text, at)) is not None:
-        command, quote = found.group(), None
+def _commands_in(text: str) -> list[tuple[int, int]]:
+    """Where `text` holds a command to paste, in order, none within another: each one `keep_whole` was given, then
+    each after a colon, then each written out, a later kind passed over where it starts within one found before and
+    ended where it runs into one; a found command's end leaves out the punctuation that ends its clause."""
+    built = []
+    for cmd in _commands:
+        at = text.find(cmd)
+        while at >= 0:
+            built.append((at, at + len(cmd)))
+            at = text.find(cmd, at + len(cmd))
+    taken = _beside([], built)
+    after_colon = []
+    for m in _COMMAND.finditer(text):
+        command, quote = m.group(), None
         for i, c in enumerate(command):
             if quote is not None:
                 quote = None if c == quote else quote
@@ -98,36 +113,97 @@ def _commands_kept(text: str) -> str:
             elif command.startswith((" (", "; "), i):
                 command = command[:i]
                 break
-        out += [text[at:found.start()], command.replace(" ", _KEPT)]
-        at = found.start() + len(command)
-    return "".join(out) + text[at:]
-
-
-def _atoms(text: str) -> list[str]:
-    """`text` as the pieces no line break goes into: each word with the spaces after it, except that a command to
-    paste, a phrase in backticks and a comparison are each one piece."""
+        after_colon.append((m.start(), m.start() + len(command)))
+    taken = _beside(taken, after_colon, clause=text)
     words = [m.span() for m in _WORD.finditer(text)]
+    return _beside(taken, _written_commands(text, words, taken))
+
+
+def _beside(taken: list[tuple[int, int]], spans: list[tuple[int, int]], clause: str | None = None
+            ) -> list[tuple[int, int]]:
+    """`taken` (in order, apart) and those of `spans` that start outside them, each ended before the next of
+    `taken` it runs into (and, with `clause`, the text, before the punctuation that ends its clause); of two that
+    start at one place, the longer."""
+    out = list(taken)
+    starts = [s for s, _ in taken]
+    for s, e in sorted(spans, key=lambda span: (span[0], -span[1])):
+        k = bisect.bisect_right(starts, s)
+        if k and s < out[k - 1][1]:
+            continue
+        if k < len(out):
+            e = min(e, out[k][0])
+        if clause is not None:
+            e = _clause_end(clause, s, e)
+        out.insert(k, (s, e))
+        starts.insert(k, s)
+    return out
+
+
+def _clause_end(text: str, start: int, end: int) -> int:
+    """`end` less the punctuation that ends the clause of the command `text[start:end]`: `.`, `,`, `;`, `:`, `?`, `!`
+    (not a word of dots alone, `.` for a folder or `...` for flags left out), and a `)` that closes nothing in it."""
+    end = len(text[:end].rstrip())
+    while end > start:
+        c = text[end - 1]
+        if c in _CLAUSE_END and text[start:end].split()[-1].strip("."):
+            end -= 1
+        elif c == ")" and text.count(")", start, end) > text.count("(", start, end):
+            end -= 1
+        else:
+            break
+    return end
+
+
+def _atoms(text: str) -> list[_Atom]:
+    """`text` as the pieces no line break goes into: each word with the spaces after it, except that a command to
+    paste, a phrase in backticks and a comparison are each one piece. A command's piece runs from the start of its
+    first word (an opening parenthesis included) to its end; the punctuation that ends its clause right after it is
+    left out, and what else follows it (a `)`) is a piece of its own."""
+    commands = _commands_in(text)
+    ends = [e for _, e in commands]
+    words: list[tuple[int, int]] = []
+    k = 0
+    for m in _WORD.finditer(text):
+        s, e = m.span()
+        while k < len(ends) and ends[k] <= s:
+            k += 1
+        if k < len(ends) and ends[k] < s + len(m.group().rstrip()):  # a command ends within this word: cut there
+            words += [(s, ends[k]), (ends[k], e)]
+        else:
+            words.append((s, e))
     spans = [(m.start(), m.end()) for m in _BACKTICKED.finditer(text)]
-    spans += _written_commands(text, words)
     for i, (s, e) in enumerate(words):
         if text[s:e].strip() in _OPERATORS and 0 < i < len(words) - 1:
             spans.append((words[i - 1][0], words[i + 1][0] + 1))
         if i < len(words) - 1 and _with_next(text[s:e].strip(), text[slice(*words[i + 1])].strip()):
             spans.append((s, words[i + 1][0] + 1))
+    # A command is a piece of its own: from the word it starts in to its end, nothing before or after joined to it.
+    firsts: dict[int, int] = {}  # the word a command starts in: the command's end
+    k = 0
+    for i, (s, e) in enumerate(words):
+        while k < len(commands) and commands[k][0] < s:
+            k += 1
+        if k < len(commands) and commands[k][0] < e:
+            firsts[i] = commands[k][1]
+    after = set(ends)
+    bounds = set(firsts) | {i for i, (s, _) in enumerate(words) if s in after}
+    spans += [(words[i][0], end) for i, end in firsts.items()]
     # How many pieces cover each position past their first: a word starting where one does is inside it.
     inside = [0] * (len(text) + 1)
     for ss, se in spans:
         if se > ss + 1:
             inside[ss + 1] += 1
             inside[se] -= 1
-    for k in range(1, len(inside)):
-        inside[k] += inside[k - 1]
-    atoms: list[str] = []
-    for k, (s, e) in enumerate(words):
-        if k and inside[s] > 0:  # inside a piece that began before this word
-            atoms[-1] += text[s:e]
+    for p in range(1, len(inside)):
+        inside[p] += inside[p - 1]
+    atoms: list[_Atom] = []
+    for i, (s, e) in enumerate(words):
+        if i and inside[s] > 0 and i not in bounds:  # inside a piece that began before this word
+            atoms[-1] = _Atom(atoms[-1].text + text[s:e], atoms[-1].pasted)
+        elif s in after and atoms[-1].pasted and not text[s:e].strip().strip(_CLAUSE_END):
+            continue  # the punctuation that ends the command's clause: its line's end says it
         else:
-            atoms.append(text[s:e])
+            atoms.append(_Atom(text[s:e], i in firsts))
     return atoms
 
 
@@ -139,19 +215,25 @@ def _with_next(word: str, following: str) -> bool:
     return word.lstrip("(").lower() in _BEFORE_NUMBER and _NUMBER.fullmatch(following.rstrip(",;:.)]%")) is not None
 
 
-def _written_commands(text: str, words: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Where `text` writes out a wb command (`wb hypothesis run ID --resume`, "(wb db upgrade)"): from its `wb` to
-    the word that ends it with `:`, `;`, `,` or `)`, or a sentence's `.`, `?` or `!` (not a word of dots alone: `.`
-    for a folder, `...` for flags left out), to before a word that opens a parenthesis, or to the end; a quoted
-    argument ("-m 'two words'") is one of its words, whatever it holds."""
+def _written_commands(text: str, words: list[tuple[int, int]], taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Where `text` writes out a wb command (`wb hypothesis run ID --resume`, "(wb db upgrade)"), outside the spans
+    `taken` (commands found before): from its `wb` to the word that ends it with `:`, `;`, `,` or `)`, or a
+    sentence's `.`, `?` or `!` (not a word of dots alone: `.` for a folder, `...` for flags left out), to before a
+    word that opens a parenthesis, or to the end, less the punctuation that ends its clause; a quoted argument
+    ("-m 'two words'") is one of its words, whatever it holds."""
     out = []
     tokens = [text[s:e].strip() for s, e in words]
-    i = 0
+    i = k = 0
     while i < len(tokens) - 1:
+        while k < len(taken) and taken[k][1] <= words[i][0]:
+            k += 1
+        if k < len(taken) and taken[k][0] <= words[i][0]:  # within a command found before
+            i += 1
+            continue
         if tokens[i].lstrip("(") != "wb" or tokens[i + 1].rstrip(":;,)") not in WB_COMMANDS:
             i += 1
             continue
-        start, j, quote = words[i][0], i, None
+        start, j, quote = words[i][0] + len(tokens[i]) - 2, i, None
         while j < len(tokens):
             if j > i and quote is None and tokens[j].startswith("("):
                 j -= 1
@@ -162,19 +244,19 @@ def _written_commands(text: str, words: list[tuple[int, int]]) -> list[tuple[int
                 break
             j += 1
         j = min(j, len(tokens) - 1)
-        out.append((start, words[j][0] + len(tokens[j])))
+        out.append((start, _clause_end(text, start, words[j][0] + len(tokens[j]))))
         i = j + 1
     return out
 
 
-def _phrases(atoms: list[str]) -> list[list[str]]:
+def _phrases(atoms: list[_Atom]) -> list[list[_Atom]]:
     """`atoms` with each phrase in parentheses or braces joined into one unit (the atoms from a `(` to its `)`)."""
-    out: list[list[str]] = []
+    out: list[list[_Atom]] = []
     depth = 0
     for a in atoms:
         if depth > 0:
             out[-1].append(a)
         else:
             out.append([a])
-        depth = max(0, depth + a.count("(") + a.count("{") - a.count(")") - a.count("}"))
+        depth = max(0, depth + a.text.count("(") + a.text.count("{") - a.text.count(")") - a.text.count("}"))
     return out

@@ -75,9 +75,9 @@ def test_the_restore_lines_command_that_removes_a_kept_lock_is_kept_whole():
             f"target may be left locked, refusing the next run; once no run of wb is on it, remove it: {remove}")
     lines = wrap(line, 80)
     assert lines[-1] == f"  {remove}" and all(len(x) <= 80 for x in lines), lines
-    # a local lock's own command ends where the next host's clause begins
+    # a local lock's own command ends where the next host's clause begins, without the `;` that ends its clause
     lines = wrap("h1: ... remove it: rm -f /srv/some/long/path/wb-target.lock; h2: its lock /c was NOT released", 40)
-    assert lines == ["h1: ... remove it:", "  rm -f /srv/some/long/path/wb-target.lock;",
+    assert lines == ["h1: ... remove it:", "  rm -f /srv/some/long/path/wb-target.lock",
                      "  h2: its lock /c was NOT released"], lines
 
 

@@ -104,7 +104,7 @@ def test_a_command_written_out_ends_with_its_sentence() -> None:
     lines = wrap("nothing was recorded (see wb runs show 5). Then fix the deployment and run it again", 40)
     assert all(len(line) <= 40 for line in lines), lines
     lines = wrap("the store is older than this wb: run wb db upgrade. Then run the hypothesis again", 40)
-    assert all(len(line) <= 40 for line in lines) and "wb db upgrade." in " ".join(lines), lines
+    assert all(len(line) <= 40 for line in lines) and "  wb db upgrade" in lines, lines
     assert "  wb sim up --dir . --config /srv/serve.conf" in wrap("run wb sim up --dir . --config /srv/serve.conf", 30)
     lines = wrap("resume with wb isolate ... --resume --db /a/b.duckdb", 30)
     assert "  wb isolate ... --resume --db /a/b.duckdb" in lines
@@ -217,3 +217,43 @@ def test_the_resume_command_names_the_workbench_wherever_it_is_pasted(tmp_path: 
     resume = resume_command_at(f"duckdb:///{db}", db, "..", "wedge-confound")
     assert resume == f"wb hypothesis run wedge-confound --resume --db '{db}' --root '{root}'", resume
     assert shlex.split(resume)[-4:] == ["--db", str(db), "--root", str(root)], resume
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_a_command_written_out_ends_its_line_and_the_punctuation_after_it_is_left_out(tmp_path: Path,
+                                                                                     width: int) -> None:
+    """A command a hint writes out (not one `keep_whole` was given) was kept whole to the end of its clause, and
+    the punctuation that ended the clause stayed on its line ('wb runs list;', 'wb sim up ... --config /b/arm.conf;',
+    'wb hypothesis run wedge-confound)'): a copy to the line's end pasted it as part of the last argument. It ends
+    its line as a built command does; a clause's `;` `,` `.` `:` is left out there and a `)` starts the next line."""
+    from workbench.cli.runs import _run_ids
+    from workbench.runner.lock import TargetBusy
+    from workbench.runner.targets.sim import SimTarget
+
+    with pytest.raises(BadInput) as refused:
+        _run_ids(["abc"])
+    assert refused.value.hint == "to see the run ids: wb runs list; nothing was deleted"
+    assert wrap(refused.value.hint, width) == ["to see the run ids: wb runs list", "  nothing was deleted"]
+    sdir = tmp_path / "sim"
+    sdir.mkdir()
+    (sdir / "config_path").write_text(str(tmp_path / "serve.sh"))
+    with pytest.raises(TargetBusy) as busy:
+        SimTarget(sim_dir=sdir, options={}).check_config_path(str(tmp_path / "arm.conf"))
+    hint = busy.value.hint
+    assert hint is not None
+    lines = wrap(hint, width)
+    cmd = f"cp {tmp_path / 'serve.sh'} {tmp_path / 'arm.conf'} && wb sim up --dir {sdir} --config {tmp_path}/arm.conf"
+    assert f"  {cmd}" in lines and lines[-1] == "  or give another sim folder ($WB_SIM_DIR)", lines
+    assert wrap("nothing to decide (see wb runs show 5, or run wb hypothesis run wedge-confound). Then fix it",
+                width) == ["nothing to decide (see wb runs show 5", "  or run wb hypothesis run wedge-confound",
+                           "  ). Then fix it"]
+
+
+def test_a_control_character_in_the_text_comes_out_as_it_went_in() -> None:
+    """The wrapping held a command's spaces with \\x01 while it wrapped and turned every \\x01 back into a space: one
+    in the text itself (a path, a title) came out as a space, in the prose and in a command alike."""
+    for text in ("no hypotheses.yaml in /tmp/a\x01b, nor in any folder above it (from /tmp/a\x01b/sub)",
+                 "interrupted; continue with: wb hypothesis run h\x01 --resume --db /tmp/a\x01b/wb.duckdb"):
+        for width in (80, 40):
+            lines = wrap(text, width)
+            assert "".join(lines).count("\x01") == 2 and " ".join(" ".join(lines).split()) == text, lines

@@ -42,7 +42,7 @@ def test_a_probe_whose_runs_all_fail_stops_the_search_and_the_search_resumes(ben
     assert code == 1, err[-3000:]
     assert "Traceback" not in err
     [error] = [line for line in err.splitlines() if line.startswith("Error:")]
-    assert error.startswith("Error: wb isolate probe 1 (good with {geometry_fix=off}): its 2 runs failed, "
+    assert error.startswith("Error: `wb isolate` probe 1 (good with {geometry_fix=off}): its 2 runs failed, "
                             "so it decided nothing; the search stopped there. First: run "), error
     assert error.endswith("workload exited 3: repro script not found"), error
     hint = err.split("resumes with: ", 1)[1].strip().splitlines()[0]

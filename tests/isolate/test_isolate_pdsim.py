@@ -146,7 +146,7 @@ def test_isolate_on_pdsim_records_each_probe_restores_and_resumes_a_stopped_sear
     assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
     assert "Traceback" not in stopped.stderr and "search afresh" not in stopped.stderr, stopped.stderr[-2000:]
     assert "wb hypothesis run" not in stopped.stderr, stopped.stderr[-2000:]
-    assert "Error: wb isolate probe 1 interrupted after" in stopped.stderr, stopped.stderr[-2000:]
+    assert "Error: `wb isolate` probe 1 interrupted after" in stopped.stderr, stopped.stderr[-2000:]
     hint = stopped.stderr.split("resumes with: ", 1)[1].strip().splitlines()[0]
     command = shlex.split(hint)
     assert command[:2] == ["wb", "isolate"] and command[-1] == "--resume" and "--seed 7" in hint, hint

@@ -252,8 +252,9 @@ def test_wb_sim_judges_a_lock_dead_only_where_its_runners_pid_means_something(tm
 
         monkeypatch.setattr(sim_target, "_not_original", lambda holder: ("serve.sh was changed", "rm -f serve.sh"))
         _, by_hand = sim_target._left_changed(sim)
-        assert by_hand.endswith("put the original back by hand (then the next wb sim up, down, restart, repro or "
-                                "bench frees the lock; wb sim status and journal only read):\n  rm -f serve.sh"), \
+        assert by_hand.endswith("put the original back by hand (then the next `wb sim up`, `down`, `restart`, "
+                                "`repro` or `bench` frees the lock; `wb sim status` and `journal` only read):\n"
+                                "  rm -f serve.sh"), \
             by_hand
         monkeypatch.setattr(sim_target, "_not_original", lambda holder: (None, None))  # and it was put back
         _, _, err = cli("sim", "status", "--dir", str(sim))

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 CONTROLLED, EXPLORATORY, AA, OVERRIDE = "controlled", "exploratory", "aa", "override"
 INVALID = "invalid"
-EXPLORATORY_NOTE = "exploratory: pooled by wb hypothesis analyze, no controlled run yet"
+EXPLORATORY_NOTE = "exploratory: pooled by `wb hypothesis analyze`, no controlled run yet"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 # execution id -> that execution's `--set` overrides (an empty mapping: none)

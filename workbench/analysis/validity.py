@@ -82,7 +82,7 @@ def run_failure(r: RunData) -> str:
     if not reason or reason == r.status:
         return text
     return f"{text}: " + (reason if len(reason) <= REASON_CHARS
-                          else f"{reason[:REASON_CHARS - 1]}… (wb runs show {r.id} gives it whole)")
+                          else f"{reason[:REASON_CHARS - 1]}… (`wb runs show {r.id}` gives it whole)")
 
 
 def _set(values: set[str]) -> str:

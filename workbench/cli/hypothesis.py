@@ -180,7 +180,7 @@ def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbO
 def _exploratory_line(hypothesis_id: str, status: CurrentStatus) -> str:
     """Where a pooled verdict landed: it is exploratory, and a controlled run's verdict keeps the status."""
     if status.exploratory:
-        return (f"Recorded as exploratory: it is the status of {hypothesis_id} until a controlled run "
-                f"(wb hypothesis run {hypothesis_id}) decides.")
+        return (f"Recorded as exploratory: it is the status of {hypothesis_id} until a controlled run decides; to "
+                f"run one: wb hypothesis run {hypothesis_id}")
     return (f"Recorded as exploratory: the status stays {status.status} (the verdict of execution "
             f"{status.verdict.execution_id}); a pooled re-analysis never replaces a controlled run's verdict.")

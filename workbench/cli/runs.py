@@ -271,7 +271,7 @@ def delete(run_ids: Annotated[list[str], typer.Argument(metavar="RUN_ID", help="
         return
     if not yes:
         if not _interactive():
-            raise BadInput("wb runs delete asks before deleting, and there is no terminal to ask on",
+            raise BadInput("`wb runs delete` asks before deleting, and there is no terminal to ask on",
                            hint="add --yes to delete without asking, or --dry-run to see what would go", where="--yes")
         for line in [*(f"would delete {line}" for line in _describe(plan)), *_status_lines(changes, planned=True)]:
             echo_wrapped(line, err=True)

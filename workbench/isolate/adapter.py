@@ -104,7 +104,7 @@ def root_hypothesis(spec: IsolateSpec, *, status: str = "open", verdict: str | N
         id=spec.root_id, parent=spec.parent, kind="config", status=status, experiment=spec.experiment,
         profile=spec.profile,
         claim=f"Some subset of the changes {changes} from the good config causes {spec.metric} in the "
-              "failure region; wb isolate searches for the minimal one.",
+              "failure region; `wb isolate` searches for the minimal one.",
         arms={"probe": spec.arm(spec.changes)}, hold=dict(spec.hold),
         predicts=[_prediction(spec, "the bad config reproduces the failure")],
         falsified_if="The bad config does not reproduce the failure.",
@@ -185,7 +185,7 @@ class RunnerOracle:
         count = f"its {display.count(failed, 'run')}" if failed == len(runs) else \
             f"{failed} of its {display.count(len(runs), 'run')}"
         stage = f" ({first.stage} stage)" if first.stage else ""
-        return RunFailure(f"wb isolate probe {req.index} ({config}): {count} failed, so it decided nothing; the "
+        return RunFailure(f"`wb isolate` probe {req.index} ({config}): {count} failed, so it decided nothing; the "
                           f"search stopped there. First: run {first.id}{stage}: {first.error or first.status}",
                           hint=f"see `wb runs show {first.id}`; fix what failed the runs, then resume the search")
 
@@ -227,7 +227,7 @@ class RunnerOracle:
         except RunInterrupted as exc:
             # The runner's hint names the probe's own hypothesis, which exists only inside this search.
             # `run_isolate` adds the command that resumes the whole search.
-            raise RunInterrupted(f"wb isolate probe {req.index} {exc.message}", hint=None,
+            raise RunInterrupted(f"`wb isolate` probe {req.index} {exc.message}", hint=None,
                                  signum=exc.signum) from None
         try:
             record_verdict(self.store, analyze_stored(self.store, reg, h.id, execution_id=done.execution_id),

@@ -45,7 +45,7 @@ def _refuse(found: list[tuple[str, str, list[int]]]) -> None:
     fixes = "; ".join(f"UPDATE {t} SET uuid = '{uuidlib.uuid4().hex}' WHERE id = {i}"
                       for t, _, same in found[:_SHOWN] for i in same[1:])
     raise BadInput(f"{store}: {len(ids)} rows of {table} (ids {', '.join(map(str, ids))}) have the same uuid {key}"
-                   f"{more}; a uuid keys one row across stores, and wb db upgrade makes it unique; "
+                   f"{more}; a uuid keys one row across stores, and `wb db upgrade` makes it unique; "
                    "nothing was changed",
                    hint="give every row but one its own key with SQL on the store (duckdb FILE, or psql), e.g. "
                         f"{fixes}{' ...' if len(found) > _SHOWN else ''}; then run wb db upgrade again")

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 from workbench.errors import SimError
 from workbench.runner.targets.base import LOCK_NAME, config_lock_file
 from workbench.runner.targets.local import LocalTarget
+from workbench.wrapping import keep_whole
 
 UP_TIMEOUT_S = 120.0
 
@@ -139,12 +140,12 @@ class SimTarget(LocalTarget):
         if os.path.realpath(in_use) == os.path.realpath(serve_file):
             return
         q = shlex.quote
-        raise TargetBusy(f"pdsim in {self.sim_dir} reads its serve file from {in_use} (named by wb sim up --config), "
+        take = (f"cp {q(str(in_use))} {q(str(serve_file))} "
+                f"&& wb sim up --dir {q(str(self.sim_dir))} --config {q(str(serve_file))}")
+        raise TargetBusy(f"pdsim in {self.sim_dir} reads its serve file from {in_use} (named by `wb sim up --config`), "
                          f"but the profile writes each arm into {serve_file}: no arm would reach the servers. "
                          "Nothing was run",
-                         hint=f"to run on that config, make it the serve file: "
-                              f"cp {q(str(in_use))} {q(str(serve_file))} "
-                              f"&& wb sim up --dir {q(str(self.sim_dir))} --config {q(str(serve_file))}; "
+                         hint=f"to run on that config, make it the serve file: {keep_whole(take)}; "
                               "or give another sim folder ($WB_SIM_DIR)")
 
     def _ports(self) -> dict[str, str]:
@@ -267,8 +268,8 @@ def _left_changed(sdir: Path) -> tuple[str, str] | None:
         what = (f"pdsim in {sdir} was left changed by {holder.label()}, whose runner (pid {holder.pid} on "
                 f"{holder.host}, since {holder.since}) {how}: {why}")
         # Each command to paste ends the text or its line (a copy to its end takes nothing else along).
-        by_hand = (f"put the original back by hand (then the next wb sim up, down, restart, repro or bench frees the "
-                   f"lock; wb sim status and journal only read):\n  {by_hand}"
+        by_hand = (f"put the original back by hand (then the next `wb sim up`, `down`, `restart`, `repro` or `bench` "
+                   f"frees the lock; `wb sim status` and `journal` only read):\n  {by_hand}"
                    if by_hand else f"if the serve file is as it should be, remove {shlex.quote(str(lock))}")
         if holder.restore_failed:  # its execution ended: there is no run to resume
             return what, by_hand
