@@ -12,9 +12,10 @@ from typing import NamedTuple
 
 _WORD = re.compile(r"\S+\s*")  # a word and the spaces after it (two apart stay two apart within a line)
 
-# wb's commands (the CLI's COMMAND_ORDER): "wb" before one of them starts a command to paste, not prose ("wb reads").
-WB_COMMANDS = frozenset({"hypothesis", "runs", "report", "confounds", "isolate", "review", "lineage", "bundle",
-                         "import", "sim", "kernel", "db", "schema"})
+# wb's commands, the one list of them: "wb" before one starts a command to paste, not prose ("wb reads"); `wb --help`
+# lists them in this order, the work's (cli._common.COMMAND_ORDER). A test checks it against the CLI's commands.
+WB_COMMANDS = ("hypothesis", "runs", "report", "confounds", "isolate", "review", "lineage", "bundle", "import",
+               "sim", "kernel", "db", "schema")
 # A comparison between two words: kept with both ("n = 111", "92/325 = 28.3%", "P(X >= 15.3").
 _OPERATORS = frozenset({"=", "==", "!=", "<", ">", "<=", ">=", "≤", "≥", "≈", "±"})
 _BACKTICKED = re.compile(r"`[^`\n]+`")

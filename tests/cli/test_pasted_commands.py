@@ -56,11 +56,24 @@ def test_a_phrase_within_a_phrase_and_a_comparison_stay_on_one_line() -> None:
     assert lines[-1].strip() == "92/325 = 28.3%", lines
     assert wrap("wb reads ~/.ssh/config through asyncssh, which knows most options", 36)[0] == \
         "wb reads ~/.ssh/config through", "prose that starts with wb is not a command"
-    assert WB_COMMANDS == set(common.COMMAND_ORDER)
-    # A command after a colon is found for every one of wb's commands (the pattern once listed them by hand).
+
+
+def test_the_wrapping_knows_every_command_the_cli_has() -> None:
+    """wb's commands were listed by hand twice, for `wb --help`'s order and for the wrapping, checked only against each
+    other: a command the CLI gained in neither list was prose to the wrapping ("wb foo --x," kept its comma). The
+    wrapping's list is the one `wb --help` orders by, and it is the CLI's own commands."""
+    import typer
+
+    from workbench.cli.main import app
     from workbench.wrapping import _COMMAND
 
-    assert all(_COMMAND.search(f"to see it: wb {c} --json") for c in common.COMMAND_ORDER)
+    group = typer.main.get_command(app)
+    assert set(group.commands) == set(WB_COMMANDS), set(group.commands) ^ set(WB_COMMANDS)  # type: ignore[attr-defined]
+    assert common.COMMAND_ORDER is WB_COMMANDS
+    # A command after a colon, and one written out, is found for every one of wb's commands.
+    assert all(_COMMAND.search(f"to see it: wb {c} --json") for c in WB_COMMANDS)
+    assert all(wrap(f"see wb {c} --json, then go on", 40) == [f"see wb {c} --json", "  then go on"]
+               for c in WB_COMMANDS)
 
 
 def test_a_long_text_wraps_in_linear_time_and_keep_whole_remembers_a_bounded_number() -> None:

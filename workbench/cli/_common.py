@@ -27,6 +27,7 @@ from typer.core import TyperCommand, TyperGroup
 from workbench.cli import _envelope, _startup
 from workbench.errors import ConfigErrors, WbError
 from workbench.settings import colour_system
+from workbench.wrapping import WB_COMMANDS
 
 if TYPE_CHECKING:
     from workbench.app import Workbench
@@ -133,9 +134,9 @@ def _emit_unless_gone(*args: Any, **kwargs: Any) -> None:
 
 
 # `wb --help` lists the root's commands as the work goes: state and run hypotheses, read the runs, report, look for
-# confounds and minimal changes, review, share; then the simulated deployment, the kernel and the store.
-COMMAND_ORDER = ("hypothesis", "runs", "report", "confounds", "isolate", "review", "lineage", "bundle", "import",
-                 "sim", "kernel", "db", "schema")
+# confounds and minimal changes, review, share; then the simulated deployment, the kernel and the store. The list is
+# the wrapping's too (a `wb COMMAND` in a message is one to paste), kept once, there.
+COMMAND_ORDER = WB_COMMANDS
 
 
 class WbGroup(TyperGroup):
