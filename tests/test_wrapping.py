@@ -30,3 +30,26 @@ def test_a_number_without_a_unit_still_breaks_where_it_must():
     # "s" as a word of prose after a number that is no measure stays a break like any other; a number alone is a word
     lines = wrap("the run took 3 attempts and 12 more were left over from the batch", 20)
     assert lines == ["the run took 3", "  attempts and 12", "  more were left", "  over from the", "  batch"], lines
+
+
+@pytest.mark.parametrize("width, rate_line", [
+    (60, "    52/160 = 32.5% (Wilson 95% (t, 1 df) [25.7%, 40.1%]; 2"),
+    (80, "    arm (nixl_abort_fix=on) had 52/160 = 32.5%"),
+])
+def test_a_rate_is_never_left_alone_on_a_line_by_the_phrase_after_it(width, rate_line):
+    """A prediction's line of two runs ('had 52/160 = 32.5% (Wilson 95% (t, 1 df) [25.7%, 40.1%]; 2 runs), ...'):
+    at 60 columns the rate did not fit after 'had' and its interval's phrase, kept whole, did not fit after the
+    rate, so the rate stood alone on a line. A phrase that does not fit after a unit alone on its line fills that
+    line, broken between its words; after more than one, it still starts the next line whole."""
+    from workbench.analysis.summary import _prediction_finding
+
+    j = {"where": "treatment", "estimate": 52 / 160, "k": 52, "n": 160, "interval_kind": "Wilson 95% (t, 1 df)",
+         "interval": [0.257, 0.401], "bounds": (0.0, 0.02), "runs": 2, "outcome": "falsified",
+         "region": "<= 0.02 (2%)"}
+    text = "  [falsified] predicts corruption_rate (treatment) <= 0.02 (2%)" + _prediction_finding(
+        j, {"treatment": {"variables": {"nixl_abort_fix": "on"}}}, "nixl_abort_fix")
+    assert "had 52/160 = 32.5% (Wilson 95% (t, 1 df) [25.7%, 40.1%]; 2 runs)," in text, text
+    lines = wrap(text, width)
+    assert all(len(line) <= width for line in lines) and " ".join(" ".join(lines).split()) == " ".join(text.split())
+    assert not any(line.strip() == "52/160 = 32.5%" for line in lines), lines
+    assert rate_line in lines, lines

@@ -59,21 +59,26 @@ def wrap(text: str, width: int, indent: str | None = None) -> list[str]:
     lines: list[str] = []
     line = lead
     queue = _phrases(_atoms(text))[::-1]  # the next unit last: popped in linear time
+    # The line holds one unit: a phrase too long to follow it on the line fills the line rather than leave the unit
+    # alone there ("52/160 = 32.5%" on a line of its own, its "(Wilson 95% ...)" on the next).
+    alone = False
     while queue:
         unit = queue.pop()
         shown = "".join(a.text for a in unit).rstrip()
         pasted = any(a.pasted for a in unit)
-        if len(unit) > 1 and (pasted or len(indent) + len(shown) > width):  # too wide, or a command within: split
-            queue += [unit[:1], *_phrases(unit[1:])][::-1]
+        if len(unit) > 1 and (pasted or len(indent) + len(shown) > width or alone and len(line) + len(shown) > width):
+            queue += [unit[:1], *_phrases(unit[1:])][::-1]  # too wide, a command within, or a unit left alone: split
             continue
         if len(line) + len(shown) <= width or not line.strip():
+            alone = not line.strip()
             line += "".join(a.text for a in unit)
         else:
             lines.append(line.rstrip())
             line = indent + "".join(a.text for a in unit)
+            alone = True
         if pasted and queue:  # a copy to the command's end takes nothing after it along
             lines.append(line.rstrip())
-            line = indent
+            line, alone = indent, False
     lines.append(line.rstrip())
     return lines
 
