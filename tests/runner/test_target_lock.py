@@ -366,3 +366,52 @@ def test_a_lock_left_by_a_failed_taking_is_said_with_the_error_and_recorded(toy,
         run_hypothesis("toy-fix", db=toy.db, replicates=1)
     hint = ei.value.hint or ""
     assert hint.startswith(f"{said}\ncontinue with: wb hypothesis run toy-fix --resume "), hint
+
+
+def test_a_holder_that_recorded_no_command_is_resumed_by_one_built_from_the_store(tmp_path: Path, store) -> None:
+    """Where the holder recorded no command to resume it (a probe or a lock of an older wb), a refusal gave 'wb
+    isolate --resume with the flags of search S (experiment E)' or 'wb hypothesis run ID --resume against the store
+    that holds it', prose where a command goes. A probe's search is resumed by the real command, built from its
+    flags as the store holds them (the probe's key, else the search's record), with this store and workbench; where
+    the store holds none, and for a lock of another store, the hint says what the user must add, in words."""
+    import math
+    import shlex
+    from types import SimpleNamespace
+
+    from workbench.isolate.adapter import IsolateSpec, search_key
+    from workbench.isolate.records import record_search
+    from workbench.isolate.region import parse_region
+    from workbench.runner.lock import Holder
+    from workbench.runner.takeover import _holder_resume, _resume_of
+    from workbench.wrapping import wrap
+
+    db, root = store.path, tmp_path / "my bench"
+    spec = IsolateSpec(experiment="agent-repro", good={"geometry_fix": "on", "index_k_dtype": "fp8"},
+                       bad={"geometry_fix": "off", "index_k_dtype": "bf16"},
+                       changes=("geometry_fix", "index_k_dtype"), hold={}, metric="corruption_rate",
+                       region=parse_region(">= 0.05"), profile=None, alpha=0.05, budget=math.inf, seed=7,
+                       search_id="a1b2c3")
+    state = SimpleNamespace(store=store, prepared=SimpleNamespace(root=root))
+    expected = ("wb isolate --experiment agent-repro --good 'geometry_fix=on index_k_dtype=fp8' "
+                "--bad 'geometry_fix=off index_k_dtype=bf16' --metric corruption_rate --region '>= 0.05' "
+                f"--budget inf --alpha 0.05 --seed 7 --db {db} --root {shlex.quote(str(root))} --resume")
+    # A probe that recorded its search's key but not the command (wb before the command was recorded) ...
+    assert _resume_of(state, spec.probe_id(1), {"isolate": search_key(spec)}) == expected
+    # ... one whose execution knew only the search's id: the search's own record in the store has its flags.
+    only_id = {"isolate": {"search_id": "a1b2c3", "experiment": "agent-repro"}}
+    assert _resume_of(state, spec.probe_id(1), only_id) is None  # not recorded yet: nothing to build it from
+    key = {k: v for k, v in search_key(spec).items() if k not in ("alpha", "budget")}
+    record_search(store, spec, {**key, "result": {"status": "stopped", "explanation": "stopped", "alpha": 0.05,
+                                                  "budget": None, "probes": []}})
+    assert _resume_of(state, spec.probe_id(1), only_id) == expected
+    # A lock of an older wb, of another store: no command, and neither its store nor its folder; the hint says so.
+    old = Holder("e" * 32, "gpu-1", 4242, None, "2026-12-06T19:00:00", what="hypothesis wedge-confound")
+    assert _holder_resume(state, None, old) is None
+    for holder, named in ((old, "`wb hypothesis run wedge-confound --resume`"),
+                          (Holder("e" * 32, "gpu-1", 4242, None, "2026-12-06T19:00:00",
+                                  what="hypothesis iso-a1b2c3-p1"), "`wb isolate --resume`")):
+        hint = holder.busy_hint("/srv/wb.lock")
+        assert named in hint and "records neither the" in hint and "the store" in hint, hint
+        assert not any(line.lstrip().startswith("wb ") for line in wrap(hint, 80)), hint
+    ran = Holder("e" * 32, "gpu-1", 4242, None, "2026-12-06T19:00:00", resume=expected)
+    assert ran.busy_hint("/srv/wb.lock").endswith(f"frees the lock:\n  {expected}")

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from workbench.errors import BadInput
-from workbench.registry.common import Region
+from workbench.registry.common import Region, region_text
 
 _NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 _FORMS = [
@@ -78,9 +78,5 @@ def stored_text(region: Any) -> str:
 
 
 def describe(region: Region) -> str:
-    lo, hi = region.bounds()
-    if region.equals is not None:
-        return f"== {region.equals:g}"
-    if region.between is not None:
-        return f"{lo:g}..{hi:g}"
-    return f">= {lo:g}" if region.at_least is not None else f"<= {hi:g}"
+    """`region` as --region takes it (`registry.common.region_text`)."""
+    return region_text(region)

@@ -24,7 +24,6 @@ from workbench.errors import BadInput
 from workbench.store.engine import url_has_password
 from workbench.isolate.assignments import shown, shown_set
 from workbench.isolate.attempt import DecidedProbe, PriorAttempt
-from workbench.wrapping import keep_whole
 
 if TYPE_CHECKING:
     from workbench.isolate.adapter import IsolateSpec
@@ -176,25 +175,12 @@ def check_unchanged(spec: "IsolateSpec", registry: "Registry", store: "Store", p
 
 
 def resume_command(spec: "IsolateSpec", settings: "Settings | None" = None, write: bool = False) -> str:
-    """The command that resumes `spec`'s search: every flag that determines it, explicitly, the `--write` the
-    stopped search was given (it does not change the search, but leaving it out would drop what was asked
-    for), then --resume."""
-    from workbench.isolate.region import describe
+    """The command that resumes `spec`'s search: every flag that determines it, explicitly, --db and --root as
+    `settings` has them, the `--write` the stopped search was given, then --resume (`runner.search_command`)."""
+    from workbench.isolate.adapter import search_key
+    from workbench.runner.search_command import search_command
 
-    named = [v for v in spec.good if v in spec.changes or v in spec.hold]
-    args = ["wb", "isolate", "--experiment", spec.experiment,
-            "--good", " ".join(f"{v}={spec.good[v]}" for v in named),
-            "--bad", " ".join(f"{v}={spec.bad[v]}" for v in named),
-            "--metric", spec.metric, "--region", describe(spec.region)]
-    if spec.profile:
-        args += ["--target", spec.profile]
-    args += ["--budget", _num(spec.budget), "--alpha", _num(spec.alpha), "--seed", str(spec.seed)]
-    if spec.parent:
-        args += ["--parent", spec.parent]
-    args += _where(settings)
-    if write:
-        args.append("--write")
-    return keep_whole(" ".join(shlex.quote(a) for a in [*args, "--resume"]))
+    return search_command(search_key(spec), _where(settings), write=write)
 
 
 def _where(settings: "Settings | None") -> list[str]:

@@ -310,3 +310,13 @@ class Region(Strict):
         if self.at_most is not None:
             parts.append(f"<= {self.at_most:g}")
         return " and ".join(parts)
+
+
+def region_text(region: Region) -> str:
+    """`region` as `wb isolate --region` takes it, e.g. ">= 0.05"."""
+    lo, hi = region.bounds()
+    if region.equals is not None:
+        return f"== {region.equals:g}"
+    if region.between is not None:
+        return f"{lo:g}..{hi:g}"
+    return f">= {lo:g}" if region.at_least is not None else f"<= {hi:g}"

@@ -170,13 +170,26 @@ class Holder:
         user = f" of user {self.user}" if self.user else ""
         return f"{self.label(known)} (pid {self.pid}{user} on {self.host}, since {self.since})"
 
-    def resume_command(self) -> str:
-        """The command that resumes the owner's execution, as its runner recorded it (complete: its store, its
-        workbench, a search's flags); a lock of an older wb holds none, and the hypothesis it runs fills it."""
-        hypothesis = self.what.removeprefix("hypothesis ") if self.what.startswith("hypothesis ") else "ID"
+    def resume_step(self, command: str | None = None) -> str:
+        """How "resume it" goes on: `command` (else the one its runner recorded in the lock, complete: its store, its
+        workbench, a search's flags) after a colon, on a line of its own that ends the text. A lock of an older wb
+        records none, nor the store or the workbench folder the execution is in: then what is known (the hypothesis
+        it runs) and, plainly, what the user must add, never a command that would resume nothing."""
         from workbench.wrapping import keep_whole
 
-        return keep_whole(self.resume or f"wb hypothesis run {hypothesis} --resume")
+        if command or self.resume:
+            return f":\n  {keep_whole(command or self.resume)}"
+        hypothesis = self.what.removeprefix("hypothesis ") if self.what.startswith("hypothesis ") else ""
+        where = ("in the workbench folder it ran from, adding --db and the store that holds it unless that is the "
+                 "folder's wb.duckdb")
+        if hypothesis.startswith("iso-"):  # a probe of a search: its hypothesis exists only inside the search
+            return (f", by resuming the search it is a probe of: `wb isolate --resume` with every flag that search was "
+                    f"started with, {where}; its lock, written by an older wb, records neither the flags, the folder "
+                    "nor the store")
+        run = f"`wb hypothesis run {hypothesis} --resume`" if hypothesis else \
+            "`wb hypothesis run ID --resume`, ID the hypothesis it runs,"
+        return (f", with {run} {where}; its lock, written by an older wb, records neither the folder nor the store"
+                + ("" if hypothesis else " nor the hypothesis"))
 
     def busy_hint(self, lock: str) -> str:
         """What to do about a target this owner holds, in the same words wherever it is refused (`wb hypothesis run`,
@@ -185,7 +198,7 @@ class Holder:
         copied to its end it takes nothing else along."""
         return (f"wait for it to finish, or stop it (Ctrl-C, or kill {self.pid} on {self.host}: it restores the "
                 f"target); or put the original back by hand and remove {lock}; if its runner is gone, resume it on "
-                f"{self.host}, which puts the original config back and frees the lock:\n  {self.resume_command()}")
+                f"{self.host}, which puts the original config back and frees the lock{self.resume_step()}")
 
     @classmethod
     def parse(cls, text: str) -> "Holder | None":

@@ -122,15 +122,17 @@ def target_lock(target: Target, state: "State", paths: dict[str, str]) -> "Targe
     resume = _resume_of(state, hyp.id, origin)
     return TargetLock(target, {h: w for h, w in where.items() if w}, state.execution_uuid, left_by_dead,
                       f"hypothesis {hyp.id}", known, name=f"execution {state.execution_id} of {hyp.id}",
-                      resume=resume, folder=str(state.exec_dir), store=redact_text(state.store.name),
+                      resume=resume or "", folder=str(state.exec_dir), store=redact_text(state.store.name),
                       abandoned=lambda: bool(state.abandoned))
 
 
-def _resume_of(state: "State", hypothesis_id: str, origin: dict[str, Any] | None = None) -> str:
+def _resume_of(state: "State", hypothesis_id: str, origin: dict[str, Any] | None = None) -> str | None:
     """How an execution of this store is resumed: `resume_command`, or, for a probe of a search (whose hypothesis
     exists only inside the search; `origin` holds the search's key), the `wb isolate ... --resume` command the
-    search recorded, every flag it was started with (a secret value masked, as wherever wb shows one); an
-    execution of an older wb recorded none, and the search's id names it."""
+    search recorded, every flag it was started with (a secret value masked, as wherever wb shows one). An execution
+    of an older wb recorded none: built from the search's flags as the store holds them (its key, or its record),
+    with this store and workbench; None where the store holds none of them (`Holder.resume_step` says what then)."""
+    from workbench.runner.search_command import stored_search_command
     from workbench.secrets import redact_text
 
     isolate = (origin or {}).get("isolate")
@@ -138,8 +140,8 @@ def _resume_of(state: "State", hypothesis_id: str, origin: dict[str, Any] | None
         return resume_command(state.store, state.prepared.root, hypothesis_id)
     if origin and origin.get("resume"):
         return redact_text(str(origin["resume"]))
-    return (f"wb isolate --resume with the flags of search {isolate.get('search_id')} "
-            f"(experiment {isolate.get('experiment')})")
+    return stored_search_command(state.store, isolate, _store_and_root(state.store.url, state.store.path,
+                                                                       state.prepared.root))
 
 
 def resume_command(store: Store, root: Path | str, hid: str) -> str:
@@ -151,16 +153,16 @@ def resume_command(store: Store, root: Path | str, hid: str) -> str:
 
 def resume_command_at(url: str, path: Path | None, root: Path | str, hid: str) -> str:
     """`resume_command` for the store at `url` (`path`, a DuckDB file's), before it is opened."""
+    return keep_whole(shlex.join(["wb", "hypothesis", "run", hid, "--resume", *_store_and_root(url, path, root)]))
+
+
+def _store_and_root(url: str, path: Path | None, root: Path | str) -> list[str]:
+    """--db naming the store (a URL with a password is left out: never shown) and --root the workbench's absolute
+    folder, as the --db is absolute: a command with them works pasted in any folder."""
     from workbench.store.engine import url_has_password
 
-    args = ["wb", "hypothesis", "run", hid, "--resume"]
-    if path is not None:
-        args += ["--db", str(path)]
-    elif not url_has_password(url):
-        args += ["--db", url]
-    # Always the workbench's absolute --root, as the --db is absolute: the command works pasted in any folder.
-    args += ["--root", str(Path(root).resolve())]
-    return keep_whole(shlex.join(args))
+    db = ["--db", str(path)] if path is not None else [] if url_has_password(url) else ["--db", url]
+    return [*db, "--root", str(Path(root).resolve())]
 
 
 def _known(state: "State", uuid: str) -> Any:
@@ -197,7 +199,7 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
     raise TargetBusy(
         f"target {target.describe(host)} was left by {which}, whose runner (pid {holder.pid} on {holder.host}, "
         f"since {holder.since}) died before restoring it: {why}",
-        hint=f"resume it, which puts the original back first:\n  {resume}\nor "
+        hint=f"resume it, which puts the original back first{holder.resume_step(resume)}\nor "
              f"{_put_back_by_hand(target, saved_snapshots(folder, holder.execution).get(host), lock_file)}")
 
 
@@ -244,16 +246,17 @@ def _changed_since_hint(target: Target, changed: list[Snapshot], kept_arm: list[
     return "\n".join(lines)
 
 
-def _holder_resume(state: "State", known: Any, holder: "Holder") -> str:
+def _holder_resume(state: "State", known: Any, holder: "Holder") -> str | None:
     """The command that resumes a dead holder: built from this store's record of it (`known`), unless that is a
     probe of a search whose plan kept no command while its lock did (the lock's is then the complete one); for
-    an execution of another store, the lock's own."""
+    an execution of another store, the lock's own; None where neither has one (`Holder.resume_step` says what
+    the user must give then)."""
     if known is not None:
         origin = (known.plan or {}).get("origin") or {}
         plan_kept_none = bool(origin.get("isolate")) and not origin.get("resume")
         if not (plan_kept_none and holder.resume):
             return _resume_of(state, known.hypothesis_id, origin)
-    return holder.resume or "wb hypothesis run ID --resume against the store that holds it"
+    return holder.resume or None
 
 
 def _put_back_by_hand(target: Target, snap: Snapshot | None, lock_file: str) -> str:

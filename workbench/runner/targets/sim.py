@@ -273,9 +273,9 @@ def _left_changed(sdir: Path) -> tuple[str, str] | None:
                    if by_hand else f"if the serve file is as it should be, remove {shlex.quote(str(lock))}")
         if holder.restore_failed:  # its execution ended: there is no run to resume
             return what, by_hand
-        return what, ("restore it with the command that resumes that run (it finishes the run's remaining runs, or "
-                      "stops at once on Ctrl-C, then puts the original serve file back and frees the lock):\n  "
-                      f"{holder.resume_command()}\nor {by_hand}")
+        return what, ("restore it by resuming that run (it finishes the run's remaining runs, or stops at once on "
+                      "Ctrl-C, then puts the original serve file back and frees the lock)"
+                      f"{holder.resume_step()}\nor {by_hand}")
     return None
 
 
