@@ -163,7 +163,7 @@ def test_the_more_problems_a_command_announces_are_those_validate_lists(workbenc
     _edit(workbench_dir, ("    falsified_if: Corruption persists in the treatment arm with zero aborts.\n",
                           "    falsified_iff: Corruption persists in the treatment arm with zero aborts.\n"))
     code, _, err = cli(*stops)
-    assert code == 2 and "(1 more problem after this one; to list them all: wb hypothesis validate)" in err, err
+    assert code == 2 and "(1 more problem after this one; `wb hypothesis validate` lists them all)" in err, err
 
 
 def test_an_experiment_file_named_after_the_hypotheses_that_use_it_is_told_once(workbench_dir: Path, cli):

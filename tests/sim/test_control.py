@@ -476,7 +476,7 @@ def test_a_serve_file_named_by_an_earlier_config_and_gone_since_says_so(tmp_path
         code, out, err = cli("sim", *args, "--dir", str(sdir))
         assert code == 2 and out == "" and "Traceback" not in err, (args, code, out, err)
         first, hint = err.splitlines()[:2]
-        assert first == f"Error: serve file {gone} does not exist (named by an earlier wb sim up --config)", err
+        assert first == f"Error: serve file {gone} does not exist (named by an earlier `wb sim up --config`)", err
         assert hint == f"Hint: name an existing one: wb sim up --dir {sdir} --config FILE", err
     assert sorted(p.name for p in sdir.iterdir()) == ["config_path"]
 

@@ -95,7 +95,7 @@ def register(app: typer.Typer) -> None:
                                            ("--comment", comment), ("-m", message is not None),
                                            ("--as", as_ is not None), ("--evidence", evidence is not None)) if on]
             if given:  # a listing records nothing: a reviewer must not think they approved
-                raise BadInput(f"{given[0]}: wb review list only lists reviews; nothing was recorded",
+                raise BadInput(f"{given[0]}: `wb review list` only lists reviews; nothing was recorded",
                                hint=f"to record a review, drop `list`: wb review "
                                     f"{args[1] if len(args) > 1 else 'HYPOTHESIS'} --approve|--request-changes|"
                                     "--comment -m TEXT")

@@ -166,7 +166,7 @@ def _header_needed(exp: Experiment | None) -> str:
     """The header an evidence CSV opens with: of `exp` where known, else where to read each experiment's."""
     head = "an evidence CSV's first line names its columns, comma-separated: run_id (each run's label), then "
     if exp is None:
-        return head + "an experiment's variables, metrics and workload parameters (each experiment's: wb schema)"
+        return head + "an experiment's variables, metrics and workload parameters (`wb schema` gives each experiment's)"
     return head + f"columns of experiment {exp.id} ({evidence_columns(exp).listing()})"
 
 

@@ -109,9 +109,9 @@ def parse_model(model: type[M], doc: LocatedYaml) -> M:
     told = sorted(_told(errors), key=lambda e: e["type"] != "extra_forbidden")
     more = ""
     if len(told) == 2:
-        more = " (1 more problem after this one; to list them all: wb hypothesis validate)"
+        more = " (1 more problem after this one; `wb hypothesis validate` lists them all)"
     elif len(told) > 2:
-        more = f" ({len(told) - 1} more problems after this one; to list them all: wb hypothesis validate)"
+        more = f" ({len(told) - 1} more problems after this one; `wb hypothesis validate` lists them all)"
     raise _problem(model, doc, told[0], errors, more) from None
 
 

@@ -403,7 +403,7 @@ def _read_in_use(sdir: Path, cfg_file: Path) -> dict[str, str]:
     """The values of the serve file in use. One that an earlier `up --config` chose and that is gone since is named
     as such: `wb sim up` alone would read it again, only a new --config moves on."""
     if (sdir / "config_path").exists() and not cfg_file.exists() and cfg_file != sdir / "serve.sh":
-        raise BadInput(f"serve file {cfg_file} does not exist (named by an earlier wb sim up --config)",
+        raise BadInput(f"serve file {cfg_file} does not exist (named by an earlier `wb sim up --config`)",
                        hint=f"name an existing one: wb sim up --dir {sdir} --config FILE", where=str(cfg_file))
     return read_serve_file(cfg_file)
 

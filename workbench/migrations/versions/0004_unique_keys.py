@@ -48,7 +48,7 @@ def _refuse(found: list[tuple[str, str, list[int]]]) -> None:
                    f"{more}; a uuid keys one row across stores, and `wb db upgrade` makes it unique; "
                    "nothing was changed",
                    hint="give every row but one its own key with SQL on the store (duckdb FILE, or psql), e.g. "
-                        f"{fixes}{' ...' if len(found) > _SHOWN else ''}; then run wb db upgrade again")
+                        f"{fixes}{' ...' if len(found) > _SHOWN else ''}; then run `wb db upgrade` again")
 
 
 def upgrade() -> None:
