@@ -105,7 +105,12 @@ def _commands_in(text: str) -> list[tuple[int, int]]:
     for cmd in _commands:
         at = text.find(cmd)
         while at >= 0:
-            built.append((at, at + len(cmd)))
+            # Only where it stands as words: "rm -f /a" is not a command within "rm -f /ab" or "rm -f /a.lock".
+            rest = text[at + len(cmd):].split(maxsplit=1)
+            before = text[at - 1] if at else " "
+            if (before.isspace() or before in "(['\"`") and (not rest or text[at + len(cmd)].isspace()
+                                                              or not rest[0].strip(_CLAUSE_END + ")]}'\"`")):
+                built.append((at, at + len(cmd)))
             at = text.find(cmd, at + len(cmd))
     taken = _beside([], built)
     after_colon = []

@@ -260,6 +260,12 @@ def test_a_command_written_out_ends_its_line_and_the_punctuation_after_it_is_lef
     assert wrap("nothing to decide (see wb runs show 5, or run wb hypothesis run wedge-confound). Then fix it",
                 width) == ["nothing to decide (see wb runs show 5", "  or run wb hypothesis run wedge-confound",
                            "  ). Then fix it"]
+    # A command wb built is one only where it stands as words: not the start of a longer path.
+    from workbench.wrapping import keep_whole
+
+    keep_whole("rm -f /tmp/x/a")
+    for text in ("remove it with rm -f /tmp/x/ab and then go on", "remove it with rm -f /tmp/x/a.lock and then go"):
+        assert " ".join(wrap(text, 30)).split() == text.split(), wrap(text, 30)
 
 
 def test_a_control_character_in_the_text_comes_out_as_it_went_in() -> None:
