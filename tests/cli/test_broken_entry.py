@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+from workbench.wrapping import wrap
 
 REPO = Path(__file__).resolve().parents[2]
 BROKEN, ASKED = "hicache-bf16-race", "wedge-confound"  # the root, broken; a child of it, intact
@@ -65,7 +66,10 @@ def test_a_broken_entry_is_left_out_and_said_and_asked_for_is_bad_input(name, br
         assert doc["ok"] is True and [b["id"] for b in doc["broken"]] == [BROKEN], doc
         assert doc["broken"][0]["problems"][0]["where"] == f"{hyp}:{line}", doc["broken"]
     assert f"Warning: {said}" in err and "Error:" not in err, err
-    assert f"1 problem found; left out: the entry '{BROKEN}'" in err, err
+    summary = f"1 problem found; left out: the entry '{BROKEN}'; `wb hypothesis validate` lists every problem"
+    assert summary in err, err
+    for width in (80, 60):  # a command in it was written out and ended its line: ')' alone on the next one
+        assert not any(line.lstrip().startswith(")") for line in wrap(summary, width)), wrap(summary, width)
     if name == "lineage":
         assert f"{ASKED}  [" in out and f"(its parent {BROKEN} is left out)" in out, out
     if name == "report":

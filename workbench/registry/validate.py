@@ -242,7 +242,7 @@ class Apart:
         named = ", ".join(ids + (["an entry without an id"] if nameless == 1 else
                                  [f"{nameless} entries without an id"] if nameless else []))
         which = "the entry" if len(kept) == 1 else "the entries"
-        return ConfigErrors(found, refused=f"left out: {which} {named} (every problem: wb hypothesis validate)")
+        return ConfigErrors(found, refused=f"left out: {which} {named}; `wb hypothesis validate` lists every problem")
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """Each entry set apart with its problems, as a --json output carries them."""
