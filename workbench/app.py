@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from workbench.analysis.confounds import Finding
     from workbench.analysis.results import Analysis
     from workbench.analysis.status import CurrentStatus
-    from workbench.errors import ConfigErrors
     from workbench.isolate.app import IsolateOutcome
     from workbench.registry.hypothesis import Hypothesis
     from workbench.registry.folder import Registry
@@ -350,11 +349,11 @@ class Workbench(StoredRuns):
         statuses = self._statuses()
         return [HypothesisStatus(h, statuses[h.id]) for h in self.registry.hypotheses]
 
-    def hypotheses_apart(self) -> "tuple[list[HypothesisStatus], ConfigErrors | None]":
-        """`hypotheses`, less the entries with a problem of their own, and those entries' problems (None where
-        none has one): one mistyped entry does not hide the others."""
-        apart = self._apart()
-        return self.hypotheses(), apart.problems()
+    def hypotheses_apart(self) -> list[HypothesisStatus]:
+        """`hypotheses`, less the entries with a problem of their own (`left_out` says which): one mistyped entry
+        does not hide the others."""
+        self._intact()
+        return self.hypotheses()
 
     def _apart(self) -> "Apart":
         """The registry with its broken hypothesis entries set apart (registry.validate.load_apart), kept as the

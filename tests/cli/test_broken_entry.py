@@ -36,6 +36,7 @@ def broken_root(tmp_path_factory) -> Path:
 
 # (the command for the intact entry, the same for the broken one: None where the command takes no id)
 COMMANDS = {
+    "hypothesis list": (["hypothesis", "list"], None),
     "hypothesis show": (["hypothesis", "show", ASKED], ["hypothesis", "show", BROKEN]),
     "hypothesis analyze": (["hypothesis", "analyze", ASKED, "--no-record"],
                            ["hypothesis", "analyze", BROKEN, "--no-record"]),
@@ -51,7 +52,9 @@ COMMANDS = {
 def test_a_broken_entry_is_left_out_and_said_and_asked_for_is_bad_input(name, broken_root, tmp_path, cli):
     """Each stopped on the whole file (exit 2) when any one entry had a problem; `list` and `run` already went on
     without it. Now the others are read (exit 0), the broken one told on stderr as `list` tells it, under "broken"
-    in --json; asking for it by id is bad input naming its file:line; a child of it names its parent left out."""
+    in --json; asking for it by id is bad input naming its file:line; a child of it names its parent left out.
+    `list` itself listed the others but told the entry as its error (exit 2, under "error" in --json): it now
+    tells it as they do."""
     good, bad = COMMANDS[name]
     hyp = broken_root / "hypotheses.yaml"
     line = next(i for i, t in enumerate(hyp.read_text().splitlines(), 1) if t.startswith("    falsifed<b>"))
@@ -65,6 +68,9 @@ def test_a_broken_entry_is_left_out_and_said_and_asked_for_is_bad_input(name, br
         doc = json.loads(out)
         assert doc["ok"] is True and [b["id"] for b in doc["broken"]] == [BROKEN], doc
         assert doc["broken"][0]["problems"][0]["where"] == f"{hyp}:{line}", doc["broken"]
+        if name == "hypothesis list":  # it alone said them under "error" and exited 2, the entries read or not
+            assert "error" not in doc and BROKEN not in [i["id"] for i in doc["items"]], doc
+            assert ASKED in [i["id"] for i in doc["items"]], doc
     assert f"Warning: {said}" in err and "Error:" not in err, err
     summary = f"1 problem found; left out: the entry '{BROKEN}'; `wb hypothesis validate` lists every problem"
     assert summary in err, err

@@ -629,8 +629,8 @@ def test_a_duplicate_id_names_the_line_of_the_first(workbench_dir: Path, cli):
 def test_a_duplicate_id_that_also_fails_its_schema_is_told_both_at_once(workbench_dir: Path, cli):
     """An entry giving an id already given, with a mistyped field too, was told its schema problem alone (the
     duplicate check saw only entries that passed the schema): the duplicate showed once that was fixed. Both are
-    told at once, each at its line, by validate, by a command that sets the entry apart (list) and by the loader
-    every other command stops on."""
+    told at once, each at its line, by validate, by a command that sets the entry apart (list, show) and by the
+    loader every other command stops on."""
     from workbench.errors import ConfigErrors
     from workbench.registry import load_registry
 
@@ -643,16 +643,16 @@ def test_a_duplicate_id_that_also_fails_its_schema_is_told_both_at_once(workbenc
     dup = f"{path}:{at} (hypothesis wedge-confound, field id): duplicate hypothesis id 'wedge-confound' (also at " \
           f"line {first})"
     typo = f"{path}:{at + 1} (hypothesis wedge-confound, field falsifed_if): unknown field 'falsifed_if'"
-    for command in (("hypothesis", "validate"), ("hypothesis", "list")):
-        code, _, err = cli(*command, "--root", str(workbench_dir))
-        errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
-        assert code == 2 and errors == [f"Error: {dup}", f"Error: {typo}"], (command, err)
+    code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and errors == [f"Error: {dup}", f"Error: {typo}"], err
     # One that reads the other entries warns of both; the id's first entry is whole, so the line names the other.
-    code, _, err = cli("hypothesis", "show", "hicache-bf16-race", "--root", str(workbench_dir))
-    warnings = [ln for ln in err.splitlines() if ln.startswith("Warning: ")]
-    assert code == 0 and warnings == [f"Warning: {dup}", f"Warning: {typo}"], err
-    assert (f"2 problems found; left out: the entry 'wedge-confound' at line {at}; `wb hypothesis validate` lists "
-            "every problem") in err, err
+    for command in (("hypothesis", "list"), ("hypothesis", "show", "hicache-bf16-race")):
+        code, _, err = cli(*command, "--root", str(workbench_dir))
+        warnings = [ln for ln in err.splitlines() if ln.startswith("Warning: ")]
+        assert code == 0 and warnings == [f"Warning: {dup}", f"Warning: {typo}"], (command, err)
+        assert (f"2 problems found; left out: the entry 'wedge-confound' at line {at}; `wb hypothesis validate` "
+                "lists every problem") in err, err
     with pytest.raises(ConfigErrors) as told:
         load_registry(workbench_dir)
     assert [p.message for p in told.value.problems] == [dup, typo], told.value.problems

@@ -27,12 +27,13 @@ def list_(db: DbOption = None, json_: JsonOption = False, root: RootOption = Non
     replicates than planned, only while no run of the planned size has one); the note says when it is exploratory
     (pooled by `analyze`, no controlled run yet) or a smoke run, and lists verdicts under --set.
 
-    An entry with a problem of its own is left out and its problem told after the others (exit 2; --json: the
-    envelope holds both)."""
+    An entry with a problem of its own is left out and its problem told on stderr as a warning, as show, lineage
+    and report tell it (exit 0; --json: under "broken")."""
     chosen = list_format(fmt, json_)
     wb = open_workbench(db, root)
-    rows, broken = wb.hypotheses_apart()
-    if not rows and chosen == "table" and broken is None:  # the other formats keep their shape
+    with telling_left_out(wb):
+        rows = wb.hypotheses_apart()
+    if not rows and chosen == "table" and wb.left_out() is None:  # the other formats keep their shape
         typer.echo(f"No hypotheses in {wb.registry.hypotheses_file}.")
         return
     none = "-" if chosen == "table" else None  # CSV and TSV leave the cell empty, as `wb lineage` does
@@ -40,8 +41,6 @@ def list_(db: DbOption = None, json_: JsonOption = False, root: RootOption = Non
               [[r.hypothesis.id, r.hypothesis.parent or none, r.hypothesis.kind, r.hypothesis.isolates or none,
                 r.status, r.current.note()] for r in rows], items=[r.to_dict() for r in rows],
               optional=("parent", "kind", "isolates"))  # on a narrow terminal; `wb lineage` draws the parents
-    if broken is not None:
-        raise broken
 
 
 @app.command("show")

@@ -217,11 +217,6 @@ class Apart:
     broken: tuple[BrokenEntry, ...] = ()
     parents: tuple[tuple[str, str | None], ...] = ()
 
-    def problems(self) -> ConfigErrors | None:
-        """Every problem of the entries set apart, as a command that stops on them raises them; None when none."""
-        found = [p for b in self.broken for p in b.problems]
-        return ConfigErrors(found) if found else None
-
     def check_own(self, hid: str) -> None:
         """Raise the problems of `hid`'s own entry when it is set apart: asked for by id, it is bad input."""
         own = [p for b in self.broken if b.id == hid for p in b.problems]
