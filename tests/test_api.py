@@ -28,8 +28,29 @@ def test_per_arm_table_of_the_seed_evidence(tmp_path: Path, workbench_dir: Path,
     assert (ev.loc[ev.arm == "treatment", "var.nixl_abort_fix"] == "on").all()
 
     v = api.verdicts(latest=True, db=db, root=str(workbench_dir))
-    assert v.set_index("hypothesis").loc["wedge-confound", "verdict"] == "falsified"
+    assert v.set_index("hypothesis").loc["wedge-confound", "verdict"] == "falsified" and v.attrs["broken"] == ()
     assert api.units(db=db, root=str(workbench_dir)).empty  # imported runs carry metrics, not units
+    assert ev.attrs["broken"] == () and runs.attrs["broken"] == ()
+
+    # A read through the registry (arms_of) went on without an entry with a problem of its own and said nothing of
+    # it, where the CLI warns of it: the frame carries each entry left out, its problems typed (file, line, field).
+    from workbench.errors import ConfigError
+    from workbench.registry.validate import BrokenEntry
+
+    hyp = workbench_dir / "hypotheses.yaml"
+    text = hyp.read_text()
+    hyp.write_text(text.replace("    falsified_if: Corruption is the same", "    falsifed: Corruption is the same"))
+    line = next(i for i, ln in enumerate(hyp.read_text().splitlines(), 1) if ln.startswith("    falsifed:"))
+    for frame in (api.runs(arms_of="wedge-confound", db=db, root=str(workbench_dir)),
+                  api.units(arms_of="wedge-confound", db=db, root=str(workbench_dir))):
+        broken = frame.attrs["broken"]
+        assert isinstance(broken, tuple) and [type(b) for b in broken] == [BrokenEntry], broken
+        assert broken[0].id == "hicache-bf16-race" and len(broken[0].problems) == 1, broken
+        problem = broken[0].problems[0]
+        assert isinstance(problem, ConfigError), problem
+        assert (problem.file, problem.line, problem.field) == (
+            str(hyp), line, "hypothesis hicache-bf16-race, field falsifed"), (problem.file, problem.line, problem.field)
+    assert len(api.runs(arms_of="wedge-confound", db=db, root=str(workbench_dir))) == 3  # the others read as before
 
 
 def test_api_exports_what_it_documents():

@@ -7,6 +7,12 @@
 Columns follow MLflow's `search_runs()` habit: a run's variables are `var.NAME`, its metrics `metric.NAME`,
 so a variable and a metric of the same name never collide. Every function opens the workbench as the CLI
 does (`db`/`root`, else $WB_DB/$WB_ROOT, else wb.duckdb and the nearest hypotheses.yaml up), read-only.
+
+An entry of hypotheses.yaml with a problem of its own (an unknown field, a duplicate id) is left out of a read
+through the registry (`arms_of=`), as the CLI leaves it out: the other entries are read. Every frame says which in
+`frame.attrs["broken"]`, a tuple of `workbench.registry.validate.BrokenEntry` (`id`, and `problems`: each a
+`workbench.errors.ConfigError` with `file`, `line`, `field`, `message` and `hint`); empty when none was left out or
+the read did not go through the registry. The entry asked for by `arms_of=` is itself bad input (ConfigErrors).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ if TYPE_CHECKING:
     import pandas
 
     from workbench.app import Workbench
+    from workbench.registry.validate import BrokenEntry
     from workbench.store.entities import RunRecord
 
 __all__ = ["runs", "units", "verdicts"]
@@ -42,6 +49,18 @@ def _arms(wb: "Workbench", hypothesis_id: str) -> dict[Any, str]:
     except NoEvidence:
         return {}
     return {key: arm for arm, keys in analysis.runs.items() for key in keys}
+
+
+def _left_out(wb: "Workbench") -> "tuple[BrokenEntry, ...]":
+    """The entries of hypotheses.yaml `wb`'s reads left out for a problem of their own (none where none was)."""
+    apart = wb.left_out()
+    return apart.broken if apart is not None else ()
+
+
+def _framed(frame: "pandas.DataFrame", wb: "Workbench") -> "pandas.DataFrame":
+    """`frame`, saying in attrs["broken"] which entries the read left out (the module's docstring)."""
+    frame.attrs["broken"] = _left_out(wb)
+    return frame
 
 
 def _selected(wb: "Workbench", hypothesis: str | None, experiment: str | None,
@@ -73,7 +92,8 @@ def runs(*, hypothesis: str | None = None, experiment: str | None = None, arms_o
     import pandas as pd
 
     rows = []
-    for r, arm in _selected(_open(db, root), hypothesis, experiment, arms_of):
+    wb = _open(db, root)
+    for r, arm in _selected(wb, hypothesis, experiment, arms_of):
         row: dict[str, Any] = {"run_id": r.id, "label": r.label, "source": r.source, "hypothesis": r.hypothesis_id,
                                "experiment": r.experiment_id, "execution_id": r.execution_id, "arm": arm,
                                "replicate": r.replicate, "block": r.block, "status": r.status, "host": r.host,
@@ -83,9 +103,10 @@ def runs(*, hypothesis: str | None = None, experiment: str | None = None, arms_o
         rows.append(row)
     df = pd.DataFrame(rows)
     if df.empty:
-        return pd.DataFrame(columns=RUN_COLUMNS)
+        return _framed(pd.DataFrame(columns=RUN_COLUMNS), wb)
     rest = sorted(c for c in df.columns if c not in RUN_COLUMNS)
-    return df[RUN_COLUMNS + [c for c in rest if c.startswith("var.")] + [c for c in rest if c.startswith("metric.")]]
+    return _framed(df[RUN_COLUMNS + [c for c in rest if c.startswith("var.")]
+                      + [c for c in rest if c.startswith("metric.")]], wb)
 
 
 def units(*, hypothesis: str | None = None, experiment: str | None = None, arms_of: str | None = None,
@@ -94,10 +115,11 @@ def units(*, hypothesis: str | None = None, experiment: str | None = None, arms_
     Imported runs record no units, only metrics: they have no rows here."""
     import pandas as pd
 
+    wb = _open(db, root)
     rows = [{"run_id": r.id, "label": r.label, "arm": arm, "outcome": outcome, "units": n}
-            for r, arm in _selected(_open(db, root), hypothesis, experiment, arms_of)
+            for r, arm in _selected(wb, hypothesis, experiment, arms_of)
             for outcome, n in sorted(r.units.items())]
-    return pd.DataFrame(rows, columns=["run_id", "label", "arm", "outcome", "units"])
+    return _framed(pd.DataFrame(rows, columns=["run_id", "label", "arm", "outcome", "units"]), wb)
 
 
 def verdicts(*, hypothesis: str | None = None, latest: bool = False, db: str | None = None,
@@ -110,7 +132,8 @@ def verdicts(*, hypothesis: str | None = None, latest: bool = False, db: str | N
 
     from workbench.analysis.status import current_statuses, overrides_by_execution
 
-    with _open(db, root).store(read_only=True) as store:
+    wb = _open(db, root)
+    with wb.store(read_only=True) as store:
         contents = store.contents()
     records = sorted(contents.verdicts, key=lambda v: v.id)
     if hypothesis is not None:
@@ -119,8 +142,7 @@ def verdicts(*, hypothesis: str | None = None, latest: bool = False, db: str | N
         statuses = current_statuses({v.hypothesis_id: "open" for v in records}, records,
                                     overrides_by_execution(contents.executions))
         records = sorted((st.verdict for st in statuses.values() if st.verdict is not None), key=lambda v: v.id)
-    return pd.DataFrame([{"verdict_id": v.id, "hypothesis": v.hypothesis_id, "verdict": v.verdict,
-                          "created_at": v.created_at, "execution_id": v.execution_id,
-                          "mode": v.details.get("mode"), "reasoning": v.reasoning} for v in records],
-                        columns=["verdict_id", "hypothesis", "verdict", "created_at", "execution_id", "mode",
-                                 "reasoning"])
+    rows = [{"verdict_id": v.id, "hypothesis": v.hypothesis_id, "verdict": v.verdict, "created_at": v.created_at,
+             "execution_id": v.execution_id, "mode": v.details.get("mode"), "reasoning": v.reasoning} for v in records]
+    return _framed(pd.DataFrame(rows, columns=["verdict_id", "hypothesis", "verdict", "created_at", "execution_id",
+                                               "mode", "reasoning"]), wb)
