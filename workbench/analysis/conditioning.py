@@ -236,8 +236,9 @@ def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]
     smaller p decides (`_deciding`): two tests, so the comparisons double. Judged on the smaller of two p at
     ALPHA, nothing bounded how often a variable with no effect was flagged; Bonferroni over the two bounds it by
     ALPHA whatever their correlation (studies/confound_false_alarms.py measures it: Fisher's exact test is
-    conservative at small counts, uncorrected 1.6-4.9%, corrected 0.8-2.7%). (raw p over runs, comparisons,
-    effect, the strata's tables, labels)."""
+    conservative at small counts, uncorrected 1.6-4.9%, corrected 0.8-2.7%; and what the correction costs in
+    power against an exact test of the smaller p, whose cost grows as units with the outcome x runs^2 x units).
+    (raw p over runs, comparisons, effect, the strata's tables, labels)."""
     best: tuple[float, float, str, Any, Any] | None = None
     for v in values[:1] if len(values) == 2 else values:
         runs_t, units_t = _stratum_tables(var, v, groups, occurred, counts)
