@@ -56,6 +56,10 @@ class Column:
     cards: list[Card]
 
 
+# How a page names a hypothesis whose entry the site was built without (`Registry.left_out`): it is in the file.
+LEFT_OUT_NOTE = "left out: its entry in hypotheses.yaml has a problem of its own"
+
+
 @dataclass(frozen=True)
 class LeftOut:
     """An entry of hypotheses.yaml the site was built without (a problem of its own): its id (None where it gives
@@ -303,6 +307,9 @@ class RunsContext:
     metric_columns: list[str]
     runs: list[tuple[RunRow, Link | str | None]]  # the run's hypothesis: its page, or its id where it has none
     metric_descriptions: dict[str, str] = field(default_factory=dict)  # column -> what it measures
+    # Ids of hypotheses without a page that are in hypotheses.yaml, their entries left out (`LEFT_OUT_NOTE`)
+    left_out: frozenset[str] = frozenset()
+    left_out_note: str = LEFT_OUT_NOTE
 
     @property
     def labelled(self) -> bool:

@@ -106,10 +106,12 @@ def _card_review(data: StoreData, hid: str) -> dict[str, str]:
 
 def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page,
               descriptions: dict[str, dict[str, str]] | None = None,
-              rates: dict[str, set[str]] | None = None, experiments: dict[str, Any] | None = None) -> RunsContext:
+              rates: dict[str, set[str]] | None = None, experiments: dict[str, Any] | None = None,
+              left_out: tuple[str, ...] = ()) -> RunsContext:
     """A page of the runs list; `descriptions` (experiment id -> metric -> what it measures) titles the columns;
     `rates` (experiment id -> its proportions) are shown in percent, as every other page shows them;
-    `experiments` (id -> Experiment) derive each run's metrics as its run page and `wb runs list` do."""
+    `experiments` (id -> Experiment) derive each run's metrics as its run page and `wb runs list` do; `left_out`:
+    the ids of entries of hypotheses.yaml the site was built without, whose runs say so."""
     from workbench.analysis.run_metrics import definitions, metrics_of
 
     shown = {}
@@ -132,7 +134,7 @@ def runs_list(data: StoreData, known: set[str], run_ids: list[int], page: Page,
                             r["label"] or ""),
                      Link(f"hypotheses/{hid}.html", hid) if hid in known else hid))
     return RunsContext(page, cols, rows, _column_descriptions(cols, [data.runs[rid] for rid in run_ids],
-                                                              descriptions or {}, shown))
+                                                              descriptions or {}, shown), frozenset(left_out))
 
 
 def _value(run: dict[str, Any], derived: dict[str, Any], metric: str, rates: set[str]) -> str:

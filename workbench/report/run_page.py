@@ -14,7 +14,7 @@ from typing import Any, Callable
 from workbench.analysis import display
 from workbench.analysis.run_metrics import RunMetrics
 from workbench.report import stats
-from workbench.report.context import ArtifactView, Link, Page, ProbeRow, RunContext
+from workbench.report.context import LEFT_OUT_NOTE, ArtifactView, Link, Page, ProbeRow, RunContext
 from workbench.report.data import StoreData
 
 PREVIEW_HEAD = 12_000
@@ -209,15 +209,18 @@ def build(run: dict[str, Any], data: StoreData, page: Page, out_dir: Path, roots
           prev_id: int | None, next_id: int | None, hypothesis_known: bool,
           blobs: Callable[[list[str]], dict[str, bytes]] | None = None,
           descriptions: dict[str, str] | None = None, rates: set[str] | None = None,
-          shown: RunMetrics | None = None) -> RunContext:
+          shown: RunMetrics | None = None, hypothesis_left_out: bool = False) -> RunContext:
     """The run page; `descriptions` says what each metric of the run's experiment measures; `rates` names its
     proportions, shown in percent as every other page shows them; `shown`: the run's metrics as `wb runs show`
-    gives them, whose derived ones are listed apart from the measured."""
+    gives them, whose derived ones are listed apart from the measured; `hypothesis_left_out`: the run's hypothesis
+    has no page because its entry in hypotheses.yaml was left out for a problem of its own."""
     rid = run["id"]
     ex = data.executions.get(run["execution_id"]) if run["execution_id"] is not None else None
-    # A hypothesis without a page (a wb isolate probe's, or one taken out of hypotheses.yaml) is named, unlinked.
+    # A hypothesis without a page (a wb isolate probe's, one taken out of hypotheses.yaml, or one whose entry was
+    # left out for a problem of its own) is named, unlinked.
     hid = run["hypothesis_id"]
-    unlisted = f"{hid} (not in hypotheses.yaml)" if hid and not hypothesis_known else ""
+    why = LEFT_OUT_NOTE if hypothesis_left_out else "not in hypotheses.yaml"
+    unlisted = f"{hid} ({why})" if hid and not hypothesis_known else ""
     meta = [("hypothesis", unlisted), ("status", run["status"]), ("source", run["source"]), ("arm", run["arm"] or ""),
             ("replicate", display.replicate(run["replicate"])),
             ("block / order", f"{'' if run['block'] is None else run['block']} / "

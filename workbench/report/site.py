@@ -127,11 +127,13 @@ def gather(store: Store, registry: Registry, hypothesis_ids: list[str] | None = 
 def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: Any, render: Any,
                blobs: Any = None, descriptions: dict[str, dict[str, str]] | None = None,
                copied: set[str] | None = None, files_dir: Path | None = None,
-               rates: dict[str, set[str]] | None = None, experiments: Any = None) -> dict[Any, str]:
+               rates: dict[str, set[str]] | None = None, experiments: Any = None,
+               left_out: tuple[str, ...] = ()) -> dict[Any, str]:
     """One page per run, linked to its neighbours of the same hypothesis; `descriptions`: experiment id ->
     what each of its metrics measures; `rates`: experiment id -> its proportions; `copied` gets the site path of
     each artifact file the pages link to; `files_dir` is where the artifact copies are written (default `out`);
-    `experiments` (id -> Experiment) derive each run's metrics as `wb runs show` does."""
+    `experiments` (id -> Experiment) derive each run's metrics as `wb runs show` does; `left_out`: ids of entries
+    of hypotheses.yaml left out for a problem of their own."""
     from workbench.analysis.run_metrics import definitions, metrics_of
 
     written: dict[Any, str] = {}
@@ -145,7 +147,8 @@ def _run_pages(data: Any, known: set[str], roots: list[Path], out: Path, page: A
             ctx = run_page.build(run, data, page(f"run {rid}", "runs", "../"), files_dir or out, roots,
                                  ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None,
                                  run["hypothesis_id"] in known, blobs, (descriptions or {}).get(run["experiment_id"]),
-                                 (rates or {}).get(run["experiment_id"]), metrics_of(rid, run["metrics"], exp, note))
+                                 (rates or {}).get(run["experiment_id"]), metrics_of(rid, run["metrics"], exp, note),
+                                 run["hypothesis_id"] in left_out)
             if copied is not None:
                 copied.update(a.href.removeprefix("../") for a in ctx.artifacts if a.href)
             written[rid] = str(render("run.html.j2", ctx, out / "runs" / f"{rid}.html"))
@@ -231,7 +234,7 @@ def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: s
     rates = {eid: {m for m in e.metrics if display.is_proportion(e, m)} for eid, e in registry.experiments.items()}
     copied: set[str] = set()
     result["runs"] = _run_pages(data, known, roots, out, page, render, store.artifact_contents, descriptions,
-                                copied, stage, rates, registry.experiments)
+                                copied, stage, rates, registry.experiments, registry.left_out)
 
     run_ids = sorted(data.runs, reverse=True)
     chunks = [run_ids[i:i + RUNS_PER_LIST_PAGE] for i in range(0, len(run_ids), RUNS_PER_LIST_PAGE)] or [[]]
@@ -239,7 +242,7 @@ def _build(store: Store, registry: Registry, out: Path, stage: Path, previous: s
     for i, chunk in enumerate(chunks):
         ctx = pages.runs_list(data, known, chunk, page("Runs" + (f" ({i + 1}/{len(chunks)})" if len(chunks) > 1
                                                                   else ""), "runs"), descriptions, rates,
-                                 registry.experiments)
+                                 registry.experiments, registry.left_out)
         ctx_pages = [(n, n == names[i]) for n in names] if len(chunks) > 1 else []
         put(out / names[i], redact_text(env.get_template("runs.html.j2").render(ctx=ctx, pager=ctx_pages),
                                         mask="&lt;redacted&gt;"))
