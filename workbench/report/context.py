@@ -122,6 +122,13 @@ class AssumptionView:
     tested_status: str | None
     tested_claim: str = ""
 
+    @property
+    def tested_left_out(self) -> str:
+        """Why the testing hypothesis has no page, its claim and status unread (its entry left out), or ""."""
+        if self.tested_by is None or self.tested_by.href:
+            return ""
+        return f"{LEFT_OUT_NOTE}, so its claim and status are not read"
+
 
 @dataclass
 class ArmRow:
