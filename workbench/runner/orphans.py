@@ -52,7 +52,9 @@ def reap(folder: Path) -> list[str]:
             continue
         pid = int(path.name)
         start = path.read_text(encoding="ascii").strip() or None
-        if start is not None and pid_alive(pid, start):
+        # A leader that exited unwaited (a zombie, which pid_alive reads as gone) still names its group, whose
+        # members may run on: the group is the noted one while the pid keeps its start time.
+        if start is not None and (pid_alive(pid, start) or process_start(pid) == start):
             _signal_group(pid, signal.SIGTERM)
             t0 = time.monotonic()
             while pid_alive(pid, start) and time.monotonic() - t0 < GRACE_S:
