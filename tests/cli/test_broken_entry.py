@@ -97,3 +97,18 @@ def test_a_broken_entry_is_left_out_and_said_and_asked_for_is_bad_input(name, br
     assert code == 2 and "Traceback" not in err and out == "", (code, out, err)
     assert err.startswith(f"Error: {said}") and "Warning:" not in err, err
     assert not (out_dir / "bad").exists()
+
+
+def test_the_tree_on_a_narrow_terminal_wraps_the_note_of_a_parent_left_out(broken_root, monkeypatch, cli):
+    """'(its parent X is left out)' was part of the line's head, which is never broken: at 60 columns the child's
+    first line ran on to 80. The note now wraps with the claim, as prose; piped, the line is as it was."""
+    code, piped, _ = cli("lineage", "--root", str(broken_root))
+    assert code == 0
+    monkeypatch.setattr("workbench.cli.report.is_tty", lambda: True)
+    monkeypatch.setenv("COLUMNS", "60")
+    code, out, err = cli("lineage", "--root", str(broken_root))
+    assert code == 0, err
+    assert all(len(line) <= 60 for line in out.splitlines()), out
+    assert f"(its parent {BROKEN} is left out)" in " ".join(out.split()), out
+    child = next(line for line in piped.splitlines() if line.startswith(f"{ASKED}  ["))
+    assert f"{ASKED}  [open]  (its parent {BROKEN} is left out)  " in child, child

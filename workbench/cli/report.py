@@ -134,9 +134,9 @@ def lineage_text(nodes: list["LineageNode"], *, width: int | None = None) -> str
         below = lead + {"": "", "├─ ": "│  ", "└─ ": "   "}[branch]
         kids = [c for c in children.get(h.id, []) if c.status.hypothesis.id not in seen]
         head = f"{lead}{branch}{h.id}  [{n.status.status}]"
-        if h.parent is not None and h.parent not in ids:  # its parent's entry has a problem of its own
-            head += f"  (its parent {h.parent} is left out)"
         claim = " ".join(h.claim.replace("\t", " ").splitlines())  # one hypothesis a line, as in a piped listing
+        if h.parent is not None and h.parent not in ids:  # its parent's entry has a problem of its own
+            claim = f"(its parent {h.parent} is left out)  {claim}"  # prose: it wraps with the claim
         lines += _node_lines(head, claim, width, below + ("│  " if kids else "   ") + "  ")
         branches = ["├─ "] * (len(kids) - 1) + ["└─ "]
         stack.extend((c, below, b) for c, b in reversed(list(zip(kids, branches))))
