@@ -569,8 +569,10 @@ class Workbench(StoredRuns):
         """The entries a read of the registry left out, as the site and the Markdown name them."""
         from workbench.report.context import LeftOut
 
-        broken = self._apart_read.broken if self._apart_read is not None else ()
-        return tuple(LeftOut(b.id, tuple(p.message for p in b.problems)) for b in broken)
+        apart = self._apart_read
+        if apart is None:
+            return ()
+        return tuple(LeftOut(b.id, tuple(p.message for p in b.problems), apart.twin_line(b)) for b in apart.broken)
 
     def report(self, *, out: str | Path | None = None, fmt: str = "html",
                hypothesis_id: str | None = None) -> ReportResult:

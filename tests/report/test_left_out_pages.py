@@ -69,3 +69,23 @@ def test_an_assumption_tested_by_a_left_out_hypothesis_is_not_said_undecided(sit
     assert "that claim is" not in line and "open" not in line, line
     assert (f"tested by {LEFT_OUT} (left out: its entry in hypotheses.yaml has a problem of its own, so its "
             f"claim and status are not read)") in line, line
+
+
+def test_a_second_entry_of_an_id_left_out_is_named_by_its_line_beside_the_first_kept(workbench_dir: Path, cli):
+    """An id given twice, its second entry with a mistyped field: the first entry is whole and on the board, its
+    page built. The board's and the Markdown's list of entries left out named the second by its id alone
+    ("Left out of this site: ... wedge-confound"), as if the hypothesis were gone; the warning names it by its
+    line (da5026a), and so do they now."""
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text().replace("  - id: dead-code-hicache-off\n", f"  - id: {LEFT_OUT}\n    falsifed_if: x\n")
+    path.write_text(text)
+    at = text.splitlines().index("    falsifed_if: x")  # the second entry's id line, 1-based
+    code, out, err = cli("report", "--format", "md", "--root", str(workbench_dir))
+    assert code == 0 and f"left out: the entry '{LEFT_OUT}' at line {at}" in err, err
+    assert f"- `{LEFT_OUT}` at line {at} (the first entry of that id is kept): " in out, out
+    site = workbench_dir / "site"
+    code, _, err = cli("report", "--out", str(site), "--root", str(workbench_dir))
+    assert code == 0, err
+    board = (site / "index.html").read_text()
+    assert f"<li><strong>{LEFT_OUT}</strong> at line {at} (the first entry of that id is kept)<br>" in board, board
+    assert (site / "hypotheses" / f"{LEFT_OUT}.html").is_file()

@@ -230,14 +230,20 @@ class Apart:
         found = [p for b in kept for p in b.problems]
         if not found:
             return None
-        whole = {h.id for h in self.registry.hypotheses}  # an id given twice: the entry left out is named by its line
-        ids = [repr(b.id) + (f" at line {getattr(b.problems[0], 'line', None)}" if b.id in whole else "")
+        ids = [repr(b.id) + (f" at line {line}" if (line := self.twin_line(b)) is not None else "")
                for b in kept if b.id is not None]
         nameless = len(kept) - len(ids)
         named = ", ".join(ids + (["an entry without an id"] if nameless == 1 else
                                  [f"{nameless} entries without an id"] if nameless else []))
         which = "the entry" if len(kept) == 1 else "the entries"
         return ConfigErrors(found, refused=f"left out: {which} {named}; `wb hypothesis validate` lists every problem")
+
+    def twin_line(self, b: BrokenEntry) -> int | None:
+        """The line of `b` where a whole entry gives its id too (the id is kept: the entry left out is named by its
+        line); None for any other entry."""
+        if b.id is None or all(h.id != b.id for h in self.registry.hypotheses):
+            return None
+        return getattr(b.problems[0], "line", None)
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """Each entry set apart with its problems, as a --json output carries them."""

@@ -168,6 +168,8 @@ def board_markdown(store: Store, registry: Registry, left_out: tuple[LeftOut, ..
                        f"{md_text(c.date or '–')} | {md_text(review)} |")
     if left_out:
         out += ["", "Left out (a problem of its own; every problem: `wb hypothesis validate`):", ""]
-        out += [f"- {md_code(e.id) if e.id is not None else 'an entry without an id'}: "
-                + "; ".join(md_text(p) for p in e.problems) for e in left_out]
+        for e in left_out:
+            name = "an entry without an id" if e.id is None else md_code(e.id) + (f" {md_text(e.named.strip())}"
+                                                                                    if e.named else "")
+            out.append(f"- {name}: " + "; ".join(md_text(p) for p in e.problems))
     return "\n".join(out) + "\n"
