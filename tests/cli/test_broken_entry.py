@@ -112,3 +112,19 @@ def test_the_tree_on_a_narrow_terminal_wraps_the_note_of_a_parent_left_out(broke
     assert f"(its parent {BROKEN} is left out)" in " ".join(out.split()), out
     child = next(line for line in piped.splitlines() if line.startswith(f"{ASKED}  ["))
     assert f"{ASKED}  [open]  (its parent {BROKEN} is left out)  " in child, child
+
+
+def test_the_lineage_json_has_no_edge_to_an_entry_left_out(broken_root, cli):
+    """`wb lineage --json` listed the children of the entry left out as roots (depth 0) under "items", yet its
+    "edges" still joined them to that entry, a node the document does not hold (a graph built from it fails on
+    it); the site's graph and the tree drew no such edge. The edges join the items alone; "broken" names the
+    entry left out."""
+    code, out, err = cli("lineage", "--json", "--root", str(broken_root))
+    assert code == 0, err
+    doc = json.loads(out)
+    ids = {n["id"] for n in doc["items"]}
+    assert BROKEN not in ids and [b["id"] for b in doc["broken"]] == [BROKEN]
+    ends = [(e["parent"], e["child"]) if e["kind"] == "parent" else (e["hypothesis"], e["tested_by"])
+            for e in doc["edges"]]
+    assert ends and all(a in ids and b in ids for a, b in ends), doc["edges"]
+    assert next(n for n in doc["items"] if n["id"] == ASKED)["depth"] == 0

@@ -170,10 +170,13 @@ def _tested_path(src: tuple[float, float], dst: tuple[float, float], node_w: flo
 
 def registry_edges(hypotheses: Any) -> list[dict[str, Any]]:
     """Both kinds of link between hypotheses, as `wb lineage --json` prints them: parent edges
-    {"kind": "parent", "parent", "child"} and {"kind": "tested_by", "hypothesis", "tested_by", "assumption"}."""
+    {"kind": "parent", "parent", "child"} and {"kind": "tested_by", "hypothesis", "tested_by", "assumption"}.
+    Only between `hypotheses`: an entry left out for a problem of its own is no node (its children stand as roots,
+    as the tree and the site's graph draw them)."""
+    ids = {h.id for h in hypotheses}
     edges: list[dict[str, Any]] = [{"kind": "parent", "parent": h.parent, "child": h.id}
-                                   for h in hypotheses if h.parent]
+                                   for h in hypotheses if h.parent in ids]
     for h in hypotheses:
         edges += [{"kind": "tested_by", "hypothesis": h.id, "tested_by": a.tested_by, "assumption": a.text}
-                  for a in h.assumptions if a.tested_by]
+                  for a in h.assumptions if a.tested_by in ids]
     return edges
