@@ -572,7 +572,8 @@ class Workbench(StoredRuns):
         apart = self._apart_read
         if apart is None:
             return ()
-        return tuple(LeftOut(b.id, tuple(p.message for p in b.problems), apart.twin_line(b)) for b in apart.broken)
+        return tuple(LeftOut(b.id, tuple(p.message for p in b.problems), apart.twin_line(b), apart.kept(b))
+                     for b in apart.broken)
 
     def report(self, *, out: str | Path | None = None, fmt: str = "html",
                hypothesis_id: str | None = None) -> ReportResult:

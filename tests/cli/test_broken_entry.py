@@ -128,3 +128,23 @@ def test_the_lineage_json_has_no_edge_to_an_entry_left_out(broken_root, cli):
             for e in doc["edges"]]
     assert ends and all(a in ids and b in ids for a, b in ends), doc["edges"]
     assert next(n for n in doc["items"] if n["id"] == ASKED)["depth"] == 0
+
+
+def test_two_entries_of_one_id_both_left_out_are_told_apart_by_their_lines(workbench_dir, cli):
+    """The first entry of an id with a mistyped field, a second entry giving that id again: both are left out, and
+    the summary read "left out: the entries 'wedge-confound', 'wedge-confound'", the id twice with nothing to tell
+    them apart. Each is named by its line where another entry gives its id."""
+    path = workbench_dir / "hypotheses.yaml"
+    text = path.read_text()
+    typo = "    falsified_if: Corruption persists in the treatment arm with zero aborts.\n"
+    text = text.replace(typo, typo.replace("falsified_if", "falsifed_if")).replace(
+        "  - id: dead-code-hicache-off\n", f"  - id: {ASKED}\n")
+    path.write_text(text)
+    lines = text.splitlines()
+    first, second = lines.index("    falsifed_if: Corruption persists in the treatment arm with zero aborts.") + 1, \
+        [i for i, t in enumerate(lines, 1) if t == f"  - id: {ASKED}"][1]
+    code, _, err = cli("lineage", "--root", str(workbench_dir))
+    assert code == 0, err
+    assert f"left out: the entries '{ASKED}' at line {first}, '{ASKED}' at line {second} (every" in err, err
+    code, out, _ = cli("report", "--format", "md", "--root", str(workbench_dir))
+    assert code == 0 and f"- `{ASKED}` at line {first}: " in out and f"- `{ASKED}` at line {second}: " in out, out

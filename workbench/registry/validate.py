@@ -239,11 +239,16 @@ class Apart:
         return ConfigErrors(found, refused=f"left out: {which} {named}; `wb hypothesis validate` lists every problem")
 
     def twin_line(self, b: BrokenEntry) -> int | None:
-        """The line of `b` where a whole entry gives its id too (the id is kept: the entry left out is named by its
-        line); None for any other entry."""
-        if b.id is None or all(h.id != b.id for h in self.registry.hypotheses):
+        """The line of `b` where another entry gives its id too, whole (the id is kept) or left out as well: the
+        entry left out is named by its line; None for any other entry."""
+        if b.id is None:
             return None
-        return getattr(b.problems[0], "line", None)
+        given = sum(x.id == b.id for x in self.broken) + sum(h.id == b.id for h in self.registry.hypotheses)
+        return getattr(b.problems[0], "line", None) if given > 1 else None
+
+    def kept(self, b: BrokenEntry) -> bool:
+        """Whether a whole entry gives `b`'s id (that hypothesis is read; `b` alone is left out)."""
+        return any(h.id == b.id for h in self.registry.hypotheses)
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """Each entry set apart with its problems, as a --json output carries them."""

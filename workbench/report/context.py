@@ -63,16 +63,19 @@ LEFT_OUT_NOTE = "left out: its entry in hypotheses.yaml has a problem of its own
 @dataclass(frozen=True)
 class LeftOut:
     """An entry of hypotheses.yaml the site was built without (a problem of its own): its id (None where it gives
-    none) and each problem as `wb hypothesis validate` words it; `line`, where a whole entry gives the same id
-    (kept, with its page), the line that names this one."""
+    none) and each problem as `wb hypothesis validate` words it; `line`, where another entry gives the same id,
+    the line that names this one; `kept`: a whole entry gives it (that hypothesis has its page)."""
     id: str | None
     problems: tuple[str, ...]
     line: int | None = None
+    kept: bool = False
 
     @property
     def named(self) -> str:
-        """What follows the id where it is named (" at line N (...)" for an id's second entry), or ""."""
-        return "" if self.line is None else f" at line {self.line} (the first entry of that id is kept)"
+        """What follows the id where it is named (" at line N" for an id given twice), or ""."""
+        if self.line is None:
+            return ""
+        return f" at line {self.line}" + (" (the first entry of that id is kept)" if self.kept else "")
 
 
 @dataclass
