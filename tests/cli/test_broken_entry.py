@@ -148,3 +148,17 @@ def test_two_entries_of_one_id_both_left_out_are_told_apart_by_their_lines(workb
     assert f"left out: the entries '{ASKED}' at line {first}, '{ASKED}' at line {second} (every" in err, err
     code, out, _ = cli("report", "--format", "md", "--root", str(workbench_dir))
     assert code == 0 and f"- `{ASKED}` at line {first}: " in out and f"- `{ASKED}` at line {second}: " in out, out
+
+
+def test_show_says_a_parent_and_a_test_left_out(workbench_dir, cli):
+    """`hypothesis show` of a child of the entry left out, and of the hypothesis whose assumption it tests, named it
+    as any other ("parent: wedge-confound", "(tested by wedge-confound)"), where the tree, the board and the pages
+    say it is left out: the one view that did not."""
+    path = workbench_dir / "hypotheses.yaml"
+    typo = "    falsified_if: Corruption persists in the treatment arm with zero aborts.\n"
+    path.write_text(path.read_text().replace(typo, typo.replace("falsified_if", "falsifed_if")))
+    code, out, err = cli("hypothesis", "show", "pool-configurator-overcommit", "--root", str(workbench_dir))
+    assert code == 0 and f"left out: the entry 'wedge-confound'" in err, err
+    assert f"parent: wedge-confound (left out: its entry has a problem of its own)\n" in out, out
+    code, out, _ = cli("hypothesis", "show", "hicache-bf16-race", "--root", str(workbench_dir))
+    assert code == 0 and f"(tested by wedge-confound, left out: its entry has a problem of its own)\n" in out, out

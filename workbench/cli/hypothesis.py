@@ -56,11 +56,14 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
         print_json(d.to_dict())
         return
     h, v = d.hypothesis, d.verdict
+    apart = wb.left_out()
+    left_out = set(apart.registry.left_out) if apart is not None else set()  # named here as the tree names them
+    gone = "left out: its entry has a problem of its own"
     echo_wrapped(f"{h.id}  [{h.kind}]  status: {d.status}")
     for line in d.current.notes():
         echo_wrapped(f"  ({line})")
     if h.parent:
-        echo_wrapped(f"parent: {h.parent}")
+        echo_wrapped(f"parent: {h.parent}" + (f" ({gone})" if h.parent in left_out else ""))
     echo_wrapped(f"claim: {h.claim}")
     echo_wrapped(f"experiment: {h.experiment}   isolates: {h.isolates or '-'}")
     for arm, values in d.arms.items():
@@ -83,7 +86,9 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
         echo_wrapped(f"  metric {name} ({m['kind']}): {said or how}")
         how = how if said else "(no description)"
     for a in h.assumptions:
-        echo_wrapped(f"  assumes: {a.text}" + (f"  (tested by {a.tested_by})" if a.tested_by else ""))
+        echo_wrapped(f"  assumes: {a.text}" + (f"  (tested by {a.tested_by}"
+                                                + (f", {gone})" if a.tested_by in left_out else ")")
+                                                if a.tested_by else ""))
     if v is None:
         echo_wrapped("verdict: none yet (wb hypothesis run " + h.id + ")")
         return
