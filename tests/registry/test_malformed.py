@@ -678,3 +678,17 @@ def test_a_duplicate_whole_number_key_is_named_by_its_hypothesis_and_key_path(tm
     line = len(path.read_text().splitlines())
     assert err.startswith(f"Error: {path}:{line} (hypothesis h1, field hold.5): duplicate key 5 (first at line "
                           f"{line})\n"), err
+
+
+def test_a_duplicate_id_beside_several_schema_problems_is_counted_with_them_all(workbench_dir: Path, cli):
+    """The loader every command that stops on the file uses told a duplicate id beside the schema's first problem,
+    whose own text announced "1 more problem after this one", under a summary of "2 problems found": three, counted
+    two. With a duplicate it tells every problem, as validate does, and counts them."""
+    path = workbench_dir / "hypotheses.yaml"
+    path.write_text(path.read_text().replace("  - id: dead-code-hicache-off\n",
+                                             "  - id: wedge-confound\n    falsifed_if: x\n    notez: y\n"))
+    code, _, err = cli("review", "wedge-confound", "--comment", "-m", "x", "--root", str(workbench_dir))
+    errors = [ln for ln in err.splitlines() if ln.startswith("Error: ")]
+    assert code == 2 and len(errors) == 3 and "more problem" not in err, err
+    assert ["duplicate hypothesis id" in errors[0], "'falsifed_if'" in errors[1], "'notez'" in errors[2]] == [True] * 3
+    assert err.rstrip().splitlines()[-1] == "3 problems found", err

@@ -15,7 +15,7 @@ from workbench.registry.experiment_checks import check_experiment
 from workbench.registry.folder import EXPERIMENTS_DIR, HYPOTHESES_FILE, Registry, experiment_files
 from workbench.registry.hypothesis import Hypothesis, HypothesesFile
 from workbench.registry.hypothesis_checks import check_hypotheses
-from workbench.registry.schema_errors import parse_model
+from workbench.registry.schema_errors import all_problems, parse_model, validated
 from workbench.registry.yamlio import LocatedYaml, load_located
 
 
@@ -52,7 +52,11 @@ def load_hypotheses(path: str | Path, *, text: str | None = None) -> tuple[list[
         duplicates = [p for _, p in duplicate_ids(doc, entry_ids(doc))]
         if not duplicates:
             raise
-        raise ConfigErrors(sorted([exc, *duplicates], key=lambda p: p.line or 0)) from None
+        # With every schema problem, as validate tells them: the first one's "N more after this one" under a count
+        # of the problems told undercounted them.
+        _, errors = validated(HypothesesFile, doc)
+        told = all_problems(HypothesesFile, doc, errors) or [exc]
+        raise ConfigErrors(sorted([*told, *duplicates], key=lambda p: p.line or 0)) from None
     return parsed.hypotheses, doc
 
 
