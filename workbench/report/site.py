@@ -63,13 +63,11 @@ def _stage(out: Path) -> Path:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
+    """Whether the build of `pid` may still run: the lock's rule (a zombie, a build killed and not waited for, is
+    gone)."""
+    from workbench.runner.lock import pid_alive
+
+    return pid_alive(pid, None)
 
 
 def _check_out_dir(out: Path, label: str) -> set[str]:

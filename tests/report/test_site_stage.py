@@ -1,0 +1,25 @@
+"""A site build's staging folder (`report.site._stage`): what a killed build left is removed by the next."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+
+def test_a_killed_builds_staging_folder_is_removed_though_its_process_was_not_waited_for(tmp_path: Path) -> None:
+    """A build killed outright stays a zombie until its parent waits for it (for good under one that never does);
+    the staging folder's owner was judged by kill(pid, 0), which succeeds on a zombie, so its folder stayed beside
+    the site. Liveness is the lock's rule (runner.lock.pid_alive): a zombie is gone."""
+    from workbench.report.site import STAGE_PREFIX, _stage
+
+    builder = subprocess.Popen(["sh", "-c", "exit 0"])
+    try:
+        os.waitid(os.P_PID, builder.pid, os.WEXITED | os.WNOWAIT)  # it ended, and is left a zombie
+        left = tmp_path / f"{STAGE_PREFIX}{builder.pid}"
+        (left / "hypotheses").mkdir(parents=True)
+        mine = _stage(tmp_path)
+        assert not left.exists()
+        assert mine == tmp_path / f"{STAGE_PREFIX}{os.getpid()}"
+    finally:
+        builder.wait()
