@@ -23,3 +23,14 @@ def test_a_killed_builds_staging_folder_is_removed_though_its_process_was_not_wa
         assert mine == tmp_path / f"{STAGE_PREFIX}{os.getpid()}"
     finally:
         builder.wait()
+
+
+def test_a_staging_folder_named_for_no_possible_pid_is_removed_not_a_traceback(tmp_path: Path) -> None:
+    """`.wb-build-` and digits past any pid (a folder copied in, or named by hand): kill() raised OverflowError,
+    which the check did not catch, and `wb report` stopped with a traceback. No process has that pid."""
+    from workbench.report.site import STAGE_PREFIX, _stage
+
+    left = tmp_path / f"{STAGE_PREFIX}{10 ** 20}"
+    left.mkdir()
+    _stage(tmp_path)
+    assert not left.exists()

@@ -83,7 +83,7 @@ def pid_alive(pid: int, start: str | None) -> bool:
     runner's. /proc tells: a process that is a zombie, or exiting, with no other thread left, is gone."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: past any pid (a name or a file written by hand)
         return False
     except PermissionError:
         pass  # another user's process: /proc still tells its start and state
