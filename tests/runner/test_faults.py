@@ -54,7 +54,8 @@ def test_health_never_green_fails_runs_and_restores(toy):
     # The error names the restart it waited on and where that restart's output is kept.
     run = {"id": runs[0].id, "error": runs[0].error}
     assert "following restart[0] `" in run["error"] and "toy.py restart " in run["error"], run["error"]
-    assert f"restart.txt of run {run['id']} (wb runs show {run['id']})" in run["error"], run["error"]
+    assert run["error"].endswith(f"run {run['id']}'s artifact restart.txt, listed by: wb runs show {run['id']}"), \
+        run["error"]
     with open_store(toy.db, read_only=True) as store:
         kept = {a.name: a for a in store.run(run["id"]).artifacts}
     assert "restart" in kept, sorted(kept)

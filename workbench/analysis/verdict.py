@@ -152,7 +152,7 @@ def analyze(hypothesis: Hypothesis, experiment: Experiment, runs: Sequence[RunDa
         why = (f"No usable run of experiment {exp.id} matches the arms of {h.id}"
                + (f" in execution {execution_id}" if execution_id is not None else "")
                + (f" ({display.count(sum(map(len, failed.values())), 'run')} failed)" if any(failed.values()) else "")
-               + ". Run it (wb hypothesis run " + h.id + ") or import evidence first.")
+               + ". Import evidence, or run it: wb hypothesis run " + h.id)
         # Runs that ran and could not measure make the result invalid (the apparatus failed); no run at all
         # is no data yet.
         word = "invalid" if any(failed.values()) else "inconclusive"

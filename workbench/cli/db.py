@@ -29,5 +29,5 @@ def current(db: DbOption = None, json_: JsonOption = False, root: RootOption = N
         print_json(info.to_dict())
         return
     suffix = (" (head)" if info.is_head else f" (this wb's newest is {info.head}: a newer wb wrote it)" if info.newer
-              else f" (head is {info.head}; run wb db upgrade)")
+              else f" (head is {info.head}); upgrade it: wb db upgrade")
     typer.echo(f"{info.store}: {info.revision or 'none'}{suffix}")

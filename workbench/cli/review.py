@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
                    "--as", help="Reviewer name (default: $WB_USER, git's user.name, the login name).")] = None,
                evidence: Annotated[Optional[str], typer.Option(
                    "--evidence", metavar="DIGEST",
-                   help="The evidence digest you reviewed (or its start, as wb review list shows it); refused "
+                   help="The evidence digest you reviewed (or its start, as `wb review list` shows it); refused "
                         "when the current verdict rests on other evidence.")] = None,
                db: DbOption = None, json_: JsonOption = False, fmt: FormatOption = None,
                root: RootOption = None) -> None:

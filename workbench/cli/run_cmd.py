@@ -105,7 +105,7 @@ def summary_lines(r: "RunReport", h: "Hypothesis | None" = None) -> list[str]:
     elif r.report:
         lines.append(f"report: {r.report}" + (f" ({r.report_note})" if r.report_note else ""))
     else:
-        lines.append("report: not rebuilt (wb report builds the site)")
+        lines.append("report: not rebuilt; to build the site: wb report")
     return lines
 
 
@@ -188,8 +188,8 @@ def register(hypothesis_app: typer.Typer) -> None:
         # Raised after the result is printed: the boundary writes the `Error:` line, and with --json the one
         # envelope carries the result, "ok": false and this error.
         if result.report_error:
-            raise RunFailure(f"the site was not rebuilt: {result.report_error} (the runs and the verdict are recorded; "
-                             "wb report --out DIR builds it)")
+            raise RunFailure(f"the site was not rebuilt: {result.report_error} (the runs and the verdict are recorded)",
+                             hint="build it: wb report --out DIR")
         bad = result.execution.failed_runs
         if bad:
             # Recorded and restored, but some runs measured nothing: a failure while running (exit 1).

@@ -24,7 +24,7 @@ def _timeout(value: float | None) -> float:
 
 
 DirOpt = typer.Option(None, "--dir", help="State dir (default $WB_SIM_DIR, else the workbench's .wb/sim, as "
-                                           "wb hypothesis run uses, else ./.wb/sim).")
+                                           "`wb hypothesis run` uses, else ./.wb/sim).")
 
 
 @app.command()

@@ -570,7 +570,8 @@ def _aa_outcome(data: StoreData, e: dict[str, Any]) -> str:
         for c in v.get("checks") or []:
             if isinstance(c, dict) and c.get("name") == "a/a":
                 return str(c.get("detail") or "")
-    return "no A/A check recorded" if verdicts else "no verdict recorded (wb hypothesis run --resume finishes it)"
+    return ("no A/A check recorded" if verdicts
+            else f"no verdict recorded; to finish it: wb hypothesis run {e['hypothesis_id']} --resume")
 
 
 def _smoke_mark(data: StoreData, e: dict[str, Any]) -> str:

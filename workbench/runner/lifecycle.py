@@ -250,8 +250,8 @@ async def _health(h: Harness, pr: PlannedRun, values: dict[str, Any], restarted:
             run = values.get("run_id")
             if problem.count("-> no answer") == len(urls):  # not one URL answered (wait_healthy's words)
                 problem += "; nothing answered: the restart did not bring the service up"
-            problem += (f" following {', '.join(restarted)}; its output is in the artifact restart.txt of run {run} "
-                        f"(wb runs show {run})")
+            problem += (f" following {', '.join(restarted)}; its output is in run {run}'s artifact restart.txt, "
+                        f"listed by: wb runs show {run}")
         if problem:
             raise StageFailed("failed", problem)
 

@@ -195,8 +195,8 @@ def check_evidence(hypothesis_id: str, given: str, current: VerdictRecord | None
     if len(given) < 6 or any(c not in "0123456789abcdef" for c in given):
         # The hint names the digest the current verdict rests on (what wb review list shows), not an example.
         hint = (f"the current verdict of {hypothesis_id} rests on evidence {digest[:10]}: --evidence {digest[:10]}"
-                if digest else f"{hypothesis_id} has no verdict with an evidence digest to review yet "
-                               f"(wb review list {hypothesis_id} shows one once it has)")
+                if digest else f"{hypothesis_id} has no verdict with an evidence digest to review yet"
+                               f"; `wb review list {hypothesis_id}` shows one once it has")
         raise BadInput(f"--evidence {given!r} is no evidence digest (at least 6 hex digits)", hint=hint)
     if digest is None or not digest.startswith(given):
         now = f"evidence {digest[:10]}" if digest else "no evidence digest" if current else "no verdict"
@@ -206,7 +206,7 @@ def check_evidence(hypothesis_id: str, given: str, current: VerdictRecord | None
                            "recorded", hint=f"`wb review list {hypothesis_id}` shows the digest to review")
         raise BadInput(f"--evidence {given}: the current verdict of {hypothesis_id} rests on {now}, not on the "
                        "evidence given; it changed since it was read (new runs?). Nothing was recorded",
-                       hint=f"read it again (wb review list {hypothesis_id}) and review what it rests on now")
+                       hint=f"read it again and review what it rests on now: wb review list {hypothesis_id}")
 
 
 def check_review_input(decision: str, body: str) -> None:
