@@ -51,9 +51,12 @@ def wrap(text: str, width: int, indent: str | None = None) -> list[str]:
     one after a colon, `_COMMAND`; one written out, `_written_commands`) and a word wider than a line run on, never
     broken. A command to paste starts a line where it does not fit on the current one, and ends its line: a copy to
     the command's end takes nothing else along. The punctuation that ends its clause (`.`, `,`, `;`, `:`, `?`, `!`)
-    is left out there, the line's end says as much; a `)` after it starts the next line, with the text after it.
-    The lines after the first start with `indent` (default: the text's own indent and two spaces more, so a wrapped
-    line reads as going on the one above); no line ends in a space. Every other character comes out as it went in."""
+    is left out there, the line's end says as much; a `)` after it starts the next line, with the text after it,
+    even where the command is only named: the words do not tell naming from giving ("(wb runs show 12)" is both) and
+    a `)` copied along breaks the command, so a text names one in backticks or gives it after a colon, at its end
+    (tests/structure/test_command_texts.py holds every text to that). The lines after the first start with `indent`
+    (default: the text's own indent and two spaces more, so a wrapped line reads as going on the one above); no line
+    ends in a space. Every other character comes out as it went in."""
     lead = text[:len(text) - len(text.lstrip(" "))]
     indent = lead + "  " if indent is None else indent
     lines: list[str] = []
