@@ -33,7 +33,7 @@ def test_a_number_without_a_unit_still_breaks_where_it_must():
 
 
 @pytest.mark.parametrize("width, rate_line", [
-    (60, "    52/160 = 32.5% (Wilson 95% (t, 1 df) [25.7%, 40.1%]; 2"),
+    (60, "    52/160 = 32.5% (Wilson 95% (t, 1 df) [25.7%, 40.1%];"),  # "2 runs)," on the next
     (80, "    arm (nixl_abort_fix=on) had 52/160 = 32.5%"),
 ])
 def test_a_rate_is_never_left_alone_on_a_line_by_the_phrase_after_it(width, rate_line):
@@ -53,3 +53,34 @@ def test_a_rate_is_never_left_alone_on_a_line_by_the_phrase_after_it(width, rate
     assert all(len(line) <= width for line in lines) and " ".join(" ".join(lines).split()) == " ".join(text.split())
     assert not any(line.strip() == "52/160 = 32.5%" for line in lines), lines
     assert rate_line in lines, lines
+
+
+def _finding(ks: tuple[int, ...], replayed: bool | None) -> str:
+    """A prediction's line as `wb hypothesis analyze` prints it for an arm of these runs (of 80 units each), its
+    interval named and its runs' reading given as the analysis writes them (clustered.effective)."""
+    from workbench.analysis.clustered import effective, interval_label
+    from workbench.analysis.summary import _prediction_finding
+
+    e = effective(ks, [80] * len(ks), replayed)
+    j = {"where": "treatment", "estimate": sum(ks) / (80 * len(ks)), "k": sum(ks), "n": 80 * len(ks),
+         "interval_kind": interval_label(e), "interval": [0.257, 0.401], "bounds": (0.0, 0.02), "runs": len(ks),
+         "outcome": "falsified", "region": "<= 0.02 (2%)", "method_reason": e.reason}
+    return "  [falsified] predicts corruption_rate (treatment) <= 0.02 (2%)" + _prediction_finding(
+        j, {"treatment": {"variables": {"nixl_abort_fix": "on"}}}, "nixl_abort_fix")
+
+
+@pytest.mark.parametrize("width", [60, 80])
+@pytest.mark.parametrize("ks, replayed, kept", [
+    ((26, 26), None, ["design effect 2 [", "; 2 runs),", "2 runs agree", "and 2 runs cannot"]),
+    ((25, 27), False, ["design effect 2.58 [", "; 2 runs),", "2 runs agree", "but 2 runs cannot"]),
+    ((20, 26, 30), None, ["design effect 2.58 [", "; 3 runs),", "3 runs spread", "but 3 runs cannot"]),
+])
+def test_a_count_stays_with_what_it_counts_and_a_name_with_its_value(ks, replayed, kept, width):
+    """At 60 columns a line ended in "widened by the design effect" and the next began "2.58 [25.7%, ...", and
+    at 60 and 80 one ended in "Runs as the unit: the 2" and the next began "runs agree": a whole number stays with
+    the word it counts ("2 runs"), as with its unit, and a name with its value ("design effect 2.58")."""
+    text = _finding(ks, replayed)
+    assert all(k in text for k in kept), text
+    lines = wrap(text, width)
+    assert all(len(line) <= width for line in lines) and " ".join(" ".join(lines).split()) == " ".join(text.split())
+    assert [k for k in kept if not any(k in line for line in lines)] == [], lines

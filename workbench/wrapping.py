@@ -19,11 +19,13 @@ WB_COMMANDS = ("hypothesis", "runs", "report", "confounds", "isolate", "review",
 # A comparison between two words: kept with both ("n = 111", "92/325 = 28.3%", "P(X >= 15.3").
 _OPERATORS = frozenset({"=", "==", "!=", "<", ">", "<=", ">=", "≤", "≥", "≈", "±"})
 _BACKTICKED = re.compile(r"`[^`\n]+`")
-# A number and the unit word after it ("0.24 s", "512 KiB", "3 x"), and a word the number after it completes ("run 1",
-# "for 200", "after 0.7 s"): a line break between them left "analysis 0.24" / "s + report".
+# A number and the unit word after it ("0.24 s", "512 KiB", "3 x") or the word it counts ("2 runs", "1 df"), and a
+# name the number after it completes ("run 1", "for 200", "after 0.7 s", "design effect 2.58"): a line break between
+# them left "analysis 0.24" / "s + report", "the 2" / "runs agree", "the design effect" / "2.58 [25.7%, 40.1%]".
 _NUMBER = re.compile(r"[(\[~≈≤≥<>±+-]*\d[\d,.]*")
 _UNITS = frozenset({"s", "ms", "%", "B", "KiB", "MiB", "GiB", "x"})
-_BEFORE_NUMBER = frozenset({"run", "for", "after"})
+_COUNTED = frozenset({"run", "runs", "replicate", "replicates", "unit", "units", "block", "blocks", "df"})
+_BEFORE_NUMBER = (("run",), ("for",), ("after",), ("design", "effect"))
 
 # The commands `keep_whole` was given, kept whole wherever a text shows them: the latest _KEPT_AT_MOST, oldest out
 # first, so a long process (a search's many executions, a test session) neither grows it nor slows each wrap by it.
@@ -186,11 +188,13 @@ def _atoms(text: str) -> list[_Atom]:
         else:
             words.append((s, e))
     spans = [(m.start(), m.end()) for m in _BACKTICKED.finditer(text)]
+    tokens = [text[s:e].strip() for s, e in words]
     for i, (s, e) in enumerate(words):
-        if text[s:e].strip() in _OPERATORS and 0 < i < len(words) - 1:
+        if tokens[i] in _OPERATORS and 0 < i < len(words) - 1:
             spans.append((words[i - 1][0], words[i + 1][0] + 1))
-        if i < len(words) - 1 and _with_next(text[s:e].strip(), text[slice(*words[i + 1])].strip()):
-            spans.append((s, words[i + 1][0] + 1))
+        joined = _with_next(tokens, i)
+        if joined:
+            spans.append((s, words[i + joined][0] + 1))
     # A command is a piece of its own: from the word it starts in to its end, nothing before or after joined to it.
     firsts: dict[int, int] = {}  # the word a command starts in: the command's end
     k = 0
@@ -221,12 +225,21 @@ def _atoms(text: str) -> list[_Atom]:
     return atoms
 
 
-def _with_next(word: str, following: str) -> bool:
-    """Whether `word` and the word after it are one piece: a number and its unit ("0.24 s", the unit ending a clause
-    too: "40 ms,"), or "run", "for" or "after" and the number it is followed by ("(run 1:", "for 200")."""
-    if _NUMBER.fullmatch(word):
-        return following.rstrip(",;:.)]") in _UNITS
-    return word.lstrip("(").lower() in _BEFORE_NUMBER and _NUMBER.fullmatch(following.rstrip(",;:.)]%")) is not None
+def _with_next(tokens: list[str], i: int) -> int:
+    """How many of the words after `tokens[i]` are one piece with it: a number's unit ("0.24 s", the unit ending a
+    clause too: "40 ms,"), or the word a whole number counts ("2 runs),"); the rest of a name ("run", "for", "after",
+    "design effect") and the number after it ("(run 1:", "for 200", "design effect 2.58")."""
+    if i + 1 >= len(tokens):
+        return 0
+    if _NUMBER.fullmatch(tokens[i]):
+        following = tokens[i + 1].rstrip(",;:.)]")
+        return int(following in _UNITS or following in _COUNTED and tokens[i].strip("([~≈≤≥<>±+-").isdigit())
+    for name in _BEFORE_NUMBER:
+        n = len(name)
+        if i + n < len(tokens) and (tokens[i].lstrip("(").lower(), *(t.lower() for t in tokens[i + 1:i + n])) == name \
+                and _NUMBER.fullmatch(tokens[i + n].rstrip(",;:.)]%")):
+            return n
+    return 0
 
 
 def _written_commands(text: str, words: list[tuple[int, int]], taken: list[tuple[int, int]]) -> list[tuple[int, int]]:
