@@ -10,7 +10,7 @@ from pathlib import Path
 def test_a_killed_builds_staging_folder_is_removed_though_its_process_was_not_waited_for(tmp_path: Path) -> None:
     """A build killed outright stays a zombie until its parent waits for it (for good under one that never does);
     the staging folder's owner was judged by kill(pid, 0), which succeeds on a zombie, so its folder stayed beside
-    the site. Liveness is the lock's rule (runner.lock.pid_alive): a zombie is gone."""
+    the site. Liveness is read from /proc (workbench.processes.pid_alive): a zombie is gone."""
     from workbench.report.site import STAGE_PREFIX, _stage
 
     builder = subprocess.Popen(["sh", "-c", "exit 0"])

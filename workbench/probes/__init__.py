@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import BadInput
+from workbench.processes import pid_alive
 
 __all__ = ["PROBE_DIR", "probe_environment", "read_counts", "probe_files", "parse_target", "systemd_dropin",
            "locate_target"]
@@ -98,15 +99,15 @@ def systemd_dropin(env: dict[str, str]) -> str:
 
 
 def _alive_here(doc: dict[str, Any]) -> bool:
+    """Whether the process that wrote `doc` may still flush its counts: it runs on this machine and is not gone (a
+    zombie, killed and not waited for, is gone: it never writes again)."""
     if doc.get("final") or doc.get("host") != socket.gethostname():
         return False
     try:
-        os.kill(int(doc["pid"]), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError, ValueError, KeyError):
-        return True
-    return True
+        pid = int(doc["pid"])
+    except (KeyError, TypeError, ValueError):
+        return True  # a file written by hand: waited for as before, up to the timeout
+    return pid_alive(pid, None)
 
 
 def _load(path: Path) -> dict[str, Any] | None:

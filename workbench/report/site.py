@@ -63,9 +63,8 @@ def _stage(out: Path) -> Path:
 
 
 def _alive(pid: int) -> bool:
-    """Whether the build of `pid` may still run: the lock's rule (a zombie, a build killed and not waited for, is
-    gone)."""
-    from workbench.runner.lock import pid_alive
+    """Whether the build of `pid` may still run (a zombie, a build killed and not waited for, is gone)."""
+    from workbench.processes import pid_alive
 
     return pid_alive(pid, None)
 

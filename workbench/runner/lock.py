@@ -23,6 +23,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Awaitable, Callable, Collection
 
 from workbench.errors import RunFailure, TargetError
+# pid_alive, process_start: part of this module's interface (a lock's owner is judged by them)
+from workbench.processes import pid_alive, process_start  # noqa: F401
 from workbench.runner.restore import one_line
 # HOLDER_ENV, LOCK_NAME: part of this module's interface
 from workbench.runner.targets.base import HOLDER_ENV, LOCK_NAME, Target  # noqa: F401
@@ -44,23 +46,6 @@ class TargetBusy(TargetRefused):
     message names (waits for that execution, or resumes it, or removes a lock left behind) before trying again."""
 
 
-def process_start(pid: int) -> str | None:
-    """The kernel's start time of `pid` (clock ticks since boot), which tells a reused pid from its first owner."""
-    fields = _proc_stat(pid)
-    return fields[19] if fields is not None and len(fields) > 19 else None
-
-
-def _proc_stat(pid: int) -> list[str] | None:
-    """/proc/PID/stat's fields from the state on (the state is [0], the start time [19]); None where /proc does not
-    say (no such process, or no /proc)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode("ascii", "replace")
-        return stat.rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
 def pid_space() -> str:
     """The kernel's boot and the pid namespace this process's pids are numbered in: a pid names one process only
     within them. Host names do not tell machines apart (two hosts, or a container and the host it runs on, may
@@ -71,29 +56,6 @@ def pid_space() -> str:
         return f"{boot}/{os.readlink('/proc/self/ns/pid')}"
     except OSError:
         return ""
-
-
-PF_EXITING = 0x4  # the kernel's flag of a process that is exiting (/proc/PID/stat's flags)
-
-
-def pid_alive(pid: int, start: str | None) -> bool:
-    """Whether `pid` is still the process that started at `start` (None: not recorded). A runner killed outright
-    (kill -9) stays in the process table until its parent waits for it (a zombie: for good, where that parent never
-    does, as a container's first process may not), and `kill(pid, 0)` succeeds on it: its lock read as a live
-    runner's. /proc tells: a process that is a zombie, or exiting, with no other thread left, is gone."""
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # OverflowError: past any pid (a name or a file written by hand)
-        return False
-    except PermissionError:
-        pass  # another user's process: /proc still tells its start and state
-    fields = _proc_stat(pid)
-    if fields is None or len(fields) < 20:
-        return True  # cannot be told here (no /proc): taken as alive, as a pid that answers
-    if start is not None and fields[19] != start:
-        return False  # the pid was reused by another process
-    dying = fields[0] in ("Z", "X") or int(fields[6]) & PF_EXITING
-    return not (dying and int(fields[17]) <= 1)
 
 
 def login_name() -> str:

@@ -8,7 +8,7 @@ import signal
 import time
 from pathlib import Path
 
-from workbench.runner.lock import pid_alive, process_start
+from workbench.processes import pid_alive, process_start
 
 GRACE_S = 3.0
 
