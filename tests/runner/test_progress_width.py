@@ -193,6 +193,34 @@ def test_the_eta_of_several_hosts_counts_the_blocks_that_run_at_once():
     assert progress.remaining() == "0:00:17"
 
 
+def test_the_eta_of_several_hosts_leaves_out_the_wait_for_the_slower_host():
+    """A run's time reached to the next run's start on its host, so a host's last run of a group took in its wait
+    for the slower host, and the ETA, which already takes each group's longest block, counted that wait twice.
+    Blocks of 2 runs and of 1 on two hosts, 10 s a run and 1 s between: host b's one run of the first group was
+    told 21 s (it waited 10 s for host a's second), the mean 14 s, and the next group's 2 runs on host a
+    0:00:28 (they take 21 s). Its last run of a group ends at its own end, and the group's gap before the next
+    (the store's settle, a sequential look) is added: 11 s, and 0:00:22."""
+    clock = _Clock()
+    blocks = ((0, 1), (2,), (3, 4), (5,))
+    progress = RunProgress(6, enabled=False, title="t", lanes=2, blocks=blocks, clock=clock)
+
+    def run(order: int, run_id: int, host: str) -> PlannedRun:
+        pr = PlannedRun(arm="control", replicate=0, block=order, order_index=order, host=host, values={})
+        progress.stage(pr, "render", run_id)
+        return pr
+
+    a0, b2 = run(0, 1, "a"), run(2, 2, "b")
+    clock.now += 10
+    progress.finished(0, "ok", a0, 1)
+    progress.finished(2, "ok", b2, 2)
+    a1 = run(1, 3, "a")  # host b waits for block 0's second run
+    clock.now += 10
+    progress.finished(1, "ok", a1, 3)
+    clock.now += 1  # the store's settle, then the next group begins
+    run(3, 4, "a"), run(5, 5, "b")
+    assert progress.remaining() == "0:00:22"  # (10 + 11 + 11) / 3 s a run, two runs on host a
+
+
 @pytest.mark.parametrize("sequential", [False, True])
 def test_a_bar_shows_at_60_columns_in_both_modes(monkeypatch, sequential):
     # At 60 columns a sequential execution drew no bar: "run 44 [workload] 15 of at most 24 0:03:13 ETA ≤ 0:01:35"

@@ -112,10 +112,15 @@ class RunProgress:
         self.running: dict[int, int] = {}  # run id -> its order index, for the runs in progress
         # Run id -> how long each run that ended here took (a resume's earlier runs: unknown), from its start to the
         # next run's start on its host, so what comes between runs counts (the store's settle, a sequential look);
-        # until the next one starts, to its end.
+        # until the next one starts, to its end. A host's last run of a group ends at its own end, plus the time from
+        # the group's last end to the next group's start: the wait for a slower host is the group's longest block,
+        # which the ETA already takes.
         self.took: dict[int, float] = {}
         self.took_ok: set[int] = set()  # those of them that ended ok
-        self._last_on: dict[str, tuple[int, float]] = {}  # host -> (run id, start) of the last run that ended there
+        # Host -> (run id, order index, start, end) of the last run that ended there.
+        self._last_on: dict[str, tuple[int, int, float, float]] = {}
+        self._group = {i: k // max(lanes, 1) for k, block in enumerate(blocks) for i in block}  # order index -> group
+        self._group_end: dict[int, float] = {}  # group -> when its last run that ended here ended
         self._console: Any = None  # stderr's console while enabled; the live bar draws on it on a terminal
         self._progress: Any = None
         self._task: Any = None
@@ -195,7 +200,11 @@ class RunProgress:
             self.began[run_id] = now = self.clock()
             before = self._last_on.pop(pr.host, None)
             if before is not None:  # the run before it on this host took until this one began
-                self.took[before[0]] = now - before[1]
+                run, order, start, end = before
+                group, wait = self._group.get(order), 0.0
+                if group is not None and group != self._group.get(pr.order_index):  # the group's last run here
+                    wait = self._group_end.get(group, end) - end  # for a slower host, whose block the ETA takes
+                self.took[run] = now - start - wait
         self.running[run_id] = pr.order_index
         if self._progress is not None:
             named = f"run {run_id} {pr.arm} {display.replicate(pr.replicate)}"
@@ -256,10 +265,14 @@ class RunProgress:
             self.interrupted = True
             return
         if began is not None and run_id is not None:
-            self.took[run_id] = self.clock() - began
+            now = self.clock()
+            self.took[run_id] = now - began
             if status == "ok":
                 self.took_ok.add(run_id)
-            self._last_on[pr.host if pr is not None else ""] = (run_id, began)
+            self._last_on[pr.host if pr is not None else ""] = (run_id, order_index, began, now)
+            if order_index in self._group:
+                group = self._group[order_index]
+                self._group_end[group] = max(self._group_end.get(group, now), now)
         self.ended[order_index] = status
         if self._progress is not None:
             self._progress.update(self._task, completed=self.done)
