@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -12,6 +13,12 @@ import pytest
 # bytecode may be written: with PYTHONDONTWRITEBYTECODE set (as on many CI machines) every worker rewrote all
 # the test modules anew on every run, over half of collection's CPU. The cache goes in tests/__pycache__.
 sys.dont_write_bytecode = False
+
+# torch's CPU ops spread over one OpenMP thread per core, and a waiting thread spins: with six workers on two
+# cores every copy of the kernel's reference fought the others for the cores (`wb kernel check --quick`: 10 CPU-s
+# with them, 3.6 with one; the bytes compared are the same). pdsim's servers already take one (sim/hicache.py).
+# Set before any test imports torch; children (wb, pdsim) inherit it. A value given outside is kept.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 SEED_CSV = REPO / "evidence" / "seed-runs.csv"  # shipped in the repository: the README's tour imports it
