@@ -65,7 +65,9 @@ def test_runs_that_agree_exactly_are_not_said_to_have_replayed_sessions_when_the
     assert [replayed_workload(runs(*seeds), exp) for seeds in (("1", "2"), ("5", "5"), ("1", None), ("1", "1", "2"))] \
         == [False, True, None, None]
     own = clustered.effective([16, 16], [80, 80], replayed=False)
-    assert own.design_effect == 2, own.reason
+    # Copies' reading 2, raised to the few-runs floor (2.58): an exact split of 32 is no evidence against it.
+    assert own.design_effect == pytest.approx(2.58), own.reason
+    assert "(design effect 2); but 2 runs cannot rule out" in own.reason, own.reason
     assert "the 2 runs agree exactly (phi = 0" in own.reason, own.reason
     assert "each ran its own workload (its own seed), so no sessions were replayed" in own.reason, own.reason
     assert "replayed the same sessions agree" not in own.reason, own.reason
@@ -267,11 +269,25 @@ def test_two_or_three_runs_that_look_binomial_assume_a_small_intra_run_correlati
     assert clustered.effective([0, 12], [80, 80]).df == 1
     assert clustered.effective([2, 5], [80, 80], replayed=True).design_effect == 2
     # Nor where the runs' spread rules it out: two runs of 10^6 units 0.03% apart would be a design effect of
-    # 20 000 (P(chi^2_1 <= 0.945 / 20 000) = 0.005), and two that agree exactly keep the copies' reading (2).
+    # 20 000 (P(chi^2_1 <= 0.945 / 20 000) = 0.005).
     assert clustered.effective([50_000, 50_300], [10 ** 6] * 2).design_effect == pytest.approx(1.055, abs=1e-3)
-    assert clustered.effective([4, 4], [80, 80]).design_effect == 2
     seed = clustered.effective([14], [80])
     assert seed.design_effect == 1 and clustered.rate_interval(seed)[0] > 0.1
+
+
+def test_runs_that_agree_exactly_do_not_rule_the_few_runs_floor_out():
+    # X^2 is discrete: 4 and 4 of 80 give X^2 = 0, and P(chi^2_1 <= 0) = 0 "ruled out" the floor, so the closest
+    # agreement took a design effect of 2 where 4 and 5 took 2.58, although an exact split is common whatever the
+    # correlation (P = 0.28 even under binomial). The lower tail is taken with a continuity correction (halfway
+    # to the next X^2 the total's splits can reach), so exact agreement of a few events keeps the floor.
+    for ks, ns in (([4, 4], [80, 80]), ([4, 5], [80, 80]), ([10, 10], [200, 200]), ([3, 3, 3], [200] * 3)):
+        e = clustered.effective(ks, ns)
+        floor = 1 + (ns[0] - 1) * clustered.FEW_RUNS_ICC
+        assert e.design_effect == pytest.approx(floor), ks
+        assert f"intra-run correlation of 0.02 is assumed at least (design effect {floor:.3g})" in e.reason
+    # Runs large enough that one unit moves X^2 by little still rule it out by agreeing exactly.
+    big = clustered.effective([50_000, 50_000], [10 ** 6] * 2)
+    assert big.design_effect == 2 and "assumed at least" not in big.reason
 
 
 def test_event_free_arm_needs_five_runs_of_80_in_both_modes():

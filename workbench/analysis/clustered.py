@@ -224,7 +224,7 @@ def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool | None = 
                if replayed is False else
                f". Runs that replayed the same sessions would agree like this, and {d.runs} runs cannot tell "
                "such copies from chance agreement")
-        return _few_runs_floor(Effective(k, n, k / deff, n / deff, deff, "run-level", None,
+        return _few_runs_floor(ks, ns, Effective(k, n, k / deff, n / deff, deff, "run-level", None,
                                          f"the {d.runs} runs {agree} (phi = {d.phi:.2g}, {p_text(d, d.p_under)}){why}, "
                                          f"so wb takes the cautious reading: the replicates are counted as partly "
                                          f"copies of each other (correlation 1 - phi), which widens the interval "
@@ -232,32 +232,45 @@ def effective(ks: Sequence[float], ns: Sequence[float], replayed: bool | None = 
     if d.phi > 1 + UNDER_TOL:
         # More spread than binomial but not significantly so: few runs cannot show the spread is binomial, so the
         # variance is inflated by the estimate anyway (normal quantile: it is no significant finding).
-        return _few_runs_floor(Effective(k, n, k / d.phi, n / d.phi, d.phi, "run-level", None,
+        return _few_runs_floor(ks, ns, Effective(k, n, k / d.phi, n / d.phi, d.phi, "run-level", None,
                                          f"the {d.runs} runs spread a little more than binomial (phi = {d.phi:.2g}, "
                                          f"{p_text(d, d.p_over)}: not significant, but {d.runs} runs cannot show the "
                                          f"spread is binomial): variance inflated by phi (design effect "
                                          f"{deff_text(d.phi)})", d))
     matches = (f"the {d.runs} runs' spread matches binomial within {UNDER_TOL:.0%} (phi = {d.phi:.2g}; "
                f"p = {display.p_value(d.p_over)} over, {display.p_value(d.p_under)} under)")
-    floored = _few_runs_floor(Effective(k, n, k, n, 1.0, "binomial", None, matches, d))
+    floored = _few_runs_floor(ks, ns, Effective(k, n, k, n, 1.0, "binomial", None, matches, d))
     return floored if floored.design_effect > 1 else replace(floored, reason=f"{matches}: pooled binomial")
 
 
-def _few_runs_floor(e: Effective) -> Effective:
+def _few_runs_floor(ks: Sequence[float], ns: Sequence[float], e: Effective) -> Effective:
     """An arm of 2..FEW_RUNS runs not known to replay one workload, whose spread was not significantly more than
     binomial: its design effect is at least that of an intra-run correlation of FEW_RUNS_ICC (see the constant),
     unless the runs' own spread rules that out (runs of 10^6 units that agree to 0.03% cannot share an ICC of
-    0.02: it would be a design effect of 20 000)."""
+    0.02: it would be a design effect of 20 000). X^2 over floor is read against chi^2 on R - 1 df with a
+    continuity correction (halfway to the next X^2 the total's splits reach): X^2 is discrete, and without it
+    two runs of 4 and 4 in 80 (X^2 = 0, an exact split, P = 0.28 even under binomial) "ruled out" the floor
+    that 4 and 5 kept."""
     runs, phi = e.dispersion.runs, e.dispersion.phi
     if not 2 <= runs <= FEW_RUNS or phi is None:
         return e
     floor = 1 + (e.n / runs - 1) * FEW_RUNS_ICC
-    if e.design_effect >= floor or _spread_below(phi * (runs - 1) / floor, runs - 1) < FLOOR_RULED_OUT_P:
+    if e.design_effect >= floor or _spread_below(_continuity(ks, ns, phi * (runs - 1)) / floor,
+                                                 runs - 1) < FLOOR_RULED_OUT_P:
         return e
     return replace(e, k_eff=e.k / floor, n_eff=e.n / floor, design_effect=floor, method="run-level",
                    reason=f"{e.reason}; but {runs} runs cannot rule out a between-run spread much larger than "
                           f"they show, so an intra-run correlation of {FEW_RUNS_ICC:g} is assumed at least "
                           f"(design effect {deff_text(floor)})")
+
+
+def _continuity(ks: Sequence[float], ns: Sequence[float], x2: float) -> float:
+    """X^2 moved halfway to the next larger value that a split of the same total over these runs reaches (exact
+    over two runs, the nearest simulated draw beyond; X^2 itself where none is larger)."""
+    rows = sorted((round(k), round(n)) for k, n in zip(ks, ns) if n > 0)
+    stat, _ = _null_distribution(sum(r[0] for r in rows), tuple(r[1] for r in rows))
+    above = stat[stat > x2 + 1e-9 * max(1.0, x2)]
+    return (x2 + float(above.min())) / 2 if len(above) else x2
 
 
 def _spread_below(x: float, df: int) -> float:
