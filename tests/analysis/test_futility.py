@@ -349,9 +349,10 @@ def test_a_clear_difference_stays_reachable():
 
 def test_a_sequential_estimate_of_more_units_is_the_sequential_intervals(store, registry):
     # 1 leak in 160 against "<= 0.02": the fixed design's Wilson interval would clear 0.02 after 239 more
-    # units, and the sequential reasoning said so, but its confidence sequence is wider: at this rate, on
-    # the divisor of the runs so far (two runs of 80: the few-runs floor, design effect 2.58; 720 more units
-    # before it), it clears 0.02 at 27 replicates of 80, 2000 more units.
+    # units, and the sequential reasoning said so, but its confidence sequence is wider: at this rate it clears
+    # 0.02 at 11 replicates of 80, 720 more units. Two runs take the few-runs floor (design effect 2.58), and
+    # projected on it the estimate read 2000 more units (27 replicates), but the floor lifts at the fourth run:
+    # from there the path is divided by the runs' own design effect (binomial, phi 1.01), and the text says so.
     ex = add_execution(store, mode="sequential")
     for r, leaks in enumerate((1, 0), start=1):
         add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
@@ -360,12 +361,30 @@ def test_a_sequential_estimate_of_more_units_is_the_sequential_intervals(store, 
                 outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})
     a = analyze_stored(store, registry, "wedge-confound", execution_id=ex, sequential=True)
     (p,) = a.predictions
-    assert p.outcome == "inconclusive" and p.reachable is True
-    assert p.more_units_needed == 2000 and "about 2,000 more units at this rate would decide it" in a.reasoning
-    # The projected path: half a leak a replicate in whole leaks (numpy rounds half to even), divided by 2.58.
-    leaks = [1.0, 1.0] + [1 + float(np.round(0.5 * i)) for i in range(1, 26)]
-    path = [(k / 2.58, 80 * (t + 1) / 2.58) for t, k in enumerate(leaks)]
-    assert seq.e_interval(path[:26], run_bet=True)[1] > 0.02 > seq.e_interval(path, run_bet=True)[1]
+    assert p.outcome == "inconclusive" and p.reachable is True and p.design_effect == pytest.approx(2.58)
+    assert p.more_units_needed == 720 and "about 720 more units at this rate would decide it" in a.reasoning
+    assert "with the design effect of the runs' own spread (the few-runs floor lifts from run 4)" in a.reasoning
+    # The projected path: half a leak a replicate in whole leaks (numpy rounds half to even), undivided.
+    leaks = [1.0, 1.0] + [1 + float(np.round(0.5 * i)) for i in range(1, 10)]
+    path = [(k, 80.0 * (t + 1)) for t, k in enumerate(leaks)]
+    assert seq.e_interval(path[:10], run_bet=True)[1] > 0.02 > seq.e_interval(path, run_bet=True)[1]
+
+
+def test_a_fixed_estimate_of_more_units_drops_the_few_runs_floor_where_it_projects_past_three_runs(store, registry):
+    # The same 1 leak in 160, fixed design: on the floor's 2.58 the Wilson interval clears 0.02 after 870 more
+    # units, but those are 11 more runs, where the floor no longer applies; without it, 239 (3 more runs, 5 in all).
+    ex = add_execution(store)
+    for r, leaks in enumerate((1, 0), start=1):
+        add_run(store, execution_id=ex, arm="treatment", variables=dict(TREATMENT, seed=str(r)), replicate=r,
+                outcomes={"leak": leaks, "done": 80 - leaks}, extra={"waiting_for_input": 0})
+        add_run(store, execution_id=ex, arm="control", variables=dict(CONTROL, seed=str(r)), replicate=r,
+                outcomes={"leak": 10, "done": 70}, extra={"waiting_for_input": 9})
+    a = analyze_stored(store, registry, "wedge-confound", execution_id=ex)
+    (p,) = a.predictions
+    assert p.outcome == "inconclusive" and p.design_effect == pytest.approx(2.58)
+    assert (p.more_units_needed, p.more_runs_needed) == (239, 3)
+    assert "about 239 more units at this rate would decide it (3 more runs of this size), with the design effect " \
+        "of the runs' own spread (the few-runs floor lifts from run 4)" in a.reasoning
 
 
 def test_a_sequential_difference_gives_no_fixed_design_estimate_of_more_units(store, reg_diff):

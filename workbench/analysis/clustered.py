@@ -103,6 +103,9 @@ class Effective:
     df: int | None       # degrees of freedom of the run-level variance (None: normal quantile)
     reason: str
     dispersion: Dispersion
+    # The design effect the runs' own spread gave before the few-runs floor raised it (None: no floor), which
+    # applies once the arm has more than FEW_RUNS runs (`lifted`).
+    unfloored: float | None = None
 
 
 def _pearson(ks: Sequence[float], ns: Sequence[float]) -> float:
@@ -259,9 +262,20 @@ def _few_runs_floor(ks: Sequence[float], ns: Sequence[float], e: Effective) -> E
                                                  runs - 1) < FLOOR_RULED_OUT_P:
         return e
     return replace(e, k_eff=e.k / floor, n_eff=e.n / floor, design_effect=floor, method="run-level",
+                   unfloored=e.design_effect,
                    reason=f"{e.reason}; but {runs} runs cannot rule out a between-run spread much larger than "
                           f"they show, so an intra-run correlation of {FEW_RUNS_ICC:g} is assumed at least "
                           f"(design effect {deff_text(floor)})")
+
+
+def lifted(e: Effective) -> Effective:
+    """The arm as it would be judged with more than FEW_RUNS runs at the same spread: without the few-runs floor.
+    What a projection of more runs (`more units would decide it`) divides by once it projects that many."""
+    if e.unfloored is None:
+        return e
+    u = e.unfloored
+    return replace(e, k_eff=e.k / u, n_eff=e.n / u, design_effect=u, method="run-level" if u > 1 else "binomial",
+                   unfloored=None)
 
 
 def _continuity(ks: Sequence[float], ns: Sequence[float], x2: float) -> float:
@@ -295,7 +309,8 @@ def joint(a: Effective, b: Effective) -> tuple[Effective, Effective]:
 
     def rescale(e: Effective) -> Effective:
         method = "run-level" if deff > 1 or df is not None else e.method
-        return replace(e, k_eff=e.k / deff, n_eff=e.n / deff, design_effect=deff, df=df, method=method)
+        return replace(e, k_eff=e.k / deff, n_eff=e.n / deff, design_effect=deff, df=df, method=method,
+                       unfloored=None)
 
     return rescale(a), rescale(b)
 

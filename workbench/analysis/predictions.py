@@ -308,16 +308,44 @@ def _judge_rate(out: dict[str, Any], pool: dict[str, Any], region: regions.Regio
         pass  # no projection: the intersection stays empty, and the note says so
     elif out["outcome"] == "inconclusive" and sequential:
         # The confidence sequence, not a fixed Wilson interval, decides: projected at this rate, look by look.
+        # Projected past clustered.FEW_RUNS runs, the few-runs floor no longer applies: from there the path is
+        # divided by the design effect of the runs' own spread.
+        lifts = None if e.unfloored is None else \
+            (clustered.FEW_RUNS + 1, clustered.divisor(clustered.lifted(e), stats.ALPHA))
         more = seq.more_looks(_replicate_counts(pool["per_run"]), bounds, alpha=seq.ALPHA / family,
-                              run_bet=not pool["replayed"], divisor=_arm_divisor(pool["replayed"]))
+                              run_bet=not pool["replayed"], divisor=_arm_divisor(pool["replayed"]), lifts=lifts)
         out["more_units_needed"] = None if more is None else int(math.ceil(more * n / len(path)))
+        if lifts is not None and more is not None and len(path) + more >= lifts[0]:
+            out["floor_lifts"] = True
         out["more_runs_needed"] = more  # looks: one more run of each arm a look
     elif out["outcome"] == "inconclusive":
-        total = units_needed_arm(e.k_eff, e.n_eff, (region.lo, region.hi))
-        out["more_units_needed"] = None if total is None else max(0, int(math.ceil(total * e.design_effect - n)))
+        out["more_units_needed"] = _fixed_more_units(e, n, len(pool["used"]), (region.lo, region.hi), out)
         if out["more_units_needed"] and pool["used"]:  # the same units in runs of this arm's mean size
             out["more_runs_needed"] = int(math.ceil(out["more_units_needed"] / (n / len(pool["used"]))))
     return out
+
+
+def _fixed_more_units(e: Any, n: float, runs: int, bounds: tuple[float, float], out: dict[str, Any]) -> int | None:
+    """More units (in runs of the arm's mean size) after which the fixed design's interval would clear the region,
+    at the design effect that applies at the number of runs they make: the few-runs floor (clustered.FEW_RUNS) only
+    while they make no more than FEW_RUNS runs; past that, the runs' own design effect (`out` is told so)."""
+
+    def more_at(x: Any) -> int | None:
+        total = units_needed_arm(x.k_eff, x.n_eff, bounds)
+        return None if total is None else max(0, int(math.ceil(total * x.design_effect - n)))
+
+    more = more_at(e)
+    if e.unfloored is None or runs <= 0:
+        return more
+    mean = n / runs
+    if more is not None and runs + math.ceil(more / mean) <= clustered.FEW_RUNS:
+        return more
+    free = more_at(clustered.lifted(e))
+    if free is None:
+        return more
+    out["floor_lifts"] = True
+    # On the floor it takes more than FEW_RUNS runs, and there the floor lifts: at least that many runs.
+    return max(free, int(math.ceil((clustered.FEW_RUNS + 1 - runs) * mean)))
 
 
 def runs_needed_arm(e: Any, runs: int, bounds: tuple[float, float], limit: int = 10_000) -> int | None:

@@ -96,7 +96,8 @@ _OPTIONAL = ("k", "n", "runs", "unknown_runs", "interval_kind", "e_against", "e_
              "boschloo_p", "mann_whitney_p", "medians", "confidence", "more_runs_needed", "p_against_holm",
              "completed", "target", "by_process", "method", "method_reason", "n_effective", "design_effect",
              "dispersion", "exact", "drift_robust", "reachable", "exact_held",
-             "empty_interval", "few_runs_held", "runs_narrow_only", "more_units_by_arm")
+             "empty_interval", "few_runs_held", "runs_narrow_only", "more_units_by_arm",
+             "floor_lifts")
 
 
 # What a judgement over completed units only carries beside the one over all units.
@@ -192,6 +193,9 @@ class Judgement:
     # A difference's more units in each of its two arms (in `where`'s order): a replicate adds one run of each arm's
     # own mean size, so arms of unequal runs grow by unequal units; `more_units_needed` is the larger.
     more_units_by_arm: tuple[int, int] | None = None
+    # The more units (runs) projected reach more than clustered.FEW_RUNS runs, where the few-runs floor on the design
+    # effect lifts: the estimate divides by the runs' own design effect from there.
+    floor_lifts: bool | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Judgement":

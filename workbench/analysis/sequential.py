@@ -376,19 +376,22 @@ def reachable(runs: list[tuple[float, float]], bounds: tuple[float, float], budg
 
 def more_looks(runs: list[tuple[float, float]], bounds: tuple[float, float], alpha: float = ALPHA,
                run_bet: bool = False, divisor: Callable[[list[float], list[float]], float] | None = None,
-               limit: int = 10_000) -> int | None:
+               limit: int = 10_000, lifts: tuple[int, float] | None = None) -> int | None:
     """More looks, each of the mean units of the looks so far at the rate seen so far, after which the running
     interval (`e_interval`) would leave or enter the region, under the divisor of the runs so far; None where
     nothing can be projected or no number up to `limit` does. The sequential counterpart of the fixed design's
-    "more units would decide it": the confidence sequence is wider than a fixed interval, so more are needed."""
+    "more units would decide it": the confidence sequence is wider than a fixed interval, so more are needed.
+    `lifts` (looks, divisor): from that many looks on the path is divided by this divisor instead (the few-runs
+    floor of clustered lifts at its fourth run)."""
     arm = _arm_now(runs, divisor or _unit)
     if arm is None:
         return None
     ks, ns, div, _, _, m = arm
-    d, rate = div(ks, ns), sum(ks) / sum(ns)
+    d_now, rate = div(ks, ns), sum(ks) / sum(ns)
 
     def decides(more: float) -> bool:
         pk, pn = _projected(ks, ns, rate, m, int(math.ceil(more)))
+        d = lifts[1] if lifts is not None and len(pk) >= lifts[0] else d_now
         rates: list[float | None] = [k / n if n > 0 else None for k, n in zip(pk, pn)]
         return _decides(np.cumsum(pk) / d, np.cumsum(pn) / d, rates, bounds, alpha, run_bet)
 
