@@ -387,6 +387,19 @@ def test_a_fixed_estimate_of_more_units_drops_the_few_runs_floor_where_it_projec
         "of the runs' own spread (the few-runs floor lifts from run 4)" in a.reasoning
 
 
+def test_a_fixed_difference_estimate_drops_the_few_runs_floor_where_it_projects_past_three_runs(store, reg_diff):
+    # 12 and 11 of 80 against 3 and 4, fixed design: both arms take the few-runs floor (2.58), on which the
+    # Newcombe interval clears 0.05 after 496 more units an arm (7 more runs), where the floor no longer applies;
+    # on the arms' own design effects (1.95 jointly) 338 (5 more runs, 7 in all).
+    ex = add_execution(store, hypothesis_id="diff-seq")
+    for r, (c, t) in enumerate(((12, 3), (11, 4)), start=1):
+        _diffadd_replicate(store, ex, r, c, t)
+    a = analyze_stored(store, reg_diff, "diff-seq", execution_id=ex)
+    (p,) = a.predictions
+    assert p.outcome == "inconclusive" and p.more_units_needed == 338 and p.floor_lifts is True
+    assert "(the few-runs floor lifts from run 4)" in a.reasoning
+
+
 def test_a_sequential_difference_gives_no_fixed_design_estimate_of_more_units(store, reg_diff):
     # 12 and 11 of 80 against 3 and 4: the fixed design's Newcombe interval would clear 0.05 after 338 more
     # units an arm, and the sequential reasoning said so; the confidence sequences are far wider than that.

@@ -438,11 +438,31 @@ def _judge_rate_difference(out: dict[str, Any], pa: dict[str, Any], pb: dict[str
             _more_units(out, (int(math.ceil(more * na / runs[0])), int(math.ceil(more * nb / runs[1]))))
         out["runs_narrow_only"] = True
     elif out["outcome"] == "inconclusive" and not sequential:  # a fixed Newcombe interval's estimate
-        per_arm = units_needed_diff(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, bounds)
-        if per_arm is not None:
-            _more_units(out, tuple(max(0, int(math.ceil(u * e.design_effect)) - int(n))  # type: ignore[arg-type]
-                                   for u, n in zip(per_arm, (na, nb))))
+        runs = (len(_replicate_counts(pa["per_run"])), len(_replicate_counts(pb["per_run"])))
+        by_arm = _fixed_more_units_diff((ea, eb), (na, nb), bounds)
+        if by_arm is not None and any(o.unfloored is not None for o in own) and min(runs) > 0 and \
+                min(r + math.ceil(m * r / x) for r, m, x in zip(runs, by_arm, (na, nb))) > clustered.FEW_RUNS:
+            # Past clustered.FEW_RUNS runs an arm, the few-runs floor lifts: the arms' own design effects.
+            free = _fixed_more_units_diff(clustered.joint(*map(clustered.lifted, own)), (na, nb), bounds)
+            if free is not None:
+                out["floor_lifts"] = True
+                by_arm = tuple(max(f, int(math.ceil((clustered.FEW_RUNS + 1 - r) * x / r)))  # type: ignore[assignment]
+                               for f, r, x in zip(free, runs, (na, nb)))
+        if by_arm is not None:
+            _more_units(out, by_arm)
     return out
+
+
+def _fixed_more_units_diff(arms: tuple[Any, Any], ns: tuple[float, float],
+                           bounds: tuple[float, float]) -> tuple[int, int] | None:
+    """More units in each arm after which the fixed design's Newcombe interval on these (joint) arms would clear
+    the region, at their design effect; None where no number does."""
+    ea, eb = arms
+    per_arm = units_needed_diff(ea.k_eff, ea.n_eff, eb.k_eff, eb.n_eff, bounds)
+    if per_arm is None:
+        return None
+    return tuple(max(0, int(math.ceil(u * ea.design_effect)) - int(n))  # type: ignore[return-value]
+                 for u, n in zip(per_arm, ns))
 
 
 def _more_units(out: dict[str, Any], by_arm: tuple[int, int]) -> None:
