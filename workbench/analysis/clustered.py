@@ -71,7 +71,8 @@ ICC_FLOOR = 0.01
 # both at 0.05 (a prototype, 600 experiments a cell); the price of 0.02: studies/results/verdict_study.txt.
 FEW_RUNS = 3
 FEW_RUNS_ICC = 0.02
-# ... unless Pearson's X^2 is this improbably small for that design effect (chi^2 on R - 1 df scaled by it).
+# ... unless Pearson's X^2 is this improbably small for that design effect (chi^2 on R - 1 df scaled by it, read
+# with a continuity correction: X^2 is discrete, and an exact split of a few events is common at any ICC).
 FLOOR_RULED_OUT_P = 0.01
 
 
