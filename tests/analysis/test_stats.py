@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -105,3 +106,21 @@ def test_holm_matches_step_down_by_hand():
     ps = [0.01, 0.04, 0.03]
     # sorted 0.01, 0.03, 0.04 -> 0.03, 0.06, 0.06 (monotone)
     assert stats.holm(ps) == pytest.approx([0.03, 0.06, 0.06])
+
+
+def test_the_smallest_p_a_design_can_give_is_known_before_its_outcomes():
+    """Tarone's minimum attainable p: Fisher's test over 2 runs against 2 gives no p below 1/3 and over 3 against 3
+    none below 0.1, whatever the outcomes; the floor says so exactly where it is near the level asked about. Over
+    two executions of 2 runs an arm (each a stratum) it is 2/36; with many units, a bound far below the level."""
+    assert stats.attainable_floor([(2, 2)], 0.05) == pytest.approx(1 / 3)
+    assert stats.attainable_floor([(3, 3)], 0.05) == pytest.approx(0.1)
+    assert stats.attainable_floor([(2, 2), (2, 2)], 0.05) == pytest.approx(2 / 36)
+    assert stats.attainable_floor([(8, 8)], 0.05) == pytest.approx(1 / 12870)  # the bound (exact: 2 / 12870)
+    for arms in ([(2, 3)], [(1, 4), (2, 2)], [(4, 4)]):  # what enumerating every table gives
+        seen = min(stats.stratified_exact([(a, n1, m - a, n2) for (n1, n2), (a, m) in zip(arms, cells)])
+                   for cells in itertools.product(*[[(a, m) for m in range(n1 + n2 + 1)
+                                                     for a in range(max(0, m - n2), min(m, n1) + 1)]
+                                                    for n1, n2 in arms]))
+        assert stats.attainable_floor(arms, 0.05) == pytest.approx(seen), arms
+    assert stats.attainable_floor([(160, 160)], 0.05) < 1e-90
+    assert stats.attainable_floor([(0, 5)], 0.05) == 1.0  # one arm alone tests nothing

@@ -220,6 +220,34 @@ def stratified_exact(tables: Sequence[tuple[int, int, int, int]]) -> float:
     return float(min(1.0, dist[dist <= seen * (1 + 1e-7)].sum()))
 
 
+# The most margin combinations `attainable_floor` enumerates; past it, the bound stands in (counting a test is safe).
+FLOOR_MARGINS = 2000
+
+
+def attainable_floor(arms: Sequence[tuple[int, int]], level: float) -> float:
+    """A floor under every p `stratified_exact` can give over strata of these arm sizes (n1, n2 each), whatever the
+    outcomes: Tarone's minimum attainable p, which the design alone decides (so a rule may leave out of its count a
+    test that cannot reach its share of alpha). Exact wherever it is near `level` or above it: the smallest p over
+    every stratum's outcome margins, each at the two extreme sums (the sum's law is log-concave, so its least likely
+    values are its ends). Where the design's least likely table (1 / C(n1 + n2, min(n1, n2)) a stratum, their
+    product: every attainable p is at least that table's probability) is far below `level`, that bound, enough to
+    say the test can reach it. A stratum with one arm empty tests nothing (1.0 where none is left)."""
+    import itertools
+
+    arms = [(int(n1), int(n2)) for n1, n2 in arms if n1 > 0 and n2 > 0]
+    if not arms:
+        return 1.0
+    bound = math.exp(-sum(math.lgamma(n1 + n2 + 1) - math.lgamma(n1 + 1) - math.lgamma(n2 + 1) for n1, n2 in arms))
+    if bound < level / 16 or math.prod(n1 + n2 + 1 for n1, n2 in arms) > FLOOR_MARGINS:
+        return bound
+    smallest = 1.0
+    for margins in itertools.product(*[range(n1 + n2 + 1) for n1, n2 in arms]):
+        for pick in (lambda m, n1, n2: min(m, n1), lambda m, n1, n2: max(0, m - n2)):
+            tables = [(pick(m, n1, n2), n1, m - pick(m, n1, n2), n2) for m, (n1, n2) in zip(margins, arms)]
+            smallest = min(smallest, stratified_exact(tables))
+    return smallest
+
+
 def boschloo(k1: int, n1: int, k2: int, n2: int) -> float | None:
     """Two-sided Boschloo exact p-value; None when too large to compute quickly.
 
