@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from workbench.analysis import display, scan_confounds, stats
 from workbench.analysis.aliasing import alias_findings
-from workbench.analysis.conditioning import variable_findings
+from workbench.analysis.conditioning import Counts, variable_findings
 from workbench.analysis.confounds import Finding, _scan_outcome
 from workbench.store.entities import RunData
 
@@ -114,7 +114,10 @@ def test_no_confound_is_flagged_no_more_than_alpha_of_the_time(registry):
 def test_a_hypothesis_clauses_are_holm_adjusted_over_its_strata(registry):
     """One hypothesis run under 6 settings of `load`, its arms alike in each: each stratum's clause was judged at
     alpha, so with 6 strata one said "show an association" in about a quarter of seeded histories with no effect.
-    Where one stratum does show it, its p-value is the adjusted one and the clause says over how many strata."""
+    Where one stratum does show it, its p-value is the adjusted one and the clause says over how many strata. With 2
+    runs an arm in the stratum the test over runs gives no p below 1/3, so Tarone's rule leaves it out of the count:
+    the p over units is no longer doubled (it was, for a choice that test could never win), and the clause says
+    why."""
     found = _null_findings(registry, 7, 100, 6)
     said = [f["fix"].message for f in found if "whose runs show an association" in f["fix"].message]
     assert len(said) <= _most_by_chance(len(found)), (len(said), said[:1])
@@ -126,11 +129,11 @@ def test_a_hypothesis_clauses_are_holm_adjusted_over_its_strata(registry):
     fix = variable_findings(Finding, registry.experiments["agent-repro"], runs, occurred, counts,
                             "corruption_rate", "leak", tested_by)[0]
     assert fix.factor == "fix"
-    # over units, the smaller of its two p (doubled for that choice); the smallest of 6: Holm multiplies it by 6
-    p = 6 * 2 * stats.fisher(int(sum(off)), 160, 0, 160)
+    # over units alone (the test over runs not counted); the smallest of 6: Holm multiplies it by 6
+    p = 6 * stats.fisher(int(sum(off)), 160, 0, 160)
     assert (f"whose runs show an association with leak where load=0 (Fisher p {display.p_is(p)} over units, "
-            "doubled since the smaller of the p over runs and over units was taken, Holm-adjusted over 6 strata)") \
-        in fix.message, fix.message
+            "the comparison over runs not counted (with 2 runs an arm it cannot reach p < 0.33), Holm-adjusted over "
+            "6 strata)") in fix.message, fix.message
 
 
 def test_a_flag_judged_over_units_shows_the_p_over_units(store, registry):
@@ -148,34 +151,109 @@ def test_a_flag_judged_over_units_shows_the_p_over_units(store, registry):
     assert fix.p == fix.effect["units_p"] < 0.05 and fix.p_counts == "units" and fix.p_adjusted < 0.05
 
 
+def _toggled(leaks: dict[str, tuple[int, ...]], units: float = 80.0) -> tuple[list[RunData], Counts]:
+    """One execution's runs toggling `fix`, off then on, each run of `units` units with its arm's next count."""
+    runs, counts = [], {}
+    for i in range(2 * len(leaks["off"])):
+        fix = ("off", "on")[i % 2]
+        runs.append(_run(i + 1, 1, {"fix": fix}))
+        counts[i + 1] = (float(leaks[fix][i // 2]), units)
+    return runs, counts
+
+
+def _fix(registry, runs: list[RunData], counts: Counts) -> Finding:
+    occurred = {i: c[0] > 0 for i, c in counts.items()}
+    return variable_findings(Finding, registry.experiments["agent-repro"], runs, occurred, counts, "corruption_rate",
+                             "leak", {r.id: "h" for r in runs})[0]
+
+
 def test_choosing_the_smaller_of_the_p_over_runs_and_over_units_is_paid_for(registry):
     """A flag was raised on the smaller of the p over runs and the p over units, as if only one test had been run:
     two chances at alpha flag a variable with no effect more often than alpha. Here every run leaked (p over runs 1)
-    and 12/160 against 3/160 units gives p 0.031 over units: flagged, though doubled for the choice it is 0.062.
+    and 14/320 against 4/320 units gives p 0.029 over units: flagged, though doubled for the choice it is 0.057.
     The p a finding shows is the raw one, its comparisons count both tests and p_adjusted is the one it is judged
-    on."""
-    leaks = {"off": (6, 6), "on": (2, 1)}
-    runs, counts = [], {}
-    for i, fix in enumerate(("off", "on", "off", "on")):
-        runs.append(_run(i + 1, 1, {"fix": fix}))
-        counts[i + 1] = (float(leaks[fix][i // 2]), 80.0)
-    fix = variable_findings(Finding, registry.experiments["agent-repro"], runs, {i: True for i in counts}, counts,
-                            "corruption_rate", "leak", {r.id: "h" for r in runs})[0]
-    units = stats.fisher(12, 160, 3, 160)
+    on. The design was 2 runs an arm of 80 units; Tarone's rule now leaves out of the count a test over runs that
+    cannot reach alpha (with 2 runs an arm none can), so the design is 4 runs an arm of 80, whose test over runs
+    can (2/70 = 0.029, below alpha though not below its half: counting the test over units alone, at alpha whole,
+    the test over runs could then decide, so the rule's count stays 2): the choice is still paid for."""
+    runs, counts = _toggled({"off": (4, 4, 3, 3), "on": (1, 1, 1, 1)})
+    fix = _fix(registry, runs, counts)
+    units = stats.stratified_exact([(14, 320, 4, 320)])  # Fisher's, as the scan computes it
     assert units < stats.ALPHA < 2 * units
     assert fix.effect["runs_p"] == 1.0 and fix.p == fix.effect["units_p"] == units and fix.p_counts == "units"
     assert fix.comparisons == 2 and fix.p_adjusted == 2 * units and not fix.flagged, fix.message
+    assert "left_out" not in fix.effect
     assert f"Bonferroni-adjusted over 2 comparisons, runs and units: 1 over runs, " \
            f"{display.p_value(2 * units)} over units" in fix.message, fix.message
     # the hypothesis's own clause pays for the same choice
     assert f"which found no association with leak" in fix.message and "show an association" not in fix.message
 
 
+def test_a_test_over_runs_that_cannot_reach_alpha_is_not_counted(registry):
+    """Tarone's rule. With 2 runs an arm Fisher's test over runs gives no p below 1/3, whatever the outcomes: the
+    Bonferroni charge for choosing between it and the test over units paid for a test that could never decide, and
+    a variable whose units moved 12/160 against 3/160 (p 0.031) went unflagged at 0.062. The design alone says so,
+    so the test over units is judged alone (studies/confound_false_alarms.py: false alarms within alpha in every
+    setting), and the finding says which comparison was left out and why, in its text and its JSON."""
+    runs, counts = _toggled({"off": (6, 6), "on": (2, 1)})
+    fix = _fix(registry, runs, counts)
+    units = stats.fisher(12, 160, 3, 160)
+    assert units < stats.ALPHA < 2 * units
+    assert fix.flagged and fix.comparisons == 1 and fix.p == fix.p_adjusted == units and fix.p_counts == "units"
+    assert fix.effect["left_out"] == "runs" and fix.effect["left_out_design"] == "2 runs an arm"
+    assert abs(fix.effect["left_out_floor"] - 1 / 3) < 1e-12
+    assert fix.to_dict()["effect"]["left_out"] == "runs"
+    assert (f"p = 1 over runs, {display.p_value(units)} over units (the comparison over runs was not counted: with 2 "
+            "runs an arm it cannot reach p < 0.33)") in fix.message, fix.message
+    assert ("whose runs show an association with leak (Fisher p = 0.031 over units, the comparison over runs not "
+            "counted (with 2 runs an arm it cannot reach p < 0.33))") in fix.message, fix.message
+
+
+def test_a_variable_of_three_values_leaves_out_its_tests_over_runs_at_their_share_of_alpha(registry):
+    """Three values, each against the rest: 2 runs against 4 give no p below 1/15 over runs, above each contrast's
+    share of alpha (0.05 / 3), so Tarone's rule counts the 3 tests over units alone (it counted 6), and the text says
+    why with that share."""
+    runs, counts = [], {}
+    for i, (fix, k) in enumerate([("a", 12), ("b", 3), ("c", 4), ("a", 10), ("b", 2), ("c", 3)]):
+        runs.append(_run(i + 1, 1, {"fix": fix}))
+        counts[i + 1] = (float(k), 80.0)
+    fix = _fix(registry, runs, counts)
+    assert fix.comparisons == 3 and fix.flagged and fix.effect["left_out"] == "runs", fix.message
+    assert fix.p_adjusted == 3 * fix.effect["units_p"]
+    assert ("(Bonferroni-adjusted over 3 comparisons: 0.00034 over units; the 3 comparisons over runs were not "
+            "counted: with 2 runs against 4 none can reach p < 0.066 (each one's share of 0.05 is 0.017))") \
+        in fix.message, fix.message
+    assert "Bonferroni over its 3 values, each over units alone" in fix.message, fix.message
+
+
+def test_executions_that_together_can_reach_alpha_over_runs_are_still_charged_for_the_choice(registry):
+    """Tarone's rule reads the design the test is run on: 2 runs an arm cannot reach alpha in one execution (1/3),
+    nor in two (each a stratum: 2/36 = 0.056), but three can (2/216 = 0.0093): there the test over runs is counted,
+    and 17/480 against 6/480 units (exact conditional CMH p 0.033) stays doubled (0.065) and unflagged."""
+    leaks = [((4, 3), (1, 0)), ((4, 3), (1, 1)), ((2, 1), (2, 1))]  # per execution: (off's runs, on's runs)
+    runs, counts = [], {}
+    for execution, (off, on) in enumerate(leaks, start=1):
+        for fix, k in [("off", off[0]), ("on", on[0]), ("off", off[1]), ("on", on[1])]:
+            runs.append(_run(len(runs) + 1, execution, {"fix": fix}))
+            counts[len(runs)] = (float(k), 80.0)
+    fix = _fix(registry, runs, counts)
+    units = stats.stratified_exact([(7, 160, 1, 160), (7, 160, 2, 160), (3, 160, 3, 160)])
+    assert units < stats.ALPHA < 2 * units
+    assert fix.p == units and fix.comparisons == 2 and fix.p_adjusted == 2 * units and not fix.flagged, fix.message
+    assert "left_out" not in fix.effect and "not counted" not in fix.message, fix.message
+    two = [r for r in runs if r.execution_id < 3]  # two executions cannot: the test over units is judged alone
+    assert _fix(registry, two, {r.id: counts[r.id] for r in two}).effect["left_out_design"] == \
+        "2 runs an arm in each of 2 strata"
+
+
 def test_a_hypothesis_clause_over_several_executions_is_the_test_within_them(registry):
     """A variable toggled within two executions of one hypothesis: the test within executions (each a stratum) gave
     p 2.3e-05 doubled for the choice of runs or units, and the hypothesis's clause, a Fisher test pooled over the
     same runs, gave 2.4e-05: the one p read as two numbers (0.0027 and 0.0028 in the field). The clause tests the
-    executions it spans each as a stratum, as the finding does: one number, given once rounded."""
+    executions it spans each as a stratum, as the finding does: one number, given once rounded. With 1 run an arm in
+    each execution the test over runs cannot reach alpha (no p below 1/2), so Tarone's rule leaves it out of the
+    count and the p over units is no longer doubled: the pooled test's p (1.2e-05, 2 runs an arm) and the test's
+    within executions are each given alone, and the clause gives the latter."""
     runs, counts = [], {}
     for i, (execution, fix, leak) in enumerate(((1, "off", 8), (1, "on", 0), (2, "off", 12), (2, "on", 1))):
         runs.append(_run(i + 1, execution, {"fix": fix}))
@@ -183,18 +261,16 @@ def test_a_hypothesis_clause_over_several_executions_is_the_test_within_them(reg
     occurred = {i: c[0] > 0 for i, c in counts.items()}
     fix = variable_findings(Finding, registry.experiments["agent-repro"], runs, occurred, counts, "corruption_rate",
                             "leak", {r.id: "h" for r in runs})[0]
-    doubled = display.p_value(2 * stats.stratified_exact([(8, 80, 0, 80), (12, 80, 1, 80)]))
-    assert f"runs and units: 1 over runs, {doubled} over units)" in fix.message, fix.message
+    within = display.p_value(stats.stratified_exact([(8, 80, 0, 80), (12, 80, 1, 80)]))
+    assert (f"exact conditional CMH p = 1 over runs, {within} over units (the comparison over runs was not counted: "
+            "with 1 run an arm in each of 2 strata it cannot reach p < 0.5)") in fix.message, fix.message
     assert (f"tested in controlled runs of hypothesis h, whose runs show an association with leak (exact conditional "
-            f"CMH p = {doubled} over units, doubled since") in fix.message, fix.message
-    # The pooled test and the test within executions each gave p 1.2e-05 over units, adjusted 2.4e-05 and 2.3e-05:
-    # one p read as two roundings. A p is given with the digits that make its adjusted value read as its multiple.
-    pairs = re.findall(r"p = (\S+) over runs, (\S+) over units \(Bonferroni-adjusted over (\d) comparisons, runs "
-                       r"and units: (\S+) over runs, (\S+) over units\)", fix.message)
-    assert len(pairs) == 2 and pairs[0][1] != pairs[1][1], fix.message
-    for runs_p, units_p, k, runs_adjusted, units_adjusted in pairs:
-        for raw, adjusted in ((runs_p, runs_adjusted), (units_p, units_adjusted)):
-            assert display.p_value(min(1.0, int(k) * float(raw))) == adjusted, (raw, adjusted, fix.message)
+            f"CMH p = {within} over units, the comparison over runs not counted (with 1 run an arm in each of 2 "
+            "strata it cannot reach p < 0.5))") in fix.message, fix.message
+    assert fix.comparisons == 1 and fix.p == stats.stratified_exact([(8, 80, 0, 80), (12, 80, 1, 80)])
+    pooled = re.findall(r"p = 1 over runs, (\S+) over units \(the comparison over runs was not counted: with 2 runs "
+                        r"an arm", fix.message)
+    assert pooled == [display.p_value(stats.fisher(20, 160, 1, 160))], fix.message
 
 
 ABORTS = "aborts (= waiting_for_input)"

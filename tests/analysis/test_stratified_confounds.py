@@ -196,8 +196,9 @@ def test_a_hypothesis_clause_names_a_stratum_by_the_variables_that_separate_it(w
              if f["kind"] == "variable" and f["factor"] == "nixl_abort_fix" and f["outcome"] == "corruption_rate")
     tested = f["message"].partition("; tested in controlled runs of ")[2]
     assert re.fullmatch(r"hypothesis wedge-confound, whose runs show an association with leak where "
-                        r"causal_model=wedge \(Fisher p = \S+ over units, doubled since the smaller of the p over runs "
-                        r"and over units was taken, Holm-adjusted over 2 strata\), and none where causal_model=seed\.",
+                        r"causal_model=wedge \(Fisher p = \S+ over units, the comparison over runs not counted \(with "
+                        r"2 runs an arm it cannot reach p < 0\.33\), Holm-adjusted over 2 strata\), and none where "
+                        r"causal_model=seed\.",
                         tested), f["message"]
 
 
@@ -295,11 +296,12 @@ def test_a_variable_changed_only_between_executions_is_not_called_controlled(wor
     assert "controlled runs of hypothesis wedge-confound" not in causal, causal
     assert re.search(r"; compared only across executions of hypothesis wedge-confound \(no execution's arms differed "
                      r"in causal_model\), whose runs show an association with leak where nixl_abort_fix=on "
-                     r"\(Fisher p = \S+ over units, doubled since the smaller of the p over runs and over units was "
-                     r"taken, Holm-adjusted over 2 strata\), and none where nixl_abort_fix=off\.$", causal), causal
+                     r"\(Fisher p = \S+ over units, the comparison over runs not counted \(with 3 runs against 2 it "
+                     r"cannot reach p < 0\.1\), Holm-adjusted over 2 strata\), and none where nixl_abort_fix=off\.$",
+                     causal), causal
     assert re.search(r"; tested in controlled runs of hypothesis pool-configurator-overcommit, whose runs show an "
-                     r"association with error \(Fisher p = \S+ over units, doubled since the smaller of the p over "
-                     r"runs and over units was taken\); of hypothesis pool-recheck, whose runs on "
+                     r"association with error \(Fisher p = \S+ over units, the comparison over runs not counted "
+                     r"\(with 2 runs an arm it cannot reach p < 0\.33\)\); of hypothesis pool-recheck, whose runs on "
                      r"their own show no association with error \(Fisher p = 1 over \w+\)\.$",
                      found[("pool_configurator_fix", "error_rate")]), found[("pool_configurator_fix", "error_rate")]
     for message in found.values():

@@ -11,6 +11,7 @@ executions or imported runs is reported as a difference across executions.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Callable
 
 from workbench.analysis import display, stats
@@ -189,19 +190,47 @@ def _p_values(p: float, comparisons: int, effect: dict[str, Any]) -> str:
 def p_values(p: float, comparisons: int, effect: dict[str, Any], *, runs_named: bool) -> tuple[str, str]:
     """("p = R over runs, U over units", "Bonferroni-adjusted over N comparisons, runs and units: RA over runs, UA over
     units"): a contrast's raw p over runs (`p`) and, where `effect` has them, over units, then their adjusted values
-    where there were several comparisons ("" otherwise). The finding's message and `wb confounds` each word them
-    so. "over runs" is said where the p over units is, or with `runs_named`."""
+    where there were several comparisons ("" otherwise), and which tests were not counted (Tarone's rule,
+    `left_out_text`). The finding's message and `wb confounds` each word them so. "over runs" is said where the p
+    over units is, or with `runs_named`."""
     units = effect.get("units_p")
     over = " over runs" if runs_named or units is not None else ""
     said = f"p {display.p_is(p, comparisons)}{over}"
     if units is not None:
         said += f", {display.p_value(units, comparisons)} over units"
+    left = effect.get("left_out") if units is not None else None
+    note = left_out_text(left, effect.get("left_out_floor", 1.0), effect.get("left_out_design", ""),
+                         comparisons) if left else ""
     if comparisons <= 1:
-        return said, ""
+        return said, note
     units_adjusted = effect.get("units_p_adjusted") if units is not None else None
-    return said, (f"Bonferroni-adjusted over {comparisons_named(comparisons, units_adjusted is not None)}: "
-                  f"{display.p_value(stats.bonferroni(p, comparisons))}{over}"
-                  + (f", {display.p_value(units_adjusted)} over units" if units_adjusted is not None else ""))
+    adjusted = [f"{display.p_value(stats.bonferroni(p, comparisons))}{over}"] if left != "runs" else []
+    if units_adjusted is not None and left != "units":
+        adjusted.append(f"{display.p_value(units_adjusted)} over units")
+    named = comparisons_named(comparisons, units_adjusted is not None and not left)
+    return said, f"Bonferroni-adjusted over {named}: " + ", ".join(adjusted) + (f"; {note}" if note else "")
+
+
+def left_out_text(kind: str, floor: float, design: str, comparisons: int) -> str:
+    """"the comparison over runs was not counted: with 2 runs an arm it cannot reach p < 0.33": a kind of test that
+    Tarone's rule left out of a contrast's comparisons (`_counted`), with why. `comparisons`: those counted, one a
+    value where there are several."""
+    if comparisons <= 1:
+        return f"the comparison over {kind} was not counted: {_unreachable(floor, design, False)}"
+    share = display.p_value(stats.ALPHA / comparisons)
+    return (f"the {comparisons} comparisons over {kind} were not counted: {_unreachable(floor, design, True)} (each "
+            f"one's share of {stats.ALPHA:g} is {share})")
+
+
+def _unreachable(floor: float, design: str, several: bool) -> str:
+    """"with 2 runs an arm it cannot reach p < 0.33": why Tarone's rule left a kind of test out."""
+    return f"with {design} {'none can' if several else 'it cannot'} reach p < {_rounded_down(floor)}"
+
+
+def _rounded_down(p: float) -> str:
+    """`p` to two significant digits, rounded down, so that "cannot reach p < X" stays true (1/3: 0.33)."""
+    step = 10.0 ** (math.floor(math.log10(p)) - 1)
+    return f"{math.floor(p / step * (1 + 1e-9)) * step:.2g}"
 
 
 def comparisons_named(comparisons: int, units: bool) -> str:
@@ -215,10 +244,13 @@ def comparisons_named(comparisons: int, units: bool) -> str:
 
 def _deciding(p: float, effect: dict[str, Any]) -> tuple[float, str]:
     """The p a contrast is judged on and what it counts: over units where every run has them and that p is the
-    smaller, else over runs (`p`). Both are scaled by the same comparisons, which count the two tests where both
-    were run (`_contrast`), so the smaller raw p decides and the choice is paid for."""
-    units = effect.get("units_p")
-    return (units, "units") if units is not None and units < p else (p, "runs")
+    smaller, else over runs (`p`); of the two, only a kind of test that was counted (`_counted`). Both are scaled by
+    the same comparisons, which count the two tests where both were counted (`_contrast`), so the smaller raw p
+    decides and the choice is paid for."""
+    units, left = effect.get("units_p"), effect.get("left_out")
+    if units is None or left == "units":
+        return p, "runs"
+    return (units, "units") if left == "runs" or units < p else (p, "runs")
 
 
 def _significant(p: float, comparisons: int, effect: dict[str, Any]) -> bool:
@@ -238,23 +270,58 @@ def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]
     ALPHA whatever their correlation (studies/confound_false_alarms.py measures it: Fisher's exact test is
     conservative at small counts, uncorrected 1.6-4.9%, corrected 0.8-2.7%; and what the correction costs in
     power against an exact test of the smaller p, whose cost grows as units with the outcome x runs^2 x units).
+    Tarone's rule (`_counted`) leaves out of the count a kind of test the design keeps from ALPHA: with 2 or 3 runs
+    an arm the test over runs gives no p below 0.33 or 0.1, so the test over units is judged alone.
     (raw p over runs, comparisons, effect, the strata's tables, labels)."""
     best: tuple[float, float, str, Any, Any] | None = None
+    arms: dict[str, list[list[tuple[int, int]]]] = {"runs": [], "units": []}  # each contrast's strata's arm sizes
     for v in values[:1] if len(values) == 2 else values:
         runs_t, units_t = _stratum_tables(var, v, groups, occurred, counts)
+        arms["runs"].append([(int(t[1]), int(t[3])) for t in runs_t])
+        arms["units"].append([(int(t[1]), int(t[3])) for t in units_t or []])
         p_runs = stats.stratified_exact(runs_t)
         p_units = stats.stratified_exact(units_t) if units_t else 1.0
         if best is None or min(p_runs, p_units) < min(best[0], best[1]):
             best = (p_runs, p_units, v, runs_t, units_t)
     assert best is not None
     p_runs, p_units, first, runs_t, units_t = best
-    scale = _value_scale(values) * (2 if units_t else 1)
     effect: dict[str, Any] = {"risk_difference": _mh_difference(runs_t)}
+    left = _counted(arms, _value_scale(values)) if units_t else {}
+    scale = _value_scale(values) * (2 if units_t and not left else 1)
     if units_t:
         effect.update(units_rate_difference=_mh_difference(units_t), runs_p=p_runs, units_p=p_units,
-                      units_p_adjusted=stats.bonferroni(p_units, scale))
+                      units_p_adjusted=stats.bonferroni(p_units, scale), **left)
     other = f"{var}={values[1]}" if len(values) == 2 else f"{var} other than {first}"
     return p_runs, scale, effect, (runs_t, units_t), (f"{var}={first}", other)
+
+
+def _counted(arms: dict[str, list[list[tuple[int, int]]]], values: int) -> dict[str, Any]:
+    """Tarone's rule for the choice of runs or units: {"left_out": KIND, "left_out_floor": P, "left_out_design":
+    "2 runs an arm"} where the tests over one kind cannot reach their share of ALPHA (ALPHA over the `values`'
+    contrasts, once the other kind alone is counted) whatever the outcomes, and those over the other can; {} where
+    both are counted. `arms`: per kind, each contrast's strata's arm sizes. The design alone decides it (not the
+    outcomes), so the family's error stays within ALPHA: a test left out could never have flagged, and the count
+    covers every test that could. Bonferroni over both kinds paid, with the shipped 2-3 runs an arm, for a test
+    over runs that can never decide (studies/confound_false_alarms.py: false alarms within ALPHA in every setting,
+    and the test over units' power restored)."""
+    level = stats.ALPHA / values
+    floors = {kind: min(stats.attainable_floor(a, level) for a in contrasts) for kind, contrasts in arms.items()}
+    shut = [kind for kind, floor in floors.items() if floor >= level]
+    if len(shut) != 1:
+        return {}
+    kind = shut[0]
+    design = min(arms[kind], key=lambda a: stats.attainable_floor(a, level))
+    return {"left_out": kind, "left_out_floor": floors[kind], "left_out_design": _design(design, kind)}
+
+
+def _design(arms: list[tuple[int, int]], kind: str) -> str:
+    """"2 runs an arm", "2 runs against 4", "2 runs an arm in each of 3 strata": a contrast's arm sizes."""
+    arms = [(n1, n2) for n1, n2 in arms if n1 > 0 and n2 > 0]
+    named = [f"{display.count(n1, kind[:-1])} an arm" if n1 == n2 else f"{display.count(n1, kind[:-1])} against {n2}"
+             for n1, n2 in sorted(set(arms))]
+    if len(named) == 1:
+        return named[0] + (f" in each of {len(arms)} strata" if len(arms) > 1 else "")
+    return ", ".join(named) + " in its strata"
 
 
 def _value_scale(values: list[str]) -> int:
@@ -278,7 +345,9 @@ def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list
     p, comparisons, effect, tables, labels = _contrast(var, list(per), groups, occurred, counts)
     detail = _stratum_text(labels, groups, *tables) if len(groups) > 1 else ""  # one: the pooled counts
     if len(per) > 2:
-        units = ", each over runs and over units" if tables[1] else ""
+        left = effect.get("left_out")
+        units = (f", each over {'units' if left == 'runs' else 'runs'} alone" if left else
+                 ", each over runs and over units" if tables[1] else "")
         detail = (f"{labels[0]} against the other values, the value that differs most (judged on p-values "
                   f"times {comparisons}: Bonferroni over its {len(per)} values{units})"
                   + (f"; {detail}" if detail else ""))
@@ -374,7 +443,8 @@ def _tested_text(var: str, first: str, groups: list[tuple[str, list[RunData]]], 
         for name, rs in groups:
             mine = [r for r in rs if tested_by.get(r.id) == h]
             within = _within_executions(var, mine)
-            shows = _association(var, first, within or mine, occurred, counts, each_execution=bool(within))
+            shows = _association(var, first, within or mine, occurred, counts, values,
+                                 each_execution=bool(within))
             if shows is not None:
                 tests.append((name, bool(within), *shows))
         adjusted = stats.holm([p for *_, p in tests])
@@ -422,14 +492,15 @@ def _within_executions(var: str, runs: list[RunData]) -> list[RunData]:
     return [r for r in runs if r.execution_id in varied]
 
 
-def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, bool], counts: Counts, *,
-                 each_execution: bool) -> tuple[str, str, float] | None:
+def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, bool], counts: Counts,
+                 values: int, *, each_execution: bool) -> tuple[str, str, float] | None:
     """(test, "units", p): the test of `var`=`first` against the other values over `runs` (one stratum's), over runs
     or over units where every run has them, whichever is smaller, as the finding is judged: doubled for that choice
-    (Bonferroni over the two, as `_contrast`, and said after what it counts); None where they cannot test it:
-    none of them, or all on one side. `each_execution`: runs of executions that each toggled `var`, each execution
-    a stratum, as the finding's test within executions takes them (pooled by Fisher, the same runs gave that test's
-    p as another number: 2.4e-05 beside its 2.3e-05)."""
+    (Bonferroni over the two, as `_contrast`, and said after what it counts), or, where Tarone's rule leaves one
+    kind out (`_counted`, at the share of ALPHA the variable's `values` contrasts leave), the other alone, and said
+    so; None where they cannot test it: none of them, or all on one side. `each_execution`: runs of executions that
+    each toggled `var`, each execution a stratum, as the finding's test within executions takes them (pooled by
+    Fisher, the same runs gave that test's p as another number: 2.4e-05 beside its 2.3e-05)."""
     by_runs, by_units = [], []
     units = all(counts[r.id][1] is not None for r in runs)
     for rs in by_execution(runs, imported=False) if each_execution else [runs]:
@@ -447,7 +518,15 @@ def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, 
         return stats.fisher(*tables[0]) if len(tables) == 1 else stats.stratified_exact(tables)
 
     tests = {"runs": test(by_runs), **({"units": test(by_units)} if units else {})}
+    left = _counted({"runs": [[(t[1], t[3]) for t in by_runs]], "units": [[(t[1], t[3]) for t in by_units]]},
+                    values) if units else {}
+    if left:
+        tests.pop(left["left_out"])
     over, p = min(tests.items(), key=lambda kv: kv[1])
     p = stats.bonferroni(p, len(tests))
     doubled = ", doubled since the smaller of the p over runs and over units was taken"
-    return "Fisher" if len(by_runs) == 1 else STRATIFIED_TEST, over + (doubled if len(tests) > 1 and p < 1 else ""), p
+    # said, as "doubled" is, only beside a p below 1: a clause of no association needs no reason
+    said = (f", the comparison over {left['left_out']} not counted "
+            f"({_unreachable(left['left_out_floor'], left['left_out_design'], False)})" if left and p < 1 else
+            doubled if len(tests) > 1 and p < 1 else "")
+    return "Fisher" if len(by_runs) == 1 else STRATIFIED_TEST, over + said, p

@@ -40,8 +40,9 @@ class Finding:
     # several strata of the other variables or, "within executions", each execution a stratum.
     test: str | None = None
     # How many tests `p` is the smallest of (a variable of 3+ values: each value against the rest; each of them
-    # over runs and over units, where every run has units); the flag is judged on `p_adjusted`,
-    # min(1, p * comparisons) (Bonferroni).
+    # over runs and over units, where every run has units, unless Tarone's rule left one kind out: `effect`'s
+    # `left_out` names it, `left_out_floor` the smallest p its tests could give on this design, `left_out_design`
+    # the design); the flag is judged on `p_adjusted`, min(1, p * comparisons) (Bonferroni).
     comparisons: int = 1
     # A variable that moved with the outcome only across executions (or imported runs), never within one: told apart
     # from a flag (anything else that changed between executions could explain it). `p` is then the pooled test's;

@@ -275,7 +275,7 @@ def p_value(p: float, times: int = 1) -> str:
 # keys are such names, or counts) is left as it is.
 P_KEYS = frozenset({"p", "p_adjusted", "runs_p", "units_p", "units_p_adjusted", "fisher_p", "boschloo_p",
                     "mann_whitney_p", "p_for", "p_against", "p_against_holm", "p_over", "p_under", "p_trend",
-                    "between_arms_p"})
+                    "between_arms_p", "left_out_floor"})
 USER_NAMED = frozenset({"totals", "metrics", "variables", "assignments", "overrides", "units", "by_outcome",
                         "fingerprint", "table", "values", "combinations"})
 

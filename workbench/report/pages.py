@@ -288,7 +288,7 @@ def _finding(f: dict[str, Any], known: set[str], runs: set[int]) -> FindingView:
 # A finding's effects that are differences of two rates (they read in points, as a difference does in the verdict's
 # text) and those that are p-values (never 0: display.p_value).
 POINTS_EFFECTS = ("risk_difference", "units_rate_difference")
-P_EFFECTS = ("runs_p", "units_p", "units_p_adjusted")
+P_EFFECTS = ("runs_p", "units_p", "units_p_adjusted", "left_out_floor")
 
 
 def _effect(key: str, v: Any) -> str:
