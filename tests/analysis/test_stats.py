@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 
 import numpy as np
 import pytest
@@ -124,3 +125,38 @@ def test_the_smallest_p_a_design_can_give_is_known_before_its_outcomes():
         assert stats.attainable_floor(arms, 0.05) == pytest.approx(seen), arms
     assert stats.attainable_floor([(160, 160)], 0.05) < 1e-90
     assert stats.attainable_floor([(0, 5)], 0.05) == 1.0  # one arm alone tests nothing
+
+
+def _floor_by_every_margin(arms: list[tuple[int, int]], level: float) -> float:
+    """`attainable_floor` as first written: every stratum's every margin, in the strata's own order, through
+    `stratified_exact` (the reference the folded and remembered one must equal)."""
+    arms = [(n1, n2) for n1, n2 in arms if n1 > 0 and n2 > 0]
+    if not arms:
+        return 1.0
+    bound = math.exp(-sum(math.lgamma(n1 + n2 + 1) - math.lgamma(n1 + 1) - math.lgamma(n2 + 1) for n1, n2 in arms))
+    if bound < level / 16 or math.prod(n1 + n2 + 1 for n1, n2 in arms) > stats.FLOOR_MARGINS:
+        return bound
+    smallest = 1.0
+    for margins in itertools.product(*[range(n1 + n2 + 1) for n1, n2 in arms]):
+        for pick in (lambda m, n1, n2: min(m, n1), lambda m, n1, n2: max(0, m - n2)):
+            tables = [(pick(m, n1, n2), n1, m - pick(m, n1, n2), n2) for m, (n1, n2) in zip(margins, arms)]
+            smallest = min(smallest, stats.stratified_exact(tables))
+    return smallest
+
+
+def test_the_folded_remembered_floor_equals_every_margin_enumerated():
+    """The floor the confound scan asks of every variable and contrast folds strata of the same arm sizes together
+    (each multiset of their margins once) and remembers each design; on random small designs (repeated arm sizes,
+    empty arms, both the exact floor and the bound) it gives what enumerating every margin in order gives, and the
+    same again when asked twice or with the strata reordered."""
+    rng = random.Random(7)
+    for _ in range(250):
+        arms = [(rng.choice([0, 1, 1, 1, 2, 2, 3]), rng.choice([1, 1, 2, 2, 3])) for _ in range(rng.randint(1, 4))]
+        while math.prod(n1 + n2 + 1 for n1, n2 in arms) > 40:  # the slow reference kept cheap
+            arms.pop()
+        level = rng.choice([1e-9, 0.05, 0.05 / 3, 0.5])
+        slow = _floor_by_every_margin(arms, level)
+        assert stats.attainable_floor(arms, level) == pytest.approx(slow, rel=1e-9), (arms, level)
+        assert stats.attainable_floor(arms[::-1], level) == pytest.approx(slow, rel=1e-9), (arms, level)
+    six = [(1, 1)] * 6  # the dearest design enumerated exactly: 28 margin multisets, not 729 combinations
+    assert stats.attainable_floor(six, 0.05) == pytest.approx(_floor_by_every_margin(six, 0.05), rel=1e-9)

@@ -12,6 +12,7 @@ imported only by the tests a verdict needs less often: Boschloo's, Mann-Whitney'
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -231,21 +232,52 @@ def attainable_floor(arms: Sequence[tuple[int, int]], level: float) -> float:
     every stratum's outcome margins, each at the two extreme sums (the sum's law is log-concave, so its least likely
     values are its ends). Where the design's least likely table (1 / C(n1 + n2, min(n1, n2)) a stratum, their
     product: every attainable p is at least that table's probability) is far below `level`, that bound, enough to
-    say the test can reach it. A stratum with one arm empty tests nothing (1.0 where none is left)."""
+    say the test can reach it. A stratum with one arm empty tests nothing (1.0 where none is left).
+
+    The confound scan asks it of every variable and contrast, mostly of the same few designs: it is remembered by
+    design (the strata's order changes nothing, so they are sorted), and strata of the same arm sizes are folded
+    together, each multiset of their margins taken once (the sum's law is the same whichever of them has which
+    margin): 6 strata of 1 run against 1 take 28 margin combinations, not 3^6 = 729."""
+    design = tuple(sorted((int(n1), int(n2)) for n1, n2 in arms if n1 > 0 and n2 > 0))
+    return _floor(design, float(level))
+
+
+@functools.lru_cache(maxsize=4096)
+def _floor(arms: tuple[tuple[int, int], ...], level: float) -> float:
+    """`attainable_floor` of a design given as its sorted arm sizes, each arm non-empty."""
     import itertools
 
-    arms = [(int(n1), int(n2)) for n1, n2 in arms if n1 > 0 and n2 > 0]
+    import numpy as np
+
     if not arms:
         return 1.0
     bound = math.exp(-sum(math.lgamma(n1 + n2 + 1) - math.lgamma(n1 + 1) - math.lgamma(n2 + 1) for n1, n2 in arms))
     if bound < level / 16 or math.prod(n1 + n2 + 1 for n1, n2 in arms) > FLOOR_MARGINS:
         return bound
+    kinds = sorted(set(arms))
     smallest = 1.0
-    for margins in itertools.product(*[range(n1 + n2 + 1) for n1, n2 in arms]):
-        for pick in (lambda m, n1, n2: min(m, n1), lambda m, n1, n2: max(0, m - n2)):
-            tables = [(pick(m, n1, n2), n1, m - pick(m, n1, n2), n2) for m, (n1, n2) in zip(margins, arms)]
-            smallest = min(smallest, stratified_exact(tables))
+    for margins in itertools.product(*[itertools.combinations_with_replacement(range(n1 + n2 + 1), arms.count(a))
+                                       for a in kinds for n1, n2 in [a]]):
+        strata = [(n1, n2, m) for (n1, n2), ms in zip(kinds, margins) for m in ms]
+        for top in (False, True):  # the least likely sum: its lowest, then its highest
+            dist, low_sum, observed = np.array([1.0]), 0, 0
+            for n1, n2, m in strata:
+                low, pmf = _pmf(n1 + n2, m, n1)
+                dist = np.convolve(dist, pmf)
+                low_sum, observed = low_sum + low, observed + (min(m, n1) if top else max(0, m - n2))
+            dist = dist / dist.sum()
+            seen = dist[observed - low_sum]
+            smallest = min(smallest, float(min(1.0, dist[dist <= seen * (1 + 1e-7)].sum())))
     return smallest
+
+
+@functools.lru_cache(maxsize=4096)
+def _pmf(total: int, good: int, draws: int) -> tuple[int, Any]:
+    """`hypergeom_pmf` as an array, remembered for `_floor` (never written to)."""
+    import numpy as np
+
+    low, pmf = hypergeom_pmf(total, good, draws)
+    return low, np.array(pmf)
 
 
 def boschloo(k1: int, n1: int, k2: int, n2: int) -> float | None:
