@@ -154,6 +154,44 @@ def test_a_closed_pipe_keeps_the_exit_code_a_failure_or_a_fail_on_gate_sets(wben
         assert proc.returncode == code and "Traceback" not in proc.stderr, (args, proc.returncode, proc.stderr)
 
 
+def _closed_pipe_run(args: list[str], env: dict[str, str], *, stdout_closed: bool = True,
+                     stderr_closed: bool = True) -> subprocess.CompletedProcess:
+    """`wb ARGS` whose reader has gone before wb writes a line (`2>&1 | true`, `2>&1 | head -1` once head has its
+    line): each stream named closed is a pipe whose read end is closed at once, so every write to it fails."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        return subprocess.run([WB, *args], stdout=w if stdout_closed else subprocess.PIPE,
+                              stderr=w if stderr_closed else subprocess.PIPE, text=True, env=env, timeout=120)
+    finally:
+        os.close(w)
+
+
+def test_a_closed_stderr_keeps_the_exit_code_wb_gives(wbenv):
+    """`wb hypothesis validate 2>&1 | true` exited 0 for a file with an unknown field (2 with `2>/dev/null`), `wb
+    runs show 999 2>&1 | true` 0 (2), `wb hypothesis analyze ID --fail-on falsified 2>&1 | head -1` 0 (3): the
+    `Error:` line or the gate's line failing on the closed pipe ended the command, and its boundary read that as
+    a success. Whatever the pipes do, the exit code is wb's own."""
+    hyp = Path(wbenv["WB_ROOT"]) / "hypotheses.yaml"
+    text = hyp.read_text()
+    assert "\n  - id: dead-code-dsaindexerpoolhost\n" in text
+    hyp.write_text(text.replace("\n  - id: dead-code-dsaindexerpoolhost\n",
+                                "\n  - id: dead-code-dsaindexerpoolhost\n    colour: blue\n"))
+    for args, code in ((["hypothesis", "validate"], 2),  # the file's error, after its lines on stdout
+                       (["runs", "show", "999"], 2),  # an Error: line alone
+                       (["runs", "list", "--bogus"], 2),  # the parser's Error:
+                       (["hypothesis", "analyze", "wedge-confound", "--no-record", "--fail-on", "falsified"], 3),
+                       (["hypothesis", "list"], 0)):  # lists the other entries and warns of the broken one
+        got = _closed_pipe_run(args, wbenv)
+        assert got.returncode == code, (args, got.returncode)
+        got = _closed_pipe_run(args, wbenv, stdout_closed=False)
+        assert got.returncode == code, (args, got.returncode, got.stdout)
+    # stdout closed, stderr read: the command still tells its error, and no traceback
+    got = _closed_pipe_run(["hypothesis", "validate"], wbenv, stderr_closed=False)
+    assert got.returncode == 2 and "Traceback" not in got.stderr, got.stderr
+    assert "Error: " in got.stderr and "unknown field 'colour'" in got.stderr, got.stderr
+
+
 ENVELOPED = [
     (["hypothesis", "list", "--json"], "hypothesis list", "items"),
     (["hypothesis", "show", "wedge-confound", "--json"], "hypothesis show", "definition"),

@@ -25,6 +25,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from workbench.cli import _envelope, _startup
+from workbench.cli._pipes import quiet_when_gone
 from workbench.errors import ConfigErrors, WbError
 from workbench.settings import colour_system
 from workbench.wrapping import WB_COMMANDS
@@ -101,38 +102,6 @@ def _redacted_output() -> Iterator[None]:
         sys.stdout, sys.stderr = out, err
 
 
-def _pipe_closed() -> None:
-    """The reader went away (`wb runs list | head -1`): nothing more can be said, and that is no failure.
-    stdout is pointed at /dev/null so the interpreter's final flush does not complain either."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # a test runner's stdout has no file descriptor
-        pass
-    finally:
-        os.close(devnull)
-
-
-@contextmanager
-def reader_may_leave() -> Iterator[None]:
-    """Output whose reader may go away before what follows it has run (`wb hypothesis analyze ID --fail-on
-    falsified | head -1`: the --fail-on gate after the lines must still set the exit code): a closed pipe ends the
-    output, not the command."""
-    try:
-        yield
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _envelope.discard()
-        _pipe_closed()
-
-
-def _emit_unless_gone(*args: Any, **kwargs: Any) -> None:
-    """The envelope of a failing command; a reader gone by then (`| head -1`) hears nothing more, and the exit code
-    the failure carries still stands (the pipe closing is no failure, nor is it a success)."""
-    with reader_may_leave():
-        _envelope.emit(*args, **kwargs)
-
-
 # `wb --help` lists the root's commands as the work goes: state and run hypotheses, read the runs, report, look for
 # confounds and minimal changes, review, share; then the simulated deployment, the kernel and the store. The list is
 # the wrapping's too (a `wb COMMAND` in a message is one to paste), kept once, there.
@@ -181,25 +150,26 @@ class WbGroup(TyperGroup):
         argv = kwargs.get("args") if "args" in kwargs else (args[0] if args else None)
         argv = list(sys.argv[1:] if argv is None else argv)
         _help_styles()
-        _envelope.begin(wanted=_envelope.json_in_argv(argv))
-        try:
-            _startup.begin(argv, lambda: self)
-            rv = super().main(*args, standalone_mode=False, **kwargs)
-        except KeyboardInterrupt:  # one held while the commands were imported
-            sys.exit(interrupted())
-        except NoArgsIsHelpError as exc:  # a group given no command: its help
-            exc.show()
-            sys.exit(exc.exit_code)
-        except ClickException as exc:
-            _usage_error(exc)
-            sys.exit(exc.exit_code)
-        except Abort:
-            sys.stderr.write("Aborted!\n")
-            _envelope.emit({"message": "aborted", "hint": None, "where": None, "exit_code": 1, "kind": "Abort"})
-            sys.exit(1)
-        finally:
-            _envelope.end()
-            _startup.end()
+        with quiet_when_gone():  # a reader gone ends the output, never the command: its exit code stands
+            _envelope.begin(wanted=_envelope.json_in_argv(argv))
+            try:
+                _startup.begin(argv, lambda: self)
+                rv = super().main(*args, standalone_mode=False, **kwargs)
+            except KeyboardInterrupt:  # one held while the commands were imported
+                sys.exit(interrupted())
+            except NoArgsIsHelpError as exc:  # a group given no command: its help
+                exc.show()
+                sys.exit(exc.exit_code)
+            except ClickException as exc:
+                _usage_error(exc)
+                sys.exit(exc.exit_code)
+            except Abort:
+                sys.stderr.write("Aborted!\n")
+                _envelope.emit({"message": "aborted", "hint": None, "where": None, "exit_code": 1, "kind": "Abort"})
+                sys.exit(1)
+            finally:
+                _envelope.end()
+                _startup.end()
         sys.exit(rv if isinstance(rv, int) and not isinstance(rv, bool) else 0)
 
     def invoke(self, ctx):  # type: ignore[override]
@@ -211,21 +181,17 @@ class WbGroup(TyperGroup):
                 rv = super().invoke(ctx)
                 if root:
                     _envelope.emit()
-                sys.stdout.flush()  # a closed pipe shows here, inside the boundary, not at interpreter exit
+                sys.stdout.flush()  # a closed pipe is told here (`_pipes`), not at interpreter exit
                 return rv
-            except BrokenPipeError:
-                _envelope.discard()
-                _pipe_closed()
-                raise typer.Exit(0) from None
             except WbError as exc:
                 _report(exc)
-                _emit_unless_gone(_envelope.error_of(exc, exc.exit_code), command=command_name())
+                _envelope.emit(_envelope.error_of(exc, exc.exit_code), command=command_name())
                 raise typer.Exit(exc.exit_code) from None
             except typer.Exit as exc:
                 # A command group's own boundary has spoken (`wb runs list` passes through two): the Exit still
                 # carries the interrupt as its context, which must not be reported a second time.
-                if root:  # a reader gone by now leaves the command's own exit code standing
-                    _emit_unless_gone(_envelope.exit_error(exc.exit_code))
+                if root:
+                    _envelope.emit(_envelope.exit_error(exc.exit_code))
                 raise
             except (KeyboardInterrupt, Exception) as exc:  # Ctrl-C, also one that reached a query of the store
                 from typer._click.exceptions import ClickException
@@ -260,7 +226,7 @@ def _tell_interrupted() -> int:
         return 130
     _report(early)
     _envelope.add(status="interrupted", resume=early.resume)
-    _emit_unless_gone(_envelope.error_of(early, early.exit_code), command="hypothesis run")
+    _envelope.emit(_envelope.error_of(early, early.exit_code), command="hypothesis run")
     return early.exit_code
 
 
@@ -293,7 +259,7 @@ def _usage_error(exc: Any) -> None:
     opts = [o for o in getattr(param, "opts", []) if o.startswith("--")] or list(getattr(param, "opts", []))
     where = getattr(exc, "option_name", None) or (opts[0] if opts else getattr(param, "name", None))
     command = " ".join(ctx.command_path.split()[1:]) if ctx is not None else ""
-    _emit_unless_gone({"message": exc.format_message(), "hint": hint, "where": where, "exit_code": exc.exit_code,
+    _envelope.emit({"message": exc.format_message(), "hint": hint, "where": where, "exit_code": exc.exit_code,
                        "kind": "UsageError"}, command=command)
 
 

@@ -109,11 +109,6 @@ def emit(error: dict[str, Any] | None = None, *, command: str | None = None) -> 
     _print(envelope(_state.command or command or "", result, error))
 
 
-def discard() -> None:
-    """Nothing more is printed (the reader went away)."""
-    _state.emitted = True
-
-
 def error_of(exc: BaseException, exit_code: int) -> dict[str, Any]:
     """The error object of an envelope: message, hint, where (file:line or the flag, when known), exit code and
     kind (the exception's class); for several problems found at once (`ConfigErrors`), the first's, each of them

@@ -9,7 +9,7 @@ import typer
 
 from workbench.cli._common import (DbOption, FailOnOption, FormatOption, JsonOption, RootOption, echo_wrapped,
                                    emit_rows, exit_on_verdict, fail_on, list_format, new_app, open_workbench,
-                                   print_json, reader_may_leave, telling_left_out, when)
+                                   print_json, telling_left_out, when)
 from workbench.plurals import count
 
 if TYPE_CHECKING:
@@ -172,12 +172,11 @@ def analyze(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbO
     else:
         from workbench.analysis.summary import verdict_lines
 
-        with reader_may_leave():  # `| head -1` reads the verdict; --fail-on below still sets the exit code
-            echo_wrapped(f"{hypothesis_id}: {result.verdict}")
-            for line in verdict_lines(wb.registry.hypothesis(hypothesis_id), result):
-                echo_wrapped(line)  # on a terminal between words, at its width; piped, a line an item (grep)
-            if status is not None:
-                echo_wrapped(_exploratory_line(hypothesis_id, status))
+        echo_wrapped(f"{hypothesis_id}: {result.verdict}")  # `| head -1` reads it; --fail-on still sets the exit
+        for line in verdict_lines(wb.registry.hypothesis(hypothesis_id), result):
+            echo_wrapped(line)  # on a terminal between words, at its width; piped, a line an item (grep)
+        if status is not None:
+            echo_wrapped(_exploratory_line(hypothesis_id, status))
     exit_on_verdict(result.verdict, failing)
 
 

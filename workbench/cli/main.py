@@ -71,11 +71,18 @@ _register()
 def main() -> None:
     import sys
 
+    from workbench.cli._pipes import quiet_when_gone
+
+    argv = sys.argv[1:]
+    with quiet_when_gone():  # around the Ctrl-C's own line too
+        _main(argv)
+
+
+def _main(argv: list[str]) -> None:
     from workbench.cli import _envelope
     from workbench.cli._common import interrupted
     from workbench.cli.completion import handle
 
-    argv = sys.argv[1:]
     try:
         _startup.begin(argv, lambda: typer.main.get_command(app))
         code = handle(argv)

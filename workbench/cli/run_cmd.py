@@ -9,7 +9,7 @@ import typer
 
 from workbench.analysis import display
 from workbench.cli._common import (DbOption, FailOnOption, JsonOption, RootOption, echo_wrapped,
-                                   exit_on_verdict, fail_on, open_workbench, parse_sets, print_json, reader_may_leave,
+                                   exit_on_verdict, fail_on, open_workbench, parse_sets, print_json,
                                    stderr_beside_stdout)
 
 if TYPE_CHECKING:
@@ -180,9 +180,8 @@ def register(hypothesis_app: typer.Typer) -> None:
         if json_:
             print_json(result.to_dict())
         else:
-            with reader_may_leave():  # the failed-run and --fail-on exits below still stand
-                for line in summary_lines(result, wb.registry.hypothesis(hypothesis_id)):
-                    echo_wrapped(line)  # on a terminal between words, at its width; piped, a line an item
+            for line in summary_lines(result, wb.registry.hypothesis(hypothesis_id)):
+                echo_wrapped(line)  # on a terminal between words, at its width; piped, a line an item
         from workbench.errors import RunFailure
 
         # Raised after the result is printed: the boundary writes the `Error:` line, and with --json the one

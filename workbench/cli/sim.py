@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from workbench.analysis import display
-from workbench.cli._common import JsonOption, _pipe_closed, echo_wrapped, new_app, parse_sets, print_json
+from workbench.cli._common import JsonOption, echo_wrapped, new_app, parse_sets, print_json
 
 app = new_app("The embedded prefill/decode deployment (pdsim): wb's default target.")
 
@@ -81,11 +80,7 @@ def status(dir: Optional[str] = DirOpt, json_: JsonOption = False) -> None:
 
     st = control.status(dir)
     code = control.status_exit_code(st.state)
-    try:
-        _show(st, json_)
-        sys.stdout.flush()
-    except BrokenPipeError:  # the reader went away (`wb sim status | head -1`): the state's code still stands
-        _pipe_closed()
+    _show(st, json_)  # a reader gone (`wb sim status | head -1`) ends the output: the state's code still stands
     raise typer.Exit(code)
 
 

@@ -53,6 +53,17 @@ def _lost_output() -> None:
         on_output_gone()
 
 
+def reader_gone() -> None:
+    """A write of wb's failed for its reader gone (the CLI's streams tell it, `cli._pipes`): an experiment running
+    stops as when a line of its progress failed; none starts afterwards. Only then is all output sent nowhere: a
+    command that runs none still tells its error on stderr where stdout alone was closed."""
+    global _output_gone
+    if on_output_gone is not None:
+        _lost_output()
+    else:
+        _output_gone = True
+
+
 def _written(write: Callable[[], Any]) -> None:
     try:
         write()
