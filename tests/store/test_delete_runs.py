@@ -348,6 +348,20 @@ def test_a_run_id_that_is_no_run_id_is_one_error_naming_it(cli, workbench_dir: P
     assert "runs delete [OPTIONS] RUN_ID...\n" in out and "{RUN_ID" not in out, out
 
 
+def test_a_negative_run_id_reaches_the_run_ids_own_check(cli, workbench_dir: Path, tmp_path: Path):
+    """`wb runs show -1` said `Error: No such option: -1`: the parser took the negative number for a flag. It is a
+    value given for RUN_ID, refused as one that is no run id, with or without `--` before it."""
+    db = str(tmp_path / "wb.duckdb")
+    for args, shown in ((["runs", "show", "-1"], "-1"), (["runs", "show", "-1", "--json"], "-1"),
+                        (["runs", "delete", "-1", "--yes"], "-1"), (["runs", "delete", "3", "-2.5", "--yes"], "-2.5")):
+        code, out, err = cli(*args, "--db", db)
+        assert code == 2, (args, code, err)
+        assert err.startswith(f"Error: RUN_ID {shown}: not a run id") and "No such option" not in err, (args, err)
+    code, out, err = cli("runs", "show", "-x", "--db", db)  # a flag wb does not have is still one
+    assert code == 2 and "No such option: -x" in err, err
+    assert not Path(db).exists()
+
+
 def test_declining_at_the_prompt_deletes_nothing_and_exits_0(workbench_dir: Path, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch):
     from typer.testing import CliRunner

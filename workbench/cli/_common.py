@@ -22,6 +22,7 @@ from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Iterator
 
 import typer
+from typer._click.parser import _OptionParser  # typer bundles its own click (no `import click`)
 from typer.core import TyperCommand, TyperGroup
 
 from workbench.cli import _envelope, _startup
@@ -468,6 +469,12 @@ class WbCommand(TyperCommand):
             _in_context(exc, ctx)
             raise
 
+    def make_parser(self, ctx):  # type: ignore[override]
+        parser = _NegativeNumbersAreValues(ctx)  # as click's, with the parser below
+        for param in self.get_params(ctx):
+            param.add_to_parser(parser, ctx)
+        return parser
+
     def collect_usage_pieces(self, ctx):  # type: ignore[override]
         pieces = [self.options_metavar] if self.options_metavar else []
         for param in self.get_params(ctx):
@@ -476,6 +483,20 @@ class WbCommand(TyperCommand):
             else:
                 pieces.extend(param.get_usage_pieces(ctx))
         return pieces
+
+
+_NEGATIVE_NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)")
+
+
+class _NegativeNumbersAreValues(_OptionParser):
+    """A command's parser: a negative number no flag is named for (`wb runs show -1`) is a value for its arguments,
+    refused by their own check ("RUN_ID -1: not a run id"), not "No such option: -1"."""
+
+    def _process_opts(self, arg: str, state: Any) -> None:
+        if _NEGATIVE_NUMBER.fullmatch(arg) and arg not in self._short_opt and arg not in self._long_opt:
+            state.largs.append(arg)
+            return
+        super()._process_opts(arg, state)
 
 
 def _help_styles() -> None:
