@@ -89,3 +89,25 @@ def test_a_failed_runs_ending_stays_in_the_summary_when_stdout_is_read_apart(toy
     said = [ln for ln in out.read_text().splitlines() if ln.startswith("  run ")]
     assert len(said) == 2 and all(ln.endswith("failed during its workload stage: workload exited 3: boom")
                                   for ln in said), out.read_text()
+
+
+def test_a_failed_runs_line_is_one_line_whatever_its_error_holds(capsys, monkeypatch):
+    """A run whose workload printed an error of two lines (`Error: No such option: --bogus-flag`, then the workload's
+    own `Hint: usage: ...`) got a progress line ending in the first and a second line opening with `Hint:`, which
+    read as wb's own hint, the elapsed time after it. One line per ended run: the error's lines joined with ` / `,
+    the elapsed time at the end (the whole error stays in the run's record, `wb runs show`)."""
+    from workbench.runner.plan import PlannedRun
+    from workbench.runner.progress import RunProgress
+
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    ticks = iter([0.0, 0.0, 1.0, 3.7])
+    pr = PlannedRun(arm="treatment", replicate=0, block=0, order_index=0, host="pdsim", values={})
+    ending = ("failed during its workload stage: workload exited 2: Error: No such option: --bogus-flag\n"
+              "Hint: usage: python -m workbench.cli.main sim repro [OPTIONS]  (python -m ... --help lists the options)")
+    with RunProgress(2, enabled=True, title="wedge-confound on pdsim", clock=lambda: next(ticks, 3.7)) as progress:
+        progress.stage(pr, "workload", 3)
+        progress.finished(0, "failed", pr, run_id=3, ending=ending)
+        said = capsys.readouterr().err
+    assert said == ("[1/2] run 3 treatment r0 on pdsim: failed during its workload stage: workload exited 2: Error: "
+                    "No such option: --bogus-flag / Hint: usage: python -m workbench.cli.main sim repro [OPTIONS]  "
+                    "(python -m ... --help lists the options) (3.7 s elapsed)\n"), said

@@ -294,7 +294,10 @@ class RunProgress:
         of = " of at most " if self.sequential else "/"
         named = f"{pr.arm} {display.replicate(pr.replicate)} on {self.where(pr.host)}" if pr is not None else ""
         what = " ".join([f"run {run_id}"] * (run_id is not None) + [named] * bool(named)) or "a run"
-        said = redact_text(ending) if ending and status != "ok" else status
+        # One line per ended run, its time at the end: an error of several lines (a workload's own `Hint:` under its
+        # `Error:`) is joined, not left to open lines that read as wb's own; `wb runs show` keeps it whole.
+        said = " / ".join(ln.strip() for ln in redact_text(ending).splitlines() if ln.strip()) \
+            if ending and status != "ok" else status
         self._line(f"[{self.done}{of}{self.total}] {what}: {said} ({self.clock() - self.t0:.1f} s elapsed)")
         if status != "ok" and run_id is not None:
             self.told.add(run_id)
