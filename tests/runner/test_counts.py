@@ -158,7 +158,8 @@ def test_a_failed_run_is_named_once_with_all_it_ended_with_and_no_doubled_space(
                             r"stage: workload exited 3: boom \([\d.]+ s elapsed\)", named[0]), named[0]
         apart = [ln for ln in out.splitlines() if re.search(rf"\brun {run_id}\b", ln)]
         assert len(apart) == 1 and apart[0].endswith("failed during its workload stage: workload exited 3: boom"), out
-    assert "(see the run errors above or `wb runs show ID`)" in err, err
+    assert err.rstrip().endswith("did not finish ok, runs 1 and 2 (see their errors above); the first's whole "
+                                 "record: wb runs show 1"), err
 
 
 def test_a_signal_while_a_runs_row_is_created_leaves_no_pending_run(toy, monkeypatch):

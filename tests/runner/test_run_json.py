@@ -24,7 +24,9 @@ def test_failed_runs_give_the_result_with_ok_false_and_the_error(toy, cli) -> No
     assert doc["ok"] is False and doc["command"] == "hypothesis run"
     assert doc["execution_id"] == 1 and doc["seed"] == 3
     assert [r["status"] for r in doc["runs"]] == ["failed", "failed"]
-    message = "2 of 2 planned runs did not finish ok (see the run errors above or `wb runs show ID`)"
+    # the runs by their ids, and a command to paste at the end, not `wb runs show ID` to fill in
+    message = ("2 of 2 planned runs did not finish ok, runs 1 and 2 (see their errors above); the first's whole "
+               "record: wb runs show 1")
     assert doc["error"] == {"message": message, "hint": None, "where": None, "exit_code": 1, "kind": "RunFailure"}
     assert f"Error: {message}" in err
 

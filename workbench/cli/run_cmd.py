@@ -138,6 +138,16 @@ def show_interrupted(exc: "RunInterrupted", json_: bool) -> None:
             echo_wrapped(line)
 
 
+def _failed_runs_named(ids: list[int]) -> str:
+    """The runs that did not finish ok by their ids, and the command that shows one whole, to paste (at the end: a
+    command written out ends its text)."""
+    if len(ids) == 1:
+        return f"run {ids[0]} (see its error above); its whole record: wb runs show {ids[0]}"
+    shown = [str(i) for i in ids[:5]] + ([f"{len(ids) - 5} more"] if len(ids) > 6 else [str(i) for i in ids[5:]])
+    return (f"runs {', '.join(shown[:-1])} and {shown[-1]} (see their errors above); the first's whole record: "
+            f"wb runs show {ids[0]}")
+
+
 def register(hypothesis_app: typer.Typer) -> None:
     @hypothesis_app.command("run")
     def run(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")],
@@ -193,6 +203,5 @@ def register(hypothesis_app: typer.Typer) -> None:
         if bad:
             # Recorded and restored, but some runs measured nothing: a failure while running (exit 1).
             planned = display.count(result.execution.planned_runs, "planned run")
-            raise RunFailure(f"{len(bad)} of {planned} did not finish ok "
-                             "(see the run errors above or `wb runs show ID`)")
+            raise RunFailure(f"{len(bad)} of {planned} did not finish ok, {_failed_runs_named([r.id for r in bad])}")
         exit_on_verdict(result.analysis.verdict if result.analysis else None, failing)
