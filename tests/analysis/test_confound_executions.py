@@ -243,7 +243,7 @@ def test_executions_that_together_can_reach_alpha_over_runs_are_still_charged_fo
     assert "left_out" not in fix.effect and "not counted" not in fix.message, fix.message
     two = [r for r in runs if r.execution_id < 3]  # two executions cannot: the test over units is judged alone
     assert _fix(registry, two, {r.id: counts[r.id] for r in two}).effect["left_out_design"] == \
-        "2 runs an arm in each of 2 strata"
+        "2 runs an arm in each of 2 executions"
 
 
 def test_a_hypothesis_clause_over_several_executions_is_the_test_within_them(registry):
@@ -263,10 +263,10 @@ def test_a_hypothesis_clause_over_several_executions_is_the_test_within_them(reg
                             "leak", {r.id: "h" for r in runs})[0]
     within = display.p_value(stats.stratified_exact([(8, 80, 0, 80), (12, 80, 1, 80)]))
     assert (f"exact conditional CMH p = 1 over runs, {within} over units (the comparison over runs was not counted: "
-            "with 1 run an arm in each of 2 strata it cannot reach p < 0.5)") in fix.message, fix.message
+            "with 1 run an arm in each of 2 executions it cannot reach p < 0.5)") in fix.message, fix.message
     assert (f"tested in controlled runs of hypothesis h, whose runs show an association with leak (exact conditional "
             f"CMH p = {within} over units, the comparison over runs not counted (with 1 run an arm in each of 2 "
-            "strata it cannot reach p < 0.5))") in fix.message, fix.message
+            "executions it cannot reach p < 0.5))") in fix.message, fix.message
     assert fix.comparisons == 1 and fix.p == stats.stratified_exact([(8, 80, 0, 80), (12, 80, 1, 80)])
     pooled = re.findall(r"p = 1 over runs, (\S+) over units \(the comparison over runs was not counted: with 2 runs "
                         r"an arm", fix.message)

@@ -260,7 +260,8 @@ def _significant(p: float, comparisons: int, effect: dict[str, Any]) -> bool:
 
 
 def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]]], occurred: dict[int, bool],
-              counts: Counts) -> tuple[float, int, dict[str, Any], tuple[Any, Any], tuple[str, str]]:
+              counts: Counts, strata: str = "strata") -> tuple[float, int, dict[str, Any], tuple[Any, Any],
+                                                                tuple[str, str]]:
     """The stratified test of `var`: its two values against each other, or, with more, each value against
     the rest, keeping the smallest p-value and the number of comparisons it was chosen from (the flag is
     judged on p times that number, Bonferroni: a variable of many values gets no more chances to be flagged
@@ -271,7 +272,8 @@ def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]
     conservative at small counts, uncorrected 1.6-4.9%, corrected 0.8-2.7%; and what the correction costs in
     power against an exact test of the smaller p, whose cost grows as units with the outcome x runs^2 x units).
     Tarone's rule (`_counted`) leaves out of the count a kind of test the design keeps from ALPHA: with 2 or 3 runs
-    an arm the test over runs gives no p below 0.33 or 0.1, so the test over units is judged alone.
+    an arm the test over runs gives no p below 0.33 or 0.1, so the test over units is judged alone. `strata`: what
+    the `groups` are, as the finding names a left-out test's design ("executions" within them).
     (raw p over runs, comparisons, effect, the strata's tables, labels)."""
     best: tuple[float, float, str, Any, Any] | None = None
     arms: dict[str, list[list[tuple[int, int]]]] = {"runs": [], "units": []}  # each contrast's strata's arm sizes
@@ -286,7 +288,7 @@ def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]
     assert best is not None
     p_runs, p_units, first, runs_t, units_t = best
     effect: dict[str, Any] = {"risk_difference": _mh_difference(runs_t)}
-    left = _counted(arms, _value_scale(values)) if units_t else {}
+    left = _counted(arms, _value_scale(values), strata) if units_t else {}
     scale = _value_scale(values) * (2 if units_t and not left else 1)
     if units_t:
         effect.update(units_rate_difference=_mh_difference(units_t), runs_p=p_runs, units_p=p_units,
@@ -295,7 +297,7 @@ def _contrast(var: str, values: list[str], groups: list[tuple[str, list[RunData]
     return p_runs, scale, effect, (runs_t, units_t), (f"{var}={first}", other)
 
 
-def _counted(arms: dict[str, list[list[tuple[int, int]]]], values: int) -> dict[str, Any]:
+def _counted(arms: dict[str, list[list[tuple[int, int]]]], values: int, strata: str = "strata") -> dict[str, Any]:
     """Tarone's rule for the choice of runs or units: {"left_out": KIND, "left_out_floor": P, "left_out_design":
     "2 runs an arm"} where the tests over one kind cannot reach their share of ALPHA (ALPHA over the `values`'
     contrasts, once the other kind alone is counted) whatever the outcomes, and those over the other can; {} where
@@ -303,7 +305,8 @@ def _counted(arms: dict[str, list[list[tuple[int, int]]]], values: int) -> dict[
     outcomes), so the family's error stays within ALPHA: a test left out could never have flagged, and the count
     covers every test that could. Bonferroni over both kinds paid, with the shipped 2-3 runs an arm, for a test
     over runs that can never decide (studies/confound_false_alarms.py: false alarms within ALPHA in every setting,
-    and the test over units' power restored)."""
+    and the test over units' power restored). `strata`: what the strata are, as the design is named ("2 runs an
+    arm in each of 2 executions")."""
     level = stats.ALPHA / values
     floors = {kind: min(stats.attainable_floor(a, level) for a in contrasts) for kind, contrasts in arms.items()}
     shut = [kind for kind, floor in floors.items() if floor >= level]
@@ -311,17 +314,18 @@ def _counted(arms: dict[str, list[list[tuple[int, int]]]], values: int) -> dict[
         return {}
     kind = shut[0]
     design = min(arms[kind], key=lambda a: stats.attainable_floor(a, level))
-    return {"left_out": kind, "left_out_floor": floors[kind], "left_out_design": _design(design, kind)}
+    return {"left_out": kind, "left_out_floor": floors[kind], "left_out_design": _design(design, kind, strata)}
 
 
-def _design(arms: list[tuple[int, int]], kind: str) -> str:
-    """"2 runs an arm", "2 runs against 4", "2 runs an arm in each of 3 strata": a contrast's arm sizes."""
+def _design(arms: list[tuple[int, int]], kind: str, strata: str = "strata") -> str:
+    """"2 runs an arm", "2 runs against 4", "2 runs an arm in each of 3 strata": a contrast's arm sizes, its strata
+    named as `strata` ("executions" where each execution is one)."""
     arms = [(n1, n2) for n1, n2 in arms if n1 > 0 and n2 > 0]
     named = [f"{display.count(n1, kind[:-1])} an arm" if n1 == n2 else f"{display.count(n1, kind[:-1])} against {n2}"
              for n1, n2 in sorted(set(arms))]
     if len(named) == 1:
-        return named[0] + (f" in each of {len(arms)} strata" if len(arms) > 1 else "")
-    return ", ".join(named) + " in its strata"
+        return named[0] + (f" in each of {len(arms)} {strata}" if len(arms) > 1 else "")
+    return ", ".join(named) + f" in its {strata}"
 
 
 def _value_scale(values: list[str]) -> int:
@@ -356,7 +360,7 @@ def _conditioned(make: Callable[..., Any], exp: Experiment, var: str, used: list
     within = None
     if executions:
         values = sorted({r.variables[var] for _, rs in executions for r in rs})
-        within = _contrast(var, values, executions, occurred, counts)[:3]
+        within = _contrast(var, values, executions, occurred, counts, "executions")[:3]
         msg += _within_text(var, executions, *within)
     flagged = within is not None and _significant(*within)
     across = not flagged and _significant(p, comparisons, effect)
@@ -519,7 +523,7 @@ def _association(var: str, first: str, runs: list[RunData], occurred: dict[int, 
 
     tests = {"runs": test(by_runs), **({"units": test(by_units)} if units else {})}
     left = _counted({"runs": [[(t[1], t[3]) for t in by_runs]], "units": [[(t[1], t[3]) for t in by_units]]},
-                    values) if units else {}
+                    values, "executions" if each_execution else "strata") if units else {}
     if left:
         tests.pop(left["left_out"])
     over, p = min(tests.items(), key=lambda kv: kv[1])
