@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -613,9 +614,66 @@ def test_a_double_stop_as_the_restore_begins_does_not_abandon_it(toy, monkeypatc
     assert ei.value.exit_code == 143 and "the target was restored" in ei.value.message, ei.value.message
     assert toy.conf.read_bytes() == toy.original and len(toy.restarts()) == 3  # one per run, and the restore's
     said = [line for line in capfd.readouterr().err.splitlines() if "restor" in line]
-    assert said.count("still restoring the target: stop again to abandon the restore (the target may then keep an "
-                      "arm's config)") == 2, said
+    told = [re.fullmatch(r"still restoring the target: stop again in (\d+\.\d) s or later to abandon the restore "
+                         r"\(the target may then keep an arm's config\)", line) for line in said]
+    assert [0 < float(m[1]) <= 600 for m in told if m] == [True, True], said  # when a stop will abandon it
     assert not any("abandoning" in line for line in said), said
+
+
+class _FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _handler(clock: _FakeClock):
+    """The loop's stop handler (`_OnStop`) with no task, a state that records what it says, and `clock`."""
+    from types import SimpleNamespace
+
+    from workbench.runner.execute import _OnStop
+
+    said: list[str] = []
+    state = SimpleNamespace(stopping=False, abandoned=None, untouched=True, resumed=False,
+                            progress=SimpleNamespace(log=said.append))
+    return _OnStop(state, None, clock=clock), state, said
+
+
+@pytest.mark.parametrize("phase", ["winding down", "taking"])
+def test_a_stop_before_the_grace_is_told_when_one_abandons_and_one_then_does(phase):
+    """A stop as the restore ran was told "stop again to abandon the restore"; one 0.7 s later printed the same line
+    and did not abandon (a second stop abandons only once the phase has run `ABANDON_GRACE_S`). The line now says
+    in how long a stop abandons it, and a stop at that time does."""
+    from workbench.runner.execute import ABANDON_GRACE_S
+
+    clock = _FakeClock()
+    on_stop, state, said = _handler(clock)
+    on_stop.enter(phase)
+    what = "restoring the target" if phase == "winding down" else "taking the target"
+    clock.now += 0.5
+    on_stop(signal.SIGINT)
+    clock.now += 0.7
+    on_stop(signal.SIGINT)
+    wait = ABANDON_GRACE_S - 1.2
+    assert said[-1].startswith(f"still {what}: stop again in {wait:.1f} s or later to abandon "), said
+    assert state.abandoned is None
+    clock.now += wait
+    on_stop(signal.SIGINT)
+    assert state.abandoned == ("restore" if phase == "winding down" else "taking"), said
+    assert said[-1].startswith("abandoning the "), said
+
+
+def test_a_stop_once_the_grace_has_run_is_told_plainly_that_the_next_abandons():
+    clock = _FakeClock()
+    on_stop, state, said = _handler(clock)
+    on_stop.enter("winding down")
+    clock.now += 10
+    on_stop(signal.SIGINT)
+    assert said == ["still restoring the target: stop again to abandon the restore (the target may then keep an "
+                    "arm's config)"], said
+    on_stop(signal.SIGINT)
+    assert state.abandoned == "restore", said
 
 
 def test_a_restore_failed_on_one_host_and_abandoned_on_another_says_both(toy, monkeypatch):

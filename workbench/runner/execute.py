@@ -365,21 +365,23 @@ class _OnStop:
     wrote and no lock, and the next resume was refused; the stop waits for the snapshot, then the restore runs.
     "winding down": the restore and the teardown began; one cut short would leave an arm's config). In such a phase
     a second stop, once the phase has run `ABANDON_GRACE_S`, abandons it (one that hangs must have a way out),
-    leaving what a kill leaves; one before is told that the phase goes on."""
+    leaving what a kill leaves; one before is told that the phase goes on, and in how long a stop abandons it (told
+    only "stop again", a user who did so at once saw the same line again and nothing abandoned)."""
 
     state: State
     task: "asyncio.Task[Any] | None"
     signalled: list[int] = field(default_factory=list)
     uncut: set[str] = field(default_factory=set)
     late: list[int] = field(default_factory=list)  # the stops within the phase not cut short
-    began: float = 0.0  # when that phase began (time.monotonic)
+    began: float = 0.0  # when that phase began (`clock`)
+    clock: Callable[[], float] = time.monotonic
 
     def enter(self, phase: str) -> None:
         """Begin a phase a stop does not cut short ("taking", "winding down"); its stops are counted afresh."""
         if phase not in self.uncut:
             self.uncut.add(phase)
             self.late.clear()
-            self.began = time.monotonic()
+            self.began = self.clock()
 
     def __call__(self, sig: int) -> None:
         state = self.state
@@ -394,13 +396,15 @@ class _OnStop:
         self.signalled.append(sig)
         if state.abandoned:
             return
-        if phase is not None and len(self.late) > 1 and time.monotonic() - self.began >= ABANDON_GRACE_S:
+        left = ABANDON_GRACE_S - (self.clock() - self.began)  # until a stop abandons the phase
+        if phase is not None and len(self.late) > 1 and left <= 0:
             self._abandon(phase)
         elif phase == "winding down" and self.late:
-            state.progress.log("still restoring the target: stop again to abandon the restore (the target may then "
-                               "keep an arm's config)")
+            state.progress.log(f"still restoring the target: stop again{_in(left)} to abandon the restore (the target "
+                               "may then keep an arm's config)")
         elif phase == "taking" and len(self.late) > 1:
-            state.progress.log("still taking the target: stop again to abandon it (its lock may then be left)")
+            state.progress.log(f"still taking the target: stop again{_in(left)} to abandon it (its lock may then be "
+                               "left)")
         elif phase == "taking":  # not cut short: said, or the stop would seem unheard until the restore
             state.progress.log("taking the target first (its lock, what the stopped runner left, the saved "
                                "original); the restore follows" if state.resumed else
@@ -422,6 +426,14 @@ class _OnStop:
                                "for the resume that restores it")
         if self.task is not None:
             self.task.cancel()
+
+
+def _in(left: float) -> str:
+    """When a stop abandons a phase that has `left` seconds of its grace to run: "" once it has run it, else " in
+    2.4 s or later" (rounded up, so that a stop at the time said does abandon)."""
+    import math
+
+    return "" if left <= 0 else f" in {math.ceil(round(left * 10, 6)) / 10:.1f} s or later"
 
 
 async def _main(state: State, target: Target) -> None:
