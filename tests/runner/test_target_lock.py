@@ -169,18 +169,61 @@ def test_two_concurrent_runs_over_ssh_one_is_refused(toy, ssh_server):
     assert toy.conf.read_bytes() == toy.original and not _lock_file(toy).exists()
 
 
+def _killed_execution(toy, uuid: str) -> int:
+    """An execution of toy-fix whose runner was killed mid-run (kill -9): left "running" in the store, with its run
+    in flight "running" and the next one's row, created ahead, "pending". Its id."""
+    from workbench.registry import load_registry
+    from workbench.store import open_store
+
+    reg = load_registry(toy.root)
+    h = reg.hypothesis("toy-fix")
+    exp = reg.experiment_for(h)
+    store = open_store(toy.db)
+    try:
+        ex = store.start_execution(
+            hypothesis_id=h.id, hypothesis_body=h.model_dump(mode="json"), experiment_id=exp.id,
+            experiment_version=exp.version, experiment_body=exp.model_dump(mode="json"), profile="local",
+            target="local", mode="fixed", plan=None, overrides={}, config_diff=None, wb_version="0.0", uuid=uuid)
+        for order, status in enumerate(["ok", "running", "pending"]):
+            store.create_run(experiment_id=exp.id, variables={}, execution_id=ex, hypothesis_id=h.id, arm="control",
+                             replicate=1, order_index=order, status=status, phase="run")
+        return ex
+    finally:
+        store.dispose()
+
+
 def test_a_lock_taken_over_is_named_as_the_store_names_its_execution(toy, capfd):
     """The takeover's note named the execution by the uuid the lock is keyed by ("taking over the lock of execution
-    ffff…"), which no command shows; every refusal names it as its store does ("execution 3 of toy-fix")."""
+    ffff…"), which no command shows; every refusal names it as its store does ("execution 3 of toy-fix").
+
+    The execution whose lock is taken over was killed: the store held it "running" for good, and its run in flight
+    too (`wb runs show` said `status: running`, `execution: 1 (running)`, and a resume "execution 1 (running,
+    superseded by execution 2) stopped"). The takeover records both interrupted, and says so."""
+    from workbench.runner.resume import nothing_to_resume
+    from workbench.store import open_store
+
     dead = subprocess.Popen(["true"])
     dead.wait()
+    killed = _killed_execution(toy, "f" * 32)
     holder = {**json.loads(_holder(dead.pid)), "name": "execution 3 of toy-fix"}
     _lock_file(toy).write_text(json.dumps(holder, sort_keys=True) + "\n")
     _saved_original(toy, "f" * 32, toy.original)
     run_hypothesis("toy-fix", db=toy.db, show_progress=True, replicates=1, build_report=False)
     err = capfd.readouterr().err
     assert f"taking over the lock of execution 3 of toy-fix: its runner (pid {dead.pid}) is gone" in err, err
+    assert f"; execution {killed} is recorded interrupted" in err, err
     assert "f" * 32 not in err, err
+    store = open_store(toy.db, read_only=True)
+    try:
+        [ex] = [e for e in store.executions() if e.id == killed]
+        runs = sorted(store.runs(execution_id=killed), key=lambda r: r.order_index)
+        resumed = str(nothing_to_resume(store, "toy-fix"))
+    finally:
+        store.dispose()
+    assert ex.status == "interrupted" and f"its runner (pid {dead.pid} on " in (ex.error or ""), ex
+    assert [r.status for r in runs] == ["ok", "interrupted"], runs  # the row created ahead is gone
+    assert "found when execution 2 took over the lock of its target" in (runs[1].error or ""), runs[1].error
+    assert f"execution {killed} (interrupted, superseded by execution 2) stopped" in resumed, resumed
 
 
 def test_a_stop_landing_as_the_lock_is_written_leaves_no_lock(tmp_path):

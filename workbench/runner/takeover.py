@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from workbench.runner.prepare import preview_values
-from workbench.runner.record import Recorder
+from workbench.runner.record import Recorder, patient
 from workbench.runner.restore import Snapshot, put_back_command, saved_snapshots, take_snapshots
 from workbench.runner.targets.base import Target
 from workbench.store.engine import Store
@@ -181,10 +181,12 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
     why = await left_as_saved(target, host, folder, holder.execution)
     if why is None:
         state.took_over = True  # the service was maybe never restarted on that original: the restore restarts it
+        recorded = await asyncio.to_thread(_record_dead, state, holder)
         state.progress.log(f"taking over the lock of {holder.name or f'execution {holder.execution}'}: "
                            + ("the restore that failed in it has been made good: the config is the original it saved"
                               if holder.restore_failed else
-                              f"its runner (pid {holder.pid}) is gone and the config is the original it saved"))
+                              f"its runner (pid {holder.pid}) is gone and the config is the original it saved")
+                           + (f"; execution {recorded} is recorded interrupted" if recorded is not None else ""))
         return
     known = _known(state, holder.execution)
     which = (f"execution {known.id} of {known.hypothesis_id}" if known is not None
@@ -201,6 +203,25 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
         f"since {holder.since}) died before restoring it: {why}",
         hint=f"resume it, which puts the original back first{holder.resume_step(resume)}\nor "
              f"{_put_back_by_hand(target, saved_snapshots(folder, holder.execution).get(host), lock_file)}")
+
+
+def _record_dead(state: "State", holder: "Holder") -> int | None:
+    """Record the execution whose lock is taken over, when this store holds it "running" and its runner is gone
+    (killed: it never recorded its end), as interrupted, and its runs in flight with it: left running, `wb runs`,
+    the site and a resume's message told it running (and a resume's "running, superseded ... stopped") for good.
+    Its id where it was so recorded. A runner whose restore failed may still be running and recording its end: it is
+    left to, unless it ran here and is gone."""
+    from workbench.runner.lock import pid_alive
+
+    known = _known(state, holder.execution)
+    if known is None or known.status != "running":
+        return None
+    if holder.restore_failed and not (holder.here() and not pid_alive(holder.pid, holder.pid_start)):
+        return None
+    found = f"when execution {state.execution_id} took over the lock of its target"
+    error = f"its runner (pid {holder.pid} on {holder.host}) stopped without recording its end; found {found}"
+    done = patient(lambda: state.store.interrupt_dead_execution(known.id, error=error, found=found))
+    return known.id if done else None
 
 
 async def check_saved_originals(state: "State", target: Target, paths: dict[str, str], locked: set[str]) -> None:

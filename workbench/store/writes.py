@@ -101,20 +101,26 @@ class StoreWrites:
             row = s.get(Run, run_id)
             return row is not None and row.status in FINISHED
 
-    def reconcile_execution(self, execution_id: int) -> None:
-        """After a crash: rows created ahead for runs that never began go, a run cut off mid-way is interrupted."""
-        from sqlmodel import select
+    def reconcile_execution(self, execution_id: int, *, found: str = "on resume") -> None:
+        """After a crash: rows created ahead for runs that never began go, a run cut off mid-way is interrupted
+        (its error says when that was `found`)."""
+        with self.session() as s:
+            _reconcile_runs(s, execution_id, found)
 
-        from workbench.store.models import Run
+    def interrupt_dead_execution(self, execution_id: int, *, error: str, found: str) -> bool:
+        """An execution its runner left "running" when it died (another execution took its target's lock over):
+        recorded interrupted, with `error`, and its runs reconciled as a resume would (`found`: by whom). One that
+        ended otherwise (its runner recorded how) is left as it is. Whether it was running."""
+        from workbench.store.models import Execution
 
         with self.session() as s:
-            for row in s.exec(select(Run).where(Run.execution_id == execution_id)).all():
-                if row.status == "pending":
-                    s.delete(row)
-                elif row.status == "running":
-                    row.status = "interrupted"
-                    row.error = f"[{row.stage or 'run'}] the runner stopped during this run (found on resume)"
-                    s.add(row)
+            ex = s.get(Execution, execution_id)
+            if ex is None or ex.status != "running":
+                return False
+            ex.status, ex.error = "interrupted", error
+            s.add(ex)
+            _reconcile_runs(s, execution_id, found)
+            return True
 
     def import_runs(self, experiment_id: str, decide: Callable[[StoredImports], tuple[list[ImportedRun], list[int]]]
                     ) -> tuple[list[tuple[int, ImportedRun]], RunDeletion | None]:
@@ -180,6 +186,20 @@ class StoreWrites:
         with self.session() as s:
             return int(records.add_review(s, hypothesis_id=hypothesis_id, author=author, body=body,
                                           decision=decision, verdict_id=verdict_id, author_source=author_source).id)
+
+
+def _reconcile_runs(session: Any, execution_id: int, found: str) -> None:
+    from sqlmodel import select
+
+    from workbench.store.models import Run
+
+    for row in session.exec(select(Run).where(Run.execution_id == execution_id)).all():
+        if row.status == "pending":
+            session.delete(row)
+        elif row.status == "running":
+            row.status = "interrupted"
+            row.error = f"[{row.stage or 'run'}] the runner stopped during this run (found {found})"
+            session.add(row)
 
 
 def _evidence(session: Any, run_ids: list[int], analysis_version: str) -> Any:
