@@ -379,6 +379,14 @@ class Workbench(StoredRuns):
         no entry was left out)."""
         return self._apart_read if self._apart_read is not None and self._apart_read.broken else None
 
+    def run_advice(self, hypothesis_id: str) -> str:
+        """What a hint says of running the hypothesis: the command, or, where it or an ancestor is an entry set apart
+        for a problem of its own (the run would be refused), that it is not run until that entry is fixed."""
+        why = self._apart().not_run_until(hypothesis_id)
+        if why is None:
+            return f"to run it: wb hypothesis run {hypothesis_id}"
+        return f"{why} (`wb hypothesis validate` lists its problems)"
+
     def hypothesis(self, hypothesis_id: str) -> HypothesisDetail:
         from workbench.analysis import display
         from workbench.registry.experiment import per_replicate_names
@@ -404,14 +412,14 @@ class Workbench(StoredRuns):
 
         h = self._intact(hypothesis_id).hypothesis(hypothesis_id)  # bad id -> exit 2 before the store is touched
         if not self._store_exists():  # no store holds no runs: none is created to record nothing
-            raise _no_evidence(h, self.registry, any_hypothesis)
+            raise _no_evidence(h, self.registry, any_hypothesis, run=self.run_advice(h.id))
         with self.store(read_only=not record) as store:
             result = analyze_stored(store, self.registry, hypothesis_id, any_hypothesis=any_hypothesis)
             if not result.run_ids:  # no evidence is no verdict: an "inconclusive" from nothing would be the status
-                raise _no_evidence(h, self.registry, any_hypothesis)
+                raise _no_evidence(h, self.registry, any_hypothesis, run=self.run_advice(h.id))
             empty = unread_arms(h, result)
             if empty and record:  # runs of one arm alone, which no prediction reads: the same
-                raise _no_evidence(h, self.registry, any_hypothesis, empty)
+                raise _no_evidence(h, self.registry, any_hypothesis, empty, run=self.run_advice(h.id))
             if record:
                 record_verdict(store, result)
         return result
@@ -801,18 +809,18 @@ def _design(h: Any, exp: Any) -> dict[str, Any]:
             "max_replicates": out["max_replicates"], "max_replicates_from": out["max_replicates_from"]}
 
 
-def _no_evidence(h: Any, registry: Any, any_hypothesis: bool, empty: Sequence[str] = ()) -> NoEvidence:
+def _no_evidence(h: Any, registry: Any, any_hypothesis: bool, empty: Sequence[str] = (), *,
+                 run: str) -> NoEvidence:
     """Nothing to analyze (or, `empty`, nothing for what it predicts), saying which runs were looked at;
-    --any-hypothesis is offered only where not given."""
+    --any-hypothesis is offered only where not given. `run`: what to say of running it (`Workbench.run_advice`)."""
     exp = registry.experiments.get(h.experiment)
     looked = "stored run" if any_hypothesis else "run of its own and no imported run"
     which = f" (no {looked} of experiment {exp.id} matches its arms)" if exp is not None else ""
     if empty:
         return NoEvidence(f"no {looked} of {h.id} matches arm {', '.join(empty)}, which every prediction reads: "
                           "nothing to decide, nothing was recorded",
-                          hint=f"--no-record shows the analysis of the runs found; to run it: wb hypothesis run {h.id}")
+                          hint=f"--no-record shows the analysis of the runs found; {run}")
     wider = "" if any_hypothesis else \
         "; --any-hypothesis also pools other hypotheses' runs of its arms' configurations"
     return NoEvidence(f"no runs of {h.id} to analyze{which}; nothing was recorded",
-                      hint=f"to run it: wb hypothesis run {h.id}; to import evidence: wb import evidence "
-                           f"FILE.csv{wider}")
+                      hint=f"{run}; to import evidence: wb import evidence FILE.csv{wider}")

@@ -162,3 +162,23 @@ def test_show_says_a_parent_and_a_test_left_out(workbench_dir, cli):
     assert f"parent: wedge-confound (left out: its entry has a problem of its own)\n" in out, out
     code, out, _ = cli("hypothesis", "show", "hicache-bf16-race", "--root", str(workbench_dir))
     assert code == 0 and f"(tested by wedge-confound, left out: its entry has a problem of its own)\n" in out, out
+
+
+def test_a_child_of_an_entry_left_out_is_not_offered_a_run_it_would_be_refused(workbench_dir, cli):
+    """With its parent's entry broken, `hypothesis analyze` and `show` of a child said "to run it: wb hypothesis run
+    pool-configurator-overcommit", which is refused (its parent is broken). They now say it is not run until the
+    parent's entry is fixed; a hypothesis whose lineage is whole is still offered its run."""
+    path = workbench_dir / "hypotheses.yaml"
+    typo = "    falsified_if: Corruption persists in the treatment arm with zero aborts.\n"
+    path.write_text(path.read_text().replace(typo, typo.replace("falsified_if", "falsifed_if")))
+    child = "pool-configurator-overcommit"
+    why = "it is not run until the entry of its parent 'wedge-confound' is fixed (`wb hypothesis validate` lists its"
+    code, _, err = cli("hypothesis", "analyze", child, "--root", str(workbench_dir))
+    assert code == 2 and f"Hint: {why}" in " ".join(err.split()), err
+    assert f"wb hypothesis run {child}" not in err, err
+    code, out, err = cli("hypothesis", "show", child, "--root", str(workbench_dir))
+    assert code == 0 and f"verdict: none yet; {why}" in " ".join(out.split()), out
+    assert f"wb hypothesis run {child}" not in out, out
+    code, _, err = cli("hypothesis", "analyze", "dead-code-hicache-off", "--root", str(workbench_dir))
+    assert code == 2 and "Hint: to run it: wb hypothesis run dead-code-hicache-off" in err, err
+

@@ -90,7 +90,7 @@ def show(hypothesis_id: Annotated[str, typer.Argument(metavar="ID")], db: DbOpti
                                                 + (f", {gone})" if a.tested_by in left_out else ")")
                                                 if a.tested_by else ""))
     if v is None:
-        echo_wrapped("verdict: none yet; to run it: wb hypothesis run " + h.id)
+        echo_wrapped("verdict: none yet; " + wb.run_advice(h.id))
         return
     from workbench.analysis.results import Analysis
     from workbench.analysis.summary import verdict_lines

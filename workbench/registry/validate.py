@@ -255,24 +255,44 @@ class Apart:
         return [{"id": b.id, "problems": [{"message": p.message, "hint": p.hint, "where": p.where}
                                           for p in b.problems]} for b in self.broken]
 
-    def check_lineage(self, hid: str) -> None:
+    def check_lineage(self, hid: str, done: str = "run") -> None:
         """Raise the problems of `hid`'s own entry or of an entry of its lineage (its parent, theirs, ...) set
-        apart: a hypothesis runs only when it and every ancestor were checked."""
+        apart: a hypothesis runs (or is exported: `done`) only when it and every ancestor were checked."""
+        found = self._broken_in_lineage(hid)
+        if found is None:
+            return
+        entry, whose = found
+        problems = list(entry.problems)
+        if whose is None:
+            raise ConfigErrors(problems)
+        them = "it is" if len(problems) == 1 else "they are"
+        raise ConfigErrors(problems, refused=f"hypothesis {hid!r} is not {done} until {them} fixed: {whose} "
+                                             f"has {'it' if len(problems) == 1 else 'them'}")
+
+    def not_run_until(self, hid: str) -> str | None:
+        """Why `hid` is not run (`check_lineage` would refuse it), for a hint that would otherwise offer to run it:
+        "it is not run until the entry of its parent 'p' is fixed"; None where it runs."""
+        found = self._broken_in_lineage(hid)
+        if found is None:
+            return None
+        return f"it is not run until {'its own entry' if found[1] is None else f'the entry of {found[1]}'} is fixed"
+
+    def _broken_in_lineage(self, hid: str) -> "tuple[BrokenEntry, str | None] | None":
+        """The nearest entry of `hid`'s lineage set apart, `hid`'s own first, and how it stands to `hid` ("its
+        parent 'p'", "'a', an ancestor (parent of 'p'),"; None: its own); None where the lineage is whole."""
         parent_of = dict(reversed(self.parents))  # the first entry of an id, as the registry's lookup finds it
         broken = {b.id: b for b in self.broken if b.id is not None}
         seen: list[str] = []
         cur: str | None = hid
         while cur is not None and cur not in seen:
             if cur in broken:
-                problems = list(broken[cur].problems)
                 if cur == hid:
-                    raise ConfigErrors(problems)
-                whose = f"its parent {cur!r}" if len(seen) == 1 else f"{cur!r}, an ancestor (parent of {seen[-1]!r}),"
-                them = "it is" if len(problems) == 1 else "they are"
-                raise ConfigErrors(problems, refused=f"hypothesis {hid!r} is not run until {them} fixed: {whose} "
-                                                     f"has {'it' if len(problems) == 1 else 'them'}")
+                    return broken[cur], None
+                return broken[cur], (f"its parent {cur!r}" if len(seen) == 1 else
+                                     f"{cur!r}, an ancestor (parent of {seen[-1]!r}),")
             seen.append(cur)
             cur = parent_of.get(cur)
+        return None
 
 
 def load_apart(root: str | Path | None = None, root_from: str = "--root") -> Apart:
