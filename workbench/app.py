@@ -546,13 +546,33 @@ class Workbench(StoredRuns):
         to hypotheses.yaml as a draft; its proposal then says whether it was written (False: already there)."""
         from workbench.analysis.confounds import scan_confounds
 
-        if not write:  # --write appends to hypotheses.yaml: only to a file whose every entry passed
+        if not write:
             self._intact(hypothesis_id)
+        else:
+            self._whole_for_drafts()
         if hypothesis_id is not None:
             self.registry.hypothesis(hypothesis_id)  # an unknown id is bad input before the store is touched
         with self.store(read_only=True) as store:
             findings = scan_confounds(store, self.registry, hypothesis_id)
         return self._write_drafts(findings) if write else findings
+
+    def _whole_for_drafts(self) -> None:
+        """--write appends to hypotheses.yaml: only to a file whose every entry passed (a draft written beside an
+        entry set apart could give an id it gives, and an entry read apart may be read otherwise once fixed). Where
+        entries were set apart, each one's problems, and why a scan that reads the others refuses."""
+        from workbench.errors import ConfigErrors
+        from workbench.registry.validate import load_apart
+
+        apart = load_apart(self.settings.root, self.settings.root_from)
+        if not apart.broken:
+            self._registry = apart.registry
+            return
+        one = len(apart.broken) == 1
+        ids = ", ".join(repr(b.id) if b.id else "an entry without an id" for b in apart.broken)
+        raise ConfigErrors([p for b in apart.broken for p in b.problems],
+                           refused=f"--write appends its drafts to hypotheses.yaml, so it needs every entry whole "
+                                   f"({ids} {'is' if one else 'are'} not): fix {'it' if one else 'them'} first; "
+                                   "without --write, `wb confounds` scans the runs and reads the other entries")
 
     def _write_drafts(self, findings: list["Finding"]) -> list["Finding"]:
         from dataclasses import replace
@@ -630,7 +650,9 @@ class Workbench(StoredRuns):
         from workbench.team.identity import current_person
         from workbench.team.reviews import check_evidence, check_review_input
 
-        self.registry.hypothesis(hypothesis_id)
+        # A review records only of its own hypothesis (its verdict, the evidence it rests on): an entry set apart
+        # for a problem of its own, even its parent's, does not stop it; its own does.
+        self._intact(hypothesis_id).hypothesis(hypothesis_id)
         check_review_input(decision, body)
         person = current_person(Path(self.registry.root), as_name=as_name)
         verdict = self._status_verdict(hypothesis_id)
@@ -689,6 +711,11 @@ class Workbench(StoredRuns):
         from workbench.team.bundle import export
         from workbench.team.identity import current_person
 
+        # A bundle carries the definitions of the hypotheses named, each read whole with its lineage, as a run reads
+        # it: an entry set apart elsewhere in the file does not stop it; one in the lineage does.
+        apart = self._apart()
+        for hid in hypothesis_ids:
+            apart.check_lineage(hid, "exported")
         person = current_person(Path(self.registry.root))
         with self.store(read_only=True) as store:
             return export(store, self.registry, list(hypothesis_ids), Path(out), created_by=person.name,

@@ -182,3 +182,54 @@ def test_a_child_of_an_entry_left_out_is_not_offered_a_run_it_would_be_refused(w
     code, _, err = cli("hypothesis", "analyze", "dead-code-hicache-off", "--root", str(workbench_dir))
     assert code == 2 and "Hint: to run it: wb hypothesis run dead-code-hicache-off" in err, err
 
+
+def _break(root: Path, hid: str) -> None:
+    """Give `hid`'s entry an unknown field, its first line after the id."""
+    path = root / "hypotheses.yaml"
+    text = path.read_text()
+    assert text.count(f"  - id: {hid}\n") == 1
+    path.write_text(text.replace(f"  - id: {hid}\n", f"  - id: {hid}\n    bogus_field: 1\n"))
+
+
+def test_a_review_and_a_bundle_of_an_intact_entry_go_on_without_another_broken_one(workbench_dir, cli, tmp_path):
+    """With only live-hostpool-control broken, `wb review wedge-confound` and `wb bundle export wedge-confound` exited
+    2 printing that entry's `Error:` alone, no summary, no word of why another hypothesis was refused. A review
+    records only of its own hypothesis, and a bundle carries the definitions of the entries it names: both go on,
+    the broken entry told as a warning (as `hypothesis list` tells it); the broken entry itself is still refused."""
+    _break(workbench_dir, "live-hostpool-control")
+    root = ["--root", str(workbench_dir)]
+    summary = "1 problem found; left out: the entry 'live-hostpool-control'"
+    code, out, err = cli("review", "wedge-confound", "--comment", "-m", "ok", "--as", "ada", *root)
+    assert code == 0 and "recorded for wedge-confound" in out, (out, err)
+    assert "Warning: " in err and summary in err and "Error:" not in err, err
+    bundle = tmp_path / "w.wbundle"
+    code, out, err = cli("bundle", "export", "wedge-confound", "-o", str(bundle), *root)
+    assert code == 0 and bundle.is_file() and "1 review" in out, (out, err)
+    assert summary in err and "Error:" not in err, err
+    code, out, err = cli("review", "live-hostpool-control", "--comment", "-m", "ok", "--as", "ada", *root)
+    assert code == 2 and err.startswith("Error: ") and "bogus_field" in err and "Warning:" not in err, err
+
+
+def test_a_bundle_of_an_entry_whose_parent_is_broken_is_refused_saying_why(workbench_dir, cli, tmp_path):
+    """A bundle's entry is read as a run reads it, with its lineage: a child of a broken entry is refused, and the
+    summary says that the parent's problem stops it (its problem told once, as the error, not again as a warning)."""
+    _break(workbench_dir, "wedge-confound")
+    code, out, err = cli("bundle", "export", "pool-configurator-overcommit", "-o", str(tmp_path / "p.wbundle"),
+                         "--root", str(workbench_dir))
+    assert code == 2 and out == "" and not (tmp_path / "p.wbundle").exists(), (out, err)
+    assert ("1 problem found; hypothesis 'pool-configurator-overcommit' is not exported until it is fixed: its "
+            "parent 'wedge-confound' has it") in " ".join(err.split()), err
+    assert err.count("Error:") == 1 and err.count("unknown field") == 1 and "Warning:" not in err, err
+
+
+def test_confounds_write_says_why_another_entry_stops_it(workbench_dir, cli):
+    """`wb confounds --write` with one entry broken printed its `Error:` alone. It appends to hypotheses.yaml, so it
+    still needs every entry whole, and now says so; without --write it reads the others."""
+    _break(workbench_dir, "live-hostpool-control")
+    code, out, err = cli("confounds", "--write", "--root", str(workbench_dir))
+    assert code == 2 and out == "" and err.startswith("Error: ") and "Warning:" not in err, err
+    assert ("1 problem found; --write appends its drafts to hypotheses.yaml, so it needs every entry whole "
+            "('live-hostpool-control' is not): fix it first; without --write, `wb confounds` scans the runs and "
+            "reads the other entries") in " ".join(err.split()), err
+    code, _, err = cli("confounds", "--root", str(workbench_dir))
+    assert code == 0 and "left out: the entry 'live-hostpool-control'" in err, err

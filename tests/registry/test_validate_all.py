@@ -150,14 +150,14 @@ def test_an_experiment_file_a_named_hypotheses_file_uses_is_told_by_a_path_besid
     assert code == 2 and f"Error: experiments/agent-repro.yaml:{_line(exp, 'cuont')} " in err, err
 
 
-def test_the_more_problems_a_command_announces_are_those_validate_lists(workbench_dir: Path, cli):
+def test_the_more_problems_a_command_announces_are_those_validate_lists(workbench_dir: Path, cli, seed_csv: Path):
     # `claims:` for `claim:`: the missing `claim` is told as the unknown field's hint, not as a problem of its own;
-    # `hypothesis show` announced "1 more problem after this one" that validate then did not list. (`show` now reads
-    # the entries without problems; a review, which records, still stops on the file.)
+    # `hypothesis show` announced "1 more problem after this one" that validate then did not list. (`show` and a
+    # review now read the entries without problems; an import of evidence, which records, still stops on the file.)
     _edit(workbench_dir, ("    claim: ", "    claims: "))
     code, _, err = cli("hypothesis", "validate", "--root", str(workbench_dir))
     assert code == 2 and err.rstrip("\n").splitlines()[-1].startswith("1 problem found"), err
-    stops = ("review", "wedge-confound", "--comment", "-m", "x", "--root", str(workbench_dir))
+    stops = ("import", "evidence", str(seed_csv), "--root", str(workbench_dir))
     code, _, err = cli(*stops)
     assert code == 2 and "unknown field 'claims'" in err and "more problem" not in err, err
     _edit(workbench_dir, ("    falsified_if: Corruption persists in the treatment arm with zero aborts.\n",

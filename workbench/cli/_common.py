@@ -78,14 +78,19 @@ def _report(exc: WbError, label: str = "Error") -> None:
 def telling_left_out(wb: "Workbench", asked: str | None = None) -> Iterator[None]:
     """A command that reads the registry without its broken entries (`Workbench.left_out`): after it, their problems
     on stderr as `wb hypothesis list` tells them, each a `Warning:` line, and the entries under "broken" in the
-    --json envelope. `asked`, the entry asked for by id, is told as the command's error, not warned about again."""
+    --json envelope. `asked`, the entry asked for by id, is told as the command's error, not warned about again; so
+    is an entry whose problems the command's error tells (that of a parent of the entry asked for)."""
+    told: list[Any] = []
     try:
         yield
+    except ConfigErrors as exc:
+        told = list(exc.problems)
+        raise
     finally:
         apart = wb.left_out()
         if apart is not None:
             _envelope.add(broken=apart.to_dicts())
-            warning = apart.left_out(asked)
+            warning = apart.left_out(asked, told)
             if warning is not None:
                 _report(warning, label="Warning")
 

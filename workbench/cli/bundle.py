@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from workbench.cli._common import (DbOption, JsonOption, RootOption, echo_wrapped, new_app, open_workbench,
-                                   print_json, when)
+                                   print_json, telling_left_out, when)
 
 app = new_app("Move hypotheses with their evidence, verdicts and reviews between stores.")
 
@@ -53,7 +53,9 @@ def export(hypotheses: Annotated[list[str], typer.Argument(metavar="HYPOTHESIS")
            db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
     """Write one portable file: the hypotheses and experiments as they were, executions, runs, units,
     metrics, artifacts, verdicts and reviews."""
-    summary = open_workbench(db, root).bundle_export(hypotheses, out, sign_with=sign)
+    wb = open_workbench(db, root)
+    with telling_left_out(wb):
+        summary = wb.bundle_export(hypotheses, out, sign_with=sign)
     for e in summary.unfinished_executions:
         started = f" (started {when(e['started_at'])})" if e["started_at"] else ""
         if e["status"] == "running":

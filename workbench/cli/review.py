@@ -115,7 +115,8 @@ def register(app: typer.Typer) -> None:
         if message is None:
             raise BadInput("a review needs a message (-m TEXT)", hint='for example: -m "reproduced; verdict stands"')
         decision = _decision(approve, request_changes, comment, args[0])
-        r = wb.review(args[0], decision=decision, body=message, as_name=as_, evidence=evidence)
+        with telling_left_out(wb, args[0]):
+            r = wb.review(args[0], decision=decision, body=message, as_name=as_, evidence=evidence)
         if json_:
             print_json(r.to_dict())
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from workbench.errors import BadInput, ConfigError, ConfigErrors
 from workbench.registry.experiment import Experiment
@@ -223,10 +223,12 @@ class Apart:
         if own:
             raise ConfigErrors(own)
 
-    def left_out(self, asked: str | None = None) -> "ConfigErrors | None":
-        """The problems of the entries set apart, `asked` (told as an error of its own) not among them; None when
-        none is left. Its summary says which entries a command that goes on without them leaves out."""
-        kept = [b for b in self.broken if asked is None or b.id != asked]
+    def left_out(self, asked: str | None = None, told: Sequence[BadInput] = ()) -> "ConfigErrors | None":
+        """The problems of the entries set apart, `asked` (told as an error of its own) and an entry whose problems
+        the command's error `told` not among them; None when none is left. Its summary says which entries a command
+        that goes on without them leaves out."""
+        kept = [b for b in self.broken if (asked is None or b.id != asked)
+                and not any(p is t for p in b.problems for t in told)]
         found = [p for b in kept for p in b.problems]
         if not found:
             return None
