@@ -89,7 +89,8 @@ def test_a_broken_entry_is_left_out_and_said_and_asked_for_is_bad_input(name, br
         assert f"`{BROKEN}`: {hyp}:{line}" in out, out
     if name == "hypothesis show":  # the broken entry's id mistyped: it is still the id meant
         code, _, err = cli("hypothesis", "show", "hicache-bf16-rase", "--root", str(broken_root))
-        assert code == 2 and f"Hint: did you mean '{BROKEN}'? (known ids: {ASKED}," in err, err
+        assert code == 2 and f"Hint: did you mean '{BROKEN}' (left out: its entry has a problem of its own)? (known " \
+            f"ids: {ASKED}," in err, err
         assert f"left out for a problem of its own: {BROKEN})" in err, err
     if bad is None:
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -96,26 +96,44 @@ def did_you_mean(word: str, names: Iterable[str], listing: str | None = None) ->
     return guess or listing
 
 
-def id_meant(word: str, ids: Iterable[str], listing: str | None = None) -> str | None:
+def id_meant(word: str, ids: Iterable[str], listing: str | None = None, *,
+             left_out: Collection[str] = ()) -> str | None:
     """`did_you_mean` for a hypothesis id, looser: an id is long and made of words, and one typed from memory is
-    often its case changed, `_` for `-`, its first word or another word of it, that word mistyped ("clam" for an id
-    beginning "claim-"), where the ratio over the whole id falls short. An id the word begins is meant before one
-    it stands inside; several ids that it fits alike are all named (at most three)."""
+    often its case changed, `_` for `-`, its words swapped, its first word or another word of it, that word
+    mistyped ("clam" for an id beginning "claim-"), where the ratio over the whole id falls short. The whole id is
+    meant where it fits better than any word of an id does; an id the word begins is meant before one it stands
+    inside; several ids that it fits alike are all named (at most three), as "dead-code" begins two ids. An id in
+    `left_out` (its entry set apart for a problem of its own) is said so beside it: it is not there to be used."""
     ids = list(dict.fromkeys(str(i) for i in ids))
-    norm = {_id_form(i): i for i in reversed(ids)}  # the first id of a form, as the registry's lookup finds it
-    close = difflib.get_close_matches(word, ids, n=1) or \
-        [norm[c] for c in difflib.get_close_matches(_id_form(word), list(norm), n=1)]
-    if not close:
-        typed = _id_form(word)
-        scores = {i: max((difflib.SequenceMatcher(None, typed, part).ratio(), first) for part, first in _id_parts(i))
-                  for i in ids}
-        best = max(scores.values(), default=(0.0, False))
-        if len(typed) >= 3 and best[0] >= 0.8:
-            close = [i for i in ids if scores[i] == best][:3]
-    guess = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else None
+    typed = _id_form(word)
+    whole = {i: _whole_ratio(str(word), typed, i) for i in ids}
+    parts = {i: max((difflib.SequenceMatcher(None, typed, part).ratio(), first) for part, first in _id_parts(i))
+             for i in ids}
+    best_whole = max(whole.values(), default=0.0)
+    best_part = max(parts.values(), default=(0.0, False))
+    if best_whole >= 0.6 and best_whole >= best_part[0]:
+        close = [i for i in ids if whole[i] == best_whole][:3]
+    elif len(typed) >= 3 and best_part[0] >= 0.8:
+        close = [i for i in ids if parts[i] == best_part][:3]
+    else:
+        close = []
+    gone = " (left out: its entry has a problem of its own)"
+    guess = f"did you mean {' or '.join(repr(c) + (gone if c in left_out else '') for c in close)}?" if close \
+        else None
     if guess and listing:
         return f"{guess} ({listing})"
     return guess or listing
+
+
+def _whole_ratio(word: str, typed: str, hid: str) -> float:
+    """How well `word` (`typed`: its `_id_form`) fits the whole id: as typed, in the id's form (case, `_`), or with
+    its words in another order ("confound-wedge")."""
+    form = _id_form(hid)
+    ratios = [difflib.SequenceMatcher(None, word, hid).ratio(), difflib.SequenceMatcher(None, typed, form).ratio()]
+    if "-" in typed:
+        ratios.append(difflib.SequenceMatcher(None, "-".join(sorted(typed.split("-"))),
+                                              "-".join(sorted(form.split("-")))).ratio())
+    return max(ratios)
 
 
 def _id_form(word: str) -> str:

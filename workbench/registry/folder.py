@@ -54,7 +54,8 @@ class Registry:
         if self.left_out:
             known += f"; left out for a problem of its own: {', '.join(self.left_out)}"
         raise BadInput(f"no hypothesis {hid!r} in {self.hypotheses_file}",
-                       hint=id_meant(hid, [*(h.id for h in self.hypotheses), *self.left_out], f"known ids: {known}"),
+                       hint=id_meant(hid, [*(h.id for h in self.hypotheses), *self.left_out], f"known ids: {known}",
+                                     left_out=set(self.left_out) - {h.id for h in self.hypotheses}),
                        where=str(self.hypotheses_file))
 
     def experiment_for(self, h: Hypothesis) -> Experiment:
