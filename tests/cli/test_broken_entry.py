@@ -72,7 +72,8 @@ def test_a_broken_entry_is_left_out_and_said_and_asked_for_is_bad_input(name, br
             assert "error" not in doc and BROKEN not in [i["id"] for i in doc["items"]], doc
             assert ASKED in [i["id"] for i in doc["items"]], doc
     assert f"Warning: {said}" in err and "Error:" not in err, err
-    summary = f"1 problem found; left out: the entry '{BROKEN}'; `wb hypothesis validate` lists every problem"
+    summary = (f"1 problem found; left out: the entry '{BROKEN}'; `wb hypothesis validate` checks every file and "
+               "lists what it finds")
     assert summary in err, err
     for width in (80, 60):  # a command in it was written out and ended its line: ')' alone on the next one
         assert not any(line.lstrip().startswith(")") for line in wrap(summary, width)), wrap(summary, width)

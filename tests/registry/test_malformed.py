@@ -652,7 +652,7 @@ def test_a_duplicate_id_that_also_fails_its_schema_is_told_both_at_once(workbenc
         warnings = [ln for ln in err.splitlines() if ln.startswith("Warning: ")]
         assert code == 0 and warnings == [f"Warning: {dup}", f"Warning: {typo}"], (command, err)
         assert (f"2 problems found; left out: the entry 'wedge-confound' at line {at}; `wb hypothesis validate` "
-                "lists every problem") in err, err
+                "checks every file and lists what it finds") in err, err
     with pytest.raises(ConfigErrors) as told:
         load_registry(workbench_dir)
     assert [p.message for p in told.value.problems] == [dup, typo], told.value.problems

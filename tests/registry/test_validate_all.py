@@ -453,3 +453,23 @@ def test_a_template_file_named_to_validate_is_told_as_one(workbench_dir: Path, c
     assert first.startswith(f"Error: {template}: a template file, not a hypotheses or experiment file"), first
     assert "experiments/agent-repro.yaml (profile sglang-pd)" in first, first
     assert "Hint: wb hypothesis validate " in err and str(workbench_dir / "experiments" / "agent-repro.yaml") in err
+
+
+def test_validate_json_has_the_same_keys_on_failure_and_its_summary_agrees_with_the_warnings(
+        workbench_dir: Path, cli):
+    """`hypothesis validate --json` gave `files` and `checked` when every file passed, and neither when one failed:
+    a script reading them broke on the failure it was run to find. They now name the files that passed, beside the
+    error. The warnings of the commands that read the other entries said "`wb hypothesis validate` lists every
+    problem", and validate then said "more may show once it is fixed": they now say what validate does."""
+    _edit(workbench_dir, ("  - id: live-hostpool-control\n", "  - id: live-hostpool-control\n    bogus_field: 1\n"))
+    code, out, err = cli("hypothesis", "validate", "--root", str(workbench_dir), "--json")
+    d = json.loads(out)
+    exp_dir = workbench_dir / "experiments"
+    assert code == 2 and d["ok"] is False and "bogus_field" in d["error"]["message"], d
+    passed = [exp_dir / "agent-repro.yaml", exp_dir / "kernel-geometry.yaml"]
+    assert d["checked"] == [{"file": str(f), "kind": "experiment", "hypotheses": None} for f in passed], d
+    assert d["files"] == [f"{exp_dir / 'agent-repro.yaml'}: ok", f"{exp_dir / 'kernel-geometry.yaml'}: ok"], d
+    assert "more may show once it is fixed" in d["error"]["summary"], d["error"]
+    code, _, err = cli("hypothesis", "list", "--root", str(workbench_dir))
+    assert code == 0 and "`wb hypothesis validate` checks every file and lists what it finds" in err, err
+    assert "lists every problem" not in err, err

@@ -15,6 +15,7 @@ from workbench.plurals import count
 if TYPE_CHECKING:
     from workbench.analysis.status import CurrentStatus
     from workbench.app import HypothesisDetail
+    from workbench.registry.validate import Checked
 
 app = new_app("Hypotheses: list, show, validate, analyze and run them.")
 
@@ -136,13 +137,25 @@ def validate(files: Annotated[Optional[list[Path]], typer.Argument(metavar="FILE
     from workbench.registry import validate_files
     from workbench.settings import given_root
 
-    checked = validate_files(list(files or []), Path(root) if given_root(root) else None)
-    lines = [f"{c.file}: " + ("ok" if c.hypotheses is None else f"{count(c.hypotheses, 'hypothesis', 'hypotheses')} ok")
-             for c in checked]
+    from workbench.cli import _envelope
+    from workbench.errors import BadInput
+
+    passed: list["Checked"] = []
+
+    def lines() -> list[str]:
+        return [f"{c.file}: " + ("ok" if c.hypotheses is None else
+                                 f"{count(c.hypotheses, 'hypothesis', 'hypotheses')} ok") for c in passed]
+
+    try:
+        validate_files(list(files or []), Path(root) if given_root(root) else None, passed=passed)
+    except BadInput:
+        if json_:  # the same keys as when every file passed: those that did, beside the error
+            _envelope.add(files=lines(), checked=[c.to_dict() for c in passed])
+        raise
     if json_:  # `files`, the text's lines, stays while `wb` is 1; `checked` gives each file's count as a number
-        print_json({"ok": True, "files": lines, "checked": [c.to_dict() for c in checked]})
+        print_json({"ok": True, "files": lines(), "checked": [c.to_dict() for c in passed]})
         return
-    for line in lines:
+    for line in lines():
         typer.echo(line)
 
 

@@ -30,9 +30,11 @@ class Checked:
         return {"file": str(self.file), "kind": self.kind, "hypotheses": self.hypotheses}
 
 
-def validate_files(paths: list[Path], root: Path | None = None) -> list[Checked]:
+def validate_files(paths: list[Path], root: Path | None = None, *, passed: list[Checked] | None = None
+                   ) -> list[Checked]:
     """Validate named files (or the whole workbench when none); returns each file checked, in order. Every problem
-    found is raised at once (ConfigErrors), in file order."""
+    found is raised at once (ConfigErrors), in file order; `passed`, where given, is filled with the files found
+    without a problem either way (a --json document has the same keys whether it failed or not)."""
     found = Found(collect=True)
     named = bool(paths)  # a file the user named may be a template file; the workbench's own are not
     if not paths:
@@ -40,7 +42,7 @@ def validate_files(paths: list[Path], root: Path | None = None) -> list[Checked]
         if root is not None:
             check_root(root_path)
         paths = [*_experiment_paths(root_path), root_path / HYPOTHESES_FILE]
-    out: list[Checked] = []
+    out: list[Checked] = passed if passed is not None else []
     for p in _each_once(paths):
         if p.resolve() in found.experiments:  # checked, its problems told, for a hypotheses file named before it
             out += [Checked(p, "experiment")] if found.experiments[p.resolve()] is not None else []
@@ -238,7 +240,10 @@ class Apart:
         named = ", ".join(ids + (["an entry without an id"] if nameless == 1 else
                                  [f"{nameless} entries without an id"] if nameless else []))
         which = "the entry" if len(kept) == 1 else "the entries"
-        return ConfigErrors(found, refused=f"left out: {which} {named}; `wb hypothesis validate` lists every problem")
+        # Not "lists every problem": an entry with a problem in its fields is checked against its experiment only
+        # once that is fixed, and validate says so ("more may show once it is fixed").
+        return ConfigErrors(found, refused=f"left out: {which} {named}; `wb hypothesis validate` checks every file "
+                                           "and lists what it finds")
 
     def twin_line(self, b: BrokenEntry) -> int | None:
         """The line of `b` where another entry gives its id too, whole (the id is kept) or left out as well: the
