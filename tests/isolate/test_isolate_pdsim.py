@@ -141,7 +141,9 @@ def test_isolate_on_pdsim_records_each_probe_restores_and_resumes_a_stopped_sear
     stopped, held, refused = _stop_in_second_probe(bench, [*SEARCH, "--seed", "7", "--db", bench.db])
     assert refused.exit_code == 2 and f"is in use by {held['name']}" in refused.stderr, refused.stderr
     assert re.fullmatch(r"execution [0-9]+ of iso-.*-p1", held["name"]), held
-    assert f"frees the lock:\n  {held['resume']}\n" in refused.stderr, refused.stderr
+    assert held["resume"].startswith("wb isolate ") and held["resume"].endswith(" --resume"), held
+    # Its runner lives here: the refusal says to wait or stop it (a resume is for a runner that is gone).
+    assert f"restores the target:\n  kill {held['pid']}\n" in refused.stderr, refused.stderr
     assert stopped.returncode == 130, stopped.stderr[-3000:]
     assert (bench.sim_dir / "serve.sh").read_bytes() == bench.original
     assert "Traceback" not in stopped.stderr and "search afresh" not in stopped.stderr, stopped.stderr[-2000:]

@@ -106,7 +106,9 @@ def test_sim_commands_refuse_while_a_run_holds_pdsim(bench):
             assert first.startswith(f"Error: pdsim in {bench.sim_dir} is in use by execution 1 of wedge-confound "
                                     f"in the store {bench.db} (pid {a.pid} of user {holder['user']} on "
                                     f"{holder['host']}, since {holder['since']})"), first
-            assert f"frees the lock:\n  {holder['resume']}\n" in res.stderr, res.stderr
+            # Its runner lives here: wait or stop it, never remove its lock or resume it.
+            assert f"restores the target:\n  kill {a.pid}\n" in res.stderr, res.stderr
+            assert "--resume" not in res.stderr and "rm -f" not in res.stderr, res.stderr
             assert f"`wb sim {cmd[0]}`" in first and "Traceback" not in res.stderr, res.stderr
             assert bench.serve() == serve
             assert {u: s.pid for u, s in control.status(bench.sim_dir).units.items()} == pids

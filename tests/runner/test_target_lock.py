@@ -40,6 +40,23 @@ def test_a_held_lock_refuses_the_second_run_before_touching_the_target(toy):
     assert _lock_file(toy).read_text().startswith(_holder(os.getpid()))  # the owner's lock is left alone
 
 
+def test_a_live_owner_on_this_machine_is_only_waited_for_or_stopped(toy):
+    """Its runner lives on this machine: the hint said "or put the original back by hand and remove LOCK; if its
+    runner is gone, resume it", advice that breaks a live run, with `kill PID` and the lock's path run into the
+    prose (at 60 columns too). It says only to wait or stop it, the `kill` command ending its line."""
+    from workbench.wrapping import wrap
+
+    _lock_file(toy).write_text(_holder(os.getpid()) + "\n")
+    with pytest.raises(TargetBusy) as ei:
+        run_hypothesis("toy-fix", db=toy.db, show_progress=False, seed=7, build_report=False)
+    hint = ei.value.hint or ""
+    assert hint.startswith("wait for it to finish, or stop it (Ctrl-C where it runs, or its pid), which restores "
+                           f"the target:\n  kill {os.getpid()}\n"), hint
+    assert "remove" not in hint and "resume it" not in hint and str(_lock_file(toy)) not in hint, hint
+    lines = [line for part in hint.splitlines() for line in wrap(part, 60)]
+    assert [line for line in lines if "kill" in line] == [f"  kill {os.getpid()}"], lines
+
+
 def test_a_lock_names_its_holder_as_the_user_knows_it_and_how_to_resume_it(toy):
     """A lock records the execution's name in its store and the command that resumes it: a refusal names the
     holder by them (not by the uuid the lock is keyed by), with its pid, host and since when, and says to wait,
@@ -53,11 +70,14 @@ def test_a_lock_names_its_holder_as_the_user_knows_it_and_how_to_resume_it(toy):
     assert str(ei.value) == ("target local is in use by execution 3 of toy-fix (pid 4242 on gpu-box-7, since "
                              "2026-12-01T09:00:00+00:00)"), str(ei.value)
     hint = ei.value.hint or ""
-    assert hint.startswith("wait for it to finish, or stop it (Ctrl-C, or kill 4242 on gpu-box-7: it restores "
-                           "the target); or put the original back by hand and remove "), hint
-    assert ("; if its runner is gone, resume it on gpu-box-7, which puts the original config back and frees the "
-            "lock:\n  wb hypothesis run toy-fix --resume\n") in hint, hint
-    assert str(_lock_file(toy)) in hint and toy.conf.read_bytes() == toy.original and toy.restarts() == []
+    # Its runner is on another machine, which alone can tell whether it is gone: each way on, each command ending
+    # its line.
+    assert hint.startswith("wait for it to finish, or stop it (Ctrl-C where it runs, or its pid on gpu-box-7), which "
+                    "restores the target:\n  kill 4242\nif its runner is gone (only gpu-box-7 can tell), resume it "
+                    "on gpu-box-7, which puts the original config back and frees the lock:\n  wb hypothesis run "
+                    "toy-fix --resume\nor give that run up: put the original config back by hand, then remove the "
+                    f"lock:\n  rm -f {_lock_file(toy)}\n"), hint
+    assert toy.conf.read_bytes() == toy.original and toy.restarts() == []
 
 
 def test_a_lock_records_its_users_login_and_a_refusal_names_it(toy):
@@ -453,8 +473,8 @@ def test_a_holder_that_recorded_no_command_is_resumed_by_one_built_from_the_stor
     for holder, named in ((old, "`wb hypothesis run wedge-confound --resume`"),
                           (Holder("e" * 32, "gpu-1", 4242, None, "2026-12-06T19:00:00",
                                   what="hypothesis iso-a1b2c3-p1"), "`wb isolate --resume`")):
-        hint = holder.busy_hint("/srv/wb.lock")
+        hint = holder.busy_hint("rm -f /srv/wb.lock")
         assert named in hint and "records neither the" in hint and "the store" in hint, hint
         assert not any(line.lstrip().startswith("wb ") for line in wrap(hint, 80)), hint
     ran = Holder("e" * 32, "gpu-1", 4242, None, "2026-12-06T19:00:00", resume=expected)
-    assert ran.busy_hint("/srv/wb.lock").endswith(f"frees the lock:\n  {expected}")
+    assert f"frees the lock:\n  {expected}\n" in ran.busy_hint("rm -f /srv/wb.lock")

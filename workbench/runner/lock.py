@@ -153,14 +153,22 @@ class Holder:
         return (f", with {run} {where}; its lock, written by an older wb, records neither the folder nor the store"
                 + ("" if hypothesis else " nor the hypothesis"))
 
-    def busy_hint(self, lock: str) -> str:
+    def busy_hint(self, remove_lock: str) -> str:
         """What to do about a target this owner holds, in the same words wherever it is refused (`wb hypothesis run`,
-        `wb isolate`, `wb sim`): wait or stop it; where its runner is gone (which only its host can tell), resume
-        it; else put the original back by hand and remove `lock`. The command ends the text, on a line of its own:
-        copied to its end it takes nothing else along."""
-        return (f"wait for it to finish, or stop it (Ctrl-C, or kill {self.pid} on {self.host}: it restores the "
-                f"target); or put the original back by hand and remove {lock}; if its runner is gone, resume it on "
-                f"{self.host}, which puts the original config back and frees the lock{self.resume_step()}")
+        `wb isolate`, `wb sim`): wait, or stop it. An owner on this machine is alive (a stale lock is not busy): its
+        lock is never to be removed under it, nor is it to be resumed. An owner elsewhere may be gone, which only its
+        host can tell: then resume it, or give it up (the original config put back by hand, then `remove_lock`, the
+        command that removes the lock). Each command ends its line: copied to its end it takes nothing else along."""
+        from workbench.wrapping import keep_whole
+
+        kill = keep_whole(f"kill {self.pid}")
+        if self.here():
+            return ("wait for it to finish, or stop it (Ctrl-C where it runs, or its pid), which restores the target:"
+                    f"\n  {kill}")
+        return (f"wait for it to finish, or stop it (Ctrl-C where it runs, or its pid on {self.host}), which restores "
+                f"the target:\n  {kill}\nif its runner is gone (only {self.host} can tell), resume it on {self.host}, "
+                f"which puts the original config back and frees the lock{self.resume_step()}\nor give that run up: "
+                f"put the original config back by hand, then remove the lock:\n  {keep_whole(remove_lock)}")
 
     @classmethod
     def parse(cls, text: str) -> "Holder | None":
@@ -319,8 +327,8 @@ class TargetLock:
                 continue
             where = self.target.describe(host)
             known = self.known(holder.execution) if self.known is not None else None
-            raise TargetBusy(f"target {where} is in use by {holder.owner(known)}",
-                             hint=holder.busy_hint(f"{path} on {where}"))
+            remove = self.target.manual_command(host, f"rm -f {shlex.quote(path)}")
+            raise TargetBusy(f"target {where} is in use by {holder.owner(known)}", hint=holder.busy_hint(remove))
         raise TargetBusy(f"could not take the lock {path} on {self.target.describe(host)} (it kept changing)")
 
     async def release(self, *, restore_failed: Collection[str] = ()) -> dict[str, str]:

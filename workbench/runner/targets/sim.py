@@ -234,7 +234,8 @@ def refuse_while_in_use(sim_dir: str | Path | None, command: str) -> str | None:
         lock, holder = held[0]
         raise TargetBusy(f"pdsim in {sdir} is in use by {holder.owner()}: `wb sim {command}` would change the "
                          "deployment under its runs. Nothing was changed",
-                         hint=f"{holder.busy_hint(shlex.quote(str(lock)))}\n(`wb sim status` and `wb sim journal` "
+                         hint=f"{holder.busy_hint('rm -f ' + shlex.quote(str(lock)))}\n(`wb sim status` and "
+                              "`wb sim journal` "
                               "work meanwhile)")
     left = _left_changed(sdir)
     if left is None:
