@@ -97,11 +97,14 @@ def test_a_run_refused_after_a_kill_where_the_config_was_no_file_says_to_remove_
     new_run = ["hypothesis", "run", "toy-fix", "--db", toy.db, "--replicates", "1"]
     code, _, err = cli(*new_run)
     assert code == 2, err
-    assert "original-" not in err and "did not exist" in err, err
-    rm = _hint_line(err.replace("(", "\n").replace(")", "\n"), "rm -f ")
+    assert "original-" not in err and "there was no such file before" in err, err
+    rm = _hint_line(err, "rm -f ")
     assert shlex.split(rm) == ["rm", "-f", str(toy.conf)], rm
+    # The hint asked to remove the lock too, with no command for it, its path run into "; the config with:". The
+    # removal alone is enough (the next run finds the original in place and takes the lock over): it asks no more.
+    lock = config_lock_file(str(toy.conf))
+    assert lock not in err and "takes the lock over" in err, err
     subprocess.run(rm, shell=True, check=True)
-    os.unlink(config_lock_file(str(toy.conf)))
     # The next run takes the target (the toy service cannot restart without a config file, so its closing restart
     # fails, loudly: not wb's concern here) and leaves the config as it was: no file.
     _, _, err = cli(*new_run)
@@ -193,3 +196,25 @@ def _sigterm_first_of(real):
         return await real(*args, **kw)
 
     return stopped
+
+
+def test_a_dead_holders_put_back_gives_each_command_whole_on_its_own_line(tmp_path):
+    """At 60 columns the hint read "or remove the config it wrote, which did not exist before, and /PATH/.serve.sh.
+    wb-target.lock; the config with: rm -f /PATH/serve.sh": the lock's removal asked for with no command, its path
+    run into the prose. Each way on gives every command it needs, each whole and ending its line, in order: with a
+    saved original, putting it back is all; with none, the lock's removal."""
+    from workbench.runner.restore import Snapshot
+    from workbench.runner.takeover import _put_back_by_hand
+    from workbench.runner.targets.local import LocalTarget
+    from workbench.wrapping import wrap
+
+    conf, lock = tmp_path / "a folder" / "serve.sh", str(tmp_path / "a folder" / ".serve.sh.wb-target.lock")
+    copy = tmp_path / "original-x"
+    for snap, commands in ((Snapshot("local", str(conf), None, 0o644, copy), [shlex.join(["rm", "-f", str(conf)])]),
+                           (Snapshot("local", str(conf), b"x=1\n", 0o644, copy),
+                            [shlex.join(["cp", str(copy), str(conf)])]),
+                           (None, [shlex.join(["rm", "-f", lock])])):
+        hint = _put_back_by_hand(LocalTarget(), "local", snap, lock)
+        lines = [line for part in hint.splitlines() for line in wrap(part, 60)]
+        assert [line.strip() for line in lines if line.strip().startswith(("rm ", "cp "))] == commands, lines
+        assert lock not in hint.replace(commands[-1], ""), hint  # a path only in a command

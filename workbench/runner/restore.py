@@ -150,7 +150,7 @@ async def holds_original(target: Target, snap: Snapshot) -> bool:
 def not_original(snap: Snapshot) -> str:
     """Why a config file is not the original `snap` saved, naming the saved copy only where there is one."""
     if snap.data is None:
-        return f"{snap.path} is there, and did not exist before that run (its original is no file)"
+        return f"{snap.path} is there, though there was no such file before that run"
     return f"{snap.path} is not the original it saved (a copy of which is {snap.local_copy})"
 
 

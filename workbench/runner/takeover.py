@@ -202,7 +202,7 @@ async def check_left_by_dead(state: "State", target: Target, host: str, lock_fil
         f"target {target.describe(host)} was left by {which}, whose runner (pid {holder.pid} on {holder.host}, "
         f"since {holder.since}) died before restoring it: {why}",
         hint=f"resume it, which puts the original back first{holder.resume_step(resume)}\nor "
-             f"{_put_back_by_hand(target, saved_snapshots(folder, holder.execution).get(host), lock_file)}")
+             f"{_put_back_by_hand(target, host, saved_snapshots(folder, holder.execution).get(host), lock_file)}")
 
 
 def _record_dead(state: "State", holder: "Holder") -> int | None:
@@ -226,8 +226,8 @@ def _record_dead(state: "State", holder: "Holder") -> int | None:
 
 async def check_saved_originals(state: "State", target: Target, paths: dict[str, str], locked: set[str]) -> None:
     """A resume puts back, at its end, the original its runner saved (it stopped before restoring: killed, or its
-    restore failed). Where that runner's lock is gone (a refused run's hint says "put the original back by hand and
-    remove the lock") and the config is not that original, someone wrote it since, and which config is meant to stay
+    restore failed). Where that runner's lock is gone (removed by hand, or taken over by a run once the original was
+    back in place) and the config is not that original, someone wrote it since, and which config is meant to stay
     cannot be told: putting the old original back could undo their change, and taking what is there for the
     original could keep an arm's config for good (a recorded run's, or the one in flight when the runner died).
     Refused (TargetBusy, exit 2; nothing on the target touched), with the ways on."""
@@ -280,15 +280,18 @@ def _holder_resume(state: "State", known: Any, holder: "Holder") -> str | None:
     return holder.resume or None
 
 
-def _put_back_by_hand(target: Target, snap: Snapshot | None, lock_file: str) -> str:
-    """Put the original back by hand and remove `lock_file`; the command that puts it back last, on a line of its
-    own (a copy to its end takes nothing else along)."""
+def _put_back_by_hand(target: Target, host: str, snap: Snapshot | None, lock_file: str) -> str:
+    """How to give the dead holder's run up by hand, each command on a line of its own that ends it. With its saved
+    original, putting that back is all: the next run finds it in place and takes the lock over
+    (`check_left_by_dead`); removing the lock too is not needed. With none saved, what is there cannot be told from
+    the original: the user puts it back as they know it, then removes the lock."""
     if snap is None:
-        return f"put the original config back by hand and remove {lock_file}"
-    if snap.data is None:
-        return (f"remove the config it wrote, which did not exist before, and {lock_file}; the config with:\n"
-                f"  {put_back_command(target, snap)}")
-    return (f"put the original back by hand and remove {lock_file}; the original with:\n"
+        remove = keep_whole(target.manual_command(host, f"rm -f {shlex.quote(lock_file)}"))
+        return ("put the original config back by hand (its runner saved no copy to compare with), then remove the "
+                f"lock:\n  {remove}")
+    how = ("remove the config it wrote (there was no such file before)" if snap.data is None
+           else "put the original back by hand")
+    return (f"{how}; the next run then finds the original in place and takes the lock over:\n"
             f"  {put_back_command(target, snap)}")
 
 
