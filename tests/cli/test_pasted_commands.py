@@ -187,10 +187,10 @@ def test_each_command_a_refusal_gives_to_paste_is_alone_on_its_line(tmp_path: Pa
               "folder": str(folder), "pid_space": pid_space()}
     held = Holder.parse(json.dumps({**holder, "host": "gpu-1"}))
     assert held is not None
-    errors = [BadInput("target pdsim is in use", hint=held.busy_hint(str(lock))),
+    errors = [BadInput("target pdsim is in use", hint=held.busy_hint(f"rm -f {lock}")),
               BadInput("target local was left", hint="resume it, which puts the original back first:\n  "
-                       f"{resume}\nor {_put_back_by_hand(LocalTarget(), snap, str(lock))}"),
-              BadInput("left", hint=_put_back_by_hand(LocalTarget(), written, str(lock))),
+                       f"{resume}\nor {_put_back_by_hand(LocalTarget(), 'local', snap, str(lock))}"),
+              BadInput("left", hint=_put_back_by_hand(LocalTarget(), "local", written, str(lock))),
               BadInput("restore failed", hint=_restore_by_hand(LocalTarget(), "local", folder, "e" * 32, str(lock)))]
     lock.write_text(json.dumps(holder))  # killed (kill -9): its pid is gone
     with pytest.raises(TargetBusy) as refused:
@@ -207,14 +207,15 @@ def test_each_command_a_refusal_gives_to_paste_is_alone_on_its_line(tmp_path: Pa
     monkeypatch.setattr(common, "terminal_width", lambda: width)
     for error in errors:
         common._report(error)
-    common.echo_wrapped(f"Note: {note}", err=True)
+    common.echo_wrapped(f"Note: {note.note()}", err=True)
     lines = capsys.readouterr().err.splitlines()
-    rm, cp = f"rm -f {ws / 'new.conf'}", f"cp {snap.local_copy} {serve}"
-    for cmd, times in ((resume, 5), (cp, 4), (rm, 1)):
+    rm, cp, unlock = f"rm -f {ws / 'new.conf'}", f"cp {snap.local_copy} {serve}", f"rm -f {lock}"
+    # The lock's removal only where the runner, elsewhere, may be gone: the two refusals of one held elsewhere.
+    for cmd, times in ((resume, 5), (cp, 4), (rm, 1), (unlock, 2)):
         assert sum(cmd in line for line in lines) == times and all(
             line.strip() == cmd for line in lines if cmd in line), (cmd, lines)
     # Prose between words (a path wider than a line runs on); a command runs on, on its own line.
-    assert all(len(line) <= width or line.strip() in (resume, cp, rm) or " " not in line.strip()
+    assert all(len(line) <= width or line.strip() in (resume, cp, rm, unlock) or " " not in line.strip()
                for line in lines), lines
 
 

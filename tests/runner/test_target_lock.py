@@ -319,13 +319,14 @@ def test_wb_sim_judges_a_lock_dead_only_where_its_runners_pid_means_something(tm
         # command (`wb sim status` left it): the note names them.
         from workbench.runner.targets import sim as sim_target
 
-        monkeypatch.setattr(sim_target, "_not_original", lambda holder: ("serve.sh was changed", "rm -f serve.sh"))
-        _, by_hand = sim_target._left_changed(sim)
-        assert by_hand.endswith("put the original back by hand (then the next `wb sim up`, `down`, `restart`, "
-                                "`repro` or `bench` frees the lock; `wb sim status` and `journal` only read):\n"
-                                "  rm -f serve.sh"), \
-            by_hand
-        monkeypatch.setattr(sim_target, "_not_original", lambda holder: (None, None))  # and it was put back
+        monkeypatch.setattr(sim_target, "_not_original",
+                            lambda holder: ("changed", "serve.sh was changed", "rm -f serve.sh"))
+        by_hand = sim_target._left_changed(sim).hint
+        assert by_hand.endswith("put the original back by hand; the next `wb sim up`, `down`, `restart`, `repro` or "
+                                "`bench` then frees the lock and drops the saved original, so that a later resume of "
+                                "that run takes pdsim as it finds it then (`wb sim status` and `journal` only read):"
+                                "\n  rm -f serve.sh"), by_hand
+        monkeypatch.setattr(sim_target, "_not_original", lambda holder: (None, "", None))  # and it was put back
         _, _, err = cli("sim", "status", "--dir", str(sim))
         assert lock.exists(), err
         _, _, err = cli("sim", "repro", "--dir", str(sim))  # refused all the same: pdsim is down

@@ -51,9 +51,9 @@ def down(dir: Optional[str] = DirOpt, json_: JsonOption = False) -> None:
     left = refuse_while_in_use(dir, "down")  # a killed run's change to the serve file: kept for its resume
     pids = control.down(dir)
     if left:
-        echo_wrapped(f"Note: {left}", err=True)  # on a terminal wrapped between words, its commands whole
+        echo_wrapped(f"Note: {left.note()}", err=True)  # on a terminal wrapped between words, its commands whole
     if json_:
-        print_json({"stopped": list(pids)})
+        print_json({"stopped": list(pids), "left": left.to_dict() if left else None})
         return
     typer.echo(f"stopped {display.count(len(pids), 'process', 'processes')}"
                + (f": {' '.join(map(str, pids))}" if pids else ""))
@@ -73,14 +73,23 @@ def restart(dir: Optional[str] = DirOpt,
 
 @app.command()
 def status(dir: Optional[str] = DirOpt, json_: JsonOption = False) -> None:
-    """healthy / wedged (health 200 but stuck) / unhealthy / down, per server.
+    """healthy / wedged (health 200 but stuck) / unhealthy / down, per server, and a lock a gone runner left.
 
     Exit 0 healthy; 1 wedged, unhealthy or degraded (one server down); 3 down (no server runs)."""
+    from workbench.runner.targets.sim import left_changed
     from workbench.sim import control
 
     st = control.status(dir)
+    # The exit code stays the servers' health, which scripts wait on; a gone runner's lock is said beside it.
     code = control.status_exit_code(st.state)
-    _show(st, json_)  # a reader gone (`wb sim status | head -1`) ends the output: the state's code still stands
+    left = left_changed(dir)
+    # a reader gone (`wb sim status | head -1`) ends the output: the state's code still stands
+    if json_:
+        print_json({**st.to_dict(), "left": left.to_dict() if left else None})
+    else:
+        _show(st, False)
+        if left:
+            echo_wrapped(f"Note: {left.what}\n{left.hint}")
     raise typer.Exit(code)
 
 

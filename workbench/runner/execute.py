@@ -289,8 +289,9 @@ async def _teardown(state: State, target: Target) -> None:
         if problem:
             state.progress.log(f"warning: {problem}")
             state.left.append(_not_stopped(target, problem))
-        elif ours:
-            state.restore_notes.append(f"{target.where('local')} stopped (it was down before)")
+        elif ours:  # a resume may stop the pdsim its killed runner left up: down before the execution, not the resume
+            before = "before the execution began" if state.resumed else "before"
+            state.restore_notes.append(f"{target.where('local')} stopped (it was down {before})")
     except WbError as exc:  # the restore already happened; stopping our own pdsim is best effort
         state.progress.log(f"warning: stopping the deployment failed: {exc.message}")
         state.left.append(_not_stopped(target, exc.message))

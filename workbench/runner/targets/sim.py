@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import shlex
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -209,7 +210,7 @@ def folder_locks(sdir: Path) -> list[Path]:
     return found
 
 
-def refuse_while_in_use(sim_dir: str | Path | None, command: str) -> str | None:
+def refuse_while_in_use(sim_dir: str | Path | None, command: str) -> "LeftChanged | None":
     """Refuse `wb sim COMMAND` (one that changes, stops or loads the deployment) while an execution holds one of
     the sim folder's locks (`folder_locks`): the serve file rewritten or the servers restarted under a run made
     both arms measure one config, recorded as evidence. The runner's own commands (its children, or its commands
@@ -218,8 +219,8 @@ def refuse_while_in_use(sim_dir: str | Path | None, command: str) -> str | None:
 
     A lock whose runner was killed (or whose restore failed) before it put pdsim's serve file back refuses too
     (`_left_changed`): a change made now would be overwritten by that run's resume, or make the resume refuse.
-    `down` alone passes (stopping the servers changes neither the serve file nor what the resume restores): the
-    returned note says what still restores it. A stale lock whose runner left the original in place is removed.
+    `down` alone passes (stopping the servers changes neither the serve file nor what the resume restores): what
+    it returns says what still restores it. A stale lock whose runner left the original in place is removed.
 
     The lock is checked where it lies, also for a run on another machine: `wb sim` drives the pdsim of the machine
     it runs on, and a runner takes that pdsim's lock in its folder there, over ssh too. A holder that ran elsewhere
@@ -240,63 +241,132 @@ def refuse_while_in_use(sim_dir: str | Path | None, command: str) -> str | None:
     left = _left_changed(sdir)
     if left is None:
         return None
-    what, hint = left
     if command != "down":
-        raise TargetBusy(f"{what}. `wb sim {command}` would change it. Nothing was changed",
-                         hint=f"{hint}\n(`wb sim status` and `wb sim journal` work meanwhile)")
-    return f"{what}. The serve file, the lock and the saved original are kept; {hint}"
+        raise TargetBusy(f"{left.what}. `wb sim {command}` would change it. Nothing was changed",
+                         hint=f"{left.hint}\n(`wb sim status` and `wb sim journal` work meanwhile)")
+    return left
 
 
-def _left_changed(sdir: Path) -> tuple[str, str] | None:
-    """(what, what to do) about a serve file a stale lock's runner left changed (its restore never ran, or failed),
-    naming the command that restores it; None when no lock is stale or its runner left the original (that lock is
-    then removed: a change made after it would else be "restored" over by its resume)."""
+@dataclass(frozen=True)
+class LeftChanged:
+    """A lock of pdsim's folder whose runner is gone (killed, or its restore failed), as `wb sim status` and `down`
+    tell it and `up`, `restart`, `repro` and `bench` are refused for: what that runner left, and the ways on."""
+
+    lock: str
+    execution: str  # as messages name it
+    pid: int
+    host: str
+    # "changed": the serve file is not the original its runner saved (its resume, or the commands in `hint`, put that
+    # back); "unknown": whether it is cannot be told (no saved original to compare with); "stale": its runner saved
+    # no original in its folder, so it ended or stopped before changing anything, and the lock is only left over.
+    left: str
+    what: str
+    hint: str
+    resume: str | None  # the command that resumes that run, where its resume restores pdsim
+
+    def note(self) -> str:
+        """What `wb sim down`, which passes, says of it."""
+        if self.left == "changed":
+            return f"{self.what}. The serve file, the lock and the saved original are kept; {self.hint}"
+        return f"{self.what}; {self.hint}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def left_changed(sim_dir: str | Path | None) -> LeftChanged | None:
+    """What a gone runner's lock of the pdsim in `sim_dir` left (`LeftChanged`), read only: `wb sim status` frees
+    nothing. None when no lock is stale, or its runner left the original in place (the next command that changes
+    pdsim frees that lock)."""
+    from workbench.sim.control import state_dir
+
+    return _left_changed(state_dir(sim_dir), free=False)
+
+
+def _left_changed(sdir: Path, *, free: bool = True) -> LeftChanged | None:
+    """What a stale lock's runner left (its restore never ran, or failed), naming the commands that restore it; None
+    when no lock is stale or its runner left the original. `free`: such a lock is then removed (a change made after
+    it would else be "restored" over by its resume), with the original that runner saved: the config as it is from
+    then on is pdsim's own, which a later resume of that run takes as it finds it (else that resume refused once
+    anything wrote the serve file, `wb sim up` included), and the note that it started pdsim (else that resume
+    stopped a pdsim the user started since)."""
     from workbench.runner.lock import left_holder
+    from workbench.runner.restore import discard_snapshots
 
     for lock in folder_locks(sdir):
         found = left_holder(lock)
         if found is None:
             continue
         holder, text = found
-        why, by_hand = _not_original(holder)
-        if why is None:
-            with contextlib.suppress(OSError):
-                if lock.read_text(encoding="utf-8") == text:  # unless another took it meanwhile
-                    lock.unlink()
+        left, why, by_hand = _not_original(holder)
+        if left is None:
+            if free:
+                with contextlib.suppress(OSError):
+                    if lock.read_text(encoding="utf-8") == text:  # unless another took it meanwhile
+                        lock.unlink()
+                        if holder.folder:  # always, where its original was compared (`_not_original`)
+                            discard_snapshots(Path(holder.folder))
+                            (Path(holder.folder) / "sim-started").unlink(missing_ok=True)
             continue
-        how = ("could not put the original back (its restore failed)" if holder.restore_failed
-               else "was killed before it restored it")
-        what = (f"pdsim in {sdir} was left changed by {holder.label()}, whose runner (pid {holder.pid} on "
-                f"{holder.host}, since {holder.since}) {how}: {why}")
-        # Each command to paste ends the text or its line (a copy to its end takes nothing else along).
-        by_hand = (f"put the original back by hand (then the next `wb sim up`, `down`, `restart`, `repro` or `bench` "
-                   f"frees the lock; `wb sim status` and `journal` only read):\n  {by_hand}"
-                   if by_hand else f"if the serve file is as it should be, remove {shlex.quote(str(lock))}")
-        if holder.restore_failed:  # its execution ended: there is no run to resume
-            return what, by_hand
-        return what, ("restore it by resuming that run (it finishes the run's remaining runs, or stops at once on "
-                      "Ctrl-C, then puts the original serve file back and frees the lock)"
-                      f"{holder.resume_step()}\nor {by_hand}")
+        return _left(sdir, lock, holder, left, why, by_hand)
     return None
 
 
-def _not_original(holder: "Any") -> tuple[str | None, str | None]:
-    """Why the config files the stale lock's runner saved are not the originals now (None: every one is), and the
-    shell command that puts one that is not back by hand."""
+def _left(sdir: Path, lock: Path, holder: Any, left: str, why: str, by_hand: str | None) -> LeftChanged:
+    """The `LeftChanged` of `holder`'s lock: each command to paste ends its line (a copy to its end takes nothing
+    else along)."""
+    runner = f"pid {holder.pid} on {holder.host}, since {holder.since}"
+    remove = keep_whole(f"rm -f {shlex.quote(str(lock))}")
+    out = dict(lock=str(lock), execution=holder.label(), pid=holder.pid, host=holder.host, left=left)
+    if left == "stale":
+        return LeftChanged(**out, what=f"pdsim in {sdir} holds a stale lock of {holder.label()}, whose runner "
+                                       f"({runner}) is gone: {why}",
+                           hint=f"remove the lock:\n  {remove}", resume=None)
+    how = ("could not put the original back (its restore failed)" if holder.restore_failed
+           else "was killed before it restored it")
+    what = f"pdsim in {sdir} was left changed by {holder.label()}, whose runner ({runner}) {how}: {why}"
+    if left == "unknown":
+        return LeftChanged(**out, what=what, hint=f"if the serve file is as it should be, remove the lock:\n  {remove}",
+                           resume=None)
+    what += "; its lock is still held"
+    frees = "the next `wb sim up`, `down`, `restart`, `repro` or `bench` then frees the lock"
+    reads = "(`wb sim status` and `journal` only read)"
+    if holder.restore_failed:  # its execution ended: there is no run to resume
+        return LeftChanged(**out, what=what, hint=f"put the original back by hand; {frees} {reads}:\n  {by_hand}",
+                           resume=None)
+    return LeftChanged(
+        **out, what=what, resume=holder.resume or None,
+        hint=("either resume that run: it finishes the run's remaining runs (or stops at once on Ctrl-C), puts the "
+              "original serve file back, frees the lock and leaves pdsim as that execution found it (stopped, where it "
+              f"started pdsim){holder.resume_step()}\nor give that run up: put the original back by hand; {frees} and "
+              f"drops the saved original, so that a later resume of that run takes pdsim as it finds it then {reads}:"
+              f"\n  {by_hand}"))
+
+
+def _not_original(holder: "Any") -> tuple[str | None, str, str | None]:
+    """Whether the config files the stale lock's runner saved are the originals now: None where every one is, else
+    "changed" (one is not: the shell command that puts it back by hand comes with why), "unknown" (that cannot be
+    told) or "stale" (its runner saved none in its folder: it ended, or stopped before it changed anything)."""
     from workbench.runner.restore import not_original, put_back_command, saved_snapshots
 
     folder = Path(holder.folder) if holder.folder else None
     snaps = saved_snapshots(folder, holder.execution) if folder is not None else {}
     if not snaps:
-        where = f"in {folder}" if folder is not None else "named by its lock"
-        return f"its saved original is not {where}, so whether the serve file is the original cannot be told", None
+        if folder is None:
+            return "unknown", ("its lock names no saved original, so whether the serve file is the original cannot be "
+                               "told"), None
+        if not folder.is_dir():
+            return "unknown", (f"its folder {folder} is gone, so whether the serve file is the original cannot be "
+                               "told"), None
+        return "stale", (f"it saved no original in {folder}, so it ended (its restore done) or stopped before it "
+                         "changed the serve file"), None
     for snap in snaps.values():
         try:
             now: bytes | None = Path(snap.path).read_bytes()
         except FileNotFoundError:
             now = None
         except OSError as exc:
-            return f"{snap.path} cannot be read ({exc.strerror or exc})", None
+            return "unknown", f"{snap.path} cannot be read ({exc.strerror or exc})", None
         if now != snap.data:
-            return not_original(snap), put_back_command(LocalTarget(), snap)
-    return None, None
+            return "changed", not_original(snap), put_back_command(LocalTarget(), snap)
+    return None, "", None
