@@ -63,7 +63,8 @@ def test_sim_status_and_down_say_what_a_killed_runner_left(tmp_path, cli):
     assert code == 3, (out, err)  # the servers' state, which scripts wait on: no server runs
     said = out.split("Note: ", 1)[1] if "Note: " in out else ""
     assert said.startswith(f"pdsim in {sim} was left changed by execution 1 of wedge-confound, whose runner (pid "), out
-    assert f"{sim / 'serve.sh'} is there, though there was no such file before that run; its lock is still held" \
+    assert f"{sim / 'serve.sh'} is there, though there was no such file before that run; the serve file holds that " \
+        "run's config (one of its arms), not pdsim's own, and its lock is still held though its runner is gone" \
         in said, out
     assert f"\n  {resume}\n" in said, out
     code, out, _ = cli("sim", "status", "--dir", str(sim), "--json")

@@ -328,7 +328,8 @@ def _left(sdir: Path, lock: Path, holder: Any, left: str, why: str, by_hand: str
     if left == "unknown":
         return LeftChanged(**out, what=what, hint=f"if the serve file is as it should be, remove the lock:\n  {remove}",
                            resume=None)
-    what += "; its lock is still held"
+    what += ("; the serve file holds that run's config (one of its arms), not pdsim's own, and its lock is still held"
+             + ("" if holder.restore_failed else " though its runner is gone"))
     frees = "the next `wb sim up`, `down`, `restart`, `repro` or `bench` then frees the lock"
     reads = "(`wb sim status` and `journal` only read)"
     if holder.restore_failed:  # its execution ended: there is no run to resume
