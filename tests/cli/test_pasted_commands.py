@@ -277,3 +277,16 @@ def test_a_control_character_in_the_text_comes_out_as_it_went_in() -> None:
         for width in (80, 40):
             lines = wrap(text, width)
             assert "".join(lines).count("\x01") == 2 and " ".join(" ".join(lines).split()) == text, lines
+
+
+@pytest.mark.parametrize("url", ["postgresql://wb@db.example/wb?password=s3cretpw",
+                                 "postgresql+psycopg://wb@db.example/wb?sslmode=require&PASSWORD=s3cretpw",
+                                 "postgresql://wb@db.example/wb?sslpassword=s3cretpw"])
+def test_a_resume_command_never_shows_a_password_given_in_the_urls_query(tmp_path: Path, url: str) -> None:
+    """libpq takes a password in the URL's query as well as before the host: such a --db was taken for one without
+    a password, and the resume commands (a run's, a search's) printed it, and the lock recorded it, in clear."""
+    from workbench.settings import Settings
+    from workbench.isolate.resume import _where
+
+    assert "s3cretpw" not in resume_command_at(url, None, tmp_path, "wedge-confound")
+    assert "s3cretpw" not in " ".join(_where(Settings(root=tmp_path, db=url)))

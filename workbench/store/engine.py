@@ -171,15 +171,17 @@ def interrupted_query(exc: BaseException | None) -> bool:
 
 
 def url_has_password(db: str) -> bool:
-    """Whether a --db value carries a password (such a value is never printed, in a hint either)."""
+    """Whether a --db value carries a password (such a value is never printed, in a hint either): before the host,
+    or in the query, where libpq takes one too (`?password=`, `?sslpassword=`, any case)."""
     if "://" not in db:
         return False
     from sqlalchemy.engine import make_url
 
     try:
-        return make_url(db).password is not None
+        url = make_url(db)
     except Exception:
         return True  # unreadable: do not risk showing it
+    return url.password is not None or any("password" in k.lower() for k in url.query)
 
 
 def _redact(url: str) -> str:
