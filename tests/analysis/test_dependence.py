@@ -485,3 +485,17 @@ def test_a_drifting_arm_no_prediction_reads_keeps_the_no_trend_words_for_the_arm
     assert "corruption_rate in control trends over replicate order" in drift.detail, drift.detail
     assert "no prediction reads corruption_rate in control" in drift.detail, drift.detail
     assert "No trend over replicate order in the arms a prediction reads: the spread is between runs" in drift.detail
+
+
+def test_lifting_the_few_runs_floor_keeps_close_agreement_counted_as_copies_at_the_fourth_run():
+    """Runs that agree more closely than binomial are counted as partly copies (correlation 1 - phi), a design
+    effect 1 + (R - 1)(1 - phi) that grows with the runs. `lifted` (what a projection past FEW_RUNS runs divides by)
+    took the two runs' 1 + 1(1 - phi) = 1.95 for 12 and 11 of 80, below the floor's 2.58, where the same agreement
+    over four runs is 3.85: the estimate of more units came out smaller than either."""
+    e = clustered.effective([12, 11], [80, 80])
+    assert e.design_effect == pytest.approx(2.58) and e.dispersion.phi == pytest.approx(0.0508, abs=1e-4)
+    at_four = 1 + clustered.FEW_RUNS * (1 - e.dispersion.phi)
+    assert clustered.lifted(e).design_effect == pytest.approx(at_four)
+    # Runs whose spread matches binomial keep their own design effect once the floor lifts.
+    binomial = clustered.effective([1, 0], [80, 80])
+    assert binomial.design_effect == pytest.approx(2.58) and clustered.lifted(binomial).design_effect == 1.0

@@ -389,14 +389,16 @@ def test_a_fixed_estimate_of_more_units_drops_the_few_runs_floor_where_it_projec
 
 def test_a_fixed_difference_estimate_drops_the_few_runs_floor_where_it_projects_past_three_runs(store, reg_diff):
     # 12 and 11 of 80 against 3 and 4, fixed design: both arms take the few-runs floor (2.58), on which the
-    # Newcombe interval clears 0.05 after 496 more units an arm (7 more runs), where the floor no longer applies;
-    # on the arms' own design effects (1.95 jointly) 338 (5 more runs, 7 in all).
+    # Newcombe interval clears 0.05 after 496 more units an arm (7 more runs), where the floor no longer applies.
+    # Both arms agree more closely than binomial (phi 0.05, 0.15), counted as partly copies, whose design effect
+    # grows with the runs: at the fourth 3.85 and 3.55 (1.95 and 1.85 over two), so 818 (11 more runs); on the
+    # two runs' 1.95 it read 338, fewer than even the floor's.
     ex = add_execution(store, hypothesis_id="diff-seq")
     for r, (c, t) in enumerate(((12, 3), (11, 4)), start=1):
         _diffadd_replicate(store, ex, r, c, t)
     a = analyze_stored(store, reg_diff, "diff-seq", execution_id=ex)
     (p,) = a.predictions
-    assert p.outcome == "inconclusive" and p.more_units_needed == 338 and p.floor_lifts is True
+    assert p.outcome == "inconclusive" and p.more_units_needed == 818 and p.floor_lifts is True
     assert "(the few-runs floor lifts from run 4)" in a.reasoning
 
 

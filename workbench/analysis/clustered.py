@@ -271,10 +271,14 @@ def _few_runs_floor(ks: Sequence[float], ns: Sequence[float], e: Effective) -> E
 
 def lifted(e: Effective) -> Effective:
     """The arm as it would be judged with more than FEW_RUNS runs at the same spread: without the few-runs floor.
-    What a projection of more runs (`more units would decide it`) divides by once it projects that many."""
+    What a projection of more runs (`more units would decide it`) divides by once it projects that many. Runs that
+    agree more closely than binomial count as partly copies (correlation 1 - phi), whose design effect
+    1 + (R - 1)(1 - phi) grows with the runs: it is taken at FEW_RUNS + 1 of them, where the floor lifts (above the
+    floor, where they agree closely enough)."""
     if e.unfloored is None:
         return e
-    u = e.unfloored
+    phi = e.dispersion.phi
+    u = 1 + FEW_RUNS * (1 - phi) if phi is not None and phi < 1 - UNDER_TOL else e.unfloored
     return replace(e, k_eff=e.k / u, n_eff=e.n / u, design_effect=u, method="run-level" if u > 1 else "binomial",
                    unfloored=None)
 
