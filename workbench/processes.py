@@ -35,7 +35,10 @@ def pid_alive(pid: int, start: str | None) -> bool:
     """Whether `pid` is still the process that started at `start` (None: not recorded). A process killed outright
     (kill -9) stays in the process table until its parent waits for it (a zombie: for good, where that parent never
     does, as a container's first process may not), and `kill(pid, 0)` succeeds on it: a dead runner's lock read as
-    a live runner's. /proc tells: a process that is a zombie, or exiting, with no other thread left, is gone."""
+    a live runner's. /proc tells: a process that is a zombie, or exiting, with no other thread left, is gone. No
+    process has a pid below 1 (kill() would signal a process group there, and succeed)."""
+    if pid < 1:
+        return False
     try:
         os.kill(pid, 0)
     except (ProcessLookupError, OverflowError):  # OverflowError: past any pid (a name or a file written by hand)

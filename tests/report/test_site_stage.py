@@ -34,3 +34,17 @@ def test_a_staging_folder_named_for_no_possible_pid_is_removed_not_a_traceback(t
     left.mkdir()
     _stage(tmp_path)
     assert not left.exists()
+
+
+def test_a_staging_folder_named_for_pid_0_is_removed_and_no_pid_below_1_is_alive(tmp_path: Path) -> None:
+    """kill(0, 0) signals the caller's own process group and kill(-1, 0) every process it may signal: both succeed,
+    so `.wb-build-0` (a folder copied in, or named by hand) was kept as a live build's for good, and a lock naming
+    pid 0 or -1 read as a live runner's."""
+    from workbench.processes import pid_alive
+    from workbench.report.site import STAGE_PREFIX, _stage
+
+    left = tmp_path / f"{STAGE_PREFIX}0"
+    left.mkdir()
+    _stage(tmp_path)
+    assert not left.exists()
+    assert not any(pid_alive(pid, None) for pid in (0, -1, -2))
