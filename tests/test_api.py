@@ -87,3 +87,21 @@ def test_a_bad_keyword_is_named_as_the_caller_gave_it(tmp_path: Path, monkeypatc
     with pytest.raises(WbError) as caught:
         api.runs()
     assert caught.value.where == "$WB_DB" and "db=" not in caught.value.message
+
+
+def test_a_password_in_the_urls_query_is_never_said(monkeypatch):
+    """libpq takes a password in the URL's query (`?password=`, `?sslpassword=`) as well as before the host; the
+    store's name in an error hid only the latter, and the API's caller (no command line registered the value as a
+    secret) read it in clear."""
+    import pytest
+
+    from workbench import api
+    from workbench.errors import WbError
+
+    monkeypatch.delenv("WB_DB", raising=False)
+    for url in ("mysql://ada@127.0.0.1:1/wb?password=s3cretpw", "postgresql://ada@127.0.0.1:1/wb?sslpassword=s3cretpw",
+                "postgresql://ada@127.0.0.1:1/wb?Password=s3cretpw"):
+        with pytest.raises(WbError) as caught:
+            api.runs(db=url)
+        said = f"{caught.value.message} | {caught.value.hint}"
+        assert "s3cretpw" not in said and "127.0.0.1" in said, said

@@ -185,12 +185,14 @@ def url_has_password(db: str) -> bool:
 
 
 def _redact(url: str) -> str:
+    """`url` as a message shows it: a password masked, before the host or in the query (`url_has_password`)."""
     from sqlalchemy.engine import make_url
 
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        shown = make_url(url).render_as_string(hide_password=True)
     except Exception:
         return "<store URL>"
+    return re.sub(r"([?&][^=&#]*password[^=&#]*=)[^&#]*", r"\1***", shown, flags=re.IGNORECASE)
 
 
 def holding(fn: Callable[..., T]) -> Callable[..., T]:
