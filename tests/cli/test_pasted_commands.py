@@ -290,3 +290,25 @@ def test_a_resume_command_never_shows_a_password_given_in_the_urls_query(tmp_pat
 
     assert "s3cretpw" not in resume_command_at(url, None, tmp_path, "wedge-confound")
     assert "s3cretpw" not in " ".join(_where(Settings(root=tmp_path, db=url)))
+
+
+def test_a_searchs_resume_command_names_the_workbench_and_store_absolutely(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`wb isolate --root .. --db ../wb.duckdb` gave its resume command (printed, and recorded in each probe's lock
+    for whoever meets it) those relative paths: pasted in another folder it found no workbench, or another store.
+    They are absolute, as a run's resume command has them."""
+    import math
+
+    from workbench.isolate.adapter import IsolateSpec
+    from workbench.isolate.region import parse_region
+    from workbench.isolate.resume import resume_command
+    from workbench.settings import Settings
+
+    root = tmp_path / "my bench"
+    (root / "sub").mkdir(parents=True)
+    monkeypatch.chdir(root / "sub")
+    spec = IsolateSpec(experiment="agent-repro", good={"geometry_fix": "on"}, bad={"geometry_fix": "off"},
+                       changes=("geometry_fix",), hold={}, metric="corruption_rate", region=parse_region(">= 0.05"),
+                       profile=None, alpha=0.05, budget=math.inf, seed=7, search_id="a1b2c3")
+    resume = shlex.split(resume_command(spec, Settings(root=Path(".."), db="../wb.duckdb")))
+    assert resume[-5:] == ["--db", str(root / "wb.duckdb"), "--root", str(root), "--resume"], resume

@@ -184,14 +184,17 @@ def resume_command(spec: "IsolateSpec", settings: "Settings | None" = None, writ
 
 
 def _where(settings: "Settings | None") -> list[str]:
-    """--db and --root as this command had them; a store URL with a password is left out (never shown)."""
+    """--db and --root as this command had them, a path made absolute (as wb read it, from the folder it ran in), so
+    that the command works pasted in any folder; a store URL with a password is left out (never shown)."""
+    from pathlib import Path
+
     if settings is None:
         return []
     out: list[str] = []
     if settings.db and not url_has_password(settings.db):
-        out += ["--db", settings.db]
+        out += ["--db", settings.db if "://" in settings.db else str(Path(settings.db).expanduser().resolve())]
     if settings.root:
-        out += ["--root", str(settings.root)]
+        out += ["--root", str(Path(settings.root).expanduser().resolve())]
     return out
 
 
