@@ -118,3 +118,27 @@ def test_a_recorded_value_keeps_its_digits_and_an_estimate_reads_as_an_intervals
     spec = charts.metric_spec(charts.MetricChart("wall_s", ["control"], [], [charts.RunValue("control", 6, 1234.56)]))
     assert spec["datasets"]["runs"][0]["value_text"] == "1,234.56", spec["datasets"]["runs"]
     assert display.number(1234.56) == "1,235" and display.number(0.12345) == "0.123"
+
+
+def test_report_fallback_counts_replayed_copies_as_the_analysis_does(workbench_dir):
+    # Where no analysis exists the report's arm figure is its own: it called clustered.effective without knowing
+    # the runs replayed one workload (one recorded seed), so three copies of the same sessions took the few-runs
+    # floor (or the binomial reading) instead of the design effect of 3 the analysis gives them.
+    from workbench.registry import load_registry
+
+    exp = load_registry(workbench_dir).experiments["agent-repro"]
+    counts = [(10, 80), (16, 80), (12, 80)]
+
+    def runs(*seeds):
+        return [{"id": i, "execution_id": 1, "replicate": i, "variables": {"seed": s}, "arm": "treatment",
+                 "metrics": {"leak": k, "sessions": n}} for i, ((k, n), s) in enumerate(zip(counts, seeds), start=1)]
+
+    ks, ns = [k for k, _ in counts], [n for _, n in counts]
+    copies = clustered.effective(ks, ns, replayed=True)
+    assert copies.design_effect == 3
+    e = hypothesis_page.arm_estimate(exp, "corruption_rate", runs("7", "7", "7"))
+    assert (e.lo, e.hi) == pytest.approx(clustered.rate_interval(copies))
+    assert (e.lo, e.hi) != pytest.approx(clustered.rate_interval(clustered.effective(ks, ns)))
+    # Runs with their own seeds are read as the analysis reads them too.
+    own = hypothesis_page.arm_estimate(exp, "corruption_rate", runs("1", "2", "3"))
+    assert (own.lo, own.hi) == pytest.approx(clustered.rate_interval(clustered.effective(ks, ns, replayed=False)))

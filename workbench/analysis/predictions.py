@@ -161,20 +161,26 @@ def replayed_workload(runs: list[RunData], exp: Experiment) -> bool | None:
     workload seed) took one recorded value across two or more replicates (`--set seed=N`, or evidence
     made before seeds were drawn per replicate). False when the recorded values show each replicate its own
     workload; None when nothing recorded tells (no such variable, a value unrecorded, a value shared by some)."""
+    return workload_replayed(exp, [(r.execution_id, r.replicate, r.id, r.variables) for r in runs])
+
+
+def workload_replayed(exp: Experiment, runs: list[tuple[Any, int | None, Any, dict[str, Any]]]) -> bool | None:
+    """replayed_workload over runs given as (execution id, replicate, run id, variables): the one rule, for the
+    report's runs (stored rows) as for the analysis' (RunData)."""
     names = [n for n, spec in exp.variables.items() if spec.per_replicate]
-    reps = {r.replicate for r in runs if r.replicate is not None}
+    reps = {rep for _, rep, _, _ in runs if rep is not None}
     if not names or len(reps) < 2:
         return None
-    values = {tuple(r.variables.get(n) for n in names) for r in runs}
+    values = {tuple((v or {}).get(n) for n in names) for _, _, _, v in runs}
     if any(None in v for v in values):
         return None
     if len(values) == 1:
         return True
     # Keyed as _replicate_counts keys a replicate: one workload each, none shared with another replicate.
     by_rep: dict[Any, set[tuple[Any, ...]]] = {}
-    for r in runs:
-        key = (r.execution_id, r.replicate) if r.replicate is not None else ("run", r.id)
-        by_rep.setdefault(key, set()).add(tuple(r.variables.get(n) for n in names))
+    for ex, rep, rid, v in runs:
+        key = (ex, rep) if rep is not None else ("run", rid)
+        by_rep.setdefault(key, set()).add(tuple((v or {}).get(n) for n in names))
     own = all(len(v) == 1 for v in by_rep.values()) and len(set().union(*by_rep.values())) == len(by_rep)
     return False if own else None
 

@@ -109,10 +109,15 @@ def arm_estimate(exp: Experiment | None, metric: str, runs: list[dict[str, Any]]
     if spec is not None and spec.same_as:
         return arm_estimate(exp, spec.same_as, runs)
     if spec is not None and spec.kind == "proportion":
-        pairs = [(run_metric(exp, r, spec.numerator), run_metric(exp, r, spec.denominator)) for r in runs]
-        pairs = [(k, n) for k, n in pairs if k is not None and n is not None]
-        if pairs:
-            return stats.proportion(pairs)
+        from workbench.analysis.predictions import workload_replayed
+
+        rows = [(r, run_metric(exp, r, spec.numerator), run_metric(exp, r, spec.denominator)) for r in runs]
+        rows = [(r, k, n) for r, k, n in rows if k is not None and n is not None]
+        if rows:
+            # Whether these runs replayed one workload, by the analysis' rule over the runs it would pool.
+            replayed = workload_replayed(exp, [(r.get("execution_id"), r.get("replicate"), r.get("id"),
+                                                r.get("variables")) for r, _, _ in rows])
+            return stats.proportion([(k, n) for _, k, n in rows], replayed)
     return stats.median_interval([v for v in (run_metric(exp, r, metric) for r in runs) if v is not None])
 
 

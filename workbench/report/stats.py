@@ -22,13 +22,14 @@ class Estimate:
     method: str
 
 
-def proportion(pairs: list[tuple[float, float]]) -> Estimate:
+def proportion(pairs: list[tuple[float, float]], replayed: bool | None = None) -> Estimate:
     """A rate over runs given as (k, n) per run, with the interval the analysis uses: the runs as the
-    unit (analysis.clustered), which is the pooled Wilson interval when their spread is binomial."""
+    unit (analysis.clustered), which is the pooled Wilson interval when their spread is binomial. `replayed`: as
+    clustered.effective takes it (analysis.predictions.workload_replayed of the same runs)."""
     from workbench.analysis import clustered
 
     k, n = int(sum(k for k, _ in pairs)), int(sum(n for _, n in pairs))
-    e = clustered.effective([k for k, _ in pairs], [n for _, n in pairs])
+    e = clustered.effective([k for k, _ in pairs], [n for _, n in pairs], replayed)
     lo, hi = clustered.rate_interval(e)
     rate = k / n if n else None
     label = f"{k}/{n} = {display.rate(rate)}" if rate is not None else f"{k}/0"
