@@ -147,3 +147,22 @@ def test_a_median_over_too_few_runs_reads_as_a_range_at_a_look(store, workbench_
     line = sequential_decision(store, reg, "wall-one", execution_id=ex, max_replicates=12).look.line()
     assert "wall_s (treatment) <= 400: estimate 302, range (too few runs for a 99.6% interval) [301, 302]: " \
         "wholly inside the region" in line, line
+
+
+def test_a_look_whose_more_units_reach_past_the_few_runs_floor_says_it_lifts_as_the_reasoning_does():
+    # The reasoning's "more units" carries "the few-runs floor lifts from run 4" where the projection reaches past
+    # clustered.FEW_RUNS runs (Judgement.floor_lifts); the look line printed the same count without it.
+    from workbench.analysis import clustered
+    from workbench.analysis.looks import prediction_at_look
+    from workbench.analysis.results import Analysis, Judgement
+
+    j = Judgement(metric="corruption_rate", where="treatment", region="<= 0.02", bounds=(0.0, 0.02),
+                  describe="corruption_rate (treatment) <= 0.02", why="", basis="all", estimate=0.006,
+                  interval=(0.0, 0.04), outcome="inconclusive", k=1, n=160, looks=2,
+                  more_units_needed=720, floor_lifts=True)
+    line = prediction_at_look(j, Analysis("h", "inconclusive", "", predictions=(j,))).text()
+    clause = clustered.floor_lifts_clause()
+    assert "few-runs floor lifts from run 4" in clause
+    assert "about 720 more units at this rate" + clause in line, line
+    kept = prediction_at_look(j.__class__(**{**j.__dict__, "floor_lifts": None}), Analysis("h", "inconclusive", ""))
+    assert "floor" not in kept.text(), kept.text()

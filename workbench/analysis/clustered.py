@@ -283,6 +283,12 @@ def lifted(e: Effective) -> Effective:
                    unfloored=None)
 
 
+def floor_lifts_clause() -> str:
+    """What follows a 'more units' count projected past FEW_RUNS runs, where the few-runs floor no longer reaches
+    (the reasoning's and each look's line alike)."""
+    return f", with the design effect of the runs' own spread (the few-runs floor lifts from run {FEW_RUNS + 1})"
+
+
 def _continuity(ks: Sequence[float], ns: Sequence[float], x2: float) -> float:
     """X^2 moved halfway to the next larger value that a split of the same total over these runs reaches (exact
     over two runs, the nearest simulated draw beyond; X^2 itself where none is larger)."""

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from workbench.analysis import display, regions
+from workbench.analysis import clustered, display, regions
 
 from workbench.analysis.results import difference_arms, more_units_words
 
@@ -37,6 +37,7 @@ class PredictionAtLook:
     empty: bool = False
     more_units: int | None = None
     more_units_by_arm: tuple[int, int] | None = None  # a difference's, each arm's own (Judgement.more_units_by_arm)
+    floor_lifts: bool = False  # the more units reach past the few-runs floor (Judgement.floor_lifts)
     where: str | None = None
     more_runs: int | None = None
     held: str = ""
@@ -77,7 +78,8 @@ class PredictionAtLook:
         if self.more_units:
             runs = f" ({display.count(self.more_runs, 'more run')} of each arm)" if self.more_runs else ""
             units = more_units_words(self.where, self.more_units, self.more_units_by_arm, "more units", " in each arm")
-            return state + f", about {units} at this rate{runs}"
+            lifts = clustered.floor_lifts_clause() if self.floor_lifts else ""
+            return state + f", about {units} at this rate{runs}{lifts}"
         if self.more_runs:
             return state + f", about {display.count(self.more_runs, 'more run')}"
         return state
@@ -211,7 +213,8 @@ def prediction_at_look(j: "Judgement", analysis: "Analysis") -> PredictionAtLook
         interval_kind=j.interval_kind, bounds=region_bounds(j.bounds),
         outcome=j.outcome, running=proportion, waits=proportion and (j.looks or 0) < MIN_LOOKS,
         reachable=j.reachable, empty=bool(j.empty_interval), more_units=j.more_units_needed if proportion else None,
-        more_units_by_arm=j.more_units_by_arm if proportion else None, where=j.where,
+        more_units_by_arm=j.more_units_by_arm if proportion else None, floor_lifts=bool(proportion and j.floor_lifts),
+        where=j.where,
         more_runs=j.more_runs_needed, held=_held(j, analysis, scale),
         held_by=tuple(_holding(j.outcome, analysis)))
 

@@ -76,11 +76,6 @@ def _evidence(j: dict[str, Any]) -> str:
     return f" (p {display.p_is(p)})" if p is not None and p < 0.05 else ""
 
 
-# Where more units are projected past clustered.FEW_RUNS runs, which the few-runs floor no longer reaches.
-_FLOOR_LIFTS = (f", with the design effect of the runs' own spread (the few-runs floor lifts from run "
-                f"{clustered.FEW_RUNS + 1})")
-
-
 def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolates: str | None) -> str:
     """What the runs gave for a prediction, against its region, and on which unit: what follows "It predicted
     {describe}" in the reasoning and "predicts {describe}" on the prediction's line."""
@@ -145,7 +140,7 @@ def _prediction_finding(j: dict[str, Any], arms_summary: dict[str, Any], isolate
         elif j.get("more_units_needed"):
             runs = f" ({display.count(j['more_runs_needed'], 'more run')} of this size)" \
                 if j.get("more_runs_needed") else ""
-            lifts = _FLOOR_LIFTS if j.get("floor_lifts") else ""
+            lifts = clustered.floor_lifts_clause() if j.get("floor_lifts") else ""
             tail += f"; about {more_units_text(j, 'more units', each)} at this rate would decide it{runs}{lifts}"
         elif j.get("more_runs_needed"):
             more = j["more_runs_needed"]
