@@ -499,3 +499,15 @@ def test_lifting_the_few_runs_floor_keeps_close_agreement_counted_as_copies_at_t
     # Runs whose spread matches binomial keep their own design effect once the floor lifts.
     binomial = clustered.effective([1, 0], [80, 80])
     assert binomial.design_effect == pytest.approx(2.58) and clustered.lifted(binomial).design_effect == 1.0
+
+
+def test_runs_whose_spread_rules_the_few_runs_floor_out_say_so_beside_their_design_effect():
+    # Two runs of 10^6 units 0.03% apart rule the floor out (it would be a design effect of 20 000), and two that
+    # agree exactly do too; their reason named the design effect and said nothing of the floor that 2 or 3 runs of
+    # 80 take, so a reader could not tell it had been considered.
+    for ks, deff in (([50_000, 50_300], "1.06"), ([50_000, 50_000], "2")):
+        e = clustered.effective(ks, [10 ** 6] * 2)
+        assert f"(design effect {deff}); no few-runs floor: the runs' own spread rules it out" in e.reason, e.reason
+    # Where the floor applies, or the runs are too many for it, or their spread is pooled as binomial, no such clause.
+    for ks, ns in (([3, 5], [80, 80]), ([1, 1, 2, 4], [80] * 4), ([50_000, 50_308], [10 ** 6] * 2)):
+        assert "no few-runs floor" not in clustered.effective(ks, ns).reason, ks

@@ -259,9 +259,11 @@ def _few_runs_floor(ks: Sequence[float], ns: Sequence[float], e: Effective) -> E
     if not 2 <= runs <= FEW_RUNS or phi is None:
         return e
     floor = 1 + (e.n / runs - 1) * FEW_RUNS_ICC
-    if e.design_effect >= floor or _spread_below(_continuity(ks, ns, phi * (runs - 1)) / floor,
-                                                 runs - 1) < FLOOR_RULED_OUT_P:
+    if e.design_effect >= floor:
         return e
+    if _spread_below(_continuity(ks, ns, phi * (runs - 1)) / floor, runs - 1) < FLOOR_RULED_OUT_P:
+        # Said where the design effect is (pooled binomial drops it: that reading already means it was ruled out).
+        return replace(e, reason=f"{e.reason}; no few-runs floor: the runs' own spread rules it out")
     return replace(e, k_eff=e.k / floor, n_eff=e.n / floor, design_effect=floor, method="run-level",
                    unfloored=e.design_effect,
                    reason=f"{e.reason}; but {runs} runs cannot rule out a between-run spread much larger than "
