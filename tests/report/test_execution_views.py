@@ -169,3 +169,27 @@ def test_a_run_page_and_the_runs_list_give_a_rate_in_percent(modes: dict[str, An
     col = re.findall(r"<th[^>]*>([^<]+)</th>", runs).index("corruption_rate")
     cells = [re.findall(r"<td[^>]*>(.*?)</td>", r)[col] for r in re.findall(r"<tr><td>.*?</tr>", runs, re.S)]
     assert cells and all(re.fullmatch(r"\d+\.\d%", c) for c in cells), cells
+
+
+def test_an_aa_execution_without_a_verdict_says_truly_whether_resume_takes_it() -> None:
+    """An A/A execution with no verdict read "to finish it: wb hypothesis run H --resume", with no --db or --root,
+    though --resume takes the newest stopped execution (none a finished one followed), which may be another one,
+    or none. The page names the execution and says whether the resume takes it."""
+    from workbench.report.data import StoreData
+    from workbench.report.hypothesis_page import _aa_outcome
+
+    h = "wedge-confound"
+    data = StoreData(executions={1: {"id": 1, "hypothesis_id": h, "mode": "aa", "status": "interrupted"},
+                                 2: {"id": 2, "hypothesis_id": h, "mode": "fixed", "status": "interrupted"}})
+    older = _aa_outcome(data, data.executions[1])
+    assert "to finish it" not in older and "execution 1 is not" in older, older
+    assert "`wb hypothesis run wedge-confound --resume` resumes only the newest stopped execution (2)" in older, older
+    data.executions.pop(2)
+    newest = _aa_outcome(data, data.executions[1])
+    assert ("no verdict recorded; `wb hypothesis run wedge-confound --resume` (with the --db and --root of this "
+            "report) resumes it, the newest stopped execution") in newest, newest
+    data.executions[2] = {"id": 2, "hypothesis_id": h, "mode": "fixed", "status": "done"}
+    superseded = _aa_outcome(data, data.executions[1])
+    assert "execution 1 is not" in superseded and "finished" in superseded and "--resume`" in superseded, superseded
+    data.executions = {1: {"id": 1, "hypothesis_id": h, "mode": "aa", "status": "refused"}}
+    assert _aa_outcome(data, data.executions[1]) == "no verdict recorded (refused: nothing ran)"

@@ -575,8 +575,37 @@ def _aa_outcome(data: StoreData, e: dict[str, Any]) -> str:
         for c in v.get("checks") or []:
             if isinstance(c, dict) and c.get("name") == "a/a":
                 return str(c.get("detail") or "")
-    return ("no A/A check recorded" if verdicts
-            else f"no verdict recorded; to finish it: wb hypothesis run {e['hypothesis_id']} --resume")
+    return "no A/A check recorded" if verdicts else f"no verdict recorded{_resumed_or_not(data, e)}"
+
+
+def _resumed_or_not(data: StoreData, e: dict[str, Any]) -> str:
+    """Whether `wb hypothesis run H --resume` takes the execution `e`, by its rule (runner.resume.find_resumable:
+    the newest stopped execution, none a finished one followed). The page names no --db or --root: it may be read
+    where they mean other folders."""
+    from workbench.runner.resume import RESUMABLE
+
+    status = e.get("status") or ""
+    if status == "refused":
+        return " (refused: nothing ran)"
+    if status not in RESUMABLE:
+        return ""
+    hid = e["hypothesis_id"]
+    resume = f"`wb hypothesis run {hid} --resume`"
+    taken: int | None = None
+    for x in sorted((x for x in data.executions.values() if x.get("hypothesis_id") == hid), key=lambda x: x["id"],
+                    reverse=True):
+        if x.get("status") in RESUMABLE:
+            taken = x["id"]
+            break
+        if x.get("status") == "done":
+            break
+    if taken == e["id"]:
+        return f"; {resume} (with the --db and --root of this report) resumes it, the newest stopped execution"
+    if taken is not None:
+        return (f"; execution {e['id']} is not resumed: {resume} resumes only the newest stopped execution "
+                f"({taken})")
+    return (f"; execution {e['id']} is not resumed: a later execution finished, and {resume} resumes only a "
+            "stopped execution no finished one followed")
 
 
 def _smoke_mark(data: StoreData, e: dict[str, Any]) -> str:
