@@ -84,3 +84,25 @@ def test_a_count_stays_with_what_it_counts_and_a_name_with_its_value(ks, replaye
     lines = wrap(text, width)
     assert all(len(line) <= width for line in lines) and " ".join(" ".join(lines).split()) == " ".join(text.split())
     assert [k for k in kept if not any(k in line for line in lines)] == [], lines
+
+
+@pytest.mark.parametrize("width, kept", [
+    (60, "    (exact binomial P(X >= 14 | n = 80,"),
+    (80, "    (exact binomial P(X >= 14 | n = 80, p = 0.02) = 7.2e-10). Runs as the unit:"),
+])
+def test_the_exact_binomial_test_stays_with_its_probability(width, kept):
+    """The seed's wedge-confound analysis ('... outside the predicted region <= 0.02 (2%) (exact binomial P(X >= 14 |
+    n = 80, p = 0.02) = 7.2e-10).'): at 60 columns the phrase did not fit on a line, and "(exact binomial" stood
+    alone on its line, the probability it names on the next. The test's name stays with the probability's start."""
+    from workbench.analysis.summary import _prediction_finding
+
+    j = {"where": "treatment", "estimate": 14 / 80, "k": 14, "n": 80, "interval_kind": "Wilson 95%",
+         "interval": [0.107, 0.273], "bounds": (0.0, 0.02), "runs": 1, "outcome": "falsified",
+         "region": "<= 0.02 (2%)", "exact": "exact binomial P(X >= 14 | n = 80, p = 0.02) = 7.2e-10"}
+    text = "  [falsified] predicts corruption_rate (treatment) <= 0.02 (2%)" + _prediction_finding(
+        j, {"treatment": {"variables": {"nixl_abort_fix": "on"}}}, "nixl_abort_fix") + " Runs as the unit: one run."
+    assert "(2%) (exact binomial P(X >= 14 | n = 80, p = 0.02) = 7.2e-10). Runs" in text, text
+    lines = wrap(text, width)
+    assert all(len(line) <= width for line in lines) and " ".join(" ".join(lines).split()) == " ".join(text.split())
+    assert not any(line.strip() in ("(exact binomial", "(exact") for line in lines), lines
+    assert kept in lines, lines

@@ -26,6 +26,7 @@ _NUMBER = re.compile(r"[(\[~≈≤≥<>±+-]*\d[\d,.]*")
 _UNITS = frozenset({"s", "ms", "%", "B", "KiB", "MiB", "GiB", "x"})
 _COUNTED = frozenset({"run", "runs", "replicate", "replicates", "unit", "units", "block", "blocks", "df"})
 _BEFORE_NUMBER = (("run",), ("for",), ("after",), ("design", "effect"))
+_BEFORE_PROBABILITY = (("exact", "binomial"),)  # a test's name, kept with the start of its "P(X >= 14"
 
 # The commands `keep_whole` was given, kept whole wherever a text shows them: the latest _KEPT_AT_MOST, oldest out
 # first, so a long process (a search's many executions, a test session) neither grows it nor slows each wrap by it.
@@ -228,12 +229,18 @@ def _atoms(text: str) -> list[_Atom]:
 def _with_next(tokens: list[str], i: int) -> int:
     """How many of the words after `tokens[i]` are one piece with it: a number's unit ("0.24 s", the unit ending a
     clause too: "40 ms,"), or the word a whole number counts ("2 runs),"); the rest of a name ("run", "for", "after",
-    "design effect") and the number after it ("(run 1:", "for 200", "design effect 2.58")."""
+    "design effect") and the number after it ("(run 1:", "for 200", "design effect 2.58"); a test's name and the
+    probability it gives ("(exact binomial P(X >= 14")."""
     if i + 1 >= len(tokens):
         return 0
     if _NUMBER.fullmatch(tokens[i]):
         following = tokens[i + 1].rstrip(",;:.)]")
         return int(following in _UNITS or following in _COUNTED and tokens[i].strip("([~≈≤≥<>±+-").isdigit())
+    for name in _BEFORE_PROBABILITY:
+        n = len(name)
+        if i + n < len(tokens) and (tokens[i].lstrip("(").lower(), *(t.lower() for t in tokens[i + 1:i + n])) == name \
+                and tokens[i + n].startswith("P("):
+            return n
     for name in _BEFORE_NUMBER:
         n = len(name)
         if i + n < len(tokens) and (tokens[i].lstrip("(").lower(), *(t.lower() for t in tokens[i + 1:i + n])) == name \
