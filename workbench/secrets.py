@@ -31,6 +31,31 @@ _SECRET_ENDS = ("TOKEN", "PASSWORD", "SECRET", "PASSWD", "CREDENTIAL", "CREDENTI
 # masked already, which masking again would only eat the text after.
 _MASKED = r"(?:&lt;|\\u003c)redacted(?:>|&gt;|\\u003e)"
 
+# The libpq connection parameters whose value is a secret, in a URL's query (`?sslpassword=…`) or a conninfo string
+# (`host=h password=…`): masked whatever the value's length (a named entry elsewhere needs six characters), and
+# what makes a store URL count as carrying a password (`workbench.store.engine.url_has_password`, its `_redact`).
+# The other parameters name files (`passfile`, `sslkey`) or are no secret.
+LIBPQ_SECRETS = ("password", "sslpassword", "oauth_client_secret")
+_LIBPQ_HEAD = r"(?i)(?P<head>(?:^|(?<=[?&\s;'\">]))(?:" + "|".join(LIBPQ_SECRETS) + r")=)(?P<v>'(?:[^'\\]|\\.)*'|"
+_LIBPQ_ENTRY = {False: re.compile(_LIBPQ_HEAD + r"[^&#\s'\"]+)"), True: re.compile(_LIBPQ_HEAD + r"[^&#\s'\"<]+)")}
+_LIBPQ_NEEDLE = re.compile(r"(?i)password=|oauth_client_secret=")
+
+
+def mask_libpq(text: str, mask: str = MASK, *, html: bool = False) -> str:
+    """`text` with the value of each libpq secret parameter (`LIBPQ_SECRETS`) masked, its quotes kept; `html`: a
+    page's text, where a bare value ends at a tag."""
+    if not text or _LIBPQ_NEEDLE.search(text) is None:
+        return text
+
+    def masked(m: re.Match[str]) -> str:
+        v = m.group("v")
+        if v.startswith((mask, "<redacted>", "'<redacted>'", "$")) or re.match(_MASKED, v) or "{{" in v:
+            return m.group(0)
+        return m.group("head") + ("'" + mask + "'" if len(v) > 1 and v[0] == v[-1] == "'" else mask)
+
+    return _LIBPQ_ENTRY[html].sub(masked, text)
+
+
 _lock = threading.Lock()
 _values: set[str] = set()
 _names: set[str] = set()
@@ -191,7 +216,7 @@ def redact_text(text: str, mask: str = MASK) -> str:
                            rf"(?!{_QUOTE}?(?:{re.escape(mask)}|{_MASKED}))"
                            rf"(?!{_QUOTE}?\{{[{{%])(?!{_QUOTE}?\$[{{A-Za-z_]){_VALUE_HTML if html else _VALUE}")
         out = _on_lines_with(out, f"{n}=", lambda line: entry.sub(lambda m: _masked_entry(m, n, mask), line))
-    return mask_shapes(out, mask, html=html)
+    return mask_shapes(mask_libpq(out, mask, html=html), mask, html=html)
 
 
 # A named entry's value in key=value text: quoted as a JSON string holds it (\"...\"), in double or single

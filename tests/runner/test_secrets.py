@@ -274,3 +274,24 @@ def test_a_secret_in_a_units_record_is_masked_in_the_store(toy):
     seen = {s for (s,) in store_rows(toy.db, "SELECT DISTINCT json_extract_string(data_json, '$.seen') FROM units")}
     assert seen == {"pw <redacted>"}, seen
     assert PASSWORD.encode() not in Path(toy.db).read_bytes()
+
+
+@pytest.mark.parametrize("name", ["password", "sslpassword", "oauth_client_secret"])
+def test_each_libpq_secret_parameter_is_masked_alike_everywhere(name):
+    """libpq reads a secret from three connection parameters (`password`, `sslpassword`, PostgreSQL 18's
+    `oauth_client_secret`), in a URL's query or a conninfo string. The texts wb shows masked `password=` and
+    `sslpassword=` only when the value was six characters or more (a short `?sslpassword=abc` was shown), and a
+    store URL carrying `oauth_client_secret=` counted as holding no password: its resume command gave it in
+    clear. One list (`secrets.LIBPQ_SECRETS`) now serves the text masking and the store's checks."""
+    from workbench.store.engine import _redact, url_has_password
+
+    assert name in secrets.LIBPQ_SECRETS
+    url = f"postgresql://wb@db.example/wb?sslmode=require&{name}=ab1&application_name=x"
+    assert secrets.redact_text(url) == (
+        f"postgresql://wb@db.example/wb?sslmode=require&{name}=<redacted>&application_name=x")
+    assert secrets.redact_text(f"host=db.example {name}=ab1 user=wb") == f"host=db.example {name}=<redacted> user=wb"
+    assert secrets.redact_text(f"{name}='a b1' user=wb") == f"{name}='<redacted>' user=wb"
+    assert url_has_password(url) and url_has_password(url.replace(name, name.upper()))
+    assert "ab1" not in _redact(url) and "db.example" in _redact(url), _redact(url)
+    assert not url_has_password("postgresql://wb@db.example/wb?sslmode=require&passfile=/p")
+    assert secrets.redact_text(f"{name}= and {name}=<redacted>") == f"{name}= and {name}=<redacted>"

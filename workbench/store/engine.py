@@ -172,7 +172,10 @@ def interrupted_query(exc: BaseException | None) -> bool:
 
 def url_has_password(db: str) -> bool:
     """Whether a --db value carries a password (such a value is never printed, in a hint either): before the host,
-    or in the query, where libpq takes one too (`?password=`, `?sslpassword=`, any case)."""
+    or in the query, where libpq takes one too (a parameter of `secrets.LIBPQ_SECRETS`: `?password=`,
+    `?sslpassword=`, `?oauth_client_secret=`, any case)."""
+    from workbench.secrets import LIBPQ_SECRETS
+
     if "://" not in db:
         return False
     from sqlalchemy.engine import make_url
@@ -181,18 +184,20 @@ def url_has_password(db: str) -> bool:
         url = make_url(db)
     except Exception:
         return True  # unreadable: do not risk showing it
-    return url.password is not None or any("password" in k.lower() for k in url.query)
+    return url.password is not None or any(k.lower() in LIBPQ_SECRETS for k in url.query)
 
 
 def _redact(url: str) -> str:
     """`url` as a message shows it: a password masked, before the host or in the query (`url_has_password`)."""
     from sqlalchemy.engine import make_url
 
+    from workbench.secrets import mask_libpq
+
     try:
         shown = make_url(url).render_as_string(hide_password=True)
     except Exception:
         return "<store URL>"
-    return re.sub(r"([?&][^=&#]*password[^=&#]*=)[^&#]*", r"\1***", shown, flags=re.IGNORECASE)
+    return mask_libpq(shown, "***")
 
 
 def holding(fn: Callable[..., T]) -> Callable[..., T]:
