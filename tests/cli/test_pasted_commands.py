@@ -292,6 +292,23 @@ def test_a_resume_command_never_shows_a_password_given_in_the_urls_query(tmp_pat
     assert "s3cretpw" not in " ".join(_where(Settings(root=tmp_path, db=url)))
 
 
+@pytest.mark.parametrize("url", ["postgresql://wb:s3cret/pw@db.example/wb", "postgresql://wb:p@ss@db.example/wb",
+                                 "postgresql://wb@db.example/wb?sslmode=require&sslpassword=s3cretpw",
+                                 "postgresql://wb@db.example/wb?oauth_client_secret=s3cretpw&password=pw"])
+def test_a_resume_command_keeps_a_stores_url_with_its_password_masked(tmp_path: Path, url: str) -> None:
+    """A --db carrying a password was left out of the resume commands (a run's, a search's): pasted, they read the
+    default store, and nothing said so. The URL is given with the mask where the password goes (before the host,
+    in each libpq secret parameter), for the user to replace: unchanged, the server refuses it."""
+    from workbench.isolate.resume import _where
+    from workbench.settings import Settings
+
+    for words in (shlex.split(resume_command_at(url, None, tmp_path, "wedge-confound")),
+                  _where(Settings(root=tmp_path, db=url))):
+        db = words[words.index("--db") + 1]
+        assert "s3cret" not in db and "pw@" not in db and "ss@" not in db and "<redacted>" in db, db
+        assert db.startswith("postgresql://wb") and "db.example/wb" in db, db
+
+
 def test_a_searchs_resume_command_names_the_workbench_and_store_absolutely(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """`wb isolate --root .. --db ../wb.duckdb` gave its resume command (printed, and recorded in each probe's lock

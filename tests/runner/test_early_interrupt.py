@@ -78,16 +78,21 @@ def test_ctrl_c_before_a_resume_parsed_its_flags_says_how_to_continue(toy, cli, 
 
 
 def test_ctrl_c_before_a_resume_never_shows_the_stores_password(toy, cli, monkeypatch) -> None:
-    """A --db whose URL carries a password is left out of the hint, as wb's own stop leaves it out (it printed the
-    command line as typed, the password in clear, and --json in it)."""
+    """A --db whose URL carries a password is given with the mask in the password's place, and the hint says to
+    put the store's password there; the password itself is never shown (it printed the command line as typed, the
+    password in clear, and --json in it). This pinned the --db left out of the command on purpose: pasted as it
+    was, that command read the default store, and nothing said so; pasted unchanged, this one is refused by the
+    store's server, not run against another store."""
     from workbench.cli._common import WbGroup
 
     monkeypatch.setattr(WbGroup, "parse_args", lambda self, ctx, args: _interrupt())
     monkeypatch.chdir(toy.root)
     code, out, err = cli("hypothesis", "run", "toy-fix", "--resume", "--json", "--db",
                          "postgresql://alice:s3cret@db.invalid/wb", env={"WB_ROOT": str(toy.root)})
-    resume = f"wb hypothesis run toy-fix --resume --root {toy.root.resolve()}"
-    assert (code, err) == (130, RESUME_NOT_STARTED + f"Hint: continue with: {resume}\n")
+    resume = (f"wb hypothesis run toy-fix --resume --db 'postgresql+psycopg://alice:<redacted>@db.invalid/wb' "
+              f"--root {toy.root.resolve()}")
+    assert (code, err) == (130, RESUME_NOT_STARTED + "Hint: continue with, the store's password put in place of "
+                                                     f"<redacted> in --db: {resume}\n")
     doc = json.loads(out)
     assert doc["resume"] == resume and "s3cret" not in out, doc
 

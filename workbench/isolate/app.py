@@ -256,10 +256,12 @@ def _ran_any(oracle: RunnerOracle) -> bool:
 def _resume_hint(hint: str | None, command: str, decided: int) -> str:
     """How to resume; `decided`: the probes decided so far (none: there is nothing kept to speak of)."""
     lead = f"{hint}\n" if hint else ""
+    from workbench.runner.takeover import continue_with
+
     if not decided:
-        return f"{lead}no probe was decided yet; the search resumes with: {command}"
-    return (f"{lead}the probes decided so far stay recorded and are not run again when the search resumes "
-            f"with: {command}")
+        return f"{lead}no probe was decided yet; " + continue_with(command, "the search resumes with")
+    return (f"{lead}the probes decided so far stay recorded and are not run again when "
+            + continue_with(command, "the search resumes with"))
 
 
 def _record_partial(spec: IsolateSpec, oracle: RunnerOracle, store: "Store", prior: PriorAttempt | None) -> None:

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import BadInput
-from workbench.store.engine import url_has_password
+from workbench.store.engine import url_for_command, url_has_password
 from workbench.isolate.assignments import shown, shown_set
 from workbench.isolate.attempt import DecidedProbe, PriorAttempt
 
@@ -185,14 +185,16 @@ def resume_command(spec: "IsolateSpec", settings: "Settings | None" = None, writ
 
 def _where(settings: "Settings | None") -> list[str]:
     """--db and --root as this command had them, a path made absolute (as wb read it, from the folder it ran in), so
-    that the command works pasted in any folder; a store URL with a password is left out (never shown)."""
+    that the command works pasted in any folder; a store URL's password is masked (`url_for_command`), for the user
+    to put back."""
     from pathlib import Path
 
     if settings is None:
         return []
     out: list[str] = []
-    if settings.db and not url_has_password(settings.db):
-        out += ["--db", settings.db if "://" in settings.db else str(Path(settings.db).expanduser().resolve())]
+    if settings.db:
+        out += ["--db", (url_for_command(settings.db) if url_has_password(settings.db) else settings.db)
+                if "://" in settings.db else str(Path(settings.db).expanduser().resolve())]
     if settings.root:
         out += ["--root", str(Path(settings.root).expanduser().resolve())]
     return out

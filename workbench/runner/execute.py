@@ -35,7 +35,7 @@ from workbench.runner.stopping import (STOP_SIGNALS, HeldStops, RunInterrupted, 
                                       not_started, signals_held, stop_signals_raised, stop_signum,
                                       unblock_stops)
 from workbench.runner.summary import ExecutionResult, result
-from workbench.runner.takeover import (FINISHED, config_paths, ended_runs, locks_kept, resume_command,
+from workbench.runner.takeover import (FINISHED, config_paths, continue_with, ended_runs, locks_kept, resume_command,
                                       take_target)
 from workbench.runner.targets.base import Target
 from workbench.store.engine import Store
@@ -602,7 +602,7 @@ def _stopped_while_opening(store: Store, launch: "Launch") -> Iterator[list[int]
         if prior is not None:
             raise not_started(command, signum) from None
         raise RunInterrupted(f"interrupted before the first run of execution {opened[0]}: no run was started, and "
-                             "the target was not touched", hint=f"continue with: {command}", signum=signum,
+                             "the target was not touched", hint=continue_with(command), signum=signum,
                              resume=command) from None
 
 
@@ -672,7 +672,7 @@ def _close(state: State, status: str, error: BaseException | None) -> None:
         raise failed  # each host's failure its own `Error:` line and `Hint:`
     if isinstance(error, (RunInterrupted, KeyboardInterrupt)):
         # The count is the progress line's own (the same runs, the same words), so the two never disagree.
-        left, hint = "restored", f"continue with: {command}"
+        left, hint = "restored", continue_with(command)
         if state.abandoned:
             left, hint, _ = _abandoned(state, command)
             if restore_error:  # the hosts whose restore failed before the stop abandoned the others'
@@ -718,7 +718,7 @@ def _abandoned(state: State, command: str) -> tuple[str, str, str]:
                 f"taking the target was abandoned: it may still hold the config the stopped runner left, and {lock}")
     return (f"not changed: taking it was abandoned (stopped again while wb took it) before any run began; its config "
             f"was not changed, and {lock}",
-            f"continue with: {command} (it takes the lock over, runs what is left and restores the target)"
+            f"{continue_with(command)} (it takes the lock over, runs what is left and restores the target)"
             + (f", or remove {locks}: no run began, so the config is the original" if locks else ""),
             f"taking the target was abandoned: its config was not changed, and {lock}")
 

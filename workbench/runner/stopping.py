@@ -38,10 +38,12 @@ def not_started(resume: str | None = None, signum: int = signal.SIGINT) -> RunIn
     """A stop before the first run. A fresh run's recorded nothing and touched nothing (no hint: nothing to
     resume). A resume's leaves the execution as it was, runs kept, and says how to continue it; it says nothing
     of the target, which a runner killed earlier may have left holding its config (the resume would restore it)."""
+    from workbench.runner.takeover import continue_with
+
     if resume is None:
         return RunInterrupted(f"interrupted before the first run: {NOTHING_STARTED}", signum=signum)
     return RunInterrupted("interrupted before the resume started: nothing was run or recorded, and any interrupted "
-                          "execution is as it was, its recorded runs kept", hint=f"continue with: {resume}",
+                          "execution is as it was, its recorded runs kept", hint=continue_with(resume),
                           signum=signum, resume=resume)
 
 

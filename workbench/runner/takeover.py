@@ -156,12 +156,23 @@ def resume_command_at(url: str, path: Path | None, root: Path | str, hid: str) -
     return keep_whole(shlex.join(["wb", "hypothesis", "run", hid, "--resume", *_store_and_root(url, path, root)]))
 
 
-def _store_and_root(url: str, path: Path | None, root: Path | str) -> list[str]:
-    """--db naming the store (a URL with a password is left out: never shown) and --root the workbench's absolute
-    folder, as the --db is absolute: a command with them works pasted in any folder."""
-    from workbench.store.engine import url_has_password
+def continue_with(command: str, lead: str = "continue with") -> str:
+    """`lead: command`, saying where the store's password goes when the command's --db has it masked
+    (`url_for_command`): without it, the command cannot reach the store."""
+    from workbench.secrets import MASK
 
-    db = ["--db", str(path)] if path is not None else [] if url_has_password(url) else ["--db", url]
+    words = shlex.split(command)
+    db = words[words.index("--db") + 1] if "--db" in words[:-1] else ""
+    return (f"{lead}, the store's password put in place of {MASK} in --db: {command}" if MASK in db
+            else f"{lead}: {command}")
+
+
+def _store_and_root(url: str, path: Path | None, root: Path | str) -> list[str]:
+    """--db naming the store (a URL's password masked, for the user to put back: `continue_with`) and --root the
+    workbench's absolute folder, as the --db is absolute: a command with them works pasted in any folder."""
+    from workbench.store.engine import url_for_command, url_has_password
+
+    db = ["--db", str(path) if path is not None else url_for_command(url) if url_has_password(url) else url]
     return [*db, "--root", str(Path(root).resolve())]
 
 

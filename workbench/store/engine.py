@@ -187,6 +187,21 @@ def url_has_password(db: str) -> bool:
     return url.password is not None or any(k.lower() in LIBPQ_SECRETS for k in url.query)
 
 
+def url_for_command(db: str) -> str:
+    """A --db value as a command to paste gives it: a password (before the host, and each libpq secret parameter's
+    in the query) replaced by the mask, for the user to put it back; unchanged, the server refuses the command,
+    where one without --db read the default store. All up to the last `@` before the query is taken as the
+    password, so a password holding an unescaped `@` or `/` is never shown in part."""
+    from workbench.secrets import MASK, mask_libpq
+
+    scheme, sep, rest = db.partition("://")
+    before, q, query = rest.partition("?")
+    user, colon, _ = before[:before.rfind("@")].partition(":") if "@" in before else ("", "", "")
+    if colon and "/" not in user:
+        before = f"{user}:{MASK}{before[before.rfind('@'):]}"
+    return mask_libpq(f"{scheme}{sep}{before}{q}{query}", MASK)
+
+
 def _redact(url: str) -> str:
     """`url` as a message shows it: a password masked, before the host or in the query (`url_has_password`)."""
     from sqlalchemy.engine import make_url
