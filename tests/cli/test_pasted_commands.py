@@ -329,3 +329,31 @@ def test_a_searchs_resume_command_names_the_workbench_and_store_absolutely(tmp_p
                        profile=None, alpha=0.05, budget=math.inf, seed=7, search_id="a1b2c3")
     resume = shlex.split(resume_command(spec, Settings(root=Path(".."), db="../wb.duckdb")))
     assert resume[-5:] == ["--db", str(root / "wb.duckdb"), "--root", str(root), "--resume"], resume
+
+
+def test_a_searchs_resume_command_names_the_workbench_when_no_root_was_given(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search given no --root (its workbench found from the folder it ran in) printed a resume command without
+    one: pasted in another folder, it found no workbench or another. It names the store and the registry's root the
+    search ran with, absolutely, as a run's resume command does."""
+    import math
+    from types import SimpleNamespace
+
+    from workbench.isolate.adapter import IsolateSpec
+    from workbench.isolate.region import parse_region
+    from workbench.isolate.resume import resume_command
+    from workbench.settings import Settings
+
+    root = tmp_path / "my bench"
+    (root / "sub").mkdir(parents=True)
+    monkeypatch.chdir(root / "sub")
+    spec = IsolateSpec(experiment="agent-repro", good={"geometry_fix": "on"}, bad={"geometry_fix": "off"},
+                       changes=("geometry_fix",), hold={}, metric="corruption_rate", region=parse_region(">= 0.05"),
+                       profile=None, alpha=0.05, budget=math.inf, seed=7, search_id="a1b2c3")
+    store = SimpleNamespace(url=f"duckdb:///{root / 'wb.duckdb'}", path=root / "wb.duckdb")
+    resume = shlex.split(resume_command(spec, Settings(), store=store, root=Path("..")))
+    assert resume[-5:] == ["--db", str(root / "wb.duckdb"), "--root", str(root), "--resume"], resume
+    url = SimpleNamespace(url="postgresql+psycopg://wb:s3cretpw@db.example/wb", path=None)
+    resume = shlex.split(resume_command(spec, Settings(), store=url, root=root))
+    assert resume[-5:] == ["--db", "postgresql+psycopg://wb:<redacted>@db.example/wb", "--root", str(root),
+                           "--resume"], resume

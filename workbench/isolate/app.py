@@ -200,8 +200,8 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
     `settings` gives the sim folder and the artifacts folder the probes' executions use; `prior`, the
     earlier attempt of this search whose probes are reused (see `workbench.isolate.resume`)."""
     settings = settings or Settings()
-    oracle = RunnerOracle(spec, registry, store, settings, show_progress=show_progress, prior=prior,
-                          resume=resume_command(spec, settings, write))
+    resume = resume_command(spec, settings, write, store=store, root=registry.root)
+    oracle = RunnerOracle(spec, registry, store, settings, show_progress=show_progress, prior=prior, resume=resume)
     from workbench.runner.execute import RunInterrupted
     from workbench.store.engine import interrupted_query
 
@@ -214,7 +214,7 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
             raise  # refused before any probe touched the target: no attempt to record (a resume would pick it)
         _record_partial(spec, oracle, store, prior)
         if not isinstance(exc, BadInput):  # a probe failed or was stopped: the search can go on from here
-            exc.hint = _resume_hint(exc.hint, resume_command(spec, settings, write), len(oracle.results))
+            exc.hint = _resume_hint(exc.hint, resume, len(oracle.results))
         if isinstance(exc, TargetRefused):  # its exit 2 says nothing ran; probes before it did, and were recorded
             from workbench.errors import RunFailure
 
@@ -225,7 +225,7 @@ def run_isolate(spec: IsolateSpec, registry: "Registry", store: "Store", *, sett
             raise
         _record_partial(spec, oracle, store, prior)
         raise RunInterrupted("the search was interrupted between its probes; the target is as it was before them",
-                             hint=_resume_hint(None, resume_command(spec, settings, write),
+                             hint=_resume_hint(None, resume,
                                                len(oracle.results))) from None
     record = search_record(spec, result, prior=prior)
     record_search(store, spec, record)

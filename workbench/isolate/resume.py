@@ -174,12 +174,19 @@ def check_unchanged(spec: "IsolateSpec", registry: "Registry", store: "Store", p
                            hint="undo the edit to resume the search, or drop --resume to search afresh with it")
 
 
-def resume_command(spec: "IsolateSpec", settings: "Settings | None" = None, write: bool = False) -> str:
-    """The command that resumes `spec`'s search: every flag that determines it, explicitly, --db and --root as
-    `settings` has them, the `--write` the stopped search was given, then --resume (`runner.search_command`)."""
+def resume_command(spec: "IsolateSpec", settings: "Settings | None" = None, write: bool = False, *,
+                   store: Any = None, root: Any = None) -> str:
+    """The command that resumes `spec`'s search: every flag that determines it, explicitly, --db and --root (the
+    `store` and the registry's `root` the search ran with, absolutely, as a run's resume command has them; else as
+    `settings` has them: a search given no --root gave none, and its command depended on the folder it was pasted
+    in), the `--write` the stopped search was given, then --resume (`runner.search_command`)."""
     from workbench.isolate.adapter import search_key
     from workbench.runner.search_command import search_command
 
+    if store is not None and root is not None:
+        from workbench.runner.takeover import store_and_root
+
+        return search_command(search_key(spec), store_and_root(store.url, store.path, root), write=write)
     return search_command(search_key(spec), _where(settings), write=write)
 
 

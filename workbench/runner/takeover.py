@@ -140,7 +140,7 @@ def _resume_of(state: "State", hypothesis_id: str, origin: dict[str, Any] | None
         return resume_command(state.store, state.prepared.root, hypothesis_id)
     if origin and origin.get("resume"):
         return redact_text(str(origin["resume"]))
-    return stored_search_command(state.store, isolate, _store_and_root(state.store.url, state.store.path,
+    return stored_search_command(state.store, isolate, store_and_root(state.store.url, state.store.path,
                                                                        state.prepared.root))
 
 
@@ -153,7 +153,7 @@ def resume_command(store: Store, root: Path | str, hid: str) -> str:
 
 def resume_command_at(url: str, path: Path | None, root: Path | str, hid: str) -> str:
     """`resume_command` for the store at `url` (`path`, a DuckDB file's), before it is opened."""
-    return keep_whole(shlex.join(["wb", "hypothesis", "run", hid, "--resume", *_store_and_root(url, path, root)]))
+    return keep_whole(shlex.join(["wb", "hypothesis", "run", hid, "--resume", *store_and_root(url, path, root)]))
 
 
 def continue_with(command: str, lead: str = "continue with") -> str:
@@ -167,7 +167,7 @@ def continue_with(command: str, lead: str = "continue with") -> str:
             else f"{lead}: {command}")
 
 
-def _store_and_root(url: str, path: Path | None, root: Path | str) -> list[str]:
+def store_and_root(url: str, path: Path | None, root: Path | str) -> list[str]:
     """--db naming the store (a URL's password masked, for the user to put back: `continue_with`) and --root the
     workbench's absolute folder, as the --db is absolute: a command with them works pasted in any folder."""
     from workbench.store.engine import url_for_command, url_has_password
