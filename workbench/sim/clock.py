@@ -41,6 +41,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from workbench.processes import pid_alive, process_start
+
 
 __all__ = ["Clock", "HOP_S", "reset", "sim_time_at", "current", "UNIT_CODES"]
 
@@ -220,7 +222,7 @@ class Clock:
             q[_H_GENS] = gen
             b = _BASES[i]
             q[b + _SEEN:b + _SLOT_WORDS] = memoryview(bytes(8 * 3 * SLOTS)).cast("q")
-            q[b + _PID], q[b + _GEN], q[b + _UNIT] = os.getpid(), gen, UNIT_CODES[self.unit]
+            q[b + _PID], q[b + _GEN], q[b + _UNIT] = _owner(), gen, UNIT_CODES[self.unit]
             d[b + _NEXT_DUE], q[b + _PORT] = math.inf, self._wake.getsockname()[1]
             q[b + _VERSION] += 2
             q[b + _STATE] = _BUSY
@@ -231,7 +233,7 @@ class Clock:
         q = self._q
         freed = False
         for b in _BASES:
-            if q[b + _STATE] != _FREE and not _pid_alive(q[b + _PID]):
+            if q[b + _STATE] != _FREE and not _owner_alive(q[b + _PID]):
                 q[b + _STATE] = _FREE
                 q[b + _PID] = 0
                 freed = True
@@ -487,11 +489,21 @@ class _ClockSelector(selectors.DefaultSelector):
         return events
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
+# A slot's pid word holds its owner's pid and, above it, the kernel's start time of that process (pid_max is at most
+# 2**22; 41 bits of clock ticks last centuries), so that a pid reused by another process is not taken for the owner
+# (`workbench.processes.pid_alive`). A word holding a pid alone (no start known) is checked by its pid.
+_PID_BITS = 22
+
+
+def _owner(pid: int | None = None, start: str | None = None) -> int:
+    """The pid word of `pid` (this process) started at `start` (read from /proc where not given)."""
+    pid = os.getpid() if pid is None else pid
+    start = process_start(pid) if start is None else start
+    return (int(start) << _PID_BITS | pid) if start and start.isdigit() and int(start) < 1 << 41 else pid
+
+
+def _owner_alive(word: int) -> bool:
+    if word < 1:
         return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    pid, start = word & ((1 << _PID_BITS) - 1), word >> _PID_BITS
+    return pid_alive(pid, str(start) if start else None)
