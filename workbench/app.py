@@ -735,30 +735,11 @@ class Workbench(StoredRuns):
         # A bundle this workbench cannot take is refused before the store is opened. Damaged rows are found
         # only while merging: an empty store's schema is made in the merge's transaction, so a refusal leaves
         # an empty PostgreSQL database empty, and a DuckDB file this refusal would have created is removed.
-        # Its hypotheses are compared with this workbench's and stored as theirs, each read with its lineage (as an
-        # export reads it): an entry set apart elsewhere in the file does not stop it; one the bundle carries does.
-        self._importable_apart(doc)
         check_importable(self.registry, doc, Path(path))
         with self._no_new_store_on_bad_input(), self.store(deferred_schema=True) as store:
             summary = import_(store, self.registry, Path(path), doc=doc)
         sig = signature_path(Path(path))
         return replace(summary, signature=str(sig) if sig.is_file() else None, signed_by=signer)
-
-    def _importable_apart(self, doc: dict[str, Any]) -> None:
-        """ConfigErrors where a hypothesis the bundle carries, or an ancestor of it, is an entry set apart here."""
-        from workbench.errors import ConfigErrors
-
-        apart = self._apart()
-        for hid in doc["hypotheses"]:
-            found = apart._broken_in_lineage(hid)
-            if found is None:
-                continue
-            entry, whose = found
-            them = "it" if len(entry.problems) == 1 else "them"
-            carried = f"{hid!r}, whose entry here has {them}" if whose is None else \
-                f"{hid!r}, and {whose} here has {them}"
-            raise ConfigErrors(list(entry.problems),
-                               refused=f"the bundle carries {carried}: fix {them} first; nothing was imported")
 
     def bundle_show(self, path: str | Path, *, extract: str | Path | None = None) -> "Carried":
         """What the bundle at `path` carries and how its definitions compare with this workbench's; with

@@ -207,9 +207,6 @@ class StoredRuns:
         from workbench.registry.evidence import ImportPlan, parse_evidence, pick_for, plan_import
         from workbench.store.entities import ImportedRun
 
-        # Runs are stored as an experiment's: an entry of hypotheses.yaml set apart for a problem of its own does
-        # not stop them (the experiments are read whole).
-        self._intact()
         path = Path(file)
         if experiment is None:
             experiment = pick_for(self.registry, path).id

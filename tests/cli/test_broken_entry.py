@@ -235,30 +235,3 @@ def test_confounds_write_says_why_another_entry_stops_it(workbench_dir, cli):
             "reads the other entries") in " ".join(err.split()), err
     code, _, err = cli("confounds", "--root", str(workbench_dir))
     assert code == 0 and "left out: the entry 'live-hostpool-control'" in err, err
-
-
-def test_an_import_of_evidence_and_of_a_bundle_go_on_without_a_broken_entry(workbench_dir, cli, tmp_path, seed_csv):
-    """With only live-hostpool-control broken, `wb import evidence` and `wb bundle import` exited 2 printing that
-    entry's `Error:` alone, no summary. Evidence is stored as runs of an experiment, and a bundle's entries are read
-    with their lineage (as an export reads them): both go on, the broken entry told as a warning; a bundle carrying
-    an entry whose lineage holds a broken one is still refused, saying so."""
-    root = ["--root", str(workbench_dir)]
-    bundle = tmp_path / "w.wbundle"
-    code, out, err = cli("bundle", "export", "wedge-confound", "pool-configurator-overcommit", "-o", str(bundle),
-                         *root)
-    assert code == 0, (out, err)
-    _break(workbench_dir, "live-hostpool-control")
-    summary = "1 problem found; left out: the entry 'live-hostpool-control'"
-    code, out, err = cli("import", "evidence", str(seed_csv), *root)
-    assert code == 0 and out.startswith("imported "), (out, err)
-    assert "Warning: " in err and summary in err and "Error:" not in err, err
-    code, out, err = cli("bundle", "import", str(bundle), *root)  # its rows: none (exported before the import)
-    assert code == 0 and "(wedge-confound, pool-configurator-overcommit)" in out, (out, err)
-    assert "Warning: " in err and summary in err and "Error:" not in err, err
-    _break(workbench_dir, "wedge-confound")
-    code, out, err = cli("bundle", "import", str(bundle), *root, "--db", str(tmp_path / "third.duckdb"))
-    assert code == 2 and out == "", (out, err)
-    assert err.count("Error: ") == 1 and "(hypothesis wedge-confound, field bogus_field)" in err, err
-    assert err.count("Warning: ") == 1 and "(hypothesis live-hostpool-control, field bogus_field)" in err, err
-    assert ("1 problem found; the bundle carries 'wedge-confound', whose entry here has it: fix it first; nothing "
-            "was imported") in " ".join(err.split()), err

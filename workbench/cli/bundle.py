@@ -78,9 +78,7 @@ def import_(file: Annotated[Path, typer.Argument(metavar="FILE")],
                 help="Import only if FILE.sig verifies by a key of this allowed-signers file (ssh-keygen(1)).")] = None,
             db: DbOption = None, json_: JsonOption = False, root: RootOption = None) -> None:
     """Merge a bundle into the store (idempotent; refused when its registry conflicts with this one)."""
-    wb = open_workbench(db, root)
-    with telling_left_out(wb):
-        summary = wb.bundle_import(file, signers=signers)
+    summary = open_workbench(db, root).bundle_import(file, signers=signers)
     if json_:
         print_json(summary.to_dict())
     else:

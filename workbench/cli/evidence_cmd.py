@@ -8,8 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from workbench.analysis import display
-from workbench.cli._common import (DbOption, JsonOption, RootOption, new_app, open_workbench, print_json,
-                                   telling_left_out)
+from workbench.cli._common import DbOption, JsonOption, RootOption, new_app, open_workbench, print_json
 
 app = new_app("Import evidence gathered outside wb.")
 
@@ -27,9 +26,7 @@ def evidence(file: Annotated[Path, typer.Argument(metavar="FILE.csv")], db: DbOp
     A row whose run_id is already stored with the same values is skipped; with other values it is refused
     unless --replace is given. A replacing row is stored as a new run with a new id (the output names both:
     "run 7 (LABEL) replaced by run 12"), and the verdicts that rested on the replaced run are deleted."""
-    wb = open_workbench(db, root)
-    with telling_left_out(wb):
-        result = wb.import_evidence(file, experiment=experiment, replace=replace)
+    result = open_workbench(db, root).import_evidence(file, experiment=experiment, replace=replace)
     if json_:
         print_json(result.to_dict())
         return
