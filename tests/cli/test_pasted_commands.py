@@ -309,24 +309,31 @@ def test_a_resume_command_keeps_a_stores_url_with_its_password_masked(tmp_path: 
         assert db.startswith("postgresql://wb") and "db.example/wb" in db, db
 
 
+def _search_spec():
+    """A search of agent-repro's geometry_fix, as `wb isolate` builds it from its flags."""
+    import math
+
+    from workbench.isolate.adapter import IsolateSpec
+    from workbench.isolate.region import parse_region
+
+    return IsolateSpec(experiment="agent-repro", good={"geometry_fix": "on"}, bad={"geometry_fix": "off"},
+                       changes=("geometry_fix",), hold={}, metric="corruption_rate", region=parse_region(">= 0.05"),
+                       profile=None, alpha=0.05, budget=math.inf, seed=7, search_id="a1b2c3")
+
+
 def test_a_searchs_resume_command_names_the_workbench_and_store_absolutely(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """`wb isolate --root .. --db ../wb.duckdb` gave its resume command (printed, and recorded in each probe's lock
     for whoever meets it) those relative paths: pasted in another folder it found no workbench, or another store.
     They are absolute, as a run's resume command has them."""
-    import math
 
-    from workbench.isolate.adapter import IsolateSpec
-    from workbench.isolate.region import parse_region
     from workbench.isolate.resume import resume_command
     from workbench.settings import Settings
 
     root = tmp_path / "my bench"
     (root / "sub").mkdir(parents=True)
     monkeypatch.chdir(root / "sub")
-    spec = IsolateSpec(experiment="agent-repro", good={"geometry_fix": "on"}, bad={"geometry_fix": "off"},
-                       changes=("geometry_fix",), hold={}, metric="corruption_rate", region=parse_region(">= 0.05"),
-                       profile=None, alpha=0.05, budget=math.inf, seed=7, search_id="a1b2c3")
+    spec = _search_spec()
     resume = shlex.split(resume_command(spec, Settings(root=Path(".."), db="../wb.duckdb")))
     assert resume[-5:] == ["--db", str(root / "wb.duckdb"), "--root", str(root), "--resume"], resume
 
@@ -336,20 +343,15 @@ def test_a_searchs_resume_command_names_the_workbench_when_no_root_was_given(tmp
     """A search given no --root (its workbench found from the folder it ran in) printed a resume command without
     one: pasted in another folder, it found no workbench or another. It names the store and the registry's root the
     search ran with, absolutely, as a run's resume command does."""
-    import math
     from types import SimpleNamespace
 
-    from workbench.isolate.adapter import IsolateSpec
-    from workbench.isolate.region import parse_region
     from workbench.isolate.resume import resume_command
     from workbench.settings import Settings
 
     root = tmp_path / "my bench"
     (root / "sub").mkdir(parents=True)
     monkeypatch.chdir(root / "sub")
-    spec = IsolateSpec(experiment="agent-repro", good={"geometry_fix": "on"}, bad={"geometry_fix": "off"},
-                       changes=("geometry_fix",), hold={}, metric="corruption_rate", region=parse_region(">= 0.05"),
-                       profile=None, alpha=0.05, budget=math.inf, seed=7, search_id="a1b2c3")
+    spec = _search_spec()
     store = SimpleNamespace(url=f"duckdb:///{root / 'wb.duckdb'}", path=root / "wb.duckdb")
     resume = shlex.split(resume_command(spec, Settings(), store=store, root=Path("..")))
     assert resume[-5:] == ["--db", str(root / "wb.duckdb"), "--root", str(root), "--resume"], resume

@@ -362,13 +362,9 @@ def test_a_runner_killed_outright_is_seen_dead_at_once_though_not_yet_waited_for
         runner.wait()
 
 
-def test_a_lock_that_cannot_be_removed_is_recorded_and_said_with_the_restore(toy, tmp_path, monkeypatch, cli):
-    """The lock's removal as the execution ended failed, and nothing said so (a best-effort `rm; true`): the
-    execution was recorded done, its restore line said the target was restored, and the next run was refused by
-    a lock nobody had been told about. The failure is now recorded with the execution and said beside the restore
-    (`restore`, the line stderr ends with) and by `wb runs show`, with the command that removes it. The `rm`
-    refusing the lock stands for a lock file this runner may not remove (tests may run as root, whom a folder's
-    mode does not stop)."""
+def _rm_refusing_locks(tmp_path, monkeypatch) -> None:
+    """An `rm` first on PATH that refuses a lock file (and removes anything else): a lock this runner may not
+    remove (tests may run as root, whom a folder's mode does not stop)."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "rm").write_text('#!/bin/sh\ncase "$*" in *wb-target.lock*)\n'
@@ -376,6 +372,16 @@ def test_a_lock_that_cannot_be_removed_is_recorded_and_said_with_the_restore(toy
                                'esac\nexec /bin/rm "$@"\n')
     (bindir / "rm").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_a_lock_that_cannot_be_removed_is_recorded_and_said_with_the_restore(toy, tmp_path, monkeypatch, cli):
+    """The lock's removal as the execution ended failed, and nothing said so (a best-effort `rm; true`): the
+    execution was recorded done, its restore line said the target was restored, and the next run was refused by
+    a lock nobody had been told about. The failure is now recorded with the execution and said beside the restore
+    (`restore`, the line stderr ends with) and by `wb runs show`, with the command that removes it. The `rm`
+    refusing the lock stands for a lock file this runner may not remove (tests may run as root, whom a folder's
+    mode does not stop)."""
+    _rm_refusing_locks(tmp_path, monkeypatch)
     s = run_hypothesis("toy-fix", db=toy.db, replicates=1, build_report=False)
     assert [r["status"] for r in s["runs"]] == ["ok", "ok"] and toy.conf.read_bytes() == toy.original
     assert _lock_file(toy).exists()
@@ -399,13 +405,7 @@ def test_a_lock_left_by_a_failed_taking_is_said_with_the_error_and_recorded(toy,
     restore's line; without progress, the error's hint) and recorded with the execution, after the error."""
     from workbench.errors import TargetError
 
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "rm").write_text('#!/bin/sh\ncase "$*" in *wb-target.lock*)\n'
-                               '  echo "rm: cannot remove: Operation not permitted" >&2; exit 1;;\n'
-                               'esac\nexec /bin/rm "$@"\n')
-    (bindir / "rm").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    _rm_refusing_locks(tmp_path, monkeypatch)
     toy.conf.unlink()
     toy.conf.symlink_to(toy.conf.name)  # a link to itself: reading it fails once the lock is written
     said = (f"its lock {_lock_file(toy)} was NOT released (rm: cannot remove: Operation not permitted): the "
