@@ -24,6 +24,7 @@ from workbench.errors import BadInput
 from workbench.store.engine import url_for_command, url_has_password
 from workbench.isolate.assignments import shown, shown_set
 from workbench.isolate.attempt import DecidedProbe, PriorAttempt
+from workbench.runner.search_command import flag_number
 
 if TYPE_CHECKING:
     from workbench.isolate.adapter import IsolateSpec
@@ -207,16 +208,11 @@ def _where(settings: "Settings | None") -> list[str]:
     return out
 
 
-def _num(x: float) -> str:
-    short = f"{x:g}"
-    return short if float(short) == x else repr(float(x))
-
-
 def _set(d: dict[str, Any]) -> str:
     return shown_set(d, d)
 
 
 def _show(value: Any) -> str:
     if isinstance(value, float):
-        return "none" if math.isinf(value) else _num(value)
+        return "none" if math.isinf(value) else flag_number(value)
     return "none" if value is None else str(value)

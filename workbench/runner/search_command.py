@@ -27,7 +27,7 @@ def search_command(key: Mapping[str, Any], where: Sequence[str], *, write: bool 
     if key.get("profile"):
         args += ["--target", key["profile"]]
     budget = key.get("budget")
-    args += ["--budget", "inf" if budget is None else _num(budget), "--alpha", _num(key["alpha"]),
+    args += ["--budget", "inf" if budget is None else flag_number(budget), "--alpha", flag_number(key["alpha"]),
              "--seed", str(key["seed"])]
     if key.get("parent"):
         args += ["--parent", key["parent"]]
@@ -51,6 +51,7 @@ def stored_search_command(store: "Store", key: Mapping[str, Any], where: Sequenc
     return search_command(key, where)
 
 
-def _num(x: float) -> str:
+def flag_number(x: float) -> str:
+    """`x` as a flag gives it: short (`%g`) where that reads back as `x`, else in full."""
     short = f"{x:g}"
     return short if float(short) == x else repr(float(x))
