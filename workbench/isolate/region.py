@@ -72,11 +72,6 @@ def _first_error(exc: ValueError) -> str:
 def stored_text(region: Any) -> str:
     """A stored region (the record's dict) as the user wrote it, e.g. ">= 0.05"."""
     try:
-        return describe(Region(**region)) if isinstance(region, dict) else str(region)
+        return region_text(Region(**region)) if isinstance(region, dict) else str(region)
     except (TypeError, ValueError):
         return str(region)
-
-
-def describe(region: Region) -> str:
-    """`region` as --region takes it (`registry.common.region_text`)."""
-    return region_text(region)

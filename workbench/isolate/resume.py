@@ -39,7 +39,8 @@ SHOWN = 5
 
 def differences(spec: "IsolateSpec", record: dict[str, Any], *, seed_given: bool, parent_given: bool) -> list[str]:
     """What this request sets otherwise than the stored search `record`, by flag ([] when it is the same search)."""
-    from workbench.isolate.region import describe, stored_text
+    from workbench.isolate.region import stored_text
+    from workbench.registry.common import region_text
 
     res = record.get("result", {})
     budget = res.get("budget")
@@ -52,7 +53,7 @@ def differences(spec: "IsolateSpec", record: dict[str, Any], *, seed_given: bool
     differ("--experiment", spec.experiment, record.get("experiment"))
     differ("--target", spec.profile, record.get("profile"))
     differ("--metric", spec.metric, record.get("metric"))
-    differ("--region", describe(spec.region), stored_text(record.get("region")))
+    differ("--region", region_text(spec.region), stored_text(record.get("region")))
     for flag, now, then in (("--good", spec.good, record.get("good") or {}),
                             ("--bad", spec.bad, record.get("bad") or {})):
         out += [f"{flag} {shown(v, _show(now.get(v)))} (it used {shlex.quote(_show(then.get(v)))})"
