@@ -582,7 +582,7 @@ def _resumed_or_not(data: StoreData, e: dict[str, Any]) -> str:
     """Whether `wb hypothesis run H --resume` takes the execution `e`, by its rule (runner.resume.find_resumable:
     the newest stopped execution, none a finished one followed). The page names no --db or --root: it may be read
     where they mean other folders."""
-    from workbench.runner.resume import RESUMABLE
+    from workbench.runner.resume import RESUMABLE, newest_resumable
 
     status = e.get("status") or ""
     if status == "refused":
@@ -591,14 +591,9 @@ def _resumed_or_not(data: StoreData, e: dict[str, Any]) -> str:
         return ""
     hid = e["hypothesis_id"]
     resume = f"`wb hypothesis run {hid} --resume`"
-    taken: int | None = None
-    for x in sorted((x for x in data.executions.values() if x.get("hypothesis_id") == hid), key=lambda x: x["id"],
-                    reverse=True):
-        if x.get("status") in RESUMABLE:
-            taken = x["id"]
-            break
-        if x.get("status") == "done":
-            break
+    newest = newest_resumable(sorted((x for x in data.executions.values() if x.get("hypothesis_id") == hid),
+                                     key=lambda x: x["id"]), lambda x: x.get("status"))
+    taken = None if newest is None else newest["id"]
     if taken == e["id"]:
         return f"; {resume} (with the --db and --root of this report) resumes it, the newest stopped execution"
     if taken is not None:

@@ -13,7 +13,7 @@ the way on is a fresh run, which records the new definition as a new execution.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 from workbench.analysis import display
 from workbench.errors import BadInput
@@ -37,10 +37,19 @@ def find_resumable(store: "Store", hypothesis_id: str) -> "ExecutionRecord | Non
     """The newest stopped execution, unless a finished one came after it: that one's verdict is the
     hypothesis's status, and resuming an older execution would put a verdict of older runs over it. Refused
     executions (nothing ran) are passed over."""
-    for ex in reversed(store.executions(hypothesis_id=hypothesis_id)):
-        if ex.status in RESUMABLE:
+    return newest_resumable(store.executions(hypothesis_id=hypothesis_id), lambda ex: ex.status)
+
+
+_E = TypeVar("_E")
+
+
+def newest_resumable(executions: Sequence[_E], status: Callable[[_E], Any]) -> _E | None:
+    """`find_resumable`'s rule over one hypothesis's `executions` (oldest first), each read by `status`: the
+    newest stopped one, None where a finished one came after it (or none stopped)."""
+    for ex in reversed(executions):
+        if status(ex) in RESUMABLE:
             return ex
-        if ex.status == "done":
+        if status(ex) == "done":
             return None
     return None
 
